@@ -1,0 +1,61 @@
+# The two commands of the README:  `make run`  and  `make test`.
+# Each sets up what it needs (idempotent: a second run only checks stamps) and runs.
+#   make run            the ladder on the track that fits this machine (ENGINE=gluon|pytorch overrides)
+#   make test           every test: unit tests and notebooks (smoke mode), both tracks
+#   make lab            JupyterLab on the course (ENGINE picks the kernel's environment)
+#   make notebooks      re-create the .ipynb files from their paired .py (jupytext)
+
+PYTHON   ?= python3
+VENV     ?= .venv
+ENGINE   ?= $(shell $(PYTHON) -m gpu_course.engines)
+# The MXNet GPU build only where a GPU it supports (sm_50..sm_86) is present.
+GLUON_EXTRA ?= $(shell $(PYTHON) -c "from gpu_course.engines import compute_capabilities as c; caps=c(); print('gluon-gpu' if caps and max(caps) <= (8, 6) else 'gluon')")
+PIP_FLAGS ?= -q --disable-pip-version-check
+SMOKE_RUNS := $(CURDIR)/.venv/test-runs
+
+.PHONY: run test lab setup setup-gluon setup-pytorch test-core test-gluon test-pytorch notebooks clean
+
+run: setup-$(ENGINE)
+	@echo "Track: $(ENGINE) — $$($(PYTHON) -m gpu_course.engines --reason)"
+	$(VENV)/$(ENGINE)/bin/gpu-course ladder --engine $(ENGINE) $(ARGS)
+
+test: setup-gluon setup-pytorch
+	rm -rf $(SMOKE_RUNS)
+	$(MAKE) --no-print-directory test-gluon test-pytorch
+
+setup: setup-gluon setup-pytorch
+setup-gluon: $(VENV)/gluon/.installed
+setup-pytorch: $(VENV)/pytorch/.installed
+
+$(VENV)/gluon/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)/gluon
+	$(VENV)/gluon/bin/pip install $(PIP_FLAGS) -e ".[$(GLUON_EXTRA),lab]"
+	$(VENV)/gluon/bin/python -c "import mxnet, gluoncv, pynvml; print('gluon environment: mxnet', mxnet.__version__)"
+	touch $@
+
+$(VENV)/pytorch/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)/pytorch
+	$(VENV)/pytorch/bin/pip install $(PIP_FLAGS) -e ".[torch,lab]"
+	$(VENV)/pytorch/bin/python -c "import torch, pynvml; print('pytorch environment: torch', torch.__version__)"
+	touch $@
+
+# Core tests run in the Gluon environment (old numpy/pandas) and again in the PyTorch one
+# (new numpy/pandas): the core must work with both.
+test-gluon:
+	GPU_COURSE_SMOKE=1 GPU_COURSE_RUNS=$(SMOKE_RUNS)/gluon MPLBACKEND=Agg \
+	  $(VENV)/gluon/bin/python -m pytest -q tests --ignore=tests/torch \
+	  --nbval-lax --nbval-current-env --nbval-cell-timeout=900 notebooks/gluon $(PYTEST_ARGS)
+
+test-pytorch:
+	GPU_COURSE_SMOKE=1 GPU_COURSE_RUNS=$(SMOKE_RUNS)/pytorch MPLBACKEND=Agg \
+	  $(VENV)/pytorch/bin/python -m pytest -q tests --ignore=tests/gluon \
+	  --nbval-lax --nbval-current-env --nbval-cell-timeout=900 notebooks/pytorch $(PYTEST_ARGS)
+
+lab: setup-$(ENGINE)
+	$(VENV)/$(ENGINE)/bin/jupyter lab notebooks
+
+notebooks: setup-gluon
+	$(VENV)/gluon/bin/jupytext --sync notebooks/*.py notebooks/*/*.py
+
+clean:
+	rm -rf $(VENV) runs

@@ -1,0 +1,11 @@
+"""gpu_course: measure and remove what keeps a GPU from being busy while a model trains.
+
+The core (config, monitor, timing, records, plots, report, data) imports no deep-learning
+framework. Each track has an adapter with the same public names:
+
+    from gpu_course import gluon as gc     # Apache MXNet Gluon track
+    from gpu_course import torch as gc     # PyTorch track
+"""
+__version__ = "0.1.0"
+
+from .config import Experiment  # noqa: E402,F401  (cheap: standard library only)

@@ -1,0 +1,197 @@
+"""The `gpu-course` command line: data, monitor, runs, run, ladder, diagnose, sagemaker.
+
+Every verb has --help. Errors in what the user typed print one clear line and exit 2.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+from . import config as _config
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return args.func(args) or 0
+    except ValueError as err:
+        print(f"gpu-course {args.verb}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"gpu-course {args.verb}: interrupted", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpu-course", description="Find and remove what keeps a GPU from being busy.")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+
+    p = sub.add_parser("data", help="generate the synthetic CIFAR-10 stand-in (or other data)",
+                       description="Write a dataset in CIFAR-10 binary format.")
+    p.add_argument("--out", type=Path, default=None, help="folder to write (default: data/)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train", type=int, default=50_000, help="training images")
+    p.add_argument("--test", type=int, default=10_000, help="test images")
+    p.add_argument("--kind", default="synthetic", help="synthetic (CIFAR-10 format)")
+    p.set_defaults(func=_data)
+
+    p = sub.add_parser("monitor", help="record GPU/CPU utilisation to a CSV",
+                       description="Sample like `watch nvidia-smi` and keep the numbers. "
+                       "Stops on Ctrl-C or after --seconds; everything recorded is written.")
+    p.add_argument("--out", type=Path, required=True, help="CSV file for the GPU samples")
+    p.add_argument("--seconds", type=float, default=None, help="stop after this long")
+    p.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
+    p.set_defaults(func=_monitor)
+
+    p = sub.add_parser("runs", help="list recorded runs as a table",
+                       description="List the run records under a folder.")
+    p.add_argument("--runs-dir", type=Path, default=None)
+    p.set_defaults(func=_runs)
+
+    p = sub.add_parser("run", help="run one experiment from flags",
+                       description="Train once with the given settings, record the run and "
+                       "print the talk's summary line.")
+    _add_config_flags(p)
+    p.add_argument("--runs-dir", type=Path, default=None)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run)
+
+    p = sub.add_parser("ladder", help="run the whole ladder of fixes and write a report",
+                       description="Run every rung (naive -> tuned) on the default dataset, "
+                       "write run records, charts and a Markdown/HTML report, and print the "
+                       "ladder table.")
+    p.add_argument("--engine", choices=_config.ENGINES, default=None,
+                   help="default: what fits this machine (ENGINE=... overrides)")
+    p.add_argument("--quick", action="store_true", help="a minute-long pass on a CPU")
+    p.add_argument("--train-size", type=int, default=None)
+    p.add_argument("--test-size", type=int, default=None)
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--rungs", default=None, help="comma-separated subset of rung names")
+    p.add_argument("--runs-dir", type=Path, default=None)
+    p.add_argument("--out", type=Path, default=None, help="report folder")
+    p.set_defaults(func=_ladder)
+
+    p = sub.add_parser("diagnose", help="say what limits a recorded run",
+                       description="Input-bound, compute-bound or overhead-bound, with the "
+                       "numbers, and the next rung to try.")
+    p.add_argument("run", help="run folder or run id")
+    p.add_argument("--runs-dir", type=Path, default=None)
+    p.set_defaults(func=_diagnose)
+    _add_optional_verbs(sub)
+    return parser
+
+
+def _add_optional_verbs(sub) -> None:
+    """Verbs whose module may add its own parser (e.g. sagemaker)."""
+    try:
+        from . import sagemaker_launch
+    except ImportError:
+        return
+    sagemaker_launch.add_parser(sub)
+
+
+def _add_config_flags(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group("experiment (every Experiment field)")
+    for f in fields(_config.Experiment):
+        flag = "--" + f.name.replace("_", "-")
+        group.add_argument(flag, dest=f"cfg_{f.name}", default=None, metavar="VALUE",
+                           help=f"default: {f.default!r}")
+
+
+def config_from_args(args: argparse.Namespace, **defaults) -> _config.Experiment:
+    """Build an Experiment from parsed flags (strings turned into each field's type)."""
+    values = dict(defaults)
+    for f in fields(_config.Experiment):
+        text = getattr(args, f"cfg_{f.name}", None)
+        if text is not None:
+            values[f.name] = _config.parse_value(f.name, text)
+    return _config.Experiment(**values)
+
+
+def _data(args) -> int:
+    from . import data
+    if args.kind != "synthetic":
+        raise ValueError(f"--kind={args.kind!r} is not allowed here; allowed: synthetic")
+    path = data.generate_to(args.out, seed=args.seed, train_size=args.train,
+                            test_size=args.test)
+    print(f"wrote {args.train} training and {args.test} test images to {path}")
+    return 0
+
+
+def _monitor(args) -> int:
+    from . import monitor
+    if args.interval <= 0:
+        raise ValueError(f"--interval={args.interval} must be > 0 seconds")
+    n = monitor.record_to_csv(args.out, seconds=args.seconds, interval=args.interval)
+    print(f"\n{n} samples written to {args.out}")
+    return 0
+
+
+def _runs(args) -> int:
+    from . import records
+    runs = records.load_runs(args.runs_dir)
+    if not runs:
+        print(f"no runs under {args.runs_dir or records.default_runs_dir()}")
+        return 0
+    table = records.runs_table(runs)
+    cols = ["run_id", "status", "engine", "batch_size", "num_workers", "dtype",
+            "samples_per_sec", "epoch_time_s", "gpu_util", "val_acc", "device"]
+    print(table[cols].to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
+    return 0
+
+
+def _engine(requested: str | None) -> str:
+    from .engines import pick_engine
+    if requested:
+        return requested
+    engine, reason = pick_engine()
+    print(f"engine: {engine} ({reason})")
+    return engine
+
+
+def _run(args) -> int:
+    from .ladder import adapter
+    engine = _engine(args.cfg_engine)
+    cfg = config_from_args(args, engine=engine)
+    gc = adapter(cfg.engine)
+    run = gc.train(cfg, runs_dir=args.runs_dir, progress=not args.no_progress)
+    print(f"run record: {run.path}")
+    return 0 if run.status == "finished" else 1
+
+
+def _ladder(args) -> int:
+    from . import report
+    from .ladder import run_ladder
+    engine = _engine(args.engine)
+    only = [r.strip() for r in args.rungs.split(",")] if args.rungs else None
+    runs, paths = run_ladder(engine, quick=args.quick, runs_dir=args.runs_dir, out=args.out,
+                             only=only, train_size=args.train_size,
+                             test_size=args.test_size, epochs=args.epochs)
+    print()
+    print(report.format_table(report.ladder_table(runs)))
+    print()
+    print(report.conclusion(runs))
+    print(f"report: {paths.get('html')}")
+    return 0
+
+
+def _diagnose(args) -> int:
+    from . import records
+    try:
+        from . import diagnose
+    except ImportError:
+        raise ValueError("diagnosis is not available in this version") from None
+    run = records.load_run(args.run, runs_dir=args.runs_dir)
+    print(diagnose.explain(run))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+"""One frozen dataclass holds every knob of an experiment.
+
+Both framework adapters read the same `Experiment`, so a lesson changes one field and
+the rest of the run stays identical. Every bad value raises a `ValueError` that names
+the field, the value and what is allowed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+ENGINES = ("gluon", "pytorch")
+DATASETS = ("synthetic", "cifar10", "folder")
+MODELS = ("resnet20", "resnet56", "resnet110", "wrn16_10", "wrn28_10", "tiny")
+AUGMENTS = ("standard", "none", "heavy")
+GRAPHS = ("eager", "hybrid", "static")
+DTYPES = ("float32", "float16", "bfloat16")
+MOCKS = ("none", "loader", "trainer")
+SCHEDULERS = ("none", "factor", "multifactor", "poly", "cosine", "onecycle")
+# The optimizers each framework offers by name. Gluon's list is the talk's; PyTorch's
+# "lars" is the course's own (PyTorch ships none) and "nag" is SGD with nesterov=True.
+OPTIMIZERS = {
+    "gluon": ("sgd", "nag", "lbsgd", "lars", "lamb", "signum", "ftml", "dcasgd", "adam"),
+    "pytorch": ("sgd", "nag", "lars", "adam", "adamw"),
+}
+SCHEDULERS_BY_ENGINE = {
+    "gluon": ("none", "factor", "multifactor", "poly", "cosine"),
+    "pytorch": ("none", "factor", "multifactor", "poly", "cosine", "onecycle"),
+}
+KVSTORES = ("device", "local", "nccl")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Every setting of one training run, with its unit."""
+
+    name: str = "run"                 # label of the run record and the plots
+    engine: str = "gluon"             # "gluon" (MXNet) | "pytorch"
+    # -- data ------------------------------------------------------------------------
+    dataset: str = "synthetic"        # "synthetic" (generated CIFAR-10 stand-in) | "cifar10" | "folder"
+    data_dir: str | None = None       # where datasets live; None = the repo's data/
+    train_size: int = 50_000          # training images per epoch
+    test_size: int = 10_000           # validation images
+    image_size: int = 32              # pixels a side fed to the model
+    augment: str = "standard"         # "standard" (pad-4 crop, flip, normalise) | "none" | "heavy"
+    # -- model -----------------------------------------------------------------------
+    model: str = "resnet20"           # CIFAR ResNet/WRN as in GluonCV's zoo, or "tiny"
+    # -- input pipeline --------------------------------------------------------------
+    batch_size: int = 64              # images per device per step
+    num_workers: int = 1              # loader processes; 0 = load in the training process
+    pin_memory: bool = False          # PyTorch: page-locked host batches (faster copies)
+    persistent_workers: bool = False  # PyTorch: keep workers alive between epochs
+    prefetch_factor: int = 2          # PyTorch: batches each worker prepares ahead
+    data_on_gpu: bool = False         # PyTorch: whole dataset + augmentation on the GPU
+    mock: str = "none"                # "loader": one batch served forever (compute ceiling);
+                                      # "trainer": batches fetched and dropped (input ceiling)
+    # -- compute ---------------------------------------------------------------------
+    graph: str = "eager"              # "eager" | "hybrid" (hybridize()/torch.compile)
+                                      # | "static" (static_alloc+static_shape / CUDA graphs)
+    dtype: str = "float32"            # "float32" | "float16" | "bfloat16" (PyTorch only)
+    channels_last: bool = False       # PyTorch: NHWC memory layout for tensor cores
+    num_gpus: int = 1                 # devices to train on; CPU contexts when no GPU exists
+    kvstore: str = "device"           # Gluon: where gradients are summed across devices
+    # -- optimisation ----------------------------------------------------------------
+    optimizer: str = "sgd"            # see OPTIMIZERS
+    lr: float = 0.1                   # learning rate at lr_base_batch images per step
+    lr_base_batch: int | None = None  # if set, lr scales linearly: lr * global_batch / this
+    momentum: float = 0.9
+    wd: float = 5e-4                  # weight decay (L2)
+    optimizer_params: tuple = ()      # extra (key, value) pairs, e.g. (("batch_scale", 4),)
+    lr_scheduler: str = "none"        # see SCHEDULERS
+    lr_factor: float = 0.1            # factor/multifactor: lr multiplier at each step
+    lr_steps: tuple = ()              # multifactor: epochs at which lr *= lr_factor;
+                                      # factor: (every_n_epochs,)
+    warmup_epochs: float = 0.0        # linear warm-up from 0 to lr over this many epochs
+    epochs: int = 3
+    seed: int = 0
+    # -- measurement -----------------------------------------------------------------
+    warmup_steps: int = 5             # first steps of the run left out of samples/s
+    max_steps: int | None = None      # cut each epoch after this many steps (smoke runs)
+    monitor_interval: float = 0.5     # seconds between GPU/CPU samples
+
+    def __post_init__(self) -> None:
+        _choice(self, "engine", ENGINES)
+        _choice(self, "dataset", DATASETS)
+        _choice(self, "augment", AUGMENTS)
+        _choice(self, "graph", GRAPHS)
+        _choice(self, "dtype", DTYPES)
+        _choice(self, "mock", MOCKS)
+        _choice(self, "optimizer", OPTIMIZERS[self.engine])
+        _choice(self, "lr_scheduler", SCHEDULERS_BY_ENGINE[self.engine])
+        _choice(self, "kvstore", KVSTORES)
+        if self.model not in MODELS:
+            raise ValueError(f"model={self.model!r} is unknown; allowed: {', '.join(MODELS)}")
+        if self.dtype == "bfloat16" and self.engine == "gluon":
+            raise ValueError("dtype='bfloat16' needs engine='pytorch'; MXNet 1.9 trains in "
+                             "float32 or float16")
+        for name in ("train_size", "test_size", "batch_size", "epochs", "image_size",
+                     "prefetch_factor"):
+            _at_least(self, name, 1)
+        for name in ("num_workers", "num_gpus", "warmup_steps", "seed"):
+            _at_least(self, name, 0)
+        if self.max_steps is not None:
+            _at_least(self, "max_steps", 1)
+        if self.lr_base_batch is not None:
+            _at_least(self, "lr_base_batch", 1)
+        if not self.lr > 0:
+            raise ValueError(f"lr={self.lr!r} must be > 0")
+        if not 0 <= self.momentum < 1:
+            raise ValueError(f"momentum={self.momentum!r} must be in [0, 1)")
+        if self.wd < 0:
+            raise ValueError(f"wd={self.wd!r} must be >= 0")
+        if not 0 < self.lr_factor <= 1:
+            raise ValueError(f"lr_factor={self.lr_factor!r} must be in (0, 1]")
+        if self.warmup_epochs < 0 or self.warmup_epochs > self.epochs:
+            raise ValueError(f"warmup_epochs={self.warmup_epochs!r} must be in [0, epochs={self.epochs}]")
+        if not self.monitor_interval > 0:
+            raise ValueError(f"monitor_interval={self.monitor_interval!r} must be > 0 seconds")
+        if self.lr_scheduler == "multifactor" and not self.lr_steps:
+            raise ValueError("lr_scheduler='multifactor' needs lr_steps, e.g. (2, 4)")
+        if any(not (isinstance(s, (int, float)) and s > 0) for s in self.lr_steps):
+            raise ValueError(f"lr_steps={self.lr_steps!r} must be positive epoch numbers")
+        if list(self.lr_steps) != sorted(self.lr_steps):
+            raise ValueError(f"lr_steps={self.lr_steps!r} must be increasing")
+        if self.lr_scheduler == "onecycle" and self.warmup_epochs:
+            raise ValueError("lr_scheduler='onecycle' has its own warm-up; set warmup_epochs=0")
+        # normalise lists from JSON/CLI into hashable tuples
+        object.__setattr__(self, "lr_steps", tuple(self.lr_steps))
+        pairs = self.optimizer_params.items() if isinstance(self.optimizer_params, dict) \
+            else self.optimizer_params
+        object.__setattr__(self, "optimizer_params", tuple((str(k), v) for k, v in pairs))
+
+    # -- derived values --------------------------------------------------------------
+    @property
+    def global_batch(self) -> int:
+        """Images per optimizer step over all devices."""
+        return self.batch_size * max(self.num_gpus, 1)
+
+    @property
+    def scaled_lr(self) -> float:
+        """The learning rate actually used: linearly scaled when lr_base_batch is set."""
+        if self.lr_base_batch is None:
+            return self.lr
+        return self.lr * self.global_batch / self.lr_base_batch
+
+    def replace(self, **changes: Any) -> "Experiment":
+        """A copy with some fields changed (validated like the original)."""
+        unknown = set(changes) - {f.name for f in fields(self)}
+        if unknown:
+            raise ValueError(f"unknown Experiment field(s): {', '.join(sorted(unknown))}; "
+                             f"allowed: {', '.join(f.name for f in fields(self))}")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "Experiment":
+        """Build from a dict (e.g. a run record's config); unknown keys are an error."""
+        unknown = set(values) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown Experiment field(s): {', '.join(sorted(unknown))}")
+        return cls(**values)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+
+def check_gpus(requested: int, available: int) -> tuple[str, int, str | None]:
+    """Decide where to train: returns (kind, count, notice).
+
+    No GPU at all -> the CPU with `requested` contexts (so multi-device code still runs)
+    and a one-line notice; some GPUs but fewer than asked -> ValueError.
+    """
+    if requested == 0:
+        return "cpu", 1, None
+    if available == 0:
+        notice = (f"No GPU found: running on the CPU with {requested} device "
+                  f"context{'s' if requested > 1 else ''} instead of {requested} GPU"
+                  f"{'s' if requested > 1 else ''}.")
+        return "cpu", requested, notice
+    if requested > available:
+        raise ValueError(f"num_gpus={requested} but this machine has {available} GPU"
+                         f"{'s' if available > 1 else ''}; allowed: 0..{available}")
+    return "gpu", requested, None
+
+
+def parse_value(field_name: str, text: str) -> Any:
+    """Turn a command-line/hyperparameter string into the field's type."""
+    f = {f.name: f for f in fields(Experiment)}.get(field_name)
+    if f is None:
+        raise ValueError(f"unknown Experiment field {field_name!r}")
+    kind = str(f.type)
+    try:
+        if kind.startswith("bool"):
+            low = text.strip().lower()
+            if low not in ("1", "0", "true", "false", "yes", "no"):
+                raise ValueError
+            return low in ("1", "true", "yes")
+        if "int" in kind and "None" in kind:
+            return None if text.strip().lower() in ("", "none") else int(text)
+        if kind.startswith("int"):
+            return int(text)
+        if kind.startswith("float"):
+            return float(text)
+        if kind.startswith("tuple"):
+            if field_name == "optimizer_params":
+                parsed = json.loads(text) if text.strip().startswith("{") else dict(
+                    kv.split("=", 1) for kv in text.split(",") if kv)
+                return tuple((k, _number(v)) for k, v in parsed.items())
+            return tuple(_number(v) for v in text.replace(" ", "").split(",") if v)
+        if "str" in kind and "None" in kind:
+            return None if text.strip().lower() in ("", "none") else text
+        return text
+    except ValueError:
+        raise ValueError(f"{field_name}={text!r} is not a valid {kind}") from None
+
+
+def _number(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _choice(cfg: Experiment, name: str, allowed: tuple) -> None:
+    value = getattr(cfg, name)
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not allowed; allowed: {', '.join(allowed)}")
+
+
+def _at_least(cfg: Experiment, name: str, low: int) -> None:
+    value = getattr(cfg, name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name}={value!r} must be an integer >= {low}")
+
+
+FIELDS = tuple(f.name for f in fields(Experiment))

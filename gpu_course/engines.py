@@ -1,0 +1,85 @@
+"""Which track can run here: the Gluon track (MXNet) or the PyTorch track.
+
+MXNet 1.9.1's GPU wheels hold machine code for sm_50–sm_86 and no PTX, so they cannot
+run on Hopper (sm_90) or newer; there the PyTorch track is the one that runs. A machine
+with no GPU runs the Gluon track on the CPU. `ENGINE=gluon|pytorch` overrides.
+
+Standard library only (plus NVML if present): the Makefile runs this before any
+environment exists, as `python3 -m gpu_course.engines`.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+ENGINES = ("gluon", "pytorch")
+MXNET_MAX_CAPABILITY = (8, 6)  # newest architecture with machine code in the MXNet wheels
+
+
+def compute_capabilities() -> list[tuple[int, int]]:
+    """(major, minor) of every visible GPU; [] when there is none or no driver."""
+    try:
+        import pynvml  # from nvidia-ml-py, when installed
+        pynvml.nvmlInit()
+        try:
+            return [tuple(pynvml.nvmlDeviceGetCudaComputeCapability(
+                pynvml.nvmlDeviceGetHandleByIndex(i)))
+                for i in range(pynvml.nvmlDeviceGetCount())]
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        pass
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    caps = []
+    for line in out.stdout.split():
+        try:
+            major, minor = line.strip().split(".")
+            caps.append((int(major), int(minor)))
+        except ValueError:
+            continue
+    return caps
+
+
+def pick_engine(env: dict | None = None, capabilities: list | None = None) -> tuple[str, str]:
+    """Return (engine, reason)."""
+    env = os.environ if env is None else env
+    chosen = env.get("ENGINE", "").strip().lower()
+    if chosen:
+        if chosen not in ENGINES:
+            raise ValueError(f"ENGINE={chosen!r} is not allowed; allowed: {', '.join(ENGINES)}")
+        return chosen, f"ENGINE={chosen} was set"
+    caps = compute_capabilities() if capabilities is None else capabilities
+    if not caps:
+        return "gluon", "no GPU found: the Gluon (MXNet) track runs on the CPU"
+    newest = max(caps)
+    if newest > MXNET_MAX_CAPABILITY:
+        return "pytorch", (f"GPU compute capability {newest[0]}.{newest[1]} is newer than "
+                           "MXNet 1.9.1 supports (sm_86 at most): the PyTorch track")
+    return "gluon", (f"GPU compute capability {newest[0]}.{newest[1]}: the Gluon (MXNet) "
+                     "track on the GPU")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        engine, reason = pick_engine()
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if "--reason" in argv:
+        print(reason)
+    else:
+        print(engine)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""The course's main job: walk one training job up the ladder of fixes and compare.
+
+Each rung changes one thing on top of the rung before it, as the talk does:
+naive -> more loader workers -> hybridize/compile -> lower precision -> large batch with
+a large-batch optimizer -> LR schedule -> (PyTorch) data on the GPU -> more GPUs.
+Rungs are plain `Experiment`s, so a notebook can run any one of them by itself.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import Experiment
+from .records import OutOfMemory, Run, default_runs_dir, load_run
+
+
+@dataclass(frozen=True)
+class Rung:
+    name: str
+    cfg: Experiment
+    change: str  # the one thing this rung changes, in words
+
+
+def adapter(engine: str):
+    """The framework adapter module for an engine, with a clear error when it's missing."""
+    module = {"gluon": "gpu_course.gluon", "pytorch": "gpu_course.torch"}.get(engine)
+    if module is None:
+        raise ValueError(f"engine={engine!r} is not allowed; allowed: gluon, pytorch")
+    framework = "mxnet" if engine == "gluon" else "torch"
+    try:
+        importlib.import_module(framework)
+    except ImportError:
+        raise SystemExit(f"engine {engine!r} needs {framework}, which is not installed in this "
+                         f"environment; use `make run ENGINE={engine}` (it builds the "
+                         f"{engine} environment) or that environment's gpu-course") from None
+    return importlib.import_module(module)
+
+
+def default_sizes(gpus: int, quick: bool) -> dict:
+    """Dataset size and epochs by what the machine can do in reasonable time."""
+    if quick:
+        return {"train_size": 1024, "test_size": 512, "epochs": 1}
+    if gpus == 0:  # a CPU does ~250-450 ResNet-20 images/s: keep the ladder to minutes
+        return {"train_size": 5000, "test_size": 1000, "epochs": 2}
+    return {"train_size": 50_000, "test_size": 10_000, "epochs": 3}
+
+
+def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = False,
+          **sizes) -> list[Rung]:
+    """The ladder for an engine on a machine with `gpus` GPUs (0 = CPU only)."""
+    cpu_count = cpu_count or os.cpu_count() or 1
+    sizes = {**default_sizes(gpus, quick), **{k: v for k, v in sizes.items() if v is not None}}
+    workers = max(2, cpu_count - 3)  # the talk's advice: cpu_count() - 3, at least 2
+    large = 640 if engine == "gluon" else 1024
+    if gpus == 0 or quick:
+        large = 256  # a CPU gains nothing from huge batches, and quick mode must be quick
+    base = Experiment(name="naive", engine=engine, batch_size=64, num_workers=1,
+                      warmup_steps=2 if quick else 5, num_gpus=min(gpus, 1) or 1,
+                      monitor_interval=0.2 if quick else 0.5, **sizes)
+    ladder = [Rung("naive", base, "batch 64, one loader worker, float32, imperative")]
+
+    def add(name: str, change: str, **fields) -> None:
+        prev = ladder[-1].cfg
+        ladder.append(Rung(name, prev.replace(name=name, **fields), change))
+
+    if engine == "gluon":
+        add("workers", f"DataLoader(num_workers={workers})", num_workers=workers)
+        add("hybridize", "net.hybridize(static_alloc=True, static_shape=True)", graph="static")
+        add("float16", "net.cast('float16') + multi_precision=True", dtype="float16")
+        add("large-batch", f"batch {large} per device, LBSGD with linear warm-up, lr scaled",
+            batch_size=large, optimizer="lbsgd", lr_base_batch=128,
+            warmup_epochs=min(1.0, sizes["epochs"]),
+            optimizer_params=(("warmup_strategy", "linear"),))
+        add("lr-schedule", "cosine LR schedule after the warm-up", lr_scheduler="cosine",
+            optimizer="sgd", optimizer_params=())
+    else:
+        add("workers", f"DataLoader(num_workers={workers}, pin_memory=True, "
+            "persistent_workers=True)", num_workers=workers, pin_memory=True,
+            persistent_workers=True)
+        add("compile", "torch.compile(net)", graph="hybrid")
+        add("bfloat16", "autocast(bfloat16) + channels_last", dtype="bfloat16",
+            channels_last=True)
+        add("large-batch", f"batch {large}, LARS with linear warm-up, lr scaled",
+            batch_size=large, optimizer="lars", lr_base_batch=128,
+            warmup_epochs=min(1.0, sizes["epochs"]))
+        add("lr-schedule", "one-cycle LR schedule", lr_scheduler="onecycle", warmup_epochs=0)
+        add("data-on-gpu", "whole dataset and augmentation on the GPU", data_on_gpu=True,
+            num_workers=0, pin_memory=False, persistent_workers=False)
+    if gpus > 1:
+        add("all-gpus", f"{gpus} GPUs", num_gpus=gpus)
+    return ladder
+
+
+def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = None,
+               out: str | Path | None = None, only: list[str] | None = None,
+               progress: bool = False, **sizes) -> tuple[list[Run], dict]:
+    """Run every rung (an out-of-memory rung is recorded and the ladder goes on), then
+    write the report. Returns (runs, report paths)."""
+    gc = adapter(engine)
+    gpus = gc.gpu_count()
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    runs_dir = Path(runs_dir or default_runs_dir()) / f"ladder-{engine}-{stamp}"
+    selected = rungs(engine, gpus, quick=quick, **sizes)
+    if only:
+        unknown = set(only) - {r.name for r in selected}
+        if unknown:
+            raise ValueError(f"unknown rung(s) {sorted(unknown)}; allowed: "
+                             f"{', '.join(r.name for r in selected)}")
+        selected = [r for r in selected if r.name in only]
+    runs = []
+    for rung in selected:
+        print(f"\n=== rung {rung.name}: {rung.change}", flush=True)
+        try:
+            runs.append(gc.train(rung.cfg, runs_dir=runs_dir, progress=progress))
+        except OutOfMemory as err:
+            print(f"rung {rung.name}: out of memory, going on ({err})", flush=True)
+            if getattr(err, "run_path", None):
+                runs.append(load_run(err.run_path))
+    from . import report
+    paths = report.write_report(runs, Path(out) if out else runs_dir / "report",
+                                title=f"gpu-course ladder ({engine})")
+    return runs, paths

@@ -1,0 +1,91 @@
+import pytest
+
+from gpu_course.config import FIELDS, Experiment, check_gpus, parse_value
+
+
+def test_defaults_are_the_naive_rung():
+    cfg = Experiment()
+    assert (cfg.batch_size, cfg.num_workers, cfg.dtype, cfg.graph) == (64, 1, "float32", "eager")
+    assert cfg.global_batch == 64 and cfg.scaled_lr == cfg.lr
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("batch_size", 0, ["batch_size", "0", ">= 1"]),
+    ("num_workers", -1, ["num_workers", "-1", ">= 0"]),
+    ("dtype", "float8", ["dtype", "float8", "float16"]),
+    ("optimizer", "rmsprop", ["optimizer", "rmsprop", "lbsgd"]),
+    ("lr_scheduler", "exp", ["lr_scheduler", "exp", "multifactor"]),
+    ("model", "vgg", ["model", "vgg", "resnet20"]),
+    ("graph", "jit", ["graph", "jit", "hybrid"]),
+    ("lr", 0.0, ["lr", "0.0"]),
+    ("momentum", 1.5, ["momentum", "1.5"]),
+    ("epochs", 0, ["epochs", "0"]),
+    ("mock", "gpu", ["mock", "gpu", "loader"]),
+])
+def test_bad_values_name_field_value_and_what_is_allowed(field, value, words):
+    with pytest.raises(ValueError) as err:
+        Experiment(**{field: value})
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_engine_specific_choices():
+    with pytest.raises(ValueError, match="lbsgd"):
+        Experiment(engine="gluon", optimizer="adamw")
+    with pytest.raises(ValueError, match="optimizer='lbsgd'"):
+        Experiment(engine="pytorch", optimizer="lbsgd")
+    with pytest.raises(ValueError, match="bfloat16"):
+        Experiment(engine="gluon", dtype="bfloat16")
+    assert Experiment(engine="pytorch", lr_scheduler="onecycle").lr_scheduler == "onecycle"
+
+
+def test_multifactor_needs_increasing_steps():
+    with pytest.raises(ValueError, match="lr_steps"):
+        Experiment(lr_scheduler="multifactor")
+    with pytest.raises(ValueError, match="increasing"):
+        Experiment(lr_scheduler="multifactor", lr_steps=(4, 2), epochs=5)
+    assert Experiment(lr_scheduler="multifactor", lr_steps=[2, 4], epochs=5).lr_steps == (2, 4)
+
+
+def test_frozen_replace_and_round_trip():
+    cfg = Experiment(batch_size=128, optimizer_params={"batch_scale": 4})
+    with pytest.raises(Exception):
+        cfg.batch_size = 3
+    other = cfg.replace(num_workers=4)
+    assert other.num_workers == 4 and cfg.num_workers == 1
+    with pytest.raises(ValueError, match="batch_size"):
+        cfg.replace(batch_size=-2)
+    with pytest.raises(ValueError, match="unknown Experiment field"):
+        cfg.replace(batchsize=3)
+    assert Experiment.from_dict(cfg.to_dict()) == cfg
+    assert dict(cfg.optimizer_params) == {"batch_scale": 4}
+
+
+def test_linear_lr_scaling():
+    cfg = Experiment(batch_size=640, num_gpus=4, lr=0.1, lr_base_batch=256)
+    assert cfg.global_batch == 2560
+    assert cfg.scaled_lr == pytest.approx(1.0)
+
+
+def test_check_gpus():
+    assert check_gpus(1, 2) == ("gpu", 1, None)
+    kind, n, notice = check_gpus(2, 0)
+    assert (kind, n) == ("cpu", 2) and "No GPU found" in notice and "\n" not in notice
+    with pytest.raises(ValueError, match="num_gpus=4 but this machine has 2 GPUs"):
+        check_gpus(4, 2)
+    assert check_gpus(0, 8) == ("cpu", 1, None)
+
+
+def test_parse_value_types():
+    assert parse_value("batch_size", "256") == 256
+    assert parse_value("lr", "0.4") == 0.4
+    assert parse_value("pin_memory", "true") is True
+    assert parse_value("max_steps", "none") is None
+    assert parse_value("lr_steps", "2,4") == (2, 4)
+    assert parse_value("optimizer_params", "batch_scale=4,warmup_strategy=linear") == \
+        (("batch_scale", 4), ("warmup_strategy", "linear"))
+    with pytest.raises(ValueError, match="batch_size='many'"):
+        parse_value("batch_size", "many")
+    with pytest.raises(ValueError, match="unknown"):
+        parse_value("nope", "1")
+    assert "batch_size" in FIELDS

@@ -1,0 +1,29 @@
+import subprocess
+import sys
+
+import pytest
+
+from gpu_course.engines import pick_engine
+from conftest import REPO
+
+
+@pytest.mark.parametrize("caps, engine", [([], "gluon"), ([(7, 0)], "gluon"), ([(8, 6)], "gluon"),
+                                          ([(8, 0), (9, 0)], "pytorch"), ([(10, 0)], "pytorch")])
+def test_engine_follows_the_gpu(caps, engine):
+    chosen, reason = pick_engine(env={}, capabilities=caps)
+    assert chosen == engine and reason
+
+
+def test_engine_override_and_bad_value():
+    assert pick_engine(env={"ENGINE": "pytorch"}, capabilities=[])[0] == "pytorch"
+    with pytest.raises(ValueError, match="ENGINE='tf'.*gluon, pytorch"):
+        pick_engine(env={"ENGINE": "tf"}, capabilities=[])
+
+
+def test_module_prints_engine_for_the_makefile():
+    out = subprocess.run([sys.executable, "-m", "gpu_course.engines"], cwd=REPO,
+                         capture_output=True, text=True, env={"ENGINE": "pytorch", "PATH": ""})
+    assert out.returncode == 0 and out.stdout.strip() == "pytorch"
+    out = subprocess.run([sys.executable, "-m", "gpu_course.engines"], cwd=REPO,
+                         capture_output=True, text=True, env={"ENGINE": "cuda", "PATH": ""})
+    assert out.returncode == 2 and "ENGINE='cuda'" in out.stderr

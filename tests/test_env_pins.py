@@ -1,0 +1,42 @@
+"""environment.yml (conda, GPU) must state the same pins as the pip path (pyproject)."""
+import re
+import tomllib
+
+from conftest import REPO
+
+
+def pip_pins_from_environment_yml():
+    text = (REPO / "environment.yml").read_text()
+    return {m.group(1).lower(): m.group(2)
+            for m in re.finditer(r"^\s+-\s+([A-Za-z0-9_.\-]+)==([^\s#]+)", text, re.M)}
+
+
+def pins(requirements):
+    out = {}
+    for req in requirements:
+        name, _, version = req.partition("==")
+        out[name.strip().lower()] = version.strip()
+    return out
+
+
+def test_environment_yml_matches_pyproject():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    expected = {**pins(project["dependencies"]), **pins(extras["gluon-gpu"]), **pins(extras["lab"])}
+    assert pip_pins_from_environment_yml() == expected
+
+
+def test_gluon_tracks_pin_numpy_below_1_24_and_same_versions():
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    cpu, gpu = pins(extras["gluon"]), pins(extras["gluon-gpu"])
+    assert tuple(int(x) for x in cpu["numpy"].split(".")[:2]) < (1, 24)
+    assert cpu.pop("mxnet") == gpu.pop("mxnet-cu112") == "1.9.1"
+    assert cpu == gpu
+    assert "torch" not in cpu and "pynvml" not in {**cpu, **pins(extras["torch"])}
+
+
+def test_every_requirement_is_pinned_exactly():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    reqs = project["dependencies"] + sum(project["optional-dependencies"].values(), [])
+    loose = [r for r in reqs if "==" not in r]
+    assert not loose, f"unpinned: {loose}"

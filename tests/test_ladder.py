@@ -1,0 +1,49 @@
+import pytest
+
+from gpu_course.experiments import sweep
+from gpu_course.ladder import rungs
+from gpu_course.records import OutOfMemory, RunRecord, load_run
+
+
+@pytest.mark.parametrize("engine, names", [
+    ("gluon", ["naive", "workers", "hybridize", "float16", "large-batch", "lr-schedule"]),
+    ("pytorch", ["naive", "workers", "compile", "bfloat16", "large-batch", "lr-schedule",
+                 "data-on-gpu"]),
+])
+def test_rungs_build_on_each_other(engine, names):
+    ladder = rungs(engine, gpus=1, cpu_count=32)
+    assert [r.name for r in ladder] == names
+    assert ladder[0].cfg.batch_size == 64 and ladder[0].cfg.num_workers == 1
+    assert ladder[1].cfg.num_workers == 29  # the talk's cpu_count() - 3
+    for before, after in zip(ladder, ladder[1:]):
+        assert before.cfg != after.cfg and after.change
+    assert ladder[-1].cfg.train_size == 50_000
+
+
+def test_more_gpus_add_a_rung_and_cpu_sizes_are_small():
+    assert rungs("gluon", gpus=4, cpu_count=8)[-1].cfg.num_gpus == 4
+    cpu = rungs("gluon", gpus=0, cpu_count=2)
+    assert cpu[1].cfg.num_workers == 2 and cpu[0].cfg.train_size <= 5000
+    quick = rungs("pytorch", gpus=0, quick=True)
+    assert all(r.cfg.epochs == 1 and r.cfg.train_size <= 1024 for r in quick)
+    assert rungs("gluon", gpus=0, train_size=300)[0].cfg.train_size == 300
+
+
+def test_sweep_marks_oom_and_goes_on(runs_dir):
+    from gpu_course.config import Experiment
+
+    def train(cfg):
+        rec = RunRecord(cfg.to_dict(), "gluon", runs_dir=runs_dir, hardware_info={})
+        if cfg.batch_size > 256:
+            err = OutOfMemory(f"batch {cfg.batch_size} does not fit")
+            with pytest.raises(OutOfMemory):
+                with rec:
+                    raise err
+            err.run_path = rec.path
+            raise err
+        rec.finish()
+        return load_run(rec.path)
+    runs = sweep(train, Experiment(), "batch_size", [64, 512, 128])
+    assert [r.config["batch_size"] for r in runs] == [64, 512, 128]
+    assert [r.status for r in runs] == ["finished", "oom", "finished"]
+    assert runs[1].name == "batch_size=512"

@@ -1,0 +1,100 @@
+import json
+import math
+
+import pytest
+
+from gpu_course.records import (EPOCH_COLUMNS, OutOfMemory, RunRecord, load_run, load_runs,
+                                runs_table, write_atomic)
+
+
+def epoch_row(i):
+    return {"epoch": i, "epoch_time_s": 2.0, "samples_per_sec": 500.0 + i, "data_wait_s": 0.5,
+            "compute_s": 1.5, "steps": 10, "samples": 640, "loss": 1.0 / (i + 1),
+            "train_acc": 0.5, "val_acc": 0.4 + 0.1 * i, "lr": 0.1, "t_start": 0.0, "t_end": 2.0}
+
+
+def no_temp_files(folder):
+    return not [p for p in folder.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_record_round_trip(runs_dir):
+    rec = RunRecord({"name": "naive", "batch_size": 64}, "gluon", runs_dir=runs_dir,
+                    hardware_info={"gpus": [], "cpu_count": 2})
+    rec.add_epoch(epoch_row(0))
+    rec.add_epoch(epoch_row(1))
+    rec.finish(summary={"samples_per_sec": 501.0, "gpu_util_mean": float("nan")})
+    run = load_run(rec.path)
+    assert run.status == "finished" and run.name == "naive"
+    assert list(run.epochs.columns) == EPOCH_COLUMNS and len(run.epochs) == 2
+    assert run.summary["samples_per_sec"] == 501.0
+    assert run.summary["gpu_util_mean"] is None  # NaN is stored as null, JSON stays valid
+    meta = json.loads((rec.path / "run.json").read_text())
+    for key in ("config", "versions", "hardware", "git", "started_at", "ended_at"):
+        assert key in meta
+    assert meta["versions"]["python"]
+    assert no_temp_files(runs_dir)
+    assert load_run(rec.run_id, runs_dir=runs_dir).path == rec.path
+
+
+def test_interrupted_run_keeps_finished_epochs(runs_dir):
+    with pytest.raises(KeyboardInterrupt):
+        with RunRecord({"name": "x"}, "pytorch", runs_dir=runs_dir, hardware_info={}) as rec:
+            rec.add_epoch(epoch_row(0))
+            raise KeyboardInterrupt
+    run = load_run(rec.path)
+    assert run.status == "interrupted" and len(run.epochs) == 1
+    assert "1 finished epoch" in run.meta["error"]
+
+
+@pytest.mark.parametrize("error, status", [(OutOfMemory("batch 4096 needs 90 GiB"), "oom"),
+                                           (RuntimeError("boom"), "failed")])
+def test_failures_are_recorded(runs_dir, error, status):
+    with pytest.raises(type(error)):
+        with RunRecord({"name": "x"}, "gluon", runs_dir=runs_dir, hardware_info={}) as rec:
+            raise error
+    run = load_run(rec.path)
+    assert run.status == status and str(error) in run.meta["error"]
+    assert run.epochs.empty and list(run.gpu.columns)[0] == "t"
+
+
+def test_monitor_is_stopped_and_saved_on_exit(runs_dir):
+    class Monitor:
+        stopped = saved = 0
+
+        def stop(self):
+            self.stopped += 1
+
+        def save(self, folder):
+            self.saved += 1
+    mon = Monitor()
+    with pytest.raises(KeyboardInterrupt):
+        with RunRecord({"name": "x"}, "gluon", runs_dir=runs_dir, monitor=mon, hardware_info={}):
+            raise KeyboardInterrupt
+    assert mon.stopped == 1 and mon.saved >= 1
+
+
+def test_write_atomic_replaces_whole_file(tmp_path):
+    target = tmp_path / "a" / "f.txt"
+    write_atomic(target, "one")
+    write_atomic(target, "two")
+    assert target.read_text() == "two" and no_temp_files(tmp_path)
+
+
+def test_load_runs_and_table(runs_dir):
+    for name in ("naive", "workers"):
+        rec = RunRecord({"name": name, "batch_size": 64}, "gluon", runs_dir=runs_dir,
+                        hardware_info={"gpus": [{"name": "Tesla V100"}]})
+        rec.add_epoch(epoch_row(0))
+        rec.finish(summary={"samples_per_sec": 100.0})
+    runs = load_runs(runs_dir)
+    assert [r.name for r in runs] == ["naive", "workers"]
+    assert [r.name for r in load_runs(runs_dir, names=["workers"])] == ["workers"]
+    table = runs_table(runs)
+    assert list(table["device"]) == ["Tesla V100"] * 2
+    assert math.isclose(table["samples_per_sec"].iloc[0], 100.0)
+    assert load_runs(runs_dir / "missing") == []
+
+
+def test_not_a_run_folder(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a run folder"):
+        load_run(tmp_path)

@@ -1,0 +1,99 @@
+import pytest
+
+from gpu_course import timing
+from gpu_course.timing import StepTimer, summarize, summary_line
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, seconds):
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr(timing, "clock", fake)
+    return fake
+
+
+def slow_loader(clock, batches, wait):
+    for b in range(batches):
+        clock.advance(wait)  # the loader keeps the trainer waiting
+        yield b
+
+
+def test_data_wait_and_compute_are_split(clock):
+    timer = StepTimer(warmup_steps=0)
+    timer.start_epoch()
+    for _ in timer.wrap(slow_loader(clock, 4, wait=0.3)):
+        clock.advance(0.1)  # the step's compute
+        timer.step(64)
+    epoch = timer.end_epoch()
+    assert epoch.steps == 4 and epoch.samples == 256
+    assert epoch.data_wait_s == pytest.approx(1.2)
+    assert epoch.compute_s == pytest.approx(0.4)
+    assert epoch.samples_per_sec == pytest.approx(256 / 1.6)
+    assert epoch.data_wait_share == pytest.approx(0.75)
+    assert epoch.epoch_time_s == pytest.approx(1.6)
+
+
+def test_warmup_steps_are_left_out_of_samples_per_sec(clock):
+    timer = StepTimer(warmup_steps=2)
+    timer.start_epoch()
+    for i in timer.wrap(range(6)):
+        clock.advance(5.0 if i < 2 else 0.5)  # slow first steps: graph build, autotuning
+        timer.step(10)
+    epoch = timer.end_epoch()
+    assert epoch.timed_samples == 40
+    assert epoch.samples_per_sec == pytest.approx(40 / 2.0)
+    # the next epoch is timed from its first step
+    timer.start_epoch()
+    for _ in timer.wrap(range(2)):
+        clock.advance(1.0)
+        timer.step(10)
+    assert timer.end_epoch().timed_samples == 20
+
+
+def test_end_epoch_sync_is_charged_to_compute(clock):
+    timer = StepTimer(warmup_steps=0)
+    timer.start_epoch()
+    for _ in timer.wrap(range(3)):
+        clock.advance(0.01)  # issuing asynchronous work is quick...
+        timer.step(8)
+    epoch = timer.end_epoch(sync=lambda: clock.advance(2.0))  # ...the device is not
+    assert epoch.compute_s == pytest.approx(2.03)
+    assert epoch.epoch_time_s == pytest.approx(2.03)
+    assert epoch.samples_per_sec == pytest.approx(24 / 2.03)
+
+
+def test_summarize_uses_steady_epochs_for_epoch_time(clock):
+    timer = StepTimer(warmup_steps=0)
+    for cost in (3.0, 1.0, 1.0):
+        timer.start_epoch()
+        for _ in timer.wrap(range(2)):
+            clock.advance(cost / 2)
+            timer.step(50)
+        timer.end_epoch()
+    s = summarize(timer.epochs)
+    assert s["epoch_time_s"] == pytest.approx(1.0)
+    assert s["samples_per_sec"] == pytest.approx(300 / 5.0)
+    assert summarize([])["samples_per_sec"] != summarize([])["samples_per_sec"]  # NaN
+
+
+def test_step_outside_epoch_is_an_error():
+    with pytest.raises(RuntimeError):
+        StepTimer().step(1)
+    with pytest.raises(ValueError, match="warmup_steps"):
+        StepTimer(warmup_steps=-1)
+
+
+def test_summary_line_is_the_talks_format():
+    assert summary_line(1, 29, 64, "float32", 663.5, 18.59) == (
+        "NUM_GPU: 1, NUM_WORKER: 29, BATCH_SIZE_PER_GPU: 64, TYPECAST: float32, "
+        "Samples/Sec: 663.50, epoch time: 18.59")
