@@ -129,8 +129,7 @@ def _monitor(args) -> int:
     from . import monitor
     if args.interval <= 0:
         raise ValueError(f"--interval={args.interval} must be > 0 seconds")
-    n = monitor.record_to_csv(args.out, seconds=args.seconds, interval=args.interval)
-    print(f"\n{n} samples written to {args.out}")
+    monitor.record_to_csv(args.out, seconds=args.seconds, interval=args.interval)
     return 0
 
 

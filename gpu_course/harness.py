@@ -145,15 +145,17 @@ class Harness:
     # -- results ----------------------------------------------------------------------
     def summary(self) -> dict:
         numbers = summarize(self.timer.epochs)
-        util = float("nan")
-        if self.monitor is not None and self.timer.epochs:
-            util = self.monitor.summary().get("gpu_util_mean", float("nan"))
         rows = self.record.epochs if self.record is not None else []
+        util = cpu = None
+        if self.monitor is not None and rows:  # only the training epochs, not set-up
+            window = self.monitor.summary(t_start=rows[0]["t_start"], t_end=rows[-1]["t_end"])
+            util, cpu = window.get("gpu_util_mean"), window.get("cpu_percent_mean")
         val = rows[-1].get("val_acc") if rows else None
         cfg = self.cfg
         line = summary_line(cfg.num_gpus, cfg.num_workers, cfg.batch_size, cfg.dtype,
                             numbers["samples_per_sec"], numbers["epoch_time_s"])
-        return {**numbers, "gpu_util_mean": util, "val_acc": val, "summary_line": line}
+        return {**numbers, "gpu_util_mean": util, "cpu_percent_mean": cpu, "val_acc": val,
+                "summary_line": line}
 
     def say(self, text: str) -> None:
         if self.verbose:

@@ -1,0 +1,445 @@
+"""NVML, the NVIDIA driver's monitoring library, behind a small API that never raises.
+
+The only module of gpu_course that touches the NVML binding (``pynvml``, from the
+``nvidia-ml-py`` package). Like gpustat and nvitop it copes with any machine:
+
+- importing it always works; NVML is loaded on first use, and without the binding or
+  the driver ``available()`` is False, ``init_error()`` says why and ``gpu_count()`` is 0;
+- a metric the board does not support (power on some boards) reads ``None``;
+- any other failure (a lost GPU, say) leaves that metric ``None`` and puts a short text
+  in the sample's ``error`` field instead of raising.
+
+``sample(i)`` returns the per-GPU columns of the run record's gpu.csv.
+"""
+import operator
+import os
+import re
+import shutil
+import subprocess
+import threading
+
+MiB = 2**20
+
+#: Keys of ``sample()``: the gpu.csv columns after ``t`` and ``gpu``.
+SAMPLE_KEYS = (
+    "util_gpu", "util_mem", "mem_used_mib", "mem_total_mib", "power_w", "power_limit_w",
+    "temp_c", "sm_clock_mhz", "sm_clock_max_mhz", "clock_event_reasons",
+    "sm_active", "tensor_active", "error",
+)
+
+#: Bits of nvmlDeviceGetCurrentClocksEventReasons: why the SM clock is below its maximum.
+CLOCK_EVENT_REASONS = {
+    0x001: "gpu_idle",
+    0x002: "applications_clocks",   # clocks pinned by the application clock setting
+    0x004: "sw_power_cap",          # the power limit holds the clocks down
+    0x008: "hw_slowdown",
+    0x010: "sync_boost",
+    0x020: "sw_thermal",
+    0x040: "hw_thermal",
+    0x080: "hw_power_brake",
+    0x100: "display_clocks",
+    0x200: "board_limit",
+    0x400: "reliability",
+}
+
+_UNAVAILABLE = "NVML unavailable: {}; sampling CPU only"
+_INIT_REASONS = (  # (binding's exception class name, what it means for a user)
+    ("NVMLError_LibraryNotFound", "NVIDIA driver library not found (libnvidia-ml.so)"),
+    ("NVMLError_DriverNotLoaded", "NVIDIA driver not loaded"),
+    ("NVMLError_NoPermission", "no permission to open the GPU devices"),
+    ("NVMLError_LibRmVersionMismatch",
+     "driver and NVML library versions differ (reload the driver or reboot)"),
+)
+
+_lock = threading.RLock()  # guards _state, the handle cache and the GPM buffers
+_state = None              # a _State once NVML was tried; None until first use
+
+
+def _forget_in_child():
+    # A forked child (a DataLoader worker, say) must not use the parent's NVML handles,
+    # nor a lock that the parent's monitor thread may have held at the fork.
+    global _lock, _state
+    _lock, _state = threading.RLock(), None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
+class _State:
+    """What the first use of NVML found, plus the per-GPU caches."""
+
+    def __init__(self):
+        self.nv = None        # the pynvml module, once nvmlInit succeeded
+        self.error = None     # why NVML is unavailable
+        self.count = 0
+        self.handles = {}     # index -> device handle
+        self.lost = set()     # indices that reported GPU_IS_LOST: never queried again
+        self.static = {}      # index -> max SM clock (fixed for a board)
+        self.gpm = {}         # index -> _GpmBuffers, or None where GPM is unsupported
+
+
+class _GpmBuffers:
+    """Two GPM samples taken in turn plus the request that compares them."""
+
+    def __init__(self, request, prev, spare):
+        self.request, self.prev, self.spare = request, prev, spare
+        self.primed = False   # True once prev holds a sample
+
+
+class _GpuLost(Exception):
+    pass
+
+
+def _nvml():
+    """The NVML state, loading the binding and calling nvmlInit on first use."""
+    global _state
+    with _lock:
+        if _state is None:
+            _state = _initialise()
+        return _state
+
+
+def _initialise():
+    state = _State()
+    try:
+        import pynvml
+    except ImportError:
+        state.error = _UNAVAILABLE.format(
+            "the Python binding is missing (pip install nvidia-ml-py)")
+        return state
+    try:
+        pynvml.nvmlInit()
+        state.count = int(pynvml.nvmlDeviceGetCount())
+    except Exception as exc:  # NVMLError, or OSError from a broken library
+        state.error = _UNAVAILABLE.format(_init_reason(pynvml, exc))
+        return state
+    state.nv = pynvml
+    return state
+
+
+def _init_reason(nv, exc):
+    for class_name, reason in _INIT_REASONS:
+        cls = getattr(nv, class_name, None)
+        if isinstance(cls, type) and isinstance(exc, cls):
+            return reason
+    return f"{type(exc).__name__}: {exc}"
+
+
+def shutdown():
+    """Shut NVML down and forget everything; the next call initialises it again.
+
+    Tests call this after putting a fake ``pynvml`` in ``sys.modules``.
+    """
+    global _state
+    with _lock:
+        state, _state = _state, None
+        if state is None or state.nv is None:
+            return
+        for buffers in state.gpm.values():
+            if buffers is not None:
+                for gpm_sample in (buffers.prev, buffers.spare):
+                    _quietly(state.nv.nvmlGpmSampleFree, gpm_sample)
+        _quietly(state.nv.nvmlShutdown)
+
+
+def _quietly(fn, *args):
+    try:
+        return fn(*args)
+    except Exception:
+        return None
+
+
+def available():
+    """True when NVML answered (it may still see zero GPUs)."""
+    return _nvml().nv is not None
+
+
+def init_error():
+    """Why NVML is unavailable, as a sentence for users; None when it works."""
+    return _nvml().error
+
+
+def gpu_count():
+    """Number of GPUs NVML sees; 0 when NVML is unavailable."""
+    return _nvml().count
+
+
+def _checked(index):
+    state = _nvml()
+    try:
+        in_range = 0 <= operator.index(index) < state.count
+    except TypeError:
+        in_range = False
+    if not in_range:
+        if state.nv is None:
+            raise ValueError(f"GPU index {index!r}: there are no GPUs ({state.error})")
+        raise ValueError(f"GPU index {index!r} out of range: allowed 0..{state.count - 1}")
+    return state
+
+
+def _classify(nv, exc):
+    def is_a(class_name):
+        cls = getattr(nv, class_name, None)
+        return isinstance(cls, type) and isinstance(exc, cls)
+    if is_a("NVMLError_NotSupported"):
+        return "unsupported"
+    if is_a("NVMLError_FunctionNotFound"):
+        return "missing"          # the driver is older than this function
+    if is_a("NVMLError_GpuIsLost"):
+        return "lost"
+    return "error"
+
+
+def _ask(state, errors, what, fn_names, *args):
+    """Call the first of fn_names that the binding and the driver know.
+
+    Returns None when the metric is unsupported or failed (then ``what: reason`` is
+    appended to errors); raises _GpuLost when the GPU has fallen off the bus.
+    """
+    for name in (fn_names,) if isinstance(fn_names, str) else fn_names:
+        fn = getattr(state.nv, name, None)
+        if fn is None:
+            continue              # the binding is older than this function
+        try:
+            return fn(*args)
+        except Exception as exc:
+            kind = _classify(state.nv, exc)
+            if kind == "missing":
+                continue
+            if kind == "lost":
+                raise _GpuLost() from exc
+            if kind == "error":
+                errors.append(f"{what}: {exc}")
+            return None
+    return None
+
+
+def _handle(state, index, errors):
+    handle = state.handles.get(index)
+    if handle is None:
+        handle = _ask(state, errors, "handle", "nvmlDeviceGetHandleByIndex", index)
+        if handle is not None:
+            state.handles[index] = handle
+    return handle
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def driver_version():
+    """The NVIDIA driver version, e.g. "550.54.15"; None when NVML is unavailable."""
+    state = _nvml()
+    if state.nv is None:
+        return None
+    return _text(_quietly(state.nv.nvmlSystemGetDriverVersion))
+
+
+def cuda_driver_version():
+    """The newest CUDA version the driver supports, e.g. "12.4"; None when unknown."""
+    state = _nvml()
+    if state.nv is None:
+        return None
+    version = _ask(state, [], "cuda", (
+        "nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"))
+    if version is None:
+        return None
+    return f"{version // 1000}.{version % 1000 // 10}"   # 12040 -> "12.4"
+
+
+def gpu_info(index):
+    """Static facts about one GPU: dict(index, name, memory_total_mib, compute_capability)."""
+    with _lock:
+        state = _checked(index)
+        info = {"index": index, "name": None, "memory_total_mib": None,
+                "compute_capability": None}
+        try:
+            handle = _handle(state, index, [])
+            if handle is None:
+                return info
+            info["name"] = _text(_ask(state, [], "name", "nvmlDeviceGetName", handle))
+            memory = _ask(state, [], "memory", "nvmlDeviceGetMemoryInfo", handle)
+            if memory is not None:
+                info["memory_total_mib"] = round(memory.total / MiB, 1)
+            capability = _ask(state, [], "cc", "nvmlDeviceGetCudaComputeCapability", handle)
+            if capability is not None:
+                info["compute_capability"] = f"{capability[0]}.{capability[1]}"
+        except _GpuLost:
+            state.lost.add(index)
+        return info
+
+
+def gpus_info():
+    """``gpu_info(i)`` for every GPU NVML sees (an empty list without NVML)."""
+    return [gpu_info(i) for i in range(gpu_count())]
+
+
+def decode_clock_event_reasons(mask):
+    """Names of the bits set in a clock-event-reasons mask, joined by "|" ("" for none)."""
+    names = []
+    for bit in range(mask.bit_length()):
+        if mask >> bit & 1:
+            names.append(CLOCK_EVENT_REASONS.get(1 << bit, f"0x{1 << bit:x}"))
+    return "|".join(names)
+
+
+def sample(index):
+    """One reading of GPU ``index``: a dict with the keys ``SAMPLE_KEYS``.
+
+    Unsupported metrics are None; failures set ``error`` (e.g. "GPU is lost")
+    instead of raising. sm_active and tensor_active are GPM (Hopper and newer)
+    percentages averaged since the previous ``sample(index)``; None on the first
+    call and on GPUs without GPM.
+    """
+    with _lock:   # NVML is thread-safe, but the GPM sample pair per GPU is shared state
+        state = _checked(index)
+        row = dict.fromkeys(SAMPLE_KEYS)
+        if index in state.lost:
+            row["error"] = "GPU is lost"
+            return row
+        errors = []
+        try:
+            handle = _handle(state, index, errors)
+            if handle is not None:
+                _read_metrics(state, index, handle, row, errors)
+        except _GpuLost:   # what was read before the loss is not trusted either
+            state.lost.add(index)
+            row, errors = dict.fromkeys(SAMPLE_KEYS), ["GPU is lost"]
+        row["error"] = "; ".join(errors) or None
+        return row
+
+
+def _read_metrics(state, index, handle, row, errors):
+    nv = state.nv
+    utilization = _ask(state, errors, "util", "nvmlDeviceGetUtilizationRates", handle)
+    if utilization is not None:
+        row["util_gpu"], row["util_mem"] = utilization.gpu, utilization.memory
+    memory = _ask(state, errors, "memory", "nvmlDeviceGetMemoryInfo", handle)
+    if memory is not None:
+        row["mem_used_mib"] = round(memory.used / MiB, 1)
+        row["mem_total_mib"] = round(memory.total / MiB, 1)
+    power_mw = _ask(state, errors, "power_w", "nvmlDeviceGetPowerUsage", handle)
+    if power_mw is not None:
+        row["power_w"] = power_mw / 1000
+    limit_mw = _ask(state, errors, "power_limit_w", "nvmlDeviceGetEnforcedPowerLimit", handle)
+    if limit_mw is not None:
+        row["power_limit_w"] = limit_mw / 1000
+    row["temp_c"] = _ask(state, errors, "temp_c",
+                         ("nvmlDeviceGetTemperature", "nvmlDeviceGetTemperatureV"),
+                         handle, getattr(nv, "NVML_TEMPERATURE_GPU", 0))
+    sm_clock = getattr(nv, "NVML_CLOCK_SM", 1)
+    row["sm_clock_mhz"] = _ask(state, errors, "sm_clock_mhz", "nvmlDeviceGetClockInfo",
+                               handle, sm_clock)
+    if index not in state.static:
+        before = len(errors)
+        max_clock = _ask(state, errors, "sm_clock_max_mhz", "nvmlDeviceGetMaxClockInfo",
+                         handle, sm_clock)
+        if len(errors) == before:       # cache only an answer, not a failure
+            state.static[index] = max_clock
+    row["sm_clock_max_mhz"] = state.static.get(index)
+    reasons = _ask(state, errors, "clock_event_reasons", (
+        "nvmlDeviceGetCurrentClocksEventReasons",      # drivers >= 535
+        "nvmlDeviceGetCurrentClocksThrottleReasons"), handle)
+    if reasons is not None:
+        row["clock_event_reasons"] = decode_clock_event_reasons(int(reasons))
+    row["sm_active"], row["tensor_active"] = _gpm_metrics(state, index, handle, errors)
+
+
+def gpm_supported(index):
+    """True when GPU ``index`` offers GPM metrics (Hopper and newer, not in MIG mode)."""
+    with _lock:
+        state = _checked(index)
+        if index not in state.gpm:
+            handle = _handle(state, index, [])
+            if handle is None:
+                return False
+            state.gpm[index] = _gpm_buffers(state.nv, handle)
+        return state.gpm[index] is not None
+
+
+def _gpm_buffers(nv, handle):
+    """The GPM sample pair and metrics request for one GPU; None without GPM."""
+    try:
+        if not nv.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice:
+            return None
+        request = nv.c_nvmlGpmMetricsGet_t()
+        request.version = nv.NVML_GPM_METRICS_GET_VERSION
+        request.numMetrics = 2
+        request.metrics[0].metricId = nv.NVML_GPM_METRIC_SM_UTIL
+        request.metrics[1].metricId = nv.NVML_GPM_METRIC_ANY_TENSOR_UTIL
+        return _GpmBuffers(request, nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc())
+    except Exception:  # an older binding (AttributeError) or driver, or no GPM here
+        return None
+
+
+def _gpm_metrics(state, index, handle, errors):
+    """(sm_active, tensor_active) in percent between the previous sample and now."""
+    if index not in state.gpm:
+        state.gpm[index] = _gpm_buffers(state.nv, handle)
+    buffers = state.gpm[index]
+    if buffers is None:
+        return None, None
+    if _ask(state, errors, "gpm", "nvmlGpmSampleGet", handle, buffers.spare) is None:
+        buffers.primed = False
+        return None, None
+    values = (None, None)
+    if buffers.primed:
+        request = buffers.request
+        request.sample1, request.sample2 = buffers.prev, buffers.spare
+        if _ask(state, errors, "gpm", "nvmlGpmMetricsGet", request) is not None:
+            values = tuple(_gpm_value(request.metrics[k]) for k in (0, 1))
+    buffers.prev, buffers.spare = buffers.spare, buffers.prev  # the newest becomes prev
+    buffers.primed = True
+    return values
+
+
+def _gpm_value(metric):
+    if metric.nvmlReturn != 0:   # NVML_SUCCESS; each metric carries its own status
+        return None
+    return round(float(metric.value), 2)
+
+
+def nvidia_smi_query(fields, timeout=10.0):
+    """Run ``nvidia-smi --query-gpu=FIELDS`` and return one dict per GPU.
+
+    ``fields`` is a list of nvidia-smi field names (or one comma-separated string),
+    e.g. ``["index", "utilization.gpu", "memory.used"]``. Numbers come back as int or
+    float, "[N/A]" and "[Not Supported]" as None. Returns None when nvidia-smi is
+    missing or fails. Used to cross-check the monitor against nvidia-smi.
+    """
+    if isinstance(fields, str):
+        fields = fields.split(",")
+    fields = [str(field).strip() for field in fields]
+    bad = [f for f in fields if not re.fullmatch(r"[A-Za-z0-9_.]+", f)]
+    if not fields or bad:
+        raise ValueError(f"nvidia-smi fields {bad or fields!r}: expected names such as "
+                         "'utilization.gpu' (letters, digits, '_' and '.')")
+    executable = shutil.which("nvidia-smi")
+    if executable is None:
+        return None
+    try:
+        done = subprocess.run(
+            [executable, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    rows = []
+    for line in done.stdout.splitlines():
+        values = [value.strip() for value in line.split(",")]
+        if len(values) == len(fields):   # a GPU name with a comma would not parse
+            rows.append({f: _smi_value(v) for f, v in zip(fields, values)})
+    return rows
+
+
+def _smi_value(text):
+    if text in ("", "N/A", "[N/A]", "[Not Supported]", "Not Supported"):
+        return None
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
