@@ -1,0 +1,487 @@
+"""Figures of the course: what the GPU did while a run trained, and how the rungs compare.
+
+Every function returns a matplotlib Figure and, given `save=path`, writes it as a PNG.
+Figures are built without pyplot: nothing leaks between calls, headless CI needs no
+display, and a notebook cell that ends with the call shows the figure.
+"""
+from __future__ import annotations
+
+import copy
+import io
+import math
+import os
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib import transforms
+from matplotlib.figure import Figure
+
+from .report import (STATUS_TEXT, baseline_index, epoch_spans, gpu_util_mean, ladder_table)
+
+DPI = 120
+MAX_GPU_PANEL_SETS = 4    # with more GPUs, one shared panel set with a line per GPU
+DEFAULT_LR_STEPS = 1000   # updates drawn when only callables are given
+FAILED = ("oom", "failed")
+METRIC_LABELS = {"samples_per_sec": "samples/s", "epoch_time_s": "epoch time (s)",
+                 "gpu_util": "GPU utilisation (%)", "data_wait_share": "data wait (% of step)",
+                 "speedup": "speed-up over baseline", "val_acc": "validation accuracy"}
+
+
+# -- what one run did over time --------------------------------------------------------
+
+def utilisation_timeline(run, save=None) -> Figure:
+    """Per GPU: utilisation (with GPM SM/tensor activity when measured), memory and power
+    on one shared time axis, a CPU panel below, epochs shaded."""
+    gpu = run.gpu
+    ids = sorted(int(g) for g in pd.to_numeric(gpu["gpu"], errors="coerce").dropna().unique()) \
+        if len(gpu) else []
+    sets = [[g] for g in ids] if len(ids) <= MAX_GPU_PANEL_SETS else [ids]
+    heights = [1.5, 1.0, 1.0] * len(sets) + [1.0]
+    fig = _figure(10, max(3.5, 0.35 + 1.25 * sum(heights)))
+    axes = list(np.atleast_1d(fig.subplots(len(heights), 1, sharex=True,
+                                           gridspec_kw={"height_ratios": heights})))
+    for k, group in enumerate(sets):
+        util_ax, mem_ax, power_ax = axes[3 * k:3 * k + 3]
+        many = len(group) > 1
+        for g in group:
+            rows = gpu[pd.to_numeric(gpu["gpu"], errors="coerce") == g].sort_values("t")
+            _gpu_lines(util_ax, mem_ax, power_ax, rows, g, f"C{g % 10}" if many else "C0", many)
+        if many:  # one GPM line per GPU would bury the lesson: draw their mean
+            _gpm_lines(util_ax, gpu.groupby("t", as_index=False).mean(numeric_only=True),
+                       "k", " (mean)")
+        name = f"GPU {group[0]}" if len(group) == 1 else f"GPUs {group[0]}-{group[-1]}"
+        util_ax.set_ylabel(f"{name}\nutil %")
+        util_ax.set_ylim(0, 105)
+        mem_ax.set_ylabel("memory\nGiB")
+        mem_ax.set_ylim(bottom=0)
+        power_ax.set_ylabel("power\nW")
+        power_ax.set_ylim(bottom=0)
+        for ax in (util_ax, mem_ax, power_ax):
+            _legend(ax)
+    _cpu_total(axes[-1], run.host)
+    _mark_epochs(axes, run)
+    axes[-1].set_xlabel("time since monitor start (s)")
+    if ids:
+        util = gpu_util_mean(run)
+        detail = f"mean GPU utilisation {util:.0f}%" if not math.isnan(util) else "no utilisation"
+    else:
+        detail = "no GPU samples (CPU-only run)"
+    fig.suptitle(f"{run.name}: {detail}{_status_suffix(run)}")
+    _caption(fig, [run])
+    return _save(fig, save)
+
+
+def cpu_timeline(run, save=None) -> Figure:
+    """Total CPU % with one thin line per core, and RAM used, epochs shaded."""
+    fig = _figure(10, 5)
+    cpu_ax, ram_ax = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2, 1]})
+    host = run.host
+    t = _column(host, "t")
+    cores = _per_core(host)
+    for i in range(cores.shape[1]):
+        cpu_ax.plot(*_gapped(t, cores[:, i]), lw=0.6, alpha=0.35, color="grey",
+                    label="one core" if i == 0 else None)
+    _cpu_total(cpu_ax, host)
+    ram_ax.plot(*_gapped(t, _column(host, "ram_used_mib") / 1024), color="C2", label="used")
+    ram_ax.plot(*_gapped(t, _column(host, "ram_total_mib") / 1024), color="C2", ls="--",
+                lw=1, label="total")
+    ram_ax.set_ylim(bottom=0)
+    ram_ax.set_ylabel("RAM GiB")
+    ram_ax.set_xlabel("time since monitor start (s)")
+    for ax in (cpu_ax, ram_ax):
+        _legend(ax)
+    _mark_epochs([cpu_ax, ram_ax], run)
+    mean = np.nanmean(_column(host, "cpu_percent")) if len(host) else math.nan
+    cores_text = f", {cores.shape[1]} cores" if cores.shape[1] else ""
+    fig.suptitle(f"{run.name}: mean CPU {mean:.0f}%{cores_text}" if not math.isnan(mean)
+                 else f"{run.name}: no CPU samples")
+    _caption(fig, [run])
+    return _save(fig, save)
+
+
+# -- how runs compare ------------------------------------------------------------------
+
+def throughput(runs, save=None) -> Figure:
+    """Samples/s and epoch time per run: the run's value as a bar, each epoch as a dot
+    (the first, hollow, is the warm-up left out of the bar when there are more)."""
+    runs = list(runs)
+    table = ladder_table(runs)
+    fig = _figure(10, 1.6 + 0.45 * len(runs))
+    axes = fig.subplots(1, 2, sharey=True)
+    y = np.arange(len(runs))
+    for ax, column, label in ((axes[0], "samples_per_sec", "samples/s"),
+                              (axes[1], "epoch_time_s", "epoch time (s)")):
+        for i, (run, value) in enumerate(zip(runs, table[column])):
+            if math.isnan(value):
+                ax.text(0, i, f"  {_failure_text(run)}", va="center", color="grey", fontsize=9)
+                continue
+            ax.barh(i, value, color="C0", alpha=0.75)
+            per_epoch = _column(run.epochs, column)
+            jitter = np.linspace(-0.15, 0.15, len(per_epoch)) if len(per_epoch) > 1 else [0]
+            for j, (v, dy) in enumerate(zip(per_epoch, jitter)):
+                warmup = j == 0 and len(per_epoch) > 1
+                ax.plot(v, i + dy, "o", ms=4, color="k", mfc="none" if warmup else "k")
+        ax.set_xlabel(label)
+        ax.set_xlim(left=0)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(y, [run.name + _status_suffix(run) for run in runs])
+    axes[0].set_ylim(len(runs) - 0.5, -0.5)  # first run on top, rows without bars kept
+    fig.suptitle("Throughput per run (dots: epochs; hollow: warm-up epoch)")
+    _caption(fig, runs)
+    return _save(fig, save)
+
+
+def ladder(runs, baseline=0, save=None) -> Figure:
+    """The ladder: one bar per run, its speed-up over `baseline` (index or name), with
+    GPU utilisation beside it when measured; failed and OOM rungs hatched grey."""
+    runs = list(runs)
+    table = ladder_table(runs, baseline)
+    base = table.iloc[baseline_index(runs, baseline)]
+    by_speedup = table["speedup"].notna().any()
+    value = table["speedup"] if by_speedup else table["samples_per_sec"]
+    has_util = table["gpu_util"].notna().any()
+    fig = _figure(11 if has_util else 9, 1.5 + 0.5 * len(runs))
+    axes = fig.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [4, 1]}) if has_util \
+        else [fig.subplots()]
+    ax = axes[0]
+    shown = value[~table["status"].isin(FAILED)].dropna()
+    top = shown.max() if len(shown) else 1.0
+    for i, row in table.iterrows():
+        if row["status"] in FAILED or math.isnan(value[i]):
+            text = STATUS_TEXT.get(row["status"], row["status"]) if row["status"] in FAILED \
+                else "no epochs"
+            ax.barh(i, top * 0.35, color="0.93", hatch="//", edgecolor="0.7", lw=0, zorder=2)
+            ax.text(top * 0.02, i, text, va="center", color="0.25", fontsize=9, zorder=3,
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+            continue
+        color = "0.55" if row["rung"] == base["rung"] else "C0"
+        ax.barh(i, value[i], color=color)
+        label = (f"×{row['speedup']:.1f}   " if by_speedup else "") \
+            + f"{row['samples_per_sec']:,.0f} samples/s"
+        ax.text(value[i] + top * 0.01, i, label, va="center", fontsize=9)
+    if by_speedup:
+        ax.axvline(1, color="0.3", ls="--", lw=0.8, zorder=1)
+        ax.set_xlabel(f"speed-up over '{base['rung']}' (ratio of samples/s)")
+    else:
+        ax.set_xlabel(f"samples/s (baseline '{base['rung']}' has no throughput)")
+    ax.set_xlim(0, top * 1.3)
+    ax.set_yticks(range(len(runs)), list(table["rung"]))
+    ax.set_ylim(len(runs) - 0.5, -0.5)  # first run on top
+    ax.grid(axis="x", alpha=0.3)
+    if has_util:
+        _util_column(axes[1], table)
+    fig.suptitle("The ladder: what each change bought")
+    _caption(fig, runs)
+    return _save(fig, save)
+
+
+def curves(runs, save=None) -> Figure:
+    """Accuracy (train dashed, validation solid) and loss per epoch, one colour per run."""
+    runs = list(runs)
+    fig = _figure(11, 4)
+    acc_ax, loss_ax = fig.subplots(1, 2)
+    missing = []
+    for i, run in enumerate(runs):
+        epochs = run.epochs
+        if not len(epochs):
+            missing.append(f"{run.name} ({_failure_text(run)})")
+            continue
+        x, color = _column(epochs, "epoch"), f"C{i % 10}"
+        acc_ax.plot(x, _column(epochs, "val_acc"), "o-", color=color, ms=3, label=run.name)
+        acc_ax.plot(x, _column(epochs, "train_acc"), "--", color=color, alpha=0.7)
+        loss_ax.plot(x, _column(epochs, "loss"), "o-", color=color, ms=3, label=run.name)
+    acc_ax.plot([], [], "k-", label="validation")
+    acc_ax.plot([], [], "k--", alpha=0.7, label="train")
+    acc_ax.set(xlabel="epoch", ylabel="accuracy", title="accuracy")
+    loss_ax.set(xlabel="epoch", ylabel="training loss", title="loss")
+    for ax in (acc_ax, loss_ax):
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.grid(alpha=0.3)
+    acc_ax.legend(fontsize=8)
+    if missing:
+        loss_ax.text(0.98, 0.98, "no epochs: " + "; ".join(missing), transform=loss_ax.transAxes,
+                     ha="right", va="top", fontsize=8, color="grey", wrap=True)
+    _caption(fig, runs)
+    return _save(fig, save)
+
+
+def lr_schedule(schedules: dict, steps=None, save=None) -> Figure:
+    """Learning rate against update step for each named schedule: a callable f(step) -> lr
+    (an mx.lr_scheduler, evaluated on a copy since they keep state) or a sequence of lrs.
+    steps: how many updates (int) or which ones (sequence); default: the longest
+    sequence, else 1000."""
+    if not isinstance(schedules, dict) or not schedules:
+        raise ValueError(f"schedules={schedules!r} must be a non-empty dict name -> "
+                         "callable or sequence of learning rates")
+    sequences = {}
+    for name, schedule in schedules.items():
+        if callable(schedule):
+            continue
+        if isinstance(schedule, (str, bytes)) or not hasattr(schedule, "__iter__"):
+            raise ValueError(f"schedule {name!r} is {schedule!r}; allowed: a callable "
+                             "f(step) -> lr or a sequence of learning rates")
+        sequences[name] = np.asarray(list(schedule), dtype=float)
+    if steps is None:
+        steps = max((len(s) for s in sequences.values()), default=DEFAULT_LR_STEPS)
+    xs = np.arange(steps) if isinstance(steps, (int, np.integer)) else np.asarray(list(steps))
+    fig = _figure(8, 4)
+    ax = fig.subplots()
+    for name, schedule in schedules.items():
+        if callable(schedule):
+            # stateful schedulers (mx FactorScheduler lowers base_lr in place) must see
+            # increasing steps, and the caller's object must stay untouched for training
+            private = _private_copy(schedule)
+            ys = [float(private(int(step))) for step in xs]
+            ax.plot(xs, ys, drawstyle="steps-post", label=name)
+        else:  # the i-th value is the lr of update step i
+            lrs = sequences[name]
+            x = xs[(xs >= 0) & (xs < len(lrs))].astype(int)
+            ax.plot(x, lrs[x], drawstyle="steps-post", label=name)
+    ax.set(xlabel="update step", ylabel="learning rate", title="Learning-rate schedules")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, save)
+
+
+def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
+    """A summary metric (a ladder-table column or a run.summary key) against a config
+    field, e.g. sweep(runs, "num_workers"); OOM and failed points marked with an x."""
+    runs = list(runs)
+    missing = [run.name for run in runs if x not in (run.config or {})]
+    if missing:
+        fields = sorted(set().union(*[(run.config or {}).keys() for run in runs]))
+        raise ValueError(f"x={x!r} is not a config field of run(s) {missing}; allowed: {fields}")
+    table = ladder_table(runs)
+    if y in table.columns and y not in ("rung", "status"):
+        ys = table[y].to_numpy(dtype=float)
+    elif all(y in (run.summary or {}) for run in runs):
+        ys = np.array([_float((run.summary or {}).get(y)) for run in runs])
+    else:
+        allowed = [c for c in table.columns if c not in ("rung", "status")]
+        raise ValueError(f"y={y!r} is not a ladder column or summary key; allowed: {allowed}")
+    xs_raw = [run.config[x] for run in runs]
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs_raw)
+    if numeric:
+        xs = np.array(xs_raw, dtype=float)
+    else:  # categories in order of first appearance
+        categories = list(dict.fromkeys(map(str, xs_raw)))
+        xs = np.array([categories.index(str(v)) for v in xs_raw], dtype=float)
+    order = np.argsort(xs, kind="stable")
+    failed = np.array([status in FAILED for status in table["status"]])
+    fig = _figure(8, 4.5)
+    ax = fig.subplots()
+    ok = order[~failed[order] & ~np.isnan(ys[order])]
+    ax.plot(xs[ok], ys[ok], "o-", color="C0")
+    for i in ok:
+        ax.annotate(f"{ys[i]:,.0f}" if abs(ys[i]) >= 100 else f"{ys[i]:.3g}", (xs[i], ys[i]),
+                    textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
+    at_bottom = transforms.blended_transform_factory(ax.transData, ax.transAxes)
+    for i in np.flatnonzero(failed):
+        ax.plot(xs[i], 0.06, "x", color="C3", ms=10, mew=2, transform=at_bottom)
+        ax.text(xs[i], 0.12, "OOM" if table["status"][i] == "oom" else "failed",
+                color="C3", ha="center", fontsize=9, transform=at_bottom)
+    if numeric and (xs > 0).all() and xs.max() / xs.min() >= 8:
+        ax.set_xscale("log", base=2)  # batch sizes and worker counts grow by doubling
+    ticks = dict(zip(xs, xs_raw))  # one tick per distinct x
+    ax.set_xticks(list(ticks), [str(v) for v in ticks.values()])
+    ax.minorticks_off()
+    ax.set_ylim(bottom=0, top=max(1.0, np.nanmax(ys[ok]) * 1.15) if len(ok) else 1.0)
+    ax.set(xlabel=x, ylabel=METRIC_LABELS.get(y, y),
+           title=f"{METRIC_LABELS.get(y, y)} against {x}")
+    ax.grid(alpha=0.3)
+    _caption(fig, runs)
+    return _save(fig, save)
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+class _ShownFigure(Figure):
+    """A Figure that Jupyter draws when a cell returns it, even though pyplot (whose
+    import registers matplotlib's own display hook) was never imported."""
+
+    def _repr_png_(self) -> bytes:
+        image = io.BytesIO()
+        self.savefig(image, format="png", dpi=DPI)
+        return image.getvalue()
+
+
+def _figure(width, height) -> Figure:
+    return _ShownFigure(figsize=(width, height), layout="constrained")
+
+
+def _save(fig: Figure, save) -> Figure:
+    """Write the PNG next to its target and rename, so no reader sees half an image."""
+    if save is not None:
+        path = Path(save)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        image = io.BytesIO()
+        fig.savefig(image, format="png", dpi=DPI)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(image.getvalue())
+        os.replace(tmp, path)
+    return fig
+
+
+def hardware_caption(runs) -> str:
+    """'2 × NVIDIA H100 80GB HBM3 (driver 550.54.15)' or 'CPU only: <model>, 2 cores';
+    distinct machines joined with '; '."""
+    captions = []
+    for run in runs:
+        hw = run.meta.get("hardware") or {}
+        gpus = Counter(g.get("name", "GPU") for g in hw.get("gpus") or [])
+        if gpus:
+            text = ", ".join(f"{n} × {name}" for name, n in gpus.items())
+            text += f" (driver {hw['driver']})" if hw.get("driver") else ""
+        else:
+            text = f"CPU only: {hw.get('cpu_model') or 'unknown CPU'}"
+            text += f", {hw['cpu_count']} cores" if hw.get("cpu_count") else ""
+        if text not in captions:
+            captions.append(text)
+    return "; ".join(captions)
+
+
+def _caption(fig: Figure, runs) -> None:
+    text = hardware_caption(runs)
+    if text:
+        height = fig.get_figheight()
+        fig.get_layout_engine().set(rect=(0, 0.2 / height, 1, 1 - 0.2 / height))
+        fig.text(0.995, 0.005, text, ha="right", va="bottom", fontsize=7, color="0.4")
+
+
+def _mark_epochs(axes, run) -> None:
+    """Shade every other epoch, draw its boundaries, label it on the top panel."""
+    spans = epoch_spans(run)
+    t_max = np.nanmax(np.concatenate([_column(run.gpu, "t"), _column(run.host, "t"), [0.0]]))
+    top = axes[0]
+    label_at = transforms.blended_transform_factory(top.transData, top.transAxes)
+    every = max(1, math.ceil(len(spans) / 12))  # label at most a dozen epochs
+    for k, (epoch, start, end) in enumerate(spans):
+        end = t_max if math.isnan(end) else end
+        for ax in axes:
+            if epoch % 2:
+                ax.axvspan(start, end, color="C1", alpha=0.07, lw=0)
+            ax.axvline(start, color="C1", lw=0.7, alpha=0.6)
+            ax.axvline(end, color="C1", lw=0.7, alpha=0.6, ls=":")
+        if k % every == 0:
+            top.text((start + end) / 2, 1.02, f"epoch {epoch}", transform=label_at,
+                     ha="center", va="bottom", fontsize=8, color="C1")
+
+
+def _gpu_lines(util_ax, mem_ax, power_ax, rows, g, color, many) -> None:
+    """One GPU's lines; with `many` GPUs on shared panels only its utilisation is named."""
+    t = _column(rows, "t")
+    util_ax.plot(*_gapped(t, _column(rows, "util_gpu")), color=color, lw=1.2,
+                 label=f"GPU {g}" if many else "GPU-Util")
+    if not many:
+        _gpm_lines(util_ax, rows, color, "")
+    mem_ax.plot(*_gapped(t, _column(rows, "mem_used_mib") / 1024), color=color,
+                label=None if many else "used")
+    mem_ax.plot(*_gapped(t, _column(rows, "mem_total_mib") / 1024), color=color, ls="--",
+                lw=0.8, label=None if many else "total")
+    power_ax.plot(*_gapped(t, _column(rows, "power_w")), color=color,
+                  label=None if many else "draw")
+    power_ax.plot(*_gapped(t, _column(rows, "power_limit_w")), color=color, ls="--", lw=0.8,
+                  label=None if many else "limit")
+    errors = rows["error"] if "error" in rows.columns else pd.Series(dtype=object)
+    failing = errors.notna() & (errors.astype(str).str.strip() != "")
+    if failing.any():
+        first = rows[failing].iloc[0]
+        for ax in (util_ax, mem_ax, power_ax):
+            ax.axvline(float(first["t"]), color="C3", lw=1.5)
+        when = float(first["t"])
+        util_ax.text(when, 97, f"GPU {g}: {first['error']} at t={when:.0f} s ", color="C3",
+                     fontsize=8, ha="right", va="top")
+
+
+def _gpm_lines(ax, rows, color, suffix) -> None:
+    """GPM (Hopper): GPU-Util only says a kernel was running; SM and tensor activity say
+    how much of the chip worked. Drawn only where measured."""
+    t = _column(rows, "t")
+    for column, label, style in (("sm_active", "SM active", "--"),
+                                 ("tensor_active", "tensor active", ":")):
+        values = _column(rows, column)
+        if np.isfinite(values).any():
+            ax.plot(*_gapped(t, values), color=color, ls=style, lw=1, label=label + suffix)
+
+
+def _cpu_total(ax, host) -> None:
+    if not len(host):
+        ax.text(0.5, 0.5, "no CPU samples", transform=ax.transAxes, ha="center", color="grey")
+    ax.plot(*_gapped(_column(host, "t"), _column(host, "cpu_percent")), color="k", lw=1.2,
+            label="CPU (all cores)")
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("CPU %")
+    _legend(ax)
+
+
+def _util_column(ax, table) -> None:
+    for i, util in enumerate(table["gpu_util"]):
+        if math.isnan(util):
+            ax.text(2, i, "–", va="center", color="grey")
+            continue
+        ax.barh(i, util, color="C2", alpha=0.8)
+        ax.text(min(util, 100) + 2, i, f"{util:.0f}%", va="center", fontsize=9)
+    ax.set_xlim(0, 130)
+    ax.set_xticks([0, 50, 100])
+    ax.set_xlabel("GPU util %")
+    ax.tick_params(axis="y", left=False)
+
+
+def _legend(ax) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
+
+
+def _gapped(t, y):
+    """Break the line where samples are missing (a stalled monitor, a lost GPU)."""
+    t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
+    if len(t) < 3:
+        return t, y
+    dt = np.diff(t)
+    gaps = np.flatnonzero(dt > 3 * np.median(dt))
+    return np.insert(t, gaps + 1, t[gaps] + dt[gaps] / 2), np.insert(y, gaps + 1, np.nan)
+
+
+def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in frame.columns:
+        return np.full(len(frame), np.nan)
+    return pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
+
+
+def _per_core(host: pd.DataFrame) -> np.ndarray:
+    """cpu_per_core text "12.0;40.5;..." as an array (samples x cores)."""
+    if "cpu_per_core" not in host.columns:
+        return np.empty((len(host), 0))
+    rows = [[] if pd.isna(text) else [_float(v) for v in str(text).split(";") if v.strip()]
+            for text in host["cpu_per_core"]]
+    out = np.full((len(rows), max(map(len, rows), default=0)), np.nan)
+    for i, row in enumerate(rows):
+        out[i, :len(row)] = row
+    return out
+
+
+def _float(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _failure_text(run) -> str:
+    status = str(run.meta.get("status") or "")
+    return STATUS_TEXT.get(status, status) if status in FAILED else "no epochs"
+
+
+def _status_suffix(run) -> str:
+    status = str(run.meta.get("status") or "")
+    return f" [{STATUS_TEXT.get(status, status)}]" if status in FAILED else ""
+
+
+def _private_copy(schedule):
+    try:
+        return copy.deepcopy(schedule)
+    except Exception:  # an object that cannot be copied is used as it is
+        return schedule

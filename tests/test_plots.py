@@ -1,0 +1,263 @@
+"""The figures, drawn from realistic run folders: panels, lines, bars, labels and PNGs."""
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+sys.path.insert(0, str(Path(__file__).parent))  # for fake_runs, whatever pytest's import mode
+import fake_runs  # noqa: E402
+
+from gpu_course import plots, report  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    load = lambda paths: {run.name: run for run in map(fake_runs.load, paths)}  # noqa: E731
+    return {"gpu": load(fake_runs.gpu_ladder(root)), "cpu": load(fake_runs.cpu_ladder(root)),
+            "sweep": load(fake_runs.batch_sweep(root))}
+
+
+def texts(fig: Figure) -> str:
+    """Every piece of text in the figure: titles, labels, annotations, legends."""
+    found = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+    return "\n".join(found)
+
+
+def labelled(ax) -> list:
+    """The lines that carry data (epoch boundaries and error marks have no label)."""
+    return [line for line in ax.lines if not line.get_label().startswith("_")]
+
+
+def bars(ax) -> list:
+    return [p for p in ax.patches if p.__class__.__name__ == "Rectangle"]
+
+
+def test_timeline_has_a_panel_set_per_gpu_and_shows_gpm(runs):
+    fig = plots.utilisation_timeline(runs["gpu"]["naive"])
+    assert isinstance(fig, Figure)
+    util, memory, power, cpu = fig.axes
+    assert [line.get_label() for line in labelled(util)] == \
+        ["GPU-Util", "SM active", "tensor active"]
+    assert {line.get_linestyle() for line in labelled(util)[1:]} == {"--", ":"}
+    assert [line.get_label() for line in labelled(memory)] == ["used", "total"]
+    assert [line.get_label() for line in labelled(power)] == ["draw", "limit"]
+    assert [line.get_label() for line in labelled(cpu)] == ["CPU (all cores)"]
+    # the shared time axis, and the epochs drawn on it
+    assert all(ax.get_shared_x_axes().joined(util, ax) for ax in fig.axes)
+    assert [t.get_text() for t in util.texts if t.get_text().startswith("epoch")] == \
+        ["epoch 1", "epoch 2", "epoch 3"]
+    util_mean = report.gpu_util_mean(runs["gpu"]["naive"])
+    assert f"mean GPU utilisation {util_mean:.0f}%" in fig._suptitle.get_text()
+    assert "NVIDIA H100 80GB HBM3" in texts(fig)  # the hardware caption
+
+
+def test_timeline_marks_a_lost_gpu_and_the_epoch_it_interrupted(runs):
+    fig = plots.utilisation_timeline(runs["gpu"]["2 GPUs"])
+    assert len(fig.axes) == 7  # (util, memory, power) x 2 GPUs + CPU
+    gpu1_util = fig.axes[3]
+    lost = [t.get_text() for t in gpu1_util.texts if "lost" in t.get_text()]
+    assert lost == ["GPU 1: GPU is lost at t=13 s "]
+    red = [line for ax in fig.axes[3:6] for line in ax.lines if line.get_color() == "C3"]
+    assert len(red) == 3 and all(line.get_xdata()[0] == 13.0 for line in red)
+    assert not any("lost" in t.get_text() for t in fig.axes[0].texts)  # GPU 0 was fine
+    # the samples after the loss are NaN, so the line stops there
+    util_y = gpu1_util.lines[0].get_ydata()
+    assert np.isnan(util_y[-1]) and not np.isnan(util_y[0])
+    # epoch 2 started (markers.csv) but never ended: still drawn
+    assert "epoch 2" in [t.get_text() for t in fig.axes[0].texts]
+    assert "[failed]" in fig._suptitle.get_text()
+
+
+def test_timeline_without_gpus_keeps_the_cpu_panel(runs):
+    fig = plots.utilisation_timeline(runs["cpu"]["cpu naive"])
+    assert len(fig.axes) == 1
+    assert "no GPU samples (CPU-only run)" in fig._suptitle.get_text()
+    assert len(labelled(fig.axes[0])[0].get_xdata()) == len(runs["cpu"]["cpu naive"].host)
+    assert "CPU only: Intel(R) Xeon(R) CPU @ 2.20GHz, 2 cores" in texts(fig)
+
+
+def test_timeline_breaks_lines_over_missing_samples(tmp_path):
+    path = fake_runs.write_run(tmp_path, "stalled", seed=9)
+    gpu = pd.read_csv(path / "gpu.csv")
+    gpu[(gpu.t < 30) | (gpu.t > 40)].to_csv(path / "gpu.csv", index=False)  # 10 s missing
+    util = plots.utilisation_timeline(fake_runs.load(path)).axes[0].lines[0]
+    x, y = util.get_xdata(), util.get_ydata()
+    gap = np.flatnonzero(np.isnan(y))
+    assert len(gap) == 1 and 29 < x[gap[0]] < 41
+
+
+def test_timeline_with_many_gpus_shares_one_panel_set(tmp_path):
+    run = fake_runs.load(fake_runs.write_run(tmp_path, "eight", num_gpus=8, epochs=1,
+                                             samples_per_sec=20000.0, busy=90))
+    fig = plots.utilisation_timeline(run)
+    assert len(fig.axes) == 4
+    assert [line.get_label() for line in labelled(fig.axes[0])] == \
+        [f"GPU {g}" for g in range(8)] + ["SM active (mean)", "tensor active (mean)"]
+    assert not labelled(fig.axes[1])  # memory: the colours match the legend above
+
+
+def test_cpu_timeline_draws_every_core(runs):
+    run = runs["gpu"]["naive"]
+    fig = plots.cpu_timeline(run)
+    cpu, ram = fig.axes
+    cores = [line for line in cpu.lines if line.get_color() == "grey"]
+    assert len(cores) == run.meta["hardware"]["cpu_count"] == 16
+    assert labelled(cpu)[-1].get_label() == "CPU (all cores)"
+    assert [line.get_label() for line in labelled(ram)] == ["used", "total"]
+    assert "16 cores" in fig._suptitle.get_text()
+
+
+def test_throughput_bars_runs_with_numbers_and_names_the_rest(runs):
+    gpu = list(runs["gpu"].values())
+    fig = plots.throughput(gpu)
+    speed, epoch_time = fig.axes
+    table = report.ladder_table(gpu)
+    assert [b.get_width() for b in bars(speed)] == pytest.approx(
+        list(table["samples_per_sec"].dropna()))
+    assert len(bars(epoch_time)) == 4
+    assert "out of memory" in [t.get_text().strip() for t in speed.texts]
+    # one dot per epoch: 3 + 3 + 3 + 1 (the failed run finished one)
+    assert len(speed.lines) == 10
+    assert [t.get_text() for t in speed.get_yticklabels()] == \
+        ["naive", "8 workers", "float16", "2 GPUs [failed]", "batch 4096 [out of memory]"]
+
+
+def test_ladder_speedups_util_column_and_failed_rungs(runs):
+    gpu = list(runs["gpu"].values())
+    fig = plots.ladder(gpu)
+    main, util = fig.axes
+    table = report.ladder_table(gpu)
+    assert len(bars(main)) == 5 and len(bars(util)) == 5
+    hatched = [b for b in bars(main) if b.get_hatch()]
+    assert len(hatched) == 2
+    labels = [t.get_text() for t in main.texts]
+    for speedup, sps in table[["speedup", "samples_per_sec"]].head(3).itertuples(index=False):
+        assert f"×{speedup:.1f}   {sps:,.0f} samples/s" in labels
+    assert "failed" in labels and "out of memory" in labels
+    assert [b.get_width() for b in bars(main)[:3]] == pytest.approx(list(table.speedup[:3]))
+    assert f"{table.gpu_util[2]:.0f}%" in [t.get_text() for t in util.texts]
+
+
+def test_ladder_on_cpu_has_no_util_column_and_takes_a_baseline_by_name(runs):
+    cpu = list(runs["cpu"].values())
+    fig = plots.ladder(cpu, baseline="cpu hybridize")
+    assert len(fig.axes) == 1
+    widths = [b.get_width() for b in bars(fig.axes[0])]
+    table = report.ladder_table(cpu)
+    assert widths == pytest.approx([table.samples_per_sec[0] / table.samples_per_sec[1], 1.0])
+    assert "speed-up over 'cpu hybridize'" in fig.axes[0].get_xlabel()
+
+
+def test_curves_one_colour_per_run(runs):
+    gpu = list(runs["gpu"].values())
+    fig = plots.curves(gpu)
+    acc, loss = fig.axes
+    assert [line.get_label() for line in labelled(loss)] == list(runs["gpu"])[:4]  # OOM: none
+    assert len({line.get_color() for line in loss.lines}) == 4
+    assert len(acc.lines) == 4 * 2 + 2  # validation + train per run, 2 style keys
+    assert "no epochs: batch 4096 (out of memory)" in [t.get_text() for t in loss.texts]
+
+
+class StatefulFactor:
+    """Like mx.lr_scheduler.FactorScheduler: lowers base_lr in place as steps pass."""
+
+    def __init__(self, step, factor, base_lr):
+        self.step, self.factor, self.base_lr, self.count = step, factor, base_lr, 0
+
+    def __call__(self, num_update):
+        while num_update > self.count + self.step:
+            self.count += self.step
+            self.base_lr *= self.factor
+        return self.base_lr
+
+
+def test_lr_schedule_plots_callables_on_a_copy_and_sequences():
+    factor = StatefulFactor(step=100, factor=0.5, base_lr=0.1)
+    fig = plots.lr_schedule({"factor": factor, "list": [0.05] * 150 + [0.01] * 150}, steps=300)
+    ax = fig.axes[0]
+    by_name = {line.get_label(): line for line in ax.lines}
+    y = by_name["factor"].get_ydata()
+    assert (y[0], y[150], y[250]) == pytest.approx((0.1, 0.05, 0.025))
+    assert factor.base_lr == 0.1 and factor.count == 0  # the caller's scheduler is untouched
+    assert len(by_name["list"].get_ydata()) == 300
+    every_tenth = plots.lr_schedule({"s": [0.1] * 50 + [0.01] * 50}, steps=range(0, 100, 10))
+    assert list(every_tenth.axes[0].lines[0].get_ydata()) == [0.1] * 5 + [0.01] * 5
+    # default steps: the longest sequence
+    assert len(plots.lr_schedule({"f": factor, "s": [1.0] * 40}).axes[0].lines[0].get_xdata()) == 40
+
+
+@pytest.mark.parametrize("bad", [{}, {"x": "0.1"}, {"x": 0.1}, [0.1, 0.2]])
+def test_lr_schedule_rejects_what_is_not_a_schedule(bad):
+    with pytest.raises(ValueError, match="schedule"):
+        plots.lr_schedule(bad)
+
+
+def test_sweep_sorts_x_and_marks_oom(runs):
+    sweep = list(runs["sweep"].values())
+    fig = plots.sweep(sweep, "batch_size")
+    ax = fig.axes[0]
+    line = ax.lines[0]
+    assert list(line.get_xdata()) == [64, 128, 256, 512]
+    assert list(line.get_ydata()) == pytest.approx(
+        list(report.ladder_table(sweep)["samples_per_sec"][:4]))
+    oom = [l for l in ax.lines if l.get_marker() == "x"]
+    assert len(oom) == 1 and oom[0].get_xdata()[0] == 2048
+    assert "OOM" in [t.get_text() for t in ax.texts]
+    assert ax.get_xscale() == "log"
+    assert "1 × NVIDIA H100 80GB HBM3" in texts(fig)
+
+
+def test_sweep_of_a_text_field_and_of_a_summary_key(runs):
+    gpu = list(runs["gpu"].values())
+    fig = plots.sweep(gpu, "dtype", y="gpu_util")
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["float32", "float16"]
+    fig = plots.sweep(gpu[:3], "num_workers", y="gpu_util_mean")  # a run.summary key
+    assert len(fig.axes[0].lines[0].get_xdata()) == 3
+
+
+def test_sweep_names_what_is_allowed(runs):
+    gpu = list(runs["gpu"].values())
+    with pytest.raises(ValueError, match=r"x='workers'.*allowed: .*num_workers"):
+        plots.sweep(gpu, "workers")
+    with pytest.raises(ValueError, match=r"y='speed'.*allowed"):
+        plots.sweep(gpu, "num_workers", y="speed")
+
+
+def test_save_writes_png_files_into_new_folders(runs, tmp_path):
+    gpu, cpu = list(runs["gpu"].values()), list(runs["cpu"].values())
+    drawn = {
+        "timeline": lambda p: plots.utilisation_timeline(gpu[3], save=p),
+        "cpu": lambda p: plots.cpu_timeline(cpu[0], save=p),
+        "throughput": lambda p: plots.throughput(gpu, save=p),
+        "ladder": lambda p: plots.ladder(gpu, save=p),
+        "curves": lambda p: plots.curves(cpu, save=p),
+        "lr": lambda p: plots.lr_schedule({"a": [0.1, 0.01]}, save=p),
+        "sweep": lambda p: plots.sweep(gpu, "num_workers", save=p),
+    }
+    for name, draw in drawn.items():
+        path = tmp_path / "deep" / "er" / f"{name}.png"
+        fig = draw(path)
+        assert path.read_bytes()[:8] == PNG_MAGIC and path.stat().st_size > 5000, name
+        assert isinstance(fig, Figure)
+    assert sorted(p.name for p in (tmp_path / "deep" / "er").iterdir()) == \
+        sorted(f"{name}.png" for name in drawn)  # no temporary files left behind
+
+
+def test_figures_show_themselves_in_a_notebook(runs):
+    fig = plots.curves(list(runs["cpu"].values()))
+    assert fig._repr_png_()[:8] == PNG_MAGIC
+
+
+def test_hardware_caption_lists_distinct_machines(runs):
+    caption = plots.hardware_caption([runs["gpu"]["naive"], runs["gpu"]["float16"],
+                                      runs["cpu"]["cpu naive"]])
+    assert caption == ("2 × NVIDIA H100 80GB HBM3 (driver 550.54.15); "
+                       "CPU only: Intel(R) Xeon(R) CPU @ 2.20GHz, 2 cores")
+    assert not math.isnan(report.gpu_util_mean(runs["gpu"]["naive"]))

@@ -1,0 +1,170 @@
+"""The ladder's numbers, their text table, the written report and the conclusion."""
+import json
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # for fake_runs, whatever pytest's import mode
+import fake_runs  # noqa: E402
+
+from gpu_course import report  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def gpu(tmp_path_factory):
+    return [fake_runs.load(p) for p in fake_runs.gpu_ladder(tmp_path_factory.mktemp("gpu"))]
+
+
+@pytest.fixture(scope="module")
+def cpu(tmp_path_factory):
+    return [fake_runs.load(p) for p in fake_runs.cpu_ladder(tmp_path_factory.mktemp("cpu"))]
+
+
+def test_ladder_table_speedups_come_from_the_summaries(gpu):
+    table = report.ladder_table(gpu)
+    assert list(table.columns) == ["rung", "samples_per_sec", "epoch_time_s", "gpu_util",
+                                   "data_wait_share", "speedup", "val_acc", "status"]
+    assert list(table.rung) == ["naive", "8 workers", "float16", "2 GPUs", "batch 4096"]
+    speeds = [run.meta["summary"]["samples_per_sec"] for run in gpu[:4]]
+    assert list(table.samples_per_sec[:4]) == pytest.approx(speeds)
+    assert list(table.speedup[:4]) == pytest.approx([s / speeds[0] for s in speeds])
+    assert table.data_wait_share[0] == pytest.approx(100 * gpu[0].summary["data_wait_share"])
+    assert table.gpu_util[2] == pytest.approx(gpu[2].summary["gpu_util_mean"])
+    assert list(table.status) == ["finished"] * 3 + ["failed", "oom"]
+
+
+def test_ladder_table_oom_row_has_no_numbers(gpu):
+    oom = report.ladder_table(gpu).iloc[4]
+    for column in ("samples_per_sec", "epoch_time_s", "speedup", "val_acc", "data_wait_share"):
+        assert math.isnan(oom[column]), column
+
+
+def test_ladder_table_reads_epochs_when_the_summary_is_empty(cpu):
+    table = report.ladder_table(cpu)
+    epochs = pd.read_csv(cpu[1].path / "epochs.csv")
+    assert table.samples_per_sec[1] == pytest.approx(epochs.samples_per_sec[1:].mean())
+    assert table.epoch_time_s[1] == pytest.approx(epochs.epoch_time_s[1:].mean())
+    assert table.val_acc[1] == pytest.approx(epochs.val_acc.iloc[-1])
+    wait = epochs.data_wait_s.sum() / (epochs.data_wait_s.sum() + epochs.compute_s.sum())
+    assert table.data_wait_share[1] == pytest.approx(100 * wait)
+    assert table.gpu_util.isna().all()  # no GPU on this machine
+    assert table.speedup[1] == pytest.approx(table.samples_per_sec[1] / table.samples_per_sec[0])
+
+
+def test_gpu_util_without_summary_averages_samples_during_epochs(tmp_path):
+    run = fake_runs.load(fake_runs.write_run(tmp_path, "raw", summary=False, busy=80,
+                                             data_wait_share=0.0, seed=3))
+    gpu = run.gpu
+    spans = [(a, b) for _, a, b in report.epoch_spans(run)]
+    inside = gpu[[any(a <= t <= b for a, b in spans) for t in gpu.t]]
+    assert report.gpu_util_mean(run) == pytest.approx(inside.util_gpu.mean())
+    assert report.gpu_util_mean(run) > gpu.util_gpu.mean()  # start-up idling left out
+
+
+def test_single_epoch_runs_keep_their_only_epoch(tmp_path):
+    run = fake_runs.load(fake_runs.write_run(tmp_path, "one", epochs=1, summary=False))
+    assert report.samples_per_sec(run) == pytest.approx(run.epochs.samples_per_sec[0])
+
+
+def test_baseline_by_name_or_index_and_bad_baselines(gpu):
+    by_name = report.ladder_table(gpu, baseline="8 workers")
+    assert by_name.speedup[1] == 1.0
+    by_index = report.ladder_table(gpu, baseline=1)
+    assert list(by_name.speedup) == pytest.approx(list(by_index.speedup), nan_ok=True)
+    with pytest.raises(ValueError, match=r"baseline='fast'.*allowed"):
+        report.ladder_table(gpu, baseline="fast")
+    with pytest.raises(ValueError, match=r"baseline=7 .*0\.\.4"):
+        report.ladder_table(gpu, baseline=7)
+    with pytest.raises(ValueError, match="empty"):
+        report.ladder_table([])
+
+
+def test_oom_baseline_gives_no_speedups(gpu):
+    table = report.ladder_table(gpu, baseline="batch 4096")
+    assert table.speedup.isna().all()
+    text = report.conclusion(gpu, baseline="batch 4096")
+    assert "'batch 4096' has no throughput to compare (out of memory)" in text
+
+
+def test_format_table_is_fixed_width_text(gpu):
+    text = report.format_table(report.ladder_table(gpu))
+    lines = text.splitlines()
+    assert lines[0].split() == ["rung", "samples/s", "epoch", "(s)", "GPU", "util", "data",
+                                "wait", "speed-up", "val", "acc", "status"]
+    assert set(lines[1]) <= {"-", " "}
+    naive, float16, oom = lines[2], lines[4], lines[6]
+    assert naive.startswith("naive ") and "×1.0" in naive
+    sps = gpu[2].summary["samples_per_sec"]
+    assert f"{sps:,.1f}" in float16 and "," in f"{sps:,.1f}"
+    assert f"{gpu[2].summary['gpu_util_mean']:.0f}%" in float16
+    util = f"{report.gpu_util_mean(gpu[4]):.0f}%"  # it ran a few seconds before dying
+    assert oom.split()[2:] == ["–", "–", util, "–", "–", "–", "out", "of", "memory"]
+    # numbers are right-aligned: their last characters line up under the header
+    column_end = lines[0].index("samples/s") + len("samples/s")
+    assert all(line[column_end - 1] != " " for line in lines[2:])
+
+
+def test_format_table_writes_nan_as_a_dash():
+    df = pd.DataFrame({"rung": ["a"], "samples_per_sec": [float("nan")], "speedup": [3.24],
+                       "gpu_util": [97.0], "val_acc": [0.9123]})
+    assert report.format_table(df).splitlines()[2].split() == ["a", "–", "×3.2", "97%", "91.2%"]
+
+
+def test_conclusion_names_the_fastest_rung_and_its_factor(gpu):
+    table = report.ladder_table(gpu)
+    text = report.conclusion(gpu)
+    # '2 GPUs' measured more samples/s before it failed, but a failed rung does not win
+    assert text.startswith(f"The fastest rung, 'float16', trains at "
+                           f"{table.samples_per_sec[2]:,.0f} samples/s, "
+                           f"×{table.speedup[2]:.1f} the baseline 'naive'; GPU utilisation "
+                           f"went from {table.gpu_util[0]:.0f}% to {table.gpu_util[2]:.0f}%.")
+    assert text.endswith("'2 GPUs' failed and 'batch 4096' ran out of memory.")
+
+
+def test_conclusion_on_the_cpu_leaves_out_utilisation(cpu):
+    text = report.conclusion(cpu)
+    assert "'cpu hybridize'" in text and "on the CPU" in text
+    assert "utilisation" not in text
+    assert report.conclusion(cpu, baseline=1).startswith(
+        "The baseline 'cpu hybridize' is the fastest")
+
+
+def test_conclusion_when_nothing_finished(gpu):
+    assert report.conclusion(gpu[4:]).startswith("No rung finished an epoch")
+
+
+def test_write_report_writes_markdown_html_and_figures(gpu, tmp_path):
+    out = tmp_path / "report"
+    gpu = [gpu[0], gpu[2], gpu[4]]  # naive, float16, OOM: three timelines keep it quick
+    paths = report.write_report(gpu, out, title="ladder <H100>")
+    assert set(paths) == {"markdown", "html", "ladder", "throughput", "curves", "timelines"}
+    assert len(paths["timelines"]) == len(gpu)
+    for png in [paths["ladder"], paths["throughput"], paths["curves"], *paths["timelines"]]:
+        assert png.parent == out and png.read_bytes()[:8] == PNG_MAGIC
+    md = paths["markdown"].read_text()
+    assert md.startswith("# ladder &lt;H100&gt;")
+    assert report.conclusion(gpu) in md
+    assert "2 × NVIDIA H100 80GB HBM3 (80 GiB, sm_90)" in md and "torch 2.5.1" in md
+    assert "![Ladder](ladder.png)" in md and "(timeline-03-batch-4096.png)" in md
+    assert "| float16 |" in md
+    html = paths["html"].read_text()
+    assert html.count('src="data:image/png;base64,') == 3 + len(gpu)  # self-contained
+    assert "<h1>ladder &lt;H100&gt;</h1>" in html
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []  # no temp files
+
+
+def test_write_report_escapes_run_names(tmp_path):
+    path = fake_runs.write_run(tmp_path / "runs", "<script>alert(1)</script>", seed=11)
+    meta = json.loads((path / "run.json").read_text())
+    meta["error"] = "a | b <b>bold</b>"
+    (path / "run.json").write_text(json.dumps(meta))
+    paths = report.write_report([fake_runs.load(path)], tmp_path / "out")
+    html, md = paths["html"].read_text(), paths["markdown"].read_text()
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<b>" not in html and "<script>" not in md and "a \\| b" in md
+    assert paths["timelines"][0].name == "timeline-01-script-alert-1-script.png"
