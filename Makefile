@@ -44,7 +44,7 @@ $(VENV)/pytorch/.installed: pyproject.toml
 test-gluon:
 	GPU_COURSE_SMOKE=1 GPU_COURSE_RUNS=$(SMOKE_RUNS)/gluon MPLBACKEND=Agg \
 	  $(VENV)/gluon/bin/python -m pytest -q tests --ignore=tests/torch \
-	  --nbval-lax --nbval-current-env --nbval-cell-timeout=900 notebooks/gluon $(PYTEST_ARGS)
+	  --nbval-lax --nbval-current-env --nbval-cell-timeout=900 notebooks/gluon notebooks/run_on_sagemaker.ipynb $(PYTEST_ARGS)
 
 test-pytorch:
 	GPU_COURSE_SMOKE=1 GPU_COURSE_RUNS=$(SMOKE_RUNS)/pytorch MPLBACKEND=Agg \

@@ -1,5 +1,4 @@
 """Shared test settings: every test records runs into its own temporary folder."""
-import os
 import sys
 from pathlib import Path
 
@@ -21,10 +20,3 @@ def _runs_in_tmp(tmp_path, monkeypatch):
 def runs_dir(_runs_in_tmp):
     return _runs_in_tmp
 
-
-def run_cli(*args, env=None, timeout=120):
-    """Run `python -m gpu_course.cli ARGS` as a real subprocess from the repo root."""
-    import subprocess
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "gpu_course.cli", *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout, env=full_env)

@@ -4,7 +4,7 @@ import sys
 import pytest
 
 from gpu_course.engines import pick_engine
-from conftest import REPO
+from support import REPO
 
 
 @pytest.mark.parametrize("caps, engine", [([], "gluon"), ([(7, 0)], "gluon"), ([(8, 6)], "gluon"),

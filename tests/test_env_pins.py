@@ -2,7 +2,7 @@
 import re
 import tomllib
 
-from conftest import REPO
+from support import REPO
 
 
 def pip_pins_from_environment_yml():

@@ -1,0 +1,87 @@
+"""Gluon datasets and DataLoaders over the course's image arrays.
+
+The augmentation is GluonCV's CIFAR-10 recipe (pad-4 random crop, horizontal flip,
+ToTensor, Normalize), one image at a time, attached with `transform_first` so that it
+runs inside the DataLoader's worker processes: `num_workers` is the lesson's knob.
+"""
+from __future__ import annotations
+
+import os
+import random
+
+import mxnet as mx
+import numpy as np
+from gluoncv.data import transforms as gcv_transforms
+from mxnet.gluon.data import ArrayDataset, DataLoader
+from mxnet.gluon.data.vision import transforms
+
+from .. import data as course_data
+from ..config import Experiment
+
+
+class Augment:
+    """Per-image transform for `Dataset.transform_first`.
+
+    Forked loader workers start with the parent's NumPy and MXNet random state (only
+    Python's `random` is reseeded at fork), so every worker would flip, jitter and
+    rotate its n-th image alike; the first call in a new process reseeds them from
+    (seed, pid).
+    """
+
+    def __init__(self, cfg: Experiment, train: bool, source_size: int):
+        steps = []
+        if source_size != cfg.image_size:
+            steps.append(transforms.Resize(cfg.image_size))
+        if train and cfg.augment != "none":
+            steps += [gcv_transforms.RandomCrop(cfg.image_size, pad=4),
+                      transforms.RandomFlipLeftRight()]
+        if train and cfg.augment == "heavy":  # deliberately expensive CPU work per image
+            steps.append(transforms.RandomColorJitter(brightness=0.4, contrast=0.4,
+                                                      saturation=0.4))
+        steps.append(transforms.ToTensor())  # HWC uint8 -> CHW float32 in [0, 1]
+        if train and cfg.augment == "heavy":
+            steps.append(transforms.RandomRotation((-15, 15)))  # needs float32 input
+        steps.append(transforms.Normalize(course_data.CIFAR_MEAN, course_data.CIFAR_STD))
+        self.pipeline = transforms.Compose(steps)
+        self.seed = cfg.seed
+        self._pid = os.getpid()
+
+    def __call__(self, image):
+        if os.getpid() != self._pid:  # first image in a forked worker
+            self._pid = os.getpid()
+            worker_seed = (self.seed * 1_000_003 + self._pid) % 2**31
+            random.seed(worker_seed)
+            np.random.seed(worker_seed)
+            mx.random.seed(worker_seed)
+        return self.pipeline(image)
+
+
+def image_dataset(images: np.ndarray, labels: np.ndarray) -> ArrayDataset:
+    """A Gluon dataset over uint8 NHWC images and integer labels. The images live in one
+    NDArray; indexing gives a view, and forked workers share the pages (no copy)."""
+    return ArrayDataset(mx.nd.array(images, dtype="uint8"), np.asarray(labels, dtype="int32"))
+
+
+def load_datasets(cfg: Experiment):
+    """(train_dataset, val_dataset) for cfg.dataset, augmented as cfg.augment says."""
+    arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
+                              test_size=cfg.test_size, seed=cfg.seed)
+    size = arrays.train_x.shape[1]
+    train = image_dataset(arrays.train_x, arrays.train_y)
+    val = image_dataset(arrays.test_x, arrays.test_y)
+    return (train.transform_first(Augment(cfg, True, size)),
+            val.transform_first(Augment(cfg, False, size)))
+
+
+def make_loader(dataset, cfg: Experiment, train: bool = True) -> DataLoader:
+    """A DataLoader giving cfg.batch_size images per device, cfg.num_workers processes;
+    training batches are shuffled and the last short batch is dropped."""
+    return DataLoader(dataset, batch_size=cfg.global_batch, shuffle=train,
+                      last_batch="discard" if train else "keep",
+                      num_workers=cfg.num_workers, thread_pool=False)
+
+
+def load_data(cfg: Experiment):
+    """(train_iter, val_iter): the two DataLoaders for cfg."""
+    train, val = load_datasets(cfg)
+    return make_loader(train, cfg, train=True), make_loader(val, cfg, train=False)

@@ -1,0 +1,45 @@
+"""Where a Gluon run trains: GPU contexts, or CPU contexts when there is no GPU."""
+from __future__ import annotations
+
+import mxnet as mx
+
+from ..config import Experiment, check_gpus
+
+FLOAT16_ON_CPU = ("dtype='float16' needs a GPU: MXNet has no float16 convolution on the "
+                  "CPU (\"FP16 gemm on cpu not implemented\"), so this run trains in float32.")
+
+
+def gpu_count() -> int:
+    """GPUs MXNet can use (0 with a CPU-only MXNet build or no driver)."""
+    try:
+        return mx.context.num_gpus()
+    except mx.base.MXNetError:  # a CUDA build without a usable driver
+        return 0
+
+
+def try_devices(num_gpus: int = 1) -> tuple[list, str | None]:
+    """`[mx.gpu(0), ..]` for `num_gpus` GPUs; with no GPU `[mx.cpu(0), ..]` (one context
+    per GPU asked for, so multi-device code still runs) and a one-line notice."""
+    kind, count, notice = check_gpus(num_gpus, gpu_count())
+    make = mx.gpu if kind == "gpu" else mx.cpu
+    return [make(i) for i in range(count)], notice
+
+
+def on_gpu(devices) -> bool:
+    return all(d.device_type == "gpu" for d in devices)
+
+
+def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
+    """The config that can really run on `devices`, and a notice when it had to change:
+    on the CPU float16 falls back to float32 and kvstore 'nccl' to 'device'; num_gpus
+    follows the devices given."""
+    notices = []
+    if len(devices) != max(cfg.num_gpus, 1):
+        cfg = cfg.replace(num_gpus=len(devices))
+    if cfg.dtype == "float16" and not on_gpu(devices):
+        cfg = cfg.replace(dtype="float32")
+        notices.append(FLOAT16_ON_CPU)
+    if cfg.kvstore == "nccl" and not on_gpu(devices):
+        cfg = cfg.replace(kvstore="device")
+        notices.append("kvstore='nccl' needs GPUs: gradients are summed with 'device'.")
+    return cfg, " ".join(notices) or None

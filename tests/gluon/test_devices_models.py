@@ -1,0 +1,77 @@
+import mxnet as mx
+import numpy as np
+import pytest
+
+from gpu_course import gluon as gc
+from gpu_course.gluon.devices import FLOAT16_ON_CPU, effective_config
+from gpu_course.gluon.models import dtype_of, graph_of, prepare
+
+
+def test_cpu_fallback_gives_one_context_per_gpu_asked_for(monkeypatch):
+    monkeypatch.setattr(gc.devices, "gpu_count", lambda: 0)
+    devices, notice = gc.try_devices(2)
+    assert devices == [mx.cpu(0), mx.cpu(1)]
+    assert "No GPU" in notice
+    assert gc.try_devices(0) == ([mx.cpu(0)], None)
+
+
+def test_gpus_when_there_are_some_and_too_many_is_an_error(monkeypatch):
+    monkeypatch.setattr(gc.devices, "gpu_count", lambda: 2)
+    assert gc.try_devices(2) == ([mx.gpu(0), mx.gpu(1)], None)
+    with pytest.raises(ValueError, match="num_gpus=3"):
+        gc.try_devices(3)
+
+
+def test_float16_only_on_a_gpu():
+    cfg = gc.Experiment(dtype="float16", kvstore="nccl")
+    on_cpu, notice = effective_config(cfg, [mx.cpu(0)])
+    assert (on_cpu.dtype, on_cpu.kvstore) == ("float32", "device")
+    assert FLOAT16_ON_CPU in notice
+    on_gpu, notice = effective_config(cfg.replace(num_gpus=2), [mx.gpu(0), mx.gpu(1)])
+    assert (on_gpu.dtype, on_gpu.kvstore, notice) == ("float16", "nccl", None)
+
+
+def test_num_gpus_follows_the_devices_given():
+    cfg, _ = effective_config(gc.Experiment(num_gpus=1), [mx.cpu(0), mx.cpu(1)])
+    assert cfg.num_gpus == 2 and cfg.global_batch == 2 * cfg.batch_size
+
+
+@pytest.mark.parametrize("name, zoo_class", [("resnet20", "CIFARResNetV1"),
+                                             ("resnet56", "CIFARResNetV1"),
+                                             ("wrn16_10", "CIFARWideResNet"),
+                                             ("cifar_resnet20_v2", "CIFARResNetV2")])
+def test_zoo_models_by_course_or_gluoncv_name(name, zoo_class):
+    assert type(gc.get_model(name)).__name__ == zoo_class
+
+
+def test_unknown_model_names_the_allowed_ones():
+    with pytest.raises(ValueError, match="resnet20"):
+        gc.get_model("resnet18")
+
+
+def test_tiny_and_resnet20_classify_a_cifar_batch():
+    x = mx.nd.random.uniform(shape=(2, 3, 32, 32))
+    for name in ("tiny", "resnet20"):
+        net = gc.get_model(gc.Experiment(model=name), classes=7)
+        net.initialize()
+        assert net(x).shape == (2, 7)
+
+
+@pytest.mark.parametrize("graph", ["eager", "hybrid", "static"])
+def test_prepare_hybridizes_as_the_config_says(graph):
+    net = gc.get_model("tiny")
+    prepare(net, gc.Experiment(graph=graph), [mx.cpu(0)])
+    net(mx.nd.zeros((1, 3, 32, 32)))
+    assert graph_of(net) == graph
+    assert dtype_of(net) == "float32"
+
+
+def test_prepare_keeps_the_weights_of_an_initialised_network():
+    net = gc.get_model("tiny")
+    net.initialize(ctx=mx.cpu(0))
+    net(mx.nd.zeros((1, 3, 32, 32)))
+    before = {k: v.data().asnumpy() for k, v in net.collect_params().items()}
+    prepare(net, gc.Experiment(), [mx.cpu(0), mx.cpu(1)])
+    for k, v in net.collect_params().items():
+        assert v.list_ctx() == [mx.cpu(0), mx.cpu(1)]
+        np.testing.assert_array_equal(v.data(mx.cpu(1)).asnumpy(), before[k])

@@ -1,0 +1,196 @@
+import math
+import threading
+
+import mxnet as mx
+import numpy as np
+import pytest
+
+from gpu_course import gluon as gc
+from gpu_course.gluon.devices import FLOAT16_ON_CPU
+from gpu_course.gluon.train import is_out_of_memory, out_of_memory
+from gpu_course.records import OutOfMemory, load_runs
+
+
+class Loader:
+    """Wraps a DataLoader: counts the batches fetched and can raise on a given one."""
+
+    def __init__(self, loader, raise_at=None):
+        self.loader, self.raise_at, self.fetched = loader, raise_at, 0
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __iter__(self):
+        for batch in self.loader:
+            self.fetched += 1
+            if self.fetched == self.raise_at:
+                raise KeyboardInterrupt
+            yield batch
+
+
+def _weights(net):
+    return [p.data(p.list_ctx()[0]).asnumpy().copy() for p in net.collect_params().values()
+            if p.grad_req != "null"]
+
+
+def test_two_cpu_contexts_with_kvstore_device_write_a_full_record(small_cfg, runs_dir):
+    cfg = small_cfg.replace(num_gpus=2, kvstore="device", epochs=2, lr_scheduler="cosine",
+                            warmup_epochs=0.5)
+    run = gc.train(cfg, devices=[mx.cpu(0), mx.cpu(1)], progress=False, verbose=False)
+    assert run.status == "finished" and run.path.parent == runs_dir
+    assert (run.config["num_gpus"], run.config["kvstore"]) == (2, "device")
+    assert run.meta["notes"]["devices"] == "[cpu(0), cpu(1)]"
+    epochs = run.epochs
+    assert list(epochs["epoch"]) == [0, 1]
+    assert list(epochs["steps"]) == [4, 4] and list(epochs["samples"]) == [256, 256]
+    assert epochs["loss"].map(math.isfinite).all()
+    assert epochs["val_acc"].between(0, 1).all() and epochs["train_acc"].between(0, 1).all()
+    assert epochs["lr"].iloc[-1] == pytest.approx(0, abs=1e-9)  # cosine ends at 0
+    assert (epochs["data_wait_s"] + epochs["compute_s"] <= epochs["epoch_time_s"] + 1e-6).all()
+    assert run.summary["samples_per_sec"] > 0 and run.summary["val_acc"] is not None
+    assert "epoch 1 end" in set(run.markers["label"])
+
+
+def test_lbsgd_through_the_loop_on_two_contexts(small_cfg):
+    cfg = small_cfg.replace(optimizer="lbsgd", num_gpus=2, warmup_epochs=1,
+                            optimizer_params=(("batch_scale", 2),))
+    run = gc.train(cfg, devices=[mx.cpu(0), mx.cpu(1)], progress=False, verbose=False)
+    assert run.status == "finished" and math.isfinite(run.epochs["loss"].iloc[0])
+
+
+def test_float16_on_a_cpu_trains_in_float32_and_says_so(small_cfg, capsys):
+    cfg = small_cfg.replace(dtype="float16", max_steps=2)
+    run = gc.train(cfg, devices=[mx.cpu(0)], progress=False)
+    assert run.config["dtype"] == "float32"
+    assert FLOAT16_ON_CPU in run.meta["notes"]["device_notice"]
+    assert FLOAT16_ON_CPU in capsys.readouterr().out
+    assert "TYPECAST: float32" in run.summary["summary_line"]
+
+
+def test_ctrl_c_in_epoch_two_keeps_epoch_one(small_cfg, runs_dir):
+    cfg = small_cfg.replace(epochs=3)
+    train_iter, val_iter = gc.load_data(cfg)
+    interrupting = Loader(train_iter, raise_at=len(train_iter) + 2)  # epoch 2, step 2
+    with pytest.raises(KeyboardInterrupt):
+        gc.train(cfg, train_iter=interrupting, val_iter=val_iter, progress=False,
+                 verbose=False)
+    (run,) = load_runs(runs_dir)
+    assert run.status == "interrupted" and "1 finished epoch" in run.meta["error"]
+    assert list(run.epochs["epoch"]) == [0]
+    assert "epoch 1 start" in set(run.markers["label"])
+    assert not any(t.name == "GpuMonitor" and t.is_alive() for t in threading.enumerate())
+
+
+def test_mock_loader_fetches_one_batch_and_trains_on_it(small_cfg):
+    cfg = small_cfg.replace(mock="loader", epochs=2)
+    train_iter, val_iter = gc.load_data(cfg)
+    counting = Loader(train_iter)
+    net = gc.get_model(cfg)
+    run = gc.train(cfg, net=net, train_iter=counting, val_iter=val_iter, progress=False,
+                   verbose=False)
+    assert counting.fetched == 1
+    assert list(run.epochs["samples"]) == [256, 256]
+    assert run.epochs["loss"].notna().all() and run.epochs["val_acc"].isna().all()
+
+
+def test_mock_trainer_fetches_every_batch_and_computes_nothing(small_cfg):
+    cfg = small_cfg.replace(mock="trainer")
+    train_iter, val_iter = gc.load_data(cfg)
+    counting = Loader(train_iter)
+    net = gc.get_model(cfg)
+    net.initialize(mx.init.Xavier())
+    net(mx.nd.zeros((1, 3, 32, 32)))
+    before = _weights(net)
+    run = gc.train(cfg, net=net, train_iter=counting, val_iter=val_iter, progress=False,
+                   verbose=False)
+    assert counting.fetched == 8 and run.epochs["samples"].iloc[0] == 256
+    assert run.epochs["loss"].isna().all()
+    for a, b in zip(before, _weights(net)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_network_passed_in_is_recorded_as_it_runs(small_cfg):
+    net = gc.get_model("tiny")
+    net.hybridize(static_alloc=True, static_shape=True)
+    run = gc.train(small_cfg.replace(max_steps=2), net=net, progress=False, verbose=False)
+    assert run.config["graph"] == "static"
+
+
+def test_a_loader_passed_in_is_recorded_as_it_runs(small_cfg):
+    train_set, _ = gc.load_datasets(small_cfg)
+    loader = mx.gluon.data.DataLoader(train_set, batch_size=64, shuffle=True,
+                                      last_batch="discard", num_workers=2)
+    run = gc.train(small_cfg.replace(max_steps=1), train_iter=loader, progress=False,
+                   verbose=False)
+    assert (run.config["num_workers"], run.config["batch_size"]) == (2, 64)
+
+
+# -- out of memory ----------------------------------------------------------------------
+CUDA_OOM = ("[10:01:02] src/storage/./pooled_storage_manager.h:161: cudaMalloc retry failed: "
+            "out of memory\nStack trace:\n  [bt] (0) libmxnet.so(+0x1234) [0x7f]")
+
+
+def test_oom_messages_are_recognised():
+    assert is_out_of_memory(mx.base.MXNetError(CUDA_OOM))
+    assert is_out_of_memory(mx.base.MXNetError("Memory allocation failed: size 123456789"))
+    assert not is_out_of_memory(mx.base.MXNetError("Check failed: shape mismatch"))
+
+
+def test_oom_says_batch_size_and_device_memory():
+    cfg = gc.Experiment(batch_size=1024, num_gpus=2, model="wrn28_10")
+    free_total = {0: (300 * 2**20, 16_000 * 2**20), 1: (12 * 2**30, 16_000 * 2**20)}
+    err = out_of_memory(mx.base.MXNetError(CUDA_OOM), cfg, [mx.gpu(0), mx.gpu(1)],
+                        memory_info=free_total.__getitem__)
+    text = str(err)
+    assert isinstance(err, OutOfMemory)
+    assert "batch size 1024 per device (2048 per step) of wrn28_10" in text
+    assert "gpu(0): 300 MiB free of 16,000 MiB" in text and "gpu(1): 12,288 MiB" in text
+    assert "cudaMalloc retry failed: out of memory" in text and "Stack trace" not in text
+    asked = out_of_memory(mx.base.MXNetError("Memory allocation failed: size 2147483648"),
+                          cfg, [mx.cpu(0)])
+    assert "asked for 2,048 MiB" in str(asked)
+
+
+class RunsOutOfMemory(mx.gluon.HybridBlock):
+    """A network whose second forward fails the way a too-large batch does on a GPU."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = gc.get_model("tiny")
+        self.calls = 0
+
+    def hybrid_forward(self, F, x):
+        self.calls += 1
+        if self.calls == 2:
+            raise mx.base.MXNetError(CUDA_OOM)
+        return self.body(x)
+
+
+def test_oom_in_training_is_recorded_and_raised_as_out_of_memory(small_cfg, runs_dir):
+    with pytest.raises(OutOfMemory, match="batch size 32") as caught:
+        gc.train(small_cfg, net=RunsOutOfMemory(), progress=False, verbose=False)
+    (run,) = load_runs(runs_dir)
+    assert run.status == "oom" and "batch size 32" in run.meta["error"]
+    assert caught.value.run_path == run.path
+
+
+def test_sweep_goes_on_after_an_oom_point(small_cfg, monkeypatch):
+    real_get_model = gc.train.__globals__["get_model"]
+    monkeypatch.setitem(gc.train.__globals__, "get_model",
+                        lambda cfg: RunsOutOfMemory() if cfg.batch_size == 64
+                        else real_get_model(cfg))
+    runs = gc.sweep(small_cfg.replace(max_steps=2), "batch_size", [32, 64],
+                    progress=False, verbose=False)
+    assert [r.status for r in runs] == ["finished", "oom"]
+
+
+# -- it learns ----------------------------------------------------------------------------
+def test_the_tiny_cnn_learns_the_generated_data():
+    """Two short epochs (~15 s on two CPU cores) take it well above chance (0.1)."""
+    cfg = gc.Experiment(name="learns", model="tiny", train_size=4000, test_size=500,
+                        batch_size=32, epochs=2, num_workers=1, optimizer="adam", lr=0.001,
+                        wd=0, augment="none", graph="static", warmup_steps=2)
+    run = gc.train(cfg, progress=False, verbose=False)
+    assert run.epochs["val_acc"].iloc[-1] > 0.18
+    assert run.epochs["loss"].iloc[-1] < run.epochs["loss"].iloc[0]
+

@@ -1,0 +1,57 @@
+"""The gpu-course command line, run as a real subprocess."""
+import csv
+
+import pytest
+
+from support import run_cli
+
+VERBS = ["data", "monitor", "runs", "run", "ladder", "diagnose", "sagemaker"]
+
+
+@pytest.mark.parametrize("verb", [None, *VERBS])
+def test_help_on_every_verb(verb):
+    out = run_cli(*([verb] if verb else []), "--help")
+    assert out.returncode == 0, out.stderr
+    assert "usage: gpu-course" in out.stdout
+
+
+def test_data_writes_cifar_format(tmp_path):
+    out = run_cli("data", "--out", tmp_path / "d", "--train", 100, "--test", 50, "--seed", 3)
+    assert out.returncode == 0, out.stderr
+    files = sorted(p.name for p in (tmp_path / "d").rglob("*.bin"))
+    assert files == [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]
+    total = sum(p.stat().st_size for p in (tmp_path / "d").rglob("data_batch_*.bin"))
+    assert total == 100 * 3073
+
+
+def test_bad_values_exit_2_with_a_clear_line(tmp_path):
+    out = run_cli("data", "--out", tmp_path, "--train", 0)
+    assert out.returncode == 2 and "train" in out.stderr
+    out = run_cli("run", "--batch-size", "0", "--engine", "gluon")
+    assert out.returncode == 2
+    assert "batch_size=0 must be an integer >= 1" in out.stderr
+    out = run_cli("run", "--dtype", "float8", "--engine", "gluon")
+    assert out.returncode == 2 and "float8" in out.stderr and "float16" in out.stderr
+    out = run_cli("monitor", "--out", tmp_path / "m.csv", "--interval", "0")
+    assert out.returncode == 2 and "interval" in out.stderr
+
+
+def test_monitor_records_a_csv(tmp_path):
+    target = tmp_path / "util.csv"
+    out = run_cli("monitor", "--out", target, "--seconds", "0.6", "--interval", "0.1")
+    assert out.returncode == 0, out.stderr
+    assert target.exists()
+    host = tmp_path / "util-host.csv"
+    rows = list(csv.DictReader(host.open()))
+    assert len(rows) >= 3 and float(rows[-1]["ram_total_mib"]) > 0
+
+
+def test_runs_lists_records(runs_dir):
+    from gpu_course.records import RunRecord
+    rec = RunRecord({"name": "naive", "batch_size": 64}, "gluon", runs_dir=runs_dir,
+                    hardware_info={"gpus": []})
+    rec.finish(summary={"samples_per_sec": 123.4})
+    out = run_cli("runs", "--runs-dir", runs_dir)
+    assert out.returncode == 0 and rec.run_id in out.stdout and "123.40" in out.stdout
+    out = run_cli("runs", "--runs-dir", runs_dir / "none")
+    assert out.returncode == 0 and "no runs" in out.stdout

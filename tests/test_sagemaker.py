@@ -1,0 +1,472 @@
+"""SageMaker: hyperparameters <-> Experiment, the metric line and its regexes, the job
+specification without credentials, and the SDK estimators against a mocked session.
+
+The entry script's full training run is in tests/{gluon,torch}/test_sagemaker_entry.py
+(it needs a framework); here it runs as a real subprocess up to its argument checks.
+"""
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from fake_runs import write_run
+from gpu_course import sagemaker_entry as entry
+from gpu_course import sagemaker_launch as launch
+from gpu_course.config import Experiment
+
+REPO = Path(__file__).resolve().parents[1]  # (not from conftest: tests/gluon imports this file)
+# no credentials anywhere boto3 looks, and no instance-metadata lookup
+NO_AWS = {"AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/credentials",
+          "AWS_CONFIG_FILE": "/nonexistent/config", "AWS_EC2_METADATA_DISABLED": "true"}
+CHANNEL = "/opt/ml/input/data/training"
+CONFIGS = [
+    Experiment(),
+    Experiment(name="large-batch", batch_size=640, optimizer="lbsgd", lr_base_batch=128,
+               warmup_epochs=1.0, optimizer_params=(("warmup_strategy", "linear"),),
+               dtype="float16", graph="static", num_workers=7, max_steps=20),
+    Experiment(name="sched", lr_scheduler="multifactor", lr_steps=(2, 4.5), lr_factor=0.5,
+               epochs=6, monitor_interval=0.25, mock="loader", augment="heavy"),
+    Experiment(name="torch", engine="pytorch", dtype="bfloat16", pin_memory=True,
+               persistent_workers=True, channels_last=True, lr_scheduler="onecycle",
+               optimizer="adamw", data_on_gpu=True, num_gpus=0, wd=0.0),
+]
+
+
+def as_argv(hps: dict) -> list:
+    """What SageMaker does with hyperparameters: JSON-encode each (SDK), decode them in the
+    container (training toolkit) and pass `--key value`."""
+    argv = []
+    for key, value in hps.items():
+        argv += [f"--{key}", json.loads(json.dumps(value))]
+    return argv
+
+
+def run_entry_as_sagemaker(tmp_path, cfg, launcher=(), hosts=("algo-1",)):
+    """Run the entry script the way SageMaker does: from the staged code folder (the
+    job's source_dir), hyperparameters as `--key value`, SM_* folders under tmp_path.
+    `launcher` goes before it (e.g. torchrun). Used by the framework tests."""
+    from gpu_course import data
+    channel = tmp_path / "input" / "data" / "training"
+    data.prepare(cfg.dataset, root=channel, train_size=cfg.train_size,
+                 test_size=cfg.test_size, seed=cfg.seed)
+    code = launch.stage_code(cfg.engine, tmp_path / "code")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("SM_") and k not in ("PYTHONPATH", "GPU_COURSE_RUNS")}
+    env.update(SM_CHANNEL_TRAINING=str(channel), SM_MODEL_DIR=str(tmp_path / "model"),
+               SM_OUTPUT_DATA_DIR=str(tmp_path / "output" / "data"),
+               SM_OUTPUT_DIR=str(tmp_path / "output"), SM_NUM_GPUS="0",
+               SM_HOSTS=json.dumps(list(hosts)), SM_CURRENT_HOST=hosts[0],
+               SM_TRAINING_ENV=json.dumps({"job_name": "gpu-course-sm-test-1"}),
+               OMP_NUM_THREADS="1")  # 2 cores shared with the monitor: more threads thrash
+    argv = as_argv(launch.hyperparameters(cfg))
+    return subprocess.run([*launcher, "sagemaker_entry.py", *argv], cwd=code, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def check_job_output(tmp_path, out, cfg, model_file=None):
+    """What SageMaker would find after the job, and the METRIC lines as its metric
+    definitions read them. Returns the run, fetched the way fetch_runs unpacks it."""
+    from gpu_course import records
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    folders = list((tmp_path / "output" / "data").iterdir())
+    assert len(folders) == 1, folders
+    run = records.load_run(folders[0])
+    assert run.status == "finished" and len(run.epochs) == cfg.epochs
+    assert run.meta["notes"]["sagemaker"]["job_name"] == "gpu-course-sm-test-1"
+    assert run.config["data_dir"] == str(tmp_path / "input" / "data" / "training")
+    lines = [line for line in out.stdout.splitlines() if line.startswith("METRIC ")]
+    assert len(lines) == cfg.epochs
+    metrics = parse_metrics(out.stdout)
+    assert metrics["epoch"] == [float(e) for e in range(cfg.epochs)]
+    assert metrics["samples_per_sec"] == pytest.approx(list(run.epochs.samples_per_sec), abs=0.006)
+    assert metrics["epoch_time"] == pytest.approx(list(run.epochs.epoch_time_s), abs=0.006)
+    assert metrics["val_acc"] == pytest.approx(list(run.epochs.val_acc), abs=6e-5)
+    assert all(0 <= share <= 1 for share in metrics["data_wait"])
+    if not run.meta["hardware"]["gpus"]:
+        assert "gpu_util" not in metrics  # "gpu_util=nan": not measured on a CPU
+    if model_file:
+        assert (tmp_path / "model" / model_file).stat().st_size > 0
+        saved = json.loads((tmp_path / "model" / "experiment.json").read_text())
+        assert Experiment.from_dict(saved) == cfg.replace(data_dir=run.config["data_dir"])
+    archive = tmp_path / "output.tar.gz"  # SageMaker packs SM_OUTPUT_DATA_DIR like this
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(folders[0], arcname=folders[0].name)
+    fetched, = launch.extract_runs(archive, tmp_path / "local-runs", job_name="job-1")
+    assert len(fetched.epochs) == cfg.epochs
+    return fetched
+
+
+@pytest.fixture
+def no_aws(monkeypatch):
+    for key in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(key)
+    for key, value in NO_AWS.items():
+        monkeypatch.setenv(key, value)
+
+
+def run_cli_without_aws(*args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    return subprocess.run([sys.executable, "-m", "gpu_course.cli", *args], cwd=REPO,
+                          env={**env, **NO_AWS}, capture_output=True, text=True, timeout=120)
+
+
+# -- hyperparameters -------------------------------------------------------------------
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)
+def test_hyperparameters_round_trip_into_the_config(cfg):
+    hps = launch.hyperparameters(cfg)
+    assert all(isinstance(v, str) for v in hps.values())  # SageMaker stores strings
+    assert "data_dir" not in hps
+    back = entry.experiment_from(as_argv(hps), {"SM_CHANNEL_TRAINING": CHANNEL,
+                                                "SM_NUM_GPUS": "4"})
+    assert back == cfg.replace(data_dir=CHANNEL)
+
+
+def test_all_gpus_takes_the_count_from_sm_num_gpus():
+    hps = launch.hyperparameters(Experiment(num_gpus=1), all_gpus=True)
+    assert "num_gpus" not in hps
+    assert entry.experiment_from(as_argv(hps), {"SM_NUM_GPUS": "8"}).num_gpus == 8
+    assert entry.experiment_from(as_argv(hps), {"SM_NUM_GPUS": "0"}).num_gpus == 0
+
+
+def test_hyperparameter_spellings():
+    cfg = entry.experiment_from(["--batch-size", "32", "--num_workers=3", "--lr_steps", "1,2",
+                                 "--lr_scheduler", "multifactor"], {"SM_NUM_GPUS": "1"})
+    assert (cfg.batch_size, cfg.num_workers, cfg.lr_steps) == (32, 3, (1, 2))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--batch_size", "0"], "batch_size=0 must be an integer >= 1"),
+    (["--optimizer", "rmsprop"], "optimizer='rmsprop' is not allowed; allowed: sgd"),
+    (["--lr", "fast"], "lr='fast' is not a valid float"),
+    (["--dtype", "bfloat16"], "dtype='bfloat16' needs engine='pytorch'"),
+    (["--bogus", "1"], "unknown hyperparameter 'bogus'"),
+    (["--epochs"], "--epochs needs a value"),
+    (["epochs", "3"], "expected --<field> <value>, got 'epochs'"),
+])
+def test_bad_hyperparameters_give_the_configs_errors(argv, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        entry.experiment_from(argv, {"SM_NUM_GPUS": "1"})
+
+
+def test_entry_script_stops_on_a_bad_hyperparameter(tmp_path):
+    """A real subprocess, started as a file from inside the package folder (the import
+    path must not let gpu_course/torch shadow torch) and the way SageMaker starts it."""
+    env = {**os.environ, "SM_OUTPUT_DIR": str(tmp_path / "output"), "SM_NUM_GPUS": "0"}
+    out = subprocess.run([sys.executable, str(REPO / "gpu_course" / "sagemaker_entry.py"),
+                          "--batch_size", "0"], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert "bad hyperparameter: batch_size=0 must be an integer >= 1" in out.stderr
+    assert "batch_size=0" in (tmp_path / "output" / "failure").read_text()
+
+    code = launch.stage_code("gluon", tmp_path / "code")  # /opt/ml/code in the container
+    out = subprocess.run([sys.executable, "sagemaker_entry.py", "--optimizer", "nope"],
+                         capture_output=True, text=True, cwd=code, timeout=60,
+                         env={**env, "PYTHONPATH": ""})
+    assert out.returncode == 2 and "optimizer='nope' is not allowed" in out.stderr
+
+
+def test_stage_code_holds_entry_package_and_requirements(tmp_path):
+    code = launch.stage_code("gluon", tmp_path / "code")
+    assert (code / "sagemaker_entry.py").read_text() == \
+        (REPO / "gpu_course" / "sagemaker_entry.py").read_text()
+    assert (code / "gpu_course" / "config.py").exists()
+    assert not list(code.rglob("__pycache__"))
+    requirements = (code / "requirements.txt").read_text()
+    assert "numpy<1.24" in requirements and "psutil" in requirements
+    assert "numpy" not in (launch.stage_code("pytorch", tmp_path / "pt") /
+                           "requirements.txt").read_text()
+
+
+# -- the metric line -------------------------------------------------------------------
+def parse_metrics(text: str) -> dict:
+    """Each metric's values, as SageMaker's metric definitions read them from a log."""
+    found = {}
+    for line in text.splitlines():
+        for definition in launch.metric_definitions():
+            match = re.search(definition["Regex"], line)
+            if match:
+                found.setdefault(definition["Name"], []).append(float(match.group(1)))
+    return found
+
+
+def test_metric_line_is_read_by_the_metric_definitions():
+    row = {"epoch": 1, "samples_per_sec": 663.5, "epoch_time_s": 18.59, "data_wait_s": 4.2,
+           "compute_s": 5.8, "val_acc": 0.7131, "t_start": 0.0, "t_end": 18.6}
+    line = entry.metric_line(row, 27.0)
+    assert line == ("METRIC epoch=1 samples_per_sec=663.50 epoch_time=18.59 data_wait=0.4200 "
+                    "gpu_util=27.0 val_acc=0.7131")
+    assert parse_metrics(line) == {"epoch": [1.0], "samples_per_sec": [663.5],
+                                   "epoch_time": [18.59], "data_wait": [0.42],
+                                   "gpu_util": [27.0], "val_acc": [0.7131]}
+    # not measured (a CPU): printed as nan and skipped, the others still read
+    cpu = entry.metric_line({**row, "val_acc": float("nan")}, None)
+    assert "gpu_util=nan" in cpu and "val_acc=nan" in cpu
+    assert set(parse_metrics(cpu)) == {"epoch", "samples_per_sec", "epoch_time", "data_wait"}
+    # other log lines are not metrics
+    assert parse_metrics("[Epoch 1] train=0.5 val=0.5 loss=1.2 time: 2.00s samples/s: 10.0") == {}
+
+
+def test_metric_printer_reads_each_epochs_gpu_utilisation(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    printer = entry.MetricPrinter(runs, stream=open(tmp_path / "log", "w"))
+    folder = write_run(runs, "naive", busy=60.0, data_wait_share=0.3)
+    epochs = list(__import__("csv").DictReader(open(folder / "epochs.csv")))
+    row = {k: float(v) for k, v in epochs[1].items() if v != ""}
+    assert printer.run_folder() == folder
+    util = entry.epoch_gpu_util(folder, row["t_start"], row["t_end"])
+    assert 0 < util <= 100
+    printer({**row, "epoch": 1})
+    printer.stream.close()
+    line = (tmp_path / "log").read_text().strip()
+    assert line.startswith("METRIC epoch=1 ") and f"gpu_util={util:.1f}" in line
+    assert entry.epoch_gpu_util(tmp_path, 0, 1) is None  # no gpu.csv: not measured
+
+
+# -- the job ---------------------------------------------------------------------------
+def test_instance_checks():
+    assert launch.default_engine("ml.p5.48xlarge") == "pytorch"
+    assert launch.default_engine("ml.g5.xlarge") == "gluon"
+    with pytest.raises(ValueError, match="MXNet 1.9 cannot use.*engine='pytorch'"):
+        launch.check_job(Experiment(engine="gluon"), "ml.p5.48xlarge")
+    launch.check_job(Experiment(engine="pytorch"), "ml.p5.48xlarge")
+    with pytest.raises(ValueError, match=r"num_gpus=2 but ml.p3.2xlarge has 1 GPU; allowed: 0..1"):
+        launch.check_job(Experiment(num_gpus=2), "ml.p3.2xlarge")
+    launch.check_job(Experiment(num_gpus=4), "ml.p3.8xlarge")
+    with pytest.raises(ValueError, match="not a SageMaker training instance type"):
+        launch.check_job(Experiment(), "p3.2xlarge")
+    with pytest.raises(ValueError, match="instance_count=0 must be an integer >= 1"):
+        launch.check_job(Experiment(), "ml.p3.2xlarge", instance_count=0)
+
+
+def test_job_spec_without_credentials(no_aws):
+    cfg = Experiment(name="workers", num_workers=7)
+    spec = launch.job_spec(cfg, "ml.p3.8xlarge", instance_count=2)
+    assert spec["estimator"] == "sagemaker.mxnet.MXNet"
+    assert (spec["framework_version"], spec["py_version"]) == ("1.9.0", "py38")
+    assert spec["instance"]["gpus"] == 4
+    assert spec["distribution"] == {"parameter_server": {"enabled": True}}
+    assert spec["hyperparameters"] == launch.hyperparameters(cfg)
+    assert spec["metric_definitions"] == launch.metric_definitions()
+    assert "training" in spec["inputs"]
+    assert launch.job_spec(cfg.replace(engine="pytorch"), "ml.g5.xlarge")["distribution"] is None
+    assert not launch.aws_credentials()
+
+
+def test_aws_credentials_from_the_environment(no_aws, monkeypatch):
+    pytest.importorskip("botocore")
+    assert launch.aws_credentials() is False
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    assert launch.aws_credentials() is True
+
+
+def test_cli_dry_run_prints_the_job_and_exits_cleanly(tmp_path):
+    out = run_cli_without_aws("sagemaker", "--dry-run", "--instance-type", "ml.g5.xlarge",
+                              "--batch-size", "128", "--num-workers", "7", "--name", "workers")
+    assert out.returncode == 0, out.stderr
+    head, body = out.stdout.split("\n", 1)
+    assert head == "SageMaker training job specification"
+    spec = json.loads(body[:body.rindex("}") + 1])
+    assert spec["instance_type"] == "ml.g5.xlarge" and spec["image_uri"]
+    assert spec["hyperparameters"]["batch_size"] == "128"
+    assert spec["hyperparameters"]["num_workers"] == "7"
+    assert set(spec["inputs"]) == {"training"}
+    assert [d["Name"] for d in spec["metric_definitions"]] == list(launch.METRIC_NAMES)
+    assert "nothing was launched" in out.stdout
+    out = run_cli_without_aws("sagemaker", "--dry-run", "--engine", "gluon",
+                              "--instance-type", "ml.p5.48xlarge")
+    assert out.returncode == 2 and "MXNet 1.9 cannot use" in out.stderr
+    out = run_cli_without_aws("sagemaker", "--help")
+    assert out.returncode == 0 and "ml.p3.2xlarge" in out.stdout
+
+
+def test_cli_without_credentials_launches_nothing(no_aws, capsys):
+    """No --dry-run and no credentials: the same specification, and nothing pretends to
+    run. (In-process: the subprocess above already pays for importing the SDK.)"""
+    from gpu_course import cli
+    assert cli.main(["sagemaker", "--epochs", "1", "--instance-type", "ml.m5.xlarge",
+                     "--num-gpus", "0"]) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith("SageMaker training job specification")
+    assert "nothing was launched" in err
+
+
+# -- the SDK, with a mocked session ----------------------------------------------------
+def mocked_session(sm, region="eu-west-1"):
+    session = mock.MagicMock(spec=sm.Session)
+    session.boto_region_name = region
+    session.local_mode = False
+    session.sagemaker_config = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {
+        "Modules": {"TelemetryOptOut": True}}}}  # else the SDK reports each fit() to AWS
+    session.boto_session = mock.MagicMock()
+    session.boto_session.region_name = region
+    session.sagemaker_client = mock.MagicMock()
+    session.s3_resource = mock.MagicMock()  # the code tarball is "uploaded" here
+    session.s3_client = mock.MagicMock()
+    session.settings = sm.session_settings.SessionSettings()
+    session.default_bucket.return_value = "course-bucket"
+    session.default_bucket_prefix = None
+    session.upload_data.return_value = "s3://course-bucket/gpu-course/data/cifar-10-batches-bin"
+    return session
+
+
+@pytest.fixture
+def sm():
+    if importlib.util.find_spec("sagemaker") is None:  # not in the PyTorch environment
+        pytest.skip("the SageMaker SDK is not installed")
+    return launch._sdk()  # imports it without its config-file chatter
+
+
+def decoded(hps: dict) -> dict:
+    return {k: json.loads(v) for k, v in hps.items() if not k.startswith("sagemaker_")}
+
+
+def test_mxnet_estimator(sm, tmp_path):
+    cfg = Experiment(name="float16", dtype="float16", graph="static", num_gpus=4)
+    est = launch.build_estimator(cfg, "ml.p3.8xlarge", instance_count=2, role="arn:role",
+                                 session=mocked_session(sm), source_dir=tmp_path)
+    assert isinstance(est, sm.mxnet.MXNet)
+    assert est.training_image_uri() == \
+        "763104351884.dkr.ecr.eu-west-1.amazonaws.com/mxnet-training:1.9.0-gpu-py38"
+    assert (est.instance_type, est.instance_count, est.role) == ("ml.p3.8xlarge", 2, "arn:role")
+    assert (est.entry_point, est.source_dir) == ("sagemaker_entry.py", str(tmp_path))
+    assert decoded(est.hyperparameters()) == launch.hyperparameters(cfg)
+    assert est.hyperparameters()["sagemaker_parameter_server_enabled"] == "true"
+    assert est.metric_definitions == launch.metric_definitions()
+    with pytest.raises(ValueError, match="MXNet 1.9 cannot use"):
+        launch.build_estimator(cfg, "ml.p5.48xlarge", role="r", session=mocked_session(sm))
+
+
+def test_pytorch_estimator(sm, tmp_path):
+    cfg = Experiment(name="compile", engine="pytorch", graph="hybrid", num_gpus=8)
+    est = launch.build_estimator(cfg, "ml.p5.48xlarge", instance_count=2, role="arn:role",
+                                 session=mocked_session(sm), source_dir=tmp_path)
+    assert isinstance(est, sm.pytorch.PyTorch)
+    assert est.training_image_uri().endswith("/pytorch-training:2.5.1-gpu-py311")
+    assert est.distribution == {"torch_distributed": {"enabled": True}}
+    assert decoded(est.hyperparameters()) == launch.hyperparameters(cfg)
+
+
+def test_launch_submits_the_job(sm, tmp_path):
+    """fit() against a mocked session: the request SageMaker would receive."""
+    session = mocked_session(sm)
+    cfg = Experiment(name="workers", num_workers=7, epochs=2, train_size=20, test_size=10,
+                     data_dir=str(tmp_path / "data"))
+    session.upload_data.return_value = ("s3://course-bucket/gpu-course/data/synthetic-v1-s0-"
+                                        "20-10/synthetic-v1-s0-20-10/cifar-10-batches-bin")
+    job = launch.launch(cfg, "ml.g5.xlarge", role="arn:role", session=session, wait=False)
+    assert job.startswith("gpu-course-workers-")
+    folder = tmp_path / "data" / "synthetic-v1-s0-20-10" / "cifar-10-batches-bin"
+    assert (folder / "data_batch_1.bin").exists()  # prepared before the upload
+    session.upload_data.assert_called_once_with(
+        str(folder), key_prefix="gpu-course/data/synthetic-v1-s0-20-10/synthetic-v1-s0-20-10/"
+                                "cifar-10-batches-bin")
+    request = session.train.call_args.kwargs
+    assert request["image_uri"].endswith("mxnet-training:1.9.0-gpu-py38")
+    assert request["resource_config"]["InstanceType"] == "ml.g5.xlarge"
+    channel = request["input_config"][0]
+    assert channel["ChannelName"] == "training"
+    # the channel holds the folder at the path data.prepare looks for under data_dir
+    assert channel["DataSource"]["S3DataSource"]["S3Uri"] == \
+        "s3://course-bucket/gpu-course/data/synthetic-v1-s0-20-10"
+    assert request["metric_definitions"] == launch.metric_definitions()
+    assert decoded(request["hyperparameters"]) == launch.hyperparameters(cfg)
+    assert json.loads(request["hyperparameters"]["sagemaker_program"]) == "sagemaker_entry.py"
+
+
+def test_dataset_folder_is_where_data_prepare_writes(tmp_path):
+    for cfg in (Experiment(data_dir=str(tmp_path), train_size=30, test_size=10, seed=2),):
+        path = launch.dataset_folder(cfg)
+        assert not path.exists()  # the dry run writes nothing
+        assert launch.dataset_folder(cfg, write=True) == path and path.is_dir()
+    with pytest.raises(ValueError, match="dataset='folder' cannot go to SageMaker"):
+        launch.dataset_folder(Experiment(dataset="folder"))
+
+
+def test_fetch_runs_unpacks_the_jobs_record(sm, tmp_path, runs_dir):
+    folder = write_run(tmp_path / "output-data", "workers@algo-1", engine="gluon")
+    archive = tmp_path / "output.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:  # what SageMaker makes of SM_OUTPUT_DATA_DIR
+        tar.add(folder, arcname=folder.name)
+    session = mocked_session(sm)
+    session.sagemaker_client.describe_training_job.return_value = {
+        "TrainingJobStatus": "Completed", "OutputDataConfig": {"S3OutputPath": "s3://b/out/"}}
+
+    def download(uri, local, sagemaker_session=None):
+        assert uri == "s3://b/out/job-1/output/output.tar.gz"
+        Path(local, "output.tar.gz").write_bytes(archive.read_bytes())
+    with mock.patch.object(sm.s3.S3Downloader, "download", side_effect=download):
+        runs = launch.fetch_runs("job-1", session=session)
+    assert [r.name for r in runs] == ["workers@algo-1"]
+    assert runs[0].path.parent == runs_dir
+    assert runs[0].meta["notes"]["sagemaker"]["job_name"] == "job-1"
+    assert len(runs[0].epochs) == 3
+
+
+def test_extract_runs_ignores_paths_outside_the_folder(tmp_path, monkeypatch):
+    folder = write_run(tmp_path / "data", "x")
+    archive = tmp_path / "out.tar.gz"
+    (tmp_path / "evil.txt").write_text("outside")
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(folder, arcname=folder.name)
+        tar.add(tmp_path / "evil.txt", arcname="../evil.txt")
+    scratch = tmp_path / "scratch" / "extract"
+    scratch.mkdir(parents=True)
+    monkeypatch.setattr(launch.tempfile, "TemporaryDirectory",
+                        lambda: __import__("contextlib").nullcontext(str(scratch)))
+    runs = launch.extract_runs(archive, tmp_path / "runs")
+    assert [r.name for r in runs] == ["x"]
+    assert not (tmp_path / "scratch" / "evil.txt").exists()
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tmp_path / "evil.txt", arcname="evil.txt")
+    with pytest.raises(ValueError, match="holds no run record"):
+        launch.extract_runs(archive, tmp_path / "runs2")
+
+
+def test_a_module_named_like_the_sdk_does_not_shadow_it(tmp_path, monkeypatch):
+    """notebooks/sagemaker.py (the notebook's text twin) sits on a kernel's sys.path."""
+    (tmp_path / "site" / "fakesdk").mkdir(parents=True)
+    (tmp_path / "site" / "fakesdk" / "__init__.py").write_text("REAL = True\n")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "fakesdk.py").write_text("raise SystemExit('the twin ran')\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.syspath_prepend(str(tmp_path / "notebooks"))
+    monkeypatch.delitem(sys.modules, "fakesdk", raising=False)
+    with launch._unshadowed("fakesdk"):
+        import fakesdk
+    assert fakesdk.REAL and sys.path[0] == str(tmp_path / "notebooks")
+
+
+def test_cli_launches_waits_and_fetches_with_credentials(monkeypatch, capsys, tmp_path):
+    """The verb's plumbing with AWS stubbed out: launch, then fetch the record back."""
+    pytest.importorskip("boto3")
+    from gpu_course import cli, records
+    folder = write_run(tmp_path / "runs", "workers")
+    calls = {}
+    monkeypatch.setattr(launch, "aws_credentials", lambda: True)
+    monkeypatch.setattr(launch, "_sdk", lambda: mock.MagicMock())
+
+    def fake_launch(cfg, instance_type, instance_count, role, session, data, wait, **options):
+        calls.update(cfg=cfg, instance_type=instance_type, role=role, data=data, wait=wait,
+                     **options)
+        return "gpu-course-workers-1"
+    monkeypatch.setattr(launch, "launch", fake_launch)
+    monkeypatch.setattr(launch, "fetch_runs", lambda job, session, runs_dir:
+                        [records.load_run(folder)])
+    assert cli.main(["sagemaker", "--instance-type", "ml.g5.xlarge", "--role", "arn:r",
+                     "--num-workers", "7", "--data-s3", "s3://b/d", "--region",
+                     "eu-west-1"]) == 0
+    assert calls["cfg"].num_workers == 7 and calls["cfg"].engine == "gluon"
+    assert (calls["instance_type"], calls["role"], calls["data"]) == \
+        ("ml.g5.xlarge", "arn:r", "s3://b/d")
+    assert calls["wait"] is True and calls["max_run_min"] == launch.DEFAULT_MAX_RUN_MIN
+    assert "workers: NUM_GPU" in capsys.readouterr().out
