@@ -43,7 +43,7 @@ $(VENV)/pytorch/.installed: pyproject.toml
 # (new numpy/pandas): the core must work with both.
 test-gluon:
 	GPU_COURSE_SMOKE=1 GPU_COURSE_RUNS=$(SMOKE_RUNS)/gluon MPLBACKEND=Agg \
-	  $(VENV)/gluon/bin/python -m pytest -q tests --ignore=tests/torch \
+	  $(VENV)/gluon/bin/python -m pytest -q tests --ignore=tests/pytorch \
 	  --nbval-lax --nbval-current-env --nbval-cell-timeout=900 notebooks/gluon notebooks/run_on_sagemaker.ipynb $(PYTEST_ARGS)
 
 test-pytorch:

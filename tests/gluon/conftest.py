@@ -1,18 +1,9 @@
 """Gluon-track tests: skipped in an environment without MXNet (e.g. the PyTorch one)."""
-import importlib.util
 import os
-import sys
 
 import pytest
 
 mx = pytest.importorskip("mxnet")
-
-# pytest puts tests/ on sys.path, and there tests/torch/ (the PyTorch track's tests) is
-# found as a namespace package called "torch". GluonCV probes `import torch` and breaks
-# on it; with no real PyTorch installed, make that probe a plain ImportError.
-_torch = importlib.util.find_spec("torch")
-if _torch is not None and _torch.origin in (None, "namespace") and "torch" not in sys.modules:
-    sys.modules["torch"] = None
 
 pytest.importorskip("gluoncv")
 

@@ -1,0 +1,42 @@
+"""The PyTorch track: `from gpu_course import torch as gc`.
+
+Same public names as `gpu_course.gluon`, so a lesson reads the same in both tracks:
+gpu_count, try_devices, load_datasets, make_loader, load_data, get_model, train,
+evaluate, lr_scheduler, sweep, plus Experiment, load_run(s), plots and report; and the
+PyTorch-only pieces: LARS, GpuLoader, lr_curve, make_optimizer.
+
+Inside this package `import torch` is PyTorch itself (imports are absolute); this
+package is `gpu_course.torch`.
+"""
+from __future__ import annotations
+
+import importlib
+
+from ..config import Experiment
+from ..experiments import sweep as _sweep
+from ..records import OutOfMemory, load_run, load_runs
+from .data import ImageDataset, load_data, load_datasets, make_loader
+from .devices import gpu_count, try_devices
+from .gpu_loader import GpuLoader
+from .lars import LARS
+from .models import get_model
+from .optim import lr_curve, lr_scheduler, make_optimizer
+from .train import COMPILE_BACKEND_ENV, evaluate, train
+
+__all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report",
+           "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
+           "get_model", "train", "evaluate", "lr_scheduler", "lr_curve", "make_optimizer",
+           "sweep", "LARS", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
+
+
+def sweep(cfg: Experiment, field: str, values, **train_kwargs):
+    """train(cfg with `field` set to each value); an out-of-memory point is recorded
+    (status "oom") and the sweep goes on. Returns the runs in order."""
+    return _sweep(train, cfg, field, values, **train_kwargs)
+
+
+def __getattr__(name: str):
+    # plots and report load matplotlib: only when a notebook asks for them
+    if name in ("plots", "report"):
+        return importlib.import_module(f"gpu_course.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,113 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 1. The naive baseline: how busy is the GPU?
+#
+# **What this lesson measures.** One training job exactly as a first script would write it:
+# ResNet-20 on CIFAR-10-sized images, batch 64, **one** DataLoader worker, float32, an
+# imperative (not hybridized) network. We record samples/s, epoch time and the GPU's
+# utilisation while it trains, and split every step into *waiting for data* and *computing*.
+#
+# **The talk's number** (a V100 in 2019, "The Steady State"): this setup trained at
+# **306 samples/s, 40.97 s per epoch**, and with 4 GPUs only 392 samples/s: four times the
+# compute bought 28 % more speed, because the GPUs were waiting for the one worker.
+# Your numbers come from your machine; the question is the same: what does the GPU wait for?
+
+# %%
+import importlib.util, pathlib, subprocess, sys
+if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
+    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+
+# %% tags=["parameters"]
+import os
+SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
+TRAIN_SIZE = 1024 if SMOKE else 50_000
+TEST_SIZE = 256 if SMOKE else 10_000
+EPOCHS = 1 if SMOKE else 3
+CEILING_STEPS = 10 if SMOKE else 200  # steps of each "ceiling" run below
+
+# %%
+import mxnet as mx
+from mxnet import gluon
+from gpu_course import gluon as gc
+
+cfg = gc.Experiment(name="naive", dataset=DATASET, train_size=TRAIN_SIZE, test_size=TEST_SIZE,
+                    epochs=EPOCHS, model="resnet20", batch_size=64, num_workers=1,
+                    dtype="float32", graph="eager", warmup_steps=2 if SMOKE else 5,
+                    monitor_interval=0.2 if SMOKE else 0.5)
+print(f"{gc.gpu_count()} GPU(s) visible to MXNet {mx.__version__}")
+
+# %% [markdown]
+# ## The naive script
+# Nothing clever: one worker process decodes and augments every image (random crop, flip,
+# normalise) while the training loop waits for it, and the network runs operator by
+# operator from Python. `gc.train` runs the loop and does the bookkeeping: a monitor samples
+# the GPU and CPU twice a second in its own thread, a step timer splits each step into
+# data wait and compute, and everything lands in a run record on disk.
+
+# %%
+train_set, val_set = gc.load_datasets(cfg)
+train_iter = gluon.data.DataLoader(train_set, batch_size=64, shuffle=True,
+                                   last_batch="discard", num_workers=1)
+net = gc.get_model("resnet20")   # imperative: no hybridize()
+
+run = gc.train(cfg, net=net, train_iter=train_iter)
+
+# %% [markdown]
+# ## What the GPU did
+# GPU utilisation, memory and power over time, with the CPU below; epochs are shaded.
+# A naive run shows a saw-tooth: bursts of work while a batch is there, gaps while the
+# single worker prepares the next one. (On a machine without a GPU only the CPU panel has data.)
+
+# %%
+gc.plots.utilisation_timeline(run)
+
+# %% [markdown]
+# The talk's one-line summary, for this run:
+
+# %%
+print(run.summary["summary_line"])
+
+# %% [markdown]
+# ## Why the GPU waits
+# The step timer charges the time spent inside `next(train_iter)` to *data wait* and the
+# rest of the step to *compute*. Two short extra runs bound the speed from both sides:
+# `mock="trainer"` fetches batches and drops them (how fast can the input pipeline deliver?),
+# `mock="loader"` keeps one batch on the device and trains on it forever (how fast can the
+# model compute?). A run can never beat the smaller of the two.
+
+# %%
+input_only = gc.train(cfg.replace(name="naive input-only", mock="trainer", epochs=1,
+                                  max_steps=CEILING_STEPS), train_iter=train_iter, verbose=False)
+compute_only = gc.train(cfg.replace(name="naive compute-only", mock="loader", epochs=1,
+                                    max_steps=CEILING_STEPS), verbose=False)
+gc.report.ladder_table([run, input_only, compute_only])
+
+# %%
+wait = gc.report.data_wait_share(run)          # % of step time spent waiting for data
+speed = gc.report.samples_per_sec(run)
+feed = gc.report.samples_per_sec(input_only)
+need = gc.report.samples_per_sec(compute_only)
+util = gc.report.gpu_util_mean(run)
+limit = "the input pipeline" if feed < need else "the computation"
+print(f"This run trained at {speed:,.0f} samples/s and spent {wait:.0f}% of every step waiting for data.")
+print(f"One worker can deliver {feed:,.0f} samples/s; the model could consume {need:,.0f} samples/s, "
+      f"so {limit} sets the pace ({speed / min(feed, need):.0%} of that ceiling reached).")
+if gc.gpu_count():
+    print(f"Mean GPU utilisation while training: {util:.0f}%: the GPU idled "
+          f"{100 - util:.0f}% of the time.")
+else:
+    print(f"No GPU here: the CPU computes the model itself, at {need:,.0f} samples/s, so "
+          f"{'the computation is' if need < feed else 'it is not'} the slow part. A GPU computes "
+          "ResNet-20 far faster than one worker can feed it: the talk's V100 waited for its one "
+          "worker at 306 samples/s and reached 663 once it had 29.")

@@ -1,0 +1,191 @@
+import pytest
+import torch
+
+from gpu_course import torch as gc
+from gpu_course.records import OutOfMemory, load_run
+from gpu_course.torch.devices import out_of_memory
+
+CUDA_OOM = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.19 GiB of which 1.06 GiB is free.")
+
+
+def test_train_writes_a_finished_run_record(small_cfg, runs_dir):
+    run = gc.train(small_cfg.replace(epochs=2, lr_scheduler="cosine", warmup_epochs=1),
+                   progress=False)
+    assert run.status == "finished" and run.path.parent == runs_dir
+    assert run.meta["engine"] == "pytorch" and run.config["model"] == "tiny"
+    assert list(run.epochs["epoch"]) == [0, 1]
+    assert list(run.epochs["steps"]) == [8, 8] and list(run.epochs["samples"]) == [256, 256]
+    for column in ("loss", "train_acc", "val_acc", "lr", "samples_per_sec"):
+        assert run.epochs[column].notna().all(), column
+    assert run.epochs["lr"].iloc[0] == pytest.approx(0.1)  # warm-up over, cosine about to start
+    assert run.epochs["lr"].iloc[1] < 0.01                   # the end of the cosine
+    assert run.summary["samples_per_sec"] > 0 and "TYPECAST: float32" in run.summary["summary_line"]
+
+
+def test_a_gluon_config_runs_as_pytorch_and_says_so(small_cfg):
+    run = gc.train(small_cfg.replace(engine="gluon"), progress=False, verbose=False)
+    assert run.meta["engine"] == run.config["engine"] == "pytorch"
+
+
+def test_no_gpu_means_cpu_with_a_notice(small_cfg, capsys):
+    run = gc.train(small_cfg.replace(num_gpus=1), progress=False)
+    assert "No GPU found" in capsys.readouterr().out
+    assert run.meta["notes"]["device_notice"].startswith("No GPU found")
+    assert run.config["num_gpus"] == 1
+
+
+def test_bfloat16_autocast_and_channels_last_run_on_the_cpu(small_cfg):
+    run = gc.train(small_cfg.replace(dtype="bfloat16", channels_last=True), progress=False)
+    assert run.status == "finished" and run.config["dtype"] == "bfloat16"
+    assert run.epochs["loss"].notna().all()
+
+
+def test_float16_on_the_cpu_runs_as_bfloat16_and_the_record_says_so(small_cfg):
+    run = gc.train(small_cfg.replace(dtype="float16", max_steps=2), progress=False)
+    assert run.config["dtype"] == "bfloat16"
+    assert "bfloat16" in run.meta["notes"]["device_notice"]
+
+
+def test_float16_scaler_path(small_cfg):
+    """float16 with a GradScaler, as on a GPU (the CPU autocasts float16 too, slowly)."""
+    from gpu_course.torch.train import Precision
+    net = gc.get_model("tiny")
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    precision = Precision("float16", torch.device("cpu"))
+    assert precision.scaler is not None and Precision("bfloat16", "cpu").scaler is None
+    x, y = torch.randn(4, 3, 32, 32), torch.tensor([0, 1, 2, 3])
+    with precision.autocast():
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+    before = net.output.weight.detach().clone()
+    precision.backward_and_step(loss, opt)
+    assert not torch.equal(before, net.output.weight)
+
+
+def test_passed_in_network_and_loaders_are_used(small_cfg):
+    net = gc.get_model("tiny")
+    train_iter, val_iter = gc.load_data(small_cfg)
+    run = gc.train(small_cfg, net=net, train_iter=train_iter, val_iter=val_iter,
+                   devices=[torch.device("cpu")], progress=False, verbose=False)
+    assert run.status == "finished"
+    assert next(net.parameters()).grad is not None  # trained in place
+
+
+def test_data_on_gpu_trains_from_the_resident_loader(small_cfg):
+    run = gc.train(small_cfg.replace(data_on_gpu=True), progress=False, verbose=False)
+    assert run.status == "finished" and run.epochs["samples"].iloc[0] == 256
+
+
+class CountingLoader:
+    """A loader that counts how many batches were fetched from it."""
+
+    def __init__(self, loader, stop_after=None):
+        self.loader, self.fetched, self.stop_after = loader, 0, stop_after
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __iter__(self):
+        for batch in self.loader:
+            if self.stop_after is not None and self.fetched == self.stop_after:
+                raise KeyboardInterrupt  # Ctrl-C in the middle of an epoch
+            self.fetched += 1
+            yield batch
+
+
+class Untouchable(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, x):
+        raise AssertionError("mock='trainer' must not compute")
+
+
+def test_mock_loader_fetches_one_batch_and_steps_on_it(small_cfg):
+    train_iter, _ = gc.load_data(small_cfg)
+    counting = CountingLoader(train_iter)
+    run = gc.train(small_cfg.replace(mock="loader", epochs=2), train_iter=counting,
+                   progress=False, verbose=False)
+    assert counting.fetched == 1
+    assert list(run.epochs["steps"]) == [8, 8] and run.epochs["val_acc"].isna().all()
+
+
+def test_mock_trainer_fetches_every_batch_and_computes_nothing(small_cfg):
+    train_iter, _ = gc.load_data(small_cfg)
+    counting = CountingLoader(train_iter)
+    run = gc.train(small_cfg.replace(mock="trainer"), net=Untouchable(), train_iter=counting,
+                   progress=False, verbose=False)
+    assert counting.fetched == 8 and run.epochs["samples"].iloc[0] == 256
+
+
+def test_interrupted_run_keeps_finished_epochs(small_cfg, runs_dir):
+    train_iter, _ = gc.load_data(small_cfg)
+    with pytest.raises(KeyboardInterrupt):
+        gc.train(small_cfg.replace(epochs=3), train_iter=CountingLoader(train_iter, stop_after=12),
+                 progress=False, verbose=False)
+    (path,) = runs_dir.iterdir()
+    run = load_run(path)
+    assert run.status == "interrupted" and list(run.epochs["epoch"]) == [0]
+
+
+class OutOfMemoryAbove(torch.nn.Module):
+    """Runs out of (pretend) GPU memory when a batch is larger than `limit`."""
+
+    def __init__(self, limit):
+        super().__init__()
+        self.limit, self.net = limit, gc.get_model("tiny")
+
+    def forward(self, x):
+        if len(x) > self.limit:
+            raise torch.cuda.OutOfMemoryError(CUDA_OOM)
+        return self.net(x)
+
+
+def test_out_of_memory_becomes_a_clear_error_and_an_oom_record(small_cfg):
+    with pytest.raises(OutOfMemory, match="batch_size=32 per device") as caught:
+        gc.train(small_cfg, net=OutOfMemoryAbove(16), progress=False, verbose=False)
+    assert "2.00 GiB" in str(caught.value)
+    run = load_run(caught.value.run_path)
+    assert run.status == "oom" and "batch_size=32" in run.meta["error"]
+
+
+def test_out_of_memory_message_reports_device_memory(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (512 * 2**20, 80 * 2**30))
+    err = out_of_memory(torch.cuda.OutOfMemoryError(CUDA_OOM), 1024, torch.device("cuda:0"))
+    assert isinstance(err, OutOfMemory)
+    text = str(err)
+    assert "batch_size=1024 per device" in text and "cuda:0" in text
+    assert "2.00 GiB" in text and "512 MiB of 81,920 MiB were free" in text
+
+
+def test_sweep_records_the_oom_point_and_goes_on(small_cfg):
+    runs = gc.sweep(small_cfg.replace(max_steps=2), "batch_size", [8, 32, 16],
+                    net=OutOfMemoryAbove(16), progress=False, verbose=False)
+    assert [r.status for r in runs] == ["finished", "oom", "finished"]
+    assert [r.config["batch_size"] for r in runs] == [8, 32, 16]
+
+
+def test_several_devices_refuse_objects_built_in_this_process(small_cfg):
+    with pytest.raises(ValueError, match="DistributedDataParallel"):
+        gc.train(small_cfg.replace(num_gpus=2), net=gc.get_model("tiny"))
+
+
+def test_evaluate_counts_correct_predictions(small_cfg):
+    class Oracle(torch.nn.Module):
+        def forward(self, x):  # a "network" that reads the answer out of the image
+            return torch.nn.functional.one_hot(x[:, 0, 0, 0].long(), 10).float()
+    images = torch.zeros(10, 3, 32, 32)
+    images[:, 0, 0, 0] = torch.arange(10).float()
+    labels = torch.tensor([0, 1, 2, 3, 4, 5, 6, 7, 0, 0])
+    assert gc.evaluate(Oracle(), [(images, labels)], [torch.device("cpu")]) == pytest.approx(0.8)
+
+
+def test_the_tiny_cnn_learns_the_generated_data():
+    """Two short epochs (~20 s on two CPU cores) take it well above chance (0.1)."""
+    cfg = gc.Experiment(name="learns", engine="pytorch", model="tiny", train_size=3000,
+                        test_size=500, batch_size=32, epochs=2, num_workers=0, num_gpus=0,
+                        optimizer="adam", lr=0.003, wd=0, augment="none", warmup_steps=2)
+    run = gc.train(cfg, progress=False, verbose=False)
+    assert run.epochs["val_acc"].iloc[-1] > 0.18
+    assert run.epochs["loss"].iloc[-1] < run.epochs["loss"].iloc[0]
