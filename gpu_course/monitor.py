@@ -43,6 +43,9 @@ class GpuUnavailableWarning(RuntimeWarning):
     """NVML cannot be used, so the monitor samples the CPU only."""
 
 
+_warned = set()  # notices already shown in this process: once is enough in a notebook
+
+
 class GpuMonitor:
     """Samples GPUs and host every ``interval`` seconds on a background thread.
 
@@ -57,7 +60,8 @@ class GpuMonitor:
         self.interval = float(interval)
         self.host = bool(host)
         self.available_gpus, self.notice = _resolve_gpus(gpus)
-        if self.notice:
+        if self.notice and self.notice not in _warned:
+            _warned.add(self.notice)
             warnings.warn(self.notice, GpuUnavailableWarning, stacklevel=2)
         self.t0_wall = None          # time.time() at start, to place the run in the day
         self.ticks = 0               # sampling rounds done

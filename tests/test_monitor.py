@@ -62,9 +62,12 @@ def test_columns_match_the_run_record_schema():
 
 
 def test_cpu_only_records_host_rows_and_warns_once(no_driver):
+    import gpu_course.monitor as monitor_module
+    monitor_module._warned.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         mon = recorded(GpuMonitor(interval=0.02), ticks=5)
+        GpuMonitor(interval=0.02)  # a second monitor in the same process stays quiet
     notices = [w for w in caught if issubclass(w.category, GpuUnavailableWarning)]
     assert len(notices) == 1
     assert "NVML unavailable" in str(notices[0].message)

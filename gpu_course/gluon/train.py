@@ -26,8 +26,9 @@ MiB = 2**20
 
 
 def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None,
-          runs_dir=None, progress: bool = True, verbose: bool = True):
-    """Train as `cfg` says and return the run record (`records.Run`).
+          runs_dir=None, progress: bool = True, verbose: bool = True, on_epoch=None):
+    """Train as `cfg` says and return the run record (`records.Run`); on_epoch(row) is
+    called with each recorded epoch row.
 
     Anything passed in (a network, loaders, devices) is used as it is, so a notebook can
     show one change in plain Gluon code; the rest is built from `cfg`. The recorded
@@ -60,7 +61,8 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
     trainer = make_trainer(net, cfg, min(steps, cfg.max_steps or steps))
     notice = " ".join(n for n in notices if n) or None
     with Harness(cfg, engine="gluon", runs_dir=runs_dir, device_notice=notice,
-                 devices=str(devices), progress=progress, verbose=verbose) as h:
+                 devices=str(devices), progress=progress, verbose=verbose,
+                 on_epoch=on_epoch) as h:
         try:
             _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps)
         except mx.base.MXNetError as err:

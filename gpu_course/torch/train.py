@@ -34,13 +34,14 @@ STATIC_ON_CPU = ("graph='static' means CUDA graphs (torch.compile mode='reduce-o
 
 
 def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None,
-          runs_dir=None, progress: bool = True, verbose: bool = True):
+          runs_dir=None, progress: bool = True, verbose: bool = True, on_epoch=None):
     """Train as `cfg` says and return the run record (`records.Run`).
 
     Anything passed in (a network, loaders, devices) is used as it is, so a notebook can
     show one change in plain PyTorch code; the rest is built from `cfg`. With several
     devices the run is DistributedDataParallel in one process per device (see `ddp`),
     which builds its own network and loaders. The recorded config says what really ran.
+    on_epoch(row) is called with each recorded epoch row (single-process runs).
     """
     if cfg.engine != "pytorch":
         cfg = cfg.replace(engine="pytorch")
@@ -69,7 +70,7 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
         val_iter = val_iter if val_iter is not None else made_val
     return fit(cfg, net, train_iter, val_iter, device, runs_dir=runs_dir,
                notice=" ".join(n for n in notices if n) or None, progress=progress,
-               verbose=verbose)
+               verbose=verbose, on_epoch=on_epoch)
 
 
 def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment, str | None]:
@@ -148,7 +149,8 @@ def compile_backend() -> str:
 
 def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.device,
         runs_dir=None, notice: str | None = None, progress: bool = True, verbose: bool = True,
-        rank: int = 0, world_size: int = 1, on_record=None, devices: str | None = None):
+        rank: int = 0, world_size: int = 1, on_record=None, devices: str | None = None,
+        on_epoch=None):
     """Train `net` on `device` as this process's part of the run (rank 0 of 1 unless
     under DistributedDataParallel); rank 0 keeps the record and returns it.
     on_record(path) is called once the record exists; `devices` describes them all."""
@@ -170,7 +172,7 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
     devices = devices or describe([device])
     with Harness(cfg, engine="pytorch", runs_dir=runs_dir, device_notice=notice,
                  devices=devices, progress=progress and leader, verbose=verbose and leader,
-                 monitor=leader, record=leader) as h:
+                 monitor=leader, record=leader, on_epoch=on_epoch if leader else None) as h:
         if h.record is not None:
             h.record.note(compile_backend=compile_backend() if cfg.graph != "eager" else None,
                           world_size=world_size, torch_device=str(device))
