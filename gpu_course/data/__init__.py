@@ -1,0 +1,109 @@
+"""Data sets for the course, all in the CIFAR-10 binary format.
+
+``synthetic``: a generated, learnable stand-in for CIFAR-10 (no internet
+needed; see ``synthetic.py``). ``cifar10``: the real CIFAR-10, downloaded
+once (or put into the data folder by hand on a machine without internet).
+Both are read by the same reader, so a lesson runs unchanged on either::
+
+    from gpu_course import data
+    train_x, train_y, test_x, test_y, classes = data.load("synthetic")
+"""
+import os
+from numbers import Integral
+from pathlib import Path
+
+from . import synthetic
+from .cifar import (CIFAR10_MD5, CIFAR10_URL, FOLDER_NAME, CifarData,
+                    download_cifar10, is_complete, read_cifar_binary,
+                    write_cifar_binary)
+
+__all__ = ["CIFAR_MEAN", "CIFAR_STD", "DATASETS", "DEFAULT_ROOT", "CifarData",
+           "default_root", "prepare", "load", "generate_to", "read_cifar_binary",
+           "write_cifar_binary", "download_cifar10", "CIFAR10_URL", "CIFAR10_MD5"]
+
+DATASETS = ("synthetic", "cifar10")
+# per-channel mean and std of real CIFAR-10 training images (RGB, 0..1 scale);
+# used for both data sets so the adapters normalise one way
+CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
+CIFAR_STD = (0.2023, 0.1994, 0.2010)
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def default_root():
+    """Where data sets go when no ``root`` is given.
+
+    ``$GPU_COURSE_DATA`` if set; else the checkout's ``data/`` folder (ignored
+    by git) when running from a writable checkout; else ``~/.cache/gpu_course``.
+    """
+    if os.environ.get("GPU_COURSE_DATA"):
+        return Path(os.environ["GPU_COURSE_DATA"]).expanduser()
+    data_dir = _CHECKOUT / "data"
+    if data_dir.is_dir() and os.access(data_dir, os.W_OK):
+        return data_dir
+    if (_CHECKOUT / "pyproject.toml").is_file() and os.access(_CHECKOUT, os.W_OK):
+        return data_dir  # a checkout without data/ yet: it is made on first use
+    return Path.home() / ".cache" / "gpu_course"
+
+
+DEFAULT_ROOT = default_root()
+
+
+def prepare(name="synthetic", root=None, train_size=50000, test_size=10000, seed=0):
+    """Make the data set ``name`` ready on disk; return its ``cifar-10-batches-bin`` folder.
+
+    ``synthetic`` is generated once per (seed, sizes) and cached under
+    ``root/synthetic-v<version>-s<seed>-<train>-<test>/``. ``cifar10`` is
+    the real data set in ``root/cifar-10-batches-bin`` (downloaded if missing;
+    its sizes are fixed, so ``train_size``, ``test_size`` and ``seed`` are not
+    used here; ``load`` can take a subset).
+    """
+    if name not in DATASETS:
+        raise ValueError(f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}")
+    _check_sizes(train_size, test_size, seed)
+    root = Path(root).expanduser() if root is not None else default_root()
+    if name == "cifar10":
+        return download_cifar10(root)
+    folder = root / (f"synthetic-v{synthetic.VERSION}-s{seed}-{train_size}-{test_size}"
+                     ) / FOLDER_NAME
+    if not is_complete(folder):  # written atomically, so complete means done
+        _write_synthetic(folder, seed, train_size, test_size)
+    return folder
+
+
+def load(name="synthetic", root=None, train_size=50000, test_size=10000, seed=0):
+    """``prepare`` then read: a ``CifarData`` with uint8 NHWC images.
+
+    For ``cifar10`` the first ``train_size`` / ``test_size`` images are kept.
+    """
+    data = read_cifar_binary(prepare(name, root, train_size, test_size, seed))
+    for field, size, have in (("train_size", train_size, len(data.train_y)),
+                              ("test_size", test_size, len(data.test_y))):
+        if size > have:
+            raise ValueError(f"{field}={size} but {name} has only {have} images")
+    return CifarData(data.train_x[:train_size], data.train_y[:train_size],
+                     data.test_x[:test_size], data.test_y[:test_size], data.classes)
+
+
+def generate_to(out, seed=0, train_size=50000, test_size=10000):
+    """Write the synthetic set to ``out/cifar-10-batches-bin``; return that folder.
+
+    For the CLI verb ``gpu-course data``; prints nothing.
+    """
+    _check_sizes(train_size, test_size, seed)
+    return _write_synthetic(Path(out).expanduser() / FOLDER_NAME, seed,
+                            train_size, test_size)
+
+
+def _write_synthetic(folder, seed, train_size, test_size):
+    train_x, train_y = synthetic.generate(train_size, seed, split="train")
+    test_x, test_y = synthetic.generate(test_size, seed, split="test")
+    return write_cifar_binary(folder, train_x, train_y, test_x, test_y,
+                              synthetic.CLASSES)
+
+
+def _check_sizes(train_size, test_size, seed):
+    for field, value in (("train_size", train_size), ("test_size", test_size)):
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+            raise ValueError(f"{field} must be an integer >= 1, got {value!r}")
+    if isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")

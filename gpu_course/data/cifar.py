@@ -1,0 +1,236 @@
+"""The CIFAR-10 binary format: write it, read it, download the real data set.
+
+Layout of the ``cifar-10-batches-bin`` folder (as in the official archive):
+``data_batch_1.bin`` .. ``data_batch_5.bin``, ``test_batch.bin`` and
+``batches.meta.txt`` (one class name per line). A batch file is a run of
+3073-byte records: one label byte, then 1024 bytes each of the red, green and
+blue planes of a 32x32 image, row-major.
+"""
+import hashlib
+import http.client
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import NamedTuple, Tuple
+
+import numpy as np
+
+CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
+CIFAR10_MD5 = "c32a1d4ab5d03f1284b67883e8d87530"
+ARCHIVE_NAME = "cifar-10-binary.tar.gz"
+FOLDER_NAME = "cifar-10-batches-bin"
+TRAIN_FILES = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
+TEST_FILE = "test_batch.bin"
+META_FILE = "batches.meta.txt"
+ALL_FILES = TRAIN_FILES + (TEST_FILE, META_FILE)
+SIDE = 32
+RECORD_BYTES = 1 + 3 * SIDE * SIDE  # label byte + R, G, B planes
+
+
+class CifarData(NamedTuple):
+    """Images are uint8 ``[n, 32, 32, 3]`` (NHWC, RGB); labels uint8 ``[n]``."""
+    train_x: np.ndarray
+    train_y: np.ndarray
+    test_x: np.ndarray
+    test_y: np.ndarray
+    classes: Tuple[str, ...]
+
+
+def is_complete(folder):
+    """True when ``folder`` holds every file of a ``cifar-10-batches-bin`` folder."""
+    return all((Path(folder) / name).is_file() for name in ALL_FILES)
+
+
+def write_cifar_binary(folder, train_x, train_y, test_x, test_y, class_names):
+    """Write a ``cifar-10-batches-bin`` style folder and return its path.
+
+    The training set is split evenly over the five ``data_batch_*.bin``
+    files (any size is allowed). The folder appears atomically: the files go
+    to a temporary folder next to it, which is then renamed; an existing
+    folder is replaced.
+    """
+    class_names = tuple(str(c) for c in class_names)
+    if not 1 <= len(class_names) <= 256 or any(
+            not c or "\n" in c for c in class_names):
+        raise ValueError(f"class_names must be 1..256 non-empty one-line names, "
+                         f"got {class_names!r}")
+    train = _records(train_x, train_y, len(class_names), "train")
+    test = _records(test_x, test_y, len(class_names), "test")
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp",
+                                dir=folder.parent))
+    try:
+        for name, part in zip(TRAIN_FILES, np.array_split(train, len(TRAIN_FILES))):
+            part.tofile(tmp / name)
+        test.tofile(tmp / TEST_FILE)
+        (tmp / META_FILE).write_text("".join(c + "\n" for c in class_names))
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private
+        _replace_dir(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return folder
+
+
+def read_cifar_binary(folder):
+    """Read a ``cifar-10-batches-bin`` folder (or a folder that contains one)."""
+    folder = Path(folder)
+    if not (folder / TRAIN_FILES[0]).exists() and (folder / FOLDER_NAME).is_dir():
+        folder = folder / FOLDER_NAME
+    missing = [name for name in ALL_FILES if not (folder / name).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{folder} is not a complete CIFAR-10 binary folder: missing "
+            f"{', '.join(missing)}")
+    classes = tuple(line.strip() for line in
+                    (folder / META_FILE).read_text().splitlines() if line.strip())
+    train_x, train_y = _read_batches([folder / name for name in TRAIN_FILES])
+    test_x, test_y = _read_batches([folder / TEST_FILE])
+    for split, labels in (("train", train_y), ("test", test_y)):
+        if labels.size and labels.max() >= len(classes):
+            raise ValueError(
+                f"{folder}: a {split} label is {labels.max()}, but {META_FILE} "
+                f"names only {len(classes)} classes")
+    return CifarData(train_x, train_y, test_x, test_y, classes)
+
+
+def _records(images, labels, num_classes, split):
+    """[n, 32, 32, 3] uint8 + [n] labels -> [n, 3073] uint8 records."""
+    images, labels = np.asarray(images), np.asarray(labels)
+    if images.dtype != np.uint8 or images.ndim != 4 or images.shape[1:] != (SIDE, SIDE, 3):
+        raise ValueError(f"{split} images must be uint8 [n, 32, 32, 3], got "
+                         f"{images.dtype} {list(images.shape)}")
+    if labels.shape != images.shape[:1]:
+        raise ValueError(f"{split} labels must have shape [{len(images)}], got "
+                         f"{list(labels.shape)}")
+    if labels.size and not 0 <= labels.min() <= labels.max() < num_classes:
+        raise ValueError(f"{split} labels must lie in 0..{num_classes - 1}, got "
+                         f"{labels.min()}..{labels.max()}")
+    planes = images.transpose(0, 3, 1, 2).reshape(len(images), -1)  # HWC -> CHW
+    return np.concatenate([labels.astype(np.uint8)[:, None], planes], axis=1)
+
+
+def _read_batches(paths):
+    records = []
+    for path in paths:
+        size = path.stat().st_size
+        if size % RECORD_BYTES:
+            raise ValueError(
+                f"{path} is {size} bytes, not a multiple of the {RECORD_BYTES}-byte "
+                f"CIFAR-10 record: truncated or not a CIFAR-10 batch file")
+        records.append(np.fromfile(path, np.uint8).reshape(-1, RECORD_BYTES))
+    records = np.concatenate(records)
+    images = records[:, 1:].reshape(-1, 3, SIDE, SIDE).transpose(0, 2, 3, 1)
+    return np.ascontiguousarray(images), records[:, 0].copy()
+
+
+def download_cifar10(root, url=CIFAR10_URL, md5=CIFAR10_MD5, timeout=10):
+    """Make sure ``root/cifar-10-batches-bin`` holds real CIFAR-10; return it.
+
+    Uses, in order: the extracted folder if complete; ``root/cifar-10-binary.tar.gz``
+    if it is there (checked, then extracted, no network); a download from
+    ``url``. The download fails at once when offline (one attempt, short
+    ``timeout`` in seconds) with a RuntimeError that says where to put the
+    files by hand. A download with the wrong md5 is deleted.
+    """
+    root = Path(root)
+    folder = root / FOLDER_NAME
+    if is_complete(folder):
+        return folder
+    root.mkdir(parents=True, exist_ok=True)
+    archive = root / ARCHIVE_NAME
+    if archive.exists():
+        got = _md5(archive)
+        if got != md5:
+            raise RuntimeError(
+                f"{archive} has md5 {got}, expected {md5}: the file is damaged or "
+                f"not {ARCHIVE_NAME}; delete it and try again")
+    else:
+        _download(url, archive, md5, timeout)
+    _extract(archive, folder)
+    return folder
+
+
+def _download(url, archive, md5, timeout):
+    """Fetch ``url`` to ``archive`` via a temporary file; check the md5."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{archive.name}.", suffix=".part",
+                               dir=archive.parent)
+    digest = hashlib.md5()
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in _stream(url, timeout, archive):
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != md5:
+            raise RuntimeError(
+                f"checksum mismatch for {url}: expected md5 {md5}, got "
+                f"{digest.hexdigest()}; the download was deleted")
+        os.replace(tmp, archive)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _stream(url, timeout, archive):
+    """Yield the body of ``url`` in chunks; any network trouble -> RuntimeError.
+
+    One attempt, no retries: offline it fails as fast as the error comes
+    (refused, no DNS) or after ``timeout`` seconds of silence.
+    """
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            while chunk := response.read(1 << 20):
+                yield chunk
+    except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
+        if isinstance(err, urllib.error.HTTPError):
+            reason = f"HTTP {err.code} {err.reason}"
+        else:
+            reason = getattr(err, "reason", None) or err
+        raise RuntimeError(
+            f"could not download CIFAR-10 from {url} ({reason}). Without "
+            f"internet, put {ARCHIVE_NAME} or the extracted {FOLDER_NAME}/ "
+            f"folder into {archive.parent} by hand") from err
+
+
+def _extract(archive, folder):
+    """Unpack the archive's ``cifar-10-batches-bin/`` into ``folder`` atomically."""
+    tmp = Path(tempfile.mkdtemp(prefix=".extract.", dir=folder.parent))
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar.getmembers():  # refuse paths that leave the folder
+                parts = Path(member.name).parts
+                if member.name.startswith("/") or ".." in parts or not (
+                        member.isfile() or member.isdir()):
+                    raise RuntimeError(f"{archive}: refusing to extract {member.name!r}")
+            tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+        if not is_complete(tmp / FOLDER_NAME):
+            raise RuntimeError(f"{archive} does not hold a complete {FOLDER_NAME}/ "
+                               f"folder ({', '.join(ALL_FILES)})")
+        _replace_dir(tmp / FOLDER_NAME, folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _md5(path):
+    digest = hashlib.md5()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _replace_dir(new, target):
+    """Rename ``new`` to ``target``, replacing (then deleting) an old ``target``."""
+    new, target = Path(new), Path(target)
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}-{id(new)}")
+        os.rename(target, old)
+    os.rename(new, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

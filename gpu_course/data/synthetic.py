@@ -1,0 +1,240 @@
+"""A generated, learnable stand-in for CIFAR-10 (no internet needed).
+
+Ten classes of 32x32 colour images, each a shape or a texture drawn with a
+random colour, position, scale, rotation, aspect, edge softness and noise on a
+cluttered background. Some pairs are confusable on purpose (circle/blob,
+circle/ring, star/cross, checker/dots, square/triangle at low contrast) and a
+few images have almost no contrast, so a small CNN learns it well but not
+perfectly: the batch-size and scheduler lessons then have something to show.
+A linear model on raw pixels does poorly: position, rotation and colour vary,
+so the task needs convolution.
+
+Everything is vectorised numpy over a coordinate grid, one block of images at a
+time. Image ``i`` depends only on ``(seed, split, i)``, so any slice can be
+regenerated on its own: ``generate(10, seed, start_index=5)`` equals
+``generate(20, seed)[0][5:15]``. The train and test splits are independent
+random streams, so they do not share images.
+"""
+import numpy as np
+
+CLASSES = ("circle", "ring", "square", "triangle", "cross",
+           "star", "stripes", "checker", "dots", "blob")
+SPLITS = ("train", "test")
+VERSION = 1  # bump when the images change: cached sets are named by it
+SIZE = 32
+BLOCK = 1000  # images drawn per random stream; multiple of 10 keeps balance
+FAINT_SHARE = 0.08  # images with a nearly invisible object
+RENDER_CHUNK = 250  # images rendered at once: ~3 MB of float32, fits in cache
+
+# pixel centres on [-1, 1]; one pixel is 1/16 wide
+_AXIS = ((np.arange(SIZE, dtype=np.float32) + 0.5) / (SIZE / 2) - 1.0)
+_GRID_Y, _GRID_X = np.meshgrid(_AXIS, _AXIS, indexing="ij")
+
+
+def generate(n, seed=0, start_index=0, split="train"):
+    """Images ``start_index .. start_index+n-1`` of a split.
+
+    Returns ``(images, labels)``: uint8 ``[n, 32, 32, 3]`` (HWC, RGB) and
+    uint8 ``[n]``. Each run of ten consecutive indices (from a multiple of
+    ten) holds every class once, so the classes are balanced.
+    """
+    if int(n) < 0:
+        raise ValueError(f"n must be >= 0, got {n!r}")
+    if int(start_index) < 0:
+        raise ValueError(f"start_index must be >= 0, got {start_index!r}")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    n, start = int(n), int(start_index)
+    images = np.empty((n, SIZE, SIZE, 3), np.uint8)
+    labels = np.empty(n, np.uint8)
+    first, last = start // BLOCK, (start + n - 1) // BLOCK
+    for block in range(first, last + 1) if n else ():
+        lo = max(start, block * BLOCK)
+        hi = min(start + n, (block + 1) * BLOCK)
+        x, y = _draw_block(seed, SPLITS.index(split), block,
+                           lo - block * BLOCK, hi - block * BLOCK)
+        images[lo - start:hi - start] = x
+        labels[lo - start:hi - start] = y
+    return images, labels
+
+
+def _draw_block(seed, split_id, block, lo, hi):
+    """Images ``lo:hi`` of one block; all parameters of the block are drawn
+    (cheap) so the result does not depend on which part is asked for."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, split_id, block]))
+    p = _draw_params(rng, BLOCK)
+    p = {k: v[lo:hi] for k, v in p.items()}
+    # uniform pixel noise from raw bytes: 10x cheaper than standard_normal
+    noise = np.frombuffer(rng.bytes(BLOCK * SIZE * SIZE * 3), np.int8)
+    noise = noise.reshape(BLOCK, SIZE, SIZE, 3)[lo:hi].astype(np.float32)
+    images = np.empty((hi - lo, SIZE, SIZE, 3), np.uint8)
+    for i in range(0, hi - lo, RENDER_CHUNK):  # small chunks stay in cache
+        part = {k: v[i:i + RENDER_CHUNK] for k, v in p.items()}
+        images[i:i + RENDER_CHUNK] = _render(part, noise[i:i + RENDER_CHUNK])
+    return images, p["label"]
+
+
+def _draw_params(rng, n):
+    u = lambda lo, hi, *shape: rng.uniform(lo, hi, (n,) + shape).astype(np.float32)
+    labels = np.concatenate(
+        [rng.permutation(len(CLASSES)) for _ in range(n // len(CLASSES))])
+    return dict(
+        label=labels.astype(np.uint8),
+        cx=u(-0.4, 0.4), cy=u(-0.4, 0.4),
+        scale=u(0.45, 0.8), angle=u(0, 2 * np.pi),
+        aspect=np.exp(u(-0.3, 0.3)),
+        soft=u(0.02, 0.15),            # edge width, in shape units
+        shape_a=u(0, 1), shape_b=u(0, 1),  # per-class shape knobs
+        period=u(3.5, 8.0),            # texture period, pixels
+        phase=u(0, 2 * np.pi, 2),
+        patch_p=u(1.6, 6.0),           # texture patch: ellipse .. rounded square
+        bg0=u(0, 1, 3), bg1=u(0, 1, 3), fg=u(0, 1, 3),
+        # how far the object's colour moves from the background toward its own;
+        # FAINT_SHARE of images are barely visible: the ceiling stays below 100%
+        contrast=u(0.4, 1.0) * np.where(rng.random(n) < FAINT_SHARE,
+                                        u(0.02, 0.08), 1).astype(np.float32),
+        bg_dir=u(0, 2 * np.pi),
+        clutter_amp=u(0, 0.15), clutter_freq=u(1.0, 4.0), clutter_dir=u(0, 2 * np.pi),
+        line_on=(rng.random(n) < 0.4), line=u(-1, 1, 4), line_w=u(0.03, 0.09),
+        line_col=u(0, 1, 3),
+        noise=u(0.01, 0.08),
+    )
+
+
+def _col(v):
+    """[n] -> [n, 1, 1] so it broadcasts over the pixel grid."""
+    return v[:, None, None]
+
+
+def _render(p, noise):
+    """uint8 images from parameters; colours are worked in 0..255 units."""
+    n = len(p["label"])
+    X, Y = _GRID_X[None], _GRID_Y[None]
+    # background: two-colour gradient + a low-frequency wave + maybe a line
+    t = 0.5 + 0.5 * (X * _col(np.cos(p["bg_dir"])) + Y * _col(np.sin(p["bg_dir"])))
+    t += _col(p["clutter_amp"]) * np.sin(
+        _col(p["clutter_freq"] * np.pi) *
+        (X * _col(np.cos(p["clutter_dir"])) + Y * _col(np.sin(p["clutter_dir"]))))
+    bg0, bg1 = 255 * p["bg0"], 255 * p["bg1"]
+    img = np.multiply(t[..., None], (bg1 - bg0)[:, None, None, :])
+    img += bg0[:, None, None, :]
+    _blend(img, 255 * p["line_col"],
+           _segment_alpha(X, Y, p) * _col(p["line_on"].astype(np.float32)))
+
+    # object coordinates: shift and rotate (image units), then scale and
+    # stretch (shape units, where the object's radius is about 1)
+    dx, dy = X - _col(p["cx"]), Y - _col(p["cy"])
+    c, s = _col(np.cos(p["angle"])), _col(np.sin(p["angle"]))
+    ui, vi = dx * c + dy * s, dy * c - dx * s
+    a, scale = _col(p["aspect"]), _col(p["scale"])
+    u, v = ui * (a / scale), vi / (a * scale)
+    alpha = np.empty((n, SIZE, SIZE), np.float32)
+    for k, name in enumerate(CLASSES):
+        idx = np.flatnonzero(p["label"] == k)
+        if idx.size:
+            sub = {key: val[idx] for key, val in p.items()}
+            alpha[idx] = _ALPHA[name](u[idx], v[idx], ui[idx], vi[idx], sub)
+
+    # object colour: from the mean background toward a random colour
+    mean_bg = bg0 + (bg1 - bg0) * t.mean(axis=(1, 2))[:, None]
+    fg = mean_bg + (255 * p["fg"] - mean_bg) * p["contrast"][:, None]
+    _blend(img, fg, alpha)
+    noise *= p["noise"][:, None, None, None] * (255 / 74)  # int8 noise: std ~74
+    img += noise
+    np.clip(img, 0, 255, out=img)
+    return img.astype(np.uint8)
+
+
+def _blend(img, colour, alpha):
+    """img <- img + (colour - img) * alpha, in place; colour [n,3], alpha [n,H,W]."""
+    over = np.subtract(colour[:, None, None, :], img)
+    over *= alpha[..., None]
+    img += over
+
+
+def _edge(sdf, p):
+    """Soft inside mask from a signed distance (negative inside)."""
+    return np.clip(0.5 - sdf / _col(p["soft"]), 0, 1)
+
+
+def _segment_alpha(X, Y, p):
+    ax, ay, bx, by = (_col(p["line"][:, i]) for i in range(4))
+    ex, ey = bx - ax, by - ay
+    t = np.clip(((X - ax) * ex + (Y - ay) * ey) / (ex * ex + ey * ey + 1e-6), 0, 1)
+    dist = np.hypot(X - ax - t * ex, Y - ay - t * ey)
+    return np.clip((_col(p["line_w"]) - dist) * 16 + 0.5, 0, 1)  # 1 px ramp
+
+
+def _circle(u, v, ui, vi, p):
+    return _edge(np.hypot(u, v) - 1.0, p)
+
+
+def _ring(u, v, ui, vi, p):
+    half_width = _col(0.15 + 0.2 * p["shape_a"])
+    return _edge(np.abs(np.hypot(u, v) - (1.0 - half_width)) - half_width, p)
+
+
+def _square(u, v, ui, vi, p):
+    return _edge(np.maximum(np.abs(u), np.abs(v)) - 0.85, p)
+
+
+def _triangle(u, v, ui, vi, p):
+    sdf = -v - 0.5                       # equilateral: inradius 0.5
+    for ang in (np.pi / 6, 5 * np.pi / 6):
+        sdf = np.maximum(sdf, u * np.cos(ang) + v * np.sin(ang) - 0.5)
+    return _edge(sdf * 1.6, p)
+
+
+def _cross(u, v, ui, vi, p):
+    arm = _col(0.2 + 0.15 * p["shape_a"])
+    au, av = np.abs(u), np.abs(v)
+    bar1 = np.maximum(au - arm, av - 1.0)
+    bar2 = np.maximum(av - arm, au - 1.0)
+    return _edge(np.minimum(bar1, bar2), p)
+
+
+def _star(u, v, ui, vi, p):
+    inner = _col(0.35 + 0.2 * p["shape_a"])
+    phi = np.arctan2(v, u)
+    bump = (0.5 + 0.5 * np.cos(5 * phi)) ** 2
+    radius = inner + (1.0 - inner) * bump
+    return _edge(np.hypot(u, v) - radius, p)
+
+
+def _texture_patch(u, v, p):
+    """Where a texture shows: a superellipse from ellipse to rounded square."""
+    k = _col(p["patch_p"])
+    r = (np.abs(u) ** k + np.abs(v) ** k) ** (1 / k)
+    return _edge(r - 1.25, p)
+
+
+def _wave(x, p, i):
+    """sin over image units with the image's texture period (pixels) and phase."""
+    freq = _col(2 * np.pi * (SIZE / 2) / p["period"])
+    return np.sin(x * freq + _col(p["phase"][:, i]))
+
+
+def _stripes(u, v, ui, vi, p):
+    pattern = np.clip(_wave(ui, p, 0) * 2 + 0.5, 0, 1)
+    return _texture_patch(u, v, p) * pattern
+
+
+def _checker(u, v, ui, vi, p):
+    pattern = np.clip(_wave(ui, p, 0) * _wave(vi, p, 1) * 3 + 0.5, 0, 1)
+    return _texture_patch(u, v, p) * pattern
+
+
+def _dots(u, v, ui, vi, p):
+    level = _col(0.15 + 0.6 * p["shape_a"])  # low level: dots merge toward a checker
+    pattern = np.clip((_wave(ui, p, 0) * _wave(vi, p, 1) - level) * 4 + 0.5, 0, 1)
+    return _texture_patch(u, v, p) * pattern
+
+
+def _blob(u, v, ui, vi, p):
+    width = _col(0.45 + 0.3 * p["shape_a"])
+    return np.exp(-(u * u + v * v) / (2 * width * width))
+
+
+_ALPHA = dict(circle=_circle, ring=_ring, square=_square, triangle=_triangle,
+              cross=_cross, star=_star, stripes=_stripes, checker=_checker,
+              dots=_dots, blob=_blob)
