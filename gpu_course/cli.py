@@ -34,12 +34,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
 
     p = sub.add_parser("data", help="generate the synthetic CIFAR-10 stand-in (or other data)",
-                       description="Write a dataset in CIFAR-10 binary format.")
+                       description="Write a dataset: the synthetic set in CIFAR-10 binary "
+                       "format, or (--kind folder) a Caltech-256-shaped folder of JPEGs.")
     p.add_argument("--out", type=Path, default=None, help="folder to write (default: data/)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train", type=int, default=50_000, help="training images")
     p.add_argument("--test", type=int, default=10_000, help="test images")
-    p.add_argument("--kind", default="synthetic", help="synthetic (CIFAR-10 format)")
+    p.add_argument("--kind", default="synthetic", choices=("synthetic", "folder"),
+                   help="synthetic (CIFAR-10 format) or folder (one sub-folder of JPEGs per "
+                   "class, 200-500 px a side, like Caltech-256)")
+    p.add_argument("--classes", type=int, default=10, help="folder: class folders (1-10)")
+    p.add_argument("--per-class", type=int, default=300, help="folder: JPEGs per class")
+    p.add_argument("--overwrite", action="store_true", help="folder: replace an existing one")
     p.set_defaults(func=_data)
 
     p = sub.add_parser("monitor", help="record GPU/CPU utilisation to a CSV",
@@ -117,8 +123,13 @@ def config_from_args(args: argparse.Namespace, **defaults) -> _config.Experiment
 
 def _data(args) -> int:
     from . import data
-    if args.kind != "synthetic":
-        raise ValueError(f"--kind={args.kind!r} is not allowed here; allowed: synthetic")
+    if args.kind == "folder":
+        from .data import folder
+        path = folder.generate_folder(args.out, classes=args.classes, per_class=args.per_class,
+                                      seed=args.seed, overwrite=args.overwrite)
+        print(f"wrote {args.classes * args.per_class:,} JPEGs in {args.classes} class folders "
+              f"to {path}")
+        return 0
     path = data.generate_to(args.out, seed=args.seed, train_size=args.train,
                             test_size=args.test)
     print(f"wrote {args.train} training and {args.test} test images to {path}")
@@ -187,7 +198,12 @@ def _diagnose(args) -> int:
         from . import diagnose
     except ImportError:
         raise ValueError("diagnosis is not available in this version") from None
-    run = records.load_run(args.run, runs_dir=args.runs_dir)
+    try:
+        run = records.load_run(args.run, runs_dir=args.runs_dir)
+    except FileNotFoundError:
+        raise ValueError(f"run {args.run!r} not found: give a run folder or a run id under "
+                         f"{args.runs_dir or records.default_runs_dir()} "
+                         "(`gpu-course runs` lists them)") from None
     print(diagnose.explain(run))
     return 0
 

@@ -15,6 +15,7 @@ ENGINES = ("gluon", "pytorch")
 DATASETS = ("synthetic", "cifar10", "folder")
 MODELS = ("resnet20", "resnet56", "resnet110", "wrn16_10", "wrn28_10", "tiny")
 AUGMENTS = ("standard", "none", "heavy")
+DATA_FORMATS = ("loose", "preresized", "packed", "memory")
 GRAPHS = ("eager", "hybrid", "static")
 DTYPES = ("float32", "float16", "bfloat16")
 MOCKS = ("none", "loader", "trainer")
@@ -44,6 +45,9 @@ class Experiment:
     train_size: int = 50_000          # training images per epoch
     test_size: int = 10_000           # validation images
     image_size: int = 32              # pixels a side fed to the model
+    data_format: str = "loose"        # dataset="folder": "loose" JPEGs decoded per sample |
+                                      # "preresized" once, out of band | "packed" in one
+                                      # binary file | "memory" (all decoded in RAM)
     augment: str = "standard"         # "standard" (pad-4 crop, flip, normalise) | "none" | "heavy"
     # -- model -----------------------------------------------------------------------
     model: str = "resnet20"           # CIFAR ResNet/WRN as in GluonCV's zoo, or "tiny"
@@ -86,6 +90,7 @@ class Experiment:
         _choice(self, "engine", ENGINES)
         _choice(self, "dataset", DATASETS)
         _choice(self, "augment", AUGMENTS)
+        _choice(self, "data_format", DATA_FORMATS)
         _choice(self, "graph", GRAPHS)
         _choice(self, "dtype", DTYPES)
         _choice(self, "mock", MOCKS)

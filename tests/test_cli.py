@@ -55,3 +55,8 @@ def test_runs_lists_records(runs_dir):
     assert out.returncode == 0 and rec.run_id in out.stdout and "123.40" in out.stdout
     out = run_cli("runs", "--runs-dir", runs_dir / "none")
     assert out.returncode == 0 and "no runs" in out.stdout
+
+
+def test_diagnose_unknown_run_is_one_clear_line(runs_dir):
+    out = run_cli("diagnose", "no-such-run", "--runs-dir", runs_dir)
+    assert out.returncode == 2 and "no-such-run" in out.stderr and "Traceback" not in out.stderr

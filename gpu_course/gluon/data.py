@@ -64,6 +64,9 @@ def image_dataset(images: np.ndarray, labels: np.ndarray) -> ArrayDataset:
 
 def load_datasets(cfg: Experiment):
     """(train_dataset, val_dataset) for cfg.dataset, augmented as cfg.augment says."""
+    if cfg.dataset == "folder":  # a Caltech-256-style image folder: see io_data
+        from .io_data import io_datasets
+        return io_datasets(cfg, cfg.data_format)
     arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
                               test_size=cfg.test_size, seed=cfg.seed)
     size = arrays.train_x.shape[1]

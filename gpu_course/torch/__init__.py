@@ -37,6 +37,6 @@ def sweep(cfg: Experiment, field: str, values, **train_kwargs):
 
 def __getattr__(name: str):
     # plots and report load matplotlib: only when a notebook asks for them
-    if name in ("plots", "report"):
+    if name in ("plots", "report", "diagnose"):
         return importlib.import_module(f"gpu_course.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -87,6 +87,9 @@ def jitter_and_rotate(x: torch.Tensor, rng: np.random.Generator) -> torch.Tensor
 def load_datasets(cfg: Experiment) -> tuple[ImageDataset, ImageDataset]:
     """(train_dataset, val_dataset) for cfg.dataset; training images augmented as
     cfg.augment says, validation images only normalised."""
+    if cfg.dataset == "folder":  # a Caltech-256-style image folder: see io_data
+        from .io_data import io_datasets
+        return io_datasets(cfg, cfg.data_format)
     arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
                               test_size=cfg.test_size, seed=cfg.seed)
     return (ImageDataset(arrays.train_x, arrays.train_y, cfg.augment, cfg.seed),

@@ -116,8 +116,13 @@ def _tensor(array) -> torch.Tensor:
 def gpu_loaders(cfg: Experiment, device, rank: int = 0, world_size: int = 1,
                 dtype: torch.dtype = torch.float32) -> tuple[GpuLoader, GpuLoader]:
     """(train_iter, val_iter) over cfg's dataset, both resident on `device`."""
-    arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
-                              test_size=cfg.test_size, seed=cfg.seed)
+    if cfg.dataset == "folder":  # an image folder, decoded once into packed arrays
+        from ..data.packed import load_folder
+        arrays = load_folder(cfg.data_dir, cfg.image_size, cfg.train_size, cfg.test_size,
+                             cfg.seed)
+    else:
+        arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
+                                  test_size=cfg.test_size, seed=cfg.seed)
     common = dict(batch_size=cfg.batch_size, device=device, dtype=dtype,
                   channels_last=cfg.channels_last, seed=cfg.seed)
     train = GpuLoader(arrays.train_x, arrays.train_y, train=True, augment=cfg.augment,

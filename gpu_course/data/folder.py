@@ -1,0 +1,413 @@
+"""Image folders shaped like Caltech-256: one sub-folder per class, one JPEG per image.
+
+    root/001.circle/001_0001.jpg
+    root/001.circle/001_0002.jpg
+    root/002.ring/002_0001.jpg
+    ...
+
+`generate_folder` writes such a folder (JPEGs of 200-500 px a side at ordinary quality,
+so decoding and resizing cost what they cost on real photos); `scan_folder` reads it,
+or the real Caltech-256 (`256_ObjectCategories/`), or any folder laid out like it;
+`load_image` decodes one image and resizes it to the training size. No deep-learning
+framework here: the Gluon and PyTorch datasets call these functions.
+
+The generated pictures are the synthetic CIFAR-10 stand-in's shapes and textures
+(`synthetic.py`), enlarged and overlaid with grain and blotches like a photo's, so a
+network can learn them. Caltech-256 has 257 classes; the generated folder has up to 10.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zlib
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from . import synthetic
+
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".webp")
+MANIFEST = ".gpu_course.json"   # written last by generate_folder: the folder is complete
+DEFAULT_NAME = "caltech256-like"
+
+
+def default_folder() -> Path:
+    """Where the generated folder goes by default: `caltech256-like/` in the course's
+    data folder (data/ in the checkout, or $GPU_COURSE_DATA)."""
+    from . import default_root
+    return default_root() / DEFAULT_NAME
+
+
+class DataError(ValueError):
+    """A dataset is unusable as given (corrupt image, empty class folder, ...)."""
+
+
+class MissingData(DataError, FileNotFoundError):
+    """A file or folder a dataset needs is not there."""
+
+
+class CorruptImage(DataError):
+    """An image file could not be decoded; `.path` names it."""
+
+    def __init__(self, path, reason: str):
+        self.path = Path(path)
+        super().__init__(f"cannot decode image {self.path}: {reason}. Delete or replace the "
+                         "file, or use skip_corrupt=True to leave such images out")
+
+
+# -- reading a folder -----------------------------------------------------------------
+@dataclass(frozen=True)
+class FolderIndex:
+    """The images of a class-per-folder dataset: paths relative to `root`, integer labels
+    (the class folders in sorted order) and the class names."""
+
+    root: Path
+    classes: tuple
+    paths: tuple
+    labels: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def path(self, i: int) -> Path:
+        return self.root / self.paths[i]
+
+    def subset(self, indices: Iterable[int]) -> "FolderIndex":
+        indices = list(indices)
+        return FolderIndex(self.root, self.classes, tuple(self.paths[i] for i in indices),
+                           self.labels[indices] if indices else self.labels[:0])
+
+    def fingerprint(self) -> str:
+        """A short hash of the files (names, sizes, modification times) and labels: names
+        a prepared copy of this set, so a changed image makes a new copy."""
+        def stamp(path: str) -> str:
+            try:
+                st = (self.root / path).stat()
+                return f"{st.st_size}:{st.st_mtime_ns}"
+            except OSError:
+                return "missing"
+        text = "\n".join(f"{p}\t{y}\t{stamp(p)}"
+                         for p, y in zip(self.paths, self.labels.tolist()))
+        return f"{zlib.crc32(text.encode()):08x}"
+
+
+def scan_folder(root) -> FolderIndex:
+    """Index a Caltech-256-style folder: every sub-folder is a class, every image file in
+    it a sample (other files, e.g. Caltech-256's stray `RENAME2`, are ignored).
+
+    A missing or empty root, or a class folder without images, is a clear error."""
+    root = Path(root).expanduser()
+    if not root.exists():
+        raise MissingData(f"image folder {root} does not exist; write one with "
+                          f"`gpu-course data --kind folder --out {root}` or point data_dir at "
+                          "a Caltech-256-style folder (one sub-folder of images per class)")
+    if not root.is_dir():
+        raise DataError(f"{root} is a file; expected a folder with one sub-folder per class")
+    class_dirs = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not class_dirs:
+        raise DataError(f"image folder {root} has no class folders; expected e.g. "
+                        f"{root}/001.name/001_0001.jpg")
+    paths, labels = [], []
+    for label, class_dir in enumerate(class_dirs):
+        files = sorted(f.name for f in class_dir.iterdir()
+                       if f.suffix.lower() in IMAGE_EXTENSIONS and not f.name.startswith(".")
+                       and f.is_file())
+        if not files:
+            raise DataError(f"class folder {class_dir} has no images (allowed extensions: "
+                            f"{', '.join(IMAGE_EXTENSIONS)}); remove it or add images")
+        paths += [f"{class_dir.name}/{f}" for f in files]
+        labels += [label] * len(files)
+    return FolderIndex(root, tuple(d.name for d in class_dirs), tuple(paths),
+                       np.asarray(labels, dtype=np.int64))
+
+
+def split(index: FolderIndex, train_size: int | None = None, test_size: int | None = None,
+          val_fraction: float = 0.2, seed: int = 0) -> tuple[FolderIndex, FolderIndex]:
+    """A deterministic train/validation split (Caltech-256 ships none).
+
+    Each class is shuffled with `seed`, then the classes are interleaved, so any prefix
+    is balanced. Validation takes min(test_size, val_fraction of the images); training
+    takes up to train_size of the rest."""
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction={val_fraction!r} must be in (0, 1)")
+    rng = np.random.default_rng(seed)
+    per_class = [rng.permutation(np.flatnonzero(index.labels == k))
+                 for k in range(len(index.classes))]
+    order = [int(i) for row in _interleave(per_class) for i in row]
+    n_val = max(1, int(len(order) * val_fraction))
+    if test_size is not None:
+        n_val = min(n_val, test_size)
+    val, rest = order[:n_val], order[n_val:]
+    train = rest[:train_size] if train_size is not None else rest
+    if not train:
+        raise DataError(f"{index.root} has {len(index)} images: too few to split off "
+                        f"{n_val} for validation and still train")
+    return index.subset(train), index.subset(val)
+
+
+def _interleave(groups: list) -> list:
+    """Round-robin over the groups: [a0, b0, c0], [a1, b1, c1], ..."""
+    longest = max((len(g) for g in groups), default=0)
+    return [[g[j] for g in groups if j < len(g)] for j in range(longest)]
+
+
+# -- decoding -------------------------------------------------------------------------
+def load_image(path, size: int | None = None, draft: bool = False) -> np.ndarray:
+    """Decode an image file to uint8 RGB [H, W, 3]; with `size`, resize its shorter side
+    to `size` and cut the centre square (one resampling step: PIL's `box`).
+
+    draft=True lets the JPEG decoder drop detail it would only throw away (DCT scaling
+    by 1/2, 1/4 or 1/8): a big saving on large photos, at a slightly different result.
+    A file that cannot be decoded raises CorruptImage naming it."""
+    from PIL import Image, ImageFile, UnidentifiedImageError
+    # GluonCV sets this process-wide switch to True on import, which decodes a cut-off
+    # JPEG as grey without a word; a data loader must notice instead
+    lenient, ImageFile.LOAD_TRUNCATED_IMAGES = ImageFile.LOAD_TRUNCATED_IMAGES, False
+    try:
+        with Image.open(path) as img:
+            if draft and size is not None:
+                img.draft("RGB", (size, size))  # JPEG only; a no-op for other formats
+            img = img.convert("RGB")  # forces the full decode: a truncated file fails here
+            if size is not None:
+                img = resize_center(img, size)
+            return np.asarray(img)
+    except FileNotFoundError:
+        raise MissingData(f"image file {path} does not exist") from None
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as err:
+        raise CorruptImage(path, str(err) or type(err).__name__) from None
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = lenient
+
+
+def resize_center(img, size: int):
+    """PIL image -> size x size: the centre square, resized (bilinear, antialiased)."""
+    from PIL import Image
+    w, h = img.size
+    side = min(w, h)
+    box = ((w - side) / 2, (h - side) / 2, (w + side) / 2, (h + side) / 2)
+    return img.resize((size, size), Image.BILINEAR, box=box)
+
+
+def check_images(index: FolderIndex, workers: int | None = None,
+                 progress: bool = True) -> list[tuple[str, str]]:
+    """Decode every image of `index` (in parallel); returns [(relative path, error)]
+    for the ones that fail."""
+    tasks = [str(index.path(i)) for i in range(len(index))]
+    errors = parallel_map(_check_task, tasks, workers=workers, progress=progress,
+                          desc="checking")
+    return [(index.paths[i], error) for i, error in enumerate(errors) if error is not None]
+
+
+def _check_task(path: str) -> str | None:
+    try:
+        load_image(path)
+    except DataError as err:
+        return str(err)
+    return None
+
+
+# -- random access for the framework datasets -------------------------------------------
+class SkipCounter:
+    """How many samples were skipped as unreadable, summed over loader worker processes.
+
+    Each skip appends one byte to a small temporary file (appends are atomic), so the
+    count is the file's size: it works across forked and spawned workers alike, and a
+    pickled counter is just the file's name. The file goes when the counter does."""
+
+    def __init__(self):
+        import tempfile
+        import weakref
+        fd, self.path = tempfile.mkstemp(prefix="gpu_course-skips-")
+        os.close(fd)
+        weakref.finalize(self, _remove_quietly, self.path, os.getpid())
+
+    def add(self) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, b"x")
+        finally:
+            os.close(fd)
+
+    @property
+    def count(self) -> int:
+        try:
+            return os.path.getsize(self.path)
+        except OSError:
+            return 0
+
+    def __getstate__(self):
+        return {"path": self.path}  # a copy (in a worker) does not own the file
+
+    def __setstate__(self, state):
+        self.path = state["path"]
+
+
+def _remove_quietly(path: str, owner: int) -> None:
+    if os.getpid() != owner:  # a forked worker inherits the finalizer, not the file
+        return
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def fetch_or_skip(read, i: int, n: int, skip_corrupt: bool, skipped: SkipCounter):
+    """read(i), or with skip_corrupt the next readable sample after an unreadable one
+    (each failure counted), so a batch keeps its size. Without skip_corrupt the error
+    (naming the file or record) goes up to the training loop."""
+    for attempt in range(n):
+        try:
+            return read((i + attempt) % n)
+        except DataError:
+            if not skip_corrupt:
+                raise
+            skipped.add()
+    raise DataError(f"all {n} samples are unreadable")
+
+
+class FolderSource:
+    """Random access to (image, label) of a FolderIndex, decoded and resized per sample
+    (the I/O ladder's first rung). `skipped.count` says how many reads were skipped."""
+
+    def __init__(self, index: FolderIndex, size: int, skip_corrupt: bool = False,
+                 draft: bool = False):
+        if len(index) == 0:
+            raise DataError(f"no images to read in {index.root}")
+        self.index, self.size = index, size
+        self.skip_corrupt, self.draft = skip_corrupt, draft
+        self.skipped = SkipCounter()
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def fetch(self, i: int):
+        return fetch_or_skip(self._read, i, len(self), self.skip_corrupt, self.skipped)
+
+    def _read(self, i: int):
+        return load_image(self.index.path(i), self.size, self.draft), int(self.index.labels[i])
+
+
+# -- generating a folder --------------------------------------------------------------
+def generate_folder(root=None, classes: int = 10, per_class: int = 300, seed: int = 0,
+                    min_side: int = 200, max_side: int = 500, quality: int = 90,
+                    workers: int | None = None, progress: bool = True,
+                    overwrite: bool = False) -> Path:
+    """Write a Caltech-256-shaped folder of `classes * per_class` JPEGs; returns its path.
+
+    Defaults: 10 classes x 300 = 3,000 images, 200-500 px a side, JPEG quality 90
+    (about 30 KB each). `per_class=3000` gives 30,000, Caltech-256's size. The images
+    are written under a temporary name and renamed when all are done, so an interrupted
+    run leaves nothing half-written; an existing complete folder with the same settings
+    is reused (overwrite=True writes it again)."""
+    root = Path(root or default_folder()).expanduser()
+    if not 1 <= classes <= len(synthetic.CLASSES):
+        raise ValueError(f"classes={classes!r} must be in 1..{len(synthetic.CLASSES)} "
+                         f"(the generated shapes: {', '.join(synthetic.CLASSES)})")
+    if per_class < 1:
+        raise ValueError(f"per_class={per_class!r} must be >= 1")
+    if not 16 <= min_side <= max_side:
+        raise ValueError(f"min_side={min_side!r}, max_side={max_side!r}: need 16 <= min <= max")
+    if not 1 <= quality <= 100:
+        raise ValueError(f"quality={quality!r} must be in 1..100")
+    settings = dict(classes=classes, per_class=per_class, seed=seed, min_side=min_side,
+                    max_side=max_side, quality=quality, version=1)
+    if root.exists() and not overwrite:
+        if _manifest(root) == settings:
+            return root
+        raise DataError(f"{root} exists and was not written with these settings; pass "
+                        "overwrite=True (--overwrite) to replace it, or choose another folder")
+    # one small picture per image, all classes balanced: 10 consecutive images hold
+    # each of the ten shapes once, so take per_class blocks of ten
+    small, labels = synthetic.generate(10 * per_class, seed)
+    keep = np.flatnonzero(labels < classes)
+    tmp = root.with_name(f".{root.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    counts = np.zeros(classes, int)
+    tasks = []
+    for i in keep:
+        k = int(labels[i])
+        counts[k] += 1
+        name = f"{k + 1:03d}.{synthetic.CLASSES[k]}/{k + 1:03d}_{counts[k]:04d}.jpg"
+        tasks.append((small[i], str(tmp / name), (seed, int(i)), min_side, max_side, quality))
+    for k in range(classes):
+        (tmp / f"{k + 1:03d}.{synthetic.CLASSES[k]}").mkdir(parents=True)
+    try:
+        for _ in parallel_map(_write_photo, tasks, workers=workers, progress=progress,
+                              desc=f"writing {len(tasks):,} JPEGs"):
+            pass
+        (tmp / MANIFEST).write_text(json.dumps(settings, sort_keys=True))
+        if root.exists():
+            shutil.rmtree(root)
+        os.replace(tmp, root)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return root
+
+
+def _manifest(root: Path) -> dict | None:
+    try:
+        return json.loads((root / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_photo(task) -> int:
+    """Enlarge a 32x32 picture to a random size, add blotches and grain, save a JPEG."""
+    from PIL import Image
+    small, path, key, min_side, max_side, quality = task
+    rng = np.random.default_rng(key)
+    w, h = (int(v) for v in rng.integers(min_side, max_side + 1, size=2))
+    picture = Image.fromarray(small).resize((w, h), Image.BICUBIC)
+    cw, ch = w // 3 + 1, h // 3 + 1  # colour blotches a few pixels wide
+    blotches = Image.frombytes("RGB", (cw, ch), rng.bytes(cw * ch * 3)).resize(
+        (w, h), Image.BILINEAR)
+    grain = Image.frombytes("L", (w, h), rng.bytes(w * h)).convert("RGB")
+    picture = Image.blend(Image.blend(picture, blotches, 0.10), grain, 0.05)
+    picture.save(path, "JPEG", quality=quality)
+    return os.path.getsize(path)
+
+
+# -- a parallel map with a progress bar -----------------------------------------------
+def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool = True,
+                 desc: str = "", chunksize: int | None = None):
+    """Yield fn(task) for each task, in order, computed by `workers` processes
+    (default: every core; 0 or 1 = in this process), with a progress bar."""
+    workers = os.cpu_count() or 1 if workers is None else workers
+    bar = _bar(len(tasks), desc) if progress else None
+    pool = None
+    try:
+        if workers <= 1 or len(tasks) < 2:
+            results = map(fn, tasks)
+        else:
+            # fork: workers start in milliseconds and share the parent's imports
+            ctx = get_context("fork") if "fork" in _start_methods() else get_context()
+            pool = ctx.Pool(min(workers, len(tasks)))
+            chunk = chunksize or max(1, min(64, len(tasks) // (workers * 8)))
+            results = pool.imap(fn, tasks, chunksize=chunk)
+        for result in results:
+            if bar is not None:
+                bar.update(1)
+            yield result
+    finally:
+        if bar is not None:
+            bar.close()
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+
+
+def _start_methods() -> list:
+    import multiprocessing
+    return multiprocessing.get_all_start_methods()
+
+
+def _bar(total: int, desc: str):
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit="img", mininterval=0.5, leave=False)

@@ -1,0 +1,397 @@
+"""Pre-processing out of band and a packed array format: the I/O ladder's middle rungs.
+
+Loose JPEGs cost a file open, a decode and a resize for every sample of every epoch.
+Two fixes, both done once before training:
+
+* `preresize_folder`: resize every image to the training size and store it (a folder of
+  small JPEGs mirroring the original): decoding a 64 px JPEG costs a fraction of a
+  400 px one, and the resize is gone.
+* `pack_images`: decode and resize every image once and pack the pixels into ONE file
+  read sequentially (`PackedArray`, memory-mapped): no decode at all, no file opens.
+
+The packed file (`.pack`) is framework-free: a 64-byte preamble, the uint8 images
+[N, H, W, 3] from offset 4096 (page-aligned, so it memory-maps), then int64 labels,
+uint32 CRC-32s of each image and a JSON footer (classes, source paths, images left out).
+The packer decodes in parallel, shows progress and writes to a temporary name renamed
+when complete, so an interrupted pack leaves nothing half-written. `check_roundtrip`
+compares every record with its source image, label and index.
+
+The disk's own speed (sequential against random reads) is measured in `disk.py`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .folder import (CorruptImage, DataError, FolderIndex, MissingData, SkipCounter,
+                     fetch_or_skip, load_image, parallel_map)
+
+MAGIC = b"GPUCPAK1"
+PREAMBLE = struct.Struct("<8sIQIIIQQQQ")  # magic, version, count, h, w, c, 4 offsets
+VERSION = 1
+ALIGN = 4096  # images start on a page boundary so they can be memory-mapped
+MB = 1e6
+
+
+# -- pre-resized folder ---------------------------------------------------------------
+@dataclass
+class PrepResult:
+    """What a pre-processing step wrote: where, how many images, which were left out."""
+
+    path: Path
+    count: int
+    skipped: list = field(default_factory=list)   # [(relative path, error)]
+    seconds: float = 0.0
+    bytes: int = 0
+
+    def __str__(self) -> str:
+        text = (f"{self.count:,} images -> {self.path} ({self.bytes / MB:,.1f} MB) in "
+                f"{self.seconds:.1f} s")
+        if self.skipped:
+            text += (f"; {len(self.skipped)} image(s) could not be decoded and were left out "
+                     f"(first: {self.skipped[0][0]})")
+        return text
+
+
+def preresize_folder(index: FolderIndex, out, size: int, quality: int = 95,
+                     workers: int | None = None, progress: bool = True,
+                     skip_corrupt: bool = False) -> PrepResult:
+    """Resize every image of `index` to size x size (shorter side, centre square) and
+    store it as a JPEG under `out` with the same class folders and names. Done once,
+    out of band: the training loop then decodes small images and resizes nothing."""
+    _check_size(size)
+    out = Path(out)
+    tmp = _tmp_name(out)
+    shutil.rmtree(tmp, ignore_errors=True)
+    for name in index.classes:
+        (tmp / name).mkdir(parents=True)
+    start = time.perf_counter()
+    tasks = [(str(index.path(i)), str(tmp / _jpeg_name(index.paths[i])), size, quality)
+             for i in range(len(index))]
+    skipped, total = [], 0
+    try:
+        for i, (written, error) in enumerate(parallel_map(
+                _resize_task, tasks, workers=workers, progress=progress,
+                desc=f"resizing to {size} px")):
+            if error is not None:
+                if not skip_corrupt:
+                    raise CorruptImage(index.path(i), error)
+                skipped.append((index.paths[i], error))
+            total += written
+        (tmp / ".gpu_course.json").write_text(json.dumps(
+            {"size": size, "quality": quality, "source": str(index.root),
+             "skipped": skipped}))
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return PrepResult(out, len(index) - len(skipped), skipped,
+                      time.perf_counter() - start, total)
+
+
+def preresized_index(index: FolderIndex, root) -> FolderIndex:
+    """The same samples (order, labels) as `index`, read from a pre-resized copy;
+    images the pre-processing left out are left out here too."""
+    root = Path(root)
+    if not root.is_dir():
+        raise MissingData(f"pre-resized folder {root} does not exist; make it with "
+                          "packed.preresize_folder")
+    keep = [i for i, p in enumerate(index.paths) if (root / _jpeg_name(p)).exists()]
+    sub = index.subset(keep)
+    return FolderIndex(root, sub.classes, tuple(_jpeg_name(p) for p in sub.paths), sub.labels)
+
+
+def _jpeg_name(relative: str) -> str:
+    return str(Path(relative).with_suffix(".jpg"))
+
+
+def _resize_task(task):
+    from PIL import Image
+    source, target, size, quality = task
+    try:
+        image = load_image(source, size)
+    except DataError as err:
+        return 0, str(err)
+    Image.fromarray(image).save(target, "JPEG", quality=quality)
+    return os.path.getsize(target), None
+
+
+# -- the packed array file ------------------------------------------------------------
+def pack_images(index: FolderIndex, out, size: int, workers: int | None = None,
+                progress: bool = True, skip_corrupt: bool = False) -> PrepResult:
+    """Decode every image of `index`, resize it to size x size and pack them all into one
+    file (see the module docstring). Decoding runs in `workers` processes; the file is
+    written sequentially, in `index` order, under a temporary name renamed at the end.
+
+    A corrupt image raises CorruptImage naming the file, or with skip_corrupt=True is
+    left out and listed in the result (and in the file's footer)."""
+    _check_size(size)
+    if len(index) == 0:
+        raise DataError(f"nothing to pack: the index of {index.root} is empty")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_name(out)
+    start = time.perf_counter()
+    labels, crcs, sources, skipped = [], [], [], []
+    try:
+        with open(tmp, "wb") as f:
+            f.write(b"\0" * ALIGN)  # the preamble is filled in at the end
+            tasks = [(str(index.path(i)), size) for i in range(len(index))]
+            for i, (image, error) in enumerate(parallel_map(
+                    _load_task, tasks, workers=workers, progress=progress,
+                    desc=f"packing {out.name}")):
+                if error is not None:
+                    if not skip_corrupt:
+                        raise CorruptImage(index.path(i), error)
+                    skipped.append((index.paths[i], error))
+                    continue
+                data = image.tobytes()   # sequential write: the file grows record by record
+                f.write(data)
+                crcs.append(zlib.crc32(data))
+                labels.append(int(index.labels[i]))
+                sources.append(index.paths[i])
+            if not labels:
+                raise DataError(f"no image of {index.root} could be decoded; nothing packed")
+            labels_at = f.tell()
+            f.write(np.asarray(labels, dtype="<i8").tobytes())
+            crcs_at = f.tell()
+            f.write(np.asarray(crcs, dtype="<u4").tobytes())
+            meta_at = f.tell()
+            meta = {"classes": list(index.classes), "sources": sources, "size": size,
+                    "source_root": str(index.root), "skipped": skipped}
+            f.write(json.dumps(meta).encode())
+            meta_end = f.tell()
+            f.seek(0)
+            f.write(PREAMBLE.pack(MAGIC, VERSION, len(labels), size, size, 3, ALIGN,
+                                  labels_at, crcs_at, meta_at))
+            f.seek(meta_end)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return PrepResult(out, len(labels), skipped, time.perf_counter() - start,
+                      out.stat().st_size)
+
+
+def _load_task(task):
+    path, size = task
+    try:
+        return load_image(path, size), None
+    except DataError as err:
+        return None, str(err)
+
+
+class PackedArray:
+    """A packed image file, memory-mapped: `images` uint8 [N, H, W, 3] (read from disk
+    as they are touched), `labels` int64 [N], `classes`, `sources` (each record's source
+    path) and `skipped` (sources the packer left out). `load()` reads every image into
+    memory in one sequential pass.
+
+    A file that is not a packed image file, or is cut short, raises DataError naming it.
+    verify=True checks every record's CRC-32 at opening: a damaged record raises
+    DataError naming its index, or with skip_corrupt=True is left out of `indices`
+    (the records to use) and counted in `corrupt`."""
+
+    def __init__(self, path, verify: bool = False, skip_corrupt: bool = False):
+        self.path = Path(path)
+        if not self.path.exists():
+            raise MissingData(f"packed file {self.path} does not exist; make it with "
+                              "packed.pack_images")
+        size = self.path.stat().st_size
+        with open(self.path, "rb") as f:
+            head = f.read(PREAMBLE.size)
+            if len(head) < PREAMBLE.size or head[:8] != MAGIC:
+                raise DataError(f"{self.path} is not a packed image file (no {MAGIC!r} "
+                                "header); make one with packed.pack_images")
+            (_, version, n, h, w, c, images_at, labels_at, crcs_at,
+             meta_at) = PREAMBLE.unpack(head)
+            if version != VERSION:
+                raise DataError(f"{self.path}: format version {version}; this gpu_course "
+                                f"reads version {VERSION}: pack the images again")
+            record = h * w * c
+            if size <= meta_at or labels_at != images_at + n * record:
+                complete = max(0, min(n, (size - images_at) // record)) if record else 0
+                raise DataError(f"{self.path} is truncated or damaged: {size:,} bytes, "
+                                f"expected more than {meta_at:,}; {complete:,} of {n:,} "
+                                f"records are complete (record {complete} is cut off). "
+                                "Pack the images again")
+            f.seek(labels_at)
+            self.labels = np.frombuffer(f.read(n * 8), dtype="<i8").astype(np.int64)
+            self.crcs = np.frombuffer(f.read(n * 4), dtype="<u4")
+            f.seek(meta_at)
+            try:
+                meta = json.loads(f.read().decode())
+            except ValueError:
+                raise DataError(f"{self.path}: the footer is damaged; pack the images "
+                                "again") from None
+        self.classes = tuple(meta["classes"])
+        self.sources = tuple(meta["sources"])
+        self.skipped = [tuple(s) for s in meta.get("skipped", [])]
+        self.size = int(meta["size"])
+        self.images = np.memmap(self.path, dtype=np.uint8, mode="r", offset=images_at,
+                                shape=(n, h, w, c))
+        self.indices = np.arange(n)
+        self.corrupt: list[int] = []
+        if verify:
+            self.corrupt = self.verify()
+            if self.corrupt and not skip_corrupt:
+                raise DataError(f"{self.path}: record {self.corrupt[0]} (source "
+                                f"{self.sources[self.corrupt[0]]}) fails its CRC check"
+                                f"{f' and {len(self.corrupt) - 1} more' if len(self.corrupt) > 1 else ''}"
+                                "; pack again or open with skip_corrupt=True")
+            self.indices = np.setdiff1d(self.indices, self.corrupt)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int):
+        return self.images[i], self.labels[i]
+
+    def verify(self) -> list[int]:
+        """Indices of records whose bytes do not match their CRC-32 (one sequential pass)."""
+        return [i for i in range(len(self)) if zlib.crc32(self.images[i]) != self.crcs[i]]
+
+    def load(self) -> np.ndarray:
+        """Every image, read into memory in one sequential pass (the "in memory" rung)."""
+        return np.array(self.images)
+
+    def __repr__(self) -> str:
+        n, h, w, c = self.images.shape
+        return f"PackedArray({str(self.path)!r}, {n:,} images of {h}x{w}x{c})"
+
+
+class PackedSource:
+    """Random access to (image, label) of a packed file, for loader workers: each process
+    maps the file itself (a pickled PackedSource is just its path), so workers share the
+    page cache instead of copying the array. verify/skip_corrupt as in PackedArray."""
+
+    def __init__(self, path, verify: bool = False, skip_corrupt: bool = False):
+        self.path, self.verify, self.skip_corrupt = Path(path), verify, skip_corrupt
+        packed = PackedArray(self.path, verify=verify, skip_corrupt=skip_corrupt)
+        self.labels, self.classes = packed.labels, packed.classes
+        self.shape = packed.images.shape
+        self._bad = set(packed.corrupt)
+        self.skipped = SkipCounter()
+        self._packed, self._pid = packed, os.getpid()
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_packed"] = None   # reopened (memory-mapped) in the worker
+        return state
+
+    def fetch(self, i: int):
+        if self._packed is None or self._pid != os.getpid():
+            self._packed, self._pid = PackedArray(self.path), os.getpid()
+        return fetch_or_skip(self._read, i, len(self), self.skip_corrupt, self.skipped)
+
+    def _read(self, i: int):
+        if i in self._bad:
+            raise DataError(f"{self.path}: record {i} fails its CRC check")
+        # np.array: a private copy, so the sample does not keep the file mapped
+        return np.array(self._packed.images[i]), int(self.labels[i])
+
+
+def check_roundtrip(packed: PackedArray | str | Path, index: FolderIndex,
+                    workers: int | None = None, progress: bool = True) -> int:
+    """Check a packed file against its source images: every record's index, source path,
+    label, CRC and pixels (decoded and resized again from the source) must match.
+    Returns the number of records checked; a mismatch raises DataError naming it."""
+    packed = packed if isinstance(packed, PackedArray) else PackedArray(packed)
+    position = {p: i for i, p in enumerate(index.paths)}
+    left_out = {s for s, _ in packed.skipped}
+    expected = [p for p in index.paths if p not in left_out]
+    if list(packed.sources) != expected:
+        missing = sorted(set(expected) - set(packed.sources))[:3]
+        raise DataError(f"{packed.path}: records do not follow the index "
+                        f"({len(packed.sources):,} records, {len(expected):,} expected"
+                        f"{'; missing e.g. ' + ', '.join(missing) if missing else ''})")
+    tasks = [(str(index.root / s), packed.size) for s in packed.sources]
+    for i, (image, error) in enumerate(parallel_map(_load_task, tasks, workers=workers,
+                                                    progress=progress, desc="checking")):
+        source = packed.sources[i]
+        if error is not None:
+            raise DataError(f"record {i}: its source {source} no longer decodes: {error}")
+        if packed.labels[i] != index.labels[position[source]]:
+            raise DataError(f"record {i} ({source}): label {packed.labels[i]}, the folder "
+                            f"says {index.labels[position[source]]}")
+        if zlib.crc32(packed.images[i]) != packed.crcs[i]:
+            raise DataError(f"record {i} ({source}): CRC mismatch (the file is damaged)")
+        if not np.array_equal(packed.images[i], image):
+            raise DataError(f"record {i} ({source}): pixels differ from the source image")
+    return len(packed)
+
+
+# -- where prepared copies live ---------------------------------------------------------
+def prepared_dir(root, cache_dir=None) -> Path:
+    """Folder for the pre-processed copies of the dataset at `root`: `cache_dir` if
+    given, else `<root>-prepared` next to it (or under the repository's data/ when the
+    dataset's folder is read-only, e.g. a shared copy of Caltech-256)."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    root = Path(root).resolve()
+    if os.access(root.parent, os.W_OK):
+        return root.parent / f"{root.name}-prepared"
+    from . import default_root
+    return default_root() / "prepared" / root.name
+
+
+def ensure_preresized(index: FolderIndex, size: int, cache_dir=None, **kwargs) -> Path:
+    """The pre-resized copy of `index` (made once, then reused)."""
+    target = prepared_dir(index.root, cache_dir) / f"resized-{size}px-{index.fingerprint()}"
+    if not (target / ".gpu_course.json").exists():
+        print(preresize_folder(index, target, size, **kwargs))
+    return target
+
+
+def ensure_packed(index: FolderIndex, size: int, cache_dir=None, **kwargs) -> Path:
+    """The packed file of `index` at `size` (made once, then reused)."""
+    target = prepared_dir(index.root, cache_dir) / f"{size}px-{index.fingerprint()}.pack"
+    if not target.exists():
+        print(pack_images(index, target, size, **kwargs))
+    return target
+
+
+def load_folder(root=None, image_size: int = 32, train_size: int | None = None,
+                test_size: int | None = None, seed: int = 0, cache_dir=None,
+                progress: bool = True):
+    """An image folder as in-memory arrays, like `data.load` gives for CIFAR-10:
+    CifarData(train_x, train_y, test_x, test_y, classes) with uint8 [N, S, S, 3] images
+    at `image_size`, split as `folder.split` does. Read from packed copies, made on
+    first use (the whole dataset in memory: the I/O ladder's last host rung)."""
+    from .cifar import CifarData
+    from .folder import default_folder, scan_folder, split
+    index = scan_folder(root or default_folder())
+    train, val = split(index, train_size, test_size, seed=seed)
+    arrays = []
+    for part in (train, val):
+        pack = PackedArray(ensure_packed(part, image_size, cache_dir, progress=progress))
+        arrays += [pack.load(), pack.labels.astype(np.uint8 if len(index.classes) <= 256
+                                                   else np.int64)]
+    return CifarData(*arrays, tuple(index.classes))
+
+
+def _tmp_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def _check_size(size: int) -> None:
+    if not isinstance(size, int) or isinstance(size, bool) or size < 8:
+        raise ValueError(f"size={size!r} must be an integer >= 8 pixels")
+
+
+__all__ = ["PrepResult", "preresize_folder", "preresized_index", "pack_images",
+           "PackedArray", "PackedSource", "check_roundtrip", "prepared_dir", "ensure_preresized",
+           "ensure_packed", "load_folder"]

@@ -1,0 +1,173 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 10. Mock components and an automatic diagnosis
+#
+# **What this lesson measures.** Before fixing anything, find out what the GPU waits for.
+# The profiling lecture's method: time each step's wait for data against its compute, then
+# replace one side with a mock to measure the other alone. A **mock loader** keeps one batch
+# on the device and serves it forever: the *compute ceiling*. A **mock trainer** fetches
+# batches and throws them away: the *input ceiling*. In gpu_course each is one flag
+# (`mock="loader"`, `mock="trainer"`) on any experiment, and `gpu_course.diagnose` turns
+# the numbers into a verdict (input-bound, compute-bound or overhead-bound) and the next
+# rung to try. We run a deliberately input-bound job (loose JPEGs with heavy augmentation
+# for a tiny network, one worker), follow the advice, and look at a deliberately
+# compute-bound one (the mock loader).
+#
+# **The numbers to compare with** (a V100 in 2019, "The Steady State"): 1 worker 306
+# samples/s; 29 workers 663; hybridized 941; float16 on 4 GPUs 7,400. The AWS Caltech-256
+# sample: 1 worker 100 images/s with the GPU peaking at 50 %, 7 workers 300 images/s at
+# about 95 %. Those came from 2019 machines; your numbers come from yours.
+
+# %%
+import importlib.util, pathlib, subprocess, sys
+if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
+    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+
+# %% tags=["parameters"]
+import os
+SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+FOLDER = None                         # None: the Caltech-256-shaped folder of lesson 9 (made if absent)
+IMAGES = 500 if SMOKE else 3000       # JPEGs in the generated folder
+IMAGE_SIZE = 32                       # training size, pixels a side
+TRAIN_SIZE = 384 if SMOKE else 2400
+TEST_SIZE = 40 if SMOKE else 500
+EPOCHS = 1 if SMOKE else 2
+CEILING_STEPS = 8 if SMOKE else 100   # steps of each ceiling run (the first few are warm-up)
+
+# %%
+import time
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+from gpu_course import torch as gc
+from gpu_course import diagnose
+from gpu_course.data import folder
+from gpu_course.torch import io_data
+
+recommended = max(2, os.cpu_count() - 3)   # the talk: cpu_count() - 3, at least 2
+root = pathlib.Path(FOLDER) if FOLDER else folder.generate_folder(
+    folder.default_folder().with_name(f"caltech256-like-{IMAGES}"), per_class=IMAGES // 10)
+cfg = gc.Experiment(name="heavy augmentation, tiny net", engine="pytorch", dataset="folder",
+                    data_dir=str(root), image_size=IMAGE_SIZE, train_size=TRAIN_SIZE,
+                    test_size=TEST_SIZE, epochs=EPOCHS, model="tiny", augment="heavy",
+                    batch_size=64, num_workers=1, num_gpus=1,
+                    warmup_steps=2 if SMOKE else 5, monitor_interval=0.2 if SMOKE else 0.5)
+# loose JPEGs: decode, resize, then crop, flip, colour jitter and rotation, per image
+train_set, val_set = io_data.io_datasets(cfg, "loose")
+val_iter = gc.make_loader(val_set, cfg, train=False)
+print(f"{os.cpu_count()} CPU cores, {gc.gpu_count()} GPU(s)")
+
+# %% [markdown]
+# ## Manual instrumentation
+# The lecture's loop: `t1` before asking for a batch, `t2` when it arrives, `t3` when the step
+# is done. I/O should overlap with training: `t2 - t1` much smaller than `t3 - t2`. Here it
+# is in plain PyTorch for a few steps (`loss.item()` makes the step's work finish before `t3`).
+
+# %%
+device = gc.try_devices(1)[0][0]
+net = gc.get_model(cfg).to(device)
+optimizer = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+train_iter = DataLoader(train_set, batch_size=64, shuffle=True, drop_last=True, num_workers=1)
+loading, training = [], []
+batches = iter(train_iter)
+for _ in range(5):
+    t1 = time.perf_counter()
+    inputs, targets = next(batches)
+    t2 = time.perf_counter()
+    inputs, targets = inputs.to(device), targets.to(device)
+    optimizer.zero_grad()
+    loss = F.cross_entropy(net(inputs), targets)
+    loss.backward()
+    optimizer.step()
+    loss.item()                           # sync point: waits for the step to finish
+    t3 = time.perf_counter()
+    loading.append(t2 - t1)
+    training.append(t3 - t2)
+del batches
+print(f"waiting for data: {1000 * sum(loading[1:]) / 4:.0f} ms per step; "
+      f"training: {1000 * sum(training[1:]) / 4:.0f} ms per step (first step left out)")
+
+# %% [markdown]
+# `gc.train` does exactly this on every step (the `StepTimer`), with a monitor and a run record.
+
+# %%
+run = gc.train(cfg, train_iter=train_iter, val_iter=val_iter, verbose=False)
+print(run.summary["summary_line"])
+
+# %% [markdown]
+# ## The two ceilings: one flag each
+
+# %%
+input_only = gc.train(cfg.replace(name=f"{cfg.name}: mock trainer", mock="trainer", epochs=1,
+                                  max_steps=CEILING_STEPS), train_iter=train_iter, val_iter=val_iter,
+                      verbose=False)
+compute_only = gc.train(cfg.replace(name=f"{cfg.name}: mock loader", mock="loader", epochs=1,
+                                    max_steps=CEILING_STEPS), train_iter=train_iter, val_iter=val_iter,
+                        verbose=False)
+gc.report.ladder_table([run, input_only, compute_only])
+
+# %%
+speed, feed, need = (gc.report.samples_per_sec(r) for r in (run, input_only, compute_only))
+print(f"The job trained at {speed:,.0f} samples/s. Alone, the input pipeline delivers "
+      f"{feed:,.0f} samples/s and the model consumes {need:,.0f}: the lecture's rule (the I/O "
+      f"rate must exceed the training rate) is {'met' if feed > need else 'broken'}, "
+      f"by a factor of {max(feed, need) / min(feed, need):.1f}.")
+
+# %% [markdown]
+# ## The diagnosis
+# `diagnose` reads the run record: data wait against compute, the two ceilings (found next
+# to the run: same settings, `mock` set), GPU utilisation and CPU load. It prints the
+# verdict with the numbers that show it and names the next rung. `gpu-course diagnose RUN`
+# prints the same from a terminal.
+
+# %%
+d = diagnose.diagnose(run, data_format="loose")
+print(d)
+
+# %% [markdown]
+# ## Follow the advice, and ask again
+# The next rung is applied as the diagnosis names it: more loader workers, the images
+# pre-resized or packed, or (for a compute rung, which this lesson does not cover) the
+# cheaper standard augmentation.
+
+# %%
+kind, change = "loose", {}
+if d.next_rung == "workers" and "more workers have no cores" not in d.advice:
+    change = {"num_workers": recommended}
+elif d.next_rung in ("pre-processing", "packed format", "in memory"):
+    kind = {"pre-processing": "preresized", "packed format": "packed", "in memory": "memory"}[d.next_rung]
+else:
+    change = {"augment": "standard"}
+fixed_cfg = cfg.replace(name=f"after the advice: {kind} {change or ''}".strip(), **change)
+fixed_set, _ = io_data.io_datasets(fixed_cfg, kind)
+fixed_iter = DataLoader(fixed_set, batch_size=64, shuffle=True, drop_last=True,
+                        num_workers=fixed_cfg.num_workers)   # <- the one change
+fixed = gc.train(fixed_cfg, train_iter=fixed_iter, val_iter=val_iter, verbose=False)
+after = gc.report.samples_per_sec(fixed)
+print(f"{fixed_cfg.name}: {after:,.0f} samples/s, x{after / speed:.1f} the first run.")
+print(diagnose.explain(fixed, search=False, data_format=kind))
+
+# %% [markdown]
+# ## A compute-bound run
+# The mock loader never waits for data, so it is compute-bound by construction (or
+# overhead-bound, where a GPU sits idle while Python issues the work): the diagnosis says
+# which, and names the compute rungs (compile, lower precision, larger batch, more GPUs).
+
+# %%
+print(diagnose.explain(compute_only))
+
+# %% [markdown]
+# ## Every run of this lesson, diagnosed
+
+# %%
+diagnose.table([run, input_only, compute_only], data_format="loose")
