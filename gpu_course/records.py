@@ -80,7 +80,7 @@ def _csv_value(value: Any) -> Any:
 
 
 def _now() -> str:
-    return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    return _dt.datetime.now().astimezone().isoformat(timespec="milliseconds")
 
 
 def _json_safe(value: Any) -> Any:
@@ -264,13 +264,16 @@ def load_run(path_or_id: str | Path, runs_dir: str | Path | None = None) -> Run:
 
 
 def load_runs(runs_dir: str | Path | None = None, names: Iterable[str] | None = None) -> list[Run]:
-    """Every run under runs_dir (oldest first), optionally only those with these names."""
+    """Every run under runs_dir, at any depth (a ladder keeps its rungs in a subfolder),
+    oldest first; optionally only those with these names."""
     root = Path(runs_dir or default_runs_dir())
     if not root.exists():
         return []
     wanted = set(names) if names is not None else None
-    runs = [Run(p) for p in sorted(root.iterdir()) if (p / "run.json").exists()]
-    return [r for r in runs if wanted is None or r.name in wanted]
+    runs = [Run(p.parent) for p in root.rglob("run.json")]
+    runs = [r for r in runs if wanted is None or r.name in wanted]
+    # run ids start with their start time, so this is the order they ran in
+    return sorted(runs, key=lambda r: (r.meta.get("started_at") or "", r.path.name))
 
 
 def runs_table(runs: Iterable[Run]):

@@ -93,6 +93,10 @@ def test_load_runs_and_table(runs_dir):
     assert list(table["device"]) == ["Tesla V100"] * 2
     assert math.isclose(table["samples_per_sec"].iloc[0], 100.0)
     assert load_runs(runs_dir / "missing") == []
+    nested = RunRecord({"name": "rung"}, "gluon", runs_dir=runs_dir / "ladder-gluon-1",
+                       hardware_info={})
+    nested.finish()
+    assert [r.name for r in load_runs(runs_dir)][-1] == "rung"  # a ladder's subfolder too
 
 
 def test_not_a_run_folder(tmp_path):
