@@ -1,0 +1,138 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 1. The naive baseline: how busy is the GPU?
+#
+# **What this lesson measures.** One training job as a first PyTorch script writes it:
+# ResNet-20 on CIFAR-10-sized images, batch 64, **one** DataLoader worker, float32, an
+# eager (not compiled) network. We record samples/s, epoch time and the GPU's utilisation
+# while it trains, and split every step into *waiting for data* and *computing*.
+#
+# **The talk's number** ("The Steady State", Apache MXNet on a V100 in 2019): this setup
+# trained at **306 samples/s, 40.97 s per epoch**, and with 4 GPUs at only 392 samples/s:
+# four times the compute bought 28 % more speed, because the GPUs waited for the one
+# worker. This track runs the same lessons in PyTorch; your numbers come from your machine.
+# The question is the same: what does the GPU wait for?
+
+# %%
+import importlib.util, pathlib, subprocess, sys
+if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
+    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+
+# %% tags=["parameters"]
+import os
+SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
+TRAIN_SIZE = 1024 if SMOKE else 50_000
+TEST_SIZE = 256 if SMOKE else 10_000
+EPOCHS = 1 if SMOKE else 3
+CEILING_STEPS = 10 if SMOKE else 200  # steps of each "ceiling" run below
+
+# %%
+import pandas as pd
+import torch
+from torch.utils.data import DataLoader
+import gpu_course
+from gpu_course import torch as gc
+
+cfg = gc.Experiment(name="naive", engine="pytorch", dataset=DATASET, train_size=TRAIN_SIZE,
+                    test_size=TEST_SIZE, epochs=EPOCHS, model="resnet20", batch_size=64,
+                    num_workers=1, dtype="float32", graph="eager",
+                    warmup_steps=2 if SMOKE else 5, monitor_interval=0.2 if SMOKE else 0.5)
+print(f"{gc.gpu_count()} GPU(s) visible to PyTorch {torch.__version__}")
+
+# %% [markdown]
+# ## The naive script
+# Nothing clever: one worker process reads and augments every image (random crop, flip,
+# normalise) while the training loop waits for it, and the network runs layer by layer
+# from Python. `gc.train` runs the loop and does the bookkeeping: a monitor samples the GPU
+# and CPU in its own thread, a step timer splits each step into data wait and compute, and
+# everything lands in a run record on disk.
+
+# %%
+train_set, val_set = gc.load_datasets(cfg)
+train_iter = DataLoader(train_set, batch_size=64, shuffle=True, drop_last=True,
+                        num_workers=1)
+net = gc.get_model("resnet20")   # eager: no torch.compile
+
+run = gc.train(cfg, net=net, train_iter=train_iter)
+
+# %% [markdown]
+# ## What the GPU did
+# GPU utilisation, memory and power over time, with the CPU below; epochs are shaded.
+# A naive run shows a saw-tooth: bursts of work while a batch is there, gaps while the
+# single worker prepares the next one. (On a machine without a GPU only the CPU panel has data.)
+
+# %%
+gc.plots.utilisation_timeline(run)
+
+# %% [markdown]
+# The talk's one-line summary, for this run:
+
+# %%
+print(run.summary["summary_line"])
+
+# %% [markdown]
+# ## Why the GPU waits
+# The step timer charges the time spent inside `next(train_iter)` to *data wait* and the
+# rest of the step to *compute*. Two short extra runs bound the speed from both sides:
+# `mock="trainer"` fetches batches and drops them (how fast can the input pipeline deliver?),
+# `mock="loader"` keeps one batch on the device and trains on it again and again (how fast
+# can the model compute?). A run can never beat the smaller of the two.
+
+# %%
+input_only = gc.train(cfg.replace(name="naive input-only", mock="trainer", epochs=1,
+                                  max_steps=CEILING_STEPS), train_iter=train_iter, verbose=False)
+compute_only = gc.train(cfg.replace(name="naive compute-only", mock="loader", epochs=1,
+                                    max_steps=CEILING_STEPS), verbose=False)
+runs = [run, input_only, compute_only]
+gc.report.ladder_table(runs)
+
+# %%
+wait = gc.report.data_wait_share(run)          # % of step time spent waiting for data
+speed = gc.report.samples_per_sec(run)
+feed = gc.report.samples_per_sec(input_only)
+need = gc.report.samples_per_sec(compute_only)
+util = gc.report.gpu_util_mean(run)
+limit = "the input pipeline" if feed < need else "the computation"
+print(f"This run trained at {speed:,.0f} samples/s and spent {wait:.0f}% of every step waiting for data.")
+print(f"One worker can deliver {feed:,.0f} samples/s; the model could consume {need:,.0f} samples/s, "
+      f"so {limit} sets the pace ({speed / min(feed, need):.0%} of that ceiling reached).")
+if gc.gpu_count():
+    print(f"Mean GPU utilisation while training: {util:.0f}%: the GPU idled "
+          f"{100 - util:.0f}% of the time.")
+else:
+    print(f"No GPU here: the model computes on the same {os.cpu_count()} CPU cores the loader worker "
+          "needs, so both ceilings are low and close; on a GPU the compute ceiling is far higher and "
+          "the one worker becomes the bottleneck, as in the talk.")
+
+# %% [markdown]
+# ## Beside the reference machine
+# Runs of these notebooks at full size on an NVIDIA H200 are kept, when they have been
+# recorded, in `gpu_course/reference/pytorch-h200/`: the same run names, so each of your
+# runs can sit beside its reference.
+
+# %%
+REFERENCE = pathlib.Path(gpu_course.__file__).parent / "reference" / "pytorch-h200"
+names = [r.name for r in runs]
+latest = {r.name: r for r in gc.load_runs(REFERENCE) if r.name in names}   # newest of each name
+if latest:
+    display(pd.concat({"this machine": gc.report.ladder_table(runs).set_index("rung"),
+                       "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")}))
+    ref = latest.get("naive")
+    if ref is not None:
+        print(f"The H200 reference trained the naive job at {gc.report.samples_per_sec(ref):,.0f} samples/s "
+              f"with {gc.report.data_wait_share(ref):.0f}% of each step waiting for data; this machine: "
+              f"{speed:,.0f} samples/s, {wait:.0f}%.")
+else:
+    print(f"No reference results are recorded yet ({len(gc.load_runs(REFERENCE))} runs in "
+          f"{REFERENCE.relative_to(REFERENCE.parents[2])}): only this machine's numbers are shown.")

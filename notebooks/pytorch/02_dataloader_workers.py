@@ -1,0 +1,230 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 2. More DataLoader workers: feed the GPU
+#
+# **What this lesson measures.** The same job as the baseline while the number of loader
+# processes (`num_workers`) grows from 0 (PyTorch's default: the training process loads
+# the data itself) to `cpu_count() - 3`, the talk's advice (leave a few cores for the
+# training loop and the system). For each count: samples/s, how spiky the GPU's utilisation
+# is, where the curve stops paying (the knee) and what each worker costs in memory. Then
+# the DataLoader's other knobs: `pin_memory`, `persistent_workers` and `prefetch_factor`.
+#
+# **The talk's numbers** (Apache MXNet on a V100 in 2019): 1 worker 306 samples/s, 40.97 s
+# per epoch; **29 workers 663 samples/s, 18.59 s per epoch**. A second example in the same
+# course (PyTorch, ResNet-50, Caltech-256): 1 worker 100 images/s with the GPU peaking at
+# 50 %, 7 workers 300 images/s with the GPU at about 95 %. Your numbers come from your machine.
+
+# %%
+import importlib.util, pathlib, subprocess, sys
+if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
+    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+
+# %% tags=["parameters"]
+import os
+SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
+TRAIN_SIZE = 768 if SMOKE else 50_000
+TEST_SIZE = 256 if SMOKE else 10_000
+EPOCHS = 1 if SMOKE else 2
+KNOB_EPOCHS = 2 if SMOKE else 3       # the knobs run: persistent workers pay from the 2nd epoch
+WORKER_COUNTS = None                  # None: 0, 1, 2, 4, 8, ... up to cpu_count() - 3 (0, 1, 2 in smoke mode)
+
+# %%
+import time
+import numpy as np
+import pandas as pd
+import psutil
+import torch
+from torch.utils.data import DataLoader
+import gpu_course
+from gpu_course import torch as gc
+
+recommended = max(2, os.cpu_count() - 3)   # the talk: cpu_count() - 3, at least 2
+if WORKER_COUNTS is None:
+    WORKER_COUNTS = sorted({0, 1, recommended} | {2 ** k for k in range(1, 8) if 2 ** k < recommended})
+    if SMOKE:
+        WORKER_COUNTS = [0, 1, 2]
+print(f"{os.cpu_count()} CPU cores: the talk's advice is {recommended} workers; sweeping {WORKER_COUNTS}")
+
+cfg = gc.Experiment(name="workers", engine="pytorch", dataset=DATASET, train_size=TRAIN_SIZE,
+                    test_size=TEST_SIZE, epochs=EPOCHS, model="resnet20", batch_size=64,
+                    warmup_steps=2 if SMOKE else 5, monitor_interval=0.2 if SMOKE else 0.5)
+train_set, val_set = gc.load_datasets(cfg)
+val_iter = gc.make_loader(val_set, cfg, train=False)
+
+# %% [markdown]
+# ## The one change: `num_workers`
+# Each worker is a separate process that takes a batch's indices, reads and augments its
+# images and hands the finished batch back through shared memory. With several workers,
+# several batches are prepared at once, so the next one is ready when the GPU finishes the
+# current one. With `num_workers=0` the training loop does all of that itself, between steps.
+#
+# To see the spikiness on a machine without a GPU we also keep how long each step takes
+# (`StepClock` below is plain Python around the loader: the time between consecutive batches).
+
+# %%
+class StepClock:
+    """Iterates a loader and keeps the time between consecutive batches (one step each)."""
+    def __init__(self, loader):
+        self.loader, self.step_times = loader, []
+    def __len__(self):
+        return len(self.loader)
+    def __iter__(self):
+        last = None
+        for batch in self.loader:
+            now = time.perf_counter()
+            if last is not None:
+                self.step_times.append(now - last)
+            last = now
+            yield batch
+
+runs, step_times = [], {}
+for n in WORKER_COUNTS:
+    train_iter = DataLoader(train_set, batch_size=64, shuffle=True, drop_last=True,
+                            num_workers=n)                       # <- the lesson
+    clock = StepClock(train_iter)
+    runs.append(gc.train(cfg.replace(name=f"num_workers={n}", num_workers=n),
+                         net=gc.get_model("resnet20"), train_iter=clock, val_iter=val_iter,
+                         verbose=False))
+    step_times[n] = np.array(clock.step_times[cfg.warmup_steps:])
+    print(runs[-1].summary["summary_line"])
+
+# %%
+gc.plots.sweep(runs, x="num_workers")
+
+# %% [markdown]
+# ## Spikiness and the knee
+# A starved GPU alternates between 100 % (a batch arrived) and 0 % (waiting), so the
+# standard deviation of its utilisation is high; a well-fed one stays flat near the top.
+# The knee is the smallest worker count within 10 % of the best throughput: workers beyond
+# it cost memory and CPU and buy little.
+
+# %%
+def util_spread(run):
+    """Std of GPU-Util (%) over the monitor samples taken while epochs ran; NaN without a GPU."""
+    gpu = run.gpu.dropna(subset=["util_gpu"])
+    inside = np.zeros(len(gpu), bool)
+    for _, start, end in gc.report.epoch_spans(run):
+        inside |= (gpu["t"] >= start).to_numpy() & (gpu["t"] <= end).to_numpy()
+    return float(gpu["util_gpu"][inside].std()) if inside.sum() > 1 else float("nan")
+
+table = gc.report.ladder_table(runs)
+table.insert(1, "num_workers", WORKER_COUNTS)
+table["gpu_util_std"] = [util_spread(r) for r in runs]
+table["step_ms_mean"] = [1000 * step_times[n].mean() if len(step_times[n]) else np.nan for n in WORKER_COUNTS]
+table["step_ms_std"] = [1000 * step_times[n].std() if len(step_times[n]) else np.nan for n in WORKER_COUNTS]
+table
+
+# %%
+best = table["samples_per_sec"].max()
+knee = table[table["samples_per_sec"] >= 0.9 * best].iloc[0]
+first = table.iloc[0]
+print(f"{int(first.num_workers)} workers: {first.samples_per_sec:,.0f} samples/s; best: {best:,.0f} samples/s "
+      f"(×{best / first.samples_per_sec:.1f}).")
+print(f"The knee: {int(knee.num_workers)} worker(s) already reach {knee.samples_per_sec / best:.0%} of the best.")
+spread = "gpu_util_std" if table["gpu_util_std"].notna().all() else "step_ms_std"
+unit = "GPU-Util std (%)" if spread == "gpu_util_std" else "step-time std (ms)"
+print(f"Spikiness ({unit}): " + ", ".join(f"{int(w)} worker(s) {s:.1f}"
+                                          for w, s in zip(table.num_workers, table[spread])))
+
+# %% [markdown]
+# ## What a worker costs in memory
+# Workers are forked processes. Their resident set (RSS) counts pages shared with the
+# notebook; the unique set (USS) is what each worker adds on its own. We measure both while
+# a loader is alive and has delivered a batch.
+
+# %%
+me = psutil.Process()
+memory = []
+for n in [n for n in WORKER_COUNTS if n > 0]:
+    before = {p.pid for p in me.children(recursive=True)}
+    loader = DataLoader(train_set, batch_size=64, shuffle=True, drop_last=True, num_workers=n)
+    batches = iter(loader)
+    next(batches)                              # the workers are up and have done real work
+    workers = [p for p in me.children(recursive=True) if p.pid not in before]
+    infos = [w.memory_full_info() for w in workers]
+    memory.append({"num_workers": n, "processes": len(workers),
+                   "rss_mib_per_worker": np.mean([i.rss for i in infos]) / 2**20,
+                   "uss_mib_per_worker": np.mean([i.uss for i in infos]) / 2**20})
+    del batches, loader
+memory = pd.DataFrame(memory)
+memory
+
+# %%
+per_worker = memory["uss_mib_per_worker"].mean()
+print(f"Each worker adds about {per_worker:,.0f} MiB of its own memory (RSS "
+      f"{memory['rss_mib_per_worker'].mean():,.0f} MiB including pages shared with the notebook): "
+      f"{recommended} workers cost about {recommended * per_worker:,.0f} MiB of RAM "
+      f"on this {psutil.virtual_memory().total / 2**30:,.0f} GiB machine.")
+
+# %% [markdown]
+# ## PyTorch's other loader knobs
+# Three more arguments of `DataLoader`, tried at the talk's worker count:
+#
+# - `pin_memory=True`: workers' batches are copied into page-locked host memory, from
+#   which the GPU copies without a detour, and `tensor.to(device, non_blocking=True)`
+#   (what `gc.train` does) lets that copy overlap with the computation.
+# - `persistent_workers=True`: the workers stay alive between epochs instead of being
+#   started again (and re-importing, re-forking) at the start of every epoch.
+# - `prefetch_factor=4`: each worker keeps 4 batches ready instead of 2, to ride out slow batches.
+#
+# The combined run is the ladder's "workers" rung.
+
+# %%
+knob_cfg = cfg.replace(epochs=KNOB_EPOCHS, num_workers=recommended)
+plain_iter = DataLoader(train_set, batch_size=64, shuffle=True, drop_last=True,
+                        num_workers=recommended)
+tuned_iter = DataLoader(train_set, batch_size=64, shuffle=True, drop_last=True,
+                        num_workers=recommended, pin_memory=torch.cuda.is_available(),
+                        persistent_workers=True, prefetch_factor=4)   # <- the knobs
+plain = gc.train(knob_cfg.replace(name=f"num_workers={recommended}, {KNOB_EPOCHS} epochs"),
+                 net=gc.get_model("resnet20"), train_iter=plain_iter, val_iter=val_iter, verbose=False)
+tuned = gc.train(knob_cfg.replace(name="workers", pin_memory=tuned_iter.pin_memory,
+                                  persistent_workers=True, prefetch_factor=4),
+                 net=gc.get_model("resnet20"), train_iter=tuned_iter, val_iter=val_iter, verbose=False)
+knobs = gc.report.ladder_table([plain, tuned])
+knobs["epoch 2+ time (s)"] = [r.epochs.epoch_time_s.iloc[1:].mean() for r in (plain, tuned)]
+knobs
+
+# %%
+gain = knobs.speedup.iloc[1]
+print(f"pin_memory + persistent_workers + prefetch_factor=4 at {recommended} workers: "
+      f"×{gain:.2f} the plain loader ({knobs.samples_per_sec.iloc[0]:,.0f} → {knobs.samples_per_sec.iloc[1]:,.0f} "
+      f"samples/s; epochs after the first {knobs['epoch 2+ time (s)'].iloc[0]:.2f} s → "
+      f"{knobs['epoch 2+ time (s)'].iloc[1]:.2f} s).")
+if not torch.cuda.is_available():
+    print(f"No GPU here: pinned memory only speeds up copies to a GPU, so it was left off "
+          f"(pin_memory={tuned_iter.pin_memory}); the workers and the model share {os.cpu_count()} "
+          "CPU cores, so on a GPU machine the same changes pay much more.")
+
+# %% [markdown]
+# ## Beside the reference machine
+# Runs of these notebooks at full size on an NVIDIA H200, when recorded, are kept in
+# `gpu_course/reference/pytorch-h200/` (its worker counts follow its own cores).
+
+# %%
+REFERENCE = pathlib.Path(gpu_course.__file__).parent / "reference" / "pytorch-h200"
+mine = runs + [plain, tuned]
+latest = {r.name: r for r in gc.load_runs(REFERENCE) if r.name.startswith(("num_workers=", "workers"))}
+if latest:
+    display(pd.concat({"this machine": gc.report.ladder_table(mine).set_index("rung"),
+                       "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")}))
+    ref = latest.get("workers")
+    if ref is not None:
+        print(f"The H200 reference's tuned loader ({ref.config['num_workers']} workers) trained at "
+              f"{gc.report.samples_per_sec(ref):,.0f} samples/s, waiting for data {gc.report.data_wait_share(ref):.0f}% "
+              f"of each step; this machine: {gc.report.samples_per_sec(tuned):,.0f} samples/s, "
+              f"{gc.report.data_wait_share(tuned):.0f}%.")
+else:
+    print(f"No reference results are recorded yet ({len(gc.load_runs(REFERENCE))} runs in "
+          f"{REFERENCE.relative_to(REFERENCE.parents[2])}): only this machine's numbers are shown.")
