@@ -77,15 +77,18 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add("lr-schedule", "cosine LR schedule after the warm-up", lr_scheduler="cosine",
             optimizer="sgd", optimizer_params=())
     else:
-        add("workers", f"DataLoader(num_workers={workers}, pin_memory=True, "
-            "persistent_workers=True)", num_workers=workers, pin_memory=True,
+        pin = gpus > 0  # page-locked memory only speeds up copies to a GPU
+        add("workers", f"DataLoader(num_workers={workers}, pin_memory={pin}, "
+            "persistent_workers=True)", num_workers=workers, pin_memory=pin,
             persistent_workers=True)
         add("compile", "torch.compile(net)", graph="hybrid")
         add("bfloat16", "autocast(bfloat16) + channels_last", dtype="bfloat16",
             channels_last=True)
+        # eta 0.1 keeps LARS's layer-wise rates on SGD's lr scale (the paper's 0.001
+        # expects a ~100x larger lr, at which the un-adapted biases and BN diverge)
         add("large-batch", f"batch {large}, LARS with linear warm-up, lr scaled",
             batch_size=large, optimizer="lars", lr_base_batch=128,
-            warmup_epochs=min(1.0, sizes["epochs"]))
+            warmup_epochs=min(1.0, sizes["epochs"]), optimizer_params=(("eta", 0.1),))
         add("lr-schedule", "one-cycle LR schedule", lr_scheduler="onecycle", warmup_epochs=0)
         add("data-on-gpu", "whole dataset and augmentation on the GPU", data_on_gpu=True,
             num_workers=0, pin_memory=False, persistent_workers=False)

@@ -23,7 +23,8 @@ class LARS(Optimizer):
     """Momentum SGD with a per-layer trust ratio.
 
     lr: the global rate (scale it with the batch and warm it up, as the paper does);
-    eta: the trust coefficient (the paper's 0.001); exclude_1d: treat parameters with
+    eta: the trust coefficient (the paper's 0.001, which expects a learning rate ~100x
+    SGD's; with SGD's lr use ~0.1, as the course's ladder does); exclude_1d: treat parameters with
     at most one dimension (biases, BatchNorm) as plain SGD without weight decay.
     """
 

@@ -164,9 +164,9 @@ with_gpm = activity.dropna(subset=["sm_active"])
 if len(with_gpm):
     display(activity.round(1))
     worst = with_gpm.loc[(with_gpm.util_gpu - with_gpm.sm_active).idxmax()]
-    print(f"'{worst.rung}': GPU-Util said {worst.util_gpu:.0f}% while the SMs were active {worst.sm_active:.0f}% "
-          f"and the tensor cores {worst.tensor_active:.0f}% of the time: a busy GPU by one measure, "
-          "a mostly idle chip by the other.")
+    tensor = f" and the tensor cores {worst.tensor_active:.0f}%" if not np.isnan(worst.tensor_active) else ""
+    print(f"'{worst.rung}': GPU-Util said {worst.util_gpu:.0f}% while the SMs were active {worst.sm_active:.0f}%"
+          f"{tensor} of the time: GPU-Util counts time with any kernel running, not how much of the chip worked.")
     gc.plots.utilisation_timeline(next(r for r in runs if r.name == worst.rung))
 else:
     devices = {g.get("name") for r in runs for g in (r.meta.get("hardware") or {}).get("gpus") or []}
