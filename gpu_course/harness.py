@@ -152,7 +152,9 @@ class Harness:
             util, cpu = window.get("gpu_util_mean"), window.get("cpu_percent_mean")
         val = rows[-1].get("val_acc") if rows else None
         cfg = self.cfg
-        line = summary_line(cfg.num_gpus, cfg.num_workers, cfg.batch_size, cfg.dtype,
+        from . import nvml
+        gpus = cfg.num_gpus if nvml.gpu_count() > 0 else 0  # CPU fallback: say so
+        line = summary_line(gpus, cfg.num_workers, cfg.batch_size, cfg.dtype,
                             numbers["samples_per_sec"], numbers["epoch_time_s"])
         return {**numbers, "gpu_util_mean": util, "cpu_percent_mean": cpu, "val_acc": val,
                 "summary_line": line}
