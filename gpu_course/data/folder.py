@@ -411,3 +411,10 @@ def _bar(total: int, desc: str):
     except ImportError:
         return None
     return tqdm(total=total, desc=desc, unit="img", mininterval=0.5, leave=False)
+
+
+def folder_split(cfg, root=None):
+    """(train index, validation index) of an experiment's image folder (cfg.data_dir,
+    else the generated default), split by cfg.train_size, cfg.test_size and cfg.seed."""
+    index = scan_folder(root or cfg.data_dir or default_folder())
+    return split(index, cfg.train_size, cfg.test_size, seed=cfg.seed)

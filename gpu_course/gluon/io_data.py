@@ -23,6 +23,7 @@ from mxnet.gluon.data import Dataset
 
 from ..config import Experiment
 from ..data import folder, packed
+from ..data.folder import folder_split
 from .data import Augment, make_loader
 from .recordio import RecordDataset, ensure_recordio
 
@@ -43,13 +44,6 @@ class SourceDataset(Dataset):
     def __getitem__(self, i):
         image, label = self.source.fetch(i)
         return mx.nd.array(image, dtype="uint8"), np.int32(label)
-
-
-def folder_split(cfg: Experiment, root=None):
-    """(train index, validation index) of cfg's image folder (cfg.data_dir, else the
-    generated default), split by cfg.train_size, cfg.test_size and cfg.seed."""
-    index = folder.scan_folder(root or cfg.data_dir or folder.default_folder())
-    return folder.split(index, cfg.train_size, cfg.test_size, seed=cfg.seed)
 
 
 def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..config import Experiment
 from ..data import folder, packed
+from ..data.folder import folder_split
 from .data import ImageDataset, make_loader
 
 KINDS = ("loose", "preresized", "packed", "memory", "gpu")
@@ -56,13 +57,6 @@ class SourceDataset(ImageDataset):
     def __getitem__(self, i: int):
         x, _ = super().__getitem__(i)   # reads self.images[i]: one fetch
         return x, np.int64(self.images.last_label)
-
-
-def folder_split(cfg: Experiment, root=None):
-    """(train index, validation index) of cfg's image folder (cfg.data_dir, else the
-    generated default), split by cfg.train_size, cfg.test_size and cfg.seed."""
-    index = folder.scan_folder(root or cfg.data_dir or folder.default_folder())
-    return folder.split(index, cfg.train_size, cfg.test_size, seed=cfg.seed)
 
 
 def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
