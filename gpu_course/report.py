@@ -381,3 +381,29 @@ def _slug(name: str) -> str:
 def _md_escape(text) -> str:
     """Markdown passes raw HTML through, so escape it, and pipes that would split cells."""
     return html.escape(str(text), quote=False).replace("|", "\\|")
+
+
+# -- reference results ----------------------------------------------------------------
+REFERENCE_ROOT = Path(__file__).resolve().parent / "reference"
+
+
+def reference_runs(*prefixes: str, folder: str = "pytorch-h200") -> dict:
+    """The newest reference run of each name starting with one of `prefixes`
+    (all names when none are given), keyed by name; {} when none are recorded."""
+    from .records import load_runs
+    runs = load_runs(REFERENCE_ROOT / folder)
+    return {r.name: r for r in runs if not prefixes or r.name.startswith(prefixes)}
+
+
+def beside_reference(mine, reference: dict, baseline=0):
+    """This machine's ladder table beside the reference runs' (one frame, two blocks)."""
+    return pd.concat({"this machine": ladder_table(list(mine), baseline).set_index("rung"),
+                      "reference": ladder_table(list(reference.values())).set_index("rung")})
+
+
+def no_reference_line(folder: str = "pytorch-h200") -> str:
+    """What a notebook prints when no reference results are recorded (computed, not typed)."""
+    from .records import load_runs
+    path = REFERENCE_ROOT / folder
+    return (f"No reference results are recorded yet ({len(load_runs(path))} runs in "
+            f"gpu_course/reference/{folder}): only this machine's numbers are shown.")

@@ -168,3 +168,20 @@ def test_write_report_escapes_run_names(tmp_path):
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<b>" not in html and "<script>" not in md and "a \\| b" in md
     assert paths["timelines"][0].name == "timeline-01-script-alert-1-script.png"
+
+
+def test_reference_helpers(tmp_path, monkeypatch):
+    from gpu_course import report as rep
+    from gpu_course.records import RunRecord
+    monkeypatch.setattr(rep, "REFERENCE_ROOT", tmp_path)
+    assert rep.reference_runs("naive") == {}
+    assert "No reference results are recorded yet (0 runs in" in rep.no_reference_line()
+    for name in ("naive", "workers", "naive"):  # the newest of a name wins
+        rec = RunRecord({"name": name}, "pytorch", runs_dir=tmp_path / "pytorch-h200",
+                        hardware_info={"gpus": [{"name": "NVIDIA H200"}]})
+        rec.finish(summary={"samples_per_sec": 100.0})
+    latest = rep.reference_runs("naive")
+    assert list(latest) == ["naive"] and latest["naive"].path == rec.path
+    assert set(rep.reference_runs()) == {"naive", "workers"}
+    frame = rep.beside_reference(list(latest.values()), rep.reference_runs())
+    assert set(frame.index.get_level_values(0)) == {"this machine", "reference"}

@@ -122,17 +122,13 @@ else:
 # runs can sit beside its reference.
 
 # %%
-REFERENCE = pathlib.Path(gpu_course.__file__).parent / "reference" / "pytorch-h200"
-names = [r.name for r in runs]
-latest = {r.name: r for r in gc.load_runs(REFERENCE) if r.name in names}   # newest of each name
+latest = gc.report.reference_runs(*{r.name for r in runs})   # newest of each name
 if latest:
-    display(pd.concat({"this machine": gc.report.ladder_table(runs).set_index("rung"),
-                       "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")}))
+    display(gc.report.beside_reference(runs, latest))
     ref = latest.get("naive")
     if ref is not None:
         print(f"The H200 reference trained the naive job at {gc.report.samples_per_sec(ref):,.0f} samples/s "
               f"with {gc.report.data_wait_share(ref):.0f}% of each step waiting for data; this machine: "
               f"{speed:,.0f} samples/s, {wait:.0f}%.")
 else:
-    print(f"No reference results are recorded yet ({len(gc.load_runs(REFERENCE))} runs in "
-          f"{REFERENCE.relative_to(REFERENCE.parents[2])}): only this machine's numbers are shown.")
+    print(gc.report.no_reference_line())

@@ -213,12 +213,10 @@ if not torch.cuda.is_available():
 # `gpu_course/reference/pytorch-h200/` (its worker counts follow its own cores).
 
 # %%
-REFERENCE = pathlib.Path(gpu_course.__file__).parent / "reference" / "pytorch-h200"
 mine = runs + [plain, tuned]
-latest = {r.name: r for r in gc.load_runs(REFERENCE) if r.name.startswith(("num_workers=", "workers"))}
+latest = gc.report.reference_runs("num_workers=", "workers")
 if latest:
-    display(pd.concat({"this machine": gc.report.ladder_table(mine).set_index("rung"),
-                       "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")}))
+    display(gc.report.beside_reference(mine, latest))
     ref = latest.get("workers")
     if ref is not None:
         print(f"The H200 reference's tuned loader ({ref.config['num_workers']} workers) trained at "
@@ -226,5 +224,4 @@ if latest:
               f"of each step; this machine: {gc.report.samples_per_sec(tuned):,.0f} samples/s, "
               f"{gc.report.data_wait_share(tuned):.0f}%.")
 else:
-    print(f"No reference results are recorded yet ({len(gc.load_runs(REFERENCE))} runs in "
-          f"{REFERENCE.relative_to(REFERENCE.parents[2])}): only this machine's numbers are shown.")
+    print(gc.report.no_reference_line())

@@ -131,16 +131,13 @@ if not on_gpu:
 # `gpu_course/reference/pytorch-h200/`.
 
 # %%
-REFERENCE = pathlib.Path(gpu_course.__file__).parent / "reference" / "pytorch-h200"
 mine = resnet_runs + tiny_runs
-latest = {r.name: r for r in gc.load_runs(REFERENCE) if r.name.startswith(("compile", "resnet20 ", "tiny "))}
+latest = gc.report.reference_runs("compile", "resnet20 ", "tiny ")
 if latest:
-    display(pd.concat({"this machine": gc.report.ladder_table(mine).set_index("rung"),
-                       "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")}))
+    display(gc.report.beside_reference(mine, latest))
     ref = latest.get("compile")
     if ref is not None:
         print(f"The H200 reference's compiled ResNet-20 trained at {gc.report.samples_per_sec(ref):,.0f} "
               f"samples/s; this machine: {gc.report.samples_per_sec(resnet_runs[1]):,.0f} samples/s.")
 else:
-    print(f"No reference results are recorded yet ({len(gc.load_runs(REFERENCE))} runs in "
-          f"{REFERENCE.relative_to(REFERENCE.parents[2])}): only this machine's numbers are shown.")
+    print(gc.report.no_reference_line())

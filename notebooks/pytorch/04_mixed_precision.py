@@ -162,9 +162,7 @@ if not on_gpu:
 # `gpu_course/reference/pytorch-h200/`.
 
 # %%
-REFERENCE = pathlib.Path(gpu_course.__file__).parent / "reference" / "pytorch-h200"
-names = [r.name for r in runs]
-latest = {r.name: r for r in gc.load_runs(REFERENCE) if r.name in names}
+latest = gc.report.reference_runs(*{r.name for r in runs})
 if latest:
     display(pd.concat({"this machine": table.drop(columns="ran as").set_index("rung"),
                        "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")}))
@@ -174,5 +172,4 @@ if latest:
               f"{gc.report.samples_per_sec(ref16) / gc.report.samples_per_sec(ref32):.2f} float32; "
               f"here ×{table.samples_per_sec[3] / table.samples_per_sec[0]:.2f}.")
 else:
-    print(f"No reference results are recorded yet ({len(gc.load_runs(REFERENCE))} runs in "
-          f"{REFERENCE.relative_to(REFERENCE.parents[2])}): only this machine's numbers are shown.")
+    print(gc.report.no_reference_line())

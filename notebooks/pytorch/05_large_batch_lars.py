@@ -214,18 +214,14 @@ print(f"Not reached in {OPT_EPOCHS} epoch(s): {', '.join(missed) if missed else 
 # `gpu_course/reference/pytorch-h200/`.
 
 # %%
-REFERENCE = pathlib.Path(gpu_course.__file__).parent / "reference" / "pytorch-h200"
 mine = sweep + [scaled_sgd, lars] + races
-latest = {r.name: r for r in gc.load_runs(REFERENCE)
-          if r.name.startswith(("batch_size=", "large-batch", "optimizer="))}
+latest = gc.report.reference_runs("batch_size=", "large-batch", "optimizer=")
 if latest:
-    display(pd.concat({"this machine": gc.report.ladder_table(mine).set_index("rung"),
-                       "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")}))
+    display(gc.report.beside_reference(mine, latest))
     ref = latest.get("large-batch")
     if ref is not None:
         print(f"The H200 reference's large-batch rung (batch {ref.config['batch_size']}, LARS) trained at "
               f"{gc.report.samples_per_sec(ref):,.0f} samples/s to {gc.report.val_acc(ref):.1%}; this machine "
               f"(batch {LARGE}): {gc.report.samples_per_sec(lars):,.0f} samples/s to {acc_lars:.1%}.")
 else:
-    print(f"No reference results are recorded yet ({len(gc.load_runs(REFERENCE))} runs in "
-          f"{REFERENCE.relative_to(REFERENCE.parents[2])}): only this machine's numbers are shown.")
+    print(gc.report.no_reference_line())

@@ -134,16 +134,13 @@ else:
 # `gpu_course/reference/pytorch-h200/`.
 
 # %%
-REFERENCE = pathlib.Path(gpu_course.__file__).parent / "reference" / "pytorch-h200"
-latest = {r.name: r for r in gc.load_runs(REFERENCE) if r.name.startswith(("lr_scheduler=", "lr-schedule"))}
+latest = gc.report.reference_runs("lr_scheduler=", "lr-schedule")
 if latest:
-    display(pd.concat({"this machine": gc.report.ladder_table(runs).set_index("rung"),
-                       "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")}))
+    display(gc.report.beside_reference(runs, latest))
     ref = latest.get("lr-schedule")
     if ref is not None:
         print(f"The H200 reference's one-cycle run reached {gc.report.val_acc(ref):.1%} after "
               f"{len(ref.epochs)} epochs at {gc.report.samples_per_sec(ref):,.0f} samples/s; this machine: "
               f"{gc.report.val_acc(runs[-1]):.1%} after {EPOCHS}.")
 else:
-    print(f"No reference results are recorded yet ({len(gc.load_runs(REFERENCE))} runs in "
-          f"{REFERENCE.relative_to(REFERENCE.parents[2])}): only this machine's numbers are shown.")
+    print(gc.report.no_reference_line())

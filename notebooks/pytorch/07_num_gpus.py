@@ -164,16 +164,13 @@ elif last.efficiency < 0.7:
 # `gpu_course/reference/pytorch-h200/` (a single GPU: its one-process run).
 
 # %%
-REFERENCE = pathlib.Path(gpu_course.__file__).parent / "reference" / "pytorch-h200"
-latest = {r.name: r for r in gc.load_runs(REFERENCE) if r.name.startswith(("processes=", "num-gpus"))}
+latest = gc.report.reference_runs("processes=", "num-gpus")
 if latest:
-    display(pd.concat({"this machine": gc.report.ladder_table(runs).set_index("rung"),
-                       "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")}))
+    display(gc.report.beside_reference(runs, latest))
     ref = latest.get("num-gpus")
     if ref is not None:
         print(f"The H200 reference ({ref.meta['notes'].get('world_size')} process(es)) trained at "
               f"{gc.report.samples_per_sec(ref):,.0f} samples/s; this machine with {int(last.processes)}: "
               f"{last.samples_per_sec:,.0f} samples/s.")
 else:
-    print(f"No reference results are recorded yet ({len(gc.load_runs(REFERENCE))} runs in "
-          f"{REFERENCE.relative_to(REFERENCE.parents[2])}): only this machine's numbers are shown.")
+    print(gc.report.no_reference_line())

@@ -181,13 +181,11 @@ else:
 # `gpu_course/reference/pytorch-h200/`.
 
 # %%
-REFERENCE = pathlib.Path(gpu_course.__file__).parent / "reference" / "pytorch-h200"
-reference = pick_rungs(gc.load_runs(REFERENCE))
+reference = pick_rungs(list(gc.report.reference_runs().values()))
 if reference:
     display(pd.concat({"this machine": table.set_index("rung")[["samples_per_sec", "speedup", "gpu_util", "val_acc"]],
                        "H200 reference": gc.report.ladder_table(reference).set_index("rung")[
                            ["samples_per_sec", "speedup", "gpu_util", "val_acc"]]}, axis=1))
     print(f"On the H200 reference: {gc.report.conclusion(reference)}")
 else:
-    print(f"No reference results are recorded yet ({len(gc.load_runs(REFERENCE))} runs in "
-          f"{REFERENCE.relative_to(REFERENCE.parents[2])}): only this machine's numbers are shown.")
+    print(gc.report.no_reference_line())
