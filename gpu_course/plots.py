@@ -18,14 +18,16 @@ import pandas as pd
 from matplotlib import transforms
 from matplotlib.figure import Figure
 
-from .report import (STATUS_TEXT, baseline_index, epoch_spans, gpu_util_mean, ladder_table)
+from .metrics import STATUS_TEXT, baseline_index, epoch_spans
+from .metrics import gpu_util as gpu_util_mean
+from .metrics import table as ladder_table
 
 DPI = 120
 MAX_GPU_PANEL_SETS = 4    # with more GPUs, one shared panel set with a line per GPU
 DEFAULT_LR_STEPS = 1000   # updates drawn when only callables are given
 FAILED = ("oom", "failed")
 METRIC_LABELS = {"samples_per_sec": "samples/s", "epoch_time_s": "epoch time (s)",
-                 "gpu_util": "GPU utilisation (%)", "data_wait_share": "data wait (% of step)",
+                 "gpu_util": "GPU utilisation (%)", "data_wait_share": "data wait (share of step time)",
                  "speedup": "speed-up over baseline", "val_acc": "validation accuracy"}
 
 

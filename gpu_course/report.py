@@ -1,15 +1,8 @@
-"""The ladder as numbers: a table of rungs, its text form, a Markdown/HTML report and a
-conclusion written from the measurements (never typed by hand).
+"""The ladder as text: a formatted table, a Markdown/HTML report and a conclusion
+written from the measurements (never typed by hand).
 
-Every function takes run records (`records.load_run`) and reads the same numbers:
-
-    samples/s    run.summary["samples_per_sec"], else the mean over epochs after the first
-    epoch time   likewise "epoch_time_s" (the first epoch carries start-up costs)
-    GPU util     run.summary["gpu_util_mean"], else the mean GPU-Util of the samples taken
-                 during epochs (NaN on the CPU)
-    data wait    share of step time spent waiting for the loader, in %
-    val acc      run.summary["val_acc"], else the last epoch's (a fraction, 0-1)
-
+Every number comes from `metrics`, the one module that defines them; the names below
+are the same functions, kept here so a notebook can write `gc.report.samples_per_sec(run)`.
 Matplotlib is imported only by `write_report`, so printing a table stays fast.
 """
 from __future__ import annotations
@@ -24,117 +17,36 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import metrics
+from .metrics import (STATUS_TEXT, baseline_index, data_wait_share, epoch_spans,  # noqa: F401
+                      epoch_time_s, gpu_util, samples_per_sec, samples_per_sec_all, status,
+                      val_acc)
 from .records import write_atomic
 
-LADDER_COLUMNS = ["rung", "samples_per_sec", "epoch_time_s", "gpu_util", "data_wait_share",
-                  "speedup", "val_acc", "status"]
-STATUS_TEXT = {"oom": "out of memory"}  # how a status reads in tables, charts and sentences
+LADDER_COLUMNS = metrics.TABLE_COLUMNS
 NO_VALUE = "–"
 
 # column -> (header, how a value is written); NaN is written NO_VALUE
 _FORMATS = {
     "rung": ("rung", str),
-    "samples_per_sec": ("samples/s", lambda v: f"{v:,.1f}"),
+    "samples_per_sec": ("samples/s (steady)", lambda v: f"{v:,.1f}"),
+    "samples_per_sec_all": ("samples/s (all)", lambda v: f"{v:,.1f}"),
     "epoch_time_s": ("epoch (s)", lambda v: f"{v:,.1f}"),
     "gpu_util": ("GPU util", lambda v: f"{v:.0f}%"),
-    "data_wait_share": ("data wait", lambda v: f"{v:.0f}%"),
-    "speedup": ("speed-up", lambda v: f"×{v:.1f}"),
+    "data_wait_share": ("data wait", lambda v: f"{100 * v:.0f}%"),
+    "spikiness": ("p95/p50 step", lambda v: f"{v:.2f}"),
+    "speedup": ("speed-up", lambda v: f"×{v:.2f}"),
     "val_acc": ("val acc", lambda v: f"{100 * v:.1f}%"),
     "status": ("status", lambda v: STATUS_TEXT.get(v, v)),
 }
 _TEXT_COLUMNS = {"rung", "status"}
 
 
-# -- one number per run ------------------------------------------------------------------
-
-def samples_per_sec(run) -> float:
-    """Training throughput of the run (NaN if it finished no epoch)."""
-    return _from_summary(run, "samples_per_sec",
-                         lambda: _steady_mean(run.epochs, "samples_per_sec"))
-
-
-def epoch_time_s(run) -> float:
-    """Seconds per epoch, the warm-up epoch left out when there are several."""
-    return _from_summary(run, "epoch_time_s", lambda: _steady_mean(run.epochs, "epoch_time_s"))
-
-
-def gpu_util_mean(run) -> float:
-    """Mean GPU-Util % while training, over all GPUs; NaN without GPU samples."""
-    return _from_summary(run, "gpu_util_mean", lambda: _training_util(run))
-
-
-def data_wait_share(run) -> float:
-    """Percent of step time spent waiting for the input pipeline."""
-    share = _number((run.summary or {}).get("data_wait_share"))
-    if not math.isnan(share):
-        return 100.0 * share  # the record keeps a fraction
-    epochs = run.epochs
-    if not len(epochs) or not {"data_wait_s", "compute_s"} <= set(epochs.columns):
-        return math.nan
-    wait = pd.to_numeric(epochs["data_wait_s"], errors="coerce").sum()
-    busy = wait + pd.to_numeric(epochs["compute_s"], errors="coerce").sum()
-    return 100.0 * wait / busy if busy > 0 else math.nan
-
-
-def val_acc(run) -> float:
-    """Validation accuracy at the end of the run, as a fraction."""
-    def last_epoch():
-        if "val_acc" not in run.epochs.columns:
-            return math.nan
-        values = pd.to_numeric(run.epochs["val_acc"], errors="coerce").dropna()
-        return float(values.iloc[-1]) if len(values) else math.nan
-    return _from_summary(run, "val_acc", last_epoch)
-
-
-def status(run) -> str:
-    """run.json's status: running, finished, interrupted, failed or oom."""
-    return str(run.meta.get("status") or "unknown")
-
-
-def epoch_spans(run) -> list[tuple[int, float, float]]:
-    """(epoch, t_start, t_end) on the monitor clock, from epochs.csv or else markers.csv.
-    An epoch that started but never ended (a crash) gets t_end NaN."""
-    epochs = run.epochs
-    if len(epochs) and {"epoch", "t_start", "t_end"} <= set(epochs.columns):
-        rows = epochs[["epoch", "t_start", "t_end"]].apply(pd.to_numeric, errors="coerce")
-        rows = rows.dropna(subset=["epoch", "t_start"])
-        spans = [(int(e), float(a), float(b)) for e, a, b in rows.itertuples(index=False)]
-    else:
-        spans = []
-    marked = _marker_spans(run.markers)
-    known = {epoch for epoch, _, _ in spans}
-    # markers also tell about the epoch a crash interrupted, which epochs.csv lacks
-    return sorted(spans + [span for span in marked if span[0] not in known])
-
-
-def baseline_index(runs, baseline) -> int:
-    """`baseline` as a position in `runs`: an index, or a run's name."""
-    names = [run.name for run in runs]
-    if isinstance(baseline, str):
-        if baseline not in names:
-            raise ValueError(f"baseline={baseline!r} is not a run name; allowed: {names}")
-        return names.index(baseline)
-    if isinstance(baseline, bool) or not isinstance(baseline, int) \
-            or not -len(runs) <= baseline < len(runs):
-        raise ValueError(f"baseline={baseline!r} must be a run name or an index "
-                         f"in 0..{len(runs) - 1}")
-    return baseline % len(runs)
-
-
 # -- tables --------------------------------------------------------------------------------
 
 def ladder_table(runs, baseline=0) -> pd.DataFrame:
-    """One row per run, in order: the ladder's numbers and the speed-up over `baseline`
-    (an index or a run name; speed-up is the ratio of samples/s)."""
-    runs = _as_list(runs)
-    rows = [{"rung": run.name, "samples_per_sec": samples_per_sec(run),
-             "epoch_time_s": epoch_time_s(run), "gpu_util": gpu_util_mean(run),
-             "data_wait_share": data_wait_share(run), "val_acc": val_acc(run),
-             "status": status(run)} for run in runs]
-    table = pd.DataFrame(rows, columns=[c for c in LADDER_COLUMNS if c != "speedup"])
-    base = table["samples_per_sec"].iloc[baseline_index(runs, baseline)]
-    table.insert(5, "speedup", table["samples_per_sec"] / base if base > 0 else math.nan)
-    return table
+    """One row per run, in order (`metrics.table`): each rung labelled by what ran."""
+    return metrics.table(runs, baseline)
 
 
 def format_table(df: pd.DataFrame) -> str:
@@ -316,47 +228,6 @@ def _number(value) -> float:
     except (TypeError, ValueError):
         return math.nan
     return number if math.isfinite(number) else math.nan
-
-
-def _from_summary(run, key, fallback) -> float:
-    value = _number((run.summary or {}).get(key))
-    return value if not math.isnan(value) else _number(fallback())
-
-
-def _steady_mean(epochs: pd.DataFrame, column: str) -> float:
-    if column not in epochs.columns:
-        return math.nan
-    values = pd.to_numeric(epochs[column], errors="coerce").dropna()
-    if len(values) > 1:
-        values = values.iloc[1:]  # the first epoch pays for start-up
-    return float(values.mean()) if len(values) else math.nan
-
-
-def _training_util(run) -> float:
-    gpu = run.gpu
-    if not len(gpu) or "util_gpu" not in gpu.columns:
-        return math.nan
-    t = pd.to_numeric(gpu["t"], errors="coerce")
-    util = pd.to_numeric(gpu["util_gpu"], errors="coerce")
-    spans = [(a, b) for _, a, b in epoch_spans(run)]
-    if spans:
-        inside = pd.Series(False, index=gpu.index)
-        for a, b in spans:
-            inside |= (t >= a) & ((t <= b) if not math.isnan(b) else True)
-        if (inside & util.notna()).any():
-            util = util[inside]
-    return float(util.mean()) if util.notna().any() else math.nan
-
-
-def _marker_spans(markers: pd.DataFrame) -> list[tuple[int, float, float]]:
-    starts, ends = {}, {}
-    if len(markers) and {"t", "label"} <= set(markers.columns):
-        for t, label in zip(markers["t"], markers["label"]):
-            match = re.fullmatch(r"\s*epoch\s+(\d+)\s+(start|end)\s*", str(label), re.IGNORECASE)
-            if match and not math.isnan(_number(t)):
-                which = starts if match.group(2).lower() == "start" else ends
-                which[int(match.group(1))] = float(t)
-    return [(n, starts[n], ends.get(n, math.nan)) for n in sorted(starts)]
 
 
 def _cell(column, value) -> str:

@@ -1,8 +1,9 @@
 """The Gluon (Apache MXNet 1.9) track: `from gpu_course import gluon as gc`.
 
 Same public names as `gpu_course.torch`, so a lesson reads the same in both tracks:
-gpu_count, try_devices, load_datasets, make_loader, load_data, get_model, train,
-evaluate, lr_scheduler, sweep, plus Experiment, load_run(s), plots and report.
+gpu_count, try_devices, load_datasets, make_loader, load_data, get_model, build,
+record, train, evaluate, lr_scheduler, sweep, plus Experiment, load_run(s), metrics,
+plots and report.
 """
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ from .data import load_data, load_datasets, make_loader
 from .devices import gpu_count, try_devices
 from .models import get_model
 from .optim import lr_scheduler, make_trainer, optimizer_params
-from .train import evaluate, train
+from .loop import evaluate, split
+from .record import record
+from .train import build, train
 
 __all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report",
            "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
-           "get_model", "train", "evaluate", "lr_scheduler", "optimizer_params",
+           "get_model", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
            "make_trainer", "sweep"]
 
 
@@ -31,6 +34,6 @@ def sweep(cfg: Experiment, field: str, values, **train_kwargs):
 
 def __getattr__(name: str):
     # plots and report load matplotlib: only when a notebook asks for them
-    if name in ("plots", "report", "diagnose"):
+    if name in ("plots", "report", "diagnose", "metrics"):
         return importlib.import_module(f"gpu_course.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,6 +9,9 @@ FLOAT16_ON_CPU = ("dtype='float16' needs a GPU: MXNet has no float16 convolution
                   "CPU (\"FP16 gemm on cpu not implemented\"), so this run trains in float32.")
 
 
+NCCL_ON_CPU = "kvstore='nccl' needs GPUs: gradients are summed with 'device'."
+
+
 def gpu_count() -> int:
     """GPUs MXNet can use (0 with a CPU-only MXNet build or no driver)."""
     try:
@@ -41,5 +44,5 @@ def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
         notices.append(FLOAT16_ON_CPU)
     if cfg.kvstore == "nccl" and not on_gpu(devices):
         cfg = cfg.replace(kvstore="device")
-        notices.append("kvstore='nccl' needs GPUs: gradients are summed with 'device'.")
+        notices.append(NCCL_ON_CPU)
     return cfg, " ".join(notices) or None

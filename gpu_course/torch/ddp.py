@@ -28,7 +28,7 @@ import torch
 import torch.distributed as dist
 
 from ..config import Experiment, check_gpus
-from ..records import OutOfMemory, default_runs_dir, load_run, write_atomic
+from ..records import OutOfMemory, default_runs_dir, load_run, update_meta
 from .devices import describe, gpu_count
 
 OOM_MARKER = "gpu_course out of memory:"  # a rank's last line when its batch did not fit
@@ -117,14 +117,12 @@ def _first_error(lines: list[str]) -> str:
 
 def _mark_oom(run_path: Path, message: str) -> None:
     """A rank other than 0 ran out of memory and rank 0 was stopped: say so in the record."""
-    meta_file = run_path / "run.json"
     try:
-        meta = json.loads(meta_file.read_text())
+        meta = json.loads((run_path / "run.json").read_text())
     except (OSError, ValueError):
         return
     if meta.get("status") != "oom":
-        meta.update(status="oom", error=message)
-        write_atomic(meta_file, json.dumps(meta, indent=2, sort_keys=True, default=str))
+        update_meta(run_path, status="oom", error=message)
 
 
 # -- inside each worker process ---------------------------------------------------------
