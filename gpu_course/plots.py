@@ -18,6 +18,7 @@ import pandas as pd
 from matplotlib import transforms
 from matplotlib.figure import Figure
 
+from . import metrics
 from .metrics import STATUS_TEXT, baseline_index, epoch_spans
 from .metrics import gpu_util as gpu_util_mean
 from .metrics import table as ladder_table
@@ -120,17 +121,23 @@ def throughput(runs, save=None) -> Figure:
                 ax.text(0, i, f"  {_failure_text(run)}", va="center", color="grey", fontsize=9)
                 continue
             ax.barh(i, value, color="C0", alpha=0.75)
-            per_epoch = _column(run.epochs, column)
-            jitter = np.linspace(-0.15, 0.15, len(per_epoch)) if len(per_epoch) > 1 else [0]
-            for j, (v, dy) in enumerate(zip(per_epoch, jitter)):
-                warmup = j == 0 and len(per_epoch) > 1
+            rows = run.epochs.to_dict("records")
+            jitter = np.linspace(-0.15, 0.15, len(rows)) if len(rows) > 1 else [0]
+            for row, dy in zip(rows, jitter):
+                n = metrics.epoch_numbers(row)
+                # an epoch of warm-up steps only has no steady rate: its whole-time rate,
+                # hollow (the same definition the bars' "all" column uses)
+                warmup = math.isnan(n["samples_per_sec"])
+                v = n[column] if column != "samples_per_sec" or not warmup \
+                    else n["samples_per_sec_all"]
                 ax.plot(v, i + dy, "o", ms=4, color="k", mfc="none" if warmup else "k")
         ax.set_xlabel(label)
         ax.set_xlim(left=0)
         ax.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(y, [run.name + _status_suffix(run) for run in runs])
+    axes[0].set_yticks(y, [metrics.label(run) + _status_suffix(run) for run in runs])
     axes[0].set_ylim(len(runs) - 0.5, -0.5)  # first run on top, rows without bars kept
-    fig.suptitle("Throughput per run (dots: epochs; hollow: warm-up epoch)")
+    fig.suptitle("Throughput per run: bars steady state (after warm-up); dots epochs "
+                 "(hollow: warm-up only, whole-epoch rate)")
     _caption(fig, runs)
     return _save(fig, save)
 
@@ -259,10 +266,11 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
     table = ladder_table(runs)
     if y in table.columns and y not in ("rung", "status"):
         ys = table[y].to_numpy(dtype=float)
-    elif all(y in (run.summary or {}) for run in runs):
-        ys = np.array([_float((run.summary or {}).get(y)) for run in runs])
+    elif y in metrics.summary(runs[0]):  # a number `metrics` defines, not in the table
+        ys = np.array([_float(metrics.summary(run)[y]) for run in runs])
     else:
         allowed = [c for c in table.columns if c not in ("rung", "status")]
+        allowed += [k for k in metrics.summary(runs[0]) if k not in allowed]
         raise ValueError(f"y={y!r} is not a ladder column or summary key; allowed: {allowed}")
     xs_raw = [run.config[x] for run in runs]
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs_raw)
