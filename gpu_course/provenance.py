@@ -9,7 +9,8 @@ refused, naming both values. No deep-learning framework here.
 """
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from .config import Experiment
 
@@ -51,3 +52,31 @@ def downgrades(requested: Experiment, ran: Experiment, why: dict[str, str]) -> l
 def not_as_asked(field: str, requested, ran, why: str) -> dict:
     """A downgrade that the config cannot express (data_on_gpu=True held in CPU memory)."""
     return {"field": field, "requested": requested, "ran": ran, "why": why}
+
+
+@dataclass
+class Parts:
+    """What an adapter's `build(cfg)` made for a notebook's own loop. It unpacks as
+    `net, train_iter, val_iter, optimizer = parts` (the Gluon optimizer is the
+    gluon.Trainer); `gc.record(parts)` records them with what really runs."""
+
+    net: Any
+    train_iter: Any
+    val_iter: Any
+    optimizer: Any
+    devices: list
+    cfg: Experiment                       # what runs on these devices
+    downgrades: list = field(default_factory=list)
+    notice: str | None = None
+
+    def __iter__(self):
+        return iter((self.net, self.train_iter, self.val_iter, self.optimizer))
+
+    def fill(self, net, train_iter, optimizer, devices, downgrades, notice) -> tuple:
+        """(cfg, net, train_iter, optimizer, devices, downgrades, notice): what `record`
+        was given explicitly, else these parts'."""
+        def pick(given, own):
+            return own if given is None else given
+        return (self.cfg, pick(net, self.net), pick(train_iter, self.train_iter),
+                pick(optimizer, self.optimizer), pick(devices, self.devices),
+                pick(downgrades, self.downgrades), pick(notice, self.notice))

@@ -1,7 +1,7 @@
 """The Gluon training loop every Gluon run uses (the ladder, the CLI, SageMaker, the
 notebooks' `gc.train`): GluonCV's CIFAR loop in plain Gluon, inside `gc.record`.
 
-    with gc.record(cfg, net=net, train_iter=train_iter, trainer=trainer) as rec:
+    with gc.record(parts) as rec:      # parts = gc.build(cfg)
         fit(rec, net, trainer, train_iter, val_iter, devices, dtype)
 
 No step waits for the devices to finish it. Loss and correct predictions are summed on

@@ -1,13 +1,15 @@
 """`gc.record(...)`: the course's bookkeeping around a plain Gluon loop, with what the
 loop was handed read back into the record.
 
-    net, train_iter, val_iter, trainer = gc.build(cfg)
-    with gc.record(cfg, net=net, train_iter=train_iter, trainer=trainer) as rec:
+    parts = gc.build(cfg)                          # unpacks as net, train_iter, val_iter, trainer
+    net, train_iter, val_iter, trainer = parts
+    with gc.record(parts) as rec:                  # or gc.record(cfg, net=..., ...)
         for epoch in rec.epochs():
             for data, label in rec.batches(train_iter):
                 ...plain Gluon...
                 rec.step(n, loss_sum=loss.sum(), correct=hits)   # stays on the device
-            rec.end_epoch(sync=mx.nd.waitall, evaluate=lambda: gc.evaluate(net, val_iter, ctx))
+            rec.end_epoch(sync=mx.nd.waitall,
+                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices))
 """
 from __future__ import annotations
 
@@ -24,13 +26,18 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS", "MXNET_ENGIN
                     "MXNET_MKLDNN_ENABLED", "KMP_AFFINITY", "KMP_BLOCKTIME")
 
 
-def record(cfg: Experiment, net=None, train_iter=None, trainer=None, devices=None,
+def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
            runs_dir=None, progress: bool = True, verbose: bool = True, on_epoch=None,
-           downgrades: list | None = None,
-           device_notice: str | None = None) -> Harness:
-    """The bookkeeping for one run of a plain Gluon loop (a context manager). What it is
-    handed (network, training loader, trainer, devices) is read back into the recorded
-    config, or refused when it contradicts a setting made in cfg."""
+           downgrades: list | None = None, device_notice: str | None = None) -> Harness:
+    """The bookkeeping for one run of a plain Gluon loop (a context manager). `cfg` is
+    an Experiment, or the `Parts` that `build` made (then its network, loader, trainer,
+    devices and downgrades are recorded). What it is handed (network, training loader,
+    gluon.Trainer as `optimizer`, devices) is read back into the recorded config, or
+    refused when it contradicts a setting made in cfg."""
+    if isinstance(cfg, provenance.Parts):
+        parts = cfg
+        cfg, net, train_iter, optimizer, devices, downgrades, device_notice = \
+            parts.fill(net, train_iter, optimizer, devices, downgrades, device_notice)
     if cfg.engine != "gluon":
         cfg = cfg.replace(engine="gluon")
     devices = list(devices) if devices is not None else None
@@ -46,8 +53,8 @@ def record(cfg: Experiment, net=None, train_iter=None, trainer=None, devices=Non
         found, facts["train_data"] = read_loader(train_iter, len(devices or [None]))
         cfg = provenance.reconcile(cfg, found, "the DataLoader",
                                    provenance.OWN_DATA_FIELDS if found.get("dataset") else ())
-    if trainer is not None:
-        found, facts["optimizer"] = read_trainer(trainer)
+    if optimizer is not None:
+        found, facts["optimizer"] = read_trainer(optimizer)
         cfg = provenance.reconcile(cfg, found, "the Trainer")
     return Harness(cfg, engine="gluon", runs_dir=runs_dir, device_notice=device_notice,
                    devices=str(devices) if devices is not None else None, progress=progress,

@@ -27,30 +27,36 @@ WHY = {"dtype": FLOAT16_ON_CPU, "kvstore": NCCL_ON_CPU}
 
 
 def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=None):
-    """(net, train_iter, val_iter, trainer, devices, cfg_that_runs, notice): exactly what
-    cfg describes on this machine, with any part passed in used as it is. The network
-    is initialised on the devices, cast and hybridized as the config that runs says."""
-    if cfg.engine != "gluon":  # validated again: PyTorch-only settings are refused here
-        cfg = cfg.replace(engine="gluon")
+    """What cfg describes on this machine, for a notebook's own loop: a `Parts` that
+    unpacks as (net, train_iter, val_iter, trainer), with .devices, .cfg (what runs:
+    float32 for a float16 request on a CPU) and .downgrades. Parts passed in are used as
+    they are; the network is initialised on the devices, cast and hybridized as the
+    config that runs says."""
+    requested = cfg if cfg.engine == "gluon" else cfg.replace(engine="gluon")
+    if net is not None:  # a network the notebook hybridized or cast itself is the request
+        found, _ = _read_network(net)
+        requested = provenance.reconcile(requested, found, "the network")
     notices = []
     if devices is None:
-        devices, notice = try_devices(cfg.num_gpus)
+        devices, notice = try_devices(requested.num_gpus)
         notices.append(notice)
     devices = [devices] if isinstance(devices, mx.Context) else list(devices)
-    cfg, notice = effective_config(cfg, devices)
+    ran, notice = effective_config(requested, devices)
     notices.append(notice)
-    random.seed(cfg.seed)
-    np.random.seed(cfg.seed)  # the DataLoader's shuffle
-    mx.random.seed(cfg.seed)
+    random.seed(ran.seed)
+    np.random.seed(ran.seed)  # the DataLoader's shuffle
+    mx.random.seed(ran.seed)
     if train_iter is None or val_iter is None:
-        train_set, val_set = load_datasets(cfg)
-        train_iter = train_iter if train_iter is not None else make_loader(train_set, cfg)
-        val_iter = val_iter if val_iter is not None else make_loader(val_set, cfg, train=False)
-    net = net if net is not None else get_model(cfg)
-    prepare(net, cfg, devices)
-    steps = _length(train_iter, cfg)
-    trainer = make_trainer(net, cfg, min(steps, cfg.max_steps or steps))
-    return net, train_iter, val_iter, trainer, devices, cfg, " ".join(n for n in notices if n) or None
+        train_set, val_set = load_datasets(ran)
+        train_iter = train_iter if train_iter is not None else make_loader(train_set, ran)
+        val_iter = val_iter if val_iter is not None else make_loader(val_set, ran, train=False)
+    net = net if net is not None else get_model(ran)
+    prepare(net, ran, devices)
+    steps = _length(train_iter, ran)
+    trainer = make_trainer(net, ran, min(steps, ran.max_steps or steps))
+    return provenance.Parts(net, train_iter, val_iter, trainer, devices, ran,
+                            provenance.downgrades(requested, ran, WHY),
+                            " ".join(n for n in notices if n) or None)
 
 
 def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None,
@@ -62,21 +68,15 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
     show one change in plain Gluon code; the rest is built from `cfg`. The record says
     what really ran: what it was handed, and e.g. float32 when float16 was asked for on
     a CPU (with the request beside it)."""
-    requested = cfg if cfg.engine == "gluon" else cfg.replace(engine="gluon")
-    if net is not None:  # a network the notebook hybridized or cast itself is the request
-        found, _ = _read_network(net)
-        requested = provenance.reconcile(requested, found, "the network")
-    net, train_iter, val_iter, trainer, devices, ran, notice = build(
-        requested, devices, net, train_iter, val_iter)
-    with record(ran, net=net, train_iter=train_iter, trainer=trainer, devices=devices,
-                runs_dir=runs_dir, progress=progress, verbose=verbose, on_epoch=on_epoch,
-                downgrades=provenance.downgrades(requested, ran, WHY),
-                device_notice=notice) as rec:
+    parts = build(cfg, devices, net, train_iter, val_iter)
+    with record(parts, runs_dir=runs_dir, progress=progress, verbose=verbose,
+                on_epoch=on_epoch) as rec:
         try:
-            fit(rec, net, trainer, train_iter, val_iter, devices, ran.dtype, ran.mock)
+            fit(rec, parts.net, parts.optimizer, parts.train_iter, parts.val_iter,
+                parts.devices, parts.cfg.dtype, parts.cfg.mock)
         except mx.base.MXNetError as err:
             if is_out_of_memory(err):
-                raise out_of_memory(err, ran, devices) from err
+                raise out_of_memory(err, parts.cfg, parts.devices) from err
             raise
     return rec.run
 

@@ -1,13 +1,15 @@
 """`gc.record(...)`: the course's bookkeeping around a plain PyTorch loop, with what the
 loop was handed read back into the record.
 
-    net, train_iter, val_iter, optimizer = gc.build(cfg)
-    with gc.record(cfg, net=net, train_iter=train_iter, optimizer=optimizer) as rec:
+    parts = gc.build(cfg)                  # unpacks as net, train_iter, val_iter, optimizer
+    net, train_iter, val_iter, optimizer = parts
+    with gc.record(parts) as rec:          # or gc.record(cfg, net=..., train_iter=..., ...)
         for epoch in rec.epochs():
             for x, y in rec.batches(train_iter):
                 ...plain PyTorch...
                 rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
-            rec.end_epoch(sync=torch.cuda.synchronize, evaluate=lambda: gc.evaluate(...))
+            rec.end_epoch(sync=torch.cuda.synchronize,          # on a GPU; None on a CPU
+                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices))
 """
 from __future__ import annotations
 
@@ -17,21 +19,26 @@ import torch
 import torch.distributed as dist
 
 from .. import provenance
-from ..config import OWN, Experiment
+from ..config import OWN, Experiment  # noqa: F401
 from ..harness import Harness
 from .devices import describe
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME")
 
 
-def record(cfg: Experiment, net=None, train_iter=None, optimizer=None, devices=None,
+def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
            runs_dir=None, progress: bool = True, verbose: bool = True, on_epoch=None,
            downgrades: list | None = None, device_notice: str | None = None,
            leader: bool = True, world_size: int = 1) -> Harness:
     """The bookkeeping for one run of a plain PyTorch loop (a context manager). What it
     is handed (network, training loader, optimizer, devices) is read back into the
-    recorded config, or refused when it contradicts a setting made in cfg. Under DDP
-    every process calls it; only the leader (rank 0) monitors and records."""
+    recorded config, or refused when it contradicts a setting made in cfg. `cfg` may be
+    the `Parts` that `build` made (its network, loader, optimizer, device and downgrades
+    are then recorded). Under DDP every process calls it; only the leader (rank 0)
+    monitors and records."""
+    if isinstance(cfg, provenance.Parts):
+        cfg, net, train_iter, optimizer, devices, downgrades, device_notice = \
+            cfg.fill(net, train_iter, optimizer, devices, downgrades, device_notice)
     if cfg.engine != "pytorch":
         cfg = cfg.replace(engine="pytorch")
     devices = [torch.device(d) for d in devices] if devices is not None else [torch.device("cpu")]

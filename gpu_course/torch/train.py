@@ -81,19 +81,26 @@ def what_changed(requested: Experiment, ran: Experiment, device: torch.device) -
 
 
 def build(cfg: Experiment, device=None):
-    """(net, train_iter, val_iter, optimizer): exactly what cfg describes, on `device`
-    (default: the first GPU, or the CPU), for a notebook's own loop. The network is on
-    the device and in channels_last when cfg says; compiling it is the lesson's line."""
+    """What cfg describes, on `device` (default: the first GPU, or the CPU), for a
+    notebook's own loop: a `Parts` that unpacks as (net, train_iter, val_iter,
+    optimizer), with .devices, .cfg (what runs: bfloat16 for a float16 request on a CPU)
+    and .downgrades. The network is on the device (channels_last when cfg says);
+    compiling it, autocast and the scheduler are the lesson's own lines."""
     if cfg.engine != "pytorch":
         cfg = cfg.replace(engine="pytorch")
-    device = torch.device(device) if device is not None else try_devices(1)[0][0]
-    cfg, _ = effective_config(cfg, device)
-    torch.manual_seed(cfg.seed)
-    net = get_model(cfg).to(device)
-    if cfg.channels_last:
+    notice = None
+    if device is None:
+        (device,), notice = try_devices(1)
+    device = torch.device(device)
+    ran, changed = effective_config(cfg, device)
+    torch.manual_seed(ran.seed)
+    net = get_model(ran).to(device)
+    if ran.channels_last:
         net = net.to(memory_format=torch.channels_last)
-    train_iter, val_iter = build_loaders(cfg, device)
-    return net, train_iter, val_iter, make_optimizer(net, cfg)
+    train_iter, val_iter = build_loaders(ran, device)
+    return provenance.Parts(net, train_iter, val_iter, make_optimizer(net, ran), [device], ran,
+                            what_changed(cfg, ran, device),
+                            " ".join(n for n in (notice, changed) if n) or None)
 
 
 def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment, str | None]:

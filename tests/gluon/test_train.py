@@ -226,3 +226,27 @@ def test_the_tiny_cnn_learns_the_generated_data():
     assert run.epochs["val_acc"].iloc[-1] > 0.18
     assert run.epochs["loss"].iloc[-1] < run.epochs["loss"].iloc[0]
 
+
+
+def test_a_notebooks_own_loop_is_recorded_by_gc_record(small_cfg):
+    """The lesson's code is the measured code: a plain Gluon loop inside gc.record."""
+    from mxnet import autograd, gluon
+    parts = gc.build(small_cfg.replace(name="own loop", max_steps=3, dtype="float16"))
+    net, train_iter, val_iter, trainer = parts
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    with gc.record(parts, progress=False, verbose=False) as rec:
+        for _ in rec.epochs():
+            for data, label in rec.batches(train_iter):
+                xs, ys = gc.split(data, label, parts.devices)
+                with autograd.record():
+                    losses = [loss_fn(net(x), y) for x, y in zip(xs, ys)]
+                autograd.backward(losses)
+                trainer.step(data.shape[0])
+                rec.step(data.shape[0], loss_sum=[loss.sum() for loss in losses])
+            rec.end_epoch(sync=mx.nd.waitall,
+                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices))
+    run = rec.run
+    assert run.status == "finished" and len(run.steps) == 3
+    assert run.epochs.loss[0] > 0 and 0 <= run.epochs.val_acc[0] <= 1
+    assert run.meta["requested"] == {"dtype": "float16"}  # a CPU: float32 ran
+    assert run.meta["ran"]["optimizer"]["optimizer"] == "sgd"
