@@ -30,6 +30,7 @@ import re
 import pandas as pd
 
 WAITED = 0.10      # a step "waited for data" when its data wait was over 10 % of its time
+SHARED = 0.5       # load beyond the run's own above half a core: the machine was shared
 STATUS_TEXT = {"oom": "out of memory"}  # how a status reads in tables, charts and sentences
 TABLE_COLUMNS = ["rung", "samples_per_sec", "samples_per_sec_all", "epoch_time_s", "gpu_util",
                  "data_wait_share", "spikiness", "speedup", "val_acc", "status"]
@@ -151,6 +152,25 @@ def summary(run) -> dict:
             "epoch_time_s": epoch_time_s(run), "warmup_s": warmup_s(run),
             "data_wait_share": data_wait_share(run), "gpu_util": gpu_util(run),
             **steadiness(run), "val_acc": val_acc(run), "epochs": len(run.epochs)}
+
+
+def machine_load(run) -> dict:
+    """How busy the machine was while the run ran: the mean 1-minute load average at its
+    start and end, the cores the run's own process used (CPU time / wall time; loader
+    workers are other processes and count as load), and whether something else shared
+    the machine: load beyond the run's own of more than SHARED of a core."""
+    load = run.meta.get("load") or {}
+    start, end = load.get("start") or {}, load.get("end") or {}
+    averages = [_num(x.get("loadavg_1m")) for x in (start, end)]
+    averages = [a for a in averages if not math.isnan(a)]
+    wall = _num(end.get("wall")) - _num(start.get("wall"))
+    own = share(_num(end.get("process_cpu_s")) - _num(start.get("process_cpu_s")), wall)
+    workers = _num((run.config or {}).get("num_workers")) or 0.0
+    mean = sum(averages) / len(averages) if averages else math.nan
+    # the run itself accounts for its own process and up to one core per loader worker
+    other = mean - (own if not math.isnan(own) else 1.0) - workers
+    return {"loadavg": mean, "own_cores": own, "other_load": other,
+            "cpu_count": _num(start.get("cpu_count")), "shared": bool(other > SHARED)}
 
 
 # -- what ran -----------------------------------------------------------------------------

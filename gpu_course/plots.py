@@ -104,6 +104,53 @@ def cpu_timeline(run, save=None) -> Figure:
     return _save(fig, save)
 
 
+def step_times(run, save=None) -> Figure:
+    """Every step of the run: its time split into data wait and compute (host-side) over
+    the step number, warm-up shaded, epochs marked; beside it the steady steps' histogram
+    with the median and the 95th percentile (their ratio is the run's spikiness)."""
+    steps = run.steps
+    fig = _figure(11, 3.8)
+    series, hist = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1]})
+    if not len(steps):
+        series.text(0.5, 0.5, "no per-step rows in this record", ha="center",
+                    transform=series.transAxes)
+        fig.suptitle(f"{metrics.label(run)}: steps")
+        return _save(fig, save)
+    x = np.arange(len(steps))
+    wait_ms = _column(steps, "data_wait_s") * 1e3
+    compute_ms = _column(steps, "compute_s") * 1e3
+    series.fill_between(x, 0, wait_ms, step="mid", color="C3", alpha=0.7, label="data wait")
+    series.fill_between(x, wait_ms, wait_ms + compute_ms, step="mid", color="C0", alpha=0.6,
+                        label="compute (host: dispatch + back-pressure)")
+    warm = np.flatnonzero(_column(steps, "timed") == 0)
+    if len(warm):
+        series.axvspan(-0.5, warm.max() + 0.5, color="0.85", zorder=0, label="warm-up")
+    epochs = _column(steps, "epoch")
+    for i in np.flatnonzero(np.diff(epochs) != 0):
+        series.axvline(i + 0.5, color="k", lw=0.6, ls=":")
+    series.set(xlabel="step (dotted: a new epoch)", ylabel="step time (ms)",
+               xlim=(-0.5, len(steps) - 0.5))
+    series.set_ylim(bottom=0)
+    _legend(series)
+    steady = metrics.steadiness(run)
+    timed = (wait_ms + compute_ms)[_column(steps, "timed") == 1]
+    if len(timed):
+        hist.hist(timed, bins=min(40, max(5, len(timed) // 5)), color="C0", alpha=0.75,
+                  orientation="horizontal")
+        for value, text in ((steady["step_p50_s"], "median"), (steady["step_p95_s"], "p95")):
+            hist.axhline(value * 1e3, color="k", ls="--" if text == "p95" else "-", lw=1)
+            hist.text(hist.get_xlim()[1], value * 1e3, f" {text} {value * 1e3:.1f} ms",
+                      va="bottom", ha="right", fontsize=8)
+        hist.set_ylim(series.get_ylim())
+    hist.set(xlabel="steady steps", yticklabels=[])
+    waited = steady["waited_share"]
+    fig.suptitle(f"{metrics.label(run)}: p95/median step {steady['spikiness']:.2f}, "
+                 f"{'–' if math.isnan(waited) else f'{waited:.0%}'} of steady steps waited "
+                 "for data" if steady["steady_steps"] else f"{metrics.label(run)}: warm-up only")
+    _caption(fig, [run])
+    return _save(fig, save)
+
+
 # -- how runs compare ------------------------------------------------------------------
 
 def throughput(runs, save=None) -> Figure:

@@ -65,33 +65,72 @@ def format_table(df: pd.DataFrame) -> str:
 
 
 def conclusion(runs, baseline=0) -> str:
-    """One or two sentences on the ladder, computed from its numbers."""
+    """The ladder in a few sentences, computed from its numbers and judged against the
+    run-to-run noise (`noise`): the fastest rung against the baseline, then what each
+    rung's change did to the rung before it (helped, hurt, within noise), when a warm-up
+    (compile) cost pays back, and whether another program shared the machine."""
+    from . import noise
     runs = _as_list(runs)
     table = ladder_table(runs, baseline)
-    base = table.iloc[baseline_index(runs, baseline)]
+    base_i = baseline_index(runs, baseline)
+    base = table.iloc[base_i]
     failed = [f"'{r.rung}' " + ("ran out of memory" if r.status == "oom" else "failed")
               for r in table.itertuples() if r.status in ("oom", "failed")]
     failed_text = f" {_join(failed)}." if failed else ""
-    done = table[(table["samples_per_sec"] > 0) & ~table["status"].isin(["oom", "failed"])]
-    if not len(done):
-        return "No rung finished an epoch, so there is nothing to compare yet." + failed_text
-    best = done.loc[done["samples_per_sec"].idxmax()]
+    ok = [i for i, r in enumerate(table.itertuples())
+          if r.samples_per_sec > 0 and r.status not in ("oom", "failed")]
+    if not ok:
+        return "No rung finished a steady step, so there is nothing to compare yet." + failed_text
+    best_i = max(ok, key=lambda i: table.samples_per_sec[i])
+    best = table.iloc[best_i]
     where = " on the CPU" if math.isnan(best["gpu_util"]) else ""
     speed = f"{best['samples_per_sec']:,.0f} samples/s{where}"
-    if best["rung"] == base["rung"]:
-        text = f"The baseline '{base['rung']}' is the fastest rung at {speed}."
+    if best_i == base_i:
+        text = [f"The baseline '{base['rung']}' is the fastest rung at {speed}."]
     elif math.isnan(best["speedup"]):
-        text = (f"The fastest rung, '{best['rung']}', trains at {speed}; the baseline "
+        text = [f"The fastest rung, '{best['rung']}', trains at {speed}; the baseline "
                 f"'{base['rung']}' has no throughput to compare "
-                f"({STATUS_TEXT.get(base['status'], base['status'])}).")
+                f"({STATUS_TEXT.get(base['status'], base['status'])})."]
     else:
-        text = (f"The fastest rung, '{best['rung']}', trains at {speed}, "
-                f"×{best['speedup']:.1f} the baseline '{base['rung']}'")
+        verdict = noise.compare(runs[base_i], runs[best_i])
+        line = (f"The fastest rung, '{best['rung']}', trains at {speed}: against the "
+                f"baseline '{base['rung']}' {noise.sentence(verdict)}")
         if not (math.isnan(base["gpu_util"]) or math.isnan(best["gpu_util"])):
-            text += (f"; GPU utilisation went from {base['gpu_util']:.0f}% "
+            line += (f"; GPU utilisation went from {base['gpu_util']:.0f}% "
                      f"to {best['gpu_util']:.0f}%")
-        text += "."
-    return text + failed_text
+        text = [line + "."]
+    steps = []
+    for before, after in zip(ok, ok[1:]):
+        verdict = noise.compare(runs[before], runs[after])
+        steps.append(f"'{table.rung[after]}' {noise.sentence(verdict)}")
+    if steps:
+        text.append("Each rung against the one before it: " + "; ".join(steps) + ".")
+    text += _warmup_costs(runs, table, ok)
+    shared = [table.rung[i] for i, run in enumerate(runs) if metrics.machine_load(run)["shared"]]
+    if shared:
+        text.append(f"Another program shared the machine during {_join(shared)} (load "
+                    "average above the run's own use): their numbers are pessimistic and "
+                    "noisier.")
+    return " ".join(text) + failed_text
+
+
+def _warmup_costs(runs, table, ok) -> list[str]:
+    """A sentence per rung whose warm-up (compile, autotuning) cost more than 10 % of its
+    whole run: how long it took, and after how many epochs its speed pays it back
+    against the rung before it."""
+    out = []
+    for before, after in zip(ok, ok[1:]):
+        steady, whole = table.samples_per_sec[after], table.samples_per_sec_all[after]
+        if not whole or math.isnan(whole) or whole >= 0.9 * steady:
+            continue
+        warm = metrics.warmup_s(runs[after]) - metrics.warmup_s(runs[before])
+        per_epoch = table.epoch_time_s[before] - table.epoch_time_s[after]
+        gain = (f"it pays back after {warm / per_epoch:.1f} epochs" if per_epoch > 0 and warm > 0
+                else "at this size it does not pay back")
+        out.append(f"'{table.rung[after]}' spent {metrics.warmup_s(runs[after]):.1f} s in "
+                   f"warm-up steps (samples/s over the whole run {whole:,.0f} against "
+                   f"{steady:,.0f} steady): {gain}.")
+    return out
 
 
 # -- the report ----------------------------------------------------------------------------
@@ -114,18 +153,22 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0) -> dict:
     timelines = [out / f"timeline-{i + 1:02d}-{_slug(run.name)}.png" for i, run in enumerate(runs)]
     for run, path in zip(runs, timelines):
         plots.utilisation_timeline(run, save=path)
+    step_figures = [out / f"steps-{i + 1:02d}-{_slug(run.name)}.png" for i, run in enumerate(runs)]
+    for run, path in zip(runs, step_figures):
+        plots.step_times(run, save=path)
 
     sections = {
         "title": title, "conclusion": conclusion(runs, baseline),
         "header": _header(runs), "table": table, "runs": _run_lines(runs),
         "figures": [("Ladder", figures["ladder"]), ("Throughput", figures["throughput"]),
                     ("Accuracy and loss", figures["curves"])]
-        + [(f"Utilisation: {run.name}", path) for run, path in zip(runs, timelines)],
+        + [(f"Utilisation: {run.name}", path) for run, path in zip(runs, timelines)]
+        + [(f"Steps: {run.name}", path) for run, path in zip(runs, step_figures)],
     }
     paths = {"markdown": out / "report.md", "html": out / "report.html"}
     write_atomic(paths["markdown"], _markdown(sections))  # temp file + rename
     write_atomic(paths["html"], _html(sections))
-    return {**paths, **figures, "timelines": timelines}
+    return {**paths, **figures, "timelines": timelines, "steps": step_figures}
 
 
 def _header(runs) -> list[tuple[str, str]]:

@@ -263,3 +263,21 @@ def test_hardware_caption_lists_distinct_machines(runs):
     assert caption == ("2 × NVIDIA H100 80GB HBM3 (driver 550.54.15); "
                        "CPU only: Intel(R) Xeon(R) CPU @ 2.20GHz, 2 cores")
     assert not math.isnan(report.gpu_util(runs["gpu"]["naive"]))
+
+
+def test_step_times_split_each_step_and_mark_the_warm_up(tmp_path):
+    run = fake_runs.load(fake_runs.write_run(tmp_path, "spiky", data_wait_share=0.4, seed=9))
+    fig = plots.step_times(run, save=tmp_path / "steps.png")
+    series, hist = fig.axes
+    assert (tmp_path / "steps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    labels = [t.get_text() for t in series.get_legend().get_texts()]
+    assert labels[:2] == ["data wait", "compute (host: dispatch + back-pressure)"]
+    assert "warm-up" in labels
+    steady = gpu_course_metrics().steadiness(run)
+    assert f"p95/median step {steady['spikiness']:.2f}" in fig._suptitle.get_text()
+    assert any(f"median {steady['step_p50_s'] * 1e3:.1f} ms" in t.get_text() for t in hist.texts)
+
+
+def gpu_course_metrics():
+    from gpu_course import metrics
+    return metrics

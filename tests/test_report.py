@@ -127,15 +127,28 @@ def test_format_table_writes_nan_as_a_dash():
     assert report.format_table(df).splitlines()[2].split() == ["a", "–", "×3.24", "97%", "91.2%"]
 
 
-def test_conclusion_names_the_fastest_rung_and_its_factor(gpu):
+def test_conclusion_names_the_fastest_rung_and_judges_it_against_noise(gpu):
+    from gpu_course import noise
     table = report.ladder_table(gpu)
     text = report.conclusion(gpu)
-    # '2 GPUs' measured more samples/s before it failed, but a failed rung does not win
+    verdict = noise.compare(gpu[0], gpu[2])
+    assert verdict.kind == "faster"
+    # '2 GPUs' died in its warm-up epoch: no steady number, it cannot win
     assert text.startswith(f"The fastest rung, 'float16', trains at "
-                           f"{table.samples_per_sec[2]:,.0f} samples/s, "
-                           f"×{table.speedup[2]:.1f} the baseline 'naive'; GPU utilisation "
-                           f"went from {table.gpu_util[0]:.0f}% to {table.gpu_util[2]:.0f}%.")
+                           f"{table.samples_per_sec[2]:,.0f} samples/s: against the baseline "
+                           f"'naive' {noise.sentence(verdict)}; GPU utilisation went from "
+                           f"{table.gpu_util[0]:.0f}% to {table.gpu_util[2]:.0f}%.")
+    assert ("Each rung against the one before it: '8 workers' ×" in text
+            and "'float16' ×" in text)
     assert text.endswith("'2 GPUs' failed and 'batch 4096' ran out of memory.")
+
+
+def test_a_difference_inside_the_noise_is_called_so(tmp_path):
+    a = fake_runs.load(fake_runs.write_run(tmp_path, "a", samples_per_sec=500.0, seed=1))
+    b = fake_runs.load(fake_runs.write_run(tmp_path, "b", samples_per_sec=503.0, seed=2,
+                                           index=1))
+    text = report.conclusion([a, b])
+    assert "within noise" in text and "faster" not in text.split("Each rung")[1]
 
 
 def test_conclusion_on_the_cpu_leaves_out_utilisation(cpu):
@@ -147,16 +160,33 @@ def test_conclusion_on_the_cpu_leaves_out_utilisation(cpu):
 
 
 def test_conclusion_when_nothing_finished(gpu):
-    assert report.conclusion(gpu[4:]).startswith("No rung finished an epoch")
+    assert report.conclusion(gpu[4:]).startswith("No rung finished a steady step")
+
+
+def test_a_shared_machine_is_named(tmp_path):
+    import json
+    path = fake_runs.write_run(tmp_path, "busy", seed=4)
+    meta = json.loads((path / "run.json").read_text())
+    meta["load"] = {"start": {"loadavg_1m": 6.0, "process_cpu_s": 0.0, "wall": 0.0,
+                              "cpu_count": 2},
+                    "end": {"loadavg_1m": 7.0, "process_cpu_s": 10.0, "wall": 10.0,
+                            "cpu_count": 2}}
+    (path / "run.json").write_text(json.dumps(meta))
+    run = fake_runs.load(path)
+    from gpu_course import metrics
+    assert metrics.machine_load(run)["shared"]  # 6.5 load, 1 core its own, no workers
+    assert "Another program shared the machine during busy" in report.conclusion([run])
 
 
 def test_write_report_writes_markdown_html_and_figures(gpu, tmp_path):
     out = tmp_path / "report"
     gpu = [gpu[0], gpu[2], gpu[4]]  # naive, float16, OOM: three timelines keep it quick
     paths = report.write_report(gpu, out, title="ladder <H100>")
-    assert set(paths) == {"markdown", "html", "ladder", "throughput", "curves", "timelines"}
-    assert len(paths["timelines"]) == len(gpu)
-    for png in [paths["ladder"], paths["throughput"], paths["curves"], *paths["timelines"]]:
+    assert set(paths) == {"markdown", "html", "ladder", "throughput", "curves", "timelines",
+                          "steps"}
+    assert len(paths["timelines"]) == len(paths["steps"]) == len(gpu)
+    for png in [paths["ladder"], paths["throughput"], paths["curves"], *paths["timelines"],
+                *paths["steps"]]:
         assert png.parent == out and png.read_bytes()[:8] == PNG_MAGIC
     md = paths["markdown"].read_text()
     assert md.startswith("# ladder &lt;H100&gt;")
@@ -165,7 +195,7 @@ def test_write_report_writes_markdown_html_and_figures(gpu, tmp_path):
     assert "![Ladder](ladder.png)" in md and "(timeline-03-batch-4096.png)" in md
     assert "| float16 |" in md
     html = paths["html"].read_text()
-    assert html.count('src="data:image/png;base64,') == 3 + len(gpu)  # self-contained
+    assert html.count('src="data:image/png;base64,') == 3 + 2 * len(gpu)  # self-contained
     assert "<h1>ladder &lt;H100&gt;</h1>" in html
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []  # no temp files
 
