@@ -32,7 +32,7 @@ import pandas as pd
 WAITED = 0.10      # a step "waited for data" when its data wait was over 10 % of its time
 SHARED = 0.5       # load beyond the run's own above half a core: the machine was shared
 STATUS_TEXT = {"oom": "out of memory"}  # how a status reads in tables, charts and sentences
-TABLE_COLUMNS = ["rung", "samples_per_sec", "samples_per_sec_all", "epoch_time_s", "gpu_util",
+TABLE_COLUMNS = ["rung", "ran", "samples_per_sec", "samples_per_sec_all", "epoch_time_s", "gpu_util",
                  "data_wait_share", "spikiness", "speedup", "val_acc", "status"]
 
 
@@ -181,20 +181,28 @@ def ran_as(run) -> dict:
             for d in run.meta.get("downgrades") or []}
 
 
-def label(run) -> str:
-    """The run's name, with what really ran beside what was asked for, e.g.
-    "float16 (ran float32; float16 requested)"; the TF32 note for float32 on a GPU."""
+def ran_text(run) -> str:
+    """What ran where it differs from the request, e.g. "dtype float32 ran, float16
+    requested"; the TF32 note for float32 convolutions on a GPU; "" when as asked."""
     changes = [f"{field} {ran} ran, {requested} requested"
                for field, (requested, ran, _) in ran_as(run).items()]
     tf32 = (run.meta.get("ran") or {}).get("tf32") or {}
     if tf32.get("convolutions"):
         changes.append("float32 convolutions ran in TF32")
-    return f"{run.name} ({'; '.join(changes)})" if changes else str(run.name)
+    return "; ".join(changes)
+
+
+def label(run) -> str:
+    """The run's name with `ran_text` beside it, e.g.
+    "float16 (dtype float32 ran, float16 requested)"."""
+    text = ran_text(run)
+    return f"{run.name} ({text})" if text else str(run.name)
 
 
 # -- the ladder table ---------------------------------------------------------------------
 def table(runs, baseline=0) -> pd.DataFrame:
-    """One row per run, in order, with the speed-up of samples/s over `baseline` (an index
+    """One row per run, in order: its name ("rung"), what ran where it differs from the
+    request ("ran"), the numbers, and the speed-up of samples/s over `baseline` (an index
     or a run name). data_wait_share and val_acc are fractions, gpu_util a percent."""
     runs = list(runs)
     if not runs:
@@ -202,8 +210,9 @@ def table(runs, baseline=0) -> pd.DataFrame:
     rows = []
     for run in runs:
         s = summary(run)
-        rows.append({"rung": label(run), **{c: s.get(c) for c in TABLE_COLUMNS
-                                            if c not in ("rung", "speedup", "status")},
+        rows.append({"rung": str(run.name), "ran": ran_text(run),
+                     **{c: s.get(c) for c in TABLE_COLUMNS
+                        if c not in ("rung", "ran", "speedup", "status")},
                      "status": status(run)})
     frame = pd.DataFrame(rows, columns=[c for c in TABLE_COLUMNS if c != "speedup"])
     base = frame["samples_per_sec"].iloc[baseline_index(runs, baseline)]

@@ -311,12 +311,12 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
         fields = sorted(set().union(*[(run.config or {}).keys() for run in runs]))
         raise ValueError(f"x={x!r} is not a config field of run(s) {missing}; allowed: {fields}")
     table = ladder_table(runs)
-    if y in table.columns and y not in ("rung", "status"):
+    if y in table.columns and y not in ("rung", "ran", "status"):
         ys = table[y].to_numpy(dtype=float)
     elif y in metrics.summary(runs[0]):  # a number `metrics` defines, not in the table
         ys = np.array([_float(metrics.summary(run)[y]) for run in runs])
     else:
-        allowed = [c for c in table.columns if c not in ("rung", "status")]
+        allowed = [c for c in table.columns if c not in ("rung", "ran", "status")]
         allowed += [k for k in metrics.summary(runs[0]) if k not in allowed]
         raise ValueError(f"y={y!r} is not a ladder column or summary key; allowed: {allowed}")
     xs_raw = [run.config[x] for run in runs]

@@ -29,6 +29,7 @@ NO_VALUE = "–"
 # column -> (header, how a value is written); NaN is written NO_VALUE
 _FORMATS = {
     "rung": ("rung", str),
+    "ran": ("ran (where not as requested)", str),
     "samples_per_sec": ("samples/s (steady)", lambda v: f"{v:,.1f}"),
     "samples_per_sec_all": ("samples/s (all)", lambda v: f"{v:,.1f}"),
     "epoch_time_s": ("epoch (s)", lambda v: f"{v:,.1f}"),
@@ -39,7 +40,7 @@ _FORMATS = {
     "val_acc": ("val acc", lambda v: f"{100 * v:.1f}%"),
     "status": ("status", lambda v: STATUS_TEXT.get(v, v)),
 }
-_TEXT_COLUMNS = {"rung", "status"}
+_TEXT_COLUMNS = {"rung", "ran", "status"}
 
 
 # -- tables --------------------------------------------------------------------------------
@@ -50,7 +51,9 @@ def ladder_table(runs, baseline=0) -> pd.DataFrame:
 
 
 def format_table(df: pd.DataFrame) -> str:
-    """The table as fixed-width text for a terminal: 1,234.5 samples/s, ×3.2, 97%, – for NaN."""
+    """The table as fixed-width text for a terminal: 1,234.5 samples/s, ×3.2, 97%, – for NaN.
+    The "ran" column is left out when every run ran as requested."""
+    df = shown(df)
     header = [_FORMATS.get(c, (str(c),))[0] for c in df.columns]
     cells = [[_cell(c, v) for c, v in zip(df.columns, row)]
              for row in df.itertuples(index=False)]
@@ -62,6 +65,13 @@ def format_table(df: pd.DataFrame) -> str:
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(header), rule] + [line(r) for r in cells])
+
+
+def shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The table without its "ran" column when every run ran as requested."""
+    if "ran" in table.columns and not table["ran"].fillna("").astype(str).str.len().any():
+        return table.drop(columns="ran")
+    return table
 
 
 def conclusion(runs, baseline=0) -> str:
@@ -159,7 +169,7 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0) -> dict:
 
     sections = {
         "title": title, "conclusion": conclusion(runs, baseline),
-        "header": _header(runs), "table": table, "runs": _run_lines(runs),
+        "header": _header(runs), "table": shown(table), "runs": _run_lines(runs),
         "figures": [("Ladder", figures["ladder"]), ("Throughput", figures["throughput"]),
                     ("Accuracy and loss", figures["curves"])]
         + [(f"Utilisation: {run.name}", path) for run, path in zip(runs, timelines)]

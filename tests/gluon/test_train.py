@@ -154,7 +154,7 @@ def test_float16_on_a_cpu_is_labelled_as_what_ran(small_cfg):
                    progress=False, verbose=False)
     assert run.config["dtype"] == "float32" and run.meta["requested"]["dtype"] == "float16"
     assert gc.metrics.label(run) == "half (dtype float32 ran, float16 requested)"
-    assert gc.report.ladder_table([run])["rung"][0].startswith("half (dtype float32 ran")
+    assert gc.report.ladder_table([run])["ran"][0] == "dtype float32 ran, float16 requested"
 
 
 # -- out of memory ----------------------------------------------------------------------
