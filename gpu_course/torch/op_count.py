@@ -77,7 +77,10 @@ class _Counter(TorchDispatchMode):
 def _signature(x):
     if isinstance(x, torch.Tensor):
         return ("tensor", tuple(x.shape), str(x.dtype), tuple(x.stride()), x.device.type)
-    return repr(x)
+    if isinstance(x, (bool, int, float, complex, str, type(None), torch.dtype, torch.device,
+                      torch.layout, torch.memory_format)):
+        return repr(x)  # a value the operator is given: the same in every replay?
+    return type(x).__name__  # a handle (e.g. a profiler record): its identity is no value
 
 
 def count_ops(fn, *args, keep_program: bool = False, **kwargs) -> OpCounts:

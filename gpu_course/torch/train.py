@@ -24,6 +24,7 @@ from .devices import describe, out_of_memory, synchronizer, try_devices
 from .gpu_loader import gpu_loaders
 from .models import get_model
 from .optim import lr_scheduler, make_optimizer
+from . import static_step
 
 COMPILE_BACKEND_ENV = "GPU_COURSE_COMPILE_BACKEND"  # "inductor" (default) or e.g. "aot_eager"
 FLOAT16_ON_CPU = ("dtype='float16' on the CPU: PyTorch's CPU float16 convolutions are ~6x "
@@ -126,17 +127,27 @@ class Precision:
         self.scaler.update()
 
 
-def compile_model(model: nn.Module, cfg: Experiment, device: torch.device) -> nn.Module:
+def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
+                  cuda_graphs: bool = True) -> nn.Module:
     """torch.compile for graph="hybrid" (PyTorch's hybridize: trace, fuse, generate
-    kernels), with CUDA graphs for "static" (mode="reduce-overhead": the whole step
-    replayed by one launch). The backend comes from $GPU_COURSE_COMPILE_BACKEND
-    (default "inductor"; "aot_eager" compiles in seconds instead of minutes on a CPU)."""
+    kernels), with CUDA graphs for "static" (mode="reduce-overhead": the model's
+    forward and backward replayed by one launch each; cuda_graphs=False when the caller
+    captures the whole step itself, see static_step). The backend comes from
+    $GPU_COURSE_COMPILE_BACKEND (default "inductor"; "aot_eager" compiles in seconds
+    instead of minutes on a CPU).
+
+    Shapes are static (dynamic=False: a graph for the one batch shape, no symbolic
+    sizes) and the compiler starts afresh: graphs compiled by an earlier run in this
+    process (another batch size, dtype or layout) would otherwise turn this run's
+    graph dynamic."""
     if cfg.graph == "eager" or is_compiled(model):
         return model
+    torch._dynamo.reset()  # forget earlier runs' graphs and their guards
     backend = compile_backend()
-    if backend == "inductor" and cfg.graph == "static" and device.type == "cuda":
-        return torch.compile(model, mode="reduce-overhead")
-    return torch.compile(model, backend=backend)
+    if backend == "inductor" and cfg.graph == "static" and device.type == "cuda" \
+            and cuda_graphs:
+        return torch.compile(model, mode="reduce-overhead", dynamic=False)
+    return torch.compile(model, backend=backend, dynamic=False)
 
 
 def is_compiled(net) -> bool:
@@ -163,9 +174,13 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
     scheduler = lr_scheduler(cfg, min(steps, cfg.max_steps or steps), optimizer)
     model = net
     if world_size > 1:  # gradients averaged across processes during backward
+        # each rank keeps its own BatchNorm statistics (no broadcast before every
+        # forward); gradients live in the all-reduce buckets (no copy in or out)
         model = nn.parallel.DistributedDataParallel(
-            net, device_ids=[device] if device.type == "cuda" else None)
-    model = compile_model(model, cfg, device)
+            net, device_ids=[device] if device.type == "cuda" else None,
+            broadcast_buffers=False, gradient_as_bucket_view=True)
+    whole_step = static_step.applies(cfg, train_iter, optimizer, world_size) is None
+    model = compile_model(model, cfg, device, cuda_graphs=not whole_step)
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True  # time cuDNN's algorithms in the first steps
     precision = Precision(cfg.dtype, device)
@@ -195,6 +210,10 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
 
 def _run_epochs(h: Harness, cfg: Experiment, model, net, optimizer, scheduler, precision,
                 train_iter, val_iter, device, steps: int, world_size: int) -> None:
+    if static_step.applies(cfg, train_iter, optimizer, world_size) is None:
+        stepper = static_step.StaticStep(model, optimizer, train_iter, cfg,
+                                         min(steps, cfg.max_steps or steps), precision.amp_dtype)
+        return static_step.run_epochs(h, stepper, _validation(cfg, net, val_iter, device, 1))
     loss_fn = nn.CrossEntropyLoss()
     static = cfg.graph == "static" and device.type == "cuda"
     source = OneBatch(train_iter, device, cfg.channels_last, steps) if cfg.mock == "loader" \
@@ -218,8 +237,8 @@ def _run_epochs(h: Harness, cfg: Experiment, model, net, optimizer, scheduler, p
             optimizer.zero_grad(set_to_none=True)
             precision.backward_and_step(loss, optimizer)
             scheduler.step()
-            totals[0] += loss.detach() * n  # queued on the device: no wait
-            totals[1] += (out.argmax(dim=1) == y).sum()
+            totals[0].add_(loss.detach(), alpha=n)  # queued on the device: no wait
+            totals[1].add_((out.argmax(dim=1) == y).sum())  # 5 operators (were 8)
             seen += n
             h.step(n * world_size)  # every process did the same: count all the images
 
