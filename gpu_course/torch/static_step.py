@@ -139,8 +139,7 @@ class StaticStep:
             self.capture()
             self.graph.replay()
         else:
-            with torch.cuda.stream(self._side) if self._side is not None \
-                    else contextlib.nullcontext():
+            with self._on_side_stream():
                 self.optimizer.zero_grad(set_to_none=True)
                 self.step_fn()
         if self.calls == WARMUP_STEPS + 1:  # compiled (and captured) by now
@@ -149,9 +148,22 @@ class StaticStep:
             self.setup_s = time.perf_counter() - self._t0
             self.freeze_garbage()
 
+    @contextlib.contextmanager
+    def _on_side_stream(self):
+        """Warm-up steps before a capture run on a side stream (as PyTorch's CUDA graph
+        recipe asks), ordered after and before the work on the current stream."""
+        if self._side is None:
+            yield
+            return
+        current = torch.cuda.current_stream(self.device)
+        self._side.wait_stream(current)
+        with torch.cuda.stream(self._side):
+            yield
+        current.wait_stream(self._side)
+
     def capture(self) -> None:
         """Record step_fn as a CUDA graph (it runs nothing; `graph.replay()` runs it)."""
-        torch.cuda.current_stream(self.device).wait_stream(self._side)
+        torch.cuda.synchronize(self.device)
         self.optimizer.zero_grad(set_to_none=True)  # backward allocates the grads in the graph's pool
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):

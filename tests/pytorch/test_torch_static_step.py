@@ -74,6 +74,7 @@ def test_a_python_float_learning_rate_is_caught(small_cfg):
 
 def test_train_takes_the_static_step_and_records_setup_time(small_cfg, monkeypatch):
     monkeypatch.setenv(gc.COMPILE_BACKEND_ENV, "aot_eager")
+    monkeypatch.setattr(torch._dynamo.config, "error_on_recompile", True)  # static shapes
     cfg = small_cfg.replace(optimizer="lars", lr_scheduler="onecycle", data_on_gpu=True,
                             graph="static", max_steps=5, warmup_steps=4)
     run = gc.train(cfg, progress=False, verbose=False)
