@@ -30,8 +30,9 @@ COMPILE_BACKEND_ENV = "GPU_COURSE_COMPILE_BACKEND"  # "inductor" (default) or e.
 FLOAT16_ON_CPU = ("dtype='float16' on the CPU: PyTorch's CPU float16 convolutions are ~6x "
                   "slower than float32 here, so this run uses bfloat16 autocast, the CPU's "
                   "16-bit type.")
-STATIC_ON_CPU = ("graph='static' means CUDA graphs (torch.compile mode='reduce-overhead'); "
-                 "on the CPU it is the same as graph='hybrid'.")
+STATIC_ON_CPU = ("graph='static' means CUDA graphs (the whole step as one graph with data on "
+                 "the GPU and LARS, else torch.compile mode='reduce-overhead'); on the CPU "
+                 "the same steps run without a graph.")
 
 
 def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None,
