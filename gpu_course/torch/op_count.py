@@ -41,7 +41,7 @@ class OpCounts:
     by_name: collections.Counter = field(default_factory=collections.Counter)
     program: list = field(default_factory=list)
     devices: set = field(default_factory=set)  # devices of every tensor an operator saw
-    host_tensors: list = field(default_factory=list)  # ops given a CPU tensor (not 0-d)
+    host_tensors: list = field(default_factory=list)  # device ops given a CPU tensor
 
     @property
     def total(self) -> int:
@@ -66,8 +66,9 @@ class _Counter(TorchDispatchMode):
             c.by_name[name] += 1
         leaves, _ = tree_flatten((args, kwargs))
         tensors = [t for t in leaves if isinstance(t, torch.Tensor)]
-        c.devices.update(t.device.type for t in tensors)
-        if any(t.device.type == "cpu" and t.ndim > 0 for t in tensors):
+        kinds = {t.device.type for t in tensors}
+        c.devices.update(kinds)
+        if "cpu" in kinds and len(kinds) > 1:  # a host value read at launch: a graph bakes it
             c.host_tensors.append(name)
         if self.keep_program:
             c.program.append((str(func), tuple(_signature(x) for x in leaves)))

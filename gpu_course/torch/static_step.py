@@ -198,7 +198,9 @@ def check_static(stepper: StaticStep, steps: int = 3) -> dict:
     operators of each; return what a CUDA graph of one of them would get wrong:
     'differs' (steps whose program is not the first's: a changing Python number or
     branch would be baked into the graph), 'syncs' (host reads), 'host_tensors'
-    (operators given a CPU tensor on a GPU run) and the operator count of one step."""
+    (device operators given a CPU tensor, whose value a graph would bake in), 'devices'
+    (on a GPU only "cuda": an operator on CPU tensors alone is not captured and would
+    not run at replay) and the operator count of one step."""
     from .op_count import count_ops
     for _ in range(2):
         stepper.optimizer.zero_grad(set_to_none=True)

@@ -72,6 +72,20 @@ def test_a_python_float_learning_rate_is_caught(small_cfg):
     assert static_step.check_static(stepper, steps=2)["differs"] == [1]
 
 
+def test_the_step_gives_no_host_tensor_to_device_work(small_cfg):
+    """On the meta device (shapes, no data: the CPU stands in for a GPU) every operator
+    of the step sees device tensors only: a CUDA graph would bake in the value of any
+    CPU tensor given to a device kernel, and would not replay work on CPU tensors."""
+    cfg, loader, net, opt = _setup(small_cfg, device="meta")
+    stepper = static_step.StaticStep(net, opt, loader, cfg, len(loader))
+    stepper.start_epoch(0)
+    found = static_step.check_static(stepper)
+    assert found["host_tensors"] == [] and found["devices"] == ["meta"], found
+    assert found["differs"] == [] and found["syncs"] == 0
+    opt.param_groups[0]["lr"] = torch.tensor(0.1)  # a host learning rate: caught
+    assert static_step.check_static(stepper)["host_tensors"]
+
+
 def test_train_takes_the_static_step_and_records_setup_time(small_cfg, monkeypatch):
     monkeypatch.setenv(gc.COMPILE_BACKEND_ENV, "aot_eager")
     monkeypatch.setattr(torch._dynamo.config, "error_on_recompile", True)  # static shapes
