@@ -59,6 +59,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
           **sizes) -> list[Rung]:
     """The ladder for an engine on a machine with `gpus` GPUs (0 = CPU only)."""
     cpu_count = cpu_count or os.cpu_count() or 1
+    epochs_given = sizes.get("epochs") is not None
     sizes = {**default_sizes(gpus, quick), **{k: v for k, v in sizes.items() if v is not None}}
     workers = max(2, cpu_count - 3)  # the talk's advice: cpu_count() - 3, at least 2
     large = 640 if engine == "gluon" else 1024
@@ -102,7 +103,8 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add("data-on-gpu", "whole dataset and augmentation on the GPU", data_on_gpu=True,
             num_workers=0, pin_memory=False, persistent_workers=False)
         # at ~250k images/s an epoch of 50k images lasts 0.2 s: ten give the monitor time
-        long = {} if gpus == 0 or quick else {"epochs": max(sizes["epochs"], 10)}
+        long = {} if gpus == 0 or quick or epochs_given else \
+            {"epochs": max(sizes["epochs"], 10)}
         add("cuda-graphs", "the whole step (batch cut, forward, backward, LARS) as one CUDA "
             "graph: one launch a step" + (", over 10 epochs" if long else ""),
             graph="static", **long)

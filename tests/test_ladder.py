@@ -26,6 +26,7 @@ def test_the_tuned_pytorch_rung_is_one_cuda_graph_and_runs_long_enough():
     assert tuned.cfg.graph == "static" and tuned.cfg.data_on_gpu
     assert tuned.cfg.optimizer == "lars" and tuned.cfg.epochs >= 10
     assert rungs("pytorch", gpus=4, cpu_count=32)[-1].cfg.graph == "hybrid"  # DDP
+    assert rungs("pytorch", gpus=1, epochs=2)[-1].cfg.epochs == 2  # asked for: kept
 
 
 def test_more_gpus_add_a_rung_and_cpu_sizes_are_small():
