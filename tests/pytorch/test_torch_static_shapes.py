@@ -10,10 +10,12 @@ def test_a_run_compiles_one_static_graph_after_another_run(small_cfg, monkeypatc
     monkeypatch.setenv(gc.COMPILE_BACKEND_ENV, "aot_eager")
     earlier = small_cfg.replace(graph="hybrid", max_steps=2, batch_size=16)
     gc.train(earlier, progress=False, verbose=False)  # another batch size, same forward
-    monkeypatch.setattr(torch._dynamo.config, "error_on_recompile", True)
     counters.clear()
-    run = gc.train(small_cfg.replace(graph="hybrid", max_steps=3, epochs=2, dtype="bfloat16",
-                                     channels_last=True), progress=False, verbose=False)
+    # (config.patch, not monkeypatch: undoing would delete the option from dynamo's config)
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        run = gc.train(small_cfg.replace(graph="hybrid", max_steps=3, epochs=2,
+                                         dtype="bfloat16", channels_last=True),
+                       progress=False, verbose=False)
     assert run.status == "finished" and list(run.epochs["steps"]) == [3, 3]
     assert counters["stats"]["unique_graphs"] == 1  # compiled once; never recompiled
     assert not counters["recompiles"]

@@ -88,10 +88,11 @@ def test_the_step_gives_no_host_tensor_to_device_work(small_cfg):
 
 def test_train_takes_the_static_step_and_records_setup_time(small_cfg, monkeypatch):
     monkeypatch.setenv(gc.COMPILE_BACKEND_ENV, "aot_eager")
-    monkeypatch.setattr(torch._dynamo.config, "error_on_recompile", True)  # static shapes
     cfg = small_cfg.replace(optimizer="lars", lr_scheduler="onecycle", data_on_gpu=True,
                             graph="static", max_steps=5, warmup_steps=4)
-    run = gc.train(cfg, progress=False, verbose=False)
+    # (config.patch, not monkeypatch: undoing would delete the option from dynamo's config)
+    with torch._dynamo.config.patch(error_on_recompile=True):  # static shapes
+        run = gc.train(cfg, progress=False, verbose=False)
     assert run.status == "finished" and run.config["graph"] == "static"
     notes = run.meta["notes"]
     assert notes["setup_s"] > 0 and notes["cuda_graph"] is False  # no GPU: eager steps
