@@ -11,8 +11,9 @@ package is `gpu_course.torch`.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 
-from ..config import Experiment
+from ..config import Experiment as _Experiment
 from ..experiments import sweep as _sweep
 from ..records import OutOfMemory, load_run, load_runs
 from .data import ImageDataset, load_data, load_datasets, make_loader
@@ -27,6 +28,14 @@ __all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "repor
            "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
            "get_model", "train", "evaluate", "lr_scheduler", "lr_curve", "make_optimizer",
            "sweep", "LARS", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
+
+
+@dataclass(frozen=True)
+class Experiment(_Experiment):
+    """`gpu_course.config.Experiment` with engine="pytorch" by default, so that
+    `gc.Experiment(optimizer="adamw")` in this track asks for PyTorch's choices."""
+
+    engine: str = "pytorch"
 
 
 def sweep(cfg: Experiment, field: str, values, **train_kwargs):
