@@ -18,6 +18,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ..config import Experiment
+from ..data import num_classes
 from ..harness import Harness
 from .data import load_datasets, make_loader
 from .devices import describe, out_of_memory, synchronizer, try_devices
@@ -63,7 +64,7 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
     cfg, notice = effective_config(cfg, device)
     notices.append(notice)
     torch.manual_seed(cfg.seed)
-    net = net if net is not None else get_model(cfg)
+    net = net if net is not None else get_model(cfg, classes=num_classes(cfg))
     if train_iter is None or val_iter is None:
         made_train, made_val = build_loaders(cfg, device)
         train_iter = train_iter if train_iter is not None else made_train
@@ -144,7 +145,13 @@ def is_compiled(net) -> bool:
 
 
 def compile_backend() -> str:
-    return os.environ.get(COMPILE_BACKEND_ENV, "").strip() or "inductor"
+    """$GPU_COURSE_COMPILE_BACKEND, checked against torch.compile's backends."""
+    backend = os.environ.get(COMPILE_BACKEND_ENV, "").strip() or "inductor"
+    known = torch._dynamo.list_backends(exclude_tags=())
+    if backend not in known:
+        raise ValueError(f"{COMPILE_BACKEND_ENV}={backend!r} is not a torch.compile "
+                         f"backend; allowed: {', '.join(sorted(known))}")
+    return backend
 
 
 def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.device,
