@@ -167,6 +167,18 @@ def test_paths_that_are_files_are_clear_errors(tmp_path):
     assert out.returncode == 1 and "Traceback" not in out.stderr and str(a_file) in out.stderr
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_is_one_clear_line(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    out = run_cli("data", "--out", locked / "d", "--train", 20, "--test", 10)
+    assert out.returncode == 1 and "permission denied while writing" in out.stderr
+    out = run_cli("runs", env={"GPU_COURSE_RUNS": locked})
+    assert out.returncode == 0  # reading is fine
+    out = run_cli("monitor", "--out", locked / "m.csv", "--seconds", "0.1")
+    assert out.returncode == 1 and "permission denied" in out.stderr
+
+
 def _no_bigger_than(limit):
     def preexec():  # files may not grow past `limit` bytes: writes fail with EFBIG
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
