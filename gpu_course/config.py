@@ -171,6 +171,13 @@ class Experiment:
                              f"allowed: {', '.join(f.name for f in fields(self))}")
         return dataclasses.replace(self, **changes)
 
+    def __eq__(self, other: object) -> bool:
+        # the same fields are the same experiment, also across the class that only
+        # changes a default (gpu_course.torch.Experiment)
+        if not isinstance(other, Experiment):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 

@@ -223,9 +223,7 @@ def train(cfg: _config.Experiment, env: dict):
     kwargs = {"runs_dir": runs_dir, "progress": False}
     # Built here so the trained weights can be saved afterwards; PyTorch on several GPUs
     # trains in DistributedDataParallel processes that build their own network.
-    from gpu_course.data import num_classes
-    net = gc.get_model(cfg, classes=num_classes(cfg)) \
-        if cfg.engine == "gluon" or cfg.num_gpus <= 1 else None
+    net = gc.get_model(cfg) if cfg.engine == "gluon" or cfg.num_gpus <= 1 else None
     if net is not None:
         kwargs["net"] = net
     live = _accepts(gc.train, "on_epoch")

@@ -30,7 +30,7 @@ __all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "repor
            "sweep", "LARS", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq and hash as the base class: fields only
 class Experiment(_Experiment):
     """`gpu_course.config.Experiment` with engine="pytorch" by default, so that
     `gc.Experiment(optimizer="adamw")` in this track asks for PyTorch's choices."""

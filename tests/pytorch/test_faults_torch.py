@@ -38,6 +38,7 @@ def test_more_than_ten_classes_train(tmp_path):
                         monitor_interval=0.2)
     run = gc.train(cfg, progress=False, verbose=False)  # labels 10 and 11 fit the output
     assert run.status == "finished"
+    assert gc.get_model(cfg).output.out_features == 12  # a notebook's own network too
 
 
 def test_the_track_experiment_defaults_to_pytorch():
