@@ -23,6 +23,13 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"gpu-course {args.verb}: error: {err}", file=sys.stderr)
         return 2
+    except RuntimeError as err:  # a run stopped for a stated reason: say it in one line
+        from .guards import RunStopped
+        from .records import OutOfMemory
+        if not isinstance(err, (RunStopped, OutOfMemory)):
+            raise
+        print(f"gpu-course {args.verb}: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
     except OSError as err:  # disk full, read-only, a file where a folder should be
         print(f"gpu-course {args.verb}: error: {_os_error(err)}", file=sys.stderr)
         return 1

@@ -13,8 +13,16 @@ import signal
 import threading
 
 
-class Diverged(RuntimeError):
+class RunStopped(RuntimeError):
+    """A fault that ends a run with a message saying why (no traceback needed)."""
+
+
+class Diverged(RunStopped):
     """The training loss became NaN or infinite: the run cannot recover."""
+
+
+class LoaderWorkerDied(RunStopped):
+    """A DataLoader worker process died while the training loop waited for its batch."""
 
 
 class Terminated(KeyboardInterrupt):

@@ -19,6 +19,7 @@ from mxnet.gluon.data.vision import transforms
 
 from .. import data as course_data
 from ..config import Experiment
+from ..guards import LoaderWorkerDied
 
 
 class Augment:
@@ -96,8 +97,7 @@ def check_batches(images: int, batch: int, cfg: Experiment, train: bool = True) 
                          "epoch; lower batch_size or raise train_size")
 
 
-class WorkerDied(RuntimeError):
-    """A DataLoader worker process ended while the training loop waited for its batch."""
+WorkerDied = LoaderWorkerDied  # a worker process ended while the loop waited for its batch
 
 
 class WatchedDataLoader(DataLoader):

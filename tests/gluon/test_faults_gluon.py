@@ -112,6 +112,17 @@ def test_a_loss_that_explodes_ends_as_diverged(small_cfg):
     assert run.status == "diverged" and "lr=1e+30" in run.meta["error"]
 
 
+def test_a_diverged_run_on_the_command_line_is_one_line(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "gpu_course.cli", "run", "--engine", "gluon", "--model",
+         "tiny", "--train-size", "64", "--test-size", "32", "--batch-size", "32", "--lr",
+         "1e30", "--num-workers", "0", "--no-progress", "--runs-dir", tmp_path],
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "Diverged: the training loss became nan" in out.stderr
+    assert records.load_runs(tmp_path)[0].status == "diverged"
+
+
 def test_sigterm_keeps_finished_epochs_and_ends_the_loader_workers(tmp_path):
     import psutil
     proc = subprocess.Popen(
