@@ -1,11 +1,10 @@
 """Shared test settings: every test records runs into its own temporary folder, data
-sets go to one temporary folder per session (never the checkout's data/), and the
-folders torchrun leaves in /tmp are removed at the end."""
-import glob
+sets go to one temporary folder per session (never the checkout's data/), and what
+subprocesses leave in their temporary folder (torchrun's torchelastic_*) is removed at
+the end."""
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,18 +16,21 @@ if str(REPO) not in sys.path:
 
 @pytest.fixture(scope="session", autouse=True)
 def _data_and_tmp_cleanup(tmp_path_factory):
-    """GPU_COURSE_DATA in a session folder (notebook kernels inherit it too), and the
-    /tmp/torchelastic_* folders that DDP tests leave behind removed afterwards."""
-    pattern = os.path.join(tempfile.gettempdir(), "torchelastic_*")
-    before = set(glob.glob(pattern))
-    old = os.environ.get("GPU_COURSE_DATA")
-    if not old:
+    """GPU_COURSE_DATA in a session folder (notebook kernels inherit it too), and TMPDIR
+    of every subprocess in another one, removed afterwards: torchrun leaves
+    torchelastic_* folders there (not in a /tmp that other programs share)."""
+    old = {name: os.environ.get(name) for name in ("GPU_COURSE_DATA", "TMPDIR")}
+    if not old["GPU_COURSE_DATA"]:
         os.environ["GPU_COURSE_DATA"] = str(tmp_path_factory.mktemp("course-data"))
+    scratch = tmp_path_factory.mktemp("subprocess-tmp")
+    os.environ["TMPDIR"] = str(scratch)
     yield
-    if not old:
-        os.environ.pop("GPU_COURSE_DATA", None)
-    for folder in set(glob.glob(pattern)) - before:
-        shutil.rmtree(folder, ignore_errors=True)
+    for name, value in old.items():
+        if value is None or (name == "GPU_COURSE_DATA" and not value):
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

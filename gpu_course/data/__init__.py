@@ -82,11 +82,13 @@ def prepare(name="synthetic", root=None, train_size=50000, test_size=10000, seed
 def _cache_root(root):
     """Where the generated set is cached: `root`, unless it holds someone else's data
     (an image folder, say), which a cache would change; then the course's data folder."""
+    cache = default_root()
+    if root.resolve() == cache.resolve():  # the course's own data folder
+        return root
     foreign = sorted(p.name for p in root.iterdir() if not p.name.startswith(".")
                      and not p.name.startswith(_OURS)) if root.is_dir() else []
     if not foreign:
         return root
-    cache = default_root()
     print(f"data_dir {root} holds other data ({', '.join(foreign[:3])}"
           f"{', ...' if len(foreign) > 3 else ''}); the generated data set is cached in "
           f"{cache} instead")
