@@ -179,7 +179,9 @@ class Experiment:
         return self.to_dict() == other.to_dict()
 
     def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The fields, JSON-safe: a non-finite number (lr_steps=(2, inf), say) is
+        written "inf"/"nan", which from_dict reads back (JSON has neither)."""
+        return {f.name: _encode(getattr(self, f.name)) for f in fields(self)}
 
     @classmethod
     def from_dict(cls, values: dict) -> "Experiment":
@@ -189,9 +191,7 @@ class Experiment:
             raise ValueError(f"unknown Experiment field(s): {', '.join(sorted(unknown))}")
         # a record keeps a non-finite float as a string ("inf", "nan") or as null (JSON
         # has no NaN): turn it back into a float, so validation says what is wrong with it
-        values = {k: float(v) if k in _FLOAT_RANGES and isinstance(v, str)
-                  and v.strip().lower() in ("inf", "-inf", "+inf", "nan", "infinity")
-                  else (math.nan if k in _FLOAT_RANGES and v is None else v)
+        values = {k: math.nan if k in _FLOAT_RANGES and v is None else _decode(v)
                   for k, v in values.items()}
         return cls(**values)
 
@@ -247,6 +247,26 @@ def parse_value(field_name: str, text: str) -> Any:
         return text
     except ValueError:
         raise ValueError(f"{field_name}={text!r} is not a valid {kind}") from None
+
+
+_NON_FINITE = ("inf", "-inf", "nan")
+
+
+def _encode(value: Any) -> Any:
+    """inf, -inf and nan as strings, inside tuples and pairs too."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_encode(v) for v in value)
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() in _NON_FINITE:
+        return float(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_decode(v) for v in value)
+    return value
 
 
 def smoke_mode(value: str | None = None) -> bool:

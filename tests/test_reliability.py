@@ -51,13 +51,23 @@ def test_bad_config_values_are_clear_errors(changes, words):
     assert words in str(err.value)
 
 
-def test_a_stored_non_finite_value_loads_back_as_a_clear_error():
+def test_a_stored_non_finite_value_loads_back_or_is_a_clear_error(tmp_path):
     stored = json.loads(json.dumps({**Experiment().to_dict(), "lr": "inf"}))
     with pytest.raises(ValueError, match="lr=inf must be a finite number"):
         Experiment.from_dict(stored)
     with pytest.raises(ValueError, match="wd=nan must be a finite number"):
         Experiment.from_dict({**Experiment().to_dict(), "wd": None})  # JSON's null
     assert Experiment.from_dict(json.loads(Experiment(lr=0.5).to_json())).lr == 0.5
+    # where a non-finite value is allowed, it comes back as it was (JSON has no inf)
+    cfg = Experiment(lr_scheduler="multifactor", lr_steps=(2, math.inf),
+                     optimizer_params=(("clip_gradient", math.inf),))
+    stored = json.loads(json.dumps(cfg.to_dict(), allow_nan=False))
+    assert Experiment.from_dict(stored) == cfg
+    assert Experiment.from_dict(stored).lr_steps[1] == math.inf
+    record = records.RunRecord(cfg.to_dict(), "gluon", runs_dir=tmp_path,
+                               hardware_info={"gpus": []})
+    record.finish()
+    assert Experiment.from_dict(records.load_run(record.path).config) == cfg
 
 
 @pytest.mark.parametrize("text, on", [("1", True), ("yes", True), ("TRUE", True),
