@@ -15,7 +15,6 @@ import numpy as np
 from mxnet import autograd, gluon
 
 from ..config import Experiment
-from ..data import num_classes
 from ..harness import Harness
 from ..records import OutOfMemory
 from .data import load_datasets, make_loader
@@ -42,8 +41,8 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
         devices, notice = try_devices(cfg.num_gpus)
         notices.append(notice)
     devices = [devices] if isinstance(devices, mx.Context) else list(devices)
-    if net is None:  # as many outputs as the data set has classes
-        net = get_model(cfg, classes=num_classes(cfg))
+    if net is None:
+        net = get_model(cfg)
     else:
         cfg = _as_the_net_runs(cfg, net)
     cfg, notice = effective_config(cfg, devices)

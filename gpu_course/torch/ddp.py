@@ -135,7 +135,6 @@ def _stop(signum, frame):
 def main(argv: list[str] | None = None) -> int:
     """One DDP process (torchrun sets RANK, LOCAL_RANK and WORLD_SIZE)."""
     from .train import build_loaders, effective_config, fit
-    from ..data import num_classes
     from .models import get_model
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -162,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             devices += f" on each of {world // local_world} hosts"
         cfg, changed = effective_config(cfg.replace(num_gpus=world), device)
         torch.manual_seed(cfg.seed)  # the same initial weights on every rank
-        net = get_model(cfg, classes=num_classes(cfg))
+        net = get_model(cfg)
         train_iter, val_iter = build_loaders(cfg, device, rank, world)
 
         def remember(path):

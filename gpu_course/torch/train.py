@@ -18,7 +18,6 @@ import torch.distributed as dist
 from torch import nn
 
 from ..config import Experiment
-from ..data import num_classes
 from ..harness import Harness
 from .data import load_datasets, make_loader
 from .devices import describe, out_of_memory, synchronizer, try_devices
@@ -64,7 +63,7 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
     cfg, notice = effective_config(cfg, device)
     notices.append(notice)
     torch.manual_seed(cfg.seed)
-    net = net if net is not None else get_model(cfg, classes=num_classes(cfg))
+    net = net if net is not None else get_model(cfg)
     if train_iter is None or val_iter is None:
         made_train, made_val = build_loaders(cfg, device)
         train_iter = train_iter if train_iter is not None else made_train

@@ -46,15 +46,13 @@ def test_the_output_layer_has_as_many_classes_as_the_folder(tmp_path, monkeypatc
     built = []
 
     def spy(cfg, classes=None):
-        built.append(classes)
-        return get_model(cfg, classes)
+        built.append(get_model(cfg, classes))
+        return built[-1]
     get_model = gtrain.get_model
     monkeypatch.setattr(gtrain, "get_model", spy)
     run = gtrain.train(folder_cfg(many_classes(tmp_path)), progress=False, verbose=False)
-    assert built == [12] and run.status == "finished"
-    net = get_model(folder_cfg(tmp_path / "many"))  # a notebook's own network too
-    net.initialize()
-    assert net(mx.nd.zeros((1, 3, 16, 16))).shape == (1, 12)
+    assert run.status == "finished"
+    assert built[0](mx.nd.zeros((1, 3, 16, 16))).shape == (1, 12)  # the trained network
 
 
 def test_a_corrupt_image_in_a_worker_is_named_at_once(tmp_path):
