@@ -12,8 +12,9 @@ package is `gpu_course.torch`.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 
-from ..config import Experiment
+from ..config import Experiment as _Experiment
 from ..experiments import interleave as _interleave
 from ..experiments import sweep as _sweep
 from ..records import OutOfMemory, load_run, load_runs
@@ -29,8 +30,17 @@ from .train import COMPILE_BACKEND_ENV, build, train
 
 __all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report",
            "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
-           "get_model", "build", "record", "train", "evaluate", "Precision", "to_device", "lr_scheduler", "lr_curve", "make_optimizer",
+           "get_model", "build", "record", "train", "evaluate", "Precision", "to_device",
+           "lr_scheduler", "lr_curve", "make_optimizer",
            "sweep", "repeat", "LARS", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
+
+
+@dataclass(frozen=True, eq=False)  # eq and hash as the base class: fields only
+class Experiment(_Experiment):
+    """`gpu_course.config.Experiment` with engine="pytorch" by default, so that
+    `gc.Experiment(optimizer="adamw")` in this track asks for PyTorch's choices."""
+
+    engine: str = "pytorch"
 
 
 def sweep(cfg: Experiment, field: str, values, **train_kwargs):
