@@ -147,7 +147,7 @@ if not on_gpu:
 # %%
 probe = gc.get_model("resnet20")                  # the real network, whatever MODEL is
 probe.initialize(mx.init.Xavier())
-data, label = next(iter(gc.load_data(cfg.replace(batch_size=LARGE, num_workers=0))[0]))
+data, label = next(iter(gc.load_data(cfg.replace(batch_size=LARGE, train_size=LARGE, num_workers=0))[0]))
 with autograd.record():
     loss = gluon.loss.SoftmaxCrossEntropyLoss()(probe(data), label)
 loss.backward()
