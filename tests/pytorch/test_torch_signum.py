@@ -42,3 +42,23 @@ def test_signum_is_the_configs_signum(small_cfg):
     assert isinstance(opt, Signum) and opt.param_groups[0]["lr"] == pytest.approx(0.001)
     with pytest.raises(ValueError, match="momentum"):
         Signum(net.parameters(), momentum=1.0)
+
+
+def test_the_optimizer_a_notebooks_loop_builds_is_the_one_recorded(small_cfg):
+    """Lesson 05's defect, guarded: the LARS the notebook builds is the one measured."""
+    import torch.nn.functional as F
+    parts = gc.build(small_cfg.replace(name="own optimizer", max_steps=2, optimizer="lars"))
+    net, train_iter, val_iter, _ = parts
+    opt = gc.Signum(net.parameters(), lr=0.001)   # deliberately not what build made
+    with gc.record(parts, optimizer=opt, progress=False, verbose=False) as rec:
+        for _ in rec.epochs():
+            for x, y in rec.batches(train_iter):
+                loss = F.cross_entropy(net(x), y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                rec.step(len(y), loss=loss.detach())
+            rec.end_epoch()
+    recorded = rec.run.meta["ran"]["optimizer"]
+    assert recorded["optimizer"] == "Signum" and recorded["lr"] == pytest.approx(0.001)
+    assert opt.state  # it stepped
