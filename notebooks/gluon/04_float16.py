@@ -201,11 +201,17 @@ print(f"'{gc.metrics.label(r16)}' against float32: {speed}.")
 ran16 = r16.config["dtype"]
 if ran16 != "float16":
     print(f"Both ran {ran16} here (no float16 convolution on this CPU, and {gc.gpu_count()} GPUs): the "
-          "ratio above is the run-to-run noise of two identical jobs. The float16 speed-up and the "
-          "master copy's accuracy need a GPU (tensor cores: V100 and newer).")
+          "ratio above compares two identical jobs"
+          + (", so its 'effect' is not float16's: this machine's speed changed between the runs by more "
+             f"than {REPEATS} repeats could bound." if speed.is_effect else ", and it is within their noise, as it should be.")
+          + " The float16 speed-up and the master copy's accuracy need a GPU (tensor cores: V100 and newer).")
 elif speed.kind == "slower":
     print("float16 was a slow-down here: check that the GPU has tensor cores (V100 or newer) and "
           "that the input pipeline keeps up (lessons 2 and 9).")
+wait = gc.metrics.data_wait_share(r32)
+if wait > 0.5:
+    print(f"The float32 run waited for data {wait:.0%} of its steady time: a faster step cannot show "
+          "until the input pipeline keeps up (lessons 2 and 9).")
 for rs in runs.values():
     print(chance_sentence(rs[-1]))
 if "float16 without multi_precision" in runs:

@@ -112,7 +112,8 @@ table.insert(1, "batch_size", [r.config["batch_size"] for r in sweep])
 talk = {64: (0.7131, 27.5), 128: (0.7139, 14.5), 256: (0.6882, 8.3), 512: (0.6588, 6.4), 1280: (0.6082, 6.5)}
 table["talk val acc"] = [talk.get(b, (np.nan,))[0] for b in table.batch_size]
 table["talk epoch (s)"] = [talk.get(b, (np.nan, np.nan))[1] for b in table.batch_size]
-table[["batch_size", "samples_per_sec", "epoch_time_s", "val_acc", "status", "talk val acc", "talk epoch (s)"]]
+print(gc.report.format_table(table[["rung", "batch_size", "samples_per_sec", "epoch_time_s", "val_acc",
+                                   "status", "talk val acc", "talk epoch (s)"]]))
 
 # %%
 display(gc.plots.sweep(sweep, x="batch_size"))
@@ -293,13 +294,17 @@ if not target >= 0.1 + 2 * accuracy_noise(0.1):
           "nothing, so no optimizer is named first. Run at full size for the race.")
 else:
     reached = race.dropna(subset=["seconds to target"])
-    first = reached.loc[reached["seconds to target"].idxmin()]
+    first = reached.loc[reached["seconds to target"].astype(float).idxmin()]
     second = race.drop(index=race["final val acc"].idxmax())["final val acc"].max()
     margin, se2 = (best - second) * 100, 200 * (2 * accuracy_noise(best) ** 2) ** 0.5
-    print(f"Target: {target:.1%} validation accuracy (90% of the best, {best:.1%}). "
-          f"First there: {first.optimizer} after {first['seconds to target']:.1f} s of training.")
-    print(f"The best accuracy leads the next best by {margin:.1f} points: "
-          + ("an effect" if margin > se2 else "within noise") + f" (±{se2:.1f} points = 2 standard errors).")
+    print(f"Target: {target:.1%} validation accuracy (90% of the best, {best:.1%}). Reached by "
+          + ", ".join(f"{o} ({float(t):.1f} s)" for o, t in zip(reached.optimizer, reached["seconds to target"])) + ".")
+    if margin > se2:
+        print(f"First there: {first.optimizer} after {first['seconds to target']:.1f} s of training; the best accuracy leads the next "
+              f"best by {margin:.1f} points, an effect (±{se2:.1f} points = 2 standard errors).")
+    else:
+        print(f"The best accuracy leads the next best by {margin:.1f} points, within noise (±{se2:.1f} points "
+              "= 2 standard errors): no optimizer is named first.")
 missed = race[race["seconds to target"].isna()].optimizer.tolist()
 print(f"Not reached in {OPT_EPOCHS} epoch(s): {', '.join(missed) if missed else 'none'}.")
 
