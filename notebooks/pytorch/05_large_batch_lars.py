@@ -238,8 +238,11 @@ attribution = pd.DataFrame(rows)
 print(f"From batch {SMALL} (val acc {gc.metrics.val_acc(small_run):.1%}, lr {cfg.lr:g}) down the ladder:")
 print(attribution.to_string(index=False, formatters={"val acc": "{:.1%}".format,
                                                      "samples/s": "{:,.0f}".format}))
-print(f"LARS against SGD with the same scaled lr and warm-up, speed: "
-      f"{gc.noise.compare(controls['+ warm-up'], lars)} (LARS computes two norms per layer per step).")
+lars_speed = gc.noise.compare(controls["+ warm-up"], lars)
+print(f"LARS against SGD with the same scaled lr and warm-up, speed: {lars_speed}.")
+if lars_speed.kind == "faster":
+    print("LARS does more work per step than SGD (two norms per layer), so it cannot be faster: this "
+          "machine's load changed between the runs (one run's steady steps understate run-to-run noise).")
 if all(at_chance(r) for r in [small_run, *controls.values()]):
     print(f"Every run is within noise of chance (10 % + 2 standard errors on {TEST_SIZE:,} images): at this "
           "size no change can be credited with accuracy; run at full size for the attribution.")
