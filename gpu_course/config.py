@@ -31,10 +31,10 @@ DTYPES = ("float32", "float16", "bfloat16")
 MOCKS = ("none", "loader", "trainer")
 SCHEDULERS = ("none", "factor", "multifactor", "poly", "cosine", "onecycle")
 # The optimizers each framework offers by name. Gluon's list is the talk's; PyTorch's
-# "lars" is the course's own (PyTorch ships none) and "nag" is SGD with nesterov=True.
+# "lars" and "signum" are the course's own (PyTorch ships neither) and "nag" is SGD with nesterov=True.
 OPTIMIZERS = {
     "gluon": ("sgd", "nag", "lbsgd", "lars", "lamb", "signum", "ftml", "dcasgd", "adam"),
-    "pytorch": ("sgd", "nag", "lars", "adam", "adamw"),
+    "pytorch": ("sgd", "nag", "lars", "signum", "adam", "adamw"),
 }
 SCHEDULERS_BY_ENGINE = {
     "gluon": ("none", "factor", "multifactor", "poly", "cosine"),
