@@ -22,6 +22,7 @@ from .devices import gpu_count, try_devices
 from .gpu_loader import GpuLoader
 from .lars import LARS
 from .models import get_model
+from .profile import profile_steps
 from .optim import lr_curve, lr_scheduler, make_optimizer
 from .loop import Precision, evaluate, to_device
 from .record import record
@@ -30,7 +31,7 @@ from .train import COMPILE_BACKEND_ENV, build, train
 __all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report",
            "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
            "get_model", "build", "record", "train", "evaluate", "Precision", "to_device", "lr_scheduler", "lr_curve", "make_optimizer",
-           "sweep", "repeat", "LARS", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
+           "sweep", "profile_steps", "repeat", "LARS", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
 
 
 def sweep(cfg: Experiment, field: str, values, **train_kwargs):
