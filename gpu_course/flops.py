@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import metrics
+
 TRAIN_FACTOR = 3  # backward = gradient w.r.t. inputs + w.r.t. weights: each ~ one forward
 
 # Dense peaks in TFLOP/s (vector fp32, tensor-core TF32/BF16/FP16, no 2:4 sparsity) from
@@ -153,17 +155,19 @@ def cpu_peak_tflops(n: int = 1024, repeats: int = 5) -> float:
     return 2 * n ** 3 / best / 1e12
 
 
-def achieved(run) -> dict:
-    """Achieved TFLOP/s of a run and its share of the device's peak.
+def achieved(run, samples_per_sec: float | None = None) -> dict:
+    """Achieved TFLOP/s of a run and its share of the device's peak. samples_per_sec:
+    the run's throughput when the caller has it (default: metrics.samples_per_sec).
 
     Keys: model, image_size, train_flop_per_sample, samples_per_sec, achieved_tflops,
     device, precision, peak_tflops, fraction_of_peak, peak_source. A CPU run's peak is the
     measured matmul rate, so it is known only on the machine that ran it (else NaN)."""
-    from . import report  # one definition of samples/s for tables, plots and this
+    if samples_per_sec is None:
+        samples_per_sec = metrics.samples_per_sec(run)
     cfg = run.config or {}
     model, size = cfg.get("model", "resnet20"), int(cfg.get("image_size") or 32)
     per_sample = train_flops(model, size) if cfg.get("mock", "none") != "trainer" else 0
-    rate = report.samples_per_sec(run)
+    rate = float(samples_per_sec)
     tflops = per_sample * rate / 1e12 if not math.isnan(rate) else math.nan
     hw = run.meta.get("hardware") or {}
     gpus = hw.get("gpus") or []
@@ -187,6 +191,16 @@ def achieved(run) -> dict:
     if out["peak_tflops"] > 0 and not math.isnan(tflops):
         out["fraction_of_peak"] = tflops / out["peak_tflops"]
     return out
+
+
+def table_columns(table, runs):
+    """`table` (one row per run, e.g. metrics.table) with "tflops" (achieved TFLOP/s) and
+    "peak_pct" (% of the device's peak) inserted before its "status" column."""
+    numbers = [achieved(run, rate) for run, rate in zip(runs, table["samples_per_sec"])]
+    at = list(table.columns).index("status") if "status" in table.columns else len(table.columns)
+    table.insert(at, "tflops", [n["achieved_tflops"] for n in numbers])
+    table.insert(at + 1, "peak_pct", [100 * n["fraction_of_peak"] for n in numbers])
+    return table
 
 
 def sentence(numbers: dict) -> str:
