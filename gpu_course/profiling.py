@@ -125,14 +125,13 @@ def _length(intervals) -> float:
 
 def _clip(intervals, windows) -> list[tuple[float, float]]:
     """The parts of `intervals` that lie inside `windows` (both merged)."""
-    out, j = [], 0
+    out = []
     windows = _union(windows)
     for a, b in _union(intervals):
         for wa, wb in windows:
             lo, hi = max(a, wa), min(b, wb)
             if lo < hi:
                 out.append((lo, hi))
-    del j
     return out
 
 
@@ -143,7 +142,8 @@ def trace_split(events) -> dict:
     calls such as cudaLaunchKernel), host_ops (time inside framework operators outside
     the data wait: the compute itself on a CPU) and other_host (the rest: Python and
     framework overhead between operators)."""
-    steps = _union(_intervals(events, lambda e: str(e.get("name", "")).startswith("ProfilerStep#")))
+    step_events = _intervals(events, lambda e: str(e.get("name", "")).startswith("ProfilerStep#"))
+    steps = _union(step_events)
     if not steps:
         raise ValueError("no ProfilerStep# events in the trace: was prof.step() called?")
     wait = _clip(_intervals(events, lambda e: e.get("name") == DATA_WAIT), steps)
@@ -157,7 +157,7 @@ def trace_split(events) -> dict:
     ops_s = max(0.0, _length(ops) - _length(_clip(ops, wait))) / 1e6
     device = bool(kernels or copies)
     busy_s = _length(_union(kernels + copies)) / 1e6 if device else ops_s
-    return {"steps": len(steps), "step_s": step_s, "data_wait_s": wait_s,
+    return {"steps": len(step_events), "step_s": step_s, "data_wait_s": wait_s,
             "device_kernels_s": _length(_union(kernels)) / 1e6,
             "memcpy_s": _length(_union(copies)) / 1e6, "host_launch_s": _length(launch) / 1e6,
             "host_ops_s": ops_s, "on_device": device,
