@@ -42,3 +42,13 @@ def test_profile_run_checks_the_trace_against_the_diagnosis(small_cfg, runs_dir)
     assert result["agrees"] == (result["trace_verdict"] == result["diagnosis"].verdict)
     text = profiling.format_result(result)
     assert "the trace says" in text and "cProfile of the input pipeline" in text
+
+
+def test_copy_bandwidth_says_no_gpu_without_cuda():
+    from gpu_course import env
+    import torch
+    result = env.hook("pytorch", "copy")
+    if torch.cuda.is_available():
+        assert result["pinned_gb_s"] > 0 and result["pageable_gb_s"] > 0
+    else:
+        assert result == {"available": False}
