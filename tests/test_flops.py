@@ -45,19 +45,29 @@ def test_precision_and_peak_by_gpu_name():
 def test_achieved_on_a_gpu_run(tmp_path):
     run = load(write_run(tmp_path, "r", samples_per_sec=10_000.0, num_gpus=1,
                          config={"dtype": "bfloat16"}))
-    got = flops.achieved(run)
+    got = flops.achieved(run, 10_000.0)
     assert got["precision"] == "bf16" and got["peak_tflops"] == 989.0
-    rate = got["samples_per_sec"]
-    assert got["achieved_tflops"] == pytest.approx(6 * 40_813_184 * rate / 1e12)
+    assert got["achieved_tflops"] == pytest.approx(6 * 40_813_184 * 10_000 / 1e12)
     assert got["fraction_of_peak"] == pytest.approx(got["achieved_tflops"] / 989.0)
     assert "% of the peak 989" in flops.sentence(got)
 
 
 def test_a_cpu_run_from_another_machine_has_no_peak(tmp_path):
     run = load(write_run(tmp_path, "cpu", num_gpus=0, machine_gpus=0, gpm=False))
-    got = flops.achieved(run)
+    got = flops.achieved(run, 300.0)
     assert got["achieved_tflops"] > 0 and math.isnan(got["fraction_of_peak"])
     assert "not known here" in flops.sentence(got)
+
+
+def test_the_ladder_table_gains_flops_columns_before_the_status(tmp_path):
+    from gpu_course import metrics, report
+    runs = [load(write_run(tmp_path, name, index=i, num_gpus=1))
+            for i, name in enumerate(("a", "b"))]
+    table = report.ladder_table(runs)
+    assert list(table.columns) == metrics.TABLE_COLUMNS[:-1] + ["tflops", "peak_pct", "status"]
+    assert report.LADDER_COLUMNS == list(table.columns)
+    text = report.format_table(table).splitlines()[0]
+    assert text.index("TFLOP/s") < text.index("% of peak") < text.index("status")
 
 
 def test_cpu_peak_is_measured():

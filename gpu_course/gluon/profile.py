@@ -24,7 +24,7 @@ from .data import load_datasets, make_loader
 from .devices import effective_config, try_devices
 from .models import get_model, prepare
 from .optim import make_trainer
-from .train import split
+from .loop import split
 
 NO_PROFILER = ("this MXNet build has no profiler (mx.runtime.Features(): PROFILER off, as "
                "in the pip CPU wheel): mx.profiler would write an empty trace, so the steps "

@@ -23,7 +23,8 @@ from .. import profiling
 from .devices import try_devices
 from .models import get_model
 from .optim import make_optimizer
-from .train import Precision, build_loaders, effective_config, to_device
+from .loop import Precision, to_device
+from .train import build_loaders, effective_config
 
 
 def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) -> dict:
