@@ -61,3 +61,11 @@ def test_gzipped_traces_read_back(tmp_path):
         assert "traceEvents" in json.load(f)
     with pytest.raises(ValueError, match="ProfilerStep"):
         profiling.trace_split([event("aten::add", 0, 5)])
+
+
+def test_the_profile_verb_takes_the_flags_of_run():
+    from support import run_cli
+    profile_help, run_help = run_cli("profile", "--help"), run_cli("run", "--help")
+    assert profile_help.returncode == 0 and "--batch-size" in profile_help.stdout
+    flags = {w for w in run_help.stdout.split() if w.startswith("--")} - {"--no-progress"}
+    assert flags <= {w for w in profile_help.stdout.split() if w.startswith("--")}
