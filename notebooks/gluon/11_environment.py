@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -36,7 +41,7 @@ SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, ru
 BATCH = 32 if SMOKE else 64           # images per forward pass in the CPU benchmarks
 STEPS = 3 if SMOKE else 10            # timed forward passes per setting
 DISK_MB = 16 if SMOKE else 256        # size of the file read back from the disk
-TRAIN_SIZE = 256 if SMOKE else 5000   # images of the short run whose CPU use is drawn
+TRAIN_SIZE = 128 if SMOKE else 5000   # images of the short run whose CPU use is drawn
 
 # %%
 import pandas as pd

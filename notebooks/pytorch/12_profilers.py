@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -32,7 +37,7 @@ if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker ker
 # %% tags=["parameters"]
 import os
 SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
-TRAIN_SIZE = 256 if SMOKE else 10_000
+TRAIN_SIZE = 128 if SMOKE else 10_000
 BATCH = 32 if SMOKE else 64           # images per step
 INPUT_STEPS = 8 if SMOKE else 100     # batches fetched under cProfile
 CEILING_STEPS = 4 if SMOKE else 100   # steps of each mock-ceiling run
