@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 from . import config as _config
+from .flags import add_config_flags as _add_config_flags
+from .flags import config_from_args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,24 +152,6 @@ def _add_optional_verbs(sub) -> None:
     except ImportError:
         return
     sagemaker_launch.add_parser(sub)
-
-
-def _add_config_flags(p: argparse.ArgumentParser) -> None:
-    group = p.add_argument_group("experiment (every Experiment field)")
-    for f in fields(_config.Experiment):
-        flag = "--" + f.name.replace("_", "-")
-        group.add_argument(flag, dest=f"cfg_{f.name}", default=None, metavar="VALUE",
-                           help=f"default: {f.default!r}")
-
-
-def config_from_args(args: argparse.Namespace, **defaults) -> _config.Experiment:
-    """Build an Experiment from parsed flags (strings turned into each field's type)."""
-    values = dict(defaults)
-    for f in fields(_config.Experiment):
-        text = getattr(args, f"cfg_{f.name}", None)
-        if text is not None:
-            values[f.name] = _config.parse_value(f.name, text)
-    return _config.Experiment(**values)
 
 
 def _data(args) -> int:
