@@ -17,7 +17,7 @@ from .models import get_model
 from .optim import lr_scheduler, make_trainer, optimizer_params
 from .train import evaluate, train
 
-__all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report",
+__all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
            "get_model", "train", "evaluate", "lr_scheduler", "optimizer_params",
            "make_trainer", "sweep"]
@@ -30,7 +30,7 @@ def sweep(cfg: Experiment, field: str, values, **train_kwargs):
 
 
 def __getattr__(name: str):
-    # plots and report load matplotlib: only when a notebook asks for them
-    if name in ("plots", "report", "diagnose"):
+    # plots and report load matplotlib: only when a notebook asks for them (tables: pandas)
+    if name in ("plots", "report", "diagnose", "tables"):
         return importlib.import_module(f"gpu_course.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

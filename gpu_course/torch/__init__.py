@@ -23,7 +23,7 @@ from .models import get_model
 from .optim import lr_curve, lr_scheduler, make_optimizer
 from .train import COMPILE_BACKEND_ENV, evaluate, train
 
-__all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report",
+__all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
            "get_model", "train", "evaluate", "lr_scheduler", "lr_curve", "make_optimizer",
            "sweep", "LARS", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
@@ -36,7 +36,7 @@ def sweep(cfg: Experiment, field: str, values, **train_kwargs):
 
 
 def __getattr__(name: str):
-    # plots and report load matplotlib: only when a notebook asks for them
-    if name in ("plots", "report", "diagnose"):
+    # plots and report load matplotlib: only when a notebook asks for them (tables: pandas)
+    if name in ("plots", "report", "diagnose", "tables"):
         return importlib.import_module(f"gpu_course.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
