@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 2. More DataLoader workers: feed the GPU
 #
@@ -23,10 +13,11 @@
 # 300 images/s with the GPU at about 95 %. Your numbers come from your machine.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import pathlib, sys
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
@@ -119,7 +110,7 @@ table.insert(1, "num_workers", WORKER_COUNTS)
 table["gpu_util_std"] = [util_spread(r) for r in runs]
 table["step_ms_mean"] = [1000 * step_times[n].mean() if len(step_times[n]) else np.nan for n in WORKER_COUNTS]
 table["step_ms_std"] = [1000 * step_times[n].std() if len(step_times[n]) else np.nan for n in WORKER_COUNTS]
-table
+gc.tables.show(table)
 
 # %%
 best = table["samples_per_sec"].max()
@@ -155,7 +146,7 @@ for n in WORKER_COUNTS:
                    "uss_mib_per_worker": np.mean([i.uss for i in infos]) / 2**20})
     del batches, loader
 memory = pd.DataFrame(memory)
-memory
+gc.tables.show(memory)
 
 # %%
 per_worker = memory["uss_mib_per_worker"].mean()

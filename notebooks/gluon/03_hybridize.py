@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 3. Hybridize: from imperative to symbolic
 #
@@ -26,10 +16,11 @@
 # on your machine.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import pathlib, sys
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
@@ -86,7 +77,7 @@ speedups = pd.DataFrame({
     model: gc.report.ladder_table(runs)["speedup"].to_numpy()
     for model, runs in (("resnet20", resnet_runs), ("tiny", tiny_runs))},
     index=["imperative", "hybridize()", "static_alloc + static_shape"])
-speedups.round(2)
+gc.tables.show(speedups)
 
 # %%
 gain = speedups.iloc[1:].max()          # each network's better hybridized variant

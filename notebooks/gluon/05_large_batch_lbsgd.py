@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 5. Large batches, and an optimizer that copes with them
 #
@@ -32,10 +22,11 @@
 # epoch**. Your numbers come from your machine.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import pathlib, sys
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
@@ -78,7 +69,7 @@ table.insert(1, "batch_size", [r.config["batch_size"] for r in sweep])
 talk = {64: (0.7131, 27.5), 128: (0.7139, 14.5), 256: (0.6882, 8.3), 512: (0.6588, 6.4), 1280: (0.6082, 6.5)}
 table["talk val acc"] = [talk.get(b, (np.nan,))[0] for b in table.batch_size]
 table["talk epoch (s)"] = [talk.get(b, (np.nan, np.nan))[1] for b in table.batch_size]
-table[["batch_size", "samples_per_sec", "epoch_time_s", "val_acc", "status", "talk val acc", "talk epoch (s)"]]
+gc.tables.show(table[["batch_size", "samples_per_sec", "epoch_time_s", "val_acc", "status", "talk val acc", "talk epoch (s)"]])
 
 # %%
 gc.plots.sweep(sweep, x="batch_size")
@@ -171,7 +162,7 @@ race = pd.DataFrame({"optimizer": [r.config["optimizer"] for r in races],
                      "samples/s": [gc.report.samples_per_sec(r) for r in races],
                      "seconds to target": [time_to(r, target) for r in races]})
 race["seconds to target"] = race["seconds to target"].map(lambda s: "not reached" if np.isnan(s) else round(s, 1))
-race
+gc.tables.show(race)
 
 # %%
 gc.plots.curves(races)

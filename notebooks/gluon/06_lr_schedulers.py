@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 6. Learning-rate schedules
 #
@@ -24,10 +14,11 @@
 # at 17,000 samples/s, batch 640, 4.0 s per epoch.) Your numbers come from your machine.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import pathlib, sys
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
@@ -99,7 +90,7 @@ gc.plots.curves(runs)
 # %%
 table = gc.report.ladder_table(runs)
 table.insert(1, "schedule", list(variants))
-table[["schedule", "rung", "val_acc", "samples_per_sec", "epoch_time_s"]]
+gc.tables.show(table[["schedule", "rung", "val_acc", "samples_per_sec", "epoch_time_s"]])
 
 # %%
 best = table.loc[table.val_acc.idxmax()]

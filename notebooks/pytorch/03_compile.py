@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 3. torch.compile: from eager to a compiled graph
 #
@@ -27,10 +17,11 @@
 # network checks that claim on your machine.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import pathlib, sys
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
@@ -98,7 +89,7 @@ labels = ["eager", "compile", "reduce-overhead"][:len(resnet_runs)]
 speedups = pd.DataFrame({
     model: gc.report.ladder_table(runs)["speedup"].to_numpy()
     for model, runs in (("resnet20", resnet_runs), ("tiny", tiny_runs))}, index=labels)
-speedups.round(2)
+gc.tables.show(speedups)
 
 # %%
 gain = speedups.loc[labels[-1]]
@@ -134,7 +125,7 @@ if not on_gpu:
 mine = resnet_runs + tiny_runs
 latest = gc.report.reference_runs("compile", "resnet20 ", "tiny ")
 if latest:
-    display(gc.report.beside_reference(mine, latest))
+    display(gc.tables.show(gc.report.beside_reference(mine, latest)))
     ref = latest.get("compile")
     if ref is not None:
         print(f"The H200 reference's compiled ResNet-20 trained at {gc.report.samples_per_sec(ref):,.0f} "

@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 4. Mixed precision: 16-bit arithmetic, 32-bit where it matters
 #
@@ -26,10 +16,11 @@
 # "Mixed precision can halve the training time." Your numbers come from your machine.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import pathlib, sys
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
@@ -139,7 +130,7 @@ runs = [gc.train(cfg, verbose=False),
 table = gc.report.ladder_table(runs)
 table.insert(1, "ran as", [f"{r.config['dtype']}{', channels_last' if r.config['channels_last'] else ''}"
                            for r in runs])
-table
+gc.tables.show(table)
 
 # %%
 gc.plots.curves(runs)
@@ -164,8 +155,8 @@ if not on_gpu:
 # %%
 latest = gc.report.reference_runs(*{r.name for r in runs})
 if latest:
-    display(pd.concat({"this machine": table.drop(columns="ran as").set_index("rung"),
-                       "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")}))
+    display(gc.tables.show(pd.concat({"this machine": table.drop(columns="ran as").set_index("rung"),
+                       "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")})))
     ref32, ref16 = latest.get("float32"), latest.get("bfloat16")
     if ref32 is not None and ref16 is not None:
         print(f"On the H200 reference bfloat16 + channels_last ran ×"

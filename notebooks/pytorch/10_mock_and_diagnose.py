@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 10. Mock components and an automatic diagnosis
 #
@@ -28,10 +18,11 @@
 # about 95 %. Those came from 2019 machines; your numbers come from yours.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import pathlib, sys
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
@@ -114,7 +105,7 @@ input_only = gc.train(cfg.replace(name=f"{cfg.name}: mock trainer", mock="traine
 compute_only = gc.train(cfg.replace(name=f"{cfg.name}: mock loader", mock="loader", epochs=1,
                                     max_steps=CEILING_STEPS), train_iter=train_iter, val_iter=val_iter,
                         verbose=False)
-gc.report.ladder_table([run, input_only, compute_only])
+gc.tables.show(gc.report.ladder_table([run, input_only, compute_only]))
 
 # %%
 speed, feed, need = (gc.report.samples_per_sec(r) for r in (run, input_only, compute_only))
