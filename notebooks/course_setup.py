@@ -1,6 +1,6 @@
 """The first cell of every notebook: make `gpu_course` importable in the running kernel.
 
-    import pathlib, sys  # the first cell, the same in every notebook
+    import importlib.util, pathlib, subprocess, sys  # the first cell, in every notebook
     here = pathlib.Path.cwd()
     sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
     import course_setup; course_setup.ensure()
@@ -59,9 +59,8 @@ def pip_extra(track: str) -> str:
     return "gluon-gpu" if caps and max(caps) <= (8, 6) else extra
 
 
-def ensure(track: str | None = None, quiet: bool = False) -> str:
-    """Make `gpu_course` and the track's framework importable here; say what was done.
-    Returns the track."""
+def ensure(track: str | None = None, quiet: bool = False) -> None:
+    """Make `gpu_course` and the track's framework importable here; say what was done."""
     root = repo_root()
     why = f"track={track} was asked for"
     if track is None:
@@ -72,7 +71,7 @@ def ensure(track: str | None = None, quiet: bool = False) -> str:
         if not quiet:
             print(f"gpu_course is ready ({track} track: {_version(module)}); nothing installed.")
         _warn_other_checkout(root)
-        return track
+        return
     extra = pip_extra(track)
     command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
                "-e", f"{root}[{extra}]"]
@@ -95,7 +94,6 @@ def ensure(track: str | None = None, quiet: bool = False) -> str:
     import gpu_course  # noqa: F401  (proves it, in this kernel)
     print(f"Installed: gpu_course {_dist_version('gpu-course')} from {root}, "
           f"{track} track: {_version(module)}. It imports in this kernel; no restart needed.")
-    return track
 
 
 # -- small helpers ------------------------------------------------------------------------

@@ -19,14 +19,14 @@
 
 # %%
 # Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
-import pathlib, sys
+import importlib.util, pathlib, subprocess, sys  # later cells use these too
 here = pathlib.Path.cwd()
 sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
-SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
 INSTANCE_TYPE = "ml.p3.2xlarge"      # the talk's V100; see the table below
 INSTANCE_COUNT = 1                   # > 1 uses the framework's distribution option
 ROLE = None                          # None: this notebook instance's execution role
@@ -58,7 +58,6 @@ tables.show(pd.DataFrame([{"instance": name, "GPUs": i.gpus, "GPU": i.gpu, "why"
 # else in the course.
 
 # %%
-import importlib.util
 from gpu_course.config import Experiment
 
 ENGINE = "gluon" if importlib.util.find_spec("mxnet") else "pytorch"

@@ -17,14 +17,14 @@
 
 # %%
 # Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
-import pathlib, sys
+import importlib.util, pathlib, subprocess, sys  # later cells use these too
 here = pathlib.Path.cwd()
 sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
-SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
 DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
 TRAIN_SIZE = 768 if SMOKE else 50_000
 TEST_SIZE = 256 if SMOKE else 10_000
