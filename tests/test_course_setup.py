@@ -80,3 +80,17 @@ def test_a_fresh_kernel_gets_its_track_and_imports_it_without_restart(tmp_path):
     again = subprocess.run([str(python), "-c", first_code_cell(lesson / "01_naive.ipynb")],
                            cwd=lesson, env=clean_env(), capture_output=True, text=True, timeout=300)
     assert "nothing installed" in again.stdout, again.stdout + again.stderr
+
+
+def test_the_track_comes_from_the_lesson_folder_else_the_kernel(tmp_path):
+    import sys
+    sys.path.insert(0, str(REPO / "notebooks"))
+    try:
+        import course_setup
+    finally:
+        sys.path.remove(str(REPO / "notebooks"))
+    assert course_setup.pick_track(REPO / "notebooks" / "pytorch")[0] == "pytorch"
+    assert course_setup.pick_track(REPO / "notebooks" / "gluon")[0] == "gluon"
+    assert course_setup.pick_track(REPO / "notebooks")[0] == track_of_this_environment()
+    assert course_setup.pip_extra("pytorch") == "torch"
+    assert course_setup.repo_root(REPO / "notebooks" / "gluon") == REPO
