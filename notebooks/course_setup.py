@@ -84,7 +84,7 @@ def ensure(track: str | None = None, quiet: bool = False) -> None:
         raise RuntimeError(f"pip install failed ({done.returncode}):\n{done.stdout}{done.stderr}")
     importlib.invalidate_caches()
     if str(root) not in sys.path:  # the editable install's path hook loads at the next start
-        sys.path.insert(0, str(root))
+        sys.path.append(str(root))
     changed = [f"{name} {old} -> {_version(name)}" for name, old in loaded.items()
                if _version(name) != old]
     if changed:
@@ -124,8 +124,11 @@ def _dist_version(dist: str) -> str | None:
 
 def _version(module: str) -> str:
     """'mxnet 1.9.1' from the installed distribution (nothing is imported)."""
-    dists = importlib.metadata.packages_distributions().get(module, [module])
-    return f"{module} {_dist_version(dists[0]) or '(not installed)'}"
+    version = _dist_version(module)  # the distribution is named like the module, mostly
+    if version is None:
+        dists = importlib.metadata.packages_distributions().get(module, [module])
+        version = _dist_version(dists[0])
+    return f"{module} {version or '(not installed)'}"
 
 
 def _warn_other_checkout(root: Path) -> None:
