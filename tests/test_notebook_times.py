@@ -29,3 +29,13 @@ def test_every_lesson_of_a_track_is_measured():
     names = [p.name for p in nt.notebooks_of("gluon")]
     assert names[0] == "01_naive.ipynb" and names[-1] == "run_on_sagemaker.ipynb" and len(names) >= 9
     assert all(p.parent.name == "pytorch" for p in nt.notebooks_of("pytorch"))
+
+
+def test_a_stopped_run_is_written_from_its_log():
+    log = ("  01_naive.ipynb: slowest cells #5 124 s\n"
+           "pytorch/01_naive.ipynb                      183 s  load 10.0  ok\n"
+           "pytorch/02_dataloader_workers.ipynb         523 s  load 8.9  ok\n")
+    block = nt.markdown(nt.from_log(log, "pytorch"))
+    assert "| pytorch/01_naive.ipynb | 3.0 min | 10.0 | ok |" in block
+    assert "| pytorch/03_compile.ipynb | – | – | not measured (the run was stopped) |" in block
+    assert "| the measured ones | 11.8 min |" in block

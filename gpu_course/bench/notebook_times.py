@@ -13,6 +13,7 @@ of the Markdown file (between `<!-- smoke-times:TRACK -->` markers) and keeps th
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import re
@@ -23,6 +24,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
+NO_VALUE = "–"
 
 
 def track_here() -> str:
@@ -84,16 +86,29 @@ def measure(track: str, names: list[str] | None = None) -> dict:
             "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
+def from_log(text: str, track: str) -> dict:
+    """The result of a run from its printed lines (a long run stopped early still counts)."""
+    line = re.compile(r"^(\S+\.ipynb)\s+(\d+) s  load ([\d.]+)  (.*)$", re.M)
+    rows = [(m[1], float(m[2]), m[4], float(m[3])) for m in line.finditer(text)]
+    measured = {name for name, *_ in rows}
+    rows += [(p.relative_to(NOTEBOOKS).as_posix(), math.nan, "not measured (the run was stopped)",
+              math.nan) for p in notebooks_of(track) if p.relative_to(NOTEBOOKS).as_posix() not in measured]
+    return {"track": track, "rows": rows, "load_before": rows[0][3] if rows else math.nan,
+            "cpus": os.cpu_count(), "cpu": platform.machine(),
+            "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
 def markdown(result: dict) -> str:
-    total = sum(seconds for _, seconds, _, _ in result["rows"])
+    total = sum(seconds for _, seconds, _, _ in result["rows"] if not math.isnan(seconds))
     lines = [f"<!-- smoke-times:{result['track']} -->",
              f"{result['track']} track, measured {result['when']} by `python -m "
              f"gpu_course.bench.notebook_times` on {result['cpus']} CPU cores, no GPU "
              f"(load average {result['load_before']:.1f} at the start):", "",
              "| notebook | smoke time | load average | result |", "| :-- | --: | --: | :-- |"]
-    lines += [f"| {name} | {_duration(seconds)} | {load:.1f} | {status} |"
+    lines += [f"| {name} | {_duration(seconds)} | {_load(load)} | {status} |"
               for name, seconds, status, load in result["rows"]]
-    lines += [f"| all | {_duration(total)} | | |", f"<!-- /smoke-times:{result['track']} -->"]
+    missing = any(math.isnan(seconds) for _, seconds, _, _ in result["rows"])
+    lines += [f"| {'the measured ones' if missing else 'all'} | {_duration(total)} | | |", f"<!-- /smoke-times:{result['track']} -->"]
     return "\n".join(lines)
 
 
@@ -104,7 +119,13 @@ def write(path: Path, block: str, track: str) -> None:
     path.write_text(text)
 
 
+def _load(load: float) -> str:
+    return NO_VALUE if math.isnan(load) else f"{load:.1f}"
+
+
 def _duration(seconds: float) -> str:
+    if math.isnan(seconds):
+        return NO_VALUE
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
@@ -114,8 +135,13 @@ def main(argv=None) -> None:
                         help="default: the track of this environment")
     parser.add_argument("--only", nargs="*", help="notebooks whose file name contains one of these")
     parser.add_argument("--write", type=Path, help="Markdown file whose table to update")
+    parser.add_argument("--from-log", type=Path,
+                        help="the printed lines of an earlier (perhaps stopped) run, instead of running")
     args = parser.parse_args(argv)
-    result = measure(args.track or track_here(), args.only)
+    if args.from_log:
+        result = from_log(args.from_log.read_text(), args.track or track_here())
+    else:
+        result = measure(args.track or track_here(), args.only)
     block = markdown(result)
     print(block)
     if args.write:
