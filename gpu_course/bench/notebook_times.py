@@ -89,8 +89,9 @@ def measure(track: str, names: list[str] | None = None) -> dict:
 def from_log(text: str, track: str) -> dict:
     """The result of a run from its printed lines (a long run stopped early still counts)."""
     line = re.compile(r"^(\S+\.ipynb)\s+(\d+) s  load ([\d.]+)  (.*)$", re.M)
-    rows = [(m[1], float(m[2]), m[4], float(m[3])) for m in line.finditer(text)]
-    measured = {name for name, *_ in rows}
+    latest = {m[1]: (m[1], float(m[2]), m[4], float(m[3])) for m in line.finditer(text)}
+    rows = sorted(latest.values())  # a notebook measured twice: the later line counts
+    measured = set(latest)
     rows += [(p.relative_to(NOTEBOOKS).as_posix(), math.nan, "not measured (the run was stopped)",
               math.nan) for p in notebooks_of(track) if p.relative_to(NOTEBOOKS).as_posix() not in measured]
     return {"track": track, "rows": rows, "load_before": rows[0][3] if rows else math.nan,
