@@ -94,6 +94,7 @@ def from_log(text: str, track: str) -> dict:
     measured = set(latest)
     rows += [(p.relative_to(NOTEBOOKS).as_posix(), math.nan, "not measured (the run was stopped)",
               math.nan) for p in notebooks_of(track) if p.relative_to(NOTEBOOKS).as_posix() not in measured]
+    rows.sort(key=lambda row: (not row[0].startswith(track), row[0]))
     return {"track": track, "rows": rows, "load_before": rows[0][3] if rows else math.nan,
             "cpus": os.cpu_count(), "cpu": platform.machine(),
             "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
