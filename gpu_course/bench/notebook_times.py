@@ -95,7 +95,7 @@ def from_log(text: str, track: str) -> dict:
     rows += [(p.relative_to(NOTEBOOKS).as_posix(), math.nan, "not measured (the run was stopped)",
               math.nan) for p in notebooks_of(track) if p.relative_to(NOTEBOOKS).as_posix() not in measured]
     rows.sort(key=lambda row: (not row[0].startswith(track), row[0]))
-    return {"track": track, "rows": rows, "load_before": rows[0][3] if rows else math.nan,
+    return {"track": track, "rows": rows, "load_before": math.nan,
             "cpus": os.cpu_count(), "cpu": platform.machine(),
             "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
@@ -105,7 +105,8 @@ def markdown(result: dict) -> str:
     lines = [f"<!-- smoke-times:{result['track']} -->",
              f"{result['track']} track, measured {result['when']} by `python -m "
              f"gpu_course.bench.notebook_times` on {result['cpus']} CPU cores, no GPU "
-             f"(load average {result['load_before']:.1f} at the start):", "",
+             + (f"(load average {result['load_before']:.1f} at the start):"
+                if not math.isnan(result["load_before"]) else "(from the runs' printed lines):"), "",
              "| notebook | smoke time | load average | result |", "| :-- | --: | --: | :-- |"]
     lines += [f"| {name} | {_duration(seconds)} | {_load(load)} | {status} |"
               for name, seconds, status, load in result["rows"]]
