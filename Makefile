@@ -2,8 +2,10 @@
 # Each sets up what it needs (idempotent: a second run only checks stamps) and runs.
 #   make run            the ladder on the track that fits this machine (ENGINE=gluon|pytorch overrides)
 #   make test           every test: unit tests and notebooks (smoke mode), both tracks
-#   make lab            JupyterLab on the course (ENGINE picks the kernel's environment)
+#   make lab            JupyterLab on copies of the notebooks in workshop/ (ignored by git)
+#   make test-lab       every lesson in JupyterLab in a headless Chromium (make test: lesson 01)
 #   make notebooks      re-create the .ipynb files from their paired .py (jupytext)
+#   make smoke-times    measure each notebook's smoke time here, into notebooks/SMOKE_TIMES.md
 
 # Python 3.11 exactly: numpy 1.23.5 (the Gluon track) has no 3.12 wheels and the PyTorch
 # track's pins have no 3.10 ones. The first of python3.11, python3 that is 3.11; PYTHON= overrides.
@@ -28,7 +30,8 @@ GLUON_EXTRA ?= $(shell $(PYTHON) -c "from gpu_course.engines import compute_capa
 PIP_FLAGS ?= -q --disable-pip-version-check
 SMOKE_RUNS := $(CURDIR)/.venv/test-runs
 
-.PHONY: run test lab setup setup-gluon setup-pytorch test-core test-gluon test-pytorch notebooks clean
+.PHONY: run test lab setup setup-gluon setup-pytorch test-core test-gluon test-pytorch notebooks clean \
+        browser test-browser test-lab workshop smoke-times
 
 run: setup-$(ENGINE)
 	@echo "Track: $(ENGINE) — $$($(PYTHON) -m gpu_course.engines --reason)"
@@ -36,7 +39,7 @@ run: setup-$(ENGINE)
 
 test: setup-gluon setup-pytorch
 	rm -rf $(SMOKE_RUNS)
-	$(MAKE) --no-print-directory test-gluon test-pytorch
+	$(MAKE) --no-print-directory test-gluon test-pytorch test-browser
 
 setup: setup-gluon setup-pytorch
 setup-gluon: $(VENV)/gluon/.installed
@@ -66,12 +69,40 @@ test-pytorch:
 	  $(VENV)/pytorch/bin/python -m pytest -q tests --ignore=tests/gluon \
 	  --nbval-lax --nbval-current-env --nbval-cell-timeout=900 notebooks/pytorch $(PYTEST_ARGS)
 
-lab: setup-$(ENGINE)
-	$(VENV)/$(ENGINE)/bin/jupyter lab notebooks
+# JupyterLab in a headless Chromium (tests/browser): lesson 01 of each track and the
+# SageMaker notebook from `make test`, every lesson from `make test-lab`.
+test-browser: setup-gluon setup-pytorch browser
+	GPU_COURSE_BROWSER=first $(VENV)/gluon/bin/python -m pytest -q tests/browser $(PYTEST_ARGS)
+	GPU_COURSE_BROWSER=first $(VENV)/pytorch/bin/python -m pytest -q tests/browser $(PYTEST_ARGS)
+
+test-lab: setup-gluon setup-pytorch browser
+	GPU_COURSE_BROWSER=all $(VENV)/gluon/bin/python -m pytest -q tests/browser $(PYTEST_ARGS)
+	GPU_COURSE_BROWSER=all $(VENV)/pytorch/bin/python -m pytest -q tests/browser $(PYTEST_ARGS)
+
+# Debian's chromium and chromium-driver; installed once (apt-get needs root or sudo).
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	else SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver; fi
+
+# Attendees run copies: workshop/ is ignored by git, so running and saving a lesson never
+# touches the checkout (a later `git pull` cannot conflict). Existing copies are kept.
+lab: setup-$(ENGINE) workshop
+	$(VENV)/$(ENGINE)/bin/jupyter lab workshop
+
+workshop:
+	mkdir -p workshop
+	cp -n notebooks/course_setup.py workshop/
+	cd notebooks && for nb in *.ipynb */*.ipynb; do mkdir -p ../workshop/$$(dirname $$nb); \
+	  cp -n $$nb ../workshop/$$nb; done
 
 notebooks: setup-gluon
-	$(VENV)/gluon/bin/jupytext --sync notebooks/*.py notebooks/*/*.py
+	$(VENV)/gluon/bin/jupytext --sync notebooks/run_on_sagemaker.py notebooks/*/*.py
+
+smoke-times: setup-gluon setup-pytorch
+	$(VENV)/gluon/bin/python -m gpu_course.bench.notebook_times --write notebooks/SMOKE_TIMES.md
+	$(VENV)/pytorch/bin/python -m gpu_course.bench.notebook_times --write notebooks/SMOKE_TIMES.md
 
 # generated data only: a downloaded CIFAR-10 (cifar-10-binary.tar.gz and its folder) stays
 clean:
-	rm -rf $(VENV) runs data/synthetic-v* data/prepared data/caltech256-like data/.*.tmp*
+	rm -rf $(VENV) runs .lab-test data/synthetic-v* data/prepared data/caltech256-like data/.*.tmp*

@@ -232,12 +232,8 @@ class Harness:
     def _make_bar(self, total: int | None):
         if not self.show_progress:
             return None
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:  # the bar is a comfort, not a requirement
-            return None
-        return tqdm(total=total, desc=f"{self.name} epoch {self.epoch}", unit="step",
-                    leave=False, mininterval=0.5)
+        from .progress import bar  # gone without a trace when closed, also in a saved notebook
+        return bar(total, desc=f"{self.name} epoch {self.epoch}", unit="step")
 
     def _close_bar(self) -> None:
         bar = getattr(self, "_bar", None)

@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # Running the course on SageMaker
 #
@@ -28,15 +18,16 @@
 # specification and stops there: nothing pretends a job ran.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import importlib.util, pathlib, subprocess, sys  # later cells use these too
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
 from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
 INSTANCE_TYPE = "ml.p3.2xlarge"      # the talk's V100; see the table below
 INSTANCE_COUNT = 1                   # > 1 uses the framework's distribution option
 ROLE = None                          # None: this notebook instance's execution role
@@ -55,10 +46,10 @@ NUM_WORKERS = 1 if SMOKE else 7      # the I/O sample's fix: 1 -> 7 workers
 
 # %%
 import pandas as pd
-from gpu_course import sagemaker_launch as sm
+from gpu_course import sagemaker_launch as sm, tables
 
-pd.DataFrame([{"instance": name, "GPUs": i.gpus, "GPU": i.gpu, "why": i.why}
-              for name, i in sm.INSTANCES.items()]).set_index("instance")
+tables.show(pd.DataFrame([{"instance": name, "GPUs": i.gpus, "GPU": i.gpu, "why": i.why}
+                          for name, i in sm.INSTANCES.items()]))
 
 # %% [markdown]
 # ## The experiment
@@ -118,7 +109,7 @@ import re
 metrics = [{d["Name"]: float(m.group(1)) for d in sm.metric_definitions()
             if (m := re.search(d["Regex"], line))}
            for line in job_log.stdout.splitlines() if line.startswith("METRIC ")]
-pd.DataFrame(metrics)
+tables.show(pd.DataFrame(metrics))
 
 # %% [markdown]
 # On a machine without a GPU the `gpu_util` column is missing: the line says `gpu_util=nan`
@@ -155,7 +146,7 @@ runs = local + cloud_runs
 plots.throughput(runs)
 
 # %%
-print(report.format_table(report.ladder_table(runs)))
+display(tables.show(report.ladder_table(runs)))
 for run in cloud_runs:
     ratio = report.samples_per_sec(run) / report.samples_per_sec(local[0])
     device = (run.meta["hardware"]["gpus"] or [{"name": "CPU"}])[0]["name"]

@@ -432,11 +432,8 @@ def _start_methods() -> list:
 
 
 def _bar(total: int, desc: str):
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=desc, unit="img", mininterval=0.5, leave=False)
+    from ..progress import bar
+    return bar(total, desc=desc, unit="img")
 
 
 def folder_split(cfg, root=None):

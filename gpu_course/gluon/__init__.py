@@ -22,7 +22,7 @@ from .loop import evaluate, split
 from .record import record
 from .train import build, train
 
-__all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report",
+__all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
            "get_model", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
            "make_trainer", "sweep", "profile_steps", "repeat"]
@@ -41,7 +41,7 @@ def repeat(cfgs, repeats: int = 3, **train_kwargs):
 
 
 def __getattr__(name: str):
-    # plots and report load matplotlib: only when a notebook asks for them
-    if name in ("plots", "report", "diagnose", "metrics", "noise"):
+    # plots and report load matplotlib: only when a notebook asks for them (tables: pandas)
+    if name in ("plots", "report", "diagnose", "metrics", "noise", "tables"):
         return importlib.import_module(f"gpu_course.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -30,7 +30,7 @@ from .loop import Precision, evaluate, to_device
 from .record import record
 from .train import COMPILE_BACKEND_ENV, build, train
 
-__all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report",
+__all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
            "get_model", "build", "record", "train", "evaluate", "Precision", "to_device",
            "lr_scheduler", "lr_curve", "make_optimizer",
@@ -58,7 +58,7 @@ def repeat(cfgs, repeats: int = 3, **train_kwargs):
 
 
 def __getattr__(name: str):
-    # plots and report load matplotlib: only when a notebook asks for them
-    if name in ("plots", "report", "diagnose", "metrics", "noise"):
+    # plots and report load matplotlib: only when a notebook asks for them (tables: pandas)
+    if name in ("plots", "report", "diagnose", "metrics", "noise", "tables"):
         return importlib.import_module(f"gpu_course.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

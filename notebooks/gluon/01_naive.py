@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 1. The naive baseline: how busy is the GPU?
 #
@@ -22,15 +12,16 @@
 # Your numbers come from your machine; the question is the same: what does the GPU wait for?
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import importlib.util, pathlib, subprocess, sys  # later cells use these too
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
 from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
 DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
 TRAIN_SIZE = 1024 if SMOKE else 50_000
 TEST_SIZE = 256 if SMOKE else 10_000
@@ -109,7 +100,7 @@ input_only = gc.train(cfg.replace(name="naive input-only", mock="trainer", epoch
                                   max_steps=CEILING_STEPS), train_iter=train_iter, verbose=False)
 compute_only = gc.train(cfg.replace(name="naive compute-only", mock="loader", epochs=1,
                                     max_steps=CEILING_STEPS), verbose=False)
-gc.report.ladder_table([run, input_only, compute_only])
+gc.tables.show(gc.report.ladder_table([run, input_only, compute_only]))
 
 # %%
 wait = gc.report.data_wait_share(run)          # share of step time spent waiting for data

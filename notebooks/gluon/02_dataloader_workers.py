@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 2. More DataLoader workers: feed the GPU
 #
@@ -23,15 +13,16 @@
 # 300 images/s with the GPU at about 95 %. Your numbers come from your machine.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import importlib.util, pathlib, subprocess, sys  # later cells use these too
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
 from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
 DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
 TRAIN_SIZE = 1024 if SMOKE else 50_000
 TEST_SIZE = 256 if SMOKE else 10_000
@@ -110,7 +101,7 @@ table.insert(1, "num_workers", WORKER_COUNTS)
 table["gpu_util_std"] = [util_spread(r) for r in runs]
 table["step_ms_median"] = [1000 * gc.metrics.steadiness(r)["step_p50_s"] for r in runs]
 table["waited_share"] = [gc.metrics.steadiness(r)["waited_share"] for r in runs]
-table
+gc.tables.show(table)
 
 # %%
 best = table["samples_per_sec"].max()
@@ -148,7 +139,7 @@ for n in WORKER_COUNTS:
                    "uss_mib_per_worker": np.mean([i.uss for i in infos]) / 2**20})
     del batches, loader
 memory = pd.DataFrame(memory)
-memory
+gc.tables.show(memory)
 
 # %%
 per_worker = memory["uss_mib_per_worker"].mean()

@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 5. Large batches, and an optimizer that copes with them
 #
@@ -40,15 +30,16 @@
 # to the change that bought it.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import importlib.util, pathlib, subprocess, sys  # later cells use these too
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
 from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
 DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
 MODEL = "tiny" if SMOKE else "resnet20"   # smoke: a small CNN, so that a dozen runs fit CI's minute
 TRAIN_SIZE = 512 if SMOKE else 50_000
@@ -109,7 +100,7 @@ table.insert(1, "batch_size", [r.config["batch_size"] for r in sweep])
 talk = {64: (0.7131, 27.5), 128: (0.7139, 14.5), 256: (0.6882, 8.3), 512: (0.6588, 6.4), 1280: (0.6082, 6.5)}
 table["talk val acc"] = [talk.get(b, (np.nan,))[0] for b in table.batch_size]
 table["talk epoch (s)"] = [talk.get(b, (np.nan, np.nan))[1] for b in table.batch_size]
-print(gc.report.format_table(table[["rung", "batch_size", "samples_per_sec", "epoch_time_s", "val_acc",
+display(gc.tables.show(table[["rung", "batch_size", "samples_per_sec", "epoch_time_s", "val_acc",
                                    "status", "talk val acc", "talk epoch (s)"]]))
 
 # %%
@@ -224,7 +215,7 @@ ladder = {
                                           warmup_strategy="lars"),
 }
 controls = {name: train_large(name, **kwargs) for name, kwargs in ladder.items()}
-print(gc.report.format_table(gc.report.ladder_table([small_run, *controls.values()])))
+display(gc.tables.show(gc.report.ladder_table([small_run, *controls.values()])))
 
 # %%
 gc.plots.curves([small_run, *controls.values()])
@@ -292,7 +283,7 @@ race = pd.DataFrame({"optimizer": [r.config["optimizer"] for r in races],
                      "samples/s": [gc.report.samples_per_sec(r) for r in races],
                      "seconds to target": [time_to(r, target) for r in races]})
 race["seconds to target"] = race["seconds to target"].map(lambda s: "not reached" if np.isnan(s) else round(s, 1))
-race
+gc.tables.show(race)
 
 # %%
 gc.plots.curves(races)

@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 8. The whole ladder
 #
@@ -23,15 +13,16 @@
 # same model and data. Your numbers come from your machine.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import importlib.util, pathlib, subprocess, sys  # later cells use these too
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
 from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
 RUNS_DIR = None                       # None: GPU_COURSE_RUNS or the repository's runs/
 
 # %%
@@ -62,8 +53,8 @@ talk = {"naive": 306, "workers": 663, "hybridize": 941, "float16": 3100, "large-
 table["talk samples/s"] = table["rung"].map(talk)
 table["talk speed-up"] = table["talk samples/s"] / talk["naive"]
 changes = ["num_workers", "graph", "dtype", "batch_size", "num_gpus", "optimizer", "lr_scheduler"]
-table[["rung", *changes, "samples_per_sec", "speedup", "talk speed-up", "gpu_util",
-       "data_wait_share", "val_acc", "status"]]
+gc.tables.show(table[["rung", *changes, "samples_per_sec", "speedup", "talk speed-up", "gpu_util",
+                      "data_wait_share", "val_acc", "status"]])
 
 # %%
 gc.plots.ladder(runs, baseline=baseline)

@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 3. torch.compile: from eager to a compiled graph
 #
@@ -27,15 +17,16 @@
 # network checks that claim on your machine.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import importlib.util, pathlib, subprocess, sys  # later cells use these too
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
 from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
 DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
 TRAIN_SIZE = 768 if SMOKE else 50_000
 TEST_SIZE = 256 if SMOKE else 10_000
@@ -99,7 +90,7 @@ labels = ["eager", "compile", "reduce-overhead"][:len(resnet_runs)]
 speedups = pd.DataFrame({
     model: gc.report.ladder_table(runs)["speedup"].to_numpy()
     for model, runs in (("resnet20", resnet_runs), ("tiny", tiny_runs))}, index=labels)
-speedups.round(2)
+gc.tables.show(speedups)
 
 # %%
 gain = speedups.loc[labels[-1]]
@@ -135,7 +126,7 @@ if not on_gpu:
 mine = resnet_runs + tiny_runs
 latest = gc.report.reference_runs("compile", "resnet20 ", "tiny ")
 if latest:
-    display(gc.report.beside_reference(mine, latest))
+    display(gc.tables.show(gc.report.beside_reference(mine, latest)))
     ref = latest.get("compile")
     if ref is not None:
         print(f"The H200 reference's compiled ResNet-20 trained at {gc.report.samples_per_sec(ref):,.0f} "

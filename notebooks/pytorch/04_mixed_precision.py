@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 4. Mixed precision: 16-bit arithmetic, 32-bit where it matters
 #
@@ -29,19 +19,16 @@
 # "Mixed precision can halve the training time." Your numbers come from your machine.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import importlib.util, pathlib, subprocess, sys  # later cells use these too
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
 from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
-DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
-MODEL = "tiny" if SMOKE else "resnet20"   # smoke: a small CNN, so that the repeats fit CI's minute
-TRAIN_SIZE = 512 if SMOKE else 50_000
-TEST_SIZE = 256 if SMOKE else 10_000
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
 EPOCHS = 1 if SMOKE else 3
 REPEATS = 2                           # each precision trained this many times, interleaved (A, B, A, B)
 WORKERS = 0 if SMOKE else max(2, os.cpu_count() - 3)   # smoke: CI's 2 shared cores load in-process
@@ -203,7 +190,7 @@ for _ in range(REPEATS):
         runs[name].append(train_in(name, **kwargs))
 torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = tf32_default
 every = [r for pair in zip(*runs.values()) for r in pair]
-print(gc.report.format_table(gc.report.ladder_table(every)))
+display(gc.tables.show(gc.report.ladder_table(every)))
 table = gc.report.ladder_table([rs[-1] for rs in runs.values()])
 
 # %%
@@ -243,8 +230,8 @@ for rs in runs.values():
 # %%
 latest = gc.report.reference_runs(*runs)
 if latest:
-    display(pd.concat({"this machine": table.set_index("rung"),
-                       "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")}))
+    display(gc.tables.show(pd.concat({"this machine": table.set_index("rung"),
+                       "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")})))
     ref32, ref16 = latest.get("float32"), latest.get("bfloat16")
     if ref32 is not None and ref16 is not None:
         print(f"On the H200 reference bfloat16 + channels_last ran ×"

@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 6. Learning-rate schedules
 #
@@ -26,15 +16,16 @@
 # at 17,000 samples/s, batch 640, 4.0 s per epoch.) Your numbers come from your machine.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import importlib.util, pathlib, subprocess, sys  # later cells use these too
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
 from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
 DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
 MODEL = "tiny" if SMOKE else "resnet20"   # smoke: a small CNN, so that five runs fit CI's minute
 TRAIN_SIZE = 512 if SMOKE else 50_000
@@ -163,7 +154,7 @@ runs = [train_with(c if c.name == "lr-schedule" else c.replace(name=f"lr_schedul
 gc.plots.curves(runs)
 
 # %%
-print(gc.report.format_table(gc.report.ladder_table(runs)))
+display(gc.tables.show(gc.report.ladder_table(runs)))
 
 # %% [markdown]
 # ## What the runs say
@@ -213,7 +204,7 @@ else:
 # %%
 latest = gc.report.reference_runs("lr_scheduler=", "lr-schedule")
 if latest:
-    display(gc.report.beside_reference(runs, latest))
+    display(gc.tables.show(gc.report.beside_reference(runs, latest)))
     ref = latest.get("lr-schedule")
     if ref is not None:
         print(f"The H200 reference's one-cycle run reached {gc.report.val_acc(ref):.1%} after "

@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 8. The whole ladder
 #
@@ -25,15 +15,16 @@
 # from the same model and data. Your numbers come from your machine.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import importlib.util, pathlib, subprocess, sys  # later cells use these too
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
 from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
 RUNS_DIR = None                       # None: GPU_COURSE_RUNS or the repository's runs/
 # if the ladder must be trained here: aot_eager only traces (seconds on a CPU), inductor compiles
 COMPILE_BACKEND = "aot_eager" if SMOKE else "inductor"
@@ -109,7 +100,7 @@ talk = {"naive": 306, "workers": 663, "compile": 941, "bfloat16": 3100, "float16
         "large-batch": 17000, "num-gpus": 50000}
 table["talk samples/s"] = table["rung"].map(talk)
 table["talk speed-up"] = table["talk samples/s"] / talk["naive"]
-table
+gc.tables.show(table)
 
 # %%
 gc.plots.ladder(runs, baseline=baseline)
@@ -163,7 +154,7 @@ activity = pd.DataFrame({"rung": [r.name for r in runs],
                             for c in ("util_gpu", "sm_active", "tensor_active")}})
 with_gpm = activity.dropna(subset=["sm_active"])
 if len(with_gpm):
-    display(activity.round(1))
+    display(gc.tables.show(activity))
     worst = with_gpm.loc[(with_gpm.util_gpu - with_gpm.sm_active).idxmax()]
     tensor = f" and the tensor cores {worst.tensor_active:.0f}%" if not np.isnan(worst.tensor_active) else ""
     print(f"'{worst.rung}': GPU-Util said {worst.util_gpu:.0f}% while the SMs were active {worst.sm_active:.0f}%"
@@ -184,9 +175,9 @@ else:
 # %%
 reference = pick_rungs(list(gc.report.reference_runs().values()))
 if reference:
-    display(pd.concat({"this machine": table.set_index("rung")[["samples_per_sec", "speedup", "gpu_util", "val_acc"]],
+    display(gc.tables.show(pd.concat({"this machine": table.set_index("rung")[["samples_per_sec", "speedup", "gpu_util", "val_acc"]],
                        "H200 reference": gc.report.ladder_table(reference).set_index("rung")[
-                           ["samples_per_sec", "speedup", "gpu_util", "val_acc"]]}, axis=1))
+                           ["samples_per_sec", "speedup", "gpu_util", "val_acc"]]}, axis=1)))
     print(f"On the H200 reference: {gc.report.conclusion(reference)}")
 else:
     print(gc.report.no_reference_line())

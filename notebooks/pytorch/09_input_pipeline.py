@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 9. The input pipeline: pre-processing and packed formats
 #
@@ -27,15 +17,16 @@
 # 306 samples/s, 29 workers 663. Those came from 2019 machines; your numbers come from yours.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import importlib.util, pathlib, subprocess, sys  # later cells use these too
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
 from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
 FOLDER = None                         # None: generate a Caltech-256-shaped folder; or e.g. ".../256_ObjectCategories"
 IMAGES = 500 if SMOKE else 3000       # JPEGs to generate (200-500 px a side)
 IMAGE_SIZE = 32 if SMOKE else 64      # training size, pixels a side
@@ -180,7 +171,7 @@ gc.plots.ladder(runs)
 
 # %%
 table = gc.report.ladder_table(runs)
-table
+gc.tables.show(table)
 
 # %%
 base, best = table.iloc[0], table.loc[table["samples_per_sec"].idxmax()]

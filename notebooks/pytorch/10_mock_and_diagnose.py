@@ -1,13 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 10. Mock components and an automatic diagnosis
 #
@@ -28,15 +18,16 @@
 # about 95 %. Those came from 2019 machines; your numbers come from yours.
 
 # %%
-import importlib.util, pathlib, subprocess, sys
-if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
-    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
+import importlib.util, pathlib, subprocess, sys  # later cells use these too
+here = pathlib.Path.cwd()
+sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
 import os
 from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
 FOLDER = None                         # None: the Caltech-256-shaped folder of lesson 9 (made if absent)
 IMAGES = 500 if SMOKE else 3000       # JPEGs in the generated folder
 IMAGE_SIZE = 32                       # training size, pixels a side
@@ -115,7 +106,7 @@ input_only = gc.train(cfg.replace(name=f"{cfg.name}: mock trainer", mock="traine
 compute_only = gc.train(cfg.replace(name=f"{cfg.name}: mock loader", mock="loader", epochs=1,
                                     max_steps=CEILING_STEPS), train_iter=train_iter, val_iter=val_iter,
                         verbose=False)
-gc.report.ladder_table([run, input_only, compute_only])
+gc.tables.show(gc.report.ladder_table([run, input_only, compute_only]))
 
 # %%
 speed, feed, need = (gc.report.samples_per_sec(r) for r in (run, input_only, compute_only))

@@ -1,0 +1,215 @@
+"""Tables for reading: units in the headers, digits that mean something, percentages, and
+wide tables folded into blocks (or turned on their side) so nothing is cut off.
+
+    gc.tables.show(table)        # in a notebook: the last line of a cell
+    print(gc.tables.show(table)) # in a terminal: fixed-width text
+
+Numbers: 301.326178 samples/s reads "301", 0.8123 val acc "81.2%", 3.2 speed-up "×3.20",
+NaN "–". A column the course knows gets its header and unit from COLUMNS; any other is
+named from its own name (`step_ms_mean` -> "step mean (ms)") and written with three
+significant digits. pandas only; nothing here imports matplotlib.
+"""
+from __future__ import annotations
+
+import html
+import math
+import numbers
+
+import pandas as pd
+
+NO_VALUE = "–"
+WIDTH = 96  # characters a notebook cell shows without scrolling (JupyterLab, default font)
+STATUS_TEXT = {"oom": "out of memory"}
+
+
+def _num(value: float) -> str:
+    """Three significant digits, none lost before the point: 301, 30.1, 3.01, 0.0301."""
+    if value == 0:
+        return "0"
+    size = abs(value)
+    if size >= 100:
+        return f"{value:,.0f}"
+    if size >= 1:
+        return f"{value:.{2 - int(math.log10(size))}f}"
+    return f"{value:.3g}"
+
+
+def _percent(value: float) -> str:  # already in percent
+    return f"{value:.0f}%" if abs(value) >= 10 else f"{value:.1f}%"
+
+
+def _fraction(value: float) -> str:  # 0-1 shown as percent
+    return f"{100 * value:.1f}%"
+
+
+def _ratio(value: float) -> str:
+    return f"×{value:.2f}" if value < 10 else f"×{value:.1f}"
+
+
+# column -> (header, how a value is written)
+COLUMNS = {
+    "rung": ("rung", str),
+    "epoch_time_s": ("epoch (s)", _num),
+    "gpu_util": ("GPU util", _percent),
+    "gpu_util_mean": ("GPU util", _percent),
+    "data_wait_share": ("data wait", _fraction),
+    "waited_share": ("steps that waited", _fraction),
+    "samples_per_sec": ("samples/s (steady)", _num),
+    "samples_per_sec_all": ("samples/s (all)", _num),
+    "spikiness": ("p95/p50 step", _ratio),
+    "ran": ("ran (not as requested)", str),
+    "tflops": ("TFLOP/s", _num),
+    "peak_pct": ("% of peak", _percent),
+    "speedup": ("speed-up", _ratio),
+    "val_acc": ("val acc", _fraction),
+    "train_acc": ("train acc", _fraction),
+    "status": ("status", lambda v: STATUS_TEXT.get(v, str(v))),
+    "num_workers": ("workers", str),
+    "batch_size": ("batch", str),
+    "gpu_util_std": ("GPU util std (pp)", _num),
+    "lr": ("LR", lambda v: f"{v:.3g}"),
+}
+_UNITS = {"s": "s", "ms": "ms", "mib": "MiB", "gib": "GiB", "mb": "MB", "gb": "GB",
+          "pct": "%", "percent": "%"}
+_WORDS = {"gpu": "GPU", "cpu": "CPU", "lr": "LR", "acc": "acc", "num": "", "per": "/"}
+
+
+def header(column) -> str:
+    """The header of a column: the course's own, else its name with the unit moved last."""
+    if column in COLUMNS:
+        return COLUMNS[column][0]
+    if not isinstance(column, str):
+        return str(column)
+    words, unit = [], None
+    for word in column.split("_"):
+        if word.lower() in _UNITS and unit is None and words:
+            unit = _UNITS[word.lower()]
+        else:
+            words.append(_WORDS.get(word.lower(), word))
+    text = " ".join(w for w in words if w).replace(" / ", "/")
+    return f"{text} ({unit})" if unit else text
+
+
+def cell(column, value) -> str:
+    """One value as text."""
+    if value is None or (not isinstance(value, str) and _isna(value)):
+        return NO_VALUE
+    if column in COLUMNS:
+        return COLUMNS[column][1](value)
+    if isinstance(value, bool) or isinstance(value, str):
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        return f"{value:,d}"
+    if isinstance(value, numbers.Real):
+        return _num(float(value))
+    return str(value)
+
+
+class Table:
+    """A formatted table: HTML in a notebook, fixed-width text elsewhere. `blocks` are
+    DataFrames of strings, each narrow enough to read; the first column repeats in each."""
+
+    def __init__(self, blocks: list[pd.DataFrame], text_columns: set, note: str = ""):
+        self.blocks, self.text_columns, self.note = blocks, text_columns, note
+
+    def text(self) -> str:
+        out = []
+        for block in self.blocks:
+            heads = list(block.columns)
+            rows = block.values.tolist()
+            widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+
+            def line(values):
+                return "  ".join(v.ljust(w) if h in self.text_columns else v.rjust(w)
+                                 for h, v, w in zip(heads, values, widths)).rstrip()
+            out.append("\n".join([line(heads), "  ".join("-" * w for w in widths)]
+                                 + [line(r) for r in rows]))
+        return "\n\n".join(out) + (f"\n{self.note}" if self.note else "")
+
+    def _repr_html_(self) -> str:
+        parts = []
+        for block in self.blocks:
+            head = "".join(f'<th style="text-align:{self._align(h)}">{html.escape(h)}</th>'
+                           for h in block.columns)
+            body = "".join("<tr>" + "".join(
+                f'<td style="text-align:{self._align(h)};font-variant-numeric:tabular-nums">'
+                f"{html.escape(v)}</td>" for h, v in zip(block.columns, row)) + "</tr>"
+                for row in block.values.tolist())
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        note = f"<p><em>{html.escape(self.note)}</em></p>" if self.note else ""
+        return "\n".join(parts) + note
+
+    def _align(self, column: str) -> str:
+        return "left" if column in self.text_columns else "right"
+
+    def __str__(self) -> str:
+        return self.text()
+
+    __repr__ = __str__
+
+
+def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> Table:
+    """`df` formatted for reading, folded into blocks of columns that fit in `width`
+    characters (the first column repeats in each), or turned on its side when it has
+    fewer rows than a block would need. `columns` picks and orders columns."""
+    if "ran" in df.columns and not df["ran"].fillna("").astype(str).str.len().any():
+        df = df.drop(columns="ran")  # every run ran as requested: nothing to say
+    frame = _flat(df)
+    keys = 1 if isinstance(df.index, pd.RangeIndex) and df.index.name is None else df.index.nlevels
+    if columns is not None:
+        frame = frame[[c for c in frame.columns if c in columns or c in _index_names(df)]]
+    text_columns = {header(c) for c in frame.columns
+                    if c in ("rung", "status") or frame[c].dtype == object and
+                    all(isinstance(v, str) or v is None for v in frame[c])}
+    cells = pd.DataFrame({header(c): [cell(c, v) for v in frame[c]] for c in frame.columns})
+    if _width(cells) <= width:
+        return Table([cells], text_columns)
+    if len(cells) <= 3 and len(cells.columns) > 4:  # a few runs, many measures: on its side
+        side = cells.set_index(cells.columns[0]).T.reset_index()
+        side.columns = [""] + [str(c) for c in side.columns[1:]]
+        if _width(side) <= width:
+            return Table([side], {""})
+    return Table(_fold(cells, width, keys), text_columns)
+
+
+def _flat(df: pd.DataFrame) -> pd.DataFrame:
+    """The index as leading columns (unless it is a plain 0..n-1), names never empty."""
+    if isinstance(df.index, pd.RangeIndex) and df.index.name is None:
+        frame = df.copy()
+    else:
+        names = [n if n is not None else ("" if i else " ") for i, n in enumerate(df.index.names)]
+        frame = df.copy()
+        frame.index = frame.index.set_names(names)
+        frame = frame.reset_index()
+    if isinstance(frame.columns, pd.MultiIndex):
+        frame.columns = [" ".join(str(p) for p in c if str(p)) for c in frame.columns]
+    return frame
+
+
+def _index_names(df) -> set:
+    return {n for n in df.index.names if n is not None}
+
+
+def _width(cells: pd.DataFrame) -> int:
+    widths = [max([len(str(h))] + [len(v) for v in cells[h]]) for h in cells.columns]
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def _fold(cells: pd.DataFrame, width: int, keys: int = 1) -> list[pd.DataFrame]:
+    """Blocks of columns that fit in `width`, each led by the `keys` first columns."""
+    key, rest = list(cells.columns[:keys]), list(cells.columns[keys:])
+    blocks, current = [], []
+    for column in rest:
+        if current and _width(cells[[*key, *current, column]]) > width:
+            blocks.append(cells[[*key, *current]])
+            current = []
+        current.append(column)
+    blocks.append(cells[[*key, *current]])
+    return blocks
+
+
+def _isna(value) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False

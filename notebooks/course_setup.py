@@ -1,0 +1,161 @@
+"""The first cell of every notebook: make `gpu_course` importable in the running kernel.
+
+    import importlib.util, pathlib, subprocess, sys  # the first cell, in every notebook
+    here = pathlib.Path.cwd()
+    sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+    import course_setup; course_setup.ensure()
+
+A kernel that already imports `gpu_course` and its track's framework is left alone. A fresh
+one (a SageMaker notebook instance, a new conda kernel) gets `pip install -e <repo>[track]`:
+only its own track, with the pins of pyproject.toml. The repository root then goes onto
+`sys.path` of the running kernel, so the import two cells later works without a restart:
+an editable install made after the interpreter started is not on its path until the next
+start. Standard library only: this runs before anything of the course is installed.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+# track -> (the module it imports, the pip extra of pyproject.toml)
+TRACKS = {"gluon": ("mxnet", "gluon"), "pytorch": ("torch", "torch")}
+# loaded before an install may replace them: a changed one needs a kernel restart
+WATCHED = ("numpy", "pandas", "matplotlib", "scipy", "torch", "mxnet", "PIL", "psutil", "tqdm")
+
+
+def repo_root(start: Path | None = None) -> Path:
+    """The checkout this file belongs to (the folder with pyproject.toml and gpu_course/)."""
+    here = (start or Path(__file__)).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "pyproject.toml").is_file() and (folder / "gpu_course").is_dir():
+            return folder
+    raise FileNotFoundError(f"no gpu-course checkout (pyproject.toml and gpu_course/) above {here}")
+
+
+def pick_track(cwd: Path | None = None) -> tuple[str, str]:
+    """(track, why): the lesson's folder names it; else the framework this kernel has."""
+    folder = (cwd or Path.cwd()).resolve().name
+    if folder in TRACKS:
+        return folder, f"the notebook is in {folder}/"
+    for track, (module, _) in TRACKS.items():
+        if importlib.util.find_spec(module) is not None:
+            return track, f"this kernel has {module}"
+    return "gluon", "no framework in this kernel; the Gluon track runs on a CPU"
+
+
+def pip_extra(track: str) -> str:
+    """The extra to install: the MXNet GPU build only where a GPU it supports is present."""
+    _, extra = TRACKS[track]
+    if track != "gluon":
+        return extra
+    if _installed("mxnet-cu112"):
+        return "gluon-gpu"
+    caps = _compute_capabilities()
+    return "gluon-gpu" if caps and max(caps) <= (8, 6) else extra
+
+
+def ensure(track: str | None = None, quiet: bool = False) -> None:
+    """Make `gpu_course` and the track's framework importable here; say what was done."""
+    root = repo_root()
+    why = f"track={track} was asked for"
+    if track is None:
+        track, why = pick_track()
+    module, _ = TRACKS[track]
+    _drop_own_folder()
+    if _importable("gpu_course") and _importable(module):
+        if not quiet:
+            print(f"gpu_course is ready ({track} track: {_version(module)}); nothing installed.")
+        _warn_other_checkout(root)
+        return
+    extra = pip_extra(track)
+    command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+               "-e", f"{root}[{extra}]"]
+    loaded = {name: _version(name) for name in WATCHED if name in sys.modules}
+    print(f"gpu_course is not installed in this kernel ({sys.executable}). Installing the "
+          f"{track} track ({why}), this takes a minute or more:\n  pip install -e "
+          f"'{root}[{extra}]'", flush=True)
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"pip install failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+    importlib.invalidate_caches()
+    if str(root) not in sys.path:  # the editable install's path hook loads at the next start
+        sys.path.append(str(root))
+    changed = [f"{name} {old} -> {_version(name)}" for name, old in loaded.items()
+               if _version(name) != old]
+    if changed:
+        raise RuntimeError("The install replaced packages this kernel had already loaded ("
+                           + ", ".join(changed) + "). Restart the kernel (Kernel → Restart "
+                           "Kernel) and run the notebook again.")
+    import gpu_course  # noqa: F401  (proves it, in this kernel)
+    print(f"Installed: gpu_course {_dist_version('gpu-course')} from {root}, "
+          f"{track} track: {_version(module)}. It imports in this kernel; no restart needed.")
+
+
+# -- small helpers ------------------------------------------------------------------------
+
+def _drop_own_folder() -> None:
+    """The first cell put this file's folder on sys.path; it is no longer needed there."""
+    folder = str(Path(__file__).resolve().parent)
+    sys.path[:] = [p for p in sys.path if not p or Path(p).resolve() != Path(folder)]
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _installed(dist: str) -> bool:
+    return _dist_version(dist) is not None
+
+
+def _dist_version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _version(module: str) -> str:
+    """'mxnet 1.9.1' from the installed distribution (nothing is imported)."""
+    version = _dist_version(module)  # the distribution is named like the module, mostly
+    if version is None:
+        dists = importlib.metadata.packages_distributions().get(module, [module])
+        version = _dist_version(dists[0])
+    return f"{module} {version or '(not installed)'}"
+
+
+def _warn_other_checkout(root: Path) -> None:
+    spec = importlib.util.find_spec("gpu_course")
+    origin = Path(spec.origin).resolve().parent.parent if spec and spec.origin else None
+    if origin is not None and origin != root:
+        print(f"Note: this kernel imports gpu_course from {origin}, not from this "
+              f"notebook's checkout {root}.")
+
+
+def _compute_capabilities() -> list[tuple[int, int]]:
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    caps = []
+    for line in out.split():
+        try:
+            major, minor = line.strip().split(".")
+            caps.append((int(major), int(minor)))
+        except ValueError:
+            continue
+    return caps
+
+
+if __name__ == "__main__":  # python notebooks/course_setup.py [gluon|pytorch]
+    ensure(sys.argv[1] if len(sys.argv) > 1 else None)

@@ -1,0 +1,96 @@
+"""The course as attendees meet it (issue 15): one first cell in every notebook that leaves
+gpu_course importable in a fresh kernel, and paired .py twins whose text does not change
+when JupyterLab saves a notebook from another kernel."""
+import asyncio
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from fresh_kernel import clean_env, make_fresh_python, sees_gpu_course, track_of_this_environment
+from support import REPO
+
+NOTEBOOKS = sorted(p for p in (REPO / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def first_code_cell(path):
+    cells = json.loads(path.read_text())["cells"]
+    return "".join(next(c for c in cells if c["cell_type"] == "code")["source"])
+
+
+def test_every_notebook_starts_with_the_same_setup_cell():
+    cells = {p.relative_to(REPO).as_posix(): first_code_cell(p) for p in NOTEBOOKS}
+    first = cells["notebooks/gluon/01_naive.ipynb"]
+    assert "course_setup.ensure()" in first and len(first.splitlines()) <= 6
+    assert {name for name, cell in cells.items() if cell != first} == set()
+
+
+def test_the_twins_carry_no_machine_specific_header():
+    assert "notebook_metadata_filter" in (REPO / "jupytext.toml").read_text()
+    for path in NOTEBOOKS:
+        text = path.with_suffix(".py").read_text()
+        assert not text.startswith("# ---"), f"{path.name}: header in the .py twin"
+        assert "jupytext_version" not in text and "display_name" not in text
+
+
+def test_saving_from_another_kernel_keeps_the_twin(tmp_path):
+    """What JupyterLab's save does (jupytext's contents manager), with a kernel whose
+    display name differs: the .py twin stays byte for byte the same."""
+    jupytext_cm = pytest.importorskip("jupytext.async_contentsmanager")
+    from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+
+    shutil.copy(REPO / "jupytext.toml", tmp_path)
+    for suffix in (".ipynb", ".py"):
+        shutil.copy(REPO / f"notebooks/gluon/01_naive{suffix}", tmp_path)
+    before = (tmp_path / "01_naive.py").read_bytes()
+    manager = jupytext_cm.build_async_jupytext_contents_manager_class(AsyncLargeFileManager)(
+        root_dir=str(tmp_path))
+
+    async def save():
+        nb = (await manager.get("01_naive.ipynb"))["content"]
+        nb["metadata"]["kernelspec"] = {"display_name": "Python 3 (ipykernel)",
+                                        "language": "python", "name": "python3"}
+        nb["metadata"]["language_info"] = {"name": "python", "version": "3.11.7"}
+        nb["cells"][1]["outputs"] = []
+        await manager.save({"type": "notebook", "content": nb}, "01_naive.ipynb")
+    asyncio.run(save())
+    assert (tmp_path / "01_naive.py").read_bytes() == before
+
+
+def test_a_fresh_kernel_gets_its_track_and_imports_it_without_restart(tmp_path):
+    track = track_of_this_environment()
+    python = make_fresh_python(tmp_path / "fresh")
+    lesson = REPO / "notebooks" / track
+    assert not sees_gpu_course(python, lesson), "the fresh interpreter must lack gpu_course"
+    module = {"gluon": "gluon", "pytorch": "torch"}[track]
+    code = first_code_cell(lesson / "01_naive.ipynb") + (
+        f"\nfrom gpu_course import {module} as gc\nprint('IMPORTED', gc.__file__)")
+    done = subprocess.run([str(python), "-c", code], cwd=lesson, env=clean_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    extra = "torch" if track == "pytorch" else "gluon"
+    assert "is not installed in this kernel" in done.stdout
+    assert f"[{extra}" in done.stdout and "no restart needed" in done.stdout
+    assert f"IMPORTED {REPO}/gpu_course/" in done.stdout
+    # only gpu_course went into the fresh environment: the pinned packages were there
+    site = next((tmp_path / "fresh" / "lib").glob("python3*/site-packages"))
+    added = {p.name.split("-")[0].lower() for p in site.glob("*.dist-info")}
+    assert added == {"gpu_course"}, added
+    again = subprocess.run([str(python), "-c", first_code_cell(lesson / "01_naive.ipynb")],
+                           cwd=lesson, env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert "nothing installed" in again.stdout, again.stdout + again.stderr
+
+
+def test_the_track_comes_from_the_lesson_folder_else_the_kernel(tmp_path):
+    import sys
+    sys.path.insert(0, str(REPO / "notebooks"))
+    try:
+        import course_setup
+    finally:
+        sys.path.remove(str(REPO / "notebooks"))
+    assert course_setup.pick_track(REPO / "notebooks" / "pytorch")[0] == "pytorch"
+    assert course_setup.pick_track(REPO / "notebooks" / "gluon")[0] == "gluon"
+    assert course_setup.pick_track(REPO / "notebooks")[0] == track_of_this_environment()
+    assert course_setup.pip_extra("pytorch") == "torch"
+    assert course_setup.repo_root(REPO / "notebooks" / "gluon") == REPO
