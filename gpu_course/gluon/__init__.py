@@ -13,7 +13,8 @@ from ..config import Experiment
 from ..experiments import interleave as _interleave
 from ..experiments import sweep as _sweep
 from ..records import OutOfMemory, load_run, load_runs
-from .data import load_data, load_datasets, make_loader
+from .data import make_loader
+from .datasets import load_data, load_datasets
 from .devices import gpu_count, try_devices
 from .models import get_model
 from .profile import profile_steps

@@ -65,27 +65,6 @@ def image_dataset(images: np.ndarray, labels: np.ndarray) -> ArrayDataset:
     return ArrayDataset(mx.nd.array(images, dtype="uint8"), np.asarray(labels, dtype="int32"))
 
 
-def load_datasets(cfg: Experiment):
-    """(train_dataset, val_dataset) for cfg.dataset, augmented as cfg.augment says."""
-    if cfg.dataset == "folder":  # a Caltech-256-style image folder: see io_data
-        from .io_data import io_datasets
-        return _ours(*io_datasets(cfg, cfg.data_format))
-    arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
-                              test_size=cfg.test_size, seed=cfg.seed)
-    size = arrays.train_x.shape[1]
-    train = image_dataset(arrays.train_x, arrays.train_y)
-    val = image_dataset(arrays.test_x, arrays.test_y)
-    return _ours(train.transform_first(Augment(cfg, True, size)),
-                 val.transform_first(Augment(cfg, False, size)))
-
-
-def _ours(*datasets):
-    """Mark the course's datasets, so a record can tell them from a user's own."""
-    for dataset in datasets:
-        dataset.course_dataset = True
-    return datasets
-
-
 def make_loader(dataset, cfg: Experiment, train: bool = True) -> DataLoader:
     """A DataLoader giving cfg.batch_size images per device, cfg.num_workers processes;
     training batches are shuffled and the last short batch is dropped. A worker that
@@ -146,9 +125,3 @@ def _check_workers(workers, pool) -> None:
     raise WorkerDied(f"a loader worker died (pid {dead[0].pid}, {how}) and its batch is "
                      "lost; often the kernel's out-of-memory killer (see `dmesg`): try "
                      "fewer num_workers")
-
-
-def load_data(cfg: Experiment):
-    """(train_iter, val_iter): the two DataLoaders for cfg."""
-    train, val = load_datasets(cfg)
-    return make_loader(train, cfg, train=True), make_loader(val, cfg, train=False)

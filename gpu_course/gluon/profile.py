@@ -20,7 +20,8 @@ import mxnet as mx
 from mxnet import autograd, gluon
 
 from .. import profiling
-from .data import load_datasets, make_loader
+from .data import make_loader
+from .datasets import load_datasets
 from .devices import effective_config, try_devices
 from .models import get_model, prepare
 from .optim import make_trainer

@@ -15,7 +15,8 @@ import numpy as np
 from .. import provenance
 from ..config import Experiment
 from ..records import OutOfMemory
-from .data import load_datasets, make_loader
+from .data import make_loader
+from .datasets import load_datasets
 from .devices import FLOAT16_ON_CPU, NCCL_ON_CPU, effective_config, try_devices
 from .loop import fit
 from .models import get_model, prepare

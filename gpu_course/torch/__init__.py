@@ -18,7 +18,8 @@ from ..config import Experiment as _Experiment
 from ..experiments import interleave as _interleave
 from ..experiments import sweep as _sweep
 from ..records import OutOfMemory, load_run, load_runs
-from .data import ImageDataset, load_data, load_datasets, make_loader
+from .data import ImageDataset, make_loader
+from .datasets import load_data, load_datasets
 from .devices import gpu_count, try_devices
 from .gpu_loader import GpuLoader
 from .lars import LARS

@@ -84,25 +84,6 @@ def jitter_and_rotate(x: torch.Tensor, rng: np.random.Generator) -> torch.Tensor
     return F.grid_sample(x[None], grid, align_corners=False)[0]
 
 
-def load_datasets(cfg: Experiment) -> tuple[ImageDataset, ImageDataset]:
-    """(train_dataset, val_dataset) for cfg.dataset; training images augmented as
-    cfg.augment says, validation images only normalised."""
-    if cfg.dataset == "folder":  # a Caltech-256-style image folder: see io_data
-        from .io_data import io_datasets
-        return _ours(*io_datasets(cfg, cfg.data_format))
-    arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
-                              test_size=cfg.test_size, seed=cfg.seed)
-    return _ours(ImageDataset(arrays.train_x, arrays.train_y, cfg.augment, cfg.seed),
-                 ImageDataset(arrays.test_x, arrays.test_y, "none", cfg.seed))
-
-
-def _ours(*datasets):
-    """Mark the course's datasets, so a record can tell them from a user's own."""
-    for dataset in datasets:
-        dataset.course_dataset = True
-    return datasets
-
-
 def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> DataLoader:
     """A DataLoader giving cfg.batch_size images per step to this process's device (the
     PyTorch track runs one process per GPU, so that is cfg.batch_size per GPU), with
@@ -122,15 +103,3 @@ def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> D
     return DataLoader(dataset, batch_size=cfg.batch_size,
                       shuffle=train and sampler is None, sampler=sampler, drop_last=train,
                       num_workers=workers, pin_memory=pin, **extra)
-
-
-def load_data(cfg: Experiment, device: torch.device | str | None = None):
-    """(train_iter, val_iter) for cfg: DataLoaders, or with cfg.data_on_gpu two
-    GpuLoaders that keep the whole dataset on `device` (default: the first device)."""
-    if cfg.data_on_gpu:
-        from .devices import try_devices
-        from .gpu_loader import gpu_loaders
-        device = device if device is not None else try_devices(cfg.num_gpus)[0][0]
-        return gpu_loaders(cfg, device)
-    train, val = load_datasets(cfg)
-    return make_loader(train, cfg, train=True), make_loader(val, cfg, train=False)

@@ -14,7 +14,8 @@ from torch import nn
 
 from .. import provenance
 from ..config import Experiment
-from .data import load_datasets, make_loader
+from .data import make_loader
+from .datasets import load_datasets
 from .devices import out_of_memory, try_devices
 from .gpu_loader import gpu_loaders
 from .loop import Precision, evaluate
