@@ -1,0 +1,18 @@
+"""The all-reduce benchmark as real gloo processes on 127.0.0.1."""
+import time
+
+from gpu_course.bench import allreduce
+
+
+def test_allreduce_numbers_are_positive_and_grow_with_message_size():
+    t0 = time.perf_counter()
+    sizes = (4 * allreduce.KiB, 4 * allreduce.MiB)
+    rows = allreduce.run_local(procs=2, sizes=sizes, backend="gloo", min_seconds=0.05)
+    assert [r["bytes"] for r in rows] == list(sizes)
+    assert all(r["time_s"] > 0 and r["busbw_GBps"] > 0 and r["processes"] == 2 for r in rows)
+    small, large = rows
+    assert large["time_s"] > small["time_s"]
+    # 4 KiB is latency-bound: a thousand times the data moves far faster than 10x slower
+    assert large["algbw_GBps"] > 10 * small["algbw_GBps"]
+    assert time.perf_counter() - t0 < 60
+    assert "MiB" in allreduce.format_rows(rows) and len(allreduce.lecture_table()) == 6
