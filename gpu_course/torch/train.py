@@ -153,7 +153,8 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
         on_epoch=None):
     """Train `net` on `device` as this process's part of the run (rank 0 of 1 unless
     under DistributedDataParallel); rank 0 keeps the record and returns it.
-    on_record(path) is called once the record exists; `devices` describes them all."""
+    on_record(path) is called once the record exists; `devices` describes them all;
+    on_epoch(row) gets this rank's epoch rows (every rank: ddp gathers them)."""
     leader = rank == 0
     net = net.to(device)
     if cfg.channels_last:  # NHWC: the layout tensor-core convolutions read directly
@@ -172,7 +173,7 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
     devices = devices or describe([device])
     with Harness(cfg, engine="pytorch", runs_dir=runs_dir, device_notice=notice,
                  devices=devices, progress=progress and leader, verbose=verbose and leader,
-                 monitor=leader, record=leader, on_epoch=on_epoch if leader else None) as h:
+                 monitor=leader, record=leader, on_epoch=on_epoch) as h:
         if h.record is not None:
             h.record.note(compile_backend=compile_backend() if cfg.graph != "eager" else None,
                           world_size=world_size, torch_device=str(device))
