@@ -30,7 +30,10 @@ SCHEDULERS_BY_ENGINE = {
     "gluon": ("none", "factor", "multifactor", "poly", "cosine"),
     "pytorch": ("none", "factor", "multifactor", "poly", "cosine", "onecycle"),
 }
-KVSTORES = ("device", "local", "nccl")
+KVSTORES = ("device", "local", "nccl",
+            # across hosts: MXNet's parameter server (gpu_course.gluon.dist); the "device"
+            # variant sums a host's GPUs on a GPU before sending
+            "dist_sync", "dist_device_sync")
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ class Experiment:
         _choice(self, "kvstore", KVSTORES)
         if self.model not in MODELS:
             raise ValueError(f"model={self.model!r} is unknown; allowed: {', '.join(MODELS)}")
+        if self.kvstore.startswith("dist") and self.engine != "gluon":
+            raise ValueError(f"kvstore={self.kvstore!r} is MXNet's parameter server (engine="
+                             "'gluon'); PyTorch trains across hosts with torchrun (torch.multinode)")
         if self.dtype == "bfloat16" and self.engine == "gluon":
             raise ValueError("dtype='bfloat16' needs engine='pytorch'; MXNet 1.9 trains in "
                              "float32 or float16")

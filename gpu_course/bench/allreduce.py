@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from ..localhosts import free_port
 from ..scaling import bus_bandwidth
 
 KiB, MiB = 2**10, 2**20
@@ -79,13 +79,6 @@ def _timed(x, iters: int, sync) -> float:
 
 def lecture_table() -> list[dict]:
     return [{"link": name, "GB/s": gbps} for name, gbps in LECTURE_BANDWIDTHS]
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 (the OS picks it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_local(procs: int = 2, sizes=SIZES, backend: str | None = None,

@@ -36,6 +36,9 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
     """
     if cfg.engine != "gluon":  # validated again: PyTorch-only settings are refused here
         cfg = cfg.replace(engine="gluon")
+    if cfg.kvstore.startswith("dist"):  # this process is one worker of a multi-host job
+        from .dist import train_worker
+        return train_worker(cfg, runs_dir=runs_dir, verbose=verbose, on_epoch=on_epoch)
     notices = []
     if devices is None:
         devices, notice = try_devices(cfg.num_gpus)

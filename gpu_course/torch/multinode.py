@@ -28,8 +28,9 @@ from pathlib import Path
 
 from ..config import Experiment
 from ..cores import threads_per_process
+from ..localhosts import child_env, free_port, wait_all
 from ..records import default_runs_dir, load_run
-from .ddp import PACKAGE_PARENT, _first_error
+from .ddp import _first_error
 
 
 def torchrun_command(node_rank: int, nodes: int, procs_per_node: int, endpoint: str,
@@ -57,13 +58,11 @@ def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1, runs_
                  verbose: bool = False, timeout: float | None = 900):
     """Run cfg as a job of `nodes` local hosts × `procs_per_node` processes (gloo on the
     CPU, NCCL where this machine has a GPU per process); returns the job's run record."""
-    from ..bench.allreduce import free_port
     if nodes < 1 or procs_per_node < 1:
         raise ValueError(f"nodes={nodes!r} and procs_per_node={procs_per_node!r} must be >= 1")
     runs_dir = Path(runs_dir or default_runs_dir()).resolve()
     world = nodes * procs_per_node
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_PARENT), env.get("PYTHONPATH")]))
+    env = child_env()
     # every "host" shares this machine's cores: split them, or the processes thrash
     env.setdefault("OMP_NUM_THREADS", str(threads_per_process(world)))
     endpoint, job_id = f"127.0.0.1:{free_port()}", f"gpu-course-{os.getpid()}-{time.time_ns()}"
@@ -82,7 +81,7 @@ def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1, runs_
             logs.append(open(Path(tmp) / f"host{i}.log", "w+"))
             procs.append(subprocess.Popen(command, env=env, stdout=logs[-1],
                                           stderr=subprocess.STDOUT, text=True))
-        codes = _wait_all(procs, timeout)
+        codes = wait_all(procs, timeout)
         outputs = []
         for log in logs:
             log.seek(0)
@@ -97,24 +96,3 @@ def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1, runs_
         raise RuntimeError(f"host {failed}'s torchrun exited with {codes[failed]} "
                            f"(exit codes {codes}):\n{_first_error(lines)}")
     return load_run(run_path)
-
-
-def _wait_all(procs, timeout: float | None) -> list[int]:
-    """Wait for every launch; past `timeout` seconds (or when one fails, so the others
-    would wait forever at the next collective) stop the rest. Returns the exit codes."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    try:
-        while any(p.poll() is None for p in procs):
-            failed = any(p.poll() not in (None, 0) for p in procs)
-            if failed or (deadline is not None and time.monotonic() > deadline):
-                for p in procs:
-                    if p.poll() is None:
-                        p.terminate()  # torchrun passes SIGTERM on to its workers
-                break
-            time.sleep(0.2)
-        return [p.wait(timeout=30) if p.poll() is None else p.returncode for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
