@@ -153,11 +153,13 @@ def commands(workers: int, servers: int, cfg_file: str = "cfg.json", runs_dir: s
 
 
 def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1, runs_dir=None,
-                 verbose: bool = False, timeout: float | None = 900, work_dir=None):
+                 verbose: bool = False, timeout: float | None = 900, work_dir=None,
+                 threads: int | None = None):
     """Run cfg as a parameter-server job on this machine: one scheduler, `servers`
     servers and `workers` workers on 127.0.0.1. Returns worker 0's record, with every
     worker's epoch timings added to its notes ("ranks"). Each worker leaves its final
-    weights in work_dir/worker{rank}.params (work_dir: a temporary folder by default)."""
+    weights in work_dir/worker{rank}.params (work_dir: a temporary folder by default).
+    threads: OMP_NUM_THREADS per worker (default: this machine's cores ÷ workers)."""
     if workers < 1 or servers < 1:
         raise ValueError(f"workers={workers!r} and servers={servers!r} must be >= 1")
     if not cfg.kvstore.startswith("dist"):
@@ -177,7 +179,7 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1, runs_dir=N
             worker_cmd.append("--quiet")
         serve = [sys.executable, "-c", "import mxnet"]  # the role comes from DMLC_ROLE
         roles = [("scheduler", serve, 1)] + [("server", serve, 1)] * servers + \
-                [("worker", worker_cmd, threads_per_process(workers))] * workers
+                [("worker", worker_cmd, threads or threads_per_process(workers))] * workers
         procs, logs = [], []
         for i, (role, command, threads) in enumerate(roles):
             env = child_env(**role_env(role, port, workers, servers), OMP_NUM_THREADS=threads)

@@ -55,16 +55,17 @@ def commands(cfg_file: str, runs_dir: str, nodes: int, procs_per_node: int,
 
 
 def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1, runs_dir=None,
-                 verbose: bool = False, timeout: float | None = 900):
+                 verbose: bool = False, timeout: float | None = 900, threads: int | None = None):
     """Run cfg as a job of `nodes` local hosts × `procs_per_node` processes (gloo on the
-    CPU, NCCL where this machine has a GPU per process); returns the job's run record."""
+    CPU, NCCL where this machine has a GPU per process); returns the job's run record.
+    threads: OMP_NUM_THREADS per process (default: this machine's cores ÷ processes)."""
     if nodes < 1 or procs_per_node < 1:
         raise ValueError(f"nodes={nodes!r} and procs_per_node={procs_per_node!r} must be >= 1")
     runs_dir = Path(runs_dir or default_runs_dir()).resolve()
     world = nodes * procs_per_node
     env = child_env()
     # every "host" shares this machine's cores: split them, or the processes thrash
-    env.setdefault("OMP_NUM_THREADS", str(threads_per_process(world)))
+    env["OMP_NUM_THREADS"] = str(threads or threads_per_process(world))
     endpoint, job_id = f"127.0.0.1:{free_port()}", f"gpu-course-{os.getpid()}-{time.time_ns()}"
     with tempfile.TemporaryDirectory(prefix="gpu_course_multinode_") as tmp:
         config_file, result = Path(tmp) / "config.json", Path(tmp) / "run_path"
