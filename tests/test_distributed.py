@@ -22,7 +22,7 @@ def test_scaling_table_measured_talk_and_model_rows(tmp_path):
     assert distributed.step_seconds(job) == pytest.approx(0.2)  # the slowest rank's
     rows = distributed.scaling_table(base, job, k=2, batch=32, grad_bytes=1_000_000)
     s1, s2 = base.summary["samples_per_sec"], job.summary["samples_per_sec"]
-    assert (s1, s2) == pytest.approx((100, 160), rel=1e-3)
+    assert (s1, s2) == pytest.approx((100, 160), rel=0.05)
     measured = rows[1]
     assert measured["efficiency"] == pytest.approx(s2 / (2 * s1))
     assert measured["exposed_ms"] == pytest.approx(1e3 * (2 * 32 / s2 - 32 / s1))
