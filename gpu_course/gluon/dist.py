@@ -39,6 +39,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import mxnet as mx
@@ -177,36 +178,90 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1, runs_dir=N
                       "--timings-file", str(work / "worker{rank}.json")]
         if not verbose:
             worker_cmd.append("--quiet")
-        serve = [sys.executable, "-c", "import mxnet"]  # the role comes from DMLC_ROLE
-        roles = [("scheduler", serve, 1)] + [("server", serve, 1)] * servers + \
-                [("worker", worker_cmd, threads or threads_per_process(workers))] * workers
-        procs, logs = [], []
-        for i, (role, command, threads) in enumerate(roles):
-            env = child_env(**role_env(role, port, workers, servers), OMP_NUM_THREADS=threads)
-            logs.append(open(work / f"{i:02d}-{role}.log", "w+"))
-            procs.append(subprocess.Popen(command, env=env, stdout=logs[-1],
-                                          stderr=subprocess.STDOUT, text=True))
-        n_serve = 1 + servers
-        codes = wait_all(procs[n_serve:], timeout)  # the workers; then the others end
-        codes = wait_all(procs[:n_serve], 60) + codes
-        outputs = []
-        for log in logs:
-            log.seek(0)
-            outputs.append(log.read())
-            log.close()
+        roles, codes, outputs = _run_roles(worker_cmd, workers, servers, port, work,
+                                           threads or threads_per_process(workers), timeout)
         result = work / "run_path"
         run_path = result.read_text().strip() if result.exists() else None
         ranks = sorted((json.loads(p.read_text()) for p in work.glob("worker*.json")),
                        key=lambda r: r["rank"])
     if verbose:
-        print(outputs[n_serve], end="", flush=True)
-    if any(codes[n_serve:]) or run_path is None:
-        failed = next((i for i, c in enumerate(codes) if c), n_serve)
-        raise RuntimeError(f"{roles[failed][0]} process {failed} exited with {codes[failed]} "
-                           f"(exit codes {codes}):\n{outputs[failed][-3000:]}")
+        print(outputs[1 + servers], end="", flush=True)
+    _check(roles, codes, outputs, run_path is not None)
     _note(run_path, ranks=ranks, exit_codes=dict(zip(
-        [f"{r[0]}{i}" for i, r in enumerate(roles)], codes)))
+        [f"{role}{i}" for i, role in enumerate(roles)], codes)))
     return load_run(run_path)
+
+
+def _run_roles(worker_cmd, workers, servers, port, work: Path, threads: int, timeout):
+    """Start a scheduler, the servers and the workers on 127.0.0.1 and wait for them.
+    Returns (roles, exit codes, outputs), one of each per process."""
+    serve = [sys.executable, "-c", "import mxnet"]  # the role comes from DMLC_ROLE
+    roles = ["scheduler"] + ["server"] * servers + ["worker"] * workers
+    procs, logs = [], []
+    for i, role in enumerate(roles):
+        env = child_env(**role_env(role, port, workers, servers),
+                        OMP_NUM_THREADS=threads if role == "worker" else 1)
+        logs.append(open(work / f"{i:02d}-{role}.log", "w+"))
+        procs.append(subprocess.Popen(worker_cmd if role == "worker" else serve, env=env,
+                                      stdout=logs[-1], stderr=subprocess.STDOUT, text=True))
+    n_serve = 1 + servers
+    codes = wait_all(procs[n_serve:], timeout)  # the workers; then the others end
+    codes = wait_all(procs[:n_serve], 60) + codes
+    outputs = []
+    for log in logs:
+        log.seek(0)
+        outputs.append(log.read())
+        log.close()
+    return roles, codes, outputs
+
+
+def _check(roles, codes, outputs, produced: bool) -> None:
+    if any(c != 0 for c, role in zip(codes, roles) if role == "worker") or not produced:
+        failed = next((i for i, c in enumerate(codes) if c), len(roles) - 1)
+        raise RuntimeError(f"{roles[failed]} process {failed} exited with {codes[failed]} "
+                           f"(exit codes {codes}):\n{outputs[failed][-3000:]}")
+
+
+# -- what a push and pull cost ------------------------------------------------------
+KiB, MiB = 2**10, 2**20
+SIZES = tuple(4 * KiB * 4**i for i in range(7))  # 4 KiB .. 16 MiB
+
+
+def bench_worker(sizes=SIZES, iters: int = 10) -> list[dict]:
+    """In a worker: time push + pull of float32 arrays of each size (bytes) through the
+    servers, as every trainer.step does per parameter. Rows from this worker's clock."""
+    kv = mx.kv.create("dist_sync")
+    rows = []
+    for key, nbytes in enumerate(sizes):
+        x = mx.nd.ones((max(1, nbytes // 4),))
+        out = mx.nd.zeros_like(x)
+        kv.init(key, x)
+        for i in range(iters + 2):
+            if i == 2:  # the first two set up the connections
+                mx.nd.waitall()
+                t0 = time.perf_counter()
+            kv.push(key, x)
+            kv.pull(key, out=out)
+            out.wait_to_read()  # sync point: the pull has arrived
+        t = (time.perf_counter() - t0) / iters
+        rows.append({"bytes": x.size * 4, "workers": kv.num_workers, "time_s": t,
+                     # a worker sends its array and receives the sum: 2 x bytes per round
+                     "worker_GBps": 2 * x.size * 4 / t / 1e9, "rank": kv.rank})
+    return rows
+
+
+def bench_local(workers: int = 2, servers: int = 1, sizes=SIZES, iters: int = 10,
+                timeout: float | None = 300) -> list[dict]:
+    """Push + pull time against size in a local parameter-server job (worker 0's rows)."""
+    with tempfile.TemporaryDirectory(prefix="gpu_course_kvbench_") as tmp:
+        work = Path(tmp)
+        out = work / "rows.json"
+        command = [sys.executable, "-m", "gpu_course.gluon.dist", "--bench", str(out),
+                   "--bench-sizes", ",".join(str(s) for s in sizes), "--bench-iters", str(iters)]
+        roles, codes, outputs = _run_roles(command, workers, servers, free_port(), work,
+                                           threads_per_process(workers), timeout)
+        _check(roles, codes, outputs, out.exists())
+        return json.loads(out.read_text())
 
 
 def _note(run_path, **values) -> None:
@@ -219,13 +274,23 @@ def _note(run_path, **values) -> None:
 def main(argv=None) -> int:
     """One worker of a parameter-server job (its role and job from DMLC_* variables)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="Experiment as a JSON file")
-    parser.add_argument("--runs-dir", required=True)
+    parser.add_argument("--config", help="Experiment as a JSON file")
+    parser.add_argument("--runs-dir")
+    parser.add_argument("--bench", help="time push + pull instead; worker 0's rows to this file")
+    parser.add_argument("--bench-sizes", default=",".join(str(s) for s in SIZES))
+    parser.add_argument("--bench-iters", type=int, default=10)
     parser.add_argument("--result-file", help="worker 0 writes its run folder here")
     parser.add_argument("--params-file", help="final weights; {rank} = this worker's rank")
     parser.add_argument("--timings-file", help="epoch timings; {rank} = this worker's rank")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    if args.bench:
+        rows = bench_worker([int(v) for v in args.bench_sizes.split(",")], args.bench_iters)
+        if rows[0]["rank"] == 0:
+            Path(args.bench).write_text(json.dumps(rows))
+        return 0
+    if not (args.config and args.runs_dir):
+        parser.error("--config and --runs-dir are needed to train")
     cfg = Experiment.from_dict(json.loads(Path(args.config).read_text()))
     run = train_worker(cfg, runs_dir=args.runs_dir, verbose=not args.quiet,
                        params_file=args.params_file, timings_file=args.timings_file)

@@ -53,3 +53,11 @@ def test_role_environment_and_the_command_for_real_hosts():
         dist.role_env("boss", 1, 1, 1)
     with pytest.raises(ValueError, match="parameter server"):
         gc.Experiment(engine="pytorch", kvstore="dist_sync")
+
+
+def test_push_pull_through_the_server_costs_more_for_larger_arrays():
+    rows = dist.bench_local(workers=2, servers=1, sizes=(4 * dist.KiB, 4 * dist.MiB), iters=3,
+                            timeout=120)
+    small, large = rows
+    assert small["workers"] == 2 and small["time_s"] > 0 and large["time_s"] > small["time_s"]
+    assert large["worker_GBps"] > 10 * small["worker_GBps"]  # small arrays: latency-bound
