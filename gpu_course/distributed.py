@@ -14,7 +14,8 @@ from .cores import loader_workers, threads_per_process
 from .scaling import implied_busbw, implied_exposed_time, measured_efficiency, predict
 
 # the talk: batch 640 per GPU, MXNet on V100s (p3.8xlarge), 1 GPU -> 4 GPUs
-TALK = {"k": 4, "batch": 640, "samples_per_sec_1": 17_000, "samples_per_sec_k": 50_000}
+TALK = {"k": 4, "batch": 640, "samples_per_sec_1": 17_000, "samples_per_sec_k": 50_000,
+        "grad_bytes": 272_474 * 2}  # ResNet-20's trainable parameters (both tracks) in float16
 # the lecture's links (GB/s) the model extrapolates to
 LINKS = {"10 Gbps Ethernet": 1.0, "56 Gbps Mellanox": 6.8, "NVLink": 40.0}
 
@@ -88,7 +89,7 @@ def scaling_table(base, job, k: int, batch: int, grad_bytes: int) -> list[dict]:
              "exposed_ms": 1e3 * implied_exposed_time(s1, sk, k, batch),
              "implied_busbw_GBps": implied_busbw(s1, sk, k, batch, grad_bytes) / 1e9}]
     t = TALK
-    talk_bytes = grad_bytes // 2  # float16 gradients
+    talk_bytes = t["grad_bytes"]
     rows.append({"what": "talk, 4 V100 batch 640", "k": t["k"],
                  "samples_per_sec": t["samples_per_sec_k"],
                  "efficiency": measured_efficiency(t["samples_per_sec_1"], t["samples_per_sec_k"], t["k"]),

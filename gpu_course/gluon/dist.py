@@ -52,7 +52,7 @@ from ..harness import Harness
 from ..localhosts import child_env, free_port, wait_all
 from ..records import default_runs_dir, load_run, write_atomic
 from .data import load_datasets, make_loader
-from .devices import effective_config, try_devices
+from .devices import effective_config, gpu_count, try_devices
 from .models import get_model, prepare
 from .optim import optimizer_params
 from .train import evaluate, split, step_stats
@@ -179,7 +179,8 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1, runs_dir=N
         if not verbose:
             worker_cmd.append("--quiet")
         roles, codes, outputs = _run_roles(worker_cmd, workers, servers, port, work,
-                                           threads or threads_per_process(workers), timeout)
+                                           threads or threads_per_process(workers), timeout,
+                                           gpus_per_worker=cfg.num_gpus)
         result = work / "run_path"
         run_path = result.read_text().strip() if result.exists() else None
         ranks = sorted((json.loads(p.read_text()) for p in work.glob("worker*.json")),
@@ -192,15 +193,21 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1, runs_dir=N
     return load_run(run_path)
 
 
-def _run_roles(worker_cmd, workers, servers, port, work: Path, threads: int, timeout):
+def _run_roles(worker_cmd, workers, servers, port, work: Path, threads: int, timeout,
+               gpus_per_worker: int = 0):
     """Start a scheduler, the servers and the workers on 127.0.0.1 and wait for them.
-    Returns (roles, exit codes, outputs), one of each per process."""
+    Returns (roles, exit codes, outputs), one of each per process. With GPUs, worker j
+    sees only its own `gpus_per_worker` of them, as on its own host."""
     serve = [sys.executable, "-c", "import mxnet"]  # the role comes from DMLC_ROLE
     roles = ["scheduler"] + ["server"] * servers + ["worker"] * workers
     procs, logs = [], []
     for i, role in enumerate(roles):
         env = child_env(**role_env(role, port, workers, servers),
                         OMP_NUM_THREADS=threads if role == "worker" else 1)
+        j = i - 1 - servers  # the worker's index
+        if role == "worker" and gpus_per_worker and gpu_count() >= workers * gpus_per_worker:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(
+                str(j * gpus_per_worker + g) for g in range(gpus_per_worker))
         logs.append(open(work / f"{i:02d}-{role}.log", "w+"))
         procs.append(subprocess.Popen(worker_cmd if role == "worker" else serve, env=env,
                                       stdout=logs[-1], stderr=subprocess.STDOUT, text=True))

@@ -31,6 +31,7 @@ from ..cores import threads_per_process
 from ..localhosts import child_env, free_port, wait_all
 from ..records import default_runs_dir, load_run
 from .ddp import _first_error
+from .devices import gpu_count
 
 
 def torchrun_command(node_rank: int, nodes: int, procs_per_node: int, endpoint: str,
@@ -79,8 +80,12 @@ def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1, runs_
             if verbose:
                 print(f"host {i}: $ torchrun", " ".join(command[3:]).replace(tmp, "$TMP"),
                       flush=True)
+            host_env = dict(env)
+            if gpu_count() >= world:  # each "host" sees only its own GPUs, as on a real one
+                host_env["CUDA_VISIBLE_DEVICES"] = ",".join(
+                    str(i * procs_per_node + j) for j in range(procs_per_node))
             logs.append(open(Path(tmp) / f"host{i}.log", "w+"))
-            procs.append(subprocess.Popen(command, env=env, stdout=logs[-1],
+            procs.append(subprocess.Popen(command, env=host_env, stdout=logs[-1],
                                           stderr=subprocess.STDOUT, text=True))
         codes = wait_all(procs, timeout)
         outputs = []
