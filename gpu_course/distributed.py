@@ -68,13 +68,20 @@ def run(engine: str, nodes: int = 2, procs_per_node: int = 1, quick: bool = Fals
 
 
 def step_seconds(run) -> float:
-    """The job's seconds per step: the slowest rank's (data wait + compute) / steps
-    over the run; a one-process run's own."""
+    """The job's seconds per step over the timed steps (warm-up left out, as in
+    samples/s): the slowest rank's, each rank's from its own clock."""
     ranks = run.meta["notes"].get("ranks") or [{"epochs": run.epochs.to_dict("records")}]
     per_rank = []
     for r in ranks:
-        busy = sum(e["data_wait_s"] + e["compute_s"] for e in r["epochs"])
-        per_rank.append(busy / max(1, sum(e["steps"] for e in r["epochs"])))
+        epochs = [e for e in r["epochs"] if e.get("samples_per_sec") == e.get("samples_per_sec")
+                  and e.get("samples_per_sec")]  # epochs with timed steps (not NaN)
+        if not epochs:
+            continue
+        per_step = sum(e["samples"] for e in epochs) / sum(e["steps"] for e in epochs)
+        rate = sum(e["samples_per_sec"] for e in epochs) / len(epochs)
+        per_rank.append(per_step / rate)  # the job's images per step / its images per second
+    if not per_rank:
+        raise ValueError(f"{run.path}: no timed steps (all within warmup_steps)")
     return max(per_rank)
 
 

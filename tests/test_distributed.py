@@ -15,11 +15,11 @@ def _run(tmp_path, name, samples_per_sec, ranks=None):
 
 
 def test_scaling_table_measured_talk_and_model_rows(tmp_path):
-    epochs = [{"data_wait_s": 0.1, "compute_s": 0.9, "steps": 10}]
+    epochs = [{"samples": 640, "steps": 10, "samples_per_sec": 160.0}]
     base = _run(tmp_path, "one", 100.0)
     job = _run(tmp_path, "two", 160.0, ranks=[{"epochs": epochs},
-                                              {"epochs": [dict(epochs[0], compute_s=1.9)]}])
-    assert distributed.step_seconds(job) == pytest.approx(0.2)  # the slowest rank's
+                                              {"epochs": [dict(epochs[0], samples_per_sec=128.0)]}])
+    assert distributed.step_seconds(job) == pytest.approx(64 / 128)  # the slowest rank's
     rows = distributed.scaling_table(base, job, k=2, batch=32, grad_bytes=1_000_000)
     s1, s2 = base.summary["samples_per_sec"], job.summary["samples_per_sec"]
     assert (s1, s2) == pytest.approx((100, 160), rel=0.05)
