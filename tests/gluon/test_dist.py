@@ -60,4 +60,4 @@ def test_push_pull_through_the_server_costs_more_for_larger_arrays():
                             timeout=120)
     small, large = rows
     assert small["workers"] == 2 and small["time_s"] > 0 and large["time_s"] > small["time_s"]
-    assert large["worker_GBps"] > 10 * small["worker_GBps"]  # small arrays: latency-bound
+    assert large["worker_GBps"] > 3 * small["worker_GBps"]  # small arrays: latency-bound
