@@ -216,7 +216,8 @@ def _distributed(args) -> int:
     cfg = _config.Experiment.from_dict(job.config)
     rows = distributed.scaling_table(base, job, k, cfg.batch_size,
                                      distributed.gradient_bytes(cfg))
-    print(f"{engine}: 1 process, then {args.nodes} host(s) x {args.procs_per_node} "
+    one = "1 process" if engine == "pytorch" else "1 worker with 1 server"
+    print(f"{engine}: {one}, then {args.nodes} host(s) x {args.procs_per_node} "
           f"process(es) on 127.0.0.1 (records: {base.path.parent})")
     print(distributed.format_table(rows))
     return 0

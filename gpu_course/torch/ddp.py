@@ -9,7 +9,9 @@ and streams its output. Each process trains on its own device with its own shard
 every epoch (DistributedSampler), and backward averages the gradients across processes
 (NCCL between GPUs, gloo between CPU processes), so one step sees
 batch_size * N images. Rank 0 alone runs the monitor, evaluates and keeps the record;
-the launcher reads that record back.
+the launcher reads that record back. At the end every rank's epoch timings are gathered
+into that record's notes ("ranks"), so a multi-host job (torch.multinode: one torchrun
+per host, `--nnodes`, c10d rendezvous) has one record with all of them.
 """
 from __future__ import annotations
 
