@@ -14,6 +14,14 @@ from typing import Any
 ENGINES = ("gluon", "pytorch")
 DATASETS = ("synthetic", "cifar10", "folder")
 MODELS = ("resnet20", "resnet56", "resnet110", "wrn16_10", "wrn28_10", "tiny")
+# What a record says when a run was handed a network or data of the user's own: never
+# built from a config, only recorded (the record's "ran" block says what it was).
+OWN = "own"
+# Fields that mean something to one engine only: set away from their defaults for the
+# other engine, they would be recorded but ignored, so they are refused.
+PYTORCH_ONLY = ("pin_memory", "persistent_workers", "prefetch_factor", "data_on_gpu",
+                "channels_last")
+GLUON_ONLY = ("kvstore",)
 AUGMENTS = ("standard", "none", "heavy")
 DATA_FORMATS = ("loose", "preresized", "packed", "memory")
 GRAPHS = ("eager", "hybrid", "static")
@@ -91,7 +99,7 @@ class Experiment:
 
     def __post_init__(self) -> None:
         _choice(self, "engine", ENGINES)
-        _choice(self, "dataset", DATASETS)
+        _choice(self, "dataset", DATASETS + (OWN,))
         _choice(self, "augment", AUGMENTS)
         _choice(self, "data_format", DATA_FORMATS)
         _choice(self, "graph", GRAPHS)
@@ -100,11 +108,9 @@ class Experiment:
         _choice(self, "optimizer", OPTIMIZERS[self.engine])
         _choice(self, "lr_scheduler", SCHEDULERS_BY_ENGINE[self.engine])
         _choice(self, "kvstore", KVSTORES)
-        if self.model not in MODELS:
+        if self.model not in MODELS + (OWN,):
             raise ValueError(f"model={self.model!r} is unknown; allowed: {', '.join(MODELS)}")
-        if self.kvstore.startswith("dist") and self.engine != "gluon":
-            raise ValueError(f"kvstore={self.kvstore!r} is MXNet's parameter server (engine="
-                             "'gluon'); PyTorch trains across hosts with torchrun (torch.multinode)")
+        self._refuse_what_does_not_apply()
         if self.dtype == "bfloat16" and self.engine == "gluon":
             raise ValueError("dtype='bfloat16' needs engine='pytorch'; MXNet 1.9 trains in "
                              "float32 or float16")
@@ -142,6 +148,24 @@ class Experiment:
         pairs = self.optimizer_params.items() if isinstance(self.optimizer_params, dict) \
             else self.optimizer_params
         object.__setattr__(self, "optimizer_params", tuple((str(k), v) for k, v in pairs))
+
+    def _refuse_what_does_not_apply(self) -> None:
+        defaults = {f.name: f.default for f in fields(self)}
+        other = {"gluon": PYTORCH_ONLY, "pytorch": GLUON_ONLY}[self.engine]
+        for name in other:
+            if getattr(self, name) != defaults[name]:
+                raise ValueError(f"{name}={getattr(self, name)!r} has no effect with "
+                                 f"engine={self.engine!r} (it applies to the other engine "
+                                 f"only); leave it at {defaults[name]!r}")
+        if self.dataset != "folder" and self.data_format != "loose":
+            raise ValueError(f"data_format={self.data_format!r} applies to dataset='folder' "
+                             f"only (dataset={self.dataset!r} is read from memory); leave "
+                             "it at 'loose'")
+        if self.engine == "pytorch" and self.dataset in ("synthetic", "cifar10") \
+                and self.image_size != 32:
+            raise ValueError(f"image_size={self.image_size!r}: the PyTorch track feeds "
+                             f"dataset={self.dataset!r} at its native 32 pixels; "
+                             "image_size applies to dataset='folder'")
 
     # -- derived values --------------------------------------------------------------
     @property

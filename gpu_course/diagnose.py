@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import report
+from . import metrics
 from .records import Run, load_run, load_runs
 
 VERDICTS = ("input-bound", "compute-bound", "overhead-bound")
@@ -122,21 +122,24 @@ def table(runs, **kwargs):
 
 # -- the numbers ------------------------------------------------------------------------
 def measure(run: Run) -> dict:
-    """The numbers a diagnosis rests on, from the run record (NaN where not measured)."""
-    epochs = run.epochs.apply(pd.to_numeric, errors="coerce")
-    steady = epochs.iloc[1:] if len(epochs) > 1 else epochs  # epoch 1 starts the workers
-    wait = float(steady["data_wait_s"].sum())
-    compute = float(steady["compute_s"].sum())
-    steps = float(steady["steps"].sum())
+    """The numbers a diagnosis rests on, from the run record (NaN where not measured);
+    each is `metrics`' definition, the same the tables and plots show."""
+    epochs = run.epochs
+    timed_s = metrics._sum(epochs, "timed_s")
+    timed_steps = metrics._sum(epochs, "timed_steps")
     hardware = run.meta.get("hardware") or {}
     cpu, busiest = _cpu_load(run)
+    steady = metrics.steadiness(run)
     return {
-        "samples_per_sec": report.samples_per_sec(run),
-        "wait_share": wait / (wait + compute) if wait + compute > 0 else math.nan,
-        "data_wait_s": wait, "compute_s": compute,
-        "step_ms": 1000 * (wait + compute) / steps if steps else math.nan,
+        "samples_per_sec": metrics.samples_per_sec(run),
+        "wait_share": metrics.data_wait_share(run),
+        "data_wait_s": metrics._sum(epochs, "timed_wait_s"),
+        "compute_s": timed_s - metrics._sum(epochs, "timed_wait_s"),
+        "step_ms": 1000 * timed_s / timed_steps if timed_steps else math.nan,
+        "steady_steps": steady["steady_steps"], "spikiness": steady["spikiness"],
+        "waited_share": steady["waited_share"],
         "epochs": len(epochs), "gpus": len(hardware.get("gpus") or []),
-        "gpu_util": report.gpu_util_mean(run) if len(run.gpu) else math.nan,
+        "gpu_util": metrics.gpu_util(run),
         "cpu_percent": cpu, "busiest_core": busiest,
         "cpu_count": hardware.get("cpu_count") or math.nan,
     }
@@ -149,7 +152,7 @@ def _cpu_load(run: Run) -> tuple[float, float]:
         return math.nan, math.nan
     t = pd.to_numeric(host["t"], errors="coerce")
     inside = pd.Series(False, index=host.index)
-    for _, a, b in report.epoch_spans(run):
+    for _, a, b in metrics.epoch_spans(run):
         inside |= (t >= a) & ((t <= b) if not math.isnan(b) else True)
     rows = host[inside] if inside.any() else host
     total = float(pd.to_numeric(rows["cpu_percent"], errors="coerce").mean())
@@ -168,7 +171,7 @@ def _rate(ceiling) -> float:
     if isinstance(ceiling, (int, float)):
         return float(ceiling)
     run = ceiling if isinstance(ceiling, Run) else load_run(ceiling)
-    return report.samples_per_sec(run)
+    return metrics.samples_per_sec(run)
 
 
 def find_ceilings(run: Run, runs=None) -> tuple:
@@ -243,12 +246,16 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
         lines.append("this run is the input ceiling (mock trainer: batches fetched and "
                      "dropped without computing)")
     lines.append(f"data wait: {_pct(n['wait_share'])} of step time ({n['data_wait_s']:.2f} s "
-                 f"waiting for the loader, {n['compute_s']:.2f} s computing"
-                 f"{', first epoch left out' if n['epochs'] > 1 else ''}); "
+                 f"waiting for the loader, {n['compute_s']:.2f} s computing, over the "
+                 f"{n['steady_steps']} steps after warm-up); "
                  + ("all of it spent fetching the one batch it serves" if mock == "loader"
                     else f"the loader is the limit from {INPUT_WAIT:.0%}"))
     lines.append(f"throughput: {n['samples_per_sec']:,.0f} samples/s, {n['step_ms']:.1f} ms "
                  f"per step of {cfg.get('batch_size', '?')} samples per device")
+    if _known(n["spikiness"]):
+        lines.append(f"steadiness: the slowest 5% of steps take {n['spikiness']:.1f}x the "
+                     f"median step; {_pct(n['waited_share'])} of steps waited for data "
+                     f"(more than {metrics.WAITED:.0%} of their time)")
     rate = n["samples_per_sec"]
     if _known(n["compute_ceiling"]) and mock != "loader":
         lines.append(f"compute ceiling (mock loader): {n['compute_ceiling']:,.0f} samples/s; "

@@ -25,3 +25,20 @@ def sweep(train: Callable[..., Run], cfg: Experiment, field: str, values: Iterab
             if path is not None:
                 runs.append(load_run(path))
     return runs
+
+
+def interleave(train: Callable[..., Run], cfgs: list[Experiment], repeats: int = 3,
+               **train_kwargs) -> dict[str, list[Run]]:
+    """Run each config `repeats` times, interleaved (A, B, A, B, ...) so that drift in
+    the machine's speed hits every config alike; {name: [runs]} in the given order.
+    `noise.compare` judges two of them against their spread."""
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats={repeats!r} must be an integer >= 1")
+    names = [c.name for c in cfgs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"config names must differ to tell the repeats apart: {names}")
+    runs: dict[str, list[Run]] = {name: [] for name in names}
+    for _ in range(repeats):
+        for cfg in cfgs:
+            runs[cfg.name].append(train(cfg, **train_kwargs))
+    return runs

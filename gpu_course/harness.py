@@ -1,15 +1,17 @@
-"""The part of every training run that is not the framework's: monitor, timer, record,
-progress bar, epoch rows and the summary line. Each adapter's training loop does
+"""The bookkeeping around any framework's own training loop: monitor, step timer, run
+record, progress bar, epoch rows and the summary line. A loop stays plain framework code:
 
-    with Harness(cfg, engine="gluon", device_notice=notice) as h:
-        for epoch in h.epochs():
-            for data, label in h.batches(train_iter, total=steps):
+    with Harness(cfg, engine="pytorch", read=float) as rec:     # adapters: gc.record(...)
+        for epoch in rec.epochs():
+            for x, y in rec.batches(train_iter):
                 ...the framework's step...
-                h.step(batch_size, loss=loss_value, correct=n_correct)
-            h.end_epoch(sync=mx.nd.waitall, val_acc=..., lr=...)
-    run = h.run          # the record read back
+                rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
+            rec.end_epoch(sync=torch.cuda.synchronize, evaluate=lambda: accuracy(net))
+    run = rec.run        # the record read back
 
-and stays free of bookkeeping. Ctrl-C or an error keeps every finished epoch.
+`loss` (the batch's mean) and `correct` may be device arrays: they are added up on the
+device and read once, after the epoch's sync, so the harness adds no host-device sync to
+a step. Ctrl-C or an error keeps every finished epoch.
 """
 from __future__ import annotations
 
@@ -18,32 +20,53 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from . import metrics
 from .config import Experiment
 from .monitor import GpuMonitor
 from .records import OutOfMemory, RunRecord, load_run
-from .timing import StepTimer, summarize, summary_line
+from .timing import StepTimer, summary_line
 
 
 class Harness:
-    """Runs the bookkeeping around one experiment's training loop."""
+    """Runs the bookkeeping around one experiment's training loop.
+
+    cfg is what runs; `downgrades` one dict per setting the machine could not honour
+    ({"field", "requested", "ran", "why"}: float16 on a CPU); `facts` what the run was
+    handed (an own network or loader, threads, compile backend); `read(x)` turns an
+    accumulated device value into a float; `late_facts()` adds facts known only once a
+    step ran (deferred parameter shapes); `reduce(x)` sums an accumulator over processes
+    (DDP); `events` (start/mark/times) gives device-side step times, e.g. CUDA events,
+    read after the epoch's sync."""
 
     def __init__(self, cfg: Experiment, engine: str | None = None,
                  runs_dir: str | Path | None = None, name: str | None = None,
                  device_notice: str | None = None, devices: str | None = None,
                  progress: bool = True, monitor: bool = True, verbose: bool = True,
-                 record: bool = True, on_epoch: Callable[[dict], Any] | None = None):
+                 record: bool = True, on_epoch: Callable[[dict], Any] | None = None,
+                 downgrades: list | None = None,
+                 facts: dict | None = None, read: Callable[[Any], float] = float,
+                 late_facts: Callable[[], dict] | None = None,
+                 reduce: Callable[[Any], Any] | None = None, events: Any = None):
         self.cfg = cfg
         self.engine = engine or cfg.engine
         self.name = name or cfg.name
         self.verbose = verbose
         self.show_progress = progress
+        self.read = read
+        self.late_facts = late_facts  # facts known once a step ran (deferred shapes)
+        self.reduce = reduce  # sums the accumulators over processes (DDP), after the sync
+        self.events = events  # device-side step times: .start(), .mark() per step, .times()
         self.timer = StepTimer(cfg.warmup_steps)
         self.monitor = GpuMonitor(interval=cfg.monitor_interval) if monitor else None
+        changed = {d["field"]: d["requested"] for d in downgrades or []}
         self.record = RunRecord(cfg.to_dict(), self.engine, name=self.name, runs_dir=runs_dir,
-                                monitor=self.monitor) if record else None
+                                monitor=self.monitor, requested=changed,
+                                downgrades=downgrades, facts=facts) if record else None
         self.on_epoch = on_epoch  # called with each recorded epoch row (e.g. metric lines)
         self.epoch = -1
         self.run = None
+        self.last_row: dict | None = None
+        self._bar = None
         if device_notice:
             self.say(device_notice)
         if self.record is not None:
@@ -59,19 +82,18 @@ class Harness:
         self._close_bar()
         if exc is not None and self.record is not None:
             exc.run_path = self.record.path  # lets a sweep read back the failed run
-        summary = self.summary()
         if self.record is not None:
-            self.record.meta["summary"].update(summary)
-            self.record.__exit__(exc_type, exc, tb)
+            self.record.summary_extra = lambda run: {"summary_line": self.summary_line(run)}
+            self.record.__exit__(exc_type, exc, tb)  # computes the summary from the record
             self.run = load_run(self.record.path)
         elif self.monitor is not None:
             self.monitor.stop()
-        if exc_type is None:
-            self.say(summary["summary_line"])
-        elif issubclass(exc_type, KeyboardInterrupt):
+        if exc_type is None and self.run is not None:
+            self.say(self.run.summary["summary_line"])
+        elif exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
             self.say(f"Interrupted: {len(self.timer.epochs)} finished epoch(s) kept in "
                      f"{self.record.path if self.record else 'memory'}.")
-        elif issubclass(exc_type, OutOfMemory):
+        elif exc_type is not None and issubclass(exc_type, OutOfMemory):
             self.say(f"Out of memory: {exc}")
         return False
 
@@ -79,17 +101,24 @@ class Harness:
     def epochs(self) -> Iterator[int]:
         for epoch in range(self.cfg.epochs):
             self.epoch = epoch
-            self._loss_sum = 0.0
-            self._correct = self._seen = self._loss_n = 0
+            self._loss = self._correct = None  # device-side running sums
+            self._seen = 0
             if self.monitor is not None:
                 self.monitor.mark(f"epoch {epoch} start")
             self._t_start = self.monitor.now() if self.monitor else float("nan")
+            if self.events is not None:
+                self.events.start()
             self.timer.start_epoch()
             yield epoch
 
     def batches(self, iterable: Iterable, total: int | None = None) -> Iterator:
         """The training batches, timed, cut at cfg.max_steps, with a progress bar."""
         limit = self.cfg.max_steps
+        if total is None:
+            try:
+                total = len(iterable)
+            except TypeError:
+                total = None
         if total is not None and limit is not None:
             total = min(total, limit)
         self._bar = self._make_bar(total)
@@ -98,70 +127,90 @@ class Harness:
             if limit is not None and i + 1 >= limit:
                 break
 
-    def step(self, samples: int, loss: float | None = None, correct: int | None = None) -> None:
-        """Close one step. `loss` (mean over the batch) and `correct` are optional."""
+    def step(self, samples: int, loss: Any = None, correct: Any = None,
+             loss_sum: Any = None) -> None:
+        """Close one step of `samples` images. `loss` is the batch's mean loss (or
+        `loss_sum` its sum) and `correct` its number of right predictions: numbers or
+        device arrays, added up where they are (no sync); `loss_sum` and `correct` may
+        be lists, one per device."""
         self.timer.step(samples)
+        if self.events is not None:
+            self.events.mark()  # queued on the device: no wait
         if loss is not None:
-            self._loss_sum += float(loss) * samples
-            self._loss_n += samples
+            loss_sum = loss * samples  # one device op, no sync
+        if loss_sum is not None:
+            self._loss = _add(self._loss, loss_sum)
         if correct is not None:
-            self._correct += int(correct)
+            self._correct = _add(self._correct, correct)
             self._seen += samples
         if self._bar is not None:
             self._bar.update(1)
 
-    def set_epoch_stats(self, loss: float | None = None, train_acc: float | None = None) -> None:
-        """Epoch-level loss/accuracy for loops that read them once per epoch (one sync)
-        instead of per step."""
-        if loss is not None:
-            self._loss_sum, self._loss_n = float(loss), 1
-        if train_acc is not None:
-            self._correct, self._seen = float(train_acc), 1
-
     def end_epoch(self, sync: Callable[[], Any] | None = None, val_acc: float | None = None,
-                  lr: float | None = None, evaluate: Callable[[], float] | None = None) -> dict:
-        """Finish the epoch (sync first, so its time is real), then evaluate and record."""
+                  lr: float | None = None, evaluate: Callable[[], float] | None = None,
+                  loss: float | None = None, train_acc: float | None = None) -> dict:
+        """Finish the epoch (sync first, so its time is real), then evaluate and record.
+        loss/train_acc: epoch values a loop computed itself (e.g. summed over processes)."""
         timing = self.timer.end_epoch(sync)
         t_end = self.monitor.now() if self.monitor else float("nan")
         if self.monitor is not None:
             self.monitor.mark(f"epoch {self.epoch} end")
         self._close_bar()
+        device = list(self.events.times()) if self.events is not None else []
+        if loss is None and self._loss is not None and timing.samples:
+            loss = self._read(self._loss) / timing.samples  # after the sync: no wait
+        if train_acc is None and self._correct is not None and self._seen:
+            train_acc = self._read(self._correct) / self._seen
+        eval_s = float("nan")
         if evaluate is not None:  # outside the timed epoch: validation is not training speed
+            t = self.timer_clock()
             val_acc = evaluate()
-        row = {"epoch": self.epoch, "epoch_time_s": timing.epoch_time_s,
-               "samples_per_sec": timing.samples_per_sec, "data_wait_s": timing.data_wait_s,
-               "compute_s": timing.compute_s, "steps": timing.steps, "samples": timing.samples,
-               "loss": self._loss_sum / self._loss_n if self._loss_n else None,
-               "train_acc": self._correct / self._seen if self._seen else None,
-               "val_acc": val_acc, "lr": lr, "t_start": self._t_start, "t_end": t_end}
+            eval_s = self.timer_clock() - t
+        row = {"epoch": self.epoch, **timing.as_row(), "loss": loss, "train_acc": train_acc,
+               "val_acc": val_acc, "lr": lr, "eval_s": eval_s, "t_start": self._t_start,
+               "t_steady": self._t_start + timing.steady_offset_s, "t_end": t_end}
+        row["samples_per_sec"] = metrics.epoch_numbers(row)["samples_per_sec"]
+        first_timed = timing.steps - timing.timed_steps
+        steps = [{"epoch": self.epoch, "step": i, "samples": n, "data_wait_s": round(w, 7),
+                  "compute_s": round(c, 7), "timed": int(i >= first_timed),
+                  "device_s": round(device[i], 7) if i < len(device) else None}
+                 for i, (n, w, c) in enumerate(timing.step_rows)]
         if self.record is not None:
-            self.record.add_epoch(row)
+            if self.late_facts is not None and self.epoch == 0:
+                self.record.meta["ran"].update(self.late_facts())
+            self.record.add_epoch(row, steps)
         self.last_row = row
-        self.say(_epoch_line(row))
+        self.say(epoch_line(row))
         if self.on_epoch is not None:
             self.on_epoch(row)
         return row
 
     # -- results ----------------------------------------------------------------------
-    def summary(self) -> dict:
-        numbers = summarize(self.timer.epochs)
-        rows = self.record.epochs if self.record is not None else []
-        util = cpu = None
-        if self.monitor is not None and rows:  # only the training epochs, not set-up
-            window = self.monitor.summary(t_start=rows[0]["t_start"], t_end=rows[-1]["t_end"])
-            util, cpu = window.get("gpu_util_mean"), window.get("cpu_percent_mean")
-        val = rows[-1].get("val_acc") if rows else None
+    def summary_line(self, run) -> str:
+        """The talk's one-line result for the recorded run (numbers from `metrics`)."""
         cfg = self.cfg
         from . import nvml
         gpus = cfg.num_gpus if nvml.gpu_count() > 0 else 0  # CPU fallback: say so
-        line = summary_line(gpus, cfg.num_workers, cfg.batch_size, cfg.dtype,
-                            numbers["samples_per_sec"], numbers["epoch_time_s"])
-        return {**numbers, "gpu_util_mean": util, "cpu_percent_mean": cpu, "val_acc": val,
-                "summary_line": line}
+        return summary_line(gpus, cfg.num_workers, cfg.batch_size, cfg.dtype,
+                            metrics.samples_per_sec(run), metrics.epoch_time_s(run))
 
     def say(self, text: str) -> None:
         if self.verbose:
             print(text, file=sys.stdout, flush=True)
+
+    @staticmethod
+    def timer_clock() -> float:
+        from . import timing
+        return timing.clock()
+
+    def _read(self, value: Any) -> float:
+        if isinstance(value, list):
+            return sum(self._read(v) for v in value)
+        if isinstance(value, (int, float)):
+            return float(value)
+        if self.reduce is not None:
+            value = self.reduce(value)
+        return float(self.read(value))
 
     def _make_bar(self, total: int | None):
         if not self.show_progress:
@@ -180,10 +229,20 @@ class Harness:
             self._bar = None
 
 
-def _epoch_line(row: dict) -> str:
+def _add(total: Any, value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        value = list(value)
+        return value if total is None else [t + v for t, v in zip(total, value)]
+    return value if total is None else total + value
+
+
+def epoch_line(row: dict) -> str:
+    """One epoch as the course prints it; the numbers are `metrics.epoch_numbers`."""
+    n = metrics.epoch_numbers(row)
+
     def num(v, fmt):
         return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
     return (f"[Epoch {row['epoch']}] train={num(row['train_acc'], '.4f')} "
             f"val={num(row['val_acc'], '.4f')} loss={num(row['loss'], '.4f')} "
-            f"time: {row['epoch_time_s']:.2f}s samples/s: {num(row['samples_per_sec'], ',.1f')} "
-            f"data wait: {row['data_wait_s']:.2f}s")
+            f"time: {row['epoch_time_s']:.2f}s samples/s: {num(n['samples_per_sec'], ',.1f')} "
+            f"data wait: {num(n['data_wait_share'], '.0%')}")

@@ -18,14 +18,17 @@ import pandas as pd
 from matplotlib import transforms
 from matplotlib.figure import Figure
 
-from .report import (STATUS_TEXT, baseline_index, epoch_spans, gpu_util_mean, ladder_table)
+from . import metrics
+from .metrics import STATUS_TEXT, baseline_index, epoch_spans
+from .metrics import gpu_util as gpu_util_mean
+from .metrics import table as ladder_table
 
 DPI = 120
 MAX_GPU_PANEL_SETS = 4    # with more GPUs, one shared panel set with a line per GPU
 DEFAULT_LR_STEPS = 1000   # updates drawn when only callables are given
 FAILED = ("oom", "failed")
 METRIC_LABELS = {"samples_per_sec": "samples/s", "epoch_time_s": "epoch time (s)",
-                 "gpu_util": "GPU utilisation (%)", "data_wait_share": "data wait (% of step)",
+                 "gpu_util": "GPU utilisation (%)", "data_wait_share": "data wait (share of step time)",
                  "speedup": "speed-up over baseline", "val_acc": "validation accuracy"}
 
 
@@ -101,6 +104,53 @@ def cpu_timeline(run, save=None) -> Figure:
     return _save(fig, save)
 
 
+def step_times(run, save=None) -> Figure:
+    """Every step of the run: its time split into data wait and compute (host-side) over
+    the step number, warm-up shaded, epochs marked; beside it the steady steps' histogram
+    with the median and the 95th percentile (their ratio is the run's spikiness)."""
+    steps = run.steps
+    fig = _figure(11, 3.8)
+    series, hist = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1]})
+    if not len(steps):
+        series.text(0.5, 0.5, "no per-step rows in this record", ha="center",
+                    transform=series.transAxes)
+        fig.suptitle(f"{metrics.label(run)}: steps")
+        return _save(fig, save)
+    x = np.arange(len(steps))
+    wait_ms = _column(steps, "data_wait_s") * 1e3
+    compute_ms = _column(steps, "compute_s") * 1e3
+    series.fill_between(x, 0, wait_ms, step="mid", color="C3", alpha=0.7, label="data wait")
+    series.fill_between(x, wait_ms, wait_ms + compute_ms, step="mid", color="C0", alpha=0.6,
+                        label="compute (host: dispatch + back-pressure)")
+    warm = np.flatnonzero(_column(steps, "timed") == 0)
+    if len(warm):
+        series.axvspan(-0.5, warm.max() + 0.5, color="0.85", zorder=0, label="warm-up")
+    epochs = _column(steps, "epoch")
+    for i in np.flatnonzero(np.diff(epochs) != 0):
+        series.axvline(i + 0.5, color="k", lw=0.6, ls=":")
+    series.set(xlabel="step (dotted: a new epoch)", ylabel="step time (ms)",
+               xlim=(-0.5, len(steps) - 0.5))
+    series.set_ylim(bottom=0)
+    _legend(series)
+    steady = metrics.steadiness(run)
+    timed = (wait_ms + compute_ms)[_column(steps, "timed") == 1]
+    if len(timed):
+        hist.hist(timed, bins=min(40, max(5, len(timed) // 5)), color="C0", alpha=0.75,
+                  orientation="horizontal")
+        for value, text in ((steady["step_p50_s"], "median"), (steady["step_p95_s"], "p95")):
+            hist.axhline(value * 1e3, color="k", ls="--" if text == "p95" else "-", lw=1)
+            hist.text(hist.get_xlim()[1], value * 1e3, f" {text} {value * 1e3:.1f} ms",
+                      va="bottom", ha="right", fontsize=8)
+        hist.set_ylim(series.get_ylim())
+    hist.set(xlabel="steady steps", yticklabels=[])
+    waited = steady["waited_share"]
+    fig.suptitle(f"{metrics.label(run)}: p95/median step {steady['spikiness']:.2f}, "
+                 f"{'–' if math.isnan(waited) else f'{waited:.0%}'} of steady steps waited "
+                 "for data" if steady["steady_steps"] else f"{metrics.label(run)}: warm-up only")
+    _caption(fig, [run])
+    return _save(fig, save)
+
+
 # -- how runs compare ------------------------------------------------------------------
 
 def throughput(runs, save=None) -> Figure:
@@ -118,17 +168,23 @@ def throughput(runs, save=None) -> Figure:
                 ax.text(0, i, f"  {_failure_text(run)}", va="center", color="grey", fontsize=9)
                 continue
             ax.barh(i, value, color="C0", alpha=0.75)
-            per_epoch = _column(run.epochs, column)
-            jitter = np.linspace(-0.15, 0.15, len(per_epoch)) if len(per_epoch) > 1 else [0]
-            for j, (v, dy) in enumerate(zip(per_epoch, jitter)):
-                warmup = j == 0 and len(per_epoch) > 1
+            rows = run.epochs.to_dict("records")
+            jitter = np.linspace(-0.15, 0.15, len(rows)) if len(rows) > 1 else [0]
+            for row, dy in zip(rows, jitter):
+                n = metrics.epoch_numbers(row)
+                # an epoch of warm-up steps only has no steady rate: its whole-time rate,
+                # hollow (the same definition the bars' "all" column uses)
+                warmup = math.isnan(n["samples_per_sec"])
+                v = n[column] if column != "samples_per_sec" or not warmup \
+                    else n["samples_per_sec_all"]
                 ax.plot(v, i + dy, "o", ms=4, color="k", mfc="none" if warmup else "k")
         ax.set_xlabel(label)
         ax.set_xlim(left=0)
         ax.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(y, [run.name + _status_suffix(run) for run in runs])
+    axes[0].set_yticks(y, [metrics.label(run) + _status_suffix(run) for run in runs])
     axes[0].set_ylim(len(runs) - 0.5, -0.5)  # first run on top, rows without bars kept
-    fig.suptitle("Throughput per run (dots: epochs; hollow: warm-up epoch)")
+    fig.suptitle("Throughput per run: bars steady state (after warm-up); dots epochs "
+                 "(hollow: warm-up only, whole-epoch rate)")
     _caption(fig, runs)
     return _save(fig, save)
 
@@ -255,12 +311,13 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
         fields = sorted(set().union(*[(run.config or {}).keys() for run in runs]))
         raise ValueError(f"x={x!r} is not a config field of run(s) {missing}; allowed: {fields}")
     table = ladder_table(runs)
-    if y in table.columns and y not in ("rung", "status"):
+    if y in table.columns and y not in ("rung", "ran", "status"):
         ys = table[y].to_numpy(dtype=float)
-    elif all(y in (run.summary or {}) for run in runs):
-        ys = np.array([_float((run.summary or {}).get(y)) for run in runs])
+    elif y in metrics.summary(runs[0]):  # a number `metrics` defines, not in the table
+        ys = np.array([_float(metrics.summary(run)[y]) for run in runs])
     else:
-        allowed = [c for c in table.columns if c not in ("rung", "status")]
+        allowed = [c for c in table.columns if c not in ("rung", "ran", "status")]
+        allowed += [k for k in metrics.summary(runs[0]) if k not in allowed]
         raise ValueError(f"y={y!r} is not a ladder column or summary key; allowed: {allowed}")
     xs_raw = [run.config[x] for run in runs]
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs_raw)

@@ -4,7 +4,8 @@ One folder per run under `runs_dir` (default: `runs/` in the repository, or the
 environment variable GPU_COURSE_RUNS):
 
     run.json     config, versions, hardware, git commit, status, summary
-    epochs.csv   one row per finished epoch (times, samples/s, loss, accuracy, lr)
+    epochs.csv   one row per finished epoch (times, steady/warm-up split, loss, accuracy, lr)
+    steps.csv    one row per step: samples, data wait, compute (host-side), steady or not
     gpu.csv      monitor samples, one row per sample per GPU
     host.csv     CPU and RAM samples
     markers.csv  epoch boundaries on the monitor's clock
@@ -30,13 +31,16 @@ from pathlib import Path
 from typing import Any, Iterable
 
 EPOCH_COLUMNS = ["epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "compute_s",
-                 "steps", "samples", "loss", "train_acc", "val_acc", "lr", "t_start", "t_end"]
+                 "sync_s", "steps", "samples", "timed_steps", "timed_samples", "timed_s",
+                 "timed_wait_s", "loss", "train_acc", "val_acc", "lr", "eval_s",
+                 "t_start", "t_steady", "t_end"]
+STEP_COLUMNS = ["epoch", "step", "samples", "data_wait_s", "compute_s", "timed", "device_s"]
 GPU_COLUMNS = ["t", "gpu", "util_gpu", "util_mem", "mem_used_mib", "mem_total_mib",
                "power_w", "power_limit_w", "temp_c", "sm_clock_mhz", "sm_clock_max_mhz",
                "clock_event_reasons", "sm_active", "tensor_active", "error"]
 HOST_COLUMNS = ["t", "cpu_percent", "cpu_per_core", "ram_used_mib", "ram_total_mib"]
 MARKER_COLUMNS = ["t", "label"]
-STATUSES = ("running", "finished", "interrupted", "failed", "oom")
+STATUSES = ("running", "finished", "interrupted", "failed", "oom", "diverged")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("mxnet", "mxnet-cu112", "gluoncv", "torch", "numpy", "pandas", "matplotlib",
             "nvidia-ml-py", "psutil", "gpu-course")
@@ -62,6 +66,14 @@ def write_atomic(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append text to a file in one write, flushed to disk."""
+    with open(path, "a", encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def rows_to_csv(rows: Iterable[dict], columns: list[str]) -> str:
@@ -104,7 +116,8 @@ class RunRecord:
 
     def __init__(self, config: dict, engine: str, name: str | None = None,
                  runs_dir: str | Path | None = None, monitor: Any = None,
-                 hardware_info: dict | None = None):
+                 hardware_info: dict | None = None, requested: dict | None = None,
+                 downgrades: list | None = None, facts: dict | None = None):
         name = name or config.get("name", "run")
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:60]
@@ -112,6 +125,7 @@ class RunRecord:
         self.path = Path(runs_dir or default_runs_dir()) / self.run_id
         self.path.mkdir(parents=True, exist_ok=False)
         self.monitor = monitor
+        self.summary_extra = None  # run -> dict, added to the summary at finish
         self.epochs: list[dict] = []
         self.meta = {
             "run_id": self.run_id, "name": name, "engine": engine, "status": "running",
@@ -119,14 +133,24 @@ class RunRecord:
             "config": dict(config), "versions": versions(),
             "hardware": hardware_info if hardware_info is not None else hardware(),
             "git": git_info(), "summary": {}, "notes": {},
+            # what was asked for where it differs from what ran, and why
+            "requested": dict(requested or {}), "downgrades": list(downgrades or []),
+            # what the run was handed (own network/loader), threads, compile backend...
+            "ran": dict(facts or {}), "load": {"start": machine_load()},
         }
         self._write_meta()
 
     # -- updates ----------------------------------------------------------------------
-    def add_epoch(self, row: dict) -> None:
-        """Append a finished epoch and save everything so far."""
+    def add_epoch(self, row: dict, steps: Iterable[dict] = ()) -> None:
+        """Append a finished epoch (and its steps) and save everything so far."""
         self.epochs.append(dict(row))
         write_atomic(self.path / "epochs.csv", rows_to_csv(self.epochs, EPOCH_COLUMNS))
+        steps = list(steps)
+        if steps:  # appended, not rewritten: a long run's steps would cost quadratic time
+            text = rows_to_csv(steps, STEP_COLUMNS)
+            append_text(self.path / "steps.csv",
+                        text if not (self.path / "steps.csv").exists()
+                        else text.split("\n", 1)[1])
         self.save_monitor()
         self._write_meta()
 
@@ -148,12 +172,20 @@ class RunRecord:
             self.save_monitor()
         if summary:
             self.meta["summary"].update(summary)
+        self.meta["load"]["end"] = machine_load()
         self.meta.update(status=status, error=error, ended_at=_now())
+        try:  # the numbers every consumer computes, cached (metrics defines them)
+            from . import metrics
+            run = Run(self.path)
+            self.meta["summary"].update(metrics.summary(run))
+            if self.summary_extra is not None:  # e.g. the harness's summary line
+                self.meta["summary"].update(self.summary_extra(run))
+        except Exception as err:  # a record must close even if its files are damaged
+            self.meta["summary"]["error"] = f"summary not computed: {err}"
         self._write_meta()
 
     def _write_meta(self) -> None:
-        write_atomic(self.path / "run.json",
-                     json.dumps(_json_safe(self.meta), indent=2, sort_keys=True, default=str))
+        write_meta(self.path, self.meta)
 
     # -- context manager --------------------------------------------------------------
     def __enter__(self) -> "RunRecord":
@@ -173,7 +205,45 @@ class RunRecord:
         return False
 
 
+def write_meta(folder: str | Path, meta: dict) -> None:
+    """The one writer of run.json (atomic; NaN stored as null)."""
+    write_atomic(Path(folder) / "run.json",
+                 json.dumps(_json_safe(meta), indent=2, sort_keys=True, default=str))
+
+
+def update_meta(folder: str | Path, notes: dict | None = None, **fields: Any) -> dict:
+    """Change a closed record's run.json: top-level `fields` replaced, `notes` merged
+    (e.g. the SageMaker job's name after download). Returns the new meta."""
+    meta = json.loads((Path(folder) / "run.json").read_text())
+    meta.update(fields)
+    if notes:
+        _merge(meta.setdefault("notes", {}), notes)
+    write_meta(folder, meta)
+    return meta
+
+
+def _merge(into: dict, values: dict) -> None:
+    for key, value in values.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
 # -- facts about the machine ------------------------------------------------------------
+def machine_load() -> dict:
+    """How busy the machine is: load averages and this process's CPU time so far (its
+    share of the machine = CPU time / (wall time x cores) between two readings)."""
+    times = os.times()
+    try:
+        one, five, _ = os.getloadavg()
+    except OSError:  # not on every platform
+        one = five = None
+    return {"loadavg_1m": one, "loadavg_5m": five, "process_cpu_s": times.user + times.system,
+            "children_cpu_s": times.children_user + times.children_system,
+            "wall": _dt.datetime.now().timestamp(), "cpu_count": os.cpu_count()}
+
+
 def versions(packages: Iterable[str] = PACKAGES) -> dict:
     """Installed versions of the packages that matter, plus Python's."""
     found = {"python": platform.python_version()}
@@ -237,9 +307,11 @@ class Run:
         def frame(name: str, columns: list[str]):
             file = self.path / name
             if file.exists() and file.stat().st_size > 0:
-                return pd.read_csv(file)
+                # a line cut by a crash mid-append is dropped, not fatal
+                return pd.read_csv(file, on_bad_lines="skip")
             return pd.DataFrame(columns=columns)
         self.epochs = frame("epochs.csv", EPOCH_COLUMNS)
+        self.steps = frame("steps.csv", STEP_COLUMNS)
         self.gpu = frame("gpu.csv", GPU_COLUMNS)
         self.host = frame("host.csv", HOST_COLUMNS)
         self.markers = frame("markers.csv", MARKER_COLUMNS)
@@ -277,21 +349,21 @@ def load_runs(runs_dir: str | Path | None = None, names: Iterable[str] | None = 
 
 
 def runs_table(runs: Iterable[Run]):
-    """One row per run: the numbers people compare."""
+    """One row per run: the numbers people compare (as `metrics` defines them)."""
     import pandas as pd
+    from . import metrics
     rows = []
     for run in runs:
-        s, c = run.summary, run.config
+        s, c = metrics.summary(run), run.config
         gpus = run.meta.get("hardware", {}).get("gpus", [])
         rows.append({
-            "run_id": run.meta.get("run_id"), "name": run.name, "engine": run.meta.get("engine"),
-            "status": run.status, "epochs": len(run.epochs),
+            "run_id": run.meta.get("run_id"), "name": metrics.label(run),
+            "engine": run.meta.get("engine"), "status": run.status, "epochs": len(run.epochs),
             "batch_size": c.get("batch_size"), "num_workers": c.get("num_workers"),
             "num_gpus": c.get("num_gpus"), "dtype": c.get("dtype"), "graph": c.get("graph"),
-            "samples_per_sec": s.get("samples_per_sec"), "epoch_time_s": s.get("epoch_time_s"),
-            "gpu_util": s.get("gpu_util_mean"), "data_wait_share": s.get("data_wait_share"),
-            "val_acc": s.get("val_acc"),
-            "device": gpus[0].get("name") if gpus else "CPU",
+            "samples_per_sec": s["samples_per_sec"], "epoch_time_s": s["epoch_time_s"],
+            "gpu_util": s["gpu_util"], "data_wait_share": s["data_wait_share"],
+            "val_acc": s["val_acc"], "device": gpus[0].get("name") if gpus else "CPU",
             "started_at": run.meta.get("started_at"),
         })
     return pd.DataFrame(rows)

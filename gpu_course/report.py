@@ -1,15 +1,8 @@
-"""The ladder as numbers: a table of rungs, its text form, a Markdown/HTML report and a
-conclusion written from the measurements (never typed by hand).
+"""The ladder as text: a formatted table, a Markdown/HTML report and a conclusion
+written from the measurements (never typed by hand).
 
-Every function takes run records (`records.load_run`) and reads the same numbers:
-
-    samples/s    run.summary["samples_per_sec"], else the mean over epochs after the first
-    epoch time   likewise "epoch_time_s" (the first epoch carries start-up costs)
-    GPU util     run.summary["gpu_util_mean"], else the mean GPU-Util of the samples taken
-                 during epochs (NaN on the CPU)
-    data wait    share of step time spent waiting for the loader, in %
-    val acc      run.summary["val_acc"], else the last epoch's (a fraction, 0-1)
-
+Every number comes from `metrics`, the one module that defines them; the names below
+are the same functions, kept here so a notebook can write `gc.report.samples_per_sec(run)`.
 Matplotlib is imported only by `write_report`, so printing a table stays fast.
 """
 from __future__ import annotations
@@ -24,121 +17,43 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import metrics
+from .metrics import (STATUS_TEXT, baseline_index, data_wait_share, epoch_spans,  # noqa: F401
+                      epoch_time_s, gpu_util, samples_per_sec, samples_per_sec_all, status,
+                      val_acc)
 from .records import write_atomic
 
-LADDER_COLUMNS = ["rung", "samples_per_sec", "epoch_time_s", "gpu_util", "data_wait_share",
-                  "speedup", "val_acc", "status"]
-STATUS_TEXT = {"oom": "out of memory"}  # how a status reads in tables, charts and sentences
+LADDER_COLUMNS = metrics.TABLE_COLUMNS
 NO_VALUE = "–"
 
 # column -> (header, how a value is written); NaN is written NO_VALUE
 _FORMATS = {
     "rung": ("rung", str),
-    "samples_per_sec": ("samples/s", lambda v: f"{v:,.1f}"),
+    "ran": ("ran (where not as requested)", str),
+    "samples_per_sec": ("samples/s (steady)", lambda v: f"{v:,.1f}"),
+    "samples_per_sec_all": ("samples/s (all)", lambda v: f"{v:,.1f}"),
     "epoch_time_s": ("epoch (s)", lambda v: f"{v:,.1f}"),
     "gpu_util": ("GPU util", lambda v: f"{v:.0f}%"),
-    "data_wait_share": ("data wait", lambda v: f"{v:.0f}%"),
-    "speedup": ("speed-up", lambda v: f"×{v:.1f}"),
+    "data_wait_share": ("data wait", lambda v: f"{100 * v:.0f}%"),
+    "spikiness": ("p95/p50 step", lambda v: f"{v:.2f}"),
+    "speedup": ("speed-up", lambda v: f"×{v:.2f}"),
     "val_acc": ("val acc", lambda v: f"{100 * v:.1f}%"),
     "status": ("status", lambda v: STATUS_TEXT.get(v, v)),
 }
-_TEXT_COLUMNS = {"rung", "status"}
-
-
-# -- one number per run ------------------------------------------------------------------
-
-def samples_per_sec(run) -> float:
-    """Training throughput of the run (NaN if it finished no epoch)."""
-    return _from_summary(run, "samples_per_sec",
-                         lambda: _steady_mean(run.epochs, "samples_per_sec"))
-
-
-def epoch_time_s(run) -> float:
-    """Seconds per epoch, the warm-up epoch left out when there are several."""
-    return _from_summary(run, "epoch_time_s", lambda: _steady_mean(run.epochs, "epoch_time_s"))
-
-
-def gpu_util_mean(run) -> float:
-    """Mean GPU-Util % while training, over all GPUs; NaN without GPU samples."""
-    return _from_summary(run, "gpu_util_mean", lambda: _training_util(run))
-
-
-def data_wait_share(run) -> float:
-    """Percent of step time spent waiting for the input pipeline."""
-    share = _number((run.summary or {}).get("data_wait_share"))
-    if not math.isnan(share):
-        return 100.0 * share  # the record keeps a fraction
-    epochs = run.epochs
-    if not len(epochs) or not {"data_wait_s", "compute_s"} <= set(epochs.columns):
-        return math.nan
-    wait = pd.to_numeric(epochs["data_wait_s"], errors="coerce").sum()
-    busy = wait + pd.to_numeric(epochs["compute_s"], errors="coerce").sum()
-    return 100.0 * wait / busy if busy > 0 else math.nan
-
-
-def val_acc(run) -> float:
-    """Validation accuracy at the end of the run, as a fraction."""
-    def last_epoch():
-        if "val_acc" not in run.epochs.columns:
-            return math.nan
-        values = pd.to_numeric(run.epochs["val_acc"], errors="coerce").dropna()
-        return float(values.iloc[-1]) if len(values) else math.nan
-    return _from_summary(run, "val_acc", last_epoch)
-
-
-def status(run) -> str:
-    """run.json's status: running, finished, interrupted, failed or oom."""
-    return str(run.meta.get("status") or "unknown")
-
-
-def epoch_spans(run) -> list[tuple[int, float, float]]:
-    """(epoch, t_start, t_end) on the monitor clock, from epochs.csv or else markers.csv.
-    An epoch that started but never ended (a crash) gets t_end NaN."""
-    epochs = run.epochs
-    if len(epochs) and {"epoch", "t_start", "t_end"} <= set(epochs.columns):
-        rows = epochs[["epoch", "t_start", "t_end"]].apply(pd.to_numeric, errors="coerce")
-        rows = rows.dropna(subset=["epoch", "t_start"])
-        spans = [(int(e), float(a), float(b)) for e, a, b in rows.itertuples(index=False)]
-    else:
-        spans = []
-    marked = _marker_spans(run.markers)
-    known = {epoch for epoch, _, _ in spans}
-    # markers also tell about the epoch a crash interrupted, which epochs.csv lacks
-    return sorted(spans + [span for span in marked if span[0] not in known])
-
-
-def baseline_index(runs, baseline) -> int:
-    """`baseline` as a position in `runs`: an index, or a run's name."""
-    names = [run.name for run in runs]
-    if isinstance(baseline, str):
-        if baseline not in names:
-            raise ValueError(f"baseline={baseline!r} is not a run name; allowed: {names}")
-        return names.index(baseline)
-    if isinstance(baseline, bool) or not isinstance(baseline, int) \
-            or not -len(runs) <= baseline < len(runs):
-        raise ValueError(f"baseline={baseline!r} must be a run name or an index "
-                         f"in 0..{len(runs) - 1}")
-    return baseline % len(runs)
+_TEXT_COLUMNS = {"rung", "ran", "status"}
 
 
 # -- tables --------------------------------------------------------------------------------
 
 def ladder_table(runs, baseline=0) -> pd.DataFrame:
-    """One row per run, in order: the ladder's numbers and the speed-up over `baseline`
-    (an index or a run name; speed-up is the ratio of samples/s)."""
-    runs = _as_list(runs)
-    rows = [{"rung": run.name, "samples_per_sec": samples_per_sec(run),
-             "epoch_time_s": epoch_time_s(run), "gpu_util": gpu_util_mean(run),
-             "data_wait_share": data_wait_share(run), "val_acc": val_acc(run),
-             "status": status(run)} for run in runs]
-    table = pd.DataFrame(rows, columns=[c for c in LADDER_COLUMNS if c != "speedup"])
-    base = table["samples_per_sec"].iloc[baseline_index(runs, baseline)]
-    table.insert(5, "speedup", table["samples_per_sec"] / base if base > 0 else math.nan)
-    return table
+    """One row per run, in order (`metrics.table`): each rung labelled by what ran."""
+    return metrics.table(runs, baseline)
 
 
 def format_table(df: pd.DataFrame) -> str:
-    """The table as fixed-width text for a terminal: 1,234.5 samples/s, ×3.2, 97%, – for NaN."""
+    """The table as fixed-width text for a terminal: 1,234.5 samples/s, ×3.2, 97%, – for NaN.
+    The "ran" column is left out when every run ran as requested."""
+    df = shown(df)
     header = [_FORMATS.get(c, (str(c),))[0] for c in df.columns]
     cells = [[_cell(c, v) for c, v in zip(df.columns, row)]
              for row in df.itertuples(index=False)]
@@ -152,34 +67,80 @@ def format_table(df: pd.DataFrame) -> str:
     return "\n".join([line(header), rule] + [line(r) for r in cells])
 
 
+def shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The table without its "ran" column when every run ran as requested."""
+    if "ran" in table.columns and not table["ran"].fillna("").astype(str).str.len().any():
+        return table.drop(columns="ran")
+    return table
+
+
 def conclusion(runs, baseline=0) -> str:
-    """One or two sentences on the ladder, computed from its numbers."""
+    """The ladder in a few sentences, computed from its numbers and judged against the
+    run-to-run noise (`noise`): the fastest rung against the baseline, then what each
+    rung's change did to the rung before it (helped, hurt, within noise), when a warm-up
+    (compile) cost pays back, and whether another program shared the machine."""
+    from . import noise
     runs = _as_list(runs)
     table = ladder_table(runs, baseline)
-    base = table.iloc[baseline_index(runs, baseline)]
+    base_i = baseline_index(runs, baseline)
+    base = table.iloc[base_i]
     failed = [f"'{r.rung}' " + ("ran out of memory" if r.status == "oom" else "failed")
               for r in table.itertuples() if r.status in ("oom", "failed")]
     failed_text = f" {_join(failed)}." if failed else ""
-    done = table[(table["samples_per_sec"] > 0) & ~table["status"].isin(["oom", "failed"])]
-    if not len(done):
-        return "No rung finished an epoch, so there is nothing to compare yet." + failed_text
-    best = done.loc[done["samples_per_sec"].idxmax()]
+    ok = [i for i, r in enumerate(table.itertuples())
+          if r.samples_per_sec > 0 and r.status not in ("oom", "failed")]
+    if not ok:
+        return "No rung finished a steady step, so there is nothing to compare yet." + failed_text
+    best_i = max(ok, key=lambda i: table.samples_per_sec[i])
+    best = table.iloc[best_i]
     where = " on the CPU" if math.isnan(best["gpu_util"]) else ""
     speed = f"{best['samples_per_sec']:,.0f} samples/s{where}"
-    if best["rung"] == base["rung"]:
-        text = f"The baseline '{base['rung']}' is the fastest rung at {speed}."
+    if best_i == base_i:
+        text = [f"The baseline '{base['rung']}' is the fastest rung at {speed}."]
     elif math.isnan(best["speedup"]):
-        text = (f"The fastest rung, '{best['rung']}', trains at {speed}; the baseline "
+        text = [f"The fastest rung, '{best['rung']}', trains at {speed}; the baseline "
                 f"'{base['rung']}' has no throughput to compare "
-                f"({STATUS_TEXT.get(base['status'], base['status'])}).")
+                f"({STATUS_TEXT.get(base['status'], base['status'])})."]
     else:
-        text = (f"The fastest rung, '{best['rung']}', trains at {speed}, "
-                f"×{best['speedup']:.1f} the baseline '{base['rung']}'")
+        verdict = noise.compare(runs[base_i], runs[best_i])
+        line = (f"The fastest rung, '{best['rung']}', trains at {speed}: against the "
+                f"baseline '{base['rung']}' {noise.sentence(verdict)}")
         if not (math.isnan(base["gpu_util"]) or math.isnan(best["gpu_util"])):
-            text += (f"; GPU utilisation went from {base['gpu_util']:.0f}% "
+            line += (f"; GPU utilisation went from {base['gpu_util']:.0f}% "
                      f"to {best['gpu_util']:.0f}%")
-        text += "."
-    return text + failed_text
+        text = [line + "."]
+    steps = []
+    for before, after in zip(ok, ok[1:]):
+        verdict = noise.compare(runs[before], runs[after])
+        steps.append(f"'{table.rung[after]}' {noise.sentence(verdict)}")
+    if steps:
+        text.append("Each rung against the one before it: " + "; ".join(steps) + ".")
+    text += _warmup_costs(runs, table, ok)
+    shared = [table.rung[i] for i, run in enumerate(runs) if metrics.machine_load(run)["shared"]]
+    if shared:
+        text.append(f"Another program shared the machine during {_join(shared)} (load "
+                    "average above the run's own use): their numbers are pessimistic and "
+                    "noisier.")
+    return " ".join(text) + failed_text
+
+
+def _warmup_costs(runs, table, ok) -> list[str]:
+    """A sentence per rung whose warm-up (compile, autotuning) cost more than 10 % of its
+    whole run: how long it took, and after how many epochs its speed pays it back
+    against the rung before it."""
+    out = []
+    for before, after in zip(ok, ok[1:]):
+        steady, whole = table.samples_per_sec[after], table.samples_per_sec_all[after]
+        if not whole or math.isnan(whole) or whole >= 0.9 * steady:
+            continue
+        warm = metrics.warmup_s(runs[after]) - metrics.warmup_s(runs[before])
+        per_epoch = table.epoch_time_s[before] - table.epoch_time_s[after]
+        gain = (f"it pays back after {warm / per_epoch:.1f} epochs" if per_epoch > 0 and warm > 0
+                else "at this size it does not pay back")
+        out.append(f"'{table.rung[after]}' spent {metrics.warmup_s(runs[after]):.1f} s in "
+                   f"warm-up steps (samples/s over the whole run {whole:,.0f} against "
+                   f"{steady:,.0f} steady): {gain}.")
+    return out
 
 
 # -- the report ----------------------------------------------------------------------------
@@ -202,18 +163,22 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0) -> dict:
     timelines = [out / f"timeline-{i + 1:02d}-{_slug(run.name)}.png" for i, run in enumerate(runs)]
     for run, path in zip(runs, timelines):
         plots.utilisation_timeline(run, save=path)
+    step_figures = [out / f"steps-{i + 1:02d}-{_slug(run.name)}.png" for i, run in enumerate(runs)]
+    for run, path in zip(runs, step_figures):
+        plots.step_times(run, save=path)
 
     sections = {
         "title": title, "conclusion": conclusion(runs, baseline),
-        "header": _header(runs), "table": table, "runs": _run_lines(runs),
+        "header": _header(runs), "table": shown(table), "runs": _run_lines(runs),
         "figures": [("Ladder", figures["ladder"]), ("Throughput", figures["throughput"]),
                     ("Accuracy and loss", figures["curves"])]
-        + [(f"Utilisation: {run.name}", path) for run, path in zip(runs, timelines)],
+        + [(f"Utilisation: {run.name}", path) for run, path in zip(runs, timelines)]
+        + [(f"Steps: {run.name}", path) for run, path in zip(runs, step_figures)],
     }
     paths = {"markdown": out / "report.md", "html": out / "report.html"}
     write_atomic(paths["markdown"], _markdown(sections))  # temp file + rename
     write_atomic(paths["html"], _html(sections))
-    return {**paths, **figures, "timelines": timelines}
+    return {**paths, **figures, "timelines": timelines, "steps": step_figures}
 
 
 def _header(runs) -> list[tuple[str, str]]:
@@ -316,47 +281,6 @@ def _number(value) -> float:
     except (TypeError, ValueError):
         return math.nan
     return number if math.isfinite(number) else math.nan
-
-
-def _from_summary(run, key, fallback) -> float:
-    value = _number((run.summary or {}).get(key))
-    return value if not math.isnan(value) else _number(fallback())
-
-
-def _steady_mean(epochs: pd.DataFrame, column: str) -> float:
-    if column not in epochs.columns:
-        return math.nan
-    values = pd.to_numeric(epochs[column], errors="coerce").dropna()
-    if len(values) > 1:
-        values = values.iloc[1:]  # the first epoch pays for start-up
-    return float(values.mean()) if len(values) else math.nan
-
-
-def _training_util(run) -> float:
-    gpu = run.gpu
-    if not len(gpu) or "util_gpu" not in gpu.columns:
-        return math.nan
-    t = pd.to_numeric(gpu["t"], errors="coerce")
-    util = pd.to_numeric(gpu["util_gpu"], errors="coerce")
-    spans = [(a, b) for _, a, b in epoch_spans(run)]
-    if spans:
-        inside = pd.Series(False, index=gpu.index)
-        for a, b in spans:
-            inside |= (t >= a) & ((t <= b) if not math.isnan(b) else True)
-        if (inside & util.notna()).any():
-            util = util[inside]
-    return float(util.mean()) if util.notna().any() else math.nan
-
-
-def _marker_spans(markers: pd.DataFrame) -> list[tuple[int, float, float]]:
-    starts, ends = {}, {}
-    if len(markers) and {"t", "label"} <= set(markers.columns):
-        for t, label in zip(markers["t"], markers["label"]):
-            match = re.fullmatch(r"\s*epoch\s+(\d+)\s+(start|end)\s*", str(label), re.IGNORECASE)
-            if match and not math.isnan(_number(t)):
-                which = starts if match.group(2).lower() == "start" else ends
-                which[int(match.group(1))] = float(t)
-    return [(n, starts[n], ends.get(n, math.nan)) for n in sorted(starts)]
 
 
 def _cell(column, value) -> str:

@@ -28,7 +28,6 @@ The container's Python may be 3.8 (MXNet 1.9.0): this file and what it imports s
 """
 from __future__ import annotations
 
-import csv
 import inspect
 import json
 import math
@@ -106,36 +105,32 @@ def hosts(env: dict) -> tuple:
 
 # -- the metric line -------------------------------------------------------------------
 def metric_line(row: dict, gpu_util: float | None) -> str:
-    """The per-epoch line SageMaker's metric definitions read (nan = not measured)."""
+    """The per-epoch line SageMaker's metric definitions read (nan = not measured); the
+    numbers are `metrics.epoch_numbers`, the definitions every table uses."""
+    from gpu_course import metrics
+
     def num(value, fmt):
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return "nan"
         return format(value, fmt)
-    busy = (row.get("data_wait_s") or 0.0) + (row.get("compute_s") or 0.0)
-    wait_share = row["data_wait_s"] / busy if busy > 0 else None
+    n = metrics.epoch_numbers(row)
     return (f"METRIC epoch={row['epoch']} "
-            f"samples_per_sec={num(row.get('samples_per_sec'), '.2f')} "
-            f"epoch_time={num(row.get('epoch_time_s'), '.2f')} "
-            f"data_wait={num(wait_share, '.4f')} gpu_util={num(gpu_util, '.1f')} "
+            f"samples_per_sec={num(n['samples_per_sec'], '.2f')} "
+            f"epoch_time={num(n['epoch_time_s'], '.2f')} "
+            f"data_wait={num(n['data_wait_share'], '.4f')} gpu_util={num(gpu_util, '.1f')} "
             f"val_acc={num(row.get('val_acc'), '.4f')}")
 
 
-def epoch_gpu_util(run_folder: Path, t_start: float, t_end: float) -> float | None:
-    """Mean GPU utilisation (%) over all GPUs between t_start and t_end, from the
-    record's gpu.csv (saved before each epoch's callback); None without GPU samples."""
-    path = Path(run_folder) / "gpu.csv"
-    if not path.exists():
-        return None
-    values = []
-    with open(path, newline="") as f:
-        for sample in csv.DictReader(f):
-            try:
-                t, util = float(sample["t"]), float(sample["util_gpu"])
-            except (TypeError, ValueError):  # an empty cell: metric not supported
-                continue
-            if t_start <= t <= t_end and not math.isnan(util):
-                values.append(util)
-    return sum(values) / len(values) if values else None
+def epoch_gpu_util(run_folder: Path, row: dict) -> float | None:
+    """This epoch's GPU utilisation (%) as `metrics.gpu_util` defines it (its steady
+    training window), from the record's gpu.csv (saved before each epoch's callback);
+    None without GPU samples."""
+    from gpu_course import metrics
+    from gpu_course.records import Run
+    run = Run(run_folder)
+    run.epochs = run.epochs[run.epochs["epoch"] == row["epoch"]]
+    util = metrics.gpu_util(run)
+    return None if math.isnan(util) else util
 
 
 class MetricPrinter:
@@ -160,7 +155,7 @@ class MetricPrinter:
     def print_row(self, row: dict, folder: Path | None) -> None:
         util = row.get("gpu_util")  # if the harness puts it in the row
         if util is None and folder is not None:
-            util = epoch_gpu_util(folder, row["t_start"], row["t_end"])
+            util = epoch_gpu_util(folder, row)
         print(metric_line(row, util), file=self.stream, flush=True)
 
 
@@ -268,11 +263,8 @@ def save_model(net, cfg: _config.Experiment, folder: Path) -> Path:
 
 def note(run_folder: Path, **values) -> None:
     """Add facts to a finished run record's notes."""
-    from gpu_course.records import write_atomic
-    path = Path(run_folder) / "run.json"
-    meta = json.loads(path.read_text())
-    meta.setdefault("notes", {}).update(values)
-    write_atomic(path, json.dumps(meta, indent=2, sort_keys=True, default=str))
+    from gpu_course.records import update_meta
+    update_meta(run_folder, notes=values)
 
 
 def _accepts(fn, name: str) -> bool:

@@ -473,10 +473,8 @@ def extract_runs(archive: str | Path, runs_dir: str | Path | None = None,
 
 
 def _note_job(folder: Path, job_name: str) -> None:
-    from .records import write_atomic
-    meta = json.loads((folder / "run.json").read_text())
-    meta.setdefault("notes", {}).setdefault("sagemaker", {})["job_name"] = job_name
-    write_atomic(folder / "run.json", json.dumps(meta, indent=2, sort_keys=True))
+    from .records import update_meta
+    update_meta(folder, notes={"sagemaker": {"job_name": job_name}})
 
 
 # -- the `gpu-course sagemaker` verb ---------------------------------------------------

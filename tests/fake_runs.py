@@ -1,7 +1,8 @@
 """Realistic run folders in the run-record schema, for tests of plots and reports.
 
-The files are the real format (run.json, epochs.csv, gpu.csv, host.csv, markers.csv) with
-numbers shaped like real runs: a warm-up epoch slower than the rest, idle GPU samples
+The files are the real format (run.json, epochs.csv, steps.csv, gpu.csv, host.csv,
+markers.csv) with numbers shaped like real runs: a warm-up first epoch (its steps are the
+warm-up, left out of the steady numbers) slower than the rest, idle GPU samples
 while the loader is behind, memory that climbs to a plateau, a GPU lost mid-run, an OOM.
 
     paths = gpu_ladder(tmp_path)     # naive, 8 workers, float16, 2 GPUs (lost), batch 4096 (OOM)
@@ -19,8 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-EPOCH_COLUMNS = ["epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "compute_s", "steps",
-                 "samples", "loss", "train_acc", "val_acc", "lr", "t_start", "t_end"]
+EPOCH_COLUMNS = ["epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "compute_s",
+                 "sync_s", "steps", "samples", "timed_steps", "timed_samples", "timed_s",
+                 "timed_wait_s", "loss", "train_acc", "val_acc", "lr", "eval_s", "t_start",
+                 "t_steady", "t_end"]
+STEP_COLUMNS = ["epoch", "step", "samples", "data_wait_s", "compute_s", "timed", "device_s"]
 GPU_COLUMNS = ["t", "gpu", "util_gpu", "util_mem", "mem_used_mib", "mem_total_mib", "power_w",
                "power_limit_w", "temp_c", "sm_clock_mhz", "sm_clock_max_mhz",
                "clock_event_reasons", "sm_active", "tensor_active", "error"]
@@ -76,6 +80,7 @@ def write_run(runs_dir, name, *, engine="pytorch", status="finished", error=None
         markers.append((spans[-1][0], f"epoch {len(epoch_rows) + 1} start"))
 
     _write_csv(path / "epochs.csv", EPOCH_COLUMNS, epoch_rows)
+    _write_csv(path / "steps.csv", STEP_COLUMNS, _steps(epoch_rows, data_wait_share, rng))
     _write_csv(path / "gpu.csv", GPU_COLUMNS, gpu_rows)
     _write_csv(path / "host.csv", HOST_COLUMNS, host_rows)
     _write_csv(path / "markers.csv", MARKER_COLUMNS,
@@ -98,7 +103,7 @@ def write_run(runs_dir, name, *, engine="pytorch", status="finished", error=None
                      "hostname": "trainer-01", "platform": "Linux-5.15-x86_64"},
         "git": {"commit": "3f2a9c1d0b7e", "dirty": False},
         "summary": _summary(cfg, epoch_rows, gpu_rows, spans) if summary else
-        dict.fromkeys(["samples_per_sec", "epoch_time_s", "data_wait_share", "gpu_util_mean",
+        dict.fromkeys(["samples_per_sec", "epoch_time_s", "data_wait_share", "gpu_util",
                        "val_acc", "summary_line"]),
         "notes": {},
     }
@@ -171,16 +176,38 @@ def _epochs(cfg, epochs, samples_per_sec, data_wait_share, rng):
         # the first epoch carries cuDNN autotuning and worker start-up
         speed = samples_per_sec * (0.82 if epoch == 1 else rng.uniform(0.97, 1.03))
         took = samples / speed
+        warm = epoch == 1  # the first epoch's steps are the run's warm-up
         rows.append({
-            "epoch": epoch, "epoch_time_s": round(took, 3), "samples_per_sec": round(speed, 2),
+            "epoch": epoch, "epoch_time_s": round(took, 3),
+            "samples_per_sec": "" if warm else round(speed, 2),
             "data_wait_s": round(took * data_wait_share, 3),
-            "compute_s": round(took * (1 - data_wait_share), 3), "steps": steps,
-            "samples": samples, "loss": round(1.9 * (0.62 - skill) ** (epoch - 1), 4),
+            "compute_s": round(took * (1 - data_wait_share), 3), "sync_s": 0.0,
+            "steps": steps, "samples": samples,
+            "timed_steps": 0 if warm else steps, "timed_samples": 0 if warm else samples,
+            "timed_s": 0.0 if warm else round(took, 3),
+            "timed_wait_s": 0.0 if warm else round(took * data_wait_share, 3),
+            "eval_s": VALIDATION_S, "t_steady": "" if warm else round(t, 3),
+            "loss": round(1.9 * (0.62 - skill) ** (epoch - 1), 4),
             "train_acc": round(0.93 + skill - 0.6 * 0.6 ** epoch, 4),
             "val_acc": round(0.90 + skill - 0.6 * 0.62 ** epoch, 4), "lr": cfg["lr"],
             "t_start": round(t, 3), "t_end": round(t + took, 3)})
         t += took + VALIDATION_S
     return rows, t
+
+
+def _steps(epoch_rows, data_wait_share, rng):
+    """Per-step rows adding up to each epoch's time, with a few slow (spiky) steps."""
+    rows = []
+    for e in epoch_rows:
+        n = e["steps"]
+        times = rng.gamma(20.0, 1.0, n)
+        times = times / times.sum() * e["epoch_time_s"]
+        for i, total in enumerate(times):
+            wait = total * min(0.95, max(0.0, rng.normal(data_wait_share, 0.05)))
+            rows.append({"epoch": e["epoch"], "step": i, "samples": e["samples"] // n,
+                         "data_wait_s": round(wait, 6), "compute_s": round(total - wait, 6),
+                         "timed": 0 if e["timed_steps"] == 0 else 1, "device_s": ""})
+    return rows
 
 
 def _gpu_samples(times, spans, num_gpus, busy, data_wait_share, gpm, lost_gpu, oom, rng):
@@ -236,11 +263,12 @@ def _summary(cfg, epoch_rows, gpu_rows, spans):
              and any(a <= r["t"] <= b for a, b in spans)]
     wait = sum(r["data_wait_s"] for r in epoch_rows)
     busy = wait + sum(r["compute_s"] for r in epoch_rows)
-    sps = float(np.mean([r["samples_per_sec"] for r in steady])) if steady else None
+    rates = [r["samples_per_sec"] for r in steady if r["samples_per_sec"] != ""]
+    sps = float(np.mean(rates)) if rates else None
     epoch_time = float(np.mean([r["epoch_time_s"] for r in steady])) if steady else None
     return {"samples_per_sec": sps, "epoch_time_s": epoch_time,
             "data_wait_share": wait / busy if busy else None,
-            "gpu_util_mean": float(np.mean(utils)) if utils else None,
+            "gpu_util": float(np.mean(utils)) if utils else None,
             "val_acc": epoch_rows[-1]["val_acc"] if epoch_rows else None,
             "summary_line": None if sps is None else
             (f"NUM_GPU: {cfg['num_gpus']}, NUM_WORKER: {cfg['num_workers']}, "

@@ -50,7 +50,9 @@ def test_runs_lists_records(runs_dir):
     from gpu_course.records import RunRecord
     rec = RunRecord({"name": "naive", "batch_size": 64}, "gluon", runs_dir=runs_dir,
                     hardware_info={"gpus": []})
-    rec.finish(summary={"samples_per_sec": 123.4})
+    rec.add_epoch({"epoch": 0, "epoch_time_s": 5.0, "samples": 617, "timed_samples": 617,
+                   "timed_s": 5.0, "timed_wait_s": 1.0})
+    rec.finish()
     out = run_cli("runs", "--runs-dir", runs_dir)
     assert out.returncode == 0 and rec.run_id in out.stdout and "123.40" in out.stdout
     out = run_cli("runs", "--runs-dir", runs_dir / "none")

@@ -53,7 +53,7 @@ def test_timeline_has_a_panel_set_per_gpu_and_shows_gpm(runs):
     assert all(ax.get_shared_x_axes().joined(util, ax) for ax in fig.axes)
     assert [t.get_text() for t in util.texts if t.get_text().startswith("epoch")] == \
         ["epoch 1", "epoch 2", "epoch 3"]
-    util_mean = report.gpu_util_mean(runs["gpu"]["naive"])
+    util_mean = report.gpu_util(runs["gpu"]["naive"])
     assert f"mean GPU utilisation {util_mean:.0f}%" in fig._suptitle.get_text()
     assert "NVIDIA H100 80GB HBM3" in texts(fig)  # the hardware caption
 
@@ -123,8 +123,9 @@ def test_throughput_bars_runs_with_numbers_and_names_the_rest(runs):
         list(table["samples_per_sec"].dropna()))
     assert len(bars(epoch_time)) == 4
     assert "out of memory" in [t.get_text().strip() for t in speed.texts]
-    # one dot per epoch: 3 + 3 + 3 + 1 (the failed run finished one)
-    assert len(speed.lines) == 10
+    # one dot per epoch: 3 + 3 + 3; the failed run finished only its warm-up epoch, so
+    # it has no steady rate: no bar and no dots, its failure named instead
+    assert len(speed.lines) == 9
     assert [t.get_text() for t in speed.get_yticklabels()] == \
         ["naive", "8 workers", "float16", "2 GPUs [failed]", "batch 4096 [out of memory]"]
 
@@ -134,7 +135,8 @@ def test_ladder_speedups_util_column_and_failed_rungs(runs):
     fig = plots.ladder(gpu)
     main, util = fig.axes
     table = report.ladder_table(gpu)
-    assert len(bars(main)) == 5 and len(bars(util)) == 5
+    # the OOM rung finished no epoch: no training window to average utilisation over
+    assert len(bars(main)) == 5 and len(bars(util)) == 4
     hatched = [b for b in bars(main) if b.get_hatch()]
     assert len(hatched) == 2
     labels = [t.get_text() for t in main.texts]
@@ -218,7 +220,7 @@ def test_sweep_of_a_text_field_and_of_a_summary_key(runs):
     gpu = list(runs["gpu"].values())
     fig = plots.sweep(gpu, "dtype", y="gpu_util")
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["float32", "float16"]
-    fig = plots.sweep(gpu[:3], "num_workers", y="gpu_util_mean")  # a run.summary key
+    fig = plots.sweep(gpu[:3], "num_workers", y="warmup_s")  # a run.summary key
     assert len(fig.axes[0].lines[0].get_xdata()) == 3
 
 
@@ -260,4 +262,22 @@ def test_hardware_caption_lists_distinct_machines(runs):
                                       runs["cpu"]["cpu naive"]])
     assert caption == ("2 × NVIDIA H100 80GB HBM3 (driver 550.54.15); "
                        "CPU only: Intel(R) Xeon(R) CPU @ 2.20GHz, 2 cores")
-    assert not math.isnan(report.gpu_util_mean(runs["gpu"]["naive"]))
+    assert not math.isnan(report.gpu_util(runs["gpu"]["naive"]))
+
+
+def test_step_times_split_each_step_and_mark_the_warm_up(tmp_path):
+    run = fake_runs.load(fake_runs.write_run(tmp_path, "spiky", data_wait_share=0.4, seed=9))
+    fig = plots.step_times(run, save=tmp_path / "steps.png")
+    series, hist = fig.axes
+    assert (tmp_path / "steps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    labels = [t.get_text() for t in series.get_legend().get_texts()]
+    assert labels[:2] == ["data wait", "compute (host: dispatch + back-pressure)"]
+    assert "warm-up" in labels
+    steady = gpu_course_metrics().steadiness(run)
+    assert f"p95/median step {steady['spikiness']:.2f}" in fig._suptitle.get_text()
+    assert any(f"median {steady['step_p50_s'] * 1e3:.1f} ms" in t.get_text() for t in hist.texts)
+
+
+def gpu_course_metrics():
+    from gpu_course import metrics
+    return metrics

@@ -8,9 +8,15 @@ from gpu_course.records import (EPOCH_COLUMNS, OutOfMemory, RunRecord, load_run,
 
 
 def epoch_row(i):
-    return {"epoch": i, "epoch_time_s": 2.0, "samples_per_sec": 500.0 + i, "data_wait_s": 0.5,
-            "compute_s": 1.5, "steps": 10, "samples": 640, "loss": 1.0 / (i + 1),
-            "train_acc": 0.5, "val_acc": 0.4 + 0.1 * i, "lr": 0.1, "t_start": 0.0, "t_end": 2.0}
+    return {"epoch": i, "epoch_time_s": 2.0, "data_wait_s": 0.5, "compute_s": 1.5,
+            "steps": 10, "samples": 640, "timed_steps": 10, "timed_samples": 640 + 100 * i,
+            "timed_s": 2.0, "timed_wait_s": 0.5, "loss": 1.0 / (i + 1), "train_acc": 0.5,
+            "val_acc": 0.4 + 0.1 * i, "lr": 0.1, "t_start": 0.0, "t_end": 2.0}
+
+
+def step_rows(epoch, n=10):
+    return [{"epoch": epoch, "step": i, "samples": 64, "data_wait_s": 0.05,
+             "compute_s": 0.15, "timed": 1} for i in range(n)]
 
 
 def no_temp_files(folder):
@@ -20,14 +26,19 @@ def no_temp_files(folder):
 def test_record_round_trip(runs_dir):
     rec = RunRecord({"name": "naive", "batch_size": 64}, "gluon", runs_dir=runs_dir,
                     hardware_info={"gpus": [], "cpu_count": 2})
-    rec.add_epoch(epoch_row(0))
-    rec.add_epoch(epoch_row(1))
-    rec.finish(summary={"samples_per_sec": 501.0, "gpu_util_mean": float("nan")})
+    rec.add_epoch(epoch_row(0), step_rows(0))
+    rec.add_epoch(epoch_row(1), step_rows(1))
+    rec.finish(summary={"extra": 501.0, "not_measured": float("nan")})
     run = load_run(rec.path)
     assert run.status == "finished" and run.name == "naive"
     assert list(run.epochs.columns) == EPOCH_COLUMNS and len(run.epochs) == 2
-    assert run.summary["samples_per_sec"] == 501.0
-    assert run.summary["gpu_util_mean"] is None  # NaN is stored as null, JSON stays valid
+    assert len(run.steps) == 20 and list(run.steps.epoch.unique()) == [0, 1]  # appended
+    assert run.summary["extra"] == 501.0
+    assert run.summary["not_measured"] is None  # NaN is stored as null, JSON stays valid
+    # the summary caches the metrics module's numbers, computed from the rows at finish
+    assert run.summary["samples_per_sec"] == pytest.approx((640 + 740) / 4.0)
+    assert run.summary["data_wait_share"] == pytest.approx(0.25)
+    assert run.summary["step_p50_s"] == pytest.approx(0.2)
     meta = json.loads((rec.path / "run.json").read_text())
     for key in ("config", "versions", "hardware", "git", "started_at", "ended_at"):
         assert key in meta
@@ -85,13 +96,13 @@ def test_load_runs_and_table(runs_dir):
         rec = RunRecord({"name": name, "batch_size": 64}, "gluon", runs_dir=runs_dir,
                         hardware_info={"gpus": [{"name": "Tesla V100"}]})
         rec.add_epoch(epoch_row(0))
-        rec.finish(summary={"samples_per_sec": 100.0})
+        rec.finish()
     runs = load_runs(runs_dir)
     assert [r.name for r in runs] == ["naive", "workers"]
     assert [r.name for r in load_runs(runs_dir, names=["workers"])] == ["workers"]
     table = runs_table(runs)
     assert list(table["device"]) == ["Tesla V100"] * 2
-    assert math.isclose(table["samples_per_sec"].iloc[0], 100.0)
+    assert math.isclose(table["samples_per_sec"].iloc[0], 640 / 2.0)
     assert load_runs(runs_dir / "missing") == []
     nested = RunRecord({"name": "rung"}, "gluon", runs_dir=runs_dir / "ladder-gluon-1",
                        hardware_info={})

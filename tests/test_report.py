@@ -25,16 +25,24 @@ def cpu(tmp_path_factory):
     return [fake_runs.load(p) for p in fake_runs.cpu_ladder(tmp_path_factory.mktemp("cpu"))]
 
 
-def test_ladder_table_speedups_come_from_the_summaries(gpu):
+def steady_rate(run):
+    """samples/s as the course defines it, computed here from epochs.csv by hand."""
+    e = pd.read_csv(run.path / "epochs.csv")
+    return e.timed_samples.sum() / e.timed_s.sum()
+
+
+def test_ladder_table_speedups_come_from_the_steady_steps(gpu):
     table = report.ladder_table(gpu)
-    assert list(table.columns) == ["rung", "samples_per_sec", "epoch_time_s", "gpu_util",
-                                   "data_wait_share", "speedup", "val_acc", "status"]
+    assert list(table.columns) == ["rung", "samples_per_sec", "samples_per_sec_all",
+                                   "epoch_time_s", "gpu_util", "data_wait_share", "spikiness",
+                                   "speedup", "val_acc", "status"]
     assert list(table.rung) == ["naive", "8 workers", "float16", "2 GPUs", "batch 4096"]
-    speeds = [run.meta["summary"]["samples_per_sec"] for run in gpu[:4]]
-    assert list(table.samples_per_sec[:4]) == pytest.approx(speeds)
-    assert list(table.speedup[:4]) == pytest.approx([s / speeds[0] for s in speeds])
-    assert table.data_wait_share[0] == pytest.approx(100 * gpu[0].summary["data_wait_share"])
-    assert table.gpu_util[2] == pytest.approx(gpu[2].summary["gpu_util_mean"])
+    speeds = [steady_rate(run) for run in gpu[:4]]  # '2 GPUs' died in its warm-up epoch
+    assert list(table.samples_per_sec[:4]) == pytest.approx(speeds, nan_ok=True)
+    assert list(table.speedup[:4]) == pytest.approx([s / speeds[0] for s in speeds],
+                                                    nan_ok=True)
+    e = pd.read_csv(gpu[0].path / "epochs.csv")
+    assert table.data_wait_share[0] == pytest.approx(e.timed_wait_s.sum() / e.timed_s.sum())
     assert list(table.status) == ["finished"] * 3 + ["failed", "oom"]
 
 
@@ -44,31 +52,33 @@ def test_ladder_table_oom_row_has_no_numbers(gpu):
         assert math.isnan(oom[column]), column
 
 
-def test_ladder_table_reads_epochs_when_the_summary_is_empty(cpu):
+def test_ladder_table_reads_the_epochs_not_the_cached_summary(cpu):
     table = report.ladder_table(cpu)
     epochs = pd.read_csv(cpu[1].path / "epochs.csv")
-    assert table.samples_per_sec[1] == pytest.approx(epochs.samples_per_sec[1:].mean())
+    assert table.samples_per_sec[1] == pytest.approx(steady_rate(cpu[1]))
+    assert table.samples_per_sec_all[1] == pytest.approx(
+        epochs.samples.sum() / epochs.epoch_time_s.sum())
     assert table.epoch_time_s[1] == pytest.approx(epochs.epoch_time_s[1:].mean())
     assert table.val_acc[1] == pytest.approx(epochs.val_acc.iloc[-1])
-    wait = epochs.data_wait_s.sum() / (epochs.data_wait_s.sum() + epochs.compute_s.sum())
-    assert table.data_wait_share[1] == pytest.approx(100 * wait)
     assert table.gpu_util.isna().all()  # no GPU on this machine
     assert table.speedup[1] == pytest.approx(table.samples_per_sec[1] / table.samples_per_sec[0])
 
 
-def test_gpu_util_without_summary_averages_samples_during_epochs(tmp_path):
+def test_gpu_util_averages_samples_inside_the_steady_training_windows(tmp_path):
     run = fake_runs.load(fake_runs.write_run(tmp_path, "raw", summary=False, busy=80,
                                              data_wait_share=0.0, seed=3))
-    gpu = run.gpu
-    spans = [(a, b) for _, a, b in report.epoch_spans(run)]
-    inside = gpu[[any(a <= t <= b for a, b in spans) for t in gpu.t]]
-    assert report.gpu_util_mean(run) == pytest.approx(inside.util_gpu.mean())
-    assert report.gpu_util_mean(run) > gpu.util_gpu.mean()  # start-up idling left out
+    gpu, e = run.gpu, run.epochs.dropna(subset=["t_steady"])
+    windows = list(zip(e.t_steady, e.t_end))  # after warm-up, before validation
+    inside = gpu[[any(a <= t <= b for a, b in windows) for t in gpu.t]]
+    assert report.gpu_util(run) == pytest.approx(inside.util_gpu.mean())
+    assert report.gpu_util(run) > gpu.util_gpu.mean()  # start-up and validation left out
 
 
-def test_single_epoch_runs_keep_their_only_epoch(tmp_path):
+def test_single_epoch_runs_are_all_warm_up(tmp_path):
     run = fake_runs.load(fake_runs.write_run(tmp_path, "one", epochs=1, summary=False))
-    assert report.samples_per_sec(run) == pytest.approx(run.epochs.samples_per_sec[0])
+    assert math.isnan(report.samples_per_sec(run))  # no step after the warm-up
+    assert report.samples_per_sec_all(run) == pytest.approx(
+        run.epochs.samples[0] / run.epochs.epoch_time_s[0])
 
 
 def test_baseline_by_name_or_index_and_bad_baselines(gpu):
@@ -94,36 +104,51 @@ def test_oom_baseline_gives_no_speedups(gpu):
 def test_format_table_is_fixed_width_text(gpu):
     text = report.format_table(report.ladder_table(gpu))
     lines = text.splitlines()
-    assert lines[0].split() == ["rung", "samples/s", "epoch", "(s)", "GPU", "util", "data",
-                                "wait", "speed-up", "val", "acc", "status"]
+    assert lines[0].split() == ["rung", "samples/s", "(steady)", "samples/s", "(all)", "epoch",
+                                "(s)", "GPU", "util", "data", "wait", "p95/p50", "step",
+                                "speed-up", "val", "acc", "status"]
     assert set(lines[1]) <= {"-", " "}
     naive, float16, oom = lines[2], lines[4], lines[6]
-    assert naive.startswith("naive ") and "×1.0" in naive
-    sps = gpu[2].summary["samples_per_sec"]
+    assert naive.startswith("naive ") and "×1.00" in naive
+    sps = steady_rate(gpu[2])
     assert f"{sps:,.1f}" in float16 and "," in f"{sps:,.1f}"
-    assert f"{gpu[2].summary['gpu_util_mean']:.0f}%" in float16
-    util = f"{report.gpu_util_mean(gpu[4]):.0f}%"  # it ran a few seconds before dying
-    assert oom.split()[2:] == ["–", "–", util, "–", "–", "–", "out", "of", "memory"]
+    assert f"{report.gpu_util(gpu[2]):.0f}%" in float16
+    # it ran a few seconds before dying, all of it warm-up: no steady window, so the
+    # utilisation is over its (unfinished) training window: none finished -> NaN
+    assert oom.split()[2:] == ["–"] * 8 + ["out", "of", "memory"]
     # numbers are right-aligned: their last characters line up under the header
-    column_end = lines[0].index("samples/s") + len("samples/s")
+    column_end = lines[0].index("(steady)") + len("(steady)")
     assert all(line[column_end - 1] != " " for line in lines[2:])
 
 
 def test_format_table_writes_nan_as_a_dash():
     df = pd.DataFrame({"rung": ["a"], "samples_per_sec": [float("nan")], "speedup": [3.24],
                        "gpu_util": [97.0], "val_acc": [0.9123]})
-    assert report.format_table(df).splitlines()[2].split() == ["a", "–", "×3.2", "97%", "91.2%"]
+    assert report.format_table(df).splitlines()[2].split() == ["a", "–", "×3.24", "97%", "91.2%"]
 
 
-def test_conclusion_names_the_fastest_rung_and_its_factor(gpu):
+def test_conclusion_names_the_fastest_rung_and_judges_it_against_noise(gpu):
+    from gpu_course import noise
     table = report.ladder_table(gpu)
     text = report.conclusion(gpu)
-    # '2 GPUs' measured more samples/s before it failed, but a failed rung does not win
+    verdict = noise.compare(gpu[0], gpu[2])
+    assert verdict.kind == "faster"
+    # '2 GPUs' died in its warm-up epoch: no steady number, it cannot win
     assert text.startswith(f"The fastest rung, 'float16', trains at "
-                           f"{table.samples_per_sec[2]:,.0f} samples/s, "
-                           f"×{table.speedup[2]:.1f} the baseline 'naive'; GPU utilisation "
-                           f"went from {table.gpu_util[0]:.0f}% to {table.gpu_util[2]:.0f}%.")
+                           f"{table.samples_per_sec[2]:,.0f} samples/s: against the baseline "
+                           f"'naive' {noise.sentence(verdict)}; GPU utilisation went from "
+                           f"{table.gpu_util[0]:.0f}% to {table.gpu_util[2]:.0f}%.")
+    assert ("Each rung against the one before it: '8 workers' ×" in text
+            and "'float16' ×" in text)
     assert text.endswith("'2 GPUs' failed and 'batch 4096' ran out of memory.")
+
+
+def test_a_difference_inside_the_noise_is_called_so(tmp_path):
+    a = fake_runs.load(fake_runs.write_run(tmp_path, "a", samples_per_sec=500.0, seed=1))
+    b = fake_runs.load(fake_runs.write_run(tmp_path, "b", samples_per_sec=503.0, seed=2,
+                                           index=1))
+    text = report.conclusion([a, b])
+    assert "within noise" in text and "faster" not in text.split("Each rung")[1]
 
 
 def test_conclusion_on_the_cpu_leaves_out_utilisation(cpu):
@@ -135,16 +160,33 @@ def test_conclusion_on_the_cpu_leaves_out_utilisation(cpu):
 
 
 def test_conclusion_when_nothing_finished(gpu):
-    assert report.conclusion(gpu[4:]).startswith("No rung finished an epoch")
+    assert report.conclusion(gpu[4:]).startswith("No rung finished a steady step")
+
+
+def test_a_shared_machine_is_named(tmp_path):
+    import json
+    path = fake_runs.write_run(tmp_path, "busy", seed=4)
+    meta = json.loads((path / "run.json").read_text())
+    meta["load"] = {"start": {"loadavg_1m": 6.0, "process_cpu_s": 0.0, "wall": 0.0,
+                              "cpu_count": 2},
+                    "end": {"loadavg_1m": 7.0, "process_cpu_s": 10.0, "wall": 10.0,
+                            "cpu_count": 2}}
+    (path / "run.json").write_text(json.dumps(meta))
+    run = fake_runs.load(path)
+    from gpu_course import metrics
+    assert metrics.machine_load(run)["shared"]  # 6.5 load, 1 core its own, no workers
+    assert "Another program shared the machine during busy" in report.conclusion([run])
 
 
 def test_write_report_writes_markdown_html_and_figures(gpu, tmp_path):
     out = tmp_path / "report"
     gpu = [gpu[0], gpu[2], gpu[4]]  # naive, float16, OOM: three timelines keep it quick
     paths = report.write_report(gpu, out, title="ladder <H100>")
-    assert set(paths) == {"markdown", "html", "ladder", "throughput", "curves", "timelines"}
-    assert len(paths["timelines"]) == len(gpu)
-    for png in [paths["ladder"], paths["throughput"], paths["curves"], *paths["timelines"]]:
+    assert set(paths) == {"markdown", "html", "ladder", "throughput", "curves", "timelines",
+                          "steps"}
+    assert len(paths["timelines"]) == len(paths["steps"]) == len(gpu)
+    for png in [paths["ladder"], paths["throughput"], paths["curves"], *paths["timelines"],
+                *paths["steps"]]:
         assert png.parent == out and png.read_bytes()[:8] == PNG_MAGIC
     md = paths["markdown"].read_text()
     assert md.startswith("# ladder &lt;H100&gt;")
@@ -153,7 +195,7 @@ def test_write_report_writes_markdown_html_and_figures(gpu, tmp_path):
     assert "![Ladder](ladder.png)" in md and "(timeline-03-batch-4096.png)" in md
     assert "| float16 |" in md
     html = paths["html"].read_text()
-    assert html.count('src="data:image/png;base64,') == 3 + len(gpu)  # self-contained
+    assert html.count('src="data:image/png;base64,') == 3 + 2 * len(gpu)  # self-contained
     assert "<h1>ladder &lt;H100&gt;</h1>" in html
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []  # no temp files
 

@@ -198,8 +198,10 @@ def parse_metrics(text: str) -> dict:
 
 
 def test_metric_line_is_read_by_the_metric_definitions():
-    row = {"epoch": 1, "samples_per_sec": 663.5, "epoch_time_s": 18.59, "data_wait_s": 4.2,
-           "compute_s": 5.8, "val_acc": 0.7131, "t_start": 0.0, "t_end": 18.6}
+    # 13,270 steady samples in 20 s, 8.4 s of them waiting for data
+    row = {"epoch": 1, "epoch_time_s": 18.59, "samples": 13_270, "timed_samples": 13_270,
+           "timed_s": 20.0, "timed_wait_s": 8.4, "data_wait_s": 8.4,
+           "compute_s": 11.6, "val_acc": 0.7131, "t_start": 0.0, "t_end": 18.6}
     line = entry.metric_line(row, 27.0)
     assert line == ("METRIC epoch=1 samples_per_sec=663.50 epoch_time=18.59 data_wait=0.4200 "
                     "gpu_util=27.0 val_acc=0.7131")
@@ -222,13 +224,19 @@ def test_metric_printer_reads_each_epochs_gpu_utilisation(tmp_path):
     epochs = list(__import__("csv").DictReader(open(folder / "epochs.csv")))
     row = {k: float(v) for k, v in epochs[1].items() if v != ""}
     assert printer.run_folder() == folder
-    util = entry.epoch_gpu_util(folder, row["t_start"], row["t_end"])
+    util = entry.epoch_gpu_util(folder, row)
     assert 0 < util <= 100
-    printer({**row, "epoch": 1})
+    from gpu_course import metrics
+    from gpu_course.records import load_run
+    run = load_run(folder)
+    run.epochs = run.epochs[run.epochs.epoch == row["epoch"]]
+    assert util == metrics.gpu_util(run)  # one definition: the steady window
+    printer({**row, "epoch": int(row["epoch"])})
     printer.stream.close()
     line = (tmp_path / "log").read_text().strip()
-    assert line.startswith("METRIC epoch=1 ") and f"gpu_util={util:.1f}" in line
-    assert entry.epoch_gpu_util(tmp_path, 0, 1) is None  # no gpu.csv: not measured
+    assert line.startswith("METRIC epoch=2 ") and f"gpu_util={util:.1f}" in line
+    no_gpu = write_run(tmp_path / "cpu", "cpu", num_gpus=0, machine_gpus=0)
+    assert entry.epoch_gpu_util(no_gpu, row) is None  # no GPU samples: not measured
 
 
 # -- the job ---------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 import pytest
 
 from gpu_course import timing
-from gpu_course.timing import StepTimer, summarize, summary_line
+from gpu_course import metrics
+from gpu_course.timing import StepTimer, summary_line
 
 
 class FakeClock:
@@ -38,9 +39,28 @@ def test_data_wait_and_compute_are_split(clock):
     assert epoch.steps == 4 and epoch.samples == 256
     assert epoch.data_wait_s == pytest.approx(1.2)
     assert epoch.compute_s == pytest.approx(0.4)
-    assert epoch.samples_per_sec == pytest.approx(256 / 1.6)
-    assert epoch.data_wait_share == pytest.approx(0.75)
+    n = metrics.epoch_numbers(epoch.as_row())
+    assert n["samples_per_sec"] == pytest.approx(256 / 1.6)
+    assert n["data_wait_share"] == pytest.approx(0.75)
     assert epoch.epoch_time_s == pytest.approx(1.6)
+    assert epoch.step_rows == [(64, pytest.approx(0.3), pytest.approx(0.1))] * 4
+
+
+def test_steps_add_up_to_the_epoch_with_loop_overhead_in_compute(clock):
+    """A step lasts from the end of the one before it: the loop's own work between
+    steps (logging, a progress bar) is compute, so the steps sum to the epoch."""
+    timer = StepTimer(warmup_steps=0)
+    timer.start_epoch()
+    clock.advance(0.5)  # set-up before the first batch is asked for
+    for _ in timer.wrap(slow_loader(clock, 3, wait=0.2)):
+        clock.advance(0.1)
+        timer.step(8)
+        clock.advance(0.05)  # bookkeeping after the step
+    epoch = timer.end_epoch(sync=lambda: clock.advance(0.3))
+    total = sum(w + c for _, w, c in epoch.step_rows)
+    assert total + epoch.sync_s + 0.05 == pytest.approx(epoch.epoch_time_s)
+    assert epoch.step_rows[0] == (8, pytest.approx(0.2), pytest.approx(0.6))  # 0.5 set-up
+    assert epoch.sync_s == pytest.approx(0.3)
 
 
 def test_warmup_steps_are_left_out_of_samples_per_sec(clock):
@@ -50,8 +70,9 @@ def test_warmup_steps_are_left_out_of_samples_per_sec(clock):
         clock.advance(5.0 if i < 2 else 0.5)  # slow first steps: graph build, autotuning
         timer.step(10)
     epoch = timer.end_epoch()
-    assert epoch.timed_samples == 40
-    assert epoch.samples_per_sec == pytest.approx(40 / 2.0)
+    assert epoch.timed_samples == 40 and epoch.timed_steps == 4
+    assert metrics.epoch_numbers(epoch.as_row())["samples_per_sec"] == pytest.approx(40 / 2.0)
+    assert epoch.steady_offset_s == pytest.approx(10.0)  # after the two 5 s steps
     # the next epoch is timed from its first step
     timer.start_epoch()
     for _ in timer.wrap(range(2)):
@@ -67,23 +88,9 @@ def test_end_epoch_sync_is_charged_to_compute(clock):
         clock.advance(0.01)  # issuing asynchronous work is quick...
         timer.step(8)
     epoch = timer.end_epoch(sync=lambda: clock.advance(2.0))  # ...the device is not
-    assert epoch.compute_s == pytest.approx(2.03)
+    assert epoch.compute_s == pytest.approx(2.03) and epoch.sync_s == pytest.approx(2.0)
     assert epoch.epoch_time_s == pytest.approx(2.03)
-    assert epoch.samples_per_sec == pytest.approx(24 / 2.03)
-
-
-def test_summarize_uses_steady_epochs_for_epoch_time(clock):
-    timer = StepTimer(warmup_steps=0)
-    for cost in (3.0, 1.0, 1.0):
-        timer.start_epoch()
-        for _ in timer.wrap(range(2)):
-            clock.advance(cost / 2)
-            timer.step(50)
-        timer.end_epoch()
-    s = summarize(timer.epochs)
-    assert s["epoch_time_s"] == pytest.approx(1.0)
-    assert s["samples_per_sec"] == pytest.approx(300 / 5.0)
-    assert summarize([])["samples_per_sec"] != summarize([])["samples_per_sec"]  # NaN
+    assert metrics.epoch_numbers(epoch.as_row())["samples_per_sec"] == pytest.approx(24 / 2.03)
 
 
 def test_step_outside_epoch_is_an_error():

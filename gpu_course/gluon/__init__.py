@@ -1,26 +1,30 @@
 """The Gluon (Apache MXNet 1.9) track: `from gpu_course import gluon as gc`.
 
 Same public names as `gpu_course.torch`, so a lesson reads the same in both tracks:
-gpu_count, try_devices, load_datasets, make_loader, load_data, get_model, train,
-evaluate, lr_scheduler, sweep, plus Experiment, load_run(s), plots and report.
+gpu_count, try_devices, load_datasets, make_loader, load_data, get_model, build,
+record, train, evaluate, lr_scheduler, sweep, plus Experiment, load_run(s), metrics,
+plots and report.
 """
 from __future__ import annotations
 
 import importlib
 
 from ..config import Experiment
+from ..experiments import interleave as _interleave
 from ..experiments import sweep as _sweep
 from ..records import OutOfMemory, load_run, load_runs
 from .data import load_data, load_datasets, make_loader
 from .devices import gpu_count, try_devices
 from .models import get_model
 from .optim import lr_scheduler, make_trainer, optimizer_params
-from .train import evaluate, train
+from .loop import evaluate, split
+from .record import record
+from .train import build, train
 
 __all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report",
            "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
-           "get_model", "train", "evaluate", "lr_scheduler", "optimizer_params",
-           "make_trainer", "sweep"]
+           "get_model", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
+           "make_trainer", "sweep", "repeat"]
 
 
 def sweep(cfg: Experiment, field: str, values, **train_kwargs):
@@ -29,8 +33,14 @@ def sweep(cfg: Experiment, field: str, values, **train_kwargs):
     return _sweep(train, cfg, field, values, **train_kwargs)
 
 
+def repeat(cfgs, repeats: int = 3, **train_kwargs):
+    """Each config trained `repeats` times, interleaved; {name: [runs]} for
+    `noise.compare` (is a difference an effect or run-to-run noise?)."""
+    return _interleave(train, list(cfgs), repeats, **train_kwargs)
+
+
 def __getattr__(name: str):
     # plots and report load matplotlib: only when a notebook asks for them
-    if name in ("plots", "report", "diagnose"):
+    if name in ("plots", "report", "diagnose", "metrics", "noise"):
         return importlib.import_module(f"gpu_course.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

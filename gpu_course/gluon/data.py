@@ -66,14 +66,21 @@ def load_datasets(cfg: Experiment):
     """(train_dataset, val_dataset) for cfg.dataset, augmented as cfg.augment says."""
     if cfg.dataset == "folder":  # a Caltech-256-style image folder: see io_data
         from .io_data import io_datasets
-        return io_datasets(cfg, cfg.data_format)
+        return _ours(*io_datasets(cfg, cfg.data_format))
     arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
                               test_size=cfg.test_size, seed=cfg.seed)
     size = arrays.train_x.shape[1]
     train = image_dataset(arrays.train_x, arrays.train_y)
     val = image_dataset(arrays.test_x, arrays.test_y)
-    return (train.transform_first(Augment(cfg, True, size)),
-            val.transform_first(Augment(cfg, False, size)))
+    return _ours(train.transform_first(Augment(cfg, True, size)),
+                 val.transform_first(Augment(cfg, False, size)))
+
+
+def _ours(*datasets):
+    """Mark the course's datasets, so a record can tell them from a user's own."""
+    for dataset in datasets:
+        dataset.course_dataset = True
+    return datasets
 
 
 def make_loader(dataset, cfg: Experiment, train: bool = True) -> DataLoader:

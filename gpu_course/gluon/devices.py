@@ -9,6 +9,11 @@ FLOAT16_ON_CPU = ("dtype='float16' needs a GPU: MXNet has no float16 convolution
                   "CPU (\"FP16 gemm on cpu not implemented\"), so this run trains in float32.")
 
 
+NCCL_ON_CPU = "kvstore='nccl' needs GPUs: gradients are summed with 'device'."
+DIST_DEVICE_ON_CPU = ("kvstore='dist_device_sync' sums a host's GPUs on a GPU; on the CPU it is "
+                      "'dist_sync'.")
+
+
 def gpu_count() -> int:
     """GPUs MXNet can use (0 with a CPU-only MXNet build or no driver)."""
     try:
@@ -42,9 +47,8 @@ def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
         notices.append(FLOAT16_ON_CPU)
     if cfg.kvstore == "nccl" and not on_gpu(devices):
         cfg = cfg.replace(kvstore="device")
-        notices.append("kvstore='nccl' needs GPUs: gradients are summed with 'device'.")
+        notices.append(NCCL_ON_CPU)
     if cfg.kvstore == "dist_device_sync" and not on_gpu(devices):
         cfg = cfg.replace(kvstore="dist_sync")
-        notices.append("kvstore='dist_device_sync' sums a host's GPUs on a GPU; on the CPU "
-                       "it is 'dist_sync'.")
+        notices.append(DIST_DEVICE_ON_CPU)
     return cfg, " ".join(notices) or None

@@ -50,12 +50,12 @@ from ..config import Experiment
 from ..cores import threads_per_process
 from ..harness import Harness
 from ..localhosts import child_env, free_port, wait_all
-from ..records import default_runs_dir, load_run, write_atomic
+from ..records import default_runs_dir, load_run, update_meta
 from .data import load_datasets, make_loader
 from .devices import effective_config, gpu_count, try_devices
 from .models import get_model, prepare
 from .optim import optimizer_params
-from .train import evaluate, split, step_stats
+from .loop import evaluate, split
 
 ROLES = ("scheduler", "server", "worker")
 
@@ -104,7 +104,8 @@ def train_worker(cfg: Experiment, runs_dir=None, verbose: bool = True, on_epoch=
     with Harness(cfg, engine="gluon", runs_dir=runs_dir, device_notice=" ".join(
             n for n in (notice, changed) if n) or None,
             devices=f"{devices} on each of {workers} workers", progress=False,
-            verbose=verbose and leader, monitor=leader, record=leader, on_epoch=keep) as h:
+            verbose=verbose and leader, monitor=leader, record=leader, on_epoch=keep,
+            read=lambda a: a.asscalar()) as h:
         if h.record is not None:
             h.record.note(kvstore=kv.type, workers=workers, servers=servers)
         _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps, workers, leader)
@@ -123,7 +124,6 @@ def train_worker(cfg: Experiment, runs_dir=None, verbose: bool = True, on_epoch=
 def _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps, workers, leader):
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     for _ in h.epochs():
-        loss_sum = correct = seen = 0
         for data, label in h.batches(train_iter, total=steps):
             xs, ys = split(data, label, devices, cfg.dtype)
             n = sum(y.shape[0] for y in ys)
@@ -135,11 +135,14 @@ def _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps, work
             # push this worker's gradients, the servers sum all W workers' and update:
             # divide by the job's batch, not this worker's, for the mean gradient
             trainer.step(n * workers)
-            step_loss, step_correct = step_stats(losses, outputs, ys)  # sync point
-            loss_sum, correct, seen = loss_sum + step_loss, correct + step_correct, seen + n
-            h.step(n * workers)  # every worker did the same: count the job's images
-        if seen:  # loss and accuracy on this worker's shard
-            h.set_epoch_stats(loss=loss_sum / seen, train_acc=correct / seen)
+            # every worker did the same: count the job's images; loss and accuracy are
+            # this worker's shard's, scaled to them (summed on the device, read per epoch)
+            h.step(n * workers, loss_sum=[loss.sum() * workers for loss in losses],
+                   correct=[(out.argmax(axis=1) == y.astype(out.dtype)).sum() * workers
+                            for out, y in zip(outputs, ys)])
+            # the step's sync point: waits for the push, the servers' update and the pull,
+            # so each step's time holds its communication (MXNet would queue unboundedly)
+            mx.nd.waitall()
         evaluate_now = (lambda: evaluate(net, val_iter, devices)) if leader else None
         # sync point: waits for the last pull, so the epoch's time is real
         h.end_epoch(sync=mx.nd.waitall, lr=trainer.learning_rate, evaluate=evaluate_now)
@@ -272,10 +275,7 @@ def bench_local(workers: int = 2, servers: int = 1, sizes=SIZES, iters: int = 10
 
 
 def _note(run_path, **values) -> None:
-    meta_file = Path(run_path) / "run.json"
-    meta = json.loads(meta_file.read_text())
-    meta.setdefault("notes", {}).update(values)
-    write_atomic(meta_file, json.dumps(meta, indent=2, sort_keys=True, default=str))
+    update_meta(run_path, notes=values)
 
 
 def main(argv=None) -> int:

@@ -36,12 +36,15 @@ def get_model(cfg_or_name: Experiment | str = "resnet20", classes: int = 10):
     resnet110, wrn16_10, wrn28_10, tiny) or any GluonCV CIFAR zoo name."""
     name = cfg_or_name.model if isinstance(cfg_or_name, Experiment) else cfg_or_name
     if name == "tiny":
-        return tiny_net(classes)
-    zoo_name = ZOO_NAMES.get(name, name)
-    if not zoo_name.startswith("cifar_"):
-        raise ValueError(f"model={name!r} is unknown; allowed: {', '.join(MODELS)} "
-                         "or a GluonCV CIFAR zoo name such as 'cifar_resnet20_v2'")
-    return zoo_model(zoo_name, classes=classes)
+        net = tiny_net(classes)
+    else:
+        zoo_name = ZOO_NAMES.get(name, name)
+        if not zoo_name.startswith("cifar_"):
+            raise ValueError(f"model={name!r} is unknown; allowed: {', '.join(MODELS)} "
+                             "or a GluonCV CIFAR zoo name such as 'cifar_resnet20_v2'")
+        net = zoo_model(zoo_name, classes=classes)
+    net.course_model = name  # lets a record tell the course's networks from a user's own
+    return net
 
 
 def graph_of(net) -> str:

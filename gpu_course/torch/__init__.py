@@ -1,8 +1,9 @@
 """The PyTorch track: `from gpu_course import torch as gc`.
 
 Same public names as `gpu_course.gluon`, so a lesson reads the same in both tracks:
-gpu_count, try_devices, load_datasets, make_loader, load_data, get_model, train,
-evaluate, lr_scheduler, sweep, plus Experiment, load_run(s), plots and report; and the
+gpu_count, try_devices, load_datasets, make_loader, load_data, get_model, build,
+record, train, evaluate, lr_scheduler, sweep, plus Experiment, load_run(s), metrics,
+plots and report; and the
 PyTorch-only pieces: LARS, GpuLoader, lr_curve, make_optimizer.
 
 Inside this package `import torch` is PyTorch itself (imports are absolute); this
@@ -13,6 +14,7 @@ from __future__ import annotations
 import importlib
 
 from ..config import Experiment
+from ..experiments import interleave as _interleave
 from ..experiments import sweep as _sweep
 from ..records import OutOfMemory, load_run, load_runs
 from .data import ImageDataset, load_data, load_datasets, make_loader
@@ -21,12 +23,14 @@ from .gpu_loader import GpuLoader
 from .lars import LARS
 from .models import get_model
 from .optim import lr_curve, lr_scheduler, make_optimizer
-from .train import COMPILE_BACKEND_ENV, evaluate, train
+from .loop import Precision, evaluate, to_device
+from .record import record
+from .train import COMPILE_BACKEND_ENV, build, train
 
 __all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report",
            "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
-           "get_model", "train", "evaluate", "lr_scheduler", "lr_curve", "make_optimizer",
-           "sweep", "LARS", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
+           "get_model", "build", "record", "train", "evaluate", "Precision", "to_device", "lr_scheduler", "lr_curve", "make_optimizer",
+           "sweep", "repeat", "LARS", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
 
 
 def sweep(cfg: Experiment, field: str, values, **train_kwargs):
@@ -35,8 +39,14 @@ def sweep(cfg: Experiment, field: str, values, **train_kwargs):
     return _sweep(train, cfg, field, values, **train_kwargs)
 
 
+def repeat(cfgs, repeats: int = 3, **train_kwargs):
+    """Each config trained `repeats` times, interleaved; {name: [runs]} for
+    `noise.compare` (is a difference an effect or run-to-run noise?)."""
+    return _interleave(train, list(cfgs), repeats, **train_kwargs)
+
+
 def __getattr__(name: str):
     # plots and report load matplotlib: only when a notebook asks for them
-    if name in ("plots", "report", "diagnose"):
+    if name in ("plots", "report", "diagnose", "metrics", "noise"):
         return importlib.import_module(f"gpu_course.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

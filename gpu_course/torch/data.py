@@ -89,11 +89,18 @@ def load_datasets(cfg: Experiment) -> tuple[ImageDataset, ImageDataset]:
     cfg.augment says, validation images only normalised."""
     if cfg.dataset == "folder":  # a Caltech-256-style image folder: see io_data
         from .io_data import io_datasets
-        return io_datasets(cfg, cfg.data_format)
+        return _ours(*io_datasets(cfg, cfg.data_format))
     arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
                               test_size=cfg.test_size, seed=cfg.seed)
-    return (ImageDataset(arrays.train_x, arrays.train_y, cfg.augment, cfg.seed),
-            ImageDataset(arrays.test_x, arrays.test_y, "none", cfg.seed))
+    return _ours(ImageDataset(arrays.train_x, arrays.train_y, cfg.augment, cfg.seed),
+                 ImageDataset(arrays.test_x, arrays.test_y, "none", cfg.seed))
+
+
+def _ours(*datasets):
+    """Mark the course's datasets, so a record can tell them from a user's own."""
+    for dataset in datasets:
+        dataset.course_dataset = True
+    return datasets
 
 
 def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> DataLoader:

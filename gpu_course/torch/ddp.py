@@ -31,7 +31,7 @@ import torch
 import torch.distributed as dist
 
 from ..config import Experiment, check_gpus
-from ..records import OutOfMemory, default_runs_dir, load_run, write_atomic
+from ..records import OutOfMemory, default_runs_dir, load_run, update_meta
 from .devices import describe, gpu_count
 
 OOM_MARKER = "gpu_course out of memory:"  # a rank's last line when its batch did not fit
@@ -120,22 +120,17 @@ def _first_error(lines: list[str]) -> str:
 
 def _mark_oom(run_path: Path, message: str) -> None:
     """A rank other than 0 ran out of memory and rank 0 was stopped: say so in the record."""
-    meta_file = run_path / "run.json"
     try:
-        meta = json.loads(meta_file.read_text())
+        meta = json.loads((run_path / "run.json").read_text())
     except (OSError, ValueError):
         return
     if meta.get("status") != "oom":
-        meta.update(status="oom", error=message)
-        write_atomic(meta_file, json.dumps(meta, indent=2, sort_keys=True, default=str))
+        update_meta(run_path, status="oom", error=message)
 
 
 def note(run_path, **values) -> None:
     """Add facts to a finished run record's notes."""
-    meta_file = Path(run_path) / "run.json"
-    meta = json.loads(meta_file.read_text())
-    meta.setdefault("notes", {}).update(values)
-    write_atomic(meta_file, json.dumps(meta, indent=2, sort_keys=True, default=str))
+    update_meta(run_path, notes=values)
 
 
 RANK_FIELDS = ("epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "compute_s",

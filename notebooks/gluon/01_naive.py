@@ -73,6 +73,23 @@ run = gc.train(cfg, net=net, train_iter=train_iter)
 gc.plots.utilisation_timeline(run)
 
 # %% [markdown]
+# ## Step by step: the spikiness itself
+# Every step is recorded: how long the host waited for the batch (data wait) and how long
+# the rest of the step took (compute: issuing the work, plus any wait for the device).
+# Left: each step over time, the warm-up shaded; right: the steady steps' histogram.
+# A steady run has one narrow peak; a starved one has slow outliers, steps that waited.
+
+# %%
+gc.plots.step_times(run)
+
+# %%
+steady = gc.metrics.steadiness(run)
+print(f"The median step took {steady['step_p50_s'] * 1e3:.1f} ms and the slowest 5 % took "
+      f"{steady['step_p95_s'] * 1e3:.1f} ms or more ({steady['spikiness']:.1f}x the median); "
+      f"{steady['waited_share']:.0%} of the {steady['steady_steps']} steady steps waited for "
+      f"data (more than {gc.metrics.WAITED:.0%} of the step).")
+
+# %% [markdown]
 # The talk's one-line summary, for this run:
 
 # %%
@@ -94,13 +111,13 @@ compute_only = gc.train(cfg.replace(name="naive compute-only", mock="loader", ep
 gc.report.ladder_table([run, input_only, compute_only])
 
 # %%
-wait = gc.report.data_wait_share(run)          # % of step time spent waiting for data
+wait = gc.report.data_wait_share(run)          # share of step time spent waiting for data
 speed = gc.report.samples_per_sec(run)
 feed = gc.report.samples_per_sec(input_only)
 need = gc.report.samples_per_sec(compute_only)
-util = gc.report.gpu_util_mean(run)
+util = gc.report.gpu_util(run)
 limit = "the input pipeline" if feed < need else "the computation"
-print(f"This run trained at {speed:,.0f} samples/s and spent {wait:.0f}% of every step waiting for data.")
+print(f"This run trained at {speed:,.0f} samples/s and spent {wait:.0%} of every step waiting for data.")
 print(f"One worker can deliver {feed:,.0f} samples/s; the model could consume {need:,.0f} samples/s, "
       f"so {limit} sets the pace ({speed / min(feed, need):.0%} of that ceiling reached).")
 if gc.gpu_count():

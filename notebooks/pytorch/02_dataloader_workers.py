@@ -40,7 +40,6 @@ KNOB_EPOCHS = 2 if SMOKE else 3       # the knobs run: persistent workers pay fr
 WORKER_COUNTS = None                  # None: 0, 1, 2, 4, 8, ... up to cpu_count() - 3 (0, 1, 2 in smoke mode)
 
 # %%
-import time
 import numpy as np
 import pandas as pd
 import psutil
@@ -69,38 +68,28 @@ val_iter = gc.make_loader(val_set, cfg, train=False)
 # several batches are prepared at once, so the next one is ready when the GPU finishes the
 # current one. With `num_workers=0` the training loop does all of that itself, between steps.
 #
-# To see the spikiness on a machine without a GPU we also keep how long each step takes
-# (`StepClock` below is plain Python around the loader: the time between consecutive batches).
+# Every step's data wait and compute are recorded with the run, so the spikiness shows on
+# any machine, with or without a GPU.
 
 # %%
-class StepClock:
-    """Iterates a loader and keeps the time between consecutive batches (one step each)."""
-    def __init__(self, loader):
-        self.loader, self.step_times = loader, []
-    def __len__(self):
-        return len(self.loader)
-    def __iter__(self):
-        last = None
-        for batch in self.loader:
-            now = time.perf_counter()
-            if last is not None:
-                self.step_times.append(now - last)
-            last = now
-            yield batch
-
-runs, step_times = [], {}
+runs = []
 for n in WORKER_COUNTS:
     train_iter = DataLoader(train_set, batch_size=64, shuffle=True, drop_last=True,
                             num_workers=n)                       # <- the lesson
-    clock = StepClock(train_iter)
     runs.append(gc.train(cfg.replace(name=f"num_workers={n}", num_workers=n),
-                         net=gc.get_model("resnet20"), train_iter=clock, val_iter=val_iter,
+                         net=gc.get_model("resnet20"), train_iter=train_iter, val_iter=val_iter,
                          verbose=False))
-    step_times[n] = np.array(clock.step_times[cfg.warmup_steps:])
     print(runs[-1].summary["summary_line"])
 
 # %%
 gc.plots.sweep(runs, x="num_workers")
+
+# %% [markdown]
+# Steps of the fewest and of the most workers: with too few, the slow steps are the ones
+# that waited for data.
+
+# %%
+display(gc.plots.step_times(runs[0]), gc.plots.step_times(runs[-1]))
 
 # %% [markdown]
 # ## Spikiness and the knee
@@ -111,18 +100,19 @@ gc.plots.sweep(runs, x="num_workers")
 
 # %%
 def util_spread(run):
-    """Std of GPU-Util (%) over the monitor samples taken while epochs ran; NaN without a GPU."""
+    """Std of GPU-Util (%) over the samples inside the steady training windows (the ones
+    `gc.metrics.gpu_util` averages); NaN without a GPU."""
     gpu = run.gpu.dropna(subset=["util_gpu"])
     inside = np.zeros(len(gpu), bool)
-    for _, start, end in gc.report.epoch_spans(run):
+    for start, end in gc.metrics.training_windows(run):
         inside |= (gpu["t"] >= start).to_numpy() & (gpu["t"] <= end).to_numpy()
     return float(gpu["util_gpu"][inside].std()) if inside.sum() > 1 else float("nan")
 
 table = gc.report.ladder_table(runs)
 table.insert(1, "num_workers", WORKER_COUNTS)
 table["gpu_util_std"] = [util_spread(r) for r in runs]
-table["step_ms_mean"] = [1000 * step_times[n].mean() if len(step_times[n]) else np.nan for n in WORKER_COUNTS]
-table["step_ms_std"] = [1000 * step_times[n].std() if len(step_times[n]) else np.nan for n in WORKER_COUNTS]
+table["step_ms_median"] = [1000 * gc.metrics.steadiness(r)["step_p50_s"] for r in runs]
+table["waited_share"] = [gc.metrics.steadiness(r)["waited_share"] for r in runs]
 table
 
 # %%
@@ -132,8 +122,10 @@ first = table.iloc[0]
 print(f"{int(first.num_workers)} workers: {first.samples_per_sec:,.0f} samples/s; best: {best:,.0f} samples/s "
       f"(×{best / first.samples_per_sec:.1f}).")
 print(f"The knee: {int(knee.num_workers)} worker(s) already reach {knee.samples_per_sec / best:.0%} of the best.")
-spread = "gpu_util_std" if table["gpu_util_std"].notna().all() else "step_ms_std"
-unit = "GPU-Util std (%)" if spread == "gpu_util_std" else "step-time std (ms)"
+best_run = runs[int(table["samples_per_sec"].idxmax())]
+print(f"{best_run.name} against {runs[0].name}: {gc.noise.compare(runs[0], best_run)}")
+spread = "gpu_util_std" if table["gpu_util_std"].notna().all() else "spikiness"
+unit = "GPU-Util std" if spread == "gpu_util_std" else "p95/median step time"
 print(f"Spikiness ({unit}): " + ", ".join(f"{int(w)} worker(s) {s:.1f}"
                                           for w, s in zip(table.num_workers, table[spread])))
 
@@ -220,8 +212,8 @@ if latest:
     ref = latest.get("workers")
     if ref is not None:
         print(f"The H200 reference's tuned loader ({ref.config['num_workers']} workers) trained at "
-              f"{gc.report.samples_per_sec(ref):,.0f} samples/s, waiting for data {gc.report.data_wait_share(ref):.0f}% "
+              f"{gc.report.samples_per_sec(ref):,.0f} samples/s, waiting for data {gc.report.data_wait_share(ref):.0%} "
               f"of each step; this machine: {gc.report.samples_per_sec(tuned):,.0f} samples/s, "
-              f"{gc.report.data_wait_share(tuned):.0f}%.")
+              f"{gc.report.data_wait_share(tuned):.0%}.")
 else:
     print(gc.report.no_reference_line())

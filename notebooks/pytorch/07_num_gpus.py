@@ -146,7 +146,7 @@ gc.plots.throughput(runs)
 
 # %%
 table = gc.report.ladder_table(runs)
-table.insert(1, "processes", [r.meta["notes"].get("world_size") for r in runs])
+table.insert(1, "processes", [r.meta["ran"].get("world_size") for r in runs])
 table["efficiency"] = table["speedup"] / table["processes"]
 table[["processes", "rung", "samples_per_sec", "epoch_time_s", "gpu_util", "speedup", "efficiency"]]
 

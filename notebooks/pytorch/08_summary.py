@@ -130,7 +130,7 @@ rows = table.set_index("rung")
 if {"data-on-gpu", "lr-schedule"} <= set(rows.index):
     print(f"Moving the data to the {'GPU' if gc.gpu_count() else 'device (here the CPU)'} changed samples/s "
           f"×{rows.samples_per_sec['data-on-gpu'] / rows.samples_per_sec['lr-schedule']:.2f} and the data wait "
-          f"from {rows.data_wait_share['lr-schedule']:.1f}% to {rows.data_wait_share['data-on-gpu']:.1f}% of each step.")
+          f"from {rows.data_wait_share['lr-schedule']:.1%} to {rows.data_wait_share['data-on-gpu']:.1%} of each step.")
 notices = {}  # what a rung could not do on this machine, as its run recorded it
 for run in runs:
     notice = (run.meta.get("notes") or {}).get("device_notice")

@@ -184,9 +184,9 @@ table
 # %%
 base, best = table.iloc[0], table.loc[table["samples_per_sec"].idxmax()]
 print(f"Loose JPEGs with one worker: {base.samples_per_sec:,.0f} samples/s, waiting for data "
-      f"{base.data_wait_share:.0f}% of every step.")
+      f"{base.data_wait_share:.0%} of every step.")
 print(f"Best rung: {best.rung!r}, {best.samples_per_sec:,.0f} samples/s "
-      f"(x{best.samples_per_sec / base.samples_per_sec:.1f}), waiting {best.data_wait_share:.0f}%.")
+      f"(x{best.samples_per_sec / base.samples_per_sec:.1f}), waiting {best.data_wait_share:.0%}.")
 for row in table.itertuples():
     print(f"  {row.rung:<36} x{row.samples_per_sec / base.samples_per_sec:4.1f}")
 if not gc.gpu_count():

@@ -51,7 +51,7 @@ def test_role_environment_and_the_command_for_real_hosts():
     assert "launch.py -n 2 -s 2 -H hosts --launcher ssh" in dist.commands(2, 2)
     with pytest.raises(ValueError, match="role"):
         dist.role_env("boss", 1, 1, 1)
-    with pytest.raises(ValueError, match="parameter server"):
+    with pytest.raises(ValueError, match="kvstore"):
         gc.Experiment(engine="pytorch", kvstore="dist_sync")
 
 

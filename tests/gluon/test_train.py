@@ -117,12 +117,44 @@ def test_a_network_passed_in_is_recorded_as_it_runs(small_cfg):
 
 
 def test_a_loader_passed_in_is_recorded_as_it_runs(small_cfg):
+    # the user's own loader (batch 50, 2 workers) over the user's own dataset
     train_set, _ = gc.load_datasets(small_cfg)
-    loader = mx.gluon.data.DataLoader(train_set, batch_size=64, shuffle=True,
+    own = mx.gluon.data.ArrayDataset(*zip(*[train_set[i] for i in range(150)]))
+    loader = mx.gluon.data.DataLoader(own, batch_size=50, shuffle=True,
                                       last_batch="discard", num_workers=2)
-    run = gc.train(small_cfg.replace(max_steps=1), train_iter=loader, progress=False,
-                   verbose=False)
-    assert (run.config["num_workers"], run.config["batch_size"]) == (2, 64)
+    cfg = small_cfg.replace(max_steps=None, num_workers=1, batch_size=64)  # the defaults
+    run = gc.train(cfg, train_iter=loader, progress=False, verbose=False)
+    c = run.config
+    assert (c["num_workers"], c["batch_size"], c["train_size"], c["dataset"]) == (2, 50, 150, "own")
+    assert run.meta["ran"]["train_data"]["image_shape"] == [3, 32, 32]
+    assert run.epochs["samples"].iloc[0] == 150  # three batches of 50
+    assert "batch_size" not in run.meta["requested"]  # read back, not downgraded
+
+
+def test_a_loader_contradicting_the_config_is_refused(small_cfg):
+    train_set, _ = gc.load_datasets(small_cfg)
+    loader = mx.gluon.data.DataLoader(train_set, batch_size=64, num_workers=2)
+    with pytest.raises(ValueError, match=r"num_workers=0 in the Experiment, but the "
+                                         r"DataLoader has num_workers=2"):
+        gc.train(small_cfg.replace(num_workers=0), train_iter=loader, progress=False,
+                 verbose=False)
+
+
+def test_an_own_network_is_recorded_as_own(small_cfg):
+    net = mx.gluon.nn.HybridSequential()
+    net.add(mx.gluon.nn.Conv2D(8, 3), mx.gluon.nn.GlobalAvgPool2D(), mx.gluon.nn.Dense(10))
+    run = gc.train(small_cfg.replace(max_steps=2), net=net, progress=False, verbose=False)
+    assert run.config["model"] == "own"
+    network = run.meta["ran"]["network"]
+    assert network["class"] == "HybridSequential" and network["parameters"] == 8 * 27 + 8 + 8 * 10 + 10
+
+
+def test_float16_on_a_cpu_is_labelled_as_what_ran(small_cfg):
+    run = gc.train(small_cfg.replace(max_steps=2, dtype="float16", name="half"),
+                   progress=False, verbose=False)
+    assert run.config["dtype"] == "float32" and run.meta["requested"]["dtype"] == "float16"
+    assert gc.metrics.label(run) == "half (dtype float32 ran, float16 requested)"
+    assert gc.report.ladder_table([run])["ran"][0] == "dtype float32 ran, float16 requested"
 
 
 # -- out of memory ----------------------------------------------------------------------
@@ -194,3 +226,27 @@ def test_the_tiny_cnn_learns_the_generated_data():
     assert run.epochs["val_acc"].iloc[-1] > 0.18
     assert run.epochs["loss"].iloc[-1] < run.epochs["loss"].iloc[0]
 
+
+
+def test_a_notebooks_own_loop_is_recorded_by_gc_record(small_cfg):
+    """The lesson's code is the measured code: a plain Gluon loop inside gc.record."""
+    from mxnet import autograd, gluon
+    parts = gc.build(small_cfg.replace(name="own loop", max_steps=3, dtype="float16"))
+    net, train_iter, val_iter, trainer = parts
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    with gc.record(parts, progress=False, verbose=False) as rec:
+        for _ in rec.epochs():
+            for data, label in rec.batches(train_iter):
+                xs, ys = gc.split(data, label, parts.devices)
+                with autograd.record():
+                    losses = [loss_fn(net(x), y) for x, y in zip(xs, ys)]
+                autograd.backward(losses)
+                trainer.step(data.shape[0])
+                rec.step(data.shape[0], loss_sum=[loss.sum() for loss in losses])
+            rec.end_epoch(sync=mx.nd.waitall,
+                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices))
+    run = rec.run
+    assert run.status == "finished" and len(run.steps) == 3
+    assert run.epochs.loss[0] > 0 and 0 <= run.epochs.val_acc[0] <= 1
+    assert run.meta["requested"] == {"dtype": "float16"}  # a CPU: float32 ran
+    assert run.meta["ran"]["optimizer"]["optimizer"] == "sgd"

@@ -29,5 +29,5 @@ def test_entry_script_under_torchrun_trains_one_ddp_job(tmp_path):
     out = run_entry_as_sagemaker(tmp_path, cfg, launcher=[
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"])
     run = check_job_output(tmp_path, out, cfg.replace(num_gpus=2))
-    assert run.meta["notes"]["world_size"] == 2
+    assert run.meta["ran"]["world_size"] == 2
     assert "model: not saved" in out.stdout

@@ -189,3 +189,42 @@ def test_the_tiny_cnn_learns_the_generated_data():
     run = gc.train(cfg, progress=False, verbose=False)
     assert run.epochs["val_acc"].iloc[-1] > 0.18
     assert run.epochs["loss"].iloc[-1] < run.epochs["loss"].iloc[0]
+
+
+def test_a_notebooks_own_loop_is_recorded_by_gc_record(small_cfg):
+    """The lesson's code is the measured code: a plain PyTorch loop inside gc.record."""
+    import torch.nn.functional as F
+    parts = gc.build(small_cfg.replace(name="own loop", max_steps=3, dtype="float16"))
+    net, train_iter, val_iter, optimizer = parts
+    with gc.record(parts, progress=False, verbose=False) as rec:
+        for _ in rec.epochs():
+            for x, y in rec.batches(train_iter):
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    out = net(x)
+                    loss = F.cross_entropy(out, y)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
+            rec.end_epoch(evaluate=lambda: gc.evaluate(net, val_iter, parts.devices))
+    run = rec.run
+    assert run.status == "finished" and len(run.steps) == 3
+    assert 0 <= run.epochs.train_acc[0] <= 1 and run.epochs.loss[0] > 0
+    assert run.meta["requested"] == {"dtype": "float16"}  # a CPU: bfloat16 ran
+    assert run.config["dtype"] == "bfloat16"
+    assert "dtype bfloat16 ran, float16 requested" in gc.metrics.label(run)
+    assert run.meta["ran"]["network"]["parameters"] == sum(p.numel() for p in net.parameters())
+
+
+def test_an_own_loader_is_recorded_as_it_runs(small_cfg):
+    train_set, _ = gc.load_datasets(small_cfg)
+    images, labels = zip(*[train_set[i] for i in range(100)])
+    own = torch.utils.data.TensorDataset(torch.stack(images), torch.as_tensor(labels))
+    loader = torch.utils.data.DataLoader(own, batch_size=50, num_workers=0, drop_last=True)
+    cfg = small_cfg.replace(batch_size=64, num_workers=1)  # the defaults
+    run = gc.train(cfg, train_iter=loader, progress=False, verbose=False)
+    c = run.config
+    assert (c["batch_size"], c["num_workers"], c["train_size"], c["dataset"]) == (50, 0, 100, "own")
+    with pytest.raises(ValueError, match=r"batch_size=32 in the Experiment, but the DataLoader "
+                                         r"has batch_size=50"):
+        gc.train(small_cfg, train_iter=loader, progress=False, verbose=False)

@@ -1,0 +1,285 @@
+"""Every number the course reports, defined once, from a run record.
+
+The summary line, the ladder table, the plots, the report, `diagnose`, the notebooks and
+the SageMaker metric line all call these functions, so one run reads the same everywhere:
+
+    samples_per_sec        steady state: samples of the steps after the run's warm-up,
+                           divided by those steps' time (+ the epoch's closing sync)
+    samples_per_sec_all    every sample over every epoch's whole time: warm-up, compile,
+                           worker start-up and syncs included (what a user waits for)
+    epoch_time_s           mean epoch time, the first epoch left out when there are more
+    warmup_s               time of the warm-up steps (graph building, compile, autotuning)
+    data_wait_share        fraction (0-1) of the steady steps' time spent waiting for data
+    gpu_util               mean GPU-Util (%) over the monitor's samples inside the steady
+                           training windows (after warm-up, validation excluded); the whole
+                           training windows when no step got past warm-up; NaN without GPU
+    step_p50_s, step_p95_s median and 95th percentile of the steady steps' time
+    spikiness              step_p95_s / step_p50_s (1.0 = perfectly steady)
+    waited_share           fraction of steady steps whose data wait exceeded WAITED of
+                           their time: how often the loader held a step up
+    val_acc                validation accuracy after the last epoch (fraction)
+
+A run is anything with `.epochs`, `.steps`, `.gpu` (pandas frames of the record's CSV
+files), `.meta` and `.name`: a `records.Run`. No deep-learning framework here.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+
+WAITED = 0.10      # a step "waited for data" when its data wait was over 10 % of its time
+SHARED = 0.5       # load beyond the run's own above half a core: the machine was shared
+STATUS_TEXT = {"oom": "out of memory"}  # how a status reads in tables, charts and sentences
+TABLE_COLUMNS = ["rung", "ran", "samples_per_sec", "samples_per_sec_all", "epoch_time_s", "gpu_util",
+                 "data_wait_share", "spikiness", "speedup", "val_acc", "status"]
+
+
+# -- plain arithmetic, shared by runs and single epochs -----------------------------------
+def rate(samples: float, seconds: float) -> float:
+    """samples / seconds, NaN when there is no time to divide by."""
+    return samples / seconds if seconds and seconds > 0 else math.nan
+
+
+def share(part: float, whole: float) -> float:
+    """part / whole as a fraction, NaN when whole is not positive."""
+    return part / whole if whole and whole > 0 else math.nan
+
+
+def epoch_numbers(row: dict) -> dict:
+    """The per-epoch forms of the run-level numbers, from one epochs.csv row (or the row
+    the harness records): what the epoch line and the SageMaker metric line print."""
+    return {"samples_per_sec": rate(_num(row.get("timed_samples")), _num(row.get("timed_s"))),
+            "samples_per_sec_all": rate(_num(row.get("samples")), _num(row.get("epoch_time_s"))),
+            "data_wait_share": share(_num(row.get("timed_wait_s")), _num(row.get("timed_s"))),
+            "epoch_time_s": _num(row.get("epoch_time_s"))}
+
+
+# -- one number per run -------------------------------------------------------------------
+def samples_per_sec(run) -> float:
+    """Steady-state training throughput (see the module's table)."""
+    return rate(_sum(run.epochs, "timed_samples"), _sum(run.epochs, "timed_s"))
+
+
+def samples_per_sec_all(run) -> float:
+    """Throughput over the whole of every epoch, warm-up and compile included."""
+    return rate(_sum(run.epochs, "samples"), _sum(run.epochs, "epoch_time_s"))
+
+
+def epoch_time_s(run) -> float:
+    """Seconds per epoch, the first (start-up) epoch left out when there are several."""
+    values = _column(run.epochs, "epoch_time_s").dropna()
+    if len(values) > 1:
+        values = values.iloc[1:]
+    return float(values.mean()) if len(values) else math.nan
+
+
+def warmup_s(run) -> float:
+    """Seconds spent in the run's warm-up steps (compile, autotuning, worker start-up)."""
+    steps = _steps(run)
+    if not len(steps):
+        return math.nan
+    early = steps[_column(steps, "timed") == 0]
+    return float((_column(early, "data_wait_s") + _column(early, "compute_s")).sum())
+
+
+def data_wait_share(run) -> float:
+    """Fraction of the steady steps' time spent waiting for the input pipeline."""
+    return share(_sum(run.epochs, "timed_wait_s"), _sum(run.epochs, "timed_s"))
+
+
+def training_windows(run, steady: bool = True) -> list[tuple[float, float]]:
+    """(t_from, t_to) on the monitor clock for each finished epoch's training: from its
+    first steady step (or its start, steady=False) to its end, before validation."""
+    epochs = run.epochs
+    if not len(epochs) or "t_end" not in epochs.columns:
+        return []
+    start_column = "t_steady" if steady and "t_steady" in epochs.columns else "t_start"
+    windows = []
+    for a, b in zip(_column(epochs, start_column), _column(epochs, "t_end")):
+        if not (math.isnan(a) or math.isnan(b)) and b > a:
+            windows.append((a, b))
+    return windows
+
+
+def gpu_util(run) -> float:
+    """Mean GPU-Util (%) over all GPUs inside the steady training windows."""
+    gpu = run.gpu
+    if not len(gpu) or "util_gpu" not in gpu.columns:
+        return math.nan
+    t, util = _column(gpu, "t"), _column(gpu, "util_gpu")
+    for windows in (training_windows(run), training_windows(run, steady=False)):
+        inside = pd.Series(False, index=gpu.index)
+        for a, b in windows:
+            inside |= (t >= a) & (t <= b)
+        values = util[inside].dropna()
+        if len(values):
+            return float(values.mean())
+    return math.nan
+
+
+def steadiness(run) -> dict:
+    """Step-time percentiles, spikiness (p95/p50) and the share of steady steps that
+    waited for data; NaN without per-step rows."""
+    steps = _steps(run)
+    timed = steps[_column(steps, "timed") == 1] if len(steps) else steps
+    if not len(timed):
+        return {"step_p50_s": math.nan, "step_p95_s": math.nan, "spikiness": math.nan,
+                "waited_share": math.nan, "steady_steps": 0}
+    wait = _column(timed, "data_wait_s")
+    total = wait + _column(timed, "compute_s")
+    p50, p95 = float(total.quantile(0.5)), float(total.quantile(0.95))
+    return {"step_p50_s": p50, "step_p95_s": p95, "spikiness": share(p95, p50),
+            "waited_share": float((wait > WAITED * total).mean()), "steady_steps": len(timed)}
+
+
+def val_acc(run) -> float:
+    """Validation accuracy after the last epoch that measured it (fraction)."""
+    values = _column(run.epochs, "val_acc").dropna()
+    return float(values.iloc[-1]) if len(values) else math.nan
+
+
+def status(run) -> str:
+    """run.json's status: running, finished, interrupted, failed, oom or diverged."""
+    return str(run.meta.get("status") or "unknown")
+
+
+def summary(run) -> dict:
+    """Every run-level number above, by name (what run.json's summary caches)."""
+    return {"samples_per_sec": samples_per_sec(run),
+            "samples_per_sec_all": samples_per_sec_all(run),
+            "epoch_time_s": epoch_time_s(run), "warmup_s": warmup_s(run),
+            "data_wait_share": data_wait_share(run), "gpu_util": gpu_util(run),
+            **steadiness(run), "val_acc": val_acc(run), "epochs": len(run.epochs)}
+
+
+def machine_load(run) -> dict:
+    """How busy the machine was while the run ran: the mean 1-minute load average at its
+    start and end, the cores the run's own process used (CPU time / wall time; loader
+    workers are other processes and count as load), and whether something else shared
+    the machine: load beyond the run's own of more than SHARED of a core."""
+    load = run.meta.get("load") or {}
+    start, end = load.get("start") or {}, load.get("end") or {}
+    averages = [_num(x.get("loadavg_1m")) for x in (start, end)]
+    averages = [a for a in averages if not math.isnan(a)]
+    wall = _num(end.get("wall")) - _num(start.get("wall"))
+    own = share(_num(end.get("process_cpu_s")) - _num(start.get("process_cpu_s")), wall)
+    workers = _num((run.config or {}).get("num_workers")) or 0.0
+    mean = sum(averages) / len(averages) if averages else math.nan
+    # the run itself accounts for its own process and up to one core per loader worker
+    other = mean - (own if not math.isnan(own) else 1.0) - workers
+    return {"loadavg": mean, "own_cores": own, "other_load": other,
+            "cpu_count": _num(start.get("cpu_count")), "shared": bool(other > SHARED)}
+
+
+# -- what ran -----------------------------------------------------------------------------
+def ran_as(run) -> dict:
+    """{field: (requested, ran, why)} for every setting that did not run as requested
+    (float16 on a CPU, say); {} when everything ran as asked."""
+    return {d["field"]: (d["requested"], d["ran"], d.get("why", ""))
+            for d in run.meta.get("downgrades") or []}
+
+
+def ran_text(run) -> str:
+    """What ran where it differs from the request, e.g. "dtype float32 ran, float16
+    requested"; the TF32 note for float32 convolutions on a GPU; "" when as asked."""
+    changes = [f"{field} {ran} ran, {requested} requested"
+               for field, (requested, ran, _) in ran_as(run).items()]
+    tf32 = (run.meta.get("ran") or {}).get("tf32") or {}
+    if tf32.get("convolutions"):
+        changes.append("float32 convolutions ran in TF32")
+    return "; ".join(changes)
+
+
+def label(run) -> str:
+    """The run's name with `ran_text` beside it, e.g.
+    "float16 (dtype float32 ran, float16 requested)"."""
+    text = ran_text(run)
+    return f"{run.name} ({text})" if text else str(run.name)
+
+
+# -- the ladder table ---------------------------------------------------------------------
+def table(runs, baseline=0) -> pd.DataFrame:
+    """One row per run, in order: its name ("rung"), what ran where it differs from the
+    request ("ran"), the numbers, and the speed-up of samples/s over `baseline` (an index
+    or a run name). data_wait_share and val_acc are fractions, gpu_util a percent."""
+    runs = list(runs)
+    if not runs:
+        raise ValueError("runs is empty; pass at least one run record")
+    rows = []
+    for run in runs:
+        s = summary(run)
+        rows.append({"rung": str(run.name), "ran": ran_text(run),
+                     **{c: s.get(c) for c in TABLE_COLUMNS
+                        if c not in ("rung", "ran", "speedup", "status")},
+                     "status": status(run)})
+    frame = pd.DataFrame(rows, columns=[c for c in TABLE_COLUMNS if c != "speedup"])
+    base = frame["samples_per_sec"].iloc[baseline_index(runs, baseline)]
+    frame.insert(TABLE_COLUMNS.index("speedup"), "speedup",
+                 frame["samples_per_sec"] / base if base > 0 else math.nan)
+    return frame
+
+
+def baseline_index(runs, baseline) -> int:
+    """`baseline` as a position in `runs`: an index, or a run's name."""
+    names = [run.name for run in runs]
+    if isinstance(baseline, str):
+        if baseline not in names:
+            raise ValueError(f"baseline={baseline!r} is not a run name; allowed: {names}")
+        return names.index(baseline)
+    if isinstance(baseline, bool) or not isinstance(baseline, int) \
+            or not -len(runs) <= baseline < len(runs):
+        raise ValueError(f"baseline={baseline!r} must be a run name or an index "
+                         f"in 0..{len(runs) - 1}")
+    return baseline % len(runs)
+
+
+def epoch_spans(run) -> list[tuple[int, float, float]]:
+    """(epoch, t_start, t_end) on the monitor clock, from epochs.csv or else markers.csv.
+    An epoch that started but never ended (a crash) gets t_end NaN."""
+    epochs = run.epochs
+    spans = []
+    if len(epochs) and {"epoch", "t_start", "t_end"} <= set(epochs.columns):
+        rows = epochs[["epoch", "t_start", "t_end"]].apply(pd.to_numeric, errors="coerce")
+        rows = rows.dropna(subset=["epoch", "t_start"])
+        spans = [(int(e), float(a), float(b)) for e, a, b in rows.itertuples(index=False)]
+    known = {epoch for epoch, _, _ in spans}
+    # markers also tell about the epoch a crash interrupted, which epochs.csv lacks
+    return sorted(spans + [s for s in _marker_spans(run.markers) if s[0] not in known])
+
+
+# -- small helpers ------------------------------------------------------------------------
+def _num(value) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return number if math.isfinite(number) else math.nan
+
+
+def _column(frame: pd.DataFrame, name: str) -> pd.Series:
+    if name not in frame.columns:
+        return pd.Series(math.nan, index=frame.index, dtype=float)
+    return pd.to_numeric(frame[name], errors="coerce").astype(float)
+
+
+def _sum(frame: pd.DataFrame, name: str) -> float:
+    values = _column(frame, name).dropna()
+    return float(values.sum()) if len(values) else math.nan
+
+
+def _steps(run) -> pd.DataFrame:
+    steps = getattr(run, "steps", None)
+    return steps if steps is not None else pd.DataFrame()
+
+
+def _marker_spans(markers: pd.DataFrame) -> list[tuple[int, float, float]]:
+    starts, ends = {}, {}
+    if len(markers) and {"t", "label"} <= set(markers.columns):
+        for t, text in zip(markers["t"], markers["label"]):
+            match = re.fullmatch(r"\s*epoch\s+(\d+)\s+(start|end)\s*", str(text), re.IGNORECASE)
+            if match and not math.isnan(_num(t)):
+                which = starts if match.group(2).lower() == "start" else ends
+                which[int(match.group(1))] = float(t)
+    return [(n, starts[n], ends.get(n, math.nan)) for n in sorted(starts)]

@@ -1,0 +1,98 @@
+"""Is a difference an effect, or run-to-run noise? Computed from the runs, never typed.
+
+Two configurations compared by samples/s (or any per-run number) are judged by the
+spread of their measurements:
+
+* with repeated runs (`experiments.interleave`: A, B, A, B, ...), each side's spread is
+  its min..max over the repeats;
+* with one run a side, its spread is that of its own steady state: the samples/s of
+  BLOCKS equal blocks of its steady steps (a machine that drifts or is shared shows it).
+
+The ratio B/A is an effect only when the whole range of possible ratios lies on one
+side of 1 (min(B)/max(A) > 1: faster; max(B)/min(A) < 1: slower); otherwise it is
+"within noise", and the sentence says so with the numbers.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from . import metrics
+
+BLOCKS = 5  # blocks of steady steps that stand in for repeats of a single run
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """B against A: median ratio, the range of ratios the spreads allow, and the call."""
+
+    ratio: float          # median(B) / median(A)
+    low: float            # min(B) / max(A)
+    high: float           # max(B) / min(A)
+    kind: str             # "faster", "slower", "within noise" or "not measured"
+    how: str              # what the spread was measured from
+
+    @property
+    def is_effect(self) -> bool:
+        return self.kind in ("faster", "slower")
+
+    def __str__(self) -> str:
+        return sentence(self)
+
+
+def samples(run_or_runs, value=metrics.samples_per_sec) -> tuple[list[float], str]:
+    """The measurements of one side: `value` of each run when there are several, else
+    the steady samples/s of BLOCKS blocks of the one run's steady steps."""
+    runs = run_or_runs if isinstance(run_or_runs, (list, tuple)) else [run_or_runs]
+    if len(runs) > 1:
+        values = [v for v in (value(r) for r in runs) if _ok(v)]
+        return values, f"{len(runs)} runs"
+    return block_rates(runs[0]), f"{BLOCKS} blocks of steady steps"
+
+
+def block_rates(run, blocks: int = BLOCKS) -> list[float]:
+    """Steady samples/s of `blocks` consecutive blocks of the run's steady steps (fewer
+    blocks when it has fewer steps); [] without per-step rows."""
+    steps = run.steps if getattr(run, "steps", None) is not None else None
+    if steps is None or not len(steps) or "timed" not in steps.columns:
+        return []
+    steady = steps[steps["timed"] == 1]
+    n = min(blocks, len(steady))
+    rates = []
+    for i in range(n):
+        part = steady.iloc[i * len(steady) // n:(i + 1) * len(steady) // n]
+        seconds = float((part["data_wait_s"] + part["compute_s"]).sum())
+        if seconds > 0:
+            rates.append(float(part["samples"].sum()) / seconds)
+    return rates
+
+
+def compare(a, b, value=metrics.samples_per_sec) -> Verdict:
+    """B against A (each a run or a list of repeated runs), higher is better."""
+    xs, how_a = samples(a, value)
+    ys, how_b = samples(b, value)
+    how = how_a if how_a == how_b else f"{how_a} / {how_b}"
+    if not xs or not ys:
+        return Verdict(math.nan, math.nan, math.nan, "not measured", how)
+    ratio = statistics.median(ys) / statistics.median(xs)
+    low, high = min(ys) / max(xs), max(ys) / min(xs)
+    kind = "faster" if low > 1 else "slower" if high < 1 else "within noise"
+    return Verdict(ratio, low, high, kind, how)
+
+
+def sentence(v: Verdict, what: str = "") -> str:
+    """The verdict in words, with its numbers, e.g. "×1.42 faster (×1.31–×1.55 over 3
+    runs each)", "×0.97: within noise (×0.90–×1.05 ...)", "×0.75: a slow-down (...)"."""
+    if v.kind == "not measured":
+        return f"{what}not measured (no steady steps to compare)".strip()
+    spread = f"×{v.low:.2f}–×{v.high:.2f} over {v.how}"
+    if v.kind == "faster":
+        return f"{what}×{v.ratio:.2f}, faster ({spread})"
+    if v.kind == "slower":
+        return f"{what}×{v.ratio:.2f}, a slow-down ({spread})"
+    return f"{what}×{v.ratio:.2f}, within noise ({spread})"
+
+
+def _ok(value) -> bool:
+    return value is not None and isinstance(value, (int, float)) and math.isfinite(value)

@@ -1,0 +1,24 @@
+"""The overhead benchmark in a short form: a loose bound that catches a gross regression
+(a sync or a file write added to every step). The real figure comes from
+`python -m gpu_course.bench.harness_overhead` (see the issue notes)."""
+import importlib.util
+
+import pytest
+
+from gpu_course.bench.harness_overhead import compare, harness_cost_per_step
+from gpu_course.config import Experiment
+
+ENGINES = [e for e, module in (("gluon", "mxnet"), ("pytorch", "torch"))
+           if importlib.util.find_spec(module)]
+
+
+def test_the_harness_adds_microseconds_to_a_step():
+    assert harness_cost_per_step(steps=5000, repeats=3, progress=True) < 200e-6
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_gc_train_runs_about_as_fast_as_a_plain_loop(engine):
+    cfg = Experiment(name="overhead", model="tiny", train_size=256, test_size=64,
+                     batch_size=32, num_workers=0)
+    result = compare(engine, cfg, pairs=2, log=lambda line: None, threads=1)
+    assert result["ratio"] > 0.8, result

@@ -1,0 +1,59 @@
+"""Effect or noise: verdicts computed from the runs' spreads."""
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import fake_runs  # noqa: E402
+
+from gpu_course import noise  # noqa: E402
+
+
+class Measured:
+    """A run whose samples/s is a given number (for repeated-run comparisons)."""
+    def __init__(self, rate):
+        self.rate = rate
+
+
+def value(run):
+    return run.rate
+
+
+def test_a_noisy_pair_inside_its_spread_is_within_noise():
+    a = [Measured(r) for r in (100, 108, 95)]
+    b = [Measured(r) for r in (103, 97, 110)]
+    v = noise.compare(a, b, value)
+    assert v.kind == "within noise" and not v.is_effect
+    assert v.ratio == pytest.approx(103 / 100)
+    assert v.low == pytest.approx(97 / 108) and v.high == pytest.approx(110 / 95)
+    assert str(v) == "×1.03, within noise (×0.90–×1.16 over 3 runs)"
+
+
+def test_a_clear_effect_is_one_and_a_slow_down_is_named_so():
+    a = [Measured(r) for r in (100, 104, 98)]
+    b = [Measured(r) for r in (150, 160, 155)]
+    assert noise.compare(a, b, value).kind == "faster"
+    slower = noise.compare(b, a, value)
+    assert slower.kind == "slower" and slower.ratio < 1
+    assert "a slow-down" in str(slower) and slower.ratio == pytest.approx(100 / 155)
+
+
+def test_a_single_run_is_judged_by_blocks_of_its_own_steady_steps(tmp_path):
+    slow = fake_runs.load(fake_runs.write_run(tmp_path, "slow", samples_per_sec=500.0, seed=1))
+    fast = fake_runs.load(fake_runs.write_run(tmp_path, "fast", samples_per_sec=1500.0,
+                                              seed=2, index=1))
+    assert len(noise.block_rates(slow)) == noise.BLOCKS
+    v = noise.compare(slow, fast)
+    assert v.kind == "faster" and v.how == "5 blocks of steady steps"
+    same = noise.compare(slow, fake_runs.load(fake_runs.write_run(
+        tmp_path, "again", samples_per_sec=500.0, seed=3, index=2)))
+    assert same.kind == "within noise"
+
+
+def test_nothing_to_compare_says_so(tmp_path):
+    one = fake_runs.load(fake_runs.write_run(tmp_path, "warm-up only", epochs=1))
+    v = noise.compare(one, one)
+    assert v.kind == "not measured" and math.isnan(v.ratio)
+    assert "not measured" in str(v)
