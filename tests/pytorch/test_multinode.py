@@ -12,7 +12,7 @@ def test_two_torchrun_launches_train_one_job_with_every_ranks_timings(small_cfg,
     assert run.status == "finished" and run.path.parent == runs_dir
     assert len(list(runs_dir.iterdir())) == 1               # one record for the job
     notes = run.meta["notes"]
-    assert notes["world_size"] == 2 and notes["nodes"] == 2 and notes["procs_per_node"] == 1
+    assert run.meta["ran"]["world_size"] == 2 and notes["nodes"] == 2 and notes["procs_per_node"] == 1
     assert "on each of 2 hosts" in notes["devices"]
     assert run.config["num_gpus"] == 2
     ranks = notes["ranks"]
