@@ -150,8 +150,11 @@ class Harness:
                   lr: float | None = None, evaluate: Callable[[], float] | None = None,
                   loss: float | None = None, train_acc: float | None = None) -> dict:
         """Finish the epoch (sync first, so its time is real), then evaluate and record.
-        loss/train_acc: epoch values a loop computed itself (e.g. summed over processes)."""
+        loss/train_acc: epoch values a loop computed itself, or functions that read them
+        after the sync."""
         timing = self.timer.end_epoch(sync)
+        loss = loss() if callable(loss) else loss
+        train_acc = train_acc() if callable(train_acc) else train_acc
         t_end = self.monitor.now() if self.monitor else float("nan")
         if self.monitor is not None:
             self.monitor.mark(f"epoch {self.epoch} end")

@@ -2,8 +2,14 @@
 
 Each rung changes one thing on top of the rung before it, as the talk does:
 naive -> more loader workers -> hybridize/compile -> lower precision -> large batch with
-a large-batch optimizer -> LR schedule -> (PyTorch) data on the GPU -> more GPUs.
-Rungs are plain `Experiment`s, so a notebook can run any one of them by itself.
+a large-batch optimizer -> LR schedule -> (PyTorch) data on the GPU -> the whole step
+as one CUDA graph -> more GPUs. Rungs are plain `Experiment`s, so a notebook can run any
+one of them by itself.
+
+The naive rung is the way a first script is written, and stays so: batch 64 and one
+loader worker that decodes, crops, flips and normalises each image in Python. That
+worker is its limit (about 13k images/s on one core of the course's CPU, measured in
+issue 16), whatever the GPU: the GPU waits for data most of the time.
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ class Rung:
     name: str
     cfg: Experiment
     change: str  # the one thing this rung changes, in words
+    limit: str | None = None  # what bounds this rung's speed, where it is known
 
 
 def adapter(engine: str):
@@ -52,6 +59,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
           **sizes) -> list[Rung]:
     """The ladder for an engine on a machine with `gpus` GPUs (0 = CPU only)."""
     cpu_count = cpu_count or os.cpu_count() or 1
+    epochs_given = sizes.get("epochs") is not None
     sizes = {**default_sizes(gpus, quick), **{k: v for k, v in sizes.items() if v is not None}}
     workers = max(2, cpu_count - 3)  # the talk's advice: cpu_count() - 3, at least 2
     large = 640 if engine == "gluon" else 1024
@@ -60,7 +68,9 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     base = Experiment(name="naive", engine=engine, batch_size=64, num_workers=1,
                       warmup_steps=2 if quick else 5, num_gpus=min(gpus, 1) or 1,
                       monitor_interval=0.2 if quick else 0.5, **sizes)
-    ladder = [Rung("naive", base, "batch 64, one loader worker, float32, imperative")]
+    ladder = [Rung("naive", base, "batch 64, one loader worker, float32, imperative",
+                   limit="the one loader worker: each image decoded, cropped, flipped and "
+                         "normalised in Python (~13k images/s on one CPU core)")]
 
     def add(name: str, change: str, **fields) -> None:
         prev = ladder[-1].cfg
@@ -92,8 +102,16 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add("lr-schedule", "one-cycle LR schedule", lr_scheduler="onecycle", warmup_epochs=0)
         add("data-on-gpu", "whole dataset and augmentation on the GPU", data_on_gpu=True,
             num_workers=0, pin_memory=False, persistent_workers=False)
+        # at ~250k images/s an epoch of 50k images lasts 0.2 s: ten give the monitor time
+        long = {} if gpus == 0 or quick or epochs_given else \
+            {"epochs": max(sizes["epochs"], 10)}
+        add("cuda-graphs", "the whole step (batch cut, forward, backward, LARS) as one CUDA "
+            "graph: one launch a step" + (", over 10 epochs" if long else ""),
+            graph="static", **long)
     if gpus > 1:
-        add("all-gpus", f"{gpus} GPUs", num_gpus=gpus)
+        # DDP keeps the compiled model (the whole-step graph is single-process)
+        add("all-gpus", f"{gpus} GPUs", num_gpus=gpus,
+            **({"graph": "hybrid"} if engine == "pytorch" else {}))
     return ladder
 
 
@@ -116,6 +134,8 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
     runs = []
     for rung in selected:
         print(f"\n=== rung {rung.name}: {rung.change}", flush=True)
+        if rung.limit:
+            print(f"    limited by {rung.limit}", flush=True)
         try:
             runs.append(gc.train(rung.cfg, runs_dir=runs_dir, progress=progress))
         except OutOfMemory as err:

@@ -275,14 +275,6 @@ def _as_list(runs) -> list:
     return runs
 
 
-def _number(value) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return math.nan
-    return number if math.isfinite(number) else math.nan
-
-
 def _cell(column, value) -> str:
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return NO_VALUE

@@ -8,7 +8,7 @@ from gpu_course.records import OutOfMemory, RunRecord, load_run
 @pytest.mark.parametrize("engine, names", [
     ("gluon", ["naive", "workers", "hybridize", "float16", "large-batch", "lr-schedule"]),
     ("pytorch", ["naive", "workers", "compile", "bfloat16", "large-batch", "lr-schedule",
-                 "data-on-gpu"]),
+                 "data-on-gpu", "cuda-graphs"]),
 ])
 def test_rungs_build_on_each_other(engine, names):
     ladder = rungs(engine, gpus=1, cpu_count=32)
@@ -18,6 +18,15 @@ def test_rungs_build_on_each_other(engine, names):
     for before, after in zip(ladder, ladder[1:]):
         assert before.cfg != after.cfg and after.change
     assert ladder[-1].cfg.train_size == 50_000
+    assert "loader worker" in ladder[0].limit  # the ladder says what limits naive
+
+
+def test_the_tuned_pytorch_rung_is_one_cuda_graph_and_runs_long_enough():
+    tuned = rungs("pytorch", gpus=1, cpu_count=32)[-1]
+    assert tuned.cfg.graph == "static" and tuned.cfg.data_on_gpu
+    assert tuned.cfg.optimizer == "lars" and tuned.cfg.epochs >= 10
+    assert rungs("pytorch", gpus=4, cpu_count=32)[-1].cfg.graph == "hybrid"  # DDP
+    assert rungs("pytorch", gpus=1, epochs=2)[-1].cfg.epochs == 2  # asked for: kept
 
 
 def test_more_gpus_add_a_rung_and_cpu_sizes_are_small():

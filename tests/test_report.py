@@ -33,10 +33,11 @@ def steady_rate(run):
 
 def test_ladder_table_speedups_come_from_the_steady_steps(gpu):
     table = report.ladder_table(gpu)
-    assert list(table.columns) == ["rung", "samples_per_sec", "samples_per_sec_all",
+    assert list(table.columns) == ["rung", "ran", "samples_per_sec", "samples_per_sec_all",
                                    "epoch_time_s", "gpu_util", "data_wait_share", "spikiness",
                                    "speedup", "val_acc", "status"]
     assert list(table.rung) == ["naive", "8 workers", "float16", "2 GPUs", "batch 4096"]
+    assert list(table.ran) == [""] * 5  # every fake run ran as requested
     speeds = [steady_rate(run) for run in gpu[:4]]  # '2 GPUs' died in its warm-up epoch
     assert list(table.samples_per_sec[:4]) == pytest.approx(speeds, nan_ok=True)
     assert list(table.speedup[:4]) == pytest.approx([s / speeds[0] for s in speeds],

@@ -17,6 +17,7 @@ from collections import deque
 import mxnet as mx
 from mxnet import autograd, gluon
 
+from ..mocks import OneBatch
 from .models import dtype_of
 
 LAG = 2  # steps the host may run ahead of the devices (CUDA's launch queue does this too)
@@ -27,7 +28,9 @@ def fit(rec, net, trainer, train_iter, val_iter, devices, dtype: str = "float32"
     """Train for rec's epochs. mock="loader": one batch served again and again (compute
     ceiling); "trainer": batches fetched and dropped (input ceiling)."""
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    source = OneBatch(train_iter, devices, dtype) if mock == "loader" else train_iter
+    source = train_iter
+    if mock == "loader":  # compute ceiling: one batch, on the devices, served every step
+        source = OneBatch(train_iter, lambda batch: split(*batch, devices, dtype))
     for _ in rec.epochs():
         in_flight = deque()
         for data, label in rec.batches(source):
@@ -78,23 +81,3 @@ def evaluate(net, val_iter, devices) -> float:
         seen += data.shape[0]
     # sync point: reads the counts, after every validation batch has run
     return sum(float(h.asscalar()) for h in hits) / seen if seen else float("nan")
-
-
-class OneBatch:
-    """mock="loader": fetch one batch, keep it on the devices, serve it as many times as
-    the loader has batches."""
-
-    def __init__(self, loader, devices, dtype: str):
-        self.loader, self.devices, self.dtype = loader, devices, dtype
-        self.steps = len(loader)
-        self.batch = None
-
-    def __len__(self) -> int:
-        return self.steps
-
-    def __iter__(self):
-        if self.batch is None:
-            data, label = next(iter(self.loader))
-            self.batch = split(data, label, self.devices, self.dtype)
-        for _ in range(self.steps):
-            yield self.batch

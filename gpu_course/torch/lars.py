@@ -39,28 +39,59 @@ class LARS(Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
+        """One update of every parameter with a gradient.
+
+        Multi-tensor operations: a fixed sequence of about 20 operators per parameter
+        group whatever the number of tensors (the per-tensor loop dispatched ~9 per
+        tensor). lr and momentum may be 0-d device tensors (e.g. read from a schedule
+        on the device under a CUDA graph): nothing here reads a value back to the host.
+        """
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                g = p.grad
-                if group["exclude_1d"] and p.ndim <= 1:
-                    update = g * group["lr"]
-                else:
-                    wd = group["weight_decay"]
-                    w_norm, g_norm = torch.linalg.vector_norm(p), torch.linalg.vector_norm(g)
-                    trust = group["eta"] * w_norm / (g_norm + wd * w_norm + group["eps"])
-                    # a layer with zero weights or zero gradient keeps the global rate
-                    trust = torch.where((w_norm > 0) & (g_norm > 0), trust, 1.0)
-                    update = (g + wd * p) * (trust * group["lr"])  # stays on the device
-                state = self.state[p]
-                if "velocity" not in state:
-                    state["velocity"] = update.clone()
-                else:
-                    state["velocity"].mul_(group["momentum"]).add_(update)
-                p.sub_(state["velocity"])
+            params = [p for p in group["params"] if p.grad is not None]
+            adapted = [p for p in params if not (group["exclude_1d"] and p.ndim <= 1)]
+            plain = [p for p in params if group["exclude_1d"] and p.ndim <= 1]
+            updates = self._adapted_updates(adapted, group) + self._plain_updates(plain, group)
+            self._apply(adapted + plain, updates, group["momentum"])
         return loss
+
+    def _adapted_updates(self, params: list, group: dict) -> list:
+        """(g + wd * w) * lr * trust for each tensor, trust = eta ||w|| / (||g|| + wd ||w||)."""
+        if not params:
+            return []
+        grads, wd = [p.grad for p in params], group["weight_decay"]
+        n = len(params)
+        norms = torch.stack(torch._foreach_norm(params + grads))  # one norm op, one stack
+        w_norm, g_norm = norms[:n], norms[n:]
+        trust = w_norm / torch.add(g_norm, w_norm, alpha=wd).add_(group["eps"])
+        trust = trust.mul_(group["eta"]).mul_(group["lr"])
+        # a layer with zero weights or zero gradient keeps the global rate
+        scale = torch.where(torch.minimum(w_norm, g_norm) > 0, trust, group["lr"])
+        updates = list(torch._foreach_add(grads, params, alpha=wd))
+        # one operator; on a GPU PyTorch runs it as one small kernel per tensor (its
+        # multi-tensor kernels need equal shapes), queued on the device: no host read
+        torch._foreach_mul_(updates, list(scale.unbind()))
+        return updates
+
+    def _plain_updates(self, params: list, group: dict) -> list:
+        """lr * g: biases and BatchNorm, without weight decay or adaptation."""
+        if not params:
+            return []
+        return list(torch._foreach_mul([p.grad for p in params], group["lr"]))
+
+    def _apply(self, params: list, updates: list, momentum) -> None:
+        """v = momentum * v + update; w = w - v (v starts at zero: the first v is the update)."""
+        if not params:
+            return
+        velocity = []
+        for p in params:
+            state = self.state[p]
+            if "velocity" not in state:
+                state["velocity"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            velocity.append(state["velocity"])
+        torch._foreach_mul_(velocity, momentum)
+        torch._foreach_add_(velocity, updates)
+        torch._foreach_sub_(params, velocity)

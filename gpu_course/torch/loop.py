@@ -17,6 +17,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from ..mocks import OneBatch
+
 
 class Precision:
     """Mixed precision for a dtype: autocast runs matrix multiplications and convolutions
@@ -58,7 +60,9 @@ def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, dtype: st
     precision = Precision(dtype, device)
     loss_fn = nn.CrossEntropyLoss()
     static = rec.cfg.graph == "static" and device.type == "cuda"
-    source = OneBatch(train_iter, device, channels_last) if mock == "loader" else train_iter
+    source = train_iter
+    if mock == "loader":  # compute ceiling: one batch, on the device, served every step
+        source = OneBatch(train_iter, lambda batch: to_device(*batch, device, channels_last))
     for epoch in rec.epochs():
         _set_epoch(train_iter, epoch)
         model.train()
@@ -132,26 +136,6 @@ def to_device(x: torch.Tensor, y: torch.Tensor, device, channels_last: bool = Fa
     if channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
     return x, y
-
-
-class OneBatch:
-    """mock="loader": fetch one batch, keep it on the device, serve it as many times as
-    the loader has batches."""
-
-    def __init__(self, loader, device, channels_last: bool):
-        self.loader, self.device, self.channels_last = loader, device, channels_last
-        self.steps = len(loader)
-        self.batch = None
-
-    def __len__(self) -> int:
-        return self.steps
-
-    def __iter__(self):
-        if self.batch is None:
-            x, y = next(iter(self.loader))
-            self.batch = to_device(x, y, self.device, self.channels_last)
-        for _ in range(self.steps):
-            yield self.batch
 
 
 def _set_epoch(loader, epoch: int) -> None:

@@ -21,15 +21,18 @@ from .loop import Precision, evaluate, fit as fit_epochs, to_device  # noqa: F40
 from .models import get_model
 from .optim import lr_scheduler, make_optimizer
 from .record import record
+from . import static_step
 
 COMPILE_BACKEND_ENV = "GPU_COURSE_COMPILE_BACKEND"  # "inductor" (default) or e.g. "aot_eager"
 FLOAT16_ON_CPU = ("dtype='float16' on the CPU: PyTorch has no fast float16 convolutions "
                   "on the CPU, so this run uses bfloat16 autocast, the CPU's 16-bit type.")
-STATIC_ON_CPU = ("graph='static' means CUDA graphs (torch.compile mode='reduce-overhead'); "
-                 "on the CPU this run compiles without them (graph='hybrid').")
+STATIC_ON_CPU = ("graph='static' means CUDA graphs (the whole step as one graph with data on "
+                 "the GPU and LARS, else torch.compile mode='reduce-overhead'); on the CPU "
+                 "the same steps run compiled, without a graph.")
+STATIC_RAN_ON_CPU = "compiled, no CUDA graphs"
 DATA_ON_CPU = ("data_on_gpu=True with no GPU: the data set and its augmentation are held "
                "in CPU memory (the same code path, without the GPU).")
-WHY = {"dtype": FLOAT16_ON_CPU, "graph": STATIC_ON_CPU}
+WHY = {"dtype": FLOAT16_ON_CPU}
 
 
 def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None,
@@ -75,6 +78,9 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
 def what_changed(requested: Experiment, ran: Experiment, device: torch.device) -> list:
     """The requests this device could not honour, each with its reason."""
     changed = provenance.downgrades(requested, ran, WHY)
+    if ran.graph == "static" and device.type != "cuda":
+        changed.append(provenance.not_as_asked("graph", "static", STATIC_RAN_ON_CPU,
+                                               STATIC_ON_CPU))
     if ran.data_on_gpu and device.type != "cuda":
         changed.append(provenance.not_as_asked("data_on_gpu", True, "CPU memory", DATA_ON_CPU))
     return changed
@@ -110,7 +116,6 @@ def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment,
         cfg = cfg.replace(dtype="bfloat16")
         notices.append(FLOAT16_ON_CPU)
     if device.type == "cpu" and cfg.graph == "static":
-        cfg = cfg.replace(graph="hybrid")
         notices.append(STATIC_ON_CPU)
     if device.type == "cpu" and cfg.data_on_gpu:
         notices.append(DATA_ON_CPU)
@@ -131,17 +136,27 @@ def build_loaders(cfg: Experiment, device: torch.device, rank: int = 0, world_si
     return make_loader(train_set, cfg, sampler=sampler), make_loader(val_set, cfg, train=False)
 
 
-def compile_model(model: nn.Module, cfg: Experiment, device: torch.device) -> nn.Module:
+def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
+                  cuda_graphs: bool = True) -> nn.Module:
     """torch.compile for graph="hybrid" (PyTorch's hybridize: trace, fuse, generate
-    kernels), with CUDA graphs for "static" (mode="reduce-overhead": the whole step
-    replayed by one launch). The backend comes from $GPU_COURSE_COMPILE_BACKEND
-    (default "inductor"; "aot_eager" compiles in seconds instead of minutes on a CPU)."""
+    kernels), with CUDA graphs for "static" (mode="reduce-overhead": the model's
+    forward and backward replayed by one launch each; cuda_graphs=False when the caller
+    captures the whole step itself, see static_step). The backend comes from
+    $GPU_COURSE_COMPILE_BACKEND (default "inductor"; "aot_eager" compiles in seconds
+    instead of minutes on a CPU).
+
+    Shapes are static (dynamic=False: a graph for the one batch shape, no symbolic
+    sizes) and the compiler starts afresh: graphs compiled by an earlier run in this
+    process (another batch size, dtype or layout) would otherwise turn this run's
+    graph dynamic."""
     if cfg.graph == "eager" or is_compiled(model):
         return model
+    torch._dynamo.reset()  # forget earlier runs' graphs and their guards
     backend = compile_backend()
-    if backend == "inductor" and cfg.graph == "static" and device.type == "cuda":
-        return torch.compile(model, mode="reduce-overhead")
-    return torch.compile(model, backend=backend)
+    if backend == "inductor" and cfg.graph == "static" and device.type == "cuda" \
+            and cuda_graphs:
+        return torch.compile(model, mode="reduce-overhead", dynamic=False)
+    return torch.compile(model, backend=backend, dynamic=False)
 
 
 def is_compiled(net) -> bool:
@@ -167,9 +182,13 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
     scheduler = lr_scheduler(cfg, min(steps, cfg.max_steps or steps), optimizer)
     model = net
     if world_size > 1:  # gradients averaged across processes during backward
+        # each rank keeps its own BatchNorm statistics (no broadcast before every
+        # forward); gradients live in the all-reduce buckets (no copy in or out)
         model = nn.parallel.DistributedDataParallel(
-            net, device_ids=[device] if device.type == "cuda" else None)
-    model = compile_model(model, cfg, device)
+            net, device_ids=[device] if device.type == "cuda" else None,
+            broadcast_buffers=False, gradient_as_bucket_view=True)
+    whole_step = static_step.applies(cfg, train_iter, optimizer, world_size) is None
+    model = compile_model(model, cfg, device, cuda_graphs=not whole_step)
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True  # time cuDNN's algorithms in the first steps
     rec = record(cfg, net=model, train_iter=train_iter, optimizer=optimizer, devices=[device],
@@ -188,9 +207,16 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
                 # GradScaler skips the first steps while it finds its scale; PyTorch then
                 # warns that the scheduler stepped before the optimizer. Expected here.
                 warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step")
-                fit_epochs(rec, net, optimizer, train_iter, val_iter, [device], cfg.dtype,
-                           cfg.mock, scheduler=scheduler, model=model,
-                           channels_last=cfg.channels_last, world_size=world_size)
+                if whole_step:  # the tuned rung: the whole step as one CUDA graph
+                    stepper = static_step.StaticStep(
+                        model, optimizer, train_iter, cfg, min(steps, cfg.max_steps or steps),
+                        Precision(cfg.dtype, device).amp_dtype)
+                    static_step.run_epochs(rec, stepper, lambda: evaluate(
+                        net, val_iter, [device], cfg.dtype, cfg.channels_last))
+                else:
+                    fit_epochs(rec, net, optimizer, train_iter, val_iter, [device], cfg.dtype,
+                               cfg.mock, scheduler=scheduler, model=model,
+                               channels_last=cfg.channels_last, world_size=world_size)
         except torch.cuda.OutOfMemoryError as err:
             oom = out_of_memory(err, cfg.batch_size, device)
         if oom is not None:

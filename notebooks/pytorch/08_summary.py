@@ -47,7 +47,7 @@ from gpu_course import torch as gc
 
 os.environ.setdefault(gc.COMPILE_BACKEND_ENV, COMPILE_BACKEND)
 RUNGS = ["naive", "workers", "compile", "bfloat16", "float16", "large-batch", "lr-schedule",
-         "data-on-gpu", "num-gpus"]
+         "data-on-gpu", "cuda-graphs", "num-gpus"]
 
 def pick_rungs(runs):
     """The latest run of each rung name, in ladder order; of the two precisions the faster."""

@@ -80,3 +80,13 @@ def test_set_epoch_repeats_an_epoch(arrays):
     a = torch.cat([x for x, _ in loader])
     loader.set_epoch(5)
     assert torch.equal(a, torch.cat([x for x, _ in loader]))
+
+
+def test_a_channels_last_batch_costs_no_extra_copy(arrays):
+    from gpu_course.torch.op_count import count_ops
+    loader = GpuLoader(*arrays, batch_size=32, dtype=torch.bfloat16, channels_last=True)
+    plan = loader.device_plan(0)
+    counts = count_ops(loader.cut, plan[:, :32])
+    # row and column indices (3), the gather (1), normalisation (1), cast (1)
+    assert counts.launching <= 6 and counts.syncs == 0, counts.by_name
+    assert "clone" not in counts.by_name and "contiguous" not in counts.by_name
