@@ -75,13 +75,15 @@ def step_seconds(run) -> float:
     for r in ranks:
         epochs = [e for e in r["epochs"] if e.get("samples_per_sec") == e.get("samples_per_sec")
                   and e.get("samples_per_sec")]  # epochs with timed steps (not NaN)
-        if not epochs:
-            continue
-        per_step = sum(e["samples"] for e in epochs) / sum(e["steps"] for e in epochs)
-        rate = sum(e["samples_per_sec"] for e in epochs) / len(epochs)
-        per_rank.append(per_step / rate)  # the job's images per step / its images per second
-    if not per_rank:
-        raise ValueError(f"{run.path}: no timed steps (all within warmup_steps)")
+        if epochs:
+            per_step = sum(e["samples"] for e in epochs) / sum(e["steps"] for e in epochs)
+            rate = sum(e["samples_per_sec"] for e in epochs) / len(epochs)
+            per_rank.append(per_step / rate)  # the job's images per step / its images per s
+        elif r["epochs"]:  # no step counted as timed: every step's own time, warm-up included
+            busy = sum((e.get("data_wait_s") or 0) + (e.get("compute_s") or 0) for e in r["epochs"])
+            per_rank.append(busy / max(1, sum(e.get("steps") or 0 for e in r["epochs"])))
+    if not per_rank or not max(per_rank) > 0:
+        raise ValueError(f"{run.path}: no step times recorded")
     return max(per_rank)
 
 
