@@ -5,9 +5,24 @@
 #   make lab            JupyterLab on the course (ENGINE picks the kernel's environment)
 #   make notebooks      re-create the .ipynb files from their paired .py (jupytext)
 
-PYTHON   ?= python3
+# Python 3.11 exactly: numpy 1.23.5 (the Gluon track) has no 3.12 wheels and the PyTorch
+# track's pins have no 3.10 ones. The first of python3.11, python3 that is 3.11; PYTHON= overrides.
+IS_311   = $(shell $(1) -c 'import sys; print(sys.version_info[:2] == (3, 11))' 2>/dev/null)
+PYTHON   ?= $(firstword $(foreach p,python3.11 python3,$(if $(filter True,$(call IS_311,$(p))),$(p))))
 VENV     ?= .venv
+ENGINES  := gluon pytorch
+GOALS    := $(or $(MAKECMDGOALS),run)
+ifneq ($(filter-out clean,$(GOALS)),)
+ifneq ($(call IS_311,$(or $(PYTHON),python3)),True)
+$(error gpu-course needs Python 3.11 (numpy 1.23.5 has no 3.12 wheels; the PyTorch pins have no 3.10 ones) and found none: tried $(or $(PYTHON),python3.11 and python3). Install it (e.g. apt-get install python3.11 python3.11-venv) or name it: make PYTHON=/path/to/python3.11)
+endif
+endif
 ENGINE   ?= $(shell $(PYTHON) -m gpu_course.engines)
+ifneq ($(filter run lab,$(GOALS)),)
+ifeq ($(filter $(ENGINE),$(ENGINES)),)
+$(error ENGINE=$(ENGINE) is not a track; allowed: gluon, pytorch$(if $(filter torch,$(ENGINE)), (the PyTorch track is ENGINE=pytorch)))
+endif
+endif
 # The MXNet GPU build only where a GPU it supports (sm_50..sm_86) is present.
 GLUON_EXTRA ?= $(shell $(PYTHON) -c "from gpu_course.engines import compute_capabilities as c; caps=c(); print('gluon-gpu' if caps and max(caps) <= (8, 6) else 'gluon')")
 PIP_FLAGS ?= -q --disable-pip-version-check
@@ -57,5 +72,6 @@ lab: setup-$(ENGINE)
 notebooks: setup-gluon
 	$(VENV)/gluon/bin/jupytext --sync notebooks/*.py notebooks/*/*.py
 
+# generated data only: a downloaded CIFAR-10 (cifar-10-binary.tar.gz and its folder) stays
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) runs data/synthetic-v* data/prepared data/caltech256-like data/.*.tmp*

@@ -24,9 +24,36 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"gpu-course {args.verb}: error: {err}", file=sys.stderr)
         return 2
+    except RuntimeError as err:  # a run stopped for a stated reason: say it in one line
+        from .guards import RunStopped
+        from .records import OutOfMemory
+        if not isinstance(err, (RunStopped, OutOfMemory)):
+            raise
+        print(f"gpu-course {args.verb}: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:  # disk full, read-only, a file where a folder should be
+        print(f"gpu-course {args.verb}: error: {_os_error(err)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"gpu-course {args.verb}: interrupted", file=sys.stderr)
         return 130
+
+
+def _os_error(err: OSError) -> str:
+    """One line for a file-system error: what happened, where, and which setting
+    pointed there when it came from GPU_COURSE_RUNS or GPU_COURSE_DATA."""
+    import os
+
+    from .guards import DISK_ERRORS
+    what = DISK_ERRORS.get(err.errno) or (
+        "a file is in the way of a folder" if err.errno == 17 else err.strerror or str(err))
+    where = err.filename or "?"
+    text = f"{what} while writing {where}"
+    for name in ("GPU_COURSE_RUNS", "GPU_COURSE_DATA"):
+        value = os.environ.get(name)
+        if value and str(where).startswith(value):
+            text += f" (from {name}={value})"
+    return text + f" [{type(err).__name__}: {err.strerror or err}]"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "class, 200-500 px a side, like Caltech-256)")
     p.add_argument("--classes", type=int, default=10, help="folder: class folders (1-10)")
     p.add_argument("--per-class", type=int, default=300, help="folder: JPEGs per class")
-    p.add_argument("--overwrite", action="store_true", help="folder: replace an existing one")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace data that gpu-course wrote with other settings (data it "
+                   "did not write is never replaced)")
     p.set_defaults(func=_data)
 
     p = sub.add_parser("monitor", help="record GPU/CPU utilisation to a CSV",
@@ -143,7 +172,7 @@ def _data(args) -> int:
               f"to {path}")
         return 0
     path = data.generate_to(args.out, seed=args.seed, train_size=args.train,
-                            test_size=args.test)
+                            test_size=args.test, overwrite=args.overwrite)
     print(f"wrote {args.train} training and {args.test} test images to {path}")
     return 0
 
@@ -230,13 +259,24 @@ def _diagnose(args) -> int:
     except ImportError:
         raise ValueError("diagnosis is not available in this version") from None
     try:
-        run = records.load_run(args.run, runs_dir=args.runs_dir)
+        run = records.load_run(_find_run(args.run, args.runs_dir), runs_dir=args.runs_dir)
     except FileNotFoundError:
         raise ValueError(f"run {args.run!r} not found: give a run folder or a run id under "
                          f"{args.runs_dir or records.default_runs_dir()} "
                          "(`gpu-course runs` lists them)") from None
     print(diagnose.explain(run))
     return 0
+
+
+def _find_run(run: str, runs_dir) -> str:
+    """A run folder, or the folder of run id `run` at any depth under the runs folder
+    (the ladder keeps its rungs in a subfolder, as `runs` shows them)."""
+    from . import records
+    if Path(run, "run.json").exists():
+        return run
+    root = Path(runs_dir or records.default_runs_dir())
+    found = sorted(p.parent for p in root.rglob("run.json") if p.parent.name == run)
+    return str(found[0]) if found else run
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -29,10 +31,10 @@ DTYPES = ("float32", "float16", "bfloat16")
 MOCKS = ("none", "loader", "trainer")
 SCHEDULERS = ("none", "factor", "multifactor", "poly", "cosine", "onecycle")
 # The optimizers each framework offers by name. Gluon's list is the talk's; PyTorch's
-# "lars" is the course's own (PyTorch ships none) and "nag" is SGD with nesterov=True.
+# "lars" and "signum" are the course's own (PyTorch ships neither) and "nag" is SGD with nesterov=True.
 OPTIMIZERS = {
     "gluon": ("sgd", "nag", "lbsgd", "lars", "lamb", "signum", "ftml", "dcasgd", "adam"),
-    "pytorch": ("sgd", "nag", "lars", "adam", "adamw"),
+    "pytorch": ("sgd", "nag", "lars", "signum", "adam", "adamw"),
 }
 SCHEDULERS_BY_ENGINE = {
     "gluon": ("none", "factor", "multifactor", "poly", "cosine"),
@@ -42,6 +44,13 @@ KVSTORES = ("device", "local", "nccl",
             # across hosts: MXNet's parameter server (gpu_course.gluon.dist); the "device"
             # variant sums a host's GPUs on a GPU before sending
             "dist_sync", "dist_device_sync")
+SEED_MAX = 2**32 - 1  # NumPy's and MXNet's seeds are 32-bit
+TRUTHY = ("1", "true", "yes", "on", "y", "t")
+FALSY = ("0", "false", "no", "off", "n", "f", "")
+# float fields: (lowest allowed, highest allowed, whether the lowest itself is allowed)
+_FLOAT_RANGES = {"lr": (0, math.inf, False), "momentum": (0, 1, True), "wd": (0, math.inf, True),
+                 "lr_factor": (0, 1, False), "warmup_epochs": (0, math.inf, True),
+                 "monitor_interval": (0, math.inf, False)}
 
 
 @dataclass(frozen=True)
@@ -93,11 +102,18 @@ class Experiment:
     epochs: int = 3
     seed: int = 0
     # -- measurement -----------------------------------------------------------------
+    skip_corrupt: bool = False        # image folders: leave unreadable images out (counted)
+                                      # instead of stopping at the first one
     warmup_steps: int = 5             # first steps of the run left out of samples/s
     max_steps: int | None = None      # cut each epoch after this many steps (smoke runs)
     monitor_interval: float = 0.5     # seconds between GPU/CPU samples
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"name={self.name!r} must be a non-empty string (it labels the "
+                             "run record and the plots)")
+        for name in _FLOAT_RANGES:
+            _finite_number(self, name)
         _choice(self, "engine", ENGINES)
         _choice(self, "dataset", DATASETS + (OWN,))
         _choice(self, "augment", AUGMENTS)
@@ -105,8 +121,8 @@ class Experiment:
         _choice(self, "graph", GRAPHS)
         _choice(self, "dtype", DTYPES)
         _choice(self, "mock", MOCKS)
-        _choice(self, "optimizer", OPTIMIZERS[self.engine])
-        _choice(self, "lr_scheduler", SCHEDULERS_BY_ENGINE[self.engine])
+        _choice(self, "optimizer", OPTIMIZERS[self.engine], OPTIMIZERS)
+        _choice(self, "lr_scheduler", SCHEDULERS_BY_ENGINE[self.engine], SCHEDULERS_BY_ENGINE)
         _choice(self, "kvstore", KVSTORES)
         if self.model not in MODELS + (OWN,):
             raise ValueError(f"model={self.model!r} is unknown; allowed: {', '.join(MODELS)}")
@@ -119,22 +135,21 @@ class Experiment:
             _at_least(self, name, 1)
         for name in ("num_workers", "num_gpus", "warmup_steps", "seed"):
             _at_least(self, name, 0)
+        if self.seed > SEED_MAX:
+            raise ValueError(f"seed={self.seed!r} is too large; allowed: 0..{SEED_MAX} "
+                             "(NumPy and MXNet seeds are 32-bit)")
+        if not isinstance(self.skip_corrupt, bool):
+            raise ValueError(f"skip_corrupt={self.skip_corrupt!r} must be True or False")
         if self.max_steps is not None:
             _at_least(self, "max_steps", 1)
         if self.lr_base_batch is not None:
             _at_least(self, "lr_base_batch", 1)
-        if not self.lr > 0:
-            raise ValueError(f"lr={self.lr!r} must be > 0")
-        if not 0 <= self.momentum < 1:
+        if not self.momentum < 1:
             raise ValueError(f"momentum={self.momentum!r} must be in [0, 1)")
-        if self.wd < 0:
-            raise ValueError(f"wd={self.wd!r} must be >= 0")
         if not 0 < self.lr_factor <= 1:
             raise ValueError(f"lr_factor={self.lr_factor!r} must be in (0, 1]")
         if self.warmup_epochs < 0 or self.warmup_epochs > self.epochs:
             raise ValueError(f"warmup_epochs={self.warmup_epochs!r} must be in [0, epochs={self.epochs}]")
-        if not self.monitor_interval > 0:
-            raise ValueError(f"monitor_interval={self.monitor_interval!r} must be > 0 seconds")
         if self.lr_scheduler == "multifactor" and not self.lr_steps:
             raise ValueError("lr_scheduler='multifactor' needs lr_steps, e.g. (2, 4)")
         if any(not (isinstance(s, (int, float)) and s > 0) for s in self.lr_steps):
@@ -145,9 +160,7 @@ class Experiment:
             raise ValueError("lr_scheduler='onecycle' has its own warm-up; set warmup_epochs=0")
         # normalise lists from JSON/CLI into hashable tuples
         object.__setattr__(self, "lr_steps", tuple(self.lr_steps))
-        pairs = self.optimizer_params.items() if isinstance(self.optimizer_params, dict) \
-            else self.optimizer_params
-        object.__setattr__(self, "optimizer_params", tuple((str(k), v) for k, v in pairs))
+        object.__setattr__(self, "optimizer_params", _pairs(self.optimizer_params))
 
     def _refuse_what_does_not_apply(self) -> None:
         defaults = {f.name: f.default for f in fields(self)}
@@ -188,8 +201,17 @@ class Experiment:
                              f"allowed: {', '.join(f.name for f in fields(self))}")
         return dataclasses.replace(self, **changes)
 
+    def __eq__(self, other: object) -> bool:
+        # the same fields are the same experiment, also across the class that only
+        # changes a default (gpu_course.torch.Experiment)
+        if not isinstance(other, Experiment):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
     def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The fields, JSON-safe: a non-finite number (lr_steps=(2, inf), say) is
+        written "inf"/"nan", which from_dict reads back (JSON has neither)."""
+        return {f.name: _encode(getattr(self, f.name)) for f in fields(self)}
 
     @classmethod
     def from_dict(cls, values: dict) -> "Experiment":
@@ -197,6 +219,10 @@ class Experiment:
         unknown = set(values) - {f.name for f in fields(cls)}
         if unknown:
             raise ValueError(f"unknown Experiment field(s): {', '.join(sorted(unknown))}")
+        # a record keeps a non-finite float as a string ("inf", "nan") or as null (JSON
+        # has no NaN): turn it back into a float, so validation says what is wrong with it
+        values = {k: math.nan if k in _FLOAT_RANGES and v is None else _decode(v)
+                  for k, v in values.items()}
         return cls(**values)
 
     def to_json(self) -> str:
@@ -253,6 +279,72 @@ def parse_value(field_name: str, text: str) -> Any:
         raise ValueError(f"{field_name}={text!r} is not a valid {kind}") from None
 
 
+_NON_FINITE = ("inf", "-inf", "nan")
+
+
+def _encode(value: Any) -> Any:
+    """inf, -inf and nan as strings, inside tuples and pairs too."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_encode(v) for v in value)
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() in _NON_FINITE:
+        return float(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_decode(v) for v in value)
+    return value
+
+
+def smoke_mode(value: str | None = None) -> bool:
+    """Whether GPU_COURSE_SMOKE asks for smoke mode (tiny sizes): 1/true/yes/on are on,
+    0/false/no/off or unset are off (any case); anything else is a ValueError."""
+    text = os.environ.get("GPU_COURSE_SMOKE", "") if value is None else value
+    low = str(text).strip().lower()
+    if low in TRUTHY:
+        return True
+    if low in FALSY:
+        return False
+    raise ValueError(f"GPU_COURSE_SMOKE={text!r} is not understood; allowed: "
+                     f"{', '.join(TRUTHY)} (on) or {', '.join(f for f in FALSY if f)} or "
+                     "unset (off)")
+
+
+def _finite_number(cfg: Experiment, name: str) -> None:
+    """A float field must be a real, finite number inside its range."""
+    value = getattr(cfg, name)
+    low, high, low_ok = _FLOAT_RANGES[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        hint = " (write it without quotes)" if isinstance(value, str) else ""
+        raise ValueError(f"{name}={value!r} must be a number, not {type(value).__name__}{hint}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name}={value!r} must be a finite number")
+    if value < low or (value == low and not low_ok) or value > high:
+        bracket = "[" if low_ok else "("
+        raise ValueError(f"{name}={value!r} must be in {bracket}{low}, {high}"
+                         f"{']' if math.isfinite(high) else ')'}")
+
+
+def _pairs(params: Any) -> tuple:
+    """optimizer_params as ((name, value), ...): from a dict or from pairs."""
+    if isinstance(params, dict):
+        params = params.items()
+    if isinstance(params, (str, bytes)):
+        raise ValueError(f"optimizer_params={params!r} must be (name, value) pairs or a dict, "
+                         "e.g. (('batch_scale', 4),)")
+    try:
+        pairs = [tuple(p) for p in params]
+    except TypeError:
+        pairs = None
+    if pairs is None or any(len(p) != 2 or not isinstance(p[0], str) for p in pairs):
+        raise ValueError(f"optimizer_params={params!r} must be (name, value) pairs with "
+                         "a string name, or a dict, e.g. (('batch_scale', 4),)")
+    return tuple((k, v) for k, v in pairs)
+
+
 def _number(text: Any) -> Any:
     if not isinstance(text, str):
         return text
@@ -264,10 +356,15 @@ def _number(text: Any) -> Any:
     return text
 
 
-def _choice(cfg: Experiment, name: str, allowed: tuple) -> None:
+def _choice(cfg: Experiment, name: str, allowed: tuple, by_engine: dict | None = None) -> None:
     value = getattr(cfg, name)
     if value not in allowed:
-        raise ValueError(f"{name}={value!r} is not allowed; allowed: {', '.join(allowed)}")
+        hint = ""
+        others = [e for e, names in (by_engine or {}).items() if value in names]
+        if others:  # e.g. adamw asked of the Gluon engine
+            hint = (f" with engine={cfg.engine!r} ({value!r} needs engine={others[0]!r}; "
+                    "gpu_course.torch.Experiment defaults to it)")
+        raise ValueError(f"{name}={value!r} is not allowed{hint}; allowed: {', '.join(allowed)}")
 
 
 def _at_least(cfg: Experiment, name: str, low: int) -> None:

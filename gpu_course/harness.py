@@ -15,14 +15,17 @@ a step. Ctrl-C or an error keeps every finished epoch.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from . import metrics
 from .config import Experiment
-from .monitor import GpuMonitor
+from .guards import Diverged, check_loss, sigterm_as_interrupt
+from .monitor import GpuMonitor, GpuUnavailableWarning
 from .records import OutOfMemory, RunRecord, load_run
 from .timing import StepTimer, summary_line
 
@@ -57,7 +60,9 @@ class Harness:
         self.reduce = reduce  # sums the accumulators over processes (DDP), after the sync
         self.events = events  # device-side step times: .start(), .mark() per step, .times()
         self.timer = StepTimer(cfg.warmup_steps)
-        self.monitor = GpuMonitor(interval=cfg.monitor_interval) if monitor else None
+        with warnings.catch_warnings():  # said once below as one line, not a warning box
+            warnings.simplefilter("ignore", GpuUnavailableWarning)
+            self.monitor = GpuMonitor(interval=cfg.monitor_interval) if monitor else None
         changed = {d["field"]: d["requested"] for d in downgrades or []}
         self.record = RunRecord(cfg.to_dict(), self.engine, name=self.name, runs_dir=runs_dir,
                                 monitor=self.monitor, requested=changed,
@@ -69,17 +74,23 @@ class Harness:
         self._bar = None
         if device_notice:
             self.say(device_notice)
+        elif self.monitor is not None and self.monitor.notice not in _SAID | {None}:
+            _SAID.add(self.monitor.notice)
+            self.say(self.monitor.notice)
         if self.record is not None:
             self.record.note(device_notice=device_notice, devices=devices)
 
     # -- context ----------------------------------------------------------------------
     def __enter__(self) -> "Harness":
+        self._signals = contextlib.ExitStack()
+        self._signals.enter_context(sigterm_as_interrupt())  # SIGTERM ends it like Ctrl-C
         if self.monitor is not None:
             self.monitor.start()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         self._close_bar()
+        self._signals.close()
         if exc is not None and self.record is not None:
             exc.run_path = self.record.path  # lets a sweep read back the failed run
         if self.record is not None:
@@ -95,6 +106,8 @@ class Harness:
                      f"{self.record.path if self.record else 'memory'}.")
         elif exc_type is not None and issubclass(exc_type, OutOfMemory):
             self.say(f"Out of memory: {exc}")
+        elif exc_type is not None and issubclass(exc_type, Diverged):
+            self.say(f"Diverged: {exc}")
         return False
 
     # -- the loop ---------------------------------------------------------------------
@@ -184,6 +197,7 @@ class Harness:
             self.record.add_epoch(row, steps)
         self.last_row = row
         self.say(epoch_line(row))
+        check_loss(row["loss"], self.epoch, self.cfg)  # NaN/inf: stop with status diverged
         if self.on_epoch is not None:
             self.on_epoch(row)
         return row
@@ -230,6 +244,9 @@ class Harness:
         if bar is not None:
             bar.close()
             self._bar = None
+
+
+_SAID = set()  # monitor notices already said in this process: once is enough
 
 
 def _add(total: Any, value: Any) -> Any:

@@ -37,6 +37,7 @@ MARKER_COLUMNS = ("t", "label")
 _TEXT_COLUMNS = frozenset({"clock_event_reasons", "error", "cpu_per_core", "label"})
 MiB = 2**20
 GiB = 2**30
+STOP_WAIT_S = 5.0   # how long stop() waits for a sampling round before giving up on it
 
 
 class GpuUnavailableWarning(RuntimeWarning):
@@ -67,6 +68,7 @@ class GpuMonitor:
         self.ticks = 0               # sampling rounds done
         self.missed_ticks = 0        # rounds skipped because sampling ran late
         self.last_error = None       # last unexpected exception in the sampling thread
+        self.stalled = None          # why stop() gave up on the thread (a query never returned)
         self._t0 = None              # time.monotonic() at start: the monitor clock's zero
         self._gpu_rows, self._host_rows, self._markers = [], [], []
         self._lock = threading.Lock()  # the trainer snapshots while the thread appends
@@ -89,14 +91,19 @@ class GpuMonitor:
         return self
 
     def stop(self):
-        """Stop sampling and wait for the thread; calling it again does nothing."""
+        """Stop sampling and wait for the thread at most STOP_WAIT_S seconds: a query to a
+        wedged driver may never return, and the run must end anyway. Then `stalled` says
+        so (the daemon thread is left behind). Calling it again does nothing."""
         thread = self._thread
         if thread is None:
             return
         self._stop_event.set()
         if thread is not threading.current_thread():
-            # a query to a dying GPU can block for seconds; do not hang forever on it
-            thread.join(timeout=self.interval + 30.0)
+            thread.join(timeout=STOP_WAIT_S)
+            if thread.is_alive() and not self.stalled:
+                self.stalled = (f"stalled: a GPU query had not returned {STOP_WAIT_S:g} s "
+                                f"after the run ended; samples after t={self._last_t():.1f} s "
+                                "are missing")
 
     @property
     def running(self):
@@ -164,6 +171,11 @@ class GpuMonitor:
         memory = psutil.virtual_memory()
         used_mib = (memory.total - memory.available) / MiB   # what cannot be reclaimed
         return (t, total, per_core, round(used_mib, 1), round(memory.total / MiB, 1))
+
+    def _last_t(self):
+        with self._lock:
+            return self._host_rows[-1][0] if self._host_rows else (
+                self._gpu_rows[-1][0] if self._gpu_rows else 0.0)
 
     # -- reading the samples ------------------------------------------------------------------
     def _snapshot(self):
@@ -331,10 +343,11 @@ def write_csv_atomic(frame, path):
             frame.to_csv(file, index=False)
         os.chmod(temporary, 0o644)   # mkstemp makes it private (0600)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-        raise
+        from gpu_course.guards import naming
+        raise naming(err, path) from None
     return path
 
 
@@ -369,7 +382,11 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
                 width = len(line)
     except KeyboardInterrupt:
         pass          # Ctrl-C is how a recording normally ends
-    write_csv_atomic(monitor.gpu_frame(), out)
     write_csv_atomic(monitor.host_frame(), host_out)
+    if not monitor.available_gpus:  # a header-only GPU file would look like a recording
+        print(f"\nno GPU to sample: {out} not written; {monitor.ticks} CPU/RAM samples "
+              f"written to {host_out}", file=stream)
+        return monitor.ticks
+    write_csv_atomic(monitor.gpu_frame(), out)
     print(f"\n{monitor.ticks} samples written to {out} and {host_out}", file=stream)
     return monitor.ticks

@@ -94,6 +94,9 @@ class _GpuLost(Exception):
 def _nvml():
     """The NVML state, loading the binding and calling nvmlInit on first use."""
     global _state
+    state = _state  # once set, read without the lock: a sampler blocked in a query
+    if state is not None:  # (a wedged driver) holds it, and callers must not wait
+        return state
     with _lock:
         if _state is None:
             _state = _initialise()
@@ -292,22 +295,23 @@ def sample(index):
     percentages averaged since the previous ``sample(index)``; None on the first
     call and on GPUs without GPM.
     """
-    with _lock:   # NVML is thread-safe, but the GPM sample pair per GPU is shared state
-        state = _checked(index)
-        row = dict.fromkeys(SAMPLE_KEYS)
-        if index in state.lost:
-            row["error"] = "GPU is lost"
-            return row
-        errors = []
-        try:
-            handle = _handle(state, index, errors)
-            if handle is not None:
-                _read_metrics(state, index, handle, row, errors)
-        except _GpuLost:   # what was read before the loss is not trusted either
-            state.lost.add(index)
-            row, errors = dict.fromkeys(SAMPLE_KEYS), ["GPU is lost"]
-        row["error"] = "; ".join(errors) or None
+    # No lock here: NVML is thread-safe, and a query that blocks (a wedged driver) must
+    # not hold what other threads need; only the GPM sample pair takes the lock.
+    state = _checked(index)
+    row = dict.fromkeys(SAMPLE_KEYS)
+    if index in state.lost:
+        row["error"] = "GPU is lost"
         return row
+    errors = []
+    try:
+        handle = _handle(state, index, errors)
+        if handle is not None:
+            _read_metrics(state, index, handle, row, errors)
+    except _GpuLost:   # what was read before the loss is not trusted either
+        state.lost.add(index)
+        row, errors = dict.fromkeys(SAMPLE_KEYS), ["GPU is lost"]
+    row["error"] = "; ".join(errors) or None
+    return row
 
 
 def _read_metrics(state, index, handle, row, errors):
@@ -343,7 +347,8 @@ def _read_metrics(state, index, handle, row, errors):
         "nvmlDeviceGetCurrentClocksThrottleReasons"), handle)
     if reasons is not None:
         row["clock_event_reasons"] = decode_clock_event_reasons(int(reasons))
-    row["sm_active"], row["tensor_active"] = _gpm_metrics(state, index, handle, errors)
+    with _lock:  # the GPM sample pair per GPU is shared state
+        row["sm_active"], row["tensor_active"] = _gpm_metrics(state, index, handle, errors)
 
 
 def gpm_supported(index):

@@ -26,6 +26,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import warnings
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
@@ -52,7 +53,11 @@ class OutOfMemory(RuntimeError):
 
 
 def default_runs_dir() -> Path:
-    return Path(os.environ.get("GPU_COURSE_RUNS") or REPO_ROOT / "runs")
+    path = Path(os.environ.get("GPU_COURSE_RUNS") or REPO_ROOT / "runs")
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"GPU_COURSE_RUNS={path} is a file; it must name a folder for run "
+                         "records (or be unset: runs/)")
+    return path
 
 
 # -- writing ----------------------------------------------------------------------------
@@ -61,11 +66,16 @@ def write_atomic(path: Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as err:  # a full disk: no temporary file outlives the failed write
+        tmp.unlink(missing_ok=True)
+        from .guards import naming
+        raise naming(err, path) from None
 
 
 def append_text(path: Path, text: str) -> None:
@@ -169,7 +179,12 @@ class RunRecord:
             raise ValueError(f"status={status!r}; allowed: {', '.join(STATUSES)}")
         if self.monitor is not None:
             self.monitor.stop()
-            self.save_monitor()
+            if getattr(self.monitor, "stalled", None):  # a GPU query never returned
+                self.meta["notes"]["monitor"] = self.monitor.stalled
+            try:
+                self.save_monitor()
+            except OSError as err:  # a full disk must not keep the status from run.json
+                self.meta["notes"]["monitor"] = f"samples not saved: {err}"
         if summary:
             self.meta["summary"].update(summary)
         self.meta["load"]["end"] = machine_load()
@@ -195,13 +210,14 @@ class RunRecord:
         if exc_type is None:
             if self.meta["status"] == "running":
                 self.finish("finished")
-        elif issubclass(exc_type, KeyboardInterrupt):
-            self.finish("interrupted", error="interrupted by the user (KeyboardInterrupt) "
-                        f"after {len(self.epochs)} finished epoch(s)")
-        elif issubclass(exc_type, OutOfMemory):
-            self.finish("oom", error=str(exc))
         else:
-            self.finish("failed", error=f"{exc_type.__name__}: {exc}")
+            from .guards import status_of
+            status, error = status_of(exc, len(self.epochs))
+            try:
+                self.finish(status, error=error)
+            except OSError as err:  # e.g. the disk that failed the run: say so, go on
+                print(f"could not record status {status!r} in {self.path}: {err}",
+                      file=sys.stderr)
         return False
 
 
@@ -342,7 +358,12 @@ def load_runs(runs_dir: str | Path | None = None, names: Iterable[str] | None = 
     if not root.exists():
         return []
     wanted = set(names) if names is not None else None
-    runs = [Run(p.parent) for p in root.rglob("run.json")]
+    runs = []
+    for p in root.rglob("run.json"):
+        try:
+            runs.append(Run(p.parent))
+        except (OSError, ValueError) as err:  # one damaged record must not hide the rest
+            warnings.warn(f"skipping {p}: unreadable run record ({err})", stacklevel=2)
     runs = [r for r in runs if wanted is None or r.name in wanted]
     # run ids start with their start time, so this is the order they ran in
     return sorted(runs, key=lambda r: (r.meta.get("started_at") or "", r.path.name))

@@ -75,18 +75,61 @@ def parse_hyperparameters(argv: list) -> dict:
 def experiment_from(argv: list, env: dict) -> _config.Experiment:
     """The Experiment for these hyperparameters in this environment (SageMaker or not)."""
     values = parse_hyperparameters(argv)
-    if env.get("SM_CHANNEL_TRAINING"):
-        values["data_dir"] = env["SM_CHANNEL_TRAINING"]
+    channel = env.get("SM_CHANNEL_TRAINING")
+    if channel:
+        values["data_dir"] = channel
     if "num_gpus" not in values:
         values["num_gpus"] = gpu_count(env)
-    return _config.Experiment(**values)
+    cfg = _config.Experiment(**values)
+    if channel:
+        check_channel(cfg, Path(channel))
+    return cfg
+
+
+def check_channel(cfg: _config.Experiment, channel: Path) -> None:
+    """Refuse to train on generated images when the training channel holds other data:
+    dataset="synthetic" uses the channel only if it holds the generated set for cfg."""
+    if cfg.dataset != "synthetic" or not channel.is_dir():
+        return
+    from gpu_course.data import synthetic
+    expected = (f"synthetic-v{synthetic.VERSION}-s{cfg.seed}-{cfg.train_size}-"
+                f"{cfg.test_size}")
+    held = sorted(p.name for p in channel.iterdir() if not p.name.startswith("."))
+    if held and expected not in held:
+        raise ValueError(
+            f"the training channel {channel} holds {', '.join(held[:3])}"
+            f"{', ...' if len(held) > 3 else ''}, not the generated set {expected}/, but "
+            "dataset='synthetic' would train on generated images: set the hyperparameter "
+            "dataset to cifar10 (a CIFAR-10 binary folder) or folder (one sub-folder of "
+            "images per class), or match seed/train_size/test_size to the uploaded set")
+
+
+def _int_env(env: dict, name: str, low: int) -> int | None:
+    """An integer environment variable (None when unset), or a ValueError naming it."""
+    text = (env.get(name) or "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < low:
+        raise ValueError(f"{name}={text!r} must be an integer >= {low} (what SageMaker and "
+                         "torchrun set)")
+    return value
 
 
 def gpu_count(env: dict) -> int:
-    if env.get("SM_NUM_GPUS", "").strip():
-        return int(env["SM_NUM_GPUS"])
+    count = _int_env(env, "SM_NUM_GPUS", 0)
+    if count is not None:
+        return count
     from gpu_course import nvml
     return nvml.gpu_count()
+
+
+def world_size(env: dict) -> int:
+    """Processes in a torchrun job (WORLD_SIZE); 1 outside torchrun."""
+    return _int_env(env, "WORLD_SIZE", 1) or 1
 
 
 def output_dirs(env: dict) -> tuple:
@@ -99,7 +142,15 @@ def output_dirs(env: dict) -> tuple:
 
 def hosts(env: dict) -> tuple:
     """(this host, all hosts) of the job; ("local", ["local"]) outside SageMaker."""
-    all_hosts = json.loads(env.get("SM_HOSTS") or "[]") or ["local"]
+    text = env.get("SM_HOSTS") or "[]"
+    try:
+        all_hosts = json.loads(text)
+    except ValueError:
+        all_hosts = None
+    if not isinstance(all_hosts, list) or not all(isinstance(h, str) and h for h in all_hosts):
+        raise ValueError(f"SM_HOSTS={text!r} must be a JSON list of host names, e.g. "
+                         '["algo-1", "algo-2"] (what SageMaker sets)')
+    all_hosts = all_hosts or ["local"]
     return env.get("SM_CURRENT_HOST") or all_hosts[0], all_hosts
 
 
@@ -299,12 +350,17 @@ def main(argv: list | None = None, env: dict | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     env = dict(os.environ) if env is None else env
     try:
+        this_host, all_hosts = hosts(env)
+        distributed = world_size(env) > 1  # started by torchrun
+        _int_env(env, "SM_NUM_GPUS", 0)
+    except ValueError as err:
+        fail(f"bad environment: {err}", env)
+        return 2
+    try:
         cfg = experiment_from(argv, env)
     except ValueError as err:
         fail(f"bad hyperparameter: {err}", env)
         return 2
-    this_host, all_hosts = hosts(env)
-    distributed = int(env.get("WORLD_SIZE") or 1) > 1  # started by torchrun
     parameter_server = env.get("DMLC_ROLE") == "worker"  # MXNet's parameter_server option
     if distributed and cfg.engine != "pytorch":
         fail(f"engine={cfg.engine!r} under torchrun: only the PyTorch track trains "

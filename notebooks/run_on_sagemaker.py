@@ -35,7 +35,8 @@ if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker ker
 
 # %% tags=["parameters"]
 import os
-SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+from gpu_course.config import smoke_mode
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
 INSTANCE_TYPE = "ml.p3.2xlarge"      # the talk's V100; see the table below
 INSTANCE_COUNT = 1                   # > 1 uses the framework's distribution option
 ROLE = None                          # None: this notebook instance's execution role

@@ -1,4 +1,9 @@
-"""Shared test settings: every test records runs into its own temporary folder."""
+"""Shared test settings: every test records runs into its own temporary folder, data
+sets go to one temporary folder per session (never the checkout's data/), and what
+subprocesses leave in their temporary folder (torchrun's torchelastic_*) is removed at
+the end."""
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -7,6 +12,25 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _data_and_tmp_cleanup(tmp_path_factory):
+    """GPU_COURSE_DATA in a session folder (notebook kernels inherit it too), and TMPDIR
+    of every subprocess in another one, removed afterwards: torchrun leaves
+    torchelastic_* folders there (not in a /tmp that other programs share)."""
+    old = {name: os.environ.get(name) for name in ("GPU_COURSE_DATA", "TMPDIR")}
+    if not old["GPU_COURSE_DATA"]:
+        os.environ["GPU_COURSE_DATA"] = str(tmp_path_factory.mktemp("course-data"))
+    scratch = tmp_path_factory.mktemp("subprocess-tmp")
+    os.environ["TMPDIR"] = str(scratch)
+    yield
+    for name, value in old.items():
+        if value is None or (name == "GPU_COURSE_DATA" and not value):
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
@@ -19,4 +43,3 @@ def _runs_in_tmp(tmp_path, monkeypatch):
 @pytest.fixture
 def runs_dir(_runs_in_tmp):
     return _runs_in_tmp
-

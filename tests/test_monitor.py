@@ -284,7 +284,8 @@ def test_record_to_csv_cpu_only_says_so(no_driver, tmp_path):
     stream = io.StringIO()
     samples = record_to_csv(tmp_path / "gpu.csv", seconds=0.1, interval=0.05, stream=stream)
     assert "NVML unavailable" in stream.getvalue()
-    assert pd.read_csv(tmp_path / "gpu.csv").empty
+    assert "no GPU to sample" in stream.getvalue()
+    assert not (tmp_path / "gpu.csv").exists()  # never a header-only file
     assert len(pd.read_csv(tmp_path / "gpu-host.csv")) == samples >= 1
     with pytest.raises(ValueError, match="seconds"):
         record_to_csv(tmp_path / "x.csv", seconds=-1)

@@ -146,7 +146,8 @@ def test_ensure_functions_make_once_then_reuse(index, tmp_path, capsys):
     changed = packed.ensure_packed(index, SIZE, cache_dir=cache, workers=1, progress=False)
     assert changed != first and np.array_equal(packed.PackedArray(changed).images[0],
                                                packed.PackedArray(changed).images[1])
-    assert packed.prepared_dir(index.root) == index.root.parent / "images-prepared"
+    default = packed.prepared_dir(index.root)  # never beside the user's folder
+    assert index.root.parent not in (default, default.parent) and default.name.startswith("images-")
 
 
 def test_load_folder_gives_cifar_like_arrays(index, tmp_path):

@@ -12,13 +12,13 @@ import os
 from numbers import Integral
 from pathlib import Path
 
-from . import synthetic
-from .cifar import (CIFAR10_MD5, CIFAR10_URL, FOLDER_NAME, CifarData,
-                    download_cifar10, is_complete, read_cifar_binary,
+from . import cifar, synthetic
+from .cifar import (CIFAR10_MD5, CIFAR10_URL, FOLDER_NAME, META_FILE, CifarData,
+                    download_cifar10, is_complete, read_cifar_binary, read_manifest,
                     write_cifar_binary)
 
 __all__ = ["CIFAR_MEAN", "CIFAR_STD", "DATASETS", "DEFAULT_ROOT", "CifarData",
-           "default_root", "prepare", "load", "generate_to", "read_cifar_binary",
+           "default_root", "prepare", "load", "num_classes", "generate_to", "read_cifar_binary",
            "write_cifar_binary", "download_cifar10", "CIFAR10_URL", "CIFAR10_MD5"]
 
 DATASETS = ("synthetic", "cifar10")
@@ -36,7 +36,11 @@ def default_root():
     by git) when running from a writable checkout; else ``~/.cache/gpu_course``.
     """
     if os.environ.get("GPU_COURSE_DATA"):
-        return Path(os.environ["GPU_COURSE_DATA"]).expanduser()
+        root = Path(os.environ["GPU_COURSE_DATA"]).expanduser()
+        if root.exists() and not root.is_dir():
+            raise ValueError(f"GPU_COURSE_DATA={root} is a file; it must name a folder "
+                             "for the course's data sets (or be unset: data/)")
+        return root
     data_dir = _CHECKOUT / "data"
     if data_dir.is_dir() and os.access(data_dir, os.W_OK):
         return data_dir
@@ -45,7 +49,9 @@ def default_root():
     return Path.home() / ".cache" / "gpu_course"
 
 
-DEFAULT_ROOT = default_root()
+DEFAULT_ROOT = _CHECKOUT / "data"  # where data goes without $GPU_COURSE_DATA (see default_root)
+# names gpu-course itself writes into a data folder: anything else there is the user's
+_OURS = ("synthetic-v", FOLDER_NAME, "cifar-10-binary.tar.gz", "prepared", "caltech256-like")
 
 
 def prepare(name="synthetic", root=None, train_size=50000, test_size=10000, seed=0):
@@ -61,13 +67,45 @@ def prepare(name="synthetic", root=None, train_size=50000, test_size=10000, seed
         raise ValueError(f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}")
     _check_sizes(train_size, test_size, seed)
     root = Path(root).expanduser() if root is not None else default_root()
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"data_dir={str(root)!r} is a file; it must name a folder")
     if name == "cifar10":
         return download_cifar10(root)
+    root = _cache_root(root)
     folder = root / (f"synthetic-v{synthetic.VERSION}-s{seed}-{train_size}-{test_size}"
                      ) / FOLDER_NAME
     if not is_complete(folder):  # written atomically, so complete means done
         _write_synthetic(folder, seed, train_size, test_size)
     return folder
+
+
+def _cache_root(root):
+    """Where the generated set is cached: `root`, unless it holds someone else's data
+    (an image folder, say), which a cache would change; then the course's data folder."""
+    cache = default_root()
+    if root.resolve() == cache.resolve():  # the course's own data folder
+        return root
+    foreign = sorted(p.name for p in root.iterdir() if not p.name.startswith(".")
+                     and not p.name.startswith(_OURS)) if root.is_dir() else []
+    if not foreign:
+        return root
+    print(f"data_dir {root} holds other data ({', '.join(foreign[:3])}"
+          f"{', ...' if len(foreign) > 3 else ''}); the generated data set is cached in "
+          f"{cache} instead")
+    return cache
+
+
+def num_classes(cfg):
+    """How many classes an Experiment's data set has: the size of the network's output
+    layer. `folder`: its class folders; `cifar10`: the names in batches.meta.txt."""
+    if cfg.dataset == "folder":
+        from .folder import default_folder, scan_folder
+        return len(scan_folder(cfg.data_dir or default_folder()).classes)
+    if cfg.dataset == "synthetic":
+        return len(synthetic.CLASSES)
+    meta = Path(prepare(cfg.dataset, cfg.data_dir, cfg.train_size, cfg.test_size,
+                        cfg.seed)) / META_FILE
+    return len([line for line in meta.read_text().splitlines() if line.strip()])
 
 
 def load(name="synthetic", root=None, train_size=50000, test_size=10000, seed=0):
@@ -84,21 +122,43 @@ def load(name="synthetic", root=None, train_size=50000, test_size=10000, seed=0)
                      data.test_x[:test_size], data.test_y[:test_size], data.classes)
 
 
-def generate_to(out, seed=0, train_size=50000, test_size=10000):
-    """Write the synthetic set to ``out/cifar-10-batches-bin``; return that folder.
+def generate_to(out=None, seed=0, train_size=50000, test_size=10000, overwrite=False):
+    """Write the synthetic set to ``out/cifar-10-batches-bin`` (default: the course's
+    data folder); return that folder. For the CLI verb ``gpu-course data``.
 
-    For the CLI verb ``gpu-course data``; prints nothing.
+    A folder that gpu-course wrote with the same settings is reused; one it wrote with
+    other settings is replaced only with overwrite=True; one it did not write (the real
+    CIFAR-10, a user's own data: no manifest) is never replaced.
     """
     _check_sizes(train_size, test_size, seed)
-    return _write_synthetic(Path(out).expanduser() / FOLDER_NAME, seed,
-                            train_size, test_size)
+    out = Path(out).expanduser() if out is not None else default_root()
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; it must name a folder")
+    folder = out / FOLDER_NAME
+    if folder.exists():
+        found = read_manifest(folder)
+        if found is None:
+            raise ValueError(f"{folder} holds a data set that gpu-course did not write (no "
+                             f"{cifar.MANIFEST}); it is never replaced: choose another --out")
+        if found == _settings(seed, train_size, test_size) and is_complete(folder):
+            return folder
+        if not overwrite:
+            raise ValueError(f"{folder} was written by gpu-course with other settings "
+                             f"({found}); pass --overwrite to replace it, or choose "
+                             "another --out")
+    return _write_synthetic(folder, seed, train_size, test_size)
+
+
+def _settings(seed, train_size, test_size):
+    return {"kind": "synthetic", "version": synthetic.VERSION, "seed": seed,
+            "train_size": train_size, "test_size": test_size}
 
 
 def _write_synthetic(folder, seed, train_size, test_size):
     train_x, train_y = synthetic.generate(train_size, seed, split="train")
     test_x, test_y = synthetic.generate(test_size, seed, split="test")
     return write_cifar_binary(folder, train_x, train_y, test_x, test_y,
-                              synthetic.CLASSES)
+                              synthetic.CLASSES, manifest=_settings(seed, train_size, test_size))
 
 
 def _check_sizes(train_size, test_size, seed):

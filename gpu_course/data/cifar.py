@@ -8,6 +8,7 @@ blue planes of a 32x32 image, row-major.
 """
 import hashlib
 import http.client
+import json
 import os
 import shutil
 import tarfile
@@ -27,6 +28,7 @@ TRAIN_FILES = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
 TEST_FILE = "test_batch.bin"
 META_FILE = "batches.meta.txt"
 ALL_FILES = TRAIN_FILES + (TEST_FILE, META_FILE)
+MANIFEST = ".gpu_course.json"  # what gpu-course wrote here, with which settings
 SIDE = 32
 RECORD_BYTES = 1 + 3 * SIDE * SIDE  # label byte + R, G, B planes
 
@@ -45,7 +47,16 @@ def is_complete(folder):
     return all((Path(folder) / name).is_file() for name in ALL_FILES)
 
 
-def write_cifar_binary(folder, train_x, train_y, test_x, test_y, class_names):
+def read_manifest(folder):
+    """The settings gpu-course wrote `folder` with, or None (not written by gpu-course)."""
+    try:
+        return json.loads((Path(folder) / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_cifar_binary(folder, train_x, train_y, test_x, test_y, class_names,
+                       manifest=None):
     """Write a ``cifar-10-batches-bin`` style folder and return its path.
 
     The training set is split evenly over the five ``data_batch_*.bin``
@@ -66,15 +77,24 @@ def write_cifar_binary(folder, train_x, train_y, test_x, test_y, class_names):
                                 dir=folder.parent))
     try:
         for name, part in zip(TRAIN_FILES, np.array_split(train, len(TRAIN_FILES))):
-            part.tofile(tmp / name)
-        test.tofile(tmp / TEST_FILE)
+            _write_bytes(tmp / name, part)
+        _write_bytes(tmp / TEST_FILE, test)
         (tmp / META_FILE).write_text("".join(c + "\n" for c in class_names))
+        if manifest is not None:  # marks the folder as the project's: it may be replaced
+            (tmp / MANIFEST).write_text(json.dumps(manifest, sort_keys=True))
         os.chmod(tmp, 0o755)  # mkdtemp makes it private
         _replace_dir(tmp, folder)
-    except BaseException:
+    except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        from ..guards import naming
+        raise naming(err, folder) from None
     return folder
+
+
+def _write_bytes(path, array):
+    # not ndarray.tofile: its error on a full disk has no errno, so no "disk full"
+    with open(path, "wb") as f:
+        f.write(np.ascontiguousarray(array).data)
 
 
 def read_cifar_binary(folder):
@@ -139,9 +159,18 @@ def download_cifar10(root, url=CIFAR10_URL, md5=CIFAR10_MD5, timeout=10):
     files by hand. A download with the wrong md5 is deleted.
     """
     root = Path(root)
+    if is_complete(root):  # data_dir names the cifar-10-batches-bin folder itself
+        return root
     folder = root / FOLDER_NAME
     if is_complete(folder):
         return folder
+    for candidate in (root, folder):  # a folder is there but not whole: never replace it
+        if candidate.is_dir() and any((candidate / n).exists() for n in ALL_FILES):
+            missing = [n for n in ALL_FILES if not (candidate / n).is_file()]
+            raise FileNotFoundError(
+                f"{candidate} is an incomplete CIFAR-10 binary folder: missing "
+                f"{', '.join(missing)}" + (f" ({META_FILE} holds one class name per line)"
+                                           if META_FILE in missing else ""))
     root.mkdir(parents=True, exist_ok=True)
     archive = root / ARCHIVE_NAME
     if archive.exists():

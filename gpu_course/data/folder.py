@@ -54,9 +54,15 @@ class CorruptImage(DataError):
     """An image file could not be decoded; `.path` names it."""
 
     def __init__(self, path, reason: str):
-        self.path = Path(path)
+        self.path, self.reason = Path(path), reason
         super().__init__(f"cannot decode image {self.path}: {reason}. Delete or replace the "
-                         "file, or use skip_corrupt=True to leave such images out")
+                         "file, or set skip_corrupt=True in the Experiment to leave such "
+                         "images out")
+
+    def __reduce__(self):
+        # rebuilt from both arguments: a loader worker sends it back to the training
+        # process pickled (the default passes only the message and fails to rebuild)
+        return (type(self), (self.path, self.reason))
 
 
 # -- reading a folder -----------------------------------------------------------------
@@ -177,6 +183,8 @@ def load_image(path, size: int | None = None, draft: bool = False) -> np.ndarray
             return np.asarray(img)
     except FileNotFoundError:
         raise MissingData(f"image file {path} does not exist") from None
+    except Image.DecompressionBombError as err:  # not an OSError: named here
+        raise CorruptImage(path, f"refused as a possible decompression bomb ({err})") from None
     except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as err:
         raise CorruptImage(path, str(err) or type(err).__name__) from None
     finally:
@@ -315,11 +323,18 @@ def generate_folder(root=None, classes: int = 10, per_class: int = 300, seed: in
         raise ValueError(f"quality={quality!r} must be in 1..100")
     settings = dict(classes=classes, per_class=per_class, seed=seed, min_side=min_side,
                     max_side=max_side, quality=quality, version=1)
-    if root.exists() and not overwrite:
-        if _manifest(root) == settings:
+    if root.exists() and not root.is_dir():
+        raise DataError(f"{root} is a file; --out must name a folder")
+    found = _manifest(root) if root.exists() else None
+    if root.exists() and found is None and any(root.iterdir()):
+        raise DataError(f"{root} holds files that gpu-course did not write (no {MANIFEST}); "
+                        "it is never replaced: choose another folder")
+    if found is not None and not overwrite:
+        if found == settings:
             return root
-        raise DataError(f"{root} exists and was not written with these settings; pass "
-                        "overwrite=True (--overwrite) to replace it, or choose another folder")
+        raise DataError(f"{root} was written by gpu-course with other settings ({found}); "
+                        "pass overwrite=True (--overwrite) to replace it, or choose another "
+                        "folder")
     # one small picture per image, all classes balanced: 10 consecutive images hold
     # each of the ten shapes once, so take per_class blocks of ten
     small, labels = synthetic.generate(10 * per_class, seed)
@@ -341,11 +356,22 @@ def generate_folder(root=None, classes: int = 10, per_class: int = 300, seed: in
             pass
         (tmp / MANIFEST).write_text(json.dumps(settings, sort_keys=True))
         if root.exists():
-            shutil.rmtree(root)
-        os.replace(tmp, root)
+            _replace_own_files(root, tmp, found)
+        else:
+            os.replace(tmp, root)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return root
+
+
+def _replace_own_files(root: Path, new: Path, old_settings: dict | None) -> None:
+    """Put the class folders of `new` into `root`, deleting only what gpu-course wrote
+    there before (the class folders its manifest names): other files stay."""
+    (root / MANIFEST).unlink(missing_ok=True)  # first: a half-replaced folder is not ours
+    for k in range((old_settings or {}).get("classes", 0)):
+        shutil.rmtree(root / f"{k + 1:03d}.{synthetic.CLASSES[k]}", ignore_errors=True)
+    for entry in sorted(new.iterdir(), key=lambda p: p.name == MANIFEST):  # manifest last
+        os.replace(entry, root / entry.name)
 
 
 def _manifest(root: Path) -> dict | None:

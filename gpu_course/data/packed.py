@@ -337,22 +337,23 @@ def check_roundtrip(packed: PackedArray | str | Path, index: FolderIndex,
 # -- where prepared copies live ---------------------------------------------------------
 def prepared_dir(root, cache_dir=None) -> Path:
     """Folder for the pre-processed copies of the dataset at `root`: `cache_dir` if
-    given, else `<root>-prepared` next to it (or under the repository's data/ when the
-    dataset's folder is read-only, e.g. a shared copy of Caltech-256)."""
+    given, else $GPU_COURSE_CACHE, else `prepared/<name>-<hash of its path>/` in the
+    course's data folder. Never beside the dataset: a user's folder stays as it was."""
     if cache_dir is not None:
-        return Path(cache_dir)
-    root = Path(root).resolve()
-    if os.access(root.parent, os.W_OK):
-        return root.parent / f"{root.name}-prepared"
+        return Path(cache_dir).expanduser()
+    root = Path(root).expanduser().resolve()
+    tag = f"{root.name}-{zlib.crc32(str(root).encode()):08x}"  # two folders, two caches
+    if os.environ.get("GPU_COURSE_CACHE"):
+        return Path(os.environ["GPU_COURSE_CACHE"]).expanduser() / tag
     from . import default_root
-    return default_root() / "prepared" / root.name
+    return default_root() / "prepared" / tag
 
 
 def ensure_preresized(index: FolderIndex, size: int, cache_dir=None, **kwargs) -> Path:
     """The pre-resized copy of `index` (made once, then reused)."""
     target = prepared_dir(index.root, cache_dir) / f"resized-{size}px-{index.fingerprint()}"
     if not (target / ".gpu_course.json").exists():
-        print(preresize_folder(index, target, size, **kwargs))
+        print(preresize_folder(index, target, size, **kwargs))  # says where the copy went
     return target
 
 

@@ -6,8 +6,10 @@ runs inside the DataLoader's worker processes: `num_workers` is the lesson's kno
 """
 from __future__ import annotations
 
+import multiprocessing.pool
 import os
 import random
+import signal
 
 import mxnet as mx
 import numpy as np
@@ -17,6 +19,7 @@ from mxnet.gluon.data.vision import transforms
 
 from .. import data as course_data
 from ..config import Experiment
+from ..guards import LoaderWorkerDied
 
 
 class Augment:
@@ -85,10 +88,64 @@ def _ours(*datasets):
 
 def make_loader(dataset, cfg: Experiment, train: bool = True) -> DataLoader:
     """A DataLoader giving cfg.batch_size images per device, cfg.num_workers processes;
-    training batches are shuffled and the last short batch is dropped."""
-    return DataLoader(dataset, batch_size=cfg.global_batch, shuffle=train,
-                      last_batch="discard" if train else "keep",
-                      num_workers=cfg.num_workers, thread_pool=False)
+    training batches are shuffled and the last short batch is dropped. A worker that
+    dies (killed, out of memory) ends the iteration within a second (WorkerDied)."""
+    check_batches(len(dataset), cfg.global_batch, cfg, train)
+    return WatchedDataLoader(dataset, batch_size=cfg.global_batch, shuffle=train,
+                             last_batch="discard" if train else "keep",
+                             num_workers=cfg.num_workers, thread_pool=False)
+
+
+def check_batches(images: int, batch: int, cfg: Experiment, train: bool = True) -> None:
+    """A training set smaller than one batch gives zero steps per epoch: say so."""
+    if train and images < batch:
+        raise ValueError(f"batch_size={cfg.batch_size} gives {batch} images per step, but "
+                         f"the training set has only {images}: not one full batch per "
+                         "epoch; lower batch_size or raise train_size")
+
+
+WorkerDied = LoaderWorkerDied  # a worker process ended while the loop waited for its batch
+
+
+class WatchedDataLoader(DataLoader):
+    """Gluon's DataLoader, watching its worker processes while it waits for a batch.
+
+    MXNet's pool replaces a killed worker but loses its batch, and its own timeout
+    (120 s) did not always fire: the run hung. Here the wait is cut into 0.2 s slices
+    and the original workers are checked between them."""
+
+    def __iter__(self):
+        pool = self._worker_pool
+        if pool is None or isinstance(pool, multiprocessing.pool.ThreadPool):
+            yield from super().__iter__()
+            return
+        if self._iter is None:
+            self.refresh()
+        inner, workers = self._iter, list(pool._pool)  # the processes at the start
+        batches = super().__iter__()
+        while True:
+            pending = inner._data_buffer.get(inner._rcvd_idx)
+            while pending is not None and not pending.ready():
+                pending.wait(0.2)
+                _check_workers(workers, pool)
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            yield batch
+
+
+def _check_workers(workers, pool) -> None:
+    dead = [w for w in workers if w.exitcode is not None]
+    if not dead:
+        return
+    pool.terminate()  # the other workers too: nothing waits for them any more
+    code = dead[0].exitcode
+    how = (f"killed by signal {-code} ({signal.Signals(-code).name})" if code < 0
+           else f"exit code {code}")
+    raise WorkerDied(f"a loader worker died (pid {dead[0].pid}, {how}) and its batch is "
+                     "lost; often the kernel's out-of-memory killer (see `dmesg`): try "
+                     "fewer num_workers")
 
 
 def load_data(cfg: Experiment):

@@ -31,10 +31,14 @@ def tiny_net(classes: int = 10) -> nn.HybridSequential:
     return net
 
 
-def get_model(cfg_or_name: Experiment | str = "resnet20", classes: int = 10):
+def get_model(cfg_or_name: Experiment | str = "resnet20", classes: int | None = None):
     """The (uninitialised) network for cfg.model, a course name (resnet20, resnet56,
-    resnet110, wrn16_10, wrn28_10, tiny) or any GluonCV CIFAR zoo name."""
+    resnet110, wrn16_10, wrn28_10, tiny) or any GluonCV CIFAR zoo name. `classes`
+    outputs; default: as many as an Experiment's data set has (10 for a bare name)."""
     name = cfg_or_name.model if isinstance(cfg_or_name, Experiment) else cfg_or_name
+    if classes is None:
+        from ..data import num_classes
+        classes = num_classes(cfg_or_name) if isinstance(cfg_or_name, Experiment) else 10
     if name == "tiny":
         net = tiny_net(classes)
     else:

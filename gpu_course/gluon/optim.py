@@ -80,5 +80,9 @@ def optimizer_params(cfg: Experiment, steps_per_epoch: int) -> dict:
 
 def make_trainer(net, cfg: Experiment, steps_per_epoch: int) -> gluon.Trainer:
     """gluon.Trainer over net's parameters with cfg's optimizer and kvstore."""
-    return gluon.Trainer(net.collect_params(), cfg.optimizer,
-                         optimizer_params(cfg, steps_per_epoch), kvstore=cfg.kvstore)
+    try:
+        return gluon.Trainer(net.collect_params(), cfg.optimizer,
+                             optimizer_params(cfg, steps_per_epoch), kvstore=cfg.kvstore)
+    except TypeError as err:  # an optimizer_params key this optimizer does not take
+        raise ValueError(f"optimizer_params={cfg.optimizer_params!r} do not fit "
+                         f"optimizer={cfg.optimizer!r}: {err}") from None

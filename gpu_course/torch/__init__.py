@@ -4,7 +4,7 @@ Same public names as `gpu_course.gluon`, so a lesson reads the same in both trac
 gpu_count, try_devices, load_datasets, make_loader, load_data, get_model, build,
 record, train, evaluate, lr_scheduler, sweep, plus Experiment, load_run(s), metrics,
 plots and report; and the
-PyTorch-only pieces: LARS, GpuLoader, lr_curve, make_optimizer.
+PyTorch-only pieces: LARS, Signum, GpuLoader, lr_curve, make_optimizer.
 
 Inside this package `import torch` is PyTorch itself (imports are absolute); this
 package is `gpu_course.torch`.
@@ -12,8 +12,9 @@ package is `gpu_course.torch`.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 
-from ..config import Experiment
+from ..config import Experiment as _Experiment
 from ..experiments import interleave as _interleave
 from ..experiments import sweep as _sweep
 from ..records import OutOfMemory, load_run, load_runs
@@ -21,6 +22,7 @@ from .data import ImageDataset, load_data, load_datasets, make_loader
 from .devices import gpu_count, try_devices
 from .gpu_loader import GpuLoader
 from .lars import LARS
+from .signum import Signum
 from .models import get_model
 from .optim import lr_curve, lr_scheduler, make_optimizer
 from .loop import Precision, evaluate, to_device
@@ -29,8 +31,17 @@ from .train import COMPILE_BACKEND_ENV, build, train
 
 __all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report",
            "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
-           "get_model", "build", "record", "train", "evaluate", "Precision", "to_device", "lr_scheduler", "lr_curve", "make_optimizer",
-           "sweep", "repeat", "LARS", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
+           "get_model", "build", "record", "train", "evaluate", "Precision", "to_device",
+           "lr_scheduler", "lr_curve", "make_optimizer",
+           "sweep", "repeat", "LARS", "Signum", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
+
+
+@dataclass(frozen=True, eq=False)  # eq and hash as the base class: fields only
+class Experiment(_Experiment):
+    """`gpu_course.config.Experiment` with engine="pytorch" by default, so that
+    `gc.Experiment(optimizer="adamw")` in this track asks for PyTorch's choices."""
+
+    engine: str = "pytorch"
 
 
 def sweep(cfg: Experiment, field: str, values, **train_kwargs):

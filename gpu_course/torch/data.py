@@ -108,6 +108,10 @@ def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> D
     PyTorch track runs one process per GPU, so that is cfg.batch_size per GPU), with
     cfg.num_workers worker processes. Training batches are shuffled (or drawn by
     `sampler`, e.g. a DistributedSampler) and the last short batch is dropped."""
+    if train and len(dataset) < cfg.batch_size:  # zero steps per epoch otherwise
+        raise ValueError(f"batch_size={cfg.batch_size} is larger than the training set "
+                         f"({len(dataset)} images): not one full batch per epoch; lower "
+                         "batch_size or raise train_size")
     workers = cfg.num_workers
     extra = {}
     if workers > 0:  # these two mean nothing without worker processes (PyTorch refuses)

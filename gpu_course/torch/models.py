@@ -138,9 +138,13 @@ MODELS = {
 }
 
 
-def get_model(cfg_or_name, classes: int = 10) -> nn.Module:
-    """The network named by an Experiment's `model` field (or by a name)."""
+def get_model(cfg_or_name, classes: int | None = None) -> nn.Module:
+    """The network named by an Experiment's `model` field (or by a name), with `classes`
+    outputs; default: as many as the Experiment's data set has (10 for a bare name)."""
     name = getattr(cfg_or_name, "model", cfg_or_name)
+    if classes is None:
+        from ..data import num_classes
+        classes = num_classes(cfg_or_name) if hasattr(cfg_or_name, "dataset") else 10
     if name not in MODELS:
         raise ValueError(f"model={name!r} is unknown; allowed: {', '.join(MODELS)}")
     net = MODELS[name](classes)

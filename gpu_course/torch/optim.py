@@ -14,6 +14,7 @@ from torch.optim import lr_scheduler as sched
 
 from ..config import Experiment
 from .lars import LARS
+from .signum import Signum
 
 
 def make_optimizer(net: torch.nn.Module, cfg: Experiment) -> torch.optim.Optimizer:
@@ -27,6 +28,7 @@ def make_optimizer(net: torch.nn.Module, cfg: Experiment) -> torch.optim.Optimiz
         "nag": lambda: torch.optim.SGD(params, lr, momentum=momentum, weight_decay=wd,
                                        nesterov=True, **extra),
         "lars": lambda: LARS(params, lr, momentum=momentum, weight_decay=wd, **extra),
+        "signum": lambda: Signum(params, lr, momentum=momentum, weight_decay=wd, **extra),
         "adam": lambda: torch.optim.Adam(params, lr, weight_decay=wd, **extra),
         "adamw": lambda: torch.optim.AdamW(params, lr, weight_decay=wd, **extra),
     }

@@ -164,7 +164,13 @@ def is_compiled(net) -> bool:
 
 
 def compile_backend() -> str:
-    return os.environ.get(COMPILE_BACKEND_ENV, "").strip() or "inductor"
+    """$GPU_COURSE_COMPILE_BACKEND, checked against torch.compile's backends."""
+    backend = os.environ.get(COMPILE_BACKEND_ENV, "").strip() or "inductor"
+    known = torch._dynamo.list_backends(exclude_tags=())
+    if backend not in known:
+        raise ValueError(f"{COMPILE_BACKEND_ENV}={backend!r} is not a torch.compile "
+                         f"backend; allowed: {', '.join(sorted(known))}")
+    return backend
 
 
 def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.device,

@@ -29,7 +29,8 @@ if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker ker
 
 # %% tags=["parameters"]
 import os
-SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+from gpu_course.config import smoke_mode
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
 DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
 TRAIN_SIZE = 1024 if SMOKE else 50_000
 TEST_SIZE = 256 if SMOKE else 10_000

@@ -30,21 +30,49 @@ if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker ker
 
 # %% tags=["parameters"]
 import os
-SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+from gpu_course.config import smoke_mode
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
 DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
-TRAIN_SIZE = 1024 if SMOKE else 50_000
+MODEL = "tiny" if SMOKE else "resnet20"   # smoke: a small CNN, so that the repeats fit CI's minute
+TRAIN_SIZE = 512 if SMOKE else 50_000
 TEST_SIZE = 256 if SMOKE else 10_000
 EPOCHS = 1 if SMOKE else 3
-WORKERS = max(2, os.cpu_count() - 3)
+REPEATS = 2                           # each precision trained this many times, interleaved (A, B, A, B)
+WORKERS = 0 if SMOKE else max(2, os.cpu_count() - 3)   # smoke: CI's 2 shared cores load in-process
 
 # %%
 import mxnet as mx
+from mxnet import autograd, gluon
 from gpu_course import gluon as gc
 
 on_gpu = gc.gpu_count() > 0
-cfg = gc.Experiment(name="float16", dataset=DATASET, train_size=TRAIN_SIZE, test_size=TEST_SIZE,
-                    epochs=EPOCHS, batch_size=64, num_workers=WORKERS, graph="static",
-                    warmup_steps=3 if SMOKE else 10, monitor_interval=0.2 if SMOKE else 0.5)
+cfg = gc.Experiment(name="float32", dataset=DATASET, model=MODEL, train_size=TRAIN_SIZE,
+                    test_size=TEST_SIZE, epochs=EPOCHS, batch_size=64, num_workers=WORKERS,
+                    graph="static", warmup_steps=2 if SMOKE else 10,
+                    monitor_interval=0.2 if SMOKE else 0.5)
+
+
+def accuracy_noise(acc, n=TEST_SIZE):
+    """Binomial standard error of an accuracy measured on n validation images."""
+    p = max(acc, 0.1)
+    return (p * (1 - p) / n) ** 0.5
+
+
+def chance_sentence(run):
+    """Whether the run's validation accuracy is clear of chance (10 %): 2 standard errors."""
+    acc, bar = gc.metrics.val_acc(run), 0.1 + 2 * accuracy_noise(0.1)
+    if acc < bar:
+        return (f"{gc.metrics.label(run)}: val acc {acc:.1%} is within noise of chance (10 % + 2 "
+                f"standard errors on {TEST_SIZE:,} images = {bar:.1%}): no accuracy winner here.")
+    return f"{gc.metrics.label(run)}: val acc {acc:.1%}, clear of chance (bar {bar:.1%})."
+
+
+def accuracy_change(a, b):
+    """b's validation accuracy against a's, in points, judged against 2 standard errors."""
+    pa, pb = gc.metrics.val_acc(a), gc.metrics.val_acc(b)
+    se = (accuracy_noise(pa) ** 2 + accuracy_noise(pb) ** 2) ** 0.5
+    kind = "an effect" if abs(pb - pa) > 2 * se else "within noise"
+    return f"{(pb - pa) * 100:+.1f} points, {kind} (±{200 * se:.1f} points = 2 standard errors)"
 
 # %% [markdown]
 # ## Why the update needs float32
@@ -78,17 +106,14 @@ for multi_precision in (False, True):
 print(f"Exact answer: {1.0 - 1_000 * 0.1 * 1e-3:.4f}. Without the master copy the weight moved by "
       f"{1.0 - results[False]:.4f}; with it by {1.0 - results[True]:.4f}.")
 
+
 # %% [markdown]
-# ## Training in float16
-# The lesson's change in plain MXNet: cast the network, and ask the optimizer for float32
-# master weights (`gc.train` builds `gluon.Trainer(..., optimizer_params={...,
-# "multi_precision": True})` for a float16 network; the data is cast to float16 on the device).
-#
-# MXNet has no float16 convolution on the CPU. We check that on this machine with a single
-# forward pass rather than take it on trust:
+# ## Can this machine compute in float16?
+# MXNet has no float16 convolution on the CPU. We check that here with one forward pass
+# rather than take it on trust:
 
 # %%
-probe = gc.get_model("resnet20")
+probe = gc.get_model(MODEL)
 probe.initialize(ctx=mx.cpu())
 probe.cast("float16")
 try:
@@ -97,42 +122,101 @@ try:
 except mx.base.MXNetError as err:
     fp16_on_cpu = str(err).strip().splitlines()[-1]
 print("float16 forward pass on the CPU:", fp16_on_cpu)
-if not on_gpu:
-    print("No GPU here, so gc.train casts the float16 network back and trains it in float32 "
-          "(the run records what really ran): the code path runs, the speed-up cannot show.")
+print(f"GPUs here: {gc.gpu_count()}." + ("" if on_gpu else
+      " gc.build casts a float16 network back to float32 on the CPU and the record says so: the "
+      "code below runs, but what it measures is float32 twice."))
+
+# %% [markdown]
+# ## The training step, in plain Gluon
+# The whole change is two lines: `net.cast("float16")` (weights and activations in 16
+# bits; BatchNorm keeps float32 statistics) and `multi_precision=True` in the Trainer's
+# optimizer parameters (a float32 master copy of every weight). The images are cast to the
+# network's dtype on the device, and the loss is computed in float32 so that the softmax
+# cannot overflow. `gc.build` makes the loaders and initialises the network on the devices
+# (as float32 where float16 cannot run); `gc.record` times the loop below, step by step,
+# and writes the run record. This loop is what the table measures.
 
 # %%
-float32 = gc.get_model("resnet20")
-float32.hybridize(static_alloc=True, static_shape=True)
-run32 = gc.train(cfg.replace(name="float32 (hybridized)"), net=float32, verbose=False)
+loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
 
-half = gc.get_model("resnet20")
-half.hybridize(static_alloc=True, static_shape=True)
-half.cast("float16")                    # <- the lesson: weights and activations in 16 bits
-run16 = gc.train(cfg, net=half)         # a float16 network gets multi_precision=True
 
-runs = [run32, run16]
-if on_gpu:  # the same float16 network without the float32 master weights
-    bare = gc.get_model("resnet20")
-    bare.hybridize(static_alloc=True, static_shape=True)
-    bare.cast("float16")
-    runs.append(gc.train(cfg.replace(name="float16 without multi_precision",
-                                     optimizer_params=(("multi_precision", False),)),
-                         net=bare, verbose=False))
-gc.report.ladder_table(runs)
+def train_in(dtype, multi_precision=True, name=None):
+    """Train a fresh network in `dtype` with this notebook's loop; returns the run record."""
+    net = gc.get_model(MODEL)
+    net.hybridize(static_alloc=True, static_shape=True)       # lesson 3
+    if dtype == "float16":
+        net.cast("float16")                                    # <- the lesson: 16-bit weights and activations
+    parts = gc.build(cfg.replace(name=name or dtype), net=net)  # float32 again on a CPU, recorded
+    net, train_iter, val_iter, _ = parts
+    trainer = gluon.Trainer(net.collect_params(), "sgd",
+                            {"learning_rate": cfg.lr, "momentum": cfg.momentum, "wd": cfg.wd,
+                             "multi_precision": multi_precision})   # <- float32 master weights
+    ran = parts.cfg.dtype                                      # what runs here
+    with gc.record(parts, optimizer=trainer, verbose=False) as rec:
+        for epoch in rec.epochs():
+            for data, label in rec.batches(train_iter):
+                xs, ys = gc.split(data, label, parts.devices, ran)   # images cast on the device
+                with autograd.record():
+                    outs = [net(x) for x in xs]
+                    losses = [loss_fn(out.astype("float32"), y) for out, y in zip(outs, ys)]
+                autograd.backward(losses)
+                trainer.step(data.shape[0])
+                rec.step(data.shape[0], loss_sum=[loss.sum() for loss in losses],   # no sync:
+                         correct=[(out.argmax(axis=1) == y.astype(out.dtype)).sum()  # summed on
+                                  for out, y in zip(outs, ys)])                       # the device
+            rec.end_epoch(sync=mx.nd.waitall,                  # the epoch's one sync point
+                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices))
+    return rec.run
+
+
+# %% [markdown]
+# ## float32 against float16, repeated
+# Each precision is trained `REPEATS` times, interleaved (float32, float16, float32, ...),
+# so that a machine that speeds up or slows down hits both alike; the spread of the
+# repeats is the noise a difference must beat. On a GPU a third precision runs: float16
+# *without* the master copy.
 
 # %%
-gc.plots.curves(runs)
+variants = {"float32": dict(dtype="float32"), "float16": dict(dtype="float16")}
+if on_gpu:  # on a CPU it would be float32 a third time
+    variants["float16 without multi_precision"] = dict(dtype="float16", multi_precision=False)
+runs = {name: [] for name in variants}
+for _ in range(REPEATS):
+    for name, kwargs in variants.items():
+        runs[name].append(train_in(name=name, **kwargs))
+every = [r for pair in zip(*runs.values()) for r in pair]
+print(gc.report.format_table(gc.report.ladder_table(every)))
 
 # %%
-table = gc.report.ladder_table(runs)
-ran = run16.config["dtype"]
-print(f"float32: {table.samples_per_sec[0]:,.0f} samples/s, val acc {table.val_acc[0]:.1%}; "
-      f"'float16' rung (ran in {ran}): {table.samples_per_sec[1]:,.0f} samples/s "
-      f"(×{table.speedup[1]:.2f}), val acc {table.val_acc[1]:.1%}.")
-if on_gpu:
-    print(f"Without multi_precision: val acc {table.val_acc[2]:.1%}, "
-          f"{(table.val_acc[1] - table.val_acc[2]) * 100:+.1f} points for the master copy.")
-else:
-    print("On the CPU both runs are float32, so any difference in speed or accuracy is noise; "
-          "run this notebook on a GPU to see the talk's effect.")
+gc.plots.curves([rs[-1] for rs in runs.values()])
+
+# %% [markdown]
+# ## What the runs say
+# Each sentence below is computed from the runs above: the speed ratio with the range the
+# repeats allow, the accuracy against its binomial noise on the validation images.
+
+# %%
+r32, r16 = runs["float32"][-1], runs["float16"][-1]
+speed = gc.noise.compare(runs["float32"], runs["float16"])
+print(f"'{gc.metrics.label(r16)}' against float32: {speed}.")
+ran16 = r16.config["dtype"]
+if ran16 != "float16":
+    print(f"Both ran {ran16} here (no float16 convolution on this CPU, and {gc.gpu_count()} GPUs): the "
+          "ratio above compares two identical jobs"
+          + (", so its 'effect' is not float16's: this machine's speed changed between the runs by more "
+             f"than {REPEATS} repeats could bound." if speed.is_effect else ", and it is within their noise, as it should be.")
+          + " The float16 speed-up and the master copy's accuracy need a GPU (tensor cores: V100 and newer).")
+elif speed.kind == "slower":
+    print("float16 was a slow-down here: check that the GPU has tensor cores (V100 or newer) and "
+          "that the input pipeline keeps up (lessons 2 and 9).")
+wait = gc.metrics.data_wait_share(r32)
+if wait > 0.5:
+    print(f"The float32 run waited for data {wait:.0%} of its steady time: a faster step cannot show "
+          "until the input pipeline keeps up (lessons 2 and 9).")
+for rs in runs.values():
+    print(chance_sentence(rs[-1]))
+if "float16 without multi_precision" in runs:
+    bare = runs["float16 without multi_precision"][-1]
+    print(f"The master copy's worth: float16 with against without multi_precision: "
+          f"{accuracy_change(bare, r16)}.")
+print(f"float16 against float32 in accuracy: {accuracy_change(r32, r16)}.")

@@ -30,7 +30,8 @@ if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker ker
 
 # %% tags=["parameters"]
 import os
-SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+from gpu_course.config import smoke_mode
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
 RUNS_DIR = None                       # None: GPU_COURSE_RUNS or the repository's runs/
 
 # %%

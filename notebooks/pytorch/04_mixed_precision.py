@@ -17,8 +17,11 @@
 # **float16**, whose small range lets small gradients round to zero unless the loss is
 # scaled up first (`torch.amp.GradScaler`), and **bfloat16**, with float32's range and
 # fewer digits, which needs no scaler. We compare float32, float16 + GradScaler and
-# bfloat16 with the `channels_last` memory layout that tensor-core convolutions read directly.
-# This is PyTorch's counterpart of Gluon's `net.cast('float16')` with `multi_precision=True`.
+# bfloat16 with the `channels_last` memory layout that tensor-core convolutions read directly,
+# and float32 itself two ways: plain, and with **TF32** (on Ampere and newer GPUs PyTorch
+# runs float32 convolutions in TF32, 10-bit-mantissa tensor-core arithmetic, unless told
+# not to). This is PyTorch's counterpart of Gluon's `net.cast('float16')` with
+# `multi_precision=True`.
 #
 # **The talk's numbers** (Apache MXNet on a V100 in 2019, 29 workers, hybridized, batch
 # 64): float32 941 samples/s; **float16 3,100 samples/s, 12.0 s per epoch** on one GPU;
@@ -33,28 +36,57 @@ if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker ker
 
 # %% tags=["parameters"]
 import os
-SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+from gpu_course.config import smoke_mode
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
 DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
-TRAIN_SIZE = 768 if SMOKE else 50_000
+MODEL = "tiny" if SMOKE else "resnet20"   # smoke: a small CNN, so that the repeats fit CI's minute
+TRAIN_SIZE = 512 if SMOKE else 50_000
 TEST_SIZE = 256 if SMOKE else 10_000
 EPOCHS = 1 if SMOKE else 3
-WORKERS = max(2, os.cpu_count() - 3)
+REPEATS = 2                           # each precision trained this many times, interleaved (A, B, A, B)
+WORKERS = 0 if SMOKE else max(2, os.cpu_count() - 3)   # smoke: CI's 2 shared cores load in-process
+THREADS = 1 if SMOKE else None        # intra-op threads, held fixed for every run (None: PyTorch's default)
 
 # %%
 import pandas as pd
 import torch
 from torch import nn
+import torch.nn.functional as F
 import gpu_course
 from gpu_course import torch as gc
 
+if THREADS:
+    torch.set_num_threads(THREADS)    # the same for every run compared; each record keeps it
 on_gpu = gc.gpu_count() > 0
 device = gc.try_devices(1)[0][0]
-cfg = gc.Experiment(name="float32", engine="pytorch", dataset=DATASET, train_size=TRAIN_SIZE,
-                    test_size=TEST_SIZE, epochs=EPOCHS, batch_size=64, num_workers=WORKERS,
-                    pin_memory=on_gpu, persistent_workers=True,
-                    graph="hybrid" if on_gpu else "eager",   # lesson 3; on a CPU compiling costs more than it saves
-                    warmup_steps=3 if SMOKE else 10, monitor_interval=0.2 if SMOKE else 0.5)
-print(f"Training on {device}; compiled: {cfg.graph != 'eager'}")
+cfg = gc.Experiment(name="float32", engine="pytorch", dataset=DATASET, model=MODEL,
+                    train_size=TRAIN_SIZE, test_size=TEST_SIZE, epochs=EPOCHS, batch_size=64,
+                    num_workers=WORKERS, pin_memory=on_gpu, persistent_workers=WORKERS > 0,
+                    warmup_steps=2 if SMOKE else 10, monitor_interval=0.2 if SMOKE else 0.5)
+print(f"Training on {device} with {torch.get_num_threads()} intra-op thread(s).")
+
+
+def accuracy_noise(acc, n=TEST_SIZE):
+    """Binomial standard error of an accuracy measured on n validation images."""
+    p = max(acc, 0.1)
+    return (p * (1 - p) / n) ** 0.5
+
+
+def chance_sentence(run):
+    """Whether the run's validation accuracy is clear of chance (10 %): 2 standard errors."""
+    acc, bar = gc.metrics.val_acc(run), 0.1 + 2 * accuracy_noise(0.1)
+    if acc < bar:
+        return (f"{gc.metrics.label(run)}: val acc {acc:.1%} is within noise of chance (10 % + 2 "
+                f"standard errors on {TEST_SIZE:,} images = {bar:.1%}): no accuracy winner here.")
+    return f"{gc.metrics.label(run)}: val acc {acc:.1%}, clear of chance (bar {bar:.1%})."
+
+
+def accuracy_change(a, b):
+    """b's validation accuracy against a's, in points, judged against 2 standard errors."""
+    pa, pb = gc.metrics.val_acc(a), gc.metrics.val_acc(b)
+    se = (accuracy_noise(pa) ** 2 + accuracy_noise(pb) ** 2) ** 0.5
+    kind = "an effect" if abs(pb - pa) > 2 * se else "within noise"
+    return f"{(pb - pa) * 100:+.1f} points, {kind} (±{200 * se:.1f} points = 2 standard errors)"
 
 # %% [markdown]
 # ## Why float16 needs a scaler
@@ -83,7 +115,7 @@ print("in bfloat16:               ", grad.to(torch.bfloat16).float().tolist())
 # %%
 train_set, val_set = gc.load_datasets(cfg)
 x, y = next(iter(torch.utils.data.DataLoader(train_set, batch_size=64)))
-probe = gc.get_model("resnet20")
+probe = gc.get_model("resnet20")            # the real network, whatever MODEL is
 nn.functional.cross_entropy(probe(x), y).backward()
 grads = torch.cat([p.grad.flatten() for p in probe.parameters()])
 nonzero = grads != 0
@@ -96,65 +128,112 @@ for label, g in (("as they are", grads), (f"scaled by {scale:,.0f}", grads * sca
 print(f"Smallest gradient magnitude: {grads[nonzero].abs().min():.1e}. These are the first step's "
       "gradients; they shrink as the loss falls, and more of them drop out of float16's range.")
 
-# %% [markdown]
-# ## The one change, in plain PyTorch
-# One training step in each precision. This is what `gc.train` does in every step for
-# `dtype="float16"` / `"bfloat16"` (`channels_last=True` also puts the network and every
-# batch in the NHWC layout):
-
-# %%
-net = gc.get_model("resnet20").to(device)
-optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-scaler = torch.amp.GradScaler(device.type)                       # float16 only
-xb, yb = x.to(device), y.to(device)
-
-with torch.autocast(device.type, dtype=torch.float16):           # <- float16
-    out = net(xb)
-    loss = nn.functional.cross_entropy(out, yb)
-scaler.scale(loss).backward()          # gradients of loss * scale: no underflow
-scaler.step(optimizer)                 # unscales in float32; skips the step if one overflowed
-scaler.update()                        # grows the scale slowly, halves it after an overflow
-optimizer.zero_grad()
-print(f"float16 step: activations in {out.dtype}, loss {loss.item():.3f} in {loss.dtype} (autocast keeps "
-      f"softmax in float32), scale now {scaler.get_scale():,.0f}")
-
-net = net.to(memory_format=torch.channels_last)                  # <- NHWC layout
-with torch.autocast(device.type, dtype=torch.bfloat16):          # <- bfloat16: no scaler
-    out = net(xb.contiguous(memory_format=torch.channels_last))
-    loss = nn.functional.cross_entropy(out, yb)
-loss.backward()
-optimizer.step()
-print(f"bfloat16 step: activations in {out.dtype}, weights stay {next(net.parameters()).dtype}")
 
 # %% [markdown]
-# ## Training in each precision
-# On a CPU PyTorch's float16 convolutions are slow, so `gc.train` runs a float16 request
-# as bfloat16 there and says so; the record keeps what really ran.
+# ## Can this machine compute in 16 bits, or in TF32?
+# TF32 exists on NVIDIA GPUs from Ampere on (compute capability 8.0); float16 and bfloat16
+# run fast on tensor cores (V100 and newer; bfloat16 from Ampere). On a CPU `gc.build`
+# runs a float16 request as bfloat16 (PyTorch's float16 CPU kernels are slow) and the
+# record says so.
 
 # %%
-runs = [gc.train(cfg, verbose=False),
-        gc.train(cfg.replace(name="float16", dtype="float16")),
-        gc.train(cfg.replace(name="bfloat16 NCHW", dtype="bfloat16"), verbose=False),
-        gc.train(cfg.replace(name="bfloat16", dtype="bfloat16", channels_last=True), verbose=False)]
-table = gc.report.ladder_table(runs)
-table.insert(1, "ran as", [f"{r.config['dtype']}{', channels_last' if r.config['channels_last'] else ''}"
-                           for r in runs])
-table
+capability = torch.cuda.get_device_capability(device) if device.type == "cuda" else None
+has_tf32 = capability is not None and capability >= (8, 0)
+print(f"Device: {device}" + (f", compute capability {capability[0]}.{capability[1]}" if capability else "")
+      + f"; TF32: {'available' if has_tf32 else 'not applicable (needs an Ampere or newer GPU)'}.")
+
+# %% [markdown]
+# ## The training step, in plain PyTorch
+# The whole change lives in these lines: `torch.autocast` around the forward pass and the
+# loss (convolutions and matrix products in 16 bits, the rest in float32), a `GradScaler`
+# for float16 only, `channels_last` for the NHWC layout, and the two TF32 switches for
+# float32. `gc.build` makes the network, the loaders and the SGD optimizer (and says what
+# runs on this device); `gc.record` times the loop below step by step and writes the run
+# record, with whether TF32 was on. This loop is what the table measures.
 
 # %%
-gc.plots.curves(runs)
+def train_in(name, dtype="float32", channels_last=False, tf32=False):
+    """Train a fresh network with this notebook's loop; returns the run record."""
+    torch.backends.cudnn.allow_tf32 = tf32            # <- TF32 convolutions (Ampere and newer)
+    torch.backends.cuda.matmul.allow_tf32 = tf32      # <- TF32 matrix products
+    parts = gc.build(cfg.replace(name=name, dtype=dtype, channels_last=channels_last))
+    net, train_iter, val_iter, optimizer = parts
+    ran = parts.cfg.dtype                             # what runs: bfloat16 for float16 on a CPU
+    amp = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloat16}[ran]
+    if channels_last:
+        net = net.to(memory_format=torch.channels_last)   # <- NHWC weights
+    scaler = torch.amp.GradScaler(device.type, enabled=amp is torch.float16)   # <- float16 only
+    with gc.record(parts, verbose=False) as rec:
+        for epoch in rec.epochs():
+            net.train()
+            for x, y in rec.batches(train_iter):
+                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+                if channels_last:
+                    x = x.contiguous(memory_format=torch.channels_last)   # <- NHWC batch
+                with torch.autocast(device.type, dtype=amp, enabled=amp is not None):  # <- 16 bits
+                    out = net(x)
+                    loss = F.cross_entropy(out, y)
+                optimizer.zero_grad(set_to_none=True)
+                scaler.scale(loss).backward()   # loss × scale for float16; unchanged otherwise
+                scaler.step(optimizer)          # unscales; skips a step whose gradients overflowed
+                scaler.update()                 # (float16: reads one flag per step, a sync point)
+                rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
+            rec.end_epoch(sync=torch.cuda.synchronize if device.type == "cuda" else None,
+                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices, ran, channels_last))
+    return rec.run
+
+
+# %% [markdown]
+# ## Each precision, repeated
+# Each variant is trained `REPEATS` times, interleaved (float32, float16, bfloat16, ...,
+# then again), so that a machine that speeds up or slows down hits all alike; the spread of
+# the repeats is the noise a difference must beat. The TF32 variant runs only where TF32
+# exists.
 
 # %%
-fastest = table.loc[table.samples_per_sec.idxmax()]
-print(f"float32: {table.samples_per_sec[0]:,.0f} samples/s, val acc {table.val_acc[0]:.1%}. "
-      f"Fastest: '{fastest.rung}' ({fastest['ran as']}) at {fastest.samples_per_sec:,.0f} samples/s "
-      f"(×{fastest.speedup:.2f}), val acc {fastest.val_acc:.1%}.")
-layout = table.samples_per_sec[3] / table.samples_per_sec[2]
-print(f"channels_last changed bfloat16's speed ×{layout:.2f}.")
+variants = {"float32": dict(dtype="float32")}
+if has_tf32:
+    variants["tf32"] = dict(dtype="float32", tf32=True)
+variants.update({"float16": dict(dtype="float16"), "bfloat16 NCHW": dict(dtype="bfloat16"),
+                 "bfloat16": dict(dtype="bfloat16", channels_last=True)})
+tf32_default = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+runs = {name: [] for name in variants}
+for _ in range(REPEATS):
+    for name, kwargs in variants.items():
+        runs[name].append(train_in(name, **kwargs))
+torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = tf32_default
+every = [r for pair in zip(*runs.values()) for r in pair]
+print(gc.report.format_table(gc.report.ladder_table(every)))
+table = gc.report.ladder_table([rs[-1] for rs in runs.values()])
+
+# %%
+gc.plots.curves([rs[-1] for rs in runs.values()])
+
+# %% [markdown]
+# ## What the runs say
+# Each sentence below is computed from the runs above: the speed ratio against float32 with
+# the range the repeats allow, the accuracy against its binomial noise on the validation
+# images.
+
+# %%
+r32 = runs["float32"][-1]
+print(f"float32 rung: TF32 convolutions: "
+      f"{r32.meta['ran'].get('tf32', 'not applicable here (no CUDA device)')}.")
+for name, rs in runs.items():
+    if name != "float32":
+        print(f"'{gc.metrics.label(rs[-1])}' against float32: {gc.noise.compare(runs['float32'], rs)}.")
+layout = gc.noise.compare(runs["bfloat16 NCHW"], runs["bfloat16"])
+print(f"channels_last against NCHW, both bfloat16: {layout}.")
+wait = gc.metrics.data_wait_share(r32)
+if wait > 0.5:
+    print(f"The float32 run waited for data {wait:.0%} of its steady time: a faster step cannot show "
+          "until the input pipeline keeps up (lessons 2 and 9).")
 if not on_gpu:
-    print(f"No GPU here: the CPU has no tensor cores, and the '{runs[1].name}' run ran as "
-          f"{runs[1].config['dtype']}; what ran was the code path. On a GPU with tensor cores "
-          "(V100 and newer) the 16-bit runs are where the talk's ×3 comes from.")
+    print(f"No GPU here ({gc.gpu_count()}): the ratios above are this CPU's. What tensor cores add "
+          f"(the talk's float16 on a V100: 3,100 against 941 samples/s, ×{3100 / 941:.1f}) and TF32 "
+          "need a GPU to show.")
+for rs in runs.values():
+    print(chance_sentence(rs[-1]))
 
 # %% [markdown]
 # ## Beside the reference machine
@@ -162,14 +241,14 @@ if not on_gpu:
 # `gpu_course/reference/pytorch-h200/`.
 
 # %%
-latest = gc.report.reference_runs(*{r.name for r in runs})
+latest = gc.report.reference_runs(*runs)
 if latest:
-    display(pd.concat({"this machine": table.drop(columns="ran as").set_index("rung"),
+    display(pd.concat({"this machine": table.set_index("rung"),
                        "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")}))
     ref32, ref16 = latest.get("float32"), latest.get("bfloat16")
     if ref32 is not None and ref16 is not None:
         print(f"On the H200 reference bfloat16 + channels_last ran ×"
               f"{gc.report.samples_per_sec(ref16) / gc.report.samples_per_sec(ref32):.2f} float32; "
-              f"here ×{table.samples_per_sec[3] / table.samples_per_sec[0]:.2f}.")
+              f"here ×{gc.report.samples_per_sec(runs['bfloat16'][-1]) / gc.report.samples_per_sec(r32):.2f}.")
 else:
     print(gc.report.no_reference_line())

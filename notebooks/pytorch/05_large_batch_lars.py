@@ -16,7 +16,7 @@
 # epochs the model takes fewer, larger steps and accuracy drops. We sweep the batch size,
 # then train the largest one with a learning rate scaled linearly with the batch, a
 # warm-up, and LARS (layer-wise adaptive rate scaling, the PyTorch counterpart of MXNet's
-# LBSGD/LARS), and finally compare SGD, NAG, LARS and Adam on time to a target accuracy.
+# LBSGD/LARS), and finally compare SGD, NAG, LARS, Signum and Adam on time to a target accuracy.
 #
 # **The talk's numbers** (Apache MXNet on a V100 in 2019, ResNet on CIFAR-10, 3 epochs, plain SGD):
 #
@@ -29,7 +29,13 @@
 # | 1280 | 0.6082 | ~6.5 s |
 #
 # and, with every earlier fix in place, **batch 640 on one GPU: 17,000 samples/s, 4.0 s per
-# epoch**. Your numbers come from your machine.
+# epoch** with 29 loader workers, but **≈1,500 samples/s and 60+ s per epoch with one
+# worker** (the talk's "Batch Size" slide): a large batch needs the input pipeline of
+# lesson 2 to keep up. Your numbers come from your machine.
+#
+# Which change buys the accuracy back? We train the large batch one change at a time
+# (scaled learning rate, warm-up, LARS) and credit each point of accuracy to the change
+# that bought it.
 
 # %%
 import importlib.util, pathlib, subprocess, sys
@@ -39,35 +45,61 @@ if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker ker
 
 # %% tags=["parameters"]
 import os
-SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+from gpu_course.config import smoke_mode
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
 DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
-TRAIN_SIZE = 768 if SMOKE else 50_000
+MODEL = "tiny" if SMOKE else "resnet20"   # smoke: a small CNN, so that a dozen runs fit CI's minute
+TRAIN_SIZE = 512 if SMOKE else 50_000
 TEST_SIZE = 256 if SMOKE else 10_000
-EPOCHS = 2 if SMOKE else 3            # the talk's table is after 3 epochs
-BATCHES = [32, 64, 128] if SMOKE else [64, 128, 256, 512, 1024]
-WORKERS = max(2, os.cpu_count() - 3)
+EPOCHS = 1 if SMOKE else 3            # the talk's table is after 3 epochs
+BATCHES = [32, 64, 128] if SMOKE else [64, 128, 256, 512, 1024]   # the last is "large"
+BASE_BATCH = BATCHES[0] if SMOKE else 128   # lr = 0.1 at this batch, scaled linearly above it
+WARMUP_EPOCHS = 0.5 if SMOKE else 1.0
+WORKERS = 0 if SMOKE else max(2, os.cpu_count() - 3)   # smoke: CI's 2 shared cores load in-process
+THREADS = 1 if SMOKE else None        # intra-op threads, held fixed for every run (None: PyTorch's default)
 LARS_ETA = 0.1                        # LARS trust coefficient: a layer moves ~lr × eta of its weight norm per step
-# the optimizer race: a smaller network in smoke mode so that its runs fit in the minute
-OPT_MODEL = "tiny" if SMOKE else "resnet20"
+# the optimizer race
 OPT_EPOCHS = 2 if SMOKE else 6
+OPT_TRAIN_SIZE = 256 if SMOKE else TRAIN_SIZE
 OPT_BATCH = 64 if SMOKE else 256
-OPT_LR = {"sgd": 0.1, "nag": 0.1, "lars": 0.1, "adam": 0.002}   # at batch 128, scaled linearly
+OPT_LR = {"sgd": 0.1, "nag": 0.1, "lars": 0.1, "signum": 0.002, "adam": 0.002}   # at batch 128, scaled linearly
 
 # %%
 import numpy as np
 import pandas as pd
 import torch
+import torch.nn.functional as F
 import gpu_course
 from gpu_course import torch as gc
 
+if THREADS:
+    torch.set_num_threads(THREADS)    # the same for every run compared; each record keeps it
 on_gpu = gc.gpu_count() > 0
-cfg = gc.Experiment(name="batch", engine="pytorch", dataset=DATASET, train_size=TRAIN_SIZE,
-                    test_size=TEST_SIZE, epochs=EPOCHS, num_workers=WORKERS, pin_memory=on_gpu,
-                    persistent_workers=True,
-                    graph="hybrid" if on_gpu else "eager",            # lesson 3
+cfg = gc.Experiment(name="batch", engine="pytorch", dataset=DATASET, model=MODEL,
+                    train_size=TRAIN_SIZE, test_size=TEST_SIZE, epochs=EPOCHS, num_workers=WORKERS,
+                    pin_memory=on_gpu, persistent_workers=WORKERS > 0,
                     dtype="bfloat16" if on_gpu else "float32",        # lesson 4
                     channels_last=on_gpu,
                     warmup_steps=2 if SMOKE else 10, monitor_interval=0.2 if SMOKE else 0.5)
+
+
+def accuracy_noise(acc, n=TEST_SIZE):
+    """Binomial standard error of an accuracy measured on n validation images."""
+    p = max(acc, 0.1)
+    return (p * (1 - p) / n) ** 0.5
+
+
+def at_chance(run):
+    """Whether the run's validation accuracy is within 2 standard errors of chance (10 %)."""
+    return not gc.metrics.val_acc(run) >= 0.1 + 2 * accuracy_noise(0.1)
+
+
+def accuracy_change(a, b):
+    """(points, sentence): b's validation accuracy against a's, judged against 2 standard errors."""
+    pa, pb = gc.metrics.val_acc(a), gc.metrics.val_acc(b)
+    se = (accuracy_noise(pa) ** 2 + accuracy_noise(pb) ** 2) ** 0.5
+    kind = "an effect" if abs(pb - pa) > 2 * se else "within noise"
+    return (pb - pa) * 100, f"{(pb - pa) * 100:+.1f} points, {kind} (±{200 * se:.1f})"
 
 # %% [markdown]
 # ## The batch-size sweep (plain SGD, same learning rate, same epochs)
@@ -81,26 +113,32 @@ table.insert(1, "batch_size", [r.config["batch_size"] for r in sweep])
 talk = {64: (0.7131, 27.5), 128: (0.7139, 14.5), 256: (0.6882, 8.3), 512: (0.6588, 6.4), 1280: (0.6082, 6.5)}
 table["talk val acc"] = [talk.get(b, (np.nan,))[0] for b in table.batch_size]
 table["talk epoch (s)"] = [talk.get(b, (np.nan, np.nan))[1] for b in table.batch_size]
-table[["batch_size", "samples_per_sec", "epoch_time_s", "val_acc", "status", "talk val acc", "talk epoch (s)"]]
+print(gc.report.format_table(table[["rung", "batch_size", "samples_per_sec", "epoch_time_s", "val_acc",
+                                   "status", "talk val acc", "talk epoch (s)"]]))
 
 # %%
 display(gc.plots.sweep(sweep, x="batch_size"))
 gc.plots.sweep(sweep, x="batch_size", y="val_acc")
 
 # %%
-done = table[table.status == "finished"]
-small, large = done.iloc[0], done.iloc[-1]
+done = [r for r in sweep if r.status == "finished"]
+small_run, large_run = done[0], done[-1]
+SMALL, LARGE = small_run.config["batch_size"], large_run.config["batch_size"]
 oom = table[table.status == "oom"].batch_size.tolist()
-print(f"Batch {int(small.batch_size)} → {int(large.batch_size)}: samples/s ×{large.samples_per_sec / small.samples_per_sec:.1f}, "
-      f"epoch time {small.epoch_time_s:.1f} s → {large.epoch_time_s:.1f} s, "
-      f"val acc {small.val_acc:.1%} → {large.val_acc:.1%} after {EPOCHS} epoch(s).")
+print(f"Batch {SMALL} → {LARGE}, samples/s: {gc.noise.compare(small_run, large_run)}; epoch time "
+      f"{gc.metrics.epoch_time_s(small_run):.1f} s → {gc.metrics.epoch_time_s(large_run):.1f} s.")
+print(f"Val acc after {EPOCHS} epoch(s): {gc.metrics.val_acc(small_run):.1%} → {gc.metrics.val_acc(large_run):.1%}, "
+      f"{accuracy_change(small_run, large_run)[1]}"
+      + ("; both within noise of chance (10 %): no accuracy conclusion at this size." if
+         at_chance(small_run) and at_chance(large_run) else "."))
 if oom:
     print(f"Out of memory at batch {oom}: the sweep recorded it and went on.")
+print(f"The talk, batch 640 on a V100: 17,000 samples/s with 29 workers, ≈1,500 with one worker "
+      f"(×{1500 / 17000:.2f}, 60+ s per epoch). Here batch {LARGE} with {WORKERS} worker(s) waited for data "
+      f"{gc.metrics.data_wait_share(large_run):.0%} of its steady time.")
 if not on_gpu:
-    print(f"No GPU here: {os.cpu_count()} CPU cores are already busy at batch {int(small.batch_size)}, so a larger "
-          "batch saves only the per-step overhead; on a GPU it also fills thousands of idle cores, "
-          "which is how the talk's epoch fell from 27.5 s at batch 64 to 6.4 s at batch 512.")
-LARGE = int(large.batch_size)
+    print(f"No GPU here ({gc.gpu_count()}): what a large batch buys by filling a GPU's cores "
+          "(the talk's 27.5 s → 6.4 s per epoch from batch 64 to 512) needs a GPU to show.")
 
 # %% [markdown]
 # ## Why one learning rate does not fit every layer
@@ -113,59 +151,102 @@ LARGE = int(large.batch_size)
 # %%
 train_set, _ = gc.load_datasets(cfg)
 x, y = next(iter(torch.utils.data.DataLoader(train_set, batch_size=LARGE)))
-probe = gc.get_model("resnet20")
+probe = gc.get_model("resnet20")            # the real network, whatever MODEL is
 torch.nn.functional.cross_entropy(probe(x), y).backward()
 ratios = pd.Series({name: (p.norm() / p.grad.norm()).item()
                     for name, p in probe.named_parameters() if p.ndim > 1 and p.grad.norm() > 0})
 print(f"||w|| / ||g|| over {len(ratios)} weight layers: from {ratios.min():.3g} ({ratios.idxmin()}) "
       f"to {ratios.max():.3g} ({ratios.idxmax()}), a spread of ×{ratios.max() / ratios.min():,.0f}.")
-print("One global rate large enough for the slowest layer is too large for the fastest one.")
 
 # %% [markdown]
-# ## Linear scaling, warm-up and LARS for the largest batch
-# Three changes: the learning rate grows with the batch (`lr_base_batch=128`: `lr` at 128
-# images per step, ×2 at 256, ...), a linear warm-up ramps it from 0 over the first epoch
-# (large steps on an untrained network diverge), and the optimizer is LARS (`gc.LARS`,
-# a small `torch.optim.Optimizer`: PyTorch ships none). Biases and BatchNorm parameters
-# get plain momentum SGD at the global rate, so that rate stays on SGD's scale and
-# `eta` sets how far the weight layers move. In plain PyTorch, what `gc.train` builds:
+# ## The large-batch step, in plain PyTorch
+# Three changes to the training step at the large batch, each a line below: the learning
+# rate grows with the batch (`lr × LARGE / BASE_BATCH`: Goyal et al. 2017's linear
+# scaling), a warm-up ramps it up over the first epoch(s) (large steps on an untrained
+# network diverge; here a `LambdaLR` stepped after every update), and the optimizer is LARS
+# (`gc.LARS`, a small `torch.optim.Optimizer`: PyTorch ships none). Biases and BatchNorm
+# parameters get plain momentum SGD at the global rate, so that rate stays on SGD's scale
+# and `eta` sets how far the weight layers move. `gc.build` makes the network and loaders;
+# the optimizer is built here and `gc.record` records this one. This loop is what the
+# runs below measure.
 
 # %%
-large_cfg = cfg.replace(name="large-batch", batch_size=LARGE, optimizer="lars",
-                        optimizer_params=(("eta", LARS_ETA),), lr_base_batch=128,
-                        warmup_epochs=min(1.0, EPOCHS / 2))
-net = gc.get_model(large_cfg)
-optimizer = gc.LARS(net.parameters(), lr=large_cfg.scaled_lr, momentum=0.9, weight_decay=5e-4,
-                    eta=LARS_ETA)                                           # <- the optimizer
-print(f"LARS(lr={large_cfg.scaled_lr:g} = {cfg.lr:g} × {LARGE}/128, momentum=0.9, weight_decay=5e-4, "
-      f"eta={LARS_ETA}): a weight layer moves ~{large_cfg.scaled_lr * LARS_ETA:.0%} of its norm per step, "
-      f"where SGD moves ResNet-20's layers between {large_cfg.scaled_lr / ratios.max():.1%} and "
-      f"{large_cfg.scaled_lr / ratios.min():.0%}.")
-steps_per_epoch = TRAIN_SIZE // LARGE
-gc.plots.lr_schedule({f"linear scaling + warm-up, batch {LARGE}": gc.lr_curve(large_cfg, steps_per_epoch),
-                      f"SGD in the sweep, batch {LARGE}": [cfg.lr] * (EPOCHS * steps_per_epoch)})
+def train_large(name, optimizer="sgd", scaled=False, warmup=False):
+    """Train a fresh network at batch LARGE with this notebook's loop; returns the run record."""
+    c = cfg.replace(name=name, batch_size=LARGE, optimizer=optimizer,
+                    lr_base_batch=BASE_BATCH if scaled else None,
+                    warmup_epochs=WARMUP_EPOCHS if warmup else 0.0,
+                    optimizer_params=(("eta", LARS_ETA),) if optimizer == "lars" else ())
+    parts = gc.build(c)
+    net, train_iter, val_iter, _ = parts
+    device, ran = parts.devices[0], parts.cfg
+    lr = c.scaled_lr                                   # <- lr × LARGE / BASE_BATCH when scaled
+    if optimizer == "lars":                            # <- the optimizer measured
+        opt = gc.LARS(net.parameters(), lr=lr, momentum=c.momentum, weight_decay=c.wd, eta=LARS_ETA)
+    else:
+        opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=c.momentum, weight_decay=c.wd)
+    warm = max(1, round(WARMUP_EPOCHS * len(train_iter))) if warmup else 0
+    scheduler = torch.optim.lr_scheduler.LambdaLR(     # <- linear warm-up: lr × (k + 1) / warm
+        opt, lambda k: min(1.0, (k + 1) / warm) if warm else 1.0)
+    with gc.record(parts, optimizer=opt, verbose=False) as rec:
+        for epoch in rec.epochs():
+            net.train()
+            for x, y in rec.batches(train_iter):
+                x, y = gc.to_device(x, y, device, ran.channels_last)
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=ran.dtype == "bfloat16"):
+                    out = net(x)
+                    loss = F.cross_entropy(out, y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                scheduler.step()
+                rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
+            rec.end_epoch(sync=torch.cuda.synchronize if device.type == "cuda" else None,
+                          lr=opt.param_groups[0]["lr"],
+                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices, ran.dtype,
+                                                       ran.channels_last))
+    return rec.run
+
+
+# %% [markdown]
+# ## One change at a time
+# The large batch trained four ways, each adding one change to the one before.
 
 # %%
-lars = gc.train(large_cfg, verbose=False)
-scaled_sgd = gc.train(large_cfg.replace(name="large-batch sgd", optimizer="sgd", optimizer_params=()),
-                      verbose=False)
-plain = next(r for r in sweep if r.config["batch_size"] == LARGE)
-gc.plots.curves([plain, scaled_sgd, lars])
+ladder = {
+    f"batch {LARGE}, sgd, lr {cfg.lr:g}": dict(),
+    "+ scaled lr": dict(scaled=True),
+    "+ warm-up": dict(scaled=True, warmup=True),
+    "LARS instead of SGD": dict(optimizer="lars", scaled=True, warmup=True),
+}
+controls = {name: train_large(name, **kwargs) for name, kwargs in ladder.items()}
+print(gc.report.format_table(gc.report.ladder_table([small_run, *controls.values()])))
+lars = controls["LARS instead of SGD"]
+print(f"The LARS run's optimizer, as recorded: {lars.meta['ran']['optimizer']}")
 
 # %%
-acc_plain, acc_sgd, acc_lars = (gc.report.val_acc(r) for r in (plain, scaled_sgd, lars))
-acc_small = small.val_acc
-lost = acc_small - acc_plain
-print(f"Batch {LARGE}: plain SGD {acc_plain:.1%}; SGD + scaled lr + warm-up {acc_sgd:.1%}; "
-      f"LARS + scaled lr + warm-up {acc_lars:.1%} (batch {int(small.batch_size)}: {acc_small:.1%}).")
-gain = acc_lars - acc_plain
-if lost > 0:
-    print(f"The large batch lost {lost * 100:.1f} points; LARS with the recipe "
-          + (f"won back {gain * 100:.1f} of them" if gain > 0 else f"did not win them back ({gain * 100:+.1f} points)")
-          + f", at {gc.report.samples_per_sec(lars):,.0f} samples/s.")
-else:
-    print("Here the large batch lost no accuracy to begin with, so there was nothing to recover; "
-          f"LARS with the recipe changed accuracy by {gain * 100:+.1f} points.")
+gc.plots.curves([small_run, *controls.values()])
+
+# %%
+rows, before = [], small_run
+for name, run in controls.items():
+    points, verdict = accuracy_change(before, run)
+    rows.append({"run": gc.metrics.label(run), "val acc": gc.metrics.val_acc(run),
+                 "change from the row above": verdict,
+                 "samples/s": gc.metrics.samples_per_sec(run)})
+    before = run
+attribution = pd.DataFrame(rows)
+print(f"From batch {SMALL} (val acc {gc.metrics.val_acc(small_run):.1%}, lr {cfg.lr:g}) down the ladder:")
+print(attribution.to_string(index=False, formatters={"val acc": "{:.1%}".format,
+                                                     "samples/s": "{:,.0f}".format}))
+lars_speed = gc.noise.compare(controls["+ warm-up"], lars)
+print(f"LARS against SGD with the same scaled lr and warm-up, speed: {lars_speed}.")
+if lars_speed.kind == "faster":
+    print("LARS does more work per step than SGD (two norms per layer), so it cannot be faster: this "
+          "machine's load changed between the runs (one run's steady steps understate run-to-run noise).")
+if all(at_chance(r) for r in [small_run, *controls.values()]):
+    print(f"Every run is within noise of chance (10 % + 2 standard errors on {TEST_SIZE:,} images): at this "
+          "size no change can be credited with accuracy; run at full size for the attribution.")
 
 # %% [markdown]
 # ## Which optimizer reaches the target first?
@@ -174,9 +255,19 @@ else:
 # rate; LARS runs at SGD's rate with its trust coefficient `eta`). The target is computed
 # from these runs: 90 % of the best validation accuracy any of them reached. Time counts
 # training epochs only, not validation.
+#
+# Signum (`gc.Signum`, Bernstein et al. 2018: momentum SGD that steps by the *sign* of the
+# momentum, every weight by exactly `lr`) joins from the talk's list: it is a few lines,
+# tested against a hand-computed step. Two of the talk's optimizers are left out. DCASGD
+# compensates the delay of *asynchronous* updates (a worker's gradient computed on weights
+# others have since changed); every run here is synchronous, so there is no delay to
+# compensate and nothing honest to show. FTML (Zheng and Kwok 2017) is an Adam-like method
+# with three state tensors and bias corrections: not a few lines, and with no reference
+# implementation in PyTorch to test ours against; Adam, the method it set out to improve,
+# stands in.
 
 # %%
-opt_cfg = cfg.replace(model=OPT_MODEL, batch_size=OPT_BATCH, epochs=OPT_EPOCHS, lr_base_batch=128,
+opt_cfg = cfg.replace(train_size=OPT_TRAIN_SIZE, batch_size=OPT_BATCH, epochs=OPT_EPOCHS, lr_base_batch=128,
                       warmup_epochs=min(1.0, OPT_EPOCHS / 2))
 races = [gc.train(opt_cfg.replace(name=f"optimizer={name}", optimizer=name, lr=lr,
                                   optimizer_params=(("eta", LARS_ETA),) if name == "lars" else ()),
@@ -201,11 +292,24 @@ race
 gc.plots.curves(races)
 
 # %%
-reached = race.dropna(subset=["seconds to target"])
-first = reached.loc[reached["seconds to target"].idxmin()]
+if not target >= 0.1 + 2 * accuracy_noise(0.1):
+    print(f"The target, {target:.1%} (90% of the best, {best:.1%}), is within noise of chance (10 % + 2 "
+          f"standard errors on {TEST_SIZE:,} images = {0.1 + 2 * accuracy_noise(0.1):.1%}): reaching it says "
+          "nothing, so no optimizer is named first. Run at full size for the race.")
+else:
+    reached = race.dropna(subset=["seconds to target"])
+    first = reached.loc[reached["seconds to target"].astype(float).idxmin()]
+    second = race.drop(index=race["final val acc"].idxmax())["final val acc"].max()
+    margin, se2 = (best - second) * 100, 200 * (2 * accuracy_noise(best) ** 2) ** 0.5
+    print(f"Target: {target:.1%} validation accuracy (90% of the best, {best:.1%}). Reached by "
+          + ", ".join(f"{o} ({float(t):.1f} s)" for o, t in zip(reached.optimizer, reached["seconds to target"])) + ".")
+    if margin > se2:
+        print(f"First there: {first.optimizer} after {first['seconds to target']:.1f} s of training; the best accuracy leads the next "
+              f"best by {margin:.1f} points, an effect (±{se2:.1f} points = 2 standard errors).")
+    else:
+        print(f"The best accuracy leads the next best by {margin:.1f} points, within noise (±{se2:.1f} points "
+              "= 2 standard errors): no optimizer is named first.")
 missed = race[race["seconds to target"].isna()].optimizer.tolist()
-print(f"Target: {target:.1%} validation accuracy (90% of the best, {best:.1%}). "
-      f"First there: {first.optimizer} after {first['seconds to target']:.1f} s of training.")
 print(f"Not reached in {OPT_EPOCHS} epoch(s): {', '.join(missed) if missed else 'none'}.")
 
 # %% [markdown]
@@ -214,14 +318,14 @@ print(f"Not reached in {OPT_EPOCHS} epoch(s): {', '.join(missed) if missed else 
 # `gpu_course/reference/pytorch-h200/`.
 
 # %%
-mine = sweep + [scaled_sgd, lars] + races
-latest = gc.report.reference_runs("batch_size=", "large-batch", "optimizer=")
+mine = sweep + list(controls.values()) + races
+latest = gc.report.reference_runs("batch_size=", *ladder, "optimizer=")
 if latest:
     display(gc.report.beside_reference(mine, latest))
-    ref = latest.get("large-batch")
+    ref = latest.get("LARS instead of SGD")
     if ref is not None:
         print(f"The H200 reference's large-batch rung (batch {ref.config['batch_size']}, LARS) trained at "
               f"{gc.report.samples_per_sec(ref):,.0f} samples/s to {gc.report.val_acc(ref):.1%}; this machine "
-              f"(batch {LARGE}): {gc.report.samples_per_sec(lars):,.0f} samples/s to {acc_lars:.1%}.")
+              f"(batch {LARGE}): {gc.report.samples_per_sec(lars):,.0f} samples/s to {gc.report.val_acc(lars):.1%}.")
 else:
     print(gc.report.no_reference_line())

@@ -33,20 +33,47 @@ if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker ker
 
 # %% tags=["parameters"]
 import os
-SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+from gpu_course.config import smoke_mode
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
 DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
+MODEL = "tiny" if SMOKE else "resnet20"   # smoke: a small CNN, so that five runs fit CI's minute
 TRAIN_SIZE = 512 if SMOKE else 50_000
 TEST_SIZE = 256 if SMOKE else 10_000
 EPOCHS = 2 if SMOKE else 12
 BATCH_SIZE = 64 if SMOKE else 1024    # the large batch of lesson 5
-WORKERS = max(2, os.cpu_count() - 3)
+BASE_BATCH = 32 if SMOKE else 128     # lr = 0.1 at this batch, scaled linearly (lesson 5)
+WORKERS = 0 if SMOKE else max(2, os.cpu_count() - 3)   # smoke: CI's 2 shared cores load in-process
+THREADS = 1 if SMOKE else None        # intra-op threads, held fixed for every run (None: PyTorch's default)
 
 # %%
 import pandas as pd
 import torch
+import torch.nn.functional as F
 from torch.optim import lr_scheduler as sched
 import gpu_course
 from gpu_course import torch as gc
+
+if THREADS:
+    torch.set_num_threads(THREADS)    # the same for every run compared; each record keeps it
+
+
+def accuracy_noise(acc, n=TEST_SIZE):
+    """Binomial standard error of an accuracy measured on n validation images."""
+    p = max(acc, 0.1)
+    return (p * (1 - p) / n) ** 0.5
+
+
+def at_chance(run):
+    """Whether the run's validation accuracy is within 2 standard errors of chance (10 %)."""
+    return not gc.metrics.val_acc(run) >= 0.1 + 2 * accuracy_noise(0.1)
+
+
+def accuracy_change(a, b):
+    """(is an effect, sentence): b's validation accuracy against a's, judged against 2 standard errors."""
+    pa, pb = gc.metrics.val_acc(a), gc.metrics.val_acc(b)
+    se = (accuracy_noise(pa) ** 2 + accuracy_noise(pb) ** 2) ** 0.5
+    effect = abs(pb - pa) > 2 * se
+    return effect, f"{(pb - pa) * 100:+.1f} points, {'an effect' if effect else 'within noise'} (±{200 * se:.1f})"
 
 # %% [markdown]
 # ## The schedules, drawn
@@ -76,19 +103,21 @@ gc.plots.lr_schedule({
 })
 
 # %% [markdown]
-# ## Training with each
-# The lesson's change is one field, `lr_scheduler`; `gc.train` builds the matching
-# `torch.optim.lr_scheduler` (counting epochs in updates) and steps it after every update.
-# All runs use the large-batch setup of lesson 5: learning rate scaled with the batch and a
-# warm-up (one-cycle brings its own). The schedules they get, in updates of this run:
+# ## Training with each, the schedule stepped in the loop
+# The loop below calls `scheduler.step()` after every `optimizer.step()`: that is the whole
+# change. `gc.lr_scheduler(cfg, steps_per_epoch, optimizer)` builds the
+# `torch.optim.lr_scheduler` the config names (counting epochs in updates, with a linear
+# warm-up in front). All runs use the large-batch setup of lesson 5: learning rate scaled
+# with the batch and a warm-up (one-cycle brings its own). The schedules they get, in
+# updates of this run:
 
 # %%
 on_gpu = gc.gpu_count() > 0
-cfg = gc.Experiment(name="lr", engine="pytorch", dataset=DATASET, train_size=TRAIN_SIZE,
+cfg = gc.Experiment(name="lr", engine="pytorch", dataset=DATASET, model=MODEL, train_size=TRAIN_SIZE,
                     test_size=TEST_SIZE, epochs=EPOCHS, batch_size=BATCH_SIZE, num_workers=WORKERS,
-                    pin_memory=on_gpu, persistent_workers=True,
-                    graph="hybrid" if on_gpu else "eager", dtype="bfloat16" if on_gpu else "float32",
-                    channels_last=on_gpu, lr_base_batch=128, warmup_epochs=min(1.0, EPOCHS / 2),
+                    pin_memory=on_gpu, persistent_workers=WORKERS > 0,
+                    dtype="bfloat16" if on_gpu else "float32", channels_last=on_gpu,
+                    lr_base_batch=BASE_BATCH, warmup_epochs=min(1.0, EPOCHS / 2),
                     lr_factor=0.5, warmup_steps=2 if SMOKE else 10,
                     monitor_interval=0.2 if SMOKE else 0.5)
 variants = {
@@ -103,30 +132,78 @@ steps_per_epoch = TRAIN_SIZE // cfg.global_batch
 gc.plots.lr_schedule({name: gc.lr_curve(c, steps_per_epoch) for name, c in variants.items()})
 
 # %%
-train_iter, val_iter = gc.load_data(cfg)
-runs = []
-for name, c in variants.items():
-    c = c if c.name == "lr-schedule" else c.replace(name=f"lr_scheduler={name}")
-    runs.append(gc.train(c, train_iter=train_iter, val_iter=val_iter, verbose=False))
+def train_with(c):
+    """Train a fresh network under c's schedule with this notebook's loop; returns the run record."""
+    parts = gc.build(c)
+    net, train_iter, val_iter, optimizer = parts       # SGD at the scaled rate
+    device, ran = parts.devices[0], parts.cfg
+    scheduler = gc.lr_scheduler(c, len(train_iter), optimizer)
+    with gc.record(parts, verbose=False) as rec:
+        for epoch in rec.epochs():
+            net.train()
+            for x, y in rec.batches(train_iter):
+                x, y = gc.to_device(x, y, device, ran.channels_last)
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=ran.dtype == "bfloat16"):
+                    out = net(x)
+                    loss = F.cross_entropy(out, y)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                scheduler.step()                        # <- the lesson: the next update's rate
+                rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
+            rec.end_epoch(sync=torch.cuda.synchronize if device.type == "cuda" else None,
+                          lr=optimizer.param_groups[0]["lr"],
+                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices, ran.dtype,
+                                                       ran.channels_last))
+    return rec.run
+
+
+runs = [train_with(c if c.name == "lr-schedule" else c.replace(name=f"lr_scheduler={name}"))
+        for name, c in variants.items()]
 gc.plots.curves(runs)
 
 # %%
-table = gc.report.ladder_table(runs)
-table.insert(1, "schedule", list(variants))
-table[["schedule", "rung", "val_acc", "samples_per_sec", "epoch_time_s"]]
+print(gc.report.format_table(gc.report.ladder_table(runs)))
+
+# %% [markdown]
+# ## What the runs say
+# Computed from the runs above: each schedule's accuracy against the constant rate, judged
+# against its binomial noise on the validation images, and each schedule's speed against
+# the constant rate's, judged against the spread of their steady steps (a schedule is one
+# number per update: it should cost nothing).
 
 # %%
-best = table.loc[table.val_acc.idxmax()]
-constant = table.iloc[0]
-print(f"After {EPOCHS} epoch(s): best schedule '{best.schedule}' at {best.val_acc:.1%} validation accuracy, "
-      f"{(best.val_acc - constant.val_acc) * 100:+.1f} points over a constant rate ({constant.val_acc:.1%}).")
-spread = table.samples_per_sec.max() / table.samples_per_sec.min() - 1
-if spread < 0.15:
-    print(f"Throughput differs by only {spread:.0%} between the runs: a schedule changes where training "
-          "goes, not how fast each step runs.")
+def called(run):
+    """The run by what ran, with its schedule where the name does not say it."""
+    label = gc.metrics.label(run)
+    return label if "lr_scheduler" in label else f"{label} ({run.config['lr_scheduler']})"
+
+
+constant = runs[0]
+changes = {called(r): accuracy_change(constant, r) for r in runs[1:]}
+for label, (effect, verdict) in changes.items():
+    print(f"{label}: val acc {verdict} against the constant rate ({gc.metrics.val_acc(constant):.1%}).")
+best = max(runs, key=gc.metrics.val_acc)
+if all(at_chance(r) for r in runs):
+    print(f"Every run is within noise of chance (10 % + 2 standard errors on {TEST_SIZE:,} images = "
+          f"{0.1 + 2 * accuracy_noise(0.1):.1%}): no schedule is named best at this size.")
+elif best is constant or not changes[called(best)][0]:
+    print(f"The best, {called(best)} at {gc.metrics.val_acc(best):.1%}, is within noise of the "
+          f"constant rate: no schedule is named the winner after {EPOCHS} epoch(s).")
 else:
-    print(f"Throughput differs by {spread:.0%} between the runs, more than a schedule can cost (it is one "
-          "number per step): something else shared this machine; compare the utilisation timelines.")
+    print(f"Best after {EPOCHS} epoch(s): {called(best)} at {gc.metrics.val_acc(best):.1%}, "
+          f"{changes[called(best)][1]} over the constant rate.")
+speeds = {called(r): gc.noise.compare(constant, r) for r in runs[1:]}
+for label, verdict in speeds.items():
+    print(f"{label}, speed against the constant rate: {verdict}.")
+off = [label for label, v in speeds.items() if v.is_effect]
+if off:
+    print(f"{len(off)} of {len(speeds)} differ in speed beyond their steady-step spread, which a schedule "
+          "cannot cost: this machine's load changed between the runs (one run's steady steps "
+          "understate run-to-run noise).")
+else:
+    print("No schedule changed the speed beyond noise: a schedule changes where training goes, not "
+          "how fast each step runs.")
 
 # %% [markdown]
 # ## Beside the reference machine

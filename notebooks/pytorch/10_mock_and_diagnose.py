@@ -35,7 +35,8 @@ if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker ker
 
 # %% tags=["parameters"]
 import os
-SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+from gpu_course.config import smoke_mode
+SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes, runs on a CPU in about a minute
 FOLDER = None                         # None: the Caltech-256-shaped folder of lesson 9 (made if absent)
 IMAGES = 500 if SMOKE else 3000       # JPEGs in the generated folder
 IMAGE_SIZE = 32                       # training size, pixels a side

@@ -100,3 +100,25 @@ def test_every_scheduler_drives_a_trainer(kind):
     cfg = gc.Experiment(lr_scheduler=kind, lr_steps=(1,), warmup_epochs=0.5, epochs=2)
     losses, moved = _steps(cfg, steps=3)
     assert all(math.isfinite(v) for v in losses) and moved[-1] > 0
+
+
+def test_the_trainer_a_notebooks_loop_builds_is_the_one_recorded(small_cfg):
+    """Lesson 05: the lbsgd Trainer the notebook builds is the one gc.record records."""
+    parts = gc.build(small_cfg.replace(name="own trainer", max_steps=2, optimizer="lbsgd"))
+    net, train_iter, _, _ = parts
+    trainer = gluon.Trainer(net.collect_params(), "lbsgd",
+                            {"learning_rate": 0.05, "momentum": 0.9, "warmup_strategy": "lars"})
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    with gc.record(parts, optimizer=trainer, progress=False, verbose=False) as rec:
+        for _ in rec.epochs():
+            for data, label in rec.batches(train_iter):
+                xs, ys = gc.split(data, label, parts.devices)
+                with autograd.record():
+                    losses = [loss_fn(net(x), y) for x, y in zip(xs, ys)]
+                autograd.backward(losses)
+                trainer.step(data.shape[0])
+                rec.step(data.shape[0], loss_sum=[loss.sum() for loss in losses])
+            rec.end_epoch(sync=mx.nd.waitall)
+    recorded = rec.run.meta["ran"]["optimizer"]
+    assert recorded["optimizer"] == "lbsgd" and recorded["lr"] == pytest.approx(0.05)
+    assert trainer._optimizer.warmup_strategy == "lars"

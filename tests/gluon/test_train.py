@@ -209,8 +209,8 @@ def test_oom_in_training_is_recorded_and_raised_as_out_of_memory(small_cfg, runs
 def test_sweep_goes_on_after_an_oom_point(small_cfg, monkeypatch):
     real_get_model = gc.train.__globals__["get_model"]
     monkeypatch.setitem(gc.train.__globals__, "get_model",
-                        lambda cfg: RunsOutOfMemory() if cfg.batch_size == 64
-                        else real_get_model(cfg))
+                        lambda cfg, classes=None: RunsOutOfMemory() if cfg.batch_size == 64
+                        else real_get_model(cfg, classes))
     runs = gc.sweep(small_cfg.replace(max_steps=2), "batch_size", [32, 64],
                     progress=False, verbose=False)
     assert [r.status for r in runs] == ["finished", "oom"]

@@ -1,0 +1,90 @@
+"""What stops a run early with a true status: a loss that is no longer a number, and
+SIGTERM (what `timeout`, Slurm and SageMaker send) handled like Ctrl-C.
+
+    with sigterm_as_interrupt():      # SIGTERM raises Terminated (a KeyboardInterrupt)
+        ...
+    check_loss(loss, epoch, cfg)      # raises Diverged naming the likely field
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import signal
+import threading
+
+
+class RunStopped(RuntimeError):
+    """A fault that ends a run with a message saying why (no traceback needed)."""
+
+
+class Diverged(RunStopped):
+    """The training loss became NaN or infinite: the run cannot recover."""
+
+
+class LoaderWorkerDied(RunStopped):
+    """A DataLoader worker process died while the training loop waited for its batch."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: stop like Ctrl-C (finished epochs kept, status interrupted)."""
+
+
+def check_loss(loss, epoch: int, cfg) -> None:
+    """Raise Diverged when an epoch's mean loss is not a finite number."""
+    if loss is None or math.isfinite(loss):
+        return
+    wd_first = cfg.wd >= 0.01  # a weight decay this large pulls weights apart on its own
+    likely = (f"wd={cfg.wd!r}" if wd_first else
+              f"lr={cfg.lr!r} (used: {cfg.scaled_lr:g})")
+    raise Diverged(f"the training loss became {loss} in epoch {epoch}: the run diverged. "
+                   f"The likely cause is {likely}; try a value 10x smaller"
+                   + ("" if wd_first else " or a warm-up (warmup_epochs)"))
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Inside, SIGTERM raises `Terminated` in the main thread, so a training loop ends as
+    on Ctrl-C. Off the main thread (signals go to the main thread only) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Terminated("stopped by SIGTERM")
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+# errno -> what it means for a run that writes its record as it goes
+DISK_ERRORS = {28: "disk full", 30: "read-only file system", 13: "permission denied",
+               122: "disk quota exceeded", 20: "not a directory", 21: "is a directory",
+               27: "file too large (the file size limit, ulimit -f)"}
+
+
+def naming(err: BaseException, path) -> BaseException:
+    """`err`, with `path` as its file name when it is an OSError that names none (a
+    failed write() on an open file): "disk full" needs a where."""
+    if isinstance(err, OSError) and not err.filename:
+        named = OSError(err.errno, err.strerror or str(err), str(path))
+        named.__cause__ = err
+        return named
+    return err
+
+
+def status_of(exc: BaseException, epochs_done: int) -> tuple[str, str]:
+    """(status, error) for a run that ended with `exc`."""
+    from .records import OutOfMemory
+    if isinstance(exc, KeyboardInterrupt):
+        how = str(exc) or "interrupted by the user (KeyboardInterrupt)"
+        return "interrupted", f"{how} after {epochs_done} finished epoch(s)"
+    if isinstance(exc, OutOfMemory):
+        return "oom", str(exc)
+    if isinstance(exc, Diverged):
+        return "diverged", str(exc)
+    if isinstance(exc, OSError) and exc.errno in DISK_ERRORS:
+        return "failed", (f"{DISK_ERRORS[exc.errno]} while writing {exc.filename or 'a file'} "
+                          f"after {epochs_done} finished epoch(s) ({exc.strerror})")
+    return "failed", f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,141 @@
+"""Issue 11 in the Gluon track: faults end a run quickly, with a true status and an
+error that names the cause. Real worker processes, real signals, real image files."""
+import importlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet.gluon.data import Dataset
+
+from image_folders import make_folder, truncate
+from support import REPO
+
+from gpu_course import records
+from gpu_course.config import Experiment
+from gpu_course.data.folder import CorruptImage
+from gpu_course.gluon import data as gdata
+gtrain = importlib.import_module("gpu_course.gluon.train")  # the module: the package exports the function
+
+
+def many_classes(tmp_path, classes=12, per_class=4):
+    """A folder of `classes` class folders of small JPEGs (more than CIFAR's ten)."""
+    from PIL import Image
+    rng = np.random.default_rng(0)
+    root = tmp_path / "many"
+    for k in range(classes):
+        (root / f"{k:03d}.c{k}").mkdir(parents=True)
+        for i in range(per_class):
+            pixels = rng.integers(0, 255, (20, 20, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(root / f"{k:03d}.c{k}" / f"{i}.jpg")
+    return root
+
+
+def folder_cfg(root, **changes):
+    values = dict(name="t", dataset="folder", data_dir=str(root), image_size=16,
+                  model="tiny", train_size=24, test_size=8, batch_size=8, epochs=1,
+                  num_workers=0, warmup_steps=0, monitor_interval=0.2, max_steps=2)
+    return Experiment(**{**values, **changes})
+
+
+def test_the_output_layer_has_as_many_classes_as_the_folder(tmp_path, monkeypatch):
+    built = []
+
+    def spy(cfg, classes=None):
+        built.append(get_model(cfg, classes))
+        return built[-1]
+    get_model = gtrain.get_model
+    monkeypatch.setattr(gtrain, "get_model", spy)
+    run = gtrain.train(folder_cfg(many_classes(tmp_path)), progress=False, verbose=False)
+    assert run.status == "finished"
+    assert built[0](mx.nd.zeros((1, 3, 16, 16))).shape == (1, 12)  # the trained network
+
+
+def test_a_corrupt_image_in_a_worker_is_named_at_once(tmp_path):
+    root = make_folder(tmp_path, classes=2, per_class=12)
+    bad = truncate(sorted(root.rglob("*.jpg"))[0])
+    start = time.monotonic()
+    with pytest.raises(CorruptImage, match=bad.name):
+        gtrain.train(folder_cfg(root, num_workers=1, train_size=19, max_steps=None),
+                     progress=False, verbose=False)
+    assert time.monotonic() - start < 60  # not MXNet's 120 s timeout
+    run = gtrain.train(folder_cfg(root, num_workers=1, train_size=19, skip_corrupt=True,
+                                  max_steps=None), progress=False, verbose=False)
+    assert run.status == "finished"
+
+
+class Slow(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        time.sleep(0.05)
+        return np.zeros(2, np.float32), np.int32(0)
+
+
+def test_a_killed_loader_worker_ends_the_iteration_within_seconds():
+    cfg = Experiment(batch_size=4, num_workers=1, train_size=64)
+    loader = gdata.make_loader(Slow(), cfg)
+    batches = iter(loader)
+    next(batches)
+    worker = loader._worker_pool._pool[0]
+    os.kill(worker.pid, signal.SIGKILL)
+    start = time.monotonic()
+    with pytest.raises(gdata.WorkerDied, match="a loader worker died .*SIGKILL"):
+        for _ in batches:
+            pass
+    assert time.monotonic() - start < 5
+
+
+def test_clear_errors_before_training(tmp_path):
+    with pytest.raises(ValueError, match="batch_size=64 gives 64 images per step, but the "
+                                         "training set has only 32"):
+        gdata.make_loader(gdata.image_dataset(np.zeros((32, 32, 32, 3), np.uint8),
+                                              np.zeros(32)), Experiment(train_size=32))
+    cfg = Experiment(model="tiny", optimizer="sgd", optimizer_params=(("batch_scale", 4),),
+                     train_size=128, test_size=32, batch_size=32, epochs=1, num_workers=0)
+    with pytest.raises(ValueError, match="do not fit optimizer='sgd'"):
+        gtrain.train(cfg, progress=False, verbose=False)
+
+
+def test_a_loss_that_explodes_ends_as_diverged(small_cfg):
+    with pytest.raises(Exception, match="diverged"):
+        gtrain.train(small_cfg.replace(lr=1e30, epochs=3, max_steps=4), progress=False,
+                     verbose=False)
+    run = records.load_runs()[0]
+    assert run.status == "diverged" and "lr=1e+30" in run.meta["error"]
+
+
+def test_a_diverged_run_on_the_command_line_is_one_line(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "gpu_course.cli", "run", "--engine", "gluon", "--model",
+         "tiny", "--train-size", "64", "--test-size", "32", "--batch-size", "32", "--lr",
+         "1e30", "--num-workers", "0", "--no-progress", "--runs-dir", tmp_path],
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "Diverged: the training loss became nan" in out.stderr
+    assert records.load_runs(tmp_path)[0].status == "diverged"
+
+
+def test_sigterm_keeps_finished_epochs_and_ends_the_loader_workers(tmp_path):
+    import psutil
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpu_course.cli", "run", "--engine", "gluon", "--model",
+         "tiny", "--train-size", "128", "--test-size", "32", "--batch-size", "32",
+         "--epochs", "500", "--num-workers", "1", "--no-progress", "--runs-dir", tmp_path],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while "[Epoch 0]" not in proc.stdout.readline():
+        assert proc.poll() is None, proc.stderr.read()
+    workers = psutil.Process(proc.pid).children(recursive=True)
+    assert workers
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    run = records.load_runs(tmp_path)[0]
+    assert run.status == "interrupted" and len(run.epochs) >= 1
+    _, alive = psutil.wait_procs(workers, timeout=10)
+    assert not alive

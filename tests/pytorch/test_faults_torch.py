@@ -1,0 +1,86 @@
+"""Issue 11 in the PyTorch track: the same faults as the Gluon track's, the same
+answers. Real worker processes, real signals, real image files."""
+import importlib
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from support import REPO
+
+from gpu_course import records
+from gpu_course import torch as gc
+from gpu_course.config import Experiment
+
+ttrain = importlib.import_module("gpu_course.torch.train")  # the module, not the function
+
+
+def many_classes(tmp_path, classes=12, per_class=4):
+    """A folder of `classes` class folders of small JPEGs (more than CIFAR's ten)."""
+    from PIL import Image
+    rng = np.random.default_rng(0)
+    root = tmp_path / "many"
+    for k in range(classes):
+        (root / f"{k:03d}.c{k}").mkdir(parents=True)
+        for i in range(per_class):
+            pixels = rng.integers(0, 255, (20, 20, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(root / f"{k:03d}.c{k}" / f"{i}.jpg")
+    return root
+
+
+def test_more_than_ten_classes_train(tmp_path):
+    cfg = gc.Experiment(name="t", dataset="folder", data_dir=str(many_classes(tmp_path)),
+                        image_size=16, model="tiny", train_size=24, test_size=8,
+                        batch_size=8, epochs=1, num_workers=0, num_gpus=0, warmup_steps=0,
+                        monitor_interval=0.2)
+    run = gc.train(cfg, progress=False, verbose=False)  # labels 10 and 11 fit the output
+    assert run.status == "finished"
+    assert gc.get_model(cfg).output.out_features == 12  # a notebook's own network too
+
+
+def test_the_track_experiment_defaults_to_pytorch():
+    cfg = gc.Experiment(optimizer="adamw")
+    assert cfg.engine == "pytorch" and isinstance(cfg, Experiment)
+    assert gc.Experiment.from_dict(cfg.to_dict()) == cfg
+
+
+def test_clear_errors_before_training(small_cfg, monkeypatch):
+    train, _ = gc.load_datasets(small_cfg.replace(train_size=16))
+    with pytest.raises(ValueError, match="batch_size=32 is larger than the training set"):
+        gc.make_loader(train, small_cfg)
+    monkeypatch.setenv(gc.COMPILE_BACKEND_ENV, "turbo")
+    with pytest.raises(ValueError, match="GPU_COURSE_COMPILE_BACKEND='turbo' is not a "
+                                         "torch.compile backend; allowed: .*aot_eager"):
+        gc.train(small_cfg.replace(graph="hybrid"), progress=False, verbose=False)
+
+
+def test_a_loss_that_explodes_ends_as_diverged(small_cfg):
+    with pytest.raises(Exception, match="diverged"):
+        gc.train(small_cfg.replace(lr=1e30, epochs=3, max_steps=4), progress=False,
+                 verbose=False)
+    run = records.load_runs()[0]
+    assert run.status == "diverged" and "lr=1e+30" in run.meta["error"]
+
+
+def test_sigterm_keeps_finished_epochs_and_ends_the_loader_workers(tmp_path):
+    import psutil
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpu_course.cli", "run", "--engine", "pytorch", "--model",
+         "tiny", "--train-size", "128", "--test-size", "32", "--batch-size", "32",
+         "--epochs", "500", "--num-workers", "1", "--persistent-workers", "true",
+         "--num-gpus", "0", "--no-progress", "--runs-dir", tmp_path],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while "[Epoch 0]" not in proc.stdout.readline():
+        assert proc.poll() is None, proc.stderr.read()
+    workers = psutil.Process(proc.pid).children(recursive=True)
+    assert workers
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    run = records.load_runs(tmp_path)[0]
+    assert run.status == "interrupted" and len(run.epochs) >= 1
+    _, alive = psutil.wait_procs(workers, timeout=10)
+    assert not alive

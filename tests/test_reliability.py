@@ -1,0 +1,387 @@
+"""Issue 11, framework-free part: no data lost, no hang, no false record, and every bad
+input a clear error. Real files and real subprocesses where the fault is a file or a
+process; the fake pynvml where it is the driver."""
+import json
+import math
+import os
+import pickle
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from fake_pynvml import FakePynvml, NVMLError_LibraryNotFound, install
+from image_folders import leftovers, make_folder
+from support import REPO, run_cli
+
+from gpu_course import data, guards, monitor, records
+from gpu_course.config import Experiment, smoke_mode
+from gpu_course.data import cifar, folder
+from gpu_course.harness import Harness
+
+TINY = dict(name="t", model="tiny", train_size=128, test_size=32, batch_size=32, epochs=1,
+            num_workers=0, warmup_steps=0, monitor_interval=0.05)
+
+
+# -- config: clear errors ------------------------------------------------------------------
+@pytest.mark.parametrize("changes, words", [
+    (dict(lr=math.inf), "lr=inf must be a finite number"),
+    (dict(wd=math.nan), "wd=nan must be a finite number"),
+    (dict(lr="0.1"), "lr='0.1' must be a number, not str"),
+    (dict(momentum="high"), "momentum='high' must be a number"),
+    (dict(monitor_interval=math.inf), "monitor_interval=inf must be a finite number"),
+    (dict(seed=2**40), "allowed: 0..4294967295"),
+    (dict(name=None), "name=None must be a non-empty string"),
+    (dict(name=""), "name='' must be a non-empty string"),
+    (dict(optimizer_params=(("batch_scale",),)), "must be (name, value) pairs"),
+    (dict(optimizer_params="batch_scale=4"), "must be (name, value) pairs"),
+    (dict(optimizer_params=5), "must be (name, value) pairs"),
+    (dict(optimizer="adamw"), "'adamw' needs engine='pytorch'"),
+    (dict(skip_corrupt="yes"), "skip_corrupt='yes' must be True or False"),
+])
+def test_bad_config_values_are_clear_errors(changes, words):
+    with pytest.raises(ValueError, match=None) as err:
+        Experiment(**changes)
+    assert words in str(err.value)
+
+
+def test_a_stored_non_finite_value_loads_back_or_is_a_clear_error(tmp_path):
+    stored = json.loads(json.dumps({**Experiment().to_dict(), "lr": "inf"}))
+    with pytest.raises(ValueError, match="lr=inf must be a finite number"):
+        Experiment.from_dict(stored)
+    with pytest.raises(ValueError, match="wd=nan must be a finite number"):
+        Experiment.from_dict({**Experiment().to_dict(), "wd": None})  # JSON's null
+    assert Experiment.from_dict(json.loads(Experiment(lr=0.5).to_json())).lr == 0.5
+    # where a non-finite value is allowed, it comes back as it was (JSON has no inf)
+    cfg = Experiment(lr_scheduler="multifactor", lr_steps=(2, math.inf),
+                     optimizer_params=(("clip_gradient", math.inf),))
+    stored = json.loads(json.dumps(cfg.to_dict(), allow_nan=False))
+    assert Experiment.from_dict(stored) == cfg
+    assert Experiment.from_dict(stored).lr_steps[1] == math.inf
+    record = records.RunRecord(cfg.to_dict(), "gluon", runs_dir=tmp_path,
+                               hardware_info={"gpus": []})
+    record.finish()
+    assert Experiment.from_dict(records.load_run(record.path).config) == cfg
+
+
+@pytest.mark.parametrize("text, on", [("1", True), ("yes", True), ("TRUE", True),
+                                      ("on", True), ("0", False), ("no", False),
+                                      ("False", False), ("", False)])
+def test_smoke_switch_spellings(text, on):
+    assert smoke_mode(text) is on
+
+
+def test_smoke_switch_refuses_what_it_does_not_know(monkeypatch):
+    monkeypatch.setenv("GPU_COURSE_SMOKE", "maybe")
+    with pytest.raises(ValueError, match="GPU_COURSE_SMOKE='maybe' is not understood"):
+        smoke_mode()
+
+
+# -- data: never lost ----------------------------------------------------------------------
+def _foreign_cifar(root: Path) -> Path:
+    """A CIFAR-10 binary folder that gpu-course did not write (like the real one)."""
+    target = root / cifar.FOLDER_NAME
+    target.mkdir(parents=True)
+    for name in cifar.ALL_FILES:
+        (target / name).write_bytes(b"theirs")
+    return target
+
+
+def test_data_never_replaces_a_data_set_it_did_not_write(tmp_path):
+    theirs = _foreign_cifar(tmp_path)
+    for extra in ([], ["--overwrite"]):
+        out = run_cli("data", "--out", tmp_path, "--train", 20, "--test", 10, *extra)
+        assert out.returncode == 2 and "did not write" in out.stderr, out.stderr
+    assert all((theirs / n).read_bytes() == b"theirs" for n in cifar.ALL_FILES)
+
+
+def test_data_reuses_its_own_and_replaces_it_only_with_overwrite(tmp_path):
+    assert run_cli("data", "--out", tmp_path, "--train", 20, "--test", 10).returncode == 0
+    first = (tmp_path / cifar.FOLDER_NAME / "test_batch.bin").stat().st_mtime_ns
+    assert run_cli("data", "--out", tmp_path, "--train", 20, "--test", 10).returncode == 0
+    assert (tmp_path / cifar.FOLDER_NAME / "test_batch.bin").stat().st_mtime_ns == first
+    out = run_cli("data", "--out", tmp_path, "--train", 30, "--test", 10)
+    assert out.returncode == 2 and "--overwrite" in out.stderr
+    out = run_cli("data", "--out", tmp_path, "--train", 30, "--test", 10, "--overwrite")
+    assert out.returncode == 0, out.stderr
+    assert cifar.read_cifar_binary(tmp_path / cifar.FOLDER_NAME).train_y.size == 30
+
+
+def test_data_without_out_writes_to_the_data_folder(tmp_path):
+    out = run_cli("data", "--train", 20, "--test", 10, env={"GPU_COURSE_DATA": tmp_path})
+    assert out.returncode == 0, out.stderr
+    assert cifar.is_complete(tmp_path / cifar.FOLDER_NAME) and str(tmp_path) in out.stdout
+
+
+def test_folder_overwrite_keeps_unrelated_files_and_refuses_foreign_folders(tmp_path):
+    root = make_folder(tmp_path, classes=2, per_class=2)
+    (root / "my-notes.txt").write_text("mine")
+    (root / "zz.mine").mkdir()
+    (root / "zz.mine" / "photo.jpg").write_bytes(b"mine")
+    folder.generate_folder(root, classes=3, per_class=2, min_side=40, max_side=60,
+                           workers=1, progress=False, overwrite=True)
+    assert (root / "my-notes.txt").read_text() == "mine"
+    assert (root / "zz.mine" / "photo.jpg").read_bytes() == b"mine"
+    assert len(list(root.glob("00[123].*/*.jpg"))) == 6 and not leftovers(tmp_path)
+    foreign = tmp_path / "theirs"
+    (foreign / "cats").mkdir(parents=True)
+    (foreign / "cats" / "1.jpg").write_bytes(b"cat")
+    with pytest.raises(folder.DataError, match="did not write"):
+        folder.generate_folder(foreign, classes=2, per_class=2, overwrite=True,
+                               workers=1, progress=False)
+    assert (foreign / "cats" / "1.jpg").read_bytes() == b"cat"
+
+
+def test_synthetic_cache_never_goes_into_a_users_folder(tmp_path, monkeypatch, capsys):
+    users = make_folder(tmp_path, classes=2, per_class=2, name="photos")
+    before = sorted(p.name for p in users.iterdir())
+    monkeypatch.setenv("GPU_COURSE_DATA", str(tmp_path / "course"))
+    got = data.prepare("synthetic", root=users, train_size=20, test_size=10)
+    assert sorted(p.name for p in users.iterdir()) == before
+    assert Path(got).is_relative_to(tmp_path / "course")
+    assert str(tmp_path / "course") in capsys.readouterr().out  # says where
+
+
+def test_prepared_copies_go_to_the_cache_folder_the_user_sets(tmp_path, monkeypatch):
+    from gpu_course.data import packed
+    monkeypatch.setenv("GPU_COURSE_CACHE", str(tmp_path / "cache"))
+    assert packed.prepared_dir(tmp_path / "photos").parent == tmp_path / "cache"
+
+
+def test_cifar10_data_dir_can_name_the_batches_folder_or_says_what_is_missing(tmp_path):
+    folder_path = data.generate_to(tmp_path, train_size=20, test_size=10)
+    assert data.prepare("cifar10", root=folder_path) == folder_path
+    (folder_path / cifar.META_FILE).unlink()
+    for root in (tmp_path, folder_path):
+        with pytest.raises(FileNotFoundError, match="missing batches.meta.txt") as err:
+            data.prepare("cifar10", root=root)
+        assert "download" not in str(err.value)
+
+
+def test_paths_that_are_files_are_clear_errors(tmp_path):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    out = run_cli("data", "--out", a_file, "--train", 20, "--test", 10)
+    assert out.returncode == 2 and "is a file" in out.stderr and "Traceback" not in out.stderr
+    out = run_cli("runs", env={"GPU_COURSE_RUNS": a_file})
+    assert out.returncode == 2 and f"GPU_COURSE_RUNS={a_file} is a file" in out.stderr
+    out = run_cli("data", "--train", 20, "--test", 10, env={"GPU_COURSE_DATA": a_file})
+    assert out.returncode == 2 and f"GPU_COURSE_DATA={a_file} is a file" in out.stderr
+    out = run_cli("monitor", "--out", a_file / "m.csv", "--seconds", "0.1")
+    assert out.returncode == 1 and "Traceback" not in out.stderr and str(a_file) in out.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_is_one_clear_line(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    out = run_cli("data", "--out", locked / "d", "--train", 20, "--test", 10)
+    assert out.returncode == 1 and "permission denied while writing" in out.stderr
+    out = run_cli("runs", env={"GPU_COURSE_RUNS": locked})
+    assert out.returncode == 0  # reading is fine
+    out = run_cli("monitor", "--out", locked / "m.csv", "--seconds", "0.1")
+    assert out.returncode == 1 and "permission denied" in out.stderr
+
+
+def _no_bigger_than(limit):
+    def preexec():  # files may not grow past `limit` bytes: writes fail with EFBIG
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return preexec
+
+
+def test_running_out_of_space_while_writing_data_is_one_line_and_leaves_nothing(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "gpu_course.cli", "data", "--out", tmp_path,
+                          "--train", "2000", "--test", "10"], cwd=REPO, capture_output=True,
+                         text=True, timeout=120, preexec_fn=_no_bigger_than(100_000))
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "file too large" in out.stderr and str(tmp_path) in out.stderr
+    assert list(tmp_path.iterdir()) == []  # no half-written folder, no temporary one
+    disk_full = OSError(28, "No space left on device", str(tmp_path / "x.bin"))
+    status, error = guards.status_of(disk_full, 2)
+    assert status == "failed" and error.startswith(f"disk full while writing {tmp_path}")
+
+
+# -- records that tell the truth ---------------------------------------------------------
+def test_a_corrupt_run_json_is_skipped_with_a_warning_naming_it(runs_dir):
+    good = records.RunRecord({"name": "good"}, "gluon", runs_dir=runs_dir,
+                             hardware_info={"gpus": []})
+    good.finish()
+    bad = runs_dir / "ladder" / "20260101-000000-bad-0000" / "run.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text('{"run_id": ')  # cut off mid-write by an older version
+    with pytest.warns(UserWarning, match=str(bad)):
+        runs = records.load_runs(runs_dir)
+    assert [r.name for r in runs] == ["good"]
+    out = run_cli("runs", "--runs-dir", runs_dir)
+    assert out.returncode == 0 and good.run_id in out.stdout and str(bad) in out.stderr
+
+
+def test_diagnose_finds_a_ladder_run_at_any_depth(runs_dir):
+    from fake_runs import write_run
+    path = write_run(runs_dir / "ladder-20261121" / "rungs", "naive")
+    out = run_cli("diagnose", path.name, "--runs-dir", runs_dir)
+    assert out.returncode == 0, out.stderr
+
+
+def test_write_atomic_leaves_no_temporary_file_when_the_disk_fails(tmp_path):
+    code = ("import sys; from gpu_course.records import write_atomic\n"
+            "write_atomic(sys.argv[1], 'x' * 10000)")
+    out = subprocess.run([sys.executable, "-c", code, tmp_path / "run.json"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60,
+                         preexec_fn=_no_bigger_than(1000))
+    assert out.returncode != 0 and "File too large" in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+HARNESS_RUN = """
+import sys, time
+from gpu_course.config import Experiment
+from gpu_course.harness import Harness
+cfg = Experiment(name="full", epochs=50, monitor_interval=0.01, warmup_steps=0)
+with Harness(cfg, runs_dir=sys.argv[1], progress=False) as h:
+    for epoch in h.epochs():
+        for batch in h.batches(range(3)):
+            time.sleep(0.02)
+            h.step(64, loss=1.0)
+        h.end_epoch()
+"""
+
+
+def test_a_file_limit_mid_run_gives_status_failed_saying_so(tmp_path):
+    """The monitor's host.csv grows past the limit a few epochs in: the record says
+    what happened, keeps the finished epochs, and leaves no temporary file."""
+    out = subprocess.run([sys.executable, "-c", HARNESS_RUN, tmp_path], cwd=REPO,
+                         capture_output=True, text=True, timeout=120,
+                         preexec_fn=_no_bigger_than(8000))
+    assert out.returncode != 0
+    run = records.load_runs(tmp_path)[0]
+    assert run.status == "failed" and "file too large" in run.meta["error"]
+    assert "while writing" in run.meta["error"] and str(tmp_path) in run.meta["error"]
+    assert 0 < len(run.epochs) < 50 and not list(tmp_path.rglob("*.tmp"))
+
+
+def test_non_finite_loss_stops_the_run_as_diverged(runs_dir):
+    cfg = Experiment(**{**TINY, "lr": 1e30, "epochs": 3})
+    with pytest.raises(guards.Diverged, match=r"lr=1e\+30"):
+        with Harness(cfg, progress=False, verbose=False, monitor=False) as h:
+            for _ in h.epochs():
+                for _ in h.batches(range(2)):
+                    h.step(32, loss=float("nan"))
+                h.end_epoch()
+    run = records.load_runs(runs_dir)[0]
+    assert run.status == "diverged" and len(run.epochs) == 1 and "lr=1e+30" in run.meta["error"]
+    with pytest.raises(guards.Diverged, match="wd=0.5"):
+        guards.check_loss(math.inf, 0, Experiment(wd=0.5))
+
+
+SIGTERM_RUN = HARNESS_RUN.replace("time.sleep(0.02)", "time.sleep(0.05)").replace(
+    "h.end_epoch()", "h.end_epoch(); print('epoch done', flush=True)")
+
+
+def test_sigterm_ends_a_run_like_ctrl_c(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_RUN, tmp_path], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while "epoch done" not in proc.stdout.readline():  # after the notices and epoch line
+        assert proc.poll() is None, proc.stderr.read()
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode != 0
+    run = records.load_runs(tmp_path)[0]
+    assert run.status == "interrupted" and "SIGTERM" in run.meta["error"]
+    assert len(run.epochs) >= 1
+
+
+# -- the monitor never hangs a run ---------------------------------------------------------
+def test_a_blocking_gpu_query_neither_hangs_train_nor_goes_unrecorded(monkeypatch, runs_dir):
+    fake = install(monkeypatch, FakePynvml(1))
+    wedged = threading.Event()
+    release = threading.Event()
+    answer = fake.nvmlDeviceGetUtilizationRates
+
+    def blocking(handle):  # a wedged driver: the third query never comes back
+        if fake.gpus[0].samples >= 2:
+            wedged.set()
+            release.wait(60)
+        return answer(handle)
+    monkeypatch.setattr(fake, "nvmlDeviceGetUtilizationRates", blocking)
+    monkeypatch.setattr(monitor, "STOP_WAIT_S", 0.5)
+    start = time.monotonic()
+    with Harness(Experiment(**TINY), progress=False, verbose=False) as h:
+        for _ in h.epochs():
+            assert wedged.wait(10)
+            for _ in h.batches(range(2)):
+                h.step(32, loss=1.0)
+            h.end_epoch()
+    release.set()
+    assert time.monotonic() - start < 10
+    assert h.run.status == "finished" and "stalled" in h.run.meta["notes"]["monitor"]
+
+
+def test_no_gpu_is_one_line_not_a_warning(monkeypatch, capsys):
+    install(monkeypatch, FakePynvml(1, init_error=NVMLError_LibraryNotFound))
+    from gpu_course import harness
+    harness._SAID.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the test
+        for _ in range(2):
+            Harness(Experiment(**TINY), progress=False, record=False)
+    out = capsys.readouterr().out
+    assert out.count("NVML unavailable") == 1 and "Warning" not in out
+
+
+# -- images that cannot be read -------------------------------------------------------------
+def test_corrupt_image_pickles_back_naming_the_file(tmp_path):
+    err = folder.CorruptImage(tmp_path / "a.jpg", "truncated")
+    back = pickle.loads(pickle.dumps(err))
+    assert back.path == err.path and str(back) == str(err) and "skip_corrupt" in str(back)
+
+
+def test_a_decompression_bomb_names_the_file(tmp_path, monkeypatch):
+    from PIL import Image
+    root = make_folder(tmp_path, classes=1, per_class=1)
+    image = next(root.rglob("*.jpg"))
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # this image is > 2x that
+    with pytest.raises(folder.CorruptImage, match="decompression bomb") as err:
+        folder.load_image(image)
+    assert str(image) in str(err.value)
+
+
+# -- SageMaker entry ------------------------------------------------------------------------
+@pytest.mark.parametrize("name, value", [("SM_HOSTS", "algo-1,algo-2"),
+                                         ("SM_HOSTS", '{"a": 1}'),
+                                         ("WORLD_SIZE", "two"), ("WORLD_SIZE", "0"),
+                                         ("SM_NUM_GPUS", "-1"), ("SM_NUM_GPUS", "1.5")])
+def test_sagemaker_environment_that_is_not_what_sagemaker_sends(tmp_path, name, value, capsys):
+    from gpu_course import sagemaker_entry as entry
+    env = {"SM_OUTPUT_DIR": str(tmp_path), name: value}
+    assert entry.main([], env) == 2
+    failure = (tmp_path / entry.FAILURE_FILE).read_text()
+    assert f"{name}={value!r}" in failure and name in capsys.readouterr().err
+
+
+def test_sagemaker_channel_with_other_data_is_not_replaced_by_generated(tmp_path):
+    from gpu_course import sagemaker_entry as entry
+    channel = tmp_path / "training"
+    _foreign_cifar(channel)
+    env = {"SM_OUTPUT_DIR": str(tmp_path / "out"), "SM_CHANNEL_TRAINING": str(channel),
+           "SM_NUM_GPUS": "0"}
+    assert entry.main([], env) == 2
+    assert "dataset to cifar10" in (tmp_path / "out" / entry.FAILURE_FILE).read_text()
+    assert sorted(p.name for p in channel.iterdir()) == [cifar.FOLDER_NAME]
+
+
+# -- the Makefile ----------------------------------------------------------------------------
+@pytest.mark.parametrize("env, words", [({"ENGINE": "foo"}, "ENGINE=foo is not a track"),
+                                        ({"ENGINE": "torch"}, "ENGINE=pytorch"),
+                                        ({"PYTHON": "false"}, "needs Python 3.11")])
+def test_make_says_what_is_wrong_at_once(env, words):
+    out = subprocess.run(["make", "-n", "run"], cwd=REPO, capture_output=True, text=True,
+                         timeout=60, env={**os.environ, **env})
+    assert out.returncode != 0 and words in out.stderr
