@@ -1,5 +1,5 @@
-"""The `gpu-course` command line: data, monitor, runs, run, ladder, diagnose, distributed,
-sagemaker.
+"""The `gpu-course` command line: data, monitor, runs, run, ladder, diagnose, env, profile,
+distributed, sagemaker.
 
 Every verb has --help. Errors in what the user typed print one clear line and exit 2.
 """
@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 from . import config as _config
+from .flags import add_config_flags as _add_config_flags
+from .flags import config_from_args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,6 +132,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="a short run on a CPU")
     p.add_argument("--runs-dir", type=Path, default=None)
     p.set_defaults(func=_distributed)
+    p = sub.add_parser("env", help="what this machine is: build, CPU, GPU, shared memory, disk",
+                       description="Read and measure the environment: the framework's build, "
+                       "oneDNN on/off and a thread sweep (in child processes), the GPU's "
+                       "clocks, limits and PCIe link, /dev/shm and disk bandwidth.")
+    p.add_argument("--engine", choices=_config.ENGINES, default=None,
+                   help="whose build to read and measure (default: the first installed)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--no-measure", action="store_true", help="read only, measure nothing")
+    p.add_argument("--quick", action="store_true", help="smaller measurements (seconds)")
+    p.set_defaults(func=_env)
+
+    p = sub.add_parser("profile", help="profile a few steps of an experiment and say what "
+                       "limits it", description="Train as `run` does, then record a profiler "
+                       "window (Chrome trace, per-operator table) and a cProfile of the input "
+                       "pipeline into the run's folder, and check the trace's verdict "
+                       "against the mock-ceiling diagnosis.")
+    _add_config_flags(p)
+    p.add_argument("--runs-dir", type=Path, default=None)
+    p.set_defaults(func=_profile)
     _add_optional_verbs(sub)
     return parser
 
@@ -142,24 +162,6 @@ def _add_optional_verbs(sub) -> None:
     except ImportError:
         return
     sagemaker_launch.add_parser(sub)
-
-
-def _add_config_flags(p: argparse.ArgumentParser) -> None:
-    group = p.add_argument_group("experiment (every Experiment field)")
-    for f in fields(_config.Experiment):
-        flag = "--" + f.name.replace("_", "-")
-        group.add_argument(flag, dest=f"cfg_{f.name}", default=None, metavar="VALUE",
-                           help=f"default: {f.default!r}")
-
-
-def config_from_args(args: argparse.Namespace, **defaults) -> _config.Experiment:
-    """Build an Experiment from parsed flags (strings turned into each field's type)."""
-    values = dict(defaults)
-    for f in fields(_config.Experiment):
-        text = getattr(args, f"cfg_{f.name}", None)
-        if text is not None:
-            values[f.name] = _config.parse_value(f.name, text)
-    return _config.Experiment(**values)
 
 
 def _data(args) -> int:
@@ -277,6 +279,23 @@ def _find_run(run: str, runs_dir) -> str:
     root = Path(runs_dir or records.default_runs_dir())
     found = sorted(p.parent for p in root.rglob("run.json") if p.parent.name == run)
     return str(found[0]) if found else run
+
+
+def _env(args) -> int:
+    import json
+    from . import env
+    report = env.report(args.engine, measure=not args.no_measure, quick=args.quick)
+    print(json.dumps(report, indent=2, default=str) if args.json else env.format_report(report))
+    return 0
+
+
+def _profile(args) -> int:
+    from . import profiling
+    from .ladder import adapter
+    cfg = config_from_args(args, engine=_engine(args.cfg_engine))
+    result = profiling.profile_run(adapter(cfg.engine), cfg, runs_dir=args.runs_dir)
+    print(profiling.format_result(result))
+    return 0
 
 
 if __name__ == "__main__":

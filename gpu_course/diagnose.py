@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import metrics
+from . import flops, metrics, signals
 from .records import Run, load_run, load_runs
 
 VERDICTS = ("input-bound", "compute-bound", "overhead-bound")
@@ -38,7 +38,7 @@ FORMATS = ("loose", "preresized", "packed", "memory")  # how an image folder is 
 INPUT_WAIT = 0.25       # data wait >= this share of step time: the loader is the limit
 NEAR_CEILING = 0.85     # a run at >= 85 % of a ceiling is held by what that ceiling measures
 BELOW_COMPUTE = 0.70    # under 70 % of the compute ceiling without waiting: overhead
-GPU_BUSY = 80.0         # % GPU-Util at which a GPU counts as kept busy
+GPU_BUSY = 90.0         # % GPU-Util at which a GPU counts as kept busy (the lecture's 90 %)
 IDLE_EXPLAINED = 0.5    # data wait >= half the GPU's idle share: the loader starves it
 CPU_SATURATED = 90.0    # % of all cores busy: more loader workers have nowhere to run
 LARGE_BATCH = 256       # per-device batch from which "larger batch" is no longer the advice
@@ -58,9 +58,11 @@ class Diagnosis:
     next_rung: str = ""
     advice: str = ""
     numbers: dict = field(default_factory=dict)
+    findings: list = field(default_factory=list)   # signals.FINDINGS the GPU's counters show
 
     def __str__(self) -> str:
-        lines = [f"Diagnosis of {self.run_name!r}: {self.verdict.upper()}"]
+        also = f" (also: {', '.join(self.findings)})" if self.findings else ""
+        lines = [f"Diagnosis of {self.run_name!r}: {self.verdict.upper()}{also}"]
         lines += [f"  - {line}" for line in self.evidence]
         lines.append(f"Next rung: {self.next_rung}: {self.advice}")
         return "\n".join(lines)
@@ -95,7 +97,20 @@ def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
     evidence = _evidence(run, n, mock)
     verdict = _verdict(n, mock)
     rung, advice = next_rung(verdict, cfg, n)
-    return Diagnosis(run.name, verdict, evidence, rung, advice, n)
+    found, flop_line = _hardware_evidence(run, verdict, n)
+    evidence += [line for _, line in found] + [flop_line]
+    return Diagnosis(run.name, verdict, evidence, rung, advice, n, [f for f, _ in found])
+
+
+def _hardware_evidence(run: Run, verdict: str, n: dict) -> tuple[list, str]:
+    """The GPU counters' findings (signals) and the achieved share of peak (flops)."""
+    achieved = flops.achieved(run, n["samples_per_sec"])
+    n.update(achieved_tflops=achieved["achieved_tflops"],
+             fraction_of_peak=achieved["fraction_of_peak"])
+    line = flops.sentence(achieved)
+    if verdict == "compute-bound" and _known(achieved["fraction_of_peak"]):
+        line = f"compute-bound at {100 * achieved['fraction_of_peak']:.0f} % of peak: {line}"
+    return signals.findings(run, GPU_BUSY), line
 
 
 def explain(run, compute_ceiling=None, input_ceiling=None, search: bool = True,

@@ -24,7 +24,7 @@ MiB = 2**20
 SAMPLE_KEYS = (
     "util_gpu", "util_mem", "mem_used_mib", "mem_total_mib", "power_w", "power_limit_w",
     "temp_c", "sm_clock_mhz", "sm_clock_max_mhz", "clock_event_reasons",
-    "sm_active", "tensor_active", "error",
+    "sm_active", "tensor_active", "dram_active", "error",
 )
 
 #: Bits of nvmlDeviceGetCurrentClocksEventReasons: why the SM clock is below its maximum.
@@ -292,8 +292,8 @@ def sample(index):
 
     Unsupported metrics are None; failures set ``error`` (e.g. "GPU is lost")
     instead of raising. sm_active and tensor_active are GPM (Hopper and newer)
-    percentages averaged since the previous ``sample(index)``; None on the first
-    call and on GPUs without GPM.
+    percentages averaged since the previous ``sample(index)``, and dram_active the
+    share of the peak DRAM bandwidth used; None on the first call and on GPUs without GPM.
     """
     # No lock here: NVML is thread-safe, and a query that blocks (a wedged driver) must
     # not hold what other threads need; only the GPM sample pair takes the lock.
@@ -348,7 +348,8 @@ def _read_metrics(state, index, handle, row, errors):
     if reasons is not None:
         row["clock_event_reasons"] = decode_clock_event_reasons(int(reasons))
     with _lock:  # the GPM sample pair per GPU is shared state
-        row["sm_active"], row["tensor_active"] = _gpm_metrics(state, index, handle, errors)
+        row["sm_active"], row["tensor_active"], row["dram_active"] = _gpm_metrics(
+            state, index, handle, errors)
 
 
 def gpm_supported(index):
@@ -370,30 +371,31 @@ def _gpm_buffers(nv, handle):
             return None
         request = nv.c_nvmlGpmMetricsGet_t()
         request.version = nv.NVML_GPM_METRICS_GET_VERSION
-        request.numMetrics = 2
+        request.numMetrics = 3
         request.metrics[0].metricId = nv.NVML_GPM_METRIC_SM_UTIL
         request.metrics[1].metricId = nv.NVML_GPM_METRIC_ANY_TENSOR_UTIL
+        request.metrics[2].metricId = nv.NVML_GPM_METRIC_DRAM_BW_UTIL  # % of peak DRAM bw
         return _GpmBuffers(request, nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc())
     except Exception:  # an older binding (AttributeError) or driver, or no GPM here
         return None
 
 
 def _gpm_metrics(state, index, handle, errors):
-    """(sm_active, tensor_active) in percent between the previous sample and now."""
+    """(sm_active, tensor_active, dram_active) in percent between the previous sample and now."""
     if index not in state.gpm:
         state.gpm[index] = _gpm_buffers(state.nv, handle)
     buffers = state.gpm[index]
     if buffers is None:
-        return None, None
+        return None, None, None
     if _ask(state, errors, "gpm", "nvmlGpmSampleGet", handle, buffers.spare) is None:
         buffers.primed = False
-        return None, None
-    values = (None, None)
+        return None, None, None
+    values = (None, None, None)
     if buffers.primed:
         request = buffers.request
         request.sample1, request.sample2 = buffers.prev, buffers.spare
         if _ask(state, errors, "gpm", "nvmlGpmMetricsGet", request) is not None:
-            values = tuple(_gpm_value(request.metrics[k]) for k in (0, 1))
+            values = tuple(_gpm_value(request.metrics[k]) for k in (0, 1, 2))
     buffers.prev, buffers.spare = buffers.spare, buffers.prev  # the newest becomes prev
     buffers.primed = True
     return values
@@ -403,6 +405,61 @@ def _gpm_value(metric):
     if metric.nvmlReturn != 0:   # NVML_SUCCESS; each metric carries its own status
         return None
     return round(float(metric.value), 2)
+
+
+#: PCIe bandwidth per lane and direction in GB/s, by generation (after line encoding).
+PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+
+
+def device_state(index):
+    """What the environment lesson reads about one GPU, each value None where unsupported:
+    SM and memory clocks with their maxima (nvidia-smi ``clocks.sm``, ``clocks.max.sm``,
+    ``clocks.mem``, ``clocks.max.mem``), the clock-event reasons
+    (``clocks_event_reasons.active``), temperature (``temperature.gpu``), power draw and
+    limits (``power.draw``, ``power.limit``, ``power.max_limit``), and the PCIe link
+    (``pcie.link.gen.current``/``.max``, ``pcie.link.width.current``/``.max``) with the
+    link's one-way bandwidth in GB/s."""
+    with _lock:
+        state = _checked(index)
+        out = {"index": index, "error": None}
+        errors = []
+        try:
+            handle = _handle(state, index, errors)
+            if handle is None:
+                out["error"] = "; ".join(errors) or "no handle"
+                return out
+            nv = state.nv
+            sm, mem = getattr(nv, "NVML_CLOCK_SM", 1), getattr(nv, "NVML_CLOCK_MEM", 2)
+            for key, fn, arg in (
+                    ("sm_clock_mhz", "nvmlDeviceGetClockInfo", sm),
+                    ("sm_clock_max_mhz", "nvmlDeviceGetMaxClockInfo", sm),
+                    ("mem_clock_mhz", "nvmlDeviceGetClockInfo", mem),
+                    ("mem_clock_max_mhz", "nvmlDeviceGetMaxClockInfo", mem)):
+                out[key] = _ask(state, errors, key, fn, handle, arg)
+            reasons = _ask(state, errors, "clock_event_reasons", (
+                "nvmlDeviceGetCurrentClocksEventReasons",
+                "nvmlDeviceGetCurrentClocksThrottleReasons"), handle)
+            out["clock_event_reasons"] = None if reasons is None else \
+                decode_clock_event_reasons(int(reasons))
+            out["temp_c"] = _ask(state, errors, "temp_c", "nvmlDeviceGetTemperature", handle,
+                                 getattr(nv, "NVML_TEMPERATURE_GPU", 0))
+            for key, fn in (("power_w", "nvmlDeviceGetPowerUsage"),
+                            ("power_limit_w", "nvmlDeviceGetEnforcedPowerLimit"),
+                            ("power_max_limit_w", "nvmlDeviceGetPowerManagementDefaultLimit")):
+                milliwatts = _ask(state, errors, key, fn, handle)
+                out[key] = None if milliwatts is None else milliwatts / 1000
+            for key, fn in (("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
+                            ("pcie_gen_max", "nvmlDeviceGetMaxPcieLinkGeneration"),
+                            ("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"),
+                            ("pcie_width_max", "nvmlDeviceGetMaxPcieLinkWidth")):
+                out[key] = _ask(state, errors, key, fn, handle)
+            lane = PCIE_LANE_GBPS.get(out["pcie_gen"])
+            out["pcie_gbps"] = lane * out["pcie_width"] if lane and out["pcie_width"] else None
+        except _GpuLost:
+            state.lost.add(index)
+            errors = ["GPU is lost"]
+        out["error"] = "; ".join(errors) or None
+        return out
 
 
 def nvidia_smi_query(fields, timeout=10.0):

@@ -22,6 +22,7 @@ from . import metrics
 from .metrics import STATUS_TEXT, baseline_index, epoch_spans
 from .metrics import gpu_util as gpu_util_mean
 from .metrics import table as ladder_table
+from .signals import throttled
 
 DPI = 120
 MAX_GPU_PANEL_SETS = 4    # with more GPUs, one shared panel set with a line per GPU
@@ -35,22 +36,26 @@ METRIC_LABELS = {"samples_per_sec": "samples/s", "epoch_time_s": "epoch time (s)
 # -- what one run did over time --------------------------------------------------------
 
 def utilisation_timeline(run, save=None) -> Figure:
-    """Per GPU: utilisation (with GPM SM/tensor activity when measured), memory and power
-    on one shared time axis, a CPU panel below, epochs shaded."""
+    """Per GPU: utilisation (with GPM SM/tensor activity when measured), memory, power,
+    and SM clock and temperature (throttled periods shaded red) on one shared time axis,
+    a CPU panel below, epochs shaded."""
     gpu = run.gpu
     ids = sorted(int(g) for g in pd.to_numeric(gpu["gpu"], errors="coerce").dropna().unique()) \
         if len(gpu) else []
     sets = [[g] for g in ids] if len(ids) <= MAX_GPU_PANEL_SETS else [ids]
-    heights = [1.5, 1.0, 1.0] * len(sets) + [1.0]
+    heights = [1.5, 1.0, 1.0, 1.0] * len(sets) + [1.0]
     fig = _figure(10, max(3.5, 0.35 + 1.25 * sum(heights)))
     axes = list(np.atleast_1d(fig.subplots(len(heights), 1, sharex=True,
                                            gridspec_kw={"height_ratios": heights})))
     for k, group in enumerate(sets):
-        util_ax, mem_ax, power_ax = axes[3 * k:3 * k + 3]
+        util_ax, mem_ax, power_ax, clock_ax = axes[4 * k:4 * k + 4]
         many = len(group) > 1
         for g in group:
             rows = gpu[pd.to_numeric(gpu["gpu"], errors="coerce") == g].sort_values("t")
             _gpu_lines(util_ax, mem_ax, power_ax, rows, g, f"C{g % 10}" if many else "C0", many)
+            _clock_lines(clock_ax, rows, f"C{g % 10}" if many else "C0", many)
+            if not many:
+                _shade_throttled([util_ax, mem_ax, power_ax, clock_ax], rows)
         if many:  # one GPM line per GPU would bury the lesson: draw their mean
             _gpm_lines(util_ax, gpu.groupby("t", as_index=False).mean(numeric_only=True),
                        "k", " (mean)")
@@ -61,7 +66,9 @@ def utilisation_timeline(run, save=None) -> Figure:
         mem_ax.set_ylim(bottom=0)
         power_ax.set_ylabel("power\nW")
         power_ax.set_ylim(bottom=0)
-        for ax in (util_ax, mem_ax, power_ax):
+        clock_ax.set_ylabel("clock %\n/ temp C")
+        clock_ax.set_ylim(0, 105)
+        for ax in (util_ax, mem_ax, power_ax, clock_ax):
             _legend(ax)
     _cpu_total(axes[-1], run.host)
     _mark_epochs(axes, run)
@@ -451,6 +458,39 @@ def _gpu_lines(util_ax, mem_ax, power_ax, rows, g, color, many) -> None:
         when = float(first["t"])
         util_ax.text(when, 97, f"GPU {g}: {first['error']} at t={when:.0f} s ", color="C3",
                      fontsize=8, ha="right", va="top")
+
+
+def _clock_lines(ax, rows, color, many) -> None:
+    """SM clock as % of its maximum and the temperature in C (one scale, 0-105)."""
+    t = _column(rows, "t")
+    peak = _column(rows, "sm_clock_max_mhz")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        clock = 100 * _column(rows, "sm_clock_mhz") / np.where(peak > 0, peak, np.nan)
+    ax.plot(*_gapped(t, clock), color=color, lw=1, label=None if many else "SM clock % of max")
+    ax.plot(*_gapped(t, _column(rows, "temp_c")), color=color, ls=":", lw=1,
+            label=None if many else "temperature C")
+
+
+def throttled_spans(rows: pd.DataFrame) -> list[tuple[float, float]]:
+    """(start, end) of each run of consecutive throttled samples, to the next sample."""
+    flags, t = throttled(rows), _column(rows, "t")
+    spans, start = [], None
+    for i, flag in enumerate(flags):
+        if flag and start is None:
+            start = t[i]
+        if start is not None and (not flag or i == len(flags) - 1):
+            end = t[i] if not flag else t[i] + (t[i] - t[i - 1] if i else 1.0)
+            spans.append((start, end))
+            start = None
+    return spans
+
+
+def _shade_throttled(axes, rows) -> None:
+    """Red bands where the clocks were held down."""
+    for k, (start, end) in enumerate(throttled_spans(rows)):
+        for ax in axes:
+            ax.axvspan(start, end, color="C3", alpha=0.12, lw=0,
+                       label="throttled" if k == 0 and ax is axes[-1] else None)
 
 
 def _gpm_lines(ax, rows, color, suffix) -> None:

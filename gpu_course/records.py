@@ -38,7 +38,7 @@ EPOCH_COLUMNS = ["epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "com
 STEP_COLUMNS = ["epoch", "step", "samples", "data_wait_s", "compute_s", "timed", "device_s"]
 GPU_COLUMNS = ["t", "gpu", "util_gpu", "util_mem", "mem_used_mib", "mem_total_mib",
                "power_w", "power_limit_w", "temp_c", "sm_clock_mhz", "sm_clock_max_mhz",
-               "clock_event_reasons", "sm_active", "tensor_active", "error"]
+               "clock_event_reasons", "sm_active", "tensor_active", "dram_active", "error"]
 HOST_COLUMNS = ["t", "cpu_percent", "cpu_per_core", "ram_used_mib", "ram_total_mib"]
 MARKER_COLUMNS = ["t", "label"]
 STATUSES = ("running", "finished", "interrupted", "failed", "oom", "diverged")

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import metrics
+from . import flops, metrics
 from .metrics import (STATUS_TEXT, baseline_index, data_wait_share, epoch_spans,  # noqa: F401
                       epoch_time_s, gpu_util, samples_per_sec, samples_per_sec_all, status,
                       val_acc)
 from .records import write_atomic
 
-LADDER_COLUMNS = metrics.TABLE_COLUMNS
+LADDER_COLUMNS = metrics.TABLE_COLUMNS[:-1] + ["tflops", "peak_pct", "status"]
 NO_VALUE = "–"
 
 # column -> (header, how a value is written); NaN is written NO_VALUE
@@ -38,6 +38,8 @@ _FORMATS = {
     "spikiness": ("p95/p50 step", lambda v: f"{v:.2f}"),
     "speedup": ("speed-up", lambda v: f"×{v:.2f}"),
     "val_acc": ("val acc", lambda v: f"{100 * v:.1f}%"),
+    "tflops": ("TFLOP/s", lambda v: f"{v:.3g}"),
+    "peak_pct": ("% of peak", lambda v: f"{v:.0f}%"),
     "status": ("status", lambda v: STATUS_TEXT.get(v, v)),
 }
 _TEXT_COLUMNS = {"rung", "ran", "status"}
@@ -46,8 +48,9 @@ _TEXT_COLUMNS = {"rung", "ran", "status"}
 # -- tables --------------------------------------------------------------------------------
 
 def ladder_table(runs, baseline=0) -> pd.DataFrame:
-    """One row per run, in order (`metrics.table`): each rung labelled by what ran."""
-    return metrics.table(runs, baseline)
+    """One row per run, in order (`metrics.table`): each rung labelled by what ran, with
+    the achieved TFLOP/s and % of peak (`flops.table_columns`) before the status."""
+    return flops.table_columns(metrics.table(runs, baseline), runs)
 
 
 def format_table(df: pd.DataFrame) -> str:
@@ -215,6 +218,8 @@ def _run_lines(runs) -> list[str]:
         summary = (run.summary or {}).get("summary_line")
         error = run.meta.get("error")
         line += f" — {summary}" if summary else ""
+        traces = sorted(Path(str(run.path)).glob("profile/*.json.gz"))   # gpu-course profile
+        line += "".join(f" — trace: {trace}" for trace in traces)
         lines.append(line + (f" — error: {error}" if error else ""))
     return lines
 

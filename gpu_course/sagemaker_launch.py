@@ -482,7 +482,7 @@ def add_parser(subparsers) -> None:
     """Register `gpu-course sagemaker` (called by gpu_course.cli)."""
     import argparse
 
-    from .cli import _add_config_flags
+    from .flags import add_config_flags as _add_config_flags
     table = "\n".join(f"  {name:17} {i.gpu:16} {i.why}" for name, i in INSTANCES.items())
     p = subparsers.add_parser(
         "sagemaker", help="run one experiment as a SageMaker training job",
@@ -513,7 +513,7 @@ def add_parser(subparsers) -> None:
 
 
 def run_command(args) -> int:
-    from .cli import config_from_args
+    from .flags import config_from_args
     if args.max_run < 1:
         raise ValueError(f"--max-run={args.max_run} must be >= 1 minute")
     engine = args.cfg_engine or default_engine(args.instance_type)

@@ -60,8 +60,17 @@ class FakeGpu:
     gpm: bool = False                     # GPM metrics (Hopper and newer)
     sm_active: float = 70.0               # GPM percentages at the moment of a GPM sample
     tensor_active: float = 30.0
+    dram_active: float = 40.0             # GPM: % of peak DRAM bandwidth
+    mem_clock_mhz: int = 2619
+    mem_clock_max_mhz: int = 2619
+    power_default_limit_w: float = 700.0
+    pcie_gen: int = 5
+    pcie_gen_max: int = 5
+    pcie_width: int = 16
+    pcie_width_max: int = 16
     #: metric names that raise NotSupported: util, memory, power_w, power_limit_w, temp_c,
-    #: sm_clock_mhz, sm_clock_max_mhz, clock_event_reasons, name, compute_capability, gpm
+    #: sm_clock_mhz, sm_clock_max_mhz, clock_event_reasons, name, compute_capability, gpm,
+    #: mem_clock_mhz, mem_clock_max_mhz, power_default_limit_w, pcie
     unsupported: set = field(default_factory=set)
     #: metric name -> NVMLError subclass that its query raises
     failing: dict = field(default_factory=dict)
@@ -77,7 +86,7 @@ class FakeHandle:
 
 class FakeGpmSample:
     serial = None       # order in which samples were taken
-    values = None       # (sm_active, tensor_active) at that moment
+    values = None       # metric id -> value at that moment
 
 
 class FakeGpmMetric:
@@ -113,8 +122,10 @@ class FakePynvml(types.ModuleType):
     NVMLError_Unknown = NVMLError_Unknown
     NVML_TEMPERATURE_GPU = 0
     NVML_CLOCK_SM = 1
+    NVML_CLOCK_MEM = 2
     NVML_GPM_METRIC_SM_UTIL = 2
     NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5
+    NVML_GPM_METRIC_DRAM_BW_UTIL = 10
     NVML_GPM_METRICS_GET_VERSION = 1
     c_nvmlGpmMetricsGet_t = FakeGpmMetricsGet
     _NEWER_THAN_OLD_BINDING = frozenset({
@@ -221,12 +232,31 @@ class FakePynvml(types.ModuleType):
         return self._gpu(handle, "temp_c").temp_c
 
     def nvmlDeviceGetClockInfo(self, handle, clock):
-        assert clock == self.NVML_CLOCK_SM
+        assert clock in (self.NVML_CLOCK_SM, self.NVML_CLOCK_MEM)
+        if clock == self.NVML_CLOCK_MEM:
+            return self._gpu(handle, "mem_clock_mhz").mem_clock_mhz
         return self._gpu(handle, "sm_clock_mhz").sm_clock_mhz
 
     def nvmlDeviceGetMaxClockInfo(self, handle, clock):
-        assert clock == self.NVML_CLOCK_SM
+        assert clock in (self.NVML_CLOCK_SM, self.NVML_CLOCK_MEM)
+        if clock == self.NVML_CLOCK_MEM:
+            return self._gpu(handle, "mem_clock_max_mhz").mem_clock_max_mhz
         return self._gpu(handle, "sm_clock_max_mhz").sm_clock_max_mhz
+
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle):
+        return int(self._gpu(handle, "power_default_limit_w").power_default_limit_w * 1000)
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle):
+        return self._gpu(handle, "pcie").pcie_gen
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle):
+        return self._gpu(handle, "pcie").pcie_gen_max
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, handle):
+        return self._gpu(handle, "pcie").pcie_width
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, handle):
+        return self._gpu(handle, "pcie").pcie_width_max
 
     def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
         return self._gpu(handle, "clock_event_reasons").clock_event_reasons
@@ -250,7 +280,8 @@ class FakePynvml(types.ModuleType):
             raise NVMLError_NotSupported()
         gpm_sample.serial = next(self._serials)
         gpm_sample.values = {self.NVML_GPM_METRIC_SM_UTIL: gpu.sm_active,
-                             self.NVML_GPM_METRIC_ANY_TENSOR_UTIL: gpu.tensor_active}
+                             self.NVML_GPM_METRIC_ANY_TENSOR_UTIL: gpu.tensor_active,
+                             self.NVML_GPM_METRIC_DRAM_BW_UTIL: gpu.dram_active}
         return gpm_sample
 
     def nvmlGpmMetricsGet(self, request):

@@ -27,7 +27,7 @@ EPOCH_COLUMNS = ["epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "com
 STEP_COLUMNS = ["epoch", "step", "samples", "data_wait_s", "compute_s", "timed", "device_s"]
 GPU_COLUMNS = ["t", "gpu", "util_gpu", "util_mem", "mem_used_mib", "mem_total_mib", "power_w",
                "power_limit_w", "temp_c", "sm_clock_mhz", "sm_clock_max_mhz",
-               "clock_event_reasons", "sm_active", "tensor_active", "error"]
+               "clock_event_reasons", "sm_active", "tensor_active", "dram_active", "error"]
 HOST_COLUMNS = ["t", "cpu_percent", "cpu_per_core", "ram_used_mib", "ram_total_mib"]
 MARKER_COLUMNS = ["t", "label"]
 
@@ -239,7 +239,8 @@ def _gpu_samples(times, spans, num_gpus, busy, data_wait_share, gpm, lost_gpu, o
                 "clock_event_reasons": "sw_power_cap" if util >= 90 else "",
                 # GPM: the share of SMs busy and of tensor pipes busy, far below GPU-Util
                 "sm_active": round(util * 0.52, 1) if gpm else "",
-                "tensor_active": round(util * 0.21, 1) if gpm else "", "error": ""})
+                "tensor_active": round(util * 0.21, 1) if gpm else "",
+                "dram_active": round(util * 0.3, 1) if gpm else "", "error": ""})
     return rows
 
 

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::gpu_course.monitor.GpuUnavailab
 # the run-record schema (spec_records.md), spelled out to catch drift
 SCHEMA_GPU = ["t", "gpu", "util_gpu", "util_mem", "mem_used_mib", "mem_total_mib", "power_w",
               "power_limit_w", "temp_c", "sm_clock_mhz", "sm_clock_max_mhz",
-              "clock_event_reasons", "sm_active", "tensor_active", "error"]
+              "clock_event_reasons", "sm_active", "tensor_active", "dram_active", "error"]
 SCHEMA_HOST = ["t", "cpu_percent", "cpu_per_core", "ram_used_mib", "ram_total_mib"]
 SCHEMA_MARKERS = ["t", "label"]
 

@@ -83,7 +83,7 @@ def test_sample_reads_every_metric_in_schema_units(use_fake):
         "util_gpu": 97, "util_mem": 41, "mem_used_mib": 10240.5, "mem_total_mib": 81559.0,
         "power_w": 312.5, "power_limit_w": 700.0, "temp_c": 65, "sm_clock_mhz": 1755,
         "sm_clock_max_mhz": 1980, "clock_event_reasons": "", "sm_active": None,
-        "tensor_active": None, "error": None}
+        "tensor_active": None, "dram_active": None, "error": None}
     assert nvml.driver_version() == "550.54.15"
     assert nvml.cuda_driver_version() == "12.4"
     assert nvml.gpu_info(0) == {"index": 0, "name": "NVIDIA H100 80GB HBM3",

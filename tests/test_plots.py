@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 sys.path.insert(0, str(Path(__file__).parent))  # for fake_runs, whatever pytest's import mode
 import fake_runs  # noqa: E402
 
-from gpu_course import plots, report  # noqa: E402
+from gpu_course import plots, report, signals  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -42,13 +42,15 @@ def bars(ax) -> list:
 def test_timeline_has_a_panel_set_per_gpu_and_shows_gpm(runs):
     fig = plots.utilisation_timeline(runs["gpu"]["naive"])
     assert isinstance(fig, Figure)
-    util, memory, power, cpu = fig.axes
+    util, memory, power, clock, cpu = fig.axes
     assert [line.get_label() for line in labelled(util)] == \
         ["GPU-Util", "SM active", "tensor active"]
     assert {line.get_linestyle() for line in labelled(util)[1:]} == {"--", ":"}
     assert [line.get_label() for line in labelled(memory)] == ["used", "total"]
     assert [line.get_label() for line in labelled(power)] == ["draw", "limit"]
     assert [line.get_label() for line in labelled(cpu)] == ["CPU (all cores)"]
+    assert [line.get_label() for line in labelled(clock)] == \
+        ["SM clock % of max", "temperature C"]
     # the shared time axis, and the epochs drawn on it
     assert all(ax.get_shared_x_axes().joined(util, ax) for ax in fig.axes)
     assert [t.get_text() for t in util.texts if t.get_text().startswith("epoch")] == \
@@ -58,13 +60,28 @@ def test_timeline_has_a_panel_set_per_gpu_and_shows_gpm(runs):
     assert "NVIDIA H100 80GB HBM3" in texts(fig)  # the hardware caption
 
 
+def test_throttled_periods_are_shaded(tmp_path):
+    run = fake_runs.load(fake_runs.write_run(tmp_path, "hot", busy=97, data_wait_share=0.02))
+    flags = signals.throttled(run.gpu)
+    assert flags.any() and not flags.all()          # the power cap while busy, not at start-up
+    assert list(signals.throttled(pd.DataFrame({"clock_event_reasons": [
+        "gpu_idle", "sw_power_cap", "", None, "hw_thermal|gpu_idle"]}))) == \
+        [False, True, False, False, True]
+    clock = plots.utilisation_timeline(run).axes[3]
+    bands = [p for p in clock.patches if p.get_facecolor()[1] < 0.3]   # red ones
+    spans = plots.throttled_spans(run.gpu)
+    assert 0 < len(spans) < flags.sum() and all(a < b for a, b in spans)
+    assert len(bands) == len(spans) and "throttled" in [h.get_label() for h in
+                                                         clock.get_legend_handles_labels()[0]]
+
+
 def test_timeline_marks_a_lost_gpu_and_the_epoch_it_interrupted(runs):
     fig = plots.utilisation_timeline(runs["gpu"]["2 GPUs"])
-    assert len(fig.axes) == 7  # (util, memory, power) x 2 GPUs + CPU
-    gpu1_util = fig.axes[3]
+    assert len(fig.axes) == 9  # (util, memory, power, clock) x 2 GPUs + CPU
+    gpu1_util = fig.axes[4]
     lost = [t.get_text() for t in gpu1_util.texts if "lost" in t.get_text()]
     assert lost == ["GPU 1: GPU is lost at t=13 s "]
-    red = [line for ax in fig.axes[3:6] for line in ax.lines if line.get_color() == "C3"]
+    red = [line for ax in fig.axes[4:7] for line in ax.lines if line.get_color() == "C3"]
     assert len(red) == 3 and all(line.get_xdata()[0] == 13.0 for line in red)
     assert not any("lost" in t.get_text() for t in fig.axes[0].texts)  # GPU 0 was fine
     # the samples after the loss are NaN, so the line stops there
@@ -97,7 +114,7 @@ def test_timeline_with_many_gpus_shares_one_panel_set(tmp_path):
     run = fake_runs.load(fake_runs.write_run(tmp_path, "eight", num_gpus=8, epochs=1,
                                              samples_per_sec=20000.0, busy=90))
     fig = plots.utilisation_timeline(run)
-    assert len(fig.axes) == 4
+    assert len(fig.axes) == 5
     assert [line.get_label() for line in labelled(fig.axes[0])] == \
         [f"GPU {g}" for g in range(8)] + ["SM active (mean)", "tensor active (mean)"]
     assert not labelled(fig.axes[1])  # memory: the colours match the legend above

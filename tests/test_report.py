@@ -35,7 +35,7 @@ def test_ladder_table_speedups_come_from_the_steady_steps(gpu):
     table = report.ladder_table(gpu)
     assert list(table.columns) == ["rung", "ran", "samples_per_sec", "samples_per_sec_all",
                                    "epoch_time_s", "gpu_util", "data_wait_share", "spikiness",
-                                   "speedup", "val_acc", "status"]
+                                   "speedup", "val_acc", "tflops", "peak_pct", "status"]
     assert list(table.rung) == ["naive", "8 workers", "float16", "2 GPUs", "batch 4096"]
     assert list(table.ran) == [""] * 5  # every fake run ran as requested
     speeds = [steady_rate(run) for run in gpu[:4]]  # '2 GPUs' died in its warm-up epoch
@@ -107,7 +107,8 @@ def test_format_table_is_fixed_width_text(gpu):
     lines = text.splitlines()
     assert lines[0].split() == ["rung", "samples/s", "(steady)", "samples/s", "(all)", "epoch",
                                 "(s)", "GPU", "util", "data", "wait", "p95/p50", "step",
-                                "speed-up", "val", "acc", "status"]
+                                "speed-up", "val", "acc", "TFLOP/s", "%", "of", "peak",
+                                "status"]
     assert set(lines[1]) <= {"-", " "}
     naive, float16, oom = lines[2], lines[4], lines[6]
     assert naive.startswith("naive ") and "×1.00" in naive
@@ -116,7 +117,7 @@ def test_format_table_is_fixed_width_text(gpu):
     assert f"{report.gpu_util(gpu[2]):.0f}%" in float16
     # it ran a few seconds before dying, all of it warm-up: no steady window, so the
     # utilisation is over its (unfinished) training window: none finished -> NaN
-    assert oom.split()[2:] == ["–"] * 8 + ["out", "of", "memory"]
+    assert oom.split()[2:] == ["–"] * 10 + ["out", "of", "memory"]
     # numbers are right-aligned: their last characters line up under the header
     column_end = lines[0].index("(steady)") + len("(steady)")
     assert all(line[column_end - 1] != " " for line in lines[2:])

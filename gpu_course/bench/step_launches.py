@@ -36,7 +36,8 @@ from ..torch.gpu_loader import GpuLoader
 from ..torch.models import get_model
 from ..torch.op_count import count_ops
 from ..torch.optim import lr_scheduler, make_optimizer
-from ..torch.train import COMPILE_BACKEND_ENV, Precision, compile_model, to_device
+from ..torch.loop import Precision, to_device
+from ..torch.train import COMPILE_BACKEND_ENV, compile_model
 
 TARGET_LAUNCHES = 60
 LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",

@@ -16,6 +16,7 @@ from ..records import OutOfMemory, load_run, load_runs
 from .data import load_data, load_datasets, make_loader
 from .devices import gpu_count, try_devices
 from .models import get_model
+from .profile import profile_steps
 from .optim import lr_scheduler, make_trainer, optimizer_params
 from .loop import evaluate, split
 from .record import record
@@ -24,7 +25,7 @@ from .train import build, train
 __all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report",
            "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
            "get_model", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
-           "make_trainer", "sweep", "repeat"]
+           "make_trainer", "sweep", "profile_steps", "repeat"]
 
 
 def sweep(cfg: Experiment, field: str, values, **train_kwargs):

@@ -18,7 +18,7 @@ import os
 from mxnet import gluon
 
 from .. import provenance
-from ..config import OPTIMIZERS, OWN, Experiment
+from ..config import OPTIMIZERS, OWN
 from ..harness import Harness
 from .models import dtype_of, graph_of
 

@@ -17,7 +17,7 @@ from ..config import Experiment
 from ..records import OutOfMemory
 from .data import load_datasets, make_loader
 from .devices import FLOAT16_ON_CPU, NCCL_ON_CPU, effective_config, try_devices
-from .loop import evaluate, fit
+from .loop import fit
 from .models import get_model, prepare
 from .optim import make_trainer
 from .record import record

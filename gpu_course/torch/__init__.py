@@ -24,6 +24,7 @@ from .gpu_loader import GpuLoader
 from .lars import LARS
 from .signum import Signum
 from .models import get_model
+from .profile import profile_steps
 from .optim import lr_curve, lr_scheduler, make_optimizer
 from .loop import Precision, evaluate, to_device
 from .record import record
@@ -33,7 +34,7 @@ __all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "repor
            "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
            "get_model", "build", "record", "train", "evaluate", "Precision", "to_device",
            "lr_scheduler", "lr_curve", "make_optimizer",
-           "sweep", "repeat", "LARS", "Signum", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
+           "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
 
 
 @dataclass(frozen=True, eq=False)  # eq and hash as the base class: fields only

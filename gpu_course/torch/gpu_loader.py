@@ -143,6 +143,6 @@ def gpu_loaders(cfg: Experiment, device, rank: int = 0, world_size: int = 1,
                   channels_last=cfg.channels_last, seed=cfg.seed)
     train = GpuLoader(arrays.train_x, arrays.train_y, train=True, augment=cfg.augment,
                       rank=rank, world_size=world_size, **common)
-    # validation runs on rank 0 only (see train.evaluate), over every image
+    # validation runs on rank 0 only (see loop.evaluate), over every image
     val = GpuLoader(arrays.test_x, arrays.test_y, train=False, augment="none", **common)
     return train, val

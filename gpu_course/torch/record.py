@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 from .. import provenance
-from ..config import OWN, Experiment  # noqa: F401
+from ..config import OWN
 from ..harness import Harness
 from .devices import describe
 

@@ -15,9 +15,10 @@ from torch import nn
 from .. import provenance
 from ..config import Experiment
 from .data import load_datasets, make_loader
-from .devices import describe, out_of_memory, try_devices
+from .devices import out_of_memory, try_devices
 from .gpu_loader import gpu_loaders
-from .loop import Precision, evaluate, fit as fit_epochs, to_device  # noqa: F401
+from .loop import Precision, evaluate
+from .loop import fit as fit_epochs
 from .models import get_model
 from .optim import lr_scheduler, make_optimizer
 from .record import record

@@ -1,0 +1,224 @@
+"""How close to the hardware's peak a run computes: FLOPs per image from the layer shapes,
+times samples/s, divided by the device's peak for the precision that ran.
+
+    layers("resnet20")              # [Layer("stem", ...), ...]: every conv and dense layer
+    forward_macs("resnet20")        # 40,813,184 multiply-adds per 32x32 image
+    train_flops("resnet20")         # 2 FLOPs per MAC, x3 for forward + two backward passes
+    achieved(run)                   # {"achieved_tflops": ..., "fraction_of_peak": ..., ...}
+
+Only convolutions and dense layers are counted: BatchNorm, ReLU, pooling and the residual
+additions are a few element-wise operations per activation (under 1 % of a ResNet's
+work), but they move memory, which is why no real run reaches 100 %. No framework here.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import socket
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import metrics
+
+TRAIN_FACTOR = 3  # backward = gradient w.r.t. inputs + w.r.t. weights: each ~ one forward
+
+# Dense peaks in TFLOP/s (vector fp32, tensor-core TF32/BF16/FP16, no 2:4 sparsity) from
+# NVIDIA's data sheets; None where the GPU has no such unit. The first name found in the
+# NVML name wins, so the more specific names come first.
+PEAK_TFLOPS = {
+    "H200": {"fp32": 67.0, "tf32": 495.0, "bf16": 989.0, "fp16": 989.0},
+    "H100 PCIe": {"fp32": 51.0, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0},
+    "H100": {"fp32": 67.0, "tf32": 495.0, "bf16": 989.0, "fp16": 989.0},   # SXM5
+    "A100": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
+    "A10G": {"fp32": 31.2, "tf32": 35.0, "bf16": 70.0, "fp16": 70.0},      # AWS G5
+    "V100": {"fp32": 15.7, "tf32": None, "bf16": None, "fp16": 125.0},     # SXM2
+    "T4": {"fp32": 8.1, "tf32": None, "bf16": None, "fp16": 65.0},
+}
+TF32_FROM = (8, 0)  # Ampere and newer have TF32 tensor cores
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One weight layer applied to one image: its multiply-adds and output shape."""
+
+    name: str
+    kind: str          # "conv" or "dense"
+    macs: int
+    out_shape: tuple   # (channels, height, width) or (features,)
+
+
+def conv(name, cin, cout, k, h, w, stride=1, padding=None) -> Layer:
+    """A k x k convolution of a (cin, h, w) input: cout * h_out * w_out * cin * k * k MACs."""
+    padding = k // 2 if padding is None else padding
+    h_out = (h + 2 * padding - k) // stride + 1
+    w_out = (w + 2 * padding - k) // stride + 1
+    return Layer(name, "conv", cout * h_out * w_out * cin * k * k, (cout, h_out, w_out))
+
+
+def dense(name, n_in, n_out) -> Layer:
+    """A fully connected layer: n_in * n_out MACs."""
+    return Layer(name, "dense", n_in * n_out, (n_out,))
+
+
+def _stages(widths, blocks, size):
+    """The basic blocks of a CIFAR ResNet/WRN: 3x3 convs, a 1x1 projection where the
+    shape changes (GluonCV's layout, as gpu_course.*.models build it; v1 and the
+    pre-activation v2 blocks differ only in where BN/ReLU sit, not in shapes)."""
+    out, h = [], size
+    for i in range(1, len(widths)):
+        for b in range(blocks):
+            cin = widths[i - 1] if b == 0 else widths[i]
+            stride = 2 if (b == 0 and i > 1) else 1
+            first = conv(f"stage{i}.{b}.conv1", cin, widths[i], 3, h, h, stride)
+            h2 = first.out_shape[1]
+            out.append(first)
+            out.append(conv(f"stage{i}.{b}.conv2", widths[i], widths[i], 3, h2, h2))
+            if cin != widths[i]:
+                out.append(conv(f"stage{i}.{b}.downsample", cin, widths[i], 1, h, h, stride, 0))
+            h = h2
+    return out
+
+
+def layers(model: str, image_size: int = 32, classes: int = 10) -> list[Layer]:
+    """Every conv and dense layer of a course model (config.MODELS) for one image."""
+    s = image_size
+    if model in ("resnet20", "resnet56", "resnet110"):
+        depth = int(model[6:])
+        widths = [16, 16, 32, 64]
+        return ([conv("stem", 3, 16, 3, s, s)] + _stages(widths, (depth - 2) // 6, s)
+                + [dense("output", widths[-1], classes)])
+    if model in ("wrn16_10", "wrn28_10"):
+        depth, k = int(model[3:5]), 10
+        widths = [16, 16 * k, 32 * k, 64 * k]
+        return ([conv("stem", 3, 16, 3, s, s)] + _stages(widths, (depth - 4) // 6, s)
+                + [dense("output", widths[-1], classes)])
+    if model == "tiny":
+        out, cin, h = [], 3, s
+        for i, channels in enumerate((32, 64, 128)):
+            out.append(conv(f"conv{i + 1}", cin, channels, 3, h, h))
+            cin, h = channels, h // 2          # each block ends with a 2x2 max-pool
+        return out + [dense("output", cin, classes)]
+    raise ValueError(f"model={model!r} is unknown; allowed: resnet20, resnet56, resnet110, "
+                     "wrn16_10, wrn28_10, tiny")
+
+
+def forward_macs(model: str, image_size: int = 32) -> int:
+    """Multiply-adds of one forward pass of one image."""
+    return sum(layer.macs for layer in layers(model, image_size))
+
+
+def train_flops(model: str, image_size: int = 32) -> int:
+    """FLOPs to train on one image: 2 per MAC, forward plus backward (x TRAIN_FACTOR)."""
+    return 2 * TRAIN_FACTOR * forward_macs(model, image_size)
+
+
+# -- the peak ----------------------------------------------------------------------------
+def precision(dtype: str, engine: str, compute_capability: str | None) -> str:
+    """The arithmetic that ran: fp16/bf16 for mixed precision; float32 convolutions run
+    as TF32 on Ampere+ in PyTorch (torch.backends.cudnn.allow_tf32 is True by default),
+    as plain fp32 in MXNet 1.9."""
+    if dtype in ("float16", "bfloat16"):
+        return {"float16": "fp16", "bfloat16": "bf16"}[dtype]
+    try:
+        cc = tuple(int(p) for p in str(compute_capability).split("."))
+    except ValueError:
+        cc = (0, 0)
+    return "tf32" if engine == "pytorch" and cc >= TF32_FROM else "fp32"
+
+
+def gpu_peak_tflops(gpu_name: str, prec: str):
+    """(peak TFLOP/s, the table's name for the GPU) for one GPU; (None, None) if the GPU
+    is not in PEAK_TFLOPS. A precision the GPU lacks falls back to fp32."""
+    for name, peaks in PEAK_TFLOPS.items():
+        if name in (gpu_name or ""):
+            value = peaks.get(prec) or peaks["fp32"]
+            return value, name
+    return None, None
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_peak_tflops(n: int = 768, repeats: int = 20) -> float:
+    """This CPU's float32 matrix-multiply rate through numpy's BLAS (all its threads), in
+    TFLOP/s: the best of `repeats` n x n products (2 n^3 FLOPs each); many short trials,
+    so that one of them runs while other processes leave the cores alone. Measured once
+    per process (under a second)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    a @ b  # the first call loads the BLAS threads: not timed
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * n ** 3 / best / 1e12
+
+
+def achieved(run, samples_per_sec: float | None = None) -> dict:
+    """Achieved TFLOP/s of a run and its share of the device's peak. samples_per_sec:
+    the run's throughput when the caller has it (default: metrics.samples_per_sec).
+
+    Keys: model, image_size, train_flop_per_sample, samples_per_sec, achieved_tflops,
+    device, precision, peak_tflops, fraction_of_peak, peak_source. A CPU run's peak is the
+    measured matmul rate, so it is known only on the machine that ran it (else NaN)."""
+    if samples_per_sec is None:
+        samples_per_sec = metrics.samples_per_sec(run)
+    cfg = run.config or {}
+    model, size = cfg.get("model", "resnet20"), int(cfg.get("image_size") or 32)
+    per_sample = train_flops(model, size) if cfg.get("mock", "none") != "trainer" else 0
+    rate = float(samples_per_sec)
+    tflops = per_sample * rate / 1e12 if not math.isnan(rate) else math.nan
+    hw = run.meta.get("hardware") or {}
+    gpus = hw.get("gpus") or []
+    out = {"model": model, "image_size": size, "train_flop_per_sample": per_sample,
+           "samples_per_sec": rate, "achieved_tflops": tflops, "device": None,
+           "precision": None, "peak_tflops": math.nan, "fraction_of_peak": math.nan,
+           "peak_source": None}
+    if gpus and int(cfg.get("num_gpus") or 1) > 0:
+        used = min(int(cfg.get("num_gpus") or 1), len(gpus))
+        gpu = gpus[0]
+        prec = precision(cfg.get("dtype", "float32"), cfg.get("engine", run.meta.get("engine")),
+                         gpu.get("compute_capability"))
+        peak, known = gpu_peak_tflops(gpu.get("name"), prec)
+        out.update(device=f"{used} x {gpu.get('name')}", precision=prec)
+        if peak is not None:
+            out.update(peak_tflops=peak * used, peak_source=f"data sheet ({known}, {prec})")
+    else:
+        out.update(device=f"CPU: {hw.get('cpu_model') or '?'}", precision="fp32")
+        if hw.get("hostname") == socket.gethostname():
+            out.update(peak_tflops=cpu_peak_tflops(), peak_source="measured fp32 matmul")
+    if out["peak_tflops"] > 0 and not math.isnan(tflops):
+        out["fraction_of_peak"] = tflops / out["peak_tflops"]
+    return out
+
+
+def table_columns(table, runs):
+    """`table` (one row per run, e.g. metrics.table) with "tflops" (achieved TFLOP/s) and
+    "peak_pct" (% of the device's peak) inserted before its "status" column."""
+    numbers = [achieved(run, rate) for run, rate in zip(runs, table["samples_per_sec"])]
+    at = list(table.columns).index("status") if "status" in table.columns else len(table.columns)
+    table.insert(at, "tflops", [n["achieved_tflops"] for n in numbers])
+    table.insert(at + 1, "peak_pct", [100 * n["fraction_of_peak"] for n in numbers])
+    return table
+
+
+def sentence(numbers: dict) -> str:
+    """'2.1 TFLOP/s (fp32), 38 % of the peak 5.5 TFLOP/s (measured fp32 matmul)'."""
+    t = numbers["achieved_tflops"]
+    if math.isnan(t):
+        return "achieved FLOP/s unknown (no throughput)"
+    text = f"{_tflops(t)} TFLOP/s achieved ({numbers['precision']}, {numbers['model']})"
+    if math.isnan(numbers["fraction_of_peak"]):
+        return text + "; the peak of this device is not known here"
+    text += (f", {100 * numbers['fraction_of_peak']:.0f} % of the peak "
+             f"{_tflops(numbers['peak_tflops'])} TFLOP/s ({numbers['peak_source']})")
+    if numbers["fraction_of_peak"] > 1:
+        text += (" (above 100 %: the matmul was measured while other work held the cores; "
+                 "measure it again on a quiet machine)")
+    return text
+
+
+def _tflops(value: float) -> str:
+    return f"{value:.3f}" if value < 1 else f"{value:,.1f}"

@@ -1,0 +1,133 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 12. Profilers: where a step's time goes
+#
+# **What this lesson measures.** The profiling lecture climbs from easy to hard:
+# monitoring (lesson 1), manual instrumentation and mock components (lesson 10), and
+# last the **profilers**. `cProfile` shows which Python functions of the input pipeline
+# cost the most; the framework's profiler records every operator of a few steps as a
+# Chrome trace, where the MXNet build has one (the pip wheel does not: we detect that and
+# profile the steps with `cProfile` and the course's step timers instead). Then we split
+# a step's time and check it against the mock-ceiling diagnosis of the same run.
+#
+# **The numbers to compare with.** The lecture's sample profile of a DenseNet-121 forward
+# pass on a CPU: `mkldnn_convolution` about 10 ms, `max_pool2d_with_indices` 29 ms,
+# `batch_norm` 1.2 ms per call. Your operators and times come from your machine.
+
+# %%
+import importlib.util, pathlib, subprocess, sys
+if importlib.util.find_spec("gpu_course") is None:  # e.g. a fresh SageMaker kernel
+    repo = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "pyproject.toml").exists())
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", str(repo)])
+
+# %% tags=["parameters"]
+import os
+SMOKE = os.environ.get("GPU_COURSE_SMOKE") == "1"   # CI sets it: tiny sizes, runs on a CPU in about a minute
+TRAIN_SIZE = 128 if SMOKE else 10_000
+BATCH = 32 if SMOKE else 64           # images per step
+INPUT_STEPS = 8 if SMOKE else 100     # batches fetched under cProfile
+CEILING_STEPS = 4 if SMOKE else 100   # steps of each mock-ceiling run
+WAIT, WARMUP, ACTIVE = 1, 1, (2 if SMOKE else 5)   # the profiler's schedule, in steps
+
+# %%
+import pstats
+import mxnet as mx
+from gpu_course import gluon as gc
+from gpu_course import diagnose, profiling
+
+cfg = gc.Experiment(name="profiled", engine="gluon", train_size=TRAIN_SIZE, test_size=64,
+                    epochs=1, batch_size=BATCH, num_workers=1, warmup_steps=1,
+                    monitor_interval=0.2 if SMOKE else 0.5)
+run = gc.train(cfg, verbose=False, progress=False)
+for mock in ("loader", "trainer"):   # the two ceilings of lesson 10, for the diagnosis
+    gc.train(cfg.replace(name=f"{cfg.name}: mock {mock}", mock=mock, max_steps=CEILING_STEPS),
+             verbose=False, progress=False)
+folder = run.path / "profile"          # the profiles live in the run's folder
+print(run.summary["summary_line"])
+
+# %% [markdown]
+# ## cProfile of the input pipeline
+# A mock trainer (fetch each batch, drop it) under `cProfile`, with the loader in this
+# process (`num_workers=0`): cProfile sees one process only, and with workers the
+# decoding would happen in theirs. The `.prof` file opens in `snakeviz input.prof` or,
+# as the lecture does, `pyprof2calltree -k -i input.prof` (KCachegrind).
+
+# %%
+train_set, _ = gc.load_datasets(cfg)
+loader = gc.make_loader(train_set, cfg.replace(num_workers=0))
+top = profiling.profile_input(loader, INPUT_STEPS, folder / "input.prof")
+stats = pstats.Stats(str(folder / "input.prof"))
+print(f"{stats.total_calls:,} calls in {stats.total_tt:.2f} s for {INPUT_STEPS} batches: "
+      f"{INPUT_STEPS * BATCH / stats.total_tt:,.0f} samples/s on one core, profiler included.")
+top.head(10)
+
+# %%
+print(f"The most expensive function is {top.function[0]}: {top['own_%'][0]:.0f}% of the time "
+      f"in its own code, {top.own_per_call_ms[0]:.3f} ms per call.")
+
+# %% [markdown]
+# ## MXNet's profiler, where the build has it
+# `mx.profiler` records every operator into a Chrome trace, but only in a build compiled
+# with it. The pip wheels are not: `mx.runtime.Features()` lists `PROFILER` as off, and
+# `mx.profiler.dump()` then writes a file with metadata and no events. Ask first:
+
+# %%
+has_profiler = mx.runtime.Features().is_enabled("PROFILER")
+print(f"MXNet {mx.__version__}: PROFILER {'on' if has_profiler else 'off'} in this build")
+
+# %% [markdown]
+# `gc.profile_steps` trains `WAIT + WARMUP + ACTIVE` steps and records the last `ACTIVE`
+# with `mx.profiler` (`set_config(profile_all=True, aggregate_stats=True)`, `set_state`,
+# `dump`) where the build has it; without it, it profiles the same steps with `cProfile`,
+# which still shows where the Python side of a step goes: the operator calls (MXNet
+# queues them asynchronously), the loader, and the `waitall()` where the host waits for
+# the engine to finish the queued work.
+
+# %%
+window = gc.profile_steps(cfg, folder, wait=WAIT, warmup=WARMUP, active=ACTIVE)
+print(window["note"] or f"trace: {window['trace']}")
+window["ops"].head(12) if window["ops"] is not None else print(window["table"])
+
+# %% [markdown]
+# ## From the profile to a verdict
+# With a trace, `profiling.trace_split` splits the steps as the PyTorch lesson does. Without
+# one, the course's own step timers (lesson 10's manual instrumentation, on every step
+# of every run) split each step into waiting for the loader and computing: the same
+# question the trace answers, for the whole run.
+
+# %%
+if window["trace"] is not None:
+    split = profiling.trace_split(profiling.read_trace(window["trace"]))
+    verdict = profiling.trace_verdict(split)
+    print(profiling.split_table(split))
+else:
+    steady = run.epochs.iloc[1:] if len(run.epochs) > 1 else run.epochs
+    wait, compute = float(steady.data_wait_s.sum()), float(steady.compute_s.sum())
+    share = wait / (wait + compute)
+    verdict = "input-bound" if share >= diagnose.INPUT_WAIT else "not input-bound"
+    print(f"step timers: {wait:.2f} s waiting for data, {compute:.2f} s computing: "
+          f"{100 * share:.0f}% of step time waiting (input-bound from "
+          f"{100 * diagnose.INPUT_WAIT:.0f}%)")
+
+# %%
+d = diagnose.diagnose(run)
+print(d)
+print()
+agree = verdict == d.verdict or (verdict == "not input-bound" and d.verdict != "input-bound")
+print(f"The {'trace' if window['trace'] is not None else 'step timers'} say {verdict.upper()}; "
+      f"the mock ceilings say {d.verdict.upper()}: "
+      + ("the two methods agree." if agree else "they disagree: the profiled window is a few "
+         "steps, the ceilings whole runs (and on a busy CPU every step differs)."))
+
+# %% [markdown]
+# `gpu-course profile` (the flags of `gpu-course run`) does all of this lesson in one go:
+# the run, its ceilings, the input profile, the profiled steps and the verdict.

@@ -1,0 +1,71 @@
+"""gpu_course.profiling without a framework: trace split and verdict on made-up traces."""
+import gzip
+import json
+
+import pytest
+
+from gpu_course import profiling
+
+
+def event(name, ts, dur, cat="cpu_op"):
+    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": 1, "tid": 1}
+
+
+def gpu_trace(wait_us, kernel_us):
+    """Two 1000 us steps: a data wait, then nested operators and kernels after it."""
+    events = []
+    for k, start in enumerate((0, 1000)):
+        events += [event(f"ProfilerStep#{k}", start, 1000, "user_annotation"),
+                   event("data wait", start, wait_us, "user_annotation"),
+                   event("aten::conv2d", start + wait_us, 50),
+                   event("aten::convolution", start + wait_us + 5, 40),   # nested: once
+                   event("cudaLaunchKernel", start + wait_us + 10, 5, "cuda_runtime"),
+                   event("kernel", start + wait_us + 20, kernel_us, "kernel"),
+                   event("Memcpy HtoD", start + wait_us, 10, "gpu_memcpy")]
+    return events
+
+
+def test_split_and_verdicts_on_a_gpu():
+    split = profiling.trace_split(gpu_trace(wait_us=100, kernel_us=870))
+    assert split["steps"] == 2 and split["step_s"] == pytest.approx(0.002)
+    assert split["data_wait_s"] == pytest.approx(0.0002)
+    assert split["device_kernels_s"] == pytest.approx(0.00174)
+    assert split["memcpy_s"] == pytest.approx(0.00002)
+    assert split["host_launch_s"] == pytest.approx(0.00001)
+    assert split["on_device"] and profiling.trace_verdict(split) == "compute-bound"
+    assert profiling.trace_verdict(profiling.trace_split(gpu_trace(600, 300))) == "input-bound"
+    assert profiling.trace_verdict(profiling.trace_split(gpu_trace(50, 300))) == \
+        "overhead-bound"
+    table = profiling.split_table(split)
+    assert table["% of step"].sum() == pytest.approx(100, abs=1)
+
+
+def test_cpu_split_counts_nested_operators_once():
+    events = [event("ProfilerStep#1", 0, 1000, "user_annotation"),
+              event("data wait", 0, 100, "user_annotation"),
+              event("aten::stack", 50, 40),                 # inside the wait: not compute
+              event("aten::conv2d", 100, 800), event("aten::convolution", 110, 700)]
+    split = profiling.trace_split(events)
+    assert split["host_ops_s"] == pytest.approx(0.0008) and not split["on_device"]
+    assert split["other_host_s"] == pytest.approx(0.0001)
+    assert profiling.trace_verdict(split) == "compute-bound"
+
+
+def test_gzipped_traces_read_back(tmp_path):
+    raw = tmp_path / "trace.json"
+    raw.write_text(json.dumps({"traceEvents": gpu_trace(100, 500)}))
+    packed = profiling.gzip_trace(raw)
+    assert not raw.exists() and packed.name == "trace.json.gz"
+    assert len(profiling.read_trace(packed)) == 14
+    with gzip.open(packed, "rt") as f:
+        assert "traceEvents" in json.load(f)
+    with pytest.raises(ValueError, match="ProfilerStep"):
+        profiling.trace_split([event("aten::add", 0, 5)])
+
+
+def test_the_profile_verb_takes_the_flags_of_run():
+    from support import run_cli
+    profile_help, run_help = run_cli("profile", "--help"), run_cli("run", "--help")
+    assert profile_help.returncode == 0 and "--batch-size" in profile_help.stdout
+    flags = {w for w in run_help.stdout.split() if w.startswith("--")} - {"--no-progress"}
+    assert flags <= {w for w in profile_help.stdout.split() if w.startswith("--")}
