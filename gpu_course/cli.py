@@ -1,5 +1,5 @@
 """The `gpu-course` command line: data, monitor, runs, run, ladder, diagnose, env, profile,
-sagemaker.
+distributed, sagemaker.
 
 Every verb has --help. Errors in what the user typed print one clear line and exit 2.
 """
@@ -122,6 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", type=Path, default=None)
     p.set_defaults(func=_diagnose)
 
+    p = sub.add_parser("distributed", help="a local multi-host job and its scaling table",
+                       description="Train one process, then a job of NODES local hosts x "
+                       "PROCS processes on 127.0.0.1 (PyTorch: torchrun launches; Gluon: "
+                       "MXNet parameter-server workers), and print the scaling table.")
+    p.add_argument("--engine", choices=_config.ENGINES, default=None)
+    p.add_argument("--nodes", type=int, default=2, help="local 'hosts'")
+    p.add_argument("--procs-per-node", type=int, default=1, help="processes per host")
+    p.add_argument("--quick", action="store_true", help="a short run on a CPU")
+    p.add_argument("--runs-dir", type=Path, default=None)
+    p.set_defaults(func=_distributed)
     p = sub.add_parser("env", help="what this machine is: build, CPU, GPU, shared memory, disk",
                        description="Read and measure the environment: the framework's build, "
                        "oneDNN on/off and a thread sweep (in child processes), the GPU's "
@@ -222,6 +232,25 @@ def _ladder(args) -> int:
     print()
     print(report.conclusion(runs))
     print(f"report: {paths.get('html')}")
+    return 0
+
+
+def _distributed(args) -> int:
+    from . import distributed
+    if args.nodes < 1 or args.procs_per_node < 1:
+        raise ValueError(f"--nodes={args.nodes} and --procs-per-node={args.procs_per_node} "
+                         "must be >= 1")
+    engine = _engine(args.engine)
+    k = args.nodes * args.procs_per_node
+    base, job = distributed.run(engine, args.nodes, args.procs_per_node, quick=args.quick,
+                                runs_dir=args.runs_dir)
+    cfg = _config.Experiment.from_dict(job.config)
+    rows = distributed.scaling_table(base, job, k, cfg.batch_size,
+                                     distributed.gradient_bytes(cfg))
+    one = "1 process" if engine == "pytorch" else "1 worker with 1 server"
+    print(f"{engine}: {one}, then {args.nodes} host(s) x {args.procs_per_node} "
+          f"process(es) on 127.0.0.1 (records: {base.path.parent})")
+    print(distributed.format_table(rows))
     return 0
 
 

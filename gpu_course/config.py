@@ -40,7 +40,10 @@ SCHEDULERS_BY_ENGINE = {
     "gluon": ("none", "factor", "multifactor", "poly", "cosine"),
     "pytorch": ("none", "factor", "multifactor", "poly", "cosine", "onecycle"),
 }
-KVSTORES = ("device", "local", "nccl")
+KVSTORES = ("device", "local", "nccl",
+            # across hosts: MXNet's parameter server (gpu_course.gluon.dist); the "device"
+            # variant sums a host's GPUs on a GPU before sending
+            "dist_sync", "dist_device_sync")
 SEED_MAX = 2**32 - 1  # NumPy's and MXNet's seeds are 32-bit
 TRUTHY = ("1", "true", "yes", "on", "y", "t")
 FALSY = ("0", "false", "no", "off", "n", "f", "")

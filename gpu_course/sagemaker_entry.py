@@ -17,8 +17,11 @@ After every epoch it prints one line for SageMaker's metric definitions
 
 With several instances: under torchrun (the PyTorch estimator's torch_distributed
 option) every process joins one DistributedDataParallel run and rank 0 keeps the record;
-otherwise (MXNet's parameter_server option) each host trains the whole job by itself
-and keeps its own record, named `<name>@<host>`.
+under MXNet's parameter_server option (the container starts a scheduler and a server per
+host and runs this script with DMLC_ROLE=worker) every host is one worker of a
+kvstore='dist_device_sync' job ('dist_sync' on CPUs) on its own shard, and worker 0 keeps
+the record. Without either, each host would train the whole job alone: it does, keeping
+its own record named `<name>@<host>`, and says so.
 
 The container's Python may be 3.8 (MXNet 1.9.0): this file and what it imports stay
 3.8-compatible.
@@ -259,6 +262,27 @@ def train_ddp(cfg: _config.Experiment, env: dict) -> int:
     return code
 
 
+def train_ps(cfg: _config.Experiment, env: dict):
+    """One worker of a multi-host Gluon job: MXNet's parameter_server option started the
+    scheduler and servers and set DMLC_*; worker 0 keeps the record. -> Run or None."""
+    from gpu_course.gluon import dist
+    runs_dir, model_dir = output_dirs(env)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    this_host, _ = hosts(env)
+    folder = (model_dir / this_host) if model_dir is not None else runs_dir / f"model@{this_host}"
+    folder.mkdir(parents=True, exist_ok=True)  # SageMaker merges every host's model folder
+    (folder / "experiment.json").write_text(cfg.to_json())
+    saved = folder / "model.params"
+    run = dist.train_worker(cfg, runs_dir=runs_dir, verbose=True, params_file=saved,
+                            on_epoch=MetricPrinter(runs_dir))
+    if run is None:
+        print(f"{this_host}: worker done, weights in {saved}; worker 0 keeps the record",
+              flush=True)
+        return None
+    finish(run, env, saved)
+    return run
+
+
 def finish(run, env: dict, saved: Path | None) -> None:
     """Note where the run ran, and say where its record and weights are."""
     this_host, all_hosts = hosts(env)
@@ -337,19 +361,29 @@ def main(argv: list | None = None, env: dict | None = None) -> int:
     except ValueError as err:
         fail(f"bad hyperparameter: {err}", env)
         return 2
+    parameter_server = env.get("DMLC_ROLE") == "worker"  # MXNet's parameter_server option
     if distributed and cfg.engine != "pytorch":
         fail(f"engine={cfg.engine!r} under torchrun: only the PyTorch track trains "
              "across hosts with torch_distributed", env)
         return 2
-    if len(all_hosts) > 1 and not distributed:  # e.g. MXNet's parameter_server option
-        print(f"{this_host}: one of {len(all_hosts)} hosts; the Gluon track has no "
-              "multi-host data parallelism (it would need a dist_sync kvstore), so this "
-              "host trains the whole job by itself and keeps its own record", flush=True)
+    if parameter_server and cfg.engine != "gluon":
+        fail(f"engine={cfg.engine!r} as a parameter-server worker: only the Gluon track "
+             "trains with MXNet's parameter_server option", env)
+        return 2
+    if parameter_server and not cfg.kvstore.startswith("dist"):
+        cfg = cfg.replace(kvstore="dist_device_sync")  # 'dist_sync' where there is no GPU
+    if len(all_hosts) > 1 and not (distributed or parameter_server):
+        print(f"{this_host}: one of {len(all_hosts)} hosts but no distribution option "
+              "(parameter_server for MXNet, torch_distributed for PyTorch), so this host "
+              "trains the whole job by itself and keeps its own record", flush=True)
         cfg = cfg.replace(name=f"{cfg.name}@{this_host}")
     print(f"experiment: {cfg.to_json()}", flush=True)
     try:
         if distributed:
             return train_ddp(cfg, env)
+        if parameter_server:
+            run = train_ps(cfg, env)
+            return 0 if run is None or run.status == "finished" else 1
         run = train(cfg, env)
     except BaseException as err:
         fail(f"{type(err).__name__}: {err}", env)

@@ -10,6 +10,8 @@ FLOAT16_ON_CPU = ("dtype='float16' needs a GPU: MXNet has no float16 convolution
 
 
 NCCL_ON_CPU = "kvstore='nccl' needs GPUs: gradients are summed with 'device'."
+DIST_DEVICE_ON_CPU = ("kvstore='dist_device_sync' sums a host's GPUs on a GPU; on the CPU it is "
+                      "'dist_sync'.")
 
 
 def gpu_count() -> int:
@@ -34,7 +36,8 @@ def on_gpu(devices) -> bool:
 
 def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
     """The config that can really run on `devices`, and a notice when it had to change:
-    on the CPU float16 falls back to float32 and kvstore 'nccl' to 'device'; num_gpus
+    on the CPU float16 falls back to float32, kvstore 'nccl' to 'device' and
+    'dist_device_sync' to 'dist_sync'; num_gpus
     follows the devices given."""
     notices = []
     if len(devices) != max(cfg.num_gpus, 1):
@@ -45,4 +48,7 @@ def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
     if cfg.kvstore == "nccl" and not on_gpu(devices):
         cfg = cfg.replace(kvstore="device")
         notices.append(NCCL_ON_CPU)
+    if cfg.kvstore == "dist_device_sync" and not on_gpu(devices):
+        cfg = cfg.replace(kvstore="dist_sync")
+        notices.append(DIST_DEVICE_ON_CPU)
     return cfg, " ".join(notices) or None

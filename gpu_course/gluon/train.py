@@ -69,6 +69,9 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
     show one change in plain Gluon code; the rest is built from `cfg`. The record says
     what really ran: what it was handed, and e.g. float32 when float16 was asked for on
     a CPU (with the request beside it)."""
+    if cfg.kvstore.startswith("dist"):  # this process is one worker of a multi-host job
+        from .dist import train_worker
+        return train_worker(cfg, runs_dir=runs_dir, verbose=verbose, on_epoch=on_epoch)
     parts = build(cfg, devices, net, train_iter, val_iter)
     with record(parts, runs_dir=runs_dir, progress=progress, verbose=verbose,
                 on_epoch=on_epoch) as rec:

@@ -9,7 +9,9 @@ and streams its output. Each process trains on its own device with its own shard
 every epoch (DistributedSampler), and backward averages the gradients across processes
 (NCCL between GPUs, gloo between CPU processes), so one step sees
 batch_size * N images. Rank 0 alone runs the monitor, evaluates and keeps the record;
-the launcher reads that record back.
+the launcher reads that record back. At the end every rank's epoch timings are gathered
+into that record's notes ("ranks"), so a multi-host job (torch.multinode: one torchrun
+per host, `--nnodes`, c10d rendezvous) has one record with all of them.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -125,6 +128,26 @@ def _mark_oom(run_path: Path, message: str) -> None:
         update_meta(run_path, status="oom", error=message)
 
 
+def note(run_path, **values) -> None:
+    """Add facts to a finished run record's notes."""
+    update_meta(run_path, notes=values)
+
+
+RANK_FIELDS = ("epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "compute_s",
+               "steps", "samples")
+
+
+def gather_rank_timings(rows: list[dict], local_rank: int) -> list[dict]:
+    """Every rank's epoch timings, in rank order, on every rank (one all_gather of small
+    Python objects: a few hundred bytes per rank, once per run)."""
+    mine = {"rank": dist.get_rank(), "local_rank": local_rank, "host": socket.gethostname(),
+            "group_rank": int(os.environ.get("GROUP_RANK", 0)),  # the node, as torchrun counts
+            "epochs": [{k: row.get(k) for k in RANK_FIELDS} for row in rows]}
+    everyone = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, mine)
+    return everyone
+
+
 # -- inside each worker process ---------------------------------------------------------
 def _stop(signum, frame):
     raise KeyboardInterrupt(f"stopped by signal {signum}")
@@ -165,10 +188,15 @@ def main(argv: list[str] | None = None) -> int:
         def remember(path):
             if args.result_file:
                 Path(args.result_file).write_text(str(path))
-        fit(cfg, net, train_iter, val_iter, device, runs_dir=args.runs_dir,
-            notice=" ".join(n for n in (notice, changed) if n) or None, progress=False,
-            verbose=not args.quiet, rank=rank, world_size=world, on_record=remember,
-            devices=devices)
+        rows = []  # this rank's epoch timings
+        run = fit(cfg, net, train_iter, val_iter, device, runs_dir=args.runs_dir,
+                  notice=" ".join(n for n in (notice, changed) if n) or None, progress=False,
+                  verbose=not args.quiet, rank=rank, world_size=world, on_record=remember,
+                  devices=devices, on_epoch=rows.append)
+        ranks = gather_rank_timings(rows, local_rank)
+        if run is not None:  # rank 0: one record for the job, with every rank's timings
+            note(run.path, ranks=ranks, nodes=world // local_world,
+                 procs_per_node=local_world)
     except OutOfMemory as err:
         print(f"{OOM_MARKER} rank {rank}: {err}", flush=True)
         return 3

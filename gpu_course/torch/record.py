@@ -71,7 +71,7 @@ def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
     return Harness(cfg, engine="pytorch", runs_dir=runs_dir, device_notice=device_notice,
                    devices=describe(devices), progress=progress and leader,
                    verbose=verbose and leader, monitor=leader, record=leader,
-                   on_epoch=on_epoch if leader else None, downgrades=downgrades, facts=facts,
+                   on_epoch=on_epoch, downgrades=downgrades, facts=facts,
                    read=lambda t: t.item(), events=StepEvents() if cuda else None,
                    reduce=_all_reduce if world_size > 1 else None)
 

@@ -1,0 +1,63 @@
+"""MXNet's parameter server as real processes on 127.0.0.1: a scheduler, one server and
+two workers (kvstore='dist_sync'), each worker on its own shard."""
+import time
+
+import mxnet as mx
+import numpy as np
+import pytest
+
+from gpu_course import gluon as gc
+from gpu_course.gluon import dist
+
+
+def test_two_workers_one_server_end_with_identical_parameters(small_cfg, runs_dir, tmp_path):
+    t0 = time.perf_counter()
+    cfg = small_cfg.replace(name="dist", num_gpus=0)
+    run = dist.launch_local(cfg, workers=2, servers=1, runs_dir=runs_dir,
+                            work_dir=tmp_path / "job", timeout=120)
+    assert run.status == "finished" and len(list(runs_dir.iterdir())) == 1
+    notes = run.meta["notes"]
+    assert (notes["workers"], notes["servers"], notes["kvstore"]) == (2, 1, "dist_sync")
+    assert run.config["kvstore"] == "dist_sync"
+    assert set(notes["exit_codes"].values()) == {0}  # scheduler and server ended too
+    assert [r["rank"] for r in notes["ranks"]] == [0, 1]
+    for r in notes["ranks"]:  # each worker: half of 256 images, 4 steps of 32
+        (epoch,) = r["epochs"]
+        assert epoch["steps"] == 4 and epoch["samples"] == 256 and epoch["compute_s"] > 0
+    assert run.epochs[["loss", "val_acc"]].notna().all(axis=None)
+    a = mx.nd.load(str(tmp_path / "job" / "worker0.params"))
+    b = mx.nd.load(str(tmp_path / "job" / "worker1.params"))
+    assert a.keys() == b.keys() and len(a) > 0
+    trained = [k for k in a if not k.endswith(("running_mean", "running_var"))]
+    assert trained
+    for key in trained:  # every step pulled the same weights from the server
+        np.testing.assert_array_equal(a[key].asnumpy(), b[key].asnumpy())
+    # BatchNorm's running statistics are no gradients: each worker keeps its shard's
+    stats = [k for k in a if k not in trained]
+    assert stats and any((a[k] != b[k]).sum().asscalar() for k in stats)
+    assert time.perf_counter() - t0 < 90
+
+
+def test_a_dist_kvstore_outside_a_job_says_how_to_start_one(small_cfg, monkeypatch):
+    monkeypatch.delenv("DMLC_ROLE", raising=False)
+    with pytest.raises(ValueError, match="DMLC_ROLE=worker"):
+        gc.train(small_cfg.replace(kvstore="dist_sync"))
+
+
+def test_role_environment_and_the_command_for_real_hosts():
+    env = dist.role_env("server", 9000, workers=4, servers=2, uri="10.0.0.1")
+    assert env == {"DMLC_ROLE": "server", "DMLC_PS_ROOT_URI": "10.0.0.1",
+                   "DMLC_PS_ROOT_PORT": "9000", "DMLC_NUM_WORKER": "4", "DMLC_NUM_SERVER": "2"}
+    assert "launch.py -n 2 -s 2 -H hosts --launcher ssh" in dist.commands(2, 2)
+    with pytest.raises(ValueError, match="role"):
+        dist.role_env("boss", 1, 1, 1)
+    with pytest.raises(ValueError, match="kvstore"):
+        gc.Experiment(engine="pytorch", kvstore="dist_sync")
+
+
+def test_push_pull_through_the_server_costs_more_for_larger_arrays():
+    rows = dist.bench_local(workers=2, servers=1, sizes=(4 * dist.KiB, 4 * dist.MiB), iters=3,
+                            timeout=120)
+    small, large = rows
+    assert small["workers"] == 2 and small["time_s"] > 0 and large["time_s"] > small["time_s"]
+    assert large["worker_GBps"] > 3 * small["worker_GBps"]  # small arrays: latency-bound
