@@ -10,7 +10,7 @@ import dataclasses
 import json
 import math
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 ENGINES = ("gluon", "pytorch")

@@ -64,7 +64,7 @@ def measure(model: str = "resnet20", batch_size: int = 32, buckets_mb=BUCKETS_MB
             copy.deepcopy(net), bucket_cap_mb=cap,
             device_ids=[device] if device.type == "cuda" else None)
 
-        def step(with_sync: bool) -> float:
+        def step(with_sync: bool, ddp=ddp) -> float:  # this bucket size's model
             dist.barrier()  # start together: a late rank would count as communication
             t0 = time.perf_counter()
             ctx = ddp.no_sync() if not with_sync else _nothing()

@@ -30,7 +30,7 @@ from ..config import Experiment
 from ..cores import threads_per_process
 from ..localhosts import child_env, free_port, wait_all
 from ..records import default_runs_dir, load_run
-from .ddp import _first_error
+from .launch import _first_error
 from .devices import gpu_count
 
 

@@ -59,7 +59,7 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
             raise ValueError(f"with {len(devices)} devices each DistributedDataParallel "
                              "process builds its own network and loaders: pass none of "
                              "net, train_iter, val_iter")
-        from .ddp import launch
+        from .launch import launch
         return launch(cfg.replace(num_gpus=len(devices)), runs_dir=runs_dir, verbose=verbose)
     requested = cfg.replace(graph="hybrid") if is_compiled(net) and cfg.graph == "eager" else cfg
     device = devices[0]
