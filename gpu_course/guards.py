@@ -13,6 +13,11 @@ import signal
 import threading
 
 
+class OutOfMemory(RuntimeError):
+    """A batch did not fit in device memory. Adapters raise this with the batch size and
+    the memory asked for and available; sweeps catch it, mark the point and go on."""
+
+
 class RunStopped(RuntimeError):
     """A fault that ends a run with a message saying why (no traceback needed)."""
 
@@ -76,7 +81,6 @@ def naming(err: BaseException, path) -> BaseException:
 
 def status_of(exc: BaseException, epochs_done: int) -> tuple[str, str]:
     """(status, error) for a run that ended with `exc`."""
-    from .records import OutOfMemory
     if isinstance(exc, KeyboardInterrupt):
         how = str(exc) or "interrupted by the user (KeyboardInterrupt)"
         return "interrupted", f"{how} after {epochs_done} finished epoch(s)"

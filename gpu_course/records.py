@@ -31,6 +31,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
+from .guards import OutOfMemory, naming, status_of  # noqa: F401  (OutOfMemory: re-exported)
+
 EPOCH_COLUMNS = ["epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "compute_s",
                  "sync_s", "steps", "samples", "timed_steps", "timed_samples", "timed_s",
                  "timed_wait_s", "loss", "train_acc", "val_acc", "lr", "eval_s",
@@ -45,11 +47,6 @@ STATUSES = ("running", "finished", "interrupted", "failed", "oom", "diverged")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("mxnet", "mxnet-cu112", "gluoncv", "torch", "numpy", "pandas", "matplotlib",
             "nvidia-ml-py", "psutil", "gpu-course")
-
-
-class OutOfMemory(RuntimeError):
-    """A batch did not fit in device memory. Adapters raise this with the batch size and
-    the memory asked for and available; sweeps catch it, mark the point and go on."""
 
 
 def default_runs_dir() -> Path:
@@ -74,7 +71,6 @@ def write_atomic(path: Path, text: str) -> None:
         os.replace(tmp, path)
     except BaseException as err:  # a full disk: no temporary file outlives the failed write
         tmp.unlink(missing_ok=True)
-        from .guards import naming
         raise naming(err, path) from None
 
 
@@ -211,7 +207,6 @@ class RunRecord:
             if self.meta["status"] == "running":
                 self.finish("finished")
         else:
-            from .guards import status_of
             status, error = status_of(exc, len(self.epochs))
             try:
                 self.finish(status, error=error)

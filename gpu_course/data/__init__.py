@@ -13,6 +13,7 @@ from numbers import Integral
 from pathlib import Path
 
 from . import cifar, synthetic
+from .paths import DEFAULT_ROOT, default_root  # noqa: F401  (re-exported)
 from .cifar import (CIFAR10_MD5, CIFAR10_URL, FOLDER_NAME, META_FILE, CifarData,
                     download_cifar10, is_complete, read_cifar_binary, read_manifest,
                     write_cifar_binary)
@@ -26,30 +27,6 @@ DATASETS = ("synthetic", "cifar10")
 # used for both data sets so the adapters normalise one way
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR_STD = (0.2023, 0.1994, 0.2010)
-_CHECKOUT = Path(__file__).resolve().parents[2]
-
-
-def default_root():
-    """Where data sets go when no ``root`` is given.
-
-    ``$GPU_COURSE_DATA`` if set; else the checkout's ``data/`` folder (ignored
-    by git) when running from a writable checkout; else ``~/.cache/gpu_course``.
-    """
-    if os.environ.get("GPU_COURSE_DATA"):
-        root = Path(os.environ["GPU_COURSE_DATA"]).expanduser()
-        if root.exists() and not root.is_dir():
-            raise ValueError(f"GPU_COURSE_DATA={root} is a file; it must name a folder "
-                             "for the course's data sets (or be unset: data/)")
-        return root
-    data_dir = _CHECKOUT / "data"
-    if data_dir.is_dir() and os.access(data_dir, os.W_OK):
-        return data_dir
-    if (_CHECKOUT / "pyproject.toml").is_file() and os.access(_CHECKOUT, os.W_OK):
-        return data_dir  # a checkout without data/ yet: it is made on first use
-    return Path.home() / ".cache" / "gpu_course"
-
-
-DEFAULT_ROOT = _CHECKOUT / "data"  # where data goes without $GPU_COURSE_DATA (see default_root)
 # names gpu-course itself writes into a data folder: anything else there is the user's
 _OURS = ("synthetic-v", FOLDER_NAME, "cifar-10-binary.tar.gz", "prepared", "caltech256-like")
 

@@ -29,6 +29,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import synthetic
+from .paths import default_root
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".webp")
 MANIFEST = ".gpu_course.json"   # written last by generate_folder: the folder is complete
@@ -38,7 +39,6 @@ DEFAULT_NAME = "caltech256-like"
 def default_folder() -> Path:
     """Where the generated folder goes by default: `caltech256-like/` in the course's
     data folder (data/ in the checkout, or $GPU_COURSE_DATA)."""
-    from . import default_root
     return default_root() / DEFAULT_NAME
 
 

@@ -345,7 +345,7 @@ def prepared_dir(root, cache_dir=None) -> Path:
     tag = f"{root.name}-{zlib.crc32(str(root).encode()):08x}"  # two folders, two caches
     if os.environ.get("GPU_COURSE_CACHE"):
         return Path(os.environ["GPU_COURSE_CACHE"]).expanduser() / tag
-    from . import default_root
+    from .paths import default_root
     return default_root() / "prepared" / tag
 
 

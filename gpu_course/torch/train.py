@@ -6,7 +6,6 @@ loop (`loop.fit`) inside the course's bookkeeping (`record`).
 """
 from __future__ import annotations
 
-import os
 import warnings
 
 import torch
@@ -22,10 +21,10 @@ from .loop import Precision, evaluate
 from .loop import fit as fit_epochs
 from .models import get_model
 from .optim import lr_scheduler, make_optimizer
+from .compiling import COMPILE_BACKEND_ENV, compile_backend  # noqa: F401  (re-exported)
 from .record import record
 from . import static_step
 
-COMPILE_BACKEND_ENV = "GPU_COURSE_COMPILE_BACKEND"  # "inductor" (default) or e.g. "aot_eager"
 FLOAT16_ON_CPU = ("dtype='float16' on the CPU: PyTorch has no fast float16 convolutions "
                   "on the CPU, so this run uses bfloat16 autocast, the CPU's 16-bit type.")
 STATIC_ON_CPU = ("graph='static' means CUDA graphs (the whole step as one graph with data on "
@@ -163,16 +162,6 @@ def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
 
 def is_compiled(net) -> bool:
     return hasattr(net, "_orig_mod")  # torch.compile's wrapper keeps the module here
-
-
-def compile_backend() -> str:
-    """$GPU_COURSE_COMPILE_BACKEND, checked against torch.compile's backends."""
-    backend = os.environ.get(COMPILE_BACKEND_ENV, "").strip() or "inductor"
-    known = torch._dynamo.list_backends(exclude_tags=())
-    if backend not in known:
-        raise ValueError(f"{COMPILE_BACKEND_ENV}={backend!r} is not a torch.compile "
-                         f"backend; allowed: {', '.join(sorted(known))}")
-    return backend
 
 
 def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.device,

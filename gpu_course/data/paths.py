@@ -1,0 +1,30 @@
+"""Where the course's data sets live: one function every data module asks."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def default_root():
+    """Where data sets go when no ``root`` is given.
+
+    ``$GPU_COURSE_DATA`` if set; else the checkout's ``data/`` folder (ignored
+    by git) when running from a writable checkout; else ``~/.cache/gpu_course``.
+    """
+    if os.environ.get("GPU_COURSE_DATA"):
+        root = Path(os.environ["GPU_COURSE_DATA"]).expanduser()
+        if root.exists() and not root.is_dir():
+            raise ValueError(f"GPU_COURSE_DATA={root} is a file; it must name a folder "
+                             "for the course's data sets (or be unset: data/)")
+        return root
+    data_dir = _CHECKOUT / "data"
+    if data_dir.is_dir() and os.access(data_dir, os.W_OK):
+        return data_dir
+    if (_CHECKOUT / "pyproject.toml").is_file() and os.access(_CHECKOUT, os.W_OK):
+        return data_dir  # a checkout without data/ yet: it is made on first use
+    return Path.home() / ".cache" / "gpu_course"
+
+
+DEFAULT_ROOT = _CHECKOUT / "data"  # where data goes without $GPU_COURSE_DATA (see default_root)
