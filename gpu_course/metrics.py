@@ -32,6 +32,7 @@ import pandas as pd
 WAITED = 0.10      # a step "waited for data" when its data wait was over 10 % of its time
 SHARED = 0.5       # load beyond the run's own above half a core: the machine was shared
 STATUS_TEXT = {"oom": "out of memory"}  # how a status reads in tables, charts and sentences
+FAILED = ("oom", "failed", "diverged")  # runs whose numbers do not count as a result
 TABLE_COLUMNS = ["rung", "ran", "samples_per_sec", "samples_per_sec_all", "epoch_time_s", "gpu_util",
                  "data_wait_share", "spikiness", "speedup", "val_acc", "status"]
 

@@ -27,7 +27,7 @@ from .signals import throttled
 DPI = 120
 MAX_GPU_PANEL_SETS = 4    # with more GPUs, one shared panel set with a line per GPU
 DEFAULT_LR_STEPS = 1000   # updates drawn when only callables are given
-FAILED = ("oom", "failed")
+FAILED = metrics.FAILED
 METRIC_LABELS = {"samples_per_sec": "samples/s", "epoch_time_s": "epoch time (s)",
                  "gpu_util": "GPU utilisation (%)", "data_wait_share": "data wait (share of step time)",
                  "speedup": "speed-up over baseline", "val_acc": "validation accuracy"}

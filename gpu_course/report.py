@@ -87,11 +87,11 @@ def conclusion(runs, baseline=0) -> str:
     table = ladder_table(runs, baseline)
     base_i = baseline_index(runs, baseline)
     base = table.iloc[base_i]
-    failed = [f"'{r.rung}' " + ("ran out of memory" if r.status == "oom" else "failed")
-              for r in table.itertuples() if r.status in ("oom", "failed")]
+    failed = [f"'{r.rung}' " + {"oom": "ran out of memory", "diverged": "diverged"}.get(
+              r.status, "failed") for r in table.itertuples() if r.status in metrics.FAILED]
     failed_text = f" {_join(failed)}." if failed else ""
     ok = [i for i, r in enumerate(table.itertuples())
-          if r.samples_per_sec > 0 and r.status not in ("oom", "failed")]
+          if r.samples_per_sec > 0 and r.status not in metrics.FAILED]
     if not ok:
         return "No rung finished a steady step, so there is nothing to compare yet." + failed_text
     best_i = max(ok, key=lambda i: table.samples_per_sec[i])
