@@ -51,7 +51,8 @@ from ..cores import threads_per_process
 from ..harness import Harness
 from ..localhosts import child_env, free_port, wait_all
 from ..records import default_runs_dir, load_run, update_meta
-from .data import load_datasets, make_loader
+from .data import make_loader
+from .datasets import load_datasets
 from .devices import effective_config, gpu_count, try_devices
 from .models import get_model, prepare
 from .optim import optimizer_params
