@@ -51,3 +51,14 @@ def wait_all(procs, timeout: float | None) -> list[int]:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def exit_now(code: int) -> None:
+    """End a worker process of a distributed job right away, its output flushed. Interpreter
+    finalization after a gloo process group can abort the process (SIGABRT, "terminate
+    called without an active exception": its threads may still hold work then, see
+    pytorch/pytorch#179291), which torchrun reports as a failed job after it succeeded."""
+    import sys
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

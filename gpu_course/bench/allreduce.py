@@ -154,4 +154,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    if "RANK" in os.environ:  # a torchrun worker: no interpreter finalization (exit_now)
+        from gpu_course.localhosts import exit_now
+        exit_now(main())
     sys.exit(main())

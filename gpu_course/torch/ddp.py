@@ -21,7 +21,6 @@ import json
 import os
 import signal
 import socket
-import sys
 from pathlib import Path
 
 import torch
@@ -103,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         if run is not None:  # rank 0: one record for the job, with every rank's timings
             note(run.path, ranks=ranks, nodes=world // local_world,
                  procs_per_node=local_world)
+        dist.barrier()  # no rank tears the group down while another still uses it
     except OutOfMemory as err:
         print(f"{OOM_MARKER} rank {rank}: {err}", flush=True)
         return 3
@@ -112,4 +112,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ..localhosts import exit_now
+    exit_now(main())  # not sys.exit: see exit_now

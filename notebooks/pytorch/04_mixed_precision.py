@@ -29,6 +29,10 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 import os
 from gpu_course.config import smoke_mode
 SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
+DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
+MODEL = "tiny" if SMOKE else "resnet20"   # smoke: a small CNN, so that the repeats fit CI's minute
+TRAIN_SIZE = 320 if SMOKE else 50_000   # smoke: 5 steps of 64 a run (bfloat16 is slow on a CPU)
+TEST_SIZE = 128 if SMOKE else 10_000
 EPOCHS = 1 if SMOKE else 3
 REPEATS = 2                           # each precision trained this many times, interleaved (A, B, A, B)
 WORKERS = 0 if SMOKE else max(2, os.cpu_count() - 3)   # smoke: CI's 2 shared cores load in-process
