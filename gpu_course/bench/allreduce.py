@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from ..localhosts import free_port
+from ..localhosts import exit_now, free_port
 from ..scaling import bus_bandwidth
 
 KiB, MiB = 2**10, 2**20
@@ -107,8 +107,10 @@ def _local_worker(rank: int, procs: int, port: int, backend: str, sizes, min_sec
         rows = measure(sizes, min_seconds=min_seconds)
         if rank == 0:
             Path(out).write_text(json.dumps(rows))
+        dist.barrier()  # no rank tears the group down while another still uses it
     finally:
         dist.destroy_process_group()
+    exit_now(0)  # a spawned process would otherwise finalize with gloo's threads (SIGABRT)
 
 
 def format_rows(rows: list[dict]) -> str:
@@ -155,6 +157,5 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     if "RANK" in os.environ:  # a torchrun worker: no interpreter finalization (exit_now)
-        from gpu_course.localhosts import exit_now
         exit_now(main())
     sys.exit(main())

@@ -38,7 +38,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ..config import Experiment
-from ..localhosts import free_port
+from ..localhosts import exit_now, free_port
 from ..scaling import overlap_from_steps
 from .allreduce import _slowest
 
@@ -143,8 +143,10 @@ def _local_worker(rank, procs, port, backend, kwargs, out):
         rows = measure(**kwargs)
         if rank == 0:
             Path(out).write_text(json.dumps(rows))
+        dist.barrier()  # no rank tears the group down while another still uses it
     finally:
         dist.destroy_process_group()
+    exit_now(0)  # a spawned process would otherwise finalize with gloo's threads (SIGABRT)
 
 
 def format_rows(rows: list[dict]) -> str:
@@ -192,6 +194,5 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     if "RANK" in os.environ:  # a torchrun worker: no interpreter finalization (exit_now)
-        from gpu_course.localhosts import exit_now
         exit_now(main())
     sys.exit(main())
