@@ -96,3 +96,50 @@ def sentence(v: Verdict, what: str = "") -> str:
 
 def _ok(value) -> bool:
     return value is not None and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+# -- accuracy against chance and against another run ----------------------------------------
+CHANCE = 0.1  # ten classes
+
+
+def accuracy_se(acc: float, n: int, chance: float = CHANCE) -> float:
+    """Binomial standard error of an accuracy measured on n validation images (at least
+    chance's, so a run near zero is not judged too precisely)."""
+    p = max(acc, chance)
+    return (p * (1 - p) / n) ** 0.5
+
+
+def chance_bar(n: int, chance: float = CHANCE) -> float:
+    """The accuracy a run must beat to be clear of chance: chance + 2 standard errors."""
+    return chance + 2 * accuracy_se(chance, n, chance)
+
+
+def _test_size(run) -> int:
+    return int((run.config or {}).get("test_size") or 0)
+
+
+def at_chance(run) -> bool:
+    """Whether the run's validation accuracy is within 2 standard errors of chance, on the
+    number of validation images its record says it used."""
+    return not metrics.val_acc(run) >= chance_bar(_test_size(run))
+
+
+def chance_sentence(run) -> str:
+    """The run's validation accuracy against chance, in words with the numbers."""
+    acc, n = metrics.val_acc(run), _test_size(run)
+    bar = chance_bar(n)
+    if not acc >= bar:
+        return (f"{metrics.label(run)}: val acc {acc:.1%} is within noise of chance "
+                f"({CHANCE:.0%} + 2 standard errors on {n:,} images = {bar:.1%}): no accuracy "
+                "winner here.")
+    return f"{metrics.label(run)}: val acc {acc:.1%}, clear of chance (bar {bar:.1%})."
+
+
+def accuracy_change(a, b) -> tuple[float, str]:
+    """(points, sentence): b's validation accuracy against a's, judged against 2 standard
+    errors of their difference."""
+    pa, pb = metrics.val_acc(a), metrics.val_acc(b)
+    se = (accuracy_se(pa, _test_size(a)) ** 2 + accuracy_se(pb, _test_size(b)) ** 2) ** 0.5
+    points = (pb - pa) * 100
+    kind = "an effect" if abs(pb - pa) > 2 * se else "within noise"
+    return points, f"{points:+.1f} points, {kind} (±{200 * se:.1f} points = 2 standard errors)"

@@ -57,3 +57,26 @@ def test_nothing_to_compare_says_so(tmp_path):
     v = noise.compare(one, one)
     assert v.kind == "not measured" and math.isnan(v.ratio)
     assert "not measured" in str(v)
+
+
+class Scored:
+    """A run with a validation accuracy on n images (what the record says)."""
+    def __init__(self, name, acc, n):
+        import pandas as pd
+        self.name, self.meta, self.config = name, {}, {"test_size": n}
+        self.epochs = pd.DataFrame({"val_acc": [acc]})
+
+
+def test_accuracy_against_chance_uses_the_recorded_number_of_images():
+    assert noise.chance_bar(100) == pytest.approx(0.1 + 2 * (0.09 / 100) ** 0.5)  # 16 %
+    assert noise.at_chance(Scored("a", 0.15, 100))              # under 16 % on 100 images
+    assert not noise.at_chance(Scored("b", 0.15, 10_000))       # clear of 10.6 % on 10,000
+    assert "within noise of chance" in noise.chance_sentence(Scored("a", 0.15, 100))
+    assert "clear of chance" in noise.chance_sentence(Scored("b", 0.15, 10_000))
+
+
+def test_an_accuracy_change_is_an_effect_only_outside_two_standard_errors():
+    points, text = noise.accuracy_change(Scored("a", 0.50, 200), Scored("b", 0.55, 200))
+    assert points == pytest.approx(5.0) and "within noise" in text   # ±10 points on 200
+    points, text = noise.accuracy_change(Scored("a", 0.50, 20_000), Scored("b", 0.55, 20_000))
+    assert "an effect" in text and text.startswith("+5.0 points")

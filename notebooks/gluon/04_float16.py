@@ -43,28 +43,6 @@ cfg = gc.Experiment(name="float32", dataset=DATASET, model=MODEL, train_size=TRA
                     monitor_interval=0.2 if SMOKE else 0.5)
 
 
-def accuracy_noise(acc, n=TEST_SIZE):
-    """Binomial standard error of an accuracy measured on n validation images."""
-    p = max(acc, 0.1)
-    return (p * (1 - p) / n) ** 0.5
-
-
-def chance_sentence(run):
-    """Whether the run's validation accuracy is clear of chance (10 %): 2 standard errors."""
-    acc, bar = gc.metrics.val_acc(run), 0.1 + 2 * accuracy_noise(0.1)
-    if acc < bar:
-        return (f"{gc.metrics.label(run)}: val acc {acc:.1%} is within noise of chance (10 % + 2 "
-                f"standard errors on {TEST_SIZE:,} images = {bar:.1%}): no accuracy winner here.")
-    return f"{gc.metrics.label(run)}: val acc {acc:.1%}, clear of chance (bar {bar:.1%})."
-
-
-def accuracy_change(a, b):
-    """b's validation accuracy against a's, in points, judged against 2 standard errors."""
-    pa, pb = gc.metrics.val_acc(a), gc.metrics.val_acc(b)
-    se = (accuracy_noise(pa) ** 2 + accuracy_noise(pb) ** 2) ** 0.5
-    kind = "an effect" if abs(pb - pa) > 2 * se else "within noise"
-    return f"{(pb - pa) * 100:+.1f} points, {kind} (±{200 * se:.1f} points = 2 standard errors)"
-
 # %% [markdown]
 # ## Why the update needs float32
 # float16 has 10 bits of mantissa: next to 1.0, the closest numbers are 1 ± 0.000977 (and
@@ -205,9 +183,9 @@ if wait > 0.5:
     print(f"The float32 run waited for data {wait:.0%} of its steady time: a faster step cannot show "
           "until the input pipeline keeps up (lessons 2 and 9).")
 for rs in runs.values():
-    print(chance_sentence(rs[-1]))
+    print(gc.noise.chance_sentence(rs[-1]))
 if "float16 without multi_precision" in runs:
     bare = runs["float16 without multi_precision"][-1]
     print(f"The master copy's worth: float16 with against without multi_precision: "
-          f"{accuracy_change(bare, r16)}.")
-print(f"float16 against float32 in accuracy: {accuracy_change(r32, r16)}.")
+          f"{gc.noise.accuracy_change(bare, r16)[1]}.")
+print(f"float16 against float32 in accuracy: {gc.noise.accuracy_change(r32, r16)[1]}.")

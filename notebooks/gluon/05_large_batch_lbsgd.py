@@ -70,24 +70,6 @@ cfg = gc.Experiment(name="batch", dataset=DATASET, model=MODEL, train_size=TRAIN
                     warmup_steps=2 if SMOKE else 10, monitor_interval=0.2 if SMOKE else 0.5)
 
 
-def accuracy_noise(acc, n=TEST_SIZE):
-    """Binomial standard error of an accuracy measured on n validation images."""
-    p = max(acc, 0.1)
-    return (p * (1 - p) / n) ** 0.5
-
-
-def at_chance(run):
-    """Whether the run's validation accuracy is within 2 standard errors of chance (10 %)."""
-    return not gc.metrics.val_acc(run) >= 0.1 + 2 * accuracy_noise(0.1)
-
-
-def accuracy_change(a, b):
-    """(points, sentence): b's validation accuracy against a's, judged against 2 standard errors."""
-    pa, pb = gc.metrics.val_acc(a), gc.metrics.val_acc(b)
-    se = (accuracy_noise(pa) ** 2 + accuracy_noise(pb) ** 2) ** 0.5
-    kind = "an effect" if abs(pb - pa) > 2 * se else "within noise"
-    return (pb - pa) * 100, f"{(pb - pa) * 100:+.1f} points, {kind} (±{200 * se:.1f})"
-
 # %% [markdown]
 # ## The batch-size sweep (plain SGD, same learning rate, same epochs)
 # `gc.sweep` trains one run per value; a batch that does not fit in GPU memory is recorded
@@ -117,9 +99,9 @@ oom = table[table.status == "oom"].batch_size.tolist()
 print(f"Batch {SMALL} → {LARGE}, samples/s: {gc.noise.compare(small_run, large_run)}; epoch time "
       f"{gc.metrics.epoch_time_s(small_run):.1f} s → {gc.metrics.epoch_time_s(large_run):.1f} s.")
 print(f"Val acc after {EPOCHS} epoch(s): {gc.metrics.val_acc(small_run):.1%} → {gc.metrics.val_acc(large_run):.1%}, "
-      f"{accuracy_change(small_run, large_run)[1]}"
+      f"{gc.noise.accuracy_change(small_run, large_run)[1]}"
       + ("; both within noise of chance (10 %): no accuracy conclusion at this size." if
-         at_chance(small_run) and at_chance(large_run) else "."))
+         gc.noise.at_chance(small_run) and gc.noise.at_chance(large_run) else "."))
 if oom:
     print(f"Out of memory at batch {oom}: the sweep recorded it and went on.")
 print(f"The talk, batch 640 on a V100: 17,000 samples/s with 29 workers, ≈1,500 with one worker "
@@ -223,7 +205,7 @@ gc.plots.curves([small_run, *controls.values()])
 # %%
 rows, before = [], small_run
 for name, run in controls.items():
-    points, verdict = accuracy_change(before, run)
+    points, verdict = gc.noise.accuracy_change(before, run)
     rows.append({"run": gc.metrics.label(run), "val acc": gc.metrics.val_acc(run),
                  "change from the row above": verdict,
                  "samples/s": gc.metrics.samples_per_sec(run)})
@@ -234,13 +216,13 @@ print(attribution.to_string(index=False, formatters={"val acc": "{:.1%}".format,
                                                      "samples/s": "{:,.0f}".format}))
 same = gc.noise.compare(controls["+ warm-up"], controls["lbsgd instead of sgd"])
 print(f"lbsgd (batch_scale=1) against sgd with the same scaled lr and warm-up: accuracy "
-      f"{accuracy_change(controls['+ warm-up'], controls['lbsgd instead of sgd'])[1]}, "
+      f"{gc.noise.accuracy_change(controls['+ warm-up'], controls['lbsgd instead of sgd'])[1]}, "
       f"speed {same}.")
 print("MXNet runs the same sgd_mom_update for both (batch_scale=1): " + (
     "a speed difference the spread calls an effect is this machine's load changing between the runs; "
     "the steady steps of one run understate run-to-run noise." if same.is_effect else
     "as expected, no difference beyond noise."))
-if all(at_chance(r) for r in [small_run, *controls.values()]):
+if all(gc.noise.at_chance(r) for r in [small_run, *controls.values()]):
     print(f"Every run is within noise of chance (10 % + 2 standard errors on {TEST_SIZE:,} images): at this "
           "size no change can be credited with accuracy; run at full size for the attribution.")
 
@@ -289,15 +271,15 @@ gc.tables.show(race)
 gc.plots.curves(races)
 
 # %%
-if not target >= 0.1 + 2 * accuracy_noise(0.1):
+if not target >= gc.noise.chance_bar(TEST_SIZE):
     print(f"The target, {target:.1%} (90% of the best, {best:.1%}), is within noise of chance (10 % + 2 "
-          f"standard errors on {TEST_SIZE:,} images = {0.1 + 2 * accuracy_noise(0.1):.1%}): reaching it says "
+          f"standard errors on {TEST_SIZE:,} images = {gc.noise.chance_bar(TEST_SIZE):.1%}): reaching it says "
           "nothing, so no optimizer is named first. Run at full size for the race.")
 else:
     reached = race[race["seconds to target"] != "not reached"]
     first = reached.loc[reached["seconds to target"].astype(float).idxmin()]
     second = race.drop(index=race["best val acc"].idxmax())["best val acc"].max()
-    margin, se2 = (best - second) * 100, 200 * (2 * accuracy_noise(best) ** 2) ** 0.5
+    margin, se2 = (best - second) * 100, 200 * (2 * gc.noise.accuracy_se(best, TEST_SIZE) ** 2) ** 0.5
     print(f"Target: {target:.1%} validation accuracy (90% of the best, {best:.1%}). Reached by "
           + ", ".join(f"{o} ({float(t):.1f} s)" for o, t in zip(reached.optimizer, reached["seconds to target"])) + ".")
     if margin > se2:

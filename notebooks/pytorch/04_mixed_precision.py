@@ -57,28 +57,6 @@ cfg = gc.Experiment(name="float32", engine="pytorch", dataset=DATASET, model=MOD
 print(f"Training on {device} with {torch.get_num_threads()} intra-op thread(s).")
 
 
-def accuracy_noise(acc, n=TEST_SIZE):
-    """Binomial standard error of an accuracy measured on n validation images."""
-    p = max(acc, 0.1)
-    return (p * (1 - p) / n) ** 0.5
-
-
-def chance_sentence(run):
-    """Whether the run's validation accuracy is clear of chance (10 %): 2 standard errors."""
-    acc, bar = gc.metrics.val_acc(run), 0.1 + 2 * accuracy_noise(0.1)
-    if acc < bar:
-        return (f"{gc.metrics.label(run)}: val acc {acc:.1%} is within noise of chance (10 % + 2 "
-                f"standard errors on {TEST_SIZE:,} images = {bar:.1%}): no accuracy winner here.")
-    return f"{gc.metrics.label(run)}: val acc {acc:.1%}, clear of chance (bar {bar:.1%})."
-
-
-def accuracy_change(a, b):
-    """b's validation accuracy against a's, in points, judged against 2 standard errors."""
-    pa, pb = gc.metrics.val_acc(a), gc.metrics.val_acc(b)
-    se = (accuracy_noise(pa) ** 2 + accuracy_noise(pb) ** 2) ** 0.5
-    kind = "an effect" if abs(pb - pa) > 2 * se else "within noise"
-    return f"{(pb - pa) * 100:+.1f} points, {kind} (±{200 * se:.1f} points = 2 standard errors)"
-
 # %% [markdown]
 # ## Why float16 needs a scaler
 # float16's smallest positive number is about 6e-8 (2⁻²⁴); anything smaller rounds to 0.
@@ -224,7 +202,7 @@ if not on_gpu:
           f"(the talk's float16 on a V100: 3,100 against 941 samples/s, ×{3100 / 941:.1f}) and TF32 "
           "need a GPU to show.")
 for rs in runs.values():
-    print(chance_sentence(rs[-1]))
+    print(gc.noise.chance_sentence(rs[-1]))
 
 # %% [markdown]
 # ## Beside the reference machine

@@ -48,24 +48,6 @@ if THREADS:
     torch.set_num_threads(THREADS)    # the same for every run compared; each record keeps it
 
 
-def accuracy_noise(acc, n=TEST_SIZE):
-    """Binomial standard error of an accuracy measured on n validation images."""
-    p = max(acc, 0.1)
-    return (p * (1 - p) / n) ** 0.5
-
-
-def at_chance(run):
-    """Whether the run's validation accuracy is within 2 standard errors of chance (10 %)."""
-    return not gc.metrics.val_acc(run) >= 0.1 + 2 * accuracy_noise(0.1)
-
-
-def accuracy_change(a, b):
-    """(is an effect, sentence): b's validation accuracy against a's, judged against 2 standard errors."""
-    pa, pb = gc.metrics.val_acc(a), gc.metrics.val_acc(b)
-    se = (accuracy_noise(pa) ** 2 + accuracy_noise(pb) ** 2) ** 0.5
-    effect = abs(pb - pa) > 2 * se
-    return effect, f"{(pb - pa) * 100:+.1f} points, {'an effect' if effect else 'within noise'} (±{200 * se:.1f})"
-
 # %% [markdown]
 # ## The schedules, drawn
 # A PyTorch scheduler changes the learning rate of an optimizer each time `.step()` is
@@ -171,13 +153,13 @@ def called(run):
 
 
 constant = runs[0]
-changes = {called(r): accuracy_change(constant, r) for r in runs[1:]}
+changes = {called(r): gc.noise.accuracy_change(constant, r) for r in runs[1:]}
 for label, (effect, verdict) in changes.items():
     print(f"{label}: val acc {verdict} against the constant rate ({gc.metrics.val_acc(constant):.1%}).")
 best = max(runs, key=gc.metrics.val_acc)
-if all(at_chance(r) for r in runs):
+if all(gc.noise.at_chance(r) for r in runs):
     print(f"Every run is within noise of chance (10 % + 2 standard errors on {TEST_SIZE:,} images = "
-          f"{0.1 + 2 * accuracy_noise(0.1):.1%}): no schedule is named best at this size.")
+          f"{gc.noise.chance_bar(TEST_SIZE):.1%}): no schedule is named best at this size.")
 elif best is constant or not changes[called(best)][0]:
     print(f"The best, {called(best)} at {gc.metrics.val_acc(best):.1%}, is within noise of the "
           f"constant rate: no schedule is named the winner after {EPOCHS} epoch(s).")
