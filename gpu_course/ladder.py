@@ -118,8 +118,9 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
 def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = None,
                out: str | Path | None = None, only: list[str] | None = None,
                progress: bool = False, **sizes) -> tuple[list[Run], dict]:
-    """Run every rung (an out-of-memory rung is recorded and the ladder goes on), then
-    write the report. Returns (runs, report paths)."""
+    """Run every rung (a rung that runs out of memory or fails is recorded as such and
+    the ladder goes on; Ctrl-C stops it), then write the report. Returns (runs, report
+    paths)."""
     gc = adapter(engine)
     gpus = gc.gpu_count()
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -138,8 +139,10 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
             print(f"    limited by {rung.limit}", flush=True)
         try:
             runs.append(gc.train(rung.cfg, runs_dir=runs_dir, progress=progress))
-        except OutOfMemory as err:
-            print(f"rung {rung.name}: out of memory, going on ({err})", flush=True)
+        except Exception as err:  # recorded as oom or failed by the harness; the next rung runs
+            what = "out of memory" if isinstance(err, OutOfMemory) else \
+                f"failed with {type(err).__name__}"
+            print(f"rung {rung.name}: {what}, going on ({err})", flush=True)
             if getattr(err, "run_path", None):
                 runs.append(load_run(err.run_path))
     from . import report

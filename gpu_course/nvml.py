@@ -319,7 +319,7 @@ def _read_metrics(state, index, handle, row, errors):
     utilization = _ask(state, errors, "util", "nvmlDeviceGetUtilizationRates", handle)
     if utilization is not None:
         row["util_gpu"], row["util_mem"] = utilization.gpu, utilization.memory
-    memory = _ask(state, errors, "memory", "nvmlDeviceGetMemoryInfo", handle)
+    memory = _memory_info(state, errors, handle)
     if memory is not None:
         row["mem_used_mib"] = round(memory.used / MiB, 1)
         row["mem_total_mib"] = round(memory.total / MiB, 1)
@@ -350,6 +350,18 @@ def _read_metrics(state, index, handle, row, errors):
     with _lock:  # the GPM sample pair per GPU is shared state
         row["sm_active"], row["tensor_active"], row["dram_active"] = _gpm_metrics(
             state, index, handle, errors)
+
+
+def _memory_info(state, errors, handle):
+    """Memory as nvidia-smi's memory.used counts it: the v2 query, whose "used" leaves
+    out what the driver reserves for itself (~600 MiB on an H200: v1 counts it as used);
+    v1 where the binding or driver has no v2."""
+    version = getattr(state.nv, "nvmlMemory_v2", None)
+    if version is not None:
+        memory = _ask(state, [], "memory", "nvmlDeviceGetMemoryInfo", handle, version)
+        if memory is not None:
+            return memory
+    return _ask(state, errors, "memory", "nvmlDeviceGetMemoryInfo", handle)
 
 
 def gpm_supported(index):

@@ -48,6 +48,7 @@ class FakeGpu:
     name: str = "NVIDIA H100 80GB HBM3"
     memory_total_mib: float = 81559.0
     mem_used_mib: float = 1024.0
+    reserved_mib: float = 0.0  # the driver's own share: in v1's "used", not in v2's
     util_gpu: int = 50
     util_mem: int = 20
     power_w: float = 300.0
@@ -121,6 +122,7 @@ class FakePynvml(types.ModuleType):
     NVMLError_GpuIsLost = NVMLError_GpuIsLost
     NVMLError_Unknown = NVMLError_Unknown
     NVML_TEMPERATURE_GPU = 0
+    nvmlMemory_v2 = 0x02000028  # what nvidia-ml-py passes as version= for the v2 query
     NVML_CLOCK_SM = 1
     NVML_CLOCK_MEM = 2
     NVML_GPM_METRIC_SM_UTIL = 2
@@ -219,7 +221,13 @@ class FakePynvml(types.ModuleType):
     def nvmlDeviceGetMemoryInfo(self, handle, version=None):
         gpu = self._gpu(handle, "memory")
         total, used = int(gpu.memory_total_mib * MiB), int(gpu.mem_used_mib * MiB)
-        return types.SimpleNamespace(total=total, used=used, free=total - used)
+        reserved = int(gpu.reserved_mib * MiB)
+        if version is None:  # v1: the driver's reserved memory counts as used
+            return types.SimpleNamespace(total=total, used=used + reserved,
+                                         free=total - used - reserved)
+        assert version == self.nvmlMemory_v2
+        return types.SimpleNamespace(total=total, used=used, reserved=reserved,
+                                     free=total - used - reserved)
 
     def nvmlDeviceGetPowerUsage(self, handle):
         return int(self._gpu(handle, "power_w").power_w * 1000)           # milliwatts

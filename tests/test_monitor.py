@@ -316,3 +316,19 @@ def test_sampling_thread_survives_an_unexpected_error(no_driver, monkeypatch):
     mon = recorded(GpuMonitor(interval=0.02), ticks=5)
     assert mon.last_error == "OSError: /proc/stat unreadable"
     assert len(mon.host_frame()) == mon.ticks
+
+
+def test_monitor_vs_smi_judges_each_quantity_against_its_tolerance():
+    from gpu_course.bench import monitor_vs_smi as bench
+    ours = {"util_gpu": 97, "mem_used_mib": 2000.0, "power_w": 400.0, "sm_clock_mhz": 1980}
+    theirs = {"index": 0, "utilization.gpu": 96, "memory.used": 2004, "power.draw": 470.0,
+              "clocks.sm": 1980}
+    rows = bench.compare(0.05, interval=0.01, ours=lambda i: dict(ours),
+                         smi=lambda fields: [dict(theirs)], gpus=[0])
+    assert rows and set(rows[0]) >= {"util_gpu_ours", "power_w_smi", "sm_clock_mhz_ours"}
+    result = {r["quantity"]: r for r in bench.agreement(rows)}
+    assert result["utilization.gpu"]["agrees"] and result["memory.used"]["agrees"]
+    assert result["clocks.sm"]["agrees"]
+    assert not result["power.draw"]["agrees"]  # 70 W apart: over max(15 W, 5 %)
+    assert result["power.draw"]["mean_diff"] == pytest.approx(70.0)
+    assert "power.draw" in bench.format_table(bench.agreement(rows))

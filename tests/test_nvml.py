@@ -250,3 +250,13 @@ def test_forked_child_initialises_nvml_afresh(use_fake):
         os._exit(0 if fine else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_memory_used_leaves_out_the_drivers_reserve_as_nvidia_smi_does(use_fake, monkeypatch):
+    """NVML's v1 memory query counts the driver's reserve as used (615 MiB more than
+    nvidia-smi's memory.used on an H200); the monitor asks v2, and falls back to v1."""
+    fake = use_fake([FakeGpu(mem_used_mib=1637.0, reserved_mib=615.0)])
+    assert nvml.sample(0)["mem_used_mib"] == 1637.0
+    monkeypatch.delattr(type(fake), "nvmlMemory_v2")  # an older binding: v1 only
+    nvml.shutdown()
+    assert nvml.sample(0)["mem_used_mib"] == 2252.0

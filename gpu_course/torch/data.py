@@ -7,6 +7,7 @@ so that it runs in the DataLoader's worker processes: `num_workers` is the lesso
 """
 from __future__ import annotations
 
+import gc
 import math
 import os
 
@@ -17,6 +18,14 @@ from torch.utils.data import DataLoader, Dataset
 
 from .. import data as course_data
 from ..config import Experiment
+
+# DataLoader workers are forked from the training process, which holds CUDA tensors. Any
+# garbage it had not collected yet is inherited, and a collection in a worker would free
+# CUDA tensors there: a CUDA call in a forked child aborts it ("CUDA error:
+# initialization error", DataLoader worker killed by SIGABRT; seen on an H200 at the
+# second rung of the ladder). Freezing in the child, before any of its code runs, puts
+# everything inherited out of the collector's reach; it costs one list splice per fork.
+os.register_at_fork(after_in_child=gc.freeze)
 
 
 class ImageDataset(Dataset):

@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         ranks = gather_rank_timings(rows, local_rank)
         if run is not None:  # rank 0: one record for the job, with every rank's timings
             note(run.path, ranks=ranks, nodes=world // local_world,
-                 procs_per_node=local_world)
+                 procs_per_node=local_world, backend=dist.get_backend())
         dist.barrier()  # no rank tears the group down while another still uses it
     except OutOfMemory as err:
         print(f"{OOM_MARKER} rank {rank}: {err}", flush=True)

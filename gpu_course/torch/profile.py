@@ -9,6 +9,11 @@ The schedule skips `wait` steps, records `warmup` steps and throws them away (th
 profiler's own start-up), then records `active` steps: a bounded window, so the trace
 stays a few MB however long the run. The loader's part of each step is annotated
 "data wait", so the trace shows it beside the operators.
+
+The steps are the ones the run takes: compiled for graph="hybrid"/"static", and the
+tuned rung's whole step as one CUDA graph where `static_step` applies (its batch is cut
+inside the graph, so that trace has no "data wait"). The first steps before the window
+are the compiler's and the capture's.
 """
 from __future__ import annotations
 
@@ -24,7 +29,8 @@ from .devices import try_devices
 from .models import get_model
 from .optim import make_optimizer
 from .loop import Precision, to_device
-from .train import build_loaders, effective_config
+from .train import build_loaders, compile_model, effective_config
+from . import static_step
 
 
 def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) -> dict:
@@ -39,22 +45,47 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
     optimizer = make_optimizer(net, cfg)
     precision = Precision(cfg.dtype, device)
     loss_fn = nn.CrossEntropyLoss()
+    if cfg.channels_last:
+        net = net.to(memory_format=torch.channels_last)
     train_iter, _ = build_loaders(cfg, device)
     cuda = device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     raw = folder / "trace.json"
-    batches = profiling.iterate(train_iter, wait + warmup + active)
+    steps = wait + warmup + active
+    whole_step = static_step.applies(cfg, train_iter, optimizer) is None
+    model = compile_model(net, cfg, device, cuda_graphs=not whole_step)
+    if whole_step:  # compile and capture before the window, as the run does
+        per_epoch = len(train_iter)
+        epochs = max(cfg.epochs, -(-(steps + static_step.WARMUP_STEPS + 1) // per_epoch))
+        stepper = static_step.StaticStep(model, optimizer, train_iter, cfg.replace(
+            epochs=epochs), per_epoch, precision.amp_dtype)  # its LR table covers the window
+        epoch = 0
+        stepper.start_epoch(epoch)
+
+        def graph_step():
+            nonlocal epoch
+            if stepper.epoch_calls == stepper.steps:  # the epoch's plan is used up
+                epoch += 1
+                stepper.start_epoch(epoch)
+            stepper.step()
+        for _ in range(static_step.WARMUP_STEPS + 1):
+            graph_step()
+    else:
+        batches = profiling.iterate(train_iter, steps)
     with profile(activities=activities, schedule=schedule(wait=wait, warmup=warmup,
                                                           active=active),
                  on_trace_ready=lambda p: p.export_chrome_trace(str(raw))) as prof:
-        for _ in range(wait + warmup + active):
-            with record_function(profiling.DATA_WAIT):
-                x, y = next(batches)
-            x, y = to_device(x, y, device, cfg.channels_last)
-            with precision.autocast():
-                loss = loss_fn(net(x), y)
-            optimizer.zero_grad(set_to_none=True)
-            precision.backward_and_step(loss, optimizer)
+        for _ in range(steps):
+            if whole_step:
+                graph_step()  # one graph replay
+            else:
+                with record_function(profiling.DATA_WAIT):
+                    x, y = next(batches)
+                x, y = to_device(x, y, device, cfg.channels_last)
+                with precision.autocast():
+                    loss = loss_fn(model(x), y)
+                optimizer.zero_grad(set_to_none=True)
+                precision.backward_and_step(loss, optimizer)
             if cuda:  # sync point: this step's kernels end inside its ProfilerStep window
                 torch.cuda.synchronize(device)
             prof.step()

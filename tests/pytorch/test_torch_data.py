@@ -89,3 +89,32 @@ def test_bad_arrays_are_refused():
         ImageDataset(np.zeros((2, 3, 32, 32), np.float32), [0, 1])
     with pytest.raises(ValueError, match="augment"):
         ImageDataset(*random_images(), augment="strong")
+
+
+def test_a_forked_worker_never_collects_what_it_inherited(tmp_path):
+    """A loader worker must not free the parent's uncollected CUDA tensors (a CUDA call
+    in a forked child aborts it): inherited garbage is frozen in the child."""
+    import gc as python_gc
+    import os
+
+    import gpu_course.torch.data  # noqa: F401  (registers the fork hook)
+    said = tmp_path / "freed"
+
+    class Held:
+        def __del__(self):  # a CUDA tensor's free would call the driver here
+            said.write_text(str(os.getpid()))
+    python_gc.disable()
+    try:
+        cycle = [Held()]
+        cycle.append(cycle)
+        del cycle  # garbage, not yet collected
+        pid = os.fork()
+        if pid == 0:
+            python_gc.collect()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert not said.exists()  # the child left it alone
+        python_gc.collect()       # the parent frees it as usual
+        assert said.read_text() == str(os.getpid())
+    finally:
+        python_gc.enable()

@@ -228,3 +228,21 @@ def test_an_own_loader_is_recorded_as_it_runs(small_cfg):
     with pytest.raises(ValueError, match=r"batch_size=32 in the Experiment, but the DataLoader "
                                          r"has batch_size=50"):
         gc.train(small_cfg, train_iter=loader, progress=False, verbose=False)
+
+
+def test_a_rung_that_fails_is_recorded_and_the_ladder_goes_on(monkeypatch, tmp_path, capsys):
+    from gpu_course.ladder import run_ladder
+    real_train = gc.train
+
+    def train(cfg, **kwargs):
+        if cfg.name == "naive":  # a bug in this rung's code, after its record began
+            return real_train(cfg.replace(max_steps=2, epochs=1, model="tiny",
+                                          name="broken"), progress=False, verbose=False,
+                              on_epoch=lambda row: 1 / 0, runs_dir=kwargs["runs_dir"])
+        return real_train(cfg.replace(max_steps=2, model="tiny"), **kwargs)
+    monkeypatch.setattr(gc, "train", train)
+    runs, paths = run_ladder("pytorch", quick=True, runs_dir=tmp_path,
+                             only=["naive", "workers"], train_size=128, test_size=64)
+    assert [r.status for r in runs] == ["failed", "finished"]
+    assert "rung naive: failed with ZeroDivisionError, going on" in capsys.readouterr().out
+    assert paths["html"].exists()
