@@ -7,9 +7,11 @@ as one CUDA graph -> more GPUs. Rungs are plain `Experiment`s, so a notebook can
 one of them by itself.
 
 The naive rung is the way a first script is written, and stays so: batch 64 and one
-loader worker that decodes, crops, flips and normalises each image in Python. That
-worker is its limit (about 13k images/s on one core of the course's CPU, measured in
-issue 16), whatever the GPU: the GPU waits for data most of the time.
+loader worker that crops, flips and normalises each image in Python. The host is its
+limit: that worker (about 13k images/s on one core of the course's CPU, issue 16) and,
+on a fast GPU, the Python dispatch of each operator of a small step (on an H200 the
+naive rung ran at 7.7k images/s with 12% of its steps' time waiting for data and 32%
+GPU-Util: see gpu_course/reference/pytorch-h200).
 """
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ from pathlib import Path
 
 from .config import Experiment
 from .records import OutOfMemory, Run, default_runs_dir, load_run
+
+
+LONG_EPOCHS = 30  # the tuned rung on a GPU: long enough for the monitor to see it
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,9 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
                       warmup_steps=2 if quick else 5, num_gpus=min(gpus, 1) or 1,
                       monitor_interval=0.2 if quick else 0.5, **sizes)
     ladder = [Rung("naive", base, "batch 64, one loader worker, float32, imperative",
-                   limit="the one loader worker: each image decoded, cropped, flipped and "
-                         "normalised in Python (~13k images/s on one CPU core)")]
+                   limit="the host: one loader worker crops, flips and normalises each "
+                         "image in Python, and the training process dispatches every "
+                         "operator of a 64-image step from Python")]
 
     def add(name: str, change: str, **fields) -> None:
         prev = ladder[-1].cfg
@@ -102,11 +108,12 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add("lr-schedule", "one-cycle LR schedule", lr_scheduler="onecycle", warmup_epochs=0)
         add("data-on-gpu", "whole dataset and augmentation on the GPU", data_on_gpu=True,
             num_workers=0, pin_memory=False, persistent_workers=False)
-        # at ~250k images/s an epoch of 50k images lasts 0.2 s: ten give the monitor time
+        # an epoch of 50k images lasts ~0.3 s on an H200 (174k images/s, measured
+        # 2026-11-23): 30 of them give the 2 Hz monitor ~17 samples of steady training
         long = {} if gpus == 0 or quick or epochs_given else \
-            {"epochs": max(sizes["epochs"], 10)}
+            {"epochs": max(sizes["epochs"], LONG_EPOCHS)}
         add("cuda-graphs", "the whole step (batch cut, forward, backward, LARS) as one CUDA "
-            "graph: one launch a step" + (", over 10 epochs" if long else ""),
+            "graph: one launch a step" + (f", over {LONG_EPOCHS} epochs" if long else ""),
             graph="static", **long)
     if gpus > 1:
         # DDP keeps the compiled model (the whole-step graph is single-process)

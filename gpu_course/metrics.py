@@ -96,9 +96,17 @@ def training_windows(run, steady: bool = True) -> list[tuple[float, float]]:
     epochs = run.epochs
     if not len(epochs) or "t_end" not in epochs.columns:
         return []
-    start_column = "t_steady" if steady and "t_steady" in epochs.columns else "t_start"
+    starts = _column(epochs, "t_start")
+    if steady and "t_steady" in epochs.columns:
+        steady_from = _column(epochs, "t_steady")
+        if "timed_steps" in epochs.columns:
+            # records before 2026-11-23 left t_steady empty in epochs that were steady
+            # throughout (every step timed): those are steady from their start
+            timed = _column(epochs, "timed_steps")
+            steady_from = steady_from.fillna(starts.where(timed > 0))
+        starts = steady_from
     windows = []
-    for a, b in zip(_column(epochs, start_column), _column(epochs, "t_end")):
+    for a, b in zip(starts, _column(epochs, "t_end")):
         if not (math.isnan(a) or math.isnan(b)) and b > a:
             windows.append((a, b))
     return windows

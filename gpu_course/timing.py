@@ -67,7 +67,8 @@ class StepTimer:
         self._epoch_start = self._last_end = clock()
         self._rows: list[tuple[int, float, float]] = []
         self._step_wait = 0.0
-        self._steady_offset = float("nan")
+        # an epoch that begins after the warm-up is steady from its start
+        self._steady_offset = 0.0 if self.total_steps >= self.warmup_steps else float("nan")
         self._in_epoch = True
 
     def wrap(self, iterable: Iterable) -> Iterator:

@@ -1,3 +1,5 @@
+import math
+
 import pytest
 
 from gpu_course import timing
@@ -104,3 +106,29 @@ def test_summary_line_is_the_talks_format():
     assert summary_line(1, 29, 64, "float32", 663.5, 18.59) == (
         "NUM_GPU: 1, NUM_WORKER: 29, BATCH_SIZE_PER_GPU: 64, TYPECAST: float32, "
         "Samples/Sec: 663.50, epoch time: 18.59")
+
+
+def test_epochs_after_the_warm_up_are_steady_from_their_start():
+    """The H200 ladder's later epochs had no steady start, so GPU-Util averaged the
+    first epoch's last half second alone (76% where the samples read 100%)."""
+    timer = StepTimer(warmup_steps=3)
+    offsets = []
+    for _ in range(3):
+        timer.start_epoch()
+        for _ in timer.wrap(range(2)):
+            timer.step(8)
+        offsets.append(timer.end_epoch().steady_offset_s)
+    assert math.isnan(offsets[0])      # both steps warm-up
+    assert offsets[1] >= 0             # its second step is the first steady one
+    assert offsets[2] == 0.0           # steady throughout
+
+
+def test_old_records_with_empty_steady_starts_use_the_epoch_start(tmp_path):
+    import pandas as pd
+
+    from gpu_course import metrics
+
+    class Run:
+        epochs = pd.DataFrame({"t_start": [0.0, 10.0, 20.0], "t_steady": [5.0, None, None],
+                               "t_end": [9.0, 19.0, 29.0], "timed_steps": [4, 8, 0]})
+    assert metrics.training_windows(Run()) == [(5.0, 9.0), (10.0, 19.0)]
