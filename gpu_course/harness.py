@@ -38,7 +38,8 @@ class Harness:
     handed (an own network or loader, threads, compile backend); `read(x)` turns an
     accumulated device value into a float; `late_facts()` adds facts known only once a
     step ran (deferred parameter shapes); `reduce(x)` sums an accumulator over processes
-    (DDP); `events` (start/mark/times) gives device-side step times, e.g. CUDA events,
+    (DDP); `total(parts)` adds a list of device values in few operations (default: one
+    addition each), at the epoch's end; `events` (start/mark/times) gives device-side step times, e.g. CUDA events,
     read after the epoch's sync."""
 
     def __init__(self, cfg: Experiment, engine: str | None = None,
@@ -49,7 +50,8 @@ class Harness:
                  downgrades: list | None = None,
                  facts: dict | None = None, read: Callable[[Any], float] = float,
                  late_facts: Callable[[], dict] | None = None,
-                 reduce: Callable[[Any], Any] | None = None, events: Any = None):
+                 reduce: Callable[[Any], Any] | None = None, events: Any = None,
+                 total: Callable[[list], Any] | None = None):
         self.cfg = cfg
         self.engine = engine or cfg.engine
         self.name = name or cfg.name
@@ -59,6 +61,7 @@ class Harness:
         self.late_facts = late_facts  # facts known once a step ran (deferred shapes)
         self.reduce = reduce  # sums the accumulators over processes (DDP), after the sync
         self.events = events  # device-side step times: .start(), .mark() per step, .times()
+        self.total = total or _sum
         self.timer = StepTimer(cfg.warmup_steps)
         with warnings.catch_warnings():  # said once below as one line, not a warning box
             warnings.simplefilter("ignore", GpuUnavailableWarning)
@@ -114,7 +117,7 @@ class Harness:
     def epochs(self) -> Iterator[int]:
         for epoch in range(self.cfg.epochs):
             self.epoch = epoch
-            self._loss = self._correct = None  # device-side running sums
+            self._losses, self._corrects = [], []  # each step's device values, added at the end
             self._seen = 0
             if self.monitor is not None:
                 self.monitor.mark(f"epoch {epoch} start")
@@ -142,19 +145,20 @@ class Harness:
 
     def step(self, samples: int, loss: Any = None, correct: Any = None,
              loss_sum: Any = None) -> None:
-        """Close one step of `samples` images. `loss` is the batch's mean loss (or
-        `loss_sum` its sum) and `correct` its number of right predictions: numbers or
-        device arrays, added up where they are (no sync); `loss_sum` and `correct` may
-        be lists, one per device."""
+        """Close one step of `samples` images. `loss` is the batch's mean loss, or
+        `loss_sum` its sum or a (mean loss, images) pair; `correct` its right predictions
+        (a count, or one truth value per image). Numbers or device arrays, kept as they
+        are and added up after the epoch's sync, so a step costs the device no operation
+        here; `loss_sum` and `correct` may be lists, one per device."""
         self.timer.step(samples)
         if self.events is not None:
             self.events.mark()  # queued on the device: no wait
         if loss is not None:
-            loss_sum = loss * samples  # one device op, no sync
+            loss_sum = (loss, samples)
         if loss_sum is not None:
-            self._loss = _add(self._loss, loss_sum)
+            self._losses.append(loss_sum)
         if correct is not None:
-            self._correct = _add(self._correct, correct)
+            self._corrects.append(correct)
             self._seen += samples
         if self._bar is not None:
             self._bar.update(1)
@@ -173,10 +177,11 @@ class Harness:
             self.monitor.mark(f"epoch {self.epoch} end")
         self._close_bar()
         device = list(self.events.times()) if self.events is not None else []
-        if loss is None and self._loss is not None and timing.samples:
-            loss = self._read(self._loss) / timing.samples  # after the sync: no wait
-        if train_acc is None and self._correct is not None and self._seen:
-            train_acc = self._read(self._correct) / self._seen
+        if loss is None and self._losses and timing.samples:
+            loss = self._read(self._add_up(self._losses)) / timing.samples  # after the sync
+        if train_acc is None and self._corrects and self._seen:
+            train_acc = self._read(self._add_up(self._corrects)) / self._seen
+        self._losses, self._corrects = [], []
         eval_s = float("nan")
         if evaluate is not None:  # outside the timed epoch: validation is not training speed
             t = self.timer_clock()
@@ -220,6 +225,18 @@ class Harness:
         from . import timing
         return timing.clock()
 
+    def _add_up(self, parts: list) -> Any:
+        """The sum of the steps' values (a list of sums, one per device, when each step
+        gave one per device); (mean, images) pairs are scaled first."""
+        if isinstance(parts[0], list):
+            return [self._add_up([p[i] for p in parts]) for i in range(len(parts[0]))]
+        if isinstance(parts[0], tuple):
+            sizes = {n for _, n in parts}
+            if len(sizes) == 1:  # equal batches (drop_last): one multiplication
+                return self.total([v for v, _ in parts]) * sizes.pop()
+            return self.total([v * n for v, n in parts])
+        return self.total(parts)
+
     def _read(self, value: Any) -> float:
         if isinstance(value, list):
             return sum(self._read(v) for v in value)
@@ -245,11 +262,12 @@ class Harness:
 _SAID = set()  # monitor notices already said in this process: once is enough
 
 
-def _add(total: Any, value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        value = list(value)
-        return value if total is None else [t + v for t, v in zip(total, value)]
-    return value if total is None else total + value
+def _sum(parts: list) -> Any:
+    """Adds numbers or device arrays one by one (a framework's `total` does it in one go)."""
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
 
 
 def epoch_line(row: dict) -> str:

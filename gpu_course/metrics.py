@@ -113,31 +113,79 @@ def training_windows(run, steady: bool = True) -> list[tuple[float, float]]:
 
 
 def gpu_util(run) -> float:
-    """Mean GPU-Util (%) over all GPUs inside the steady training windows."""
+    """Mean GPU-Util (%) over all GPUs while the run trained steadily (`steady_samples`)."""
+    return _steady_mean(run, "util_gpu")
+
+
+def gpm_activity(run) -> dict:
+    """GPM's view of the same samples (Hopper and newer; NaN elsewhere): the mean share
+    of the SMs busy (sm_active, %), of the tensor cores (tensor_active) and of DRAM
+    bandwidth (dram_active). GPU-Util counts time with any kernel running, so a small
+    kernel on one SM reads 100% there and ~1% here."""
+    return {name: _steady_mean(run, name)
+            for name in ("sm_active", "tensor_active", "dram_active")}
+
+
+def steady_samples(run) -> pd.Series:
+    """Which monitor samples describe steady training: NVML averages each reading over
+    the sample period before it, so a sample counts when that whole period lies in a
+    training window (from its first steady step, else its start, to its end). Windows
+    closer together than one period (a short validation between epochs) count as one.
+    Falls back to samples merely inside the windows when none qualify (runs shorter
+    than a period)."""
     gpu = run.gpu
-    if not len(gpu) or "util_gpu" not in gpu.columns:
-        return math.nan
-    t, util = _column(gpu, "t"), _column(gpu, "util_gpu")
+    t = _column(gpu, "t")
+    interval = float(run.config.get("monitor_interval") or 0) if hasattr(run, "config") \
+        else 0.0
     for windows in (training_windows(run), training_windows(run, steady=False)):
-        inside = pd.Series(False, index=gpu.index)
-        for a, b in windows:
-            inside |= (t >= a) & (t <= b)
-        values = util[inside].dropna()
-        if len(values):
-            return float(values.mean())
-    return math.nan
+        for lead in (interval, 0.0):
+            inside = pd.Series(False, index=gpu.index)
+            for a, b in _merged(windows, interval):
+                inside |= (t - lead >= a) & (t <= b)
+            if inside.any():
+                return inside
+    return pd.Series(False, index=gpu.index)
+
+
+def _merged(windows, gap: float) -> list[tuple[float, float]]:
+    out = []
+    for a, b in sorted(windows):
+        if out and a - out[-1][1] < gap:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _steady_mean(run, column: str) -> float:
+    gpu = run.gpu
+    if not len(gpu) or column not in gpu.columns:
+        return math.nan
+    values = _column(gpu, column)[steady_samples(run)].dropna()
+    return float(values.mean()) if len(values) else math.nan
+
+
+def step_seconds(steps: pd.DataFrame) -> pd.Series:
+    """Each step's time: the device's (CUDA events, `device_s`) where every row has it,
+    else the host's (data wait + compute). On a GPU the host's time of a step is its
+    dispatch plus any back-pressure: a step that queues ahead reads as fast and the one
+    that waits for the queue as slow, so only the device's times are the step's own."""
+    device = _column(steps, "device_s")
+    if len(steps) and device.notna().all():
+        return device
+    return _column(steps, "data_wait_s") + _column(steps, "compute_s")
 
 
 def steadiness(run) -> dict:
     """Step-time percentiles, spikiness (p95/p50) and the share of steady steps that
-    waited for data; NaN without per-step rows."""
+    waited for data; NaN without per-step rows. Step times as `step_seconds` reads them."""
     steps = _steps(run)
     timed = steps[_column(steps, "timed") == 1] if len(steps) else steps
     if not len(timed):
         return {"step_p50_s": math.nan, "step_p95_s": math.nan, "spikiness": math.nan,
                 "waited_share": math.nan, "steady_steps": 0}
     wait = _column(timed, "data_wait_s")
-    total = wait + _column(timed, "compute_s")
+    total = step_seconds(timed)
     p50, p95 = float(total.quantile(0.5)), float(total.quantile(0.95))
     return {"step_p50_s": p50, "step_p95_s": p95, "spikiness": share(p95, p50),
             "waited_share": float((wait > WAITED * total).mean()), "steady_steps": len(timed)}

@@ -62,7 +62,7 @@ def block_rates(run, blocks: int = BLOCKS) -> list[float]:
     rates = []
     for i in range(n):
         part = steady.iloc[i * len(steady) // n:(i + 1) * len(steady) // n]
-        seconds = float((part["data_wait_s"] + part["compute_s"]).sum())
+        seconds = float(metrics.step_seconds(part).sum())  # device times on a GPU
         if seconds > 0:
             rates.append(float(part["samples"].sum()) / seconds)
     return rates
@@ -76,7 +76,10 @@ def compare(a, b, value=metrics.samples_per_sec) -> Verdict:
     if not xs or not ys:
         return Verdict(math.nan, math.nan, math.nan, "not measured", how)
     ratio = statistics.median(ys) / statistics.median(xs)
-    low, high = min(ys) / max(xs), max(ys) / min(xs)
+    single = [r for r in (a, b) if not isinstance(r, (list, tuple))]
+    if len(single) == 2 and _ok(value(a)) and _ok(value(b)) and value(a) > 0:
+        ratio = value(b) / value(a)  # the table's own number; the blocks give the spread
+    low, high = min(min(ys) / max(xs), ratio), max(max(ys) / min(xs), ratio)
     kind = "faster" if low > 1 else "slower" if high < 1 else "within noise"
     return Verdict(ratio, low, high, kind, how)
 

@@ -23,7 +23,9 @@ from .metrics import (STATUS_TEXT, baseline_index, data_wait_share, epoch_spans,
                       val_acc)
 from .records import write_atomic
 
-LADDER_COLUMNS = metrics.TABLE_COLUMNS[:-1] + ["tflops", "peak_pct", "status"]
+_GPU_AT = metrics.TABLE_COLUMNS.index("gpu_util") + 1
+LADDER_COLUMNS = (metrics.TABLE_COLUMNS[:_GPU_AT] + ["sm_active", "tensor_active"]
+                  + metrics.TABLE_COLUMNS[_GPU_AT:-1] + ["tflops", "peak_pct", "status"])
 NO_VALUE = "–"
 
 # column -> (header, how a value is written); NaN is written NO_VALUE
@@ -34,6 +36,8 @@ _FORMATS = {
     "samples_per_sec_all": ("samples/s (all)", lambda v: f"{v:,.1f}"),
     "epoch_time_s": ("epoch (s)", lambda v: f"{v:,.1f}"),
     "gpu_util": ("GPU util", lambda v: f"{v:.0f}%"),
+    "sm_active": ("SM active", lambda v: f"{v:.0f}%"),
+    "tensor_active": ("tensor active", lambda v: f"{v:.0f}%"),
     "data_wait_share": ("data wait", lambda v: f"{100 * v:.0f}%"),
     "spikiness": ("p95/p50 step", lambda v: f"{v:.2f}"),
     "speedup": ("speed-up", lambda v: f"×{v:.2f}"),
@@ -49,8 +53,15 @@ _TEXT_COLUMNS = {"rung", "ran", "status"}
 
 def ladder_table(runs, baseline=0) -> pd.DataFrame:
     """One row per run, in order (`metrics.table`): each rung labelled by what ran, with
-    the achieved TFLOP/s and % of peak (`flops.table_columns`) before the status."""
-    return flops.table_columns(metrics.table(runs, baseline), runs)
+    GPM's SM and tensor-core activity beside GPU-Util (`metrics.gpm_activity`; Hopper
+    and newer, else empty and not shown) and the achieved TFLOP/s and % of peak
+    (`flops.table_columns`) before the status."""
+    table = metrics.table(runs, baseline)
+    runs = list(runs)
+    at = table.columns.get_loc("gpu_util") + 1
+    for offset, name in enumerate(("sm_active", "tensor_active")):
+        table.insert(at + offset, name, [metrics.gpm_activity(r)[name] for r in runs])
+    return flops.table_columns(table, runs)
 
 
 def format_table(df: pd.DataFrame) -> str:
@@ -71,10 +82,13 @@ def format_table(df: pd.DataFrame) -> str:
 
 
 def shown(table: pd.DataFrame) -> pd.DataFrame:
-    """The table without its "ran" column when every run ran as requested."""
+    """The table without its "ran" column when every run ran as requested, and without
+    the GPM columns where no GPU measured them."""
     if "ran" in table.columns and not table["ran"].fillna("").astype(str).str.len().any():
-        return table.drop(columns="ran")
-    return table
+        table = table.drop(columns="ran")
+    empty = [c for c in ("sm_active", "tensor_active")
+             if c in table.columns and table[c].isna().all()]
+    return table.drop(columns=empty)
 
 
 def conclusion(runs, baseline=0) -> str:
@@ -138,8 +152,12 @@ def _warmup_costs(runs, table, ok) -> list[str]:
             continue
         warm = metrics.warmup_s(runs[after]) - metrics.warmup_s(runs[before])
         per_epoch = table.epoch_time_s[before] - table.epoch_time_s[after]
-        gain = (f"it pays back after {warm / per_epoch:.1f} epochs" if per_epoch > 0 and warm > 0
-                else "at this size it does not pay back")
+        if per_epoch <= 0:
+            gain = "at this size it does not pay back"
+        elif warm <= 0:  # no more warm-up than the rung before, and faster epochs
+            gain = "it pays back at once (no more warm-up than the rung before)"
+        else:
+            gain = f"it pays back after {warm / per_epoch:.1f} epochs"
         out.append(f"'{table.rung[after]}' spent {metrics.warmup_s(runs[after]):.1f} s in "
                    f"warm-up steps (samples/s over the whole run {whole:,.0f} against "
                    f"{steady:,.0f} steady): {gain}.")

@@ -52,6 +52,8 @@ COLUMNS = {
     "epoch_time_s": ("epoch (s)", _num),
     "gpu_util": ("GPU util", _percent),
     "gpu_util_mean": ("GPU util", _percent),
+    "sm_active": ("SM active", _percent),
+    "tensor_active": ("tensor active", _percent),
     "data_wait_share": ("data wait", _fraction),
     "waited_share": ("steps that waited", _fraction),
     "samples_per_sec": ("samples/s (steady)", _num),
@@ -69,6 +71,7 @@ COLUMNS = {
     "gpu_util_std": ("GPU util std (pp)", _num),
     "lr": ("LR", lambda v: f"{v:.3g}"),
 }
+GPM_COLUMNS = ("sm_active", "tensor_active")  # Hopper and newer: empty elsewhere, not shown
 _UNITS = {"s": "s", "ms": "ms", "mib": "MiB", "gib": "GiB", "mb": "MB", "gb": "GB",
           "pct": "%", "percent": "%"}
 _WORDS = {"gpu": "GPU", "cpu": "CPU", "lr": "LR", "acc": "acc", "num": "", "per": "/"}
@@ -154,6 +157,7 @@ def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> T
     fewer rows than a block would need. `columns` picks and orders columns."""
     if "ran" in df.columns and not df["ran"].fillna("").astype(str).str.len().any():
         df = df.drop(columns="ran")  # every run ran as requested: nothing to say
+    df = df.drop(columns=[c for c in GPM_COLUMNS if c in df.columns and df[c].isna().all()])
     frame = _flat(df)
     keys = 1 if isinstance(df.index, pd.RangeIndex) and df.index.name is None else df.index.nlevels
     if columns is not None:

@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # for fake_runs, whatever pytest's import mode
 import fake_runs  # noqa: E402
 
-from gpu_course import report  # noqa: E402
+from gpu_course import report, tables  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -34,8 +34,14 @@ def steady_rate(run):
 def test_ladder_table_speedups_come_from_the_steady_steps(gpu):
     table = report.ladder_table(gpu)
     assert list(table.columns) == ["rung", "ran", "samples_per_sec", "samples_per_sec_all",
-                                   "epoch_time_s", "gpu_util", "data_wait_share", "spikiness",
-                                   "speedup", "val_acc", "tflops", "peak_pct", "status"]
+                                   "epoch_time_s", "gpu_util", "sm_active", "tensor_active",
+                                   "data_wait_share", "spikiness", "speedup", "val_acc",
+                                   "tflops", "peak_pct", "status"]
+    assert table.sm_active.iloc[:4].notna().all()  # the fake GPUs have GPM
+    no_gpm = table.assign(sm_active=math.nan, tensor_active=math.nan)  # a CPU, a T4
+    assert "SM active" in report.format_table(table)
+    assert "SM active" not in report.format_table(no_gpm)
+    assert "SM active" not in str(tables.show(no_gpm))
     assert list(table.rung) == ["naive", "8 workers", "float16", "2 GPUs", "batch 4096"]
     assert list(table.ran) == [""] * 5  # every fake run ran as requested
     speeds = [steady_rate(run) for run in gpu[:4]]  # '2 GPUs' died in its warm-up epoch
@@ -70,9 +76,30 @@ def test_gpu_util_averages_samples_inside_the_steady_training_windows(tmp_path):
                                              data_wait_share=0.0, seed=3))
     gpu, e = run.gpu, run.epochs.dropna(subset=["t_steady"])
     windows = list(zip(e.t_steady, e.t_end))  # after warm-up, before validation
-    inside = gpu[[any(a <= t <= b for a, b in windows) for t in gpu.t]]
+    period = run.config["monitor_interval"]  # each reading averages the period before it
+    inside = gpu[[any(a <= t - period and t <= b for a, b in windows) for t in gpu.t]]
+    assert 0 < len(inside) < len(gpu[[any(a <= t <= b for a, b in windows) for t in gpu.t]])
     assert report.gpu_util(run) == pytest.approx(inside.util_gpu.mean())
     assert report.gpu_util(run) > gpu.util_gpu.mean()  # start-up and validation left out
+
+
+def test_a_reading_at_a_windows_start_describes_the_time_before_it():
+    """The H200's tuned rung: NVML read 0% 20 ms after the first steady step (its period
+    was the CUDA-graph capture), then 100% throughout; epochs 0.28 s apart count as one
+    window, so only that first reading is left out."""
+    import pandas as pd
+
+    from gpu_course import metrics
+
+    class Run:
+        config = {"monitor_interval": 0.5}
+        epochs = pd.DataFrame({"t_start": [0.0, 1.75, 2.05], "t_steady": [1.48, 1.75, 2.05],
+                               "t_end": [1.73, 2.03, 2.33], "timed_steps": [40, 48, 48]})
+        gpu = pd.DataFrame({"t": [1.0, 1.5, 2.0], "util_gpu": [0.0, 0.0, 100.0],
+                            "sm_active": [0.0, 0.0, 72.0]})
+    assert metrics.gpu_util(Run()) == 100.0
+    assert metrics.gpm_activity(Run())["sm_active"] == 72.0
+    assert math.isnan(metrics.gpm_activity(Run())["tensor_active"])  # no GPM column
 
 
 def test_single_epoch_runs_are_all_warm_up(tmp_path):
@@ -106,7 +133,8 @@ def test_format_table_is_fixed_width_text(gpu):
     text = report.format_table(report.ladder_table(gpu))
     lines = text.splitlines()
     assert lines[0].split() == ["rung", "samples/s", "(steady)", "samples/s", "(all)", "epoch",
-                                "(s)", "GPU", "util", "data", "wait", "p95/p50", "step",
+                                "(s)", "GPU", "util", "SM", "active", "tensor", "active",
+                                "data", "wait", "p95/p50", "step",
                                 "speed-up", "val", "acc", "TFLOP/s", "%", "of", "peak",
                                 "status"]
     assert set(lines[1]) <= {"-", " "}
@@ -117,7 +145,7 @@ def test_format_table_is_fixed_width_text(gpu):
     assert f"{report.gpu_util(gpu[2]):.0f}%" in float16
     # it ran a few seconds before dying, all of it warm-up: no steady window, so the
     # utilisation is over its (unfinished) training window: none finished -> NaN
-    assert oom.split()[2:] == ["–"] * 10 + ["out", "of", "memory"]
+    assert oom.split()[2:] == ["–"] * 12 + ["out", "of", "memory"]
     # numbers are right-aligned: their last characters line up under the header
     column_end = lines[0].index("(steady)") + len("(steady)")
     assert all(line[column_end - 1] != " " for line in lines[2:])

@@ -95,6 +95,9 @@ def overhead(out: Path, quick: bool) -> str:
                  f"{max(result['ratios']):.3f}); target >= 0.97; load mean "
                  f"{result['load_mean']:.2f}")
     (out / "harness_overhead.txt").write_text("\n".join(lines) + "\n")
+    (out / "harness_overhead.json").write_text(json.dumps(
+        {**result, "config": cfg.to_dict(), "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
+        indent=1))
     return lines[-1]
 
 

@@ -81,9 +81,9 @@ def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, dtype: st
             precision.backward_and_step(loss, optimizer)
             if scheduler is not None:
                 scheduler.step()
-            # every process did the same step: count all the images; sums stay on device
-            rec.step(n * world_size, loss_sum=loss.detach() * n,
-                     correct=(out.argmax(dim=1) == y).sum())
+            # every process did the same step: count all the images. Two device operations
+            # (argmax, ==); the harness adds the steps' values up after the epoch's sync
+            rec.step(n * world_size, loss_sum=(loss.detach(), n), correct=out.argmax(dim=1) == y)
         sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else None
         rec.end_epoch(sync=sync, lr=optimizer.param_groups[0]["lr"],
                       evaluate=_validation(net, val_iter, device, dtype, channels_last,

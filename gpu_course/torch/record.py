@@ -73,7 +73,7 @@ def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
                    verbose=verbose and leader, monitor=leader, record=leader,
                    on_epoch=on_epoch, downgrades=downgrades, facts=facts,
                    read=lambda t: t.item(), events=StepEvents() if cuda else None,
-                   reduce=_all_reduce if world_size > 1 else None)
+                   reduce=_all_reduce if world_size > 1 else None, total=total)
 
 
 def read_network(net) -> tuple[dict, dict]:
@@ -143,6 +143,16 @@ class StepEvents:
     def times(self) -> list:
         pairs = zip(self.events, self.events[1:])
         return [a.elapsed_time(b) / 1000 for a, b in pairs]  # ms -> s; synced already
+
+
+def total(parts: list) -> torch.Tensor:
+    """The steps' values added in one or two operations: 0-d values (a loss, a count)
+    stacked, per-image values (right or not) joined; bool sums count as int64."""
+    if not isinstance(parts[0], torch.Tensor):  # a loop that handed in Python numbers
+        return sum(parts)
+    if parts[0].dim() == 0:
+        return torch.stack(parts).sum()
+    return torch.cat(parts).sum()
 
 
 def _all_reduce(tensor):

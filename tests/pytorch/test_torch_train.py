@@ -246,3 +246,19 @@ def test_a_rung_that_fails_is_recorded_and_the_ladder_goes_on(monkeypatch, tmp_p
     assert [r.status for r in runs] == ["failed", "finished"]
     assert "rung naive: failed with ZeroDivisionError, going on" in capsys.readouterr().out
     assert paths["html"].exists()
+
+
+def test_the_bookkeeping_of_a_step_dispatches_no_operator(small_cfg):
+    """What gc.record adds to a step costs the device nothing: the steps' losses and
+    hits are added up after the epoch's sync (was: two additions a step, issue 14)."""
+    from gpu_course.torch.op_count import count_ops
+    loss, hits = torch.tensor(2.25), torch.tensor([True, False, True, True])
+    with gc.record(small_cfg.replace(epochs=1, warmup_steps=0), progress=False,
+                   verbose=False) as rec:
+        for _ in rec.epochs():
+            for _ in rec.batches(range(5)):
+                counted = count_ops(lambda: rec.step(4, loss_sum=(loss, 4), correct=hits))
+                assert counted.launching == 0 and counted.syncs == 0, counted.by_name
+            rec.end_epoch()
+    row = rec.run.epochs.iloc[0]
+    assert row["loss"] == pytest.approx(2.25) and row["train_acc"] == pytest.approx(0.75)
