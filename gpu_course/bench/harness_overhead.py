@@ -11,6 +11,13 @@ after the last step; validation is outside it.
 
     python -m gpu_course.bench.harness_overhead --engine gluon --model resnet20 --pairs 5
     python -m gpu_course.bench.harness_overhead --engine pytorch --model resnet20 --pairs 5
+    python -m gpu_course.bench.harness_overhead --engine pytorch --data-on-gpu \
+        --train-size 51200 --batch-size 256 --pairs 7     # on a GPU: no loader workers
+
+On a GPU, loader workers (fresh for every run) make each side's rate vary by more than
+the 3% to be seen (16-22k samples/s between pairs on an H200, 2026-11-23); with the
+data set on the GPU (--data-on-gpu) both sides get the same batches with no process
+in between.
 
 It prints each pair, then the median ratio of samples/s (harness / plain; target >= 0.97)
 and the machine's load average while it ran: on a shared machine say which it was.
@@ -95,14 +102,25 @@ def compare(engine: str, cfg: Experiment, pairs: int = 3, log=print,
         import torch
         torch.set_num_threads(threads)
     cfg = cfg.replace(engine=engine, epochs=2, warmup_steps=0, mock="none", max_steps=None)
-    train_set, val_set = gc.load_datasets(cfg)
-    val_iter = gc.make_loader(val_set, cfg.replace(batch_size=cfg.test_size), train=False)
+    if cfg.data_on_gpu and engine == "pytorch":
+        from gpu_course.torch.gpu_loader import gpu_loaders
+        device = gc.try_devices(cfg.num_gpus)[0][0]
+        train_set, val_iter = gpu_loaders(cfg, device)
+
+        def new_loader():
+            return train_set  # on the device already: nothing to start per run
+    else:
+        train_set, val_set = gc.load_datasets(cfg)
+        val_iter = gc.make_loader(val_set, cfg.replace(batch_size=cfg.test_size), train=False)
+
+        def new_loader():
+            return gc.make_loader(train_set, cfg)  # fresh workers for every run
     rates = {"plain": [], "harness": []}
     load = []
     with tempfile.TemporaryDirectory() as tmp:
         for pair in range(pairs):
             for kind in (("plain", "harness") if pair % 2 == 0 else ("harness", "plain")):
-                loader = gc.make_loader(train_set, cfg)  # fresh workers for every run
+                loader = new_loader()
                 samples = len(loader) * cfg.batch_size * max(cfg.num_gpus, 1)
                 if kind == "plain":
                     rate = samples / PLAIN[engine](gc, cfg, loader)
@@ -157,13 +175,16 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--num-workers", type=int, default=1)
     parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--data-on-gpu", action="store_true",
+                        help="PyTorch: the data set and its augmentation on the GPU")
     parser.add_argument("--threads", type=int, default=None,
                         help="PyTorch intra-op threads, the same for both sides")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # the CPU-only monitor's notice, once per run
     cfg = Experiment(name="overhead", engine=args.engine, model=args.model,
                      train_size=args.train_size, test_size=256, batch_size=args.batch_size,
-                     num_workers=args.num_workers)
+                     num_workers=0 if args.data_on_gpu else args.num_workers,
+                     data_on_gpu=args.data_on_gpu)
     with contextlib.redirect_stderr(io.StringIO()):  # the progress bars of the probe
         per_step = harness_cost_per_step()
     print(f"harness cost per step, no work in the step: {per_step * 1e6:.1f} us", flush=True)
