@@ -341,8 +341,17 @@ def beside_reference(mine, reference: dict, baseline=0):
 
 
 def no_reference_line(folder: str = "pytorch-h200") -> str:
-    """What a notebook prints when no reference results are recorded (computed, not typed)."""
+    """What a notebook prints when the reference has no run for it (computed, not typed):
+    none recorded at all, or none of this lesson's kind (a one-GPU reference has no
+    multi-GPU run)."""
     from .records import load_runs
-    path = REFERENCE_ROOT / folder
-    return (f"No reference results are recorded yet ({len(load_runs(path))} runs in "
-            f"gpu_course/reference/{folder}): only this machine's numbers are shown.")
+    runs = load_runs(REFERENCE_ROOT / folder)
+    if not runs:
+        return (f"No reference results are recorded yet (0 runs in "
+                f"gpu_course/reference/{folder}): only this machine's numbers are shown.")
+    gpus = {len(r.meta.get("hardware", {}).get("gpus") or []) for r in runs}
+    names = sorted({r.meta.get("hardware", {}).get("gpus", [{}])[0].get("name", "?")
+                    for r in runs if r.meta.get("hardware", {}).get("gpus")})
+    return (f"The reference results ({len(runs)} runs in gpu_course/reference/{folder}, on "
+            f"{max(gpus)} x {', '.join(names) or 'no GPU'}) have no run of this lesson's "
+            "kind: only this machine's numbers are shown.")

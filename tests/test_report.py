@@ -254,6 +254,9 @@ def test_reference_helpers(tmp_path, monkeypatch):
         rec.finish(summary={"samples_per_sec": 100.0})
     latest = rep.reference_runs("naive")
     assert list(latest) == ["naive"] and latest["naive"].path == rec.path
+    assert rep.no_reference_line() == (  # runs, but none of a lesson's kind (multi-GPU)
+        "The reference results (3 runs in gpu_course/reference/pytorch-h200, on 1 x NVIDIA "
+        "H200) have no run of this lesson's kind: only this machine's numbers are shown.")
     assert set(rep.reference_runs()) == {"naive", "workers"}
     frame = rep.beside_reference(list(latest.values()), rep.reference_runs())
     assert set(frame.index.get_level_values(0)) == {"this machine", "reference"}

@@ -140,32 +140,38 @@ print(f"Measured on: {gc.plots.hardware_caption(runs)}.")
 # the tensor cores worked. Where the monitor could read them, they stand beside GPU-Util.
 
 # %%
-def during_epochs(run, column):
-    """Mean of a gpu.csv column over the samples taken while epochs ran (NaN if none)."""
-    gpu = run.gpu
-    values = pd.to_numeric(gpu.get(column, pd.Series(dtype=float)), errors="coerce")
-    inside = pd.Series(False, index=gpu.index)
-    for _, start, end in gc.report.epoch_spans(run):
-        inside |= (gpu["t"] >= start) & (gpu["t"] <= end)
-    return float(values[inside].mean()) if (inside & values.notna()).any() else np.nan
+def activity(runs):
+    """GPU-Util beside GPM's SM and tensor-core activity, over the same steady samples
+    (`gc.metrics.gpu_util`, `gc.metrics.gpm_activity`: the definitions every table uses)."""
+    return pd.DataFrame({"rung": [r.name for r in runs],
+                         "gpu_util": [gc.metrics.gpu_util(r) for r in runs],
+                         **{c: [gc.metrics.gpm_activity(r)[c] for r in runs]
+                            for c in ("sm_active", "tensor_active")}})
 
-activity = pd.DataFrame({"rung": [r.name for r in runs],
-                         **{c: [during_epochs(r, c) for r in runs]
-                            for c in ("util_gpu", "sm_active", "tensor_active")}})
-with_gpm = activity.dropna(subset=["sm_active"])
-if len(with_gpm):
-    display(gc.tables.show(activity))
-    worst = with_gpm.loc[(with_gpm.util_gpu - with_gpm.sm_active).idxmax()]
+def gpm_sentence(frame, where):
+    worst = frame.loc[(frame.gpu_util - frame.sm_active).idxmax()]
     tensor = f" and the tensor cores {worst.tensor_active:.0f}%" if not np.isnan(worst.tensor_active) else ""
-    print(f"'{worst.rung}': GPU-Util said {worst.util_gpu:.0f}% while the SMs were active {worst.sm_active:.0f}%"
-          f"{tensor} of the time: GPU-Util counts time with any kernel running, not how much of the chip worked.")
-    gc.plots.utilisation_timeline(next(r for r in runs if r.name == worst.rung))
+    return (f"{where}'{worst.rung}': GPU-Util said {worst.gpu_util:.0f}% while the SMs were active "
+            f"{worst.sm_active:.0f}%{tensor} of the time: GPU-Util counts time with any kernel running, "
+            "not how much of the chip worked.")
+
+here = activity(runs).dropna(subset=["sm_active"])
+h200 = activity(pick_rungs(list(gc.report.reference_runs().values()))).dropna(subset=["sm_active"])
+if len(here):
+    display(gc.tables.show(here))
+    print(gpm_sentence(here, ""))
+    gc.plots.utilisation_timeline(next(r for r in runs if r.name == here.loc[
+        (here.gpu_util - here.sm_active).idxmax()].rung))
 else:
     devices = {g.get("name") for r in runs for g in (r.meta.get("hardware") or {}).get("gpus") or []}
     print("SM and tensor-core activity (GPM) are not available on this machine "
           f"({', '.join(sorted(devices)) if devices else 'no GPU'}): they need a Hopper GPU "
           "and a driver that exposes GPM; only GPU-Util could be recorded"
           + ("." if devices else ", and here not even that."))
+if len(h200):
+    print("On the H200 reference:")
+    display(gc.tables.show(h200))
+    print(gpm_sentence(h200, "On the H200 reference, "))
 
 # %% [markdown]
 # ## Beside the reference machine
@@ -179,5 +185,6 @@ if reference:
                        "H200 reference": gc.report.ladder_table(reference).set_index("rung")[
                            ["samples_per_sec", "speedup", "gpu_util", "val_acc"]]}, axis=1)))
     print(f"On the H200 reference: {gc.report.conclusion(reference)}")
+    gc.plots.ladder(reference)
 else:
     print(gc.report.no_reference_line())

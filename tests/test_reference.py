@@ -1,0 +1,63 @@
+"""The committed reference results: real records that load, and README text that is the
+summary computed from them (never typed)."""
+import re
+from pathlib import Path
+
+import pytest
+
+from gpu_course import metrics, report
+from gpu_course.bench import reference
+from gpu_course.records import load_runs
+
+REPO = Path(__file__).resolve().parents[1]
+H200 = REPO / "gpu_course" / "reference" / "pytorch-h200"
+
+
+def _between(text: str, start: str, end: str) -> str:
+    found = re.search(re.escape(start) + r"\n(.*?)" + re.escape(end), text, re.S)
+    assert found, f"no {start} ... {end} block"
+    return found.group(1)
+
+
+def test_the_h200_ladders_are_whole_and_say_where_they_ran():
+    ladders = sorted(H200.glob("ladder-pytorch-*"))
+    assert len(ladders) >= 1
+    for ladder in ladders:
+        runs = load_runs(ladder)
+        assert [r.name for r in runs] == ["naive", "workers", "compile", "bfloat16",
+                                          "large-batch", "lr-schedule", "data-on-gpu",
+                                          "cuda-graphs"]
+        for run in runs:
+            assert run.status == "finished"
+            assert run.meta["hardware"]["gpus"][0]["name"] == "NVIDIA H200"
+            assert run.config["train_size"] == 50_000 and len(run.steps) > 0
+            assert run.meta["notes"]["code_commit"]  # the code that ran (see README)
+
+
+def test_the_readmes_quote_the_summary_computed_from_the_records():
+    own = (REPO / "gpu_course" / "reference" / "README.md").read_text()
+    assert _between(own, "<!-- summary -->", "<!-- end summary -->") == \
+        reference.summary(H200)
+    top = (REPO / "README.md").read_text()
+    assert _between(top, "<!-- reference summary -->", "<!-- end reference summary -->") == \
+        reference.summary(H200, short=True)
+
+
+def test_the_notebooks_find_real_reference_rows():
+    found = report.reference_runs("workers", "compile", "lr-schedule")
+    assert set(found) == {"workers", "compile", "lr-schedule"}
+    beside = report.beside_reference(list(found.values())[:1], found)
+    assert list(beside.index.get_level_values(0).unique()) == ["this machine", "reference"]
+    assert beside.loc["reference"]["sm_active"].notna().all()  # GPM from the real card
+    tuned = report.reference_runs("cuda-graphs")["cuda-graphs"]
+    assert metrics.samples_per_sec(tuned) > 100_000
+
+
+@pytest.mark.parametrize("part", ["machine", "nope"])
+def test_reference_parts_are_checked(part, tmp_path, capsys):
+    if part == "nope":
+        with pytest.raises(SystemExit, match="unknown"):
+            reference.main(["--out", str(tmp_path), "--parts", part])
+        return
+    assert reference.main(["--out", str(tmp_path), "--parts", part]) == 0
+    assert (tmp_path / "machine.json").exists()
