@@ -292,10 +292,10 @@ print(f"Not reached in {OPT_EPOCHS} epoch(s): {', '.join(missed) if missed else 
 
 # %%
 mine = sweep + list(controls.values()) + races
-latest = gc.report.reference_runs("batch_size=", *ladder, "optimizer=")
+latest = gc.report.reference_runs("batch_size=", *ladder, "optimizer=", "large-batch")
 if latest:
     display(gc.tables.show(gc.report.beside_reference(mine, latest)))
-    ref = latest.get("LARS instead of SGD")
+    ref = latest.get("LARS instead of SGD") or latest.get("large-batch")  # the ladder's rung
     if ref is not None:
         print(f"The H200 reference's large-batch rung (batch {ref.config['batch_size']}, LARS) trained at "
               f"{gc.report.samples_per_sec(ref):,.0f} samples/s to {gc.report.val_acc(ref):.1%}; this machine "
