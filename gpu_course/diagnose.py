@@ -30,6 +30,7 @@ from . import flops, metrics, signals
 from .records import Run, load_run, load_runs
 
 VERDICTS = ("input-bound", "compute-bound", "overhead-bound")
+UNRELIABLE = "unreliable"  # what diagnose says instead of a verdict it cannot stand behind
 # The rungs, in the order the course climbs them.
 RUNGS = ("workers", "pre-processing", "packed format", "in memory", "data on GPU",
          "hybridize/compile", "lower precision", "larger batch", "more GPUs")
@@ -42,6 +43,8 @@ GPU_BUSY = 90.0         # % GPU-Util at which a GPU counts as kept busy (the lec
 IDLE_EXPLAINED = 0.5    # data wait >= half the GPU's idle share: the loader starves it
 CPU_SATURATED = 90.0    # % of all cores busy: more loader workers have nowhere to run
 LARGE_BATCH = 256       # per-device batch from which "larger batch" is no longer the advice
+MIN_STEPS = 20          # steady steps a run or a ceiling needs before it is ruled on
+ABOVE_CEILING = 1.05    # a run above 105 % of a ceiling it cannot beat: one is mismeasured
 # Config keys that may differ between a run and its mock ceilings.
 _CEILING_FREE = {"name", "mock", "epochs", "max_steps", "warmup_steps", "monitor_interval",
                  "train_size", "test_size"}
@@ -93,8 +96,19 @@ def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
     feed = _rate(input_ceiling if input_ceiling is not None else
                  (run if mock == "trainer" else found[1]))
     n = measure(run)
-    n.update(compute_ceiling=compute, input_ceiling=feed)
+    n.update(compute_ceiling=compute, input_ceiling=feed,
+             compute_ceiling_steps=_steps_of(compute_ceiling if compute_ceiling is not None
+                                             else None if mock == "loader" else found[0]),
+             input_ceiling_steps=_steps_of(input_ceiling if input_ceiling is not None
+                                           else None if mock == "trainer" else found[1]))
     evidence = _evidence(run, n, mock)
+    why_not = unreliable(n, mock)
+    if why_not:
+        evidence += [f"not ruled on: {reason}" for reason in why_not]
+        return Diagnosis(run.name, UNRELIABLE, evidence, "measure again",
+                         "more steady steps for the run and its ceilings (epochs, "
+                         f"max_steps: at least {MIN_STEPS} after the warm-up each), on a "
+                         "machine nothing else is using; then diagnose again", n)
     verdict = _verdict(n, mock)
     rung, advice = next_rung(verdict, cfg, n)
     found, flop_line = _hardware_evidence(run, verdict, n)
@@ -177,6 +191,36 @@ def _cpu_load(run: Run) -> tuple[float, float]:
                  for text in rows["cpu_per_core"].dropna() if str(text).strip()]
         busiest = sum(peaks) / len(peaks) if peaks else math.nan
     return total, busiest
+
+
+def unreliable(n: dict, mock: str = "none") -> list[str]:
+    """Why the numbers cannot carry a verdict ([] when they can): too few steady steps in
+    the run or a ceiling, or a run faster than a ceiling it cannot beat (a ceiling
+    measured over a few steps, with prefetched batches, or on a busier machine)."""
+    reasons = []
+    if n["steady_steps"] < MIN_STEPS:
+        reasons.append(f"the run has {n['steady_steps']} steady steps, fewer than {MIN_STEPS}")
+    rate = n["samples_per_sec"]
+    for kind, label in (("compute", "compute ceiling (mock loader)"),
+                        ("input", "input ceiling (mock trainer)")):
+        ceiling, steps = n[f"{kind}_ceiling"], n.get(f"{kind}_ceiling_steps", math.nan)
+        if mock != "none":
+            continue  # a mock run is one ceiling, and the other does not bound it
+        if _known(steps) and steps < MIN_STEPS:
+            reasons.append(f"the {label} has {steps:.0f} steady steps, fewer than {MIN_STEPS}")
+        if _known(ceiling, rate) and ceiling > 0 and rate > ABOVE_CEILING * ceiling:
+            reasons.append(f"the run ({rate:,.0f} samples/s) is at {rate / ceiling:.0%} of "
+                           f"its {label} ({ceiling:,.0f}), which it cannot beat: one of the "
+                           "two is mismeasured")
+    return reasons
+
+
+def _steps_of(ceiling) -> float:
+    """Steady steps behind a ceiling given as a run or a path (NaN for a number)."""
+    if ceiling is None or isinstance(ceiling, (int, float)):
+        return math.nan
+    run = ceiling if isinstance(ceiling, Run) else load_run(ceiling)
+    return float(metrics.steadiness(run)["steady_steps"])
 
 
 def _rate(ceiling) -> float:

@@ -146,3 +146,42 @@ def accuracy_change(a, b) -> tuple[float, str]:
     points = (pb - pa) * 100
     kind = "an effect" if abs(pb - pa) > 2 * se else "within noise"
     return points, f"{points:+.1f} points, {kind} (±{200 * se:.1f} points = 2 standard errors)"
+
+
+# -- measurements that contradict themselves ---------------------------------------------------
+FAR_APART = 1.25        # identical configs whose samples/s differ by more: the machine varied
+ABOVE_PERFECT = 1.05    # scaling efficiency above this: the runs differ in more than k
+
+_NOT_THE_SAME = {"name", "seed", "monitor_interval"}  # fields that do not change the work
+
+
+def efficiency_flag(efficiency: float, k: int) -> str | None:
+    """A sentence when a scaling efficiency is impossible (k processes doing more than k
+    times one), else None: the runs compared differed in more than their count (threads
+    per process, the machine's load), so the number says nothing about scaling."""
+    if not _ok(efficiency) or efficiency <= ABOVE_PERFECT:
+        return None
+    return (f"unreliable: a scaling efficiency of {efficiency:.0%} means {k} processes did "
+            f"more than {k}× the work of one, which they cannot; the runs compared differ in "
+            "more than the process count (threads per process, cores, the machine's load)")
+
+
+def far_apart(runs, value=metrics.samples_per_sec) -> list[str]:
+    """Sentences for runs of the same configuration (name and seed aside) whose `value`
+    differs by more than FAR_APART: the machine, not the setting, changed between them."""
+    groups: dict[str, list] = {}
+    for run in runs:
+        cfg = {k: v for k, v in sorted(run.config.items()) if k not in _NOT_THE_SAME}
+        groups.setdefault(repr(cfg), []).append(run)
+    out = []
+    for same in groups.values():
+        values = [(value(r), r.name) for r in same if _ok(value(r))]
+        if len(values) < 2:
+            continue
+        (low, low_name), (high, high_name) = min(values), max(values)
+        if low > 0 and high / low > FAR_APART:
+            out.append(f"unreliable: '{low_name}' and '{high_name}' ran the same configuration "
+                       f"at {low:,.0f} and {high:,.0f} samples/s (×{high / low:.2f} apart): "
+                       "the machine changed between them, so differences of that size here "
+                       "are not effects")
+    return out

@@ -138,6 +138,7 @@ def conclusion(runs, baseline=0) -> str:
         text.append(f"Another program shared the machine during {_join(shared)} (load "
                     "average above the run's own use): their numbers are pessimistic and "
                     "noisier.")
+    text += [sentence[0].upper() + sentence[1:] + "." for sentence in noise.far_apart(runs)]
     return " ".join(text) + failed_text
 
 

@@ -98,7 +98,7 @@ def test_ceilings_are_found_next_to_the_run(tmp_path):
     compute, feed = diagnose.find_ceilings(run)
     assert (compute.name, feed.name) == ("ceiling c", "ceiling i")
     # a ceiling named after the run wins over a later one that only shares its settings
-    write_run(tmp_path, "loose: mock trainer", samples_per_sec=190.0, data_wait_share=1.0,
+    write_run(tmp_path, "loose: mock trainer", samples_per_sec=205.0, data_wait_share=1.0,
               index=4, config={"dataset": "folder", "num_workers": 2, "mock": "trainer"}, **CPU)
     write_run(tmp_path, "packed: mock trainer", samples_per_sec=5000.0, data_wait_share=1.0,
               index=5, config={"dataset": "folder", "num_workers": 2, "mock": "trainer"}, **CPU)
@@ -155,3 +155,26 @@ def test_the_cli_prints_the_diagnosis(tmp_path):
     rec.finish("failed", error="boom")
     out = run_cli("diagnose", rec.path)
     assert out.returncode == 2 and "nothing to diagnose" in out.stderr
+
+
+def test_a_run_above_its_ceiling_is_not_ruled_on(tmp_path):
+    """Lesson 01 printed runs at 127-285 % of a ceiling they cannot beat (issue 17)."""
+    run = load(write_run(tmp_path, "job", samples_per_sec=600.0, data_wait_share=0.0, **CPU))
+    d = diagnose.diagnose(run, compute_ceiling=400.0, input_ceiling=5000.0)
+    assert d.verdict == diagnose.UNRELIABLE and d.next_rung == "measure again"
+    assert any(line.startswith("not ruled on: the run (") and "% of its compute ceiling "
+               "(mock loader) (400), which it cannot beat" in line for line in d.evidence)
+    assert diagnose.diagnose(run, compute_ceiling=590.0, input_ceiling=5000.0).verdict \
+        != diagnose.UNRELIABLE  # within 5 %: noise, not a contradiction
+
+
+def test_too_few_steps_in_the_run_or_a_ceiling_are_not_ruled_on(tmp_path):
+    run = load(write_run(tmp_path, "job", samples_per_sec=300.0, data_wait_share=0.5, **CPU))
+    steps = diagnose.measure(run)["steady_steps"]
+    assert steps >= diagnose.MIN_STEPS  # the fake run is long enough
+    short = load(write_run(tmp_path, "job: mock trainer", samples_per_sec=900.0, index=1,
+                           data_wait_share=1.0, config={"mock": "trainer"}, epochs=1, **CPU))
+    d = diagnose.diagnose(run, input_ceiling=short)
+    assert d.verdict == diagnose.UNRELIABLE
+    assert any("input ceiling (mock trainer) has 0 steady steps" in line for line in d.evidence)
+    assert diagnose.diagnose(run, input_ceiling=900.0).verdict == "input-bound"

@@ -80,3 +80,25 @@ def test_an_accuracy_change_is_an_effect_only_outside_two_standard_errors():
     assert points == pytest.approx(5.0) and "within noise" in text   # ±10 points on 200
     points, text = noise.accuracy_change(Scored("a", 0.50, 20_000), Scored("b", 0.55, 20_000))
     assert "an effect" in text and text.startswith("+5.0 points")
+
+
+def test_an_impossible_scaling_efficiency_is_flagged():
+    """Lesson 07 printed 282 % for 2 processes x 1 thread against 1 x 2 (issue 17)."""
+    assert noise.efficiency_flag(0.93, 4) is None and noise.efficiency_flag(1.03, 2) is None
+    text = noise.efficiency_flag(2.82, 2)
+    assert text.startswith("unreliable: a scaling efficiency of 282% means 2 processes")
+    assert noise.efficiency_flag(float("nan"), 2) is None
+
+
+def test_identical_configs_far_apart_are_flagged(tmp_path):
+    from gpu_course import report
+    write_run, load = fake_runs.write_run, fake_runs.load
+    a = load(write_run(tmp_path, "threads=2 a", samples_per_sec=30.0, seed=1))
+    b = load(write_run(tmp_path, "threads=2 b", samples_per_sec=300.0, seed=2, index=1))
+    c = load(write_run(tmp_path, "other", samples_per_sec=31.0, seed=3, index=2,
+                       config={"batch_size": 256}))
+    found = noise.far_apart([a, b, c])
+    assert len(found) == 1 and "'threads=2 a' and 'threads=2 b' ran the same configuration" \
+        in found[0]
+    assert "Unreliable: 'threads=2 a' and 'threads=2 b'" in report.conclusion([a, b, c])
+    assert noise.far_apart([a, c]) == []

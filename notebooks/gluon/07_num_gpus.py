@@ -124,6 +124,9 @@ last = table.iloc[-1]
 print(f"{int(last.devices)} devices: {last.samples_per_sec:,.0f} samples/s, ×{last.speedup:.2f} one device, "
       f"scaling efficiency {last.efficiency:.0%} (the talk's best: "
       f"{max(talk['4 GPUs'] / (4 * talk['1 GPU'])):.0%} at batch 640 on 4 V100s).")
+flag = gc.noise.efficiency_flag(last.efficiency, int(last.devices))
+if flag:
+    print(flag)
 if gpus < 2:
     print(f"These 'devices' were CPU contexts on the same {os.cpu_count()} cores, so {last.efficiency:.0%} "
           f"says nothing about GPUs: the run checked that the multi-device code works "

@@ -30,13 +30,15 @@ import pandas as pd
 from gpu_course import gluon as gc
 
 RUNGS = ["naive", "workers", "hybridize", "float16", "large-batch", "lr-schedule", "num-gpus", "all-gpus"]
-latest = {run.name: run for run in gc.load_runs(RUNS_DIR, names=RUNGS)}   # oldest first: the last wins
+latest = {run.name: run for run in gc.load_runs(RUNS_DIR, names=RUNGS)   # oldest first: the last wins
+          if run.meta.get("engine") == "gluon"}   # this track's runs only (the folder may hold both)
 runs = [latest[name] for name in RUNGS if name in latest]
 if not runs:
     from gpu_course.ladder import run_ladder
     print("No recorded rungs found: training the ladder now" + (" (quick mode)" if SMOKE else ""))
     runs, report_paths = run_ladder("gluon", quick=SMOKE, runs_dir=RUNS_DIR)
-print(f"{len(runs)} rung(s): " + ", ".join(f"{r.name} ({r.meta['run_id']})" for r in runs))
+print(f"{len(runs)} rung(s) of the {', '.join(sorted({r.meta['engine'] for r in runs}))} track: "
+      + ", ".join(f"{r.name} ({r.meta['run_id']})" for r in runs))
 
 # %% [markdown]
 # ## The table

@@ -147,6 +147,9 @@ print(f"Started {len(runs)} torchrun job(s) with {', '.join(str(k) for k in coun
       f"each wrote its record to {runs_dir} (rank 0).")
 print(f"{int(last.processes)} process(es): {last.samples_per_sec:,.0f} samples/s, ×{last.speedup:.2f} one process, "
       f"scaling efficiency {last.efficiency:.0%} (the talk's best: {talk_best:.0%} at batch 640 on 4 V100s).")
+flag = gc.noise.efficiency_flag(last.efficiency, int(last.processes))
+if flag:
+    print(flag)
 if gpus == 0:
     print(f"These processes ran on the same {os.cpu_count()} CPU cores, so {last.efficiency:.0%} says nothing about GPUs: "
           "the run checked that the DDP code works (torchrun, gloo, DistributedSampler, gradient "

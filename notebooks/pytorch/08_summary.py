@@ -51,12 +51,13 @@ def pick_rungs(runs):
     return [latest[n] for n in dict.fromkeys(order) if n in latest]
 
 runs = pick_rungs(gc.load_runs(RUNS_DIR))
-if not runs:
+if not [r for r in runs if r.name != "num-gpus"]:   # none, or only lesson 07's multi-process run
     from gpu_course.ladder import run_ladder
     print("No recorded rungs found: training the ladder now" + (" (quick mode)" if SMOKE else ""))
     ladder_runs, report_paths = run_ladder("pytorch", quick=SMOKE, runs_dir=RUNS_DIR)
     runs = pick_rungs(ladder_runs)
-print(f"{len(runs)} rung(s): " + ", ".join(f"{r.name} ({r.meta['run_id']})" for r in runs))
+print(f"{len(runs)} rung(s) of the {', '.join(sorted({r.meta['engine'] for r in runs}))} track: "
+      + ", ".join(f"{r.name} ({r.meta['run_id']})" for r in runs))
 
 # %% [markdown]
 # ## The tuned rung: data on the GPU
@@ -118,6 +119,11 @@ top = done.loc[done.speedup.idxmax()] if done.speedup.notna().any() else None
 if top is not None and top.rung in talk:
     print(f"On the talk's V100s the same rung was ×{talk[top.rung] / talk['naive']:.0f} the naive run; "
           f"here '{top.rung}' is ×{top.speedup:.1f}.")
+if table.gpu_util.isna().all():
+    print("No rung recorded GPU utilisation: the ladder ran without a GPU. Its fixes keep a GPU from "
+          "waiting; where the CPU does the computing too, the computation is the bottleneck and "
+          "most of them cannot show, so the factors above (and the talk's V100 one) are not "
+          "comparable. The H200 reference below is the same ladder on a GPU.")
 rows = table.set_index("rung")
 if {"data-on-gpu", "lr-schedule"} <= set(rows.index):
     print(f"Moving the data to the {'GPU' if gc.gpu_count() else 'device (here the CPU)'} changed samples/s "
