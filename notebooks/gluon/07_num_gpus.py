@@ -52,6 +52,19 @@ talk["efficiency"] = (talk["4 GPUs"] / (4 * talk["1 GPU"])).map("{:.0%}".format)
 talk
 
 # %% [markdown]
+# The talk's "choose the number of GPUs wisely" slide: the same job on one GPU and on four,
+# where something other than the GPU held it (nvidia-smi showed the GPUs nearly idle).
+
+# %%
+wisely = pd.DataFrame({"GPUs": [1, 4], "samples/s": [3200, 3400], "epoch (s)": [16, 15]})  # the slide
+wisely["speed-up"] = wisely["samples/s"] / wisely["samples/s"].iloc[0]
+wisely["efficiency"] = (wisely["speed-up"] / wisely["GPUs"]).map("{:.0%}".format)
+print(f"On the slide, four GPUs ran ×{wisely['speed-up'].iloc[1]:.2f} one GPU ({wisely.efficiency.iloc[1]} "
+      "scaling efficiency): three GPUs bought almost nothing, because the job was limited before the GPU. "
+      "Fix the input and the step first (lessons 2-6), then add GPUs.")
+wisely
+
+# %% [markdown]
 # ## 1. One host: which devices
 # All GPUs when there are two or more. With fewer, the lesson still runs the multi-device
 # code, on two CPU contexts (`mx.cpu(0)`, `mx.cpu(1)`): same `split_and_load`, same

@@ -53,6 +53,19 @@ talk["efficiency"] = (talk["4 GPUs"] / (4 * talk["1 GPU"])).map("{:.0%}".format)
 talk
 
 # %% [markdown]
+# The talk's "choose the number of GPUs wisely" slide: the same job on one GPU and on four,
+# where something other than the GPU held it (nvidia-smi showed the GPUs nearly idle).
+
+# %%
+wisely = pd.DataFrame({"GPUs": [1, 4], "samples/s": [3200, 3400], "epoch (s)": [16, 15]})  # the slide
+wisely["speed-up"] = wisely["samples/s"] / wisely["samples/s"].iloc[0]
+wisely["efficiency"] = (wisely["speed-up"] / wisely["GPUs"]).map("{:.0%}".format)
+print(f"On the slide, four GPUs ran ×{wisely['speed-up'].iloc[1]:.2f} one GPU ({wisely.efficiency.iloc[1]} "
+      "scaling efficiency): three GPUs bought almost nothing, because the job was limited before the GPU. "
+      "Fix the input and the step first (lessons 2-6), then add GPUs.")
+wisely
+
+# %% [markdown]
 # ## 1. One host: how many processes
 # One per GPU when there are two or more. With none, the lesson still runs the
 # multi-process code: 2 processes on the CPU, talking over gloo, sharing this machine's
