@@ -68,10 +68,10 @@ def utilisation_timeline(run, save=None) -> Figure:
         power_ax.set_ylim(bottom=0)
         clock_ax.set_ylabel("clock %\n/ temp C")
         clock_ax.set_ylim(0, 105)
-        for ax in (util_ax, mem_ax, power_ax, clock_ax):
-            _legend(ax)
     _cpu_total(axes[-1], run.host)
-    _mark_epochs(axes, run)
+    _mark_epochs(axes, run)  # before the legends: it names the time outside training
+    for ax in axes[:-1]:
+        _legend(ax)
     axes[-1].set_xlabel("time since monitor start (s)")
     if ids:
         util = gpu_util_mean(run)
@@ -245,24 +245,33 @@ def curves(runs, save=None) -> Figure:
     runs = list(runs)
     fig = _figure(11, 4)
     acc_ax, loss_ax = fig.subplots(1, 2)
-    missing = []
+    missing, last_epoch, classes = [], 0, set()
     for i, run in enumerate(runs):
         epochs = run.epochs
         if not len(epochs):
             missing.append(f"{run.name} ({_failure_text(run)})")
             continue
         x, color = _column(epochs, "epoch"), f"C{i % 10}"
+        last_epoch = max(last_epoch, int(np.nanmax(x)))
+        classes.add(((run.meta.get("ran") or {}).get("network") or {}).get("classes") or 10)
+        # markers on both: a one-epoch run is a point, which a bare line would not show
         acc_ax.plot(x, _column(epochs, "val_acc"), "o-", color=color, ms=3, label=run.name)
-        acc_ax.plot(x, _column(epochs, "train_acc"), "--", color=color, alpha=0.7)
+        acc_ax.plot(x, _column(epochs, "train_acc"), "x--", color=color, ms=3, alpha=0.7)
         loss_ax.plot(x, _column(epochs, "loss"), "o-", color=color, ms=3, label=run.name)
-    acc_ax.plot([], [], "k-", label="validation")
-    acc_ax.plot([], [], "k--", alpha=0.7, label="train")
+    if len(runs) > len(missing):
+        acc_ax.plot([], [], "ko-", ms=3, label="validation")
+        acc_ax.plot([], [], "kx--", ms=3, alpha=0.7, label="train")
+        for n in sorted(classes):  # what guessing scores: accuracy near it is no learning
+            acc_ax.axhline(1 / n, color="grey", ls=":", lw=1, label=f"chance (1/{n})")
     acc_ax.set(xlabel="epoch", ylabel="accuracy", title="accuracy")
     loss_ax.set(xlabel="epoch", ylabel="training loss", title="loss")
     for ax in (acc_ax, loss_ax):
+        ax.set_xlim(-0.5, last_epoch + 0.5)  # one epoch: a point in the middle, not an edge
+    for ax in (acc_ax, loss_ax):
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.grid(alpha=0.3)
-    acc_ax.legend(fontsize=8)
+    if acc_ax.get_legend_handles_labels()[0]:
+        acc_ax.legend(fontsize=8)
     if missing:
         loss_ax.text(0.98, 0.98, "no epochs: " + "; ".join(missing), transform=loss_ax.transAxes,
                      ha="right", va="top", fontsize=8, color="grey", wrap=True)
@@ -422,6 +431,16 @@ def _mark_epochs(axes, run) -> None:
     top = axes[0]
     label_at = transforms.blended_transform_factory(top.transData, top.transAxes)
     every = max(1, math.ceil(len(spans) / 12))  # label at most a dozen epochs
+    gaps = ([(0.0, spans[0][1], "set-up (before the first epoch)")] if spans else []) + [
+        (a[2], b[1], "validation (between epochs)") for a, b in zip(spans, spans[1:])
+        if not math.isnan(a[2])]
+    said = set()
+    for a, b, what in gaps:  # time outside training, named once in the top panel's legend
+        if b > a:
+            for ax in axes:
+                ax.axvspan(a, b, color="grey", alpha=0.12, lw=0,
+                           label=what if ax is top and what not in said else None)
+            said.add(what)
     for k, (epoch, start, end) in enumerate(spans):
         end = t_max if math.isnan(end) else end
         for ax in axes:
@@ -437,8 +456,8 @@ def _mark_epochs(axes, run) -> None:
 def _gpu_lines(util_ax, mem_ax, power_ax, rows, g, color, many) -> None:
     """One GPU's lines; with `many` GPUs on shared panels only its utilisation is named."""
     t = _column(rows, "t")
-    util_ax.plot(*_gapped(t, _column(rows, "util_gpu")), color=color, lw=1.2,
-                 label=f"GPU {g}" if many else "GPU-Util")
+    util_ax.plot(*_periods(t, _column(rows, "util_gpu")), color=color, lw=1.2,
+                 drawstyle="steps-pre", label=f"GPU {g}" if many else "GPU-Util")
     if not many:
         _gpm_lines(util_ax, rows, color, "")
     mem_ax.plot(*_gapped(t, _column(rows, "mem_used_mib") / 1024), color=color,
@@ -501,7 +520,8 @@ def _gpm_lines(ax, rows, color, suffix) -> None:
                                  ("tensor_active", "tensor active", ":")):
         values = _column(rows, column)
         if np.isfinite(values).any():
-            ax.plot(*_gapped(t, values), color=color, ls=style, lw=1, label=label + suffix)
+            ax.plot(*_periods(t, values), color=color, ls=style, lw=1, drawstyle="steps-pre",
+                    label=label + suffix)
 
 
 def _cpu_total(ax, host) -> None:
@@ -530,6 +550,14 @@ def _util_column(ax, table) -> None:
 def _legend(ax) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
+
+
+def _periods(t, y):
+    """Readings that average the period before them (NVML's utilisation, GPM) drawn over
+    that period: the first one, which describes the time before the monitor started
+    (often a false 0 %), is left out."""
+    t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
+    return _gapped(t[1:], y[1:]) if len(t) > 1 else (t[:0], y[:0])
 
 
 def _gapped(t, y):

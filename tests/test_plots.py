@@ -180,7 +180,8 @@ def test_curves_one_colour_per_run(runs):
     acc, loss = fig.axes
     assert [line.get_label() for line in labelled(loss)] == list(runs["gpu"])[:4]  # OOM: none
     assert len({line.get_color() for line in loss.lines}) == 4
-    assert len(acc.lines) == 4 * 2 + 2  # validation + train per run, 2 style keys
+    assert len(acc.lines) == 4 * 2 + 2 + 1  # validation + train per run, 2 keys, chance
+    assert "chance (1/10)" in [line.get_label() for line in acc.lines]
     assert "no epochs: batch 4096 (out of memory)" in [t.get_text() for t in loss.texts]
 
 
@@ -298,3 +299,27 @@ def test_step_times_split_each_step_and_mark_the_warm_up(tmp_path):
 def gpu_course_metrics():
     from gpu_course import metrics
     return metrics
+
+
+def test_a_one_epoch_run_is_a_point_in_the_middle_with_the_chance_line(tmp_path):
+    """Issue 10: one epoch drawn as a point (a bare line would show nothing), sensible
+    axes, the chance line, and no legend entries for what is not drawn."""
+    run = fake_runs.load(fake_runs.write_run(tmp_path, "one", epochs=1, summary=False))
+    fig = plots.curves([run])
+    acc = fig.axes[0]
+    last = int(run.epochs["epoch"].max())
+    assert acc.get_xlim() == (-0.5, last + 0.5)  # the points in the middle, not on an edge
+    drawn = [line for line in acc.lines if len(line.get_xdata())]
+    assert all(line.get_marker() not in (None, "None", "") for line in drawn
+               if not line.get_label().startswith("chance"))
+    empty = plots.curves([])
+    assert empty.axes[0].get_legend() is None  # no runs: no keys for lines not drawn
+
+
+def test_the_timeline_leaves_out_the_reading_before_the_monitor_started(tmp_path):
+    run = fake_runs.load(fake_runs.write_run(tmp_path, "t", summary=False))
+    fig = plots.utilisation_timeline(run)
+    util = next(line for line in fig.axes[0].lines if line.get_label() == "GPU-Util")
+    assert util.get_xdata()[0] > 0 and util.get_drawstyle() == "steps-pre"
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "validation (between epochs)" in labels
