@@ -12,6 +12,8 @@ threads.
 """
 from __future__ import annotations
 
+import contextlib
+
 import io
 import json
 import os
@@ -189,6 +191,28 @@ def check_recordio(path, index: FolderIndex, workers: int | None = None,
     return len(keys)
 
 
+@contextlib.contextmanager
+def _cpp_info_filtered():
+    """MXNet's C++ record parser logs how many threads decode straight to file
+    descriptor 2, past Python's logging: hold what the block writes there back, and
+    pass on every other line."""
+    import sys
+    import tempfile
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            for line in held.read().decode(errors="replace").splitlines(keepends=True):
+                if "ImageRecordIOParser" not in line:
+                    sys.stderr.write(line)
+
+
 class RecordIter:
     """MXNet's C++ ImageRecordIter as a Gluon-style loader of (data, label) batches:
     reading, JPEG decoding and augmentation (random crop with padding, mirror,
@@ -200,13 +224,14 @@ class RecordIter:
         from .. import data as course_data
         mean = np.asarray(mean if mean is not None else course_data.CIFAR_MEAN) * 255
         std = np.asarray(std if std is not None else course_data.CIFAR_STD) * 255
-        self.iter = mx.io.ImageRecordIter(
-            path_imgrec=str(path), path_imgidx=str(Path(path).with_suffix(".idx")),
-            data_shape=(3, size, size), batch_size=batch_size, shuffle=train,
-            rand_crop=train, rand_mirror=train, pad=4 if train else 0, fill_value=0,
-            mean_r=mean[0], mean_g=mean[1], mean_b=mean[2],
-            std_r=std[0], std_g=std[1], std_b=std[2],
-            preprocess_threads=threads, round_batch=False, seed=seed)
+        with _cpp_info_filtered():  # its one INFO line says how many threads decode
+            self.iter = mx.io.ImageRecordIter(
+                path_imgrec=str(path), path_imgidx=str(Path(path).with_suffix(".idx")),
+                data_shape=(3, size, size), batch_size=batch_size, shuffle=train,
+                rand_crop=train, rand_mirror=train, pad=4 if train else 0, fill_value=0,
+                mean_r=mean[0], mean_g=mean[1], mean_b=mean[2],
+                std_r=std[0], std_g=std[1], std_b=std[2],
+                preprocess_threads=threads, round_batch=False, seed=seed)
         self.batch_size = batch_size
         self.count = len(json.loads(Path(path).with_suffix(".json").read_text())["sources"])
 
@@ -214,7 +239,8 @@ class RecordIter:
         return self.count // self.batch_size
 
     def __iter__(self):
-        self.iter.reset()
+        with _cpp_info_filtered():  # a reset starts the parser again, and it says so
+            self.iter.reset()
         # full batches only, like the DataLoader's last_batch="discard" (MXNet 1.9 does
         # not mark the short last batch's padding with round_batch=False)
         for _, batch in zip(range(len(self)), self.iter):

@@ -132,3 +132,19 @@ def test_skips_are_counted_across_loader_workers(index, tmp_path):
     assert train.skipped.count == len(bad & set(train_index.paths)) > 0
     with pytest.raises(ValueError, match="kind"):
         io_data.io_datasets(cfg, "gpu")
+
+
+def test_the_parsers_thread_count_line_is_held_back_and_other_lines_pass(rec, capfd):
+    """Gluon lesson 09 printed MXNet's C++ "ImageRecordIOParser2: ... use 1 threads for
+    decoding" in its output (issue 17); anything else C++ writes still shows."""
+    import os
+
+    from gpu_course.gluon.recordio import _cpp_info_filtered
+    it = RecordIter(rec, batch_size=8, size=SIZE, train=True, threads=1)
+    next(iter(it))
+    with _cpp_info_filtered():
+        os.write(2, b"[12:00:00] x.cc:1: ImageRecordIOParser2: held back\n")
+        os.write(2, b"[12:00:00] x.cc:2: a warning the user must see\n")
+    err = capfd.readouterr().err
+    assert "ImageRecordIOParser" not in err
+    assert "a warning the user must see" in err
