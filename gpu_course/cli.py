@@ -231,8 +231,15 @@ def _ladder(args) -> int:
     print(report.format_table(report.ladder_table(runs)))
     print()
     print(report.conclusion(runs))
+    from .ladder import adapter, closing_lines
+    default = not args.quick and args.train_size is None and args.test_size is None \
+        and args.epochs is None and only is None
+    gpus = adapter(engine).gpu_count()
+    lines, ok = closing_lines(engine, runs, gpus, check_accuracy=default and gpus == 0)
+    for line in lines:
+        print(line)
     print(f"report: {paths.get('html')}")
-    return 0
+    return 0 if ok else 1
 
 
 def _distributed(args) -> int:

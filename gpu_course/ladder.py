@@ -26,6 +26,19 @@ from .records import OutOfMemory, Run, default_runs_dir, load_run
 
 
 LONG_EPOCHS = 30  # the tuned rung on a GPU: long enough for the monitor to see it
+CPU_MODEL = "tiny"  # on a CPU: a network that learns in minutes (ResNet-20 does ~400 images/s)
+CPU_ACCURACY = 0.40  # what the CPU ladder's last rung must reach (`make run` checks it)
+# Rungs whose effect only a GPU shows, left out of a CPU ladder: (rung, lesson, why)
+GPU_ONLY = {
+    "gluon": [("float16", "lesson 04", "a CPU has no fast float16 convolutions"),
+              ("large-batch", "lesson 05", "a large batch pays by filling a GPU; a CPU "
+               "is as busy at batch 64"),
+              ("more GPUs", "lesson 07", "there is no second device")],
+    "pytorch": [("large-batch", "lesson 05", "a large batch pays by filling a GPU; a CPU "
+                 "is as busy at batch 64"),
+                ("cuda-graphs", "lesson 03", "CUDA graphs need CUDA"),
+                ("more GPUs", "lesson 07", "there is no second device")],
+}
 
 
 @dataclass(frozen=True)
@@ -55,8 +68,8 @@ def default_sizes(gpus: int, quick: bool) -> dict:
     """Dataset size and epochs by what the machine can do in reasonable time."""
     if quick:
         return {"train_size": 1024, "test_size": 512, "epochs": 1}
-    if gpus == 0:  # a CPU does ~250-450 ResNet-20 images/s: keep the ladder to minutes
-        return {"train_size": 5000, "test_size": 1000, "epochs": 2}
+    if gpus == 0:  # the tiny net at ~2,300 images/s on 2 cores: ~40 s a rung, and it learns
+        return {"train_size": 20_000, "test_size": 2_000, "epochs": 4}
     return {"train_size": 50_000, "test_size": 10_000, "epochs": 3}
 
 
@@ -70,9 +83,11 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     large = 640 if engine == "gluon" else 1024
     if gpus == 0 or quick:
         large = 256  # a CPU gains nothing from huge batches, and quick mode must be quick
+    model = {"model": CPU_MODEL} if gpus == 0 else {}
     base = Experiment(name="naive", engine=engine, batch_size=64, num_workers=1,
                       warmup_steps=2 if quick else 5, num_gpus=min(gpus, 1) or 1,
-                      monitor_interval=0.2 if quick else 0.5, **sizes)
+                      monitor_interval=0.2 if quick else 0.5, **model, **sizes)
+    cpu = gpus == 0  # the rungs a CPU can show; GPU_ONLY says which are left out
     ladder = [Rung("naive", base, "batch 64, one loader worker, float32, imperative",
                    limit="the host: one loader worker crops, flips and normalises each "
                          "image in Python, and the training process dispatches every "
@@ -85,6 +100,9 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     if engine == "gluon":
         add("workers", f"DataLoader(num_workers={workers})", num_workers=workers)
         add("hybridize", "net.hybridize(static_alloc=True, static_shape=True)", graph="static")
+        if cpu:
+            add("lr-schedule", "cosine LR schedule", lr_scheduler="cosine")
+            return ladder
         add("float16", "net.cast('float16') + multi_precision=True", dtype="float16")
         add("large-batch", f"batch {large} per device, LBSGD with linear warm-up, lr scaled",
             batch_size=large, optimizer="lbsgd", lr_base_batch=128,
@@ -100,6 +118,12 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add("compile", "torch.compile(net)", graph="hybrid")
         add("bfloat16", "autocast(bfloat16) + channels_last", dtype="bfloat16",
             channels_last=True)
+        if cpu:
+            add("lr-schedule", "one-cycle LR schedule", lr_scheduler="onecycle")
+            add("data-on-gpu", "whole dataset and augmentation in one tensor (on a CPU: "
+                "in its memory)", data_on_gpu=True, num_workers=0, pin_memory=False,
+                persistent_workers=False)
+            return ladder
         # eta 0.1 keeps LARS's layer-wise rates on SGD's lr scale (the paper's 0.001
         # expects a ~100x larger lr, at which the un-adapted biases and BN diverge)
         add("large-batch", f"batch {large}, LARS with linear warm-up, lr scaled",
@@ -156,3 +180,28 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
     paths = report.write_report(runs, Path(out) if out else runs_dir / "report",
                                 title=f"gpu-course ladder ({engine})")
     return runs, paths
+
+
+def closing_lines(engine: str, runs: list[Run], gpus: int,
+                  check_accuracy: bool) -> tuple[list[str], bool]:
+    """What `gpu-course ladder` says after the table and the conclusion: on a CPU, the
+    rungs left out and the lessons that show them on a GPU, and (check_accuracy: the
+    default CPU ladder) whether its last rung learned (>= CPU_ACCURACY). Returns (lines,
+    whether the check passed)."""
+    from . import metrics
+    lines, ok = [], True
+    if gpus == 0:
+        lines.append("Left out on this CPU, their effect needs a GPU: " + "; ".join(
+            f"{name} ({lesson}: {why})" for name, lesson, why in GPU_ONLY[engine]) + ".")
+        if runs and runs[0].config.get("model") == CPU_MODEL:
+            lines.append(f"The CPU ladder trains the '{CPU_MODEL}' network (ResNet-20 learns "
+                         "too slowly on a CPU to show anything in minutes).")
+    if check_accuracy and runs:
+        last = runs[-1]
+        acc = metrics.val_acc(last)
+        ok = acc >= CPU_ACCURACY
+        lines.append(f"Accuracy check: the last rung, '{last.name}', reached {acc:.1%} "
+                     f"validation accuracy; it must reach {CPU_ACCURACY:.0%} (chance is "
+                     f"10%): {'met' if ok else 'MISSED'}.")
+    return lines, ok
+

@@ -32,7 +32,7 @@ def test_the_tuned_pytorch_rung_is_one_cuda_graph_and_runs_long_enough():
 def test_more_gpus_add_a_rung_and_cpu_sizes_are_small():
     assert rungs("gluon", gpus=4, cpu_count=8)[-1].cfg.num_gpus == 4
     cpu = rungs("gluon", gpus=0, cpu_count=2)
-    assert cpu[1].cfg.num_workers == 2 and cpu[0].cfg.train_size <= 5000
+    assert cpu[1].cfg.num_workers == 2 and cpu[0].cfg.train_size <= 20_000
     quick = rungs("pytorch", gpus=0, quick=True)
     assert all(r.cfg.epochs == 1 and r.cfg.train_size <= 1024 for r in quick)
     assert rungs("gluon", gpus=0, train_size=300)[0].cfg.train_size == 300
@@ -56,3 +56,40 @@ def test_sweep_marks_oom_and_goes_on(runs_dir):
     assert [r.config["batch_size"] for r in runs] == [64, 512, 128]
     assert [r.status for r in runs] == ["finished", "oom", "finished"]
     assert runs[1].name == "batch_size=512"
+
+
+
+@pytest.mark.parametrize("engine, names", [
+    ("gluon", ["naive", "workers", "hybridize", "lr-schedule"]),
+    ("pytorch", ["naive", "workers", "compile", "bfloat16", "lr-schedule", "data-on-gpu"]),
+])
+def test_a_cpu_ladder_has_the_rungs_a_cpu_shows_and_names_the_others(engine, names):
+    """Issue 10: on a CPU the GPU-only rungs are left out and said to be; the network is
+    one that learns in minutes."""
+    from gpu_course.ladder import CPU_MODEL, GPU_ONLY, closing_lines
+    cpu = rungs(engine, gpus=0, cpu_count=2)
+    assert [r.name for r in cpu] == names
+    assert all(r.cfg.model == CPU_MODEL for r in cpu)
+    left_out = {name for name, _, _ in GPU_ONLY[engine]}
+    assert not left_out & set(names) and "more GPUs" in left_out
+    lines, ok = closing_lines(engine, [], 0, check_accuracy=False)
+    assert ok and lines[0].startswith("Left out on this CPU, their effect needs a GPU: ")
+    assert rungs(engine, gpus=1, cpu_count=2)[0].cfg.model == "resnet20"  # a GPU: unchanged
+
+
+def test_the_cpu_ladder_checks_that_its_last_rung_learned(runs_dir):
+    from gpu_course.config import Experiment
+    from gpu_course.ladder import closing_lines
+
+    def finished(name, val_acc):
+        rec = RunRecord(Experiment(name=name, model="tiny").to_dict(), "gluon",
+                        runs_dir=runs_dir, hardware_info={})
+        rec.add_epoch({"epoch": 0, "epoch_time_s": 1.0, "samples": 64, "val_acc": val_acc})
+        rec.finish()
+        return load_run(rec.path)
+    lines, ok = closing_lines("gluon", [finished("naive", 0.5), finished("last", 0.3)], 0,
+                              check_accuracy=True)
+    assert not ok and lines[-1] == ("Accuracy check: the last rung, 'last', reached 30.0% "
+                                    "validation accuracy; it must reach 40% (chance is 10%): "
+                                    "MISSED.")
+    assert closing_lines("gluon", [finished("last", 0.45)], 0, check_accuracy=True)[1]
