@@ -204,7 +204,7 @@ def profile_run(gc, cfg, runs_dir=None, wait: int = 1, warmup: int = 1, active: 
     folder, a profiler window of wait + warmup + active steps (adapter.profile_steps) and
     a cProfile of the input pipeline; the trace's verdict checked against the diagnosis."""
     run = gc.train(cfg, runs_dir=runs_dir, progress=False, verbose=False)
-    steps = ceiling_steps or max(10, cfg.warmup_steps + 5)
+    steps = ceiling_steps or cfg.warmup_steps + diagnose.MIN_STEPS  # enough to rule on
     for mock in ("loader", "trainer"):
         gc.train(cfg.replace(name=f"{cfg.name}: mock {mock}", mock=mock, epochs=1,
                              max_steps=steps), runs_dir=runs_dir, progress=False, verbose=False)
@@ -219,7 +219,8 @@ def profile_run(gc, cfg, runs_dir=None, wait: int = 1, warmup: int = 1, active: 
     if window.get("trace"):
         result["split"] = trace_split(read_trace(window["trace"]))
         result["trace_verdict"] = trace_verdict(result["split"])
-    result["agrees"] = result["trace_verdict"] in (None, d.verdict)
+    result["agrees"] = None if d.verdict == diagnose.UNRELIABLE else \
+        result["trace_verdict"] in (None, d.verdict)
     return result
 
 
@@ -240,6 +241,7 @@ def format_result(result: dict) -> str:
                       index=False, float_format="{:.3f}".format),
                   f"the trace says {result['trace_verdict'].upper()}; the mock-ceiling "
                   f"diagnosis says {d.verdict.upper()}: "
-                  + ("they agree" if result["agrees"] else "they disagree (a profiled "
+                  + ("there is no verdict to compare with" if result["agrees"] is None else
+                     "they agree" if result["agrees"] else "they disagree (a profiled "
                      "window is a few steps; the ceilings are whole runs)")]
     return "\n".join(lines)

@@ -115,10 +115,14 @@ d = diagnose.diagnose(run)
 print(d)
 print()
 agree = verdict == d.verdict or (verdict == "not input-bound" and d.verdict != "input-bound")
-print(f"The {'trace' if window['trace'] is not None else 'step timers'} say {verdict.upper()}; "
-      f"the mock ceilings say {d.verdict.upper()}: "
-      + ("the two methods agree." if agree else "they disagree: the profiled window is a few "
-         "steps, the ceilings whole runs (and on a busy CPU every step differs)."))
+source = "trace" if window["trace"] is not None else "step timers"
+if d.verdict == diagnose.UNRELIABLE:
+    print(f"The {source} say {verdict.upper()}; the mock ceilings give no verdict to compare it "
+          "with (the diagnosis above says why): run longer and ask again.")
+else:
+    print(f"The {source} say {verdict.upper()}; the mock ceilings say {d.verdict.upper()}: "
+          + ("the two methods agree." if agree else "they disagree: the profiled window is a few "
+             "steps, the ceilings whole runs (and on a busy CPU every step differs)."))
 
 # %% [markdown]
 # `gpu-course profile` (the flags of `gpu-course run`) does all of this lesson in one go:

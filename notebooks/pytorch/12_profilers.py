@@ -125,10 +125,14 @@ profiling.split_table(split)
 d = diagnose.diagnose(run)
 print(d)
 print()
-print(f"The trace says {verdict.upper()}; the mock ceilings say {d.verdict.upper()}: "
-      + ("the two methods agree." if verdict == d.verdict else
-         f"they disagree: the trace covers {split['steps']} steps, the ceilings whole runs "
-         "(and on a busy CPU every step differs)."))
+if d.verdict == diagnose.UNRELIABLE:
+    print(f"The trace says {verdict.upper()}; the mock ceilings give no verdict to compare it with "
+          "(the diagnosis above says why): run longer and ask again.")
+else:
+    print(f"The trace says {verdict.upper()}; the mock ceilings say {d.verdict.upper()}: "
+          + ("the two methods agree." if verdict == d.verdict else
+             f"they disagree: the trace covers {split['steps']} steps, the ceilings whole runs "
+             "(and on a busy CPU every step differs)."))
 
 # %% [markdown]
 # `gc.profile_steps(cfg, folder)` records the same window for any experiment, and
