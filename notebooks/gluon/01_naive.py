@@ -26,7 +26,7 @@ DATASET = "synthetic"                 # "cifar10" where the real data set is in 
 TRAIN_SIZE = 1024 if SMOKE else 50_000
 TEST_SIZE = 256 if SMOKE else 10_000
 EPOCHS = 1 if SMOKE else 3
-CEILING_STEPS = 10 if SMOKE else 200  # steps of each "ceiling" run below
+CEILING_STEPS = 24 if SMOKE else 200  # steps of each "ceiling" run below (20+ steady: enough to bound)
 
 # %%
 import mxnet as mx
@@ -110,8 +110,13 @@ need = gc.report.samples_per_sec(compute_only)
 util = gc.report.gpu_util(run)
 limit = "the input pipeline" if feed < need else "the computation"
 print(f"This run trained at {speed:,.0f} samples/s and spent {wait:.0%} of every step waiting for data.")
+reached = speed / min(feed, need)
 print(f"One worker can deliver {feed:,.0f} samples/s; the model could consume {need:,.0f} samples/s, "
-      f"so {limit} sets the pace ({speed / min(feed, need):.0%} of that ceiling reached).")
+      f"so {limit} sets the pace ({reached:.0%} of that ceiling reached).")
+if reached > gc.diagnose.ABOVE_CEILING:   # a run cannot beat its ceiling: one number is wrong
+    print(f"That is above the ceiling, which a run cannot beat: the ceiling or the run was mismeasured "
+          "(too few steps, prefetched batches, or a machine busier for one than the other). Treat "
+          "both numbers as unreliable and measure again with more steps.")
 if gc.gpu_count():
     print(f"Mean GPU utilisation while training: {util:.0f}%: the GPU idled "
           f"{100 - util:.0f}% of the time.")
