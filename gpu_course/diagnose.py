@@ -103,12 +103,15 @@ def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
                                            else None if mock == "trainer" else found[1]))
     evidence = _evidence(run, n, mock)
     why_not = unreliable(n, mock)
-    if why_not:
+    if why_not:  # the GPU's own counters still say what they saw
+        found, flop_line = _hardware_evidence(run, UNRELIABLE, n)
+        evidence += [line for _, line in found] + [flop_line]
         evidence += [f"not ruled on: {reason}" for reason in why_not]
         return Diagnosis(run.name, UNRELIABLE, evidence, "measure again",
                          "more steady steps for the run and its ceilings (epochs, "
                          f"max_steps: at least {MIN_STEPS} after the warm-up each), on a "
-                         "machine nothing else is using; then diagnose again", n)
+                         "machine nothing else is using; then diagnose again", n,
+                         [f for f, _ in found])
     verdict = _verdict(n, mock)
     rung, advice = next_rung(verdict, cfg, n)
     found, flop_line = _hardware_evidence(run, verdict, n)

@@ -19,7 +19,7 @@ def record(monkeypatch, runs_dir, **board):
                      monitor_interval=0.02, train_size=640, num_workers=0)
     with Harness(cfg, runs_dir=runs_dir, progress=False, verbose=False) as h:
         for _ in h.epochs():
-            for _ in h.batches(range(4)):
+            for _ in h.batches(range(12)):  # 24 steady steps: enough to rule on
                 time.sleep(0.03)   # a step the GPU is said to be busy with
                 h.step(64)
             h.end_epoch()
@@ -60,3 +60,10 @@ def test_busy_means_90_percent():
 def test_a_gpu_without_gpm_shows_no_gpm_findings(monkeypatch, runs_dir):
     run = record(monkeypatch, runs_dir, util_gpu=99, gpm=False)
     assert signals.findings(run) == []
+
+
+def test_a_run_too_short_to_rule_on_still_reports_its_gpus_counters(monkeypatch, runs_dir):
+    run = record(monkeypatch, runs_dir, util_gpu=98, clock_event_reasons=0x020 | 0x004,
+                 sm_clock_mhz=1410, temp_c=88)
+    d = diagnose.diagnose(run, compute_ceiling=run.summary["samples_per_sec"] / 2)
+    assert d.verdict == diagnose.UNRELIABLE and "throttled" in d.findings
