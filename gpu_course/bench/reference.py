@@ -113,7 +113,7 @@ def summary(folder: Path, short: bool = False) -> str:
     targets met or missed, the monitor against nvidia-smi, the harness's cost and where
     the profiled steps spent their time. README files quote this text verbatim (a test
     checks), so nothing in them is typed by hand. short: the hardware and the targets."""
-    from .. import metrics, report
+    from .. import report
     from ..records import load_runs
     from . import monitor_vs_smi
     folder = Path(folder)

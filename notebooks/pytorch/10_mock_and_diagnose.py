@@ -149,18 +149,7 @@ fixed_set, _ = io_data.io_datasets(fixed_cfg, kind)
 fixed_iter = DataLoader(fixed_set, batch_size=64, shuffle=True, drop_last=True,
                         num_workers=fixed_cfg.num_workers)   # <- the one change
 fixed = gc.train(fixed_cfg, train_iter=fixed_iter, val_iter=val_iter, verbose=False)
-after = gc.report.samples_per_sec(fixed)
-verdict = gc.noise.compare(run, fixed)
-print(f"{fixed_cfg.name}: {after:,.0f} samples/s against {speed:,.0f}: {gc.noise.sentence(verdict)}.")
-if d.verdict == diagnose.UNRELIABLE:
-    print("That was the same configuration measured again, as the diagnosis asked: "
-          + ("the two runs agree within their noise." if not verdict.is_effect else
-             "the two runs disagree beyond their noise, so this machine is not steady enough to rule."))
-elif verdict.kind == "faster":
-    print(f"The advice ({d.next_rung}) helped, beyond the runs' noise.")
-else:
-    print(f"The advice ({d.next_rung}) did not help here ({verdict.kind}): the diagnosis named the "
-          "limit, but this change did not lift it on this machine; diagnose the new run below.")
+print(diagnose.advice_outcome(d, run, fixed))   # judged against the two runs' noise
 print(diagnose.explain(fixed, search=False, data_format=kind))
 
 # %% [markdown]
