@@ -362,3 +362,21 @@ def test_default_root_follows_the_environment(monkeypatch, tmp_path):
 def test_normalisation_constants():
     assert data.CIFAR_MEAN == (0.4914, 0.4822, 0.4465)
     assert data.CIFAR_STD == (0.2023, 0.1994, 0.2010)
+
+
+def test_the_same_data_written_twice_leaves_the_first_folder_for_its_readers(tmp_path):
+    """Two processes (DDP ranks, two local "hosts") generating the same set at once: the
+    second must not replace the first's folder while a reader is in it (a reader once
+    found data_batch_4.bin gone, in test_multinode)."""
+    folder = tmp_path / "cifar-10-batches-bin"
+    manifest = {"kind": "synthetic", "seed": 0, "train": 20}
+    cifar.write_cifar_binary(folder, *_small_set(), synthetic.CLASSES, manifest=manifest)
+    inode = (folder / "data_batch_4.bin").stat().st_ino
+    with open(folder / "data_batch_4.bin", "rb") as reader:  # a rank reading it
+        cifar.write_cifar_binary(folder, *_small_set(), synthetic.CLASSES, manifest=manifest)
+        assert (folder / "data_batch_4.bin").stat().st_ino == inode  # not replaced
+        assert reader.read(1)
+    assert not [p for p in tmp_path.iterdir() if p.name != folder.name]  # no temp left
+    cifar.write_cifar_binary(folder, *_small_set(), synthetic.CLASSES,
+                             manifest={**manifest, "seed": 1})  # other data: replaced
+    assert (folder / "data_batch_4.bin").stat().st_ino != inode

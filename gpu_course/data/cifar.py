@@ -62,7 +62,8 @@ def write_cifar_binary(folder, train_x, train_y, test_x, test_y, class_names,
     The training set is split evenly over the five ``data_batch_*.bin``
     files (any size is allowed). The folder appears atomically: the files go
     to a temporary folder next to it, which is then renamed; an existing
-    folder is replaced.
+    folder is replaced, unless it already holds this data (the same `manifest`: another
+    process wrote it meanwhile, and may be reading it).
     """
     class_names = tuple(str(c) for c in class_names)
     if not 1 <= len(class_names) <= 256 or any(
@@ -83,6 +84,12 @@ def write_cifar_binary(folder, train_x, train_y, test_x, test_y, class_names,
         if manifest is not None:  # marks the folder as the project's: it may be replaced
             (tmp / MANIFEST).write_text(json.dumps(manifest, sort_keys=True))
         os.chmod(tmp, 0o755)  # mkdtemp makes it private
+        if manifest is not None and is_complete(folder) and read_manifest(folder) == \
+                json.loads(json.dumps(manifest, sort_keys=True)):
+            # another process (a DDP rank, a second "host") wrote the same data first and
+            # may be reading it now: replacing it would pull files from under that reader
+            shutil.rmtree(tmp, ignore_errors=True)
+            return folder
         _replace_dir(tmp, folder)
     except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
