@@ -176,18 +176,22 @@ def achieved(run, samples_per_sec: float | None = None) -> dict:
            "samples_per_sec": rate, "achieved_tflops": tflops, "device": None,
            "precision": None, "peak_tflops": math.nan, "fraction_of_peak": math.nan,
            "peak_source": None}
+    dtype = metrics.ran_as(run).get("dtype", (None, cfg.get("dtype", "float32")))[1]
     if gpus and int(cfg.get("num_gpus") or 1) > 0:
         used = min(int(cfg.get("num_gpus") or 1), len(gpus))
         gpu = gpus[0]
-        prec = precision(cfg.get("dtype", "float32"), cfg.get("engine", run.meta.get("engine")),
+        prec = precision(dtype, cfg.get("engine", run.meta.get("engine")),
                          gpu.get("compute_capability"))
         peak, known = gpu_peak_tflops(gpu.get("name"), prec)
         out.update(device=f"{used} x {gpu.get('name')}", precision=prec)
         if peak is not None:
             out.update(peak_tflops=peak * used, peak_source=f"data sheet ({known}, {prec})")
     else:
-        out.update(device=f"CPU: {hw.get('cpu_model') or '?'}", precision="fp32")
-        if hw.get("hostname") == socket.gethostname():
+        prec = precision(dtype, "cpu", None)
+        out.update(device=f"CPU: {hw.get('cpu_model') or '?'}", precision=prec)
+        # the measured peak is a float32 matmul's: a bf16/fp16 run (AMX, AVX512-BF16 can
+        # be several times faster) against it would read above 100 %, so it gets none
+        if prec == "fp32" and hw.get("hostname") == socket.gethostname():
             out.update(peak_tflops=cpu_peak_tflops(), peak_source="measured fp32 matmul")
     if out["peak_tflops"] > 0 and not math.isnan(tflops):
         out["fraction_of_peak"] = tflops / out["peak_tflops"]
@@ -211,6 +215,9 @@ def sentence(numbers: dict) -> str:
         return "achieved FLOP/s unknown (no throughput)"
     text = f"{_tflops(t)} TFLOP/s achieved ({numbers['precision']}, {numbers['model']})"
     if math.isnan(numbers["fraction_of_peak"]):
+        if str(numbers.get("device") or "").startswith("CPU") and numbers["precision"] != "fp32":
+            return text + (f"; this CPU's {numbers['precision']} peak is not measured (the "
+                           "course measures a float32 matmul), so no share of peak")
         return text + "; the peak of this device is not known here"
     text += (f", {100 * numbers['fraction_of_peak']:.0f} % of the peak "
              f"{_tflops(numbers['peak_tflops'])} TFLOP/s ({numbers['peak_source']})")

@@ -5,6 +5,8 @@ the SageMaker metric line all call these functions, so one run reads the same ev
 
     samples_per_sec        steady state: samples of the steps after the run's warm-up,
                            divided by those steps' time (+ the epoch's closing sync)
+    samples_per_sec_min,   the run's own spread: the slowest and fastest samples/s of BLOCKS
+    samples_per_sec_max    equal blocks of its steady steps (NaN with fewer than 2 blocks)
     samples_per_sec_all    every sample over every epoch's whole time: warm-up, compile,
                            worker start-up and syncs included (what a user waits for)
     epoch_time_s           mean epoch time, the first epoch left out when there are more
@@ -29,12 +31,14 @@ import re
 
 import pandas as pd
 
+BLOCKS = 5         # blocks of steady steps that stand in for repeats of one run
 WAITED = 0.10      # a step "waited for data" when its data wait was over 10 % of its time
 SHARED = 0.5       # load beyond the run's own above half a core: the machine was shared
 STATUS_TEXT = {"oom": "out of memory"}  # how a status reads in tables, charts and sentences
 FAILED = ("oom", "failed", "diverged")  # runs whose numbers do not count as a result
-TABLE_COLUMNS = ["rung", "ran", "samples_per_sec", "samples_per_sec_all", "epoch_time_s", "gpu_util",
-                 "data_wait_share", "spikiness", "speedup", "val_acc", "status"]
+TABLE_COLUMNS = ["rung", "ran", "samples_per_sec", "samples_per_sec_min", "samples_per_sec_max",
+                 "samples_per_sec_all", "epoch_time_s", "gpu_util", "data_wait_share",
+                 "spikiness", "speedup", "val_acc", "status"]
 
 
 # -- plain arithmetic, shared by runs and single epochs -----------------------------------
@@ -61,6 +65,31 @@ def epoch_numbers(row: dict) -> dict:
 def samples_per_sec(run) -> float:
     """Steady-state training throughput (see the module's table)."""
     return rate(_sum(run.epochs, "timed_samples"), _sum(run.epochs, "timed_s"))
+
+
+def steady_block_rates(run, blocks: int = BLOCKS) -> list[float]:
+    """Steady samples/s of `blocks` consecutive blocks of the run's steady steps (fewer
+    blocks when it has fewer steps; step times as `step_seconds` reads them); [] without
+    per-step rows. A machine that drifts or is shared shows as blocks far apart."""
+    steps = _steps(run)
+    if not len(steps) or "timed" not in steps.columns:
+        return []
+    steady = steps[_column(steps, "timed") == 1]
+    n = min(blocks, len(steady))
+    rates = []
+    for i in range(n):
+        part = steady.iloc[i * len(steady) // n:(i + 1) * len(steady) // n]
+        seconds = float(step_seconds(part).sum())  # device times on a GPU
+        if seconds > 0:
+            rates.append(float(_column(part, "samples").sum()) / seconds)
+    return rates
+
+
+def samples_per_sec_range(run) -> tuple[float, float]:
+    """(slowest, fastest) of `steady_block_rates`: the spread every table and plot shows
+    beside samples/s; (NaN, NaN) with fewer than two blocks."""
+    rates = steady_block_rates(run)
+    return (min(rates), max(rates)) if len(rates) > 1 else (math.nan, math.nan)
 
 
 def samples_per_sec_all(run) -> float:
@@ -204,7 +233,9 @@ def status(run) -> str:
 
 def summary(run) -> dict:
     """Every run-level number above, by name (what run.json's summary caches)."""
+    low, high = samples_per_sec_range(run)
     return {"samples_per_sec": samples_per_sec(run),
+            "samples_per_sec_min": low, "samples_per_sec_max": high,
             "samples_per_sec_all": samples_per_sec_all(run),
             "epoch_time_s": epoch_time_s(run), "warmup_s": warmup_s(run),
             "data_wait_share": data_wait_share(run), "gpu_util": gpu_util(run),

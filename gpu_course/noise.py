@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from . import metrics
 
-BLOCKS = 5  # blocks of steady steps that stand in for repeats of a single run
+BLOCKS = metrics.BLOCKS  # blocks of steady steps that stand in for repeats of one run
 
 
 @dataclass(frozen=True)
@@ -51,21 +51,7 @@ def samples(run_or_runs, value=metrics.samples_per_sec) -> tuple[list[float], st
     return block_rates(runs[0]), f"{BLOCKS} blocks of steady steps"
 
 
-def block_rates(run, blocks: int = BLOCKS) -> list[float]:
-    """Steady samples/s of `blocks` consecutive blocks of the run's steady steps (fewer
-    blocks when it has fewer steps); [] without per-step rows."""
-    steps = run.steps if getattr(run, "steps", None) is not None else None
-    if steps is None or not len(steps) or "timed" not in steps.columns:
-        return []
-    steady = steps[steps["timed"] == 1]
-    n = min(blocks, len(steady))
-    rates = []
-    for i in range(n):
-        part = steady.iloc[i * len(steady) // n:(i + 1) * len(steady) // n]
-        seconds = float(metrics.step_seconds(part).sum())  # device times on a GPU
-        if seconds > 0:
-            rates.append(float(part["samples"].sum()) / seconds)
-    return rates
+block_rates = metrics.steady_block_rates  # one definition, kept under its old name
 
 
 def compare(a, b, value=metrics.samples_per_sec) -> Verdict:

@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib import transforms
 from matplotlib.figure import Figure
 
-from . import metrics
+from . import metrics, noise
 from .metrics import STATUS_TEXT, baseline_index, epoch_spans
 from .metrics import gpu_util as gpu_util_mean
 from .metrics import table as ladder_table
@@ -175,6 +175,9 @@ def throughput(runs, save=None) -> Figure:
                 ax.text(0, i, f"  {_failure_text(run)}", va="center", color="grey", fontsize=9)
                 continue
             ax.barh(i, value, color="C0", alpha=0.75)
+            if column == "samples_per_sec":
+                _range_bar(ax, i, value, table.samples_per_sec_min[i],
+                           table.samples_per_sec_max[i], horizontal=True)
             rows = run.epochs.to_dict("records")
             jitter = np.linspace(-0.15, 0.15, len(rows)) if len(rows) > 1 else [0]
             for row, dy in zip(rows, jitter):
@@ -190,7 +193,8 @@ def throughput(runs, save=None) -> Figure:
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y, [metrics.label(run) + _status_suffix(run) for run in runs])
     axes[0].set_ylim(len(runs) - 0.5, -0.5)  # first run on top, rows without bars kept
-    fig.suptitle("Throughput per run: bars steady state (after warm-up); dots epochs "
+    fig.suptitle("Throughput per run: bars steady state (after warm-up), whiskers its "
+                 f"slowest–fastest of {metrics.BLOCKS} blocks of steps; dots epochs "
                  "(hollow: warm-up only, whole-epoch rate)")
     _caption(fig, runs)
     return _save(fig, save)
@@ -201,7 +205,8 @@ def ladder(runs, baseline=0, save=None) -> Figure:
     GPU utilisation beside it when measured; failed and OOM rungs hatched grey."""
     runs = list(runs)
     table = ladder_table(runs, baseline)
-    base = table.iloc[baseline_index(runs, baseline)]
+    base_i = baseline_index(runs, baseline)
+    base = table.iloc[base_i]
     by_speedup = table["speedup"].notna().any()
     value = table["speedup"] if by_speedup else table["samples_per_sec"]
     has_util = table["gpu_util"].notna().any()
@@ -221,21 +226,27 @@ def ladder(runs, baseline=0, save=None) -> Figure:
             continue
         color = "0.55" if row["rung"] == base["rung"] else "C0"
         ax.barh(i, value[i], color=color)
+        # the spread the noise verdicts use: ratios the two runs' blocks allow
+        low, high = (_ratio_range(runs[base_i], runs[i]) if by_speedup
+                     else (row["samples_per_sec_min"], row["samples_per_sec_max"]))
+        _range_bar(ax, i, value[i], low, high, horizontal=True)
         label = (f"×{row['speedup']:.1f}   " if by_speedup else "") \
             + f"{row['samples_per_sec']:,.0f} samples/s"
-        ax.text(value[i] + top * 0.01, i, label, va="center", fontsize=9)
+        right = high if _float(high) > value[i] else value[i]
+        ax.text(right + top * 0.01, i, label, va="center", fontsize=9)
     if by_speedup:
         ax.axvline(1, color="0.3", ls="--", lw=0.8, zorder=1)
         ax.set_xlabel(f"speed-up over '{base['rung']}' (ratio of samples/s)")
     else:
         ax.set_xlabel(f"samples/s (baseline '{base['rung']}' has no throughput)")
-    ax.set_xlim(0, top * 1.3)
+    ax.set_xlim(0, top * 1.45)
     ax.set_yticks(range(len(runs)), list(table["rung"]))
     ax.set_ylim(len(runs) - 0.5, -0.5)  # first run on top
     ax.grid(axis="x", alpha=0.3)
     if has_util:
         _util_column(axes[1], table)
-    fig.suptitle("The ladder: what each change bought")
+    fig.suptitle("The ladder: what each change bought (whiskers: the range the runs' "
+                 "own spreads allow)")
     _caption(fig, runs)
     return _save(fig, save)
 
@@ -255,7 +266,12 @@ def curves(runs, save=None) -> Figure:
         last_epoch = max(last_epoch, int(np.nanmax(x)))
         classes.add(((run.meta.get("ran") or {}).get("network") or {}).get("classes") or 10)
         # markers on both: a one-epoch run is a point, which a bare line would not show
-        acc_ax.plot(x, _column(epochs, "val_acc"), "o-", color=color, ms=3, label=run.name)
+        val = _column(epochs, "val_acc")
+        acc_ax.plot(x, val, "o-", color=color, ms=3, label=run.name)
+        n = int((run.config or {}).get("test_size") or 0)
+        if n:  # +-2 binomial standard errors on n validation images: the accuracy's noise
+            se = np.array([noise.accuracy_se(v, n) if v == v else np.nan for v in val])
+            acc_ax.fill_between(x, val - 2 * se, val + 2 * se, color=color, alpha=0.15, lw=0)
         acc_ax.plot(x, _column(epochs, "train_acc"), "x--", color=color, ms=3, alpha=0.7)
         loss_ax.plot(x, _column(epochs, "loss"), "o-", color=color, ms=3, label=run.name)
     if len(runs) > len(missing):
@@ -263,7 +279,8 @@ def curves(runs, save=None) -> Figure:
         acc_ax.plot([], [], "kx--", ms=3, alpha=0.7, label="train")
         for n in sorted(classes):  # what guessing scores: accuracy near it is no learning
             acc_ax.axhline(1 / n, color="grey", ls=":", lw=1, label=f"chance (1/{n})")
-    acc_ax.set(xlabel="epoch", ylabel="accuracy", title="accuracy")
+    acc_ax.set(xlabel="epoch", ylabel="accuracy",
+               title="accuracy (band: ±2 standard errors of validation)")
     loss_ax.set(xlabel="epoch", ylabel="training loss", title="loss")
     for ax in (acc_ax, loss_ax):
         ax.set_xlim(-0.5, last_epoch + 0.5)  # one epoch: a point in the middle, not an edge
@@ -348,6 +365,10 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
     ax = fig.subplots()
     ok = order[~failed[order] & ~np.isnan(ys[order])]
     ax.plot(xs[ok], ys[ok], "o-", color="C0")
+    if y == "samples_per_sec":  # each point's own spread (slowest–fastest block of steps)
+        for i in ok:
+            _range_bar(ax, xs[i], ys[i], table.samples_per_sec_min[i],
+                       table.samples_per_sec_max[i], horizontal=False)
     for i in ok:
         ax.annotate(f"{ys[i]:,.0f}" if abs(ys[i]) >= 100 else f"{ys[i]:.3g}", (xs[i], ys[i]),
                     textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
@@ -545,6 +566,27 @@ def _util_column(ax, table) -> None:
     ax.set_xticks([0, 50, 100])
     ax.set_xlabel("GPU util %")
     ax.tick_params(axis="y", left=False)
+
+
+def _range_bar(ax, at, value, low, high, horizontal: bool) -> None:
+    """A whisker from low to high through the bar or point at `at` (nothing when the
+    spread is unknown)."""
+    low, high = _float(low), _float(high)
+    if math.isnan(low) or math.isnan(high):
+        return
+    err = [[max(value - low, 0)], [max(high - value, 0)]]
+    if horizontal:
+        ax.errorbar(value, at, xerr=err, fmt="none", ecolor="0.2", elinewidth=1, capsize=3,
+                    zorder=3)
+    else:
+        ax.errorbar(at, value, yerr=err, fmt="none", ecolor="C0", elinewidth=1, capsize=3)
+
+
+def _ratio_range(base_run, run) -> tuple[float, float]:
+    """The speed-up's range as `noise.compare` judges it (NaN, NaN when not measured)."""
+    verdict = noise.compare(base_run, run)
+    return (verdict.low, verdict.high) if verdict.kind != "not measured" else (math.nan,
+                                                                               math.nan)
 
 
 def _legend(ax) -> None:

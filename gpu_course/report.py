@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import flops, metrics
+from . import flops, metrics, tables
 from .metrics import (STATUS_TEXT, baseline_index, data_wait_share, epoch_spans,  # noqa: F401
                       epoch_time_s, gpu_util, samples_per_sec, samples_per_sec_all, status,
                       val_acc)
@@ -33,6 +33,7 @@ _FORMATS = {
     "rung": ("rung", str),
     "ran": ("ran (where not as requested)", str),
     "samples_per_sec": ("samples/s (steady)", lambda v: f"{v:,.1f}"),
+    "samples_per_sec_range": ("min–max", str),
     "samples_per_sec_all": ("samples/s (all)", lambda v: f"{v:,.1f}"),
     "epoch_time_s": ("epoch (s)", lambda v: f"{v:,.1f}"),
     "gpu_util": ("GPU util", lambda v: f"{v:.0f}%"),
@@ -43,7 +44,7 @@ _FORMATS = {
     "speedup": ("speed-up", lambda v: f"×{v:.2f}"),
     "val_acc": ("val acc", lambda v: f"{100 * v:.1f}%"),
     "tflops": ("TFLOP/s", lambda v: f"{v:.3g}"),
-    "peak_pct": ("% of peak", lambda v: f"{v:.0f}%"),
+    "peak_pct": ("% of peak", lambda v: f"{v:.0f}%" + (tables.ABOVE_PEAK if v > 100 else "")),
     "status": ("status", lambda v: STATUS_TEXT.get(v, v)),
 }
 _TEXT_COLUMNS = {"rung", "ran", "status"}
@@ -82,13 +83,9 @@ def format_table(df: pd.DataFrame) -> str:
 
 
 def shown(table: pd.DataFrame) -> pd.DataFrame:
-    """The table without its "ran" column when every run ran as requested, and without
-    the GPM columns where no GPU measured them."""
-    if "ran" in table.columns and not table["ran"].fillna("").astype(str).str.len().any():
-        table = table.drop(columns="ran")
-    empty = [c for c in ("sm_active", "tensor_active")
-             if c in table.columns and table[c].isna().all()]
-    return table.drop(columns=empty)
+    """The table as it is shown (`tables.readable`): no empty "ran" or GPM columns, and
+    samples/s's spread as one "min–max" column."""
+    return tables.readable(table)
 
 
 def conclusion(runs, baseline=0) -> str:

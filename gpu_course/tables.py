@@ -57,11 +57,12 @@ COLUMNS = {
     "data_wait_share": ("data wait", _fraction),
     "waited_share": ("steps that waited", _fraction),
     "samples_per_sec": ("samples/s (steady)", _num),
+    "samples_per_sec_range": ("min–max", str),
     "samples_per_sec_all": ("samples/s (all)", _num),
     "spikiness": ("p95/p50 step", _ratio),
     "ran": ("ran (not as requested)", str),
     "tflops": ("TFLOP/s", _num),
-    "peak_pct": ("% of peak", _percent),
+    "peak_pct": ("% of peak", lambda v: _percent(v) + (ABOVE_PEAK if v > 100 else "")),
     "speedup": ("speed-up", _ratio),
     "val_acc": ("val acc", _fraction),
     "train_acc": ("train acc", _fraction),
@@ -72,6 +73,8 @@ COLUMNS = {
     "lr": ("LR", lambda v: f"{v:.3g}"),
 }
 GPM_COLUMNS = ("sm_active", "tensor_active")  # Hopper and newer: empty elsewhere, not shown
+ABOVE_PEAK = " (above peak: unreliable)"  # a run cannot beat its device's peak
+RANGE_COLUMNS = ("samples_per_sec_min", "samples_per_sec_max")  # shown as one "min–max" cell
 _UNITS = {"s": "s", "ms": "ms", "mib": "MiB", "gib": "GiB", "mb": "MB", "gb": "GB",
           "pct": "%", "percent": "%"}
 _WORDS = {"gpu": "GPU", "cpu": "CPU", "lr": "LR", "acc": "acc", "num": "", "per": "/"}
@@ -155,9 +158,7 @@ def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> T
     """`df` formatted for reading, folded into blocks of columns that fit in `width`
     characters (the first column repeats in each), or turned on its side when it has
     fewer rows than a block would need. `columns` picks and orders columns."""
-    if "ran" in df.columns and not df["ran"].fillna("").astype(str).str.len().any():
-        df = df.drop(columns="ran")  # every run ran as requested: nothing to say
-    df = df.drop(columns=[c for c in GPM_COLUMNS if c in df.columns and df[c].isna().all()])
+    df = readable(df)
     frame = _flat(df)
     keys = 1 if isinstance(df.index, pd.RangeIndex) and df.index.name is None else df.index.nlevels
     if columns is not None:
@@ -174,6 +175,25 @@ def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> T
         if _width(side) <= width:
             return Table([side], {""})
     return Table(_fold(cells, width, keys), text_columns)
+
+
+def readable(df: pd.DataFrame) -> pd.DataFrame:
+    """A ladder table as it is shown: without its "ran" column when every run ran as
+    requested, without the GPM columns where no GPU measured them, and with each run's
+    slowest and fastest steady samples/s as one "min–max" text column beside samples/s
+    (left out when no run has a spread)."""
+    if "ran" in df.columns and not df["ran"].fillna("").astype(str).str.len().any():
+        df = df.drop(columns="ran")  # every run ran as requested: nothing to say
+    df = df.drop(columns=[c for c in GPM_COLUMNS if c in df.columns and df[c].isna().all()])
+    if set(RANGE_COLUMNS) <= set(df.columns):
+        low, high = (pd.to_numeric(df[c], errors="coerce") for c in RANGE_COLUMNS)
+        spread = [f"{_num(a)}–{_num(b)}" if not (_isna(a) or _isna(b)) else NO_VALUE
+                  for a, b in zip(low, high)]
+        at = df.columns.get_loc(RANGE_COLUMNS[0])
+        df = df.drop(columns=list(RANGE_COLUMNS))
+        if any(text != NO_VALUE for text in spread):
+            df.insert(at, "samples_per_sec_range", spread)
+    return df
 
 
 def _flat(df: pd.DataFrame) -> pd.DataFrame:

@@ -51,6 +51,7 @@ def write_run(runs_dir, name, *, engine="pytorch", status="finished", error=None
     rng = np.random.RandomState(seed)
     machine_gpus = num_gpus if machine_gpus is None else machine_gpus
     cfg = {"name": name, "engine": engine, "dataset": "synthetic", "train_size": 50_000,
+           "test_size": 10_000,
            "model": "resnet20", "batch_size": 128, "num_workers": 0, "graph": "eager",
            "dtype": "float32", "num_gpus": num_gpus, "optimizer": "sgd", "lr": 0.1,
            "lr_scheduler": "none", "epochs": epochs, "monitor_interval": interval}

@@ -75,3 +75,30 @@ def test_the_ladder_table_gains_flops_columns_before_the_status(tmp_path):
 def test_cpu_peak_is_measured():
     peak = flops.cpu_peak_tflops(256, 2)
     assert 1e-4 < peak < 100
+
+
+def _measured_here(path):
+    """The run folder at `path`, as recorded on this machine (its CPU peak is known)."""
+    import json
+    import socket
+    meta = json.loads((path / "run.json").read_text())
+    meta["hardware"]["hostname"] = socket.gethostname()
+    (path / "run.json").write_text(json.dumps(meta))
+    return load(path)
+
+
+def test_a_bfloat16_cpu_run_is_not_held_against_the_float32_peak(tmp_path, monkeypatch):
+    from gpu_course import report, tables
+    monkeypatch.setattr(flops, "cpu_peak_tflops", lambda: 0.01)
+    bf16 = _measured_here(write_run(tmp_path, "cpu bf16", num_gpus=0, machine_gpus=0,
+                                    gpm=False, config={"dtype": "bfloat16"}))
+    got = flops.achieved(bf16, 300.0)
+    assert got["precision"] == "bf16" and math.isnan(got["fraction_of_peak"])
+    assert "bf16 peak is not measured" in flops.sentence(got)
+    # a float32 run here is judged against the measured float32 matmul; above it is flagged
+    fp32 = _measured_here(write_run(tmp_path, "cpu fp32", num_gpus=0, machine_gpus=0,
+                                    gpm=False, index=1))
+    table = report.ladder_table([fp32, bf16])
+    assert table.peak_pct[0] > 100 and math.isnan(table.peak_pct[1])
+    assert tables.ABOVE_PEAK in report.format_table(table)
+    assert tables.ABOVE_PEAK in tables.show(table).text()

@@ -102,3 +102,22 @@ def test_identical_configs_far_apart_are_flagged(tmp_path):
         in found[0]
     assert "Unreliable: 'threads=2 a' and 'threads=2 b'" in report.conclusion([a, b, c])
     assert noise.far_apart([a, c]) == []
+
+
+def test_a_runs_spread_is_its_slowest_and_fastest_block_in_every_table(tmp_path):
+    from gpu_course import metrics, report, tables
+    run = fake_runs.load(fake_runs.write_run(tmp_path, "r", samples_per_sec=500.0, seed=4))
+    rates = metrics.steady_block_rates(run)
+    low, high = metrics.samples_per_sec_range(run)
+    assert (low, high) == (min(rates), max(rates)) and low < metrics.samples_per_sec(run) < high
+    table = report.ladder_table([run])
+    assert (table.samples_per_sec_min[0], table.samples_per_sec_max[0]) == (low, high)
+    cell = f"{tables._num(low)}–{tables._num(high)}"
+    shown = tables.show(table)
+    assert "min–max" in shown.blocks[0].columns or "min–max" in shown.text()
+    assert cell in shown.text()
+    assert "min–max" in report.format_table(table) and cell in report.format_table(table)
+    # no steady steps: no spread, and no empty column
+    bare = fake_runs.load(fake_runs.write_run(tmp_path, "warm-up only", epochs=1, index=1))
+    assert all(math.isnan(v) for v in metrics.samples_per_sec_range(bare))
+    assert "min–max" not in tables.show(report.ladder_table([bare])).text()

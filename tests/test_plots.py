@@ -142,7 +142,7 @@ def test_throughput_bars_runs_with_numbers_and_names_the_rest(runs):
     assert "out of memory" in [t.get_text().strip() for t in speed.texts]
     # one dot per epoch: 3 + 3 + 3; the failed run finished only its warm-up epoch, so
     # it has no steady rate: no bar and no dots, its failure named instead
-    assert len(speed.lines) == 9
+    assert len([line for line in speed.lines if line.get_marker() == "o"]) == 9
     assert [t.get_text() for t in speed.get_yticklabels()] == \
         ["naive", "8 workers", "float16", "2 GPUs [failed]", "batch 4096 [out of memory]"]
 
@@ -323,3 +323,30 @@ def test_the_timeline_leaves_out_the_reading_before_the_monitor_started(tmp_path
     assert util.get_xdata()[0] > 0 and util.get_drawstyle() == "steps-pre"
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert "validation (between epochs)" in labels
+
+
+def whiskers(ax) -> list:
+    """The error-bar containers drawn on an axes (one per whisker)."""
+    return [c for c in ax.containers if c.__class__.__name__ == "ErrorbarContainer"]
+
+
+def test_bars_points_and_curves_show_their_spread(runs):
+    from gpu_course import metrics, noise
+    gpu = list(runs["gpu"].values())
+    table = report.ladder_table(gpu)
+    speed, _ = plots.throughput(gpu).axes
+    measured = table.samples_per_sec_min.notna()
+    assert len(whiskers(speed)) == measured.sum() > 0
+    first = whiskers(speed)[0].lines[2][0].get_segments()[0]
+    assert [x for x, _ in first] == pytest.approx([table.samples_per_sec_min[0],
+                                                   table.samples_per_sec_max[0]])
+    main = plots.ladder(gpu).axes[0]
+    verdict = noise.compare(gpu[0], gpu[1])
+    second = whiskers(main)[1].lines[2][0].get_segments()[0]
+    assert [x for x, _ in second] == pytest.approx([verdict.low, verdict.high])
+    sweep = list(runs["sweep"].values())
+    assert len(whiskers(plots.sweep(sweep, "batch_size").axes[0])) == \
+        report.ladder_table(sweep).samples_per_sec_min.notna().sum()
+    acc = plots.curves(gpu).axes[0]
+    assert len(acc.collections) == 4  # a ±2 standard-error band per run with epochs
+    assert metrics.BLOCKS == noise.BLOCKS

@@ -33,7 +33,8 @@ def steady_rate(run):
 
 def test_ladder_table_speedups_come_from_the_steady_steps(gpu):
     table = report.ladder_table(gpu)
-    assert list(table.columns) == ["rung", "ran", "samples_per_sec", "samples_per_sec_all",
+    assert list(table.columns) == ["rung", "ran", "samples_per_sec", "samples_per_sec_min",
+                                   "samples_per_sec_max", "samples_per_sec_all",
                                    "epoch_time_s", "gpu_util", "sm_active", "tensor_active",
                                    "data_wait_share", "spikiness", "speedup", "val_acc",
                                    "tflops", "peak_pct", "status"]
@@ -132,7 +133,8 @@ def test_oom_baseline_gives_no_speedups(gpu):
 def test_format_table_is_fixed_width_text(gpu):
     text = report.format_table(report.ladder_table(gpu))
     lines = text.splitlines()
-    assert lines[0].split() == ["rung", "samples/s", "(steady)", "samples/s", "(all)", "epoch",
+    assert lines[0].split() == ["rung", "samples/s", "(steady)", "min–max", "samples/s",
+                                "(all)", "epoch",
                                 "(s)", "GPU", "util", "SM", "active", "tensor", "active",
                                 "data", "wait", "p95/p50", "step",
                                 "speed-up", "val", "acc", "TFLOP/s", "%", "of", "peak",
@@ -145,7 +147,7 @@ def test_format_table_is_fixed_width_text(gpu):
     assert f"{report.gpu_util(gpu[2]):.0f}%" in float16
     # it ran a few seconds before dying, all of it warm-up: no steady window, so the
     # utilisation is over its (unfinished) training window: none finished -> NaN
-    assert oom.split()[2:] == ["–"] * 12 + ["out", "of", "memory"]
+    assert oom.split()[2:] == ["–"] * 13 + ["out", "of", "memory"]
     # numbers are right-aligned: their last characters line up under the header
     column_end = lines[0].index("(steady)") + len("(steady)")
     assert all(line[column_end - 1] != " " for line in lines[2:])
