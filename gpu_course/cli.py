@@ -111,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-size", type=int, default=None)
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--rungs", default=None, help="comma-separated subset of rung names")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="walk the ladder this many times, interleaved: each rung's spread "
+                        "is then its runs' (default 1: its own steady steps')")
     p.add_argument("--runs-dir", type=Path, default=None)
     p.add_argument("--out", type=Path, default=None, help="report folder")
     p.set_defaults(func=_ladder)
@@ -225,7 +228,7 @@ def _ladder(args) -> int:
     engine = _engine(args.engine)
     only = [r.strip() for r in args.rungs.split(",")] if args.rungs else None
     runs, paths = run_ladder(engine, quick=args.quick, runs_dir=args.runs_dir, out=args.out,
-                             only=only, train_size=args.train_size,
+                             only=only, repeats=args.repeats, train_size=args.train_size,
                              test_size=args.test_size, epochs=args.epochs)
     print()
     print(report.format_table(report.ladder_table(runs)))

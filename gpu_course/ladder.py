@@ -148,10 +148,14 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
 
 def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = None,
                out: str | Path | None = None, only: list[str] | None = None,
-               progress: bool = False, **sizes) -> tuple[list[Run], dict]:
+               progress: bool = False, repeats: int = 1, **sizes) -> tuple[list, dict]:
     """Run every rung (a rung that runs out of memory or fails is recorded as such and
-    the ladder goes on; Ctrl-C stops it), then write the report. Returns (runs, report
-    paths)."""
+    the ladder goes on; Ctrl-C stops it), then write the report. repeats=k walks the
+    ladder k times, interleaved (naive, workers, ..., naive, workers, ...), so that each
+    rung has a run-to-run spread and drift in the machine hits every rung alike. Returns
+    (runs, report paths): a run per rung, or with repeats a list of runs per rung."""
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats={repeats!r} must be an integer >= 1")
     gc = adapter(engine)
     gpus = gc.gpu_count()
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -163,19 +167,23 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
             raise ValueError(f"unknown rung(s) {sorted(unknown)}; allowed: "
                              f"{', '.join(r.name for r in selected)}")
         selected = [r for r in selected if r.name in only]
-    runs = []
-    for rung in selected:
-        print(f"\n=== rung {rung.name}: {rung.change}", flush=True)
-        if rung.limit:
-            print(f"    limited by {rung.limit}", flush=True)
-        try:
-            runs.append(gc.train(rung.cfg, runs_dir=runs_dir, progress=progress))
-        except Exception as err:  # recorded as oom or failed by the harness; the next rung runs
-            what = "out of memory" if isinstance(err, OutOfMemory) else \
-                f"failed with {type(err).__name__}"
-            print(f"rung {rung.name}: {what}, going on ({err})", flush=True)
-            if getattr(err, "run_path", None):
-                runs.append(load_run(err.run_path))
+    done: dict[str, list[Run]] = {rung.name: [] for rung in selected}
+    for repeat in range(repeats):
+        for rung in selected:
+            which = f" (run {repeat + 1} of {repeats})" if repeats > 1 else ""
+            print(f"\n=== rung {rung.name}{which}: {rung.change}", flush=True)
+            if rung.limit and repeat == 0:
+                print(f"    limited by {rung.limit}", flush=True)
+            try:
+                done[rung.name].append(gc.train(rung.cfg, runs_dir=runs_dir,
+                                                progress=progress))
+            except Exception as err:  # recorded as oom or failed; the next rung runs
+                what = "out of memory" if isinstance(err, OutOfMemory) else \
+                    f"failed with {type(err).__name__}"
+                print(f"rung {rung.name}: {what}, going on ({err})", flush=True)
+                if getattr(err, "run_path", None):
+                    done[rung.name].append(load_run(err.run_path))
+    runs = [group if repeats > 1 else group[0] for group in done.values() if group]
     from . import report
     paths = report.write_report(runs, Path(out) if out else runs_dir / "report",
                                 title=f"gpu-course ladder ({engine})")
@@ -189,6 +197,7 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
     default CPU ladder) whether its last rung learned (>= CPU_ACCURACY). Returns (lines,
     whether the check passed)."""
     from . import metrics
+    runs = [metrics.representative(r) for r in runs]  # a group of repeats: its median run
     lines, ok = [], True
     if gpus == 0:
         lines.append("Left out on this CPU, their effect needs a GPU: " + "; ".join(

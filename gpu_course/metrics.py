@@ -36,8 +36,8 @@ WAITED = 0.10      # a step "waited for data" when its data wait was over 10 % o
 SHARED = 0.5       # load beyond the run's own above half a core: the machine was shared
 STATUS_TEXT = {"oom": "out of memory"}  # how a status reads in tables, charts and sentences
 FAILED = ("oom", "failed", "diverged")  # runs whose numbers do not count as a result
-TABLE_COLUMNS = ["rung", "ran", "samples_per_sec", "samples_per_sec_min", "samples_per_sec_max",
-                 "samples_per_sec_all", "epoch_time_s", "gpu_util", "data_wait_share",
+TABLE_COLUMNS = ["rung", "repeats", "ran", "samples_per_sec", "samples_per_sec_min",
+                 "samples_per_sec_max", "samples_per_sec_all", "epoch_time_s", "gpu_util", "data_wait_share",
                  "spikiness", "speedup", "val_acc", "status"]
 
 
@@ -287,31 +287,62 @@ def label(run) -> str:
     return f"{run.name} ({text})" if text else str(run.name)
 
 
+# -- repeated runs -----------------------------------------------------------------------
+def as_groups(runs) -> list[list]:
+    """Each item of `runs` as the list of its repeats: a run is a group of one, a list or
+    tuple of runs of one configuration (`gc.repeat`, `gpu-course ladder --repeats`) one
+    group."""
+    groups = [list(item) if isinstance(item, (list, tuple)) else [item] for item in runs]
+    empty = [i for i, group in enumerate(groups) if not group]
+    if empty:
+        raise ValueError(f"runs[{empty[0]}] is an empty list; a group needs at least one run")
+    return groups
+
+
+def representative(group):
+    """The run that stands for a group of repeats (or the run itself): the one with the
+    median samples/s (the lower of the two middle ones), else the first."""
+    if not isinstance(group, (list, tuple)):
+        return group
+    rated = sorted((r for r in group if not math.isnan(samples_per_sec(r))),
+                   key=samples_per_sec)
+    return rated[(len(rated) - 1) // 2] if rated else group[0]
+
+
 # -- the ladder table ---------------------------------------------------------------------
 def table(runs, baseline=0) -> pd.DataFrame:
-    """One row per run, in order: its name ("rung"), what ran where it differs from the
-    request ("ran"), the numbers, and the speed-up of samples/s over `baseline` (an index
-    or a run name). data_wait_share and val_acc are fractions, gpu_util a percent."""
-    runs = list(runs)
-    if not runs:
+    """One row per run (or group of repeats, see `as_groups`), in order: its name
+    ("rung"), how many runs it has ("repeats"), what ran where it differs from the request
+    ("ran"), the numbers, and the speed-up of samples/s over `baseline` (an index or a run
+    name). A group's samples/s is its runs' median and its min–max their slowest and
+    fastest; its other numbers are its `representative` run's. data_wait_share and
+    val_acc are fractions, gpu_util a percent."""
+    groups = as_groups(runs)
+    if not groups:
         raise ValueError("runs is empty; pass at least one run record")
     rows = []
-    for run in runs:
+    for group in groups:
+        run = representative(group)
         s = summary(run)
-        rows.append({"rung": str(run.name), "ran": ran_text(run),
+        rates = [v for v in map(samples_per_sec, group) if not math.isnan(v)]
+        if len(group) > 1 and rates:
+            s.update(samples_per_sec=_median(rates), samples_per_sec_min=min(rates),
+                     samples_per_sec_max=max(rates))
+        rows.append({"rung": str(run.name), "repeats": len(group), "ran": ran_text(run),
                      **{c: s.get(c) for c in TABLE_COLUMNS
-                        if c not in ("rung", "ran", "speedup", "status")},
+                        if c not in ("rung", "repeats", "ran", "speedup", "status")},
                      "status": status(run)})
     frame = pd.DataFrame(rows, columns=[c for c in TABLE_COLUMNS if c != "speedup"])
-    base = frame["samples_per_sec"].iloc[baseline_index(runs, baseline)]
+    base = frame["samples_per_sec"].iloc[baseline_index(groups, baseline)]
     frame.insert(TABLE_COLUMNS.index("speedup"), "speedup",
                  frame["samples_per_sec"] / base if base > 0 else math.nan)
     return frame
 
 
 def baseline_index(runs, baseline) -> int:
-    """`baseline` as a position in `runs`: an index, or a run's name."""
-    names = [run.name for run in runs]
+    """`baseline` as a position in `runs` (runs or groups of repeats): an index, or a
+    run's name."""
+    names = [representative(run).name for run in runs]
     if isinstance(baseline, str):
         if baseline not in names:
             raise ValueError(f"baseline={baseline!r} is not a run name; allowed: {names}")
@@ -338,6 +369,12 @@ def epoch_spans(run) -> list[tuple[int, float, float]]:
 
 
 # -- small helpers ------------------------------------------------------------------------
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def _num(value) -> float:
     try:
         number = float(value)

@@ -162,9 +162,12 @@ def step_times(run, save=None) -> Figure:
 
 def throughput(runs, save=None) -> Figure:
     """Samples/s and epoch time per run: the run's value as a bar, each epoch as a dot
-    (the first, hollow, is the warm-up left out of the bar when there are more)."""
-    runs = list(runs)
-    table = ladder_table(runs)
+    (the first, hollow, is the warm-up left out of the bar when there are more). A
+    group of repeats (`metrics.as_groups`) is one bar, the median, with the epochs of
+    all its runs as dots."""
+    groups = metrics.as_groups(runs)
+    runs = [metrics.representative(g) for g in groups]
+    table = ladder_table(groups)
     fig = _figure(10, 1.6 + 0.45 * len(runs))
     axes = fig.subplots(1, 2, sharey=True)
     y = np.arange(len(runs))
@@ -178,7 +181,7 @@ def throughput(runs, save=None) -> Figure:
             if column == "samples_per_sec":
                 _range_bar(ax, i, value, table.samples_per_sec_min[i],
                            table.samples_per_sec_max[i], horizontal=True)
-            rows = run.epochs.to_dict("records")
+            rows = [row for repeat in groups[i] for row in repeat.epochs.to_dict("records")]
             jitter = np.linspace(-0.15, 0.15, len(rows)) if len(rows) > 1 else [0]
             for row, dy in zip(rows, jitter):
                 n = metrics.epoch_numbers(row)
@@ -191,20 +194,25 @@ def throughput(runs, save=None) -> Figure:
         ax.set_xlabel(label)
         ax.set_xlim(left=0)
         ax.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(y, [metrics.label(run) + _status_suffix(run) for run in runs])
+    axes[0].set_yticks(y, [metrics.label(run) + _status_suffix(run)
+                           + (f" ({len(g)} runs)" if len(g) > 1 else "")
+                           for run, g in zip(runs, groups)])
     axes[0].set_ylim(len(runs) - 0.5, -0.5)  # first run on top, rows without bars kept
-    fig.suptitle("Throughput per run: bars steady state (after warm-up), whiskers its "
-                 f"slowest–fastest of {metrics.BLOCKS} blocks of steps; dots epochs "
-                 "(hollow: warm-up only, whole-epoch rate)")
-    _caption(fig, runs)
+    fig.suptitle("Throughput per run: bars steady state (after warm-up), whiskers "
+                 f"slowest–fastest of {metrics.BLOCKS} blocks of steps (of the runs, when "
+                 "repeated); dots epochs (hollow: warm-up only, whole-epoch rate)")
+    _caption(fig, [r for g in groups for r in g])
     return _save(fig, save)
 
 
 def ladder(runs, baseline=0, save=None) -> Figure:
     """The ladder: one bar per run, its speed-up over `baseline` (index or name), with
-    GPU utilisation beside it when measured; failed and OOM rungs hatched grey."""
-    runs = list(runs)
-    table = ladder_table(runs, baseline)
+    GPU utilisation beside it when measured; failed and OOM rungs hatched grey. A group
+    of repeats (`metrics.as_groups`) is one bar: its runs' median."""
+    groups = metrics.as_groups(runs)
+    runs = [metrics.representative(g) for g in groups]
+    compared = [g if len(g) > 1 else g[0] for g in groups]  # what noise.compare judges
+    table = ladder_table(groups, baseline)
     base_i = baseline_index(runs, baseline)
     base = table.iloc[base_i]
     by_speedup = table["speedup"].notna().any()
@@ -227,7 +235,7 @@ def ladder(runs, baseline=0, save=None) -> Figure:
         color = "0.55" if row["rung"] == base["rung"] else "C0"
         ax.barh(i, value[i], color=color)
         # the spread the noise verdicts use: ratios the two runs' blocks allow
-        low, high = (_ratio_range(runs[base_i], runs[i]) if by_speedup
+        low, high = (_ratio_range(compared[base_i], compared[i]) if by_speedup
                      else (row["samples_per_sec_min"], row["samples_per_sec_max"]))
         _range_bar(ax, i, value[i], low, high, horizontal=True)
         label = (f"×{row['speedup']:.1f}   " if by_speedup else "") \

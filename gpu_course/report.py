@@ -31,6 +31,7 @@ NO_VALUE = "–"
 # column -> (header, how a value is written); NaN is written NO_VALUE
 _FORMATS = {
     "rung": ("rung", str),
+    "repeats": ("runs", str),
     "ran": ("ran (where not as requested)", str),
     "samples_per_sec": ("samples/s (steady)", lambda v: f"{v:,.1f}"),
     "samples_per_sec_range": ("min–max", str),
@@ -53,12 +54,13 @@ _TEXT_COLUMNS = {"rung", "ran", "status"}
 # -- tables --------------------------------------------------------------------------------
 
 def ladder_table(runs, baseline=0) -> pd.DataFrame:
-    """One row per run, in order (`metrics.table`): each rung labelled by what ran, with
+    """One row per run or group of repeats, in order (`metrics.table`): each rung labelled
+    by what ran, with
     GPM's SM and tensor-core activity beside GPU-Util (`metrics.gpm_activity`; Hopper
     and newer, else empty and not shown) and the achieved TFLOP/s and % of peak
     (`flops.table_columns`) before the status."""
     table = metrics.table(runs, baseline)
-    runs = list(runs)
+    runs = [metrics.representative(r) for r in runs]  # a group of repeats: its median run
     at = table.columns.get_loc("gpu_util") + 1
     for offset, name in enumerate(("sm_active", "tensor_active")):
         table.insert(at + offset, name, [metrics.gpm_activity(r)[name] for r in runs])
@@ -94,8 +96,12 @@ def conclusion(runs, baseline=0) -> str:
     rung's change did to the rung before it (helped, hurt, within noise), when a warm-up
     (compile) cost pays back, and whether another program shared the machine."""
     from . import noise
-    runs = _as_list(runs)
-    table = ladder_table(runs, baseline)
+    groups = _as_list(runs)
+    table = ladder_table(groups, baseline)
+    # a group of repeats is judged by its runs' spread, a single run by its blocks'
+    compared = [g if isinstance(g, (list, tuple)) and len(g) > 1 else metrics.representative(g)
+                for g in groups]
+    runs = [metrics.representative(g) for g in groups]
     base_i = baseline_index(runs, baseline)
     base = table.iloc[base_i]
     failed = [f"'{r.rung}' " + {"oom": "ran out of memory", "diverged": "diverged"}.get(
@@ -116,7 +122,7 @@ def conclusion(runs, baseline=0) -> str:
                 f"'{base['rung']}' has no throughput to compare "
                 f"({STATUS_TEXT.get(base['status'], base['status'])})."]
     else:
-        verdict = noise.compare(runs[base_i], runs[best_i])
+        verdict = noise.compare(compared[base_i], compared[best_i])
         line = (f"The fastest rung, '{best['rung']}', trains at {speed}: against the "
                 f"baseline '{base['rung']}' {noise.sentence(verdict)}")
         if not (math.isnan(base["gpu_util"]) or math.isnan(best["gpu_util"])):
@@ -125,17 +131,19 @@ def conclusion(runs, baseline=0) -> str:
         text = [line + "."]
     steps = []
     for before, after in zip(ok, ok[1:]):
-        verdict = noise.compare(runs[before], runs[after])
+        verdict = noise.compare(compared[before], compared[after])
         steps.append(f"'{table.rung[after]}' {noise.sentence(verdict)}")
     if steps:
         text.append("Each rung against the one before it: " + "; ".join(steps) + ".")
     text += _warmup_costs(runs, table, ok)
-    shared = [table.rung[i] for i, run in enumerate(runs) if metrics.machine_load(run)["shared"]]
+    shared = [table.rung[i] for i, group in enumerate(metrics.as_groups(groups))
+              if any(metrics.machine_load(run)["shared"] for run in group)]
     if shared:
         text.append(f"Another program shared the machine during {_join(shared)} (load "
                     "average above the run's own use): their numbers are pessimistic and "
                     "noisier.")
-    text += [sentence[0].upper() + sentence[1:] + "." for sentence in noise.far_apart(runs)]
+    text += [sentence[0].upper() + sentence[1:] + "."
+             for sentence in noise.far_apart(_flat(groups))]
     return " ".join(text) + failed_text
 
 
@@ -170,14 +178,15 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0) -> dict:
     "timelines": [Path, one per run]}."""
     from . import plots  # matplotlib only when a report is written
 
-    runs = _as_list(runs)
+    groups = _as_list(runs)
+    runs = _flat(groups)  # every run gets its own timeline and step figure
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    table = ladder_table(runs, baseline)
+    table = ladder_table(groups, baseline)
     figures = {"ladder": out / "ladder.png", "throughput": out / "throughput.png",
                "curves": out / "curves.png"}
-    plots.ladder(runs, baseline=baseline, save=figures["ladder"])
-    plots.throughput(runs, save=figures["throughput"])
+    plots.ladder(groups, baseline=baseline, save=figures["ladder"])
+    plots.throughput(groups, save=figures["throughput"])
     plots.curves(runs, save=figures["curves"])
     timelines = [out / f"timeline-{i + 1:02d}-{_slug(run.name)}.png" for i, run in enumerate(runs)]
     for run, path in zip(runs, timelines):
@@ -187,7 +196,7 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0) -> dict:
         plots.step_times(run, save=path)
 
     sections = {
-        "title": title, "conclusion": conclusion(runs, baseline),
+        "title": title, "conclusion": conclusion(groups, baseline),
         "header": _header(runs), "table": shown(table), "runs": _run_lines(runs),
         "figures": [("Ladder", figures["ladder"]), ("Throughput", figures["throughput"]),
                     ("Accuracy and loss", figures["curves"])]
@@ -294,6 +303,11 @@ def _as_list(runs) -> list:
     if not runs:
         raise ValueError("runs is empty; pass at least one run record")
     return runs
+
+
+def _flat(groups) -> list:
+    """Every run of `groups` (runs and lists of repeats), in order."""
+    return [run for group in metrics.as_groups(groups) for run in group]
 
 
 def _cell(column, value) -> str:

@@ -67,6 +67,7 @@ COLUMNS = {
     "val_acc": ("val acc", _fraction),
     "train_acc": ("train acc", _fraction),
     "status": ("status", lambda v: STATUS_TEXT.get(v, str(v))),
+    "repeats": ("runs", str),
     "num_workers": ("workers", str),
     "batch_size": ("batch", str),
     "gpu_util_std": ("GPU util std (pp)", _num),
@@ -179,11 +180,13 @@ def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> T
 
 def readable(df: pd.DataFrame) -> pd.DataFrame:
     """A ladder table as it is shown: without its "ran" column when every run ran as
-    requested, without the GPM columns where no GPU measured them, and with each run's
+    requested, without "repeats" when every row is one run, without the GPM columns where no GPU measured them, and with each run's
     slowest and fastest steady samples/s as one "min–max" text column beside samples/s
     (left out when no run has a spread)."""
     if "ran" in df.columns and not df["ran"].fillna("").astype(str).str.len().any():
         df = df.drop(columns="ran")  # every run ran as requested: nothing to say
+    if "repeats" in df.columns and (pd.to_numeric(df["repeats"], errors="coerce") <= 1).all():
+        df = df.drop(columns="repeats")  # one run a row: its spread is its own blocks'
     df = df.drop(columns=[c for c in GPM_COLUMNS if c in df.columns and df[c].isna().all()])
     if set(RANGE_COLUMNS) <= set(df.columns):
         low, high = (pd.to_numeric(df[c], errors="coerce") for c in RANGE_COLUMNS)

@@ -121,3 +121,21 @@ def test_a_runs_spread_is_its_slowest_and_fastest_block_in_every_table(tmp_path)
     bare = fake_runs.load(fake_runs.write_run(tmp_path, "warm-up only", epochs=1, index=1))
     assert all(math.isnan(v) for v in metrics.samples_per_sec_range(bare))
     assert "min–max" not in tables.show(report.ladder_table([bare])).text()
+
+
+def test_a_group_of_repeats_is_one_row_with_its_runs_median_and_spread(tmp_path):
+    from gpu_course import metrics, report, tables
+    a = [fake_runs.load(fake_runs.write_run(tmp_path, "a", samples_per_sec=r, seed=i,
+                                            index=i)) for i, r in enumerate((500., 560., 530.))]
+    b = fake_runs.load(fake_runs.write_run(tmp_path, "b", samples_per_sec=900., index=5))
+    rates = sorted(metrics.samples_per_sec(r) for r in a)
+    assert metrics.samples_per_sec(metrics.representative(a)) == rates[1]
+    table = report.ladder_table([a, b])
+    assert list(table.repeats) == [3, 1] and list(table.rung) == ["a", "b"]
+    assert table.samples_per_sec[0] == rates[1]
+    assert (table.samples_per_sec_min[0], table.samples_per_sec_max[0]) == (rates[0], rates[2])
+    assert table.speedup[1] == pytest.approx(metrics.samples_per_sec(b) / rates[1])
+    assert "runs" in tables.show(table).text().split()
+    assert "3 runs / 5 blocks of steady steps" in report.conclusion([a, b])
+    with pytest.raises(ValueError, match=r"runs\[1\] is an empty list"):
+        metrics.table([b, []])

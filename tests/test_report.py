@@ -33,8 +33,8 @@ def steady_rate(run):
 
 def test_ladder_table_speedups_come_from_the_steady_steps(gpu):
     table = report.ladder_table(gpu)
-    assert list(table.columns) == ["rung", "ran", "samples_per_sec", "samples_per_sec_min",
-                                   "samples_per_sec_max", "samples_per_sec_all",
+    assert list(table.columns) == ["rung", "repeats", "ran", "samples_per_sec",
+                                   "samples_per_sec_min", "samples_per_sec_max", "samples_per_sec_all",
                                    "epoch_time_s", "gpu_util", "sm_active", "tensor_active",
                                    "data_wait_share", "spikiness", "speedup", "val_acc",
                                    "tflops", "peak_pct", "status"]

@@ -262,3 +262,26 @@ def test_the_bookkeeping_of_a_step_dispatches_no_operator(small_cfg):
             rec.end_epoch()
     row = rec.run.epochs.iloc[0]
     assert row["loss"] == pytest.approx(2.25) and row["train_acc"] == pytest.approx(0.75)
+
+
+def test_repeated_rungs_interleave_and_report_their_runs_spread(monkeypatch, tmp_path):
+    from gpu_course import report
+    from gpu_course.ladder import run_ladder
+    real_train = gc.train
+    monkeypatch.setattr(gc, "train", lambda cfg, **kw: real_train(
+        cfg.replace(max_steps=12, warmup_steps=2, model="tiny"), **kw))
+    runs, paths = run_ladder("pytorch", quick=True, runs_dir=tmp_path, repeats=2,
+                             only=["naive", "workers"], train_size=512, test_size=64)
+    assert [[r.name for r in group] for group in runs] == [["naive"] * 2, ["workers"] * 2]
+    started = sorted((r.meta["started_at"], r.name) for group in runs for r in group)
+    assert [name for _, name in started] == ["naive", "workers", "naive", "workers"]
+    table = report.ladder_table(runs)
+    rates = sorted(report.samples_per_sec(r) for r in runs[1])
+    assert list(table.repeats) == [2, 2]
+    assert (table.samples_per_sec_min[1], table.samples_per_sec_max[1]) == tuple(rates)
+    assert table.samples_per_sec[1] == pytest.approx(sum(rates) / 2)
+    assert "over 2 runs" in report.conclusion(runs)
+    assert "runs" in report.format_table(table).splitlines()[0].split()
+    assert paths["html"].exists() and len(paths["timelines"]) == 4
+    with pytest.raises(ValueError, match=r"repeats=0 must be an integer >= 1"):
+        run_ladder("pytorch", quick=True, runs_dir=tmp_path, repeats=0)
