@@ -345,13 +345,15 @@ def lr_schedule(schedules: dict, steps=None, save=None) -> Figure:
 
 def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
     """A summary metric (a ladder-table column or a run.summary key) against a config
-    field, e.g. sweep(runs, "num_workers"); OOM and failed points marked with an x."""
-    runs = list(runs)
+    field, e.g. sweep(runs, "num_workers"); OOM and failed points marked with an x. A
+    point repeated (`gc.sweep(..., repeats=k)`) is its runs' median, with their spread."""
+    groups = metrics.as_groups(runs)
+    runs = [metrics.representative(g) for g in groups]
     missing = [run.name for run in runs if x not in (run.config or {})]
     if missing:
         fields = sorted(set().union(*[(run.config or {}).keys() for run in runs]))
         raise ValueError(f"x={x!r} is not a config field of run(s) {missing}; allowed: {fields}")
-    table = ladder_table(runs)
+    table = ladder_table(groups)
     if y in table.columns and y not in ("rung", "ran", "status"):
         ys = table[y].to_numpy(dtype=float)
     elif y in metrics.summary(runs[0]):  # a number `metrics` defines, not in the table

@@ -56,6 +56,13 @@ def test_sweep_marks_oom_and_goes_on(runs_dir):
     assert [r.config["batch_size"] for r in runs] == [64, 512, 128]
     assert [r.status for r in runs] == ["finished", "oom", "finished"]
     assert runs[1].name == "batch_size=512"
+    calls = []
+    repeated = sweep(lambda cfg: calls.append(cfg.batch_size) or train(cfg), Experiment(),
+                     "batch_size", [64, 512, 128], repeats=2)
+    assert calls == [64, 512, 128, 64, 128]  # interleaved; what ran out of memory once is not retried
+    assert [len(p) if isinstance(p, list) else 1 for p in repeated] == [2, 1, 2]
+    with pytest.raises(ValueError, match=r"repeats=0 must be an integer >= 1"):
+        sweep(train, Experiment(), "batch_size", [64], repeats=0)
 
 
 

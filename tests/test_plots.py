@@ -347,6 +347,8 @@ def test_bars_points_and_curves_show_their_spread(runs):
     sweep = list(runs["sweep"].values())
     assert len(whiskers(plots.sweep(sweep, "batch_size").axes[0])) == \
         report.ladder_table(sweep).samples_per_sec_min.notna().sum()
+    grouped = plots.sweep([sweep[:2], *sweep[2:]], "batch_size")  # a point run twice
+    assert len(grouped.axes[0].lines[0].get_xdata()) == len(sweep) - 2  # the OOM point: an x
     acc = plots.curves(gpu).axes[0]
     assert len(acc.collections) == 4  # a ±2 standard-error band per run with epochs
     assert metrics.BLOCKS == noise.BLOCKS

@@ -29,10 +29,11 @@ __all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "repor
            "make_trainer", "sweep", "profile_steps", "repeat"]
 
 
-def sweep(cfg: Experiment, field: str, values, **train_kwargs):
+def sweep(cfg: Experiment, field: str, values, repeats: int = 1, **train_kwargs):
     """train(cfg with `field` set to each value); an out-of-memory point is recorded
-    (status "oom") and the sweep goes on. Returns the runs in order."""
-    return _sweep(train, cfg, field, values, **train_kwargs)
+    (status "oom") and the sweep goes on. Returns the runs in order; repeats=k runs the
+    sweep k times, interleaved, and returns a list of runs per value."""
+    return _sweep(train, cfg, field, values, repeats, **train_kwargs)
 
 
 def repeat(cfgs, repeats: int = 3, **train_kwargs):
