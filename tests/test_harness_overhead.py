@@ -27,3 +27,14 @@ def test_gc_train_runs_about_as_fast_as_a_plain_loop(engine):
         if result["ratio"] > 0.7:
             break
     assert result["ratio"] > 0.7, result
+
+
+@pytest.mark.skipif("gluon" not in ENGINES, reason="needs MXNet")
+def test_epochs_of_one_network_alternate_between_the_plain_loop_and_the_harness():
+    from gpu_course.bench.harness_overhead import interleaved_epochs
+    cfg = Experiment(name="overhead", model="tiny", train_size=256, test_size=64,
+                     batch_size=32, num_workers=0)
+    lines = []
+    result = interleaved_epochs(cfg, rounds=2, log=lines.append)
+    assert [line.split()[2] for line in lines] == ["plain", "harness", "harness", "plain"]
+    assert len(result["ratios"]) == 2 and result["ratio"] > 0.5, result

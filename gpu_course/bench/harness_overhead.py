@@ -11,6 +11,7 @@ after the last step; validation is outside it.
 
     python -m gpu_course.bench.harness_overhead --engine gluon --model resnet20 --pairs 5
     python -m gpu_course.bench.harness_overhead --engine pytorch --model resnet20 --pairs 5
+    python -m gpu_course.bench.harness_overhead --engine gluon --same-net --pairs 8
     python -m gpu_course.bench.harness_overhead --engine pytorch --data-on-gpu \
         --train-size 51200 --batch-size 256 --pairs 7     # on a GPU: no loader workers
 
@@ -18,6 +19,10 @@ On a GPU, loader workers (fresh for every run) make each side's rate vary by mor
 the 3% to be seen (16-22k samples/s between pairs on an H200, 2026-11-23); with the
 data set on the GPU (--data-on-gpu) both sides get the same batches with no process
 in between.
+
+--same-net (Gluon) takes everything but the bookkeeping out of the comparison: one
+network, trainer and loader, and epochs alternate between the plain loop and the
+course's loop inside `gc.record`, so machine drift between pairs is seconds, not runs.
 
 It prints each pair, then the median ratio of samples/s (harness / plain; target >= 0.97)
 and the machine's load average while it ran: on a shared machine say which it was.
@@ -32,6 +37,7 @@ import statistics
 import tempfile
 import warnings
 
+from gpu_course import metrics
 from gpu_course.config import Experiment
 from gpu_course.harness import Harness
 from gpu_course.timing import clock
@@ -138,6 +144,58 @@ def compare(engine: str, cfg: Experiment, pairs: int = 3, log=print,
             "ratios": ratios, "load_mean": statistics.mean(load), "load_max": max(load)}
 
 
+def interleaved_epochs(cfg: Experiment, rounds: int = 8, log=print) -> dict:
+    """Gluon: one network, trainer and loader; epochs alternate (ABBA) between the plain
+    loop and the course's own loop (`gluon.loop.fit`) inside `gc.record`. What differs
+    is the bookkeeping and nothing else (no second network, loader or process state), and
+    each pair is a few seconds apart, so a shared machine's drift cancels. Returns the
+    medians of each side's samples/s and of the pairs' ratios (harness / plain)."""
+    import mxnet as mx
+    from mxnet import autograd, gluon
+
+    from gpu_course.gluon.loop import fit
+    from gpu_course.ladder import adapter
+    gc = adapter("gluon")
+    cfg = cfg.replace(engine="gluon", epochs=1, warmup_steps=0, mock="none", max_steps=None)
+    parts = gc.build(cfg)
+    net, train_iter, _, trainer = parts
+    _, val_set = gc.load_datasets(cfg.replace(test_size=cfg.batch_size))
+    val_iter = gc.make_loader(val_set, cfg.replace(num_workers=0), train=False)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    samples = len(train_iter) * cfg.batch_size
+
+    def plain() -> float:
+        tic = clock()
+        for data, label in train_iter:
+            xs, ys = gc.split(data, label, parts.devices)
+            with autograd.record():
+                losses = [loss_fn(net(x), y) for x, y in zip(xs, ys)]
+            autograd.backward(losses)
+            trainer.step(data.shape[0])
+        mx.nd.waitall()  # the epoch's one sync
+        return samples / (clock() - tic)
+
+    def harnessed(folder) -> float:
+        with gc.record(parts, runs_dir=folder, progress=False, verbose=False) as rec:
+            fit(rec, net, trainer, train_iter, val_iter, parts.devices)
+        return metrics.samples_per_sec_all(rec.run)  # the epoch's samples / its time
+
+    rates = {"plain": [], "harness": []}
+    load = []
+    with tempfile.TemporaryDirectory() as tmp:
+        plain()  # warm-up: workers, memory pools, the first allocations
+        for pair in range(rounds):
+            for kind in (("plain", "harness") if pair % 2 == 0 else ("harness", "plain")):
+                rate = plain() if kind == "plain" else harnessed(tmp)
+                rates[kind].append(rate)
+                load.append(os.getloadavg()[0])
+                log(f"pair {pair + 1} {kind:8s} {rate:9.1f} samples/s")
+    ratios = [h / p for h, p in zip(rates["harness"], rates["plain"])]
+    return {"plain": statistics.median(rates["plain"]),
+            "harness": statistics.median(rates["harness"]), "ratio": statistics.median(ratios),
+            "ratios": ratios, "load_mean": statistics.mean(load), "load_max": max(load)}
+
+
 def harness_cost_per_step(steps: int = 20_000, repeats: int = 5, progress: bool = True,
                           runs_dir=None) -> float:
     """Seconds the Harness adds to one step (best of `repeats`): the same loop over
@@ -179,7 +237,12 @@ def main(argv=None) -> int:
                         help="PyTorch: the data set and its augmentation on the GPU")
     parser.add_argument("--threads", type=int, default=None,
                         help="PyTorch intra-op threads, the same for both sides")
+    parser.add_argument("--same-net", action="store_true",
+                        help="Gluon: alternate epochs of one network, trainer and loader "
+                             "(plain loop / the course's loop in gc.record) instead of runs")
     args = parser.parse_args(argv)
+    if args.same_net and args.engine != "gluon":
+        parser.error(f"--same-net is for --engine gluon (got --engine {args.engine})")
     warnings.simplefilter("ignore")  # the CPU-only monitor's notice, once per run
     cfg = Experiment(name="overhead", engine=args.engine, model=args.model,
                      train_size=args.train_size, test_size=256, batch_size=args.batch_size,
@@ -188,8 +251,13 @@ def main(argv=None) -> int:
     with contextlib.redirect_stderr(io.StringIO()):  # the progress bars of the probe
         per_step = harness_cost_per_step()
     print(f"harness cost per step, no work in the step: {per_step * 1e6:.1f} us", flush=True)
-    result = compare(args.engine, cfg, args.pairs, threads=args.threads)
-    print(f"{args.engine}: plain {result['plain']:.1f} samples/s, gc.train "
+    if args.same_net:
+        result = interleaved_epochs(cfg, args.pairs)
+        print("one network, trainer and loader; epochs alternated")
+    else:
+        result = compare(args.engine, cfg, args.pairs, threads=args.threads)
+    harness = "gc.record + loop.fit" if args.same_net else "gc.train"
+    print(f"{args.engine}: plain {result['plain']:.1f} samples/s, {harness} "
           f"{result['harness']:.1f} samples/s (medians); ratio harness/plain: median "
           f"{result['ratio']:.3f} over {args.pairs} pairs (min {min(result['ratios']):.3f}, "
           f"max {max(result['ratios']):.3f}); target >= 0.97")
