@@ -220,8 +220,7 @@ if latest:
                        "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")})))
     ref32, ref16 = latest.get("float32"), latest.get("bfloat16")
     if ref32 is not None and ref16 is not None:
-        print(f"On the H200 reference bfloat16 + channels_last ran ×"
-              f"{gc.report.samples_per_sec(ref16) / gc.report.samples_per_sec(ref32):.2f} float32; "
-              f"here ×{gc.report.samples_per_sec(runs['bfloat16'][-1]) / gc.report.samples_per_sec(r32):.2f}.")
+        print(f"On the H200 reference bfloat16 + channels_last against float32: "
+              f"{gc.noise.compare(ref32, ref16)}; here: {speeds['bfloat16']}.")
 else:
     print(gc.report.no_reference_line())
