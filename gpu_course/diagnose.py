@@ -285,14 +285,14 @@ def _verdict(n: dict, mock: str) -> str:
     if mock == "trainer":
         return "input-bound"  # nothing but input runs: this run measures the input ceiling
     rate, compute, feed = n["samples_per_sec"], n["compute_ceiling"], n["input_ceiling"]
+    if mock != "loader" and n["wait_share"] >= INPUT_WAIT:
+        return "input-bound"  # the loop waits for the loader: the threshold rules first (issue 17)
     if shared_cpu(n, mock):
         # no GPU and every core busy: decoding and the model take turns on the same
         # cores (the step's "compute" includes the loader's work), so whichever costs
         # more per sample (the lower ceiling) sets the pace
         return "input-bound" if feed < compute else "compute-bound"
     if mock != "loader":  # a mock loader never waits for input: only compute is left
-        if n["wait_share"] >= INPUT_WAIT:
-            return "input-bound"
         if _known(feed, compute) and feed < NEAR_CEILING * compute \
                 and rate >= NEAR_CEILING * feed:
             return "input-bound"  # held at the loader's limit, which is below the model's

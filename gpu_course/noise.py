@@ -70,6 +70,20 @@ def compare(a, b, value=metrics.samples_per_sec) -> Verdict:
     return Verdict(ratio, low, high, kind, how)
 
 
+def compare_samples(xs, ys, how: str, a: float | None = None, b: float | None = None) -> Verdict:
+    """B against A from their measurements (e.g. the samples/s of each timed pass of two
+    benchmarks), higher is better; `how` says what they are ("3 timed passes each").
+    a, b: the two numbers printed beside the verdict, whose ratio it then carries (else
+    the medians')."""
+    xs, ys = [float(x) for x in xs if _ok(x)], [float(y) for y in ys if _ok(y)]
+    if not xs or not ys:
+        return Verdict(math.nan, math.nan, math.nan, "not measured", how)
+    ratio = b / a if _ok(a) and _ok(b) and a > 0 else statistics.median(ys) / statistics.median(xs)
+    low, high = min(min(ys) / max(xs), ratio), max(max(ys) / min(xs), ratio)
+    kind = "faster" if low > 1 else "slower" if high < 1 else "within noise"
+    return Verdict(ratio, low, high, kind, how)
+
+
 def sentence(v: Verdict, what: str = "") -> str:
     """The verdict in words, with its numbers, e.g. "×1.42 faster (×1.31–×1.55 over 3
     runs each)", "×0.97: within noise (×0.90–×1.05 ...)", "×0.75: a slow-down (...)"."""
@@ -126,10 +140,15 @@ def chance_sentence(run) -> str:
 
 def accuracy_change(a, b) -> tuple[float, str]:
     """(points, sentence): b's validation accuracy against a's, judged against 2 standard
-    errors of their difference."""
+    errors of their difference; when both are within noise of chance, it says so and
+    calls no effect (neither run learned enough to rank them)."""
     pa, pb = metrics.val_acc(a), metrics.val_acc(b)
     se = (accuracy_se(pa, _test_size(a)) ** 2 + accuracy_se(pb, _test_size(b)) ** 2) ** 0.5
     points = (pb - pa) * 100
+    if at_chance(a) and at_chance(b):
+        bar = max(chance_bar(_test_size(a)), chance_bar(_test_size(b)))
+        return points, (f"{points:+.1f} points, both within noise of chance (under {bar:.1%} = "
+                        f"{CHANCE:.0%} + 2 standard errors): no winner")
     kind = "an effect" if abs(pb - pa) > 2 * se else "within noise"
     return points, f"{points:+.1f} points, {kind} (±{200 * se:.1f} points = 2 standard errors)"
 
@@ -171,3 +190,16 @@ def far_apart(runs, value=metrics.samples_per_sec) -> list[str]:
                        "the machine changed between them, so differences of that size here "
                        "are not effects")
     return out
+
+
+def ranked(v: Verdict, w: Verdict) -> str:
+    """v's ratio against w's (two verdicts on different pairs, e.g. what one change did to
+    two networks): "higher" or "lower" when the ranges their spreads allow do not
+    overlap, else "within noise" (also when either was not measured)."""
+    if v.kind == "not measured" or w.kind == "not measured":
+        return "within noise"
+    if v.low > w.high:
+        return "higher"
+    if v.high < w.low:
+        return "lower"
+    return "within noise"

@@ -84,6 +84,17 @@ def test_on_a_saturated_cpu_the_costlier_side_sets_the_pace(tmp_path):
     assert d.verdict == "compute-bound"
 
 
+def test_a_run_that_waits_past_the_threshold_is_input_bound_on_a_saturated_cpu(tmp_path):
+    """Gluon 09 in smoke mode: 82% data wait was called compute-bound because the compute
+    ceiling was a little lower than the input ceiling (issue 17)."""
+    run = load(write_run(tmp_path, "loose", samples_per_sec=215.0, data_wait_share=0.82,
+                         **CPU))
+    run.host["cpu_percent"] = 100.0
+    d = diagnose.diagnose(run, compute_ceiling=526.0, input_ceiling=583.0)
+    assert d.verdict == "input-bound" and d.next_rung == "workers"
+    assert "data wait: 82% of step time" in str(d)
+
+
 def test_ceilings_are_found_next_to_the_run(tmp_path):
     run = load(write_run(tmp_path, "loose", samples_per_sec=200.0, data_wait_share=0.1,
                          config={"dataset": "folder", "num_workers": 2}, **CPU))

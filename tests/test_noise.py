@@ -82,6 +82,16 @@ def test_an_accuracy_change_is_an_effect_only_outside_two_standard_errors():
     assert "an effect" in text and text.startswith("+5.0 points")
 
 
+def test_two_accuracies_at_chance_name_no_winner_however_far_apart():
+    """Lessons 05/06 in smoke mode: 2 % against 13 % on 256 images is not a result."""
+    points, text = noise.accuracy_change(Scored("a", 0.02, 256), Scored("b", 0.13, 256))
+    assert points == pytest.approx(11.0)
+    assert "both within noise of chance (under 13.8%" in text and "no winner" in text
+    assert "an effect" not in text
+    points, text = noise.accuracy_change(Scored("a", 0.02, 256), Scored("b", 0.40, 256))
+    assert "an effect" in text   # one run clear of chance: the difference is judged as usual
+
+
 def test_an_impossible_scaling_efficiency_is_flagged():
     """Lesson 07 printed 282 % for 2 processes x 1 thread against 1 x 2 (issue 17)."""
     assert noise.efficiency_flag(0.93, 4) is None and noise.efficiency_flag(1.03, 2) is None
@@ -139,3 +149,24 @@ def test_a_group_of_repeats_is_one_row_with_its_runs_median_and_spread(tmp_path)
     assert "3 runs / 5 blocks of steady steps" in report.conclusion([a, b])
     with pytest.raises(ValueError, match=r"runs\[1\] is an empty list"):
         metrics.table([b, []])
+
+
+def test_two_verdicts_are_ranked_only_when_their_ranges_do_not_overlap():
+    base = [Measured(r) for r in (100, 102, 98)]
+    small = noise.compare(base, [Measured(r) for r in (120, 122, 118)], value)
+    large = noise.compare(base, [Measured(r) for r in (200, 204, 196)], value)
+    close = noise.compare(base, [Measured(r) for r in (119, 140, 110)], value)
+    assert noise.ranked(large, small) == "higher" and noise.ranked(small, large) == "lower"
+    assert noise.ranked(small, close) == "within noise"
+    unmeasured = noise.Verdict(math.nan, math.nan, math.nan, "not measured", "")
+    assert noise.ranked(large, unmeasured) == "within noise"
+
+
+def test_measurements_without_runs_are_judged_the_same_way():
+    """Lesson 11's benchmarks: the images/s of each timed pass of two settings."""
+    v = noise.compare_samples([100, 104, 98], [150, 160, 155], "3 timed passes each", a=101, b=155)
+    assert v.kind == "faster" and v.ratio == pytest.approx(155 / 101)
+    assert str(v).endswith("over 3 timed passes each)")
+    assert noise.compare_samples([100, 130], [110, 125], "2 passes").kind == "within noise"
+    assert noise.compare_samples([150, 160], [100, 104], "2 passes").kind == "slower"
+    assert noise.compare_samples([], [1.0], "none").kind == "not measured"

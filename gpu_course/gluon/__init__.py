@@ -44,6 +44,6 @@ def repeat(cfgs, repeats: int = 3, **train_kwargs):
 
 def __getattr__(name: str):
     # plots and report load matplotlib: only when a notebook asks for them (tables: pandas)
-    if name in ("plots", "report", "diagnose", "metrics", "noise", "tables"):
+    if name in ("plots", "report", "diagnose", "metrics", "noise", "tables", "closing"):
         return importlib.import_module(f"gpu_course.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

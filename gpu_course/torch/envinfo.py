@@ -46,7 +46,8 @@ def build() -> dict:
 
 
 def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dict:
-    """Forward passes of `model` on the CPU: images/s over `steps` timed batches."""
+    """Forward passes of `model` on the CPU: images/s over `steps` timed batches, and of
+    each pass on its own ("step_images_per_s": the spread `noise` judges against)."""
     torch.set_num_threads(threads)   # intra-op threads; OMP_NUM_THREADS was set before start
     net = get_model(model).eval()
     x = torch.randn(batch, 3, 32, 32)
@@ -55,11 +56,14 @@ def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dic
         warnings.simplefilter("ignore", UserWarning)
         with torch.no_grad(), torch.backends.mkldnn.flags(enabled=onednn):
             net(x)                    # warm-up: first-call allocations and kernel choice
-            start = time.perf_counter()
+            times = []
             for _ in range(steps):
+                start = time.perf_counter()
                 net(x)                # on the CPU each call has finished when it returns
-            seconds = time.perf_counter() - start
+                times.append(time.perf_counter() - start)
+    seconds = sum(times)
     return {"images_per_s": batch * steps / seconds, "ms_per_batch": 1000 * seconds / steps,
+            "step_images_per_s": [batch / t for t in times],
             "threads": threads, "onednn": onednn, "build": build()}
 
 

@@ -100,28 +100,41 @@ input_only = gc.train(cfg.replace(name="naive input-only", mock="trainer", epoch
                                   max_steps=CEILING_STEPS), train_iter=train_iter, verbose=False)
 compute_only = gc.train(cfg.replace(name="naive compute-only", mock="loader", epochs=1,
                                     max_steps=CEILING_STEPS), verbose=False)
-gc.tables.show(gc.report.ladder_table([run, input_only, compute_only]))
+runs = [run, input_only, compute_only]
+table = gc.report.ladder_table(runs)
+gc.tables.show(table)
+
+# %% [markdown]
+# What the table says, sentence by sentence. `gc.closing.Closing` prints a line only when
+# every number in it is a cell of the table above (or a verdict on its runs, or a number
+# whose source the line names), so the text cannot drift from the measurements.
 
 # %%
-wait = gc.report.data_wait_share(run)          # share of step time spent waiting for data
-speed = gc.report.samples_per_sec(run)
-feed = gc.report.samples_per_sec(input_only)
-need = gc.report.samples_per_sec(compute_only)
-util = gc.report.gpu_util(run)
-limit = "the input pipeline" if feed < need else "the computation"
-print(f"This run trained at {speed:,.0f} samples/s and spent {wait:.0%} of every step waiting for data.")
-reached = speed / min(feed, need)
-print(f"One worker can deliver {feed:,.0f} samples/s; the model could consume {need:,.0f} samples/s, "
-      f"so {limit} sets the pace ({reached:.0%} of that ceiling reached).")
-if reached > gc.diagnose.ABOVE_CEILING:   # a run cannot beat its ceiling: one number is wrong
-    print(f"That is above the ceiling, which a run cannot beat: the ceiling or the run was mismeasured "
-          "(too few steps, prefetched batches, or a machine busier for one than the other). Treat "
-          "both numbers as unreliable and measure again with more steps.")
-if gc.gpu_count():
-    print(f"Mean GPU utilisation while training: {util:.0f}%: the GPU idled "
-          f"{100 - util:.0f}% of the time.")
+say = gc.closing.Closing(table, runs)
+ceilings = say.compare(compute_only, input_only)   # the input alone against the model alone
+lower = min((input_only, compute_only), key=gc.report.samples_per_sec)
+say(f"This run trained at {say.cell(run, 'samples_per_sec')} samples/s and spent "
+    f"{say.cell(run, 'data_wait_share')} of its steady step time waiting for data.")
+say(f"One worker can deliver {say.cell(input_only, 'samples_per_sec')} samples/s; the model could "
+    f"consume {say.cell(compute_only, 'samples_per_sec')} samples/s: the input alone against the "
+    f"model alone, {ceilings}.")
+reached = say.ratio("samples_per_sec", lower, run, percent=True)
+if ceilings.is_effect:
+    say(f"So {'the input pipeline' if lower is input_only else 'the computation'} sets the pace: "
+        f"this run reached {reached} of that ceiling.")
 else:
-    print(f"No GPU here: the CPU computes the model itself, at {need:,.0f} samples/s, so "
-          f"{'the computation is' if need < feed else 'it is not'} the slow part. A GPU computes "
-          "ResNet-20 far faster than one worker can feed it: the talk's V100 waited for its one "
-          "worker at 306 samples/s and reached 663 once it had 29.")
+    say(f"The two ceilings are within each other's noise, so neither is clearly the limit; this run "
+        f"reached {reached} of the lower one.")
+if gc.report.samples_per_sec(run) > gc.diagnose.ABOVE_CEILING * gc.report.samples_per_sec(lower):
+    # a run cannot beat its ceiling: one number is wrong
+    say("That is above the ceiling, which a run cannot beat: the ceiling or the run was mismeasured "
+        "(too few steps, prefetched batches, or a machine busier for one than the other). Treat "
+        "both numbers as unreliable and measure again with more steps.")
+if gc.gpu_count():
+    say(f"Mean GPU utilisation while training: {say.cell(run, 'gpu_util')}; the rest of the time "
+        "the GPU idled.")
+else:
+    say(f"No GPU here: the CPU computes the model itself. On a GPU the model is far faster than "
+        f"one worker can feed it: the talk's V100 waited for its one worker at "
+        f"{say.quote('the talk', 306, '{:,} samples/s')} and reached "
+        f"{say.quote('the talk', 663, '{:,} samples/s')} once it had 29.")

@@ -104,18 +104,21 @@ table["waited_share"] = [gc.metrics.steadiness(r)["waited_share"] for r in runs]
 gc.tables.show(table)
 
 # %%
-best = table["samples_per_sec"].max()
-knee = table[table["samples_per_sec"] >= 0.9 * best].iloc[0]
-one = table.iloc[0]
-print(f"1 worker: {one.samples_per_sec:,.0f} samples/s; best: {best:,.0f} samples/s "
-      f"(×{best / one.samples_per_sec:.1f}).")
-print(f"The knee: {int(knee.num_workers)} worker(s) already reach {knee.samples_per_sec / best:.0%} of the best.")
-best_run = runs[int(table["samples_per_sec"].idxmax())]
-print(f"{best_run.name} against {runs[0].name}: {gc.noise.compare(runs[0], best_run)}")
+say = gc.closing.Closing(table, runs)   # prints a line only when its numbers are the table's
+best = int(table["samples_per_sec"].idxmax())
+gain = say.compare(0, best)
+knee = int(table.index[table["samples_per_sec"] >= 0.9 * table["samples_per_sec"].max()][0])
+say(f"1 worker: {say.cell(0, 'samples_per_sec')} samples/s; best: {say.cell(best, 'samples_per_sec')} "
+    f"samples/s with {say.cell(best, 'num_workers')} worker(s): {gain}.")
+if gain.is_effect:
+    say(f"The knee: {say.cell(knee, 'num_workers')} worker(s) already reach "
+        f"{say.ratio('samples_per_sec', best, knee, percent=True)} of the best.")
+else:
+    say("The best is within noise of the first: no knee can be placed on this machine.")
 spread = "gpu_util_std" if table["gpu_util_std"].notna().all() else "spikiness"
 unit = "GPU-Util std" if spread == "gpu_util_std" else "p95/median step time"
-print(f"Spikiness ({unit}): " + ", ".join(f"{int(w)} worker(s) {s:.1f}"
-                                          for w, s in zip(table.num_workers, table[spread])))
+say(f"Spikiness ({unit}): " + ", ".join(f"{say.cell(i, 'num_workers')} worker(s) {say.cell(i, spread)}"
+                                        for i in range(len(table))))
 
 # %% [markdown]
 # ## What a worker costs in memory

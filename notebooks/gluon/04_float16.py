@@ -154,7 +154,8 @@ for _ in range(REPEATS):
     for name, kwargs in variants.items():
         runs[name].append(train_in(name=name, **kwargs))
 every = [r for pair in zip(*runs.values()) for r in pair]
-display(gc.tables.show(gc.report.ladder_table(every)))
+table = gc.report.ladder_table(every)
+display(gc.tables.show(table))
 
 # %%
 gc.plots.curves([rs[-1] for rs in runs.values()])
@@ -165,27 +166,27 @@ gc.plots.curves([rs[-1] for rs in runs.values()])
 # repeats allow, the accuracy against its binomial noise on the validation images.
 
 # %%
+say = gc.closing.Closing(table, every)   # prints a line only when its numbers are the table's
 r32, r16 = runs["float32"][-1], runs["float16"][-1]
-speed = gc.noise.compare(runs["float32"], runs["float16"])
-print(f"'{gc.metrics.label(r16)}' against float32: {speed}.")
+speed = say.compare(runs["float32"], runs["float16"])
+say(f"'{gc.metrics.label(r16)}' against float32: {speed}.")
 ran16 = r16.config["dtype"]
 if ran16 != "float16":
-    print(f"Both ran {ran16} here (no float16 convolution on this CPU, and {gc.gpu_count()} GPUs): the "
-          "ratio above compares two identical jobs"
-          + (", so its 'effect' is not float16's: this machine's speed changed between the runs by more "
-             f"than {REPEATS} repeats could bound." if speed.is_effect else ", and it is within their noise, as it should be.")
-          + " The float16 speed-up and the master copy's accuracy need a GPU (tensor cores: V100 and newer).")
+    say(f"Both ran {ran16} here (no float16 convolution on this CPU, and {gc.gpu_count()} GPUs): the "
+        "ratio above compares two identical jobs"
+        + (", so its 'effect' is not float16's: this machine's speed changed between the runs by more "
+           f"than {REPEATS} repeats could bound." if speed.is_effect else ", and it is within their noise, as it should be.")
+        + " The float16 speed-up and the master copy's accuracy need a GPU (tensor cores: V100 and newer).")
 elif speed.kind == "slower":
-    print("float16 was a slow-down here: check that the GPU has tensor cores (V100 or newer) and "
-          "that the input pipeline keeps up (lessons 2 and 9).")
-wait = gc.metrics.data_wait_share(r32)
-if wait > 0.5:
-    print(f"The float32 run waited for data {wait:.0%} of its steady time: a faster step cannot show "
-          "until the input pipeline keeps up (lessons 2 and 9).")
+    say("float16 was a slow-down here: check that the GPU has tensor cores (V100 or newer) and "
+        "that the input pipeline keeps up (lessons 2 and 9).")
+if gc.metrics.data_wait_share(r32) > 0.5:
+    say(f"The float32 run waited for data {say.cell(r32, 'data_wait_share')} of its steady time: a faster "
+        "step cannot show until the input pipeline keeps up (lessons 2 and 9).")
 for rs in runs.values():
-    print(gc.noise.chance_sentence(rs[-1]))
+    say(say.chance(rs[-1]))
 if "float16 without multi_precision" in runs:
     bare = runs["float16 without multi_precision"][-1]
-    print(f"The master copy's worth: float16 with against without multi_precision: "
-          f"{gc.noise.accuracy_change(bare, r16)[1]}.")
-print(f"float16 against float32 in accuracy: {gc.noise.accuracy_change(r32, r16)[1]}.")
+    say(f"The master copy's worth: float16 with against without multi_precision: "
+        f"{say.accuracy(bare, r16)[1]}.")
+say(f"float16 against float32 in accuracy: {say.accuracy(r32, r16)[1]}.")

@@ -53,6 +53,7 @@ WORKERS = 0 if SMOKE else max(2, os.cpu_count() - 3)   # smoke: CI's 2 shared co
 OPT_EPOCHS = 2 if SMOKE else 6
 OPT_TRAIN_SIZE = 256 if SMOKE else TRAIN_SIZE
 OPT_BATCH = 64 if SMOKE else 256
+TARGET = 0.9                          # the race's target: this share of the best final accuracy
 OPT_LR = {"sgd": 0.1, "nag": 0.1, "lbsgd": 0.1, "dcasgd": 0.1, "signum": 0.003, "ftml": 0.003,
           "lars": 5.0, "lamb": 0.01}  # each optimizer at a learning rate that suits it
 
@@ -95,21 +96,22 @@ gc.plots.sweep(sweep, x="batch_size", y="val_acc")
 done = [r for r in sweep if r.status == "finished"]
 small_run, large_run = done[0], done[-1]
 SMALL, LARGE = small_run.config["batch_size"], large_run.config["batch_size"]
+say = gc.closing.Closing(table, sweep)   # prints a line only when its numbers are the table's
+say(f"Batch {SMALL} → {LARGE}, samples/s: {say.compare(small_run, large_run)}; epoch time "
+    f"{say.cell(small_run, 'epoch_time_s')} s → {say.cell(large_run, 'epoch_time_s')} s.")
+say(f"Val acc after {EPOCHS} epoch(s): {say.cell(small_run, 'val_acc')} → {say.cell(large_run, 'val_acc')}, "
+    f"{say.accuracy(small_run, large_run)[1]}.")
 oom = table[table.status == "oom"].batch_size.tolist()
-print(f"Batch {SMALL} → {LARGE}, samples/s: {gc.noise.compare(small_run, large_run)}; epoch time "
-      f"{gc.metrics.epoch_time_s(small_run):.1f} s → {gc.metrics.epoch_time_s(large_run):.1f} s.")
-print(f"Val acc after {EPOCHS} epoch(s): {gc.metrics.val_acc(small_run):.1%} → {gc.metrics.val_acc(large_run):.1%}, "
-      f"{gc.noise.accuracy_change(small_run, large_run)[1]}"
-      + ("; both within noise of chance (10 %): no accuracy conclusion at this size." if
-         gc.noise.at_chance(small_run) and gc.noise.at_chance(large_run) else "."))
 if oom:
-    print(f"Out of memory at batch {oom}: the sweep recorded it and went on.")
-print(f"The talk, batch 640 on a V100: 17,000 samples/s with 29 workers, ≈1,500 with one worker "
-      f"(×{1500 / 17000:.2f}, 60+ s per epoch). Here batch {LARGE} with {WORKERS} worker(s) waited for data "
-      f"{gc.metrics.data_wait_share(large_run):.0%} of its steady time.")
+    say(f"Out of memory at batch {oom}: the sweep recorded it and went on.")
+say(f"The talk, batch 640 on a V100: {say.quote('the talk', 17000, '{:,} samples/s')} with 29 workers, "
+    f"≈{say.quote('the talk', 1500, '{:,}')} with one worker ({say.quote('the talk', 1500 / 17000, '×{:.2f}')}, "
+    f"60+ s per epoch). Here batch {LARGE} with {WORKERS} worker(s) waited for data "
+    f"{say.cell(large_run, 'data_wait_share')} of its steady time.")
 if not on_gpu:
-    print(f"No GPU here ({gc.gpu_count()}): what a large batch buys by filling a GPU's cores "
-          "(the talk's 27.5 s → 6.4 s per epoch from batch 64 to 512) needs a GPU to show.")
+    say(f"No GPU here ({gc.gpu_count()}): what a large batch buys by filling a GPU's cores (the talk's "
+        f"{say.quote('the talk', 27.5, '{} s')} → {say.quote('the talk', 6.4, '{} s')} per epoch from batch 64 "
+        "to 512) needs a GPU to show.")
 
 # %% [markdown]
 # ## Why one learning rate does not fit every layer
@@ -197,42 +199,44 @@ ladder = {
                                           warmup_strategy="lars"),
 }
 controls = {name: train_large(name, **kwargs) for name, kwargs in ladder.items()}
-display(gc.tables.show(gc.report.ladder_table([small_run, *controls.values()])))
+control_runs = [small_run, *controls.values()]
+control_table = gc.report.ladder_table(control_runs)
+display(gc.tables.show(control_table))
 
 # %%
 gc.plots.curves([small_run, *controls.values()])
 
 # %%
+say = gc.closing.Closing(control_table, control_runs)   # prints a line only when its numbers are the table's
 rows, before = [], small_run
 for name, run in controls.items():
-    points, verdict = gc.noise.accuracy_change(before, run)
-    rows.append({"run": gc.metrics.label(run), "val acc": gc.metrics.val_acc(run),
-                 "change from the row above": verdict,
-                 "samples/s": gc.metrics.samples_per_sec(run)})
+    rows.append({"run": gc.metrics.label(run), "val_acc": gc.metrics.val_acc(run),
+                 "change from the row above": say.accuracy(before, run)[1],
+                 "samples_per_sec": gc.metrics.samples_per_sec(run)})
     before = run
-attribution = pd.DataFrame(rows)
-print(f"From batch {SMALL} (val acc {gc.metrics.val_acc(small_run):.1%}, lr {cfg.lr:g}) down the ladder:")
-print(attribution.to_string(index=False, formatters={"val acc": "{:.1%}".format,
-                                                     "samples/s": "{:,.0f}".format}))
-same = gc.noise.compare(controls["+ warm-up"], controls["lbsgd instead of sgd"])
-print(f"lbsgd (batch_scale=1) against sgd with the same scaled lr and warm-up: accuracy "
-      f"{gc.noise.accuracy_change(controls['+ warm-up'], controls['lbsgd instead of sgd'])[1]}, "
-      f"speed {same}.")
-print("MXNet runs the same sgd_mom_update for both (batch_scale=1): " + (
+say(f"From batch {SMALL} (val acc {say.cell(small_run, 'val_acc')}, lr {say.setting('cfg.lr', cfg.lr, '{:g}')}) "
+    "down the ladder, each change against the row above:")
+display(gc.tables.show(pd.DataFrame(rows)))
+same = say.compare(controls["+ warm-up"], controls["lbsgd instead of sgd"])
+say(f"lbsgd (batch_scale=1) against sgd with the same scaled lr and warm-up: accuracy "
+    f"{say.accuracy(controls['+ warm-up'], controls['lbsgd instead of sgd'])[1]}, speed {same}.")
+say("MXNet runs the same sgd_mom_update for both (batch_scale=1): " + (
     "a speed difference the spread calls an effect is this machine's load changing between the runs; "
     "the steady steps of one run understate run-to-run noise." if same.is_effect else
     "as expected, no difference beyond noise."))
-if all(gc.noise.at_chance(r) for r in [small_run, *controls.values()]):
-    print(f"Every run is within noise of chance (10 % + 2 standard errors on {TEST_SIZE:,} images): at this "
-          "size no change can be credited with accuracy; run at full size for the attribution.")
+if say.at_chance(control_runs):
+    top = max(control_runs, key=gc.metrics.val_acc)
+    say(f"Every run is within noise of chance, the best too: {say.chance(top)} At this size no change "
+        "can be credited with accuracy; run at full size for the attribution.")
 
 # %% [markdown]
 # ## Which optimizer reaches the target first?
 # Each optimizer trains the same network from the same start, with its own learning rate
 # (adaptive methods such as FTML and LAMB want much smaller ones; LARS multiplies its rate by
 # a small per-layer trust ratio, so it wants a larger one). The target is computed from these
-# runs: 90 % of the best validation accuracy any of them reached. Time counts training
-# epochs only, not validation.
+# runs: 90 % (`TARGET`) of the best final validation accuracy. Time counts training
+# epochs only, not validation. An optimizer is named first only when the best accuracy is
+# clear of chance and ahead of the next best beyond their noise.
 #
 # (MXNet 1.9's DCASGD fails with momentum (`if mom:` on an array), so it runs without.)
 
@@ -255,38 +259,40 @@ def time_to(run, target):
     hit = np.flatnonzero(epochs.val_acc.to_numpy(float) >= target)
     return float(epochs.epoch_time_s.cumsum().iloc[hit[0]]) if len(hit) else np.nan
 
-best_each = [pd.to_numeric(r.epochs.val_acc).max() for r in races]   # NaN for a failed run
-best = np.nanmax(best_each)                  # the best any optimizer reached in any epoch
-target = 0.9 * best
-race = pd.DataFrame({"optimizer": [r.config["optimizer"] for r in races],
+final = [gc.report.val_acc(r) for r in races]    # NaN for a failed run
+best = np.nanmax(final)                            # the best final accuracy of any optimizer
+target = TARGET * best
+race = pd.DataFrame({"rung": [r.name for r in races],
                      "lr": [r.config["lr"] for r in races], "status": [r.status for r in races],
-                     "best val acc": best_each,
-                     "final val acc": [gc.report.val_acc(r) for r in races],
+                     "best val acc": [pd.to_numeric(r.epochs.val_acc).max() for r in races],
+                     "final val acc": final,
                      "samples/s": [gc.report.samples_per_sec(r) for r in races],
                      "seconds to target": [time_to(r, target) for r in races]})
-race["seconds to target"] = race["seconds to target"].map(lambda s: "not reached" if np.isnan(s) else round(s, 1))
 gc.tables.show(race)
 
 # %%
 gc.plots.curves(races)
 
 # %%
-if not target >= gc.noise.chance_bar(TEST_SIZE):
-    print(f"The target, {target:.1%} (90% of the best, {best:.1%}), is within noise of chance (10 % + 2 "
-          f"standard errors on {TEST_SIZE:,} images = {gc.noise.chance_bar(TEST_SIZE):.1%}): reaching it says "
-          "nothing, so no optimizer is named first. Run at full size for the race.")
+say = gc.closing.Closing(race, races)   # prints a line only when its numbers are the table's
+lead = int(race["final val acc"].idxmax())
+second = int(race["final val acc"].drop(index=lead).idxmax())
+reached = [i for i in range(len(race)) if not np.isnan(race["seconds to target"][i])]
+say(f"Target: {say.setting('TARGET', TARGET, '{:.0%}')} of the best final accuracy, "
+    f"{say.cell(lead, 'final val acc', '{:.1%}')} ({race.rung[lead]}). Reached by "
+    + (", ".join(f"{race.rung[i]} ({say.cell(i, 'seconds to target', '{:.1f} s')})" for i in reached)
+       or "none") + ".")
+lead_over = say.accuracy(second, lead)[1]
+if say.at_chance(lead):
+    say(f"{say.chance(lead)} So reaching the target says nothing: no optimizer is named first. Run at "
+        "full size for the race.")
+elif "an effect" in lead_over:
+    first = min(reached, key=lambda i: race["seconds to target"][i])
+    say(f"First there: {race.rung[first]} after {say.cell(first, 'seconds to target', '{:.1f} s')} of "
+        f"training; the best accuracy against the next best ({race.rung[second]}): {lead_over}.")
 else:
-    reached = race[race["seconds to target"] != "not reached"]
-    first = reached.loc[reached["seconds to target"].astype(float).idxmin()]
-    second = race.drop(index=race["best val acc"].idxmax())["best val acc"].max()
-    margin, se2 = (best - second) * 100, 200 * (2 * gc.noise.accuracy_se(best, TEST_SIZE) ** 2) ** 0.5
-    print(f"Target: {target:.1%} validation accuracy (90% of the best, {best:.1%}). Reached by "
-          + ", ".join(f"{o} ({float(t):.1f} s)" for o, t in zip(reached.optimizer, reached["seconds to target"])) + ".")
-    if margin > se2:
-        print(f"First there: {first.optimizer} after {first['seconds to target']} s of training; the best accuracy leads the next "
-              f"best by {margin:.1f} points, an effect (±{se2:.1f} points = 2 standard errors).")
-    else:
-        print(f"The best accuracy leads the next best by {margin:.1f} points, within noise (±{se2:.1f} points "
-              "= 2 standard errors): no optimizer is named first.")
-missed = race[race["seconds to target"] == "not reached"].optimizer.tolist()
-print(f"Not reached in {OPT_EPOCHS} epoch(s): {', '.join(missed) if missed else 'none'}.")
+    say(f"The best accuracy against the next best ({race.rung[second]}): {lead_over}: no optimizer is "
+        "named first.")
+missed = [race.rung[i] for i in range(len(race)) if i not in reached]
+say(f"Not reached in {OPT_EPOCHS} epoch(s): {', '.join(missed) if missed else 'none'}.")
+

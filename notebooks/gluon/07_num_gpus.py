@@ -134,8 +134,8 @@ table[["devices", "rung", "samples_per_sec", "epoch_time_s", "gpu_util", "speedu
 
 # %%
 last = table.iloc[-1]
-print(f"{int(last.devices)} devices: {last.samples_per_sec:,.0f} samples/s, ×{last.speedup:.2f} one device, "
-      f"scaling efficiency {last.efficiency:.0%} (the talk's best: "
+print(f"{int(last.devices)} devices against one: {gc.noise.compare(runs[0], runs[-1])}; scaling "
+      f"efficiency {last.efficiency:.0%} (the talk's best: "
       f"{max(talk['4 GPUs'] / (4 * talk['1 GPU'])):.0%} at batch 640 on 4 V100s).")
 flag = gc.noise.efficiency_flag(last.efficiency, int(last.devices))
 if flag:

@@ -72,8 +72,9 @@ print(gc.report.conclusion(runs, baseline=baseline))
 done = table[table.status == "finished"]
 top = done.loc[done.speedup.idxmax()] if done.speedup.notna().any() else None
 if top is not None and top.rung in talk and top.rung != "naive":
+    base_run, top_run = runs[gc.metrics.baseline_index(runs, baseline)], runs[int(top.name)]
     print(f"On the talk's V100s the same rung was ×{talk[top.rung] / talk['naive']:.1f} the naive run; "
-          f"here '{top.rung}' is ×{top.speedup:.1f}.")
+          f"here '{top.rung}' against '{base_run.name}': {gc.noise.compare(base_run, top_run)}.")
 if table.gpu_util.isna().all():
     print("No rung recorded GPU utilisation: the ladder ran without a GPU. Its fixes keep a GPU from "
           "waiting; where the CPU does the computing too, the computation is the bottleneck and "

@@ -111,10 +111,11 @@ gc.tables.show(gc.report.ladder_table([run, input_only, compute_only]))
 
 # %%
 speed, feed, need = (gc.report.samples_per_sec(r) for r in (run, input_only, compute_only))
+rule = gc.noise.compare(compute_only, input_only)   # the input alone against the model alone
 print(f"The job trained at {speed:,.0f} samples/s. Alone, the input pipeline delivers "
-      f"{feed:,.0f} samples/s and the model consumes {need:,.0f}: the lecture's rule (the I/O "
-      f"rate must exceed the training rate) is {'met' if feed > need else 'broken'}, "
-      f"by a factor of {max(feed, need) / min(feed, need):.1f}.")
+      f"{feed:,.0f} samples/s and the model consumes {need:,.0f}: the input against the model, "
+      f"{rule}. The lecture's rule (the I/O rate must exceed the training rate) is "
+      + {"faster": "met.", "slower": "broken."}.get(rule.kind, "neither met nor broken beyond noise."))
 
 # %% [markdown]
 # ## The diagnosis

@@ -24,10 +24,11 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 import os
 from gpu_course.config import smoke_mode
 SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
-TRAIN_SIZE = 128 if SMOKE else 10_000
+MODEL = "tiny" if SMOKE else "resnet20"   # smoke: a small CNN, so that 24 steps a run stay quick
+TRAIN_SIZE = 768 if SMOKE else 10_000   # smoke: 24 steps, enough for diagnose to rule
 BATCH = 32 if SMOKE else 64           # images per step
 INPUT_STEPS = 8 if SMOKE else 100     # batches fetched under cProfile
-CEILING_STEPS = 4 if SMOKE else 100   # steps of each mock-ceiling run
+CEILING_STEPS = 24 if SMOKE else 100  # steps of each mock-ceiling run (20+ steady: enough to bound)
 WAIT, WARMUP, ACTIVE = 1, 1, (2 if SMOKE else 5)   # the profiler's schedule, in steps
 
 # %%
@@ -36,7 +37,8 @@ import mxnet as mx
 from gpu_course import gluon as gc
 from gpu_course import diagnose, profiling
 
-cfg = gc.Experiment(name="profiled", engine="gluon", train_size=TRAIN_SIZE, test_size=64,
+cfg = gc.Experiment(name="profiled", engine="gluon", model=MODEL,
+                    train_size=TRAIN_SIZE, test_size=64,
                     epochs=1, batch_size=BATCH, num_workers=1, warmup_steps=1,
                     monitor_interval=0.2 if SMOKE else 0.5)
 run = gc.train(cfg, verbose=False, progress=False)
@@ -102,13 +104,10 @@ if window["trace"] is not None:
     verdict = profiling.trace_verdict(split)
     print(profiling.split_table(split))
 else:
-    steady = run.epochs.iloc[1:] if len(run.epochs) > 1 else run.epochs
-    wait, compute = float(steady.data_wait_s.sum()), float(steady.compute_s.sum())
-    share = wait / (wait + compute)
+    share = gc.metrics.data_wait_share(run)   # the steady steps, as the diagnosis reads them
     verdict = "input-bound" if share >= diagnose.INPUT_WAIT else "not input-bound"
-    print(f"step timers: {wait:.2f} s waiting for data, {compute:.2f} s computing: "
-          f"{100 * share:.0f}% of step time waiting (input-bound from "
-          f"{100 * diagnose.INPUT_WAIT:.0f}%)")
+    print(f"step timers: {100 * share:.0f}% of the steady steps' time waiting for data "
+          f"(input-bound from {100 * diagnose.INPUT_WAIT:.0f}%)")
 
 # %%
 d = diagnose.diagnose(run)

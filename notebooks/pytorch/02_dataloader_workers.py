@@ -108,18 +108,22 @@ table["waited_share"] = [gc.metrics.steadiness(r)["waited_share"] for r in runs]
 gc.tables.show(table)
 
 # %%
-best = table["samples_per_sec"].max()
-knee = table[table["samples_per_sec"] >= 0.9 * best].iloc[0]
-first = table.iloc[0]
-print(f"{int(first.num_workers)} workers: {first.samples_per_sec:,.0f} samples/s; best: {best:,.0f} samples/s "
-      f"(×{best / first.samples_per_sec:.1f}).")
-print(f"The knee: {int(knee.num_workers)} worker(s) already reach {knee.samples_per_sec / best:.0%} of the best.")
-best_run = runs[int(table["samples_per_sec"].idxmax())]
-print(f"{best_run.name} against {runs[0].name}: {gc.noise.compare(runs[0], best_run)}")
+say = gc.closing.Closing(table, runs)   # prints a line only when its numbers are the table's
+best = int(table["samples_per_sec"].idxmax())
+gain = say.compare(0, best)
+knee = int(table.index[table["samples_per_sec"] >= 0.9 * table["samples_per_sec"].max()][0])
+say(f"{say.cell(0, 'num_workers')} worker(s): {say.cell(0, 'samples_per_sec')} samples/s; best: "
+    f"{say.cell(best, 'samples_per_sec')} samples/s with {say.cell(best, 'num_workers')} worker(s): "
+    f"{gain}.")
+if gain.is_effect:
+    say(f"The knee: {say.cell(knee, 'num_workers')} worker(s) already reach "
+        f"{say.ratio('samples_per_sec', best, knee, percent=True)} of the best.")
+else:
+    say("The best is within noise of the first: no knee can be placed on this machine.")
 spread = "gpu_util_std" if table["gpu_util_std"].notna().all() else "spikiness"
 unit = "GPU-Util std" if spread == "gpu_util_std" else "p95/median step time"
-print(f"Spikiness ({unit}): " + ", ".join(f"{int(w)} worker(s) {s:.1f}"
-                                          for w, s in zip(table.num_workers, table[spread])))
+say(f"Spikiness ({unit}): " + ", ".join(f"{say.cell(i, 'num_workers')} worker(s) {say.cell(i, spread)}"
+                                        for i in range(len(table))))
 
 # %% [markdown]
 # ## What a worker costs in memory
@@ -181,15 +185,15 @@ knobs["epoch 2+ time (s)"] = [r.epochs.epoch_time_s.iloc[1:].mean() for r in (pl
 gc.tables.show(knobs)
 
 # %%
-gain = knobs.speedup.iloc[1]
-print(f"pin_memory + persistent_workers + prefetch_factor=4 at {recommended} workers: "
-      f"×{gain:.2f} the plain loader ({knobs.samples_per_sec.iloc[0]:,.0f} → {knobs.samples_per_sec.iloc[1]:,.0f} "
-      f"samples/s; epochs after the first {knobs['epoch 2+ time (s)'].iloc[0]:.2f} s → "
-      f"{knobs['epoch 2+ time (s)'].iloc[1]:.2f} s).")
+say = gc.closing.Closing(knobs, [plain, tuned])
+say(f"pin_memory + persistent_workers + prefetch_factor=4 at {recommended} workers against the plain "
+    f"loader: {say.cell(0, 'samples_per_sec')} → {say.cell(1, 'samples_per_sec')} samples/s, "
+    f"{say.compare(0, 1)}; epochs after the first {say.cell(0, 'epoch 2+ time (s)', '{:.2f} s')} → "
+    f"{say.cell(1, 'epoch 2+ time (s)', '{:.2f} s')}.")
 if not torch.cuda.is_available():
-    print(f"No GPU here: pinned memory only speeds up copies to a GPU, so it was left off "
-          f"(pin_memory={tuned_iter.pin_memory}); the workers and the model share {os.cpu_count()} "
-          "CPU cores, so on a GPU machine the same changes pay much more.")
+    say(f"No GPU here: pinned memory only speeds up copies to a GPU, so it was left off "
+        f"(pin_memory={tuned_iter.pin_memory}); the workers and the model share {os.cpu_count()} "
+        "CPU cores, where on a GPU machine the cores only feed the GPU.")
 
 # %% [markdown]
 # ## Beside the reference machine

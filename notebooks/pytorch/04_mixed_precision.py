@@ -172,8 +172,8 @@ for _ in range(REPEATS):
         runs[name].append(train_in(name, **kwargs))
 torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = tf32_default
 every = [r for pair in zip(*runs.values()) for r in pair]
-display(gc.tables.show(gc.report.ladder_table(every)))
-table = gc.report.ladder_table([rs[-1] for rs in runs.values()])
+table = gc.report.ladder_table(every)
+display(gc.tables.show(table))
 
 # %%
 gc.plots.curves([rs[-1] for rs in runs.values()])
@@ -185,24 +185,27 @@ gc.plots.curves([rs[-1] for rs in runs.values()])
 # images.
 
 # %%
+say = gc.closing.Closing(table, every)   # prints a line only when its numbers are the table's
 r32 = runs["float32"][-1]
-print(f"float32 rung: TF32 convolutions: "
-      f"{r32.meta['ran'].get('tf32', 'not applicable here (no CUDA device)')}.")
-for name, rs in runs.items():
-    if name != "float32":
-        print(f"'{gc.metrics.label(rs[-1])}' against float32: {gc.noise.compare(runs['float32'], rs)}.")
-layout = gc.noise.compare(runs["bfloat16 NCHW"], runs["bfloat16"])
-print(f"channels_last against NCHW, both bfloat16: {layout}.")
-wait = gc.metrics.data_wait_share(r32)
-if wait > 0.5:
-    print(f"The float32 run waited for data {wait:.0%} of its steady time: a faster step cannot show "
-          "until the input pipeline keeps up (lessons 2 and 9).")
+say(f"float32 rung: TF32 convolutions: "
+    f"{r32.meta['ran'].get('tf32', 'not applicable here (no CUDA device)')}.")
+speeds = {name: say.compare(runs["float32"], rs) for name, rs in runs.items() if name != "float32"}
+for name, verdict in speeds.items():
+    say(f"'{gc.metrics.label(runs[name][-1])}' against float32: {verdict}.")
+say(f"channels_last against NCHW, both bfloat16: {say.compare(runs['bfloat16 NCHW'], runs['bfloat16'])}.")
+if gc.metrics.data_wait_share(r32) > 0.5:
+    say(f"The float32 run waited for data {say.cell(r32, 'data_wait_share')} of its steady time: a "
+        "faster step cannot show until the input pipeline keeps up (lessons 2 and 9).")
 if not on_gpu:
-    print(f"No GPU here ({gc.gpu_count()}): the ratios above are this CPU's. What tensor cores add "
-          f"(the talk's float16 on a V100: 3,100 against 941 samples/s, ×{3100 / 941:.1f}) and TF32 "
-          "need a GPU to show.")
+    faster = [name for name, v in speeds.items() if v.kind == "faster"]
+    say(f"No GPU here ({gc.gpu_count()}): the verdicts above are this CPU's own "
+        + (f"({', '.join(faster)} faster than float32 here)" if faster else
+           "(no 16-bit variant faster than float32 beyond noise)")
+        + f". What tensor cores add needs a GPU to show: the talk's float16 on a V100 ran at "
+        f"{say.quote('the talk', 3100, '{:,} samples/s')} against {say.quote('the talk', 941, '{:,}')} "
+        f"in float32 ({say.quote('the talk', 3100 / 941, '×{:.1f}')}); TF32 needs an Ampere or newer GPU.")
 for rs in runs.values():
-    print(gc.noise.chance_sentence(rs[-1]))
+    say(say.chance(rs[-1]))
 
 # %% [markdown]
 # ## Beside the reference machine
@@ -212,12 +215,12 @@ for rs in runs.values():
 # %%
 latest = gc.report.reference_runs(*runs)
 if latest:
-    display(gc.tables.show(pd.concat({"this machine": table.set_index("rung"),
+    last = gc.report.ladder_table([rs[-1] for rs in runs.values()])
+    display(gc.tables.show(pd.concat({"this machine": last.set_index("rung"),
                        "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")})))
     ref32, ref16 = latest.get("float32"), latest.get("bfloat16")
     if ref32 is not None and ref16 is not None:
-        print(f"On the H200 reference bfloat16 + channels_last ran ×"
-              f"{gc.report.samples_per_sec(ref16) / gc.report.samples_per_sec(ref32):.2f} float32; "
-              f"here ×{gc.report.samples_per_sec(runs['bfloat16'][-1]) / gc.report.samples_per_sec(r32):.2f}.")
+        print(f"On the H200 reference bfloat16 + channels_last against float32: "
+              f"{gc.noise.compare(ref32, ref16)}; here: {speeds['bfloat16']}.")
 else:
     print(gc.report.no_reference_line())

@@ -136,7 +136,8 @@ runs = [train_with(c if c.name == "lr-schedule" else c.replace(name=f"lr_schedul
 gc.plots.curves(runs)
 
 # %%
-display(gc.tables.show(gc.report.ladder_table(runs)))
+table = gc.report.ladder_table(runs)
+display(gc.tables.show(table))
 
 # %% [markdown]
 # ## What the runs say
@@ -152,31 +153,34 @@ def called(run):
     return label if "lr_scheduler" in label else f"{label} ({run.config['lr_scheduler']})"
 
 
+say = gc.closing.Closing(table, runs)   # prints a line only when its numbers are the table's
 constant = runs[0]
-changes = {called(r): gc.noise.accuracy_change(constant, r) for r in runs[1:]}
-for label, (effect, verdict) in changes.items():
-    print(f"{label}: val acc {verdict} against the constant rate ({gc.metrics.val_acc(constant):.1%}).")
+changes = [(run, say.accuracy(constant, run)[1]) for run in runs[1:]]
+for run, verdict in changes:
+    say(f"{called(run)}: val acc {say.cell(run, 'val_acc')} against the constant rate's "
+        f"{say.cell(constant, 'val_acc')}: {verdict}.")
 best = max(runs, key=gc.metrics.val_acc)
-if all(gc.noise.at_chance(r) for r in runs):
-    print(f"Every run is within noise of chance (10 % + 2 standard errors on {TEST_SIZE:,} images = "
-          f"{gc.noise.chance_bar(TEST_SIZE):.1%}): no schedule is named best at this size.")
-elif best is constant or not changes[called(best)][0]:
-    print(f"The best, {called(best)} at {gc.metrics.val_acc(best):.1%}, is within noise of the "
-          f"constant rate: no schedule is named the winner after {EPOCHS} epoch(s).")
+beat = [run for run, verdict in changes if run is best and "an effect" in verdict]
+if say.at_chance(runs):
+    say(f"Every run is within noise of chance, the best too: {say.chance(best)} No schedule is named "
+        "best at this size.")
+elif not beat:
+    say(f"The best, {called(best)} at {say.cell(best, 'val_acc')}, is the constant rate or within noise "
+        f"of it: no schedule is named the winner after {EPOCHS} epoch(s).")
 else:
-    print(f"Best after {EPOCHS} epoch(s): {called(best)} at {gc.metrics.val_acc(best):.1%}, "
-          f"{changes[called(best)][1]} over the constant rate.")
-speeds = {called(r): gc.noise.compare(constant, r) for r in runs[1:]}
-for label, verdict in speeds.items():
-    print(f"{label}, speed against the constant rate: {verdict}.")
-off = [label for label, v in speeds.items() if v.is_effect]
+    say(f"Best after {EPOCHS} epoch(s): {called(best)} at {say.cell(best, 'val_acc')}, beyond noise of the "
+        "constant rate (its verdict above).")
+speeds = [(run, say.compare(constant, run)) for run in runs[1:]]
+for run, verdict in speeds:
+    say(f"{called(run)}, speed against the constant rate: {verdict}.")
+off = [run for run, v in speeds if v.is_effect]
 if off:
-    print(f"{len(off)} of {len(speeds)} differ in speed beyond their steady-step spread, which a schedule "
-          "cannot cost: this machine's load changed between the runs (one run's steady steps "
-          "understate run-to-run noise).")
+    say(f"{len(off)} of {len(speeds)} differ in speed beyond their steady-step spread, which a schedule "
+        "cannot cost: this machine's load changed between the runs (one run's steady steps "
+        "understate run-to-run noise).")
 else:
-    print("No schedule changed the speed beyond noise: a schedule changes where training goes, not "
-          "how fast each step runs.")
+    say("No schedule changed the speed beyond noise: a schedule changes where training goes, not "
+        "how fast each step runs.")
 
 # %% [markdown]
 # ## Beside the reference machine

@@ -158,8 +158,8 @@ last = table.iloc[-1]
 talk_best = max(talk["4 GPUs"] / (4 * talk["1 GPU"]))
 print(f"Started {len(runs)} torchrun job(s) with {', '.join(str(k) for k in counts)} process(es); "
       f"each wrote its record to {runs_dir} (rank 0).")
-print(f"{int(last.processes)} process(es): {last.samples_per_sec:,.0f} samples/s, ×{last.speedup:.2f} one process, "
-      f"scaling efficiency {last.efficiency:.0%} (the talk's best: {talk_best:.0%} at batch 640 on 4 V100s).")
+print(f"{int(last.processes)} process(es) against one: {gc.noise.compare(runs[0], runs[-1])}; scaling "
+      f"efficiency {last.efficiency:.0%} (the talk's best: {talk_best:.0%} at batch 640 on 4 V100s).")
 flag = gc.noise.efficiency_flag(last.efficiency, int(last.processes))
 if flag:
     print(flag)

@@ -116,9 +116,10 @@ gc.plots.curves(runs)
 print(gc.report.conclusion(runs, baseline=baseline))
 done = table[table.status == "finished"]
 top = done.loc[done.speedup.idxmax()] if done.speedup.notna().any() else None
-if top is not None and top.rung in talk:
+if top is not None and top.rung in talk and top.rung != "naive":
+    base_run, top_run = runs[gc.metrics.baseline_index(runs, baseline)], runs[int(top.name)]
     print(f"On the talk's V100s the same rung was ×{talk[top.rung] / talk['naive']:.0f} the naive run; "
-          f"here '{top.rung}' is ×{top.speedup:.1f}.")
+          f"here '{top.rung}' against '{base_run.name}': {gc.noise.compare(base_run, top_run)}.")
 if table.gpu_util.isna().all():
     print("No rung recorded GPU utilisation: the ladder ran without a GPU. Its fixes keep a GPU from "
           "waiting; where the CPU does the computing too, the computation is the bottleneck and "
@@ -126,8 +127,9 @@ if table.gpu_util.isna().all():
           "comparable. The H200 reference below is the same ladder on a GPU.")
 rows = table.set_index("rung")
 if {"data-on-gpu", "lr-schedule"} <= set(rows.index):
-    print(f"Moving the data to the {'GPU' if gc.gpu_count() else 'device (here the CPU)'} changed samples/s "
-          f"×{rows.samples_per_sec['data-on-gpu'] / rows.samples_per_sec['lr-schedule']:.2f} and the data wait "
+    named = {r.name: r for r in runs}
+    print(f"Moving the data to the {'GPU' if gc.gpu_count() else 'device (here the CPU)'}, samples/s: "
+          f"{gc.noise.compare(named['lr-schedule'], named['data-on-gpu'])}; the data wait went "
           f"from {rows.data_wait_share['lr-schedule']:.1%} to {rows.data_wait_share['data-on-gpu']:.1%} of each step.")
 notices = {}  # what a rung could not do on this machine, as its run recorded it
 for run in runs:

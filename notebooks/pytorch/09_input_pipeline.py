@@ -30,12 +30,13 @@ SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times 
 FOLDER = None                         # None: generate a Caltech-256-shaped folder; or e.g. ".../256_ObjectCategories"
 IMAGES = 500 if SMOKE else 3000       # JPEGs to generate (200-500 px a side)
 IMAGE_SIZE = 32 if SMOKE else 64      # training size, pixels a side
-TRAIN_SIZE = 384 if SMOKE else 2400
+TRAIN_SIZE = 400 if SMOKE else 2400   # smoke: 25 steps a run, enough for diagnose to rule
+BATCH = 16 if SMOKE else 64           # images per step (smoke: small, so that 25 steps stay quick)
 TEST_SIZE = 40 if SMOKE else 500
 EPOCHS = 1 if SMOKE else 2
 MODEL = None                          # None: resnet20 on a GPU, the tiny net on a CPU
 DISK_TEST_MB = 32 if SMOKE else 512   # size of the scratch file for the disk test
-CEILING_STEPS = 6 if SMOKE else 30    # steps of each ceiling run (mock loader / mock trainer)
+CEILING_STEPS = 24 if SMOKE else 100  # steps of each ceiling run (20+ steady: enough to bound)
 
 # %%
 import numpy as np
@@ -51,7 +52,7 @@ index = folder.scan_folder(root)
 model = MODEL or ("resnet20" if gc.gpu_count() else "tiny")
 cfg = gc.Experiment(name="io", engine="pytorch", dataset="folder", data_dir=str(root),
                     image_size=IMAGE_SIZE, train_size=TRAIN_SIZE, test_size=TEST_SIZE,
-                    epochs=EPOCHS, model=model, batch_size=64, num_gpus=1,
+                    epochs=EPOCHS, model=model, batch_size=BATCH, num_gpus=1,
                     warmup_steps=2 if SMOKE else 5, monitor_interval=0.2 if SMOKE else 0.5)
 train_index, val_index = io_data.folder_split(cfg)
 sizes = [index.path(i).stat().st_size for i in range(0, len(index), max(1, len(index) // 200))]
@@ -94,9 +95,9 @@ print(f"\nSequential reads: {seq:,.0f} MB/s, {seq / 150:,.1f}x the lecture's dis
 recommended = max(2, os.cpu_count() - 3)   # the talk: cpu_count() - 3, at least 2
 runs = []
 loose_set, val_set = io_data.io_datasets(cfg, "loose")   # decodes per sample, in the workers
-val_iter = DataLoader(val_set, batch_size=64)
+val_iter = DataLoader(val_set, batch_size=BATCH)
 for n in sorted({1, recommended}):
-    train_iter = DataLoader(loose_set, batch_size=64, shuffle=True, drop_last=True,
+    train_iter = DataLoader(loose_set, batch_size=BATCH, shuffle=True, drop_last=True,
                             num_workers=n)   # <- rung 2
     runs.append(gc.train(cfg.replace(name=f"loose JPEGs, {n} worker(s)", num_workers=n),
                          train_iter=train_iter, val_iter=val_iter, verbose=False))
@@ -109,7 +110,7 @@ for n in sorted({1, recommended}):
 # (how fast can the model go?). The diagnosis at the end reads them.
 
 # %%
-one_worker = DataLoader(loose_set, batch_size=64, shuffle=True, drop_last=True, num_workers=1)
+one_worker = DataLoader(loose_set, batch_size=BATCH, shuffle=True, drop_last=True, num_workers=1)
 ceilings = {mock: gc.train(cfg.replace(name=f"{runs[0].name}: mock {mock}", num_workers=1,
                                        mock=mock, epochs=1, max_steps=CEILING_STEPS),
                            train_iter=one_worker, val_iter=val_iter, verbose=False)
@@ -127,7 +128,7 @@ print(f"One worker alone delivers {feed:,.0f} samples/s; the model alone consume
 # %%
 print(packed.ensure_preresized(train_index, IMAGE_SIZE))   # once, out of band: parallel, with progress
 small_set, _ = io_data.io_datasets(cfg, "preresized")      # reads the small JPEGs
-train_iter = DataLoader(small_set, batch_size=64, shuffle=True, drop_last=True, num_workers=1)
+train_iter = DataLoader(small_set, batch_size=BATCH, shuffle=True, drop_last=True, num_workers=1)
 runs.append(gc.train(cfg.replace(name="pre-resized, 1 worker"), train_iter=train_iter,
                      val_iter=val_iter, verbose=False))
 
@@ -144,7 +145,7 @@ print(f"{pack.name}: {packed.check_roundtrip(pack, train_index):,} records match
       "images (index, label and pixels)")
 images = packed.PackedArray(pack)   # np.memmap: read from disk as touched
 packed_set = gc.ImageDataset(images.images, images.labels, cfg.augment, cfg.seed)   # <- rung 4
-train_iter = DataLoader(packed_set, batch_size=64, shuffle=True, drop_last=True, num_workers=1)
+train_iter = DataLoader(packed_set, batch_size=BATCH, shuffle=True, drop_last=True, num_workers=1)
 runs.append(gc.train(cfg.replace(name="packed file, 1 worker"), train_iter=train_iter,
                      val_iter=val_iter, verbose=False))
 
@@ -156,7 +157,7 @@ runs.append(gc.train(cfg.replace(name="packed file, 1 worker"), train_iter=train
 
 # %%
 memory_set = gc.ImageDataset(images.load(), images.labels, cfg.augment, cfg.seed)
-train_iter = DataLoader(memory_set, batch_size=64, shuffle=True, drop_last=True, num_workers=1)
+train_iter = DataLoader(memory_set, batch_size=BATCH, shuffle=True, drop_last=True, num_workers=1)
 runs.append(gc.train(cfg.replace(name="in memory, 1 worker"), train_iter=train_iter,
                      val_iter=val_iter, verbose=False))
 if gc.gpu_count():
@@ -174,17 +175,17 @@ table = gc.report.ladder_table(runs)
 gc.tables.show(table)
 
 # %%
-base, best = table.iloc[0], table.loc[table["samples_per_sec"].idxmax()]
-print(f"Loose JPEGs with one worker: {base.samples_per_sec:,.0f} samples/s, waiting for data "
-      f"{base.data_wait_share:.0%} of every step.")
-print(f"Best rung: {best.rung!r}, {best.samples_per_sec:,.0f} samples/s "
-      f"(x{best.samples_per_sec / base.samples_per_sec:.1f}), waiting {best.data_wait_share:.0%}.")
-for row in table.itertuples():
-    print(f"  {row.rung:<36} x{row.samples_per_sec / base.samples_per_sec:4.1f}")
+say = gc.closing.Closing(table, runs)   # prints a line only when its numbers are the table's
+best = int(table["samples_per_sec"].idxmax())
+say(f"Loose JPEGs with one worker: {say.cell(0, 'samples_per_sec')} samples/s, waiting for data "
+    f"{say.cell(0, 'data_wait_share')} of its steady step time. Each rung against it:")
+for i, r in enumerate(runs[1:], start=1):
+    say(f"  {r.name}: {say.compare(0, i)}")
+say(f"Fastest: {runs[best].name!r}, waiting for data {say.cell(best, 'data_wait_share')} of its step time.")
 if not gc.gpu_count():
-    print(f"No GPU here: the {model} net computes on the same {os.cpu_count()} cores that "
-          "decode, so the ladder stops paying once the model is the slow part; on a GPU the "
-          "computation moves off the CPU and every rung pays more.")
+    say(f"No GPU here: the {model} net computes on the same {os.cpu_count()} cores that decode, so "
+        "a cheaper input pays only while the input is the slow part (the diagnosis below says "
+        "which); on a GPU the computation moves off the CPU.")
 
 # %% [markdown]
 # ## Diagnosis

@@ -24,10 +24,11 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 import os
 from gpu_course.config import smoke_mode
 SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
-TRAIN_SIZE = 128 if SMOKE else 10_000
+MODEL = "tiny" if SMOKE else "resnet20"   # smoke: a small CNN, so that 24 steps a run stay quick
+TRAIN_SIZE = 768 if SMOKE else 10_000   # smoke: 24 steps, enough for diagnose to rule
 BATCH = 32 if SMOKE else 64           # images per step
 INPUT_STEPS = 8 if SMOKE else 100     # batches fetched under cProfile
-CEILING_STEPS = 4 if SMOKE else 100   # steps of each mock-ceiling run
+CEILING_STEPS = 24 if SMOKE else 100  # steps of each mock-ceiling run (20+ steady: enough to bound)
 WAIT, WARMUP, ACTIVE = 1, 1, (2 if SMOKE else 5)   # the profiler's schedule, in steps
 
 # %%
@@ -38,7 +39,8 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from gpu_course import torch as gc
 from gpu_course import diagnose, profiling
 
-cfg = gc.Experiment(name="profiled", engine="pytorch", train_size=TRAIN_SIZE, test_size=64,
+cfg = gc.Experiment(name="profiled", engine="pytorch", model=MODEL,
+                    train_size=TRAIN_SIZE, test_size=64,
                     epochs=1, batch_size=BATCH, num_workers=1, warmup_steps=1,
                     monitor_interval=0.2 if SMOKE else 0.5)
 run = gc.train(cfg, verbose=False, progress=False)
