@@ -270,10 +270,17 @@ print(f"gradients {grad_bytes / 2**20:.2f} MiB, one step {t_compute * 1e3:.0f} m
 print(f"model for k={k}: efficiency {predicted:.0%} (no overlap); measured: "
       + ", ".join(f"{name} {eff:.0%}" for name, eff in measured.items()))
 if gpus == 0:
+    same = gc.noise.compare(runs[-1], multi)   # the same processes, started as one host or as several
+    steps = int(multi.epochs.steps.sum()) - cfg.warmup_steps   # blocks of a few steps mean little
     print("On one CPU the 'hosts' also share the cores, so the measured points fall below the model by "
           "what the processes take from each other; the model counts communication only. Here "
-          f"{NODES} hosts × 1 process are the same {NODES} processes as the one-host run: their difference "
-          f"({abs(measured['one host'] - measured[f'{NODES} hosts']):.0%}) is this machine's noise.")
+          f"{NODES} hosts × {PER_HOST} process(es) against the one-host run: " + (
+              f"×{same.ratio:.2f} over only {steps} timed steps, too few to call it an effect or noise."
+              if steps < 20 else f"{same}" + (
+              ": the same work, and the difference is this machine's run-to-run noise."
+              if not same.is_effect
+              else ": more than this machine's noise, so starting them as separate hosts (rendezvous, "
+                   "TCP between them) cost or saved something real.")))
 timed = int(runs[0].epochs.steps.sum()) - cfg.warmup_steps
 if timed < 20:
     print(f"Only {timed} timed steps in the one-process run: treat these efficiencies as noise, not a result.")
