@@ -12,16 +12,26 @@ limit: that worker (about 13k images/s on one core of the course's CPU, issue 16
 on a fast GPU, the Python dispatch of each operator of a small step (on an H200 the
 naive rung ran at 7.7k images/s with 12% of its steps' time waiting for data and 32%
 GPU-Util: see gpu_course/reference/pytorch-h200).
+
+On a CPU the loader workers and the training process share the cores, so the ladder
+gives the training process the cores the workers leave (`cores.training_threads`):
+PyTorch sets them per run; MXNet fixes its threads when it is imported, so its rung runs
+in a process of its own, and only where MXNet's own count differs.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import importlib
 import os
+import shlex
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Experiment
+from .cores import mxnet_threads, training_threads
+from .flags import to_flags
 from .records import OutOfMemory, Run, default_runs_dir, load_run
 
 
@@ -47,6 +57,7 @@ class Rung:
     cfg: Experiment
     change: str  # the one thing this rung changes, in words
     limit: str | None = None  # what bounds this rung's speed, where it is known
+    env: tuple = ()  # (name, value) a new process must start with: the rung runs in a child
 
 
 def adapter(engine: str):
@@ -80,6 +91,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     epochs_given = sizes.get("epochs") is not None
     sizes = {**default_sizes(gpus, quick), **{k: v for k, v in sizes.items() if v is not None}}
     workers = max(2, cpu_count - 3)  # the talk's advice: cpu_count() - 3, at least 2
+    threads = training_threads(cpu_count, workers)  # the cores the loader workers leave
     large = 640 if engine == "gluon" else 1024
     if gpus == 0 or quick:
         large = 256  # a CPU gains nothing from huge batches, and quick mode must be quick
@@ -93,15 +105,20 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
                          "image in Python, and the training process dispatches every "
                          "operator of a 64-image step from Python")]
 
-    def add(name: str, change: str, **fields) -> None:
+    def add(name: str, change: str, env: tuple = (), **fields) -> None:
         prev = ladder[-1].cfg
-        ladder.append(Rung(name, prev.replace(name=name, **fields), change))
+        ladder.append(Rung(name, prev.replace(name=name, **fields), change, env=env))
 
     if engine == "gluon":
         add("workers", f"DataLoader(num_workers={workers})", num_workers=workers)
         add("hybridize", "net.hybridize(static_alloc=True, static_shape=True)", graph="static")
         if cpu:
             add("lr-schedule", "cosine LR schedule", lr_scheduler="cosine")
+            if threads != mxnet_threads(cpu_count)[0]:  # else MXNet's count is the rung's
+                # MXNet fixes its OpenMP threads at import: a process of its own
+                add("threads", f"OMP_NUM_THREADS={threads}: the {cpu_count} cores less the "
+                    f"{workers} loader workers, in a process of its own", threads=threads,
+                    env=(("OMP_NUM_THREADS", str(threads)),))
             return ladder
         add("float16", "net.cast('float16') + multi_precision=True", dtype="float16")
         add("large-batch", f"batch {large} per device, LBSGD with linear warm-up, lr scaled",
@@ -115,14 +132,19 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add("workers", f"DataLoader(num_workers={workers}, pin_memory={pin}, "
             "persistent_workers=True)", num_workers=workers, pin_memory=pin,
             persistent_workers=True)
+        if cpu:
+            add("threads", f"torch.set_num_threads({threads}): the {cpu_count} cores less the "
+                f"{workers} loader workers (PyTorch's default: a thread a core)",
+                threads=threads)
         add("compile", "torch.compile(net)", graph="hybrid")
         add("bfloat16", "autocast(bfloat16) + channels_last", dtype="bfloat16",
             channels_last=True)
         if cpu:
             add("lr-schedule", "one-cycle LR schedule", lr_scheduler="onecycle")
             add("data-on-gpu", "whole dataset and augmentation in one tensor (on a CPU: "
-                "in its memory)", data_on_gpu=True, num_workers=0, pin_memory=False,
-                persistent_workers=False)
+                f"in its memory); no loader workers, so {cpu_count} threads", data_on_gpu=True,
+                num_workers=0, pin_memory=False, persistent_workers=False,
+                threads=training_threads(cpu_count, 0))
             return ladder
         # eta 0.1 keeps LARS's layer-wise rates on SGD's lr scale (the paper's 0.001
         # expects a ~100x larger lr, at which the un-adapted biases and BN diverge)
@@ -169,7 +191,8 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
         if rung.limit:
             print(f"    limited by {rung.limit}", flush=True)
         try:
-            runs.append(gc.train(rung.cfg, runs_dir=runs_dir, progress=progress))
+            runs.append(run_in_child(rung, runs_dir, progress) if rung.env else
+                        gc.train(rung.cfg, runs_dir=runs_dir, progress=progress))
         except Exception as err:  # recorded as oom or failed by the harness; the next rung runs
             what = "out of memory" if isinstance(err, OutOfMemory) else \
                 f"failed with {type(err).__name__}"
@@ -182,12 +205,30 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
     return runs, paths
 
 
+def run_in_child(rung: Rung, runs_dir: Path, progress: bool = False) -> Run:
+    """A rung whose setting the framework reads only when it starts (MXNet's OpenMP
+    threads): `gpu-course run` in a child process started with rung.env, recording into
+    the same runs folder. Returns its record (a failed run's too)."""
+    cmd = [sys.executable, "-m", "gpu_course.cli", "run", "--runs-dir", str(runs_dir),
+           *([] if progress else ["--no-progress"]), *to_flags(rung.cfg)]
+    env = dict(rung.env)
+    print("    in a child process: " + " ".join(f"{k}={v}" for k, v in env.items())
+          + " gpu-course " + shlex.join(cmd[3:]), flush=True)
+    before = set(Path(runs_dir).glob("*/run.json"))
+    done = subprocess.run(cmd, env={**os.environ, **env}, check=False)
+    made = sorted(set(Path(runs_dir).glob("*/run.json")) - before)
+    if not made:
+        raise RuntimeError(f"the child process exited with status {done.returncode} and "
+                           "recorded no run")
+    return load_run(made[-1].parent)
+
+
 def closing_lines(engine: str, runs: list[Run], gpus: int,
                   check_accuracy: bool) -> tuple[list[str], bool]:
     """What `gpu-course ladder` says after the table and the conclusion: on a CPU, the
-    rungs left out and the lessons that show them on a GPU, and (check_accuracy: the
-    default CPU ladder) whether its last rung learned (>= CPU_ACCURACY). Returns (lines,
-    whether the check passed)."""
+    rungs left out and the lessons that show them on a GPU and the threads that ran, and
+    (check_accuracy: the default CPU ladder) whether its last rung learned (>=
+    CPU_ACCURACY). Returns (lines, whether the check passed)."""
     from . import metrics
     lines, ok = [], True
     if gpus == 0:
@@ -196,6 +237,9 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
         if runs and runs[0].config.get("model") == CPU_MODEL:
             lines.append(f"The CPU ladder trains the '{CPU_MODEL}' network (ResNet-20 learns "
                          "too slowly on a CPU to show anything in minutes).")
+        line = threads_line(runs)
+        if line:
+            lines.append(line)
     if check_accuracy and runs:
         last = runs[-1]
         acc = metrics.val_acc(last)
@@ -205,3 +249,33 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
                      f"10%): {'met' if ok else 'MISSED'}.")
     return lines, ok
 
+
+def threads_line(runs: list[Run]) -> str | None:
+    """What the 'threads' rung and the rung before it ran, read from their records (the
+    conclusion says what the change did); for a Gluon CPU ladder without one, why not.
+    None when there is nothing to say."""
+    names = [r.name for r in runs]
+    if "threads" in names and names.index("threads") > 0:
+        i = names.index("threads")
+        return (f"Threads: the 'threads' rung ran {_threads_ran(runs[i])} in the training "
+                f"process, '{runs[i - 1].name}' before it {_threads_ran(runs[i - 1])}.")
+    last = runs[-1] if runs else None
+    if last is None or last.meta.get("engine") != "gluon" or "threads" in names:
+        return None
+    ran = (last.meta.get("ran") or {})
+    count, cores = (ran.get("threads") or {}).get("intra_op"), ran.get("cpu_count")
+    workers = last.config.get("num_workers") or 0
+    if count and cores and count == training_threads(cores, workers):
+        return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside {workers} loader "
+                f"workers on {cores} cores, already the cores the workers leave, so this "
+                "ladder has no thread rung (MXNet reads OMP_NUM_THREADS when it is imported; "
+                "where the counts differ the rung runs in a process of its own).")
+    return None
+
+
+def _threads_ran(run) -> str:
+    threads = (run.meta.get("ran") or {}).get("threads") or {}
+    count, source = threads.get("intra_op"), threads.get("intra_op_from")
+    if not count:
+        return "unrecorded threads"
+    return f"{count} thread{'s' if count != 1 else ''}" + (f" ({source})" if source else "")

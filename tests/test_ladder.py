@@ -59,11 +59,22 @@ def test_sweep_marks_oom_and_goes_on(runs_dir):
 
 
 
+@pytest.fixture
+def x86_without_thread_variables(monkeypatch):
+    """MXNet's own thread count as on the course's CPU: half the cores."""
+    from gpu_course import cores
+    monkeypatch.setattr(cores.platform, "machine", lambda: "x86_64")
+    for name in ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.mark.parametrize("engine, names", [
     ("gluon", ["naive", "workers", "hybridize", "lr-schedule"]),
-    ("pytorch", ["naive", "workers", "compile", "bfloat16", "lr-schedule", "data-on-gpu"]),
+    ("pytorch", ["naive", "workers", "threads", "compile", "bfloat16", "lr-schedule",
+                 "data-on-gpu"]),
 ])
-def test_a_cpu_ladder_has_the_rungs_a_cpu_shows_and_names_the_others(engine, names):
+def test_a_cpu_ladder_has_the_rungs_a_cpu_shows_and_names_the_others(
+        engine, names, x86_without_thread_variables):
     """Issue 10: on a CPU the GPU-only rungs are left out and said to be; the network is
     one that learns in minutes."""
     from gpu_course.ladder import CPU_MODEL, GPU_ONLY, closing_lines
@@ -93,3 +104,43 @@ def test_the_cpu_ladder_checks_that_its_last_rung_learned(runs_dir):
                                     "validation accuracy; it must reach 40% (chance is 10%): "
                                     "MISSED.")
     assert closing_lines("gluon", [finished("last", 0.45)], 0, check_accuracy=True)[1]
+
+
+def test_the_thread_rung_gives_training_the_cores_the_loader_workers_leave(
+        x86_without_thread_variables):
+    """Issue 10: PyTorch sets the count per run; MXNet's is fixed at import, so its rung
+    runs in a process of its own, and only where MXNet's own count differs."""
+    ladder = {r.name: r for r in rungs("pytorch", gpus=0, cpu_count=2)}
+    assert (ladder["threads"].cfg.threads, ladder["threads"].cfg.num_workers) == (1, 2)
+    assert ladder["compile"].cfg.threads == 1 and not ladder["threads"].env
+    assert (ladder["data-on-gpu"].cfg.threads, ladder["data-on-gpu"].cfg.num_workers) == (2, 0)
+    assert "threads" not in [r.name for r in rungs("gluon", gpus=0, cpu_count=2)]  # 1 = 1
+    gluon = rungs("gluon", gpus=0, cpu_count=32)[-1]  # 29 workers leave 3; MXNet takes 16
+    assert gluon.name == "threads" and gluon.cfg.threads == 3
+    assert gluon.env == (("OMP_NUM_THREADS", "3"),)
+    assert all(r.cfg.threads is None for r in rungs("pytorch", gpus=1, cpu_count=32))
+
+
+def test_the_closing_text_says_which_threads_ran(runs_dir):
+    from gpu_course.config import Experiment
+    from gpu_course.ladder import closing_lines
+
+    def ran(name, engine, threads, workers=2, source=None):
+        facts = {"threads": {"intra_op": threads, **({"intra_op_from": source} if source
+                                                     else {})}, "cpu_count": 2}
+        rec = RunRecord(Experiment(name=name, engine=engine, model="tiny",
+                                   num_workers=workers).to_dict(), engine,
+                        runs_dir=runs_dir, hardware_info={}, facts=facts)
+        rec.add_epoch({"epoch": 0, "epoch_time_s": 1.0, "samples": 64, "val_acc": 0.5})
+        rec.finish()
+        return load_run(rec.path)
+    lines, _ = closing_lines("pytorch", [ran("workers", "pytorch", 2),
+                                         ran("threads", "pytorch", 1)], 0, False)
+    assert ("Threads: the 'threads' rung ran 1 thread in the training process, 'workers' "
+            "before it 2 threads.") in lines
+    default = "MXNet's default on x86: half the cores"
+    lines, _ = closing_lines("gluon", [ran("lr-schedule", "gluon", 1, source=default)], 0,
+                             False)
+    assert (f"Threads: MXNet's operators ran 1 thread ({default}) beside 2 loader workers on "
+            "2 cores, already the cores the workers leave, so this ladder has no thread rung"
+            ) in lines[-1]
