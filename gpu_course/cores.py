@@ -34,14 +34,6 @@ def threads_per_process(procs_on_host: int, cores: int | None = None) -> int:
     return loader_workers(procs_on_host, cores)
 
 
-def training_threads(cores: int, workers: int) -> int:
-    """Intra-op threads for a training process beside `workers` loader processes on
-    `cores` cores: the cores the workers leave, at least 1. A thread that shares its core
-    with a worker (or another program) holds up the others at the end of every parallel
-    region (measured on the course's 2-core CPU, issue 10: ×2-4)."""
-    return max(1, cores - workers)
-
-
 def mxnet_threads(cores: int, environ=None) -> tuple[int, str]:
     """(count, where it comes from): the OpenMP threads MXNet 1.x gives its CPU operators
     in a process started with `environ` (default: this one's), fixed when libmxnet loads

@@ -3,9 +3,7 @@ verbs and the SageMaker launcher (which hands the same fields on as hyperparamet
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import fields
-from typing import Any
 
 from . import config as _config
 
@@ -27,27 +25,3 @@ def config_from_args(args: argparse.Namespace, **defaults) -> _config.Experiment
         if text is not None:
             values[f.name] = _config.parse_value(f.name, text)
     return _config.Experiment(**values)
-
-
-def encode_value(field: str, value: Any) -> str:
-    """One field's value as text that config.parse_value(field, text) turns back into it."""
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if field == "optimizer_params":
-        return json.dumps(dict(value), sort_keys=True)
-    if isinstance(value, tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)
-
-
-def to_flags(cfg: _config.Experiment) -> list[str]:
-    """The flags that make `gpu-course run` build cfg: every field away from its default
-    (config_from_args turns them back into the same Experiment)."""
-    out = []
-    for f in fields(_config.Experiment):
-        value = getattr(cfg, f.name)
-        if value != f.default or f.name == "engine":
-            out += ["--" + f.name.replace("_", "-"), encode_value(f.name, value)]
-    return out

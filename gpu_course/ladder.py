@@ -13,25 +13,25 @@ on a fast GPU, the Python dispatch of each operator of a small step (on an H200 
 naive rung ran at 7.7k images/s with 12% of its steps' time waiting for data and 32%
 GPU-Util: see gpu_course/reference/pytorch-h200).
 
-On a CPU the loader workers and the training process share the cores, so the ladder
-gives the training process the cores the workers leave (`cores.training_threads`):
-PyTorch sets them per run; MXNet fixes its threads when it is imported, so its rung runs
-in a process of its own, and only where MXNet's own count differs.
+Threads on a CPU (issue 10, measured on the course's 2-core CPU with 2 loader workers):
+with nothing else running, each framework's default is already the best count (PyTorch:
+a thread a core, ×1.6 the samples/s of one thread; MXNet: half the cores, one thread,
+×1.5 that of two); with another program using a core, PyTorch's default collapsed and one
+thread ran ×2-6 faster. So the PyTorch CPU ladder ends with a thread rung only when the
+rung before it shared the machine (`free_threads`); MXNet fixes its count when it is
+imported and its default held either way, so the Gluon ladder has none and says so.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import importlib
+import math
 import os
-import shlex
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Experiment
-from .cores import mxnet_threads, training_threads
-from .flags import to_flags
 from .records import OutOfMemory, Run, default_runs_dir, load_run
 
 
@@ -57,7 +57,6 @@ class Rung:
     cfg: Experiment
     change: str  # the one thing this rung changes, in words
     limit: str | None = None  # what bounds this rung's speed, where it is known
-    env: tuple = ()  # (name, value) a new process must start with: the rung runs in a child
 
 
 def adapter(engine: str):
@@ -91,7 +90,6 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     epochs_given = sizes.get("epochs") is not None
     sizes = {**default_sizes(gpus, quick), **{k: v for k, v in sizes.items() if v is not None}}
     workers = max(2, cpu_count - 3)  # the talk's advice: cpu_count() - 3, at least 2
-    threads = training_threads(cpu_count, workers)  # the cores the loader workers leave
     large = 640 if engine == "gluon" else 1024
     if gpus == 0 or quick:
         large = 256  # a CPU gains nothing from huge batches, and quick mode must be quick
@@ -105,20 +103,15 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
                          "image in Python, and the training process dispatches every "
                          "operator of a 64-image step from Python")]
 
-    def add(name: str, change: str, env: tuple = (), **fields) -> None:
+    def add(name: str, change: str, **fields) -> None:
         prev = ladder[-1].cfg
-        ladder.append(Rung(name, prev.replace(name=name, **fields), change, env=env))
+        ladder.append(Rung(name, prev.replace(name=name, **fields), change))
 
     if engine == "gluon":
         add("workers", f"DataLoader(num_workers={workers})", num_workers=workers)
         add("hybridize", "net.hybridize(static_alloc=True, static_shape=True)", graph="static")
         if cpu:
             add("lr-schedule", "cosine LR schedule", lr_scheduler="cosine")
-            if threads != mxnet_threads(cpu_count)[0]:  # else MXNet's count is the rung's
-                # MXNet fixes its OpenMP threads at import: a process of its own
-                add("threads", f"OMP_NUM_THREADS={threads}: the {cpu_count} cores less the "
-                    f"{workers} loader workers, in a process of its own", threads=threads,
-                    env=(("OMP_NUM_THREADS", str(threads)),))
             return ladder
         add("float16", "net.cast('float16') + multi_precision=True", dtype="float16")
         add("large-batch", f"batch {large} per device, LBSGD with linear warm-up, lr scaled",
@@ -132,19 +125,17 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add("workers", f"DataLoader(num_workers={workers}, pin_memory={pin}, "
             "persistent_workers=True)", num_workers=workers, pin_memory=pin,
             persistent_workers=True)
-        if cpu:
-            add("threads", f"torch.set_num_threads({threads}): the {cpu_count} cores less the "
-                f"{workers} loader workers (PyTorch's default: a thread a core)",
-                threads=threads)
         add("compile", "torch.compile(net)", graph="hybrid")
         add("bfloat16", "autocast(bfloat16) + channels_last", dtype="bfloat16",
             channels_last=True)
         if cpu:
             add("lr-schedule", "one-cycle LR schedule", lr_scheduler="onecycle")
             add("data-on-gpu", "whole dataset and augmentation in one tensor (on a CPU: "
-                f"in its memory); no loader workers, so {cpu_count} threads", data_on_gpu=True,
-                num_workers=0, pin_memory=False, persistent_workers=False,
-                threads=training_threads(cpu_count, 0))
+                "in its memory)", data_on_gpu=True, num_workers=0, pin_memory=False,
+                persistent_workers=False)
+            # a thread a core until run_ladder reads the rung before's load (free_threads)
+            add("threads", "torch.set_num_threads(the cores other programs left free)",
+                threads=cpu_count)
             return ladder
         # eta 0.1 keeps LARS's layer-wise rates on SGD's lr scale (the paper's 0.001
         # expects a ~100x larger lr, at which the un-adapted biases and BN diverge)
@@ -187,12 +178,20 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
         selected = [r for r in selected if r.name in only]
     runs = []
     for rung in selected:
+        if rung.name == "threads":  # its count comes from the load the rung before saw
+            threads, other = free_threads(runs[-1]) if runs else (rung.cfg.threads, math.nan)
+            if threads == rung.cfg.threads:
+                print(f"\n=== rung threads: left out: {threads_left_out(runs[-1:], other)}",
+                      flush=True)
+                continue
+            rung = dataclasses.replace(rung, cfg=rung.cfg.replace(threads=threads), change=(
+                f"torch.set_num_threads({threads}): other programs used {other:.1f} of the "
+                f"{rung.cfg.threads} cores during '{runs[-1].name}'"))
         print(f"\n=== rung {rung.name}: {rung.change}", flush=True)
         if rung.limit:
             print(f"    limited by {rung.limit}", flush=True)
         try:
-            runs.append(run_in_child(rung, runs_dir, progress) if rung.env else
-                        gc.train(rung.cfg, runs_dir=runs_dir, progress=progress))
+            runs.append(gc.train(rung.cfg, runs_dir=runs_dir, progress=progress))
         except Exception as err:  # recorded as oom or failed by the harness; the next rung runs
             what = "out of memory" if isinstance(err, OutOfMemory) else \
                 f"failed with {type(err).__name__}"
@@ -203,24 +202,6 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
     paths = report.write_report(runs, Path(out) if out else runs_dir / "report",
                                 title=f"gpu-course ladder ({engine})")
     return runs, paths
-
-
-def run_in_child(rung: Rung, runs_dir: Path, progress: bool = False) -> Run:
-    """A rung whose setting the framework reads only when it starts (MXNet's OpenMP
-    threads): `gpu-course run` in a child process started with rung.env, recording into
-    the same runs folder. Returns its record (a failed run's too)."""
-    cmd = [sys.executable, "-m", "gpu_course.cli", "run", "--runs-dir", str(runs_dir),
-           *([] if progress else ["--no-progress"]), *to_flags(rung.cfg)]
-    env = dict(rung.env)
-    print("    in a child process: " + " ".join(f"{k}={v}" for k, v in env.items())
-          + " gpu-course " + shlex.join(cmd[3:]), flush=True)
-    before = set(Path(runs_dir).glob("*/run.json"))
-    done = subprocess.run(cmd, env={**os.environ, **env}, check=False)
-    made = sorted(set(Path(runs_dir).glob("*/run.json")) - before)
-    if not made:
-        raise RuntimeError(f"the child process exited with status {done.returncode} and "
-                           "recorded no run")
-    return load_run(made[-1].parent)
 
 
 def closing_lines(engine: str, runs: list[Run], gpus: int,
@@ -237,7 +218,7 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
         if runs and runs[0].config.get("model") == CPU_MODEL:
             lines.append(f"The CPU ladder trains the '{CPU_MODEL}' network (ResNet-20 learns "
                          "too slowly on a CPU to show anything in minutes).")
-        line = threads_line(runs)
+        line = threads_line(engine, runs)
         if line:
             lines.append(line)
     if check_accuracy and runs:
@@ -250,27 +231,56 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
     return lines, ok
 
 
-def threads_line(runs: list[Run]) -> str | None:
-    """What the 'threads' rung and the rung before it ran, read from their records (the
-    conclusion says what the change did); for a Gluon CPU ladder without one, why not.
-    None when there is nothing to say."""
+def free_threads(before: Run) -> tuple[int, float]:
+    """(intra-op threads, other programs' load in cores): the cores that other programs
+    left free while the run `before` ran (its recorded load, `metrics.machine_load`),
+    at least 1. With less than metrics.SHARED of a core used elsewhere, every core."""
+    from . import metrics
+    load = metrics.machine_load(before)
+    cores = int(load["cpu_count"]) if not math.isnan(load["cpu_count"]) else \
+        os.cpu_count() or 1
+    other = load["other_load"]
+    if math.isnan(other) or not load["shared"]:
+        return cores, other
+    return max(1, min(cores, round(cores - other))), other
+
+
+def threads_left_out(runs: list[Run], other: float) -> str:
+    """Why the PyTorch ladder has no thread rung: the rung before it had the machine to
+    itself (or there was no rung before it to read the load from)."""
+    if not runs:
+        return "no rung before it ran to read the machine's load from"
+    return (f"other programs used {max(0.0, other):.1f} cores during '{runs[-1].name}', so PyTorch's "
+            "default, a thread a core, was already the right count (with another program "
+            "on the machine, the ladder gives training the cores it leaves free)")
+
+
+def threads_line(engine: str, runs: list[Run]) -> str | None:
+    """The threads a CPU ladder ran, read from its records: the thread rung against the
+    rung before it, or why there is none. None without runs."""
+    if not runs:
+        return None
     names = [r.name for r in runs]
     if "threads" in names and names.index("threads") > 0:
         i = names.index("threads")
         return (f"Threads: the 'threads' rung ran {_threads_ran(runs[i])} in the training "
                 f"process, '{runs[i - 1].name}' before it {_threads_ran(runs[i - 1])}.")
-    last = runs[-1] if runs else None
-    if last is None or last.meta.get("engine") != "gluon" or "threads" in names:
-        return None
-    ran = (last.meta.get("ran") or {})
-    count, cores = (ran.get("threads") or {}).get("intra_op"), ran.get("cpu_count")
-    workers = last.config.get("num_workers") or 0
-    if count and cores and count == training_threads(cores, workers):
-        return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside {workers} loader "
-                f"workers on {cores} cores, already the cores the workers leave, so this "
-                "ladder has no thread rung (MXNet reads OMP_NUM_THREADS when it is imported; "
-                "where the counts differ the rung runs in a process of its own).")
-    return None
+    last = runs[-1]
+    if engine == "pytorch":
+        threads, other = free_threads(last)
+        if threads < ((last.meta.get("ran") or {}).get("cpu_count") or threads):
+            return (f"Threads: '{last.name}' ran {_threads_ran(last)} while other programs "
+                    f"used {other:.1f} cores; the thread rung (not run) would have given "
+                    f"training {threads}.")
+        return (f"Threads: '{last.name}' ran {_threads_ran(last)}; no thread rung: "
+                + threads_left_out([last], other) + ".")
+    ran = last.meta.get("ran") or {}
+    return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside "
+            f"{last.config.get('num_workers') or 0} loader workers on {ran.get('cpu_count')} "
+            "cores; MXNet fixes the count when it is imported, so a thread rung needs a "
+            "process of its own, and on the course's 2-core CPU a second thread beside the "
+            "loader workers ran slower (issue 10): this ladder has none (lesson 11 sweeps "
+            "OMP_NUM_THREADS, a process each).")
 
 
 def _threads_ran(run) -> str:

@@ -27,10 +27,10 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .config import Experiment
 from .engines import MXNET_MAX_CAPABILITY
-from .flags import encode_value
 
 SDK_PIN = "sagemaker==2.243.2"
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -154,6 +154,19 @@ def hyperparameters(cfg: Experiment, all_gpus: bool = False) -> dict:
     skip = {"data_dir"} | ({"num_gpus"} if all_gpus else set())
     return {name: encode_value(name, value) for name, value in cfg.to_dict().items()
             if name not in skip}
+
+
+def encode_value(field: str, value: Any) -> str:
+    """One field's value as text that config.parse_value(field, text) turns back into it."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if field == "optimizer_params":
+        return json.dumps(dict(value), sort_keys=True)
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
 
 
 # -- what the job runs -----------------------------------------------------------------

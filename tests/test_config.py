@@ -101,17 +101,3 @@ def test_threads_is_none_or_a_positive_integer(value):
     assert Experiment().threads is None and Experiment(threads=3).threads == 3
     assert parse_value("threads", "none") is None and parse_value("threads", "2") == 2
 
-
-def test_flags_make_the_same_experiment_again():
-    """The ladder's child process gets its rung as `gpu-course run` flags."""
-    import argparse
-
-    from gpu_course.flags import add_config_flags, config_from_args, to_flags
-    cfg = Experiment(name="threads", engine="pytorch", threads=1, lr_steps=(2, 4),
-                     lr_scheduler="multifactor", optimizer_params=(("eta", 0.1),),
-                     max_steps=None, persistent_workers=True, num_workers=2)
-    parser = argparse.ArgumentParser()
-    add_config_flags(parser)
-    argv = to_flags(cfg)
-    assert argv[argv.index("--threads") + 1] == "1" and "--batch-size" not in argv  # a default
-    assert config_from_args(parser.parse_args(argv)) == cfg

@@ -18,13 +18,6 @@ def test_usable_cores_and_bad_counts():
         cores.loader_workers(0, cores=8)
 
 
-@pytest.mark.parametrize("n_cores, workers, expected", [(2, 2, 1), (32, 29, 3), (8, 0, 8),
-                                                        (4, 1, 3)])
-def test_the_training_process_gets_the_cores_the_loader_workers_leave(n_cores, workers,
-                                                                       expected):
-    assert cores.training_threads(n_cores, workers) == expected
-
-
 def test_mxnets_threads_follow_its_rule(monkeypatch):
     """src/engine/openmp.cc: OMP_NUM_THREADS, else MXNET_OMP_MAX_THREADS, else half the
     cores on x86 (two hyper-threads a core assumed), every core elsewhere."""
