@@ -87,6 +87,10 @@ class Experiment:
     channels_last: bool = False       # PyTorch: NHWC memory layout for tensor cores
     num_gpus: int = 1                 # devices to train on; CPU contexts when no GPU exists
     kvstore: str = "device"           # Gluon: where gradients are summed across devices
+    threads: int | None = None        # the training process's intra-op (OpenMP) threads;
+                                      # None = the framework's default (PyTorch: one a
+                                      # core; MXNet: half the cores on x86). MXNet fixes it
+                                      # at import: set OMP_NUM_THREADS before starting
     # -- optimisation ----------------------------------------------------------------
     optimizer: str = "sgd"            # see OPTIMIZERS
     lr: float = 0.1                   # learning rate at lr_base_batch images per step
@@ -142,6 +146,11 @@ class Experiment:
             raise ValueError(f"skip_corrupt={self.skip_corrupt!r} must be True or False")
         if self.max_steps is not None:
             _at_least(self, "max_steps", 1)
+        if self.threads is not None and (not isinstance(self.threads, int)
+                                         or isinstance(self.threads, bool) or self.threads < 1):
+            raise ValueError(f"threads={self.threads!r} must be None (the framework's default) "
+                             "or an integer >= 1: the training process's intra-op threads "
+                             f"(this machine has {os.cpu_count()} cores)")
         if self.lr_base_batch is not None:
             _at_least(self, "lr_base_batch", 1)
         if not self.momentum < 1:

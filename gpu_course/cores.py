@@ -7,6 +7,7 @@ gets: usable cores ÷ training processes on the host (the checklist's vCPUs ÷ G
 from __future__ import annotations
 
 import os
+import platform
 
 
 def usable_cores() -> int:
@@ -31,3 +32,20 @@ def threads_per_process(procs_on_host: int, cores: int | None = None) -> int:
     """Compute threads (OMP_NUM_THREADS) per CPU training process sharing the host:
     more threads than cores only wait for each other."""
     return loader_workers(procs_on_host, cores)
+
+
+def mxnet_threads(cores: int, environ=None) -> tuple[int, str]:
+    """(count, where it comes from): the OpenMP threads MXNet 1.x gives its CPU operators
+    in a process started with `environ` (default: this one's), fixed when libmxnet loads
+    (src/engine/openmp.cc): OMP_NUM_THREADS, else MXNET_OMP_MAX_THREADS, else half the
+    cores on x86 (it counts two hyper-threads a core), every core elsewhere."""
+    environ = os.environ if environ is None else environ
+    omp = (environ.get("OMP_NUM_THREADS") or "").split(",")[0].strip()
+    if omp.isdigit():
+        return max(1, int(omp)), "OMP_NUM_THREADS"
+    cap = (environ.get("MXNET_OMP_MAX_THREADS") or "").strip()
+    if cap.isdigit():
+        return max(1, int(cap)), "MXNET_OMP_MAX_THREADS"
+    if platform.machine().lower() in ("x86_64", "amd64", "i386", "i686"):
+        return max(1, cores // 2), "MXNet's default on x86: half the cores"
+    return cores, "MXNet's default: one a core"

@@ -13,8 +13,11 @@ from .config import Experiment
 from .cores import loader_workers, threads_per_process
 from .scaling import implied_busbw, implied_exposed_time, measured_efficiency, predict
 
-# the talk: batch 640 per GPU, MXNet on V100s (p3.8xlarge), 1 GPU -> 4 GPUs
+# the talk: batch 640 per GPU, MXNet on V100s (p3.8xlarge), 1 GPU -> 4 GPUs, 29 loader
+# workers; the same 4-GPU job with one loader worker (lesson 02): ~1,500 samples/s, 60+ s
 TALK = {"k": 4, "batch": 640, "samples_per_sec_1": 17_000, "samples_per_sec_k": 50_000,
+        "workers": 29, "epoch_s_k": 4.0, "samples_per_sec_k_one_worker": 1_500,
+        "epoch_s_k_one_worker": 60,  # "60+": at least
         "grad_bytes": 272_474 * 2}  # ResNet-20's trainable parameters (both tracks) in float16
 # the lecture's links (GB/s) the model extrapolates to
 LINKS = {"10 Gbps Ethernet": 1.0, "56 Gbps Mellanox": 6.8, "NVLink": 40.0}

@@ -12,11 +12,21 @@ limit: that worker (about 13k images/s on one core of the course's CPU, issue 16
 on a fast GPU, the Python dispatch of each operator of a small step (on an H200 the
 naive rung ran at 7.7k images/s with 12% of its steps' time waiting for data and 32%
 GPU-Util: see gpu_course/reference/pytorch-h200).
+
+Threads on a CPU (issue 10, measured on the course's 2-core CPU with 2 loader workers):
+with nothing else running, each framework's default is already the best count (PyTorch:
+a thread a core, ×1.6 the samples/s of one thread; MXNet: half the cores, one thread,
+×1.5 that of two); with another program using a core, PyTorch's default collapsed and one
+thread ran ×2-6 faster. So the PyTorch CPU ladder ends with a thread rung only when the
+rung before it shared the machine (`free_threads`); MXNet fixes its count when it is
+imported and its default held either way, so the Gluon ladder has none and says so.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import importlib
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +133,9 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             add("data-on-gpu", "whole dataset and augmentation in one tensor (on a CPU: "
                 "in its memory)", data_on_gpu=True, num_workers=0, pin_memory=False,
                 persistent_workers=False)
+            # a thread a core until run_ladder reads the rung before's load (free_threads)
+            add("threads", "torch.set_num_threads(the cores other programs left free)",
+                threads=cpu_count)
             return ladder
         # eta 0.1 keeps LARS's layer-wise rates on SGD's lr scale (the paper's 0.001
         # expects a ~100x larger lr, at which the un-adapted biases and BN diverge)
@@ -169,20 +182,31 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
         selected = [r for r in selected if r.name in only]
     done: dict[str, list[Run]] = {rung.name: [] for rung in selected}
     for repeat in range(repeats):
+        last = None  # this walk's latest run: the thread rung reads the load it saw
         for rung in selected:
             which = f" (run {repeat + 1} of {repeats})" if repeats > 1 else ""
+            if rung.name == "threads":  # its count comes from the load the rung before saw
+                threads, other = free_threads(last) if last else (rung.cfg.threads, math.nan)
+                if threads == rung.cfg.threads:
+                    print(f"\n=== rung threads{which}: left out: "
+                          f"{threads_left_out([last] if last else [], other)}", flush=True)
+                    continue
+                rung = dataclasses.replace(rung, cfg=rung.cfg.replace(threads=threads), change=(
+                    f"torch.set_num_threads({threads}): other programs used {other:.1f} of the "
+                    f"{rung.cfg.threads} cores during '{last.name}'"))
             print(f"\n=== rung {rung.name}{which}: {rung.change}", flush=True)
             if rung.limit and repeat == 0:
                 print(f"    limited by {rung.limit}", flush=True)
             try:
-                done[rung.name].append(gc.train(rung.cfg, runs_dir=runs_dir,
-                                                progress=progress))
+                last = gc.train(rung.cfg, runs_dir=runs_dir, progress=progress)
+                done[rung.name].append(last)
             except Exception as err:  # recorded as oom or failed; the next rung runs
                 what = "out of memory" if isinstance(err, OutOfMemory) else \
                     f"failed with {type(err).__name__}"
                 print(f"rung {rung.name}: {what}, going on ({err})", flush=True)
                 if getattr(err, "run_path", None):
-                    done[rung.name].append(load_run(err.run_path))
+                    last = load_run(err.run_path)
+                    done[rung.name].append(last)
     runs = [group if repeats > 1 else group[0] for group in done.values() if group]
     from . import report
     paths = report.write_report(runs, Path(out) if out else runs_dir / "report",
@@ -193,9 +217,9 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
 def closing_lines(engine: str, runs: list[Run], gpus: int,
                   check_accuracy: bool) -> tuple[list[str], bool]:
     """What `gpu-course ladder` says after the table and the conclusion: on a CPU, the
-    rungs left out and the lessons that show them on a GPU, and (check_accuracy: the
-    default CPU ladder) whether its last rung learned (>= CPU_ACCURACY). Returns (lines,
-    whether the check passed)."""
+    rungs left out and the lessons that show them on a GPU and the threads that ran, and
+    (check_accuracy: the default CPU ladder) whether its last rung learned (>=
+    CPU_ACCURACY). Returns (lines, whether the check passed)."""
     from . import metrics
     runs = [metrics.representative(r) for r in runs]  # a group of repeats: its median run
     lines, ok = [], True
@@ -205,6 +229,9 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
         if runs and runs[0].config.get("model") == CPU_MODEL:
             lines.append(f"The CPU ladder trains the '{CPU_MODEL}' network (ResNet-20 learns "
                          "too slowly on a CPU to show anything in minutes).")
+        line = threads_line(engine, runs)
+        if line:
+            lines.append(line)
     if check_accuracy and runs:
         last = runs[-1]
         acc = metrics.val_acc(last)
@@ -214,3 +241,62 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
                      f"10%): {'met' if ok else 'MISSED'}.")
     return lines, ok
 
+
+def free_threads(before: Run) -> tuple[int, float]:
+    """(intra-op threads, other programs' load in cores): the cores that other programs
+    left free while the run `before` ran (its recorded load, `metrics.machine_load`),
+    at least 1. With less than metrics.SHARED of a core used elsewhere, every core."""
+    from . import metrics
+    load = metrics.machine_load(before)
+    cores = int(load["cpu_count"]) if not math.isnan(load["cpu_count"]) else \
+        os.cpu_count() or 1
+    other = load["other_load"]
+    if math.isnan(other) or not load["shared"]:
+        return cores, other
+    return max(1, min(cores, round(cores - other))), other
+
+
+def threads_left_out(runs: list[Run], other: float) -> str:
+    """Why the PyTorch ladder has no thread rung: the rung before it had the machine to
+    itself (or there was no rung before it to read the load from)."""
+    if not runs:
+        return "no rung before it ran to read the machine's load from"
+    return (f"other programs used {max(0.0, other):.1f} cores during '{runs[-1].name}', so PyTorch's "
+            "default, a thread a core, was already the right count (with another program "
+            "on the machine, the ladder gives training the cores it leaves free)")
+
+
+def threads_line(engine: str, runs: list[Run]) -> str | None:
+    """The threads a CPU ladder ran, read from its records: the thread rung against the
+    rung before it, or why there is none. None without runs."""
+    if not runs:
+        return None
+    names = [r.name for r in runs]
+    if "threads" in names and names.index("threads") > 0:
+        i = names.index("threads")
+        return (f"Threads: the 'threads' rung ran {_threads_ran(runs[i])} in the training "
+                f"process, '{runs[i - 1].name}' before it {_threads_ran(runs[i - 1])}.")
+    last = runs[-1]
+    if engine == "pytorch":
+        threads, other = free_threads(last)
+        if threads < ((last.meta.get("ran") or {}).get("cpu_count") or threads):
+            return (f"Threads: '{last.name}' ran {_threads_ran(last)} while other programs "
+                    f"used {other:.1f} cores; the thread rung (not run) would have given "
+                    f"training {threads}.")
+        return (f"Threads: '{last.name}' ran {_threads_ran(last)}; no thread rung: "
+                + threads_left_out([last], other) + ".")
+    ran = last.meta.get("ran") or {}
+    return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside "
+            f"{last.config.get('num_workers') or 0} loader workers on {ran.get('cpu_count')} "
+            "cores; MXNet fixes the count when it is imported, so a thread rung needs a "
+            "process of its own, and on the course's 2-core CPU a second thread beside the "
+            "loader workers ran slower (issue 10): this ladder has none (lesson 11 sweeps "
+            "OMP_NUM_THREADS, a process each).")
+
+
+def _threads_ran(run) -> str:
+    threads = (run.meta.get("ran") or {}).get("threads") or {}
+    count, source = threads.get("intra_op"), threads.get("intra_op_from")
+    if not count:
+        return "unrecorded threads"
+    return f"{count} thread{'s' if count != 1 else ''}" + (f" ({source})" if source else "")

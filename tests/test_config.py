@@ -89,3 +89,15 @@ def test_parse_value_types():
     with pytest.raises(ValueError, match="unknown"):
         parse_value("nope", "1")
     assert "batch_size" in FIELDS
+
+
+@pytest.mark.parametrize("value", [0, -2, 1.5, "2", True])
+def test_threads_is_none_or_a_positive_integer(value):
+    """Issue 10: the training process's intra-op threads, refused with what is allowed."""
+    with pytest.raises(ValueError, match=rf"threads={value!r} must be None \(the framework's "
+                                         r"default\) or an integer >= 1: the training "
+                                         r"process's intra-op threads"):
+        Experiment(threads=value)
+    assert Experiment().threads is None and Experiment(threads=3).threads == 3
+    assert parse_value("threads", "none") is None and parse_value("threads", "2") == 2
+

@@ -68,7 +68,8 @@ def test_sweep_marks_oom_and_goes_on(runs_dir):
 
 @pytest.mark.parametrize("engine, names", [
     ("gluon", ["naive", "workers", "hybridize", "lr-schedule"]),
-    ("pytorch", ["naive", "workers", "compile", "bfloat16", "lr-schedule", "data-on-gpu"]),
+    ("pytorch", ["naive", "workers", "compile", "bfloat16", "lr-schedule", "data-on-gpu",
+                 "threads"]),
 ])
 def test_a_cpu_ladder_has_the_rungs_a_cpu_shows_and_names_the_others(engine, names):
     """Issue 10: on a CPU the GPU-only rungs are left out and said to be; the network is
@@ -100,3 +101,82 @@ def test_the_cpu_ladder_checks_that_its_last_rung_learned(runs_dir):
                                     "validation accuracy; it must reach 40% (chance is 10%): "
                                     "MISSED.")
     assert closing_lines("gluon", [finished("last", 0.45)], 0, check_accuracy=True)[1]
+
+
+
+def _finished(runs_dir, name, engine="pytorch", threads=2, workers=0, loadavg=None,
+              cpu_s=None, source=None):
+    """A finished one-epoch record with the threads that ran and, optionally, the load
+    while it ran: the 1-minute load average and the process's CPU seconds over 10 s."""
+    from gpu_course.config import Experiment
+    facts = {"threads": {"intra_op": threads, **({"intra_op_from": source} if source else {})},
+             "cpu_count": 2}
+    rec = RunRecord(Experiment(name=name, engine=engine, model="tiny", num_workers=workers
+                               ).to_dict(), engine, runs_dir=runs_dir, hardware_info={},
+                    facts=facts)
+    if loadavg is not None:
+        rec.meta["load"]["start"] = {"loadavg_1m": loadavg, "process_cpu_s": 0.0, "wall": 0.0,
+                                     "cpu_count": 2}
+    rec.add_epoch({"epoch": 0, "epoch_time_s": 1.0, "samples": 64, "val_acc": 0.5})
+    rec.finish()
+    if loadavg is not None:
+        rec.meta["load"]["end"] = {"loadavg_1m": loadavg, "process_cpu_s": cpu_s, "wall": 10.0}
+        rec._write_meta()
+    return load_run(rec.path)
+
+
+def test_the_thread_rung_takes_the_cores_other_programs_left_free(runs_dir):
+    """Issue 10: on the course's 2-core CPU PyTorch's default (a thread a core) is right
+    when nothing else runs and collapses when another program uses a core; the rung after
+    data-on-gpu gives training the cores left free, or is left out."""
+    from gpu_course.ladder import free_threads
+    ladder = {r.name: r for r in rungs("pytorch", gpus=0, cpu_count=2)}
+    assert ladder["threads"].cfg.threads == 2 and ladder["threads"].cfg.num_workers == 0
+    assert "threads" not in [r.name for r in rungs("gluon", gpus=0, cpu_count=2)]
+    assert all(r.cfg.threads is None for r in rungs("pytorch", gpus=1, cpu_count=32))
+    alone = _finished(runs_dir, "data-on-gpu", loadavg=2.1, cpu_s=19.0)   # 1.9 cores its own
+    shared = _finished(runs_dir, "data-on-gpu", loadavg=3.2, cpu_s=10.0)  # 1 core its own
+    assert free_threads(alone)[0] == 2
+    threads, other = free_threads(shared)
+    assert threads == 1 and other == pytest.approx(2.2)
+
+
+def test_run_ladder_leaves_the_thread_rung_out_when_nothing_else_ran(monkeypatch, tmp_path,
+                                                                    capsys):
+    from gpu_course import ladder
+    from gpu_course.ladder import run_ladder
+
+    class Adapter:  # trains nothing: each rung is a finished record with a quiet load
+        @staticmethod
+        def gpu_count():
+            return 0
+
+        @staticmethod
+        def train(cfg, runs_dir=None, progress=False):
+            trained.append((cfg.name, cfg.threads))
+            return _finished(runs_dir, cfg.name, loadavg=2.0, cpu_s=19.5)
+    trained = []
+    monkeypatch.setattr(ladder, "adapter", lambda engine: Adapter)
+    runs, _ = run_ladder("pytorch", quick=True, runs_dir=tmp_path,
+                         only=["data-on-gpu", "threads"])
+    assert trained == [("data-on-gpu", None)] and [r.name for r in runs] == ["data-on-gpu"]
+    assert "=== rung threads: left out: other programs used" in capsys.readouterr().out
+
+
+def test_the_closing_text_says_which_threads_ran(runs_dir):
+    from gpu_course.ladder import closing_lines
+    lines, _ = closing_lines("pytorch", [_finished(runs_dir, "data-on-gpu", threads=2),
+                                         _finished(runs_dir, "threads", threads=1)], 0, False)
+    assert ("Threads: the 'threads' rung ran 1 thread in the training process, 'data-on-gpu' "
+            "before it 2 threads.") in lines
+    lines, _ = closing_lines("pytorch", [_finished(runs_dir, "data-on-gpu", loadavg=2.0,
+                                                   cpu_s=19.5)], 0, False)
+    assert lines[-1].startswith("Threads: 'data-on-gpu' ran 2 threads; no thread rung: other "
+                                "programs used 0.1 cores during 'data-on-gpu', so PyTorch's "
+                                "default, a thread a core, was already the right count")
+    default = "MXNet's default on x86: half the cores"
+    lines, _ = closing_lines("gluon", [_finished(runs_dir, "lr-schedule", "gluon", threads=1,
+                                                 workers=2, source=default)], 0, False)
+    assert lines[-1].startswith(f"Threads: MXNet's operators ran 1 thread ({default}) beside "
+                                "2 loader workers on 2 cores; MXNet fixes the count when it is "
+                                "imported")

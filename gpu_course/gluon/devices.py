@@ -1,9 +1,17 @@
 """Where a Gluon run trains: GPU contexts, or CPU contexts when there is no GPU."""
 from __future__ import annotations
 
+import os
+
 import mxnet as mx
 
 from ..config import Experiment, check_gpus
+from ..cores import mxnet_threads, usable_cores
+
+# MXNet reads these once, when libmxnet loads (at `import mxnet` above), and fixes its CPU
+# operators' OpenMP threads from them (src/engine/openmp.cc); MXSetNumOMPThreads later
+# sets only the calling thread's count, not that of the engine's worker threads.
+THREAD_ENV = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS")}
 
 FLOAT16_ON_CPU = ("dtype='float16' needs a GPU: MXNet has no float16 convolution on the "
                   "CPU (\"FP16 gemm on cpu not implemented\"), so this run trains in float32.")
@@ -28,6 +36,25 @@ def try_devices(num_gpus: int = 1) -> tuple[list, str | None]:
     kind, count, notice = check_gpus(num_gpus, gpu_count())
     make = mx.gpu if kind == "gpu" else mx.cpu
     return [make(i) for i in range(count)], notice
+
+
+def operator_threads() -> tuple[int, str]:
+    """(count, where it comes from): the OpenMP threads MXNet's CPU operators use in this
+    process, from the environment MXNet loaded with (`cores.mxnet_threads`)."""
+    return mxnet_threads(usable_cores(), THREAD_ENV)
+
+
+def check_threads(cfg: Experiment) -> None:
+    """Refuse cfg.threads when MXNet's operators run another count in this process: it
+    is fixed when MXNet is imported, so only a new process can change it."""
+    count, source = operator_threads()
+    if cfg.threads is not None and cfg.threads != count:
+        raise ValueError(
+            f"threads={cfg.threads} in the Experiment, but MXNet's operators run {count} "
+            f"OpenMP thread{'s' if count != 1 else ''} in this process ({source}), fixed when "
+            f"MXNet was imported: start a new process with OMP_NUM_THREADS={cfg.threads} "
+            f"(`OMP_NUM_THREADS={cfg.threads} gpu-course run --engine gluon --threads "
+            f"{cfg.threads} ...`), or leave threads at None")
 
 
 def on_gpu(devices) -> bool:

@@ -20,6 +20,7 @@ from mxnet import gluon
 from .. import provenance
 from ..config import OPTIMIZERS, OWN
 from ..harness import Harness
+from .devices import check_threads, operator_threads
 from .models import dtype_of, graph_of
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS", "MXNET_ENGINE_TYPE",
@@ -41,7 +42,10 @@ def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
     if cfg.engine != "gluon":
         cfg = cfg.replace(engine="gluon")
     devices = list(devices) if devices is not None else None
-    facts = {"threads": {k: os.environ.get(k) for k in THREAD_VARIABLES if os.environ.get(k)},
+    check_threads(cfg)
+    count, source = operator_threads()
+    facts = {"threads": {"intra_op": count, "intra_op_from": source,
+                         **{k: os.environ.get(k) for k in THREAD_VARIABLES if os.environ.get(k)}},
              "cpu_count": os.cpu_count()}
     if devices is not None:
         cfg = cfg.replace(num_gpus=len(devices)) if len(devices) != max(cfg.num_gpus, 1) else cfg

@@ -17,7 +17,8 @@ from ..config import Experiment
 from ..records import OutOfMemory
 from .data import make_loader
 from .datasets import load_datasets
-from .devices import FLOAT16_ON_CPU, NCCL_ON_CPU, effective_config, try_devices
+from .devices import (FLOAT16_ON_CPU, NCCL_ON_CPU, check_threads, effective_config,
+                      try_devices)
 from .loop import fit
 from .models import get_model, prepare
 from .optim import make_trainer
@@ -34,6 +35,7 @@ def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=Non
     they are; the network is initialised on the devices, cast and hybridized as the
     config that runs says."""
     requested = cfg if cfg.engine == "gluon" else cfg.replace(engine="gluon")
+    check_threads(requested)  # before any work: only a new process changes MXNet's threads
     if net is not None:  # a network the notebook hybridized or cast itself is the request
         found, _ = _read_network(net)
         requested = provenance.reconcile(requested, found, "the network")

@@ -42,6 +42,11 @@ def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
     if cfg.engine != "pytorch":
         cfg = cfg.replace(engine="pytorch")
     devices = [torch.device(d) for d in devices] if devices is not None else [torch.device("cpu")]
+    if cfg.threads is not None and cfg.threads != torch.get_num_threads():
+        raise ValueError(f"threads={cfg.threads} in the Experiment, but this process runs "
+                         f"{torch.get_num_threads()} intra-op threads: call "
+                         f"torch.set_num_threads({cfg.threads}) before the loop (gc.train "
+                         "does), or leave threads at None")
     facts = {"threads": {"intra_op": torch.get_num_threads(),
                          "inter_op": torch.get_num_interop_threads(),
                          **{k: os.environ.get(k) for k in THREAD_VARIABLES if os.environ.get(k)}},

@@ -6,6 +6,7 @@ loop (`loop.fit`) inside the course's bookkeeping (`record`).
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import torch
@@ -188,37 +189,53 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
     model = compile_model(model, cfg, device, cuda_graphs=not whole_step)
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True  # time cuDNN's algorithms in the first steps
-    rec = record(cfg, net=model, train_iter=train_iter, optimizer=optimizer, devices=[device],
-                 runs_dir=runs_dir, progress=progress, verbose=verbose, on_epoch=on_epoch,
-                 downgrades=downgrades, device_notice=notice, leader=rank == 0,
-                 world_size=world_size)
-    with rec:
-        if rec.record is not None:
-            if devices:
-                rec.record.note(devices=devices)
-            if on_record is not None:
-                on_record(rec.record.path)
-        oom = None
-        try:
-            with warnings.catch_warnings():
-                # GradScaler skips the first steps while it finds its scale; PyTorch then
-                # warns that the scheduler stepped before the optimizer. Expected here.
-                warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step")
-                if whole_step:  # the tuned rung: the whole step as one CUDA graph
-                    stepper = static_step.StaticStep(
-                        model, optimizer, train_iter, cfg, min(steps, cfg.max_steps or steps),
-                        Precision(cfg.dtype, device).amp_dtype)
-                    static_step.run_epochs(rec, stepper, lambda: evaluate(
-                        net, val_iter, [device], cfg.dtype, cfg.channels_last))
-                else:
-                    fit_epochs(rec, net, optimizer, train_iter, val_iter, [device], cfg.dtype,
-                               cfg.mock, scheduler=scheduler, model=model,
-                               channels_last=cfg.channels_last, world_size=world_size)
-        except torch.cuda.OutOfMemoryError as err:
-            oom = out_of_memory(err, cfg.batch_size, device)
-        if oom is not None:
-            raise oom  # outside `except`, so the failed step's tensors can be freed
+    with intra_op_threads(cfg.threads):  # the record reads the count that runs
+        rec = record(cfg, net=model, train_iter=train_iter, optimizer=optimizer, devices=[device],
+                     runs_dir=runs_dir, progress=progress, verbose=verbose, on_epoch=on_epoch,
+                     downgrades=downgrades, device_notice=notice, leader=rank == 0,
+                     world_size=world_size)
+        with rec:
+            if rec.record is not None:
+                if devices:
+                    rec.record.note(devices=devices)
+                if on_record is not None:
+                    on_record(rec.record.path)
+            oom = None
+            try:
+                with warnings.catch_warnings():
+                    # GradScaler skips the first steps while it finds its scale; PyTorch then
+                    # warns that the scheduler stepped before the optimizer. Expected here.
+                    warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step")
+                    if whole_step:  # the tuned rung: the whole step as one CUDA graph
+                        stepper = static_step.StaticStep(
+                            model, optimizer, train_iter, cfg, min(steps, cfg.max_steps or steps),
+                            Precision(cfg.dtype, device).amp_dtype)
+                        static_step.run_epochs(rec, stepper, lambda: evaluate(
+                            net, val_iter, [device], cfg.dtype, cfg.channels_last))
+                    else:
+                        fit_epochs(rec, net, optimizer, train_iter, val_iter, [device], cfg.dtype,
+                                   cfg.mock, scheduler=scheduler, model=model,
+                                   channels_last=cfg.channels_last, world_size=world_size)
+            except torch.cuda.OutOfMemoryError as err:
+                oom = out_of_memory(err, cfg.batch_size, device)
+            if oom is not None:
+                raise oom  # outside `except`, so the failed step's tensors can be freed
     return rec.run
+
+
+@contextlib.contextmanager
+def intra_op_threads(threads: int | None):
+    """torch.set_num_threads(threads) for one run (None: leave the count as it is), the
+    previous count restored after it, so later runs in this process are not affected.
+    Set before the first step: torch.compile's CPU kernels are generated for the count
+    that is set when they compile."""
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _length(train_iter, cfg: Experiment) -> int:

@@ -30,6 +30,7 @@ TEST_SIZE = 256 if SMOKE else 10_000
 EPOCHS = 1 if SMOKE else 2
 KNOB_EPOCHS = 2 if SMOKE else 3       # the knobs run: persistent workers pay from the 2nd epoch
 WORKER_COUNTS = None                  # None: 0, 1, 2, 4, 8, ... up to cpu_count() - 3 (0, 1, 2 in smoke mode)
+LARGE_BATCH = 128 if SMOKE else 640   # the talk's batch per GPU, for its one-worker collapse
 
 # %%
 import numpy as np
@@ -124,6 +125,40 @@ spread = "gpu_util_std" if table["gpu_util_std"].notna().all() else "spikiness"
 unit = "GPU-Util std" if spread == "gpu_util_std" else "p95/median step time"
 say(f"Spikiness ({unit}): " + ", ".join(f"{say.cell(i, 'num_workers')} worker(s) {say.cell(i, spread)}"
                                         for i in range(len(table))))
+
+# %% [markdown]
+# ## A large batch with one worker
+# The talk's sharpest number (its slide, not measured here): its 4-GPU job at batch 640 per
+# GPU trained at 50,000 samples/s, 4.0 s an epoch, with 29 workers, and collapsed to about
+# 1,500 samples/s, 60+ s an epoch, with **one** worker. A large batch needs many images
+# per step, and one worker prepares them one after the other. The same two loaders here:
+# batch `LARGE_BATCH` with one worker, then with the sweep's fastest count.
+
+# %%
+from gpu_course.distributed import TALK
+fastest = int(table.num_workers[table["samples_per_sec"].idxmax()])
+many = fastest if fastest > 1 else recommended   # a count above one to set against one
+large = []
+for n in (1, many):
+    train_iter = DataLoader(train_set, batch_size=LARGE_BATCH, shuffle=True, drop_last=True,
+                            num_workers=n)
+    large.append(gc.train(cfg.replace(name=f"batch {LARGE_BATCH}, num_workers={n}",
+                                      batch_size=LARGE_BATCH, num_workers=n),
+                          net=gc.get_model("resnet20"), train_iter=train_iter, val_iter=val_iter,
+                          verbose=False))
+large_table = gc.report.ladder_table(large)
+gc.tables.show(large_table)
+
+# %%
+one, most = large_table.itertuples()
+print(f"The talk ({TALK['k']} V100s, batch {TALK['batch']} a GPU, its slide): {TALK['workers']} workers "
+      f"{TALK['samples_per_sec_k']:,} samples/s, {TALK['epoch_s_k']:.1f} s an epoch; 1 worker about "
+      f"{TALK['samples_per_sec_k_one_worker']:,} samples/s, {TALK['epoch_s_k_one_worker']}+ s an epoch "
+      f"(×{TALK['samples_per_sec_k'] / TALK['samples_per_sec_k_one_worker']:.0f}).")
+print(f"This machine, batch {LARGE_BATCH}: 1 worker {one.samples_per_sec:,.0f} samples/s, "
+      f"{one.epoch_time_s:.1f} s an epoch; {many} workers {most.samples_per_sec:,.0f} samples/s, "
+      f"{most.epoch_time_s:.1f} s an epoch. {many} workers against 1: "
+      f"{gc.noise.sentence(gc.noise.compare(*large))}.")
 
 # %% [markdown]
 # ## What a worker costs in memory

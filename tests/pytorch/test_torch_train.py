@@ -285,3 +285,33 @@ def test_repeated_rungs_interleave_and_report_their_runs_spread(monkeypatch, tmp
     assert paths["html"].exists() and len(paths["timelines"]) == 4
     with pytest.raises(ValueError, match=r"repeats=0 must be an integer >= 1"):
         run_ladder("pytorch", quick=True, runs_dir=tmp_path, repeats=0)
+
+
+def test_threads_set_for_the_run_are_recorded_and_the_previous_count_restored(small_cfg):
+    """Issue 10: the thread rung runs and records its intra-op threads, and later runs in
+    the process get the count they had before."""
+    torch.set_num_threads(2)
+    try:
+        run = gc.train(small_cfg.replace(threads=1, max_steps=2), progress=False, verbose=False)
+        assert run.config["threads"] == 1 and run.meta["ran"]["threads"]["intra_op"] == 1
+        assert torch.get_num_threads() == 2
+        plain = gc.train(small_cfg.replace(max_steps=2), progress=False, verbose=False)
+        assert plain.config["threads"] is None and plain.meta["ran"]["threads"]["intra_op"] == 2
+    finally:
+        torch.set_num_threads(1)  # the suite's setting (conftest)
+
+
+def test_the_thread_count_is_restored_when_the_run_fails():
+    from gpu_course.torch.train import intra_op_threads
+    before = torch.get_num_threads()
+    with pytest.raises(ZeroDivisionError):
+        with intra_op_threads(before + 1):
+            assert torch.get_num_threads() == before + 1
+            1 / 0
+    assert torch.get_num_threads() == before
+
+
+def test_an_own_loop_with_other_threads_than_the_experiment_is_refused(small_cfg):
+    with pytest.raises(ValueError, match=r"threads=3 in the Experiment, but this process runs "
+                                         r"1 intra-op threads: call torch.set_num_threads\(3\)"):
+        gc.record(small_cfg.replace(threads=3), progress=False, verbose=False)

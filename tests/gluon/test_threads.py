@@ -1,0 +1,25 @@
+"""Issue 10: MXNet fixes its operators' OpenMP threads when it is imported: every record
+says the count that ran, and a config asking for another count is refused."""
+import pytest
+
+from gpu_course import gluon as gc
+from gpu_course.gluon import devices
+
+
+def test_operator_threads_are_read_from_the_environment_mxnet_loaded_with(monkeypatch):
+    monkeypatch.setattr(devices, "THREAD_ENV", {"OMP_NUM_THREADS": "3",
+                                                "MXNET_OMP_MAX_THREADS": None})
+    assert devices.operator_threads() == (3, "OMP_NUM_THREADS")
+    monkeypatch.setattr(devices, "THREAD_ENV", {})
+    assert devices.operator_threads()[1].startswith("MXNet's default")
+
+
+def test_threads_this_process_cannot_run_are_refused_and_the_record_says_what_ran(small_cfg):
+    count, _ = devices.operator_threads()
+    with pytest.raises(ValueError, match=rf"threads={count + 1} in the Experiment, but MXNet's "
+                                         rf"operators run {count} OpenMP thread.*start a new "
+                                         rf"process with OMP_NUM_THREADS={count + 1}"):
+        gc.train(small_cfg.replace(threads=count + 1), progress=False, verbose=False)
+    run = gc.train(small_cfg.replace(threads=count, max_steps=2), progress=False, verbose=False)
+    assert run.config["threads"] == count and run.meta["ran"]["threads"]["intra_op"] == count
+
