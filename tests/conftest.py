@@ -4,6 +4,7 @@ subprocesses leave in their temporary folder (torchrun's torchelastic_*) is remo
 the end."""
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -12,6 +13,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+# A shell that starts the suite in the background (`make test &`, `nohup`) ignores Ctrl-C
+# in it, and Python then installs no KeyboardInterrupt handler: the tests that press
+# Ctrl-C (in this process or in a subprocess, which inherits "ignored") would wait for an
+# interrupt that never comes. The suite tests Ctrl-C, so it takes the handler back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
