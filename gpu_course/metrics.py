@@ -70,18 +70,26 @@ def samples_per_sec(run) -> float:
 def steady_block_rates(run, blocks: int = BLOCKS) -> list[float]:
     """Steady samples/s of `blocks` consecutive blocks of the run's steady steps (fewer
     blocks when it has fewer steps; step times as `step_seconds` reads them); [] without
-    per-step rows. A machine that drifts or is shared shows as blocks far apart."""
+    per-step rows. A machine that drifts or is shared shows as blocks far apart.
+
+    An asynchronous engine (MXNet, CUDA) leaves part of the work to the epoch's closing
+    sync, which no step's host time holds; the steps' times are scaled to add up to the
+    steady time `samples_per_sec` divides by, so the blocks bracket it."""
     steps = _steps(run)
     if not len(steps) or "timed" not in steps.columns:
         return []
     steady = steps[_column(steps, "timed") == 1]
+    seconds_each = step_seconds(steady)  # device times on a GPU
+    measured, steady_s = float(seconds_each.sum()), _sum(run.epochs, "timed_s")
+    if measured > 0 and steady_s > 0:
+        seconds_each = seconds_each * (steady_s / measured)  # the sync spread over the steps
     n = min(blocks, len(steady))
     rates = []
     for i in range(n):
-        part = steady.iloc[i * len(steady) // n:(i + 1) * len(steady) // n]
-        seconds = float(step_seconds(part).sum())  # device times on a GPU
+        part = slice(i * len(steady) // n, (i + 1) * len(steady) // n)
+        seconds = float(seconds_each.iloc[part].sum())
         if seconds > 0:
-            rates.append(float(_column(part, "samples").sum()) / seconds)
+            rates.append(float(_column(steady.iloc[part], "samples").sum()) / seconds)
     return rates
 
 
