@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -40,9 +41,13 @@ LECTURE_BANDWIDTHS = (("Intel i7 5930K (40 PCIe lanes)", 30.0), ("NVLink", 40.0)
                       ("10 Gbps Ethernet", 1.0))
 
 
-def measure(sizes=SIZES, device=None, min_seconds: float = 0.2, max_iters: int = 50) -> list[dict]:
+def measure(sizes=SIZES, device=None, min_seconds: float = 0.2, max_iters: int = 50,
+            blocks: int = 5) -> list[dict]:
     """Time all-reduces of float32 tensors of each size (bytes) in the current process
-    group; every rank must call it. Returns one row per size (the slowest rank's time)."""
+    group; every rank must call it. Returns one row per size: the median of `blocks` timed
+    blocks (each the slowest rank's time per all-reduce), with the fastest and slowest
+    block beside it. A median, because on a shared machine one block can catch a process
+    descheduled: a 4 KiB all-reduce measured once read slower than a 4 MiB one."""
     device = torch.device(device or ("cuda" if dist.get_backend() == "nccl" else "cpu"))
     k = dist.get_world_size()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -53,11 +58,14 @@ def measure(sizes=SIZES, device=None, min_seconds: float = 0.2, max_iters: int =
             dist.all_reduce(x)
         sync()
         t = _slowest(_timed(x, 1, sync), device)  # one, to choose how many fill min_seconds
-        iters = int(max(3, min(max_iters, min_seconds / max(t, 1e-6))))  # same on every rank
-        t = _slowest(_timed(x, iters, sync) / iters, device)
-        rows.append({"bytes": x.numel() * 4, "processes": k, "iters": iters, "time_s": t,
-                     "algbw_GBps": x.numel() * 4 / t / 1e9,
-                     "busbw_GBps": bus_bandwidth(x.numel() * 4, t, k) / 1e9})
+        iters = int(max(3, min(max_iters, min_seconds / blocks / max(t, 1e-6))))  # same on every rank
+        times = sorted(_slowest(_timed(x, iters, sync) / iters, device) for _ in range(blocks))
+        t = statistics.median(times)
+        nbytes = x.numel() * 4
+        rows.append({"bytes": nbytes, "processes": k, "iters": iters, "blocks": blocks,
+                     "time_s": t, "time_min_s": times[0], "time_max_s": times[-1],
+                     "algbw_GBps": nbytes / t / 1e9,
+                     "busbw_GBps": bus_bandwidth(nbytes, t, k) / 1e9})
     return rows
 
 
@@ -114,11 +122,13 @@ def _local_worker(rank: int, procs: int, port: int, backend: str, sizes, min_sec
 
 
 def format_rows(rows: list[dict]) -> str:
-    lines = [f"{'size':>10} {'time':>10} {'algbw GB/s':>11} {'busbw GB/s':>11}"]
+    lines = [f"{'size':>10} {'time (median)':>14} {'blocks min-max':>19} {'algbw GB/s':>11} "
+             f"{'busbw GB/s':>11}"]
     for r in rows:
         size = f"{r['bytes'] / MiB:.0f} MiB" if r["bytes"] >= MiB else f"{r['bytes'] / KiB:.0f} KiB"
-        lines.append(f"{size:>10} {r['time_s'] * 1e3:>8.3f}ms {r['algbw_GBps']:>11.3f} "
-                     f"{r['busbw_GBps']:>11.3f}")
+        spread = f"{r['time_min_s'] * 1e3:.3f}-{r['time_max_s'] * 1e3:.3f}ms"
+        lines.append(f"{size:>10} {r['time_s'] * 1e3:>12.3f}ms {spread:>19} "
+                     f"{r['algbw_GBps']:>11.3f} {r['busbw_GBps']:>11.3f}")
     return "\n".join(lines)
 
 

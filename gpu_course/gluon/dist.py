@@ -36,6 +36,7 @@ import json
 import os
 import random
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -240,22 +241,26 @@ SIZES = tuple(4 * KiB * 4**i for i in range(7))  # 4 KiB .. 16 MiB
 
 def bench_worker(sizes=SIZES, iters: int = 10) -> list[dict]:
     """In a worker: time push + pull of float32 arrays of each size (bytes) through the
-    servers, as every trainer.step does per parameter. Rows from this worker's clock."""
+    servers, as every trainer.step does per parameter. Rows from this worker's clock: the
+    median round (each ends where the pulled array is read), the fastest and slowest beside
+    it; a median, as one round can catch a process descheduled on a shared machine."""
     kv = mx.kv.create("dist_sync")
     rows = []
     for key, nbytes in enumerate(sizes):
         x = mx.nd.ones((max(1, nbytes // 4),))
         out = mx.nd.zeros_like(x)
         kv.init(key, x)
+        times = []
         for i in range(iters + 2):
-            if i == 2:  # the first two set up the connections
-                mx.nd.waitall()
-                t0 = time.perf_counter()
+            t0 = time.perf_counter()
             kv.push(key, x)
             kv.pull(key, out=out)
-            out.wait_to_read()  # sync point: the pull has arrived
-        t = (time.perf_counter() - t0) / iters
-        rows.append({"bytes": x.size * 4, "workers": kv.num_workers, "time_s": t,
+            out.wait_to_read()  # the round's own sync point: the pull has arrived
+            if i >= 2:  # the first two set up the connections
+                times.append(time.perf_counter() - t0)
+        t = statistics.median(times)
+        rows.append({"bytes": x.size * 4, "workers": kv.num_workers, "rounds": iters,
+                     "time_s": t, "time_min_s": min(times), "time_max_s": max(times),
                      # a worker sends its array and receives the sum: 2 x bytes per round
                      "worker_GBps": 2 * x.size * 4 / t / 1e9, "rank": kv.rank})
     return rows

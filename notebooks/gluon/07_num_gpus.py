@@ -191,13 +191,14 @@ per_worker
 # ## 3. What a push and a pull cost
 # Every `trainer.step` pushes each parameter's gradient to the servers and pulls the new
 # weights. Timed alone against the array's size, beside the lecture's bandwidth table
-# (a worker sends the array and receives it back: 2 × bytes per round):
+# (a worker sends the array and receives it back: 2 × bytes per round). Each time is the
+# median round, the fastest and slowest beside it:
 
 # %%
 pp = pd.DataFrame(dist.bench_local(workers=NODES, servers=1,
                                    sizes=dist.SIZES[:5] if SMOKE else dist.SIZES, iters=3 if SMOKE else 10))
 pp["size"] = pp["bytes"].map(lambda b: f"{b / 2**20:g} MiB" if b >= 2**20 else f"{b / 2**10:g} KiB")
-display(pp[["size", "time_s", "worker_GBps"]])
+display(pp[["size", "time_s", "time_min_s", "time_max_s", "worker_GBps"]])
 lecture = pd.DataFrame([{"link": name, "GB/s": gbps} for name, gbps in
                         [("Intel i7 5930K (40 PCIe lanes)", 30.0), ("NVLink", 40.0), ("PCIe x8 (GPU)", 5.0),
                          ("SATA", 6.0), ("56 Gbps Mellanox", 6.8), ("10 Gbps Ethernet", 1.0)]])

@@ -208,14 +208,16 @@ per_rank
 # ## 3. What communication costs
 # **All-reduce against message size** (`python -m gpu_course.bench.allreduce`): algorithm
 # bandwidth = bytes ÷ time; bus bandwidth = algbw × 2(k-1)/k, what each link carries in a
-# ring all-reduce, comparable with a link's speed. Small messages are latency-bound: that is
+# ring all-reduce, comparable with a link's speed. Each time is the median of five timed blocks,
+# their fastest and slowest beside it (one block can catch a process descheduled). Small
+# messages are latency-bound: that is
 # why DDP (and Horovod's tensor fusion) send gradients in buckets, not one by one.
 
 # %%
 ar = pd.DataFrame(allreduce.run_local(procs=2, sizes=allreduce.QUICK_SIZES if SMOKE else allreduce.SIZES,
                                       min_seconds=0.05 if SMOKE else 0.2))
 ar["size"] = ar["bytes"].map(lambda b: f"{b / 2**20:g} MiB" if b >= 2**20 else f"{b / 2**10:g} KiB")
-display(ar[["size", "time_s", "algbw_GBps", "busbw_GBps"]])
+display(ar[["size", "time_s", "time_min_s", "time_max_s", "algbw_GBps", "busbw_GBps"]])
 display(pd.DataFrame(allreduce.lecture_table()))
 best = ar.busbw_GBps.max()
 print(f"{'NCCL' if on_gpu else 'gloo'} over 2 processes reached {best:.2f} GB/s bus bandwidth at "

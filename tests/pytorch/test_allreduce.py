@@ -6,13 +6,15 @@ from gpu_course.bench import allreduce
 
 def test_allreduce_numbers_are_positive_and_grow_with_message_size():
     t0 = time.perf_counter()
-    sizes = (4 * allreduce.KiB, 4 * allreduce.MiB)
+    sizes = (4 * allreduce.KiB, 64 * allreduce.MiB)
     rows = allreduce.run_local(procs=2, sizes=sizes, backend="gloo", min_seconds=0.05)
     assert [r["bytes"] for r in rows] == list(sizes)
     assert all(r["time_s"] > 0 and r["busbw_GBps"] > 0 and r["processes"] == 2 for r in rows)
+    # the median of the timed blocks, with their spread beside it
+    assert all(r["blocks"] == 5 and r["time_min_s"] <= r["time_s"] <= r["time_max_s"] for r in rows)
     small, large = rows
     assert large["time_s"] > small["time_s"]
-    # 4 KiB is latency-bound: a thousand times the data takes far less than a thousand
+    # 4 KiB is latency-bound: 16,000 times the data takes far less than 16,000
     # times as long (the margin is wide for a machine busy with other work)
     assert large["algbw_GBps"] > 3 * small["algbw_GBps"]
     assert time.perf_counter() - t0 < 60
