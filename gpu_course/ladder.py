@@ -6,6 +6,14 @@ a large-batch optimizer -> LR schedule -> (PyTorch) data on the GPU -> the whole
 as one CUDA graph -> more GPUs. Rungs are plain `Experiment`s, so a notebook can run any
 one of them by itself.
 
+On a CPU the ladder keeps the rungs a CPU can show and reads photos (loose JPEGs) until
+its data-format rung, the talk's off-line pre-processing: the photos decoded and resized
+once, before that rung, into one packed file (timed, and recorded in the rung's notes:
+`report.conclusion` says after how many epochs it pays back). Measured on the course's
+2-core CPU (issue 10), against the workers rung before it: Gluon x1.37 (x1.18-1.67 over
+its blocks), PyTorch x1.86 (x1.74-1.98); 16,000 photos packed in 3 s, paid back in
+0.4-0.7 epochs.
+
 The naive rung is the way a first script is written, and stays so: batch 64 and one
 loader worker that crops, flips and normalises each image in Python. The host is its
 limit: that worker (about 13k images/s on one core of the course's CPU, issue 16) and,
@@ -32,12 +40,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Experiment
-from .records import OutOfMemory, Run, default_runs_dir, load_run
+from .records import OutOfMemory, Run, default_runs_dir, load_run, update_meta
 
 
 LONG_EPOCHS = 30  # the tuned rung on a GPU: long enough for the monitor to see it
 CPU_MODEL = "tiny"  # on a CPU: a network that learns in minutes (ResNet-20 does ~400 images/s)
 CPU_ACCURACY = 0.40  # what the CPU ladder's last rung must reach (`make run` checks it)
+# The CPU ladder reads photos, so that its data-format rung has something to fix: JPEGs of
+# 128-192 px a side (about 8 KB each), which one loader worker opens, decodes and resizes
+# at ~1,000 a second beside the tiny network on the course's 2-core CPU, against ~1,800
+# decoded once (issue 10). 200-500 px photos, Caltech-256's size, ran at ~600 and made the
+# ladder too long; 64-96 px ones cost little more than their file opens, and the format's
+# effect was within noise.
+PHOTO_SIDES = (128, 192)
 # Rungs whose effect only a GPU shows, left out of a CPU ladder: (rung, lesson, why)
 GPU_ONLY = {
     "gluon": [("float16", "lesson 04", "a CPU has no fast float16 convolutions"),
@@ -49,6 +64,11 @@ GPU_ONLY = {
                 ("cuda-graphs", "lesson 03", "CUDA graphs need CUDA"),
                 ("more GPUs", "lesson 07", "there is no second device")],
 }
+
+
+PACK_ONCE = ("photos decoded and resized once, offline, into one packed binary file, read "
+             "into memory: no file opens, no decode (lesson 09 compares it with "
+             "pre-resized JPEGs and RecordIO)")
 
 
 @dataclass(frozen=True)
@@ -78,9 +98,41 @@ def default_sizes(gpus: int, quick: bool) -> dict:
     """Dataset size and epochs by what the machine can do in reasonable time."""
     if quick:
         return {"train_size": 1024, "test_size": 512, "epochs": 1}
-    if gpus == 0:  # the tiny net at ~2,300 images/s on 2 cores: ~40 s a rung, and it learns
-        return {"train_size": 20_000, "test_size": 2_000, "epochs": 4}
+    if gpus == 0:  # the tiny net on 2 cores: ~1,000 photos/s loose, ~1,600 decoded once:
+        return {"train_size": 16_000, "test_size": 2_000, "epochs": 4}  # 40-70 s a rung
     return {"train_size": 50_000, "test_size": 10_000, "epochs": 3}
+
+
+def photo_folder(train_size: int, test_size: int) -> Path:
+    """The generated photo folder the CPU ladder reads (data/, or $GPU_COURSE_DATA): ten
+    classes, enough photos for train_size training and test_size validation images
+    (validation takes at most a fifth of a folder, `folder.split`)."""
+    from .data.paths import default_root
+    low, high = PHOTO_SIDES
+    return default_root() / f"photos-{low}-{high}px-{10 * _photos_per_class(train_size, test_size)}"
+
+
+def _photos_per_class(train_size: int, test_size: int) -> int:
+    return math.ceil(max(train_size + test_size, 5 * test_size) / 10)
+
+
+def ensure_photos(cfg: Experiment, progress: bool = False) -> None:
+    """Write the photo folder a CPU rung reads (cfg.data_dir, sized for its train and test
+    sizes) unless it is there complete (then: nothing to do), and say what it cost."""
+    import time
+    from .data.folder import MANIFEST, generate_folder
+    folder = Path(cfg.data_dir)
+    low, high = PHOTO_SIDES
+    per_class = _photos_per_class(cfg.train_size, cfg.test_size)
+    written = (folder / MANIFEST).exists()  # complete: generate_folder checks its settings
+    start = time.perf_counter()
+    generate_folder(folder, classes=10, per_class=per_class, min_side=low, max_side=high,
+                    progress=progress)
+    if written:
+        return
+    size = sum(f.stat().st_size for f in folder.rglob("*.jpg"))
+    print(f"generated {10 * per_class:,} photos ({low}-{high} px JPEGs, {size / 1e6:,.0f} MB) "
+          f"in {time.perf_counter() - start:.1f} s: {folder}", flush=True)
 
 
 def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = False,
@@ -93,15 +145,26 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     large = 640 if engine == "gluon" else 1024
     if gpus == 0 or quick:
         large = 256  # a CPU gains nothing from huge batches, and quick mode must be quick
-    model = {"model": CPU_MODEL} if gpus == 0 else {}
+    cpu = gpus == 0  # the rungs a CPU can show; GPU_ONLY says which are left out
+    # on a CPU: the tiny network, reading photos (loose JPEGs) until the data-format rung
+    data = {"model": CPU_MODEL, "dataset": "folder", "data_format": "loose",
+            "data_dir": str(photo_folder(sizes["train_size"], sizes["test_size"]))} \
+        if cpu else {}
     base = Experiment(name="naive", engine=engine, batch_size=64, num_workers=1,
                       warmup_steps=2 if quick else 5, num_gpus=min(gpus, 1) or 1,
-                      monitor_interval=0.2 if quick else 0.5, **model, **sizes)
-    cpu = gpus == 0  # the rungs a CPU can show; GPU_ONLY says which are left out
-    ladder = [Rung("naive", base, "batch 64, one loader worker, float32, imperative",
-                   limit="the host: one loader worker crops, flips and normalises each "
-                         "image in Python, and the training process dispatches every "
-                         "operator of a 64-image step from Python")]
+                      monitor_interval=0.2 if quick else 0.5, **data, **sizes)
+    if cpu:
+        low, high = PHOTO_SIDES
+        naive = Rung("naive", base, f"batch 64, one loader worker, float32, imperative, "
+                     f"photos read as loose JPEGs ({low}-{high} px)",
+                     limit="the host: one loader worker opens, decodes and resizes each "
+                           "photo, then crops, flips and normalises it in Python")
+    else:
+        naive = Rung("naive", base, "batch 64, one loader worker, float32, imperative",
+                     limit="the host: one loader worker crops, flips and normalises each "
+                           "image in Python, and the training process dispatches every "
+                           "operator of a 64-image step from Python")
+    ladder = [naive]
 
     def add(name: str, change: str, **fields) -> None:
         prev = ladder[-1].cfg
@@ -109,9 +172,12 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
 
     if engine == "gluon":
         add("workers", f"DataLoader(num_workers={workers})", num_workers=workers)
+        if cpu:  # the talk's "off-line pre-processing" into a binary format
+            add("data-format", PACK_ONCE, data_format="memory")
         add("hybridize", "net.hybridize(static_alloc=True, static_shape=True)", graph="static")
-        if cpu:
-            add("lr-schedule", "cosine LR schedule", lr_scheduler="cosine")
+        if cpu:  # without a warm-up, lr 0.1 stalls the first epoch at chance (issue 10)
+            add("lr-schedule", "cosine LR schedule after a one-epoch linear warm-up",
+                lr_scheduler="cosine", warmup_epochs=min(1.0, sizes["epochs"]))
             return ladder
         add("float16", "net.cast('float16') + multi_precision=True", dtype="float16")
         add("large-batch", f"batch {large} per device, LBSGD with linear warm-up, lr scaled",
@@ -125,6 +191,8 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add("workers", f"DataLoader(num_workers={workers}, pin_memory={pin}, "
             "persistent_workers=True)", num_workers=workers, pin_memory=pin,
             persistent_workers=True)
+        if cpu:
+            add("data-format", PACK_ONCE, data_format="memory")
         add("compile", "torch.compile(net)", graph="hybrid")
         add("bfloat16", "autocast(bfloat16) + channels_last", dtype="bfloat16",
             channels_last=True)
@@ -180,9 +248,13 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
             raise ValueError(f"unknown rung(s) {sorted(unknown)}; allowed: "
                              f"{', '.join(r.name for r in selected)}")
         selected = [r for r in selected if r.name in only]
+    if selected and selected[0].cfg.dataset == "folder" and gpus == 0:
+        ensure_photos(selected[0].cfg, progress)
     done: dict[str, list[Run]] = {rung.name: [] for rung in selected}
+    prepared: dict[str, dict] = {}  # rung -> the copy of the photos made before it, timed
     for repeat in range(repeats):
         last = None  # this walk's latest run: the thread rung reads the load it saw
+        before = None  # the config of the rung before: a new data format is prepared
         for rung in selected:
             which = f" (run {repeat + 1} of {repeats})" if repeats > 1 else ""
             if rung.name == "threads":  # its count comes from the load the rung before saw
@@ -197,8 +269,19 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
             print(f"\n=== rung {rung.name}{which}: {rung.change}", flush=True)
             if rung.limit and repeat == 0:
                 print(f"    limited by {rung.limit}", flush=True)
+            new_format = before is None or (rung.cfg.data_format, rung.cfg.data_dir) != \
+                (before.data_format, before.data_dir)
+            before = rung.cfg
             try:
+                if new_format and rung.name not in prepared:  # offline: not in the run's time
+                    made = gc.prepare_data(rung.cfg, progress=progress)
+                    if made is not None:
+                        print(f"    {made}", flush=True)
+                        prepared[rung.name] = made.note()
                 last = gc.train(rung.cfg, runs_dir=runs_dir, progress=progress)
+                if rung.name in prepared:  # the record keeps what its format cost to make
+                    update_meta(last.path, notes={"prepared": prepared[rung.name]})
+                    last = load_run(last.path)
                 done[rung.name].append(last)
             except Exception as err:  # recorded as oom or failed; the next rung runs
                 what = "out of memory" if isinstance(err, OutOfMemory) else \
@@ -229,6 +312,13 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
         if runs and runs[0].config.get("model") == CPU_MODEL:
             lines.append(f"The CPU ladder trains the '{CPU_MODEL}' network (ResNet-20 learns "
                          "too slowly on a CPU to show anything in minutes).")
+        first = runs[0].config if runs else {}
+        if first.get("dataset") == "folder" and first.get("data_format") == "loose":
+            lines.append(f"It reads photos, {first.get('train_size'):,} for training: JPEGs "
+                         f"of {PHOTO_SIDES[0]}-{PHOTO_SIDES[1]} px resized to "
+                         f"{first.get('image_size')} px ({first.get('data_dir')}), loose "
+                         "files until its data-format rung, so that rung has a cost to "
+                         "remove; a GPU ladder reads the CIFAR-10 stand-in from memory.")
         line = threads_line(engine, runs)
         if line:
             lines.append(line)

@@ -11,6 +11,7 @@ the SageMaker metric line all call these functions, so one run reads the same ev
                            worker start-up and syncs included (what a user waits for)
     epoch_time_s           mean epoch time, the first epoch left out when there are more
     warmup_s               time of the warm-up steps (graph building, compile, autotuning)
+    preparation_s          time spent before the run making the copy its data format reads
     data_wait_share        fraction (0-1) of the steady steps' time spent waiting for data
     gpu_util               mean GPU-Util (%) over the monitor's samples inside the steady
                            training windows (after warm-up, validation excluded); the whole
@@ -120,6 +121,20 @@ def warmup_s(run) -> float:
         return math.nan
     early = steps[_column(steps, "timed") == 0]
     return float((_column(early, "data_wait_s") + _column(early, "compute_s")).sum())
+
+
+def preparation_s(run) -> float:
+    """Seconds that making the copy of its data that the run's format reads took
+    (offline pre-processing: resizing, packing, done before the run), as the ladder
+    recorded it; a copy an earlier run made counts that run's time. 0.0 when the run read
+    its data as they were, NaN when the copy's making was never timed."""
+    made = ((run.meta.get("notes") or {}).get("prepared")) or {}
+    if not made:
+        return 0.0
+    seconds = made.get("seconds")
+    if seconds is None or (made.get("reused") and not seconds):  # not timed (older notes: 0)
+        return math.nan
+    return float(seconds)
 
 
 def data_wait_share(run) -> float:
@@ -252,20 +267,27 @@ def summary(run) -> dict:
 
 def machine_load(run) -> dict:
     """How busy the machine was while the run ran: the mean 1-minute load average at its
-    start and end, the cores the run's own process used (CPU time / wall time; loader
-    workers are other processes and count as load), and whether something else shared
-    the machine: load beyond the run's own of more than SHARED of a core."""
+    start and end, the cores the whole machine kept busy (busy CPU time / wall time, where
+    recorded), the cores the run's own process used (CPU time / wall time; loader workers
+    are other processes), and whether something else shared the machine: more than
+    SHARED of a core busy beyond the run's process and one core per loader worker.
+
+    The busy time decides where it was recorded: the load average trails by a minute, so
+    a short run after a busier one (loader workers) read as shared when it was not (the
+    CPU ladder's data-on-gpu rung, issue 10). Older records fall back to it."""
     load = run.meta.get("load") or {}
     start, end = load.get("start") or {}, load.get("end") or {}
     averages = [_num(x.get("loadavg_1m")) for x in (start, end)]
     averages = [a for a in averages if not math.isnan(a)]
     wall = _num(end.get("wall")) - _num(start.get("wall"))
     own = share(_num(end.get("process_cpu_s")) - _num(start.get("process_cpu_s")), wall)
+    busy = share(_num(end.get("cpu_busy_s")) - _num(start.get("cpu_busy_s")), wall)
     workers = _num((run.config or {}).get("num_workers")) or 0.0
     mean = sum(averages) / len(averages) if averages else math.nan
+    used = busy if not math.isnan(busy) else mean
     # the run itself accounts for its own process and up to one core per loader worker
-    other = mean - (own if not math.isnan(own) else 1.0) - workers
-    return {"loadavg": mean, "own_cores": own, "other_load": other,
+    other = used - (own if not math.isnan(own) else 1.0) - workers
+    return {"loadavg": mean, "busy_cores": busy, "own_cores": own, "other_load": other,
             "cpu_count": _num(start.get("cpu_count")), "shared": bool(other > SHARED)}
 
 

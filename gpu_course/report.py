@@ -135,13 +135,15 @@ def conclusion(runs, baseline=0) -> str:
         steps.append(f"'{table.rung[after]}' {noise.sentence(verdict)}")
     if steps:
         text.append("Each rung against the one before it: " + "; ".join(steps) + ".")
+    text += _accuracy_effects(runs, table, ok)
     text += _warmup_costs(runs, table, ok)
+    text += _preparation_costs(runs, table, ok)
     shared = [table.rung[i] for i, group in enumerate(metrics.as_groups(groups))
               if any(metrics.machine_load(run)["shared"] for run in group)]
     if shared:
-        text.append(f"Another program shared the machine during {_join(shared)} (load "
-                    "average above the run's own use): their numbers are pessimistic and "
-                    "noisier.")
+        text.append(f"Another program shared the machine during {_join(shared)} (the "
+                    "machine busier than the run's own use): their numbers are pessimistic "
+                    "and noisier.")
     text += [sentence[0].upper() + sentence[1:] + "."
              for sentence in noise.far_apart(_flat(groups))]
     return " ".join(text) + failed_text
@@ -162,11 +164,68 @@ def _warmup_costs(runs, table, ok) -> list[str]:
             gain = "at this size it does not pay back"
         elif warm <= 0:  # no more warm-up than the rung before, and faster epochs
             gain = "it pays back at once (no more warm-up than the rung before)"
+        elif warm / per_epoch < 0.05:  # would print as "after 0.0 epochs"
+            gain = (f"it pays back within its first epoch ({warm:.2f} s more warm-up than "
+                    "the rung before)")
         else:
             gain = f"it pays back after {warm / per_epoch:.1f} epochs"
         out.append(f"'{table.rung[after]}' spent {metrics.warmup_s(runs[after]):.1f} s in "
                    f"warm-up steps (samples/s over the whole run {whole:,.0f} against "
                    f"{steady:,.0f} steady): {gain}.")
+    return out
+
+
+def _accuracy_effects(runs, table, ok) -> list[str]:
+    """One sentence on validation accuracy, rung against the rung before it: the changes
+    outside 2 standard errors (`noise.accuracy_change`), or that none was."""
+    from . import noise
+    moved = []
+    for before, after in zip(ok, ok[1:]):
+        if math.isnan(metrics.val_acc(runs[before])) or math.isnan(metrics.val_acc(runs[after])):
+            continue
+        points, sentence = noise.accuracy_change(runs[before], runs[after])
+        if "an effect" in sentence:
+            moved.append(f"'{table.rung[after]}' {sentence} against '{table.rung[before]}'")
+    if len(ok) < 2:
+        return []
+    if not moved:
+        return ["Validation accuracy: no rung moved it outside 2 standard errors of the rung "
+                "before it."]
+    return ["Validation accuracy, rung against the rung before it, beyond the test set's "
+            "sampling noise: " + "; ".join(moved) + ". One run's training varies by more "
+            "than that (other arithmetic, a compiled graph say, takes another path): repeat "
+            "the rungs (--repeats) before crediting a few points to a change."]
+
+
+def _preparation_costs(runs, table, ok) -> list[str]:
+    """A sentence per rung that read a copy of its data made before it ran (a packed
+    file: offline pre-processing, not in its samples/s): what making it cost, and after
+    how many epochs the rung's shorter epochs pay that back against the rung before it.
+    A copy an earlier ladder made counts the time that ladder recorded beside it, or is
+    named as untimed; one this ladder made for an earlier rung is not named again."""
+    out, made_here = [], set()
+    for before, after in zip([None] + ok, ok):
+        note = (runs[after].meta.get("notes") or {}).get("prepared") or {}
+        if not note or note.get("path") in made_here:
+            continue
+        made_here.add(note.get("path"))
+        rung = table.rung[after]
+        cost = metrics.preparation_s(runs[after])
+        if math.isnan(cost):
+            out.append(f"'{rung}' read {note.get('what')} made by an earlier run that did "
+                       "not record its time (its making is not timed in this ladder).")
+            continue
+        made = ("made by an earlier run (offline, not in its samples/s)" if note.get("reused")
+                else "made once before it ran (offline, not in its samples/s)")
+        text = (f"'{rung}' read {note.get('what')}, {made}: "
+                f"{note.get('images'):,} images in {cost:.1f} s")
+        if before is not None:
+            per_epoch = table.epoch_time_s[before] - table.epoch_time_s[after]
+            text += (f"; against '{table.rung[before]}' its epochs are {per_epoch:.1f} s "
+                     f"shorter, so it pays back after {cost / per_epoch:.1f} epochs"
+                     if per_epoch > 0 else f"; its epochs are no shorter than "
+                     f"'{table.rung[before]}''s, so it does not pay back")
+        out.append(text + ".")
     return out
 
 

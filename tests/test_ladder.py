@@ -32,7 +32,7 @@ def test_the_tuned_pytorch_rung_is_one_cuda_graph_and_runs_long_enough():
 def test_more_gpus_add_a_rung_and_cpu_sizes_are_small():
     assert rungs("gluon", gpus=4, cpu_count=8)[-1].cfg.num_gpus == 4
     cpu = rungs("gluon", gpus=0, cpu_count=2)
-    assert cpu[1].cfg.num_workers == 2 and cpu[0].cfg.train_size <= 20_000
+    assert cpu[1].cfg.num_workers == 2 and cpu[0].cfg.train_size <= 16_000
     quick = rungs("pytorch", gpus=0, quick=True)
     assert all(r.cfg.epochs == 1 and r.cfg.train_size <= 1024 for r in quick)
     assert rungs("gluon", gpus=0, train_size=300)[0].cfg.train_size == 300
@@ -67,9 +67,9 @@ def test_sweep_marks_oom_and_goes_on(runs_dir):
 
 
 @pytest.mark.parametrize("engine, names", [
-    ("gluon", ["naive", "workers", "hybridize", "lr-schedule"]),
-    ("pytorch", ["naive", "workers", "compile", "bfloat16", "lr-schedule", "data-on-gpu",
-                 "threads"]),
+    ("gluon", ["naive", "workers", "data-format", "hybridize", "lr-schedule"]),
+    ("pytorch", ["naive", "workers", "data-format", "compile", "bfloat16", "lr-schedule",
+                 "data-on-gpu", "threads"]),
 ])
 def test_a_cpu_ladder_has_the_rungs_a_cpu_shows_and_names_the_others(engine, names):
     """Issue 10: on a CPU the GPU-only rungs are left out and said to be; the network is
@@ -83,6 +83,33 @@ def test_a_cpu_ladder_has_the_rungs_a_cpu_shows_and_names_the_others(engine, nam
     lines, ok = closing_lines(engine, [], 0, check_accuracy=False)
     assert ok and lines[0].startswith("Left out on this CPU, their effect needs a GPU: ")
     assert rungs(engine, gpus=1, cpu_count=2)[0].cfg.model == "resnet20"  # a GPU: unchanged
+
+
+@pytest.mark.parametrize("engine", ["gluon", "pytorch"])
+def test_the_cpu_ladder_reads_loose_photos_until_its_data_format_rung(engine):
+    """Issue 10: the data format is a rung that pays on a CPU, so the CPU ladder starts
+    from photos read as loose JPEGs and packs them once, offline, at its data-format rung
+    (after the loader workers, in the talk's order); a GPU ladder reads from memory."""
+    from gpu_course.ladder import PHOTO_SIDES, photo_folder
+    cpu = {r.name: r for r in rungs(engine, gpus=0, cpu_count=2)}
+    names = list(cpu)
+    assert names.index("workers") + 1 == names.index("data-format")
+    assert {r.cfg.dataset for r in cpu.values()} == {"folder"}
+    assert [cpu[n].cfg.data_format for n in ("naive", "workers", "data-format")] == \
+        ["loose", "loose", "memory"]
+    assert cpu["naive"].cfg.data_dir == str(photo_folder(16_000, 2_000))
+    assert f"loose JPEGs ({PHOTO_SIDES[0]}-{PHOTO_SIDES[1]} px)" in cpu["naive"].change
+    assert "opens, decodes and resizes each photo" in cpu["naive"].limit
+    if engine == "pytorch":  # the whole set in one tensor: from memory
+        assert cpu["data-on-gpu"].cfg.data_format == "memory"
+    else:  # without its warm-up the tiny network stalled at chance for an epoch
+        assert cpu["lr-schedule"].cfg.warmup_epochs == 1.0
+    gpu = rungs(engine, gpus=1, cpu_count=32)
+    assert {r.cfg.dataset for r in gpu} == {"synthetic"} and "data-format" not in \
+        [r.name for r in gpu]
+    # enough photos for training plus validation, which takes at most a fifth of them
+    assert photo_folder(20_000, 2_000).name == f"photos-{PHOTO_SIDES[0]}-{PHOTO_SIDES[1]}px-22000"
+    assert photo_folder(1024, 512).name.endswith("-2560")
 
 
 def test_the_cpu_ladder_checks_that_its_last_rung_learned(runs_dir):
@@ -152,6 +179,10 @@ def test_run_ladder_leaves_the_thread_rung_out_when_nothing_else_ran(monkeypatch
             return 0
 
         @staticmethod
+        def prepare_data(cfg, progress=True):
+            return None
+
+        @staticmethod
         def train(cfg, runs_dir=None, progress=False):
             trained.append((cfg.name, cfg.threads))
             return _finished(runs_dir, cfg.name, loadavg=2.0, cpu_s=19.5)
@@ -161,6 +192,45 @@ def test_run_ladder_leaves_the_thread_rung_out_when_nothing_else_ran(monkeypatch
                          only=["data-on-gpu", "threads"])
     assert trained == [("data-on-gpu", None)] and [r.name for r in runs] == ["data-on-gpu"]
     assert "=== rung threads: left out: other programs used" in capsys.readouterr().out
+
+
+def test_run_ladder_prepares_a_new_data_format_once_and_records_its_cost(monkeypatch,
+                                                                         tmp_path, capsys):
+    """The data-format rung's packed copy is made before the rung, outside its timed
+    run, once for all repeats; every run of the rung records what it cost (notes)."""
+    from gpu_course import ladder
+    from gpu_course.data.packed import Prepared
+    from gpu_course.ladder import run_ladder
+
+    class Adapter:
+        @staticmethod
+        def gpu_count():
+            return 0
+
+        @staticmethod
+        def prepare_data(cfg, progress=True):
+            calls.append((cfg.name, cfg.data_format))
+            if cfg.data_format == "loose":
+                return None
+            return Prepared("one packed file", "/p/x.pack", cfg.train_size, 2.5, False)
+
+        @staticmethod
+        def train(cfg, runs_dir=None, progress=False):
+            return _finished(runs_dir, cfg.name)
+    calls = []
+    monkeypatch.setattr(ladder, "adapter", lambda engine: Adapter)
+    groups, _ = run_ladder("pytorch", quick=True, runs_dir=tmp_path, repeats=2,
+                           only=["workers", "data-format", "compile"])
+    assert calls == [("workers", "loose"), ("data-format", "memory"), ("workers", "loose")]
+    workers, packed, compiled = groups
+    assert all("prepared" not in run.meta["notes"] for run in workers + compiled)
+    assert [run.meta["notes"]["prepared"] for run in packed] == 2 * [
+        {"what": "one packed file", "path": "/p/x.pack", "images": 1024, "seconds": 2.5,
+         "reused": False}]
+    out = capsys.readouterr().out
+    assert "one packed file: 1,024 images prepared once, offline, in 2.5 s" in out
+    # the photos were written before the first rung
+    assert (ladder.photo_folder(1024, 512) / ".gpu_course.json").exists()
 
 
 def test_the_closing_text_says_which_threads_ran(runs_dir):
@@ -180,3 +250,31 @@ def test_the_closing_text_says_which_threads_ran(runs_dir):
     assert lines[-1].startswith(f"Threads: MXNet's operators ran 1 thread ({default}) beside "
                                 "2 loader workers on 2 cores; MXNet fixes the count when it is "
                                 "imported")
+
+
+def test_a_short_run_after_a_busy_one_is_not_read_as_shared(runs_dir):
+    """The 1-minute load average trails: the CPU ladder's data-on-gpu rung (no loader
+    workers) started with the load of the rung before it (two workers) and read as
+    shared, so the thread rung took a core away and ran x0.57 (issue 10). The machine's
+    busy CPU time over the run decides where it was recorded."""
+    from gpu_course import metrics
+    from gpu_course.ladder import free_threads
+
+    def with_busy(busy_cores):
+        run = _finished(runs_dir, "data-on-gpu", loadavg=3.4, cpu_s=19.5)  # 1.95 cores own
+        meta = run.meta
+        meta["load"]["start"]["cpu_busy_s"] = 100.0
+        meta["load"]["end"]["cpu_busy_s"] = 100.0 + 10.0 * busy_cores
+        from gpu_course.records import write_meta
+        write_meta(run.path, meta)
+        return load_run(run.path)
+    alone = metrics.machine_load(with_busy(2.0))
+    assert alone["busy_cores"] == pytest.approx(2.0) and not alone["shared"]
+    assert free_threads(with_busy(2.0))[0] == 2
+    # a busy loop on one core: the run got about one core of its two
+    run = _finished(runs_dir, "data-on-gpu", loadavg=3.4, cpu_s=11.0)
+    run.meta["load"]["start"]["cpu_busy_s"] = 0.0
+    run.meta["load"]["end"]["cpu_busy_s"] = 20.0
+    assert metrics.machine_load(run)["shared"] and free_threads(run)[0] == 1
+    from gpu_course.records import machine_load  # what a record keeps
+    assert machine_load()["cpu_busy_s"] > 0

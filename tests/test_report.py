@@ -28,7 +28,8 @@ def cpu(tmp_path_factory):
 def steady_rate(run):
     """samples/s as the course defines it, computed here from epochs.csv by hand."""
     e = pd.read_csv(run.path / "epochs.csv")
-    return e.timed_samples.sum() / e.timed_s.sum()
+    timed = e.timed_s.sum()
+    return e.timed_samples.sum() / timed if timed > 0 else math.nan  # none timed: died in warm-up
 
 
 def test_ladder_table_speedups_come_from_the_steady_steps(gpu):
@@ -262,3 +263,81 @@ def test_reference_helpers(tmp_path, monkeypatch):
     assert set(rep.reference_runs()) == {"naive", "workers"}
     frame = rep.beside_reference(list(latest.values()), rep.reference_runs())
     assert set(frame.index.get_level_values(0)) == {"this machine", "reference"}
+
+
+def test_a_packed_copy_made_before_a_rung_is_costed_and_paid_back(tmp_path):
+    """Issue 10: a format's offline pre-processing is a real cost, outside samples/s; the
+    conclusion says what it took and after how many epochs the rung's faster epochs
+    repay it, also when an earlier ladder made the copy and recorded its time; a copy
+    whose making nobody timed is named as untimed; this ladder's own copy read again by a
+    later rung is not repeated."""
+    from gpu_course.records import update_meta
+    loose = fake_runs.write_run(tmp_path, "workers", samples_per_sec=500.0, seed=1)
+    packed = fake_runs.write_run(tmp_path, "data-format", samples_per_sec=1000.0, seed=2,
+                                 index=1)
+    later = fake_runs.write_run(tmp_path, "data-on-gpu", samples_per_sec=1500.0, seed=3,
+                                index=2)
+    note = {"what": "one packed file of decoded 32 px images", "path": "/p/a.pack",
+            "images": 20000, "seconds": 9.0, "reused": False}
+    update_meta(packed, notes={"prepared": note})
+    update_meta(later, notes={"prepared": {**note, "seconds": 0.0, "reused": True}})
+    runs = [fake_runs.load(p) for p in (loose, packed, later)]
+    from gpu_course import metrics
+    assert metrics.preparation_s(runs[0]) == 0.0 and metrics.preparation_s(runs[1]) == 9.0
+    table = report.ladder_table(runs)
+    saved = table.epoch_time_s[0] - table.epoch_time_s[1]
+    text = report.conclusion(runs)
+    assert ("'data-format' read one packed file of decoded 32 px images, made once before "
+            "it ran (offline, not in its samples/s): 20,000 images in 9.0 s; against "
+            f"'workers' its epochs are {saved:.1f} s shorter, so it pays back after "
+            f"{9.0 / saved:.1f} epochs.") in text
+    assert "'data-on-gpu' read" not in text  # the same copy, made by this ladder
+    update_meta(packed, notes={"prepared": {**note, "reused": True}})
+    text = report.conclusion([fake_runs.load(p) for p in (loose, packed)])
+    assert ("'data-format' read one packed file of decoded 32 px images, made by an earlier "
+            "run (offline, not in its samples/s): 20,000 images in 9.0 s; against "
+            f"'workers' its epochs are {saved:.1f} s shorter, so it pays back after "
+            f"{9.0 / saved:.1f} epochs.") in text
+    for untimed in (None, 0.0):  # 0.0: what records before the note beside the copy held
+        update_meta(packed, notes={"prepared": {**note, "seconds": untimed, "reused": True}})
+        again = [fake_runs.load(p) for p in (loose, packed)]
+        assert math.isnan(metrics.preparation_s(again[1]))
+        assert ("'data-format' read one packed file of decoded 32 px images made by an "
+                "earlier run that did not record its time (its making is not timed in this "
+                "ladder).") in report.conclusion(again)
+
+
+def test_conclusion_says_which_rungs_moved_validation_accuracy(tmp_path):
+    """A rung can leave samples/s alone and still buy accuracy (the CPU ladder's LR
+    schedule): the conclusion names accuracy changes outside 2 standard errors."""
+    one = fake_runs.load(fake_runs.write_run(tmp_path, "two epochs", epochs=2, seed=1))
+    three = fake_runs.load(fake_runs.write_run(tmp_path, "four", epochs=4, seed=1, index=1))
+    again = fake_runs.load(fake_runs.write_run(tmp_path, "again", epochs=4, seed=1, index=2))
+    text = report.conclusion([one, three])
+    moved = text.split("Validation accuracy, rung against the rung before it, beyond the "
+                       "test set's sampling noise: ")[1]
+    first = moved.split(" against 'two epochs'")[0]
+    assert first.startswith("'four' +") and "points, an effect (±" in first
+    assert ("Validation accuracy: no rung moved it outside 2 standard errors of the rung "
+            "before it.") in report.conclusion([three, again])
+
+
+def test_warm_up_costs_say_when_a_rung_pays_its_warm_up_back(monkeypatch):
+    """A rung whose warm-up (compile) costs over 10 % of its run: the sentence says after
+    how many epochs its faster epochs repay the extra warm-up ("within its first epoch",
+    not "after 0.0 epochs"), "at once" with no more warm-up than the rung before, and that
+    it does not pay back when its epochs are no shorter."""
+    from types import SimpleNamespace
+    runs = [SimpleNamespace(warm=w) for w in (0.3, 2.3, 0.32, 0.36, 0.5)]
+    monkeypatch.setattr(report.metrics, "warmup_s", lambda run: run.warm)
+    table = pd.DataFrame({"rung": ["a", "compile", "b", "c", "slower"],
+                          "samples_per_sec": [1000.0] * 5,
+                          "samples_per_sec_all": [950.0, 500.0, 800.0, 800.0, 800.0],
+                          "epoch_time_s": [10.0, 8.0, 7.0, 6.0, 6.5]})
+    lines = report._warmup_costs(runs, table, [0, 1, 2, 3, 4])
+    assert lines[0] == ("'compile' spent 2.3 s in warm-up steps (samples/s over the whole run "
+                        "500 against 1,000 steady): it pays back after 1.0 epochs.")
+    assert [line.split("steady): ")[1] for line in lines[1:]] == [
+        "it pays back at once (no more warm-up than the rung before).",
+        "it pays back within its first epoch (0.04 s more warm-up than the rung before).",
+        "at this size it does not pay back."]

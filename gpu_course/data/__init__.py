@@ -28,7 +28,8 @@ DATASETS = ("synthetic", "cifar10")
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR_STD = (0.2023, 0.1994, 0.2010)
 # names gpu-course itself writes into a data folder: anything else there is the user's
-_OURS = ("synthetic-v", FOLDER_NAME, "cifar-10-binary.tar.gz", "prepared", "caltech256-like")
+_OURS = ("synthetic-v", FOLDER_NAME, "cifar-10-binary.tar.gz", "prepared", "caltech256-like",
+         "photos-")  # photos-: the CPU ladder's (ladder.photo_folder)
 
 
 def prepare(name="synthetic", root=None, train_size=50000, test_size=10000, seed=0):

@@ -349,9 +349,21 @@ def prepared_dir(root, cache_dir=None) -> Path:
     return default_root() / "prepared" / tag
 
 
+def preresized_path(index: FolderIndex, size: int, cache_dir=None) -> Path:
+    """Where the pre-resized copy of `index` at `size` lives (its files' fingerprint in
+    the name: a changed image makes a new copy); complete once its manifest is there."""
+    return prepared_dir(index.root, cache_dir) / f"resized-{size}px-{index.fingerprint()}"
+
+
+def packed_path(index: FolderIndex, size: int, cache_dir=None) -> Path:
+    """Where the packed file of `index` at `size` lives (written under a temporary name,
+    so one that exists is complete)."""
+    return prepared_dir(index.root, cache_dir) / f"{size}px-{index.fingerprint()}.pack"
+
+
 def ensure_preresized(index: FolderIndex, size: int, cache_dir=None, **kwargs) -> Path:
     """The pre-resized copy of `index` (made once, then reused)."""
-    target = prepared_dir(index.root, cache_dir) / f"resized-{size}px-{index.fingerprint()}"
+    target = preresized_path(index, size, cache_dir)
     if not (target / ".gpu_course.json").exists():
         print(preresize_folder(index, target, size, **kwargs))  # says where the copy went
     return target
@@ -359,10 +371,96 @@ def ensure_preresized(index: FolderIndex, size: int, cache_dir=None, **kwargs) -
 
 def ensure_packed(index: FolderIndex, size: int, cache_dir=None, **kwargs) -> Path:
     """The packed file of `index` at `size` (made once, then reused)."""
-    target = prepared_dir(index.root, cache_dir) / f"{size}px-{index.fingerprint()}.pack"
+    target = packed_path(index, size, cache_dir)
     if not target.exists():
         print(pack_images(index, target, size, **kwargs))
     return target
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A training set's copy made before training (offline pre-processing), as a run
+    record keeps it (`notes["prepared"]`): what it is, where, how many images, and how
+    long making it took (`seconds`). `reused`: an earlier run had made it, so this run
+    made nothing; `seconds` is then what that run's making took, read from the note it
+    left beside the copy, or None when it left none (a copy made before such notes)."""
+
+    what: str
+    path: str
+    images: int
+    seconds: float | None
+    reused: bool
+
+    def note(self) -> dict:
+        return {"what": self.what, "path": self.path, "images": self.images,
+                "seconds": None if self.seconds is None else round(self.seconds, 3),
+                "reused": self.reused}
+
+    def __str__(self) -> str:
+        if self.reused and self.seconds is None:
+            return (f"{self.what}: reused {self.path} (made by an earlier run that did not "
+                    "record its time; delete it to time its making)")
+        if self.reused:
+            return (f"{self.what}: reused {self.path} (an earlier run made it in "
+                    f"{self.seconds:.1f} s)")
+        return (f"{self.what}: {self.images:,} images prepared once, offline, in "
+                f"{self.seconds:.1f} s -> {self.path}")
+
+
+def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,
+                 record_file=None) -> Prepared | None:
+    """The adapters' `prepare_data`: make, once, the copy of cfg's training images that
+    cfg.data_format reads, and time it; None when there is nothing to make (loose JPEGs,
+    or a data set that is not a folder). record_file(index, size, common) -> (what, path,
+    complete, make) gives a framework's own packed format (Gluon: RecordIO); without it
+    "packed" is the .pack file, which "memory" reads too. The time is kept beside the
+    copy (`made_note_path`), so a later run that reuses it can still say what it cost."""
+    if cfg.dataset != "folder" or cfg.data_format == "loose":
+        return None
+    from .folder import folder_split
+    index, _ = folder_split(cfg, root)
+    size, kind = cfg.image_size, cfg.data_format
+    common = dict(cache_dir=cache_dir, progress=progress, skip_corrupt=cfg.skip_corrupt)
+    if kind == "preresized":
+        target = preresized_path(index, size, cache_dir)
+        what, complete = f"photos resized to {size} px (JPEGs)", target / ".gpu_course.json"
+        make = lambda: ensure_preresized(index, size, **common)  # noqa: E731
+    elif kind == "packed" and record_file is not None:
+        what, target, complete, make = record_file(index, size, common)
+    else:
+        target = complete = packed_path(index, size, cache_dir)
+        what = f"one packed file of decoded {size} px images"
+        make = lambda: ensure_packed(index, size, **common)  # noqa: E731
+    note_path = made_note_path(target)
+    if Path(complete).exists():
+        make()  # finds it complete: nothing to do
+        return Prepared(what, str(target), len(index), _made_seconds(note_path), True)
+    start = time.perf_counter()
+    make()
+    seconds = time.perf_counter() - start
+    _write_atomic(note_path, json.dumps({"what": what, "images": len(index),
+                                         "seconds": round(seconds, 3),
+                                         "made": time.strftime("%Y-%m-%dT%H:%M:%S%z")}))
+    return Prepared(what, str(target), len(index), seconds, False)
+
+
+def made_note_path(copy) -> Path:
+    """The note beside a prepared copy that says how long making it took."""
+    copy = Path(copy)
+    return copy.with_name(f".{copy.name}.made.json")
+
+
+def _made_seconds(note_path: Path) -> float | None:
+    try:
+        return float(json.loads(note_path.read_text())["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no note (an older copy) or an unreadable one: the cost is unknown
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = _tmp_name(path)
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def load_folder(root=None, image_size: int = 32, train_size: int | None = None,
@@ -395,4 +493,5 @@ def _check_size(size: int) -> None:
 
 __all__ = ["PrepResult", "preresize_folder", "preresized_index", "pack_images",
            "PackedArray", "PackedSource", "check_roundtrip", "prepared_dir", "ensure_preresized",
-           "ensure_packed", "load_folder"]
+           "ensure_packed", "load_folder", "preresized_path", "packed_path", "Prepared",
+           "prepare_copy", "made_note_path"]

@@ -1,9 +1,9 @@
 """The Gluon (Apache MXNet 1.9) track: `from gpu_course import gluon as gc`.
 
 Same public names as `gpu_course.torch`, so a lesson reads the same in both tracks:
-gpu_count, try_devices, load_datasets, make_loader, load_data, get_model, build,
-record, train, evaluate, lr_scheduler, sweep, plus Experiment, load_run(s), metrics,
-plots and report.
+gpu_count, try_devices, load_datasets, prepare_data, make_loader, load_data,
+get_model, build, record, train, evaluate, lr_scheduler, sweep, plus Experiment,
+load_run(s), metrics, plots and report.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ..experiments import sweep as _sweep
 from ..records import OutOfMemory, load_run, load_runs
 from .data import make_loader
 from .datasets import load_data, load_datasets
+from .io_data import prepare_data
 from .devices import gpu_count, try_devices
 from .models import get_model
 from .profile import profile_steps
@@ -24,7 +25,7 @@ from .record import record
 from .train import build, train
 
 __all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
-           "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
+           "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
            "get_model", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
            "make_trainer", "sweep", "profile_steps", "repeat"]
 

@@ -25,7 +25,7 @@ from ..config import Experiment
 from ..data import folder, packed
 from ..data.folder import folder_split
 from .data import Augment, make_loader
-from .recordio import RecordDataset, ensure_recordio
+from .recordio import RecordDataset, ensure_recordio, recordio_path
 
 KINDS = ("loose", "preresized", "packed", "memory")
 
@@ -74,6 +74,19 @@ def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
     train_set = train.transform_first(Augment(cfg, True, size))
     train_set.skipped = getattr(train, "skipped", None)
     return train_set, val.transform_first(Augment(cfg, False, size))
+
+
+def prepare_data(cfg: Experiment, root=None, cache_dir=None,
+                 progress: bool = True) -> packed.Prepared | None:
+    """Make, once and before training, the copy of cfg's training images that
+    cfg.data_format reads, timed (the offline pre-processing a format costs); None when
+    there is nothing to make (loose JPEGs, or a data set that is not a folder). Training
+    then reuses the copy, so its runs time only the reading. "packed" is RecordIO here."""
+    def record_file(index, size, common):
+        target = recordio_path(index, size, cache_dir)
+        return (f"one RecordIO file of {size} px JPEGs", target, target.with_suffix(".idx"),
+                lambda: ensure_recordio(index, size, **common))
+    return packed.prepare_copy(cfg, root, cache_dir, progress, record_file)
 
 
 def memory_dataset(pack_path) -> Dataset:

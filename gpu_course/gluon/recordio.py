@@ -86,9 +86,14 @@ def _encode_task(task):
     return buffer.getvalue(), None
 
 
+def recordio_path(index: FolderIndex, size: int, cache_dir=None) -> Path:
+    """Where the record file of `index` at `size` lives; complete once its .idx exists."""
+    return prepared_dir(index.root, cache_dir) / f"{size}px-{index.fingerprint()}.rec"
+
+
 def ensure_recordio(index: FolderIndex, size: int, cache_dir=None, **kwargs) -> Path:
     """The record file of `index` at `size` (packed once, then reused)."""
-    target = prepared_dir(index.root, cache_dir) / f"{size}px-{index.fingerprint()}.rec"
+    target = recordio_path(index, size, cache_dir)
     if not target.with_suffix(".idx").exists():
         print(pack_recordio(index, target, size, **kwargs))
     return target

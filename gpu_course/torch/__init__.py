@@ -1,9 +1,9 @@
 """The PyTorch track: `from gpu_course import torch as gc`.
 
 Same public names as `gpu_course.gluon`, so a lesson reads the same in both tracks:
-gpu_count, try_devices, load_datasets, make_loader, load_data, get_model, build,
-record, train, evaluate, lr_scheduler, sweep, plus Experiment, load_run(s), metrics,
-plots and report; and the
+gpu_count, try_devices, load_datasets, prepare_data, make_loader, load_data,
+get_model, build, record, train, evaluate, lr_scheduler, sweep, plus Experiment,
+load_run(s), metrics, plots and report; and the
 PyTorch-only pieces: LARS, Signum, GpuLoader, lr_curve, make_optimizer.
 
 Inside this package `import torch` is PyTorch itself (imports are absolute); this
@@ -20,6 +20,7 @@ from ..experiments import sweep as _sweep
 from ..records import OutOfMemory, load_run, load_runs
 from .data import ImageDataset, make_loader
 from .datasets import load_data, load_datasets
+from .io_data import prepare_data
 from .devices import gpu_count, try_devices
 from .gpu_loader import GpuLoader
 from .lars import LARS
@@ -32,7 +33,7 @@ from .record import record
 from .train import COMPILE_BACKEND_ENV, build, train
 
 __all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
-           "gpu_count", "try_devices", "load_datasets", "make_loader", "load_data",
+           "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
            "get_model", "build", "record", "train", "evaluate", "Precision", "to_device",
            "lr_scheduler", "lr_curve", "make_optimizer",
            "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]

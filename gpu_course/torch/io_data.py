@@ -95,6 +95,15 @@ def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
     return train, ImageDataset(val.load(), val.labels, "none", cfg.seed)
 
 
+def prepare_data(cfg: Experiment, root=None, cache_dir=None,
+                 progress: bool = True) -> packed.Prepared | None:
+    """Make, once and before training, the copy of cfg's training images that
+    cfg.data_format reads, timed (the offline pre-processing a format costs); None when
+    there is nothing to make (loose JPEGs, or a data set that is not a folder). Training
+    then reuses the copy, so its runs time only the reading."""
+    return packed.prepare_copy(cfg, root, cache_dir, progress)
+
+
 def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
     """(train_iter, val_iter): io_datasets in the track's DataLoaders (cfg.num_workers,
     pin_memory, ...), or for kind="gpu" two GpuLoaders holding the packed images on
@@ -116,4 +125,5 @@ def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
     return tuple(loaders)
 
 
-__all__ = ["KINDS", "SourceDataset", "LazyImages", "folder_split", "io_datasets", "io_loaders"]
+__all__ = ["KINDS", "SourceDataset", "LazyImages", "folder_split", "io_datasets", "io_loaders",
+           "prepare_data"]

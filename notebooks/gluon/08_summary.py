@@ -6,7 +6,8 @@
 # utilisation and validation accuracy. Each lesson named the run that stands for its rung
 # ("naive", "workers", "hybridize", "float16", "large-batch", "lr-schedule", "num-gpus");
 # the latest run of each name is used. With no records at all (this notebook run on its
-# own) it trains the ladder itself first.
+# own) it trains the ladder itself first; on a CPU that ladder reads photos and has a
+# "data-format" rung (loose JPEGs packed once, offline: the talk's pre-processing rung).
 #
 # **The talk's ladder** (V100s in 2019): naive 306 samples/s → 29 workers 663 → hybridize
 # 941 → float16 3,100 → batch 640 17,000 (one GPU) → 4 GPUs 50,000: about ×160 from the
@@ -29,7 +30,7 @@ RUNS_DIR = None                       # None: GPU_COURSE_RUNS or the repository'
 import pandas as pd
 from gpu_course import gluon as gc
 
-RUNGS = ["naive", "workers", "hybridize", "float16", "large-batch", "lr-schedule", "num-gpus", "all-gpus"]
+RUNGS = ["naive", "workers", "data-format", "hybridize", "float16", "large-batch", "lr-schedule", "num-gpus", "all-gpus"]
 latest = {run.name: run for run in gc.load_runs(RUNS_DIR, names=RUNGS)   # oldest first: the last wins
           if run.meta.get("engine") == "gluon"}   # this track's runs only (the folder may hold both)
 runs = [latest[name] for name in RUNGS if name in latest]
@@ -48,13 +49,13 @@ print(f"{len(runs)} rung(s) of the {', '.join(sorted({r.meta['engine'] for r in 
 # %%
 baseline = "naive" if "naive" in [r.name for r in runs] else 0
 table = gc.report.ladder_table(runs, baseline=baseline)
-for field in ("num_workers", "graph", "dtype", "batch_size", "num_gpus", "optimizer", "lr_scheduler"):
+for field in ("num_workers", "data_format", "graph", "dtype", "batch_size", "num_gpus", "optimizer", "lr_scheduler"):
     table[field] = [r.config.get(field) for r in runs]   # what really ran, as recorded
 talk = {"naive": 306, "workers": 663, "hybridize": 941, "float16": 3100, "large-batch": 17000,
         "num-gpus": 50000, "all-gpus": 50000}
 table["talk samples/s"] = table["rung"].map(talk)
 table["talk speed-up"] = table["talk samples/s"] / talk["naive"]
-changes = ["num_workers", "graph", "dtype", "batch_size", "num_gpus", "optimizer", "lr_scheduler"]
+changes = ["num_workers", "data_format", "graph", "dtype", "batch_size", "num_gpus", "optimizer", "lr_scheduler"]
 gc.tables.show(table[["rung", *changes, "samples_per_sec", "speedup", "talk speed-up", "gpu_util",
                       "data_wait_share", "val_acc", "status"]])
 

@@ -45,7 +45,7 @@ from gpu_course import gluon as gc
 from gpu_course.data import disk, folder, packed
 from gpu_course.gluon import io_data, recordio
 from gpu_course.gluon.data import Augment   # the track's per-sample augmentation
-from gpu_course.diagnose import explain
+from gpu_course.diagnose import advice_outcome, diagnose, explain
 
 root = pathlib.Path(FOLDER) if FOLDER else folder.generate_folder(
     folder.default_folder().with_name(f"caltech256-like-{IMAGES}"), per_class=IMAGES // 10)
@@ -193,10 +193,16 @@ if not gc.gpu_count():
 # ## Diagnosis
 # `gpu_course.diagnose` reads a run record and says what limits it, with the numbers, and
 # names the next rung (`gpu-course diagnose RUN` prints the same). It finds rung 1's two
-# ceilings next to it in the runs folder. Then the best rung:
+# ceilings next to it in the runs folder. Where its advice is a rung this lesson already
+# ran (more workers: rung 2), the two runs say whether it helped here, judged against
+# their noise. Then the best rung:
 
 # %%
-print(explain(runs[0], data_format="loose"))
+rung1 = diagnose(runs[0], data_format="loose")
+print(rung1)
+applied = [r for r in runs[1:] if r.name.startswith("loose JPEGs")]   # rung 2: more workers
+if rung1.next_rung == "workers" and applied:
+    print(advice_outcome(rung1, runs[0], applied[0]))
 print()
 best_run = runs[int(table["samples_per_sec"].idxmax())]
 formats = {"pre-resized": "preresized", "RecordIO": "packed", "in memory": "memory"}

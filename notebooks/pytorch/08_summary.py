@@ -8,7 +8,9 @@
 # "num-gpus"); the latest run of each name is used. One rung is new here and is trained
 # now: the whole dataset and its augmentation on the GPU ("data-on-gpu"), the fix the
 # fastest CIFAR-10 trainers use. With no records at all (this notebook run on its own) it
-# trains the ladder itself first. Last, a warning about what "GPU-Util" does not measure.
+# trains the ladder itself first (on a CPU that ladder reads photos and has a "data-format"
+# rung: loose JPEGs packed once, offline). Last, a warning about what "GPU-Util" does not
+# measure.
 #
 # **The talk's ladder** (Apache MXNet on V100s in 2019): naive 306 samples/s → 29 workers 663
 # → hybridize 941 → float16 3,100 → batch 640 17,000 (one GPU) → 4 GPUs 50,000: about ×160
@@ -38,7 +40,7 @@ from gpu_course import data
 from gpu_course import torch as gc
 
 os.environ.setdefault(gc.COMPILE_BACKEND_ENV, COMPILE_BACKEND)
-RUNGS = ["naive", "workers", "compile", "bfloat16", "float16", "large-batch", "lr-schedule",
+RUNGS = ["naive", "workers", "data-format", "compile", "bfloat16", "float16", "large-batch", "lr-schedule",
          "data-on-gpu", "cuda-graphs", "num-gpus"]
 
 def pick_rungs(runs):
@@ -94,7 +96,7 @@ if "data-on-gpu" not in [r.name for r in runs]:
 # %%
 baseline = "naive" if "naive" in [r.name for r in runs] else 0
 table = gc.report.ladder_table(runs, baseline=baseline)
-for field in ("num_workers", "data_on_gpu", "graph", "dtype", "batch_size", "num_gpus", "optimizer",
+for field in ("num_workers", "data_format", "data_on_gpu", "graph", "dtype", "batch_size", "num_gpus", "optimizer",
               "lr_scheduler"):
     table[field] = [r.config.get(field) for r in runs]
 talk = {"naive": 306, "workers": 663, "compile": 941, "bfloat16": 3100, "float16": 3100,

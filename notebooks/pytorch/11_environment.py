@@ -159,9 +159,7 @@ print("\n".join(env_text.gpu_lines({"gpu": gpu, "copy": None})))
 # %%
 copy = env.hook(ENGINE, "copy") if gpu["available"] else None
 if copy and copy.get("available"):
-    print(f"{copy['mib']} MiB host -> device: pageable {copy['pageable_gb_s']:.1f} GB/s, pinned "
-          f"{copy['pinned_gb_s']:.1f} GB/s (x{copy['pinned_gb_s'] / copy['pageable_gb_s']:.1f}); "
-          f"the lecture's PCIe x8: 5 GB/s.")
+    print(env_text.copy_sentence(copy) + "; the lecture's PCIe x8: 5 GB/s.")
 else:
     print("No GPU here: no host -> device copy to measure (pageable against pinned needs CUDA).")
 

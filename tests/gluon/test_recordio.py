@@ -11,7 +11,7 @@ from gpu_course.data import folder
 from gpu_course.gluon import io_data
 from gpu_course.gluon.recordio import (RecordDataset, RecordIter, check_recordio,
                                        pack_recordio)
-from image_folders import leftovers, make_folder, truncate
+from image_folders import check_prepare_data, leftovers, make_folder, truncate
 
 SIZE = 24
 
@@ -148,3 +148,14 @@ def test_the_parsers_thread_count_line_is_held_back_and_other_lines_pass(rec, ca
     err = capfd.readouterr().err
     assert "ImageRecordIOParser" not in err
     assert "a warning the user must see" in err
+
+
+@pytest.mark.parametrize("kind", ["preresized", "packed", "memory"])
+def test_prepare_data_makes_a_formats_copy_once_and_training_reads_it(index, tmp_path, kind):
+    """The ladder's data-format rung: the copy is made (and timed) before the run, and the
+    run's datasets read it instead of making it again; loose JPEGs need nothing made."""
+    cfg = Experiment(dataset="folder", data_dir=str(index.root), image_size=SIZE,
+                     train_size=24, test_size=8, batch_size=8, num_workers=0,
+                     data_format=kind)
+    cache = tmp_path / "cache"
+    check_prepare_data(io_data, cfg, cache)

@@ -7,7 +7,7 @@ from torch.utils.data import DataLoader
 from gpu_course.config import Experiment
 from gpu_course.data import folder
 from gpu_course.torch import io_data
-from image_folders import make_folder, truncate
+from image_folders import check_prepare_data, make_folder, truncate
 
 SIZE = 24
 
@@ -81,3 +81,12 @@ def test_a_corrupt_image_is_named_or_skipped_across_workers(cfg, tmp_path):
 def test_a_missing_folder_is_a_clear_error(cfg, tmp_path):
     with pytest.raises(FileNotFoundError, match="gpu-course data --kind folder"):
         io_data.io_datasets(cfg.replace(data_dir=str(tmp_path / "nowhere")), "loose")
+
+
+@pytest.mark.parametrize("kind", ["preresized", "packed", "memory"])
+def test_prepare_data_makes_a_formats_copy_once_and_training_reads_it(cfg, tmp_path, kind):
+    """The ladder's data-format rung: the copy is made (and timed) before the run, and the
+    run's datasets read it instead of making it again; loose JPEGs need nothing made."""
+    cfg = cfg.replace(data_format=kind)
+    cache = tmp_path / "cache"
+    check_prepare_data(io_data, cfg, cache)

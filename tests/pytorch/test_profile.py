@@ -53,5 +53,6 @@ def test_copy_bandwidth_says_no_gpu_without_cuda():
     result = env.hook("pytorch", "copy")
     if torch.cuda.is_available():
         assert result["pinned_gb_s"] > 0 and result["pageable_gb_s"] > 0
+        assert len(result["pinned_all"]) == len(result["pageable_all"]) == 5
     else:
         assert result == {"available": False}
