@@ -10,9 +10,9 @@ On a CPU the ladder keeps the rungs a CPU can show and reads photos (loose JPEGs
 its data-format rung, the talk's off-line pre-processing: the photos decoded and resized
 once, before that rung, into one packed file (timed, and recorded in the rung's notes:
 `report.conclusion` says after how many epochs it pays back). Measured on the course's
-2-core CPU (issue 10), against the workers rung before it: Gluon x1.37 (x1.18-1.67 over
-its blocks), PyTorch x1.86 (x1.74-1.98); 16,000 photos packed in 3 s, paid back in
-0.4-0.7 epochs.
+2-core CPU (issue 10), against the workers rung before it: Gluon x1.37-1.50 (x1.18-1.67
+over its blocks, two runs), PyTorch x1.86-1.92 (x1.74-2.08); 14,000-16,000 photos packed
+in 3 s, paid back in 0.4-0.7 epochs.
 
 The naive rung is the way a first script is written, and stays so: batch 64 and one
 loader worker that crops, flips and normalises each image in Python. The host is its
