@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..records import write_atomic
 from .folder import (CorruptImage, DataError, FolderIndex, MissingData, SkipCounter,
                      fetch_or_skip, load_image, parallel_map)
 
@@ -438,9 +439,9 @@ def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,
     start = time.perf_counter()
     make()
     seconds = time.perf_counter() - start
-    _write_atomic(note_path, json.dumps({"what": what, "images": len(index),
-                                         "seconds": round(seconds, 3),
-                                         "made": time.strftime("%Y-%m-%dT%H:%M:%S%z")}))
+    write_atomic(note_path, json.dumps({"what": what, "images": len(index),
+                                        "seconds": round(seconds, 3),
+                                        "made": time.strftime("%Y-%m-%dT%H:%M:%S%z")}))
     return Prepared(what, str(target), len(index), seconds, False)
 
 
@@ -455,12 +456,6 @@ def _made_seconds(note_path: Path) -> float | None:
         return float(json.loads(note_path.read_text())["seconds"])
     except (OSError, ValueError, KeyError, TypeError):
         return None  # no note (an older copy) or an unreadable one: the cost is unknown
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = _tmp_name(path)
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def load_folder(root=None, image_size: int = 32, train_size: int | None = None,

@@ -203,8 +203,12 @@ lecture = pd.DataFrame([{"link": name, "GB/s": gbps} for name, gbps in
                         [("Intel i7 5930K (40 PCIe lanes)", 30.0), ("NVLink", 40.0), ("PCIe x8 (GPU)", 5.0),
                          ("SATA", 6.0), ("56 Gbps Mellanox", 6.8), ("10 Gbps Ethernet", 1.0)]])
 display(lecture)
-print(f"Through the server on this machine: {pp.worker_GBps.iloc[0]:.3f} GB/s at {pp['size'].iloc[0]} "
-      f"(latency-bound), {pp.worker_GBps.max():.2f} GB/s at best.")
+def rate(row):  # the median round's GB/s, with its slowest and fastest round's
+    return (f"{row.worker_GBps:.3g} GB/s ({row.worker_GBps * row.time_s / row.time_max_s:.3g}–"
+            f"{row.worker_GBps * row.time_s / row.time_min_s:.3g} over its rounds)")
+best = pp.loc[pp.worker_GBps.idxmax()]
+print(f"Through the server on this machine: {rate(pp.iloc[0])} at {pp['size'].iloc[0]} "
+      f"(latency-bound), {rate(best)} at best, at {best['size']}.")
 
 # %% [markdown]
 # **Buckets and overlap.** PyTorch's DDP groups gradients into buckets (`bucket_cap_mb`),
