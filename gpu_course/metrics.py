@@ -291,6 +291,21 @@ def machine_load(run) -> dict:
             "cpu_count": _num(start.get("cpu_count")), "shared": bool(other > SHARED)}
 
 
+def on_gpu(run) -> bool:
+    """Whether the run trained on a GPU: the devices it recorded ("cuda:0", "[gpu(0)]"),
+    else a GPU in its hardware and num_gpus above 0 (older records)."""
+    devices = str((run.meta.get("notes") or {}).get("devices") or "")
+    if devices:
+        return "cuda" in devices or "gpu(" in devices
+    gpus = (run.meta.get("hardware") or {}).get("gpus") or []
+    return bool(gpus) and int(run.config.get("num_gpus") or 0) > 0
+
+
+def engine(run) -> str:
+    """The track that ran it: "gluon" or "pytorch"."""
+    return str(run.meta.get("engine") or run.config.get("engine") or "gluon")
+
+
 # -- what ran -----------------------------------------------------------------------------
 def ran_as(run) -> dict:
     """{field: (requested, ran, why)} for every setting that did not run as requested

@@ -17,11 +17,9 @@
 # **Without AWS credentials** (CI, a laptop) the notebook prints the full job
 # specification and stops there: nothing pretends a job ran.
 
-# %%
-# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
-import importlib.util, pathlib, subprocess, sys  # later cells use these too
-here = pathlib.Path.cwd()
-sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+# %% jupyter={"source_hidden": true}
+import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its track installed
+sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]
@@ -59,6 +57,7 @@ tables.show(pd.DataFrame([{"instance": name, "GPUs": i.gpus, "GPU": i.gpu, "why"
 # else in the course.
 
 # %%
+import importlib.util
 from gpu_course.config import Experiment
 
 ENGINE = "gluon" if importlib.util.find_spec("mxnet") else "pytorch"

@@ -11,6 +11,7 @@ import importlib
 
 from ..config import Experiment
 from ..experiments import interleave as _interleave
+from ..lessons import conclude, show, sizes, workers
 from ..experiments import sweep as _sweep
 from ..records import OutOfMemory, load_run, load_runs
 from .data import make_loader
@@ -24,7 +25,7 @@ from .loop import evaluate, split
 from .record import record
 from .train import build, train
 
-__all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
+__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
            "get_model", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
            "make_trainer", "sweep", "profile_steps", "repeat"]

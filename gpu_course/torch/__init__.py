@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..config import Experiment as _Experiment
 from ..experiments import interleave as _interleave
+from ..lessons import conclude, show, sizes, workers
 from ..experiments import sweep as _sweep
 from ..records import OutOfMemory, load_run, load_runs
 from .data import ImageDataset, make_loader
@@ -32,7 +33,7 @@ from .loop import Precision, evaluate, to_device
 from .record import record
 from .train import COMPILE_BACKEND_ENV, build, train
 
-__all__ = ["Experiment", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
+__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
            "get_model", "build", "record", "train", "evaluate", "Precision", "to_device",
            "lr_scheduler", "lr_curve", "make_optimizer",

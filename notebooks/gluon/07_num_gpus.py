@@ -16,11 +16,9 @@
 # 3,100 → 7,400, batch 640 **17,000 → 50,000**. More GPUs pay only once one GPU is kept
 # busy; a starved GPU stays starved when it has company. Your numbers come from your machine.
 
-# %%
-# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
-import importlib.util, pathlib, subprocess, sys  # later cells use these too
-here = pathlib.Path.cwd()
-sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+# %% jupyter={"source_hidden": true}
+import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its track installed
+sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]

@@ -14,11 +14,9 @@
 # batch 128. The lecture's bandwidth table: PCIe x8 5 GB/s, NVLink 40 GB/s, SATA 6 GB/s,
 # 10 Gbps Ethernet 1 GB/s; a disk about 150 MB/s, NVMe about 3,000 MB/s.
 
-# %%
-# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
-import importlib.util, pathlib, subprocess, sys  # later cells use these too
-here = pathlib.Path.cwd()
-sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+# %% jupyter={"source_hidden": true}
+import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its track installed
+sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]

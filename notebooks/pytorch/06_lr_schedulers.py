@@ -15,11 +15,9 @@
 # many epochs reach a given accuracy. (For scale: with every fix up to here the talk trained
 # at 17,000 samples/s, batch 640, 4.0 s per epoch.) Your numbers come from your machine.
 
-# %%
-# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
-import importlib.util, pathlib, subprocess, sys  # later cells use these too
-here = pathlib.Path.cwd()
-sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+# %% jupyter={"source_hidden": true}
+import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its track installed
+sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]

@@ -16,11 +16,9 @@
 # reads ~150 MB/s, NVMe ~3,000 MB/s. The talk "The Steady State" (a V100 in 2019): 1 worker
 # 306 samples/s, 29 workers 663. Those came from 2019 machines; your numbers come from yours.
 
-# %%
-# Makes gpu_course importable in this kernel; a fresh kernel gets its track installed.
-import importlib.util, pathlib, subprocess, sys  # later cells use these too
-here = pathlib.Path.cwd()
-sys.path.insert(0, str(next(p for p in (here, *here.parents) if (p / "course_setup.py").is_file())))
+# %% jupyter={"source_hidden": true}
+import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its track installed
+sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %% tags=["parameters"]

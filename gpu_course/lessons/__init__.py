@@ -1,0 +1,116 @@
+"""The lessons' own code, shared by both tracks: one module per lesson.
+
+A notebook shows the framework change and runs it; everything after that lives here, in
+the module its number names (`l03_graph` for lesson 03):
+
+    SIZES = gc.sizes("03")            # the lesson's sizes: full, or small in CI (GPU_COURSE_SMOKE=1)
+    ...                               # the lesson's change, one gc.train per variant
+    gc.show(runs, lesson="03")       # the table and the chart
+    gc.conclude("03", runs)           # the checked sentences: gpu_course/lessons/l03_graph.py
+
+Each module holds `SIZES` (full and smoke), optionally `table(runs)` (the table its
+sentences cite, when it is not the ladder table) and `conclude(runs, ...)`, which reads
+the runs' records (never the machine the notebook runs on) and says its sentences through
+`closing.Closing`, so every number printed is a cell of the table shown. The talk's
+numbers are in `talk`, once for every lesson. No deep-learning framework here.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+from types import ModuleType
+
+from ..config import Experiment, smoke_mode
+
+# the Experiment fields a lesson's sizes may set; everything else is the lesson's own
+_FIELDS = set(Experiment.__dataclass_fields__)
+# sizes every lesson shares unless it says otherwise
+COMMON = {"full": {"dataset": "synthetic", "monitor_interval": 0.5},
+          "smoke": {"dataset": "synthetic", "monitor_interval": 0.2}}
+
+
+def module_of(number) -> ModuleType:
+    """The module of lesson `number` ("03", 3 or "l03"): `gpu_course.lessons.l03_*`."""
+    key = str(number).lstrip("l").zfill(2)
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith(f"l{key}_"))
+    if not key.isdigit() or len(names) != 1:
+        known = sorted(m.name[1:3] for m in pkgutil.iter_modules(__path__) if m.name[:1] == "l"
+                       and m.name[1:3].isdigit())
+        raise ValueError(f"lesson={number!r} is not a lesson; allowed: {', '.join(known)}")
+    return importlib.import_module(f"{__name__}.{names[0]}")
+
+
+class Sizes(dict):
+    """A lesson's sizes: the Experiment fields among them are the dict's items (so
+    `gc.Experiment(..., **SIZES)` takes them); every size, the lesson's own too, is an
+    attribute (`SIZES.epochs`, `SIZES.batches`)."""
+
+    def __init__(self, values: dict):
+        self._all = dict(values)
+        super().__init__({k: v for k, v in values.items() if k in _FIELDS})
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["_all"][name]
+        except KeyError:
+            raise AttributeError(f"this lesson has no size {name!r}; it has: "
+                                 f"{', '.join(sorted(self.__dict__['_all']))}") from None
+
+    def __repr__(self) -> str:
+        return "Sizes(" + ", ".join(f"{k}={v!r}" for k, v in self._all.items()) + ")"
+
+    def replace(self, **changes) -> "Sizes":
+        unknown = sorted(set(changes) - set(self._all))
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not a size of this lesson; allowed: "
+                             f"{', '.join(sorted(self._all))}")
+        return Sizes({**self._all, **changes})
+
+
+def sizes(number, smoke: bool | None = None, **changes) -> Sizes:
+    """Lesson `number`'s sizes: its full sizes, or its small ones in smoke mode
+    (GPU_COURSE_SMOKE=1, what CI sets); `changes` override any of them
+    (`gc.sizes("03", epochs=5)`)."""
+    table = module_of(number).SIZES
+    mode = "smoke" if (smoke_mode() if smoke is None else smoke) else "full"
+    return Sizes({**COMMON[mode], **table[mode]}).replace(**changes)
+
+
+def workers() -> int:
+    """DataLoader workers for one training process: lesson 02's advice, all the cores but
+    three (the training process, its main thread's helpers, the monitor), at least 2."""
+    return max(2, (os.cpu_count() or 1) - 3)
+
+
+def show(runs, lesson=None, chart: bool = True) -> None:
+    """The runs' table (the `lesson`'s own table where it has one, else the ladder
+    table) through the course's formatter, and their throughput chart."""
+    from .. import plots, report, tables
+    module = module_of(lesson) if lesson is not None else None
+    frame = module.table(runs) if module is not None and hasattr(module, "table") \
+        else report.ladder_table(runs)
+    _display(tables.show(frame))
+    if chart:
+        _display(plots.throughput(runs))
+
+
+def conclude(number, runs, **context):
+    """Lesson `number`'s closing sentences on `runs` (its module's `conclude`): each
+    number printed is a cell of the table shown, a noise verdict on its runs, a named
+    setting or a quote that names its source. (The module's own `conclude` returns the
+    `closing.Closing` that said them, for tests and exercises.)"""
+    module_of(number).conclude(runs, **context)
+
+
+def _display(obj) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # plain Python: text only
+        print(obj)
+        return
+    if get_ipython() is None:
+        print(obj)
+    else:
+        display(obj)

@@ -1,0 +1,98 @@
+"""Lesson 03: a graph instead of Python, `hybridize()` (Gluon) / `torch.compile` (PyTorch).
+
+Each network is trained as written (imperative / eager), then as a graph; the table
+gives each network's variants against its own first run, and the closing says which
+network gained more, against the talk's rule that small networks and small batches gain
+most (Python's per-operator overhead is a larger share of their step).
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import metrics, noise, report
+from ..closing import Closing
+from . import talk
+
+SIZES = {
+    "full": dict(train_size=50_000, test_size=10_000, epochs=2,
+                 warmup_steps=10,               # the first graph steps build (compile) the graph
+                 compile_backend="inductor"),
+    # inductor needs about a minute a network on 2 CPU cores; aot_eager only traces the graph:
+    # the lesson's code path, without its speed-up
+    "smoke": dict(train_size=768, test_size=256, epochs=1, warmup_steps=3,
+                  compile_backend="aot_eager"),
+}
+WORDS = {"gluon": ("imperative", "hybridized"), "pytorch": ("eager", "compiled")}
+
+
+def by_model(runs) -> dict:
+    """The runs grouped by the network they trained, in order of first appearance."""
+    groups: dict = {}
+    for run in runs:
+        groups.setdefault(run.config.get("model", "?"), []).append(run)
+    return groups
+
+
+def table(runs) -> pd.DataFrame:
+    """Each network's runs, the speed-up against its own first (as-written) run, and the
+    first epoch's time (it holds the graph's building or compiling)."""
+    groups = by_model(runs)
+    frame = pd.concat([report.ladder_table(rs) for rs in groups.values()], ignore_index=True)
+    frame["first epoch (s)"] = [float(r.epochs.epoch_time_s.iloc[0]) if len(r.epochs) else float("nan")
+                                for rs in groups.values() for r in rs]
+    return frame
+
+
+def conclude(runs) -> Closing:
+    runs = list(runs)
+    groups = by_model(runs)
+    say = Closing(table(runs), [r for rs in groups.values() for r in rs])
+    track = metrics.engine(runs[0])
+    plain, graph = WORDS.get(track, WORDS["gluon"])
+    best = {}
+    for model, rs in groups.items():
+        verdicts = [say.compare(rs[0], run) for run in rs[1:]]
+        for run, verdict in zip(rs[1:], verdicts):
+            say(f"'{run.name}' against '{rs[0].name}': {verdict}.")
+        if verdicts:
+            best[model] = max(verdicts, key=lambda v: v.ratio)
+    backend = (runs[-1].meta.get("ran") or {}).get("compile_backend")
+    if track == "pytorch" and backend not in (None, "inductor"):
+        say(f"The '{backend}' backend traces the graph but generates no fused kernels: the code "
+            "path ran, and whatever the verdicts above say is not compiling's speed-up. Run at "
+            "full size (inductor) to see it.")
+    elif len(best) == 2:
+        (small, v_small), (large, v_large) = sorted(
+            best.items(), key=lambda kv: _parameters(groups[kv[0]][0]))
+        order = noise.ranked(v_small, v_large)
+        if not any(v.is_effect for v in best.values()):
+            say(f"Neither network's {graph} variant differs from its {plain} run beyond noise.")
+        elif order == "within noise":
+            say("Which network gained more is within noise: the ranges of their better variants "
+                "overlap.")
+        elif order == "higher":
+            say(f"{small}, the smaller network, gained more, beyond both ranges, as {talk.SOURCE} "
+                "says: it does little work per operator, so the per-operator overhead a graph "
+                "removes (Python's, and on a GPU the launches') is a larger share of its step.")
+        else:
+            say(f"{large}, the larger network, gained more, beyond both ranges: unlike the rule "
+                f"of thumb in {talk.SOURCE} (small networks and small batches gain most).")
+    for model, rs in groups.items():
+        if len(rs) > 1 and track == "pytorch":
+            say(f"Compiling {model}: its first epoch took "
+                f"{say.cell(rs[1], 'first epoch (s)', '{:.1f} s')} against "
+                f"{say.cell(rs[0], 'first epoch (s)', '{:.1f} s')} {plain}; a compilation pays "
+                "back only over a long enough run.")
+            break
+    if not any(metrics.on_gpu(r) for r in runs):
+        say("Measured on the CPU, where there are no kernel launches to save"
+            + ("; CUDA graphs (mode=\"reduce-overhead\") need a GPU and were skipped."
+               if track == "pytorch" else
+               f"; {talk.SOURCE}'s {say.quote(talk.SOURCE, talk.WORKERS_SAMPLES_PER_SEC, '{:,} samples/s')} "
+               f"→ {say.quote(talk.SOURCE, talk.HYBRID_SAMPLES_PER_SEC, '{:,} samples/s')} were "
+               f"{talk.HARDWARE}'s."))
+    return say
+
+
+def _parameters(run) -> int:
+    return int(((run.meta.get("ran") or {}).get("network") or {}).get("parameters") or 0)
