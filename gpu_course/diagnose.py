@@ -286,7 +286,7 @@ def _verdict(n: dict, mock: str) -> str:
         return "input-bound"  # nothing but input runs: this run measures the input ceiling
     rate, compute, feed = n["samples_per_sec"], n["compute_ceiling"], n["input_ceiling"]
     if mock != "loader" and n["wait_share"] >= INPUT_WAIT:
-        return "input-bound"  # the loop waits for the loader: the threshold rules first (issue 17)
+        return "input-bound"  # the loop waits for the loader: the threshold rules first, since a ceiling from a few steps can sit just below the other
     if shared_cpu(n, mock):
         # no GPU and every core busy: decoding and the model take turns on the same
         # cores (the step's "compute" includes the loader's work), so whichever costs

@@ -10,18 +10,18 @@ On a CPU the ladder keeps the rungs a CPU can show and reads photos (loose JPEGs
 its data-format rung, the talk's off-line pre-processing: the photos decoded and resized
 once, before that rung, into one packed file (timed, and recorded in the rung's notes:
 `report.conclusion` says after how many epochs it pays back). Measured on the course's
-2-core CPU (issue 10), against the workers rung before it: Gluon x1.37-1.50 (x1.18-1.67
+2-core CPU, against the workers rung before it: Gluon x1.37-1.50 (x1.18-1.67
 over its blocks, two runs), PyTorch x1.86-1.92 (x1.74-2.08); 14,000-16,000 photos packed
 in 3 s, paid back in 0.4-0.7 epochs.
 
 The naive rung is the way a first script is written, and stays so: batch 64 and one
 loader worker that crops, flips and normalises each image in Python. The host is its
-limit: that worker (about 13k images/s on one core of the course's CPU, issue 16) and,
+limit: that worker (about 13k images/s on one core of the course's CPU) and,
 on a fast GPU, the Python dispatch of each operator of a small step (on an H200 the
 naive rung ran at 7.7k images/s with 12% of its steps' time waiting for data and 32%
 GPU-Util: see gpu_course/reference/pytorch-h200).
 
-Threads on a CPU (issue 10, measured on the course's 2-core CPU with 2 loader workers):
+Threads on a CPU (measured on the course's 2-core CPU with 2 loader workers):
 with nothing else running, each framework's default is already the best count (PyTorch:
 a thread a core, ×1.6 the samples/s of one thread; MXNet: half the cores, one thread,
 ×1.5 that of two); with another program using a core, PyTorch's default collapsed and one
@@ -49,7 +49,7 @@ CPU_ACCURACY = 0.40  # what the CPU ladder's last rung must reach (`make run` ch
 # The CPU ladder reads photos, so that its data-format rung has something to fix: JPEGs of
 # 128-192 px a side (about 8 KB each), which one loader worker opens, decodes and resizes
 # at ~1,000 a second beside the tiny network on the course's 2-core CPU, against ~1,800
-# decoded once (issue 10). 200-500 px photos, Caltech-256's size, ran at ~600 and made the
+# decoded once. 200-500 px photos, Caltech-256's size, ran at ~600 and made the
 # ladder too long; 64-96 px ones cost little more than their file opens, and the format's
 # effect was within noise.
 PHOTO_SIDES = (128, 192)
@@ -183,7 +183,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         if cpu:  # the talk's "off-line pre-processing" into a binary format
             add("data-format", PACK_ONCE, data_format="memory")
         add("hybridize", "net.hybridize(static_alloc=True, static_shape=True)", graph="static")
-        if cpu:  # without a warm-up, lr 0.1 stalls the first epoch at chance (issue 10)
+        if cpu:  # without a warm-up, lr 0.1 stalls the first epoch at chance
             add("lr-schedule", "cosine LR schedule after a one-epoch linear warm-up",
                 lr_scheduler="cosine", warmup_epochs=min(1.0, sizes["epochs"]))
             return ladder
@@ -388,7 +388,7 @@ def threads_line(engine: str, runs: list[Run]) -> str | None:
             f"{last.config.get('num_workers') or 0} loader workers on {ran.get('cpu_count')} "
             "cores; MXNet fixes the count when it is imported, so a thread rung needs a "
             "process of its own, and on the course's 2-core CPU a second thread beside the "
-            "loader workers ran slower (issue 10): this ladder has none (lesson 11 sweeps "
+            "loader workers ran slower: this ladder has none (lesson 11 sweeps "
             "OMP_NUM_THREADS, a process each).")
 
 

@@ -274,7 +274,7 @@ def machine_load(run) -> dict:
 
     The busy time decides where it was recorded: the load average trails by a minute, so
     a short run after a busier one (loader workers) read as shared when it was not (the
-    CPU ladder's data-on-gpu rung, issue 10). Older records fall back to it."""
+    CPU ladder's data-on-gpu rung, which has no workers). Older records fall back to it."""
     load = run.meta.get("load") or {}
     start, end = load.get("start") or {}, load.get("end") or {}
     averages = [_num(x.get("loadavg_1m")) for x in (start, end)]

@@ -185,7 +185,7 @@ def _targets(runs, table, folder: Path) -> list[str]:
     def judged(value, target, higher=True):
         met = value >= target if higher else value <= target
         return "met" if met else "missed"
-    lines = ["Targets (issue 14), tuned rung against the naive rung:", ""]
+    lines = ["Targets the course set for the tuned rung, against the naive rung:", ""]
     lines.append(f"- {row['samples_per_sec']:,.0f} images/s, target ≥ "
                  f"{TARGETS['samples_per_sec']:,}: "
                  f"{judged(row['samples_per_sec'], TARGETS['samples_per_sec'])}.")

@@ -16,7 +16,7 @@ device waited for. The batches' loading is left out (see `io_ladder`): every run
 its batch ready in host memory, the data-on-GPU rungs from a GpuLoader. On a CPU the
 compiled rungs use the aot_eager backend (traced, not fused: their operators are counted
 as eager would dispatch them) unless --backend says otherwise; the cuda-graphs rung runs
-its step eagerly, and on a GPU it is one graph replay. Target (issue 16): the tuned rung
+its step eagerly, and on a GPU it is one graph replay. Target the course set: the tuned rung
 <= 60 launches a step, or one graph replay.
 """
 from __future__ import annotations
