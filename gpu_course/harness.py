@@ -1,7 +1,7 @@
 """The bookkeeping around any framework's own training loop: monitor, step timer, run
 record, progress bar, epoch rows and the summary line. A loop stays plain framework code:
 
-    with Harness(cfg, engine="pytorch", read=float) as rec:     # adapters: gc.record(...)
+    with Harness(cfg, Ran(engine="pytorch")) as rec:            # adapters: gc.record(...)
         for epoch in rec.epochs():
             for x, y in rec.batches(train_iter):
                 ...the framework's step...
@@ -19,6 +19,7 @@ import contextlib
 import math
 import sys
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -30,47 +31,79 @@ from .records import OutOfMemory, RunRecord, load_run
 from .timing import StepTimer, summary_line
 
 
+@dataclass(frozen=True)
+class Ran:
+    """What the record says beyond cfg: the track, the devices it trained on and the
+    notice about them, one dict per setting the machine could not honour (`downgrades`:
+    {"field", "requested", "ran", "why"}, float16 on a CPU) and what the run was handed
+    (`facts`: an own network or loader, threads, compile backend)."""
+
+    engine: str | None = None
+    devices: str | None = None
+    device_notice: str | None = None
+    downgrades: tuple = ()
+    facts: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Device:
+    """How the framework's device values are read without a sync inside a step:
+    `read(x)` turns an accumulated value into a float after the epoch's sync; `total(parts)`
+    adds a list of device values in few operations (default: one addition each);
+    `reduce(x)` sums an accumulator over processes (DDP); `events` (start/mark/times) gives
+    device-side step times, e.g. CUDA events; `late_facts()` adds facts known only once a
+    step ran (deferred parameter shapes)."""
+
+    read: Callable[[Any], float] = float
+    total: Callable[[list], Any] | None = None
+    reduce: Callable[[Any], Any] | None = None
+    events: Any = None
+    late_facts: Callable[[], dict] | None = None
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a run reports: its folder (`runs_dir`, default $GPU_COURSE_RUNS or runs/) and
+    name (default cfg.name), a progress bar and printed lines, and whether it monitors and
+    records at all (a DDP follower does neither)."""
+
+    runs_dir: str | Path | None = None
+    name: str | None = None
+    progress: bool = True
+    verbose: bool = True
+    monitor: bool = True
+    record: bool = True
+
+
 class Harness:
-    """Runs the bookkeeping around one experiment's training loop.
+    """Runs the bookkeeping around one experiment's training loop: `cfg` is what runs,
+    `ran` what the record adds to it, `device` how device values are read, `output` where
+    the run reports, `on_epoch(row)` is called with each recorded epoch row."""
 
-    cfg is what runs; `downgrades` one dict per setting the machine could not honour
-    ({"field", "requested", "ran", "why"}: float16 on a CPU); `facts` what the run was
-    handed (an own network or loader, threads, compile backend); `read(x)` turns an
-    accumulated device value into a float; `late_facts()` adds facts known only once a
-    step ran (deferred parameter shapes); `reduce(x)` sums an accumulator over processes
-    (DDP); `total(parts)` adds a list of device values in few operations (default: one
-    addition each), at the epoch's end; `events` (start/mark/times) gives device-side step times, e.g. CUDA events,
-    read after the epoch's sync."""
-
-    def __init__(self, cfg: Experiment, engine: str | None = None,
-                 runs_dir: str | Path | None = None, name: str | None = None,
-                 device_notice: str | None = None, devices: str | None = None,
-                 progress: bool = True, monitor: bool = True, verbose: bool = True,
-                 record: bool = True, on_epoch: Callable[[dict], Any] | None = None,
-                 downgrades: list | None = None,
-                 facts: dict | None = None, read: Callable[[Any], float] = float,
-                 late_facts: Callable[[], dict] | None = None,
-                 reduce: Callable[[Any], Any] | None = None, events: Any = None,
-                 total: Callable[[list], Any] | None = None):
+    def __init__(self, cfg: Experiment, ran: Ran = Ran(), device: Device = Device(),
+                 output: Output = Output(), on_epoch: Callable[[dict], Any] | None = None):
         self.cfg = cfg
-        self.engine = engine or cfg.engine
-        self.name = name or cfg.name
-        self.verbose = verbose
-        self.show_progress = progress
-        self.read = read
-        self.late_facts = late_facts  # facts known once a step ran (deferred shapes)
-        self.reduce = reduce  # sums the accumulators over processes (DDP), after the sync
-        self.events = events  # device-side step times: .start(), .mark() per step, .times()
-        self.total = total or _sum
+        self.engine = ran.engine or cfg.engine
+        self.name = output.name or cfg.name
+        self.verbose = output.verbose
+        self.show_progress = output.progress
+        self.read = device.read
+        self.late_facts = device.late_facts
+        self.reduce = device.reduce
+        self.events = device.events
+        self.total = device.total or _sum
         self.timer = StepTimer(cfg.warmup_steps)
         with warnings.catch_warnings():  # said once below as one line, not a warning box
             warnings.simplefilter("ignore", GpuUnavailableWarning)
-            self.monitor = GpuMonitor(interval=cfg.monitor_interval) if monitor else None
-        changed = {d["field"]: d["requested"] for d in downgrades or []}
-        self.record = RunRecord(cfg.to_dict(), self.engine, name=self.name, runs_dir=runs_dir,
-                                monitor=self.monitor, requested=changed,
-                                downgrades=downgrades, facts=facts) if record else None
+            self.monitor = GpuMonitor(interval=cfg.monitor_interval) if output.monitor else None
+        downgrades = list(ran.downgrades or [])
+        changed = {d["field"]: d["requested"] for d in downgrades}
+        self.record = RunRecord(cfg.to_dict(), self.engine, name=self.name,
+                                runs_dir=output.runs_dir, monitor=self.monitor,
+                                requested=changed, downgrades=downgrades,
+                                facts=ran.facts) if output.record else None
         self.on_epoch = on_epoch  # called with each recorded epoch row (e.g. metric lines)
+        device_notice, devices = ran.device_notice, ran.devices
         self.epoch = -1
         self.run = None
         self.last_row: dict | None = None

@@ -9,7 +9,7 @@ import pytest
 
 from gpu_course import diagnose, metrics, plots, report, sagemaker_entry
 from gpu_course.config import Experiment
-from gpu_course.harness import Harness
+from gpu_course.harness import Harness, Output
 
 
 def loader(n, wait):
@@ -23,7 +23,7 @@ def run(tmp_path_factory):
     cfg = Experiment(name="consistent", epochs=3, batch_size=16, warmup_steps=2,
                      monitor_interval=0.05)
     lines = []
-    with Harness(cfg, runs_dir=tmp_path_factory.mktemp("runs"), progress=False,
+    with Harness(cfg, output=Output(runs_dir=tmp_path_factory.mktemp("runs"), progress=False),
                  on_epoch=lambda row: lines.append(row)) as h:
         for epoch in h.epochs():
             for _ in h.batches(loader(8, 0.004)):

@@ -4,7 +4,7 @@ import time
 import pytest
 
 from gpu_course.config import Experiment
-from gpu_course.harness import Harness
+from gpu_course.harness import Harness, Output
 from gpu_course.records import OutOfMemory, load_run
 
 
@@ -17,7 +17,7 @@ def fake_loader(n, wait=0.002, fail_at=None):
 
 
 def train(cfg, runs_dir, fail_epoch=None, error=KeyboardInterrupt):
-    h = Harness(cfg, runs_dir=runs_dir, progress=False, verbose=False)
+    h = Harness(cfg, output=Output(runs_dir=runs_dir, progress=False, verbose=False))
     with h:
         for epoch in h.epochs():
             if epoch == fail_epoch and error is not KeyboardInterrupt:
@@ -55,7 +55,7 @@ def test_max_steps_cuts_epochs(runs_dir):
 
 
 def test_interrupt_keeps_finished_epochs_and_stops_the_monitor(runs_dir):
-    h = Harness(cfg(), runs_dir=runs_dir, progress=False, verbose=False)
+    h = Harness(cfg(), output=Output(runs_dir=runs_dir, progress=False, verbose=False))
     with pytest.raises(KeyboardInterrupt):
         with h:
             for epoch in h.epochs():
@@ -76,7 +76,7 @@ def test_out_of_memory_is_recorded_with_its_path(runs_dir):
 
 def test_on_epoch_callback_gets_each_row(runs_dir):
     rows = []
-    h = Harness(cfg(epochs=2), runs_dir=runs_dir, progress=False, verbose=False,
+    h = Harness(cfg(epochs=2), output=Output(runs_dir=runs_dir, progress=False, verbose=False),
                 on_epoch=rows.append)
     with h:
         for _ in h.epochs():

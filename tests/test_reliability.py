@@ -23,7 +23,7 @@ from support import REPO, run_cli
 from gpu_course import data, guards, monitor, records
 from gpu_course.config import Experiment, smoke_mode
 from gpu_course.data import cifar, folder
-from gpu_course.harness import Harness
+from gpu_course.harness import Harness, Output
 
 TINY = dict(name="t", model="tiny", train_size=128, test_size=32, batch_size=32, epochs=1,
             num_workers=0, warmup_steps=0, monitor_interval=0.05)
@@ -243,9 +243,9 @@ def test_write_atomic_leaves_no_temporary_file_when_the_disk_fails(tmp_path):
 HARNESS_RUN = """
 import sys, time
 from gpu_course.config import Experiment
-from gpu_course.harness import Harness
+from gpu_course.harness import Harness, Output
 cfg = Experiment(name="full", epochs=50, monitor_interval=0.01, warmup_steps=0)
-with Harness(cfg, runs_dir=sys.argv[1], progress=False) as h:
+with Harness(cfg, output=Output(runs_dir=sys.argv[1], progress=False)) as h:
     for epoch in h.epochs():
         for batch in h.batches(range(3)):
             time.sleep(0.02)
@@ -270,7 +270,7 @@ def test_a_file_limit_mid_run_gives_status_failed_saying_so(tmp_path):
 def test_non_finite_loss_stops_the_run_as_diverged(runs_dir):
     cfg = Experiment(**{**TINY, "lr": 1e30, "epochs": 3})
     with pytest.raises(guards.Diverged, match=r"lr=1e\+30"):
-        with Harness(cfg, progress=False, verbose=False, monitor=False) as h:
+        with Harness(cfg, output=Output(progress=False, verbose=False, monitor=False)) as h:
             for _ in h.epochs():
                 for _ in h.batches(range(2)):
                     h.step(32, loss=float("nan"))
@@ -313,7 +313,7 @@ def test_a_blocking_gpu_query_neither_hangs_train_nor_goes_unrecorded(monkeypatc
     monkeypatch.setattr(fake, "nvmlDeviceGetUtilizationRates", blocking)
     monkeypatch.setattr(monitor, "STOP_WAIT_S", 0.5)
     start = time.monotonic()
-    with Harness(Experiment(**TINY), progress=False, verbose=False) as h:
+    with Harness(Experiment(**TINY), output=Output(progress=False, verbose=False)) as h:
         for _ in h.epochs():
             assert wedged.wait(10)
             for _ in h.batches(range(2)):
@@ -331,7 +331,7 @@ def test_no_gpu_is_one_line_not_a_warning(monkeypatch, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning fails the test
         for _ in range(2):
-            Harness(Experiment(**TINY), progress=False, record=False)
+            Harness(Experiment(**TINY), output=Output(progress=False, record=False))
     out = capsys.readouterr().out
     assert out.count("NVML unavailable") == 1 and "Warning" not in out
 

@@ -5,7 +5,7 @@ import time
 from fake_pynvml import FakePynvml, install
 from gpu_course import diagnose, signals
 from gpu_course.config import Experiment
-from gpu_course.harness import Harness
+from gpu_course.harness import Harness, Output
 
 
 def record(monkeypatch, runs_dir, **board):
@@ -17,7 +17,7 @@ def record(monkeypatch, runs_dir, **board):
     install(monkeypatch, fake)
     cfg = Experiment(name="fake", engine="pytorch", epochs=2, warmup_steps=0,
                      monitor_interval=0.02, train_size=640, num_workers=0)
-    with Harness(cfg, runs_dir=runs_dir, progress=False, verbose=False) as h:
+    with Harness(cfg, output=Output(runs_dir=runs_dir, progress=False, verbose=False)) as h:
         for _ in h.epochs():
             for _ in h.batches(range(12)):  # 24 steady steps: enough to rule on
                 time.sleep(0.03)   # a step the GPU is said to be busy with

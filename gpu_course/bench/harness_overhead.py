@@ -39,7 +39,7 @@ import warnings
 
 from gpu_course import metrics
 from gpu_course.config import Experiment
-from gpu_course.harness import Harness
+from gpu_course.harness import Harness, Output, Ran
 from gpu_course.timing import clock
 
 
@@ -210,8 +210,8 @@ def harness_cost_per_step(steps: int = 20_000, repeats: int = 5, progress: bool 
 
     def harnessed(folder) -> float:
         cfg = Experiment(name="step-cost", epochs=1, warmup_steps=0)
-        with Harness(cfg, engine="gluon", runs_dir=folder, progress=progress,
-                     verbose=False) as h:
+        with Harness(cfg, Ran(engine="gluon"),
+                     output=Output(runs_dir=folder, progress=progress, verbose=False)) as h:
             for _ in h.epochs():
                 tic = clock()
                 for _data, _label in h.batches(batches, total=steps):

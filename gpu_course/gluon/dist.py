@@ -49,7 +49,7 @@ from mxnet import autograd, gluon
 
 from ..config import Experiment
 from ..cores import threads_per_process
-from ..harness import Harness
+from ..harness import Device, Harness, Output, Ran
 from ..localhosts import child_env, free_port, wait_all
 from ..records import default_runs_dir, load_run, update_meta
 from .data import make_loader
@@ -103,11 +103,11 @@ def train_worker(cfg: Experiment, runs_dir=None, verbose: bool = True, on_epoch=
         rows.append(row)
         if on_epoch is not None and leader:
             on_epoch(row)
-    with Harness(cfg, engine="gluon", runs_dir=runs_dir, device_notice=" ".join(
-            n for n in (notice, changed) if n) or None,
-            devices=f"{devices} on each of {workers} workers", progress=False,
-            verbose=verbose and leader, monitor=leader, record=leader, on_epoch=keep,
-            read=lambda a: a.asscalar()) as h:
+    with Harness(cfg, Ran(engine="gluon", devices=f"{devices} on each of {workers} workers",
+                          device_notice=" ".join(n for n in (notice, changed) if n) or None),
+                 Device(read=lambda a: a.asscalar()),
+                 Output(runs_dir=runs_dir, progress=False, verbose=verbose and leader,
+                        monitor=leader, record=leader), keep) as h:
         if h.record is not None:
             h.record.note(kvstore=kv.type, workers=workers, servers=servers)
         _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps, workers, leader)

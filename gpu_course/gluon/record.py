@@ -19,7 +19,7 @@ from mxnet import gluon
 
 from .. import provenance
 from ..config import OPTIMIZERS, OWN
-from ..harness import Harness
+from ..harness import Device, Harness, Output, Ran
 from .devices import check_threads, operator_threads
 from .models import dtype_of, graph_of
 
@@ -60,11 +60,13 @@ def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
     if optimizer is not None:
         found, facts["optimizer"] = read_trainer(optimizer)
         cfg = provenance.reconcile(cfg, found, "the Trainer")
-    return Harness(cfg, engine="gluon", runs_dir=runs_dir, device_notice=device_notice,
-                   devices=str(devices) if devices is not None else None, progress=progress,
-                   verbose=verbose, on_epoch=on_epoch, downgrades=downgrades, facts=facts, read=lambda a: a.asscalar(),
-                   late_facts=(lambda: {"network": read_network(net)[1]}) if net is not None
-                   else None)
+    return Harness(cfg, Ran(engine="gluon", devices=str(devices) if devices is not None else None,
+                            device_notice=device_notice, downgrades=tuple(downgrades or ()),
+                            facts=facts),
+                   Device(read=lambda a: a.asscalar(),
+                          late_facts=(lambda: {"network": read_network(net)[1]})
+                          if net is not None else None),
+                   Output(runs_dir=runs_dir, progress=progress, verbose=verbose), on_epoch)
 
 
 def read_network(net) -> tuple[dict, dict]:

@@ -20,7 +20,7 @@ import torch.distributed as dist
 
 from .. import provenance
 from ..config import OWN
-from ..harness import Harness
+from ..harness import Device, Harness, Output, Ran
 from .devices import describe
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME")
@@ -73,12 +73,14 @@ def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
     if optimizer is not None:
         facts["optimizer"] = read_optimizer(optimizer)
     cuda = devices[0].type == "cuda"
-    return Harness(cfg, engine="pytorch", runs_dir=runs_dir, device_notice=device_notice,
-                   devices=describe(devices), progress=progress and leader,
-                   verbose=verbose and leader, monitor=leader, record=leader,
-                   on_epoch=on_epoch, downgrades=downgrades, facts=facts,
-                   read=lambda t: t.item(), events=StepEvents() if cuda else None,
-                   reduce=_all_reduce if world_size > 1 else None, total=total)
+    return Harness(cfg, Ran(engine="pytorch", devices=describe(devices),
+                            device_notice=device_notice, downgrades=tuple(downgrades or ()),
+                            facts=facts),
+                   Device(read=lambda t: t.item(), total=total,
+                          reduce=_all_reduce if world_size > 1 else None,
+                          events=StepEvents() if cuda else None),
+                   Output(runs_dir=runs_dir, progress=progress and leader,
+                          verbose=verbose and leader, monitor=leader, record=leader), on_epoch)
 
 
 def read_network(net) -> tuple[dict, dict]:
