@@ -100,8 +100,8 @@ notebooks: setup-gluon
 	$(VENV)/gluon/bin/jupytext --sync notebooks/run_on_sagemaker.py notebooks/*/*.py
 
 smoke-times: setup-gluon setup-pytorch
-	$(VENV)/gluon/bin/python -m gpu_course.bench.notebook_times --write notebooks/SMOKE_TIMES.md
-	$(VENV)/pytorch/bin/python -m gpu_course.bench.notebook_times --write notebooks/SMOKE_TIMES.md
+	$(VENV)/gluon/bin/python -m tools.notebook_times --write notebooks/SMOKE_TIMES.md
+	$(VENV)/pytorch/bin/python -m tools.notebook_times --write notebooks/SMOKE_TIMES.md
 
 # generated data only: a downloaded CIFAR-10 (cifar-10-binary.tar.gz and its folder) stays
 clean:

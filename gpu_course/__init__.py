@@ -9,3 +9,12 @@ framework. Each track has an adapter with the same public names:
 __version__ = "0.1.0"
 
 from .config import Experiment  # noqa: E402,F401  (cheap: standard library only)
+
+
+def __getattr__(name: str):
+    """`from gpu_course import gluon` / `torch`: the track adapters (gpu_course/tracks/),
+    imported on first use so that importing the core loads no framework."""
+    if name in ("gluon", "torch"):
+        import importlib
+        return importlib.import_module(f"gpu_course.tracks.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

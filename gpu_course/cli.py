@@ -26,8 +26,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu-course {args.verb}: error: {err}", file=sys.stderr)
         return 2
     except RuntimeError as err:  # a run stopped for a stated reason: say it in one line
-        from .guards import RunStopped
-        from .records import OutOfMemory
+        from .measure.guards import RunStopped
+        from .measure.records import OutOfMemory
         if not isinstance(err, (RunStopped, OutOfMemory)):
             raise
         print(f"gpu-course {args.verb}: {type(err).__name__}: {err}", file=sys.stderr)
@@ -45,7 +45,7 @@ def _os_error(err: OSError) -> str:
     pointed there when it came from GPU_COURSE_RUNS or GPU_COURSE_DATA."""
     import os
 
-    from .guards import DISK_ERRORS
+    from .measure.guards import DISK_ERRORS
     what = DISK_ERRORS.get(err.errno) or (
         "a file is in the way of a folder" if err.errno == 17 else err.strerror or str(err))
     where = err.filename or "?"
@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_optional_verbs(sub) -> None:
     """Verbs whose module may add its own parser (e.g. sagemaker)."""
     try:
-        from . import sagemaker_launch
+        from .sagemaker import launch as sagemaker_launch
     except ImportError:
         return
     sagemaker_launch.add_parser(sub)
@@ -183,7 +183,7 @@ def _data(args) -> int:
 
 
 def _monitor(args) -> int:
-    from . import monitor
+    from .measure import monitor
     if args.interval <= 0:
         raise ValueError(f"--interval={args.interval} must be > 0 seconds")
     monitor.record_to_csv(args.out, seconds=args.seconds, interval=args.interval)
@@ -191,7 +191,7 @@ def _monitor(args) -> int:
 
 
 def _runs(args) -> int:
-    from . import records
+    from .measure import records
     runs = records.load_runs(args.runs_dir)
     if not runs:
         print(f"no runs under {args.runs_dir or records.default_runs_dir()}")
@@ -223,7 +223,7 @@ def _run(args) -> int:
 
 
 def _ladder(args) -> int:
-    from . import report
+    from .show import report
     from .ladder import run_ladder
     engine = _engine(args.engine)
     only = [r.strip() for r in args.rungs.split(",")] if args.rungs else None
@@ -246,7 +246,7 @@ def _ladder(args) -> int:
 
 
 def _distributed(args) -> int:
-    from . import distributed
+    from .scale import distributed
     if args.nodes < 1 or args.procs_per_node < 1:
         raise ValueError(f"--nodes={args.nodes} and --procs-per-node={args.procs_per_node} "
                          "must be >= 1")
@@ -265,9 +265,9 @@ def _distributed(args) -> int:
 
 
 def _diagnose(args) -> int:
-    from . import records
+    from .measure import records
     try:
-        from . import diagnose
+        from .analyse import diagnose
     except ImportError:
         raise ValueError("diagnosis is not available in this version") from None
     try:
@@ -283,7 +283,7 @@ def _diagnose(args) -> int:
 def _find_run(run: str, runs_dir) -> str:
     """A run folder, or the folder of run id `run` at any depth under the runs folder
     (the ladder keeps its rungs in a subfolder, as `runs` shows them)."""
-    from . import records
+    from .measure import records
     if Path(run, "run.json").exists():
         return run
     root = Path(runs_dir or records.default_runs_dir())
@@ -293,14 +293,14 @@ def _find_run(run: str, runs_dir) -> str:
 
 def _env(args) -> int:
     import json
-    from . import env
+    from .env import report as env
     report = env.report(args.engine, measure=not args.no_measure, quick=args.quick)
     print(json.dumps(report, indent=2, default=str) if args.json else env.format_report(report))
     return 0
 
 
 def _profile(args) -> int:
-    from . import profiling
+    from .analyse import profiling
     from .ladder import adapter
     cfg = config_from_args(args, engine=_engine(args.cfg_engine))
     result = profiling.profile_run(adapter(cfg.engine), cfg, runs_dir=args.runs_dir)

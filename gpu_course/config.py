@@ -41,7 +41,7 @@ SCHEDULERS_BY_ENGINE = {
     "pytorch": ("none", "factor", "multifactor", "poly", "cosine", "onecycle"),
 }
 KVSTORES = ("device", "local", "nccl",
-            # across hosts: MXNet's parameter server (gpu_course.gluon.dist); the "device"
+            # across hosts: MXNet's parameter server (gpu_course.tracks.gluon.dist); the "device"
             # variant sums a host's GPUs on a GPU before sending
             "dist_sync", "dist_device_sync")
 SEED_MAX = 2**32 - 1  # NumPy's and MXNet's seeds are 32-bit
@@ -212,7 +212,7 @@ class Experiment:
 
     def __eq__(self, other: object) -> bool:
         # the same fields are the same experiment, also across the class that only
-        # changes a default (gpu_course.torch.Experiment)
+        # changes a default (gpu_course.tracks.torch.Experiment)
         if not isinstance(other, Experiment):
             return NotImplemented
         return self.to_dict() == other.to_dict()
@@ -372,7 +372,7 @@ def _choice(cfg: Experiment, name: str, allowed: tuple, by_engine: dict | None =
         others = [e for e, names in (by_engine or {}).items() if value in names]
         if others:  # e.g. adamw asked of the Gluon engine
             hint = (f" with engine={cfg.engine!r} ({value!r} needs engine={others[0]!r}; "
-                    "gpu_course.torch.Experiment defaults to it)")
+                    "gpu_course.tracks.torch.Experiment defaults to it)")
         raise ValueError(f"{name}={value!r} is not allowed{hint}; allowed: {', '.join(allowed)}")
 
 

@@ -4,7 +4,7 @@ MXNet 1.9.1's GPU wheels hold machine code for sm_50–sm_86 and no PTX, so they
 run on Hopper (sm_90) or newer; there the PyTorch track is the one that runs. A machine
 with no GPU runs the Gluon track on the CPU. `ENGINE=gluon|pytorch` overrides.
 
-Standard library only (plus NVML through gpu_course.nvml, if present): the Makefile runs this before any
+Standard library only (plus NVML through gpu_course.measure.nvml, if present): the Makefile runs this before any
 environment exists, as `python3 -m gpu_course.engines`.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ MXNET_MAX_CAPABILITY = (8, 6)  # newest architecture with machine code in the MX
 
 def compute_capabilities() -> list[tuple[int, int]]:
     """(major, minor) of every visible GPU; [] when there is none or no driver."""
-    from . import nvml  # never raises; imports pynvml lazily
+    from .measure import nvml  # never raises; imports pynvml lazily
     if nvml.available():
         caps = []
         for info in nvml.gpus_info():

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from .config import Experiment
-from .records import OutOfMemory, Run, load_run
+from .measure.records import OutOfMemory, Run, load_run
 
 
 def sweep(train: Callable[..., Run], cfg: Experiment, field: str, values: Iterable,

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Experiment
-from .records import OutOfMemory, Run, default_runs_dir, load_run, update_meta
+from .measure.records import OutOfMemory, Run, default_runs_dir, load_run, update_meta
 
 
 LONG_EPOCHS = 30  # the tuned rung on a GPU: long enough for the monitor to see it
@@ -81,7 +81,7 @@ class Rung:
 
 def adapter(engine: str):
     """The framework adapter module for an engine, with a clear error when it's missing."""
-    module = {"gluon": "gpu_course.gluon", "pytorch": "gpu_course.torch"}.get(engine)
+    module = {"gluon": "gpu_course.tracks.gluon", "pytorch": "gpu_course.tracks.torch"}.get(engine)
     if module is None:
         raise ValueError(f"engine={engine!r} is not allowed; allowed: gluon, pytorch")
     framework = "mxnet" if engine == "gluon" else "torch"
@@ -299,7 +299,7 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
                     last = load_run(err.run_path)
                     done[rung.name].append(last)
     runs = [group if repeats > 1 else group[0] for group in done.values() if group]
-    from . import report
+    from .show import report
     paths = report.write_report(runs, Path(out) if out else runs_dir / "report",
                                 title=f"gpu-course ladder ({engine})")
     return runs, paths
@@ -311,7 +311,7 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
     rungs left out and the lessons that show them on a GPU and the threads that ran, and
     (check_accuracy: the default CPU ladder) whether its last rung learned (>=
     CPU_ACCURACY). Returns (lines, whether the check passed)."""
-    from . import metrics
+    from .analyse import metrics
     runs = [metrics.representative(r) for r in runs]  # a group of repeats: its median run
     lines, ok = [], True
     if gpus == 0:
@@ -344,7 +344,7 @@ def free_threads(before: Run) -> tuple[int, float]:
     """(intra-op threads, other programs' load in cores): the cores that other programs
     left free while the run `before` ran (its recorded load, `metrics.machine_load`),
     at least 1. With less than metrics.SHARED of a core used elsewhere, every core."""
-    from . import metrics
+    from .analyse import metrics
     load = metrics.machine_load(before)
     cores = int(load["cpu_count"]) if not math.isnan(load["cpu_count"]) else \
         os.cpu_count() or 1

@@ -44,7 +44,8 @@ NUM_WORKERS = 1 if SMOKE else 7      # the I/O sample's fix: 1 -> 7 workers
 
 # %%
 import pandas as pd
-from gpu_course import sagemaker_launch as sm, tables
+from gpu_course.sagemaker import launch as sm
+from gpu_course.show import tables
 
 tables.show(pd.DataFrame([{"instance": name, "GPUs": i.gpus, "GPU": i.gpu, "why": i.why}
                           for name, i in sm.INSTANCES.items()]))
@@ -79,7 +80,7 @@ print(sm.format_spec(spec))
 
 # %% [markdown]
 # ## The entry script, here
-# `gpu_course/sagemaker_entry.py` is what the container runs. It reads everything from
+# `gpu_course/sagemaker/entry.py` is what the container runs. It reads everything from
 # SageMaker's environment variables (`SM_CHANNEL_TRAINING`, `SM_MODEL_DIR`,
 # `SM_OUTPUT_DATA_DIR`, `SM_NUM_GPUS`), so pointing them at local folders runs exactly what
 # the job will run, from the same staged code folder the job uploads. Each epoch prints a
@@ -87,7 +88,7 @@ print(sm.format_spec(spec))
 
 # %%
 import tempfile
-from gpu_course import records
+from gpu_course.measure import records
 
 work = pathlib.Path(tempfile.mkdtemp(prefix="sagemaker-local-"))
 code = sm.stage_code(cfg.engine, work / "code")          # the job's source_dir
@@ -138,7 +139,7 @@ else:
 # local runs. (Without a job, only the local run is on the chart.)
 
 # %%
-from gpu_course import plots, report
+from gpu_course.show import plots, report
 
 local = [r for r in records.load_runs(names=[cfg.name]) if r.meta.get("engine") == cfg.engine][-1:]
 runs = local + cloud_runs

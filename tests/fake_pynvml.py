@@ -3,9 +3,9 @@
     fake = FakePynvml(gpus=2)
     fake.gpus[0].unsupported.add("power_w")     # this board has no power sensor
     fake.gpus[1].lost_after = 3                 # falls off the bus after 3 samples
-    install(monkeypatch, fake)                  # gpu_course.nvml now talks to the fake
+    install(monkeypatch, fake)                  # gpu_course.measure.nvml now talks to the fake
 
-It mirrors the parts of nvidia-ml-py that gpu_course.nvml uses: the same function
+It mirrors the parts of nvidia-ml-py that gpu_course.measure.nvml uses: the same function
 names, units (bytes, milliwatts), NVMLError subclasses and GPM structures.
 """
 import itertools
@@ -311,12 +311,12 @@ class FakePynvml(types.ModuleType):
 
 
 def install(monkeypatch, fake):
-    """Make ``import pynvml`` give ``fake`` and reset gpu_course.nvml to use it.
+    """Make ``import pynvml`` give ``fake`` and reset gpu_course.measure.nvml to use it.
 
     Pass ``fake=None`` to simulate a missing binding. monkeypatch restores both
-    sys.modules and gpu_course.nvml's previous state when the test ends.
+    sys.modules and gpu_course.measure.nvml's previous state when the test ends.
     """
-    from gpu_course import nvml
+    from gpu_course.measure import nvml
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     monkeypatch.setattr(nvml, "_state", None)
     return fake

@@ -162,7 +162,7 @@ def batch_sweep(runs_dir) -> list[Path]:
 
 def load(path):
     """Read a folder back with the course's own loader."""
-    from gpu_course.records import load_run
+    from gpu_course.measure.records import load_run
     return load_run(path)
 
 

@@ -40,7 +40,7 @@ def test_monitor_records_a_csv(tmp_path):
     target = tmp_path / "util.csv"
     out = run_cli("monitor", "--out", target, "--seconds", "0.6", "--interval", "0.1")
     assert out.returncode == 0, out.stderr
-    from gpu_course import nvml
+    from gpu_course.measure import nvml
     # without a GPU no GPU file is written, and the command says so
     assert target.exists() == (nvml.gpu_count() > 0)
     assert nvml.gpu_count() > 0 or "no GPU to sample" in out.stdout
@@ -50,7 +50,7 @@ def test_monitor_records_a_csv(tmp_path):
 
 
 def test_runs_lists_records(runs_dir):
-    from gpu_course.records import RunRecord
+    from gpu_course.measure.records import RunRecord
     rec = RunRecord({"name": "naive", "batch_size": 64}, "gluon", runs_dir=runs_dir,
                     hardware_info={"gpus": []})
     rec.add_epoch({"epoch": 0, "epoch_time_s": 5.0, "samples": 617, "timed_samples": 617,

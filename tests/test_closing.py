@@ -9,7 +9,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import fake_runs  # noqa: E402
 
-from gpu_course import closing, metrics, report  # noqa: E402
+from gpu_course.show import closing, report
+from gpu_course.analyse import metrics  # noqa: E402
 
 
 @pytest.fixture

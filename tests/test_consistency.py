@@ -7,9 +7,11 @@ import time
 
 import pytest
 
-from gpu_course import diagnose, metrics, plots, report, sagemaker_entry
+from gpu_course.analyse import diagnose, metrics
+from gpu_course.show import plots, report
+from gpu_course.sagemaker import entry as sagemaker_entry
 from gpu_course.config import Experiment
-from gpu_course.harness import Harness, Output
+from gpu_course.measure.harness import Harness, Output
 
 
 def loader(n, wait):

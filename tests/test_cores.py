@@ -1,7 +1,7 @@
 """The loader-worker rule: usable cores ÷ training processes on the host."""
 import pytest
 
-from gpu_course import cores
+from gpu_course.env import cores
 
 
 @pytest.mark.parametrize("procs, n_cores, expected", [

@@ -1,4 +1,4 @@
-"""gpu_course.diagnose: verdicts, evidence and next rungs from run records."""
+"""gpu_course.analyse.diagnose: verdicts, evidence and next rungs from run records."""
 import math
 import re
 import subprocess
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from fake_runs import load, write_run
-from gpu_course import diagnose
-from gpu_course.records import RunRecord
+from gpu_course.analyse import diagnose
+from gpu_course.measure.records import RunRecord
 
 GPU = dict(engine="pytorch", num_gpus=1, machine_gpus=1)
 CPU = dict(engine="gluon", num_gpus=0, machine_gpus=0, gpm=False, cpu_count=2)

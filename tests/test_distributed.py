@@ -3,7 +3,9 @@ in tests/pytorch/test_multinode.py and tests/gluon/test_dist.py)."""
 import pytest
 
 from fake_runs import write_run
-from gpu_course import cli, distributed, records
+from gpu_course import cli
+from gpu_course.scale import distributed
+from gpu_course.measure import records
 
 
 def _run(tmp_path, name, samples_per_sec, ranks=None):

@@ -1,8 +1,9 @@
-"""gpu_course.env: the environment report, with and without a GPU (fake NVML)."""
+"""gpu_course.env.report: the environment report, with and without a GPU (fake NVML)."""
 import json
 
 from fake_pynvml import FakePynvml, install
-from gpu_course import env, env_text, nvml
+from gpu_course.env import report as env, text as env_text
+from gpu_course.measure import nvml
 from support import run_cli
 
 

@@ -1,10 +1,10 @@
-"""gpu_course.flops: FLOPs from layer shapes, the peak table, achieved FLOP/s of a run."""
+"""gpu_course.analyse.flops: FLOPs from layer shapes, the peak table, achieved FLOP/s of a run."""
 import math
 
 import pytest
 
 from fake_runs import load, write_run
-from gpu_course import flops
+from gpu_course.analyse import flops
 
 
 def test_layers_are_counted_by_hand():
@@ -60,7 +60,8 @@ def test_a_cpu_run_from_another_machine_has_no_peak(tmp_path):
 
 
 def test_the_ladder_table_gains_flops_columns_before_the_status(tmp_path):
-    from gpu_course import metrics, report
+    from gpu_course.analyse import metrics
+    from gpu_course.show import report
     runs = [load(write_run(tmp_path, name, index=i, num_gpus=1))
             for i, name in enumerate(("a", "b"))]
     table = report.ladder_table(runs)
@@ -88,7 +89,7 @@ def _measured_here(path):
 
 
 def test_a_bfloat16_cpu_run_is_not_held_against_the_float32_peak(tmp_path, monkeypatch):
-    from gpu_course import report, tables
+    from gpu_course.show import report, tables
     monkeypatch.setattr(flops, "cpu_peak_tflops", lambda: 0.01)
     bf16 = _measured_here(write_run(tmp_path, "cpu bf16", num_gpus=0, machine_gpus=0,
                                     gpm=False, config={"dtype": "bfloat16"}))

@@ -4,8 +4,8 @@ import time
 import pytest
 
 from gpu_course.config import Experiment
-from gpu_course.harness import Harness, Output
-from gpu_course.records import OutOfMemory, load_run
+from gpu_course.measure.harness import Harness, Output
+from gpu_course.measure.records import OutOfMemory, load_run
 
 
 def fake_loader(n, wait=0.002, fail_at=None):

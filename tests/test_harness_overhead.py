@@ -1,11 +1,11 @@
 """The overhead benchmark in a short form: a loose bound that catches a gross regression
 (a sync or a file write added to every step). The real figure comes from
-`python -m gpu_course.bench.harness_overhead` (see the issue notes)."""
+`python -m tools.harness_overhead` (see the issue notes)."""
 import importlib.util
 
 import pytest
 
-from gpu_course.bench.harness_overhead import compare, harness_cost_per_step
+from tools.harness_overhead import compare, harness_cost_per_step
 from gpu_course.config import Experiment
 
 ENGINES = [e for e, module in (("gluon", "mxnet"), ("pytorch", "torch"))
@@ -31,7 +31,7 @@ def test_gc_train_runs_about_as_fast_as_a_plain_loop(engine):
 
 @pytest.mark.skipif("gluon" not in ENGINES, reason="needs MXNet")
 def test_epochs_of_one_network_alternate_between_the_plain_loop_and_the_harness():
-    from gpu_course.bench.harness_overhead import interleaved_epochs
+    from tools.harness_overhead import interleaved_epochs
     cfg = Experiment(name="overhead", model="tiny", train_size=256, test_size=64,
                      batch_size=32, num_workers=0)
     lines = []

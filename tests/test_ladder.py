@@ -2,7 +2,7 @@ import pytest
 
 from gpu_course.experiments import sweep
 from gpu_course.ladder import rungs
-from gpu_course.records import OutOfMemory, RunRecord, load_run
+from gpu_course.measure.records import OutOfMemory, RunRecord, load_run
 
 
 @pytest.mark.parametrize("engine, names", [
@@ -260,7 +260,7 @@ def test_a_short_run_after_a_busy_one_is_not_read_as_shared(runs_dir):
     workers) started with the load of the rung before it (two workers) and read as
     shared, so the thread rung took a core away and ran x0.57 (issue 10). The machine's
     busy CPU time over the run decides where it was recorded."""
-    from gpu_course import metrics
+    from gpu_course.analyse import metrics
     from gpu_course.ladder import free_threads
 
     def with_busy(busy_cores):
@@ -268,7 +268,7 @@ def test_a_short_run_after_a_busy_one_is_not_read_as_shared(runs_dir):
         meta = run.meta
         meta["load"]["start"]["cpu_busy_s"] = 100.0
         meta["load"]["end"]["cpu_busy_s"] = 100.0 + 10.0 * busy_cores
-        from gpu_course.records import write_meta
+        from gpu_course.measure.records import write_meta
         write_meta(run.path, meta)
         return load_run(run.path)
     alone = metrics.machine_load(with_busy(2.0))
@@ -279,5 +279,5 @@ def test_a_short_run_after_a_busy_one_is_not_read_as_shared(runs_dir):
     run.meta["load"]["start"]["cpu_busy_s"] = 0.0
     run.meta["load"]["end"]["cpu_busy_s"] = 20.0
     assert metrics.machine_load(run)["shared"] and free_threads(run)[0] == 1
-    from gpu_course.records import machine_load  # what a record keeps
+    from gpu_course.measure.records import machine_load  # what a record keeps
     assert machine_load()["cpu_busy_s"] > 0

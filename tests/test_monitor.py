@@ -14,11 +14,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # for fake_pynvml, whatever pytest's import mode
 from fake_pynvml import FakeGpu, FakePynvml, NVMLError_LibraryNotFound, install  # noqa: E402
 
-from gpu_course import monitor as monitor_module  # noqa: E402
-from gpu_course.monitor import (GPU_COLUMNS, HOST_COLUMNS, MARKER_COLUMNS,  # noqa: E402
-                                GpuMonitor, GpuUnavailableWarning, next_tick, record_to_csv)
+from gpu_course.measure import monitor as monitor_module  # noqa: E402
+from gpu_course.measure.monitor import GPU_COLUMNS, HOST_COLUMNS, MARKER_COLUMNS, GpuMonitor, GpuUnavailableWarning, next_tick, record_to_csv
 
-pytestmark = pytest.mark.filterwarnings("ignore::gpu_course.monitor.GpuUnavailableWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::gpu_course.measure.monitor.GpuUnavailableWarning")
 
 # the run-record schema (spec_records.md), spelled out to catch drift
 SCHEMA_GPU = ["t", "gpu", "util_gpu", "util_mem", "mem_used_mib", "mem_total_mib", "power_w",
@@ -30,7 +29,7 @@ SCHEMA_MARKERS = ["t", "label"]
 
 @pytest.fixture
 def use_fake(monkeypatch):
-    """Build a FakePynvml with the given arguments and make gpu_course.nvml use it."""
+    """Build a FakePynvml with the given arguments and make gpu_course.measure.nvml use it."""
     def use(*args, **kwargs):
         return install(monkeypatch, FakePynvml(*args, **kwargs))
     return use
@@ -62,7 +61,7 @@ def test_columns_match_the_run_record_schema():
 
 
 def test_cpu_only_records_host_rows_and_warns_once(no_driver):
-    import gpu_course.monitor as monitor_module
+    import gpu_course.measure.monitor as monitor_module
     monitor_module._warned.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -319,7 +318,7 @@ def test_sampling_thread_survives_an_unexpected_error(no_driver, monkeypatch):
 
 
 def test_monitor_vs_smi_judges_each_quantity_against_its_tolerance():
-    from gpu_course.bench import monitor_vs_smi as bench
+    from tools import monitor_vs_smi as bench
     ours = {"util_gpu": 97, "mem_used_mib": 2000.0, "power_w": 400.0, "sm_clock_mhz": 1980}
     theirs = {"index": 0, "utilization.gpu": 96, "memory.used": 2004, "power.draw": 470.0,
               "clocks.sm": 1980}

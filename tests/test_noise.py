@@ -8,7 +8,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import fake_runs  # noqa: E402
 
-from gpu_course import noise  # noqa: E402
+from gpu_course.analyse import noise  # noqa: E402
 
 
 class Measured:
@@ -101,7 +101,7 @@ def test_an_impossible_scaling_efficiency_is_flagged():
 
 
 def test_identical_configs_far_apart_are_flagged(tmp_path):
-    from gpu_course import report
+    from gpu_course.show import report
     write_run, load = fake_runs.write_run, fake_runs.load
     a = load(write_run(tmp_path, "threads=2 a", samples_per_sec=30.0, seed=1))
     b = load(write_run(tmp_path, "threads=2 b", samples_per_sec=300.0, seed=2, index=1))
@@ -115,7 +115,8 @@ def test_identical_configs_far_apart_are_flagged(tmp_path):
 
 
 def test_a_runs_spread_is_its_slowest_and_fastest_block_in_every_table(tmp_path):
-    from gpu_course import metrics, report, tables
+    from gpu_course.analyse import metrics
+    from gpu_course.show import report, tables
     run = fake_runs.load(fake_runs.write_run(tmp_path, "r", samples_per_sec=500.0, seed=4))
     rates = metrics.steady_block_rates(run)
     low, high = metrics.samples_per_sec_range(run)
@@ -134,7 +135,8 @@ def test_a_runs_spread_is_its_slowest_and_fastest_block_in_every_table(tmp_path)
 
 
 def test_a_group_of_repeats_is_one_row_with_its_runs_median_and_spread(tmp_path):
-    from gpu_course import metrics, report, tables
+    from gpu_course.analyse import metrics
+    from gpu_course.show import report, tables
     a = [fake_runs.load(fake_runs.write_run(tmp_path, "a", samples_per_sec=r, seed=i,
                                             index=i)) for i, r in enumerate((500., 560., 530.))]
     b = fake_runs.load(fake_runs.write_run(tmp_path, "b", samples_per_sec=900., index=5))
@@ -177,7 +179,7 @@ def test_the_spread_brackets_the_steady_rate_when_the_closing_sync_holds_work(tm
     blocks are scaled to the steady time, so min <= samples/s <= max (Gluon 02 smoke
     showed 405 samples/s beside a range of 413-528)."""
     import pandas as pd
-    from gpu_course import metrics
+    from gpu_course.analyse import metrics
     path = fake_runs.write_run(tmp_path, "async", samples_per_sec=500.0, seed=6)
     epochs = pd.read_csv(path / "epochs.csv")
     epochs["timed_s"] = epochs["timed_s"] * 1.5  # a third of the time in the closing sync

@@ -1,5 +1,5 @@
 """The smoke-time table is computed and written by a script (issue 15), not typed."""
-from gpu_course.bench import notebook_times as nt
+from tools import notebook_times as nt
 
 
 def result(track, rows):

@@ -1,4 +1,4 @@
-"""gpu_course.nvml against a fake pynvml (faults on demand) and the real binding."""
+"""gpu_course.measure.nvml against a fake pynvml (faults on demand) and the real binding."""
 import os
 import stat
 import sys
@@ -11,12 +11,12 @@ from fake_pynvml import (FakeGpu, FakePynvml, NVMLError_DriverNotLoaded,  # noqa
                          NVMLError_FunctionNotFound, NVMLError_LibraryNotFound,
                          NVMLError_Unknown, install)
 
-from gpu_course import nvml  # noqa: E402
+from gpu_course.measure import nvml  # noqa: E402
 
 
 @pytest.fixture
 def use_fake(monkeypatch):
-    """Build a FakePynvml with the given arguments and make gpu_course.nvml use it."""
+    """Build a FakePynvml with the given arguments and make gpu_course.measure.nvml use it."""
     def use(*args, **kwargs):
         return install(monkeypatch, FakePynvml(*args, **kwargs))
     return use

@@ -11,7 +11,8 @@ from matplotlib.figure import Figure
 sys.path.insert(0, str(Path(__file__).parent))  # for fake_runs, whatever pytest's import mode
 import fake_runs  # noqa: E402
 
-from gpu_course import plots, report, signals  # noqa: E402
+from gpu_course.show import plots, report
+from gpu_course.analyse import signals  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -297,7 +298,7 @@ def test_step_times_split_each_step_and_mark_the_warm_up(tmp_path):
 
 
 def gpu_course_metrics():
-    from gpu_course import metrics
+    from gpu_course.analyse import metrics
     return metrics
 
 
@@ -331,7 +332,7 @@ def whiskers(ax) -> list:
 
 
 def test_bars_points_and_curves_show_their_spread(runs):
-    from gpu_course import metrics, noise
+    from gpu_course.analyse import metrics, noise
     gpu = list(runs["gpu"].values())
     table = report.ladder_table(gpu)
     speed, _ = plots.throughput(gpu).axes

@@ -1,10 +1,10 @@
-"""gpu_course.profiling without a framework: trace split and verdict on made-up traces."""
+"""gpu_course.analyse.profiling without a framework: trace split and verdict on made-up traces."""
 import gzip
 import json
 
 import pytest
 
-from gpu_course import profiling
+from gpu_course.analyse import profiling
 
 
 def event(name, ts, dur, cat="cpu_op"):

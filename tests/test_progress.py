@@ -25,7 +25,7 @@ def run_cells(*sources, tmp_path, monkeypatch):
 
 def test_closed_bars_leave_no_widget_view(tmp_path, monkeypatch):
     nb = run_cells(
-        "from gpu_course.progress import bar\n"
+        "from gpu_course.measure.progress import bar\n"
         "b = bar(5, desc='done', unit='step')\n"
         "for _ in range(5): b.update(1)\n"
         "b.close()",
@@ -42,13 +42,13 @@ def test_closed_bars_leave_no_widget_view(tmp_path, monkeypatch):
 
 def test_an_open_bar_is_a_widget_in_a_notebook(tmp_path, monkeypatch):
     """The control: in a notebook the bar is the ipywidgets one while it runs."""
-    nb = run_cells("from gpu_course.progress import bar\nb = bar(5, desc='open')\nb.update(1)",
+    nb = run_cells("from gpu_course.measure.progress import bar\nb = bar(5, desc='open')\nb.update(1)",
                    tmp_path=tmp_path, monkeypatch=monkeypatch)
     assert WIDGET in json.dumps(nb)
 
 
 def test_outside_a_notebook_it_is_the_terminal_bar(capsys):
-    from gpu_course.progress import bar
+    from gpu_course.measure.progress import bar
     b = bar(3, desc="terminal")
     b.update(3)
     b.close()

@@ -3,8 +3,7 @@ import math
 
 import pytest
 
-from gpu_course.records import (EPOCH_COLUMNS, OutOfMemory, RunRecord, load_run, load_runs,
-                                runs_table, write_atomic)
+from gpu_course.measure.records import EPOCH_COLUMNS, OutOfMemory, RunRecord, load_run, load_runs, runs_table, write_atomic
 
 
 def epoch_row(i):

@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from gpu_course import metrics, report
-from gpu_course.bench import reference
-from gpu_course.records import load_runs
+from gpu_course.analyse import metrics
+from gpu_course.show import report
+from tools import reference
+from gpu_course.measure.records import load_runs
 
 REPO = Path(__file__).resolve().parents[1]
 H200 = REPO / "gpu_course" / "reference" / "pytorch-h200"

@@ -20,10 +20,11 @@ from fake_pynvml import FakePynvml, NVMLError_LibraryNotFound, install
 from image_folders import leftovers, make_folder
 from support import REPO, run_cli
 
-from gpu_course import data, guards, monitor, records
+from gpu_course import data
+from gpu_course.measure import guards, monitor, records
 from gpu_course.config import Experiment, smoke_mode
 from gpu_course.data import cifar, folder
-from gpu_course.harness import Harness, Output
+from gpu_course.measure.harness import Harness, Output
 
 TINY = dict(name="t", model="tiny", train_size=128, test_size=32, batch_size=32, epochs=1,
             num_workers=0, warmup_steps=0, monitor_interval=0.05)
@@ -231,7 +232,7 @@ def test_diagnose_finds_a_ladder_run_at_any_depth(runs_dir):
 
 
 def test_write_atomic_leaves_no_temporary_file_when_the_disk_fails(tmp_path):
-    code = ("import sys; from gpu_course.records import write_atomic\n"
+    code = ("import sys; from gpu_course.measure.records import write_atomic\n"
             "write_atomic(sys.argv[1], 'x' * 10000)")
     out = subprocess.run([sys.executable, "-c", code, tmp_path / "run.json"], cwd=REPO,
                          capture_output=True, text=True, timeout=60,
@@ -243,7 +244,7 @@ def test_write_atomic_leaves_no_temporary_file_when_the_disk_fails(tmp_path):
 HARNESS_RUN = """
 import sys, time
 from gpu_course.config import Experiment
-from gpu_course.harness import Harness, Output
+from gpu_course.measure.harness import Harness, Output
 cfg = Experiment(name="full", epochs=50, monitor_interval=0.01, warmup_steps=0)
 with Harness(cfg, output=Output(runs_dir=sys.argv[1], progress=False)) as h:
     for epoch in h.epochs():
@@ -326,7 +327,7 @@ def test_a_blocking_gpu_query_neither_hangs_train_nor_goes_unrecorded(monkeypatc
 
 def test_no_gpu_is_one_line_not_a_warning(monkeypatch, capsys):
     install(monkeypatch, FakePynvml(1, init_error=NVMLError_LibraryNotFound))
-    from gpu_course import harness
+    from gpu_course.measure import harness
     harness._SAID.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning fails the test
@@ -359,7 +360,7 @@ def test_a_decompression_bomb_names_the_file(tmp_path, monkeypatch):
                                          ("WORLD_SIZE", "two"), ("WORLD_SIZE", "0"),
                                          ("SM_NUM_GPUS", "-1"), ("SM_NUM_GPUS", "1.5")])
 def test_sagemaker_environment_that_is_not_what_sagemaker_sends(tmp_path, name, value, capsys):
-    from gpu_course import sagemaker_entry as entry
+    from gpu_course.sagemaker import entry as entry
     env = {"SM_OUTPUT_DIR": str(tmp_path), name: value}
     assert entry.main([], env) == 2
     failure = (tmp_path / entry.FAILURE_FILE).read_text()
@@ -367,7 +368,7 @@ def test_sagemaker_environment_that_is_not_what_sagemaker_sends(tmp_path, name, 
 
 
 def test_sagemaker_channel_with_other_data_is_not_replaced_by_generated(tmp_path):
-    from gpu_course import sagemaker_entry as entry
+    from gpu_course.sagemaker import entry as entry
     channel = tmp_path / "training"
     _foreign_cifar(channel)
     env = {"SM_OUTPUT_DIR": str(tmp_path / "out"), "SM_CHANNEL_TRAINING": str(channel),

@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # for fake_runs, whatever pytest's import mode
 import fake_runs  # noqa: E402
 
-from gpu_course import report, tables  # noqa: E402
+from gpu_course.show import report, tables  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -91,7 +91,7 @@ def test_a_reading_at_a_windows_start_describes_the_time_before_it():
     window, so only that first reading is left out."""
     import pandas as pd
 
-    from gpu_course import metrics
+    from gpu_course.analyse import metrics
 
     class Run:
         config = {"monitor_interval": 0.5}
@@ -161,7 +161,7 @@ def test_format_table_writes_nan_as_a_dash():
 
 
 def test_conclusion_names_the_fastest_rung_and_judges_it_against_noise(gpu):
-    from gpu_course import noise
+    from gpu_course.analyse import noise
     table = report.ladder_table(gpu)
     text = report.conclusion(gpu)
     verdict = noise.compare(gpu[0], gpu[2])
@@ -206,7 +206,7 @@ def test_a_shared_machine_is_named(tmp_path):
                             "cpu_count": 2}}
     (path / "run.json").write_text(json.dumps(meta))
     run = fake_runs.load(path)
-    from gpu_course import metrics
+    from gpu_course.analyse import metrics
     assert metrics.machine_load(run)["shared"]  # 6.5 load, 1 core its own, no workers
     assert "Another program shared the machine during busy" in report.conclusion([run])
 
@@ -246,8 +246,8 @@ def test_write_report_escapes_run_names(tmp_path):
 
 
 def test_reference_helpers(tmp_path, monkeypatch):
-    from gpu_course import report as rep
-    from gpu_course.records import RunRecord
+    from gpu_course.show import report as rep
+    from gpu_course.measure.records import RunRecord
     monkeypatch.setattr(rep, "REFERENCE_ROOT", tmp_path)
     assert rep.reference_runs("naive") == {}
     assert "No reference results are recorded yet (0 runs in" in rep.no_reference_line()
@@ -271,7 +271,7 @@ def test_a_packed_copy_made_before_a_rung_is_costed_and_paid_back(tmp_path):
     repay it, also when an earlier ladder made the copy and recorded its time; a copy
     whose making nobody timed is named as untimed; this ladder's own copy read again by a
     later rung is not repeated."""
-    from gpu_course.records import update_meta
+    from gpu_course.measure.records import update_meta
     loose = fake_runs.write_run(tmp_path, "workers", samples_per_sec=500.0, seed=1)
     packed = fake_runs.write_run(tmp_path, "data-format", samples_per_sec=1000.0, seed=2,
                                  index=1)
@@ -282,7 +282,7 @@ def test_a_packed_copy_made_before_a_rung_is_costed_and_paid_back(tmp_path):
     update_meta(packed, notes={"prepared": note})
     update_meta(later, notes={"prepared": {**note, "seconds": 0.0, "reused": True}})
     runs = [fake_runs.load(p) for p in (loose, packed, later)]
-    from gpu_course import metrics
+    from gpu_course.analyse import metrics
     assert metrics.preparation_s(runs[0]) == 0.0 and metrics.preparation_s(runs[1]) == 9.0
     table = report.ladder_table(runs)
     saved = table.epoch_time_s[0] - table.epoch_time_s[1]

@@ -17,8 +17,8 @@ from unittest import mock
 import pytest
 
 from fake_runs import write_run
-from gpu_course import sagemaker_entry as entry
-from gpu_course import sagemaker_launch as launch
+from gpu_course.sagemaker import entry as entry
+from gpu_course.sagemaker import launch as launch
 from gpu_course.config import Experiment
 
 REPO = Path(__file__).resolve().parents[1]  # (not from conftest: tests/gluon imports this file)
@@ -73,7 +73,7 @@ def run_entry_as_sagemaker(tmp_path, cfg, launcher=(), hosts=("algo-1",)):
 def check_job_output(tmp_path, out, cfg, model_file=None):
     """What SageMaker would find after the job, and the METRIC lines as its metric
     definitions read them. Returns the run, fetched the way fetch_runs unpacks it."""
-    from gpu_course import records
+    from gpu_course.measure import records
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     folders = list((tmp_path / "output" / "data").iterdir())
     assert len(folders) == 1, folders
@@ -159,7 +159,7 @@ def test_entry_script_stops_on_a_bad_hyperparameter(tmp_path):
     """A real subprocess, started as a file from inside the package folder (the import
     path must not let gpu_course/torch shadow torch) and the way SageMaker starts it."""
     env = {**os.environ, "SM_OUTPUT_DIR": str(tmp_path / "output"), "SM_NUM_GPUS": "0"}
-    out = subprocess.run([sys.executable, str(REPO / "gpu_course" / "sagemaker_entry.py"),
+    out = subprocess.run([sys.executable, str(REPO / "gpu_course" / "sagemaker" / "entry.py"),
                           "--batch_size", "0"], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=60)
     assert out.returncode == 2, out.stderr
@@ -176,7 +176,7 @@ def test_entry_script_stops_on_a_bad_hyperparameter(tmp_path):
 def test_stage_code_holds_entry_package_and_requirements(tmp_path):
     code = launch.stage_code("gluon", tmp_path / "code")
     assert (code / "sagemaker_entry.py").read_text() == \
-        (REPO / "gpu_course" / "sagemaker_entry.py").read_text()
+        (REPO / "gpu_course" / "sagemaker" / "entry.py").read_text()
     assert (code / "gpu_course" / "config.py").exists()
     assert not list(code.rglob("__pycache__"))
     requirements = (code / "requirements.txt").read_text()
@@ -226,8 +226,8 @@ def test_metric_printer_reads_each_epochs_gpu_utilisation(tmp_path):
     assert printer.run_folder() == folder
     util = entry.epoch_gpu_util(folder, row)
     assert 0 < util <= 100
-    from gpu_course import metrics
-    from gpu_course.records import load_run
+    from gpu_course.analyse import metrics
+    from gpu_course.measure.records import load_run
     run = load_run(folder)
     run.epochs = run.epochs[run.epochs.epoch == row["epoch"]]
     assert util == metrics.gpu_util(run)  # one definition: the steady window
@@ -458,7 +458,8 @@ def test_a_module_named_like_the_sdk_does_not_shadow_it(tmp_path, monkeypatch):
 def test_cli_launches_waits_and_fetches_with_credentials(monkeypatch, capsys, tmp_path):
     """The verb's plumbing with AWS stubbed out: launch, then fetch the record back."""
     pytest.importorskip("boto3")
-    from gpu_course import cli, records
+    from gpu_course import cli
+    from gpu_course.measure import records
     folder = write_run(tmp_path / "runs", "workers")
     calls = {}
     monkeypatch.setattr(launch, "aws_credentials", lambda: True)

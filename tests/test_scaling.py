@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from gpu_course import scaling
+from gpu_course.scale import scaling
 
 
 def test_ring_allreduce_time_by_hand():

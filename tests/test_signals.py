@@ -3,9 +3,9 @@ the diagnosis, on runs recorded by the real monitor from a fake NVML."""
 import time
 
 from fake_pynvml import FakePynvml, install
-from gpu_course import diagnose, signals
+from gpu_course.analyse import diagnose, signals
 from gpu_course.config import Experiment
-from gpu_course.harness import Harness, Output
+from gpu_course.measure.harness import Harness, Output
 
 
 def record(monkeypatch, runs_dir, **board):

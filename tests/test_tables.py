@@ -3,7 +3,7 @@ import math
 
 import pandas as pd
 
-from gpu_course import tables
+from gpu_course.show import tables
 
 
 def sweep_table(rows=5):

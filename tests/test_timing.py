@@ -2,9 +2,9 @@ import math
 
 import pytest
 
-from gpu_course import timing
-from gpu_course import metrics
-from gpu_course.timing import StepTimer, summary_line
+from gpu_course.measure import timing
+from gpu_course.analyse import metrics
+from gpu_course.measure.timing import StepTimer, summary_line
 
 
 class FakeClock:
@@ -126,7 +126,7 @@ def test_epochs_after_the_warm_up_are_steady_from_their_start():
 def test_old_records_with_empty_steady_starts_use_the_epoch_start(tmp_path):
     import pandas as pd
 
-    from gpu_course import metrics
+    from gpu_course.analyse import metrics
 
     class Run:
         epochs = pd.DataFrame({"t_start": [0.0, 10.0, 20.0], "t_steady": [5.0, None, None],

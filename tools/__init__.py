@@ -1,2 +1,1 @@
-"""The course's tools: benchmarks and measurements that no lesson and no CLI command
-imports, run from the checkout as `python -m tools.<name>`."""
+"""Small measurements of gpu_course itself (run with ``python -m tools.<name>``)."""

@@ -93,7 +93,7 @@ def write_cifar_binary(folder, train_x, train_y, test_x, test_y, class_names,
         _replace_dir(tmp, folder)
     except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
-        from ..guards import naming
+        from ..measure.guards import naming
         raise naming(err, folder) from None
     return folder
 

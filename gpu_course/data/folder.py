@@ -432,7 +432,7 @@ def _start_methods() -> list:
 
 
 def _bar(total: int, desc: str):
-    from ..progress import bar
+    from ..measure.progress import bar
     return bar(total, desc=desc, unit="img")
 
 

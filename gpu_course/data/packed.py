@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..records import write_atomic
+from ..measure.records import write_atomic
 from .folder import (CorruptImage, DataError, FolderIndex, MissingData, SkipCounter,
                      fetch_or_skip, load_image, parallel_map)
 

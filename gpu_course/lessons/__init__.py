@@ -86,7 +86,7 @@ def workers() -> int:
 def show(runs, lesson=None, chart: bool = True) -> None:
     """The runs' table (the `lesson`'s own table where it has one, else the ladder
     table) through the course's formatter, and their throughput chart."""
-    from .. import plots, report, tables
+    from ..show import plots, report, tables
     module = module_of(lesson) if lesson is not None else None
     frame = module.table(runs) if module is not None and hasattr(module, "table") \
         else report.ladder_table(runs)

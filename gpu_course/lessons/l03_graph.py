@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import metrics, noise, report
-from ..closing import Closing
+from ..analyse import metrics, noise
+from ..show import report
+from ..show.closing import Closing
 from . import talk
 
 SIZES = {

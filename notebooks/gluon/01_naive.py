@@ -29,7 +29,7 @@ CEILING_STEPS = 24 if SMOKE else 200  # steps of each "ceiling" run below (20+ s
 # %%
 import mxnet as mx
 from mxnet import gluon
-from gpu_course import gluon as gc
+from gpu_course.tracks import gluon as gc
 
 cfg = gc.Experiment(name="naive", dataset=DATASET, train_size=TRAIN_SIZE, test_size=TEST_SIZE,
                     epochs=EPOCHS, model="resnet20", batch_size=64, num_workers=1,

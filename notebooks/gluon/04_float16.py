@@ -32,7 +32,7 @@ WORKERS = 0 if SMOKE else max(2, os.cpu_count() - 3)   # smoke: CI's 2 shared co
 # %%
 import mxnet as mx
 from mxnet import autograd, gluon
-from gpu_course import gluon as gc
+from gpu_course.tracks import gluon as gc
 
 on_gpu = gc.gpu_count() > 0
 cfg = gc.Experiment(name="float32", dataset=DATASET, model=MODEL, train_size=TRAIN_SIZE,

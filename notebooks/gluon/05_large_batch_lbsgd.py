@@ -60,7 +60,7 @@ import mxnet as mx
 import numpy as np
 import pandas as pd
 from mxnet import autograd, gluon
-from gpu_course import gluon as gc
+from gpu_course.tracks import gluon as gc
 
 on_gpu = gc.gpu_count() > 0
 cfg = gc.Experiment(name="batch", dataset=DATASET, model=MODEL, train_size=TRAIN_SIZE,

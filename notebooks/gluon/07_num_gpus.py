@@ -39,10 +39,11 @@ NODES = 2                             # local "hosts" (parameter-server workers)
 import mxnet as mx
 import pandas as pd
 from mxnet import autograd, gluon
-from gpu_course import distributed, metrics, scaling
-from gpu_course import gluon as gc
-from gpu_course.cores import loader_workers
-from gpu_course.gluon import dist
+from gpu_course.scale import distributed, scaling
+from gpu_course.analyse import metrics
+from gpu_course.tracks import gluon as gc
+from gpu_course.env.cores import loader_workers
+from gpu_course.tracks.gluon import dist
 
 talk = pd.DataFrame({"rung": ["naive", "29 workers", "hybridize", "float16", "batch 640"],
                      "1 GPU": [306, 663, 941, 3100, 17000], "4 GPUs": [392, 950, 1266, 7400, 50000]})
@@ -156,7 +157,7 @@ elif last.efficiency < 0.7:
 
 # %%
 print("$", dist.commands(workers=NODES, servers=NODES))
-from gpu_course import sagemaker_launch
+from gpu_course.sagemaker import launch as sagemaker_launch
 spec = sagemaker_launch.job_spec(cfg, "ml.p3.8xlarge", instance_count=NODES)
 print(f"SageMaker: instance_count={spec['instance_count']}, distribution={spec['distribution']}")
 print(dist.role_env("worker", 9000, workers=NODES, servers=NODES, uri="HOST0"))
@@ -239,7 +240,7 @@ else:
 
 # %% [markdown]
 # ## 4. When more stops paying: the model
-# `gpu_course/scaling.py`: t_step(k) = t_compute + (1 − overlap) × 2(k−1)/k × gradient
+# `gpu_course/scale/scaling.py`: t_step(k) = t_compute + (1 − overlap) × 2(k−1)/k × gradient
 # bytes ÷ bandwidth; efficiency = t_compute ÷ t_step(k). From the measured step time and
 # bandwidth, against the measured points and the talk:
 

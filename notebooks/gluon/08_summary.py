@@ -26,7 +26,7 @@ RUNS_DIR = None                       # None: GPU_COURSE_RUNS or the repository'
 
 # %%
 import pandas as pd
-from gpu_course import gluon as gc
+from gpu_course.tracks import gluon as gc
 
 RUNGS = ["naive", "workers", "data-format", "hybridize", "float16", "large-batch", "lr-schedule", "num-gpus", "all-gpus"]
 latest = {run.name: run for run in gc.load_runs(RUNS_DIR, names=RUNGS)   # oldest first: the last wins

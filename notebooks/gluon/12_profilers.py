@@ -32,8 +32,8 @@ WAIT, WARMUP, ACTIVE = 1, 1, (2 if SMOKE else 5)   # the profiler's schedule, in
 # %%
 import pstats
 import mxnet as mx
-from gpu_course import gluon as gc
-from gpu_course import diagnose, profiling
+from gpu_course.tracks import gluon as gc
+from gpu_course.analyse import diagnose, profiling
 
 cfg = gc.Experiment(name="profiled", engine="gluon", model=MODEL,
                     train_size=TRAIN_SIZE, test_size=64,

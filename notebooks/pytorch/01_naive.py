@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader
 import gpu_course
-from gpu_course import torch as gc
+from gpu_course.tracks import torch as gc
 
 cfg = gc.Experiment(name="naive", engine="pytorch", dataset=DATASET, train_size=TRAIN_SIZE,
                     test_size=TEST_SIZE, epochs=EPOCHS, model="resnet20", batch_size=64,

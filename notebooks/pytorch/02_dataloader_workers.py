@@ -37,7 +37,7 @@ import psutil
 import torch
 from torch.utils.data import DataLoader
 import gpu_course
-from gpu_course import torch as gc
+from gpu_course.tracks import torch as gc
 
 recommended = max(2, os.cpu_count() - 3)   # the talk: cpu_count() - 3, at least 2
 if WORKER_COUNTS is None:
@@ -133,7 +133,7 @@ say(f"Spikiness ({unit}): " + ", ".join(f"{say.cell(i, 'num_workers')} worker(s)
 # batch `LARGE_BATCH` with one worker, then with the sweep's fastest count.
 
 # %%
-from gpu_course.distributed import TALK
+from gpu_course.scale.distributed import TALK
 fastest = int(table.num_workers[table["samples_per_sec"].idxmax()])
 many = fastest if fastest > 1 else recommended   # a count above one to set against one
 large = []

@@ -42,7 +42,7 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 import gpu_course
-from gpu_course import torch as gc
+from gpu_course.tracks import torch as gc
 
 if THREADS:
     torch.set_num_threads(THREADS)    # the same for every run compared; each record keeps it

@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch.optim import lr_scheduler as sched
 import gpu_course
-from gpu_course import torch as gc
+from gpu_course.tracks import torch as gc
 
 if THREADS:
     torch.set_num_threads(THREADS)    # the same for every run compared; each record keeps it

@@ -39,11 +39,12 @@ import json, subprocess
 import tempfile
 import pandas as pd
 import gpu_course
-from gpu_course import records, scaling
-from gpu_course import torch as gc
-from gpu_course.bench import allreduce, ddp_comm
-from gpu_course.cores import loader_workers, threads_per_process
-from gpu_course.torch import multinode
+from gpu_course.measure import records
+from gpu_course.scale import scaling
+from gpu_course.tracks import torch as gc
+from gpu_course.tracks.torch import allreduce, ddp_comm
+from gpu_course.env.cores import loader_workers, threads_per_process
+from gpu_course.tracks.torch import multinode
 
 talk = pd.DataFrame({"rung": ["naive", "29 workers", "hybridize", "float16", "batch 640"],
                      "1 GPU": [306, 663, 941, 3100, 17000], "4 GPUs": [392, 950, 1266, 7400, 50000]})
@@ -95,7 +96,7 @@ cfg = gc.Experiment(name="num-gpus", engine="pytorch", model=MODEL, dataset=DATA
 
 # %% [markdown]
 # ## What each process runs
-# The DDP part of the training loop (`gpu_course/torch/ddp.py` and `train.py`) is four
+# The DDP part of the training loop (`gpu_course/tracks/torch/ddp.py` and `train.py`) is four
 # lines of plain PyTorch around the usual loop:
 #
 # ```python
@@ -124,7 +125,7 @@ def torchrun(cfg, processes):
         config, result = pathlib.Path(tmp, "config.json"), pathlib.Path(tmp, "run_path")
         config.write_text(cfg.to_json())
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                   f"--nproc_per_node={processes}", "-m", "gpu_course.torch.ddp",
+                   f"--nproc_per_node={processes}", "-m", "gpu_course.tracks.torch.ddp",
                    "--config", str(config), "--runs-dir", str(runs_dir),
                    "--result-file", str(result), "--quiet"]
         print("$ torchrun", " ".join(command[3:]).replace(tmp, "$TMP"))
@@ -182,7 +183,7 @@ elif last.efficiency < 0.7:
 PER_HOST = max(1, gpus // NODES) if gpus >= NODES else 1   # processes per local "host" here
 for line in multinode.commands("cfg.json", "runs", nodes=NODES, procs_per_node=max(gpus, 1) if gpus else 8):
     print("$", line)
-from gpu_course import sagemaker_launch
+from gpu_course.sagemaker import launch as sagemaker_launch
 spec = sagemaker_launch.job_spec(cfg, "ml.p4d.24xlarge", instance_count=NODES)
 print(f"\nSageMaker: instance_count={spec['instance_count']}, distribution={spec['distribution']} "
       "(the PyTorch estimator then runs that torchrun line on every instance)")
@@ -204,7 +205,7 @@ per_rank
 
 # %% [markdown]
 # ## 3. What communication costs
-# **All-reduce against message size** (`python -m gpu_course.bench.allreduce`): algorithm
+# **All-reduce against message size** (`python -m gpu_course.tracks.torch.allreduce`): algorithm
 # bandwidth = bytes ÷ time; bus bandwidth = algbw × 2(k-1)/k, what each link carries in a
 # ring all-reduce, comparable with a link's speed. Each time is the median of five timed blocks,
 # their fastest and slowest beside it (one block can catch a process descheduled). Small
@@ -251,14 +252,14 @@ else:
 
 # %% [markdown]
 # ## 4. When more stops paying: the model
-# `gpu_course/scaling.py`, from two measured numbers: the step time of one process
+# `gpu_course/scale/scaling.py`, from two measured numbers: the step time of one process
 # (t_compute) and the bus bandwidth of the all-reduce at the gradients' size:
 #
 # t_step(k) = t_compute + (1 − overlap) × 2(k−1)/k × gradient bytes ÷ bus bandwidth;
 # efficiency = t_compute ÷ t_step(k).
 
 # %%
-from gpu_course import distributed
+from gpu_course.scale import distributed
 grad_bytes = int(buckets.grad_bytes.iloc[0])
 t_compute = distributed.step_seconds(runs[0])
 near = ar.iloc[(ar["bytes"] - grad_bytes).abs().argmin()]

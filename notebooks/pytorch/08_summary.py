@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 import gpu_course
 from gpu_course import data
-from gpu_course import torch as gc
+from gpu_course.tracks import torch as gc
 
 os.environ.setdefault(gc.COMPILE_BACKEND_ENV, COMPILE_BACKEND)
 RUNGS = ["naive", "workers", "data-format", "compile", "bfloat16", "float16", "large-batch", "lr-schedule",

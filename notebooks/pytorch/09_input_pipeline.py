@@ -39,10 +39,10 @@ CEILING_STEPS = 24 if SMOKE else 100  # steps of each ceiling run (20+ steady: e
 # %%
 import numpy as np
 from torch.utils.data import DataLoader
-from gpu_course import torch as gc
+from gpu_course.tracks import torch as gc
 from gpu_course.data import disk, folder, packed
-from gpu_course.torch import io_data
-from gpu_course.diagnose import advice_outcome, diagnose, explain
+from gpu_course.tracks.torch import io_data
+from gpu_course.analyse.diagnose import advice_outcome, diagnose, explain
 
 root = pathlib.Path(FOLDER) if FOLDER else folder.generate_folder(
     folder.default_folder().with_name(f"caltech256-like-{IMAGES}"), per_class=IMAGES // 10)
@@ -187,7 +187,7 @@ if not gc.gpu_count():
 
 # %% [markdown]
 # ## Diagnosis
-# `gpu_course.diagnose` reads a run record and says what limits it, with the numbers, and
+# `gpu_course.analyse.diagnose` reads a run record and says what limits it, with the numbers, and
 # names the next rung (`gpu-course diagnose RUN` prints the same). It finds rung 1's two
 # ceilings next to it in the runs folder. Where its advice is a rung this lesson already
 # ran (more workers: rung 2), the two runs say whether it helped here, judged against

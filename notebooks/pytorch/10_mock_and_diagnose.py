@@ -6,7 +6,7 @@
 # replace one side with a mock to measure the other alone. A **mock loader** keeps one batch
 # on the device and serves it forever: the *compute ceiling*. A **mock trainer** fetches
 # batches and throws them away: the *input ceiling*. In gpu_course each is one flag
-# (`mock="loader"`, `mock="trainer"`) on any experiment, and `gpu_course.diagnose` turns
+# (`mock="loader"`, `mock="trainer"`) on any experiment, and `gpu_course.analyse.diagnose` turns
 # the numbers into a verdict (input-bound, compute-bound or overhead-bound) and the next
 # rung to try. We run a deliberately input-bound job (loose JPEGs with heavy augmentation
 # for a tiny network, one worker), follow the advice, and look at a deliberately
@@ -39,10 +39,10 @@ import time
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
-from gpu_course import torch as gc
-from gpu_course import diagnose
+from gpu_course.tracks import torch as gc
+from gpu_course.analyse import diagnose
 from gpu_course.data import folder
-from gpu_course.torch import io_data
+from gpu_course.tracks.torch import io_data
 
 recommended = max(2, os.cpu_count() - 3)   # the talk: cpu_count() - 3, at least 2
 root = pathlib.Path(FOLDER) if FOLDER else folder.generate_folder(

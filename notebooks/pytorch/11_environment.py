@@ -31,8 +31,9 @@ TRAIN_SIZE = 128 if SMOKE else 5000   # images of the short run whose CPU use is
 # %%
 import pandas as pd
 import torch
-from gpu_course import torch as gc
-from gpu_course import env, env_text, nvml
+from gpu_course.tracks import torch as gc
+from gpu_course.env import report as env, text as env_text
+from gpu_course.measure import nvml
 
 ENGINE = "pytorch"
 cpu = env.cpu_facts()
@@ -42,7 +43,7 @@ print(f"{cpu['model']}: {cpu['logical']} logical cores, {cpu['physical']} physic
 # %% [markdown]
 # ## The build
 # The framework reports what it was compiled with. Each measurement below runs in a
-# fresh child process (`python -m gpu_course.torch.envinfo`): `torch.backends.mkldnn.flags(enabled=False)` and `torch.set_num_threads(n)` act in-process, but OpenMP fixes its thread pool when it starts, so each setting gets its own process.
+# fresh child process (`python -m gpu_course.tracks.torch.envinfo`): `torch.backends.mkldnn.flags(enabled=False)` and `torch.set_num_threads(n)` act in-process, but OpenMP fixes its thread pool when it starts, so each setting gets its own process.
 
 # %%
 build = env.hook(ENGINE, "build")

@@ -34,8 +34,8 @@ import pstats
 import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
-from gpu_course import torch as gc
-from gpu_course import diagnose, profiling
+from gpu_course.tracks import torch as gc
+from gpu_course.analyse import diagnose, profiling
 
 cfg = gc.Experiment(name="profiled", engine="pytorch", model=MODEL,
                     train_size=TRAIN_SIZE, test_size=64,

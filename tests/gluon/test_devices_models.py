@@ -2,9 +2,9 @@ import mxnet as mx
 import numpy as np
 import pytest
 
-from gpu_course import gluon as gc
-from gpu_course.gluon.devices import FLOAT16_ON_CPU, effective_config
-from gpu_course.gluon.models import dtype_of, graph_of, prepare
+from gpu_course.tracks import gluon as gc
+from gpu_course.tracks.gluon.devices import FLOAT16_ON_CPU, effective_config
+from gpu_course.tracks.gluon.models import dtype_of, graph_of, prepare
 
 
 def test_cpu_fallback_gives_one_context_per_gpu_asked_for(monkeypatch):

@@ -6,8 +6,8 @@ import mxnet as mx
 import numpy as np
 import pytest
 
-from gpu_course import gluon as gc
-from gpu_course.gluon import dist
+from gpu_course.tracks import gluon as gc
+from gpu_course.tracks.gluon import dist
 
 
 def test_two_workers_one_server_end_with_identical_parameters(small_cfg, runs_dir, tmp_path):

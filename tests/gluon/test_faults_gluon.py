@@ -15,11 +15,11 @@ from mxnet.gluon.data import Dataset
 from image_folders import make_folder, truncate
 from support import REPO
 
-from gpu_course import records
+from gpu_course.measure import records
 from gpu_course.config import Experiment
 from gpu_course.data.folder import CorruptImage
-from gpu_course.gluon import data as gdata
-gtrain = importlib.import_module("gpu_course.gluon.train")  # the module: the package exports the function
+from gpu_course.tracks.gluon import data as gdata
+gtrain = importlib.import_module("gpu_course.tracks.gluon.train")  # the module: the package exports the function
 
 
 def many_classes(tmp_path, classes=12, per_class=4):

@@ -4,8 +4,8 @@ import mxnet as mx
 import numpy as np
 
 from gpu_course import data as course_data
-from gpu_course import gluon as gc
-from gpu_course.gluon.data import Augment
+from gpu_course.tracks import gluon as gc
+from gpu_course.tracks.gluon.data import Augment
 
 
 def test_training_images_are_augmented_and_normalised(small_cfg):

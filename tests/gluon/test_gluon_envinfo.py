@@ -3,8 +3,8 @@ import os
 
 import pytest
 
-from gpu_course import noise
-from gpu_course.gluon import envinfo
+from gpu_course.analyse import noise
+from gpu_course.tracks.gluon import envinfo
 
 
 def test_the_benchmark_reports_every_timed_pass_and_their_total():

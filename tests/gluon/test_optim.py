@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from mxnet import autograd, gluon
 
-from gpu_course import gluon as gc
+from gpu_course.tracks import gluon as gc
 from gpu_course.config import OPTIMIZERS, SCHEDULERS_BY_ENGINE
 
 

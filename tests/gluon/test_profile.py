@@ -1,8 +1,8 @@
 """The Gluon profiler lesson: detect a build without the profiler and fall back."""
 import pstats
 
-from gpu_course import profiling
-from gpu_course.gluon import profile
+from gpu_course.analyse import profiling
+from gpu_course.tracks.gluon import profile
 
 
 def test_the_pip_wheel_has_no_profiler_and_says_so(small_cfg, tmp_path):

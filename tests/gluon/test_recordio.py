@@ -1,4 +1,4 @@
-"""gpu_course.gluon.recordio and io_data: RecordIO packing and the Gluon I/O ladder."""
+"""gpu_course.tracks.gluon.recordio and io_data: RecordIO packing and the Gluon I/O ladder."""
 import json
 
 import numpy as np
@@ -8,9 +8,8 @@ from mxnet.gluon.data import DataLoader
 
 from gpu_course.config import Experiment
 from gpu_course.data import folder
-from gpu_course.gluon import io_data
-from gpu_course.gluon.recordio import (RecordDataset, RecordIter, check_recordio,
-                                       pack_recordio)
+from gpu_course.tracks.gluon import io_data
+from gpu_course.tracks.gluon.recordio import RecordDataset, RecordIter, check_recordio, pack_recordio
 from image_folders import check_prepare_data, leftovers, make_folder, truncate
 
 SIZE = 24
@@ -139,7 +138,7 @@ def test_the_parsers_thread_count_line_is_held_back_and_other_lines_pass(rec, ca
     decoding" in its output (issue 17); anything else C++ writes still shows."""
     import os
 
-    from gpu_course.gluon.recordio import _cpp_info_filtered
+    from gpu_course.tracks.gluon.recordio import _cpp_info_filtered
     it = RecordIter(rec, batch_size=8, size=SIZE, train=True, threads=1)
     next(iter(it))
     with _cpp_info_filtered():

@@ -7,11 +7,12 @@ import sys
 
 import mxnet as mx
 
-from gpu_course import data, records
-from gpu_course import gluon as gc
-from gpu_course import sagemaker_launch as launch
-from gpu_course.gluon import dist
-from gpu_course.localhosts import free_port
+from gpu_course import data
+from gpu_course.measure import records
+from gpu_course.tracks import gluon as gc
+from gpu_course.sagemaker import launch as launch
+from gpu_course.tracks.gluon import dist
+from gpu_course.scale.localhosts import free_port
 from test_sagemaker import as_argv, check_job_output, run_entry_as_sagemaker
 
 

@@ -2,8 +2,8 @@
 says the count that ran, and a config asking for another count is refused."""
 import pytest
 
-from gpu_course import gluon as gc
-from gpu_course.gluon import devices
+from gpu_course.tracks import gluon as gc
+from gpu_course.tracks.gluon import devices
 
 
 def test_operator_threads_are_read_from_the_environment_mxnet_loaded_with(monkeypatch):

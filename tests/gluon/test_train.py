@@ -5,10 +5,10 @@ import mxnet as mx
 import numpy as np
 import pytest
 
-from gpu_course import gluon as gc
-from gpu_course.gluon.devices import FLOAT16_ON_CPU
-from gpu_course.gluon.train import is_out_of_memory, out_of_memory
-from gpu_course.records import OutOfMemory, load_runs
+from gpu_course.tracks import gluon as gc
+from gpu_course.tracks.gluon.devices import FLOAT16_ON_CPU
+from gpu_course.tracks.gluon.train import is_out_of_memory, out_of_memory
+from gpu_course.measure.records import OutOfMemory, load_runs
 
 
 class Loader:

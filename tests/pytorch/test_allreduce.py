@@ -1,7 +1,7 @@
 """The all-reduce benchmark as real gloo processes on 127.0.0.1."""
 import time
 
-from gpu_course.bench import allreduce
+from gpu_course.tracks.torch import allreduce
 
 
 def test_allreduce_numbers_are_positive_and_grow_with_message_size():
@@ -22,7 +22,7 @@ def test_allreduce_numbers_are_positive_and_grow_with_message_size():
 
 
 def test_ddp_bucket_sweep_measures_steps_with_and_without_sync():
-    from gpu_course.bench import ddp_comm
+    from gpu_course.tracks.torch import ddp_comm
     rows = ddp_comm.run_local(procs=2, model="tiny", batch_size=8, buckets_mb=(0.001, 25.0),
                               steps=3, warmup=1)
     assert [r["bucket_cap_mb"] for r in rows] == [0.001, 25.0]

@@ -11,11 +11,11 @@ import pytest
 
 from support import REPO
 
-from gpu_course import records
-from gpu_course import torch as gc
+from gpu_course.measure import records
+from gpu_course.tracks import torch as gc
 from gpu_course.config import Experiment
 
-ttrain = importlib.import_module("gpu_course.torch.train")  # the module, not the function
+ttrain = importlib.import_module("gpu_course.tracks.torch.train")  # the module, not the function
 
 
 def many_classes(tmp_path, classes=12, per_class=4):

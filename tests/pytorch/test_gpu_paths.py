@@ -8,11 +8,11 @@ import time
 import pytest
 import torch
 
-from gpu_course import nvml
-from gpu_course import torch as gc
+from gpu_course.measure import nvml
+from gpu_course.tracks import torch as gc
 from gpu_course.experiments import sweep
-from gpu_course.monitor import GpuMonitor
-from gpu_course.records import OutOfMemory
+from gpu_course.measure.monitor import GpuMonitor
+from gpu_course.measure.records import OutOfMemory
 
 pytestmark = pytest.mark.gpu
 
@@ -32,7 +32,7 @@ def _finished_on_cuda(run):
 
 
 def test_float16_trains_with_a_grad_scaler_on_cuda(gpu_cfg):
-    from gpu_course.torch.loop import Precision
+    from gpu_course.tracks.torch.loop import Precision
     precision = Precision("float16", torch.device("cuda"))
     assert precision.scaler is not None and precision.scaler.is_enabled()
     run = gc.train(gpu_cfg.replace(dtype="float16"), progress=False, verbose=False)
@@ -120,7 +120,7 @@ def test_an_oom_after_finished_epochs_keeps_them(gpu_cfg):
 
 
 def test_ddp_with_nccl_at_world_size_one(gpu_cfg, tmp_path):
-    from gpu_course.torch import ddp
+    from gpu_course.tracks.torch import ddp
     cfg_file = tmp_path / "config.json"
     cfg_file.write_text(gpu_cfg.replace(epochs=1).to_json())
     result = tmp_path / "run_path"
@@ -130,7 +130,7 @@ def test_ddp_with_nccl_at_world_size_one(gpu_cfg, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ddp.__file__).rsplit("/gpu_course/", 1)[0]}
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
-         "-m", "gpu_course.torch.ddp", "--config", str(cfg_file), "--runs-dir",
+         "-m", "gpu_course.tracks.torch.ddp", "--config", str(cfg_file), "--runs-dir",
          str(tmp_path / "runs"), "--result-file", str(result), "--quiet"],
         env=env, capture_output=True, text=True, timeout=300)
     said = done.stdout + done.stderr

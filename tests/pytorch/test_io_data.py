@@ -1,4 +1,4 @@
-"""gpu_course.torch.io_data: the PyTorch I/O ladder over a real (tiny) image folder."""
+"""gpu_course.tracks.torch.io_data: the PyTorch I/O ladder over a real (tiny) image folder."""
 import numpy as np
 import pytest
 import torch
@@ -6,7 +6,7 @@ from torch.utils.data import DataLoader
 
 from gpu_course.config import Experiment
 from gpu_course.data import folder
-from gpu_course.torch import io_data
+from gpu_course.tracks.torch import io_data
 from image_folders import check_prepare_data, make_folder, truncate
 
 SIZE = 24

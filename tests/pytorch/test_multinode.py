@@ -2,7 +2,7 @@
 one DistributedDataParallel job over gloo, recorded once with every rank's timings."""
 import time
 
-from gpu_course.torch import multinode
+from gpu_course.tracks.torch import multinode
 
 
 def test_two_torchrun_launches_train_one_job_with_every_ranks_timings(small_cfg, runs_dir):
@@ -31,4 +31,4 @@ def test_commands_for_real_hosts():
     assert len(lines) == 2
     assert lines[1].startswith("torchrun --nnodes=2 --node-rank=1 --nproc-per-node=8 "
                                "--rdzv-backend=c10d --rdzv-endpoint=HOST0:29500")
-    assert lines[0].endswith("-m gpu_course.torch.ddp --config cfg.json --runs-dir runs")
+    assert lines[0].endswith("-m gpu_course.tracks.torch.ddp --config cfg.json --runs-dir runs")

@@ -1,8 +1,8 @@
 """torch.profiler window, cProfile of the input pipeline, and `gpu-course profile`."""
 import pstats
 
-from gpu_course import profiling
-from gpu_course import torch as gc
+from gpu_course.analyse import profiling
+from gpu_course.tracks import torch as gc
 
 
 def test_the_trace_is_a_chrome_trace_with_events_and_a_split(small_cfg, tmp_path):
@@ -48,7 +48,7 @@ def test_profile_run_checks_the_trace_against_the_diagnosis(small_cfg, runs_dir)
 
 
 def test_copy_bandwidth_says_no_gpu_without_cuda():
-    from gpu_course import env
+    from gpu_course.env import report as env
     import torch
     result = env.hook("pytorch", "copy")
     if torch.cuda.is_available():

@@ -5,7 +5,7 @@ import sys
 
 import torch
 
-from gpu_course import torch as gc
+from gpu_course.tracks import torch as gc
 from test_sagemaker import check_job_output, run_entry_as_sagemaker
 
 SMALL = dict(name="sm-test", engine="pytorch", model="tiny", train_size=256, test_size=128,

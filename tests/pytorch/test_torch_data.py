@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from gpu_course import data as course_data
-from gpu_course import torch as gc
-from gpu_course.torch.data import ImageDataset
+from gpu_course.tracks import torch as gc
+from gpu_course.tracks.torch.data import ImageDataset
 
 MEAN = np.array(course_data.CIFAR_MEAN, np.float32)
 STD = np.array(course_data.CIFAR_STD, np.float32)
@@ -97,7 +97,7 @@ def test_a_forked_worker_never_collects_what_it_inherited(tmp_path):
     import gc as python_gc
     import os
 
-    import gpu_course.torch.data  # noqa: F401  (registers the fork hook)
+    import gpu_course.tracks.torch.data  # noqa: F401  (registers the fork hook)
     said = tmp_path / "freed"
 
     class Held:

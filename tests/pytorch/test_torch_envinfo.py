@@ -1,8 +1,8 @@
 """The CPU benchmark of lesson 11 reports each timed pass, for noise.compare_samples."""
 import pytest
 
-from gpu_course import noise
-from gpu_course.torch import envinfo
+from gpu_course.analyse import noise
+from gpu_course.tracks.torch import envinfo
 
 
 def test_the_benchmark_reports_every_timed_pass_and_their_total():

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from gpu_course import data as course_data
-from gpu_course.torch import GpuLoader
+from gpu_course.tracks.torch import GpuLoader
 
 N = 100
 
@@ -83,7 +83,7 @@ def test_set_epoch_repeats_an_epoch(arrays):
 
 
 def test_a_channels_last_batch_costs_no_extra_copy(arrays):
-    from gpu_course.torch.op_count import count_ops
+    from gpu_course.tracks.torch.op_count import count_ops
     loader = GpuLoader(*arrays, batch_size=32, dtype=torch.bfloat16, channels_last=True)
     plan = loader.device_plan(0)
     counts = count_ops(loader.cut, plan[:, :32])

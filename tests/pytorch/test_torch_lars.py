@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from gpu_course.torch import LARS
+from gpu_course.tracks.torch import LARS
 
 
 def test_one_step_matches_the_paper_by_hand():
@@ -54,7 +54,7 @@ def test_bad_values_are_refused():
 
 
 def test_lars_trains_a_network(small_cfg):
-    from gpu_course import torch as gc
+    from gpu_course.tracks import torch as gc
     torch.manual_seed(0)
     net = gc.get_model("tiny")
     opt = gc.make_optimizer(net, small_cfg.replace(optimizer="lars", lr=1.0,
@@ -105,7 +105,7 @@ class PerTensorLARS(torch.optim.Optimizer):
 
 @pytest.mark.parametrize("lr_as_tensor", [False, True])
 def test_multi_tensor_lars_matches_the_per_tensor_one_over_several_steps(lr_as_tensor):
-    from gpu_course import torch as gc
+    from gpu_course.tracks import torch as gc
     torch.manual_seed(0)
     net = gc.get_model("tiny")
     twin = gc.get_model("tiny")
@@ -130,8 +130,8 @@ def test_multi_tensor_lars_matches_the_per_tensor_one_over_several_steps(lr_as_t
 
 
 def test_multi_tensor_lars_dispatches_a_fixed_number_of_operators():
-    from gpu_course import torch as gc
-    from gpu_course.torch.op_count import count_ops
+    from gpu_course.tracks import torch as gc
+    from gpu_course.tracks.torch.op_count import count_ops
     torch.manual_seed(0)
     counts = {}
     for name, make in (("multi-tensor", LARS), ("per-tensor", PerTensorLARS)):

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from gpu_course import torch as gc
-from gpu_course.torch.models import CifarResNet
+from gpu_course.tracks import torch as gc
+from gpu_course.tracks.torch.models import CifarResNet
 
 # trainable parameters of GluonCV's cifar_resnet20_v1, _56_v1, _110_v1, cifar_wideresnet16_10
 # (GluonCV's count for the WRN is 6 higher: it keeps an unused scale and shift for the

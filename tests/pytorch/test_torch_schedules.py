@@ -2,8 +2,8 @@ import pytest
 import torch
 from torch.optim import lr_scheduler as sched
 
-from gpu_course import torch as gc
-from gpu_course.torch import LARS
+from gpu_course.tracks import torch as gc
+from gpu_course.tracks.torch import LARS
 
 STEPS = 4  # updates per epoch
 

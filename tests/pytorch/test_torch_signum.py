@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from gpu_course import torch as gc
-from gpu_course.torch.signum import Signum
+from gpu_course.tracks import torch as gc
+from gpu_course.tracks.torch.signum import Signum
 
 
 def step(opt, p, grad):

@@ -3,7 +3,7 @@ even after an earlier run in the same process compiled other shapes (as the ladd
 import torch
 from torch._dynamo.utils import counters
 
-from gpu_course import torch as gc
+from gpu_course.tracks import torch as gc
 
 
 def test_a_run_compiles_one_static_graph_after_another_run(small_cfg, monkeypatch):
@@ -30,6 +30,6 @@ def test_compile_asks_for_static_shapes(small_cfg, monkeypatch):
         return real(model, **kwargs)
     monkeypatch.setattr(torch, "compile", spy)
     monkeypatch.setenv(gc.COMPILE_BACKEND_ENV, "aot_eager")
-    from gpu_course.torch.train import compile_model
+    from gpu_course.tracks.torch.train import compile_model
     compile_model(gc.get_model("tiny"), small_cfg.replace(graph="hybrid"), torch.device("cpu"))
     assert seen["dynamic"] is False

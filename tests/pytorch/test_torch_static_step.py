@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from gpu_course import torch as gc
-from gpu_course.torch import static_step
-from gpu_course.torch.gpu_loader import GpuLoader
+from gpu_course.tracks import torch as gc
+from gpu_course.tracks.torch import static_step
+from gpu_course.tracks.torch.gpu_loader import GpuLoader
 
 
 def _setup(small_cfg, device="cpu", seed=0):

@@ -1,5 +1,5 @@
-"""The short form of `python -m gpu_course.bench.step_launches` (tiny model, two rungs)."""
-from gpu_course.bench import step_launches
+"""The short form of `python -m tools.step_launches` (tiny model, two rungs)."""
+from tools import step_launches
 
 
 def test_the_tuned_rung_dispatches_few_operators_and_reads_nothing_back(monkeypatch, capsys):

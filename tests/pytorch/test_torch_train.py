@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from gpu_course import torch as gc
-from gpu_course.records import OutOfMemory, load_run
-from gpu_course.torch.devices import out_of_memory
+from gpu_course.tracks import torch as gc
+from gpu_course.measure.records import OutOfMemory, load_run
+from gpu_course.tracks.torch.devices import out_of_memory
 
 CUDA_OOM = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
             "79.19 GiB of which 1.06 GiB is free.")
@@ -49,7 +49,7 @@ def test_float16_on_the_cpu_runs_as_bfloat16_and_the_record_says_so(small_cfg):
 
 def test_float16_scaler_path(small_cfg):
     """float16 with a GradScaler, as on a GPU (the CPU autocasts float16 too, slowly)."""
-    from gpu_course.torch.train import Precision
+    from gpu_course.tracks.torch.train import Precision
     net = gc.get_model("tiny")
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
     precision = Precision("float16", torch.device("cpu"))
@@ -251,7 +251,7 @@ def test_a_rung_that_fails_is_recorded_and_the_ladder_goes_on(monkeypatch, tmp_p
 def test_the_bookkeeping_of_a_step_dispatches_no_operator(small_cfg):
     """What gc.record adds to a step costs the device nothing: the steps' losses and
     hits are added up after the epoch's sync (was: two additions a step, issue 14)."""
-    from gpu_course.torch.op_count import count_ops
+    from gpu_course.tracks.torch.op_count import count_ops
     loss, hits = torch.tensor(2.25), torch.tensor([True, False, True, True])
     with gc.record(small_cfg.replace(epochs=1, warmup_steps=0), progress=False,
                    verbose=False) as rec:
@@ -265,7 +265,7 @@ def test_the_bookkeeping_of_a_step_dispatches_no_operator(small_cfg):
 
 
 def test_repeated_rungs_interleave_and_report_their_runs_spread(monkeypatch, tmp_path):
-    from gpu_course import report
+    from gpu_course.show import report
     from gpu_course.ladder import run_ladder
     real_train = gc.train
     monkeypatch.setattr(gc, "train", lambda cfg, **kw: real_train(
@@ -302,7 +302,7 @@ def test_threads_set_for_the_run_are_recorded_and_the_previous_count_restored(sm
 
 
 def test_the_thread_count_is_restored_when_the_run_fails():
-    from gpu_course.torch.train import intra_op_threads
+    from gpu_course.tracks.torch.train import intra_op_threads
     before = torch.get_num_threads()
     with pytest.raises(ZeroDivisionError):
         with intra_op_threads(before + 1):

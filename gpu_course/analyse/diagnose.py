@@ -1,0 +1,461 @@
+"""What limits a training run, from its record: input-bound, compute-bound or
+overhead-bound, with the numbers that show it and the next rung of the ladder to try.
+
+The evidence is the profiling lecture's method, measured by gpu_course on every run:
+
+* data wait vs compute (the StepTimer's t2 - t1 vs t3 - t2): waiting for the loader
+  for a large share of each step means the input pipeline is the limit;
+* the two ceilings, from the same experiment with one flag changed: mock="loader"
+  (one batch kept on the device, served forever: how fast the model can go) and
+  mock="trainer" (batches fetched and dropped: how fast the input can go);
+* GPU utilisation (NVML) and CPU load (psutil) while the epochs ran: a GPU that is
+  neither waiting for data nor busy is waiting for the host to issue work (launch and
+  Python overhead).
+
+    d = diagnose(run)                  # ceilings found next to the run, or passed in
+    d.verdict, d.evidence, d.next_rung
+    print(explain(run))                # what `gpu-course diagnose RUN` prints
+
+No deep-learning framework here.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from . import flops, metrics, signals
+from ..measure.records import Run, load_run, load_runs
+
+VERDICTS = ("input-bound", "compute-bound", "overhead-bound")
+UNRELIABLE = "unreliable"  # what diagnose says instead of a verdict it cannot stand behind
+# The rungs, in the order the course climbs them.
+RUNGS = ("workers", "pre-processing", "packed format", "in memory", "data on GPU",
+         "hybridize/compile", "lower precision", "larger batch", "more GPUs")
+
+FORMATS = ("loose", "preresized", "packed", "memory")  # how an image folder is read
+INPUT_WAIT = 0.25       # data wait >= this share of step time: the loader is the limit
+NEAR_CEILING = 0.85     # a run at >= 85 % of a ceiling is held by what that ceiling measures
+BELOW_COMPUTE = 0.70    # under 70 % of the compute ceiling without waiting: overhead
+GPU_BUSY = 90.0         # % GPU-Util at which a GPU counts as kept busy (the lecture's 90 %)
+IDLE_EXPLAINED = 0.5    # data wait >= half the GPU's idle share: the loader starves it
+CPU_SATURATED = 90.0    # % of all cores busy: more loader workers have nowhere to run
+LARGE_BATCH = 256       # per-device batch from which "larger batch" is no longer the advice
+MIN_STEPS = 20          # steady steps a run or a ceiling needs before it is ruled on
+ABOVE_CEILING = 1.05    # a run above 105 % of a ceiling it cannot beat: one is mismeasured
+# Config keys that may differ between a run and its mock ceilings.
+_CEILING_FREE = {"name", "mock", "epochs", "max_steps", "warmup_steps", "monitor_interval",
+                 "train_size", "test_size"}
+
+
+@dataclass
+class Diagnosis:
+    """The verdict on one run, the evidence (one line per measurement, with numbers) and
+    the next rung to try (one of RUNGS) with what to change."""
+
+    run_name: str
+    verdict: str
+    evidence: list = field(default_factory=list)
+    next_rung: str = ""
+    advice: str = ""
+    numbers: dict = field(default_factory=dict)
+    findings: list = field(default_factory=list)   # signals.FINDINGS the GPU's counters show
+
+    def __str__(self) -> str:
+        also = f" (also: {', '.join(self.findings)})" if self.findings else ""
+        lines = [f"Diagnosis of {self.run_name!r}: {self.verdict.upper()}{also}"]
+        lines += [f"  - {line}" for line in self.evidence]
+        lines.append(f"Next rung: {self.next_rung}: {self.advice}")
+        return "\n".join(lines)
+
+
+def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
+             data_format: str | None = None) -> Diagnosis:
+    """Diagnose a run (a `records.Run`, a run folder or a run id).
+
+    compute_ceiling / input_ceiling: samples/s of the same experiment with mock="loader" /
+    mock="trainer", as numbers or as their runs. When not given and `search` is true,
+    they are looked for among the runs recorded next to this one (same config apart from
+    name, mock and sizes); a mock run is its own ceiling.
+    data_format: how the run read an image folder ("loose", "preresized", "packed",
+    "memory"), when its config does not say; it picks the next input rung."""
+    run = run if isinstance(run, Run) else load_run(run)
+    if not len(run.epochs):
+        raise ValueError(f"run {run.name!r} ({run.path}) finished no epoch (status "
+                         f"{run.status!r}{': ' + run.meta['error'] if run.meta.get('error') else ''}); "
+                         "nothing to diagnose")
+    cfg = dict(run.config)
+    if data_format is not None:
+        cfg["data_format"] = data_format
+    mock = cfg.get("mock", "none")
+    found = find_ceilings(run) if search else (None, None)
+    compute = _rate(compute_ceiling if compute_ceiling is not None else
+                    (run if mock == "loader" else found[0]))
+    feed = _rate(input_ceiling if input_ceiling is not None else
+                 (run if mock == "trainer" else found[1]))
+    n = measure(run)
+    n.update(compute_ceiling=compute, input_ceiling=feed,
+             compute_ceiling_steps=_steps_of(compute_ceiling if compute_ceiling is not None
+                                             else None if mock == "loader" else found[0]),
+             input_ceiling_steps=_steps_of(input_ceiling if input_ceiling is not None
+                                           else None if mock == "trainer" else found[1]))
+    evidence = _evidence(run, n, mock)
+    why_not = unreliable(n, mock)
+    if why_not:  # the GPU's own counters still say what they saw
+        found, flop_line = _hardware_evidence(run, UNRELIABLE, n)
+        evidence += [line for _, line in found] + [flop_line]
+        evidence += [f"not ruled on: {reason}" for reason in why_not]
+        return Diagnosis(run.name, UNRELIABLE, evidence, "measure again",
+                         "more steady steps for the run and its ceilings (epochs, "
+                         f"max_steps: at least {MIN_STEPS} after the warm-up each), on a "
+                         "machine nothing else is using; then diagnose again", n,
+                         [f for f, _ in found])
+    verdict = _verdict(n, mock)
+    rung, advice = next_rung(verdict, cfg, n)
+    found, flop_line = _hardware_evidence(run, verdict, n)
+    evidence += [line for _, line in found] + [flop_line]
+    return Diagnosis(run.name, verdict, evidence, rung, advice, n, [f for f, _ in found])
+
+
+def _hardware_evidence(run: Run, verdict: str, n: dict) -> tuple[list, str]:
+    """The GPU counters' findings (signals) and the achieved share of peak (flops)."""
+    achieved = flops.achieved(run, n["samples_per_sec"])
+    n.update(achieved_tflops=achieved["achieved_tflops"],
+             fraction_of_peak=achieved["fraction_of_peak"])
+    line = flops.sentence(achieved)
+    if verdict == "compute-bound" and _known(achieved["fraction_of_peak"]):
+        line = f"compute-bound at {100 * achieved['fraction_of_peak']:.0f} % of peak: {line}"
+    return signals.findings(run, GPU_BUSY), line
+
+
+def explain(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
+            data_format: str | None = None) -> str:
+    """The diagnosis as text: verdict, evidence lines, next rung."""
+    return str(diagnose(run, compute_ceiling, input_ceiling, search, data_format))
+
+
+def table(runs, **kwargs):
+    """One row per run: name, verdict, next rung, samples/s, data wait, the ceilings.
+    kwargs go to `diagnose` for every run (e.g. search=False)."""
+    rows = []
+    for run in runs:
+        d = diagnose(run, **kwargs)
+        n = d.numbers
+        rows.append({"run": d.run_name, "verdict": d.verdict, "next rung": d.next_rung,
+                     "samples_per_sec": n["samples_per_sec"],
+                     "data_wait_%": 100 * n["wait_share"],
+                     "compute_ceiling": n["compute_ceiling"],
+                     "input_ceiling": n["input_ceiling"],
+                     "gpu_util_%": n["gpu_util"], "cpu_%": n["cpu_percent"]})
+    return pd.DataFrame(rows)
+
+
+# -- the numbers ------------------------------------------------------------------------
+def measure(run: Run) -> dict:
+    """The numbers a diagnosis rests on, from the run record (NaN where not measured);
+    each is `metrics`' definition, the same the tables and plots show."""
+    epochs = run.epochs
+    timed_s = metrics._sum(epochs, "timed_s")
+    timed_steps = metrics._sum(epochs, "timed_steps")
+    hardware = run.meta.get("hardware") or {}
+    cpu, busiest = _cpu_load(run)
+    steady = metrics.steadiness(run)
+    return {
+        "samples_per_sec": metrics.samples_per_sec(run),
+        "wait_share": metrics.data_wait_share(run),
+        "data_wait_s": metrics._sum(epochs, "timed_wait_s"),
+        "compute_s": timed_s - metrics._sum(epochs, "timed_wait_s"),
+        "step_ms": 1000 * timed_s / timed_steps if timed_steps else math.nan,
+        "steady_steps": steady["steady_steps"], "spikiness": steady["spikiness"],
+        "waited_share": steady["waited_share"],
+        "epochs": len(epochs), "gpus": len(hardware.get("gpus") or []),
+        "gpu_util": metrics.gpu_util(run),
+        "cpu_percent": cpu, "busiest_core": busiest,
+        "cpu_count": hardware.get("cpu_count") or math.nan,
+    }
+
+
+def _cpu_load(run: Run) -> tuple[float, float]:
+    """Mean CPU % over all cores, and mean % of the busiest core, while epochs ran."""
+    host = run.host
+    if not len(host) or "cpu_percent" not in host.columns:
+        return math.nan, math.nan
+    t = pd.to_numeric(host["t"], errors="coerce")
+    inside = pd.Series(False, index=host.index)
+    for _, a, b in metrics.epoch_spans(run):
+        inside |= (t >= a) & ((t <= b) if not math.isnan(b) else True)
+    rows = host[inside] if inside.any() else host
+    total = float(pd.to_numeric(rows["cpu_percent"], errors="coerce").mean())
+    busiest = math.nan
+    if "cpu_per_core" in rows.columns:
+        peaks = [max(float(v) for v in str(text).split(";") if v.strip())
+                 for text in rows["cpu_per_core"].dropna() if str(text).strip()]
+        busiest = sum(peaks) / len(peaks) if peaks else math.nan
+    return total, busiest
+
+
+def advice_outcome(d: Diagnosis, before: Run, after: Run) -> str:
+    """Whether following diagnosis `d` (run `before`) helped, judged against the two
+    runs' noise: `after` is the run with the advice applied (or, for an unreliable
+    diagnosis, the same configuration measured again)."""
+    from . import noise
+    verdict = noise.compare(before, after)
+    text = (f"{after.name}: {metrics.samples_per_sec(after):,.0f} samples/s against "
+            f"{metrics.samples_per_sec(before):,.0f}: {noise.sentence(verdict)}. ")
+    if d.verdict == UNRELIABLE:
+        return text + ("That was the same configuration measured again, as the diagnosis "
+                       "asked: " + ("the two runs agree within their noise." if not
+                                    verdict.is_effect else "the two runs disagree beyond "
+                                    "their noise, so this machine is not steady enough to rule."))
+    if verdict.kind == "faster":
+        return text + f"The advice ({d.next_rung}) helped, beyond the runs' noise."
+    if verdict.kind == "slower":
+        return text + (f"The advice ({d.next_rung}) made it slower here, beyond the runs' "
+                       "noise: the change did not lift the limit on this machine; diagnose "
+                       "the new run below.")
+    return text + (f"Whether the advice ({d.next_rung}) helped is not shown: the difference "
+                   "is within the runs' noise; longer runs would tell.")
+
+
+def unreliable(n: dict, mock: str = "none") -> list[str]:
+    """Why the numbers cannot carry a verdict ([] when they can): too few steady steps in
+    the run or a ceiling, or a run faster than a ceiling it cannot beat (a ceiling
+    measured over a few steps, with prefetched batches, or on a busier machine)."""
+    reasons = []
+    if n["steady_steps"] < MIN_STEPS:
+        reasons.append(f"the run has {n['steady_steps']} steady steps, fewer than {MIN_STEPS}")
+    rate = n["samples_per_sec"]
+    for kind, label in (("compute", "compute ceiling (mock loader)"),
+                        ("input", "input ceiling (mock trainer)")):
+        ceiling, steps = n[f"{kind}_ceiling"], n.get(f"{kind}_ceiling_steps", math.nan)
+        if mock != "none":
+            continue  # a mock run is one ceiling, and the other does not bound it
+        if _known(steps) and steps < MIN_STEPS:
+            reasons.append(f"the {label} has {steps:.0f} steady steps, fewer than {MIN_STEPS}")
+        if _known(ceiling, rate) and ceiling > 0 and rate > ABOVE_CEILING * ceiling:
+            reasons.append(f"the run ({rate:,.0f} samples/s) is at {rate / ceiling:.0%} of "
+                           f"its {label} ({ceiling:,.0f}), which it cannot beat: one of the "
+                           "two is mismeasured")
+    return reasons
+
+
+def _steps_of(ceiling) -> float:
+    """Steady steps behind a ceiling given as a run or a path (NaN for a number)."""
+    if ceiling is None or isinstance(ceiling, (int, float)):
+        return math.nan
+    run = ceiling if isinstance(ceiling, Run) else load_run(ceiling)
+    return float(metrics.steadiness(run)["steady_steps"])
+
+
+def _rate(ceiling) -> float:
+    """samples/s of a ceiling given as a number, a Run, a path or None."""
+    if ceiling is None:
+        return math.nan
+    if isinstance(ceiling, (int, float)):
+        return float(ceiling)
+    run = ceiling if isinstance(ceiling, Run) else load_run(ceiling)
+    return metrics.samples_per_sec(run)
+
+
+def find_ceilings(run: Run, runs=None) -> tuple:
+    """(compute-ceiling run, input-ceiling run): the latest runs with mock="loader" and
+    mock="trainer" among `runs` (default: those recorded next to `run`) whose config
+    matches run's apart from name, mock and sizes. None where there is none."""
+    if runs is None:
+        runs = load_runs(Path(run.path).parent)
+    mine = {k: v for k, v in run.config.items() if k not in _CEILING_FREE}
+    found = {}
+    for other in runs:  # load_runs is oldest first: the latest match wins
+        cfg = other.config
+        kind = cfg.get("mock")
+        if kind in ("loader", "trainer") and other.path != run.path and len(other.epochs) \
+                and {k: v for k, v in cfg.items() if k not in _CEILING_FREE} == mine:
+            # a ceiling named after this run ("<run name>: mock trainer") beats one that
+            # only shares its settings (e.g. another data format of the same experiment)
+            named = other.name.startswith(f"{run.name}:")
+            if named or not found.get(kind, (None, False))[1]:
+                found[kind] = (other, named)
+    return tuple(found[k][0] if k in found else None for k in ("loader", "trainer"))
+
+
+# -- the verdict ----------------------------------------------------------------------------
+def _verdict(n: dict, mock: str) -> str:
+    if mock == "trainer":
+        return "input-bound"  # nothing but input runs: this run measures the input ceiling
+    rate, compute, feed = n["samples_per_sec"], n["compute_ceiling"], n["input_ceiling"]
+    if mock != "loader" and n["wait_share"] >= INPUT_WAIT:
+        return "input-bound"  # the loop waits for the loader: the threshold rules first, since a ceiling from a few steps can sit just below the other
+    if shared_cpu(n, mock):
+        # no GPU and every core busy: decoding and the model take turns on the same
+        # cores (the step's "compute" includes the loader's work), so whichever costs
+        # more per sample (the lower ceiling) sets the pace
+        return "input-bound" if feed < compute else "compute-bound"
+    if mock != "loader":  # a mock loader never waits for input: only compute is left
+        if _known(feed, compute) and feed < NEAR_CEILING * compute \
+                and rate >= NEAR_CEILING * feed:
+            return "input-bound"  # held at the loader's limit, which is below the model's
+    if not math.isnan(n["gpu_util"]):
+        if n["gpu_util"] >= GPU_BUSY:
+            return "compute-bound"
+        # an under-used GPU: if waiting for data explains most of its idle time, the
+        # loader is still the limit; otherwise the host is slow to issue work
+        idle = 1 - n["gpu_util"] / 100
+        return "input-bound" if n["wait_share"] >= IDLE_EXPLAINED * idle else "overhead-bound"
+    if _known(compute, rate) and rate < BELOW_COMPUTE * compute:
+        return "overhead-bound"  # neither waiting for data nor at the model's speed
+    return "compute-bound"
+
+
+def shared_cpu(n: dict, mock: str = "none") -> bool:
+    """Whether the loader and the model compete for the CPU: no GPU, every core busy,
+    both ceilings measured (each without the other side running)."""
+    return (mock == "none" and n["gpus"] == 0 and _known(n["cpu_percent"])
+            and n["cpu_percent"] >= CPU_SATURATED
+            and _known(n["input_ceiling"], n["compute_ceiling"]))
+
+
+def _known(*values) -> bool:
+    return all(v is not None and not math.isnan(v) for v in values)
+
+
+def _evidence(run: Run, n: dict, mock: str) -> list:
+    cfg = run.config
+    lines = []
+    if mock == "loader":
+        lines.append("this run is the compute ceiling (mock loader: one batch kept on the "
+                     "device and served for every step): after its first step it never "
+                     "waits for data")
+    elif mock == "trainer":
+        lines.append("this run is the input ceiling (mock trainer: batches fetched and "
+                     "dropped without computing)")
+    lines.append(f"data wait: {_pct(n['wait_share'])} of step time ({n['data_wait_s']:.2f} s "
+                 f"waiting for the loader, {n['compute_s']:.2f} s computing, over the "
+                 f"{n['steady_steps']} steps after warm-up); "
+                 + ("all of it spent fetching the one batch it serves" if mock == "loader"
+                    else f"the loader is the limit from {INPUT_WAIT:.0%}"))
+    lines.append(f"throughput: {n['samples_per_sec']:,.0f} samples/s, {n['step_ms']:.1f} ms "
+                 f"per step of {cfg.get('batch_size', '?')} samples per device")
+    if _known(n["spikiness"]):
+        lines.append(f"steadiness: the slowest 5% of steps take {n['spikiness']:.1f}x the "
+                     f"median step; {_pct(n['waited_share'])} of steps waited for data "
+                     f"(more than {metrics.WAITED:.0%} of their time)")
+    rate = n["samples_per_sec"]
+    if _known(n["compute_ceiling"]) and mock != "loader":
+        lines.append(f"compute ceiling (mock loader): {n['compute_ceiling']:,.0f} samples/s; "
+                     f"this run reaches {_pct(rate / n['compute_ceiling'])} of it")
+    if _known(n["input_ceiling"]) and mock != "trainer":
+        lines.append(f"input ceiling (mock trainer): {n['input_ceiling']:,.0f} samples/s; "
+                     f"this run reaches {_pct(rate / n['input_ceiling'])} of it")
+    if _known(n["compute_ceiling"], n["input_ceiling"]):
+        ratio = n["input_ceiling"] / n["compute_ceiling"]
+        lines.append(f"the input pipeline can deliver {ratio:.2f}x what the model can "
+                     f"consume ({'enough' if ratio >= 1 else 'not enough'}: the lecture's "
+                     "rule is that the I/O rate must exceed the training rate)")
+    elif mock == "none":
+        missing = [f"mock='{m}'" for m, v in (("loader", n["compute_ceiling"]),
+                                             ("trainer", n["input_ceiling"])) if not _known(v)]
+        lines.append(f"{' and '.join(missing)} ceiling{'s' if len(missing) > 1 else ''} not "
+                     f"measured: run the same experiment with {' and '.join(missing)} (same "
+                     "runs folder, named '<this run's name>: ...') and diagnose again")
+    if shared_cpu(n, mock):
+        ratio = n["input_ceiling"] / n["compute_ceiling"]
+        costly = "input" if ratio < 1 else "model"
+        lines.append(f"no GPU and the CPU is saturated: the loader's work and the model's "
+                     f"share the same cores, so the step's compute time includes the "
+                     f"loader's; alone, the input runs at {n['input_ceiling']:,.0f} and the "
+                     f"model at {n['compute_ceiling']:,.0f} samples/s: the {costly} costs "
+                     "more per sample" + (" (about the same: making either cheaper pays)"
+                                          if 0.8 <= ratio <= 1.25 else ""))
+    elif not math.isnan(n["gpu_util"]):
+        lines.append(f"GPU utilisation: {n['gpu_util']:.0f}% mean while training (busy from "
+                     f"{GPU_BUSY:.0f}%)")
+    else:
+        lines.append("no GPU utilisation recorded (no GPU): the model computes on the CPU, "
+                     "so loader workers and the model share the cores")
+    if not math.isnan(n["cpu_percent"]):
+        cores = n["cpu_count"]
+        lines.append(f"CPU load: {n['cpu_percent']:.0f}% of {cores if _known(cores) else '?'} "
+                     f"cores, busiest core {n['busiest_core']:.0f}% (saturated from "
+                     f"{CPU_SATURATED:.0f}%)")
+    return lines
+
+
+# -- what to try next -------------------------------------------------------------------------
+def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[str, str]:
+    """(rung, advice): the next rung of the ladder for this verdict and configuration."""
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict={verdict!r} is not allowed; allowed: {', '.join(VERDICTS)}")
+    if verdict == "input-bound":
+        return _input_rung(cfg, n)
+    gluon = cfg.get("engine", "gluon") == "gluon"
+    graph, dtype = cfg.get("graph", "eager"), cfg.get("dtype", "float32")
+    batch, gpus = int(cfg.get("batch_size") or 0), n["gpus"]
+    compile_advice = ("net.hybridize(static_alloc=True, static_shape=True): one graph "
+                      "instead of a Python call per layer" if gluon else
+                      "torch.compile(net) (graph='hybrid'; 'static' adds CUDA graphs): "
+                      "fused kernels and fewer Python calls per step")
+    if verdict == "overhead-bound":
+        if graph == "eager":
+            return "hybridize/compile", compile_advice
+        if graph == "hybrid":
+            return "hybridize/compile", ("graph='static': " + (
+                "static_alloc and static_shape" if gluon else "CUDA graphs (one launch "
+                "per step)") + " remove the per-step launch cost")
+        return "larger batch", (f"batch_size {batch} -> {max(2 * batch, 1)}: more work per "
+                                "launch, fewer steps; scale the learning rate with it")
+    if graph == "eager":
+        return "hybridize/compile", compile_advice
+    if gpus == 0:
+        return "more GPUs", ("this CPU is the limit: lower precision and large batches "
+                             "pay on a GPU; run the same experiment on one")
+    if dtype == "float32":
+        return "lower precision", ("net.cast('float16') with multi_precision=True" if gluon
+                                   else "torch.autocast(dtype=torch.bfloat16) and "
+                                   "channels_last") + ": tensor cores, half the memory traffic"
+    if batch < LARGE_BATCH:
+        return "larger batch", (f"batch_size {batch} -> {LARGE_BATCH * 2}+ with the learning "
+                                "rate scaled (lr_base_batch) and "
+                                + ("LBSGD" if gluon else "LARS") + " with warm-up")
+    if int(cfg.get("num_gpus") or 1) < gpus:
+        return "more GPUs", f"num_gpus {cfg.get('num_gpus')} -> {gpus}: this machine has {gpus}"
+    return "more GPUs", "this GPU is the limit: add GPUs (or machines) to go faster"
+
+
+def _input_rung(cfg: dict, n: dict) -> tuple[str, str]:
+    workers = int(cfg.get("num_workers") or 0)
+    cores = n["cpu_count"] if _known(n["cpu_count"]) else 1
+    recommended = max(2, int(cores) - 3)  # the talk: cpu_count() - 3, at least 2
+    cpu_free = math.isnan(n["cpu_percent"]) or n["cpu_percent"] < CPU_SATURATED
+    gluon = cfg.get("engine", "gluon") == "gluon"
+    if workers < recommended and cpu_free:
+        return "workers", (f"num_workers {workers} -> {recommended} (DataLoader(num_workers="
+                           f"{recommended})): decode and augment in parallel processes")
+    fmt = cfg.get("data_format") or ("loose" if cfg.get("dataset") == "folder" else "memory")
+    if fmt not in FORMATS:
+        raise ValueError(f"data_format={fmt!r} is not allowed; allowed: {', '.join(FORMATS)}")
+    saturated = "" if cpu_free else (f" (the CPU is {n['cpu_percent']:.0f}% busy: more "
+                                     "workers have no cores to run on)")
+    if fmt == "loose":
+        return "pre-processing", ("resize the images once, out of band, to the training "
+                                  "size (io kind 'preresized'): no full-size decode and "
+                                  "resize per sample" + saturated)
+    if fmt == "preresized":
+        return "packed format", (("RecordIO (gluon.recordio.pack_recordio, read by "
+                                  "ImageRecordDataset or ImageRecordIter)" if gluon else
+                                  "one packed array file (data.packed.pack_images)")
+                                 + ": one file read sequentially, no decode" + saturated)
+    if fmt == "packed":
+        return "in memory", "hold the decoded dataset in host memory (io kind 'memory')"
+    if not gluon and not cfg.get("data_on_gpu"):
+        return "data on GPU", ("data_on_gpu=True: the images and their augmentation on the "
+                               "GPU, no loader workers" + saturated)
+    heavy = cfg.get("augment") == "heavy"
+    return "workers", (("cheaper augmentation, or " if heavy else "")
+                       + "more CPU cores per GPU (a larger instance): the per-sample work "
+                       "already runs in parallel" + saturated)
+
+
+def _pct(value: float) -> str:
+    return "–" if value is None or math.isnan(value) else f"{100 * value:.0f}%"

@@ -1,0 +1,247 @@
+"""Profilers, after the lecture's monitoring, manual instrumentation and mock components:
+``cProfile`` of the input pipeline, the framework's profiler around a few steps, and
+from its trace to a verdict checked against the mock-ceiling diagnosis.
+
+    table = profile_input(loader, steps=20, out="input.prof")   # snakeviz / pyprof2calltree
+    split = trace_split(read_trace("trace.json.gz"))            # where a step's time went
+    result = profile_run(gc, cfg)                               # what `gpu-course profile` does
+
+Files live in the run's folder under ``profile/``: ``input.prof`` (pstats),
+``trace.json.gz`` (Chrome/Perfetto trace: chrome://tracing or ui.perfetto.dev) and
+``ops.csv`` (the per-operator table). No deep-learning framework here: the adapters'
+``profile_steps`` record the trace.
+"""
+from __future__ import annotations
+
+import cProfile
+import gzip
+import json
+import math
+import os
+import pstats
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from . import diagnose
+
+MAX_TRACE_MB = 25          # a gzipped trace above this is too big to open comfortably
+DATA_WAIT = "data wait"    # the name the adapters give the loader's part of a step
+
+
+# -- cProfile ------------------------------------------------------------------------------
+def profile_input(batches, steps: int, out) -> pd.DataFrame:
+    """Fetch `steps` batches and drop them (a mock trainer) under cProfile; save the
+    profile to `out` (a .prof file pstats, snakeviz and pyprof2calltree read) and return
+    its top functions. Use a loader without worker processes: cProfile sees only this
+    process, and with workers the decoding happens elsewhere."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    profiler = cProfile.Profile()
+    fetched = 0
+    profiler.enable()
+    for _ in iterate(batches, steps):
+        fetched += 1
+    profiler.disable()
+    profiler.dump_stats(str(out))
+    return top_functions(out)
+
+
+def iterate(batches, steps: int):
+    """`steps` items from an iterable, starting it again when it runs out."""
+    done = 0
+    while done < steps:
+        empty = True
+        for item in batches:
+            empty = False
+            yield item
+            done += 1
+            if done >= steps:
+                return
+        if empty:
+            raise ValueError("the loader gave no batches")
+
+
+def top_functions(prof, n: int = 15, sort: str = "tottime") -> pd.DataFrame:
+    """The `n` functions with the most own time (sort="tottime") or time including
+    callees ("cumtime") in a .prof file (or a pstats.Stats), as a table."""
+    stats = prof if isinstance(prof, pstats.Stats) else pstats.Stats(str(prof))
+    rows = []
+    for (file, line, name), (calls, primitive, tottime, cumtime, _) in stats.stats.items():
+        where = name if file == "~" else f"{Path(file).name}:{line}({name})"
+        rows.append({"function": where, "calls": calls, "own_s": tottime,
+                     "with_callees_s": cumtime,
+                     "own_per_call_ms": 1000 * tottime / calls if calls else math.nan})
+    if sort not in ("tottime", "cumtime"):
+        raise ValueError(f"sort={sort!r} is not allowed; allowed: tottime, cumtime")
+    key = "own_s" if sort == "tottime" else "with_callees_s"
+    total = stats.total_tt or math.nan
+    table = pd.DataFrame(rows).sort_values(key, ascending=False).head(n).reset_index(drop=True)
+    table["own_%"] = 100 * table["own_s"] / total
+    return table
+
+
+# -- Chrome traces ---------------------------------------------------------------------------
+def gzip_trace(path) -> Path:
+    """Compress a Chrome trace to <path>.gz (the viewers open it as it is) and remove the
+    original; a trace is mostly repeated keys, so it shrinks about tenfold."""
+    path = Path(path)
+    target = path.with_name(path.name + ".gz")
+    with open(path, "rb") as raw, gzip.open(target, "wb", compresslevel=6) as packed:
+        shutil.copyfileobj(raw, packed)
+    os.remove(path)
+    return target
+
+
+def read_trace(path) -> list[dict]:
+    """The events of a Chrome trace (.json or .json.gz; a list or {"traceEvents": [...]})."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as file:
+        data = json.load(file)
+    events = data.get("traceEvents", []) if isinstance(data, dict) else data
+    return [e for e in events if isinstance(e, dict)]
+
+
+def _intervals(events, test) -> list[tuple[float, float]]:
+    return [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events
+            if e.get("ph") == "X" and "dur" in e and test(e)]
+
+
+def _union(intervals) -> list[tuple[float, float]]:
+    merged = []
+    for a, b in sorted(intervals):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _length(intervals) -> float:
+    return sum(b - a for a, b in intervals)
+
+
+def _clip(intervals, windows) -> list[tuple[float, float]]:
+    """The parts of `intervals` that lie inside `windows` (both merged)."""
+    out = []
+    windows = _union(windows)
+    for a, b in _union(intervals):
+        for wa, wb in windows:
+            lo, hi = max(a, wa), min(b, wb)
+            if lo < hi:
+                out.append((lo, hi))
+    return out
+
+
+def trace_split(events) -> dict:
+    """Where the profiled steps' time went, in seconds, from a PyTorch profiler trace:
+    step (the ProfilerStep windows), data_wait (the "data wait" annotation), device
+    kernels and memory copies (GPU time, overlaps merged), host_launch (CUDA runtime
+    calls such as cudaLaunchKernel), host_ops (time inside framework operators outside
+    the data wait: the compute itself on a CPU) and other_host (the rest: Python and
+    framework overhead between operators)."""
+    step_events = _intervals(events, lambda e: str(e.get("name", "")).startswith("ProfilerStep#"))
+    steps = _union(step_events)
+    if not steps:
+        raise ValueError("no ProfilerStep# events in the trace: was prof.step() called?")
+    wait = _clip(_intervals(events, lambda e: e.get("name") == DATA_WAIT), steps)
+    kernels = _clip(_intervals(events, lambda e: e.get("cat") == "kernel"), steps)
+    copies = _clip(_intervals(events, lambda e: e.get("cat") in ("gpu_memcpy", "gpu_memset")),
+                   steps)
+    launch = _clip(_intervals(events, lambda e: e.get("cat") in ("cuda_runtime", "cuda_driver")),
+                   steps)
+    ops = _clip(_intervals(events, lambda e: e.get("cat") == "cpu_op"), steps)
+    step_s, wait_s = _length(steps) / 1e6, _length(wait) / 1e6   # trace times are in us
+    ops_s = max(0.0, _length(ops) - _length(_clip(ops, wait))) / 1e6
+    device = bool(kernels or copies)
+    busy_s = _length(_union(kernels + copies)) / 1e6 if device else ops_s
+    return {"steps": len(step_events), "step_s": step_s, "data_wait_s": wait_s,
+            "device_kernels_s": _length(_union(kernels)) / 1e6,
+            "memcpy_s": _length(_union(copies)) / 1e6, "host_launch_s": _length(launch) / 1e6,
+            "host_ops_s": ops_s, "on_device": device,
+            "other_host_s": max(0.0, step_s - wait_s - busy_s)}
+
+
+def trace_verdict(split: dict) -> str:
+    """input-bound, compute-bound or overhead-bound from a trace split, with the
+    diagnosis's thresholds: waiting >= INPUT_WAIT of the step is input-bound; otherwise
+    the device (or on a CPU the operators) busy >= GPU_BUSY % of the step is
+    compute-bound, less is overhead-bound."""
+    step = split["step_s"]
+    if step <= 0:
+        raise ValueError("the trace's steps last no time")
+    if split["data_wait_s"] / step >= diagnose.INPUT_WAIT:
+        return "input-bound"
+    busy = (split["device_kernels_s"] + split["memcpy_s"]) if split["on_device"] \
+        else split["host_ops_s"]
+    busy_share = busy / (step - split["data_wait_s"])
+    limit = diagnose.GPU_BUSY / 100 if split["on_device"] else diagnose.BELOW_COMPUTE
+    return "compute-bound" if busy_share >= limit else "overhead-bound"
+
+
+def split_table(split: dict) -> pd.DataFrame:
+    """The split as rows (part, seconds, % of the step time)."""
+    parts = [("waiting for data", split["data_wait_s"])]
+    if split["on_device"]:
+        parts += [("device kernels", split["device_kernels_s"]),
+                  ("memory copies", split["memcpy_s"]),
+                  ("host launch calls (overlap the device)", split["host_launch_s"])]
+    else:
+        parts += [("operators on the CPU (compute)", split["host_ops_s"])]
+    parts.append(("other host time (Python, framework)", split["other_host_s"]))
+    table = pd.DataFrame(parts, columns=["part", "seconds"])
+    table["% of step"] = 100 * table["seconds"] / split["step_s"]
+    return table
+
+
+# -- the whole procedure ----------------------------------------------------------------------
+def profile_run(gc, cfg, runs_dir=None, wait: int = 1, warmup: int = 1, active: int = 3,
+                input_steps: int = 20, ceiling_steps: int | None = None) -> dict:
+    """What `gpu-course profile` does with an adapter `gc` (gpu_course.tracks.torch or .gluon):
+    train as `cfg` says, measure both mock ceilings, diagnose; then, into the run's
+    folder, a profiler window of wait + warmup + active steps (adapter.profile_steps) and
+    a cProfile of the input pipeline; the trace's verdict checked against the diagnosis."""
+    run = gc.train(cfg, runs_dir=runs_dir, progress=False, verbose=False)
+    steps = ceiling_steps or cfg.warmup_steps + diagnose.MIN_STEPS  # enough to rule on
+    for mock in ("loader", "trainer"):
+        gc.train(cfg.replace(name=f"{cfg.name}: mock {mock}", mock=mock, epochs=1,
+                             max_steps=steps), runs_dir=runs_dir, progress=False, verbose=False)
+    d = diagnose.diagnose(run)
+    folder = Path(run.path) / "profile"
+    window = gc.profile_steps(cfg, folder, wait=wait, warmup=warmup, active=active)
+    train_set, _ = gc.load_datasets(cfg)
+    loader = gc.make_loader(train_set, cfg.replace(num_workers=0))  # cProfile sees one process
+    top = profile_input(loader, input_steps, folder / "input.prof")
+    result = {"run": run, "diagnosis": d, "folder": folder, "prof": folder / "input.prof",
+              "top_functions": top, **window, "split": None, "trace_verdict": None}
+    if window.get("trace"):
+        result["split"] = trace_split(read_trace(window["trace"]))
+        result["trace_verdict"] = trace_verdict(result["split"])
+    result["agrees"] = None if d.verdict == diagnose.UNRELIABLE else \
+        result["trace_verdict"] in (None, d.verdict)
+    return result
+
+
+def format_result(result: dict) -> str:
+    """What `gpu-course profile` prints."""
+    d = result["diagnosis"]
+    lines = [str(d), "", f"profile folder: {result['folder']}",
+             f"cProfile of the input pipeline: {result['prof']} (pstats, snakeviz, "
+             "pyprof2calltree -k -i)",
+             result["top_functions"].head(8).to_string(index=False, float_format="{:.3f}".format)]
+    if result.get("note"):
+        lines += ["", result["note"]]
+    if result.get("trace"):
+        split = result["split"]
+        size = Path(result["trace"]).stat().st_size / 1e6
+        lines += ["", f"trace: {result['trace']} ({size:.1f} MB; chrome://tracing or "
+                  "ui.perfetto.dev)", split_table(split).to_string(
+                      index=False, float_format="{:.3f}".format),
+                  f"the trace says {result['trace_verdict'].upper()}; the mock-ceiling "
+                  f"diagnosis says {d.verdict.upper()}: "
+                  + ("there is no verdict to compare with" if result["agrees"] is None else
+                     "they agree" if result["agrees"] else "they disagree (a profiled "
+                     "window is a few steps; the ceilings are whole runs)")]
+    return "\n".join(lines)

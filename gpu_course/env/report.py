@@ -1,0 +1,219 @@
+"""Know your environment: what was built in, what the CPU side measures, what the GPU
+side reports, and what the loaders' shared memory and the disk allow.
+
+Everything is read or measured on this machine. The framework runs only in child
+processes (``python -m gpu_course.<track>.envinfo``): oneDNN and the OpenMP thread count
+are fixed when a process starts (MXNET_MKLDNN_ENABLED, OMP_NUM_THREADS), so each setting
+gets a fresh process, and this module stays framework-free.
+
+    r = report("gluon")          # a dict (what `gpu-course env --json` prints)
+    print(format_report(r))      # what `gpu-course env` prints
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..measure import nvml
+
+HOOKS = {"gluon": "gpu_course.tracks.gluon.envinfo", "pytorch": "gpu_course.tracks.torch.envinfo"}
+FRAMEWORK = {"gluon": "mxnet", "pytorch": "torch"}
+MiB = 2**20
+# (variable, which OpenMP runtimes read it, what it does). Intel's libiomp5 and LLVM's
+# libomp read the KMP_ variables; GNU libgomp ignores them and has its own equivalents.
+OPENMP_VARIABLES = (
+    ("OMP_NUM_THREADS", "all", "threads per parallel region (default: one per usable core)"),
+    ("KMP_BLOCKTIME", "libiomp5, libomp", "ms a thread spins after a region before sleeping"),
+    ("KMP_AFFINITY", "libiomp5, libomp", "bind threads to cores (granularity=fine,compact,1,0)"),
+    ("OMP_WAIT_POLICY", "all", "GNU's KMP_BLOCKTIME: active (spin) or passive (sleep)"),
+    ("GOMP_SPINCOUNT", "libgomp", "how long libgomp spins before sleeping"),
+    ("OMP_PROC_BIND", "all", "GNU's KMP_AFFINITY: close/spread/true binds threads"),
+    ("OMP_PLACES", "all", "where bound threads go (cores, threads, sockets)"),
+    ("GOMP_CPU_AFFINITY", "libgomp", "libgomp's explicit core list for its threads"),
+)
+CIFAR_BATCH_BYTES = 64 * 3 * 32 * 32 * 4   # one float32 batch of 64 images, as collated
+
+
+# -- the framework, in child processes --------------------------------------------------
+def installed_engines() -> list[str]:
+    """The tracks whose framework this Python can import."""
+    return [e for e, module in FRAMEWORK.items() if importlib.util.find_spec(module)]
+
+
+def hook(engine: str, *args: str, env: dict | None = None, cpus=None,
+         timeout: float = 300) -> dict:
+    """Run ``python -m gpu_course.<track>.envinfo ARGS`` with extra environment variables
+    (and pinned to `cpus`, a set of core ids), and return the JSON it prints."""
+    if engine not in HOOKS:
+        raise ValueError(f"engine={engine!r} is not allowed; allowed: {', '.join(HOOKS)}")
+    full_env = {**os.environ, **{k: str(v) for k, v in (env or {}).items()}}
+    repo = str(Path(__file__).resolve().parents[2])
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
+
+    def pin():  # in the child, before exec: the child and all its threads stay on `cpus`
+        os.sched_setaffinity(0, cpus)
+    done = subprocess.run([sys.executable, "-m", HOOKS[engine], *args], env=full_env,
+                          capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=pin if cpus else None)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise RuntimeError(f"{HOOKS[engine]} {' '.join(args)} failed: {' | '.join(tail)}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps: int = 5,
+          model: str = "resnet20", cpus=None) -> dict:
+    """ResNet-20 (or `model`) forward passes in a fresh process with `threads` OpenMP
+    threads and oneDNN on or off: {"images_per_s", "ms_per_batch", "build", ...}."""
+    env = {"OMP_NUM_THREADS": threads,
+           "MXNET_MKLDNN_ENABLED": int(bool(onednn)),   # read by MXNet at start-up only
+           "MXNET_STORAGE_FALLBACK_LOG_VERBOSE": 0}     # else one log block per operator
+    return hook(engine, "bench", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
+                f"--batch={batch}", f"--steps={steps}", f"--model={model}", env=env, cpus=cpus)
+
+
+def thread_counts(usable: int) -> list[int]:
+    """1, 2, 4, ... up to the usable cores, and the usable cores themselves."""
+    counts, n = [], 1
+    while n < usable:
+        counts.append(n)
+        n *= 2
+    return counts + [usable]
+
+
+def cpu_measurements(engine: str, batch: int = 64, steps: int = 5) -> dict:
+    """oneDNN on against off (all usable cores), a thread sweep with oneDNN on, and the
+    same thread count squeezed onto one pinned core (oversubscription)."""
+    usable = sorted(os.sched_getaffinity(0))
+    n = len(usable)
+    on = bench(engine, n, True, batch, steps)
+    off = bench(engine, n, False, batch, steps)
+    sweep = {t: (on if t == n else bench(engine, t, True, batch, steps))["images_per_s"]
+             for t in thread_counts(n)}
+    out = {"engine": engine, "batch": batch, "threads": n, "build": on["build"],
+           "openmp_runtimes": on["build"].get("openmp_runtimes"),
+           "onednn_on": on["images_per_s"], "onednn_off": off["images_per_s"],
+           "onednn_speedup": on["images_per_s"] / off["images_per_s"],
+           "thread_sweep": sweep, "pinned_one_core": None}
+    if n > 1:
+        pinned = bench(engine, n, True, batch, steps, cpus={usable[0]})
+        out["pinned_one_core"] = pinned["images_per_s"]
+    return out
+
+
+# -- the CPU side, read ------------------------------------------------------------------
+def cpu_facts() -> dict:
+    """Cores (logical, physical, usable by this process) and the CPU model."""
+    import psutil
+    from ..measure.records import _cpu_model
+    return {"model": _cpu_model(), "logical": os.cpu_count(),
+            "load_average": os.getloadavg()[0],   # other work that shares these cores
+            "physical": psutil.cpu_count(logical=False),
+            "usable": len(os.sched_getaffinity(0)),
+            "usable_ids": sorted(os.sched_getaffinity(0))}
+
+
+def openmp_runtimes() -> list[str]:
+    """OpenMP libraries loaded into this process (read after importing a framework)."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return []
+    return sorted({Path(p).name for p in re.findall(r"\S*/lib(?:gomp|iomp5|omp)[^/\s]*\.so\S*",
+                                                    maps)})
+
+
+def openmp_settings(runtimes=()) -> list[dict]:
+    """Each OpenMP variable: its value here and whether the loaded runtime reads it."""
+    kinds = {re.sub(r"[-.].*", "", name) for name in runtimes}   # libgomp-a34b.so -> libgomp
+    rows = []
+    for name, readers, what in OPENMP_VARIABLES:
+        honoured = None if not kinds else (
+            readers == "all" or any(kind in readers for kind in kinds))
+        rows.append({"variable": name, "value": os.environ.get(name), "read_by": readers,
+                     "honoured_here": honoured, "what": what})
+    return rows
+
+
+def workers_per_process(processes: int = 1) -> int:
+    """Loader workers for each training process: usable cores / processes (at least 1)."""
+    return max(1, len(os.sched_getaffinity(0)) // max(1, processes))
+
+
+# -- the GPU side -------------------------------------------------------------------------
+def gpu_facts() -> dict:
+    """{"available": bool, "reason": why not, "gpus": [gpu_info + device_state]}."""
+    count = nvml.gpu_count()
+    if count == 0:
+        return {"available": False, "gpus": [],
+                "reason": (nvml.init_error() or "NVML found no GPUs").replace(
+                    "; sampling CPU only", "")}
+    gpus = [{**nvml.gpu_info(i), **nvml.device_state(i)} for i in range(count)]
+    return {"available": True, "reason": None, "gpus": gpus,
+            "driver": nvml.driver_version(), "cuda": nvml.cuda_driver_version()}
+
+
+def shm_facts(path: str = "/dev/shm", batch_bytes: int = CIFAR_BATCH_BYTES) -> dict:
+    """Size of the loaders' shared memory and how many collated batches fit in it."""
+    if not os.path.isdir(path):
+        return {"path": path, "total_mib": None, "free_mib": None, "batches_fit": None}
+    usage = shutil.disk_usage(path)
+    return {"path": path, "total_mib": usage.total / MiB, "free_mib": usage.free / MiB,
+            "batch_mib": batch_bytes / MiB, "batches_fit": usage.free // batch_bytes}
+
+
+def disk_facts(folder=None, size_mb: int = 64) -> dict:
+    """Cold sequential (1 MiB) and random (32 KiB) reads of a fresh file in `folder`
+    (default: the course's data folder), through gpu_course.data.disk."""
+    from ..data import default_root
+    from ..data.disk import read_bandwidth
+    folder = Path(folder or default_root())
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, prefix=".disk-check-", delete=True) as f:
+        block = os.urandom(MiB)
+        for _ in range(size_mb):
+            f.write(block)
+        f.flush()
+        seq = read_bandwidth(f.name, "sequential")
+        rnd = read_bandwidth(f.name, "random", 32 << 10)
+    return {"folder": str(folder), "size_mb": size_mb, "sequential_mb_s": seq.mb_per_s,
+            "random_32k_mb_s": rnd.mb_per_s, "cold": seq.evicted}
+
+
+# -- the whole report ---------------------------------------------------------------------
+def report(engine: str | None = None, measure: bool = True, quick: bool = False,
+           disk_dir=None) -> dict:
+    """Everything above as one dict. engine: the track whose build to read and measure
+    (default: the first installed). quick: smaller measurements (CI)."""
+    engines = installed_engines()
+    engine = engine or (engines[0] if engines else None)
+    out = {"engine": engine, "cpu": cpu_facts(), "gpu": gpu_facts(), "shm": shm_facts(),
+           "workers_per_process": workers_per_process(max(1, nvml.gpu_count())),
+           "build": None, "cpu_bench": None, "copy": None, "disk": None}
+    if engine is not None:
+        if measure:
+            out["cpu_bench"] = cpu_measurements(engine, batch=32 if quick else 64,
+                                                steps=3 if quick else 10)
+            out["build"] = out["cpu_bench"]["build"]
+        else:
+            out["build"] = hook(engine, "build")
+        if measure and out["gpu"]["available"] and engine == "pytorch":
+            out["copy"] = hook(engine, "copy")
+    runtimes = (out["build"] or {}).get("openmp_runtimes") or []
+    out["openmp"] = openmp_settings(runtimes)
+    if measure:
+        out["disk"] = disk_facts(disk_dir, 16 if quick else 256)
+    return out
+
+
+def format_report(r: dict) -> str:
+    """The report as text (what `gpu-course env` prints)."""
+    from .text import format_report as text
+    return text(r)

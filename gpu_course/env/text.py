@@ -1,0 +1,124 @@
+"""`gpu_course.env.report`'s report as text: what `gpu-course env` prints and the environment
+lesson shows. Every sentence is computed from the report's numbers."""
+from __future__ import annotations
+
+# The profiling lecture's table of common bandwidths, in GB/s.
+LECTURE_BANDWIDTHS = (("Intel i7 5930K (40 PCIe lanes)", 30.0), ("NVLINK", 40.0),
+                      ("PCIe x8 (GPU)", 5.0), ("SATA interface", 6.0),
+                      ("56 Gbps Mellanox", 6.8), ("10 Gbps Ethernet", 1.0))
+
+
+def _yes(flag) -> str:
+    return "on" if flag else "off"
+
+
+def build_lines(build: dict | None) -> list[str]:
+    if not build:
+        return ["build: no framework installed in this Python"]
+    lines = [f"build: {build['framework']} {build['version']}"]
+    lines.append("  " + ", ".join(f"{k} {_yes(v)}" for k, v in build["features"].items()))
+    lines += [f"  {k}: {v}" for k, v in build.get("flags", {}).items()]
+    if "intra_op_threads" in build:
+        lines.append(f"  intra-op threads {build['intra_op_threads']}, inter-op threads "
+                     f"{build['inter_op_threads']}")
+    if build.get("features", {}).get("PROFILER") is False:
+        lines.append("  the profiler is not built in: mx.profiler writes no events here")
+    return lines
+
+
+def cpu_lines(r: dict) -> list[str]:
+    cpu = r["cpu"]
+    lines = [f"CPU: {cpu['model']}, {cpu['logical']} logical cores ({cpu['physical']} "
+             f"physical), {cpu['usable']} usable by this process (cores {cpu['usable_ids']}); "
+             f"load average {cpu['load_average']:.1f} (runnable processes sharing them)"]
+    bench = r.get("cpu_bench")
+    if bench:
+        lines.append(f"  oneDNN on: {bench['onednn_on']:,.0f} images/s, off: "
+                     f"{bench['onednn_off']:,.0f} images/s (ResNet-20 forward, batch "
+                     f"{bench['batch']}, {bench['threads']} threads): "
+                     f"x{bench['onednn_speedup']:.1f} with oneDNN")
+        sweep = bench["thread_sweep"]
+        best = max(sweep, key=sweep.get)
+        lines.append("  threads: " + ", ".join(f"{t} -> {v:,.0f} images/s"
+                                               for t, v in sweep.items())
+                     + f"; fastest with {best}")
+        if bench.get("pinned_one_core"):
+            lines.append(f"  {bench['threads']} threads pinned to one core: "
+                         f"{bench['pinned_one_core']:,.0f} images/s (threads fight for it)")
+    runtimes = (r.get("build") or {}).get("openmp_runtimes") or []
+    lines.append(f"  OpenMP runtime loaded: {', '.join(runtimes) or 'none found'}")
+    for row in r.get("openmp", []):
+        honoured = {True: "read here", False: "ignored here", None: "?"}[row["honoured_here"]]
+        lines.append(f"    {row['variable']}={row['value'] or '(unset)'}: {row['what']} "
+                     f"[{row['read_by']}; {honoured}]")
+    lines.append(f"  loader workers per training process: {r['workers_per_process']} "
+                 "(usable cores / processes)")
+    return lines
+
+
+def gpu_lines(r: dict) -> list[str]:
+    gpu = r["gpu"]
+    if not gpu["available"]:
+        return [f"GPU: no GPU ({gpu['reason']}): nothing to read on the GPU side"]
+    lines = [f"GPU: driver {gpu.get('driver')}, CUDA {gpu.get('cuda')}"]
+    for g in gpu["gpus"]:
+        lines.append(f"  GPU {g['index']}: {g.get('name')}")
+        if g.get("sm_clock_mhz") and g.get("sm_clock_max_mhz"):
+            lines.append(f"    SM clock {g['sm_clock_mhz']} of {g['sm_clock_max_mhz']} MHz, "
+                         f"memory clock {g.get('mem_clock_mhz')} of "
+                         f"{g.get('mem_clock_max_mhz')} MHz")
+        lines.append(f"    clock-event reasons: {g.get('clock_event_reasons') or 'none'}")
+        lines.append(f"    {g.get('temp_c')} C, power {g.get('power_w')} W of a "
+                     f"{g.get('power_limit_w')} W limit (default {g.get('power_max_limit_w')} W)")
+        if g.get("pcie_gen"):
+            lines.append(f"    PCIe gen {g['pcie_gen']} x{g['pcie_width']} (max gen "
+                         f"{g.get('pcie_gen_max')} x{g.get('pcie_width_max')}): "
+                         f"{g['pcie_gbps']:.1f} GB/s each way")
+        if g.get("error"):
+            lines.append(f"    unreadable: {g['error']}")
+    copy = r.get("copy")
+    if copy and copy.get("available"):
+        lines.append("  " + copy_sentence(copy))
+    return lines
+
+
+def copy_sentence(copy: dict) -> str:
+    """The pageable-against-pinned copy measurement in words: the medians of the copies
+    and pinned's ratio judged against their spread (`noise.compare_samples`), e.g.
+    "host -> device copy of 256 MiB: pageable 12.0 GB/s, pinned 24.1 GB/s (medians of 5
+    interleaved pairs): pinned ×2.01, faster (×1.90–×2.12 over 5 copies each)"."""
+    from ..analyse.noise import compare_samples, sentence
+    pageable, pinned = copy.get("pageable_all") or [], copy.get("pinned_all") or []
+    text = (f"host -> device copy of {copy['mib']} MiB: pageable "
+            f"{copy['pageable_gb_s']:.1f} GB/s, pinned {copy['pinned_gb_s']:.1f} GB/s")
+    if len(pageable) < 2 or len(pinned) < 2:  # an older record: best of each, no spread
+        return text + (f" (best copies: x{copy['pinned_gb_s'] / copy['pageable_gb_s']:.1f}, "
+                       "spread not measured)")
+    verdict = compare_samples(pageable, pinned, f"{len(pinned)} copies each",
+                              copy["pageable_gb_s"], copy["pinned_gb_s"])
+    return (text + f" (medians of {len(pinned)} interleaved pairs): "
+            + sentence(verdict, "pinned "))
+
+
+def memory_lines(r: dict) -> list[str]:
+    shm, lines = r["shm"], []
+    if shm["total_mib"] is None:
+        lines.append(f"{shm['path']}: not present")
+    else:
+        lines.append(f"{shm['path']}: {shm['total_mib']:,.0f} MiB, {shm['free_mib']:,.0f} free: "
+                     f"room for {shm['batches_fit']:,} collated batches of 64 CIFAR images "
+                     f"({shm['batch_mib']:.2f} MiB each) in flight between loader workers and "
+                     "the trainer")
+    disk = r.get("disk")
+    if disk:
+        lines.append(f"disk ({disk['folder']}): sequential {disk['sequential_mb_s']:,.0f} MB/s, "
+                     f"random 32 KiB {disk['random_32k_mb_s']:,.0f} MB/s "
+                     f"({'cold, page cache dropped' if disk['cold'] else 'may be cached'}); "
+                     "the lecture: ~150 MB/s for a disk, ~3,000 MB/s for NVMe")
+    return lines
+
+
+def format_report(r: dict) -> str:
+    """All sections of `env.report()` as lines of text."""
+    return "\n".join(build_lines(r.get("build")) + cpu_lines(r) + gpu_lines(r)
+                     + memory_lines(r))

@@ -1,0 +1,315 @@
+"""The bookkeeping around any framework's own training loop: monitor, step timer, run
+record, progress bar, epoch rows and the summary line. A loop stays plain framework code:
+
+    with Harness(cfg, Ran(engine="pytorch")) as rec:            # adapters: gc.record(...)
+        for epoch in rec.epochs():
+            for x, y in rec.batches(train_iter):
+                ...the framework's step...
+                rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
+            rec.end_epoch(sync=torch.cuda.synchronize, evaluate=lambda: accuracy(net))
+    run = rec.run        # the record read back
+
+`loss` (the batch's mean) and `correct` may be device arrays: they are added up on the
+device and read once, after the epoch's sync, so the harness adds no host-device sync to
+a step. Ctrl-C or an error keeps every finished epoch.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from ..analyse import metrics
+from ..config import Experiment
+from .guards import Diverged, check_loss, sigterm_as_interrupt
+from .monitor import GpuMonitor, GpuUnavailableWarning
+from .records import OutOfMemory, RunRecord, load_run
+from .timing import StepTimer, summary_line
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What the record says beyond cfg: the track, the devices it trained on and the
+    notice about them, one dict per setting the machine could not honour (`downgrades`:
+    {"field", "requested", "ran", "why"}, float16 on a CPU) and what the run was handed
+    (`facts`: an own network or loader, threads, compile backend)."""
+
+    engine: str | None = None
+    devices: str | None = None
+    device_notice: str | None = None
+    downgrades: tuple = ()
+    facts: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Device:
+    """How the framework's device values are read without a sync inside a step:
+    `read(x)` turns an accumulated value into a float after the epoch's sync; `total(parts)`
+    adds a list of device values in few operations (default: one addition each);
+    `reduce(x)` sums an accumulator over processes (DDP); `events` (start/mark/times) gives
+    device-side step times, e.g. CUDA events; `late_facts()` adds facts known only once a
+    step ran (deferred parameter shapes)."""
+
+    read: Callable[[Any], float] = float
+    total: Callable[[list], Any] | None = None
+    reduce: Callable[[Any], Any] | None = None
+    events: Any = None
+    late_facts: Callable[[], dict] | None = None
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a run reports: its folder (`runs_dir`, default $GPU_COURSE_RUNS or runs/) and
+    name (default cfg.name), a progress bar and printed lines, and whether it monitors and
+    records at all (a DDP follower does neither)."""
+
+    runs_dir: str | Path | None = None
+    name: str | None = None
+    progress: bool = True
+    verbose: bool = True
+    monitor: bool = True
+    record: bool = True
+
+
+class Harness:
+    """Runs the bookkeeping around one experiment's training loop: `cfg` is what runs,
+    `ran` what the record adds to it, `device` how device values are read, `output` where
+    the run reports, `on_epoch(row)` is called with each recorded epoch row."""
+
+    def __init__(self, cfg: Experiment, ran: Ran = Ran(), device: Device = Device(),
+                 output: Output = Output(), on_epoch: Callable[[dict], Any] | None = None):
+        self.cfg = cfg
+        self.engine = ran.engine or cfg.engine
+        self.name = output.name or cfg.name
+        self.verbose = output.verbose
+        self.show_progress = output.progress
+        self.read = device.read
+        self.late_facts = device.late_facts
+        self.reduce = device.reduce
+        self.events = device.events
+        self.total = device.total or _sum
+        self.timer = StepTimer(cfg.warmup_steps)
+        with warnings.catch_warnings():  # said once below as one line, not a warning box
+            warnings.simplefilter("ignore", GpuUnavailableWarning)
+            self.monitor = GpuMonitor(interval=cfg.monitor_interval) if output.monitor else None
+        downgrades = list(ran.downgrades or [])
+        changed = {d["field"]: d["requested"] for d in downgrades}
+        self.record = RunRecord(cfg.to_dict(), self.engine, name=self.name,
+                                runs_dir=output.runs_dir, monitor=self.monitor,
+                                requested=changed, downgrades=downgrades,
+                                facts=ran.facts) if output.record else None
+        self.on_epoch = on_epoch  # called with each recorded epoch row (e.g. metric lines)
+        device_notice, devices = ran.device_notice, ran.devices
+        self.epoch = -1
+        self.run = None
+        self.last_row: dict | None = None
+        self._bar = None
+        if device_notice:
+            self.say(device_notice)
+        elif self.monitor is not None and self.monitor.notice not in _SAID | {None}:
+            _SAID.add(self.monitor.notice)
+            self.say(self.monitor.notice)
+        if self.record is not None:
+            self.record.note(device_notice=device_notice, devices=devices)
+
+    # -- context ----------------------------------------------------------------------
+    def __enter__(self) -> "Harness":
+        self._signals = contextlib.ExitStack()
+        self._signals.enter_context(sigterm_as_interrupt())  # SIGTERM ends it like Ctrl-C
+        if self.monitor is not None:
+            self.monitor.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        self._close_bar()
+        self._signals.close()
+        if exc is not None and self.record is not None:
+            exc.run_path = self.record.path  # lets a sweep read back the failed run
+        if self.record is not None:
+            self.record.summary_extra = lambda run: {"summary_line": self.summary_line(run)}
+            self.record.__exit__(exc_type, exc, tb)  # computes the summary from the record
+            self.run = load_run(self.record.path)
+        elif self.monitor is not None:
+            self.monitor.stop()
+        if exc_type is None and self.run is not None:
+            self.say(self.run.summary["summary_line"])
+        elif exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            self.say(f"Interrupted: {len(self.timer.epochs)} finished epoch(s) kept in "
+                     f"{self.record.path if self.record else 'memory'}.")
+        elif exc_type is not None and issubclass(exc_type, OutOfMemory):
+            self.say(f"Out of memory: {exc}")
+        elif exc_type is not None and issubclass(exc_type, Diverged):
+            self.say(f"Diverged: {exc}")
+        return False
+
+    # -- the loop ---------------------------------------------------------------------
+    def epochs(self) -> Iterator[int]:
+        for epoch in range(self.cfg.epochs):
+            self.epoch = epoch
+            self._losses, self._corrects = [], []  # each step's device values, added at the end
+            self._seen = 0
+            if self.monitor is not None:
+                self.monitor.mark(f"epoch {epoch} start")
+            self._t_start = self.monitor.now() if self.monitor else float("nan")
+            if self.events is not None:
+                self.events.start()
+            self.timer.start_epoch()
+            yield epoch
+
+    def batches(self, iterable: Iterable, total: int | None = None) -> Iterator:
+        """The training batches, timed, cut at cfg.max_steps, with a progress bar."""
+        limit = self.cfg.max_steps
+        if total is None:
+            try:
+                total = len(iterable)
+            except TypeError:
+                total = None
+        if total is not None and limit is not None:
+            total = min(total, limit)
+        self._bar = self._make_bar(total)
+        for i, batch in enumerate(self.timer.wrap(iterable)):
+            yield batch
+            if limit is not None and i + 1 >= limit:
+                break
+
+    def step(self, samples: int, loss: Any = None, correct: Any = None,
+             loss_sum: Any = None) -> None:
+        """Close one step of `samples` images. `loss` is the batch's mean loss, or
+        `loss_sum` its sum or a (mean loss, images) pair; `correct` its right predictions
+        (a count, or one truth value per image). Numbers or device arrays, kept as they
+        are and added up after the epoch's sync, so a step costs the device no operation
+        here; `loss_sum` and `correct` may be lists, one per device."""
+        self.timer.step(samples)
+        if self.events is not None:
+            self.events.mark()  # queued on the device: no wait
+        if loss is not None:
+            loss_sum = (loss, samples)
+        if loss_sum is not None:
+            self._losses.append(loss_sum)
+        if correct is not None:
+            self._corrects.append(correct)
+            self._seen += samples
+        if self._bar is not None:
+            self._bar.update(1)
+
+    def end_epoch(self, sync: Callable[[], Any] | None = None, val_acc: float | None = None,
+                  lr: float | None = None, evaluate: Callable[[], float] | None = None,
+                  loss: float | None = None, train_acc: float | None = None) -> dict:
+        """Finish the epoch (sync first, so its time is real), then evaluate and record.
+        loss/train_acc: epoch values a loop computed itself, or functions that read them
+        after the sync."""
+        timing = self.timer.end_epoch(sync)
+        loss = loss() if callable(loss) else loss
+        train_acc = train_acc() if callable(train_acc) else train_acc
+        t_end = self.monitor.now() if self.monitor else float("nan")
+        if self.monitor is not None:
+            self.monitor.mark(f"epoch {self.epoch} end")
+        self._close_bar()
+        device = list(self.events.times()) if self.events is not None else []
+        if loss is None and self._losses and timing.samples:
+            loss = self._read(self._add_up(self._losses)) / timing.samples  # after the sync
+        if train_acc is None and self._corrects and self._seen:
+            train_acc = self._read(self._add_up(self._corrects)) / self._seen
+        self._losses, self._corrects = [], []
+        eval_s = float("nan")
+        if evaluate is not None:  # outside the timed epoch: validation is not training speed
+            t = self.timer_clock()
+            val_acc = evaluate()
+            eval_s = self.timer_clock() - t
+        row = {"epoch": self.epoch, **timing.as_row(), "loss": loss, "train_acc": train_acc,
+               "val_acc": val_acc, "lr": lr, "eval_s": eval_s, "t_start": self._t_start,
+               "t_steady": self._t_start + timing.steady_offset_s, "t_end": t_end}
+        row["samples_per_sec"] = metrics.epoch_numbers(row)["samples_per_sec"]
+        first_timed = timing.steps - timing.timed_steps
+        steps = [{"epoch": self.epoch, "step": i, "samples": n, "data_wait_s": round(w, 7),
+                  "compute_s": round(c, 7), "timed": int(i >= first_timed),
+                  "device_s": round(device[i], 7) if i < len(device) else None}
+                 for i, (n, w, c) in enumerate(timing.step_rows)]
+        if self.record is not None:
+            if self.late_facts is not None and self.epoch == 0:
+                self.record.meta["ran"].update(self.late_facts())
+            self.record.add_epoch(row, steps)
+        self.last_row = row
+        self.say(epoch_line(row))
+        check_loss(row["loss"], self.epoch, self.cfg)  # NaN/inf: stop with status diverged
+        if self.on_epoch is not None:
+            self.on_epoch(row)
+        return row
+
+    # -- results ----------------------------------------------------------------------
+    def summary_line(self, run) -> str:
+        """The talk's one-line result for the recorded run (numbers from `metrics`)."""
+        cfg = self.cfg
+        from . import nvml
+        gpus = cfg.num_gpus if nvml.gpu_count() > 0 else 0  # CPU fallback: say so
+        return summary_line(gpus, cfg.num_workers, cfg.batch_size, cfg.dtype,
+                            metrics.samples_per_sec(run), metrics.epoch_time_s(run))
+
+    def say(self, text: str) -> None:
+        if self.verbose:
+            print(text, file=sys.stdout, flush=True)
+
+    @staticmethod
+    def timer_clock() -> float:
+        from . import timing
+        return timing.clock()
+
+    def _add_up(self, parts: list) -> Any:
+        """The sum of the steps' values (a list of sums, one per device, when each step
+        gave one per device); (mean, images) pairs are scaled first."""
+        if isinstance(parts[0], list):
+            return [self._add_up([p[i] for p in parts]) for i in range(len(parts[0]))]
+        if isinstance(parts[0], tuple):
+            sizes = {n for _, n in parts}
+            if len(sizes) == 1:  # equal batches (drop_last): one multiplication
+                return self.total([v for v, _ in parts]) * sizes.pop()
+            return self.total([v * n for v, n in parts])
+        return self.total(parts)
+
+    def _read(self, value: Any) -> float:
+        if isinstance(value, list):
+            return sum(self._read(v) for v in value)
+        if isinstance(value, (int, float)):
+            return float(value)
+        if self.reduce is not None:
+            value = self.reduce(value)
+        return float(self.read(value))
+
+    def _make_bar(self, total: int | None):
+        if not self.show_progress:
+            return None
+        from .progress import bar  # gone without a trace when closed, also in a saved notebook
+        return bar(total, desc=f"{self.name} epoch {self.epoch}", unit="step")
+
+    def _close_bar(self) -> None:
+        bar = getattr(self, "_bar", None)
+        if bar is not None:
+            bar.close()
+            self._bar = None
+
+
+_SAID = set()  # monitor notices already said in this process: once is enough
+
+
+def _sum(parts: list) -> Any:
+    """Adds numbers or device arrays one by one (a framework's `total` does it in one go)."""
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
+
+
+def epoch_line(row: dict) -> str:
+    """One epoch as the course prints it; the numbers are `metrics.epoch_numbers`."""
+    n = metrics.epoch_numbers(row)
+
+    def num(v, fmt):
+        return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
+    return (f"[Epoch {row['epoch']}] train={num(row['train_acc'], '.4f')} "
+            f"val={num(row['val_acc'], '.4f')} loss={num(row['loss'], '.4f')} "
+            f"time: {row['epoch_time_s']:.2f}s samples/s: {num(n['samples_per_sec'], ',.1f')} "
+            f"data wait: {num(n['data_wait_share'], '.0%')}")

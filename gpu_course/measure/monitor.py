@@ -1,0 +1,392 @@
+"""GpuMonitor: a background sampler, like ``watch nvidia-smi`` but recorded.
+
+A daemon thread samples every GPU (through :mod:`gpu_course.measure.nvml`) and the host (CPU
+per core and RAM, through psutil) on a fixed schedule and keeps the samples in memory;
+``save(folder)`` writes them as the run record's gpu.csv, host.csv and markers.csv.
+Times are seconds since ``start()`` on the monitor clock (``time.monotonic``), which
+``now()`` and ``mark()`` share, so epochs can be drawn on the utilisation timeline.
+
+    with GpuMonitor(interval=0.5) as mon:
+        mon.mark("epoch 1 start")
+        train_one_epoch()
+        mon.mark("epoch 1 end")
+    mon.save(run_folder)
+    mon.summary()["gpu_util_mean"]
+
+Without NVML (no driver, no GPU) it says so once and records the CPU only.
+"""
+import contextlib
+import math
+import numbers
+import os
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import psutil
+
+from gpu_course.measure import nvml
+
+GPU_COLUMNS = ("t", "gpu") + nvml.SAMPLE_KEYS
+HOST_COLUMNS = ("t", "cpu_percent", "cpu_per_core", "ram_used_mib", "ram_total_mib")
+MARKER_COLUMNS = ("t", "label")
+_TEXT_COLUMNS = frozenset({"clock_event_reasons", "error", "cpu_per_core", "label"})
+MiB = 2**20
+GiB = 2**30
+STOP_WAIT_S = 5.0   # how long stop() waits for a sampling round before giving up on it
+
+
+class GpuUnavailableWarning(RuntimeWarning):
+    """NVML cannot be used, so the monitor samples the CPU only."""
+
+
+_warned = set()  # notices already shown in this process: once is enough in a notebook
+
+
+class GpuMonitor:
+    """Samples GPUs and host every ``interval`` seconds on a background thread.
+
+    gpus: GPU indices to sample (None: all that NVML sees). host: also sample CPU and
+    RAM. A monitor runs once: ``start()``, then ``stop()`` (or use it as a context
+    manager); its samples stay readable after it stopped.
+    """
+
+    def __init__(self, interval=0.5, gpus=None, host=True):
+        if not isinstance(interval, (int, float)) or not interval > 0:
+            raise ValueError(f"interval={interval!r}: expected a number of seconds > 0")
+        self.interval = float(interval)
+        self.host = bool(host)
+        self.available_gpus, self.notice = _resolve_gpus(gpus)
+        if self.notice and self.notice not in _warned:
+            _warned.add(self.notice)
+            warnings.warn(self.notice, GpuUnavailableWarning, stacklevel=2)
+        self.t0_wall = None          # time.time() at start, to place the run in the day
+        self.ticks = 0               # sampling rounds done
+        self.missed_ticks = 0        # rounds skipped because sampling ran late
+        self.last_error = None       # last unexpected exception in the sampling thread
+        self.stalled = None          # why stop() gave up on the thread (a query never returned)
+        self._t0 = None              # time.monotonic() at start: the monitor clock's zero
+        self._gpu_rows, self._host_rows, self._markers = [], [], []
+        self._lock = threading.Lock()  # the trainer snapshots while the thread appends
+        self._stop_event = threading.Event()
+        self._thread = None
+        self._thread_cpu_s = 0.0
+        self._last_cpu_times = None
+
+    # -- life cycle ----------------------------------------------------------------------
+    def start(self):
+        """Start sampling (the first sample is taken at t=0). Returns self."""
+        if self._thread is not None:
+            raise RuntimeError("this GpuMonitor was already started; create a new one")
+        if self.host:
+            self._last_cpu_times = psutil.cpu_times(percpu=True)   # baseline for CPU %
+        self._t0 = time.monotonic()
+        self.t0_wall = time.time()
+        self._thread = threading.Thread(target=self._run, name="GpuMonitor", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        """Stop sampling and wait for the thread at most STOP_WAIT_S seconds: a query to a
+        wedged driver may never return, and the run must end anyway. Then `stalled` says
+        so (the daemon thread is left behind). Calling it again does nothing."""
+        thread = self._thread
+        if thread is None:
+            return
+        self._stop_event.set()
+        if thread is not threading.current_thread():
+            thread.join(timeout=STOP_WAIT_S)
+            if thread.is_alive() and not self.stalled:
+                self.stalled = (f"stalled: a GPU query had not returned {STOP_WAIT_S:g} s "
+                                f"after the run ended; samples after t={self._last_t():.1f} s "
+                                "are missing")
+
+    @property
+    def running(self):
+        return self._thread is not None and self._thread.is_alive()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info):
+        self.stop()
+        return False
+
+    def now(self):
+        """Seconds since ``start()`` on the monitor clock."""
+        if self._t0 is None:
+            raise RuntimeError("GpuMonitor.now(): the monitor has not been started")
+        return time.monotonic() - self._t0
+
+    def mark(self, label):
+        """Record an event (e.g. "epoch 1 start") at the current monitor time; returns t."""
+        t = self.now()
+        with self._lock:
+            self._markers.append((t, str(label)))
+        return t
+
+    @property
+    def sampler_cpu_s(self):
+        """CPU seconds the sampling thread has used (time.thread_time, read per tick)."""
+        return self._thread_cpu_s
+
+    # -- sampling thread -------------------------------------------------------------------
+    def _run(self):
+        tick = 0
+        while True:
+            try:
+                self._sample_once(self.now())
+            except Exception as exc:  # a psutil hiccup must not end the recording
+                self.last_error = f"{type(exc).__name__}: {exc}"
+            self._thread_cpu_s = time.thread_time()
+            elapsed = self.now()
+            following = next_tick(tick, elapsed, self.interval)
+            self.missed_ticks += following - tick - 1
+            tick = following
+            if self._stop_event.wait(tick * self.interval - elapsed):
+                return
+
+    def _sample_once(self, t):
+        gpu_rows = []
+        for index in self.available_gpus:
+            sample = nvml.sample(index)
+            gpu_rows.append((t, index) + tuple(sample[key] for key in nvml.SAMPLE_KEYS))
+        host_row = self._host_sample(t) if self.host else None
+        with self._lock:
+            self._gpu_rows.extend(gpu_rows)
+            if host_row is not None:
+                self._host_rows.append(host_row)
+            self.ticks += 1
+
+    def _host_sample(self, t):
+        # Own deltas of psutil.cpu_times instead of psutil.cpu_percent(interval=None),
+        # whose baseline is global: another caller in the process would shift ours.
+        now_times = psutil.cpu_times(percpu=True)   # one read of /proc/stat
+        total, per_core = cpu_percent_between(self._last_cpu_times, now_times)
+        self._last_cpu_times = now_times
+        memory = psutil.virtual_memory()
+        used_mib = (memory.total - memory.available) / MiB   # what cannot be reclaimed
+        return (t, total, per_core, round(used_mib, 1), round(memory.total / MiB, 1))
+
+    def _last_t(self):
+        with self._lock:
+            return self._host_rows[-1][0] if self._host_rows else (
+                self._gpu_rows[-1][0] if self._gpu_rows else 0.0)
+
+    # -- reading the samples ------------------------------------------------------------------
+    def _snapshot(self):
+        with self._lock:
+            return list(self._gpu_rows), list(self._host_rows), list(self._markers)
+
+    def gpu_frame(self):
+        """GPU samples, one row per sample per GPU, with the gpu.csv columns."""
+        return _frame(self._snapshot()[0], GPU_COLUMNS)
+
+    def host_frame(self):
+        """Host samples with the host.csv columns (cpu_per_core as "12.0;40.5;...")."""
+        rows = [(t, total, ";".join(f"{p:.1f}" for p in per_core), used, size)
+                for t, total, per_core, used, size in self._snapshot()[1]]
+        return _frame(rows, HOST_COLUMNS)
+
+    def markers_frame(self):
+        """Markers with the markers.csv columns (t, label)."""
+        return _frame(self._snapshot()[2], MARKER_COLUMNS)
+
+    def save(self, folder):
+        """Write gpu.csv, host.csv and markers.csv into folder, each file atomically."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, frame in (("gpu.csv", self.gpu_frame()), ("host.csv", self.host_frame()),
+                            ("markers.csv", self.markers_frame())):
+            write_csv_atomic(frame, folder / name)
+        return folder
+
+    def summary(self, t_start=None, t_end=None):
+        """Means and maxima over the samples with t_start <= t <= t_end (None: open end).
+
+        Per GPU: mean utilisation, max memory used, mean power, mean GPM activity;
+        ``*_mean`` over GPUs averages the per-GPU means. Missing values are None.
+        """
+        gpu = _window(self.gpu_frame(), t_start, t_end)
+        host = _window(self.host_frame(), t_start, t_end)
+        per_gpu = gpu.groupby("gpu")
+        result = {"t_start": t_start, "t_end": t_end,
+                  "samples": int(max(gpu["t"].nunique(), len(host)))}
+        for column, how, name in (("util_gpu", "mean", "gpu_util"),
+                                  ("mem_used_mib", "max", "mem_used_max_mib"),
+                                  ("power_w", "mean", "power_w"),
+                                  ("sm_active", "mean", "sm_active"),
+                                  ("tensor_active", "mean", "tensor_active")):
+            values = per_gpu[column].agg(how)
+            overall = values.max() if how == "max" else values.mean()
+            key = name if how == "max" else f"{name}_mean"
+            result[key] = _number(overall)
+            result[f"{key}_per_gpu"] = {int(i): _number(v) for i, v in values.items()}
+        result["cpu_percent_mean"] = _number(host["cpu_percent"].mean())
+        result["ram_used_max_mib"] = _number(host["ram_used_mib"].max())
+        return result
+
+    def status_line(self):
+        """The latest sample as one line, e.g. ``t=12.5s  GPU0 97% 10.2/80.0 GiB 312 W 65C | CPU 43%``."""
+        with self._lock:
+            count = len(self.available_gpus)
+            gpu_rows = self._gpu_rows[-count:] if count else []
+            host_row = self._host_rows[-1] if self._host_rows else None
+        t = self.now() if self._t0 is not None else 0.0
+        parts = [_gpu_status(dict(zip(GPU_COLUMNS, row))) for row in gpu_rows]
+        line = f"t={t:.1f}s  " + "  ".join(parts)
+        if host_row is not None:
+            _, cpu, _, used, size = host_row
+            host = f"CPU {cpu:.0f}%  RAM {used * MiB / GiB:.1f}/{size * MiB / GiB:.1f} GiB"
+            line = f"{line} | {host}" if parts else line + host
+        return line.rstrip()
+
+
+def next_tick(tick, elapsed, interval):
+    """Index of the next tick on the grid k * interval after ``tick`` that lies ahead of
+    ``elapsed``: ticks that sampling overran are skipped, not made up in a burst, and
+    the grid never drifts however long each sample takes."""
+    return max(tick + 1, math.floor(elapsed / interval) + 1)
+
+
+def cpu_percent_between(before, after):
+    """(total %, per-core % tuple) of busy CPU time between two ``psutil.cpu_times(percpu=True)``."""
+    busy_sum = time_sum = 0.0
+    per_core = []
+    for old, new in zip(before, after):
+        busy, total = _busy_and_total(new)
+        old_busy, old_total = _busy_and_total(old)
+        busy, total = busy - old_busy, total - old_total
+        per_core.append(_percent(busy, total))
+        busy_sum += busy
+        time_sum += total
+    return _percent(busy_sum, time_sum), tuple(per_core)
+
+
+def _busy_and_total(times):
+    # same accounting as psutil.cpu_percent: guest time is already inside user/nice,
+    # iowait is idle time
+    total = sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
+    return total - times.idle - getattr(times, "iowait", 0.0), total
+
+
+def _percent(busy, total):
+    return round(min(100.0, max(0.0, 100.0 * busy / total)), 1) if total > 0 else 0.0
+
+
+def _resolve_gpus(gpus):
+    """(indices to sample, notice or None) for the ``gpus`` argument."""
+    if gpus is not None and not isinstance(gpus, (list, tuple, range, set)):
+        gpus = [gpus]
+    count = nvml.gpu_count()
+    if not nvml.available():
+        return [], nvml.init_error()
+    if count == 0:
+        return [], "NVML found no GPUs; sampling CPU only"
+    if gpus is None:
+        return list(range(count)), None
+    bad = [g for g in gpus if not isinstance(g, numbers.Integral) or not 0 <= g < count]
+    if bad:
+        raise ValueError(f"gpus={list(gpus)!r}: {bad!r} not found; allowed 0..{count - 1}")
+    return sorted(set(gpus)), None
+
+
+def _frame(rows, columns):
+    frame = pd.DataFrame.from_records(rows, columns=list(columns))
+    for column in columns:
+        if column == "gpu":
+            frame[column] = frame[column].astype("int64")
+        elif column not in _TEXT_COLUMNS:   # None (unsupported metric) becomes NaN
+            frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+        else:
+            frame[column] = frame[column].astype(object)
+    return frame
+
+
+def _window(frame, t_start, t_end):
+    keep = pd.Series(True, index=frame.index)
+    if t_start is not None:
+        keep &= frame["t"] >= t_start
+    if t_end is not None:
+        keep &= frame["t"] <= t_end
+    return frame[keep]
+
+
+def _number(value):
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def _gpu_status(row):
+    name = f"GPU{row['gpu']}"
+    if row["error"] and row["util_gpu"] is None:
+        return f"{name} error: {row['error']}"
+
+    def show(value, fmt):
+        return "--" if value is None else format(value, fmt)
+    used = None if row["mem_used_mib"] is None else row["mem_used_mib"] * MiB / GiB
+    total = None if row["mem_total_mib"] is None else row["mem_total_mib"] * MiB / GiB
+    return (f"{name} {show(row['util_gpu'], '.0f')}% {show(used, '.1f')}/{show(total, '.1f')} GiB "
+            f"{show(row['power_w'], '.0f')} W {show(row['temp_c'], '.0f')}C")
+
+
+def write_csv_atomic(frame, path):
+    """Write a DataFrame to path so that a reader sees the old file or the new one,
+    never half of one: write a temporary file beside it, then rename it over."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", newline="") as file:
+            frame.to_csv(file, index=False)
+        os.chmod(temporary, 0o644)   # mkstemp makes it private (0600)
+        os.replace(temporary, path)
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        from gpu_course.measure.guards import naming
+        raise naming(err, path) from None
+    return path
+
+
+def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
+    """Record until Ctrl-C (or for ``seconds``), showing a live status line.
+
+    Writes the GPU samples to ``out`` and the host samples beside it as
+    ``<stem>-host.csv``; on Ctrl-C everything recorded so far is still written.
+    ``stream`` receives the status line (default sys.stdout). Returns the number
+    of samples (sampling rounds). Used by ``gpu-course monitor``.
+    """
+    if seconds is not None and not seconds >= 0:
+        raise ValueError(f"seconds={seconds!r}: expected a number >= 0 or None (until Ctrl-C)")
+    stream = sys.stdout if stream is None else stream
+    out = Path(out)
+    host_out = out.with_name(f"{out.stem}-host.csv")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():   # the notice goes to the stream instead
+        warnings.simplefilter("ignore", GpuUnavailableWarning)
+        monitor = GpuMonitor(interval=interval, gpus=gpus)
+    if monitor.notice:
+        print(monitor.notice, file=stream)
+    width = 0
+    try:
+        with monitor:
+            while seconds is None or monitor.now() < seconds:
+                left = interval if seconds is None else seconds - monitor.now()
+                time.sleep(max(0.0, min(interval, left)))
+                line = monitor.status_line()
+                stream.write("\r" + line.ljust(width))   # pad over a longer previous line
+                stream.flush()
+                width = len(line)
+    except KeyboardInterrupt:
+        pass          # Ctrl-C is how a recording normally ends
+    write_csv_atomic(monitor.host_frame(), host_out)
+    if not monitor.available_gpus:  # a header-only GPU file would look like a recording
+        print(f"\nno GPU to sample: {out} not written; {monitor.ticks} CPU/RAM samples "
+              f"written to {host_out}", file=stream)
+        return monitor.ticks
+    write_csv_atomic(monitor.gpu_frame(), out)
+    print(f"\n{monitor.ticks} samples written to {out} and {host_out}", file=stream)
+    return monitor.ticks

@@ -1,0 +1,395 @@
+"""SageMaker training entry point: one experiment of the course, in either track.
+
+SageMaker runs `python sagemaker_entry.py --batch_size 128 --num_workers 7 ...` in the
+framework's container. Each `--field value` pair is an Experiment field, parsed and
+checked as everywhere else in the course (a bad value stops the job with the config's
+message). Where things are, with the defaults used outside SageMaker (a laptop):
+
+    SM_CHANNEL_TRAINING   the dataset (CIFAR-10 binary batches)  -> cfg.data_dir as given
+    SM_OUTPUT_DATA_DIR    the run record (comes back as output.tar.gz) -> the runs folder
+    SM_MODEL_DIR          the trained weights (model.tar.gz)      -> the run record's folder
+    SM_NUM_GPUS           num_gpus when no --num_gpus is given    -> the GPUs NVML sees
+
+After every epoch it prints one line for SageMaker's metric definitions
+(gpu_course.sagemaker.launch.metric_definitions parses exactly this):
+
+    METRIC epoch=0 samples_per_sec=663.50 epoch_time=18.59 data_wait=0.4200 gpu_util=27.0 val_acc=0.7131
+
+With several instances: under torchrun (the PyTorch estimator's torch_distributed
+option) every process joins one DistributedDataParallel run and rank 0 keeps the record;
+under MXNet's parameter_server option (the container starts a scheduler and a server per
+host and runs this script with DMLC_ROLE=worker) every host is one worker of a
+kvstore='dist_device_sync' job ('dist_sync' on CPUs) on its own shard, and worker 0 keeps
+the record. Without either, each host would train the whole job alone: it does, keeping
+its own record named `<name>@<host>`, and says so.
+
+The container's Python may be 3.8 (MXNet 1.9.0): this file and what it imports stay
+3.8-compatible.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+if not __package__:  # run as a file (how SageMaker starts it), not with `python -m`
+    _here = Path(__file__).resolve().parent
+    if sys.path and Path(sys.path[0] or ".").resolve() == _here and (_here / "__init__.py").exists():
+        # started from inside the package (gpu_course/sagemaker/): its folder would shadow
+        # the SageMaker SDK, so import gpu_course from the checkout instead
+        sys.path[0] = str(_here.parents[1])
+    # in SageMaker's /opt/ml/code the package sits beside this file: importable as is
+
+from gpu_course import config as _config  # noqa: E402
+
+FAILURE_FILE = "failure"  # SageMaker shows $SM_OUTPUT_DIR/failure as the job's reason
+
+
+def parse_hyperparameters(argv: list) -> dict:
+    """`--key value` pairs (as SageMaker passes hyperparameters) -> {field: typed value}.
+    Keys may use - or _; every key must be an Experiment field."""
+    values = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if not arg.startswith("--") or len(arg) == 2:
+            raise ValueError(f"expected --<field> <value>, got {arg!r}")
+        key, eq, text = arg[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(argv):
+                raise ValueError(f"--{key} needs a value")
+            text = argv[i + 1]
+            i += 1
+        i += 1
+        field = key.replace("-", "_")
+        if field not in _config.FIELDS:
+            raise ValueError(f"unknown hyperparameter {key!r}: not an Experiment field; "
+                             f"allowed: {', '.join(_config.FIELDS)}")
+        values[field] = _config.parse_value(field, text)
+    return values
+
+
+def experiment_from(argv: list, env: dict) -> _config.Experiment:
+    """The Experiment for these hyperparameters in this environment (SageMaker or not)."""
+    values = parse_hyperparameters(argv)
+    channel = env.get("SM_CHANNEL_TRAINING")
+    if channel:
+        values["data_dir"] = channel
+    if "num_gpus" not in values:
+        values["num_gpus"] = gpu_count(env)
+    cfg = _config.Experiment(**values)
+    if channel:
+        check_channel(cfg, Path(channel))
+    return cfg
+
+
+def check_channel(cfg: _config.Experiment, channel: Path) -> None:
+    """Refuse to train on generated images when the training channel holds other data:
+    dataset="synthetic" uses the channel only if it holds the generated set for cfg."""
+    if cfg.dataset != "synthetic" or not channel.is_dir():
+        return
+    from gpu_course.data import synthetic
+    expected = (f"synthetic-v{synthetic.VERSION}-s{cfg.seed}-{cfg.train_size}-"
+                f"{cfg.test_size}")
+    held = sorted(p.name for p in channel.iterdir() if not p.name.startswith("."))
+    if held and expected not in held:
+        raise ValueError(
+            f"the training channel {channel} holds {', '.join(held[:3])}"
+            f"{', ...' if len(held) > 3 else ''}, not the generated set {expected}/, but "
+            "dataset='synthetic' would train on generated images: set the hyperparameter "
+            "dataset to cifar10 (a CIFAR-10 binary folder) or folder (one sub-folder of "
+            "images per class), or match seed/train_size/test_size to the uploaded set")
+
+
+def _int_env(env: dict, name: str, low: int) -> int | None:
+    """An integer environment variable (None when unset), or a ValueError naming it."""
+    text = (env.get(name) or "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < low:
+        raise ValueError(f"{name}={text!r} must be an integer >= {low} (what SageMaker and "
+                         "torchrun set)")
+    return value
+
+
+def gpu_count(env: dict) -> int:
+    count = _int_env(env, "SM_NUM_GPUS", 0)
+    if count is not None:
+        return count
+    from gpu_course.measure import nvml
+    return nvml.gpu_count()
+
+
+def world_size(env: dict) -> int:
+    """Processes in a torchrun job (WORLD_SIZE); 1 outside torchrun."""
+    return _int_env(env, "WORLD_SIZE", 1) or 1
+
+
+def output_dirs(env: dict) -> tuple:
+    """(runs_dir, model_dir or None = the run's own folder)."""
+    from gpu_course.measure import records
+    runs_dir = Path(env.get("SM_OUTPUT_DATA_DIR") or records.default_runs_dir())
+    model_dir = Path(env["SM_MODEL_DIR"]) if env.get("SM_MODEL_DIR") else None
+    return runs_dir, model_dir
+
+
+def hosts(env: dict) -> tuple:
+    """(this host, all hosts) of the job; ("local", ["local"]) outside SageMaker."""
+    text = env.get("SM_HOSTS") or "[]"
+    try:
+        all_hosts = json.loads(text)
+    except ValueError:
+        all_hosts = None
+    if not isinstance(all_hosts, list) or not all(isinstance(h, str) and h for h in all_hosts):
+        raise ValueError(f"SM_HOSTS={text!r} must be a JSON list of host names, e.g. "
+                         '["algo-1", "algo-2"] (what SageMaker sets)')
+    all_hosts = all_hosts or ["local"]
+    return env.get("SM_CURRENT_HOST") or all_hosts[0], all_hosts
+
+
+# -- the metric line -------------------------------------------------------------------
+def metric_line(row: dict, gpu_util: float | None) -> str:
+    """The per-epoch line SageMaker's metric definitions read (nan = not measured); the
+    numbers are `metrics.epoch_numbers`, the definitions every table uses."""
+    from gpu_course.analyse import metrics
+
+    def num(value, fmt):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "nan"
+        return format(value, fmt)
+    n = metrics.epoch_numbers(row)
+    return (f"METRIC epoch={row['epoch']} "
+            f"samples_per_sec={num(n['samples_per_sec'], '.2f')} "
+            f"epoch_time={num(n['epoch_time_s'], '.2f')} "
+            f"data_wait={num(n['data_wait_share'], '.4f')} gpu_util={num(gpu_util, '.1f')} "
+            f"val_acc={num(row.get('val_acc'), '.4f')}")
+
+
+def epoch_gpu_util(run_folder: Path, row: dict) -> float | None:
+    """This epoch's GPU utilisation (%) as `metrics.gpu_util` defines it (its steady
+    training window), from the record's gpu.csv (saved before each epoch's callback);
+    None without GPU samples."""
+    from gpu_course.analyse import metrics
+    from gpu_course.measure.records import Run
+    run = Run(run_folder)
+    run.epochs = run.epochs[run.epochs["epoch"] == row["epoch"]]
+    util = metrics.gpu_util(run)
+    return None if math.isnan(util) else util
+
+
+class MetricPrinter:
+    """on_epoch callback: prints the METRIC line of each recorded epoch. It finds its
+    run's folder as the one that appeared in runs_dir after it was created."""
+
+    def __init__(self, runs_dir: Path, stream=None):
+        self.runs_dir = Path(runs_dir)
+        self.before = set(self._folders())
+        self.stream = stream or sys.stdout
+
+    def _folders(self) -> list:
+        return [p for p in self.runs_dir.iterdir() if p.is_dir()] if self.runs_dir.is_dir() else []
+
+    def run_folder(self) -> Path | None:
+        new = [p for p in self._folders() if p not in self.before and (p / "run.json").exists()]
+        return max(new, key=lambda p: p.stat().st_mtime) if new else None
+
+    def __call__(self, row: dict) -> None:
+        self.print_row(row, self.run_folder())
+
+    def print_row(self, row: dict, folder: Path | None) -> None:
+        util = row.get("gpu_util")  # if the harness puts it in the row
+        if util is None and folder is not None:
+            util = epoch_gpu_util(folder, row)
+        print(metric_line(row, util), file=self.stream, flush=True)
+
+
+# -- the job ---------------------------------------------------------------------------
+def train(cfg: _config.Experiment, env: dict):
+    """Train with the track's adapter, print METRIC lines, save the weights; -> Run."""
+    from gpu_course.ladder import adapter
+    gc = adapter(cfg.engine)
+    runs_dir, model_dir = output_dirs(env)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    printer = MetricPrinter(runs_dir)
+    kwargs = {"runs_dir": runs_dir, "progress": False}
+    # Built here so the trained weights can be saved afterwards; PyTorch on several GPUs
+    # trains in DistributedDataParallel processes that build their own network.
+    net = gc.get_model(cfg) if cfg.engine == "gluon" or cfg.num_gpus <= 1 else None
+    if net is not None:
+        kwargs["net"] = net
+    live = _accepts(gc.train, "on_epoch")
+    if live:
+        kwargs["on_epoch"] = printer
+    run = gc.train(cfg, **kwargs)
+    if not live:  # the adapter has no per-epoch hook: print the lines at the end
+        for row in run.epochs.to_dict("records"):
+            printer.print_row(row, run.path)
+    this_host, all_hosts = hosts(env)
+    if model_dir is not None and len(all_hosts) > 1:  # SageMaker merges every host's files
+        model_dir = model_dir / this_host
+    saved = save_model(net, cfg, model_dir or run.path) if net is not None else None
+    finish(run, env, saved)
+    return run
+
+
+def train_ddp(cfg: _config.Experiment, env: dict) -> int:
+    """One process of a multi-host PyTorch job: SageMaker's torch_distributed option
+    starts torchrun on every host (RANK, WORLD_SIZE, MASTER_ADDR set), and each process
+    runs the PyTorch track's DistributedDataParallel worker; rank 0 keeps the record."""
+    import tempfile
+
+    from gpu_course.measure.records import load_run
+    from gpu_course.tracks.torch import ddp
+    runs_dir, _ = output_dirs(env)
+    with tempfile.TemporaryDirectory() as tmp:
+        config, result = Path(tmp) / "config.json", Path(tmp) / "run_path"
+        config.write_text(cfg.to_json())
+        code = ddp.main(["--config", str(config), "--runs-dir", str(runs_dir),
+                         "--result-file", str(result)])
+        if int(env.get("RANK") or 0) == 0 and result.exists():
+            run = load_run(result.read_text().strip())
+            printer = MetricPrinter(runs_dir)
+            for row in run.epochs.to_dict("records"):
+                printer.print_row(row, run.path)
+            finish(run, env, None)
+    return code
+
+
+def train_ps(cfg: _config.Experiment, env: dict):
+    """One worker of a multi-host Gluon job: MXNet's parameter_server option started the
+    scheduler and servers and set DMLC_*; worker 0 keeps the record. -> Run or None."""
+    from gpu_course.tracks.gluon import dist
+    runs_dir, model_dir = output_dirs(env)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    this_host, _ = hosts(env)
+    folder = (model_dir / this_host) if model_dir is not None else runs_dir / f"model@{this_host}"
+    folder.mkdir(parents=True, exist_ok=True)  # SageMaker merges every host's model folder
+    (folder / "experiment.json").write_text(cfg.to_json())
+    saved = folder / "model.params"
+    run = dist.train_worker(cfg, runs_dir=runs_dir, verbose=True, params_file=saved,
+                            on_epoch=MetricPrinter(runs_dir))
+    if run is None:
+        print(f"{this_host}: worker done, weights in {saved}; worker 0 keeps the record",
+              flush=True)
+        return None
+    finish(run, env, saved)
+    return run
+
+
+def finish(run, env: dict, saved: Path | None) -> None:
+    """Note where the run ran, and say where its record and weights are."""
+    this_host, all_hosts = hosts(env)
+    note(run.path, sagemaker={
+        "job_name": _training_env(env).get("job_name"), "host": this_host,
+        "hosts": all_hosts, "instance_type": _instance_type(env),
+        "model": str(saved) if saved else None})
+    print(f"run record: {run.path}", flush=True)
+    print(f"model: {saved}" if saved else "model: not saved (the DistributedDataParallel "
+          "processes hold the weights)", flush=True)
+
+
+def save_model(net, cfg: _config.Experiment, folder: Path) -> Path:
+    """The trained weights (Gluon: model.params; PyTorch: model.pt state_dict) and
+    experiment.json, from which `get_model(cfg)` rebuilds the network to load them."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "experiment.json").write_text(cfg.to_json())
+    if cfg.engine == "gluon":
+        path = folder / "model.params"
+        net.save_parameters(str(path))
+    else:
+        import torch  # the PyTorch track's container: torch is there
+        path = folder / "model.pt"
+        module = getattr(net, "module", net)  # unwrap DataParallel
+        torch.save(getattr(module, "_orig_mod", module).state_dict(), path)  # and compile
+    return path
+
+
+def note(run_folder: Path, **values) -> None:
+    """Add facts to a finished run record's notes."""
+    from gpu_course.measure.records import update_meta
+    update_meta(run_folder, notes=values)
+
+
+def _accepts(fn, name: str) -> bool:
+    params = inspect.signature(fn).parameters
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _training_env(env: dict) -> dict:
+    try:
+        return json.loads(env.get("SM_TRAINING_ENV") or "{}")
+    except ValueError:
+        return {}
+
+
+def _instance_type(env: dict) -> str | None:
+    return env.get("SM_CURRENT_INSTANCE_TYPE") or _training_env(env).get("current_instance_type")
+
+
+def fail(message: str, env: dict) -> None:
+    """Say why the job stops: on stderr (the log) and in SageMaker's failure file."""
+    print(f"sagemaker_entry: error: {message}", file=sys.stderr, flush=True)
+    out = env.get("SM_OUTPUT_DIR")
+    if out:
+        try:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            (Path(out) / FAILURE_FILE).write_text(message[:1000] + "\n")
+        except OSError:
+            pass
+
+
+def main(argv: list | None = None, env: dict | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    env = dict(os.environ) if env is None else env
+    try:
+        this_host, all_hosts = hosts(env)
+        distributed = world_size(env) > 1  # started by torchrun
+        _int_env(env, "SM_NUM_GPUS", 0)
+    except ValueError as err:
+        fail(f"bad environment: {err}", env)
+        return 2
+    try:
+        cfg = experiment_from(argv, env)
+    except ValueError as err:
+        fail(f"bad hyperparameter: {err}", env)
+        return 2
+    parameter_server = env.get("DMLC_ROLE") == "worker"  # MXNet's parameter_server option
+    if distributed and cfg.engine != "pytorch":
+        fail(f"engine={cfg.engine!r} under torchrun: only the PyTorch track trains "
+             "across hosts with torch_distributed", env)
+        return 2
+    if parameter_server and cfg.engine != "gluon":
+        fail(f"engine={cfg.engine!r} as a parameter-server worker: only the Gluon track "
+             "trains with MXNet's parameter_server option", env)
+        return 2
+    if parameter_server and not cfg.kvstore.startswith("dist"):
+        cfg = cfg.replace(kvstore="dist_device_sync")  # 'dist_sync' where there is no GPU
+    if len(all_hosts) > 1 and not (distributed or parameter_server):
+        print(f"{this_host}: one of {len(all_hosts)} hosts but no distribution option "
+              "(parameter_server for MXNet, torch_distributed for PyTorch), so this host "
+              "trains the whole job by itself and keeps its own record", flush=True)
+        cfg = cfg.replace(name=f"{cfg.name}@{this_host}")
+    print(f"experiment: {cfg.to_json()}", flush=True)
+    try:
+        if distributed:
+            return train_ddp(cfg, env)
+        if parameter_server:
+            run = train_ps(cfg, env)
+            return 0 if run is None or run.status == "finished" else 1
+        run = train(cfg, env)
+    except BaseException as err:
+        fail(f"{type(err).__name__}: {err}", env)
+        raise
+    return 0 if run.status == "finished" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

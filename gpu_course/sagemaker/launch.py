@@ -1,0 +1,546 @@
+"""Run one course experiment as a SageMaker training job, and bring its record back.
+
+The job runs `gpu_course/sagemaker/entry.py` in AWS's framework container: MXNet 1.9.0
+(Python 3.8) for the Gluon track, PyTorch for the PyTorch track. The experiment's
+fields travel as hyperparameters, the dataset as the "training" channel, and the run
+record comes back in the job's output.tar.gz, so it plots beside local runs:
+
+    spec = job_spec(cfg, "ml.p3.2xlarge")     # what would run; needs no AWS account
+    job = launch(cfg, "ml.p3.2xlarge")        # needs credentials and a role
+    runs = fetch_runs(job)                    # the job's run record(s), as records.Run
+
+Uses the SageMaker Python SDK v2 (`pip install sagemaker==2.243.2`): v3 removed the
+framework estimators. The SDK is imported only when a job is built, so `--dry-run` and
+this module's import work without it.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import Experiment
+from ..engines import MXNET_MAX_CAPABILITY
+
+SDK_PIN = "sagemaker==2.243.2"
+PACKAGE_DIR = Path(__file__).resolve().parents[1]   # gpu_course/
+ENTRY_SOURCE = Path(__file__).resolve().parent / "entry.py"
+ENTRY_POINT = "sagemaker_entry.py"                 # its name at the top of the job's source_dir
+CHANNEL = "training"                 # -> SM_CHANNEL_TRAINING in the container
+DEFAULT_INSTANCE = "ml.p3.2xlarge"
+DEFAULT_REGION = "us-east-1"         # only to name the image when no region is configured
+DEFAULT_MAX_RUN_MIN = 120            # SageMaker stops (and bills no further) after this
+DATA_PREFIX = "gpu-course/data"      # S3 key prefix of uploaded datasets
+
+
+@dataclass(frozen=True)
+class Track:
+    """How one track runs on SageMaker."""
+
+    estimator: str                   # SDK class, e.g. "sagemaker.mxnet.MXNet"
+    framework: str                   # name in the SDK's image catalogue
+    framework_version: str
+    py_version: str
+    distribution: dict               # the framework's option for instance_count > 1
+    requirements: tuple              # pip-installed in the container before the entry runs
+
+
+TRACKS = {
+    # MXNet 1.9.0 is the last MXNet container (CUDA 11.2, Python 3.8, pandas 1.3, numpy<1.20).
+    "gluon": Track("sagemaker.mxnet.MXNet", "mxnet", "1.9.0", "py38",
+                   {"parameter_server": {"enabled": True}},
+                   ("psutil", "nvidia-ml-py", "pandas",
+                    "numpy<1.24  # MXNet 1.9 does not import with numpy >= 1.24")),
+    # The newest PyTorch container the pinned SDK knows that also supports torchrun.
+    "pytorch": Track("sagemaker.pytorch.PyTorch", "pytorch", "2.5.1", "py311",
+                     {"torch_distributed": {"enabled": True}},
+                     ("psutil", "nvidia-ml-py", "pandas")),
+}
+
+
+@dataclass(frozen=True)
+class Instance:
+    gpus: int
+    gpu: str
+    why: str
+
+
+# Instance choices, with what each one is good for in this course.
+INSTANCES = {
+    "ml.p3.2xlarge": Instance(1, "V100 16 GB", "the talk's GPU: your numbers compare "
+                              "directly with its 306 -> 17,000 samples/s ladder"),
+    "ml.p3.8xlarge": Instance(4, "4x V100 16 GB", "the talk's multi-GPU runs (4 GPUs)"),
+    "ml.g4dn.xlarge": Instance(1, "T4 16 GB", "the cheapest GPU; slower than a V100"),
+    "ml.g5.xlarge": Instance(1, "A10G 24 GB", "cheaper than a V100 and faster in float16; "
+                             "the newest GPU MXNet 1.9 runs on (sm_86)"),
+    "ml.g5.12xlarge": Instance(4, "4x A10G 24 GB", "multi-GPU on a budget"),
+    "ml.p4d.24xlarge": Instance(8, "8x A100 40 GB", "both tracks; large batches and scaling"),
+    "ml.p5.48xlarge": Instance(8, "8x H100 80 GB", "PyTorch track only: MXNet 1.9 has no "
+                               "machine code for Hopper (sm_90)"),
+    "ml.m5.xlarge": Instance(0, "no GPU (4 vCPU)", "a cheap dry run of the job itself"),
+}
+# CUDA compute capability by instance family: MXNet 1.9 runs up to sm_86.
+FAMILY_CAPABILITY = {"p3": (7, 0), "g4dn": (7, 5), "g5": (8, 6), "p4d": (8, 0),
+                     "p4de": (8, 0), "g6": (8, 9), "g6e": (8, 9), "p5": (9, 0),
+                     "p5e": (9, 0), "p5en": (9, 0), "p6": (10, 0)}
+
+# -- the metric line -------------------------------------------------------------------
+# The entry script prints, once per epoch (epoch numbers as in epochs.csv, from 0):
+#   METRIC epoch=0 samples_per_sec=663.50 epoch_time=18.59 data_wait=0.4200 gpu_util=27.0 val_acc=0.7131
+# data_wait is the share (0..1) of step time spent waiting for data; a value it cannot
+# measure is printed as "nan", which the regexes below skip.
+METRIC_NAMES = ("epoch", "samples_per_sec", "epoch_time", "data_wait", "gpu_util", "val_acc")
+_NUMBER = r"([0-9]+\.?[0-9]*)"
+
+
+def metric_definitions() -> list[dict]:
+    """SageMaker metric definitions for the entry script's METRIC lines (plain regexes,
+    first group = the value; SageMaker charts them and keeps them with the job)."""
+    defs = [{"Name": "epoch", "Regex": "METRIC epoch=" + _NUMBER}]
+    defs += [{"Name": name, "Regex": f"METRIC .* {name}={_NUMBER}"}
+             for name in METRIC_NAMES[1:]]
+    return defs
+
+
+# -- checks ----------------------------------------------------------------------------
+def instance_capability(instance_type: str) -> tuple | None:
+    check_instance_name(instance_type)
+    return FAMILY_CAPABILITY.get(instance_type.split(".")[1])
+
+
+def check_instance_name(instance_type: str) -> None:
+    if not re.fullmatch(r"ml\.[a-z0-9]+\.[a-z0-9]+", str(instance_type)):
+        raise ValueError(f"instance_type={instance_type!r} is not a SageMaker training "
+                         f"instance type; e.g. {', '.join(INSTANCES)}")
+
+
+def default_engine(instance_type: str) -> str:
+    """The Gluon track where MXNet can run, PyTorch on newer GPUs (Hopper and later)."""
+    cap = instance_capability(instance_type)
+    return "pytorch" if cap is not None and cap > MXNET_MAX_CAPABILITY else "gluon"
+
+
+def check_job(cfg: Experiment, instance_type: str, instance_count: int = 1,
+              all_gpus: bool = False) -> None:
+    """ValueError for a job that cannot run as asked."""
+    cap = instance_capability(instance_type)
+    if cfg.engine == "gluon" and cap is not None and cap > MXNET_MAX_CAPABILITY:
+        allowed = sorted(f for f, c in FAMILY_CAPABILITY.items() if c <= MXNET_MAX_CAPABILITY)
+        raise ValueError(f"instance_type={instance_type!r} has sm_{cap[0]}{cap[1]} GPUs, which "
+                         f"MXNet 1.9 cannot use (its newest is sm_86); use engine='pytorch' "
+                         f"there, or a Gluon-capable family: {', '.join(allowed)}")
+    if not isinstance(instance_count, int) or instance_count < 1:
+        raise ValueError(f"instance_count={instance_count!r} must be an integer >= 1")
+    known = INSTANCES.get(instance_type)
+    if known is not None and not all_gpus and cfg.num_gpus > max(known.gpus, 1):
+        raise ValueError(f"num_gpus={cfg.num_gpus} but {instance_type} has {known.gpus} "
+                         f"GPU{'s' if known.gpus != 1 else ''}; allowed: 0..{known.gpus}")
+
+
+# -- hyperparameters -------------------------------------------------------------------
+def hyperparameters(cfg: Experiment, all_gpus: bool = False) -> dict:
+    """Every Experiment field as the string the entry script parses back with
+    config.parse_value. data_dir is left out (the container reads the training channel);
+    all_gpus leaves out num_gpus, so the job uses every GPU (SM_NUM_GPUS)."""
+    skip = {"data_dir"} | ({"num_gpus"} if all_gpus else set())
+    return {name: encode_value(name, value) for name, value in cfg.to_dict().items()
+            if name not in skip}
+
+
+def encode_value(field: str, value: Any) -> str:
+    """One field's value as text that config.parse_value(field, text) turns back into it."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if field == "optimizer_params":
+        return json.dumps(dict(value), sort_keys=True)
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+# -- what the job runs -----------------------------------------------------------------
+def stage_code(engine: str, dest: str | Path | None = None) -> Path:
+    """The job's source_dir: the entry script at the top (the container runs it from
+    there), the gpu_course package beside it (the container does not have it) and a
+    requirements.txt the container pip-installs first."""
+    track = _track(engine)
+    dest = Path(dest) if dest is not None else Path(tempfile.mkdtemp(prefix="gpu-course-sm-"))
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ENTRY_SOURCE, dest / ENTRY_POINT)
+    target = dest / "gpu_course"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(PACKAGE_DIR, target,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
+    (dest / "requirements.txt").write_text(
+        "# installed by the SageMaker training toolkit before the entry script runs\n"
+        + "\n".join(track.requirements) + "\n")
+    return dest
+
+
+def estimator_kwargs(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE,
+                     instance_count: int = 1, role: str | None = None,
+                     source_dir: str | Path | None = None, output_path: str | None = None,
+                     max_run_min: int = DEFAULT_MAX_RUN_MIN, all_gpus: bool = False) -> dict:
+    """The keyword arguments of the track's SDK estimator (MXNet or PyTorch)."""
+    check_job(cfg, instance_type, instance_count, all_gpus)
+    track = _track(cfg.engine)
+    kwargs = {
+        "entry_point": ENTRY_POINT, "source_dir": str(source_dir) if source_dir else None,
+        "framework_version": track.framework_version, "py_version": track.py_version,
+        "role": role, "instance_type": instance_type, "instance_count": instance_count,
+        "hyperparameters": hyperparameters(cfg, all_gpus),
+        "metric_definitions": metric_definitions(),
+        "base_job_name": job_base_name(cfg),
+        "max_run": int(max_run_min * 60),
+        # the course measures with its own monitor; SageMaker's profiler would add a
+        # sidecar process to the very machine we measure
+        "disable_profiler": True,
+    }
+    if instance_count > 1:
+        kwargs["distribution"] = track.distribution
+    if output_path:
+        kwargs["output_path"] = output_path
+    return kwargs
+
+
+def job_base_name(cfg: Experiment) -> str:
+    """`gpu-course-<name>`; SageMaker appends a timestamp to make the job name."""
+    safe = re.sub(r"[^a-zA-Z0-9-]+", "-", f"gpu-course-{cfg.name}").strip("-")
+    return safe[:38].rstrip("-")  # + "-YYYY-MM-DD-HH-MM-SS-mmm" stays within 63
+
+
+def image_uri(engine: str, instance_type: str, region: str | None = None) -> str:
+    """The training image the job runs (from the SDK's catalogue; no network)."""
+    track = _track(engine)
+    sm = _sdk()
+    return sm.image_uris.retrieve(track.framework, region or aws_region() or DEFAULT_REGION,
+                                  version=track.framework_version,
+                                  py_version=track.py_version, instance_type=instance_type,
+                                  image_scope="training")
+
+
+def job_spec(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE, instance_count: int = 1,
+             role: str | None = None, data: str | None = None, region: str | None = None,
+             output_path: str | None = None, max_run_min: int = DEFAULT_MAX_RUN_MIN,
+             all_gpus: bool = False) -> dict:
+    """Everything the job would run with: image, instance, hyperparameters, channels,
+    metric definitions. Needs neither AWS credentials nor (except for the image name)
+    the SDK. `data` is an s3:// URI; None = the local dataset, uploaded at launch."""
+    kwargs = estimator_kwargs(cfg, instance_type, instance_count, role, None, output_path,
+                              max_run_min, all_gpus)
+    track = _track(cfg.engine)
+    region = region or aws_region()
+    try:
+        image = image_uri(cfg.engine, instance_type, region)
+    except SystemExit:  # no SDK here: the spec is still useful without the image name
+        image = f"(resolved by the SageMaker SDK: pip install {SDK_PIN})"
+    known = INSTANCES.get(instance_type)
+    prefix, inside = channel_layout(cfg)
+    return {
+        "estimator": track.estimator,
+        "image_uri": image,
+        "region": region or f"{DEFAULT_REGION} (none configured)",
+        "instance_type": instance_type,
+        "instance_count": instance_count,
+        "instance": ({"gpus": known.gpus, "gpu": known.gpu, "why": known.why}
+                     if known else "not in the course's table"),
+        "role": role or "(your SageMaker execution role: --role, or found on a "
+                        "SageMaker notebook instance)",
+        "framework_version": kwargs["framework_version"],
+        "py_version": kwargs["py_version"],
+        "entry_point": ENTRY_POINT,
+        "source_dir": {"files": [ENTRY_POINT, "gpu_course/", "requirements.txt"],
+                       "requirements": [r.split("#")[0].strip() for r in track.requirements]},
+        "distribution": kwargs.get("distribution"),
+        "hyperparameters": kwargs["hyperparameters"],
+        "inputs": {CHANNEL: data or f"s3://<default bucket>/{prefix} (uploaded at launch "
+                                    f"from {dataset_folder(cfg)} to {prefix}/{inside})"},
+        "metric_definitions": kwargs["metric_definitions"],
+        "output_path": output_path or "s3://<default bucket>/ (model.tar.gz, output.tar.gz)",
+        "max_run": kwargs["max_run"],
+        "base_job_name": kwargs["base_job_name"],
+    }
+
+
+def format_spec(spec: dict) -> str:
+    return "SageMaker training job specification\n" + json.dumps(spec, indent=2)
+
+
+def dataset_root(cfg: Experiment) -> Path:
+    """The folder the job's training channel mirrors (cfg.data_dir, or the course's data/)."""
+    from .. import data
+    return Path(cfg.data_dir).expanduser() if cfg.data_dir else Path(data.default_root())
+
+
+def dataset_folder(cfg: Experiment, write: bool = False) -> Path:
+    """The cifar-10-batches-bin folder cfg trains on, under dataset_root(cfg): the path
+    `data.prepare` uses (write=True: prepare it, i.e. generate or download if missing)."""
+    from .. import data
+    if cfg.dataset not in data.DATASETS:
+        raise ValueError(f"dataset={cfg.dataset!r} cannot go to SageMaker as a training "
+                         f"channel; allowed: {', '.join(data.DATASETS)}")
+    if write:
+        return Path(data.prepare(cfg.dataset, root=dataset_root(cfg), seed=cfg.seed,
+                                 train_size=cfg.train_size, test_size=cfg.test_size))
+    if cfg.dataset == "cifar10":  # the names data.prepare gives, without writing anything
+        return dataset_root(cfg) / data.FOLDER_NAME
+    return (dataset_root(cfg) / f"synthetic-v{data.synthetic.VERSION}-s{cfg.seed}-"
+            f"{cfg.train_size}-{cfg.test_size}" / data.FOLDER_NAME)
+
+
+def channel_layout(cfg: Experiment) -> tuple:
+    """(S3 prefix of the channel, the dataset folder's path inside it). In the container
+    the channel is data_dir, so data.prepare finds the folder where it looks locally."""
+    inside = dataset_folder(cfg).relative_to(dataset_root(cfg)).as_posix()
+    return f"{DATA_PREFIX}/{inside.split('/')[0]}", inside
+
+
+# -- AWS -------------------------------------------------------------------------------
+def aws_credentials(timeout_s: float = 1.0) -> bool:
+    """Whether boto3 finds AWS credentials (environment, ~/.aws, container or instance
+    role). The instance-metadata lookup is cut to one attempt of `timeout_s`, so a laptop
+    or CI machine never hangs here; AWS_EC2_METADATA_DISABLED=true skips it."""
+    try:
+        import botocore.session
+    except ImportError:
+        return False
+    session = botocore.session.get_session()
+    session.set_config_variable("metadata_service_timeout", timeout_s)
+    session.set_config_variable("metadata_service_num_attempts", 1)
+    try:
+        return session.get_credentials() is not None
+    except Exception:  # a broken ~/.aws/config is "no credentials" for this purpose
+        return False
+
+
+def aws_region() -> str | None:
+    try:
+        import botocore.session
+    except ImportError:
+        return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    try:
+        return botocore.session.get_session().get_config_variable("region")
+    except Exception:
+        return None
+
+
+def _sdk():
+    """The SageMaker SDK, quietly (it logs config-file lookups to stdout at import)."""
+    logging.getLogger("sagemaker.config").setLevel(logging.WARNING)
+    try:
+        with _unshadowed("sagemaker"):
+            import sagemaker
+            import sagemaker.mxnet  # noqa: F401
+            import sagemaker.pytorch  # noqa: F401
+    except ImportError:
+        raise SystemExit(f"the SageMaker Python SDK is not installed in this environment: "
+                         f"pip install {SDK_PIN}") from None
+    except Exception as err:  # e.g. AWS_PROFILE names a profile ~/.aws/config lacks
+        raise ValueError(f"the SageMaker SDK could not start: {type(err).__name__}: "
+                         f"{err}") from None
+    return sagemaker
+
+
+@contextlib.contextmanager
+def _unshadowed(package: str):
+    """Import `package` even where a plain module of that name comes first on sys.path:
+    notebooks/sagemaker.py (this course's notebook, as jupytext text) would otherwise be
+    imported as the SDK by a kernel running in notebooks/."""
+    saved = sys.path[:]
+    module = sys.modules.get(package)
+    if module is not None and not hasattr(module, "__path__"):
+        del sys.modules[package]  # a shadowing module imported earlier
+    spec = importlib.util.find_spec(package) if package not in sys.modules else None
+    if spec is not None and spec.submodule_search_locations is None and spec.origin:
+        shadow = Path(spec.origin).resolve().parent
+        sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != shadow]
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+def _track(engine: str) -> Track:
+    if engine not in TRACKS:
+        raise ValueError(f"engine={engine!r} is not allowed; allowed: {', '.join(TRACKS)}")
+    return TRACKS[engine]
+
+
+def build_estimator(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE,
+                    instance_count: int = 1, role: str | None = None, session=None,
+                    source_dir: str | Path | None = None, **options):
+    """The SDK estimator for cfg's track (sagemaker.mxnet.MXNet or sagemaker.pytorch.PyTorch).
+    `role` defaults to the notebook instance's execution role; `options` go to
+    estimator_kwargs (output_path, max_run_min, all_gpus); source_dir defaults to a
+    fresh stage_code() folder."""
+    check_job(cfg, instance_type, instance_count, options.get("all_gpus", False))
+    sm = _sdk()
+    session = session or sm.Session()
+    if role is None:
+        try:
+            role = sm.get_execution_role(session)
+        except Exception as err:  # outside SageMaker there is no role to find
+            raise ValueError(f"no SageMaker execution role given and none found ({err}); "
+                             "pass role='arn:aws:iam::<account>:role/<name>'") from None
+    source_dir = source_dir or stage_code(cfg.engine)
+    kwargs = estimator_kwargs(cfg, instance_type, instance_count, role, source_dir, **options)
+    module, name = TRACKS[cfg.engine].estimator.rsplit(".", 1)
+    estimator_class = getattr(sys.modules[module], name)
+    return estimator_class(sagemaker_session=session, **kwargs)
+
+
+def upload_dataset(cfg: Experiment, session) -> str:
+    """Upload the dataset folder (prepared first if missing); returns the training
+    channel's s3:// URI."""
+    folder = dataset_folder(cfg, write=True)
+    prefix, inside = channel_layout(cfg)
+    uri = session.upload_data(str(folder), key_prefix=f"{prefix}/{inside}")
+    return uri.rstrip("/")[:-len(inside) - 1]  # the channel holds the folder's path
+
+
+def launch(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE, instance_count: int = 1,
+           role: str | None = None, session=None, data: str | None = None, wait: bool = True,
+           **options) -> str:
+    """Start the training job (uploading the dataset unless `data` is an s3:// URI) and,
+    with wait=True, stream its log until it ends. Returns the job name."""
+    sm = _sdk()
+    session = session or sm.Session()
+    code = stage_code(cfg.engine)
+    try:
+        estimator = build_estimator(cfg, instance_type, instance_count, role, session,
+                                    source_dir=code, **options)
+        inputs = {CHANNEL: data or upload_dataset(cfg, session)}
+        estimator.fit(inputs, wait=wait, logs="All" if wait else "None")
+    finally:  # fit() has uploaded the code by the time it returns (or fails)
+        shutil.rmtree(code, ignore_errors=True)
+    return estimator.latest_training_job.name
+
+
+def fetch_runs(job_name: str, session=None, runs_dir: str | Path | None = None) -> list:
+    """Download a finished job's output.tar.gz and unpack its run records into runs_dir
+    (default: the local runs folder); returns them as records.Run."""
+    sm = _sdk()
+    session = session or sm.Session()
+    job = session.sagemaker_client.describe_training_job(TrainingJobName=job_name)
+    status = job.get("TrainingJobStatus")
+    if status in ("InProgress", "Stopping"):
+        raise ValueError(f"job {job_name} is {status}; fetch its runs when it has ended")
+    prefix = job["OutputDataConfig"]["S3OutputPath"].rstrip("/")
+    with tempfile.TemporaryDirectory() as tmp:
+        sm.s3.S3Downloader.download(f"{prefix}/{job_name}/output/output.tar.gz", tmp,
+                                    sagemaker_session=session)
+        return extract_runs(Path(tmp) / "output.tar.gz", runs_dir, job_name=job_name)
+
+
+def extract_runs(archive: str | Path, runs_dir: str | Path | None = None,
+                 job_name: str | None = None) -> list:
+    """Unpack the run folders of a job's output.tar.gz into runs_dir; returns the runs."""
+    from ..measure import records
+    root = Path(runs_dir or records.default_runs_dir())
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
+        for member in tar.getmembers():  # regular files inside the folder only
+            parts = Path(member.name).parts
+            if not member.isreg() or member.name.startswith("/") or ".." in parts:
+                continue
+            tar.extract(member, tmp, set_attrs=False)
+        found = [p.parent for p in sorted(Path(tmp).rglob("run.json"))]
+        runs = []
+        for folder in found:
+            target = root / folder.name
+            if target.exists():  # fetched before: the job's copy wins
+                shutil.rmtree(target)
+            shutil.move(str(folder), str(target))
+            if job_name:
+                _note_job(target, job_name)
+            runs.append(records.load_run(target))
+    if not runs:
+        raise ValueError(f"{archive} holds no run record (no run.json); did the job fail "
+                         "before its first epoch? See its log in CloudWatch")
+    return runs
+
+
+def _note_job(folder: Path, job_name: str) -> None:
+    from ..measure.records import update_meta
+    update_meta(folder, notes={"sagemaker": {"job_name": job_name}})
+
+
+# -- the `gpu-course sagemaker` verb ---------------------------------------------------
+def add_parser(subparsers) -> None:
+    """Register `gpu-course sagemaker` (called by gpu_course.cli)."""
+    import argparse
+
+    from ..flags import add_config_flags as _add_config_flags
+    table = "\n".join(f"  {name:17} {i.gpu:16} {i.why}" for name, i in INSTANCES.items())
+    p = subparsers.add_parser(
+        "sagemaker", help="run one experiment as a SageMaker training job",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Build the SageMaker training job for an experiment (AWS's MXNet 1.9.0\n"
+        "container for --engine gluon, PyTorch for --engine pytorch; default: what the\n"
+        "instance can run), run it, and fetch its run record into the local runs folder.\n"
+        "Without AWS credentials, or with --dry-run, print the job specification and\n"
+        "launch nothing.",
+        epilog=f"instance types:\n{table}")
+    p.add_argument("--instance-type", default=DEFAULT_INSTANCE, help=f"default: "
+                   f"{DEFAULT_INSTANCE} (the talk's V100)")
+    p.add_argument("--instance-count", type=int, default=1,
+                   help="hosts; > 1 uses the framework's distribution option")
+    p.add_argument("--all-gpus", action="store_true",
+                   help="train on every GPU of the instance (SM_NUM_GPUS) instead of --num-gpus")
+    p.add_argument("--role", default=None, help="SageMaker execution role ARN")
+    p.add_argument("--region", default=None)
+    p.add_argument("--data-s3", default=None,
+                   help="s3:// URI of an uploaded dataset (default: upload the local one)")
+    p.add_argument("--output-path", default=None, help="s3:// prefix for the job's output")
+    p.add_argument("--max-run", type=int, default=DEFAULT_MAX_RUN_MIN, metavar="MINUTES")
+    p.add_argument("--dry-run", action="store_true", help="print the job, launch nothing")
+    p.add_argument("--no-wait", action="store_true", help="start the job and return")
+    p.add_argument("--runs-dir", type=Path, default=None, help="where fetched runs go")
+    _add_config_flags(p)
+    p.set_defaults(func=run_command)
+
+
+def run_command(args) -> int:
+    from ..flags import config_from_args
+    if args.max_run < 1:
+        raise ValueError(f"--max-run={args.max_run} must be >= 1 minute")
+    engine = args.cfg_engine or default_engine(args.instance_type)
+    cfg = config_from_args(args, engine=engine)
+    options = {"output_path": args.output_path, "max_run_min": args.max_run,
+               "all_gpus": args.all_gpus}
+    spec = job_spec(cfg, args.instance_type, args.instance_count, args.role, args.data_s3,
+                    args.region, **options)
+    if args.dry_run:
+        print(format_spec(spec))
+        print("\ndry run: nothing was launched")
+        return 0
+    if not aws_credentials():
+        print(format_spec(spec))
+        print("\nNo AWS credentials found (environment, ~/.aws or an instance role): "
+              "nothing was launched. Use --dry-run to only print the job.", file=sys.stderr)
+        return 1
+    sm = _sdk()
+    import boto3
+    session = sm.Session(boto_session=boto3.Session(region_name=args.region))
+    job = launch(cfg, args.instance_type, args.instance_count, args.role, session,
+                 args.data_s3, wait=not args.no_wait, **options)
+    if args.no_wait:
+        print(f"started {job}; fetch its run later with gpu_course.sagemaker.launch."
+              f"fetch_runs({job!r})")
+        return 0
+    for run in fetch_runs(job, session, args.runs_dir):
+        print(f"{run.name}: {run.summary.get('summary_line')}  (record: {run.path})")
+    return 0

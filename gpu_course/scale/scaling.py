@@ -1,0 +1,104 @@
+"""When more devices stop paying: a scaling model from two measured numbers.
+
+Data parallelism with a fixed batch per device: k devices each compute one step in
+`t_compute` seconds, then the gradients (`grad_bytes`) are all-reduced. A ring
+all-reduce moves 2(k-1)/k of the message through every link, so with the bus
+bandwidth `busbw` (what nccl-tests and `gpu_course.tracks.torch.allreduce` report) and a
+per-hop latency it takes
+
+    t_allreduce(k) = 2(k-1)/k * grad_bytes / busbw + 2(k-1) * latency
+
+DDP (and MXNet's engine) start all-reducing finished buckets while backward still
+runs, so only part of it shows: with `overlap` the share hidden behind compute,
+
+    t_step(k)   = t_compute + (1 - overlap) * t_allreduce(k)
+    efficiency  = t_compute / t_step(k)         speed-up = k * efficiency
+
+No framework is imported here: the notebooks feed it measured numbers.
+"""
+from __future__ import annotations
+
+import math
+
+
+def allreduce_time(grad_bytes: float, k: int, busbw: float, latency: float = 0.0) -> float:
+    """Seconds for a ring all-reduce of `grad_bytes` over k devices at `busbw` bytes/s."""
+    if k < 1:
+        raise ValueError(f"k={k!r} must be >= 1")
+    if busbw <= 0:
+        raise ValueError(f"busbw={busbw!r} must be > 0 bytes/s")
+    if k == 1:
+        return 0.0
+    return 2 * (k - 1) / k * grad_bytes / busbw + 2 * (k - 1) * latency
+
+
+def bus_bandwidth(nbytes: float, seconds: float, k: int) -> float:
+    """nccl-tests' bus bandwidth of one all-reduce: algorithm bandwidth (bytes/s)
+    times 2(k-1)/k, comparable with a link's speed whatever k is."""
+    if seconds <= 0:
+        raise ValueError(f"seconds={seconds!r} must be > 0")
+    return nbytes / seconds * (2 * (k - 1) / k if k > 1 else 1.0)
+
+
+def predict(ks, t_compute: float, grad_bytes: float, busbw: float, latency: float = 0.0,
+            overlap: float = 0.0) -> list[dict]:
+    """One row per device count: predicted step time, exposed communication,
+    speed-up and scaling efficiency."""
+    if t_compute <= 0:
+        raise ValueError(f"t_compute={t_compute!r} must be > 0 seconds")
+    if not 0 <= overlap <= 1:
+        raise ValueError(f"overlap={overlap!r} must be in [0, 1]")
+    rows = []
+    for k in ks:
+        t_ar = allreduce_time(grad_bytes, k, busbw, latency)
+        exposed = (1 - overlap) * t_ar
+        eff = t_compute / (t_compute + exposed)
+        rows.append({"k": k, "t_compute_s": t_compute, "t_allreduce_s": t_ar,
+                     "exposed_s": exposed, "t_step_s": t_compute + exposed,
+                     "speedup": k * eff, "efficiency": eff})
+    return rows
+
+
+def stops_paying(t_compute: float, grad_bytes: float, busbw: float, latency: float = 0.0,
+                 overlap: float = 0.0, min_efficiency: float = 0.7, k_max: int = 1024) -> int:
+    """The largest device count (up to k_max) whose predicted efficiency is still at
+    least `min_efficiency`: beyond it each added device buys less than that share."""
+    best = 1
+    for row in predict(range(1, k_max + 1), t_compute, grad_bytes, busbw, latency, overlap):
+        if row["efficiency"] >= min_efficiency:
+            best = row["k"]
+    return best
+
+
+def measured_efficiency(samples_per_sec_1: float, samples_per_sec_k: float, k: int) -> float:
+    """Scaling efficiency from two measured throughputs: speed-up / k."""
+    return samples_per_sec_k / (k * samples_per_sec_1)
+
+
+def implied_exposed_time(samples_per_sec_1: float, samples_per_sec_k: float, k: int,
+                         batch_per_device: int) -> float:
+    """Seconds per step that k devices lost against one (step time on k minus on one),
+    from throughputs alone: what communication (or anything else) would have to cost."""
+    t1 = batch_per_device / samples_per_sec_1
+    tk = k * batch_per_device / samples_per_sec_k
+    return tk - t1
+
+
+def implied_busbw(samples_per_sec_1: float, samples_per_sec_k: float, k: int,
+                  batch_per_device: int, grad_bytes: float) -> float:
+    """The bus bandwidth that would explain the measured loss if all of it were a
+    non-overlapped all-reduce (inf when k devices lost nothing)."""
+    exposed = implied_exposed_time(samples_per_sec_1, samples_per_sec_k, k, batch_per_device)
+    if exposed <= 0:
+        return math.inf
+    return 2 * (k - 1) / k * grad_bytes / exposed
+
+
+def overlap_from_steps(t_step_sync: float, t_step_nosync: float, t_allreduce: float) -> float:
+    """Share of the all-reduce hidden behind backward, from per-step times measured with
+    gradient synchronisation and without (DDP's no_sync) and the all-reduce alone:
+    1 - exposed / t_allreduce, clipped to [0, 1] (noise can push it past either end)."""
+    if t_allreduce <= 0:
+        raise ValueError(f"t_allreduce={t_allreduce!r} must be > 0 seconds")
+    exposed = t_step_sync - t_step_nosync
+    return min(1.0, max(0.0, 1 - exposed / t_allreduce))

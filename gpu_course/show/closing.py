@@ -1,0 +1,314 @@
+"""A lesson's closing text, built from the table it follows and checked as it is said.
+
+Every measurement a closing sentence prints comes from somewhere the reader can see: a
+cell of the table (written as the table writes it), a ratio of two of its cells, a noise
+verdict on two of its runs (`noise`), a setting of the lesson named as such, or a quote
+whose source (the talk, a data sheet) the sentence names. `Closing` hands out those
+citations and prints a line only when every measurement in it is one of them:
+
+    say = Closing(table, runs)               # runs: the runs behind the table's rows, in order
+    say(f"1 worker: {say.cell(0, 'samples_per_sec')} samples/s; the best: "
+        f"{say.cell(best, 'samples_per_sec')}, {say.compare(0, best)}.")
+    say.text, say.cited                      # what was printed, and the values behind it
+
+A measurement no citation accounts for (a typed "~6x slower", "306 samples/s" without its
+source named) is refused with the number and the line, so a notebook run by the test
+suite fails on it. A measurement is a number with a decimal point, thousands separators,
+a percent sign, a × (or x) beside it, or a unit after it; counts ("2 workers", "lesson
+9") are not. No deep-learning framework here.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ..analyse import metrics, noise
+from . import tables
+
+_UNITS = ("samples/s", "images/s", "MB/s", "GB/s", "ms", "µs", "s", "points", "MiB", "GiB",
+          "KB", "MB", "GB")
+# a number that is not part of a name (float16, ResNet-20, sm_86); "x" may lead it (x3.7)
+_NUMBER = re.compile(r"(?<![A-Za-wyz\d_.,])(?<![A-Za-z]-)(?<![A-Za-z]x)"
+                     r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?")
+_AFTER = re.compile(r"\s?(?:%|×|x(?![A-Za-z])|(?:" + "|".join(map(re.escape, _UNITS))
+                    + r")(?![A-Za-z]))")
+
+
+class UncitedNumber(ValueError):
+    """A closing line prints a measurement that is not its table's."""
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One number (or noise verdict) a closing line may print: the text as printed, the
+    value behind it, and where it comes from."""
+
+    text: str
+    value: float
+    source: str
+    kind: str = "table"     # "table", "verdict", "setting" or "quote"
+
+
+@dataclass(frozen=True)
+class Line:
+    """A printed line and the citations it used."""
+
+    text: str
+    cited: tuple
+
+
+@dataclass
+class Closing:
+    """Citations from `table` (a DataFrame, one row per run) and the lines said with them.
+
+    runs: the runs behind the rows, in the same order (needed for noise verdicts and
+    chance sentences); each must carry its row's name and samples/s. key: the column
+    that names the rows (a row label printed in a line is the table's, digits and all)."""
+
+    table: pd.DataFrame
+    runs: list | None = None
+    key: str = "rung"
+    lines: list = field(default_factory=list)
+    _citations: list = field(default_factory=list, repr=False)
+
+    def __post_init__(self):
+        if not isinstance(self.table, pd.DataFrame) or not len(self.table):
+            raise ValueError(f"table={type(self.table).__name__} must be a DataFrame with at "
+                             "least one row (the table the closing text cites)")
+        if self.key in self.table.columns:
+            self.table = self.table.reset_index(drop=True)
+        else:  # the index names the rows (e.g. a pivot of speed-ups)
+            self.table = self.table.reset_index()
+            self.table = self.table.rename(columns={self.table.columns[0]: self.key})
+        if self.runs is not None:
+            self.runs = list(self.runs)
+            if len(self.runs) != len(self.table):
+                raise ValueError(f"runs has {len(self.runs)} runs for a table of "
+                                 f"{len(self.table)} rows; pass the runs behind the rows, in order")
+            for i, run in enumerate(self.runs):
+                self._check_row(i, run)
+
+    # -- what a line may cite ---------------------------------------------------------------
+    def cell(self, row, column: str, fmt: str | None = None) -> str:
+        """The cell as the table writes it (`tables.cell`), or with `fmt` (e.g. "{:.1%}")."""
+        i, value = self._row(row), self._value(row, column)
+        text = fmt.format(value) if fmt else tables.cell(column, value)
+        return self._cite(text, value, f"{column} of {self._name(i)!r}")
+
+    def ratio(self, column: str, a, b, percent: bool = False) -> str:
+        """Row b's `column` over row a's, as the speed-up column writes it (×1.31), or as a
+        percent (percent=True: 87%)."""
+        value = self._value(b, column) / self._value(a, column)
+        text = f"{value:.0%}" if percent else tables.cell("speedup", value)
+        return self._cite(text, value, f"{column} of {self._name(self._row(b))!r} over "
+                                       f"{self._name(self._row(a))!r}")
+
+    def compare(self, a, b, value=metrics.samples_per_sec) -> noise.Verdict:
+        """`noise.compare` of rows b against rows a (a row, or a list of repeated rows):
+        the verdict, cited as `noise.sentence` writes it (what `str(verdict)` prints)."""
+        v = noise.compare(self._runs(a), self._runs(b), value)
+        self._cite(noise.sentence(v), v.ratio, "noise.compare of "
+                   f"{self._names(b)} against {self._names(a)}", "verdict")
+        return v
+
+    def accuracy(self, a, b) -> tuple[float, str]:
+        """`noise.accuracy_change` of row b against row a: (points, sentence), cited."""
+        points, text = noise.accuracy_change(self._run(a), self._run(b))
+        self._cite(text, points, f"noise.accuracy_change of {self._names(b)} against "
+                                 f"{self._names(a)}", "verdict")
+        return points, text
+
+    def chance(self, row) -> str:
+        """`noise.chance_sentence` of the row's run, cited."""
+        run = self._run(row)
+        return self._cite(noise.chance_sentence(run), metrics.val_acc(run),
+                          f"noise.chance_sentence of {run.name!r}", "verdict")
+
+    def at_chance(self, rows) -> bool:
+        """Whether every run of `rows` (a row or a list) is within noise of chance."""
+        runs = self._runs(rows)
+        return all(noise.at_chance(run) for run in (runs if isinstance(runs, list) else [runs]))
+
+    def setting(self, name: str, value, fmt: str = "{}") -> str:
+        """A setting of the lesson or the course (a parameter, a threshold), by its name."""
+        return self._cite(fmt.format(value), _number(value), f"the setting {name}", "setting")
+
+    def quote(self, source: str, value, fmt: str = "{}") -> str:
+        """A number from `source` (e.g. "the talk"): a line that prints it must name it."""
+        if not isinstance(source, str) or not source.strip():
+            raise ValueError(f"source={source!r} must name where the number comes from, "
+                             "e.g. 'the talk'")
+        return self._cite(fmt.format(value), _number(value), source, "quote")
+
+    # -- saying and checking ----------------------------------------------------------------
+    def __call__(self, text: str) -> None:
+        """Print `text` as the closing's next line, once every measurement in it is cited
+        (else UncitedNumber, naming the numbers)."""
+        cited, problems = self.read(text)
+        if problems:
+            raise UncitedNumber(f"closing line {text!r}: " + "; ".join(problems))
+        self.lines.append(Line(text, tuple(cited)))
+        print(text)
+
+    def read(self, text: str) -> tuple[list, list]:
+        """(the citations `text` uses, its problems): measurements no citation covers, and
+        quotes whose source the line does not name."""
+        covered, cited, problems = [], [], []
+        for c in self._citations:
+            spans = _occurrences(text, c.text)
+            if spans:
+                cited.append(c)
+                covered += spans
+                if c.kind == "quote" and c.source.lower() not in text.lower():
+                    problems.append(f"{c.text!r} is quoted from {c.source!r}, which the line "
+                                    "does not name")
+        for label in self.table[self.key]:
+            covered += _occurrences(text, str(label))   # a row's name is the table's
+        for (start, end), (first, last) in _measured(text):
+            if not any(a <= first and last <= b for a, b in covered):
+                problems.append(f"{text[start:end]!r} is not a number of the table (cite it: "
+                                "cell, ratio, compare, accuracy, chance; or setting/quote "
+                                "with its source)")
+        return cited, problems
+
+    def check(self) -> list[str]:
+        """Every problem of every line said so far ([] when each number is cited), and
+        whether the runs still match the table's rows."""
+        out = [f"line {n + 1}: {p}" for n, line in enumerate(self.lines)
+               for p in self.read(line.text)[1]]
+        for i, run in enumerate(self.runs or ()):
+            try:
+                self._check_row(i, run)
+            except ValueError as err:
+                out.append(str(err))
+        return out
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line.text for line in self.lines)
+
+    @property
+    def cited(self) -> list[Citation]:
+        """The citations the lines used, in the order first used."""
+        seen = []
+        for line in self.lines:
+            seen += [c for c in line.cited if c not in seen]
+        return seen
+
+    # -- rows ---------------------------------------------------------------------------------
+    def _cite(self, text: str, value, source: str, kind: str = "table") -> str:
+        self._citations.append(Citation(text, value, source, kind))
+        return text
+
+    def _row(self, row) -> int:
+        n = len(self.table)
+        if isinstance(row, bool):
+            pass
+        elif isinstance(row, numbers.Integral):
+            if -n <= row < n:
+                return int(row) % n
+        elif isinstance(row, str):
+            hits = [i for i, name in enumerate(self.table[self.key]) if name == row]
+            if len(hits) == 1:
+                return hits[0]
+        elif self.runs is not None:
+            hits = [i for i, run in enumerate(self.runs) if run is row]
+            if hits:
+                return hits[0]
+        names = list(self.table[self.key])
+        raise ValueError(f"row={row!r} is not a row of the table; allowed: a position in "
+                         f"0..{n - 1}, one of its runs, or a unique {self.key}: {names}")
+
+    def _value(self, row, column: str) -> float:
+        if column not in self.table.columns:
+            raise ValueError(f"column={column!r} is not in the table; allowed: "
+                             f"{list(self.table.columns)}")
+        return self.table[column].iloc[self._row(row)]
+
+    def _name(self, i: int) -> str:
+        return str(self.table[self.key].iloc[i])
+
+    def _rows(self, rows) -> list[int]:
+        return [self._row(r) for r in (rows if isinstance(rows, (list, tuple)) else [rows])]
+
+    def _runs(self, rows):
+        if self.runs is None:
+            raise ValueError("this Closing has no runs: pass Closing(table, runs) to cite "
+                             "noise verdicts and chance sentences")
+        found = [self.runs[i] for i in self._rows(rows)]
+        return found if isinstance(rows, (list, tuple)) else found[0]
+
+    def _run(self, row):
+        run = self._runs(row)
+        if isinstance(run, list):
+            raise ValueError(f"row={row!r}: one row, not a list, for an accuracy or chance")
+        return run
+
+    def _names(self, rows) -> str:
+        return ", ".join(repr(self._name(i)) for i in self._rows(rows))
+
+    def _check_row(self, i: int, run) -> None:
+        """A run must be its row: the same name, the same samples/s."""
+        if str(self.table[self.key].iloc[i]) != str(run.name):
+            raise ValueError(f"runs[{i}] is {run.name!r} but row {i} of the table is "
+                             f"{self.table[self.key].iloc[i]!r}: pass the runs in the table's order")
+        if "samples_per_sec" in self.table.columns:
+            mine, theirs = metrics.samples_per_sec(run), self.table["samples_per_sec"].iloc[i]
+            if not (_same(mine, theirs)):
+                raise ValueError(f"runs[{i}] ({run.name!r}) trained at {mine} samples/s but row "
+                                 f"{i} of the table says {theirs}: the table is not these runs'")
+
+
+def measurements(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each measurement in `text`: a number with a decimal point,
+    thousands separators, a percent sign, a × or x beside it, or a unit after it."""
+    return [span for span, _ in _measured(text)]
+
+
+def _measured(text: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Each measurement's span with its unit, and the part a citation must cover: the
+    number with a × or x before it and a % or × right after it (a unit may stand apart)."""
+    out = []
+    for m in _NUMBER.finditer(text):
+        start, end, number = m.start(), m.end(), m.group()
+        if start and text[start - 1] in "×x":
+            start -= 1
+        core_end = end + 1 if text[end:end + 1] in ("%", "×") else end
+        after = _AFTER.match(text, end)
+        if "." in number or "," in number or start < m.start() or after:
+            out.append(((start, after.end() if after else end), (start, core_end)))
+    return out
+
+
+def _occurrences(text: str, part: str) -> list[tuple[int, int]]:
+    """Spans of `part` in `text` that do not cut a number in two (cited "1" is not the
+    1 of "1,234" or "0.1")."""
+    if not part:
+        return []
+    spans, at = [], text.find(part)
+    while at >= 0:
+        end = at + len(part)
+        before, after = text[at - 1:at], text[end:end + 2]
+        cuts = (before.isdigit() or before in ".,") and before != "" and part[:1].isdigit()
+        cuts |= part[-1:].isdigit() and (after[:1].isdigit()
+                                         or (after[:1] in ".," and after[1:2].isdigit()))
+        if not cuts:
+            spans.append((at, end))
+        at = text.find(part, at + 1)
+    return spans
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _same(a, b) -> bool:
+    a, b = _number(a), _number(b)
+    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)

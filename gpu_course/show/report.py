@@ -1,0 +1,427 @@
+"""The ladder as text: a formatted table, a Markdown/HTML report and a conclusion
+written from the measurements (never typed by hand).
+
+Every number comes from `metrics`, the one module that defines them; the names below
+are the same functions, kept here so a notebook can write `gc.report.samples_per_sec(run)`.
+Matplotlib is imported only by `write_report`, so printing a table stays fast.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import math
+import re
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from ..analyse import flops, metrics
+from . import tables
+from ..analyse.metrics import STATUS_TEXT, baseline_index, data_wait_share, epoch_spans, epoch_time_s, gpu_util, samples_per_sec, samples_per_sec_all, status, val_acc
+from ..measure.records import write_atomic
+
+_GPU_AT = metrics.TABLE_COLUMNS.index("gpu_util") + 1
+LADDER_COLUMNS = (metrics.TABLE_COLUMNS[:_GPU_AT] + ["sm_active", "tensor_active"]
+                  + metrics.TABLE_COLUMNS[_GPU_AT:-1] + ["tflops", "peak_pct", "status"])
+NO_VALUE = "–"
+
+# column -> (header, how a value is written); NaN is written NO_VALUE
+_FORMATS = {
+    "rung": ("rung", str),
+    "repeats": ("runs", str),
+    "ran": ("ran (where not as requested)", str),
+    "samples_per_sec": ("samples/s (steady)", lambda v: f"{v:,.1f}"),
+    "samples_per_sec_range": ("min–max", str),
+    "samples_per_sec_all": ("samples/s (all)", lambda v: f"{v:,.1f}"),
+    "epoch_time_s": ("epoch (s)", lambda v: f"{v:,.1f}"),
+    "gpu_util": ("GPU util", lambda v: f"{v:.0f}%"),
+    "sm_active": ("SM active", lambda v: f"{v:.0f}%"),
+    "tensor_active": ("tensor active", lambda v: f"{v:.0f}%"),
+    "data_wait_share": ("data wait", lambda v: f"{100 * v:.0f}%"),
+    "spikiness": ("p95/p50 step", lambda v: f"{v:.2f}"),
+    "speedup": ("speed-up", lambda v: f"×{v:.2f}"),
+    "val_acc": ("val acc", lambda v: f"{100 * v:.1f}%"),
+    "tflops": ("TFLOP/s", lambda v: f"{v:.3g}"),
+    "peak_pct": ("% of peak", lambda v: f"{v:.0f}%" + (tables.ABOVE_PEAK if v > 100 else "")),
+    "status": ("status", lambda v: STATUS_TEXT.get(v, v)),
+}
+_TEXT_COLUMNS = {"rung", "ran", "status"}
+
+
+# -- tables --------------------------------------------------------------------------------
+
+def ladder_table(runs, baseline=0) -> pd.DataFrame:
+    """One row per run or group of repeats, in order (`metrics.table`): each rung labelled
+    by what ran, with
+    GPM's SM and tensor-core activity beside GPU-Util (`metrics.gpm_activity`; Hopper
+    and newer, else empty and not shown) and the achieved TFLOP/s and % of peak
+    (`flops.table_columns`) before the status."""
+    table = metrics.table(runs, baseline)
+    runs = [metrics.representative(r) for r in runs]  # a group of repeats: its median run
+    at = table.columns.get_loc("gpu_util") + 1
+    for offset, name in enumerate(("sm_active", "tensor_active")):
+        table.insert(at + offset, name, [metrics.gpm_activity(r)[name] for r in runs])
+    return flops.table_columns(table, runs)
+
+
+def format_table(df: pd.DataFrame) -> str:
+    """The table as fixed-width text for a terminal: 1,234.5 samples/s, ×3.2, 97%, – for NaN.
+    The "ran" column is left out when every run ran as requested."""
+    df = shown(df)
+    header = [_FORMATS.get(c, (str(c),))[0] for c in df.columns]
+    cells = [[_cell(c, v) for c, v in zip(df.columns, row)]
+             for row in df.itertuples(index=False)]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
+
+    def line(values):
+        return "  ".join(v.ljust(w) if c in _TEXT_COLUMNS else v.rjust(w)
+                         for c, v, w in zip(df.columns, values, widths)).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), rule] + [line(r) for r in cells])
+
+
+def shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The table as it is shown (`tables.readable`): no empty "ran" or GPM columns, and
+    samples/s's spread as one "min–max" column."""
+    return tables.readable(table)
+
+
+def conclusion(runs, baseline=0) -> str:
+    """The ladder in a few sentences, computed from its numbers and judged against the
+    run-to-run noise (`noise`): the fastest rung against the baseline, then what each
+    rung's change did to the rung before it (helped, hurt, within noise), when a warm-up
+    (compile) cost pays back, and whether another program shared the machine."""
+    from ..analyse import noise
+    groups = _as_list(runs)
+    table = ladder_table(groups, baseline)
+    # a group of repeats is judged by its runs' spread, a single run by its blocks'
+    compared = [g if isinstance(g, (list, tuple)) and len(g) > 1 else metrics.representative(g)
+                for g in groups]
+    runs = [metrics.representative(g) for g in groups]
+    base_i = baseline_index(runs, baseline)
+    base = table.iloc[base_i]
+    failed = [f"'{r.rung}' " + {"oom": "ran out of memory", "diverged": "diverged"}.get(
+              r.status, "failed") for r in table.itertuples() if r.status in metrics.FAILED]
+    failed_text = f" {_join(failed)}." if failed else ""
+    ok = [i for i, r in enumerate(table.itertuples())
+          if r.samples_per_sec > 0 and r.status not in metrics.FAILED]
+    if not ok:
+        return "No rung finished a steady step, so there is nothing to compare yet." + failed_text
+    best_i = max(ok, key=lambda i: table.samples_per_sec[i])
+    best = table.iloc[best_i]
+    where = " on the CPU" if math.isnan(best["gpu_util"]) else ""
+    speed = f"{best['samples_per_sec']:,.0f} samples/s{where}"
+    if best_i == base_i:
+        text = [f"The baseline '{base['rung']}' is the fastest rung at {speed}."]
+    elif math.isnan(best["speedup"]):
+        text = [f"The fastest rung, '{best['rung']}', trains at {speed}; the baseline "
+                f"'{base['rung']}' has no throughput to compare "
+                f"({STATUS_TEXT.get(base['status'], base['status'])})."]
+    else:
+        verdict = noise.compare(compared[base_i], compared[best_i])
+        line = (f"The fastest rung, '{best['rung']}', trains at {speed}: against the "
+                f"baseline '{base['rung']}' {noise.sentence(verdict)}")
+        if not (math.isnan(base["gpu_util"]) or math.isnan(best["gpu_util"])):
+            line += (f"; GPU utilisation went from {base['gpu_util']:.0f}% "
+                     f"to {best['gpu_util']:.0f}%")
+        text = [line + "."]
+    steps = []
+    for before, after in zip(ok, ok[1:]):
+        verdict = noise.compare(compared[before], compared[after])
+        steps.append(f"'{table.rung[after]}' {noise.sentence(verdict)}")
+    if steps:
+        text.append("Each rung against the one before it: " + "; ".join(steps) + ".")
+    text += _accuracy_effects(runs, table, ok)
+    text += _warmup_costs(runs, table, ok)
+    text += _preparation_costs(runs, table, ok)
+    shared = [table.rung[i] for i, group in enumerate(metrics.as_groups(groups))
+              if any(metrics.machine_load(run)["shared"] for run in group)]
+    if shared:
+        text.append(f"Another program shared the machine during {_join(shared)} (the "
+                    "machine busier than the run's own use): their numbers are pessimistic "
+                    "and noisier.")
+    text += [sentence[0].upper() + sentence[1:] + "."
+             for sentence in noise.far_apart(_flat(groups))]
+    return " ".join(text) + failed_text
+
+
+def _warmup_costs(runs, table, ok) -> list[str]:
+    """A sentence per rung whose warm-up (compile, autotuning) cost more than 10 % of its
+    whole run: how long it took, and after how many epochs its speed pays it back
+    against the rung before it."""
+    out = []
+    for before, after in zip(ok, ok[1:]):
+        steady, whole = table.samples_per_sec[after], table.samples_per_sec_all[after]
+        if not whole or math.isnan(whole) or whole >= 0.9 * steady:
+            continue
+        warm = metrics.warmup_s(runs[after]) - metrics.warmup_s(runs[before])
+        per_epoch = table.epoch_time_s[before] - table.epoch_time_s[after]
+        if per_epoch <= 0:
+            gain = "at this size it does not pay back"
+        elif warm <= 0:  # no more warm-up than the rung before, and faster epochs
+            gain = "it pays back at once (no more warm-up than the rung before)"
+        elif warm / per_epoch < 0.05:  # would print as "after 0.0 epochs"
+            gain = (f"it pays back within its first epoch ({warm:.2f} s more warm-up than "
+                    "the rung before)")
+        else:
+            gain = f"it pays back after {warm / per_epoch:.1f} epochs"
+        out.append(f"'{table.rung[after]}' spent {metrics.warmup_s(runs[after]):.1f} s in "
+                   f"warm-up steps (samples/s over the whole run {whole:,.0f} against "
+                   f"{steady:,.0f} steady): {gain}.")
+    return out
+
+
+def _accuracy_effects(runs, table, ok) -> list[str]:
+    """One sentence on validation accuracy, rung against the rung before it: the changes
+    outside 2 standard errors (`noise.accuracy_change`), or that none was."""
+    from ..analyse import noise
+    moved = []
+    for before, after in zip(ok, ok[1:]):
+        if math.isnan(metrics.val_acc(runs[before])) or math.isnan(metrics.val_acc(runs[after])):
+            continue
+        points, sentence = noise.accuracy_change(runs[before], runs[after])
+        if "an effect" in sentence:
+            moved.append(f"'{table.rung[after]}' {sentence} against '{table.rung[before]}'")
+    if len(ok) < 2:
+        return []
+    if not moved:
+        return ["Validation accuracy: no rung moved it outside 2 standard errors of the rung "
+                "before it."]
+    return ["Validation accuracy, rung against the rung before it, beyond the test set's "
+            "sampling noise: " + "; ".join(moved) + ". One run's training varies by more "
+            "than that (other arithmetic, a compiled graph say, takes another path): repeat "
+            "the rungs (--repeats) before crediting a few points to a change."]
+
+
+def _preparation_costs(runs, table, ok) -> list[str]:
+    """A sentence per rung that read a copy of its data made before it ran (a packed
+    file: offline pre-processing, not in its samples/s): what making it cost, and after
+    how many epochs the rung's shorter epochs pay that back against the rung before it.
+    A copy an earlier ladder made counts the time that ladder recorded beside it, or is
+    named as untimed; one this ladder made for an earlier rung is not named again."""
+    out, made_here = [], set()
+    for before, after in zip([None] + ok, ok):
+        note = (runs[after].meta.get("notes") or {}).get("prepared") or {}
+        if not note or note.get("path") in made_here:
+            continue
+        made_here.add(note.get("path"))
+        rung = table.rung[after]
+        cost = metrics.preparation_s(runs[after])
+        if math.isnan(cost):
+            out.append(f"'{rung}' read {note.get('what')} made by an earlier run that did "
+                       "not record its time (its making is not timed in this ladder).")
+            continue
+        made = ("made by an earlier run (offline, not in its samples/s)" if note.get("reused")
+                else "made once before it ran (offline, not in its samples/s)")
+        text = (f"'{rung}' read {note.get('what')}, {made}: "
+                f"{note.get('images'):,} images in {cost:.1f} s")
+        if before is not None:
+            per_epoch = table.epoch_time_s[before] - table.epoch_time_s[after]
+            text += (f"; against '{table.rung[before]}' its epochs are {per_epoch:.1f} s "
+                     f"shorter, so it pays back after {cost / per_epoch:.1f} epochs"
+                     if per_epoch > 0 else f"; its epochs are no shorter than "
+                     f"'{table.rung[before]}''s, so it does not pay back")
+        out.append(text + ".")
+    return out
+
+
+# -- the report ----------------------------------------------------------------------------
+
+def write_report(runs, out_dir, title="gpu-course ladder", baseline=0) -> dict:
+    """Write report.md and report.html (figures embedded) plus the figures as PNGs into
+    `out_dir`. Returns {"markdown", "html", "ladder", "throughput", "curves": Path,
+    "timelines": [Path, one per run]}."""
+    from . import plots  # matplotlib only when a report is written
+
+    groups = _as_list(runs)
+    runs = _flat(groups)  # every run gets its own timeline and step figure
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    table = ladder_table(groups, baseline)
+    figures = {"ladder": out / "ladder.png", "throughput": out / "throughput.png",
+               "curves": out / "curves.png"}
+    plots.ladder(groups, baseline=baseline, save=figures["ladder"])
+    plots.throughput(groups, save=figures["throughput"])
+    plots.curves(runs, save=figures["curves"])
+    timelines = [out / f"timeline-{i + 1:02d}-{_slug(run.name)}.png" for i, run in enumerate(runs)]
+    for run, path in zip(runs, timelines):
+        plots.utilisation_timeline(run, save=path)
+    step_figures = [out / f"steps-{i + 1:02d}-{_slug(run.name)}.png" for i, run in enumerate(runs)]
+    for run, path in zip(runs, step_figures):
+        plots.step_times(run, save=path)
+
+    sections = {
+        "title": title, "conclusion": conclusion(groups, baseline),
+        "header": _header(runs), "table": shown(table), "runs": _run_lines(runs),
+        "figures": [("Ladder", figures["ladder"]), ("Throughput", figures["throughput"]),
+                    ("Accuracy and loss", figures["curves"])]
+        + [(f"Utilisation: {run.name}", path) for run, path in zip(runs, timelines)]
+        + [(f"Steps: {run.name}", path) for run, path in zip(runs, step_figures)],
+    }
+    paths = {"markdown": out / "report.md", "html": out / "report.html"}
+    write_atomic(paths["markdown"], _markdown(sections))  # temp file + rename
+    write_atomic(paths["html"], _html(sections))
+    return {**paths, **figures, "timelines": timelines, "steps": step_figures}
+
+
+def _header(runs) -> list[tuple[str, str]]:
+    """(label, text) pairs describing the machine and software of the first run."""
+    meta = runs[0].meta
+    hw = meta.get("hardware") or {}
+    gpus = hw.get("gpus") or []
+    kinds = Counter(f"{g.get('name', 'GPU')} ({(g.get('memory_total_mib') or 0) / 1024:.0f} GiB, "
+                    f"sm_{str(g.get('compute_capability', '?')).replace('.', '')})" for g in gpus)
+    gpu_text = ", ".join(f"{n} × {kind}" for kind, n in kinds.items()) or "none (CPU only)"
+    versions = meta.get("versions") or {}
+    git = meta.get("git") or {}
+    lines = [
+        ("generated", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+        ("engine", str(meta.get("engine", "?"))),
+        ("GPUs", gpu_text),
+        ("driver / CUDA", f"{hw.get('driver') or NO_VALUE} / {hw.get('cuda') or NO_VALUE}"),
+        ("CPU", f"{hw.get('cpu_model') or '?'}, {hw.get('cpu_count') or '?'} cores"),
+        ("host", f"{hw.get('hostname') or '?'} ({hw.get('platform') or '?'})"),
+        ("versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) or NO_VALUE),
+        ("git", f"{git.get('commit') or NO_VALUE}{' (dirty)' if git.get('dirty') else ''}"),
+    ]
+    machines = {_machine_key(run) for run in runs}
+    if len(machines) > 1:
+        lines.append(("note", f"the runs come from {len(machines)} different machines; "
+                              "the header describes the first"))
+    return lines
+
+
+def _run_lines(runs) -> list[str]:
+    lines = []
+    for run in runs:
+        line = f"{run.name}: {run.meta.get('run_id', Path(str(run.path)).name)}"
+        summary = (run.summary or {}).get("summary_line")
+        error = run.meta.get("error")
+        line += f" — {summary}" if summary else ""
+        traces = sorted(Path(str(run.path)).glob("profile/*.json.gz"))   # gpu-course profile
+        line += "".join(f" — trace: {trace}" for trace in traces)
+        lines.append(line + (f" — error: {error}" if error else ""))
+    return lines
+
+
+def _markdown(s) -> str:
+    esc = _md_escape
+    out = [f"# {esc(s['title'])}", "", esc(s["conclusion"]), ""]
+    out += [f"- **{esc(k)}**: {esc(v)}" for k, v in s["header"]] + [""]
+    header = [_FORMATS.get(c, (c,))[0] for c in s["table"].columns]
+    out.append("| " + " | ".join(esc(h) for h in header) + " |")
+    columns = s["table"].columns
+    out.append("|" + "|".join(":--" if c in _TEXT_COLUMNS else "--:" for c in columns) + "|")
+    for row in s["table"].itertuples(index=False):
+        out.append("| " + " | ".join(esc(_cell(c, v)) for c, v in zip(columns, row)) + " |")
+    out += ["", "## Runs", ""] + [f"- {esc(line)}" for line in s["runs"]] + [""]
+    for caption, path in s["figures"]:
+        out += [f"## {esc(caption)}", "", f"![{esc(caption)}]({path.name})", ""]
+    return "\n".join(out)
+
+
+def _html(s) -> str:
+    esc = html.escape
+    table = s["table"]
+    head = "".join(f"<th>{esc(_FORMATS.get(c, (c,))[0])}</th>" for c in table.columns)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="{"text" if c in _TEXT_COLUMNS else "num"}">'
+                         f"{esc(_cell(c, v))}</td>" for c, v in zip(table.columns, row)) + "</tr>"
+        for row in table.itertuples(index=False))
+    figures = "".join(
+        f"<h2>{esc(caption)}</h2>\n<img alt=\"{esc(caption)}\" "
+        f"src=\"data:image/png;base64,{base64.b64encode(path.read_bytes()).decode('ascii')}\">\n"
+        for caption, path in s["figures"])
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(s['title'])}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }}
+table {{ border-collapse: collapse; }}
+th, td {{ padding: 4px 10px; border-bottom: 1px solid #ddd; }}
+td.num {{ text-align: right; font-variant-numeric: tabular-nums; }} img {{ max-width: 100%; }}
+dt {{ font-weight: bold; float: left; width: 9em; }} dd {{ margin-left: 10em; }}
+</style></head><body>
+<h1>{esc(s['title'])}</h1>
+<p><strong>{esc(s['conclusion'])}</strong></p>
+<dl>{''.join(f'<dt>{esc(k)}</dt><dd>{esc(v)}</dd>' for k, v in s['header'])}</dl>
+<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
+<h2>Runs</h2>
+<ul>{''.join(f'<li>{esc(line)}</li>' for line in s['runs'])}</ul>
+{figures}</body></html>
+"""
+
+
+# -- small helpers -------------------------------------------------------------------------
+
+def _as_list(runs) -> list:
+    runs = list(runs)
+    if not runs:
+        raise ValueError("runs is empty; pass at least one run record")
+    return runs
+
+
+def _flat(groups) -> list:
+    """Every run of `groups` (runs and lists of repeats), in order."""
+    return [run for group in metrics.as_groups(groups) for run in group]
+
+
+def _cell(column, value) -> str:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return NO_VALUE
+    return str(_FORMATS.get(column, (None, str))[1](value))
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _machine_key(run) -> tuple:
+    hw = run.meta.get("hardware") or {}
+    return (hw.get("hostname"), tuple(g.get("name") for g in hw.get("gpus") or []))
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")[:40] or "run"
+
+
+def _md_escape(text) -> str:
+    """Markdown passes raw HTML through, so escape it, and pipes that would split cells."""
+    return html.escape(str(text), quote=False).replace("|", "\\|")
+
+
+# -- reference results ----------------------------------------------------------------
+REFERENCE_ROOT = Path(__file__).resolve().parents[1] / "reference"
+
+
+def reference_runs(*prefixes: str, folder: str = "pytorch-h200") -> dict:
+    """The newest reference run of each name starting with one of `prefixes`
+    (all names when none are given), keyed by name; {} when none are recorded."""
+    from ..measure.records import load_runs
+    runs = load_runs(REFERENCE_ROOT / folder)
+    return {r.name: r for r in runs if not prefixes or r.name.startswith(prefixes)}
+
+
+def beside_reference(mine, reference: dict, baseline=0):
+    """This machine's ladder table beside the reference runs' (one frame, two blocks)."""
+    return pd.concat({"this machine": ladder_table(list(mine), baseline).set_index("rung"),
+                      "reference": ladder_table(list(reference.values())).set_index("rung")})
+
+
+def no_reference_line(folder: str = "pytorch-h200") -> str:
+    """What a notebook prints when the reference has no run for it (computed, not typed):
+    none recorded at all, or none of this lesson's kind (a one-GPU reference has no
+    multi-GPU run)."""
+    from ..measure.records import load_runs
+    runs = load_runs(REFERENCE_ROOT / folder)
+    if not runs:
+        return (f"No reference results are recorded yet (0 runs in "
+                f"gpu_course/reference/{folder}): only this machine's numbers are shown.")
+    gpus = {len(r.meta.get("hardware", {}).get("gpus") or []) for r in runs}
+    names = sorted({r.meta.get("hardware", {}).get("gpus", [{}])[0].get("name", "?")
+                    for r in runs if r.meta.get("hardware", {}).get("gpus")})
+    return (f"The reference results ({len(runs)} runs in gpu_course/reference/{folder}, on "
+            f"{max(gpus)} x {', '.join(names) or 'no GPU'}) have no run of this lesson's "
+            "kind: only this machine's numbers are shown.")

@@ -1,0 +1,56 @@
+"""The Gluon (Apache MXNet 1.9) track: `from gpu_course import gluon as gc`.
+
+Same public names as `gpu_course.tracks.torch`, so a lesson reads the same in both tracks:
+gpu_count, try_devices, load_datasets, prepare_data, make_loader, load_data,
+get_model, build, record, train, evaluate, lr_scheduler, sweep, plus Experiment,
+load_run(s), metrics, plots and report.
+"""
+from __future__ import annotations
+
+import importlib
+
+from ...config import Experiment
+from ...experiments import interleave as _interleave
+from ...lessons import conclude, show, sizes, workers
+from ...experiments import sweep as _sweep
+from ...measure.records import OutOfMemory, load_run, load_runs
+from .data import make_loader
+from .datasets import load_data, load_datasets
+from .io_data import prepare_data
+from .devices import gpu_count, try_devices
+from .models import get_model
+from .profile import profile_steps
+from .optim import lr_scheduler, make_trainer, optimizer_params
+from .loop import evaluate, split
+from .record import record
+from .train import build, train
+
+__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
+           "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
+           "get_model", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
+           "make_trainer", "sweep", "profile_steps", "repeat"]
+
+
+def sweep(cfg: Experiment, field: str, values, repeats: int = 1, **train_kwargs):
+    """train(cfg with `field` set to each value); an out-of-memory point is recorded
+    (status "oom") and the sweep goes on. Returns the runs in order; repeats=k runs the
+    sweep k times, interleaved, and returns a list of runs per value."""
+    return _sweep(train, cfg, field, values, repeats, **train_kwargs)
+
+
+def repeat(cfgs, repeats: int = 3, **train_kwargs):
+    """Each config trained `repeats` times, interleaved; {name: [runs]} for
+    `noise.compare` (is a difference an effect or run-to-run noise?)."""
+    return _interleave(train, list(cfgs), repeats, **train_kwargs)
+
+# course modules a notebook may reach as gc.<name>, loaded on first use
+LAZY = {"plots": "show.plots", "report": "show.report", "tables": "show.tables",
+        "closing": "show.closing", "diagnose": "analyse.diagnose", "metrics": "analyse.metrics",
+        "noise": "analyse.noise"}
+
+
+def __getattr__(name: str):
+    # plots and report load matplotlib: only when a notebook asks for them (tables: pandas)
+    if name in LAZY:
+        return importlib.import_module(f"gpu_course.{LAZY[name]}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

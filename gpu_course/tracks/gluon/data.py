@@ -1,0 +1,127 @@
+"""Gluon datasets and DataLoaders over the course's image arrays.
+
+The augmentation is GluonCV's CIFAR-10 recipe (pad-4 random crop, horizontal flip,
+ToTensor, Normalize), one image at a time, attached with `transform_first` so that it
+runs inside the DataLoader's worker processes: `num_workers` is the lesson's knob.
+"""
+from __future__ import annotations
+
+import multiprocessing.pool
+import os
+import random
+import signal
+
+import mxnet as mx
+import numpy as np
+from gluoncv.data import transforms as gcv_transforms
+from mxnet.gluon.data import ArrayDataset, DataLoader
+from mxnet.gluon.data.vision import transforms
+
+from ... import data as course_data
+from ...config import Experiment
+from ...measure.guards import LoaderWorkerDied
+
+
+class Augment:
+    """Per-image transform for `Dataset.transform_first`.
+
+    Forked loader workers start with the parent's NumPy and MXNet random state (only
+    Python's `random` is reseeded at fork), so every worker would flip, jitter and
+    rotate its n-th image alike; the first call in a new process reseeds them from
+    (seed, pid).
+    """
+
+    def __init__(self, cfg: Experiment, train: bool, source_size: int):
+        steps = []
+        if source_size != cfg.image_size:
+            steps.append(transforms.Resize(cfg.image_size))
+        if train and cfg.augment != "none":
+            steps += [gcv_transforms.RandomCrop(cfg.image_size, pad=4),
+                      transforms.RandomFlipLeftRight()]
+        if train and cfg.augment == "heavy":  # deliberately expensive CPU work per image
+            steps.append(transforms.RandomColorJitter(brightness=0.4, contrast=0.4,
+                                                      saturation=0.4))
+        steps.append(transforms.ToTensor())  # HWC uint8 -> CHW float32 in [0, 1]
+        if train and cfg.augment == "heavy":
+            steps.append(transforms.RandomRotation((-15, 15)))  # needs float32 input
+        steps.append(transforms.Normalize(course_data.CIFAR_MEAN, course_data.CIFAR_STD))
+        self.pipeline = transforms.Compose(steps)
+        self.seed = cfg.seed
+        self._pid = os.getpid()
+
+    def __call__(self, image):
+        if os.getpid() != self._pid:  # first image in a forked worker
+            self._pid = os.getpid()
+            worker_seed = (self.seed * 1_000_003 + self._pid) % 2**31
+            random.seed(worker_seed)
+            np.random.seed(worker_seed)
+            mx.random.seed(worker_seed)
+        return self.pipeline(image)
+
+
+def image_dataset(images: np.ndarray, labels: np.ndarray) -> ArrayDataset:
+    """A Gluon dataset over uint8 NHWC images and integer labels. The images live in one
+    NDArray; indexing gives a view, and forked workers share the pages (no copy)."""
+    return ArrayDataset(mx.nd.array(images, dtype="uint8"), np.asarray(labels, dtype="int32"))
+
+
+def make_loader(dataset, cfg: Experiment, train: bool = True) -> DataLoader:
+    """A DataLoader giving cfg.batch_size images per device, cfg.num_workers processes;
+    training batches are shuffled and the last short batch is dropped. A worker that
+    dies (killed, out of memory) ends the iteration within a second (WorkerDied)."""
+    check_batches(len(dataset), cfg.global_batch, cfg, train)
+    return WatchedDataLoader(dataset, batch_size=cfg.global_batch, shuffle=train,
+                             last_batch="discard" if train else "keep",
+                             num_workers=cfg.num_workers, thread_pool=False)
+
+
+def check_batches(images: int, batch: int, cfg: Experiment, train: bool = True) -> None:
+    """A training set smaller than one batch gives zero steps per epoch: say so."""
+    if train and images < batch:
+        raise ValueError(f"batch_size={cfg.batch_size} gives {batch} images per step, but "
+                         f"the training set has only {images}: not one full batch per "
+                         "epoch; lower batch_size or raise train_size")
+
+
+WorkerDied = LoaderWorkerDied  # a worker process ended while the loop waited for its batch
+
+
+class WatchedDataLoader(DataLoader):
+    """Gluon's DataLoader, watching its worker processes while it waits for a batch.
+
+    MXNet's pool replaces a killed worker but loses its batch, and its own timeout
+    (120 s) did not always fire: the run hung. Here the wait is cut into 0.2 s slices
+    and the original workers are checked between them."""
+
+    def __iter__(self):
+        pool = self._worker_pool
+        if pool is None or isinstance(pool, multiprocessing.pool.ThreadPool):
+            yield from super().__iter__()
+            return
+        if self._iter is None:
+            self.refresh()
+        inner, workers = self._iter, list(pool._pool)  # the processes at the start
+        batches = super().__iter__()
+        while True:
+            pending = inner._data_buffer.get(inner._rcvd_idx)
+            while pending is not None and not pending.ready():
+                pending.wait(0.2)
+                _check_workers(workers, pool)
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            yield batch
+
+
+def _check_workers(workers, pool) -> None:
+    dead = [w for w in workers if w.exitcode is not None]
+    if not dead:
+        return
+    pool.terminate()  # the other workers too: nothing waits for them any more
+    code = dead[0].exitcode
+    how = (f"killed by signal {-code} ({signal.Signals(-code).name})" if code < 0
+           else f"exit code {code}")
+    raise WorkerDied(f"a loader worker died (pid {dead[0].pid}, {how}) and its batch is "
+                     "lost; often the kernel's out-of-memory killer (see `dmesg`): try "
+                     "fewer num_workers")

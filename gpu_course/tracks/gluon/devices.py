@@ -1,0 +1,81 @@
+"""Where a Gluon run trains: GPU contexts, or CPU contexts when there is no GPU."""
+from __future__ import annotations
+
+import os
+
+import mxnet as mx
+
+from ...config import Experiment, check_gpus
+from ...env.cores import mxnet_threads, usable_cores
+
+# MXNet reads these once, when libmxnet loads (at `import mxnet` above), and fixes its CPU
+# operators' OpenMP threads from them (src/engine/openmp.cc); MXSetNumOMPThreads later
+# sets only the calling thread's count, not that of the engine's worker threads.
+THREAD_ENV = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS")}
+
+FLOAT16_ON_CPU = ("dtype='float16' needs a GPU: MXNet has no float16 convolution on the "
+                  "CPU (\"FP16 gemm on cpu not implemented\"), so this run trains in float32.")
+
+
+NCCL_ON_CPU = "kvstore='nccl' needs GPUs: gradients are summed with 'device'."
+DIST_DEVICE_ON_CPU = ("kvstore='dist_device_sync' sums a host's GPUs on a GPU; on the CPU it is "
+                      "'dist_sync'.")
+
+
+def gpu_count() -> int:
+    """GPUs MXNet can use (0 with a CPU-only MXNet build or no driver)."""
+    try:
+        return mx.context.num_gpus()
+    except mx.base.MXNetError:  # a CUDA build without a usable driver
+        return 0
+
+
+def try_devices(num_gpus: int = 1) -> tuple[list, str | None]:
+    """`[mx.gpu(0), ..]` for `num_gpus` GPUs; with no GPU `[mx.cpu(0), ..]` (one context
+    per GPU asked for, so multi-device code still runs) and a one-line notice."""
+    kind, count, notice = check_gpus(num_gpus, gpu_count())
+    make = mx.gpu if kind == "gpu" else mx.cpu
+    return [make(i) for i in range(count)], notice
+
+
+def operator_threads() -> tuple[int, str]:
+    """(count, where it comes from): the OpenMP threads MXNet's CPU operators use in this
+    process, from the environment MXNet loaded with (`cores.mxnet_threads`)."""
+    return mxnet_threads(usable_cores(), THREAD_ENV)
+
+
+def check_threads(cfg: Experiment) -> None:
+    """Refuse cfg.threads when MXNet's operators run another count in this process: it
+    is fixed when MXNet is imported, so only a new process can change it."""
+    count, source = operator_threads()
+    if cfg.threads is not None and cfg.threads != count:
+        raise ValueError(
+            f"threads={cfg.threads} in the Experiment, but MXNet's operators run {count} "
+            f"OpenMP thread{'s' if count != 1 else ''} in this process ({source}), fixed when "
+            f"MXNet was imported: start a new process with OMP_NUM_THREADS={cfg.threads} "
+            f"(`OMP_NUM_THREADS={cfg.threads} gpu-course run --engine gluon --threads "
+            f"{cfg.threads} ...`), or leave threads at None")
+
+
+def on_gpu(devices) -> bool:
+    return all(d.device_type == "gpu" for d in devices)
+
+
+def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
+    """The config that can really run on `devices`, and a notice when it had to change:
+    on the CPU float16 falls back to float32, kvstore 'nccl' to 'device' and
+    'dist_device_sync' to 'dist_sync'; num_gpus
+    follows the devices given."""
+    notices = []
+    if len(devices) != max(cfg.num_gpus, 1):
+        cfg = cfg.replace(num_gpus=len(devices))
+    if cfg.dtype == "float16" and not on_gpu(devices):
+        cfg = cfg.replace(dtype="float32")
+        notices.append(FLOAT16_ON_CPU)
+    if cfg.kvstore == "nccl" and not on_gpu(devices):
+        cfg = cfg.replace(kvstore="device")
+        notices.append(NCCL_ON_CPU)
+    if cfg.kvstore == "dist_device_sync" and not on_gpu(devices):
+        cfg = cfg.replace(kvstore="dist_sync")
+        notices.append(DIST_DEVICE_ON_CPU)
+    return cfg, " ".join(notices) or None

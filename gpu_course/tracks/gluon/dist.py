@@ -1,0 +1,316 @@
+"""Several hosts with MXNet's parameter server: kvstore='dist_sync'.
+
+A job has three roles, each a process told what it is by its environment (the contract
+of MXNet's own launcher, `dmlc_tracker`, which ships inside the mxnet wheel):
+
+    scheduler  one per job; the others find each other through it
+    server     holds a slice of every parameter, sums the workers' gradients and runs
+               the optimizer on them (update_on_kvstore)
+    worker     trains on its own shard: each step pushes its gradients and pulls the
+               new weights, so every worker holds the same parameters (BatchNorm's
+               running statistics are no gradients: each worker keeps its own)
+
+    DMLC_ROLE=scheduler|server|worker  DMLC_PS_ROOT_URI=<scheduler host>
+    DMLC_PS_ROOT_PORT=<port>  DMLC_NUM_SERVER=S  DMLC_NUM_WORKER=W
+
+Scheduler and servers run `python -c "import mxnet"` (importing MXNet in those roles
+runs the server loop). Each worker runs
+
+    python -m gpu_course.tracks.gluon.dist --config cfg.json --runs-dir runs
+
+On real hosts MXNet's launcher starts all of them over ssh (one worker and one server
+per host in `hosts`, a file of host names):
+
+    python $(python -c "import mxnet, os; print(os.path.dirname(mxnet.__file__))")/tools/launch.py \\
+        -n 2 -s 2 -H hosts --launcher ssh \\
+        python -m gpu_course.tracks.gluon.dist --config cfg.json --runs-dir runs
+
+On SageMaker the MXNet estimator's `parameter_server` option starts the scheduler and
+servers and runs the entry script as each host's worker (see sagemaker_entry).
+`launch_local` runs the same roles on this machine, on 127.0.0.1.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon
+
+from ...config import Experiment
+from ...env.cores import threads_per_process
+from ...measure.harness import Device, Harness, Output, Ran
+from ...scale.localhosts import child_env, free_port, wait_all
+from ...measure.records import default_runs_dir, load_run, update_meta
+from .data import make_loader
+from .datasets import load_datasets
+from .devices import effective_config, gpu_count, try_devices
+from .models import get_model, prepare
+from .optim import optimizer_params
+from .loop import evaluate, split
+
+ROLES = ("scheduler", "server", "worker")
+
+
+def role_env(role: str, port: int, workers: int, servers: int, uri: str = "127.0.0.1") -> dict:
+    """The environment that makes a process `role` in a job of `workers` + `servers`."""
+    if role not in ROLES:
+        raise ValueError(f"role={role!r} is not one of {', '.join(ROLES)}")
+    return {"DMLC_ROLE": role, "DMLC_PS_ROOT_URI": uri, "DMLC_PS_ROOT_PORT": str(port),
+            "DMLC_NUM_WORKER": str(workers), "DMLC_NUM_SERVER": str(servers)}
+
+
+def train_worker(cfg: Experiment, runs_dir=None, verbose: bool = True, on_epoch=None,
+                 params_file=None, timings_file=None):
+    """This process's part of a parameter-server job (DMLC_ROLE=worker): train on its
+    shard; worker 0 keeps the record and returns it (the others return None).
+    params_file/timings_file: where to write this worker's final weights and epoch
+    timings (a "{rank}" in the name becomes the worker's rank)."""
+    if os.environ.get("DMLC_ROLE") != "worker":
+        raise ValueError(f"kvstore={cfg.kvstore!r} trains in a parameter-server job: run "
+                         "this as a worker (DMLC_ROLE=worker ...), e.g. with "
+                         "gpu_course.tracks.gluon.dist.launch_local or MXNet's tools/launch.py")
+    devices, notice = try_devices(cfg.num_gpus)
+    cfg, changed = effective_config(cfg.replace(engine="gluon"), devices)
+    kv = mx.kv.create(cfg.kvstore)  # joins the job: waits until every role has started
+    rank, workers = kv.rank, kv.num_workers
+    servers = int(os.environ.get("DMLC_NUM_SERVER", 0))
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed + rank)  # each worker shuffles its shard its own way
+    mx.random.seed(cfg.seed)
+    train_set, val_set = load_datasets(cfg)
+    train_iter = make_loader(train_set.shard(workers, rank), cfg)  # this worker's 1/W
+    val_iter = make_loader(val_set, cfg, train=False)
+    steps = min(len(train_iter), cfg.max_steps or len(train_iter))
+    net = get_model(cfg)
+    prepare(net, cfg, devices)
+    # the servers run the optimizer; worker 0's initial weights are pushed to them
+    trainer = gluon.Trainer(net.collect_params(), cfg.optimizer,
+                            optimizer_params(cfg, steps), kvstore=kv)
+    leader, rows = rank == 0, []
+
+    def keep(row):
+        rows.append(row)
+        if on_epoch is not None and leader:
+            on_epoch(row)
+    with Harness(cfg, Ran(engine="gluon", devices=f"{devices} on each of {workers} workers",
+                          device_notice=" ".join(n for n in (notice, changed) if n) or None),
+                 Device(read=lambda a: a.asscalar()),
+                 Output(runs_dir=runs_dir, progress=False, verbose=verbose and leader,
+                        monitor=leader, record=leader), keep) as h:
+        if h.record is not None:
+            h.record.note(kvstore=kv.type, workers=workers, servers=servers)
+        _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps, workers, leader)
+    fill = {"rank": rank}
+    if params_file:
+        net.save_parameters(str(params_file).format(**fill))
+    mine = {"rank": rank, "host": socket.gethostname(),
+            "epochs": [{k: row.get(k) for k in ("epoch", "epoch_time_s", "samples_per_sec",
+                                                "data_wait_s", "compute_s", "steps", "samples")}
+                       for row in rows]}
+    if timings_file:
+        Path(str(timings_file).format(**fill)).write_text(json.dumps(mine))
+    return h.run
+
+
+def _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps, workers, leader):
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    for _ in h.epochs():
+        for data, label in h.batches(train_iter, total=steps):
+            xs, ys = split(data, label, devices, cfg.dtype)
+            n = sum(y.shape[0] for y in ys)
+            with autograd.record():
+                outputs = [net(x) for x in xs]
+                losses = [loss_fn(out.astype("float32", copy=False), y)
+                          for out, y in zip(outputs, ys)]
+            autograd.backward(losses)
+            # push this worker's gradients, the servers sum all W workers' and update:
+            # divide by the job's batch, not this worker's, for the mean gradient
+            trainer.step(n * workers)
+            # every worker did the same: count the job's images; loss and accuracy are
+            # this worker's shard's, scaled to them (summed on the device, read per epoch)
+            h.step(n * workers, loss_sum=[loss.sum() * workers for loss in losses],
+                   correct=[(out.argmax(axis=1) == y.astype(out.dtype)).sum() * workers
+                            for out, y in zip(outputs, ys)])
+            # the step's sync point: waits for the push, the servers' update and the pull,
+            # so each step's time holds its communication (MXNet would queue unboundedly)
+            mx.nd.waitall()
+        evaluate_now = (lambda: evaluate(net, val_iter, devices)) if leader else None
+        # sync point: waits for the last pull, so the epoch's time is real
+        h.end_epoch(sync=mx.nd.waitall, lr=trainer.learning_rate, evaluate=evaluate_now)
+
+
+def commands(workers: int, servers: int, cfg_file: str = "cfg.json", runs_dir: str = "runs",
+             hostfile: str = "hosts") -> str:
+    """The command that starts the job on real hosts with MXNet's launcher (ssh)."""
+    return (f'python $(python -c "import mxnet, os; print(os.path.dirname(mxnet.__file__))")'
+            f"/tools/launch.py -n {workers} -s {servers} -H {hostfile} --launcher ssh "
+            f"python -m gpu_course.tracks.gluon.dist --config {cfg_file} --runs-dir {runs_dir}")
+
+
+def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1, runs_dir=None,
+                 verbose: bool = False, timeout: float | None = 900, work_dir=None,
+                 threads: int | None = None):
+    """Run cfg as a parameter-server job on this machine: one scheduler, `servers`
+    servers and `workers` workers on 127.0.0.1. Returns worker 0's record, with every
+    worker's epoch timings added to its notes ("ranks"). Each worker leaves its final
+    weights in work_dir/worker{rank}.params (work_dir: a temporary folder by default).
+    threads: OMP_NUM_THREADS per worker (default: this machine's cores ÷ workers)."""
+    if workers < 1 or servers < 1:
+        raise ValueError(f"workers={workers!r} and servers={servers!r} must be >= 1")
+    if not cfg.kvstore.startswith("dist"):
+        cfg = cfg.replace(kvstore="dist_sync")
+    runs_dir = Path(runs_dir or default_runs_dir()).resolve()
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="gpu_course_dist_") as tmp:
+        work = Path(work_dir or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        config_file = work / "config.json"
+        config_file.write_text(cfg.to_json())
+        worker_cmd = [sys.executable, "-m", "gpu_course.tracks.gluon.dist", "--config", str(config_file),
+                      "--runs-dir", str(runs_dir), "--result-file", str(work / "run_path"),
+                      "--params-file", str(work / "worker{rank}.params"),
+                      "--timings-file", str(work / "worker{rank}.json")]
+        if not verbose:
+            worker_cmd.append("--quiet")
+        roles, codes, outputs = _run_roles(worker_cmd, workers, servers, port, work,
+                                           threads or threads_per_process(workers), timeout,
+                                           gpus_per_worker=cfg.num_gpus)
+        result = work / "run_path"
+        run_path = result.read_text().strip() if result.exists() else None
+        ranks = sorted((json.loads(p.read_text()) for p in work.glob("worker*.json")),
+                       key=lambda r: r["rank"])
+    if verbose:
+        print(outputs[1 + servers], end="", flush=True)
+    _check(roles, codes, outputs, run_path is not None)
+    _note(run_path, ranks=ranks, exit_codes=dict(zip(
+        [f"{role}{i}" for i, role in enumerate(roles)], codes)))
+    return load_run(run_path)
+
+
+def _run_roles(worker_cmd, workers, servers, port, work: Path, threads: int, timeout,
+               gpus_per_worker: int = 0):
+    """Start a scheduler, the servers and the workers on 127.0.0.1 and wait for them.
+    Returns (roles, exit codes, outputs), one of each per process. With GPUs, worker j
+    sees only its own `gpus_per_worker` of them, as on its own host."""
+    serve = [sys.executable, "-c", "import mxnet"]  # the role comes from DMLC_ROLE
+    roles = ["scheduler"] + ["server"] * servers + ["worker"] * workers
+    procs, logs = [], []
+    for i, role in enumerate(roles):
+        env = child_env(**role_env(role, port, workers, servers),
+                        OMP_NUM_THREADS=threads if role == "worker" else 1)
+        j = i - 1 - servers  # the worker's index
+        if role == "worker" and gpus_per_worker and gpu_count() >= workers * gpus_per_worker:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(
+                str(j * gpus_per_worker + g) for g in range(gpus_per_worker))
+        logs.append(open(work / f"{i:02d}-{role}.log", "w+"))
+        procs.append(subprocess.Popen(worker_cmd if role == "worker" else serve, env=env,
+                                      stdout=logs[-1], stderr=subprocess.STDOUT, text=True))
+    n_serve = 1 + servers
+    codes = wait_all(procs[n_serve:], timeout)  # the workers; then the others end
+    codes = wait_all(procs[:n_serve], 60) + codes
+    outputs = []
+    for log in logs:
+        log.seek(0)
+        outputs.append(log.read())
+        log.close()
+    return roles, codes, outputs
+
+
+def _check(roles, codes, outputs, produced: bool) -> None:
+    if any(c != 0 for c, role in zip(codes, roles) if role == "worker") or not produced:
+        failed = next((i for i, c in enumerate(codes) if c), len(roles) - 1)
+        raise RuntimeError(f"{roles[failed]} process {failed} exited with {codes[failed]} "
+                           f"(exit codes {codes}):\n{outputs[failed][-3000:]}")
+
+
+# -- what a push and pull cost ------------------------------------------------------
+KiB, MiB = 2**10, 2**20
+SIZES = tuple(4 * KiB * 4**i for i in range(7))  # 4 KiB .. 16 MiB
+
+
+def bench_worker(sizes=SIZES, iters: int = 10) -> list[dict]:
+    """In a worker: time push + pull of float32 arrays of each size (bytes) through the
+    servers, as every trainer.step does per parameter. Rows from this worker's clock: the
+    median round (each ends where the pulled array is read), the fastest and slowest beside
+    it; a median, as one round can catch a process descheduled on a shared machine."""
+    kv = mx.kv.create("dist_sync")
+    rows = []
+    for key, nbytes in enumerate(sizes):
+        x = mx.nd.ones((max(1, nbytes // 4),))
+        out = mx.nd.zeros_like(x)
+        kv.init(key, x)
+        times = []
+        for i in range(iters + 2):
+            t0 = time.perf_counter()
+            kv.push(key, x)
+            kv.pull(key, out=out)
+            out.wait_to_read()  # the round's own sync point: the pull has arrived
+            if i >= 2:  # the first two set up the connections
+                times.append(time.perf_counter() - t0)
+        t = statistics.median(times)
+        rows.append({"bytes": x.size * 4, "workers": kv.num_workers, "rounds": iters,
+                     "time_s": t, "time_min_s": min(times), "time_max_s": max(times),
+                     # a worker sends its array and receives the sum: 2 x bytes per round
+                     "worker_GBps": 2 * x.size * 4 / t / 1e9, "rank": kv.rank})
+    return rows
+
+
+def bench_local(workers: int = 2, servers: int = 1, sizes=SIZES, iters: int = 10,
+                timeout: float | None = 300) -> list[dict]:
+    """Push + pull time against size in a local parameter-server job (worker 0's rows)."""
+    with tempfile.TemporaryDirectory(prefix="gpu_course_kvbench_") as tmp:
+        work = Path(tmp)
+        out = work / "rows.json"
+        command = [sys.executable, "-m", "gpu_course.tracks.gluon.dist", "--bench", str(out),
+                   "--bench-sizes", ",".join(str(s) for s in sizes), "--bench-iters", str(iters)]
+        roles, codes, outputs = _run_roles(command, workers, servers, free_port(), work,
+                                           threads_per_process(workers), timeout)
+        _check(roles, codes, outputs, out.exists())
+        return json.loads(out.read_text())
+
+
+def _note(run_path, **values) -> None:
+    update_meta(run_path, notes=values)
+
+
+def main(argv=None) -> int:
+    """One worker of a parameter-server job (its role and job from DMLC_* variables)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", help="Experiment as a JSON file")
+    parser.add_argument("--runs-dir")
+    parser.add_argument("--bench", help="time push + pull instead; worker 0's rows to this file")
+    parser.add_argument("--bench-sizes", default=",".join(str(s) for s in SIZES))
+    parser.add_argument("--bench-iters", type=int, default=10)
+    parser.add_argument("--result-file", help="worker 0 writes its run folder here")
+    parser.add_argument("--params-file", help="final weights; {rank} = this worker's rank")
+    parser.add_argument("--timings-file", help="epoch timings; {rank} = this worker's rank")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    if args.bench:
+        rows = bench_worker([int(v) for v in args.bench_sizes.split(",")], args.bench_iters)
+        if rows[0]["rank"] == 0:
+            Path(args.bench).write_text(json.dumps(rows))
+        return 0
+    if not (args.config and args.runs_dir):
+        parser.error("--config and --runs-dir are needed to train")
+    cfg = Experiment.from_dict(json.loads(Path(args.config).read_text()))
+    run = train_worker(cfg, runs_dir=args.runs_dir, verbose=not args.quiet,
+                       params_file=args.params_file, timings_file=args.timings_file)
+    if run is not None and args.result_file:
+        Path(args.result_file).write_text(str(run.path))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

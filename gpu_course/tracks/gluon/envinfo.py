@@ -1,0 +1,79 @@
+"""The Gluon side of `gpu_course.env.report`: the build (``mx.runtime.Features()``) and a
+forward-pass benchmark, each run in a fresh process by `env.hook`, since MXNet reads
+MXNET_MKLDNN_ENABLED and OMP_NUM_THREADS only when it starts:
+
+    python -m gpu_course.tracks.gluon.envinfo build
+    MXNET_MKLDNN_ENABLED=0 OMP_NUM_THREADS=2 \\
+        python -m gpu_course.tracks.gluon.envinfo bench --threads=2 --onednn=0 --batch=64 --steps=5
+
+Each prints one JSON line.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import mxnet as mx
+
+from ...env.report import openmp_runtimes
+from .models import get_model
+
+# The talk's build list, then what this course uses besides.
+FEATURES = ("CUDA", "CUDNN", "NCCL", "MKLDNN", "TENSORRT", "DIST_KVSTORE", "PROFILER",
+            "OPENMP", "BLAS_OPEN", "BLAS_MKL", "CPU_AVX2", "F16C")
+
+
+def build() -> dict:
+    """Versions and the build features the talk names (CUDA, cuDNN, NCCL, MKL-DNN,
+    TensorRT, the distributed kvstore, the profiler)."""
+    found = mx.runtime.Features()
+    return {"framework": "mxnet", "version": mx.__version__,
+            "features": {name: found.is_enabled(name) for name in FEATURES if name in found},
+            "flags": {"MXNET_MKLDNN_ENABLED": os.environ.get("MXNET_MKLDNN_ENABLED", "1 (default)"),
+                      "MXNET_CUDNN_AUTOTUNE_DEFAULT":
+                          os.environ.get("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1 (default)")},
+            "gpus": mx.context.num_gpus(), "openmp_runtimes": openmp_runtimes()}
+
+
+def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dict:
+    """Hybridized forward passes of `model` on the CPU: images/s over `steps` batches, and
+    of each pass on its own ("step_images_per_s": the spread `noise` judges against)."""
+    enabled = os.environ.get("MXNET_MKLDNN_ENABLED", "1") != "0"
+    if enabled != onednn:
+        raise ValueError(f"--onednn={int(onednn)} but MXNET_MKLDNN_ENABLED="
+                         f"{os.environ.get('MXNET_MKLDNN_ENABLED')!r}: MXNet reads it at start")
+    net = get_model(model)
+    net.initialize(mx.init.Xavier())
+    net.hybridize(static_alloc=True, static_shape=True)
+    x = mx.nd.random.normal(shape=(batch, 3, 32, 32))
+    net(x).wait_to_read()             # warm-up: builds the graph, picks the kernels
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        net(x).wait_to_read()         # sync point per pass: MXNet queues work asynchronously
+        times.append(time.perf_counter() - start)
+    seconds = sum(times)
+    return {"images_per_s": batch * steps / seconds, "ms_per_batch": 1000 * seconds / steps,
+            "step_images_per_s": [batch / t for t in times],
+            "threads": threads, "onednn": onednn, "build": build()}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpu_course.tracks.gluon.envinfo")
+    parser.add_argument("what", choices=("build", "bench"))
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--onednn", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--model", default="resnet20")
+    args = parser.parse_args(argv)
+    result = build() if args.what == "build" else \
+        bench(args.threads, bool(args.onednn), args.batch, args.steps, args.model)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

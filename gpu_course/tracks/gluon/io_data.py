@@ -1,0 +1,102 @@
+"""The I/O ladder in Gluon: the same images delivered four ways.
+
+    kind="loose"       every sample a JPEG opened, decoded, resized and augmented
+    kind="preresized"  small JPEGs resized once, out of band: decode + augment per sample
+    kind="packed"      one RecordIO file (MXNet's packed format): read + decode a small JPEG
+    kind="memory"      the decoded images held in host memory: augment only
+
+(`recordio.RecordIter` reads the same RecordIO file with MXNet's C++ iterator instead,
+decoding and augmenting in C++ threads.)
+
+The augmentation is the track's own (`data.Augment`: pad-4 crop, flip, normalise; plus
+colour jitter and rotation for augment="heavy") and runs in the DataLoader's workers, so
+`num_workers` stays the knob on every rung. Only where the pixels come from changes.
+
+    train_set, val_set = io_datasets(cfg, "packed")
+    train_iter, val_iter = io_loaders(cfg, "packed")
+"""
+from __future__ import annotations
+
+import mxnet as mx
+import numpy as np
+from mxnet.gluon.data import Dataset
+
+from ...config import Experiment
+from ...data import folder, packed
+from ...data.folder import folder_split
+from .data import Augment, make_loader
+from .recordio import RecordDataset, ensure_recordio, recordio_path
+
+KINDS = ("loose", "preresized", "packed", "memory")
+
+
+class SourceDataset(Dataset):
+    """A Gluon Dataset over a framework-free source (`fetch(i) -> (uint8 HWC, label)`):
+    gives (HWC uint8 NDArray, int32 label), ready for `transform_first(Augment(...))`."""
+
+    def __init__(self, source):
+        self.source = source
+        self.skipped = getattr(source, "skipped", None)
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def __getitem__(self, i):
+        image, label = self.source.fetch(i)
+        return mx.nd.array(image, dtype="uint8"), np.int32(label)
+
+
+def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
+                skip_corrupt: bool | None = None, progress: bool = True):
+    """(train_dataset, val_dataset) over cfg's image folder at cfg.image_size, the
+    training set delivered as `kind` says (see the module docstring), augmented as
+    cfg.augment says. Pre-processed copies are made on first use (in parallel, with
+    progress) and reused. The validation set always comes from memory: it is not timed.
+    `train_dataset.skipped.count`: unreadable samples skipped (skip_corrupt=True)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r} is not allowed; allowed: {', '.join(KINDS)}")
+    if skip_corrupt is None:  # the Experiment's own setting
+        skip_corrupt = cfg.skip_corrupt
+    size = cfg.image_size
+    train_index, val_index = folder_split(cfg, root)
+    common = dict(cache_dir=cache_dir, progress=progress, skip_corrupt=skip_corrupt)
+    if kind == "loose":
+        train = SourceDataset(folder.FolderSource(train_index, size, skip_corrupt))
+    elif kind == "preresized":
+        resized = packed.ensure_preresized(train_index, size, **common)
+        train = SourceDataset(folder.FolderSource(
+            packed.preresized_index(train_index, resized), size, skip_corrupt))
+    elif kind == "packed":
+        train = RecordDataset(ensure_recordio(train_index, size, **common), skip_corrupt)
+    else:
+        train = memory_dataset(packed.ensure_packed(train_index, size, **common))
+    val = memory_dataset(packed.ensure_packed(val_index, size, **common))
+    train_set = train.transform_first(Augment(cfg, True, size))
+    train_set.skipped = getattr(train, "skipped", None)
+    return train_set, val.transform_first(Augment(cfg, False, size))
+
+
+def prepare_data(cfg: Experiment, root=None, cache_dir=None,
+                 progress: bool = True) -> packed.Prepared | None:
+    """Make, once and before training, the copy of cfg's training images that
+    cfg.data_format reads, timed (the offline pre-processing a format costs); None when
+    there is nothing to make (loose JPEGs, or a data set that is not a folder). Training
+    then reuses the copy, so its runs time only the reading. "packed" is RecordIO here."""
+    def record_file(index, size, common):
+        target = recordio_path(index, size, cache_dir)
+        return (f"one RecordIO file of {size} px JPEGs", target, target.with_suffix(".idx"),
+                lambda: ensure_recordio(index, size, **common))
+    return packed.prepare_copy(cfg, root, cache_dir, progress, record_file)
+
+
+def memory_dataset(pack_path) -> Dataset:
+    """The packed images read into host memory in one sequential pass, as one NDArray."""
+    from .data import image_dataset
+    pack = packed.PackedArray(pack_path)
+    return image_dataset(pack.load(), pack.labels)
+
+
+def io_loaders(cfg: Experiment, kind: str = "loose", **kwargs):
+    """(train_iter, val_iter): io_datasets in the track's DataLoaders (cfg.num_workers)."""
+    train, val = io_datasets(cfg, kind, **kwargs)
+    return make_loader(train, cfg, train=True), make_loader(val, cfg, train=False)

@@ -1,0 +1,83 @@
+"""The Gluon training loop every Gluon run uses (the ladder, the CLI, SageMaker, the
+notebooks' `gc.train`): GluonCV's CIFAR loop in plain Gluon, inside `gc.record`.
+
+    with gc.record(parts) as rec:      # parts = gc.build(cfg)
+        fit(rec, net, trainer, train_iter, val_iter, devices, dtype)
+
+No step waits for the devices to finish it. Loss and correct predictions are summed on
+each device and read once, after the epoch's `waitall()`. MXNet's engine queues work
+without bound, so the host is held at most LAG steps ahead: it waits for the step LAG
+behind the current one (never the current one), and the next batch is issued while
+the device still works.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import mxnet as mx
+from mxnet import autograd, gluon
+
+from ...data.mocks import OneBatch
+from .models import dtype_of
+
+LAG = 2  # steps the host may run ahead of the devices (CUDA's launch queue does this too)
+
+
+def fit(rec, net, trainer, train_iter, val_iter, devices, dtype: str = "float32",
+        mock: str = "none") -> None:
+    """Train for rec's epochs. mock="loader": one batch served again and again (compute
+    ceiling); "trainer": batches fetched and dropped (input ceiling)."""
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    source = train_iter
+    if mock == "loader":  # compute ceiling: one batch, on the devices, served every step
+        source = OneBatch(train_iter, lambda batch: split(*batch, devices, dtype))
+    for _ in rec.epochs():
+        in_flight = deque()
+        for data, label in rec.batches(source):
+            if mock == "trainer":  # input ceiling: fetch the batch, do nothing with it
+                rec.step(len(label))
+                continue
+            xs, ys = (data, label) if mock == "loader" else split(data, label, devices, dtype)
+            n = sum(y.shape[0] for y in ys)
+            with autograd.record():
+                outputs = [net(x) for x in xs]
+                # the loss in float32 even for a float16 network (no overflow in softmax)
+                losses = [loss_fn(out.astype("float32", copy=False), y)
+                          for out, y in zip(outputs, ys)]
+            autograd.backward(losses)
+            trainer.step(n)
+            correct = [(out.argmax(axis=1) == y.astype(out.dtype)).sum()
+                       for out, y in zip(outputs, ys)]
+            rec.step(n, loss_sum=[loss.sum() for loss in losses], correct=correct)
+            in_flight.append(correct[0])
+            if len(in_flight) > LAG:  # back-pressure: the step LAG behind, not this one
+                in_flight.popleft().wait_to_read()
+        evaluate_now = None if mock != "none" else (lambda: evaluate(net, val_iter, devices))
+        # the epoch's sync point: waits for every queued operation, so its time is real
+        rec.end_epoch(sync=mx.nd.waitall, lr=trainer.learning_rate, evaluate=evaluate_now)
+
+
+def split(data, label, devices, dtype: str = "float32"):
+    """Slice a batch over the devices (a short last batch over as many as it can fill),
+    the images cast to the network's dtype on the device side."""
+    devices = devices[:max(1, min(len(devices), data.shape[0]))]
+    xs = gluon.utils.split_and_load(data, devices, batch_axis=0, even_split=False)
+    ys = gluon.utils.split_and_load(label, devices, batch_axis=0, even_split=False)
+    if dtype != "float32":
+        xs = [x.astype(dtype, copy=False) for x in xs]
+    return xs, ys
+
+
+def evaluate(net, val_iter, devices) -> float:
+    """Top-1 accuracy of `net` on `val_iter`; one sync point, at the end."""
+    dtype = dtype_of(net)
+    hits = [mx.nd.zeros((1,), ctx=d) for d in devices]
+    seen = 0
+    for data, label in val_iter:
+        xs, ys = split(data, label, devices, dtype)
+        for i, (x, y) in enumerate(zip(xs, ys)):
+            out = net(x)
+            hits[i] += (out.argmax(axis=1) == y.astype(out.dtype)).astype("float32").sum()
+        seen += data.shape[0]
+    # sync point: reads the counts, after every validation batch has run
+    return sum(float(h.asscalar()) for h in hits) / seen if seen else float("nan")

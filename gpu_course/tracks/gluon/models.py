@@ -1,0 +1,80 @@
+"""CIFAR networks from the GluonCV model zoo, plus a tiny convnet, and how a run
+prepares one: initialise on the devices, cast, hybridize."""
+from __future__ import annotations
+
+import warnings
+
+import mxnet as mx
+import numpy as np
+from gluoncv.model_zoo import get_model as zoo_model
+from mxnet.gluon import nn
+
+from ...config import MODELS, Experiment
+
+ZOO_NAMES = {
+    "resnet20": "cifar_resnet20_v1",
+    "resnet56": "cifar_resnet56_v1",
+    "resnet110": "cifar_resnet110_v1",
+    "wrn16_10": "cifar_wideresnet16_10",
+    "wrn28_10": "cifar_wideresnet28_10",
+}
+
+
+def tiny_net(classes: int = 10) -> nn.HybridSequential:
+    """Four layers, ~0.1 M parameters: so little work per image that the framework's
+    per-operator overhead shows (the hybridize lesson's "small network" case)."""
+    net = nn.HybridSequential()
+    for channels in (32, 64, 128):
+        net.add(nn.Conv2D(channels, 3, padding=1, use_bias=False), nn.BatchNorm(),
+                nn.Activation("relu"), nn.MaxPool2D(2))
+    net.add(nn.GlobalAvgPool2D(), nn.Dense(classes))
+    return net
+
+
+def get_model(cfg_or_name: Experiment | str = "resnet20", classes: int | None = None):
+    """The (uninitialised) network for cfg.model, a course name (resnet20, resnet56,
+    resnet110, wrn16_10, wrn28_10, tiny) or any GluonCV CIFAR zoo name. `classes`
+    outputs; default: as many as an Experiment's data set has (10 for a bare name)."""
+    name = cfg_or_name.model if isinstance(cfg_or_name, Experiment) else cfg_or_name
+    if classes is None:
+        from ...data import num_classes
+        classes = num_classes(cfg_or_name) if isinstance(cfg_or_name, Experiment) else 10
+    if name == "tiny":
+        net = tiny_net(classes)
+    else:
+        zoo_name = ZOO_NAMES.get(name, name)
+        if not zoo_name.startswith("cifar_"):
+            raise ValueError(f"model={name!r} is unknown; allowed: {', '.join(MODELS)} "
+                             "or a GluonCV CIFAR zoo name such as 'cifar_resnet20_v2'")
+        net = zoo_model(zoo_name, classes=classes)
+    net.course_model = name  # lets a record tell the course's networks from a user's own
+    return net
+
+
+def graph_of(net) -> str:
+    """"eager", "hybrid" or "static": how a network will run."""
+    if not isinstance(net, mx.gluon.HybridBlock) or not net._active:
+        return "eager"
+    flags = dict(net._flags)
+    return "static" if flags.get("static_alloc") and flags.get("static_shape") else "hybrid"
+
+
+def dtype_of(net) -> str:
+    """float16 if any weight is float16 (BatchNorm keeps float32 statistics)."""
+    dtypes = {np.dtype(p.dtype).name for p in net.collect_params().values()}
+    return "float16" if "float16" in dtypes else "float32"
+
+
+def prepare(net, cfg: Experiment, devices) -> None:
+    """Initialise `net` on `devices` (Xavier, as GluonCV's CIFAR script), cast it to
+    cfg.dtype and hybridize it as cfg.graph says. A network that is already initialised
+    keeps its weights and moves to the devices."""
+    if cfg.dtype != dtype_of(net):
+        net.cast(cfg.dtype)  # BatchNorm stays float32 by Gluon's design
+    with warnings.catch_warnings():  # "already initialized" for a passed-in network
+        warnings.simplefilter("ignore", UserWarning)
+        net.initialize(mx.init.Xavier(), ctx=devices)
+    net.collect_params().reset_ctx(devices)
+    if cfg.graph != graph_of(net) and cfg.graph != "eager":
+        static = cfg.graph == "static"
+        net.hybridize(static_alloc=static, static_shape=static)

@@ -1,0 +1,88 @@
+"""Optimizer and learning-rate schedule for a Gluon run, both named by the config.
+
+MXNet's schedulers count *updates* (optimizer steps), so every epoch count in the
+config is multiplied by `steps_per_epoch` here.
+"""
+from __future__ import annotations
+
+import mxnet as mx
+from mxnet import gluon
+
+from ...config import Experiment
+
+# optimizers whose constructor takes a momentum. DCASGD has one too, but MXNet 1.9.1's
+# DCASGD.update tests `if mom:` on an NDArray, which fails for any momentum > 0.
+WITH_MOMENTUM = ("sgd", "nag", "lbsgd", "lars", "signum")
+
+
+def lr_scheduler(cfg: Experiment, steps_per_epoch: int):
+    """The mx.lr_scheduler for cfg.lr_scheduler, starting from cfg.scaled_lr, with a
+    linear warm-up from 0 over cfg.warmup_epochs; None for a constant rate.
+
+    factor: lr *= lr_factor every lr_steps[0] epochs (default 1); multifactor: at each
+    epoch in lr_steps; poly (power 2) and cosine: down to 0 at the end of the run.
+    A scheduler keeps state: build a fresh one for each run or plot.
+    """
+    if steps_per_epoch < 1:
+        raise ValueError(f"steps_per_epoch={steps_per_epoch!r} must be >= 1")
+    base_lr = cfg.scaled_lr
+    total = cfg.epochs * steps_per_epoch
+    warmup = dict(base_lr=base_lr, warmup_steps=int(round(cfg.warmup_epochs * steps_per_epoch)),
+                  warmup_begin_lr=0.0, warmup_mode="linear")
+    kind = cfg.lr_scheduler
+    if kind == "none":
+        if not warmup["warmup_steps"]:
+            return None
+        return mx.lr_scheduler.FactorScheduler(step=max(total, 1), factor=1.0, **warmup)
+    if kind == "factor":
+        every = cfg.lr_steps[0] if cfg.lr_steps else 1
+        return mx.lr_scheduler.FactorScheduler(
+            step=max(1, int(round(every * steps_per_epoch))), factor=cfg.lr_factor, **warmup)
+    if kind == "multifactor":
+        steps = sorted({max(1, int(round(e * steps_per_epoch))) for e in cfg.lr_steps})
+        return mx.lr_scheduler.MultiFactorScheduler(step=steps, factor=cfg.lr_factor, **warmup)
+    if kind in ("poly", "cosine"):
+        max_update = max(total, warmup["warmup_steps"] + 1)
+        if kind == "poly":
+            return mx.lr_scheduler.PolyScheduler(max_update=max_update, pwr=2, final_lr=0.0,
+                                                 **warmup)
+        return mx.lr_scheduler.CosineScheduler(max_update=max_update, final_lr=0.0, **warmup)
+    raise ValueError(f"lr_scheduler={kind!r} is not available in Gluon; allowed: none, "
+                     "factor, multifactor, poly, cosine")
+
+
+def optimizer_params(cfg: Experiment, steps_per_epoch: int) -> dict:
+    """Keyword arguments for mx.optimizer.create(cfg.optimizer, ...): learning rate,
+    schedule, weight decay, momentum where the optimizer has one, multi_precision for
+    float16 (float32 master weights), LBSGD's warm-up bookkeeping, and last the
+    pairs in cfg.optimizer_params, which win (e.g. (("multi_precision", False),))."""
+    params = {"learning_rate": cfg.scaled_lr, "wd": cfg.wd,
+              "multi_precision": cfg.dtype == "float16"}
+    schedule = lr_scheduler(cfg, steps_per_epoch)
+    if schedule is not None:
+        params["lr_scheduler"] = schedule
+    if cfg.optimizer in WITH_MOMENTUM:
+        params["momentum"] = cfg.momentum
+    if cfg.optimizer == "lbsgd":
+        # MXNet 1.9.1's LBSGD: its "warm-up" ramps an lr *multiplier* from 1 to
+        # batch_scale over warmup_epochs * updates_per_epoch steps (so with batch_scale=1
+        # it does nothing; the scheduler's warm-up from 0 still applies), and it sums
+        # batch_scale steps' gradients per weight update. warmup_strategy="lars" reads
+        # two norms per parameter to the host every step: a sync point per layer.
+        params.update(warmup_strategy="linear", warmup_epochs=cfg.warmup_epochs,
+                      updates_per_epoch=steps_per_epoch, num_epochs=cfg.epochs)
+    params.update(dict(cfg.optimizer_params))
+    if cfg.optimizer == "dcasgd" and params.get("momentum", 0):
+        raise ValueError(f"optimizer='dcasgd' with momentum={params['momentum']!r}: MXNet "
+                         "1.9.1's DCASGD only works with momentum=0")
+    return params
+
+
+def make_trainer(net, cfg: Experiment, steps_per_epoch: int) -> gluon.Trainer:
+    """gluon.Trainer over net's parameters with cfg's optimizer and kvstore."""
+    try:
+        return gluon.Trainer(net.collect_params(), cfg.optimizer,
+                             optimizer_params(cfg, steps_per_epoch), kvstore=cfg.kvstore)
+    except TypeError as err:  # an optimizer_params key this optimizer does not take
+        raise ValueError(f"optimizer_params={cfg.optimizer_params!r} do not fit "
+                         f"optimizer={cfg.optimizer!r}: {err}") from None

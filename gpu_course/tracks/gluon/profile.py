@@ -1,0 +1,84 @@
+"""MXNet's profiler around a few training steps, where the build has it.
+
+The pip CPU wheel of MXNet 1.9.1 is built without the profiler (``PROFILER`` off in
+``mx.runtime.Features()``): ``mx.profiler`` then writes a trace with metadata and no
+events. `profile_steps` detects that and profiles the same steps with cProfile instead,
+which shows where the Python side of each step goes (the framework calls, the loader,
+the one sync point); the course's step timers split the run into data wait and compute.
+
+    window = profile_steps(cfg, folder, wait=1, warmup=1, active=3)
+    window["trace"]   # folder/trace.json.gz with the profiler, else None
+    window["ops"]     # per-operator table (profiler) or top functions (cProfile)
+    window["note"]    # what was used and why
+"""
+from __future__ import annotations
+
+import cProfile
+from pathlib import Path
+
+import mxnet as mx
+from mxnet import autograd, gluon
+
+from ...analyse import profiling
+from .data import make_loader
+from .datasets import load_datasets
+from .devices import effective_config, try_devices
+from .models import get_model, prepare
+from .optim import make_trainer
+from .loop import split
+
+NO_PROFILER = ("this MXNet build has no profiler (mx.runtime.Features(): PROFILER off, as "
+               "in the pip CPU wheel): mx.profiler would write an empty trace, so the steps "
+               "were profiled with cProfile instead ({prof})")
+
+
+def profiler_available() -> bool:
+    """Whether this MXNet was built with its profiler."""
+    return mx.runtime.Features().is_enabled("PROFILER")
+
+
+def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) -> dict:
+    """Train `wait + warmup + active` steps of `cfg`; the last `active` under mx.profiler
+    (folder/trace.json.gz) where the build has it, else under cProfile (folder/steps.prof)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    devices, _ = try_devices(1)
+    cfg, _ = effective_config(cfg, devices)
+    net = get_model(cfg)
+    prepare(net, cfg, devices)
+    train_set, _ = load_datasets(cfg)
+    train_iter = make_loader(train_set, cfg)
+    trainer = make_trainer(net, cfg, wait + warmup + active)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    batches = profiling.iterate(train_iter, wait + warmup + active)
+
+    def step():
+        xs, ys = split(*next(batches), devices, cfg.dtype)
+        with autograd.record():
+            losses = [loss_fn(net(x), y) for x, y in zip(xs, ys)]
+        autograd.backward(losses)
+        trainer.step(sum(y.shape[0] for y in ys))
+        mx.nd.waitall()   # sync point: the step's work ends inside the profiled window
+
+    for _ in range(wait + warmup):
+        step()
+    if profiler_available():
+        raw = folder / "trace.json"
+        mx.profiler.set_config(profile_all=True, aggregate_stats=True, filename=str(raw))
+        mx.profiler.set_state("run")
+        for _ in range(active):
+            step()
+        mx.profiler.set_state("stop")
+        table = mx.profiler.dumps(reset=True)   # the per-operator aggregate, as text
+        mx.profiler.dump()
+        trace = profiling.gzip_trace(raw)
+        return {"trace": trace, "ops": None, "table": table, "note": None}
+    prof = folder / "steps.prof"
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(active):
+        step()
+    profiler.disable()
+    profiler.dump_stats(str(prof))
+    return {"trace": None, "ops": profiling.top_functions(prof), "table": None,
+            "note": NO_PROFILER.format(prof=prof)}

@@ -1,0 +1,120 @@
+"""`gc.record(...)`: the course's bookkeeping around a plain Gluon loop, with what the
+loop was handed read back into the record.
+
+    parts = gc.build(cfg)                          # unpacks as net, train_iter, val_iter, trainer
+    net, train_iter, val_iter, trainer = parts
+    with gc.record(parts) as rec:                  # or gc.record(cfg, net=..., ...)
+        for epoch in rec.epochs():
+            for data, label in rec.batches(train_iter):
+                ...plain Gluon...
+                rec.step(n, loss_sum=loss.sum(), correct=hits)   # stays on the device
+            rec.end_epoch(sync=mx.nd.waitall,
+                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices))
+"""
+from __future__ import annotations
+
+import os
+
+from mxnet import gluon
+
+from ...measure import provenance
+from ...config import OPTIMIZERS, OWN
+from ...measure.harness import Device, Harness, Output, Ran
+from .devices import check_threads, operator_threads
+from .models import dtype_of, graph_of
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS", "MXNET_ENGINE_TYPE",
+                    "MXNET_MKLDNN_ENABLED", "KMP_AFFINITY", "KMP_BLOCKTIME")
+
+
+def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
+           runs_dir=None, progress: bool = True, verbose: bool = True, on_epoch=None,
+           downgrades: list | None = None, device_notice: str | None = None) -> Harness:
+    """The bookkeeping for one run of a plain Gluon loop (a context manager). `cfg` is
+    an Experiment, or the `Parts` that `build` made (then its network, loader, trainer,
+    devices and downgrades are recorded). What it is handed (network, training loader,
+    gluon.Trainer as `optimizer`, devices) is read back into the recorded config, or
+    refused when it contradicts a setting made in cfg."""
+    if isinstance(cfg, provenance.Parts):
+        parts = cfg
+        cfg, net, train_iter, optimizer, devices, downgrades, device_notice = \
+            parts.fill(net, train_iter, optimizer, devices, downgrades, device_notice)
+    if cfg.engine != "gluon":
+        cfg = cfg.replace(engine="gluon")
+    devices = list(devices) if devices is not None else None
+    check_threads(cfg)
+    count, source = operator_threads()
+    facts = {"threads": {"intra_op": count, "intra_op_from": source,
+                         **{k: os.environ.get(k) for k in THREAD_VARIABLES if os.environ.get(k)}},
+             "cpu_count": os.cpu_count()}
+    if devices is not None:
+        cfg = cfg.replace(num_gpus=len(devices)) if len(devices) != max(cfg.num_gpus, 1) else cfg
+    if net is not None:
+        found, facts["network"] = read_network(net)
+        cfg = provenance.reconcile(cfg, found, "the network",
+                                   ("model",) if found["model"] == OWN else ())
+    if train_iter is not None:
+        found, facts["train_data"] = read_loader(train_iter, len(devices or [None]))
+        cfg = provenance.reconcile(cfg, found, "the DataLoader",
+                                   provenance.OWN_DATA_FIELDS if found.get("dataset") else ())
+    if optimizer is not None:
+        found, facts["optimizer"] = read_trainer(optimizer)
+        cfg = provenance.reconcile(cfg, found, "the Trainer")
+    return Harness(cfg, Ran(engine="gluon", devices=str(devices) if devices is not None else None,
+                            device_notice=device_notice, downgrades=tuple(downgrades or ()),
+                            facts=facts),
+                   Device(read=lambda a: a.asscalar(),
+                          late_facts=(lambda: {"network": read_network(net)[1]})
+                          if net is not None else None),
+                   Output(runs_dir=runs_dir, progress=progress, verbose=verbose), on_epoch)
+
+
+def read_network(net) -> tuple[dict, dict]:
+    """(config fields, facts) of a Gluon network: the course model's name or "own", its
+    graph mode and dtype, class, parameter count and output classes where known."""
+    params = net.collect_params().values()
+    try:  # shapes are known once initialised (deferred init leaves zeros)
+        count = sum(int(p.data().size) for p in params)
+    except Exception:  # not initialised yet
+        count = None
+    model = getattr(net, "course_model", None)
+    found = {"model": model if model else OWN, "graph": graph_of(net), "dtype": dtype_of(net)}
+    output = getattr(net, "output", None)
+    classes = getattr(output, "_units", None)
+    return found, {"class": type(net).__name__, "parameters": count, "classes": classes}
+
+
+def read_loader(loader, num_devices: int) -> tuple[dict, dict]:
+    """(config fields, facts) of a training DataLoader: per-device batch, workers,
+    dataset size and image size (one sample is read to find it)."""
+    if not isinstance(loader, gluon.data.DataLoader):
+        return {}, {"class": type(loader).__name__}
+    dataset = loader._dataset
+    batch = getattr(loader._batch_sampler, "_batch_size", None)
+    found = {"num_workers": loader._num_workers, "train_size": len(dataset)}
+    if isinstance(batch, int) and batch % num_devices == 0:
+        found["batch_size"] = batch // num_devices
+    if not getattr(dataset, "course_dataset", False):
+        found["dataset"] = OWN
+    facts = {"class": type(loader).__name__, "dataset": type(dataset).__name__,
+             "images": len(dataset), "global_batch": batch}
+    try:
+        image = dataset[0][0]
+        facts["image_shape"] = [int(d) for d in image.shape]
+        if found.get("dataset") == OWN and len(image.shape) == 3:
+            found["image_size"] = int(image.shape[-1])
+    except Exception:  # a dataset that cannot be indexed: nothing more to read
+        pass
+    return found, facts
+
+
+def read_trainer(trainer) -> tuple[dict, dict]:
+    """(config fields, facts) of a gluon.Trainer: its optimizer's name and settings."""
+    opt = trainer._optimizer
+    name = type(opt).__name__.lower()
+    facts = {"optimizer": name, "lr": trainer.learning_rate, "wd": getattr(opt, "wd", None),
+             "momentum": getattr(opt, "momentum", None),
+             "multi_precision": getattr(opt, "multi_precision", None),
+             "kvstore": str(getattr(trainer, "_kvstore_params", {}).get("kvstore"))}
+    found = {"optimizer": name} if name in OPTIMIZERS["gluon"] else {}
+    return found, facts

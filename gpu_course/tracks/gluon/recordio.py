@@ -1,0 +1,251 @@
+"""RecordIO: MXNet's packed format, the Gluon track's "one file read sequentially" rung.
+
+`pack_recordio` writes an indexed record file like MXNet's `im2rec.py`: each image
+decoded, resized once to the training size (shorter side, centre square) and stored as
+a JPEG record (`IRHeader(flag=0, label, id=position)`) in `<name>.rec`, with the byte
+offset of every record in `<name>.idx` and the source paths in `<name>.json`. Decoding
+and encoding run in parallel processes; the records are written in order, under
+temporary names renamed when all are done. `RecordDataset` reads it (Gluon's
+`ImageRecordDataset`, with clear errors), `check_recordio` checks it round-trip and
+`record_iter` wraps MXNet's C++ `ImageRecordIter`, which decodes and augments in its own
+threads.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import io
+import json
+import os
+import time
+from pathlib import Path
+
+import mxnet as mx
+import numpy as np
+from mxnet import recordio
+from mxnet.gluon.data.vision import ImageRecordDataset
+
+from ...data.folder import CorruptImage, DataError, FolderIndex, MissingData, SkipCounter, fetch_or_skip, load_image, parallel_map
+from ...data.packed import PrepResult, prepared_dir
+
+
+def pack_recordio(index: FolderIndex, out, size: int, quality: int = 95,
+                  workers: int | None = None, progress: bool = True,
+                  skip_corrupt: bool = False) -> PrepResult:
+    """Pack `index` into `out` (.rec; the .idx and .json go next to it). A corrupt image
+    raises CorruptImage naming the file, or with skip_corrupt=True is left out and
+    listed in the result and the .json."""
+    rec = Path(out).with_suffix(".rec")
+    idx, sidecar = rec.with_suffix(".idx"), rec.with_suffix(".json")
+    rec.parent.mkdir(parents=True, exist_ok=True)
+    tmp = {p: p.with_name(f".{p.name}.tmp-{os.getpid()}") for p in (rec, idx, sidecar)}
+    start = time.perf_counter()
+    sources, skipped = [], []
+    writer = recordio.MXIndexedRecordIO(str(tmp[idx]), str(tmp[rec]), "w")
+    try:
+        tasks = [(str(index.path(i)), size, quality) for i in range(len(index))]
+        for i, (jpeg, error) in enumerate(parallel_map(_encode_task, tasks, workers=workers,
+                                                       progress=progress,
+                                                       desc=f"packing {rec.name}")):
+            if error is not None:
+                if not skip_corrupt:
+                    raise CorruptImage(index.path(i), error)
+                skipped.append((index.paths[i], error))
+                continue
+            key = len(sources)  # record keys are 0..N-1, in order
+            header = recordio.IRHeader(0, float(index.labels[i]), key, 0)
+            writer.write_idx(key, recordio.pack(header, jpeg))
+            sources.append((index.paths[i], int(index.labels[i])))
+        writer.close()
+        if not sources:
+            raise DataError(f"no image of {index.root} could be decoded; nothing packed")
+        tmp[sidecar].write_text(json.dumps({
+            "classes": list(index.classes), "sources": sources, "size": size,
+            "quality": quality, "source_root": str(index.root), "skipped": skipped}))
+        for final in (sidecar, rec, idx):  # the .idx last: with it the set is complete
+            os.replace(tmp[final], final)
+    finally:
+        writer.close()
+        for path in tmp.values():
+            if path.exists():
+                path.unlink()
+    return PrepResult(rec, len(sources), skipped, time.perf_counter() - start,
+                      rec.stat().st_size + idx.stat().st_size)
+
+
+def _encode_task(task):
+    from PIL import Image
+    path, size, quality = task
+    try:
+        image = load_image(path, size)
+    except DataError as err:
+        return None, str(err)
+    buffer = io.BytesIO()
+    Image.fromarray(image).save(buffer, "JPEG", quality=quality)
+    return buffer.getvalue(), None
+
+
+def recordio_path(index: FolderIndex, size: int, cache_dir=None) -> Path:
+    """Where the record file of `index` at `size` lives; complete once its .idx exists."""
+    return prepared_dir(index.root, cache_dir) / f"{size}px-{index.fingerprint()}.rec"
+
+
+def ensure_recordio(index: FolderIndex, size: int, cache_dir=None, **kwargs) -> Path:
+    """The record file of `index` at `size` (packed once, then reused)."""
+    target = recordio_path(index, size, cache_dir)
+    if not target.with_suffix(".idx").exists():
+        print(pack_recordio(index, target, size, **kwargs))
+    return target
+
+
+def open_record_file(path) -> recordio.MXIndexedRecordIO:
+    """Open `<name>.rec` with its `<name>.idx`; a missing file is a clear error."""
+    rec = Path(path)
+    idx = rec.with_suffix(".idx")
+    if not rec.exists():
+        raise MissingData(f"record file {rec} does not exist; make it with "
+                          "gluon.recordio.pack_recordio (or MXNet's im2rec.py)")
+    if not idx.exists():
+        raise MissingData(f"record file {rec} has no index {idx.name}: it cannot be read "
+                          "at random. Pack the images again (the index is written with the "
+                          "records) or rebuild the index with MXNet's tools/rec2idx.py")
+    return recordio.MXIndexedRecordIO(str(idx), str(rec), "r")
+
+
+def read_record(reader: recordio.MXIndexedRecordIO, key: int, path) -> tuple:
+    """(header, image bytes) of record `key`; a damaged record raises DataError naming
+    the file and the record."""
+    try:
+        raw = reader.read_idx(key)
+        if raw is None:
+            raise ValueError("past the end of the file")
+        header, payload = recordio.unpack(raw)
+    except (mx.base.MXNetError, ValueError, KeyError, OSError) as err:
+        reader.reset()  # a read past the end leaves the stream stuck: reopen it
+        raise DataError(f"{path}: record {key} is damaged or truncated "
+                        f"({_reason(err)})") from None
+    return header, payload
+
+
+def _reason(err: BaseException) -> str:
+    """The telling line of an error; MXNet's start with a C++ stack trace."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("Traceback", "File ", "[bt]"))
+              and not line[:1].isdigit()]
+    return (useful or lines or [type(err).__name__])[-1][:200]
+
+
+class RecordDataset(ImageRecordDataset):
+    """Gluon's ImageRecordDataset (decoded RGB HWC uint8 NDArray, label) with clear
+    errors: a missing .idx or record file, or a damaged record (named by index). With
+    skip_corrupt=True a damaged record is replaced by the next good one and counted in
+    `skipped.count` (summed over loader workers)."""
+
+    def __init__(self, filename, skip_corrupt: bool = False):
+        open_record_file(filename).close()  # the clear errors, before Gluon's own
+        super().__init__(str(filename), flag=1)
+        self.skip_corrupt = skip_corrupt
+        self.skipped = SkipCounter()
+
+    def __getitem__(self, i):
+        return fetch_or_skip(self._read, i, len(self), self.skip_corrupt, self.skipped)
+
+    def _read(self, i):
+        header, payload = read_record(self._record, self._record.keys[i], self.filename)
+        try:
+            image = mx.image.imdecode(payload, self._flag)
+        except mx.base.MXNetError as err:
+            raise DataError(f"{self.filename}: record {i} does not decode "
+                            f"({_reason(err)})") from None
+        return image, header.label
+
+
+def check_recordio(path, index: FolderIndex, workers: int | None = None,
+                   progress: bool = True) -> int:
+    """Check a record file against its source images: the keys are 0..N-1 in order,
+    every record's id, label and JPEG bytes (encoded again from the source) match, and
+    it decodes to size x size x 3. Returns the number checked; a mismatch raises
+    DataError naming the record."""
+    rec = Path(path)
+    meta = json.loads(rec.with_suffix(".json").read_text())
+    reader = open_record_file(rec)
+    try:
+        keys = list(reader.keys)
+        if keys != list(range(len(meta["sources"]))):
+            raise DataError(f"{rec}: index keys are not 0..{len(meta['sources']) - 1} in order")
+        labels = dict(zip(index.paths, index.labels.tolist()))
+        size, quality = meta["size"], meta["quality"]
+        tasks = [(str(index.root / s), size, quality) for s, _ in meta["sources"]]
+        for key, (jpeg, error) in enumerate(parallel_map(
+                _encode_task, tasks, workers=workers, progress=progress, desc="checking")):
+            source, label = meta["sources"][key]
+            header, payload = read_record(reader, key, rec)
+            if error is not None:
+                raise DataError(f"record {key}: its source {source} no longer decodes: {error}")
+            if header.id != key or int(header.label) != label or labels.get(source) != label:
+                raise DataError(f"record {key} ({source}): header id {header.id}, label "
+                                f"{header.label}; expected id {key}, label {labels.get(source)}")
+            if payload != jpeg:
+                raise DataError(f"record {key} ({source}): image bytes differ from the source "
+                                "image encoded again")
+            if mx.image.imdecode(payload).shape != (size, size, 3):
+                raise DataError(f"record {key} ({source}): does not decode to {size}x{size}x3")
+    finally:
+        reader.close()
+    return len(keys)
+
+
+@contextlib.contextmanager
+def _cpp_info_filtered():
+    """MXNet's C++ record parser logs how many threads decode straight to file
+    descriptor 2, past Python's logging: hold what the block writes there back, and
+    pass on every other line."""
+    import sys
+    import tempfile
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            for line in held.read().decode(errors="replace").splitlines(keepends=True):
+                if "ImageRecordIOParser" not in line:
+                    sys.stderr.write(line)
+
+
+class RecordIter:
+    """MXNet's C++ ImageRecordIter as a Gluon-style loader of (data, label) batches:
+    reading, JPEG decoding and augmentation (random crop with padding, mirror,
+    normalisation) run in `threads` C++ threads, outside Python."""
+
+    def __init__(self, path, batch_size: int, size: int, train: bool = True,
+                 threads: int = 1, mean=None, std=None, seed: int = 0):
+        open_record_file(path).close()
+        from ... import data as course_data
+        mean = np.asarray(mean if mean is not None else course_data.CIFAR_MEAN) * 255
+        std = np.asarray(std if std is not None else course_data.CIFAR_STD) * 255
+        with _cpp_info_filtered():  # its one INFO line says how many threads decode
+            self.iter = mx.io.ImageRecordIter(
+                path_imgrec=str(path), path_imgidx=str(Path(path).with_suffix(".idx")),
+                data_shape=(3, size, size), batch_size=batch_size, shuffle=train,
+                rand_crop=train, rand_mirror=train, pad=4 if train else 0, fill_value=0,
+                mean_r=mean[0], mean_g=mean[1], mean_b=mean[2],
+                std_r=std[0], std_g=std[1], std_b=std[2],
+                preprocess_threads=threads, round_batch=False, seed=seed)
+        self.batch_size = batch_size
+        self.count = len(json.loads(Path(path).with_suffix(".json").read_text())["sources"])
+
+    def __len__(self) -> int:
+        return self.count // self.batch_size
+
+    def __iter__(self):
+        with _cpp_info_filtered():  # a reset starts the parser again, and it says so
+            self.iter.reset()
+        # full batches only, like the DataLoader's last_batch="discard" (MXNet 1.9 does
+        # not mark the short last batch's padding with round_batch=False)
+        for _, batch in zip(range(len(self)), self.iter):
+            yield batch.data[0], batch.label[0]

@@ -1,0 +1,135 @@
+"""Gluon runs: build what an Experiment describes, then train it with the one Gluon loop
+(`loop.fit`) inside the course's bookkeeping (`record`).
+
+    run = gc.train(cfg)                                   # everything from cfg
+    net, train_iter, val_iter, trainer = gc.build(cfg)    # or the parts, to show one change
+"""
+from __future__ import annotations
+
+import random
+import re
+
+import mxnet as mx
+import numpy as np
+
+from ...measure import provenance
+from ...config import Experiment
+from ...measure.records import OutOfMemory
+from .data import make_loader
+from .datasets import load_datasets
+from .devices import (FLOAT16_ON_CPU, NCCL_ON_CPU, check_threads, effective_config,
+                      try_devices)
+from .loop import fit
+from .models import get_model, prepare
+from .optim import make_trainer
+from .record import record
+
+MiB = 2**20
+WHY = {"dtype": FLOAT16_ON_CPU, "kvstore": NCCL_ON_CPU}
+
+
+def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=None):
+    """What cfg describes on this machine, for a notebook's own loop: a `Parts` that
+    unpacks as (net, train_iter, val_iter, trainer), with .devices, .cfg (what runs:
+    float32 for a float16 request on a CPU) and .downgrades. Parts passed in are used as
+    they are; the network is initialised on the devices, cast and hybridized as the
+    config that runs says."""
+    requested = cfg if cfg.engine == "gluon" else cfg.replace(engine="gluon")
+    check_threads(requested)  # before any work: only a new process changes MXNet's threads
+    if net is not None:  # a network the notebook hybridized or cast itself is the request
+        found, _ = _read_network(net)
+        requested = provenance.reconcile(requested, found, "the network")
+    notices = []
+    if devices is None:
+        devices, notice = try_devices(requested.num_gpus)
+        notices.append(notice)
+    devices = [devices] if isinstance(devices, mx.Context) else list(devices)
+    ran, notice = effective_config(requested, devices)
+    notices.append(notice)
+    random.seed(ran.seed)
+    np.random.seed(ran.seed)  # the DataLoader's shuffle
+    mx.random.seed(ran.seed)
+    if train_iter is None or val_iter is None:
+        train_set, val_set = load_datasets(ran)
+        train_iter = train_iter if train_iter is not None else make_loader(train_set, ran)
+        val_iter = val_iter if val_iter is not None else make_loader(val_set, ran, train=False)
+    net = net if net is not None else get_model(ran)
+    prepare(net, ran, devices)
+    steps = _length(train_iter, ran)
+    trainer = make_trainer(net, ran, min(steps, ran.max_steps or steps))
+    return provenance.Parts(net, train_iter, val_iter, trainer, devices, ran,
+                            provenance.downgrades(requested, ran, WHY),
+                            " ".join(n for n in notices if n) or None)
+
+
+def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None,
+          runs_dir=None, progress: bool = True, verbose: bool = True, on_epoch=None):
+    """Train as `cfg` says and return the run record (`records.Run`); on_epoch(row) is
+    called with each recorded epoch row.
+
+    Anything passed in (a network, loaders, devices) is used as it is, so a notebook can
+    show one change in plain Gluon code; the rest is built from `cfg`. The record says
+    what really ran: what it was handed, and e.g. float32 when float16 was asked for on
+    a CPU (with the request beside it)."""
+    if cfg.kvstore.startswith("dist"):  # this process is one worker of a multi-host job
+        from .dist import train_worker
+        return train_worker(cfg, runs_dir=runs_dir, verbose=verbose, on_epoch=on_epoch)
+    parts = build(cfg, devices, net, train_iter, val_iter)
+    with record(parts, runs_dir=runs_dir, progress=progress, verbose=verbose,
+                on_epoch=on_epoch) as rec:
+        try:
+            fit(rec, parts.net, parts.optimizer, parts.train_iter, parts.val_iter,
+                parts.devices, parts.cfg.dtype, parts.cfg.mock)
+        except mx.base.MXNetError as err:
+            if is_out_of_memory(err):
+                raise out_of_memory(err, parts.cfg, parts.devices) from err
+            raise
+    return rec.run
+
+
+def _read_network(net):
+    """What a network the notebook prepared itself asks for: hybridized or cast by hand
+    (an eager float32 network leaves graph and dtype to cfg)."""
+    from .record import read_network
+    found, facts = read_network(net)
+    asked = {"graph": found["graph"] if found["graph"] != "eager" else None,
+             "dtype": found["dtype"] if found["dtype"] != "float32" else None}
+    return asked, facts
+
+
+def _length(train_iter, cfg: Experiment) -> int:
+    try:
+        return len(train_iter)
+    except TypeError:  # an iterable without a length: assume full batches
+        return max(1, cfg.train_size // cfg.global_batch)
+
+
+# -- out of memory --------------------------------------------------------------------
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether an MXNetError is a failed device allocation. MXNet raises it at the next
+    sync point, not where the memory was asked for."""
+    text = str(err).lower()
+    return ("out of memory" in text or "memory allocation failed" in text
+            or ("cudamalloc" in text and "fail" in text))
+
+
+def out_of_memory(err: BaseException, cfg: Experiment, devices,
+                  memory_info=None) -> OutOfMemory:
+    """An OutOfMemory saying what did not fit and how much memory there is.
+    memory_info(device_id) -> (free_bytes, total_bytes); default mx.context.gpu_memory_info."""
+    memory_info = memory_info or mx.context.gpu_memory_info
+    parts = [f"batch size {cfg.batch_size} per device ({cfg.global_batch} per step) of "
+             f"{cfg.model} in {cfg.dtype} does not fit"]
+    asked = re.search(r"(?:size|bytes)\D{0,3}(\d{4,})", str(err), re.IGNORECASE)
+    if asked:
+        parts.append(f"MXNet asked for {int(asked.group(1)) / MiB:,.0f} MiB more")
+    for device in devices:
+        if device.device_type != "gpu":
+            continue
+        try:
+            free, total = memory_info(device.device_id)
+            parts.append(f"{device}: {free / MiB:,.0f} MiB free of {total / MiB:,.0f} MiB")
+        except Exception:  # the device may be unusable after the failure
+            pass
+    first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return OutOfMemory("; ".join(parts) + f". Try a smaller batch_size. (MXNet: {first_line})")

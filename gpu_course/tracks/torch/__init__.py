@@ -1,0 +1,73 @@
+"""The PyTorch track: `from gpu_course import torch as gc`.
+
+Same public names as `gpu_course.tracks.gluon`, so a lesson reads the same in both tracks:
+gpu_count, try_devices, load_datasets, prepare_data, make_loader, load_data,
+get_model, build, record, train, evaluate, lr_scheduler, sweep, plus Experiment,
+load_run(s), metrics, plots and report; and the
+PyTorch-only pieces: LARS, Signum, GpuLoader, lr_curve, make_optimizer.
+
+Inside this package `import torch` is PyTorch itself (imports are absolute); this
+package is `gpu_course.tracks.torch`.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from ...config import Experiment as _Experiment
+from ...experiments import interleave as _interleave
+from ...lessons import conclude, show, sizes, workers
+from ...experiments import sweep as _sweep
+from ...measure.records import OutOfMemory, load_run, load_runs
+from .data import ImageDataset, make_loader
+from .datasets import load_data, load_datasets
+from .io_data import prepare_data
+from .devices import gpu_count, try_devices
+from .gpu_loader import GpuLoader
+from .lars import LARS
+from .signum import Signum
+from .models import get_model
+from .profile import profile_steps
+from .optim import lr_curve, lr_scheduler, make_optimizer
+from .loop import Precision, evaluate, to_device
+from .record import record
+from .train import COMPILE_BACKEND_ENV, build, train
+
+__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
+           "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
+           "get_model", "build", "record", "train", "evaluate", "Precision", "to_device",
+           "lr_scheduler", "lr_curve", "make_optimizer",
+           "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
+
+
+@dataclass(frozen=True, eq=False)  # eq and hash as the base class: fields only
+class Experiment(_Experiment):
+    """`gpu_course.config.Experiment` with engine="pytorch" by default, so that
+    `gc.Experiment(optimizer="adamw")` in this track asks for PyTorch's choices."""
+
+    engine: str = "pytorch"
+
+
+def sweep(cfg: Experiment, field: str, values, repeats: int = 1, **train_kwargs):
+    """train(cfg with `field` set to each value); an out-of-memory point is recorded
+    (status "oom") and the sweep goes on. Returns the runs in order; repeats=k runs the
+    sweep k times, interleaved, and returns a list of runs per value."""
+    return _sweep(train, cfg, field, values, repeats, **train_kwargs)
+
+
+def repeat(cfgs, repeats: int = 3, **train_kwargs):
+    """Each config trained `repeats` times, interleaved; {name: [runs]} for
+    `noise.compare` (is a difference an effect or run-to-run noise?)."""
+    return _interleave(train, list(cfgs), repeats, **train_kwargs)
+
+# course modules a notebook may reach as gc.<name>, loaded on first use
+LAZY = {"plots": "show.plots", "report": "show.report", "tables": "show.tables",
+        "closing": "show.closing", "diagnose": "analyse.diagnose", "metrics": "analyse.metrics",
+        "noise": "analyse.noise"}
+
+
+def __getattr__(name: str):
+    # plots and report load matplotlib: only when a notebook asks for them (tables: pandas)
+    if name in LAZY:
+        return importlib.import_module(f"gpu_course.{LAZY[name]}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

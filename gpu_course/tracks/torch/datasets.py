@@ -1,0 +1,43 @@
+"""The data sets and loaders an Experiment names, for the PyTorch track: the generated
+CIFAR-10 stand-in and CIFAR-10 (in memory, `data`), an image folder in one of its
+formats (`io_data`), or the whole set on the GPU (`gpu_loader`). This module only
+chooses; the modules it chooses from never import it.
+"""
+from __future__ import annotations
+
+import torch
+
+from ... import data as course_data
+from ...config import Experiment
+from .data import ImageDataset, make_loader
+from .io_data import io_datasets
+
+
+def load_datasets(cfg: Experiment) -> tuple[ImageDataset, ImageDataset]:
+    """(train_dataset, val_dataset) for cfg.dataset; training images augmented as
+    cfg.augment says, validation images only normalised."""
+    if cfg.dataset == "folder":  # a Caltech-256-style image folder: see io_data
+        return _ours(*io_datasets(cfg, cfg.data_format))
+    arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
+                              test_size=cfg.test_size, seed=cfg.seed)
+    return _ours(ImageDataset(arrays.train_x, arrays.train_y, cfg.augment, cfg.seed),
+                 ImageDataset(arrays.test_x, arrays.test_y, "none", cfg.seed))
+
+
+def _ours(*datasets):
+    """Mark the course's datasets, so a record can tell them from a user's own."""
+    for dataset in datasets:
+        dataset.course_dataset = True
+    return datasets
+
+
+def load_data(cfg: Experiment, device: torch.device | str | None = None):
+    """(train_iter, val_iter) for cfg: DataLoaders, or with cfg.data_on_gpu two
+    GpuLoaders that keep the whole dataset on `device` (default: the first device)."""
+    if cfg.data_on_gpu:
+        from .devices import try_devices
+        from .gpu_loader import gpu_loaders
+        device = device if device is not None else try_devices(cfg.num_gpus)[0][0]
+        return gpu_loaders(cfg, device)
+    train, val = load_datasets(cfg)
+    return make_loader(train, cfg, train=True), make_loader(val, cfg, train=False)

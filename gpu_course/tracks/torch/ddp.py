@@ -1,0 +1,116 @@
+"""Several GPUs: DistributedDataParallel, one process per device, started by torchrun.
+This module is what each process runs; `launch` (the launcher) starts them.
+
+`train(cfg)` with num_gpus > 1 calls `launch.launch`, which runs
+
+    python -m torch.distributed.run --standalone --nproc_per_node=N \\
+        -m gpu_course.tracks.torch.ddp --config cfg.json --runs-dir RUNS --result-file PATH
+
+and streams its output. Each process trains on its own device with its own shard of
+every epoch (DistributedSampler), and backward averages the gradients across processes
+(NCCL between GPUs, gloo between CPU processes), so one step sees
+batch_size * N images. Rank 0 alone runs the monitor, evaluates and keeps the record;
+the launcher reads that record back. At the end every rank's epoch timings are gathered
+into that record's notes ("ranks"), so a multi-host job (torch.multinode: one torchrun
+per host, `--nnodes`, c10d rendezvous) has one record with all of them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from ...config import Experiment, check_gpus
+from ...measure.records import OutOfMemory, update_meta
+from .devices import describe, gpu_count
+
+OOM_MARKER = "gpu_course out of memory:"  # a rank's last line when its batch did not fit
+
+
+def note(run_path, **values) -> None:
+    """Add facts to a finished run record's notes."""
+    update_meta(run_path, notes=values)
+
+
+RANK_FIELDS = ("epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "compute_s",
+               "steps", "samples")
+
+
+def gather_rank_timings(rows: list[dict], local_rank: int) -> list[dict]:
+    """Every rank's epoch timings, in rank order, on every rank (one all_gather of small
+    Python objects: a few hundred bytes per rank, once per run)."""
+    mine = {"rank": dist.get_rank(), "local_rank": local_rank, "host": socket.gethostname(),
+            "group_rank": int(os.environ.get("GROUP_RANK", 0)),  # the node, as torchrun counts
+            "epochs": [{k: row.get(k) for k in RANK_FIELDS} for row in rows]}
+    everyone = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, mine)
+    return everyone
+
+
+# -- inside each worker process ---------------------------------------------------------
+def _stop(signum, frame):
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One DDP process (torchrun sets RANK, LOCAL_RANK and WORLD_SIZE)."""
+    from .train import build_loaders, effective_config, fit
+    from .models import get_model
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, help="Experiment as a JSON file")
+    parser.add_argument("--runs-dir", required=True)
+    parser.add_argument("--result-file", help="rank 0 writes its run folder here")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    cfg = Experiment.from_dict(json.loads(Path(args.config).read_text()))
+    rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+    world = int(os.environ["WORLD_SIZE"])  # processes on all hosts
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))  # on this host
+    signal.signal(signal.SIGTERM, _stop)  # torchrun stops the others with SIGTERM
+    on_gpu = gpu_count() >= local_world
+    device = torch.device("cuda", local_rank) if on_gpu else torch.device("cpu")
+    if on_gpu:
+        torch.cuda.set_device(device)
+    dist.init_process_group("nccl" if on_gpu else "gloo")
+    try:
+        _, _, notice = check_gpus(local_world, gpu_count())
+        devices = describe([device] * local_world if not on_gpu
+                           else [torch.device("cuda", i) for i in range(local_world)])
+        if world > local_world:
+            devices += f" on each of {world // local_world} hosts"
+        cfg, changed = effective_config(cfg.replace(num_gpus=world), device)
+        torch.manual_seed(cfg.seed)  # the same initial weights on every rank
+        net = get_model(cfg)
+        train_iter, val_iter = build_loaders(cfg, device, rank, world)
+
+        def remember(path):
+            if args.result_file:
+                Path(args.result_file).write_text(str(path))
+        rows = []  # this rank's epoch timings
+        run = fit(cfg, net, train_iter, val_iter, device, runs_dir=args.runs_dir,
+                  notice=" ".join(n for n in (notice, changed) if n) or None, progress=False,
+                  verbose=not args.quiet, rank=rank, world_size=world, on_record=remember,
+                  devices=devices, on_epoch=rows.append)
+        ranks = gather_rank_timings(rows, local_rank)
+        if run is not None:  # rank 0: one record for the job, with every rank's timings
+            note(run.path, ranks=ranks, nodes=world // local_world,
+                 procs_per_node=local_world, backend=dist.get_backend())
+        dist.barrier()  # no rank tears the group down while another still uses it
+    except OutOfMemory as err:
+        print(f"{OOM_MARKER} rank {rank}: {err}", flush=True)
+        return 3
+    finally:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    from ...scale.localhosts import exit_now
+    exit_now(main())  # not sys.exit: see exit_now

@@ -1,0 +1,198 @@
+"""What DDP's gradient all-reduce costs a training step, and how much of it hides
+behind backward, for several gradient bucket sizes (`bucket_cap_mb`).
+
+DistributedDataParallel groups gradients into buckets of about `bucket_cap_mb` MB and
+all-reduces each bucket as soon as backward has filled it, while backward goes on with
+earlier layers. Small buckets start early but each pays the all-reduce's latency; one
+large bucket waits for the whole backward. Horovod's tensor fusion
+(HOROVOD_FUSION_THRESHOLD) is the same idea. MXNet's kvstore has no counterpart: it
+pushes each parameter as its own key (priority = -index, so the last layers' go first)
+and only splits large arrays across servers (MXNET_KVSTORE_BIGARRAY_BOUND).
+
+Per bucket size, on a fixed batch in memory (no loader), steps alternate between
+    sync     forward + backward with the all-reduce (the real step)
+    no_sync  forward + backward without it (DDP's no_sync(): compute alone, with the
+             same processes competing for the same cores)
+and the all-reduce of one buffer as large as all gradients is timed alone. Then
+exposed = t_sync - t_no_sync and overlap = 1 - exposed / t_allreduce (scaling.py).
+Medians over the steps, the slowest rank's.
+
+    torchrun --standalone --nproc_per_node=2 -m gpu_course.tracks.torch.ddp_comm
+    python -m gpu_course.tracks.torch.ddp_comm --procs 2      # starts 2 local processes itself
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from ...config import Experiment
+from ...scale.localhosts import exit_now, free_port
+from ...scale.scaling import overlap_from_steps
+from .allreduce import _slowest
+
+BUCKETS_MB = (0.05, 0.25, 1.0, 25.0)  # DDP's default is 25
+
+
+def measure(model: str = "resnet20", batch_size: int = 32, buckets_mb=BUCKETS_MB,
+            steps: int = 10, warmup: int = 2, device=None) -> list[dict]:
+    """One row per bucket size (every rank calls it; rows are the slowest rank's)."""
+    from .models import get_model
+    device = torch.device(device or ("cuda" if dist.get_backend() == "nccl" else "cpu"))
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    torch.manual_seed(0)
+    net = get_model(Experiment(engine="pytorch", model=model)).to(device)
+    grad_bytes = sum(p.numel() * p.element_size() for p in net.parameters() if p.requires_grad)
+    x = torch.randn(batch_size, 3, 32, 32, device=device)
+    y = torch.randint(0, 10, (batch_size,), device=device)
+    loss_fn = nn.CrossEntropyLoss()
+    t_ar = _allreduce_time(grad_bytes, device, sync, steps)
+    rows = []
+    for cap in buckets_mb:
+        ddp = nn.parallel.DistributedDataParallel(
+            copy.deepcopy(net), bucket_cap_mb=cap,
+            device_ids=[device] if device.type == "cuda" else None)
+
+        def step(with_sync: bool, ddp=ddp) -> float:  # this bucket size's model
+            dist.barrier()  # start together: a late rank would count as communication
+            t0 = time.perf_counter()
+            ctx = ddp.no_sync() if not with_sync else _nothing()
+            with ctx:
+                loss_fn(ddp(x), y).backward()
+            sync()  # the step's sync point: backward (and its all-reduce) has finished
+            ddp.zero_grad(set_to_none=True)
+            return time.perf_counter() - t0
+        for _ in range(warmup):
+            step(True), step(False)
+        times = {True: [], False: []}
+        for i in range(2 * steps):  # alternate, so drift in the machine's load hits both
+            with_sync = i % 2 == 0
+            times[with_sync].append(step(with_sync))
+        t_sync = _slowest(statistics.median(times[True]), device)
+        t_nosync = _slowest(statistics.median(times[False]), device)
+        rows.append({"bucket_cap_mb": cap, "buckets": math.ceil(grad_bytes / (cap * 2**20)),
+                     "processes": dist.get_world_size(), "grad_bytes": grad_bytes,
+                     "batch_size": batch_size, "t_step_sync_s": t_sync,
+                     "t_step_nosync_s": t_nosync, "t_allreduce_s": t_ar,
+                     "exposed_s": t_sync - t_nosync,
+                     "spread_s": _slowest(_iqr(times[True]), device),
+                     "overlap": overlap_from_steps(t_sync, t_nosync, t_ar)})
+        del ddp
+    return rows
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _iqr(values) -> float:
+    q = statistics.quantiles(values, n=4)
+    return q[2] - q[0]
+
+
+def _allreduce_time(nbytes: int, device, sync, steps: int) -> float:
+    """Median time of one all-reduce of a buffer as large as all gradients."""
+    buf = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=device)
+    times = []
+    for i in range(steps + 2):
+        dist.barrier()
+        t0 = time.perf_counter()
+        dist.all_reduce(buf)
+        sync()
+        if i >= 2:  # the first ones set up connections and buffers
+            times.append(time.perf_counter() - t0)
+    return _slowest(statistics.median(times), device)
+
+
+def run_local(procs: int = 2, **kwargs) -> list[dict]:
+    """Start `procs` gloo processes on 127.0.0.1 (NCCL with a GPU each), measure, and
+    return rank 0's rows. kwargs go to `measure`."""
+    backend = "nccl" if torch.cuda.device_count() >= procs else "gloo"
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="gpu_course_ddp_comm_") as tmp:
+        out = Path(tmp) / "rows.json"
+        torch.multiprocessing.start_processes(
+            _local_worker, args=(procs, port, backend, kwargs, str(out)), nprocs=procs,
+            start_method="spawn")
+        return json.loads(out.read_text())
+
+
+def _local_worker(rank, procs, port, backend, kwargs, out):
+    if backend == "gloo":  # the processes share this host's cores
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // procs))
+    else:
+        torch.cuda.set_device(rank)
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=procs)
+    try:
+        rows = measure(**kwargs)
+        if rank == 0:
+            Path(out).write_text(json.dumps(rows))
+        dist.barrier()  # no rank tears the group down while another still uses it
+    finally:
+        dist.destroy_process_group()
+    exit_now(0)  # a spawned process would otherwise finalize with gloo's threads (SIGABRT)
+
+
+def format_rows(rows: list[dict]) -> str:
+    lines = [f"{'bucket MB':>9} {'buckets':>7} {'step':>9} {'no_sync':>9} {'all-reduce':>10} "
+             f"{'exposed':>9} {'overlap':>7}"]
+    for r in rows:
+        lines.append(f"{r['bucket_cap_mb']:>9g} {r['buckets']:>7} "
+                     f"{r['t_step_sync_s'] * 1e3:>7.1f}ms {r['t_step_nosync_s'] * 1e3:>7.1f}ms "
+                     f"{r['t_allreduce_s'] * 1e3:>8.2f}ms {r['exposed_s'] * 1e3:>7.1f}ms "
+                     f"{r['overlap']:>7.0%}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--procs", type=int, default=2, help="without torchrun: local processes")
+    parser.add_argument("--model", default="resnet20")
+    parser.add_argument("--batch-size", type=int, default=32, help="per process")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps of each kind")
+    parser.add_argument("--out", type=Path, help="write rank 0's rows here as JSON")
+    args = parser.parse_args(argv)
+    kwargs = dict(model=args.model, batch_size=args.batch_size, steps=args.steps)
+    if "RANK" in os.environ:  # under torchrun
+        on_gpu = torch.cuda.is_available()
+        if on_gpu:
+            torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+        dist.init_process_group("nccl" if on_gpu else "gloo")
+        try:
+            rows = measure(**kwargs)
+        finally:
+            rank = dist.get_rank()
+            dist.destroy_process_group()
+        if rank != 0:
+            return 0
+    else:
+        print(f"no torchrun: starting {args.procs} processes on 127.0.0.1", flush=True)
+        rows = run_local(args.procs, **kwargs)
+    print(f"DDP over {rows[0]['processes']} processes, {args.model}, batch {args.batch_size} "
+          f"per process, gradients {rows[0]['grad_bytes'] / 2**20:.2f} MiB:")
+    print(format_rows(rows))
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    if "RANK" in os.environ:  # a torchrun worker: no interpreter finalization (exit_now)
+        exit_now(main())
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""The PyTorch side of `gpu_course.env.report`: the build, a forward-pass benchmark and the
+host-to-device copy bandwidth, each run in a fresh process by `env.hook`:
+
+    python -m gpu_course.tracks.torch.envinfo build
+    python -m gpu_course.tracks.torch.envinfo bench --threads=2 --onednn=0 --batch=64 --steps=5
+    python -m gpu_course.tracks.torch.envinfo copy        # needs a CUDA GPU
+
+Each prints one JSON line.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+import warnings
+
+import torch
+
+from ...env.report import openmp_runtimes
+from .models import get_model
+
+
+def build() -> dict:
+    """Versions, what the build has (CUDA, cuDNN, oneDNN, OpenMP, MKL, NCCL) and the
+    flags that change the arithmetic (TF32)."""
+    cuda = torch.cuda.is_available()
+    features = {
+        "CUDA": torch.version.cuda is not None, "CUDNN": torch.backends.cudnn.is_available(),
+        "MKLDNN (oneDNN)": torch.backends.mkldnn.is_available(),
+        "MKL": torch.backends.mkl.is_available(), "OPENMP": torch.backends.openmp.is_available(),
+        "NCCL": torch.distributed.is_available() and torch.distributed.is_nccl_available(),
+        "GLOO": torch.distributed.is_available() and torch.distributed.is_gloo_available(),
+    }
+    flags = {"cudnn.allow_tf32 (convolutions)": torch.backends.cudnn.allow_tf32,
+             "cuda.matmul.allow_tf32 (matmuls)": torch.backends.cuda.matmul.allow_tf32,
+             "cudnn.benchmark": torch.backends.cudnn.benchmark}
+    config = torch.__config__.show()
+    return {"framework": "torch", "version": torch.__version__, "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version() if cuda else None,
+            "features": features, "flags": flags,
+            "intra_op_threads": torch.get_num_threads(),
+            "inter_op_threads": torch.get_num_interop_threads(),
+            "openmp_runtimes": openmp_runtimes(),
+            "config": [line.strip(" -") for line in config.splitlines()
+                       if line.strip() and "Build settings" not in line]}
+
+
+def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dict:
+    """Forward passes of `model` on the CPU: images/s over `steps` timed batches, and of
+    each pass on its own ("step_images_per_s": the spread `noise` judges against)."""
+    torch.set_num_threads(threads)   # intra-op threads; OMP_NUM_THREADS was set before start
+    net = get_model(model).eval()
+    x = torch.randn(batch, 3, 32, 32)
+    with warnings.catch_warnings():
+        # mkldnn.flags() warns that oneDNN's TF32 needs an Intel GPU: nothing to do with us
+        warnings.simplefilter("ignore", UserWarning)
+        with torch.no_grad(), torch.backends.mkldnn.flags(enabled=onednn):
+            net(x)                    # warm-up: first-call allocations and kernel choice
+            times = []
+            for _ in range(steps):
+                start = time.perf_counter()
+                net(x)                # on the CPU each call has finished when it returns
+                times.append(time.perf_counter() - start)
+    seconds = sum(times)
+    return {"images_per_s": batch * steps / seconds, "ms_per_batch": 1000 * seconds / steps,
+            "step_images_per_s": [batch / t for t in times],
+            "threads": threads, "onednn": onednn, "build": build()}
+
+
+def copy_bandwidth(mib: int = 256, repeats: int = 5) -> dict:
+    """Host-to-device copy in GB/s from pageable and from pinned (page-locked) memory:
+    `repeats` copies of `mib` MiB from each, interleaved (pageable, pinned, pageable, ...)
+    so that drift hits both alike, each timed between synchronisations. The medians are
+    `pageable_gb_s` and `pinned_gb_s`; every copy is kept (`*_all`) for the spread."""
+    if not torch.cuda.is_available():
+        return {"available": False}
+    device = torch.device("cuda:0")
+    target = torch.empty(mib * 2**20, dtype=torch.uint8, device=device)
+    sources = {"pageable": torch.empty(mib * 2**20, dtype=torch.uint8),
+               "pinned": torch.empty(mib * 2**20, dtype=torch.uint8).pin_memory()}
+    for source in sources.values():
+        target.copy_(source)              # warm-up
+    torch.cuda.synchronize()
+    rates = {kind: [] for kind in sources}
+    for _ in range(repeats):
+        for kind, source in sources.items():
+            start = time.perf_counter()
+            target.copy_(source, non_blocking=kind == "pinned")
+            torch.cuda.synchronize()      # sync point: the copy has finished
+            rates[kind].append(mib * 2**20 / (time.perf_counter() - start) / 1e9)
+    return {"available": True, "mib": mib,
+            **{f"{kind}_gb_s": statistics.median(r) for kind, r in rates.items()},
+            **{f"{kind}_all": [round(x, 3) for x in r] for kind, r in rates.items()}}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpu_course.tracks.torch.envinfo")
+    parser.add_argument("what", choices=("build", "bench", "copy"))
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--onednn", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--model", default="resnet20")
+    args = parser.parse_args(argv)
+    if args.what == "build":
+        result = build()
+    elif args.what == "copy":
+        result = copy_bandwidth()
+    else:
+        result = bench(args.threads, bool(args.onednn), args.batch, args.steps, args.model)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

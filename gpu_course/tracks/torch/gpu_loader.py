@@ -1,0 +1,148 @@
+"""The last rung: the whole dataset and its augmentation on the GPU.
+
+A CPU loader decodes, crops, flips and normalises each image in Python, then copies the
+batch to the GPU. Here the uint8 images are copied to the device once (CIFAR-10's 50,000
+images are 150 MB, 240 MB padded), and each batch is cut out of them with a few tensor
+operations for the whole batch: an index gather that crops and flips every image at once,
+then a cast and a normalisation. No worker processes, no copies per step: the fix the
+fastest CIFAR-10 trainers (e.g. airbench) use.
+
+The epoch's random numbers (order, crop offsets, flips) come from a CPU generator seeded
+by (seed, epoch) and go to the device in one copy per epoch, so runs repeat exactly and
+every rank of a DistributedDataParallel job agrees on the order.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ... import data as course_data
+from ...config import Experiment
+
+
+class GpuLoader:
+    """Batches of (images, labels) cut from a dataset that lives on `device`.
+
+    images: uint8 [N, H, W, 3] (NumPy or tensor); labels: integers [N].
+    train=True: a new random order each epoch (each sample once, the last short batch
+    dropped), random crops with `pad` pixels of zero padding and horizontal flips
+    (unless augment="none"). train=False: the data in order, unaugmented, every batch kept.
+    rank/world_size: this process's share of each epoch under DistributedDataParallel.
+    """
+
+    def __init__(self, images, labels, batch_size: int, device="cpu", train: bool = True,
+                 augment: str = "standard", dtype: torch.dtype = torch.float32,
+                 channels_last: bool = False, seed: int = 0, rank: int = 0,
+                 world_size: int = 1, pad: int = 4):
+        if augment not in ("none", "standard", "heavy"):
+            raise ValueError(f"augment={augment!r} is not allowed; allowed: none, standard, heavy")
+        if batch_size < 1:
+            raise ValueError(f"batch_size={batch_size!r} must be >= 1")
+        self.device = torch.device(device)
+        self.batch_size, self.train, self.dtype = batch_size, train, dtype
+        self.channels_last, self.seed = channels_last, seed
+        self.rank, self.world_size = rank, world_size
+        self.augmented = train and augment != "none"  # "heavy" is a CPU-loader lesson
+        self.pad = pad if self.augmented else 0
+        images = _tensor(images)
+        if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != torch.uint8:
+            raise ValueError(f"images must be uint8 [N, H, W, 3], got {images.dtype} "
+                             f"{list(images.shape)}")
+        self.size = images.shape[1:3]
+        # one copy to the device for the whole run, padded once, kept NHWC: a batch cut
+        # from it and permuted to NCHW is channels_last as it is, with no extra copy
+        self.images = F.pad(images.to(self.device), [0, 0] + [self.pad] * 4)
+        self.labels = _tensor(labels).to(self.device, torch.int64)
+        mean = torch.tensor(course_data.CIFAR_MEAN, device=self.device).view(1, 3, 1, 1)
+        std = torch.tensor(course_data.CIFAR_STD, device=self.device).view(1, 3, 1, 1)
+        self.scale, self.offset = 1 / (255 * std), -mean / std  # (x/255 - mean)/std: one FMA
+        h, w = self.size
+        self._rows = torch.arange(h, device=self.device)
+        self._cols = torch.arange(w, device=self.device)
+        self._flip_shift = w - 1 - 2 * self._cols  # column c flipped is c + this
+        self._channels = torch.arange(3, device=self.device)
+        self.epoch = -1
+
+    def __len__(self) -> int:
+        n = self._per_rank()
+        return n // self.batch_size if self.train else -(-n // self.batch_size)
+
+    def _per_rank(self) -> int:
+        n = len(self.labels)
+        return n // self.world_size if self.train else len(range(self.rank, n, self.world_size))
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use the random numbers of `epoch` in the next iteration (otherwise each
+        iteration moves on to the next epoch)."""
+        self.epoch = epoch - 1
+
+    def plan(self, epoch: int) -> dict:
+        """The epoch's sample order and, per position, crop offsets and flips (CPU tensors)."""
+        n, pad = len(self.labels), self.pad
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+        if not self.train:
+            order = torch.arange(self.rank, n, self.world_size)
+            zeros = torch.zeros(len(order), dtype=torch.int64)
+            return {"order": order, "dy": zeros, "dx": zeros, "flip": zeros.bool()}
+        order = torch.randperm(n, generator=g)
+        per_rank = n // self.world_size  # every rank the same number of steps
+        order = order[self.rank * per_rank:(self.rank + 1) * per_rank]
+        offsets = torch.randint(0, 2 * pad + 1, (2, per_rank), generator=g)
+        flip = torch.rand(per_rank, generator=g) < 0.5 if self.augmented \
+            else torch.zeros(per_rank, dtype=torch.bool)
+        return {"order": order, "dy": offsets[0], "dx": offsets[1], "flip": flip}
+
+    def device_plan(self, epoch: int) -> torch.Tensor:
+        """The epoch's plan on the device as one int64 tensor [5, n]: sample index, crop
+        row, crop column, flip, label. One host-to-device copy."""
+        plan = self.plan(epoch)
+        plan = torch.stack([plan["order"], plan["dy"], plan["dx"], plan["flip"].long()])
+        plan = plan.to(self.device, non_blocking=True)
+        return torch.cat([plan, self.labels[plan[0]][None]])
+
+    def cut(self, columns: torch.Tensor):
+        """(images, labels) for the plan columns [5, batch] (see `device_plan`): the
+        crop and flip as one gather, then the normalisation and cast; four operators,
+        no host read, the same shapes every batch (what a CUDA graph can replay)."""
+        idx, dy, dx, flip, labels = columns.unbind()
+        # output row r is padded row dy + r; column c is dx + c, or dx + (w - 1 - c) flipped
+        y = dy[:, None] + self._rows
+        x = torch.addcmul(dx[:, None] + self._cols, flip[:, None], self._flip_shift)
+        if self.channels_last:  # [B, H, W, C] gathered, seen as NCHW: channels_last
+            batch = self.images[idx[:, None, None], y[:, :, None], x[:, None, :]]
+            batch = batch.permute(0, 3, 1, 2)
+        else:  # [B, C, H, W] gathered directly
+            batch = self.images[idx[:, None, None, None], y[:, None, :, None],
+                                x[:, None, None, :], self._channels[None, :, None, None]]
+        batch = torch.addcmul(self.offset, batch, self.scale)  # uint8 in, float32 out
+        return batch.to(self.dtype), labels
+
+    def __iter__(self):
+        self.epoch += 1
+        plan = self.device_plan(self.epoch)  # one copy per epoch
+        for b in range(len(self)):
+            yield self.cut(plan[:, b * self.batch_size:(b + 1) * self.batch_size])
+
+
+def _tensor(array) -> torch.Tensor:
+    return array if isinstance(array, torch.Tensor) else torch.as_tensor(np.asarray(array))
+
+
+def gpu_loaders(cfg: Experiment, device, rank: int = 0, world_size: int = 1,
+                dtype: torch.dtype = torch.float32) -> tuple[GpuLoader, GpuLoader]:
+    """(train_iter, val_iter) over cfg's dataset, both resident on `device`."""
+    if cfg.dataset == "folder":  # an image folder, decoded once into packed arrays
+        from ...data.packed import load_folder
+        arrays = load_folder(cfg.data_dir, cfg.image_size, cfg.train_size, cfg.test_size,
+                             cfg.seed)
+    else:
+        arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
+                                  test_size=cfg.test_size, seed=cfg.seed)
+    common = dict(batch_size=cfg.batch_size, device=device, dtype=dtype,
+                  channels_last=cfg.channels_last, seed=cfg.seed)
+    train = GpuLoader(arrays.train_x, arrays.train_y, train=True, augment=cfg.augment,
+                      rank=rank, world_size=world_size, **common)
+    # validation runs on rank 0 only (see loop.evaluate), over every image
+    val = GpuLoader(arrays.test_x, arrays.test_y, train=False, augment="none", **common)
+    return train, val

@@ -1,0 +1,112 @@
+"""The launcher of a DistributedDataParallel run: torchrun with one `gpu_course.tracks.torch.ddp`
+process per device, its output streamed, rank 0's record read back. (The processes'
+own code is `ddp`; this side never imports the training loop.)
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ...config import Experiment
+from ...measure.records import OutOfMemory, default_runs_dir, load_run, update_meta
+from .devices import gpu_count
+
+OOM_MARKER = "gpu_course out of memory:"  # a rank's last line when its batch did not fit (ddp prints it)
+PACKAGE_PARENT = Path(__file__).resolve().parents[3]  # so the workers import this gpu_course
+
+
+def launch(cfg: Experiment, runs_dir=None, verbose: bool = True):
+    """Run `cfg` under torchrun with cfg.num_gpus processes; returns rank 0's record.
+
+    Raises OutOfMemory (with `.run_path`) when a process ran out of device memory,
+    KeyboardInterrupt when interrupted (the workers stop and keep their finished
+    epochs), RuntimeError when torchrun fails otherwise."""
+    world = cfg.num_gpus
+    if world < 2:
+        raise ValueError(f"num_gpus={world} needs no launcher; DDP wants num_gpus >= 2")
+    runs_dir = Path(runs_dir or default_runs_dir()).resolve()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_PARENT),
+                                                      env.get("PYTHONPATH")]))
+    if gpu_count() == 0:  # CPU processes share the cores (torchrun would give each one)
+        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // world)))
+    with tempfile.TemporaryDirectory(prefix="gpu_course_ddp_") as tmp:
+        config_file, result_file = Path(tmp) / "config.json", Path(tmp) / "run_path"
+        config_file.write_text(cfg.to_json())
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   f"--nproc_per_node={world}", "-m", "gpu_course.tracks.torch.ddp",
+                   "--config", str(config_file), "--runs-dir", str(runs_dir),
+                   "--result-file", str(result_file)] + ([] if verbose else ["--quiet"])
+        tail, returncode, interrupted = _stream(command, env)
+        run_path = result_file.read_text().strip() if result_file.exists() else None
+    oom = next((line for line in tail if OOM_MARKER in line), None)
+    if oom is not None:
+        message = oom.split(OOM_MARKER, 1)[1].strip()
+        if run_path:
+            _mark_oom(Path(run_path), message)
+        err = OutOfMemory(message)
+        err.run_path = run_path
+        raise err
+    if interrupted:
+        raise KeyboardInterrupt("DDP run interrupted" + (f"; finished epochs kept in {run_path}"
+                                                         if run_path else ""))
+    if returncode != 0 or run_path is None:
+        err = RuntimeError(f"torchrun exited with status {returncode}:\n{_first_error(tail)}")
+        err.run_path = run_path
+        raise err
+    return load_run(run_path)
+
+
+def _stream(command: list[str], env: dict) -> tuple[list[str], int, bool]:
+    """Run the command, printing its output as it comes. Returns its last 200 lines,
+    its exit status and whether Ctrl-C was passed on to it."""
+    tail, interrupted = collections.deque(maxlen=200), False
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, bufsize=1)
+    try:
+        while True:
+            try:
+                for line in proc.stdout:
+                    print(line, end="", flush=True)
+                    tail.append(line)
+                break
+            except KeyboardInterrupt:  # pass Ctrl-C on; torchrun stops the workers
+                interrupted = True
+                proc.send_signal(signal.SIGINT)
+        returncode = proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return list(tail), returncode, interrupted
+
+
+def _first_error(lines: list[str]) -> str:
+    """The first worker's traceback in the output (lines "[rankN]: ..."; torchrun's own
+    traceback and summary say little), else the last lines."""
+    for i, line in enumerate(lines):
+        match = re.match(r"(\[rank\d+\]: )Traceback", line)
+        if match:
+            prefix = match.group(1)
+            block = [l[len(prefix):] for l in lines[i:] if l.startswith(prefix)]
+            end = next((j for j, l in enumerate(block[1:], 1) if not l.startswith(" ")),
+                       len(block) - 1)
+            return "".join(block[:end + 1])
+    return "".join(lines[-20:])
+
+
+def _mark_oom(run_path: Path, message: str) -> None:
+    """A rank other than 0 ran out of memory and rank 0 was stopped: say so in the record."""
+    try:
+        meta = json.loads((run_path / "run.json").read_text())
+    except (OSError, ValueError):
+        return
+    if meta.get("status") != "oom":
+        update_meta(run_path, status="oom", error=message)

@@ -1,0 +1,145 @@
+"""The PyTorch training loop every PyTorch run uses (the ladder, the CLI, SageMaker, DDP
+processes, the notebooks' `gc.train`): plain PyTorch inside `gc.record`.
+
+    with gc.record(cfg, net=net, train_iter=train_iter, optimizer=opt) as rec:
+        fit(rec, net, opt, train_iter, val_iter, [device], dtype="bfloat16")
+
+The host never waits for the GPU inside an epoch: each step's loss and number of correct
+predictions are added up on the device and read once, after the epoch's sync. Calling
+`loss.item()` every step, as many loops do, would stall the host once per step.
+Exception: float16's GradScaler reads one flag per step (did a gradient overflow?).
+"""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from ...data.mocks import OneBatch
+
+
+class Precision:
+    """Mixed precision for a dtype: autocast runs matrix multiplications and convolutions
+    in float16/bfloat16 (tensor cores) and keeps the rest in float32. float16 has a small
+    range, so its gradients are scaled up before backward (GradScaler) and the step is
+    skipped when one overflows; bfloat16 has float32's range and needs no scaler."""
+
+    def __init__(self, dtype: str, device: torch.device):
+        self.device_type = torch.device(device).type
+        self.amp_dtype = {"float32": None, "float16": torch.float16,
+                          "bfloat16": torch.bfloat16}[dtype]
+        self.scaler = torch.amp.GradScaler(self.device_type) if dtype == "float16" else None
+        self.input_dtype = self.amp_dtype or torch.float32
+
+    def autocast(self):
+        if self.amp_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device_type, dtype=self.amp_dtype)
+
+    def backward_and_step(self, loss: torch.Tensor, optimizer) -> None:
+        if self.scaler is None:
+            loss.backward()
+            optimizer.step()
+            return
+        self.scaler.scale(loss).backward()
+        self.scaler.step(optimizer)  # sync point: reads whether a gradient overflowed
+        self.scaler.update()
+
+
+def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, dtype: str = "float32",
+        mock: str = "none", scheduler=None, model: nn.Module | None = None,
+        channels_last: bool = False, world_size: int = 1) -> None:
+    """Train for rec's epochs. `model` is what runs the forward pass (net compiled or
+    wrapped in DistributedDataParallel; default net). mock="loader": one batch served
+    again and again (compute ceiling); "trainer": batches fetched and dropped (input
+    ceiling)."""
+    device = torch.device(devices[0] if isinstance(devices, (list, tuple)) else devices)
+    model = model if model is not None else net
+    precision = Precision(dtype, device)
+    loss_fn = nn.CrossEntropyLoss()
+    static = rec.cfg.graph == "static" and device.type == "cuda"
+    source = train_iter
+    if mock == "loader":  # compute ceiling: one batch, on the device, served every step
+        source = OneBatch(train_iter, lambda batch: to_device(*batch, device, channels_last))
+    for epoch in rec.epochs():
+        _set_epoch(train_iter, epoch)
+        model.train()
+        for x, y in rec.batches(source):
+            n = len(y)
+            if mock == "trainer":  # input ceiling: fetch the batch, do nothing with it
+                rec.step(n * world_size)
+                continue
+            x, y = to_device(x, y, device, channels_last)
+            if static:  # a new step: CUDA-graph outputs of the last one may be overwritten
+                torch.compiler.cudagraph_mark_step_begin()
+            with precision.autocast():
+                out = model(x)
+                loss = loss_fn(out, y)
+            optimizer.zero_grad(set_to_none=True)
+            precision.backward_and_step(loss, optimizer)
+            if scheduler is not None:
+                scheduler.step()
+            # every process did the same step: count all the images. Two device operations
+            # (argmax, ==); the harness adds the steps' values up after the epoch's sync
+            rec.step(n * world_size, loss_sum=(loss.detach(), n), correct=out.argmax(dim=1) == y)
+        sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else None
+        rec.end_epoch(sync=sync, lr=optimizer.param_groups[0]["lr"],
+                      evaluate=_validation(net, val_iter, device, dtype, channels_last,
+                                           world_size) if mock == "none" else None)
+
+
+def _validation(net, val_iter, device, dtype, channels_last, world_size: int):
+    """The end-of-epoch evaluation: on rank 0 only, the other processes wait for it."""
+    if world_size == 1:
+        return lambda: evaluate(net, val_iter, [device], dtype, channels_last)
+
+    def evaluate_on_rank0():
+        acc = None
+        if dist.get_rank() == 0:
+            acc = evaluate(net, val_iter, [device], dtype, channels_last)
+        dist.barrier()
+        return acc
+    return evaluate_on_rank0
+
+
+def evaluate(net: nn.Module, val_iter, devices, dtype: str = "float32",
+             channels_last: bool = False) -> float:
+    """Top-1 accuracy of `net` on `val_iter`; one sync point, at the end.
+
+    A compiled or DistributedDataParallel network is evaluated through the module it
+    wraps: eagerly, so validation's other batch sizes and eval-mode BatchNorm cost no
+    recompilation, and on this process alone."""
+    device = torch.device(devices[0] if isinstance(devices, (list, tuple)) else devices)
+    net = getattr(net, "_orig_mod", net)  # torch.compile's wrapper
+    net = getattr(net, "module", net)     # DistributedDataParallel's wrapper
+    was_training = net.training
+    net.eval()
+    precision = Precision(dtype, device)
+    hits = torch.zeros((), dtype=torch.int64, device=device)
+    seen = 0
+    with torch.no_grad(), precision.autocast():
+        for x, y in val_iter:
+            x, y = to_device(x, y, device, channels_last)
+            hits += (net(x).argmax(dim=1) == y).sum()
+            seen += len(y)
+    net.train(was_training)
+    return hits.item() / seen if seen else float("nan")  # sync point: reads the count
+
+
+def to_device(x: torch.Tensor, y: torch.Tensor, device, channels_last: bool = False):
+    """The batch on the device. `non_blocking` lets the copy overlap with queued work when
+    the batch is in pinned memory (pin_memory=True); from pageable memory it waits."""
+    x = x.to(device, non_blocking=True)
+    y = y.to(device, non_blocking=True)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    return x, y
+
+
+def _set_epoch(loader, epoch: int) -> None:
+    """A DistributedSampler (or a GpuLoader) draws each epoch's order from its number."""
+    target = loader if hasattr(loader, "set_epoch") else getattr(loader, "sampler", None)
+    if hasattr(target, "set_epoch"):
+        target.set_epoch(epoch)

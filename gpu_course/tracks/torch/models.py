@@ -1,0 +1,152 @@
+"""The course's CIFAR networks in PyTorch, layer for layer as GluonCV defines them.
+
+- `resnet20/56/110`: GluonCV's `cifar_resnet*_v1`: a 3x3 conv (16 channels) + BN stem
+  (GluonCV puts no ReLU after it), three stages of basic blocks with 16/32/64 channels and
+  n = (depth - 2) / 6 blocks each, a 1x1 conv + BN shortcut (stride 2) where the shape
+  changes, global average pooling and a dense layer.
+- `wrn16_10/wrn28_10`: GluonCV's `cifar_wideresnet*`: pre-activation blocks, widths
+  16k/32k/64k, n = (depth - 4) / 6 blocks a stage, a BN with no scale or shift on the input.
+- `tiny`: four weight layers, so little work per step that the framework's per-layer
+  overhead shows (the "small network" point of the compile lesson); the Gluon track's
+  tiny net, layer for layer.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def _conv3x3(in_channels: int, channels: int, stride: int = 1) -> nn.Conv2d:
+    return nn.Conv2d(in_channels, channels, 3, stride=stride, padding=1, bias=False)
+
+
+class BasicBlockV1(nn.Module):
+    """conv-BN-ReLU-conv-BN, plus the (projected) input, then ReLU."""
+
+    def __init__(self, in_channels: int, channels: int, stride: int):
+        super().__init__()
+        self.body = nn.Sequential(
+            _conv3x3(in_channels, channels, stride), nn.BatchNorm2d(channels),
+            nn.ReLU(inplace=True),
+            _conv3x3(channels, channels), nn.BatchNorm2d(channels))
+        self.downsample = None
+        if in_channels != channels:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(in_channels, channels, 1, stride=stride, bias=False),
+                nn.BatchNorm2d(channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        residual = x if self.downsample is None else self.downsample(x)
+        return torch.relu(self.body(x) + residual)
+
+
+class BasicBlockV2(nn.Module):
+    """Pre-activation block: BN-ReLU-conv-BN-ReLU-conv, plus the input (projected from
+    the activated input where the shape changes)."""
+
+    def __init__(self, in_channels: int, channels: int, stride: int):
+        super().__init__()
+        self.bn1 = nn.BatchNorm2d(in_channels)
+        self.conv1 = _conv3x3(in_channels, channels, stride)
+        self.bn2 = nn.BatchNorm2d(channels)
+        self.conv2 = _conv3x3(channels, channels)
+        self.downsample = None
+        if in_channels != channels:
+            self.downsample = nn.Conv2d(in_channels, channels, 1, stride=stride, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.bn1(x))
+        residual = x if self.downsample is None else self.downsample(x)
+        x = self.conv1(x)
+        x = self.conv2(torch.relu(self.bn2(x)))
+        return x + residual
+
+
+def _stages(block, widths: list[int], blocks_per_stage: int) -> list[nn.Module]:
+    layers = []
+    for i in range(1, len(widths)):
+        stride = 1 if i == 1 else 2
+        layers.append(nn.Sequential(
+            block(widths[i - 1], widths[i], stride),
+            *[block(widths[i], widths[i], 1) for _ in range(blocks_per_stage - 1)]))
+    return layers
+
+
+class CifarResNet(nn.Module):
+    """GluonCV's CIFARResNetV1 (depth = 6n + 2)."""
+
+    def __init__(self, depth: int, classes: int = 10):
+        super().__init__()
+        if (depth - 2) % 6:
+            raise ValueError(f"depth={depth} must be 6n + 2 (20, 56, 110, ...)")
+        widths = [16, 16, 32, 64]
+        self.features = nn.Sequential(
+            nn.Conv2d(3, widths[0], 3, padding=1, bias=False), nn.BatchNorm2d(widths[0]),
+            *_stages(BasicBlockV1, widths, (depth - 2) // 6),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.output = nn.Linear(widths[-1], classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.output(self.features(x))
+
+
+class CifarWideResNet(nn.Module):
+    """GluonCV's CIFARWideResNet (depth = 6n + 4, width factor k)."""
+
+    def __init__(self, depth: int, width: int, classes: int = 10):
+        super().__init__()
+        if (depth - 4) % 6:
+            raise ValueError(f"depth={depth} must be 6n + 4 (16, 28, 40, ...)")
+        widths = [16, 16 * width, 32 * width, 64 * width]
+        self.features = nn.Sequential(
+            nn.BatchNorm2d(3, affine=False),  # GluonCV: BatchNorm(scale=False, center=False)
+            nn.Conv2d(3, widths[0], 3, padding=1, bias=False), nn.BatchNorm2d(widths[0]),
+            *_stages(BasicBlockV2, widths, (depth - 4) // 6),
+            nn.BatchNorm2d(widths[-1]), nn.ReLU(inplace=True),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.output = nn.Linear(widths[-1], classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.output(self.features(x))
+
+
+class TinyNet(nn.Module):
+    """Three conv-BN-ReLU-maxpool blocks (32, 64, 128 channels) and a dense layer, ~0.1 M
+    parameters, as the Gluon track's tiny net."""
+
+    def __init__(self, classes: int = 10):
+        super().__init__()
+        layers, cin = [], 3
+        for channels in (32, 64, 128):
+            layers += [nn.Conv2d(cin, channels, 3, padding=1, bias=False),
+                       nn.BatchNorm2d(channels), nn.ReLU(inplace=True), nn.MaxPool2d(2)]
+            cin = channels
+        self.features = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.output = nn.Linear(cin, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.output(self.features(x))
+
+
+MODELS = {
+    "resnet20": lambda classes: CifarResNet(20, classes),
+    "resnet56": lambda classes: CifarResNet(56, classes),
+    "resnet110": lambda classes: CifarResNet(110, classes),
+    "wrn16_10": lambda classes: CifarWideResNet(16, 10, classes),
+    "wrn28_10": lambda classes: CifarWideResNet(28, 10, classes),
+    "tiny": lambda classes: TinyNet(classes),
+}
+
+
+def get_model(cfg_or_name, classes: int | None = None) -> nn.Module:
+    """The network named by an Experiment's `model` field (or by a name), with `classes`
+    outputs; default: as many as the Experiment's data set has (10 for a bare name)."""
+    name = getattr(cfg_or_name, "model", cfg_or_name)
+    if classes is None:
+        from ...data import num_classes
+        classes = num_classes(cfg_or_name) if hasattr(cfg_or_name, "dataset") else 10
+    if name not in MODELS:
+        raise ValueError(f"model={name!r} is unknown; allowed: {', '.join(MODELS)}")
+    net = MODELS[name](classes)
+    net.course_model = name  # lets a record tell the course's networks from a user's own
+    return net

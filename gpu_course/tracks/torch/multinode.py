@@ -1,0 +1,104 @@
+"""Several hosts with torchrun: one launch per host, meeting at a c10d rendezvous.
+
+On real hosts run this on each host i = 0 .. N-1 (HOST0 is one of them, reachable from
+all; the same JOB id everywhere):
+
+    torchrun --nnodes=N --node-rank=i --nproc-per-node=GPUS_PER_HOST \\
+        --rdzv-backend=c10d --rdzv-endpoint=HOST0:29500 --rdzv-id=JOB \\
+        -m gpu_course.tracks.torch.ddp --config cfg.json --runs-dir runs
+
+Each process joins one DistributedDataParallel job (NCCL between GPUs, over NVLink
+inside a host and the network between hosts; gloo on CPUs) and trains on its own shard;
+rank 0 keeps the one record of the job, with every rank's timings in its notes
+("ranks"). On SageMaker the PyTorch estimator's `torch_distributed` option runs this
+torchrun line on every instance for you (see sagemaker_entry).
+
+`launch_local` runs the same N launches on this machine, each a "host" on 127.0.0.1:
+the course's way to see a multi-host job without a second machine. It starts them only
+because it is asked to; the commands it runs are `commands(...)`, printed when verbose.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ...config import Experiment
+from ...env.cores import threads_per_process
+from ...scale.localhosts import child_env, free_port, wait_all
+from ...measure.records import default_runs_dir, load_run
+from .launch import _first_error
+from .devices import gpu_count
+
+
+def torchrun_command(node_rank: int, nodes: int, procs_per_node: int, endpoint: str,
+                     job_id: str, args: list[str], local_addr: str | None = None) -> list[str]:
+    """The torchrun command line of host `node_rank` running gpu_course.tracks.torch.ddp."""
+    command = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}",
+               f"--node-rank={node_rank}", f"--nproc-per-node={procs_per_node}",
+               "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}", f"--rdzv-id={job_id}",
+               "--max-restarts=0"]
+    if local_addr:  # the address this "host" gives the others (local emulation: loopback)
+        command.append(f"--local-addr={local_addr}")
+    return command + ["-m", "gpu_course.tracks.torch.ddp", *args]
+
+
+def commands(cfg_file: str, runs_dir: str, nodes: int, procs_per_node: int,
+             endpoint: str = "HOST0:29500", job_id: str = "gpu-course") -> list[str]:
+    """The shell lines to type on each of `nodes` real hosts."""
+    args = ["--config", cfg_file, "--runs-dir", runs_dir]
+    return [" ".join(["torchrun"] + torchrun_command(i, nodes, procs_per_node, endpoint,
+                                                     job_id, args)[3:])
+            for i in range(nodes)]
+
+
+def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1, runs_dir=None,
+                 verbose: bool = False, timeout: float | None = 900, threads: int | None = None):
+    """Run cfg as a job of `nodes` local hosts × `procs_per_node` processes (gloo on the
+    CPU, NCCL where this machine has a GPU per process); returns the job's run record.
+    threads: OMP_NUM_THREADS per process (default: this machine's cores ÷ processes)."""
+    if nodes < 1 or procs_per_node < 1:
+        raise ValueError(f"nodes={nodes!r} and procs_per_node={procs_per_node!r} must be >= 1")
+    runs_dir = Path(runs_dir or default_runs_dir()).resolve()
+    world = nodes * procs_per_node
+    env = child_env()
+    # every "host" shares this machine's cores: split them, or the processes thrash
+    env["OMP_NUM_THREADS"] = str(threads or threads_per_process(world))
+    endpoint, job_id = f"127.0.0.1:{free_port()}", f"gpu-course-{os.getpid()}-{time.time_ns()}"
+    with tempfile.TemporaryDirectory(prefix="gpu_course_multinode_") as tmp:
+        config_file, result = Path(tmp) / "config.json", Path(tmp) / "run_path"
+        config_file.write_text(cfg.replace(num_gpus=world).to_json())
+        args = ["--config", str(config_file), "--runs-dir", str(runs_dir),
+                "--result-file", str(result)] + ([] if verbose else ["--quiet"])
+        procs, logs = [], []
+        for i in range(nodes):
+            command = torchrun_command(i, nodes, procs_per_node, endpoint, job_id, args,
+                                       local_addr="127.0.0.1")
+            if verbose:
+                print(f"host {i}: $ torchrun", " ".join(command[3:]).replace(tmp, "$TMP"),
+                      flush=True)
+            host_env = dict(env)
+            if gpu_count() >= world:  # each "host" sees only its own GPUs, as on a real one
+                host_env["CUDA_VISIBLE_DEVICES"] = ",".join(
+                    str(i * procs_per_node + j) for j in range(procs_per_node))
+            logs.append(open(Path(tmp) / f"host{i}.log", "w+"))
+            procs.append(subprocess.Popen(command, env=host_env, stdout=logs[-1],
+                                          stderr=subprocess.STDOUT, text=True))
+        codes = wait_all(procs, timeout)
+        outputs = []
+        for log in logs:
+            log.seek(0)
+            outputs.append(log.read())
+            log.close()
+        run_path = result.read_text().strip() if result.exists() else None
+    if verbose:
+        print(outputs[0], end="", flush=True)
+    if any(codes) or run_path is None:
+        failed = next((i for i, c in enumerate(codes) if c), 0)
+        lines = outputs[failed].splitlines(keepends=True)
+        raise RuntimeError(f"host {failed}'s torchrun exited with {codes[failed]} "
+                           f"(exit codes {codes}):\n{_first_error(lines)}")
+    return load_run(run_path)

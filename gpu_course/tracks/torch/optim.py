@@ -1,0 +1,111 @@
+"""Optimizer and learning-rate schedule for a PyTorch run, both named by the config.
+
+Schedulers here are stepped once per update (optimizer step), so every epoch count in the
+config is multiplied by `steps_per_epoch`. The Gluon names map to torch.optim.lr_scheduler:
+factor -> StepLR, multifactor -> MultiStepLR, poly -> PolynomialLR (power 2),
+cosine -> CosineAnnealingLR, onecycle -> OneCycleLR (PyTorch only), with a linear
+warm-up (LinearLR) in front as MXNet's `warmup_steps` does: update k of the warm-up uses
+lr * (k + 1) / warmup_steps.
+"""
+from __future__ import annotations
+
+import torch
+from torch.optim import lr_scheduler as sched
+
+from ...config import Experiment
+from .lars import LARS
+from .signum import Signum
+
+
+def make_optimizer(net: torch.nn.Module, cfg: Experiment) -> torch.optim.Optimizer:
+    """cfg.optimizer over net's parameters, at cfg.scaled_lr with cfg.wd and cfg.momentum;
+    the pairs in cfg.optimizer_params are passed on (e.g. (("eta", 0.02),) for LARS)."""
+    params = [p for p in net.parameters() if p.requires_grad]
+    extra = dict(cfg.optimizer_params)
+    lr, wd, momentum = cfg.scaled_lr, cfg.wd, cfg.momentum
+    make = {
+        "sgd": lambda: torch.optim.SGD(params, lr, momentum=momentum, weight_decay=wd, **extra),
+        "nag": lambda: torch.optim.SGD(params, lr, momentum=momentum, weight_decay=wd,
+                                       nesterov=True, **extra),
+        "lars": lambda: LARS(params, lr, momentum=momentum, weight_decay=wd, **extra),
+        "signum": lambda: Signum(params, lr, momentum=momentum, weight_decay=wd, **extra),
+        "adam": lambda: torch.optim.Adam(params, lr, weight_decay=wd, **extra),
+        "adamw": lambda: torch.optim.AdamW(params, lr, weight_decay=wd, **extra),
+    }
+    if cfg.optimizer not in make:
+        raise ValueError(f"optimizer={cfg.optimizer!r} is not available in PyTorch; "
+                         f"allowed: {', '.join(make)}")
+    try:
+        return make[cfg.optimizer]()
+    except TypeError as err:  # an optimizer_params key this optimizer does not take
+        raise ValueError(f"optimizer_params={cfg.optimizer_params!r} do not fit "
+                         f"optimizer={cfg.optimizer!r}: {err}") from None
+
+
+def lr_scheduler(cfg: Experiment, steps_per_epoch: int, optimizer=None):
+    """The torch.optim.lr_scheduler for cfg.lr_scheduler, from cfg.scaled_lr, with a
+    linear warm-up over cfg.warmup_epochs; call `.step()` after every optimizer step.
+
+    Without an optimizer it drives a throwaway one (to plot the curve: see `lr_curve`).
+    factor: lr *= lr_factor every lr_steps[0] epochs (default 1); multifactor: at each
+    epoch in lr_steps (both counted from the start of the run, as in MXNet); poly and
+    cosine: from the end of the warm-up down to 0 at the end of the run; onecycle:
+    PyTorch's one-cycle policy with cfg.scaled_lr as the peak.
+    """
+    if steps_per_epoch < 1:
+        raise ValueError(f"steps_per_epoch={steps_per_epoch!r} must be >= 1")
+    if optimizer is None:
+        optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], cfg.scaled_lr,
+                                    momentum=cfg.momentum)
+    total = cfg.epochs * steps_per_epoch
+    warm = int(round(cfg.warmup_epochs * steps_per_epoch))
+    kind = cfg.lr_scheduler
+    if kind == "onecycle":
+        return sched.OneCycleLR(optimizer, max_lr=cfg.scaled_lr, total_steps=total)
+    if kind == "poly":  # these two start after the warm-up and end with the run
+        return _after_warmup(optimizer, warm, sched.PolynomialLR(
+            optimizer, total_iters=max(total - warm, 1), power=2.0))
+    if kind == "cosine":
+        return _after_warmup(optimizer, warm, sched.CosineAnnealingLR(
+            optimizer, T_max=max(total - warm, 1)))
+    if kind == "factor":
+        every = cfg.lr_steps[0] if cfg.lr_steps else 1
+        main = sched.StepLR(optimizer, step_size=max(1, round(every * steps_per_epoch)),
+                            gamma=cfg.lr_factor)
+    elif kind == "multifactor":
+        milestones = sorted({max(1, round(e * steps_per_epoch)) for e in cfg.lr_steps})
+        main = sched.MultiStepLR(optimizer, milestones=milestones, gamma=cfg.lr_factor)
+    elif kind == "none":
+        main = sched.ConstantLR(optimizer, factor=1.0, total_iters=0)
+    else:
+        raise ValueError(f"lr_scheduler={kind!r} is not allowed; allowed: none, factor, "
+                         "multifactor, poly, cosine, onecycle")
+    if warm < 2:
+        return main
+    # Both count updates from the start of the run, and their factors multiply.
+    return sched.ChainedScheduler([_warmup(optimizer, warm), main], optimizer=optimizer)
+
+
+def _warmup(optimizer, warm: int) -> sched.LinearLR:
+    """lr * (k + 1) / warm at update k, reaching lr at update warm - 1."""
+    return sched.LinearLR(optimizer, start_factor=1 / warm, end_factor=1.0,
+                          total_iters=warm - 1)
+
+
+def _after_warmup(optimizer, warm: int, main):
+    if warm < 2:
+        return main
+    return sched.SequentialLR(optimizer, [_warmup(optimizer, warm), main], milestones=[warm])
+
+
+def lr_curve(cfg: Experiment, steps_per_epoch: int) -> list[float]:
+    """The learning rate of every update of the run (cfg.epochs * steps_per_epoch values),
+    for `plots.lr_schedule({"cosine": lr_curve(cfg, 100)})`."""
+    scheduler = lr_scheduler(cfg, steps_per_epoch)
+    optimizer = scheduler.optimizer
+    lrs = []
+    for _ in range(cfg.epochs * steps_per_epoch):
+        lrs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()  # no gradients: changes nothing, but keeps PyTorch's order check
+        scheduler.step()
+    return lrs

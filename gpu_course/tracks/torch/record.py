@@ -1,0 +1,171 @@
+"""`gc.record(...)`: the course's bookkeeping around a plain PyTorch loop, with what the
+loop was handed read back into the record.
+
+    parts = gc.build(cfg)                  # unpacks as net, train_iter, val_iter, optimizer
+    net, train_iter, val_iter, optimizer = parts
+    with gc.record(parts) as rec:          # or gc.record(cfg, net=..., train_iter=..., ...)
+        for epoch in rec.epochs():
+            for x, y in rec.batches(train_iter):
+                ...plain PyTorch...
+                rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
+            rec.end_epoch(sync=torch.cuda.synchronize,          # on a GPU; None on a CPU
+                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices))
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.distributed as dist
+
+from ...measure import provenance
+from ...config import OWN
+from ...measure.harness import Device, Harness, Output, Ran
+from .devices import describe
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME")
+
+
+def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
+           runs_dir=None, progress: bool = True, verbose: bool = True, on_epoch=None,
+           downgrades: list | None = None, device_notice: str | None = None,
+           leader: bool = True, world_size: int = 1) -> Harness:
+    """The bookkeeping for one run of a plain PyTorch loop (a context manager). What it
+    is handed (network, training loader, optimizer, devices) is read back into the
+    recorded config, or refused when it contradicts a setting made in cfg. `cfg` may be
+    the `Parts` that `build` made (its network, loader, optimizer, device and downgrades
+    are then recorded). Under DDP every process calls it; only the leader (rank 0)
+    monitors and records."""
+    if isinstance(cfg, provenance.Parts):
+        cfg, net, train_iter, optimizer, devices, downgrades, device_notice = \
+            cfg.fill(net, train_iter, optimizer, devices, downgrades, device_notice)
+    if cfg.engine != "pytorch":
+        cfg = cfg.replace(engine="pytorch")
+    devices = [torch.device(d) for d in devices] if devices is not None else [torch.device("cpu")]
+    if cfg.threads is not None and cfg.threads != torch.get_num_threads():
+        raise ValueError(f"threads={cfg.threads} in the Experiment, but this process runs "
+                         f"{torch.get_num_threads()} intra-op threads: call "
+                         f"torch.set_num_threads({cfg.threads}) before the loop (gc.train "
+                         "does), or leave threads at None")
+    facts = {"threads": {"intra_op": torch.get_num_threads(),
+                         "inter_op": torch.get_num_interop_threads(),
+                         **{k: os.environ.get(k) for k in THREAD_VARIABLES if os.environ.get(k)}},
+             "cpu_count": os.cpu_count(), "world_size": world_size,
+             "torch_device": str(devices[0])}
+    if devices[0].type == "cuda":
+        facts["tf32"] = {"convolutions": bool(torch.backends.cudnn.allow_tf32
+                                              and cfg.dtype == "float32" and _ampere(devices[0])),
+                         "matmul_precision": torch.get_float32_matmul_precision()}
+        facts["cudnn_benchmark"] = bool(torch.backends.cudnn.benchmark)
+    if net is not None:
+        found, facts["network"] = read_network(net)
+        if cfg.graph != "eager":  # compiled as cfg says (with or without CUDA graphs)
+            found.pop("graph", None)
+        cfg = provenance.reconcile(cfg, found, "the network",
+                                   ("model",) if found["model"] == OWN else ())
+        if getattr(net, "_orig_mod", None) is not None:
+            from .compiling import compile_backend
+            facts["compile_backend"] = compile_backend()
+    if train_iter is not None:
+        found, facts["train_data"] = read_loader(train_iter)
+        cfg = provenance.reconcile(cfg, found, "the DataLoader",
+                                   provenance.OWN_DATA_FIELDS if found.get("dataset") else ())
+    if optimizer is not None:
+        facts["optimizer"] = read_optimizer(optimizer)
+    cuda = devices[0].type == "cuda"
+    return Harness(cfg, Ran(engine="pytorch", devices=describe(devices),
+                            device_notice=device_notice, downgrades=tuple(downgrades or ()),
+                            facts=facts),
+                   Device(read=lambda t: t.item(), total=total,
+                          reduce=_all_reduce if world_size > 1 else None,
+                          events=StepEvents() if cuda else None),
+                   Output(runs_dir=runs_dir, progress=progress and leader,
+                          verbose=verbose and leader, monitor=leader, record=leader), on_epoch)
+
+
+def read_network(net) -> tuple[dict, dict]:
+    """(config fields, facts) of a network: the course model's name or "own", whether
+    torch.compile wraps it, class, parameters and output classes."""
+    inner = getattr(net, "_orig_mod", net)
+    inner = getattr(inner, "module", inner)  # DistributedDataParallel
+    model = getattr(inner, "course_model", None)
+    found = {"model": model if model else OWN}
+    if getattr(net, "_orig_mod", None) is not None:
+        found["graph"] = "hybrid"
+    last = [m for m in inner.modules() if isinstance(m, torch.nn.Linear)]
+    return found, {"class": type(inner).__name__,
+                   "parameters": sum(p.numel() for p in inner.parameters()),
+                   "classes": last[-1].out_features if last else None}
+
+
+def read_loader(loader) -> tuple[dict, dict]:
+    """(config fields, facts) of a training loader (a DataLoader or the course's
+    GpuLoader): batch size, workers, pinning, dataset size and image size."""
+    facts = {"class": type(loader).__name__}
+    if isinstance(loader, torch.utils.data.DataLoader):
+        dataset = loader.dataset
+        found = {"batch_size": loader.batch_size, "num_workers": loader.num_workers,
+                 "train_size": len(dataset), "pin_memory": bool(loader.pin_memory)}
+        if loader.num_workers > 0:
+            found.update(persistent_workers=bool(loader.persistent_workers),
+                         prefetch_factor=loader.prefetch_factor)
+        if not getattr(dataset, "course_dataset", False):
+            found["dataset"] = OWN
+        facts.update(dataset=type(dataset).__name__, images=len(dataset))
+        try:
+            shape = [int(d) for d in dataset[0][0].shape]
+            facts["image_shape"] = shape
+            if found.get("dataset") == OWN and len(shape) == 3:
+                found["image_size"] = shape[-1]
+        except Exception:  # a dataset that cannot be indexed: nothing more to read
+            pass
+        return found, facts
+    if hasattr(loader, "batch_size") and hasattr(loader, "images"):  # GpuLoader
+        facts.update(images=int(loader.images.shape[0]), device=str(loader.device))
+        return {"batch_size": loader.batch_size, "num_workers": 0, "data_on_gpu": True}, facts
+    return {}, facts
+
+
+def read_optimizer(optimizer) -> dict:
+    """What an optimizer is and its first group's settings."""
+    group = optimizer.param_groups[0]
+    return {"optimizer": type(optimizer).__name__,
+            **{k: group.get(k) for k in ("lr", "momentum", "weight_decay", "nesterov")
+               if k in group}}
+
+
+class StepEvents:
+    """Device-side step times from CUDA events: an event is recorded after each step
+    (queued, no wait) and the gaps between them read after the epoch's sync."""
+
+    def start(self) -> None:
+        self.events = []
+        self.mark()
+
+    def mark(self) -> None:
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        self.events.append(event)
+
+    def times(self) -> list:
+        pairs = zip(self.events, self.events[1:])
+        return [a.elapsed_time(b) / 1000 for a, b in pairs]  # ms -> s; synced already
+
+
+def total(parts: list) -> torch.Tensor:
+    """The steps' values added in one or two operations: 0-d values (a loss, a count)
+    stacked, per-image values (right or not) joined; bool sums count as int64."""
+    if not isinstance(parts[0], torch.Tensor):  # a loop that handed in Python numbers
+        return sum(parts)
+    if parts[0].dim() == 0:
+        return torch.stack(parts).sum()
+    return torch.cat(parts).sum()
+
+
+def _all_reduce(tensor):
+    dist.all_reduce(tensor)  # every process's sums added up
+    return tensor
+
+
+def _ampere(device) -> bool:
+    return torch.cuda.get_device_capability(device) >= (8, 0)  # TF32 from Ampere on

@@ -1,0 +1,246 @@
+"""The tuned rung's step as one CUDA graph: the host launches one replay per step.
+
+An eager step costs the host one dispatch per operator (5-10 us each on a GPU); a
+compiled ResNet-20 step still launches ~240 kernels, which at 100k images/s is the whole
+10 ms budget of a 1024-image step. A CUDA graph records the step's kernels once and
+replays them with a single launch. Everything the step reads must then live at fixed
+device addresses and change only by device operations:
+
+- the batch is cut on the device from the epoch's plan (sample, crop, flip, label per
+  position: `GpuLoader.device_plan`), at the row named by a step counter on the device;
+- the learning rate and momentum of every step are read from a table on the device
+  (the LR schedule, computed ahead) into the 0-d tensors the optimizer uses;
+- loss and correct predictions are summed into two numbers on the device;
+- the counters advance on the device.
+
+So the graph holds no Python number that changes between steps and reads nothing back
+to the host; `check_static` proves it on any device by recording two steps' programs.
+Autocast re-casts the weights to bfloat16 inside each step: under the graph that is a
+few small kernels on the GPU and no host work, so no separate bfloat16 weight copy is
+kept. Without a GPU the same step runs eagerly (the code path the tests exercise).
+"""
+from __future__ import annotations
+
+import contextlib
+import gc as python_gc
+import time
+
+import torch
+from torch import nn
+
+from ...config import Experiment
+from .gpu_loader import GpuLoader
+from .lars import LARS
+from .optim import lr_scheduler
+
+WARMUP_STEPS = 3  # eager steps before capture: compile, cuDNN autotuning, optimizer state
+
+
+def applies(cfg: Experiment, train_iter, optimizer, world_size: int = 1) -> str | None:
+    """None when cfg's run can take the static step, else why not."""
+    if cfg.graph != "static":
+        return "graph is not 'static'"
+    if not isinstance(train_iter, GpuLoader):
+        return "the batches do not come from a GpuLoader (data_on_gpu=True)"
+    if not isinstance(optimizer, LARS):
+        return "the optimizer is not the course's LARS (lr and momentum as device tensors)"
+    if world_size > 1:
+        return "DistributedDataParallel"
+    if cfg.mock != "none" or cfg.dtype == "float16":
+        return "mock runs and float16 (GradScaler reads a flag every step)"
+    return None
+
+
+def schedule_table(optimizer, cfg: Experiment, steps_per_epoch: int) -> torch.Tensor:
+    """[steps, 2]: the (lr, momentum) of every update of the run, as the scheduler of
+    `optimizer`'s class would set them (a twin optimizer with the same defaults is
+    stepped through the schedule; the real one is left alone)."""
+    twin = type(optimizer)([torch.zeros(1, requires_grad=True)], **optimizer.defaults)
+    scheduler = lr_scheduler(cfg, steps_per_epoch, twin)
+    rows = []
+    for _ in range(cfg.epochs * steps_per_epoch):
+        group = twin.param_groups[0]
+        rows.append((group["lr"], group["momentum"]))
+        twin.step()  # no gradient: changes nothing, keeps the scheduler's order check quiet
+        scheduler.step()
+    return torch.tensor(rows, dtype=torch.float32)
+
+
+class StaticStep:
+    """One training step of `model` on batches cut from `loader`, with `optimizer` (LARS)
+    following cfg's LR schedule; `step()` runs it (eagerly for the first steps, then as
+    a CUDA graph replay on a GPU). `steps` steps an epoch; call `start_epoch` first."""
+
+    def __init__(self, model: nn.Module, optimizer: LARS, loader: GpuLoader,
+                 cfg: Experiment, steps: int, amp_dtype: torch.dtype | None = None,
+                 use_graph: bool | None = None):
+        self.model, self.optimizer, self.loader = model, optimizer, loader
+        self.steps, self.batch_size = steps, loader.batch_size
+        device = self.device = loader.device
+        self.use_graph = device.type == "cuda" if use_graph is None else use_graph
+        self.amp_dtype = amp_dtype
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.host_table = schedule_table(optimizer, cfg, steps)  # read at epoch ends
+        self.table = self.host_table.to(device)                  # one copy per run
+        self.hyper = torch.zeros(2, device=device)  # this step's lr, momentum
+        for group in optimizer.param_groups:  # the optimizer reads them at each step
+            group["lr"], group["momentum"] = self.hyper[0], self.hyper[1]
+        self.counters = torch.zeros(2, dtype=torch.int64, device=device)  # epoch's, run's step
+        self.plan = torch.zeros(5, steps, self.batch_size, dtype=torch.int64, device=device)
+        self.totals = torch.zeros(2, dtype=torch.float64, device=device)  # loss sum, correct
+        self.calls = self.epoch_calls = 0  # steps run in the run, in this epoch
+        self.graph = None
+        self.setup_s = None  # seconds of the first steps: compilation (and capture)
+        self._t0 = None
+        self._side = torch.cuda.Stream(device) if self.use_graph else None
+        self._frozen = False
+
+    # -- what a step does: device operations only -----------------------------------------
+    def step_fn(self) -> None:
+        """The step as the graph records it (gradients must be None before it runs)."""
+        step_in_epoch, step_in_run = self.counters[0:1], self.counters[1:2]
+        self.hyper.copy_(self.table.index_select(0, step_in_run).view(2))
+        x, y = self.loader.cut(self.plan.index_select(1, step_in_epoch).view(5, -1))
+        with self._autocast():
+            out = self.model(x)
+            loss = self.loss_fn(out, y)
+        loss.backward()
+        self.optimizer.step()
+        self.totals[0].add_(loss.detach(), alpha=self.batch_size)  # summed on the device
+        self.totals[1].add_((out.argmax(dim=1) == y).sum())
+        self.counters.add_(1)
+
+    def _autocast(self):
+        if self.amp_dtype is None:
+            return contextlib.nullcontext()
+        # no weight-cast cache: a graph must redo the casts from the live weights
+        return torch.autocast(self.device.type, dtype=self.amp_dtype, cache_enabled=False)
+
+    # -- driving it ------------------------------------------------------------------------
+    def start_epoch(self, epoch: int) -> None:
+        """The epoch's plan into the fixed buffer (one host-to-device copy), counters and
+        sums to zero: three operations per epoch, outside the graph."""
+        n = self.steps * self.batch_size
+        self.plan.copy_(self.loader.device_plan(epoch)[:, :n].view(5, self.steps, -1))
+        self.counters[0].zero_()
+        self.totals.zero_()
+        self.epoch_calls = 0
+
+    def step(self) -> None:
+        """One training step: eager during warm-up, then one graph replay on a GPU."""
+        self.calls += 1
+        self.epoch_calls += 1
+        if self.graph is not None:
+            self.graph.replay()  # the whole step: one launch
+            return
+        if self._t0 is None:
+            self._t0 = time.perf_counter()
+        if self.use_graph and self.calls > WARMUP_STEPS:
+            self.capture()
+            self.graph.replay()
+        else:
+            with self._on_side_stream():
+                self.optimizer.zero_grad(set_to_none=True)
+                self.step_fn()
+        if self.calls == WARMUP_STEPS + 1:  # compiled (and captured) by now
+            if self.use_graph:
+                torch.cuda.synchronize(self.device)  # once: so setup_s is real
+            self.setup_s = time.perf_counter() - self._t0
+            self.freeze_garbage()
+
+    @contextlib.contextmanager
+    def _on_side_stream(self):
+        """Warm-up steps before a capture run on a side stream (as PyTorch's CUDA graph
+        recipe asks), ordered after and before the work on the current stream."""
+        if self._side is None:
+            yield
+            return
+        current = torch.cuda.current_stream(self.device)
+        self._side.wait_stream(current)
+        with torch.cuda.stream(self._side):
+            yield
+        current.wait_stream(self._side)
+
+    def capture(self) -> None:
+        """Record step_fn as a CUDA graph (it runs nothing; `graph.replay()` runs it)."""
+        torch.cuda.synchronize(self.device)
+        self.optimizer.zero_grad(set_to_none=True)  # backward allocates the grads in the graph's pool
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.step_fn()
+
+    def freeze_garbage(self) -> None:
+        """Compilation leaves ~1e5 Python objects behind; a full collection over them
+        costs ~0.8 s at some later step. Freezing moves them out of the collector's way
+        (`close` gives them back)."""
+        python_gc.collect()
+        python_gc.freeze()
+        self._frozen = True
+
+    def close(self) -> None:
+        if self._frozen:
+            python_gc.unfreeze()
+            self._frozen = False
+
+    # -- reading results -------------------------------------------------------------------
+    def read_totals(self) -> tuple[float, float]:
+        """(loss sum, correct) of the epoch so far. Sync point: waits for the queued steps."""
+        loss_sum, correct = self.totals.tolist()
+        return loss_sum, correct
+
+    def lr_of_last_step(self) -> float:
+        """The learning rate of the last step run, from the host copy of the table."""
+        return float(self.host_table[max(self.calls - 1, 0), 0])
+
+
+def check_static(stepper: StaticStep, steps: int = 3) -> dict:
+    """Run `steps` steps eagerly (after two to create the optimizer state) recording the
+    operators of each; return what a CUDA graph of one of them would get wrong:
+    'differs' (steps whose program is not the first's: a changing Python number or
+    branch would be baked into the graph), 'syncs' (host reads), 'host_tensors'
+    (device operators given a CPU tensor, whose value a graph would bake in), 'devices'
+    (on a GPU only "cuda": an operator on CPU tensors alone is not captured and would
+    not run at replay) and the operator count of one step."""
+    from .op_count import count_ops
+    for _ in range(2):
+        stepper.optimizer.zero_grad(set_to_none=True)
+        stepper.step_fn()
+    programs = []
+    for _ in range(steps):
+        stepper.optimizer.zero_grad(set_to_none=True)
+        programs.append(count_ops(stepper.step_fn, keep_program=True))
+    first = programs[0]
+    return {"differs": [i for i, p in enumerate(programs) if p.program != first.program],
+            "syncs": sum(p.syncs for p in programs),
+            "host_tensors": sorted({n for p in programs for n in p.host_tensors}),
+            "devices": sorted(set().union(*(p.devices for p in programs))),
+            "ops": first.launching, "by_name": first.by_name}
+
+
+def run_epochs(h, stepper: StaticStep, evaluate=None) -> None:
+    """The harness's epoch loop around `stepper` (train._run_epochs is the eager one)."""
+    noted = False
+    try:
+        for epoch in h.epochs():
+            stepper.start_epoch(epoch)
+            for _ in h.batches(range(stepper.steps), total=stepper.steps):
+                stepper.step()
+                h.step(stepper.batch_size)
+                if not noted and stepper.setup_s is not None:
+                    noted = True
+                    h.say(f"compilation and capture: {stepper.setup_s:.1f} s in the first "
+                          f"{stepper.calls} steps (left out of samples/s)")
+                    if h.record is not None:
+                        h.record.note(setup_s=round(stepper.setup_s, 3),
+                                      cuda_graph=stepper.graph is not None)
+
+            totals = {}
+
+            def read(stepper=stepper):
+                totals["loss"], totals["correct"] = stepper.read_totals()  # the one sync
+                totals["seen"] = max(stepper.epoch_calls, 1) * stepper.batch_size
+            h.end_epoch(sync=read, lr=stepper.lr_of_last_step(), evaluate=evaluate,
+                        loss=lambda: totals["loss"] / totals["seen"],
+                        train_acc=lambda: totals["correct"] / totals["seen"])
+    finally:
+        stepper.close()

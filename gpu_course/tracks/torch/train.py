@@ -1,0 +1,245 @@
+"""PyTorch runs: build what an Experiment describes, then train it with the one PyTorch
+loop (`loop.fit`) inside the course's bookkeeping (`record`).
+
+    run = gc.train(cfg)                                     # everything from cfg
+    net, train_iter, val_iter, optimizer = gc.build(cfg)    # or the parts, to show one change
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import torch
+from torch import nn
+
+from ...measure import provenance
+from ...config import Experiment
+from .data import make_loader
+from .datasets import load_datasets
+from .devices import out_of_memory, try_devices
+from .gpu_loader import gpu_loaders
+from .loop import Precision, evaluate
+from .loop import fit as fit_epochs
+from .models import get_model
+from .optim import lr_scheduler, make_optimizer
+from .compiling import COMPILE_BACKEND_ENV, compile_backend  # noqa: F401  (re-exported)
+from .record import record
+from . import static_step
+
+FLOAT16_ON_CPU = ("dtype='float16' on the CPU: PyTorch has no fast float16 convolutions "
+                  "on the CPU, so this run uses bfloat16 autocast, the CPU's 16-bit type.")
+STATIC_ON_CPU = ("graph='static' means CUDA graphs (the whole step as one graph with data on "
+                 "the GPU and LARS, else torch.compile mode='reduce-overhead'); on the CPU "
+                 "the same steps run compiled, without a graph.")
+STATIC_RAN_ON_CPU = "compiled, no CUDA graphs"
+DATA_ON_CPU = ("data_on_gpu=True with no GPU: the data set and its augmentation are held "
+               "in CPU memory (the same code path, without the GPU).")
+WHY = {"dtype": FLOAT16_ON_CPU}
+
+
+def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None,
+          runs_dir=None, progress: bool = True, verbose: bool = True, on_epoch=None):
+    """Train as `cfg` says and return the run record (`records.Run`).
+
+    Anything passed in (a network, loaders, devices) is used as it is, so a notebook can
+    show one change in plain PyTorch code; the rest is built from `cfg`. With several
+    devices the run is DistributedDataParallel in one process per device (see `ddp`),
+    which builds its own network and loaders. The record says what really ran.
+    on_epoch(row) is called with each recorded epoch row (single-process runs).
+    """
+    if cfg.engine != "pytorch":
+        cfg = cfg.replace(engine="pytorch")
+    notices = []
+    if devices is None:
+        devices, notice = try_devices(cfg.num_gpus)
+        notices.append(notice)
+    devices = [torch.device(d) for d in devices]
+    if len(devices) > 1:
+        if any(x is not None for x in (net, train_iter, val_iter)):
+            raise ValueError(f"with {len(devices)} devices each DistributedDataParallel "
+                             "process builds its own network and loaders: pass none of "
+                             "net, train_iter, val_iter")
+        from .launch import launch
+        return launch(cfg.replace(num_gpus=len(devices)), runs_dir=runs_dir, verbose=verbose)
+    requested = cfg.replace(graph="hybrid") if is_compiled(net) and cfg.graph == "eager" else cfg
+    device = devices[0]
+    ran, notice = effective_config(requested, device)
+    notices.append(notice)
+    torch.manual_seed(ran.seed)
+    net = net if net is not None else get_model(ran)
+    if train_iter is None or val_iter is None:
+        made_train, made_val = build_loaders(ran, device)
+        train_iter = train_iter if train_iter is not None else made_train
+        val_iter = val_iter if val_iter is not None else made_val
+    return fit(ran, net, train_iter, val_iter, device, runs_dir=runs_dir,
+               notice=" ".join(n for n in notices if n) or None, progress=progress,
+               verbose=verbose, on_epoch=on_epoch,
+               downgrades=what_changed(requested, ran, device))
+
+
+def what_changed(requested: Experiment, ran: Experiment, device: torch.device) -> list:
+    """The requests this device could not honour, each with its reason."""
+    changed = provenance.downgrades(requested, ran, WHY)
+    if ran.graph == "static" and device.type != "cuda":
+        changed.append(provenance.not_as_asked("graph", "static", STATIC_RAN_ON_CPU,
+                                               STATIC_ON_CPU))
+    if ran.data_on_gpu and device.type != "cuda":
+        changed.append(provenance.not_as_asked("data_on_gpu", True, "CPU memory", DATA_ON_CPU))
+    return changed
+
+
+def build(cfg: Experiment, device=None):
+    """What cfg describes, on `device` (default: the first GPU, or the CPU), for a
+    notebook's own loop: a `Parts` that unpacks as (net, train_iter, val_iter,
+    optimizer), with .devices, .cfg (what runs: bfloat16 for a float16 request on a CPU)
+    and .downgrades. The network is on the device (channels_last when cfg says);
+    compiling it, autocast and the scheduler are the lesson's own lines."""
+    if cfg.engine != "pytorch":
+        cfg = cfg.replace(engine="pytorch")
+    notice = None
+    if device is None:
+        (device,), notice = try_devices(1)
+    device = torch.device(device)
+    ran, changed = effective_config(cfg, device)
+    torch.manual_seed(ran.seed)
+    net = get_model(ran).to(device)
+    if ran.channels_last:
+        net = net.to(memory_format=torch.channels_last)
+    train_iter, val_iter = build_loaders(ran, device)
+    return provenance.Parts(net, train_iter, val_iter, make_optimizer(net, ran), [device], ran,
+                            what_changed(cfg, ran, device),
+                            " ".join(n for n in (notice, changed) if n) or None)
+
+
+def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment, str | None]:
+    """The config that really runs on `device`, and a notice when it differs from cfg."""
+    notices = []
+    if device.type == "cpu" and cfg.dtype == "float16":
+        cfg = cfg.replace(dtype="bfloat16")
+        notices.append(FLOAT16_ON_CPU)
+    if device.type == "cpu" and cfg.graph == "static":
+        notices.append(STATIC_ON_CPU)
+    if device.type == "cpu" and cfg.data_on_gpu:
+        notices.append(DATA_ON_CPU)
+    return cfg, " ".join(notices) or None
+
+
+def build_loaders(cfg: Experiment, device: torch.device, rank: int = 0, world_size: int = 1):
+    """(train_iter, val_iter) for this process: DataLoaders (a DistributedSampler gives
+    each of `world_size` processes its shard), or GpuLoaders with cfg.data_on_gpu."""
+    if cfg.data_on_gpu:
+        dtype = Precision(cfg.dtype, device).input_dtype  # what autocast would cast to
+        return gpu_loaders(cfg, device, rank, world_size, dtype=dtype)
+    train_set, val_set = load_datasets(cfg)
+    sampler = None
+    if world_size > 1:
+        sampler = torch.utils.data.DistributedSampler(
+            train_set, world_size, rank, shuffle=True, seed=cfg.seed, drop_last=True)
+    return make_loader(train_set, cfg, sampler=sampler), make_loader(val_set, cfg, train=False)
+
+
+def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
+                  cuda_graphs: bool = True) -> nn.Module:
+    """torch.compile for graph="hybrid" (PyTorch's hybridize: trace, fuse, generate
+    kernels), with CUDA graphs for "static" (mode="reduce-overhead": the model's
+    forward and backward replayed by one launch each; cuda_graphs=False when the caller
+    captures the whole step itself, see static_step). The backend comes from
+    $GPU_COURSE_COMPILE_BACKEND (default "inductor"; "aot_eager" compiles in seconds
+    instead of minutes on a CPU).
+
+    Shapes are static (dynamic=False: a graph for the one batch shape, no symbolic
+    sizes) and the compiler starts afresh: graphs compiled by an earlier run in this
+    process (another batch size, dtype or layout) would otherwise turn this run's
+    graph dynamic."""
+    if cfg.graph == "eager" or is_compiled(model):
+        return model
+    torch._dynamo.reset()  # forget earlier runs' graphs and their guards
+    backend = compile_backend()
+    if backend == "inductor" and cfg.graph == "static" and device.type == "cuda" \
+            and cuda_graphs:
+        return torch.compile(model, mode="reduce-overhead", dynamic=False)
+    return torch.compile(model, backend=backend, dynamic=False)
+
+
+def is_compiled(net) -> bool:
+    return hasattr(net, "_orig_mod")  # torch.compile's wrapper keeps the module here
+
+
+def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.device,
+        runs_dir=None, notice: str | None = None, progress: bool = True, verbose: bool = True,
+        rank: int = 0, world_size: int = 1, on_record=None, devices: str | None = None,
+        on_epoch=None, downgrades: list | None = None):
+    """Train `net` on `device` as this process's part of the run (rank 0 of 1 unless
+    under DistributedDataParallel); rank 0 keeps the record and returns it.
+    on_record(path) is called once the record exists; `devices` describes them all."""
+    net = net.to(device)
+    if cfg.channels_last:  # NHWC: the layout tensor-core convolutions read directly
+        net = net.to(memory_format=torch.channels_last)
+    steps = _length(train_iter, cfg)
+    optimizer = make_optimizer(net, cfg)
+    scheduler = lr_scheduler(cfg, min(steps, cfg.max_steps or steps), optimizer)
+    model = net
+    if world_size > 1:  # gradients averaged across processes during backward
+        # each rank keeps its own BatchNorm statistics (no broadcast before every
+        # forward); gradients live in the all-reduce buckets (no copy in or out)
+        model = nn.parallel.DistributedDataParallel(
+            net, device_ids=[device] if device.type == "cuda" else None,
+            broadcast_buffers=False, gradient_as_bucket_view=True)
+    whole_step = static_step.applies(cfg, train_iter, optimizer, world_size) is None
+    model = compile_model(model, cfg, device, cuda_graphs=not whole_step)
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True  # time cuDNN's algorithms in the first steps
+    with intra_op_threads(cfg.threads):  # the record reads the count that runs
+        rec = record(cfg, net=model, train_iter=train_iter, optimizer=optimizer, devices=[device],
+                     runs_dir=runs_dir, progress=progress, verbose=verbose, on_epoch=on_epoch,
+                     downgrades=downgrades, device_notice=notice, leader=rank == 0,
+                     world_size=world_size)
+        with rec:
+            if rec.record is not None:
+                if devices:
+                    rec.record.note(devices=devices)
+                if on_record is not None:
+                    on_record(rec.record.path)
+            oom = None
+            try:
+                with warnings.catch_warnings():
+                    # GradScaler skips the first steps while it finds its scale; PyTorch then
+                    # warns that the scheduler stepped before the optimizer. Expected here.
+                    warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step")
+                    if whole_step:  # the tuned rung: the whole step as one CUDA graph
+                        stepper = static_step.StaticStep(
+                            model, optimizer, train_iter, cfg, min(steps, cfg.max_steps or steps),
+                            Precision(cfg.dtype, device).amp_dtype)
+                        static_step.run_epochs(rec, stepper, lambda: evaluate(
+                            net, val_iter, [device], cfg.dtype, cfg.channels_last))
+                    else:
+                        fit_epochs(rec, net, optimizer, train_iter, val_iter, [device], cfg.dtype,
+                                   cfg.mock, scheduler=scheduler, model=model,
+                                   channels_last=cfg.channels_last, world_size=world_size)
+            except torch.cuda.OutOfMemoryError as err:
+                oom = out_of_memory(err, cfg.batch_size, device)
+            if oom is not None:
+                raise oom  # outside `except`, so the failed step's tensors can be freed
+    return rec.run
+
+
+@contextlib.contextmanager
+def intra_op_threads(threads: int | None):
+    """torch.set_num_threads(threads) for one run (None: leave the count as it is), the
+    previous count restored after it, so later runs in this process are not affected.
+    Set before the first step: torch.compile's CPU kernels are generated for the count
+    that is set when they compile."""
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _length(train_iter, cfg: Experiment) -> int:
+    try:
+        return len(train_iter)
+    except TypeError:  # an iterable without a length: assume full batches
+        return max(1, cfg.train_size // cfg.batch_size)
