@@ -11,6 +11,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, fields
+from enum import StrEnum
 from typing import Any
 
 ENGINES = ("gluon", "pytorch")
@@ -26,7 +27,17 @@ PYTORCH_ONLY = ("pin_memory", "persistent_workers", "prefetch_factor", "data_on_
 GLUON_ONLY = ("kvstore",)
 AUGMENTS = ("standard", "none", "heavy")
 DATA_FORMATS = ("loose", "preresized", "packed", "memory")
-GRAPHS = ("eager", "hybrid", "static")
+class Graph(StrEnum):
+    """How the network runs: as written (eager / imperative), as a graph (hybridize() /
+    torch.compile), or as a graph with static memory and shapes (hybridize(static_alloc,
+    static_shape) / CUDA graphs)."""
+
+    EAGER = "eager"
+    HYBRID = "hybrid"
+    STATIC = "static"
+
+
+GRAPHS = tuple(Graph)
 DTYPES = ("float32", "float16", "bfloat16")
 MOCKS = ("none", "loader", "trainer")
 SCHEDULERS = ("none", "factor", "multifactor", "poly", "cosine", "onecycle")

@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import flops, metrics, signals
+from ..config import Graph
 from ..measure.records import Run, load_run, load_runs
 
 VERDICTS = ("input-bound", "compute-bound", "overhead-bound")
@@ -397,15 +398,15 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[str, str]:
                       "torch.compile(net) (graph='hybrid'; 'static' adds CUDA graphs): "
                       "fused kernels and fewer Python calls per step")
     if verdict == "overhead-bound":
-        if graph == "eager":
+        if graph == Graph.EAGER:
             return "hybridize/compile", compile_advice
-        if graph == "hybrid":
+        if graph == Graph.HYBRID:
             return "hybridize/compile", ("graph='static': " + (
                 "static_alloc and static_shape" if gluon else "CUDA graphs (one launch "
                 "per step)") + " remove the per-step launch cost")
         return "larger batch", (f"batch_size {batch} -> {max(2 * batch, 1)}: more work per "
                                 "launch, fewer steps; scale the learning rate with it")
-    if graph == "eager":
+    if graph == Graph.EAGER:
         return "hybridize/compile", compile_advice
     if gpus == 0:
         return "more GPUs", ("this CPU is the limit: lower precision and large batches "

@@ -17,10 +17,31 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from enum import StrEnum
 
 from . import metrics
 
 BLOCKS = metrics.BLOCKS  # blocks of steady steps that stand in for repeats of one run
+MIN_STEPS = 4  # steady steps a block needs before its samples/s is evidence: 20 a run
+
+
+class Kind(StrEnum):
+    """What a comparison found. A StrEnum: records and older code that compare with the
+    plain words still work."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    WITHIN_NOISE = "within noise"
+    TOO_FEW = "too few steps"       # a side had fewer than BLOCKS * MIN_STEPS steady steps
+    NOT_MEASURED = "not measured"
+
+
+class Order(StrEnum):
+    """One verdict's ratio against another's (`ranked`)."""
+
+    HIGHER = "higher"
+    LOWER = "lower"
+    WITHIN_NOISE = "within noise"
 
 
 @dataclass(frozen=True)
@@ -30,12 +51,12 @@ class Verdict:
     ratio: float          # median(B) / median(A)
     low: float            # min(B) / max(A)
     high: float           # max(B) / min(A)
-    kind: str             # "faster", "slower", "within noise" or "not measured"
+    kind: Kind            # faster, slower, within noise, too few steps or not measured
     how: str              # what the spread was measured from
 
     @property
     def is_effect(self) -> bool:
-        return self.kind in ("faster", "slower")
+        return self.kind in (Kind.FASTER, Kind.SLOWER)
 
     def __str__(self) -> str:
         return sentence(self)
@@ -60,14 +81,29 @@ def compare(a, b, value=metrics.samples_per_sec) -> Verdict:
     ys, how_b = samples(b, value)
     how = how_a if how_a == how_b else f"{how_a} / {how_b}"
     if not xs or not ys:
-        return Verdict(math.nan, math.nan, math.nan, "not measured", how)
+        return Verdict(math.nan, math.nan, math.nan, Kind.NOT_MEASURED, how)
     ratio = statistics.median(ys) / statistics.median(xs)
     single = [r for r in (a, b) if not isinstance(r, (list, tuple))]
     if len(single) == 2 and _ok(value(a)) and _ok(value(b)) and value(a) > 0:
         ratio = value(b) / value(a)  # the table's own number; the blocks give the spread
     low, high = min(min(ys) / max(xs), ratio), max(max(ys) / min(xs), ratio)
-    kind = "faster" if low > 1 else "slower" if high < 1 else "within noise"
-    return Verdict(ratio, low, high, kind, how)
+    few = [n for n in (steady_steps(r) for r in single) if n < BLOCKS * MIN_STEPS]
+    if few:  # blocks of one or two steps: a range that wide supports no verdict
+        steps = " and ".join(str(steady_steps(r)) for r in single)
+        return Verdict(ratio, low, high, Kind.TOO_FEW, f"{steps} steady steps")
+    return Verdict(ratio, low, high, _kind(low, high), how)
+
+
+def steady_steps(run) -> int:
+    """How many steady (timed) steps a run's record holds."""
+    steps = run.steps
+    if not len(steps) or "timed" not in steps.columns:
+        return 0
+    return int((steps["timed"] == 1).sum())
+
+
+def _kind(low: float, high: float) -> Kind:
+    return Kind.FASTER if low > 1 else Kind.SLOWER if high < 1 else Kind.WITHIN_NOISE
 
 
 def compare_samples(xs, ys, how: str, a: float | None = None, b: float | None = None) -> Verdict:
@@ -77,22 +113,25 @@ def compare_samples(xs, ys, how: str, a: float | None = None, b: float | None = 
     the medians')."""
     xs, ys = [float(x) for x in xs if _ok(x)], [float(y) for y in ys if _ok(y)]
     if not xs or not ys:
-        return Verdict(math.nan, math.nan, math.nan, "not measured", how)
+        return Verdict(math.nan, math.nan, math.nan, Kind.NOT_MEASURED, how)
     ratio = b / a if _ok(a) and _ok(b) and a > 0 else statistics.median(ys) / statistics.median(xs)
     low, high = min(min(ys) / max(xs), ratio), max(max(ys) / min(xs), ratio)
-    kind = "faster" if low > 1 else "slower" if high < 1 else "within noise"
-    return Verdict(ratio, low, high, kind, how)
+    return Verdict(ratio, low, high, _kind(low, high), how)
 
 
 def sentence(v: Verdict, what: str = "") -> str:
     """The verdict in words, with its numbers, e.g. "×1.42 faster (×1.31–×1.55 over 3
     runs each)", "×0.97: within noise (×0.90–×1.05 ...)", "×0.75: a slow-down (...)"."""
-    if v.kind == "not measured":
+    if v.kind == Kind.NOT_MEASURED:
         return f"{what}not measured (no steady steps to compare)".strip()
+    if v.kind == Kind.TOO_FEW:
+        return (f"{what}×{v.ratio:.2f}, too few steps to judge ({v.how}; a verdict needs "
+                f"{BLOCKS * MIN_STEPS} a run: more epochs or a larger training set, or "
+                "repeated runs)")
     spread = f"×{v.low:.2f}–×{v.high:.2f} over {v.how}"
-    if v.kind == "faster":
+    if v.kind == Kind.FASTER:
         return f"{what}×{v.ratio:.2f}, faster ({spread})"
-    if v.kind == "slower":
+    if v.kind == Kind.SLOWER:
         return f"{what}×{v.ratio:.2f}, a slow-down ({spread})"
     return f"{what}×{v.ratio:.2f}, within noise ({spread})"
 
@@ -192,14 +231,14 @@ def far_apart(runs, value=metrics.samples_per_sec) -> list[str]:
     return out
 
 
-def ranked(v: Verdict, w: Verdict) -> str:
+def ranked(v: Verdict, w: Verdict) -> Order:
     """v's ratio against w's (two verdicts on different pairs, e.g. what one change did to
-    two networks): "higher" or "lower" when the ranges their spreads allow do not
-    overlap, else "within noise" (also when either was not measured)."""
-    if v.kind == "not measured" or w.kind == "not measured":
-        return "within noise"
+    two networks): higher or lower when the ranges their spreads allow do not overlap,
+    else within noise (also when either was not measured or had too few steps)."""
+    if {v.kind, w.kind} & {Kind.NOT_MEASURED, Kind.TOO_FEW}:
+        return Order.WITHIN_NOISE
     if v.low > w.high:
-        return "higher"
+        return Order.HIGHER
     if v.high < w.low:
-        return "lower"
-    return "within noise"
+        return Order.LOWER
+    return Order.WITHIN_NOISE

@@ -68,10 +68,10 @@ def conclude(runs) -> Closing:
         order = noise.ranked(v_small, v_large)
         if not any(v.is_effect for v in best.values()):
             say(f"Neither network's {graph} variant differs from its {plain} run beyond noise.")
-        elif order == "within noise":
+        elif order == noise.Order.WITHIN_NOISE:
             say("Which network gained more is within noise: the ranges of their better variants "
                 "overlap.")
-        elif order == "higher":
+        elif order == noise.Order.HIGHER:
             say(f"{small}, the smaller network, gained more, beyond both ranges, as {talk.SOURCE} "
                 "says: it does little work per operator, so the per-operator overhead a graph "
                 "removes (Python's, and on a GPU the launches') is a larger share of its step.")

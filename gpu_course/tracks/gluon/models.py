@@ -9,7 +9,7 @@ import numpy as np
 from gluoncv.model_zoo import get_model as zoo_model
 from mxnet.gluon import nn
 
-from ...config import MODELS, Experiment
+from ...config import MODELS, Experiment, Graph
 
 ZOO_NAMES = {
     "resnet20": "cifar_resnet20_v1",
@@ -75,6 +75,6 @@ def prepare(net, cfg: Experiment, devices) -> None:
         warnings.simplefilter("ignore", UserWarning)
         net.initialize(mx.init.Xavier(), ctx=devices)
     net.collect_params().reset_ctx(devices)
-    if cfg.graph != graph_of(net) and cfg.graph != "eager":
-        static = cfg.graph == "static"
+    if cfg.graph != graph_of(net) and cfg.graph != Graph.EAGER:
+        static = cfg.graph == Graph.STATIC
         net.hybridize(static_alloc=static, static_shape=static)

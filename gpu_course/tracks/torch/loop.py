@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from ...config import Graph
 from ...data.mocks import OneBatch
 
 
@@ -59,7 +60,7 @@ def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, dtype: st
     model = model if model is not None else net
     precision = Precision(dtype, device)
     loss_fn = nn.CrossEntropyLoss()
-    static = rec.cfg.graph == "static" and device.type == "cuda"
+    static = rec.cfg.graph == Graph.STATIC and device.type == "cuda"
     source = train_iter
     if mock == "loader":  # compute ceiling: one batch, on the device, served every step
         source = OneBatch(train_iter, lambda batch: to_device(*batch, device, channels_last))

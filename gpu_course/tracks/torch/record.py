@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 from ...measure import provenance
-from ...config import OWN
+from ...config import OWN, Graph
 from ...measure.harness import Device, Harness, Output, Ran
 from .devices import describe
 
@@ -59,7 +59,7 @@ def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
         facts["cudnn_benchmark"] = bool(torch.backends.cudnn.benchmark)
     if net is not None:
         found, facts["network"] = read_network(net)
-        if cfg.graph != "eager":  # compiled as cfg says (with or without CUDA graphs)
+        if cfg.graph != Graph.EAGER:  # compiled as cfg says (with or without CUDA graphs)
             found.pop("graph", None)
         cfg = provenance.reconcile(cfg, found, "the network",
                                    ("model",) if found["model"] == OWN else ())

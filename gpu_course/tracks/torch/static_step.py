@@ -28,7 +28,7 @@ import time
 import torch
 from torch import nn
 
-from ...config import Experiment
+from ...config import Experiment, Graph
 from .gpu_loader import GpuLoader
 from .lars import LARS
 from .optim import lr_scheduler
@@ -38,7 +38,7 @@ WARMUP_STEPS = 3  # eager steps before capture: compile, cuDNN autotuning, optim
 
 def applies(cfg: Experiment, train_iter, optimizer, world_size: int = 1) -> str | None:
     """None when cfg's run can take the static step, else why not."""
-    if cfg.graph != "static":
+    if cfg.graph != Graph.STATIC:
         return "graph is not 'static'"
     if not isinstance(train_iter, GpuLoader):
         return "the batches do not come from a GpuLoader (data_on_gpu=True)"

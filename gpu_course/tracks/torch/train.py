@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from ...measure import provenance
-from ...config import Experiment
+from ...config import Experiment, Graph
 from .data import make_loader
 from .datasets import load_datasets
 from .devices import out_of_memory, try_devices
@@ -61,7 +61,7 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
                              "net, train_iter, val_iter")
         from .launch import launch
         return launch(cfg.replace(num_gpus=len(devices)), runs_dir=runs_dir, verbose=verbose)
-    requested = cfg.replace(graph="hybrid") if is_compiled(net) and cfg.graph == "eager" else cfg
+    requested = cfg.replace(graph="hybrid") if is_compiled(net) and cfg.graph == Graph.EAGER else cfg
     device = devices[0]
     ran, notice = effective_config(requested, device)
     notices.append(notice)
@@ -80,7 +80,7 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
 def what_changed(requested: Experiment, ran: Experiment, device: torch.device) -> list:
     """The requests this device could not honour, each with its reason."""
     changed = provenance.downgrades(requested, ran, WHY)
-    if ran.graph == "static" and device.type != "cuda":
+    if ran.graph == Graph.STATIC and device.type != "cuda":
         changed.append(provenance.not_as_asked("graph", "static", STATIC_RAN_ON_CPU,
                                                STATIC_ON_CPU))
     if ran.data_on_gpu and device.type != "cuda":
@@ -151,7 +151,7 @@ def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
     sizes) and the compiler starts afresh: graphs compiled by an earlier run in this
     process (another batch size, dtype or layout) would otherwise turn this run's
     graph dynamic."""
-    if cfg.graph == "eager" or is_compiled(model):
+    if cfg.graph == Graph.EAGER or is_compiled(model):
         return model
     torch._dynamo.reset()  # forget earlier runs' graphs and their guards
     backend = compile_backend()
