@@ -142,14 +142,16 @@ def _cells(path):
 
 @pytest.mark.parametrize("track", ["gluon", "pytorch"])
 def test_each_lesson_that_compares_runs_says_its_closing_through_a_closing(track):
-    """Lessons 01-06: the cells that build a Closing print nothing past it, so every
-    sentence they write is checked against the table when the notebook runs (CI, smoke)."""
+    """Lessons 01-06: the cells that build a Closing (in the notebook, or through
+    gc.conclude in the lesson's module) print nothing past it, so every sentence they
+    write is checked against the table when the notebook runs (CI, smoke)."""
     import ast
     lessons = [p for p in sorted((REPO / "notebooks" / track).glob("0*.py"))
                if p.stem in COMPARING]
     assert len(lessons) == 6, lessons
     for path in lessons:
-        closing_cells = [c for c in _cells(path) if "gc.closing.Closing(" in c]
+        closing_cells = [c for c in _cells(path)
+                         if "gc.closing.Closing(" in c or "gc.conclude(" in c]
         assert closing_cells, f"{path.name} has no closing text built with gc.closing.Closing"
         for cell in closing_cells:
             prints = [node.lineno for node in ast.walk(ast.parse(cell))
