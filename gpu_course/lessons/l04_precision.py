@@ -141,7 +141,7 @@ def conclude(runs) -> Closing:
     else:
         faster = [_called(gs[name][-1]) for name, v in speeds.items() if v.kind == "faster"]
         say("No GPU here: the verdicts above are this CPU's own ("
-            + (f"{' and '.join(faster)} faster than float32 here" if faster else
+            + (f"{_listed(faster)} faster than float32 here" if faster else
                "no 16-bit variant faster than float32 beyond noise")
             + f"). What tensor cores add needs a GPU to show: {quote}.")
     for rs in gs.values():
@@ -157,6 +157,10 @@ def conclude(runs) -> Closing:
         say(f"{name!r} against {base_name!r} in accuracy: "
             f"{say.accuracy(base[-1], gs[name][-1])[1]}.")
     return say
+
+
+def _listed(items) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def _called(run) -> str:

@@ -104,7 +104,7 @@ def test_pytorch_float16_run_as_bfloat16_on_a_cpu_is_a_bfloat16_result(make_run)
     # one layout pair: float16 (ran bfloat16) against channels_last is not "NCHW against NHWC"
     assert say.text.count("channels_last against NCHW, both bfloat16") == 1
     assert "TF32 for float32 convolutions: not applicable here (no CUDA device" in say.text
-    assert "this CPU's own ('float16' (ran bfloat16) and 'bfloat16 NCHW' and 'bfloat16' faster " \
+    assert "this CPU's own ('float16' (ran bfloat16), 'bfloat16 NCHW' and 'bfloat16' faster " \
         "than float32 here)" in say.text
     assert say.check() == []
 
