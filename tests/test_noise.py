@@ -92,6 +92,17 @@ def test_two_accuracies_at_chance_name_no_winner_however_far_apart():
     assert "an effect" in text   # one run clear of chance: the difference is judged as usual
 
 
+def test_the_accuracy_verdict_is_a_value_that_the_sentence_is_written_from():
+    """Lessons branch on the verdict (is_effect, kind), never on the sentence's wording."""
+    v = noise.accuracy_verdict(Scored("a", 0.50, 20_000), Scored("b", 0.55, 20_000))
+    assert v.is_effect and v.kind == "an effect" and v.points == pytest.approx(5.0)
+    assert f"±{v.bound:.1f} points" in noise.accuracy_change(Scored("a", 0.50, 20_000),
+                                                            Scored("b", 0.55, 20_000))[1]
+    assert noise.accuracy_verdict(Scored("a", 0.50, 200), Scored("b", 0.55, 200)).kind == "within noise"
+    v = noise.accuracy_verdict(Scored("a", 0.02, 256), Scored("b", 0.13, 256))
+    assert v.kind == "at chance" and not v.is_effect and v.bar == pytest.approx(noise.chance_bar(256))
+
+
 def test_an_impossible_scaling_efficiency_is_flagged():
     """Lesson 07 printed 282 % for 2 processes x 1 thread against 1 x 2 (issue 17)."""
     assert noise.efficiency_flag(0.93, 4) is None and noise.efficiency_flag(1.03, 2) is None

@@ -177,19 +177,42 @@ def chance_sentence(run) -> str:
     return f"{metrics.label(run)}: val acc {acc:.1%}, clear of chance (bar {bar:.1%})."
 
 
-def accuracy_change(a, b) -> tuple[float, str]:
-    """(points, sentence): b's validation accuracy against a's, judged against 2 standard
-    errors of their difference; when both are within noise of chance, it says so and
-    calls no effect (neither run learned enough to rank them)."""
+@dataclass(frozen=True)
+class AccuracyVerdict:
+    """b's validation accuracy against a's: the change in points, 2 standard errors of
+    the difference (points), and the call: "an effect", "within noise", or "at chance"
+    (both runs within noise of chance, under `bar`: neither learned enough to rank)."""
+
+    points: float
+    bound: float
+    kind: str
+    bar: float
+
+    @property
+    def is_effect(self) -> bool:
+        return self.kind == "an effect"
+
+
+def accuracy_verdict(a, b) -> AccuracyVerdict:
+    """b's validation accuracy against a's, judged against 2 standard errors of their
+    difference; both within noise of chance calls no effect."""
     pa, pb = metrics.val_acc(a), metrics.val_acc(b)
     se = (accuracy_se(pa, _test_size(a)) ** 2 + accuracy_se(pb, _test_size(b)) ** 2) ** 0.5
-    points = (pb - pa) * 100
+    bar = max(chance_bar(_test_size(a)), chance_bar(_test_size(b)))
     if at_chance(a) and at_chance(b):
-        bar = max(chance_bar(_test_size(a)), chance_bar(_test_size(b)))
-        return points, (f"{points:+.1f} points, both within noise of chance (under {bar:.1%} = "
-                        f"{CHANCE:.0%} + 2 standard errors): no winner")
-    kind = "an effect" if abs(pb - pa) > 2 * se else "within noise"
-    return points, f"{points:+.1f} points, {kind} (±{200 * se:.1f} points = 2 standard errors)"
+        kind = "at chance"
+    else:
+        kind = "an effect" if abs(pb - pa) > 2 * se else "within noise"
+    return AccuracyVerdict((pb - pa) * 100, 200 * se, kind, bar)
+
+
+def accuracy_change(a, b) -> tuple[float, str]:
+    """(points, sentence): `accuracy_verdict` of b against a, in words with its numbers."""
+    v = accuracy_verdict(a, b)
+    if v.kind == "at chance":
+        return v.points, (f"{v.points:+.1f} points, both within noise of chance (under "
+                          f"{v.bar:.1%} = {CHANCE:.0%} + 2 standard errors): no winner")
+    return v.points, f"{v.points:+.1f} points, {v.kind} (±{v.bound:.1f} points = 2 standard errors)"
 
 
 # -- measurements that contradict themselves ---------------------------------------------------

@@ -28,8 +28,19 @@ HYBRID_4GPU = (950, 1_266)           # 4 GPUs, imperative -> hybridized (samples
 # -- lesson 03 ------------------------------------------------------------------------------
 
 # -- lesson 04 ------------------------------------------------------------------------------
+FLOAT32_SAMPLES_PER_SEC = HYBRID_SAMPLES_PER_SEC   # hybridized, float32, batch 64
+FLOAT16_SAMPLES_PER_SEC = 3_100      # net.cast('float16') + multi_precision, one V100
+FLOAT16_EPOCH_S = 12.0
 
 # -- lesson 05 ------------------------------------------------------------------------------
+WORKLOAD = "ResNet on CIFAR-10"      # what the talk trained (the lessons may train another)
+# batch per GPU -> (val acc, epoch seconds) after 3 epochs of plain SGD on one V100
+BATCH_TABLE = {64: (0.7131, 27.5), 128: (0.7139, 14.5), 256: (0.6882, 8.3),
+               512: (0.6588, 6.4), 1280: (0.6082, 6.5)}
+BATCH_TABLE_EPOCHS = 3
+LARGE_BATCH = 640                    # every earlier fix in place, one V100:
+LARGE_BATCH_SAMPLES_PER_SEC = 17_000  # with 29 loader workers
+LARGE_BATCH_ONE_WORKER = 1_500       # with one worker (60+ s per epoch)
 
 # -- lesson 06 ------------------------------------------------------------------------------
 

@@ -183,7 +183,7 @@ def _accuracy_effects(runs, table, ok) -> list[str]:
         if math.isnan(metrics.val_acc(runs[before])) or math.isnan(metrics.val_acc(runs[after])):
             continue
         points, sentence = noise.accuracy_change(runs[before], runs[after])
-        if "an effect" in sentence:
+        if noise.accuracy_verdict(runs[before], runs[after]).is_effect:
             moved.append(f"'{table.rung[after]}' {sentence} against '{table.rung[before]}'")
     if len(ok) < 2:
         return []

@@ -17,29 +17,14 @@ import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its
 sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
-# %% tags=["parameters"]
-import os
-from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
-DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
-MODEL = "tiny" if SMOKE else "resnet20"   # smoke: a small CNN, so that the repeats fit CI's minute
-TRAIN_SIZE = 512 if SMOKE else 50_000
-TEST_SIZE = 256 if SMOKE else 10_000
-EPOCHS = 1 if SMOKE else 3
-REPEATS = 2                           # each precision trained this many times, interleaved (A, B, A, B)
-WORKERS = 0 if SMOKE else max(2, os.cpu_count() - 3)   # smoke: CI's 2 shared cores load in-process
-
 # %%
+import warnings
 import mxnet as mx
 from mxnet import autograd, gluon
 from gpu_course.tracks import gluon as gc
 
-on_gpu = gc.gpu_count() > 0
-cfg = gc.Experiment(name="float32", dataset=DATASET, model=MODEL, train_size=TRAIN_SIZE,
-                    test_size=TEST_SIZE, epochs=EPOCHS, batch_size=64, num_workers=WORKERS,
-                    graph="static", warmup_steps=2 if SMOKE else 10,
-                    monitor_interval=0.2 if SMOKE else 0.5)
-
+# %% tags=["parameters"]
+SIZES = gc.sizes("04")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("04", repeats=3)
 
 # %% [markdown]
 # ## Why the update needs float32
@@ -57,41 +42,37 @@ print("float32: 1.0 - 1e-4 =", (w32 - update.astype("float32")).asscalar())
 # %% [markdown]
 # `multi_precision=True` keeps a float32 *master copy* of each float16 weight: the update is
 # applied to the copy, where it is not lost, and the float16 weight is refreshed from it.
-# A thousand updates of 1e-4 with the optimizer itself, both ways:
+# A thousand updates of 1e-4 with the optimizer itself, both ways (MXNet warns about the
+# first: "Accumulating with float16 in optimizer can lead to poor accuracy"):
 
 # %%
+warnings.filterwarnings("ignore", "Accumulating with float16")   # the warning is the point made below
 grad = mx.nd.array([1e-3], dtype="float16")
-results = {}
 for multi_precision in (False, True):
     sgd = mx.optimizer.SGD(learning_rate=0.1, momentum=0.0, wd=0.0, multi_precision=multi_precision)
     weight = mx.nd.array([1.0], dtype="float16")
     state = sgd.create_state_multi_precision(0, weight)
     for _ in range(1_000):
-        sgd.update_multi_precision(0, weight, grad, state)
-    results[multi_precision] = weight.asscalar()
-    print(f"multi_precision={multi_precision!s:5}: weight after 1,000 steps = {results[multi_precision]:.4f}")
-print(f"Exact answer: {1.0 - 1_000 * 0.1 * 1e-3:.4f}. Without the master copy the weight moved by "
-      f"{1.0 - results[False]:.4f}; with it by {1.0 - results[True]:.4f}.")
-
+        sgd.update_multi_precision(0, weight, grad, state)   # <- the master copy, or not
+    print(f"multi_precision={multi_precision!s:5}: weight after 1,000 steps = {weight.asscalar():.4f} "
+          f"(exact: {1.0 - 1_000 * 0.1 * 1e-3:.4f})")
 
 # %% [markdown]
 # ## Can this machine compute in float16?
 # MXNet has no float16 convolution on the CPU. We check that here with one forward pass
-# rather than take it on trust:
+# rather than take it on trust. Where it fails, `gc.build` casts a float16 network back to
+# float32 and the record says so: the code below still runs, and the conclusion compares
+# what ran, not what was asked for.
 
 # %%
-probe = gc.get_model(MODEL)
+probe = gc.get_model(SIZES["model"])
 probe.initialize(ctx=mx.cpu())
 probe.cast("float16")
 try:
     probe(mx.nd.zeros((1, 3, 32, 32), dtype="float16")).wait_to_read()
-    fp16_on_cpu = "works"
+    print("float16 forward pass on the CPU: works")
 except mx.base.MXNetError as err:
-    fp16_on_cpu = str(err).strip().splitlines()[-1]
-print("float16 forward pass on the CPU:", fp16_on_cpu)
-print(f"GPUs here: {gc.gpu_count()}." + ("" if on_gpu else
-      " gc.build casts a float16 network back to float32 on the CPU and the record says so: the "
-      "code below runs, but what it measures is float32 twice."))
+    print("float16 forward pass on the CPU:", str(err).strip().splitlines()[-1])
 
 # %% [markdown]
 # ## The training step, in plain Gluon
@@ -104,12 +85,13 @@ print(f"GPUs here: {gc.gpu_count()}." + ("" if on_gpu else
 # and writes the run record. This loop is what the table measures.
 
 # %%
+cfg = gc.Experiment(name="float32", batch_size=64, graph="static", **SIZES)
 loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
 
 
 def train_in(dtype, multi_precision=True, name=None):
     """Train a fresh network in `dtype` with this notebook's loop; returns the run record."""
-    net = gc.get_model(MODEL)
+    net = gc.get_model(cfg.model)
     net.hybridize(static_alloc=True, static_shape=True)       # lesson 3
     if dtype == "float16":
         net.cast("float16")                                    # <- the lesson: 16-bit weights and activations
@@ -138,53 +120,18 @@ def train_in(dtype, multi_precision=True, name=None):
 
 # %% [markdown]
 # ## float32 against float16, repeated
-# Each precision is trained `REPEATS` times, interleaved (float32, float16, float32, ...),
+# Each precision is trained `repeats` times, interleaved (float32, float16, float32, ...),
 # so that a machine that speeds up or slows down hits both alike; the spread of the
 # repeats is the noise a difference must beat. On a GPU a third precision runs: float16
-# *without* the master copy.
+# *without* the master copy (on a CPU it would be float32 a third time).
 
 # %%
 variants = {"float32": dict(dtype="float32"), "float16": dict(dtype="float16")}
-if on_gpu:  # on a CPU it would be float32 a third time
+if gc.gpu_count():
     variants["float16 without multi_precision"] = dict(dtype="float16", multi_precision=False)
-runs = {name: [] for name in variants}
-for _ in range(REPEATS):
-    for name, kwargs in variants.items():
-        runs[name].append(train_in(name=name, **kwargs))
-every = [r for pair in zip(*runs.values()) for r in pair]
-table = gc.report.ladder_table(every)
-display(gc.tables.show(table))
+runs = [train_in(name=name, **kwargs) for _ in range(SIZES.repeats) for name, kwargs in variants.items()]
+gc.show(runs, lesson="04", chart=False)
+gc.conclude("04", runs)   # the sentences, checked against the table: gpu_course/lessons/l04_precision.py
 
 # %%
-gc.plots.curves([rs[-1] for rs in runs.values()])
-
-# %% [markdown]
-# ## What the runs say
-# Each sentence below is computed from the runs above: the speed ratio with the range the
-# repeats allow, the accuracy against its binomial noise on the validation images.
-
-# %%
-say = gc.closing.Closing(table, every)   # prints a line only when its numbers are the table's
-r32, r16 = runs["float32"][-1], runs["float16"][-1]
-speed = say.compare(runs["float32"], runs["float16"])
-say(f"'{gc.metrics.label(r16)}' against float32: {speed}.")
-ran16 = r16.config["dtype"]
-if ran16 != "float16":
-    say(f"Both ran {ran16} here (no float16 convolution on this CPU, and {gc.gpu_count()} GPUs): the "
-        "ratio above compares two identical jobs"
-        + (", so its 'effect' is not float16's: this machine's speed changed between the runs by more "
-           f"than {REPEATS} repeats could bound." if speed.is_effect else ", and it is within their noise, as it should be.")
-        + " The float16 speed-up and the master copy's accuracy need a GPU (tensor cores: V100 and newer).")
-elif speed.kind == "slower":
-    say("float16 was a slow-down here: check that the GPU has tensor cores (V100 or newer) and "
-        "that the input pipeline keeps up (lessons 2 and 9).")
-if gc.metrics.data_wait_share(r32) > 0.5:
-    say(f"The float32 run waited for data {say.cell(r32, 'data_wait_share')} of its steady time: a faster "
-        "step cannot show until the input pipeline keeps up (lessons 2 and 9).")
-for rs in runs.values():
-    say(say.chance(rs[-1]))
-if "float16 without multi_precision" in runs:
-    bare = runs["float16 without multi_precision"][-1]
-    say(f"The master copy's worth: float16 with against without multi_precision: "
-        f"{say.accuracy(bare, r16)[1]}.")
-say(f"float16 against float32 in accuracy: {say.accuracy(r32, r16)[1]}.")
+gc.plots.curves(runs[-len(variants):])

@@ -18,24 +18,13 @@ import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its
 sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
-# %% tags=["parameters"]
-import os
-from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
-DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
-MODEL = "tiny" if SMOKE else "resnet20"   # smoke: a small CNN, so that five runs fit CI's minute
-TRAIN_SIZE = 512 if SMOKE else 50_000
-TEST_SIZE = 256 if SMOKE else 10_000
-EPOCHS = 2 if SMOKE else 12
-BATCH_SIZE = 64 if SMOKE else 640     # per device: the large batch of lesson 5
-BASE_BATCH = 32 if SMOKE else 128     # lr = 0.1 at this batch, scaled linearly (lesson 5)
-WORKERS = 0 if SMOKE else max(2, os.cpu_count() - 3)   # smoke: CI's 2 shared cores load in-process
-
 # %%
 import mxnet as mx
 from mxnet import autograd, gluon
 from gpu_course.tracks import gluon as gc
 
+# %% tags=["parameters"]
+SIZES = gc.sizes("06")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("06", epochs=20)
 
 # %% [markdown]
 # ## The schedules, drawn
@@ -67,23 +56,18 @@ gc.plots.lr_schedule({"Factor(step=250, factor=0.5)": factor,
 # counting epochs in updates). The schedules they get, in updates of this run:
 
 # %%
-on_gpu = gc.gpu_count() > 0
-cfg = gc.Experiment(name="lr", dataset=DATASET, model=MODEL, train_size=TRAIN_SIZE,
-                    test_size=TEST_SIZE, epochs=EPOCHS, batch_size=BATCH_SIZE, num_workers=WORKERS,
-                    graph="static", dtype="float16" if on_gpu else "float32", lr_base_batch=BASE_BATCH,
-                    warmup_epochs=min(1.0, EPOCHS / 2), lr_factor=0.5,
-                    warmup_steps=2 if SMOKE else 10, monitor_interval=0.2 if SMOKE else 0.5)
-variants = {
-    "constant": cfg.replace(lr_scheduler="none"),
-    "factor": cfg.replace(lr_scheduler="factor", lr_steps=(max(1, EPOCHS // 4),)),
-    "multifactor": cfg.replace(lr_scheduler="multifactor",
-                               lr_steps=tuple(sorted({max(1, round(EPOCHS * f)) for f in (0.5, 0.75)}))),
-    "cosine": cfg.replace(name="lr-schedule", lr_scheduler="cosine"),   # the ladder's rung
-    "poly": cfg.replace(lr_scheduler="poly"),
-}
-steps_per_epoch = TRAIN_SIZE // cfg.global_batch
-gc.plots.lr_schedule({name: gc.lr_scheduler(c, steps_per_epoch) or (lambda step, c=c: c.scaled_lr)
-                      for name, c in variants.items()}, steps=EPOCHS * steps_per_epoch)
+cfg = gc.Experiment(name="lr", graph="static", warmup_epochs=1.0, lr_factor=0.5, **SIZES,
+                    dtype="float16" if gc.gpu_count() else "float32")   # float16 needs a GPU (lesson 4)
+E = cfg.epochs
+variants = {"constant": cfg.replace(lr_scheduler="none"),
+            "factor": cfg.replace(lr_scheduler="factor", lr_steps=(max(1, E // 4),)),
+            "multifactor": cfg.replace(lr_scheduler="multifactor",
+                                       lr_steps=tuple(sorted({max(1, round(E * f)) for f in (0.5, 0.75)}))),
+            "cosine": cfg.replace(lr_scheduler="cosine"),
+            "poly": cfg.replace(lr_scheduler="poly")}
+updates = cfg.train_size // cfg.global_batch
+gc.plots.lr_schedule({name: gc.lr_scheduler(c, updates) or (lambda step, c=c: c.scaled_lr)
+                      for name, c in variants.items()}, steps=E * updates)
 
 # %%
 loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
@@ -118,54 +102,18 @@ def train_with(c):
     return rec.run
 
 
-runs = [train_with(c if c.name == "lr-schedule" else c.replace(name=f"lr_scheduler={name}"))
+runs = [train_with(c.replace(name="lr-schedule" if name == "cosine" else f"lr_scheduler={name}"))  # cosine: the ladder's rung
         for name, c in variants.items()]
-gc.plots.curves(runs)
-
-# %%
-table = gc.report.ladder_table(runs)
-display(gc.tables.show(table))
 
 # %% [markdown]
 # ## What the runs say
-# Computed from the runs above: each schedule's accuracy against the constant rate, judged
-# against its binomial noise on the validation images, and each schedule's speed against
-# the constant rate's, judged against the spread of their steady steps (a schedule is one
-# number per update: it should cost nothing).
+# Each schedule's accuracy against the constant rate, judged against its binomial noise on
+# the validation images, and its speed against the constant rate's, judged against the
+# spread of their steady steps (a schedule is one number per update: it should cost nothing).
 
 # %%
-def called(run):
-    """The run by what ran, with its schedule where the name does not say it."""
-    label = gc.metrics.label(run)
-    return label if "lr_scheduler" in label else f"{label} ({run.config['lr_scheduler']})"
+gc.show(runs, lesson="06", chart=False)
+gc.conclude("06", runs)   # the sentences, checked against the table: gpu_course/lessons/l06_schedules.py
 
-
-say = gc.closing.Closing(table, runs)   # prints a line only when its numbers are the table's
-constant = runs[0]
-changes = [(run, say.accuracy(constant, run)[1]) for run in runs[1:]]
-for run, verdict in changes:
-    say(f"{called(run)}: val acc {say.cell(run, 'val_acc')} against the constant rate's "
-        f"{say.cell(constant, 'val_acc')}: {verdict}.")
-best = max(runs, key=gc.metrics.val_acc)
-beat = [run for run, verdict in changes if run is best and "an effect" in verdict]
-if say.at_chance(runs):
-    say(f"Every run is within noise of chance, the best too: {say.chance(best)} No schedule is named "
-        "best at this size.")
-elif not beat:
-    say(f"The best, {called(best)} at {say.cell(best, 'val_acc')}, is the constant rate or within noise "
-        f"of it: no schedule is named the winner after {EPOCHS} epoch(s).")
-else:
-    say(f"Best after {EPOCHS} epoch(s): {called(best)} at {say.cell(best, 'val_acc')}, beyond noise of the "
-        "constant rate (its verdict above).")
-speeds = [(run, say.compare(constant, run)) for run in runs[1:]]
-for run, verdict in speeds:
-    say(f"{called(run)}, speed against the constant rate: {verdict}.")
-off = [run for run, v in speeds if v.is_effect]
-if off:
-    say(f"{len(off)} of {len(speeds)} differ in speed beyond their steady-step spread, which a schedule "
-        "cannot cost: this machine's load changed between the runs (one run's steady steps "
-        "understate run-to-run noise).")
-else:
-    say("No schedule changed the speed beyond noise: a schedule changes where training goes, not "
-        "how fast each step runs.")
-
+# %%
+gc.plots.curves(runs)

@@ -23,37 +23,13 @@ import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its
 sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
-# %% tags=["parameters"]
-import os
-from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
-DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
-MODEL = "tiny" if SMOKE else "resnet20"   # smoke: a small CNN, so that the repeats fit CI's minute
-TRAIN_SIZE = 320 if SMOKE else 50_000   # smoke: 5 steps of 64 a run (bfloat16 is slow on a CPU)
-TEST_SIZE = 128 if SMOKE else 10_000
-EPOCHS = 1 if SMOKE else 3
-REPEATS = 2                           # each precision trained this many times, interleaved (A, B, A, B)
-WORKERS = 0 if SMOKE else max(2, os.cpu_count() - 3)   # smoke: CI's 2 shared cores load in-process
-THREADS = 1 if SMOKE else None        # intra-op threads, held fixed for every run (None: PyTorch's default)
-
 # %%
-import pandas as pd
 import torch
-from torch import nn
 import torch.nn.functional as F
-import gpu_course
 from gpu_course.tracks import torch as gc
 
-if THREADS:
-    torch.set_num_threads(THREADS)    # the same for every run compared; each record keeps it
-on_gpu = gc.gpu_count() > 0
-device = gc.try_devices(1)[0][0]
-cfg = gc.Experiment(name="float32", engine="pytorch", dataset=DATASET, model=MODEL,
-                    train_size=TRAIN_SIZE, test_size=TEST_SIZE, epochs=EPOCHS, batch_size=64,
-                    num_workers=WORKERS, pin_memory=on_gpu, persistent_workers=WORKERS > 0,
-                    warmup_steps=2 if SMOKE else 10, monitor_interval=0.2 if SMOKE else 0.5)
-print(f"Training on {device} with {torch.get_num_threads()} intra-op thread(s).")
-
+# %% tags=["parameters"]
+SIZES = gc.sizes("04")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("04", repeats=3)
 
 # %% [markdown]
 # ## Why float16 needs a scaler
@@ -63,27 +39,31 @@ print(f"Training on {device} with {torch.get_num_threads()} intra-op thread(s)."
 # float16's range; the optimizer divides by the scale in float32 before it steps.
 
 # %%
-grad = torch.tensor([1e-8, 1e-6, 1e-3])                   # float32 gradients, tiny to ordinary
+torch.set_printoptions(precision=3)                        # 1.000e-08, not 9.99999993922529e-09
+grad = torch.tensor([1e-8, 1e-6, 1e-3])                    # float32 gradients, tiny to ordinary
 scale = 2.0 ** 16
-as_half = grad.to(torch.float16)
-scaled_half = (grad * scale).to(torch.float16)
-print("float32 gradient:          ", grad.tolist())
-print("in float16:                ", as_half.tolist())
-print("scaled, in float16:        ", scaled_half.tolist())
-print("scaled, float16, unscaled: ", (scaled_half.float() / scale).tolist())
-print("in bfloat16:               ", grad.to(torch.bfloat16).float().tolist())
+print("float32 gradient:         ", grad)
+print("in float16:               ", grad.half())
+print("scaled, in float16:       ", (grad * scale).half())
+print("scaled, float16, unscaled:", (grad * scale).half().float() / scale)
+print("in bfloat16:              ", grad.bfloat16())
 
 # %% [markdown]
 # 1e-8 is lost in float16 and comes back intact when scaled; 1e-6 survives, but as a
 # *subnormal* number (below 6.1e-5, float16's smallest full-precision value) it keeps only a
 # few digits. bfloat16 keeps all three. The same with ResNet-20's real gradients: one
-# backward pass in float32 on a batch, then count what float16 would do to them.
+# backward pass in float32 on a batch, then count what float16 would do to them. Every
+# run uses the same intra-op threads (`torch_threads` in the sizes; each record keeps it).
 
 # %%
-train_set, val_set = gc.load_datasets(cfg)
+torch.set_num_threads(SIZES.torch_threads or torch.get_num_threads())
+device = gc.try_devices(1)[0][0]
+cfg = gc.Experiment(name="float32", batch_size=64, pin_memory=device.type == "cuda",
+                    persistent_workers=SIZES["num_workers"] > 0, **SIZES)
+train_set, _ = gc.load_datasets(cfg)
 x, y = next(iter(torch.utils.data.DataLoader(train_set, batch_size=64)))
-probe = gc.get_model("resnet20")            # the real network, whatever MODEL is
-nn.functional.cross_entropy(probe(x), y).backward()
+probe = gc.get_model("resnet20")            # the real network, whatever the sizes train
+F.cross_entropy(probe(x), y).backward()
 grads = torch.cat([p.grad.flatten() for p in probe.parameters()])
 nonzero = grads != 0
 tiny = torch.finfo(torch.float16).tiny                      # 6.1e-5: smallest full-precision float16
@@ -95,19 +75,16 @@ for label, g in (("as they are", grads), (f"scaled by {scale:,.0f}", grads * sca
 print(f"Smallest gradient magnitude: {grads[nonzero].abs().min():.1e}. These are the first step's "
       "gradients; they shrink as the loss falls, and more of them drop out of float16's range.")
 
-
 # %% [markdown]
 # ## Can this machine compute in 16 bits, or in TF32?
 # TF32 exists on NVIDIA GPUs from Ampere on (compute capability 8.0); float16 and bfloat16
 # run fast on tensor cores (V100 and newer; bfloat16 from Ampere). On a CPU `gc.build`
 # runs a float16 request as bfloat16 (PyTorch's float16 CPU kernels are slow) and the
-# record says so.
+# record says so; the conclusion compares what ran, not what was asked for.
 
 # %%
 capability = torch.cuda.get_device_capability(device) if device.type == "cuda" else None
-has_tf32 = capability is not None and capability >= (8, 0)
-print(f"Device: {device}" + (f", compute capability {capability[0]}.{capability[1]}" if capability else "")
-      + f"; TF32: {'available' if has_tf32 else 'not applicable (needs an Ampere or newer GPU)'}.")
+has_tf32 = capability is not None and capability >= (8, 0)   # Ampere and newer
 
 # %% [markdown]
 # ## The training step, in plain PyTorch
@@ -152,7 +129,7 @@ def train_in(name, dtype="float32", channels_last=False, tf32=False):
 
 # %% [markdown]
 # ## Each precision, repeated
-# Each variant is trained `REPEATS` times, interleaved (float32, float16, bfloat16, ...,
+# Each variant is trained `repeats` times, interleaved (float32, float16, bfloat16, ...,
 # then again), so that a machine that speeds up or slows down hits all alike; the spread of
 # the repeats is the noise a difference must beat. The TF32 variant runs only where TF32
 # exists.
@@ -164,61 +141,10 @@ if has_tf32:
 variants.update({"float16": dict(dtype="float16"), "bfloat16 NCHW": dict(dtype="bfloat16"),
                  "bfloat16": dict(dtype="bfloat16", channels_last=True)})
 tf32_default = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-runs = {name: [] for name in variants}
-for _ in range(REPEATS):
-    for name, kwargs in variants.items():
-        runs[name].append(train_in(name, **kwargs))
+runs = [train_in(name, **kwargs) for _ in range(SIZES.repeats) for name, kwargs in variants.items()]
 torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = tf32_default
-every = [r for pair in zip(*runs.values()) for r in pair]
-table = gc.report.ladder_table(every)
-display(gc.tables.show(table))
+gc.show(runs, lesson="04", chart=False)
+gc.conclude("04", runs)   # the sentences, checked against the table: gpu_course/lessons/l04_precision.py
 
 # %%
-gc.plots.curves([rs[-1] for rs in runs.values()])
-
-# %% [markdown]
-# ## What the runs say
-# Each sentence below is computed from the runs above: the speed ratio against float32 with
-# the range the repeats allow, the accuracy against its binomial noise on the validation
-# images.
-
-# %%
-say = gc.closing.Closing(table, every)   # prints a line only when its numbers are the table's
-r32 = runs["float32"][-1]
-say(f"float32 rung: TF32 convolutions: "
-    f"{r32.meta['ran'].get('tf32', 'not applicable here (no CUDA device)')}.")
-speeds = {name: say.compare(runs["float32"], rs) for name, rs in runs.items() if name != "float32"}
-for name, verdict in speeds.items():
-    say(f"'{gc.metrics.label(runs[name][-1])}' against float32: {verdict}.")
-say(f"channels_last against NCHW, both bfloat16: {say.compare(runs['bfloat16 NCHW'], runs['bfloat16'])}.")
-if gc.metrics.data_wait_share(r32) > 0.5:
-    say(f"The float32 run waited for data {say.cell(r32, 'data_wait_share')} of its steady time: a "
-        "faster step cannot show until the input pipeline keeps up (lessons 2 and 9).")
-if not on_gpu:
-    faster = [name for name, v in speeds.items() if v.kind == "faster"]
-    say(f"No GPU here ({gc.gpu_count()}): the verdicts above are this CPU's own "
-        + (f"({', '.join(faster)} faster than float32 here)" if faster else
-           "(no 16-bit variant faster than float32 beyond noise)")
-        + f". What tensor cores add needs a GPU to show: the talk's float16 on a V100 ran at "
-        f"{say.quote('the talk', 3100, '{:,} samples/s')} against {say.quote('the talk', 941, '{:,}')} "
-        f"in float32 ({say.quote('the talk', 3100 / 941, '×{:.1f}')}); TF32 needs an Ampere or newer GPU.")
-for rs in runs.values():
-    say(say.chance(rs[-1]))
-
-# %% [markdown]
-# ## Beside the reference machine
-# Runs of these notebooks at full size on an NVIDIA H200, when recorded, are kept in
-# `gpu_course/reference/pytorch-h200/`.
-
-# %%
-latest = gc.report.reference_runs(*runs)
-if latest:
-    last = gc.report.ladder_table([rs[-1] for rs in runs.values()])
-    display(gc.tables.show(pd.concat({"this machine": last.set_index("rung"),
-                       "H200 reference": gc.report.ladder_table(list(latest.values())).set_index("rung")})))
-    ref32, ref16 = latest.get("float32"), latest.get("bfloat16")
-    if ref32 is not None and ref16 is not None:
-        print(f"On the H200 reference bfloat16 + channels_last against float32: "
-              f"{gc.noise.compare(ref32, ref16)}; here: {speeds['bfloat16']}.")
-else:
-    print(gc.report.no_reference_line())
+gc.plots.curves(runs[-len(variants):])
