@@ -38,6 +38,9 @@ HYBRID_4GPU = (950, 1_266)           # 4 GPUs, imperative -> hybridized (samples
 # -- lesson 08 ------------------------------------------------------------------------------
 
 # -- lesson 09 ------------------------------------------------------------------------------
+LECTURE = "the profiling lecture"    # its rule of thumb for read bandwidth
+LECTURE_DISK_MB_S = 150              # a disk
+LECTURE_NVME_MB_S = 3_000            # NVMe
 
 # -- lesson 10 ------------------------------------------------------------------------------
 
