@@ -144,8 +144,9 @@ def test_a_lesson_says_its_closing_through_its_lesson_module(path):
     if "gc.conclude(" not in text:
         pytest.skip("not yet in the lesson shape")
     numbers = set(re.findall(r"gc\.conclude\(\"(\d\d)\"", text))
-    assert numbers == {path.stem[:2]}, f"{path.name} concludes lessons {numbers}"
+    assert path.stem[:2] in numbers, f"{path.name} concludes lessons {numbers}, not its own"
     assert "say(" not in text and "Closing(" not in text
-    module = (REPO / "gpu_course" / "lessons").glob(f"l{path.stem[:2]}_*.py")
-    source = next(module).read_text()
-    assert "def conclude(" in source and "Closing(" in source
+    for number in numbers:   # another lesson's analysis may be reused (09 uses 10's ceilings)
+        module = (REPO / "gpu_course" / "lessons").glob(f"l{number}_*.py")
+        source = next(module).read_text()
+        assert "def conclude(" in source and "Closing(" in source

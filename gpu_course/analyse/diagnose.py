@@ -306,7 +306,17 @@ def _verdict(n: dict, mock: str) -> str:
         return "input-bound" if n["wait_share"] >= IDLE_EXPLAINED * idle else "overhead-bound"
     if _known(compute, rate) and rate < BELOW_COMPUTE * compute:
         return "overhead-bound"  # neither waiting for data nor at the model's speed
+    if idle_cpu(n, mock):
+        return "overhead-bound"  # neither waiting for data nor keeping the cores busy
     return "compute-bound"
+
+
+def idle_cpu(n: dict, mock: str = "none") -> bool:
+    """Whether a run without GPU counters and without a compute ceiling left its CPU short
+    of saturated: then nothing shows that computing holds it (no compute-bound on an idle
+    CPU), only that it neither waited for data nor kept the cores busy."""
+    return (mock == "none" and math.isnan(n["gpu_util"]) and not _known(n["compute_ceiling"])
+            and _known(n["cpu_percent"]) and n["cpu_percent"] < CPU_SATURATED)
 
 
 def shared_cpu(n: dict, mock: str = "none") -> bool:
@@ -375,6 +385,11 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
     else:
         lines.append("no GPU utilisation recorded (no GPU): the model computes on the CPU, "
                      "so loader workers and the model share the cores")
+    if idle_cpu(n, mock) and n["wait_share"] < INPUT_WAIT:
+        lines.append(f"no GPU, little data wait and the CPU {n['cpu_percent']:.0f}% busy "
+                     f"(saturated from {CPU_SATURATED:.0f}%), no compute ceiling measured: "
+                     "neither the input nor the cores hold this run, per-step overhead "
+                     "(Python, dispatch, idle threads) does")
     if not math.isnan(n["cpu_percent"]):
         cores = n["cpu_count"]
         lines.append(f"CPU load: {n['cpu_percent']:.0f}% of {cores if _known(cores) else '?'} "

@@ -49,6 +49,9 @@ LARGE_BATCH_ONE_WORKER = 1_500       # with one worker (60+ s per epoch)
 # -- lesson 08 ------------------------------------------------------------------------------
 
 # -- lesson 09 ------------------------------------------------------------------------------
+LECTURE = "the profiling lecture"    # its rule of thumb for read bandwidth
+LECTURE_DISK_MB_S = 150              # a disk
+LECTURE_NVME_MB_S = 3_000            # NVMe
 
 # -- lesson 10 ------------------------------------------------------------------------------
 

@@ -165,7 +165,7 @@ def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> T
     if columns is not None:
         frame = frame[[c for c in frame.columns if c in columns or c in _index_names(df)]]
     text_columns = {header(c) for c in frame.columns
-                    if c in ("rung", "status") or frame[c].dtype == object and
+                    if c in ("rung", "status") or _texty(frame[c]) and
                     all(isinstance(v, str) or v is None for v in frame[c])}
     cells = pd.DataFrame({header(c): [cell(c, v) for v in frame[c]] for c in frame.columns})
     if _width(cells) <= width:
@@ -233,6 +233,11 @@ def _fold(cells: pd.DataFrame, width: int, keys: int = 1) -> list[pd.DataFrame]:
         current.append(column)
     blocks.append(cells[[*key, *current]])
     return blocks
+
+
+def _texty(column: pd.Series) -> bool:
+    """Whether a column's dtype can hold text: object (pandas 2) or str (pandas 3)."""
+    return column.dtype == object or pd.api.types.is_string_dtype(column.dtype)
 
 
 def _isna(value) -> bool:

@@ -21,43 +21,25 @@ import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its
 sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
-# %% tags=["parameters"]
-import os
-from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
-FOLDER = None                         # None: generate a Caltech-256-shaped folder; or e.g. ".../256_ObjectCategories"
-IMAGES = 500 if SMOKE else 3000       # JPEGs to generate (200-500 px a side)
-IMAGE_SIZE = 32 if SMOKE else 64      # training size, pixels a side
-TRAIN_SIZE = 400 if SMOKE else 2400   # smoke: 25 steps a run, enough for diagnose to rule
-BATCH = 16 if SMOKE else 64           # images per step (smoke: small, so that 25 steps stay quick)
-TEST_SIZE = 40 if SMOKE else 500
-EPOCHS = 1 if SMOKE else 2
-MODEL = None                          # None: resnet20 on a GPU, the tiny net on a CPU
-DISK_TEST_MB = 32 if SMOKE else 512   # size of the scratch file for the disk test
-CEILING_STEPS = 24 if SMOKE else 100  # steps of each ceiling run (20+ steady: enough to bound)
-
 # %%
-import numpy as np
 from mxnet import gluon
 from gpu_course.tracks import gluon as gc
-from gpu_course.data import disk, folder, packed
 from gpu_course.tracks.gluon import io_data, recordio
-from gpu_course.tracks.gluon.data import Augment   # the track's per-sample augmentation
-from gpu_course.analyse.diagnose import advice_outcome, diagnose, explain
+from gpu_course.lessons import l09_input as lesson   # the photo folder and the disk test
 
-root = pathlib.Path(FOLDER) if FOLDER else folder.generate_folder(
-    folder.default_folder().with_name(f"caltech256-like-{IMAGES}"), per_class=IMAGES // 10)
-index = folder.scan_folder(root)
-model = MODEL or ("resnet20" if gc.gpu_count() else "tiny")
-cfg = gc.Experiment(name="io", dataset="folder", data_dir=str(root), image_size=IMAGE_SIZE,
-                    train_size=TRAIN_SIZE, test_size=TEST_SIZE, epochs=EPOCHS, model=model,
-                    batch_size=BATCH, warmup_steps=2 if SMOKE else 5,
-                    monitor_interval=0.2 if SMOKE else 0.5)
-train_index, val_index = io_data.folder_split(cfg)
-sizes = [index.path(i).stat().st_size for i in range(0, len(index), max(1, len(index) // 200))]
-print(f"{len(index):,} images in {len(index.classes)} class folders under {root}; "
-      f"{np.mean(sizes) / 1024:,.0f} KB per JPEG on average. Training on {len(train_index):,} "
-      f"of them at {IMAGE_SIZE} px with {model}; {os.cpu_count()} CPU cores, {gc.gpu_count()} GPU(s).")
+# %% tags=["parameters"]
+SIZES = gc.sizes("09")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("09", images=30_000)
+FOLDER = None            # None: generate a Caltech-256-shaped folder; or e.g. ".../256_ObjectCategories"
+
+# %% [markdown]
+# The photos: `SIZES.images` JPEGs of 200-500 px a side in ten class folders (generated once,
+# or your own `FOLDER`), trained at `SIZES.image_size` px. On a GPU the network is ResNet-20;
+# on a CPU the tiny convnet, so that the input has a chance to be the slow part.
+
+# %%
+root = lesson.photo_folder(SIZES.images, FOLDER)
+cfg = gc.Experiment(name="io", data_dir=str(root), num_workers=1,
+                    model="resnet20" if gc.gpu_count() else "tiny", **SIZES)
 
 # %% [markdown]
 # ## The disk: sequential against random reads
@@ -67,22 +49,9 @@ print(f"{len(index):,} images in {len(index.classes)} class folders under {root}
 # blocks (the size of one JPEG), then read the dataset's own JPEGs in sorted and in random order.
 
 # %%
-scratch = packed.prepared_dir(root) / "read-test.bin"
-scratch.parent.mkdir(parents=True, exist_ok=True)
-scratch.write_bytes(os.urandom(DISK_TEST_MB << 20))
-reads = [disk.read_bandwidth(scratch, "sequential"),
-         disk.read_bandwidth(scratch, "random"),
-         disk.read_bandwidth(scratch, "random", block_size=32 << 10),
-         disk.read_bandwidth(scratch, "sequential", cold=False)]
-jpegs = [index.path(i) for i in range(min(len(index), 1000))]
-reads += [disk.read_files(jpegs, "sequential"), disk.read_files(jpegs, "random")]
-scratch.unlink()
-for r in reads:
-    print(r)
-seq, small = reads[0].mb_per_s, reads[2].mb_per_s
-print(f"\nSequential reads: {seq:,.0f} MB/s, {seq / 150:,.1f}x the lecture's disk and "
-      f"{seq / 3000:,.2f}x its NVMe. Random 32 KiB reads: {small:,.0f} MB/s "
-      f"({small / seq:.0%} of sequential).")
+reads = lesson.read_speeds(root, SIZES.disk_test_mb)   # gpu_course/data/disk.py
+gc.show(reads, lesson="09", chart=False)
+gc.conclude("09", reads)
 
 # %% [markdown]
 # ## Rungs 1 and 2: loose JPEGs, one worker, then more
@@ -91,33 +60,30 @@ print(f"\nSequential reads: {seq:,.0f} MB/s, {seq / 150:,.1f}x the lecture's dis
 # of rung 2 is `num_workers`.
 
 # %%
-recommended = max(2, os.cpu_count() - 3)   # the talk: cpu_count() - 3, at least 2
+loose_set, val_set = gc.load_datasets(cfg)        # data_format="loose": decoded per sample, in the workers
+val_iter = gluon.data.DataLoader(val_set, batch_size=cfg.batch_size)
 runs = []
-loose_set, val_set = io_data.io_datasets(cfg, "loose")   # decodes per sample, in the workers
-val_iter = gluon.data.DataLoader(val_set, batch_size=BATCH)
-for n in sorted({1, recommended}):
-    train_iter = gluon.data.DataLoader(loose_set, batch_size=BATCH, shuffle=True,
+for n in sorted({1, gc.workers()}):
+    train_iter = gluon.data.DataLoader(loose_set, batch_size=cfg.batch_size, shuffle=True,
                                        last_batch="discard", num_workers=n)   # <- rung 2
     runs.append(gc.train(cfg.replace(name=f"loose JPEGs, {n} worker(s)", num_workers=n),
                          train_iter=train_iter, val_iter=val_iter, verbose=False))
-    print(runs[-1].name, f"{gc.report.samples_per_sec(runs[-1]):,.0f} samples/s")
 
 # %% [markdown]
 # ### Rung 1's two ceilings
 # The lecture's mock components, one flag each: `mock="trainer"` fetches batches and drops
 # them (how fast can one worker deliver?), `mock="loader"` trains on one batch kept in place
-# (how fast can the model go?). The diagnosis at the end reads them.
+# (how fast can the model go?). They bound rung 1; they are not rungs. Lesson 10 reads them.
 
 # %%
-one_worker = gluon.data.DataLoader(loose_set, batch_size=BATCH, shuffle=True,
+one_worker = gluon.data.DataLoader(loose_set, batch_size=cfg.batch_size, shuffle=True,
                                    last_batch="discard", num_workers=1)
-ceilings = {mock: gc.train(cfg.replace(name=f"{runs[0].name}: mock {mock}", num_workers=1,
-                                       mock=mock, epochs=1, max_steps=CEILING_STEPS),
-                           train_iter=one_worker, val_iter=val_iter, verbose=False)
-            for mock in ("trainer", "loader")}
-feed, need = (gc.report.samples_per_sec(ceilings[m]) for m in ("trainer", "loader"))
-print(f"One worker alone delivers {feed:,.0f} samples/s; the model alone consumes {need:,.0f} "
-      f"samples/s; together they reached {gc.report.samples_per_sec(runs[0]):,.0f}.")
+ceilings = [gc.train(cfg.replace(name=f"{runs[0].name}: mock {mock}", mock=mock, epochs=1,
+                                 max_steps=SIZES.ceiling_steps),
+                     train_iter=one_worker, val_iter=val_iter, verbose=False)
+            for mock in ("trainer", "loader")]
+gc.show([runs[0], *ceilings], lesson="10", chart=False)   # ceilings: lesson 10's table, no speed-up
+gc.conclude("10", [runs[0], *ceilings])
 
 # %% [markdown]
 # ## Rung 3: pre-process out of band
@@ -126,34 +92,33 @@ print(f"One worker alone delivers {feed:,.0f} samples/s; the model alone consume
 # Training then decodes a few kilobytes per sample instead of a full photo.
 
 # %%
-print(packed.ensure_preresized(train_index, IMAGE_SIZE))   # once, out of band: parallel, with progress
-small_set, _ = io_data.io_datasets(cfg, "preresized")      # reads the small JPEGs
-train_iter = gluon.data.DataLoader(small_set, batch_size=BATCH, shuffle=True,
+small = cfg.replace(name="pre-resized, 1 worker", data_format="preresized")   # <- rung 3
+gc.prepare_data(small)                             # once, out of band: in parallel, timed
+small_set, _ = gc.load_datasets(small)             # reads the small JPEGs
+train_iter = gluon.data.DataLoader(small_set, batch_size=cfg.batch_size, shuffle=True,
                                    last_batch="discard", num_workers=1)
-runs.append(gc.train(cfg.replace(name="pre-resized, 1 worker"), train_iter=train_iter,
-                     val_iter=val_iter, verbose=False))
+runs.append(gc.train(small, train_iter=train_iter, val_iter=val_iter, verbose=False))
 
 # %% [markdown]
 # ## Rung 4: one packed file, read sequentially (RecordIO)
 # MXNet's own packed format: `MXIndexedRecordIO` writes every pre-resized image as a record
 # of one `.rec` file, with an `.idx` of byte offsets for random access. We pack, check every
-# record against its source (index, label and bytes), and read it back two ways: Gluon's
+# record against its source (index, label and bytes), and read it back two ways: an
 # `ImageRecordDataset` in the DataLoader's workers, and MXNet's C++ `ImageRecordIter`, which
 # decodes and augments in its own threads.
 
 # %%
-rec = recordio.ensure_recordio(train_index, IMAGE_SIZE)   # train-<size>px-<hash>.rec + .idx
-print(f"{rec.name}: {recordio.check_recordio(rec, train_index):,} records match their "
-      "source images (index, label and bytes)")
-rec_set = gluon.data.vision.ImageRecordDataset(str(rec))   # <- rung 4: plain Gluon
-train_iter = gluon.data.DataLoader(rec_set.transform_first(Augment(cfg, True, IMAGE_SIZE)),
-                                   batch_size=BATCH, shuffle=True, last_batch="discard",
-                                   num_workers=1)
-runs.append(gc.train(cfg.replace(name="RecordIO, 1 worker"), train_iter=train_iter,
-                     val_iter=val_iter, verbose=False))
-rec_iter = recordio.RecordIter(rec, batch_size=BATCH, size=IMAGE_SIZE, threads=1, seed=cfg.seed)
-runs.append(gc.train(cfg.replace(name="RecordIO, C++ iterator (1 thread)"), train_iter=rec_iter,
-                     val_iter=val_iter, verbose=False))
+packed = cfg.replace(name="RecordIO, 1 worker", data_format="packed")         # <- rung 4
+rec = gc.prepare_data(packed).path                 # train-<size>px-<hash>.rec + .idx
+recordio.check_recordio(rec, io_data.folder_split(packed)[0])   # raises on a record unlike its source
+rec_set, _ = gc.load_datasets(packed)              # a gluon ImageRecordDataset over the .rec
+train_iter = gluon.data.DataLoader(rec_set, batch_size=cfg.batch_size, shuffle=True,
+                                   last_batch="discard", num_workers=1)
+runs.append(gc.train(packed, train_iter=train_iter, val_iter=val_iter, verbose=False))
+rec_iter = recordio.RecordIter(rec, batch_size=cfg.batch_size, size=cfg.image_size, threads=1,
+                               seed=cfg.seed)      # <- MXNet's C++ ImageRecordIter
+runs.append(gc.train(packed.replace(name="RecordIO, C++ iterator (1 thread)"),
+                     train_iter=rec_iter, val_iter=val_iter, verbose=False))
 
 # %% [markdown]
 # ## Rung 5: the whole dataset in memory
@@ -161,48 +126,20 @@ runs.append(gc.train(cfg.replace(name="RecordIO, C++ iterator (1 thread)"), trai
 # is left per sample.
 
 # %%
-memory_set, _ = io_data.io_datasets(cfg, "memory")
-train_iter = gluon.data.DataLoader(memory_set, batch_size=BATCH, shuffle=True,
+memory = cfg.replace(name="in memory, 1 worker", data_format="memory")        # <- rung 5
+memory_set, _ = gc.load_datasets(memory)
+train_iter = gluon.data.DataLoader(memory_set, batch_size=cfg.batch_size, shuffle=True,
                                    last_batch="discard", num_workers=1)
-runs.append(gc.train(cfg.replace(name="in memory, 1 worker"), train_iter=train_iter,
-                     val_iter=val_iter, verbose=False))
-
-# %%
-gc.plots.ladder(runs)
-
-# %%
-table = gc.report.ladder_table(runs)
-gc.tables.show(table)
-
-# %%
-say = gc.closing.Closing(table, runs)   # prints a line only when its numbers are the table's
-best = int(table["samples_per_sec"].idxmax())
-say(f"Loose JPEGs with one worker: {say.cell(0, 'samples_per_sec')} samples/s, waiting for data "
-    f"{say.cell(0, 'data_wait_share')} of its steady step time. Each rung against it:")
-for i, r in enumerate(runs[1:], start=1):
-    say(f"  {r.name}: {say.compare(0, i)}")
-say(f"Fastest: {runs[best].name!r}, waiting for data {say.cell(best, 'data_wait_share')} of its step time.")
-if not gc.gpu_count():
-    say(f"No GPU here: the {model} net computes on the same {os.cpu_count()} cores that decode, so "
-        "a cheaper input pays only while the input is the slow part (the diagnosis below says "
-        "which); on a GPU the computation moves off the CPU.")
+runs.append(gc.train(memory, train_iter=train_iter, val_iter=val_iter, verbose=False))
 
 # %% [markdown]
-# ## Diagnosis
-# `gpu_course.analyse.diagnose` reads a run record and says what limits it, with the numbers, and
-# names the next rung (`gpu-course diagnose RUN` prints the same). It finds rung 1's two
-# ceilings next to it in the runs folder. Where its advice is a rung this lesson already
-# ran (more workers: rung 2), the two runs say whether it helped here, judged against
-# their noise. Then the best rung:
+# ## The ladder, and a diagnosis
+# Each rung against rung 1, judged against the runs' noise: a rung is named the fastest only
+# when it beats every other beyond noise. Then `gpu_course.analyse.diagnose` reads rung 1's record and
+# its two ceilings, says what limits it and names the next rung (`gpu-course diagnose RUN`
+# prints the same); where that rung ran here (more workers: rung 2), the two runs say whether
+# it helped. Last, the diagnosis of the rung with the most samples/s.
 
 # %%
-rung1 = diagnose(runs[0], data_format="loose")
-print(rung1)
-applied = [r for r in runs[1:] if r.name.startswith("loose JPEGs")]   # rung 2: more workers
-if rung1.next_rung == "workers" and applied:
-    print(advice_outcome(rung1, runs[0], applied[0]))
-print()
-best_run = runs[int(table["samples_per_sec"].idxmax())]
-formats = {"pre-resized": "preresized", "RecordIO": "packed", "in memory": "memory"}
-print(explain(best_run, search=False,  # rung 1's ceilings do not apply to another format
-              data_format=next((f for k, f in formats.items() if k in best_run.name), "loose")))
+gc.show(runs, lesson="09")
+gc.conclude("09", runs)   # the sentences, checked against the table: gpu_course/lessons/l09_input.py

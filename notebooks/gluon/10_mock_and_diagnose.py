@@ -22,38 +22,27 @@ import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its
 sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
-# %% tags=["parameters"]
-import os
-from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
-FOLDER = None                         # None: the Caltech-256-shaped folder of lesson 9 (made if absent)
-IMAGES = 1800 if SMOKE else 3000      # JPEGs in the generated folder
-IMAGE_SIZE = 32                       # training size, pixels a side
-TRAIN_SIZE = 1600 if SMOKE else 2400  # smoke: 25 steps, enough for diagnose to rule
-TEST_SIZE = 40 if SMOKE else 500
-EPOCHS = 1 if SMOKE else 2
-CEILING_STEPS = 24 if SMOKE else 100  # steps of each ceiling run (the first few are warm-up)
-
 # %%
 import time
 import mxnet as mx
 from mxnet import autograd, gluon
 from gpu_course.tracks import gluon as gc
-from gpu_course.analyse import diagnose
-from gpu_course.data import folder
-from gpu_course.tracks.gluon import io_data
+from gpu_course.lessons import l09_input, l10_mocks as lesson
 
-recommended = max(2, os.cpu_count() - 3)   # the talk: cpu_count() - 3, at least 2
-root = pathlib.Path(FOLDER) if FOLDER else folder.generate_folder(
-    folder.default_folder().with_name(f"caltech256-like-{IMAGES}"), per_class=IMAGES // 10)
-cfg = gc.Experiment(name="heavy augmentation, tiny net", dataset="folder", data_dir=str(root),
-                    image_size=IMAGE_SIZE, train_size=TRAIN_SIZE, test_size=TEST_SIZE,
-                    epochs=EPOCHS, model="tiny", augment="heavy", batch_size=64, num_workers=1,
-                    warmup_steps=2 if SMOKE else 5, monitor_interval=0.2 if SMOKE else 0.5)
-# loose JPEGs: decode, resize, then crop, flip, colour jitter and rotation, per image
-train_set, val_set = io_data.io_datasets(cfg, "loose")
+# %% tags=["parameters"]
+SIZES = gc.sizes("10")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("10", epochs=3)
+FOLDER = None            # None: the Caltech-256-shaped folder of lesson 9 (made if absent)
+
+# %% [markdown]
+# The job: loose JPEGs decoded, resized and augmented heavily (crop, flip, colour jitter,
+# rotation) per image by one loader worker, for the tiny network.
+
+# %%
+cfg = gc.Experiment(name="heavy augmentation, tiny net", model="tiny", augment="heavy",
+                    data_dir=str(l09_input.photo_folder(SIZES.images, FOLDER)), num_workers=1,
+                    **SIZES)
+train_set, val_set = gc.load_datasets(cfg)    # loose JPEGs: decoded and augmented per image
 val_iter = gc.make_loader(val_set, cfg, train=False)
-print(f"{os.cpu_count()} CPU cores, {gc.gpu_count()} GPU(s)")
 
 # %% [markdown]
 # ## Manual instrumentation
@@ -67,9 +56,9 @@ net = gc.get_model(cfg)
 net.initialize(mx.init.Xavier(), ctx=devices, force_reinit=True)
 trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05})
 loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-train_iter = gluon.data.DataLoader(train_set, batch_size=64, shuffle=True,
-                                   last_batch="discard", num_workers=1)
-loading, training = [], []
+train_iter = gluon.data.DataLoader(train_set, batch_size=cfg.batch_size, shuffle=True,
+                                   last_batch="discard", num_workers=cfg.num_workers)
+times = []                                # (t1, t2, t3) of each step
 batches = iter(train_iter)
 for _ in range(5):
     t1 = time.perf_counter()
@@ -82,38 +71,25 @@ for _ in range(5):
     trainer.step(data.shape[0])
     loss.mean().asnumpy()                 # sync point: waits for the step to finish
     t3 = time.perf_counter()
-    loading.append(t2 - t1)
-    training.append(t3 - t2)
+    times.append((t1, t2, t3))
 del batches
-print(f"waiting for data: {1000 * sum(loading[1:]) / 4:.0f} ms per step; "
-      f"training: {1000 * sum(training[1:]) / 4:.0f} ms per step (first step left out)")
+gc.tables.show(lesson.step_table(times))
 
 # %% [markdown]
-# `gc.train` does exactly this on every step (the `StepTimer`), with a monitor and a run record.
+# `gc.train` does exactly this on every step (the `StepTimer`), with a monitor and a run
+# record. Then the two ceilings, one flag each: the same job with `mock="trainer"` (input
+# only) and with `mock="loader"` (model only). They bound the job; they are not rungs, so
+# their table has no speed-up column.
 
 # %%
 run = gc.train(cfg, train_iter=train_iter, val_iter=val_iter, verbose=False)
-print(run.summary["summary_line"])
-
-# %% [markdown]
-# ## The two ceilings: one flag each
-
-# %%
-input_only = gc.train(cfg.replace(name=f"{cfg.name}: mock trainer", mock="trainer", epochs=1,
-                                  max_steps=CEILING_STEPS), train_iter=train_iter, val_iter=val_iter,
-                      verbose=False)
-compute_only = gc.train(cfg.replace(name=f"{cfg.name}: mock loader", mock="loader", epochs=1,
-                                    max_steps=CEILING_STEPS), train_iter=train_iter, val_iter=val_iter,
-                        verbose=False)
-gc.tables.show(gc.report.ladder_table([run, input_only, compute_only]))
-
-# %%
-speed, feed, need = (gc.report.samples_per_sec(r) for r in (run, input_only, compute_only))
-rule = gc.noise.compare(compute_only, input_only)   # the input alone against the model alone
-print(f"The job trained at {speed:,.0f} samples/s. Alone, the input pipeline delivers "
-      f"{feed:,.0f} samples/s and the model consumes {need:,.0f}: the input against the model, "
-      f"{rule}. The lecture's rule (the I/O rate must exceed the training rate) is "
-      + {"faster": "met.", "slower": "broken."}.get(rule.kind, "neither met nor broken beyond noise."))
+input_only, compute_only = (
+    gc.train(cfg.replace(name=f"{cfg.name}: mock {mock}", mock=mock, epochs=1,   # <- one flag
+                         max_steps=SIZES.ceiling_steps),
+             train_iter=train_iter, val_iter=val_iter, verbose=False)
+    for mock in ("trainer", "loader"))
+gc.show([run, input_only, compute_only], lesson="10", chart=False)
+gc.conclude("10", [run, input_only, compute_only])
 
 # %% [markdown]
 # ## The diagnosis
@@ -123,34 +99,23 @@ print(f"The job trained at {speed:,.0f} samples/s. Alone, the input pipeline del
 # prints the same from a terminal.
 
 # %%
-d = diagnose.diagnose(run, data_format="loose")
-print(d)
+advice = gc.diagnose.diagnose(run)
+print(advice)
 
 # %% [markdown]
 # ## Follow the advice, and ask again
 # The next rung is applied as the diagnosis names it: more loader workers, the images
 # pre-resized or packed, or (for a compute rung, which this lesson does not cover) the
 # cheaper standard augmentation. Where the diagnosis would not rule (too few steps, a run
-# above its ceiling), its advice is to measure again: the same run, once more. Whether the
-# change helped is judged against the runs' noise, not read off one ratio.
+# above its ceiling), its advice is to measure again: the same run, once more.
 
 # %%
-kind, change = "loose", {}
-if d.verdict == diagnose.UNRELIABLE:
-    pass   # measure again: the same configuration
-elif d.next_rung == "workers" and "more workers have no cores" not in d.advice:
-    change = {"num_workers": recommended}
-elif d.next_rung in ("pre-processing", "packed format", "in memory"):
-    kind = {"pre-processing": "preresized", "packed format": "packed", "in memory": "memory"}[d.next_rung]
-else:
-    change = {"augment": "standard"}
-fixed_cfg = cfg.replace(name=f"after the advice: {kind} {change or ''}".strip(), **change)
-fixed_set, _ = io_data.io_datasets(fixed_cfg, kind)
-fixed_iter = gluon.data.DataLoader(fixed_set, batch_size=64, shuffle=True, last_batch="discard",
-                                   num_workers=fixed_cfg.num_workers)   # <- the one change
+fixed_cfg = lesson.follow(advice, cfg)           # the job with the next rung applied
+fixed_set, _ = gc.load_datasets(fixed_cfg)       # its data format
+fixed_iter = gluon.data.DataLoader(fixed_set, batch_size=cfg.batch_size, shuffle=True,
+                                   last_batch="discard", num_workers=fixed_cfg.num_workers)  # <- its workers
 fixed = gc.train(fixed_cfg, train_iter=fixed_iter, val_iter=val_iter, verbose=False)
-print(diagnose.advice_outcome(d, run, fixed))   # judged against the two runs' noise
-print(diagnose.explain(fixed, search=False, data_format=kind))
+print(gc.diagnose.explain(fixed))
 
 # %% [markdown]
 # ## A compute-bound run
@@ -159,10 +124,13 @@ print(diagnose.explain(fixed, search=False, data_format=kind))
 # which, and names the compute rungs (hybridize, lower precision, larger batch, more GPUs).
 
 # %%
-print(diagnose.explain(compute_only))
+print(gc.diagnose.explain(compute_only))
 
 # %% [markdown]
 # ## Every run of this lesson, diagnosed
+# Whether following the advice helped is judged against the two runs' noise, not read off
+# one ratio.
 
 # %%
-diagnose.table([run, input_only, compute_only], data_format="loose")
+gc.show([run, input_only, compute_only, fixed], lesson="10", chart=False)
+gc.conclude("10", [run, input_only, compute_only, fixed], advice=advice)

@@ -21,114 +21,84 @@ import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its
 sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
-# %% tags=["parameters"]
-import os
-from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
-FOLDER = None                         # None: generate a Caltech-256-shaped folder; or e.g. ".../256_ObjectCategories"
-IMAGES = 500 if SMOKE else 3000       # JPEGs to generate (200-500 px a side)
-IMAGE_SIZE = 32 if SMOKE else 64      # training size, pixels a side
-TRAIN_SIZE = 400 if SMOKE else 2400   # smoke: 25 steps a run, enough for diagnose to rule
-BATCH = 16 if SMOKE else 64           # images per step (smoke: small, so that 25 steps stay quick)
-TEST_SIZE = 40 if SMOKE else 500
-EPOCHS = 1 if SMOKE else 2
-MODEL = None                          # None: resnet20 on a GPU, the tiny net on a CPU
-DISK_TEST_MB = 32 if SMOKE else 512   # size of the scratch file for the disk test
-CEILING_STEPS = 24 if SMOKE else 100  # steps of each ceiling run (20+ steady: enough to bound)
-
 # %%
-import numpy as np
 from torch.utils.data import DataLoader
 from gpu_course.tracks import torch as gc
-from gpu_course.data import disk, folder, packed
+from gpu_course.data.packed import check_roundtrip
 from gpu_course.tracks.torch import io_data
-from gpu_course.analyse.diagnose import advice_outcome, diagnose, explain
+from gpu_course.lessons import l09_input as lesson   # the photo folder and the disk test
 
-root = pathlib.Path(FOLDER) if FOLDER else folder.generate_folder(
-    folder.default_folder().with_name(f"caltech256-like-{IMAGES}"), per_class=IMAGES // 10)
-index = folder.scan_folder(root)
-model = MODEL or ("resnet20" if gc.gpu_count() else "tiny")
-cfg = gc.Experiment(name="io", engine="pytorch", dataset="folder", data_dir=str(root),
-                    image_size=IMAGE_SIZE, train_size=TRAIN_SIZE, test_size=TEST_SIZE,
-                    epochs=EPOCHS, model=model, batch_size=BATCH, num_gpus=1,
-                    warmup_steps=2 if SMOKE else 5, monitor_interval=0.2 if SMOKE else 0.5)
-train_index, val_index = io_data.folder_split(cfg)
-sizes = [index.path(i).stat().st_size for i in range(0, len(index), max(1, len(index) // 200))]
-print(f"{len(index):,} images in {len(index.classes)} class folders under {root}; "
-      f"{np.mean(sizes) / 1024:,.0f} KB per JPEG on average. Training on {len(train_index):,} "
-      f"of them at {IMAGE_SIZE} px with {model}; {os.cpu_count()} CPU cores, {gc.gpu_count()} GPU(s).")
+# %% tags=["parameters"]
+FOLDER = None            # your own image folder (e.g. ".../256_ObjectCategories"), or None: a generated one
+SIZES = gc.sizes("09")   # GPU_COURSE_SMOKE=1 (what CI sets) makes every size small; override any: gc.sizes("09", epochs=3)
 
 # %% [markdown]
-# ## The disk: sequential against random reads
-# The lecture's rule of thumb: check your I/O bandwidth; about 150 MB/s for a disk, 3,000 MB/s
-# for NVMe. We write a scratch file, drop it from the page cache (`posix_fadvise`, this file
-# only) and read it back in file order and in a random order, in 1 MiB blocks and in 32 KiB
-# blocks (the size of one JPEG), then read the dataset's own JPEGs in sorted and in random order.
+# Unless `FOLDER` names your own, a folder shaped like Caltech-256 is written once: ten class
+# folders of photos 200-500 px a side, `SIZES.images` of them. The network reads them at
+# `SIZES.image_size` px: ResNet-20 where there is a GPU; on a CPU the tiny convnet, whose
+# steps are cheap enough for the input pipeline to show.
 
 # %%
-scratch = packed.prepared_dir(root) / "read-test.bin"
-scratch.parent.mkdir(parents=True, exist_ok=True)
-scratch.write_bytes(os.urandom(DISK_TEST_MB << 20))
-reads = [disk.read_bandwidth(scratch, "sequential"),
-         disk.read_bandwidth(scratch, "random"),
-         disk.read_bandwidth(scratch, "random", block_size=32 << 10),
-         disk.read_bandwidth(scratch, "sequential", cold=False)]
-jpegs = [index.path(i) for i in range(min(len(index), 1000))]
-reads += [disk.read_files(jpegs, "sequential"), disk.read_files(jpegs, "random")]
-scratch.unlink()
-for r in reads:
-    print(r)
-seq, small = reads[0].mb_per_s, reads[2].mb_per_s
-print(f"\nSequential reads: {seq:,.0f} MB/s, {seq / 150:,.1f}x the lecture's disk and "
-      f"{seq / 3000:,.2f}x its NVMe. Random 32 KiB reads: {small:,.0f} MB/s "
-      f"({small / seq:.0%} of sequential).")
+cfg = gc.Experiment(name="io", data_dir=str(lesson.photo_folder(SIZES.images, FOLDER)),
+                    model="tiny" if not gc.gpu_count() else "resnet20", num_workers=1, **SIZES)
 
 # %% [markdown]
-# ## Rungs 1 and 2: loose JPEGs, one worker, then more
-# Each sample opens a JPEG, decodes all of it, resizes it to the training size and augments
-# it (pad-4 crop, flip, normalise), inside the DataLoader's worker processes. The one change
-# of rung 2 is `num_workers`.
+# ## How fast does the disk read?
+# Before any loader: the disk under the photos. The profiling lecture says to check the I/O
+# bandwidth first (a disk reads about 150 MB/s, NVMe about 3,000 MB/s). A scratch file is
+# written, evicted from the page cache (only that file, with `posix_fadvise`) and read back
+# in order and shuffled, in 1 MiB and in JPEG-sized 32 KiB blocks; then the photos
+# themselves, sorted and shuffled.
 
 # %%
-recommended = max(2, os.cpu_count() - 3)   # the talk: cpu_count() - 3, at least 2
-runs = []
-loose_set, val_set = io_data.io_datasets(cfg, "loose")   # decodes per sample, in the workers
-val_iter = DataLoader(val_set, batch_size=BATCH)
-for n in sorted({1, recommended}):
-    train_iter = DataLoader(loose_set, batch_size=BATCH, shuffle=True, drop_last=True,
-                            num_workers=n)   # <- rung 2
-    runs.append(gc.train(cfg.replace(name=f"loose JPEGs, {n} worker(s)", num_workers=n),
-                         train_iter=train_iter, val_iter=val_iter, verbose=False))
-    print(runs[-1].name, f"{gc.report.samples_per_sec(runs[-1]):,.0f} samples/s")
+reads = lesson.read_speeds(cfg.data_dir, SIZES.disk_test_mb)   # gpu_course/data/disk.py
+gc.show(reads, lesson="09", chart=False)
+gc.conclude("09", reads)
 
 # %% [markdown]
-# ### Rung 1's two ceilings
-# The lecture's mock components, one flag each: `mock="trainer"` fetches batches and drops
-# them (how fast can one worker deliver?), `mock="loader"` trains on one batch kept in place
-# (how fast can the model go?). The diagnosis at the end reads them.
+# ## Rungs 1 and 2: one `DataLoader` worker, then several
+# `__getitem__` opens one JPEG, decodes the whole photo, resizes it and augments it (pad-4
+# crop, flip, normalise); the DataLoader runs it in `num_workers` processes, and that
+# argument is all rung 2 changes.
 
 # %%
-one_worker = DataLoader(loose_set, batch_size=BATCH, shuffle=True, drop_last=True, num_workers=1)
-ceilings = {mock: gc.train(cfg.replace(name=f"{runs[0].name}: mock {mock}", num_workers=1,
-                                       mock=mock, epochs=1, max_steps=CEILING_STEPS),
-                           train_iter=one_worker, val_iter=val_iter, verbose=False)
-            for mock in ("trainer", "loader")}
-feed, need = (gc.report.samples_per_sec(ceilings[m]) for m in ("trainer", "loader"))
-print(f"One worker alone delivers {feed:,.0f} samples/s; the model alone consumes {need:,.0f} "
-      f"samples/s; together they reached {gc.report.samples_per_sec(runs[0]):,.0f}.")
+loose_set, val_set = gc.load_datasets(cfg)   # data_format="loose": one photo decoded per sample
+val_iter = DataLoader(val_set, batch_size=cfg.batch_size)
+runs = [gc.train(cfg.replace(name=f"loose JPEGs, {n} worker(s)", num_workers=n), verbose=False,
+                 train_iter=DataLoader(loose_set, cfg.batch_size, shuffle=True, drop_last=True,
+                                       num_workers=n),                       # <- rung 2
+                 val_iter=val_iter)
+        for n in sorted({1, gc.workers()})]
 
 # %% [markdown]
-# ## Rung 3: pre-process out of band
-# Resizing gives the same result every epoch, so do it once, before training: every image is
-# decoded, resized to the training size and stored as a small JPEG, in parallel processes.
-# Training then decodes a few kilobytes per sample instead of a full photo.
+# ### What bounds rung 1
+# Two mock components from the lecture: with `mock="trainer"` the loop only fetches batches
+# (the input's ceiling: what one worker can deliver), with `mock="loader"` it trains on one
+# batch served again and again (the model's ceiling). Ceilings bound a run and are no rungs:
+# lesson 10's table shows them, without a speed-up.
 
 # %%
-print(packed.ensure_preresized(train_index, IMAGE_SIZE))   # once, out of band: parallel, with progress
-small_set, _ = io_data.io_datasets(cfg, "preresized")      # reads the small JPEGs
-train_iter = DataLoader(small_set, batch_size=BATCH, shuffle=True, drop_last=True, num_workers=1)
-runs.append(gc.train(cfg.replace(name="pre-resized, 1 worker"), train_iter=train_iter,
-                     val_iter=val_iter, verbose=False))
+ceilings = []
+for mock in ("trainer", "loader"):   # fetch and drop; one batch forever
+    loader = DataLoader(loose_set, cfg.batch_size, shuffle=True, drop_last=True, num_workers=1)
+    ceilings.append(gc.train(cfg.replace(name=f"{runs[0].name}: mock {mock}", mock=mock,
+                                         epochs=1, max_steps=SIZES.ceiling_steps),
+                             train_iter=loader, val_iter=val_iter, verbose=False))
+gc.show([runs[0], *ceilings], lesson="10", chart=False)
+gc.conclude("10", [runs[0], *ceilings])
+
+# %% [markdown]
+# ## Rung 3: resize once, before training
+# Every epoch resized every photo to the same small image. `prepare_data` does it once,
+# in parallel processes, and keeps the small JPEGs; `__getitem__` then decodes a few
+# kilobytes instead of a whole photo.
+
+# %%
+small = cfg.replace(name="pre-resized, 1 worker", data_format="preresized")   # <- rung 3
+gc.prepare_data(small)                        # once, out of band: in parallel, timed
+small_set, _ = gc.load_datasets(small)        # reads the small JPEGs
+train_iter = DataLoader(small_set, cfg.batch_size, shuffle=True, drop_last=True, num_workers=1)
+runs.append(gc.train(small, train_iter=train_iter, val_iter=val_iter, verbose=False))
 
 # %% [markdown]
 # ## Rung 4: one packed file, read sequentially
@@ -138,69 +108,37 @@ runs.append(gc.train(cfg.replace(name="pre-resized, 1 worker"), train_iter=train
 # label, pixels). The file is memory-mapped: no decode, no file opens, only the augmentation.
 
 # %%
-pack = packed.ensure_packed(train_index, IMAGE_SIZE)
-print(f"{pack.name}: {packed.check_roundtrip(pack, train_index):,} records match their source "
-      "images (index, label and pixels)")
-images = packed.PackedArray(pack)   # np.memmap: read from disk as touched
-packed_set = gc.ImageDataset(images.images, images.labels, cfg.augment, cfg.seed)   # <- rung 4
-train_iter = DataLoader(packed_set, batch_size=BATCH, shuffle=True, drop_last=True, num_workers=1)
-runs.append(gc.train(cfg.replace(name="packed file, 1 worker"), train_iter=train_iter,
-                     val_iter=val_iter, verbose=False))
+packed = cfg.replace(name="packed file, 1 worker", data_format="packed")     # <- rung 4
+pack = gc.prepare_data(packed).path           # train-<size>px-<hash>.pack, made in parallel
+check_roundtrip(pack, io_data.folder_split(packed)[0])   # raises on a record unlike its source
+packed_set, _ = gc.load_datasets(packed)      # np.memmap: read from disk as touched
+train_iter = DataLoader(packed_set, cfg.batch_size, shuffle=True, drop_last=True, num_workers=1)
+runs.append(gc.train(packed, train_iter=train_iter, val_iter=val_iter, verbose=False))
 
 # %% [markdown]
 # ## Rung 5: the whole dataset in memory (and on a GPU, in GPU memory)
-# `images.load()` reads the packed file into host memory in one sequential pass. With a GPU
-# the images go to GPU memory once and a `GpuLoader` crops, flips and normalises whole
-# batches there: no workers, no copies per step.
+# The packed file read into host memory in one sequential pass. With a GPU the images go to
+# GPU memory once and a `GpuLoader` crops, flips and normalises whole batches there: no
+# workers, no copies per step.
 
 # %%
-memory_set = gc.ImageDataset(images.load(), images.labels, cfg.augment, cfg.seed)
-train_iter = DataLoader(memory_set, batch_size=BATCH, shuffle=True, drop_last=True, num_workers=1)
-runs.append(gc.train(cfg.replace(name="in memory, 1 worker"), train_iter=train_iter,
-                     val_iter=val_iter, verbose=False))
+memory = cfg.replace(name="in memory, 1 worker", data_format="memory")        # <- rung 5
+memory_set, _ = gc.load_datasets(memory)
+train_iter = DataLoader(memory_set, cfg.batch_size, shuffle=True, drop_last=True, num_workers=1)
+runs.append(gc.train(memory, train_iter=train_iter, val_iter=val_iter, verbose=False))
 if gc.gpu_count():
-    gpu_iter, gpu_val = io_data.io_loaders(cfg, "gpu")
-    runs.append(gc.train(cfg.replace(name="in GPU memory", num_workers=0), train_iter=gpu_iter,
-                         val_iter=gpu_val, verbose=False))
-else:
-    print("No GPU here: the GPU-memory rung needs one (lesson 8 and the ladder run it there).")
-
-# %%
-gc.plots.ladder(runs)
-
-# %%
-table = gc.report.ladder_table(runs)
-gc.tables.show(table)
-
-# %%
-say = gc.closing.Closing(table, runs)   # prints a line only when its numbers are the table's
-best = int(table["samples_per_sec"].idxmax())
-say(f"Loose JPEGs with one worker: {say.cell(0, 'samples_per_sec')} samples/s, waiting for data "
-    f"{say.cell(0, 'data_wait_share')} of its steady step time. Each rung against it:")
-for i, r in enumerate(runs[1:], start=1):
-    say(f"  {r.name}: {say.compare(0, i)}")
-say(f"Fastest: {runs[best].name!r}, waiting for data {say.cell(best, 'data_wait_share')} of its step time.")
-if not gc.gpu_count():
-    say(f"No GPU here: the {model} net computes on the same {os.cpu_count()} cores that decode, so "
-        "a cheaper input pays only while the input is the slow part (the diagnosis below says "
-        "which); on a GPU the computation moves off the CPU.")
+    on_gpu = memory.replace(name="in GPU memory", data_on_gpu=True, num_workers=0)   # <- GpuLoader
+    gpu_iter, gpu_val = gc.load_data(on_gpu)
+    runs.append(gc.train(on_gpu, train_iter=gpu_iter, val_iter=gpu_val, verbose=False))
 
 # %% [markdown]
-# ## Diagnosis
-# `gpu_course.analyse.diagnose` reads a run record and says what limits it, with the numbers, and
-# names the next rung (`gpu-course diagnose RUN` prints the same). It finds rung 1's two
-# ceilings next to it in the runs folder. Where its advice is a rung this lesson already
-# ran (more workers: rung 2), the two runs say whether it helped here, judged against
-# their noise. Then the best rung:
+# ## Every rung, and what limits the first
+# The table sets each rung beside rung 1; the sentences judge each against the runs' noise and
+# call a rung the fastest only if it beats all the others beyond it. `gpu_course.analyse.diagnose`
+# (also `gpu-course diagnose RUN`) then reads rung 1 with its ceilings, names what holds it
+# and the next rung; when that is rung 2's change (more workers), the two runs show whether
+# it paid. The rung with the most samples/s is diagnosed last.
 
 # %%
-rung1 = diagnose(runs[0], data_format="loose")
-print(rung1)
-applied = [r for r in runs[1:] if r.name.startswith("loose JPEGs")]   # rung 2: more workers
-if rung1.next_rung == "workers" and applied:
-    print(advice_outcome(rung1, runs[0], applied[0]))
-print()
-best_run = runs[int(table["samples_per_sec"].idxmax())]
-formats = {"pre-resized": "preresized", "packed": "packed", "memory": "memory"}
-print(explain(best_run, search=False,  # rung 1's ceilings do not apply to another format
-              data_format=next((f for k, f in formats.items() if k in best_run.name), "loose")))
+gc.show(runs, lesson="09")
+gc.conclude("09", runs)   # the sentences, checked against the table: gpu_course/lessons/l09_input.py

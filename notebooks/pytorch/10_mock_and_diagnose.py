@@ -22,54 +22,43 @@ import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its
 sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
-# %% tags=["parameters"]
-import os
-from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
-FOLDER = None                         # None: the Caltech-256-shaped folder of lesson 9 (made if absent)
-IMAGES = 1800 if SMOKE else 3000      # JPEGs in the generated folder
-IMAGE_SIZE = 32                       # training size, pixels a side
-TRAIN_SIZE = 1600 if SMOKE else 2400  # smoke: 25 steps, enough for diagnose to rule
-TEST_SIZE = 40 if SMOKE else 500
-EPOCHS = 1 if SMOKE else 2
-CEILING_STEPS = 24 if SMOKE else 100  # steps of each ceiling run (the first few are warm-up)
-
 # %%
 import time
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from gpu_course.tracks import torch as gc
-from gpu_course.analyse import diagnose
-from gpu_course.data import folder
-from gpu_course.tracks.torch import io_data
+from gpu_course.lessons import l09_input, l10_mocks as lesson
 
-recommended = max(2, os.cpu_count() - 3)   # the talk: cpu_count() - 3, at least 2
-root = pathlib.Path(FOLDER) if FOLDER else folder.generate_folder(
-    folder.default_folder().with_name(f"caltech256-like-{IMAGES}"), per_class=IMAGES // 10)
-cfg = gc.Experiment(name="heavy augmentation, tiny net", engine="pytorch", dataset="folder",
-                    data_dir=str(root), image_size=IMAGE_SIZE, train_size=TRAIN_SIZE,
-                    test_size=TEST_SIZE, epochs=EPOCHS, model="tiny", augment="heavy",
-                    batch_size=64, num_workers=1, num_gpus=1,
-                    warmup_steps=2 if SMOKE else 5, monitor_interval=0.2 if SMOKE else 0.5)
-# loose JPEGs: decode, resize, then crop, flip, colour jitter and rotation, per image
-train_set, val_set = io_data.io_datasets(cfg, "loose")
-val_iter = gc.make_loader(val_set, cfg, train=False)
-print(f"{os.cpu_count()} CPU cores, {gc.gpu_count()} GPU(s)")
+# %% tags=["parameters"]
+FOLDER = None            # an image folder of your own, or None: lesson 9's generated one (written if missing)
+SIZES = gc.sizes("10")   # GPU_COURSE_SMOKE=1 (what CI sets) makes every size small; override any: gc.sizes("10", epochs=3)
 
 # %% [markdown]
-# ## Manual instrumentation
-# The lecture's loop: `t1` before asking for a batch, `t2` when it arrives, `t3` when the step
-# is done. I/O should overlap with training: `t2 - t1` much smaller than `t3 - t2`. Here it
-# is in plain PyTorch for a few steps (`loss.item()` makes the step's work finish before `t3`).
+# What we diagnose: one loader worker decoding loose JPEGs and augmenting each heavily
+# (colour jitter and rotation on top of crop and flip) for a network too small to wait on.
+
+# %%
+cfg = gc.Experiment(name="heavy augmentation, tiny net", num_workers=1, augment="heavy",
+                    model="tiny", data_dir=str(l09_input.photo_folder(SIZES.images, FOLDER)),
+                    **SIZES)
+train_set, val_set = gc.load_datasets(cfg)    # every image decoded and augmented in __getitem__
+val_iter = gc.make_loader(val_set, cfg, train=False)
+
+# %% [markdown]
+# ## Timing the loop by hand
+# Three clocks, as in the lecture: `t1` as the loop asks the DataLoader for a batch, `t2` once
+# it has it, `t3` after the step. While the workers keep up, `t2 - t1` is small beside
+# `t3 - t2`. Five steps in plain PyTorch; `loss.item()` waits for the step, so `t3` is honest.
 
 # %%
 device = gc.try_devices(1)[0][0]
 net = gc.get_model(cfg).to(device)
 optimizer = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
-train_iter = DataLoader(train_set, batch_size=64, shuffle=True, drop_last=True, num_workers=1)
-loading, training = [], []
-batches = iter(train_iter)
+train_iter = DataLoader(train_set, batch_size=cfg.batch_size, shuffle=True, drop_last=True,
+                        num_workers=cfg.num_workers)
+batches = iter(train_iter)                # starts the worker
+times = []                                # (t1, t2, t3) of each step
 for _ in range(5):
     t1 = time.perf_counter()
     inputs, targets = next(batches)
@@ -80,88 +69,65 @@ for _ in range(5):
     loss.backward()
     optimizer.step()
     loss.item()                           # sync point: waits for the step to finish
-    t3 = time.perf_counter()
-    loading.append(t2 - t1)
-    training.append(t3 - t2)
+    times.append((t1, t2, time.perf_counter()))   # t3: the step is done
 del batches
-print(f"waiting for data: {1000 * sum(loading[1:]) / 4:.0f} ms per step; "
-      f"training: {1000 * sum(training[1:]) / 4:.0f} ms per step (first step left out)")
+gc.tables.show(lesson.step_table(times))
 
 # %% [markdown]
-# `gc.train` does exactly this on every step (the `StepTimer`), with a monitor and a run record.
+# The course's `StepTimer` takes these three times on every step of `gc.train`, beside a
+# monitor and a run record. The job, then its ceilings: the same experiment with
+# `mock="trainer"` (the input alone) and `mock="loader"` (the model alone). A ceiling bounds
+# the job rather than improving on it, so no speed-up is shown for it.
 
 # %%
 run = gc.train(cfg, train_iter=train_iter, val_iter=val_iter, verbose=False)
-print(run.summary["summary_line"])
+ceilings = {mock: gc.train(cfg.replace(name=f"{cfg.name}: mock {mock}", epochs=1, mock=mock,  # <- one flag
+                                       max_steps=SIZES.ceiling_steps),
+                           train_iter=train_iter, val_iter=val_iter, verbose=False)
+            for mock in ("trainer", "loader")}
+gc.show([run, *ceilings.values()], lesson="10", chart=False)
+gc.conclude("10", [run, *ceilings.values()])
 
 # %% [markdown]
-# ## The two ceilings: one flag each
+# ## What holds the job back
+# `gc.diagnose.diagnose` reads the record: the data wait against the compute time, the
+# ceilings recorded beside the run (the same settings with `mock` set), GPU utilisation and
+# CPU load; its verdict comes with the numbers behind it and the rung to climb next. From a
+# terminal: `gpu-course diagnose RUN`.
 
 # %%
-input_only = gc.train(cfg.replace(name=f"{cfg.name}: mock trainer", mock="trainer", epochs=1,
-                                  max_steps=CEILING_STEPS), train_iter=train_iter, val_iter=val_iter,
-                      verbose=False)
-compute_only = gc.train(cfg.replace(name=f"{cfg.name}: mock loader", mock="loader", epochs=1,
-                                    max_steps=CEILING_STEPS), train_iter=train_iter, val_iter=val_iter,
-                        verbose=False)
-gc.tables.show(gc.report.ladder_table([run, input_only, compute_only]))
-
-# %%
-speed, feed, need = (gc.report.samples_per_sec(r) for r in (run, input_only, compute_only))
-rule = gc.noise.compare(compute_only, input_only)   # the input alone against the model alone
-print(f"The job trained at {speed:,.0f} samples/s. Alone, the input pipeline delivers "
-      f"{feed:,.0f} samples/s and the model consumes {need:,.0f}: the input against the model, "
-      f"{rule}. The lecture's rule (the I/O rate must exceed the training rate) is "
-      + {"faster": "met.", "slower": "broken."}.get(rule.kind, "neither met nor broken beyond noise."))
+advice = gc.diagnose.diagnose(run)
+print(advice)
 
 # %% [markdown]
-# ## The diagnosis
-# `diagnose` reads the run record: data wait against compute, the two ceilings (found next
-# to the run: same settings, `mock` set), GPU utilisation and CPU load. It prints the
-# verdict with the numbers that show it and names the next rung. `gpu-course diagnose RUN`
-# prints the same from a terminal.
+# ## Take the advice, then diagnose again
+# `follow` turns the advice into the experiment: more DataLoader workers, or the photos
+# resized or packed once; a compute rung is not this lesson's, so a cheaper augmentation
+# stands in for it. A diagnosis that would not rule (too few steps, a run above its ceiling)
+# asks for the same run again, and gets it.
 
 # %%
-d = diagnose.diagnose(run, data_format="loose")
-print(d)
+fixed_cfg = lesson.follow(advice, cfg)           # the job with the next rung applied
+fixed_set, _ = gc.load_datasets(fixed_cfg)       # its data format
+fixed = gc.train(fixed_cfg, val_iter=val_iter, verbose=False,
+                 train_iter=DataLoader(fixed_set, batch_size=cfg.batch_size, shuffle=True,
+                                       drop_last=True, num_workers=fixed_cfg.num_workers))  # <- its workers
+print(gc.diagnose.explain(fixed))
 
 # %% [markdown]
-# ## Follow the advice, and ask again
-# The next rung is applied as the diagnosis names it: more loader workers, the images
-# pre-resized or packed, or (for a compute rung, which this lesson does not cover) the
-# cheaper standard augmentation. Where the diagnosis would not rule (too few steps, a run
-# above its ceiling), its advice is to measure again: the same run, once more. Whether the
-# change helped is judged against the runs' noise, not read off one ratio.
+# ## The mock loader, diagnosed
+# Serving one batch forever, it never waits for data: compute-bound by construction, or
+# overhead-bound where a GPU idles while Python launches the work. The diagnosis tells the
+# two apart and names the compute rungs (compile, lower precision, larger batch, more GPUs).
 
 # %%
-kind, change = "loose", {}
-if d.verdict == diagnose.UNRELIABLE:
-    pass   # measure again: the same configuration
-elif d.next_rung == "workers" and "more workers have no cores" not in d.advice:
-    change = {"num_workers": recommended}
-elif d.next_rung in ("pre-processing", "packed format", "in memory"):
-    kind = {"pre-processing": "preresized", "packed format": "packed", "in memory": "memory"}[d.next_rung]
-else:
-    change = {"augment": "standard"}
-fixed_cfg = cfg.replace(name=f"after the advice: {kind} {change or ''}".strip(), **change)
-fixed_set, _ = io_data.io_datasets(fixed_cfg, kind)
-fixed_iter = DataLoader(fixed_set, batch_size=64, shuffle=True, drop_last=True,
-                        num_workers=fixed_cfg.num_workers)   # <- the one change
-fixed = gc.train(fixed_cfg, train_iter=fixed_iter, val_iter=val_iter, verbose=False)
-print(diagnose.advice_outcome(d, run, fixed))   # judged against the two runs' noise
-print(diagnose.explain(fixed, search=False, data_format=kind))
+print(gc.diagnose.explain(ceilings["loader"]))
 
 # %% [markdown]
-# ## A compute-bound run
-# The mock loader never waits for data, so it is compute-bound by construction (or
-# overhead-bound, where a GPU sits idle while Python issues the work): the diagnosis says
-# which, and names the compute rungs (compile, lower precision, larger batch, more GPUs).
+# ## All of this lesson's runs
+# Each run's verdict beside its numbers; whether taking the advice paid off is read against
+# the noise of both runs, not off a single ratio.
 
 # %%
-print(diagnose.explain(compute_only))
-
-# %% [markdown]
-# ## Every run of this lesson, diagnosed
-
-# %%
-diagnose.table([run, input_only, compute_only], data_format="loose")
+gc.show([run, *ceilings.values(), fixed], lesson="10", chart=False)
+gc.conclude("10", [run, *ceilings.values(), fixed], advice=advice)
