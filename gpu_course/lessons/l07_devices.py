@@ -531,11 +531,11 @@ def _communication(runs, bench, grad_bytes, buckets) -> Said:
             f"{say.cell(len(runs) - 1, 'exchange alone (ms)', '{:.1f} ms')}.")
         lost = say.cell(len(runs) - 1, "lost a step (ms)", "{:+.1f} ms")
         if not abs(extra) > spread:   # a NaN spread (too few steps) lands here too
-            say(f"Extra a step with '{last.name}': {lost}, within '{base.name}''s own spread "
+            say(f"Extra per step with '{last.name}': {lost}, within '{base.name}''s own spread "
                 f"(±{say.cell(0, '± (ms)', '{:.1f} ms')} over its blocks of steps): the "
                 "exchange's cost is not measurable here.")
         else:
-            say(f"Extra a step with '{last.name}': {lost} (beyond '{base.name}''s own spread, "
+            say(f"Extra per step with '{last.name}': {lost} (beyond '{base.name}''s own spread, "
                 f"±{say.cell(0, '± (ms)', '{:.1f} ms')}), so "
                 f"{say.cell(len(runs) - 1, 'hidden (%)', PCT)} of the exchange hid "
                 "behind compute" + (" (on one CPU the workers also take cores from each "

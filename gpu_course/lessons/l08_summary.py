@@ -137,8 +137,8 @@ def conclude(runs, beside=None) -> Closing:
         before, after = named["lr-schedule"], named["data-on-gpu"]
         say(f"Moving the data to the {'GPU' if metrics.on_gpu(rungs[after]) else 'device (here the CPU)'}, "
             f"samples/s: {say.compare(before, after)}; the data wait went from "
-            f"{say.cell(before, 'data_wait_share', '{:.1%}')} to "
-            f"{say.cell(after, 'data_wait_share', '{:.1%}')} of each step.")
+            f"{say.cell(before, 'data_wait_share')} to {say.cell(after, 'data_wait_share')} of "
+            "each step.")
     notices: dict = {}
     for run in rungs:
         notice = (run.meta.get("notes") or {}).get("device_notice")
@@ -162,9 +162,9 @@ def _gpm(say: Closing, frame, rungs, gpu: list, reference: bool) -> None:
         worst = max(measured, key=lambda i: frame.gpu_util.iloc[i] - frame.sm_active.iloc[i])
         tensor = frame.tensor_active.iloc[worst]
         say(f"{'On the reference, ' if reference else ''}'{rungs[worst].name}': GPU-Util said "
-            f"{say.cell(worst, 'gpu_util', '{:.0f}%')} while the SMs were active "
-            f"{say.cell(worst, 'sm_active', '{:.0f}%')}"
-            + (f" and the tensor cores {say.cell(worst, 'tensor_active', '{:.0f}%')}"
+            f"{say.cell(worst, 'gpu_util')} while the SMs were active "
+            f"{say.cell(worst, 'sm_active')}"
+            + (f" and the tensor cores {say.cell(worst, 'tensor_active')}"
                if not math.isnan(tensor) else "")
             + " of the time: GPU-Util counts time with any kernel running, not how much of the "
               "chip worked.")

@@ -174,7 +174,7 @@ def test_the_push_and_pull_and_an_exchange_within_the_steps_spread(make_run):
     assert "Through the server on this machine: 0.015 GB/s (0.0075–0.0225 over its rounds) at " \
         "4 KiB (latency-bound), 0.84 GB/s" in said.text
     assert "The gradients, 0.36 MiB, are nearest 256 KiB: 0.2 GB/s there" in said.text
-    assert re.search(r"Extra a step with 'ps workers=2': -0\.\d ms, within 'ps workers=1''s own "
+    assert re.search(r"Extra per step with 'ps workers=2': -0\.\d ms, within 'ps workers=1''s own "
                      r"spread \(±3\.7 ms over its blocks of steps\): the exchange's cost is not "
                      r"measurable here", said.text)
     assert re.search(r"'ps workers=2': the model says 9\d(\.\d)?% \(no overlap\), measured "

@@ -74,7 +74,7 @@ def test_a_gpu_ladder_says_what_gpu_util_hides_and_what_the_data_on_the_gpu_did(
     runs = ladder(make_run, GPU_RUNGS, gpus=1, engine="pytorch", data_wait_share=0.2)
     say = l08.conclude(runs)
     assert re.search(r"'\w[\w-]*': GPU-Util said \d+% while the SMs were active \d+% and the "
-                     r"tensor cores \d+% of the time", say.text)
+                     r"tensor cores \d+(\.\d)?% of the time", say.text)
     assert re.search(r"Moving the data to the GPU, samples/s: ×2\.\d\d, faster", say.text)
     assert "not available" not in say.text and "No rung recorded" not in say.text
     assert say.check() == []
