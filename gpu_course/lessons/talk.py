@@ -45,8 +45,28 @@ LARGE_BATCH_ONE_WORKER = 1_500       # with one worker (60+ s per epoch)
 # -- lesson 06 ------------------------------------------------------------------------------
 
 # -- lesson 07 ------------------------------------------------------------------------------
+# 1 GPU -> 4 GPUs at each rung of the ladder (samples/s, V100s)
+SCALING = {"naive": (NAIVE_SAMPLES_PER_SEC, NAIVE_4GPU_SAMPLES_PER_SEC),
+           "29 workers": (WORKERS_SAMPLES_PER_SEC, HYBRID_4GPU[0]),
+           "hybridize": (HYBRID_SAMPLES_PER_SEC, HYBRID_4GPU[1]),
+           "float16": (3_100, 7_400),
+           "batch 640": (17_000, 50_000)}
+SCALING_GPUS = 4
+SCALING_BATCH = 640                  # per GPU, the rung that scaled best
+WISELY = ((1, 3_200), (4, 3_400))    # "choose the number of GPUs wisely": (GPUs, samples/s)
+# The course's anchor for a large network (not the talk's): ResNet-50 on an A100, PyTorch AMP
+RESNET50_SOURCE = "the course's A100 anchor"
+RESNET50_A100_SAMPLES_PER_SEC = 2_470
+RESNET50_BATCH = 256
+RESNET50_PARAMETERS = 25.6e6
 
 # -- lesson 08 ------------------------------------------------------------------------------
+# the talk's ladder, by the rung names of both tracks (one V100; "num-gpus": 4 V100s)
+LADDER = {"naive": NAIVE_SAMPLES_PER_SEC, "workers": WORKERS_SAMPLES_PER_SEC,
+          "hybridize": HYBRID_SAMPLES_PER_SEC, "compile": HYBRID_SAMPLES_PER_SEC,
+          "float16": SCALING["float16"][0], "bfloat16": SCALING["float16"][0],
+          "large-batch": SCALING["batch 640"][0],
+          "num-gpus": SCALING["batch 640"][1], "all-gpus": SCALING["batch 640"][1]}
 
 # -- lesson 09 ------------------------------------------------------------------------------
 LECTURE = "the profiling lecture"    # its rule of thumb for read bandwidth

@@ -18,6 +18,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def backend(gpus: int, processes: int) -> str:
+    """The collective backend of `processes` processes on a machine (or job) with `gpus`
+    GPUs: NCCL with a GPU for every process, else gloo on the CPU. NCCL refuses two ranks
+    on one GPU ("Duplicate GPU detected"), so one GPU cannot carry two processes."""
+    return "nccl" if gpus >= processes >= 1 else "gloo"
+
+
+def host_gpus(gpus: int, nodes: int, procs_per_node: int) -> list[str]:
+    """CUDA_VISIBLE_DEVICES of each of `nodes` local "hosts" of a job of nodes ×
+    procs_per_node processes that may use `gpus` GPUs of this machine: each host its own
+    GPUs, one a process (NCCL), when there is one for every process; else "" for every
+    host, so that its processes run on the CPU over gloo (`backend`)."""
+    if backend(gpus, nodes * procs_per_node) == "gloo":
+        return [""] * nodes
+    return [",".join(str(i * procs_per_node + j) for j in range(procs_per_node))
+            for i in range(nodes)]
+
+
 def child_env(**extra) -> dict:
     """This process's environment, with this gpu_course first on PYTHONPATH."""
     env = dict(os.environ)

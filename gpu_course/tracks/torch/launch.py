@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from ...config import Experiment
+from ...scale.localhosts import backend
 from ...measure.records import OutOfMemory, default_runs_dir, load_run, update_meta
 from .devices import gpu_count
 
@@ -35,7 +36,10 @@ def launch(cfg: Experiment, runs_dir=None, verbose: bool = True):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_PARENT),
                                                       env.get("PYTHONPATH")]))
-    if gpu_count() == 0:  # CPU processes share the cores (torchrun would give each one)
+    if backend(gpu_count(), world) == "gloo":  # CPU processes: fewer GPUs than processes
+        if gpu_count():  # NCCL refuses two ranks on one GPU: the processes see none
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        # they share the cores (torchrun would give each one)
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // world)))
     with tempfile.TemporaryDirectory(prefix="gpu_course_ddp_") as tmp:
         config_file, result_file = Path(tmp) / "config.json", Path(tmp) / "run_path"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ...config import Experiment
 from ...env.cores import threads_per_process
-from ...scale.localhosts import child_env, free_port, wait_all
+from ...scale.localhosts import child_env, free_port, host_gpus, wait_all
 from ...measure.records import default_runs_dir, load_run
 from .launch import _first_error
 from .devices import gpu_count
@@ -56,10 +56,12 @@ def commands(cfg_file: str, runs_dir: str, nodes: int, procs_per_node: int,
 
 
 def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1, runs_dir=None,
-                 verbose: bool = False, timeout: float | None = 900, threads: int | None = None):
-    """Run cfg as a job of `nodes` local hosts × `procs_per_node` processes (gloo on the
-    CPU, NCCL where this machine has a GPU per process); returns the job's run record.
-    threads: OMP_NUM_THREADS per process (default: this machine's cores ÷ processes)."""
+                 verbose: bool = False, timeout: float | None = 900, threads: int | None = None,
+                 gpus: int | None = None):
+    """Run cfg as a job of `nodes` local hosts × `procs_per_node` processes (NCCL where the
+    job has a GPU for every process, else gloo on the CPU: `localhosts.host_gpus`); returns
+    the job's run record. threads: OMP_NUM_THREADS per process (default: this machine's
+    cores ÷ processes). gpus: the GPUs the job may use (default: this machine's; 0: none)."""
     if nodes < 1 or procs_per_node < 1:
         raise ValueError(f"nodes={nodes!r} and procs_per_node={procs_per_node!r} must be >= 1")
     runs_dir = Path(runs_dir or default_runs_dir()).resolve()
@@ -67,6 +69,7 @@ def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1, runs_
     env = child_env()
     # every "host" shares this machine's cores: split them, or the processes thrash
     env["OMP_NUM_THREADS"] = str(threads or threads_per_process(world))
+    visible = host_gpus(gpu_count() if gpus is None else gpus, nodes, procs_per_node)
     endpoint, job_id = f"127.0.0.1:{free_port()}", f"gpu-course-{os.getpid()}-{time.time_ns()}"
     with tempfile.TemporaryDirectory(prefix="gpu_course_multinode_") as tmp:
         config_file, result = Path(tmp) / "config.json", Path(tmp) / "run_path"
@@ -80,10 +83,9 @@ def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1, runs_
             if verbose:
                 print(f"host {i}: $ torchrun", " ".join(command[3:]).replace(tmp, "$TMP"),
                       flush=True)
-            host_env = dict(env)
-            if gpu_count() >= world:  # each "host" sees only its own GPUs, as on a real one
-                host_env["CUDA_VISIBLE_DEVICES"] = ",".join(
-                    str(i * procs_per_node + j) for j in range(procs_per_node))
+            # each "host" sees only its own GPUs, as on a real one; none when there are
+            # too few for one a process (two ranks on one GPU: NCCL refuses them)
+            host_env = dict(env, CUDA_VISIBLE_DEVICES=visible[i])
             logs.append(open(Path(tmp) / f"host{i}.log", "w+"))
             procs.append(subprocess.Popen(command, env=host_env, stdout=logs[-1],
                                           stderr=subprocess.STDOUT, text=True))

@@ -182,9 +182,12 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
     if world_size > 1:  # gradients averaged across processes during backward
         # each rank keeps its own BatchNorm statistics (no broadcast before every
         # forward); gradients live in the all-reduce buckets (no copy in or out)
-        model = nn.parallel.DistributedDataParallel(
-            net, device_ids=[device] if device.type == "cuda" else None,
-            broadcast_buffers=False, gradient_as_bucket_view=True)
+        with warnings.catch_warnings():  # PyTorch's own advice for rank-local buffers is to
+            # keep broadcast_buffers=False until init_sync_buffers exists; it warns anyway
+            warnings.filterwarnings("ignore", "`broadcast_buffers` is deprecated", FutureWarning)
+            model = nn.parallel.DistributedDataParallel(
+                net, device_ids=[device] if device.type == "cuda" else None,
+                broadcast_buffers=False, gradient_as_bucket_view=True)
     whole_step = static_step.applies(cfg, train_iter, optimizer, world_size) is None
     model = compile_model(model, cfg, device, cuda_graphs=not whole_step)
     if device.type == "cuda":

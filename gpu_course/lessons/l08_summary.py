@@ -1,0 +1,203 @@
+"""Lesson 08: the whole ladder, one coherent set of runs.
+
+The summary reads the newest ladder that `gpu-course ladder` (or `make run`) wrote for the
+track, `ladder-<engine>-<time>/` under the runs folder: every rung trained by one command on
+one machine, each changing one thing on top of the rung before it. With none yet, the
+notebook walks the ladder itself (`run_ladder`, quick in smoke mode, as `gpu-course ladder
+--quick`). It never mixes runs of different lessons, networks or sizes into one ladder: the
+table has a column for every setting that differs between its rows, and the sentences say
+what the reference machine's ladder differs in.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from ..analyse import metrics
+from ..show import plots, report
+from ..measure import records
+from ..show.closing import Closing
+from . import talk
+
+SIZES = {
+    # the ladder's own sizes (ladder.default_sizes): full, or `gpu-course ladder --quick`;
+    # aot_eager only traces (seconds on a CPU), inductor compiles (minutes on a CPU)
+    "full": dict(quick=False, ladder_train_size=None, ladder_test_size=None,
+                 compile_backend="inductor"),
+    "smoke": dict(quick=True, ladder_train_size=512, ladder_test_size=256,
+                  compile_backend="aot_eager"),
+}
+# settings a ladder's rungs may differ in: the table shows those that do
+SETTINGS = ("model", "dataset", "train_size", "epochs", "batch_size", "num_workers",
+            "data_format", "data_on_gpu", "graph", "dtype", "channels_last", "optimizer",
+            "lr_scheduler", "num_gpus")
+TALK_COLUMN = "talk speed-up"
+
+
+def latest_ladder(engine: str, runs_dir=None) -> list:
+    """The newest ladder of `engine` under `runs_dir` (default: GPU_COURSE_RUNS or runs/):
+    its runs in the order they ran, the repeats of a rung (--repeats) as one list; []
+    when there is none."""
+    root = Path(runs_dir or records.default_runs_dir())
+    for folder in sorted((p for p in root.glob(f"ladder-{engine}-*") if p.is_dir()), reverse=True):
+        runs = [r for r in records.load_runs(folder) if metrics.engine(r) == engine]
+        if runs:
+            groups: dict = {}
+            for run in runs:
+                groups.setdefault(run.name, []).append(run)
+            return [g[0] if len(g) == 1 else g for g in groups.values()]
+    return []
+
+
+def ladder(engine: str, sizes, runs_dir=None) -> list:
+    """The newest ladder of `engine` (`latest_ladder`), or, with none recorded yet, one
+    walked now as `gpu-course ladder` walks it (`--quick` where sizes.quick): one coherent
+    set of runs either way."""
+    runs = latest_ladder(engine, runs_dir)
+    if runs:
+        return runs
+    from ..ladder import run_ladder
+    print(f"No ladder of the {engine} track recorded yet: walking it now"
+          + (" (quick, as `gpu-course ladder --quick`)" if sizes.quick else ""), flush=True)
+    runs, _ = run_ladder(engine, quick=sizes.quick, train_size=sizes.ladder_train_size,
+                         test_size=sizes.ladder_test_size, runs_dir=runs_dir)
+    return runs
+
+
+def _rungs(runs) -> list:
+    """A run per rung: a group of repeats stands by its median run."""
+    return [metrics.representative(r) for r in runs]
+
+
+def _baseline(runs):
+    return "naive" if "naive" in [r.name for r in _rungs(runs)] else 0
+
+
+def _setting(run, field):
+    if field == "threads":
+        return ((run.meta.get("ran") or {}).get("threads") or {}).get("intra_op")
+    if field == "machine shared":
+        return "yes" if metrics.machine_load(run)["shared"] else "no"
+    return run.config.get(field)
+
+
+def differing(runs, fields=SETTINGS + ("threads", "machine shared")) -> list[str]:
+    """The settings (and threads and machine load, as they ran) whose values differ
+    between the runs."""
+    return [f for f in fields if len({repr(_setting(r, f)) for r in runs}) > 1]
+
+
+def table(runs) -> pd.DataFrame:
+    """The ladder table over a run per rung (speed-up against 'naive'), a column for each
+    setting that differs between the rungs, and the talk's speed-up for the rungs it had."""
+    rungs = _rungs(runs)
+    frame = report.ladder_table(rungs, baseline=_baseline(runs))
+    for at, field in enumerate(differing(rungs), start=1):
+        frame.insert(at, field, [_setting(r, field) for r in rungs])
+    frame[TALK_COLUMN] = [f"×{talk.LADDER[r.name] / talk.LADDER['naive']:.2f}"
+                          if r.name in talk.LADDER else "–" for r in rungs]
+    return frame
+
+
+def conclude(runs, beside=None) -> Closing:
+    """The ladder in sentences: its own conclusion (`report.conclusion`), the fastest rung
+    against the talk's, what the GPU did (GPU-Util against GPM's SM activity), what a rung
+    could not do here, and the machine. beside: this machine's ladder, when `runs` is the
+    reference's: what the two differ in (their speed-ups each have their own baseline)."""
+    runs = list(runs)
+    if not runs:
+        raise ValueError("runs is empty: no ladder to summarise (run `gpu-course ladder`)")
+    rungs = _rungs(runs)
+    frame = table(runs)
+    say = Closing(frame, rungs)
+    repeats = [r for r in runs if isinstance(r, (list, tuple))]
+    if repeats:
+        say(f"The ladder walked {max(len(g) for g in repeats)} times: each row is a rung's "
+            "median run, and the conclusion below judges each rung by its runs' spread.")
+    if beside is None:   # the ladder's own conclusion, as `gpu-course ladder` prints it
+        print(report.conclusion(runs, baseline=_baseline(runs)))
+    base = metrics.baseline_index(rungs, _baseline(runs))
+    done = [i for i, r in enumerate(frame.itertuples()) if r.status == "finished"
+            and r.samples_per_sec > 0]
+    top = max(done, key=lambda i: frame.samples_per_sec.iloc[i]) if done else None
+    if top is not None and top != base and rungs[top].name in talk.LADDER:
+        ratio = talk.LADDER[rungs[top].name] / talk.LADDER["naive"]
+        say(f"On {talk.SOURCE}'s V100s the same rung was {say.quote(talk.SOURCE, ratio, '×{:.1f}')} "
+            f"the naive run; here '{rungs[top].name}' against '{rungs[base].name}': "
+            f"{say.compare(base, top)}.")
+    gpu = [i for i in range(len(rungs)) if not math.isnan(frame.gpu_util.iloc[i])]
+    if not gpu:
+        say("No rung recorded GPU utilisation: the ladder ran without a GPU. Its fixes keep a "
+            "GPU from waiting; where the CPU does the computing too, the computation is the "
+            "bottleneck and most of them cannot show, so these factors (and the talk's) are "
+            "not comparable.")
+    _gpm(say, frame, rungs, gpu, reference=beside is not None)
+    named = {r.name: i for i, r in enumerate(rungs)}
+    if {"lr-schedule", "data-on-gpu"} <= set(named):
+        before, after = named["lr-schedule"], named["data-on-gpu"]
+        say(f"Moving the data to the {'GPU' if metrics.on_gpu(rungs[after]) else 'device (here the CPU)'}, "
+            f"samples/s: {say.compare(before, after)}; the data wait went from "
+            f"{say.cell(before, 'data_wait_share')} to {say.cell(after, 'data_wait_share')} of "
+            "each step.")
+    notices: dict = {}
+    for run in rungs:
+        notice = (run.meta.get("notes") or {}).get("device_notice")
+        if notice:
+            notices.setdefault(notice, []).append(run.name)
+    for notice, names in notices.items():
+        say(f"What the records say ran otherwise than asked ({', '.join(names)}): "
+            f"{say.quote('the records', notice)}")
+    say(f"Measured on {say.quote('the run records', plots.hardware_caption(rungs))} (from the "
+        "run records).")
+    if beside:
+        _beside(say, rungs, _rungs(beside))
+    return say
+
+
+def _gpm(say: Closing, frame, rungs, gpu: list, reference: bool) -> None:
+    """GPU-Util against the share of SMs that were busy (Hopper's GPM), for the rung where
+    the two differ most; or why there is no GPM on this machine."""
+    measured = [i for i in gpu if "sm_active" in frame and not math.isnan(frame.sm_active.iloc[i])]
+    if measured:
+        worst = max(measured, key=lambda i: frame.gpu_util.iloc[i] - frame.sm_active.iloc[i])
+        tensor = frame.tensor_active.iloc[worst]
+        say(f"{'On the reference, ' if reference else ''}'{rungs[worst].name}': GPU-Util said "
+            f"{say.cell(worst, 'gpu_util')} while the SMs were active "
+            f"{say.cell(worst, 'sm_active')}"
+            + (f" and the tensor cores {say.cell(worst, 'tensor_active')}"
+               if not math.isnan(tensor) else "")
+            + " of the time: GPU-Util counts time with any kernel running, not how much of the "
+              "chip worked.")
+    elif not reference:
+        devices = sorted({g.get("name") for r in rungs
+                          for g in (r.meta.get("hardware") or {}).get("gpus") or []})
+        say("SM and tensor-core activity (GPM) are not available on this machine ("
+            + (say.quote("the run records", ", ".join(devices)) + ", from the run records"
+               if devices else "no GPU") + "): they need a Hopper GPU and a "
+            "driver that exposes GPM; only GPU-Util could be recorded"
+            + ("." if gpu else ", and here not even that."))
+
+
+def _beside(say: Closing, reference, mine) -> None:
+    """What the reference ladder differs in from this machine's, beyond the machine."""
+    def value(runs, field) -> str:
+        """The runs' value of `field`, or the range of their values (3–30)."""
+        values = {_setting(r, field) for r in runs}
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            low, high = min(values), max(values)
+            return f"{low:,}" if low == high else f"{low:,}–{high:,}"
+        return " or ".join(sorted(map(str, values)))
+    parts = []
+    for field in ("model", "dataset", "train_size", "epochs"):
+        theirs, ours = value(reference, field), value(mine, field)
+        if theirs != ours:
+            parts.append(f"{field.replace('_', ' ')} {say.setting(f'the reference {field}', theirs)}"
+                         f" against {say.setting(f'this ladder {field}', ours)}")
+    hardware = plots.hardware_caption(reference), plots.hardware_caption(mine)
+    say("The reference is another ladder: " + ("; ".join(parts) + "; " if parts else "")
+        + f"the machine {say.quote('the run records', hardware[0])} against "
+        f"{say.quote('the run records', hardware[1])} (from the run records). Each table's "
+        "speed-ups are against its own naive rung: read the two side by side, never one "
+        "machine's samples/s against the other's.")

@@ -1,0 +1,115 @@
+"""Lesson 08's summary on fake ladders: the newest ladder folder, one coherent set; the
+columns for what differs; a CPU ladder, a GPU ladder with GPM, repeats, and the reference
+beside this machine's ladder."""
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpu_course.lessons import l08_summary as l08
+from gpu_course.lessons import sizes
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import fake_runs  # noqa: E402
+
+CPU_RUNGS = [("naive", 300, {"num_workers": 1}),
+             ("workers", 600, {"num_workers": 2}),
+             ("hybridize", 900, {"num_workers": 2, "graph": "static"}),
+             ("lr-schedule", 850, {"num_workers": 2, "graph": "static", "lr_scheduler": "cosine"})]
+GPU_RUNGS = [("naive", 3000, {"num_workers": 1}),
+             ("workers", 9000, {"num_workers": 13}),
+             ("lr-schedule", 40000, {"num_workers": 13, "lr_scheduler": "onecycle"}),
+             ("data-on-gpu", 90000, {"num_workers": 0, "lr_scheduler": "onecycle",
+                                     "data_on_gpu": True})]
+
+
+def ladder(make_run, rungs, gpus=0, engine="gluon", **options):
+    return [make_run(name, rate=rate, gpus=gpus, engine=engine, config={"model": "tiny", **cfg},
+                     **options) for name, rate, cfg in rungs]
+
+
+def test_the_newest_ladder_of_the_track_is_read_and_repeats_are_grouped(tmp_path):
+    old, new = tmp_path / "ladder-gluon-20261120-090000", tmp_path / "ladder-gluon-20261122-090000"
+    for i, name in enumerate(("naive", "workers")):
+        fake_runs.write_run(old, name, engine="gluon", num_gpus=0, index=i)
+    for i, name in enumerate(("naive", "workers", "naive", "workers")):
+        fake_runs.write_run(new, name, engine="gluon", num_gpus=0, index=i, seed=i)
+    fake_runs.write_run(tmp_path / "ladder-pytorch-20261123-090000", "naive", engine="pytorch",
+                        num_gpus=0)
+    fake_runs.write_run(tmp_path, "naive", engine="gluon", num_gpus=0, index=9)  # a lesson's run
+    runs = l08.latest_ladder("gluon", tmp_path)
+    assert [len(g) for g in runs] == [2, 2] and all(r.path.parent == new for g in runs for r in g)
+    assert [r.name for r in l08.latest_ladder("pytorch", tmp_path)] == ["naive"]
+    assert l08.latest_ladder("gluon", tmp_path / "nowhere") == []
+
+
+def test_the_table_shows_a_column_for_every_setting_that_differs(make_run):
+    runs = ladder(make_run, CPU_RUNGS)
+    frame = l08.table(runs)
+    assert {"num_workers", "graph", "lr_scheduler"} <= set(frame.columns)
+    assert "model" not in frame.columns and "batch_size" not in frame.columns
+    assert list(frame[l08.TALK_COLUMN]) == ["×1.00", "×2.17", "×3.08", "–"]
+    mixed = runs + [make_run("float16", rate=4000, config={"model": "resnet20", "train_size": 512})]
+    assert {"model", "train_size"} <= set(l08.table(mixed).columns)   # a mix says so
+
+
+def test_a_cpu_ladder_against_the_talk_and_without_gpu_utilisation(make_run, capsys):
+    runs = ladder(make_run, CPU_RUNGS, cpu_count=2,
+                  notes={"device_notice": "No GPU found: running on the CPU with 1 device "
+                                          "context instead of 1 GPU."})
+    say = l08.conclude(runs)
+    assert re.search(r"On the talk's V100s the same rung was ×3\.1 the naive run; here "
+                     r"'hybridize' against 'naive': ×\d\.\d\d, faster", say.text)
+    assert "No rung recorded GPU utilisation" in say.text
+    assert "GPM) are not available on this machine (no GPU)" in say.text
+    assert "ran otherwise than asked (naive, workers, hybridize, lr-schedule): No GPU found" \
+        in say.text
+    assert "Measured on CPU only: Intel(R) Xeon(R) CPU @ 2.20GHz, 2 cores" in say.text
+    assert say.check() == []
+    assert "The fastest rung, 'hybridize'" in capsys.readouterr().out   # the ladder's conclusion
+
+
+def test_a_gpu_ladder_says_what_gpu_util_hides_and_what_the_data_on_the_gpu_did(make_run):
+    runs = ladder(make_run, GPU_RUNGS, gpus=1, engine="pytorch", data_wait_share=0.2)
+    say = l08.conclude(runs)
+    assert re.search(r"'\w[\w-]*': GPU-Util said \d+% while the SMs were active \d+% and the "
+                     r"tensor cores \d+(\.\d)?% of the time", say.text)
+    assert re.search(r"Moving the data to the GPU, samples/s: ×2\.\d\d, faster", say.text)
+    assert "not available" not in say.text and "No rung recorded" not in say.text
+    assert say.check() == []
+
+
+def test_a_gpu_without_gpm_says_so(make_run):
+    runs = ladder(make_run, GPU_RUNGS[:2], gpus=1, gpm=False)
+    say = l08.conclude(runs)
+    assert "GPM) are not available on this machine (NVIDIA H100 80GB HBM3, from the run records)" \
+        in say.text
+    assert "could be recorded." in say.text and say.check() == []
+
+
+def test_a_ladder_walked_twice_is_read_by_its_median_runs(make_run):
+    groups = [[make_run(name, rate=rate * f, config=cfg, seed=i) for i, f in enumerate((1.0, 1.1))]
+              for name, rate, cfg in CPU_RUNGS[:2]]
+    say = l08.conclude(groups)
+    assert "The ladder walked 2 times: each row is a rung's median run" in say.text
+    assert say.check() == []
+
+
+def test_the_reference_is_set_beside_this_ladder_with_its_differences_named(make_run):
+    mine = ladder(make_run, CPU_RUNGS)
+    reference = [make_run(name, rate=rate, gpus=1, engine="pytorch", epochs=3,
+                          config={"model": "resnet20", "epochs": 30 if name == "data-on-gpu" else 3,
+                                  **cfg}) for name, rate, cfg in GPU_RUNGS]
+    say = l08.conclude(reference, beside=mine)
+    assert "The reference is another ladder: model resnet20 against tiny; epochs 3–30 against 3;" \
+        in say.text
+    assert "1 × NVIDIA H100 80GB HBM3 (driver 550.54.15) against CPU only" in say.text
+    assert "On the reference, '" in say.text and say.check() == []
+
+
+def test_nothing_to_summarise_is_refused_and_sizes_are_quick_in_smoke_mode():
+    with pytest.raises(ValueError, match="no ladder to summarise"):
+        l08.conclude([])
+    assert sizes("08", smoke=True).quick and not sizes("08", smoke=False).quick
+    assert sizes("08", smoke=True).compile_backend == "aot_eager"
