@@ -42,5 +42,11 @@ HYBRID_4GPU = (950, 1_266)           # 4 GPUs, imperative -> hybridized (samples
 # -- lesson 10 ------------------------------------------------------------------------------
 
 # -- lesson 11 ------------------------------------------------------------------------------
+MKLDNN_HARDWARE = "a 72-vCPU c5.18xlarge"   # the talk's Intel table: MXNet 1.3, ResNet-50 v1
+MKLDNN_SPEEDUP = {1: 7.5, 128: 15.9}         # batch -> images/s with MKL-DNN over without
+LECTURE = "the lecture"                      # the profiling lecture's table of bandwidths
+LECTURE_DISK_GB_S = 0.15                     # "a disk: about 150 MB/s"
+LECTURE_NVME_GB_S = 3.0                      # "NVMe: about 3,000 MB/s"
+LECTURE_PCIE_X8_GB_S = 5.0                   # a GPU on 8 PCIe lanes
 
 # -- lesson 12 ------------------------------------------------------------------------------
