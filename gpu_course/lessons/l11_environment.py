@@ -77,6 +77,10 @@ def conclude(records, **context) -> Closing:
     runtimes (the OpenMP libraries loaded) for the OpenMP settings, workers for /dev/shm."""
     records = list(records)
     section = kind(records)
+    unknown = sorted(set(context) - CONTEXT[section])
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)}: not a context of lesson 11's {section!r} "
+                         f"records; allowed: {', '.join(sorted(CONTEXT[section])) or 'none'}")
     return SAYERS[section](Closing(table(records), key=KEYS[section]), records, **context)
 
 
@@ -116,7 +120,7 @@ def _verdict(say: Closing, a: dict, b: dict, what: str):
     return say.compare_samples(label(a), label(b), xs, ys, f"{n} timed passes each", IMAGES)
 
 
-def _say_benches(say: Closing, benches, cpu=None, **_) -> Closing:
+def _say_benches(say: Closing, benches, cpu=None) -> Closing:
     plain = [b for b in benches if not b.get("cpus")]
     _onednn(say, plain, cpu)
     usable = cpu["usable"] if cpu else max((b["threads"] for b in plain), default=1)
@@ -216,7 +220,7 @@ def _run_table(runs) -> pd.DataFrame:
                           "samples_per_sec": metrics.samples_per_sec(r)} for r in runs])
 
 
-def _say_run(say: Closing, runs, cpu=None, **_) -> Closing:
+def _say_run(say: Closing, runs, cpu=None) -> Closing:
     for run in runs:
         hardware = run.meta.get("hardware") or {}
         processes = max(1, len(hardware.get("gpus") or []))
@@ -244,7 +248,7 @@ def _openmp_table(rows) -> pd.DataFrame:
                           "what": r["what"]} for r in rows])
 
 
-def _say_openmp(say: Closing, rows, runtimes=(), **_) -> Closing:
+def _say_openmp(say: Closing, rows, runtimes=()) -> Closing:
     runtimes = list(runtimes or [])
     if not runtimes:
         say("No OpenMP runtime found in this process: whether these variables apply is unknown.")
@@ -292,7 +296,7 @@ def _gpu_table(records) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _say_gpu(say: Closing, records, **_) -> Closing:
+def _say_gpu(say: Closing, records) -> Closing:
     facts = records[0]
     if not facts.get("available") or not facts.get("gpus"):
         say("No GPU here: nothing to read on the GPU side (clocks, power, the PCIe link).")
@@ -368,7 +372,7 @@ def _copy_table(records) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _say_copy(say: Closing, records, **_) -> Closing:
+def _say_copy(say: Closing, records) -> Closing:
     copy = records[0]
     if not copy.get("available"):
         say("No GPU here: no host → GPU copy to measure (pageable against pinned needs CUDA).")
@@ -404,7 +408,7 @@ def _shm_table(records) -> pd.DataFrame:
                           "224-pixel batch of 64 (MiB)": shm["batch_mib"] * 49}])
 
 
-def _say_shm(say: Closing, records, workers=None, **_) -> Closing:
+def _say_shm(say: Closing, records, workers=None) -> Closing:
     shm = records[0]
     docker = say.quote("Docker", 64, "{} MiB")
     if shm.get("total_mib") is None:
@@ -421,9 +425,9 @@ def _say_shm(say: Closing, records, workers=None, **_) -> Closing:
         say(f"{workers} loader workers keep up to {flight} batches in flight ({PREFETCH} each): "
             + ("enough here." if enough else "too small: a worker dies with \"Bus error\" or "
                "\"No space left on device\"; start the container with --shm-size or --ipc=host."))
-    say(f"At ImageNet's 224-pixel size a batch of 64 is {say.cell(0, '224-pixel batch of 64 (MiB)')} "
-        f"MiB: Docker gives a container {docker} of {path} unless started with --shm-size or "
-        "--ipc=host.")
+    big = say.cell(0, "224-pixel batch of 64 (MiB)")
+    say(f"At ImageNet's 224-pixel size a batch of 64 is {big} MiB: Docker gives a container "
+        f"{docker} of {path} unless started with --shm-size or --ipc=host.")
     return say
 
 
@@ -445,7 +449,7 @@ def _links_table(records) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["link", LECTURE_COLUMN, HERE])
 
 
-def _say_links(say: Closing, records, **_) -> Closing:
+def _say_links(say: Closing, records) -> Closing:
     disk = records[0]
     cold = "cold: its pages dropped from the page cache first" if disk.get("cold") else \
         "the page cache could not be dropped, so these may be reads from memory: upper bounds"
@@ -453,14 +457,17 @@ def _say_links(say: Closing, records, **_) -> Closing:
         f"{say.cell(RANDOM, HERE)} GB/s at random 32 KiB blocks ({cold}); {talk.LECTURE}: about "
         f"{say.cell('a disk', LECTURE_COLUMN)} GB/s for a disk, {say.cell('NVMe', LECTURE_COLUMN)} "
         "GB/s for NVMe.")
-    ratio = disk["sequential_mb_s"] / disk["random_32k_mb_s"] if disk["random_32k_mb_s"] else math.nan
+    rnd = disk["random_32k_mb_s"]
+    ratio = disk["sequential_mb_s"] / rnd if rnd else math.nan
     times = say.ratio(HERE, RANDOM, SEQUENTIAL)
     if ratio >= 1.5:
-        say(f"Sequential reads are {times} as fast as random ones: a data set of small files read in random "
-            "order gets the slower rate, one packed file read in order (lesson 9) the faster.")
+        say(f"Sequential reads are {times} as fast as random ones: a data set of small files "
+            "read in random order gets the slower rate, one packed file read in order (lesson 9) "
+            "the faster.")
     elif not math.isnan(ratio):
-        say(f"Sequential reads are {times} as fast as random ones: random reads cost little more here (an "
-            "SSD, or the page cache), so packing the files pays less than on a spinning disk.")
+        say(f"Sequential reads are {times} as fast as random ones: random reads cost little "
+            "more here (an SSD, or the page cache), so packing the files pays less than on a "
+            "spinning disk.")
     return say
 
 
@@ -468,5 +475,7 @@ TABLES = {"bench": _bench_table, "run": _run_table, "openmp": _openmp_table, "gp
           "copy": _copy_table, "shm": _shm_table, "links": _links_table}
 SAYERS = {"bench": _say_benches, "run": _say_run, "openmp": _say_openmp, "gpu": _say_gpu,
           "copy": _say_copy, "shm": _say_shm, "links": _say_links}
+CONTEXT = {"bench": {"cpu"}, "run": {"cpu"}, "openmp": {"runtimes"}, "gpu": set(), "copy": set(),
+           "shm": {"workers"}, "links": set()}
 KEYS = {"bench": "setting", "run": "rung", "openmp": "variable", "gpu": "GPU", "copy": "memory",
         "shm": "path", "links": "link"}

@@ -25,8 +25,7 @@ SIZES = {
                  wait=1, warmup=1, active=5),   # the profiler's schedule, in steps
     # a small CNN and 24 steps a run: enough steady steps for the ceilings to rule
     "smoke": dict(model="tiny", train_size=768, test_size=64, epochs=1, batch_size=32,
-                  warmup_steps=1, input_steps=8, ceiling_steps=24, wait=1, warmup=1, active=2,
-                  monitor_interval=0.2),
+                  warmup_steps=1, input_steps=8, ceiling_steps=24, wait=1, warmup=1, active=2),
 }
 NOT_INPUT_BOUND = "not input-bound"   # all the step timers can say against input-bound
 CEILINGS = {"loader": ("compute ceiling", "compute-bound"),    # mock="loader": one batch, forever
@@ -107,14 +106,16 @@ def _trace(say: Closing, run, split: dict) -> str:
         value = say.table.loc[say.table["rung"] == part, "% of step"].iloc[0]
         return say.cell(part, "% of step", "{:.0f}%" if value >= 10 else "{:.1f}%")
     busy = (f"device kernels {pct('device kernels')} and memory copies {pct('memory copies')}"
-            if split["on_device"] else f"operators on the CPU {pct('operators on the CPU (compute)')}")
+            if split["on_device"] else
+            f"operators on the CPU {pct('operators on the CPU (compute)')}")
     say(f"The trace ({split['steps']} profiled steps; {where} in the runs folder opens in "
         f"ui.perfetto.dev): waiting for data {pct('waiting for data')} of the step, {busy}: "
         f"{verdict.upper()}.")
     if split["on_device"] and split["host_launch_s"] > split["device_kernels_s"]:
-        launch = 'host launch calls (overlap the device)'
-        say(f"The launch calls took longer on the host ({say.cell(launch, 'seconds', '{:.3f} s')}) "
-            f"than the kernels ran on the device ({say.cell('device kernels', 'seconds', '{:.3f} s')}): "
+        launch = say.cell("host launch calls (overlap the device)", "seconds", "{:.3f} s")
+        kernels = say.cell("device kernels", "seconds", "{:.3f} s")
+        say(f"The launch calls took longer on the host ({launch}) than the kernels ran on the "
+            f"device ({kernels}): "
             "the GPU waits for the host to issue work. CUDA graphs (lesson 3's "
             "mode=\"reduce-overhead\") launch a whole step at once; a larger batch gives each "
             "launch more work.")
@@ -206,10 +207,10 @@ def _unreliable(say: Closing, run, ceilings: dict, n: dict) -> list[str]:
     for mock, (label, _) in CEILINGS.items():
         ceiling = n[f"{'compute' if mock == 'loader' else 'input'}_ceiling"]
         if _known(rate, ceiling) and ceiling > 0 and rate > diagnose.ABOVE_CEILING * ceiling:
-            reasons.append(f"'{run.name}' runs at "
-                           f"{say.ratio('samples_per_sec', ceilings[mock].name, run.name, percent=True)}"
-                           f" of its {label} ('{ceilings[mock].name}'), which it cannot beat: one "
-                           "of the two is mismeasured")
+            share = say.ratio("samples_per_sec", ceilings[mock].name, run.name, percent=True)
+            reasons.append(f"'{run.name}' runs at {share} of its {label} "
+                           f"('{ceilings[mock].name}'), which it cannot beat: one of the two "
+                           "is mismeasured")
     return reasons or ["the run or a ceiling has no steady steps"]
 
 

@@ -20,8 +20,8 @@ sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %%
-import os
 import mxnet as mx
+from mxnet import gluon
 from gpu_course import env
 from gpu_course import gluon as gc
 
@@ -91,11 +91,12 @@ gc.conclude("11", settings, runtimes=runtimes)
 
 # %%
 processes = max(1, mx.context.num_gpus())                  # one training process per GPU
-cfg = gc.Experiment(name=f"{cpu['usable'] // processes} workers",
-                    num_workers=cpu["usable"] // processes, **SIZES)   # <- usable cores / processes
+cfg = gc.Experiment(name=f"{cpu['usable'] // processes} workers", **SIZES)
 train_set, _ = gc.load_datasets(cfg)
-train_iter = gc.make_loader(train_set, cfg)                 # gluon.data.DataLoader(num_workers=...)
-run = gc.train(cfg, train_iter=train_iter, verbose=False, progress=False)
+train_iter = gluon.data.DataLoader(train_set, batch_size=cfg.batch_size, shuffle=True,
+                                   last_batch="discard",
+                                   num_workers=cpu["usable"] // processes)   # <- usable cores / processes
+run = gc.train(cfg, train_iter=train_iter, verbose=False, progress=False)   # the record reads the loader
 gc.plots.cpu_timeline(run)
 
 # %%
@@ -124,7 +125,7 @@ gc.conclude("11", [gpu])
 # %%
 shm = env.shm_facts()
 gc.show([shm], lesson="11", chart=False)
-gc.conclude("11", [shm], workers=cfg.num_workers)
+gc.conclude("11", [shm], workers=run.config["num_workers"])   # as the run recorded them
 
 # %% [markdown]
 # ## The disk, and the lecture's bandwidth table

@@ -97,9 +97,12 @@ gc.conclude("11", env.openmp_settings(loaded), runtimes=loaded)
 
 # %%
 workers = cpu["usable"] // max(1, torch.cuda.device_count())   # <- usable cores / processes
-cfg = gc.Experiment(name=f"{workers} workers", num_workers=workers,
-                    pin_memory=torch.cuda.is_available(), **SIZES)   # page-locked batches for the GPU
-run = gc.train(cfg, verbose=False, progress=False)
+cfg = gc.Experiment(name=f"{workers} workers", **SIZES)
+train_set, _ = gc.load_datasets(cfg)
+train_iter = torch.utils.data.DataLoader(train_set, batch_size=cfg.batch_size, shuffle=True,
+                                         drop_last=True, num_workers=workers,      # <- the rule
+                                         pin_memory=torch.cuda.is_available())     # page-locked for a GPU
+run = gc.train(cfg, train_iter=train_iter, verbose=False, progress=False)   # the record reads the loader
 gc.plots.cpu_timeline(run)
 
 # %%
