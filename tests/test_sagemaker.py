@@ -269,6 +269,26 @@ def test_job_spec_without_credentials(no_aws):
     assert not launch.aws_credentials()
 
 
+def test_job_summary_shows_the_settings_that_matter_once(no_aws):
+    cfg = Experiment(name="workers", num_workers=7, model="tiny", epochs=2)
+    rows = dict(launch.job_summary(launch.job_spec(cfg, "ml.p3.2xlarge")))
+    assert rows["instance"] == "ml.p3.2xlarge × 1 (V100 16 GB)"
+    assert rows["framework"] == "sagemaker.mxnet.MXNet 1.9.0 (py38)"
+    assert rows["entry point"].startswith("sagemaker_entry.py")
+    assert (rows["model"], rows["epochs"], rows["num_workers"]) == ("tiny", "2", "7")
+    assert "lr" not in rows and "samples_per_sec" in rows["metrics charted"]
+    assert len(rows) < len(launch.hyperparameters(cfg))   # a few, not every field
+
+
+def test_read_metrics_reads_the_metric_lines_as_sagemaker_does():
+    log = ("epoch 0 done\nMETRIC epoch=0 samples_per_sec=663.50 epoch_time=18.59 data_wait=0.4200 "
+           "gpu_util=nan val_acc=0.7131\nMETRIC epoch=1 samples_per_sec=700.00 epoch_time=17.00 "
+           "data_wait=0.1000 gpu_util=27.0 val_acc=0.75\n")
+    frame = launch.read_metrics(log)
+    assert frame["samples_per_sec"].tolist() == [663.5, 700.0]
+    assert frame["gpu_util"].isna().tolist() == [True, False]   # "nan" is left out
+
+
 def test_aws_credentials_from_the_environment(no_aws, monkeypatch):
     pytest.importorskip("botocore")
     assert launch.aws_credentials() is False

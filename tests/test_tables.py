@@ -58,3 +58,11 @@ def test_generic_numbers_keep_three_significant_digits():
         == ["301", "30.1", "3.01", "0.0301", "12,346", "7"]
     assert tables.header("step_ms_mean") == "step mean (ms)"
     assert tables.header("gpu_memory_mib") == "GPU memory (MiB)"
+
+
+def test_text_columns_are_left_aligned_whatever_dtype_pandas_gives_text():
+    """pandas 3 stores text as a "str" dtype, pandas 2 as object: both read as text."""
+    frame = pd.DataFrame({"function": ["a.py:1(f)", "long_module.py:200(g)"], "calls": [3, 40]})
+    table = tables.show(frame)
+    assert table.text_columns == {"function"}
+    assert table.text().splitlines()[2].startswith("a.py:1(f) ")

@@ -13,13 +13,17 @@ Files live in the run's folder under ``profile/``: ``input.prof`` (pstats),
 """
 from __future__ import annotations
 
+import contextlib
 import cProfile
 import gzip
 import json
 import math
 import os
 import pstats
+import re
 import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -80,6 +84,39 @@ def top_functions(prof, n: int = 15, sort: str = "tottime") -> pd.DataFrame:
     table = pd.DataFrame(rows).sort_values(key, ascending=False).head(n).reset_index(drop=True)
     table["own_%"] = 100 * table["own_s"] / total
     return table
+
+
+# -- the profiler library's own log lines ------------------------------------------------------
+# Kineto (torch.profiler's library) writes a line to the process's stderr as each window
+# starts and stops, e.g. "USDT:2026-11-26 12:51:08 11656:11656 SyncActivityProfilerHandler.cpp:52]
+# profiler_start" (older versions: "STAGE:... Completed Stage: Warm Up"); no setting turns it off.
+CHATTER = re.compile(r"^(?:STAGE|USDT):\d{4}-\d\d-\d\d \S+ \d+:\d+ \w+\.cpp:\d+\]")
+
+
+@contextlib.contextmanager
+def quiet_profiler():
+    """Hold back what the profiler library writes to this process's stderr (file
+    descriptor 2, below Python) while the block runs, and pass on every line of it but
+    its start/stop log lines (CHATTER) once the block ends: a warning or an error still
+    shows, after the block."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no file descriptor 2 to hold back: nothing to do
+        yield
+        return
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            kept = [line for line in held.read().decode(errors="replace").splitlines()
+                    if not CHATTER.match(line)]
+            if kept:
+                sys.stderr.write("\n".join(kept) + "\n")
 
 
 # -- Chrome traces ---------------------------------------------------------------------------

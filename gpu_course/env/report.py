@@ -71,12 +71,16 @@ def hook(engine: str, *args: str, env: dict | None = None, cpus=None,
 def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps: int = 5,
           model: str = "resnet20", cpus=None) -> dict:
     """ResNet-20 (or `model`) forward passes in a fresh process with `threads` OpenMP
-    threads and oneDNN on or off: {"images_per_s", "ms_per_batch", "build", ...}."""
+    threads and oneDNN on or off: {"images_per_s", "ms_per_batch", "step_images_per_s",
+    "build", ...}, with the cores it was pinned to ("cpus", None when not pinned) and the
+    1-minute load average as it started ("load_average")."""
     env = {"OMP_NUM_THREADS": threads,
            "MXNET_MKLDNN_ENABLED": int(bool(onednn)),   # read by MXNet at start-up only
            "MXNET_STORAGE_FALLBACK_LOG_VERBOSE": 0}     # else one log block per operator
-    return hook(engine, "bench", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
-                f"--batch={batch}", f"--steps={steps}", f"--model={model}", env=env, cpus=cpus)
+    load = os.getloadavg()[0]   # how busy the machine was as this benchmark started
+    out = hook(engine, "bench", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
+               f"--batch={batch}", f"--steps={steps}", f"--model={model}", env=env, cpus=cpus)
+    return {**out, "batch": batch, "cpus": sorted(cpus) if cpus else None, "load_average": load}
 
 
 def thread_counts(usable: int) -> list[int]:

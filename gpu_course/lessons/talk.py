@@ -76,5 +76,10 @@ LECTURE_NVME_MB_S = 3_000            # NVMe
 # -- lesson 10 ------------------------------------------------------------------------------
 
 # -- lesson 11 ------------------------------------------------------------------------------
+MKLDNN_HARDWARE = "a 72-vCPU c5.18xlarge"   # the talk's Intel table: MXNet 1.3, ResNet-50 v1
+MKLDNN_SPEEDUP = {1: 7.5, 128: 15.9}         # batch -> images/s with MKL-DNN over without
+LECTURE_DISK_GB_S = LECTURE_DISK_MB_S / 1000   # the lecture's disk and NVMe (lesson 09's), in GB/s
+LECTURE_NVME_GB_S = LECTURE_NVME_MB_S / 1000
+LECTURE_PCIE_X8_GB_S = 5.0                   # a GPU on 8 PCIe lanes
 
 # -- lesson 12 ------------------------------------------------------------------------------

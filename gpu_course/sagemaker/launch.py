@@ -112,6 +112,17 @@ def metric_definitions() -> list[dict]:
     return defs
 
 
+def read_metrics(log: str):
+    """The METRIC lines of a job's log as SageMaker's metric definitions read them: a
+    DataFrame, one row an epoch (a value the line prints as "nan" is left out, as
+    SageMaker leaves it out of its chart)."""
+    import pandas as pd
+    rows = [{d["Name"]: float(m.group(1)) for d in metric_definitions()
+             if (m := re.search(d["Regex"], line))}
+            for line in log.splitlines() if line.startswith("METRIC ")]
+    return pd.DataFrame(rows)
+
+
 # -- checks ----------------------------------------------------------------------------
 def instance_capability(instance_type: str) -> tuple | None:
     check_instance_name(instance_type)
@@ -277,6 +288,28 @@ def job_spec(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE, instance_co
 
 def format_spec(spec: dict) -> str:
     return "SageMaker training job specification\n" + json.dumps(spec, indent=2)
+
+
+# the hyperparameters that change what the job measures (the rest keep their defaults)
+KEY_HYPERPARAMETERS = ("model", "dataset", "train_size", "epochs", "batch_size", "num_workers",
+                       "graph", "dtype", "num_gpus")
+
+
+def job_summary(spec: dict, hyperparameters=KEY_HYPERPARAMETERS) -> list[tuple[str, str]]:
+    """The settings of a `job_spec` that matter to a reader, as (setting, value) rows: the
+    instance, the image and framework, the entry point and a few hyperparameters (the
+    spec holds every field; `format_spec` prints it all)."""
+    known = spec["instance"]
+    gpu = f" ({known['gpu']})" if isinstance(known, dict) else ""
+    rows = [("instance", f"{spec['instance_type']} × {spec['instance_count']}{gpu}"),
+            ("image", spec["image_uri"]),
+            ("framework", f"{spec['estimator']} {spec['framework_version']} "
+                          f"({spec['py_version']})"),
+            ("entry point", f"{spec['entry_point']} (beside gpu_course/ and requirements.txt)")]
+    values = spec["hyperparameters"]
+    rows += [(name, values[name]) for name in hyperparameters if name in values]
+    rows.append(("metrics charted", ", ".join(d["Name"] for d in spec["metric_definitions"])))
+    return rows
 
 
 def dataset_root(cfg: Experiment) -> Path:

@@ -115,6 +115,15 @@ class Closing:
                    f"{self._names(b)} against {self._names(a)}", "verdict")
         return v
 
+    def compare_samples(self, a, b, xs, ys, how: str, column: str) -> noise.Verdict:
+        """`noise.compare_samples` of row b against row a from their own measurements (xs,
+        ys: e.g. each timed pass of two benchmarks; `how` says what they are), carrying the
+        ratio of their `column` cells: the verdict, cited as `noise.sentence` writes it."""
+        v = noise.compare_samples(xs, ys, how, self._value(a, column), self._value(b, column))
+        self._cite(noise.sentence(v), v.ratio, "noise.compare_samples of "
+                   f"{self._names(b)} against {self._names(a)}", "verdict")
+        return v
+
     def accuracy(self, a, b) -> tuple[float, str]:
         """`noise.accuracy_change` of row b against row a: (points, sentence), cited."""
         points, text = noise.accuracy_change(self._run(a), self._run(b))

@@ -164,9 +164,8 @@ def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> T
     keys = 1 if isinstance(df.index, pd.RangeIndex) and df.index.name is None else df.index.nlevels
     if columns is not None:
         frame = frame[[c for c in frame.columns if c in columns or c in _index_names(df)]]
-    text_columns = {header(c) for c in frame.columns
-                    if c in ("rung", "status") or _texty(frame[c]) and
-                    all(isinstance(v, str) or v is None for v in frame[c])}
+    text_columns = {header(c) for c in frame.columns  # pandas 3 stores text as "str", not object
+                    if c in ("rung", "status") or _is_text(frame[c])}
     cells = pd.DataFrame({header(c): [cell(c, v) for v in frame[c]] for c in frame.columns})
     if _width(cells) <= width:
         return Table([cells], text_columns)
@@ -235,9 +234,10 @@ def _fold(cells: pd.DataFrame, width: int, keys: int = 1) -> list[pd.DataFrame]:
     return blocks
 
 
-def _texty(column: pd.Series) -> bool:
-    """Whether a column's dtype can hold text: object (pandas 2) or str (pandas 3)."""
-    return column.dtype == object or pd.api.types.is_string_dtype(column.dtype)
+def _is_text(column: pd.Series) -> bool:
+    """Whether a column holds text (left-aligned): object or string dtype, strings or gaps."""
+    return (column.dtype == object or pd.api.types.is_string_dtype(column.dtype)) and \
+        all(isinstance(v, str) or v is None or _isna(v) for v in column)
 
 
 def _isna(value) -> bool:

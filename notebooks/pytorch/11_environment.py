@@ -7,7 +7,8 @@
 # GPU, storage. Here each of those is read or measured on this machine: the build
 # flags, oneDNN (formerly MKL-DNN) on against off, a thread sweep, pinning, the
 # OpenMP variables and which runtime reads them, the GPU's clocks, limits and PCIe link,
-# `/dev/shm` and the disk. `gpu-course env` prints the same report in a terminal.
+# pageable against pinned copies, `/dev/shm` and the disk. `gpu-course env` prints the
+# same report in a terminal.
 #
 # **The numbers to compare with.** The talk's Intel table (MXNet 1.3 on a 72-vCPU
 # c5.18xlarge): ResNet-50 v1 ran 7.5x faster with MKL-DNN at batch 1 and 15.9x at
@@ -19,91 +20,60 @@ import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its
 sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
-# %% tags=["parameters"]
-import os
-from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
-BATCH = 32 if SMOKE else 64           # images per forward pass in the CPU benchmarks
-STEPS = 3 if SMOKE else 10            # timed forward passes per setting
-DISK_MB = 16 if SMOKE else 256        # size of the file read back from the disk
-TRAIN_SIZE = 128 if SMOKE else 5000   # images of the short run whose CPU use is drawn
-
 # %%
-import pandas as pd
 import torch
+from gpu_course.env import report as env
 from gpu_course.tracks import torch as gc
-from gpu_course.env import report as env, text as env_text
-from gpu_course.measure import nvml
 
-ENGINE = "pytorch"
-cpu = env.cpu_facts()
-print(f"{cpu['model']}: {cpu['logical']} logical cores, {cpu['physical']} physical, "
-      f"{cpu['usable']} usable by this process; load average {cpu['load_average']:.1f}")
+# %% tags=["parameters"]
+SIZES = gc.sizes("11")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("11", disk_mb=1024)
 
 # %% [markdown]
 # ## The build
-# The framework reports what it was compiled with. Each measurement below runs in a
-# fresh child process (`python -m gpu_course.tracks.torch.envinfo`): `torch.backends.mkldnn.flags(enabled=False)` and `torch.set_num_threads(n)` act in-process, but OpenMP fixes its thread pool when it starts, so each setting gets its own process.
+# PyTorch reports what it was compiled with: the CUDA runtime and cuDNN where it has them,
+# oneDNN (still named MKL-DNN there), MKL and OpenMP, and the CPU instructions it uses.
+# TF32 (Ampere and newer GPUs) trades float32's 23-bit mantissa for 10 bits in matrix
+# products: faster, and on by default for cuDNN's convolutions only.
 
 # %%
-build = env.hook(ENGINE, "build")
-print("\n".join(env_text.build_lines(build)))
+print(torch.__config__.show().split("  - Build settings")[0])   # (the compiler flags left out)
+print(f"TF32: convolutions {torch.backends.cudnn.allow_tf32}, matmuls {torch.backends.cuda.matmul.allow_tf32}")
 
 # %% [markdown]
 # ## oneDNN on against off
-# The same ResNet-20 forward pass, once with oneDNN's convolutions and once without
-# (`torch.backends.mkldnn.flags(enabled=False)`), all usable cores.
+# The same ResNet-20 forward pass, once with oneDNN's kernels and once without
+# (`torch.backends.mkldnn.flags(enabled=False)`), on all usable cores. Each setting runs in
+# a fresh process (`python -m gpu_course.tracks.torch.envinfo bench`), as the thread counts below
+# must: OpenMP sizes its pool when it starts.
 
 # %%
-usable = cpu["usable"]
-on = env.bench(ENGINE, usable, onednn=True, batch=BATCH, steps=STEPS)
-off = env.bench(ENGINE, usable, onednn=False, batch=BATCH, steps=STEPS)
-passes = f"{STEPS} timed passes each"   # the spread each verdict is judged against
-
-
-def verdict(a, b):
-    """Benchmark b against a: its ratio, judged against the spread of their passes."""
-    return gc.noise.compare_samples(a["step_images_per_s"], b["step_images_per_s"], passes,
-                                    a["images_per_s"], b["images_per_s"])
-
-
-print(f"oneDNN on: {on['images_per_s']:,.0f} images/s, off: {off['images_per_s']:,.0f} images/s; on "
-      f"against off: {verdict(off, on)} (the talk's 72-vCPU table: x7.5 to x15.9 for ResNet-50).")
+cpu = env.cpu_facts()                      # the CPU model; logical, physical and usable cores
+onednn = [env.bench("pytorch", cpu["usable"], onednn=flag, **SIZES.bench)   # <- mkldnn.flags(enabled=flag)
+          for flag in (True, False)]
+gc.show(onednn, lesson="11", chart=False)
+gc.conclude("11", onednn, cpu=cpu)
 
 # %% [markdown]
 # ## Threads and pinning
-# OpenMP starts one thread per usable core unless `OMP_NUM_THREADS` says otherwise
-# (`torch.set_num_threads(n)` sets the intra-op pool; `torch.set_num_interop_threads(n)` the pool that runs independent operators side by side). Each count gets its own process. Then the same threads are **pinned**
-# to a single core with `os.sched_setaffinity` (what `taskset`, `numactl` and MPI's
-# `--bind-to` do): pinning keeps a process's threads on the cores it was given. That
-# pays when several training processes share a machine (each keeps its caches and no
-# one waits for a core another holds) and costs when it leaves a process fewer cores
-# than threads; which wins here is measured.
+# `torch.set_num_threads(n)` sets the intra-op pool (OpenMP's, one thread per usable core
+# by default) and `torch.set_num_interop_threads(n)` the pool that runs independent
+# operators side by side. This kernel's own: 
 
 # %%
-sweep = {t: on if t == usable else env.bench(ENGINE, t, True, BATCH, STEPS)
-         for t in env.thread_counts(usable)}
-best = max(sweep, key=lambda t: sweep[t]["images_per_s"])
-print("threads -> images/s: " + ", ".join(f"{t} -> {b['images_per_s']:,.0f}" for t, b in sweep.items()))
-load = os.getloadavg()[0]
-others = [t for t in sweep if t != best]
-if others:   # the fastest count against the next fastest (or against all cores)
-    other = usable if best != usable else max(others, key=lambda t: sweep[t]["images_per_s"])
-    lead = verdict(sweep[other], sweep[best])
-    print(f"Fastest: {best} thread(s); against {other}: {lead}" + (
-        ": no thread count is clearly fastest here." if not lead.is_effect else "." if best == usable
-        else f". With a load average of {load:.1f} other processes hold cores, and an OpenMP region "
-        "waits for its slowest thread, so fewer threads than cores finish sooner."))
-if usable > 1:
-    core = sorted(os.sched_getaffinity(0))[0]
-    pinned = env.bench(ENGINE, usable, True, BATCH, STEPS, cpus={core})
-    squeezed = verdict(sweep[usable], pinned)
-    print(f"{usable} threads pinned to core {core}: {pinned['images_per_s']:,.0f} images/s; against the "
-          f"unpinned {usable} threads: {squeezed}: " + {
-              "slower": "one core for two threads costs speed here.",
-              "faster": "taking turns on one core beats waiting for each other on cores that other "
-                        f"processes share (load average {os.getloadavg()[0]:.1f}).",
-          }.get(squeezed.kind, "no difference beyond the passes' spread."))
+print(torch.__config__.parallel_info())
+
+# %% [markdown]
+# Each thread count gets its own process. Then the same threads are **pinned** to a single
+# core with `os.sched_setaffinity` (what `taskset`, `numactl` and MPI's `--bind-to` do):
+# that pays when several training processes share a machine and costs when it leaves a
+# process fewer cores than threads; which wins here is measured.
+
+# %%
+pinned = env.bench("pytorch", cpu["usable"], cpus=set(cpu["usable_ids"][:1]), **SIZES.bench)   # <- one core
+sweep = [env.bench("pytorch", n, **SIZES.bench) if n < cpu["usable"] else onednn[0]  # <- set_num_threads(n)
+         for n in env.thread_counts(cpu["usable"])]
+gc.show([*sweep, pinned], lesson="11", chart=False)
+gc.conclude("11", [*sweep, pinned], cpu=cpu)
 
 # %% [markdown]
 # ## OpenMP variables and which runtime reads them
@@ -111,93 +81,78 @@ if usable > 1:
 # belong to Intel's OpenMP runtime (libiomp5; LLVM's libomp reads them too). GNU's
 # libgomp ignores every `KMP_` variable: its equivalents are `OMP_WAIT_POLICY` or
 # `GOMP_SPINCOUNT` (how long a thread spins) and `OMP_PROC_BIND` with `OMP_PLACES`
-# (binding). Which runtime did this framework load?
+# (binding). Which runtime did PyTorch load into this process?
 
 # %%
-runtimes = build["openmp_runtimes"]
-print(f"OpenMP runtime(s) loaded by {build['framework']}: {', '.join(runtimes) or 'none found'}")
-pd.DataFrame(env.openmp_settings(runtimes))
+loaded = env.openmp_runtimes() if torch.backends.openmp.is_available() else []
+gc.show(env.openmp_settings(loaded), lesson="11", chart=False)   # each variable, and who reads it
+gc.conclude("11", env.openmp_settings(loaded), runtimes=loaded)
 
 # %% [markdown]
 # ## Loader workers per process
-# The checklist's rule: loader workers = usable cores / processes (one training process
-# per GPU). The talk used `cpu_count() - 3` on a single-GPU machine.
+# The checklist's rule: loader workers = usable cores / processes, one training process
+# per GPU (`gc.workers()`, the talk's `cpu_count() - 3`, is the single-GPU rule of lesson
+# 2). A short run with that many workers, their batches pinned where a GPU takes them,
+# and what every core did meanwhile (the total in black, one grey line per core):
 
 # %%
-processes = max(1, nvml.gpu_count())
-workers = env.workers_per_process(processes)
-print(f"{usable} usable cores / {processes} process(es) = {workers} loader worker(s) per "
-      f"process (the talk's rule: {max(2, os.cpu_count() - 3)}).")
+workers = cpu["usable"] // max(1, torch.cuda.device_count())   # <- usable cores / processes
+cfg = gc.Experiment(name=f"{workers} workers", **SIZES)
+train_set, _ = gc.load_datasets(cfg)
+train_iter = torch.utils.data.DataLoader(train_set, batch_size=cfg.batch_size, shuffle=True,
+                                         drop_last=True, num_workers=workers,      # <- the rule
+                                         pin_memory=torch.cuda.is_available())     # page-locked for a GPU
+run = gc.train(cfg, train_iter=train_iter, verbose=False, progress=False)   # the record reads the loader
+gc.plots.cpu_timeline(run)
+
+# %%
+gc.conclude("11", [run], cpu=cpu)
 
 # %% [markdown]
-# A short run with that many workers, and what every core did meanwhile
-# (`plots.cpu_timeline`: the total in black, one grey line per core):
+# ## Shared memory: `/dev/shm`
+# Loader workers hand each collated batch to the training process through shared memory.
+# Docker gives a container 64 MB of it unless started with `--shm-size` or `--ipc=host`;
+# when it fills, a worker dies with "Bus error" ("DataLoader worker (pid N) is killed by
+# signal: Bus error") or "No space left on device".
 
 # %%
-cfg = gc.Experiment(name=f"{workers} workers", engine=ENGINE, train_size=TRAIN_SIZE,
-                    test_size=64, epochs=1, batch_size=64, num_workers=workers,
-                    warmup_steps=1, monitor_interval=0.1 if SMOKE else 0.5)
-run = gc.train(cfg, verbose=False, progress=False)
-gc.plots.cpu_timeline(run)
+shm = env.shm_facts()
+gc.show([shm], lesson="11", chart=False)
+gc.conclude("11", [shm], workers=workers)
 
 # %% [markdown]
 # ## The GPU side
 # Clocks against their maxima and the reasons they are held down (power cap, thermal
-# slowdown), temperature, the power limit, and the PCIe link the batches cross.
+# slowdown), temperature, the power limit, and the PCIe link the batches cross, as NVML
+# reads them (`nvidia-smi -q`).
 
 # %%
 gpu = env.gpu_facts()
-print("\n".join(env_text.gpu_lines({"gpu": gpu, "copy": None})))
+gc.show([gpu], lesson="11", chart=False)
+gc.conclude("11", [gpu])
 
 # %% [markdown]
 # ## Host to device copies: pageable against pinned
 # A batch in ordinary (pageable) memory is first copied by the driver into a page-locked
-# buffer and then over PCIe; from pinned memory (`pin_memory=True` in the DataLoader) the
-# GPU reads it directly, and `non_blocking=True` lets the copy overlap with compute.
+# buffer and then over PCIe; from pinned memory (`tensor.pin_memory()`, or `pin_memory=True`
+# in the DataLoader) the GPU reads it directly, and `non_blocking=True` lets the copy
+# overlap with compute. Interleaved copies of 256 MiB from each, timed between syncs.
 
 # %%
-copy = env.hook(ENGINE, "copy") if gpu["available"] else None
-if copy and copy.get("available"):
-    print(env_text.copy_sentence(copy) + "; the lecture's PCIe x8: 5 GB/s.")
-else:
-    print("No GPU here: no host -> device copy to measure (pageable against pinned needs CUDA).")
-
-# %% [markdown]
-# ## Shared memory: `/dev/shm`
-# Loader workers hand each collated batch to the training process through shared memory
-# (PyTorch's workers and MXNet's alike). Docker gives a container 64 MB of it unless
-# started with `--shm-size` or `--ipc=host`; when it fills, a worker dies with "Bus
-# error" (PyTorch: "DataLoader worker (pid N) is killed by signal: Bus error") or "No
-# space left on device". Each worker keeps up to `prefetch_factor` (2) batches in flight.
-
-# %%
-shm = env.shm_facts()
-need_mib = workers * 2 * shm["batch_mib"] if shm["total_mib"] else None
-print("\n".join(env_text.memory_lines({"shm": shm, "disk": None})))
-if need_mib is not None:
-    print(f"{workers} workers x 2 batches of 64 CIFAR images need {need_mib:.1f} MiB: "
-          f"{'enough' if shm['free_mib'] >= need_mib else 'too small'} here; at 224x224 "
-          f"ImageNet size each batch is {shm['batch_mib'] * 49:.0f} MiB.")
+copy = env.hook("pytorch", "copy") if torch.cuda.is_available() else {"available": False}
+gc.show([copy], lesson="11", chart=False)
+gc.conclude("11", [copy])
 
 # %% [markdown]
 # ## The disk, and the lecture's bandwidth table
 # A fresh file is written, dropped from the page cache and read back sequentially (1 MiB
-# blocks) and at random (32 KiB, a JPEG's size): `gpu_course.data.disk`, as in lesson 9.
+# blocks) and at random (32 KiB, a JPEG's size), as in lesson 9; beside it the lecture's
+# links, this machine's GPU links and the copies above.
 
 # %%
-disk = env.disk_facts(size_mb=DISK_MB)
-print("\n".join(env_text.memory_lines({"shm": shm, "disk": disk})[1:]))
-rows = [(name, gbps, None) for name, gbps in env_text.LECTURE_BANDWIDTHS]
-rows.append(("this disk, sequential", None, disk["sequential_mb_s"] / 1000))
-rows.append(("this disk, random 32 KiB", None, disk["random_32k_mb_s"] / 1000))
-for g in gpu["gpus"]:
-    if g.get("pcie_gbps"):
-        rows.append((f"GPU {g['index']} PCIe gen {g['pcie_gen']} x{g['pcie_width']} (link)", None,
-                     g["pcie_gbps"]))
-if copy and copy.get("available"):
-    rows += [("host -> GPU copy, pageable", None, copy["pageable_gb_s"]),
-             ("host -> GPU copy, pinned", None, copy["pinned_gb_s"])]
-pd.DataFrame(rows, columns=["link", "lecture GB/s", "measured here GB/s"])
+disk = env.disk_facts(size_mb=SIZES.disk_mb)
+gc.show([disk, gpu, copy], lesson="11", chart=False)
+gc.conclude("11", [disk, gpu, copy])
 
 # %% [markdown]
 # `gpu-course env` prints all of the above in one go in a terminal (`--json` for a

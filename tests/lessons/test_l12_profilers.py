@@ -1,0 +1,146 @@
+"""Lesson 12's conclusions on fake runs and fake trace splits: the CPU trace, the CUDA trace
+(kernels, copies, launch calls), the step timers where MXNet has no profiler, the ceilings'
+own verdict (near a ceiling, below both, a shared CPU, unreliable) and whether they agree."""
+import os
+
+import pandas as pd
+import pytest
+
+from gpu_course.analyse import profiling
+from gpu_course.lessons import l12_profilers as l12
+from gpu_course.lessons import sizes
+
+
+def trio(make_run, rate=110.0, compute=120.0, feed=500.0, wait=0.05, engine="pytorch", gpus=0,
+         cpu=None, ceiling_config=None):
+    """The run and its two mock ceilings, as the notebook trains them."""
+    run = make_run("profiled", rate=rate, engine=engine, gpus=gpus, data_wait_share=wait,
+                   config={"mock": "none"})
+    loader = make_run("profiled: mock loader", rate=compute, engine=engine, gpus=gpus,
+                      data_wait_share=0.0, config={"mock": "loader", **(ceiling_config or {})})
+    trainer = make_run("profiled: mock trainer", rate=feed, engine=engine, gpus=gpus,
+                       data_wait_share=0.9, config={"mock": "trainer", **(ceiling_config or {})})
+    if cpu is not None:   # the host's CPU use while they ran
+        for r in (run, loader, trainer):
+            r.host["cpu_percent"] = cpu
+    return [run, loader, trainer]
+
+
+def cpu_split(wait=0.01, ops=0.95, steps=2):
+    return {"steps": steps, "step_s": 1.0, "data_wait_s": wait, "device_kernels_s": 0.0,
+            "memcpy_s": 0.0, "host_launch_s": 0.0, "host_ops_s": ops, "on_device": False,
+            "other_host_s": 1.0 - wait - ops}
+
+
+def gpu_split(kernels=0.03, launch=0.06, wait=0.002):
+    return {"steps": 5, "step_s": 0.1, "data_wait_s": wait, "device_kernels_s": kernels,
+            "memcpy_s": 0.002, "host_launch_s": launch, "host_ops_s": 0.08, "on_device": True,
+            "other_host_s": 0.1 - wait - kernels - 0.002}
+
+
+def said(runs, **context):
+    say = l12.conclude(runs, **context)
+    assert say.check() == []
+    return say.text
+
+
+def test_a_cpu_trace_and_a_run_near_its_compute_ceiling_agree(make_run):
+    text = said(trio(make_run), split=cpu_split())
+    assert "The trace (2 profiled steps;" in text and "trace.json.gz" in text
+    assert "waiting for data 1.0% of the step, operators on the CPU 95%: COMPUTE-BOUND" in text
+    assert "reaches 9" in text and "of the compute ceiling ('profiled: mock loader'," in text
+    assert "The trace and the ceilings agree: COMPUTE-BOUND." in text
+
+
+def test_a_cuda_trace_with_launches_longer_than_kernels_and_a_run_below_both_ceilings(make_run):
+    runs = trio(make_run, rate=3000, compute=9000, feed=20000, gpus=1)
+    text = said(runs, split=gpu_split())
+    assert "device kernels 30% and memory copies 2.0%" in text and "OVERHEAD-BOUND" in text
+    assert "launch calls took longer on the host (0.060 s) than the kernels ran on the device " \
+           "(0.030 s)" in text and "CUDA graphs" in text
+    assert "neither ceiling holds it" in text and "reaches only 3" in text
+    assert "agree: OVERHEAD-BOUND" in text
+
+
+def test_a_cuda_trace_busy_with_kernels_needs_no_launch_advice(make_run):
+    runs = trio(make_run, rate=8800, compute=9000, feed=20000, gpus=1)
+    text = said(runs, split=gpu_split(kernels=0.095, launch=0.01))
+    assert "COMPUTE-BOUND" in text and "launch calls took longer" not in text
+    assert "agree: COMPUTE-BOUND" in text
+
+
+def test_step_timers_not_input_bound_agree_with_ceilings_on_a_shared_cpu(make_run):
+    runs = trio(make_run, rate=268, compute=457, feed=610, wait=0.07, engine="gluon", cpu=100.0)
+    text = said(runs)
+    assert "The step timers (all" in text and "where the loader counts as the limit from 25%" in text
+    assert "NOT INPUT-BOUND" in text
+    assert "take turns on the same cores, and the model costs more per sample" in text
+    assert "The step timers and the ceilings agree: NOT INPUT-BOUND." in text
+
+
+def test_step_timers_input_bound_while_the_ceilings_point_the_other_way_is_a_disagreement(make_run):
+    """gluon/12 called these "agreeing": the diagnosis's verdict was the timers' threshold."""
+    runs = trio(make_run, rate=268, compute=457, feed=610, wait=0.4, engine="gluon", cpu=100.0)
+    text = said(runs)
+    assert "INPUT-BOUND" in text and "COMPUTE-BOUND" in text
+    assert "disagree" in text and "ceilings agree" not in text and "share the cores" in text
+
+
+def test_a_trace_that_disagrees_names_how_few_steps_it_covers(make_run):
+    text = said(trio(make_run), split=cpu_split(wait=0.5, ops=0.45, steps=3))
+    assert "INPUT-BOUND" in text and "disagree: the trace covers 3 steps" in text
+
+
+def test_an_input_ceiling_below_the_compute_ceiling_holding_the_run(make_run):
+    text = said(trio(make_run, rate=95, compute=500, feed=100, wait=0.3), split=cpu_split(0.3, 0.6))
+    assert "of the input ceiling ('profiled: mock trainer'," in text and "agree: INPUT-BOUND" in text
+
+
+def test_a_run_above_its_ceiling_gives_no_verdict(make_run):
+    text = said(trio(make_run, rate=600, compute=400, feed=2000), split=cpu_split())
+    assert "The mock ceilings give no verdict: 'profiled' runs at 15" in text
+    assert "cannot beat" in text and "agree" not in text
+
+
+def test_ceilings_with_too_few_steps_give_no_verdict(make_run):
+    runs = trio(make_run, ceiling_config={"train_size": 640})   # 5 steps an epoch
+    text = said(runs, split=cpu_split())
+    assert "'profiled: mock loader' has 10 steady steps, fewer than 20" in text
+
+
+def test_missing_ceilings_and_too_few_steps_for_the_timers(make_run):
+    run = make_run("profiled", rate=100, engine="gluon", config={"mock": "none", "train_size": 640})
+    text = said([run])
+    assert "from 10 steady steps: too few to judge" in text and "were not measured" in text
+
+
+def test_the_input_profile_names_its_most_expensive_function():
+    top = pd.DataFrame([{"function": "data.py:63(__getitem__)", "calls": 7512, "own_s": 0.138,
+                         "with_callees_s": 0.142, "own_per_call_ms": 0.0184, "own_%": 25.4},
+                        {"function": "pad", "calls": 256, "own_s": 0.01, "with_callees_s": 0.02,
+                         "own_per_call_ms": 0.039, "own_%": 1.8}])
+    text = said([], top=top)
+    assert text == ("cProfile of the input pipeline: the most expensive function is "
+                    "data.py:63(__getitem__), with 25% of the time in its own code over 7,512 "
+                    "calls, 0.0184 ms per call.")
+
+
+def test_the_table_has_no_speed_up_for_ceilings(make_run):
+    frame = l12.table(trio(make_run))
+    assert "speedup" not in frame.columns and frame["steady steps"].min() >= 20
+
+
+def test_the_profilers_log_lines_are_held_back_and_anything_else_passes(capfd):
+    with profiling.quiet_profiler():
+        os.write(2, b"USDT:2026-11-26 12:51:08 11656:11656 SyncActivityProfilerHandler.cpp:52] "
+                    b"profiler_start\nSTAGE:2024-01-02 03:04:05 1:1 ActivityProfilerController"
+                    b".cpp:312] Completed Stage: Warm Up\na real warning\n")
+    err = capfd.readouterr().err
+    assert "a real warning" in err and "USDT" not in err and "STAGE" not in err
+
+
+def test_sizes():
+    assert sizes("12", smoke=True).active < sizes("12", smoke=False).active
+    assert sizes("12", smoke=True)["model"] == "tiny"
+    with pytest.raises(ValueError, match="not a size"):
+        sizes("12", activ=3)
