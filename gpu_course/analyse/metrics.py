@@ -283,6 +283,8 @@ def machine_load(run) -> dict:
     own = share(_num(end.get("process_cpu_s")) - _num(start.get("process_cpu_s")), wall)
     busy = share(_num(end.get("cpu_busy_s")) - _num(start.get("cpu_busy_s")), wall)
     workers = _num((run.config or {}).get("num_workers")) or 0.0
+    if (run.config or {}).get("mock") == "loader":
+        workers = 0.0  # a compute ceiling serves one batch: its loader's workers sit idle
     mean = sum(averages) / len(averages) if averages else math.nan
     used = busy if not math.isnan(busy) else mean
     # the run itself accounts for its own process and up to one core per loader worker

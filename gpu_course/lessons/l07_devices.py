@@ -261,7 +261,7 @@ def _scaling(runs) -> Closing:
                    "a scheduler, servers and workers, kvstore='dist_sync'" if ps else
                    f"split_and_load over {k} contexts, kvstore='device'")
         who = ("These 'hosts' ran their processes" if hosts(last) > 1 else
-               f"These 'devices' were CPU contexts" if unit == "devices" else f"These {unit} ran")
+               "These 'devices' were CPU contexts" if unit == "devices" else f"These {unit} ran")
         say(f"{who} on the same {cores} CPU cores, so {eff} says nothing about GPUs or "
             f"networks: the run checked that the code works ({checked}). Run it on a machine "
             "with two or more GPUs to measure scaling.")

@@ -17,173 +17,90 @@ import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its
 sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
-# %% tags=["parameters"]
-import os
-from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
-DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
-TRAIN_SIZE = 1024 if SMOKE else 50_000
-TEST_SIZE = 256 if SMOKE else 10_000
-EPOCHS = 1 if SMOKE else 2
-WORKER_COUNTS = None                  # None: 1, 2, 4, 8, ... up to cpu_count() - 3 (2 points in smoke mode)
-LARGE_BATCH = 128 if SMOKE else 640   # the talk's batch per GPU, for its one-worker collapse
-
 # %%
-import numpy as np
-import pandas as pd
-import psutil
 from mxnet import gluon
 from gpu_course.tracks import gluon as gc
+from gpu_course.lessons.l02_workers import worker_memory
 
-recommended = max(2, os.cpu_count() - 3)   # the talk: cpu_count() - 3, at least 2
-if WORKER_COUNTS is None:
-    WORKER_COUNTS = sorted({1, recommended} | {2 ** k for k in range(1, 8) if 2 ** k < recommended})
-    if SMOKE:
-        WORKER_COUNTS = [1, 2]
-rung_count = recommended if recommended in WORKER_COUNTS else max(WORKER_COUNTS)
-print(f"{os.cpu_count()} CPU cores: the talk's advice is {recommended} workers; sweeping {WORKER_COUNTS}")
-
-cfg = gc.Experiment(name="workers", dataset=DATASET, train_size=TRAIN_SIZE, test_size=TEST_SIZE,
-                    epochs=EPOCHS, model="resnet20", batch_size=64, warmup_steps=2 if SMOKE else 5,
-                    monitor_interval=0.2 if SMOKE else 0.5)
-train_set, val_set = gc.load_datasets(cfg)
-val_iter = gc.make_loader(val_set, cfg, train=False)
+# %% tags=["parameters"]
+SIZES = gc.sizes("02")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("02", epochs=3)
 
 # %% [markdown]
 # ## The one change: `num_workers`
-# Each worker is a separate process that takes batch indices, reads and augments the images
-# and hands finished batches back through shared memory. With more workers several batches
-# are prepared at once, so the next one is ready when the GPU finishes the current one.
+# A worker is a process of its own: it takes batch indices, reads and augments those
+# images and passes the finished batch back through shared memory. Several workers make
+# several batches at once, so one is waiting when the GPU is done with the last.
 #
 # Every step's data wait and compute are recorded with the run, so the spikiness shows on
-# any machine, with or without a GPU.
+# any machine, with or without a GPU. The counts swept: `SIZES.worker_counts` below the
+# talk's advice, then the advice, `gc.workers()` (`cpu_count() - 3`, at least 2), whose
+# run is named "workers": the ladder's rung, which lesson 08 sums up.
 
 # %%
+cfg = gc.Experiment(name="workers", model="resnet20", batch_size=64, **SIZES)
+train_set, val_set = gc.load_datasets(cfg)
+val_iter = gc.make_loader(val_set, cfg, train=False)
+counts = [n for n in SIZES.worker_counts if n < gc.workers()] + [gc.workers()]
 runs = []
-for n in WORKER_COUNTS:
-    train_iter = gluon.data.DataLoader(train_set, batch_size=64, shuffle=True,
-                                       last_batch="discard", num_workers=n)   # <- the lesson
-    name = "workers" if n == rung_count else f"num_workers={n}"   # "workers" is the ladder's rung
+for n in counts:
+    loader = gluon.data.DataLoader(train_set, batch_size=64, shuffle=True,
+                                   last_batch="discard", num_workers=n)   # <- the lesson
+    name = "workers" if n == gc.workers() else f"num_workers={n}"
     runs.append(gc.train(cfg.replace(name=name, num_workers=n), net=gc.get_model("resnet20"),
-                         train_iter=train_iter, val_iter=val_iter, verbose=False))
-    print(runs[-1].summary["summary_line"])
+                         train_iter=loader, val_iter=val_iter, verbose=False))
 
 # %%
 gc.plots.sweep(runs, x="num_workers")
 
 # %% [markdown]
-# Steps of the fewest and of the most workers: with too few, the slow steps are the ones
-# that waited for data.
+# The fewest workers' steps, then the most workers': with too few, the slow steps are
+# the ones that waited for their batch.
 
 # %%
 display(gc.plots.step_times(runs[0]), gc.plots.step_times(runs[-1]))
 
 # %% [markdown]
+# ## What a worker costs in memory
+# Each worker is a forked process. Its resident set (RSS) includes the pages it still
+# shares with the notebook; its unique set (USS) is what it adds by itself.
+# `worker_memory` builds each loader, takes one batch from it and reads the processes
+# that appeared (psutil).
+
+# %%
+memory = worker_memory(lambda n: gluon.data.DataLoader(train_set, batch_size=64, num_workers=n),
+                       counts)
+gc.tables.show(memory)
+
+# %% [markdown]
 # ## Spikiness and the knee
-# A starved GPU alternates between 100 % (a batch arrived) and 0 % (waiting), so the
-# standard deviation of its utilisation is high; a well-fed one stays flat near the top.
-# The knee is the smallest worker count within 10 % of the best throughput: workers beyond
-# it cost memory and CPU and buy little.
+# A GPU that waits for data swings between 100 % and 0 %, so its utilisation has a large
+# standard deviation; fed well, it stays flat near the top (on a CPU, the spread of the
+# step times stands in). The knee is the fewest workers within 10 % of the best
+# samples/s; past it, workers cost memory and cores and buy little. More workers can save
+# at most the data wait: a gain beyond that, or one read across runs of which only one
+# shared the machine with other programs, is not the workers', and the closing says so
+# rather than credit them (`gpu_course/lessons/l02_workers.py`).
 
 # %%
-def util_spread(run):
-    """Std of GPU-Util (%) over the samples inside the steady training windows (the ones
-    `gc.metrics.gpu_util` averages); NaN without a GPU."""
-    gpu = run.gpu.dropna(subset=["util_gpu"])
-    inside = np.zeros(len(gpu), bool)
-    for start, end in gc.metrics.training_windows(run):
-        inside |= (gpu["t"] >= start).to_numpy() & (gpu["t"] <= end).to_numpy()
-    return float(gpu["util_gpu"][inside].std()) if inside.sum() > 1 else float("nan")
-
-table = gc.report.ladder_table(runs)
-table.insert(1, "num_workers", WORKER_COUNTS)
-table["gpu_util_std"] = [util_spread(r) for r in runs]
-table["step_ms_median"] = [1000 * gc.metrics.steadiness(r)["step_p50_s"] for r in runs]
-table["waited_share"] = [gc.metrics.steadiness(r)["waited_share"] for r in runs]
-gc.tables.show(table)
-
-# %%
-say = gc.closing.Closing(table, runs)   # prints a line only when its numbers are the table's
-best = int(table["samples_per_sec"].idxmax())
-gain = say.compare(0, best)
-knee = int(table.index[table["samples_per_sec"] >= 0.9 * table["samples_per_sec"].max()][0])
-say(f"1 worker: {say.cell(0, 'samples_per_sec')} samples/s; best: {say.cell(best, 'samples_per_sec')} "
-    f"samples/s with {say.cell(best, 'num_workers')} worker(s): {gain}.")
-if gain.is_effect:
-    say(f"The knee: {say.cell(knee, 'num_workers')} worker(s) already reach "
-        f"{say.ratio('samples_per_sec', best, knee, percent=True)} of the best.")
-else:
-    say("The best is within noise of the first: no knee can be placed on this machine.")
-spread = "gpu_util_std" if table["gpu_util_std"].notna().all() else "spikiness"
-unit = "GPU-Util std" if spread == "gpu_util_std" else "p95/median step time"
-say(f"Spikiness ({unit}): " + ", ".join(f"{say.cell(i, 'num_workers')} worker(s) {say.cell(i, spread)}"
-                                        for i in range(len(table))))
+gc.show(runs, lesson="02", chart=False)
+gc.conclude("02", runs, memory=memory)
 
 # %% [markdown]
 # ## A large batch with one worker
-# The talk's sharpest number (its slide, not measured here): its 4-GPU job at batch 640 per
-# GPU trained at 50,000 samples/s, 4.0 s an epoch, with 29 workers, and collapsed to about
-# 1,500 samples/s, 60+ s an epoch, with **one** worker. A large batch needs many images
-# per step, and one worker prepares them one after the other. The same two loaders here:
-# batch `LARGE_BATCH` with one worker, then with the sweep's fastest count.
+# From the talk's slide (not measured here): its 4-GPU job, batch 640 on each GPU, ran at
+# 50,000 samples/s (4.0 s an epoch) with 29 workers and fell to about 1,500 samples/s (60+
+# s an epoch) with **one**. A large batch asks for many images a step, and a single
+# worker makes them one by one. Here: batch `SIZES.large_batch`, one worker against the
+# talk's advice.
 
 # %%
-from gpu_course.scale.distributed import TALK
-fastest = int(table.num_workers[table["samples_per_sec"].idxmax()])
-many = fastest if fastest > 1 else recommended   # a count above one to set against one
 large = []
-for n in (1, many):
-    train_iter = gluon.data.DataLoader(train_set, batch_size=LARGE_BATCH, shuffle=True,
-                                       last_batch="discard", num_workers=n)
-    large.append(gc.train(cfg.replace(name=f"batch {LARGE_BATCH}, num_workers={n}",
-                                      batch_size=LARGE_BATCH, num_workers=n),
-                          net=gc.get_model("resnet20"), train_iter=train_iter, val_iter=val_iter,
+for n in (1, gc.workers()):
+    loader = gluon.data.DataLoader(train_set, batch_size=SIZES.large_batch, shuffle=True,
+                                   last_batch="discard", num_workers=n)   # <- many images a step
+    large.append(gc.train(cfg.replace(name=f"batch {SIZES.large_batch}, num_workers={n}",
+                                      batch_size=SIZES.large_batch, num_workers=n),
+                          net=gc.get_model("resnet20"), train_iter=loader, val_iter=val_iter,
                           verbose=False))
-large_table = gc.report.ladder_table(large)
-gc.tables.show(large_table)
-
-# %%
-one, most = large_table.itertuples()
-print(f"The talk ({TALK['k']} V100s, batch {TALK['batch']} a GPU, its slide): {TALK['workers']} workers "
-      f"{TALK['samples_per_sec_k']:,} samples/s, {TALK['epoch_s_k']:.1f} s an epoch; 1 worker about "
-      f"{TALK['samples_per_sec_k_one_worker']:,} samples/s, {TALK['epoch_s_k_one_worker']}+ s an epoch "
-      f"(×{TALK['samples_per_sec_k'] / TALK['samples_per_sec_k_one_worker']:.0f}).")
-print(f"This machine, batch {LARGE_BATCH}: 1 worker {one.samples_per_sec:,.0f} samples/s, "
-      f"{one.epoch_time_s:.1f} s an epoch; {many} workers {most.samples_per_sec:,.0f} samples/s, "
-      f"{most.epoch_time_s:.1f} s an epoch. {many} workers against 1: "
-      f"{gc.noise.sentence(gc.noise.compare(*large))}.")
-
-# %% [markdown]
-# ## What a worker costs in memory
-# Workers are forked processes. Their resident set (RSS) counts pages shared with the
-# parent; the unique set (USS) is what each worker adds on its own. We measure both while
-# a loader is alive and has delivered a batch.
-
-# %%
-me = psutil.Process()
-memory = []
-for n in WORKER_COUNTS:
-    before = {p.pid for p in me.children(recursive=True)}   # e.g. the sweep's last loader
-    loader = gluon.data.DataLoader(train_set, batch_size=64, shuffle=True,
-                                   last_batch="discard", num_workers=n)
-    batches = iter(loader)
-    next(batches)                              # the workers are up and have done real work
-    workers = [p for p in me.children(recursive=True) if p.pid not in before]
-    infos = [w.memory_full_info() for w in workers]
-    memory.append({"num_workers": n, "processes": len(workers),
-                   "rss_mib_per_worker": np.mean([i.rss for i in infos]) / 2**20,
-                   "uss_mib_per_worker": np.mean([i.uss for i in infos]) / 2**20})
-    del batches, loader
-memory = pd.DataFrame(memory)
-gc.tables.show(memory)
-
-# %%
-per_worker = memory["uss_mib_per_worker"].mean()
-print(f"Each worker adds about {per_worker:,.0f} MiB of its own memory (RSS "
-      f"{memory['rss_mib_per_worker'].mean():,.0f} MiB including pages shared with the notebook): "
-      f"{recommended} workers cost about {recommended * per_worker:,.0f} MiB of RAM "
-      f"on this {psutil.virtual_memory().total / 2**30:,.0f} GiB machine.")
-if not gc.gpu_count():
-    print(f"No GPU here: the workers and the model share {os.cpu_count()} CPU cores, so each extra "
-          "worker takes a core away from the computation. On a GPU machine the model runs on the "
-          "GPU and the cores are free to feed it: that is where the talk's ×2.2 came from.")
+gc.show(large, lesson="02", chart=False)
+gc.conclude("02", large)

@@ -17,28 +17,12 @@ import pathlib, sys  # makes gpu_course importable here; a fresh kernel gets its
 sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents) if (p / "course_setup.py").is_file())))
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
-# %% tags=["parameters"]
-import os
-from gpu_course.config import smoke_mode
-SMOKE = smoke_mode()   # GPU_COURSE_SMOKE=1 (CI sets it): tiny sizes; CPU times in notebooks/SMOKE_TIMES.md
-DATASET = "synthetic"                 # "cifar10" where the real data set is in data/
-TRAIN_SIZE = 1024 if SMOKE else 50_000
-TEST_SIZE = 256 if SMOKE else 10_000
-EPOCHS = 1 if SMOKE else 3
-CEILING_STEPS = 24 if SMOKE else 200  # steps of each "ceiling" run below (20+ steady: enough to bound)
-
 # %%
-import pandas as pd
-import torch
 from torch.utils.data import DataLoader
-import gpu_course
 from gpu_course.tracks import torch as gc
 
-cfg = gc.Experiment(name="naive", engine="pytorch", dataset=DATASET, train_size=TRAIN_SIZE,
-                    test_size=TEST_SIZE, epochs=EPOCHS, model="resnet20", batch_size=64,
-                    num_workers=1, dtype="float32", graph="eager",
-                    warmup_steps=2 if SMOKE else 5, monitor_interval=0.2 if SMOKE else 0.5)
-print(f"{gc.gpu_count()} GPU(s) visible to PyTorch {torch.__version__}")
+# %% tags=["parameters"]
+SIZES = gc.sizes("01")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("01", epochs=5)
 
 # %% [markdown]
 # ## The naive script
@@ -49,11 +33,12 @@ print(f"{gc.gpu_count()} GPU(s) visible to PyTorch {torch.__version__}")
 # everything lands in a run record on disk.
 
 # %%
+cfg = gc.Experiment(name="naive", model="resnet20", batch_size=64, num_workers=1,
+                    dtype="float32", graph="eager", **SIZES)
 train_set, val_set = gc.load_datasets(cfg)
 train_iter = DataLoader(train_set, batch_size=64, shuffle=True, drop_last=True,
-                        num_workers=1)
-net = gc.get_model("resnet20")   # eager: no torch.compile
-
+                        num_workers=1)           # <- one loader worker, as the talk's naive script
+net = gc.get_model("resnet20")                   # <- eager: no torch.compile
 run = gc.train(cfg, net=net, train_iter=train_iter)
 
 # %% [markdown]
@@ -75,84 +60,34 @@ gc.plots.utilisation_timeline(run)
 # %%
 gc.plots.step_times(run)
 
-# %%
-steady = gc.metrics.steadiness(run)
-print(f"The median step took {steady['step_p50_s'] * 1e3:.1f} ms and the slowest 5 % took "
-      f"{steady['step_p95_s'] * 1e3:.1f} ms or more ({steady['spikiness']:.1f}x the median); "
-      f"{steady['waited_share']:.0%} of the {steady['steady_steps']} steady steps waited for "
-      f"data (more than {gc.metrics.WAITED:.0%} of the step).")
-
-# %% [markdown]
-# The talk's one-line summary, for this run:
-
-# %%
-print(run.summary["summary_line"])
-
 # %% [markdown]
 # ## Why the GPU waits
 # The step timer charges the time spent inside `next(train_iter)` to *data wait* and the
 # rest of the step to *compute*. Two short extra runs bound the speed from both sides:
 # `mock="trainer"` fetches batches and drops them (how fast can the input pipeline deliver?),
 # `mock="loader"` keeps one batch on the device and trains on it again and again (how fast
-# can the model compute?). A run can never beat the smaller of the two.
+# can the model compute?). A run can never beat the smaller of the two. These are
+# ceilings, not rungs: the table gives them no speed-up.
 
 # %%
 input_only = gc.train(cfg.replace(name="naive input-only", mock="trainer", epochs=1,
-                                  max_steps=CEILING_STEPS), train_iter=train_iter, verbose=False)
+                                  max_steps=SIZES.ceiling_steps), train_iter=train_iter, verbose=False)
 compute_only = gc.train(cfg.replace(name="naive compute-only", mock="loader", epochs=1,
-                                    max_steps=CEILING_STEPS), verbose=False)
+                                    max_steps=SIZES.ceiling_steps), verbose=False)
+
+# %% [markdown]
+# What the table says, sentence by sentence: the run's steadiness, then the run against
+# its ceilings. Where it sits within the lower ceiling's range, that ceiling sets the pace;
+# below both, beyond their noise, neither holds it (overhead); from too few steps, or
+# against a ceiling measured differently (another setting, a machine busy with other
+# programs), the lesson says so instead of ruling. The sentences are checked against the
+# table: `gpu_course/lessons/l01_naive.py`.
+#
+# The reference machine's ladder (`gpu_course/reference/pytorch-h200/`) has a "naive"
+# rung too: a different job (50,000 images, three epochs, an H200), so it is not set
+# beside this run here; its report is in `gpu_course/reference/pytorch-h200/report/`.
+
+# %%
 runs = [run, input_only, compute_only]
-table = gc.report.ladder_table(runs)
-gc.tables.show(table)
-
-# %% [markdown]
-# What the table says, sentence by sentence. `gc.closing.Closing` prints a line only when
-# every number in it is a cell of the table above (or a verdict on its runs, or a number
-# whose source the line names), so the text cannot drift from the measurements.
-
-# %%
-say = gc.closing.Closing(table, runs)
-ceilings = say.compare(compute_only, input_only)   # the input alone against the model alone
-lower = min((input_only, compute_only), key=gc.report.samples_per_sec)
-say(f"This run trained at {say.cell(run, 'samples_per_sec')} samples/s and spent "
-    f"{say.cell(run, 'data_wait_share')} of its steady step time waiting for data.")
-say(f"One worker can deliver {say.cell(input_only, 'samples_per_sec')} samples/s; the model could "
-    f"consume {say.cell(compute_only, 'samples_per_sec')} samples/s: the input alone against the "
-    f"model alone, {ceilings}.")
-reached = say.ratio("samples_per_sec", lower, run, percent=True)
-if ceilings.is_effect:
-    say(f"So {'the input pipeline' if lower is input_only else 'the computation'} sets the pace: "
-        f"this run reached {reached} of that ceiling.")
-else:
-    say(f"The two ceilings are within each other's noise, so neither is clearly the limit; this run "
-        f"reached {reached} of the lower one.")
-if gc.report.samples_per_sec(run) > gc.diagnose.ABOVE_CEILING * gc.report.samples_per_sec(lower):
-    # a run cannot beat its ceiling: one number is wrong
-    say("That is above the ceiling, which a run cannot beat: the ceiling or the run was mismeasured "
-        "(too few steps, prefetched batches, or a machine busier for one than the other). Treat "
-        "both numbers as unreliable and measure again with more steps.")
-if gc.gpu_count():
-    say(f"Mean GPU utilisation while training: {say.cell(run, 'gpu_util')}; the rest of the time "
-        "the GPU idled.")
-else:
-    say(f"No GPU here: the model computes on the same {os.cpu_count()} CPU cores the loader worker "
-        "needs. On a GPU the model is far faster and the one worker becomes the bottleneck: the "
-        f"talk's V100 waited for its one worker at {say.quote('the talk', 306, '{:,} samples/s')}.")
-
-# %% [markdown]
-# ## Beside the reference machine
-# Runs of these notebooks at full size on an NVIDIA H200 are kept, when they have been
-# recorded, in `gpu_course/reference/pytorch-h200/`: the same run names, so each of your
-# runs can sit beside its reference.
-
-# %%
-latest = gc.report.reference_runs(*{r.name for r in runs})   # newest of each name
-if latest:
-    display(gc.tables.show(gc.report.beside_reference(runs, latest)))
-    ref = latest.get("naive")
-    if ref is not None:
-        print(f"The H200 reference trained the naive job at {gc.report.samples_per_sec(ref):,.0f} samples/s "
-              f"with {gc.report.data_wait_share(ref):.0%} of each step waiting for data; this machine: "
-              f"{gc.report.samples_per_sec(run):,.0f} samples/s, {gc.report.data_wait_share(run):.0%}.")
-else:
-    print(gc.report.no_reference_line())
+gc.show(runs, lesson="01", chart=False)
+gc.conclude("01", runs)
