@@ -37,6 +37,7 @@ import importlib
 import math
 import os
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from .config import Experiment
@@ -53,15 +54,34 @@ CPU_ACCURACY = 0.40  # what the CPU ladder's last rung must reach (`make run` ch
 # ladder too long; 64-96 px ones cost little more than their file opens, and the format's
 # effect was within noise.
 PHOTO_SIDES = (128, 192)
+class RungName(StrEnum):
+    """The ladder's rungs, by name: what a run of each is recorded as, and what the report,
+    lesson 08 and the reference look up (a StrEnum: records keep the plain words)."""
+
+    NAIVE = "naive"
+    WORKERS = "workers"
+    DATA_FORMAT = "data-format"
+    HYBRIDIZE = "hybridize"
+    COMPILE = "compile"
+    FLOAT16 = "float16"
+    BFLOAT16 = "bfloat16"
+    LARGE_BATCH = "large-batch"
+    LR_SCHEDULE = "lr-schedule"
+    DATA_ON_GPU = "data-on-gpu"
+    THREADS = "threads"
+    CUDA_GRAPHS = "cuda-graphs"
+    ALL_GPUS = "all-gpus"
+
+
 # Rungs whose effect only a GPU shows, left out of a CPU ladder: (rung, lesson, why)
 GPU_ONLY = {
-    "gluon": [("float16", "lesson 04", "a CPU has no fast float16 convolutions"),
-              ("large-batch", "lesson 05", "a large batch pays by filling a GPU; a CPU "
+    "gluon": [(RungName.FLOAT16, "lesson 04", "a CPU has no fast float16 convolutions"),
+              (RungName.LARGE_BATCH, "lesson 05", "a large batch pays by filling a GPU; a CPU "
                "is as busy at batch 64"),
               ("more GPUs", "lesson 07", "there is no second device")],
-    "pytorch": [("large-batch", "lesson 05", "a large batch pays by filling a GPU; a CPU "
+    "pytorch": [(RungName.LARGE_BATCH, "lesson 05", "a large batch pays by filling a GPU; a CPU "
                  "is as busy at batch 64"),
-                ("cuda-graphs", "lesson 03", "CUDA graphs need CUDA"),
+                (RungName.CUDA_GRAPHS, "lesson 03", "CUDA graphs need CUDA"),
                 ("more GPUs", "lesson 07", "there is no second device")],
 }
 
@@ -73,7 +93,7 @@ PACK_ONCE = ("photos decoded and resized once, offline, into one packed binary f
 
 @dataclass(frozen=True)
 class Rung:
-    name: str
+    name: RungName
     cfg: Experiment
     change: str  # the one thing this rung changes, in words
     limit: str | None = None  # what bounds this rung's speed, where it is known
@@ -158,79 +178,79 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     data = {"model": CPU_MODEL, "dataset": "folder", "data_format": "loose",
             "data_dir": str(photo_folder(sizes["train_size"], sizes["test_size"]))} \
         if cpu else {}
-    base = Experiment(name="naive", engine=engine, batch_size=64, num_workers=1,
+    base = Experiment(name=RungName.NAIVE, engine=engine, batch_size=64, num_workers=1,
                       warmup_steps=2 if quick else 5, num_gpus=min(gpus, 1) or 1,
                       monitor_interval=0.2 if quick else 0.5, **data, **sizes)
     if cpu:
         low, high = PHOTO_SIDES
-        naive = Rung("naive", base, f"batch 64, one loader worker, float32, imperative, "
+        naive = Rung(RungName.NAIVE, base, f"batch 64, one loader worker, float32, imperative, "
                      f"photos read as loose JPEGs ({low}-{high} px)",
                      limit="the host: one loader worker opens, decodes and resizes each "
                            "photo, then crops, flips and normalises it in Python")
     else:
-        naive = Rung("naive", base, "batch 64, one loader worker, float32, imperative",
+        naive = Rung(RungName.NAIVE, base, "batch 64, one loader worker, float32, imperative",
                      limit="the host: one loader worker crops, flips and normalises each "
                            "image in Python, and the training process dispatches every "
                            "operator of a 64-image step from Python")
     ladder = [naive]
 
-    def add(name: str, change: str, **fields) -> None:
+    def add(name: RungName, change: str, **fields) -> None:
         prev = ladder[-1].cfg
         ladder.append(Rung(name, prev.replace(name=name, **fields), change))
 
     if engine == "gluon":
-        add("workers", f"DataLoader(num_workers={workers})", num_workers=workers)
+        add(RungName.WORKERS, f"DataLoader(num_workers={workers})", num_workers=workers)
         if cpu:  # the talk's "off-line pre-processing" into a binary format
-            add("data-format", PACK_ONCE, data_format="memory")
-        add("hybridize", "net.hybridize(static_alloc=True, static_shape=True)", graph="static")
+            add(RungName.DATA_FORMAT, PACK_ONCE, data_format="memory")
+        add(RungName.HYBRIDIZE, "net.hybridize(static_alloc=True, static_shape=True)", graph="static")
         if cpu:  # without a warm-up, lr 0.1 stalls the first epoch at chance
-            add("lr-schedule", "cosine LR schedule after a one-epoch linear warm-up",
+            add(RungName.LR_SCHEDULE, "cosine LR schedule after a one-epoch linear warm-up",
                 lr_scheduler="cosine", warmup_epochs=min(1.0, sizes["epochs"]))
             return ladder
-        add("float16", "net.cast('float16') + multi_precision=True", dtype="float16")
-        add("large-batch", f"batch {large} per device, LBSGD with linear warm-up, lr scaled",
+        add(RungName.FLOAT16, "net.cast('float16') + multi_precision=True", dtype="float16")
+        add(RungName.LARGE_BATCH, f"batch {large} per device, LBSGD with linear warm-up, lr scaled",
             batch_size=large, optimizer="lbsgd", lr_base_batch=128,
             warmup_epochs=min(1.0, sizes["epochs"]),
             optimizer_params=(("warmup_strategy", "linear"),))
-        add("lr-schedule", "cosine LR schedule after the warm-up", lr_scheduler="cosine",
+        add(RungName.LR_SCHEDULE, "cosine LR schedule after the warm-up", lr_scheduler="cosine",
             optimizer="sgd", optimizer_params=())
     else:
         pin = gpus > 0  # page-locked memory only speeds up copies to a GPU
-        add("workers", f"DataLoader(num_workers={workers}, pin_memory={pin}, "
+        add(RungName.WORKERS, f"DataLoader(num_workers={workers}, pin_memory={pin}, "
             "persistent_workers=True)", num_workers=workers, pin_memory=pin,
             persistent_workers=True)
         if cpu:
-            add("data-format", PACK_ONCE, data_format="memory")
-        add("compile", "torch.compile(net)", graph="hybrid")
-        add("bfloat16", "autocast(bfloat16) + channels_last", dtype="bfloat16",
+            add(RungName.DATA_FORMAT, PACK_ONCE, data_format="memory")
+        add(RungName.COMPILE, "torch.compile(net)", graph="hybrid")
+        add(RungName.BFLOAT16, "autocast(bfloat16) + channels_last", dtype="bfloat16",
             channels_last=True)
         if cpu:
-            add("lr-schedule", "one-cycle LR schedule", lr_scheduler="onecycle")
-            add("data-on-gpu", "whole dataset and augmentation in one tensor (on a CPU: "
+            add(RungName.LR_SCHEDULE, "one-cycle LR schedule", lr_scheduler="onecycle")
+            add(RungName.DATA_ON_GPU, "whole dataset and augmentation in one tensor (on a CPU: "
                 "in its memory)", data_on_gpu=True, num_workers=0, pin_memory=False,
                 persistent_workers=False)
             # a thread a core until run_ladder reads the rung before's load (free_threads)
-            add("threads", "torch.set_num_threads(the cores other programs left free)",
+            add(RungName.THREADS, "torch.set_num_threads(the cores other programs left free)",
                 threads=cpu_count)
             return ladder
         # eta 0.1 keeps LARS's layer-wise rates on SGD's lr scale (the paper's 0.001
         # expects a ~100x larger lr, at which the un-adapted biases and BN diverge)
-        add("large-batch", f"batch {large}, LARS with linear warm-up, lr scaled",
+        add(RungName.LARGE_BATCH, f"batch {large}, LARS with linear warm-up, lr scaled",
             batch_size=large, optimizer="lars", lr_base_batch=128,
             warmup_epochs=min(1.0, sizes["epochs"]), optimizer_params=(("eta", 0.1),))
-        add("lr-schedule", "one-cycle LR schedule", lr_scheduler="onecycle", warmup_epochs=0)
-        add("data-on-gpu", "whole dataset and augmentation on the GPU", data_on_gpu=True,
+        add(RungName.LR_SCHEDULE, "one-cycle LR schedule", lr_scheduler="onecycle", warmup_epochs=0)
+        add(RungName.DATA_ON_GPU, "whole dataset and augmentation on the GPU", data_on_gpu=True,
             num_workers=0, pin_memory=False, persistent_workers=False)
         # an epoch of 50k images lasts ~0.3 s on an H200 (174k images/s, measured
         # 2026-11-23): 30 of them give the 2 Hz monitor ~17 samples of steady training
         long = {} if gpus == 0 or quick or epochs_given else \
             {"epochs": max(sizes["epochs"], LONG_EPOCHS)}
-        add("cuda-graphs", "the whole step (batch cut, forward, backward, LARS) as one CUDA "
+        add(RungName.CUDA_GRAPHS, "the whole step (batch cut, forward, backward, LARS) as one CUDA "
             "graph: one launch a step" + (f", over {LONG_EPOCHS} epochs" if long else ""),
             graph="static", **long)
     if gpus > 1:
         # DDP keeps the compiled model (the whole-step graph is single-process)
-        add("all-gpus", f"{gpus} GPUs", num_gpus=gpus,
+        add(RungName.ALL_GPUS, f"{gpus} GPUs", num_gpus=gpus,
             **({"graph": "hybrid"} if engine == "pytorch" else {}))
     return ladder
 
@@ -265,7 +285,7 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
         before = None  # the config of the rung before: a new data format is prepared
         for rung in selected:
             which = f" (run {repeat + 1} of {repeats})" if repeats > 1 else ""
-            if rung.name == "threads":  # its count comes from the load the rung before saw
+            if rung.name == RungName.THREADS:  # its count comes from the load the rung before saw
                 threads, other = free_threads(last) if last else (rung.cfg.threads, math.nan)
                 if threads == rung.cfg.threads:
                     print(f"\n=== rung threads{which}: left out: "
@@ -370,8 +390,8 @@ def threads_line(engine: str, runs: list[Run]) -> str | None:
     if not runs:
         return None
     names = [r.name for r in runs]
-    if "threads" in names and names.index("threads") > 0:
-        i = names.index("threads")
+    if RungName.THREADS in names and names.index(RungName.THREADS) > 0:
+        i = names.index(RungName.THREADS)
         return (f"Threads: the 'threads' rung ran {_threads_ran(runs[i])} in the training "
                 f"process, '{runs[i - 1].name}' before it {_threads_ran(runs[i - 1])}.")
     last = runs[-1]

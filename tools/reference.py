@@ -28,6 +28,8 @@ import time
 import traceback
 from pathlib import Path
 
+from gpu_course.ladder import RungName
+
 PARTS = ("machine", "ladder", "profiles", "smi", "overhead")
 SMI_FIELDS = ["name", "driver_version", "pci.bus_id", "memory.total", "power.limit",
               "power.max_limit", "clocks.max.sm", "clocks.max.mem", "clocks.sm",
@@ -61,7 +63,7 @@ def profiles(out: Path, quick: bool) -> str:
     from gpu_course.tracks.torch.profile import profile_steps
     ladder = rungs("pytorch", gpu_count(), quick=quick)
     said = []
-    for label, rung in (("naive", ladder[0]), ("tuned", ladder[-1])):
+    for label, rung in ((RungName.NAIVE, ladder[0]), ("tuned", ladder[-1])):
         window = profile_steps(rung.cfg, out / f"profile-{label}")
         (out / f"profile-{label}" / "table.txt").write_text(window["table"] + "\n")
         said.append(f"{label} ({rung.name}): {window['trace'].stat().st_size / 1e6:.1f} MB")

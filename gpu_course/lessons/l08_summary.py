@@ -20,6 +20,7 @@ from ..show import plots, report
 from ..measure import records
 from ..show.closing import Closing
 from . import talk
+from ..ladder import RungName
 
 SIZES = {
     # the ladder's own sizes (ladder.default_sizes): full, or `gpu-course ladder --quick`;
@@ -72,7 +73,7 @@ def _rungs(runs) -> list:
 
 
 def _baseline(runs):
-    return "naive" if "naive" in [r.name for r in _rungs(runs)] else 0
+    return RungName.NAIVE if RungName.NAIVE in [r.name for r in _rungs(runs)] else 0
 
 
 def _setting(run, field):
@@ -123,7 +124,7 @@ def conclude(runs, beside=None) -> Closing:
             and r.samples_per_sec > 0]
     top = max(done, key=lambda i: frame.samples_per_sec.iloc[i]) if done else None
     if top is not None and top != base and rungs[top].name in talk.LADDER:
-        ratio = talk.LADDER[rungs[top].name] / talk.LADDER["naive"]
+        ratio = talk.LADDER[rungs[top].name] / talk.LADDER[RungName.NAIVE]
         say(f"On {talk.SOURCE}'s V100s the same rung was {say.quote(talk.SOURCE, ratio, '×{:.1f}')} "
             f"the naive run; here '{rungs[top].name}' against '{rungs[base].name}': "
             f"{say.compare(base, top)}.")
@@ -135,8 +136,8 @@ def conclude(runs, beside=None) -> Closing:
             "not comparable.")
     _gpm(say, frame, rungs, gpu, reference=beside is not None)
     named = {r.name: i for i, r in enumerate(rungs)}
-    if {"lr-schedule", "data-on-gpu"} <= set(named):
-        before, after = named["lr-schedule"], named["data-on-gpu"]
+    if {RungName.LR_SCHEDULE, RungName.DATA_ON_GPU} <= set(named):
+        before, after = named[RungName.LR_SCHEDULE], named[RungName.DATA_ON_GPU]
         say(f"Moving the data to the {'GPU' if metrics.on_gpu(rungs[after]) else 'device (here the CPU)'}, "
             f"samples/s: {say.compare(before, after)}; the data wait went from "
             f"{say.cell(before, 'data_wait_share')} to {say.cell(after, 'data_wait_share')} of "
