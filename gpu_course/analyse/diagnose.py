@@ -44,7 +44,7 @@ GPU_BUSY = 90.0         # % GPU-Util at which a GPU counts as kept busy (the lec
 IDLE_EXPLAINED = 0.5    # data wait >= half the GPU's idle share: the loader starves it
 CPU_SATURATED = 90.0    # % of all cores busy: more loader workers have nowhere to run
 LARGE_BATCH = 256       # per-device batch from which "larger batch" is no longer the advice
-MIN_STEPS = 20          # steady steps a run or a ceiling needs before it is ruled on
+MIN_STEPS = metrics.MIN_STEADY_STEPS   # steady steps a run or a ceiling needs before it is ruled on
 ABOVE_CEILING = 1.05    # a run above 105 % of a ceiling it cannot beat: one is mismeasured
 # Config keys that may differ between a run and its mock ceilings.
 _CEILING_FREE = {"name", "mock", "epochs", "max_steps", "warmup_steps", "monitor_interval",

@@ -228,6 +228,15 @@ def step_seconds(steps: pd.DataFrame) -> pd.Series:
     return _column(steps, "data_wait_s") + _column(steps, "compute_s")
 
 
+MIN_STEADY_STEPS = 20   # steady steps a run needs before its samples/s is ruled on
+
+
+def steady_steps(run) -> int:
+    """How many steady (timed) steps the run's record holds."""
+    steps = _steps(run)
+    return int((_column(steps, "timed") == 1).sum()) if len(steps) else 0
+
+
 def steadiness(run) -> dict:
     """Step-time percentiles, spikiness (p95/p50) and the share of steady steps that
     waited for data; NaN without per-step rows. Step times as `step_seconds` reads them."""

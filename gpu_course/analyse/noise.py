@@ -22,7 +22,7 @@ from enum import StrEnum
 from . import metrics
 
 BLOCKS = metrics.BLOCKS  # blocks of steady steps that stand in for repeats of one run
-MIN_STEPS = 4  # steady steps a block needs before its samples/s is evidence: 20 a run
+MIN_STEPS = metrics.MIN_STEADY_STEPS // BLOCKS  # steady steps a block needs to be evidence
 
 
 class Kind(StrEnum):
@@ -94,12 +94,7 @@ def compare(a, b, value=metrics.samples_per_sec) -> Verdict:
     return Verdict(ratio, low, high, _kind(low, high), how)
 
 
-def steady_steps(run) -> int:
-    """How many steady (timed) steps a run's record holds."""
-    steps = run.steps
-    if not len(steps) or "timed" not in steps.columns:
-        return 0
-    return int((steps["timed"] == 1).sum())
+steady_steps = metrics.steady_steps
 
 
 def _kind(low: float, high: float) -> Kind:

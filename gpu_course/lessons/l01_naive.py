@@ -72,8 +72,7 @@ def shared(run) -> bool:
     return bool(metrics.machine_load(run)["shared"])
 
 
-def steady_steps(run) -> int:
-    return int(metrics.steadiness(run)["steady_steps"])
+steady_steps = metrics.steady_steps
 
 
 def differences(a, b, free=SAME_WORK) -> dict:
