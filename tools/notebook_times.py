@@ -37,8 +37,9 @@ def notebooks_of(track: str) -> list[Path]:
     return found + ([NOTEBOOKS / "run_on_sagemaker.ipynb"] if track == "gluon" else [])
 
 
-def time_notebook(path: Path, timeout: int = 900) -> tuple[float, str]:
-    """(seconds, "ok" or the error's first line) for one smoke run of the notebook."""
+def time_notebook(path: Path, timeout: int = 900, keep: Path | None = None) -> tuple[float, str]:
+    """(seconds, "ok" or the error's first line) for one smoke run of the notebook; `keep`:
+    a folder to write the executed notebook into (its outputs, to read what it printed)."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -53,6 +54,10 @@ def time_notebook(path: Path, timeout: int = 900) -> tuple[float, str]:
     except CellExecutionError as err:
         status = "error: " + (str(err).strip().splitlines() or ["?"])[-1][:120]
     seconds = time.perf_counter() - start
+    if keep is not None:
+        out = keep / path.relative_to(NOTEBOOKS)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, out)
     slowest = sorted(((_cell_seconds(c), i) for i, c in enumerate(nb.cells) if c.cell_type == "code"),
                      reverse=True)[:3]
     print(f"  {path.name}: slowest cells " + ", ".join(f"#{i} {t:.0f} s" for t, i in slowest), flush=True)
@@ -70,7 +75,7 @@ def _cell_seconds(cell) -> float:
     return (end - start).total_seconds()
 
 
-def measure(track: str, names: list[str] | None = None) -> dict:
+def measure(track: str, names: list[str] | None = None, keep: Path | None = None) -> dict:
     os.environ.update(GPU_COURSE_SMOKE="1", MPLBACKEND="Agg")
     paths = [p for p in notebooks_of(track) if not names or any(n in p.name for n in names)]
     rows = []
@@ -78,7 +83,7 @@ def measure(track: str, names: list[str] | None = None) -> dict:
         os.environ["GPU_COURSE_RUNS"] = runs
         load_before = os.getloadavg()[0]
         for path in paths:
-            seconds, status = time_notebook(path)
+            seconds, status = time_notebook(path, keep=keep)
             rows.append((path.relative_to(NOTEBOOKS).as_posix(), seconds, status, os.getloadavg()[0]))
             print(f"{rows[-1][0]:40s} {seconds:6.0f} s  load {rows[-1][3]:.1f}  {status}", flush=True)
     return {"track": track, "rows": rows, "load_before": load_before, "cpus": os.cpu_count(),
@@ -140,11 +145,13 @@ def main(argv=None) -> None:
     parser.add_argument("--write", type=Path, help="Markdown file whose table to update")
     parser.add_argument("--from-log", type=Path,
                         help="the printed lines of an earlier (perhaps stopped) run, instead of running")
+    parser.add_argument("--keep", type=Path,
+                        help="a folder to write each executed notebook into, outputs and all")
     args = parser.parse_args(argv)
     if args.from_log:
         result = from_log(args.from_log.read_text(), args.track or track_here())
     else:
-        result = measure(args.track or track_here(), args.only)
+        result = measure(args.track or track_here(), args.only, args.keep)
     block = markdown(result)
     print(block)
     if args.write:
