@@ -10,6 +10,7 @@ import copy
 import io
 import math
 import os
+import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -198,9 +199,9 @@ def throughput(runs, save=None) -> Figure:
                            + (f" ({len(g)} runs)" if len(g) > 1 else "")
                            for run, g in zip(runs, groups)])
     axes[0].set_ylim(len(runs) - 0.5, -0.5)  # first run on top, rows without bars kept
-    fig.suptitle("Throughput per run: bars steady state (after warm-up), whiskers "
-                 f"slowest–fastest of {metrics.BLOCKS} blocks of steps (of the runs, when "
-                 "repeated); dots epochs (hollow: warm-up only, whole-epoch rate)")
+    _title(fig, "Throughput per run: bars steady state (after warm-up), whiskers "
+           f"slowest–fastest of {metrics.BLOCKS} blocks of steps (of the runs, when "
+           "repeated); dots epochs (hollow: warm-up only, whole-epoch rate)")
     _caption(fig, [r for g in groups for r in g])
     return _save(fig, save)
 
@@ -253,8 +254,8 @@ def ladder(runs, baseline=0, save=None) -> Figure:
     ax.grid(axis="x", alpha=0.3)
     if has_util:
         _util_column(axes[1], table)
-    fig.suptitle("The ladder: what each change bought (whiskers: the range the runs' "
-                 "own spreads allow)")
+    _title(fig, "The ladder: what each change bought (whiskers: the range the runs' "
+           "own spreads allow)")
     _caption(fig, runs)
     return _save(fig, save)
 
@@ -410,6 +411,12 @@ class _ShownFigure(Figure):
         image = io.BytesIO()
         self.savefig(image, format="png", dpi=DPI)
         return image.getvalue()
+
+
+def _title(fig: Figure, text: str) -> None:
+    """A title wrapped to the figure's width: a centred line wider than the figure is cut
+    at both ends when the notebook shows it (about 11 characters an inch at this size)."""
+    fig.suptitle(textwrap.fill(text, width=max(40, int(fig.get_figwidth() * 11))))
 
 
 def _figure(width, height) -> Figure:
