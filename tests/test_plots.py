@@ -353,3 +353,18 @@ def test_bars_points_and_curves_show_their_spread(runs):
     acc = plots.curves(gpu).axes[0]
     assert len(acc.collections) == 4  # a ±2 standard-error band per run with epochs
     assert metrics.BLOCKS == noise.BLOCKS
+
+
+def test_a_long_title_wraps_to_the_figures_width(tmp_path):
+    """A centred title wider than its figure is cut at both ends in a notebook: each line
+    fits the figure's width, and nothing of the text is lost."""
+    runs = [fake_runs.load(fake_runs.write_run(tmp_path, n, samples_per_sec=r, index=i, seed=i))
+            for i, (n, r) in enumerate((("naive", 300.0), ("workers", 900.0)))]
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    fig = plots.throughput(runs)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    title = fig._suptitle
+    box = title.get_window_extent(renderer=canvas.get_renderer())
+    assert "\n" in title.get_text() and "whole-epoch rate" in title.get_text()
+    assert box.width <= fig.bbox.width
