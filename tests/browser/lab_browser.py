@@ -172,8 +172,14 @@ class NotebookPage:
             f"no menu item {menu} > {item}", every=0.2)[0].click()
 
     def prompts(self) -> list[str]:
+        """Each code cell's input prompt ("[3]:", "[*]:", ""); "collapsed" for a cell whose
+        input is collapsed (the setup cell) and whose prompt the page no longer updates:
+        whether it ran is read from the saved file (`saved_problems`)."""
         return self.js("return [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) "
-                       ".jp-CodeCell .jp-InputPrompt')].map(e => e.textContent.trim());")
+                       ".jp-CodeCell')].map(c => { const p = c.querySelector("
+                       "'.jp-InputPrompt:not(.jp-Placeholder-prompt)'); const t = p ? "
+                       "p.textContent.trim() : ''; return t || (c.querySelector("
+                       "'.jp-InputPlaceholder') ? 'collapsed' : ''); });")
 
     def run_all(self, timeout: float = 1800) -> float:
         """Run > Run All Cells; wait until no cell is queued or running. Returns seconds."""
@@ -187,10 +193,11 @@ class NotebookPage:
 
     def all_ran(self) -> bool:
         prompts = self.prompts()
-        return bool(prompts) and all(p.strip("[]: ").isdigit() for p in prompts)
+        return bool(prompts) and all(p == "collapsed" or p.strip("[]: ").isdigit() for p in prompts)
 
     def unexecuted(self) -> list[int]:
-        return [i for i, p in enumerate(self.prompts()) if not p.strip("[]: ").isdigit()]
+        return [i for i, p in enumerate(self.prompts())
+                if p != "collapsed" and not p.strip("[]: ").isdigit()]
 
     def page_text(self) -> str:
         return self.js("return document.body.innerText;")
