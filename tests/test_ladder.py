@@ -281,3 +281,26 @@ def test_a_short_run_after_a_busy_one_is_not_read_as_shared(runs_dir):
     assert metrics.machine_load(run)["shared"] and free_threads(run)[0] == 1
     from gpu_course.measure.records import machine_load  # what a record keeps
     assert machine_load()["cpu_busy_s"] > 0
+
+
+def test_run_ladder_walks_only_the_first_rungs_when_asked(monkeypatch, tmp_path):
+    """Lesson 08 in smoke mode walks the first rungs of the ladder, in order."""
+    from gpu_course import ladder
+    from gpu_course.ladder import RungName, run_ladder
+
+    class Adapter:  # trains nothing: each rung is a finished record
+        @staticmethod
+        def gpu_count():
+            return 0
+
+        @staticmethod
+        def prepare_data(cfg, progress=True):
+            return None
+
+        @staticmethod
+        def train(cfg, runs_dir=None, progress=False):
+            return _finished(runs_dir, cfg.name, loadavg=0.5, cpu_s=1.0)
+    monkeypatch.setattr(ladder, "adapter", lambda engine: Adapter)
+    monkeypatch.setattr(ladder, "ensure_photos", lambda cfg, progress: None)
+    runs, _ = run_ladder("pytorch", quick=True, runs_dir=tmp_path, first=3)
+    assert [r.name for r in runs] == [RungName.NAIVE, RungName.WORKERS, RungName.DATA_FORMAT]

@@ -26,9 +26,11 @@ SIZES = {
     # the ladder's own sizes (ladder.default_sizes): full, or `gpu-course ladder --quick`;
     # aot_eager only traces (seconds on a CPU), inductor compiles (minutes on a CPU)
     "full": dict(quick=False, ladder_train_size=None, ladder_test_size=None,
-                 compile_backend="inductor"),
+                 compile_backend="inductor", ladder_rungs=None),
+    # smoke: the first four rungs (naive, workers, data format, graph): the summary's code
+    # path in a minute; the whole ladder is `make run`'s
     "smoke": dict(quick=True, ladder_train_size=512, ladder_test_size=256,
-                  compile_backend="aot_eager"),
+                  compile_backend="aot_eager", ladder_rungs=4),
 }
 # settings a ladder's rungs may differ in: the table shows those that do
 SETTINGS = ("model", "dataset", "train_size", "epochs", "batch_size", "num_workers",
@@ -63,7 +65,8 @@ def ladder(engine: str, sizes, runs_dir=None) -> list:
     print(f"No ladder of the {engine} track recorded yet: walking it now"
           + (" (quick, as `gpu-course ladder --quick`)" if sizes.quick else ""), flush=True)
     runs, _ = run_ladder(engine, quick=sizes.quick, train_size=sizes.ladder_train_size,
-                         test_size=sizes.ladder_test_size, runs_dir=runs_dir)
+                         test_size=sizes.ladder_test_size, runs_dir=runs_dir,
+                         first=sizes.ladder_rungs)
     return runs
 
 
