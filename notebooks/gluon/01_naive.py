@@ -18,7 +18,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 
 # %%
 from mxnet import gluon
-from gpu_course.tracks import gluon as gc
+from gpu_course import gluon as gc
 
 # %% tags=["parameters"]
 SIZES = gc.sizes("01")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("01", epochs=5)

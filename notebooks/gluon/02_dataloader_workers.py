@@ -19,7 +19,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 
 # %%
 from mxnet import gluon
-from gpu_course.tracks import gluon as gc
+from gpu_course import gluon as gc
 from gpu_course.lessons.l02_workers import worker_memory
 
 # %% tags=["parameters"]

@@ -21,7 +21,7 @@ sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %%
-from gpu_course.tracks import gluon as gc
+from gpu_course import gluon as gc
 
 # %% tags=["parameters"]
 SIZES = gc.sizes("03")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("03", epochs=5)

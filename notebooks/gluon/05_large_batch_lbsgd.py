@@ -38,7 +38,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 import mxnet as mx
 import pandas as pd
 from mxnet import autograd, gluon
-from gpu_course.tracks import gluon as gc
+from gpu_course import gluon as gc
 
 # %% tags=["parameters"]
 SIZES = gc.sizes("05")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("05", batches=(64, 512))

@@ -21,7 +21,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 # %%
 import mxnet as mx
 from mxnet import autograd, gluon
-from gpu_course.tracks import gluon as gc
+from gpu_course import gluon as gc
 
 # %% tags=["parameters"]
 SIZES = gc.sizes("06")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("06", epochs=20)

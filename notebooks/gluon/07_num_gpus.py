@@ -29,7 +29,7 @@ import mxnet as mx
 from mxnet import autograd, gluon
 from gpu_course.scale import distributed
 from gpu_course.sagemaker import launch as sagemaker_launch
-from gpu_course.tracks import gluon as gc
+from gpu_course import gluon as gc
 from gpu_course.env.cores import loader_workers, usable_cores
 from gpu_course.tracks.gluon import dist
 from gpu_course.lessons import l07_devices as lesson

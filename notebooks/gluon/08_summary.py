@@ -21,7 +21,7 @@ sys.path.insert(0, str(next(p for p in (pathlib.Path.cwd(), *pathlib.Path.cwd().
 import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setup.py)
 
 # %%
-from gpu_course.tracks import gluon as gc
+from gpu_course import gluon as gc
 from gpu_course.lessons import l08_summary as lesson
 
 # %% tags=["parameters"]

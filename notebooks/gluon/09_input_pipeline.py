@@ -23,7 +23,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 
 # %%
 from mxnet import gluon
-from gpu_course.tracks import gluon as gc
+from gpu_course import gluon as gc
 from gpu_course.tracks.gluon import io_data, recordio
 from gpu_course.lessons import l09_input as lesson   # the photo folder and the disk test
 

@@ -26,7 +26,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 import time
 import mxnet as mx
 from mxnet import autograd, gluon
-from gpu_course.tracks import gluon as gc
+from gpu_course import gluon as gc
 from gpu_course.lessons import l09_input, l10_mocks as lesson
 
 # %% tags=["parameters"]

@@ -22,7 +22,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 import cProfile
 import mxnet as mx
 from mxnet import autograd, gluon
-from gpu_course.tracks import gluon as gc
+from gpu_course import gluon as gc
 from gpu_course.analyse import profiling
 
 # %% tags=["parameters"]

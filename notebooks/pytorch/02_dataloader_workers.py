@@ -21,7 +21,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 # %%
 import torch
 from torch.utils.data import DataLoader
-from gpu_course.tracks import torch as gc
+from gpu_course import torch as gc
 from gpu_course.lessons.l02_workers import worker_memory
 
 # %% tags=["parameters"]

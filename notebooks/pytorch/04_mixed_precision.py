@@ -26,7 +26,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 # %%
 import torch
 import torch.nn.functional as F
-from gpu_course.tracks import torch as gc
+from gpu_course import torch as gc
 
 # %% tags=["parameters"]
 SIZES = gc.sizes("04")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("04", repeats=3)

@@ -24,7 +24,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 import torch
 import torch.nn.functional as F
 from torch.optim import lr_scheduler as sched
-from gpu_course.tracks import torch as gc
+from gpu_course import torch as gc
 
 # %% tags=["parameters"]
 SIZES = gc.sizes("06")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("06", epochs=20)

@@ -34,7 +34,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 
 # %%
 import os
-from gpu_course.tracks import torch as gc
+from gpu_course import torch as gc
 from gpu_course.lessons import l08_summary as lesson
 
 # %% tags=["parameters"]

@@ -23,7 +23,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 
 # %%
 from torch.utils.data import DataLoader
-from gpu_course.tracks import torch as gc
+from gpu_course import torch as gc
 from gpu_course.data.packed import check_roundtrip
 from gpu_course.tracks.torch import io_data
 from gpu_course.lessons import l09_input as lesson   # the photo folder and the disk test

@@ -27,7 +27,7 @@ import time
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
-from gpu_course.tracks import torch as gc
+from gpu_course import torch as gc
 from gpu_course.lessons import l09_input, l10_mocks as lesson
 
 # %% tags=["parameters"]

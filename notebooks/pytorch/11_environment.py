@@ -23,7 +23,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 # %%
 import torch
 from gpu_course.env import report as env
-from gpu_course.tracks import torch as gc
+from gpu_course import torch as gc
 
 # %% tags=["parameters"]
 SIZES = gc.sizes("11")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("11", disk_mb=1024)

@@ -22,7 +22,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
-from gpu_course.tracks import torch as gc
+from gpu_course import torch as gc
 from gpu_course.analyse import profiling
 
 # %% tags=["parameters"]
