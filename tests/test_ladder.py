@@ -176,21 +176,8 @@ def test_run_ladder_leaves_the_thread_rung_out_when_nothing_else_ran(monkeypatch
     from gpu_course import ladder
     from gpu_course.ladder import run_ladder
 
-    class Adapter:  # trains nothing: each rung is a finished record with a quiet load
-        @staticmethod
-        def gpu_count():
-            return 0
-
-        @staticmethod
-        def prepare_data(cfg, progress=True):
-            return None
-
-        @staticmethod
-        def train(cfg, runs_dir=None, progress=False):
-            trained.append((cfg.name, cfg.threads))
-            return _finished(runs_dir, cfg.name, loadavg=2.0, cpu_s=19.5)
     trained = []
-    monkeypatch.setattr(ladder, "adapter", lambda engine: Adapter)
+    monkeypatch.setattr(ladder, "adapter", lambda engine: _quiet_adapter(trained))
     runs, _ = run_ladder("pytorch", quick=True, runs_dir=tmp_path,
                          only=["data-on-gpu", "threads"])
     assert trained == [("data-on-gpu", None)] and [r.name for r in runs] == ["data-on-gpu"]
@@ -288,7 +275,16 @@ def test_run_ladder_walks_only_the_first_rungs_when_asked(monkeypatch, tmp_path)
     from gpu_course import ladder
     from gpu_course.ladder import RungName, run_ladder
 
-    class Adapter:  # trains nothing: each rung is a finished record
+    monkeypatch.setattr(ladder, "adapter", lambda engine: _quiet_adapter([]))
+    monkeypatch.setattr(ladder, "ensure_photos", lambda cfg, progress: None)
+    runs, _ = run_ladder("pytorch", quick=True, runs_dir=tmp_path, first=3)
+    assert [r.name for r in runs] == [RungName.NAIVE, RungName.WORKERS, RungName.DATA_FORMAT]
+
+
+def _quiet_adapter(trained: list):
+    """An adapter that trains nothing: each rung is a finished record with a quiet load,
+    and (name, threads) of each rung it was asked to train is appended to `trained`."""
+    class Adapter:
         @staticmethod
         def gpu_count():
             return 0
@@ -299,8 +295,6 @@ def test_run_ladder_walks_only_the_first_rungs_when_asked(monkeypatch, tmp_path)
 
         @staticmethod
         def train(cfg, runs_dir=None, progress=False):
-            return _finished(runs_dir, cfg.name, loadavg=0.5, cpu_s=1.0)
-    monkeypatch.setattr(ladder, "adapter", lambda engine: Adapter)
-    monkeypatch.setattr(ladder, "ensure_photos", lambda cfg, progress: None)
-    runs, _ = run_ladder("pytorch", quick=True, runs_dir=tmp_path, first=3)
-    assert [r.name for r in runs] == [RungName.NAIVE, RungName.WORKERS, RungName.DATA_FORMAT]
+            trained.append((cfg.name, cfg.threads))
+            return _finished(runs_dir, cfg.name, loadavg=2.0, cpu_s=19.5)
+    return Adapter
