@@ -8,7 +8,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_cli(*args, env=None, timeout=120):
+def run_cli(*args, env=None, timeout=600):
     """Run `python -m gpu_course.cli ARGS` as a real subprocess from the repo root."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "gpu_course.cli", *map(str, args)], cwd=REPO,

@@ -16,7 +16,7 @@ CPU = dict(engine="gluon", num_gpus=0, machine_gpus=0, gpm=False, cpu_count=2)
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_cli(*args, timeout=120):
+def run_cli(*args, timeout=600):
     """`python -m gpu_course.cli ARGS` as a real subprocess from the repository root."""
     return subprocess.run([sys.executable, "-m", "gpu_course.cli", *map(str, args)],
                           cwd=REPO, capture_output=True, text=True, timeout=timeout)

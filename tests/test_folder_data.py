@@ -190,7 +190,7 @@ def test_the_cli_writes_a_folder(tmp_path):
     assert out.returncode == 2 and "--overwrite" in out.stderr
 
 
-def run_cli(*args, timeout=120):
+def run_cli(*args, timeout=600):
     """`python -m gpu_course.cli ARGS` as a real subprocess from the repository root."""
     return subprocess.run([sys.executable, "-m", "gpu_course.cli", *map(str, args)],
                           cwd=REPO, capture_output=True, text=True, timeout=timeout)

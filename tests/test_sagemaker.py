@@ -114,7 +114,7 @@ def no_aws(monkeypatch):
 def run_cli_without_aws(*args):
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     return subprocess.run([sys.executable, "-m", "gpu_course.cli", *args], cwd=REPO,
-                          env={**env, **NO_AWS}, capture_output=True, text=True, timeout=120)
+                          env={**env, **NO_AWS}, capture_output=True, text=True, timeout=600)
 
 
 # -- hyperparameters -------------------------------------------------------------------

