@@ -231,10 +231,10 @@ def _ladder(args) -> int:
                              only=only, repeats=args.repeats, train_size=args.train_size,
                              test_size=args.test_size, epochs=args.epochs)
     print()
-    print(report.format_table(report.ladder_table(runs)))
+    from .ladder import RUNG_SETTINGS, adapter, closing_lines
+    print(report.format_table(report.ladder_table(runs, varies=RUNG_SETTINGS)))
     print()
-    print(report.conclusion(runs))
-    from .ladder import adapter, closing_lines
+    print(report.conclusion(runs, varies=RUNG_SETTINGS))
     default = not args.quick and args.train_size is None and args.test_size is None \
         and args.epochs is None and only is None
     gpus = adapter(engine).gpu_count()

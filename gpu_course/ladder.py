@@ -54,6 +54,16 @@ CPU_ACCURACY = 0.40  # what the CPU ladder's last rung must reach (`make run` ch
 # ladder too long; 64-96 px ones cost little more than their file opens, and the format's
 # effect was within noise.
 PHOTO_SIDES = (128, 192)
+# what a rung may change on top of the rung before it (`alike`): a speed-up or verdict
+# between rungs is refused across anything else (the network, the data, the epochs, the
+# machine or its load), which the ladder's table then shows in a column of its own
+RUNG_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor",
+                 "data_format", "graph", "dtype", "channels_last", "batch_size", "optimizer",
+                 "lr", "lr_base_batch", "momentum", "wd", "optimizer_params", "lr_scheduler",
+                 "lr_factor", "lr_steps", "warmup_epochs", "data_on_gpu", "num_gpus",
+                 "kvstore", "threads")
+
+
 class RungName(StrEnum):
     """The ladder's rungs, by name: what a run of each is recorded as, and what the report,
     lesson 08 and the reference look up (a StrEnum: records keep the plain words)."""
@@ -324,7 +334,7 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
     runs = [group if repeats > 1 else group[0] for group in done.values() if group]
     from .show import report
     paths = report.write_report(runs, Path(out) if out else runs_dir / "report",
-                                title=f"gpu-course ladder ({engine})")
+                                title=f"gpu-course ladder ({engine})", varies=RUNG_SETTINGS)
     return runs, paths
 
 

@@ -34,6 +34,11 @@ def steady_rate(run):
 
 def test_ladder_table_speedups_come_from_the_steady_steps(gpu):
     table = report.ladder_table(gpu)
+    # a column for each setting the rungs differ in, right after the rung's name
+    differ = ["batch_size", "dtype", "epochs", "num_gpus", "num_workers"]
+    assert list(table.columns[1:6]) == differ
+    assert list(table.dtype) == ["float32", "float32", "float16", "float16", "float16"]
+    table = table.drop(columns=differ)
     assert list(table.columns) == ["rung", "repeats", "ran", "samples_per_sec",
                                    "samples_per_sec_min", "samples_per_sec_max", "samples_per_sec_all",
                                    "epoch_time_s", "gpu_util", "sm_active", "tensor_active",
@@ -134,6 +139,10 @@ def test_oom_baseline_gives_no_speedups(gpu):
 def test_format_table_is_fixed_width_text(gpu):
     text = report.format_table(report.ladder_table(gpu))
     lines = text.splitlines()
+    assert lines[0].split()[:6] == ["rung", "batch", "dtype", "epochs", "gpus", "workers"]
+    text = report.format_table(report.ladder_table(gpu).drop(
+        columns=["batch_size", "dtype", "epochs", "num_gpus", "num_workers"]))
+    lines = text.splitlines()
     assert lines[0].split() == ["rung", "samples/s", "(steady)", "min–max", "samples/s",
                                 "(all)", "epoch",
                                 "(s)", "GPU", "util", "SM", "active", "tensor", "active",
@@ -162,9 +171,10 @@ def test_format_table_writes_nan_as_a_dash():
 
 def test_conclusion_names_the_fastest_rung_and_judges_it_against_noise(gpu):
     from gpu_course.analyse import noise
+    from gpu_course.ladder import RUNG_SETTINGS
     table = report.ladder_table(gpu)
-    text = report.conclusion(gpu)
-    verdict = noise.compare(gpu[0], gpu[2])
+    text = report.conclusion(gpu, varies=RUNG_SETTINGS)
+    verdict = noise.compare(gpu[0], gpu[2], varies=RUNG_SETTINGS)
     assert verdict.kind == "faster"
     # '2 GPUs' died in its warm-up epoch: no steady number, it cannot win
     assert text.startswith(f"The fastest rung, 'float16', trains at "
@@ -174,6 +184,16 @@ def test_conclusion_names_the_fastest_rung_and_judges_it_against_noise(gpu):
     assert ("Each rung against the one before it: '8 workers' ×" in text
             and "'float16' ×" in text)
     assert text.endswith("'2 GPUs' failed and 'batch 4096' ran out of memory.")
+
+
+def test_a_ladder_of_unlike_runs_names_no_fastest_rung(gpu):
+    # the rungs differ in num_workers and dtype: a conclusion not told they may gives no
+    # verdict across them, and calls the top rung only the one with the most samples/s
+    text = report.conclusion(gpu)
+    assert text.startswith("The rung with the most samples/s, 'float16'")
+    assert "no verdict: the runs also differ in dtype float32 against float16; num_workers 0 " \
+           "against 8" in text
+    assert "faster" not in text
 
 
 def test_a_difference_inside_the_noise_is_called_so(tmp_path):
@@ -313,13 +333,18 @@ def test_conclusion_says_which_rungs_moved_validation_accuracy(tmp_path):
     one = fake_runs.load(fake_runs.write_run(tmp_path, "two epochs", epochs=2, seed=1))
     three = fake_runs.load(fake_runs.write_run(tmp_path, "four", epochs=4, seed=1, index=1))
     again = fake_runs.load(fake_runs.write_run(tmp_path, "again", epochs=4, seed=1, index=2))
-    text = report.conclusion([one, three])
+    text = report.conclusion([one, three], varies=("epochs",))
     moved = text.split("Validation accuracy, rung against the rung before it, beyond the "
                        "test set's sampling noise: ")[1]
     first = moved.split(" against 'two epochs'")[0]
     assert first.startswith("'four' +") and "points, an effect (±" in first
-    assert ("Validation accuracy: no rung moved it outside 2 standard errors of the rung "
-            "before it.") in report.conclusion([three, again])
+    assert ("Validation accuracy: no rung's change alone moved it outside 2 standard errors "
+            "of the rung before it.") in report.conclusion([three, again])
+    # not told the rungs may differ in epochs: the points are named, credited to nothing
+    unlike = report.conclusion([one, three])
+    assert "Not credited to a rung's change, since the rungs differ in more: 'four' +" in unlike
+    assert "but they also differ in epochs 2 against 4." in unlike
+    assert "beyond the test set's sampling noise" not in unlike
 
 
 def test_warm_up_costs_say_when_a_rung_pays_its_warm_up_back(monkeypatch):

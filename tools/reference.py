@@ -51,9 +51,11 @@ def machine(out: Path, quick: bool) -> str:
 def ladder(out: Path, quick: bool) -> str:
     from gpu_course.show import report
     from gpu_course.ladder import run_ladder
+    from gpu_course.ladder import RUNG_SETTINGS
     runs, _ = run_ladder("pytorch", quick=quick, runs_dir=out, out=out / "report")
-    table = report.format_table(report.ladder_table(runs))
-    (out / "ladder.txt").write_text(table + "\n\n" + report.conclusion(runs) + "\n")
+    table = report.format_table(report.ladder_table(runs, varies=RUNG_SETTINGS))
+    (out / "ladder.txt").write_text(table + "\n\n" + report.conclusion(runs, varies=RUNG_SETTINGS)
+                                    + "\n")
     return "\n" + table
 
 
@@ -130,7 +132,8 @@ def summary(folder: Path, short: bool = False) -> str:
            f"{hw.get('cuda')}), {hw.get('cpu_count')} CPU cores ({hw.get('cpu_model')}); "
            f"Python {versions.get('python')}, PyTorch {versions.get('torch')}; code of "
            f"commit {_commit(runs[0])}. The card's settings were left as found.", ""]
-    table = report.ladder_table(runs)
+    from gpu_course.ladder import RUNG_SETTINGS
+    table = report.ladder_table(runs, varies=RUNG_SETTINGS)   # + what else the rungs differ in
     if short:
         return "\n".join(out + _targets(runs, table, folder)).rstrip() + "\n"
     out += ["The newest ladder (`" + ladders[-1].name + "`, 3 epochs a rung at 50,000 "

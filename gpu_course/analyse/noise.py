@@ -19,7 +19,7 @@ import statistics
 from dataclasses import dataclass
 from enum import StrEnum
 
-from . import metrics
+from . import alike, metrics
 
 BLOCKS = metrics.BLOCKS  # blocks of steady steps that stand in for repeats of one run
 MIN_STEPS = metrics.MIN_STEADY_STEPS // BLOCKS  # steady steps a block needs to be evidence
@@ -33,6 +33,7 @@ class Kind(StrEnum):
     SLOWER = "slower"
     WITHIN_NOISE = "within noise"
     TOO_FEW = "too few steps"       # a side had fewer than BLOCKS * MIN_STEPS steady steps
+    UNLIKE = "unlike runs"          # the runs differ in more than the comparison names
     NOT_MEASURED = "not measured"
 
 
@@ -51,8 +52,9 @@ class Verdict:
     ratio: float          # median(B) / median(A)
     low: float            # min(B) / max(A)
     high: float           # max(B) / min(A)
-    kind: Kind            # faster, slower, within noise, too few steps or not measured
+    kind: Kind            # faster, slower, within noise, too few steps, unlike or not measured
     how: str              # what the spread was measured from
+    unlike: str = ""      # Kind.UNLIKE: what else the runs differ in (`alike.words`)
 
     @property
     def is_effect(self) -> bool:
@@ -75,8 +77,11 @@ def samples(run_or_runs, value=metrics.samples_per_sec) -> tuple[list[float], st
 block_rates = metrics.steady_block_rates  # one definition, kept under its old name
 
 
-def compare(a, b, value=metrics.samples_per_sec) -> Verdict:
-    """B against A (each a run or a list of repeated runs), higher is better."""
+def compare(a, b, value=metrics.samples_per_sec, varies=()) -> Verdict:
+    """B against A (each a run or a list of repeated runs), higher is better. varies: what
+    the comparison changes between them (settings' names, `alike.Aspect`s): a verdict
+    across anything else they differ in is refused (Kind.UNLIKE, naming it)."""
+    differ = alike.differences(a, b, varies)
     xs, how_a = samples(a, value)
     ys, how_b = samples(b, value)
     how = how_a if how_a == how_b else f"{how_a} / {how_b}"
@@ -87,6 +92,9 @@ def compare(a, b, value=metrics.samples_per_sec) -> Verdict:
     if len(single) == 2 and _ok(value(a)) and _ok(value(b)) and value(a) > 0:
         ratio = value(b) / value(a)  # the table's own number; the blocks give the spread
     low, high = min(min(ys) / max(xs), ratio), max(max(ys) / min(xs), ratio)
+    if differ:
+        names = [metrics.representative(r).name for r in (a, b)]
+        return Verdict(ratio, low, high, Kind.UNLIKE, how, alike.words(differ, *names))
     few = [n for n in (steady_steps(r) for r in single) if n < BLOCKS * MIN_STEPS]
     if few:  # blocks of one or two steps: a range that wide supports no verdict
         steps = " and ".join(str(steady_steps(r)) for r in single)
@@ -119,6 +127,9 @@ def sentence(v: Verdict, what: str = "") -> str:
     runs each)", "×0.97: within noise (×0.90–×1.05 ...)", "×0.75: a slow-down (...)"."""
     if v.kind == Kind.NOT_MEASURED:
         return f"{what}not measured (no steady steps to compare)".strip()
+    if v.kind == Kind.UNLIKE:
+        return (f"{what}×{v.ratio:.2f}, no verdict: the runs also differ in {v.unlike}, "
+                "which could be what the ratio measures")
     if v.kind == Kind.TOO_FEW:
         return (f"{what}×{v.ratio:.2f}, too few steps to judge ({v.how}; a verdict needs "
                 f"{BLOCKS * MIN_STEPS} a run: more epochs or a larger training set, or "
@@ -129,6 +140,14 @@ def sentence(v: Verdict, what: str = "") -> str:
     if v.kind == Kind.SLOWER:
         return f"{what}×{v.ratio:.2f}, a slow-down ({spread})"
     return f"{what}×{v.ratio:.2f}, within noise ({spread})"
+
+
+def no_verdict(v: Verdict) -> str:
+    """Why `v` gives no verdict, in a few words ("" when it gives one: faster, slower or
+    within noise)."""
+    return {Kind.TOO_FEW: "too few steady steps to judge",
+            Kind.UNLIKE: "the runs differ in more than the change (named above)",
+            Kind.NOT_MEASURED: "not measured (no steady steps)"}.get(v.kind, "")
 
 
 def _ok(value) -> bool:

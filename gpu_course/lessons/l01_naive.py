@@ -23,7 +23,7 @@ import math
 
 import pandas as pd
 
-from ..analyse import diagnose, metrics, noise
+from ..analyse import alike, diagnose, metrics, noise
 from ..show import report
 from ..show.closing import Closing
 from . import talk
@@ -35,11 +35,10 @@ SIZES = {
 }
 MIN_STEPS = diagnose.MIN_STEPS          # steady steps a run needs before it is ruled on
 ABOVE_CEILING = diagnose.ABOVE_CEILING  # a run above this share of a ceiling: one is mismeasured
-SAME_WORK = ("name", "seed", "monitor_interval")           # settings that do not change the work
-CEILING_FREE = SAME_WORK + ("mock", "epochs", "max_steps")  # what a ceiling changes by design
+CEILING_FREE = ("mock", "epochs", "max_steps")  # what a ceiling changes by design
 # the machine while a run ran (metrics.machine_load): "not shared" is what the record shows,
 # which can miss other programs' load (it grants each loader worker a busy core of its own)
-LOAD_WORDS = {True: "shared", False: "not shared"}
+LOAD_WORDS = alike.LOAD_WORDS
 
 
 class Role(enum.Enum):
@@ -75,35 +74,6 @@ def shared(run) -> bool:
 steady_steps = metrics.steady_steps
 
 
-def differences(a, b, free=SAME_WORK) -> dict:
-    """{what: (a's, b's)} for everything runs a and b differ in apart from the settings in
-    `free`: the settings they recorded, the threads they ran with, and whether other
-    programs shared the machine ("machine": "shared" or "not shared")."""
-    out = {}
-    for key in sorted(set(a.config) | set(b.config)):
-        if key not in free and a.config.get(key) != b.config.get(key):
-            out[key] = (a.config.get(key), b.config.get(key))
-    threads = [(run.meta.get("ran") or {}).get("threads") for run in (a, b)]
-    if threads[0] != threads[1]:
-        out["threads"] = tuple(threads)
-    if shared(a) != shared(b):
-        out["machine"] = (LOAD_WORDS[shared(a)], LOAD_WORDS[shared(b)])
-    return out
-
-
-def unlike(say: Closing, a, b, differ: dict) -> str:
-    """`differences(a, b)` in words, each setting's values cited as settings."""
-    parts = []
-    for key, (x, y) in differ.items():
-        if key == "machine":
-            parts.append(f"the machine was {x} with other programs while '{a.name}' ran and "
-                         f"{y} while '{b.name}' ran (by the runs' records)")
-        else:
-            parts.append(f"{key} {say.setting(f'{a.name} {key}', x)} against "
-                         f"{say.setting(f'{b.name} {key}', y)}")
-    return "; ".join(parts)
-
-
 def table(runs) -> pd.DataFrame:
     """The run and its ceilings: the ladder table with what each row is, no speed-up for
     a ceiling (nor for the run when it is the only one), the steady steps behind each
@@ -122,8 +92,8 @@ def table(runs) -> pd.DataFrame:
     frame["step_p50_ms"] = [1e3 * s["step_p50_s"] for s in steadiness]
     frame["step_p95_ms"] = [1e3 * s["step_p95_s"] for s in steadiness]
     frame["waited_share"] = [s["waited_share"] for s in steadiness]
-    if any(shared(r) for r in runs):
-        frame["machine"] = [LOAD_WORDS[shared(r)] for r in runs]
+    if any(shared(r) for r in runs) and alike.Aspect.LOAD not in frame.columns:
+        frame[alike.Aspect.LOAD.value] = [LOAD_WORDS[shared(r)] for r in runs]
     return frame
 
 
@@ -136,7 +106,7 @@ def conclude(runs) -> Closing:
         raise ValueError(f"runs={[r.name for r in runs]} holds only ceilings (mock runs); "
                          "pass the run they bound as well")
     run = by_role[Role.RUN]
-    say = Closing(table(runs), runs)
+    say = Closing(table(runs), runs, varies=CEILING_FREE)
     say(f"This run trained at {say.cell(run, 'samples_per_sec')} samples/s and spent "
         f"{say.cell(run, 'data_wait_share')} of its steady step time waiting for data.")
     say(f"Its median step took {say.cell(run, 'step_p50_ms')} ms and the slowest (the 95th "
@@ -184,7 +154,7 @@ def _ceilings(say: Closing, run, feed, compute) -> None:
               f"{say.cell(run, 'samples_per_sec_max')} samples/s against the ceiling's "
               f"{say.cell(lower, 'samples_per_sec_min')}–{say.cell(lower, 'samples_per_sec_max')}")
     few = [r for r in (run, lower) if steady_steps(r) < MIN_STEPS]
-    differ = differences(run, lower, free=CEILING_FREE)
+    differ = say.unlike(run, lower)
     if few:
         say(f"This run reached {reached} of the lower ceiling, {what}'s; "
             + ", ".join(f"'{r.name}' has {say.cell(r, 'steady_steps')} steady steps"
@@ -195,7 +165,7 @@ def _ceilings(say: Closing, run, feed, compute) -> None:
         return
     if differ:
         say(f"This run reached {reached} of the lower ceiling, {what}'s, but the two ran "
-            f"differently in more than the ceiling's mock: {unlike(say, run, lower, differ)}. "
+            f"differently in more than the ceiling's mock: {differ}. "
             "Which ceiling holds the run is not said across that difference: measure both "
             "again alike (on a quiet machine).")
         return

@@ -23,12 +23,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..analyse import metrics, noise
+from ..analyse import alike, metrics, noise
 from ..show import report
 from ..show.closing import Closing
 from ..scale.distributed import TALK as SLIDE   # the talk's 4-GPU, batch-640 slide
 from . import talk
-from .l01_naive import LOAD_WORDS, MIN_STEPS, differences, shared, steady_steps, unlike
+from .l01_naive import LOAD_WORDS, MIN_STEPS, shared, steady_steps
 
 SIZES = {
     "full": dict(train_size=50_000, test_size=10_000, epochs=2, warmup_steps=5,
@@ -70,22 +70,17 @@ def table(runs, memory: pd.DataFrame | None = None) -> pd.DataFrame:
     first where every run had several; whether the machine was shared, where any run's
     was; and `memory`'s columns (`worker_memory`) beside the run with the same count."""
     runs = list(runs)
-    frame = report.ladder_table(runs)
-    frame.insert(1, "num_workers", [workers(r) for r in runs])
-    at = 2
-    for key in ("batch_size", *KNOBS):
-        values = [r.config.get(key) for r in runs]
-        if len({repr(v) for v in values}) > 1:
-            frame.insert(at, key, values)
-            at += 1
+    frame = report.ladder_table(runs)   # a column for whatever differs between the runs
+    if "num_workers" not in frame.columns:
+        frame.insert(1, "num_workers", [workers(r) for r in runs])
     frame["gpu_util_std"] = [util_spread(r) for r in runs]
     frame["step_ms_median"] = [1e3 * metrics.steadiness(r)["step_p50_s"] for r in runs]
     frame["waited_share"] = [metrics.steadiness(r)["waited_share"] for r in runs]
     frame["steady_steps"] = [steady_steps(r) for r in runs]
     if all(len(r.epochs) > 1 for r in runs):
         frame["later_epochs_s"] = [later_epochs_s(r) for r in runs]
-    if any(shared(r) for r in runs):
-        frame["machine"] = [LOAD_WORDS[shared(r)] for r in runs]
+    if any(shared(r) for r in runs) and alike.Aspect.LOAD not in frame.columns:
+        frame[alike.Aspect.LOAD.value] = [LOAD_WORDS[shared(r)] for r in runs]
     if memory is not None and len(memory):
         frame = frame.merge(memory, on="num_workers", how="left")
     return frame
@@ -97,8 +92,9 @@ def conclude(runs, memory: pd.DataFrame | None = None) -> Closing:
     runs = list(runs)
     if len(runs) < 2:
         raise ValueError(f"runs has {len(runs)} run(s); the lesson compares two or more")
-    say = Closing(table(runs, memory), runs)
-    changed = set().union(*(differences(runs[0], r) for r in runs[1:])) - {"machine"}
+    say = Closing(table(runs, memory), runs, varies=("num_workers", *KNOBS))
+    changed = set().union(*(alike.differences(runs[0], r) for r in runs[1:]))
+    changed -= {alike.Aspect.LOAD}   # said for the pair it concerns (`_judge`)
     if changed <= {"num_workers"}:
         _sweep(say, runs)
         if memory is not None and len(memory):
@@ -114,8 +110,9 @@ def conclude(runs, memory: pd.DataFrame | None = None) -> Closing:
 
 def _judge(say: Closing, a, b, lead: str):
     """Say `lead` and the noise verdict of run b against run a, or why there is none
-    (too few steady steps; a machine shared for one run and not the other). Returns the
-    verdict when it was said, else None."""
+    (too few steady steps; runs that differ in more than the loader, such as a machine
+    shared for one run and not the other). Returns the verdict when it was said, else
+    None."""
     verdict = say.compare(a, b)
     few = [r for r in (a, b) if steady_steps(r) < MIN_STEPS]
     ratio = say.ratio("samples_per_sec", a, b)
@@ -125,11 +122,10 @@ def _judge(say: Closing, a, b, lead: str):
             + f", fewer than {say.setting('MIN_STEPS', MIN_STEPS)}): more epochs or a larger "
             "train_size would tell (gc.sizes(\"02\", epochs=...)).")
         return None
-    differ = {k: v for k, v in differences(a, b).items() if k == "machine"}
-    if differ:
-        say(f"{lead}: {ratio}; but {unlike(say, a, b, differ)}: the difference is the "
-            "machine's load as much as the loader's, so it is not credited to the loader. "
-            "Run both again on a quiet machine.")
+    if verdict.kind == noise.Kind.UNLIKE:
+        say(f"{lead}: {ratio}; but {say.unlike(a, b)}: the difference is that as much as "
+            "the loader's, so it is not credited to the loader. Run both again alike (on a "
+            "quiet machine).")
         return None
     say(f"{lead}: {verdict}.")
     return verdict

@@ -47,7 +47,7 @@ def table(runs) -> pd.DataFrame:
 def conclude(runs) -> Closing:
     runs = list(runs)
     groups = by_model(runs)
-    say = Closing(table(runs), [r for rs in groups.values() for r in rs])
+    say = Closing(table(runs), [r for rs in groups.values() for r in rs], varies=("graph",))
     track = metrics.engine(runs[0])
     plain, graph = WORDS.get(track, WORDS["gluon"])
     best = {}

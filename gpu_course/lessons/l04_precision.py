@@ -30,6 +30,7 @@ SIZES = {
 }
 DATA_BOUND = 0.5      # a float32 run that waits for data more than this share of its steady time
 SIXTEEN_BITS = ("float16", "bfloat16")
+VARIES = ("dtype", "channels_last")   # what the lesson changes between its variants
 
 
 def groups(runs) -> dict:
@@ -74,14 +75,14 @@ def table(runs) -> pd.DataFrame:
     runs = list(runs)
     base = groups(runs)[baseline(runs)][-1]
     frame = report.ladder_table(runs)
-    frame.insert(1, "dtype", [r.config.get("dtype") for r in runs])
+    report.put(frame, 1, "dtype", [r.config.get("dtype") for r in runs])
     frame.insert(2, "differs_from_float32", [_differs(base, r) for r in runs])
     return frame
 
 
 def conclude(runs) -> Closing:
     runs = list(runs)
-    say = Closing(table(runs), runs)
+    say = Closing(table(runs), runs, varies=VARIES)
     gs = groups(runs)
     base_name = baseline(runs)
     base = gs[base_name]

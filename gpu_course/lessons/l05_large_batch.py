@@ -20,7 +20,7 @@ import math
 
 import pandas as pd
 
-from ..analyse import metrics, noise
+from ..analyse import alike, metrics, noise
 from ..show import report
 from ..show.closing import Closing
 from . import talk, workers
@@ -52,9 +52,6 @@ class Part(enum.Enum):
 # the recipe a large batch changes; the batch itself is the sweep's variable
 _RECIPE = ("optimizer", "lr", "momentum", "lr_base_batch", "warmup_epochs", "optimizer_params")
 # fields that name, seed or time a run, not the work it does
-_BOOKKEEPING = {"name", "seed", "monitor_interval", "warmup_steps"}
-
-
 def part(runs) -> Part:
     """Which experiment the runs are, from what their configs vary: only the batch (the
     sweep); the optimizer at one batch with one scaling and warm-up (the race); else the
@@ -73,12 +70,10 @@ def part(runs) -> Part:
 
 
 def config_changes(a, b, ignore=()) -> dict:
-    """{field: (a's value, b's value)} for every config field the two runs ran with
-    differently (bookkeeping and `ignore` aside): what a comparison of them compares."""
-    skip = _BOOKKEEPING | set(ignore)
-    ca, cb = a.config or {}, b.config or {}
-    return {k: (ca.get(k), cb.get(k)) for k in sorted((set(ca) | set(cb)) - skip)
-            if _key(ca.get(k)) != _key(cb.get(k))}
+    """{field: (a's value, b's value)} for every setting the two runs ran with differently
+    (`alike.differences` less `ignore`, its settings only): what a comparison of them
+    compares."""
+    return alike.settings(a, b, ignore)
 
 
 def lr_used(run) -> float:
@@ -115,7 +110,7 @@ def table(runs, target: float = TARGET) -> pd.DataFrame:
     frame = report.ladder_table(runs)
     if which is Part.SWEEP:
         batches = [int(r.config.get("batch_size") or 0) for r in runs]
-        frame.insert(1, "batch_size", batches)
+        report.put(frame, 1, "batch_size", batches)
         frame["talk_val_acc_pct"] = [100 * talk.BATCH_TABLE[b][0] if b in talk.BATCH_TABLE
                                      else math.nan for b in batches]
         frame["talk_epoch_s"] = [talk.BATCH_TABLE[b][1] if b in talk.BATCH_TABLE else math.nan
@@ -123,7 +118,7 @@ def table(runs, target: float = TARGET) -> pd.DataFrame:
         return frame
     frame.insert(1, "changed_from_the_row_above",
                  ["–"] + [_changes_text(config_changes(a, b)) for a, b in zip(runs, runs[1:])])
-    frame.insert(2, "lr", [lr_used(r) for r in runs])
+    report.put(frame, 2, "lr", [lr_used(r) for r in runs])
     return frame
 
 
@@ -152,7 +147,7 @@ def conclude(runs, target: float = TARGET) -> Closing:
 
 
 def _sweep(runs) -> Closing:
-    say = Closing(table(runs), runs)
+    say = Closing(table(runs), runs, varies=("batch_size", "lr"))
     done = sorted((r for r in runs if metrics.status(r) not in metrics.FAILED),
                   key=lambda r: r.config["batch_size"])
     if not done:
@@ -224,7 +219,7 @@ def _changes(runs) -> Closing:
         if set(config_changes(before, run)) - {"optimizer", "optimizer_params"} \
                 or not config_changes(before, run):
             continue
-        speed = say.compare(before, run)
+        speed = say.compare(before, run, varies=("optimizer", "optimizer_params"))
         say(f"{run.name!r} against {before.name!r} (the same learning rate and warm-up), "
             f"speed: {speed}.")
         if _same_update(before, run):

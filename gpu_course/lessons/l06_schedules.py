@@ -53,7 +53,7 @@ def table(runs) -> pd.DataFrame:
     runs = list(runs)
     base = constant_run(runs)
     frame = report.ladder_table(runs, baseline=runs.index(base))
-    frame.insert(1, "lr_scheduler", [r.config.get("lr_scheduler") or CONSTANT for r in runs])
+    report.put(frame, 1, "lr_scheduler", [r.config.get("lr_scheduler") or CONSTANT for r in runs])
     frame.insert(2, "differs_besides_the_schedule",
                  [", ".join(config_changes(base, r, SCHEDULE_FIELDS)) or "–" for r in runs])
     return frame
@@ -62,7 +62,7 @@ def table(runs) -> pd.DataFrame:
 def conclude(runs) -> Closing:
     runs = list(runs)
     constant = constant_run(runs)
-    say = Closing(table(runs), runs)
+    say = Closing(table(runs), runs, varies=SCHEDULE_FIELDS + ("warmup_epochs",))
     epochs = constant.config.get("epochs")
     others = [r for r in runs if r is not constant]
     verdicts = {}

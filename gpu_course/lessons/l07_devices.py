@@ -41,6 +41,9 @@ SIZES = {
 PCT = "{:.3g}%"            # a percent column's cell in a sentence, as the table writes it
 MIN_TIMED_STEPS = 20      # fewer timed steps than this in a run: no verdict on it
 MIN_EFFICIENCY = 0.7      # the efficiency below which more devices "stop paying"
+# what a scaling comparison changes: the devices, how gradients meet, and the threads
+# each process gets of the same cores
+SCALED = ("num_gpus", "kvstore", "threads")
 HOP_LATENCY_S = 20e-6     # the model's latency a hop: a typical network's
 MODEL_KS = (8, 64)        # the device counts the model's table gives efficiencies for
 MODEL_K_MAX = 1024        # stops_paying searches k = 1..this
@@ -229,7 +232,7 @@ def conclude(runs, bench=None, grad_bytes: int | None = None, buckets=None) -> S
 
 
 def _scaling(runs) -> Closing:
-    say = Closing(table(runs), runs)
+    say = Closing(table(runs), runs, varies=SCALED)
     base, last = runs[0], runs[-1]
     k = devices(last)
     ps = bool((last.meta.get("notes") or {}).get("workers"))

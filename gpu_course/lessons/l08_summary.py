@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analyse import metrics
+from ..analyse import alike, metrics
 from ..show import plots, report
 from ..measure import records
 from ..show.closing import Closing
 from . import talk
-from ..ladder import RungName
+from ..ladder import RUNG_SETTINGS, RungName
 
 SIZES = {
     # the ladder's own sizes (ladder.default_sizes): full, or `gpu-course ladder --quick`;
@@ -32,10 +32,6 @@ SIZES = {
     "smoke": dict(quick=True, ladder_train_size=512, ladder_test_size=256,
                   compile_backend="aot_eager", ladder_rungs=4),
 }
-# settings a ladder's rungs may differ in: the table shows those that do
-SETTINGS = ("model", "dataset", "train_size", "epochs", "batch_size", "num_workers",
-            "data_format", "data_on_gpu", "graph", "dtype", "channels_last", "optimizer",
-            "lr_scheduler", "num_gpus")
 TALK_COLUMN = "talk speed-up"
 
 
@@ -79,27 +75,11 @@ def _baseline(runs):
     return RungName.NAIVE if RungName.NAIVE in [r.name for r in _rungs(runs)] else 0
 
 
-def _setting(run, field):
-    if field == "threads":
-        return ((run.meta.get("ran") or {}).get("threads") or {}).get("intra_op")
-    if field == "machine shared":
-        return "yes" if metrics.machine_load(run)["shared"] else "no"
-    return run.config.get(field)
-
-
-def differing(runs, fields=SETTINGS + ("threads", "machine shared")) -> list[str]:
-    """The settings (and threads and machine load, as they ran) whose values differ
-    between the runs."""
-    return [f for f in fields if len({repr(_setting(r, f)) for r in runs}) > 1]
-
-
 def table(runs) -> pd.DataFrame:
     """The ladder table over a run per rung (speed-up against 'naive'), a column for each
     setting that differs between the rungs, and the talk's speed-up for the rungs it had."""
     rungs = _rungs(runs)
-    frame = report.ladder_table(rungs, baseline=_baseline(runs))
-    for at, field in enumerate(differing(rungs), start=1):
-        frame.insert(at, field, [_setting(r, field) for r in rungs])
+    frame = report.ladder_table(rungs, baseline=_baseline(runs))  # + what differs
     frame[TALK_COLUMN] = [f"×{talk.LADDER[r.name] / talk.LADDER['naive']:.2f}"
                           if r.name in talk.LADDER else "–" for r in rungs]
     return frame
@@ -115,13 +95,13 @@ def conclude(runs, beside=None) -> Closing:
         raise ValueError("runs is empty: no ladder to summarise (run `gpu-course ladder`)")
     rungs = _rungs(runs)
     frame = table(runs)
-    say = Closing(frame, rungs)
+    say = Closing(frame, rungs, varies=RUNG_SETTINGS)
     repeats = [r for r in runs if isinstance(r, (list, tuple))]
     if repeats:
         say(f"The ladder walked {max(len(g) for g in repeats)} times: each row is a rung's "
             "median run, and the conclusion below judges each rung by its runs' spread.")
     if beside is None:   # the ladder's own conclusion, as `gpu-course ladder` prints it
-        print(report.conclusion(runs, baseline=_baseline(runs)))
+        print(report.conclusion(runs, baseline=_baseline(runs), varies=RUNG_SETTINGS))
     base = metrics.baseline_index(rungs, _baseline(runs))
     done = [i for i, r in enumerate(frame.itertuples()) if r.status == "finished"
             and r.samples_per_sec > 0]
@@ -188,7 +168,7 @@ def _beside(say: Closing, reference, mine) -> None:
     """What the reference ladder differs in from this machine's, beyond the machine."""
     def value(runs, field) -> str:
         """The runs' value of `field`, or the range of their values (3–30)."""
-        values = {_setting(r, field) for r in runs}
+        values = {alike.value(r, field) for r in runs}
         if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             low, high = min(values), max(values)
             return f"{low:,}" if low == high else f"{low:,}–{high:,}"

@@ -111,7 +111,9 @@ def conclude(runs) -> Closing:
     say(f"'{first.name}': {say.cell(0, 'samples_per_sec')} samples/s, waiting for data "
         f"{say.cell(0, 'data_wait_share')} of its steady step time. Each rung against it:")
     for i, run in enumerate(runs[1:], start=1):
-        say(f"  '{run.name}' ({l10_mocks.changes(say, first, run)}): {say.compare(0, i)}")
+        # the line names every setting the two differ in: the verdict may read across those
+        verdict = say.compare(0, i, varies=l10_mocks.changed(first, run))
+        say(f"  '{run.name}' ({l10_mocks.changes(say, first, run)}): {verdict}")
     top = _fastest(say, runs)
     _where(say, runs)
     l10_mocks.shared(say, runs)
@@ -130,7 +132,8 @@ def _fastest(say: Closing, runs):
     others = [r for r in done if r is not top]
     if not others:
         return top
-    verdicts = {r.name: say.compare(r, top) for r in others}   # the top rung against each
+    verdicts = {r.name: say.compare(r, top, varies=l10_mocks.changed(r, top))  # top against each
+                for r in others}
     ties = [r for r in others if verdicts[r.name].kind != "faster"]
     runner_up = max(others, key=metrics.samples_per_sec)
     if not ties:

@@ -14,8 +14,9 @@ import math
 
 import pandas as pd
 
-from ..analyse import diagnose, metrics
+from ..analyse import alike, diagnose, metrics, noise
 from ..show.closing import Closing
+from .l01_naive import CEILING_FREE
 
 SIZES = {
     "full": dict(dataset="folder", images=3000, image_size=32, train_size=2400, test_size=500,
@@ -29,7 +30,6 @@ SIZES = {
 FORMAT_OF = {"pre-processing": "preresized", "packed format": "packed", "in memory": "memory"}
 RULE = "the lecture's rule (the I/O rate must exceed the training rate)"
 # config keys that never change what a run measured
-_SAME_WORK = {"name", "monitor_interval"}
 
 
 # -- the table -------------------------------------------------------------------------------
@@ -107,12 +107,13 @@ def ceilings(say: Closing, run, runs) -> None:
     compute, feed = diagnose.find_ceilings(run, runs)
     if compute is None or feed is None:
         return
-    verdict = say.compare(compute, feed)   # the input alone against the model alone
+    # the input alone against the model alone: ceilings differ in their mock by design
+    verdict = say.compare(compute, feed, varies=CEILING_FREE)
     where = {"faster": f"above it beyond both ranges: {RULE} is met.",
              "slower": f"below it beyond both ranges: {RULE} is broken; the input cannot "
                        "keep up with the model.",
              "within noise": f"within both ranges of it: {RULE} is neither met nor broken "
-                             "beyond noise."}.get(verdict.kind, "not measured (no steady steps).")
+                             "beyond noise."}.get(verdict.kind, noise.no_verdict(verdict) + ".")
     say(f"'{run.name}' trained at {say.cell(run, 'samples_per_sec')} samples/s. Alone, the "
         f"input pipeline ('{feed.name}') delivers {say.cell(feed, 'samples_per_sec')} samples/s "
         f"({_spread(say, feed)} over its blocks of steps) and the model ('{compute.name}') "
@@ -137,13 +138,14 @@ def outcome(say: Closing, advice: diagnose.Diagnosis, before, after) -> None:
     """Whether `after` (the diagnosis `advice` of `before` followed, or for an unreliable
     diagnosis the same configuration measured again) is faster, against the two runs' noise;
     the sentence names what differs between them."""
-    verdict = say.compare(before, after)
+    verdict = say.compare(before, after, varies=changed(before, after))  # the head names them
     head = f"'{after.name}' against '{before.name}' ({changes(say, before, after)}): {verdict}."
     if advice.verdict == diagnose.UNRELIABLE:
         tail = ("That was the same configuration measured again, as the diagnosis asked: "
-                + ("the two runs agree within their noise." if not verdict.is_effect else
-                   "the two runs disagree beyond their noise, so this machine is not steady "
-                   "enough to rule."))
+                + ("the two runs agree within their noise." if verdict.kind == noise.Kind.WITHIN_NOISE
+                   else "the two runs disagree beyond their noise, so this machine is not "
+                   "steady enough to rule." if verdict.is_effect else
+                   f"no verdict: {noise.no_verdict(verdict)}."))
     else:
         # the lesson takes no compute rung: a cheaper augmentation stands in for one
         stand_in = (before.config.get("augment") != after.config.get("augment")
@@ -156,7 +158,8 @@ def outcome(say: Closing, advice: diagnose.Diagnosis, before, after) -> None:
                           "lift the limit on this machine; the new run's diagnosis says what "
                           "holds it.",
                 }.get(verdict.kind, f"Whether {change[0].lower()}{change[1:]} helped is not "
-                                    "shown: the difference is within the runs' noise; longer "
+                                    "shown: " + (noise.no_verdict(verdict) or "the difference "
+                                                 "is within the runs' noise") + "; longer "
                                     "runs (more epochs) would tell.")
     say(f"{head} {tail}")
 
@@ -210,9 +213,9 @@ def changes(say: Closing, a, b) -> str:
 
 
 def changed(a, b) -> list[str]:
-    """The configuration keys whose values differ between two runs (the name aside), sorted."""
-    keys = sorted((set(a.config) | set(b.config)) - _SAME_WORK)
-    return [k for k in keys if a.config.get(k) != b.config.get(k)]
+    """The settings whose values differ between two runs as they ran (`alike.settings`),
+    sorted: what a comparison of the two names."""
+    return sorted(alike.settings(a, b))
 
 
 def _spread(say: Closing, run) -> str:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..analyse import metrics, noise
+from ..analyse import alike, metrics, noise
 from . import tables
 
 _UNITS = ("samples/s", "images/s", "MB/s", "GB/s", "ms", "µs", "s", "points", "MiB", "GiB",
@@ -67,11 +67,14 @@ class Closing:
 
     runs: the runs behind the rows, in the same order (needed for noise verdicts and
     chance sentences); each must carry its row's name and samples/s. key: the column
-    that names the rows (a row label printed in a line is the table's, digits and all)."""
+    that names the rows (a row label printed in a line is the table's, digits and all).
+    varies: what the lesson changes between its rows (settings' names, `alike.Aspect`s):
+    `compare` refuses a verdict across anything else the two runs differ in."""
 
     table: pd.DataFrame
     runs: list | None = None
     key: str = "rung"
+    varies: tuple = ()
     lines: list = field(default_factory=list)
     _citations: list = field(default_factory=list, repr=False)
 
@@ -79,6 +82,7 @@ class Closing:
         if not isinstance(self.table, pd.DataFrame) or not len(self.table):
             raise ValueError(f"table={type(self.table).__name__} must be a DataFrame with at "
                              "least one row (the table the closing text cites)")
+        self.varies = tuple(sorted(alike.check_varies(self.varies)))
         if self.key in self.table.columns:
             self.table = self.table.reset_index(drop=True)
         else:  # the index names the rows (e.g. a pivot of speed-ups)
@@ -107,13 +111,30 @@ class Closing:
         return self._cite(text, value, f"{column} of {self._name(self._row(b))!r} over "
                                        f"{self._name(self._row(a))!r}")
 
-    def compare(self, a, b, value=metrics.samples_per_sec) -> noise.Verdict:
+    def compare(self, a, b, value=metrics.samples_per_sec, varies=None) -> noise.Verdict:
         """`noise.compare` of rows b against rows a (a row, or a list of repeated rows):
-        the verdict, cited as `noise.sentence` writes it (what `str(verdict)` prints)."""
-        v = noise.compare(self._runs(a), self._runs(b), value)
+        the verdict, cited as `noise.sentence` writes it (what `str(verdict)` prints).
+        varies: what this comparison changes, beyond the Closing's own `varies`."""
+        named = self.varies + tuple(alike.check_varies(varies))
+        v = noise.compare(self._runs(a), self._runs(b), value, named)
         self._cite(noise.sentence(v), v.ratio, "noise.compare of "
                    f"{self._names(b)} against {self._names(a)}", "verdict")
         return v
+
+    def differences(self, a, b, varies=None) -> dict:
+        """What rows a and b differ in beyond the Closing's `varies` and `varies`
+        (`alike.differences`)."""
+        named = self.varies + tuple(alike.check_varies(varies))
+        return alike.differences(self._run(a), self._run(b), named)
+
+    def unlike(self, a, b, varies=None) -> str:
+        """`differences` of rows a and b in words (`alike.words`), cited: "" when alike."""
+        diff = self.differences(a, b, varies)
+        if not diff:
+            return ""
+        return self._cite(alike.words(diff, self._name(self._row(a)), self._name(self._row(b))),
+                          float("nan"), f"alike.differences of {self._names(b)} against "
+                          f"{self._names(a)}", "setting")
 
     def compare_samples(self, a, b, xs, ys, how: str, column: str) -> noise.Verdict:
         """`noise.compare_samples` of row b against row a from their own measurements (xs,

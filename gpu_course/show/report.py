@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analyse import flops, metrics
+from ..analyse import alike, flops, metrics
 from . import tables
 from ..analyse.metrics import STATUS_TEXT, baseline_index, data_wait_share, epoch_spans, epoch_time_s, gpu_util, samples_per_sec, samples_per_sec_all, status, val_acc
 from ..measure.records import write_atomic
@@ -52,25 +52,47 @@ _TEXT_COLUMNS = {"rung", "ran", "status"}
 
 # -- tables --------------------------------------------------------------------------------
 
-def ladder_table(runs, baseline=0) -> pd.DataFrame:
+def ladder_table(runs, baseline=0, varies=()) -> pd.DataFrame:
     """One row per run or group of repeats, in order (`metrics.table`): each rung labelled
-    by what ran, with
-    GPM's SM and tensor-core activity beside GPU-Util (`metrics.gpm_activity`; Hopper
-    and newer, else empty and not shown) and the achieved TFLOP/s and % of peak
-    (`flops.table_columns`) before the status."""
+    by what ran, with a column for every setting (as it ran), thread count, machine or
+    machine load that differs between the rows beyond `varies`, the settings the rows'
+    names already say (`alike.differing`: what else a speed-up reads across); no speed-up for a row whose mock differs from the baseline's (a ceiling
+    bounds a run, it is no rung of it); GPM's SM and tensor-core activity beside GPU-Util
+    (`metrics.gpm_activity`; Hopper and newer, else empty and not shown) and the achieved
+    TFLOP/s and % of peak (`flops.table_columns`) before the status."""
     table = metrics.table(runs, baseline)
-    runs = [metrics.representative(r) for r in runs]  # a group of repeats: its median run
+    groups = metrics.as_groups(runs)
+    runs = [metrics.representative(r) for r in groups]  # a group of repeats: its median run
+    base = runs[metrics.baseline_index(groups, baseline)]
+    mocks = [str(r.config.get("mock") or "none") for r in runs]
+    base_mock = str(base.config.get("mock") or "none")
+    table.loc[[m != base_mock for m in mocks], "speedup"] = math.nan
+    for at, aspect in enumerate(alike.differing(runs, varies), start=1):
+        table.insert(at, aspect, [_scalar(alike.value(r, aspect)) for r in runs])
     at = table.columns.get_loc("gpu_util") + 1
     for offset, name in enumerate(("sm_active", "tensor_active")):
         table.insert(at + offset, name, [metrics.gpm_activity(r)[name] for r in runs])
     return flops.table_columns(table, runs)
 
 
+def put(table: pd.DataFrame, at: int, column: str, values) -> None:
+    """Insert `column` at position `at`, replacing the column of that name `ladder_table`
+    gave it (a lesson's own words for a setting it varies, say)."""
+    if column in table.columns:
+        table.drop(columns=column, inplace=True)
+    table.insert(min(at, len(table.columns)), column, values)
+
+
+def _scalar(value):
+    """A table cell: numbers and words as they are, anything else (a list) as text."""
+    return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
+
+
 def format_table(df: pd.DataFrame) -> str:
     """The table as fixed-width text for a terminal: 1,234.5 samples/s, ×3.2, 97%, – for NaN.
     The "ran" column is left out when every run ran as requested."""
     df = shown(df)
-    header = [_FORMATS.get(c, (str(c),))[0] for c in df.columns]
+    header = [_FORMATS.get(c, (tables.header(c),))[0] for c in df.columns]
     cells = [[_cell(c, v) for c, v in zip(df.columns, row)]
              for row in df.itertuples(index=False)]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
@@ -89,14 +111,16 @@ def shown(table: pd.DataFrame) -> pd.DataFrame:
     return tables.readable(table)
 
 
-def conclusion(runs, baseline=0) -> str:
+def conclusion(runs, baseline=0, varies=()) -> str:
     """The ladder in a few sentences, computed from its numbers and judged against the
-    run-to-run noise (`noise`): the fastest rung against the baseline, then what each
-    rung's change did to the rung before it (helped, hurt, within noise), when a warm-up
-    (compile) cost pays back, and whether another program shared the machine."""
+    run-to-run noise (`noise`): the rung with the most samples/s against the baseline
+    (called the fastest only where that is beyond noise), then what each rung's change did
+    to the rung before it (helped, hurt, within noise), when a warm-up (compile) cost pays
+    back, and whether another program shared the machine. varies: what the rungs may
+    differ in (`ladder.RUNG_SETTINGS`); no verdict is given across anything else."""
     from ..analyse import noise
     groups = _as_list(runs)
-    table = ladder_table(groups, baseline)
+    table = ladder_table(groups, baseline, varies)
     # a group of repeats is judged by its runs' spread, a single run by its blocks'
     compared = [g if isinstance(g, (list, tuple)) and len(g) > 1 else metrics.representative(g)
                 for g in groups]
@@ -121,8 +145,9 @@ def conclusion(runs, baseline=0) -> str:
                 f"'{base['rung']}' has no throughput to compare "
                 f"({STATUS_TEXT.get(base['status'], base['status'])})."]
     else:
-        verdict = noise.compare(compared[base_i], compared[best_i])
-        line = (f"The fastest rung, '{best['rung']}', trains at {speed}: against the "
+        verdict = noise.compare(compared[base_i], compared[best_i], varies=varies)
+        lead = "The fastest rung" if verdict.is_effect else "The rung with the most samples/s"
+        line = (f"{lead}, '{best['rung']}', trains at {speed}: against the "
                 f"baseline '{base['rung']}' {noise.sentence(verdict)}")
         if not (math.isnan(base["gpu_util"]) or math.isnan(best["gpu_util"])):
             line += (f"; GPU utilisation went from {base['gpu_util']:.0f}% "
@@ -130,11 +155,11 @@ def conclusion(runs, baseline=0) -> str:
         text = [line + "."]
     steps = []
     for before, after in zip(ok, ok[1:]):
-        verdict = noise.compare(compared[before], compared[after])
+        verdict = noise.compare(compared[before], compared[after], varies=varies)
         steps.append(f"'{table.rung[after]}' {noise.sentence(verdict)}")
     if steps:
         text.append("Each rung against the one before it: " + "; ".join(steps) + ".")
-    text += _accuracy_effects(runs, table, ok)
+    text += _accuracy_effects(runs, table, ok, varies)
     text += _warmup_costs(runs, table, ok)
     text += _preparation_costs(runs, table, ok)
     shared = [table.rung[i] for i, group in enumerate(metrics.as_groups(groups))
@@ -174,26 +199,40 @@ def _warmup_costs(runs, table, ok) -> list[str]:
     return out
 
 
-def _accuracy_effects(runs, table, ok) -> list[str]:
+def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
     """One sentence on validation accuracy, rung against the rung before it: the changes
-    outside 2 standard errors (`noise.accuracy_change`), or that none was."""
+    outside 2 standard errors (`noise.accuracy_change`), or that none was; a change across
+    rungs that differ in more than `varies` (more epochs, another network) is named with
+    what else differs and credited to nothing."""
     from ..analyse import noise
-    moved = []
+    moved, unlike = [], []
     for before, after in zip(ok, ok[1:]):
         if math.isnan(metrics.val_acc(runs[before])) or math.isnan(metrics.val_acc(runs[after])):
             continue
         points, sentence = noise.accuracy_change(runs[before], runs[after])
-        if noise.accuracy_verdict(runs[before], runs[after]).is_effect:
-            moved.append(f"'{table.rung[after]}' {sentence} against '{table.rung[before]}'")
+        if not noise.accuracy_verdict(runs[before], runs[after]).is_effect:
+            continue
+        differ = alike.differences(runs[before], runs[after], varies)
+        line = f"'{table.rung[after]}' {sentence} against '{table.rung[before]}'"
+        if differ:
+            unlike.append(f"{line}, but they also differ in "
+                          f"{alike.words(differ, table.rung[before], table.rung[after])}")
+        else:
+            moved.append(line)
     if len(ok) < 2:
         return []
+    text = []
+    if unlike:
+        text.append("Not credited to a rung's change, since the rungs differ in more: "
+                    + "; ".join(unlike) + ".")
     if not moved:
-        return ["Validation accuracy: no rung moved it outside 2 standard errors of the rung "
-                "before it."]
-    return ["Validation accuracy, rung against the rung before it, beyond the test set's "
-            "sampling noise: " + "; ".join(moved) + ". One run's training varies by more "
-            "than that (other arithmetic, a compiled graph say, takes another path): repeat "
-            "the rungs (--repeats) before crediting a few points to a change."]
+        return text + ["Validation accuracy: no rung's change alone moved it outside 2 "
+                       "standard errors of the rung before it."]
+    return text + ["Validation accuracy, rung against the rung before it, beyond the test "
+                   "set's sampling noise: " + "; ".join(moved) + ". One run's training varies "
+                   "by more than that (other arithmetic, a compiled graph say, takes another "
+                   "path): repeat the rungs (--repeats) before crediting a few points to a "
+                   "change."]
 
 
 def _preparation_costs(runs, table, ok) -> list[str]:
@@ -230,7 +269,7 @@ def _preparation_costs(runs, table, ok) -> list[str]:
 
 # -- the report ----------------------------------------------------------------------------
 
-def write_report(runs, out_dir, title="gpu-course ladder", baseline=0) -> dict:
+def write_report(runs, out_dir, title="gpu-course ladder", baseline=0, varies=()) -> dict:
     """Write report.md and report.html (figures embedded) plus the figures as PNGs into
     `out_dir`. Returns {"markdown", "html", "ladder", "throughput", "curves": Path,
     "timelines": [Path, one per run]}."""
@@ -240,7 +279,7 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0) -> dict:
     runs = _flat(groups)  # every run gets its own timeline and step figure
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    table = ladder_table(groups, baseline)
+    table = ladder_table(groups, baseline, varies)
     figures = {"ladder": out / "ladder.png", "throughput": out / "throughput.png",
                "curves": out / "curves.png"}
     plots.ladder(groups, baseline=baseline, save=figures["ladder"])
@@ -254,7 +293,7 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0) -> dict:
         plots.step_times(run, save=path)
 
     sections = {
-        "title": title, "conclusion": conclusion(groups, baseline),
+        "title": title, "conclusion": conclusion(groups, baseline, varies),
         "header": _header(runs), "table": shown(table), "runs": _run_lines(runs),
         "figures": [("Ladder", figures["ladder"]), ("Throughput", figures["throughput"]),
                     ("Accuracy and loss", figures["curves"])]
@@ -311,7 +350,7 @@ def _markdown(s) -> str:
     esc = _md_escape
     out = [f"# {esc(s['title'])}", "", esc(s["conclusion"]), ""]
     out += [f"- **{esc(k)}**: {esc(v)}" for k, v in s["header"]] + [""]
-    header = [_FORMATS.get(c, (c,))[0] for c in s["table"].columns]
+    header = [_FORMATS.get(c, (tables.header(c),))[0] for c in s["table"].columns]
     out.append("| " + " | ".join(esc(h) for h in header) + " |")
     columns = s["table"].columns
     out.append("|" + "|".join(":--" if c in _TEXT_COLUMNS else "--:" for c in columns) + "|")
@@ -326,7 +365,7 @@ def _markdown(s) -> str:
 def _html(s) -> str:
     esc = html.escape
     table = s["table"]
-    head = "".join(f"<th>{esc(_FORMATS.get(c, (c,))[0])}</th>" for c in table.columns)
+    head = "".join(f"<th>{esc(_FORMATS.get(c, (tables.header(c),))[0])}</th>" for c in table.columns)
     body = "".join(
         "<tr>" + "".join(f'<td class="{"text" if c in _TEXT_COLUMNS else "num"}">'
                          f"{esc(_cell(c, v))}</td>" for c, v in zip(table.columns, row)) + "</tr>"

@@ -110,7 +110,7 @@ def test_a_ceiling_on_a_machine_shared_when_the_run_was_not_is_said_and_not_rule
             "while 'naive compute-only' ran") in say.text
     assert "Neither ceiling holds it" not in say.text and "sets the pace" not in say.text
     assert say.check() == []
-    assert list(l01_naive.table([run, feed, compute])["machine"]) == ["not shared", "not shared", "shared"]
+    assert list(l01_naive.table([run, feed, compute])["machine load"]) == ["not shared", "not shared", "shared"]
 
 
 def test_a_ceiling_with_other_settings_says_how_it_differs(make_run):

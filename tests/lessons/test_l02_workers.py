@@ -54,7 +54,7 @@ def test_runs_on_a_machine_shared_for_one_only_are_not_compared(make_run):
             "shared while 'num_workers=2' ran (by the runs' records)") in say.text
     assert "not credited to the loader" in say.text
     assert "faster" not in say.text and "The knee" not in say.text
-    assert list(l02_workers.table(runs)["machine"]) == ["shared", "not shared", "not shared"]
+    assert list(l02_workers.table(runs)["machine load"]) == ["shared", "not shared", "not shared"]
     assert say.check() == []
 
 
