@@ -241,8 +241,11 @@ def ladder(runs, baseline=0, save=None) -> Figure:
         _range_bar(ax, i, value[i], low, high, horizontal=True)
         label = (f"×{row['speedup']:.1f}   " if by_speedup else "") \
             + f"{row['samples_per_sec']:,.0f} samples/s"
-        right = high if _float(high) > value[i] else value[i]
-        ax.text(right + top * 0.01, i, label, va="center", fontsize=9)
+        # beside the whisker, but inside the axes: a wide range (few steps) would push the
+        # label off the figure and squeeze the bars to nothing
+        right = min(high if _float(high) > value[i] else value[i], top * 1.12)
+        ax.text(right + top * 0.01, i, label, va="center", fontsize=9, clip_on=True,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
     if by_speedup:
         ax.axvline(1, color="0.3", ls="--", lw=0.8, zorder=1)
         ax.set_xlabel(f"speed-up over '{base['rung']}' (ratio of samples/s)")
