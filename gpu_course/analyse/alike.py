@@ -154,13 +154,13 @@ def _key(value) -> str:
 
 
 def words(diff: dict, a_name: str, b_name: str) -> str:
-    """`differences` in words: "model resnet20 against tiny; the machine was shared with
-    other programs while 'a' ran and not shared while 'b' ran (by the runs' records)"."""
+    """`differences` in words: "model resnet20 against tiny; machine load (shared with
+    other programs while 'a' ran, not shared while 'b' ran, by the runs' records)"."""
     parts = []
     for aspect, (x, y) in diff.items():
         if aspect == Aspect.LOAD:
-            parts.append(f"the machine was {x} with other programs while '{a_name}' ran and "
-                         f"{y} while '{b_name}' ran (by the runs' records)")
+            parts.append(f"machine load ({x} with other programs while '{a_name}' ran, {y} "
+                         f"while '{b_name}' ran, by the runs' records)")
         else:
             parts.append(f"{aspect} {_text(x)} against {_text(y)}")
     return "; ".join(parts)

@@ -123,9 +123,9 @@ def _judge(say: Closing, a, b, lead: str):
             "train_size would tell (gc.sizes(\"02\", epochs=...)).")
         return None
     if verdict.kind == noise.Kind.UNLIKE:
-        say(f"{lead}: {ratio}; but {say.unlike(a, b)}: the difference is that as much as "
-            "the loader's, so it is not credited to the loader. Run both again alike (on a "
-            "quiet machine).")
+        say(f"{lead}: {ratio}; but the runs also differ in {say.unlike(a, b)}, which could be "
+            "the difference as much as the loader: it is not credited to the loader. Run both "
+            "again alike (on a quiet machine).")
         return None
     say(f"{lead}: {verdict}.")
     return verdict

@@ -106,8 +106,8 @@ def test_a_ceiling_on_a_machine_shared_when_the_run_was_not_is_said_and_not_rule
     run, feed, compute = naive(make_run, 200, 5000, 640)
     busy(run, 0.0), busy(feed, 0.0), busy(compute, 3.0)
     say = l01_naive.conclude([run, feed, compute])
-    assert ("the machine was not shared with other programs while 'naive' ran and shared "
-            "while 'naive compute-only' ran") in say.text
+    assert ("machine load (not shared with other programs while 'naive' ran, shared "
+            "while 'naive compute-only' ran, by the runs' records)") in say.text
     assert "Neither ceiling holds it" not in say.text and "sets the pace" not in say.text
     assert say.check() == []
     assert list(l01_naive.table([run, feed, compute])["machine load"]) == ["not shared", "not shared", "shared"]
