@@ -148,3 +148,9 @@ def test_interleaved_repeats_measure_the_load_in_their_spread(run):
     b = run("b", meta=quiet(1.0))
     assert alike.differences(busy_a, b) == {"machine load": ("shared", "not shared")}
     assert alike.differences([quiet_a, busy_a], [b, b]) == {}
+
+
+def test_a_repeat_of_the_baseline_gets_no_speed_up(run):
+    a, again = run("naive", rate=100.0), run("naive again", rate=114.0)
+    frame = report.ladder_table([a, again, run("tiny", config={"model": "tiny"}, rate=300.0)])
+    assert frame["speedup"].isna().iloc[1] and frame["speedup"].iloc[2] == pytest.approx(3.0, rel=0.05)

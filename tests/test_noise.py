@@ -150,7 +150,8 @@ def test_a_group_of_repeats_is_one_row_with_its_runs_median_and_spread(tmp_path)
     from gpu_course.show import report, tables
     a = [fake_runs.load(fake_runs.write_run(tmp_path, "a", samples_per_sec=r, seed=i,
                                             index=i)) for i, r in enumerate((500., 560., 530.))]
-    b = fake_runs.load(fake_runs.write_run(tmp_path, "b", samples_per_sec=900., index=5))
+    b = fake_runs.load(fake_runs.write_run(tmp_path, "b", samples_per_sec=900., index=5,
+                                           config={"num_workers": 4}))
     rates = sorted(metrics.samples_per_sec(r) for r in a)
     assert metrics.samples_per_sec(metrics.representative(a)) == rates[1]
     table = report.ladder_table([a, b])
@@ -159,7 +160,8 @@ def test_a_group_of_repeats_is_one_row_with_its_runs_median_and_spread(tmp_path)
     assert (table.samples_per_sec_min[0], table.samples_per_sec_max[0]) == (rates[0], rates[2])
     assert table.speedup[1] == pytest.approx(metrics.samples_per_sec(b) / rates[1])
     assert "runs" in tables.show(table).text().split()
-    assert "3 runs / 5 blocks of steady steps" in report.conclusion([a, b])
+    assert "3 runs / 5 blocks of steady steps" in report.conclusion([a, b],
+                                                                    varies=("num_workers",))
     with pytest.raises(ValueError, match=r"runs\[1\] is an empty list"):
         metrics.table([b, []])
 

@@ -54,6 +54,25 @@ def not_as_asked(field: str, requested, ran, why: str) -> dict:
     return {"field": field, "requested": requested, "ran": ran, "why": why}
 
 
+@dataclass(frozen=True)
+class Resolved:
+    """A request resolved once for this machine, by the track's `resolve`: the config that
+    runs here (`cfg`: bfloat16 for float16 on a PyTorch CPU, say), the devices it runs on,
+    each request the machine could not honour with its reason (`downgrades`) and the
+    notice to print. `build`, `train` and `record` read it and never resolve again."""
+
+    requested: Experiment
+    cfg: Experiment
+    devices: list
+    downgrades: list
+    notice: str | None = None
+
+
+def notice(*parts: str | None) -> str | None:
+    """The notices that were given, as one line (None when there were none)."""
+    return " ".join(p for p in parts if p) or None
+
+
 @dataclass
 class Parts:
     """What an adapter's `build(cfg)` made for a notebook's own loop. It unpacks as

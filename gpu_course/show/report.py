@@ -56,10 +56,12 @@ def ladder_table(runs, baseline=0, varies=()) -> pd.DataFrame:
     """One row per run or group of repeats, in order (`metrics.table`): each rung labelled
     by what ran, with a column for every setting (as it ran), thread count, machine or
     machine load that differs between the rows beyond `varies`, the settings the rows'
-    names already say (`alike.differing`: what else a speed-up reads across); no speed-up for a row whose mock differs from the baseline's (a ceiling
-    bounds a run, it is no rung of it); GPM's SM and tensor-core activity beside GPU-Util
-    (`metrics.gpm_activity`; Hopper and newer, else empty and not shown) and the achieved
-    TFLOP/s and % of peak (`flops.table_columns`) before the status."""
+    names already say (`alike.differing`: what else a speed-up reads across). No speed-up
+    for a row whose mock differs from the baseline's (a ceiling bounds a run, it is no
+    rung of it) nor for a repeat of the baseline's configuration (its ratio is noise).
+    GPM's SM and tensor-core activity beside GPU-Util (`metrics.gpm_activity`; Hopper and
+    newer, else empty and not shown) and the achieved TFLOP/s and % of peak
+    (`flops.table_columns`) before the status."""
     table = metrics.table(runs, baseline)
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(r) for r in groups]  # a group of repeats: its median run
@@ -67,6 +69,8 @@ def ladder_table(runs, baseline=0, varies=()) -> pd.DataFrame:
     mocks = [str(r.config.get("mock") or "none") for r in runs]
     base_mock = str(base.config.get("mock") or "none")
     table.loc[[m != base_mock for m in mocks], "speedup"] = math.nan
+    # the baseline's configuration run again: its ratio is the machine's noise, not a speed-up
+    table.loc[[r is not base and not alike.settings(base, r) for r in runs], "speedup"] = math.nan
     for at, aspect in enumerate(alike.differing(runs, varies), start=1):
         table.insert(at, aspect, [_scalar(alike.value(r, aspect)) for r in runs])
     at = table.columns.get_loc("gpu_util") + 1

@@ -55,6 +55,8 @@ COLUMNS = {
     "sm_active": ("SM active", _percent),
     "tensor_active": ("tensor active", _percent),
     "data_wait_share": ("data wait", _fraction),
+    "data_wait": ("data wait", _fraction),        # SageMaker's metric: a share, 0-1
+    "epoch_time": ("epoch (s)", _num),            # SageMaker's metric
     "waited_share": ("steps that waited", _fraction),
     "samples_per_sec": ("samples/s (steady)", _num),
     "samples_per_sec_range": ("min–max", str),

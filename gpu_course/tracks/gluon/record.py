@@ -35,19 +35,20 @@ def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
     devices and downgrades are recorded). What it is handed (network, training loader,
     gluon.Trainer as `optimizer`, devices) is read back into the recorded config, or
     refused when it contradicts a setting made in cfg."""
-    if isinstance(cfg, provenance.Parts):
-        parts = cfg
+    resolved = isinstance(cfg, provenance.Parts)   # `build` resolved it: threads, devices
+    if resolved:
         cfg, net, train_iter, optimizer, devices, downgrades, device_notice = \
-            parts.fill(net, train_iter, optimizer, devices, downgrades, device_notice)
+            cfg.fill(net, train_iter, optimizer, devices, downgrades, device_notice)
     if cfg.engine != "gluon":
         cfg = cfg.replace(engine="gluon")
     devices = list(devices) if devices is not None else None
-    check_threads(cfg)
+    if not resolved:
+        check_threads(cfg)
     count, source = operator_threads()
     facts = {"threads": {"intra_op": count, "intra_op_from": source,
                          **{k: os.environ.get(k) for k in THREAD_VARIABLES if os.environ.get(k)}},
              "cpu_count": os.cpu_count()}
-    if devices is not None:
+    if devices is not None and not resolved:
         cfg = cfg.replace(num_gpus=len(devices)) if len(devices) != max(cfg.num_gpus, 1) else cfg
     if net is not None:
         found, facts["network"] = read_network(net)

@@ -34,18 +34,8 @@ def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=Non
     float32 for a float16 request on a CPU) and .downgrades. Parts passed in are used as
     they are; the network is initialised on the devices, cast and hybridized as the
     config that runs says."""
-    requested = cfg if cfg.engine == "gluon" else cfg.replace(engine="gluon")
-    check_threads(requested)  # before any work: only a new process changes MXNet's threads
-    if net is not None:  # a network the notebook hybridized or cast itself is the request
-        found, _ = _read_network(net)
-        requested = provenance.reconcile(requested, found, "the network")
-    notices = []
-    if devices is None:
-        devices, notice = try_devices(requested.num_gpus)
-        notices.append(notice)
-    devices = [devices] if isinstance(devices, mx.Context) else list(devices)
-    ran, notice = effective_config(requested, devices)
-    notices.append(notice)
+    here = resolve(cfg, devices, net)
+    ran, devices = here.cfg, here.devices
     random.seed(ran.seed)
     np.random.seed(ran.seed)  # the DataLoader's shuffle
     mx.random.seed(ran.seed)
@@ -58,8 +48,28 @@ def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=Non
     steps = _length(train_iter, ran)
     trainer = make_trainer(net, ran, min(steps, ran.max_steps or steps))
     return provenance.Parts(net, train_iter, val_iter, trainer, devices, ran,
-                            provenance.downgrades(requested, ran, WHY),
-                            " ".join(n for n in notices if n) or None)
+                            here.downgrades, here.notice)
+
+
+def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
+            ) -> provenance.Resolved:
+    """cfg resolved once for this machine: MXNet's threads checked (fixed at import), a
+    network the notebook prepared read as the request, the devices (`devices` as given,
+    else `count` or cfg.num_gpus GPUs, or CPU contexts with a notice), the config that
+    runs on them (`effective_config`) and what changed."""
+    requested = cfg if cfg.engine == "gluon" else cfg.replace(engine="gluon")
+    check_threads(requested)  # before any work: only a new process changes MXNet's threads
+    if net is not None:  # a network the notebook hybridized or cast itself is the request
+        found, _ = _read_network(net)
+        requested = provenance.reconcile(requested, found, "the network")
+    tried = None
+    if devices is None:
+        devices, tried = try_devices(count if count is not None else requested.num_gpus)
+    devices = [devices] if isinstance(devices, mx.Context) else list(devices)
+    ran, changed = effective_config(requested, devices)
+    return provenance.Resolved(requested, ran, devices,
+                               provenance.downgrades(requested, ran, WHY),
+                               provenance.notice(tried, changed))
 
 
 def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None,

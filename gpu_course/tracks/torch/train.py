@@ -47,34 +47,42 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
     which builds its own network and loaders. The record says what really ran.
     on_epoch(row) is called with each recorded epoch row (single-process runs).
     """
-    if cfg.engine != "pytorch":
-        cfg = cfg.replace(engine="pytorch")
-    notices = []
-    if devices is None:
-        devices, notice = try_devices(cfg.num_gpus)
-        notices.append(notice)
-    devices = [torch.device(d) for d in devices]
-    if len(devices) > 1:
+    here = resolve(cfg, devices, net)
+    if len(here.devices) > 1:
         if any(x is not None for x in (net, train_iter, val_iter)):
-            raise ValueError(f"with {len(devices)} devices each DistributedDataParallel "
+            raise ValueError(f"with {len(here.devices)} devices each DistributedDataParallel "
                              "process builds its own network and loaders: pass none of "
                              "net, train_iter, val_iter")
         from .launch import launch
-        return launch(cfg.replace(num_gpus=len(devices)), runs_dir=runs_dir, verbose=verbose)
-    requested = cfg.replace(graph="hybrid") if is_compiled(net) and cfg.graph == Graph.EAGER else cfg
-    device = devices[0]
-    ran, notice = effective_config(requested, device)
-    notices.append(notice)
+        return launch(here.requested.replace(num_gpus=len(here.devices)), runs_dir=runs_dir,
+                      verbose=verbose)
+    ran, (device,) = here.cfg, here.devices
     torch.manual_seed(ran.seed)
     net = net if net is not None else get_model(ran)
     if train_iter is None or val_iter is None:
         made_train, made_val = build_loaders(ran, device)
         train_iter = train_iter if train_iter is not None else made_train
         val_iter = val_iter if val_iter is not None else made_val
-    return fit(ran, net, train_iter, val_iter, device, runs_dir=runs_dir,
-               notice=" ".join(n for n in notices if n) or None, progress=progress,
-               verbose=verbose, on_epoch=on_epoch,
-               downgrades=what_changed(requested, ran, device))
+    return fit(ran, net, train_iter, val_iter, device, runs_dir=runs_dir, notice=here.notice,
+               progress=progress, verbose=verbose, on_epoch=on_epoch,
+               downgrades=here.downgrades)
+
+
+def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
+            ) -> provenance.Resolved:
+    """cfg resolved once for this machine: the devices (`devices` as given, else
+    `count` or cfg.num_gpus GPUs, or the CPU with a notice), the config that runs on the
+    first of them (`effective_config`; compiled where `net` is), and what changed."""
+    if cfg.engine != "pytorch":
+        cfg = cfg.replace(engine="pytorch")
+    found = None
+    if devices is None:
+        devices, found = try_devices(count if count is not None else cfg.num_gpus)
+    devices = [torch.device(d) for d in devices]
+    requested = cfg.replace(graph="hybrid") if is_compiled(net) and cfg.graph == Graph.EAGER else cfg
+    ran, changed = effective_config(requested, devices[0])
+    return provenance.Resolved(requested, ran, devices, what_changed(requested, ran, devices[0]),
+                               provenance.notice(found, changed))
 
 
 def what_changed(requested: Experiment, ran: Experiment, device: torch.device) -> list:
@@ -94,21 +102,15 @@ def build(cfg: Experiment, device=None):
     optimizer), with .devices, .cfg (what runs: bfloat16 for a float16 request on a CPU)
     and .downgrades. The network is on the device (channels_last when cfg says);
     compiling it, autocast and the scheduler are the lesson's own lines."""
-    if cfg.engine != "pytorch":
-        cfg = cfg.replace(engine="pytorch")
-    notice = None
-    if device is None:
-        (device,), notice = try_devices(1)
-    device = torch.device(device)
-    ran, changed = effective_config(cfg, device)
+    here = resolve(cfg, None if device is None else [device], count=1)
+    ran, (device,) = here.cfg, here.devices
     torch.manual_seed(ran.seed)
     net = get_model(ran).to(device)
     if ran.channels_last:
         net = net.to(memory_format=torch.channels_last)
     train_iter, val_iter = build_loaders(ran, device)
     return provenance.Parts(net, train_iter, val_iter, make_optimizer(net, ran), [device], ran,
-                            what_changed(cfg, ran, device),
-                            " ".join(n for n in (notice, changed) if n) or None)
+                            here.downgrades, here.notice)
 
 
 def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment, str | None]:
