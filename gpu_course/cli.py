@@ -57,6 +57,11 @@ def _os_error(err: OSError) -> str:
     return text + f" [{type(err).__name__}: {err.strerror or err}]"
 
 
+def _user_path(text: str) -> Path:
+    """A path option as a shell would read it: a leading ~ is the home folder."""
+    return Path(text).expanduser()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpu-course", description="Find and remove what keeps a GPU from being busy.")
@@ -65,14 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("data", help="generate the synthetic CIFAR-10 stand-in (or other data)",
                        description="Write a dataset: the synthetic set in CIFAR-10 binary "
                        "format, or (--kind folder) a Caltech-256-shaped folder of JPEGs.")
-    p.add_argument("--out", type=Path, default=None, help="folder to write (default: data/)")
+    p.add_argument("--out", type=_user_path, default=None, help="folder to write (default: data/)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train", type=int, default=50_000, help="training images")
     p.add_argument("--test", type=int, default=10_000, help="test images")
     p.add_argument("--kind", default="synthetic", choices=("synthetic", "folder"),
                    help="synthetic (CIFAR-10 format) or folder (one sub-folder of JPEGs per "
                    "class, 200-500 px a side, like Caltech-256)")
-    p.add_argument("--classes", type=int, default=10, help="folder: class folders (1-10)")
+    p.add_argument("--classes", type=int, default=10, help="folder: class folders (2-10)")
     p.add_argument("--per-class", type=int, default=300, help="folder: JPEGs per class")
     p.add_argument("--overwrite", action="store_true",
                    help="replace data that gpu-course wrote with other settings (data it "
@@ -82,21 +87,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("monitor", help="record GPU/CPU utilisation to a CSV",
                        description="Sample like `watch nvidia-smi` and keep the numbers. "
                        "Stops on Ctrl-C or after --seconds; everything recorded is written.")
-    p.add_argument("--out", type=Path, required=True, help="CSV file for the GPU samples")
+    p.add_argument("--out", type=_user_path, required=True, help="CSV file for the GPU samples")
     p.add_argument("--seconds", type=float, default=None, help="stop after this long")
     p.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
     p.set_defaults(func=_monitor)
 
     p = sub.add_parser("runs", help="list recorded runs as a table",
                        description="List the run records under a folder.")
-    p.add_argument("--runs-dir", type=Path, default=None)
+    p.add_argument("--runs-dir", type=_user_path, default=None)
     p.set_defaults(func=_runs)
 
     p = sub.add_parser("run", help="run one experiment from flags",
                        description="Train once with the given settings, record the run and "
                        "print the talk's summary line.")
     _add_config_flags(p)
-    p.add_argument("--runs-dir", type=Path, default=None)
+    p.add_argument("--runs-dir", type=_user_path, default=None)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)
 
@@ -114,15 +119,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=1,
                    help="walk the ladder this many times, interleaved: each rung's spread "
                         "is then its runs' (default 1: its own steady steps')")
-    p.add_argument("--runs-dir", type=Path, default=None)
-    p.add_argument("--out", type=Path, default=None, help="report folder")
+    p.add_argument("--runs-dir", type=_user_path, default=None)
+    p.add_argument("--out", type=_user_path, default=None, help="report folder")
     p.set_defaults(func=_ladder)
 
     p = sub.add_parser("diagnose", help="say what limits a recorded run",
                        description="Input-bound, compute-bound or overhead-bound, with the "
                        "numbers, and the next rung to try.")
     p.add_argument("run", help="run folder or run id")
-    p.add_argument("--runs-dir", type=Path, default=None)
+    p.add_argument("--runs-dir", type=_user_path, default=None)
     p.set_defaults(func=_diagnose)
 
     p = sub.add_parser("distributed", help="a local multi-host job and its scaling table",
@@ -133,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", type=int, default=2, help="local 'hosts'")
     p.add_argument("--procs-per-node", type=int, default=1, help="processes per host")
     p.add_argument("--quick", action="store_true", help="a short run on a CPU")
-    p.add_argument("--runs-dir", type=Path, default=None)
+    p.add_argument("--runs-dir", type=_user_path, default=None)
     p.set_defaults(func=_distributed)
     p = sub.add_parser("env", help="what this machine is: build, CPU, GPU, shared memory, disk",
                        description="Read and measure the environment: the framework's build, "
@@ -152,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "pipeline into the run's folder, and check the trace's verdict "
                        "against the mock-ceiling diagnosis.")
     _add_config_flags(p)
-    p.add_argument("--runs-dir", type=Path, default=None)
+    p.add_argument("--runs-dir", type=_user_path, default=None)
     p.set_defaults(func=_profile)
     _add_optional_verbs(sub)
     return parser
@@ -286,7 +291,7 @@ def _find_run(run: str, runs_dir) -> str:
     from .measure import records
     if Path(run, "run.json").exists():
         return run
-    root = Path(runs_dir or records.default_runs_dir())
+    root = records.runs_root(runs_dir)
     found = sorted(p.parent for p in root.rglob("run.json") if p.parent.name == run)
     return str(found[0]) if found else run
 

@@ -124,6 +124,9 @@ class Experiment:
     monitor_interval: float = 0.5     # seconds between GPU/CPU samples
 
     def __post_init__(self) -> None:
+        for f in fields(self):
+            if str(f.type).startswith("bool"):
+                _boolean(self, f.name)
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"name={self.name!r} must be a non-empty string (it labels the "
                              "run record and the plots)")
@@ -153,8 +156,6 @@ class Experiment:
         if self.seed > SEED_MAX:
             raise ValueError(f"seed={self.seed!r} is too large; allowed: 0..{SEED_MAX} "
                              "(NumPy and MXNet seeds are 32-bit)")
-        if not isinstance(self.skip_corrupt, bool):
-            raise ValueError(f"skip_corrupt={self.skip_corrupt!r} must be True or False")
         if self.max_steps is not None:
             _at_least(self, "max_steps", 1)
         if self.threads is not None and (not isinstance(self.threads, int)
@@ -277,9 +278,9 @@ def parse_value(field_name: str, text: str) -> Any:
     try:
         if kind.startswith("bool"):
             low = text.strip().lower()
-            if low not in ("1", "0", "true", "false", "yes", "no"):
+            if low not in BOOL_WORDS:
                 raise ValueError
-            return low in ("1", "true", "yes")
+            return BOOL_WORDS[low]
         if "int" in kind and "None" in kind:
             return None if text.strip().lower() in ("", "none") else int(text)
         if kind.startswith("int"):
@@ -374,6 +375,24 @@ def _number(text: Any) -> Any:
         except ValueError:
             pass
     return text
+
+
+BOOL_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def _boolean(cfg: Experiment, name: str) -> None:
+    """A yes/no field as a real bool: True/False, 1/0, or one of BOOL_WORDS (any case);
+    anything else is refused (a non-empty string such as "false" would otherwise be true)."""
+    value = getattr(cfg, name)
+    if isinstance(value, bool):
+        return
+    if isinstance(value, str) and value.strip().lower() in BOOL_WORDS:
+        object.__setattr__(cfg, name, BOOL_WORDS[value.strip().lower()])
+    elif type(value).__name__ in ("bool_", "bool8") or (isinstance(value, int) and value in (0, 1)):
+        object.__setattr__(cfg, name, bool(value))   # numpy's bool, or 1/0
+    else:
+        raise ValueError(f"{name}={value!r} must be True or False (or one of the words "
+                         f"{', '.join(repr(w) for w in BOOL_WORDS)})")
 
 
 def _choice(cfg: Experiment, name: str, allowed: tuple, by_engine: dict | None = None) -> None:

@@ -48,14 +48,30 @@ def compute_capabilities() -> list[tuple[int, int]]:
     return caps
 
 
-def pick_engine(env: dict | None = None, capabilities: list | None = None) -> tuple[str, str]:
-    """Return (engine, reason)."""
+FRAMEWORKS = {"gluon": "mxnet", "pytorch": "torch"}
+
+
+def installed_engines() -> tuple[str, ...]:
+    """The tracks whose framework this Python environment has (without importing it)."""
+    import importlib.util
+    return tuple(e for e, module in FRAMEWORKS.items() if importlib.util.find_spec(module))
+
+
+def pick_engine(env: dict | None = None, capabilities: list | None = None,
+                installed: tuple | None = None) -> tuple[str, str]:
+    """Return (engine, reason): $ENGINE where set; the one framework this environment has
+    (a track's own environment); else, where both or neither are installed (the Makefile,
+    before any environment exists), by the GPU."""
     env = os.environ if env is None else env
     chosen = env.get("ENGINE", "").strip().lower()
     if chosen:
         if chosen not in ENGINES:
             raise ValueError(f"ENGINE={chosen!r} is not allowed; allowed: {', '.join(ENGINES)}")
         return chosen, f"ENGINE={chosen} was set"
+    installed = installed_engines() if installed is None else tuple(installed)
+    if len(installed) == 1:
+        return installed[0], (f"the framework this environment has ({FRAMEWORKS[installed[0]]}; "
+                              "ENGINE= chooses the other in its own environment)")
     caps = compute_capabilities() if capabilities is None else capabilities
     if not caps:
         return "gluon", "no GPU found: the Gluon (MXNet) track runs on the CPU"
@@ -69,8 +85,8 @@ def pick_engine(env: dict | None = None, capabilities: list | None = None) -> tu
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    try:
-        engine, reason = pick_engine()
+    try:  # before any environment exists: by the hardware alone
+        engine, reason = pick_engine(installed=())
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -41,7 +41,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from .config import Experiment
-from .measure.records import OutOfMemory, Run, default_runs_dir, load_run, update_meta
+from .measure.records import OutOfMemory, Run, runs_root, load_run, update_meta
 
 
 LONG_EPOCHS = 30  # the tuned rung on a GPU: long enough for the monitor to see it
@@ -279,7 +279,7 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
     gc = adapter(engine)
     gpus = gc.gpu_count()
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    runs_dir = Path(runs_dir or default_runs_dir()) / f"ladder-{engine}-{stamp}"
+    runs_dir = runs_root(runs_dir) / f"ladder-{engine}-{stamp}"
     selected = rungs(engine, gpus, quick=quick, **sizes)
     if only:
         unknown = set(only) - {r.name for r in selected}

@@ -101,3 +101,15 @@ def test_threads_is_none_or_a_positive_integer(value):
     assert Experiment().threads is None and Experiment(threads=3).threads == 3
     assert parse_value("threads", "none") is None and parse_value("threads", "2") == 2
 
+
+
+@pytest.mark.parametrize("field", ["pin_memory", "persistent_workers", "data_on_gpu",
+                                   "channels_last", "skip_corrupt"])
+def test_yes_no_fields_read_their_words_and_refuse_the_rest(field):
+    base = dict(engine="pytorch") if field != "skip_corrupt" else {}
+    for word, value in (("false", False), ("No", False), ("0", False), (0, False),
+                        ("true", True), ("YES", True), (1, True), (True, True)):
+        assert getattr(Experiment(**base, **{field: word}), field) is value
+    for bad in ("nope", "", 2, 0.5, None, [True]):
+        with pytest.raises(ValueError, match=rf"{field}=.* must be True or False"):
+            Experiment(**base, **{field: bad})

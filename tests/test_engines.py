@@ -10,8 +10,17 @@ from support import REPO
 @pytest.mark.parametrize("caps, engine", [([], "gluon"), ([(7, 0)], "gluon"), ([(8, 6)], "gluon"),
                                           ([(8, 0), (9, 0)], "pytorch"), ([(10, 0)], "pytorch")])
 def test_engine_follows_the_gpu(caps, engine):
-    chosen, reason = pick_engine(env={}, capabilities=caps)
+    chosen, reason = pick_engine(env={}, capabilities=caps, installed=())
     assert chosen == engine and reason
+    # both frameworks in one environment: the GPU decides too
+    assert pick_engine(env={}, capabilities=caps, installed=("gluon", "pytorch"))[0] == engine
+
+
+@pytest.mark.parametrize("only", ["gluon", "pytorch"])
+def test_a_tracks_own_environment_picks_its_framework_whatever_the_gpu(only):
+    for caps in ([], [(9, 0)]):
+        chosen, reason = pick_engine(env={}, capabilities=caps, installed=(only,))
+        assert chosen == only and "the framework this environment has" in reason
 
 
 def test_engine_override_and_bad_value():

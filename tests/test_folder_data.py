@@ -194,3 +194,35 @@ def run_cli(*args, timeout=600):
     """`python -m gpu_course.cli ARGS` as a real subprocess from the repository root."""
     return subprocess.run([sys.executable, "-m", "gpu_course.cli", *map(str, args)],
                           cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def test_overwrite_replaces_only_what_gpu_course_wrote(tmp_path, capsys):
+    """A user's own photo in a generated class folder, and a file of their own in the
+    generated CIFAR-10 folder, survive --overwrite, and are named."""
+    from gpu_course.data import generate_to
+    photos = folder.generate_folder(tmp_path / "photos", classes=2, per_class=2, min_side=16,
+                             max_side=20, workers=1, progress=False)
+    first = sorted(p.name for p in photos.iterdir() if p.is_dir())[0]
+    mine = photos / first / "my_own.jpg"
+    mine.write_bytes(b"not generated")
+    again = folder.generate_folder(photos, classes=2, per_class=3, seed=1, min_side=16, max_side=20,
+                            workers=1, progress=False, overwrite=True)
+    assert mine.read_bytes() == b"not generated"
+    assert len(list((again / first).glob(f"{first[:3]}_*.jpg"))) == 3
+    assert f"{first}/my_own.jpg" in capsys.readouterr().out
+    cifar = generate_to(tmp_path / "data", train_size=20, test_size=10)
+    readme = cifar / "README.mine"
+    readme.write_text("my notes")
+    generate_to(tmp_path / "data", seed=1, train_size=20, test_size=10, overwrite=True)
+    assert readme.read_text() == "my notes"
+    assert "README.mine" in capsys.readouterr().out
+
+
+def test_a_folder_of_one_class_is_refused_naming_it(tmp_path):
+    import shutil
+    root = make_folder(tmp_path, classes=2, per_class=2)
+    shutil.rmtree(sorted(p for p in root.iterdir() if p.is_dir())[1])   # one class left
+    with pytest.raises(folder.DataError, match="has one class folder .*two or more"):
+        folder.scan_folder(root)
+    with pytest.raises(ValueError, match=r"classes=1 must be in 2\.\.10"):
+        folder.generate_folder(tmp_path / "gen", classes=1, per_class=1, progress=False)

@@ -331,3 +331,34 @@ def test_monitor_vs_smi_judges_each_quantity_against_its_tolerance():
     assert not result["power.draw"]["agrees"]  # 70 W apart: over max(15 W, 5 %)
     assert result["power.draw"]["mean_diff"] == pytest.approx(70.0)
     assert "power.draw" in bench.format_table(bench.agreement(rows))
+
+
+def test_sigterm_to_the_monitor_command_keeps_what_it_sampled(tmp_path):
+    """`kill` (SIGTERM) ends a recording as Ctrl-C does: the samples so far are written."""
+    import signal
+    import subprocess
+    import sys
+    import time as _time
+    out = tmp_path / "m.csv"
+    proc = subprocess.Popen([sys.executable, "-m", "gpu_course.cli", "monitor", "--out", str(out),
+                             "--interval", "0.2"], cwd=Path(__file__).resolve().parents[1],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    host = tmp_path / "m-host.csv"
+    seen, deadline = "", _time.monotonic() + 120
+    while _time.monotonic() < deadline and seen.count("\r") < 5:  # 5 status lines: sampling
+        seen += _status(proc)
+        _time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    stdout = seen + stdout
+    assert proc.returncode == 0, stderr
+    assert host.exists() and len(host.read_text().splitlines()) > 3   # header and samples
+    assert "written to" in stdout and "Traceback" not in stderr
+
+
+def _status(proc) -> str:
+    """Whatever the status line has printed so far (non-blocking)."""
+    import os
+    import select
+    ready, _, _ = select.select([proc.stdout], [], [], 0)
+    return os.read(proc.stdout.fileno(), 4096).decode(errors="replace") if ready else ""

@@ -112,3 +112,29 @@ def test_load_runs_and_table(runs_dir):
 def test_not_a_run_folder(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a run folder"):
         load_run(tmp_path)
+
+
+def test_a_leading_tilde_is_the_home_folder_wherever_a_runs_folder_enters(tmp_path, monkeypatch):
+    from gpu_course.cli import build_parser
+    from gpu_course.measure import records
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert records.runs_root("~/runs") == tmp_path / "runs"
+    monkeypatch.setenv("GPU_COURSE_RUNS", "~/elsewhere")
+    assert records.default_runs_dir() == records.runs_root() == tmp_path / "elsewhere"
+    args = build_parser().parse_args(["monitor", "--out", "~/m.csv", "--seconds", "1"])
+    assert args.out == tmp_path / "m.csv"
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "null", '"a string"', "", '{"name": "x", "con'])
+def test_a_damaged_run_json_is_named_and_skipped_by_load_runs(tmp_path, text):
+    import warnings as _warnings
+    from gpu_course.measure import records
+    folder = tmp_path / "runs" / "20261126-000000-bad-0000"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(text)
+    with pytest.raises(ValueError, match=rf"{folder / 'run.json'} (holds a|is not a readable)"):
+        records.load_run(folder)
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        assert records.load_runs(tmp_path / "runs") == []
+    assert any("skipping" in str(w.message) for w in caught)

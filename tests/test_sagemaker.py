@@ -25,7 +25,6 @@ REPO = Path(__file__).resolve().parents[1]  # (not from conftest: tests/gluon im
 # no credentials anywhere boto3 looks, and no instance-metadata lookup
 NO_AWS = {"AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/credentials",
           "AWS_CONFIG_FILE": "/nonexistent/config", "AWS_EC2_METADATA_DISABLED": "true"}
-CHANNEL = "/opt/ml/input/data/training"
 CONFIGS = [
     Experiment(),
     Experiment(name="large-batch", batch_size=640, optimizer="lbsgd", lr_base_batch=128,
@@ -119,13 +118,25 @@ def run_cli_without_aws(*args):
 
 # -- hyperparameters -------------------------------------------------------------------
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)
-def test_hyperparameters_round_trip_into_the_config(cfg):
+def test_hyperparameters_round_trip_into_the_config(cfg, tmp_path):
     hps = launch.hyperparameters(cfg)
     assert all(isinstance(v, str) for v in hps.values())  # SageMaker stores strings
     assert "data_dir" not in hps
-    back = entry.experiment_from(as_argv(hps), {"SM_CHANNEL_TRAINING": CHANNEL,
+    channel = str(tmp_path)   # the folder SageMaker mounted the channel into
+    back = entry.experiment_from(as_argv(hps), {"SM_CHANNEL_TRAINING": channel,
                                                 "SM_NUM_GPUS": "4"})
-    assert back == cfg.replace(data_dir=CHANNEL)
+    assert back == cfg.replace(data_dir=channel)
+
+
+@pytest.mark.parametrize("make", ["missing", "file"])
+def test_a_channel_that_is_no_folder_is_refused_naming_it(make, tmp_path):
+    channel = tmp_path / "training"
+    if make == "file":
+        channel.write_text("x")
+    with pytest.raises(ValueError, match=f"SM_CHANNEL_TRAINING={channel} "
+                                         + ("is a file" if make == "file" else "does not exist")):
+        entry.experiment_from([], {"SM_CHANNEL_TRAINING": str(channel), "SM_NUM_GPUS": "0"})
+    assert not channel.is_dir()   # nothing generated into it
 
 
 def test_all_gpus_takes_the_count_from_sm_num_gpus():
@@ -500,3 +511,11 @@ def test_cli_launches_waits_and_fetches_with_credentials(monkeypatch, capsys, tm
         ("ml.g5.xlarge", "arn:r", "s3://b/d")
     assert calls["wait"] is True and calls["max_run_min"] == launch.DEFAULT_MAX_RUN_MIN
     assert "workers: NUM_GPU" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("minutes", [0, 28 * 24 * 60 + 1, True, "60"])
+def test_a_run_time_sagemaker_would_refuse_is_refused_in_the_dry_run(minutes):
+    with pytest.raises(ValueError, match=r"max_run_min=.* must be 1\.\.40320 minutes"):
+        launch.estimator_kwargs(Experiment(), "ml.p3.2xlarge", max_run_min=minutes)
+    assert launch.estimator_kwargs(Experiment(), "ml.p3.2xlarge",
+                                   max_run_min=28 * 24 * 60)["max_run"] == 28 * 24 * 3600

@@ -29,6 +29,7 @@ TEST_FILE = "test_batch.bin"
 META_FILE = "batches.meta.txt"
 ALL_FILES = TRAIN_FILES + (TEST_FILE, META_FILE)
 MANIFEST = ".gpu_course.json"  # what gpu-course wrote here, with which settings
+OWN_FILES = frozenset(TRAIN_FILES + (TEST_FILE, META_FILE, MANIFEST))  # what it writes there
 SIDE = 32
 RECORD_BYTES = 1 + 3 * SIDE * SIDE  # label byte + R, G, B planes
 
@@ -90,7 +91,10 @@ def write_cifar_binary(folder, train_x, train_y, test_x, test_y, class_names,
             # may be reading it now: replacing it would pull files from under that reader
             shutil.rmtree(tmp, ignore_errors=True)
             return folder
-        _replace_dir(tmp, folder)
+        kept = _replace_dir(tmp, folder, ours=OWN_FILES)
+        if kept:
+            print(f"kept in {folder} what gpu-course did not write there: "
+                  + ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else ""))
     except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
         from ..measure.guards import naming
@@ -260,13 +264,20 @@ def _md5(path):
     return digest.hexdigest()
 
 
-def _replace_dir(new, target):
-    """Rename ``new`` to ``target``, replacing (then deleting) an old ``target``."""
+def _replace_dir(new, target, ours=None) -> list[str]:
+    """Rename ``new`` to ``target``, replacing (then deleting) an old ``target``. With
+    `ours` (the names the project writes there), anything else the old folder held (a
+    user's own file) is moved into the new one, not deleted; returns those names."""
     new, target = Path(new), Path(target)
-    old = None
+    old, kept = None, []
     if target.exists():
         old = target.with_name(f".{target.name}.old-{os.getpid()}-{id(new)}")
         os.rename(target, old)
     os.rename(new, target)
     if old is not None:
+        for entry in sorted(old.iterdir()) if ours is not None else ():
+            if entry.name not in ours and not (target / entry.name).exists():
+                os.replace(entry, target / entry.name)
+                kept.append(entry.name)
         shutil.rmtree(old, ignore_errors=True)
+    return kept

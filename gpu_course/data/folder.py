@@ -17,6 +17,7 @@ network can learn them. Caltech-256 has 257 classes; the generated folder has up
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -117,6 +118,9 @@ def scan_folder(root) -> FolderIndex:
     if not class_dirs:
         raise DataError(f"image folder {root} has no class folders; expected e.g. "
                         f"{root}/001.name/001_0001.jpg")
+    if len(class_dirs) < 2:   # one class trains to 100 % and learns nothing
+        raise DataError(f"image folder {root} has one class folder ({class_dirs[0].name}); "
+                        "a classifier needs two or more: add a folder of images per class")
     paths, labels = [], []
     for label, class_dir in enumerate(class_dirs):
         files = sorted(f.name for f in class_dir.iterdir()
@@ -312,8 +316,8 @@ def generate_folder(root=None, classes: int = 10, per_class: int = 300, seed: in
     run leaves nothing half-written; an existing complete folder with the same settings
     is reused (overwrite=True writes it again)."""
     root = Path(root or default_folder()).expanduser()
-    if not 1 <= classes <= len(synthetic.CLASSES):
-        raise ValueError(f"classes={classes!r} must be in 1..{len(synthetic.CLASSES)} "
+    if not 2 <= classes <= len(synthetic.CLASSES):   # one class would teach nothing
+        raise ValueError(f"classes={classes!r} must be in 2..{len(synthetic.CLASSES)} "
                          f"(the generated shapes: {', '.join(synthetic.CLASSES)})")
     if per_class < 1:
         raise ValueError(f"per_class={per_class!r} must be >= 1")
@@ -365,13 +369,28 @@ def generate_folder(root=None, classes: int = 10, per_class: int = 300, seed: in
 
 
 def _replace_own_files(root: Path, new: Path, old_settings: dict | None) -> None:
-    """Put the class folders of `new` into `root`, deleting only what gpu-course wrote
-    there before (the class folders its manifest names): other files stay."""
+    """Put the class folders of `new` into `root`, deleting only the files gpu-course
+    wrote there before (the JPEGs its manifest's settings name): a user's own photo in a
+    class folder, or any other file, stays, and is named."""
     (root / MANIFEST).unlink(missing_ok=True)  # first: a half-replaced folder is not ours
-    for k in range((old_settings or {}).get("classes", 0)):
-        shutil.rmtree(root / f"{k + 1:03d}.{synthetic.CLASSES[k]}", ignore_errors=True)
+    old = old_settings or {}
+    for k in range(old.get("classes", 0)):
+        folder = root / f"{k + 1:03d}.{synthetic.CLASSES[k]}"
+        for n in range(1, int(old.get("per_class", 0)) + 1):
+            (folder / f"{k + 1:03d}_{n:04d}.jpg").unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            folder.rmdir()   # only when nothing else is left in it
+    kept = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
     for entry in sorted(new.iterdir(), key=lambda p: p.name == MANIFEST):  # manifest last
-        os.replace(entry, root / entry.name)
+        target = root / entry.name
+        if entry.is_dir() and target.is_dir():   # a class folder that holds a user's files
+            for image in entry.iterdir():
+                os.replace(image, target / image.name)
+        else:
+            os.replace(entry, target)
+    if kept:
+        print(f"kept in {root} what gpu-course did not write there: " + ", ".join(kept[:5])
+              + (f" and {len(kept) - 5} more" if len(kept) > 5 else ""))
 
 
 def _manifest(root: Path) -> dict | None:

@@ -11,7 +11,6 @@ what the reference machine's ladder differs in.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pandas as pd
 
@@ -39,7 +38,7 @@ def latest_ladder(engine: str, runs_dir=None) -> list:
     """The newest ladder of `engine` under `runs_dir` (default: GPU_COURSE_RUNS or runs/):
     its runs in the order they ran, the repeats of a rung (--repeats) as one list; []
     when there is none."""
-    root = Path(runs_dir or records.default_runs_dir())
+    root = records.runs_root(runs_dir)
     for folder in sorted((p for p in root.glob(f"ladder-{engine}-*") if p.is_dir()), reverse=True):
         runs = [r for r in records.load_runs(folder) if metrics.engine(r) == engine]
         if runs:

@@ -355,7 +355,8 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
     """Record until Ctrl-C (or for ``seconds``), showing a live status line.
 
     Writes the GPU samples to ``out`` and the host samples beside it as
-    ``<stem>-host.csv``; on Ctrl-C everything recorded so far is still written.
+    ``<stem>-host.csv``; on Ctrl-C or SIGTERM (`kill`, `timeout`) everything recorded so
+    far is still written.
     ``stream`` receives the status line (default sys.stdout). Returns the number
     of samples (sampling rounds). Used by ``gpu-course monitor``.
     """
@@ -371,8 +372,9 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
     if monitor.notice:
         print(monitor.notice, file=stream)
     width = 0
+    from .guards import sigterm_as_interrupt
     try:
-        with monitor:
+        with sigterm_as_interrupt(), monitor:
             while seconds is None or monitor.now() < seconds:
                 left = interval if seconds is None else seconds - monitor.now()
                 time.sleep(max(0.0, min(interval, left)))
@@ -381,7 +383,7 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
                 stream.flush()
                 width = len(line)
     except KeyboardInterrupt:
-        pass          # Ctrl-C is how a recording normally ends
+        pass          # Ctrl-C (or SIGTERM) is how a recording normally ends
     write_csv_atomic(monitor.host_frame(), host_out)
     if not monitor.available_gpus:  # a header-only GPU file would look like a recording
         print(f"\nno GPU to sample: {out} not written; {monitor.ticks} CPU/RAM samples "

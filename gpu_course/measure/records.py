@@ -50,11 +50,17 @@ PACKAGES = ("mxnet", "mxnet-cu112", "gluoncv", "torch", "numpy", "pandas", "matp
 
 
 def default_runs_dir() -> Path:
-    path = Path(os.environ.get("GPU_COURSE_RUNS") or REPO_ROOT / "runs")
+    path = Path(os.environ.get("GPU_COURSE_RUNS") or REPO_ROOT / "runs").expanduser()
     if path.exists() and not path.is_dir():
         raise ValueError(f"GPU_COURSE_RUNS={path} is a file; it must name a folder for run "
                          "records (or be unset: runs/)")
     return path
+
+
+def runs_root(runs_dir=None) -> Path:
+    """Where run records go: `runs_dir` (a leading ~ is the home folder, as in a shell),
+    else `default_runs_dir()`."""
+    return Path(runs_dir).expanduser() if runs_dir else default_runs_dir()
 
 
 # -- writing ----------------------------------------------------------------------------
@@ -128,7 +134,7 @@ class RunRecord:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:60]
         self.run_id = f"{stamp}-{safe}-{secrets.token_hex(2)}"
-        self.path = Path(runs_dir or default_runs_dir()) / self.run_id
+        self.path = runs_root(runs_dir) / self.run_id
         self.path.mkdir(parents=True, exist_ok=False)
         self.monitor = monitor
         self.summary_extra = None  # run -> dict, added to the summary at finish
@@ -327,7 +333,14 @@ class Run:
         meta_file = self.path / "run.json"
         if not meta_file.exists():
             raise FileNotFoundError(f"{self.path} is not a run folder (no run.json)")
-        self.meta = json.loads(meta_file.read_text())
+        try:
+            self.meta = json.loads(meta_file.read_text())
+        except ValueError as err:   # truncated or empty: name the file
+            raise ValueError(f"{meta_file} is not a readable run record ({err}); move the "
+                             "folder aside or delete it") from None
+        if not isinstance(self.meta, dict):
+            raise ValueError(f"{meta_file} holds a {type(self.meta).__name__}, not a run "
+                             "record (a JSON object); move the folder aside or delete it")
 
         def frame(name: str, columns: list[str]):
             file = self.path / name
@@ -354,7 +367,7 @@ def load_run(path_or_id: str | Path, runs_dir: str | Path | None = None) -> Run:
     """Read one run from its folder, or from its run id under runs_dir."""
     path = Path(path_or_id)
     if not (path / "run.json").exists():
-        candidate = Path(runs_dir or default_runs_dir()) / str(path_or_id)
+        candidate = runs_root(runs_dir) / str(path_or_id)
         if (candidate / "run.json").exists():
             path = candidate
     return Run(path)
@@ -363,7 +376,7 @@ def load_run(path_or_id: str | Path, runs_dir: str | Path | None = None) -> Run:
 def load_runs(runs_dir: str | Path | None = None, names: Iterable[str] | None = None) -> list[Run]:
     """Every run under runs_dir, at any depth (a ladder keeps its rungs in a subfolder),
     oldest first; optionally only those with these names."""
-    root = Path(runs_dir or default_runs_dir())
+    root = runs_root(runs_dir)
     if not root.exists():
         return []
     wanted = set(names) if names is not None else None

@@ -87,9 +87,16 @@ def experiment_from(argv: list, env: dict) -> _config.Experiment:
 
 
 def check_channel(cfg: _config.Experiment, channel: Path) -> None:
-    """Refuse to train on generated images when the training channel holds other data:
-    dataset="synthetic" uses the channel only if it holds the generated set for cfg."""
-    if cfg.dataset != "synthetic" or not channel.is_dir():
+    """Refuse a training channel that is not a folder (SageMaker mounts each channel as
+    one; a missing one is a misspelt path, not a place to generate data into), and
+    generated images when the channel holds other data: dataset="synthetic" uses the
+    channel only if it holds the generated set for cfg."""
+    if not channel.is_dir():
+        raise ValueError(f"SM_CHANNEL_TRAINING={channel} "
+                         + ("is a file" if channel.exists() else "does not exist")
+                         + ": it must name the folder SageMaker mounted the 'training' "
+                         "channel into (or leave it unset to generate the data here)")
+    if cfg.dataset != "synthetic":
         return
     from gpu_course.data import synthetic
     expected = (f"synthetic-v{synthetic.VERSION}-s{cfg.seed}-{cfg.train_size}-"

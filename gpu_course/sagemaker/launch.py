@@ -40,6 +40,7 @@ CHANNEL = "training"                 # -> SM_CHANNEL_TRAINING in the container
 DEFAULT_INSTANCE = "ml.p3.2xlarge"
 DEFAULT_REGION = "us-east-1"         # only to name the image when no region is configured
 DEFAULT_MAX_RUN_MIN = 120            # SageMaker stops (and bills no further) after this
+MAX_RUN_LIMIT_MIN = 28 * 24 * 60     # SageMaker's MaxRuntimeInSeconds allows 28 days at most
 DATA_PREFIX = "gpu-course/data"      # S3 key prefix of uploaded datasets
 
 
@@ -207,6 +208,10 @@ def estimator_kwargs(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE,
                      max_run_min: int = DEFAULT_MAX_RUN_MIN, all_gpus: bool = False) -> dict:
     """The keyword arguments of the track's SDK estimator (MXNet or PyTorch)."""
     check_job(cfg, instance_type, instance_count, all_gpus)
+    if isinstance(max_run_min, bool) or not isinstance(max_run_min, (int, float)) \
+            or not 1 <= max_run_min <= MAX_RUN_LIMIT_MIN:
+        raise ValueError(f"max_run_min={max_run_min!r} must be 1..{MAX_RUN_LIMIT_MIN} minutes "
+                         "(SageMaker stops a training job after 28 days at most)")
     track = _track(cfg.engine)
     kwargs = {
         "entry_point": ENTRY_POINT, "source_dir": str(source_dir) if source_dir else None,
@@ -482,7 +487,7 @@ def extract_runs(archive: str | Path, runs_dir: str | Path | None = None,
                  job_name: str | None = None) -> list:
     """Unpack the run folders of a job's output.tar.gz into runs_dir; returns the runs."""
     from ..measure import records
-    root = Path(runs_dir or records.default_runs_dir())
+    root = records.runs_root(runs_dir)
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
         for member in tar.getmembers():  # regular files inside the folder only
@@ -548,8 +553,9 @@ def add_parser(subparsers) -> None:
 
 def run_command(args) -> int:
     from ..flags import config_from_args
-    if args.max_run < 1:
-        raise ValueError(f"--max-run={args.max_run} must be >= 1 minute")
+    if not 1 <= args.max_run <= MAX_RUN_LIMIT_MIN:
+        raise ValueError(f"--max-run={args.max_run} must be 1..{MAX_RUN_LIMIT_MIN} minutes "
+                         "(SageMaker stops a training job after 28 days at most)")
     engine = args.cfg_engine or default_engine(args.instance_type)
     cfg = config_from_args(args, engine=engine)
     options = {"output_path": args.output_path, "max_run_min": args.max_run,

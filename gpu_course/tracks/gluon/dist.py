@@ -51,7 +51,7 @@ from ...config import Experiment
 from ...env.cores import threads_per_process
 from ...measure.harness import Device, Harness, Output, Ran
 from ...scale.localhosts import child_env, free_port, wait_all
-from ...measure.records import default_runs_dir, load_run, update_meta
+from ...measure.records import runs_root, load_run, update_meta
 from .data import make_loader
 from .datasets import load_datasets
 from .devices import effective_config, gpu_count, try_devices
@@ -170,7 +170,7 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1, runs_dir=N
         raise ValueError(f"workers={workers!r} and servers={servers!r} must be >= 1")
     if not cfg.kvstore.startswith("dist"):
         cfg = cfg.replace(kvstore="dist_sync")
-    runs_dir = Path(runs_dir or default_runs_dir()).resolve()
+    runs_dir = runs_root(runs_dir).resolve()
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="gpu_course_dist_") as tmp:
         work = Path(work_dir or tmp)

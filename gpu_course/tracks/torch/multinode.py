@@ -29,7 +29,7 @@ from pathlib import Path
 from ...config import Experiment
 from ...env.cores import threads_per_process
 from ...scale.localhosts import child_env, free_port, host_gpus, wait_all
-from ...measure.records import default_runs_dir, load_run
+from ...measure.records import runs_root, load_run
 from .launch import _first_error
 from .devices import gpu_count
 
@@ -64,7 +64,7 @@ def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1, runs_
     cores ÷ processes). gpus: the GPUs the job may use (default: this machine's; 0: none)."""
     if nodes < 1 or procs_per_node < 1:
         raise ValueError(f"nodes={nodes!r} and procs_per_node={procs_per_node!r} must be >= 1")
-    runs_dir = Path(runs_dir or default_runs_dir()).resolve()
+    runs_dir = runs_root(runs_dir).resolve()
     world = nodes * procs_per_node
     env = child_env()
     # every "host" shares this machine's cores: split them, or the processes thrash
