@@ -61,7 +61,7 @@ FALSY = ("0", "false", "no", "off", "n", "f", "")
 # float fields: (lowest allowed, highest allowed, whether the lowest itself is allowed)
 _FLOAT_RANGES = {"lr": (0, math.inf, False), "momentum": (0, 1, True), "wd": (0, math.inf, True),
                  "lr_factor": (0, 1, False), "warmup_epochs": (0, math.inf, True),
-                 "monitor_interval": (0, math.inf, False)}
+                 "monitor_interval": (0, 3600, False)}   # an hour between samples at most
 
 
 @dataclass(frozen=True)
@@ -173,8 +173,9 @@ class Experiment:
             raise ValueError(f"warmup_epochs={self.warmup_epochs!r} must be in [0, epochs={self.epochs}]")
         if self.lr_scheduler == "multifactor" and not self.lr_steps:
             raise ValueError("lr_scheduler='multifactor' needs lr_steps, e.g. (2, 4)")
-        if any(not (isinstance(s, (int, float)) and s > 0) for s in self.lr_steps):
-            raise ValueError(f"lr_steps={self.lr_steps!r} must be positive epoch numbers")
+        if any(not (isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0
+                    and math.isfinite(s)) for s in self.lr_steps):
+            raise ValueError(f"lr_steps={self.lr_steps!r} must be positive, finite epoch numbers")
         if list(self.lr_steps) != sorted(self.lr_steps):
             raise ValueError(f"lr_steps={self.lr_steps!r} must be increasing")
         if self.lr_scheduler == "onecycle" and self.warmup_epochs:
@@ -377,7 +378,8 @@ def _number(text: Any) -> Any:
     return text
 
 
-BOOL_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+# a yes/no field's words (an empty string is no answer: refused)
+BOOL_WORDS = {**{w: True for w in TRUTHY}, **{w: False for w in FALSY if w}}
 
 
 def _boolean(cfg: Experiment, name: str) -> None:

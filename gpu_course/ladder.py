@@ -115,6 +115,8 @@ def adapter(engine: str):
     if module is None:
         raise ValueError(f"engine={engine!r} is not allowed; allowed: gluon, pytorch")
     framework = "mxnet" if engine == "gluon" else "torch"
+    from .env.cores import check_thread_variables
+    check_thread_variables()   # MXNet aborts the process on a garbled OMP_NUM_THREADS
     try:
         importlib.import_module(framework)
     except ImportError:

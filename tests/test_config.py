@@ -113,3 +113,9 @@ def test_yes_no_fields_read_their_words_and_refuse_the_rest(field):
     for bad in ("nope", "", 2, 0.5, None, [True]):
         with pytest.raises(ValueError, match=rf"{field}=.* must be True or False"):
             Experiment(**base, **{field: bad})
+
+
+def test_a_monitor_interval_beyond_an_hour_is_refused_not_overflowed():
+    with pytest.raises(ValueError, match=r"monitor_interval=1e\+300 must be in \(0, 3600\]"):
+        Experiment(monitor_interval=1e300)
+    assert Experiment(monitor_interval=3600).monitor_interval == 3600

@@ -60,11 +60,14 @@ def test_a_stored_non_finite_value_loads_back_or_is_a_clear_error(tmp_path):
         Experiment.from_dict({**Experiment().to_dict(), "wd": None})  # JSON's null
     assert Experiment.from_dict(json.loads(Experiment(lr=0.5).to_json())).lr == 0.5
     # where a non-finite value is allowed, it comes back as it was (JSON has no inf)
-    cfg = Experiment(lr_scheduler="multifactor", lr_steps=(2, math.inf),
+    cfg = Experiment(lr_scheduler="multifactor", lr_steps=(2, 4),
                      optimizer_params=(("clip_gradient", math.inf),))
     stored = json.loads(json.dumps(cfg.to_dict(), allow_nan=False))
     assert Experiment.from_dict(stored) == cfg
-    assert Experiment.from_dict(stored).lr_steps[1] == math.inf
+    assert Experiment.from_dict(stored).optimizer_params[0][1] == math.inf
+    # an infinite step is no epoch: refused by name (it overflowed in the scheduler)
+    with pytest.raises(ValueError, match=r"lr_steps=\(2, inf\) must be positive, finite"):
+        Experiment(lr_scheduler="multifactor", lr_steps=(2, math.inf))
     record = records.RunRecord(cfg.to_dict(), "gluon", runs_dir=tmp_path,
                                hardware_info={"gpus": []})
     record.finish()

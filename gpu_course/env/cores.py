@@ -34,6 +34,21 @@ def threads_per_process(procs_on_host: int, cores: int | None = None) -> int:
     return loader_workers(procs_on_host, cores)
 
 
+def check_thread_variables(environ=None) -> None:
+    """Refuse an OMP_NUM_THREADS (or MXNET_OMP_MAX_THREADS) that is not a count of
+    threads, before a framework loads: MXNet aborts the process on one (signal 6, no
+    message a notebook shows), libgomp warns and ignores it."""
+    environ = os.environ if environ is None else environ
+    for name in ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS"):
+        text = environ.get(name)
+        if text is None or not text.strip():
+            continue
+        parts = [p.strip() for p in text.split(",")] if name == "OMP_NUM_THREADS" else [text.strip()]
+        if not all(p.isdigit() and int(p) >= 1 for p in parts):
+            raise ValueError(f"{name}={text!r} is not a number of threads; set it to a whole "
+                             f"number >= 1 (this machine has {os.cpu_count()} cores) or unset it")
+
+
 def mxnet_threads(cores: int, environ=None) -> tuple[int, str]:
     """(count, where it comes from): the OpenMP threads MXNet 1.x gives its CPU operators
     in a process started with `environ` (default: this one's), fixed when libmxnet loads

@@ -10,7 +10,11 @@ from __future__ import annotations
 import importlib
 
 from ...config import Experiment
-from ...experiments import interleave as _interleave
+from ...env.cores import check_thread_variables
+
+check_thread_variables()   # before MXNet loads: it aborts the process on a garbled count
+
+from ...experiments import interleave as _interleave  # noqa: E402
 from ...lessons import conclude, show, sizes, workers
 from ...experiments import sweep as _sweep
 from ...measure.records import OutOfMemory, load_run, load_runs
