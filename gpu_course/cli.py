@@ -25,12 +25,15 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"gpu-course {args.verb}: error: {err}", file=sys.stderr)
         return 2
-    except RuntimeError as err:  # a run stopped for a stated reason: say it in one line
+    except RuntimeError as err:  # a run stopped, or the framework said why: one line
+        import os
+        if os.environ.get("GPU_COURSE_DEBUG"):
+            raise
+        print(f"gpu-course {args.verb}: {type(err).__name__}: {err}", file=sys.stderr)
         from .measure.guards import RunStopped
         from .measure.records import OutOfMemory
         if not isinstance(err, (RunStopped, OutOfMemory)):
-            raise
-        print(f"gpu-course {args.verb}: {type(err).__name__}: {err}", file=sys.stderr)
+            print("(GPU_COURSE_DEBUG=1 shows where it was raised)", file=sys.stderr)
         return 1
     except OSError as err:  # disk full, read-only, a file where a folder should be
         print(f"gpu-course {args.verb}: error: {_os_error(err)}", file=sys.stderr)
@@ -52,9 +55,18 @@ def _os_error(err: OSError) -> str:
     text = f"{what} while writing {where}"
     for name in ("GPU_COURSE_RUNS", "GPU_COURSE_DATA"):
         value = os.environ.get(name)
-        if value and str(where).startswith(value):
+        if value and _inside(where, value):   # a folder, not a prefix: runs-other is not runs
             text += f" (from {name}={value})"
     return text + f" [{type(err).__name__}: {err.strerror or err}]"
+
+
+def _inside(path, folder) -> bool:
+    """Whether `path` lies in `folder` (either may start with ~ or be relative)."""
+    try:
+        Path(path).expanduser().resolve().relative_to(Path(folder).expanduser().resolve())
+        return True
+    except (ValueError, OSError, RuntimeError):
+        return False
 
 
 def _user_path(text: str) -> Path:
@@ -298,6 +310,12 @@ def _find_run(run: str, runs_dir) -> str:
 
 def _env(args) -> int:
     import json
+    from .engines import FRAMEWORKS, installed_engines
+    if args.engine and args.engine not in installed_engines():
+        raise ValueError(f"--engine {args.engine} needs {FRAMEWORKS[args.engine]}, which this "
+                         f"environment does not have; run the {args.engine} environment's "
+                         f"gpu-course (`make setup-{args.engine}`, then "
+                         f"`.venv/{args.engine}/bin/gpu-course env`)")
     from .env import report as env
     report = env.report(args.engine, measure=not args.no_measure, quick=args.quick)
     print(json.dumps(report, indent=2, default=str) if args.json else env.format_report(report))

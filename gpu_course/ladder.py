@@ -334,6 +334,9 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
                     last = load_run(err.run_path)
                     done[rung.name].append(last)
     runs = [group if repeats > 1 else group[0] for group in done.values() if group]
+    if not runs:
+        raise RuntimeError(f"every rung of the {engine} ladder failed before it recorded a "
+                           "run (each says why above): there is nothing to report")
     from .show import report
     paths = report.write_report(runs, Path(out) if out else runs_dir / "report",
                                 title=f"gpu-course ladder ({engine})", varies=RUNG_SETTINGS)

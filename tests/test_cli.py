@@ -65,3 +65,26 @@ def test_runs_lists_records(runs_dir):
 def test_diagnose_unknown_run_is_one_clear_line(runs_dir):
     out = run_cli("diagnose", "no-such-run", "--runs-dir", runs_dir)
     assert out.returncode == 2 and "no-such-run" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_disk_error_is_blamed_on_a_variable_only_inside_its_folder(tmp_path, monkeypatch):
+    import errno
+
+    from gpu_course import cli
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("GPU_COURSE_RUNS", str(runs))
+    inside = OSError(errno.ENOSPC, "No space left on device", str(runs / "x" / "run.json"))
+    beside = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "runs-other" / "y"))
+    assert f"(from GPU_COURSE_RUNS={runs})" in cli._os_error(inside)
+    assert "GPU_COURSE_RUNS" not in cli._os_error(beside)
+
+
+def test_env_for_a_framework_this_environment_lacks_is_a_clear_error(capsys):
+    from gpu_course import cli
+    from gpu_course.engines import installed_engines
+    missing = [e for e in ("gluon", "pytorch") if e not in installed_engines()]
+    if not missing:
+        pytest.skip("both frameworks are installed here")
+    assert cli.main(["env", "--engine", missing[0], "--no-measure"]) == 2
+    err = capsys.readouterr().err
+    assert f"--engine {missing[0]} needs" in err and f"make setup-{missing[0]}" in err

@@ -380,3 +380,10 @@ def test_the_same_data_written_twice_leaves_the_first_folder_for_its_readers(tmp
     cifar.write_cifar_binary(folder, *_small_set(), synthetic.CLASSES,
                              manifest={**manifest, "seed": 1})  # other data: replaced
     assert (folder / "data_batch_4.bin").stat().st_ino != inode
+
+
+def test_more_generated_images_than_memory_holds_are_refused_before_allocating():
+    from gpu_course.data import synthetic
+    with pytest.raises(ValueError, match=r"100,000,000,000,000 generated images need .* GiB, "
+                                         r"more than this machine's"):
+        synthetic.generate(10**14)

@@ -298,3 +298,30 @@ def _quiet_adapter(trained: list):
             trained.append((cfg.name, cfg.threads))
             return _finished(runs_dir, cfg.name, loadavg=2.0, cpu_s=19.5)
     return Adapter
+
+
+def test_a_ladder_whose_every_rung_failed_says_so_in_one_line(monkeypatch, tmp_path, capsys):
+    from gpu_course import cli, ladder
+
+    class Failing:
+        @staticmethod
+        def gpu_count():
+            return 0
+
+        @staticmethod
+        def prepare_data(cfg, progress=True):
+            return None
+
+        @staticmethod
+        def train(cfg, runs_dir=None, progress=False):
+            raise ValueError("no data here")
+
+    monkeypatch.setattr(ladder, "adapter", lambda engine: Failing)
+    monkeypatch.setattr(ladder, "ensure_photos", lambda cfg, progress: None)
+    monkeypatch.delenv("GPU_COURSE_DEBUG", raising=False)
+    with pytest.raises(RuntimeError, match="every rung of the pytorch ladder failed"):
+        ladder.run_ladder("pytorch", quick=True, runs_dir=tmp_path, first=2)
+    code = cli.main(["ladder", "--engine", "pytorch", "--quick", "--runs-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1 and "gpu-course ladder: RuntimeError: every rung" in err
+    assert "Traceback" not in err and "GPU_COURSE_DEBUG=1" in err

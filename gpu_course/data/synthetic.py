@@ -39,6 +39,21 @@ _AXIS = ((np.arange(SIZE, dtype=np.float32) + 0.5) / (SIZE / 2) - 1.0)
 _GRID_Y, _GRID_X = np.meshgrid(_AXIS, _AXIS, indexing="ij")
 
 
+def _check_memory(n: int) -> None:
+    """Refuse a count whose images cannot fit in this machine's memory, naming both,
+    before numpy tries to allocate them (a train_size of 10**14 asked numpy for 279 TiB)."""
+    need = n * (SIZE * SIZE * 3 + 1)
+    try:
+        import psutil
+        total = psutil.virtual_memory().total
+    except Exception:  # no psutil: numpy's own MemoryError will have to do
+        return
+    if need > total:
+        raise ValueError(f"{n:,} generated images need {need / 2**30:,.1f} GiB, more than this "
+                         f"machine's {total / 2**30:,.1f} GiB of memory: ask for fewer "
+                         "(train_size, test_size)")
+
+
 def generate(n, seed=0, start_index=0, split="train"):
     """Images ``start_index .. start_index+n-1`` of a split.
 
@@ -53,6 +68,7 @@ def generate(n, seed=0, start_index=0, split="train"):
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     n, start = int(n), int(start_index)
+    _check_memory(n)
     images = np.empty((n, SIZE, SIZE, 3), np.uint8)
     labels = np.empty(n, np.uint8)
 
