@@ -27,7 +27,6 @@ import importlib.util
 import os
 import subprocess
 import tempfile
-import pandas as pd
 from gpu_course.show import plots, report, tables
 from gpu_course.measure import records
 from gpu_course.sagemaker import launch as sm
@@ -50,41 +49,56 @@ EPOCHS = 1 if SMOKE else 3
 # Hopper instances (`ml.p5`); the PyTorch track runs everywhere.
 
 # %%
-tables.show(pd.DataFrame([{"instance": name, "GPUs": i.gpus, "GPU": i.gpu, "why": i.why}
-                          for name, i in sm.INSTANCES.items()]))
+tables.show(sm.instance_table())
 
 # %% [markdown]
 # ## The job
-# The job trains the track whose framework this kernel has, in AWS's MXNet 1.9.0 or
-# PyTorch container. Every field of the `Experiment` travels as a hyperparameter and the
-# entry script parses them back with the same checks as everywhere else in the course;
-# the data set goes up as the training channel, and SageMaker charts the metrics it reads
-# from the job's log. The settings that matter (`sm.format_spec(spec)` prints all of it):
+# A SageMaker training job is built as an *estimator*: the SDK's `MXNet` or `PyTorch`
+# class names AWS's container for the framework, the machine, the script the container
+# runs and that script's arguments. The course's `Experiment` travels as hyperparameters,
+# every field as text the entry script parses back with the same checks as everywhere else
+# in the course; SageMaker charts the metrics its regular expressions read from the job's
+# log. Building the estimator needs the SDK but no AWS account; only `fit` does.
 
 # %%
 cfg = Experiment(name=f"sagemaker-workers-{NUM_WORKERS}",
                  engine="gluon" if importlib.util.find_spec("mxnet") else "pytorch",
                  model=MODEL, train_size=TRAIN_SIZE, test_size=TEST_SIZE, epochs=EPOCHS,
                  batch_size=64, num_workers=NUM_WORKERS, warmup_steps=2)
-spec = sm.job_spec(cfg, INSTANCE_TYPE, INSTANCE_COUNT, role=ROLE)
-tables.show(pd.DataFrame(sm.job_summary(spec), columns=["setting", "value"]))
+code = sm.stage_code(cfg.engine, tempfile.mkdtemp(prefix="sagemaker-code-"))  # entry + gpu_course/
+session = sm.session()                       # the configured AWS region, else us-east-1
+track = sm.TRACKS[cfg.engine]                # MXNet 1.9.0 (py38) or PyTorch 2.5.1 (py311)
+Estimator = sm.estimator_class(cfg.engine)   # sagemaker.mxnet.MXNet or sagemaker.pytorch.PyTorch
+estimator = Estimator(
+    entry_point=sm.ENTRY_POINT, source_dir=str(code),                        # <- what the container runs
+    framework_version=track.framework_version, py_version=track.py_version,  # <- AWS's container
+    instance_type=INSTANCE_TYPE, instance_count=INSTANCE_COUNT,              # <- the machine you rent
+    distribution=track.distribution if INSTANCE_COUNT > 1 else None,         # <- several hosts
+    role=sm.execution_role(session, ROLE),
+    hyperparameters=sm.hyperparameters(cfg),      # <- the Experiment, a field a hyperparameter
+    metric_definitions=sm.metric_definitions(),   # <- regexes over the log's METRIC lines
+    max_run=sm.DEFAULT_MAX_RUN_MIN * 60,          # <- seconds; SageMaker stops (and bills no more)
+    disable_profiler=True,                        # the course measures; no profiler sidecar
+    sagemaker_session=session)
+tables.show(sm.describe(estimator))
 
 # %% [markdown]
 # ## The entry script, here
-# `gpu_course/sagemaker/entry.py` is what the container runs. It reads everything from
-# SageMaker's environment variables (`SM_CHANNEL_TRAINING`, `SM_MODEL_DIR`,
-# `SM_OUTPUT_DATA_DIR`, `SM_NUM_GPUS`), so pointing them at local folders runs exactly what
-# the job will run, from the same staged code folder the job uploads. Each epoch prints a
-# `METRIC` line; the job's metric definitions (regular expressions) read them back, and
-# what they read is the job's result, as SageMaker would chart it.
+# `gpu_course/sagemaker/entry.py` is what the container runs, as `sagemaker_entry.py` at
+# the top of the code folder above. It reads everything from SageMaker's environment
+# variables (`SM_CHANNEL_TRAINING`, `SM_MODEL_DIR`, `SM_OUTPUT_DATA_DIR`, `SM_NUM_GPUS`),
+# so pointing them at local folders runs exactly what the job will run, from the same
+# folder the job uploads. Each epoch prints a `METRIC` line; the estimator's metric
+# definitions read them back, and what they read is the job's result, as SageMaker would
+# chart it.
 
 # %%
 work = pathlib.Path(tempfile.mkdtemp(prefix="sagemaker-local-"))
 sm.dataset_folder(cfg, write=True)                         # generated here if missing
 job = subprocess.run(
-    [sys.executable, "sagemaker_entry.py",
+    [sys.executable, sm.ENTRY_POINT,
      *[item for key, value in sm.hyperparameters(cfg).items() for item in (f"--{key}", value)]],
-    cwd=sm.stage_code(cfg.engine, work / "code"), capture_output=True, text=True,
+    cwd=code, capture_output=True, text=True,
     env={**os.environ, "SM_CHANNEL_TRAINING": str(sm.dataset_root(cfg)),
          "SM_OUTPUT_DATA_DIR": str(records.default_runs_dir()),   # the record joins local runs
          "SM_MODEL_DIR": str(work / "model"), "SM_OUTPUT_DIR": str(work / "output")})
@@ -98,15 +112,16 @@ tables.show(sm.read_metrics(job.stdout))
 #
 # ## Launch, or not
 # With AWS credentials and a SageMaker execution role (a SageMaker notebook instance has
-# both), `sm.launch` uploads the data set, starts the job, streams its log and returns its
-# name; `sm.fetch_runs` downloads the job's `output.tar.gz` and unpacks the run record into
-# the local runs folder, where the course's tables and plots take it as they take a local
-# run: the chart sets the job beside the local one.
+# both), `fit` starts the job with the data set as its `training` channel (`sm.upload_dataset`
+# puts the folder on S3 first) and streams its log. `sm.fetch_runs` downloads the job's
+# `output.tar.gz` and unpacks the run record into the local runs folder, where the course's
+# tables and plots take it as they take a local run: the table sets the job beside the
+# local one, on its own machine.
 
 # %%
 if sm.aws_credentials():
-    cloud_runs = sm.fetch_runs(sm.launch(cfg.replace(name=f"{cfg.name} on {INSTANCE_TYPE}"),
-                                         INSTANCE_TYPE, INSTANCE_COUNT, role=ROLE))
+    estimator.fit({"training": sm.upload_dataset(cfg, session)})   # <- the job runs; its log streams here
+    cloud_runs = sm.fetch_runs(estimator.latest_training_job.name, session)
     local = [r for r in records.load_runs(names=[cfg.name]) if r.meta.get("engine") == cfg.engine][-1:]
     display(tables.show(report.ladder_table(local + cloud_runs)))
     display(plots.throughput(local + cloud_runs))

@@ -281,9 +281,10 @@ def test_run_ladder_walks_only_the_first_rungs_when_asked(monkeypatch, tmp_path)
     assert [r.name for r in runs] == [RungName.NAIVE, RungName.WORKERS, RungName.DATA_FORMAT]
 
 
-def _quiet_adapter(trained: list):
+def _quiet_adapter(trained: list, fails: Exception | None = None):
     """An adapter that trains nothing: each rung is a finished record with a quiet load,
-    and (name, threads) of each rung it was asked to train is appended to `trained`."""
+    and (name, threads) of each rung it was asked to train is appended to `trained`;
+    with `fails`, every rung raises it instead."""
     class Adapter:
         @staticmethod
         def gpu_count():
@@ -295,6 +296,8 @@ def _quiet_adapter(trained: list):
 
         @staticmethod
         def train(cfg, runs_dir=None, progress=False):
+            if fails is not None:
+                raise fails
             trained.append((cfg.name, cfg.threads))
             return _finished(runs_dir, cfg.name, loadavg=2.0, cpu_s=19.5)
     return Adapter
@@ -302,21 +305,8 @@ def _quiet_adapter(trained: list):
 
 def test_a_ladder_whose_every_rung_failed_says_so_in_one_line(monkeypatch, tmp_path, capsys):
     from gpu_course import cli, ladder
-
-    class Failing:
-        @staticmethod
-        def gpu_count():
-            return 0
-
-        @staticmethod
-        def prepare_data(cfg, progress=True):
-            return None
-
-        @staticmethod
-        def train(cfg, runs_dir=None, progress=False):
-            raise ValueError("no data here")
-
-    monkeypatch.setattr(ladder, "adapter", lambda engine: Failing)
+    monkeypatch.setattr(ladder, "adapter",
+                        lambda engine: _quiet_adapter([], fails=ValueError("no data here")))
     monkeypatch.setattr(ladder, "ensure_photos", lambda cfg, progress: None)
     monkeypatch.delenv("GPU_COURSE_DEBUG", raising=False)
     with pytest.raises(RuntimeError, match="every rung of the pytorch ladder failed"):

@@ -280,17 +280,6 @@ def test_job_spec_without_credentials(no_aws):
     assert not launch.aws_credentials()
 
 
-def test_job_summary_shows_the_settings_that_matter_once(no_aws):
-    cfg = Experiment(name="workers", num_workers=7, model="tiny", epochs=2)
-    rows = dict(launch.job_summary(launch.job_spec(cfg, "ml.p3.2xlarge")))
-    assert rows["instance"] == "ml.p3.2xlarge × 1 (V100 16 GB)"
-    assert rows["framework"] == "sagemaker.mxnet.MXNet 1.9.0 (py38)"
-    assert rows["entry point"].startswith("sagemaker_entry.py")
-    assert (rows["model"], rows["epochs"], rows["num_workers"]) == ("tiny", "2", "7")
-    assert "lr" not in rows and "samples_per_sec" in rows["metrics charted"]
-    assert len(rows) < len(launch.hyperparameters(cfg))   # a few, not every field
-
-
 def test_read_metrics_reads_the_metric_lines_as_sagemaker_does():
     log = ("epoch 0 done\nMETRIC epoch=0 samples_per_sec=663.50 epoch_time=18.59 data_wait=0.4200 "
            "gpu_util=nan val_acc=0.7131\nMETRIC epoch=1 samples_per_sec=700.00 epoch_time=17.00 "
@@ -393,6 +382,35 @@ def test_pytorch_estimator(sm, tmp_path):
     assert est.training_image_uri().endswith("/pytorch-training:2.5.1-gpu-py311")
     assert est.distribution == {"torch_distributed": {"enabled": True}}
     assert decoded(est.hyperparameters()) == launch.hyperparameters(cfg)
+
+
+def test_describe_reads_the_settings_that_matter_from_the_estimator(sm, tmp_path):
+    cfg = Experiment(name="workers", num_workers=7, model="tiny", epochs=2)
+    est = launch.build_estimator(cfg, "ml.p3.2xlarge", role="arn:role",
+                                 session=mocked_session(sm), source_dir=tmp_path)
+    rows = dict(launch.describe(est).itertuples(index=False))
+    assert rows["instance"] == "ml.p3.2xlarge × 1 (V100 16 GB)"
+    assert rows["framework"] == "sagemaker.mxnet.MXNet 1.9.0 (py38)"
+    assert rows["image"].endswith("mxnet-training:1.9.0-gpu-py38")
+    assert rows["entry point"].startswith("sagemaker_entry.py")
+    assert (rows["model"], rows["epochs"], rows["num_workers"]) == ("tiny", "2", "7")
+    assert rows["role"] == "arn:role" and rows["stops after"] == "120 min"
+    assert "lr" not in rows and "samples_per_sec" in rows["metrics charted"]
+    assert len(rows) < len(launch.hyperparameters(cfg))   # a few, not every field
+
+
+def test_without_an_aws_account_the_estimator_is_built_and_says_nothing_launches(sm, no_aws):
+    """The notebook builds the real estimator on any machine: no credentials, no region."""
+    session = launch.session()
+    assert session.boto_region_name == launch.DEFAULT_REGION
+    assert launch.execution_role(session) == launch.NO_ROLE
+    assert launch.execution_role(session, "arn:mine") == "arn:mine"
+    est = launch.estimator_class("pytorch")(
+        entry_point=launch.ENTRY_POINT, source_dir="/tmp", framework_version="2.5.1",
+        py_version="py311", instance_type="ml.g5.xlarge", instance_count=1,
+        role=launch.NO_ROLE, sagemaker_session=session)
+    assert isinstance(est, sm.pytorch.PyTorch)
+    assert "no AWS account" in dict(launch.describe(est).itertuples(index=False))["role"]
 
 
 def test_launch_submits_the_job(sm, tmp_path):

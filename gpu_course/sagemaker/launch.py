@@ -90,6 +90,15 @@ INSTANCES = {
                                "machine code for Hopper (sm_90)"),
     "ml.m5.xlarge": Instance(0, "no GPU (4 vCPU)", "a cheap dry run of the job itself"),
 }
+
+
+def instance_table():
+    """INSTANCES as a DataFrame: instance, GPUs, GPU, why."""
+    import pandas as pd
+    return pd.DataFrame([{"instance": name, "GPUs": i.gpus, "GPU": i.gpu, "why": i.why}
+                         for name, i in INSTANCES.items()])
+
+
 # CUDA compute capability by instance family: MXNet 1.9 runs up to sm_86.
 FAMILY_CAPABILITY = {"p3": (7, 0), "g4dn": (7, 5), "g5": (8, 6), "p4d": (8, 0),
                      "p4de": (8, 0), "g6": (8, 9), "g6e": (8, 9), "p5": (9, 0),
@@ -300,21 +309,27 @@ KEY_HYPERPARAMETERS = ("model", "dataset", "train_size", "epochs", "batch_size",
                        "graph", "dtype", "num_gpus")
 
 
-def job_summary(spec: dict, hyperparameters=KEY_HYPERPARAMETERS) -> list[tuple[str, str]]:
-    """The settings of a `job_spec` that matter to a reader, as (setting, value) rows: the
-    instance, the image and framework, the entry point and a few hyperparameters (the
-    spec holds every field; `format_spec` prints it all)."""
-    known = spec["instance"]
-    gpu = f" ({known['gpu']})" if isinstance(known, dict) else ""
-    rows = [("instance", f"{spec['instance_type']} × {spec['instance_count']}{gpu}"),
-            ("image", spec["image_uri"]),
-            ("framework", f"{spec['estimator']} {spec['framework_version']} "
-                          f"({spec['py_version']})"),
-            ("entry point", f"{spec['entry_point']} (beside gpu_course/ and requirements.txt)")]
-    values = spec["hyperparameters"]
+def describe(estimator, hyperparameters=KEY_HYPERPARAMETERS):
+    """What an SDK estimator will run, read back from the estimator itself, as a
+    (setting, value) DataFrame: the instance, the image and framework, the entry point, a
+    few hyperparameters (the estimator holds every field) and the metrics it charts."""
+    import pandas as pd
+    known = INSTANCES.get(estimator.instance_type)
+    values = {k: json.loads(v) for k, v in estimator.hyperparameters().items()
+              if not k.startswith("sagemaker_")}
+    kind = type(estimator)
+    rows = [("instance", f"{estimator.instance_type} × {estimator.instance_count}"
+                         + (f" ({known.gpu})" if known else "")),
+            ("image", estimator.training_image_uri()),
+            ("framework", f"{kind.__module__.split('.estimator')[0]}.{kind.__name__} "
+                          f"{estimator.framework_version} ({estimator.py_version})"),
+            ("entry point", f"{estimator.entry_point} (beside gpu_course/ and requirements.txt)"),
+            ("role", estimator.role if estimator.role != NO_ROLE
+             else "(none: no AWS account here, so nothing is launched)")]
     rows += [(name, values[name]) for name in hyperparameters if name in values]
-    rows.append(("metrics charted", ", ".join(d["Name"] for d in spec["metric_definitions"])))
-    return rows
+    rows += [("metrics charted", ", ".join(d["Name"] for d in estimator.metric_definitions or ())),
+             ("stops after", f"{estimator.max_run / 60:g} min")]
+    return pd.DataFrame(rows, columns=["setting", "value"])
 
 
 def dataset_root(cfg: Experiment) -> Path:
@@ -417,6 +432,41 @@ def _track(engine: str) -> Track:
     return TRACKS[engine]
 
 
+# An estimator needs a role to be built; without an AWS account it is never launched, and
+# this stand-in says so wherever it is shown.
+NO_ROLE = "arn:aws:iam::000000000000:role/no-aws-account-here"
+
+
+def session(region: str | None = None):
+    """A SageMaker session for `region` (else the configured one, else us-east-1). Building
+    an estimator and naming its image need no AWS account; uploading and fit() do."""
+    import boto3
+    sm = _sdk()
+    return sm.Session(boto_session=boto3.Session(
+        region_name=region or aws_region() or DEFAULT_REGION))
+
+
+def execution_role(session, role: str | None = None) -> str:
+    """`role`, else this SageMaker notebook instance's execution role, else (no AWS
+    credentials here) NO_ROLE. With credentials but no role to find: ValueError."""
+    if role:
+        return role
+    if not aws_credentials():
+        return NO_ROLE
+    try:
+        return _sdk().get_execution_role(session)
+    except Exception as err:  # outside SageMaker there is no role to find
+        raise ValueError(f"no SageMaker execution role given and none found ({err}); "
+                         "pass role='arn:aws:iam::<account>:role/<name>'") from None
+
+
+def estimator_class(engine: str):
+    """The SDK's estimator for a track: sagemaker.mxnet.MXNet or sagemaker.pytorch.PyTorch."""
+    module, name = _track(engine).estimator.rsplit(".", 1)
+    _sdk()
+    return getattr(sys.modules[module], name)
+
+
 def build_estimator(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE,
                     instance_count: int = 1, role: str | None = None, session=None,
                     source_dir: str | Path | None = None, **options):
@@ -427,17 +477,10 @@ def build_estimator(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE,
     check_job(cfg, instance_type, instance_count, options.get("all_gpus", False))
     sm = _sdk()
     session = session or sm.Session()
-    if role is None:
-        try:
-            role = sm.get_execution_role(session)
-        except Exception as err:  # outside SageMaker there is no role to find
-            raise ValueError(f"no SageMaker execution role given and none found ({err}); "
-                             "pass role='arn:aws:iam::<account>:role/<name>'") from None
+    role = execution_role(session, role)
     source_dir = source_dir or stage_code(cfg.engine)
     kwargs = estimator_kwargs(cfg, instance_type, instance_count, role, source_dir, **options)
-    module, name = TRACKS[cfg.engine].estimator.rsplit(".", 1)
-    estimator_class = getattr(sys.modules[module], name)
-    return estimator_class(sagemaker_session=session, **kwargs)
+    return estimator_class(cfg.engine)(sagemaker_session=session, **kwargs)
 
 
 def upload_dataset(cfg: Experiment, session) -> str:
