@@ -8,7 +8,8 @@ the module its number names (`l03_graph` for lesson 03):
     gc.show(runs, lesson="03")       # the table and the chart
     gc.conclude("03", runs)           # the checked sentences: gpu_course/lessons/l03_graph.py
 
-Each module holds `SIZES` (full and smoke), optionally `table(runs)` (the table its
+Each module holds `SIZES` (full, smoke, and check: the changes to full that `make
+gpu-check` runs on a GPU, GPU_COURSE_SIZE=check), optionally `table(runs)` (the table its
 sentences cite, when it is not the ladder table) and `conclude(runs, ...)`, which reads
 the runs' records (never the machine the notebook runs on) and says its sentences through
 `closing.Closing`, so every number printed is a cell of the table shown. The talk's
@@ -16,6 +17,7 @@ numbers are in `talk`, once for every lesson. No deep-learning framework here.
 """
 from __future__ import annotations
 
+import enum
 import importlib
 import os
 import pkgutil
@@ -28,6 +30,33 @@ _FIELDS = set(Experiment.__dataclass_fields__)
 # sizes every lesson shares unless it says otherwise
 COMMON = {"full": {"dataset": "synthetic", "monitor_interval": 0.5},
           "smoke": {"dataset": "synthetic", "monitor_interval": 0.2}}
+
+
+class SizeMode(str, enum.Enum):
+    """How large a lesson runs: FULL (its own sizes), SMOKE (tiny, what CI runs on a CPU)
+    or CHECK (full settings, networks and compilers, with fewer images and epochs: every
+    GPU branch runs, and all the lessons fit a few minutes of one GPU)."""
+    FULL = "full"
+    CHECK = "check"
+    SMOKE = "smoke"
+
+
+def size_mode() -> SizeMode:
+    """GPU_COURSE_SIZE (full, check or smoke) where it is set, else GPU_COURSE_SMOKE."""
+    text = os.environ.get("GPU_COURSE_SIZE", "")
+    smoke = smoke_mode()
+    if not text.strip():
+        return SizeMode.SMOKE if smoke else SizeMode.FULL
+    try:
+        mode = SizeMode(text.strip().lower())
+    except ValueError:
+        raise ValueError(f"GPU_COURSE_SIZE={text!r} is not a size; allowed: "
+                         f"{', '.join(m.value for m in SizeMode)}") from None
+    if smoke and mode is not SizeMode.SMOKE:
+        raise ValueError(f"GPU_COURSE_SIZE={text!r} and GPU_COURSE_SMOKE="
+                         f"{os.environ.get('GPU_COURSE_SMOKE')!r} ask for different sizes; "
+                         "unset one of them")
+    return mode
 
 
 def module_of(number) -> ModuleType:
@@ -68,13 +97,21 @@ class Sizes(dict):
         return Sizes({**self._all, **changes})
 
 
-def sizes(number, smoke: bool | None = None, **changes) -> Sizes:
-    """Lesson `number`'s sizes: its full sizes, or its small ones in smoke mode
-    (GPU_COURSE_SMOKE=1, what CI sets); `changes` override any of them
+def sizes(number, smoke: bool | None = None, mode: SizeMode | None = None,
+          **changes) -> Sizes:
+    """Lesson `number`'s sizes: its full sizes, its small ones in smoke mode
+    (GPU_COURSE_SMOKE=1, what CI sets), or the GPU check's (GPU_COURSE_SIZE=check);
+    `smoke` or `mode` choose instead of the environment; `changes` override any size
     (`gc.sizes("03", epochs=5)`)."""
     table = module_of(number).SIZES
-    mode = "smoke" if (smoke_mode() if smoke is None else smoke) else "full"
-    return Sizes({**COMMON[mode], **table[mode]}).replace(**changes)
+    if mode is None:
+        mode = size_mode() if smoke is None else SizeMode.SMOKE if smoke else SizeMode.FULL
+    mode = SizeMode(mode)
+    if mode is SizeMode.CHECK:
+        values = {**COMMON["full"], **table["full"], **table["check"]}
+    else:
+        values = {**COMMON[mode.value], **table[mode.value]}
+    return Sizes(values).replace(**changes)
 
 
 def workers() -> int:

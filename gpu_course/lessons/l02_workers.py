@@ -37,6 +37,8 @@ SIZES = {
                  knob_epochs=3),                            # persistent workers pay from epoch 2
     "smoke": dict(train_size=768, test_size=256, epochs=1, warmup_steps=2,
                   worker_counts=(1,), large_batch=128, knob_epochs=2),
+    "check": dict(train_size=10_240, test_size=2_048, epochs=1, worker_counts=(1, 4),
+                  knob_epochs=2),
 }
 BATCH = 64          # the lesson's batch, the talk's: a sweep at a larger one is its slide's
 KNEE = 0.9          # the knee: the fewest workers within 10 % of the best samples/s

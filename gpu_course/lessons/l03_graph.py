@@ -22,6 +22,8 @@ SIZES = {
     # the lesson's code path, without its speed-up
     "smoke": dict(train_size=768, test_size=256, epochs=1, warmup_steps=3,
                   compile_backend="aot_eager"),
+    # inductor and CUDA graphs as at full size: compiling dominates the check's time
+    "check": dict(train_size=10_240, test_size=2_048, epochs=2),
 }
 WORDS = {"gluon": ("imperative", "hybridized"), "pytorch": ("eager", "compiled")}
 

@@ -37,6 +37,8 @@ SIZES = {
     "smoke": dict(model="tiny", train_size=512, test_size=256, epochs=1, warmup_steps=2,
                   num_workers=0, batches=(32, 64, 128), base_batch=32, large_warmup_epochs=0.5,
                   race_epochs=2, race_train_size=256, race_batch=64, torch_threads=1),
+    "check": dict(train_size=10_240, test_size=2_048, epochs=2, batches=(64, 256, 1280),
+                  race_epochs=3, race_train_size=10_240),
 }
 TARGET = 0.9          # the race's target: this share of the best final accuracy
 DATA_BOUND = 0.5      # a run that waits for data more than this share of its steady time

@@ -26,6 +26,7 @@ SIZES = {
     # a small network and one in-process loader, so that five runs fit CI's minute on 2 cores
     "smoke": dict(model="tiny", train_size=512, test_size=256, epochs=2, batch_size=64,
                   lr_base_batch=32, num_workers=0, warmup_steps=2, torch_threads=1),
+    "check": dict(train_size=10_240, test_size=2_048, epochs=4),
 }
 CONSTANT = "none"                                # lr_scheduler of the run the others are judged against
 SCHEDULE_FIELDS = ("lr_scheduler", "lr_steps", "lr_factor")   # what a schedule is made of

@@ -37,6 +37,7 @@ SIZES = {
                   warmup_steps=2, warmup_epochs=0.5, cpu_train_size=512, cpu_test_size=128,
                   bench_sizes=5, bench_iters=3, bench_seconds=0.05, buckets_mb=(0.05, 25.0),
                   bucket_batch=8, bucket_steps=3, bucket_warmup=1),
+    "check": dict(train_size=10_240, test_size=2_048, epochs=1),
 }
 PCT = "{:.3g}%"            # a percent column's cell in a sentence, as the table writes it
 MIN_TIMED_STEPS = 20      # fewer timed steps than this in a run: no verdict on it

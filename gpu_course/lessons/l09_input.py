@@ -33,6 +33,7 @@ SIZES = {
     # 25 steps of 16 images a run: enough steady steps for diagnose to rule, and quick
     "smoke": dict(dataset="folder", images=500, image_size=32, train_size=400, test_size=40,
                   batch_size=16, epochs=1, warmup_steps=2, disk_test_mb=32, ceiling_steps=24),
+    "check": dict(images=1000, train_size=800, test_size=200, epochs=1),
 }
 JPEGS_READ = 1000   # the data set's own files the disk test reads, at most
 

@@ -25,6 +25,7 @@ SIZES = {
     # 25 steps of 64 images a run: enough steady steps for diagnose to rule
     "smoke": dict(dataset="folder", images=1800, image_size=32, train_size=1600, test_size=40,
                   batch_size=64, epochs=1, warmup_steps=2, ceiling_steps=24),
+    "check": dict(images=2000, train_size=1600, test_size=200, epochs=1),
 }
 # the rungs of the diagnosis that a data format answers, and that format
 FORMAT_OF = {"pre-processing": "preresized", "packed format": "packed", "in memory": "memory"}

@@ -28,6 +28,7 @@ SIZES = {
                  disk_mb=256),                     # size of the file read back
     "smoke": dict(train_size=128, test_size=64, epochs=1, batch_size=64, warmup_steps=1,
                   bench=dict(batch=32, steps=5), disk_mb=16, monitor_interval=0.1),
+    "check": dict(train_size=2048),
 }
 # Timed passes (or copies) a side before a verdict is said: with 5 a side, two ranges that
 # do not overlap arise by chance under 1 % of the time (2 / C(10, 5)); with 3, 10 %.

@@ -26,6 +26,7 @@ SIZES = {
     # a small CNN and 24 steps a run: enough steady steps for the ceilings to rule
     "smoke": dict(model="tiny", train_size=768, test_size=64, epochs=1, batch_size=32,
                   warmup_steps=1, input_steps=8, ceiling_steps=24, wait=1, warmup=1, active=2),
+    "check": dict(train_size=5_000),
 }
 NOT_INPUT_BOUND = "not input-bound"   # all the step timers can say against input-bound
 CEILINGS = {"loader": ("compute ceiling", "compute-bound"),    # mock="loader": one batch, forever
