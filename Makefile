@@ -30,7 +30,7 @@ GLUON_EXTRA ?= $(shell $(PYTHON) -c "from gpu_course.engines import compute_capa
 PIP_FLAGS ?= -q --disable-pip-version-check
 SMOKE_RUNS := $(CURDIR)/.venv/test-runs
 
-.PHONY: run test lab setup setup-gluon setup-pytorch test-core test-gluon test-pytorch notebooks clean \
+.PHONY: run test lab setup setup-gluon setup-pytorch test-core test-gluon test-pytorch notebooks clean gpu-check gpu-wheels \
         browser test-browser test-lab workshop smoke-times
 
 run: setup-$(ENGINE)
@@ -102,6 +102,19 @@ notebooks: setup-gluon
 smoke-times: setup-gluon setup-pytorch
 	$(VENV)/gluon/bin/python -m tools.notebook_times --write notebooks/SMOKE_TIMES.md
 	$(VENV)/pytorch/bin/python -m tools.notebook_times --write notebooks/SMOKE_TIMES.md
+
+# The GPU check (tools/gpu_check.py): on a machine with one GPU, with its own Python
+# (no virtual environment needed); `make gpu-wheels` here fetches what such a machine
+# lacks (Jupyter's kernel and client) as cp312 wheels into .whl/.
+GPU_PYTHON ?= python3
+GPU_BUDGET ?= 480
+gpu-check:
+	PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} $(GPU_PYTHON) -m tools.gpu_check --budget $(GPU_BUDGET) --out $${OUT:-gpu-check}
+
+gpu-wheels:
+	$(PYTHON) -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	  $(foreach n,5 17 24 26 27 28 31 34 35,--platform manylinux_2_$(n)_x86_64) \
+	  --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl -r tools/gpu_wheels.txt
 
 # generated data only: a downloaded CIFAR-10 (cifar-10-binary.tar.gz and its folder) stays
 clean:

@@ -136,8 +136,35 @@ def conclude(number, runs, **context):
     """Lesson `number`'s closing sentences on `runs` (its module's `conclude`): each
     number printed is a cell of the table shown, a noise verdict on its runs, a named
     setting or a quote that names its source. (The module's own `conclude` returns the
-    `closing.Closing` that said them, for tests and exercises.)"""
+    `closing.Closing` that said them, for tests and exercises.) The first time in a
+    session, a line names the lesson's copy executed on a GPU, where one is committed."""
     module_of(number).conclude(runs, **context)
+    _point_to_executed_copy(number, runs)
+
+
+_POINTED: set = set()
+
+
+def _point_to_executed_copy(number, runs) -> None:
+    from ..show.report import REFERENCE_ROOT, executed_copies
+    engines = {getattr(r, "meta", {}).get("engine") for r in _flat(runs)} - {None}
+    lesson = module_of(number).__name__.rsplit(".", 1)[1][1:3]   # l03_graph -> 03
+    if len(engines) != 1 or (*engines, lesson) in _POINTED:
+        return
+    _POINTED.add((*engines, lesson))
+    for device, path in executed_copies(*engines, lesson):
+        print(f"This lesson as it ran on one {device}, with its outputs: "
+              f"gpu_course/reference/{path.relative_to(REFERENCE_ROOT).as_posix()}")
+
+
+def _flat(runs):
+    if isinstance(runs, dict):
+        runs = list(runs.values())
+    for run in runs if isinstance(runs, (list, tuple)) else [runs]:
+        if isinstance(run, (list, tuple, dict)):
+            yield from _flat(run)
+        else:
+            yield run
 
 
 def _display(obj) -> None:

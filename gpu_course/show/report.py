@@ -447,6 +447,19 @@ def reference_runs(*prefixes: str, folder: str = "pytorch-h200") -> dict:
     return {r.name: r for r in runs if not prefixes or r.name.startswith(prefixes)}
 
 
+def executed_copies(track: str, number) -> list[tuple[str, Path]]:
+    """(GPU, executed notebook) for each GPU check committed under the reference that
+    executed lesson `number` of `track` (`tools.gpu_check`, `tools.gpu_evidence`)."""
+    import json
+    found = []
+    for folder in sorted(REFERENCE_ROOT.glob(f"{track}-*")):
+        summaries = sorted(folder.glob("gpu-check-*.json"))
+        copies = sorted((folder / "notebooks").glob(f"{str(number).zfill(2)}_*.ipynb"))
+        if summaries and copies:
+            found.append((json.loads(summaries[-1].read_text())["device"], copies[0]))
+    return found
+
+
 def beside_reference(mine, reference: dict, baseline=0):
     """This machine's ladder table beside the reference runs' (one frame, two blocks)."""
     return pd.concat({"this machine": ladder_table(list(mine), baseline).set_index("rung"),

@@ -1,0 +1,166 @@
+"""The GPU check's evidence: which GPU branches a check verified and by what, its archive
+committed under the reference, README's table and a lesson's pointer to its executed copy.
+(The check itself, rehearsed on this CPU: tests/pytorch/test_gpu_check.py.)"""
+import base64
+import json
+import tarfile
+
+import nbformat
+import pytest
+
+from fake_runs import write_run
+from gpu_course import lessons
+from gpu_course.measure.records import load_runs
+from gpu_course.show import report
+from tools import gpu_check, gpu_evidence
+
+
+def gpu_run(folder, name, index, config=None, ran=None, notes=None):
+    path = write_run(folder, name, config=config, index=index)
+    meta = json.loads((path / "run.json").read_text())
+    meta["ran"] = {"torch_device": "cuda:0", **(ran or {})}
+    meta["notes"] = notes or {}
+    (path / "run.json").write_text(json.dumps(meta))
+    return path
+
+
+def junit(path, outcomes: dict):
+    cases = "".join(f'<testcase name="{name}">' + {"passed": "", "failed": "<failure/>",
+                                                     "skipped": "<skipped/>"}[how] + "</testcase>"
+                    for name, how in outcomes.items())
+    path.write_text(f'<testsuites><testsuite name="pytest">{cases}</testsuite></testsuites>')
+
+
+def test_a_branch_is_verified_only_by_a_gpu_run_a_passed_test_or_a_notebook_on_the_gpu(tmp_path):
+    runs = tmp_path / "runs"
+    gpu_run(runs, "float16", 0, config={"dtype": "float16", "pin_memory": True},
+            ran={"compile_backend": "inductor", "tf32": {"convolutions": True}})
+    gpu_run(runs, "cuda-graphs", 1, config={"dtype": "bfloat16", "channels_last": True},
+            ran={"train_data": {"class": "GpuLoader"}}, notes={"cuda_graph": True})
+    write_run(runs, "on-the-cpu", config={"dtype": "float16"}, index=2)   # no `ran`: no GPU
+    junit(tmp_path / "gpu_tests.xml", {"test_ddp_with_nccl_at_world_size_one": "passed",
+                                       "test_an_oom_after_finished_epochs_keeps_them": "failed",
+                                       "test_cudnn_benchmark_is_on_and_recorded": "skipped"})
+    notebooks = [{"name": "12_profilers.ipynb", "status": "ok"},
+                 {"name": "11_environment.ipynb", "status": "error in cell 3: x"}]
+    found = {b["branch"]: b for b in gpu_evidence.branches(tmp_path, notebooks)}
+    by = {name: b["by"] for name, b in found.items() if b["verified"]}
+    assert by["float16 with a GradScaler"] == "runs float16"
+    assert by["bfloat16 with channels_last"] == "runs cuda-graphs"
+    assert by["TF32 convolutions (float32 on tensor cores)"] == "runs float16"
+    assert by["torch.compile with inductor"] == "runs float16"
+    assert by["CUDA graphs (the whole step, or mode='reduce-overhead')"] == "runs cuda-graphs"
+    assert by["the GPU-resident loader"] == "runs cuda-graphs"
+    assert by["pinned host memory and non-blocking copies"] == "runs float16"
+    assert by["DDP with NCCL at world size 1"] == "test test_ddp_with_nccl_at_world_size_one"
+    assert by["the CUDA profiler trace"] == "notebook 12_profilers.ipynb"
+    assert not found["a clear out-of-memory error, finished epochs kept"]["verified"]  # failed
+    assert not found["cudnn.benchmark"]["verified"]                                   # skipped
+    assert not found["pageable against pinned copies"]["verified"]                    # errored
+    several = [b for b in found.values() if b["by"] == "needs two or more GPUs"]
+    assert several and not any(b["verified"] for b in several)
+
+
+def test_on_a_cpu_nothing_is_verified_not_even_by_a_notebook_that_ran(tmp_path):
+    write_run(tmp_path / "runs", "naive", config={"dtype": "float16"})
+    found = gpu_evidence.branches(tmp_path, [{"name": "12_profilers.ipynb", "status": "ok"}])
+    assert not any(b["verified"] for b in found)
+
+
+def test_images_over_the_caps_are_left_out_and_say_so():
+    small, big = b"p" * 1000, b"p" * (gpu_check.IMAGE_CAP + 1)
+    outputs = [nbformat.v4.new_output("display_data", data={
+        "image/png": base64.b64encode(raw).decode()}) for raw in (small, big, small)]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=outputs)])
+    assert gpu_check.cap_images(nb) == 2000
+    kinds = [sorted(o["data"]) for o in nb.cells[0].outputs]
+    assert kinds == [["image/png"], ["text/plain"], ["image/png"]]
+    assert "left out by the GPU check" in nb.cells[0].outputs[1]["data"]["text/plain"]
+
+
+def test_each_step_ends_by_its_share_and_an_early_end_leaves_time_to_the_next():
+    clock = gpu_check.Clock(480)
+    order = list(gpu_check.STEPS)
+    assert clock.allowance("notebooks", order) == pytest.approx(
+        gpu_check.SHARES["notebooks"] * 480, abs=1)
+    clock.start -= 100   # the notebooks ended after 100 s: the ladder gets what they left
+    assert clock.allowance("ladder", order) == pytest.approx(
+        (gpu_check.SHARES["notebooks"] + gpu_check.SHARES["ladder"]) * 480 - 100, abs=1)
+    assert clock.allowance("smi", ["smi"]) == pytest.approx(gpu_check.SHARES["smi"] * 480 - 100,
+                                                           abs=1)   # no time for it: skipped
+    assert sum(gpu_check.SHARES.values()) < 1   # the summary and the archive keep the rest
+
+
+@pytest.mark.parametrize("device, slug", [("NVIDIA H100 80GB HBM3", "h100"),
+                                          ("NVIDIA H200", "h200"), ("NVIDIA A100-SXM4-40GB", "a100"),
+                                          ("Tesla V100-SXM2-16GB", "v100")])
+def test_the_reference_folder_is_named_for_the_gpu(device, slug):
+    assert gpu_evidence.slug(device) == slug
+
+
+def archive(tmp_path, device="NVIDIA H100 80GB HBM3", rehearsal=False, at="2026-11-27T10:15:00+0000",
+            notebooks=("01_naive.ipynb", "03_compile.ipynb")):
+    out = tmp_path / f"out-{at[11:13]}"
+    (out / "notebooks").mkdir(parents=True)
+    for name in notebooks:
+        nbformat.write(nbformat.v4.new_notebook(), out / "notebooks" / name)
+    gpu_run(out / "runs", "float16", 0, config={"dtype": "float16"})
+    summary = {"device": device, "rehearsal": rehearsal, "at": at,
+               "notebooks": [{"name": n, "status": "ok"} for n in notebooks]}
+    (out / gpu_check.SUMMARY).write_text(json.dumps(summary))
+    (out / "summary.md").write_text("# GPU check\n")
+    return gpu_check.pack(out)
+
+
+def test_unpacking_commits_the_evidence_and_the_readme_table_and_the_lesson_point_to_it(
+        tmp_path, monkeypatch, capsys):
+    root = tmp_path / "reference"
+    target = gpu_evidence.unpack(archive(tmp_path), root)
+    assert target == root / "pytorch-h100"
+    assert (target / "notebooks" / "03_compile.ipynb").is_file()
+    assert (target / "gpu-check-202611271015.json").is_file()
+    assert (target / "gpu-check-202611271015.md").is_file()
+    assert [r.name for r in load_runs(target / "runs")] == ["float16"]
+    # a later check on the same GPU adds its summary and replaces only what it ran again
+    gpu_evidence.unpack(archive(tmp_path, at="2026-11-28T09:00:00+0000",
+                                notebooks=("08_summary.ipynb",)), root)
+    assert sorted(p.name for p in (target / "notebooks").iterdir()) == [
+        "01_naive.ipynb", "03_compile.ipynb", "08_summary.ipynb"]
+    block = gpu_evidence.readme_block(root)
+    assert "NVIDIA H100 80GB HBM3 (2026-11-27)" in block and "(2026-11-28)" in block
+    assert "| pytorch/03_compile.ipynb | [ok](gpu_course/reference/pytorch-h100/notebooks/" \
+           "03_compile.ipynb) | - |" in block
+    readme = tmp_path / "README.md"
+    readme.write_text("before\n" + "\n".join(gpu_evidence.MARKERS) + "\nafter\n")
+    gpu_evidence.write_readme(readme, root)
+    assert block in readme.read_text() and readme.read_text().endswith("after\n")
+    # the lesson's closing names its executed copy, once a session
+    monkeypatch.setattr(report, "REFERENCE_ROOT", root)
+    monkeypatch.setattr(lessons, "_POINTED", set())
+    runs = [load_runs(target / "runs")[0]]
+    lessons._point_to_executed_copy("03", runs)
+    lessons._point_to_executed_copy("03", runs)
+    out = capsys.readouterr().out
+    assert out.count("This lesson as it ran on one NVIDIA H100 80GB HBM3") == 1
+    assert "gpu_course/reference/pytorch-h100/notebooks/03_compile.ipynb" in out
+
+
+def test_a_rehearsal_is_not_evidence(tmp_path):
+    with pytest.raises(ValueError, match="is a CPU rehearsal .no GPU.: only a check on a GPU"):
+        gpu_evidence.unpack(archive(tmp_path, device="no GPU", rehearsal=True), tmp_path / "ref")
+
+
+def test_the_readme_table_is_the_committed_evidence():
+    text = gpu_evidence.README.read_text()
+    start, end = (text.index(m) for m in gpu_evidence.MARKERS)
+    assert text[start + len(gpu_evidence.MARKERS[0]):end].strip() == gpu_evidence.readme_block()
+
+
+def test_the_archive_leaves_out_files_over_the_cap_and_names_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_check, "FILE_CAP", 100)
+    (tmp_path / "small.txt").write_text("x")
+    (tmp_path / "trace.json").write_text("x" * 200)
+    with tarfile.open(gpu_check.pack(tmp_path)) as tar:
+        names = tar.getnames()
+    assert "small.txt" in names and "trace.json" not in names
+    assert "trace.json (0.0 MB)" in (tmp_path / "left_out.txt").read_text()

@@ -1,0 +1,257 @@
+"""What a GPU check verified, and its evidence in the repository.
+
+    python -m tools.gpu_evidence ARCHIVE        # a gpu-check.tar.gz into gpu_course/reference/
+    python -m tools.gpu_evidence --readme       # README's block: lessons executed on a GPU
+
+`tools.gpu_check` writes the archive on a GPU machine. Unpacked here it becomes
+gpu_course/reference/pytorch-<gpu>/: the executed notebooks (notebooks/, images capped),
+their run records (runs/), the ladder, the logs and the check's summary
+(gpu-check-<when>.md and .json). A later check on the same GPU adds its summary and
+replaces the notebooks it ran again, so sessions can complete the evidence in parts. Each GPU branch a lesson has is listed as verified only where a run
+record shows it ran on the GPU, or a gpu-marked test of it passed, or the notebook that
+takes it ran without error on the GPU; branches that need several GPUs are listed as not
+verified on one.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+MARKERS = ("<!-- gpu-executed -->", "<!-- /gpu-executed -->")
+
+
+def _on_gpu(run) -> bool:
+    return str((run.meta.get("ran") or {}).get("torch_device", "")).startswith("cuda")
+
+
+def _ran(run, *keys):
+    value = run.meta.get("ran") or {}
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _as_ran(run, setting):
+    from gpu_course.analyse import alike
+    return alike.value(run, setting)
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A path of the lessons' code that only a GPU takes, and what shows it ran."""
+    name: str
+    run: Callable | None = None        # a run record that ran on the GPU shows it
+    tests: tuple[str, ...] = ()        # a gpu-marked test of it passed
+    notebook: str | None = None        # the notebook that takes it ran without error
+
+
+BRANCHES = (
+    Branch("a GPU present: the device, CUDA events, the GPU monitor", run=lambda r: True,
+           tests=("test_the_monitor_reads_a_real_driver",)),
+    Branch("TF32 convolutions (float32 on tensor cores)",
+           run=lambda r: _ran(r, "tf32", "convolutions") is True),
+    Branch("float16 with a GradScaler", run=lambda r: _as_ran(r, "dtype") == "float16",
+           tests=("test_float16_trains_with_a_grad_scaler_on_cuda",)),
+    Branch("bfloat16 with channels_last",
+           run=lambda r: _as_ran(r, "dtype") == "bfloat16" and bool(r.config.get("channels_last"))),
+    Branch("torch.compile with inductor", run=lambda r: _ran(r, "compile_backend") == "inductor"),
+    Branch("CUDA graphs (the whole step, or mode='reduce-overhead')",
+           run=lambda r: bool((r.meta.get("notes") or {}).get("cuda_graph")),
+           tests=("test_the_whole_step_runs_as_one_cuda_graph",
+                  "test_reduce_overhead_graphs_without_the_whole_step")),
+    Branch("the GPU-resident loader", run=lambda r: _ran(r, "train_data", "class") == "GpuLoader",
+           tests=("test_the_data_on_gpu_loader_cuts_batches_on_the_device",)),
+    Branch("pinned host memory and non-blocking copies",
+           run=lambda r: bool(r.config.get("pin_memory"))),
+    Branch("cudnn.benchmark", run=lambda r: _ran(r, "cudnn_benchmark") is True,
+           tests=("test_cudnn_benchmark_is_on_and_recorded",)),
+    Branch("a clear out-of-memory error, finished epochs kept",
+           tests=("test_an_absurd_batch_is_a_clear_oom_and_the_sweep_goes_on",
+                  "test_an_oom_after_finished_epochs_keeps_them")),
+    Branch("DDP with NCCL at world size 1", tests=("test_ddp_with_nccl_at_world_size_one",)),
+    Branch("pageable against pinned copies", notebook="11_"),
+    Branch("the CUDA profiler trace", notebook="12_"),
+)
+# what one GPU cannot show; their logic is tested with fake runs
+SEVERAL_GPUS = (
+    "lesson 07: data parallel across two or more GPUs (DDP, NCCL all-reduce between devices), "
+    "its scaling table and the choice of GPU count (tests/lessons/test_l07_devices.py)",
+    "the ladder's multi-GPU rungs and the summary's GPU-count advice "
+    "(tests/lessons/test_l08_summary.py)",
+)
+
+
+def branches(out: Path, notebooks: list[dict]) -> list[dict]:
+    """Each GPU branch: verified or not, and by what: the run records and the tests'
+    report in `out` (as tools.gpu_check leaves them), and the notebooks' results."""
+    from gpu_course.measure.records import load_runs
+    from tools.gpu_check import test_outcomes
+    runs = [r for r in load_runs(out) if _on_gpu(r)]
+    tests = test_outcomes(out / "gpu_tests.xml")
+    gpu = bool(runs) or any(v == "passed" for v in tests.values())
+    ran = {n["name"]: n["status"] for n in notebooks}
+    found = []
+    for branch in BRANCHES:
+        by = []
+        if branch.run is not None:
+            shown = sorted({r.name for r in runs if branch.run(r)})
+            if shown:
+                by.append(f"runs {', '.join(shown[:4])}" + (" ..." if len(shown) > 4 else ""))
+        by += [f"test {t}" for t in branch.tests if tests.get(t) == "passed"]
+        if branch.notebook and gpu:
+            by += [f"notebook {n}" for n, s in ran.items()
+                   if n.startswith(branch.notebook) and s == "ok"]
+        found.append({"branch": branch.name, "verified": bool(by), "by": "; ".join(by)})
+    found += [{"branch": text, "verified": False, "by": "needs two or more GPUs"}
+              for text in SEVERAL_GPUS]
+    return found
+
+
+def write_summary(out: Path, summary: dict) -> None:
+    from tools.gpu_check import SUMMARY
+    (out / SUMMARY).write_text(json.dumps(summary, indent=1, default=str))
+    (out / "summary.md").write_text(summary_text(summary, out))
+
+
+def summary_text(summary: dict, out: Path) -> str:
+    m = summary["machine"]
+    smi = (m.get("nvidia_smi") or [{}])[0]
+    v = m.get("versions", {})
+    lines = [f"# GPU check: {summary['device']}" + (" (a CPU rehearsal)" if summary["rehearsal"] else ""),
+             "",
+             f"{summary['at']}; {summary['wall_s']:.0f} s of a {summary['budget_s']:.0f} s budget. "
+             f"Driver {smi.get('driver_version', '-')}, CUDA {m.get('hardware', {}).get('cuda', '-')}, "
+             f"Python {m.get('python')}, PyTorch {v.get('torch')}, nbclient {v.get('nbclient')}, "
+             f"ipykernel {v.get('ipykernel')}; {m.get('hardware', {}).get('cpu_count')} CPU cores. "
+             "The GPU's settings were left as found.", "", "## Steps", "",
+             "| step | status | seconds | what |", "| :-- | :-- | --: | :-- |"]
+    lines += [f"| {s['name']} | {s['status']} | {s['seconds']:.0f} | {_cell(s['detail'])} |"
+              for s in summary["steps"]]
+    lines += ["", "## Notebooks", "", "| notebook | status | seconds | cells run |",
+              "| :-- | :-- | --: | --: |"]
+    lines += [f"| {n['name']} | {_cell(n['status'])} | {n['seconds']:.0f} | "
+              f"{n['cells_run']} of {n['cells'] if n['cells'] is not None else '-'} |"
+              for n in summary["notebooks"]]
+    ladder = _ladder_table(out)
+    if ladder:
+        lines += ["", "## The ladder", "", "```", ladder, "```"]
+    lines += ["", "## GPU branches", "", "| branch | verified | by |", "| :-- | :-- | :-- |"]
+    lines += [f"| {b['branch']} | {'yes' if b['verified'] else 'no'} | {_cell(b['by']) or '-'} |"
+              for b in summary["branches"]]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _ladder_table(out: Path) -> str | None:
+    from gpu_course.ladder import RUNG_SETTINGS
+    from gpu_course.measure.records import load_runs
+    from gpu_course.show import report
+    runs = load_runs(out / "ladder")
+    if not runs:
+        return None
+    return report.format_table(report.ladder_table(runs, varies=RUNG_SETTINGS))
+
+
+# -- the evidence, committed ---------------------------------------------------------------
+def slug(device: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'h100'; the reference folder is pytorch-<slug>."""
+    match = re.search(r"\b([A-Z]+\d{2,4}[A-Z]?)\b", device.upper().replace("NVIDIA", ""))
+    return (match.group(1) if match else re.sub(r"[^a-z0-9]+", "-", device.lower())).lower()
+
+
+def unpack(archive: Path, root: Path | None = None) -> Path:
+    """The archive's evidence into root/pytorch-<gpu>/ (root: gpu_course/reference):
+    notebooks/, runs/, ladder/, the logs, gpu-check.json and gpu-check.md. A rehearsal's
+    archive is refused: it ran on no GPU."""
+    from gpu_course.show.report import REFERENCE_ROOT
+    from tools.gpu_check import SUMMARY
+    root = Path(root or REFERENCE_ROOT)
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
+        for member in tar.getmembers():
+            parts = Path(member.name).parts
+            if member.isreg() and not member.name.startswith("/") and ".." not in parts:
+                tar.extract(member, tmp, set_attrs=False)
+        summary = json.loads((Path(tmp) / SUMMARY).read_text())
+        if summary.get("rehearsal") or summary.get("device") == "no GPU":
+            raise ValueError(f"{archive} is a CPU rehearsal ({summary.get('device')}): "
+                             "only a check on a GPU is evidence")
+        target = root / f"pytorch-{slug(summary['device'])}"
+        stamp = re.sub(r"[^0-9]", "", summary["at"])[:12]   # YYYYmmddHHMM
+        target.mkdir(parents=True, exist_ok=True)
+        for path in Path(tmp).iterdir():   # a later check's copy of a file replaces it
+            if path.name in (SUMMARY, "summary.md"):
+                shutil.copy2(path, target / f"gpu-check-{stamp}{path.suffix}")
+            elif path.is_dir():
+                shutil.copytree(path, target / path.name, dirs_exist_ok=True)
+            else:
+                shutil.copy2(path, target / path.name)
+    return target
+
+
+def executed(root: Path | None = None) -> list[dict]:
+    """Each committed GPU check: folder, device, date, and each notebook's status."""
+    from gpu_course.show.report import REFERENCE_ROOT
+    found = []
+    for path in sorted(Path(root or REFERENCE_ROOT).glob("*/gpu-check-*.json")):
+        summary = json.loads(path.read_text())
+        found.append({"folder": path.parent.name, "device": summary["device"],
+                      "date": summary["at"][:10], "notebooks": summary["notebooks"]})
+    return found
+
+
+def readme_block(root: Path | None = None) -> str:
+    checks = executed(root)
+    if not checks:
+        return ("No lesson has been executed on a GPU yet: CI runs every notebook on a CPU "
+                "in smoke mode, and `make gpu-check` on a machine with one GPU executes "
+                "the PyTorch lessons there and packs the evidence (`python -m "
+                "tools.gpu_evidence ARCHIVE` commits it under `gpu_course/reference/`).")
+    lines = ["| lesson | " + " | ".join(f"{c['device']} ({c['date']})" for c in checks) + " |",
+             "| :-- |" + " :-- |" * len(checks)]
+    names = sorted({n["name"] for c in checks for n in c["notebooks"]})
+    for name in names:
+        cells = []
+        for c in checks:
+            status = next((n["status"] for n in c["notebooks"] if n["name"] == name), "-")
+            link = f"gpu_course/reference/{c['folder']}/notebooks/{name}"
+            cells.append(f"[{_cell(status)}]({link})" if status != "-" else "-")
+        lines.append(f"| pytorch/{name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_readme(readme: Path = README, root: Path | None = None) -> None:
+    text = readme.read_text()
+    start, end = text.index(MARKERS[0]) + len(MARKERS[0]), text.index(MARKERS[1])
+    readme.write_text(text[:start] + "\n" + readme_block(root) + "\n" + text[end:])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("archive", nargs="?", type=Path, help="a gpu-check.tar.gz")
+    parser.add_argument("--readme", action="store_true", help="rewrite README's block")
+    args = parser.parse_args(argv)
+    if args.archive:
+        print(f"unpacked into {unpack(args.archive)}")
+    if args.archive or args.readme:
+        write_readme()
+        print("README: the lessons executed on a GPU, rewritten")
+    else:
+        parser.error("give an archive, or --readme")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
