@@ -252,6 +252,8 @@ def _ladder(args) -> int:
     print(report.format_table(report.ladder_table(runs, varies=RUNG_SETTINGS)))
     print()
     print(report.conclusion(runs, varies=RUNG_SETTINGS))
+    print()
+    print(report.anatomy_text(runs))
     default = not args.quick and args.train_size is None and args.test_size is None \
         and args.epochs is None and only is None
     gpus = adapter(engine).gpu_count()

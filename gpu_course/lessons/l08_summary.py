@@ -141,6 +141,56 @@ def conclude(runs, beside=None) -> Closing:
     return say
 
 
+TO_TARGET = ("to_target_s", "to_target_speedup")
+
+
+def anatomy(runs) -> None:
+    """Where each rung's step goes and its time to the naive rung's accuracy (the table
+    `gpu-course ladder` prints second, `analyse.anatomy`), then which resource holds which
+    rungs, and why a fix that shortens the GPU's part cannot pay on a step the host holds."""
+    anatomy_closing(runs)
+
+
+def anatomy_closing(runs) -> Closing:
+    """`anatomy`, returning the Closing that said its lines (for tests and exercises)."""
+    from ..analyse.anatomy import GPU_BUSY, INPUT_WAIT, Bound
+    from ..show import tables
+    from . import _display
+    runs = list(runs)
+    rungs = _rungs(runs)
+    frame, _ = report.anatomy_table(runs, _baseline(runs))
+    base = metrics.baseline_index(rungs, _baseline(runs))
+    say = Closing(frame, rungs, varies=RUNG_SETTINGS)
+    chance = say.at_chance(base)
+    _display(tables.show(frame.drop(columns=list(TO_TARGET)) if chance else frame))
+    if chance:
+        say(f"{say.chance(base)} So '{rungs[base].name}' sets no accuracy to race to: the "
+            "time-to-target columns are left out.")
+    else:
+        say(f"Target: {say.cell(base, 'val_acc')} validation accuracy, what "
+            f"'{rungs[base].name}' reached after its epochs; time to target counts training "
+            "only (warm-up and compilation included, validation left out); – where a rung's "
+            "epochs never got there.")
+    say("A step is data-bound when it waits "
+        f"{say.setting('anatomy.INPUT_WAIT', INPUT_WAIT, '{:.0%}')} of it for data, GPU-bound "
+        f"when kernels run {say.setting('anatomy.GPU_BUSY', GPU_BUSY, '{:.0%}')} of it "
+        "(GPU-Util), else host-bound; too few steady steps are not ruled on.")
+    held = {}
+    for i, bound in enumerate(frame["bound"]):
+        held.setdefault(bound, []).append(str(rungs[i].name))
+    say("; ".join(f"{bound}: {', '.join(names)}" for bound, names in held.items()) + ".")
+    lighter = [str(r.name) for i, r in enumerate(rungs) if frame["bound"].iloc[i] == Bound.HOST
+               and r.name in (RungName.COMPILE, RungName.BFLOAT16, RungName.FLOAT16,
+                              RungName.HYBRIDIZE)]
+    if lighter:
+        say(f"{', '.join(lighter)} make the GPU's part of a step shorter (fused kernels, "
+            "16-bit arithmetic), but these steps are held by the host dispatching them: the "
+            "GPU already idles between kernels, so a shorter GPU part cannot pay. What pays "
+            "there is less dispatch: a larger batch (fewer steps), or a CUDA graph (one "
+            "launch a step).")
+    return say
+
+
 def _gpm(say: Closing, frame, rungs, gpu: list, reference: bool) -> None:
     """GPU-Util against the share of SMs that were busy (Hopper's GPM), for the rung where
     the two differ most; or why there is no GPM on this machine."""

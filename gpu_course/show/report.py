@@ -46,8 +46,17 @@ _FORMATS = {
     "tflops": ("TFLOP/s", lambda v: f"{v:.3g}"),
     "peak_pct": ("% of peak", lambda v: f"{v:.0f}%" + (tables.ABOVE_PEAK if v > 100 else "")),
     "status": ("status", lambda v: STATUS_TEXT.get(v, v)),
+    # the anatomy table (analyse.anatomy)
+    "step_ms": ("step (ms)", lambda v: f"{v:,.2f}"),
+    "data_wait_ms": ("data wait (ms)", lambda v: f"{v:,.2f}"),
+    "host_ms": ("host (ms)", lambda v: f"{v:,.2f}"),
+    "gpu_busy_ms": ("GPU busy (ms)", lambda v: f"{v:,.2f}"),
+    "bound": ("held by", str),
+    "epochs": ("epochs", str),
+    "to_target_s": ("to target (s)", lambda v: f"{v:,.1f}"),
+    "to_target_speedup": ("× faster to target", lambda v: f"×{v:.2f}"),
 }
-_TEXT_COLUMNS = {"rung", "ran", "status"}
+_TEXT_COLUMNS = {"rung", "ran", "status", "bound"}
 
 
 # -- tables --------------------------------------------------------------------------------
@@ -113,6 +122,21 @@ def shown(table: pd.DataFrame) -> pd.DataFrame:
     """The table as it is shown (`tables.readable`): no empty "ran" or GPM columns, and
     samples/s's spread as one "min–max" column."""
     return tables.readable(table)
+
+
+def anatomy_table(runs, baseline=0) -> tuple[pd.DataFrame, str]:
+    """The ladder's second table, where each rung's step goes and its time to the
+    baseline's accuracy (`analyse.anatomy`), and the sentence that says what it counts."""
+    from ..analyse import anatomy
+    frame = anatomy.table(runs, baseline)
+    base = frame["rung"].iloc[metrics.baseline_index(metrics.as_groups(runs), baseline)]
+    return frame, anatomy.target_line(frame, base)
+
+
+def anatomy_text(runs, baseline=0) -> str:
+    """`anatomy_table` as text for a terminal."""
+    frame, line = anatomy_table(runs, baseline)
+    return format_table(frame) + "\n" + line
 
 
 def conclusion(runs, baseline=0, varies=()) -> str:
@@ -299,6 +323,7 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0, varies=()
     sections = {
         "title": title, "conclusion": conclusion(groups, baseline, varies),
         "header": _header(runs), "table": shown(table), "runs": _run_lines(runs),
+        "anatomy": anatomy_table(groups, baseline),
         "figures": [("Ladder", figures["ladder"]), ("Throughput", figures["throughput"]),
                     ("Accuracy and loss", figures["curves"])]
         + [(f"Utilisation: {run.name}", path) for run, path in zip(runs, timelines)]
@@ -354,26 +379,29 @@ def _markdown(s) -> str:
     esc = _md_escape
     out = [f"# {esc(s['title'])}", "", esc(s["conclusion"]), ""]
     out += [f"- **{esc(k)}**: {esc(v)}" for k, v in s["header"]] + [""]
-    header = [_FORMATS.get(c, (tables.header(c),))[0] for c in s["table"].columns]
-    out.append("| " + " | ".join(esc(h) for h in header) + " |")
-    columns = s["table"].columns
-    out.append("|" + "|".join(":--" if c in _TEXT_COLUMNS else "--:" for c in columns) + "|")
-    for row in s["table"].itertuples(index=False):
-        out.append("| " + " | ".join(esc(_cell(c, v)) for c, v in zip(columns, row)) + " |")
+    out += _md_table(s["table"])
+    frame, line = s["anatomy"]
+    out += ["", "## Where each rung's step goes, and its time to the target", ""]
+    out += _md_table(frame) + ["", esc(line)]
     out += ["", "## Runs", ""] + [f"- {esc(line)}" for line in s["runs"]] + [""]
     for caption, path in s["figures"]:
         out += [f"## {esc(caption)}", "", f"![{esc(caption)}]({path.name})", ""]
     return "\n".join(out)
 
 
+def _md_table(table: pd.DataFrame) -> list[str]:
+    esc = _md_escape
+    header = [_FORMATS.get(c, (tables.header(c),))[0] for c in table.columns]
+    out = ["| " + " | ".join(esc(h) for h in header) + " |",
+           "|" + "|".join(":--" if c in _TEXT_COLUMNS else "--:" for c in table.columns) + "|"]
+    for row in table.itertuples(index=False):
+        out.append("| " + " | ".join(esc(_cell(c, v)) for c, v in zip(table.columns, row)) + " |")
+    return out
+
+
 def _html(s) -> str:
     esc = html.escape
-    table = s["table"]
-    head = "".join(f"<th>{esc(_FORMATS.get(c, (tables.header(c),))[0])}</th>" for c in table.columns)
-    body = "".join(
-        "<tr>" + "".join(f'<td class="{"text" if c in _TEXT_COLUMNS else "num"}">'
-                         f"{esc(_cell(c, v))}</td>" for c, v in zip(table.columns, row)) + "</tr>"
-        for row in table.itertuples(index=False))
+    frame, line = s["anatomy"]
     figures = "".join(
         f"<h2>{esc(caption)}</h2>\n<img alt=\"{esc(caption)}\" "
         f"src=\"data:image/png;base64,{base64.b64encode(path.read_bytes()).decode('ascii')}\">\n"
@@ -390,11 +418,24 @@ dt {{ font-weight: bold; float: left; width: 9em; }} dd {{ margin-left: 10em; }}
 <h1>{esc(s['title'])}</h1>
 <p><strong>{esc(s['conclusion'])}</strong></p>
 <dl>{''.join(f'<dt>{esc(k)}</dt><dd>{esc(v)}</dd>' for k, v in s['header'])}</dl>
-<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
+{_html_table(s['table'])}
+<h2>Where each rung's step goes, and its time to the target</h2>
+{_html_table(frame)}
+<p>{esc(line)}</p>
 <h2>Runs</h2>
 <ul>{''.join(f'<li>{esc(line)}</li>' for line in s['runs'])}</ul>
 {figures}</body></html>
 """
+
+
+def _html_table(table: pd.DataFrame) -> str:
+    esc = html.escape
+    head = "".join(f"<th>{esc(_FORMATS.get(c, (tables.header(c),))[0])}</th>" for c in table.columns)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="{"text" if c in _TEXT_COLUMNS else "num"}">'
+                         f"{esc(_cell(c, v))}</td>" for c, v in zip(table.columns, row)) + "</tr>"
+        for row in table.itertuples(index=False))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 # -- small helpers -------------------------------------------------------------------------

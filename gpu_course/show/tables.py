@@ -74,6 +74,15 @@ COLUMNS = {
     "batch_size": ("batch", str),
     "gpu_util_std": ("GPU util std (pp)", _num),
     "lr": ("LR", lambda v: f"{v:.3g}"),
+    # the anatomy of a step and time to target (analyse.anatomy)
+    "step_ms": ("step (ms)", lambda v: f"{v:,.2f}"),
+    "data_wait_ms": ("data wait (ms)", lambda v: f"{v:,.2f}"),
+    "host_ms": ("host (ms)", lambda v: f"{v:,.2f}"),
+    "gpu_busy_ms": ("GPU busy (ms)", lambda v: f"{v:,.2f}"),
+    "bound": ("held by", str),
+    "epochs": ("epochs", str),
+    "to_target_s": ("to target (s)", _num),
+    "to_target_speedup": ("× faster to target", _ratio),
 }
 GPM_COLUMNS = ("sm_active", "tensor_active")  # Hopper and newer: empty elsewhere, not shown
 ABOVE_PEAK = " (above peak: unreliable)"  # a run cannot beat its device's peak

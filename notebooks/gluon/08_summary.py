@@ -41,5 +41,18 @@ runs = lesson.ladder("gluon", SIZES, RUNS_DIR)   # the newest `gpu-course ladder
 gc.show(runs, lesson="08")
 gc.conclude("08", runs)   # the sentences, checked against the table: gpu_course/lessons/l08_summary.py
 
+# %% [markdown]
+# ## Where each step goes, and how long each rung took to learn
+# Samples/s says how fast a rung pushes images; it does not say what holds a step, nor
+# whether the rung learns as fast. The second table splits each rung's steady step into
+# waiting for data, the host's own work (dispatching the step's operators) and, on a GPU,
+# the time kernels ran (the step times GPU-Util): a step is data-bound, host-bound or
+# GPU-bound, and only a fix aimed at what holds it can pay. Its last columns are the
+# headline an attendee cares about: training time, compilation and warm-up included, to
+# the accuracy the naive rung reached, against the naive rung's own.
+
+# %%
+lesson.anatomy(runs)
+
 # %%
 gc.plots.curves(runs)

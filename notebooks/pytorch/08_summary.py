@@ -57,6 +57,19 @@ gc.show(runs, lesson="08")
 gc.conclude("08", runs)   # the sentences, checked against the table: gpu_course/lessons/l08_summary.py
 
 # %% [markdown]
+# ## Where each step goes, and how long each rung took to learn
+# Samples/s says how fast a rung pushes images; it does not say what holds a step, nor
+# whether the rung learns as fast. The second table splits each rung's steady step into
+# waiting for data, the host's own work (dispatching the step's operators) and, on a GPU,
+# the time kernels ran (the step times GPU-Util): a step is data-bound, host-bound or
+# GPU-bound, and only a fix aimed at what holds it can pay. Its last columns are the
+# headline an attendee cares about: training time, compilation and warm-up included, to
+# the accuracy the naive rung reached, against the naive rung's own.
+
+# %%
+lesson.anatomy(runs)
+
+# %% [markdown]
 # ## GPU-Util is not SM activity, and the same ladder on an H200
 # NVIDIA's "GPU-Util" (what `nvidia-smi` shows) is the share of time in which *any* kernel
 # was running: one small kernel keeping a single SM busy reads 100 %. Hopper GPUs (H100,
@@ -70,3 +83,13 @@ gc.conclude("08", runs)   # the sentences, checked against the table: gpu_course
 reference = lesson.latest_ladder("pytorch", gc.report.REFERENCE_ROOT / "pytorch-h200")
 gc.show(reference, lesson="08")
 gc.conclude("08", reference, beside=runs)
+
+# %% [markdown]
+# The reference's steps, taken apart the same way: at batch 64 its kernels run for a small
+# part of each step while Python dispatches the next ones, so compiling or lowering the
+# precision, which shorten the kernels, read as slow-downs; the whole-step CUDA graph
+# removes the dispatch. Its time to target counts the tuned rung's longer run, so it is
+# a separate line, not a like-for-like rung.
+
+# %%
+lesson.anatomy(reference)

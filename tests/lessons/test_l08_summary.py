@@ -113,3 +113,33 @@ def test_nothing_to_summarise_is_refused_and_sizes_are_quick_in_smoke_mode():
         l08.conclude([])
     assert sizes("08", smoke=True).quick and not sizes("08", smoke=False).quick
     assert sizes("08", smoke=True).compile_backend == "aot_eager"
+
+
+def test_the_anatomy_says_what_holds_each_rung_and_why_fusion_cannot_pay_on_a_host_bound_step(capsys):
+    """The committed H200 ladder (real records): every batch-64 rung is host-bound, and
+    the lines say why compile and bfloat16 could not pay there."""
+    from gpu_course.lessons import l08_summary
+    from gpu_course.show import report
+    runs = l08_summary.latest_ladder("pytorch", report.REFERENCE_ROOT / "pytorch-h200")
+    say = l08_summary.anatomy_closing(runs)
+    out = capsys.readouterr().out
+    assert "held by" in out and "× faster to target" in out
+    assert "GPU-bound: cuda-graphs." in say.text
+    assert "compile, bfloat16 make the GPU's part of a step shorter" in say.text
+    assert say.check() == []
+
+
+def test_the_anatomy_on_a_cpu_ladder_says_cpu_bound_and_no_fusion_advice(tmp_path, capsys):
+    import fake_runs
+    from gpu_course.lessons import l08_summary
+    runs = [fake_runs.load(p) for p in fake_runs.cpu_ladder(tmp_path)]
+    say = l08_summary.anatomy_closing(runs)
+    assert "make the GPU's part" not in say.text
+    assert "-bound:" in say.text and "GPU-bound" not in say.text.split("not ruled on.")[1]
+    at_chance = [fake_runs.load(p) for p in fake_runs.cpu_ladder(tmp_path / "chance")]
+    for run in at_chance:   # learned nothing: no accuracy to race to
+        run.epochs["val_acc"] = 0.1
+    capsys.readouterr()
+    say = l08_summary.anatomy_closing(at_chance)
+    assert "time-to-target columns are left out" in say.text
+    assert "to target" not in capsys.readouterr().out

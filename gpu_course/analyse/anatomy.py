@@ -1,0 +1,140 @@
+"""Where a run's step goes, and how long it took to learn: the anatomy of a step and the
+time to a target accuracy, from its record.
+
+A steady step's time splits into waiting for data and the host's own work (dispatching
+the step's operators; on a GPU also waiting when the device's queue is full). How much
+of it the GPU spent running kernels is the step times GPU-Util, NVML's share of time in
+which a kernel ran, over the steady steps: CUDA events cannot tell it, since the time
+between a step's two events includes every gap in which the device waited for the host
+to launch the next kernel (on the H200 reference, events give the naive step 8.9 ms;
+its kernels run about a third of it). The three say which resource holds the step:
+
+    data-bound  the loader: data wait is a large share of the step (INPUT_WAIT)
+    GPU-bound   the device: kernels run through the step (GPU-Util >= GPU_BUSY)
+    host-bound  the host: the device idles between kernels while Python and the
+                framework dispatch them (what graphs and compilation remove)
+    CPU-bound   on a CPU the host is the device: the step's arithmetic and dispatch
+
+Samples/s is the mechanism; what an attendee wants is a model, so each rung's headline
+is also its training time (compile and warm-up included) to the accuracy a baseline
+reached: a rung that is faster per image but needs more epochs gains less than its
+samples/s say.
+
+    anatomy(run).bound, anatomy(run).gpu_busy_ms
+    time_to_accuracy(run, 0.70)        # seconds of training to 70 % validation accuracy
+    table(runs, baseline=0)            # one row a rung
+
+No deep-learning framework here.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+import pandas as pd
+
+from . import metrics, noise
+
+INPUT_WAIT = 0.25   # data wait >= this share of the step: the loader holds it (diagnose's)
+GPU_BUSY = 0.90     # GPU-Util >= this: kernels run through the step (the lecture's 90 %)
+
+
+class Bound(StrEnum):
+    DATA = "data-bound"
+    HOST = "host-bound"
+    GPU = "GPU-bound"
+    CPU = "CPU-bound"
+    NO_UTIL = "no GPU-Util"   # a GPU run whose monitor read no utilisation
+    TOO_FEW = "too few steps"
+
+
+@dataclass(frozen=True)
+class Anatomy:
+    """Medians over a run's steady steps, in milliseconds; gpu_busy_ms (the step times
+    the steady GPU-Util) is NaN off a GPU."""
+    step_ms: float
+    data_wait_ms: float
+    host_ms: float
+    gpu_busy_ms: float
+    bound: Bound
+
+
+def anatomy(run) -> Anatomy:
+    """The anatomy of `run`'s steady steps (a group of repeats: its representative run)."""
+    run = metrics.representative(run)
+    steps = metrics._steps(run)
+    timed = steps[metrics._column(steps, "timed") == 1] if len(steps) else steps
+    if len(timed) < metrics.MIN_STEADY_STEPS:
+        return Anatomy(math.nan, math.nan, math.nan, math.nan, Bound.TOO_FEW)
+    wait = metrics._column(timed, "data_wait_s")
+    host = metrics._column(timed, "compute_s")
+    step = 1e3 * float((wait + host).median())
+    gpu = metrics.on_gpu(run)
+    util = metrics.gpu_util(run) / 100 if gpu else math.nan
+    numbers = dict(step_ms=step, data_wait_ms=1e3 * float(wait.median()),
+                   host_ms=1e3 * float(host.median()), gpu_busy_ms=step * util)
+    return Anatomy(**numbers, bound=_bound(numbers["data_wait_ms"] / step, util, gpu))
+
+
+def _bound(wait_share: float, util: float, on_gpu: bool) -> Bound:
+    if wait_share >= INPUT_WAIT:
+        return Bound.DATA
+    if not on_gpu:
+        return Bound.CPU
+    if math.isnan(util):
+        return Bound.NO_UTIL
+    return Bound.GPU if util >= GPU_BUSY else Bound.HOST
+
+
+def time_to_accuracy(run, target: float) -> float:
+    """Seconds of training (every epoch's time, its warm-up and compilation included;
+    validation left out) until the end of the first epoch whose validation accuracy
+    reached `target`; NaN if none did."""
+    run = metrics.representative(run)
+    epochs = run.epochs
+    if math.isnan(target) or not len(epochs):
+        return math.nan
+    seconds = metrics._column(epochs, "epoch_time_s").cumsum()
+    reached = metrics._column(epochs, "val_acc") >= target - 1e-9
+    return float(seconds[reached].iloc[0]) if reached.any() else math.nan
+
+
+def table(runs, baseline=0) -> pd.DataFrame:
+    """One row a rung: its step's anatomy, what holds it, its epochs and final accuracy,
+    and its training time to the baseline's final accuracy with the factor against the
+    baseline's own ("not reached" where its epochs never got there)."""
+    groups = metrics.as_groups(runs)
+    base = metrics.representative(groups[metrics.baseline_index(groups, baseline)])
+    # a baseline that learned nothing (within noise of chance) sets no target to race to
+    target = math.nan if noise.at_chance(base) else metrics.val_acc(base)
+    base_time = time_to_accuracy(base, target)
+    rows = []
+    for group in groups:
+        run = metrics.representative(group)
+        a = anatomy(run)
+        seconds = time_to_accuracy(run, target)
+        rows.append({"rung": str(run.name), "step_ms": a.step_ms, "data_wait_ms": a.data_wait_ms,
+                     "host_ms": a.host_ms, "gpu_busy_ms": a.gpu_busy_ms, "bound": str(a.bound),
+                     "epochs": len(run.epochs), "val_acc": metrics.val_acc(run),
+                     "to_target_s": seconds,
+                     "to_target_speedup": base_time / seconds if seconds > 0 else math.nan})
+    frame = pd.DataFrame(rows)
+    frame.attrs["target"] = target
+    return frame
+
+
+def target_line(frame: pd.DataFrame, baseline_name: str) -> str:
+    """The sentence under the table: what the target is and where it comes from."""
+    if math.isnan(frame.attrs["target"]):
+        head = (f"No target: '{baseline_name}' ended within noise of chance, so no time to "
+                "target is given")
+    else:
+        head = (f"Target: {frame.attrs['target']:.1%} validation accuracy, what "
+                f"'{baseline_name}' reached after its epochs")
+    return (head + "; time to target counts training only (warm-up and "
+            "compilation included, validation left out), and – means its epochs never got "
+            "there. Step times are medians of the steady steps; GPU busy is the step times "
+            f"the steady GPU-Util. A step is data-bound when it waits {INPUT_WAIT:.0%} of it "
+            f"for data, GPU-bound when kernels run {GPU_BUSY:.0%} of the time, else "
+            "host-bound.")
