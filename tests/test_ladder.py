@@ -8,7 +8,7 @@ from gpu_course.measure.records import OutOfMemory, RunRecord, load_run
 @pytest.mark.parametrize("engine, names", [
     ("gluon", ["naive", "workers", "hybridize", "float16", "large-batch", "lr-schedule"]),
     ("pytorch", ["naive", "workers", "compile", "bfloat16", "large-batch", "lr-schedule",
-                 "data-on-gpu", "cuda-graphs"]),
+                 "data-on-gpu", "cuda-graphs", "tuned, longer"]),
 ])
 def test_rungs_build_on_each_other(engine, names):
     ladder = rungs(engine, gpus=1, cpu_count=32)
@@ -21,12 +21,21 @@ def test_rungs_build_on_each_other(engine, names):
     assert "loader worker" in ladder[0].limit  # the ladder says what limits naive
 
 
-def test_the_tuned_pytorch_rung_is_one_cuda_graph_and_runs_long_enough():
-    tuned = rungs("pytorch", gpus=1, cpu_count=32)[-1]
-    assert tuned.cfg.graph == "static" and tuned.cfg.data_on_gpu
-    assert tuned.cfg.optimizer == "lars" and tuned.cfg.epochs >= 10
-    assert rungs("pytorch", gpus=4, cpu_count=32)[-1].cfg.graph == "hybrid"  # DDP
-    assert rungs("pytorch", gpus=1, epochs=2)[-1].cfg.epochs == 2  # asked for: kept
+def test_every_pytorch_rung_trains_the_same_epochs_and_the_long_run_is_a_line_of_its_own():
+    ladder = rungs("pytorch", gpus=1, cpu_count=32)
+    *steps, longer = ladder
+    tuned = steps[-1]
+    assert tuned.name == "cuda-graphs" and tuned.cfg.graph == "static" and tuned.cfg.data_on_gpu
+    assert tuned.cfg.optimizer == "lars"
+    assert len({r.cfg.epochs for r in steps}) == 1   # equal budgets: time to accuracy compares
+    assert longer.name == "tuned, longer" and longer.cfg.epochs >= 10
+    assert longer.cfg.replace(epochs=tuned.cfg.epochs, name=tuned.name) == tuned.cfg
+    assert "not a rung" in longer.change
+    four = rungs("pytorch", gpus=4, cpu_count=32)
+    assert four[-2].name == "all-gpus" and four[-2].cfg.graph == "hybrid"   # DDP
+    assert four[-2].cfg.epochs == tuned.cfg.epochs and four[-1].name == "tuned, longer"
+    assert [r.name for r in rungs("pytorch", gpus=1, epochs=2)][-1] == "cuda-graphs"  # asked: kept
+    assert "tuned, longer" not in [r.name for r in rungs("pytorch", gpus=1, quick=True)]
 
 
 def test_more_gpus_add_a_rung_and_cpu_sizes_are_small():

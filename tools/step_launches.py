@@ -29,7 +29,7 @@ import time
 import torch
 from torch import nn
 
-from gpu_course.ladder import rungs
+from gpu_course.ladder import RungName, rungs
 from gpu_course.tracks.torch import static_step
 from gpu_course.tracks.torch.devices import gpu_count
 from gpu_course.tracks.torch.gpu_loader import GpuLoader
@@ -137,7 +137,7 @@ def run(quick: bool = False, steps: int = 5, warmup: int = 5, only=None,
     # the GPU ladder's rungs also on a CPU (whose own ladder leaves the GPU-only ones out):
     # what each step asks of the host is the question, and a CPU can count it
     for rung in rungs("pytorch", 1, quick=quick):
-        if only and rung.name not in only:
+        if (only and rung.name not in only) or rung.name == RungName.LONGER:   # same step
             continue
         cfg = rung.cfg.replace(num_workers=0, persistent_workers=False)
         if model or quick:
