@@ -15,7 +15,7 @@ host's time per step (on a GPU: until the step is queued) and the step's time wi
 device waited for. The batches' loading is left out (see `io_ladder`): every rung gets
 its batch ready in host memory, the data-on-GPU rungs from a GpuLoader. On a CPU the
 compiled rungs use the aot_eager backend (traced, not fused: their operators are counted
-as eager would dispatch them) unless --backend says otherwise; the cuda-graphs rung runs
+as eager would dispatch them) unless --backend says otherwise; the data-on-gpu rung (the whole step as one graph) runs
 its step eagerly, and on a GPU it is one graph replay. Target the course set: the tuned rung
 <= 60 launches a step, or one graph replay.
 """

@@ -180,8 +180,9 @@ def anatomy_closing(runs) -> Closing:
         held.setdefault(bound, []).append(str(rungs[i].name))
     say("; ".join(f"{bound}: {', '.join(names)}" for bound, names in held.items()) + ".")
     lighter = [str(r.name) for i, r in enumerate(rungs) if frame["bound"].iloc[i] == Bound.HOST
-               and r.name in (RungName.COMPILE, RungName.BFLOAT16, RungName.FLOAT16,
-                              RungName.HYBRIDIZE)]
+               and (r.name in (RungName.BFLOAT16, RungName.FLOAT16) or (
+                   r.name in (RungName.COMPILE, RungName.HYBRIDIZE)
+                   and alike.value(r, "graph") == "hybrid"))]   # fusion without graphs
     if lighter:
         say(f"{', '.join(lighter)} make the GPU's part of a step shorter (fused kernels, "
             "16-bit arithmetic), but these steps are held by the host dispatching them: the "
