@@ -34,6 +34,9 @@ SIZES = {
     "check": dict(quick=True, ladder_train_size=10_240, ladder_test_size=2_048),
 }
 TALK_COLUMN = "talk speed-up"
+# what a ladder trained on, in words, beside the talk's CIFAR-10 (a different data set)
+DATA_WORDS = {"synthetic": "the course's generated stand-in for CIFAR-10",
+              "folder": "generated photos", "cifar10": "CIFAR-10"}
 
 
 def latest_ladder(engine: str, runs_dir=None) -> list:
@@ -109,9 +112,12 @@ def conclude(runs, beside=None) -> Closing:
     top = max(done, key=lambda i: frame.samples_per_sec.iloc[i]) if done else None
     if top is not None and top != base and rungs[top].name in talk.LADDER:
         ratio = talk.LADDER[rungs[top].name] / talk.LADDER[RungName.NAIVE]
+        epochs = rungs[top].config.get("epochs")
         say(f"On {talk.SOURCE}'s V100s the same rung was {say.quote(talk.SOURCE, ratio, '×{:.1f}')} "
-            f"the naive run; here '{rungs[top].name}' against '{rungs[base].name}': "
-            f"{say.compare(base, top)}.")
+            f"the naive run ({talk.SOURCE}: {talk.WORKLOAD}); here, on "
+            f"{DATA_WORDS.get(rungs[top].config.get('dataset'), 'its data')} over "
+            f"{say.setting('epochs', epochs)} epoch{'s' if epochs != 1 else ''}, "
+            f"'{rungs[top].name}' against '{rungs[base].name}': {say.compare(base, top)}.")
     gpu = [i for i in range(len(rungs)) if not math.isnan(frame.gpu_util.iloc[i])]
     if not gpu:
         say("No rung recorded GPU utilisation: the ladder ran without a GPU. Its fixes keep a "

@@ -59,7 +59,8 @@ def test_a_cpu_ladder_against_the_talk_and_without_gpu_utilisation(make_run, cap
                   notes={"device_notice": "No GPU found: running on the CPU with 1 device "
                                           "context instead of 1 GPU."})
     say = l08.conclude(runs)
-    assert re.search(r"On the talk's V100s the same rung was ×3\.1 the naive run; here "
+    assert re.search(r"On the talk's V100s the same rung was ×3\.1 the naive run \(the talk: "
+                     r"ResNet on CIFAR-10\); here, on .+ over \d+ epochs?, "
                      r"'hybridize' against 'naive': ×\d\.\d\d, faster", say.text)
     assert "No rung recorded GPU utilisation" in say.text
     assert "GPM) are not available on this machine (no GPU)" in say.text
