@@ -116,12 +116,24 @@ def table(runs, baseline=0) -> pd.DataFrame:
         seconds = time_to_accuracy(run, target)
         rows.append({"rung": str(run.name), "step_ms": a.step_ms, "data_wait_ms": a.data_wait_ms,
                      "host_ms": a.host_ms, "gpu_busy_ms": a.gpu_busy_ms, "bound": str(a.bound),
+                     "compiled": compiled_text(run),
                      "epochs": len(run.epochs), "val_acc": metrics.val_acc(run),
                      "to_target_s": seconds,
                      "to_target_speedup": base_time / seconds if seconds > 0 else math.nan})
     frame = pd.DataFrame(rows)
     frame.attrs["target"] = target
     return frame
+
+
+def compiled_text(run) -> str:
+    """What torch.compile made of the run's network, from its record ("" when it was not
+    compiled, or its record predates the count): graphs, graph breaks, recompiles."""
+    made = (run.meta.get("notes") or {}).get("compiled")
+    if not made:
+        return ""
+    plural = lambda n, word: f"{n} {word}{'s' if n != 1 else ''}"   # noqa: E731
+    return ", ".join([plural(made["graphs"], "graph"), plural(made["graph_breaks"], "break")]
+                     + ([plural(made["recompiles"], "recompile")] if made["recompiles"] else []))
 
 
 def target_line(frame: pd.DataFrame, baseline_name: str) -> str:

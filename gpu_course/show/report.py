@@ -52,11 +52,12 @@ _FORMATS = {
     "host_ms": ("host (ms)", lambda v: f"{v:,.2f}"),
     "gpu_busy_ms": ("GPU busy (ms)", lambda v: f"{v:,.2f}"),
     "bound": ("held by", str),
+    "compiled": ("compiled into", str),
     "epochs": ("epochs", str),
     "to_target_s": ("to target (s)", lambda v: f"{v:,.1f}"),
     "to_target_speedup": ("× faster to target", lambda v: f"×{v:.2f}"),
 }
-_TEXT_COLUMNS = {"rung", "ran", "status", "bound"}
+_TEXT_COLUMNS = {"rung", "ran", "status", "bound", "compiled"}
 
 
 # -- tables --------------------------------------------------------------------------------

@@ -80,6 +80,7 @@ COLUMNS = {
     "host_ms": ("host (ms)", lambda v: f"{v:,.2f}"),
     "gpu_busy_ms": ("GPU busy (ms)", lambda v: f"{v:,.2f}"),
     "bound": ("held by", str),
+    "compiled": ("compiled into", str),
     "epochs": ("epochs", str),
     "to_target_s": ("to target (s)", _num),
     "to_target_speedup": ("× faster to target", _ratio),
@@ -195,6 +196,8 @@ def readable(df: pd.DataFrame) -> pd.DataFrame:
     (left out when no run has a spread)."""
     if "ran" in df.columns and not df["ran"].fillna("").astype(str).str.len().any():
         df = df.drop(columns="ran")  # every run ran as requested: nothing to say
+    if "compiled" in df.columns and not df["compiled"].fillna("").astype(str).str.len().any():
+        df = df.drop(columns="compiled")  # nothing was compiled (anatomy)
     if "repeats" in df.columns and (pd.to_numeric(df["repeats"], errors="coerce") <= 1).all():
         df = df.drop(columns="repeats")  # one run a row: its spread is its own blocks'
     df = df.drop(columns=[c for c in GPM_COLUMNS if c in df.columns and df[c].isna().all()])

@@ -18,3 +18,21 @@ def compile_backend() -> str:
         raise ValueError(f"{COMPILE_BACKEND_ENV}={backend!r} is not a torch.compile "
                          f"backend; allowed: {', '.join(sorted(known))}")
     return backend
+
+
+def reset_stats() -> None:
+    """Forget what earlier compilations counted (before a run compiles its network)."""
+    from torch._dynamo.utils import counters
+    counters.clear()
+
+
+def stats() -> dict:
+    """What torch.compile did since `reset_stats`: the graphs it made, the graph breaks
+    (each splits the network into pieces run between eager Python) and the frames it
+    compiled again (a recompile: a guard failed, e.g. a new shape). A run's record keeps
+    it, so a table can say that a "compiled" rung was compiled, and into how many pieces."""
+    from torch._dynamo.utils import counters
+    graphs = int(counters["stats"].get("unique_graphs", 0))
+    frames = int(counters["frames"].get("ok", 0))
+    return {"graphs": graphs, "graph_breaks": int(sum(counters["graph_break"].values())),
+            "recompiles": max(0, frames - graphs), "frames": frames}

@@ -23,6 +23,7 @@ from .loop import fit as fit_epochs
 from .models import get_model
 from .optim import lr_scheduler, make_optimizer
 from .compiling import COMPILE_BACKEND_ENV, compile_backend  # noqa: F401  (re-exported)
+from . import compiling
 from .record import record
 from . import static_step
 
@@ -156,6 +157,7 @@ def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
     if cfg.graph == Graph.EAGER or is_compiled(model):
         return model
     torch._dynamo.reset()  # forget earlier runs' graphs and their guards
+    compiling.reset_stats()   # and what they counted: the record keeps this run's
     backend = compile_backend()
     if backend == "inductor" and cfg.graph == "static" and device.type == "cuda" \
             and cuda_graphs:
@@ -223,6 +225,9 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
                                    channels_last=cfg.channels_last, world_size=world_size)
             except torch.cuda.OutOfMemoryError as err:
                 oom = out_of_memory(err, cfg.batch_size, device)
+            finally:
+                if rec.record is not None and is_compiled(model):   # what compiling made
+                    rec.record.note(compiled=compiling.stats())
             if oom is not None:
                 raise oom  # outside `except`, so the failed step's tensors can be freed
     return rec.run
