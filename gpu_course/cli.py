@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--train-size", type=int, default=None)
     p.add_argument("--test-size", type=int, default=None)
     p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--model", choices=_config.MODELS, default=None,
+                   help="the network every rung trains (default: resnet20 on a GPU, tiny on a "
+                        "CPU); wrn16_10 makes the step GPU-bound: the other regime")
     p.add_argument("--rungs", default=None, help="comma-separated subset of rung names")
     p.add_argument("--repeats", type=int, default=1,
                    help="walk the ladder this many times, interleaved: each rung's spread "
@@ -246,7 +249,7 @@ def _ladder(args) -> int:
     only = [r.strip() for r in args.rungs.split(",")] if args.rungs else None
     runs, paths = run_ladder(engine, quick=args.quick, runs_dir=args.runs_dir, out=args.out,
                              only=only, repeats=args.repeats, train_size=args.train_size,
-                             test_size=args.test_size, epochs=args.epochs)
+                             test_size=args.test_size, epochs=args.epochs, model=args.model)
     print()
     from .ladder import RUNG_SETTINGS, adapter, closing_lines
     print(report.format_table(report.ladder_table(runs, varies=RUNG_SETTINGS)))
@@ -255,7 +258,7 @@ def _ladder(args) -> int:
     print()
     print(report.anatomy_text(runs))
     default = not args.quick and args.train_size is None and args.test_size is None \
-        and args.epochs is None and only is None
+        and args.epochs is None and only is None and args.model is None
     gpus = adapter(engine).gpu_count()
     lines, ok = closing_lines(engine, runs, gpus, check_accuracy=default and gpus == 0)
     for line in lines:

@@ -195,7 +195,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         if cpu else {}
     base = Experiment(name=RungName.NAIVE, engine=engine, batch_size=64, num_workers=1,
                       warmup_steps=2 if quick else 5, num_gpus=min(gpus, 1) or 1,
-                      monitor_interval=0.2 if quick else 0.5, **data, **sizes)
+                      monitor_interval=0.2 if quick else 0.5, **{**data, **sizes})
     if cpu:
         low, high = PHOTO_SIDES
         naive = Rung(RungName.NAIVE, base, f"batch 64, one loader worker, float32, imperative, "

@@ -43,6 +43,12 @@ def test_every_pytorch_rung_trains_the_same_epochs_and_the_long_run_is_a_line_of
     assert "tuned, longer" not in [r.name for r in rungs("pytorch", gpus=1, quick=True)]
 
 
+def test_the_ladder_can_train_another_network_the_other_regime():
+    assert {r.cfg.model for r in rungs("pytorch", gpus=1, model="wrn16_10")} == {"wrn16_10"}
+    assert {r.cfg.model for r in rungs("pytorch", gpus=0, cpu_count=2, model="resnet20")} == \
+        {"resnet20"}   # a CPU ladder's tiny network replaced too
+
+
 def test_more_gpus_add_a_rung_and_cpu_sizes_are_small():
     assert rungs("gluon", gpus=4, cpu_count=8)[-1].cfg.num_gpus == 4
     cpu = rungs("gluon", gpus=0, cpu_count=2)

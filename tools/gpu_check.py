@@ -10,8 +10,9 @@ The plan, in order of priority, under one time budget (--budget, default 8 minut
    size (GPU_COURSE_SIZE=check: each lesson's full settings, networks and compilers with
    fewer images and epochs), each executed copy kept with its outputs;
 3. ``ladder``    the PyTorch ladder: at reference size where the reference's own time
-   fits what is left, else quick; then one step of each rung taken apart
-   (`tools.step_launches`);
+   fits what is left, else quick (every rung's step taken apart: its second table);
+   then what one step asks of the host (`tools.step_launches`) and, time allowing,
+   the quick ladder again on a network whose step keeps the GPU busy (wrn16_10);
 4. ``tests``     the gpu-marked tests (their JUnit report names what each verified);
 5. ``smi``       the course's monitor against nvidia-smi.
 
@@ -231,17 +232,34 @@ def ladder_command(out: Path, rehearse: bool, seconds: float) -> tuple[list[str]
                                 f"{full:.0f} s" if full else "quick: no reference time known")
 
 
+# the second regime: a network whose step keeps the GPU busy, where lower precision and
+# compilation pay and graphs matter less (rehearsed with the tiny network on a CPU)
+GPU_BOUND_MODEL = "wrn16_10"
+
+
 def ladder_step(out: Path, seconds: float, rehearse: bool) -> str:
     command, size = ladder_command(out, rehearse, seconds)
-    code, log = run_for(command, seconds * 0.85, out / "ladder.log")
+    code, log = run_for(command, seconds * 0.7, out / "ladder.log")
     said = f"{size}; " + ("finished" if code == 0 else f"exit {code}")
-    anatomy = [sys.executable, "-m", "tools.step_launches"] + (["--quick"] if rehearse else [])
     left = seconds - log["seconds"]
+    anatomy = [sys.executable, "-m", "tools.step_launches"] + (["--quick"] if rehearse else [])
     if left > LEAST_S["ladder"]:
-        code, _ = run_for(anatomy, left, out / "step_launches.txt")
-        said += "; step anatomy " + ("written" if code == 0 else f"exit {code}")
+        began = time.monotonic()
+        code, _ = run_for(anatomy, left / 2, out / "step_launches.txt")
+        said += "; step launches " + ("written" if code == 0 else f"exit {code}")
+        left -= time.monotonic() - began
     else:
-        said += "; step anatomy skipped: no time left"
+        said += "; step launches skipped: no time left"
+    if left > LEAST_S["ladder"]:
+        model = "tiny" if rehearse else GPU_BOUND_MODEL
+        second = [sys.executable, "-m", "gpu_course.cli", "ladder", "--engine", "pytorch",
+                  "--model", model, "--quick", "--runs-dir", str(out / "ladder-gpu-bound"),
+                  "--out", str(out / "ladder-gpu-bound" / "report")] \
+            + (["--rungs", "naive"] if rehearse else [])
+        code, _ = run_for(second, left, out / "ladder-gpu-bound.log")
+        said += f"; the {model} regime (quick) " + ("finished" if code == 0 else f"exit {code}")
+    else:
+        said += f"; the {GPU_BOUND_MODEL} regime skipped: no time left"
     return said
 
 
