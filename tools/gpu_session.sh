@@ -11,16 +11,17 @@
 # the card before anything ran, and conv_bench.txt. Nothing here changes the GPU's settings.
 set -u
 OUT=${OUT:-gpu-session}
+PY=${GPU_PYTHON:-python3}     # the machine's own Python; a venv's to rehearse here
 mkdir -p "$OUT"
-if ! python3 -c "import nbclient, ipykernel" 2>/dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+if ! $PY -c "import nbclient, ipykernel" 2>/dev/null; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl || { echo "gpu-session: the wheels in .whl/ did not install"; exit 1; }
     export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,power.limit \
     --format=csv > "$OUT/nvidia-smi.csv" 2>&1
-python3 -m tools.gpu_check --budget "${1:-300}" ${2:+--notebooks "$2"} \
+$PY -m tools.gpu_check --budget "${1:-300}" ${2:+--notebooks "$2"} \
     ${GPU_SESSION_REHEARSE:+--rehearse} --out "$OUT"
-timeout 90 python3 -m tools.conv_bench ${GPU_SESSION_REHEARSE:+--quick} > "$OUT/conv_bench.txt" 2>&1
+timeout 90 $PY -m tools.conv_bench ${GPU_SESSION_REHEARSE:+--quick} > "$OUT/conv_bench.txt" 2>&1
 echo "gpu-session: done; conv_bench exit $?"
