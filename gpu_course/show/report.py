@@ -46,16 +46,8 @@ _FORMATS = {
     "tflops": ("TFLOP/s", lambda v: f"{v:.3g}"),
     "peak_pct": ("% of peak", lambda v: f"{v:.0f}%" + (tables.ABOVE_PEAK if v > 100 else "")),
     "status": ("status", lambda v: STATUS_TEXT.get(v, v)),
-    # the anatomy table (analyse.anatomy)
-    "step_ms": ("step (ms)", lambda v: f"{v:,.2f}"),
-    "data_wait_ms": ("data wait (ms)", lambda v: f"{v:,.2f}"),
-    "host_ms": ("host (ms)", lambda v: f"{v:,.2f}"),
-    "gpu_busy_ms": ("GPU busy (ms)", lambda v: f"{v:,.2f}"),
-    "bound": ("held by", str),
-    "compiled": ("compiled into", str),
-    "epochs": ("epochs", str),
-    "to_target_s": ("to target (s)", lambda v: f"{v:,.1f}"),
-    "to_target_speedup": ("× faster to target", lambda v: f"×{v:.2f}"),
+    # the anatomy table (analyse.anatomy): written as the notebooks' tables write it
+    **{c: tables.COLUMNS[c] for c in tables.ANATOMY_COLUMNS},
 }
 _TEXT_COLUMNS = {"rung", "ran", "status", "bound", "compiled"}
 

@@ -85,6 +85,8 @@ COLUMNS = {
     "to_target_s": ("to target (s)", _num),
     "to_target_speedup": ("× faster to target", _ratio),
 }
+ANATOMY_COLUMNS = ("step_ms", "data_wait_ms", "host_ms", "gpu_busy_ms", "bound", "compiled",
+                   "epochs", "to_target_s", "to_target_speedup")
 GPM_COLUMNS = ("sm_active", "tensor_active")  # Hopper and newer: empty elsewhere, not shown
 ABOVE_PEAK = " (above peak: unreliable)"  # a run cannot beat its device's peak
 RANGE_COLUMNS = ("samples_per_sec_min", "samples_per_sec_max")  # shown as one "min–max" cell
