@@ -38,6 +38,7 @@ def test_a_branch_is_verified_only_by_a_gpu_run_a_passed_test_or_a_notebook_on_t
     gpu_run(runs, "cuda-graphs", 1, config={"dtype": "bfloat16", "channels_last": True},
             ran={"train_data": {"class": "GpuLoader"}}, notes={"cuda_graph": True})
     write_run(runs, "on-the-cpu", config={"dtype": "float16"}, index=2)   # no `ran`: no GPU
+    gpu_run(runs, "compile", 3, notes={"compiled": {"graphs": 2, "mode": "reduce-overhead"}})
     junit(tmp_path / "gpu_tests.xml", {"test_ddp_with_nccl_at_world_size_one": "passed",
                                        "test_an_oom_after_finished_epochs_keeps_them": "failed",
                                        "test_cudnn_benchmark_is_on_and_recorded": "skipped"})
@@ -49,7 +50,8 @@ def test_a_branch_is_verified_only_by_a_gpu_run_a_passed_test_or_a_notebook_on_t
     assert by["bfloat16 with channels_last"] == "runs cuda-graphs"
     assert by["TF32 convolutions (float32 on tensor cores)"] == "runs float16"
     assert by["torch.compile with inductor"] == "runs float16"
-    assert by["CUDA graphs (the whole step, or mode='reduce-overhead')"] == "runs cuda-graphs"
+    assert by["CUDA graphs (the whole step, or mode='reduce-overhead')"] == \
+        "runs compile, cuda-graphs"
     assert by["the GPU-resident loader"] == "runs cuda-graphs"
     assert by["pinned host memory and non-blocking copies"] == "runs float16"
     assert by["DDP with NCCL at world size 1"] == "test test_ddp_with_nccl_at_world_size_one"

@@ -66,7 +66,8 @@ BRANCHES = (
            run=lambda r: _as_ran(r, "dtype") == "bfloat16" and bool(r.config.get("channels_last"))),
     Branch("torch.compile with inductor", run=lambda r: _ran(r, "compile_backend") == "inductor"),
     Branch("CUDA graphs (the whole step, or mode='reduce-overhead')",
-           run=lambda r: bool((r.meta.get("notes") or {}).get("cuda_graph")),
+           run=lambda r: bool((r.meta.get("notes") or {}).get("cuda_graph")) or (
+               (r.meta.get("notes") or {}).get("compiled") or {}).get("mode") == "reduce-overhead",
            tests=("test_the_whole_step_runs_as_one_cuda_graph",
                   "test_reduce_overhead_graphs_without_the_whole_step")),
     Branch("the GPU-resident loader", run=lambda r: _ran(r, "train_data", "class") == "GpuLoader",

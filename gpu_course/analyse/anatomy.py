@@ -133,7 +133,8 @@ def compiled_text(run) -> str:
         return ""
     plural = lambda n, word: f"{n} {word}{'s' if n != 1 else ''}"   # noqa: E731
     return ", ".join([plural(made["graphs"], "graph"), plural(made["graph_breaks"], "break")]
-                     + ([plural(made["recompiles"], "recompile")] if made["recompiles"] else []))
+                     + ([plural(made["recompiles"], "recompile")] if made["recompiles"] else [])
+                     + (["CUDA graphs"] if made.get("mode") == "reduce-overhead" else []))
 
 
 def target_line(frame: pd.DataFrame, baseline_name: str) -> str:

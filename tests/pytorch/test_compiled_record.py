@@ -15,6 +15,7 @@ def test_a_compiled_run_records_its_graphs_and_breaks(tmp_path, monkeypatch):
     eager = gc.train(cfg.replace(name="eager", graph="eager"), runs_dir=tmp_path, progress=False)
     made = compiled.meta["notes"]["compiled"]
     assert made["graphs"] >= 1 and made["graph_breaks"] >= 0 and made["recompiles"] >= 0
+    assert made["mode"] == "default"   # reduce-overhead (CUDA graphs) needs a GPU
     assert "compiled" not in eager.meta["notes"]
     assert anatomy.compiled_text(compiled).startswith(f"{made['graphs']} graph")
     assert anatomy.compiled_text(eager) == ""
@@ -24,6 +25,8 @@ def test_a_compiled_run_records_its_graphs_and_breaks(tmp_path, monkeypatch):
     ({"graphs": 1, "graph_breaks": 0, "recompiles": 0, "frames": 1}, "1 graph, 0 breaks"),
     ({"graphs": 3, "graph_breaks": 2, "recompiles": 1, "frames": 4},
      "3 graphs, 2 breaks, 1 recompile"),
+    ({"graphs": 2, "graph_breaks": 0, "recompiles": 0, "frames": 2, "mode": "reduce-overhead"},
+     "2 graphs, 0 breaks, CUDA graphs"),
 ])
 def test_what_compiling_made_reads_in_words(made, text):
     class Run:

@@ -161,7 +161,9 @@ def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
     backend = compile_backend()
     if backend == "inductor" and cfg.graph == "static" and device.type == "cuda" \
             and cuda_graphs:
-        return torch.compile(model, mode="reduce-overhead", dynamic=False)
+        compiled = torch.compile(model, mode="reduce-overhead", dynamic=False)
+        compiled.course_compile_mode = "reduce-overhead"   # the record says graphs replayed
+        return compiled
     return torch.compile(model, backend=backend, dynamic=False)
 
 
@@ -227,7 +229,8 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
                 oom = out_of_memory(err, cfg.batch_size, device)
             finally:
                 if rec.record is not None and is_compiled(model):   # what compiling made
-                    rec.record.note(compiled=compiling.stats())
+                    rec.record.note(compiled={**compiling.stats(), "mode": getattr(
+                        model, "course_compile_mode", "default")})
             if oom is not None:
                 raise oom  # outside `except`, so the failed step's tensors can be freed
     return rec.run
