@@ -71,6 +71,8 @@ def test_the_h200_reference_shows_why_compile_read_as_a_slow_down():
     assert rows.loc["compile", "gpu_busy_ms"] < rows.loc["naive", "gpu_busy_ms"]   # fused
     assert rows.loc["compile", "host_ms"] > rows.loc["naive", "host_ms"]         # not lighter
     assert rows.loc["cuda-graphs", "bound"] == "GPU-bound"
+    assert rows.loc["naive", "next_rung"].startswith("workers: not aimed")     # the ladder's order
+    assert rows.loc["workers", "next_rung"] == "compile: aimed (graph)"      # against the anatomy
 
 
 def test_the_table_heads_each_rung_with_its_time_to_the_baselines_accuracy(steady_util):

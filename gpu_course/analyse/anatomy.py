@@ -34,7 +34,7 @@ from enum import StrEnum
 
 import pandas as pd
 
-from . import metrics, noise
+from . import alike, metrics, noise
 
 INPUT_WAIT = 0.25   # data wait >= this share of the step: the loader holds it (diagnose's)
 GPU_BUSY = 0.90     # GPU-Util >= this: kernels run through the step (the lecture's 90 %)
@@ -47,6 +47,17 @@ class Bound(StrEnum):
     CPU = "CPU-bound"
     NO_UTIL = "no GPU-Util"   # a GPU run whose monitor read no utilisation
     TOO_FEW = "too few steps"
+
+
+# the settings whose change is aimed at each bound: what the next rung should change
+FIXES = {
+    Bound.DATA: frozenset({"num_workers", "data_format", "data_on_gpu", "pin_memory",
+                           "persistent_workers", "prefetch_factor", "threads"}),
+    Bound.HOST: frozenset({"graph", "batch_size", "data_on_gpu"}),   # fewer dispatches a sample
+    Bound.GPU: frozenset({"dtype", "channels_last", "graph", "num_gpus", "batch_size"}),
+    Bound.CPU: frozenset({"graph", "threads", "dtype", "batch_size", "num_workers",
+                          "data_format"}),
+}
 
 
 @dataclass(frozen=True)
@@ -121,8 +132,27 @@ def table(runs, baseline=0) -> pd.DataFrame:
                      "to_target_s": seconds,
                      "to_target_speedup": base_time / seconds if seconds > 0 else math.nan})
     frame = pd.DataFrame(rows)
+    frame.insert(frame.columns.get_loc("bound") + 1, "next_rung",
+                 next_rungs([metrics.representative(g) for g in groups], list(frame["bound"])))
     frame.attrs["target"] = target
     return frame
+
+
+def next_rungs(runs, bounds) -> list[str]:
+    """For each run but the last: whether the next one changes a setting aimed at what
+    holds this one (FIXES): "aimed: <settings>", or "not aimed: <settings>" when the
+    ladder's order and the anatomy disagree there; "" where nothing is ruled."""
+    said = []
+    for run, after, bound in zip(runs, runs[1:], bounds):
+        fixes = FIXES.get(Bound(bound)) if bound in {b.value for b in FIXES} else None
+        changed = sorted(alike.settings(run, after, ignore=alike.SAME_WORK | {"epochs"}))
+        if fixes is None or not changed:
+            said.append("")
+        elif fixes & set(changed):
+            said.append(f"{after.name}: aimed ({', '.join(sorted(fixes & set(changed)))})")
+        else:
+            said.append(f"{after.name}: not aimed ({', '.join(changed[:3])})")
+    return said + [""]
 
 
 def compiled_text(run) -> str:

@@ -185,6 +185,12 @@ def anatomy_closing(runs) -> Closing:
     for i, bound in enumerate(frame["bound"]):
         held.setdefault(bound, []).append(str(rungs[i].name))
     say("; ".join(f"{bound}: {', '.join(names)}" for bound, names in held.items()) + ".")
+    apart = [f"after '{rungs[i].name}' ({frame['bound'].iloc[i]}), {text.split(': not aimed')[0]}"
+             for i, text in enumerate(frame["next_rung"]) if ": not aimed" in text]
+    if apart:
+        say("Where the ladder's order and the anatomy disagree (the next rung changes nothing "
+            "aimed at what holds the step; the table names what it changes): "
+            + "; ".join(apart) + ".")
     lighter = [str(r.name) for i, r in enumerate(rungs) if frame["bound"].iloc[i] == Bound.HOST
                and (r.name in (RungName.BFLOAT16, RungName.FLOAT16) or (
                    r.name in (RungName.COMPILE, RungName.HYBRIDIZE)

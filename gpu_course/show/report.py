@@ -49,7 +49,7 @@ _FORMATS = {
     # the anatomy table (analyse.anatomy): written as the notebooks' tables write it
     **{c: tables.COLUMNS[c] for c in tables.ANATOMY_COLUMNS},
 }
-_TEXT_COLUMNS = {"rung", "ran", "status", "bound", "compiled"}
+_TEXT_COLUMNS = {"rung", "ran", "status", "bound", "next_rung", "compiled"}
 
 
 # -- tables --------------------------------------------------------------------------------

@@ -80,12 +80,14 @@ COLUMNS = {
     "host_ms": ("host (ms)", lambda v: f"{v:,.2f}"),
     "gpu_busy_ms": ("GPU busy (ms)", lambda v: f"{v:,.2f}"),
     "bound": ("held by", str),
+    "next_rung": ("next rung", str),
     "compiled": ("compiled into", str),
     "epochs": ("epochs", str),
     "to_target_s": ("to target (s)", _num),
     "to_target_speedup": ("× faster to target", _ratio),
 }
-ANATOMY_COLUMNS = ("step_ms", "data_wait_ms", "host_ms", "gpu_busy_ms", "bound", "compiled",
+ANATOMY_COLUMNS = ("step_ms", "data_wait_ms", "host_ms", "gpu_busy_ms", "bound", "next_rung",
+                   "compiled",
                    "epochs", "to_target_s", "to_target_speedup")
 GPM_COLUMNS = ("sm_active", "tensor_active")  # Hopper and newer: empty elsewhere, not shown
 ABOVE_PEAK = " (above peak: unreliable)"  # a run cannot beat its device's peak

@@ -126,6 +126,7 @@ def test_the_anatomy_says_what_holds_each_rung_and_why_fusion_cannot_pay_on_a_ho
     out = capsys.readouterr().out
     assert "held by" in out and "× faster to target" in out
     assert "GPU-bound: cuda-graphs." in say.text
+    assert "after 'naive' (host-bound), workers; after 'compile' (host-bound), bfloat16" in say.text
     assert "compile, bfloat16 make the GPU's part of a step shorter" in say.text
     assert say.check() == []
 
