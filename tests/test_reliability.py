@@ -302,6 +302,43 @@ def test_sigterm_ends_a_run_like_ctrl_c(tmp_path):
     assert len(run.epochs) >= 1
 
 
+SIGTERM_IN_DEL = HARNESS_RUN.replace("time.sleep(0.02)", """
+            class Array:  # like an NDArray: a __del__ that runs inside the step
+                def __del__(self):
+                    if epoch == 1 and batch == 1:
+                        os.kill(os.getpid(), signal.SIGTERM)
+                        time.sleep(0.1)  # the signal lands here, inside __del__
+            Array()""").replace("import sys, time", "import os, signal, sys, time")
+
+
+def test_sigterm_inside_a_del_still_stops_the_run_at_the_next_step(tmp_path):
+    """Python ignores an exception raised in __del__ (it prints it): a handler that
+    raised from wherever the signal landed left the job training. The handler only asks;
+    the loop stops at the next step."""
+    out = subprocess.run([sys.executable, "-c", SIGTERM_IN_DEL, tmp_path], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "Exception ignored" not in out.stderr, out.stderr
+    run = records.load_runs(tmp_path)[0]
+    assert run.status == "interrupted" and "SIGTERM" in run.meta["error"]
+    assert len(run.epochs) == 1  # epoch 1 stopped after its second step
+
+
+def test_a_process_forked_during_a_run_ends_on_sigterm(tmp_path):
+    """A loader worker forked while the run's handler is installed starts with the
+    default action: SIGTERM ends it (the stop request would never be read there)."""
+    ready, started = os.pipe()
+    with guards.sigterm_as_interrupt():
+        pid = os.fork()
+        if pid == 0:  # the child: say it runs, then wait to be ended
+            os.write(started, b"1")
+            time.sleep(30)
+            os._exit(0)
+        os.read(ready, 1)
+        os.kill(pid, signal.SIGTERM)
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+
+
 # -- the monitor never hangs a run ---------------------------------------------------------
 def test_a_blocking_gpu_query_neither_hangs_train_nor_goes_unrecorded(monkeypatch, runs_dir):
     fake = install(monkeypatch, FakePynvml(1))

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..analyse import metrics
 from ..config import Experiment
-from .guards import Diverged, check_loss, sigterm_as_interrupt
+from .guards import Diverged, check_loss, check_stop, sigterm_as_interrupt
 from .monitor import GpuMonitor, GpuUnavailableWarning
 from .records import OutOfMemory, RunRecord, load_run
 from .timing import StepTimer, summary_line
@@ -119,7 +119,8 @@ class Harness:
     # -- context ----------------------------------------------------------------------
     def __enter__(self) -> "Harness":
         self._signals = contextlib.ExitStack()
-        self._signals.enter_context(sigterm_as_interrupt())  # SIGTERM ends it like Ctrl-C
+        # SIGTERM ends it like Ctrl-C, at the next step boundary (check_stop)
+        self._signals.enter_context(sigterm_as_interrupt())
         if self.monitor is not None:
             self.monitor.start()
         return self
@@ -149,6 +150,7 @@ class Harness:
     # -- the loop ---------------------------------------------------------------------
     def epochs(self) -> Iterator[int]:
         for epoch in range(self.cfg.epochs):
+            check_stop()
             self.epoch = epoch
             self._losses, self._corrects = [], []  # each step's device values, added at the end
             self._seen = 0
@@ -173,6 +175,7 @@ class Harness:
         self._bar = self._make_bar(total)
         for i, batch in enumerate(self.timer.wrap(iterable)):
             yield batch
+            check_stop()  # the step is done: a SIGTERM stops the run here
             if limit is not None and i + 1 >= limit:
                 break
 

@@ -392,10 +392,23 @@ def main(argv: list | None = None, env: dict | None = None) -> int:
             run = train_ps(cfg, env)
             return 0 if run is None or run.status == "finished" else 1
         run = train(cfg, env)
+    except KeyboardInterrupt as err:  # SIGTERM (StopTrainingJob) or Ctrl-C: no traceback
+        fail(stopped(err), env)
+        return 130
     except BaseException as err:
         fail(f"{type(err).__name__}: {err}", env)
         raise
     return 0 if run.status == "finished" else 1
+
+
+def stopped(err: KeyboardInterrupt) -> str:
+    """Why the job stopped, from its run record where one was written (`run_path`)."""
+    path = getattr(err, "run_path", None)
+    if path is None:
+        return f"{err or 'interrupted'} before the run record was started"
+    from gpu_course.measure.records import load_run
+    run = load_run(path)
+    return f"{run.meta.get('error') or err}; the record (status {run.status}) is in {path}"
 
 
 if __name__ == "__main__":

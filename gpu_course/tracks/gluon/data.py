@@ -19,7 +19,7 @@ from mxnet.gluon.data.vision import transforms
 
 from ... import data as course_data
 from ...config import Experiment
-from ...measure.guards import LoaderWorkerDied
+from ...measure.guards import LoaderWorkerDied, check_stop
 
 
 class Augment:
@@ -106,6 +106,7 @@ class WatchedDataLoader(DataLoader):
             pending = inner._data_buffer.get(inner._rcvd_idx)
             while pending is not None and not pending.ready():
                 pending.wait(0.2)
+                check_stop()  # SIGTERM while waiting for a batch (to the workers too)
                 _check_workers(workers, pool)
             try:
                 batch = next(batches)
