@@ -23,7 +23,7 @@ from support import REPO, run_cli
 from gpu_course import data
 from gpu_course.measure import guards, monitor, records
 from gpu_course.config import Experiment, smoke_mode
-from gpu_course.data import cifar, folder
+from gpu_course.data import cifar, folder, paths
 from gpu_course.measure.harness import Harness, Output
 
 TINY = dict(name="t", model="tiny", train_size=128, test_size=32, batch_size=32, epochs=1,
@@ -140,6 +140,59 @@ def test_folder_overwrite_keeps_unrelated_files_and_refuses_foreign_folders(tmp_
         folder.generate_folder(foreign, classes=2, per_class=2, overwrite=True,
                                workers=1, progress=False)
     assert (foreign / "cats" / "1.jpg").read_bytes() == b"cat"
+
+
+def _data_writer(*args):
+    return subprocess.Popen([sys.executable, "-m", "gpu_course.cli", "data", *map(str, args)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def test_a_second_data_writer_waits_for_the_first(tmp_path):
+    """While another process holds the folder, `gpu-course data` says so and waits; it
+    writes once the lock is free."""
+    target = tmp_path / "photos"
+    with paths.writing(target):
+        proc = _data_writer("--kind", "folder", "--out", target, "--classes", 2,
+                            "--per-class", 2)
+        line = proc.stderr.readline()  # blocks until the writer has tried the lock
+        assert f"waiting for another gpu-course process that is writing into {tmp_path}" \
+            in line and not target.exists()
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert folder._manifest(target)["per_class"] == 2
+
+
+@pytest.mark.parametrize("kind", ["folder", "synthetic"])
+def test_two_data_writers_on_one_folder_leave_one_whole_data_set(tmp_path, kind):
+    """Two `gpu-course data --overwrite` at once with different sizes: the folder ends
+    as one of them wrote it, manifest and all (it was left a mix, owned by neither)."""
+    if kind == "folder":
+        target = tmp_path / "photos"
+        sizes = [("--classes", 3, "--per-class", 12), ("--classes", 2, "--per-class", 20)]
+        first = _data_writer("--kind", "folder", "--out", target, *sizes[0][:2],
+                             "--per-class", 1)
+    else:
+        target = tmp_path / cifar.FOLDER_NAME
+        sizes = [("--train", 3000, "--test", 10), ("--train", 2000, "--test", 20)]
+        first = _data_writer("--out", tmp_path, "--train", 20, "--test", 10)
+    assert first.wait(timeout=300) == 0
+    procs = [_data_writer(*(["--kind", "folder", "--out", target] if kind == "folder"
+                            else ["--out", tmp_path]), *size, "--overwrite")
+             for size in sizes]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert not any("kept in" in out for out, _ in outs) and not leftovers(tmp_path)
+    if kind == "folder":
+        found = folder._manifest(target)
+        assert found is not None
+        assert len(folder.scan_folder(target)) == found["classes"] * found["per_class"]
+        assert sorted(p.name for p in target.iterdir() if p.is_dir()) == \
+            [f"{k + 1:03d}.{folder.synthetic.CLASSES[k]}" for k in range(found["classes"])]
+    else:
+        found = cifar.read_manifest(target)
+        assert found is not None
+        assert cifar.read_cifar_binary(target).train_y.size == found["train_size"]
 
 
 def test_synthetic_cache_never_goes_into_a_users_folder(tmp_path, monkeypatch, capsys):

@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import synthetic
-from .paths import default_root
+from .paths import default_root, writing
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".webp")
 MANIFEST = ".gpu_course.json"   # written last by generate_folder: the folder is complete
@@ -329,6 +329,15 @@ def generate_folder(root=None, classes: int = 10, per_class: int = 300, seed: in
                     max_side=max_side, quality=quality, version=1)
     if root.exists() and not root.is_dir():
         raise DataError(f"{root} is a file; --out must name a folder")
+    with writing(root):  # a second `gpu-course data --kind folder` here waits
+        return _generate(root, settings, overwrite, workers, progress)
+
+
+def _generate(root: Path, settings: dict, overwrite: bool, workers, progress) -> Path:
+    """generate_folder's work, while it holds the lock on `root`'s parent."""
+    classes, per_class, seed = settings["classes"], settings["per_class"], settings["seed"]
+    min_side, max_side = settings["min_side"], settings["max_side"]
+    quality = settings["quality"]
     found = _manifest(root) if root.exists() else None
     if root.exists() and found is None and any(root.iterdir()):
         raise DataError(f"{root} holds files that gpu-course did not write (no {MANIFEST}); "
