@@ -338,6 +338,28 @@ def test_non_finite_loss_stops_the_run_as_diverged(runs_dir):
         guards.check_loss(math.inf, 0, Experiment(wd=0.5))
 
 
+def test_a_run_whose_loss_grows_finite_says_it_learned_nothing(tmp_path):
+    """wd=1e8 for one step an epoch: the loss stays a number (1e14), so nothing
+    diverged, but the run is worthless: the record and a printed line say so."""
+    out = run_cli("run", "--model", "tiny", "--train-size", 128, "--test-size", 32,
+                  "--batch-size", 32, "--epochs", 2, "--max-steps", 1, "--num-workers", 0,
+                  "--wd", "1e8", "--no-progress", "--runs-dir", tmp_path)
+    assert out.returncode == 0, out.stderr
+    run = records.load_runs(tmp_path)[0]
+    said = run.meta["notes"]["learning"]
+    assert "learned nothing" in said and "wd=100000000.0" in said
+    assert f"Did not learn: {said}" in out.stdout
+
+
+@pytest.mark.parametrize("losses, words", [([2.3, 2.1, 1.9], None), ([2.3], None),
+                                           ([2.3, 2.4], "did not fall"),
+                                           ([2.3, 40.0], "grew from 2.3"),
+                                           ([2.3, None, math.nan], None)])
+def test_what_the_losses_say_about_learning(losses, words):
+    said = guards.not_learning(losses, Experiment(lr=0.5))
+    assert (said is None) if words is None else (words in said)
+
+
 SIGTERM_RUN = HARNESS_RUN.replace("time.sleep(0.02)", "time.sleep(0.05)").replace(
     "h.end_epoch()", "h.end_epoch(); print('epoch done', flush=True)")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import zlib
 from dataclasses import dataclass
@@ -64,6 +65,15 @@ class CorruptImage(DataError):
         # rebuilt from both arguments: a loader worker sends it back to the training
         # process pickled (the default passes only the message and fails to rebuild)
         return (type(self), (self.path, self.reason))
+
+    @classmethod
+    def from_message(cls, text: str) -> "CorruptImage | None":
+        """The CorruptImage whose message is the last line of `text` (a worker's
+        traceback as PyTorch passes it on), or None."""
+        last = text.strip().splitlines()[-1] if text.strip() else ""
+        found = re.search(r"CorruptImage: cannot decode image (.+?): (.+)\. Delete or "
+                          r"replace the file", last)
+        return cls(found.group(1), found.group(2)) if found else None
 
 
 # -- reading a folder -----------------------------------------------------------------
@@ -224,11 +234,12 @@ def _check_task(path: str) -> str | None:
 
 # -- random access for the framework datasets -------------------------------------------
 class SkipCounter:
-    """How many samples were skipped as unreadable, summed over loader worker processes.
+    """Which samples were skipped as unreadable, over all loader worker processes.
 
-    Each skip appends one byte to a small temporary file (appends are atomic), so the
-    count is the file's size: it works across forked and spawned workers alike, and a
-    pickled counter is just the file's name. The file goes when the counter does."""
+    Each skip appends one line (the file or record that failed) to a small temporary
+    file (short appends are atomic), so the count is its line count: it works across
+    forked and spawned workers alike, and a pickled counter is just the file's name. The
+    file goes when the counter does."""
 
     def __init__(self):
         import tempfile
@@ -237,19 +248,28 @@ class SkipCounter:
         os.close(fd)
         weakref.finalize(self, _remove_quietly, self.path, os.getpid())
 
-    def add(self) -> None:
+    def add(self, what: str = "?") -> None:
+        line = (" ".join(str(what).split())[:500] + "\n").encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
-            os.write(fd, b"x")
+            os.write(fd, line)
         finally:
             os.close(fd)
 
+    def _lines(self) -> list:
+        try:
+            return Path(self.path).read_text(errors="replace").splitlines()
+        except OSError:
+            return []
+
     @property
     def count(self) -> int:
-        try:
-            return os.path.getsize(self.path)
-        except OSError:
-            return 0
+        """Skipped reads (a file skipped in each of three epochs counts three times)."""
+        return len(self._lines())
+
+    def names(self) -> list:
+        """The distinct files (or records) skipped, in the order first met."""
+        return list(dict.fromkeys(self._lines()))
 
     def __getstate__(self):
         return {"path": self.path}  # a copy (in a worker) does not own the file
@@ -274,10 +294,10 @@ def fetch_or_skip(read, i: int, n: int, skip_corrupt: bool, skipped: SkipCounter
     for attempt in range(n):
         try:
             return read((i + attempt) % n)
-        except DataError:
+        except DataError as err:
             if not skip_corrupt:
                 raise
-            skipped.add()
+            skipped.add(getattr(err, "path", None) or err)
     raise DataError(f"all {n} samples are unreadable")
 
 

@@ -40,12 +40,36 @@ def check_loss(loss, epoch: int, cfg) -> None:
     """Raise Diverged when an epoch's mean loss is not a finite number."""
     if loss is None or math.isfinite(loss):
         return
-    wd_first = cfg.wd >= 0.01  # a weight decay this large pulls weights apart on its own
-    likely = (f"wd={cfg.wd!r}" if wd_first else
-              f"lr={cfg.lr!r} (used: {cfg.scaled_lr:g})")
     raise Diverged(f"the training loss became {loss} in epoch {epoch}: the run diverged. "
-                   f"The likely cause is {likely}; try a value 10x smaller"
-                   + ("" if wd_first else " or a warm-up (warmup_epochs)"))
+                   f"The likely cause is {_likely_cause(cfg)}")
+
+
+def _likely_cause(cfg) -> str:
+    if cfg.wd >= 0.01:  # a weight decay this large pulls weights apart on its own
+        return f"wd={cfg.wd!r}; try a value 10x smaller"
+    return (f"lr={cfg.lr!r} (used: {cfg.scaled_lr:g}); try a value 10x smaller or a "
+            "warm-up (warmup_epochs)")
+
+
+GREW = 10.0  # a final loss this many times the first epoch's: the run is coming apart
+
+
+def not_learning(losses: list, cfg) -> str | None:
+    """What a finished run's epoch losses say when it learned nothing, else None: a
+    loss that ended far above where it began (finite, so no Diverged) or that did not
+    fall at all. Needs two epochs with a loss (one epoch has nothing to compare)."""
+    losses = [v for v in losses if v is not None and math.isfinite(v)]
+    if len(losses) < 2:
+        return None
+    first, last = losses[0], losses[-1]
+    if last > GREW * max(first, 1e-12):
+        return (f"the training loss grew from {first:.4g} (epoch 0) to {last:.4g} (last "
+                f"epoch): the run learned nothing and is close to diverging. The likely "
+                f"cause is {_likely_cause(cfg)}")
+    if last >= first:
+        return (f"the training loss did not fall ({first:.4g} in epoch 0, {last:.4g} in "
+                "the last epoch): the run learned nothing measurable")
+    return None
 
 
 _asked: list = []  # the signals that asked the loop to stop and that it has not obeyed yet

@@ -64,8 +64,11 @@ def test_a_corrupt_image_in_a_worker_is_named_at_once(tmp_path):
                      progress=False, verbose=False)
     assert time.monotonic() - start < 60  # not MXNet's 120 s timeout
     run = gtrain.train(folder_cfg(root, num_workers=1, train_size=19, skip_corrupt=True,
-                                  max_steps=None), progress=False, verbose=False)
+                                  max_steps=None, epochs=2), progress=False, verbose=False)
     assert run.status == "finished"
+    skipped = run.meta["notes"]["skipped"]  # the record says which and how often
+    assert skipped["files"] == [str(bad)] and skipped["distinct"] == 1
+    assert skipped["reads"] >= 1
 
 
 class Slow(Dataset):

@@ -31,6 +31,29 @@ def many_classes(tmp_path, classes=12, per_class=4):
     return root
 
 
+def test_a_corrupt_image_in_a_worker_is_named_or_skipped_and_recorded(tmp_path):
+    """A DataLoader worker's CorruptImage reaches the loop as PyTorch's RuntimeError
+    text: it is named again as the Gluon track names it, and the run fails saying so;
+    with skip_corrupt the record says which file was left out."""
+    from image_folders import make_folder, truncate
+    from gpu_course.data.folder import CorruptImage
+    root = make_folder(tmp_path, classes=2, per_class=12)
+    bad = truncate(sorted(root.rglob("*.jpg"))[0])
+    cfg = gc.Experiment(name="t", dataset="folder", data_dir=str(root), image_size=16,
+                        model="tiny", train_size=19, test_size=4, batch_size=8, epochs=2,
+                        num_workers=1, num_gpus=0, warmup_steps=0, monitor_interval=0.2)
+    with pytest.raises(CorruptImage, match=bad.name) as err:
+        gc.train(cfg, progress=False, verbose=False)
+    assert err.value.path == bad and "Traceback" not in str(err.value)
+    failed = records.load_runs()[0]
+    assert failed.status == "failed" and str(bad) in failed.meta["error"]
+    run = gc.train(cfg.replace(skip_corrupt=True), progress=False, verbose=False)
+    assert run.status == "finished"
+    skipped = run.meta["notes"]["skipped"]
+    assert skipped["files"] == [str(bad)] and skipped["distinct"] == 1
+    assert skipped["reads"] >= 1
+
+
 def test_more_than_ten_classes_train(tmp_path):
     cfg = gc.Experiment(name="t", dataset="folder", data_dir=str(many_classes(tmp_path)),
                         image_size=16, model="tiny", train_size=24, test_size=8,

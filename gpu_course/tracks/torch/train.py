@@ -12,6 +12,7 @@ import warnings
 import torch
 from torch import nn
 
+from ...data.folder import CorruptImage
 from ...measure import provenance
 from ...config import Experiment, Graph
 from .data import make_loader
@@ -223,6 +224,11 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
                                    channels_last=cfg.channels_last, world_size=world_size)
             except torch.cuda.OutOfMemoryError as err:
                 oom = out_of_memory(err, cfg.batch_size, device)
+            except RuntimeError as err:  # PyTorch passes a worker's error on as text
+                named = CorruptImage.from_message(str(err))
+                if named is None:
+                    raise
+                raise named from None  # the file, as the Gluon track names it
             if oom is not None:
                 raise oom  # outside `except`, so the failed step's tensors can be freed
     return rec.run
