@@ -45,11 +45,35 @@ TINY = dict(name="t", model="tiny", train_size=128, test_size=32, batch_size=32,
     (dict(optimizer_params=5), "must be (name, value) pairs"),
     (dict(optimizer="adamw"), "'adamw' needs engine='pytorch'"),
     (dict(skip_corrupt="maybe"), "skip_corrupt='maybe' must be True or False"),
+    (dict(optimizer_params=(("momentum", "high"),)),
+     "optimizer_params: momentum='high' must be a number, true/false or a tuple"),
+    (dict(optimizer_params={"clip_gradient": None}), "clip_gradient=None must be a number"),
+    (dict(optimizer_params={"betas": ("a", 1)}), "betas=('a', 1) must be a number"),
+    (dict(lr_scheduler="multifactor", lr_steps=5), "lr_steps=5 must be a list of epoch"),
+    (dict(optimizer="lbsgd", optimizer_params={"warmup_strategy": "fast"}),
+     "warmup_strategy='fast' is not allowed; allowed: linear, power2, sqrt, lars"),
 ])
 def test_bad_config_values_are_clear_errors(changes, words):
     with pytest.raises(ValueError, match=None) as err:
         Experiment(**changes)
     assert words in str(err.value)
+
+
+def test_a_stored_config_with_wrong_shapes_is_the_configs_error():
+    stored = {**Experiment().to_dict(), "lr_scheduler": "multifactor"}
+    for steps in (5, "3", [[2, 4]]):
+        with pytest.raises(ValueError, match="lr_steps="):
+            Experiment.from_dict({**stored, "lr_steps": steps})
+    assert Experiment.from_dict({**stored, "lr_steps": [2, 4]}).lr_steps == (2, 4)
+    back = Experiment.from_dict(json.loads(Experiment(
+        engine="pytorch", optimizer="adam", optimizer_params={"betas": (0.9, 0.99)}).to_json()))
+    assert back.optimizer_params == (("betas", (0.9, 0.99)),)
+
+
+def test_optimizer_params_from_the_command_line_are_checked_by_the_config():
+    out = run_cli("run", "--optimizer-params", "momentum=high", "--epochs", 1)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "optimizer_params: momentum='high' must be a number" in out.stderr
 
 
 def test_a_stored_non_finite_value_loads_back_or_is_a_clear_error(tmp_path):
