@@ -12,6 +12,7 @@ import math
 import os
 from dataclasses import dataclass, fields
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 ENGINES = ("gluon", "pytorch")
@@ -145,6 +146,7 @@ class Experiment:
         if self.model not in MODELS + (OWN,):
             raise ValueError(f"model={self.model!r} is unknown; allowed: {', '.join(MODELS)}")
         self._refuse_what_does_not_apply()
+        _followable(self, "data_dir")
         if self.dtype == "bfloat16" and self.engine == "gluon":
             raise ValueError("dtype='bfloat16' needs engine='pytorch'; MXNet 1.9 trains in "
                              "float32 or float16")
@@ -351,6 +353,19 @@ def _finite_number(cfg: Experiment, name: str) -> None:
         bracket = "[" if low_ok else "("
         raise ValueError(f"{name}={value!r} must be in {bracket}{low}, {high}"
                          f"{']' if math.isfinite(high) else ')'}")
+
+
+def _followable(cfg: Experiment, name: str) -> None:
+    """A path field whose links lead somewhere: a symlink loop fails deep inside the
+    data loading (as 'Symlink loop', or 'a file is in the way')."""
+    value = getattr(cfg, name)
+    if value is None or not isinstance(value, (str, os.PathLike)):
+        return
+    try:
+        Path(value).expanduser().resolve()
+    except (RuntimeError, OSError) as err:  # RuntimeError: Python < 3.13's symlink loop
+        raise ValueError(f"{name}={str(value)!r} cannot be followed: its symbolic links form "
+                         f"a loop ({err}); point it at a real folder") from None
 
 
 def _pairs(params: Any) -> tuple:

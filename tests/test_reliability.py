@@ -70,6 +70,17 @@ def test_a_stored_config_with_wrong_shapes_is_the_configs_error():
     assert back.optimizer_params == (("betas", (0.9, 0.99)),)
 
 
+def test_a_symlink_loop_as_data_dir_is_named(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(ValueError, match=f"data_dir='{tmp_path / 'a'}' cannot be followed: "
+                                         "its symbolic links form a loop"):
+        Experiment(dataset="folder", data_dir=str(tmp_path / "a"))
+    for dataset in ("folder", "cifar10"):
+        out = run_cli("run", "--dataset", dataset, "--data-dir", tmp_path / "a", "--epochs", 1)
+        assert out.returncode == 2 and "symbolic links form a loop" in out.stderr, out.stderr
+
+
 def test_optimizer_params_from_the_command_line_are_checked_by_the_config():
     out = run_cli("run", "--optimizer-params", "momentum=high", "--epochs", 1)
     assert out.returncode == 2 and "Traceback" not in out.stderr
@@ -504,6 +515,24 @@ def test_sagemaker_environment_that_is_not_what_sagemaker_sends(tmp_path, name, 
     assert entry.main([], env) == 2
     failure = (tmp_path / entry.FAILURE_FILE).read_text()
     assert f"{name}={value!r}" in failure and name in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, inside, words", [
+    ("SM_OUTPUT_DATA_DIR", "", "is a file: it must name a folder the job can write"),
+    ("SM_MODEL_DIR", "", "is a file: it must name a folder the job can write"),
+    ("SM_MODEL_DIR", "model", "cannot be made (Not a directory)")])
+def test_sagemaker_output_folders_that_cannot_be_written_stop_before_training(
+        tmp_path, name, inside, words, capsys):
+    from gpu_course.sagemaker import entry as entry
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    where = a_file / inside if inside else a_file
+    env = {"SM_OUTPUT_DIR": str(tmp_path / "out"), "SM_NUM_GPUS": "0",
+           "SM_OUTPUT_DATA_DIR": str(tmp_path / "data"), name: str(where)}
+    assert entry.main(["--model", "tiny"], env) == 2
+    failure = (tmp_path / "out" / entry.FAILURE_FILE).read_text()
+    assert f"{name}={where} {words}" in failure and name in capsys.readouterr().err
+    assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir())
 
 
 def test_sagemaker_channel_with_other_data_is_not_replaced_by_generated(tmp_path):

@@ -54,6 +54,24 @@ def test_a_corrupt_image_in_a_worker_is_named_or_skipped_and_recorded(tmp_path):
     assert skipped["reads"] >= 1
 
 
+def test_sigterm_to_the_process_group_is_an_interrupt_not_a_dead_worker(tmp_path):
+    """`timeout` and a stopped container signal every process: the workers die first,
+    and the run still ends as stopped (status interrupted), not failed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpu_course.cli", "run", "--engine", "pytorch", "--model",
+         "tiny", "--train-size", "256", "--test-size", "32", "--batch-size", "32",
+         "--epochs", "500", "--num-workers", "2", "--num-gpus", "0", "--no-progress",
+         "--runs-dir", tmp_path], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True)
+    while "[Epoch 0]" not in proc.stdout.readline():
+        assert proc.poll() is None, proc.stderr.read()
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)  # a hang guard
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    run = records.load_runs(tmp_path)[0]
+    assert run.status == "interrupted" and "SIGTERM" in run.meta["error"]
+
+
 def test_more_than_ten_classes_train(tmp_path):
     cfg = gc.Experiment(name="t", dataset="folder", data_dir=str(many_classes(tmp_path)),
                         image_size=16, model="tiny", train_size=24, test_size=8,

@@ -14,6 +14,7 @@ from torch import nn
 
 from ...data.folder import CorruptImage
 from ...measure import provenance
+from ...measure.guards import Terminated, stop_asked
 from ...config import Experiment, Graph
 from .data import make_loader
 from .datasets import load_datasets
@@ -225,6 +226,8 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
             except torch.cuda.OutOfMemoryError as err:
                 oom = out_of_memory(err, cfg.batch_size, device)
             except RuntimeError as err:  # PyTorch passes a worker's error on as text
+                if stop_asked():  # SIGTERM to the process group: the workers went first
+                    raise Terminated("stopped by SIGTERM") from None
                 named = CorruptImage.from_message(str(err))
                 if named is None:
                     raise
