@@ -198,6 +198,29 @@ def test_a_second_data_writer_waits_for_the_first(tmp_path):
     assert folder._manifest(target)["per_class"] == 2
 
 
+@pytest.mark.parametrize("whom", ["the command", "its process group"])
+def test_sigterm_while_writing_photos_leaves_nothing_and_says_so(tmp_path, whom):
+    """`kill` (the command) or `timeout` (the group, workers too) while JPEGs are being
+    written: no worker tracebacks, no hang, no .photos.tmp-* folder left behind."""
+    proc = subprocess.Popen([sys.executable, "-m", "gpu_course.cli", "data", "--kind",
+                             "folder", "--out", tmp_path / "photos", "--per-class", "3000"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    seen = b""
+    while b"JPEGs" not in seen:  # the progress bar: the workers are writing
+        byte = proc.stderr.read(1)
+        assert byte, proc.communicate()
+        seen += byte
+    if whom == "the command":
+        os.kill(proc.pid, signal.SIGTERM)
+    else:
+        os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)  # a hang guard
+    assert proc.returncode == 130 and b"Traceback" not in err, err[-3000:]
+    assert b"gpu-course data: interrupted" in err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("kind", ["folder", "synthetic"])
 def test_two_data_writers_on_one_folder_leave_one_whole_data_set(tmp_path, kind):
     """Two `gpu-course data --overwrite` at once with different sizes: the folder ends

@@ -24,13 +24,14 @@ import re
 import shutil
 import zlib
 from dataclasses import dataclass
-from multiprocessing import get_context
+from multiprocessing import TimeoutError, get_context
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from . import synthetic
+from ..measure.guards import check_stop, sigterm_as_interrupt
 from .paths import default_root, writing
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".webp")
@@ -349,7 +350,8 @@ def generate_folder(root=None, classes: int = 10, per_class: int = 300, seed: in
                     max_side=max_side, quality=quality, version=1)
     if root.exists() and not root.is_dir():
         raise DataError(f"{root} is a file; --out must name a folder")
-    with writing(root):  # a second `gpu-course data --kind folder` here waits
+    # a second `gpu-course data --kind folder` here waits; SIGTERM stops after an image
+    with writing(root), sigterm_as_interrupt():
         return _generate(root, settings, overwrite, workers, progress)
 
 
@@ -461,8 +463,10 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
             ctx = get_context("fork") if "fork" in _start_methods() else get_context()
             pool = ctx.Pool(min(workers, len(tasks)))
             chunk = chunksize or max(1, min(64, len(tasks) // (workers * 8)))
-            results = pool.imap(fn, tasks, chunksize=chunk)
+            chunks = [(fn, tasks[i:i + chunk]) for i in range(0, len(tasks), chunk)]
+            results = _waiting(pool.imap(_run_chunk, chunks))  # chunksize 1: .next(timeout)
         for result in results:
+            check_stop()  # SIGTERM: stop here (the caller removes what is half-written)
             if bar is not None:
                 bar.update(1)
             yield result
@@ -470,8 +474,36 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
         if bar is not None:
             bar.close()
         if pool is not None:
-            pool.terminate()
-            pool.join()
+            _end_pool(pool)
+
+
+def _run_chunk(work) -> list:
+    fn, tasks = work
+    return [fn(task) for task in tasks]
+
+
+def _waiting(results):
+    """The results of an imap of chunks, one by one, waiting in short slices so that a
+    SIGTERM is obeyed even when the workers it also reached will never send theirs."""
+    while True:
+        try:
+            yield from results.next(timeout=0.2)
+        except TimeoutError:
+            check_stop()
+        except StopIteration:
+            return
+
+
+def _end_pool(pool) -> None:
+    """Stop a pool's workers. Where one was killed by a signal (SIGTERM to the whole
+    process group) while it held the task queue's lock, Pool.terminate() would wait for
+    that lock forever: it is released first (a semaphore: any process may)."""
+    if any(worker.exitcode is not None for worker in pool._pool):
+        lock = pool._inqueue._rlock
+        lock.acquire(timeout=1)  # free: now ours; else its holder is dead (see above)
+        lock.release()
+    pool.terminate()
+    pool.join()
 
 
 def _start_methods() -> list:
