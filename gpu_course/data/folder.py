@@ -454,7 +454,7 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
     (default: every core; 0 or 1 = in this process), with a progress bar."""
     workers = os.cpu_count() or 1 if workers is None else workers
     bar = _bar(len(tasks), desc) if progress else None
-    pool = None
+    pool, stopped = None, False
     try:
         if workers <= 1 or len(tasks) < 2:
             results = map(fn, tasks)
@@ -470,11 +470,14 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
             if bar is not None:
                 bar.update(1)
             yield result
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM, perhaps to the workers too
+        stopped = True
+        raise
     finally:
         if bar is not None:
             bar.close()
         if pool is not None:
-            _end_pool(pool)
+            end_pool(pool, stopped)
 
 
 def _run_chunk(work) -> list:
@@ -494,16 +497,24 @@ def _waiting(results):
             return
 
 
-def _end_pool(pool) -> None:
-    """Stop a pool's workers. Where one was killed by a signal (SIGTERM to the whole
-    process group) while it held the task queue's lock, Pool.terminate() would wait for
-    that lock forever: it is released first (a semaphore: any process may)."""
-    if any(worker.exitcode is not None for worker in pool._pool):
-        lock = pool._inqueue._rlock
-        lock.acquire(timeout=1)  # free: now ours; else its holder is dead (see above)
-        lock.release()
-    pool.terminate()
-    pool.join()
+def end_pool(pool, stopped: bool = False) -> None:
+    """Stop a pool's workers. When a signal `stopped` the work it may have reached the
+    workers too (SIGTERM to the whole process group): Pool.terminate() can then wait
+    forever for the task queue's lock that a dead worker held, or that its replacement
+    took. So the workers are killed and the pool's clean-up is called off instead (its
+    threads do not keep the process)."""
+    import multiprocessing.pool as mp_pool
+    if not stopped:
+        pool.terminate()
+        pool.join()
+        return
+    pool._worker_handler._state = mp_pool.TERMINATE  # no replacements any more
+    pool._state = mp_pool.TERMINATE
+    for worker in list(pool._pool):
+        if worker.exitcode is None:
+            worker.kill()
+        worker.join(5)
+    pool._terminate.cancel()  # what terminate() or exit would have run and waited in
 
 
 def _start_methods() -> list:
