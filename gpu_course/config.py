@@ -12,6 +12,7 @@ import math
 import os
 from dataclasses import dataclass, fields
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 ENGINES = ("gluon", "pytorch")
@@ -145,6 +146,7 @@ class Experiment:
         if self.model not in MODELS + (OWN,):
             raise ValueError(f"model={self.model!r} is unknown; allowed: {', '.join(MODELS)}")
         self._refuse_what_does_not_apply()
+        _followable(self, "data_dir")
         if self.dtype == "bfloat16" and self.engine == "gluon":
             raise ValueError("dtype='bfloat16' needs engine='pytorch'; MXNet 1.9 trains in "
                              "float32 or float16")
@@ -171,6 +173,9 @@ class Experiment:
             raise ValueError(f"lr_factor={self.lr_factor!r} must be in (0, 1]")
         if self.warmup_epochs < 0 or self.warmup_epochs > self.epochs:
             raise ValueError(f"warmup_epochs={self.warmup_epochs!r} must be in [0, epochs={self.epochs}]")
+        if isinstance(self.lr_steps, (str, bytes, dict)) or not hasattr(self.lr_steps, "__iter__"):
+            raise ValueError(f"lr_steps={self.lr_steps!r} must be a list of epoch numbers, "
+                             "e.g. (2, 4), or () for none")
         if self.lr_scheduler == "multifactor" and not self.lr_steps:
             raise ValueError("lr_scheduler='multifactor' needs lr_steps, e.g. (2, 4)")
         if any(not (isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0
@@ -350,6 +355,19 @@ def _finite_number(cfg: Experiment, name: str) -> None:
                          f"{']' if math.isfinite(high) else ')'}")
 
 
+def _followable(cfg: Experiment, name: str) -> None:
+    """A path field whose links lead somewhere: a symlink loop fails deep inside the
+    data loading (as 'Symlink loop', or 'a file is in the way')."""
+    value = getattr(cfg, name)
+    if value is None or not isinstance(value, (str, os.PathLike)):
+        return
+    try:
+        Path(value).expanduser().resolve()
+    except (RuntimeError, OSError) as err:  # RuntimeError: Python < 3.13's symlink loop
+        raise ValueError(f"{name}={str(value)!r} cannot be followed: its symbolic links form "
+                         f"a loop ({err}); point it at a real folder") from None
+
+
 def _pairs(params: Any) -> tuple:
     """optimizer_params as ((name, value), ...): from a dict or from pairs."""
     if isinstance(params, dict):
@@ -364,12 +382,43 @@ def _pairs(params: Any) -> tuple:
     if pairs is None or any(len(p) != 2 or not isinstance(p[0], str) for p in pairs):
         raise ValueError(f"optimizer_params={params!r} must be (name, value) pairs with "
                          "a string name, or a dict, e.g. (('batch_scale', 4),)")
-    return tuple((k, v) for k, v in pairs)
+    return tuple((k, _param_value(k, v)) for k, v in pairs)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# optimizer settings whose value is a word, and the words they take
+WORD_PARAMS = {"warmup_strategy": ("linear", "power2", "sqrt", "lars")}  # MXNet's LBSGD
+
+
+def _param_value(name: str, value: Any) -> Any:
+    """An optimizer setting's value: a number (inf allowed: clip_gradient), true/false
+    (nesterov), a tuple of numbers (betas) or one of a word setting's words; anything
+    else would reach the optimizer and fail deep inside it, or be taken silently (a
+    string as a momentum)."""
+    if isinstance(value, list):  # JSON has no tuples
+        value = tuple(value)
+    if name in WORD_PARAMS:
+        if value not in WORD_PARAMS[name]:
+            raise ValueError(f"optimizer_params: {name}={value!r} is not allowed; allowed: "
+                             + ", ".join(WORD_PARAMS[name]))
+        return value
+    ok = (_is_number(value) or isinstance(value, bool)
+          or (isinstance(value, tuple) and value and all(_is_number(v) for v in value)))
+    if not ok or (_is_number(value) and math.isnan(value)):
+        raise ValueError(f"optimizer_params: {name}={value!r} must be a number, true/false "
+                         "or a tuple of numbers (e.g. betas=(0.9, 0.999)), not "
+                         f"{type(value).__name__}")
+    return value
 
 
 def _number(text: Any) -> Any:
     if not isinstance(text, str):
         return text
+    if text.strip().lower() in ("true", "false"):  # an optimizer switch (nesterov=true)
+        return text.strip().lower() == "true"
     for cast in (int, float):
         try:
             return cast(text)

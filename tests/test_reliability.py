@@ -23,7 +23,7 @@ from support import REPO, run_cli
 from gpu_course import data
 from gpu_course.measure import guards, monitor, records
 from gpu_course.config import Experiment, smoke_mode
-from gpu_course.data import cifar, folder
+from gpu_course.data import cifar, folder, paths
 from gpu_course.measure.harness import Harness, Output
 
 TINY = dict(name="t", model="tiny", train_size=128, test_size=32, batch_size=32, epochs=1,
@@ -45,11 +45,46 @@ TINY = dict(name="t", model="tiny", train_size=128, test_size=32, batch_size=32,
     (dict(optimizer_params=5), "must be (name, value) pairs"),
     (dict(optimizer="adamw"), "'adamw' needs engine='pytorch'"),
     (dict(skip_corrupt="maybe"), "skip_corrupt='maybe' must be True or False"),
+    (dict(optimizer_params=(("momentum", "high"),)),
+     "optimizer_params: momentum='high' must be a number, true/false or a tuple"),
+    (dict(optimizer_params={"clip_gradient": None}), "clip_gradient=None must be a number"),
+    (dict(optimizer_params={"betas": ("a", 1)}), "betas=('a', 1) must be a number"),
+    (dict(lr_scheduler="multifactor", lr_steps=5), "lr_steps=5 must be a list of epoch"),
+    (dict(optimizer="lbsgd", optimizer_params={"warmup_strategy": "fast"}),
+     "warmup_strategy='fast' is not allowed; allowed: linear, power2, sqrt, lars"),
 ])
 def test_bad_config_values_are_clear_errors(changes, words):
     with pytest.raises(ValueError, match=None) as err:
         Experiment(**changes)
     assert words in str(err.value)
+
+
+def test_a_stored_config_with_wrong_shapes_is_the_configs_error():
+    stored = {**Experiment().to_dict(), "lr_scheduler": "multifactor"}
+    for steps in (5, "3", [[2, 4]]):
+        with pytest.raises(ValueError, match="lr_steps="):
+            Experiment.from_dict({**stored, "lr_steps": steps})
+    assert Experiment.from_dict({**stored, "lr_steps": [2, 4]}).lr_steps == (2, 4)
+    back = Experiment.from_dict(json.loads(Experiment(
+        engine="pytorch", optimizer="adam", optimizer_params={"betas": (0.9, 0.99)}).to_json()))
+    assert back.optimizer_params == (("betas", (0.9, 0.99)),)
+
+
+def test_a_symlink_loop_as_data_dir_is_named(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(ValueError, match=f"data_dir='{tmp_path / 'a'}' cannot be followed: "
+                                         "its symbolic links form a loop"):
+        Experiment(dataset="folder", data_dir=str(tmp_path / "a"))
+    for dataset in ("folder", "cifar10"):
+        out = run_cli("run", "--dataset", dataset, "--data-dir", tmp_path / "a", "--epochs", 1)
+        assert out.returncode == 2 and "symbolic links form a loop" in out.stderr, out.stderr
+
+
+def test_optimizer_params_from_the_command_line_are_checked_by_the_config():
+    out = run_cli("run", "--optimizer-params", "momentum=high", "--epochs", 1)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "optimizer_params: momentum='high' must be a number" in out.stderr
 
 
 def test_a_stored_non_finite_value_loads_back_or_is_a_clear_error(tmp_path):
@@ -140,6 +175,82 @@ def test_folder_overwrite_keeps_unrelated_files_and_refuses_foreign_folders(tmp_
         folder.generate_folder(foreign, classes=2, per_class=2, overwrite=True,
                                workers=1, progress=False)
     assert (foreign / "cats" / "1.jpg").read_bytes() == b"cat"
+
+
+def _data_writer(*args):
+    return subprocess.Popen([sys.executable, "-m", "gpu_course.cli", "data", *map(str, args)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def test_a_second_data_writer_waits_for_the_first(tmp_path):
+    """While another process holds the folder, `gpu-course data` says so and waits; it
+    writes once the lock is free."""
+    target = tmp_path / "photos"
+    with paths.writing(target):
+        proc = _data_writer("--kind", "folder", "--out", target, "--classes", 2,
+                            "--per-class", 2)
+        line = proc.stderr.readline()  # blocks until the writer has tried the lock
+        assert f"waiting for another gpu-course process that is writing into {tmp_path}" \
+            in line and not target.exists()
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert folder._manifest(target)["per_class"] == 2
+
+
+@pytest.mark.parametrize("whom", ["the command", "its process group"])
+def test_sigterm_while_writing_photos_leaves_nothing_and_says_so(tmp_path, whom):
+    """`kill` (the command) or `timeout` (the group, workers too) while JPEGs are being
+    written: no worker tracebacks, no hang, no .photos.tmp-* folder left behind."""
+    proc = subprocess.Popen([sys.executable, "-m", "gpu_course.cli", "data", "--kind",
+                             "folder", "--out", tmp_path / "photos", "--per-class", "3000"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    seen = b""
+    while b"JPEGs" not in seen:  # the progress bar: the workers are writing
+        byte = proc.stderr.read(1)
+        assert byte, proc.communicate()
+        seen += byte
+    if whom == "the command":
+        os.kill(proc.pid, signal.SIGTERM)
+    else:
+        os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)  # a hang guard
+    assert proc.returncode == 130 and b"Traceback" not in err, err[-3000:]
+    assert b"gpu-course data: interrupted" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["folder", "synthetic"])
+def test_two_data_writers_on_one_folder_leave_one_whole_data_set(tmp_path, kind):
+    """Two `gpu-course data --overwrite` at once with different sizes: the folder ends
+    as one of them wrote it, manifest and all (it was left a mix, owned by neither)."""
+    if kind == "folder":
+        target = tmp_path / "photos"
+        sizes = [("--classes", 3, "--per-class", 12), ("--classes", 2, "--per-class", 20)]
+        first = _data_writer("--kind", "folder", "--out", target, *sizes[0][:2],
+                             "--per-class", 1)
+    else:
+        target = tmp_path / cifar.FOLDER_NAME
+        sizes = [("--train", 3000, "--test", 10), ("--train", 2000, "--test", 20)]
+        first = _data_writer("--out", tmp_path, "--train", 20, "--test", 10)
+    assert first.wait(timeout=300) == 0
+    procs = [_data_writer(*(["--kind", "folder", "--out", target] if kind == "folder"
+                            else ["--out", tmp_path]), *size, "--overwrite")
+             for size in sizes]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert not any("kept in" in out for out, _ in outs) and not leftovers(tmp_path)
+    if kind == "folder":
+        found = folder._manifest(target)
+        assert found is not None
+        assert len(folder.scan_folder(target)) == found["classes"] * found["per_class"]
+        assert sorted(p.name for p in target.iterdir() if p.is_dir()) == \
+            [f"{k + 1:03d}.{folder.synthetic.CLASSES[k]}" for k in range(found["classes"])]
+    else:
+        found = cifar.read_manifest(target)
+        assert found is not None
+        assert cifar.read_cifar_binary(target).train_y.size == found["train_size"]
 
 
 def test_synthetic_cache_never_goes_into_a_users_folder(tmp_path, monkeypatch, capsys):
@@ -285,6 +396,28 @@ def test_non_finite_loss_stops_the_run_as_diverged(runs_dir):
         guards.check_loss(math.inf, 0, Experiment(wd=0.5))
 
 
+def test_a_run_whose_loss_grows_finite_says_it_learned_nothing(tmp_path):
+    """wd=1e8 for one step an epoch: the loss stays a number (1e14), so nothing
+    diverged, but the run is worthless: the record and a printed line say so."""
+    out = run_cli("run", "--model", "tiny", "--train-size", 128, "--test-size", 32,
+                  "--batch-size", 32, "--epochs", 2, "--max-steps", 1, "--num-workers", 0,
+                  "--wd", "1e8", "--no-progress", "--runs-dir", tmp_path)
+    assert out.returncode == 0, out.stderr
+    run = records.load_runs(tmp_path)[0]
+    said = run.meta["notes"]["learning"]
+    assert "learned nothing" in said and "wd=100000000.0" in said
+    assert f"Did not learn: {said}" in out.stdout
+
+
+@pytest.mark.parametrize("losses, words", [([2.3, 2.1, 1.9], None), ([2.3], None),
+                                           ([2.3, 2.4], "did not fall"),
+                                           ([2.3, 40.0], "grew from 2.3"),
+                                           ([2.3, None, math.nan], None)])
+def test_what_the_losses_say_about_learning(losses, words):
+    said = guards.not_learning(losses, Experiment(lr=0.5))
+    assert (said is None) if words is None else (words in said)
+
+
 SIGTERM_RUN = HARNESS_RUN.replace("time.sleep(0.02)", "time.sleep(0.05)").replace(
     "h.end_epoch()", "h.end_epoch(); print('epoch done', flush=True)")
 
@@ -300,6 +433,43 @@ def test_sigterm_ends_a_run_like_ctrl_c(tmp_path):
     run = records.load_runs(tmp_path)[0]
     assert run.status == "interrupted" and "SIGTERM" in run.meta["error"]
     assert len(run.epochs) >= 1
+
+
+SIGTERM_IN_DEL = HARNESS_RUN.replace("time.sleep(0.02)", """
+            class Array:  # like an NDArray: a __del__ that runs inside the step
+                def __del__(self):
+                    if epoch == 1 and batch == 1:
+                        os.kill(os.getpid(), signal.SIGTERM)
+                        time.sleep(0.1)  # the signal lands here, inside __del__
+            Array()""").replace("import sys, time", "import os, signal, sys, time")
+
+
+def test_sigterm_inside_a_del_still_stops_the_run_at_the_next_step(tmp_path):
+    """Python ignores an exception raised in __del__ (it prints it): a handler that
+    raised from wherever the signal landed left the job training. The handler only asks;
+    the loop stops at the next step."""
+    out = subprocess.run([sys.executable, "-c", SIGTERM_IN_DEL, tmp_path], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "Exception ignored" not in out.stderr, out.stderr
+    run = records.load_runs(tmp_path)[0]
+    assert run.status == "interrupted" and "SIGTERM" in run.meta["error"]
+    assert len(run.epochs) == 1  # epoch 1 stopped after its second step
+
+
+def test_a_process_forked_during_a_run_ends_on_sigterm(tmp_path):
+    """A loader worker forked while the run's handler is installed starts with the
+    default action: SIGTERM ends it (the stop request would never be read there)."""
+    ready, started = os.pipe()
+    with guards.sigterm_as_interrupt():
+        pid = os.fork()
+        if pid == 0:  # the child: say it runs, then wait to be ended
+            os.write(started, b"1")
+            time.sleep(30)
+            os._exit(0)
+        os.read(ready, 1)
+        os.kill(pid, signal.SIGTERM)
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
 
 
 # -- the monitor never hangs a run ---------------------------------------------------------
@@ -368,6 +538,24 @@ def test_sagemaker_environment_that_is_not_what_sagemaker_sends(tmp_path, name, 
     assert entry.main([], env) == 2
     failure = (tmp_path / entry.FAILURE_FILE).read_text()
     assert f"{name}={value!r}" in failure and name in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, inside, words", [
+    ("SM_OUTPUT_DATA_DIR", "", "is a file: it must name a folder the job can write"),
+    ("SM_MODEL_DIR", "", "is a file: it must name a folder the job can write"),
+    ("SM_MODEL_DIR", "model", "cannot be made (Not a directory)")])
+def test_sagemaker_output_folders_that_cannot_be_written_stop_before_training(
+        tmp_path, name, inside, words, capsys):
+    from gpu_course.sagemaker import entry as entry
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    where = a_file / inside if inside else a_file
+    env = {"SM_OUTPUT_DIR": str(tmp_path / "out"), "SM_NUM_GPUS": "0",
+           "SM_OUTPUT_DATA_DIR": str(tmp_path / "data"), name: str(where)}
+    assert entry.main(["--model", "tiny"], env) == 2
+    failure = (tmp_path / "out" / entry.FAILURE_FILE).read_text()
+    assert f"{name}={where} {words}" in failure and name in capsys.readouterr().err
+    assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir())
 
 
 def test_sagemaker_channel_with_other_data_is_not_replaced_by_generated(tmp_path):

@@ -48,9 +48,17 @@ def as_argv(hps: dict) -> list:
 
 
 def run_entry_as_sagemaker(tmp_path, cfg, launcher=(), hosts=("algo-1",)):
-    """Run the entry script the way SageMaker does: from the staged code folder (the
-    job's source_dir), hyperparameters as `--key value`, SM_* folders under tmp_path.
-    `launcher` goes before it (e.g. torchrun). Used by the framework tests."""
+    """Run the entry script the way SageMaker does (`entry_job`). `launcher` goes before
+    it (e.g. torchrun). Used by the framework tests."""
+    command, code, env = entry_job(tmp_path, cfg, hosts)
+    return subprocess.run([*launcher, *command], cwd=code, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def entry_job(tmp_path, cfg, hosts=("algo-1",)):
+    """(command, folder, environment) that start the entry script the way SageMaker
+    does: from the staged code folder (the job's source_dir), hyperparameters as
+    `--key value`, SM_* folders under tmp_path."""
     from gpu_course import data
     channel = tmp_path / "input" / "data" / "training"
     data.prepare(cfg.dataset, root=channel, train_size=cfg.train_size,
@@ -64,9 +72,7 @@ def run_entry_as_sagemaker(tmp_path, cfg, launcher=(), hosts=("algo-1",)):
                SM_HOSTS=json.dumps(list(hosts)), SM_CURRENT_HOST=hosts[0],
                SM_TRAINING_ENV=json.dumps({"job_name": "gpu-course-sm-test-1"}),
                OMP_NUM_THREADS="1")  # 2 cores shared with the monitor: more threads thrash
-    argv = as_argv(launch.hyperparameters(cfg))
-    return subprocess.run([*launcher, "sagemaker_entry.py", *argv], cwd=code, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return ["sagemaker_entry.py", *as_argv(launch.hyperparameters(cfg))], code, env
 
 
 def check_job_output(tmp_path, out, cfg, model_file=None):

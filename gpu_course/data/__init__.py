@@ -13,7 +13,7 @@ from numbers import Integral
 from pathlib import Path
 
 from . import cifar, synthetic
-from .paths import DEFAULT_ROOT, default_root  # noqa: F401  (re-exported)
+from .paths import DEFAULT_ROOT, default_root, writing  # noqa: F401  (re-exported)
 from .cifar import (CIFAR10_MD5, CIFAR10_URL, FOLDER_NAME, META_FILE, CifarData,
                     download_cifar10, is_complete, read_cifar_binary, read_manifest,
                     write_cifar_binary)
@@ -113,18 +113,20 @@ def generate_to(out=None, seed=0, train_size=50000, test_size=10000, overwrite=F
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file; it must name a folder")
     folder = out / FOLDER_NAME
-    if folder.exists():
-        found = read_manifest(folder)
-        if found is None:
-            raise ValueError(f"{folder} holds a data set that gpu-course did not write (no "
-                             f"{cifar.MANIFEST}); it is never replaced: choose another --out")
-        if found == _settings(seed, train_size, test_size) and is_complete(folder):
-            return folder
-        if not overwrite:
-            raise ValueError(f"{folder} was written by gpu-course with other settings "
-                             f"({found}); pass --overwrite to replace it, or choose "
-                             "another --out")
-    return _write_synthetic(folder, seed, train_size, test_size)
+    with writing(folder):  # a second `gpu-course data` on this folder waits
+        if folder.exists():
+            found = read_manifest(folder)
+            if found is None:
+                raise ValueError(f"{folder} holds a data set that gpu-course did not write "
+                                 f"(no {cifar.MANIFEST}); it is never replaced: choose "
+                                 "another --out")
+            if found == _settings(seed, train_size, test_size) and is_complete(folder):
+                return folder
+            if not overwrite:
+                raise ValueError(f"{folder} was written by gpu-course with other settings "
+                                 f"({found}); pass --overwrite to replace it, or choose "
+                                 "another --out")
+        return _write_synthetic(folder, seed, train_size, test_size)
 
 
 def _settings(seed, train_size, test_size):

@@ -20,17 +20,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import zlib
 from dataclasses import dataclass
-from multiprocessing import get_context
+from multiprocessing import TimeoutError, get_context
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from . import synthetic
-from .paths import default_root
+from ..measure.guards import check_stop, sigterm_as_interrupt
+from .paths import default_root, writing
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".webp")
 MANIFEST = ".gpu_course.json"   # written last by generate_folder: the folder is complete
@@ -64,6 +66,15 @@ class CorruptImage(DataError):
         # rebuilt from both arguments: a loader worker sends it back to the training
         # process pickled (the default passes only the message and fails to rebuild)
         return (type(self), (self.path, self.reason))
+
+    @classmethod
+    def from_message(cls, text: str) -> "CorruptImage | None":
+        """The CorruptImage whose message is the last line of `text` (a worker's
+        traceback as PyTorch passes it on), or None."""
+        last = text.strip().splitlines()[-1] if text.strip() else ""
+        found = re.search(r"CorruptImage: cannot decode image (.+?): (.+)\. Delete or "
+                          r"replace the file", last)
+        return cls(found.group(1), found.group(2)) if found else None
 
 
 # -- reading a folder -----------------------------------------------------------------
@@ -224,11 +235,12 @@ def _check_task(path: str) -> str | None:
 
 # -- random access for the framework datasets -------------------------------------------
 class SkipCounter:
-    """How many samples were skipped as unreadable, summed over loader worker processes.
+    """Which samples were skipped as unreadable, over all loader worker processes.
 
-    Each skip appends one byte to a small temporary file (appends are atomic), so the
-    count is the file's size: it works across forked and spawned workers alike, and a
-    pickled counter is just the file's name. The file goes when the counter does."""
+    Each skip appends one line (the file or record that failed) to a small temporary
+    file (short appends are atomic), so the count is its line count: it works across
+    forked and spawned workers alike, and a pickled counter is just the file's name. The
+    file goes when the counter does."""
 
     def __init__(self):
         import tempfile
@@ -237,19 +249,28 @@ class SkipCounter:
         os.close(fd)
         weakref.finalize(self, _remove_quietly, self.path, os.getpid())
 
-    def add(self) -> None:
+    def add(self, what: str = "?") -> None:
+        line = (" ".join(str(what).split())[:500] + "\n").encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
-            os.write(fd, b"x")
+            os.write(fd, line)
         finally:
             os.close(fd)
 
+    def _lines(self) -> list:
+        try:
+            return Path(self.path).read_text(errors="replace").splitlines()
+        except OSError:
+            return []
+
     @property
     def count(self) -> int:
-        try:
-            return os.path.getsize(self.path)
-        except OSError:
-            return 0
+        """Skipped reads (a file skipped in each of three epochs counts three times)."""
+        return len(self._lines())
+
+    def names(self) -> list:
+        """The distinct files (or records) skipped, in the order first met."""
+        return list(dict.fromkeys(self._lines()))
 
     def __getstate__(self):
         return {"path": self.path}  # a copy (in a worker) does not own the file
@@ -274,10 +295,10 @@ def fetch_or_skip(read, i: int, n: int, skip_corrupt: bool, skipped: SkipCounter
     for attempt in range(n):
         try:
             return read((i + attempt) % n)
-        except DataError:
+        except DataError as err:
             if not skip_corrupt:
                 raise
-            skipped.add()
+            skipped.add(getattr(err, "path", None) or err)
     raise DataError(f"all {n} samples are unreadable")
 
 
@@ -329,6 +350,16 @@ def generate_folder(root=None, classes: int = 10, per_class: int = 300, seed: in
                     max_side=max_side, quality=quality, version=1)
     if root.exists() and not root.is_dir():
         raise DataError(f"{root} is a file; --out must name a folder")
+    # a second `gpu-course data --kind folder` here waits; SIGTERM stops after an image
+    with writing(root), sigterm_as_interrupt():
+        return _generate(root, settings, overwrite, workers, progress)
+
+
+def _generate(root: Path, settings: dict, overwrite: bool, workers, progress) -> Path:
+    """generate_folder's work, while it holds the lock on `root`'s parent."""
+    classes, per_class, seed = settings["classes"], settings["per_class"], settings["seed"]
+    min_side, max_side = settings["min_side"], settings["max_side"]
+    quality = settings["quality"]
     found = _manifest(root) if root.exists() else None
     if root.exists() and found is None and any(root.iterdir()):
         raise DataError(f"{root} holds files that gpu-course did not write (no {MANIFEST}); "
@@ -423,7 +454,7 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
     (default: every core; 0 or 1 = in this process), with a progress bar."""
     workers = os.cpu_count() or 1 if workers is None else workers
     bar = _bar(len(tasks), desc) if progress else None
-    pool = None
+    pool, stopped = None, False
     try:
         if workers <= 1 or len(tasks) < 2:
             results = map(fn, tasks)
@@ -432,17 +463,58 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
             ctx = get_context("fork") if "fork" in _start_methods() else get_context()
             pool = ctx.Pool(min(workers, len(tasks)))
             chunk = chunksize or max(1, min(64, len(tasks) // (workers * 8)))
-            results = pool.imap(fn, tasks, chunksize=chunk)
+            chunks = [(fn, tasks[i:i + chunk]) for i in range(0, len(tasks), chunk)]
+            results = _waiting(pool.imap(_run_chunk, chunks))  # chunksize 1: .next(timeout)
         for result in results:
+            check_stop()  # SIGTERM: stop here (the caller removes what is half-written)
             if bar is not None:
                 bar.update(1)
             yield result
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM, perhaps to the workers too
+        stopped = True
+        raise
     finally:
         if bar is not None:
             bar.close()
         if pool is not None:
-            pool.terminate()
-            pool.join()
+            end_pool(pool, stopped)
+
+
+def _run_chunk(work) -> list:
+    fn, tasks = work
+    return [fn(task) for task in tasks]
+
+
+def _waiting(results):
+    """The results of an imap of chunks, one by one, waiting in short slices so that a
+    SIGTERM is obeyed even when the workers it also reached will never send theirs."""
+    while True:
+        try:
+            yield from results.next(timeout=0.2)
+        except TimeoutError:
+            check_stop()
+        except StopIteration:
+            return
+
+
+def end_pool(pool, stopped: bool = False) -> None:
+    """Stop a pool's workers. When a signal `stopped` the work it may have reached the
+    workers too (SIGTERM to the whole process group): Pool.terminate() can then wait
+    forever for the task queue's lock that a dead worker held, or that its replacement
+    took. So the workers are killed and the pool's clean-up is called off instead (its
+    threads do not keep the process)."""
+    import multiprocessing.pool as mp_pool
+    if not stopped:
+        pool.terminate()
+        pool.join()
+        return
+    pool._worker_handler._state = mp_pool.TERMINATE  # no replacements any more
+    pool._state = mp_pool.TERMINATE
+    for worker in list(pool._pool):
+        if worker.exitcode is None:
+            worker.kill()
+        worker.join(5)
+    pool._terminate.cancel()  # what terminate() or exit would have run and waited in
 
 
 def _start_methods() -> list:

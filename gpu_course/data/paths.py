@@ -1,7 +1,10 @@
 """Where the course's data sets live: one function every data module asks."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import sys
 from pathlib import Path
 
 _CHECKOUT = Path(__file__).resolve().parents[2]
@@ -28,3 +31,24 @@ def default_root():
 
 
 DEFAULT_ROOT = _CHECKOUT / "data"  # where data goes without $GPU_COURSE_DATA (see default_root)
+
+
+@contextlib.contextmanager
+def writing(folder):
+    """One gpu-course process at a time checks and writes `folder`: an exclusive lock on
+    the folder it goes into (made if missing), released when the process ends however it
+    ends. A second writer waits, then finds what the first one wrote (reused, or refused
+    without --overwrite), instead of both replacing each other's files halfway."""
+    parent = Path(folder).parent
+    parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(parent, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another gpu-course process that is writing into {parent}",
+                  file=sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

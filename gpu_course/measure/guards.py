@@ -1,14 +1,16 @@
 """What stops a run early with a true status: a loss that is no longer a number, and
 SIGTERM (what `timeout`, Slurm and SageMaker send) handled like Ctrl-C.
 
-    with sigterm_as_interrupt():      # SIGTERM raises Terminated (a KeyboardInterrupt)
+    with sigterm_as_interrupt():      # SIGTERM asks the loop to stop
         ...
+        check_stop()                  # at a step boundary: raises Terminated if asked
     check_loss(loss, epoch, cfg)      # raises Diverged naming the likely field
 """
 from __future__ import annotations
 
 import contextlib
 import math
+import os
 import signal
 import threading
 
@@ -38,29 +40,92 @@ def check_loss(loss, epoch: int, cfg) -> None:
     """Raise Diverged when an epoch's mean loss is not a finite number."""
     if loss is None or math.isfinite(loss):
         return
-    wd_first = cfg.wd >= 0.01  # a weight decay this large pulls weights apart on its own
-    likely = (f"wd={cfg.wd!r}" if wd_first else
-              f"lr={cfg.lr!r} (used: {cfg.scaled_lr:g})")
     raise Diverged(f"the training loss became {loss} in epoch {epoch}: the run diverged. "
-                   f"The likely cause is {likely}; try a value 10x smaller"
-                   + ("" if wd_first else " or a warm-up (warmup_epochs)"))
+                   f"The likely cause is {_likely_cause(cfg)}")
+
+
+def _likely_cause(cfg) -> str:
+    if cfg.wd >= 0.01:  # a weight decay this large pulls weights apart on its own
+        return f"wd={cfg.wd!r}; try a value 10x smaller"
+    return (f"lr={cfg.lr!r} (used: {cfg.scaled_lr:g}); try a value 10x smaller or a "
+            "warm-up (warmup_epochs)")
+
+
+GREW = 10.0  # a final loss this many times the first epoch's: the run is coming apart
+
+
+def not_learning(losses: list, cfg) -> str | None:
+    """What a finished run's epoch losses say when it learned nothing, else None: a
+    loss that ended far above where it began (finite, so no Diverged) or that did not
+    fall at all. Needs two epochs with a loss (one epoch has nothing to compare)."""
+    losses = [v for v in losses if v is not None and math.isfinite(v)]
+    if len(losses) < 2:
+        return None
+    first, last = losses[0], losses[-1]
+    if last > GREW * max(first, 1e-12):
+        return (f"the training loss grew from {first:.4g} (epoch 0) to {last:.4g} (last "
+                f"epoch): the run learned nothing and is close to diverging. The likely "
+                f"cause is {_likely_cause(cfg)}")
+    if last >= first:
+        return (f"the training loss did not fall ({first:.4g} in epoch 0, {last:.4g} in "
+                "the last epoch): the run learned nothing measurable")
+    return None
+
+
+_asked: list = []  # the signals that asked the loop to stop and that it has not obeyed yet
+
+
+def _on_sigterm(signum, frame) -> None:
+    """SIGTERM only asks: raising here would land wherever the signal does, also in an
+    NDArray's __del__ or a fork hook, where Python prints the exception and goes on (the
+    job kept training). A second SIGTERM stops at once."""
+    if _asked:
+        raise Terminated("stopped by SIGTERM (sent twice)")
+    _asked.append("SIGTERM")
+
+
+def check_stop() -> None:
+    """At a step boundary: raise Terminated if SIGTERM arrived since the last check."""
+    if _asked:
+        _asked.clear()
+        raise Terminated("stopped by SIGTERM")
+
+
+def stop_asked() -> bool:
+    return bool(_asked)
 
 
 @contextlib.contextmanager
 def sigterm_as_interrupt():
-    """Inside, SIGTERM raises `Terminated` in the main thread, so a training loop ends as
-    on Ctrl-C. Off the main thread (signals go to the main thread only) it does nothing."""
+    """Inside, SIGTERM asks the loop to stop: `check_stop()`, called at each step
+    boundary, raises `Terminated` there, so the run ends as on Ctrl-C. Processes forked
+    inside (loader workers) start with the default action again. Off the main thread
+    (signals go to the main thread only) it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def handler(signum, frame):
-        raise Terminated("stopped by SIGTERM")
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    _asked.clear()
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _asked.clear()
+
+
+def _default_in_child() -> None:
+    """A forked child (a loader worker) does not inherit the stop request: SIGTERM ends
+    it, as it would any worker (the request would never be read there)."""
+    _asked.clear()
+    try:
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except ValueError:  # not this interpreter's main thread: nothing was installed here
+        pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_default_in_child)
 
 
 # errno -> what it means for a run that writes its record as it goes

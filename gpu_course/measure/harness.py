@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..analyse import metrics
 from ..config import Experiment
-from .guards import Diverged, check_loss, sigterm_as_interrupt
+from .guards import Diverged, check_loss, check_stop, not_learning, sigterm_as_interrupt
 from .monitor import GpuMonitor, GpuUnavailableWarning
 from .records import OutOfMemory, RunRecord, load_run
 from .timing import StepTimer, summary_line
@@ -107,6 +107,8 @@ class Harness:
         self.epoch = -1
         self.run = None
         self.last_row: dict | None = None
+        self.losses: list = []  # each epoch's mean training loss
+        self._skips = None  # the training data's SkipCounter (skip_corrupt), if it has one
         self._bar = None
         if device_notice:
             self.say(device_notice)
@@ -119,7 +121,8 @@ class Harness:
     # -- context ----------------------------------------------------------------------
     def __enter__(self) -> "Harness":
         self._signals = contextlib.ExitStack()
-        self._signals.enter_context(sigterm_as_interrupt())  # SIGTERM ends it like Ctrl-C
+        # SIGTERM ends it like Ctrl-C, at the next step boundary (check_stop)
+        self._signals.enter_context(sigterm_as_interrupt())
         if self.monitor is not None:
             self.monitor.start()
         return self
@@ -129,6 +132,9 @@ class Harness:
         self._signals.close()
         if exc is not None and self.record is not None:
             exc.run_path = self.record.path  # lets a sweep read back the failed run
+        self._tell("skipped", self._skipped())
+        if exc_type is None:
+            self._tell("learning", not_learning(self.losses, self.cfg))
         if self.record is not None:
             self.record.summary_extra = lambda run: {"summary_line": self.summary_line(run)}
             self.record.__exit__(exc_type, exc, tb)  # computes the summary from the record
@@ -146,9 +152,34 @@ class Harness:
             self.say(f"Diverged: {exc}")
         return False
 
+    def _tell(self, key: str, what) -> None:
+        """A fact about the run in its record's notes and one printed line."""
+        if not what:
+            return
+        if self.record is not None:
+            self.record.note(**{key: what})
+        if key == "skipped":
+            names = what["files"]
+            self.say(f"Skipped {what['reads']} unreadable image read(s) of {what['distinct']} "
+                     f"file(s) (skip_corrupt=True): {', '.join(names[:3])}"
+                     + (f" and {what['distinct'] - 3} more" if what["distinct"] > 3 else "")
+                     + " (all of them in the run record's notes)")
+        else:
+            self.say(f"Did not learn: {what}")
+
+    def _skipped(self) -> dict | None:
+        """{"reads", "distinct", "files"} of the samples skipped as unreadable (the
+        first SKIPPED_NAMES files), or None when none were."""
+        count = self._skips.count if self._skips is not None else 0
+        if not count:
+            return None
+        names = self._skips.names()
+        return {"reads": count, "distinct": len(names), "files": names[:SKIPPED_NAMES]}
+
     # -- the loop ---------------------------------------------------------------------
     def epochs(self) -> Iterator[int]:
         for epoch in range(self.cfg.epochs):
+            check_stop()
             self.epoch = epoch
             self._losses, self._corrects = [], []  # each step's device values, added at the end
             self._seen = 0
@@ -171,8 +202,10 @@ class Harness:
         if total is not None and limit is not None:
             total = min(total, limit)
         self._bar = self._make_bar(total)
+        self._skips = skip_counter(iterable) or self._skips
         for i, batch in enumerate(self.timer.wrap(iterable)):
             yield batch
+            check_stop()  # the step is done: a SIGTERM stops the run here
             if limit is not None and i + 1 >= limit:
                 break
 
@@ -234,6 +267,7 @@ class Harness:
                 self.record.meta["ran"].update(self.late_facts())
             self.record.add_epoch(row, steps)
         self.last_row = row
+        self.losses.append(loss)
         self.say(epoch_line(row))
         check_loss(row["loss"], self.epoch, self.cfg)  # NaN/inf: stop with status diverged
         if self.on_epoch is not None:
@@ -293,6 +327,18 @@ class Harness:
 
 
 _SAID = set()  # monitor notices already said in this process: once is enough
+SKIPPED_NAMES = 20  # unreadable files named in a record; the count covers all of them
+
+
+def skip_counter(loader):
+    """The SkipCounter of a loader's dataset (the course's datasets over image files
+    have one: `dataset.skipped`), or None. PyTorch's DataLoader keeps its dataset as
+    .dataset, Gluon's as ._dataset."""
+    dataset = getattr(loader, "dataset", None)
+    if dataset is None:
+        dataset = getattr(loader, "_dataset", None)
+    counter = getattr(dataset, "skipped", None)
+    return counter if hasattr(counter, "names") else None
 
 
 def _sum(parts: list) -> Any:

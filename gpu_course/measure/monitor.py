@@ -372,10 +372,11 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
     if monitor.notice:
         print(monitor.notice, file=stream)
     width = 0
-    from .guards import sigterm_as_interrupt
+    from .guards import check_stop, sigterm_as_interrupt
     try:
         with sigterm_as_interrupt(), monitor:
             while seconds is None or monitor.now() < seconds:
+                check_stop()
                 left = interval if seconds is None else seconds - monitor.now()
                 time.sleep(max(0.0, min(interval, left)))
                 line = monitor.status_line()

@@ -147,6 +147,26 @@ def output_dirs(env: dict) -> tuple:
     return runs_dir, model_dir
 
 
+def check_outputs(env: dict) -> None:
+    """The folders the job writes into (SM_OUTPUT_DATA_DIR, SM_MODEL_DIR) exist or can be
+    made, and are writable: found before training, not after it (the weights lost)."""
+    runs_dir, model_dir = output_dirs(env)
+    for name, folder in (("SM_OUTPUT_DATA_DIR", runs_dir), ("SM_MODEL_DIR", model_dir)):
+        if folder is None:
+            continue
+        where = f"{name}={folder}" if env.get(name) else f"the runs folder {folder}"
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"{where} is a file: it must name a folder the job can write")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ValueError(f"{where} cannot be made ({err.strerror or err}): it must name "
+                             "a folder the job can write") from None
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ValueError(f"{where} is not writable by this job (user id "
+                             f"{os.getuid()}): it must name a folder the job can write")
+
+
 def hosts(env: dict) -> tuple:
     """(this host, all hosts) of the job; ("local", ["local"]) outside SageMaker."""
     text = env.get("SM_HOSTS") or "[]"
@@ -360,6 +380,7 @@ def main(argv: list | None = None, env: dict | None = None) -> int:
         this_host, all_hosts = hosts(env)
         distributed = world_size(env) > 1  # started by torchrun
         _int_env(env, "SM_NUM_GPUS", 0)
+        check_outputs(env)
     except ValueError as err:
         fail(f"bad environment: {err}", env)
         return 2
@@ -392,10 +413,23 @@ def main(argv: list | None = None, env: dict | None = None) -> int:
             run = train_ps(cfg, env)
             return 0 if run is None or run.status == "finished" else 1
         run = train(cfg, env)
+    except KeyboardInterrupt as err:  # SIGTERM (StopTrainingJob) or Ctrl-C: no traceback
+        fail(stopped(err), env)
+        return 130
     except BaseException as err:
         fail(f"{type(err).__name__}: {err}", env)
         raise
     return 0 if run.status == "finished" else 1
+
+
+def stopped(err: KeyboardInterrupt) -> str:
+    """Why the job stopped, from its run record where one was written (`run_path`)."""
+    path = getattr(err, "run_path", None)
+    if path is None:
+        return f"{err or 'interrupted'} before the run record was started"
+    from gpu_course.measure.records import load_run
+    run = load_run(path)
+    return f"{run.meta.get('error') or err}; the record (status {run.status}) is in {path}"
 
 
 if __name__ == "__main__":

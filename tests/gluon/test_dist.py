@@ -58,3 +58,20 @@ def test_push_pull_through_the_server_costs_more_for_larger_arrays():
     assert all(r["rounds"] == 5 and r["time_min_s"] <= r["time_s"] <= r["time_max_s"] for r in rows)
     assert small["workers"] == 2 and small["time_s"] > 0 and large["time_s"] > small["time_s"]
     assert large["worker_GBps"] > 3 * small["worker_GBps"]  # small arrays: latency-bound
+
+
+def test_a_worker_without_a_scheduler_says_so_instead_of_waiting_forever(monkeypatch):
+    from gpu_course.scale.localhosts import free_port
+    cfg = gc.Experiment(engine="gluon", kvstore="dist_sync", model="tiny", num_gpus=0)
+    port = free_port()  # nothing listens there
+    monkeypatch.setenv("DMLC_ROLE", "worker")
+    for name, value in (("DMLC_PS_ROOT_URI", "127.0.0.1"), ("DMLC_PS_ROOT_PORT", str(port)),
+                        ("DMLC_NUM_SERVER", "1"), ("DMLC_NUM_WORKER", "1")):
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(dist, "SCHEDULER_WAIT_S", 1.0)
+    with pytest.raises(RuntimeError, match=f"no parameter-server scheduler at DMLC_PS_ROOT_URI="
+                                           f"127.0.0.1 DMLC_PS_ROOT_PORT={port} after 1 s"):
+        dist.train_worker(cfg)
+    monkeypatch.setenv("DMLC_NUM_WORKER", "two")
+    with pytest.raises(ValueError, match="DMLC_NUM_WORKER='two'"):
+        dist.train_worker(cfg)

@@ -64,8 +64,11 @@ def test_a_corrupt_image_in_a_worker_is_named_at_once(tmp_path):
                      progress=False, verbose=False)
     assert time.monotonic() - start < 60  # not MXNet's 120 s timeout
     run = gtrain.train(folder_cfg(root, num_workers=1, train_size=19, skip_corrupt=True,
-                                  max_steps=None), progress=False, verbose=False)
+                                  max_steps=None, epochs=2), progress=False, verbose=False)
     assert run.status == "finished"
+    skipped = run.meta["notes"]["skipped"]  # the record says which and how often
+    assert skipped["files"] == [str(bad)] and skipped["distinct"] == 1
+    assert skipped["reads"] >= 1
 
 
 class Slow(Dataset):
@@ -139,3 +142,26 @@ def test_sigterm_keeps_finished_epochs_and_ends_the_loader_workers(tmp_path):
     assert run.status == "interrupted" and len(run.epochs) >= 1
     _, alive = psutil.wait_procs(workers, timeout=10)
     assert not alive
+
+
+def test_sigterm_to_the_process_group_ends_the_run_without_hanging(tmp_path):
+    """`timeout` and a stopped container signal every process: the loader workers die
+    with the run, and a dead worker's queue lock no longer keeps the process waiting at
+    exit (it hung after saying 'interrupted')."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpu_course.cli", "run", "--engine", "gluon", "--model",
+         "tiny", "--train-size", "256", "--test-size", "32", "--batch-size", "32",
+         "--epochs", "500", "--num-workers", "2", "--no-progress", "--runs-dir", tmp_path],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    while "[Epoch 0]" not in proc.stdout.readline():
+        assert proc.poll() is None, proc.stderr.read()
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=120)  # a hang guard
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and "gpu-course run: interrupted" in err, err
+    run = records.load_runs(tmp_path)[0]
+    assert run.status == "interrupted" and "SIGTERM" in run.meta["error"]

@@ -2,6 +2,7 @@
 started the way the MXNet container starts it (see tests/test_sagemaker.py)."""
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -13,7 +14,7 @@ from gpu_course.tracks import gluon as gc
 from gpu_course.sagemaker import launch as launch
 from gpu_course.tracks.gluon import dist
 from gpu_course.scale.localhosts import free_port
-from test_sagemaker import as_argv, check_job_output, run_entry_as_sagemaker
+from test_sagemaker import as_argv, check_job_output, entry_job, run_entry_as_sagemaker
 
 
 def test_entry_script_trains_and_leaves_what_sagemaker_collects(tmp_path):
@@ -26,6 +27,33 @@ def test_entry_script_trains_and_leaves_what_sagemaker_collects(tmp_path):
     net = gc.get_model(cfg)  # the saved weights load into the network the config names
     net.load_parameters(str(tmp_path / "model" / "model.params"), ctx=mx.cpu())
     assert net(mx.nd.zeros((1, 3, 32, 32))).shape == (1, 10)
+
+
+def test_a_stopped_job_ends_at_a_step_with_its_epochs_and_says_so(tmp_path):
+    """StopTrainingJob sends SIGTERM: the run stops at the next step, keeps its finished
+    epochs, records status interrupted and writes the failure file; the loader workers
+    (forked while the handler was installed) end with it."""
+    import psutil
+    cfg = gc.Experiment(name="sm-stop", engine="gluon", model="tiny", train_size=256,
+                        test_size=64, batch_size=32, epochs=500, num_workers=2,
+                        num_gpus=0, warmup_steps=1, monitor_interval=0.1)
+    command, code, env = entry_job(tmp_path, cfg)
+    proc = subprocess.Popen([sys.executable, *command], cwd=code, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while "METRIC epoch=0" not in proc.stdout.readline():
+        assert proc.poll() is None, proc.stderr.read()
+    workers = psutil.Process(proc.pid).children(recursive=True)
+    assert workers and all(w.status() != psutil.STATUS_ZOMBIE for w in workers)
+    os.kill(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)  # a hang guard, not a timing
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    failure = (tmp_path / "output" / "failure").read_text()
+    assert "stopped by SIGTERM after" in failure and "status interrupted" in failure
+    run = records.load_run(next((tmp_path / "output" / "data").iterdir()))
+    assert run.status == "interrupted" and "SIGTERM" in run.meta["error"]
+    assert len(run.epochs) >= 1
+    _, alive = psutil.wait_procs(workers, timeout=30)
+    assert not alive
 
 
 def test_parameter_server_job_trains_one_model_across_hosts(tmp_path):

@@ -31,6 +31,47 @@ def many_classes(tmp_path, classes=12, per_class=4):
     return root
 
 
+def test_a_corrupt_image_in_a_worker_is_named_or_skipped_and_recorded(tmp_path):
+    """A DataLoader worker's CorruptImage reaches the loop as PyTorch's RuntimeError
+    text: it is named again as the Gluon track names it, and the run fails saying so;
+    with skip_corrupt the record says which file was left out."""
+    from image_folders import make_folder, truncate
+    from gpu_course.data.folder import CorruptImage
+    root = make_folder(tmp_path, classes=2, per_class=12)
+    bad = truncate(sorted(root.rglob("*.jpg"))[0])
+    cfg = gc.Experiment(name="t", dataset="folder", data_dir=str(root), image_size=16,
+                        model="tiny", train_size=19, test_size=4, batch_size=8, epochs=2,
+                        num_workers=1, num_gpus=0, warmup_steps=0, monitor_interval=0.2)
+    with pytest.raises(CorruptImage, match=bad.name) as err:
+        gc.train(cfg, progress=False, verbose=False)
+    assert err.value.path == bad and "Traceback" not in str(err.value)
+    failed = records.load_runs()[0]
+    assert failed.status == "failed" and str(bad) in failed.meta["error"]
+    run = gc.train(cfg.replace(skip_corrupt=True), progress=False, verbose=False)
+    assert run.status == "finished"
+    skipped = run.meta["notes"]["skipped"]
+    assert skipped["files"] == [str(bad)] and skipped["distinct"] == 1
+    assert skipped["reads"] >= 1
+
+
+def test_sigterm_to_the_process_group_is_an_interrupt_not_a_dead_worker(tmp_path):
+    """`timeout` and a stopped container signal every process: the workers die first,
+    and the run still ends as stopped (status interrupted), not failed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpu_course.cli", "run", "--engine", "pytorch", "--model",
+         "tiny", "--train-size", "256", "--test-size", "32", "--batch-size", "32",
+         "--epochs", "500", "--num-workers", "2", "--num-gpus", "0", "--no-progress",
+         "--runs-dir", tmp_path], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True)
+    while "[Epoch 0]" not in proc.stdout.readline():
+        assert proc.poll() is None, proc.stderr.read()
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)  # a hang guard
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    run = records.load_runs(tmp_path)[0]
+    assert run.status == "interrupted" and "SIGTERM" in run.meta["error"]
+
+
 def test_more_than_ten_classes_train(tmp_path):
     cfg = gc.Experiment(name="t", dataset="folder", data_dir=str(many_classes(tmp_path)),
                         image_size=16, model="tiny", train_size=24, test_size=8,

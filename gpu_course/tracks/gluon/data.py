@@ -18,8 +18,9 @@ from mxnet.gluon.data import ArrayDataset, DataLoader
 from mxnet.gluon.data.vision import transforms
 
 from ... import data as course_data
+from ...data.folder import end_pool
 from ...config import Experiment
-from ...measure.guards import LoaderWorkerDied
+from ...measure.guards import LoaderWorkerDied, check_stop
 
 
 class Augment:
@@ -106,12 +107,23 @@ class WatchedDataLoader(DataLoader):
             pending = inner._data_buffer.get(inner._rcvd_idx)
             while pending is not None and not pending.ready():
                 pending.wait(0.2)
+                check_stop()  # SIGTERM while waiting for a batch (to the workers too)
                 _check_workers(workers, pool)
             try:
                 batch = next(batches)
             except StopIteration:
                 return
             yield batch
+
+
+def end_workers(*loaders) -> None:
+    """End the worker pools of these loaders now, on Ctrl-C or SIGTERM. After a SIGTERM to the whole process
+    group a dead worker may hold its pool's queue lock, and the pool's own clean-up at
+    exit would wait for it forever (the job hung after saying 'interrupted')."""
+    for loader in loaders:
+        pool = getattr(loader, "_worker_pool", None)
+        if pool is not None and not isinstance(pool, multiprocessing.pool.ThreadPool):
+            end_pool(pool, stopped=True)
 
 
 def _check_workers(workers, pool) -> None:

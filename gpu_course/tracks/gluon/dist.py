@@ -70,6 +70,39 @@ def role_env(role: str, port: int, workers: int, servers: int, uri: str = "127.0
             "DMLC_NUM_WORKER": str(workers), "DMLC_NUM_SERVER": str(servers)}
 
 
+SCHEDULER_WAIT_S = 120.0  # a job's roles start in any order: how long a worker waits
+
+
+def wait_for_scheduler(env, wait_s: float | None = None) -> None:
+    """Refuse a worker whose job has no scheduler: MXNet's kvstore would wait for one
+    silently and forever. The DMLC_* variables must be set, and the scheduler must take
+    a connection within `wait_s` seconds (default SCHEDULER_WAIT_S)."""
+    names = ("DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER", "DMLC_NUM_WORKER")
+    bad = [f"{n}={env.get(n)!r}" for n in names
+           if not (env.get(n) or "").strip() or (n != "DMLC_PS_ROOT_URI"
+                                                 and not env[n].strip().isdigit())]
+    if bad:
+        raise ValueError(f"{', '.join(bad)}: a parameter-server worker (DMLC_ROLE=worker) "
+                         f"needs {', '.join(names)} (host, port and whole numbers); start "
+                         "the job with dist.launch_local or MXNet's tools/launch.py, or unset "
+                         "DMLC_ROLE to train in one process")
+    host, port = env["DMLC_PS_ROOT_URI"].strip(), int(env["DMLC_PS_ROOT_PORT"])
+    wait_s = SCHEDULER_WAIT_S if wait_s is None else wait_s
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=2):
+                return
+        except OSError as err:
+            if time.monotonic() >= deadline:
+                raise RuntimeError(
+                    f"no parameter-server scheduler at DMLC_PS_ROOT_URI={host} "
+                    f"DMLC_PS_ROOT_PORT={port} after {wait_s:g} s ({err.strerror or err}): "
+                    "start one there (DMLC_ROLE=scheduler), or unset DMLC_ROLE to train in "
+                    "one process") from None
+            time.sleep(0.5)
+
+
 def train_worker(cfg: Experiment, runs_dir=None, verbose: bool = True, on_epoch=None,
                  params_file=None, timings_file=None):
     """This process's part of a parameter-server job (DMLC_ROLE=worker): train on its
@@ -80,6 +113,7 @@ def train_worker(cfg: Experiment, runs_dir=None, verbose: bool = True, on_epoch=
         raise ValueError(f"kvstore={cfg.kvstore!r} trains in a parameter-server job: run "
                          "this as a worker (DMLC_ROLE=worker ...), e.g. with "
                          "gpu_course.tracks.gluon.dist.launch_local or MXNet's tools/launch.py")
+    wait_for_scheduler(os.environ)
     devices, notice = try_devices(cfg.num_gpus)
     cfg, changed = effective_config(cfg.replace(engine="gluon"), devices)
     kv = mx.kv.create(cfg.kvstore)  # joins the job: waits until every role has started

@@ -15,7 +15,7 @@ import numpy as np
 from ...measure import provenance
 from ...config import Experiment
 from ...measure.records import OutOfMemory
-from .data import make_loader
+from .data import end_workers, make_loader
 from .datasets import load_datasets
 from .devices import (FLOAT16_ON_CPU, NCCL_ON_CPU, check_threads, effective_config,
                       try_devices)
@@ -93,6 +93,9 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
         except mx.base.MXNetError as err:
             if is_out_of_memory(err):
                 raise out_of_memory(err, parts.cfg, parts.devices) from err
+            raise
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM, perhaps to the workers too
+            end_workers(parts.train_iter, parts.val_iter)
             raise
     return rec.run
 

@@ -12,7 +12,9 @@ import warnings
 import torch
 from torch import nn
 
+from ...data.folder import CorruptImage
 from ...measure import provenance
+from ...measure.guards import Terminated, stop_asked
 from ...config import Experiment, Graph
 from .data import make_loader
 from .datasets import load_datasets
@@ -227,6 +229,13 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
                                    channels_last=cfg.channels_last, world_size=world_size)
             except torch.cuda.OutOfMemoryError as err:
                 oom = out_of_memory(err, cfg.batch_size, device)
+            except RuntimeError as err:  # PyTorch passes a worker's error on as text
+                if stop_asked():  # SIGTERM to the process group: the workers went first
+                    raise Terminated("stopped by SIGTERM") from None
+                named = CorruptImage.from_message(str(err))
+                if named is None:
+                    raise
+                raise named from None  # the file, as the Gluon track names it
             finally:
                 if rec.record is not None and is_compiled(model):   # what compiling made
                     rec.record.note(compiled={**compiling.stats(), "mode": getattr(
