@@ -28,3 +28,24 @@ def test_mxnets_threads_follow_its_rule(monkeypatch):
     assert cores.mxnet_threads(1, {})[0] == 1
     monkeypatch.setattr(cores.platform, "machine", lambda: "aarch64")
     assert cores.mxnet_threads(4, {}) == (4, "MXNet's default: one a core")
+
+
+def test_more_loader_workers_than_the_cores_can_carry_are_refused_by_name():
+    from gpu_course.env.cores import LOADER_WORKERS_PER_CORE, check_loader_workers
+    check_loader_workers(LOADER_WORKERS_PER_CORE * 2, cores=2)   # at the limit: allowed
+    with pytest.raises(ValueError, match=r"num_workers=17 is more loader workers than this "
+                                         r"machine's 2 cores can carry \(8 a core at most: "
+                                         r"allowed 0\.\.16\)"):
+        check_loader_workers(17, cores=2)
+
+
+def test_a_run_asking_for_thousands_of_workers_stops_before_forking_one(tmp_path):
+    """A real `gpu-course run` in this environment's track (MXNet aborted with signal 6)."""
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "gpu_course.cli", "run", "--num-workers",
+                           "100000", "--epochs", "1", "--train-size", "64", "--test-size", "32",
+                           "--model", "tiny", "--runs-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2 and "num_workers=100000 is more loader workers" in done.stderr
+    assert not list(tmp_path.rglob("run.json"))   # nothing started

@@ -28,6 +28,24 @@ def loader_workers(procs_on_host: int, cores: int | None = None) -> int:
     return max(1, cores // procs_on_host)
 
 
+# loader workers a core may carry: the talk ran 29 on a p3.2xlarge's 8 vCPUs (3.6 a
+# core); far beyond this the workers only queue for the cores, and thousands of forked
+# processes exhaust memory or the process table (MXNet then aborts with signal 6)
+LOADER_WORKERS_PER_CORE = 8
+
+
+def check_loader_workers(num_workers: int, cores: int | None = None) -> None:
+    """ValueError for more loader workers than this machine's cores can carry, naming
+    the limit, before any of them is started."""
+    cores = usable_cores() if cores is None else cores
+    limit = LOADER_WORKERS_PER_CORE * cores
+    if num_workers > limit:
+        raise ValueError(f"num_workers={num_workers} is more loader workers than this "
+                         f"machine's {cores} core{'s' if cores != 1 else ''} can carry "
+                         f"({LOADER_WORKERS_PER_CORE} a core at most: allowed 0..{limit}); "
+                         "gc.workers() gives the course's advice for this machine")
+
+
 def threads_per_process(procs_on_host: int, cores: int | None = None) -> int:
     """Compute threads (OMP_NUM_THREADS) per CPU training process sharing the host:
     more threads than cores only wait for each other."""

@@ -12,6 +12,7 @@ import re
 import mxnet as mx
 import numpy as np
 
+from ...env.cores import check_loader_workers
 from ...measure import provenance
 from ...config import Experiment
 from ...measure.records import OutOfMemory
@@ -59,6 +60,7 @@ def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
     runs on them (`effective_config`) and what changed."""
     requested = cfg if cfg.engine == "gluon" else cfg.replace(engine="gluon")
     check_threads(requested)  # before any work: only a new process changes MXNet's threads
+    check_loader_workers(cfg.num_workers)   # before a worker is forked
     if net is not None:  # a network the notebook hybridized or cast itself is the request
         found, _ = _read_network(net)
         requested = provenance.reconcile(requested, found, "the network")

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from ...data.folder import CorruptImage
+from ...env.cores import check_loader_workers
 from ...measure import provenance
 from ...measure.guards import Terminated, stop_asked
 from ...config import Experiment, Graph
@@ -79,6 +80,7 @@ def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
     if cfg.engine != "pytorch":
         cfg = cfg.replace(engine="pytorch")
     found = None
+    check_loader_workers(cfg.num_workers)   # before a worker is forked
     if devices is None:
         devices, found = try_devices(count if count is not None else cfg.num_gpus)
     devices = [torch.device(d) for d in devices]
