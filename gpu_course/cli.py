@@ -274,6 +274,8 @@ def _distributed(args) -> int:
                          "must be >= 1")
     engine = _engine(args.engine)
     k = args.nodes * args.procs_per_node
+    from .env.cores import check_training_processes
+    check_training_processes(k, f"--nodes={args.nodes} x --procs-per-node={args.procs_per_node}")
     base, job = distributed.run(engine, args.nodes, args.procs_per_node, quick=args.quick,
                                 runs_dir=args.runs_dir)
     cfg = _config.Experiment.from_dict(job.config)

@@ -49,3 +49,15 @@ def test_a_run_asking_for_thousands_of_workers_stops_before_forking_one(tmp_path
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 2 and "num_workers=100000 is more loader workers" in done.stderr
     assert not list(tmp_path.rglob("run.json"))   # nothing started
+
+
+def test_a_local_multi_host_job_beyond_the_cores_is_refused_before_it_starts(tmp_path):
+    """`gpu-course distributed --nodes` huge aborted with signal 6; now one line, exit 2."""
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "gpu_course.cli", "distributed", "--nodes",
+                           "100000", "--quick", "--runs-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2, done.stderr
+    assert "--nodes=100000 x --procs-per-node=1 starts 100000 training processes" in done.stderr
+    assert not list(tmp_path.rglob("run.json"))

@@ -28,6 +28,23 @@ def loader_workers(procs_on_host: int, cores: int | None = None) -> int:
     return max(1, cores // procs_on_host)
 
 
+# training processes a core may run where each stands in for a GPU or a host (DDP on the
+# CPU, the local multi-host job): each needs a core to make progress
+CPU_PROCESSES_PER_CORE = 2
+
+
+def check_training_processes(count: int, what: str, cores: int | None = None) -> None:
+    """ValueError for more CPU training processes than this machine's cores can run,
+    naming `what` asked for them and the limit, before one is started."""
+    cores = usable_cores() if cores is None else cores
+    limit = CPU_PROCESSES_PER_CORE * cores
+    if count > limit:
+        raise ValueError(f"{what} starts {count} training processes, more than this "
+                         f"machine's {cores} core{'s' if cores != 1 else ''} can run "
+                         f"({CPU_PROCESSES_PER_CORE} a core at most: allowed up to {limit}); "
+                         "each needs a core to make progress")
+
+
 # loader workers a core may carry: the talk ran 29 on a p3.2xlarge's 8 vCPUs (3.6 a
 # core); far beyond this the workers only queue for the cores, and thousands of forked
 # processes exhaust memory or the process table (MXNet then aborts with signal 6)

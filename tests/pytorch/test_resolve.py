@@ -33,7 +33,7 @@ def test_more_cpu_processes_than_the_cores_can_run_are_refused_up_front(small_cf
     if torch.cuda.is_available():
         pytest.skip("a GPU machine launches one process a GPU")
     many = 2 * (os.cpu_count() or 1) + 1
-    with pytest.raises(ValueError, match=rf"num_gpus={many} on the CPU starts {many} processes"):
+    with pytest.raises(ValueError, match=rf"num_gpus={many} on the CPU starts {many} training processes"):
         gc.train(small_cfg.replace(num_gpus=many), runs_dir=runs_dir, verbose=False)
     assert not any(runs_dir.iterdir()) if runs_dir.exists() else True
 

@@ -18,12 +18,10 @@ from ...config import Experiment
 from ...scale.localhosts import backend
 from ...measure.records import OutOfMemory, runs_root, load_run, update_meta
 from .devices import gpu_count
+from ...env.cores import check_training_processes
 
 OOM_MARKER = "gpu_course out of memory:"  # a rank's last line when its batch did not fit (ddp prints it)
 PACKAGE_PARENT = Path(__file__).resolve().parents[3]  # so the workers import this gpu_course
-
-
-CPU_PROCESSES_PER_CORE = 2   # DDP processes on the CPU, each standing in for a GPU
 
 
 def launch(cfg: Experiment, runs_dir=None, verbose: bool = True):
@@ -40,12 +38,7 @@ def launch(cfg: Experiment, runs_dir=None, verbose: bool = True):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_PARENT),
                                                       env.get("PYTHONPATH")]))
     if backend(gpu_count(), world) == "gloo":  # CPU processes: fewer GPUs than processes
-        cores = os.cpu_count() or 1
-        if world > CPU_PROCESSES_PER_CORE * cores:
-            raise ValueError(f"num_gpus={world} on the CPU starts {world} processes, more than "
-                             f"this machine's {cores} cores can run ({CPU_PROCESSES_PER_CORE} "
-                             f"a core at most: allowed 2..{CPU_PROCESSES_PER_CORE * cores}); "
-                             "each stands in for a GPU and needs a core to make progress")
+        check_training_processes(world, f"num_gpus={world} on the CPU")   # each for a GPU
         if gpu_count():  # NCCL refuses two ranks on one GPU: the processes see none
             env["CUDA_VISIBLE_DEVICES"] = ""
         # they share the cores (torchrun would give each one)
