@@ -1,0 +1,195 @@
+"""The exercises' checks on fake runs: every way a check says "not yet", and every way it
+passes, each judged against the runs' noise (tests/fake_runs.py)."""
+import pytest
+
+from gpu_course.lessons.exercises import check
+
+
+def workers(make_run, rates, counts=(1, 0), waits=None, **config):
+    waits = waits or [0.3] * len(rates)
+    return [make_run(f"num_workers={n}", rate=rate, data_wait_share=wait,
+                     config={"num_workers": n, **config})
+            for n, rate, wait in zip(counts, rates, waits)]
+
+
+def busy(run, other_cores):
+    """Record that other programs kept `other_cores` cores busy while `run` ran."""
+    run.meta["load"] = {"start": {"wall": 0.0, "cpu_busy_s": 0.0, "process_cpu_s": 0.0},
+                        "end": {"wall": 10.0, "process_cpu_s": 10.0, "cpu_busy_s": 10.0 * (
+                            1 + run.config["num_workers"] + other_cores)}}
+    return run
+
+
+def test_an_unknown_exercise_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"exercise='99.9' is not an exercise; allowed: 01.1"):
+        check("99.9", [])
+
+
+@pytest.mark.parametrize("runs, says", [
+    ([], "0 run(s) so far; the exercise compares two runs"),
+    (None, "0 run(s) so far"),
+    ("a run", "'a run' is not a run record: pass what gc.train or gc.record returned"),
+])
+def test_no_runs_yet_is_not_yet(runs, says):
+    result = check("01.1", runs, "faster")
+    assert not result and not result.passed and says in result.message
+    assert str(result).startswith("Exercise 01.1, not yet: ")
+
+
+def test_one_run_only_asks_for_the_change(make_run):
+    result = check("01.1", workers(make_run, [600])[:1], "faster")
+    assert "1 run(s) so far" in result.message and "lines marked # >>>" in result.message
+
+
+def test_a_run_that_did_not_finish_is_named(make_run):
+    runs = workers(make_run, [600, 300])
+    runs[1].meta["status"] = "failed"
+    assert "'num_workers=0' did not finish (status failed)" in check("01.1", runs, "slower").message
+
+
+def test_the_unchanged_run_is_rejected(make_run):
+    runs = workers(make_run, [600, 610], counts=(1, 1))
+    result = check("01.1", runs, "same")
+    assert not result and "have the same num_workers (1): nothing was changed" in result.message
+
+
+def test_a_second_change_is_named(make_run):
+    runs = [make_run("a", config={"num_workers": 1}),
+            make_run("b", config={"num_workers": 0, "batch_size": 256})]
+    result = check("01.1", runs, "slower")
+    assert not result and "differ in more than num_workers: batch_size" in result.message
+
+
+def test_too_few_steps_ask_for_more_images(make_run):
+    runs = workers(make_run, [600, 300], train_size=1024)
+    result = check("01.1", runs, "slower")
+    assert not result and "too few steps to judge" in result.message
+    assert 'gc.sizes("01", exercise_size=...)' in result.message
+
+
+@pytest.mark.parametrize("prediction", [None, "quicker", 1, ["faster"]])
+def test_a_missing_prediction_asks_for_one(make_run, prediction):
+    result = check("01.1", workers(make_run, [600, 300]), prediction)
+    assert not result and f"prediction={prediction!r}: write down, before you run" in result.message
+
+
+def test_a_prediction_the_runs_contradict_beyond_noise_fails_with_the_verdict(make_run):
+    result = check("01.1", workers(make_run, [600, 300], waits=[0.1, 0.6]), "faster")
+    assert not result
+    assert "you predicted faster, but 'num_workers=0' against 'num_workers=1' is ×0.4" in result.message
+    assert "a slow-down (" in result.message and "slower, beyond the runs' noise" in result.message
+
+
+def test_a_prediction_the_runs_show_passes_with_the_data_wait(make_run):
+    result = check("01.1", workers(make_run, [600, 300], waits=[0.1, 0.6]), "slower")
+    assert result.passed and "as you predicted (slower)" in result.message
+    assert "Data wait: 10% of the steady step time with 1 worker(s), 60% with 0" in result.message
+    assert "take CPU cores from the model" in result.message   # a CPU run: no GPU
+
+
+def test_within_noise_any_prediction_stands_untested_and_same_is_shown(make_run):
+    runs = workers(make_run, [600, 601])
+    untested = check("01.1", runs, "faster")
+    assert untested.passed and "cannot tell faster from the same speed" in untested.message
+    assert "Not contradicted, not shown" in untested.message
+    shown = check("01.1", runs, "same")
+    assert shown.passed and "as you predicted (same)" in shown.message
+
+
+def test_a_machine_shared_for_one_run_leaves_the_prediction_untested(make_run):
+    runs = workers(make_run, [600, 300])
+    busy(runs[0], 0.0), busy(runs[1], 3.0)
+    result = check("01.1", runs, "faster")
+    assert result.passed and "your prediction, faster, is untested" in result.message
+    assert "machine load" in result.message and "while nothing else runs" in result.message
+
+
+def test_a_gain_beyond_the_data_wait_is_flagged(make_run):
+    runs = workers(make_run, [60, 1200], counts=(0, 2), waits=[0.02, 0.01])
+    result = check("01.1", runs, "faster")
+    assert result.passed and "more than removing all of the first run's data wait" in result.message
+
+
+# -- 02.1: the knee ---------------------------------------------------------------------------
+
+def sweep(make_run, rates, counts=(0, 1, 2), waits=(0.6, 0.15, 0.05)):
+    return workers(make_run, rates, counts=counts, waits=list(waits))
+
+
+def test_a_knee_needs_three_counts(make_run):
+    result = check("02.1", sweep(make_run, (300, 600), counts=(0, 1)), 1)
+    assert not result and "at least three worker counts" in result.message
+    same = sweep(make_run, (300, 600, 610), counts=(0, 1, 1))
+    assert "tried 2 worker count(s) (0, 1)" in check("02.1", same, 1).message
+
+
+@pytest.mark.parametrize("knee", [None, 3, "1", True])
+def test_the_knee_must_be_a_count_tried(make_run, knee):
+    result = check("02.1", sweep(make_run, (300, 600, 640)), knee)
+    assert not result and f"knee={knee!r}: name one of the worker counts the sweep tried (0, 1, 2)" \
+        in result.message
+
+
+def test_a_knee_before_the_curve_stops_growing_fails(make_run):
+    result = check("02.1", sweep(make_run, (300, 600, 640)), 0)
+    assert not result and "with 0 worker(s) the sweep is below 90% of the best (2 workers)" in result.message
+    assert "Samples/s still grows past 0" in result.message
+    assert "Data wait by workers: 0 worker(s) 60%, 1 worker(s) 15%, 2 worker(s) 5%" in result.message
+
+
+def test_a_knee_within_ten_percent_of_the_best_passes(make_run):
+    result = check("02.1", sweep(make_run, (300, 600, 640)), 1)
+    assert result.passed and "knee at 1 worker(s): against the best (2 workers), ×0.94" in result.message
+    assert "more workers can remove no more than that" in result.message
+
+
+def test_a_later_knee_passes_and_names_the_earlier_one(make_run):
+    result = check("02.1", sweep(make_run, (300, 600, 640)), 2)
+    assert result.passed and "knee at 2 worker(s): the fastest of the sweep." in result.message
+    assert "1 worker(s) reach the best as closely: the knee may lie lower" in result.message
+
+
+def test_a_sweep_that_changes_more_than_workers_is_refused(make_run):
+    runs = sweep(make_run, (300, 600, 640))
+    runs[2].config["batch_size"] = 512
+    result = check("02.1", runs, 1)
+    assert not result and "differ in more than num_workers: batch_size" in result.message
+
+
+def test_a_knee_judged_across_a_shared_machine_says_so(make_run):
+    runs = sweep(make_run, (300, 600, 640))
+    busy(runs[0], 0.0), busy(runs[1], 3.0), busy(runs[2], 0.0)
+    result = check("02.1", runs, 1)
+    assert result.passed and "cannot place the knee for sure" in result.message
+
+
+# -- 03.1: a network as a graph ---------------------------------------------------------------
+
+def graphs(make_run, rates, first="eager", second="hybrid", ran=None):
+    return [make_run("resnet56 eager", rate=rates[0], config={"graph": first, "model": "resnet56"}),
+            make_run("resnet56 graph", rate=rates[1], config={"graph": second, "model": "resnet56"},
+                     ran=ran)]
+
+
+def test_the_graph_unchanged_is_rejected(make_run):
+    result = check("03.1", graphs(make_run, (600, 610), second="eager"), "same")
+    assert not result and "have the same graph (eager): nothing was changed" in result.message
+
+
+def test_the_first_run_is_the_network_as_written(make_run):
+    result = check("03.1", graphs(make_run, (600, 900), first="static"), "faster")
+    assert not result and "'resnet56 eager' ran with graph=static: the first run is" in result.message
+
+
+def test_a_graph_that_is_faster_passes_and_says_why(make_run):
+    result = check("03.1", graphs(make_run, (600, 900)), "faster")
+    assert result.passed and "as you predicted (faster)" in result.message
+    assert "resnet56's median step as written:" in result.message and "aot_eager" not in result.message
+
+
+def test_the_tracing_only_backend_is_named(make_run):
+    runs = graphs(make_run, (600, 900), ran={"compile_backend": "aot_eager"})
+    result = check("03.1", runs, "faster")
+    assert result.passed and "compile backend aot_eager: it traces the graph" in result.message
+    assert not check("03.1", runs, "slower")
+
