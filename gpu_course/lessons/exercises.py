@@ -153,6 +153,9 @@ def _runs(runs, least: int, what: str) -> list:
                      "run the exercise cell.")
     for run in runs:
         status = metrics.status(run)
+        if status == "oom":
+            raise NotYet(f"'{run.name}' ran out of device memory: its batch does not fit this "
+                         "device. That is the limit; choose a smaller batch and run again.")
         if status != "finished":
             raise NotYet(f"'{run.name}' did not finish (status {status}): fix what stopped it "
                          "(its error is in the cell above) and run the exercise again.")
@@ -299,3 +302,19 @@ def _graph(runs, answer) -> str:
             f"a graph saves the Python work around each operator, which matters most where the "
             f"operators themselves are short{note}.")
 
+
+@exercise("05.1", "Train a larger batch, predict its samples/s, and read what it cost in accuracy.")
+def _larger_batch(runs, answer) -> str:
+    small, large = _runs(runs, 2, "the exercise compares two runs: the lesson's smallest batch "
+                         "and your larger one")[:2]
+    _only_change(small, large, "batch_size")
+    if int(alike.value(large, "batch_size")) < int(alike.value(small, "batch_size")):
+        raise NotYet(f"'{large.name}' has the smaller batch: the exercise asks for a larger one "
+                     "than the first run's.")
+    said = _direction(answer, _verdict(small, large, "batch_size", "05"), small, large)
+    _, accuracy = noise.accuracy_change(small, large)
+    steps = metrics.steady_steps(small), metrics.steady_steps(large)
+    return (f"{said} Validation accuracy after the same epochs, the larger batch against the "
+            f"smaller: {accuracy}. The larger batch took {steps[1]} steady steps where the smaller "
+            f"took {steps[0]}: fewer updates at the same learning rate, which is why lesson 05 "
+            "scales the rate with the batch and warms it up.")

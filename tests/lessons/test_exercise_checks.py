@@ -193,3 +193,29 @@ def test_the_tracing_only_backend_is_named(make_run):
     assert result.passed and "compile backend aot_eager: it traces the graph" in result.message
     assert not check("03.1", runs, "slower")
 
+
+# -- 05.1: a larger batch ---------------------------------------------------------------------
+
+def batches(make_run, rates, sizes=(64, 512), status="finished"):
+    runs = [make_run(f"batch {b}", rate=rate, config={"batch_size": b}) for b, rate in zip(sizes, rates)]
+    runs[-1].meta["status"] = status
+    return runs
+
+
+def test_a_batch_that_does_not_fit_is_named_as_the_limit(make_run):
+    result = check("05.1", batches(make_run, (600, 900), status="oom"), "faster")
+    assert not result and "'batch 512' ran out of device memory: its batch does not fit" in result.message
+
+
+def test_the_second_batch_must_be_the_larger(make_run):
+    result = check("05.1", batches(make_run, (600, 500), sizes=(512, 64)), "slower")
+    assert not result and "'batch 64' has the smaller batch" in result.message
+
+
+def test_a_larger_batch_reports_its_accuracy_after_the_same_epochs(make_run):
+    result = check("05.1", batches(make_run, (600, 900)), "faster")
+    assert result.passed and "as you predicted (faster)" in result.message
+    assert "Validation accuracy after the same epochs, the larger batch against the smaller: " \
+        in result.message and " points, " in result.message
+    assert "steady steps where the smaller took" in result.message
+    assert not check("05.1", batches(make_run, (600, 900)), "slower")
