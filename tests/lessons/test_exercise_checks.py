@@ -219,3 +219,72 @@ def test_a_larger_batch_reports_its_accuracy_after_the_same_epochs(make_run):
         in result.message and " points, " in result.message
     assert "steady steps where the smaller took" in result.message
     assert not check("05.1", batches(make_run, (600, 900)), "slower")
+
+
+# -- 06.1: a race of schedules ----------------------------------------------------------------
+
+def race(make_run, curves, test_size=10_000, **config):
+    """One run a schedule, its validation accuracy after each epoch as given."""
+    runs = []
+    for name, accs in curves.items():
+        run = make_run(f"lr_scheduler={name}", epochs=len(accs),
+                       config={"lr_scheduler": name, "test_size": test_size,
+                               **(config if name != "none" else {})})
+        run.epochs["val_acc"] = accs
+        runs.append(run)
+    return runs
+
+
+def test_a_race_needs_the_constant_rate_and_distinct_schedules(make_run):
+    no_constant = race(make_run, {"cosine": [0.5, 0.7], "poly": [0.5, 0.6]})
+    assert "no run has the constant rate (lr_scheduler='none')" in check("06.1", no_constant, "cosine").message
+    twice = race(make_run, {"none": [0.5, 0.6], "cosine": [0.5, 0.7]})
+    twice[1].config["lr_scheduler"] = "none"
+    assert "a schedule ran twice (none, none)" in check("06.1", twice, "none").message
+
+
+def test_a_race_that_changes_more_than_the_schedule_is_refused(make_run):
+    runs = race(make_run, {"none": [0.5, 0.6], "cosine": [0.5, 0.7]}, batch_size=512)
+    assert "differ in more than their schedule: batch_size" in check("06.1", runs, "cosine").message
+
+
+def test_the_answer_names_a_schedule_raced(make_run):
+    runs = race(make_run, {"none": [0.5, 0.6], "cosine": [0.5, 0.7]})
+    assert "first='poly': name one of the schedules raced ('none', 'cosine')" in \
+        check("06.1", runs, "poly").message
+
+
+def test_the_first_to_reach_the_constant_rates_accuracy_passes(make_run):
+    runs = race(make_run, {"none": [0.40, 0.55, 0.60], "cosine": [0.45, 0.62, 0.70],
+                           "poly": [0.42, 0.50, 0.61]})
+    result = check("06.1", runs, "cosine")
+    assert result.passed and "'cosine' reached 60.0%, the constant rate's final val acc, at epoch 2" \
+        in result.message
+    assert "Reached: none epoch 3; cosine epoch 2; poly epoch 3" in result.message
+    assert "untested" not in result.message
+
+
+def test_a_later_schedule_is_told_who_was_first_beyond_noise(make_run):
+    runs = race(make_run, {"none": [0.40, 0.55, 0.60], "cosine": [0.45, 0.62, 0.70],
+                           "poly": [0.42, 0.50, 0.61]})
+    result = check("06.1", runs, "poly")
+    assert not result and "'cosine' reached the target, 60.0%, at epoch 2, when 'poly' was at 50.0%" \
+        in result.message and "more than 2 standard errors" in result.message
+
+
+def test_a_tie_within_noise_is_accepted(make_run):
+    runs = race(make_run, {"none": [0.40, 0.55, 0.60], "cosine": [0.45, 0.61, 0.70],
+                           "poly": [0.42, 0.595, 0.61]}, test_size=1_000)
+    assert check("06.1", runs, "poly").passed   # 59.5% at epoch 2: within noise of 60% on 1,000 images
+
+
+def test_a_schedule_that_never_reaches_the_target_fails(make_run):
+    runs = race(make_run, {"none": [0.40, 0.55, 0.60], "poly": [0.42, 0.50, 0.55]})
+    result = check("06.1", runs, "poly")
+    assert not result and "'poly' never reached the target, 60.0%" in result.message
+
+
+def test_a_race_at_chance_is_untested(make_run):
+    runs = race(make_run, {"none": [0.10, 0.11], "cosine": [0.12, 0.10]}, test_size=256)
+    result = check("06.1", runs, "cosine")
+    assert result.passed and "the race is untested at this size" in result.message
