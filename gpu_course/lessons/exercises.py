@@ -218,25 +218,62 @@ def _wait(run) -> str:
 
 # -- the exercises ---------------------------------------------------------------------------
 
-@exercise("01.1", "Change the naive script's worker count and predict its samples/s.")
+def wait_blocks(run) -> list[float]:
+    """The data wait's share of the step time in each of `noise.BLOCKS` equal blocks of the
+    run's steady steps: the spread that stands in for repeats of one run (as samples/s's
+    blocks do in `noise.compare`)."""
+    steps = run.steps
+    if not len(steps):
+        return []
+    steady = steps[pd.to_numeric(steps["timed"], errors="coerce") == 1]
+    wait = pd.to_numeric(steady["data_wait_s"], errors="coerce").to_numpy()
+    total = wait + pd.to_numeric(steady["compute_s"], errors="coerce").to_numpy()
+    size = len(steady) // noise.BLOCKS
+    if size < noise.MIN_STEPS:
+        return []
+    return [float(wait[i * size:(i + 1) * size].sum() / total[i * size:(i + 1) * size].sum())
+            for i in range(noise.BLOCKS)]
+
+
+WAIT_WORDS = {"more": "more of each step waiting for data", "less": "less of each step waiting",
+              "same": "the same share waiting, within noise"}
+
+
+@exercise("01.1", "Change the naive script's worker count and predict its data wait.")
 def _naive_workers(runs, answer) -> str:
     before, after = _runs(runs, 2, "the exercise compares two runs: the naive script and your "
                           "change of it")[:2]
     _only_change(before, after, "num_workers")
-    verdict = _verdict(before, after, "num_workers", "01")
-    said = _direction(answer, verdict, before, after)
-    wait = metrics.data_wait_share(before)
-    why = (f" Data wait: {_wait(before)} of the steady step time with "
-           f"{alike.value(before, 'num_workers')} worker(s), {_wait(after)} with "
-           f"{alike.value(after, 'num_workers')}.")
-    if verdict.kind == noise.Kind.FASTER and 0 <= wait < 1 and verdict.low > 1 / (1 - wait):
-        why += (" The gain is more than removing all of the first run's data wait could buy: "
-                "something besides the feeding changed (the machine's load?).")
-    elif verdict.kind == noise.Kind.SLOWER:
-        why += (" Workers are processes: " + ("on this machine they take CPU cores from the "
-                "model, which computes on the same CPU." if not metrics.on_gpu(before) else
-                "they cost start-up time and cores the host needed."))
-    return said + why
+    xs, ys = wait_blocks(before), wait_blocks(after)
+    if not xs or not ys:
+        raise NotYet(f"'{after.name}' against '{before.name}': too few steady steps to judge the "
+                     f"data wait (a verdict needs {noise.BLOCKS * noise.MIN_STEPS} a run). Give "
+                     "each run more images: gc.sizes(\"01\", exercise_size=...), then run the "
+                     "exercise again.")
+    if not isinstance(answer, str) or answer not in WAIT_WORDS:
+        raise NotYet(f"prediction={answer!r}: write down, before you run, what you expect of the "
+                     f"share of each step spent waiting for data in '{after.name}' against "
+                     f"'{before.name}': one of " + ", ".join(map(repr, WAIT_WORDS)) + ".")
+    # the blocks' ranges apart or overlapping: the rule `noise.compare` applies to samples/s
+    measured = "more" if min(ys) > max(xs) else "less" if max(ys) < min(xs) else "same"
+    shares = (f"data wait {_wait(before)} of the steady step time with "
+              f"{alike.value(before, 'num_workers')} worker(s) (blocks {min(xs):.0%}–{max(xs):.0%}), "
+              f"{_wait(after)} with {alike.value(after, 'num_workers')} (blocks "
+              f"{min(ys):.0%}–{max(ys):.0%})")
+    if measured != answer and measured != "same":
+        raise NotYet(f"you predicted {WAIT_WORDS[answer]}; the runs say {WAIT_WORDS[measured]}, "
+                     f"beyond their noise: {shares}. Where does the loading happen with "
+                     f"{alike.value(after, 'num_workers')} worker(s), and does the training loop "
+                     "wait for it?")
+    said = (f"as you predicted, {WAIT_WORDS[answer]}: {shares}." if measured == answer else
+            f"you predicted {WAIT_WORDS[answer]}; the runs cannot tell it from the same share: "
+            f"{shares}. Not contradicted, not shown: more images (exercise_size) would tell.")
+    speed = noise.compare(before, after, varies=("num_workers",))
+    said += f" Samples/s, '{after.name}' against '{before.name}': {speed}"
+    if measured == "less" and not metrics.on_gpu(before) and speed.kind != noise.Kind.FASTER:
+        said += (": without a GPU the workers and the model share the CPU's cores, so waiting "
+                 "less need not mean training faster")
+    return said + "."
 
 
 @exercise("02.1", "Sweep the worker count and name the knee: where samples/s stops growing.")

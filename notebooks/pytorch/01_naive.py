@@ -97,20 +97,21 @@ gc.conclude("01", runs)
 # Predict, then measure. The naive script once more, on `SIZES.exercise_size` images: set
 # the worker count at the line marked `# >>>` (0: the training process prepares every
 # batch itself, between its steps; 2, 4...: several batches in the making at once) and,
-# **before you run it**, write down what you expect of its samples/s against one worker:
-# `"faster"`, `"slower"` or `"same"`. Think of the data wait the table above measured.
+# **before you run it**, write down what you expect of the share of each step spent
+# waiting for data, against one worker: `"more"`, `"less"` or `"same"`. The check then
+# tells you what that did to samples/s, and why the two need not move together.
 #
 # The check reads both runs' records: it asks for the worker count changed and nothing
-# else, enough steady steps for a verdict against noise, and a prediction the measurement
-# does not contradict. When it says "not yet", it says why. `gc.solution("01.1")` shows one
-# answer, once you have tried.
+# else, enough steady steps for a verdict against noise (the data wait of five blocks of
+# each run's steps), and a prediction the measurement does not contradict. When it says
+# "not yet", it says why. `gc.solution("01.1")` shows one answer, once you have tried.
 
 # %% tags=["exercise"]
 ex_cfg = gc.Experiment(name="exercise", model=SIZES.exercise_model, batch_size=64, dtype="float32",
                        graph="eager", **SIZES.replace(train_size=SIZES.exercise_size))
 ex_set, _ = gc.load_datasets(ex_cfg)
 workers = 1                  # >>> the worker count you try instead of 1
-prediction = None            # >>> before you run: "faster", "slower" or "same" against 1 worker
+prediction = None            # >>> before you run: data wait "more", "less" or "same" than 1 worker
 mine = []
 for n in dict.fromkeys((1, workers)):   # 1 worker, then yours (once if the same)
     loader = DataLoader(ex_set, batch_size=64, shuffle=True, drop_last=True, num_workers=n)   # <-

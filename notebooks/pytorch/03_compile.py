@@ -70,7 +70,7 @@ gc.conclude("03", runs)   # the sentences, checked against the table: gpu_course
 # times as many) trains on `SIZES.exercise_size` images as written, then compiled. At the
 # line marked `# >>>` compile the second copy (`torch.compile(..., backend=SIZES.compile_backend)`,
 # as above), and **before you run** predict its samples/s against eager: `"faster"`,
-# `"slower"` or `"same"`. Then compare its gain with the two networks above, and say why
+# `"slower"` or `"same"` (mind the backend: smoke mode's `aot_eager` only traces). Then compare its gain with the two networks above, and say why
 # from the step time: compiling removes Python's work around each operator, not the
 # operators' own.
 #
