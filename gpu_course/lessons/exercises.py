@@ -11,10 +11,18 @@ compares with a typed number. It returns a `Result`: passed, with a sentence com
 the runs, or "not yet", with what is wrong and how to fix it. It fails when the runs are
 not the experiment asked for (missing, unfinished, a different change, or differing in
 more than the one change) or too short to judge, and when the attendee's answer is
-contradicted by the measurement beyond noise (`noise.compare`). An answer the runs cannot
-tell from its alternatives (within noise, or a machine shared with other programs for one
-run) is accepted, and the sentence says it is untested and how to test it. No
-deep-learning framework here.
+contradicted by the measurement beyond noise: samples/s by `noise.compare` (blocks of
+steady steps), the data wait by the same rule on its blocks (`wait_blocks`), accuracy by
+two binomial standard errors of the validation set (`noise.accuracy_se`). An answer the
+runs cannot tell from its alternatives (within noise, at chance, or a machine shared with
+other programs for one run) is accepted, and the sentence says it is untested and how to
+test it. No deep-learning framework here.
+
+    01.1  another worker count in the naive script: the data wait's share, predicted
+    02.1  a sweep of worker counts: its knee, named
+    03.1  a third network as a graph: its samples/s, predicted
+    05.1  a larger batch: its samples/s, predicted; its accuracy after the same epochs, read
+    06.1  a race of learning-rate schedules: the first to the constant rate's accuracy, named
 """
 from __future__ import annotations
 

@@ -121,7 +121,7 @@ gc.plots.curves(runs)
 # %% [markdown]
 # ## Exercise 06.1: a race to the constant rate's accuracy
 # All for the same epochs: the constant rate (`"none"`) and the schedulers you list at the
-# line marked `# >>>` (`"cosine"`, `"poly"`, `"factor"`, `"multifactor"`). The finish line
+# line marked `# >>>` (`"cosine"`, `"poly"`, `"factor"`). The finish line
 # is the validation accuracy the constant rate ends with. **Guess first** which schedule
 # crosses it earliest; then read the curves shown with the check and write the one that
 # did. Any schedule no other beat to that line by more than the validation set's noise
