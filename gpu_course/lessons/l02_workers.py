@@ -34,11 +34,13 @@ SIZES = {
     "full": dict(train_size=50_000, test_size=10_000, epochs=2, warmup_steps=5,
                  worker_counts=(1, 2, 4, 8, 16, 32, 64),   # those below gc.workers(), then it
                  large_batch=640,                           # the talk's batch a GPU
-                 knob_epochs=3),                            # persistent workers pay from epoch 2
+                 knob_epochs=3,                             # persistent workers pay from epoch 2
+                 exercise_size=10_240, exercise_model="resnet20"),   # each exercise run
     "smoke": dict(train_size=768, test_size=256, epochs=1, warmup_steps=2,
-                  worker_counts=(1,), large_batch=128, knob_epochs=2),
+                  worker_counts=(1,), large_batch=128, knob_epochs=2,
+                  exercise_size=1_536, exercise_model="tiny"),   # 22 steady steps: a noise verdict
     "check": dict(train_size=10_240, test_size=2_048, epochs=1, worker_counts=(1, 4),
-                  knob_epochs=2),
+                  knob_epochs=2, exercise_size=5_120),
 }
 BATCH = 64          # the lesson's batch, the talk's: a sweep at a larger one is its slide's
 KNEE = 0.9          # the knee: the fewest workers within 10 % of the best samples/s

@@ -17,13 +17,17 @@ from . import talk
 SIZES = {
     "full": dict(train_size=50_000, test_size=10_000, epochs=2,
                  warmup_steps=10,               # the first graph steps build (compile) the graph
-                 compile_backend="inductor"),
+                 compile_backend="inductor",
+                 exercise_size=10_240,          # images of each exercise run
+                 exercise_model="resnet56"),    # a network the lesson does not compile
     # inductor needs about a minute a network on 2 CPU cores; aot_eager only traces the graph:
     # the lesson's code path, without its speed-up
     "smoke": dict(train_size=768, test_size=256, epochs=1, warmup_steps=3,
-                  compile_backend="aot_eager"),
+                  compile_backend="aot_eager",
+                  exercise_size=1_664,           # 23 steady steps: enough for a noise verdict
+                  exercise_model="tiny"),       # the cheapest network, in CI
     # inductor and CUDA graphs as at full size: compiling dominates the check's time
-    "check": dict(train_size=10_240, test_size=2_048, epochs=2),
+    "check": dict(train_size=10_240, test_size=2_048, epochs=2, exercise_size=5_120),
 }
 WORDS = {"gluon": ("imperative", "hybridized"), "pytorch": ("eager", "compiled")}
 

@@ -32,13 +32,15 @@ SIZES = {
                  base_batch=128,                      # lr = 0.1 at this batch, scaled linearly above it
                  large_warmup_epochs=1.0,            # the large batch's warm-up
                  race_epochs=6, race_train_size=50_000, race_batch=256,
-                 torch_threads=None),                 # PyTorch's intra-op threads (None: its default)
+                 torch_threads=None,                  # PyTorch's intra-op threads (None: its default)
+                 exercise_size=10_240),               # each exercise run: 20+ steady steps at 128
     # a small network and one in-process loader, so that a dozen runs fit CI's minute on 2 cores
     "smoke": dict(model="tiny", train_size=512, test_size=256, epochs=1, warmup_steps=2,
                   num_workers=0, batches=(32, 64, 128), base_batch=32, large_warmup_epochs=0.5,
-                  race_epochs=2, race_train_size=256, race_batch=64, torch_threads=1),
+                  race_epochs=2, race_train_size=256, race_batch=64, torch_threads=1,
+                  exercise_size=1_536),               # 22 steady steps at batch 64: a noise verdict
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, batches=(64, 256, 1280),
-                  race_epochs=3, race_train_size=10_240),
+                  race_epochs=3, race_train_size=10_240, exercise_size=5_120),
 }
 TARGET = 0.9          # the race's target: this share of the best final accuracy
 DATA_BOUND = 0.5      # a run that waits for data more than this share of its steady time

@@ -86,3 +86,33 @@ input_only = gc.train(ceiling_cfg.replace(name="naive input-only", mock="trainer
 # %%
 gc.show([run, input_only, compute_only], lesson="01", chart=False)
 gc.conclude("01", [run, input_only, compute_only])
+
+# %% [markdown]
+# ## Exercise 01.1: one loader process, none, or several?
+# First a prediction, then the measurement. Below, the naive job again on
+# `SIZES.exercise_size` images. At the line marked `# >>>` pick another number of loader
+# processes (0 makes the training loop decode and augment every batch itself; 2 or more
+# prepare batches side by side), and **before running** write your guess of how much of
+# each step will go to waiting for a batch, against one process: `"more"`, `"less"` or
+# `"same"`. The check adds what happened to samples/s, which need not follow.
+#
+# The check cell reads the two run records. It wants the process count changed and
+# nothing else, steps enough to judge against noise (five blocks of each run's steps),
+# and a guess the runs do not contradict; otherwise it explains what to fix. After
+# trying, `gc.solution("01.1")` prints a worked answer.
+
+# %% tags=["exercise"]
+few = SIZES.replace(train_size=SIZES.exercise_size)   # fewer images than the lesson
+ex = gc.Experiment(name="exercise", model=SIZES.exercise_model, batch_size=64, num_workers=1, **few)
+images, _ = gc.load_datasets(ex)
+count = 1                    # >>> how many loader processes to try instead of 1
+guess = None                 # >>> written before running: data wait "more", "less" or "same" than 1
+tried = []
+for n in dict.fromkeys((1, count)):   # one process, then your count (once if it is 1)
+    batches = gluon.data.DataLoader(images, batch_size=64, shuffle=True, last_batch="discard",
+                                    num_workers=n)                       # <-
+    tried.append(gc.train(ex.replace(name=f"exercise: {n} loader process(es)", num_workers=n),
+                          net=gc.get_model(ex), train_iter=batches, verbose=False))
+
+# %% tags=["check"]
+gc.check("01.1", tried, guess)

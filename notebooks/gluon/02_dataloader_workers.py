@@ -104,3 +104,32 @@ for n in (1, gc.workers()):
                           verbose=False))
 gc.show(large, lesson="02", chart=False)
 gc.conclude("02", large)
+
+# %% [markdown]
+# ## Exercise 02.1: where does the curve bend on your machine?
+# Your own sweep, on `SIZES.exercise_size` images. At the line marked `# >>>`, give three
+# or more numbers of loader processes (none, a couple, the talk's advice `gc.workers()`,
+# and more where the cores allow). Guess first, from lesson 01's data wait, where the
+# knee will be; run; then read the table shown under the check and name the knee: the
+# fewest processes within 10 % of the fastest (or within its noise). Say why from the
+# data wait: extra processes can only take away waiting for batches.
+#
+# Any knee the runs support against their noise passes; anything else gets an
+# explanation. `gc.solution("02.1")` prints one worked answer once you have tried.
+
+# %% tags=["exercise"]
+few = SIZES.replace(train_size=SIZES.exercise_size)   # fewer images than the lesson
+ex = gc.Experiment(name="exercise", model=SIZES.exercise_model, batch_size=64, **few)
+images, _ = gc.load_datasets(ex)
+processes = [1]              # >>> three or more numbers of loader processes
+tried = []
+for n in processes:
+    batches = gluon.data.DataLoader(images, batch_size=64, shuffle=True, last_batch="discard",
+                                    num_workers=n)                       # <-
+    tried.append(gc.train(ex.replace(name=f"exercise: {n} loader process(es)", num_workers=n),
+                          net=gc.get_model(ex), train_iter=batches, verbose=False))
+
+# %% tags=["check"]
+gc.show(tried, lesson="02", chart=False)
+knee = None                  # >>> your knee, from the table
+gc.check("02.1", tried, knee)

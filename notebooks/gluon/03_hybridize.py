@@ -55,3 +55,31 @@ for model in ("resnet20", "tiny"):
 # %%
 gc.show(runs, lesson="03")
 gc.conclude("03", runs)   # the sentences, checked against the table: gpu_course/lessons/l03_graph.py
+
+# %% [markdown]
+# ## Exercise 03.1: hybridize a third network
+# The network `SIZES.exercise_model` (ResNet-56 at full size: ResNet-20's blocks, close to
+# three times as many of them) trains on `SIZES.exercise_size` images imperatively and
+# then as a graph. Hybridize the second copy at the line marked `# >>>` (with
+# `static_alloc=True, static_shape=True`, as above), and **before running** guess its
+# samples/s against the imperative copy: `"faster"`, `"slower"` or `"same"`. Afterwards
+# set its gain beside ResNet-20's and the tiny network's and explain it from the step
+# time: a graph saves the Python work around each operator, never the operator itself.
+#
+# The check asks for two runs that differ only in the graph, steps enough for a noise
+# verdict, and a guess the runs do not contradict. After trying, `gc.solution("03.1")`.
+
+# %% tags=["exercise"]
+few = SIZES.replace(train_size=SIZES.exercise_size)   # fewer images than the lesson
+ex = gc.Experiment(name="exercise", model=SIZES.exercise_model, batch_size=64,
+                   num_workers=gc.workers(), **few)
+ex_train, ex_val = gc.load_data(ex)
+imperative = gc.get_model(ex)
+graph = gc.get_model(ex)     # >>> hybridize this copy
+guess = None                 # >>> written before running: "faster", "slower" or "same"
+tried = [gc.train(ex.replace(name=f"exercise: {ex.model} {label}"), net=net, train_iter=ex_train,
+                  val_iter=ex_val, verbose=False)
+         for label, net in (("imperative", imperative), ("hybridized", graph))]
+
+# %% tags=["check"]
+gc.check("03.1", tried, guess)

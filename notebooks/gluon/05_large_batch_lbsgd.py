@@ -178,3 +178,25 @@ gc.conclude("05", races)
 
 # %%
 gc.plots.curves(races)
+
+# %% [markdown]
+# ## Exercise 05.1: how large a batch, and at what cost?
+# Below, the sweep's first batch size on `SIZES.exercise_size` images, then one of your
+# own, larger, set at the line marked `# >>>`. On a GPU, look for the largest batch its
+# memory holds (one too large leaves an out-of-memory record, which the check names).
+# The learning rate is left alone. **Before running**, guess the larger batch's samples/s
+# against the small one: `"faster"`, `"slower"` or `"same"`. The check rules on that
+# against noise, then tells you what the larger batch cost in accuracy after the same
+# epochs: the reason for the scaled rate and warm-up above. After trying, `gc.solution("05.1")`.
+
+# %% tags=["exercise"]
+ex = gc.Experiment(name="exercise", graph="static", **SIZES.replace(train_size=SIZES.exercise_size),
+                   dtype="float16" if gc.gpu_count() else "float32")
+size = SIZES.batches[0]      # >>> a batch size larger than the sweep's first
+guess = None                 # >>> written before running: "faster", "slower" or "same"
+tried = []
+for b in dict.fromkeys((SIZES.batches[0], size)):   # the small batch, then yours
+    tried.append(gc.train(ex.replace(name=f"exercise: batch {b}", batch_size=b), verbose=False))   # <-
+
+# %% tags=["check"]
+gc.check("05.1", tried, guess)

@@ -117,3 +117,26 @@ gc.conclude("06", runs)   # the sentences, checked against the table: gpu_course
 
 # %%
 gc.plots.curves(runs)
+
+# %% [markdown]
+# ## Exercise 06.1: a race to the constant rate's accuracy
+# All for the same epochs: the constant rate (`"none"`) and the schedulers you list at the
+# line marked `# >>>` (`"cosine"`, `"poly"`, `"factor"`). The finish line
+# is the validation accuracy the constant rate ends with. **Guess first** which schedule
+# crosses it earliest; then read the curves shown with the check and write the one that
+# did. Any schedule no other beat to that line by more than the validation set's noise
+# (2 standard errors) passes; if another did, the check names it and the epoch. After
+# trying, `gc.solution("06.1")`.
+
+# %% tags=["exercise"]
+ex = gc.Experiment(name="exercise", graph="static", warmup_epochs=1.0, lr_factor=0.5, **SIZES,
+                   dtype="float16" if gc.gpu_count() else "float32")
+raced = ["none"]             # >>> the constant rate first, then the schedulers racing it
+tried = []
+for name in raced:
+    tried.append(gc.train(ex.replace(name=f"exercise: {name}", lr_scheduler=name), verbose=False))   # <-
+
+# %% tags=["check"]
+display(gc.plots.curves(tried))
+first = None                 # >>> which schedule got to the constant rate's final accuracy first
+gc.check("06.1", tried, first)

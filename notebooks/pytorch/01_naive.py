@@ -91,3 +91,32 @@ compute_only = gc.train(cfg.replace(name="naive compute-only", mock="loader", ep
 runs = [run, input_only, compute_only]
 gc.show(runs, lesson="01", chart=False)
 gc.conclude("01", runs)
+
+# %% [markdown]
+# ## Exercise 01.1: fewer workers, or more?
+# Predict, then measure. The naive script once more, on `SIZES.exercise_size` images: set
+# the worker count at the line marked `# >>>` (0: the training process prepares every
+# batch itself, between its steps; 2, 4...: several batches in the making at once) and,
+# **before you run it**, write down what you expect of the share of each step spent
+# waiting for data, against one worker: `"more"`, `"less"` or `"same"`. The check then
+# tells you what that did to samples/s, and why the two need not move together.
+#
+# The check reads both runs' records: it asks for the worker count changed and nothing
+# else, enough steady steps for a verdict against noise (the data wait of five blocks of
+# each run's steps), and a prediction the measurement does not contradict. When it says
+# "not yet", it says why. `gc.solution("01.1")` shows one answer, once you have tried.
+
+# %% tags=["exercise"]
+ex_cfg = gc.Experiment(name="exercise", model=SIZES.exercise_model, batch_size=64, dtype="float32",
+                       graph="eager", **SIZES.replace(train_size=SIZES.exercise_size))
+ex_set, _ = gc.load_datasets(ex_cfg)
+workers = 1                  # >>> the worker count you try instead of 1
+prediction = None            # >>> before you run: data wait "more", "less" or "same" than 1 worker
+mine = []
+for n in dict.fromkeys((1, workers)):   # 1 worker, then yours (once if the same)
+    loader = DataLoader(ex_set, batch_size=64, shuffle=True, drop_last=True, num_workers=n)   # <-
+    mine.append(gc.train(ex_cfg.replace(name=f"exercise: num_workers={n}", num_workers=n),
+                         net=gc.get_model(ex_cfg), train_iter=loader, verbose=False))
+
+# %% tags=["check"]
+gc.check("01.1", mine, prediction)

@@ -132,3 +132,31 @@ tuned = gc.train(knob_cfg.replace(name="workers", pin_memory=tuned_iter.pin_memo
 # %%
 gc.show([plain, tuned], lesson="02", chart=False)
 gc.conclude("02", [plain, tuned])
+
+# %% [markdown]
+# ## Exercise 02.1: find the knee yourself
+# Sweep the worker count on `SIZES.exercise_size` images: list at least three counts at
+# the line marked `# >>>` (0, a few, the talk's `gc.workers()`, more if your machine has
+# the cores), run, and read the table the check cell shows. Then name the knee: the
+# fewest workers within 10 % of the best samples/s (or within its noise). Before you run,
+# guess where it lies from the data wait of lesson 01, and afterwards explain it from the
+# data wait column: workers can remove no more than the data wait.
+#
+# The check accepts any knee the measurement supports against its noise, and says what
+# is wrong otherwise. `gc.solution("02.1")` shows one way, after you have tried.
+
+# %% tags=["exercise"]
+sweep_cfg = gc.Experiment(name="exercise", model=SIZES.exercise_model, batch_size=64,
+                          **SIZES.replace(train_size=SIZES.exercise_size))
+sweep_set, _ = gc.load_datasets(sweep_cfg)
+counts = [1]                 # >>> three or more worker counts
+mine = []
+for n in counts:
+    loader = DataLoader(sweep_set, batch_size=64, shuffle=True, drop_last=True, num_workers=n)   # <-
+    mine.append(gc.train(sweep_cfg.replace(name=f"exercise: num_workers={n}", num_workers=n),
+                         net=gc.get_model(sweep_cfg), train_iter=loader, verbose=False))
+
+# %% tags=["check"]
+gc.show(mine, lesson="02", chart=False)
+knee = None                  # >>> the knee you read from the table
+gc.check("02.1", mine, knee)

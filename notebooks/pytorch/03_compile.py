@@ -63,3 +63,31 @@ for model in ("resnet20", "tiny"):
 # %%
 gc.show(runs, lesson="03")
 gc.conclude("03", runs)   # the sentences, checked against the table: gpu_course/lessons/l03_graph.py
+
+# %% [markdown]
+# ## Exercise 03.1: compile a network the lesson did not
+# `SIZES.exercise_model` (ResNet-56 at full size: the same blocks as ResNet-20, nearly three
+# times as many) trains on `SIZES.exercise_size` images as written, then compiled. At the
+# line marked `# >>>` compile the second copy (`torch.compile(..., backend=SIZES.compile_backend)`,
+# as above), and **before you run** predict its samples/s against eager: `"faster"`,
+# `"slower"` or `"same"` (mind the backend: smoke mode's `aot_eager` only traces). Then compare its gain with the two networks above, and say why
+# from the step time: compiling removes Python's work around each operator, not the
+# operators' own.
+#
+# The check wants the two runs to differ in the graph alone, enough steady steps for a
+# verdict against noise, and a prediction the runs do not contradict.
+# `gc.solution("03.1")` shows an answer, after you have tried.
+
+# %% tags=["exercise"]
+ex_cfg = gc.Experiment(name="exercise", model=SIZES.exercise_model, batch_size=64,
+                       num_workers=gc.workers(), **SIZES.replace(train_size=SIZES.exercise_size))
+ex_train, ex_val = gc.load_data(ex_cfg)
+eager = gc.get_model(ex_cfg)
+compiled = None              # >>> the same network, compiled
+prediction = None            # >>> before you run: "faster", "slower" or "same" against eager
+mine = [gc.train(ex_cfg.replace(name=f"exercise: {ex_cfg.model} {label}"), net=net,
+                 train_iter=ex_train, val_iter=ex_val, verbose=False)
+        for label, net in (("eager", eager), ("compiled", compiled)) if net is not None]
+
+# %% tags=["check"]
+gc.check("03.1", mine, prediction)

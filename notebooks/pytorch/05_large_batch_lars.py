@@ -181,3 +181,25 @@ gc.conclude("05", races)
 
 # %%
 gc.plots.curves(races)
+
+# %% [markdown]
+# ## Exercise 05.1: a larger batch, the same epochs
+# The sweep's smallest batch again on `SIZES.exercise_size` images, and beside it a larger
+# batch of your choice at the line marked `# >>>`: on a GPU, try the largest that fits in
+# its memory (a batch that does not fit ends in an out-of-memory record, and the check
+# says so). The learning rate stays the same. **Before you run**, predict its samples/s
+# against the small batch: `"faster"`, `"slower"` or `"same"`. The check judges that
+# against noise and then reports what the larger batch did to the accuracy after the
+# same epochs, which is where the lesson's scaled rate and warm-up come in.
+# `gc.solution("05.1")` shows an answer, after you have tried.
+
+# %% tags=["exercise"]
+ex_cfg = gc.Experiment(name="exercise", pin_memory=gc.gpu_count() > 0,
+                       **SIZES.replace(train_size=SIZES.exercise_size))
+batch = SIZES.batches[0]     # >>> a larger batch than the sweep's first
+prediction = None            # >>> before you run: "faster", "slower" or "same" than the small batch
+mine = [gc.train(ex_cfg.replace(name=f"exercise: batch {b}", batch_size=b), verbose=False)   # <- the batch
+        for b in dict.fromkeys((SIZES.batches[0], batch))]
+
+# %% tags=["check"]
+gc.check("05.1", mine, prediction)

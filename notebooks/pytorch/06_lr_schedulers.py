@@ -124,3 +124,24 @@ gc.conclude("06", runs)   # the sentences, checked against the table: gpu_course
 
 # %%
 gc.plots.curves(runs)
+
+# %% [markdown]
+# ## Exercise 06.1: which schedule gets there first?
+# A race for the same epochs: the constant rate (`"none"`) and the schedules you choose at
+# the line marked `# >>>` (`"cosine"`, `"poly"`, `"factor"`...; `"onecycle"` needs
+# `warmup_epochs=0`). The target is the accuracy the constant rate ends with. **Before you
+# run**, predict which schedule reaches it first; then read the curves in the check cell
+# and write down the one that did. The check accepts any schedule that no other beat to the
+# target by more than the validation set's noise (2 standard errors), and names the one
+# that did when yours was beaten. `gc.solution("06.1")` shows an answer, after you have tried.
+
+# %% tags=["exercise"]
+race_cfg = gc.Experiment(name="exercise", warmup_epochs=1.0, lr_factor=0.5, **SIZES)
+schedules = ["none"]         # >>> the constant rate "none", then the schedules that race it
+mine = [gc.train(race_cfg.replace(name=f"exercise: lr_scheduler={s}", lr_scheduler=s), verbose=False)   # <-
+        for s in schedules]
+
+# %% tags=["check"]
+display(gc.plots.curves(mine))
+first = None                 # >>> the schedule whose val acc reached the constant rate's final one first
+gc.check("06.1", mine, first)

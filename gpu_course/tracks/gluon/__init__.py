@@ -16,6 +16,7 @@ check_thread_variables()   # before MXNet loads: it aborts the process on a garb
 
 from ...experiments import interleave as _interleave  # noqa: E402
 from ...lessons import conclude, show, sizes, workers
+from ...lessons.exercises import check, solution as _solution
 from ...experiments import sweep as _sweep
 from ...measure.records import OutOfMemory, load_run, load_runs
 from .data import make_loader
@@ -29,10 +30,16 @@ from .loop import evaluate, split
 from .record import record
 from .train import build, train
 
-__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
+__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
            "get_model", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
            "make_trainer", "sweep", "profile_steps", "repeat"]
+
+
+def solution(exercise: str) -> None:
+    """Print exercise `exercise`'s solution in this track (notebooks/solutions/gluon/):
+    compare it with your own after trying."""
+    _solution(exercise, "gluon")
 
 
 def sweep(cfg: Experiment, field: str, values, repeats: int = 1, **train_kwargs):

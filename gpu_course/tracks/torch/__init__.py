@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ...config import Experiment as _Experiment
 from ...experiments import interleave as _interleave
 from ...lessons import conclude, show, sizes, workers
+from ...lessons.exercises import check, solution as _solution
 from ...experiments import sweep as _sweep
 from ...measure.records import OutOfMemory, load_run, load_runs
 from .data import ImageDataset, make_loader
@@ -33,11 +34,17 @@ from .loop import Precision, evaluate, to_device
 from .record import record
 from .train import COMPILE_BACKEND_ENV, build, train
 
-__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
+__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
            "get_model", "build", "record", "train", "evaluate", "Precision", "to_device",
            "lr_scheduler", "lr_curve", "make_optimizer",
            "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
+
+
+def solution(exercise: str) -> None:
+    """Print exercise `exercise`'s solution in this track (notebooks/solutions/pytorch/):
+    compare it with your own after trying."""
+    _solution(exercise, "pytorch")
 
 
 @dataclass(frozen=True, eq=False)  # eq and hash as the base class: fields only

@@ -1,0 +1,164 @@
+"""The exercises as the notebooks ship them, run outside Jupyter (a plain module, shared by
+tests/gluon and tests/pytorch).
+
+A lesson's .py twin holds, after its lesson, pairs of cells: one tagged "exercise" (the
+attendee's lines marked `# >>>`) and the next code cell tagged "check" (`gc.check(id, ...)`).
+`run(track, lesson)` runs, in one fresh interpreter of this environment, the notebook's
+first cells (setup, imports, the parameters cell), then each exercise twice: untouched,
+then with its solution from notebooks/solutions/<track>/ in its place, and after each its
+check cell. It returns each check's Result (passed, message) and what the runs printed.
+
+    python tests/exercise_cells.py <notebook.py> <solutions.py>    # what the test runs
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MARK = "# >>>"
+CHECK = re.compile(r"""\bgc\.check\(\s*["'](\d\d\.\d+)["']""")
+RESULT = "exercise-result: "
+
+
+def cells(text: str) -> list[tuple[str, str]]:
+    """(header, source) of each cell of a percent-format twin."""
+    out: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        if line.startswith("# %%"):
+            out.append((line, []))
+        elif out:
+            out[-1][1].append(line)
+    return [(h, "\n".join(lines).strip("\n") + "\n") for h, lines in out]
+
+
+def is_code(header: str) -> bool:
+    return "[markdown]" not in header
+
+
+def tagged(header: str, tag: str) -> bool:
+    found = re.search(r"tags=(\[[^\]]*\])", header)
+    return bool(found) and tag in json.loads(found.group(1))
+
+
+def prelude(all_cells) -> list[str]:
+    """The code cells up to and including the parameters cell."""
+    out = []
+    for header, source in all_cells:
+        if is_code(header):
+            out.append(source)
+        if tagged(header, "parameters"):
+            return out
+    raise ValueError("the notebook has no cell tagged parameters")
+
+
+def exercises(all_cells) -> dict[str, tuple[str, str]]:
+    """{exercise id: (exercise cell, check cell)}: each "exercise" cell and the check cell
+    that is the next code cell."""
+    code = [(h, s) for h, s in all_cells if is_code(h)]
+    out = {}
+    for (h, s), (h2, s2) in zip(code, code[1:]):
+        if tagged(h, "exercise"):
+            if not tagged(h2, "check") or not CHECK.search(s2):
+                raise ValueError(f"the exercise cell\n{s}\nis not followed by a check cell "
+                                 "(tagged check, calling gc.check(id, ...))")
+            out[CHECK.search(s2).group(1)] = (s, s2)
+    return out
+
+
+def unmarked_changes(exercise: str, solution: str) -> list[str]:
+    """The exercise's lines that the solution changes or drops although they are not
+    marked `# >>>` (a solution changes only the attendee's lines; it may add lines beside
+    them)."""
+    a, b = exercise.splitlines(), solution.splitlines()
+    wrong = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag in ("replace", "delete"):
+            wrong += [line for line in a[i1:i2] if MARK not in line]
+        elif tag == "insert" and not any(MARK in line for line in a[max(0, i1 - 1):i1 + 1]):
+            wrong += [f"(added away from a marked line) {line}" for line in b[j1:j2]]
+    return wrong
+
+
+def run(notebook: Path, solutions: Path, env: dict | None = None, timeout: int = 600) -> dict:
+    """Run the notebook's exercises untouched and solved in a fresh interpreter;
+    {id: {"untouched": {...}, "solution": {...}}}, each {"passed", "message"}, and the
+    interpreter's output under "output"."""
+    proc = subprocess.run([sys.executable, __file__, str(notebook), str(solutions)],
+                          cwd=notebook.parent, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+    output = proc.stdout + proc.stderr
+    if proc.returncode:
+        raise AssertionError(f"the exercises of {notebook.name} stopped:\n{output[-6000:]}")
+    results: dict = {"output": output}
+    for line in proc.stdout.splitlines():
+        if line.startswith(RESULT):
+            found = json.loads(line[len(RESULT):])
+            results.setdefault(found["id"], {})[found["variant"]] = found
+    return results
+
+
+def solved_cells(section: str, check: str) -> tuple[str, str]:
+    """A solutions section as (exercise cell, check cell): the part after a line
+    `# %% check` replaces the check cell; without one the shipped check cell stays."""
+    parts = re.split(r"^# %% check\s*$", section, maxsplit=1, flags=re.M)
+    if len(parts) == 1:
+        return section, check
+    return parts[0].strip("\n") + "\n", parts[1].strip("\n") + "\n"
+
+
+def _run_check(source: str, namespace: dict):
+    """Execute a check cell; the value of its last expression (the Result)."""
+    tree = ast.parse(source)
+    last = tree.body.pop()
+    if not isinstance(last, ast.Expr):
+        raise ValueError(f"a check cell ends with the check's expression:\n{source}")
+    exec(compile(tree, "<check>", "exec"), namespace)
+    return eval(compile(ast.Expression(last.value), "<check>", "eval"), namespace)
+
+
+def _main(notebook: str, solutions: str) -> None:
+    sys.path.insert(0, str(REPO))
+    from gpu_course.lessons.exercises import solution_sections
+    all_cells = cells(Path(notebook).read_text())
+    solved = solution_sections(Path(solutions).read_text())
+    namespace = {"__name__": "__main__", "display": print}
+    for source in prelude(all_cells):
+        exec(compile(source, notebook, "exec"), namespace)
+    for id, (exercise, check) in exercises(all_cells).items():
+        for variant, (source, checking) in (("untouched", (exercise, check)),
+                                            ("solution", solved_cells(solved[id], check))):
+            exec(compile(source, f"{notebook} exercise {id} ({variant})", "exec"), namespace)
+            result = _run_check(checking, namespace)
+            print(RESULT + json.dumps({"id": id, "variant": variant, "passed": bool(result.passed),
+                                       "message": result.message}), flush=True)
+
+
+if __name__ == "__main__":
+    _main(*sys.argv[1:3])
+
+
+def check_track(track: str, lesson: str, runs_dir: Path) -> dict:
+    """Run lesson `lesson`'s exercises of `track` in smoke mode, untouched and solved, and
+    assert what a test asserts: each untouched exercise is "not yet" with its reason, each
+    solved one passes. Returns the results."""
+    notebook = next((REPO / "notebooks" / track).glob(f"{lesson}_*.py"))
+    solutions = next((REPO / "notebooks" / "solutions" / track).glob(f"{lesson}_*.py"))
+    env = {"GPU_COURSE_SMOKE": "1", "GPU_COURSE_SIZE": "", "GPU_COURSE_RUNS": str(runs_dir),
+           "MPLBACKEND": "Agg", "PYTHONPATH": os.pathsep.join(
+               p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
+    results = run(notebook, solutions, env=env)
+    ids = sorted(exercises(cells(notebook.read_text())))
+    assert ids, f"{notebook.name} has no exercise"
+    for id in ids:
+        untouched, solved = results[id]["untouched"], results[id]["solution"]
+        assert not untouched["passed"], f"{id} passes untouched: {untouched['message']}"
+        assert untouched["message"], f"{id}: an untouched exercise is told what is wrong"
+        assert solved["passed"], f"{id} fails with its solution: {solved['message']}"
+    return results

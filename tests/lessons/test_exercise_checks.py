@@ -1,0 +1,293 @@
+"""The exercises' checks on fake runs: every way a check says "not yet", and every way it
+passes, each judged against the runs' noise (tests/fake_runs.py)."""
+import pytest
+
+from gpu_course.lessons.exercises import check
+
+
+def workers(make_run, rates, counts=(1, 0), waits=None, **config):
+    waits = waits or [0.3] * len(rates)
+    return [make_run(f"num_workers={n}", rate=rate, data_wait_share=wait,
+                     config={"num_workers": n, **config})
+            for n, rate, wait in zip(counts, rates, waits)]
+
+
+def busy(run, other_cores):
+    """Record that other programs kept `other_cores` cores busy while `run` ran."""
+    run.meta["load"] = {"start": {"wall": 0.0, "cpu_busy_s": 0.0, "process_cpu_s": 0.0},
+                        "end": {"wall": 10.0, "process_cpu_s": 10.0, "cpu_busy_s": 10.0 * (
+                            1 + run.config["num_workers"] + other_cores)}}
+    return run
+
+
+def test_an_unknown_exercise_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"exercise='99.9' is not an exercise; allowed: 01.1"):
+        check("99.9", [])
+
+
+@pytest.mark.parametrize("runs, says", [
+    ([], "0 run(s) so far; the exercise compares two runs"),
+    (None, "0 run(s) so far"),
+    ("a run", "'a run' is not a run record: pass what gc.train or gc.record returned"),
+])
+def test_no_runs_yet_is_not_yet(runs, says):
+    result = check("01.1", runs, "faster")
+    assert not result and not result.passed and says in result.message
+    assert str(result).startswith("Exercise 01.1, not yet: ")
+
+
+def test_one_run_only_asks_for_the_change(make_run):
+    result = check("01.1", workers(make_run, [600])[:1], "faster")
+    assert "1 run(s) so far" in result.message and "lines marked # >>>" in result.message
+
+
+def test_a_run_that_did_not_finish_is_named(make_run):
+    runs = workers(make_run, [600, 300])
+    runs[1].meta["status"] = "failed"
+    assert "'num_workers=0' did not finish (status failed)" in check("01.1", runs, "slower").message
+
+
+def test_the_unchanged_run_is_rejected(make_run):
+    runs = workers(make_run, [600, 610], counts=(1, 1))
+    result = check("01.1", runs, "same")
+    assert not result and "have the same num_workers (1): nothing was changed" in result.message
+
+
+def test_a_second_change_is_named(make_run):
+    runs = [make_run("a", config={"num_workers": 1}),
+            make_run("b", config={"num_workers": 0, "batch_size": 256})]
+    result = check("01.1", runs, "more")
+    assert not result and "differ in more than num_workers: batch_size" in result.message
+
+
+def test_too_few_steps_ask_for_more_images(make_run):
+    runs = workers(make_run, [600, 300], train_size=1024)
+    result = check("01.1", runs, "more")
+    assert not result and "too few steady steps to judge the data wait" in result.message
+    assert 'gc.sizes("01", exercise_size=...)' in result.message
+
+
+@pytest.mark.parametrize("prediction", [None, "faster", 1, ["more"]])
+def test_a_missing_prediction_asks_for_one(make_run, prediction):
+    result = check("01.1", workers(make_run, [600, 300]), prediction)
+    assert not result and f"prediction={prediction!r}: write down, before you run" in result.message
+    assert "'more', 'less', 'same'" in result.message
+
+
+def test_a_prediction_the_data_wait_contradicts_beyond_noise_fails(make_run):
+    result = check("01.1", workers(make_run, [600, 300], waits=[0.1, 0.6]), "less")
+    assert not result
+    assert ("you predicted less of each step waiting; the runs say more of each step waiting "
+            "for data, beyond their noise: data wait 10% of the steady step time with 1 "
+            "worker(s) (blocks ") in result.message
+    assert "60% with 0 (blocks" in result.message and "Where does the loading happen" in result.message
+
+
+def test_a_prediction_the_data_wait_shows_passes_and_says_what_samples_per_sec_did(make_run):
+    result = check("01.1", workers(make_run, [600, 300], waits=[0.1, 0.6]), "more")
+    assert result.passed and "as you predicted, more of each step waiting for data" in result.message
+    assert "Samples/s, 'num_workers=0' against 'num_workers=1': ×0.4" in result.message
+    assert "a slow-down" in result.message
+
+
+def test_less_wait_without_a_gain_on_a_cpu_is_explained(make_run):
+    runs = workers(make_run, [600, 601], counts=(0, 2), waits=[0.6, 0.1])
+    result = check("01.1", runs, "less")
+    assert result.passed and "as you predicted, less of each step waiting" in result.message
+    assert "waiting less need not mean training faster" in result.message
+
+
+def test_within_noise_any_prediction_stands_untested_and_same_is_shown(make_run):
+    runs = workers(make_run, [600, 601])
+    untested = check("01.1", runs, "more")
+    assert untested.passed and "the runs cannot tell it from the same share" in untested.message
+    assert "Not contradicted, not shown" in untested.message
+    shown = check("01.1", runs, "same")
+    assert shown.passed and "as you predicted, the same share waiting, within noise" in shown.message
+
+
+def test_a_machine_shared_for_one_run_is_named_beside_the_speed(make_run):
+    runs = workers(make_run, [600, 300], waits=[0.1, 0.6])
+    busy(runs[0], 0.0), busy(runs[1], 3.0)
+    result = check("01.1", runs, "more")
+    assert result.passed and "no verdict: the runs also differ in machine load" in result.message
+
+
+# -- 02.1: the knee ---------------------------------------------------------------------------
+
+def sweep(make_run, rates, counts=(0, 1, 2), waits=(0.6, 0.15, 0.05)):
+    return workers(make_run, rates, counts=counts, waits=list(waits))
+
+
+def test_a_knee_needs_three_counts(make_run):
+    result = check("02.1", sweep(make_run, (300, 600), counts=(0, 1)), 1)
+    assert not result and "at least three worker counts" in result.message
+    same = sweep(make_run, (300, 600, 610), counts=(0, 1, 1))
+    assert "tried 2 worker count(s) (0, 1)" in check("02.1", same, 1).message
+
+
+@pytest.mark.parametrize("knee", [None, 3, "1", True])
+def test_the_knee_must_be_a_count_tried(make_run, knee):
+    result = check("02.1", sweep(make_run, (300, 600, 640)), knee)
+    assert not result and f"knee={knee!r}: name one of the worker counts the sweep tried (0, 1, 2)" \
+        in result.message
+
+
+def test_a_knee_before_the_curve_stops_growing_fails(make_run):
+    result = check("02.1", sweep(make_run, (300, 600, 640)), 0)
+    assert not result and "with 0 worker(s) the sweep is below 90% of the best (2 workers)" in result.message
+    assert "Samples/s still grows past 0" in result.message
+    assert "Data wait by workers: 0 worker(s) 60%, 1 worker(s) 15%, 2 worker(s) 5%" in result.message
+
+
+def test_a_knee_within_ten_percent_of_the_best_passes(make_run):
+    result = check("02.1", sweep(make_run, (300, 600, 640)), 1)
+    assert result.passed and "knee at 1 worker(s): against the best (2 workers), ×0.94" in result.message
+    assert "more workers can remove no more than that" in result.message
+
+
+def test_a_later_knee_passes_and_names_the_earlier_one(make_run):
+    result = check("02.1", sweep(make_run, (300, 600, 640)), 2)
+    assert result.passed and "knee at 2 worker(s): the fastest of the sweep." in result.message
+    assert "1 worker(s) reach the best as closely: the knee may lie lower" in result.message
+
+
+def test_a_sweep_that_changes_more_than_workers_is_refused(make_run):
+    runs = sweep(make_run, (300, 600, 640))
+    runs[2].config["batch_size"] = 512
+    result = check("02.1", runs, 1)
+    assert not result and "differ in more than num_workers: batch_size" in result.message
+
+
+def test_a_knee_judged_across_a_shared_machine_says_so(make_run):
+    runs = sweep(make_run, (300, 600, 640))
+    busy(runs[0], 0.0), busy(runs[1], 3.0), busy(runs[2], 0.0)
+    result = check("02.1", runs, 1)
+    assert result.passed and "cannot place the knee for sure" in result.message
+
+
+# -- 03.1: a network as a graph ---------------------------------------------------------------
+
+def graphs(make_run, rates, first="eager", second="hybrid", ran=None):
+    return [make_run("resnet56 eager", rate=rates[0], config={"graph": first, "model": "resnet56"}),
+            make_run("resnet56 graph", rate=rates[1], config={"graph": second, "model": "resnet56"},
+                     ran=ran)]
+
+
+def test_the_graph_unchanged_is_rejected(make_run):
+    result = check("03.1", graphs(make_run, (600, 610), second="eager"), "same")
+    assert not result and "have the same graph (eager): nothing was changed" in result.message
+
+
+def test_the_first_run_is_the_network_as_written(make_run):
+    result = check("03.1", graphs(make_run, (600, 900), first="static"), "faster")
+    assert not result and "'resnet56 eager' ran with graph=static: the first run is" in result.message
+
+
+def test_a_graph_that_is_faster_passes_and_says_why(make_run):
+    result = check("03.1", graphs(make_run, (600, 900)), "faster")
+    assert result.passed and "as you predicted (faster)" in result.message
+    assert "resnet56's median step as written:" in result.message and "aot_eager" not in result.message
+
+
+def test_the_tracing_only_backend_is_named(make_run):
+    runs = graphs(make_run, (600, 900), ran={"compile_backend": "aot_eager"})
+    result = check("03.1", runs, "faster")
+    assert result.passed and "compile backend aot_eager: it traces the graph" in result.message
+    assert not check("03.1", runs, "slower")
+
+
+# -- 05.1: a larger batch ---------------------------------------------------------------------
+
+def batches(make_run, rates, sizes=(64, 512), status="finished"):
+    runs = [make_run(f"batch {b}", rate=rate, config={"batch_size": b}) for b, rate in zip(sizes, rates)]
+    runs[-1].meta["status"] = status
+    return runs
+
+
+def test_a_batch_that_does_not_fit_is_named_as_the_limit(make_run):
+    result = check("05.1", batches(make_run, (600, 900), status="oom"), "faster")
+    assert not result and "'batch 512' ran out of device memory: its batch does not fit" in result.message
+
+
+def test_the_second_batch_must_be_the_larger(make_run):
+    result = check("05.1", batches(make_run, (600, 500), sizes=(512, 64)), "slower")
+    assert not result and "'batch 64' has the smaller batch" in result.message
+
+
+def test_a_larger_batch_reports_its_accuracy_after_the_same_epochs(make_run):
+    result = check("05.1", batches(make_run, (600, 900)), "faster")
+    assert result.passed and "as you predicted (faster)" in result.message
+    assert "Validation accuracy after the same epochs, the larger batch against the smaller: " \
+        in result.message and " points, " in result.message
+    assert "steady steps where the smaller took" in result.message
+    assert not check("05.1", batches(make_run, (600, 900)), "slower")
+
+
+# -- 06.1: a race of schedules ----------------------------------------------------------------
+
+def race(make_run, curves, test_size=10_000, **config):
+    """One run a schedule, its validation accuracy after each epoch as given."""
+    runs = []
+    for name, accs in curves.items():
+        run = make_run(f"lr_scheduler={name}", epochs=len(accs),
+                       config={"lr_scheduler": name, "test_size": test_size,
+                               **(config if name != "none" else {})})
+        run.epochs["val_acc"] = accs
+        runs.append(run)
+    return runs
+
+
+def test_a_race_needs_the_constant_rate_and_distinct_schedules(make_run):
+    no_constant = race(make_run, {"cosine": [0.5, 0.7], "poly": [0.5, 0.6]})
+    assert "no run has the constant rate (lr_scheduler='none')" in check("06.1", no_constant, "cosine").message
+    twice = race(make_run, {"none": [0.5, 0.6], "cosine": [0.5, 0.7]})
+    twice[1].config["lr_scheduler"] = "none"
+    assert "a schedule ran twice (none, none)" in check("06.1", twice, "none").message
+
+
+def test_a_race_that_changes_more_than_the_schedule_is_refused(make_run):
+    runs = race(make_run, {"none": [0.5, 0.6], "cosine": [0.5, 0.7]}, batch_size=512)
+    assert "differ in more than their schedule: batch_size" in check("06.1", runs, "cosine").message
+
+
+def test_the_answer_names_a_schedule_raced(make_run):
+    runs = race(make_run, {"none": [0.5, 0.6], "cosine": [0.5, 0.7]})
+    assert "first='poly': name one of the schedules raced ('none', 'cosine')" in \
+        check("06.1", runs, "poly").message
+
+
+def test_the_first_to_reach_the_constant_rates_accuracy_passes(make_run):
+    runs = race(make_run, {"none": [0.40, 0.55, 0.60], "cosine": [0.45, 0.62, 0.70],
+                           "poly": [0.42, 0.50, 0.61]})
+    result = check("06.1", runs, "cosine")
+    assert result.passed and "'cosine' reached 60.0%, the constant rate's final val acc, at epoch 2" \
+        in result.message
+    assert "Reached: none epoch 3; cosine epoch 2; poly epoch 3" in result.message
+    assert "untested" not in result.message
+
+
+def test_a_later_schedule_is_told_who_was_first_beyond_noise(make_run):
+    runs = race(make_run, {"none": [0.40, 0.55, 0.60], "cosine": [0.45, 0.62, 0.70],
+                           "poly": [0.42, 0.50, 0.61]})
+    result = check("06.1", runs, "poly")
+    assert not result and "'cosine' reached the target, 60.0%, at epoch 2, when 'poly' was at 50.0%" \
+        in result.message and "more than 2 standard errors" in result.message
+
+
+def test_a_tie_within_noise_is_accepted(make_run):
+    runs = race(make_run, {"none": [0.40, 0.55, 0.60], "cosine": [0.45, 0.61, 0.70],
+                           "poly": [0.42, 0.595, 0.61]}, test_size=1_000)
+    assert check("06.1", runs, "poly").passed   # 59.5% at epoch 2: within noise of 60% on 1,000 images
+
+
+def test_a_schedule_that_never_reaches_the_target_fails(make_run):
+    runs = race(make_run, {"none": [0.40, 0.55, 0.60], "poly": [0.42, 0.50, 0.55]})
+    result = check("06.1", runs, "poly")
+    assert not result and "'poly' never reached the target, 60.0%" in result.message
+
+
+def test_a_race_at_chance_is_untested(make_run):
+    runs = race(make_run, {"none": [0.10, 0.11], "cosine": [0.12, 0.10]}, test_size=256)
+    result = check("06.1", runs, "cosine")
+    assert result.passed and "the race is untested at this size" in result.message
