@@ -74,6 +74,9 @@ COLUMNS = {
     "batch_size": ("batch", str),
     "gpu_util_std": ("GPU util std (pp)", _num),
     "lr": ("LR", lambda v: f"{v:.3g}"),
+    "sync_s": ("closing sync (s)", _num),           # lesson 13: the epochs' closing sync
+    "sync_share": ("closing sync", _fraction),      # ... as a share of the epochs' time
+    "images_per_sec": ("images/s", _num),           # lesson 13: a timed block's images / time
 }
 GPM_COLUMNS = ("sm_active", "tensor_active")  # Hopper and newer: empty elsewhere, not shown
 ABOVE_PEAK = " (above peak: unreliable)"  # a run cannot beat its device's peak
