@@ -37,8 +37,8 @@ SIZES = {
                  repeats=2,             # each way of reading the loss trained this often, interleaved
                  trap_batch=512,        # images in the trap's blocks: enough that a GPU, not the
                                         # host issuing the work, is the slower side
-                 trap_steps=3,          # training steps in the trap's second block
-                 passes=7,              # timed passes of each block
+                 trap_steps=2,          # training steps in the trap's second block
+                 passes=5,              # timed passes of each block
                  torch_threads=None),   # PyTorch's intra-op threads (None: its default)
     # a small CNN, 24 steps a run, one in-process loader: the whole lesson in CI's budget
     "smoke": dict(model="tiny", train_size=768, test_size=64, epochs=1, batch_size=32,
@@ -49,6 +49,7 @@ WITHOUT, WITH, EVENTS = "without a sync", "with a sync", "CUDA events"
 TIMERS = (WITHOUT, WITH, EVENTS)
 EACH_STEP, AT_THE_END = "each step", "at the end"   # the runs' notes: loss_read
 SYNC_WARNING = "synchronizing"   # torch's words: "called a synchronizing CUDA operation"
+MOVED = 0.2   # a loop without the per-step read that waits for data this share of its time or more
 
 
 # -- the tables ----------------------------------------------------------------------------
@@ -101,7 +102,10 @@ def loss_read(run) -> str | None:
 
 
 # -- the sentences ---------------------------------------------------------------------------
-def conclude(runs=None, trap=None, device=None, syncs=None, mode: str = "warn") -> Closing | None:
+_UNSET = object()   # syncs not passed at all (None: passed, with no GPU to watch)
+
+
+def conclude(runs=None, trap=None, device=None, syncs=_UNSET, mode: str = "warn") -> Closing:
     """trap (the timed passes) on `device` (the device they ran on, or its name: "cpu",
     "cuda:0", "cpu(0)", "gpu(0)"): the wrong number beside the right one. syncs (the
     warnings `set_sync_debug_mode(mode)` raised; None where there is no GPU to watch): the
@@ -109,8 +113,11 @@ def conclude(runs=None, trap=None, device=None, syncs=None, mode: str = "warn") 
     and the course's own rule read from their records."""
     if trap is not None:
         return _trap(list(trap), device)
-    if syncs is not None or runs is None:
+    if syncs is not _UNSET:
         return _syncs(syncs, mode)
+    if runs is None:
+        raise ValueError("lesson 13 concludes on runs, trap= (the timed passes, with device=) "
+                         "or syncs= (the caught warnings; None without a GPU); none was passed")
     return _runs(list(runs))
 
 
@@ -199,9 +206,11 @@ def _runs(runs) -> Closing:
     lead = (f"Reading the loss each step ({read}) against reading it once, after the epoch's "
             f"sync: {v}")
     if v.kind == noise.Kind.SLOWER:
-        say(f"{lead}. Each read stops the host until the device has finished the step, so the "
-            "device then waits while the host fetches the next batch and issues its work: the "
-            "two take turns instead of overlapping.")
+        say(f"{lead}. Each read stops the host until " + (
+            "MXNet's engine threads have finished the step, and they then wait"
+            if track == "gluon" and not gpu else "the device has finished the step, and it "
+            "then waits") + " while the host fetches the next batch and issues its work: the two "
+            "take turns instead of overlapping.")
     elif v.kind == noise.Kind.WITHIN_NOISE and gpu:
         say(f"{lead}: no cost beyond noise here. The device finished each step before the host "
             "had issued the next one (launch- or input-bound), so waiting for it cost nothing; "
@@ -217,7 +226,7 @@ def _runs(runs) -> Closing:
         say(f"{lead}.")
     if track == "gluon":
         _moved(say, end, each)
-    _rule(say, end, gpu, track)
+    _rule(say, end, gpu, track, v)
     return say
 
 
@@ -226,7 +235,7 @@ def _moved(say: Closing, end: list, each: list) -> None:
     waited for data longer (as a share of its steady time) than every run with the read."""
     least = min(end, key=metrics.data_wait_share)
     most = max(each, key=metrics.data_wait_share)
-    if not metrics.data_wait_share(least) > metrics.data_wait_share(most):
+    if not metrics.data_wait_share(least) > max(MOVED, metrics.data_wait_share(most)):
         return
     in_process = all(int(r.config.get("num_workers") or 0) == 0 for r in end + each)
     say(f"The waiting did not vanish, it moved: without the per-step read each run spent at "
@@ -237,7 +246,7 @@ def _moved(say: Closing, end: list, each: list) -> None:
             if in_process else "."))
 
 
-def _rule(say: Closing, end: list, gpu: bool, track: str) -> None:
+def _rule(say: Closing, end: list, gpu: bool, track: str, read: noise.Verdict) -> None:
     """The course's own rule, in this run's numbers: an epoch ends at a sync; per-step
     device times come from CUDA events read after it."""
     run = max(end, key=lambda r: _sum(r.epochs, "sync_s"))
@@ -263,8 +272,9 @@ def _rule(say: Closing, end: list, gpu: bool, track: str) -> None:
             f"device, where the host's clock saw {say.cell(row, 'host_step_ms')} ms (issuing "
             "the step, and waiting for room in the queue).")
     elif not gpu:
-        say("What waits for a GPU: the per-step read's cost beyond noise (the host stops until "
-            "the device finishes the step); the steps' device times from CUDA events (the "
+        say("What waits for a GPU: the per-step read's cost " + (
+            "against a GPU" if read.kind == noise.Kind.SLOWER else "beyond noise") + " (the host "
+            "stops until the GPU finishes the step); the steps' device times from CUDA events (the "
             "record's device_s)" + ("; and torch.cuda.set_sync_debug_mode('warn') naming the "
                                     "line that syncs." if track == "pytorch" else "."))
 

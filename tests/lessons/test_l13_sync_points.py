@@ -69,6 +69,12 @@ def test_a_launch_bound_gpu_leaves_nothing_in_the_queue():
     assert "What waits for a GPU" not in say.text
 
 
+def test_mxnet_on_a_cpu_with_nothing_left_queued_says_the_queue_shows_with_more_work():
+    trap = passes("forward pass", 64, [0.0200, 0.0220, 0.0210], [0.0201, 0.0221, 0.0211])
+    text = l13.conclude(trap=trap, device="cpu(0)").text
+    assert "The two agree: MXNet's engine finished the work about as soon as it was queued" in text
+
+
 def test_the_trap_refuses_what_it_cannot_read():
     with pytest.raises(ValueError, match="needs both timers"):
         l13.conclude(trap=[("forward pass", W, 64, 0.001)], device="cpu")
@@ -125,6 +131,16 @@ def test_a_loader_in_other_processes_gets_no_word_on_why_and_no_move_no_sentence
     text = l13.conclude(loops(make_run, 500, 505, waits=(0.9, 0.4), workers=2)).text
     assert "it moved" in text and "in this process" not in text
     assert "it moved" not in l13.conclude(loops(make_run, 500, 505, waits=(0.4, 0.4))).text
+    # a few percent more waiting is no move worth a sentence
+    assert "it moved" not in l13.conclude(loops(make_run, 500, 505, waits=(0.04, 0.01))).text
+
+
+def test_gluon_on_a_cpu_where_the_read_costs_the_engine_waits_for_the_host(make_run):
+    say = l13.conclude(loops(make_run, 80, 50, sync_s=20.0, workers=2))
+    assert "a slow-down" in say.text and "Each read stops the host until MXNet's engine threads " \
+        "have finished the step, and they then wait while the host fetches" in say.text
+    assert "What waits for a GPU: the per-step read's cost against a GPU (the host stops" in say.text
+    assert say.check() == []
 
 
 def test_pytorch_on_a_cpu_passes_no_sync_and_names_the_debug_mode_as_waiting(make_run):
@@ -139,7 +155,8 @@ def test_pytorch_on_a_cpu_passes_no_sync_and_names_the_debug_mode_as_waiting(mak
 def test_on_a_gpu_the_per_step_read_is_a_slow_down_and_the_steps_are_timed_by_events(make_run):
     runs = loops(make_run, 3000, 2100, engine="pytorch", gpus=1, sync_s=0.004, device_s=0.02)
     say = l13.conclude(runs)
-    assert "×0.70, a slow-down" in say.text and "the two take turns instead of overlapping" in say.text
+    assert "×0.70, a slow-down" in say.text and "until the device has finished the step, and it " \
+        "then waits" in say.text and "the two take turns instead of overlapping" in say.text
     assert "it waited 0.012 s for work still queued" in say.text
     runs[0].epochs["sync_s"] = 2.0
     assert "it waited 6.00 s for work still queued when the last step returned, 11.2% of the " \
@@ -160,6 +177,8 @@ def test_runs_without_the_loops_notes_are_refused(make_run):
         l13.conclude(runs)
     with pytest.raises(ValueError, match="runs is empty"):
         l13.conclude([])
+    with pytest.raises(ValueError, match="none was passed"):
+        l13.conclude()
 
 
 def test_the_harness_keeps_a_loop_s_note(tmp_path):
