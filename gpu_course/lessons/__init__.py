@@ -132,9 +132,10 @@ def show(runs, lesson=None, chart: bool = True) -> None:
         _display(plots.throughput(runs))
 
 
-def conclude(number, runs, **context):
-    """Lesson `number`'s closing sentences on `runs` (its module's `conclude`): each
-    number printed is a cell of the table shown, a noise verdict on its runs, a named
+def conclude(number, runs=None, **context):
+    """Lesson `number`'s closing sentences on `runs` (its module's `conclude`; a lesson
+    may conclude on other measurements instead, passed by name: `trap=` in lesson 13):
+    each number printed is a cell of the table shown, a noise verdict on its runs, a named
     setting or a quote that names its source. (The module's own `conclude` returns the
     `closing.Closing` that said them, for tests and exercises.) The first time in a
     session, a line names the lesson's copy executed on a GPU, where one is committed."""

@@ -274,6 +274,12 @@ class Harness:
             self.on_epoch(row)
         return row
 
+    def note(self, **values: Any) -> None:
+        """Facts about the loop itself that the record keeps in its notes (run.json), e.g.
+        lesson 13's `rec.note(loss_read="each step")`; nothing is timed or synced."""
+        if self.record is not None:
+            self.record.note(**values)
+
     # -- results ----------------------------------------------------------------------
     def summary_line(self, run) -> str:
         """The talk's one-line result for the recorded run (numbers from `metrics`)."""

@@ -85,6 +85,9 @@ COLUMNS = {
     "epochs": ("epochs", str),
     "to_target_s": ("to target (s)", _num),
     "to_target_speedup": ("× faster to target", _ratio),
+    "sync_s": ("closing sync (s)", _num),           # lesson 13: the epochs' closing sync
+    "sync_share": ("closing sync", _fraction),      # ... as a share of the epochs' time
+    "images_per_sec": ("images/s", _num),           # lesson 13: a timed block's images / time
 }
 ANATOMY_COLUMNS = ("step_ms", "data_wait_ms", "host_ms", "gpu_busy_ms", "bound", "next_rung",
                    "compiled",
