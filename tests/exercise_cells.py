@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from tools.lesson_share import cells as twin_cells  # noqa: E402
 MARK = "# >>>"
 CHECK = re.compile(r"""\bgc\.check\(\s*["'](\d\d\.\d+)["']""")
 RESULT = "exercise-result: "
@@ -29,13 +31,7 @@ RESULT = "exercise-result: "
 
 def cells(text: str) -> list[tuple[str, str]]:
     """(header, source) of each cell of a percent-format twin."""
-    out: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
-        if line.startswith("# %%"):
-            out.append((line, []))
-        elif out:
-            out[-1][1].append(line)
-    return [(h, "\n".join(lines).strip("\n") + "\n") for h, lines in out]
+    return [(h, "\n".join(lines).strip("\n") + "\n") for h, lines in twin_cells(text)]
 
 
 def is_code(header: str) -> bool:

@@ -33,16 +33,23 @@ def loader_workers(procs_on_host: int, cores: int | None = None) -> int:
 CPU_PROCESSES_PER_CORE = 2
 
 
+def _over_limit(count: int, per_core: int, cores: int | None) -> tuple[str, int] | None:
+    """None when `count` processes fit `per_core` a core on this machine, else the
+    words naming the machine's cores and the limit, for the caller's message."""
+    cores = usable_cores() if cores is None else cores
+    if count <= per_core * cores:
+        return None
+    return f"machine's {cores} core{'s' if cores != 1 else ''}", per_core * cores
+
+
 def check_training_processes(count: int, what: str, cores: int | None = None) -> None:
     """ValueError for more CPU training processes than this machine's cores can run,
     naming `what` asked for them and the limit, before one is started."""
-    cores = usable_cores() if cores is None else cores
-    limit = CPU_PROCESSES_PER_CORE * cores
-    if count > limit:
+    over = _over_limit(count, CPU_PROCESSES_PER_CORE, cores)
+    if over:
         raise ValueError(f"{what} starts {count} training processes, more than this "
-                         f"machine's {cores} core{'s' if cores != 1 else ''} can run "
-                         f"({CPU_PROCESSES_PER_CORE} a core at most: allowed up to {limit}); "
-                         "each needs a core to make progress")
+                         f"{over[0]} can run ({CPU_PROCESSES_PER_CORE} a core at most: "
+                         f"allowed up to {over[1]}); each needs a core to make progress")
 
 
 # loader workers a core may carry: the talk ran 29 on a p3.2xlarge's 8 vCPUs (3.6 a
@@ -54,13 +61,12 @@ LOADER_WORKERS_PER_CORE = 8
 def check_loader_workers(num_workers: int, cores: int | None = None) -> None:
     """ValueError for more loader workers than this machine's cores can carry, naming
     the limit, before any of them is started."""
-    cores = usable_cores() if cores is None else cores
-    limit = LOADER_WORKERS_PER_CORE * cores
-    if num_workers > limit:
+    over = _over_limit(num_workers, LOADER_WORKERS_PER_CORE, cores)
+    if over:
         raise ValueError(f"num_workers={num_workers} is more loader workers than this "
-                         f"machine's {cores} core{'s' if cores != 1 else ''} can carry "
-                         f"({LOADER_WORKERS_PER_CORE} a core at most: allowed 0..{limit}); "
-                         "gc.workers() gives the course's advice for this machine")
+                         f"{over[0]} can carry ({LOADER_WORKERS_PER_CORE} a core at most: "
+                         f"allowed 0..{over[1]}); gc.workers() gives the course's "
+                         "advice for this machine")
 
 
 def threads_per_process(procs_on_host: int, cores: int | None = None) -> int:
