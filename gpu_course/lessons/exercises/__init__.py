@@ -1,0 +1,39 @@
+"""The lessons' exercises: one change, a prediction, a measurement, and a check of it.
+
+Each lesson ends with an exercise cell (tagged "exercise" in the notebook) whose lines
+marked `# >>>` are the attendee's to change, and a check cell (tagged "check"):
+
+    gc.check("02.1", runs, answer)    # judges the attendee's own runs, from their records
+    gc.solution("02.1")               # prints this track's solution (notebooks/solutions/)
+
+A check reads the runs' records, never the machine the notebook runs on, and never
+compares with a typed number. It returns a `Result`: passed, with a sentence computed from
+the runs, or "not yet", with what is wrong and how to fix it. It fails when the runs are
+not the experiment asked for (missing, unfinished, a different change, or differing in
+more than the one change) or too short to judge, and when the attendee's answer is
+contradicted by the measurement beyond noise: samples/s by `noise.compare` (blocks of
+steady steps), the data wait by the same rule on its blocks (`wait_blocks`), accuracy by
+two binomial standard errors of the validation set (`noise.accuracy_se`). An answer the
+runs cannot tell from its alternatives (within noise, at chance, or a machine shared with
+other programs for one run) is accepted, and the sentence says it is untested and how to
+test it. No deep-learning framework here.
+
+base.py holds the registry and the solutions, judge.py what every check asks of the
+runs, exNN.py lesson NN's checks (importing one registers its exercises).
+
+    01.1  another worker count in the naive script: the data wait's share, predicted
+    02.1  a sweep of worker counts: its knee, named
+    03.1  a third network as a graph: its samples/s, predicted
+    05.1  a larger batch: its samples/s, predicted; its accuracy after the same epochs, read
+    06.1  a race of learning-rate schedules: the first to the constant rate's accuracy, named
+"""
+from __future__ import annotations
+
+from .base import (EXERCISES, MARK, SOLUTIONS, TRACKS, Exercise, NotYet, Result, check, exercise,
+                   find, solution, solution_sections, solution_text)
+from .judge import DIRECTIONS, wait_blocks
+
+from . import ex01, ex02, ex03, ex05, ex06  # noqa: F401  (registers each lesson's exercises)
+
+__all__ = ["EXERCISES", "MARK", "SOLUTIONS", "TRACKS", "DIRECTIONS", "Exercise", "NotYet", "Result",
+           "check", "exercise", "find", "solution", "solution_sections", "solution_text", "wait_blocks"]

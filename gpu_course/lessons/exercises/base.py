@@ -1,0 +1,114 @@
+"""An exercise's parts that every check shares: the registry (`exercise` registers a
+check under its id), the Result a check returns, NotYet (what a check raises to say "not
+yet" and why), and the solutions kept apart in notebooks/solutions/<track>/."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from ...measure.records import REPO_ROOT
+
+SOLUTIONS = REPO_ROOT / "notebooks" / "solutions"   # <track>/<NN>_<lesson>.py, one section an exercise
+TRACKS = ("gluon", "pytorch")
+MARK = "# >>>"                                       # the attendee's lines in an exercise cell
+
+
+class NotYet(Exception):
+    """The runs or the answer do not do what the exercise asks; the message says what is
+    wrong and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """A check's outcome: passed or not, and the sentence that says why."""
+
+    exercise: str
+    passed: bool
+    message: str
+
+    def __str__(self) -> str:
+        head = "passed" if self.passed else "not yet"
+        return f"Exercise {self.exercise}, {head}: {self.message}"
+
+    __repr__ = __str__
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: its id ("02.1": lesson 02, first exercise), what it asks, and the
+    check that reads the attendee's runs and answer, returning the pass sentence or
+    raising NotYet."""
+
+    id: str
+    asks: str
+    judge: Callable
+
+    @property
+    def lesson(self) -> str:
+        return self.id.split(".")[0]
+
+
+EXERCISES: dict[str, Exercise] = {}
+
+
+def exercise(id: str, asks: str):
+    """Register the decorated function as exercise `id`'s check."""
+    def register(judge):
+        EXERCISES[id] = Exercise(id, asks, judge)
+        return judge
+    return register
+
+
+def find(id) -> Exercise:
+    key = str(id).strip()
+    if key not in EXERCISES:
+        raise ValueError(f"exercise={id!r} is not an exercise; allowed: {', '.join(sorted(EXERCISES))}")
+    return EXERCISES[key]
+
+
+def check(id, runs, answer=None) -> Result:
+    """Exercise `id`'s check on the attendee's `runs` and `answer`: a Result that passes
+    with a sentence computed from the runs, or says what is not yet right."""
+    ex = find(id)
+    try:
+        return Result(ex.id, True, ex.judge(runs, answer))
+    except NotYet as why:
+        return Result(ex.id, False, str(why))
+
+
+def solution_text(id, track: str) -> str:
+    """The solution of exercise `id` in `track`: its section of
+    notebooks/solutions/<track>/<NN>_*.py (the whole exercise cell, solved)."""
+    ex = find(id)
+    if track not in TRACKS:
+        raise ValueError(f"track={track!r} is not a track; allowed: {', '.join(TRACKS)}")
+    files = sorted((SOLUTIONS / track).glob(f"{ex.lesson}_*.py"))
+    if len(files) != 1:
+        raise FileNotFoundError(f"no solutions file for lesson {ex.lesson} in {SOLUTIONS / track}")
+    sections = solution_sections(files[0].read_text())
+    if ex.id not in sections:
+        raise KeyError(f"{files[0]} has no section '# %% exercise {ex.id}'")
+    return sections[ex.id]
+
+
+def solution_sections(text: str) -> dict[str, str]:
+    """{exercise id: code} of a solutions file, whose sections start `# %% exercise <id>`."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        found = re.match(r"# %% exercise (\d\d\.\d+)\s*$", line)
+        if found:
+            current = found.group(1)
+            out[current] = []
+        elif current is not None:
+            out[current].append(line)
+    return {k: "\n".join(v).strip("\n") + "\n" for k, v in out.items()}
+
+
+def solution(id, track: str) -> None:
+    """Print exercise `id`'s solution for `track`, to compare with your own after trying."""
+    print(solution_text(id, track))

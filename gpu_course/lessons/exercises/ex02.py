@@ -1,0 +1,54 @@
+"""Lesson 02's exercise: a sweep of worker counts, and its knee named."""
+from __future__ import annotations
+
+import math
+import numbers
+
+from ...analyse import alike, metrics, noise
+from ..l02_workers import KNEE
+from .base import NotYet, exercise
+from .judge import finished_runs, speed_verdict, wait_words
+
+@exercise("02.1", "Sweep the worker count and name the knee: where samples/s stops growing.")
+def _knee(runs, answer) -> str:
+    runs = finished_runs(runs, 3, "a knee needs a sweep of at least three worker counts")
+    first = runs[0]
+    for run in runs[1:]:
+        other = alike.differences(first, run, varies=("num_workers",))
+        other.pop(alike.Aspect.LOAD, None)
+        if other:
+            raise NotYet(f"the sweep's runs differ in more than num_workers: "
+                         f"{alike.words(other, first.name, run.name)}. Change the worker count alone.")
+    counts = [int(alike.value(r, "num_workers") or 0) for r in runs]
+    tried = ", ".join(map(str, sorted(set(counts))))
+    if len(set(counts)) < 3:
+        raise NotYet(f"the sweep tried {len(set(counts))} worker count(s) ({tried}); a knee "
+                     "needs at least three different ones.")
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or int(answer) not in counts:
+        raise NotYet(f"knee={answer!r}: name one of the worker counts the sweep tried ({tried}): "
+                     f"the fewest workers within {1 - KNEE:.0%} of the best samples/s, or within "
+                     "its noise.")
+    rates = [metrics.samples_per_sec(r) for r in runs]
+    best = runs[max(range(len(runs)), key=lambda i: rates[i] if math.isfinite(rates[i]) else -1)]
+    best_n = counts[runs.index(best)]
+    waits = ", ".join(f"{n} worker(s) {wait_words(r)}" for n, r in sorted(zip(counts, runs), key=lambda p: p[0]))
+    judged = {n: speed_verdict(best, r, "num_workers", "02") for n, r in zip(counts, runs) if r is not best}
+
+    def reaches(n) -> bool:   # the knee's rule: near the best, or not beaten by it beyond noise
+        return n == best_n or rates[counts.index(n)] >= KNEE * rates[runs.index(best)] \
+            or judged[n].kind != noise.Kind.SLOWER
+
+    knee = int(answer)
+    if not reaches(knee):
+        raise NotYet(f"with {knee} worker(s) the sweep is below {KNEE:.0%} of the best ({best_n} "
+                     f"workers) and slower beyond noise: {judged[knee]}. Samples/s still grows past "
+                     f"{knee}. Data wait by workers: {waits}.")
+    fewest = min(n for n in counts if reaches(n))
+    said = (f"knee at {knee} worker(s): " + ("the fastest of the sweep." if knee == best_n else
+            f"against the best ({best_n} workers), {judged[knee]}."))
+    if fewest < knee:
+        said += f" {fewest} worker(s) reach the best as closely: the knee may lie lower."
+    if any(v.kind == noise.Kind.UNLIKE for v in judged.values()):
+        said += (" Other programs loaded the machine during some runs and not others: the "
+                 "sweep cannot place the knee for sure; run it again on a quiet machine.")
+    return said + f" Data wait by workers: {waits}: more workers can remove no more than that."

@@ -1,0 +1,26 @@
+"""Lesson 03's exercise: a third network as a graph, and its samples/s predicted."""
+from __future__ import annotations
+
+from ...analyse import alike, metrics
+from .base import NotYet, exercise
+from .judge import finished_runs, judge_prediction, only_change, speed_verdict
+
+@exercise("03.1", "Turn a network the lesson did not into a graph and predict its samples/s.")
+def _graph(runs, answer) -> str:
+    before, after = finished_runs(runs, 2, "the exercise compares two runs: the network as written and "
+                          "the same network as a graph")[:2]
+    only_change(before, after, "graph", also=(alike.Aspect.COMPILE_BACKEND,))
+    if alike.value(before, "graph") != "eager":
+        raise NotYet(f"'{before.name}' ran with graph={alike.value(before, 'graph')}: the first "
+                     "run is the network as written (eager / imperative), the second its graph.")
+    verdict = speed_verdict(before, after, "graph", "03", also=(alike.Aspect.COMPILE_BACKEND,))
+    said = judge_prediction(answer, verdict, before, after)
+    model = alike.value(before, "model")
+    step = metrics.steadiness(before)["step_p50_s"]
+    batch = int(before.config.get("batch_size") or 0)
+    backend = alike.value(after, alike.Aspect.COMPILE_BACKEND)
+    note = (f" (compile backend {backend}: it traces the graph and generates no new kernels, so "
+            "expect no speed-up from it)" if backend == "aot_eager" else "")
+    return (f"{said} {model}'s median step as written: {1e3 * step:.3g} ms for {batch} images; "
+            f"a graph saves the Python work around each operator, which matters most where the "
+            f"operators themselves are short{note}.")

@@ -1,0 +1,22 @@
+"""Lesson 05's exercise: a larger batch, its samples/s predicted and its accuracy cost read."""
+from __future__ import annotations
+
+from ...analyse import alike, metrics, noise
+from .base import NotYet, exercise
+from .judge import finished_runs, judge_prediction, only_change, speed_verdict
+
+@exercise("05.1", "Train a larger batch, predict its samples/s, and read what it cost in accuracy.")
+def _larger_batch(runs, answer) -> str:
+    small, large = finished_runs(runs, 2, "the exercise compares two runs: the lesson's smallest batch "
+                         "and your larger one")[:2]
+    only_change(small, large, "batch_size")
+    if int(alike.value(large, "batch_size")) < int(alike.value(small, "batch_size")):
+        raise NotYet(f"'{large.name}' has the smaller batch: the exercise asks for a larger one "
+                     "than the first run's.")
+    said = judge_prediction(answer, speed_verdict(small, large, "batch_size", "05"), small, large)
+    _, accuracy = noise.accuracy_change(small, large)
+    steps = metrics.steady_steps(small), metrics.steady_steps(large)
+    return (f"{said} Validation accuracy after the same epochs, the larger batch against the "
+            f"smaller: {accuracy}. The larger batch took {steps[1]} steady steps where the smaller "
+            f"took {steps[0]}: fewer updates at the same learning rate, which is why lesson 05 "
+            "scales the rate with the batch and warms it up.")

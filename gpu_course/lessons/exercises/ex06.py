@@ -1,0 +1,59 @@
+"""Lesson 06's exercise: a race of learning-rate schedules, the first to the constant
+rate's accuracy named."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ...analyse import alike, metrics, noise
+from .base import NotYet, exercise
+from .judge import finished_runs
+
+@exercise("06.1", "Race schedules: which first reaches the accuracy the constant rate ends with?")
+def _race(runs, answer) -> str:
+    from ..l06_schedules import CONSTANT, SCHEDULE_FIELDS
+    runs = finished_runs(runs, 2, "a race needs the constant rate (lr_scheduler='none') and at least "
+                 "one schedule")
+    schedule = {r: alike.value(r, "lr_scheduler") for r in runs}
+    constant = next((r for r in runs if schedule[r] == CONSTANT), None)
+    if constant is None:
+        raise NotYet(f"no run has the constant rate (lr_scheduler='{CONSTANT}'): its final accuracy "
+                     "is the target of the race. Add it to the schedules raced.")
+    if len(set(schedule.values())) < len(runs):
+        raise NotYet("a schedule ran twice (" + ", ".join(sorted(map(str, schedule.values())))
+                     + "): race each one once, so that a name says which run.")
+    for run in runs:
+        other = alike.differences(constant, run, varies=(*SCHEDULE_FIELDS, "warmup_epochs"))
+        other.pop(alike.Aspect.LOAD, None)
+        if other:
+            raise NotYet(f"the runs differ in more than their schedule: "
+                         f"{alike.words(other, constant.name, run.name)}. Change the schedule alone.")
+    by_name = {schedule[r]: r for r in runs}
+    if not isinstance(answer, str) or answer not in by_name:
+        raise NotYet(f"first={answer!r}: name one of the schedules raced ("
+                     + ", ".join(map(repr, by_name)) + "): the one whose validation accuracy "
+                     "first reached the constant rate's final one.")
+    target, images = metrics.val_acc(constant), int(constant.config.get("test_size") or 0)
+    margin = 2 * noise.accuracy_se(target, images)
+    curves = {name: list(pd.to_numeric(r.epochs["val_acc"], errors="coerce")) for name, r in by_name.items()}
+    reached = {name: next((i + 1 for i, acc in enumerate(accs) if acc >= target), None)
+               for name, accs in curves.items()}
+    mine = reached[answer]
+    where = "; ".join(f"{name} " + (f"epoch {e}" if e else "never") for name, e in reached.items())
+    if mine is None:
+        raise NotYet(f"'{answer}' never reached the target, {target:.1%} (the constant rate's final "
+                     f"val acc): {where}. Name one that did.")
+    ahead = [(name, e) for name, e in reached.items()
+             if e is not None and e < mine and curves[answer][e - 1] < target - margin]
+    if ahead:
+        name, e = min(ahead, key=lambda p: p[1])
+        raise NotYet(f"'{name}' reached the target, {target:.1%}, at epoch {e}, when '{answer}' "
+                     f"was at {curves[answer][e - 1]:.1%}: below it by more than 2 standard errors "
+                     f"({margin:.1%} on {images:,} images). First to reach it: {where}.")
+    seconds = pd.to_numeric(by_name[answer].epochs["epoch_time_s"], errors="coerce").iloc[:mine].sum()
+    said = (f"'{answer}' reached {target:.1%}, the constant rate's final val acc, at epoch {mine}, "
+            f"after {seconds:.1f} s of training; no schedule reached it earlier beyond noise "
+            f"(2 standard errors: {margin:.1%} on {images:,} images). Reached: {where}.")
+    if noise.at_chance(constant):
+        said += (" But the target is within noise of chance: the race is untested at this size; "
+                 "train more epochs (gc.sizes(\"06\", epochs=...)) for one that tells.")
+    return said

@@ -1,0 +1,109 @@
+"""What the checks ask of the attendee's runs and answers, shared by the lessons'
+exercises: runs that finished, two runs that differ in the one change asked for, a
+samples/s verdict against noise, a prediction read against it, and the data wait's
+share by blocks of steady steps."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ...analyse import alike, metrics, noise
+from .base import MARK, NotYet
+
+# a prediction of what a change does to samples/s, and the noise verdict that bears it out
+DIRECTIONS = {"faster": noise.Kind.FASTER, "slower": noise.Kind.SLOWER,
+              "same": noise.Kind.WITHIN_NOISE}
+
+
+def finished_runs(runs, least: int, what: str) -> list:
+    """The runs as a flat list of at least `least` records, each finished."""
+    if runs is None:
+        runs = []
+    if not isinstance(runs, (list, tuple)):
+        runs = [runs]
+    runs = [r for r in runs if r is not None]
+    bad = [r for r in runs if not (hasattr(r, "config") and hasattr(r, "meta"))]
+    if bad:
+        raise NotYet(f"{bad[0]!r} is not a run record: pass what gc.train or gc.record returned")
+    if len(runs) < least:
+        raise NotYet(f"{len(runs)} run(s) so far; {what}. Change the lines marked {MARK} and "
+                     "run the exercise cell.")
+    for run in runs:
+        status = metrics.status(run)
+        if status == "oom":
+            raise NotYet(f"'{run.name}' ran out of device memory: its batch does not fit this "
+                         "device. That is the limit; choose a smaller batch and run again.")
+        if status != "finished":
+            raise NotYet(f"'{run.name}' did not finish (status {status}): fix what stopped it "
+                         "(its error is in the cell above) and run the exercise again.")
+    return list(runs)
+
+
+def only_change(a, b, setting: str, also: tuple = ()) -> None:
+    """Runs a and b differ in `setting` (as they ran) and in nothing else that changes the
+    work (`alike.differences`), `also` and the machine's load aside."""
+    if alike.value(a, setting) == alike.value(b, setting):
+        raise NotYet(f"'{a.name}' and '{b.name}' have the same {setting} "
+                     f"({alike.value(a, setting)}): nothing was changed. Make the change at the "
+                     f"line marked {MARK}.")
+    other = alike.differences(a, b, varies=(setting, *also))
+    other.pop(alike.Aspect.LOAD, None)
+    if other:
+        raise NotYet(f"the runs differ in more than {setting}: {alike.words(other, a.name, b.name)}. "
+                     f"Change {setting} alone, so that the difference measured is its own.")
+
+
+def speed_verdict(a, b, setting: str, lesson: str, also: tuple = ()) -> noise.Verdict:
+    """b's samples/s against a's, judged against noise; NotYet where the runs are too short."""
+    verdict = noise.compare(a, b, varies=(setting, *also))
+    if verdict.kind in (noise.Kind.TOO_FEW, noise.Kind.NOT_MEASURED):
+        raise NotYet(f"'{b.name}' against '{a.name}': {verdict}. Give each run more steady steps: "
+                     f"gc.sizes(\"{lesson}\", exercise_size=...) with more images, then run the "
+                     "exercise again.")
+    return verdict
+
+
+def judge_prediction(answer, verdict: noise.Verdict, a, b) -> str:
+    """The sentence on a prediction ("faster", "slower" or "same") of b against a; NotYet
+    when the measurement contradicts it beyond noise."""
+    if not isinstance(answer, str) or answer not in DIRECTIONS:
+        raise NotYet(f"prediction={answer!r}: write down, before you run, what you expect of "
+                     f"'{b.name}' against '{a.name}': one of " + ", ".join(map(repr, DIRECTIONS))
+                     + ".")
+    if verdict.kind == noise.Kind.UNLIKE:   # only the machine's load is left (`only_change`)
+        return (f"your prediction, {answer}, is untested: {verdict}. Run the exercise again "
+                "while nothing else runs on the machine to put it to the test.")
+    if verdict.kind == DIRECTIONS[answer]:
+        return f"as you predicted ({answer}): '{b.name}' against '{a.name}' is {verdict}."
+    if verdict.kind == noise.Kind.WITHIN_NOISE:
+        return (f"you predicted {answer}; '{b.name}' against '{a.name}' is {verdict}: the runs "
+                f"cannot tell {answer} from the same speed. Not contradicted, not shown: more "
+                "images (exercise_size) or repeated runs would tell.")
+    measured = next(k for k, v in DIRECTIONS.items() if v == verdict.kind)
+    raise NotYet(f"you predicted {answer}, but '{b.name}' against '{a.name}' is {verdict}: "
+                 f"{measured}, beyond the runs' noise. Look at what changed in the data wait and "
+                 "the compute time (gc.show) and say why; then write the prediction the runs "
+                 "support.")
+
+
+def wait_words(run) -> str:
+    share = metrics.data_wait_share(run)
+    return "not measured" if not math.isfinite(share) else f"{share:.0%}"
+
+
+def wait_blocks(run) -> list[float]:
+    """The data wait's share of the step time in each of `noise.BLOCKS` equal blocks of the
+    run's steady steps: the spread that stands in for repeats of one run (as samples/s's
+    blocks do in `noise.compare`)."""
+    steps = run.steps
+    if not len(steps):
+        return []
+    steady = steps[pd.to_numeric(steps["timed"], errors="coerce") == 1]
+    wait = pd.to_numeric(steady["data_wait_s"], errors="coerce").to_numpy()
+    total = wait + pd.to_numeric(steady["compute_s"], errors="coerce").to_numpy()
+    size = len(steady) // noise.BLOCKS
+    if size < noise.MIN_STEPS:
+        return []
+    return [float(wait[i * size:(i + 1) * size].sum() / total[i * size:(i + 1) * size].sum())
+            for i in range(noise.BLOCKS)]
