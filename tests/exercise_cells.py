@@ -4,9 +4,11 @@ tests/gluon and tests/pytorch).
 A lesson's .py twin holds, after its lesson, pairs of cells: one tagged "exercise" (the
 attendee's lines marked `# >>>`) and the next code cell tagged "check" (`gc.check(id, ...)`).
 `run(track, lesson)` runs, in one fresh interpreter of this environment, the notebook's
-first cells (setup, imports, the parameters cell), then each exercise twice: untouched,
-then with its solution from notebooks/solutions/<track>/ in its place, and after each its
-check cell. It returns each check's Result (passed, message) and what the runs printed.
+first cells (setup, imports, the parameters cell), then each exercise with its solution
+from notebooks/solutions/<track>/ in its place, and after it its check cell. It returns each
+check's Result (passed, message) and what the runs printed. The exercise as shipped runs in
+the notebook's own test (nbval), where the repository's conftest.py asserts that its check
+says "not yet".
 
     python tests/exercise_cells.py <notebook.py> <solutions.py>    # what the test runs
 """
@@ -83,9 +85,8 @@ def unmarked_changes(exercise: str, solution: str) -> list[str]:
 
 
 def run(notebook: Path, solutions: Path, env: dict | None = None, timeout: int = 600) -> dict:
-    """Run the notebook's exercises untouched and solved in a fresh interpreter;
-    {id: {"untouched": {...}, "solution": {...}}}, each {"passed", "message"}, and the
-    interpreter's output under "output"."""
+    """Run the notebook's exercises, solved, in a fresh interpreter; {id: {"passed",
+    "message"}}, and the interpreter's output under "output"."""
     proc = subprocess.run([sys.executable, __file__, str(notebook), str(solutions)],
                           cwd=notebook.parent, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
@@ -96,7 +97,7 @@ def run(notebook: Path, solutions: Path, env: dict | None = None, timeout: int =
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT):
             found = json.loads(line[len(RESULT):])
-            results.setdefault(found["id"], {})[found["variant"]] = found
+            results[found["id"]] = found
     return results
 
 
@@ -128,12 +129,11 @@ def _main(notebook: str, solutions: str) -> None:
     for source in prelude(all_cells):
         exec(compile(source, notebook, "exec"), namespace)
     for id, (exercise, check) in exercises(all_cells).items():
-        for variant, (source, checking) in (("untouched", (exercise, check)),
-                                            ("solution", solved_cells(solved[id], check))):
-            exec(compile(source, f"{notebook} exercise {id} ({variant})", "exec"), namespace)
-            result = _run_check(checking, namespace)
-            print(RESULT + json.dumps({"id": id, "variant": variant, "passed": bool(result.passed),
-                                       "message": result.message}), flush=True)
+        source, checking = solved_cells(solved[id], check)
+        exec(compile(source, f"{notebook} exercise {id} (solution)", "exec"), namespace)
+        result = _run_check(checking, namespace)
+        print(RESULT + json.dumps({"id": id, "passed": bool(result.passed),
+                                   "message": result.message}), flush=True)
 
 
 if __name__ == "__main__":
@@ -141,9 +141,8 @@ if __name__ == "__main__":
 
 
 def check_track(track: str, lesson: str, runs_dir: Path) -> dict:
-    """Run lesson `lesson`'s exercises of `track` in smoke mode, untouched and solved, and
-    assert what a test asserts: each untouched exercise is "not yet" with its reason, each
-    solved one passes. Returns the results."""
+    """Run lesson `lesson`'s exercises of `track` in smoke mode, solved, and assert that
+    each passes. Returns the results."""
     notebook = next((REPO / "notebooks" / track).glob(f"{lesson}_*.py"))
     solutions = next((REPO / "notebooks" / "solutions" / track).glob(f"{lesson}_*.py"))
     env = {"GPU_COURSE_SMOKE": "1", "GPU_COURSE_SIZE": "", "GPU_COURSE_RUNS": str(runs_dir),
@@ -153,8 +152,5 @@ def check_track(track: str, lesson: str, runs_dir: Path) -> dict:
     ids = sorted(exercises(cells(notebook.read_text())))
     assert ids, f"{notebook.name} has no exercise"
     for id in ids:
-        untouched, solved = results[id]["untouched"], results[id]["solution"]
-        assert not untouched["passed"], f"{id} passes untouched: {untouched['message']}"
-        assert untouched["message"], f"{id}: an untouched exercise is told what is wrong"
-        assert solved["passed"], f"{id} fails with its solution: {solved['message']}"
+        assert results[id]["passed"], f"{id} fails with its solution: {results[id]['message']}"
     return results

@@ -1,7 +1,7 @@
-"""Each exercise of this environment's track, run as the notebook ships it (setup and
-parameters cells, then the exercise and check cells) in smoke mode: its check says "not
-yet", with why, on the untouched cell and passes with the solution
-(notebooks/solutions/<track>/)."""
+"""Each exercise of this environment's track, run with its solution
+(notebooks/solutions/<track>/) in the notebook's place (setup and parameters cells, then the
+solved exercise and check cells) in smoke mode: its check passes. As shipped, untouched, it
+runs in the notebook's own test, where conftest.py asserts that its check says "not yet"."""
 import pytest
 
 from exercise_cells import check_track
@@ -10,5 +10,5 @@ from gpu_course.lessons.exercises import EXERCISES
 
 
 @pytest.mark.parametrize("lesson", sorted({e.lesson for e in EXERCISES.values()}))
-def test_the_exercises_fail_untouched_and_pass_with_their_solutions(lesson, tmp_path):
+def test_the_exercises_pass_with_their_solutions(lesson, tmp_path):
     check_track(track_of_this_environment(), lesson, tmp_path)

@@ -1,7 +1,11 @@
 """The exercises as shipped: every registered exercise sits in its lesson's notebook of
 both tracks, as an exercise cell with the attendee's lines marked and a check cell, and
-has a solution in both tracks that changes only the marked lines. (Running them: the
-tests in tests/gluon and tests/pytorch; the checks' branches: tests/lessons.)"""
+has a solution in both tracks that changes only the marked lines, and the notebooks' run
+fails where a shipped check does not say "not yet" (conftest.py). (Running them solved:
+tests/test_exercise_cells.py; the checks' branches: tests/lessons.)"""
+import os
+from pathlib import Path
+
 import pytest
 
 from exercise_cells import MARK, cells, exercises, solved_cells, unmarked_changes
@@ -55,3 +59,29 @@ def test_a_change_away_from_the_marked_lines_is_found():
     assert unmarked_changes(exercise, "a = 2\nb = 2   # >>> yours\nc = a\n") == ["a = 1"]
     assert unmarked_changes(exercise, "a = 1\nb = 2   # >>> yours\nc = a\nd = 4\n") == \
         ["(added away from a marked line) d = 4"]
+
+
+def test_the_notebook_run_fails_where_a_shipped_check_does_not_say_not_yet(tmp_path):
+    """conftest.py, in one real nbval run of three notebooks whose check cells say
+    "not yet" with why, "passed", and "not yet" without why."""
+    import subprocess
+    import sys
+
+    import nbformat
+    said = {"shipped": "Exercise 99.1, not yet: 1 run(s) so far",
+            "passing": "Exercise 99.1, passed: as you predicted",
+            "silent": "Exercise 99.1, not yet: "}
+    for name, text in said.items():
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell("x = 1"),
+                    nbformat.v4.new_code_cell(f"print({text!r})", metadata={"tags": ["check"]})]
+        nbformat.write(nb, tmp_path / f"{name}.ipynb")
+    repo = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider",
+                           "-p", "conftest", "--nbval-lax", "--nbval-current-env", *(f"{n}.ipynb" for n in sorted(said))],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(repo), "PYTHONDONTWRITEBYTECODE": "1"})
+    out = done.stdout
+    assert "PASSED shipped.ipynb::Cell 1" in out and "PASSED passing.ipynb::Cell 0" in out, out[-3000:]
+    assert "FAILED passing.ipynb::Cell 1" in out and "FAILED silent.ipynb::Cell 1" in out, out[-3000:]
+    assert out.count("must say 'not yet' and why") >= 2
