@@ -37,9 +37,14 @@ run: setup-$(ENGINE)
 	@echo "Track: $(ENGINE) — $$($(PYTHON) -m gpu_course.engines --reason)"
 	$(VENV)/$(ENGINE)/bin/gpu-course ladder --engine $(ENGINE) $(ARGS)
 
-test: setup-gluon setup-pytorch
+# The two environments are set up, then tested, side by side (-j2): CI's 2 cores share
+# them, and each phase prints its output when it ends (--output-sync); the browser last.
+test:
+	$(MAKE) --no-print-directory -j2 --output-sync=target setup-gluon setup-pytorch browser
 	rm -rf $(SMOKE_RUNS)
-	$(MAKE) --no-print-directory test-gluon test-pytorch test-browser
+	@echo "Testing the Gluon and the PyTorch environments side by side: each prints when it ends."
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-gluon test-pytorch
+	$(MAKE) --no-print-directory test-browser
 
 setup: setup-gluon setup-pytorch
 setup-gluon: $(VENV)/gluon/.installed
