@@ -3,13 +3,14 @@
 Each network is trained as written (imperative / eager), then as a graph; the table
 gives each network's variants against its own first run, and the closing says which
 network gained more, against the talk's rule that small networks and small batches gain
-most (Python's per-operator overhead is a larger share of their step).
+most (Python's per-operator overhead is a larger share of their step). PyTorch's lesson
+also captures its own loop's whole step as a CUDA graph by hand (`by_hand=`: on a GPU).
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from ..analyse import metrics, noise
+from ..analyse import anatomy, metrics, noise
 from ..show import report
 from ..show.closing import Closing
 from . import talk
@@ -50,7 +51,14 @@ def table(runs) -> pd.DataFrame:
     return frame
 
 
-def conclude(runs) -> Closing:
+def conclude(runs=None, by_hand=None) -> Closing:
+    """The networks' runs as written and as graphs; or by_hand (the notebook's loop run
+    eagerly and as one captured CUDA graph; empty without a GPU): the capture's gain."""
+    if by_hand is not None:
+        return _by_hand(list(by_hand))
+    if runs is None:
+        raise ValueError("lesson 03 concludes on runs, or by_hand= (the loop eager and captured "
+                         "as a CUDA graph, [] without a GPU); neither was passed")
     runs = list(runs)
     groups = by_model(runs)
     say = Closing(table(runs), [r for rs in groups.values() for r in rs], varies=("graph",))
@@ -98,6 +106,39 @@ def conclude(runs) -> Closing:
                f"; {talk.SOURCE}'s {say.quote(talk.SOURCE, talk.WORKERS_SAMPLES_PER_SEC, '{:,} samples/s')} "
                f"→ {say.quote(talk.SOURCE, talk.HYBRID_SAMPLES_PER_SEC, '{:,} samples/s')} were "
                f"{talk.HARDWARE}'s."))
+    return say
+
+
+# what the eager loop's anatomy says one replay a step can remove
+WHY_BY_BOUND = {
+    anatomy.Bound.HOST: "its GPU waited for the host to dispatch each operator, and that dispatch "
+                        "is what one replay a step removes",
+    anatomy.Bound.GPU: "its kernels, not their launches, filled each step, so one launch a step "
+                       "had little to remove: precision (lesson 04) shortens the kernels",
+    anatomy.Bound.DATA: "it waited for its batches, and a graph does not make the loader faster "
+                        "(lesson 02)",
+}
+
+
+def _by_hand(runs) -> Closing:
+    if not runs:
+        say = Closing(pd.DataFrame([{"rung": "CUDA graph by hand"}]))
+        say("CUDA graphs need an NVIDIA GPU and this machine has none, so the capture above did "
+            "not run. On a GPU the cell trains the loop eagerly, then as one captured graph a "
+            "step, and compares the two here.")
+        return say
+    eager = [r for r in runs if r.config.get("graph") == "eager"]
+    captured = [r for r in runs if r.config.get("graph") == "static"]
+    if len(eager) != 1 or not captured or len(eager) + len(captured) != len(runs):
+        raise ValueError("by_hand= takes the loop's eager run (graph='eager') and its captured "
+                         "run(s) (graph='static'); got graphs "
+                         + ", ".join(str(r.config.get("graph")) for r in runs))
+    say = Closing(table(runs), runs, varies=("graph",))
+    for run in captured:
+        say(f"'{run.name}' against '{eager[0].name}': {say.compare(eager[0], run)}.")
+    bound = anatomy.anatomy(eager[0]).bound
+    if bound in WHY_BY_BOUND:
+        say(f"The eager loop was {bound}: {WHY_BY_BOUND[bound]}.")
     return say
 
 

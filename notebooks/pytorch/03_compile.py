@@ -65,6 +65,70 @@ gc.show(runs, lesson="03")
 gc.conclude("03", runs)   # the sentences, checked against the table: gpu_course/lessons/l03_graph.py
 
 # %% [markdown]
+# ## CUDA graphs by hand: the whole step, one launch
+# `mode="reduce-overhead"` records the compiled step as a CUDA graph for you. Here is the
+# same idea written out on the notebook's own loop, as the PyTorch docs' "whole network
+# capture" does it. A graph replays fixed kernels on fixed addresses, so:
+# - the step reads **static buffers** `x`, `y`; each batch is copied into them;
+# - it is **warmed up on a side stream** first (memory allocated, cuDNN's algorithms
+#   chosen, the optimizer's momentum created), because capture records, it does not run;
+# - the gradients are set to `None` before **capture**, so the graph's backward writes
+#   them in its own memory; SGD keeps its state on the GPU (Adam needs `capturable=True`);
+# - **replay** runs forward, backward and the update with one launch; the learning rate
+#   is baked in, so the loop keeps it constant;
+# - the graph overwrites `loss` at each replay, so the record keeps a copy (on the GPU).
+#
+# CUDA graphs exist only on an NVIDIA GPU: on a CPU the cell says so and trains nothing.
+
+# %%
+import torch.nn.functional as F
+
+
+def step(net, optimizer, x, y):                   # what the graph records
+    loss = F.cross_entropy(net(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def train_by_hand(graph):
+    parts = gc.build(cfg.replace(name=f"resnet20 by hand, {graph}", model="resnet20", graph=graph))
+    net, train_iter, _, optimizer = parts
+    if graph == "static":
+        x, y = gc.to_device(*next(iter(train_iter)), parts.devices[0])   # <- the static buffers
+        side = torch.cuda.Stream()                                    # <- warm up on a side stream
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                optimizer.zero_grad(set_to_none=True)
+                step(net, optimizer, x, y)
+        torch.cuda.current_stream().wait_stream(side)
+        optimizer.zero_grad(set_to_none=True)                         # <- grads from the graph's memory
+        captured = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(captured):                              # <- capture: recorded, not run
+            loss = step(net, optimizer, x, y)
+    with gc.record(parts, verbose=False) as rec:
+        for epoch in rec.epochs():
+            for xb, yb in rec.batches(train_iter):
+                if graph == "static":
+                    x.copy_(xb, non_blocking=True)                    # <- the batch into the buffers
+                    y.copy_(yb, non_blocking=True)
+                    captured.replay()                                 # <- the whole step: one launch
+                    rec.step(len(yb), loss=loss.detach().clone())     # <- the next replay overwrites loss
+                else:
+                    xb, yb = gc.to_device(xb, yb, parts.devices[0])
+                    optimizer.zero_grad(set_to_none=True)
+                    rec.step(len(yb), loss=step(net, optimizer, xb, yb).detach())
+            rec.end_epoch(sync=torch.cuda.synchronize)                # the epoch's one sync
+    return rec.run
+
+
+hand = [train_by_hand(graph) for graph in ("eager", "static")] if on_gpu else []
+if hand:
+    gc.show(hand, lesson="03", chart=False)
+gc.conclude("03", by_hand=hand)   # checked: gpu_course/lessons/l03_graph.py
+
+# %% [markdown]
 # ## Exercise 03.1: compile a network the lesson did not
 # `SIZES.exercise_model` (ResNet-56 at full size: the same blocks as ResNet-20, nearly three
 # times as many) trains on `SIZES.exercise_size` images as written, then compiled. At the

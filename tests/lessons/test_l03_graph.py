@@ -59,3 +59,34 @@ def test_sizes_are_small_in_smoke_mode_and_refuse_an_unknown_override():
         sizes("03", epoch=5)
     with pytest.raises(ValueError, match="lesson='99' is not a lesson; allowed: .*03"):
         module_of("99")
+
+
+def by_hand(make_run, busy, captured_rate, wait=0.0):
+    """The lesson's own loop on a GPU, eager then captured as one CUDA graph."""
+    return [make_run(f"resnet20 by hand, {graph}", rate=rate, engine="pytorch", gpus=1,
+                     busy=busy, data_wait_share=wait, config={"graph": graph})
+            for graph, rate in (("eager", 4000), ("static", captured_rate))]
+
+
+def test_a_capture_on_a_host_bound_step_is_judged_and_the_dispatch_named(make_run):
+    say = l03_graph.conclude(by_hand=by_hand(make_run, busy=35, captured_rate=12000))
+    assert "'resnet20 by hand, static' against 'resnet20 by hand, eager': ×" in say.text
+    assert "faster" in say.text and "The eager loop was host-bound" in say.text
+    assert say.check() == []
+
+
+def test_a_capture_on_a_gpu_bound_or_starved_step_says_why_it_had_little_to_remove(make_run):
+    say = l03_graph.conclude(by_hand=by_hand(make_run, busy=97, captured_rate=4010))
+    assert "within noise" in say.text and "GPU-bound: its kernels, not their launches" in say.text
+    starved = l03_graph.conclude(by_hand=by_hand(make_run, busy=97, captured_rate=4000, wait=0.6))
+    assert "data-bound: it waited for its batches" in starved.text
+
+
+def test_without_a_gpu_the_capture_is_said_to_wait_and_bad_runs_are_refused(make_run):
+    say = l03_graph.conclude(by_hand=[])
+    assert "need an NVIDIA GPU and this machine has none" in say.text
+    runs = by_hand(make_run, busy=35, captured_rate=9000)
+    with pytest.raises(ValueError, match="by_hand= takes the loop's eager run.*got graphs static"):
+        l03_graph.conclude(by_hand=runs[1:])
+    with pytest.raises(ValueError, match="concludes on runs, or by_hand="):
+        l03_graph.conclude()
