@@ -24,6 +24,7 @@ import re
 import shutil
 import zlib
 from dataclasses import dataclass
+import multiprocessing.pool as mp_pool
 from multiprocessing import TimeoutError, get_context
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -503,7 +504,6 @@ def end_pool(pool, stopped: bool = False) -> None:
     forever for the task queue's lock that a dead worker held, or that its replacement
     took. So the workers are killed and the pool's clean-up is called off instead (its
     threads do not keep the process)."""
-    import multiprocessing.pool as mp_pool
     if not stopped:
         pool.terminate()
         pool.join()

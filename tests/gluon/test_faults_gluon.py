@@ -94,6 +94,33 @@ def test_a_killed_loader_worker_ends_the_iteration_within_seconds():
     assert time.monotonic() - start < 5
 
 
+class Ready(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return np.zeros((3, 8, 8), np.float32), np.int32(i % 10)
+
+
+def test_a_worker_that_died_after_its_batch_was_ready_is_named_and_nothing_hangs():
+    """Its batch's arrays are fetched from the worker itself: this gave "Connection reset"
+    or EOFError, then MXNet's Pool.terminate() waited forever for the queue lock the dead,
+    idle worker held (issue 31)."""
+    loader = gdata.make_loader(Ready(), Experiment(batch_size=4, num_workers=1, train_size=64))
+    batches = iter(loader)
+    next(batches)
+    inner = batches.gi_frame.f_locals["inner"]   # MXNet's iterator of this epoch
+    deadline = time.monotonic() + 30
+    while not inner._data_buffer[inner._rcvd_idx].ready() and time.monotonic() < deadline:
+        time.sleep(0.05)   # the next batch is made and waits to be fetched
+    os.kill(loader._worker_pool._pool[0].pid, signal.SIGKILL)
+    loader._worker_pool._pool[0].join(10)
+    start = time.monotonic()
+    with pytest.raises(gdata.WorkerDied, match="a loader worker died .*SIGKILL"):
+        next(batches)
+    assert time.monotonic() - start < 5
+
+
 def test_clear_errors_before_training(tmp_path):
     with pytest.raises(ValueError, match="batch_size=64 gives 64 images per step, but the "
                                          "training set has only 32"):

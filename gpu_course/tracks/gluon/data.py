@@ -92,7 +92,12 @@ class WatchedDataLoader(DataLoader):
 
     MXNet's pool replaces a killed worker but loses its batch, and its own timeout
     (120 s) did not always fire: the run hung. Here the wait is cut into 0.2 s slices
-    and the original workers are checked between them."""
+    and the original workers are checked between them, and again before a ready batch
+    is fetched: its arrays come through the worker that made them (a file descriptor
+    it hands over), so a worker that died after its batch was ready gave "Connection
+    reset" or EOFError. MXNet then ends the pool with Pool.terminate(), which waits
+    forever for the task queue's lock when the dead worker held it (issue 31): the pool
+    is ended the way a stopped run ends it instead (`end_pool`)."""
 
     def __iter__(self):
         pool = self._worker_pool
@@ -102,6 +107,7 @@ class WatchedDataLoader(DataLoader):
         if self._iter is None:
             self.refresh()
         inner, workers = self._iter, list(pool._pool)  # the processes at the start
+        pool.terminate = lambda: end_pool(pool, stopped=True)   # what MXNet calls on an error
         batches = super().__iter__()
         while True:
             pending = inner._data_buffer.get(inner._rcvd_idx)
@@ -109,10 +115,14 @@ class WatchedDataLoader(DataLoader):
                 pending.wait(0.2)
                 check_stop()  # SIGTERM while waiting for a batch (to the workers too)
                 _check_workers(workers, pool)
+            _check_workers(workers, pool)   # its arrays are fetched from the worker now
             try:
                 batch = next(batches)
             except StopIteration:
                 return
+            except (EOFError, ConnectionError):   # the worker died while handing them over
+                _check_workers(workers, pool)
+                raise
             yield batch
 
 
@@ -130,7 +140,7 @@ def _check_workers(workers, pool) -> None:
     dead = [w for w in workers if w.exitcode is not None]
     if not dead:
         return
-    pool.terminate()  # the other workers too: nothing waits for them any more
+    end_pool(pool, stopped=True)  # the others too; terminate() could wait for a lock it held
     code = dead[0].exitcode
     how = (f"killed by signal {-code} ({signal.Signals(-code).name})" if code < 0
            else f"exit code {code}")
