@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from ..measure import nvml
+from ..measure.records import machine_load
 
 HOOKS = {"gluon": "gpu_course.tracks.gluon.envinfo", "pytorch": "gpu_course.tracks.torch.envinfo"}
 FRAMEWORK = {"gluon": "mxnet", "pytorch": "torch"}
@@ -72,15 +73,29 @@ def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps
           model: str = "resnet20", cpus=None) -> dict:
     """ResNet-20 (or `model`) forward passes in a fresh process with `threads` OpenMP
     threads and oneDNN on or off: {"images_per_s", "ms_per_batch", "step_images_per_s",
-    "build", ...}, with the cores it was pinned to ("cpus", None when not pinned) and the
-    1-minute load average as it started ("load_average")."""
+    "build", ...}, with the cores it was pinned to ("cpus", None when not pinned), the
+    1-minute load average as it started ("load_average") and the cores other programs kept
+    busy while it ran ("other_cores", `other_cores`)."""
     env = {"OMP_NUM_THREADS": threads,
            "MXNET_MKLDNN_ENABLED": int(bool(onednn)),   # read by MXNet at start-up only
            "MXNET_STORAGE_FALLBACK_LOG_VERBOSE": 0}     # else one log block per operator
     load = os.getloadavg()[0]   # how busy the machine was as this benchmark started
+    before = machine_load()
     out = hook(engine, "bench", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
                f"--batch={batch}", f"--steps={steps}", f"--model={model}", env=env, cpus=cpus)
-    return {**out, "batch": batch, "cpus": sorted(cpus) if cpus else None, "load_average": load}
+    return {**out, "batch": batch, "cpus": sorted(cpus) if cpus else None, "load_average": load,
+            "other_cores": other_cores(before, machine_load())}
+
+
+def other_cores(before: dict, after: dict) -> float | None:
+    """Cores that other programs kept busy between two readings of `records.machine_load`
+    in this process, its own CPU time and its children's (a benchmark) left out; None
+    where the machine's busy time cannot be read."""
+    wall = after["wall"] - before["wall"]
+    if before["cpu_busy_s"] is None or after["cpu_busy_s"] is None or wall <= 0:
+        return None
+    ours = sum(after[k] - before[k] for k in ("process_cpu_s", "children_cpu_s"))
+    return max(0.0, (after["cpu_busy_s"] - before["cpu_busy_s"] - ours) / wall)
 
 
 def thread_counts(usable: int) -> list[int]:

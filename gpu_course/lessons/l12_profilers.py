@@ -22,10 +22,12 @@ SIZES = {
                  warmup_steps=1,
                  input_steps=100,      # batches fetched under cProfile
                  ceiling_steps=100,    # steps of each mock-ceiling run
-                 wait=1, warmup=1, active=5),   # the profiler's schedule, in steps
+                 wait=1, warmup=1, active=5,    # the profiler's schedule, in steps
+                 torch_threads=None),           # the exercise's PyTorch intra-op threads (None: its default)
     # a small CNN and 24 steps a run: enough steady steps for the ceilings to rule
     "smoke": dict(model="tiny", train_size=768, test_size=64, epochs=1, batch_size=32,
-                  warmup_steps=1, input_steps=8, ceiling_steps=24, wait=1, warmup=1, active=2),
+                  warmup_steps=1, input_steps=8, ceiling_steps=24, wait=1, warmup=1, active=2,
+                  torch_threads=1),   # a thread a core collapses while other programs share CI's 2
     "check": dict(train_size=5_000),
 }
 NOT_INPUT_BOUND = "not input-bound"   # all the step timers can say against input-bound

@@ -50,6 +50,7 @@ SIZES = {
 WITHOUT, WITH, EVENTS = "without a sync", "with a sync", "CUDA events"
 TIMERS = (WITHOUT, WITH, EVENTS)
 EACH_STEP, AT_THE_END = "each step", "at the end"   # the runs' notes: loss_read
+GUARD = "loss_guard"   # exercise 13.1's note: whether the loop checked its loss on the host each step
 SYNC_WARNING = "synchronizing"   # torch's words: "called a synchronizing CUDA operation"
 MOVED = 0.2   # a loop without the per-step read that waits for data this share of its time or more
 
@@ -207,29 +208,36 @@ def _runs(runs) -> Closing:
     v = say.compare(end, each)
     lead = (f"Reading the loss each step ({read}) against reading it once, after the epoch's "
             f"sync: {v}")
-    if v.kind == noise.Kind.SLOWER:
-        say(f"{lead}. Each read stops the host until " + (
-            "MXNet's engine threads have finished the step, and they then wait"
-            if track == "gluon" and not gpu else "the device has finished the step, and it "
-            "then waits") + " while the host fetches the next batch and issues its work: the two "
-            "take turns instead of overlapping.")
-    elif v.kind == noise.Kind.WITHIN_NOISE and gpu:
-        say(f"{lead}: no cost beyond noise here. The device finished each step before the host "
-            "had issued the next one (launch- or input-bound), so waiting for it cost nothing; "
-            "with more work per step (a larger batch) the reads cost.")
-    elif v.kind in (noise.Kind.WITHIN_NOISE, noise.Kind.FASTER):
-        say(f"{lead}: no cost here. " + (
-            "On a CPU the host and MXNet's engine share the same cores: while the host waits, "
-            "the engine's threads have them to themselves, so there is little overlap to lose."
-            if track == "gluon" else
-            "On a CPU PyTorch has finished the step when the call returns, so .item() has "
-            "nothing to wait for."))
-    else:
-        say(f"{lead}.")
+    why = cost_words(v.kind, track, gpu, "read", ".item()")
+    say(f"{lead}. {why}" if v.kind == noise.Kind.SLOWER else f"{lead}: {why}" if why else f"{lead}.")
     if track == "gluon":
         _moved(say, end, each)
     _rule(say, end, gpu, track, v)
     return say
+
+
+def cost_words(kind: noise.Kind, track: str, gpu: bool, each: str, call: str) -> str:
+    """Why reading a device value on the host every step (each: what one is called, "read";
+    call: the code that reads, ".item()") cost what the noise verdict `kind` says; "" for a
+    verdict that says nothing (too few steps, unlike runs)."""
+    if kind == noise.Kind.SLOWER:
+        return (f"Each {each} stops the host until " + (
+            "MXNet's engine threads have finished the step, and they then wait"
+            if track == "gluon" and not gpu else "the device has finished the step, and it "
+            "then waits") + " while the host fetches the next batch and issues its work: the two "
+            "take turns instead of overlapping.")
+    if kind == noise.Kind.WITHIN_NOISE and gpu:
+        return ("no cost beyond noise here. The device finished each step before the host "
+                "had issued the next one (launch- or input-bound), so waiting for it cost "
+                f"nothing; with more work per step (a larger batch) the {each}s cost.")
+    if kind in (noise.Kind.WITHIN_NOISE, noise.Kind.FASTER):
+        return "no cost here. " + (
+            "On a CPU the host and MXNet's engine share the same cores: while the host waits, "
+            "the engine's threads have them to themselves, so there is little overlap to lose."
+            if track == "gluon" else
+            f"On a CPU PyTorch has finished the step when the call returns, so {call} has "
+            "nothing to wait for.")
+    return ""
 
 
 def _moved(say: Closing, end: list, each: list) -> None:

@@ -112,3 +112,27 @@ gc.conclude("12", runs)   # the sentences, checked: gpu_course/lessons/l12_profi
 # `gc.profile_steps(cfg, folder)` records the same window for any experiment, and
 # `gpu-course profile` (the flags of `gpu-course run`) does all of this lesson in one go:
 # the run, its ceilings, the input profile, the profiled steps and the verdict.
+
+# %% [markdown]
+# ## Exercise 12.1: move the limit, predict the verdict
+# Predict, then measure. The profiled run once more, then with one setting of your own
+# changed at the line marked `# >>>`: `{"num_workers": 0}` (the loading moves into the
+# training process, between its steps), a larger `batch_size`, another `model`... **Before
+# you run**, write down what the step timers will say of your run: `"input-bound"` (it
+# waits for data 25 % of its step or more, the rule of the verdict above) or
+# `"not input-bound"`.
+#
+# The check wants the two runs to differ in that one setting, enough steady steps to
+# judge blocks of them, and a verdict the blocks do not contradict (blocks on both sides
+# of the line leave it untested). `gc.solution("12.1")` shows one answer, once you have
+# tried.
+
+# %% tags=["exercise"]
+ex_cfg = gc.Experiment(name="exercise", num_workers=1, **SIZES)
+change = {}                  # >>> one setting and its value, e.g. {"num_workers": 0}
+verdict = None               # >>> before you run: "input-bound" or "not input-bound", by the step timers
+mine = [gc.train(ex_cfg.replace(name=f"exercise: {c or 'as profiled'}", **c), verbose=False, progress=False)
+        for c in ({}, change) if change]                 # (nothing until you choose)
+
+# %% tags=["check"]
+gc.check("12.1", mine, verdict)

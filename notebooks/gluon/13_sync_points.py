@@ -122,3 +122,48 @@ def train_reading_loss(each_step):
 runs = [train_reading_loss(each_step) for _ in range(SIZES.repeats) for each_step in (False, True)]
 gc.show(runs, lesson="13", chart=False)
 gc.conclude("13", runs)   # the sentences, checked: gpu_course/lessons/l13_sync_points.py
+
+# %% [markdown]
+# ## Exercise 13.1: a guard that syncs
+# Predict, then measure. Training scripts often guard each step against a loss that has
+# turned NaN or infinite: `if not mx.nd.contrib.isfinite(loss.mean()): raise ...`. Below,
+# the lesson's loop trained without that guard and with it, `repeats` times each,
+# interleaved as above: switch it on at the line marked `# >>>` and, **before you run**, write down the guarded loop's samples/s against
+# the loop without: `"faster"`, `"slower"` or `"same"`. What does the `if` need from the
+# engine, and when?
+#
+# The check wants the two runs to differ in the guard alone, enough steady steps for a
+# verdict against noise, and a prediction the runs do not contradict; it says why, for
+# the device they ran on. `gc.solution("13.1")` shows an answer, after you have tried.
+
+# %% tags=["exercise"]
+device = gc.try_devices(1)[0][0]
+loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+guard = False                # >>> True: stop when the loss is not finite, checked every step
+prediction = None            # >>> before you run: with the guard, samples/s "faster", "slower" or "same"
+mine = []
+for checked in (False, True) * SIZES.repeats if guard else ():    # interleaved (nothing until you choose)
+    net = gc.get_model(SIZES.model)
+    net.hybridize(static_alloc=True, static_shape=True)
+    parts = gc.build(gc.Experiment(name=f"exercise: guard {'on' if checked else 'off'}",
+                                   graph="static", **SIZES), net=net)
+    net, train_iter, _, trainer = parts
+    with gc.record(parts, verbose=False) as rec:
+        rec.note(loss_guard=checked)
+        for epoch in rec.epochs():
+            for data, label in rec.batches(train_iter):
+                data, label = data.as_in_context(device), label.as_in_context(device)
+                with autograd.record():
+                    out = net(data)
+                    loss = loss_fn(out, label)
+                loss.backward()
+                trainer.step(data.shape[0])
+                if checked and not mx.nd.contrib.isfinite(loss.mean()):    # <- an if on an NDArray
+                    raise FloatingPointError("the loss is not finite")
+                rec.step(data.shape[0], loss_sum=loss.sum(),
+                         correct=(out.argmax(axis=1) == label.astype(out.dtype)).sum())
+            rec.end_epoch(sync=mx.nd.waitall)
+    mine.append(rec.run)
+
+# %% tags=["check"]
+gc.check("13.1", mine, prediction)

@@ -157,3 +157,26 @@ gc.conclude("11", [disk, gpu, copy])
 # %% [markdown]
 # `gpu-course env` prints all of the above in one go in a terminal (`--json` for a
 # machine-readable copy, `--no-measure` to read without measuring).
+
+# %% [markdown]
+# ## Exercise 11.1: a thread count of your own
+# Predict, then measure. The forward pass above, benchmarked with a thread per usable core
+# and then with a count you set at the line marked `# >>>`: fewer (1), or more than the
+# cores (a container that shows the host's 64 cores gets that many from OpenMP unless
+# `OMP_NUM_THREADS` says otherwise: try `4 * cpu["usable"]`). **Before you run**, write
+# down its images/s against the usable cores' count: `"faster"`, `"slower"` or `"same"`.
+#
+# The check reads the two benchmarks: the thread count changed and nothing else, at least
+# five timed passes a side, and a prediction their spread does not contradict. Other
+# programs busy while a benchmark ran leave the prediction untested, and the check says
+# so. `gc.solution("11.1")` shows one answer, once you have tried.
+
+# %% tags=["exercise"]
+cpu = env.cpu_facts()
+threads = None               # >>> a thread count other than cpu["usable"]: 1, or 4 * cpu["usable"]
+prediction = None            # >>> before you run: its images/s "faster", "slower" or "same"
+tried = [env.bench("pytorch", n, **SIZES.bench)                  # <- set_num_threads(n), a fresh process
+         for n in (cpu["usable"], threads) if threads]           # (nothing until you choose)
+
+# %% tags=["check"]
+gc.check("11.1", tried, prediction)

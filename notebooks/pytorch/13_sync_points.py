@@ -152,3 +152,46 @@ if on_gpu:
         finally:
             torch.cuda.set_sync_debug_mode("default")
 gc.conclude("13", syncs=caught)
+
+# %% [markdown]
+# ## Exercise 13.1: a guard that syncs
+# Predict, then measure. Training scripts often guard each step against a loss that has
+# turned NaN or infinite: `if not torch.isfinite(loss): raise ...`. Below, the lesson's
+# loop trained without that guard and with it, `repeats` times each, interleaved as
+# above: switch it on at the line marked `# >>>` and, **before you run**, write down the guarded loop's samples/s against the
+# loop without: `"faster"`, `"slower"` or `"same"`. What does the `if` need from the
+# device, and when?
+#
+# The check wants the two runs to differ in the guard alone, enough steady steps for a
+# verdict against noise, and a prediction the runs do not contradict; it says why, for
+# the device they ran on. `gc.solution("13.1")` shows an answer, after you have tried.
+
+# %% tags=["exercise"]
+torch.set_num_threads(SIZES.torch_threads or torch.get_num_threads())   # as above
+device = gc.try_devices(1)[0][0]
+guard = False                # >>> True: stop when the loss is not finite, checked every step
+prediction = None            # >>> before you run: with the guard, samples/s "faster", "slower" or "same"
+mine = []
+for checked in (False, True) * SIZES.repeats if guard else ():    # interleaved (nothing until you choose)
+    parts = gc.build(gc.Experiment(name=f"exercise: guard {'on' if checked else 'off'}",
+                                   pin_memory=device.type == "cuda", **SIZES))
+    net, train_iter, _, optimizer = parts
+    with gc.record(parts, verbose=False) as rec:
+        rec.note(loss_guard=checked)
+        for epoch in rec.epochs():
+            net.train()
+            for x, y in rec.batches(train_iter):
+                x, y = gc.to_device(x, y, device)
+                out = net(x)
+                loss = F.cross_entropy(out, y)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                if checked and not torch.isfinite(loss):                 # <- an if on a device value
+                    raise FloatingPointError(f"the loss is {loss.item()}")
+                rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
+            rec.end_epoch(sync=torch.cuda.synchronize if device.type == "cuda" else None)
+    mine.append(rec.run)
+
+# %% tags=["check"]
+gc.check("13.1", mine, prediction)

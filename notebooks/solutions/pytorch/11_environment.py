@@ -1,0 +1,9 @@
+"""Solutions of lesson 11's exercises (PyTorch): each section is the exercise cell, solved.
+`gc.solution("11.1")` prints one; the tests run each in the notebook's place."""
+
+# %% exercise 11.1
+cpu = env.cpu_facts()
+threads = 1                  # >>> one thread: the other cores sit idle in every operator
+prediction = "slower"        # >>> on a quiet machine; while other programs run, a pool with a thread a core waits for them
+tried = [env.bench("pytorch", n, **SIZES.bench)                  # <- set_num_threads(n), a fresh process
+         for n in (cpu["usable"], threads) if threads]           # (nothing until you choose)
