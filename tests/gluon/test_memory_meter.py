@@ -78,3 +78,12 @@ def test_on_a_gpu_the_device_s_used_memory_is_read_around_each_step(monkeypatch)
     assert [p - h for p, h in zip(out["peak"], out["held"])] == [1000, 0]
     assert out["peak"] == [1500 - meter.base] * 2   # the pool's high-water mark
     assert out["at_peak"] == {} and out["allocator"] is None
+
+
+def test_a_batch_that_does_not_fit_returns_its_oom_record(small_cfg, monkeypatch):
+    def full(*args):
+        raise mx.base.MXNetError("[12:00:00] src/storage/./pooled_storage_manager.h:161: "
+                                 "cudaMalloc retry failed: out of memory")
+    monkeypatch.setattr(memory, "train_step", full)
+    run = gc.memory_run(small_cfg.replace(name="too large", max_steps=2), readings=1)
+    assert run.status == "oom" and run.meta["error"]

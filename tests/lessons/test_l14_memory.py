@@ -267,3 +267,13 @@ def test_sizes():
     assert full.batches[-1] == full.accumulate * 256 and smoke.batches[-1] % smoke.accumulate == 0
     assert smoke["train_size"] // smoke.batches[-1] - smoke["warmup_steps"] >= 20
     assert check["train_size"] < full["train_size"] and check.compile_backend == "inductor"
+
+
+def test_an_allocator_without_the_profiler_s_parts_and_models_that_differ(make_run):
+    plain = notes(l14.Counter.CUDA, most=False, held=3.0, peak=12.0, total=8 * 1024 * MiB)
+    say = l14.conclude([run(make_run, "batch 8", 8, notes(params=2.0, peak=6.0, act=4.0)),
+                        run(make_run, "batch 32", 32, plain, gpus=1)])
+    assert "the rest, 1.25 MiB, is the framework's own (kernels' workspace and caches, the " \
+        "loader's batches)." in say.text      # no static graph's buffers in PyTorch's allocator
+    assert "optimizer state stay as they are" not in say.text   # the two models differ
+    assert say.check() == []

@@ -133,3 +133,13 @@ def test_on_a_gpu_the_allocator_is_read_around_each_step_and_a_snapshot_kept(mon
     assert state["history"] == ["all", None]            # recorded for the last step, then off
     assert out["files"] == [memory.SNAPSHOT, memory.TIMELINE]
     assert (tmp_path / memory.SNAPSHOT).read_bytes() == b"snapshot"
+
+
+def test_a_batch_that_does_not_fit_returns_its_oom_record(small_cfg, monkeypatch):
+    def full(*args):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 3.06 GiB")
+    monkeypatch.setattr(memory, "train_step", full)
+    run = gc.memory_run(small_cfg.replace(name="too large", max_steps=2), readings=1)
+    assert run.status == "oom" and "batch_size=32 per device does not fit" in run.meta["error"]
+    from gpu_course.lessons.exercises import check
+    assert "'too large' ran out of device memory" in check("14.1", [run, run], 10.0).message

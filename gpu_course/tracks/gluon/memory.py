@@ -148,22 +148,32 @@ def train_step(net, trainer, data, label, loss_fn=None):
 
 def memory_run(cfg, readings: int = 3, verbose: bool = False):
     """Train as cfg says with lesson 14's step, then measure `readings` more steps with
-    `MemoryMeter` into the run's record; returns the run (lesson 14's loop, packaged)."""
+    `MemoryMeter` into the run's record; returns the run (lesson 14's loop, packaged). A
+    batch that does not fit returns its record with status "oom"."""
+    from ...measure.records import OutOfMemory, load_run
     from .record import record
-    from .train import build
+    from .train import build, is_out_of_memory, out_of_memory
     parts = build(cfg)
     net, train_iter, _, trainer = parts
     device = parts.devices[0]
     memory = MemoryMeter(parts)
     loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
-    with record(parts, progress=False, verbose=verbose) as rec:
-        for _ in rec.epochs():
-            for data, label in rec.batches(train_iter):
-                data, label = data.as_in_context(device), label.as_in_context(device)
-                out, loss = train_step(net, trainer, data, label, loss_fn)
-                rec.step(data.shape[0], loss_sum=loss.sum(),
-                         correct=(out.argmax(axis=1) == label.astype(out.dtype)).sum())
-            rec.end_epoch(sync=mx.nd.waitall)
-        memory.measure(rec, lambda: train_step(net, trainer, data, label, loss_fn),
-                       inputs=(data, label), readings=readings)
+    try:
+        with record(parts, progress=False, verbose=verbose) as rec:
+            try:
+                for _ in rec.epochs():
+                    for data, label in rec.batches(train_iter):
+                        data, label = data.as_in_context(device), label.as_in_context(device)
+                        out, loss = train_step(net, trainer, data, label, loss_fn)
+                        rec.step(data.shape[0], loss_sum=loss.sum(),
+                                 correct=(out.argmax(axis=1) == label.astype(out.dtype)).sum())
+                    rec.end_epoch(sync=mx.nd.waitall)
+                memory.measure(rec, lambda: train_step(net, trainer, data, label, loss_fn),
+                               inputs=(data, label), readings=readings)
+            except mx.base.MXNetError as err:
+                if is_out_of_memory(err):
+                    raise out_of_memory(err, parts.cfg, parts.devices) from err
+                raise
+    except OutOfMemory as err:   # the record says so; the exercise's check reads it
+        return load_run(err.run_path)
     return rec.run

@@ -223,7 +223,10 @@ def train_step(net, optimizer, x, y):
 
 def memory_run(cfg, readings: int = 3, verbose: bool = False):
     """Train as cfg says with lesson 14's step, then measure `readings` more steps with
-    `MemoryMeter` into the run's record; returns the run (lesson 14's loop, packaged)."""
+    `MemoryMeter` into the run's record; returns the run (lesson 14's loop, packaged). A
+    batch that does not fit returns its record with status "oom"."""
+    from ...measure.records import OutOfMemory, load_run
+    from .devices import out_of_memory
     from .loop import to_device
     from .record import record
     from .train import build
@@ -231,14 +234,20 @@ def memory_run(cfg, readings: int = 3, verbose: bool = False):
     net, train_iter, _, optimizer = parts
     device = parts.devices[0]
     memory = MemoryMeter(parts)
-    with record(parts, progress=False, verbose=verbose) as rec:
-        for _ in rec.epochs():
-            net.train()
-            for x, y in rec.batches(train_iter):
-                x, y = to_device(x, y, device)
-                out, loss = train_step(net, optimizer, x, y)
-                rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
-            rec.end_epoch(sync=torch.cuda.synchronize if device.type == "cuda" else None)
-        memory.measure(rec, lambda: train_step(net, optimizer, x, y), inputs=(x, y),
-                       readings=readings)
+    try:
+        with record(parts, progress=False, verbose=verbose) as rec:
+            try:
+                for _ in rec.epochs():
+                    net.train()
+                    for x, y in rec.batches(train_iter):
+                        x, y = to_device(x, y, device)
+                        out, loss = train_step(net, optimizer, x, y)
+                        rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
+                    rec.end_epoch(sync=torch.cuda.synchronize if device.type == "cuda" else None)
+                memory.measure(rec, lambda: train_step(net, optimizer, x, y), inputs=(x, y),
+                               readings=readings)
+            except torch.cuda.OutOfMemoryError as err:
+                raise out_of_memory(err, parts.cfg.batch_size, device) from None
+    except OutOfMemory as err:   # the record says so; the exercise's check reads it
+        return load_run(err.run_path)
     return rec.run
