@@ -124,7 +124,8 @@ def test_on_a_gpu_the_allocator_is_read_around_each_step_and_a_snapshot_kept(mon
         state["peak"] = max(state["peak"], state["allocated"] + 900)   # the step's activations
         state["allocated"] += 10                                     # and a little it keeps
     timeline = {"held": 5, "peak": 7, "at_peak": {m.Part.ACTIVATIONS: 2}, "most": {}}
-    monkeypatch.setattr(meter, "_profiled", lambda fn, path: (fn(), timeline)[1])
+    monkeypatch.setattr(meter, "_profiled",
+                        lambda fn, path: (fn(), path.write_text("[[], []]"), timeline)[2])
     out = meter.measure(Rec(tmp_path), step, readings=2)
     assert out["counter"] == m.Counter.CUDA.value and out["held"] == [0, 10]
     assert out["peak"] == [900, 910] and out["allocator"] == {"peak": [900, 910],
@@ -133,6 +134,25 @@ def test_on_a_gpu_the_allocator_is_read_around_each_step_and_a_snapshot_kept(mon
     assert state["history"] == ["all", None]            # recorded for the last step, then off
     assert out["files"] == [memory.SNAPSHOT, memory.TIMELINE]
     assert (tmp_path / memory.SNAPSHOT).read_bytes() == b"snapshot"
+    # a profiler that cannot sort a device's memory leaves the allocator's reading standing
+    meter._profiled = memory.MemoryMeter._profiled.__get__(meter)
+    monkeypatch.setattr(memory, "profile", lambda **kw: _Broken())
+    (tmp_path / memory.TIMELINE).unlink()
+    out = meter.measure(Rec(tmp_path), step, readings=1)
+    assert out["at_peak"] == {} and out["peak"] and memory.TIMELINE not in out["files"]
+
+
+class _Broken:
+    """A profiler whose memory timeline cannot be exported (as for a device it does not see)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def export_memory_timeline(self, path, device=None):
+        raise RuntimeError(f"no memory events for {device}")
 
 
 def test_a_batch_that_does_not_fit_returns_its_oom_record(small_cfg, monkeypatch):
