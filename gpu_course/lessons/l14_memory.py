@@ -79,10 +79,13 @@ def table(runs) -> pd.DataFrame:
     frame["peak_mib"] = [u.peak_mib for u in uses]
     frame["activations_mib"] = [u.activations_mib for u in uses]
     frame["activations_per_image_mib"] = [u.per_image_mib for u in uses]
+    frame["activations_share"] = frame["activations_mib"] / frame["peak_mib"]
+    frame["held_rest_mib"] = frame["held_mib"] - frame["held_counted_mib"]
     if any(u.allocator for u in uses):
         frame["reserved_mib"] = [(u.allocator or {}).get("reserved", math.nan) / MiB for u in uses]
     if any(u.device_total for u in uses):
         frame["device_mib"] = [(u.device_total or math.nan) / MiB for u in uses]
+        frame["device_share"] = frame["peak_mib"] / frame["device_mib"]
         frame["fills_device_batch"] = [_fills(u) for u in uses]
     curves = [r for r in runs if loss_curve(r)]
     if curves and any(accumulate_of(r) > 1 for r in runs):
@@ -143,13 +146,12 @@ def _sweep(runs) -> Closing:
     order = sorted(range(len(runs)), key=lambda i: uses[i].batch)
     small, large = order[0], order[-1]
     u = uses[large]
-    act = say.table["activations_mib"].iloc[large]
     say(f"At batch {u.batch} the step peaked at {say.cell(large, 'peak_mib')} MiB, by "
         f"{u.counter.value}: parameters {say.cell(large, 'parameters_mib')} MiB, gradients "
         f"{say.cell(large, 'gradients_mib')} MiB, optimizer state "
         f"{say.cell(large, 'optimizer_state_mib')} MiB (counted from the model: elements × "
         f"bytes), activations {say.cell(large, 'activations_mib')} MiB, "
-        f"{say.setting('activations over the peak', act / say.table['peak_mib'].iloc[large], '{:.0%}')}"
+        f"{say.cell(large, 'activations_share', '{:.0%}')}"
         " of the peak.")
     _measured_beside_computed(say, large, u)
     if len(runs) > 1 and uses[small].batch != u.batch:
@@ -195,7 +197,7 @@ def _measured_beside_computed(say: Closing, row: int, u: MemoryUse) -> None:
             f"{say.cell(row, 'held_counted_mib')} MiB counted ({parts})")
     if held >= computed:
         say(f"{lead}: the rest, "
-            f"{say.setting('held less counted', held - computed, '{:.3g}')} MiB, is the "
+            f"{say.cell(row, 'held_rest_mib')} MiB, is the "
             "framework's own (kernels' workspace and caches, " + (
                 "buffers a static graph keeps between steps, the loader's batches)."
                 if u.counter in (Counter.PROCESS, Counter.MXNET_GPU) else "the loader's batches)."))
@@ -228,8 +230,7 @@ def _device(say: Closing, row: int, u: MemoryUse, run) -> None:
                 "no cudaMalloc had to be retried."))
     if "fills_device_batch" in say.table.columns and not math.isnan(
             say.table["fills_device_batch"].iloc[row]):
-        share = say.table["peak_mib"].iloc[row] / say.table["device_mib"].iloc[row]
-        say(f"The peak is {say.setting('peak over the device memory', share, '{:.1%}')} of the "
+        say(f"The peak is {say.cell(row, 'device_share', '{:.1%}')} of the "
             f"device's {say.cell(row, 'device_mib')} MiB; at "
             f"{say.cell(row, 'activations_per_image_mib')} MiB of activations an image, about "
             f"{say.cell(row, 'fills_device_batch')} images a step would fill it. Stay well "
@@ -317,15 +318,15 @@ def _checkpointing(runs) -> Closing:
             "what they let go, or the largest segment, recomputed in the backward pass, sets the "
             "peak anyway.")
         return say
-    saved = say.setting("activation memory saved", 1 - v.ratio, "{:.0%}")
+    kept = say.ratio("activations_mib", i, k, percent=True)
     if speed.kind == noise.Kind.SLOWER:
-        say(f"Memory for time: {saved} of the activations saved for "
-            f"{say.setting('time added an image', 1 / speed.ratio - 1, '{:.0%}')} more time an "
-            "image: each checkpointed segment runs its forward pass twice. Worth it where the "
-            "memory buys something, a batch or a network that did not fit.")
+        say(f"Memory for time: {kept} of the activations kept, for "
+            f"{say.ratio('samples_per_sec', k, i)} the time an image: each checkpointed segment "
+            "runs its forward pass twice. Worth it where the memory buys something, a batch or "
+            "a network that did not fit.")
     else:
-        say(f"{saved} of the activations saved, and the recomputation's time is within the "
-            "runs' noise here: on this network the forward pass is the smaller part of a step.")
+        say(f"{kept} of the activations kept, and the recomputation's time is within the runs' "
+            "noise here: on this network the forward pass is the smaller part of a step.")
     if say.table["peak_mib"].iloc[k] > 0 and p.ratio > v.ratio:
         say("The peak fell less than the activations: in the backward pass the segment being "
             "recomputed holds its activations again, so the largest segment sets the floor; "

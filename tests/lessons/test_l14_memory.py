@@ -213,7 +213,7 @@ def test_checkpointing_trades_memory_for_time(make_run):
     assert "Checkpointed in 3 segments, the step kept 7.50 MiB of activations at its peak " \
         "against 10.0 MiB, ×0.75, less" in say.text
     assert "The price, samples/s: ×0.67, a slow-down" in say.text
-    assert "Memory for time: 25% of the activations saved for 50% more time an image" in say.text
+    assert "Memory for time: 75% of the activations kept, for ×1.50 the time an image" in say.text
     assert "The peak fell less than the activations" in say.text and say.check() == []
     segments = l14.table(runs)["checkpoint_segments"]
     assert segments.isna().iloc[0] and segments.iloc[1] == "3"
@@ -223,7 +223,7 @@ def test_checkpointing_without_a_time_cost_or_without_a_saving(make_run):
     free = [run(make_run, "a", 16, notes(peak=11.0, act=10.0)),
             run(make_run, "b", 16, notes(peak=7.0, act=7.0), checkpoint=2, rate=602)]
     text = l14.conclude(checkpointing=free).text
-    assert "30% of the activations saved, and the recomputation's time is within" in text
+    assert "70% of the activations kept, and the recomputation's time is within" in text
     assert "The peak fell less" not in text
     none = [run(make_run, "a", 16, notes()), run(make_run, "b", 16, notes(), checkpoint=2)]
     assert "The activations did not shrink beyond noise" in l14.conclude(checkpointing=none).text
