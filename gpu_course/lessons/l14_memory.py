@@ -325,8 +325,9 @@ def _checkpointing(runs) -> Closing:
             "runs its forward pass twice. Worth it where the memory buys something, a batch or "
             "a network that did not fit.")
     else:
-        say(f"{kept} of the activations kept, and the recomputation's time is within the runs' "
-            "noise here: on this network the forward pass is the smaller part of a step.")
+        say(f"{kept} of the activations kept; the recomputation's time is within the runs' "
+            "noise here (a shared machine widens it: more images, or a quiet machine, would "
+            "tell).")
     if say.table["peak_mib"].iloc[k] > 0 and p.ratio > v.ratio:
         say("The peak fell less than the activations: in the backward pass the segment being "
             "recomputed holds its activations again, so the largest segment sets the floor; "

@@ -223,7 +223,7 @@ def test_checkpointing_without_a_time_cost_or_without_a_saving(make_run):
     free = [run(make_run, "a", 16, notes(peak=11.0, act=10.0)),
             run(make_run, "b", 16, notes(peak=7.0, act=7.0), checkpoint=2, rate=602)]
     text = l14.conclude(checkpointing=free).text
-    assert "70% of the activations kept, and the recomputation's time is within" in text
+    assert "70% of the activations kept; the recomputation's time is within" in text
     assert "The peak fell less" not in text
     none = [run(make_run, "a", 16, notes()), run(make_run, "b", 16, notes(), checkpoint=2)]
     assert "The activations did not shrink beyond noise" in l14.conclude(checkpointing=none).text
