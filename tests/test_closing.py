@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import fake_runs  # noqa: E402
 
 from gpu_course.show import closing, report
-from gpu_course.analyse import metrics  # noqa: E402
+from gpu_course.analyse import metrics, noise  # noqa: E402
 
 
 @pytest.fixture
@@ -118,6 +118,15 @@ def test_a_table_without_runs_cites_cells_with_a_format():
     say = closing.Closing(race)
     say(f"lamb reached {say.cell('lamb', 'best val acc', '{:.1%}')}.")
     assert say.cited[0].value == 0.5 and say.text == "lamb reached 50.0%."
+
+
+def test_amounts_are_cited_in_their_own_words_and_speed_words_are_refused():
+    say = closing.Closing(pd.DataFrame({"rung": ["a", "b"], "peak_mib": [10.0, 2.5]}))
+    v = say.compare_amounts(0, 1, [10.0, 10.0], [2.5, 2.5], "2 measured steps each", "peak_mib")
+    say(f"Its peak: {noise.amount_sentence(v)}.")
+    assert say.text == "Its peak: ×0.25, less (×0.25–×0.25 over 2 measured steps each)."
+    with pytest.raises(closing.UncitedNumber):
+        say(f"Its peak: {v}.")      # the speed words' sentence was not what was cited
 
 
 def test_a_cited_number_does_not_cover_a_longer_one(ladder):

@@ -187,6 +187,18 @@ def test_measurements_without_runs_are_judged_the_same_way():
     assert noise.compare_samples([], [1.0], "none").kind == "not measured"
 
 
+def test_an_amount_is_more_or_less_not_faster_or_slower():
+    """Lesson 14's bytes: more memory is neither better nor worse."""
+    less = noise.compare_samples([10.0, 10.2], [2.5, 2.6], "2 measured steps each")
+    assert noise.amount_sentence(less) == "×0.25, less (×0.25–×0.26 over 2 measured steps each)"
+    more = noise.compare_samples([1.0, 1.0], [4.0, 4.0], "2 steps")
+    assert noise.amount_sentence(more).startswith("×4.00, more (")
+    same = noise.compare_samples([1.0, 1.1], [1.05, 1.05], "2 steps")
+    assert noise.amount_sentence(same).startswith("×1.00, the same within noise (")
+    unmeasured = noise.compare_samples([], [1.0], "none")
+    assert noise.amount_sentence(unmeasured) == noise.sentence(unmeasured)
+
+
 def test_the_spread_brackets_the_steady_rate_when_the_closing_sync_holds_work(tmp_path):
     """An asynchronous engine's host step times leave work to the epoch's sync: the
     blocks are scaled to the steady time, so min <= samples/s <= max (Gluon 02 smoke

@@ -142,6 +142,19 @@ def sentence(v: Verdict, what: str = "") -> str:
     return f"{what}×{v.ratio:.2f}, within noise ({spread})"
 
 
+def amount_sentence(v: Verdict, what: str = "") -> str:
+    """A verdict on an amount where more is neither better nor worse (bytes of memory),
+    in words with its numbers: "×0.26, less (×0.25–×0.27 over 3 measured steps each)",
+    "×1.00, the same within noise (...)", "×3.98, more (...)". FASTER reads "more" and
+    SLOWER "less"; a verdict without a call reads as `sentence` writes it."""
+    if v.kind not in (Kind.FASTER, Kind.SLOWER, Kind.WITHIN_NOISE):
+        return sentence(v, what)
+    spread = f"×{v.low:.2f}–×{v.high:.2f} over {v.how}"
+    word = {Kind.FASTER: "more", Kind.SLOWER: "less",
+            Kind.WITHIN_NOISE: "the same within noise"}[v.kind]
+    return f"{what}×{v.ratio:.2f}, {word} ({spread})"
+
+
 def no_verdict(v: Verdict) -> str:
     """Why `v` gives no verdict, in a few words ("" when it gives one: faster, slower or
     within noise)."""

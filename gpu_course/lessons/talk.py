@@ -83,3 +83,9 @@ LECTURE_NVME_GB_S = LECTURE_NVME_MB_S / 1000
 LECTURE_PCIE_X8_GB_S = 5.0                   # a GPU on 8 PCIe lanes
 
 # -- lesson 12 ------------------------------------------------------------------------------
+
+# -- lesson 14 ------------------------------------------------------------------------------
+# the slide "Imperative vs Symbolic": a = ones(10); b = ones(10) * 2; c = b * a; d = c + 1,
+# numbers of 8 bytes: imperative 4 * 10 * 8 bytes (every interim value kept), symbolic 2 * 10 * 8
+MEMORY_EXAMPLE = {"code": "c = b * a; d = c + 1", "imperative_bytes": 320,
+                  "symbolic_bytes": 160}

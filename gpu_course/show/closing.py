@@ -145,6 +145,15 @@ class Closing:
                    f"{self._names(b)} against {self._names(a)}", "verdict")
         return v
 
+    def compare_amounts(self, a, b, xs, ys, how: str, column: str) -> noise.Verdict:
+        """As `compare_samples`, for an amount where more is neither better nor worse
+        (bytes of memory): the verdict, cited as `noise.amount_sentence` writes it ("×0.26,
+        less (...)"), which is what a line must print."""
+        v = noise.compare_samples(xs, ys, how, self._value(a, column), self._value(b, column))
+        self._cite(noise.amount_sentence(v), v.ratio, "noise.compare_samples of "
+                   f"{self._names(b)} against {self._names(a)}", "verdict")
+        return v
+
     def accuracy(self, a, b) -> tuple[float, str]:
         """`noise.accuracy_change` of row b against row a: (points, sentence), cited."""
         points, text = noise.accuracy_change(self._run(a), self._run(b))

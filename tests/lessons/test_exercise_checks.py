@@ -291,3 +291,55 @@ def test_a_race_at_chance_is_untested(make_run):
     runs = race(make_run, {"none": [0.10, 0.11], "cosine": [0.12, 0.10]}, test_size=256)
     result = check("06.1", runs, "cosine")
     assert result.passed and "the race is untested at this size" in result.message
+
+
+# -- 14.1: a peak predicted from another batch's ------------------------------------------------
+def measured(make_run, name, batch, peak, held=1.0, spread=0.0, memory=True, **config):
+    """A run of lesson 14's gc.memory_run: notes["memory"] in MiB (two measured steps)."""
+    MiB = 2**20
+    notes = {"memory": {"counter": "torch.profiler's memory timeline", "device": "cpu",
+                        "computed": {"parameters": 0.4 * MiB}, "held_parts": ["parameters"],
+                        "held": [held * MiB] * 2, "peak": [peak * MiB, peak * (1 + spread) * MiB],
+                        "at_peak": {}, "most": {}}} if memory else {}
+    return make_run(name, engine="pytorch", epochs=2,
+                    config={"batch_size": batch, "train_size": 6_400, **config}, notes=notes)
+
+
+def test_a_peak_predicted_within_the_tolerance_passes(make_run):
+    runs = [measured(make_run, "batch 16", 16, 11.0), measured(make_run, "batch 32", 32, 21.0)]
+    result = check("14.1", runs, 20.0)
+    assert result, result.message
+    assert "as you predicted: 'batch 32' peaked at 21 MiB, your 20 MiB is -4.8% off (within " \
+        "10%). 'batch 16' held 1 MiB between steps and kept 10 MiB of activations, 0.625 MiB " \
+        "an image; at batch 32, 20 MiB of activations, 0.625 MiB an image" in result.message
+
+
+@pytest.mark.parametrize("answer, says", [
+    (None, "prediction=None: before you run, write the peak you expect for 'batch 32' in MiB"),
+    ("20", "prediction='20'"),
+    (True, "prediction=True"),
+    (-3.0, "prediction=-3.0"),
+    (11.0, "you predicted 11 MiB; 'batch 32' peaked at 21 MiB (-48%), more than 10% off. "
+           "'batch 16' held 1 MiB between steps and kept 10 MiB of activations"),
+])
+def test_a_missing_or_wrong_prediction_is_not_yet(make_run, answer, says):
+    runs = [measured(make_run, "batch 16", 16, 11.0), measured(make_run, "batch 32", 32, 21.0)]
+    result = check("14.1", runs, answer)
+    assert not result and says in result.message
+
+
+def test_a_noisy_counter_widens_what_is_accepted(make_run):
+    runs = [measured(make_run, "batch 16", 16, 11.0),
+            measured(make_run, "batch 32", 32, 20.0, spread=0.5)]
+    assert check("14.1", runs, 27.0)            # 35% off, inside the readings' spread
+    assert not check("14.1", runs[:1] + [measured(make_run, "b", 32, 20.0)], 27.0)
+
+
+def test_the_same_batch_another_change_or_no_measurement_is_not_yet(make_run):
+    first = measured(make_run, "batch 16", 16, 11.0)
+    same = check("14.1", [first, measured(make_run, "again", 16, 11.0)], 11.0)
+    assert not same and "measured the same batch as the first run (16 images)" in same.message
+    other = check("14.1", [first, measured(make_run, "b", 32, 21.0, model="tiny")], 21.0)
+    assert not other and "differ in more than batch_size: model" in other.message
+    bare = check("14.1", [first, measured(make_run, "b", 32, 21.0, memory=False)], 21.0)
+    assert not bare and "run 'b' has no memory measurement in its record" in bare.message

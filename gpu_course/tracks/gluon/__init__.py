@@ -16,6 +16,7 @@ check_thread_variables()   # before MXNet loads: it aborts the process on a garb
 
 from ...experiments import interleave as _interleave  # noqa: E402
 from ...lessons import conclude, show, sizes, workers
+from ...analyse.memory import memory_of
 from ...lessons.exercises import check, solution as _solution
 from ...experiments import sweep as _sweep
 from ...measure.records import OutOfMemory, load_run, load_runs
@@ -27,13 +28,14 @@ from .models import get_model
 from .profile import profile_steps
 from .optim import lr_scheduler, make_trainer, optimizer_params
 from .loop import evaluate, split
+from .memory import MemoryMeter, memory_run
 from .record import record
 from .train import build, train
 
 __all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
            "get_model", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
-           "make_trainer", "sweep", "profile_steps", "repeat"]
+           "make_trainer", "sweep", "profile_steps", "repeat", "MemoryMeter", "memory_run", "memory_of"]
 
 
 def solution(exercise: str) -> None:

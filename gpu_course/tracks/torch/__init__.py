@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ...config import Experiment as _Experiment
 from ...experiments import interleave as _interleave
 from ...lessons import conclude, show, sizes, workers
+from ...analyse.memory import memory_of
 from ...lessons.exercises import check, solution as _solution
 from ...experiments import sweep as _sweep
 from ...measure.records import OutOfMemory, load_run, load_runs
@@ -31,6 +32,7 @@ from .models import get_model
 from .profile import profile_steps
 from .optim import lr_curve, lr_scheduler, make_optimizer
 from .loop import Precision, evaluate, to_device
+from .memory import MemoryMeter, memory_run
 from .record import record
 from .train import COMPILE_BACKEND_ENV, build, train
 
@@ -38,7 +40,7 @@ __all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solut
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
            "get_model", "build", "record", "train", "evaluate", "Precision", "to_device",
            "lr_scheduler", "lr_curve", "make_optimizer",
-           "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV"]
+           "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
 
 
 def solution(exercise: str) -> None:

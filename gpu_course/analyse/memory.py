@@ -1,0 +1,167 @@
+"""A run's memory as its record notes it (lesson 14): what `MemoryMeter.measure` in each
+track's adapter writes (`rec.note(memory=...)`), its parts and counters, and the other
+notes of lesson 14's loop (accumulate, checkpoint, loss_curve), read back.
+
+The schema of notes["memory"] (bytes, above what was live before the network existed;
+lists: one value a measured step):
+
+    counter       a Counter value: the framework's counter the run was measured with
+    device        "cpu", "cuda:0", "cpu(0)", "gpu(0)"
+    computed      {part: bytes}: parameters, gradients, optimizer state and the input batch,
+                  counted from the model (elements x bytes each) and the optimizer's state
+    held_parts    the computed parts alive between two steps
+    held          live between steps
+    peak          the most live during the step
+    at_peak       {part: [bytes]}: the parts at the peak, where the counter sorts memory
+                  into parts (PyTorch's profiler); {} where it does not
+    most          {part: [bytes]}: each part's own most during the step (idem)
+    device_total  the device's memory (a GPU), else null
+    allocator     {"peak": [bytes], "reserved": bytes, "retries": n}: the CUDA caching
+                  allocator, else null
+    files         what the meter wrote into the run's folder (memory_timeline.json,
+                  memory_snapshot.pickle)
+
+No deep-learning framework and no pandas here: the adapters import it.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from enum import StrEnum
+
+MiB = 2**20
+
+
+class Part(StrEnum):
+    """Where memory goes."""
+
+    PARAMETERS = "parameters"
+    GRADIENTS = "gradients"
+    OPTIMIZER = "optimizer state"
+    INPUT = "input"
+    ACTIVATIONS = "activations"    # saved for the backward pass, with temporaries
+    OTHER = "other"                # what the counter could not sort
+
+
+COMPUTED = (Part.PARAMETERS, Part.GRADIENTS, Part.OPTIMIZER)
+
+
+class Counter(StrEnum):
+    """The framework's counter a run was measured with."""
+
+    PROFILER = "torch.profiler's memory timeline"
+    CUDA = "torch.cuda.max_memory_allocated"
+    PROCESS = "the process's peak resident memory"
+    MXNET_GPU = "mx.context.gpu_memory_info"
+
+
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    """A run's memory as its record notes it (bytes; lists: one value a measured step)."""
+
+    run: str
+    counter: Counter
+    batch: int                 # images an update
+    micro_batch: int           # images a forward pass
+    computed: dict
+    held_parts: tuple
+    held: tuple
+    peak: tuple
+    at_peak: dict
+    most: dict
+    device_total: float | None = None
+    allocator: dict | None = None
+    files: tuple = ()
+
+    @property
+    def readings(self) -> int:
+        return len(self.peak)
+
+    @property
+    def sorted(self) -> bool:
+        """Whether the counter sorted the memory into parts."""
+        return bool(self.at_peak)
+
+    def activations(self) -> list[float]:
+        """Activations and temporaries at each step's peak: the counter's own parts where it
+        sorts them (with what it could not sort), else the peak less what was held."""
+        if self.sorted:
+            return [sum(v) for v in zip(*(self.at_peak.get(p, [0] * self.readings)
+                                          for p in (Part.ACTIVATIONS, Part.OTHER)))]
+        return [p - h for p, h in zip(self.peak, self.held)]
+
+    def held_computed(self) -> float:
+        return float(sum(self.computed.get(p, 0) for p in self.held_parts))
+
+    # the medians of the measured steps, in MiB (what the lesson's table shows)
+    held_mib = property(lambda self: median(self.held) / MiB)
+    peak_mib = property(lambda self: median(self.peak) / MiB)
+    activations_mib = property(lambda self: median(self.activations()) / MiB)
+    per_image_mib = property(lambda self: self.activations_mib / self.micro_batch
+                             if self.micro_batch else math.nan)
+
+
+def memory_of(run) -> MemoryUse:
+    """The memory a run noted (`MemoryMeter.measure`), read back; a clear error without."""
+    notes = (run.meta.get("notes") or {})
+    m = notes.get("memory")
+    if not isinstance(m, dict) or not m.get("peak"):
+        raise ValueError(f"run {run.name!r} has no memory measurement in its record: measure "
+                         "one more step after training with gc.MemoryMeter(parts).measure(rec, "
+                         "step) inside gc.record, or use gc.memory_run(cfg)")
+    try:
+        counter = Counter(m.get("counter"))
+    except ValueError:
+        raise ValueError(f"run {run.name!r}: counter={m.get('counter')!r} is not a memory "
+                         f"counter; allowed: {', '.join(c.value for c in Counter)}") from None
+    micro = int(run.config.get("batch_size") or 0)
+
+    def parts(d):
+        return {Part(k): [float(x) for x in v] for k, v in (d or {}).items()}
+    return MemoryUse(run.name, counter, micro * accumulate_of(run), micro,
+                     {Part(k): float(v) for k, v in (m.get("computed") or {}).items()},
+                     tuple(Part(p) for p in m.get("held_parts") or ()),
+                     tuple(float(x) for x in m.get("held") or ()),
+                     tuple(float(x) for x in m["peak"]), parts(m.get("at_peak")),
+                     parts(m.get("most")), m.get("device_total"), m.get("allocator"),
+                     tuple(m.get("files") or ()))
+
+
+def accumulate_of(run) -> int:
+    """Micro-batches a run added up into one update (its notes; 1 without)."""
+    return int((run.meta.get("notes") or {}).get("accumulate") or 1)
+
+
+def checkpoint_of(run) -> int:
+    """Segments a run checkpointed (its notes; 0: none)."""
+    return int((run.meta.get("notes") or {}).get("checkpoint") or 0)
+
+
+def loss_curve(run) -> list[float]:
+    """The mean loss of each of the run's updates, as it noted them."""
+    return [float(v) for v in (run.meta.get("notes") or {}).get("loss_curve") or []]
+
+
+def loss_gap(a, b) -> float:
+    """Mean absolute difference between two runs' loss curves, update by update (NaN
+    where either has none or they differ in length)."""
+    x, y = loss_curve(a), loss_curve(b)
+    if not x or len(x) != len(y):
+        return math.nan
+    return statistics.fmean(abs(p - q) for p, q in zip(x, y))
+
+
+def median(values) -> float:
+    """The median of the numbers among `values` (NaN where there are none)."""
+    values = [v for v in (values or []) if v is not None and not math.isnan(v)]
+    return float(statistics.median(values)) if values else math.nan
+
+
+def last_loss(curve: list[float]) -> float:
+    """The mean loss of a curve's last quarter of updates (at least one)."""
+    if not curve:
+        return math.nan
+    return statistics.fmean(curve[-max(1, len(curve) // 4):])

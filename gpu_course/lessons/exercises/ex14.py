@@ -1,0 +1,44 @@
+"""Lesson 14's exercise: the peak memory of a batch size not yet measured, predicted from
+one that was."""
+from __future__ import annotations
+
+import math
+import numbers
+
+from ...analyse.memory import memory_of
+from ..l14_memory import TOLERANCE
+from .base import MARK, NotYet, exercise
+from .judge import finished_runs, only_change
+
+
+@exercise("14.1", "Predict the peak memory of a batch size you have not measured, from one you have.")
+def _predict_peak(runs, answer) -> str:
+    first, mine = finished_runs(runs, 2, "the exercise compares two runs: the batch measured "
+                                "first and yours")[:2]
+    try:
+        a, b = memory_of(first), memory_of(mine)
+    except ValueError as err:
+        raise NotYet(f"{err}. Run the exercise cell as shipped: gc.memory_run measures it.") from None
+    if a.batch == b.batch:
+        raise NotYet(f"'{mine.name}' measured the same batch as the first run ({a.batch} images): "
+                     f"nothing to predict. Choose another batch size at the line marked {MARK}.")
+    only_change(first, mine, "batch_size")
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or not answer > 0:
+        raise NotYet(f"prediction={answer!r}: before you run, write the peak you expect for "
+                     f"'{mine.name}' in MiB (a number), from what '{first.name}' held between "
+                     "steps and kept for its activations.")
+    peak = b.peak_mib
+    spread = (max(b.peak) - min(b.peak)) / 2**20
+    off = answer / peak - 1
+    allowed = max(TOLERANCE * peak, spread)
+    first_words = (f"'{first.name}' held {a.held_mib:.3g} MiB between steps and kept "
+                   f"{a.activations_mib:.3g} MiB of activations, {a.per_image_mib:.3g} MiB an image")
+    if not abs(answer - peak) <= allowed or math.isnan(peak):
+        raise NotYet(f"you predicted {answer:.3g} MiB; '{mine.name}' peaked at {peak:.3g} MiB "
+                     f"({off:+.0%}), more than {TOLERANCE:.0%} off. {first_words}: which of "
+                     f"that stays when the batch is {b.batch} images, and which grows with it?")
+    return (f"as you predicted: '{mine.name}' peaked at {peak:.3g} MiB, your {answer:.3g} MiB "
+            f"is {off:+.1%} off (within {TOLERANCE:.0%}). {first_words}; at batch {b.batch}, "
+            f"{b.activations_mib:.3g} MiB of activations, {b.per_image_mib:.3g} MiB an image: "
+            "the activations grow with the batch, the parameters, their gradients and the "
+            "optimizer's state do not.")

@@ -1,0 +1,86 @@
+"""This process's memory, read from Linux: the CPU's counterpart of a GPU allocator's
+`memory_allocated` and `max_memory_allocated` (lesson 14).
+
+    process_memory.steady()          # freed blocks go back to the system (see below)
+    process_memory.reset_peak()      # the peak starts again from what is resident now
+    ...work...
+    process_memory.peak() - before   # the most this process held while it worked
+
+`resident()` is the resident set (VmRSS in /proc/self/status); `peak()` its high-water
+mark (VmHWM), which `reset_peak()` sets back to the resident set by writing 5 to
+/proc/self/clear_refs (Linux 4.0 and later). They count every page of the process, not
+only a framework's arrays: the honest CPU counter for a framework without one of its own
+(MXNet's pip build has no memory profiler).
+
+glibc keeps freed blocks for reuse, so a second step served from them would not show in
+the resident set. `steady()` fixes glibc's mmap threshold at 128 KiB (it grows by itself
+otherwise): every block that large is mapped when allocated and unmapped when freed, so
+each step's own memory shows, whatever ran before. Allocating fresh pages costs some time
+in every run of the process alike. No deep-learning framework here; never raises.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import re
+from pathlib import Path
+
+STATUS = Path("/proc/self/status")
+CLEAR_REFS = Path("/proc/self/clear_refs")
+MMAP_THRESHOLD = 128 * 1024     # bytes: larger blocks are mapped alone and unmapped when freed
+TRIM_THRESHOLD = 256 * 1024     # bytes of free heap top returned to the system
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3   # glibc's mallopt parameters
+_STEADY: list = []   # whether steady() took effect: set once a process
+
+
+def _status(field: str, path: Path = STATUS) -> int | None:
+    """A `kB` field of /proc/self/status in bytes, or None where there is none."""
+    try:
+        found = re.search(rf"^{field}:\s+(\d+)\s+kB", path.read_text(), re.M)
+    except OSError:
+        return None
+    return int(found.group(1)) * 1024 if found else None
+
+
+def resident(path: Path = STATUS) -> int | None:
+    """Bytes of this process resident in memory now (VmRSS), or None off Linux."""
+    return _status("VmRSS", path)
+
+
+def peak(path: Path = STATUS) -> int | None:
+    """The most bytes this process held resident since it started or since the last
+    `reset_peak()` (VmHWM), or None off Linux."""
+    return _status("VmHWM", path)
+
+
+def reset_peak(path: Path = CLEAR_REFS) -> bool:
+    """Set the peak back to the resident set now; False where the kernel cannot (before
+    Linux 4.0, or no /proc)."""
+    try:
+        path.write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def available() -> bool:
+    """Whether this process can read its resident set and reset its peak."""
+    return resident() is not None and peak() is not None and reset_peak()
+
+
+def steady() -> bool:
+    """Fix glibc's mmap threshold (MMAP_THRESHOLD) so that freed blocks go back to the
+    system and the resident set follows what is allocated; once a process. False where
+    the C library is not glibc."""
+    if not _STEADY:
+        _STEADY.append(_mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+                       and _mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    return _STEADY[0]
+
+
+def _mallopt(parameter: int, value: int) -> bool:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(parameter, value))
+    except (OSError, AttributeError):   # no C library by that name, or no mallopt in it
+        return False

@@ -1,0 +1,179 @@
+"""Lesson 14: a training step's memory, read from what MXNet offers, into the run's record.
+
+    parts = gc.build(cfg)
+    memory = gc.MemoryMeter(parts)         # before the first step: what is live without the network
+    with gc.record(parts) as rec:
+        ...train...
+        memory.measure(rec, lambda: step(net, trainer, data, label), inputs=(data, label))
+
+MXNet's pip build has no memory profiler, so the counter is the device's own:
+
+* on a GPU, `mx.context.gpu_memory_info(id)`: the device's free and total memory. MXNet's
+  pool keeps what it allocated, so what is used after a step is the run's high-water mark;
+  the reading covers the whole device (the CUDA context and other processes too);
+* on a CPU, the process's memory (`gpu_course.measure.process_memory`): its resident set
+  between steps, and its peak during a step (VmHWM, reset before each step). glibc is
+  told to give freed blocks back (`process_memory.steady`), so each step's own shows.
+
+Each reading waits for the engine first (`mx.nd.waitall()`: it queues operators, and
+allocates when they run), outside the timed epochs. The parts are counted from the model:
+each parameter's elements times its bytes, the gradients of those that learn, and the
+trainer's optimizer state; they are not measured apart.
+"""
+from __future__ import annotations
+
+import gc as _gc
+
+import mxnet as mx
+import numpy as np
+
+from ...analyse.memory import Counter, Part
+from ...measure import process_memory
+
+
+def nbytes(arrays) -> int:
+    """Bytes of distinct NDArrays (nested in lists, tuples or dicts): elements times the
+    bytes of one."""
+    seen, total = set(), 0
+
+    def add(x):
+        nonlocal total
+        if isinstance(x, mx.nd.NDArray):
+            if id(x) not in seen:
+                seen.add(id(x))
+                total += int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize
+        elif isinstance(x, dict):
+            for v in x.values():
+                add(v)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                add(v)
+    add(list(arrays) if not isinstance(arrays, (mx.nd.NDArray, dict)) else arrays)
+    return total
+
+
+def _allocated(param) -> list:
+    """A Parameter's arrays on every device, where they exist yet (deferred: none)."""
+    try:
+        return list(param.list_data())
+    except (RuntimeError, mx.MXNetError):   # not initialised yet
+        return []
+
+
+def _gradients(param) -> list:
+    if param.grad_req == "null":
+        return []
+    try:
+        return list(param.list_grad())
+    except (RuntimeError, mx.MXNetError):
+        return []
+
+
+def counted(net, trainer, inputs=()) -> dict:
+    """The parts counted from the model, in bytes: every parameter (BatchNorm's running
+    statistics are parameters in Gluon), the gradients of those that learn, the trainer's
+    optimizer state and the input batch."""
+    params = list(net.collect_params().values())
+    states = [u.states for u in getattr(trainer, "_updaters", None) or []]
+    return {Part.PARAMETERS: nbytes(a for p in params for a in _allocated(p)),
+            Part.GRADIENTS: nbytes(g for p in params for g in _gradients(p)),
+            Part.OPTIMIZER: nbytes(states),
+            Part.INPUT: nbytes(inputs)}
+
+
+class MemoryMeter:
+    """Measures a training step's memory for a run built as `parts` (gc.build): made
+    before the first step, it reads what is live without the network (a deferred network
+    has allocated nothing yet); `measure` runs more steps after training and notes what
+    they used."""
+
+    def __init__(self, parts):
+        self.net, self.trainer = parts.net, parts.optimizer
+        self.device = parts.devices[0]
+        self.gpu = self.device.device_type == "gpu"
+        if not self.gpu:
+            process_memory.steady()
+        _gc.collect()   # an earlier run's network, kept alive only by a reference cycle
+        mx.nd.waitall()
+        self.base = self._used() - nbytes(a for p in self.net.collect_params().values()
+                                          for a in _allocated(p) + _gradients(p))
+
+    def _used(self) -> int:
+        if self.gpu:
+            free, total = mx.context.gpu_memory_info(self.device.device_id)
+            return int(total - free)
+        return int(process_memory.resident() or 0)
+
+    def measure(self, rec, step, inputs=(), readings: int = 3) -> dict:
+        """Run `step()` (one training step, or one update) `readings` times, each read
+        alone, and note the memory in rec's record; returns what it noted."""
+        if readings < 1:
+            raise ValueError(f"readings={readings} must be at least 1 (measured steps)")
+        if not self.gpu and not process_memory.available():
+            raise RuntimeError("this system does not show a process its peak memory "
+                               "(/proc/self/status and /proc/self/clear_refs, Linux 4.0 or "
+                               "later): lesson 14's CPU counter is not available here")
+        out = {"counter": (Counter.MXNET_GPU if self.gpu else Counter.PROCESS).value,
+               "device": str(self.device),
+               "computed": {k.value: v for k, v in counted(self.net, self.trainer, inputs).items()},
+               "held_parts": [p.value for p in (Part.PARAMETERS, Part.GRADIENTS, Part.OPTIMIZER,
+                                                Part.INPUT)],
+               "held": [], "peak": [], "at_peak": {}, "most": {}, "files": [],
+               "device_total": None, "allocator": None}
+        for _ in range(readings):
+            mx.nd.waitall()
+            out["held"].append(self._used() - self.base)
+            if not self.gpu:
+                process_memory.reset_peak()
+            step()
+            mx.nd.waitall()   # the engine allocates as it runs the queued operators
+            used = self._used() if self.gpu else int(process_memory.peak() or 0)
+            out["peak"].append(used - self.base)
+        if self.gpu:
+            out["device_total"] = int(mx.context.gpu_memory_info(self.device.device_id)[1])
+        rec.note(memory=out)
+        return out
+
+
+def train_step(net, trainer, data, label, loss_fn=None):
+    """Lesson 14's step: forward and loss under autograd, backward, update."""
+    loss_fn = loss_fn or mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    with mx.autograd.record():
+        out = net(data)
+        loss = loss_fn(out, label)
+    loss.backward()
+    trainer.step(data.shape[0])
+    return out, loss
+
+
+def memory_run(cfg, readings: int = 3, verbose: bool = False):
+    """Train as cfg says with lesson 14's step, then measure `readings` more steps with
+    `MemoryMeter` into the run's record; returns the run (lesson 14's loop, packaged). A
+    batch that does not fit returns its record with status "oom"."""
+    from ...measure.records import OutOfMemory, load_run
+    from .record import record
+    from .train import build, is_out_of_memory, out_of_memory
+    parts = build(cfg)
+    net, train_iter, _, trainer = parts
+    device = parts.devices[0]
+    memory = MemoryMeter(parts)
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    try:
+        with record(parts, progress=False, verbose=verbose) as rec:
+            try:
+                for _ in rec.epochs():
+                    for data, label in rec.batches(train_iter):
+                        data, label = data.as_in_context(device), label.as_in_context(device)
+                        out, loss = train_step(net, trainer, data, label, loss_fn)
+                        rec.step(data.shape[0], loss_sum=loss.sum(),
+                                 correct=(out.argmax(axis=1) == label.astype(out.dtype)).sum())
+                    rec.end_epoch(sync=mx.nd.waitall)
+                memory.measure(rec, lambda: train_step(net, trainer, data, label, loss_fn),
+                               inputs=(data, label), readings=readings)
+            except mx.base.MXNetError as err:
+                if is_out_of_memory(err):
+                    raise out_of_memory(err, parts.cfg, parts.devices) from err
+                raise
+    except OutOfMemory as err:   # the record says so; the exercise's check reads it
+        return load_run(err.run_path)
+    return rec.run

@@ -1,0 +1,258 @@
+"""Lesson 14: a training step's memory, read from PyTorch's own counters into the run's
+record.
+
+    parts = gc.build(cfg)
+    memory = gc.MemoryMeter(parts)         # before the first step: what is live without the network
+    with gc.record(parts) as rec:
+        ...train...
+        memory.measure(rec, lambda: step(net, optimizer, x, y), inputs=(x, y))
+
+`measure` runs `readings` more steps, each read alone, and notes the result in the record
+(`rec.note(memory=...)`; the schema is gpu_course/lessons/l14_memory.py's):
+
+* everywhere, the profiler's memory timeline (`torch.profiler.profile(profile_memory=True,
+  record_shapes=True, with_stack=True)` and `export_memory_timeline`): every tensor the
+  step touched, sorted into parameters, optimizer state, gradients, inputs, activations
+  and temporaries; the last step's timeline stays in the run's folder
+  (memory_timeline.json: [times in µs, bytes of each category]);
+* on a GPU, the CUDA caching allocator: `torch.cuda.reset_peak_memory_stats` before a
+  step, `memory_allocated` and `max_memory_allocated` around it (read on the host: no
+  sync), `memory_reserved` and the cudaMalloc retries; and a memory snapshot of the last
+  step for the PyTorch memory viewer (`torch.cuda.memory._record_memory_history` and
+  `_dump_snapshot`: memory_snapshot.pickle in the run's folder, for
+  https://pytorch.org/memory_viz).
+
+The parts are also counted from the model: each parameter's elements times its bytes,
+the same for its gradient, and the optimizer's state tensors.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc as _gc
+import json
+import os
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from ...analyse.memory import Counter, Part
+
+TIMELINE = "memory_timeline.json"
+SNAPSHOT = "memory_snapshot.pickle"
+SNAPSHOT_ENTRIES = 100_000   # allocations the snapshot remembers
+# the profiler's categories (torch.profiler._memory_profiler.Category), as the lesson's parts
+CATEGORIES = {"PARAMETER": Part.PARAMETERS, "OPTIMIZER_STATE": Part.OPTIMIZER,
+              "INPUT": Part.INPUT, "TEMPORARY": Part.ACTIVATIONS, "ACTIVATION": Part.ACTIVATIONS,
+              "GRADIENT": Part.GRADIENTS, "AUTOGRAD_DETAIL": Part.ACTIVATIONS, None: Part.OTHER}
+
+
+def nbytes(tensors) -> int:
+    """Bytes of distinct tensors: elements times the bytes of one."""
+    seen, total = set(), 0
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and id(t) not in seen:
+            seen.add(id(t))
+            total += t.numel() * t.element_size()
+    return total
+
+
+def state_tensors(optimizer) -> list:
+    """Every tensor in an optimizer's state (momentum buffers, Adam's two moments...)."""
+    out = []
+    for state in optimizer.state.values():
+        out += [v for v in state.values() if isinstance(v, torch.Tensor)]
+    return out
+
+
+def counted(net, optimizer, inputs=()) -> dict:
+    """The parts counted from the model, in bytes: parameters, their gradients (one each,
+    of the same size, for those that learn), the optimizer's state and the input batch."""
+    params = list(dict.fromkeys(net.parameters()))
+    return {Part.PARAMETERS: nbytes(params),
+            Part.GRADIENTS: nbytes(p for p in params if p.requires_grad),
+            Part.OPTIMIZER: nbytes(state_tensors(optimizer)),
+            Part.INPUT: nbytes(inputs)}
+
+
+class MemoryMeter:
+    """Measures a training step's memory with PyTorch's own counters, for a run built as
+    `parts` (gc.build): made before the first step, it reads what is live without the
+    network; `measure` runs more steps after training and notes what they used."""
+
+    def __init__(self, parts):
+        self.net, self.optimizer = parts.net, parts.optimizer
+        self.device = torch.device(parts.devices[0])
+        self.cuda = self.device.type == "cuda"
+        self.base = 0
+        if self.cuda:   # live tensors less the network's own, already on the device
+            _gc.collect()   # an earlier run's network, kept alive only by a reference cycle
+            self.base = torch.cuda.memory_allocated(self.device) - nbytes(
+                t for t in (*self.net.parameters(), *self.net.buffers()) if t.device == self.device)
+
+    def measure(self, rec, step, inputs=(), readings: int = 3) -> dict:
+        """Run `step()` (one training step, or one update) `readings` times, each read
+        alone, and note the memory in rec's record; returns what it noted."""
+        if readings < 1:
+            raise ValueError(f"readings={readings} must be at least 1 (measured steps)")
+        folder = rec.record.path if getattr(rec, "record", None) is not None else None
+        grads_held = any(p.grad is not None for p in self.net.parameters())
+        out = {"counter": (Counter.CUDA if self.cuda else Counter.PROFILER).value,
+               "device": str(self.device),
+               "computed": {k.value: v for k, v in counted(self.net, self.optimizer, inputs).items()},
+               "held_parts": [p.value for p in (Part.PARAMETERS, Part.OPTIMIZER, Part.INPUT)]
+               + ([Part.GRADIENTS.value] if grads_held else []),
+               "held": [], "peak": [], "at_peak": {}, "most": {}, "files": [],
+               "device_total": None, "allocator": None}
+        allocator = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for i in range(readings):
+                last = i == readings - 1
+                path = Path(folder if (last and folder) else tmp) / TIMELINE
+                if self.cuda:
+                    torch.cuda.reset_peak_memory_stats(self.device)
+                    held = torch.cuda.memory_allocated(self.device) - self.base
+                    if last and folder:
+                        torch.cuda.memory._record_memory_history(max_entries=SNAPSHOT_ENTRIES)
+                timeline = self._profiled(step, path)
+                if self.cuda:
+                    peak = torch.cuda.max_memory_allocated(self.device) - self.base
+                    allocator.append(peak)
+                    if last and folder:
+                        torch.cuda.memory._dump_snapshot(str(Path(folder) / SNAPSHOT))
+                        torch.cuda.memory._record_memory_history(enabled=None)
+                        out["files"].append(SNAPSHOT)
+                else:
+                    held, peak = timeline["held"], timeline["peak"]
+                out["held"].append(held)
+                out["peak"].append(peak)
+                for key in ("at_peak", "most"):
+                    for part, value in timeline[key].items():
+                        out[key].setdefault(part.value, []).append(value)
+                if last and folder and (Path(folder) / TIMELINE).exists():
+                    out["files"].append(TIMELINE)
+        if self.cuda:
+            out["allocator"] = {"peak": allocator,
+                                "reserved": torch.cuda.memory_reserved(self.device),
+                                "retries": int(torch.cuda.memory_stats(self.device)
+                                               .get("num_alloc_retries", 0))}
+            out["device_total"] = torch.cuda.get_device_properties(self.device).total_memory
+        rec.note(memory=out)
+        return out
+
+    def _profiled(self, step, path: Path) -> dict:
+        """One step under the profiler; its memory timeline read back from `path`."""
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
+        with quiet(), profile(activities=activities, profile_memory=True, record_shapes=True,
+                              with_stack=True) as prof:
+            step()
+        try:
+            with warnings.catch_warnings():   # deprecated for CUDA's snapshot, the only CPU one
+                warnings.simplefilter("ignore")
+                prof.export_memory_timeline(str(path), device=str(self._device_name()))
+            return read_timeline(json.loads(path.read_text()))
+        except Exception:   # noqa: BLE001 - on a GPU the allocator still counts; parts unsorted
+            if not self.cuda:
+                raise
+            return read_timeline([[], []])
+
+    def _device_name(self) -> str:
+        if self.cuda:
+            return f"cuda:{self.device.index if self.device.index is not None else torch.cuda.current_device()}"
+        return "cpu"
+
+
+@contextlib.contextmanager
+def quiet():
+    """The process's stderr (file descriptor 2) sent to /dev/null meanwhile: the profiler's
+    C++ side writes a line at every start and stop there, which a notebook shows. Python's
+    own exceptions are unaffected."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def categories() -> list:
+    """The profiler's category of each column of its timeline, in order (None: not sorted)."""
+    try:
+        from torch.profiler._memory_profiler import _CATEGORY_TO_INDEX
+    except ImportError:   # a PyTorch that moved it: totals only
+        return []
+    return [c.name if c is not None else None
+            for c, _ in sorted(_CATEGORY_TO_INDEX.items(), key=lambda kv: kv[1])]
+
+
+def read_timeline(timeline, names=None) -> dict:
+    """{"held", "peak", "at_peak", "most"} of a memory timeline ([times, sizes], each size
+    a row of one leading 0 and a column per category): held is what was live before the
+    step (the tensors that existed already), peak the most live at once, at_peak the
+    parts then, most each part's own most."""
+    names = categories() if names is None else names
+    _, sizes = timeline
+    if not sizes:
+        return {"held": 0, "peak": 0, "at_peak": {}, "most": {}}
+    rows = [list(r[1:]) for r in sizes]
+    totals = [sum(r) for r in rows]
+    top = max(range(len(rows)), key=totals.__getitem__)
+    at_peak, most = {}, {}
+    if len(names) == len(rows[0]):
+        for column, name in enumerate(names):
+            part = CATEGORIES.get(name, Part.OTHER)
+            at_peak[part] = at_peak.get(part, 0) + rows[top][column]
+        for part in set(at_peak):
+            columns = [c for c, n in enumerate(names) if CATEGORIES.get(n, Part.OTHER) == part]
+            most[part] = max(sum(r[c] for c in columns) for r in rows)
+    return {"held": totals[0], "peak": totals[top], "at_peak": at_peak, "most": most}
+
+
+def train_step(net, optimizer, x, y):
+    """Lesson 14's step: forward, backward, update, and the gradients freed after it
+    (zero_grad(set_to_none=True)), so that none are held between steps."""
+    out = net(x)
+    loss = torch.nn.functional.cross_entropy(out, y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return out, loss
+
+
+def memory_run(cfg, readings: int = 3, verbose: bool = False):
+    """Train as cfg says with lesson 14's step, then measure `readings` more steps with
+    `MemoryMeter` into the run's record; returns the run (lesson 14's loop, packaged). A
+    batch that does not fit returns its record with status "oom"."""
+    from ...measure.records import OutOfMemory, load_run
+    from .devices import out_of_memory
+    from .loop import to_device
+    from .record import record
+    from .train import build
+    parts = build(cfg)
+    net, train_iter, _, optimizer = parts
+    device = parts.devices[0]
+    memory = MemoryMeter(parts)
+    try:
+        with record(parts, progress=False, verbose=verbose) as rec:
+            try:
+                for _ in rec.epochs():
+                    net.train()
+                    for x, y in rec.batches(train_iter):
+                        x, y = to_device(x, y, device)
+                        out, loss = train_step(net, optimizer, x, y)
+                        rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
+                    rec.end_epoch(sync=torch.cuda.synchronize if device.type == "cuda" else None)
+                memory.measure(rec, lambda: train_step(net, optimizer, x, y), inputs=(x, y),
+                               readings=readings)
+            except torch.cuda.OutOfMemoryError as err:
+                raise out_of_memory(err, parts.cfg.batch_size, device) from None
+    except OutOfMemory as err:   # the record says so; the exercise's check reads it
+        return load_run(err.run_path)
+    return rec.run
