@@ -74,13 +74,36 @@ def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps
     threads and oneDNN on or off: {"images_per_s", "ms_per_batch", "step_images_per_s",
     "build", ...}, with the cores it was pinned to ("cpus", None when not pinned) and the
     1-minute load average as it started ("load_average")."""
-    env = {"OMP_NUM_THREADS": threads,
-           "MXNET_MKLDNN_ENABLED": int(bool(onednn)),   # read by MXNet at start-up only
-           "MXNET_STORAGE_FALLBACK_LOG_VERBOSE": 0}     # else one log block per operator
     load = os.getloadavg()[0]   # how busy the machine was as this benchmark started
     out = hook(engine, "bench", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
-               f"--batch={batch}", f"--steps={steps}", f"--model={model}", env=env, cpus=cpus)
+               f"--batch={batch}", f"--steps={steps}", f"--model={model}",
+               env=_cpu_env(threads, onednn), cpus=cpus)
     return {**out, "batch": batch, "cpus": sorted(cpus) if cpus else None, "load_average": load}
+
+
+def infer(engine: str, models, onednn: bool = True, threads: int | None = None,
+          batches=(1, 128), requests: int = 200, images: int = 1280, warmup: int = 3,
+          cpus=None) -> list[dict]:
+    """Lesson 15: each of `models` served on the CPU in one fresh process with `threads`
+    OpenMP threads (default: the usable cores) and oneDNN on or off, batch 1 one request at
+    a time and each larger batch of `batches` (`<track>.inference.time_inference`): the
+    records, each with the 1-minute load average as the process started ("load_average")."""
+    models = [models] if isinstance(models, str) else list(models)
+    threads = threads or len(os.sched_getaffinity(0))
+    load = os.getloadavg()[0]
+    out = hook(engine, "infer", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
+               f"--models={','.join(models)}",
+               f"--batches={','.join(str(int(b)) for b in batches)}",
+               f"--requests={requests}", f"--images={images}", f"--warmup={warmup}",
+               env=_cpu_env(threads, onednn), cpus=cpus)
+    return [{**r, "load_average": load} for r in out["records"]]
+
+
+def _cpu_env(threads: int, onednn: bool) -> dict:
+    """The variables a framework reads only when it starts: OpenMP threads, oneDNN."""
+    return {"OMP_NUM_THREADS": threads,
+            "MXNET_MKLDNN_ENABLED": int(bool(onednn)),   # read by MXNet at start-up only
+            "MXNET_STORAGE_FALLBACK_LOG_VERBOSE": 0}     # else one log block per operator
 
 
 def thread_counts(usable: int) -> list[int]:

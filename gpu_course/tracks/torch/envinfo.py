@@ -4,6 +4,8 @@ host-to-device copy bandwidth, each run in a fresh process by `env.hook`:
     python -m gpu_course.tracks.torch.envinfo build
     python -m gpu_course.tracks.torch.envinfo bench --threads=2 --onednn=0 --batch=64 --steps=5
     python -m gpu_course.tracks.torch.envinfo copy        # needs a CUDA GPU
+    python -m gpu_course.tracks.torch.envinfo infer --threads=2 --onednn=0 --models=tiny,resnet20 \
+        --batches=1,128 --requests=200 --images=1280 --warmup=3   # lesson 15
 
 Each prints one JSON line.
 """
@@ -18,6 +20,8 @@ import warnings
 import torch
 
 from ...env.report import openmp_runtimes
+from ...lessons.l15_inference import Variant
+from .inference import inference_net, time_inference
 from .models import get_model
 
 
@@ -68,6 +72,22 @@ def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dic
             "threads": threads, "onednn": onednn, "build": build()}
 
 
+def infer(threads: int, onednn: bool, models, batches, requests: int, images: int,
+          warmup: int) -> dict:
+    """Lesson 15 on the CPU: each of `models` served with oneDNN on or off, batch 1 one
+    request at a time and each larger batch (`inference.time_inference`): the records."""
+    torch.set_num_threads(threads)
+    variant = Variant.ONEDNN_ON if onednn else Variant.ONEDNN_OFF
+    records = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)   # mkldnn.flags(): oneDNN's TF32, Intel GPUs
+        with torch.backends.mkldnn.flags(enabled=onednn):
+            for model in models:
+                records += time_inference(inference_net(model), model, variant, "cpu", batches,
+                                          requests, images, warmup)
+    return {"records": records, "build": build()}
+
+
 def copy_bandwidth(mib: int = 256, repeats: int = 5) -> dict:
     """Host-to-device copy in GB/s from pageable and from pinned (page-locked) memory:
     `repeats` copies of `mib` MiB from each, interleaved (pageable, pinned, pageable, ...)
@@ -96,17 +116,26 @@ def copy_bandwidth(mib: int = 256, repeats: int = 5) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpu_course.tracks.torch.envinfo")
-    parser.add_argument("what", choices=("build", "bench", "copy"))
+    parser.add_argument("what", choices=("build", "bench", "copy", "infer"))
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--onednn", type=int, default=1)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--model", default="resnet20")
+    parser.add_argument("--models", default="resnet20")
+    parser.add_argument("--batches", default="1,128")
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--images", type=int, default=1280)
+    parser.add_argument("--warmup", type=int, default=3)
     args = parser.parse_args(argv)
     if args.what == "build":
         result = build()
     elif args.what == "copy":
         result = copy_bandwidth()
+    elif args.what == "infer":
+        result = infer(args.threads, bool(args.onednn), args.models.split(","),
+                       [int(b) for b in args.batches.split(",")], args.requests, args.images,
+                       args.warmup)
     else:
         result = bench(args.threads, bool(args.onednn), args.batch, args.steps, args.model)
     print(json.dumps(result))
