@@ -11,6 +11,7 @@ gets a fresh process, and this module stays framework-free.
 """
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -104,6 +105,32 @@ def _cpu_env(threads: int, onednn: bool) -> dict:
     return {"OMP_NUM_THREADS": threads,
             "MXNET_MKLDNN_ENABLED": int(bool(onednn)),   # read by MXNet at start-up only
             "MXNET_STORAGE_FALLBACK_LOG_VERBOSE": 0}     # else one log block per operator
+
+
+# what each verb of a track's envinfo takes from its command line, in order
+VERBS = {"build": (), "copy": (),
+         "bench": ("threads", "onednn", "batch", "steps", "model"),
+         "infer": ("threads", "onednn", "models", "batches", "requests", "images", "warmup")}
+
+
+def hook_main(argv, prog: str, threads: int, **verbs) -> int:
+    """The command line of a track's envinfo (what `hook` runs): `verbs` are its functions
+    by verb (build, bench, infer, copy), each called with its VERBS arguments; the result
+    is printed as one JSON line."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("what", choices=tuple(verbs))
+    parser.add_argument("--threads", type=int, default=threads)
+    parser.add_argument("--onednn", type=lambda text: bool(int(text)), default=True)
+    for name, kind, default in (("batch", int, 64), ("steps", int, 5), ("model", str, "resnet20"),
+                                ("requests", int, 200), ("images", int, 1280),
+                                ("warmup", int, 3)):
+        parser.add_argument(f"--{name}", type=kind, default=default)
+    parser.add_argument("--models", type=lambda text: text.split(","), default=["resnet20"])
+    parser.add_argument("--batches", type=lambda text: [int(b) for b in text.split(",")],
+                        default=[1, 128])
+    args = parser.parse_args(argv)
+    print(json.dumps(verbs[args.what](*(getattr(args, name) for name in VERBS[args.what]))))
+    return 0
 
 
 def thread_counts(usable: int) -> list[int]:

@@ -151,10 +151,11 @@ def table(records) -> pd.DataFrame:
     """One row a record, in the order measured: the passes timed and how, p50 and p99 of a
     pass in ms with the spread of the blocks' p50s, p99/p50, images/s with its blocks'
     spread, the speed-up against the network's reference variant at the same batch (oneDNN
-    off on a CPU, eager on a GPU), and where outputs were taken, their largest difference
+    off on a CPU, eager on a GPU, else the first measured), and where outputs were taken,
+    their largest difference
     from the reference's (max |difference| / max |output|) and the share of the probe
     images whose top-1 class is the same."""
-    records = _checked(records)
+    records = checked(records)
     rows = []
     for rec in records:
         s = rec["pass_s"]
@@ -166,7 +167,7 @@ def table(records) -> pd.DataFrame:
                      "p50_blocks_ms": _span([1000 * statistics.median(b) for b in blocks]),
                      "p99_p50": percentile(s, 99) / p50,
                      "images_per_sec": rec["batch"] / p50,
-                     "images_blocks": _span(_rates(rec)),
+                     "images_blocks": _span(block_rates(rec)),
                      "against": ref["variant"] if ref is not None and ref is not rec else "–",
                      "speedup": (statistics.median(ref["pass_s"]) / p50
                                  if ref is not None and ref is not rec else math.nan),
@@ -190,7 +191,7 @@ def _blocks(values) -> list[list[float]]:
             for i in range(BLOCKS)]
 
 
-def _rates(rec: dict) -> list[float]:
+def block_rates(rec: dict) -> list[float]:
     """Images/s of each block of passes (batch / the block's median pass)."""
     return [rec["batch"] / statistics.median(b) for b in _blocks(rec["pass_s"])]
 
@@ -202,13 +203,12 @@ def _span(values) -> str:
 
 
 def _reference(records, rec: dict) -> dict | None:
-    """The record of rec's network at rec's batch on the same kind of device whose variant
-    is the reference (oneDNN off, eager), or None."""
-    for ref in records:
-        if (ref["model"], ref["batch"], on_gpu(ref)) == (rec["model"], rec["batch"], on_gpu(rec)) \
-                and ref["variant"] in REFERENCE:
-            return ref
-    return None
+    """The record rec is compared with: rec's network at rec's batch on the same kind of
+    device, served as the reference variant (oneDNN off, eager) where one was measured,
+    else as the first variant measured."""
+    same = [r for r in records
+            if (r["model"], r["batch"], on_gpu(r)) == (rec["model"], rec["batch"], on_gpu(rec))]
+    return next((r for r in same if r["variant"] in REFERENCE), same[0])
 
 
 def _outputs_against(ref: dict | None, rec: dict) -> tuple[float, float]:
@@ -232,11 +232,11 @@ def conclude(records=None, cpu=None, gpu=None, not_installed=()) -> Closing:
     if gpu is not None:
         if records is not None:
             raise ValueError("pass the CPU's records or gpu=the GPU's records, one at a time")
-        return _gpu(_checked(gpu, allow_empty=True, where=True), missing)
+        return _gpu(checked(gpu, allow_empty=True, where=True), missing)
     if records is None:
         raise ValueError("lesson 15 concludes on records (the CPU's) or gpu= (the GPU's, [] "
                          "without a GPU); none was passed")
-    return _cpu(_checked(records, where=False), cpu, missing)
+    return _cpu(checked(records, where=False), cpu, missing)
 
 
 def _cpu(records, cpu, missing) -> Closing:
@@ -331,7 +331,7 @@ def _talk(say: Closing) -> None:
 
 def _verdict(say: Closing, a: dict, b: dict) -> noise.Verdict | None:
     """b against a in images/s, judged on their blocks of passes; None with too few."""
-    xs, ys = _rates(a), _rates(b)
+    xs, ys = block_rates(a), block_rates(b)
     if len(xs) < BLOCKS or len(ys) < BLOCKS:
         return None
     sizes = sorted({len(a["pass_s"]) // BLOCKS, len(b["pass_s"]) // BLOCKS})
@@ -457,8 +457,10 @@ def _across(say: Closing, records, models) -> None:
         mine = [r for r in records if r["model"] == model]
         off, on = _variant(mine, Variant.ONEDNN_OFF), _variant(mine, Variant.ONEDNN_ON)
         if off and on:
-            v = noise.compare_samples(_rates(off[0]), _rates(on[0]), "blocks")
-            if not math.isnan(v.ratio) and len(_rates(off[0])) >= BLOCKS:
+            frame = say.table.set_index("rung")["images_per_sec"]
+            v = noise.compare_samples(block_rates(off[0]), block_rates(on[0]), "blocks",
+                                      frame[rung(off[0])], frame[rung(on[0])])
+            if not math.isnan(v.ratio) and len(block_rates(off[0])) >= BLOCKS:
                 judged.append((model, v))
     if len(judged) < 2:
         return
@@ -498,7 +500,7 @@ def _enum(kind, value, name: str):
                          f"{', '.join(repr(k.value) for k in kind)}") from None
 
 
-def _checked(records, allow_empty: bool = False, where: bool | None = None) -> list[dict]:
+def checked(records, allow_empty: bool = False, where: bool | None = None) -> list[dict]:
     """The records as a list, each one a record (`record`), every rung once; where: True
     (all on a GPU), False (all on the CPU) or None (either)."""
     if records is None or isinstance(records, dict):

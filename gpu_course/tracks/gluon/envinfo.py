@@ -12,14 +12,12 @@ Each prints one JSON line.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import time
 
 import mxnet as mx
 
-from ...env.report import openmp_runtimes
+from ...env.report import hook_main, openmp_runtimes
 from ...lessons.l15_inference import Variant
 from .inference import inference_net, time_inference
 from .models import get_model
@@ -83,29 +81,8 @@ def _check_onednn(onednn: bool) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpu_course.tracks.gluon.envinfo")
-    parser.add_argument("what", choices=("build", "bench", "infer"))
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--onednn", type=int, default=1)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--model", default="resnet20")
-    parser.add_argument("--models", default="resnet20")
-    parser.add_argument("--batches", default="1,128")
-    parser.add_argument("--requests", type=int, default=200)
-    parser.add_argument("--images", type=int, default=1280)
-    parser.add_argument("--warmup", type=int, default=3)
-    args = parser.parse_args(argv)
-    if args.what == "build":
-        result = build()
-    elif args.what == "infer":
-        result = infer(args.threads, bool(args.onednn), args.models.split(","),
-                       [int(b) for b in args.batches.split(",")], args.requests, args.images,
-                       args.warmup)
-    else:
-        result = bench(args.threads, bool(args.onednn), args.batch, args.steps, args.model)
-    print(json.dumps(result))
-    return 0
+    return hook_main(argv, "python -m gpu_course.tracks.gluon.envinfo", os.cpu_count(),
+                     build=build, bench=bench, infer=infer)
 
 
 if __name__ == "__main__":

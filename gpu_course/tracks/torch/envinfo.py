@@ -11,15 +11,13 @@ Each prints one JSON line.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import time
 import warnings
 
 import torch
 
-from ...env.report import openmp_runtimes
+from ...env.report import hook_main, openmp_runtimes
 from ...lessons.l15_inference import Variant
 from .inference import inference_net, time_inference
 from .models import get_model
@@ -115,31 +113,8 @@ def copy_bandwidth(mib: int = 256, repeats: int = 5) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpu_course.tracks.torch.envinfo")
-    parser.add_argument("what", choices=("build", "bench", "copy", "infer"))
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
-    parser.add_argument("--onednn", type=int, default=1)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--model", default="resnet20")
-    parser.add_argument("--models", default="resnet20")
-    parser.add_argument("--batches", default="1,128")
-    parser.add_argument("--requests", type=int, default=200)
-    parser.add_argument("--images", type=int, default=1280)
-    parser.add_argument("--warmup", type=int, default=3)
-    args = parser.parse_args(argv)
-    if args.what == "build":
-        result = build()
-    elif args.what == "copy":
-        result = copy_bandwidth()
-    elif args.what == "infer":
-        result = infer(args.threads, bool(args.onednn), args.models.split(","),
-                       [int(b) for b in args.batches.split(",")], args.requests, args.images,
-                       args.warmup)
-    else:
-        result = bench(args.threads, bool(args.onednn), args.batch, args.steps, args.model)
-    print(json.dumps(result))
-    return 0
+    return hook_main(argv, "python -m gpu_course.tracks.torch.envinfo", torch.get_num_threads(),
+                     build=build, bench=bench, infer=infer, copy=copy_bandwidth)
 
 
 if __name__ == "__main__":
