@@ -304,6 +304,8 @@ def _missing_gpu(say: Closing, missing) -> None:
             say(NOT_INSTALLED[package][:-1] + f"; {talk.SOURCE}'s TensorRT table: "
                 f"{say.quote(talk.SOURCE, speedup, '×{:.2f}')} for {name} on "
                 f"{talk.TENSORRT_HARDWARE}.")
+        else:
+            say(NOT_INSTALLED[package])
 
 
 def _variant(records, variant: Variant) -> tuple[dict, dict] | None:

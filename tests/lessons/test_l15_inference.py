@@ -240,8 +240,9 @@ def test_tensorrt_is_set_beside_the_talks_table():
 
 
 def test_without_a_gpu_the_lesson_says_what_waits_and_that_tensorrt_is_missing():
-    text = said(gpu=[], not_installed=["torch_tensorrt"])
+    text = said(gpu=[], not_installed=["torch_tensorrt", "onnxruntime"])
     assert text.startswith("What waits for a GPU: eager against torch.compile, CUDA graphs")
+    assert "ONNX Runtime is not installed here" in text
     assert ("torch-tensorrt is not installed here: no TensorRT rows (it needs the CUDA build of "
             "PyTorch it was built for, which pip cannot put beside this one); the talk's TensorRT "
             "table: ×1.21 for cifar_resnet20_v2 on a Titan V.") in text
