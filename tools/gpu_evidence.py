@@ -82,6 +82,9 @@ BRANCHES = (
     Branch("DDP with NCCL at world size 1", tests=("test_ddp_with_nccl_at_world_size_one",)),
     Branch("pageable against pinned copies", notebook="11_"),
     Branch("the CUDA profiler trace", notebook="12_"),
+    Branch("inference timed by CUDA events: batch-1 requests (p50, p99) and queued batches, "
+           "eager, compiled, CUDA graphs and bfloat16",
+           tests=("test_on_a_gpu_events_time_each_request_and_each_queued_pass",), notebook="15_"),
 )
 # what one GPU cannot show; their logic is tested with fake runs
 SEVERAL_GPUS = (

@@ -7,7 +7,8 @@ Read from the .py twins, statement by statement (a statement's lines count toget
 blank and comment-only lines not at all). Lesson code: a statement that uses the framework
 (mxnet, gluon, torch, a network, loader, optimizer, trainer, scheduler, autocast...) or
 runs the lesson through the course (gc.train, gc.record, gc.sweep, gc.Experiment, ...,
-and lesson 11's env.bench / env.hook, which run a framework variant in its own process;
+and lesson 11's env.bench / env.hook and lesson 15's env.infer, which run a framework
+variant in its own process;
 the SageMaker notebook's SDK estimator).
 Scaffolding: the first (setup) cell, the parameters cell, imports of gpu_course, the
 course's show/conclude/plot/table calls, print/display, closing sentences (`say(`), and
@@ -28,8 +29,8 @@ LESSON = re.compile(r"\b(mx|mxnet|gluon|nd|autograd|torch|nn|F|optim|net|trainer
                     r"rec|train_iter|loss)\b|\bgc\.(train|record|sweep|repeat|build|Experiment|"
                     r"get_model|load_data|load_datasets|make_loader|prepare_data|evaluate|"
                     r"lr_scheduler|make_trainer|make_optimizer|profile_steps|split|to_device|"
-                    r"optimizer_params|lr_curve|LARS|Signum|GpuLoader)\b"
-                    r"|\benv\.(bench|hook)\("     # lesson 11 runs each framework variant in a process
+                    r"optimizer_params|lr_curve|LARS|Signum|GpuLoader|inference_net|time_inference)\b"
+                    r"|\benv\.(bench|hook|infer)\("   # lessons 11, 15 run each framework variant in a process
                     r"|\b(Estimator|estimator)\b")  # the SageMaker notebook's framework is the SDK
 
 

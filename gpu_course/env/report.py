@@ -11,6 +11,7 @@ gets a fresh process, and this module stays framework-free.
 """
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -76,13 +77,11 @@ def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps
     "build", ...}, with the cores it was pinned to ("cpus", None when not pinned), the
     1-minute load average as it started ("load_average") and the cores other programs kept
     busy while it ran ("other_cores", `other_cores`)."""
-    env = {"OMP_NUM_THREADS": threads,
-           "MXNET_MKLDNN_ENABLED": int(bool(onednn)),   # read by MXNet at start-up only
-           "MXNET_STORAGE_FALLBACK_LOG_VERBOSE": 0}     # else one log block per operator
     load = os.getloadavg()[0]   # how busy the machine was as this benchmark started
     before = machine_load()
     out = hook(engine, "bench", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
-               f"--batch={batch}", f"--steps={steps}", f"--model={model}", env=env, cpus=cpus)
+               f"--batch={batch}", f"--steps={steps}", f"--model={model}",
+               env=_cpu_env(threads, onednn), cpus=cpus)
     return {**out, "batch": batch, "cpus": sorted(cpus) if cpus else None, "load_average": load,
             "other_cores": other_cores(before, machine_load())}
 
@@ -96,6 +95,57 @@ def other_cores(before: dict, after: dict) -> float | None:
         return None
     ours = sum(after[k] - before[k] for k in ("process_cpu_s", "children_cpu_s"))
     return max(0.0, (after["cpu_busy_s"] - before["cpu_busy_s"] - ours) / wall)
+
+
+def infer(engine: str, models, onednn: bool = True, threads: int | None = None,
+          batches=(1, 128), requests: int = 200, images: int = 1280, warmup: int = 3,
+          cpus=None) -> list[dict]:
+    """Lesson 15: each of `models` served on the CPU in one fresh process with `threads`
+    OpenMP threads (default: the usable cores) and oneDNN on or off, batch 1 one request at
+    a time and each larger batch of `batches` (`<track>.inference.time_inference`): the
+    records, each with the 1-minute load average as the process started ("load_average")."""
+    models = [models] if isinstance(models, str) else list(models)
+    threads = threads or len(os.sched_getaffinity(0))
+    load = os.getloadavg()[0]
+    out = hook(engine, "infer", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
+               f"--models={','.join(models)}",
+               f"--batches={','.join(str(int(b)) for b in batches)}",
+               f"--requests={requests}", f"--images={images}", f"--warmup={warmup}",
+               env=_cpu_env(threads, onednn), cpus=cpus)
+    return [{**r, "load_average": load} for r in out["records"]]
+
+
+def _cpu_env(threads: int, onednn: bool) -> dict:
+    """The variables a framework reads only when it starts: OpenMP threads, oneDNN."""
+    return {"OMP_NUM_THREADS": threads,
+            "MXNET_MKLDNN_ENABLED": int(bool(onednn)),   # read by MXNet at start-up only
+            "MXNET_STORAGE_FALLBACK_LOG_VERBOSE": 0}     # else one log block per operator
+
+
+# what each verb of a track's envinfo takes from its command line, in order
+VERBS = {"build": (), "copy": (),
+         "bench": ("threads", "onednn", "batch", "steps", "model"),
+         "infer": ("threads", "onednn", "models", "batches", "requests", "images", "warmup")}
+
+
+def hook_main(argv, prog: str, threads: int, **verbs) -> int:
+    """The command line of a track's envinfo (what `hook` runs): `verbs` are its functions
+    by verb (build, bench, infer, copy), each called with its VERBS arguments; the result
+    is printed as one JSON line."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("what", choices=tuple(verbs))
+    parser.add_argument("--threads", type=int, default=threads)
+    parser.add_argument("--onednn", type=lambda text: bool(int(text)), default=True)
+    for name, kind, default in (("batch", int, 64), ("steps", int, 5), ("model", str, "resnet20"),
+                                ("requests", int, 200), ("images", int, 1280),
+                                ("warmup", int, 3)):
+        parser.add_argument(f"--{name}", type=kind, default=default)
+    parser.add_argument("--models", type=lambda text: text.split(","), default=["resnet20"])
+    parser.add_argument("--batches", type=lambda text: [int(b) for b in text.split(",")],
+                        default=[1, 128])
+    args = parser.parse_args(argv)
+    print(json.dumps(verbs[args.what](*(getattr(args, name) for name in VERBS[args.what]))))
+    return 0
 
 
 def thread_counts(usable: int) -> list[int]:

@@ -127,14 +127,28 @@ def _say_benches(say: Closing, benches, cpu=None) -> Closing:
     usable = cpu["usable"] if cpu else max((b["threads"] for b in plain), default=1)
     _threads(say, [b for b in plain if b["onednn"]], usable, cpu)
     _pinned(say, benches, plain)
-    busy = [b for b in benches if b.get("load_average", 0) >= max(BUSY_LOAD, usable)]
-    if busy:
-        worst = max(busy, key=lambda b: b["load_average"])
-        say(f"The machine was busy: a load average of "
-            f"{say.cell(label(worst), 'load average before')} before '{label(worst)}', with "
-            f"{usable} usable cores. Other programs took turns with these passes; measure again "
-            "on a quiet machine before trusting a ranking.")
+    say_busy(say, {label(b): b.get("load_average", 0) for b in benches}, usable)
     return say
+
+
+def say_busy(say: Closing, loads: dict, usable: int, column: str = "load average before") -> None:
+    """A line when a measurement started on a busy machine: `loads` maps each row's name
+    to the load average before it (the table's `column`); busy is at least the usable
+    cores (and BUSY_LOAD)."""
+    busy = {row: load for row, load in loads.items() if (load or 0) >= max(BUSY_LOAD, usable)}
+    if busy:
+        worst = max(busy, key=busy.get)
+        say(f"The machine was busy: a load average of {say.cell(worst, column)} before "
+            f"'{worst}', with {usable} usable cores. Other programs took turns with these passes; "
+            "measure again on a quiet machine before trusting a ranking.")
+
+
+def say_cpu(say: Closing, cpu: dict) -> None:
+    """The CPU's model and cores (env.cpu_facts), said once, with a lesson's first
+    measurement."""
+    model = say.quote("/proc/cpuinfo", cpu["model"])
+    say(f"This CPU (/proc/cpuinfo): {model}, {cpu['logical']} logical cores "
+        f"({cpu['physical']} physical), {cpu['usable']} usable by this process.")
 
 
 def _onednn(say: Closing, plain, cpu=None) -> None:
@@ -143,9 +157,7 @@ def _onednn(say: Closing, plain, cpu=None) -> None:
     if not pairs:
         return
     if cpu:   # said once, with the lesson's first measurement
-        model = say.quote("/proc/cpuinfo", cpu["model"])
-        say(f"This CPU (/proc/cpuinfo): {model}, {cpu['logical']} logical cores "
-            f"({cpu['physical']} physical), {cpu['usable']} usable by this process.")
+        say_cpu(say, cpu)
     off, on = pairs[0]
     v = _verdict(say, off, on, f"oneDNN on against off ({on['threads']} threads)")
     talk_line = (f"{talk.SOURCE}'s table ({talk.MKLDNN_HARDWARE}, ResNet-50): MKL-DNN "

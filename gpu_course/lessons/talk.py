@@ -77,7 +77,7 @@ LECTURE_NVME_MB_S = 3_000            # NVMe
 
 # -- lesson 11 ------------------------------------------------------------------------------
 MKLDNN_HARDWARE = "a 72-vCPU c5.18xlarge"   # the talk's Intel table: MXNet 1.3, ResNet-50 v1
-MKLDNN_SPEEDUP = {1: 7.5, 128: 15.9}         # batch -> images/s with MKL-DNN over without
+MKLDNN_SPEEDUP = {1: 7.45, 128: 15.90}       # batch -> images/s with MKL-DNN over without
 LECTURE_DISK_GB_S = LECTURE_DISK_MB_S / 1000   # the lecture's disk and NVMe (lesson 09's), in GB/s
 LECTURE_NVME_GB_S = LECTURE_NVME_MB_S / 1000
 LECTURE_PCIE_X8_GB_S = 5.0                   # a GPU on 8 PCIe lanes
@@ -89,3 +89,17 @@ LECTURE_PCIE_X8_GB_S = 5.0                   # a GPU on 8 PCIe lanes
 # numbers of 8 bytes: imperative 4 * 10 * 8 bytes (every interim value kept), symbolic 2 * 10 * 8
 MEMORY_EXAMPLE = {"code": "c = b * a; d = c + 1", "imperative_bytes": 320,
                   "symbolic_bytes": 160}
+
+# -- lesson 15 ------------------------------------------------------------------------------
+# The talk's "Intel CPU - Speed" table (MXNet 1.3 with and without MKL-DNN, a 72-vCPU
+# c5.18xlarge), its ResNet-50 v1 row; and its accuracy table (gluon model zoo weights)
+MKLDNN_NETWORK = "ResNet-50 v1"
+MKLDNN_MXNET = "1.3"
+MKLDNN_LATENCY_MS = (97.19, 13.04)        # batch 1, ms: without, with MKL-DNN
+MKLDNN_THROUGHPUT = (10.29, 163.52)       # batch 128, images/s: without, with MKL-DNN
+MKLDNN_BATCH = 128
+MKLDNN_TOP1 = 0.76062500                  # ResNet-50 V1 top-1, the same with and without
+MKLDNN_TOP5 = 0.93046875                  # ... and top-5
+# The talk's TensorRT table: speed-up over MXNet without it, one network a row
+TENSORRT_HARDWARE = "a Titan V"
+TENSORRT_SPEEDUP = {"cifar_resnet20_v2": 1.21}

@@ -88,6 +88,17 @@ COLUMNS = {
     "sync_s": ("closing sync (s)", _num),           # lesson 13: the epochs' closing sync
     "sync_share": ("closing sync", _fraction),      # ... as a share of the epochs' time
     "images_per_sec": ("images/s", _num),           # lesson 13: a timed block's images / time
+    # lesson 15: a served network's passes (l15_inference.table)
+    "timed": ("timed", str),
+    "p50_ms": ("p50 (ms)", _num),
+    "p99_ms": ("p99 (ms)", _num),
+    "p50_blocks_ms": ("p50 of each block (ms)", str),
+    "p99_p50": ("p99/p50", _ratio),
+    "images_blocks": ("images/s of each block", str),
+    "against": ("against", str),
+    "max_rel_diff": ("max |Δ| / max |y|", lambda v: f"{v:.1e}"),
+    "top1_same": ("top-1 same", _fraction),
+    "load_average": ("load average before", _num),
 }
 ANATOMY_COLUMNS = ("step_ms", "data_wait_ms", "host_ms", "gpu_busy_ms", "bound", "next_rung",
                    "compiled",

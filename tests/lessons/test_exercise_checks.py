@@ -343,3 +343,61 @@ def test_the_same_batch_another_change_or_no_measurement_is_not_yet(make_run):
     assert not other and "differ in more than batch_size: model" in other.message
     bare = check("14.1", [first, measured(make_run, "b", 32, 21.0, memory=False)], 21.0)
     assert not bare and "run 'b' has no memory measurement in its record" in bare.message
+
+
+# -- 15.1: the knee of a batch sweep of a served network ---------------------------------------
+def batch_sweep(per_image_ms, model="tiny", variant="oneDNN on", spread=0.02, passes=10):
+    """Records of one network served at each batch of `per_image_ms` ({batch: ms an image})."""
+    from gpu_course.lessons import l15_inference as l15
+    out = []
+    for batch, ms in per_image_ms.items():
+        n = 40 if batch == 1 else passes
+        times = [batch * ms / 1000 * (1 + spread * ((i * 5 // n) - 2) / 2) for i in range(n)]
+        out.append(l15.record(model, variant, "cpu", batch, "alone", times))
+    return out
+
+
+@pytest.mark.parametrize("records, says", [
+    ([], "0 batch size(s) so far (none); a knee needs at least three"),
+    (None, "0 batch size(s) so far"),
+    ([{"images_per_s": 3.0}], "is not a record of lesson 15"),
+])
+def test_15_1_without_a_sweep_is_not_yet(records, says):
+    result = check("15.1", records, 4)
+    assert not result and says in result.message
+
+
+def test_15_1_refuses_two_batches_a_mixed_sweep_and_too_few_passes():
+    assert "2 batch size(s) so far (1, 4)" in check("15.1", batch_sweep({1: 2.0, 4: 1.0}), 4).message
+    mixed = batch_sweep({1: 2.0, 4: 1.0}) + batch_sweep({16: 0.5}, variant="oneDNN off")
+    assert "more than one network, variant or device" in check("15.1", mixed, 4).message
+    few = batch_sweep({1: 2.0, 4: 1.0, 16: 0.5}, passes=3)
+    assert "batch 4 was timed for fewer than 5 passes" in check("15.1", few, 4).message
+
+
+def test_15_1_a_knee_outside_the_sweep_or_below_it_is_not_yet():
+    records = batch_sweep({1: 2.0, 4: 1.0, 16: 0.5, 64: 0.49})
+    assert "knee=8: name one of the batches the sweep served (1, 4, 16, 64)" in \
+        check("15.1", records, 8).message
+    result = check("15.1", records, 4)
+    assert not result and "at batch 4 the network served 1,000.0 images/s, below 90% of batch 64's" \
+        in result.message and "Images/s still grows past batch 4." in result.message
+
+
+def test_15_1_the_knee_passes_with_what_a_request_then_waits():
+    records = batch_sweep({1: 2.0, 4: 1.0, 16: 0.5, 64: 0.49})
+    result = check("15.1", records, 16)
+    assert result and "knee at batch 16: 2,000.0 images/s against batch 64's 2,040.8, ×0.98" in \
+        result.message
+    assert "a request served in a batch of 16 waits 8.00 ms for its pass, against 2.00 ms at " \
+        "batch 1" in result.message
+    later = check("15.1", records, 64)
+    assert later and "the most images/s of the sweep" in later.message
+    assert "Batch 16 comes as close to the best: the knee may lie lower." in later.message
+
+
+def test_15_1_a_sweep_that_never_grows_says_batching_buys_nothing():
+    records = batch_sweep({1: 0.5, 4: 1.0, 16: 2.0})
+    result = check("15.1", records, 1)
+    assert result and "Images/s never grew with the batch here: batch 1 served the most" in \
+        result.message and "waits" not in result.message

@@ -30,6 +30,7 @@ runs, exNN.py lesson NN's checks (importing one registers its exercises).
     12.1  one setting of the profiled run changed: the step timers' verdict on it, predicted
     13.1  a guard on the loss checked on the host every step: its cost in samples/s, predicted
     14.1  a batch size not yet measured: its peak memory, predicted from one that was
+    15.1  a batch sweep of a served network: where its images/s stops growing, named
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from .base import (EXERCISES, MARK, SOLUTIONS, TRACKS, Exercise, NotYet, Result,
                    find, solution, solution_sections, solution_text)
 from .judge import DIRECTIONS, wait_blocks
 
-from . import ex01, ex02, ex03, ex05, ex06, ex11, ex12, ex13, ex14  # noqa: F401  (registers each lesson's exercises)
+from . import ex01, ex02, ex03, ex05, ex06, ex11, ex12, ex13, ex14, ex15  # noqa: F401  (registers each lesson's exercises)
 
 __all__ = ["EXERCISES", "MARK", "SOLUTIONS", "TRACKS", "DIRECTIONS", "Exercise", "NotYet", "Result",
            "check", "exercise", "find", "solution", "solution_sections", "solution_text", "wait_blocks"]

@@ -24,6 +24,7 @@ from .data import make_loader
 from .datasets import load_data, load_datasets
 from .io_data import prepare_data
 from .devices import gpu_count, try_devices
+from .inference import inference_net, time_inference
 from .models import get_model
 from .profile import profile_steps
 from .optim import lr_scheduler, make_trainer, optimizer_params
@@ -34,7 +35,7 @@ from .train import build, train
 
 __all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
-           "get_model", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
+           "get_model", "inference_net", "time_inference", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
            "make_trainer", "sweep", "profile_steps", "repeat", "MemoryMeter", "memory_run", "memory_of"]
 
 

@@ -5,19 +5,21 @@ MXNET_MKLDNN_ENABLED and OMP_NUM_THREADS only when it starts:
     python -m gpu_course.tracks.gluon.envinfo build
     MXNET_MKLDNN_ENABLED=0 OMP_NUM_THREADS=2 \\
         python -m gpu_course.tracks.gluon.envinfo bench --threads=2 --onednn=0 --batch=64 --steps=5
+    MXNET_MKLDNN_ENABLED=0 OMP_NUM_THREADS=2 python -m gpu_course.tracks.gluon.envinfo infer \
+        --threads=2 --onednn=0 --models=tiny,resnet20 --batches=1,128 --requests=200 --images=1280 --warmup=3
 
 Each prints one JSON line.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import time
 
 import mxnet as mx
 
-from ...env.report import openmp_runtimes
+from ...env.report import hook_main, openmp_runtimes
+from ...lessons.l15_inference import Variant
+from .inference import inference_net, time_inference
 from .models import get_model
 
 # The talk's build list, then what this course uses besides.
@@ -40,10 +42,7 @@ def build() -> dict:
 def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dict:
     """Hybridized forward passes of `model` on the CPU: images/s over `steps` batches, and
     of each pass on its own ("step_images_per_s": the spread `noise` judges against)."""
-    enabled = os.environ.get("MXNET_MKLDNN_ENABLED", "1") != "0"
-    if enabled != onednn:
-        raise ValueError(f"--onednn={int(onednn)} but MXNET_MKLDNN_ENABLED="
-                         f"{os.environ.get('MXNET_MKLDNN_ENABLED')!r}: MXNet reads it at start")
+    _check_onednn(onednn)
     net = get_model(model)
     net.initialize(mx.init.Xavier())
     net.hybridize(static_alloc=True, static_shape=True)
@@ -60,19 +59,30 @@ def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dic
             "threads": threads, "onednn": onednn, "build": build()}
 
 
+def infer(threads: int, onednn: bool, models, batches, requests: int, images: int,
+          warmup: int) -> dict:
+    """Lesson 15 on the CPU: each of `models` served with oneDNN as this process started
+    (it must match `onednn`), batch 1 one request at a time and each larger batch
+    (`inference.time_inference`): the records."""
+    _check_onednn(onednn)
+    variant = Variant.ONEDNN_ON if onednn else Variant.ONEDNN_OFF
+    records = []
+    for model in models:
+        records += time_inference(inference_net(model), model, variant, mx.cpu(), batches,
+                                  requests, images, warmup)
+    return {"records": records, "build": build()}
+
+
+def _check_onednn(onednn: bool) -> None:
+    enabled = os.environ.get("MXNET_MKLDNN_ENABLED", "1") != "0"
+    if enabled != onednn:
+        raise ValueError(f"--onednn={int(onednn)} but MXNET_MKLDNN_ENABLED="
+                         f"{os.environ.get('MXNET_MKLDNN_ENABLED')!r}: MXNet reads it at start")
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpu_course.tracks.gluon.envinfo")
-    parser.add_argument("what", choices=("build", "bench"))
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--onednn", type=int, default=1)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--model", default="resnet20")
-    args = parser.parse_args(argv)
-    result = build() if args.what == "build" else \
-        bench(args.threads, bool(args.onednn), args.batch, args.steps, args.model)
-    print(json.dumps(result))
-    return 0
+    return hook_main(argv, "python -m gpu_course.tracks.gluon.envinfo", os.cpu_count(),
+                     build=build, bench=bench, infer=infer)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from .data import ImageDataset, make_loader
 from .datasets import load_data, load_datasets
 from .io_data import prepare_data
 from .devices import gpu_count, try_devices
+from .inference import inference_net, time_inference
 from .gpu_loader import GpuLoader
 from .lars import LARS
 from .signum import Signum
@@ -38,7 +39,7 @@ from .train import COMPILE_BACKEND_ENV, build, train
 
 __all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
-           "get_model", "build", "record", "train", "evaluate", "Precision", "to_device",
+           "get_model", "inference_net", "time_inference", "build", "record", "train", "evaluate", "Precision", "to_device",
            "lr_scheduler", "lr_curve", "make_optimizer",
            "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
 

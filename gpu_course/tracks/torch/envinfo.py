@@ -4,20 +4,22 @@ host-to-device copy bandwidth, each run in a fresh process by `env.hook`:
     python -m gpu_course.tracks.torch.envinfo build
     python -m gpu_course.tracks.torch.envinfo bench --threads=2 --onednn=0 --batch=64 --steps=5
     python -m gpu_course.tracks.torch.envinfo copy        # needs a CUDA GPU
+    python -m gpu_course.tracks.torch.envinfo infer --threads=2 --onednn=0 --models=tiny,resnet20 \
+        --batches=1,128 --requests=200 --images=1280 --warmup=3   # lesson 15
 
 Each prints one JSON line.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import time
 import warnings
 
 import torch
 
-from ...env.report import openmp_runtimes
+from ...env.report import hook_main, openmp_runtimes
+from ...lessons.l15_inference import Variant
+from .inference import inference_net, time_inference
 from .models import get_model
 
 
@@ -68,6 +70,22 @@ def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dic
             "threads": threads, "onednn": onednn, "build": build()}
 
 
+def infer(threads: int, onednn: bool, models, batches, requests: int, images: int,
+          warmup: int) -> dict:
+    """Lesson 15 on the CPU: each of `models` served with oneDNN on or off, batch 1 one
+    request at a time and each larger batch (`inference.time_inference`): the records."""
+    torch.set_num_threads(threads)
+    variant = Variant.ONEDNN_ON if onednn else Variant.ONEDNN_OFF
+    records = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)   # mkldnn.flags(): oneDNN's TF32, Intel GPUs
+        with torch.backends.mkldnn.flags(enabled=onednn):
+            for model in models:
+                records += time_inference(inference_net(model), model, variant, "cpu", batches,
+                                          requests, images, warmup)
+    return {"records": records, "build": build()}
+
+
 def copy_bandwidth(mib: int = 256, repeats: int = 5) -> dict:
     """Host-to-device copy in GB/s from pageable and from pinned (page-locked) memory:
     `repeats` copies of `mib` MiB from each, interleaved (pageable, pinned, pageable, ...)
@@ -95,22 +113,8 @@ def copy_bandwidth(mib: int = 256, repeats: int = 5) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpu_course.tracks.torch.envinfo")
-    parser.add_argument("what", choices=("build", "bench", "copy"))
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
-    parser.add_argument("--onednn", type=int, default=1)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--model", default="resnet20")
-    args = parser.parse_args(argv)
-    if args.what == "build":
-        result = build()
-    elif args.what == "copy":
-        result = copy_bandwidth()
-    else:
-        result = bench(args.threads, bool(args.onednn), args.batch, args.steps, args.model)
-    print(json.dumps(result))
-    return 0
+    return hook_main(argv, "python -m gpu_course.tracks.torch.envinfo", torch.get_num_threads(),
+                     build=build, bench=bench, infer=infer, copy=copy_bandwidth)
 
 
 if __name__ == "__main__":

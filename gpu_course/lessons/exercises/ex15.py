@@ -1,0 +1,80 @@
+"""Lesson 15's exercise: a batch sweep of one served network, and where its images/s stops
+growing, named; with what a request then waits."""
+from __future__ import annotations
+
+import numbers
+
+from ...analyse import noise
+from .. import l15_inference as l15
+from ..l02_workers import KNEE
+from .base import MARK, NotYet, exercise
+
+
+@exercise("15.1", "Sweep the batch of one served network and name where images/s stops "
+                  "growing; read what a request then waits.")
+def _knee(records, answer) -> str:
+    records = _sweep(records)
+    frame = l15.table(records).set_index("rung")
+    by_batch = {r["batch"]: r for r in records}
+    rate = {b: frame.loc[l15.rung(r), "images_per_sec"] for b, r in by_batch.items()}
+    p50 = {b: frame.loc[l15.rung(r), "p50_ms"] for b, r in by_batch.items()}
+    tried = ", ".join(map(str, sorted(by_batch)))
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Integral) \
+            or int(answer) not in by_batch:
+        raise NotYet(f"knee={answer!r}: name one of the batches the sweep served ({tried}): the "
+                     f"smallest whose images/s is within {1 - KNEE:.0%} of the best, or within "
+                     "its noise. Write your guess before you run, then read the table.")
+    best = max(by_batch, key=rate.get)
+    judged = {b: noise.compare_samples(l15.block_rates(by_batch[best]),
+                                       l15.block_rates(r), f"{l15.BLOCKS} blocks of passes each",
+                                       rate[best], rate[b])
+              for b, r in by_batch.items() if b != best}
+
+    def reaches(b) -> bool:   # the knee's rule (lesson 2's): near the best, or not beaten beyond noise
+        return b == best or rate[b] >= KNEE * rate[best] or judged[b].kind != noise.Kind.SLOWER
+
+    knee = int(answer)
+    if not reaches(knee):
+        raise NotYet(f"at batch {knee} the network served {rate[knee]:,.1f} images/s, below "
+                     f"{KNEE:.0%} of batch {best}'s {rate[best]:,.1f} and slower beyond noise: "
+                     f"{judged[knee]}. Images/s still grows past batch {knee}.")
+    said = f"knee at batch {knee}: " + (
+        f"the most images/s of the sweep ({rate[knee]:,.1f})." if knee == best else
+        f"{rate[knee]:,.1f} images/s against batch {best}'s {rate[best]:,.1f}, {judged[knee]}.")
+    fewest = min(b for b in by_batch if reaches(b))
+    if fewest < knee:
+        said += f" Batch {fewest} comes as close to the best: the knee may lie lower."
+    if best == min(by_batch):
+        said += (f" Images/s never grew with the batch here: batch {best} served the most, so "
+                 "batching costs latency and buys nothing on this machine.")
+    first = min(by_batch)
+    if knee != first:
+        said += (f" The price: a request served in a batch of {knee} waits {p50[knee]:,.2f} ms for "
+                 f"its pass, against {p50[first]:,.2f} ms at batch {first}.")
+    return said
+
+
+def _sweep(records) -> list[dict]:
+    """The sweep's records: one network, variant and device, at least three batches, each
+    with enough passes to judge."""
+    if records is None:
+        records = []
+    try:
+        records = l15.checked(records, allow_empty=True)
+    except ValueError as err:
+        raise NotYet(f"{err}. Pass what gc.time_inference returned.") from None
+    batches = sorted({r["batch"] for r in records})
+    if len(batches) < 3:
+        raise NotYet(f"{len(batches)} batch size(s) so far ({', '.join(map(str, batches)) or 'none'}); "
+                     f"a knee needs at least three. List them at the line marked {MARK} and run "
+                     "the exercise cell.")
+    kinds = {(r["model"], r["variant"], r["device"]) for r in records}
+    if len(kinds) > 1:
+        named = "; ".join(", ".join(k) for k in sorted(kinds))
+        raise NotYet(f"the sweep serves more than one network, variant or device ({named}): "
+                     "change the batch alone.")
+    few = [r["batch"] for r in records if len(r["pass_s"]) < l15.MIN_PASSES]
+    if few:
+        raise NotYet(f"batch {few[0]} was timed for fewer than {l15.MIN_PASSES} passes: too few to "
+                     "judge; give the sweep more images (gc.sizes(\"15\", images=...)).")
+    return records

@@ -1,0 +1,95 @@
+"""Lesson 15's measurement, PyTorch side: a network served one request at a time (each
+pass ended by its own sync: latency) and in large batches back to back (one sync after the
+last: throughput), and its outputs on the lesson's probe images. Same names and signatures
+as `gpu_course.tracks.gluon.inference`; the records are `lessons.l15_inference.record`s."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from ...lessons import l15_inference as l15
+from .models import get_model
+
+
+def inference_net(model: str, device="cpu") -> torch.nn.Module:
+    """Network `model` with lesson 15's seeded weights, in eval mode, on `device`: every
+    measurement of a network, in any process, serves the same weights."""
+    torch.manual_seed(l15.SEED)
+    return get_model(model).eval().to(device)
+
+
+def time_inference(predict, model: str, variant, device, batches=(1, 128), requests: int = 200,
+                   images: int = 1280, warmup: int = 3, dtype=torch.float32) -> list[dict]:
+    """One record a batch in `batches` of `predict` (a network, a compiled one, or any
+    function of an input batch) on `device`, its input in `dtype`: batch 1 timed for
+    `requests` requests one at a time, a larger batch for `images` images back to back
+    (at least l15.MIN_PASSES passes), each after `warmup` untimed passes. The outputs on
+    the probe images are taken at the largest batch."""
+    device = torch.device(device)
+    probe = l15.probe_images(max(batches))
+    records = []
+    with torch.inference_mode():
+        for batch in batches:
+            x = torch.from_numpy(probe[:batch]).to(device, dtype)
+            alone = batch == 1
+            for _ in range(warmup):
+                predict(x)                 # compiles, records a CUDA graph, fills caches
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)   # warm-up done before the first event
+            n = requests if alone else l15.passes_for(batch, images)
+            seconds = (one_at_a_time if alone else back_to_back)(predict, x, n)
+            outputs = _numpy(predict(x)) if batch == max(batches) else None
+            records.append(l15.record(
+                model, variant, str(device), batch,
+                l15.Timing.ALONE if alone or device.type != "cuda" else l15.Timing.QUEUED,
+                seconds, outputs, dtype=str(dtype).removeprefix("torch."),
+                threads=torch.get_num_threads()))
+    return records
+
+
+def one_at_a_time(predict, x: torch.Tensor, n: int) -> list[float]:
+    """Seconds of each of n passes, each a request served alone: on a GPU two CUDA events
+    around it and one sync, on the end event, that ends it; on the CPU the clock (a call
+    returns when its work is done)."""
+    if x.device.type != "cuda":
+        return _clocked(predict, x, n)
+    times = []
+    for _ in range(n):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        predict(x)
+        end.record()
+        end.synchronize()                  # the one sync: this request's output is ready
+        times.append(start.elapsed_time(end) / 1000)
+    return times
+
+
+def back_to_back(predict, x: torch.Tensor, n: int) -> list[float]:
+    """Seconds of each of n passes queued back to back: on a GPU a CUDA event between
+    passes and one sync after the last, then the gaps read; on the CPU the clock."""
+    if x.device.type != "cuda":
+        return _clocked(predict, x, n)
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
+    events[0].record()
+    for event in events[1:]:
+        predict(x)
+        event.record()                     # queued on the stream like a kernel: no wait
+    events[-1].synchronize()               # the one sync, after the last pass
+    return [a.elapsed_time(b) / 1000 for a, b in zip(events, events[1:])]
+
+
+def _clocked(predict, x, n: int) -> list[float]:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        predict(x)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def _numpy(out) -> np.ndarray:
+    if isinstance(out, torch.Tensor):
+        return out.detach().float().cpu().numpy()
+    return np.asarray(out, dtype=np.float32)   # ONNX Runtime returns numpy arrays
