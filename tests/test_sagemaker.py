@@ -196,6 +196,8 @@ def test_stage_code_holds_entry_package_and_requirements(tmp_path):
         (REPO / "gpu_course" / "sagemaker" / "entry.py").read_text()
     assert (code / "gpu_course" / "config.py").exists()
     assert not list(code.rglob("__pycache__"))
+    assert not (code / "gpu_course" / "reference").exists()   # results, not code
+    assert (code / "gpu_course" / "show" / "report.py").exists()
     requirements = (code / "requirements.txt").read_text()
     assert "numpy<1.24" in requirements and "psutil" in requirements
     assert "numpy" not in (launch.stage_code("pytorch", tmp_path / "pt") /

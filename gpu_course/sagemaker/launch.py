@@ -203,12 +203,18 @@ def stage_code(engine: str, dest: str | Path | None = None) -> Path:
     target = dest / "gpu_course"
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(PACKAGE_DIR, target,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
+    shutil.copytree(PACKAGE_DIR, target, ignore=_left_out)
     (dest / "requirements.txt").write_text(
         "# installed by the SageMaker training toolkit before the entry script runs\n"
         + "\n".join(track.requirements) + "\n")
     return dest
+
+
+def _left_out(folder: str, names: list) -> set:
+    """What stage_code does not copy: caches, hidden files, and the package's reference
+    results (5 MB of reports and traces the job never reads)."""
+    skip = set(shutil.ignore_patterns("__pycache__", "*.pyc", ".*")(folder, names))
+    return skip | ({"reference"} & set(names) if Path(folder) == PACKAGE_DIR else set())
 
 
 def estimator_kwargs(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE,
