@@ -7,11 +7,12 @@ from support import REPO
 
 def pip_pins_from_environment_yml():
     text = (REPO / "environment.yml").read_text()
-    return {m.group(1).lower(): m.group(2)
-            for m in re.finditer(r"^\s+-\s+([A-Za-z0-9_.\-]+)==([^\s#]+)", text, re.M)}
+    return {m.group(1).lower(): m.group(2) for m in re.finditer(
+        r"^\s+-\s+([A-Za-z0-9_.\-]+(?:\[[a-z0-9,]+\])?)==([^\s#]+)", text, re.M)}
 
 
 def pins(requirements):
+    """{name, with its extras as written: version}"""
     out = {}
     for req in requirements:
         name, _, version = req.partition("==")

@@ -6,17 +6,22 @@ fields travel as hyperparameters, the dataset as the "training" channel, and the
 record comes back in the job's output.tar.gz, so it plots beside local runs:
 
     spec = job_spec(cfg, "ml.p3.2xlarge")     # what would run; needs no AWS account
-    job = launch(cfg, "ml.p3.2xlarge")        # needs credentials and a role
+    request = training_request(cfg, "ml.p3.2xlarge")   # what the SDK would send; sent nowhere
+    check_request(request)                    # against botocore's model of the SageMaker API
+    job = launch(cfg, "ml.p3.2xlarge")        # needs credentials and a role; checks first
     runs = fetch_runs(job)                    # the job's run record(s), as records.Run
 
 Uses the SageMaker Python SDK v2 (`pip install sagemaker==2.243.2`): v3 removed the
-framework estimators. The SDK is imported only when a job is built, so `--dry-run` and
-this module's import work without it.
+framework estimators. The SDK is imported only when a job is built, so this module's
+import and the job specification work without it.
 """
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import importlib.util
+import inspect
 import json
 import logging
 import os
@@ -31,6 +36,7 @@ from typing import Any
 
 from ..config import Experiment
 from ..engines import MXNET_MAX_CAPABILITY
+from . import request as _request
 
 SDK_PIN = "sagemaker==2.243.2"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]   # gpu_course/
@@ -203,12 +209,18 @@ def stage_code(engine: str, dest: str | Path | None = None) -> Path:
     target = dest / "gpu_course"
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(PACKAGE_DIR, target,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
+    shutil.copytree(PACKAGE_DIR, target, ignore=_left_out)
     (dest / "requirements.txt").write_text(
         "# installed by the SageMaker training toolkit before the entry script runs\n"
         + "\n".join(track.requirements) + "\n")
     return dest
+
+
+def _left_out(folder: str, names: list) -> set:
+    """What stage_code does not copy: caches, hidden files, and the package's reference
+    results (5 MB of reports and traces the job never reads)."""
+    skip = set(shutil.ignore_patterns("__pycache__", "*.pyc", ".*")(folder, names))
+    return skip | ({"reference"} & set(names) if Path(folder) == PACKAGE_DIR else set())
 
 
 def estimator_kwargs(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE,
@@ -302,6 +314,115 @@ def job_spec(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE, instance_co
 
 def format_spec(spec: dict) -> str:
     return "SageMaker training job specification\n" + json.dumps(spec, indent=2)
+
+
+# -- the CreateTrainingJob request -----------------------------------------------------
+# Without an AWS account the default bucket (sagemaker-<region>-<account>) has no name:
+# this account number stands for yours, as in NO_ROLE.
+NO_ACCOUNT = "000000000000"
+REQUEST_TITLE = "CreateTrainingJob request (built by the SageMaker SDK, sent nowhere)"
+
+
+def training_request(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE,
+                     instance_count: int = 1, role: str | None = None, data: str | None = None,
+                     region: str | None = None, job_name: str | None = None,
+                     bucket: str | None = None, **options) -> dict:
+    """The CreateTrainingJob request `launch` sends for cfg, as the SDK's estimator.fit
+    builds it, on a session that sends nothing: no AWS account, no network. `bucket` is
+    the account's default bucket (None: sagemaker-<region>-000000000000); `options` go
+    to estimator_kwargs (output_path, max_run_min, all_gpus)."""
+    sm = _sdk()
+    session = offline_session(region)
+    bucket = bucket or f"sagemaker-{session.boto_region_name}-{NO_ACCOUNT}"
+    output = options.pop("output_path", None) or f"s3://{bucket}/"
+    channel = data or f"s3://{bucket}/{channel_layout(cfg)[0]}"   # where launch uploads it
+    if not (output.startswith("s3://") and channel.startswith("s3://")):
+        _request.check_part({  # the SDK would refuse them in its own words: say what is allowed
+            "OutputDataConfig": {"S3OutputPath": output},
+            "InputDataConfig": [{"DataSource": {"S3DataSource": {"S3Uri": channel}}}]})
+    job_name = job_name or sm.utils.name_from_base(job_base_name(cfg))
+    # where fit() uploads source_dir (the output path's bucket, not its prefix); given
+    # as s3://, the SDK takes it as uploaded
+    code = f"s3://{sm.s3.parse_s3_url(output)[0]}/{job_name}/source/sourcedir.tar.gz"
+    if role and "/" not in role:  # a role's name: the SDK looks its ARN up in IAM
+        role = f"arn:aws:iam::{NO_ACCOUNT}:role/{role}"
+    estimator = build_estimator(cfg, instance_type, instance_count, role or NO_ROLE, session,
+                                source_dir=code, output_path=output, **options)
+    return sent_request(estimator, {CHANNEL: channel}, job_name)
+
+
+def check_request(request: dict) -> dict:
+    """`request`, or request.InvalidRequest naming each field SageMaker would refuse,
+    its value and what is allowed (botocore's model of the API, and the job's channel)."""
+    return _request.check(request, channels=(CHANNEL,))
+
+
+def format_request(request: dict) -> str:
+    return f"{REQUEST_TITLE}\n{json.dumps(request, indent=2)}"
+
+
+def offline_session(region: str | None = None):
+    """A SageMaker session that sends nothing: a request that would leave this machine
+    raises instead (needs no credentials), and its SageMaker client leaves the checking
+    of a request to check_request, so that an invalid one is still built and shown."""
+    import botocore.config
+    sm = _sdk()
+    boto = _offline_boto(region or aws_region() or DEFAULT_REGION)
+    client = boto.client("sagemaker", config=botocore.config.Config(parameter_validation=False))
+    return sm.Session(boto_session=boto, sagemaker_client=client)
+
+
+@functools.lru_cache(maxsize=None)
+def _offline_boto(region: str):
+    """One boto3 session a region for offline_session: it keeps the service models it has
+    read (a new one reads them again, 0.3 s each)."""
+    import boto3
+    boto = boto3.Session(region_name=region)
+    boto.events.register("before-send", _refuse_to_send)
+    return boto
+
+
+def _refuse_to_send(request, **_):
+    raise RuntimeError(f"the offline SageMaker session sends nothing, and was asked to send "
+                       f"{request.method} {request.url}")
+
+
+def sent_request(estimator, inputs: dict, job_name: str) -> dict:
+    """The CreateTrainingJob request that estimator.fit(inputs) sends, caught as it is
+    handed to the SageMaker client and answered there (botocore's Stubber): for an
+    estimator on an offline_session, nothing is sent."""
+    from botocore.stub import Stubber
+    client = estimator.sagemaker_session.sagemaker_client
+    sent = {}
+    event = f"provide-client-params.sagemaker.{_request.OPERATION}"
+
+    def keep(params, **_):
+        sent.update(copy.deepcopy(params))
+    client.meta.events.register(event, keep)
+    # fit without the SDK's telemetry wrapper, which would report this call over the
+    # network (opting out through the SDK's config costs 0.7 s a config lookup here)
+    fit = inspect.unwrap(type(estimator).fit)
+    try:
+        with Stubber(client) as stub, _quiet("sagemaker"):
+            stub.add_response("create_training_job", {"TrainingJobArn": f"arn:aws:sagemaker:"
+                              f"{client.meta.region_name}:{NO_ACCOUNT}:training-job/{job_name}"})
+            fit(estimator, inputs, wait=False, logs="None", job_name=job_name)
+    finally:
+        client.meta.events.unregister(event, keep)
+    return sent
+
+
+@contextlib.contextmanager
+def _quiet(logger: str):
+    """The SDK logs 'Creating training-job' at INFO and, once fit has imported
+    sagemaker.experiments, root logging is at INFO: keep a dry run's log quiet."""
+    log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 # the hyperparameters that change what the job measures (the rest keep their defaults)
@@ -496,15 +617,21 @@ def launch(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE, instance_coun
            role: str | None = None, session=None, data: str | None = None, wait: bool = True,
            **options) -> str:
     """Start the training job (uploading the dataset unless `data` is an s3:// URI) and,
-    with wait=True, stream its log until it ends. Returns the job name."""
+    with wait=True, stream its log until it ends. Returns the job name. Its request is
+    checked first (check_request): an invalid one uploads and starts nothing."""
     sm = _sdk()
     session = session or sm.Session()
+    role = session.expand_role(execution_role(session, role))  # a name becomes its ARN
+    job_name = sm.utils.name_from_base(job_base_name(cfg))
+    bucket = None if data and options.get("output_path") else session.default_bucket()
+    check_request(training_request(cfg, instance_type, instance_count, role, data,
+                                   session.boto_region_name, job_name, bucket, **options))
     code = stage_code(cfg.engine)
     try:
         estimator = build_estimator(cfg, instance_type, instance_count, role, session,
                                     source_dir=code, **options)
         inputs = {CHANNEL: data or upload_dataset(cfg, session)}
-        estimator.fit(inputs, wait=wait, logs="All" if wait else "None")
+        estimator.fit(inputs, wait=wait, logs="All" if wait else "None", job_name=job_name)
     finally:  # fit() has uploaded the code by the time it returns (or fails)
         shutil.rmtree(code, ignore_errors=True)
     return estimator.latest_training_job.name
@@ -594,6 +721,28 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run_command)
 
 
+def show_request(cfg: Experiment, instance_type: str, instance_count: int, role: str | None,
+                 data: str | None, region: str | None, **options) -> None:
+    """Print the request a launch would send (training_request) and that SageMaker would
+    accept it; raise request.InvalidRequest (after printing it) if not. Without the SDK,
+    say that nothing was built or checked."""
+    try:
+        request = training_request(cfg, instance_type, instance_count, role, data, region,
+                                   **options)
+    except SystemExit as err:  # no SDK here
+        print(f"\n{_request.OPERATION} request: not built here, so not checked ({err})")
+        return
+    print("\n" + format_request(request))
+    check_request(request)
+    print(f"\nvalid: the request meets {_request.model_version()} in fields, types, "
+          f"lengths, patterns and instance types, SageMaker's 28-day limit and the job's "
+          f"'{CHANNEL}' channel;\nwhat only AWS knows (the role's permissions, the buckets, "
+          "your quotas) is checked at launch")
+    if NO_ACCOUNT in json.dumps(request):
+        print(f"account {NO_ACCOUNT} (in the role and the bucket "
+              f"sagemaker-<region>-{NO_ACCOUNT}) stands for yours")
+
+
 def run_command(args) -> int:
     from ..flags import config_from_args
     if not 1 <= args.max_run <= MAX_RUN_LIMIT_MIN:
@@ -605,20 +754,26 @@ def run_command(args) -> int:
                "all_gpus": args.all_gpus}
     spec = job_spec(cfg, args.instance_type, args.instance_count, args.role, args.data_s3,
                     args.region, **options)
-    if args.dry_run:
-        print(format_spec(spec))
-        print("\ndry run: nothing was launched")
-        return 0
-    if not aws_credentials():
-        print(format_spec(spec))
-        print("\nNo AWS credentials found (environment, ~/.aws or an instance role): "
-              "nothing was launched. Use --dry-run to only print the job.", file=sys.stderr)
-        return 1
-    sm = _sdk()
-    import boto3
-    session = sm.Session(boto_session=boto3.Session(region_name=args.region))
-    job = launch(cfg, args.instance_type, args.instance_count, args.role, session,
-                 args.data_s3, wait=not args.no_wait, **options)
+    try:
+        if args.dry_run or not aws_credentials():
+            print(format_spec(spec))
+            show_request(cfg, args.instance_type, args.instance_count, args.role,
+                         args.data_s3, args.region, **options)
+            if args.dry_run:
+                print("\ndry run: nothing was launched")
+                return 0
+            print("\nNo AWS credentials found (environment, ~/.aws or an instance role): "
+                  "nothing was launched. Use --dry-run to only print the job.", file=sys.stderr)
+            return 1
+        sm = _sdk()
+        import boto3
+        session = sm.Session(boto_session=boto3.Session(region_name=args.region))
+        job = launch(cfg, args.instance_type, args.instance_count, args.role, session,
+                     args.data_s3, wait=not args.no_wait, **options)
+    except _request.InvalidRequest as err:
+        for problem in err.problems:
+            print(f"gpu-course sagemaker: invalid request: {problem}", file=sys.stderr)
+        return 2
     if args.no_wait:
         print(f"started {job}; fetch its run later with gpu_course.sagemaker.launch."
               f"fetch_runs({job!r})")
