@@ -26,6 +26,8 @@ runs, exNN.py lesson NN's checks (importing one registers its exercises).
     03.1  a third network as a graph: its samples/s, predicted
     05.1  a larger batch: its samples/s, predicted; its accuracy after the same epochs, read
     06.1  a race of learning-rate schedules: the first to the constant rate's accuracy, named
+    16.1  the capstone: a job the course did not use, made steady; graded by diagnose, a
+          target for the data wait (CPU) or GPU-Util (GPU), and the time to its accuracy
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from .base import (EXERCISES, MARK, SOLUTIONS, TRACKS, Exercise, NotYet, Result,
                    find, solution, solution_sections, solution_text)
 from .judge import DIRECTIONS, wait_blocks
 
-from . import ex01, ex02, ex03, ex05, ex06  # noqa: F401  (registers each lesson's exercises)
+from . import ex01, ex02, ex03, ex05, ex06, ex16  # noqa: F401  (registers each lesson's exercises)
 
 __all__ = ["EXERCISES", "MARK", "SOLUTIONS", "TRACKS", "DIRECTIONS", "Exercise", "NotYet", "Result",
            "check", "exercise", "find", "solution", "solution_sections", "solution_text", "wait_blocks"]
