@@ -140,13 +140,15 @@ if __name__ == "__main__":
     _main(*sys.argv[1:3])
 
 
-def check_track(track: str, lesson: str, runs_dir: Path) -> dict:
-    """Run lesson `lesson`'s exercises of `track` in smoke mode, untouched and solved, and
-    assert what a test asserts: each untouched exercise is "not yet" with its reason, each
-    solved one passes. Returns the results."""
+def check_track(track: str, lesson: str, runs_dir: Path, size: str = "smoke") -> dict:
+    """Run lesson `lesson`'s exercises of `track` at `size` (smoke; "check" on a GPU),
+    untouched and solved, and assert what a test asserts: each untouched exercise is "not
+    yet" with its reason, each solved one passes. Returns the results."""
     notebook = next((REPO / "notebooks" / track).glob(f"{lesson}_*.py"))
     solutions = next((REPO / "notebooks" / "solutions" / track).glob(f"{lesson}_*.py"))
-    env = {"GPU_COURSE_SMOKE": "1", "GPU_COURSE_SIZE": "", "GPU_COURSE_RUNS": str(runs_dir),
+    smoke = size == "smoke"
+    env = {"GPU_COURSE_SMOKE": "1" if smoke else "", "GPU_COURSE_SIZE": "" if smoke else size,
+           "GPU_COURSE_RUNS": str(runs_dir),
            "MPLBACKEND": "Agg", "PYTHONPATH": os.pathsep.join(
                p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
     results = run(notebook, solutions, env=env)

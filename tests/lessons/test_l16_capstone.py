@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gpu_course.analyse import diagnose
-from gpu_course.lessons import l16_capstone as capstone
+from gpu_course.analyse import diagnose, metrics
+from gpu_course.lessons import l16_capstone as capstone, sizes
 from gpu_course.lessons.exercises import check
 from gpu_course.lessons.l16_capstone import Criterion
 
@@ -51,6 +51,13 @@ def rewrite(run, epochs=None, meta=None):
 
 def mark(marks, criterion):
     return next(m for m in marks if m.criterion == criterion)
+
+
+@pytest.mark.parametrize("mode", ["full", "smoke", "check"])
+def test_each_size_gives_diagnose_and_the_blocks_enough_steady_steps(mode):
+    size = sizes("16", mode=mode)
+    steady = size.train_size // size.batch_size * size.epochs - size.warmup_steps
+    assert steady >= metrics.MIN_STEADY_STEPS, (mode, steady)
 
 
 # -- the job as given -------------------------------------------------------------------------
