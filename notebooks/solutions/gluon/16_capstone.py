@@ -5,8 +5,8 @@
 cfg = gc.Experiment(name="capstone", model=SIZES.network if gc.gpu_count() else SIZES.cpu_network,
                     data_dir=str(l09_input.photo_folder(SIZES.images, FOLDER)),
                     data_format="packed", **SIZES)      # >>> lesson 9: resized once, one RecordIO file
-net = gc.get_model(cfg)                            # >>> the network, as written (on two cores a
-                                                   # hybridized one outruns the iterator's threads)
+net = gc.get_model(cfg)                            # >>> the network, as written
+net.hybridize(static_alloc=True, static_shape=True)   # lesson 3: one graph, not a Python call a layer
 from gpu_course.tracks.gluon import recordio       # lesson 9: MXNet's C++ iterator reads, decodes
 train_iter = recordio.RecordIter(gc.prepare_data(cfg).path, cfg.batch_size, cfg.image_size,
                                  threads=2, seed=cfg.seed)   # and augments in its own threads
@@ -23,8 +23,9 @@ with gc.record(parts, verbose=False) as rec:
                 loss = loss_fn(out, label)         # >>>
             loss.backward()
             trainer.step(data.shape[0])
-            loss.wait_to_read()                    # >>> lesson 13: no copy to the host; one wait, where
-                                                   # the step ends (else the next fetch waits for it)
+            mx.nd.waitall()                        # >>> lesson 13: no copy to the host; on a CPU one wait
+                                                   # a step costs nothing, and without it the wait
+                                                   # moves into the loader (on a GPU: drop it)
             rec.step(data.shape[0], loss_sum=loss.sum(),
                      correct=(out.argmax(axis=1) == label.astype(out.dtype)).sum())
         rec.end_epoch(sync=mx.nd.waitall, evaluate=lambda: gc.evaluate(net, val_iter, parts.devices))
