@@ -5,7 +5,8 @@ A lesson's .py twin holds, after its lesson, pairs of cells: one tagged "exercis
 attendee's lines marked `# >>>`) and the next code cell tagged "check" (`gc.check(id, ...)`).
 `run(track, lesson)` runs, in one fresh interpreter of this environment, the notebook's
 first cells (setup, imports, the parameters cell), then each exercise with its solution
-from notebooks/solutions/<track>/ in its place, and after it its check cell. It returns each
+from notebooks/solutions/<track>/ in its place, and after it its check cell (an exercise
+graded against its own run as shipped, the capstone, runs untouched first). It returns each
 check's Result (passed, message) and what the runs printed. The exercise as shipped runs in
 the notebook's own test (nbval), where the repository's conftest.py asserts that its check
 says "not yet".
@@ -85,8 +86,9 @@ def unmarked_changes(exercise: str, solution: str) -> list[str]:
 
 
 def run(notebook: Path, solutions: Path, env: dict | None = None, timeout: int = 600) -> dict:
-    """Run the notebook's exercises, solved, in a fresh interpreter; {id: {"passed",
-    "message"}}, and the interpreter's output under "output"."""
+    """Run the notebook's exercises, solved (those graded against their run as shipped,
+    untouched first), in a fresh interpreter; {id: {"solution": {"passed", "message"}, and
+    "untouched" where it ran}}, and the interpreter's output under "output"."""
     proc = subprocess.run([sys.executable, __file__, str(notebook), str(solutions)],
                           cwd=notebook.parent, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
@@ -97,7 +99,7 @@ def run(notebook: Path, solutions: Path, env: dict | None = None, timeout: int =
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT):
             found = json.loads(line[len(RESULT):])
-            results[found["id"]] = found
+            results.setdefault(found["id"], {})[found["variant"]] = found
     return results
 
 
@@ -122,35 +124,45 @@ def _run_check(source: str, namespace: dict):
 
 def _main(notebook: str, solutions: str) -> None:
     sys.path.insert(0, str(REPO))
-    from gpu_course.lessons.exercises import solution_sections
+    from gpu_course.lessons.exercises import find, solution_sections
     all_cells = cells(Path(notebook).read_text())
     solved = solution_sections(Path(solutions).read_text())
     namespace = {"__name__": "__main__", "display": print}
     for source in prelude(all_cells):
         exec(compile(source, notebook, "exec"), namespace)
     for id, (exercise, check) in exercises(all_cells).items():
-        source, checking = solved_cells(solved[id], check)
-        exec(compile(source, f"{notebook} exercise {id} (solution)", "exec"), namespace)
-        result = _run_check(checking, namespace)
-        print(RESULT + json.dumps({"id": id, "passed": bool(result.passed),
-                                   "message": result.message}), flush=True)
+        variants = [("solution", solved_cells(solved[id], check))]
+        if find(id).shipped_first:   # graded against its own run as shipped: that runs first
+            variants.insert(0, ("untouched", (exercise, check)))
+        for variant, (source, checking) in variants:
+            exec(compile(source, f"{notebook} exercise {id} ({variant})", "exec"), namespace)
+            result = _run_check(checking, namespace)
+            print(RESULT + json.dumps({"id": id, "variant": variant, "passed": bool(result.passed),
+                                       "message": result.message}), flush=True)
 
 
 if __name__ == "__main__":
     _main(*sys.argv[1:3])
 
 
-def check_track(track: str, lesson: str, runs_dir: Path) -> dict:
-    """Run lesson `lesson`'s exercises of `track` in smoke mode, solved, and assert that
-    each passes. Returns the results."""
+def check_track(track: str, lesson: str, runs_dir: Path, size: str = "smoke") -> dict:
+    """Run lesson `lesson`'s exercises of `track` at `size` (smoke; "check" on a GPU),
+    solved, and assert that each passes; an exercise graded against its job as shipped
+    runs untouched first, and must say "not yet". Returns the results."""
     notebook = next((REPO / "notebooks" / track).glob(f"{lesson}_*.py"))
     solutions = next((REPO / "notebooks" / "solutions" / track).glob(f"{lesson}_*.py"))
-    env = {"GPU_COURSE_SMOKE": "1", "GPU_COURSE_SIZE": "", "GPU_COURSE_RUNS": str(runs_dir),
+    smoke = size == "smoke"
+    env = {"GPU_COURSE_SMOKE": "1" if smoke else "", "GPU_COURSE_SIZE": "" if smoke else size,
+           "GPU_COURSE_RUNS": str(runs_dir),
            "MPLBACKEND": "Agg", "PYTHONPATH": os.pathsep.join(
                p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
     results = run(notebook, solutions, env=env)
     ids = sorted(exercises(cells(notebook.read_text())))
     assert ids, f"{notebook.name} has no exercise"
     for id in ids:
-        assert results[id]["passed"], f"{id} fails with its solution: {results[id]['message']}"
+        untouched, solved = results[id].get("untouched"), results[id]["solution"]
+        if untouched is not None:
+            assert not untouched["passed"], f"{id} passes untouched: {untouched['message']}"
+            assert untouched["message"], f"{id}: an untouched exercise is told what is wrong"
+        assert solved["passed"], f"{id} fails with its solution: {solved['message']}"
     return results

@@ -80,6 +80,8 @@ BRANCHES = (
            tests=("test_an_absurd_batch_is_a_clear_oom_and_the_sweep_goes_on",
                   "test_an_oom_after_finished_epochs_keeps_them")),
     Branch("DDP with NCCL at world size 1", tests=("test_ddp_with_nccl_at_world_size_one",)),
+    Branch("the capstone's reference solution steady by its grading (lesson 16)",
+           tests=("test_the_capstone_s_reference_solution_is_steady_on_the_gpu",)),
     Branch("pageable against pinned copies", notebook="11_"),
     Branch("the CUDA profiler trace", notebook="12_"),
     Branch("inference timed by CUDA events: batch-1 requests (p50, p99) and queued batches, "

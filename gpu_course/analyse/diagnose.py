@@ -442,13 +442,21 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[str, str]:
     return "more GPUs", "this GPU is the limit: add GPUs (or machines) to go faster"
 
 
+def workers_advised(cfg: dict, n: dict) -> int | None:
+    """The loader workers an input-bound run should have (the talk: cpu_count() - 3, at
+    least 2), or None where more would not help: it has as many, or every core is busy."""
+    cores = n["cpu_count"] if _known(n["cpu_count"]) else 1
+    recommended = max(2, int(cores) - 3)
+    cpu_free = math.isnan(n["cpu_percent"]) or n["cpu_percent"] < CPU_SATURATED
+    return recommended if int(cfg.get("num_workers") or 0) < recommended and cpu_free else None
+
+
 def _input_rung(cfg: dict, n: dict) -> tuple[str, str]:
     workers = int(cfg.get("num_workers") or 0)
-    cores = n["cpu_count"] if _known(n["cpu_count"]) else 1
-    recommended = max(2, int(cores) - 3)  # the talk: cpu_count() - 3, at least 2
     cpu_free = math.isnan(n["cpu_percent"]) or n["cpu_percent"] < CPU_SATURATED
     gluon = cfg.get("engine", "gluon") == "gluon"
-    if workers < recommended and cpu_free:
+    recommended = workers_advised(cfg, n)
+    if recommended is not None:
         return "workers", (f"num_workers {workers} -> {recommended} (DataLoader(num_workers="
                            f"{recommended})): decode and augment in parallel processes")
     fmt = cfg.get("data_format") or ("loose" if cfg.get("dataset") == "folder" else "memory")

@@ -142,6 +142,24 @@ def data_wait_share(run) -> float:
     return share(_sum(run.epochs, "timed_wait_s"), _sum(run.epochs, "timed_s"))
 
 
+def wait_blocks(run) -> list[float]:
+    """The data wait's share of the step time in each of BLOCKS equal blocks of the run's
+    steady steps: the spread that stands in for repeats of one run (as samples/s's blocks
+    do in `noise.compare`); [] when a block would hold fewer than MIN_STEADY_STEPS /
+    BLOCKS steps."""
+    steps = _steps(run)
+    if not len(steps):
+        return []
+    steady = steps[_column(steps, "timed") == 1]
+    wait = _column(steady, "data_wait_s").to_numpy()
+    total = wait + _column(steady, "compute_s").to_numpy()
+    size = len(steady) // BLOCKS
+    if size < MIN_STEADY_STEPS // BLOCKS:
+        return []
+    return [float(wait[i * size:(i + 1) * size].sum() / total[i * size:(i + 1) * size].sum())
+            for i in range(BLOCKS)]
+
+
 def training_windows(run, steady: bool = True) -> list[tuple[float, float]]:
     """(t_from, t_to) on the monitor clock for each finished epoch's training: from its
     first steady step (or its start, steady=False) to its end, before validation."""

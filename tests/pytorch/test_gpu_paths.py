@@ -159,3 +159,12 @@ def test_the_monitor_reads_a_real_driver():
     if nvml.gpm_supported(0):  # Hopper: SM and tensor-core activity from GPM
         assert busy["sm_active"].dropna().median() > 50
         assert busy["tensor_active"].dropna().median() > 10
+
+
+def test_the_capstone_s_reference_solution_is_steady_on_the_gpu(tmp_path, record_property):
+    """Lesson 16 at the GPU check's size: the job as given is "not yet", the reference
+    solution passes all three criteria; the check's sentences go into the JUnit report."""
+    from exercise_cells import check_track
+    results = check_track("pytorch", "16", tmp_path, size="check")
+    for variant in ("untouched", "solution"):
+        record_property(f"capstone {variant}", results["16.1"][variant]["message"])

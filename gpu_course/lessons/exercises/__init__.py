@@ -31,6 +31,8 @@ runs, exNN.py lesson NN's checks (importing one registers its exercises).
     13.1  a guard on the loss checked on the host every step: its cost in samples/s, predicted
     14.1  a batch size not yet measured: its peak memory, predicted from one that was
     15.1  a batch sweep of a served network: where its images/s stops growing, named
+    16.1  the capstone: a job the course did not use, made steady; graded by diagnose, a
+          target for the data wait (CPU) or GPU-Util (GPU), and the time to its accuracy
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ from .base import (EXERCISES, MARK, SOLUTIONS, TRACKS, Exercise, NotYet, Result,
                    find, solution, solution_sections, solution_text)
 from .judge import DIRECTIONS, wait_blocks
 
-from . import ex01, ex02, ex03, ex05, ex06, ex11, ex12, ex13, ex14, ex15  # noqa: F401  (registers each lesson's exercises)
+from . import ex01, ex02, ex03, ex05, ex06, ex11, ex12, ex13, ex14, ex15, ex16  # noqa: F401  (registers each lesson's exercises)
 
 __all__ = ["EXERCISES", "MARK", "SOLUTIONS", "TRACKS", "DIRECTIONS", "Exercise", "NotYet", "Result",
            "check", "exercise", "find", "solution", "solution_sections", "solution_text", "wait_blocks"]

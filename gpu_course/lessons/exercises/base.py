@@ -41,11 +41,13 @@ class Result:
 class Exercise:
     """One exercise: its id ("02.1": lesson 02, first exercise), what it asks, and the
     check that reads the attendee's runs and answer, returning the pass sentence or
-    raising NotYet."""
+    raising NotYet. shipped_first: the check grades against the exercise's own run as
+    shipped, found beside the attendee's (the capstone): it is run untouched first."""
 
     id: str
     asks: str
     judge: Callable
+    shipped_first: bool = False
 
     @property
     def lesson(self) -> str:
@@ -55,10 +57,10 @@ class Exercise:
 EXERCISES: dict[str, Exercise] = {}
 
 
-def exercise(id: str, asks: str):
+def exercise(id: str, asks: str, shipped_first: bool = False):
     """Register the decorated function as exercise `id`'s check."""
     def register(judge):
-        EXERCISES[id] = Exercise(id, asks, judge)
+        EXERCISES[id] = Exercise(id, asks, judge, shipped_first)
         return judge
     return register
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
-
 from ...analyse import alike, metrics, noise
 from .base import MARK, NotYet
 
@@ -92,18 +90,5 @@ def wait_words(run) -> str:
     return "not measured" if not math.isfinite(share) else f"{share:.0%}"
 
 
-def wait_blocks(run) -> list[float]:
-    """The data wait's share of the step time in each of `noise.BLOCKS` equal blocks of the
-    run's steady steps: the spread that stands in for repeats of one run (as samples/s's
-    blocks do in `noise.compare`)."""
-    steps = run.steps
-    if not len(steps):
-        return []
-    steady = steps[pd.to_numeric(steps["timed"], errors="coerce") == 1]
-    wait = pd.to_numeric(steady["data_wait_s"], errors="coerce").to_numpy()
-    total = wait + pd.to_numeric(steady["compute_s"], errors="coerce").to_numpy()
-    size = len(steady) // noise.BLOCKS
-    if size < noise.MIN_STEPS:
-        return []
-    return [float(wait[i * size:(i + 1) * size].sum() / total[i * size:(i + 1) * size].sum())
-            for i in range(noise.BLOCKS)]
+# the data wait's share in each block of steady steps: one definition, kept under this name
+wait_blocks = metrics.wait_blocks

@@ -1,0 +1,54 @@
+"""The capstone's check: the attendee's final run of the job, graded against the job as
+given by the course's own tools (`lessons.l16_capstone.grade`)."""
+from __future__ import annotations
+
+from ...analyse import alike
+from ...measure.records import load_runs
+from .. import l16_capstone as capstone
+from .base import MARK, NotYet, exercise
+from .judge import finished_runs
+
+
+@exercise("16.1", "Make a job you have not seen steady: diagnose, a target, and time to accuracy.",
+          shipped_first=True)
+def _steady(runs, answer) -> str:
+    mine = finished_runs(runs, 1, "the capstone grades your final run of the job")[-1]
+    mock = alike.value(mine, "mock") or "none"
+    if mock != "none":
+        raise NotYet(f"'{mine.name}' is a ceiling (mock={mock}), not "
+                     "training: grade a run of the job itself.")
+    given = capstone.given_run(mine)
+    if given is None:
+        raise NotYet(_no_given(mine))
+    marks = capstone.grade(given, mine)
+    missing = [m for m in marks if not m.met]
+    if given.path == mine.path:
+        raise NotYet(f"'{mine.name}' is the job as given, the run yours is graded against. "
+                     f"Make it steady (the lines marked {MARK}) and run it again. As it "
+                     f"stands: {_words(missing)}")
+    if missing:
+        raise NotYet(f"{len(missing)} of {len(marks)} criteria not met, against '{given.name}' "
+                     f"as given ({given.path.name}). {_words(missing)}")
+    return (f"steady, against '{given.name}' as given ({given.path.name}). {_words(marks)}"
+            + capstone.load_caveat(given, mine))
+
+
+def _words(marks) -> str:
+    return " ".join(f"{m.criterion.value.capitalize()}: {m.says}" for m in marks)
+
+
+def _no_given(mine) -> str:
+    """Why no run of the job as given is found beside `mine`: none ran as given, or those
+    that did are another job (named)."""
+    given = [r for r in load_runs(mine.path.parent) if capstone.is_given(r)
+             and r.path != mine.path]
+    settings = ", ".join(f"{k}={v}" for k, v in capstone.GIVEN.items())
+    head = (f"no finished run of the job as given ({settings}) of the same job as "
+            f"'{mine.name}' is recorded beside it ({mine.path.parent})")
+    if given:
+        other = given[-1]
+        return (f"{head}; '{other.name}' ran as given but is another job: "
+                f"{alike.words(capstone.job_differences(other, mine), other.name, mine.name)}. "
+                "The capstone keeps its network, its data and the machine; change how it trains.")
+    return (f"{head}. Run the exercise cell as shipped once (the lines marked {MARK} as they "
+            "were), then your changes.")
