@@ -29,7 +29,7 @@ SIZES = {
     # minute on 2 cores (bfloat16 is slow on a CPU)
     "smoke": dict(model="tiny", train_size=384, test_size=256, epochs=1, warmup_steps=2,
                   num_workers=0, repeats=2, torch_threads=1,
-                  exercise_size=384, exercise_batch=16),   # 22 steady steps: a noise verdict
+                  exercise_size=192, exercise_batch=8),    # 22 steady steps: a noise verdict
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, exercise_size=15_360),
 }
 DATA_BOUND = 0.5      # a float32 run that waits for data more than this share of its steady time

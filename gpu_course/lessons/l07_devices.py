@@ -39,8 +39,8 @@ SIZES = {
                   warmup_steps=2, warmup_epochs=0.5, cpu_train_size=512, cpu_test_size=128,
                   bench_sizes=5, bench_iters=3, bench_seconds=0.05, buckets_mb=(0.05, 25.0),
                   bucket_batch=8, bucket_steps=3, bucket_warmup=1,
-                  exercise_size=384, exercise_batch=16,      # 22 steady steps: a noise verdict
-                  cpu_exercise_size=384, cpu_exercise_batch=16),
+                  exercise_size=192, exercise_batch=8,       # 22 steady steps: a noise verdict
+                  cpu_exercise_size=192, cpu_exercise_batch=8),
     "check": dict(train_size=10_240, test_size=2_048, epochs=1, exercise_size=38_400),
 }
 PCT = "{:.3g}%"            # a percent column's cell in a sentence, as the table writes it
