@@ -9,7 +9,8 @@ from .base import MARK, NotYet, exercise
 from .judge import finished_runs, wait_blocks, wait_words
 
 MOCKS = {"loader": "compute ceiling (mock='loader')", "trainer": "input ceiling (mock='trainer')"}
-HELD_BY = {"trainer": "input-bound", "loader": "compute-bound"}   # a run at that ceiling
+INPUT_BOUND, COMPUTE_BOUND, _ = diagnose.VERDICTS
+HELD_BY = {"trainer": INPUT_BOUND, "loader": COMPUTE_BOUND}   # a run at that ceiling
 
 
 def _mock(run) -> str:
@@ -23,10 +24,10 @@ def also_supported(n: dict, verdict: str, run, compute, feed) -> set:
     out = set()
     blocks = wait_blocks(run)
     if blocks and min(blocks) < diagnose.INPUT_WAIT <= max(blocks):
-        out.add("input-bound")
+        out.add(INPUT_BOUND)
     if diagnose.shared_cpu(n) and \
             noise.compare(compute, feed, varies=("mock",)).kind == noise.Kind.WITHIN_NOISE:
-        out |= {"input-bound", "compute-bound"}
+        out |= {INPUT_BOUND, COMPUTE_BOUND}
     return out - {verdict}
 
 
