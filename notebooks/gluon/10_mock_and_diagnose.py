@@ -142,10 +142,10 @@ gc.conclude("10", [run, input_only, compute_only, fixed], advice=advice)
 # At the line marked `# >>>` make **one** change to it that should make the loader the
 # bottleneck (any setting of the Experiment: the data format, the augmentation, the
 # workers...), and **before running** write down what `diagnose` will call your job:
-# `"input-bound"`, `"compute-bound"` or `"overhead-bound"`. The cell trains the job as it is,
-# then yours and its two ceilings; the check runs `diagnose` on them and rules on your
-# verdict, accepting one that the runs' noise cannot rule out. After trying,
-# `gc.solution("10.1")` shows one way.
+# `"input-bound"`, `"compute-bound"` or `"overhead-bound"`. Once you have changed it, the
+# cell trains the job as it is, then yours and its two ceilings; the check runs `diagnose`
+# on them and rules on your verdict, accepting one that the runs' noise cannot rule out.
+# After trying, `gc.solution("10.1")` shows one way.
 
 # %% tags=["exercise"]
 job = gc.Experiment(name="exercise", model="tiny", augment="standard", data_format="memory", num_workers=1,
@@ -153,10 +153,10 @@ job = gc.Experiment(name="exercise", model="tiny", augment="standard", data_form
                     **SIZES.replace(train_size=SIZES.exercise_size, batch_size=SIZES.exercise_batch))
 mine = job.replace()         # >>> one change that should make the loader the bottleneck: job.replace(...=...)
 verdict = None               # >>> written before running: "input-bound", "compute-bound" or "overhead-bound"
-tried = [gc.train(job, verbose=False)]                  # the job as it is
-if mine != job:                                         # yours, then its two ceilings
+tried = []
+if mine != job:                                         # the job as it is, yours, and its two ceilings
     yours = mine.replace(name="exercise, changed")
-    tried.append(gc.train(yours, verbose=False))
+    tried += [gc.train(job, verbose=False), gc.train(yours, verbose=False)]
     for mock in ("trainer", "loader"):
         tried.append(gc.train(yours.replace(name=f"{yours.name}: mock {mock}", mock=mock),   # <- one flag
                               verbose=False))
