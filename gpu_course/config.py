@@ -95,7 +95,7 @@ class Experiment:
     # -- compute ---------------------------------------------------------------------
     graph: str = "eager"              # "eager" | "hybrid" (hybridize()/torch.compile)
                                       # | "static" (static_alloc+static_shape / CUDA graphs)
-    dtype: str = "float32"            # "float32" | "float16" | "bfloat16" (PyTorch only)
+    dtype: str = "float32"            # "float32" | "float16" | "bfloat16" (Gluon: CPU only)
     channels_last: bool = False       # PyTorch: NHWC memory layout for tensor cores
     num_gpus: int = 1                 # devices to train on; CPU contexts when no GPU exists
     kvstore: str = "device"           # Gluon: where gradients are summed across devices
@@ -147,9 +147,6 @@ class Experiment:
             raise ValueError(f"model={self.model!r} is unknown; allowed: {', '.join(MODELS)}")
         self._refuse_what_does_not_apply()
         _followable(self, "data_dir")
-        if self.dtype == "bfloat16" and self.engine == "gluon":
-            raise ValueError("dtype='bfloat16' needs engine='pytorch'; MXNet 1.9 trains in "
-                             "float32 or float16")
         for name in ("train_size", "test_size", "batch_size", "epochs", "image_size",
                      "prefetch_factor"):
             _at_least(self, name, 1)

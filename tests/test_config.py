@@ -34,8 +34,7 @@ def test_engine_specific_choices():
         Experiment(engine="gluon", optimizer="adamw")
     with pytest.raises(ValueError, match="optimizer='lbsgd'"):
         Experiment(engine="pytorch", optimizer="lbsgd")
-    with pytest.raises(ValueError, match="bfloat16"):
-        Experiment(engine="gluon", dtype="bfloat16")
+    assert Experiment(engine="gluon", dtype="bfloat16").dtype == "bfloat16"   # on a CPU (AMP)
     assert Experiment(engine="pytorch", lr_scheduler="onecycle").lr_scheduler == "onecycle"
 
 

@@ -22,12 +22,15 @@ SIZES = {
     "full": dict(model="resnet20", train_size=50_000, test_size=10_000, epochs=3, warmup_steps=10,
                  num_workers=workers(),
                  repeats=2,                    # each precision trained this many times, interleaved
-                 torch_threads=None),          # PyTorch's intra-op threads (None: its default)
+                 torch_threads=None,           # PyTorch's intra-op threads (None: its default)
+                 exercise_size=20_480,         # images of each exercise run: 30 steady steps an epoch
+                 exercise_batch=512),          # large enough for 16 bits to show on a GPU
     # a small network, 6 steps of 64 a run and one in-process loader: the repeats fit CI's
     # minute on 2 cores (bfloat16 is slow on a CPU)
     "smoke": dict(model="tiny", train_size=384, test_size=256, epochs=1, warmup_steps=2,
-                  num_workers=0, repeats=2, torch_threads=1),
-    "check": dict(train_size=10_240, test_size=2_048, epochs=2),
+                  num_workers=0, repeats=2, torch_threads=1,
+                  exercise_size=192, exercise_batch=8),    # 22 steady steps: a noise verdict
+    "check": dict(train_size=10_240, test_size=2_048, epochs=2, exercise_size=15_360),
 }
 DATA_BOUND = 0.5      # a float32 run that waits for data more than this share of its steady time
 SIXTEEN_BITS = ("float16", "bfloat16")

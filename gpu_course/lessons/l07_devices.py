@@ -31,13 +31,17 @@ SIZES = {
                  cpu_train_size=2048, cpu_test_size=512,   # when the "devices" share a CPU
                  bench_sizes=9, bench_iters=10, bench_seconds=0.2,   # push/pull, all-reduce
                  buckets_mb=(0.05, 0.25, 1.0, 25.0), bucket_batch=640, bucket_steps=10,
-                 bucket_warmup=2),
+                 bucket_warmup=2,
+                 exercise_size=51_200, exercise_batch=1280,        # the batch a step, split over the GPUs
+                 cpu_exercise_size=2048, cpu_exercise_batch=64),   # when the "devices" share a CPU
     # the tiny network, so that the processes start and finish quickly
     "smoke": dict(train_size=512, test_size=256, epochs=1, batch_size=32, model="tiny",
                   warmup_steps=2, warmup_epochs=0.5, cpu_train_size=512, cpu_test_size=128,
                   bench_sizes=5, bench_iters=3, bench_seconds=0.05, buckets_mb=(0.05, 25.0),
-                  bucket_batch=8, bucket_steps=3, bucket_warmup=1),
-    "check": dict(train_size=10_240, test_size=2_048, epochs=1),
+                  bucket_batch=8, bucket_steps=3, bucket_warmup=1,
+                  exercise_size=192, exercise_batch=8,       # 22 steady steps: a noise verdict
+                  cpu_exercise_size=192, cpu_exercise_batch=8),
+    "check": dict(train_size=10_240, test_size=2_048, epochs=1, exercise_size=38_400),
 }
 PCT = "{:.3g}%"            # a percent column's cell in a sentence, as the table writes it
 MIN_TIMED_STEPS = 20      # fewer timed steps than this in a run: no verdict on it
@@ -112,6 +116,15 @@ class Plan:
             return self.sizes
         return self.sizes.replace(train_size=min(self.sizes.train_size, self.sizes.cpu_train_size),
                                   test_size=min(self.sizes.test_size, self.sizes.cpu_test_size))
+
+    @property
+    def exercise_sizes(self) -> Sizes:
+        """Exercise 07.1's sizes: `exercise_size` images at a batch of `exercise_batch` a
+        step (split over the devices), or the CPU's (`cpu_exercise_*`) where the "devices"
+        share a CPU."""
+        cpu = "" if self.on_gpu else "cpu_"
+        return self.train_sizes.replace(train_size=getattr(self.sizes, f"{cpu}exercise_size"),
+                                        batch_size=getattr(self.sizes, f"{cpu}exercise_batch"))
 
     def devices(self, k: int) -> list[str] | None:
         """PyTorch: the devices of a k-process run (None: the GPUs, one a process)."""

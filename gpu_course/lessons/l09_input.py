@@ -29,11 +29,16 @@ SIZES = {
                  image_size=64, train_size=2400, test_size=500, batch_size=64, epochs=2,
                  warmup_steps=5,
                  disk_test_mb=512,                      # the disk test's scratch file (MiB)
-                 ceiling_steps=100),                    # steps of each ceiling run
+                 ceiling_steps=100,                     # steps of each ceiling run
+                 exercise_size=2400, exercise_batch=64,    # each exercise run
+                 torch_threads=None),                   # PyTorch's intra-op threads (None: its default)
     # 25 steps of 16 images a run: enough steady steps for diagnose to rule, and quick
     "smoke": dict(dataset="folder", images=500, image_size=32, train_size=400, test_size=40,
-                  batch_size=16, epochs=1, warmup_steps=2, disk_test_mb=32, ceiling_steps=24),
-    "check": dict(images=1000, train_size=800, test_size=200, epochs=1),
+                  batch_size=16, epochs=1, warmup_steps=2, disk_test_mb=32, ceiling_steps=24,
+                  exercise_size=192, exercise_batch=8,       # 22 steady steps: a noise verdict
+                  torch_threads=1),                          # the model's, beside one loader worker
+    "check": dict(images=1000, train_size=800, test_size=200, epochs=1, exercise_size=800,
+                  exercise_batch=32),
 }
 JPEGS_READ = 1000   # the data set's own files the disk test reads, at most
 

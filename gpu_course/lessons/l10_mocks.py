@@ -21,11 +21,15 @@ from .l01_naive import CEILING_FREE
 SIZES = {
     "full": dict(dataset="folder", images=3000, image_size=32, train_size=2400, test_size=500,
                  batch_size=64, epochs=2, warmup_steps=5,
-                 ceiling_steps=100),                  # steps of each ceiling run
+                 ceiling_steps=100,                   # steps of each ceiling run
+                 exercise_size=2400, exercise_batch=64,    # each exercise run
+                 torch_threads=None),                   # PyTorch's intra-op threads (None: its default)
     # 25 steps of 64 images a run: enough steady steps for diagnose to rule
     "smoke": dict(dataset="folder", images=1800, image_size=32, train_size=1600, test_size=40,
-                  batch_size=64, epochs=1, warmup_steps=2, ceiling_steps=24),
-    "check": dict(images=2000, train_size=1600, test_size=200, epochs=1),
+                  batch_size=64, epochs=1, warmup_steps=2, ceiling_steps=24,
+                  exercise_size=256, exercise_batch=8,     # 30 steady steps: diagnose rules
+                  torch_threads=1),                        # the model's, beside one loader worker
+    "check": dict(images=2000, train_size=1600, test_size=200, epochs=1, exercise_size=1600),
 }
 # the rungs of the diagnosis that a data format answers, and that format
 FORMAT_OF = {"pre-processing": "preresized", "packed format": "packed", "in memory": "memory"}

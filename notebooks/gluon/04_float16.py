@@ -135,3 +135,26 @@ gc.conclude("04", runs)   # the sentences, checked against the table: gpu_course
 
 # %%
 gc.plots.curves(runs[-len(variants):])
+
+# %% [markdown]
+# ## Exercise 04.1: 16 bits, on this device
+# Below, float32 and one 16-bit type on `SIZES.exercise_size` images at a batch of
+# `SIZES.exercise_batch`, each trained by `gc.train` (the same cast and master copy as the
+# loop above). At the line marked `# >>>` choose the 16-bit type this device computes in:
+# MXNet computes `"float16"` on a GPU, and `"bfloat16"` on a CPU (AMP rewrites the graph so
+# that oneDNN runs the convolutions in bfloat16; the weights stay float32). **Before
+# running**, write your guess of its samples/s against float32 *on this device*:
+# `"faster"`, `"slower"` or `"same"`. The check rules on it against the runs' noise, names
+# the device they ran on and why that decides it, and reads the accuracy against two
+# standard errors. After trying, `gc.solution("04.1")` shows one way.
+
+# %% tags=["exercise"]
+ex = gc.Experiment(name="exercise", graph="static", batch_size=SIZES.exercise_batch,
+                   **SIZES.replace(train_size=SIZES.exercise_size))
+low = "float32"              # >>> the 16-bit type this device computes in: "float16" or "bfloat16"
+guess = None                 # >>> written before running: "faster", "slower" or "same" than float32
+tried = [gc.train(ex.replace(name=f"exercise: {dtype}", dtype=dtype), verbose=False)   # <- the precision
+         for dtype in dict.fromkeys(("float32", low))]
+
+# %% tags=["check"]
+gc.check("04.1", tried, guess)

@@ -167,3 +167,29 @@ gc.conclude("07", ps_runs, bench=pp, grad_bytes=grad_bytes)
 # It is not a dependency of this course: its last release (0.28.1, 2023) is a source package
 # that must compile against the installed framework, and the course does not rely on that
 # build working with the pinned MXNet 1.9.1 and PyTorch 2.13.
+
+# %% [markdown]
+# ## Exercise 07.1: the same batch, split over more devices
+# The scaling runs above fixed the batch *per device*: k devices did k times the work of
+# one a step. Here the batch *a step* is fixed (`plan.exercise_sizes`: `batch_size`
+# images a step, `train_size` images) and k devices share it, `batch_size ÷ k` each.
+# Below, one device, then the count you set at the line marked `# >>>` (GPUs, or CPU contexts, as the plan above says).
+# **Before running**, write your guess of its samples/s against one: `"faster"`,
+# `"slower"` or `"same"`. The check rules on it against the runs' noise and gives the
+# scaling efficiency; on a CPU it says what the devices share. After trying,
+# `gc.solution("07.1")` shows one way.
+
+# %% tags=["exercise"]
+plan = lesson.plan("gluon", gc.gpu_count(), usable_cores(), SIZES)
+context = mx.gpu if plan.on_gpu else mx.cpu
+few = plan.exercise_sizes    # the batch a step to split, the images
+ex = gc.Experiment(name="exercise", graph="static", dtype="float16" if plan.on_gpu else "float32",
+                   kvstore="device", num_workers=loader_workers(1), **few)
+k = 1                        # >>> devices to split the same batch over
+guess = None                 # >>> written before running: "faster", "slower" or "same" than one device
+tried = [gc.train(ex.replace(name=f"exercise: {n} device(s)", num_gpus=n, batch_size=few.batch_size // n),  # <- a share each
+                  devices=[context(i) for i in range(n)], verbose=False)
+         for n in dict.fromkeys((1, k))]
+
+# %% tags=["check"]
+gc.check("07.1", tried, guess)

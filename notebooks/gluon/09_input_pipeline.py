@@ -143,3 +143,26 @@ runs.append(gc.train(memory, train_iter=train_iter, val_iter=val_iter, verbose=F
 # %%
 gc.show(runs, lesson="09")
 gc.conclude("09", runs)   # the sentences, checked against the table: gpu_course/lessons/l09_input.py
+
+# %% [markdown]
+# ## Exercise 09.1: another format, and the data wait
+# Below, rung 1 again (loose JPEGs, one worker) on `SIZES.exercise_size` images, then the
+# same job reading the format you set at the line marked `# >>>`: `"preresized"`,
+# `"packed"` or `"memory"` (made once, out of band, by `gc.prepare_data`). **Before
+# running**, write your guess of the share of each step spent waiting for a batch, against
+# loose JPEGs: `"more"`, `"less"` or `"same"`. The check reads it against the blocks of each
+# run's steady steps and adds what happened to samples/s, which need not follow. After
+# trying, `gc.solution("09.1")` shows one way.
+
+# %% tags=["exercise"]
+ex = gc.Experiment(name="exercise", data_dir=str(lesson.photo_folder(SIZES.images, FOLDER)), num_workers=1,
+                   model="resnet20" if gc.gpu_count() else "tiny",
+                   **SIZES.replace(train_size=SIZES.exercise_size, batch_size=SIZES.exercise_batch))
+fmt = "loose"                # >>> another data format: "preresized", "packed" or "memory"
+guess = None                 # >>> written before running: data wait "more", "less" or "same" than loose JPEGs
+gc.prepare_data(ex.replace(data_format=fmt))   # once, out of band (nothing to make for loose JPEGs)
+tried = [gc.train(ex.replace(name=f"exercise: {f}", data_format=f), verbose=False)   # <- the format
+         for f in dict.fromkeys(("loose", fmt))]
+
+# %% tags=["check"]
+gc.check("09.1", tried, guess)

@@ -148,3 +148,27 @@ gc.conclude("04", runs)   # the sentences, checked against the table: gpu_course
 
 # %%
 gc.plots.curves(runs[-len(variants):])
+
+# %% [markdown]
+# ## Exercise 04.1: 16 bits, on this device
+# Below, float32 and one 16-bit type on `SIZES.exercise_size` images at a batch of
+# `SIZES.exercise_batch`, each trained by `gc.train` (autocast around the forward pass, a
+# GradScaler for float16, as in the loop above). At the line marked `# >>>` choose the type:
+# `"bfloat16"` or `"float16"` (a CPU runs float16 as bfloat16, and the record says so).
+# **Before running**, write your guess of its samples/s against float32 *on this device*:
+# `"faster"`, `"slower"` or `"same"`. What does it have for 16-bit arithmetic: tensor cores,
+# or CPU instructions for bfloat16 (`amx_bf16`, `avx512_bf16` among the flags in
+# `/proc/cpuinfo`)? The check rules on your guess against the runs' noise, names the device
+# they ran on and why that decides it, and reads the accuracy against two standard errors.
+# After trying, `gc.solution("04.1")` shows one way.
+
+# %% tags=["exercise"]
+ex_cfg = gc.Experiment(name="exercise", batch_size=SIZES.exercise_batch, threads=SIZES.torch_threads,
+                       pin_memory=gc.gpu_count() > 0, **SIZES.replace(train_size=SIZES.exercise_size))
+low = "float32"              # >>> a 16-bit type: "bfloat16" or "float16"
+prediction = None            # >>> before you run: "faster", "slower" or "same" than float32
+mine = [gc.train(ex_cfg.replace(name=f"exercise: {dtype}", dtype=dtype), verbose=False)   # <- the precision
+        for dtype in dict.fromkeys(("float32", low))]
+
+# %% tags=["check"]
+gc.check("04.1", mine, prediction)

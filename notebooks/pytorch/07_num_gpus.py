@@ -192,3 +192,28 @@ gc.conclude("07", hosts, bench=ar, buckets=buckets)
 #
 # The H200 reference (`gpu_course/reference/pytorch-h200/`) has one GPU, so it holds no
 # run of this lesson: a multi-GPU run of it is yours to make.
+
+# %% [markdown]
+# ## Exercise 07.1: the same batch, split over more processes
+# The scaling runs above fixed the batch *per process*: k processes did k times the work of
+# one a step. Here the batch *a step* is fixed (`plan.exercise_sizes`: `batch_size`
+# images a step, `train_size` images) and k processes share it, `batch_size ÷ k` each.
+# Below, one process, then the count you set at the line marked `# >>>` (one a GPU, or
+# CPU processes over gloo, as the plan above says). **Before running**, write your guess
+# of its samples/s against one: `"faster"`, `"slower"` or `"same"`. The check rules on it against the runs' noise and gives the
+# scaling efficiency; on a CPU it says what the processes share. After trying,
+# `gc.solution("07.1")` shows one way.
+
+# %% tags=["exercise"]
+plan = lesson.plan("pytorch", gc.gpu_count(), usable_cores(), SIZES)
+few = plan.exercise_sizes    # the batch a step to split, the images
+ex_cfg = gc.Experiment(name="exercise", pin_memory=plan.on_gpu, threads=plan.threads, **few)
+k = 1                        # >>> DDP processes to split the same batch over
+prediction = None            # >>> before you run: "faster", "slower" or "same" than one process
+mine = [gc.train(ex_cfg.replace(name=f"exercise: {n} process(es)", num_gpus=n, num_workers=loader_workers(k),
+                                batch_size=few.batch_size // n),   # <- a share each
+                 devices=plan.devices(n), verbose=False)
+        for n in dict.fromkeys((1, k))]
+
+# %% tags=["check"]
+gc.check("07.1", mine, prediction)

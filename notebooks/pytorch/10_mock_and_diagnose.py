@@ -131,3 +131,34 @@ print(gc.diagnose.explain(ceilings["loader"]))
 # %%
 gc.show([run, *ceilings.values(), fixed], lesson="10", chart=False)
 gc.conclude("10", [run, *ceilings.values(), fixed], advice=advice)
+
+# %% [markdown]
+# ## Exercise 10.1: make the loader the bottleneck, on purpose
+# Below, a job whose input is not its limit: this lesson's job (heavy augmentation, one
+# worker, the tiny network) with its photos decoded once into memory, on
+# `SIZES.exercise_size` images.
+# At the line marked `# >>>` make **one** change to it that should make the loader the
+# bottleneck (any setting of the Experiment: the data format, the augmentation, the
+# workers...), and **before running** write down what `diagnose` will call your job:
+# `"input-bound"`, `"compute-bound"` or `"overhead-bound"`. Once you have changed it, the
+# cell trains the job as it is, then yours and its two ceilings; the check runs `diagnose`
+# on them and rules on your verdict, accepting one that the runs' noise cannot rule out.
+# After trying, `gc.solution("10.1")` shows one way.
+
+# %% tags=["exercise"]
+job = gc.Experiment(name="exercise", model="tiny", augment="heavy", data_format="memory", num_workers=1,
+                    threads=SIZES.torch_threads,
+                    data_dir=str(l09_input.photo_folder(SIZES.images, FOLDER)),
+                    **SIZES.replace(train_size=SIZES.exercise_size, batch_size=SIZES.exercise_batch))
+mine = job.replace()         # >>> one change that should make the loader the bottleneck: job.replace(...=...)
+verdict = None               # >>> written before running: "input-bound", "compute-bound" or "overhead-bound"
+tried = []
+if mine != job:                                         # the job as it is, yours, and its two ceilings
+    yours = mine.replace(name="exercise, changed")
+    tried += [gc.train(job, verbose=False), gc.train(yours, verbose=False)]
+    for mock in ("trainer", "loader"):
+        tried.append(gc.train(yours.replace(name=f"{yours.name}: mock {mock}", mock=mock),   # <- one flag
+                              verbose=False))
+
+# %% tags=["check"]
+gc.check("10.1", tried, verdict)

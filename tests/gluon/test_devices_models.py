@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from gpu_course.tracks import gluon as gc
-from gpu_course.tracks.gluon.devices import FLOAT16_ON_CPU, effective_config
-from gpu_course.tracks.gluon.models import dtype_of, graph_of, prepare
+from gpu_course.tracks.gluon.devices import BFLOAT16_ON_GPU, FLOAT16_ON_CPU, effective_config
+from gpu_course.tracks.gluon.models import dtype_of, graph_of, prepare, to_bfloat16
 
 
 def test_cpu_fallback_gives_one_context_per_gpu_asked_for(monkeypatch):
@@ -29,6 +29,28 @@ def test_float16_only_on_a_gpu():
     assert FLOAT16_ON_CPU in notice
     on_gpu, notice = effective_config(cfg.replace(num_gpus=2), [mx.gpu(0), mx.gpu(1)])
     assert (on_gpu.dtype, on_gpu.kvstore, notice) == ("float16", "nccl", None)
+
+
+def test_bfloat16_only_on_a_cpu():
+    cfg = gc.Experiment(dtype="bfloat16")
+    on_cpu, notice = effective_config(cfg, [mx.cpu(0)])
+    assert (on_cpu.dtype, notice) == ("bfloat16", None)
+    on_gpu, notice = effective_config(cfg, [mx.gpu(0)])
+    assert on_gpu.dtype == "float32" and BFLOAT16_ON_GPU in notice
+
+
+def test_a_bfloat16_copy_computes_in_bfloat16_and_keeps_float32_weights():
+    net = gc.get_model("tiny")
+    cfg = gc.Experiment(graph="static", dtype="bfloat16")
+    prepare(net, cfg, [mx.cpu(0)])
+    x = mx.nd.random.uniform(shape=(4, 3, 32, 32))
+    low = to_bfloat16(net, cfg, [mx.cpu(0)])
+    assert (dtype_of(net), dtype_of(low), graph_of(low)) == ("float32", "bfloat16", "static")
+    assert {np.dtype(p.dtype).name for p in low.collect_params().values()} == {"float32"}
+    assert low.course_model == "tiny" and to_bfloat16(low, cfg, [mx.cpu(0)]) is low
+    exact, rounded = net(x).asnumpy(), low(x).asnumpy()
+    assert rounded.dtype == np.float32 and not np.array_equal(exact, rounded)   # 8 bits of mantissa
+    np.testing.assert_allclose(rounded, exact, atol=0.05 * np.abs(exact).max())
 
 
 def test_num_gpus_follows_the_devices_given():

@@ -157,6 +157,14 @@ def test_float16_on_a_cpu_is_labelled_as_what_ran(small_cfg):
     assert gc.report.ladder_table([run])["ran"][0] == "dtype float32 ran, float16 requested"
 
 
+def test_bfloat16_on_a_cpu_trains_and_is_recorded_as_bfloat16(small_cfg):
+    run = gc.train(small_cfg.replace(max_steps=3, dtype="bfloat16", graph="hybrid", num_gpus=2),
+                   devices=[mx.cpu(0), mx.cpu(1)], progress=False, verbose=False)
+    assert run.status == "finished" and run.config["dtype"] == "bfloat16" and not run.meta.get("downgrades")
+    assert run.meta["ran"]["network"]["class"] == "SymbolBlock" and run.config["model"] == "tiny"
+    assert math.isfinite(run.epochs["loss"].iloc[0]) and 0 <= run.epochs["val_acc"].iloc[0] <= 1
+
+
 # -- out of memory ----------------------------------------------------------------------
 CUDA_OOM = ("[10:01:02] src/storage/./pooled_storage_manager.h:161: cudaMalloc retry failed: "
             "out of memory\nStack trace:\n  [bt] (0) libmxnet.so(+0x1234) [0x7f]")

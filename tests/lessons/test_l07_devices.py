@@ -52,6 +52,15 @@ def test_several_gpus_get_one_process_each_and_nccl():
         l07.plan("mxnet", 2, 2, sizes("07"))
 
 
+def test_the_exercise_splits_its_batch_of_gpus_or_of_the_cpu():
+    full = sizes("07", smoke=False)
+    gpus = l07.plan("pytorch", 8, 64, full).exercise_sizes
+    assert (gpus["train_size"], gpus["batch_size"]) == (full.exercise_size, full.exercise_batch)
+    cpu = l07.plan("gluon", 1, 2, full).exercise_sizes
+    assert (cpu["train_size"], cpu["batch_size"], cpu["test_size"]) == \
+        (full.cpu_exercise_size, full.cpu_exercise_batch, full.cpu_test_size)
+
+
 def test_a_host_sees_its_own_gpus_only_with_one_for_every_process():
     assert localhosts.host_gpus(4, 2, 2) == ["0,1", "2,3"]
     assert localhosts.host_gpus(1, 2, 1) == ["", ""]   # two ranks on cuda:0: NCCL refuses

@@ -24,8 +24,12 @@ runs, exNN.py lesson NN's checks (importing one registers its exercises).
     01.1  another worker count in the naive script: the data wait's share, predicted
     02.1  a sweep of worker counts: its knee, named
     03.1  a third network as a graph: its samples/s, predicted
+    04.1  the 16-bit type this device computes in: its samples/s, predicted; its accuracy, read
     05.1  a larger batch: its samples/s, predicted; its accuracy after the same epochs, read
     06.1  a race of learning-rate schedules: the first to the constant rate's accuracy, named
+    07.1  the same batch split over more devices: its samples/s, predicted
+    09.1  the photos in another data format than loose JPEGs: the data wait's share, predicted
+    10.1  the loader made the bottleneck on purpose: diagnose's verdict, predicted
     11.1  another thread count than the usable cores: the forward pass's images/s, predicted
     12.1  one setting of the profiled run changed: the step timers' verdict on it, predicted
     13.1  a guard on the loss checked on the host every step: its cost in samples/s, predicted
@@ -40,7 +44,7 @@ from .base import (EXERCISES, MARK, SOLUTIONS, TRACKS, Exercise, NotYet, Result,
                    find, solution, solution_sections, solution_text)
 from .judge import DIRECTIONS, wait_blocks
 
-from . import ex01, ex02, ex03, ex05, ex06, ex11, ex12, ex13, ex14, ex15, ex16  # noqa: F401  (registers each lesson's exercises)
+from . import ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex09, ex10, ex11, ex12, ex13, ex14, ex15, ex16  # noqa: F401  (registers each lesson's exercises)
 
 __all__ = ["EXERCISES", "MARK", "SOLUTIONS", "TRACKS", "DIRECTIONS", "Exercise", "NotYet", "Result",
            "check", "exercise", "find", "solution", "solution_sections", "solution_text", "wait_blocks"]

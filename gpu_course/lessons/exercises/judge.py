@@ -1,7 +1,7 @@
 """What the checks ask of the attendee's runs and answers, shared by the lessons'
 exercises: runs that finished, two runs that differ in the one change asked for, a
 samples/s verdict against noise, a prediction read against it, and the data wait's
-share by blocks of steady steps."""
+share by blocks of steady steps, with a prediction of it read the same way."""
 from __future__ import annotations
 
 import math
@@ -12,6 +12,9 @@ from .base import MARK, NotYet
 # a prediction of what a change does to samples/s, and the noise verdict that bears it out
 DIRECTIONS = {"faster": noise.Kind.FASTER, "slower": noise.Kind.SLOWER,
               "same": noise.Kind.WITHIN_NOISE}
+# a prediction of the share of each step spent waiting for data, and what it says
+WAIT_WORDS = {"more": "more of each step waiting for data", "less": "less of each step waiting",
+              "same": "the same share waiting, within noise"}
 
 
 def finished_runs(runs, least: int, what: str) -> list:
@@ -92,3 +95,36 @@ def wait_words(run) -> str:
 
 # the data wait's share in each block of steady steps: one definition, kept under this name
 wait_blocks = metrics.wait_blocks
+
+
+def wait_prediction(answer, before, after, lesson: str, labels: tuple[str, str],
+                    why: str) -> tuple[str, str]:
+    """(measured, sentence): what the runs show ("more", "less" or "same") and the sentence
+    on a prediction ("more", "less" or "same") of the data wait's share in
+    `after` against `before`, each run's blocks of steady steps its spread (the rule
+    `noise.compare` applies to samples/s: their ranges apart, or overlapping); NotYet when
+    the runs are too short, the answer is not one of WAIT_WORDS, or the blocks contradict
+    it. labels: how each run's share is introduced ("with 1 worker(s)"); why: the question
+    to ask oneself when the prediction is contradicted."""
+    xs, ys = wait_blocks(before), wait_blocks(after)
+    if not xs or not ys:
+        raise NotYet(f"'{after.name}' against '{before.name}': too few steady steps to judge the "
+                     f"data wait (a verdict needs {noise.BLOCKS * noise.MIN_STEPS} a run). Give "
+                     f"each run more images: gc.sizes(\"{lesson}\", exercise_size=...), then run "
+                     "the exercise again.")
+    if not isinstance(answer, str) or answer not in WAIT_WORDS:
+        raise NotYet(f"prediction={answer!r}: write down, before you run, what you expect of the "
+                     f"share of each step spent waiting for data in '{after.name}' against "
+                     f"'{before.name}': one of " + ", ".join(map(repr, WAIT_WORDS)) + ".")
+    measured = "more" if min(ys) > max(xs) else "less" if max(ys) < min(xs) else "same"
+    shares = (f"data wait {wait_words(before)} of the steady step time {labels[0]} (blocks "
+              f"{min(xs):.0%}–{max(xs):.0%}), {wait_words(after)} {labels[1]} (blocks "
+              f"{min(ys):.0%}–{max(ys):.0%})")
+    if measured != answer and measured != "same":
+        raise NotYet(f"you predicted {WAIT_WORDS[answer]}; the runs say {WAIT_WORDS[measured]}, "
+                     f"beyond their noise: {shares}. {why}")
+    if measured == answer:
+        return measured, f"as you predicted, {WAIT_WORDS[answer]}: {shares}."
+    return measured, (f"you predicted {WAIT_WORDS[answer]}; the runs cannot tell it from the "
+                      f"same share: {shares}. Not contradicted, not shown: more images "
+                      "(exercise_size) would tell.")

@@ -15,8 +15,9 @@ THREAD_ENV = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MXNET_OMP_MAX_T
 
 FLOAT16_ON_CPU = ("dtype='float16' needs a GPU: MXNet has no float16 convolution on the "
                   "CPU (\"FP16 gemm on cpu not implemented\"), so this run trains in float32.")
-
-
+BFLOAT16_ON_GPU = ("dtype='bfloat16' needs a CPU: MXNet 1.9 computes bfloat16 only in its CPU "
+                   "(oneDNN) operators, so this run trains in float32; float16 is its GPU's "
+                   "16-bit type.")
 NCCL_ON_CPU = "kvstore='nccl' needs GPUs: gradients are summed with 'device'."
 DIST_DEVICE_ON_CPU = ("kvstore='dist_device_sync' sums a host's GPUs on a GPU; on the CPU it is "
                       "'dist_sync'.")
@@ -63,15 +64,17 @@ def on_gpu(devices) -> bool:
 
 def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
     """The config that can really run on `devices`, and a notice when it had to change:
-    on the CPU float16 falls back to float32, kvstore 'nccl' to 'device' and
-    'dist_device_sync' to 'dist_sync'; num_gpus
-    follows the devices given."""
+    on the CPU float16 falls back to float32 (on a GPU bfloat16 does), kvstore 'nccl' to
+    'device' and 'dist_device_sync' to 'dist_sync'; num_gpus follows the devices given."""
     notices = []
     if len(devices) != max(cfg.num_gpus, 1):
         cfg = cfg.replace(num_gpus=len(devices))
     if cfg.dtype == "float16" and not on_gpu(devices):
         cfg = cfg.replace(dtype="float32")
         notices.append(FLOAT16_ON_CPU)
+    if cfg.dtype == "bfloat16" and on_gpu(devices):
+        cfg = cfg.replace(dtype="float32")
+        notices.append(BFLOAT16_ON_GPU)
     if cfg.kvstore == "nccl" and not on_gpu(devices):
         cfg = cfg.replace(kvstore="device")
         notices.append(NCCL_ON_CPU)

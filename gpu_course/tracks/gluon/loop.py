@@ -63,7 +63,7 @@ def split(data, label, devices, dtype: str = "float32"):
     devices = devices[:max(1, min(len(devices), data.shape[0]))]
     xs = gluon.utils.split_and_load(data, devices, batch_axis=0, even_split=False)
     ys = gluon.utils.split_and_load(label, devices, batch_axis=0, even_split=False)
-    if dtype != "float32":
+    if dtype == "float16":   # a bfloat16 network (AMP) casts its float32 input itself
         xs = [x.astype(dtype, copy=False) for x in xs]
     return xs, ys
 

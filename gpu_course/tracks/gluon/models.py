@@ -60,7 +60,10 @@ def graph_of(net) -> str:
 
 
 def dtype_of(net) -> str:
-    """float16 if any weight is float16 (BatchNorm keeps float32 statistics)."""
+    """float16 if any weight is float16 (BatchNorm keeps float32 statistics); bfloat16 for
+    a network `to_bfloat16` converted (its weights stay float32)."""
+    if getattr(net, "course_dtype", None) == "bfloat16":
+        return "bfloat16"
     dtypes = {np.dtype(p.dtype).name for p in net.collect_params().values()}
     return "float16" if "float16" in dtypes else "float32"
 
@@ -69,7 +72,7 @@ def prepare(net, cfg: Experiment, devices) -> None:
     """Initialise `net` on `devices` (Xavier, as GluonCV's CIFAR script), cast it to
     cfg.dtype and hybridize it as cfg.graph says. A network that is already initialised
     keeps its weights and moves to the devices."""
-    if cfg.dtype != dtype_of(net):
+    if cfg.dtype != dtype_of(net) and cfg.dtype != "bfloat16":   # bfloat16: `to_bfloat16`
         net.cast(cfg.dtype)  # BatchNorm stays float32 by Gluon's design
     with warnings.catch_warnings():  # "already initialized" for a passed-in network
         warnings.simplefilter("ignore", UserWarning)
@@ -78,3 +81,29 @@ def prepare(net, cfg: Experiment, devices) -> None:
     if cfg.graph != graph_of(net) and cfg.graph != Graph.EAGER:
         static = cfg.graph == Graph.STATIC
         net.hybridize(static_alloc=static, static_shape=static)
+
+
+def to_bfloat16(net, cfg: Experiment, devices):
+    """A copy of the prepared `net` that computes in bfloat16 on the CPU, as MXNet 1.9 can:
+    AMP rewrites its graph (`mxnet.contrib.amp.convert_hybrid_block`) so that convolutions
+    and matrix products run in bfloat16 in the oneDNN operators, with casts around them;
+    the weights, the optimizer and the loss stay float32, the input too (the network casts
+    it). The copy is hybridized as cfg.graph says; a network already converted is returned
+    as it is."""
+    from mxnet.contrib import amp
+    if dtype_of(net) == "bfloat16":
+        return net
+    if not net._active:   # the conversion rewrites a graph: trace one
+        net.hybridize()
+    size = cfg.image_size
+    net(mx.nd.zeros((1, 3, size, size), ctx=devices[0]))   # inference mode: no statistics change
+    with warnings.catch_warnings():   # "data: None" while it infers the input's type
+        warnings.simplefilter("ignore", UserWarning)
+        low = amp.convert_hybrid_block(net, target_dtype="bfloat16", ctx=devices[0])
+    low.collect_params().reset_ctx(devices)
+    low.course_model = getattr(net, "course_model", None)
+    low.course_dtype = "bfloat16"
+    if cfg.graph != Graph.EAGER:
+        static = cfg.graph == Graph.STATIC
+        low.hybridize(static_alloc=static, static_shape=static)
+    return low

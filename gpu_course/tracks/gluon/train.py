@@ -18,10 +18,10 @@ from ...config import Experiment
 from ...measure.records import OutOfMemory
 from .data import end_workers, make_loader
 from .datasets import load_datasets
-from .devices import (FLOAT16_ON_CPU, NCCL_ON_CPU, check_threads, effective_config,
-                      try_devices)
+from .devices import (BFLOAT16_ON_GPU, FLOAT16_ON_CPU, NCCL_ON_CPU, check_threads,
+                      effective_config, try_devices)
 from .loop import fit
-from .models import get_model, prepare
+from .models import get_model, prepare, to_bfloat16
 from .optim import make_trainer
 from .record import record
 
@@ -46,6 +46,8 @@ def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=Non
         val_iter = val_iter if val_iter is not None else make_loader(val_set, ran, train=False)
     net = net if net is not None else get_model(ran)
     prepare(net, ran, devices)
+    if ran.dtype == "bfloat16":   # on the CPU: AMP's graph rewrite, a new network
+        net = to_bfloat16(net, ran, devices)
     steps = _length(train_iter, ran)
     trainer = make_trainer(net, ran, min(steps, ran.max_steps or steps))
     return provenance.Parts(net, train_iter, val_iter, trainer, devices, ran,
@@ -70,7 +72,7 @@ def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
     devices = [devices] if isinstance(devices, mx.Context) else list(devices)
     ran, changed = effective_config(requested, devices)
     return provenance.Resolved(requested, ran, devices,
-                               provenance.downgrades(requested, ran, WHY),
+                               provenance.downgrades(requested, ran, _why(requested)),
                                provenance.notice(tried, changed))
 
 
@@ -100,6 +102,11 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
             end_workers(parts.train_iter, parts.val_iter)
             raise
     return rec.run
+
+
+def _why(requested: Experiment) -> dict:
+    """Why each setting that did not run as asked changed (`WHY`, for this request)."""
+    return {**WHY, "dtype": BFLOAT16_ON_GPU if requested.dtype == "bfloat16" else FLOAT16_ON_CPU}
 
 
 def _read_network(net):

@@ -1,0 +1,43 @@
+"""Lesson 07's exercise: the same batch split over more devices, its samples/s predicted."""
+from __future__ import annotations
+
+from ...analyse import alike, metrics
+from ..l07_devices import devices
+from .base import MARK, NotYet, exercise
+from .judge import finished_runs, judge_prediction, only_change, speed_verdict
+
+SPLIT = ("batch_size", "kvstore", alike.Aspect.THREADS)   # what splitting a batch may change besides the devices
+
+
+@exercise("07.1", "Split the same batch over more devices and predict its samples/s.")
+def _split_batch(runs, answer) -> str:
+    one, many = finished_runs(runs, 2, "the exercise compares two runs: fewer devices, then more, "
+                              "with the same batch a step")[:2]
+    k1, k2 = devices(one), devices(many)
+    if k2 <= k1:
+        raise NotYet(f"'{one.name}' trained on {k1} device(s) and '{many.name}' on {k2}: the "
+                     "second run splits the batch over more devices than the first. Set the "
+                     f"device count at the line marked {MARK}.")
+    b1, b2 = int(one.config.get("batch_size") or 0), int(many.config.get("batch_size") or 0)
+    if b1 * k1 != b2 * k2:
+        raise NotYet(f"the batch a step differs: {b1 * k1} images for '{one.name}' ({b1} a device "
+                     f"× {k1}), {b2 * k2} for '{many.name}' ({b2} × {k2}). Split the same batch: "
+                     f"batch_size = {b1 * k1} // devices, so that only its split changes.")
+    only_change(one, many, "num_gpus", also=SPLIT)
+    said = judge_prediction(answer, speed_verdict(one, many, "num_gpus", "07", also=SPLIT), one, many)
+    ratio = metrics.samples_per_sec(many) / metrics.samples_per_sec(one)
+    said += (f" Scaling efficiency {ratio / (k2 / k1):.0%} (the speed-up ÷ {k2 / k1:g} times the "
+             f"devices): each of {k2} devices computed {b2} images a step where each of {k1} "
+             f"computed {b1}.")
+    if metrics.on_gpu(many):
+        return (f"{said} On GPUs a device's share of the step shrinks while the gradient exchange "
+                "(every weight, every step) and the per-step launches stay: splitting pays while "
+                "each share still keeps its GPU busy (lesson 05: the larger the batch, the busier).")
+    unit = "processes" if metrics.engine(many) == "pytorch" else "contexts"
+    threads = alike.value(many, alike.Aspect.THREADS)
+    cores = (many.meta.get("hardware") or {}).get("cpu_count") or "?"
+    return (f"{said} These devices were CPU {unit} sharing the same {cores} cores"
+            + (f" ({threads} compute thread(s) each)" if threads and unit == "processes" else "")
+            + ": a speed-up here is more of those cores put to work at once, a slow-down the "
+            "exchange's cost, never another device's arithmetic. Run it on a machine with two "
+            "or more GPUs to measure scaling.")

@@ -1,0 +1,30 @@
+"""Lesson 09's exercise: the photos read in another format, the data wait predicted."""
+from __future__ import annotations
+
+from ...analyse import alike, metrics, noise
+from .base import NotYet, exercise
+from .judge import finished_runs, only_change, wait_prediction
+
+LOOSE = "loose"   # JPEGs opened, decoded and resized per sample: the ladder's first rung
+
+
+@exercise("09.1", "Read the photos in another format than loose JPEGs and predict the data wait.")
+def _data_format(runs, answer) -> str:
+    loose, other = finished_runs(runs, 2, "the exercise compares two runs: loose JPEGs and another "
+                                 "data format")[:2]
+    only_change(loose, other, "data_format")
+    formats = alike.value(loose, "data_format"), alike.value(other, "data_format")
+    if formats[0] != LOOSE:
+        raise NotYet(f"'{loose.name}' read data_format={formats[0]!r}: the first run reads loose "
+                     f"JPEGs (data_format='{LOOSE}'), the second your format.")
+    measured, said = wait_prediction(
+        answer, loose, other, "09", (f"reading {formats[0]}", f"reading {formats[1]}"),
+        f"What does one sample cost the loader reading {formats[1]} (opening a file, decoding "
+        "a photo, resizing it), against loose JPEGs?")
+    speed = noise.compare(loose, other, varies=("data_format",))
+    said += f" Samples/s, '{other.name}' against '{loose.name}': {speed}"
+    if measured == "less" and speed.kind in (noise.Kind.WITHIN_NOISE, noise.Kind.SLOWER):
+        said += (": less waiting and no faster, so the model now sets the pace" +
+                 ("" if metrics.on_gpu(loose) else ", and on a CPU it shares the cores with "
+                  "the loader"))
+    return said + "."
