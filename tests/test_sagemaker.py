@@ -162,7 +162,7 @@ def test_hyperparameter_spellings():
     (["--batch_size", "0"], "batch_size=0 must be an integer >= 1"),
     (["--optimizer", "rmsprop"], "optimizer='rmsprop' is not allowed; allowed: sgd"),
     (["--lr", "fast"], "lr='fast' is not a valid float"),
-    (["--dtype", "bfloat16"], "dtype='bfloat16' needs engine='pytorch'"),
+    (["--dtype", "float8"], "dtype='float8' is not allowed; allowed: float32, float16, bfloat16"),
     (["--bogus", "1"], "unknown hyperparameter 'bogus'"),
     (["--epochs"], "--epochs needs a value"),
     (["epochs", "3"], "expected --<field> <value>, got 'epochs'"),
