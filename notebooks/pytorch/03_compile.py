@@ -134,7 +134,8 @@ gc.conclude("03", by_hand=hand)   # checked: gpu_course/lessons/l03_graph.py
 # times as many) trains on `SIZES.exercise_size` images as written, then compiled. At the
 # line marked `# >>>` compile the second copy (`torch.compile(..., backend=SIZES.compile_backend)`,
 # as above), and **before you run** predict its samples/s against eager: `"faster"`,
-# `"slower"` or `"same"` (mind the backend: smoke mode's `aot_eager` only traces). Then compare its gain with the two networks above, and say why
+# `"slower"` or `"same"` (mind the backend: smoke mode's `aot_eager` only traces, and
+# the check then reports the runs without testing your prediction). Then compare its gain with the two networks above, and say why
 # from the step time: compiling removes Python's work around each operator, not the
 # operators' own.
 #

@@ -14,13 +14,16 @@ def _graph(runs, answer) -> str:
         raise NotYet(f"'{before.name}' ran with graph={alike.value(before, 'graph')}: the first "
                      "run is the network as written (eager / imperative), the second its graph.")
     verdict = speed_verdict(before, after, "graph", "03", also=(alike.Aspect.COMPILE_BACKEND,))
-    said = judge_prediction(answer, verdict, before, after)
+    backend = alike.value(after, alike.Aspect.COMPILE_BACKEND)
+    untested = (f"the compile backend {backend} traces the graph and runs the same operators, "
+                "generating no kernel of its own, so what it changes is a little Python around "
+                "each operator: less than a shared machine's noise between two runs. Compile "
+                "with inductor (the lesson's backend at full size) to test it."
+                if backend == "aot_eager" else "")
+    said = judge_prediction(answer, verdict, before, after, untested)
     model = alike.value(before, "model")
     step = metrics.steadiness(before)["step_p50_s"]
     batch = int(before.config.get("batch_size") or 0)
-    backend = alike.value(after, alike.Aspect.COMPILE_BACKEND)
-    note = (f" (compile backend {backend}: it traces the graph and generates no new kernels, so "
-            "expect no speed-up from it)" if backend == "aot_eager" else "")
     return (f"{said} {model}'s median step as written: {1e3 * step:.3g} ms for {batch} images; "
             f"a graph saves the Python work around each operator, which matters most where the "
-            f"operators themselves are short{note}.")
+            f"operators themselves are short.")

@@ -65,13 +65,18 @@ def speed_verdict(a, b, setting: str, lesson: str, also: tuple = ()) -> noise.Ve
     return verdict
 
 
-def judge_prediction(answer, verdict: noise.Verdict, a, b) -> str:
+def judge_prediction(answer, verdict: noise.Verdict, a, b, untested: str = "") -> str:
     """The sentence on a prediction ("faster", "slower" or "same") of b against a; NotYet
-    when the measurement contradicts it beyond noise."""
+    when the measurement contradicts it beyond noise. untested: why these runs cannot
+    test any prediction (the change they made is not the one predicted, e.g. a compile
+    backend that compiles nothing), and what would; the verdict is then only reported."""
     if not isinstance(answer, str) or answer not in DIRECTIONS:
         raise NotYet(f"prediction={answer!r}: write down, before you run, what you expect of "
                      f"'{b.name}' against '{a.name}': one of " + ", ".join(map(repr, DIRECTIONS))
                      + ".")
+    if untested:
+        return (f"your prediction, {answer}, is untested: {untested} '{b.name}' against "
+                f"'{a.name}' measured {verdict}.")
     if verdict.kind == noise.Kind.UNLIKE:   # only the machine's load is left (`only_change`)
         return (f"your prediction, {answer}, is untested: {verdict}. Run the exercise again "
                 "while nothing else runs on the machine to put it to the test.")
