@@ -238,6 +238,27 @@ def test_a_larger_batch_reports_its_accuracy_after_the_same_epochs(make_run):
     assert not check("05.1", batches(make_run, (600, 900)), "slower")
 
 
+def test_a_small_contradiction_on_a_shared_machine_is_untested_not_wrong(make_run):
+    # both runs shared the machine: x0.82 against "faster" is within what the load's drift
+    # between two runs moves (judge.DRIFT), so the prediction is reported untested
+    runs = [busy(r, 1.0) for r in batches(make_run, (600, 492))]
+    result = check("05.1", runs, "faster")
+    assert result.passed, result.message
+    assert ("your prediction, faster, is untested: 'batch 512' against 'batch 64' is ×0.8"
+            in result.message and "other programs shared the machine while 'batch 64' and "
+            "'batch 512' ran" in result.message and "up to ×1.5" in result.message)
+
+
+def test_a_contradiction_beyond_the_drift_or_on_a_quiet_machine_still_fails(make_run):
+    far = [busy(r, 1.0) for r in batches(make_run, (600, 300))]   # x0.50: beyond the drift
+    result = check("05.1", far, "faster")
+    assert not result and "you predicted faster, but 'batch 512' against 'batch 64' is ×0." \
+        in result.message
+    quiet = [busy(r, 0.0) for r in batches(make_run, (600, 492))]
+    result = check("05.1", quiet, "faster")
+    assert not result and "you predicted faster, but" in result.message
+
+
 # -- 06.1: a race of schedules ----------------------------------------------------------------
 
 def race(make_run, curves, test_size=10_000, **config):
