@@ -15,7 +15,7 @@ from mxnet.gluon.data import Dataset
 from image_folders import make_folder, truncate
 from support import REPO
 
-from gpu_course.measure import records
+from gpu_course.measure import guards, records
 from gpu_course.config import Experiment
 from gpu_course.data.folder import CorruptImage
 from gpu_course.tracks.gluon import data as gdata
@@ -94,6 +94,23 @@ def test_a_killed_loader_worker_ends_the_iteration_within_seconds():
     assert time.monotonic() - start < 5
 
 
+def test_a_dead_worker_is_not_replaced_behind_the_engine():
+    """A replacement is forked from the pool's own thread while MXNet's engine runs in the
+    main one; MXNet's fork handlers then stop the engine, and after a SIGTERM to the
+    process group the run hung in 1 of 7 trials. The dead worker is reported instead."""
+    loader = gdata.make_loader(Slow(), Experiment(batch_size=4, num_workers=2, train_size=64))
+    batches = iter(loader)
+    next(batches)
+    first = list(loader._worker_pool._pool)
+    os.kill(first[0].pid, signal.SIGKILL)
+    first[0].join(10)
+    time.sleep(1.0)   # the pool's thread wakes on the dead worker's sentinel at once
+    assert [w.pid for w in loader._worker_pool._pool if w not in first] == []
+    with pytest.raises(gdata.WorkerDied, match="a loader worker died .*SIGKILL"):
+        for _ in batches:
+            pass
+
+
 class Ready(Dataset):
     def __len__(self):
         return 64
@@ -119,6 +136,24 @@ def test_a_worker_that_died_after_its_batch_was_ready_is_named_and_nothing_hangs
     with pytest.raises(gdata.WorkerDied, match="a loader worker died .*SIGKILL"):
         next(batches)
     assert time.monotonic() - start < 5
+
+
+def test_a_worker_killed_by_a_stop_request_reads_as_the_stop(monkeypatch):
+    """SIGTERM to the process group: the workers die of it before the main process reads
+    its own request; the run was stopped, not broken (it exited 1, "worker died", in 1 of
+    7 trials)."""
+    loader = gdata.make_loader(Ready(), Experiment(batch_size=4, num_workers=1, train_size=64))
+    batches = iter(loader)
+    next(batches)
+    inner = batches.gi_frame.f_locals["inner"]
+    deadline = time.monotonic() + 30
+    while not inner._data_buffer[inner._rcvd_idx].ready() and time.monotonic() < deadline:
+        time.sleep(0.05)   # the next batch waits to be fetched: no wait left to check in
+    os.kill(loader._worker_pool._pool[0].pid, signal.SIGKILL)
+    loader._worker_pool._pool[0].join(10)
+    monkeypatch.setattr(guards, "_asked", ["SIGTERM"])
+    with pytest.raises(guards.Terminated, match="stopped by SIGTERM"):
+        next(batches)
 
 
 def test_clear_errors_before_training(tmp_path):

@@ -10,6 +10,7 @@ import multiprocessing.pool
 import os
 import random
 import signal
+import weakref
 
 import mxnet as mx
 import numpy as np
@@ -87,6 +88,23 @@ def check_batches(images: int, batch: int, cfg: Experiment, train: bool = True) 
 WorkerDied = LoaderWorkerDied  # a worker process ended while the loop waited for its batch
 
 
+# the pools of the loaders below: a worker of theirs that dies is an error (WorkerDied),
+# never replaced. multiprocessing's pool forks a replacement from its own thread while
+# MXNet's engine runs in the main one, and MXNet's fork handlers stop that engine: after a
+# SIGTERM to the process group the run hung in 1 of 7 trials, forking beside an NDArray add
+_WATCHED: weakref.WeakSet = weakref.WeakSet()
+_repopulate = multiprocessing.pool.Pool._repopulate_pool_static
+
+
+def _repopulate_unless_watched(ctx, Process, processes, pool, *rest):
+    if any(pool is watched._pool for watched in list(_WATCHED)):
+        return None
+    return _repopulate(ctx, Process, processes, pool, *rest)
+
+
+multiprocessing.pool.Pool._repopulate_pool_static = staticmethod(_repopulate_unless_watched)
+
+
 class WatchedDataLoader(DataLoader):
     """Gluon's DataLoader, watching its worker processes while it waits for a batch.
 
@@ -97,7 +115,14 @@ class WatchedDataLoader(DataLoader):
     it hands over), so a worker that died after its batch was ready gave "Connection
     reset" or EOFError. MXNet then ends the pool with Pool.terminate(), which waits
     forever for the task queue's lock when the dead worker held it (issue 31): the pool
-    is ended the way a stopped run ends it instead (`end_pool`)."""
+    is ended the way a stopped run ends it instead (`end_pool`). Its pool never replaces
+    a worker that died (`_WATCHED`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        pool = self._worker_pool
+        if pool is not None and not isinstance(pool, multiprocessing.pool.ThreadPool):
+            _WATCHED.add(pool)
 
     def __iter__(self):
         pool = self._worker_pool
@@ -141,6 +166,7 @@ def _check_workers(workers, pool) -> None:
     if not dead:
         return
     end_pool(pool, stopped=True)  # the others too; terminate() could wait for a lock it held
+    check_stop()  # a SIGTERM to the whole process group reached the workers first: a stop
     code = dead[0].exitcode
     how = (f"killed by signal {-code} ({signal.Signals(-code).name})" if code < 0
            else f"exit code {code}")
