@@ -1,6 +1,7 @@
 """The ladder's numbers, their text table, the written report and the conclusion."""
 import json
 import math
+import time
 import sys
 from pathlib import Path
 
@@ -229,6 +230,43 @@ def test_a_shared_machine_is_named(tmp_path):
     from gpu_course.analyse import metrics
     assert metrics.machine_load(run)["shared"]  # 6.5 load, 1 core its own, no workers
     assert "Another program shared the machine during busy" in report.conclusion([run])
+
+
+def test_idle_loader_workers_no_longer_hide_another_program(tmp_path):
+    """Two loader workers counted as a core each hid a program that kept a core of 2
+    busy (CI's other test phase); their CPU time, recorded, is what they used."""
+    import json
+    from gpu_course.analyse import metrics
+    path = fake_runs.write_run(tmp_path, "two workers", seed=5)
+    meta = json.loads((path / "run.json").read_text())
+    meta["config"]["num_workers"] = 2
+    start = {"process_cpu_s": 0.0, "wall": 0.0, "cpu_count": 2, "cpu_busy_s": 0.0}
+    end = {"process_cpu_s": 8.0, "wall": 10.0, "cpu_count": 2, "cpu_busy_s": 20.0}
+    meta["load"] = {"start": start, "end": end}   # an older record: a core a worker
+    (path / "run.json").write_text(json.dumps(meta))
+    assert not metrics.machine_load(fake_runs.load(path))["shared"]
+    start.update(live_children_cpu_s=1.0, children_cpu_s=0.5)
+    end.update(live_children_cpu_s=2.0, children_cpu_s=1.5)   # 0.2 cores for both workers
+    (path / "run.json").write_text(json.dumps(meta))
+    load = metrics.machine_load(fake_runs.load(path))
+    assert load["shared"] and load["other_load"] == pytest.approx(1.0)
+
+
+def test_a_record_counts_its_running_children(tmp_path):
+    import subprocess
+    import sys
+    from gpu_course.measure.records import machine_load
+    before = machine_load()
+    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                              "while time.process_time() - t < 0.5: pass\ntime.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 30
+        while machine_load()["live_children_cpu_s"] - before["live_children_cpu_s"] < 0.4:
+            assert time.monotonic() < deadline, "the child's CPU time was never counted"
+            time.sleep(0.1)
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_write_report_writes_markdown_html_and_figures(gpu, tmp_path):

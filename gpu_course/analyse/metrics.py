@@ -295,9 +295,11 @@ def summary(run) -> dict:
 def machine_load(run) -> dict:
     """How busy the machine was while the run ran: the mean 1-minute load average at its
     start and end, the cores the whole machine kept busy (busy CPU time / wall time, where
-    recorded), the cores the run's own process used (CPU time / wall time; loader workers
-    are other processes), and whether something else shared the machine: more than
-    SHARED of a core busy beyond the run's process and one core per loader worker.
+    recorded), the cores the run's own process used (CPU time / wall time), the cores its
+    loader workers used (their CPU time, where recorded; else one core a worker), and
+    whether something else shared the machine: more than SHARED of a core busy beyond the
+    run's process and its workers. (One core a worker hid another program on 2 cores: a
+    run with 2 idle workers could never read as shared.)
 
     The busy time decides where it was recorded: the load average trails by a minute, so
     a short run after a busier one (loader workers) read as shared when it was not (the
@@ -312,9 +314,13 @@ def machine_load(run) -> dict:
     workers = _num((run.config or {}).get("num_workers")) or 0.0
     if (run.config or {}).get("mock") == "loader":
         workers = 0.0  # a compute ceiling serves one batch: its loader's workers sit idle
+    kids = [_num(x.get("live_children_cpu_s")) + _num(x.get("children_cpu_s"))
+            for x in (start, end)]
+    if not any(math.isnan(k) for k in kids):
+        workers = max(0.0, share(kids[1] - kids[0], wall))   # what they used, measured
     mean = sum(averages) / len(averages) if averages else math.nan
     used = busy if not math.isnan(busy) else mean
-    # the run itself accounts for its own process and up to one core per loader worker
+    # the run itself accounts for its own process and its loader workers
     other = used - (own if not math.isnan(own) else 1.0) - workers
     return {"loadavg": mean, "busy_cores": busy, "own_cores": own, "other_load": other,
             "cpu_count": _num(start.get("cpu_count")), "shared": bool(other > SHARED)}

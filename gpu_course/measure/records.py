@@ -258,8 +258,27 @@ def machine_load() -> dict:
         one = five = None
     return {"loadavg_1m": one, "loadavg_5m": five, "process_cpu_s": times.user + times.system,
             "children_cpu_s": times.children_user + times.children_system,
+            "live_children_cpu_s": _live_children_cpu_s(),
             "cpu_busy_s": _cpu_busy_s(),
             "wall": _dt.datetime.now().timestamp(), "cpu_count": os.cpu_count()}
+
+
+def _live_children_cpu_s() -> float | None:
+    """CPU seconds this process's running children (loader workers) have used so far;
+    `children_cpu_s` counts only those already ended and waited for."""
+    try:
+        import psutil
+        children = psutil.Process().children(recursive=True)
+    except Exception:  # no psutil, or a platform without process tables
+        return None
+    total = 0.0
+    for child in children:
+        try:
+            t = child.cpu_times()
+        except Exception:  # it ended meanwhile: its time is in children_cpu_s once waited for
+            continue
+        total += t.user + t.system
+    return total
 
 
 def _cpu_busy_s() -> float | None:
