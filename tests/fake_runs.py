@@ -168,6 +168,17 @@ def load(path):
 
 # -- the pieces ------------------------------------------------------------------------
 
+def busy(run, other_cores):
+    """Record on a loaded run that other programs kept `other_cores` cores of 16 busy while
+    it ran (its process one core, each loader worker one; a ceiling's workers idle)."""
+    workers = 0 if run.config.get("mock") == "loader" else run.config.get("num_workers", 0)
+    run.meta["load"] = {"start": {"wall": 0.0, "cpu_busy_s": 0.0, "process_cpu_s": 0.0,
+                                  "cpu_count": 16},
+                        "end": {"wall": 10.0, "cpu_busy_s": 10.0 * (1 + workers + other_cores),
+                                "process_cpu_s": 10.0}}
+    return run
+
+
 def _epochs(cfg, epochs, samples_per_sec, data_wait_share, rng):
     rows, t = [], STARTUP_S
     samples = cfg["train_size"]

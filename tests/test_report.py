@@ -252,6 +252,28 @@ def test_idle_loader_workers_no_longer_hide_another_program(tmp_path):
     assert load["shared"] and load["other_load"] == pytest.approx(1.0)
 
 
+def test_every_process_of_a_ddp_job_is_its_own_load(tmp_path):
+    """A 2-process job on 2 cores: its record is the first process's, whose core is half
+    the machine's busy time; the second process is the job's own, not another program."""
+    import json
+    from gpu_course.analyse import metrics
+    path = fake_runs.write_run(tmp_path, "2 processes", seed=6)
+    meta = json.loads((path / "run.json").read_text())
+    meta["config"]["num_workers"] = 0
+    meta["load"] = {"start": {"process_cpu_s": 0.0, "wall": 0.0, "cpu_count": 2,
+                              "cpu_busy_s": 0.0, "live_children_cpu_s": 0.0,
+                              "children_cpu_s": 0.0},
+                    "end": {"process_cpu_s": 9.5, "wall": 10.0, "cpu_count": 2,
+                            "cpu_busy_s": 19.5, "live_children_cpu_s": 0.0,
+                            "children_cpu_s": 0.0}}
+    meta.setdefault("ran", {})["world_size"] = 2
+    (path / "run.json").write_text(json.dumps(meta))
+    assert not metrics.machine_load(fake_runs.load(path))["shared"]
+    meta["ran"]["world_size"] = 1
+    (path / "run.json").write_text(json.dumps(meta))
+    assert metrics.machine_load(fake_runs.load(path))["shared"]
+
+
 def test_a_record_counts_its_running_children(tmp_path):
     import subprocess
     import sys

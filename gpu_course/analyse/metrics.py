@@ -298,8 +298,9 @@ def machine_load(run) -> dict:
     recorded), the cores the run's own process used (CPU time / wall time), the cores its
     loader workers used (their CPU time, where recorded; else one core a worker), and
     whether something else shared the machine: more than SHARED of a core busy beyond the
-    run's process and its workers. (One core a worker hid another program on 2 cores: a
-    run with 2 idle workers could never read as shared.)
+    run's process and its workers, times the processes of a DDP job. (One core a worker
+    hid another program on 2 cores: a run with 2 idle workers could never read as shared;
+    a 2-process job, its second process not counted, always did.)
 
     The busy time decides where it was recorded: the load average trails by a minute, so
     a short run after a busier one (loader workers) read as shared when it was not (the
@@ -320,8 +321,11 @@ def machine_load(run) -> dict:
         workers = max(0.0, share(kids[1] - kids[0], wall))   # what they used, measured
     mean = sum(averages) / len(averages) if averages else math.nan
     used = busy if not math.isnan(busy) else mean
-    # the run itself accounts for its own process and its loader workers
-    other = used - (own if not math.isnan(own) else 1.0) - workers
+    # the run itself accounts for its own process and its loader workers; a DDP job's
+    # record is its first process's, and every process of it ran here, each alike
+    world = _num((run.meta.get("ran") or {}).get("world_size"))
+    ranks = int(world) if world >= 1 else 1
+    other = used - ranks * ((own if not math.isnan(own) else 1.0) + workers)
     return {"loadavg": mean, "busy_cores": busy, "own_cores": own, "other_load": other,
             "cpu_count": _num(start.get("cpu_count")), "shared": bool(other > SHARED)}
 

@@ -1,6 +1,7 @@
 """The exercises' checks on fake runs: every way a check says "not yet", and every way it
 passes, each judged against the runs' noise (tests/fake_runs.py)."""
 import pytest
+from fake_runs import busy
 
 from gpu_course.lessons.exercises import check
 
@@ -12,12 +13,6 @@ def workers(make_run, rates, counts=(1, 0), waits=None, **config):
             for n, rate, wait in zip(counts, rates, waits)]
 
 
-def busy(run, other_cores):
-    """Record that other programs kept `other_cores` cores busy while `run` ran."""
-    run.meta["load"] = {"start": {"wall": 0.0, "cpu_busy_s": 0.0, "process_cpu_s": 0.0},
-                        "end": {"wall": 10.0, "process_cpu_s": 10.0, "cpu_busy_s": 10.0 * (
-                            1 + run.config["num_workers"] + other_cores)}}
-    return run
 
 
 def test_an_unknown_exercise_is_refused_by_name():

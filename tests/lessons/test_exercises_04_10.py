@@ -3,6 +3,7 @@ every way each says "not yet", and every way it passes, judged against the runs'
 import re
 
 import pytest
+from fake_runs import busy
 
 from gpu_course.lessons.exercises import check
 
@@ -129,6 +130,19 @@ def test_a_contradicted_split_fails_and_the_cpu_is_named(make_run):
                      "devices computed 64 images a step where each of 1 computed 128.", result.message)
     assert "These devices were CPU processes sharing the same 16 cores (1 compute thread(s) each)" \
         in result.message and "Run it on a machine with two or more GPUs" in result.message
+
+
+def test_a_split_on_cpu_cores_other_programs_shared_is_untested(make_run):
+    runs = splits(make_run, (600, 360), engine="pytorch")   # x0.60: beyond any drift
+    assert not check("07.1", runs, "faster")   # a quiet machine: contradicted
+    for run in runs:
+        busy(run, 1.0)
+    result = check("07.1", runs, "faster")
+    assert result.passed and "your prediction, faster, is untested: other programs shared " \
+        "the cores while 'exercise: 1 device(s)' and 'exercise: 2 device(s)' ran" in result.message
+    assert "wait for the slowest" in result.message and re.search(r"Scaling efficiency [23]\d%", result.message)
+    gpus = [busy(r, 1.0) for r in splits(make_run, (600, 360), gpus=2)]
+    assert not check("07.1", gpus, "faster")   # GPUs: other programs' cores are not the devices
 
 
 def test_gluon_contexts_and_gpus_are_told_apart(make_run):

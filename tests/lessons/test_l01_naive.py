@@ -3,6 +3,7 @@ the GPU ones included."""
 import math
 
 import pytest
+from fake_runs import busy
 
 from gpu_course.analyse import metrics
 from gpu_course.lessons import l01_naive, sizes
@@ -26,14 +27,6 @@ def reached(run, ceiling) -> str:
     return f"{metrics.samples_per_sec(run) / metrics.samples_per_sec(ceiling):.0%}"
 
 
-def busy(run, other_cores):
-    """Record that other programs kept `other_cores` cores busy while `run` ran."""
-    workers = 0 if run.config.get("mock") == "loader" else run.config.get("num_workers", 0)
-    run.meta["load"] = {"start": {"wall": 0.0, "cpu_busy_s": 0.0, "process_cpu_s": 0.0,
-                                  "cpu_count": 16},
-                        "end": {"wall": 10.0, "cpu_busy_s": 10.0 * (1 + workers + other_cores),
-                                "process_cpu_s": 10.0}}
-    return run
 
 
 def test_the_computation_sets_the_pace_when_the_run_sits_in_the_compute_ceilings_range(

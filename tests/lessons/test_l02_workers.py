@@ -4,6 +4,7 @@ import multiprocessing
 
 import pandas as pd
 import pytest
+from fake_runs import busy
 
 from gpu_course.lessons import l02_workers, sizes
 
@@ -17,12 +18,6 @@ def sweep(make_run, rates, waits, counts=(0, 1, 2), gpus=0, engine="pytorch", ba
             for n, rate, wait in zip(counts, rates, waits)]
 
 
-def busy(run, other_cores):
-    """Record that other programs kept `other_cores` cores busy while `run` ran."""
-    run.meta["load"] = {"start": {"wall": 0.0, "cpu_busy_s": 0.0, "process_cpu_s": 0.0},
-                        "end": {"wall": 10.0, "process_cpu_s": 10.0, "cpu_busy_s": 10.0 * (
-                            1 + run.config["num_workers"] + other_cores)}}
-    return run
 
 
 def test_workers_that_feed_a_starved_run_are_credited_with_a_knee(make_run):

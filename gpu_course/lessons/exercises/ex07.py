@@ -24,7 +24,15 @@ def _split_batch(runs, answer) -> str:
                      f"× {k1}), {b2 * k2} for '{many.name}' ({b2} × {k2}). Split the same batch: "
                      f"batch_size = {b1 * k1} // devices, so that only its split changes.")
     only_change(one, many, "num_gpus", also=SPLIT)
-    said = judge_prediction(answer, speed_verdict(one, many, "num_gpus", "07", also=SPLIT), one, many)
+    crowded = [] if metrics.on_gpu(many) else [
+        f"'{r.name}'" for r in (one, many) if metrics.machine_load(r)["shared"]]
+    untested = (f"other programs shared the cores while {' and '.join(crowded)} ran (by the "
+                "records), and devices that meet every step to add up gradients wait for the "
+                "slowest of them: the split measured those programs too (PyTorch's 2 processes "
+                "ran ×0.61 of one beside other work on the course's 2 cores). Run it again while "
+                "nothing else runs to test it." if crowded else "")
+    said = judge_prediction(answer, speed_verdict(one, many, "num_gpus", "07", also=SPLIT), one,
+                            many, untested)
     ratio = metrics.samples_per_sec(many) / metrics.samples_per_sec(one)
     said += (f" Scaling efficiency {ratio / (k2 / k1):.0%} (the speed-up ÷ {k2 / k1:g} times the "
              f"devices): each of {k2} devices computed {b2} images a step where each of {k1} "
