@@ -28,8 +28,7 @@ def _split_batch(runs, answer) -> str:
         f"'{r.name}'" for r in (one, many) if metrics.machine_load(r)["shared"]]
     untested = (f"other programs shared the cores while {' and '.join(crowded)} ran (by the "
                 "records), and devices that meet every step to add up gradients wait for the "
-                "slowest of them: the split measured those programs too (PyTorch's 2 processes "
-                "ran ×0.61 of one beside other work on the course's 2 cores). Run it again while "
+                "slowest of them: the split measured those programs too. Run it again while "
                 "nothing else runs to test it." if crowded else "")
     said = judge_prediction(answer, speed_verdict(one, many, "num_gpus", "07", also=SPLIT), one,
                             many, untested)
