@@ -36,6 +36,7 @@ REFERENCE_TRACES = {"naive": REFERENCE / "profile-naive" / "trace.json.gz",
 KERNEL_WAIT_US = 30        # HTA's consecutive_kernel_delay (its default): a shorter gap is kernel wait
 ROUNDING_US = 2            # HTA rounds each event's start up and its end down to whole µs
 PACKAGE = "HolisticTraceAnalysis==0.5.0"   # as pinned in pyproject.toml
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 
 # the rows, in order: (reading, what it is)
 WINDOW = "window (ms)"
@@ -73,6 +74,10 @@ def read(trace) -> dict:
     """HTA's readings of one torch.profiler trace (.json or .json.gz), by READINGS name."""
     TraceAnalysis = _trace_analysis()
     data = _load(trace)
+    if not any(e.get("cat") in GPU_CATEGORIES for e in data.get("traceEvents", [])
+               if isinstance(e, dict)):
+        raise ValueError(f"trace={str(trace)!r} has no GPU events ({', '.join(GPU_CATEGORIES)}): "
+                         "HTA reads what a GPU ran; record with ProfilerActivity.CUDA on a GPU")
     data["distributedInfo"] = {"rank": 0}              # what HTA takes the rank from
     with tempfile.TemporaryDirectory() as folder, _quiet():
         (Path(folder) / "rank-0.json").write_text(json.dumps(data))
@@ -105,7 +110,7 @@ def course(trace) -> dict:
     events = profiling.read_trace(trace)
     split = profiling.trace_split(events)
     step_us = 1e6 * split["step_s"]
-    kernels = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    kernels = [e for e in events if e.get("cat") in GPU_CATEGORIES]
     return {STEPS: split["steps"], WINDOW: 1e3 * split["step_s"],
             IDLE: 100 * (split["step_s"] - split["device_busy_s"]) / split["step_s"],
             COMPUTE: 100 * split["device_kernels_s"] / split["step_s"],
