@@ -253,3 +253,16 @@ def test_a_cpu_only_trace_is_refused_and_importing_hta_leaves_logging_alone(tmp_
     with pytest.raises(ValueError, match="has no GPU events"):
         h.read(t.write(tmp_path / "cpu.json"))
     assert (root.level, list(root.handlers)) == before
+
+
+@needs_hta
+def test_without_its_rounding_hta_reads_the_course_idle_over_its_own_window(monkeypatch):
+    """The tuned trace's reason checked: with HTA's whole-µs rounding turned off (its own
+    switch), its idle share is the course's over HTA's window, on both H200 traces."""
+    monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")
+    table = h.compare(h.REFERENCE_TRACES)
+    for name in ("naive", "tuned"):
+        hta, mine = (dict(zip(table["reading"], table[f"{name}: {side}"]))
+                     for side in ("HTA", "course"))
+        assert hta[h.IDLE] == pytest.approx(mine[h.IDLE_ON_HTA], abs=0.01)
+        assert hta[h.KERNEL_MS] == pytest.approx(mine[h.KERNEL_MS], abs=0.001)
