@@ -109,16 +109,16 @@ def course(trace) -> dict:
     """The course's readings of the same trace (`profiling.trace_split`), by READINGS name."""
     events = profiling.read_trace(trace)
     split = profiling.trace_split(events)
-    step_us = 1e6 * split["step_s"]
-    kernels = [e for e in events if e.get("cat") in GPU_CATEGORIES]
+    if split["step_s"] <= 0:
+        raise ValueError(f"trace={str(trace)!r}: its profiled steps last no time")
+    kernels = [e for e in events if e.get("cat") in GPU_CATEGORIES]   # in the whole trace
     return {STEPS: split["steps"], WINDOW: 1e3 * split["step_s"],
             IDLE: 100 * (split["step_s"] - split["device_busy_s"]) / split["step_s"],
             COMPUTE: 100 * split["device_kernels_s"] / split["step_s"],
             COPIES: 100 * (split["device_busy_s"] - split["device_kernels_s"]) / split["step_s"],
             KERNEL_MS: 1e3 * split["device_kernels_s"], KERNELS: len(kernels),
             GRAPH_LAUNCHES: sum(e.get("name") == "cudaGraphLaunch" for e in events),
-            HOST_LAUNCH: 1e3 * split["host_launch_s"], HOST_SYNC: 1e3 * split["host_sync_s"]} \
-        if step_us > 0 else {}
+            HOST_LAUNCH: 1e3 * split["host_launch_s"], HOST_SYNC: 1e3 * split["host_sync_s"]}
 
 
 def compare(traces: dict) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """Lesson 12: profilers. cProfile of the input pipeline, the framework's profiler around a
 few steps, and what limits the run: the profiler's verdict (the trace's split of a step,
 or the course's step timers where the build has no profiler) against the mock ceilings
-of lesson 10, each method judged on its own numbers.
+of lesson 10, each method judged on its own numbers; and Holistic Trace Analysis's
+reading of a GPU trace beside the course's own split of it (`analyse.holistic`).
 
 The ceilings' verdict here is theirs alone: which ceiling is lower and how near the run
 comes to it (diagnose's thresholds), never the data-wait threshold the step timers use,
