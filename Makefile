@@ -52,13 +52,13 @@ setup-pytorch: $(VENV)/pytorch/.installed
 
 $(VENV)/gluon/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)/gluon
-	$(VENV)/gluon/bin/pip install $(PIP_FLAGS) -e ".[$(GLUON_EXTRA),lab]"
+	$(VENV)/gluon/bin/pip install $(PIP_FLAGS) -e ".[$(GLUON_EXTRA),lab,trace]"
 	$(VENV)/gluon/bin/python -c "import mxnet, gluoncv, pynvml; print('gluon environment: mxnet', mxnet.__version__)"
 	touch $@
 
 $(VENV)/pytorch/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)/pytorch
-	$(VENV)/pytorch/bin/pip install $(PIP_FLAGS) -e ".[torch,lab]"
+	$(VENV)/pytorch/bin/pip install $(PIP_FLAGS) -e ".[torch,lab,trace]"
 	$(VENV)/pytorch/bin/python -c "import torch, pynvml; print('pytorch environment: torch', torch.__version__)"
 	touch $@
 

@@ -74,11 +74,11 @@ def ensure(track: str | None = None, quiet: bool = False) -> None:
         return
     extra = pip_extra(track)
     command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-               "-e", f"{root}[{extra}]"]
+               "-e", f"{root}[{extra},trace]"]   # trace: lesson 12's Holistic Trace Analysis
     loaded = {name: _version(name) for name in WATCHED if name in sys.modules}
     print(f"gpu_course is not installed in this kernel ({sys.executable}). Installing the "
           f"{track} track ({why}), this takes a minute or more:\n  pip install -e "
-          f"'{root}[{extra}]'", flush=True)
+          f"'{root}[{extra},trace]'", flush=True)
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"pip install failed ({done.returncode}):\n{done.stdout}{done.stderr}")

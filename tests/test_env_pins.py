@@ -23,7 +23,8 @@ def pins(requirements):
 def test_environment_yml_matches_pyproject():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    expected = {**pins(project["dependencies"]), **pins(extras["gluon-gpu"]), **pins(extras["lab"])}
+    expected = {**pins(project["dependencies"]), **pins(extras["gluon-gpu"]), **pins(extras["lab"]),
+                **pins(extras["trace"])}
     assert pip_pins_from_environment_yml() == expected
 
 

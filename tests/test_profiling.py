@@ -40,6 +40,21 @@ def test_split_and_verdicts_on_a_gpu():
     assert table["% of step"].sum() == pytest.approx(100, abs=1)
 
 
+def test_the_gpu_copy_of_a_step_annotation_is_no_step_and_a_sync_is_no_launch():
+    """A CUDA trace repeats each ProfilerStep on the GPU (gpu_user_annotation); the
+    host's cudaDeviceSynchronize waits for the device and launches nothing."""
+    events = gpu_trace(wait_us=100, kernel_us=500)
+    events += [event(f"ProfilerStep#{k}", start + 150, 600, "gpu_user_annotation")
+               for k, start in enumerate((0, 1000))]
+    events += [event("cudaDeviceSynchronize", start + 700, 250, "cuda_runtime")
+               for start in (0, 1000)]
+    split = profiling.trace_split(events)
+    assert split["steps"] == 2 and split["host_launch_s"] == pytest.approx(0.00001)
+    assert split["host_sync_s"] == pytest.approx(0.0005)
+    assert split["device_busy_s"] == pytest.approx(0.00102)   # kernels and copies: 2 x (500 + 10)
+    assert "host waiting for the device (sync calls)" in list(profiling.split_table(split)["part"])
+
+
 def test_cpu_split_counts_nested_operators_once():
     events = [event("ProfilerStep#1", 0, 1000, "user_annotation"),
               event("data wait", 0, 100, "user_annotation"),

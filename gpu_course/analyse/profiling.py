@@ -175,11 +175,13 @@ def _clip(intervals, windows) -> list[tuple[float, float]]:
 def trace_split(events) -> dict:
     """Where the profiled steps' time went, in seconds, from a PyTorch profiler trace:
     step (the ProfilerStep windows), data_wait (the "data wait" annotation), device
-    kernels and memory copies (GPU time, overlaps merged), host_launch (CUDA runtime
-    calls such as cudaLaunchKernel), host_ops (time inside framework operators outside
+    kernels and memory copies (GPU time, overlaps merged; device_busy: either), host_launch
+    (CUDA runtime calls such as cudaLaunchKernel), host_sync (the host waiting for the
+    device: cudaDeviceSynchronize and the like), host_ops (time inside framework operators outside
     the data wait: the compute itself on a CPU) and other_host (the rest: Python and
     framework overhead between operators)."""
-    step_events = _intervals(events, lambda e: str(e.get("name", "")).startswith("ProfilerStep#"))
+    step_events = _intervals(events, lambda e: str(e.get("name", "")).startswith("ProfilerStep#")
+                             and e.get("cat") != "gpu_user_annotation")  # not the GPU's copy
     steps = _union(step_events)
     if not steps:
         raise ValueError("no ProfilerStep# events in the trace: was prof.step() called?")
@@ -187,8 +189,9 @@ def trace_split(events) -> dict:
     kernels = _clip(_intervals(events, lambda e: e.get("cat") == "kernel"), steps)
     copies = _clip(_intervals(events, lambda e: e.get("cat") in ("gpu_memcpy", "gpu_memset")),
                    steps)
-    launch = _clip(_intervals(events, lambda e: e.get("cat") in ("cuda_runtime", "cuda_driver")),
-                   steps)
+    runtime = ("cuda_runtime", "cuda_driver")
+    launch = _clip(_intervals(events, lambda e: e.get("cat") in runtime and not _sync(e)), steps)
+    sync = _clip(_intervals(events, lambda e: e.get("cat") in runtime and _sync(e)), steps)
     ops = _clip(_intervals(events, lambda e: e.get("cat") == "cpu_op"), steps)
     step_s, wait_s = _length(steps) / 1e6, _length(wait) / 1e6   # trace times are in us
     ops_s = max(0.0, _length(ops) - _length(_clip(ops, wait))) / 1e6
@@ -197,8 +200,16 @@ def trace_split(events) -> dict:
     return {"steps": len(step_events), "step_s": step_s, "data_wait_s": wait_s,
             "device_kernels_s": _length(_union(kernels)) / 1e6,
             "memcpy_s": _length(_union(copies)) / 1e6, "host_launch_s": _length(launch) / 1e6,
+            "host_sync_s": _length(sync) / 1e6,
+            "device_busy_s": _length(_union(kernels + copies)) / 1e6,
             "host_ops_s": ops_s, "on_device": device,
             "other_host_s": max(0.0, step_s - wait_s - busy_s)}
+
+
+def _sync(event) -> bool:
+    """A runtime call in which the host waits for the device (cudaDeviceSynchronize,
+    cudaStreamSynchronize, cudaEventSynchronize): no launch."""
+    return "Synchronize" in str(event.get("name", ""))
 
 
 def trace_verdict(split: dict) -> str:
@@ -224,7 +235,8 @@ def split_table(split: dict) -> pd.DataFrame:
     if split["on_device"]:
         parts += [("device kernels", split["device_kernels_s"]),
                   ("memory copies", split["memcpy_s"]),
-                  ("host launch calls (overlap the device)", split["host_launch_s"])]
+                  ("host launch calls (overlap the device)", split["host_launch_s"]),
+                  ("host waiting for the device (sync calls)", split.get("host_sync_s", 0.0))]
     else:
         parts += [("operators on the CPU (compute)", split["host_ops_s"])]
     parts.append(("other host time (Python, framework)", split["other_host_s"]))

@@ -115,6 +115,29 @@ gc.conclude("12", runs, split=split)   # the sentences, checked: gpu_course/less
 # the run, its ceilings, the input profile, the trace, the split and the verdict.
 
 # %% [markdown]
+# ## The same question, asked by Holistic Trace Analysis
+# Meta's [Holistic Trace Analysis](https://hta.readthedocs.io) (HTA, the PyPI package
+# `HolisticTraceAnalysis`) reads the traces `torch.profiler` writes. Here it reads the two
+# traces recorded on an H200 that come with the course (`gpu_course/reference/pytorch-h200`:
+# the naive rung, and the tuned rung, one CUDA graph replay a step), so a GPU trace is
+# analysed whatever machine runs this; `holistic.compare({"mine": trace})` reads yours.
+# HTA's **temporal breakdown** splits the GPU's time from its first kernel to its last into
+# idle, compute kernels, and non-compute (copies and memsets with no kernel running: time
+# the GPU moves data, reported apart from idle). Its **idle time breakdown** says why the
+# GPU sat idle: *host wait* (the GPU had finished and the next launch had not yet come),
+# *kernel wait* (gaps under 30 µs between kernels already queued: the cost of many small
+# kernels) or *other*. Its **kernel launch statistics** tie each launch call to its kernel:
+# the delay from call to kernel, and how many kernels ran shorter than the call that
+# launched them. Beside each trace, the course's own `profiling.trace_split` of it; the
+# sentences say where the two agree, and why they differ where they do.
+
+# %%
+from gpu_course.analyse import holistic
+beside = holistic.compare(holistic.REFERENCE_TRACES)   # HTA's TraceAnalysis and trace_split, each trace
+display(gc.tables.show(beside))
+gc.conclude("12", hta=beside)   # the sentences, checked: gpu_course/lessons/l12_profilers.py
+
+# %% [markdown]
 # ## Exercise 12.1: move the limit, predict the verdict
 # Predict, then measure. The profiled run once more, then with one setting of your own
 # changed at the line marked `# >>>`: `{"num_workers": 0}` (the loading moves into the

@@ -1,0 +1,247 @@
+"""A PyTorch trace read by Holistic Trace Analysis (HTA, PyPI `HolisticTraceAnalysis`),
+beside the course's own `profiling.trace_split` of the same trace:
+
+    table = compare(REFERENCE_TRACES)   # the H200 reference's naive and tuned traces
+    table = compare({"mine": "runs/.../profile/trace.json.gz"})
+
+HTA reads a folder of per-rank traces and takes each file's rank from its
+`distributedInfo`; a single-process torch.profiler trace has none, so `read` writes the
+trace into a temporary folder as rank 0 with `"distributedInfo": {"rank": 0}` added
+(the trace itself is left as it is). HTA leaves out the last profiled step by default
+(it may be cut short); the course's windows end each step with a sync, so `read` asks
+for every step (include_last_profiler_step=True), as `trace_split` reads them.
+
+Rows are readings, columns "<trace>: HTA" and "<trace>: course"; a reading one side does
+not make is NaN ("–"). Shares are in percent of each side's own window: HTA's runs from
+the first kernel's start to the last one's end, the course's is the profiled steps.
+No deep-learning framework here.
+"""
+from __future__ import annotations
+
+import contextlib
+import enum
+import gzip
+import json
+import logging
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from . import profiling
+
+REFERENCE = Path(__file__).resolve().parents[1] / "reference" / "pytorch-h200"
+REFERENCE_TRACES = {"naive": REFERENCE / "profile-naive" / "trace.json.gz",
+                    "tuned": REFERENCE / "profile-tuned" / "trace.json.gz"}
+KERNEL_WAIT_US = 30        # HTA's consecutive_kernel_delay (its default): a shorter gap is kernel wait
+ROUNDING_US = 2            # HTA rounds each event's start up and its end down to whole µs
+PACKAGE = "HolisticTraceAnalysis==0.5.0"   # as pinned in pyproject.toml
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+
+# the rows, in order: (reading, what it is)
+WINDOW = "window (ms)"
+IDLE = "GPU idle (% of window)"
+IDLE_ON_HTA = "GPU idle over HTA's window (%)"
+COMPUTE = "compute kernels (% of window)"
+COPIES = "copies with no kernel running (% of window)"
+KERNEL_MS = "kernel time (ms)"
+KERNELS = "GPU events (kernels, copies, memsets)"
+STEPS = "profiled steps"
+HOST_WAIT, KERNEL_WAIT, OTHER_WAIT = ("idle: host wait (% of idle)",
+                                      "idle: kernel wait (% of idle)", "idle: other (% of idle)")
+LAUNCHES = "per-kernel launch calls"
+GRAPH_LAUNCHES = "CUDA graph launches"
+DELAY = "launch delay, median (µs)"
+CALL = "launch call, median (µs)"
+SHORTER = "kernels shorter than their launch call (%)"
+HOST_LAUNCH = "host launch calls (ms)"
+HOST_SYNC = "host waiting in sync calls (ms)"
+READINGS = (STEPS, WINDOW, IDLE, IDLE_ON_HTA, COMPUTE, COPIES, KERNEL_MS, KERNELS, HOST_WAIT, KERNEL_WAIT,
+            OTHER_WAIT, LAUNCHES, GRAPH_LAUNCHES, DELAY, CALL, SHORTER, HOST_LAUNCH, HOST_SYNC)
+NAN = float("nan")
+
+
+def installed() -> bool:
+    """Whether HTA imports here."""
+    try:
+        _trace_analysis()
+    except ImportError:
+        return False
+    return True
+
+
+def read(trace) -> dict:
+    """HTA's readings of one torch.profiler trace (.json or .json.gz), by READINGS name."""
+    TraceAnalysis = _trace_analysis()
+    data = _load(trace)
+    if not any(e.get("cat") in GPU_CATEGORIES for e in data.get("traceEvents", [])
+               if isinstance(e, dict)):
+        raise ValueError(f"trace={str(trace)!r} has no GPU events ({', '.join(GPU_CATEGORIES)}): "
+                         "HTA reads what a GPU ran; record with ProfilerActivity.CUDA on a GPU")
+    data["distributedInfo"] = {"rank": 0}              # what HTA takes the rank from
+    with tempfile.TemporaryDirectory() as folder, _quiet():
+        (Path(folder) / "rank-0.json").write_text(json.dumps(data))
+        analysis = TraceAnalysis(trace_dir=folder, include_last_profiler_step=True)
+        temporal = analysis.get_temporal_breakdown(visualize=False).iloc[0]
+        idle, _ = analysis.get_idle_time_breakdown(visualize=False,
+                                                   consecutive_kernel_delay=KERNEL_WAIT_US)
+        launches = analysis.get_cuda_kernel_launch_stats(visualize=False)[0]
+        steps = len(analysis.get_profiler_steps())
+        kernels = _kernels(analysis)
+    window = float(temporal["kernel_time(us)"])
+    by_kind = idle.groupby("idle_category")["idle_time"].sum()
+    idle_us = float(by_kind.sum())
+    share = (lambda kind: 100 * float(by_kind.get(kind, 0.0)) / idle_us if idle_us else NAN)
+    return {STEPS: steps, WINDOW: window / 1e3,
+            IDLE: 100 * float(temporal["idle_time(us)"]) / window,
+            COMPUTE: 100 * float(temporal["compute_time(us)"]) / window,
+            COPIES: 100 * float(temporal["non_compute_time(us)"]) / window,
+            KERNEL_MS: float(temporal["compute_time(us)"]) / 1e3, KERNELS: kernels,
+            HOST_WAIT: share("host_wait"), KERNEL_WAIT: share("kernel_wait"),
+            OTHER_WAIT: share("other"), LAUNCHES: len(launches),
+            DELAY: float(launches["launch_delay"].median()) if len(launches) else NAN,
+            CALL: float(launches["cpu_duration"].median()) if len(launches) else NAN,
+            SHORTER: 100 * float((launches["gpu_duration"] < launches["cpu_duration"]).mean())
+            if len(launches) else NAN}
+
+
+def course(trace) -> dict:
+    """The course's readings of the same trace (`profiling.trace_split`), by READINGS name."""
+    events = profiling.read_trace(trace)
+    split = profiling.trace_split(events)
+    if split["step_s"] <= 0:
+        raise ValueError(f"trace={str(trace)!r}: its profiled steps last no time")
+    kernels = [e for e in events if e.get("cat") in GPU_CATEGORIES]   # in the whole trace
+    return {STEPS: split["steps"], WINDOW: 1e3 * split["step_s"],
+            IDLE: 100 * (split["step_s"] - split["device_busy_s"]) / split["step_s"],
+            COMPUTE: 100 * split["device_kernels_s"] / split["step_s"],
+            COPIES: 100 * (split["device_busy_s"] - split["device_kernels_s"]) / split["step_s"],
+            KERNEL_MS: 1e3 * split["device_kernels_s"], KERNELS: len(kernels),
+            GRAPH_LAUNCHES: sum(e.get("name") == "cudaGraphLaunch" for e in events),
+            HOST_LAUNCH: 1e3 * split["host_launch_s"], HOST_SYNC: 1e3 * split["host_sync_s"]}
+
+
+def compare(traces: dict) -> pd.DataFrame:
+    """HTA's readings and the course's of each trace ({name: path}), side by side."""
+    if not traces:
+        raise ValueError("traces={} names no trace; pass {name: path of a trace.json(.gz)}")
+    columns = {}
+    for name, path in traces.items():
+        if not Path(path).is_file():
+            raise ValueError(f"traces[{name!r}]={str(path)!r} is not a file; pass a "
+                             "torch.profiler trace (.json or .json.gz)")
+        theirs, mine = read(path), course(path)
+        mine[IDLE_ON_HTA] = idle_on_window(mine, theirs[WINDOW])
+        columns[f"{name}: HTA"], columns[f"{name}: course"] = theirs, mine
+    frame = pd.DataFrame({col: pd.Series([values.get(r, NAN) for r in READINGS], dtype=object)
+                          for col, values in columns.items()})   # counts stay whole
+    frame.insert(0, "reading", READINGS)
+    return frame
+
+
+class Reason(str, enum.Enum):
+    """Why HTA's idle share and the course's differ by more than AGREE_POINTS."""
+    EVENTS = "events"        # they kept different GPU events
+    WINDOW = "window"        # the course's steps are longer than HTA's first-to-last kernel
+    ROUNDING = "rounding"    # HTA's whole-µs rounding of many short events
+    OTHER = "other"          # busy times differ beyond what rounding explains
+
+
+AGREE_POINTS = 5.0   # two shares of a window agree within this many percentage points
+
+
+def idle_reason(table: pd.DataFrame, name: str) -> Reason | None:
+    """None where HTA's idle share of trace `name` and the course's agree within
+    AGREE_POINTS; else the first reason, in Reason's order, that the numbers bear out."""
+    hta, mine = _column(table, name, "HTA"), _column(table, name, "course")
+    if abs(hta[IDLE] - mine[IDLE]) <= AGREE_POINTS:
+        return None
+    if hta[KERNELS] != mine[KERNELS]:
+        return Reason.EVENTS
+    if abs(hta[IDLE] - mine[IDLE_ON_HTA]) <= AGREE_POINTS:
+        return Reason.WINDOW
+    if abs(busy_ms(hta) - busy_ms(mine)) <= ROUNDING_US * hta[KERNELS] / 1e3:
+        return Reason.ROUNDING
+    return Reason.OTHER
+
+
+def idle_on_window(mine: dict, window_ms: float) -> float:
+    """The course's idle share had it measured over another window (HTA's, `window_ms`):
+    its idle time less the time its steps run beyond that window, over it (percent)."""
+    idle_ms = mine[IDLE] * mine[WINDOW] / 100 - (mine[WINDOW] - window_ms)
+    return 100 * idle_ms / window_ms
+
+
+def busy_ms(readings: dict) -> float:
+    """GPU time with a kernel or a copy running (ms): the window less its idle."""
+    return readings[WINDOW] * (1 - readings[IDLE] / 100)
+
+
+def copies_agree(table: pd.DataFrame, name: str) -> bool:
+    """Whether the two sides' copy-filled shares agree within AGREE_POINTS."""
+    return abs(_column(table, name, "HTA")[COPIES] - _column(table, name, "course")[COPIES]) \
+        <= AGREE_POINTS
+
+
+def traces_of(table: pd.DataFrame) -> list[str]:
+    """The trace names a `compare` table holds, in order."""
+    return [c[:-len(": HTA")] for c in table.columns if c.endswith(": HTA")]
+
+
+# -- HTA, held at arm's length ---------------------------------------------------------------
+def _trace_analysis():
+    """HTA's TraceAnalysis. Importing HTA configures Python's logging for the whole
+    process (its root logger at INFO, to stdout, other loggers disabled): undone here,
+    and HTA's own logger kept to errors."""
+    root = logging.getLogger()
+    saved = root.level, list(root.handlers), {
+        name: logger.disabled for name, logger in logging.root.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger)}
+    try:
+        from hta.configs.config import HtaConfig
+        from hta.trace_analysis import TraceAnalysis
+    except ImportError as err:
+        raise ImportError(f"Holistic Trace Analysis is not installed here ({err}); "
+                          f"pip install {PACKAGE} (the course's environments have it: "
+                          "make setup)") from None
+    HtaConfig()                                       # where HTA sets up its logging
+    root.setLevel(saved[0])
+    root.handlers[:] = saved[1]
+    for name, disabled in saved[2].items():
+        logging.getLogger(name).disabled = disabled
+    logging.getLogger("hta").setLevel(logging.ERROR)
+    return TraceAnalysis
+
+
+@contextlib.contextmanager
+def _quiet():
+    """HTA's progress lines (its logger's warnings) held back; errors still show."""
+    logger = logging.getLogger("hta")
+    level, logger.level = logger.level, logging.ERROR
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _kernels(analysis) -> int:
+    """The GPU events HTA kept (kernels, copies, memsets of the profiled steps)."""
+    trace = analysis.t.get_trace(0)
+    return int((trace["stream"] != -1).sum())
+
+
+def _load(trace) -> dict:
+    """The trace file's JSON as a dict with its traceEvents (a bare list wrapped)."""
+    path = Path(trace)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as file:
+        data = json.load(file)
+    return data if isinstance(data, dict) else {"traceEvents": data}
+
+
+def _column(table: pd.DataFrame, name: str, side: str) -> dict:
+    column = f"{name}: {side}"
+    if column not in table.columns:
+        raise ValueError(f"name={name!r} is not a trace of the table; allowed: "
+                         f"{', '.join(traces_of(table))}")
+    return dict(zip(table["reading"], table[column]))

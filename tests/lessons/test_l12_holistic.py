@@ -1,0 +1,268 @@
+"""Lesson 12's Holistic Trace Analysis section: HTA and the course's trace_split on made-up
+torch.profiler traces (the events HTA reads: ProfilerStep annotations, cpu_op and CUDA
+runtime calls on the host, kernels, copies and memsets on a stream, tied by correlation
+ids), one for each of the lesson's sentences, and on the committed H200 reference traces.
+Each branch also runs on a table made by hand, so the sentences are tested where HTA is
+not installed."""
+import json
+
+import pandas as pd
+import pytest
+
+from gpu_course.analyse import holistic as h
+from gpu_course.lessons import l12_profilers as l12
+
+needs_hta = pytest.mark.skipif(not h.installed(), reason="Holistic Trace Analysis is not "
+                               "installed here (pyproject's `trace` extra: make setup)")
+
+
+class Trace:
+    """A one-process trace: host calls on pid 1, GPU events on device 0, stream 7."""
+
+    def __init__(self):
+        # correlation ids as large as a real trace's: HTA 0.5.0 downcasts them, and with
+        # ids below 128 (int8) under pandas 3 it fails to store the event indices beside them
+        self.events, self.correlation = [], 5000
+
+    def host(self, name, ts, dur, cat="cpu_op", **args):
+        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1,
+                            "ts": float(ts), "dur": float(dur), "args": args})
+
+    def step(self, k, ts, dur):
+        self.host(f"ProfilerStep#{k}", ts, dur, "user_annotation")
+        self.events.append({"ph": "X", "cat": "gpu_user_annotation", "name": f"ProfilerStep#{k}",
+                            "pid": 0, "tid": 7, "ts": float(ts), "dur": float(dur), "args": {}})
+
+    def launch(self, ts, dur, kernel_ts, kernel_dur, call="cudaLaunchKernel", cat="kernel",
+               name="void conv_kernel<float>", tied=True):
+        """A runtime call on the host and the GPU event it launched, tied by correlation."""
+        self.correlation += 1
+        self.host(call, ts, dur, "cuda_runtime", correlation=self.correlation)
+        self.gpu(kernel_ts, kernel_dur, cat, name,
+                 self.correlation if tied else self.correlation + 10_000)
+
+    def gpu(self, ts, dur, cat="kernel", name="void conv_kernel<float>", correlation=0):
+        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7,
+                            "ts": float(ts), "dur": float(dur), "args": {"device": 0, "stream": 7,
+                                                 "correlation": correlation}})
+
+    def write(self, path):
+        path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": self.events}))
+        return path
+
+
+def host_bound(tmp_path, file="host.json", untied=False, **launch):
+    """Three 1000 µs steps: a 100 µs data wait, then a 30 µs launch call every 40 µs,
+    each for a 5 µs kernel that starts 2 µs after its call ends: the GPU waits for the host.
+    untied: only each step's first kernel carries its launch's correlation id."""
+    t = Trace()
+    for k in range(3):
+        start = 1000 * k
+        t.step(k, start, 1000)
+        t.host("data wait", start, 100, "user_annotation")
+        for i in range(20):
+            call = start + 100 + 40 * i
+            t.launch(call, 30, call + 32, 5, tied=not untied or i == 0, **launch)
+    return t.write(tmp_path / file)
+
+
+def queued(tmp_path, file="queued.json", graph=True, kernel_us=20.0, gap_us=3.0, tail_us=0.0):
+    """Three steps, each one launch call (a CUDA graph replay, or 50 per-kernel calls at
+    the step's start) for 50 back-to-back kernels `gap_us` apart: the host is ahead."""
+    t = Trace()
+    per_step = 50 * (kernel_us + gap_us) + 20 + tail_us
+    for k in range(3):
+        start = k * per_step
+        t.step(k, start, per_step)
+        first = start + 15
+        for i in range(50):
+            at = first + i * (kernel_us + gap_us)
+            if graph:
+                if i == 0:
+                    t.correlation += 1
+                    t.host("cudaGraphLaunch", start + 1, 10, "cuda_runtime",
+                           correlation=t.correlation)
+                t.gpu(at, kernel_us, correlation=t.correlation)
+            else:
+                t.launch(start + 1 + 0.2 * i, 0.1, at, kernel_us)
+    return t.write(tmp_path / file)
+
+
+def said(table):
+    say = l12.conclude(None, hta=table)
+    assert say.check() == []
+    return say.text
+
+
+# -- on made-up traces, through HTA ---------------------------------------------------------------
+@needs_hta
+def test_a_host_bound_trace_agrees_names_host_wait_and_the_launch_statistics(tmp_path):
+    table = h.compare({"eager": host_bound(tmp_path)})
+    cell = dict(zip(table["reading"], table["eager: HTA"]))
+    assert cell[h.STEPS] == 3 and cell[h.LAUNCHES] == 60 and cell[h.DELAY] == 2
+    assert cell[h.SHORTER] == 100 and cell[h.HOST_WAIT] > 90
+    assert h.idle_reason(table, "eager") is None
+    text = said(table)
+    assert "'eager': HTA and the course agree on the GPU's idle share within 5 points" in text
+    assert "most of HTA's idle time is host wait" in text
+    assert "The course agrees that the host sets the pace" in text
+    assert "60 per-kernel launch calls, a median delay of 2.00 µs" in text
+    assert "100% of the kernels ran shorter than the call that launched them: launching " \
+           "costs more than the work." in text
+
+
+@needs_hta
+def test_a_cuda_graph_trace_has_kernel_wait_and_no_per_kernel_launches(tmp_path):
+    table = h.compare({"graph": queued(tmp_path)})
+    text = said(table)
+    assert "most of HTA's idle time is kernel wait: gaps under 30 µs" in text
+    assert "The course agrees that the host is not the limit" in text
+    assert "find none: 3 CUDA graph launches ran every kernel." in text
+
+
+@needs_hta
+def test_short_kernels_off_the_microsecond_lose_kernel_time_to_hta_rounding(tmp_path):
+    """1.5 µs kernels starting half-way through a µs: HTA keeps 1 µs of each."""
+    table = h.compare({"tiny": queued(tmp_path, graph=False, kernel_us=1.5, gap_us=0.5)})
+    assert h.idle_reason(table, "tiny") is h.Reason.ROUNDING
+    text = said(table)
+    assert "'tiny': HTA and the course disagree on the GPU's idle share by more than 5 points" in text
+    assert "HTA reads times in whole microseconds" in text and "up to 2 µs an event" in text
+    assert "most of HTA's idle time is kernel wait" in text
+
+
+@needs_hta
+def test_host_time_after_the_last_kernel_is_idle_only_in_the_course_window(tmp_path):
+    table = h.compare({"tail": queued(tmp_path, tail_us=1500)})
+    assert h.idle_reason(table, "tail") is h.Reason.WINDOW
+    assert "over HTA's window its idle would be" in said(table)
+
+
+@needs_hta
+def test_kernels_hta_cannot_tie_to_a_launch_are_left_out(tmp_path):
+    table = h.compare({"untied": host_bound(tmp_path, untied=True)})
+    assert h.idle_reason(table, "untied") is h.Reason.EVENTS
+    assert "They read different GPU events: HTA kept 3, the course 60" in said(table)
+
+
+@needs_hta
+def test_a_kernel_named_as_a_copy_is_a_copy_for_hta_and_a_kernel_for_the_course(tmp_path):
+    table = h.compare({"named": host_bound(tmp_path, name="Memcpy DtoD (Device -> Device)")})
+    assert not h.copies_agree(table, "named")
+    assert "HTA calls a GPU event a copy by its name (Memcpy, Memset), the course by its " \
+           "category." in said(table)
+
+
+@needs_hta
+def test_the_h200_reference_traces():
+    """The numbers the lesson shows: HTA and the course agree on the naive trace's idle
+    share; on the tuned one (a CUDA graph of many short kernels) HTA's rounding differs."""
+    table = h.compare(h.REFERENCE_TRACES)
+    assert h.traces_of(table) == ["naive", "tuned"]
+    naive, tuned = (dict(zip(table["reading"], table[f"{n}: HTA"])) for n in ("naive", "tuned"))
+    assert naive[h.STEPS] == tuned[h.STEPS] == 3 and naive[h.LAUNCHES] > 500
+    assert naive[h.HOST_WAIT] > 50 and tuned[h.LAUNCHES] == 0
+    assert h.idle_reason(table, "naive") is None
+    assert h.idle_reason(table, "tuned") is h.Reason.ROUNDING
+    text = said(table)
+    assert "'naive': HTA and the course agree" in text and "3 CUDA graph launches" in text
+
+
+# -- every branch on tables made by hand (no HTA needed) --------------------------------------------
+def made(hta=None, course=None, name="t"):
+    """A compare table for one trace: a host-bound eager trace unless told otherwise."""
+    theirs = {h.STEPS: 3, h.WINDOW: 40.0, h.IDLE: 85.0, h.COMPUTE: 14.0, h.COPIES: 1.0,
+              h.KERNEL_MS: 5.6, h.KERNELS: 900, h.HOST_WAIT: 90.0, h.KERNEL_WAIT: 8.0,
+              h.OTHER_WAIT: 2.0, h.LAUNCHES: 900, h.DELAY: 3.0, h.CALL: 5.0, h.SHORTER: 40.0,
+              **(hta or {})}
+    mine = {h.STEPS: 3, h.WINDOW: 42.0, h.IDLE: 84.0, h.COMPUTE: 15.0, h.COPIES: 1.0,
+            h.KERNEL_MS: 6.3, h.KERNELS: 900, h.GRAPH_LAUNCHES: 0, h.HOST_LAUNCH: 7.0,
+            h.HOST_SYNC: 0.1, **(course or {})}
+    mine.setdefault(h.IDLE_ON_HTA, h.idle_on_window(mine, theirs[h.WINDOW]))
+    return pd.DataFrame({"reading": h.READINGS,
+                         f"{name}: HTA": pd.Series([theirs.get(r, h.NAN) for r in h.READINGS],
+                                                   dtype=object),
+                         f"{name}: course": pd.Series([mine.get(r, h.NAN) for r in h.READINGS],
+                                                      dtype=object)})
+
+
+def test_agreeing_idle_shares_and_a_launch_count_below_half_shorter():
+    text = said(made())
+    assert "'t': HTA and the course agree on the GPU's idle share within 5 points: HTA 85.0% " \
+           "of its window (40.0 ms, first kernel to last), the course 84.0%" in text
+    assert "40% of the kernels ran shorter than the call that launched them." in text
+    assert "launching costs more" not in text
+
+
+def test_different_events_are_named_first():
+    table = made(hta={h.IDLE: 95.0, h.KERNELS: 600})
+    assert h.idle_reason(table, "t") is h.Reason.EVENTS
+    assert "HTA kept 600, the course 900; HTA keeps only the events it can tie" in said(table)
+
+
+def test_the_window_explains_a_difference_when_the_course_idle_on_hta_window_agrees():
+    table = made(hta={h.IDLE: 70.0, h.WINDOW: 20.0}, course={h.IDLE: 85.0, h.WINDOW: 40.0})
+    assert h.idle_reason(table, "t") is h.Reason.WINDOW
+    assert "over HTA's window its idle would be 70.0%." in said(table)
+
+
+def test_rounding_explains_a_busy_time_gap_within_two_microseconds_an_event():
+    table = made(hta={h.IDLE: 20.0, h.WINDOW: 19.0, h.KERNELS: 1300},
+                 course={h.IDLE: 11.0, h.WINDOW: 19.0, h.KERNELS: 1300})
+    assert h.idle_reason(table, "t") is h.Reason.ROUNDING
+    assert "1,300 short GPU events lose enough" in said(table)
+
+
+def test_a_busy_time_gap_beyond_rounding_is_left_to_the_timeline():
+    table = made(hta={h.IDLE: 50.0, h.WINDOW: 40.0, h.KERNELS: 10},
+                 course={h.IDLE: 20.0, h.WINDOW: 40.0, h.KERNELS: 10})
+    assert h.idle_reason(table, "t") is h.Reason.OTHER
+    assert "by more than HTA's whole-microsecond rounding explains: open the trace" in said(table)
+
+
+def test_a_host_wait_the_course_does_not_see_is_a_disagreement():
+    text = said(made(course={h.HOST_LAUNCH: 1.0}))
+    assert "most of HTA's idle time is host wait" in text
+    assert "The course reads it otherwise: its launch calls (1.00 ms on the host) take less " \
+           "than its kernels (6.30 ms)" in text
+
+
+def test_no_idle_split_and_no_launches():
+    text = said(made(hta={h.HOST_WAIT: h.NAN, h.LAUNCHES: 0}))
+    assert "HTA found no idle gaps to split." in text
+    assert "find no launch calls tied to a GPU event." in text
+
+
+def test_bad_input_names_what_is_allowed(tmp_path):
+    with pytest.raises(ValueError, match="names no trace"):
+        h.compare({})
+    with pytest.raises(ValueError, match="is not a file"):
+        h.compare({"x": tmp_path / "missing.json"})
+    with pytest.raises(ValueError, match="allowed: t"):
+        h.idle_reason(made(), "other")
+
+
+@needs_hta
+def test_a_cpu_only_trace_is_refused_and_importing_hta_leaves_logging_alone(tmp_path):
+    import logging
+    root = logging.getLogger()
+    before = root.level, list(root.handlers)
+    t = Trace()
+    t.step(0, 0, 100)
+    t.host("aten::conv2d", 10, 50)
+    with pytest.raises(ValueError, match="has no GPU events"):
+        h.read(t.write(tmp_path / "cpu.json"))
+    assert (root.level, list(root.handlers)) == before
+
+
+@needs_hta
+def test_without_its_rounding_hta_reads_the_course_idle_over_its_own_window(monkeypatch):
+    """The tuned trace's reason checked: with HTA's whole-µs rounding turned off (its own
+    switch), its idle share is the course's over HTA's window, on both H200 traces."""
+    monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")
+    table = h.compare(h.REFERENCE_TRACES)
+    for name in ("naive", "tuned"):
+        hta, mine = (dict(zip(table["reading"], table[f"{name}: {side}"]))
+                     for side in ("HTA", "course"))
+        assert hta[h.IDLE] == pytest.approx(mine[h.IDLE_ON_HTA], abs=0.01)
+        assert hta[h.KERNEL_MS] == pytest.approx(mine[h.KERNEL_MS], abs=0.001)
