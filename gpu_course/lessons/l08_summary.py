@@ -29,7 +29,7 @@ SIZES = {
                  # exercise 08.1's runs: the ladder's rungs (None: all of ladder_rungs) on its
                  # own images (None) over one epoch, at its own batch and warm-up (None)
                  exercise_rungs=None, exercise_size=None, exercise_epochs=1, exercise_batch=None,
-                 exercise_warmup_steps=None),
+                 exercise_warmup_steps=None, exercise_torch_threads=None),
     # smoke: the first four rungs (naive, workers, data format, graph): the summary's code
     # path in a minute; the whole ladder is `make run`'s
     "smoke": dict(quick=True, ladder_train_size=512, ladder_test_size=256,
@@ -39,7 +39,11 @@ SIZES = {
                   # 2-5, ten times the rest); its first three rungs: a fresh process's first
                   # aot_eager run traces inside its timed steps (a fifth of its later speed)
                   exercise_rungs=3, exercise_size=1_024, exercise_epochs=1, exercise_batch=32,
-                  exercise_warmup_steps=6),
+                  exercise_warmup_steps=6,
+                  # PyTorch's intra-op threads beside two loader workers on CI's 2 cores: its
+                  # default, a thread a core, ran at a fifth of this speed while other
+                  # programs used the cores (MXNet's default there is one already)
+                  exercise_torch_threads=1),
     # the quick ladder's rungs, compiled with inductor, on a fifth of the images
     "check": dict(quick=True, ladder_train_size=10_240, ladder_test_size=2_048,
                   exercise_size=5_120),
@@ -87,9 +91,9 @@ def exercise_ladder(engine: str, sizes, gpus: int) -> dict:
     first sizes.exercise_rungs (None: sizes.ladder_rungs), each on sizes.exercise_size
     images (None: the ladder's own) over sizes.exercise_epochs, at sizes.exercise_batch
     where set (a CPU ladder changes no batch), leaving sizes.exercise_warmup_steps out of
-    samples/s where set. One device (more GPUs are lesson 07's) and
-    no thread rung (its count follows the machine's load). Writes the photos a CPU ladder
-    reads, where they are missing."""
+    samples/s and with sizes.exercise_torch_threads intra-op threads in PyTorch where
+    set. One device (more GPUs are lesson 07's) and no thread rung (its count follows the
+    machine's load). Writes the photos a CPU ladder reads, where they are missing."""
     from ..ladder import ensure_photos, rungs
     steps = [r for r in rungs(engine, min(gpus, 1), quick=sizes.quick,
                               train_size=sizes.exercise_size or sizes.ladder_train_size,
@@ -99,7 +103,9 @@ def exercise_ladder(engine: str, sizes, gpus: int) -> dict:
     if steps and steps[0].cfg.dataset == "folder":
         ensure_photos(steps[0].cfg)
     own = {k: v for k, v in (("batch_size", sizes.exercise_batch),
-                             ("warmup_steps", sizes.exercise_warmup_steps)) if v}
+                             ("warmup_steps", sizes.exercise_warmup_steps),
+                             ("threads", sizes.exercise_torch_threads
+                              if engine == "pytorch" else None)) if v}
     return {r.name: r.cfg.replace(name=f"exercise: {r.name}", **own) for r in steps}
 
 

@@ -50,9 +50,12 @@ def test_the_exercise_ladder_is_the_smoke_ladder_on_the_exercise_images(monkeypa
     rungs = l08_summary.exercise_ladder("pytorch", sizes("08", smoke=True), gpus=0)
     assert list(rungs) == ["naive", "workers", "data-format"]
     top = rungs["data-format"]
-    assert (top.train_size, top.batch_size, top.warmup_steps, top.epochs) == (1024, 32, 6, 1)
+    assert (top.train_size, top.batch_size, top.warmup_steps, top.epochs, top.threads) == \
+        (1024, 32, 6, 1, 1)
     assert top.name == "exercise: data-format" and top.data_format == "memory"
     assert [cfg.data_dir for cfg in made] == [rungs["naive"].data_dir]   # the photos it reads
+    assert l08_summary.exercise_ladder("gluon", sizes("08", smoke=True), gpus=0)[
+        "data-format"].threads is None          # MXNet fixes its threads when it is imported
     full = l08_summary.exercise_ladder("gluon", sizes("08", smoke=False), gpus=2)
     assert full["naive"].num_gpus == 1 and full["naive"].epochs == 1 and "all-gpus" not in full
 
