@@ -25,13 +25,28 @@ SIZES = {
     # the ladder's own sizes (ladder.default_sizes): full, or `gpu-course ladder --quick`;
     # aot_eager only traces (seconds on a CPU), inductor compiles (minutes on a CPU)
     "full": dict(quick=False, ladder_train_size=None, ladder_test_size=None,
-                 compile_backend="inductor", ladder_rungs=None),
+                 compile_backend="inductor", ladder_rungs=None,
+                 # exercise 08.1's runs: the ladder's rungs (None: all of ladder_rungs) on its
+                 # own images (None) over one epoch, at its own batch and warm-up (None)
+                 exercise_rungs=None, exercise_size=None, exercise_epochs=1, exercise_batch=None,
+                 exercise_warmup_steps=None, exercise_torch_threads=None),
     # smoke: the first four rungs (naive, workers, data format, graph): the summary's code
     # path in a minute; the whole ladder is `make run`'s
     "smoke": dict(quick=True, ladder_train_size=512, ladder_test_size=256,
-                  compile_backend="aot_eager", ladder_rungs=4),
+                  compile_backend="aot_eager", ladder_rungs=4,
+                  # 26 steady steps of 32 (a noise verdict) on the smoke ladder's photos, after
+                  # 6 of warm-up (a fresh process's first run took ~0.5 s for each of its steps
+                  # 2-5, ten times the rest); its first three rungs: a fresh process's first
+                  # aot_eager run traces inside its timed steps (a fifth of its later speed)
+                  exercise_rungs=3, exercise_size=1_024, exercise_epochs=1, exercise_batch=32,
+                  exercise_warmup_steps=6,
+                  # PyTorch's intra-op threads beside two loader workers on CI's 2 cores: its
+                  # default, a thread a core, ran at a fifth of this speed while other
+                  # programs used the cores (MXNet's default there is one already)
+                  exercise_torch_threads=1),
     # the quick ladder's rungs, compiled with inductor, on a fifth of the images
-    "check": dict(quick=True, ladder_train_size=10_240, ladder_test_size=2_048),
+    "check": dict(quick=True, ladder_train_size=10_240, ladder_test_size=2_048,
+                  exercise_size=5_120),
 }
 TALK_COLUMN = "talk speed-up"
 # what a ladder trained on, in words, beside the talk's CIFAR-10 (a different data set)
@@ -68,6 +83,30 @@ def ladder(engine: str, sizes, runs_dir=None) -> list:
                          test_size=sizes.ladder_test_size, runs_dir=runs_dir,
                          first=sizes.ladder_rungs)
     return runs
+
+
+def exercise_ladder(engine: str, sizes, gpus: int) -> dict:
+    """Exercise 08.1's rungs: {rung: its Experiment}, in order, the ladder as `gpu-course
+    ladder` walks it on a machine with `gpus` GPUs (the quick one where sizes.quick), its
+    first sizes.exercise_rungs (None: sizes.ladder_rungs), each on sizes.exercise_size
+    images (None: the ladder's own) over sizes.exercise_epochs, at sizes.exercise_batch
+    where set (a CPU ladder changes no batch), leaving sizes.exercise_warmup_steps out of
+    samples/s and with sizes.exercise_torch_threads intra-op threads in PyTorch where
+    set. One device (more GPUs are lesson 07's) and no thread rung (its count follows the
+    machine's load). Writes the photos a CPU ladder reads, where they are missing."""
+    from ..ladder import ensure_photos, rungs
+    steps = [r for r in rungs(engine, min(gpus, 1), quick=sizes.quick,
+                              train_size=sizes.exercise_size or sizes.ladder_train_size,
+                              test_size=sizes.ladder_test_size, epochs=sizes.exercise_epochs)
+             if r.name not in (RungName.THREADS, RungName.LONGER)]
+    steps = steps[:sizes.exercise_rungs or sizes.ladder_rungs]
+    if steps and steps[0].cfg.dataset == "folder":
+        ensure_photos(steps[0].cfg)
+    own = {k: v for k, v in (("batch_size", sizes.exercise_batch),
+                             ("warmup_steps", sizes.exercise_warmup_steps),
+                             ("threads", sizes.exercise_torch_threads
+                              if engine == "pytorch" else None)) if v}
+    return {r.name: r.cfg.replace(name=f"exercise: {r.name}", **own) for r in steps}
 
 
 def _rungs(runs) -> list:

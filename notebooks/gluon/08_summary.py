@@ -56,3 +56,28 @@ lesson.anatomy(runs)
 
 # %%
 gc.plots.curves(runs)
+
+# %% [markdown]
+# ## Exercise 08.1: take one rung out of the top
+# The ladder's table credits each rung with what it gained on top of the rungs under it.
+# Is that what it is worth once every other fix is on? Below, the rungs of the ladder as
+# `gpu-course ladder` walks them here, each an `Experiment`, on `SIZES.exercise_size`
+# images (None: the ladder's own). At the line marked `# >>>` take **one** rung out of the
+# top rung: set back the settings that rung changed (its columns in the table above) to
+# the rung before's, e.g. `top.replace(graph=rungs["workers"].graph)`. **Before you run**,
+# predict from the table your run's samples/s against the top rung: `"faster"`, `"slower"`
+# or `"same"`. Once you have changed it, the cell trains the top rung and yours; the check
+# wants the two to differ in one rung's settings, enough steady steps for a verdict against
+# noise and a prediction the runs do not contradict, and sets your measurement beside
+# the ladder's own row for that rung. `gc.solution("08.1")` shows one, after you have tried.
+
+# %% tags=["exercise"]
+rungs = lesson.exercise_ladder("gluon", SIZES, gc.gpu_count())   # {rung: its Experiment}, in order
+top = list(rungs.values())[-1]                                      # every rung on
+mine = top.replace()         # >>> one rung out: its settings as the rung before had them, top.replace(...=...)
+prediction = None            # >>> before you run: "faster", "slower" or "same" against the top rung
+tried = [gc.train(cfg, verbose=False) for cfg in (top, mine.replace(name="exercise: one rung out"))] \
+    if mine != top else []
+
+# %% tags=["check"]
+gc.check("08.1", tried, prediction)

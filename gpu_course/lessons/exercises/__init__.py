@@ -28,6 +28,7 @@ runs, exNN.py lesson NN's checks (importing one registers its exercises).
     05.1  a larger batch: its samples/s, predicted; its accuracy after the same epochs, read
     06.1  a race of learning-rate schedules: the first to the constant rate's accuracy, named
     07.1  the same batch split over more devices: its samples/s, predicted
+    08.1  one rung taken out of the ladder's top rung: its samples/s, predicted from the table
     09.1  the photos in another data format than loose JPEGs: the data wait's share, predicted
     10.1  the loader made the bottleneck on purpose: diagnose's verdict, predicted
     11.1  another thread count than the usable cores: the forward pass's images/s, predicted
@@ -44,7 +45,7 @@ from .base import (EXERCISES, MARK, SOLUTIONS, TRACKS, Exercise, NotYet, Result,
                    find, solution, solution_sections, solution_text)
 from .judge import DIRECTIONS, wait_blocks
 
-from . import ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex09, ex10, ex11, ex12, ex13, ex14, ex15, ex16  # noqa: F401  (registers each lesson's exercises)
+from . import ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15, ex16  # noqa: F401  (registers each lesson's exercises)
 
 __all__ = ["EXERCISES", "MARK", "SOLUTIONS", "TRACKS", "DIRECTIONS", "Exercise", "NotYet", "Result",
            "check", "exercise", "find", "solution", "solution_sections", "solution_text", "wait_blocks"]

@@ -1,0 +1,101 @@
+"""Lesson 08's exercise: one rung taken out of the ladder's top rung, its samples/s
+predicted from the ladder's table, and set beside what the ladder credited it with."""
+from __future__ import annotations
+
+from ...analyse import alike, metrics, noise
+from ...ladder import RUNG_SETTINGS, RungName, rungs
+from ..l08_summary import latest_ladder
+from .base import MARK, NotYet, exercise
+from .judge import finished_runs, judge_prediction, speed_verdict
+
+# not rungs an exercise takes out: the thread count follows the load; the others are lines
+APART = (RungName.NAIVE, RungName.THREADS, RungName.LONGER, RungName.ALL_GPUS)
+
+
+def rung_settings(engine: str, gpu: bool) -> dict:
+    """{rung: (the settings it changes, their values in the rung before it)} of the
+    engine's ladder on a machine with a GPU or none, from the ladder's own definition
+    (`ladder.rungs`: which settings a rung changes holds at any size)."""
+    ladder = rungs(engine, int(gpu), quick=True)
+    out = {}
+    for before, rung in zip(ladder, ladder[1:]):
+        if rung.name not in APART:
+            out[rung.name] = {k: getattr(before.cfg, k) for k in RUNG_SETTINGS
+                              if getattr(before.cfg, k) != getattr(rung.cfg, k)}
+    return out
+
+
+def taken_out(top, mine, diff: dict) -> tuple[RungName, frozenset]:
+    """The rung whose settings `mine` set back in the top rung (the last rung of the ladder
+    that changes all of them and that the top rung has on: each of its settings differs
+    from the rung before it), and the settings it changes."""
+    engine = metrics.engine(top)
+    ladder = rung_settings(engine, metrics.on_gpu(top))
+    keys = set(diff)
+    found = [name for name, before in ladder.items() if keys <= set(before)]
+    if not found:
+        each = "; ".join(f"{name}: {', '.join(sorted(before))}" for name, before in ladder.items())
+        raise NotYet(f"'{mine.name}' differs from '{top.name}' in "
+                     f"{alike.words(diff, top.name, mine.name)}: not one rung's settings. Take "
+                     f"one rung out: set back the settings it changed, and nothing else. The "
+                     f"{engine} ladder's rungs and their settings: {each}.")
+    on = [name for name in found
+          if all(alike.value(top, k) != v for k, v in ladder[name].items())]
+    if not on:
+        raise NotYet(f"'{top.name}' does not have the '{found[-1]}' rung on ("
+                     + ", ".join(f"{k} is {alike.value(top, k)!r}" for k in sorted(keys))
+                     + f", as before that rung): nothing of it to take out. Take out a rung the "
+                     "top rung has: a column of the ladder's table where it differs from 'naive'.")
+    return on[-1], frozenset(ladder[on[-1]])
+
+
+def beside_ladder(top, rung: RungName, verdict: noise.Verdict) -> str:
+    """What the recorded ladder beside the runs credited `rung` with (its row against the
+    rung under it), set against what taking it out of the top rung cost."""
+    recorded = latest_ladder(metrics.engine(top), top.path.parent)   # the runs' own folder
+    ladder = [metrics.representative(r) for r in recorded]
+    names = [r.name for r in ladder]
+    if rung not in names or names.index(rung) == 0:
+        return (f"No recorded ladder with a '{rung}' rung lies beside these runs: read its row "
+                "in the ladder's table to set this against.")
+    i = names.index(rung)
+    credited = noise.compare(ladder[i - 1], ladder[i], varies=RUNG_SETTINGS)
+    said = (f"In the ladder, '{rung}' against the rung under it, '{names[i - 1]}': {credited}; "
+            f"taken out of the top rung it leaves {verdict}.")
+    ruled = (noise.Kind.FASTER, noise.Kind.SLOWER, noise.Kind.WITHIN_NOISE)
+    if credited.kind not in ruled:
+        return said + (" The ladder's own runs cannot rule on the rung; your two can: trust "
+                       "their verdict over the table's row.")
+    if verdict.kind not in ruled:
+        return said + " Your two runs cannot rule on it yet: the table's row stands untested."
+    if credited.kind == verdict.kind == noise.Kind.WITHIN_NOISE:
+        return said + (" Neither in its place nor on top of the ladder did it change samples/s "
+                       "beyond noise on this machine.")
+    undone = {noise.Kind.FASTER: noise.Kind.SLOWER, noise.Kind.SLOWER: noise.Kind.FASTER,
+              noise.Kind.WITHIN_NOISE: noise.Kind.WITHIN_NOISE}[credited.kind]
+    if undone == verdict.kind:
+        return said + (" It is worth on top of the ladder what it was worth in its place: what "
+                       "it removes still holds the step with every other fix on.")
+    return said + (" Its worth changed with the rungs around it: a fix pays only while what it "
+                   "removes holds the step (the anatomy table says what holds each rung).")
+
+
+@exercise("08.1", "Take one rung out of the ladder's top rung and predict its samples/s.")
+def _one_rung_out(runs, answer) -> str:
+    top, mine = finished_runs(runs, 2, "the exercise compares two runs: the ladder's top rung "
+                              "and the same with one rung taken out")[:2]
+    diff = alike.differences(top, mine)
+    diff.pop(alike.Aspect.LOAD, None)
+    diff.pop(alike.Aspect.COMPILE_BACKEND, None)   # compiled or not: the graph setting says so
+    if not diff:
+        raise NotYet(f"'{mine.name}' runs the same settings as '{top.name}': nothing was taken "
+                     f"out. Set back one rung's settings at the line marked {MARK}.")
+    rung, settings = taken_out(top, mine, diff)
+    changed = sorted(diff)
+    verdict = speed_verdict(top, mine, changed[0], "08",
+                            also=(*changed[1:], alike.Aspect.COMPILE_BACKEND))
+    said = judge_prediction(answer, verdict, top, mine)
+    part = "" if set(diff) == settings else \
+        f" (part of it: the rung also sets {', '.join(sorted(settings - set(diff)))})"
+    return (f"{said} You took out '{rung}'{part}: {alike.words(diff, top.name, mine.name)}. "
+            + beside_ladder(top, rung, verdict))
