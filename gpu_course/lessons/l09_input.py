@@ -270,14 +270,9 @@ def _page_cache(runs) -> Closing:
     """Cold (the file dropped before every epoch) against warm: whether the drop took,
     by the shares measured at each epoch's start, then samples/s against noise."""
     say = Closing(table(runs), runs, varies=("page_cache",))
-    cold = next((i for i, r in enumerate(runs) if r.config.get("page_cache") == PageCache.DROP),
-                None)
-    warm = next((i for i, r in enumerate(runs) if r.config.get("page_cache") != PageCache.DROP),
-                None)
-    if cold is None or warm is None:
-        say(f"'{runs[0].name}' has no run to set it against: the lesson compares a run whose "
-            "file was dropped from the page cache before every epoch with one kept warm.")
-        return say
+    # the first of each (conclude comes here only when page_cache varies: both are there)
+    cold = next(i for i, r in enumerate(runs) if r.config.get("page_cache") == PageCache.DROP)
+    warm = next(i for i, r in enumerate(runs) if r.config.get("page_cache") != PageCache.DROP)
     states = {i: _cache_state(runs[i]) for i in (cold, warm)}
     share = {i: say.cell(i, "cached_at_start") if cached_shares(runs[i]) else "" for i in (cold, warm)}
     lows = (say.setting("COLD_AT_MOST", COLD_AT_MOST, "{:.0%}"),
@@ -303,7 +298,7 @@ def _page_cache(runs) -> Closing:
         say(f"'{runs[warm].name}' was not warm throughout: {share[warm]} of the file cached "
             f"at its epochs' start on average (warm needs {lows[1]}); memory was short, or "
             "the file had not been read since it was dropped.")
-    verdict = say.compare(warm, cold)
+    verdict = say.compare(cold, warm)   # warm against cold
     if states[cold] == "cold" and states[warm] == "warm":
         if verdict.kind == noise.Kind.FASTER:
             say(f"Reading from the disk cost '{runs[cold].name}' samples/s: warm against cold "

@@ -95,12 +95,13 @@ class OrderSampler(Sampler):
         return iter(self.epochs)
 
 
-def order_sampler(train_set, cfg: Experiment) -> OrderSampler | None:
+def order_sampler(train_set, cfg: Experiment, cache_dir=None) -> OrderSampler | None:
     """The OrderSampler cfg asks for (sample_order or page_cache away from their defaults,
     which only the packed file has), else None: a plain shuffle."""
     if (cfg.sample_order, cfg.page_cache) == (SampleOrder.RANDOM, PageCache.KEEP):
         return None
-    return OrderSampler(train_set, cfg, prepare_data(cfg, progress=False).path)
+    return OrderSampler(train_set, cfg, prepare_data(cfg, cache_dir=cache_dir,
+                                                     progress=False).path)
 
 
 def prepare_data(cfg: Experiment, root=None, cache_dir=None,
@@ -126,5 +127,5 @@ def memory_dataset(pack_path) -> Dataset:
 def io_loaders(cfg: Experiment, kind: str = "loose", **kwargs):
     """(train_iter, val_iter): io_datasets in the track's DataLoaders (cfg.num_workers)."""
     train, val = io_datasets(cfg, kind, **kwargs)
-    return (make_loader(train, cfg, train=True, sampler=order_sampler(train, cfg)),
-            make_loader(val, cfg, train=False))
+    return (make_loader(train, cfg, train=True, sampler=order_sampler(
+        train, cfg, kwargs.get("cache_dir"))), make_loader(val, cfg, train=False))

@@ -114,12 +114,13 @@ class OrderSampler(Sampler):
         return iter(self.epochs)
 
 
-def order_sampler(train_set, cfg: Experiment) -> OrderSampler | None:
+def order_sampler(train_set, cfg: Experiment, cache_dir=None) -> OrderSampler | None:
     """The OrderSampler cfg asks for (sample_order or page_cache away from their defaults,
     which only the packed file has), else None: a plain shuffle."""
     if (cfg.sample_order, cfg.page_cache) == (SampleOrder.RANDOM, PageCache.KEEP):
         return None
-    return OrderSampler(train_set, cfg, prepare_data(cfg, progress=False).path)
+    return OrderSampler(train_set, cfg, prepare_data(cfg, cache_dir=cache_dir,
+                                                     progress=False).path)
 
 
 def prepare_data(cfg: Experiment, root=None, cache_dir=None,
@@ -137,8 +138,8 @@ def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
     `device` (default: the first device of cfg)."""
     if kind != "gpu":
         train, val = io_datasets(cfg, kind, **kwargs)
-        return (make_loader(train, cfg, train=True, sampler=order_sampler(train, cfg)),
-                make_loader(val, cfg, train=False))
+        return (make_loader(train, cfg, train=True, sampler=order_sampler(
+                    train, cfg, kwargs.get("cache_dir"))), make_loader(val, cfg, train=False))
     from .devices import try_devices
     from .gpu_loader import GpuLoader
     device = device if device is not None else try_devices(cfg.num_gpus)[0][0]
