@@ -7,7 +7,7 @@ import pytest
 
 from gpu_course.config import Experiment, PageCache, SampleOrder
 from gpu_course.data import disk, order
-from gpu_course.measure.harness import epoch_order
+from gpu_course.measure.harness import order_of
 
 
 @pytest.mark.parametrize("name", list(SampleOrder))
@@ -114,6 +114,6 @@ def test_the_harness_finds_the_order_behind_a_loader(packed_file):
         class _batch_sampler:
             _sampler = Sampler()
 
-    assert epoch_order(TorchLike()) is Sampler.epochs
-    assert epoch_order(GluonLike()) is Sampler.epochs
-    assert epoch_order(object()) is None
+    assert order_of(TorchLike()) is Sampler.epochs
+    assert order_of(GluonLike()) is Sampler.epochs
+    assert order_of(object()) is None

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import PAGE_CACHES, SAMPLE_ORDERS, PageCache, SampleOrder
+from ..config import PageCache, SampleOrder
 from . import disk
 
 WINDOW_BYTES = 1 << 20   # a quasi-random window: 1 MiB of the file (several read-aheads)
@@ -48,20 +48,26 @@ def epoch_order(records: int, order, seed: int = 0, window: int = 1) -> np.ndarr
 
 def sample_order(value) -> SampleOrder:
     """`value` as a SampleOrder; a clear error naming it and what is allowed."""
-    try:
-        return SampleOrder(value)
-    except ValueError:
-        raise ValueError(f"sample_order={value!r} is not allowed; allowed: "
-                         f"{', '.join(SAMPLE_ORDERS)}") from None
+    return _member(SampleOrder, "sample_order", value)
 
 
 def page_cache(value) -> PageCache:
     """`value` as a PageCache; a clear error naming it and what is allowed."""
+    return _member(PageCache, "page_cache", value)
+
+
+def _member(kind, name: str, value):
     try:
-        return PageCache(value)
+        return kind(value)
     except ValueError:
-        raise ValueError(f"page_cache={value!r} is not allowed; allowed: "
-                         f"{', '.join(PAGE_CACHES)}") from None
+        raise ValueError(f"{name}={value!r} is not allowed; allowed: "
+                         f"{', '.join(m.value for m in kind)}") from None
+
+
+def asked(cfg) -> bool:
+    """Whether `cfg` (an Experiment) asks for an order or a page cache of its own: a
+    sampler then reads the packed file; otherwise the loader's plain shuffle does."""
+    return (cfg.sample_order, cfg.page_cache) != (SampleOrder.RANDOM, PageCache.KEEP)
 
 
 class EpochOrder:
@@ -102,5 +108,27 @@ class EpochOrder:
                 "dropped": self.dropped}
 
 
+class EpochSampler:
+    """A loader's sampler over an EpochOrder (kept as .epochs) of cfg's sample_order and
+    page_cache, for `data_source` read from the packed file at `path`. The adapters'
+    `OrderSampler` adds their framework's Sampler base, nothing else."""
+
+    def __init__(self, data_source, cfg, path):
+        self.epochs = EpochOrder(path, len(data_source), cfg.sample_order, cfg.page_cache,
+                                 cfg.seed, cfg.global_batch)
+
+    @classmethod
+    def if_asked(cls, data_source, cfg, packed_path):
+        """One where cfg asks for it (`asked`), else None (the loader's plain shuffle);
+        packed_path() gives the file, made once by the adapter's prepare_data."""
+        return cls(data_source, cfg, packed_path()) if asked(cfg) else None
+
+    def __len__(self) -> int:
+        return len(self.epochs)
+
+    def __iter__(self):
+        return iter(self.epochs)
+
+
 __all__ = ["WINDOW_BYTES", "window_records", "epoch_order", "sample_order", "page_cache",
-           "EpochOrder"]
+           "asked", "EpochOrder", "EpochSampler"]

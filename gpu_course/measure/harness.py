@@ -206,7 +206,7 @@ class Harness:
             total = min(total, limit)
         self._bar = self._make_bar(total)
         self._skips = skip_counter(iterable) or self._skips
-        self._order = epoch_order(iterable) or self._order
+        self._order = order_of(iterable) or self._order
         for i, batch in enumerate(self.timer.wrap(iterable)):
             yield batch
             check_stop()  # the step is done: a SIGTERM stops the run here
@@ -340,7 +340,7 @@ _SAID = set()  # monitor notices already said in this process: once is enough
 SKIPPED_NAMES = 20  # unreadable files named in a record; the count covers all of them
 
 
-def epoch_order(loader):
+def order_of(loader):
     """The `data.order.EpochOrder` behind a loader's sampler (the adapters' OrderSampler
     keeps it as .epochs), or None. PyTorch's DataLoader keeps its sampler as .sampler,
     Gluon's inside ._batch_sampler."""

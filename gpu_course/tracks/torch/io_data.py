@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from torch.utils.data import Sampler
 
-from ...config import Experiment, PageCache, SampleOrder
+from ...config import Experiment
 from ...data import folder, order, packed
 from ...data.folder import folder_split
 from .data import ImageDataset, make_loader
@@ -96,31 +96,18 @@ def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
     return train, ImageDataset(val.load(), val.labels, "none", cfg.seed)
 
 
-class OrderSampler(Sampler):
-    """The order of cfg.sample_order over the packed file at `path` read by `data_source`,
-    and with cfg.page_cache="drop" the file's pages dropped before every epoch
-    (`data.order.EpochOrder`, kept as .epochs: the run record notes what the cache held):
+class OrderSampler(order.EpochSampler, Sampler):
+    """The order of cfg.sample_order over the packed file at `path` read by
+    `data_source`, and with cfg.page_cache="drop" the file's pages dropped before every
+    epoch (`data.order.EpochSampler`; the run record notes what the cache held):
 
         DataLoader(packed_set, batch_size, sampler=OrderSampler(packed_set, cfg, path))"""
 
-    def __init__(self, data_source, cfg: Experiment, path):
-        self.epochs = order.EpochOrder(path, len(data_source), cfg.sample_order,
-                                       cfg.page_cache, cfg.seed, cfg.global_batch)
-
-    def __len__(self) -> int:
-        return len(self.epochs)
-
-    def __iter__(self):
-        return iter(self.epochs)
-
 
 def order_sampler(train_set, cfg: Experiment, cache_dir=None) -> OrderSampler | None:
-    """The OrderSampler cfg asks for (sample_order or page_cache away from their defaults,
-    which only the packed file has), else None: a plain shuffle."""
-    if (cfg.sample_order, cfg.page_cache) == (SampleOrder.RANDOM, PageCache.KEEP):
-        return None
-    return OrderSampler(train_set, cfg, prepare_data(cfg, cache_dir=cache_dir,
-                                                     progress=False).path)
+    """The OrderSampler cfg asks for (sample_order, page_cache), else None: a shuffle."""
+    return OrderSampler.if_asked(train_set, cfg, lambda: prepare_data(
+        cfg, cache_dir=cache_dir, progress=False).path)
 
 
 def prepare_data(cfg: Experiment, root=None, cache_dir=None,
