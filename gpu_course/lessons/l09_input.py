@@ -310,7 +310,7 @@ def _page_cache(runs) -> Closing:
         elif verdict.kind == noise.Kind.WITHIN_NOISE:
             say(f"Warm against cold: {verdict}. Reading this file from the disk cost nothing "
                 "the runs' noise can show: the disk (and its read-ahead) kept up with the "
-                "decode-free reads of a packed file, which the training step outweighs. A "
+                "reads of one packed file, which the training step outweighs. A "
                 "slower disk, a larger file or faster steps (a GPU) can change that.")
         else:
             say(f"Warm against cold: {verdict}.")
