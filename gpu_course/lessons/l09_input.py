@@ -321,9 +321,22 @@ def _page_cache(runs) -> Closing:
 
 def _orders(runs) -> Closing:
     """Each sample order against the first run's (random): samples/s and validation
-    accuracy, each against its noise."""
+    accuracy, each against its noise; first, whether runs asked to read cold did."""
     say = Closing(table(runs), runs, varies=("sample_order",))
     first = runs[0]
+    asked_cold = [r for r in runs if r.config.get("page_cache") == PageCache.DROP]
+    if asked_cold:
+        at_most = say.setting("COLD_AT_MOST", COLD_AT_MOST, "{:.0%}")
+        not_cold = [r for r in asked_cold if _cache_state(r) != "cold"]
+        if not not_cold:
+            say(f"Every order read its file from the disk: each run's file was dropped from "
+                f"the page cache before every epoch and held at most {at_most} of it after "
+                "(checked).")
+        else:
+            names = ", ".join(f"'{r.name}'" for r in not_cold)
+            say(f"Not checked cold: {names} (the drop did not take, or could not be measured: "
+                f"a cold epoch holds at most {at_most} of the file); those reads may have come "
+                "from memory, so their order's cost on a disk is not measured here.")
     say(f"'{first.name}' ({first.config.get('sample_order')} order): "
         f"{say.cell(0, 'samples_per_sec')} samples/s, val acc {say.cell(0, 'val_acc')}. "
         "Each order against it:")
@@ -341,12 +354,12 @@ def _orders(runs) -> Closing:
             "say what an order does to learning (more epochs and a larger validation set can).")
     if not faster:
         say("No order read faster beyond the runs' noise: where the training step, not the "
-            "disk, sets the pace (and a packed file this size sits in the page cache), the "
-            "order of the reads does not show in samples/s.")
+            "reads, sets the pace, the order of the reads does not show in samples/s.")
     else:
         names = ", ".join(f"'{r.name}'" for r in faster)
-        say(f"Faster beyond noise: {names}. Reads in file order let the disk's read-ahead "
-            "serve the next records before they are asked for.")
+        say(f"Faster beyond noise: {names}. Neighbouring records read together: the disk's "
+            "read-ahead fetches the next ones before they are asked for, and each batch "
+            "touches fewer pages.")
     if worse:
         names = ", ".join(f"'{r.name}'" for r in worse)
         say(f"Lower accuracy beyond noise: {names}: batches of neighbouring records (the "

@@ -213,10 +213,15 @@ def test_an_unmeasured_cache_or_a_warm_run_that_was_not_warm_is_said(make_run):
     assert "not cold against warm" in say.text and say.check() == []
 
 
-def order_runs(make_run, rates=(600, 600, 600), accs=(0.8, 0.8, 0.8), test_size=10_000):
+def order_runs(make_run, rates=(600, 600, 600), accs=(0.8, 0.8, 0.8), test_size=10_000,
+               cache="keep", cached=(None, None, None)):
+    """Three orders over the packed file; with cache="drop", each run's file dropped before
+    every epoch, `cached` the share each then found (None: not measured)."""
     runs = [make_run(f"packed, {o} order", rate=rate,
-                     config={**PACKED, "sample_order": o, "test_size": test_size})
-            for o, rate in zip(("random", "quasi_random", "sequential"), rates)]
+                     config={**PACKED, "sample_order": o, "test_size": test_size,
+                             "page_cache": cache},
+                     notes={"page_cache": {"cached_at_epoch_start": [share]}})
+            for o, rate, share in zip(("random", "quasi_random", "sequential"), rates, cached)]
     for run, acc in zip(runs, accs):
         run.epochs["val_acc"] = [*run.epochs["val_acc"][:-1], acc]
     return runs
@@ -249,3 +254,14 @@ def test_orders_at_chance_name_no_accuracy_winner(make_run):
     assert "both within noise of chance" in say.text
     assert "Every order's accuracy is within noise of chance" in say.text
     assert "Lower accuracy" not in say.text and say.check() == []
+
+
+def test_orders_read_cold_are_checked_cold_or_said_not_to_be(make_run):
+    say = l09_input.conclude(order_runs(make_run, cache="drop", cached=(0.0, 0.02, 0.0)))
+    assert "Every order read its file from the disk" in say.text
+    assert "held at most 10% of it after (checked)" in say.text and say.check() == []
+    say = l09_input.conclude(order_runs(make_run, cache="drop", cached=(0.0, 1.0, None)))
+    assert "Not checked cold: 'packed, quasi_random order', 'packed, sequential order'" in say.text
+    assert "Every order read" not in say.text and say.check() == []
+    say = l09_input.conclude(order_runs(make_run))   # kept warm: nothing said of the disk
+    assert "checked cold" not in say.text.lower() and "Every order read" not in say.text
