@@ -39,6 +39,31 @@ class Graph(StrEnum):
 
 
 GRAPHS = tuple(Graph)
+
+
+class SampleOrder(StrEnum):
+    """The order a packed file's records are read in an epoch (`data.order`): RANDOM (a
+    fresh permutation each epoch, reads all over the file), QUASI_RANDOM (windows of
+    neighbouring records in a random order, shuffled inside: reads stay in one stretch of
+    the file at a time, as FFCV's QUASI_RANDOM) or SEQUENTIAL (file order, every epoch)."""
+
+    RANDOM = "random"
+    QUASI_RANDOM = "quasi_random"
+    SEQUENTIAL = "sequential"
+
+
+class PageCache(StrEnum):
+    """What the operating system's page cache holds of a packed file at each epoch's
+    start: KEEP (whatever it kept: a file read once stays cached while memory lasts) or
+    DROP (its pages dropped first, `posix_fadvise(DONTNEED)`: every epoch reads the disk,
+    as a data set larger than the cache does)."""
+
+    KEEP = "keep"
+    DROP = "drop"
+
+
+SAMPLE_ORDERS = tuple(SampleOrder)
+PAGE_CACHES = tuple(PageCache)
 DTYPES = ("float32", "float16", "bfloat16")
 MOCKS = ("none", "loader", "trainer")
 SCHEDULERS = ("none", "factor", "multifactor", "poly", "cosine", "onecycle")
@@ -80,6 +105,10 @@ class Experiment:
     data_format: str = "loose"        # dataset="folder": "loose" JPEGs decoded per sample |
                                       # "preresized" once, out of band | "packed" in one
                                       # binary file | "memory" (all decoded in RAM)
+    sample_order: str = "random"      # data_format="packed": "random" | "quasi_random"
+                                      # (shuffled within windows of the file) | "sequential"
+    page_cache: str = "keep"          # data_format="packed": "keep" | "drop" (the file's
+                                      # pages dropped before every epoch: read from disk)
     augment: str = "standard"         # "standard" (pad-4 crop, flip, normalise) | "none" | "heavy"
     # -- model -----------------------------------------------------------------------
     model: str = "resnet20"           # CIFAR ResNet/WRN as in GluonCV's zoo, or "tiny"
@@ -137,6 +166,8 @@ class Experiment:
         _choice(self, "dataset", DATASETS + (OWN,))
         _choice(self, "augment", AUGMENTS)
         _choice(self, "data_format", DATA_FORMATS)
+        _choice(self, "sample_order", SAMPLE_ORDERS)
+        _choice(self, "page_cache", PAGE_CACHES)
         _choice(self, "graph", GRAPHS)
         _choice(self, "dtype", DTYPES)
         _choice(self, "mock", MOCKS)
@@ -198,6 +229,11 @@ class Experiment:
             raise ValueError(f"data_format={self.data_format!r} applies to dataset='folder' "
                              f"only (dataset={self.dataset!r} is read from memory); leave "
                              "it at 'loose'")
+        for name in ("sample_order", "page_cache"):
+            if getattr(self, name) != defaults[name] and self.data_format != "packed":
+                raise ValueError(f"{name}={getattr(self, name)!r} applies to the packed-file "
+                                 f"reader only (data_format='packed'; here "
+                                 f"{self.data_format!r}); leave it at {defaults[name]!r}")
         if self.engine == "pytorch" and self.dataset in ("synthetic", "cifar10") \
                 and self.image_size != 32:
             raise ValueError(f"image_size={self.image_size!r}: the PyTorch track feeds "

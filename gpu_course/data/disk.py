@@ -13,6 +13,9 @@ the disk in runs.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import mmap
 import os
 import time
 from dataclasses import dataclass
@@ -70,6 +73,48 @@ def evict(path) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def cached_share(path) -> float | None:
+    """The share of `path`'s pages in the page cache now (0..1), from `mincore` on a
+    mapping of the file that touches none of it; None where that cannot be asked (no
+    mincore, or the kernel refuses it for a file this user cannot write). An `evict` that
+    a file system ignores (tmpfs keeps every page in memory) shows here as a share near 1."""
+    size = Path(path).stat().st_size
+    libc = _libc()
+    if libc is None or size == 0:
+        return None
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vec = ctypes.create_string_buffer(pages)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if addr is None or addr == ctypes.c_void_p(-1).value:
+            return None
+        try:
+            if libc.mincore(addr, size, vec) != 0:
+                return None
+        finally:
+            libc.munmap(addr, size)
+    finally:
+        os.close(fd)
+    return sum(b & 1 for b in vec.raw) / pages
+
+
+def _libc():
+    """The C library with mmap/mincore/munmap typed, or None (not Linux-like)."""
+    name = ctypes.util.find_library("c")
+    if not name or not hasattr(mmap, "PROT_READ"):
+        return None
+    libc = ctypes.CDLL(name, use_errno=True)
+    if not hasattr(libc, "mincore"):
+        return None
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    return libc
 
 
 def read_bandwidth(path, pattern: str = "sequential", block_size: int = 1 << 20,
@@ -133,4 +178,4 @@ def _human(n: int) -> str:
     return f"{n} B"
 
 
-__all__ = ["ReadSpeed", "evict", "read_bandwidth", "read_files", "block_shuffle"]
+__all__ = ["ReadSpeed", "evict", "cached_share", "read_bandwidth", "read_files", "block_shuffle"]

@@ -8,6 +8,12 @@ diagnosis read what a run read from its record, never from its name. A rung is "
 fastest" only when it beats every other rung beyond their noise; otherwise the closing
 names the rungs that cannot be told apart. The first rung's two ceilings (mock trainer,
 mock loader) are read with lesson 10's table and sentences (`l10_mocks`).
+
+Deeper, on the packed file (`data.order`): the page cache (every epoch's pages dropped
+first, `page_cache="drop"`, against a file kept warm) and the sample order (random,
+quasi-random, sequential), samples/s and accuracy judged against noise. The cache's
+state is measured (mincore, in the runs' notes), never assumed: a drop the file system
+ignores (tmpfs) is said, and no epoch is then called cold.
 """
 from __future__ import annotations
 
@@ -17,7 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analyse import diagnose, metrics
+from ..analyse import diagnose, metrics, noise
+from ..config import PageCache, SampleOrder
 from ..show import report
 from ..show.closing import Closing
 from ..data import disk, packed
@@ -41,6 +48,12 @@ SIZES = {
                   exercise_batch=32),
 }
 JPEGS_READ = 1000   # the data set's own files the disk test reads, at most
+ORDERS = tuple(SampleOrder)   # the orders the lesson reads the packed file in
+PAGE_CACHES = (PageCache.DROP, PageCache.KEEP)   # cold every epoch, then warm
+COLD_AT_MOST = 0.10   # share of the file cached after a drop, at most, for a cold epoch
+                      # (pages a process keeps mapped stay: reading one sample in the main
+                      # process maps its neighbours, 64 KiB; a few % of a small file)
+WARM_AT_LEAST = 0.95  # share cached at an epoch's start, at least, for a warm one
 
 
 # -- the photos and the disk ------------------------------------------------------------------
@@ -101,17 +114,41 @@ def disk_table(reads: Reads) -> pd.DataFrame:
 # -- the table and the closing ---------------------------------------------------------------
 def table(runs) -> pd.DataFrame:
     """The disk test's table (for `Reads`), else the rungs' ladder table (speed-up
-    against the first rung: loose JPEGs, one worker)."""
-    return disk_table(runs) if isinstance(runs, Reads) else report.ladder_table(runs)
+    against the first rung), with the share of the packed file cached at each epoch's
+    start (mean over epochs) where the runs recorded it."""
+    if isinstance(runs, Reads):
+        return disk_table(runs)
+    runs = list(runs)
+    frame = report.ladder_table(runs)
+    if any(cached_shares(r) for r in runs):
+        shares = [cached_shares(r) for r in runs]
+        report.put(frame, frame.columns.get_loc("samples_per_sec"), "cached_at_start",
+                   [sum(s) / len(s) if s else float("nan") for s in shares])
+    return frame
+
+
+def cached_shares(run) -> list[float]:
+    """The share of its packed file the page cache held at each epoch's start, after any
+    drop, as the run's notes keep it (`data.order.EpochOrder.note`); [] where unmeasured."""
+    note = (run.meta.get("notes") or {}).get("page_cache") or {}
+    return [float(c) for c in note.get("cached_at_epoch_start") or [] if c is not None]
 
 
 def conclude(runs) -> Closing:
-    """The disk test's sentences (for `Reads`), else the rungs': each against the first,
-    the fastest only where it is beyond noise, what a CPU changes, and the diagnoses of the
-    first rung (with whether its advice, where a rung ran it, helped) and of the fastest."""
+    """The disk test's sentences (for `Reads`); the page cache's (runs that differ in
+    page_cache) or the sample orders' (runs that differ in sample_order); else the
+    rungs': each against the first, the fastest only where it is beyond noise, what a CPU
+    changes, and the diagnoses of the first rung (with whether its advice, where a rung
+    ran it, helped) and of the fastest."""
     if isinstance(runs, Reads):
         return _disk(runs)
     runs = list(runs)
+    varied = {k for k in ("page_cache", "sample_order")
+              if len({str(r.config.get(k)) for r in runs}) > 1}
+    if "page_cache" in varied:
+        return _page_cache(runs)
+    if "sample_order" in varied:
+        return _orders(runs)
     say = Closing(report.ladder_table(runs), runs)
     first = runs[0]
     say(f"'{first.name}': {say.cell(0, 'samples_per_sec')} samples/s, waiting for data "
@@ -212,4 +249,120 @@ def _disk(reads: Reads) -> Closing:
         f"epoch) against {say.cell(rows['jpegs_sorted'], 'MB/s')} MB/s sorted.")
     say(f"From the page cache: {say.cell(rows['warm'], 'MB/s')} MB/s; a data set that fits in "
         "memory is read from there after its first epoch.")
+    return say
+
+
+# -- the page cache and the sample order ------------------------------------------------------
+def _cache_state(run) -> str:
+    """"cold" or "warm" (checked against the measured shares), "neither" or "unmeasured"."""
+    shares = cached_shares(run)
+    if not shares:
+        return "unmeasured"
+    cold = run.config.get("page_cache") == PageCache.DROP
+    if cold and max(shares) <= COLD_AT_MOST:
+        return "cold"
+    if not cold and min(shares) >= WARM_AT_LEAST:
+        return "warm"
+    return "neither"
+
+
+def _page_cache(runs) -> Closing:
+    """Cold (the file dropped before every epoch) against warm: whether the drop took,
+    by the shares measured at each epoch's start, then samples/s against noise."""
+    say = Closing(table(runs), runs, varies=("page_cache",))
+    # the first of each (conclude comes here only when page_cache varies: both are there)
+    cold = next(i for i, r in enumerate(runs) if r.config.get("page_cache") == PageCache.DROP)
+    warm = next(i for i, r in enumerate(runs) if r.config.get("page_cache") != PageCache.DROP)
+    states = {i: _cache_state(runs[i]) for i in (cold, warm)}
+    share = {i: say.cell(i, "cached_at_start") if cached_shares(runs[i]) else "" for i in (cold, warm)}
+    lows = (say.setting("COLD_AT_MOST", COLD_AT_MOST, "{:.0%}"),
+            say.setting("WARM_AT_LEAST", WARM_AT_LEAST, "{:.0%}"))
+    if states[cold] == "unmeasured":
+        say(f"The page cache's share of the file could not be measured here (no mincore): "
+            f"'{runs[cold].name}' asked for a cold epoch, but nothing shows it had one, so "
+            "the comparison below is not called cold against warm.")
+    elif states[cold] != "cold":
+        say(f"The drop did not take: after dropping, {share[cold]} of the file was still in "
+            f"the page cache at the epochs' start of '{runs[cold].name}' (a cold epoch needs "
+            f"at most {lows[0]}). A file system that keeps files in memory (tmpfs) or "
+            "ignores the advice does this: no epoch here read the disk, and the runs below "
+            "measure memory twice.")
+    else:
+        say(f"Cold, checked: at each epoch's start of '{runs[cold].name}' the page cache held "
+            f"{share[cold]} of the file on average (a cold epoch: at most {lows[0]}), so its "
+            "reads went to the disk, but for the pages a process kept mapped.")
+    if states[warm] == "warm":
+        say(f"Warm, checked: '{runs[warm].name}' started each epoch with at least {lows[1]} "
+            f"of the file cached (mean {share[warm]}).")
+    elif states[warm] == "neither":
+        say(f"'{runs[warm].name}' was not warm throughout: {share[warm]} of the file cached "
+            f"at its epochs' start on average (warm needs {lows[1]}); memory was short, or "
+            "the file had not been read since it was dropped.")
+    verdict = say.compare(cold, warm)   # warm against cold
+    if states[cold] == "cold" and states[warm] == "warm":
+        if verdict.kind == noise.Kind.FASTER:
+            say(f"Reading from the disk cost '{runs[cold].name}' samples/s: warm against cold "
+                f"{verdict}. The input waited on the disk; a data set that fits in memory "
+                "pays this only in its first epoch, one larger than memory in every epoch.")
+        elif verdict.is_effect:
+            say(f"Warm against cold: {verdict}. The cold run was the faster one: the disk "
+                "cost nothing measurable here, and something else (the machine's load) moved.")
+        elif verdict.kind == noise.Kind.WITHIN_NOISE:
+            say(f"Warm against cold: {verdict}. Reading this file from the disk cost nothing "
+                "the runs' noise can show: the disk (and its read-ahead) kept up with the "
+                "reads of one packed file, which the training step outweighs. A "
+                "slower disk, a larger file or faster steps (a GPU) can change that.")
+        else:
+            say(f"Warm against cold: {verdict}.")
+    else:
+        say(f"Against each other, as measured (not cold against warm): {verdict}.")
+    return say
+
+
+def _orders(runs) -> Closing:
+    """Each sample order against the first run's (random): samples/s and validation
+    accuracy, each against its noise; first, whether runs asked to read cold did."""
+    say = Closing(table(runs), runs, varies=("sample_order",))
+    first = runs[0]
+    asked_cold = [r for r in runs if r.config.get("page_cache") == PageCache.DROP]
+    if asked_cold:
+        at_most = say.setting("COLD_AT_MOST", COLD_AT_MOST, "{:.0%}")
+        not_cold = [r for r in asked_cold if _cache_state(r) != "cold"]
+        if not not_cold:
+            say(f"Every order read its file from the disk: each run's file was dropped from "
+                f"the page cache before every epoch and held at most {at_most} of it after "
+                "(checked).")
+        else:
+            names = ", ".join(f"'{r.name}'" for r in not_cold)
+            say(f"Not checked cold: {names} (the drop did not take, or could not be measured: "
+                f"a cold epoch holds at most {at_most} of the file); those reads may have come "
+                "from memory, so their order's cost on a disk is not measured here.")
+    say(f"'{first.name}' ({first.config.get('sample_order')} order): "
+        f"{say.cell(0, 'samples_per_sec')} samples/s, val acc {say.cell(0, 'val_acc')}. "
+        "Each order against it:")
+    faster, worse = [], []
+    for i, run in enumerate(runs[1:], start=1):
+        speed = say.compare(0, i)
+        points, acc = say.accuracy(0, i)
+        say(f"  '{run.name}': samples/s {speed}; accuracy {acc}")
+        if speed.kind == noise.Kind.FASTER:
+            faster.append(run)
+        if noise.accuracy_verdict(first, run).is_effect and points < 0:
+            worse.append(run)
+    if say.at_chance(list(range(len(runs)))):
+        say("Every order's accuracy is within noise of chance: these runs are too short to "
+            "say what an order does to learning (more epochs and a larger validation set can).")
+    if not faster:
+        say("No order read faster beyond the runs' noise: where the training step, not the "
+            "reads, sets the pace, the order of the reads does not show in samples/s.")
+    else:
+        names = ", ".join(f"'{r.name}'" for r in faster)
+        say(f"Faster beyond noise: {names}. Neighbouring records read together: the disk's "
+            "read-ahead fetches the next ones before they are asked for, and each batch "
+            "touches fewer pages.")
+    if worse:
+        names = ", ".join(f"'{r.name}'" for r in worse)
+        say(f"Lower accuracy beyond noise: {names}: batches of neighbouring records (the "
+            "same order every epoch, or one window of the file at a time) are less random "
+            "than a shuffle, and the model learns less from them.")
     return say

@@ -109,6 +109,7 @@ class Harness:
         self.last_row: dict | None = None
         self.losses: list = []  # each epoch's mean training loss
         self._skips = None  # the training data's SkipCounter (skip_corrupt), if it has one
+        self._order = None  # the training loader's packed-file order (data.order), if it has one
         self._bar = None
         if device_notice:
             self.say(device_notice)
@@ -133,6 +134,8 @@ class Harness:
         if exc is not None and self.record is not None:
             exc.run_path = self.record.path  # lets a sweep read back the failed run
         self._tell("skipped", self._skipped())
+        if self._order is not None and self.record is not None:
+            self.record.note(page_cache=self._order.note())   # what the cache held, each epoch
         if exc_type is None:
             self._tell("learning", not_learning(self.losses, self.cfg))
         if self.record is not None:
@@ -203,6 +206,7 @@ class Harness:
             total = min(total, limit)
         self._bar = self._make_bar(total)
         self._skips = skip_counter(iterable) or self._skips
+        self._order = order_of(iterable) or self._order
         for i, batch in enumerate(self.timer.wrap(iterable)):
             yield batch
             check_stop()  # the step is done: a SIGTERM stops the run here
@@ -334,6 +338,17 @@ class Harness:
 
 _SAID = set()  # monitor notices already said in this process: once is enough
 SKIPPED_NAMES = 20  # unreadable files named in a record; the count covers all of them
+
+
+def order_of(loader):
+    """The `data.order.EpochOrder` behind a loader's sampler (the adapters' OrderSampler
+    keeps it as .epochs), or None. PyTorch's DataLoader keeps its sampler as .sampler,
+    Gluon's inside ._batch_sampler."""
+    sampler = getattr(loader, "sampler", None)
+    if sampler is None:
+        sampler = getattr(getattr(loader, "_batch_sampler", None), "_sampler", None)
+    order = getattr(sampler, "epochs", None)
+    return order if callable(getattr(order, "note", None)) else None
 
 
 def skip_counter(loader):

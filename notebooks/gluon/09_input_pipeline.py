@@ -145,6 +145,52 @@ gc.show(runs, lesson="09")
 gc.conclude("09", runs)   # the sentences, checked against the table: gpu_course/lessons/l09_input.py
 
 # %% [markdown]
+# ## Deeper: the page cache, and the order of the reads
+# Rung 4's RecordIO file was read from the page cache: the operating system keeps what a
+# program read (or wrote: the packer just did) in spare memory. A data set larger than that
+# memory is never found there when an epoch comes back to it, and every epoch reads the disk.
+# Shrinking the cache needs root; what we can do is drop *this file's* pages before every
+# epoch (`posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)`, `page_cache="drop"`): each epoch then
+# reads the disk as a file larger than memory would, and the next run (`"keep"`) finds it
+# warm. The sampler measures, at each epoch's start, how much of the file the cache still
+# holds (`mincore`, in the run's notes and the table): a file system that ignores the
+# advice (tmpfs keeps files in memory) shows there, and the lesson then calls nothing cold.
+
+# %%
+cache_runs = []
+for cache in lesson.PAGE_CACHES:                     # "drop" (cold every epoch), then "keep"
+    run_cfg = packed.replace(name=f"RecordIO, random order, page cache: {cache}", page_cache=cache)
+    sampler = io_data.OrderSampler(rec_set, run_cfg, rec)               # <- drops before each epoch
+    train_iter = gluon.data.DataLoader(rec_set, batch_size=cfg.batch_size, sampler=sampler,
+                                       last_batch="discard", num_workers=1)   # <- sampler=
+    cache_runs.append(gc.train(run_cfg, train_iter=train_iter, val_iter=val_iter, verbose=False))
+gc.show(cache_runs, lesson="09", chart=False)
+gc.conclude("09", cache_runs)
+
+# %% [markdown]
+# In a packed file the order of the samples is the order of the reads on the disk. A shuffle
+# reads all over the file; file order reads it straight through, and the disk's read-ahead
+# fetches the next records before they are asked for, but every epoch then sees the same
+# batches. FFCV's `QUASI_RANDOM` order sits between: windows of neighbouring records (1 MiB
+# of the file each, at least a batch) in a random order, shuffled inside, so the reads stay
+# in one stretch of the file at a time. The order matters where the reads go to the disk, so
+# each order reads its file cold (`page_cache="drop"`; the cold run above is the random
+# order's). The order is a field of the run (`sample_order`), recorded with it; speed and
+# accuracy are both judged against noise.
+
+# %%
+order_runs = [cache_runs[0]]                         # random order, cold
+for order in lesson.ORDERS[1:]:                      # quasi-random, sequential
+    run_cfg = packed.replace(name=f"RecordIO, {order} order, page cache: drop",
+                             sample_order=order, page_cache="drop")               # <- the order
+    train_iter = gluon.data.DataLoader(rec_set, batch_size=cfg.batch_size, last_batch="discard",
+                                       sampler=io_data.OrderSampler(rec_set, run_cfg, rec),
+                                       num_workers=1)
+    order_runs.append(gc.train(run_cfg, train_iter=train_iter, val_iter=val_iter, verbose=False))
+gc.show(order_runs, lesson="09", chart=False)
+gc.conclude("09", order_runs)
+
+# %% [markdown]
 # ## Exercise 09.1: another format, and the data wait
 # Below, rung 1 again (loose JPEGs, one worker) on `SIZES.exercise_size` images, then the
 # same job reading the format you set at the line marked `# >>>`: `"preresized"`,

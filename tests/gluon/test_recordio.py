@@ -158,3 +158,30 @@ def test_prepare_data_makes_a_formats_copy_once_and_training_reads_it(index, tmp
                      data_format=kind)
     cache = tmp_path / "cache"
     check_prepare_data(io_data, cfg, cache)
+
+
+def test_the_packed_files_order_and_page_cache_reach_the_loader_and_the_record(index, tmp_path,
+                                                                               monkeypatch):
+    """cfg.sample_order and cfg.page_cache: an OrderSampler over the RecordIO file, built
+    by the loaders gc.train makes and by hand, whose epochs the run record notes."""
+    from gpu_course.tracks.gluon import train
+    monkeypatch.setenv("GPU_COURSE_CACHE", str(tmp_path / "cache"))
+    cfg = Experiment(dataset="folder", data_dir=str(index.root), image_size=SIZE, model="tiny",
+                     train_size=24, test_size=8, batch_size=8, num_workers=0, augment="none",
+                     num_gpus=0, data_format="packed", epochs=2, warmup_steps=0,
+                     sample_order="sequential", page_cache="drop")
+    train_iter, _ = io_data.io_loaders(cfg, "packed", progress=False)
+    assert isinstance(train_iter._batch_sampler._sampler, io_data.OrderSampler)
+    labels = np.concatenate([b[1].asnumpy() for b in train_iter]).astype(int).tolist()
+    dataset = io_data.io_datasets(cfg, "packed", progress=False)[0]
+    assert labels == [int(dataset[i][1]) for i in range(24)]   # file order
+    assert io_data.order_sampler(dataset, cfg.replace(sample_order="random",
+                                                      page_cache="keep")) is None
+    run = train(cfg, runs_dir=tmp_path / "runs", verbose=False, progress=False)
+    note = run.meta["notes"]["page_cache"]
+    assert run.config["sample_order"] == "sequential" and run.config["page_cache"] == "drop"
+    assert note["order"] == "sequential" and note["dropped"] == [True, True]
+    assert len(note["cached_at_epoch_start"]) == 2
+    path = io_data.prepare_data(cfg, progress=False).path
+    sampler = io_data.OrderSampler(dataset, cfg.replace(sample_order="quasi_random"), path)
+    assert sorted(sampler) == list(range(24)) and len(sampler) == 24

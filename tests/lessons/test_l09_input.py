@@ -1,5 +1,6 @@
 """Lesson 09's conclusions on fake runs and fake disk reads: every branch, the GPU ones
 included, with no disk test and no training."""
+import re
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,116 @@ def test_an_own_folder_is_read_as_given_and_the_sizes_are_small_in_smoke_mode():
     smoke, full = sizes("09", smoke=True), sizes("09", smoke=False)
     assert smoke.images < full.images and smoke.disk_test_mb < full.disk_test_mb
     assert smoke["dataset"] == "folder" and "images" not in smoke   # a lesson-only size
+
+
+# -- deeper: the page cache and the sample order ---------------------------------------------
+PACKED = {**LOOSE, "data_format": "packed", "sample_order": "random", "page_cache": "keep"}
+
+
+def cache_runs(make_run, rates=(600, 600), cached=((0.0,), (1.0,)), test_size=10_000):
+    """A run whose file was dropped before every epoch, then one kept warm; `cached`: the
+    shares of the file each found at its epochs' start (None: not measured)."""
+    return [make_run(f"packed, page cache: {cache}", rate=rate,
+                     config={**PACKED, "page_cache": cache, "test_size": test_size},
+                     notes={"page_cache": {"order": "random", "cache": cache, "window": 256,
+                                           "cached_at_epoch_start": list(shares),
+                                           "dropped": [True] * len(shares) if cache == "drop"
+                                           else []}})
+            for cache, rate, shares in zip(("drop", "keep"), rates, cached)]
+
+
+def test_a_checked_cold_run_slower_than_the_warm_one_is_said_to_wait_on_the_disk(make_run):
+    say = l09_input.conclude(cache_runs(make_run, rates=(300, 900)))
+    assert "Cold, checked: at each epoch's start of 'packed, page cache: drop'" in say.text
+    assert "held 0.0% of the file on average (a cold epoch: at most 10%)" in say.text
+    assert "Warm, checked: 'packed, page cache: keep'" in say.text
+    assert re.search(r"Reading from the disk cost 'packed, page cache: drop' samples/s: warm "
+                     r"against cold ×[23]\.\d\d, faster", say.text)
+    assert say.check() == []
+    table = l09_input.table(cache_runs(make_run))
+    assert list(table["cached_at_start"]) == [0.0, 1.0] and "page_cache" in table.columns
+
+
+def test_a_cold_run_within_noise_of_the_warm_one_says_the_disk_cost_nothing_visible(make_run):
+    say = l09_input.conclude(cache_runs(make_run, rates=(600, 602)))
+    assert re.search(r"Warm against cold: ×(0\.9\d|1\.0\d), within noise", say.text)
+    assert "cost nothing the runs' noise can show" in say.text
+    assert say.check() == []
+
+
+def test_a_cold_run_faster_than_the_warm_one_is_read_as_the_machine(make_run):
+    say = l09_input.conclude(cache_runs(make_run, rates=(900, 300)))
+    assert "The cold run was the faster one" in say.text and say.check() == []
+
+
+def test_a_drop_the_file_system_ignored_calls_nothing_cold(make_run):
+    say = l09_input.conclude(cache_runs(make_run, rates=(300, 900), cached=((1.0,), (1.0,))))
+    assert "The drop did not take: after dropping, 100.0% of the file was still" in say.text
+    assert "(tmpfs)" in say.text and "Cold, checked" not in say.text
+    assert re.search(r"Against each other, as measured \(not cold against warm\): ×[23]\.\d\d, "
+                     "faster", say.text)
+    assert "Reading from the disk" not in say.text and say.check() == []
+
+
+def test_an_unmeasured_cache_or_a_warm_run_that_was_not_warm_is_said(make_run):
+    say = l09_input.conclude(cache_runs(make_run, cached=((None,), (None,))))
+    assert "could not be measured here (no mincore)" in say.text
+    assert "Cold, checked" not in say.text and "Warm, checked" not in say.text
+    assert "not cold against warm" in say.text and say.check() == []
+    say = l09_input.conclude(cache_runs(make_run, cached=((0.0,), (0.5, 0.2))))
+    assert "'packed, page cache: keep' was not warm throughout: 35.0% of the file" in say.text
+    assert "not cold against warm" in say.text and say.check() == []
+
+
+def order_runs(make_run, rates=(600, 600, 600), accs=(0.8, 0.8, 0.8), test_size=10_000,
+               cache="keep", cached=(None, None, None)):
+    """Three orders over the packed file; with cache="drop", each run's file dropped before
+    every epoch, `cached` the share each then found (None: not measured)."""
+    runs = [make_run(f"packed, {o} order", rate=rate,
+                     config={**PACKED, "sample_order": o, "test_size": test_size,
+                             "page_cache": cache},
+                     notes={"page_cache": {"cached_at_epoch_start": [share]}})
+            for o, rate, share in zip(("random", "quasi_random", "sequential"), rates, cached)]
+    for run, acc in zip(runs, accs):
+        run.epochs["val_acc"] = [*run.epochs["val_acc"][:-1], acc]
+    return runs
+
+
+def test_no_order_faster_and_accuracies_alike_say_so(make_run):
+    say = l09_input.conclude(order_runs(make_run))
+    assert re.search(r"'packed, random order' \(random order\): 6\d\d samples/s, val acc 80\.0%",
+                     say.text)
+    assert re.search(r"'packed, quasi_random order': samples/s ×(0\.9\d|1\.0\d), within noise",
+                     say.text)
+    assert "accuracy +0.0 points, within noise" in say.text
+    assert "No order read faster beyond the runs' noise" in say.text
+    assert "Lower accuracy" not in say.text and "chance" not in say.text
+    assert say.check() == []
+
+
+def test_a_faster_order_and_a_worse_accuracy_are_named(make_run):
+    say = l09_input.conclude(order_runs(make_run, rates=(300, 310, 900), accs=(0.8, 0.6, 0.8)))
+    assert "Faster beyond noise: 'packed, sequential order'." in say.text
+    assert re.search(r"'packed, quasi_random order': samples/s ×(0\.9\d|1\.\d\d), within noise",
+                     say.text)
+    assert "accuracy -20.0 points, an effect" in say.text
+    assert "Lower accuracy beyond noise: 'packed, quasi_random order'" in say.text
+    assert "No order read faster" not in say.text and say.check() == []
+
+
+def test_orders_at_chance_name_no_accuracy_winner(make_run):
+    say = l09_input.conclude(order_runs(make_run, accs=(0.1, 0.125, 0.05), test_size=40))
+    assert "both within noise of chance" in say.text
+    assert "Every order's accuracy is within noise of chance" in say.text
+    assert "Lower accuracy" not in say.text and say.check() == []
+
+
+def test_orders_read_cold_are_checked_cold_or_said_not_to_be(make_run):
+    say = l09_input.conclude(order_runs(make_run, cache="drop", cached=(0.0, 0.02, 0.0)))
+    assert "Every order read its file from the disk" in say.text
+    assert "held at most 10% of it after (checked)" in say.text and say.check() == []
+    say = l09_input.conclude(order_runs(make_run, cache="drop", cached=(0.0, 1.0, None)))
+    assert "Not checked cold: 'packed, quasi_random order', 'packed, sequential order'" in say.text
+    assert "Every order read" not in say.text and say.check() == []
+    say = l09_input.conclude(order_runs(make_run))   # kept warm: nothing said of the disk
+    assert "checked cold" not in say.text.lower() and "Every order read" not in say.text

@@ -90,3 +90,28 @@ def test_prepare_data_makes_a_formats_copy_once_and_training_reads_it(cfg, tmp_p
     cfg = cfg.replace(data_format=kind)
     cache = tmp_path / "cache"
     check_prepare_data(io_data, cfg, cache)
+
+
+def test_the_packed_files_order_and_page_cache_reach_the_loader_and_the_record(cfg, tmp_path,
+                                                                               monkeypatch):
+    """cfg.sample_order and cfg.page_cache: an OrderSampler over the packed file, built by
+    the loaders gc.train makes and by hand, whose epochs the run record notes."""
+    from gpu_course.tracks.torch import train
+    monkeypatch.setenv("GPU_COURSE_CACHE", str(tmp_path / "cache"))
+    packed = cfg.replace(data_format="packed", model="tiny", epochs=2, warmup_steps=0,
+                         sample_order="sequential", page_cache="drop")
+    train_iter, _ = io_data.io_loaders(packed, "packed", progress=False)
+    assert isinstance(train_iter.sampler, io_data.OrderSampler)
+    labels = torch.cat([b[1] for b in train_iter]).tolist()
+    path = io_data.prepare_data(packed, progress=False).path
+    dataset = io_data.io_datasets(packed, "packed", progress=False)[0]
+    assert labels == [int(dataset[i][1]) for i in range(24)]   # file order
+    assert io_data.order_sampler(dataset, packed.replace(sample_order="random",
+                                                         page_cache="keep")) is None
+    run = train(packed, runs_dir=tmp_path / "runs", verbose=False, progress=False)
+    note = run.meta["notes"]["page_cache"]
+    assert run.config["sample_order"] == "sequential" and run.config["page_cache"] == "drop"
+    assert note["order"] == "sequential" and note["dropped"] == [True, True]
+    assert len(note["cached_at_epoch_start"]) == 2
+    sampler = io_data.OrderSampler(dataset, packed.replace(sample_order="quasi_random"), path)
+    assert sorted(sampler) == list(range(24)) and len(sampler) == 24

@@ -67,12 +67,14 @@ def image_dataset(images: np.ndarray, labels: np.ndarray) -> ArrayDataset:
     return ArrayDataset(mx.nd.array(images, dtype="uint8"), np.asarray(labels, dtype="int32"))
 
 
-def make_loader(dataset, cfg: Experiment, train: bool = True) -> DataLoader:
+def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> DataLoader:
     """A DataLoader giving cfg.batch_size images per device, cfg.num_workers processes;
-    training batches are shuffled and the last short batch is dropped. A worker that
-    dies (killed, out of memory) ends the iteration within a second (WorkerDied)."""
+    training batches are shuffled (or drawn by `sampler`, e.g. io_data.OrderSampler) and
+    the last short batch is dropped. A worker that dies (killed, out of memory) ends the
+    iteration within a second (WorkerDied)."""
     check_batches(len(dataset), cfg.global_batch, cfg, train)
-    return WatchedDataLoader(dataset, batch_size=cfg.global_batch, shuffle=train,
+    return WatchedDataLoader(dataset, batch_size=cfg.global_batch,
+                             shuffle=train and sampler is None, sampler=sampler,
                              last_batch="discard" if train else "keep",
                              num_workers=cfg.num_workers, thread_pool=False)
 

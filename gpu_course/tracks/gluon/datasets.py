@@ -7,7 +7,7 @@ from __future__ import annotations
 from ... import data as course_data
 from ...config import Experiment
 from .data import Augment, image_dataset, make_loader
-from .io_data import io_datasets
+from .io_data import io_datasets, order_sampler
 
 
 def load_datasets(cfg: Experiment):
@@ -33,4 +33,5 @@ def _ours(*datasets):
 def load_data(cfg: Experiment):
     """(train_iter, val_iter): the two DataLoaders for cfg."""
     train, val = load_datasets(cfg)
-    return make_loader(train, cfg, train=True), make_loader(val, cfg, train=False)
+    return (make_loader(train, cfg, train=True, sampler=order_sampler(train, cfg)),
+            make_loader(val, cfg, train=False))

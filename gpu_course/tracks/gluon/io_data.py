@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import mxnet as mx
 import numpy as np
-from mxnet.gluon.data import Dataset
+from mxnet.gluon.data import Dataset, Sampler
 
 from ...config import Experiment
-from ...data import folder, packed
+from ...data import folder, order, packed
 from ...data.folder import folder_split
 from .data import Augment, make_loader
 from .recordio import RecordDataset, ensure_recordio, recordio_path
@@ -76,6 +76,20 @@ def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
     return train_set, val.transform_first(Augment(cfg, False, size))
 
 
+class OrderSampler(order.EpochSampler, Sampler):
+    """The order of cfg.sample_order over the packed (RecordIO) file at `path` read by
+    `data_source`, and with cfg.page_cache="drop" the file's pages dropped before every
+    epoch (`data.order.EpochSampler`; the run record notes what the cache held):
+
+        DataLoader(rec_set, batch_size, sampler=OrderSampler(rec_set, cfg, path), ...)"""
+
+
+def order_sampler(train_set, cfg: Experiment, cache_dir=None) -> OrderSampler | None:
+    """The OrderSampler cfg asks for (sample_order, page_cache), else None: a shuffle."""
+    return OrderSampler.if_asked(train_set, cfg, lambda: prepare_data(
+        cfg, cache_dir=cache_dir, progress=False).path)
+
+
 def prepare_data(cfg: Experiment, root=None, cache_dir=None,
                  progress: bool = True) -> packed.Prepared | None:
     """Make, once and before training, the copy of cfg's training images that
@@ -99,4 +113,5 @@ def memory_dataset(pack_path) -> Dataset:
 def io_loaders(cfg: Experiment, kind: str = "loose", **kwargs):
     """(train_iter, val_iter): io_datasets in the track's DataLoaders (cfg.num_workers)."""
     train, val = io_datasets(cfg, kind, **kwargs)
-    return make_loader(train, cfg, train=True), make_loader(val, cfg, train=False)
+    return (make_loader(train, cfg, train=True, sampler=order_sampler(
+        train, cfg, kwargs.get("cache_dir"))), make_loader(val, cfg, train=False))

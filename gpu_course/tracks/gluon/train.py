@@ -18,6 +18,7 @@ from ...config import Experiment
 from ...measure.records import OutOfMemory
 from .data import end_workers, make_loader
 from .datasets import load_datasets
+from .io_data import order_sampler
 from .devices import (BFLOAT16_ON_GPU, FLOAT16_ON_CPU, NCCL_ON_CPU, check_threads,
                       effective_config, try_devices)
 from .loop import fit
@@ -42,7 +43,8 @@ def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=Non
     mx.random.seed(ran.seed)
     if train_iter is None or val_iter is None:
         train_set, val_set = load_datasets(ran)
-        train_iter = train_iter if train_iter is not None else make_loader(train_set, ran)
+        train_iter = train_iter if train_iter is not None else make_loader(
+            train_set, ran, sampler=order_sampler(train_set, ran))   # None: a shuffle
         val_iter = val_iter if val_iter is not None else make_loader(val_set, ran, train=False)
     net = net if net is not None else get_model(ran)
     prepare(net, ran, devices)

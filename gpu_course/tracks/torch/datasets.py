@@ -10,7 +10,7 @@ import torch
 from ... import data as course_data
 from ...config import Experiment
 from .data import ImageDataset, make_loader
-from .io_data import io_datasets
+from .io_data import io_datasets, order_sampler
 
 
 def load_datasets(cfg: Experiment) -> tuple[ImageDataset, ImageDataset]:
@@ -40,4 +40,5 @@ def load_data(cfg: Experiment, device: torch.device | str | None = None):
         device = device if device is not None else try_devices(cfg.num_gpus)[0][0]
         return gpu_loaders(cfg, device)
     train, val = load_datasets(cfg)
-    return make_loader(train, cfg, train=True), make_loader(val, cfg, train=False)
+    return (make_loader(train, cfg, train=True, sampler=order_sampler(train, cfg)),
+            make_loader(val, cfg, train=False))

@@ -16,9 +16,10 @@ changes.
 from __future__ import annotations
 
 import numpy as np
+from torch.utils.data import Sampler
 
 from ...config import Experiment
-from ...data import folder, packed
+from ...data import folder, order, packed
 from ...data.folder import folder_split
 from .data import ImageDataset, make_loader
 
@@ -95,6 +96,20 @@ def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
     return train, ImageDataset(val.load(), val.labels, "none", cfg.seed)
 
 
+class OrderSampler(order.EpochSampler, Sampler):
+    """The order of cfg.sample_order over the packed file at `path` read by
+    `data_source`, and with cfg.page_cache="drop" the file's pages dropped before every
+    epoch (`data.order.EpochSampler`; the run record notes what the cache held):
+
+        DataLoader(packed_set, batch_size, sampler=OrderSampler(packed_set, cfg, path))"""
+
+
+def order_sampler(train_set, cfg: Experiment, cache_dir=None) -> OrderSampler | None:
+    """The OrderSampler cfg asks for (sample_order, page_cache), else None: a shuffle."""
+    return OrderSampler.if_asked(train_set, cfg, lambda: prepare_data(
+        cfg, cache_dir=cache_dir, progress=False).path)
+
+
 def prepare_data(cfg: Experiment, root=None, cache_dir=None,
                  progress: bool = True) -> packed.Prepared | None:
     """Make, once and before training, the copy of cfg's training images that
@@ -110,7 +125,8 @@ def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
     `device` (default: the first device of cfg)."""
     if kind != "gpu":
         train, val = io_datasets(cfg, kind, **kwargs)
-        return make_loader(train, cfg, train=True), make_loader(val, cfg, train=False)
+        return (make_loader(train, cfg, train=True, sampler=order_sampler(
+                    train, cfg, kwargs.get("cache_dir"))), make_loader(val, cfg, train=False))
     from .devices import try_devices
     from .gpu_loader import GpuLoader
     device = device if device is not None else try_devices(cfg.num_gpus)[0][0]
@@ -125,5 +141,5 @@ def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
     return tuple(loaders)
 
 
-__all__ = ["KINDS", "SourceDataset", "LazyImages", "folder_split", "io_datasets", "io_loaders",
+__all__ = ["KINDS", "OrderSampler", "order_sampler", "SourceDataset", "LazyImages", "folder_split", "io_datasets", "io_loaders",
            "prepare_data"]

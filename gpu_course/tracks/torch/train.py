@@ -19,6 +19,7 @@ from ...measure.guards import Terminated, stop_asked
 from ...config import Experiment, Graph
 from .data import make_loader
 from .datasets import load_datasets
+from .io_data import order_sampler
 from .devices import out_of_memory, try_devices
 from .gpu_loader import gpu_loaders
 from .loop import Precision, evaluate
@@ -138,7 +139,7 @@ def build_loaders(cfg: Experiment, device: torch.device, rank: int = 0, world_si
         dtype = Precision(cfg.dtype, device).input_dtype  # what autocast would cast to
         return gpu_loaders(cfg, device, rank, world_size, dtype=dtype)
     train_set, val_set = load_datasets(cfg)
-    sampler = None
+    sampler = order_sampler(train_set, cfg)   # None: a shuffle (cfg.sample_order, page_cache)
     if world_size > 1:
         sampler = torch.utils.data.DistributedSampler(
             train_set, world_size, rank, shuffle=True, seed=cfg.seed, drop_last=True)

@@ -1,0 +1,134 @@
+"""The order a packed file is read in, and what the page cache holds of it: lesson 09.
+
+A packed file holds its records one after the other, so the order of an epoch is the
+order of the reads on the disk:
+
+    SampleOrder.RANDOM        a fresh permutation each epoch: every read lands anywhere
+    SampleOrder.QUASI_RANDOM  windows of WINDOW_BYTES of neighbouring records, the windows
+                              in a random order and each shuffled inside (FFCV's
+                              QUASI_RANDOM): the reads stay in one stretch at a time
+    SampleOrder.SEQUENTIAL    file order, every epoch
+
+`EpochOrder` is the framework-free core of the adapters' `OrderSampler`: each pass over
+it is one epoch's order (seed + epoch), and with PageCache.DROP it first drops the file's
+pages from the page cache (`disk.evict`, that file only, no root), so every epoch reads
+the disk as a data set larger than the cache would. Whether the drop took is measured,
+not assumed: `cached` keeps the share of the file's pages cached at each epoch's start
+(`disk.cached_share`, mincore), which the run record keeps in its notes (`note()`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..config import PageCache, SampleOrder
+from . import disk
+
+WINDOW_BYTES = 1 << 20   # a quasi-random window: 1 MiB of the file (several read-aheads)
+
+
+def window_records(records: int, file_bytes: int, batch_size: int = 1) -> int:
+    """Records in a quasi-random window: WINDOW_BYTES worth of the file's average record,
+    at least one batch (a batch drawn from one window reads one stretch of the file)."""
+    per_record = max(1, file_bytes // max(records, 1))
+    return max(batch_size, 1, WINDOW_BYTES // per_record)
+
+
+def epoch_order(records: int, order, seed: int = 0, window: int = 1) -> np.ndarray:
+    """The indices 0..records-1 in `order` (a SampleOrder or its value) for one epoch;
+    `window`: records per quasi-random window."""
+    order = sample_order(order)
+    if order is SampleOrder.SEQUENTIAL:
+        return np.arange(records)
+    if order is SampleOrder.RANDOM:
+        return np.random.default_rng(seed).permutation(records)
+    return disk.block_shuffle(records, window, seed)
+
+
+def sample_order(value) -> SampleOrder:
+    """`value` as a SampleOrder; a clear error naming it and what is allowed."""
+    return _member(SampleOrder, "sample_order", value)
+
+
+def page_cache(value) -> PageCache:
+    """`value` as a PageCache; a clear error naming it and what is allowed."""
+    return _member(PageCache, "page_cache", value)
+
+
+def _member(kind, name: str, value):
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not allowed; allowed: "
+                         f"{', '.join(m.value for m in kind)}") from None
+
+
+def asked(cfg) -> bool:
+    """Whether `cfg` (an Experiment) asks for an order or a page cache of its own: a
+    sampler then reads the packed file; otherwise the loader's plain shuffle does."""
+    return (cfg.sample_order, cfg.page_cache) != (SampleOrder.RANDOM, PageCache.KEEP)
+
+
+class EpochOrder:
+    """The indices of one epoch each time it is iterated, for a loader's sampler: `records`
+    records of the packed file at `path` in `order`, the file's pages dropped first with
+    cache=PageCache.DROP. `cached[e]`: the share of the file cached at epoch e's start,
+    after any drop (None where it cannot be measured)."""
+
+    def __init__(self, path, records: int, order=SampleOrder.RANDOM,
+                 cache=PageCache.KEEP, seed: int = 0, batch_size: int = 1):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise FileNotFoundError(f"packed file {self.path} does not exist; make it with "
+                                    "gc.prepare_data(cfg)")
+        self.records, self.seed = int(records), int(seed)
+        self.order, self.cache = sample_order(order), page_cache(cache)
+        self.window = window_records(self.records, self.path.stat().st_size, batch_size)
+        self.cached: list = []
+        self.dropped: list[bool] = []
+        self._epoch = 0
+
+    def __len__(self) -> int:
+        return self.records
+
+    def __iter__(self):
+        if self.cache is PageCache.DROP:
+            self.dropped.append(disk.evict(self.path))
+        self.cached.append(disk.cached_share(self.path))
+        seed = self.seed + self._epoch
+        self._epoch += 1
+        return iter(epoch_order(self.records, self.order, seed, self.window).tolist())
+
+    def note(self) -> dict:
+        """What a run record keeps of it (`notes["page_cache"]`)."""
+        return {"order": self.order.value, "cache": self.cache.value, "window": self.window,
+                "cached_at_epoch_start": [None if c is None else round(c, 4)
+                                          for c in self.cached],
+                "dropped": self.dropped}
+
+
+class EpochSampler:
+    """A loader's sampler over an EpochOrder (kept as .epochs) of cfg's sample_order and
+    page_cache, for `data_source` read from the packed file at `path`. The adapters'
+    `OrderSampler` adds their framework's Sampler base, nothing else."""
+
+    def __init__(self, data_source, cfg, path):
+        self.epochs = EpochOrder(path, len(data_source), cfg.sample_order, cfg.page_cache,
+                                 cfg.seed, cfg.global_batch)
+
+    @classmethod
+    def if_asked(cls, data_source, cfg, packed_path):
+        """One where cfg asks for it (`asked`), else None (the loader's plain shuffle);
+        packed_path() gives the file, made once by the adapter's prepare_data."""
+        return cls(data_source, cfg, packed_path()) if asked(cfg) else None
+
+    def __len__(self) -> int:
+        return len(self.epochs)
+
+    def __iter__(self):
+        return iter(self.epochs)
+
+
+__all__ = ["WINDOW_BYTES", "window_records", "epoch_order", "sample_order", "page_cache",
+           "asked", "EpochOrder", "EpochSampler"]
