@@ -40,6 +40,16 @@ def test_a_clear_effect_is_one_and_a_slow_down_is_named_so():
     assert "a slow-down" in str(slower) and slower.ratio == pytest.approx(100 / 155)
 
 
+def test_an_effect_whose_bound_rounds_to_one_never_reads_x1_00():
+    # blocks ×1.003 apart at their closest: "faster (×1.00–×1.20)" read as a contradiction
+    faster = noise.compare_samples([100.0, 99.0], [100.3, 120.0], "2 blocks")
+    assert faster.kind == "faster" and "faster (×1.003–×1.21 over 2 blocks)" in str(faster)
+    slower = noise.compare_samples([100.0, 99.0], [98.9, 80.0], "2 blocks")
+    assert "a slow-down (×0.80–×0.999 over 2 blocks)" in str(slower)
+    exact = noise.compare_samples([100.0], [100.0, 120.0], "2 blocks")
+    assert "within noise (×1.00–×1.20 over 2 blocks)" in str(exact)
+
+
 def test_a_single_run_is_judged_by_blocks_of_its_own_steady_steps(tmp_path):
     slow = fake_runs.load(fake_runs.write_run(tmp_path, "slow", samples_per_sec=500.0, seed=1))
     fast = fake_runs.load(fake_runs.write_run(tmp_path, "fast", samples_per_sec=1500.0,

@@ -122,6 +122,18 @@ def compare_samples(xs, ys, how: str, a: float | None = None, b: float | None = 
     return Verdict(ratio, low, high, _kind(low, high), how)
 
 
+def _spread(v: Verdict) -> str:
+    """"×low–×high over how", two decimals; a bound within half a hundredth of ×1 gets the
+    digits that keep it off ×1.00, so an effect never reads "faster (×1.00–...)"."""
+    def bound(x: float) -> str:
+        for digits in (2, 3, 4):
+            text = f"{x:.{digits}f}"
+            if x == 1 or float(text) != 1:
+                return text
+        return text
+    return f"×{bound(v.low)}–×{bound(v.high)} over {v.how}"
+
+
 def sentence(v: Verdict, what: str = "") -> str:
     """The verdict in words, with its numbers, e.g. "×1.42 faster (×1.31–×1.55 over 3
     runs each)", "×0.97: within noise (×0.90–×1.05 ...)", "×0.75: a slow-down (...)"."""
@@ -134,7 +146,7 @@ def sentence(v: Verdict, what: str = "") -> str:
         return (f"{what}×{v.ratio:.2f}, too few steps to judge ({v.how}; a verdict needs "
                 f"{BLOCKS * MIN_STEPS} a run: more epochs or a larger training set, or "
                 "repeated runs)")
-    spread = f"×{v.low:.2f}–×{v.high:.2f} over {v.how}"
+    spread = _spread(v)
     if v.kind == Kind.FASTER:
         return f"{what}×{v.ratio:.2f}, faster ({spread})"
     if v.kind == Kind.SLOWER:
@@ -149,7 +161,7 @@ def amount_sentence(v: Verdict, what: str = "") -> str:
     SLOWER "less"; a verdict without a call reads as `sentence` writes it."""
     if v.kind not in (Kind.FASTER, Kind.SLOWER, Kind.WITHIN_NOISE):
         return sentence(v, what)
-    spread = f"×{v.low:.2f}–×{v.high:.2f} over {v.how}"
+    spread = _spread(v)
     word = {Kind.FASTER: "more", Kind.SLOWER: "less",
             Kind.WITHIN_NOISE: "the same within noise"}[v.kind]
     return f"{what}×{v.ratio:.2f}, {word} ({spread})"
