@@ -142,6 +142,59 @@ def test_on_a_gpu_the_allocator_is_read_around_each_step_and_a_snapshot_kept(mon
     assert out["at_peak"] == {} and out["peak"] and memory.TIMELINE not in out["files"]
 
 
+def test_the_profiled_step_runs_its_backward_on_the_calling_thread(tmp_path):
+    """On a GPU autograd's device thread would run a checkpointed segment's recomputation,
+    which the profiler's stack tracer does not follow: the profiled step turns that off."""
+    net, optimizer, x, y = tiny_after_a_step()
+    meter = memory.MemoryMeter(Parts(net, None, None, optimizer, [torch.device("cpu")], None))
+    seen = []
+
+    def step():
+        seen.append(torch.autograd.is_multithreading_enabled())
+        memory.train_step(net, optimizer, x, y)
+    meter.measure(Rec(tmp_path), step, readings=1)
+    assert seen == [False] and torch.autograd.is_multithreading_enabled()
+
+
+def test_a_profiler_failing_inside_a_gpu_step_leaves_the_allocator_s_reading(monkeypatch, tmp_path):
+    """The H200's failure, faked: the profiled step raises SystemError in its backward; the
+    step runs again without the profiler, its partial gradients cleared first, and the
+    allocator's peak stands with the parts unsorted. On a CPU the same error is raised."""
+    state = {"allocated": 100, "peak": 100, "calls": 0}
+    cuda = torch.cuda
+    monkeypatch.setattr(cuda, "memory_allocated", lambda d=None: state["allocated"])
+    monkeypatch.setattr(cuda, "max_memory_allocated", lambda d=None: state["peak"])
+    monkeypatch.setattr(cuda, "reset_peak_memory_stats",
+                        lambda d=None: state.update(peak=state["allocated"]))
+    monkeypatch.setattr(cuda, "memory_reserved", lambda d=None: 4096)
+    monkeypatch.setattr(cuda, "memory_stats", lambda d=None: {})
+    monkeypatch.setattr(cuda, "get_device_properties",
+                        lambda d=None: type("P", (), {"total_memory": 80 * 2**30})())
+    monkeypatch.setattr(cuda.memory, "_record_memory_history", lambda enabled="all", **kw: None)
+    monkeypatch.setattr(cuda.memory, "_dump_snapshot", lambda path: open(path, "wb").write(b"s"))
+    monkeypatch.setattr(memory, "profile", lambda **kw: _Broken())
+    net, optimizer, x, y = tiny_after_a_step()
+    optimizer.zero_grad(set_to_none=True)
+    meter = memory.MemoryMeter(Parts(net, None, None, optimizer, [torch.device("cuda:0")], None))
+    grads_at_start = []
+
+    def step():
+        state["calls"] += 1
+        grads_at_start.append(sum(p.grad is not None for p in net.parameters()))
+        state["peak"] = max(state["peak"], state["allocated"] + 500 * state["calls"])
+        if state["calls"] == 1:
+            for p in net.parameters():
+                p.grad = torch.zeros_like(p)          # half a backward's gradients
+            raise SystemError("run_backward returned NULL without setting an exception")
+    out = meter.measure(Rec(tmp_path), step, readings=1)
+    assert state["calls"] == 2 and grads_at_start == [0, 0]
+    assert out["peak"] == [1000] and out["at_peak"] == {}
+    cpu = memory.MemoryMeter(Parts(net, None, None, optimizer, [torch.device("cpu")], None))
+    state["calls"] = 0
+    with pytest.raises(SystemError):
+        cpu.measure(Rec(tmp_path), step, readings=1)
+
+
 class _Broken:
     """A profiler whose memory timeline cannot be exported (as for a device it does not see)."""
 

@@ -144,11 +144,31 @@ class MemoryMeter:
         return out
 
     def _profiled(self, step, path: Path) -> dict:
-        """One step under the profiler; its memory timeline read back from `path`."""
+        """One step under the profiler; its memory timeline read back from `path`.
+
+        The backward runs on the calling thread (set_multithreading_enabled(False)), as it
+        does on a CPU: on a GPU autograd's device thread would run the checkpointed
+        segments' recomputation, Python the profiler's stack tracer does not follow
+        (on an H200, a checkpointed step's backward failed with "SystemError: run_backward
+        returned NULL without setting an exception"). Should a profiler still fail in the
+        step on a GPU, the step runs again without it: the allocator's counters stand, the
+        parts go unsorted."""
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
-        with quiet(), profile(activities=activities, profile_memory=True, record_shapes=True,
-                              with_stack=True) as prof:
+        grads_held = [p for p in self.net.parameters() if p.grad is not None]
+        try:
+            with quiet(), profile(activities=activities, profile_memory=True,
+                                  record_shapes=True, with_stack=True) as prof, \
+                    torch.autograd.set_multithreading_enabled(False):
+                step()
+        except SystemError:
+            if not self.cuda:
+                raise
+            for p in self.net.parameters():   # the failed backward's partial gradients
+                if not any(p is q for q in grads_held):
+                    p.grad = None
+            torch.cuda.reset_peak_memory_stats(self.device)
             step()
+            return read_timeline([[], []])
         try:
             with warnings.catch_warnings():   # deprecated for CUDA's snapshot, the only CPU one
                 warnings.simplefilter("ignore")
