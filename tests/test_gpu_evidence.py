@@ -88,8 +88,12 @@ def test_each_step_ends_by_its_share_and_an_early_end_leaves_time_to_the_next():
     clock.start -= 100   # the notebooks ended after 100 s: the ladder gets what they left
     assert clock.allowance("ladder", order) == pytest.approx(
         (gpu_check.SHARES["notebooks"] + gpu_check.SHARES["ladder"]) * 480 - 100, abs=1)
-    assert clock.allowance("smi", ["smi"]) == pytest.approx(gpu_check.SHARES["smi"] * 480 - 100,
-                                                           abs=1)   # no time for it: skipped
+    # steps run alone share what all would get: the notebooks alone get the whole of it
+    clock.start += 100
+    assert clock.allowance("notebooks", ["notebooks"]) == pytest.approx(
+        sum(gpu_check.SHARES.values()) * 480, abs=1)
+    assert clock.allowance("tests", ["notebooks", "tests"]) == pytest.approx(
+        sum(gpu_check.SHARES.values()) * 480, abs=1)
     assert sum(gpu_check.SHARES.values()) < 1   # the summary and the archive keep the rest
 
 
@@ -101,50 +105,79 @@ def test_the_reference_folder_is_named_for_the_gpu(device, slug):
 
 
 def archive(tmp_path, device="NVIDIA H100 80GB HBM3", rehearsal=False, at="2026-11-27T10:15:00+0000",
-            notebooks=("01_naive.ipynb", "03_compile.ipynb")):
-    out = tmp_path / f"out-{at[11:13]}"
+            notebooks=(("01_naive.ipynb", "ok"), ("03_compile.ipynb", "ok"))):
+    out = tmp_path / f"out-{at[8:10]}{at[11:13]}"
     (out / "notebooks").mkdir(parents=True)
-    for name in notebooks:
-        nbformat.write(nbformat.v4.new_notebook(), out / "notebooks" / name)
+    for name, status in notebooks:
+        if not status.startswith("skipped"):
+            nb = nbformat.v4.new_notebook()
+            nb.metadata["check"] = at
+            nbformat.write(nb, out / "notebooks" / name)
     gpu_run(out / "runs", "float16", 0, config={"dtype": "float16"})
     summary = {"device": device, "rehearsal": rehearsal, "at": at,
-               "notebooks": [{"name": n, "status": "ok"} for n in notebooks]}
+               "notebooks": [{"name": n, "status": s} for n, s in notebooks]}
     (out / gpu_check.SUMMARY).write_text(json.dumps(summary))
     (out / "summary.md").write_text("# GPU check\n")
     return gpu_check.pack(out)
 
 
-def test_unpacking_commits_the_evidence_and_the_readme_table_and_the_lesson_point_to_it(
+def check_of(path):
+    return nbformat.read(path, as_version=4).metadata["check"]
+
+
+def test_unpacking_keeps_each_check_apart_from_the_reference_and_the_notebooks_that_stand(
         tmp_path, monkeypatch, capsys):
-    root = tmp_path / "reference"
-    target = gpu_evidence.unpack(archive(tmp_path), root)
-    assert target == root / "pytorch-h100"
-    assert (target / "notebooks" / "03_compile.ipynb").is_file()
-    assert (target / "gpu-check-202611271015.json").is_file()
-    assert (target / "gpu-check-202611271015.md").is_file()
-    assert [r.name for r in load_runs(target / "runs")] == ["float16"]
-    # a later check on the same GPU adds its summary and replaces only what it ran again
-    gpu_evidence.unpack(archive(tmp_path, at="2026-11-28T09:00:00+0000",
-                                notebooks=("08_summary.ipynb",)), root)
+    root = tmp_path / "reference" / "gpu-checks"
+    first = gpu_evidence.unpack(archive(tmp_path), root)
+    target = root / "pytorch-h100"
+    assert first == target / "202611271015"
+    assert (first / gpu_check.SUMMARY).is_file() and (first / "summary.md").is_file()
+    assert [r.name for r in load_runs(first / "runs")] == ["float16"]
+    assert not (first / "notebooks").exists()
+    assert sorted(p.name for p in (target / "notebooks").iterdir()) == [
+        "01_naive.ipynb", "03_compile.ipynb"]
+    with pytest.raises(ValueError, match="already committed"):
+        gpu_evidence.unpack(archive(tmp_path / "again"), root)
+    # a later check: 01 failed now (it replaces), 03 stopped for time (the ok copy stands),
+    # 08 ran for the first time, 14 was skipped (nothing)
+    later = "2026-11-28T09:00:00+0000"
+    gpu_evidence.unpack(archive(tmp_path, at=later, notebooks=(
+        ("01_naive.ipynb", "error in code cell 2 of 9: \x1b[31mSystemError\x1b[39m: x"),
+        ("03_compile.ipynb", "stopped in code cell 4 of 8: the notebooks' time was up"),
+        ("08_summary.ipynb", "ok"), ("14_memory.ipynb", "skipped: the notebooks' time was up"))),
+        root)
     assert sorted(p.name for p in (target / "notebooks").iterdir()) == [
         "01_naive.ipynb", "03_compile.ipynb", "08_summary.ipynb"]
+    assert check_of(target / "notebooks" / "01_naive.ipynb") == later
+    assert check_of(target / "notebooks" / "03_compile.ipynb") == "2026-11-27T10:15:00+0000"
     block = gpu_evidence.readme_block(root)
-    assert "NVIDIA H100 80GB HBM3 (2026-11-27)" in block and "(2026-11-28)" in block
-    assert "| pytorch/03_compile.ipynb | [ok](gpu_course/reference/pytorch-h100/notebooks/" \
-           "03_compile.ipynb) | - |" in block
+    assert "| lesson | NVIDIA H100 80GB HBM3 (2 checks) |" in block
+    assert "| pytorch/03_compile.ipynb | [ok, 2026-11-27](" in block
+    assert "| pytorch/01_naive.ipynb | [error in code cell 2 of 9: SystemError: x, 2026-11-28](" in block
+    assert "| pytorch/14_memory.ipynb | not run yet |" in block
     readme = tmp_path / "README.md"
     readme.write_text("before\n" + "\n".join(gpu_evidence.MARKERS) + "\nafter\n")
     gpu_evidence.write_readme(readme, root)
     assert block in readme.read_text() and readme.read_text().endswith("after\n")
-    # the lesson's closing names its executed copy, once a session
-    monkeypatch.setattr(report, "REFERENCE_ROOT", root)
+    # the lesson's closing names its executed copy, once a session, where it ran without error
+    monkeypatch.setattr(report, "REFERENCE_ROOT", tmp_path / "reference")
+    monkeypatch.setattr(report, "GPU_CHECKS", root)
     monkeypatch.setattr(lessons, "_POINTED", set())
-    runs = [load_runs(target / "runs")[0]]
+    runs = [load_runs(first / "runs")[0]]
     lessons._point_to_executed_copy("03", runs)
     lessons._point_to_executed_copy("03", runs)
+    lessons._point_to_executed_copy("01", runs)
     out = capsys.readouterr().out
     assert out.count("This lesson as it ran on one NVIDIA H100 80GB HBM3") == 1
-    assert "gpu_course/reference/pytorch-h100/notebooks/03_compile.ipynb" in out
+    assert "gpu_course/reference/gpu-checks/pytorch-h100/notebooks/03_compile.ipynb" in out
+    # the next check on this GPU runs first what no check ran without error
+    monkeypatch.setattr(gpu_check, "NOTEBOOKS", tmp_path / "nbs")
+    (tmp_path / "nbs").mkdir()
+    for name in ("01_naive", "03_compile", "08_summary", "14_memory", "15_inference"):
+        (tmp_path / "nbs" / f"{name}.ipynb").write_text("{}")
+    order = [p.name[:2] for p in gpu_check.notebooks(device="NVIDIA H100 80GB HBM3")]
+    assert order == ["01", "14", "15", "03", "08"]
+    assert [p.name[:2] for p in gpu_check.notebooks(["15", "01"])] == ["01", "15"]
 
 
 def test_a_rehearsal_is_not_evidence(tmp_path):

@@ -333,6 +333,20 @@ def test_monitor_vs_smi_judges_each_quantity_against_its_tolerance():
     assert "power.draw" in bench.format_table(bench.agreement(rows))
 
 
+def test_monitor_vs_smi_is_judged_by_the_median_so_one_clock_change_between_reads_passes():
+    """The H200's check: going idle, one pair read 1980 MHz against 420; the other 14 agreed."""
+    from tools import monitor_vs_smi as bench
+    clocks = [(1980, 1980), (1980, 420)] + [(345, 345)] * 13
+    rows = [{"gpu": 0, "sm_clock_mhz_ours": a, "sm_clock_mhz_smi": b, "util_gpu_ours": 0,
+             "util_gpu_smi": 0, "mem_used_mib_ours": 0, "mem_used_mib_smi": 0,
+             "power_w_ours": 80, "power_w_smi": 80 + 20 * (i % 3 > 0)} for i, (a, b) in enumerate(clocks)]
+    result = {r["quantity"]: r for r in bench.agreement(rows)}
+    assert result["clocks.sm"]["mean_diff"] == pytest.approx(104)
+    assert result["clocks.sm"]["mean_diff"] > result["clocks.sm"]["tolerance"]   # the old rule failed
+    assert result["clocks.sm"]["agrees"] and result["clocks.sm"]["median_diff"] == 0
+    assert not result["power.draw"]["agrees"]   # two pairs in three 20 W apart: median 20 W > 15
+
+
 def test_sigterm_to_the_monitor_command_keeps_what_it_sampled(tmp_path):
     """`kill` (SIGTERM) ends a recording as Ctrl-C does: the samples so far are written."""
     import signal

@@ -8,7 +8,9 @@ The plan, in order of priority, under one time budget (--budget, default 8 minut
 1. ``machine``   the GPU, driver, CUDA and library versions, before anything runs;
 2. ``notebooks`` every PyTorch notebook, top to bottom in a fresh kernel, at the check's
    size (GPU_COURSE_SIZE=check: each lesson's full settings, networks and compilers with
-   fewer images and epochs), each executed copy kept with its outputs;
+   fewer images and epochs), each executed copy kept with its outputs; those that no
+   committed check has run without error on this GPU come first (an H200 took 20-85 s a
+   notebook: a quarter-hour lease runs about half of them);
 3. ``ladder``    the PyTorch ladder: at reference size where the reference's own time
    fits what is left, else quick (every rung's step taken apart: its second table);
    then what one step asks of the host (`tools.step_launches`) and, time allowing,
@@ -36,6 +38,7 @@ import base64
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -54,7 +57,8 @@ REHEARSAL_BUDGET_S = 150
 # each step's share of the budget, in order; a step that ends early leaves its time to the
 # next (each must end by its cumulative share), and the rest is the archive's
 SHARES = {"notebooks": 0.55, "ladder": 0.15, "tests": 0.22, "smi": 0.05}
-LEAST_S = {"notebooks": 20, "ladder": 15, "tests": 10, "smi": 10}   # worth starting with
+LEAST_S = {"notebooks": 20, "ladder": 15, "tests": 10, "smi": 25}   # worth starting with
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")   # a traceback's colours, out of the status
 IMAGE_CAP = 200_000           # bytes of one image kept in an executed notebook
 NOTEBOOK_IMAGES_CAP = 1_000_000   # and of all its images together
 FILE_CAP = 4_000_000          # a larger file (a long trace) stays out of the archive
@@ -72,8 +76,11 @@ class Clock:
 
     def allowance(self, step: str, order: list[str]) -> float:
         """Seconds `step` may take: until its cumulative share of the budget (the shares
-        of the steps up to it in `order`) is spent."""
-        shares = sum(SHARES[s] for s in order[:order.index(step) + 1])
+        of the steps up to it in `order`, scaled so that the steps in `order` share what
+        all STEPS would get) is spent."""
+        chosen = sum(SHARES[s] for s in order)   # the steps run share what all would get
+        shares = sum(SHARES[s] for s in order[:order.index(step) + 1]) / chosen \
+            * sum(SHARES.values())
         return shares * self.budget_s - (self.budget_s - self.left())
 
 
@@ -115,16 +122,29 @@ def device_name(found: dict) -> str:
 
 
 # -- 2. the notebooks ----------------------------------------------------------------------
-def notebooks(only: list[str] | None = None) -> list[Path]:
-    """The PyTorch notebooks in lesson order; `only`: those whose names start so ("08")."""
+def notebooks(only: list[str] | None = None, device: str | None = None) -> list[Path]:
+    """The PyTorch notebooks; `only`: those whose names start so ("08"), in lesson order.
+    Else all, those with no executed copy on `device` standing without error first (never
+    run, stopped for time, or failed), in lesson order, then the rest, the longest
+    verified first: a lease too short for all of them completes the evidence over a few
+    sessions (the committed checks: report.executed_notebooks)."""
     found = sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
     if only:
         unknown = [o for o in only if not any(p.name.startswith(o) for p in found)]
         if unknown:
             raise ValueError(f"--notebooks {','.join(unknown)}: no such PyTorch notebook; "
                              f"allowed: {', '.join(p.name[:2] for p in found)}")
-        found = [p for p in found if p.name.startswith(tuple(only))]
-    return found
+        return [p for p in found if p.name.startswith(tuple(only))]
+    if device is None:
+        return found
+    from gpu_course.show.report import executed_notebooks
+    from tools.gpu_evidence import slug
+    standing = executed_notebooks().get(f"pytorch-{slug(device)}", {})
+
+    def verified(path):
+        entry = standing.get(path.name)
+        return entry["stamp"] if entry and entry["status"] == "ok" else None
+    return sorted(found, key=lambda p: (verified(p) is not None, verified(p) or "", p.name))
 
 
 def run_notebook(path: Path, keep: Path, deadline: float) -> dict:
@@ -155,7 +175,7 @@ def run_notebook(path: Path, keep: Path, deadline: float) -> dict:
                     status = f"stopped in {where}: the notebooks' time was up"
                     break
                 except CellExecutionError as err:
-                    lines = str(err).strip().splitlines() or ["?"]
+                    lines = _ANSI.sub("", str(err)).strip().splitlines() or ["?"]
                     status = f"error in {where}: {lines[-1][:160]}"
                     ran += 1
                     break
@@ -189,10 +209,11 @@ def cap_images(nb) -> int:
     return kept
 
 
-def notebooks_step(out: Path, seconds: float, only: list[str] | None) -> tuple[str, list[dict]]:
+def notebooks_step(out: Path, seconds: float, only: list[str] | None,
+                   device: str | None = None) -> tuple[str, list[dict]]:
     deadline = time.monotonic() + seconds
     results = []
-    for path in notebooks(only):
+    for path in notebooks(only, device):
         if deadline - time.monotonic() < LEAST_S["notebooks"] / 2:
             results.append({"name": path.name, "status": "skipped: the notebooks' time was up",
                             "seconds": 0.0, "cells_run": 0, "cells": None})
@@ -310,7 +331,7 @@ def smi_step(out: Path, seconds: float) -> str:
     if not _has_nvidia_smi():
         return "skipped: no nvidia-smi here"
     code, _ = run_for([sys.executable, "-m", "tools.monitor_vs_smi", "--seconds",
-                       str(int(min(30, seconds / 2))), "--load", "--out",
+                       str(int(min(30, seconds - 10))), "--load", "--out",
                        str(out / "monitor_vs_smi.csv")], seconds, out / "monitor_vs_smi.txt")
     return "finished" if code == 0 else f"exit {code}"
 
@@ -374,7 +395,8 @@ def _run_plan(out: Path, clock: Clock, rehearse: bool, steps: tuple, only) -> di
         began = time.monotonic()
         try:
             if name == "notebooks":
-                step.detail, nb_results = notebooks_step(out, seconds, only)
+                step.detail, nb_results = notebooks_step(
+                    out, seconds, only, None if rehearse else device_name(found))
             elif name == "ladder":
                 step.detail = ladder_step(out, seconds, rehearse)
             elif name == "tests":

@@ -4,13 +4,14 @@
     python -m tools.gpu_evidence --readme       # README's block: lessons executed on a GPU
 
 `tools.gpu_check` writes the archive on a GPU machine. Unpacked here it becomes
-gpu_course/reference/pytorch-<gpu>/: the executed notebooks (notebooks/, images capped),
-their run records (runs/), the ladder, the logs and the check's summary
-(gpu-check-<when>.md and .json). A later check on the same GPU adds its summary and
-replaces the notebooks it ran again, so sessions can complete the evidence in parts. Each GPU branch a lesson has is listed as verified only where a run
-record shows it ran on the GPU, or a gpu-marked test of it passed, or the notebook that
-takes it ran without error on the GPU; branches that need several GPUs are listed as not
-verified on one.
+gpu_course/reference/gpu-checks/pytorch-<gpu>/<when>/ (its summary, machine, logs, run
+records and ladder), kept apart from the reference runs that the lessons compare with,
+and each executed notebook that now stands (images capped) goes to
+gpu-checks/pytorch-<gpu>/notebooks/: sessions complete the evidence in parts, and a
+notebook stopped for time never replaces one that ran to its end. Each GPU branch a lesson
+has is listed as verified only where a run record shows it ran on the GPU, or a
+gpu-marked test of it passed, or the notebook that takes it ran without error on the GPU;
+branches that need several GPUs are listed as not verified on one.
 """
 from __future__ import annotations
 
@@ -179,12 +180,15 @@ def slug(device: str) -> str:
 
 
 def unpack(archive: Path, root: Path | None = None) -> Path:
-    """The archive's evidence into root/pytorch-<gpu>/ (root: gpu_course/reference):
-    notebooks/, runs/, ladder/, the logs, gpu-check.json and gpu-check.md. A rehearsal's
-    archive is refused: it ran on no GPU."""
-    from gpu_course.show.report import REFERENCE_ROOT
+    """The archive's evidence into root/pytorch-<gpu>/<when>/ (root: the reference's
+    gpu-checks/, apart from the reference runs the lessons compare with): its summary
+    (gpu-check.json, summary.md), machine, logs, run records and ladder. Each executed
+    notebook goes to root/pytorch-<gpu>/notebooks/ where it is now the copy that stands
+    (report.executed_notebooks: a notebook stopped for time does not replace one that ran
+    to its end). A rehearsal's archive is refused: it ran on no GPU."""
+    from gpu_course.show.report import GPU_CHECKS, executed_notebooks
     from tools.gpu_check import SUMMARY
-    root = Path(root or REFERENCE_ROOT)
+    root = Path(root or GPU_CHECKS)
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
         for member in tar.getmembers():
             parts = Path(member.name).parts
@@ -196,44 +200,51 @@ def unpack(archive: Path, root: Path | None = None) -> Path:
                              "only a check on a GPU is evidence")
         target = root / f"pytorch-{slug(summary['device'])}"
         stamp = re.sub(r"[^0-9]", "", summary["at"])[:12]   # YYYYmmddHHMM
-        target.mkdir(parents=True, exist_ok=True)
-        for path in Path(tmp).iterdir():   # a later check's copy of a file replaces it
-            if path.name in (SUMMARY, "summary.md"):
-                shutil.copy2(path, target / f"gpu-check-{stamp}{path.suffix}")
-            elif path.is_dir():
-                shutil.copytree(path, target / path.name, dirs_exist_ok=True)
-            else:
-                shutil.copy2(path, target / path.name)
-    return target
-
-
-def executed(root: Path | None = None) -> list[dict]:
-    """Each committed GPU check: folder, device, date, and each notebook's status."""
-    from gpu_course.show.report import REFERENCE_ROOT
-    found = []
-    for path in sorted(Path(root or REFERENCE_ROOT).glob("*/gpu-check-*.json")):
-        summary = json.loads(path.read_text())
-        found.append({"folder": path.parent.name, "device": summary["device"],
-                      "date": summary["at"][:10], "notebooks": summary["notebooks"]})
-    return found
+        check = target / stamp
+        if check.exists():
+            raise ValueError(f"{archive}: the check of {summary['at']} is already committed "
+                             f"in {check}")
+        shutil.copytree(tmp, check, ignore=shutil.ignore_patterns("notebooks"))
+        standing = executed_notebooks(root).get(target.name, {})
+        for path in sorted((Path(tmp) / "notebooks").glob("*.ipynb")):
+            if standing.get(path.name, {}).get("stamp") == stamp:
+                (target / "notebooks").mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target / "notebooks" / path.name)
+    return check
 
 
 def readme_block(root: Path | None = None) -> str:
-    checks = executed(root)
+    """README's table: each PyTorch lesson's standing executed copy on each GPU."""
+    from gpu_course.show.report import GPU_CHECKS, REFERENCE_ROOT, gpu_checks, executed_notebooks
+    root = Path(root or GPU_CHECKS)
+    checks = gpu_checks(root)
     if not checks:
         return ("No lesson has been executed on a GPU yet: CI runs every notebook on a CPU "
                 "in smoke mode, and `make gpu-check` on a machine with one GPU executes "
                 "the PyTorch lessons there and packs the evidence (`python -m "
                 "tools.gpu_evidence ARCHIVE` commits it under `gpu_course/reference/`).")
-    lines = ["| lesson | " + " | ".join(f"{c['device']} ({c['date']})" for c in checks) + " |",
-             "| :-- |" + " :-- |" * len(checks)]
+    standing = executed_notebooks(root)
+    folders = sorted({c["folder"] for c in checks})
+    devices = {c["folder"]: c["device"] for c in checks}
+    counts = {f: sum(c["folder"] == f for c in checks) for f in folders}
+    lines = ["| lesson | " + " | ".join(f"{devices[f]} ({counts[f]} check"
+                                         f"{'s' if counts[f] > 1 else ''})" for f in folders) + " |",
+             "| :-- |" + " :-- |" * len(folders)]
     names = sorted({n["name"] for c in checks for n in c["notebooks"]})
     for name in names:
         cells = []
-        for c in checks:
-            status = next((n["status"] for n in c["notebooks"] if n["name"] == name), "-")
-            link = f"gpu_course/reference/{c['folder']}/notebooks/{name}"
-            cells.append(f"[{_cell(status)}]({link})" if status != "-" else "-")
+        for folder in folders:
+            entry = standing.get(folder, {}).get(name)
+            path = root / folder / "notebooks" / name
+            if entry is None:
+                cells.append("not run yet")
+                continue
+            said = f"{_cell(entry['status'])}, {entry['date']}"
+            try:
+                link = path.relative_to(REFERENCE_ROOT.parents[1]).as_posix()
+            except ValueError:
+                link = path.as_posix()
+            cells.append(f"[{said}]({link})" if path.is_file() else said)
         lines.append(f"| pytorch/{name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

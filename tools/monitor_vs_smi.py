@@ -7,9 +7,11 @@ With --load, a PyTorch matrix-multiply loop keeps GPU 0 busy for most of the win
 Each round reads the monitor's `nvml.sample` and `nvidia-smi --query-gpu` back to back
 (nvidia-smi takes ~50-100 ms to answer, so a quantity that moves within that time, the
 SM clock under a changing load, can differ for a reason other than a wrong reading).
-Prints one row per GPU and quantity: the mean of each side, mean and largest
-|monitor - nvidia-smi|, and the tolerance; exits 1 when a mean difference exceeds its
-tolerance. Needs a GPU.
+Prints one row per GPU and quantity: the mean of each side, the mean, median and largest
+|monitor - nvidia-smi|, and the tolerance; exits 1 when a median difference exceeds its
+tolerance. The median judges: a wrong reading moves it, a clock read on either side of
+one change does not (on an H200 going idle, one pair of 15 read 1980 MHz against 420, and
+moved the mean past its tolerance). Needs a GPU.
 """
 from __future__ import annotations
 
@@ -70,7 +72,7 @@ def compare(seconds: float, interval: float = 0.5, ours=None, smi=None,
 
 def agreement(rows: list[dict]) -> list[dict]:
     """Per GPU and quantity: samples, means of both sides, mean and max |difference|,
-    the tolerance at this scale, and whether the mean difference is within it."""
+    the tolerance at this scale, and whether the median difference is within it."""
     out = []
     for gpu in sorted({r["gpu"] for r in rows}):
         for key, field, unit, (absolute, relative) in QUANTITIES:
@@ -85,21 +87,23 @@ def agreement(rows: list[dict]) -> list[dict]:
             tolerance = max(absolute, relative * ours_mean)
             out.append({"gpu": gpu, "quantity": field, "unit": unit, "samples": len(pairs),
                         "ours": ours_mean, "smi": statistics.mean(b for _, b in pairs),
-                        "mean_diff": statistics.mean(diffs), "max_diff": max(diffs),
+                        "mean_diff": statistics.mean(diffs),
+                        "median_diff": statistics.median(diffs), "max_diff": max(diffs),
                         "tolerance": tolerance,
-                        "agrees": statistics.mean(diffs) <= tolerance})
+                        "agrees": statistics.median(diffs) <= tolerance})
     return out
 
 
 def format_table(result: list[dict]) -> str:
     lines = [f"{'gpu':>3}  {'quantity':<16} {'samples':>7}  {'monitor':>9}  {'nvidia-smi':>10}"
-             f"  {'mean |diff|':>11}  {'max |diff|':>10}  {'tolerance':>9}"]
+             f"  {'mean |diff|':>11}  {'median |diff|':>13}  {'max |diff|':>10}  {'tolerance':>9}"]
     for r in result:
         if not r["samples"]:
             lines.append(f"{r['gpu']:>3}  {r['quantity']:<16} {0:>7}  (not reported by one side)")
             continue
         lines.append(f"{r['gpu']:>3}  {r['quantity']:<16} {r['samples']:>7}  {r['ours']:>9.1f}  "
-                     f"{r['smi']:>10.1f}  {r['mean_diff']:>11.2f}  {r['max_diff']:>10.1f}  "
+                     f"{r['smi']:>10.1f}  {r['mean_diff']:>11.2f}  {r['median_diff']:>13.2f}  "
+                     f"{r['max_diff']:>10.1f}  "
                      f"{r['tolerance']:>6.1f} {r['unit']}")
     return "\n".join(lines)
 

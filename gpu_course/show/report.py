@@ -481,16 +481,55 @@ def reference_runs(*prefixes: str, folder: str = "pytorch-h200") -> dict:
     return {r.name: r for r in runs if not prefixes or r.name.startswith(prefixes)}
 
 
-def executed_copies(track: str, number) -> list[tuple[str, Path]]:
-    """(GPU, executed notebook) for each GPU check committed under the reference that
-    executed lesson `number` of `track` (`tools.gpu_check`, `tools.gpu_evidence`)."""
+GPU_CHECKS = REFERENCE_ROOT / "gpu-checks"   # tools.gpu_evidence: <track>-<gpu>/<when>/
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def gpu_checks(root: Path | None = None) -> list[dict]:
+    """Each GPU check committed under `root` (GPU_CHECKS), oldest first: its folder
+    (<track>-<gpu>), stamp, device, date and each notebook's status (colour codes out)."""
     import json
     found = []
-    for folder in sorted(REFERENCE_ROOT.glob(f"{track}-*")):
-        summaries = sorted(folder.glob("gpu-check-*.json"))
-        copies = sorted((folder / "notebooks").glob(f"{str(number).zfill(2)}_*.ipynb"))
-        if summaries and copies:
-            found.append((json.loads(summaries[-1].read_text())["device"], copies[0]))
+    for path in sorted(Path(root or GPU_CHECKS).glob("*/*/gpu-check.json")):
+        summary = json.loads(path.read_text())
+        found.append({"folder": path.parent.parent.name, "stamp": path.parent.name,
+                      "device": summary["device"], "date": summary["at"][:10],
+                      "notebooks": [{**n, "status": _ANSI.sub("", str(n["status"]))}
+                                    for n in summary["notebooks"]]})
+    return sorted(found, key=lambda c: (c["folder"], c["stamp"]))
+
+
+def executed_notebooks(root: Path | None = None) -> dict[str, dict[str, dict]]:
+    """{folder: {notebook: the check whose executed copy stands}}: the newest check that
+    ran the notebook to an end (ok or an error), else the newest that was stopped when
+    its time ran out; a check that skipped it does not count. Each value: the notebook's
+    entry with the check's stamp, device and date."""
+    best: dict[str, dict[str, dict]] = {}
+    for check in gpu_checks(root):
+        for entry in check["notebooks"]:
+            said = entry["status"]
+            if said.startswith("skipped"):
+                continue
+            mine = best.setdefault(check["folder"], {})
+            held = mine.get(entry["name"])
+            if held is None or not said.startswith("stopped") or held["status"].startswith("stopped"):
+                mine[entry["name"]] = {**entry, "stamp": check["stamp"],
+                                       "device": check["device"], "date": check["date"]}
+    return best
+
+
+def executed_copies(track: str, number) -> list[tuple[str, Path]]:
+    """(GPU, executed notebook) for each GPU on which a committed check ran lesson
+    `number` of `track` without error (`tools.gpu_check`, `tools.gpu_evidence`)."""
+    found = []
+    for folder, notebooks in sorted(executed_notebooks().items()):
+        if not folder.startswith(f"{track}-"):
+            continue
+        for name, entry in sorted(notebooks.items()):
+            path = GPU_CHECKS / folder / "notebooks" / name
+            if name.startswith(f"{str(number).zfill(2)}_") and entry["status"] == "ok" \
+                    and path.is_file():
+                found.append((entry["device"], path))
     return found
 
 
