@@ -15,7 +15,8 @@ The plan, in order of priority, under one time budget (--budget, default 8 minut
    fits what is left, else quick (every rung's step taken apart: its second table);
    then what one step asks of the host (`tools.step_launches`) and, time allowing,
    the quick ladder again on a network whose step keeps the GPU busy (wrn16_10);
-4. ``tests``     the gpu-marked tests (their JUnit report names what each verified);
+4. ``tests``     the gpu-marked tests (their JUnit report names what each verified), those
+   that no committed check passed on this GPU first;
 5. ``smi``       the course's monitor against nvidia-smi.
 
 Each step gets at most its share of the budget and never more than is left; one that
@@ -305,10 +306,33 @@ def run_for(command: list[str], seconds: float, log_path: Path) -> tuple[int | s
 
 
 # -- 4. the gpu-marked tests, 5. the monitor against nvidia-smi -------------------------------
-def tests_step(out: Path, seconds: float) -> str:
+GPU_TESTS = "tests/pytorch"
+
+
+def gpu_tests(device: str | None) -> list[str]:
+    """The gpu-marked tests to run, as pytest node ids: on `device`, those that no
+    committed check passed on it first (a lease seldom runs them all); else the folder."""
+    if device is None:
+        return [GPU_TESTS]
+    from gpu_course.show.report import GPU_CHECKS
+    from tools.gpu_evidence import slug
+    listed = subprocess.run([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "--collect-only",
+                             "-p", "no:cacheprovider", GPU_TESTS], cwd=REPO, text=True,
+                            capture_output=True, timeout=120).stdout
+    ids = [line for line in listed.splitlines() if "::" in line]
+    passed = set()
+    for report in (GPU_CHECKS / f"pytorch-{slug(device)}").glob("*/gpu_tests.xml"):
+        passed |= {name for name, how in test_outcomes(report).items() if how == "passed"}
+    return sorted(ids, key=lambda i: i.rsplit("::", 1)[-1] in passed) or [GPU_TESTS]
+
+
+def tests_step(out: Path, seconds: float, device: str | None = None) -> str:
     report = out / "gpu_tests.xml"
+    began = time.monotonic()
+    ids = gpu_tests(device)
     code, _ = run_for([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider",
-                       "tests/pytorch", f"--junitxml={report}"], seconds, out / "gpu_tests.log")
+                       *ids, f"--junitxml={report}"], seconds - (time.monotonic() - began),
+                      out / "gpu_tests.log")
     results = test_outcomes(report)
     counts = {k: sum(v == k for v in results.values()) for k in ("passed", "failed", "skipped")}
     return (f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
@@ -400,7 +424,7 @@ def _run_plan(out: Path, clock: Clock, rehearse: bool, steps: tuple, only) -> di
             elif name == "ladder":
                 step.detail = ladder_step(out, seconds, rehearse)
             elif name == "tests":
-                step.detail = tests_step(out, seconds)
+                step.detail = tests_step(out, seconds, None if rehearse else device_name(found))
             else:
                 step.detail = smi_step(out, seconds)
             step.status = "skipped" if step.detail.startswith("skipped") else "ran"

@@ -81,3 +81,24 @@ def test_a_notebook_past_its_time_is_stopped_in_its_cell_and_keeps_what_it_ran(t
     assert result["cells_run"] == 1 and result["seconds"] < 60
     kept = nbformat.read(tmp_path / "kept" / path.name, as_version=4)
     assert kept.cells[0].outputs[0]["text"] == "first\n"
+
+
+def test_the_gpu_tests_that_no_committed_check_passed_on_this_gpu_run_first(tmp_path, monkeypatch):
+    """The H200's two checks ran out of time before the last four gpu-marked tests: the
+    next check on it starts with those (pytest keeps the order of the ids it is given)."""
+    from gpu_course.show import report
+    checks = tmp_path / "gpu-checks"
+    (checks / "pytorch-h200" / "202611270432").mkdir(parents=True)
+    cases = "".join(f'<testcase name="{n}"/>' for n in (
+        "test_float16_trains_with_a_grad_scaler_on_cuda", "test_cudnn_benchmark_is_on_and_recorded"))
+    (checks / "pytorch-h200" / "202611270432" / "gpu_tests.xml").write_text(
+        f"<testsuites><testsuite>{cases}<testcase name='test_ddp_with_nccl_at_world_size_one'>"
+        "<failure/></testcase></testsuite></testsuites>")
+    monkeypatch.setattr(report, "GPU_CHECKS", checks)
+    ids = gpu_check.gpu_tests("NVIDIA H200")
+    names = [i.rsplit("::", 1)[1] for i in ids]
+    assert len(ids) >= 10 and all("::" in i for i in ids)
+    assert names[-2:] == ["test_float16_trains_with_a_grad_scaler_on_cuda",
+                          "test_cudnn_benchmark_is_on_and_recorded"]
+    assert "test_ddp_with_nccl_at_world_size_one" in names[:-2]   # it failed: not verified
+    assert gpu_check.gpu_tests(None) == [gpu_check.GPU_TESTS]     # a rehearsal runs the folder
