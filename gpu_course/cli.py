@@ -132,8 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "CPU); wrn16_10 makes the step GPU-bound: the other regime")
     p.add_argument("--rungs", default=None, help="comma-separated subset of rung names")
     p.add_argument("--repeats", type=int, default=1,
-                   help="walk the ladder this many times, interleaved: each rung's spread "
-                        "is then its runs' (default 1: its own steady steps')")
+                   help="walk the ladder this many times, interleaved, walk i with seed "
+                        "+ i: each rung's spread is then its runs' over seeds (default 1: "
+                        "its own steady steps')")
     p.add_argument("--runs-dir", type=_user_path, default=None)
     p.add_argument("--out", type=_user_path, default=None, help="report folder")
     p.set_defaults(func=_ladder)

@@ -286,8 +286,9 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
                **sizes) -> tuple[list, dict]:
     """Run every rung (a rung that runs out of memory or fails is recorded as such and
     the ladder goes on; Ctrl-C stops it), then write the report. repeats=k walks the
-    ladder k times, interleaved (naive, workers, ..., naive, workers, ...), so that each
-    rung has a run-to-run spread and drift in the machine hits every rung alike. Returns
+    ladder k times, interleaved (naive, workers, ..., naive, workers, ...), walk i with
+    seed + i, so that each rung has a run-to-run spread over seeds and drift in the
+    machine hits every rung alike. Returns
     (runs, report paths): a run per rung, or with repeats a list of runs per rung."""
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats={repeats!r} must be an integer >= 1")
@@ -334,7 +335,10 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
                     if made is not None:
                         print(f"    {made}", flush=True)
                         prepared[rung.name] = made.note()
-                last = gc.train(rung.cfg, runs_dir=runs_dir, progress=progress)
+                # each walk its own seed: a rung's spread covers the initial weights and
+                # the data order as well as the machine (a like-for-like seed per walk)
+                cfg = rung.cfg.replace(seed=rung.cfg.seed + repeat) if repeat else rung.cfg
+                last = gc.train(cfg, runs_dir=runs_dir, progress=progress)
                 if rung.name in prepared:  # the record keeps what its format cost to make
                     update_meta(last.path, notes={"prepared": prepared[rung.name]})
                     last = load_run(last.path)

@@ -226,12 +226,16 @@ def test_run_ladder_prepares_a_new_data_format_once_and_records_its_cost(monkeyp
 
         @staticmethod
         def train(cfg, runs_dir=None, progress=False):
+            seeds.append((cfg.name, cfg.seed))
             return _finished(runs_dir, cfg.name)
-    calls = []
+    calls, seeds = [], []
     monkeypatch.setattr(ladder, "adapter", lambda engine: Adapter)
     groups, _ = run_ladder("pytorch", quick=True, runs_dir=tmp_path, repeats=2,
                            only=["workers", "data-format", "compile"])
     assert calls == [("workers", "loose"), ("data-format", "memory"), ("workers", "loose")]
+    # each walk has its own seed, the same for every rung of the walk
+    assert seeds == [("workers", 0), ("data-format", 0), ("compile", 0),
+                     ("workers", 1), ("data-format", 1), ("compile", 1)]
     workers, packed, compiled = groups
     assert all("prepared" not in run.meta["notes"] for run in workers + compiled)
     assert [run.meta["notes"]["prepared"] for run in packed] == 2 * [
