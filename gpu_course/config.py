@@ -24,7 +24,7 @@ OWN = "own"
 # Fields that mean something to one engine only: set away from their defaults for the
 # other engine, they would be recorded but ignored, so they are refused.
 PYTORCH_ONLY = ("pin_memory", "persistent_workers", "prefetch_factor", "data_on_gpu",
-                "channels_last")
+                "channels_last", "convolutions")
 GLUON_ONLY = ("kvstore",)
 AUGMENTS = ("standard", "none", "heavy")
 DATA_FORMATS = ("loose", "preresized", "packed", "memory")
@@ -62,6 +62,16 @@ class PageCache(StrEnum):
     DROP = "drop"
 
 
+class Convolutions(StrEnum):
+    """What computes the network's 3x3 convolutions (PyTorch): CUDNN (F.conv2d: cuDNN on a
+    GPU, oneDNN on a CPU) or TRITON (the kernel rung's own kernels for the 16-channel
+    stage, `tracks/torch/conv_kernels.py`; on a CPU F.conv2d stands in, and says so)."""
+
+    CUDNN = "cudnn"
+    TRITON = "triton"
+
+
+CONVOLUTIONS = tuple(Convolutions)
 SAMPLE_ORDERS = tuple(SampleOrder)
 PAGE_CACHES = tuple(PageCache)
 DTYPES = ("float32", "float16", "bfloat16")
@@ -126,6 +136,8 @@ class Experiment:
                                       # | "static" (static_alloc+static_shape / CUDA graphs)
     dtype: str = "float32"            # "float32" | "float16" | "bfloat16" (Gluon: CPU only)
     channels_last: bool = False       # PyTorch: NHWC memory layout for tensor cores
+    convolutions: str = "cudnn"       # PyTorch: "cudnn" (F.conv2d) | "triton" (the kernel
+                                      # rung's kernels for the 16-channel stage, on a GPU)
     num_gpus: int = 1                 # devices to train on; CPU contexts when no GPU exists
     kvstore: str = "device"           # Gluon: where gradients are summed across devices
     threads: int | None = None        # the training process's intra-op (OpenMP) threads;
@@ -170,6 +182,7 @@ class Experiment:
         _choice(self, "page_cache", PAGE_CACHES)
         _choice(self, "graph", GRAPHS)
         _choice(self, "dtype", DTYPES)
+        _choice(self, "convolutions", CONVOLUTIONS)
         _choice(self, "mock", MOCKS)
         _choice(self, "optimizer", OPTIMIZERS[self.engine], OPTIMIZERS)
         _choice(self, "lr_scheduler", SCHEDULERS_BY_ENGINE[self.engine], SCHEDULERS_BY_ENGINE)

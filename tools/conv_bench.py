@@ -8,8 +8,10 @@ pixels) it times one 3x3 convolution's three passes, forward (fprop), the gradie
 its input (dgrad) and of its weight (wgrad), in each 16-bit type and memory layout
 (NHWC, channels_last, is what tensor-core kernels read; NCHW is PyTorch's default), and
 on a GPU with cuDNN's algorithm search as shipped and exhaustive
-(`torch.backends.cudnn.benchmark_limit` 10 and 0). Every pass is timed with CUDA events
-(perf_counter on a CPU) after a warm-up, as the median of its repeats.
+(`torch.backends.cudnn.benchmark_limit` 10 and 0), and, where Triton runs, by the kernel
+rung's own kernels (`gpu_course.tracks.torch.conv_kernels`, search "triton", each pass's
+speed against cuDNN's as shipped said after the table). Every pass is timed with CUDA
+events (perf_counter on a CPU) after a warm-up, as the median of its repeats.
 
 Each pass's floor is the larger of its arithmetic over the device's measured matrix rate
 and its bytes (input, weight and output, each once) over the device's measured copy
@@ -99,11 +101,46 @@ def passes(batch: int, cin: int, cout: int, side: int, dtype, layout, device):
                       size * (nx + ny + nw))}
 
 
+def kernel_passes(batch: int, cin: int, cout: int, side: int, dtype, device):
+    """The same three passes by the kernel rung's Triton kernels (channels last)."""
+    from gpu_course.tracks.torch import conv_kernels as ck
+    layout = torch.channels_last
+    x = torch.randn(batch, cin, side, side, device=device, dtype=dtype).to(memory_format=layout)
+    w = torch.randn(cout, cin, 3, 3, device=device, dtype=dtype)
+    dy = torch.randn(batch, cout, side, side, device=device, dtype=dtype).to(memory_format=layout)
+    flops = 2 * batch * cout * side * side * cin * 9
+    nbytes = x.element_size() * (x.numel() + w.numel() + dy.numel())
+    return {"fprop": (lambda: ck.conv3x3(x, w), flops, nbytes),
+            "dgrad": (lambda: ck.conv3x3_input_grad(dy, w), flops, nbytes),
+            "wgrad": (lambda: ck.conv3x3_weight_grad(x, dy), flops, nbytes)}
+
+
+def _row(dtype, layout, search, stage, name, seconds, flops, nbytes, limits) -> dict:
+    floor = max(flops / limits.flops_per_s[dtype], nbytes / limits.bytes_per_s)
+    return {"dtype": str(dtype).replace("torch.", ""), "layout": layout, "search": search,
+            "stage": stage, "pass": name, "ms": 1e3 * seconds,
+            "TFLOP/s": flops / seconds / 1e12, "GB/s": nbytes / seconds / 1e9,
+            "bound": "arithmetic" if flops / limits.flops_per_s[dtype]
+            >= nbytes / limits.bytes_per_s else "memory",
+            "x_off": seconds / floor}
+
+
 def run(batch: int, dtypes, layouts, device: torch.device, quick: bool) -> tuple[list, Limits]:
     limits = measure_limits(device, dtypes, quick)
     time_it = timer(device)
     searches = (10, 0) if device.type == "cuda" else (None,)
     rows = []
+    from gpu_course.tracks.torch import conv_kernels as ck
+    if device.type == "cuda" and ck.available():   # the kernel rung's kernels, first
+        for dtype in dtypes:
+            for stage, cin, cout, side in STAGES:
+                if cin not in ck.CHANNELS or cout not in ck.CHANNELS:
+                    continue
+                for name, (fn, flops, nbytes) in kernel_passes(batch, cin, cout, side, dtype,
+                                                                device).items():
+                    seconds = time_it(fn, 5 if quick else 50)
+                    rows.append(_row(dtype, "NHWC", "triton", stage, name, seconds, flops,
+                                     nbytes, limits))
     for dtype, layout, search in itertools.product(dtypes, layouts, searches):
         if search is not None:
             torch.backends.cudnn.benchmark = True   # the course's runs search, as they do
@@ -112,16 +149,24 @@ def run(batch: int, dtypes, layouts, device: torch.device, quick: bool) -> tuple
             for name, (fn, flops, nbytes) in passes(batch, cin, cout, side, dtype,
                                                     LAYOUTS[layout], device).items():
                 seconds = time_it(fn, 5 if quick else 50)
-                floor = max(flops / limits.flops_per_s[dtype], nbytes / limits.bytes_per_s)
-                rows.append({"dtype": str(dtype).replace("torch.", ""), "layout": layout,
-                             "search": "as shipped" if search == 10 else
-                             "exhaustive" if search == 0 else "-",
-                             "stage": stage, "pass": name, "ms": 1e3 * seconds,
-                             "TFLOP/s": flops / seconds / 1e12, "GB/s": nbytes / seconds / 1e9,
-                             "bound": "arithmetic" if flops / limits.flops_per_s[dtype]
-                             >= nbytes / limits.bytes_per_s else "memory",
-                             "x_off": seconds / floor})
+                rows.append(_row(dtype, layout, "as shipped" if search == 10 else
+                                 "exhaustive" if search == 0 else "-", stage, name, seconds,
+                                 flops, nbytes, limits))
     return rows, limits
+
+
+def against_cudnn(rows: list) -> list[str]:
+    """Each Triton pass's time over cuDNN's as shipped, same type, stage and pass, NHWC."""
+    cudnn = {(r["dtype"], r["stage"], r["pass"]): r["ms"] for r in rows
+             if r["search"] == "as shipped" and r["layout"] == "NHWC"}
+    lines = []
+    for r in rows:
+        key = (r["dtype"], r["stage"], r["pass"])
+        if r["search"] == "triton" and key in cudnn:
+            lines.append(f"{r['dtype']} {r['stage']} {r['pass']}: Triton {r['ms']:.3f} ms "
+                         f"against cuDNN's {cudnn[key]:.3f} ms, ×{cudnn[key] / r['ms']:.2f} "
+                         f"the speed; ×{r['x_off']:.1f} its floor")
+    return lines
 
 
 def table(rows: list, limits: Limits) -> str:
@@ -135,7 +180,11 @@ def table(rows: list, limits: Limits) -> str:
         lines.append("  ".join(f"{v:>10}" for v in (
             r["dtype"], r["layout"], r["search"], r["stage"], r["pass"], f"{r['ms']:.3f}",
             f"{r['TFLOP/s']:.2f}", f"{r['GB/s']:,.0f}", r["bound"], f"×{r['x_off']:.1f}")))
-    worst = max(rows, key=lambda r: r["x_off"])
+    triton_lines = against_cudnn(rows)
+    if triton_lines:
+        lines += ["", "the kernel rung's Triton kernels against cuDNN (as shipped, NHWC):"] \
+            + [f"  {line}" for line in triton_lines]
+    worst = max((r for r in rows if r["search"] != "triton"), key=lambda r: r["x_off"])
     lines += ["", f"furthest from its floor: the {worst['stage']} stage's {worst['pass']} "
                   f"({worst['dtype']}, {worst['layout']}, search {worst['search']}), "
                   f"×{worst['x_off']:.1f} its floor ({worst['bound']}-bound)"]

@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
 # One GPU session's checks, prepared and rehearsed here, run there as one command:
 #
-#   bash tools/gpu_session.sh [BUDGET_S] [NOTEBOOKS]     # e.g. 300, or 300 08,09,10
+#   bash tools/gpu_session.sh [BUDGET_S] [NOTEBOOKS]     # e.g. 240, or 240 08,09,10; 0: no check
 #
-# On the device machine (its own python3 with PyTorch, no Jupyter, no network) from a copy
-# of this checkout that carries .whl/ (`make gpu-wheels` here). In order of priority:
-# make gpu-check's plan within BUDGET_S (default 300 s: with the machine's start it
-# leaves a quarter-hour lease room for one rerun), then the convolution micro-benchmark.
-# Five files land in $OUT: the check's archive, summary.md and JSON, nvidia-smi's view of
-# the card before anything ran, and conv_bench.txt. Nothing here changes the GPU's settings.
+# On the device machine (its own python3 with PyTorch and Triton, no Jupyter, no network)
+# from a copy of this checkout that carries .whl/ (`make gpu-wheels` here). In order of
+# priority, each under its own time limit:
+#   1. make gpu-check's plan within BUDGET_S (default 240 s): the notebooks and gpu-marked
+#      tests that no committed check ran without error on this GPU come first;
+#   2. the kernel rung's Triton kernels against F.conv2d on this GPU (conv_kernels.txt);
+#   3. the tuned rung as shipped against each lever, in turn (tools.levers: levers.txt and
+#      the runs in levers.tar.gz);
+#   4. the convolution micro-benchmark, cuDNN's passes and the Triton kernels' against
+#      each pass's floor (conv_bench.txt).
+# Eight files land in $OUT (a device machine returns at most eight): the check's archive,
+# summary.md and JSON, nvidia-smi's view of the card before anything ran, and the four
+# above. With the machine's start, the default fits about 9 minutes of a quarter-hour
+# lease. Nothing here changes the GPU's settings.
 set -u
 OUT=${OUT:-gpu-session}
 PY=${GPU_PYTHON:-python3}     # the machine's own Python; a venv's to rehearse here
+REHEARSE=${GPU_SESSION_REHEARSE:+--quick}
 mkdir -p "$OUT"
 if ! $PY -c "import nbclient, ipykernel" 2>/dev/null; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -21,7 +30,16 @@ fi
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,power.limit \
     --format=csv > "$OUT/nvidia-smi.csv" 2>&1
-$PY -m tools.gpu_check --budget "${1:-300}" ${2:+--notebooks "$2"} \
-    ${GPU_SESSION_REHEARSE:+--rehearse} --out "$OUT"
-timeout 90 $PY -m tools.conv_bench ${GPU_SESSION_REHEARSE:+--quick} > "$OUT/conv_bench.txt" 2>&1
+if [ "${1:-240}" != 0 ]; then
+    $PY -m tools.gpu_check --budget "${1:-240}" ${2:+--notebooks "$2"} \
+        ${GPU_SESSION_REHEARSE:+--rehearse} --out "$OUT"
+fi
+timeout 60 $PY -m tools.conv_check > "$OUT/conv_kernels.txt" 2>&1
+echo "gpu-session: conv_kernels exit $?"
+WORK=$(mktemp -d)
+timeout 180 $PY -m tools.levers $REHEARSE --out "$WORK" > "$WORK/log.txt" 2>&1
+echo "gpu-session: levers exit $?"
+cp "$WORK/levers.tar.gz" "$OUT/" 2>/dev/null
+if [ -f "$WORK/levers.txt" ]; then cp "$WORK/levers.txt" "$OUT/"; else tail -c 20000 "$WORK/log.txt" > "$OUT/levers.txt"; fi
+timeout 120 $PY -m tools.conv_bench $REHEARSE > "$OUT/conv_bench.txt" 2>&1
 echo "gpu-session: done; conv_bench exit $?"

@@ -1,5 +1,7 @@
 """The convolution micro-benchmark (issue 28's first tool), rehearsed on this CPU: every
 stage, pass and layout timed, each against the floor the measured limits set."""
+import torch
+
 from tools import conv_bench
 
 
@@ -23,3 +25,19 @@ def test_a_pass_counts_its_arithmetic_and_its_bytes():
     assert nbytes == 4 * (2 * 16 * 8 * 8 * 2 + 16 * 16 * 9)   # input, output, weight
     assert tuple(fn["dgrad"][0]().shape) == (2, 16, 8, 8)
     assert tuple(fn["wgrad"][0]().shape) == (16, 16, 3, 3)
+
+
+def test_the_kernel_rung_s_passes_are_set_against_cudnn_s_and_left_out_of_the_worst():
+    from tools import conv_bench
+    limits = conv_bench.Limits(bytes_per_s=4e12, flops_per_s={torch.bfloat16: 7e14})
+    rows = [conv_bench._row(torch.bfloat16, layout, search, "16 ch", "fprop", seconds,
+                            4.8e9, 6.7e7, limits)
+            for layout, search, seconds in (("NHWC", "as shipped", 137e-6),
+                                            ("NCHW", "as shipped", 248e-6),
+                                            ("NHWC", "triton", 40e-6))]
+    lines = conv_bench.against_cudnn(rows)
+    assert lines == ["bfloat16 16 ch fprop: Triton 0.040 ms against cuDNN's 0.137 ms, "
+                     "×3.42 the speed; ×2.4 its floor"]
+    text = conv_bench.table(rows, limits)
+    assert "the kernel rung's Triton kernels against cuDNN (as shipped, NHWC):" in text
+    assert "furthest from its floor: the 16 ch stage's fprop (bfloat16, NCHW" in text

@@ -102,3 +102,22 @@ def test_the_gpu_tests_that_no_committed_check_passed_on_this_gpu_run_first(tmp_
                           "test_cudnn_benchmark_is_on_and_recorded"]
     assert "test_ddp_with_nccl_at_world_size_one" in names[:-2]   # it failed: not verified
     assert gpu_check.gpu_tests(None) == [gpu_check.GPU_TESTS]     # a rehearsal runs the folder
+
+
+def test_the_session_script_runs_its_steps_after_the_check_and_leaves_at_most_eight_files(tmp_path):
+    """tools/gpu_session.sh, rehearsed without its check (BUDGET 0; the check's own
+    rehearsal is above): the kernels' check, the levers and the micro-benchmark each
+    leave their file, and nothing more than a device machine returns (8 files)."""
+    import os
+    done = subprocess.run(["bash", "tools/gpu_session.sh", "0"], cwd=gpu_check.REPO,
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OUT": str(tmp_path), "GPU_SESSION_REHEARSE": "1",
+                               "GPU_PYTHON": sys.executable})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "gpu-session: levers exit 0" in done.stdout
+    assert "gpu-session: done; conv_bench exit 0" in done.stdout
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["conv_bench.txt", "conv_kernels.txt", "levers.tar.gz", "levers.txt",
+                     "nvidia-smi.csv"] and len(names) + 3 <= 8   # + the check's three
+    assert "the kernels cannot run here" in (tmp_path / "conv_kernels.txt").read_text()
+    assert "triton: samples/s" in (tmp_path / "levers.txt").read_text()

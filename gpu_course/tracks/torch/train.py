@@ -16,7 +16,7 @@ from ...data.folder import CorruptImage
 from ...env.cores import check_loader_workers
 from ...measure import provenance
 from ...measure.guards import Terminated, stop_asked
-from ...config import Experiment, Graph
+from ...config import Convolutions, Experiment, Graph
 from .data import make_loader
 from .datasets import load_datasets
 from .io_data import order_sampler
@@ -24,6 +24,8 @@ from .devices import out_of_memory, try_devices
 from .gpu_loader import gpu_loaders
 from .loop import Precision, evaluate
 from .loop import fit as fit_epochs
+from .conv_kernels import use_conv_kernels
+from .conv_kernels import available as conv_kernels_available
 from .models import get_model
 from .optim import lr_scheduler, make_optimizer
 from .compiling import COMPILE_BACKEND_ENV, compile_backend  # noqa: F401  (re-exported)
@@ -39,6 +41,9 @@ STATIC_ON_CPU = ("graph='static' means CUDA graphs (the whole step as one graph 
 STATIC_RAN_ON_CPU = "compiled, no CUDA graphs"
 DATA_ON_CPU = ("data_on_gpu=True with no GPU: the data set and its augmentation are held "
                "in CPU memory (the same code path, without the GPU).")
+TRITON_ON_CPU = ("convolutions='triton' with no GPU: the kernel rung's Triton kernels need "
+                 "one (or TRITON_INTERPRET=1, for their tests), so F.conv2d computes the "
+                 "convolutions, as with 'cudnn'.")
 WHY = {"dtype": FLOAT16_ON_CPU}
 
 
@@ -114,9 +119,18 @@ def build(cfg: Experiment, device=None):
     net = get_model(ran).to(device)
     if ran.channels_last:
         net = net.to(memory_format=torch.channels_last)
+    if ran.convolutions == Convolutions.TRITON:
+        use_conv_kernels(net)
     train_iter, val_iter = build_loaders(ran, device)
     return provenance.Parts(net, train_iter, val_iter, make_optimizer(net, ran), [device], ran,
                             here.downgrades, here.notice)
+
+
+def conv_kernels_ran(device: torch.device) -> str:
+    """What computed the switched convolutions: 'triton' or 'F.conv2d' (and why)."""
+    if device.type == "cuda" and conv_kernels_available():
+        return "triton"
+    return "F.conv2d (no GPU)" if device.type != "cuda" else "F.conv2d (Triton not installed)"
 
 
 def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment, str | None]:
@@ -129,6 +143,8 @@ def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment,
         notices.append(STATIC_ON_CPU)
     if device.type == "cpu" and cfg.data_on_gpu:
         notices.append(DATA_ON_CPU)
+    if device.type == "cpu" and cfg.convolutions == Convolutions.TRITON:
+        notices.append(TRITON_ON_CPU)
     return cfg, " ".join(notices) or None
 
 
@@ -186,6 +202,7 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
     net = net.to(device)
     if cfg.channels_last:  # NHWC: the layout tensor-core convolutions read directly
         net = net.to(memory_format=torch.channels_last)
+    kernels = use_conv_kernels(net) if cfg.convolutions == Convolutions.TRITON else 0
     steps = _length(train_iter, cfg)
     optimizer = make_optimizer(net, cfg)
     scheduler = lr_scheduler(cfg, min(steps, cfg.max_steps or steps), optimizer)
@@ -212,6 +229,9 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
             if rec.record is not None:
                 if devices:
                     rec.record.note(devices=devices)
+                if cfg.convolutions == Convolutions.TRITON:   # what the switch took
+                    rec.record.note(conv_kernels={"changed": kernels,
+                                                  "ran": conv_kernels_ran(device)})
                 if on_record is not None:
                     on_record(rec.record.path)
             oom = None

@@ -1,0 +1,140 @@
+"""The tuned rung against itself with one lever changed, each measured in the same call.
+
+    python -m tools.levers --out "$OUT"                 # on a GPU: the tuned rung, 3 epochs
+    python -m tools.levers --quick --out /tmp/levers    # a CPU rehearsal (what CI runs)
+
+Issue 28 asks for each lever that could take the tuned rung (the whole step as one CUDA
+graph, bfloat16, channels last, LARS, the data on the GPU) toward the GPU's limit, each
+measured alone against the rung as shipped, in the same call. The levers built so far:
+
+* ``triton``    the 16-channel stage's convolutions by the kernel rung's own Triton
+                kernels (`convolutions="triton"`): cuDNN runs them 8-17 times slower than
+                their bytes allow on an H200 (tools.conv_bench);
+* ``batch2048`` twice the batch, the learning rate scaled with it (the ladder's
+                lr_base_batch), if accuracy holds.
+
+The runs alternate (as shipped, triton, batch2048, as shipped, ...) over --repeats walks,
+each walk its own seed, so that drift in the machine hits every variant alike. Each
+lever's verdict is its samples/s against the rung as shipped, over the runs, judged
+against their spread (`noise.compare`), with its validation accuracy beside it; the runs
+stay in --out/runs, and levers.txt says it all. Nothing here changes the GPU's settings.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tarfile
+from pathlib import Path
+
+LEVERS = {"triton": {"convolutions": "triton"}, "batch2048": {"batch_size": 2048}}
+AS_SHIPPED = "as shipped"
+
+
+def tuned(quick: bool):
+    """The tuned rung's config as the ladder builds it on this machine (the data-on-GPU
+    rung: on a GPU the whole step is one CUDA graph), 3 epochs; --quick: a few images."""
+    from gpu_course.ladder import RungName, rungs
+    from gpu_course.tracks.torch import gpu_count
+    found = {r.name: r for r in rungs("pytorch", gpu_count(), quick=quick)}
+    cfg = found[RungName.DATA_ON_GPU].cfg
+    if quick:   # the CPU ladder's network and photos are not the point here: the same
+        # generated stand-in data as the GPU's, few enough images for seconds a run
+        # (eager and float32: a CPU compiles the graph for minutes and has no fast bfloat16)
+        cfg = cfg.replace(dataset="synthetic", data_dir=None, data_format="loose",
+                          model="tiny", train_size=256, test_size=64, batch_size=32,
+                          graph="eager", dtype="float32", channels_last=True)
+    return cfg
+
+
+def variants(cfg, levers: list[str], quick: bool = False) -> dict:
+    """The rung as shipped and with each lever, named (--quick: the batch doubled rather
+    than 2048, which the rehearsal's few images cannot fill)."""
+    out = {AS_SHIPPED: cfg.replace(name=f"tuned, {AS_SHIPPED}")}
+    for lever in levers:
+        change = dict(LEVERS[lever])
+        if "batch_size" in change and quick:
+            change["batch_size"] = 2 * cfg.batch_size
+        out[lever] = cfg.replace(name=f"tuned, {lever}", **change)
+    return out
+
+
+def walk(cfgs: dict, repeats: int, runs_dir: Path) -> dict:
+    """Every variant once a walk, in order, walk i with seed + i; {variant: [runs]}."""
+    from gpu_course import torch as gc
+    done = {name: [] for name in cfgs}
+    for repeat in range(repeats):
+        for name, cfg in cfgs.items():
+            print(f"=== {name} (walk {repeat + 1} of {repeats})", flush=True)
+            try:
+                done[name].append(gc.train(cfg.replace(seed=cfg.seed + repeat),
+                                           runs_dir=runs_dir, progress=False))
+            except Exception as err:   # noqa: BLE001 - a lever that fails is a finding
+                print(f"{name}: failed with {type(err).__name__}: {err}", flush=True)
+    return done
+
+
+def verdicts(done: dict) -> list[str]:
+    """Each lever against the rung as shipped: samples/s judged against the runs' spread,
+    and validation accuracy, in words."""
+    from gpu_course.analyse import metrics, noise
+    from gpu_course.ladder import RUNG_SETTINGS
+    base = [r for r in done[AS_SHIPPED] if r.status == "finished"]
+    lines = []
+    for name, runs in done.items():
+        if name == AS_SHIPPED:
+            continue
+        mine = [r for r in runs if r.status == "finished"]
+        if not base or not mine:
+            lines.append(f"{name}: no verdict: {len(mine)} of its {len(runs)} runs and "
+                         f"{len(base)} of the rung's as shipped finished")
+            continue
+        a, b = (runs_ if len(runs_) > 1 else runs_[0] for runs_ in (base, mine))
+        verdict = noise.compare(a, b, varies=RUNG_SETTINGS)
+        acc = [metrics.val_acc(r) for r in mine]
+        acc0 = [metrics.val_acc(r) for r in base]
+        lines.append(f"{name}: samples/s {noise.sentence(verdict)} against the rung as "
+                     f"shipped; validation accuracy {_range(acc)} against {_range(acc0)}")
+    return lines
+
+
+def _range(values) -> str:
+    values = sorted(v for v in values if v == v)
+    if not values:
+        return "-"
+    return f"{values[0]:.1%}" if len(values) == 1 or values[0] == values[-1] else \
+        f"{values[0]:.1%}-{values[-1]:.1%}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True,
+                        help="levers.txt and levers.tar.gz (the runs) go here")
+    parser.add_argument("--levers", default=",".join(LEVERS),
+                        help=f"a comma-separated subset of {','.join(LEVERS)}")
+    parser.add_argument("--repeats", type=int, default=2, help="walks (default 2)")
+    parser.add_argument("--quick", action="store_true", help="a CPU rehearsal: few images")
+    args = parser.parse_args(argv)
+    levers = [name.strip() for name in args.levers.split(",") if name.strip()]
+    unknown = [name for name in levers if name not in LEVERS]
+    if unknown or not levers:
+        parser.error(f"--levers={args.levers}: allowed: a comma-separated subset of "
+                     f"{','.join(LEVERS)}")
+    if args.repeats < 1:
+        parser.error(f"--repeats={args.repeats} must be at least 1")
+    from gpu_course.ladder import RUNG_SETTINGS
+    from gpu_course.measure.records import load_runs
+    from gpu_course.show import report
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs_dir = args.out / "runs"
+    done = walk(variants(tuned(args.quick), levers, args.quick), args.repeats, runs_dir)
+    table = report.format_table(report.ladder_table(load_runs(runs_dir), varies=RUNG_SETTINGS))
+    text = "\n".join([table, "", *verdicts(done)]) + "\n"
+    (args.out / "levers.txt").write_text(text)
+    with tarfile.open(args.out / "levers.tar.gz", "w:gz") as tar:
+        tar.add(runs_dir, arcname="runs")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
