@@ -40,8 +40,9 @@ except ImportError:   # a CPU environment without Triton: F.conv2d stands in
     triton = tl = None
 
 CHANNELS = (16, 32, 64)   # tl.dot's tiles: powers of two, at least 16
-BLOCK_M = 128             # output pixels a forward program computes
-WGRAD_PROGRAMS = 256      # programs that split the pixels, per tap, in the weight gradient
+COLUMNS = 256             # taps x input channels one tl.dot multiplies (16 taps of 16 ch)
+BLOCK_M = 64              # output pixels a forward program computes
+WGRAD_PROGRAMS = 512      # programs that split the pixels in the weight gradient
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
@@ -60,58 +61,77 @@ def eligible(module) -> bool:
             and module.in_channels in CHANNELS and module.out_channels in CHANNELS)
 
 
+def _taps(ci: int) -> tuple[int, int]:
+    """(taps one tl.dot takes, groups of taps for all 9): COLUMNS // ci taps a group,
+    the last group's taps past the ninth masked to zero."""
+    taps = COLUMNS // ci
+    return taps, -(-9 // taps)
+
+
 if triton is not None:
     @triton.jit
+    def _im2col(x_ptr, n, h, w, ok_rows, H, W, sxn, sxh, sxw, sxc, group,
+                CI: tl.constexpr, TAPS: tl.constexpr):
+        """The [rows, TAPS * CI] tile of x that one group of taps reads: column j is tap
+        group * TAPS + j // CI (its shift: tap // 3 - 1 rows, tap % 3 - 1 columns) and
+        channel j % CI; zeros outside the image and past the ninth tap."""
+        j = tl.arange(0, TAPS * CI)
+        tap = group * TAPS + j // CI
+        hh = h[:, None] + (tap // 3 - 1)[None, :]
+        ww = w[:, None] + (tap % 3 - 1)[None, :]
+        ok = ok_rows[:, None] & (tap < 9)[None, :] & (hh >= 0) & (hh < H) & (ww >= 0) \
+            & (ww < W)
+        return tl.load(x_ptr + n[:, None] * sxn + hh * sxh + ww * sxw + (j % CI)[None, :] * sxc,
+                       mask=ok, other=0.0)
+
+    @triton.jit
     def _conv3x3(x_ptr, w_ptr, y_ptr, M, H, W, sxn, sxh, sxw, sxc, syn, syh, syw, syc,
-                 CI: tl.constexpr, CO: tl.constexpr, BM: tl.constexpr):
-        """BM output pixels of a 3x3, stride-1, padding-1 convolution; w is [9, CI, CO]."""
+                 CI: tl.constexpr, CO: tl.constexpr, BM: tl.constexpr, TAPS: tl.constexpr,
+                 GROUPS: tl.constexpr):
+        """BM output pixels of a 3x3, stride-1, padding-1 convolution, one tl.dot a group
+        of taps; w is [9 * CI, CO] (row tap * CI + ci)."""
         m = tl.program_id(0) * BM + tl.arange(0, BM)
         inside = m < M
         n = m // (H * W)
         h = (m % (H * W)) // W
         w = m % W
-        ci = tl.arange(0, CI)
+        j = tl.arange(0, TAPS * CI)
         co = tl.arange(0, CO)
         acc = tl.zeros((BM, CO), dtype=tl.float32)
-        for tap in tl.static_range(9):
-            hh = h + (tap // 3 - 1)
-            ww = w + (tap % 3 - 1)
-            ok = inside & (hh >= 0) & (hh < H) & (ww >= 0) & (ww < W)
-            rows = tl.load(x_ptr + (n * sxn + hh * sxh + ww * sxw)[:, None] + ci[None, :] * sxc,
-                           mask=ok[:, None], other=0.0)
-            taps = tl.load(w_ptr + (tap * CI + ci[:, None]) * CO + co[None, :])
-            acc += tl.dot(rows, taps)
+        for group in tl.static_range(GROUPS):
+            cols = _im2col(x_ptr, n, h, w, inside, H, W, sxn, sxh, sxw, sxc, group, CI, TAPS)
+            row = group * TAPS * CI + j
+            taps = tl.load(w_ptr + row[:, None] * CO + co[None, :],
+                           mask=(row < 9 * CI)[:, None], other=0.0)
+            acc += tl.dot(cols, taps)
         tl.store(y_ptr + (n * syn + h * syh + w * syw)[:, None] + co[None, :] * syc,
                  acc.to(y_ptr.dtype.element_ty), mask=inside[:, None])
 
     @triton.jit
     def _wgrad3x3(x_ptr, dy_ptr, part_ptr, M, H, W, sxn, sxh, sxw, sxc, syn, syh, syw, syc,
                   BLOCKS: tl.constexpr, CI: tl.constexpr, CO: tl.constexpr, BM: tl.constexpr,
-                  P: tl.constexpr):
-        """One tap's weight gradient over every P-th block of BM pixels (BLOCKS blocks a
-        program), into part[tap, program] ([CO, CI], float32)."""
+                  P: tl.constexpr, TAPS: tl.constexpr, GROUPS: tl.constexpr):
+        """One group of taps' weight gradient over every P-th block of BM pixels (BLOCKS
+        blocks a program): dy's rows loaded once a block, one tl.dot with the block's
+        tile of x; into part[program, column, co] (float32, column tap * CI + ci)."""
         program = tl.program_id(0)
-        tap = tl.program_id(1)
-        dh = tap // 3 - 1
-        dw = tap % 3 - 1
-        ci = tl.arange(0, CI)
+        group = tl.program_id(1)
+        j = tl.arange(0, TAPS * CI)
         co = tl.arange(0, CO)
-        acc = tl.zeros((CO, CI), dtype=tl.float32)
+        acc = tl.zeros((CO, TAPS * CI), dtype=tl.float32)
         for block in range(BLOCKS):
             m = (program + block * P) * BM + tl.arange(0, BM)
             inside = m < M
             n = m // (H * W)
             h = (m % (H * W)) // W
             w = m % W
-            hh = h + dh
-            ww = w + dw
-            ok = inside & (hh >= 0) & (hh < H) & (ww >= 0) & (ww < W)
-            rows = tl.load(x_ptr + (n * sxn + hh * sxh + ww * sxw)[:, None] + ci[None, :] * sxc,
-                           mask=ok[:, None], other=0.0)
+            cols = _im2col(x_ptr, n, h, w, inside, H, W, sxn, sxh, sxw, sxc, group, CI, TAPS)
             grads = tl.load(dy_ptr + (n * syn + h * syh + w * syw)[:, None] + co[None, :] * syc,
                             mask=inside[:, None], other=0.0)
-            acc += tl.dot(tl.trans(grads), rows)
-        tl.store(part_ptr + ((tap * P + program) * CO + co[:, None]) * CI + ci[None, :], acc)
+            acc += tl.dot(tl.trans(grads), cols)
+        column = group * TAPS * CI + j
+        tl.store(part_ptr + (program * GROUPS * TAPS * CI + column[None, :]) * CO + co[:, None],
+                 acc)
 
 
 def _nhwc_strides(t: torch.Tensor) -> tuple:
@@ -125,10 +145,12 @@ def conv3x3(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     n, ci, h, w = x.shape
     co = weight.shape[0]
     y = torch.empty((n, co, h, w), device=x.device, dtype=x.dtype, memory_format=_layout(x))
-    taps = weight.permute(2, 3, 1, 0).reshape(9, ci, co).contiguous()
+    rows = weight.permute(2, 3, 1, 0).reshape(9 * ci, co).contiguous()
     m = n * h * w
-    _conv3x3[(triton.cdiv(m, BLOCK_M),)](x, taps, y, m, h, w, *_nhwc_strides(x),
-                                         *_nhwc_strides(y), CI=ci, CO=co, BM=BLOCK_M)
+    taps, groups = _taps(ci)
+    _conv3x3[(triton.cdiv(m, BLOCK_M),)](x, rows, y, m, h, w, *_nhwc_strides(x),
+                                         *_nhwc_strides(y), CI=ci, CO=co, BM=BLOCK_M,
+                                         TAPS=taps, GROUPS=groups)
     return y
 
 
@@ -143,12 +165,15 @@ def conv3x3_weight_grad(x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     n, ci, h, w = x.shape
     co = dy.shape[1]
     m = n * h * w
+    taps, groups = _taps(ci)
     programs = max(1, min(WGRAD_PROGRAMS, triton.cdiv(m, BLOCK_M)))
-    part = torch.empty((9, programs, co, ci), device=x.device, dtype=torch.float32)
-    _wgrad3x3[(programs, 9)](x, dy, part, m, h, w, *_nhwc_strides(x), *_nhwc_strides(dy),
-                             BLOCKS=triton.cdiv(triton.cdiv(m, BLOCK_M), programs),
-                             CI=ci, CO=co, BM=BLOCK_M, P=programs)
-    return part.sum(1).reshape(3, 3, co, ci).permute(2, 3, 0, 1).to(x.dtype)
+    part = torch.empty((programs, groups * taps * ci, co), device=x.device, dtype=torch.float32)
+    _wgrad3x3[(programs, groups)](x, dy, part, m, h, w, *_nhwc_strides(x), *_nhwc_strides(dy),
+                                  BLOCKS=triton.cdiv(triton.cdiv(m, BLOCK_M), programs),
+                                  CI=ci, CO=co, BM=BLOCK_M, P=programs, TAPS=taps,
+                                  GROUPS=groups)
+    total = part.sum(0)[:9 * ci].reshape(3, 3, ci, co)     # [kh, kw, ci, co]
+    return total.permute(3, 2, 0, 1).to(x.dtype)
 
 
 def _layout(x: torch.Tensor):
