@@ -31,31 +31,49 @@ def test_the_kernels_match_f_conv2d_pass_by_pass_under_the_interpreter():
     assert "float16     (2, 16, 16, 8)  wgrad" in done.stdout
 
 
-def test_a_network_s_step_through_the_kernels_matches_conv2d_s():
-    """ResNet-20 with its first stage switched: the same outputs and gradients, layer by
-    layer, channels last, in float32 (the interpreter's types)."""
+def test_a_switched_network_steps_as_conv2d_does_eager_and_compiled_to_one_graph():
+    """A stage of ResNet-20's kind (two 16-channel blocks) with its convolutions switched:
+    the same outputs and gradients as with Conv2d, channels last, in float32 (the
+    interpreter's types); and torch.compile sees each pass as one opaque operator
+    (torch.library), as it sees cuDNN's: one graph, no break, the same gradients."""
     pytest.importorskip("triton", reason="the torch environment pins Triton (pyproject)")
     done = interpreted(
-        "import torch\n"
+        "import torch, torch._dynamo as dynamo\n"
+        "from torch import nn\n"
         "from gpu_course.tracks.torch import conv_kernels as ck\n"
-        "from gpu_course.tracks.torch.models import get_model\n"
         "torch.manual_seed(0)\n"
-        "ref = get_model('resnet20', 10).to(memory_format=torch.channels_last)\n"
-        "mine = get_model('resnet20', 10).to(memory_format=torch.channels_last)\n"
-        "mine.load_state_dict(ref.state_dict())\n"
-        "print('changed', ck.use_conv_kernels(mine))\n"
-        "x = torch.randn(2, 3, 16, 16).to(memory_format=torch.channels_last)\n"
-        "outs = [m(x) for m in (ref, mine)]\n"
-        "[o.square().mean().backward() for o in outs]\n"
-        "print('out', ((outs[0] - outs[1]).abs().max() / outs[0].abs().max()).item())\n"
-        "grads = [max(((a.grad - b.grad).abs().max() / a.grad.abs().max()).item()\n"
-        "             for a, b in zip(ref.parameters(), mine.parameters()))]\n"
-        "print('grad', grads[0])\n"
+        "def stage():\n"
+        "    conv = lambda: nn.Conv2d(16, 16, 3, padding=1, bias=False)\n"
+        "    return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16),\n"
+        "                         nn.ReLU(), conv(), nn.BatchNorm2d(16), nn.ReLU(), conv(),\n"
+        "                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))\n"
+        "ref = stage().to(memory_format=torch.channels_last)\n"
+        "x = torch.randn(2, 3, 8, 8).to(memory_format=torch.channels_last)\n"
+        "for name, compiled in (('eager', False), ('compiled', True)):\n"
+        "    mine = stage().to(memory_format=torch.channels_last)\n"
+        "    mine.load_state_dict(ref.state_dict())\n"
+        "    print('changed', ck.use_conv_kernels(mine))\n"
+        "    if compiled:\n"
+        "        seen = dynamo.explain(mine)(x)\n"
+        "        print('graphs', seen.graph_count, seen.graph_break_count)\n"
+        "        mine = torch.compile(mine, backend='aot_eager')\n"
+        "    ref.zero_grad()\n"
+        "    outs = [m(x) for m in (ref, mine)]\n"
+        "    [o.square().mean().backward() for o in outs]\n"
+        "    params = mine._orig_mod.parameters() if compiled else mine.parameters()\n"
+        "    print(name, ((outs[0] - outs[1]).abs().max() / outs[0].abs().max()).item(),\n"
+        "          max(((a.grad - b.grad).abs().max() / a.grad.abs().max()).item()\n"
+        "              for a, b in zip(ref.parameters(), params)))\n"
         "print('kinds', sorted({type(m).__name__ for m in mine.modules() if 'Conv' in type(m).__name__}))\n")
     assert done.returncode == 0, done.stderr[-3000:]
-    said = dict(line.split(" ", 1) for line in done.stdout.splitlines())
-    assert said["changed"] == "6"   # three blocks of two 16-channel convolutions
-    assert float(said["out"]) < 1e-5 and float(said["grad"]) < 1e-4
+    said = {}
+    for line in done.stdout.splitlines():
+        key, value = line.split(" ", 1)
+        said.setdefault(key, value)
+    assert said["changed"] == "2" and said["graphs"] == "1 0"
+    for name in ("eager", "compiled"):
+        out, grad = map(float, said[name].split())
+        assert out < 1e-5 and grad < 1e-4, (name, out, grad)
     assert said["kinds"] == "['Conv2d', 'Conv3x3']"
 
 
@@ -75,30 +93,6 @@ def test_the_switch_takes_only_what_the_kernels_compute_and_changes_nothing_on_a
         ref.load_state_dict(net.state_dict())
         x = torch.randn(2, 3, 32, 32)
         torch.testing.assert_close(net(x), ref(x), rtol=0, atol=0)
-
-
-def test_the_network_compiles_to_one_graph_with_the_kernels_as_operators_of_their_own():
-    """torch.compile sees each pass as one opaque operator (torch.library), as it sees
-    cuDNN's: no graph break, and the compiled step's gradients are the eager ones."""
-    pytest.importorskip("triton", reason="the torch environment pins Triton (pyproject)")
-    done = interpreted(
-        "import torch, torch._dynamo as dynamo\n"
-        "from gpu_course.tracks.torch import conv_kernels as ck\n"
-        "from gpu_course.tracks.torch.models import get_model\n"
-        "torch.manual_seed(0)\n"
-        "ref = get_model('resnet20', 10).to(memory_format=torch.channels_last)\n"
-        "mine = get_model('resnet20', 10).to(memory_format=torch.channels_last)\n"
-        "mine.load_state_dict(ref.state_dict()); ck.use_conv_kernels(mine)\n"
-        "x = torch.randn(2, 3, 16, 16).to(memory_format=torch.channels_last)\n"
-        "seen = dynamo.explain(mine)(x)\n"
-        "print('graphs', seen.graph_count, seen.graph_break_count)\n"
-        "out = torch.compile(mine, backend='aot_eager')(x); out.square().mean().backward()\n"
-        "r = ref(x); r.square().mean().backward()\n"
-        "print('grad', max(((a.grad - b.grad).abs().max() / a.grad.abs().max()).item()\n"
-        "                  for a, b in zip(ref.parameters(), mine.parameters())))\n")
-    assert done.returncode == 0, done.stderr[-3000:]
-    said = dict(line.split(" ", 1) for line in done.stdout.splitlines())
-    assert said["graphs"] == "1 0" and float(said["grad"]) < 1e-4
 
 
 def test_a_run_asked_for_the_kernels_on_a_cpu_says_f_conv2d_ran_and_records_the_switch(tmp_path):
