@@ -130,6 +130,24 @@ def test_baseline_by_name_or_index_and_bad_baselines(gpu):
         report.ladder_table([])
 
 
+def test_a_rung_of_too_few_steady_steps_has_no_speed_up(tmp_path):
+    """On an H200 the quick ladder's data-on-gpu rung timed 2 steady steps and read x0.16
+    of naive: a ratio of a handful of steps is noise, so no speed-up is shown, for it or,
+    when the baseline has too few, for any row."""
+    from gpu_course.analyse import metrics
+    many = dict(train_size=64 * 40, batch_size=64)      # 40 steady steps an epoch
+    few = dict(train_size=64 * 4, batch_size=64)        # 4
+    runs = [fake_runs.load(fake_runs.write_run(tmp_path / f"r{i}", name, config=cfg,
+                                               samples_per_sec=rate, index=i))
+            for i, (name, cfg, rate) in enumerate((("naive", many, 600.0),
+                                                   ("workers", {**many, "num_workers": 8}, 900.0),
+                                                   ("data-on-gpu", few, 5000.0)))]
+    assert [metrics.steady_steps(r) >= metrics.MIN_STEADY_STEPS for r in runs] == [True, True, False]
+    speedup = report.ladder_table(runs, varies=("train_size", "num_workers")).speedup
+    assert speedup[0] == pytest.approx(1) and speedup[1] > 1 and math.isnan(speedup[2])
+    assert report.ladder_table(runs[::-1], varies=("train_size", "num_workers")).speedup.isna().all()
+
+
 def test_oom_baseline_gives_no_speedups(gpu):
     table = report.ladder_table(gpu, baseline="batch 4096")
     assert table.speedup.isna().all()
