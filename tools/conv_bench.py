@@ -125,11 +125,21 @@ def _row(dtype, layout, search, stage, name, seconds, flops, nbytes, limits) -> 
             "x_off": seconds / floor}
 
 
-def run(batch: int, dtypes, layouts, device: torch.device, quick: bool) -> tuple[list, Limits]:
-    limits = measure_limits(device, dtypes, quick)
+class Stopped(Exception):
+    """SIGTERM (a session's `timeout`) while passes were being timed."""
+
+
+def run(batch: int, dtypes, layouts, device: torch.device, quick: bool,
+        rows: list | None = None, limits: list | None = None) -> tuple[list, Limits]:
+    """Time every pass; `rows` (and `limits`, a list that gets the Limits) fill as they
+    are measured, so that a run stopped part-way still has what it measured."""
+    rows = [] if rows is None else rows
+    measured = measure_limits(device, dtypes, quick)
+    if limits is not None:
+        limits.append(measured)
+    limits = measured
     time_it = timer(device)
     searches = (10, 0) if device.type == "cuda" else (None,)
-    rows = []
     from gpu_course.tracks.torch import conv_kernels as ck
     if device.type == "cuda" and ck.available():   # the kernel rung's kernels, first
         for dtype in dtypes:
@@ -208,10 +218,22 @@ def main(argv=None) -> int:
         parser.error(f"--batch={batch} must be at least 1")
     # float16 convolutions are slow emulations on a CPU: bfloat16 is its 16-bit type
     dtypes = [torch.bfloat16, torch.float16] if device.type == "cuda" else [torch.bfloat16]
-    rows, limits = run(batch, dtypes, list(LAYOUTS), device, args.quick)
+    import signal
+
+    def stop(signum, frame):
+        raise Stopped()
+    signal.signal(signal.SIGTERM, stop)
+    rows, limits, stopped = [], [], False
+    try:
+        run(batch, dtypes, list(LAYOUTS), device, args.quick, rows, limits)
+    except (Stopped, KeyboardInterrupt):
+        stopped = True
     print(f"{torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}, batch {batch}")
-    print(table(rows, limits))
-    return 0
+    if rows:
+        print(table(rows, limits[0]))
+    if stopped:
+        print(f"stopped by its time limit after {len(rows)} passes: the rest were not timed")
+    return 1 if stopped else 0
 
 
 if __name__ == "__main__":

@@ -9,14 +9,16 @@
 #   1. make gpu-check's plan within BUDGET_S (default 240 s): the notebooks and gpu-marked
 #      tests that no committed check ran without error on this GPU come first;
 #   2. the kernel rung's Triton kernels against F.conv2d on this GPU (conv_kernels.txt);
-#   3. the tuned rung as shipped against each lever, in turn (tools.levers: levers.txt and
-#      the runs in levers.tar.gz);
+#   3. the tuned rung as shipped against the Triton convolutions, in turn, two walks
+#      (tools.levers: levers.txt and the runs in levers.tar.gz; batch 2048 is the next lever);
 #   4. the convolution micro-benchmark, cuDNN's passes and the Triton kernels' against
 #      each pass's floor (conv_bench.txt).
 # Eight files land in $OUT (a device machine returns at most eight): the check's archive,
 # summary.md and JSON, nvidia-smi's view of the card before anything ran, and the four
-# above. With the machine's start, the default fits about 9 minutes of a quarter-hour
-# lease. Nothing here changes the GPU's settings.
+# above. At most 240 + 60 + 170 + 100 s and the wheels' install, about 9.5 minutes: run it
+# with timeout_s 590; with the machine's start about 5 minutes of a quarter-hour lease are
+# left, enough for a rerun of the last three (BUDGET_S 0). Nothing here changes the GPU's
+# settings.
 set -u
 OUT=${OUT:-gpu-session}
 PY=${GPU_PYTHON:-python3}     # the machine's own Python; a venv's to rehearse here
@@ -37,9 +39,10 @@ fi
 timeout 60 $PY -m tools.conv_check > "$OUT/conv_kernels.txt" 2>&1
 echo "gpu-session: conv_kernels exit $?"
 WORK=$(mktemp -d)
-timeout 180 $PY -m tools.levers $REHEARSE --out "$WORK" > "$WORK/log.txt" 2>&1
+# the Triton convolutions alone, two walks: each variant compiles once, then hits the cache
+timeout 170 $PY -m tools.levers $REHEARSE --levers triton --repeats 2 --out "$WORK" > "$WORK/log.txt" 2>&1
 echo "gpu-session: levers exit $?"
 cp "$WORK/levers.tar.gz" "$OUT/" 2>/dev/null
 if [ -f "$WORK/levers.txt" ]; then cp "$WORK/levers.txt" "$OUT/"; else tail -c 20000 "$WORK/log.txt" > "$OUT/levers.txt"; fi
-timeout 120 $PY -m tools.conv_bench $REHEARSE > "$OUT/conv_bench.txt" 2>&1
+timeout 100 $PY -m tools.conv_bench $REHEARSE > "$OUT/conv_bench.txt" 2>&1   # SIGTERM: prints what it timed
 echo "gpu-session: done; conv_bench exit $?"

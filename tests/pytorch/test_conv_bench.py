@@ -41,3 +41,25 @@ def test_the_kernel_rung_s_passes_are_set_against_cudnn_s_and_left_out_of_the_wo
     text = conv_bench.table(rows, limits)
     assert "the kernel rung's Triton kernels against cuDNN (as shipped, NHWC):" in text
     assert "furthest from its floor: the 16 ch stage's fprop (bfloat16, NCHW" in text
+
+
+def test_a_bench_stopped_part_way_prints_what_it_timed(monkeypatch, capsys):
+    """A session's `timeout` sends SIGTERM: the passes timed by then are printed, with a
+    line saying the rest were not (the handler turns the signal into `Stopped`)."""
+    real, calls = conv_bench.passes, []
+
+    def passes(*args):
+        out = real(*args)
+        for name, (fn, flops, nbytes) in list(out.items()):
+            def counted(fn=fn):
+                calls.append(1)
+                if len(calls) > 2 * 8:       # the third pass's warm-up and 5 repeats
+                    raise conv_bench.Stopped()
+                return fn()
+            out[name] = (counted, flops, nbytes)
+        return out
+    monkeypatch.setattr(conv_bench, "passes", passes)
+    assert conv_bench.main(["--quick"]) == 1
+    out = capsys.readouterr().out
+    assert "stopped by its time limit after 2 passes: the rest were not timed" in out
+    assert sum(line.split()[:1] == ["bfloat16"] for line in out.splitlines()) == 2   # rows
