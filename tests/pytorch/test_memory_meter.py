@@ -100,18 +100,24 @@ def test_a_run_records_its_memory_and_the_lesson_reads_it(small_cfg):
     assert "From batch 8 to batch 32" in say.text and say.check() == []
 
 
-def test_on_a_gpu_the_allocator_is_read_around_each_step_and_a_snapshot_kept(monkeypatch, tmp_path):
-    """A fake CUDA: the allocator's counters as functions of what the step allocated."""
-    state = {"allocated": 100, "peak": 100, "history": []}
+def fake_cuda(monkeypatch, state: dict, stats: dict) -> None:
+    """The CUDA allocator's counters as functions of `state` (allocated, peak)."""
     cuda = torch.cuda
     monkeypatch.setattr(cuda, "memory_allocated", lambda d=None: state["allocated"])
     monkeypatch.setattr(cuda, "max_memory_allocated", lambda d=None: state["peak"])
     monkeypatch.setattr(cuda, "reset_peak_memory_stats",
                         lambda d=None: state.update(peak=state["allocated"]))
     monkeypatch.setattr(cuda, "memory_reserved", lambda d=None: 4096)
-    monkeypatch.setattr(cuda, "memory_stats", lambda d=None: {"num_alloc_retries": 2})
+    monkeypatch.setattr(cuda, "memory_stats", lambda d=None: stats)
     monkeypatch.setattr(cuda, "get_device_properties",
                         lambda d=None: type("P", (), {"total_memory": 80 * 2**30})())
+
+
+def test_on_a_gpu_the_allocator_is_read_around_each_step_and_a_snapshot_kept(monkeypatch, tmp_path):
+    """A fake CUDA: the allocator's counters as functions of what the step allocated."""
+    state = {"allocated": 100, "peak": 100, "history": []}
+    cuda = torch.cuda
+    fake_cuda(monkeypatch, state, {"num_alloc_retries": 2})
     monkeypatch.setattr(cuda.memory, "_record_memory_history",
                         lambda enabled="all", **kw: state["history"].append(enabled))
     monkeypatch.setattr(cuda.memory, "_dump_snapshot",
@@ -162,14 +168,7 @@ def test_a_profiler_failing_inside_a_gpu_step_leaves_the_allocator_s_reading(mon
     allocator's peak stands with the parts unsorted. On a CPU the same error is raised."""
     state = {"allocated": 100, "peak": 100, "calls": 0}
     cuda = torch.cuda
-    monkeypatch.setattr(cuda, "memory_allocated", lambda d=None: state["allocated"])
-    monkeypatch.setattr(cuda, "max_memory_allocated", lambda d=None: state["peak"])
-    monkeypatch.setattr(cuda, "reset_peak_memory_stats",
-                        lambda d=None: state.update(peak=state["allocated"]))
-    monkeypatch.setattr(cuda, "memory_reserved", lambda d=None: 4096)
-    monkeypatch.setattr(cuda, "memory_stats", lambda d=None: {})
-    monkeypatch.setattr(cuda, "get_device_properties",
-                        lambda d=None: type("P", (), {"total_memory": 80 * 2**30})())
+    fake_cuda(monkeypatch, state, {})
     monkeypatch.setattr(cuda.memory, "_record_memory_history", lambda enabled="all", **kw: None)
     monkeypatch.setattr(cuda.memory, "_dump_snapshot", lambda path: open(path, "wb").write(b"s"))
     monkeypatch.setattr(memory, "profile", lambda **kw: _Broken())
