@@ -146,6 +146,9 @@ def test_a_rung_of_too_few_steady_steps_has_no_speed_up(tmp_path):
     speedup = report.ladder_table(runs, varies=("train_size", "num_workers")).speedup
     assert speedup[0] == pytest.approx(1) and speedup[1] > 1 and math.isnan(speedup[2])
     assert report.ladder_table(runs[::-1], varies=("train_size", "num_workers")).speedup.isna().all()
+    # repeated, a rung is judged over its runs (noise.compare): it keeps its ratio
+    grouped = report.ladder_table([runs[0], [runs[2], runs[2]]], varies=("train_size", "num_workers"))
+    assert grouped.speedup[1] > 1
 
 
 def test_oom_baseline_gives_no_speedups(gpu):

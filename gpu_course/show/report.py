@@ -61,7 +61,8 @@ def ladder_table(runs, baseline=0, varies=()) -> pd.DataFrame:
     names already say (`alike.differing`: what else a speed-up reads across). No speed-up
     for a row whose mock differs from the baseline's (a ceiling bounds a run, it is no
     rung of it), nor for a repeat of the baseline's configuration (its ratio is noise),
-    nor where either run has fewer than metrics.MIN_STEADY_STEPS steady steps.
+    nor where either run, alone (not a group of repeats), has fewer than
+    metrics.MIN_STEADY_STEPS steady steps.
     GPM's SM and tensor-core activity beside GPU-Util (`metrics.gpm_activity`; Hopper and
     newer, else empty and not shown) and the achieved TFLOP/s and % of peak
     (`flops.table_columns`) before the status."""
@@ -74,8 +75,10 @@ def ladder_table(runs, baseline=0, varies=()) -> pd.DataFrame:
     table.loc[[m != base_mock for m in mocks], "speedup"] = math.nan
     # the baseline's configuration run again: its ratio is the machine's noise, not a speed-up
     table.loc[[r is not base and not alike.settings(base, r) for r in runs], "speedup"] = math.nan
-    # a ratio of a few steady steps is noise (on an H200 a quick rung's 2 steps read x0.16)
-    few = [metrics.steady_steps(r) < metrics.MIN_STEADY_STEPS for r in runs]
+    # a ratio of a few steady steps is noise (on an H200 a quick rung's 2 steps read x0.16);
+    # a group of repeats is judged over its runs (noise.compare), so it keeps its ratio
+    few = [len(g) == 1 and metrics.steady_steps(r) < metrics.MIN_STEADY_STEPS
+           for g, r in zip(groups, runs)]
     table.loc[[f or few[runs.index(base)] for f in few], "speedup"] = math.nan
     for at, aspect in enumerate(alike.differing(runs, varies), start=1):
         table.insert(at, aspect, [_scalar(alike.value(r, aspect)) for r in runs])
