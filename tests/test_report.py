@@ -146,6 +146,10 @@ def test_a_rung_of_too_few_steady_steps_has_no_speed_up(tmp_path):
     speedup = report.ladder_table(runs, varies=("train_size", "num_workers")).speedup
     assert speedup[0] == pytest.approx(1) and speedup[1] > 1 and math.isnan(speedup[2])
     assert report.ladder_table(runs[::-1], varies=("train_size", "num_workers")).speedup.isna().all()
+    # the conclusion says why there is no verdict, not that the baseline has no speed
+    text = report.conclusion(runs, varies=("train_size", "num_workers"))
+    assert "'data-on-gpu' ×5.52, too few steps to judge (80 and 8 steady steps" in text
+    assert "no throughput to compare" not in text
     # repeated, a rung is judged over its runs (noise.compare): it keeps its ratio
     grouped = report.ladder_table([runs[0], [runs[2], runs[2]]], varies=("train_size", "num_workers"))
     assert grouped.speedup[1] > 1

@@ -168,7 +168,7 @@ def conclusion(runs, baseline=0, varies=()) -> str:
     speed = f"{best['samples_per_sec']:,.0f} samples/s{where}"
     if best_i == base_i:
         text = [f"The baseline '{base['rung']}' is the fastest rung at {speed}."]
-    elif math.isnan(best["speedup"]):
+    elif not base["samples_per_sec"] > 0:   # NaN or 0: the baseline never ran steadily
         text = [f"The fastest rung, '{best['rung']}', trains at {speed}; the baseline "
                 f"'{base['rung']}' has no throughput to compare "
                 f"({STATUS_TEXT.get(base['status'], base['status'])})."]
