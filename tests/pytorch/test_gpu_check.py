@@ -120,4 +120,14 @@ def test_the_session_script_runs_its_steps_after_the_check_and_leaves_at_most_ei
     assert names == ["conv_bench.txt", "conv_kernels.txt", "levers.tar.gz", "levers.txt",
                      "nvidia-smi.csv"] and len(names) + 3 <= 8   # + the check's three
     assert "the kernels cannot run here" in (tmp_path / "conv_kernels.txt").read_text()
-    assert "triton: samples/s" in (tmp_path / "levers.txt").read_text()
+    # the levers: the rung as shipped and with Triton convolutions, alternating, a seed a
+    # walk, the lever judged against the rung over the two walks
+    text = (tmp_path / "levers.txt").read_text()
+    assert "\ntriton: samples/s ×" in text and "over 2 runs) against the rung as shipped" in text
+    with tarfile.open(tmp_path / "levers.tar.gz") as tar:
+        tar.extractall(tmp_path / "levers", filter="data")
+    from gpu_course.measure.records import load_runs
+    runs = load_runs(tmp_path / "levers" / "runs")
+    assert [(r.name, r.config["seed"], r.config["convolutions"]) for r in runs] == [
+        ("tuned, as shipped", 0, "cudnn"), ("tuned, triton", 0, "triton"),
+        ("tuned, as shipped", 1, "cudnn"), ("tuned, triton", 1, "triton")]

@@ -1,31 +1,12 @@
-"""tools.levers, rehearsed on this CPU: the tuned rung as shipped and with each lever,
-walked in turn (a real subprocess, real runs), each lever judged against the rung."""
+"""tools.levers' arguments. Its walk (the tuned rung as shipped and with each lever, in
+turn, real runs in a real subprocess, each lever judged against the rung) is rehearsed
+within tools/gpu_session.sh: tests/pytorch/test_gpu_check.py."""
 import subprocess
 import sys
-import tarfile
 
-from gpu_course.measure.records import load_runs
 from tools import levers
 
 REPO = levers.Path(levers.__file__).resolve().parents[1]
-
-
-def test_the_levers_alternate_with_the_rung_as_shipped_and_are_judged_against_it(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "tools.levers", "--quick", "--repeats", "2",
-                           "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    runs = load_runs(tmp_path / "runs")
-    assert [(r.name, r.config["seed"]) for r in runs] == [
-        ("tuned, as shipped", 0), ("tuned, triton", 0), ("tuned, batch2048", 0),
-        ("tuned, as shipped", 1), ("tuned, triton", 1), ("tuned, batch2048", 1)]
-    assert {r.config["convolutions"] for r in runs if "triton" in r.name} == {"triton"}
-    assert {r.config["batch_size"] for r in runs if "batch" in r.name} == {64}   # 2 x 32
-    text = (tmp_path / "levers.txt").read_text()
-    for lever in levers.LEVERS:
-        assert f"\n{lever}: samples/s ×" in text and "over 2 runs) against the rung as shipped" in text
-    with tarfile.open(tmp_path / "levers.tar.gz") as tar:
-        assert sum(name.endswith("run.json") for name in tar.getnames()) == 6
 
 
 def test_an_unknown_lever_is_refused_naming_those_allowed(tmp_path):
@@ -34,3 +15,15 @@ def test_an_unknown_lever_is_refused_naming_those_allowed(tmp_path):
                           timeout=120)
     assert done.returncode == 2
     assert "--levers=triton,fp8: allowed: a comma-separated subset of triton,batch2048" in done.stderr
+
+
+def test_each_lever_changes_one_setting_of_the_rung_as_shipped():
+    from gpu_course.config import Experiment
+    cfg = Experiment(name="tuned", engine="pytorch", batch_size=1024, data_on_gpu=True,
+                     num_workers=0)
+    full = levers.variants(cfg, ["triton", "batch2048"])
+    assert list(full) == [levers.AS_SHIPPED, "triton", "batch2048"]
+    assert full["triton"].convolutions == "triton" and full["triton"].batch_size == 1024
+    assert full["batch2048"].batch_size == 2048 and full["batch2048"].convolutions == "cudnn"
+    quick = levers.variants(cfg.replace(batch_size=32), ["batch2048"], quick=True)
+    assert quick["batch2048"].batch_size == 64   # the rehearsal's few images: twice the batch
