@@ -6,7 +6,8 @@ ex = gc.Experiment(name="exercise", graph="static", **SIZES.replace(train_size=S
                    dtype="float16" if gc.gpu_count() else "float32")
 size = SIZES.batches[1]      # >>> the sweep's second; on a GPU, double it until it no longer fits
 guess = "faster" if gc.gpu_count() else "same"   # >>> a GPU fills up with the larger batch;
-# a CPU's cores are busy at the small one already (×0.78 to ×1.18 on the course's 2 cores)
+# a CPU's cores are busy at the small one already (×0.78 to ×1.71 on the course's 2 cores:
+# the check reports a CPU's verdict untested)
 tried = []
 for b in dict.fromkeys((SIZES.batches[0], size)):   # the small batch, then yours
     tried.append(gc.train(ex.replace(name=f"exercise: batch {b}", batch_size=b), verbose=False))   # <-
