@@ -10,12 +10,15 @@ of 16 leaves a tensor-core tile almost nothing to reuse: each pass is a stream o
 So here each pass is one implicit GEMM over the output pixels, channels last:
 
 * forward: y[p, co] = sum over the 9 taps t and ci of x[p + t, ci] * W[co, ci, t] - a
-  program takes BLOCK_M pixels, and for each tap loads their shifted input rows (zeros
-  outside the image) and multiplies them by that tap's [ci, co] slice of the weight;
+  program takes BLOCK_M pixels and loads, for a group of taps (all 9 for 16 channels), the
+  tile of their shifted input rows (im2col: COLUMNS = taps x channels wide, zeros outside
+  the image and past the ninth tap), then multiplies it by the weight's matching rows in
+  one tl.dot;
 * input gradient: the forward kernel again, on dy with the weight flipped and transposed
   (for stride 1 and padding 1, dx = conv(dy, W rotated by 180 degrees, in and out swapped));
 * weight gradient: dW[co, ci, t] = sum over p of dy[p, co] * x[p + t, ci] - programs split
-  the pixels, each sums its share of every tap in float32, and one reduction adds them.
+  the pixels; each loads a block's dy once, multiplies it by the block's im2col tile and
+  sums its share of every tap in float32, and one reduction adds the programs' shares.
 
 Only a 3x3, stride-1, padding-1 convolution without bias, groups or dilation, of 16, 32 or
 64 channels in and out (the sizes a tensor-core tile takes) runs here (`eligible`); the
