@@ -47,6 +47,8 @@ def test_an_effect_whose_bound_rounds_to_one_never_reads_x1_00():
     slower = noise.compare_samples([100.0, 99.0], [98.9, 80.0], "2 blocks")
     assert "a slow-down (×0.80–×0.999 over 2 blocks)" in str(slower)
     exact = noise.compare_samples([100.0], [100.0, 120.0], "2 blocks")
+    zero = noise.compare_samples([0.0, 0.0], [5.0, 6.0], "2 steps")   # a counter's zero: no ratio
+    assert zero.kind == noise.Kind.NOT_MEASURED and zero.how == "2 steps; A read 0"
     assert "within noise (×1.00–×1.20 over 2 blocks)" in str(exact)
 
 

@@ -117,6 +117,9 @@ def compare_samples(xs, ys, how: str, a: float | None = None, b: float | None = 
     xs, ys = [float(x) for x in xs if _ok(x)], [float(y) for y in ys if _ok(y)]
     if not xs or not ys:
         return Verdict(math.nan, math.nan, math.nan, Kind.NOT_MEASURED, how)
+    if min(xs) <= 0:   # a side that read nothing: no ratio to B from it (a counter's zero)
+        return Verdict(math.nan, math.nan, math.nan, Kind.NOT_MEASURED,
+                       f"{how}; A read {min(xs):g}")
     ratio = b / a if _ok(a) and _ok(b) and a > 0 else statistics.median(ys) / statistics.median(xs)
     low, high = min(min(ys) / max(xs), ratio), max(max(ys) / min(xs), ratio)
     return Verdict(ratio, low, high, _kind(low, high), how)

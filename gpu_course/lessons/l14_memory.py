@@ -157,6 +157,15 @@ def _sweep(runs) -> Closing:
     if len(runs) > 1 and uses[small].batch != u.batch:
         s = uses[small]
         v = _amounts(say, small, large, _per_image(s), _per_image(u), "activations_per_image_mib")
+        if v.kind == noise.Kind.NOT_MEASURED:   # a counter that saw nothing of the small batch
+            say(f"From batch {s.batch} to batch {u.batch} the activations read "
+                f"{say.cell(small, 'activations_mib')} and {say.cell(large, 'activations_mib')} "
+                f"MiB: batch {s.batch}'s steps raised {s.counter.value} by nothing it could "
+                "see (a process's peak stays where an earlier step left it), so how they grow "
+                "per image is not measured here. Measure the smaller batch first, in a fresh "
+                "process, or on a GPU, whose allocator counts each step.")
+            _device(say, large, u, runs[large])
+            return say
         fixed = all(math.isclose(s.computed.get(p, 0), u.computed.get(p, 0)) for p in COMPUTED)
         near = abs(v.ratio - 1) <= TOLERANCE
         say(f"From batch {s.batch} to batch {u.batch} ({say.ratio('update_batch', small, large)} "

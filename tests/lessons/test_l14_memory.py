@@ -102,6 +102,17 @@ def test_the_process_memory_holds_more_than_the_model_counts(make_run):
     assert "counter sorts" not in say.text and say.check() == []
 
 
+def test_a_small_batch_the_process_counter_saw_nothing_of_is_not_measured(make_run):
+    """CI's Gluon run: batch 8's steps left the process's peak where an earlier step had
+    put it (0 MiB of activations), which gave no ratio and once divided by zero."""
+    sweep = [run(make_run, "batch 8", 8, notes(C, peak=3.0, held=3.0, act=0), engine="gluon"),
+             run(make_run, "batch 32", 32, notes(C, peak=14.0, held=3.5, act=0), engine="gluon")]
+    say = l14.conclude(sweep)
+    assert "From batch 8 to batch 32 the activations read 0 and 10.5 MiB: batch 8's steps " \
+        "raised the process's peak resident memory by nothing it could see" in say.text
+    assert "is not measured here" in say.text and say.check() == []
+
+
 def test_held_below_the_count_says_a_part_was_not_alive(make_run):
     text = l14.conclude([run(make_run, "batch 16", 16, notes(C, held=1.0), engine="gluon")]).text
     assert "less than counted, so a counted part was not alive between steps" in text
