@@ -3,7 +3,7 @@
 
 # %% exercise 11.1
 cpu = env.cpu_facts()
-threads = 1                  # >>> one thread: no OpenMP region waits for another thread
-prediction = "faster"        # >>> the course's 2-core CPU trained ×1.5 faster with one thread than two (gpu_course/ladder.py)
+threads = 1                  # >>> one thread: the other cores sit idle in every operator
+prediction = "slower"        # >>> on a quiet machine (the course's 2 cores: ×0.41); while other programs run, a pool with a thread a core waits for them
 tried = [env.bench("gluon", n, **SIZES.bench)                    # <- OMP_NUM_THREADS=n, a fresh process
          for n in (cpu["usable"], threads) if threads]           # (nothing until you choose)
