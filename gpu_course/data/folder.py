@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import re
 import shutil
 import zlib
@@ -462,7 +463,7 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
         else:
             # fork: workers start in milliseconds and share the parent's imports
             ctx = get_context("fork") if "fork" in _start_methods() else get_context()
-            pool = ctx.Pool(min(workers, len(tasks)))
+            pool = ctx.Pool(min(workers, len(tasks)), initializer=_default_sigterm)
             chunk = chunksize or max(1, min(64, len(tasks) // (workers * 8)))
             chunks = [(fn, tasks[i:i + chunk]) for i in range(0, len(tasks), chunk)]
             results = _waiting(pool.imap(_run_chunk, chunks))  # chunksize 1: .next(timeout)
@@ -479,6 +480,13 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
             bar.close()
         if pool is not None:
             end_pool(pool, stopped)
+
+
+def _default_sigterm() -> None:
+    """A worker dies of SIGTERM, as Pool.terminate() expects: a fork inherits the parent's
+    handler (a run's stop request), under which an idle worker only noted the signal and
+    the pool's terminate() waited for it forever (seen in CI's test_io_data)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _run_chunk(work) -> list:
