@@ -11,7 +11,13 @@ measured alone against the rung as shipped, in the same call. The levers built s
                 kernels (`convolutions="triton"`): cuDNN runs them 8-17 times slower than
                 their bytes allow on an H200 (tools.conv_bench);
 * ``batch2048`` twice the batch, the learning rate scaled with it (the ladder's
-                lr_base_batch), if accuracy holds.
+                lr_base_batch), if accuracy holds;
+* ``evalgraph`` the validation pass recorded once as a CUDA graph and replayed
+                (`graphed_eval=True`, tracks/torch/static_eval.py): the eager pass
+                dispatches every batch's operators from Python, and the GPU waits between
+                epochs (GPU-Util 92 % on the H200 reference). Its effect is in the
+                validation time and the GPU-Util, which each verdict gives beside
+                samples/s.
 
 The runs alternate (as shipped, triton, batch2048, as shipped, ...) over --repeats walks,
 each walk its own seed, so that drift in the machine hits every variant alike. Each
@@ -26,7 +32,8 @@ import sys
 import tarfile
 from pathlib import Path
 
-LEVERS = {"triton": {"convolutions": "triton"}, "batch2048": {"batch_size": 2048}}
+LEVERS = {"triton": {"convolutions": "triton"}, "batch2048": {"batch_size": 2048},
+          "evalgraph": {"graphed_eval": True}}
 AS_SHIPPED = "as shipped"
 
 
@@ -75,8 +82,8 @@ def walk(cfgs: dict, repeats: int, runs_dir: Path) -> dict:
 
 def verdicts(done: dict) -> list[str]:
     """Each lever against the rung as shipped: samples/s judged against the runs' spread,
-    and validation accuracy, in words."""
-    from gpu_course.analyse import metrics, noise
+    with validation accuracy, GPU-Util and the validation pass's time beside, in words."""
+    from gpu_course.analyse import noise
     from gpu_course.ladder import RUNG_SETTINGS
     base = [r for r in done[AS_SHIPPED] if r.status == "finished"]
     lines = []
@@ -90,19 +97,43 @@ def verdicts(done: dict) -> list[str]:
             continue
         a, b = (runs_ if len(runs_) > 1 else runs_[0] for runs_ in (base, mine))
         verdict = noise.compare(a, b, varies=RUNG_SETTINGS)
-        acc = [metrics.val_acc(r) for r in mine]
-        acc0 = [metrics.val_acc(r) for r in base]
         lines.append(f"{name}: samples/s {noise.sentence(verdict)} against the rung as "
-                     f"shipped; validation accuracy {_range(acc)} against {_range(acc0)}")
+                     f"shipped; " + "; ".join(
+                         f"{what} {_range([read(r) for r in mine], form)} against "
+                         f"{_range([read(r) for r in base], form)}"
+                         for what, read, form in SIDE_BY_SIDE))
     return lines
 
 
-def _range(values) -> str:
+def _eval_ms(run) -> float:
+    """The median validation pass of a run, in ms (its epochs' eval_s)."""
+    values = run.epochs["eval_s"].dropna() if "eval_s" in run.epochs else []
+    return 1000 * float(values.median()) if len(values) else float("nan")
+
+
+def _util(run) -> float:
+    from gpu_course.analyse import metrics
+    return metrics.gpu_util(run) / 100
+
+
+def _acc(run) -> float:
+    from gpu_course.analyse import metrics
+    return metrics.val_acc(run)
+
+
+# what each verdict gives beside samples/s: (words, reading of a run, format)
+SIDE_BY_SIDE = (("validation accuracy", _acc, "{:.1%}"),
+                ("GPU-Util", _util, "{:.0%}"),
+                ("a validation pass", _eval_ms, "{:.1f} ms"))
+
+
+def _range(values, form: str = "{:.1%}") -> str:
+    """The values' lowest to highest, in `form`; "-" when none was measured."""
     values = sorted(v for v in values if v == v)
     if not values:
         return "-"
-    return f"{values[0]:.1%}" if len(values) == 1 or values[0] == values[-1] else \
-        f"{values[0]:.1%}-{values[-1]:.1%}"
+    low, high = form.format(values[0]), form.format(values[-1])
+    return low if low == high else f"{low}-{high}"
 
 
 def main(argv=None) -> int:

@@ -2,6 +2,7 @@
 command a rare GPU session depends on cannot rot: a real subprocess, real notebooks in
 real kernels, the real ladder and tests, under the real budget."""
 import json
+import re
 import subprocess
 import sys
 import tarfile
@@ -120,14 +121,21 @@ def test_the_session_script_runs_its_steps_after_the_check_and_leaves_at_most_ei
     assert names == ["conv_bench.txt", "conv_kernels.txt", "levers.tar.gz", "levers.txt",
                      "nvidia-smi.csv"] and len(names) + 3 <= 8   # + the check's three
     assert "the kernels cannot run here" in (tmp_path / "conv_kernels.txt").read_text()
-    # the levers: the rung as shipped and with Triton convolutions, alternating, a seed a
-    # walk, the lever judged against the rung over the two walks
+    # the levers: the rung as shipped, with Triton convolutions and with the graphed
+    # validation, alternating, a seed a walk, each lever judged against the rung over the
+    # two walks, its accuracy, GPU-Util and validation time beside
     text = (tmp_path / "levers.txt").read_text()
     assert "\ntriton: samples/s ×" in text and "over 2 runs) against the rung as shipped" in text
+    assert re.search(r"\nevalgraph: samples/s .*; validation accuracy [\d.]+%(-[\d.]+%)? "
+                     r"against [\d.]+%(-[\d.]+%)?; GPU-Util - against -; a validation pass "
+                     r"[\d.]+ ms(-[\d.]+ ms)? against [\d.]+ ms", text), text
     with tarfile.open(tmp_path / "levers.tar.gz") as tar:
         tar.extractall(tmp_path / "levers", filter="data")
     from gpu_course.measure.records import load_runs
     runs = load_runs(tmp_path / "levers" / "runs")
-    assert [(r.name, r.config["seed"], r.config["convolutions"]) for r in runs] == [
-        ("tuned, as shipped", 0, "cudnn"), ("tuned, triton", 0, "triton"),
-        ("tuned, as shipped", 1, "cudnn"), ("tuned, triton", 1, "triton")]
+    assert [(r.name, r.config["seed"], r.config["convolutions"], r.config["graphed_eval"])
+            for r in runs] == [
+        ("tuned, as shipped", 0, "cudnn", False), ("tuned, triton", 0, "triton", False),
+        ("tuned, evalgraph", 0, "cudnn", True),
+        ("tuned, as shipped", 1, "cudnn", False), ("tuned, triton", 1, "triton", False),
+        ("tuned, evalgraph", 1, "cudnn", True)]

@@ -14,7 +14,7 @@ def test_an_unknown_lever_is_refused_naming_those_allowed(tmp_path):
                            "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 2
-    assert "--levers=triton,fp8: allowed: a comma-separated subset of triton,batch2048" in done.stderr
+    assert "--levers=triton,fp8: allowed: a comma-separated subset of triton,batch2048,evalgraph" in done.stderr
 
 
 def test_each_lever_changes_one_setting_of_the_rung_as_shipped():

@@ -139,3 +139,19 @@ def test_the_captured_step_reads_no_host_tensor(small_cfg):
     found = static_step.check_static(stepper, steps=2)  # 2 + 2 steps: the epoch's 4
     assert found["differs"] == [] and found["syncs"] == 0
     assert found["host_tensors"] == [] and found["devices"] == ["cuda"], found
+
+
+def test_a_plan_drawn_ahead_is_the_plan_the_epoch_would_draw(small_cfg):
+    """run_epochs draws the next epoch's random numbers while the GPU still trains (before
+    the epoch's sync); the epoch that starts then cuts exactly the batches it would have."""
+    cfg, loader, net, opt = _setup(small_cfg)
+    ahead = static_step.StaticStep(net, opt, loader, cfg, len(loader))
+    ahead.plan_ahead(1)
+    ahead.start_epoch(1)
+    twin = static_step.StaticStep(net, opt, loader, cfg, len(loader))
+    twin.start_epoch(1)
+    assert torch.equal(ahead.plan, twin.plan) and ahead._ahead is None
+    ahead.plan_ahead(5)     # a plan for another epoch is not used
+    ahead.start_epoch(2)
+    twin.start_epoch(2)
+    assert torch.equal(ahead.plan, twin.plan)

@@ -93,10 +93,11 @@ class GpuLoader:
             else torch.zeros(per_rank, dtype=torch.bool)
         return {"order": order, "dy": offsets[0], "dx": offsets[1], "flip": flip}
 
-    def device_plan(self, epoch: int) -> torch.Tensor:
+    def device_plan(self, epoch: int, plan: dict | None = None) -> torch.Tensor:
         """The epoch's plan on the device as one int64 tensor [5, n]: sample index, crop
-        row, crop column, flip, label. One host-to-device copy."""
-        plan = self.plan(epoch)
+        row, crop column, flip, label. One host-to-device copy (of `plan`, when the
+        caller drew it ahead with `plan(epoch)`)."""
+        plan = self.plan(epoch) if plan is None else plan
         plan = torch.stack([plan["order"], plan["dy"], plan["dx"], plan["flip"].long()])
         plan = plan.to(self.device, non_blocking=True)
         return torch.cat([plan, self.labels[plan[0]][None]])

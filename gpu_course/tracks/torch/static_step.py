@@ -51,6 +51,20 @@ def applies(cfg: Experiment, train_iter, optimizer, world_size: int = 1) -> str 
     return None
 
 
+@contextlib.contextmanager
+def side_stream(side, device):
+    """Warm-up work before a capture runs on a side stream (as PyTorch's CUDA graph recipe
+    asks), ordered after and before the work on the current stream; side=None: here."""
+    if side is None:
+        yield
+        return
+    current = torch.cuda.current_stream(device)
+    side.wait_stream(current)
+    with torch.cuda.stream(side):
+        yield
+    current.wait_stream(side)
+
+
 def schedule_table(optimizer, cfg: Experiment, steps_per_epoch: int) -> torch.Tensor:
     """[steps, 2]: the (lr, momentum) of every update of the run, as the scheduler of
     `optimizer`'s class would set them (a twin optimizer with the same defaults is
@@ -94,6 +108,7 @@ class StaticStep:
         self._t0 = None
         self._side = torch.cuda.Stream(device) if self.use_graph else None
         self._frozen = False
+        self._ahead = None   # (epoch, its plan drawn ahead on the host)
 
     # -- what a step does: device operations only -----------------------------------------
     def step_fn(self) -> None:
@@ -117,11 +132,18 @@ class StaticStep:
         return torch.autocast(self.device.type, dtype=self.amp_dtype, cache_enabled=False)
 
     # -- driving it ------------------------------------------------------------------------
+    def plan_ahead(self, epoch: int) -> None:
+        """Draw `epoch`'s random numbers now (host work only: call it while the GPU still
+        runs the queued steps of the epoch before, not after the epoch's sync)."""
+        self._ahead = (epoch, self.loader.plan(epoch))
+
     def start_epoch(self, epoch: int) -> None:
         """The epoch's plan into the fixed buffer (one host-to-device copy), counters and
         sums to zero: three operations per epoch, outside the graph."""
         n = self.steps * self.batch_size
-        self.plan.copy_(self.loader.device_plan(epoch)[:, :n].view(5, self.steps, -1))
+        ahead = self._ahead[1] if self._ahead and self._ahead[0] == epoch else None
+        self._ahead = None
+        self.plan.copy_(self.loader.device_plan(epoch, ahead)[:, :n].view(5, self.steps, -1))
         self.counters[0].zero_()
         self.totals.zero_()
         self.epoch_calls = 0
@@ -139,7 +161,7 @@ class StaticStep:
             self.capture()
             self.graph.replay()
         else:
-            with self._on_side_stream():
+            with side_stream(self._side, self.device):
                 self.optimizer.zero_grad(set_to_none=True)
                 self.step_fn()
         if self.calls == WARMUP_STEPS + 1:  # compiled (and captured) by now
@@ -147,19 +169,6 @@ class StaticStep:
                 torch.cuda.synchronize(self.device)  # once: so setup_s is real
             self.setup_s = time.perf_counter() - self._t0
             self.freeze_garbage()
-
-    @contextlib.contextmanager
-    def _on_side_stream(self):
-        """Warm-up steps before a capture run on a side stream (as PyTorch's CUDA graph
-        recipe asks), ordered after and before the work on the current stream."""
-        if self._side is None:
-            yield
-            return
-        current = torch.cuda.current_stream(self.device)
-        self._side.wait_stream(current)
-        with torch.cuda.stream(self._side):
-            yield
-        current.wait_stream(self._side)
 
     def capture(self) -> None:
         """Record step_fn as a CUDA graph (it runs nothing; `graph.replay()` runs it)."""
@@ -234,6 +243,7 @@ def run_epochs(h, stepper: StaticStep, evaluate=None) -> None:
                         h.record.note(setup_s=round(stepper.setup_s, 3),
                                       cuda_graph=stepper.graph is not None)
 
+            stepper.plan_ahead(epoch + 1)   # the host's part, while the GPU trains
             totals = {}
 
             def read(stepper=stepper):

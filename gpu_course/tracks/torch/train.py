@@ -21,7 +21,7 @@ from .data import make_loader
 from .datasets import load_datasets
 from .io_data import order_sampler
 from .devices import out_of_memory, try_devices
-from .gpu_loader import gpu_loaders
+from .gpu_loader import GpuLoader, gpu_loaders
 from .loop import Precision, evaluate
 from .loop import fit as fit_epochs
 from .conv_kernels import use_conv_kernels
@@ -32,6 +32,7 @@ from .compiling import COMPILE_BACKEND_ENV, compile_backend  # noqa: F401  (re-e
 from . import compiling
 from .record import record
 from . import static_step
+from .static_eval import StaticEval
 
 FLOAT16_ON_CPU = ("dtype='float16' on the CPU: PyTorch has no fast float16 convolutions "
                   "on the CPU, so this run uses bfloat16 autocast, the CPU's 16-bit type.")
@@ -44,6 +45,8 @@ DATA_ON_CPU = ("data_on_gpu=True with no GPU: the data set and its augmentation 
 TRITON_ON_CPU = ("convolutions='triton' with no GPU: the kernel rung's Triton kernels need "
                  "one (or TRITON_INTERPRET=1, for their tests), so F.conv2d computes the "
                  "convolutions, as with 'cudnn'.")
+EVAL_ON_CPU = ("graphed_eval=True with no GPU: the validation pass runs eagerly, the same "
+               "function a CUDA graph would record.")
 WHY = {"dtype": FLOAT16_ON_CPU}
 
 
@@ -104,6 +107,8 @@ def what_changed(requested: Experiment, ran: Experiment, device: torch.device) -
                                                STATIC_ON_CPU))
     if ran.data_on_gpu and device.type != "cuda":
         changed.append(provenance.not_as_asked("data_on_gpu", True, "CPU memory", DATA_ON_CPU))
+    if ran.graphed_eval and device.type != "cuda":
+        changed.append(provenance.not_as_asked("graphed_eval", True, "eager", EVAL_ON_CPU))
     return changed
 
 
@@ -145,6 +150,8 @@ def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment,
         notices.append(DATA_ON_CPU)
     if device.type == "cpu" and cfg.convolutions == Convolutions.TRITON:
         notices.append(TRITON_ON_CPU)
+    if device.type == "cpu" and cfg.graphed_eval:
+        notices.append(EVAL_ON_CPU)
     return cfg, " ".join(notices) or None
 
 
@@ -240,16 +247,18 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
                     # GradScaler skips the first steps while it finds its scale; PyTorch then
                     # warns that the scheduler stepped before the optimizer. Expected here.
                     warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step")
+                    evaluator = graphed_eval(cfg, net, val_iter, device, world_size, rec)
                     if whole_step:  # the tuned rung: the whole step as one CUDA graph
                         stepper = static_step.StaticStep(
                             model, optimizer, train_iter, cfg, min(steps, cfg.max_steps or steps),
                             Precision(cfg.dtype, device).amp_dtype)
-                        static_step.run_epochs(rec, stepper, lambda: evaluate(
-                            net, val_iter, [device], cfg.dtype, cfg.channels_last))
+                        static_step.run_epochs(rec, stepper, evaluator or (lambda: evaluate(
+                            net, val_iter, [device], cfg.dtype, cfg.channels_last)))
                     else:
                         fit_epochs(rec, net, optimizer, train_iter, val_iter, [device], cfg.dtype,
                                    cfg.mock, scheduler=scheduler, model=model,
-                                   channels_last=cfg.channels_last, world_size=world_size)
+                                   channels_last=cfg.channels_last, world_size=world_size,
+                                   evaluate=evaluator)
             except torch.cuda.OutOfMemoryError as err:
                 oom = out_of_memory(err, cfg.batch_size, device)
             except RuntimeError as err:  # PyTorch passes a worker's error on as text
@@ -266,6 +275,30 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
             if oom is not None:
                 raise oom  # outside `except`, so the failed step's tensors can be freed
     return rec.run
+
+
+def graphed_eval(cfg: Experiment, net: nn.Module, val_iter, device: torch.device,
+                 world_size: int, rec):
+    """cfg.graphed_eval's evaluation (`StaticEval.evaluate`), noted in the record, or None
+    (then the eager `loop.evaluate` runs): a validation pass on the device, in one process."""
+    if not cfg.graphed_eval:
+        return None
+    why = None if world_size == 1 else "DistributedDataParallel (rank 0 evaluates alone)"
+    if why is None and not isinstance(val_iter, GpuLoader):
+        why = "the validation batches do not come from a GpuLoader"
+    if why is not None:
+        if rec.record is not None:
+            rec.record.note(graphed_eval={"graph": False, "why": why})
+        return None
+    evaluator = StaticEval(net, val_iter, Precision(cfg.dtype, device).amp_dtype)
+
+    def evaluate_and_note() -> float:
+        acc = evaluator.evaluate()
+        if rec.record is not None and evaluator.calls <= 2:   # eager, then captured
+            rec.record.note(graphed_eval={"graph": evaluator.graph is not None,
+                                          "why": None if evaluator.use_graph else "no GPU"})
+        return acc
+    return evaluate_and_note
 
 
 @contextlib.contextmanager
