@@ -28,6 +28,7 @@ stay in --out/runs, and levers.txt says it all. Nothing here changes the GPU's s
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tarfile
 from pathlib import Path
@@ -65,10 +66,13 @@ def variants(cfg, levers: list[str], quick: bool = False) -> dict:
     return out
 
 
-def walk(cfgs: dict, repeats: int, runs_dir: Path) -> dict:
-    """Every variant once a walk, in order, walk i with seed + i; {variant: [runs]}."""
+def walk(cfgs: dict, repeats: int, runs_dir: Path, done: dict | None = None) -> dict:
+    """Every variant once a walk, in order, walk i with seed + i; {variant: [runs]}
+    (into `done` as they finish, so that a caller stopped midway keeps them)."""
     from gpu_course import torch as gc
-    done = {name: [] for name in cfgs}
+    done = {name: [] for name in cfgs} if done is None else done
+    for name in cfgs:
+        done.setdefault(name, [])
     for repeat in range(repeats):
         for name, cfg in cfgs.items():
             print(f"=== {name} (walk {repeat + 1} of {repeats})", flush=True)
@@ -85,7 +89,7 @@ def verdicts(done: dict) -> list[str]:
     with validation accuracy, GPU-Util and the validation pass's time beside, in words."""
     from gpu_course.analyse import noise
     from gpu_course.ladder import RUNG_SETTINGS
-    base = [r for r in done[AS_SHIPPED] if r.status == "finished"]
+    base = [r for r in done.get(AS_SHIPPED, []) if r.status == "finished"]
     lines = []
     for name, runs in done.items():
         if name == AS_SHIPPED:
@@ -157,14 +161,26 @@ def main(argv=None) -> int:
     from gpu_course.show import report
     args.out.mkdir(parents=True, exist_ok=True)
     runs_dir = args.out / "runs"
-    done = walk(variants(tuned(args.quick), levers, args.quick), args.repeats, runs_dir)
-    table = report.format_table(report.ladder_table(load_runs(runs_dir), varies=RUNG_SETTINGS))
-    text = "\n".join([table, "", *verdicts(done)]) + "\n"
+    from gpu_course.measure.guards import Terminated
+
+    def stop(signum, frame):   # a session's `timeout`, between runs (a run stops itself)
+        raise Terminated("stopped by SIGTERM")
+    signal.signal(signal.SIGTERM, stop)
+    done, stopped = {}, None
+    try:
+        walk(variants(tuned(args.quick), levers, args.quick), args.repeats, runs_dir, done)
+    except KeyboardInterrupt as err:   # Ctrl-C, or SIGTERM (Terminated)
+        stopped = (f"{err or 'interrupted'}: the verdicts cover the "
+                   f"{sum(len(v) for v in done.values())} runs that ended before it")
+    runs = load_runs(runs_dir) if runs_dir.exists() else []
+    table = report.format_table(report.ladder_table(runs, varies=RUNG_SETTINGS)) if runs else ""
+    text = "\n".join([table, "", *verdicts(done), *([stopped] if stopped else [])]) + "\n"
     (args.out / "levers.txt").write_text(text)
     with tarfile.open(args.out / "levers.tar.gz", "w:gz") as tar:
-        tar.add(runs_dir, arcname="runs")
+        if runs_dir.exists():
+            tar.add(runs_dir, arcname="runs")
     print(text)
-    return 0
+    return 1 if stopped else 0
 
 
 if __name__ == "__main__":

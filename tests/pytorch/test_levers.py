@@ -27,3 +27,30 @@ def test_each_lever_changes_one_setting_of_the_rung_as_shipped():
     assert full["batch2048"].batch_size == 2048 and full["batch2048"].convolutions == "cudnn"
     quick = levers.variants(cfg.replace(batch_size=32), ["batch2048"], quick=True)
     assert quick["batch2048"].batch_size == 64   # the rehearsal's few images: twice the batch
+
+
+def test_a_sigterm_midway_leaves_the_verdicts_of_the_runs_that_ended(tmp_path):
+    """A GPU session runs the levers under `timeout`: stopped midway, they still write
+    levers.txt and levers.tar.gz for what ran, say so, and exit 1."""
+    import os
+    import signal
+    import time
+    log = tmp_path / "log.txt"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-u", "-m", "tools.levers", "--quick",
+                                 "--levers", "evalgraph", "--repeats", "3", "--out",
+                                 str(tmp_path / "out")], cwd=REPO, stdout=out,
+                                stderr=subprocess.STDOUT, env={**os.environ,
+                                                               "PYTHONUNBUFFERED": "1"})
+        deadline = time.monotonic() + 300
+        while "=== as shipped (walk 2 of 3)" not in log.read_text():   # 2 runs ended
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 1, log.read_text()[-3000:]
+    text = (tmp_path / "out" / "levers.txt").read_text()
+    assert "stopped by SIGTERM: the verdicts cover the" in text
+    assert "\nevalgraph: samples/s " in text   # one run of each had ended
+    with levers.tarfile.open(tmp_path / "out" / "levers.tar.gz") as tar:
+        names = tar.getnames()
+    assert sum(n.endswith("run.json") for n in names) >= 2
