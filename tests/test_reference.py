@@ -62,3 +62,27 @@ def test_reference_parts_are_checked(part, tmp_path, capsys):
         return
     assert reference.main(["--out", str(tmp_path), "--parts", part]) == 0
     assert (tmp_path / "machine.json").exists()
+
+
+def test_the_ladder_part_walks_the_repeats_and_network_asked_for(tmp_path, monkeypatch):
+    """`--parts ladder --repeats 3 --model wrn16_10` (the issue's >= 3 seeds, and the
+    GPU-bound regime) reach the ladder, and ladder.txt gives its table, conclusion and
+    anatomy, computed from the runs (fakes here: a real walk needs a GPU to mean much)."""
+    import fake_runs
+    from gpu_course import ladder as course_ladder
+    asked = {}
+
+    def fake_walk(engine, **kwargs):
+        asked.update(kwargs, engine=engine)
+        paths = fake_runs.gpu_ladder(tmp_path / "fake")[:3]
+        return [[fake_runs.load(p)] * 2 for p in paths], {}
+    monkeypatch.setattr(course_ladder, "run_ladder", fake_walk)
+    out = tmp_path / "ref"
+    assert reference.main(["--out", str(out), "--parts", "ladder", "--repeats", "3",
+                           "--model", "wrn16_10"]) == 0
+    assert asked["engine"] == "pytorch" and asked["repeats"] == 3
+    assert asked["model"] == "wrn16_10" and asked["quick"] is False
+    text = (out / "ladder.txt").read_text()
+    assert "8 workers" in text and "data-bound" in text   # the table, and the anatomy's verdict
+    with pytest.raises(SystemExit):
+        reference.main(["--out", str(out), "--parts", "ladder", "--repeats", "0"])

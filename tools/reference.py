@@ -2,6 +2,8 @@
 
     python -m tools.reference --out gpu_course/reference/pytorch-h200
     python -m tools.reference --out /tmp/ref --parts ladder --quick
+    python -m tools.reference --out REF --parts ladder --repeats 3            # >= 3 seeds a rung
+    python -m tools.reference --out REF-wrn --parts ladder --model wrn16_10   # the GPU-bound regime
 
 Parts (all by default, in this order; each writes its own files and a log line, and a
 part that fails is reported without stopping the others):
@@ -9,7 +11,8 @@ part that fails is reported without stopping the others):
 - ``machine``  nvidia-smi's view of the GPU (name, driver, clocks, power limit) before
   anything runs: machine.json;
 - ``ladder``   the PyTorch ladder at full size (50,000 images, 3 epochs a rung): run
-  records with step timings and monitor samples, charts and the report;
+  records with step timings and monitor samples, charts and the report (--repeats
+  walks, each its own seed; --model another network: wrn16_10's step is GPU-bound);
 - ``profiles`` a torch.profiler window (1 + 1 + 3 steps) of the naive and the tuned
   rung, as each runs: profile-naive/ and profile-tuned/ (trace.json.gz, ops.csv);
 - ``smi``      the monitor against nvidia-smi under load: monitor_vs_smi.csv/.txt;
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import sys
@@ -28,16 +32,25 @@ import time
 import traceback
 from pathlib import Path
 
+from gpu_course.config import MODELS
 from gpu_course.ladder import RungName
 
 PARTS = ("machine", "ladder", "profiles", "smi", "overhead")
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """What every part is given: small sizes (quick), and the ladder's walks and network."""
+    quick: bool = False
+    repeats: int = 1
+    model: str | None = None   # None: the ladder's own (ResNet-20)
 SMI_FIELDS = ["name", "driver_version", "pci.bus_id", "memory.total", "power.limit",
               "power.max_limit", "clocks.max.sm", "clocks.max.mem", "clocks.sm",
               "clocks.mem", "temperature.gpu", "persistence_mode", "compute_mode",
               "mig.mode.current", "pcie.link.gen.max", "pcie.link.width.max"]
 
 
-def machine(out: Path, quick: bool) -> str:
+def machine(out: Path, opts: Options) -> str:
     from gpu_course.measure import nvml
     from gpu_course.measure.records import hardware, versions
     found = {"nvidia_smi": nvml.nvidia_smi_query(SMI_FIELDS),
@@ -48,22 +61,24 @@ def machine(out: Path, quick: bool) -> str:
     return f"{gpus[0].get('name')}, driver {gpus[0].get('driver_version')}"
 
 
-def ladder(out: Path, quick: bool) -> str:
+def ladder(out: Path, opts: Options) -> str:
     from gpu_course.show import report
     from gpu_course.ladder import run_ladder
     from gpu_course.ladder import RUNG_SETTINGS
-    runs, _ = run_ladder("pytorch", quick=quick, runs_dir=out, out=out / "report")
+    runs, _ = run_ladder("pytorch", quick=opts.quick, runs_dir=out, out=out / "report",
+                         repeats=opts.repeats, model=opts.model)
     table = report.format_table(report.ladder_table(runs, varies=RUNG_SETTINGS))
-    (out / "ladder.txt").write_text(table + "\n\n" + report.conclusion(runs, varies=RUNG_SETTINGS)
-                                    + "\n")
+    (out / "ladder.txt").write_text("\n\n".join([
+        table, report.conclusion(runs, varies=RUNG_SETTINGS), report.anatomy_text(runs)]) + "\n")
     return "\n" + table
 
 
-def profiles(out: Path, quick: bool) -> str:
+def profiles(out: Path, opts: Options) -> str:
     from gpu_course.ladder import rungs
     from gpu_course.tracks.torch.devices import gpu_count
     from gpu_course.tracks.torch.profile import profile_steps
-    ladder = [r for r in rungs("pytorch", gpu_count(), quick=quick) if r.name != RungName.LONGER]
+    ladder = [r for r in rungs("pytorch", gpu_count(), quick=opts.quick, model=opts.model)
+              if r.name != RungName.LONGER]
     said = []
     for label, rung in ((RungName.NAIVE, ladder[0]), ("tuned", ladder[-1])):
         window = profile_steps(rung.cfg, out / f"profile-{label}")
@@ -72,27 +87,27 @@ def profiles(out: Path, quick: bool) -> str:
     return "; ".join(said)
 
 
-def smi(out: Path, quick: bool) -> str:
+def smi(out: Path, opts: Options) -> str:
     from tools import monitor_vs_smi
     text = io.StringIO()
     with contextlib.redirect_stdout(text):
-        code = monitor_vs_smi.main(["--seconds", "10" if quick else "30", "--load",
+        code = monitor_vs_smi.main(["--seconds", "10" if opts.quick else "30", "--load",
                                     "--out", str(out / "monitor_vs_smi.csv")])
     (out / "monitor_vs_smi.txt").write_text(text.getvalue())
     return f"exit {code}\n" + text.getvalue()
 
 
-def overhead(out: Path, quick: bool) -> str:
+def overhead(out: Path, opts: Options) -> str:
     from gpu_course.config import Experiment
     from tools import harness_overhead
     # the data set on the GPU: no loader process between the two sides (with eight
     # workers the pairs varied 16-22k samples/s, more than the 3% to be seen), and a
     # ResNet-20 step at batch 256 bound by its host dispatch, where bookkeeping shows
     cfg = Experiment(name="overhead", engine="pytorch", model="resnet20",
-                     train_size=4096 if quick else 51_200, test_size=256, batch_size=256,
+                     train_size=4096 if opts.quick else 51_200, test_size=256, batch_size=256,
                      num_workers=0, data_on_gpu=True)
     lines = []
-    result = harness_overhead.compare("pytorch", cfg, pairs=2 if quick else 7,
+    result = harness_overhead.compare("pytorch", cfg, pairs=2 if opts.quick else 7,
                                       log=lines.append)
     lines.append(f"pytorch on the GPU: plain {result['plain']:.0f} samples/s, gc.train "
                  f"{result['harness']:.0f} samples/s (medians); ratio harness/plain "
@@ -276,7 +291,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"comma-separated subset of {', '.join(PARTS)}")
     parser.add_argument("--quick", action="store_true", help="small sizes: checks the parts run")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="ladder: walks, interleaved, walk i with seed + i (default 1)")
+    parser.add_argument("--model", choices=MODELS, default=None,
+                        help="ladder and profiles: the network (default: the ladder's)")
     args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error(f"--repeats={args.repeats} must be at least 1")
     if args.summary:
         print(summary(args.summary, short=args.short), end="")
         return 0
@@ -292,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         tic = time.monotonic()
         print(f"\n##### {part}", flush=True)
         try:
-            said = globals()[part](args.out, args.quick)
+            said = globals()[part](args.out, Options(args.quick, args.repeats, args.model))
             print(f"##### {part} done in {time.monotonic() - tic:.0f} s: {said}", flush=True)
         except Exception:  # report it and go on: the other parts are worth having
             failed.append(part)
