@@ -139,3 +139,34 @@ def test_the_session_script_runs_its_steps_after_the_check_and_leaves_at_most_ei
         ("tuned, evalgraph", 0, "cudnn", True),
         ("tuned, as shipped", 1, "cudnn", False), ("tuned, triton", 1, "triton", False),
         ("tuned, evalgraph", 1, "cudnn", True)]
+
+
+def test_the_session_script_in_ladder_mode_packs_what_the_reference_recorded(tmp_path):
+    """`gpu_session.sh ladder 3 wrn16_10` (issue 26's reference, a lease of its own) hands
+    tools.reference the walks and network, and packs the records into one archive with
+    ladder.txt beside, also when the time limit cut the walk. The reference's own parts are
+    tested in tests/test_reference.py; here a stand-in interpreter records what it was
+    asked and writes one run, so the shell's plumbing is what runs."""
+    import os
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/bash\n"
+                    "[ \"$1\" = -c ] && exit 0\n"
+                    "echo \"$@\" > \"$ASKED\"\n"
+                    "while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; shift; done\n"
+                    "mkdir -p \"$out/ladder-pytorch-1/r1\" && echo '{}' > \"$out/ladder-pytorch-1/r1/run.json\"\n"
+                    "echo table > \"$out/ladder.txt\"\n")
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    done = subprocess.run(["bash", "tools/gpu_session.sh", "ladder", "3", "wrn16_10"],
+                          cwd=gpu_check.REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OUT": str(out), "GPU_PYTHON": str(fake),
+                               "ASKED": str(tmp_path / "asked.txt")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "gpu-session: done; 1 runs recorded" in done.stdout
+    asked = (tmp_path / "asked.txt").read_text().split()
+    assert asked[:4] == ["-m", "tools.reference", "--parts", "machine,ladder"]
+    assert "--repeats 3 --model wrn16_10" in " ".join(asked) and "--quick" not in asked
+    assert sorted(p.name for p in out.iterdir()) == [
+        "ladder-log.txt", "ladder.txt", "nvidia-smi.csv", "reference.tar.gz"]
+    with tarfile.open(out / "reference.tar.gz") as tar:
+        assert "reference/ladder-pytorch-1/r1/run.json" in tar.getnames()
