@@ -288,3 +288,91 @@ def _beside(say: Closing, reference, mine) -> None:
         f"{say.quote('the run records', hardware[1])} (from the run records). Each table's "
         "speed-ups are against its own naive rung: read the two side by side, never one "
         "machine's samples/s against the other's.")
+
+
+# -- two regimes: the same ladder on a step the host holds and on one the GPU holds --------
+HEAVY_MODEL = "wrn16_10"   # `gpu-course ladder --model wrn16_10`: its step is GPU-bound
+
+
+def regimes_table(light, heavy) -> pd.DataFrame:
+    """One row for each rung both ladders walked after their first: what it changed, and
+    in each ladder what held the step of the rung before it (`analyse.anatomy`), the
+    rung's gain over that rung (samples/s) and the noise verdict on it."""
+    from ..analyse import anatomy, noise
+    names = [[str(r.name) for r in _rungs(ladder)] for ladder in (light, heavy)]
+    rows = []
+    for name in names[0][1:]:
+        if name not in names[1][1:]:
+            continue
+        row = {"rung": name}
+        for ladder, named, model in ((light, names[0], _model(light)),
+                                     (heavy, names[1], _model(heavy))):
+            i = named.index(name)
+            before, after = ladder[i - 1], ladder[i]
+            v = noise.compare(before, after, varies=RUNG_SETTINGS)
+            changed = alike.settings(metrics.representative(before),
+                                     metrics.representative(after),
+                                     ignore=alike.SAME_WORK | {"epochs"})
+            row.setdefault("change", ", ".join(sorted(changed)))
+            row[f"held by ({model})"] = str(anatomy.anatomy(before).bound)
+            row[f"gain ({model})"] = v.ratio
+            row[f"verdict ({model})"] = str(v.kind)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _model(ladder) -> str:
+    return str(metrics.representative(ladder[0]).config.get("model", "?"))
+
+
+def regimes(light, heavy) -> Closing | None:
+    """The same ladder on two networks side by side (`regimes_table`), then which fix
+    paid on which bottleneck: each gain beyond noise, and whether the rung changed a
+    setting aimed at what held the step before it (`anatomy.FIXES`). heavy=[]: none is
+    recorded yet, and how to record one."""
+    from ..analyse.anatomy import FIXES, Bound
+    from . import _display
+    if not light or not heavy:
+        print(f"No ladder of the GPU-bound regime is recorded beside this one yet: "
+              f"`gpu-course ladder --model {HEAVY_MODEL}` on a GPU records one, and `bash "
+              f"tools/gpu_session.sh ladder 1 {HEAVY_MODEL}` on a lent device machine records "
+              "the reference's.")
+        return None
+    frame = regimes_table(light, heavy)
+    if not len(frame):
+        print(f"The two ladders ({_model(light)}, {_model(heavy)}) share no rung after their "
+              "first: nothing to set side by side.")
+        return None
+    _display(frame)
+    say = Closing(frame, key="rung")
+    models = (_model(light), _model(heavy))
+    paid, aimed, missed = {m: [] for m in models}, [], []
+    for i, row in frame.iterrows():
+        for model in models:
+            gain = say.cell(i, f"gain ({model})", "×{:.2f}")
+            held = row[f"held by ({model})"]
+            if row[f"verdict ({model})"] != "faster":
+                continue
+            paid[model].append(f"'{row['rung']}' {gain}")
+            fixes = FIXES.get(Bound(held)) if held in {b.value for b in FIXES} else None
+            if fixes is not None:
+                changed = set(row["change"].split(", "))
+                (aimed if fixes & changed else missed).append(
+                    f"'{row['rung']}' on {model} ({held} before it)")
+    for model in models:
+        say(f"On {model}, gains beyond noise: " + ("; ".join(paid[model]) or "none") + ".")
+    only = {m: [r for r in frame["rung"] if _paid(frame, r, m) and not _paid(frame, r, o)]
+            for m, o in (models, models[::-1])}
+    for model, other in (models, models[::-1]):
+        if only[model]:
+            say(f"Paid on {model} and not on {other}: {', '.join(only[model])}: compare what "
+                "held each step before it (the 'held by' columns).")
+    if aimed or missed:
+        say(f"Of the gains beyond noise, {len(aimed)} came from a rung aimed at what held the "
+            f"step before it (anatomy.FIXES) and {len(missed)} from one that was not"
+            + (f" ({'; '.join(missed)})" if missed else "") + ".")
+    return say
+
+
+def _paid(frame: pd.DataFrame, rung: str, model: str) -> bool:
+    return frame.loc[frame["rung"] == rung, f"verdict ({model})"].iloc[0] == "faster"

@@ -95,6 +95,21 @@ gc.conclude("08", reference, beside=runs)
 lesson.anatomy(reference)
 
 # %% [markdown]
+# ## Two regimes: which fix fits which bottleneck
+# ResNet-20 at batch 64 is a small step: its kernels are short, and the host's dispatch of
+# them holds the step. A wide network (wrn16_10, `gpu-course ladder --model wrn16_10`) does
+# far more arithmetic an image: its kernels keep the GPU busy and the host waits for them.
+# The same rungs on both, side by side: each rung's gain over the rung before it, and what
+# held the step before it in each (the anatomy above). A fix pays where it removes what
+# holds the step: fewer launches (a CUDA graph, a larger batch) on a host-bound step,
+# cheaper arithmetic (bfloat16) on a GPU-bound one. The sentences count which gains beyond
+# noise fit that rule, and name any that do not.
+
+# %%
+heavy = lesson.latest_ladder("pytorch", gc.report.REFERENCE_ROOT / f"pytorch-h200-{lesson.HEAVY_MODEL}")
+lesson.regimes(reference, heavy)   # the reference's two ladders: gpu_course/lessons/l08_summary.py
+
+# %% [markdown]
 # ## Exercise 08.1: take one rung out of the top
 # The ladder's table credits each rung with what it gained on top of the rungs under it.
 # Is that what it is worth once every other fix is on? Below, the rungs of the ladder as

@@ -145,3 +145,60 @@ def test_the_anatomy_on_a_cpu_ladder_says_cpu_bound_and_no_fusion_advice(tmp_pat
     say = l08_summary.anatomy_closing(at_chance)
     assert "time-to-target columns are left out" in say.text
     assert "to target" not in capsys.readouterr().out
+
+
+# -- two regimes (issue 26): a step the host holds beside one the GPU holds ---------------
+LIGHT = [("naive", 7000, 30, {}),
+         ("compile", 21000, 45, {"graph": "static"}),
+         ("bfloat16", 21200, 30, {"graph": "static", "dtype": "bfloat16"}),
+         ("large-batch", 70000, 80, {"graph": "static", "dtype": "bfloat16", "batch_size": 512})]
+HEAVY = [("naive", 1000, 97, {}),
+         ("compile", 1010, 97, {"graph": "static"}),
+         ("bfloat16", 2600, 97, {"graph": "static", "dtype": "bfloat16"}),
+         ("large-batch", 2620, 98, {"graph": "static", "dtype": "bfloat16", "batch_size": 512})]
+
+
+def regime(make_run, rungs, model):
+    return [make_run(name, rate=rate, gpus=1, engine="pytorch", busy=busy, data_wait_share=0.01,
+                     config={"model": model, "num_workers": 13, **cfg})
+            for name, rate, busy, cfg in rungs]
+
+
+def test_the_two_regimes_say_which_fix_paid_on_which_bottleneck(make_run, capsys):
+    light, heavy = regime(make_run, LIGHT, "resnet20"), regime(make_run, HEAVY, "wrn16_10")
+    frame = l08.regimes_table(light, heavy)
+    assert list(frame["rung"]) == ["compile", "bfloat16", "large-batch"]
+    assert list(frame["held by (resnet20)"]) == ["host-bound"] * 3
+    assert list(frame["held by (wrn16_10)"]) == ["GPU-bound"] * 3
+    assert list(frame["verdict (resnet20)"]) == ["faster", "within noise", "faster"]
+    assert list(frame["verdict (wrn16_10)"]) == ["within noise", "faster", "within noise"]
+    say = l08.regimes(light, heavy)
+    assert say.check() == []
+    text = say.text
+    gain = lambda row, model: f"×{frame[f'gain ({model})'][row]:.2f}"   # noqa: E731
+    assert f"On resnet20, gains beyond noise: 'compile' {gain(0, 'resnet20')}; 'large-batch' " \
+           f"{gain(2, 'resnet20')}." in text
+    assert 2.7 < frame["gain (resnet20)"][0] < 3.3 and 2.3 < frame["gain (wrn16_10)"][1] < 2.9
+    assert f"On wrn16_10, gains beyond noise: 'bfloat16' {gain(1, 'wrn16_10')}." in text
+    assert "Paid on resnet20 and not on wrn16_10: compile, large-batch" in text
+    assert "Paid on wrn16_10 and not on resnet20: bfloat16" in text
+    # compile (graph) and the batch on a host-bound step, bfloat16 on a GPU-bound one
+    assert "3 came from a rung aimed at what held the step before it (anatomy.FIXES) and 0 " \
+           "from one that was not." in text
+
+
+def test_without_a_ladder_of_the_gpu_bound_regime_the_lesson_says_how_to_record_one(
+        make_run, capsys):
+    assert l08.regimes(regime(make_run, LIGHT, "resnet20"), []) is None
+    out = capsys.readouterr().out
+    assert "gpu-course ladder --model wrn16_10" in out
+    assert "bash tools/gpu_session.sh ladder 1 wrn16_10" in out
+
+
+def test_a_gain_from_a_rung_not_aimed_at_what_held_the_step_is_named(make_run):
+    """bfloat16 paying on a step the host held: the lesson's thesis is a measurement, so
+    a ladder that contradicts it says so."""
+    odd = [LIGHT[0], LIGHT[1], ("bfloat16", 60000, 30, LIGHT[2][3])]
+    say = l08.regimes(regime(make_run, odd, "resnet20"), regime(make_run, HEAVY[:3], "wrn16_10"))
+    assert "and 1 from one that was not ('bfloat16' on resnet20 (host-bound before it))." \
+        in say.text
