@@ -35,7 +35,7 @@ from torch.nn.grad import conv2d_input, conv2d_weight
 STAGES = (("stem", 3, 16, 32), ("16 ch", 16, 16, 32), ("32 ch", 32, 32, 16), ("64 ch", 64, 64, 8))
 PASSES = ("fprop", "dgrad", "wgrad")
 LAYOUTS = {"NHWC": torch.channels_last, "NCHW": torch.contiguous_format}
-TUNED_BATCH = 1024   # the tuned rung's batch (ladder: large batch with LARS)
+TUNED_BATCH = 1024   # issue 28's tuned rung's batch (tools/levers.py)
 
 
 @dataclass(frozen=True)
