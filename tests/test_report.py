@@ -110,6 +110,24 @@ def test_a_reading_at_a_windows_start_describes_the_time_before_it():
     assert math.isnan(metrics.gpm_activity(Run())["tensor_active"])  # no GPM column
 
 
+def test_a_run_shorter_than_a_monitor_period_reads_no_gpu_util():
+    """The H200 check's batch 640 with 13 workers trained steadily for less than one
+    0.5 s period: the one reading inside its window averaged the warm-up before it (0 %
+    while the run computed 7 TFLOP/s). No reading describes such a run: none is given."""
+    import pandas as pd
+
+    from gpu_course.analyse import metrics
+
+    class Run:
+        config = {"monitor_interval": 0.5}
+        epochs = pd.DataFrame({"t_start": [0.0], "t_steady": [1.30], "t_end": [1.62],
+                               "timed_steps": [11]})
+        gpu = pd.DataFrame({"t": [1.0, 1.5, 2.0], "util_gpu": [0.0, 0.0, 3.0],
+                            "sm_active": [0.0, 0.0, 1.0]})
+    assert math.isnan(metrics.gpu_util(Run()))
+    assert math.isnan(metrics.gpm_activity(Run())["sm_active"])
+
+
 def test_single_epoch_runs_are_all_warm_up(tmp_path):
     run = fake_runs.load(fake_runs.write_run(tmp_path, "one", epochs=1, summary=False))
     assert math.isnan(report.samples_per_sec(run))  # no step after the warm-up

@@ -201,20 +201,19 @@ def steady_samples(run) -> pd.Series:
     the sample period before it, so a sample counts when that whole period lies in a
     training window (from its first steady step, else its start, to its end). Windows
     closer together than one period (a short validation between epochs) count as one.
-    Falls back to samples merely inside the windows when none qualify (runs shorter
-    than a period)."""
+    A run without steady steps is read over its training. None when no period lies
+    wholly in those windows (a run shorter than a period: a sample inside it averaged the
+    warm-up before it, so it would say what the run was not)."""
     gpu = run.gpu
     t = _column(gpu, "t")
     interval = float(run.config.get("monitor_interval") or 0) if hasattr(run, "config") \
         else 0.0
-    for windows in (training_windows(run), training_windows(run, steady=False)):
-        for lead in (interval, 0.0):
-            inside = pd.Series(False, index=gpu.index)
-            for a, b in _merged(windows, interval):
-                inside |= (t - lead >= a) & (t <= b)
-            if inside.any():
-                return inside
-    return pd.Series(False, index=gpu.index)
+    # a run with steady steps is read over them alone; one without, over its training
+    windows = training_windows(run) or training_windows(run, steady=False)
+    inside = pd.Series(False, index=gpu.index)
+    for a, b in _merged(windows, interval):
+        inside |= (t - interval >= a) & (t <= b)
+    return inside
 
 
 def _merged(windows, gap: float) -> list[tuple[float, float]]:
