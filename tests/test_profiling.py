@@ -84,3 +84,56 @@ def test_the_profile_verb_takes_the_flags_of_run():
     assert profile_help.returncode == 0 and "--batch-size" in profile_help.stdout
     flags = {w for w in run_help.stdout.split() if w.startswith("--")} - {"--no-progress"}
     assert flags <= {w for w in profile_help.stdout.split() if w.startswith("--")}
+
+
+# -- kernels by kind (issue 28: what the tuned rung's GPU time is spent on) ----------------
+KERNEL_NAMES = {   # real names from the H200 reference's traces, and the course's own
+    "convolutions (cuDNN)": ["sm90_xmma_wgrad_indexed_implicit_gemm_bf16bf16_bf16f32_f32",
+                             "void cudnn::engines_precompiled::nchwToNhwcKernel<float>",
+                             "void wgrad_alg0_engine<float, 128, 5, 5, 3, 3, 3, false, 512>"],
+    "convolutions (the course's Triton kernels)": ["_conv3x3", "_wgrad3x3"],
+    "fused by Inductor (BatchNorm, ReLU, adds)": [
+        "triton_red_fused__native_batch_norm_legit_functional_add_native_batch_norm_backward"],
+    "BatchNorm (cuDNN)": ["void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128>"],
+    "optimizer (multi-tensor)": ["void at::native::multi_tensor_apply_kernel<at::native::>"],
+    "other (copies, indexing, elementwise)": ["void at::native::index_elementwise_kernel<128>"],
+}
+
+
+def kernel_trace(kinds: dict, steps: int = 2):
+    """`steps` steps of 1000 us, each with one 10 us kernel of every name in kinds."""
+    events = []
+    for k in range(steps):
+        events.append(event(f"ProfilerStep#{k}", 1000 * k, 1000, "user_annotation"))
+        events.append(event(f"ProfilerStep#{k}", 1000 * k + 5, 990, "gpu_user_annotation"))
+        t = 1000 * k
+        for names in kinds.values():
+            for name in names:
+                events.append(event(name, t, 10, "kernel"))
+                t += 20
+    return events
+
+
+def test_kernels_are_sorted_by_what_they_compute_per_step():
+    kinds = profiling.kernel_kinds(kernel_trace(KERNEL_NAMES))
+    by_kind = kinds.set_index("kind")
+    assert list(kinds["kind"]) == [k for k, _ in profiling.KERNEL_KINDS]
+    for kind, names in KERNEL_NAMES.items():
+        assert by_kind.loc[kind, "kernels_per_step"] == len(names), kind
+        assert by_kind.loc[kind, "ms_per_step"] == pytest.approx(0.01 * len(names))
+    assert kinds["share"].sum() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="no GPU kernel"):
+        profiling.kernel_kinds(kernel_trace({}))
+    with pytest.raises(ValueError, match="no ProfilerStep"):
+        profiling.kernel_kinds([event("_conv3x3", 0, 10, "kernel")])
+
+
+def test_the_gpu_busy_share_reads_the_gpu_s_own_span():
+    """A CUDA-graph replay returns at once: its kernels run after the host's step window
+    closed. The share is of the GPU's span, whatever the host's windows say."""
+    events = [event("ProfilerStep#0", 0, 10, "user_annotation"),
+              event("k", 100, 60, "kernel"), event("k", 180, 20, "kernel"),
+              event("copy", 150, 20, "gpu_memcpy")]
+    assert profiling.gpu_busy_share(events) == pytest.approx(90 / 100)
+    with pytest.raises(ValueError, match="no GPU kernel"):
+        profiling.gpu_busy_share([event("ProfilerStep#0", 0, 10, "user_annotation")])

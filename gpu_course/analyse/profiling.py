@@ -245,6 +245,60 @@ def split_table(split: dict) -> pd.DataFrame:
     return table
 
 
+# What a kernel computes, from its name (first match wins): the course's own Triton
+# convolutions (tracks/torch/conv_kernels.py); Inductor's fused Triton kernels (BatchNorm,
+# ReLU, residual adds: triton_poi/red/per_fused_...); cuDNN's BatchNorm (an eager step's);
+# cuDNN's convolutions (implicit GEMM, Winograd and the rest: forward, data and weight
+# gradients, with their layout, padding and workspace kernels); the optimizer's
+# multi-tensor kernels; and the rest (copies, indexing, elementwise).
+KERNEL_KINDS = (
+    ("convolutions (the course's Triton kernels)", re.compile(r"^_(conv|wgrad)3x3")),
+    ("fused by Inductor (BatchNorm, ReLU, adds)", re.compile(r"^triton_")),
+    ("BatchNorm (cuDNN)", re.compile(r"bn_fw|bn_bw|batch_norm")),
+    ("convolutions (cuDNN)", re.compile(r"fprop|dgrad|wgrad|implicit_gemm|implicit_convolve"
+                                         r"|winograd|nchwToNhwc|nhwcToNchw|nhwcAddPadding"
+                                         r"|cask_|cudnn")),
+    ("optimizer (multi-tensor)", re.compile(r"multi_tensor_apply|foreach")),
+    ("other (copies, indexing, elementwise)", re.compile(r"")),
+)
+
+
+def kernel_kinds(events) -> pd.DataFrame:
+    """The profiled steps' GPU kernels by what they compute (KERNEL_KINDS): ms of kernel
+    time a step, its share of all kernel time, and kernels a step; one row a kind found.
+    The steps are the trace's ProfilerStep# windows (each kernel is counted where it ran,
+    replays of a CUDA graph included)."""
+    steps = len([e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")
+                 and e.get("cat") != "gpu_user_annotation"])
+    if not steps:
+        raise ValueError("no ProfilerStep# events in the trace: was prof.step() called?")
+    kernels = [e for e in events if e.get("cat") == "kernel" and "dur" in e]
+    if not kernels:
+        raise ValueError("no GPU kernel in the trace: it was recorded without a GPU")
+    time, count = {}, {}
+    for e in kernels:
+        kind = next(k for k, pattern in KERNEL_KINDS if pattern.search(str(e.get("name", ""))))
+        time[kind] = time.get(kind, 0.0) + float(e["dur"])
+        count[kind] = count.get(kind, 0) + 1
+    total = sum(time.values())
+    rows = [{"kind": kind, "ms_per_step": time[kind] / 1e3 / steps,
+             "share": time[kind] / total, "kernels_per_step": count[kind] / steps}
+            for kind, _ in KERNEL_KINDS if kind in time]
+    return pd.DataFrame(rows)
+
+
+def gpu_busy_share(events) -> float:
+    """The share of the GPU's own span (its first kernel's start to its last one's end)
+    in which a kernel or copy ran. Unlike `trace_split`, which clips device work to the
+    host's step windows, this holds for a step launched ahead (a CUDA graph replay returns
+    at once, and its kernels run after the host's window closed)."""
+    work = _union(_intervals(events, lambda e: e.get("cat") in ("kernel", "gpu_memcpy",
+                                                                 "gpu_memset")))
+    if not work:
+        raise ValueError("no GPU kernel in the trace: it was recorded without a GPU")
+    return _length(work) / (work[-1][1] - work[0][0])
+
+
 # -- the whole procedure ----------------------------------------------------------------------
 def profile_run(gc, cfg, runs_dir=None, wait: int = 1, warmup: int = 1, active: int = 3,
                 input_steps: int = 20, ceiling_steps: int | None = None) -> dict:

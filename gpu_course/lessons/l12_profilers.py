@@ -50,10 +50,11 @@ def table(runs) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def conclude(runs, top=None, split=None, hta=None) -> Closing:
+def conclude(runs=None, top=None, split=None, hta=None, kernels=None) -> Closing:
     """top (the input pipeline's cProfile table, as shown): its sentence. hta (a
     `holistic.compare` table, as shown): where HTA's reading of each trace and the
-    course's agree, and why they differ where they do. Otherwise what
+    course's agree, and why they differ where they do. kernels ({name: GPU trace}): the
+    table of their kernels by kind, and what it says (`kernel_closing`). Otherwise what
     limits the run (runs[0]; its mock ceilings among `runs`): the profiler's verdict
     (split: `profiling.trace_split` of its trace; without one, the step timers) against
     the ceilings' own."""
@@ -61,6 +62,8 @@ def conclude(runs, top=None, split=None, hta=None) -> Closing:
         return _input(top)
     if hta is not None:
         return _holistic(hta)
+    if kernels is not None:
+        return kernel_closing(kernels)
     runs = list(runs)
     run = next(r for r in runs if _mock(r) == "none")
     ceilings = {_mock(r): r for r in runs if _mock(r) in CEILINGS}
@@ -328,3 +331,77 @@ def _mock(run) -> str:
 
 def _known(*values) -> bool:
     return all(v is not None and not math.isnan(v) for v in values)
+
+
+# -- what the GPU's time is spent on (issue 28: the tuned rung, and the kernel rung) --------
+KERNELS_AFTER = "tuned, Triton convolutions"   # the kernel rung's trace, where one is recorded
+
+
+def kernel_table(traces: dict) -> pd.DataFrame:
+    """One row a kind of kernel (`profiling.kernel_kinds`), a column pair a trace: its ms
+    of kernel time a step and its share of the trace's kernel time; then every
+    convolution's together (cuDNN's and the course's), and all kernels."""
+    from ..analyse import profiling
+    frame = None
+    for name, path in traces.items():
+        part = profiling.kernel_kinds(profiling.read_trace(path)).set_index("kind")
+        part = part[["ms_per_step", "share"]]
+        convs = part[part.index.str.startswith("convolutions")]
+        part.loc[ALL_CONVOLUTIONS] = [convs["ms_per_step"].sum(), convs["share"].sum()]
+        part.loc[ALL_KERNELS] = [part["ms_per_step"].sum() - part.loc[ALL_CONVOLUTIONS,
+                                                                      "ms_per_step"], 1.0]
+        part.columns = [f"{name}: ms a step", f"{name}: share"]
+        frame = part if frame is None else frame.join(part, how="outer")
+    order = [k for k, _ in profiling.KERNEL_KINDS if k in frame.index] + [ALL_CONVOLUTIONS,
+                                                                            ALL_KERNELS]
+    return frame.loc[order].reset_index().rename(columns={"index": "kind"})
+
+
+ALL_CONVOLUTIONS, ALL_KERNELS = "all convolutions", "all kernels"
+
+
+def reference_kernel_traces() -> dict:
+    """The H200 reference's GPU traces: the naive rung's, the tuned rung's, and the kernel
+    rung's where `tools.reference --parts profiles` recorded it (profile-tuned-triton)."""
+    from ..analyse.holistic import REFERENCE, REFERENCE_TRACES
+    after = REFERENCE / "profile-tuned-triton" / "trace.json.gz"
+    return {**REFERENCE_TRACES, **({KERNELS_AFTER: after} if after.exists() else {})}
+
+
+def kernel_closing(traces: dict) -> Closing:
+    """Where the GPU's time goes in each trace, by kind of kernel (`kernel_table`, shown),
+    and what that says: the largest kind, and how much of the step faster kernels and
+    fewer launches could each remove at most (the GPU's busy share of the trace); with
+    the kernel rung's trace beside the tuned rung's, what its kernels changed."""
+    from . import _display
+    from ..analyse import profiling
+    from ..show import tables
+    frame = kernel_table(traces)
+    _display(tables.show(frame))
+    say = Closing(frame, key="kind")
+    names = list(traces)
+    row = {kind: i for i, kind in enumerate(frame["kind"])}
+    total, convs = row[ALL_KERNELS], row[ALL_CONVOLUTIONS]
+    for name in names:
+        col = f"{name}: ms a step"
+        kinds = [i for i in range(convs) if frame[col].iloc[i] > 0]
+        top = max(kinds, key=lambda i: frame[col].iloc[i])
+        busy = profiling.gpu_busy_share(profiling.read_trace(traces[name]))
+        say(f"'{name}': {say.cell(top, col, '{:.2f}')} of its {say.cell(total, col, '{:.2f}')} "
+            f"ms of kernel time a step ({say.cell(top, f'{name}: share', '{:.0%}')}) are "
+            f"{frame['kind'].iloc[top]}. The GPU worked {say.quote('its trace', busy, '{:.0%}')} "
+            f"of the span of its trace: faster kernels can shorten that step by at most that "
+            f"share, and fewer launches (closing the idle gaps) by at most the rest "
+            f"({say.quote('its trace', 1 - busy, '{:.0%}')}).")
+    if KERNELS_AFTER in names and names.index(KERNELS_AFTER) > 0:
+        before = names[names.index(KERNELS_AFTER) - 1]
+        b, a = f"{before}: ms a step", f"{KERNELS_AFTER}: ms a step"
+        say(f"With the kernel rung's Triton convolutions ('{KERNELS_AFTER}'), every "
+            f"convolution of a step takes {say.cell(convs, a, '{:.2f}')} ms against "
+            f"{say.cell(convs, b, '{:.2f}')} ms in '{before}', and all its kernels "
+            f"{say.cell(total, a, '{:.2f}')} ms against {say.cell(total, b, '{:.2f}')} ms.")
+    elif len(names) == 1 or KERNELS_AFTER not in names:
+        print(f"No trace of the kernel rung ('{KERNELS_AFTER}') is recorded beside these yet: "
+              "`python -m tools.reference --parts profiles` on a GPU records one "
+              "(profile-tuned-triton).")
+    return say

@@ -24,6 +24,7 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from gpu_course import torch as gc
 from gpu_course.analyse import profiling
+from gpu_course.lessons import l12_profilers as lesson
 
 # %% tags=["parameters"]
 SIZES = gc.sizes("12")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("12", active=10)
@@ -136,6 +137,19 @@ from gpu_course.analyse import holistic
 beside = holistic.compare(holistic.REFERENCE_TRACES)   # HTA's TraceAnalysis and trace_split, each trace
 display(gc.tables.show(beside))
 gc.conclude("12", hta=beside)   # the sentences, checked: gpu_course/lessons/l12_profilers.py
+
+# %% [markdown]
+# ## What the GPU's time is spent on
+# The same two traces, their kernels sorted by what they compute (from the kernel names:
+# cuDNN's convolutions, Inductor's fused BatchNorm/ReLU/add kernels, the optimizer's
+# multi-tensor kernels, the rest), in ms a step. Where the GPU works through the step, the
+# largest kind is what limits it now. On the tuned rung those are the convolutions, and
+# cuDNN runs the 16-channel stage's several times slower than their bytes allow
+# (`tools/conv_bench.py`): the reason the course writes its own (the kernel rung,
+# `tracks/torch/conv_kernels.py`), whose trace joins these where one is recorded.
+
+# %%
+gc.conclude("12", kernels=lesson.reference_kernel_traces())   # gpu_course/lessons/l12_profilers.py
 
 # %% [markdown]
 # ## Exercise 12.1: move the limit, predict the verdict
