@@ -228,15 +228,18 @@ def notebooks_step(out: Path, seconds: float, only: list[str] | None,
 
 # -- 3. the ladder -------------------------------------------------------------------------
 def reference_ladder_seconds() -> float | None:
-    """How long the newest reference ladder took, rung by rung, on the GPU it ran on."""
+    """How long the newest reference ladder of ResNet-20 (the ladder this check walks;
+    not another regime's) took, rung by rung, on the GPU it ran on."""
     from datetime import datetime
     from gpu_course.measure.records import load_runs
     from gpu_course.show.report import REFERENCE_ROOT
-    ladders = sorted(REFERENCE_ROOT.glob("pytorch-*/ladder-pytorch-*"))
+    ladders = [runs for runs in (load_runs(p) for p in sorted(
+        REFERENCE_ROOT.glob("pytorch-*/ladder-pytorch-*"), key=lambda p: p.name))
+        if runs and runs[0].config.get("model") == "resnet20"]
     if not ladders:
         return None
     total = 0.0
-    for run in load_runs(ladders[-1]):
+    for run in ladders[-1]:
         start, end = (datetime.fromisoformat(run.meta[k]) for k in ("started_at", "ended_at"))
         total += (end - start).total_seconds()
     return total

@@ -170,3 +170,22 @@ def test_the_session_script_in_ladder_mode_packs_what_the_reference_recorded(tmp
         "ladder-log.txt", "ladder.txt", "nvidia-smi.csv", "reference.tar.gz"]
     with tarfile.open(out / "reference.tar.gz") as tar:
         assert "reference/ladder-pytorch-1/r1/run.json" in tar.getnames()
+
+
+def test_the_check_times_its_ladder_by_the_reference_s_resnet20_ladder(tmp_path, monkeypatch):
+    """A reference ladder of the other regime (wrn16_10, several times slower), even a
+    newer one, does not set how long the check expects its ResNet-20 ladder to take."""
+    import fake_runs
+    from gpu_course.show import report
+    resnet = tmp_path / "pytorch-h200" / "ladder-pytorch-20261123-050126"
+    wrn = tmp_path / "pytorch-h200-wrn16_10" / "ladder-pytorch-20261201-050126"
+    fake_runs.write_run(resnet, "naive", config={"model": "resnet20"})
+    fake_runs.write_run(wrn, "naive", config={"model": "wrn16_10"})
+    for folder, seconds in ((resnet, 30), (wrn, 300)):
+        run_json = next(folder.glob("*/run.json"))
+        meta = json.loads(run_json.read_text())
+        meta.update(started_at="2026-11-23T05:01:26", ended_at=f"2026-11-23T05:0{1 + seconds // 60}:"
+                    f"{26 + seconds % 60:02d}")
+        run_json.write_text(json.dumps(meta))
+    monkeypatch.setattr(report, "REFERENCE_ROOT", tmp_path)
+    assert gpu_check.reference_ladder_seconds() == 30
