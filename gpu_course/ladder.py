@@ -182,18 +182,18 @@ def ensure_photos(cfg: Experiment, progress: bool = False) -> None:
 # generated stand-in for CIFAR-10 (50,000 images, 10,000 to validate), 3 epochs, bfloat16
 # and channels_last, data in memory, validation accuracy after the third epoch, trained on
 # this course's CPU (accuracy after a given number of updates does not depend on the
-# device; 2026-11-27, one seed each unless said):
-#   batch 64, SGD lr 0.1, constant (the naive rung)              74.3 %  (H200 reference: 73.7 %)
-#   batch 512, LARS, lr 0.4, half-epoch warm-up, then constant   21.5 %
-#   batch 512, LARS, lr 0.4, half-epoch warm-up, cosine decay    77.2 %
+# device; `python -m tools.recipes`, its records and table in reference/recipes-cpu/):
+#   batch 64, SGD lr 0.1, constant (the naive rung)              74.3 %, 68.9 % (seeds 0, 1)
+#   batch 512, LARS, lr 0.4, half-epoch warm-up, then constant   21.5 %, 14.4 %
+#   batch 512, LARS, lr 0.4, half-epoch warm-up, cosine decay    77.2 %, 80.4 %
 #   batch 512, LARS, one-cycle to lr 0.4                         78.9 %
-#   batch 512, SGD Nesterov lr 0.4, warm-up, cosine decay        77.3 %, 83.1 % (seeds 0, 1)
+#   batch 512, SGD Nesterov lr 0.4, warm-up, cosine decay        77.3 %, 83.1 %
 #   batch 1024, SGD Nesterov lr 0.8, warm-up, cosine decay       62.5 %
-# The H200 reference's batch 1024 with LARS and no decay ended at 19.0 % (one-cycle 32.4 %):
-# 3 epochs give batch 1024 only 147 updates, batch 512 291; without a decay the last
-# updates are as large as the first. The decay is what holds accuracy; a batch of 1024
-# needs more epochs than the ladder's budget (issue 28's tuned rung keeps 1024: tools/levers).
-LARGE_BATCH_RECIPE = "measured: see the comment above"
+# (The H200 reference's naive rung: 73.7 %; its batch 1024 with LARS and no decay 19.0 %,
+# one-cycle 32.4 %.) 3 epochs give batch 1024 only 147 updates, batch 512 291, and without
+# a decay the last updates are as large as the first: the decay is what holds accuracy,
+# and a batch of 1024 needs more epochs than the ladder's budget (issue 28's tuned rung
+# keeps 1024: tools/levers.py).
 
 
 def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = False,
@@ -204,7 +204,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     sizes = {**default_sizes(gpus, quick, engine), **{k: v for k, v in sizes.items() if v is not None}}
     workers = max(2, cpu_count - 3)  # the talk's advice: cpu_count() - 3, at least 2
     # the talk's 640 for Gluon; PyTorch: the largest batch its 3 epochs of 50,000 images
-    # afford (LARGE_BATCH_RECIPE)
+    # afford (the measurements above `rungs`)
     large = 640 if engine == "gluon" else 512
     if gpus == 0 or quick:
         large = 256  # a CPU gains nothing from huge batches, and quick mode must be quick
@@ -276,7 +276,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             return ladder
         # eta 0.1 keeps LARS's layer-wise rates on SGD's lr scale (the paper's 0.001
         # expects a ~100x larger lr, at which the un-adapted biases and BN diverge); the
-        # recipe holds the naive rung's accuracy in its epochs: LARGE_BATCH_RECIPE
+        # recipe holds the naive rung's accuracy in its epochs (the measurements above `rungs`)
         add(RungName.LARGE_BATCH, f"batch {large}, LARS, lr scaled with the batch, a "
             "half-epoch linear warm-up, then cosine decay", batch_size=large, optimizer="lars",
             lr_base_batch=128, lr_scheduler="cosine", warmup_epochs=min(0.5, sizes["epochs"]),

@@ -49,9 +49,10 @@ def test_the_committed_measurements_back_the_ladder_recipe():
     for run in runs:
         if run.status == "finished":
             best.setdefault(run.name, []).append(metrics.val_acc(run))
-    naive = min(best["naive64"])
+    naive = sum(best["naive64"]) / len(best["naive64"])   # its seeds' mean
     assert min(best["lars512_cos"]) >= naive - 0.02 and min(best["lars512_onecycle"]) >= naive - 0.02
     assert max(best["lars512_const"]) < naive - 0.3
     assert max(best["nag1024_cos_lr08"]) < naive - 0.05
+    assert len(best["naive64"]) >= 2 and len(best["lars512_cos"]) >= 2   # seeds: the spread
     assert recipes.table(REPO / "gpu_course" / "reference" / "recipes-cpu" / "runs") == \
         (REPO / "gpu_course" / "reference" / "recipes-cpu" / "recipes.md").read_text()
