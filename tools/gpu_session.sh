@@ -2,12 +2,14 @@
 # One GPU session's checks, prepared and rehearsed here, run there as one command:
 #
 #   bash tools/gpu_session.sh [BUDGET_S] [NOTEBOOKS]     # e.g. 240, or 240 08,09,10; 0: no check
-#   bash tools/gpu_session.sh ladder [REPEATS] [MODEL]   # issue 26's reference instead, e.g.
-#                                                        # ladder 3, or ladder 1 wrn16_10
+#   bash tools/gpu_session.sh ladder [REPEATS] [MODEL] [PARTS]   # issue 26's reference
+#                               # instead: ladder 3, or ladder 1 wrn16_10, or ladder 2 ""
+#                               # machine,profiles,ladder (the traces lesson 12 compares first)
 #
-# `ladder` walks the reference ladder at full size (tools.reference --parts machine,ladder)
-# for at most 540 s and packs whatever it recorded into reference.tar.gz, finished or not
-# (the records are the evidence; `gpu-course report` redraws the tables from them here).
+# `ladder` runs tools.reference's PARTS (default machine,ladder: the reference ladder at
+# full size) for at most 540 s and packs whatever it recorded into reference.tar.gz,
+# finished or not (the records are the evidence; `gpu-course report` redraws the tables
+# from them here).
 # On the device machine (its own python3 with PyTorch and Triton, no Jupyter, no network)
 # from a copy of this checkout that carries .whl/ (`make gpu-wheels` here). In order of
 # priority, each under its own time limit:
@@ -40,7 +42,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,
     --format=csv > "$OUT/nvidia-smi.csv" 2>&1
 if [ "${1:-}" = ladder ]; then
     REF=$(mktemp -d)/reference
-    timeout 540 $PY -m tools.reference --parts machine,ladder --repeats "${2:-3}" \
+    timeout 540 $PY -m tools.reference --parts "${4:-machine,ladder}" --repeats "${2:-3}" \
         ${3:+--model "$3"} $REHEARSE --out "$REF" > "$OUT/ladder-log.txt" 2>&1
     echo "gpu-session: ladder exit $?"
     cp "$REF/ladder.txt" "$OUT/" 2>/dev/null

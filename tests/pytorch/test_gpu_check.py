@@ -170,6 +170,15 @@ def test_the_session_script_in_ladder_mode_packs_what_the_reference_recorded(tmp
         "ladder-log.txt", "ladder.txt", "nvidia-smi.csv", "reference.tar.gz"]
     with tarfile.open(out / "reference.tar.gz") as tar:
         assert "reference/ladder-pytorch-1/r1/run.json" in tar.getnames()
+    # the traces first (lesson 12's before and after), the ladder's network as it is
+    again = subprocess.run(["bash", "tools/gpu_session.sh", "ladder", "2", "",
+                            "machine,profiles,ladder"], cwd=gpu_check.REPO, capture_output=True,
+                           text=True, timeout=120,
+                           env={**os.environ, "OUT": str(tmp_path / "again"),
+                                "GPU_PYTHON": str(fake), "ASKED": str(tmp_path / "asked.txt")})
+    assert again.returncode == 0, again.stdout + again.stderr
+    asked = (tmp_path / "asked.txt").read_text()
+    assert "--parts machine,profiles,ladder --repeats 2 --out" in asked and "--model" not in asked
 
 
 def test_the_check_times_its_ladder_by_the_reference_s_resnet20_ladder(tmp_path, monkeypatch):
