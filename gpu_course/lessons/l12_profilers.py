@@ -339,18 +339,18 @@ KERNELS_AFTER = "tuned, Triton convolutions"   # the kernel rung's trace, where 
 
 def kernel_table(traces: dict) -> pd.DataFrame:
     """One row a kind of kernel (`profiling.kernel_kinds`), a column pair a trace: its ms
-    of kernel time a step and its share of the trace's kernel time; then every
+    of kernel time a step and its percentage of the trace's kernel time; then every
     convolution's together (cuDNN's and the course's), and all kernels."""
     from ..analyse import profiling
     frame = None
     for name, path in traces.items():
         part = profiling.kernel_kinds(profiling.read_trace(path)).set_index("kind")
-        part = part[["ms_per_step", "share"]]
+        part = part[["ms_per_step", "share"]].assign(share=lambda f: 100 * f["share"])
         convs = part[part.index.str.startswith("convolutions")]
         part.loc[ALL_CONVOLUTIONS] = [convs["ms_per_step"].sum(), convs["share"].sum()]
         part.loc[ALL_KERNELS] = [part["ms_per_step"].sum() - part.loc[ALL_CONVOLUTIONS,
-                                                                      "ms_per_step"], 1.0]
-        part.columns = [f"{name}: ms a step", f"{name}: share"]
+                                                                      "ms_per_step"], 100.0]
+        part.columns = [f"{name}: ms a step", f"{name}: % of kernels"]
         frame = part if frame is None else frame.join(part, how="outer")
     order = [k for k, _ in profiling.KERNEL_KINDS if k in frame.index] + [ALL_CONVOLUTIONS,
                                                                             ALL_KERNELS]
@@ -388,7 +388,7 @@ def kernel_closing(traces: dict) -> Closing:
         top = max(kinds, key=lambda i: frame[col].iloc[i])
         busy = profiling.gpu_busy_share(profiling.read_trace(traces[name]))
         say(f"'{name}': {say.cell(top, col, '{:.2f}')} of its {say.cell(total, col, '{:.2f}')} "
-            f"ms of kernel time a step ({say.cell(top, f'{name}: share', '{:.0%}')}) are "
+            f"ms of kernel time a step ({say.cell(top, f'{name}: % of kernels', '{:.0f}%')}) are "
             f"{frame['kind'].iloc[top]}. The GPU worked {say.quote('its trace', busy, '{:.0%}')} "
             f"of the span of its trace: faster kernels can shorten that step by at most that "
             f"share, and fewer launches (closing the idle gaps) by at most the rest "
