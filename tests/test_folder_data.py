@@ -170,6 +170,31 @@ def test_parallel_map_keeps_order_with_workers():
     assert list(folder.parallel_map(abs, tasks, workers=1, progress=False)) == tasks
 
 
+def test_a_finished_pool_ends_its_workers_without_a_signal(monkeypatch):
+    """Every task done, the workers leave as the queue tells them (exit code 0), and no
+    SIGTERM is sent. Pool.terminate() signals each worker, and a worker forked an instant
+    before can lose that signal (a child clears the signals that reached it before the
+    interpreter could run their handlers): the pool then waited for it forever (a
+    clean-clone run hung in test_packed, CI once in test_io_data). A consumer that leaves
+    early still has its workers ended at once, not left waiting for work."""
+    ended = []
+
+    def watch(pool, stopped=False):
+        workers = list(pool._pool)
+        real_end_pool(pool, stopped)
+        ended.append(sorted(w.exitcode for w in workers))
+    real_end_pool = folder.end_pool
+    monkeypatch.setattr(folder, "end_pool", watch)
+    assert list(folder.parallel_map(abs, list(range(-8, 0)), workers=2, progress=False)) == \
+        list(range(8, 0, -1))
+    assert ended == [[0, 0]]
+    left = folder.parallel_map(abs, list(range(-50, 0)), workers=2, progress=False)
+    assert next(left) == 50
+    left.close()
+    # the work left undone: each worker killed, or gone already on the pool's last word
+    assert len(ended[1]) == 2 and all(code in (0, -9) for code in ended[1]), ended
+
+
 def _cli_makes_folders() -> bool:
     from gpu_course.cli import build_parser
     try:

@@ -456,7 +456,7 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
     (default: every core; 0 or 1 = in this process), with a progress bar."""
     workers = os.cpu_count() or 1 if workers is None else workers
     bar = _bar(len(tasks), desc) if progress else None
-    pool, stopped = None, False
+    pool, stopped, done = None, False, False
     try:
         if workers <= 1 or len(tasks) < 2:
             results = map(fn, tasks)
@@ -472,14 +472,15 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
             if bar is not None:
                 bar.update(1)
             yield result
+        done = True
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM, perhaps to the workers too
         stopped = True
         raise
     finally:
         if bar is not None:
             bar.close()
-        if pool is not None:
-            end_pool(pool, stopped)
+        if pool is not None:   # every task done: the workers leave as the queue tells them;
+            end_pool(pool, stopped=stopped or not done)   # else (stopped, or left early) killed
 
 
 def _default_sigterm() -> None:
@@ -507,13 +508,17 @@ def _waiting(results):
 
 
 def end_pool(pool, stopped: bool = False) -> None:
-    """Stop a pool's workers. When a signal `stopped` the work it may have reached the
-    workers too (SIGTERM to the whole process group): Pool.terminate() can then wait
-    forever for the task queue's lock that a dead worker held, or that its replacement
-    took. So the workers are killed and the pool's clean-up is called off instead (its
-    threads do not keep the process)."""
+    """Stop a pool's workers. With every task done (not `stopped`), close() and join():
+    each worker reads the end of the queue and leaves, and no signal is sent. (Pool.
+    terminate() sends SIGTERM, and a worker forked an instant earlier still had the
+    parent's handler, which only notes a stop request: it swallowed the signal, and
+    terminate() waited for it forever. CI's test_io_data and a clean-clone run's
+    test_packed hung so.) When a signal `stopped` the work, or the caller left early, the
+    workers are killed and the pool's clean-up is called off instead: terminate() can
+    wait forever for the task queue's lock that a dead worker held, or that its
+    replacement took (its threads do not keep the process)."""
     if not stopped:
-        pool.terminate()
+        pool.close()
         pool.join()
         return
     pool._worker_handler._state = mp_pool.TERMINATE  # no replacements any more
