@@ -222,12 +222,14 @@ def main(argv=None) -> int:
 
     def stop(signum, frame):
         raise Stopped()
-    signal.signal(signal.SIGTERM, stop)
+    previous = signal.signal(signal.SIGTERM, stop)
     rows, limits, stopped = [], [], False
     try:
         run(batch, dtypes, list(LAYOUTS), device, args.quick, rows, limits)
     except (Stopped, KeyboardInterrupt):
         stopped = True
+    finally:   # called in a test's process: leave it the handler it had
+        signal.signal(signal.SIGTERM, previous)
     print(f"{torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}, batch {batch}")
     if rows:
         print(table(rows, limits[0]))

@@ -169,13 +169,15 @@ def main(argv=None) -> int:
 
     def stop(signum, frame):   # a session's `timeout`, between runs (a run stops itself)
         raise Terminated("stopped by SIGTERM")
-    signal.signal(signal.SIGTERM, stop)
+    previous = signal.signal(signal.SIGTERM, stop)
     done, stopped = {}, None
     try:
         walk(variants(tuned(args.quick), levers, args.quick), args.repeats, runs_dir, done)
     except KeyboardInterrupt as err:   # Ctrl-C, or SIGTERM (Terminated)
         stopped = (f"{err or 'interrupted'}: the verdicts cover the "
                    f"{sum(len(v) for v in done.values())} runs that ended before it")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     runs = load_runs(runs_dir) if runs_dir.exists() else []
     table = report.format_table(report.ladder_table(runs, varies=RUNG_SETTINGS)) if runs else ""
     text = "\n".join([table, "", *verdicts(done), *([stopped] if stopped else [])]) + "\n"

@@ -6,7 +6,11 @@ from tools import conv_bench
 
 
 def test_every_stage_pass_and_layout_is_timed_against_its_floor(capsys):
+    import signal
+    before = signal.getsignal(signal.SIGTERM)
     assert conv_bench.main(["--quick", "--batch", "4"]) == 0
+    # its stop handler is gone again: a pool forked later in this process inherited it
+    assert signal.getsignal(signal.SIGTERM) is before
     out = capsys.readouterr().out
     assert out.startswith("CPU, batch 4") and "measured limits: copy" in out
     rows = [line.split() for line in out.splitlines() if line.strip().startswith("bfloat16")]
