@@ -24,7 +24,7 @@ OWN = "own"
 # Fields that mean something to one engine only: set away from their defaults for the
 # other engine, they would be recorded but ignored, so they are refused.
 PYTORCH_ONLY = ("pin_memory", "persistent_workers", "prefetch_factor", "data_on_gpu",
-                "channels_last", "convolutions", "graphed_eval")
+                "channels_last", "convolutions", "graphed_eval", "autotune")
 GLUON_ONLY = ("kvstore",)
 AUGMENTS = ("standard", "none", "heavy")
 DATA_FORMATS = ("loose", "preresized", "packed", "memory")
@@ -140,6 +140,9 @@ class Experiment:
                                       # rung's kernels for the 16-channel stage, on a GPU)
     graphed_eval: bool = False        # PyTorch, data_on_gpu: the validation pass recorded
                                       # once as a CUDA graph and replayed (static_eval)
+    autotune: bool = False            # PyTorch, compiled: inductor times candidate kernels
+                                      # and keeps the fastest (max_autotune, coordinate-
+                                      # descent tuning; no CUDA graphs of its own)
     num_gpus: int = 1                 # devices to train on; CPU contexts when no GPU exists
     kvstore: str = "device"           # Gluon: where gradients are summed across devices
     threads: int | None = None        # the training process's intra-op (OpenMP) threads;
@@ -244,6 +247,10 @@ class Experiment:
             raise ValueError("graphed_eval=True needs data_on_gpu=True: a graph replays "
                              "the validation pass from the images' fixed place on the "
                              "device; leave it at False")
+        if self.autotune and self.graph == Graph.EAGER:
+            raise ValueError("autotune=True needs a compiled network (graph='hybrid' or "
+                             "'static'; here graph='eager'): it tunes the kernels "
+                             "torch.compile generates; leave it at False")
         if self.dataset != "folder" and self.data_format != "loose":
             raise ValueError(f"data_format={self.data_format!r} applies to dataset='folder' "
                              f"only (dataset={self.dataset!r} is read from memory); leave "

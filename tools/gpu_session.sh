@@ -5,6 +5,12 @@
 #   bash tools/gpu_session.sh ladder [REPEATS] [MODEL] [PARTS]   # issue 26's reference
 #                               # instead: ladder 3, or ladder 1 wrn16_10, or ladder 2 ""
 #                               # machine,profiles,ladder (the traces lesson 12 compares first)
+#   bash tools/gpu_session.sh levers LEVERS [REPEATS]    # issue 28's other levers, a lease
+#                               # of their own: levers autotune,batch2048 2
+#
+# `levers` runs tools.levers with those levers (default 2 walks) for at most 540 s: the
+# tuned rung as shipped against each, levers.txt and the runs in levers.tar.gz, whatever
+# finished (autotune compiles for minutes the first time, then hits inductor's cache).
 #
 # `ladder` runs tools.reference's PARTS (default machine,ladder: the reference ladder at
 # full size) for at most 540 s and packs whatever it recorded into reference.tar.gz,
@@ -48,6 +54,15 @@ if [ "${1:-}" = ladder ]; then
     cp "$REF/ladder.txt" "$OUT/" 2>/dev/null
     tar -czf "$OUT/reference.tar.gz" -C "$(dirname "$REF")" reference
     echo "gpu-session: done; $(find "$REF" -name run.json | wc -l) runs recorded"
+    exit 0
+fi
+if [ "${1:-}" = levers ]; then
+    WORK=$(mktemp -d)
+    timeout 540 $PY -m tools.levers $REHEARSE --levers "${2:?levers: name them, e.g. autotune,batch2048}" \
+        --repeats "${3:-2}" --out "$WORK" > "$OUT/levers-log.txt" 2>&1
+    echo "gpu-session: levers exit $?"
+    cp "$WORK/levers.tar.gz" "$WORK/levers.txt" "$OUT/" 2>/dev/null
+    echo "gpu-session: done; $(find "$WORK" -name run.json | wc -l) runs recorded"
     exit 0
 fi
 if [ "${1:-240}" != 0 ]; then

@@ -17,7 +17,12 @@ measured alone against the rung as shipped, in the same call. The levers built s
                 dispatches every batch's operators from Python, and the GPU waits between
                 epochs (GPU-Util 92 % on the H200 reference). Its effect is in the
                 validation time and the GPU-Util, which each verdict gives beside
-                samples/s.
+                samples/s;
+* ``autotune``  inductor's kernel search inside the captured step (`autotune=True`:
+                max_autotune and coordinate-descent tuning, without the CUDA graphs of
+                mode="max-autotune", which would nest in the step's own): it times
+                candidate kernels for each fused operator and each matrix product,
+                convolutions included, and keeps the fastest (compiling takes minutes).
 
 The runs alternate (as shipped, triton, batch2048, as shipped, ...) over --repeats walks,
 each walk its own seed, so that drift in the machine hits every variant alike. Each
@@ -28,13 +33,15 @@ stay in --out/runs, and levers.txt says it all. Nothing here changes the GPU's s
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import signal
 import sys
 import tarfile
 from pathlib import Path
 
 LEVERS = {"triton": {"convolutions": "triton"}, "batch2048": {"batch_size": 2048},
-          "evalgraph": {"graphed_eval": True}}
+          "evalgraph": {"graphed_eval": True}, "autotune": {"autotune": True}}
 AS_SHIPPED = "as shipped"
 
 
@@ -60,12 +67,15 @@ def tuned(quick: bool):
 
 def variants(cfg, levers: list[str], quick: bool = False) -> dict:
     """The rung as shipped and with each lever, named (--quick: the batch doubled rather
-    than 2048, which the rehearsal's few images cannot fill)."""
+    than 2048, which the rehearsal's few images cannot fill; autotune on a network
+    compiled, as the rehearsal's eager rung is not)."""
     out = {AS_SHIPPED: cfg.replace(name=f"tuned, {AS_SHIPPED}")}
     for lever in levers:
         change = dict(LEVERS[lever])
         if "batch_size" in change and quick:
             change["batch_size"] = 2 * cfg.batch_size
+        if change.get("autotune") and cfg.graph == "eager":
+            change["graph"] = "hybrid"
         out[lever] = cfg.replace(name=f"tuned, {lever}", **change)
     return out
 
@@ -141,7 +151,10 @@ def _range(values, form: str = "{:.1%}") -> str:
     if not values:
         return "-"
     low, high = form.format(values[0]), form.format(values[-1])
-    return low if low == high else f"{low}-{high}"
+    if low == high:
+        return low
+    unit = re.fullmatch(r".*?\d(\D*)", high).group(1)   # what follows the number: "%", " ms"
+    return f"{low.removesuffix(unit) if unit else low}–{high}"   # 47.3–285.1 ms
 
 
 def main(argv=None) -> int:
@@ -163,6 +176,9 @@ def main(argv=None) -> int:
     from gpu_course.ladder import RUNG_SETTINGS
     from gpu_course.measure.records import load_runs
     from gpu_course.show import report
+    if args.quick:   # a rehearsal compiles (the autotune lever) by tracing, in seconds
+        from gpu_course.tracks.torch.compiling import COMPILE_BACKEND_ENV
+        os.environ.setdefault(COMPILE_BACKEND_ENV, "aot_eager")
     args.out.mkdir(parents=True, exist_ok=True)
     runs_dir = args.out / "runs"
     from gpu_course.measure.guards import Terminated

@@ -126,9 +126,9 @@ def test_the_session_script_runs_its_steps_after_the_check_and_leaves_at_most_ei
     # two walks, its accuracy, GPU-Util and validation time beside
     text = (tmp_path / "levers.txt").read_text()
     assert "\ntriton: samples/s ×" in text and "over 2 runs) against the rung as shipped" in text
-    assert re.search(r"\nevalgraph: samples/s .*; validation accuracy [\d.]+%(-[\d.]+%)? "
-                     r"against [\d.]+%(-[\d.]+%)?; GPU-Util - against -; a validation pass "
-                     r"[\d.]+ ms(-[\d.]+ ms)? against [\d.]+ ms", text), text
+    assert re.search(r"\nevalgraph: samples/s .*; validation accuracy [\d.]+(–[\d.]+)?% "
+                     r"against [\d.]+(–[\d.]+)?%; GPU-Util - against -; a validation pass "
+                     r"[\d.]+(–[\d.]+)? ms against [\d.]+(–[\d.]+)? ms", text), text
     with tarfile.open(tmp_path / "levers.tar.gz") as tar:
         tar.extractall(tmp_path / "levers", filter="data")
     from gpu_course.measure.records import load_runs

@@ -14,7 +14,7 @@ def test_an_unknown_lever_is_refused_naming_those_allowed(tmp_path):
                            "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 2
-    assert "--levers=triton,fp8: allowed: a comma-separated subset of triton,batch2048,evalgraph" in done.stderr
+    assert "--levers=triton,fp8: allowed: a comma-separated subset of triton,batch2048,evalgraph,autotune" in done.stderr
 
 
 def test_each_lever_changes_one_setting_of_the_rung_as_shipped():
@@ -27,6 +27,52 @@ def test_each_lever_changes_one_setting_of_the_rung_as_shipped():
     assert full["batch2048"].batch_size == 2048 and full["batch2048"].convolutions == "cudnn"
     quick = levers.variants(cfg.replace(batch_size=32), ["batch2048"], quick=True)
     assert quick["batch2048"].batch_size == 64   # the rehearsal's few images: twice the batch
+    tuned = levers.variants(cfg.replace(graph="static"), ["autotune"])["autotune"]
+    assert tuned.autotune and tuned.graph == "static" and tuned.batch_size == 1024
+    eager = levers.variants(cfg, ["autotune"], quick=True)["autotune"]   # the rehearsal's
+    assert eager.autotune and eager.graph == "hybrid"                    # rung is eager
+
+
+def test_a_range_reads_lowest_to_highest_with_its_unit_once():
+    assert levers._range([0.2851, 0.473]) == "28.5–47.3%"
+    assert levers._range([285.1, 47.3], "{:.1f} ms") == "47.3–285.1 ms"
+    assert levers._range([0.5, 0.5004], "{:.0%}") == "50%"
+    assert levers._range([float("nan")]) == "-"
+
+
+def test_the_session_script_in_levers_mode_runs_those_levers_and_packs_their_runs(tmp_path):
+    """`gpu_session.sh levers autotune 1` (issue 28's further levers, a lease of their own),
+    rehearsed for real on the CPU: the rung as shipped and autotuned, compiled without the
+    search here (no GPU) and recorded so; the verdict, the runs and the log come back."""
+    import os
+    done = subprocess.run(["bash", "tools/gpu_session.sh", "levers", "autotune", "1"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OUT": str(tmp_path), "GPU_SESSION_REHEARSE": "1",
+                               "GPU_PYTHON": sys.executable})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "gpu-session: levers exit 0" in done.stdout
+    assert "gpu-session: done; 2 runs recorded" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "levers-log.txt", "levers.tar.gz", "levers.txt", "nvidia-smi.csv"]
+    text = (tmp_path / "levers.txt").read_text()
+    assert "\nautotune: samples/s " in text and "against the rung as shipped" in text
+    with levers.tarfile.open(tmp_path / "levers.tar.gz") as tar:
+        tar.extractall(tmp_path / "levers", filter="data")
+    from gpu_course.measure.records import load_runs
+    runs = {r.name: r for r in load_runs(tmp_path / "levers" / "runs")}
+    tuned = runs["tuned, autotune"]
+    assert tuned.config["autotune"] and tuned.config["graph"] == "hybrid"
+    assert tuned.meta["notes"]["compiled"]["mode"] == "default"   # aot_eager, no GPU
+    assert any(d["field"] == "autotune" for d in tuned.meta["downgrades"])
+    assert not runs["tuned, as shipped"].config["autotune"]
+
+
+def test_the_session_script_asks_which_levers(tmp_path):
+    import os
+    done = subprocess.run(["bash", "tools/gpu_session.sh", "levers"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "OUT": str(tmp_path), "GPU_PYTHON": sys.executable})
+    assert done.returncode != 0 and "levers: name them, e.g. autotune,batch2048" in done.stderr
 
 
 def test_a_sigterm_midway_leaves_the_verdicts_of_the_runs_that_ended(tmp_path):

@@ -47,6 +47,12 @@ TRITON_ON_CPU = ("convolutions='triton' with no GPU: the kernel rung's Triton ke
                  "convolutions, as with 'cudnn'.")
 EVAL_ON_CPU = ("graphed_eval=True with no GPU: the validation pass runs eagerly, the same "
                "function a CUDA graph would record.")
+AUTOTUNE_NOT_HERE = ("autotune=True: inductor times its candidate kernels on a GPU; here "
+                     "(no GPU, or a backend other than inductor) the network compiles "
+                     "without that search.")
+# inductor's kernel search (mode="max-autotune" without the CUDA graphs that mode adds, so
+# that a caller's own capture of the whole step does not nest Inductor's)
+AUTOTUNE = {"max_autotune": True, "coordinate_descent_tuning": True}
 WHY = {"dtype": FLOAT16_ON_CPU}
 
 
@@ -109,7 +115,14 @@ def what_changed(requested: Experiment, ran: Experiment, device: torch.device) -
         changed.append(provenance.not_as_asked("data_on_gpu", True, "CPU memory", DATA_ON_CPU))
     if ran.graphed_eval and device.type != "cuda":
         changed.append(provenance.not_as_asked("graphed_eval", True, "eager", EVAL_ON_CPU))
+    if ran.autotune and not autotunes(device):
+        changed.append(provenance.not_as_asked("autotune", True, False, AUTOTUNE_NOT_HERE))
     return changed
+
+
+def autotunes(device: torch.device) -> bool:
+    """Whether autotune=True's kernel search runs here: inductor, on a GPU."""
+    return device.type == "cuda" and compile_backend() == "inductor"
 
 
 def build(cfg: Experiment, device=None):
@@ -152,6 +165,8 @@ def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment,
         notices.append(TRITON_ON_CPU)
     if device.type == "cpu" and cfg.graphed_eval:
         notices.append(EVAL_ON_CPU)
+    if cfg.autotune and not autotunes(device):
+        notices.append(AUTOTUNE_NOT_HERE)
     return cfg, " ".join(notices) or None
 
 
@@ -174,7 +189,8 @@ def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
     """torch.compile for graph="hybrid" (PyTorch's hybridize: trace, fuse, generate
     kernels), with CUDA graphs for "static" (mode="reduce-overhead": the model's
     forward and backward replayed by one launch each; cuda_graphs=False when the caller
-    captures the whole step itself, see static_step). The backend comes from
+    captures the whole step itself, see static_step). cfg.autotune adds inductor's
+    kernel search (AUTOTUNE) on a GPU, with those graphs or without. The backend comes from
     $GPU_COURSE_COMPILE_BACKEND (default "inductor"; "aot_eager" compiles in seconds
     instead of minutes on a CPU).
 
@@ -187,8 +203,14 @@ def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
     torch._dynamo.reset()  # forget earlier runs' graphs and their guards
     compiling.reset_stats()   # and what they counted: the record keeps this run's
     backend = compile_backend()
-    if backend == "inductor" and cfg.graph == "static" and device.type == "cuda" \
-            and cuda_graphs:
+    graphs = backend == "inductor" and cfg.graph == "static" and device.type == "cuda" \
+        and cuda_graphs
+    if cfg.autotune and autotunes(device):   # mode= and options= exclude each other
+        compiled = torch.compile(model, backend=backend, dynamic=False,
+                                 options={**AUTOTUNE, "triton.cudagraphs": graphs})
+        compiled.course_compile_mode = "max-autotune" if graphs else "max-autotune-no-cudagraphs"
+        return compiled
+    if graphs:
         compiled = torch.compile(model, mode="reduce-overhead", dynamic=False)
         compiled.course_compile_mode = "reduce-overhead"   # the record says graphs replayed
         return compiled
