@@ -349,11 +349,10 @@ def regimes(light, heavy) -> Closing | None:
     paid, aimed, missed = {m: [] for m in models}, [], []
     for i, row in frame.iterrows():
         for model in models:
-            gain = say.cell(i, f"gain ({model})", "×{:.2f}")
             held = row[f"held by ({model})"]
             if row[f"verdict ({model})"] != "faster":
                 continue
-            paid[model].append(f"'{row['rung']}' {gain}")
+            paid[model].append(f"'{row['rung']}' {say.cell(i, f'gain ({model})', '×{:.2f}')}")
             fixes = FIXES.get(Bound(held)) if held in {b.value for b in FIXES} else None
             if fixes is not None:
                 changed = set(row["change"].split(", "))

@@ -66,7 +66,7 @@ def test_the_pass_reads_the_weights_as_they_are_at_each_call():
 def test_every_pass_dispatches_the_same_program_with_no_host_read():
     evaluator = StaticEval(_net(), _val(channels_last=True))
     found = check_static_eval(evaluator, passes=2)
-    assert found["differs"] == [] and found["syncs"] == 0, found
+    assert found["differs"] == [] and found["syncs"] == 0 and found["host_tensors"] == [], found
     assert found["ops"] > 20 and found["devices"] == ["cpu"]
 
 

@@ -92,10 +92,9 @@ class StaticEval:
 
 def check_static_eval(evaluator: StaticEval, passes: int = 2) -> dict:
     """Run `passes` validation passes eagerly, recording the operators of each, and say
-    what a CUDA graph of one would get wrong (as `static_step.check_static` does for the
-    step): 'differs' (passes whose program is not the first's), 'syncs' (host reads
-    inside the pass), 'devices', and the operator count of one pass."""
-    from .op_count import count_ops
+    what a CUDA graph of one would get wrong (`op_count.replay_check`, as
+    `static_step.check_static` does for the step)."""
+    from .op_count import count_ops, replay_check
     net = evaluator.net
     was_training = net.training
     net.eval()
@@ -103,8 +102,4 @@ def check_static_eval(evaluator: StaticEval, passes: int = 2) -> dict:
         programs = [count_ops(evaluator.pass_fn, keep_program=True) for _ in range(passes)]
     finally:
         net.train(was_training)
-    first = programs[0]
-    return {"differs": [i for i, p in enumerate(programs) if p.program != first.program],
-            "syncs": sum(p.syncs for p in programs),
-            "devices": sorted(set().union(*(p.devices for p in programs))),
-            "ops": first.launching}
+    return replay_check(programs)

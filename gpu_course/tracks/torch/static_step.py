@@ -204,13 +204,9 @@ class StaticStep:
 
 def check_static(stepper: StaticStep, steps: int = 3) -> dict:
     """Run `steps` steps eagerly (after two to create the optimizer state) recording the
-    operators of each; return what a CUDA graph of one of them would get wrong:
-    'differs' (steps whose program is not the first's: a changing Python number or
-    branch would be baked into the graph), 'syncs' (host reads), 'host_tensors'
-    (device operators given a CPU tensor, whose value a graph would bake in), 'devices'
-    (on a GPU only "cuda": an operator on CPU tensors alone is not captured and would
-    not run at replay) and the operator count of one step."""
-    from .op_count import count_ops
+    operators of each; return what a CUDA graph of one of them would get wrong
+    (`op_count.replay_check`)."""
+    from .op_count import count_ops, replay_check
     for _ in range(2):
         stepper.optimizer.zero_grad(set_to_none=True)
         stepper.step_fn()
@@ -218,12 +214,7 @@ def check_static(stepper: StaticStep, steps: int = 3) -> dict:
     for _ in range(steps):
         stepper.optimizer.zero_grad(set_to_none=True)
         programs.append(count_ops(stepper.step_fn, keep_program=True))
-    first = programs[0]
-    return {"differs": [i for i, p in enumerate(programs) if p.program != first.program],
-            "syncs": sum(p.syncs for p in programs),
-            "host_tensors": sorted({n for p in programs for n in p.host_tensors}),
-            "devices": sorted(set().union(*(p.devices for p in programs))),
-            "ops": first.launching, "by_name": first.by_name}
+    return replay_check(programs)
 
 
 def run_epochs(h, stepper: StaticStep, evaluate=None) -> None:
