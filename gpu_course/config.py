@@ -24,7 +24,7 @@ OWN = "own"
 # Fields that mean something to one engine only: set away from their defaults for the
 # other engine, they would be recorded but ignored, so they are refused.
 PYTORCH_ONLY = ("pin_memory", "persistent_workers", "prefetch_factor", "data_on_gpu",
-                "channels_last", "convolutions", "graphed_eval", "autotune")
+                "channels_last", "convolutions", "graphed_eval", "autotune", "graph_steps")
 GLUON_ONLY = ("kvstore",)
 AUGMENTS = ("standard", "none", "heavy")
 DATA_FORMATS = ("loose", "preresized", "packed", "memory")
@@ -143,6 +143,8 @@ class Experiment:
     autotune: bool = False            # PyTorch, compiled: inductor times candidate kernels
                                       # and keeps the fastest (max_autotune, coordinate-
                                       # descent tuning; no CUDA graphs of its own)
+    graph_steps: int = 1              # PyTorch, the whole step as one CUDA graph: steps
+                                      # recorded in one graph, replayed by one launch
     num_gpus: int = 1                 # devices to train on; CPU contexts when no GPU exists
     kvstore: str = "device"           # Gluon: where gradients are summed across devices
     threads: int | None = None        # the training process's intra-op (OpenMP) threads;
@@ -197,7 +199,7 @@ class Experiment:
         self._refuse_what_does_not_apply()
         _followable(self, "data_dir")
         for name in ("train_size", "test_size", "batch_size", "epochs", "image_size",
-                     "prefetch_factor"):
+                     "prefetch_factor", "graph_steps"):
             _at_least(self, name, 1)
         for name in ("num_workers", "num_gpus", "warmup_steps", "seed"):
             _at_least(self, name, 0)
@@ -247,6 +249,10 @@ class Experiment:
             raise ValueError("graphed_eval=True needs data_on_gpu=True: a graph replays "
                              "the validation pass from the images' fixed place on the "
                              "device; leave it at False")
+        if self.graph_steps != 1 and self.graph != Graph.STATIC:
+            raise ValueError(f"graph_steps={self.graph_steps!r} needs graph='static' (here "
+                             f"{self.graph!r}): it sets how many steps one CUDA graph of the "
+                             "whole step records; leave it at 1")
         if self.autotune and self.graph == Graph.EAGER:
             raise ValueError("autotune=True needs a compiled network (graph='hybrid' or "
                              "'static'; here graph='eager'): it tunes the kernels "

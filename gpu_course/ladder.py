@@ -61,7 +61,8 @@ RUNG_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_fa
                  "data_format", "graph", "dtype", "channels_last", "batch_size", "optimizer",
                  "lr", "lr_base_batch", "momentum", "wd", "optimizer_params", "lr_scheduler",
                  "lr_factor", "lr_steps", "warmup_epochs", "data_on_gpu", "num_gpus",
-                 "kvstore", "threads", "convolutions", "graphed_eval", "autotune")
+                 "kvstore", "threads", "convolutions", "graphed_eval", "autotune",
+                 "graph_steps")
 
 
 class RungName(StrEnum):

@@ -6,7 +6,7 @@
 #                               # instead: ladder 3, or ladder 1 wrn16_10, or ladder 2 ""
 #                               # machine,profiles,ladder (the traces lesson 12 compares first)
 #   bash tools/gpu_session.sh levers LEVERS [REPEATS]    # issue 28's other levers, a lease
-#                               # of their own: levers autotune,batch2048 2
+#                               # of their own: levers autotune,batch2048 3
 #
 # `levers` runs tools.levers with those levers (default 2 walks) for at most 540 s: the
 # tuned rung as shipped against each, levers.txt and the runs in levers.tar.gz, whatever
@@ -22,9 +22,9 @@
 #   1. make gpu-check's plan within BUDGET_S (default 240 s): the notebooks and gpu-marked
 #      tests that no committed check ran without error on this GPU come first;
 #   2. the kernel rung's Triton kernels against F.conv2d on this GPU (conv_kernels.txt);
-#   3. the tuned rung as shipped against the Triton convolutions and the graphed
-#      validation pass, in turn, two walks (tools.levers: levers.txt and the runs in
-#      levers.tar.gz; batch 2048 is the next lever);
+#   3. the tuned rung as shipped against the Triton convolutions, the graphed validation
+#      pass and four steps a graph, in turn, two walks (tools.levers: levers.txt and the
+#      runs in levers.tar.gz; autotune and batch 2048 take the `levers` mode's lease);
 #   4. the convolution micro-benchmark, cuDNN's passes and the Triton kernels' against
 #      each pass's floor (conv_bench.txt).
 # Eight files land in $OUT (a device machine returns at most eight): the check's archive,
@@ -72,8 +72,9 @@ fi
 timeout 60 $PY -m tools.conv_check > "$OUT/conv_kernels.txt" 2>&1
 echo "gpu-session: conv_kernels exit $?"
 WORK=$(mktemp -d)
-# two levers, each alone, two walks: each variant compiles once, then hits the cache
-timeout 170 $PY -m tools.levers $REHEARSE --levers triton,evalgraph --repeats 2 --out "$WORK" > "$WORK/log.txt" 2>&1
+# three levers, each alone, two walks: each variant compiles once, then hits the cache
+# (the H200 reference's rung took 11 s a run, compilation included)
+timeout 170 $PY -m tools.levers $REHEARSE --levers triton,evalgraph,multistep --repeats 2 --out "$WORK" > "$WORK/log.txt" 2>&1
 echo "gpu-session: levers exit $?"
 cp "$WORK/levers.tar.gz" "$OUT/" 2>/dev/null
 if [ -f "$WORK/levers.txt" ]; then cp "$WORK/levers.txt" "$OUT/"; else tail -c 20000 "$WORK/log.txt" > "$OUT/levers.txt"; fi

@@ -22,7 +22,12 @@ measured alone against the rung as shipped, in the same call. The levers built s
                 max_autotune and coordinate-descent tuning, without the CUDA graphs of
                 mode="max-autotune", which would nest in the step's own): it times
                 candidate kernels for each fused operator and each matrix product,
-                convolutions included, and keeps the fastest (compiling takes minutes).
+                convolutions included, and keeps the fastest (compiling takes minutes);
+* ``multistep`` four steps recorded in one CUDA graph, replayed by one launch
+                (`graph_steps=4`): in the H200 reference's trace (profile-tuned) each
+                launch of the 440-kernel step took the host 0.9-1.2 ms, and inside each
+                replay the GPU sat idle 0.22-0.33 ms after the step's first 16 kernels;
+                fewer, longer launches may hide part of that.
 
 The runs alternate (as shipped, triton, batch2048, as shipped, ...) over --repeats walks,
 each walk its own seed, so that drift in the machine hits every variant alike. Each
@@ -41,7 +46,8 @@ import tarfile
 from pathlib import Path
 
 LEVERS = {"triton": {"convolutions": "triton"}, "batch2048": {"batch_size": 2048},
-          "evalgraph": {"graphed_eval": True}, "autotune": {"autotune": True}}
+          "evalgraph": {"graphed_eval": True}, "autotune": {"autotune": True},
+          "multistep": {"graph_steps": 4}}
 AS_SHIPPED = "as shipped"
 
 
@@ -54,28 +60,25 @@ def tuned(quick: bool):
     learning rate scaled to it; --quick: a few images."""
     from gpu_course.ladder import RungName, rungs
     from gpu_course.tracks.torch import gpu_count
-    found = {r.name: r for r in rungs("pytorch", gpu_count(), quick=quick)}
+    # --quick: the GPU ladder's rung (whole step, LARS, data on the device: on a CPU the
+    # same step runs eagerly, compiled by tracing), few enough images for seconds a run
+    found = {r.name: r for r in rungs("pytorch", 1 if quick else gpu_count(), quick=quick)}
     cfg = found[RungName.DATA_ON_GPU].cfg.replace(batch_size=TUNED_BATCH)
-    if quick:   # the CPU ladder's network and photos are not the point here: the same
-        # generated stand-in data as the GPU's, few enough images for seconds a run
-        # (eager and float32: a CPU compiles the graph for minutes and has no fast bfloat16)
+    if quick:
         cfg = cfg.replace(dataset="synthetic", data_dir=None, data_format="loose",
                           model="tiny", train_size=256, test_size=64, batch_size=32,
-                          graph="eager", dtype="float32", channels_last=True)
+                          dtype="float32", channels_last=True)
     return cfg
 
 
 def variants(cfg, levers: list[str], quick: bool = False) -> dict:
     """The rung as shipped and with each lever, named (--quick: the batch doubled rather
-    than 2048, which the rehearsal's few images cannot fill; autotune on a network
-    compiled, as the rehearsal's eager rung is not)."""
+    than 2048, which the rehearsal's few images cannot fill)."""
     out = {AS_SHIPPED: cfg.replace(name=f"tuned, {AS_SHIPPED}")}
     for lever in levers:
         change = dict(LEVERS[lever])
         if "batch_size" in change and quick:
             change["batch_size"] = 2 * cfg.batch_size
-        if change.get("autotune") and cfg.graph == "eager":
-            change["graph"] = "hybrid"
         out[lever] = cfg.replace(name=f"tuned, {lever}", **change)
     return out
 
@@ -176,7 +179,7 @@ def main(argv=None) -> int:
     from gpu_course.ladder import RUNG_SETTINGS
     from gpu_course.measure.records import load_runs
     from gpu_course.show import report
-    if args.quick:   # a rehearsal compiles (the autotune lever) by tracing, in seconds
+    if args.quick:   # a rehearsal compiles by tracing, in seconds (inductor: minutes)
         from gpu_course.tracks.torch.compiling import COMPILE_BACKEND_ENV
         os.environ.setdefault(COMPILE_BACKEND_ENV, "aot_eager")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -121,11 +121,12 @@ def test_the_session_script_runs_its_steps_after_the_check_and_leaves_at_most_ei
     assert names == ["conv_bench.txt", "conv_kernels.txt", "levers.tar.gz", "levers.txt",
                      "nvidia-smi.csv"] and len(names) + 3 <= 8   # + the check's three
     assert "the kernels cannot run here" in (tmp_path / "conv_kernels.txt").read_text()
-    # the levers: the rung as shipped, with Triton convolutions and with the graphed
-    # validation, alternating, a seed a walk, each lever judged against the rung over the
-    # two walks, its accuracy, GPU-Util and validation time beside
+    # the levers: the rung as shipped, with Triton convolutions, with the graphed
+    # validation and four steps a graph, alternating, a seed a walk, each lever judged
+    # against the rung over the two walks, its accuracy, GPU-Util and validation time beside
     text = (tmp_path / "levers.txt").read_text()
     assert "\ntriton: samples/s ×" in text and "over 2 runs) against the rung as shipped" in text
+    assert "\nmultistep: samples/s ×" in text
     assert re.search(r"\nevalgraph: samples/s .*; validation accuracy [\d.]+(–[\d.]+)?% "
                      r"against [\d.]+(–[\d.]+)?%; GPU-Util - against -; a validation pass "
                      r"[\d.]+(–[\d.]+)? ms against [\d.]+(–[\d.]+)? ms", text), text
@@ -133,12 +134,12 @@ def test_the_session_script_runs_its_steps_after_the_check_and_leaves_at_most_ei
         tar.extractall(tmp_path / "levers", filter="data")
     from gpu_course.measure.records import load_runs
     runs = load_runs(tmp_path / "levers" / "runs")
-    assert [(r.name, r.config["seed"], r.config["convolutions"], r.config["graphed_eval"])
-            for r in runs] == [
-        ("tuned, as shipped", 0, "cudnn", False), ("tuned, triton", 0, "triton", False),
-        ("tuned, evalgraph", 0, "cudnn", True),
-        ("tuned, as shipped", 1, "cudnn", False), ("tuned, triton", 1, "triton", False),
-        ("tuned, evalgraph", 1, "cudnn", True)]
+    assert [(r.name, r.config["seed"], r.config["convolutions"], r.config["graphed_eval"],
+             r.config["graph_steps"]) for r in runs] == [
+        ("tuned, as shipped", 0, "cudnn", False, 1), ("tuned, triton", 0, "triton", False, 1),
+        ("tuned, evalgraph", 0, "cudnn", True, 1), ("tuned, multistep", 0, "cudnn", False, 4),
+        ("tuned, as shipped", 1, "cudnn", False, 1), ("tuned, triton", 1, "triton", False, 1),
+        ("tuned, evalgraph", 1, "cudnn", True, 1), ("tuned, multistep", 1, "cudnn", False, 4)]
 
 
 def test_the_session_script_in_ladder_mode_packs_what_the_reference_recorded(tmp_path):

@@ -14,7 +14,7 @@ def test_an_unknown_lever_is_refused_naming_those_allowed(tmp_path):
                            "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 2
-    assert "--levers=triton,fp8: allowed: a comma-separated subset of triton,batch2048,evalgraph,autotune" in done.stderr
+    assert "--levers=triton,fp8: allowed: a comma-separated subset of triton,batch2048,evalgraph,autotune,multistep" in done.stderr
 
 
 def test_each_lever_changes_one_setting_of_the_rung_as_shipped():
@@ -27,10 +27,18 @@ def test_each_lever_changes_one_setting_of_the_rung_as_shipped():
     assert full["batch2048"].batch_size == 2048 and full["batch2048"].convolutions == "cudnn"
     quick = levers.variants(cfg.replace(batch_size=32), ["batch2048"], quick=True)
     assert quick["batch2048"].batch_size == 64   # the rehearsal's few images: twice the batch
-    tuned = levers.variants(cfg.replace(graph="static"), ["autotune"])["autotune"]
-    assert tuned.autotune and tuned.graph == "static" and tuned.batch_size == 1024
-    eager = levers.variants(cfg, ["autotune"], quick=True)["autotune"]   # the rehearsal's
-    assert eager.autotune and eager.graph == "hybrid"                    # rung is eager
+    tuned = levers.variants(cfg.replace(graph="static", optimizer="lars"),
+                            ["autotune", "multistep"])
+    assert tuned["autotune"].autotune and tuned["autotune"].graph_steps == 1
+    assert tuned["multistep"].graph_steps == 4 and not tuned["multistep"].autotune
+
+
+def test_the_rehearsal_runs_the_gpu_ladder_s_rung_small():
+    """--quick rehearses on a CPU the rung a GPU measures (the whole step, LARS, the data
+    on the device), with few images; the rung as measured is the machine's ladder's."""
+    quick = levers.tuned(quick=True)
+    assert (quick.graph, quick.optimizer, quick.data_on_gpu) == ("static", "lars", True)
+    assert (quick.model, quick.train_size, quick.batch_size) == ("tiny", 256, 32)
 
 
 def test_a_range_reads_lowest_to_highest_with_its_unit_once():
@@ -41,30 +49,34 @@ def test_a_range_reads_lowest_to_highest_with_its_unit_once():
 
 
 def test_the_session_script_in_levers_mode_runs_those_levers_and_packs_their_runs(tmp_path):
-    """`gpu_session.sh levers autotune 1` (issue 28's further levers, a lease of their own),
-    rehearsed for real on the CPU: the rung as shipped and autotuned, compiled without the
-    search here (no GPU) and recorded so; the verdict, the runs and the log come back."""
+    """`gpu_session.sh levers autotune,multistep 1` (issue 28's further levers, a lease of
+    their own), rehearsed for real on the CPU: the rung as shipped, autotuned (compiled
+    without the search here: no GPU, and recorded so) and four steps a launch; the
+    verdicts, the runs and the log come back."""
     import os
-    done = subprocess.run(["bash", "tools/gpu_session.sh", "levers", "autotune", "1"],
+    done = subprocess.run(["bash", "tools/gpu_session.sh", "levers", "autotune,multistep", "1"],
                           cwd=REPO, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "OUT": str(tmp_path), "GPU_SESSION_REHEARSE": "1",
                                "GPU_PYTHON": sys.executable})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gpu-session: levers exit 0" in done.stdout
-    assert "gpu-session: done; 2 runs recorded" in done.stdout
+    assert "gpu-session: done; 3 runs recorded" in done.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "levers-log.txt", "levers.tar.gz", "levers.txt", "nvidia-smi.csv"]
     text = (tmp_path / "levers.txt").read_text()
-    assert "\nautotune: samples/s " in text and "against the rung as shipped" in text
+    assert "\nautotune: samples/s " in text and "\nmultistep: samples/s " in text
     with levers.tarfile.open(tmp_path / "levers.tar.gz") as tar:
         tar.extractall(tmp_path / "levers", filter="data")
     from gpu_course.measure.records import load_runs
     runs = {r.name: r for r in load_runs(tmp_path / "levers" / "runs")}
     tuned = runs["tuned, autotune"]
-    assert tuned.config["autotune"] and tuned.config["graph"] == "hybrid"
+    assert tuned.config["autotune"] and tuned.config["graph"] == "static"
     assert tuned.meta["notes"]["compiled"]["mode"] == "default"   # aot_eager, no GPU
     assert any(d["field"] == "autotune" for d in tuned.meta["downgrades"])
     assert not runs["tuned, as shipped"].config["autotune"]
+    grouped = runs["tuned, multistep"]   # the whole step, four a launch (eagerly here)
+    assert grouped.meta["notes"]["graph_steps"] == 4
+    assert not [d for d in grouped.meta["downgrades"] if d["field"] == "graph_steps"]
 
 
 def test_the_session_script_asks_which_levers(tmp_path):

@@ -155,3 +155,82 @@ def test_a_plan_drawn_ahead_is_the_plan_the_epoch_would_draw(small_cfg):
     ahead.start_epoch(2)
     twin.start_epoch(2)
     assert torch.equal(ahead.plan, twin.plan)
+
+
+# -- several steps a launch (graph_steps, issue 28's multistep lever) -----------------------
+def _walk(stepper, epochs):
+    for epoch in range(epochs):
+        stepper.start_epoch(epoch)
+        for _ in range(stepper.steps):
+            stepper.step()
+
+
+def test_steps_in_groups_train_exactly_as_one_a_launch(small_cfg):
+    """graph_steps=3 on 8 steps an epoch: after the 3 warm-up steps, groups of 3 where a
+    whole one fits in the epoch, single steps at its end; the weights, the epoch's sums,
+    the counters and the learning rate come out as with one step a launch."""
+    images = np.random.default_rng(0).integers(0, 256, (256, 32, 32, 3), dtype=np.uint8)
+    made = []
+    for group in (1, 3):
+        cfg = small_cfg.replace(optimizer="lars", lr_scheduler="onecycle", data_on_gpu=True,
+                                graph="static", optimizer_params=(("eta", 0.1),), epochs=2,
+                                graph_steps=group)
+        loader = GpuLoader(images, np.arange(256) % 10, batch_size=32, device="cpu", seed=1)
+        torch.manual_seed(0)
+        net = gc.get_model("tiny")
+        stepper = static_step.StaticStep(net, gc.make_optimizer(net, cfg), loader, cfg,
+                                         len(loader))
+        _walk(stepper, 2)
+        made.append((net, stepper))
+    (one, single), (grouped_net, grouped) = made
+    # epoch 0: 3 warm-up steps, 3 + 2 steps alone (no group of 3 fits from step 6);
+    # epoch 1: 3 + 3 + 2 steps alone
+    assert single.launches == 16 and grouped.launches == 3 + 1 + 2 + 2 + 2
+    for a, b in zip(one.parameters(), grouped_net.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(single.totals, grouped.totals)
+    assert torch.equal(single.counters, grouped.counters)
+    assert single.lr_of_last_step() == grouped.lr_of_last_step() and grouped.calls == 16
+
+
+def test_graph_steps_is_refused_where_no_whole_step_is_recorded(small_cfg):
+    with pytest.raises(ValueError, match="graph_steps=4 needs graph='static' \\(here 'hybrid'\\)"):
+        small_cfg.replace(graph="hybrid", graph_steps=4)
+    with pytest.raises(ValueError, match="graph_steps=0"):
+        small_cfg.replace(graph="static", graph_steps=0)
+
+
+def test_a_run_that_takes_no_whole_step_says_graph_steps_did_not_apply(small_cfg, monkeypatch):
+    monkeypatch.setenv(gc.COMPILE_BACKEND_ENV, "aot_eager")
+    cfg = small_cfg.replace(graph="static", graph_steps=2, max_steps=3, data_on_gpu=True)  # SGD
+    run = gc.train(cfg, progress=False, verbose=False)
+    assert run.status == "finished"
+    said = [d for d in run.meta["downgrades"] if d["field"] == "graph_steps"]
+    assert said and said[0]["ran"] == 1 and "LARS" in said[0]["why"]
+
+
+def test_train_records_the_steps_a_launch(small_cfg, monkeypatch):
+    monkeypatch.setenv(gc.COMPILE_BACKEND_ENV, "aot_eager")
+    cfg = small_cfg.replace(optimizer="lars", lr_scheduler="onecycle", data_on_gpu=True,
+                            graph="static", max_steps=8, warmup_steps=2, graph_steps=2)
+    run = gc.train(cfg, progress=False, verbose=False)
+    assert run.status == "finished" and run.meta["notes"]["graph_steps"] == 2
+    assert not [d for d in run.meta["downgrades"] if d["field"] == "graph_steps"]
+    assert list(run.epochs["steps"]) == [8]
+
+
+@pytest.mark.gpu
+def test_a_graph_of_several_steps_replays_what_single_steps_do(small_cfg):
+    cfg, loader, net, opt = _setup(small_cfg, device="cuda")
+    cfg = cfg.replace(graph_steps=2)
+    steps = len(loader)
+    grouped = static_step.StaticStep(net, opt, loader, cfg, steps, amp_dtype=torch.bfloat16)
+    cfg2, loader2, net2, opt2 = _setup(small_cfg, device="cuda")
+    single = static_step.StaticStep(net2, opt2, loader2, cfg2, steps, amp_dtype=torch.bfloat16)
+    _walk(grouped, 2)   # epoch 0: 3 warm-up steps, 1 alone (captured); epoch 1: 2 groups
+    _walk(single, 2)
+    assert grouped.group_graph is not None and (grouped.launches, single.launches) == (6, 8)
+    for a, b in zip(net.parameters(), net2.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-4)
+    torch.testing.assert_close(grouped.totals, single.totals, rtol=1e-3, atol=1e-3)
+    assert torch.equal(grouped.counters, single.counters)

@@ -245,7 +245,12 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
             model = nn.parallel.DistributedDataParallel(
                 net, device_ids=[device] if device.type == "cuda" else None,
                 broadcast_buffers=False, gradient_as_bucket_view=True)
-    whole_step = static_step.applies(cfg, train_iter, optimizer, world_size) is None
+    why_not = static_step.applies(cfg, train_iter, optimizer, world_size)
+    whole_step = why_not is None
+    if cfg.graph_steps > 1 and not whole_step:   # asked of a step this run does not capture
+        downgrades = [*(downgrades or []), provenance.not_as_asked(
+            "graph_steps", cfg.graph_steps, 1, f"graph_steps={cfg.graph_steps} groups the "
+            f"steps of the whole step's CUDA graph, which this run does not take: {why_not}.")]
     model = compile_model(model, cfg, device, cuda_graphs=not whole_step)
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True  # time cuDNN's algorithms in the first steps
