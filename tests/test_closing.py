@@ -75,6 +75,23 @@ def test_a_quote_must_name_its_source(ladder):
         say.quote("", 1.5)
 
 
+def test_a_measurement_that_prints_as_a_quote_does_is_the_measurement(ladder):
+    """A clean-clone run measured a scaling efficiency of 74%, the talk's best: the line
+    that printed only the measured 74% was refused for not naming the talk."""
+    runs, table = ladder
+    say = closing.Closing(table, runs)
+    measured = say.setting("the measured efficiency", 0.74, "{:.0%}")
+    quoted = say.quote("the talk", 0.74, "{:.0%}")
+    assert measured == quoted == "74%"
+    say(f"An efficiency of {measured} says nothing about GPUs.")
+    assert [c.kind for c in say.lines[-1].cited] == ["setting"]
+    say(f"{measured} here, the talk's best {quoted}.")   # named: both are cited
+    assert [c.kind for c in say.lines[-1].cited] == ["setting", "quote"]
+    only_quoted = say.quote("the talk", 0.91, "{:.0%}")
+    with pytest.raises(closing.UncitedNumber, match="'91%' is quoted from 'the talk'"):
+        say(f"An efficiency of {only_quoted} says nothing about GPUs.")
+
+
 def test_noise_verdicts_and_chance_are_cited_whole(ladder):
     runs, table = ladder
     say = closing.Closing(table, runs)

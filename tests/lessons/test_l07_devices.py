@@ -109,6 +109,14 @@ def test_cpu_processes_check_the_code_and_a_one_gpu_machine_says_why_it_used_non
     assert "split_and_load over 2 contexts" in gluon.text and "one GPU" not in gluon.text
 
 
+def test_a_cpu_efficiency_equal_to_the_talk_s_best_is_said_as_the_measurement(make_run):
+    """A clean-clone run measured 74% on 2 CPU processes, which the talk's best also prints:
+    the line about the CPU cores names only the measurement, and is said."""
+    said = l07.conclude(scaling(make_run, (600, 905), machine_gpus=1, cpu_count=2))
+    assert "so 74% says nothing about GPUs" in said.text and "the talk's best: 74%" in said.text
+    assert said.check() == []
+
+
 def test_parameter_server_workers_count_as_devices(make_run):
     runs = [make_run(f"ps workers={n}", rate=r, config={"num_gpus": 0, "kvstore": "dist_sync"},
                      notes={"workers": n, "servers": n}) for n, r in ((1, 500), (2, 900))]
