@@ -157,7 +157,7 @@ def _range(values, form: str = "{:.1%}") -> str:
     if low == high:
         return low
     unit = re.fullmatch(r".*?\d(\D*)", high).group(1)   # what follows the number: "%", " ms"
-    return f"{low.removesuffix(unit) if unit else low}–{high}"   # 47.3–285.1 ms
+    return f"{low.removesuffix(unit)}–{high}"   # 47.3–285.1 ms
 
 
 def main(argv=None) -> int:

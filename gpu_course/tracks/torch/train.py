@@ -50,8 +50,8 @@ EVAL_ON_CPU = ("graphed_eval=True with no GPU: the validation pass runs eagerly,
 AUTOTUNE_NOT_HERE = ("autotune=True: inductor times its candidate kernels on a GPU; here "
                      "(no GPU, or a backend other than inductor) the network compiles "
                      "without that search.")
-# inductor's kernel search (mode="max-autotune" without the CUDA graphs that mode adds, so
-# that a caller's own capture of the whole step does not nest Inductor's)
+# inductor's kernel search: what mode="max-autotune" turns on, given as options so that
+# its CUDA graphs can be left off where the caller captures the whole step itself
 AUTOTUNE = {"max_autotune": True, "coordinate_descent_tuning": True}
 WHY = {"dtype": FLOAT16_ON_CPU}
 
