@@ -100,6 +100,17 @@ GPU_ONLY = {
 }
 
 
+def cpu_left_out(engine: str) -> list[tuple[RungName, str, str]]:
+    """(rung, lesson, why) for each rung this CPU lacks the instructions to show: PyTorch's
+    bfloat16 runs on any CPU, but without bfloat16 instructions every operator converts to
+    float32 and back, so the rung and every rung above it would only be slower."""
+    from .env import cpu
+    support = cpu.supports(cpu.Capability.BFLOAT16_INSTRUCTIONS)
+    if engine == "pytorch" and not support:
+        return [(RungName.BFLOAT16, "lesson 04", support.why)]
+    return []
+
+
 PACK_ONCE = ("photos decoded and resized once, offline, into one packed binary file, read "
              "into memory: no file opens, no decode (lesson 09 compares it with "
              "pre-resized JPEGs and RecordIO)")
@@ -264,8 +275,9 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             # pay; replaying the forward and backward as CUDA graphs removes the dispatch
             add(RungName.COMPILE, "torch.compile(net, mode='reduce-overhead'): fused "
                 "kernels, the forward and backward replayed as CUDA graphs", graph="static")
-        add(RungName.BFLOAT16, "autocast(bfloat16) + channels_last", dtype="bfloat16",
-            channels_last=True)
+        if not (cpu and cpu_left_out(engine)):
+            add(RungName.BFLOAT16, "autocast(bfloat16) + channels_last", dtype="bfloat16",
+                channels_last=True)
         if cpu:
             add(RungName.LR_SCHEDULE, "one-cycle LR schedule", lr_scheduler="onecycle")
             add(RungName.DATA_ON_GPU, "whole dataset and augmentation in one tensor (on a CPU: "
@@ -396,6 +408,10 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
     if gpus == 0:
         lines.append("Left out on this CPU, their effect needs a GPU: " + "; ".join(
             f"{name} ({lesson}: {why})" for name, lesson, why in GPU_ONLY[engine]) + ".")
+        lacking = cpu_left_out(engine)
+        if lacking:
+            lines.append("Left out on this CPU, which lacks what they need: " + "; ".join(
+                f"{name} ({lesson}: {why})" for name, lesson, why in lacking) + ".")
         if runs and runs[0].config.get("model") == CPU_MODEL:
             lines.append(f"The CPU ladder trains the '{CPU_MODEL}' network (ResNet-20 learns "
                          "too slowly on a CPU to show anything in minutes).")

@@ -91,10 +91,13 @@ def test_sweep_marks_oom_and_goes_on(runs_dir):
     ("pytorch", ["naive", "workers", "data-format", "compile", "bfloat16", "lr-schedule",
                  "data-on-gpu", "threads"]),
 ])
-def test_a_cpu_ladder_has_the_rungs_a_cpu_shows_and_names_the_others(engine, names):
-    """Issue 10: on a CPU the GPU-only rungs are left out and said to be; the network is
-    one that learns in minutes."""
+def test_a_cpu_ladder_has_the_rungs_a_cpu_shows_and_names_the_others(engine, names,
+                                                                      monkeypatch):
+    """On a CPU (one with bfloat16 instructions, faked) the GPU-only rungs are left out and
+    said to be; the network is one that learns in minutes."""
+    from gpu_course.env.cpu import FAKE
     from gpu_course.ladder import CPU_MODEL, GPU_ONLY, closing_lines
+    monkeypatch.setenv(FAKE, "+avx512_bf16")
     cpu = rungs(engine, gpus=0, cpu_count=2)
     assert [r.name for r in cpu] == names
     assert all(r.cfg.model == CPU_MODEL for r in cpu)
@@ -103,6 +106,30 @@ def test_a_cpu_ladder_has_the_rungs_a_cpu_shows_and_names_the_others(engine, nam
     lines, ok = closing_lines(engine, [], 0, check_accuracy=False)
     assert ok and lines[0].startswith("Left out on this CPU, their effect needs a GPU: ")
     assert rungs(engine, gpus=1, cpu_count=2)[0].cfg.model == "resnet20"  # a GPU: unchanged
+
+
+@pytest.mark.parametrize("fake, shown", [("+avx512_bf16", True), ("+amx_bf16", True),
+                                         ("-avx512,-amx", False), ("-avx512_bf16,-amx", False)])
+def test_the_pytorch_cpu_ladder_has_bfloat16_only_where_the_cpu_computes_it(fake, shown,
+                                                                             monkeypatch):
+    """Without bfloat16 instructions (faked off) the rung would only be slower, and every
+    rung above it too: it is left out and said to be, with the CPU's instruction sets."""
+    from gpu_course.env.cpu import FAKE
+    from gpu_course.ladder import closing_lines
+    monkeypatch.setenv(FAKE, fake)
+    names = [r.name for r in rungs("pytorch", gpus=0, cpu_count=2)]
+    assert ("bfloat16" in names) == shown
+    assert [r.cfg.dtype for r in rungs("pytorch", gpus=0, cpu_count=2)][-1] == \
+        ("bfloat16" if shown else "float32")
+    lines, _ = closing_lines("pytorch", [], 0, check_accuracy=False)
+    lacking = [line for line in lines if line.startswith("Left out on this CPU, which lacks")]
+    assert bool(lacking) == (not shown)
+    if lacking:
+        assert "bfloat16 (lesson 04: a CPU multiplies bfloat16 faster" in lacking[0]
+        assert "no AVX512-BF16, no AMX" in lacking[0] and f"({FAKE}={fake})" in lacking[0]
+    assert "bfloat16" in [r.name for r in rungs("pytorch", gpus=1, cpu_count=2)]   # a GPU
+    assert [r.name for r in rungs("gluon", gpus=0, cpu_count=2)] == \
+        ["naive", "workers", "data-format", "hybridize", "lr-schedule"]
 
 
 @pytest.mark.parametrize("engine", ["gluon", "pytorch"])

@@ -179,10 +179,15 @@ def cpu_measurements(engine: str, batch: int = 64, steps: int = 5) -> dict:
 
 # -- the CPU side, read ------------------------------------------------------------------
 def cpu_facts() -> dict:
-    """Cores (logical, physical, usable by this process) and the CPU model."""
+    """Cores (logical, physical, usable by this process), the CPU model and the instruction
+    sets the lessons depend on (`cpu.Capability`)."""
     import psutil
     from ..measure.records import _cpu_model
+    from . import cpu
     return {"model": _cpu_model(), "logical": os.cpu_count(),
+            "features": cpu.describe(cpu.features()),
+            "capabilities": [("yes: " if s else "no: ") + s.capability.value + ": " + s.why
+                             for s in map(cpu.supports, cpu.Capability)],
             "load_average": os.getloadavg()[0],   # other work that shares these cores
             "physical": psutil.cpu_count(logical=False),
             "usable": len(os.sched_getaffinity(0)),

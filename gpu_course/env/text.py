@@ -31,6 +31,9 @@ def cpu_lines(r: dict) -> list[str]:
     lines = [f"CPU: {cpu['model']}, {cpu['logical']} logical cores ({cpu['physical']} "
              f"physical), {cpu['usable']} usable by this process (cores {cpu['usable_ids']}); "
              f"load average {cpu['load_average']:.1f} (runnable processes sharing them)"]
+    if "features" in cpu:
+        lines.append(f"  instruction sets: {cpu['features']}"
+                     + "".join(f"\n  {s}" for s in cpu.get("capabilities", [])))
     bench = r.get("cpu_bench")
     if bench:
         lines.append(f"  oneDNN on: {bench['onednn_on']:,.0f} images/s, off: "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..analyse import metrics, noise
+from ..env import cpu
 from ..show import report
 from ..show.closing import Closing
 from . import talk, workers
@@ -150,6 +151,12 @@ def conclude(runs) -> Closing:
             + (f"{_listed(faster)} faster than float32 here" if faster else
                "no 16-bit variant faster than float32 beyond noise")
             + f"). What tensor cores add needs a GPU to show: {quote}.")
+        flags = (base[-1].meta.get("hardware") or {}).get("cpu_features")
+        if flags is not None and any(gs[n][-1].config.get("dtype") == "bfloat16" for n in ran16):
+            has = cpu.supports(cpu.Capability.BFLOAT16_INSTRUCTIONS, flags)
+            say(("This CPU has instructions for bfloat16, so it can pay here: " if has else
+                 "This CPU has no instructions for bfloat16, so expect it to cost here, not to "
+                 "pay: ") + has.why + ".")
     for rs in gs.values():
         say(say.chance(rs[-1]))
     bare = [n for n, rs in gs.items() if master_copy(rs[-1]) is False and n in ran16]

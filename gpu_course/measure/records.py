@@ -31,6 +31,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..env import cpu
 from .guards import OutOfMemory, naming, status_of  # noqa: F401  (OutOfMemory: re-exported)
 
 EPOCH_COLUMNS = ["epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "compute_s",
@@ -315,7 +316,7 @@ def hardware() -> dict:
         except Exception as err:  # a GPU that cannot be queried is still recorded
             gpus.append({"index": i, "error": str(err)})
     return {"gpus": gpus, "driver": nvml.driver_version(), "cuda": nvml.cuda_driver_version(),
-            "cpu_count": os.cpu_count(), "cpu_model": _cpu_model(),
+            "cpu_count": os.cpu_count(), "cpu_model": _cpu_model(), **cpu.record(),
             "hostname": socket.gethostname(), "platform": platform.platform()}
 
 

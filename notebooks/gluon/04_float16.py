@@ -141,8 +141,9 @@ gc.plots.curves(runs[-len(variants):])
 # Below, float32 and one 16-bit type on `SIZES.exercise_size` images at a batch of
 # `SIZES.exercise_batch`, each trained by `gc.train` (the same cast and master copy as the
 # loop above). At the line marked `# >>>` choose the 16-bit type this device computes in:
-# MXNet computes `"float16"` on a GPU, and `"bfloat16"` on a CPU (AMP rewrites the graph so
-# that oneDNN runs the convolutions in bfloat16; the weights stay float32). **Before
+# MXNet computes `"float16"` on a GPU, and `"bfloat16"` on a CPU with AVX-512 (AMP rewrites
+# the graph so that oneDNN runs the convolutions in bfloat16; the weights stay float32; `gpu-course
+# env` says whether this CPU has it, and where it does not the check says what it can do). **Before
 # running**, write your guess of its samples/s against float32 *on this device*:
 # `"faster"`, `"slower"` or `"same"`. The check rules on it against the runs' noise, names
 # the device they ran on and why that decides it, and reads the accuracy against two

@@ -2,6 +2,7 @@ import mxnet as mx
 import numpy as np
 import pytest
 
+from gpu_course.env import cpu
 from gpu_course.tracks import gluon as gc
 from gpu_course.tracks.gluon.devices import BFLOAT16_ON_GPU, FLOAT16_ON_CPU, effective_config
 from gpu_course.tracks.gluon.models import dtype_of, graph_of, prepare, to_bfloat16
@@ -31,7 +32,15 @@ def test_float16_only_on_a_gpu():
     assert (on_gpu.dtype, on_gpu.kvstore, notice) == ("float16", "nccl", None)
 
 
-def test_bfloat16_only_on_a_cpu():
+# the real CPU, not as GPU_COURSE_CPU_FLAGS fakes it: MXNet itself computes on this one
+REAL_BF16 = cpu.supports(cpu.Capability.MXNET_BFLOAT16, cpu.machine_flags() or ())
+needs_bf16 = pytest.mark.skipif(not REAL_BF16, reason=f"not on this CPU: {REAL_BF16.why}")
+
+
+@pytest.mark.parametrize("fake", ["+avx512f,+avx512bw,+avx512vl,+avx512dq", "+amx_bf16"])
+def test_bfloat16_on_a_cpu_with_avx512_and_never_on_a_gpu(fake, monkeypatch):
+    """AVX-512 faked on (with or without AMX): the request runs as asked on the CPU."""
+    monkeypatch.setenv(cpu.FAKE, fake if "avx512" in fake else "+avx512f,+avx512bw,+avx512vl,+avx512dq," + fake)
     cfg = gc.Experiment(dtype="bfloat16")
     on_cpu, notice = effective_config(cfg, [mx.cpu(0)])
     assert (on_cpu.dtype, notice) == ("bfloat16", None)
@@ -39,6 +48,17 @@ def test_bfloat16_only_on_a_cpu():
     assert on_gpu.dtype == "float32" and BFLOAT16_ON_GPU in notice
 
 
+@pytest.mark.parametrize("fake", ["-avx512,-amx", "-avx512bw"])
+def test_bfloat16_falls_back_to_float32_on_a_cpu_without_avx512(fake, monkeypatch):
+    """AVX-512 faked off (all of it, or one part oneDNN needs): float32, and why."""
+    monkeypatch.setenv(cpu.FAKE, fake)
+    on_cpu, notice = effective_config(gc.Experiment(dtype="bfloat16"), [mx.cpu(0)])
+    assert on_cpu.dtype == "float32"
+    assert "not on this CPU" in notice and "need AVX-512 (F, BW, VL, DQ)" in notice
+    assert "no AVX-512" in notice and f"{cpu.FAKE}={fake}" in notice
+
+
+@needs_bf16
 def test_a_bfloat16_copy_computes_in_bfloat16_and_keeps_float32_weights():
     net = gc.get_model("tiny")
     cfg = gc.Experiment(graph="static", dtype="bfloat16")

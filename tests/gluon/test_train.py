@@ -5,6 +5,7 @@ import mxnet as mx
 import numpy as np
 import pytest
 
+from gpu_course.env import cpu
 from gpu_course.tracks import gluon as gc
 from gpu_course.tracks.gluon.devices import FLOAT16_ON_CPU
 from gpu_course.tracks.gluon.train import is_out_of_memory, out_of_memory
@@ -157,12 +158,30 @@ def test_float16_on_a_cpu_is_labelled_as_what_ran(small_cfg):
     assert gc.report.ladder_table([run])["ran"][0] == "dtype float32 ran, float16 requested"
 
 
-def test_bfloat16_on_a_cpu_trains_and_is_recorded_as_bfloat16(small_cfg):
+REAL_BF16 = cpu.supports(cpu.Capability.MXNET_BFLOAT16, cpu.machine_flags() or ())
+
+
+@pytest.mark.skipif(not REAL_BF16, reason=f"not on this CPU: {REAL_BF16.why}")
+def test_bfloat16_on_a_cpu_trains_and_is_recorded_as_bfloat16(small_cfg, monkeypatch):
+    monkeypatch.delenv(cpu.FAKE, raising=False)   # the CPU as it is: it has AVX-512
     run = gc.train(small_cfg.replace(max_steps=3, dtype="bfloat16", graph="hybrid", num_gpus=2),
                    devices=[mx.cpu(0), mx.cpu(1)], progress=False, verbose=False)
     assert run.status == "finished" and run.config["dtype"] == "bfloat16" and not run.meta.get("downgrades")
     assert run.meta["ran"]["network"]["class"] == "SymbolBlock" and run.config["model"] == "tiny"
     assert math.isfinite(run.epochs["loss"].iloc[0]) and 0 <= run.epochs["val_acc"].iloc[0] <= 1
+
+
+def test_bfloat16_on_a_cpu_without_avx512_trains_in_float32_and_says_why(small_cfg, monkeypatch):
+    monkeypatch.setenv(cpu.FAKE, "-avx512,-amx")
+    run = gc.train(small_cfg.replace(max_steps=3, dtype="bfloat16", graph="hybrid"),
+                   progress=False, verbose=False)
+    assert run.status == "finished" and run.config["dtype"] == "float32"
+    assert run.meta["requested"] == {"dtype": "bfloat16"}
+    (down,) = run.meta["downgrades"]
+    assert (down["field"], down["ran"]) == ("dtype", "float32") and "no AVX-512" in down["why"]
+    hw = run.meta["hardware"]
+    assert hw["cpu_features_faked"] == "-avx512,-amx"
+    assert not any(f.startswith(("avx512", "amx")) for f in hw["cpu_features"])
 
 
 # -- out of memory ----------------------------------------------------------------------

@@ -27,8 +27,9 @@ def downgraded(run, requested, why):
 
 # -- 04.1: the 16-bit type this device computes in ---------------------------------------------
 
-def precisions(make_run, rates, low="bfloat16", gpus=0, **config):
-    return [make_run(f"exercise: {dtype}", rate=rate, gpus=gpus, config={"dtype": dtype, **config})
+def precisions(make_run, rates, low="bfloat16", gpus=0, engine="gluon", **config):
+    return [make_run(f"exercise: {dtype}", rate=rate, gpus=gpus, engine=engine,
+                     config={"dtype": dtype, **config})
             for dtype, rate in zip(("float32", low), rates)]
 
 
@@ -45,6 +46,47 @@ def test_a_16_bit_request_that_ran_float32_names_the_device_and_why(make_run):
     assert not result and ("'exercise: float32' asked for float16 and ran float32 on the CPU "
                            "(Intel(R) Xeon(R) CPU @ 2.20GHz), no GPU: " + FLOAT16_ON_CPU) in result.message
     assert "Nothing below float32 was measured" in result.message and "bfloat16 on a CPU" in result.message
+
+
+AVX2 = ["avx", "avx2", "f16c", "fma", "sse4_2"]
+AVX512 = AVX2 + ["avx512bw", "avx512dq", "avx512f", "avx512vl"]
+
+
+@pytest.mark.parametrize("answer", ["same", "slower", "faster"])
+def test_on_a_cpu_without_avx512_gluon_offers_what_the_cpu_can_do(make_run, answer):
+    """The CPU lacks the exercise's subject (MXNet's bfloat16 needs AVX-512): whatever the
+    prediction, two float32 runs cannot test it; the check says why and where it can."""
+    runs = precisions(make_run, (600, 610), low="float32")
+    why = "dtype='bfloat16' is not on this CPU: ... this CPU has AVX2, no AVX-512"
+    downgraded(runs[1], "bfloat16", why)
+    for run in runs:
+        run.meta["hardware"]["cpu_features"] = AVX2
+    result = check("04.1", runs, answer)
+    assert result.passed, result.message
+    assert f"your prediction, {answer}, is untested: 'exercise: float32' asked for bfloat16, " \
+        "which is not on this CPU" in result.message
+    assert "need AVX-512 (F, BW, VL, DQ); this CPU has AVX2, no AVX-512" in result.message
+    assert "What this CPU can do: the PyTorch track's exercise 04.1 computes bfloat16" in result.message
+
+
+def test_on_a_cpu_with_avx512_a_float32_fallback_is_not_yet(make_run):
+    """The same refusal where the record's CPU has AVX-512 (or says nothing of it): the
+    exercise could have run, so the check asks for a type that runs."""
+    for flags in (AVX512, None):
+        runs = precisions(make_run, (600, 610), low="float32")
+        downgraded(runs[1], "bfloat16", "some other reason")
+        for run in runs:
+            run.meta["hardware"]["cpu_features"] = flags
+        result = check("04.1", runs, "same")
+        assert not result and "Nothing below float32 was measured" in result.message
+
+
+def test_pytorch_on_any_cpu_is_not_offered_the_way_out(make_run):
+    runs = precisions(make_run, (600, 610), low="float32", engine="pytorch")
+    downgraded(runs[1], "bfloat16", "some reason")
+    for run in runs:
+        run.meta["hardware"]["cpu_features"] = AVX2
+    assert not check("04.1", runs, "same")
 
 
 def test_float32_twice_is_no_change_and_a_second_change_is_named(make_run):

@@ -109,6 +109,26 @@ def test_pytorch_float16_run_as_bfloat16_on_a_cpu_is_a_bfloat16_result(make_run)
     assert say.check() == []
 
 
+@pytest.mark.parametrize("flags, has", [(["avx2", "avx512f", "avx512_bf16"], True),
+                                        (["avx2", "amx_bf16"], True), (["avx2"], False),
+                                        (None, None)])
+def test_pytorch_on_a_cpu_says_whether_the_cpu_has_bfloat16_instructions(make_run, flags, has):
+    """From the CPU's instruction sets in the record (faked here on and off); a record that
+    does not say gets no sentence."""
+    pt = {"engine": "pytorch"}
+    runs = repeated(make_run, [("float32", 300, pt),
+                               ("bfloat16", 200, {**pt, "dtype": "bfloat16"})])
+    for run in runs:
+        run.meta["hardware"]["cpu_features"] = flags
+    say = l04.conclude(runs)
+    assert ("This CPU has instructions for bfloat16, so it can pay here" in say.text) == (has is True)
+    assert ("This CPU has no instructions for bfloat16, so expect it to cost here" in say.text) \
+        == (has is False)
+    if has is False:
+        assert "this CPU has AVX2, no AVX-512, no AVX512-BF16, no AMX." in say.text
+    assert say.check() == []
+
+
 def test_pytorch_on_an_ampere_gpu_says_where_tf32_ran_and_credits_bfloat16(make_run):
     gpu = {"engine": "pytorch", "gpus": 1}
     runs = repeated(make_run, [

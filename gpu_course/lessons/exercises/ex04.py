@@ -3,6 +3,7 @@ and its accuracy read, the device named."""
 from __future__ import annotations
 
 from ...analyse import alike, metrics, noise
+from ...env import cpu
 from ..l04_precision import SIXTEEN_BITS, asked
 from .base import NotYet, exercise
 from .judge import finished_runs, judge_prediction, only_change, speed_verdict
@@ -24,6 +25,8 @@ def _lower_precision(runs, answer) -> str:
                      "the second the lower precision.")
     want, ran = asked(low, "dtype"), alike.value(low, "dtype")
     where = device_words(low)
+    if ran not in SIXTEEN_BITS and want in SIXTEEN_BITS and lacks_sixteen_bits(low):
+        return _not_on_this_cpu(full, low, answer, where)
     if ran not in SIXTEEN_BITS and want in SIXTEEN_BITS:
         raise NotYet(f"'{low.name}' asked for {want} and ran {ran} on {where}: "
                      f"{metrics.ran_as(low)['dtype'][2]} Nothing below float32 was measured: ask "
@@ -47,3 +50,31 @@ def _lower_precision(runs, answer) -> str:
     _, accuracy = noise.accuracy_change(full, low)
     return (f"{said} These runs trained on {where}: {why} Validation accuracy after the same "
             f"epochs, {ran} against float32: {accuracy}.")
+
+
+def lacks_sixteen_bits(run) -> bool:
+    """Whether `run` trained on a CPU without any 16-bit type its framework computes in
+    there: MXNet's bfloat16 needs AVX-512, by the CPU's instruction sets in the record
+    (PyTorch computes bfloat16 on any CPU). A record without them does not say."""
+    flags = (run.meta.get("hardware") or {}).get("cpu_features")
+    return (not metrics.on_gpu(run) and metrics.engine(run) == "gluon" and flags is not None
+            and not cpu.supports(cpu.Capability.MXNET_BFLOAT16, flags))
+
+
+def _not_on_this_cpu(full, low, answer, where) -> str:
+    """What the exercise offers on a CPU that has no 16-bit type for MXNet: the request
+    and its recorded refusal read, the two float32 runs compared as the identical jobs
+    they are, and where the precision can be measured instead."""
+    flags = low.meta["hardware"]["cpu_features"]
+    why = cpu.supports(cpu.Capability.MXNET_BFLOAT16, flags).why
+    verdict = speed_verdict(full, low, "dtype", "04")
+    said = judge_prediction(answer, verdict, full, low, untested=(
+        f"'{low.name}' asked for {asked(low, 'dtype')}, which is not on this CPU, so it "
+        "trained in float32 like the first run (its record says so): two identical jobs, "
+        "whose difference is only this machine's noise."))
+    return (f"{said} These runs trained on {where}. {why}: no 16-bit type runs "
+            "in MXNet here, and a course that claimed one would report float32's speed as "
+            "bfloat16's. What this CPU can do: the PyTorch track's exercise 04.1 computes "
+            "bfloat16 on it (through float32 conversions, without instructions for it: "
+            "predict accordingly); this exercise measures a 16-bit type on a GPU (float16) "
+            "or on a CPU with AVX-512 (bfloat16).")

@@ -6,6 +6,7 @@ import os
 import mxnet as mx
 
 from ...config import Experiment, check_gpus
+from ...env import cpu
 from ...env.cores import mxnet_threads, usable_cores
 
 # MXNet reads these once, when libmxnet loads (at `import mxnet` above), and fixes its CPU
@@ -62,19 +63,32 @@ def on_gpu(devices) -> bool:
     return all(d.device_type == "gpu" for d in devices)
 
 
+def bfloat16_refused(devices) -> str | None:
+    """Why MXNet cannot compute in bfloat16 on `devices` (None where it can): a GPU, or a
+    CPU without the instructions its oneDNN needs."""
+    if on_gpu(devices):
+        return BFLOAT16_ON_GPU
+    support = cpu.supports(cpu.Capability.MXNET_BFLOAT16)
+    return None if support else (f"dtype='bfloat16' is not on this CPU: {support.why}, so this "
+                                 "run trains in float32.")
+
+
 def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
     """The config that can really run on `devices`, and a notice when it had to change:
-    on the CPU float16 falls back to float32 (on a GPU bfloat16 does), kvstore 'nccl' to
-    'device' and 'dist_device_sync' to 'dist_sync'; num_gpus follows the devices given."""
+    on the CPU float16 falls back to float32 (on a GPU bfloat16 does, and on a CPU without
+    AVX-512: `cpu.Capability.MXNET_BFLOAT16`), kvstore 'nccl' to 'device' and
+    'dist_device_sync' to 'dist_sync'; num_gpus follows the devices given."""
     notices = []
     if len(devices) != max(cfg.num_gpus, 1):
         cfg = cfg.replace(num_gpus=len(devices))
     if cfg.dtype == "float16" and not on_gpu(devices):
         cfg = cfg.replace(dtype="float32")
         notices.append(FLOAT16_ON_CPU)
-    if cfg.dtype == "bfloat16" and on_gpu(devices):
-        cfg = cfg.replace(dtype="float32")
-        notices.append(BFLOAT16_ON_GPU)
+    if cfg.dtype == "bfloat16":
+        why = bfloat16_refused(devices)
+        if why:
+            cfg = cfg.replace(dtype="float32")
+            notices.append(why)
     if cfg.kvstore == "nccl" and not on_gpu(devices):
         cfg = cfg.replace(kvstore="device")
         notices.append(NCCL_ON_CPU)

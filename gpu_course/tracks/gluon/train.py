@@ -19,7 +19,7 @@ from ...measure.records import OutOfMemory
 from .data import end_workers, make_loader
 from .datasets import load_datasets
 from .io_data import order_sampler
-from .devices import (BFLOAT16_ON_GPU, FLOAT16_ON_CPU, NCCL_ON_CPU, check_threads,
+from .devices import (FLOAT16_ON_CPU, bfloat16_refused, NCCL_ON_CPU, check_threads,
                       effective_config, try_devices)
 from .loop import fit
 from .models import get_model, prepare, to_bfloat16
@@ -74,7 +74,7 @@ def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
     devices = [devices] if isinstance(devices, mx.Context) else list(devices)
     ran, changed = effective_config(requested, devices)
     return provenance.Resolved(requested, ran, devices,
-                               provenance.downgrades(requested, ran, _why(requested)),
+                               provenance.downgrades(requested, ran, _why(requested, devices)),
                                provenance.notice(tried, changed))
 
 
@@ -106,9 +106,10 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
     return rec.run
 
 
-def _why(requested: Experiment) -> dict:
+def _why(requested: Experiment, devices) -> dict:
     """Why each setting that did not run as asked changed (`WHY`, for this request)."""
-    return {**WHY, "dtype": BFLOAT16_ON_GPU if requested.dtype == "bfloat16" else FLOAT16_ON_CPU}
+    return {**WHY, "dtype": bfloat16_refused(devices) if requested.dtype == "bfloat16"
+            else FLOAT16_ON_CPU}
 
 
 def _read_network(net):

@@ -1,0 +1,140 @@
+"""What this CPU can compute, read once from the machine: the instruction sets that decide
+whether a lesson's lower precision runs at all (MXNet's bfloat16) and whether it pays
+(bfloat16 instructions), so that a lesson, an exercise and the ladder say "not on this CPU,
+and why" instead of assuming the CPU they were written on.
+
+    from gpu_course.env import cpu
+    cpu.features()                    # frozenset of the flags the course reads ('avx2', ...)
+    cpu.supports(cpu.Capability.MXNET_BFLOAT16)    # a Support: truthy, with .why
+
+The flags come from /proc/cpuinfo. GPU_COURSE_CPU_FLAGS fakes another CPU for tests and
+rehearsals: comma-separated changes, "-name" drops every flag that starts with name,
+"+name" adds one, e.g. GPU_COURSE_CPU_FLAGS=-avx512,-amx is an AVX2 CPU without AVX-512
+or AMX. Faking a capability off is safe anywhere; faking one on that the CPU lacks lets
+the course ask a framework for instructions the CPU does not have (MXNet then stops with
+"could not create a primitive descriptor"): do it only for runs the tests fake.
+"""
+from __future__ import annotations
+
+import enum
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+FAKE = "GPU_COURSE_CPU_FLAGS"
+CPUINFO = Path("/proc/cpuinfo")
+# the flags the course reads, as /proc/cpuinfo names them; a run records those present
+READ = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq",
+        "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8")
+# oneDNN's "avx512_core": the ISA its bfloat16 convolutions need at the least (emulated
+# through AVX-512BW); MXNet 1.9.1's oneDNN 2.x has no bfloat16 convolution below it
+AVX512_CORE = ("avx512f", "avx512bw", "avx512vl", "avx512dq")
+BF16_INSTRUCTIONS = ("avx512_bf16", "amx_bf16")   # Cooper Lake's dot products, Sapphire Rapids' tiles
+
+
+class Capability(enum.Enum):
+    """What a lesson may need of the CPU."""
+    MXNET_BFLOAT16 = "MXNet's bfloat16 on the CPU"
+    BFLOAT16_INSTRUCTIONS = "instructions for bfloat16 arithmetic"
+
+
+@dataclass(frozen=True)
+class Support:
+    """Whether the CPU has a capability, and the sentence that says why (or why not)."""
+    capability: Capability
+    ok: bool
+    why: str
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def parse_fake(spec: str) -> list[tuple[str, str]]:
+    """[("+"|"-", name)] from a GPU_COURSE_CPU_FLAGS value; ValueError naming a bad part."""
+    changes = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        if part[0] not in "+-" or not part[1:].replace("_", "").isalnum():
+            raise ValueError(f"{FAKE}={spec!r}: {part!r} is not a change; allowed: '-name' (drop "
+                             "every flag starting with name) or '+name' (add the flag), comma-"
+                             "separated, e.g. -avx512,-amx")
+        changes.append((part[0], part[1:].lower()))
+    return changes
+
+
+def apply_fake(flags: frozenset, spec: str) -> frozenset:
+    out = set(flags)
+    for sign, name in parse_fake(spec):
+        if sign == "-":
+            out = {f for f in out if not f.startswith(name)}
+        else:
+            out.add(name)
+    return frozenset(out)
+
+
+def machine_flags(cpuinfo: Path | None = None) -> frozenset | None:
+    """Every flag of the first processor in /proc/cpuinfo; None where there is none to read."""
+    try:
+        for line in (cpuinfo or CPUINFO).read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _features(spec: str) -> frozenset | None:
+    flags = machine_flags()
+    if flags is None:
+        return None
+    return frozenset(f for f in apply_fake(flags, spec) if f in READ or f.startswith(("avx512", "amx")))
+
+
+def features() -> frozenset | None:
+    """The course's flags this CPU has (faked as GPU_COURSE_CPU_FLAGS says); None where
+    the machine does not say (no /proc/cpuinfo)."""
+    return _features(os.environ.get(FAKE, ""))
+
+
+def faked() -> str | None:
+    return os.environ.get(FAKE) or None
+
+
+def describe(flags) -> str:
+    """'AVX2, no AVX-512, no AMX'-like words for a set of flags (None: not known)."""
+    if flags is None:
+        return "its instruction sets unknown (no /proc/cpuinfo)"
+    flags = set(flags)
+    words = ["AVX2" if "avx2" in flags else "no AVX2"]
+    words.append("AVX-512" if set(AVX512_CORE) <= flags else "no AVX-512")
+    words.append("AVX512-BF16" if "avx512_bf16" in flags else "no AVX512-BF16")
+    words.append("AMX" if "amx_bf16" in flags else "no AMX")
+    return ", ".join(words)
+
+
+def supports(capability: Capability, flags=None) -> Support:
+    """Whether a CPU with `flags` (default: this one's, `features()`) has `capability`."""
+    flags = features() if flags is None else frozenset(flags)
+    has = describe(flags)
+    faked_note = f" ({FAKE}={faked()})" if faked() and flags == features() else ""
+    if capability == Capability.MXNET_BFLOAT16:
+        ok = flags is not None and set(AVX512_CORE) <= flags
+        why = (f"MXNet 1.9.1 computes bfloat16 on the CPU in oneDNN, whose bfloat16 "
+               f"convolutions need AVX-512 (F, BW, VL, DQ); this CPU has {has}{faked_note}")
+    else:
+        ok = flags is not None and bool(set(BF16_INSTRUCTIONS) & flags)
+        why = (f"a CPU multiplies bfloat16 faster than float32 only with instructions for it "
+               f"(AVX512-BF16 from Intel's Cooper Lake and AMD's Zen 4, AMX from Sapphire "
+               f"Rapids); elsewhere each operator converts to float32 and back; this CPU "
+               f"has {has}{faked_note}")
+    return Support(capability, ok, why)
+
+
+def record() -> dict:
+    """What a run record keeps of the CPU's instruction sets."""
+    flags = features()
+    return {"cpu_features": sorted(flags) if flags is not None else None,
+            "cpu_features_faked": faked()}
