@@ -2,7 +2,8 @@
 
 Each exercise's check cell (tagged "check") runs in the notebook's run with the attendee's
 lines untouched; its Result must say "not yet", with why. tests/test_exercise_cells.py runs
-each exercise again with its solution in place and asserts that it passes."""
+each exercise again with its solution in place and asserts that it passes, or that only
+what the machine measured refuses it (Result.measured)."""
 
 NOT_YET = ", not yet: "   # how a Result that did not pass reads (gpu_course.lessons.exercises)
 

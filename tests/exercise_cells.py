@@ -7,9 +7,9 @@ attendee's lines marked `# >>>`) and the next code cell tagged "check" (`gc.chec
 first cells (setup, imports, the parameters cell), then each exercise with its solution
 from notebooks/solutions/<track>/ in its place, and after it its check cell (an exercise
 graded against its own run as shipped, the capstone, runs untouched first). It returns each
-check's Result (passed, message) and what the runs printed. The exercise as shipped runs in
-the notebook's own test (nbval), where the repository's conftest.py asserts that its check
-says "not yet".
+check's Result (passed, message, measured) and what the runs printed. The exercise as
+shipped runs in the notebook's own test (nbval), where the repository's conftest.py asserts
+that its check says "not yet".
 
     python tests/exercise_cells.py <notebook.py> <solutions.py>    # what the test runs
 """
@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -138,6 +139,7 @@ def _main(notebook: str, solutions: str) -> None:
             exec(compile(source, f"{notebook} exercise {id} ({variant})", "exec"), namespace)
             result = _run_check(checking, namespace)
             print(RESULT + json.dumps({"id": id, "variant": variant, "passed": bool(result.passed),
+                                       "measured": bool(result.measured),
                                        "message": result.message}), flush=True)
 
 
@@ -147,8 +149,12 @@ if __name__ == "__main__":
 
 def check_track(track: str, lesson: str, runs_dir: Path, size: str = "smoke") -> dict:
     """Run lesson `lesson`'s exercises of `track` at `size` (smoke; "check" on a GPU),
-    solved, and assert that each passes; an exercise graded against its job as shipped
-    runs untouched first, and must say "not yet". Returns the results."""
+    solved, and assert that each does what was asked: it passes, or the one thing that
+    refuses it is what this machine measured (a speed, a share, a verdict from timings:
+    Result.measured), which a machine that other programs load can turn either way and
+    the checks' tests on fake runs cover; such a refusal is reported as a warning. An
+    exercise graded against its job as shipped runs untouched first, and must say "not
+    yet". Returns the results."""
     notebook = next((REPO / "notebooks" / track).glob(f"{lesson}_*.py"))
     solutions = next((REPO / "notebooks" / "solutions" / track).glob(f"{lesson}_*.py"))
     smoke = size == "smoke"
@@ -164,5 +170,10 @@ def check_track(track: str, lesson: str, runs_dir: Path, size: str = "smoke") ->
         if untouched is not None:
             assert not untouched["passed"], f"{id} passes untouched: {untouched['message']}"
             assert untouched["message"], f"{id}: an untouched exercise is told what is wrong"
-        assert solved["passed"], f"{id} fails with its solution: {solved['message']}"
+        assert solved["message"], f"{id}: a check says why it passes or not"
+        assert solved["passed"] or solved["measured"], \
+            f"{id} fails with its solution, not for what the machine measured: {solved['message']}"
+        if not solved["passed"]:
+            warnings.warn(f"{id}'s solution was refused by what this machine measured: "
+                          f"{solved['message']}")
     return results

@@ -1,7 +1,9 @@
 """Each exercise of this environment's track, run with its solution
 (notebooks/solutions/<track>/) in the notebook's place (setup and parameters cells, then the
-solved exercise and check cells) in smoke mode: its check passes. As shipped, untouched, it
-runs in the notebook's own test, where conftest.py asserts that its check says "not yet"."""
+solved exercise and check cells) in smoke mode: its check passes, or only what this machine
+measured refuses it (a speed, a share: a shared machine can turn those; the checks' tests on
+fake runs cover each direction). As shipped, untouched, it runs in the notebook's own test,
+where conftest.py asserts that its check says "not yet"."""
 import pytest
 
 from exercise_cells import check_track

@@ -78,12 +78,15 @@ class Criterion(StrEnum):
 
 @dataclass(frozen=True)
 class Mark:
-    """One criterion's outcome: met or not, and the sentence that says why (with its
-    numbers; when not met, what is wrong and which lesson's fix applies)."""
+    """One criterion's outcome: met or not, the sentence that says why (with its numbers;
+    when not met, what is wrong and which lesson's fix applies), and whether an unmet one
+    rests on what the machine measured (a verdict from timings, a share, a race), which
+    the same job on a machine that other programs load can read otherwise."""
 
     criterion: Criterion
     met: bool
     says: str
+    measured: bool = False
 
 
 def lesson(number: str) -> str:
@@ -163,12 +166,13 @@ def diagnosis_mark(d: diagnose.Diagnosis, run) -> Mark:
         why = "; ".join(diagnose.unreliable(d.numbers, str(_value(run, "mock"))))
         return Mark(Criterion.DIAGNOSIS, False,
                     f"{head}: it cannot rule ({why}). Give the run more steady steps (more "
-                    f"epochs or images) on a machine nothing else uses: {lesson('10')}.")
+                    f"epochs or images) on a machine nothing else uses: {lesson('10')}.",
+                    measured=True)
     number = fix(d, run)
     if number is not None:
         return Mark(Criterion.DIAGNOSIS, False,
                     f"{head}: the next rung, {d.next_rung} ({d.advice}), is {lesson(number)}, "
-                    "and this run has not taken it.")
+                    "and this run has not taken it.", measured=True)
     if d.verdict == "input-bound":
         why = (f"its next rung, {d.next_rung}, asks more of this machine than it has "
                f"({d.advice}): no rung of the course's is left")
@@ -217,7 +221,8 @@ def _wait_mark(given, mine, d) -> Mark:
     return Mark(Criterion.TARGET, False,
                 f"{said}: the target is {goal}. The loop still waits for the loader: "
                 + ("; ".join(fixes) if fixes else "its cores are all busy, so a cheaper "
-                   f"pipeline ({lesson('09')}) or a machine with more cores") + ".")
+                   f"pipeline ({lesson('09')}) or a machine with more cores") + ".",
+                measured=True)
 
 
 def _util_mark(given, mine, d) -> Mark:
@@ -245,7 +250,7 @@ def _util_mark(given, mine, d) -> Mark:
                 f"{lesson('13')}; a graph, {lesson('03')}; a larger batch, {lesson('05')}")
     else:
         what = f"the step's anatomy cannot say why ({held.bound})"
-    return Mark(Criterion.TARGET, False, f"{said}: not met: {what}.")
+    return Mark(Criterion.TARGET, False, f"{said}: not met: {what}.", measured=True)
 
 
 def time_mark(given, mine) -> Mark:
@@ -276,11 +281,11 @@ def time_mark(given, mine) -> Mark:
             f"given after {t_given:.1f} s: {noise.sentence(v)}")
     if v.kind == noise.Kind.FASTER:
         return Mark(Criterion.TIME, True, f"{race}.{after}")
-    why = {noise.Kind.SLOWER: ("what the changes cost (a compiler's first steps, a larger "
-                               "batch's extra epochs) is not paid back"),
-           noise.Kind.WITHIN_NOISE: "not shorter beyond the runs' noise"}.get(
-        v.kind, "too few steady steps to tell: train on more images or epochs")
-    return Mark(Criterion.TIME, False, f"{race}: {why}.{after}")
+    raced = {noise.Kind.SLOWER: ("what the changes cost (a compiler's first steps, a larger "
+                                 "batch's extra epochs) is not paid back"),
+             noise.Kind.WITHIN_NOISE: "not shorter beyond the runs' noise"}
+    why = raced.get(v.kind, "too few steady steps to tell: train on more images or epochs")
+    return Mark(Criterion.TIME, False, f"{race}: {why}.{after}", measured=v.kind in raced)
 
 
 def _race_spread(run, seconds: float) -> list[float]:

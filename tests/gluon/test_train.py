@@ -5,6 +5,7 @@ import mxnet as mx
 import numpy as np
 import pytest
 
+from gpu_course.analyse import noise
 from gpu_course.env import cpu
 from gpu_course.tracks import gluon as gc
 from gpu_course.tracks.gluon.devices import FLOAT16_ON_CPU
@@ -245,13 +246,18 @@ def test_sweep_goes_on_after_an_oom_point(small_cfg, monkeypatch):
 
 # -- it learns ----------------------------------------------------------------------------
 def test_the_tiny_cnn_learns_the_generated_data():
-    """Two short epochs (~15 s on two CPU cores) take it well above chance (0.1)."""
+    """Two short epochs (~15 s on two CPU cores): the loss falls and the accuracy clears
+    chance beyond noise. Seeds 0 and 1 read 25.6% after the second epoch, their epoch's
+    mean loss falling by 0.24 and 0.21: the bars, chance + 2 standard errors on 500 images
+    (12.7%) and a fall of 0.05, lie far below what one CPU's arithmetic moves against
+    another's (an image or two)."""
     cfg = gc.Experiment(name="learns", model="tiny", train_size=4000, test_size=500,
                         batch_size=32, epochs=2, num_workers=1, optimizer="adam", lr=0.001,
                         wd=0, augment="none", graph="static", warmup_steps=2)
     run = gc.train(cfg, progress=False, verbose=False)
-    assert run.epochs["val_acc"].iloc[-1] > 0.18
-    assert run.epochs["loss"].iloc[-1] < run.epochs["loss"].iloc[0]
+    assert not noise.at_chance(run), run.epochs["val_acc"].tolist()
+    loss = run.epochs["loss"].tolist()
+    assert loss[-1] < loss[0] - 0.05, loss
 
 
 

@@ -166,5 +166,7 @@ def test_the_capstone_s_reference_solution_is_steady_on_the_gpu(tmp_path, record
     solution passes all three criteria; the check's sentences go into the JUnit report."""
     from exercise_cells import check_track
     results = check_track("pytorch", "16", tmp_path, size="check")
+    solved = results["16.1"]["solution"]
+    assert solved["passed"], solved["message"]   # a GPU of its own: nothing else moves its speed
     for variant in ("untouched", "solution"):
         record_property(f"capstone {variant}", results["16.1"][variant]["message"])

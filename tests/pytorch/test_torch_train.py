@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from gpu_course.analyse import noise
 from gpu_course.tracks import torch as gc
 from gpu_course.measure.records import OutOfMemory, load_run
 from gpu_course.tracks.torch.devices import out_of_memory
@@ -182,13 +183,18 @@ def test_evaluate_counts_correct_predictions(small_cfg):
 
 
 def test_the_tiny_cnn_learns_the_generated_data():
-    """Two short epochs (~20 s on two CPU cores) take it well above chance (0.1)."""
+    """Two short epochs (~20 s on two CPU cores): the loss falls and the accuracy clears
+    chance beyond noise. They land at 18-24% (seeds 0-2; seed 0 read 18.0% on an AMD EPYC
+    and 18.2% on the course's Xeon) and the epoch's mean loss falls by 0.10-0.15: the bars,
+    chance + 2 standard errors on 500 images (12.7%) and a fall of 0.05, lie far below
+    what one CPU's arithmetic moves against another's (an image or two)."""
     cfg = gc.Experiment(name="learns", engine="pytorch", model="tiny", train_size=3000,
                         test_size=500, batch_size=32, epochs=2, num_workers=0, num_gpus=0,
                         optimizer="adam", lr=0.003, wd=0, augment="none", warmup_steps=2)
     run = gc.train(cfg, progress=False, verbose=False)
-    assert run.epochs["val_acc"].iloc[-1] > 0.18
-    assert run.epochs["loss"].iloc[-1] < run.epochs["loss"].iloc[0]
+    assert not noise.at_chance(run), run.epochs["val_acc"].tolist()
+    loss = run.epochs["loss"].tolist()
+    assert loss[-1] < loss[0] - 0.05, loss
 
 
 def test_a_notebooks_own_loop_is_recorded_by_gc_record(small_cfg):

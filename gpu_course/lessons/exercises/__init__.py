@@ -16,7 +16,9 @@ steady steps), the data wait by the same rule on its blocks (`wait_blocks`), acc
 two binomial standard errors of the validation set (`noise.accuracy_se`). An answer the
 runs cannot tell from its alternatives (within noise, at chance, or a machine shared with
 other programs for one run) is accepted, and the sentence says it is untested and how to
-test it. No deep-learning framework here.
+test it. A "not yet" that rests on the machine's timings (raised as `Contradicted`) says so
+in `Result.measured`: the same runs on a busier machine could say otherwise; one about how
+the exercise was done does not. No deep-learning framework here.
 
 base.py holds the registry and the solutions, judge.py what every check asks of the
 runs, exNN.py lesson NN's checks (importing one registers its exercises).
@@ -41,11 +43,12 @@ runs, exNN.py lesson NN's checks (importing one registers its exercises).
 """
 from __future__ import annotations
 
-from .base import (EXERCISES, MARK, SOLUTIONS, TRACKS, Exercise, NotYet, Result, check, exercise,
-                   find, solution, solution_sections, solution_text)
+from .base import (EXERCISES, MARK, SOLUTIONS, TRACKS, Contradicted, Exercise, NotYet, Result,
+                   check, exercise, find, solution, solution_sections, solution_text)
 from .judge import DIRECTIONS, wait_blocks
 
 from . import ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15, ex16  # noqa: F401  (registers each lesson's exercises)
 
-__all__ = ["EXERCISES", "MARK", "SOLUTIONS", "TRACKS", "DIRECTIONS", "Exercise", "NotYet", "Result",
+__all__ = ["EXERCISES", "MARK", "SOLUTIONS", "TRACKS", "DIRECTIONS", "Contradicted", "Exercise",
+           "NotYet", "Result",
            "check", "exercise", "find", "solution", "solution_sections", "solution_text", "wait_blocks"]

@@ -1,6 +1,7 @@
 """An exercise's parts that every check shares: the registry (`exercise` registers a
 check under its id), the Result a check returns, NotYet (what a check raises to say "not
-yet" and why), and the solutions kept apart in notebooks/solutions/<track>/."""
+yet" and why; Contradicted where what the machine measured says it), and the solutions
+kept apart in notebooks/solutions/<track>/."""
 from __future__ import annotations
 
 import re
@@ -19,13 +20,23 @@ class NotYet(Exception):
     wrong and how to fix it."""
 
 
+class Contradicted(NotYet):
+    """A "not yet" that rests on what the machine measured (a speed, a data wait's share,
+    a knee, diagnose's verdict from the timings, the capstone's measured criteria), not on
+    how the exercise was done: the same runs on a machine that other programs load can
+    say otherwise."""
+
+
 @dataclass(frozen=True)
 class Result:
-    """A check's outcome: passed or not, and the sentence that says why."""
+    """A check's outcome: passed or not, the sentence that says why, and whether a "not
+    yet" rests on what the machine measured (Contradicted) rather than on the runs or the
+    answer not being what the exercise asks."""
 
     exercise: str
     passed: bool
     message: str
+    measured: bool = False
 
     def __str__(self) -> str:
         head = "passed" if self.passed else "not yet"
@@ -81,7 +92,7 @@ def check(id, runs, answer=None) -> Result:
     try:
         return Result(ex.id, True, ex.judge(runs, answer))
     except NotYet as why:
-        return Result(ex.id, False, str(why))
+        return Result(ex.id, False, str(why), isinstance(why, Contradicted))
 
 
 def solution_text(id, track: str) -> str:

@@ -6,7 +6,7 @@ import numbers
 
 from ...analyse import alike, metrics, noise
 from ..l02_workers import KNEE
-from .base import NotYet, exercise
+from .base import Contradicted, NotYet, exercise
 from .judge import finished_runs, speed_verdict, wait_words
 
 @exercise("02.1", "Sweep the worker count and name the knee: where samples/s stops growing.")
@@ -40,9 +40,9 @@ def _knee(runs, answer) -> str:
 
     knee = int(answer)
     if not reaches(knee):
-        raise NotYet(f"with {knee} worker(s) the sweep is below {KNEE:.0%} of the best ({best_n} "
-                     f"workers) and slower beyond noise: {judged[knee]}. Samples/s still grows past "
-                     f"{knee}. Data wait by workers: {waits}.")
+        raise Contradicted(f"with {knee} worker(s) the sweep is below {KNEE:.0%} of the best "
+                           f"({best_n} workers) and slower beyond noise: {judged[knee]}. Samples/s "
+                           f"still grows past {knee}. Data wait by workers: {waits}.")
     fewest = min(n for n in counts if reaches(n))
     said = (f"knee at {knee} worker(s): " + ("the fastest of the sweep." if knee == best_n else
             f"against the best ({best_n} workers), {judged[knee]}."))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ...analyse import alike, diagnose, metrics, noise
-from .base import MARK, NotYet, exercise
+from .base import MARK, Contradicted, NotYet, exercise
 from .judge import finished_runs, wait_blocks, wait_words
 
 MOCKS = {"loader": "compute ceiling (mock='loader')", "trainer": "input ceiling (mock='trainer')"}
@@ -81,12 +81,13 @@ def _bottleneck(runs, answer) -> str:
         if held is None:
             shared = [r.name for r in (mine, feed, compute)
                       if r.meta.get("load") and metrics.machine_load(r)["shared"]]
-            raise NotYet(f"diagnose does not rule on '{mine.name}': "
-                         + "; ".join(diagnose.unreliable(n)) + ". "
-                         + (f"Other programs shared the machine while {', '.join(map(repr, shared))} "
-                            "ran: run the exercise again when it is quiet, or " if shared else "")
-                         + "give the runs more steps: gc.sizes(\"10\", exercise_size=...), then run "
-                         "the exercise again.")
+            raise Contradicted(f"diagnose does not rule on '{mine.name}': "
+                               + "; ".join(diagnose.unreliable(n)) + ". "
+                               + (f"Other programs shared the machine while "
+                                  f"{', '.join(map(repr, shared))} ran: run the exercise again "
+                                  "when it is quiet, or " if shared else "")
+                               + "give the runs more steps: gc.sizes(\"10\", exercise_size=...), "
+                               "then run the exercise again.")
         verdict, ceiling, against = held
         rung = diagnose.next_rung(verdict, dict(mine.config), n)[0]
     numbers = (f"data wait {wait_words(mine)} of the steady step time (the loader is the limit "
@@ -105,9 +106,9 @@ def _bottleneck(runs, answer) -> str:
         said = (f"you predicted {answer}; {calls}, but the runs' noise cannot rule {answer} out: "
                 f"{numbers}. Not contradicted, not shown: more images (exercise_size) would tell.")
     else:
-        raise NotYet(f"you predicted {answer}, but {calls}: {numbers}. What does your change "
-                     f"({change}) cost each sample, in the loader or in the model? "
-                     "print(gc.diagnose.explain(run)) gives every line of evidence.")
+        raise Contradicted(f"you predicted {answer}, but {calls}: {numbers}. What does your "
+                           f"change ({change}) cost each sample, in the loader or in the model? "
+                           "print(gc.diagnose.explain(run)) gives every line of evidence.")
     return (f"{said} Your change, {change}, took the data wait from {wait_words(base)} to "
             f"{wait_words(mine)}; the next rung diagnose names: {rung}"
             + (" (no GPU: the loader and the model share the CPU's cores)"

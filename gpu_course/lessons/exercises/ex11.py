@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...analyse import metrics, noise
 from ..l11_environment import BUSY_LOAD, MIN_PASSES, label
-from .base import MARK, NotYet, exercise
+from .base import MARK, Contradicted, NotYet, exercise
 from .judge import DIRECTIONS
 
 SAME_BENCH = ("onednn", "batch", "cpus")   # what the two benchmarks share: threads alone change
@@ -50,10 +50,10 @@ def _threads(records, answer) -> str:
                 "for any thread they hold up. Run the exercise again while nothing else runs.")
     else:
         measured = next(k for k, kind in DIRECTIONS.items() if kind == v.kind)
-        raise NotYet(f"you predicted {answer}, but {pair} is {v}: {measured}, beyond the "
-                     "passes' spread. How many cores can the threads run on at once, and what "
-                     "does an OpenMP region wait for before it ends? Then write the prediction "
-                     "the passes support.")
+        raise Contradicted(f"you predicted {answer}, but {pair} is {v}: {measured}, beyond the "
+                           "passes' spread. How many cores can the threads run on at once, and "
+                           "what does an OpenMP region wait for before it ends? Then write the "
+                           "prediction the passes support.")
     why = _why(base, mine, v, crowded)
     return f"{said} {why[:1].upper()}{why[1:]}"
 

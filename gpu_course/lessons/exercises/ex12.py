@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...analyse import alike, diagnose, metrics, noise
 from ..l12_profilers import CEILINGS, NOT_INPUT_BOUND
-from .base import MARK, NotYet, exercise
+from .base import MARK, Contradicted, NotYet, exercise
 from .judge import finished_runs, wait_blocks, wait_words
 
 INPUT_BOUND = CEILINGS["trainer"][1]
@@ -40,10 +40,10 @@ def _verdict(runs, answer) -> str:
               f"(blocks {min(blocks[0]):.0%}–{max(blocks[0]):.0%}), '{before.name}' "
               f"{wait_words(before)}; the loader is the limit from {bar:.0%}")
     if mine is not None and mine != answer:
-        raise NotYet(f"you predicted {answer}; the step timers say {mine.upper()}, every block "
-                     f"of steps on that side of the line: {shares}. Where does the loading run "
-                     "after your change, and how long does the model's part of the step take "
-                     "to hide it? Then write the verdict the runs support.")
+        raise Contradicted(f"you predicted {answer}; the step timers say {mine.upper()}, every "
+                           f"block of steps on that side of the line: {shares}. Where does the "
+                           "loading run after your change, and how long does the model's part of "
+                           "the step take to hide it? Then write the verdict the runs support.")
     said = (f"as you predicted, {answer.upper()}: {shares}." if mine == answer else
             f"you predicted {answer}; the runs' blocks of steps lie on both sides of the line: "
             f"{shares}. Not contradicted, not shown: more images (train_size) would tell.")

@@ -7,7 +7,7 @@ import numbers
 from ...analyse import noise
 from .. import l15_inference as l15
 from ..l02_workers import KNEE
-from .base import MARK, NotYet, exercise
+from .base import MARK, Contradicted, NotYet, exercise
 
 
 @exercise("15.1", "Sweep the batch of one served network and name where images/s stops "
@@ -35,9 +35,9 @@ def _knee(records, answer) -> str:
 
     knee = int(answer)
     if not reaches(knee):
-        raise NotYet(f"at batch {knee} the network served {rate[knee]:,.1f} images/s, below "
-                     f"{KNEE:.0%} of batch {best}'s {rate[best]:,.1f} and slower beyond noise: "
-                     f"{judged[knee]}. Images/s still grows past batch {knee}.")
+        raise Contradicted(f"at batch {knee} the network served {rate[knee]:,.1f} images/s, "
+                           f"below {KNEE:.0%} of batch {best}'s {rate[best]:,.1f} and slower "
+                           f"beyond noise: {judged[knee]}. Images/s still grows past batch {knee}.")
     said = f"knee at batch {knee}: " + (
         f"the most images/s of the sweep ({rate[knee]:,.1f})." if knee == best else
         f"{rate[knee]:,.1f} images/s against batch {best}'s {rate[best]:,.1f}, {judged[knee]}.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...analyse import alike
 from ...measure.records import load_runs
 from .. import l16_capstone as capstone
-from .base import MARK, NotYet, exercise
+from .base import MARK, Contradicted, NotYet, exercise
 from .judge import finished_runs
 
 
@@ -26,8 +26,9 @@ def _steady(runs, answer) -> str:
         raise NotYet(f"'{mine.name}' is the job as given, the run yours is graded against. "
                      f"Make it steady (the lines marked {MARK}) and run it again. As it "
                      f"stands: {_words(missing)}")
-    if missing:
-        raise NotYet(f"{len(missing)} of {len(marks)} criteria not met, against '{given.name}' "
+    if missing:   # measured only where every criterion missed is one the machine's load can move
+        refuse = Contradicted if all(m.measured for m in missing) else NotYet
+        raise refuse(f"{len(missing)} of {len(marks)} criteria not met, against '{given.name}' "
                      f"as given ({given.path.name}). {_words(missing)}")
     return (f"steady, against '{given.name}' as given ({given.path.name}). {_words(marks)}"
             + capstone.load_caveat(given, mine))

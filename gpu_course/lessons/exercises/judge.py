@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from ...analyse import alike, metrics, noise
-from .base import MARK, NotYet
+from .base import MARK, Contradicted, NotYet
 
 # a prediction of what a change does to samples/s, and the noise verdict that bears it out
 DIRECTIONS = {"faster": noise.Kind.FASTER, "slower": noise.Kind.SLOWER,
@@ -72,9 +72,10 @@ def speed_verdict(a, b, setting: str, lesson: str, also: tuple = ()) -> noise.Ve
 
 def judge_prediction(answer, verdict: noise.Verdict, a, b, untested: str = "") -> str:
     """The sentence on a prediction ("faster", "slower" or "same") of b against a; NotYet
-    when the measurement contradicts it beyond noise. untested: why these runs cannot
-    test any prediction (the change they made is not the one predicted, e.g. a compile
-    backend that compiles nothing), and what would; the verdict is then only reported."""
+    when it is not one of those, Contradicted when the measurement contradicts it beyond
+    noise. untested: why these runs cannot test any prediction (the change they made is not
+    the one predicted, e.g. a compile backend that compiles nothing), and what would; the
+    verdict is then only reported."""
     if not isinstance(answer, str) or answer not in DIRECTIONS:
         raise NotYet(f"prediction={answer!r}: write down, before you run, what you expect of "
                      f"'{b.name}' against '{a.name}': one of " + ", ".join(map(repr, DIRECTIONS))
@@ -99,10 +100,10 @@ def judge_prediction(answer, verdict: noise.Verdict, a, b, untested: str = "") -
                 f"{' and '.join(shared)} ran (by the records), and between two runs made one "
                 f"after the other their load moves speeds by up to ×{DRIFT:g}, more than each "
                 "run's blocks show. Run the exercise again while nothing else runs to test it.")
-    raise NotYet(f"you predicted {answer}, but '{b.name}' against '{a.name}' is {verdict}: "
-                 f"{measured}, beyond the runs' noise. Look at what changed in the data wait and "
-                 "the compute time (gc.show) and say why; then write the prediction the runs "
-                 "support.")
+    raise Contradicted(f"you predicted {answer}, but '{b.name}' against '{a.name}' is "
+                       f"{verdict}: {measured}, beyond the runs' noise. Look at what changed in "
+                       "the data wait and the compute time (gc.show) and say why; then write "
+                       "the prediction the runs support.")
 
 
 def wait_words(run) -> str:
@@ -120,9 +121,9 @@ def wait_prediction(answer, before, after, lesson: str, labels: tuple[str, str],
     on a prediction ("more", "less" or "same") of the data wait's share in
     `after` against `before`, each run's blocks of steady steps its spread (the rule
     `noise.compare` applies to samples/s: their ranges apart, or overlapping); NotYet when
-    the runs are too short, the answer is not one of WAIT_WORDS, or the blocks contradict
-    it. labels: how each run's share is introduced ("with 1 worker(s)"); why: the question
-    to ask oneself when the prediction is contradicted."""
+    the runs are too short or the answer is not one of WAIT_WORDS, Contradicted when the
+    blocks contradict it. labels: how each run's share is introduced ("with 1 worker(s)");
+    why: the question to ask oneself when the prediction is contradicted."""
     xs, ys = wait_blocks(before), wait_blocks(after)
     if not xs or not ys:
         raise NotYet(f"'{after.name}' against '{before.name}': too few steady steps to judge the "
@@ -138,8 +139,8 @@ def wait_prediction(answer, before, after, lesson: str, labels: tuple[str, str],
               f"{min(xs):.0%}–{max(xs):.0%}), {wait_words(after)} {labels[1]} (blocks "
               f"{min(ys):.0%}–{max(ys):.0%})")
     if measured != answer and measured != "same":
-        raise NotYet(f"you predicted {WAIT_WORDS[answer]}; the runs say {WAIT_WORDS[measured]}, "
-                     f"beyond their noise: {shares}. {why}")
+        raise Contradicted(f"you predicted {WAIT_WORDS[answer]}; the runs say "
+                           f"{WAIT_WORDS[measured]}, beyond their noise: {shares}. {why}")
     if measured == answer:
         return measured, f"as you predicted, {WAIT_WORDS[answer]}: {shares}."
     return measured, (f"you predicted {WAIT_WORDS[answer]}; the runs cannot tell it from the "
