@@ -31,20 +31,74 @@ PIP_FLAGS ?= -q --disable-pip-version-check
 SMOKE_RUNS := $(CURDIR)/.venv/test-runs
 
 .PHONY: run test lab setup setup-gluon setup-pytorch test-core test-gluon test-pytorch notebooks clean gpu-check gpu-wheels \
+        test-gluon-tests test-pytorch-tests test-gluon-notebooks test-pytorch-notebooks \
+        test-gluon-exercises test-pytorch-exercises \
         browser test-browser test-lab workshop smoke-times
 
 run: setup-$(ENGINE)
 	@echo "Track: $(ENGINE) — $$($(PYTHON) -m gpu_course.engines --reason)"
 	$(VENV)/$(ENGINE)/bin/gpu-course ladder --engine $(ENGINE) $(ARGS)
 
-# The two environments are set up, then tested, side by side (-j2): CI's 2 cores share
-# them, and each phase prints its output when it ends (--output-sync); the browser last.
+# `make test`: both environments set up side by side, then the tests in phases, TEST_JOBS
+# at a time (each phase one pytest process, whose output is printed when it ends), then
+# every phase's time. Phases wait on subprocesses, kernels and a browser much of the time,
+# so more phases than CI's 2 cores keep both busy. The framework-free tests run once
+# (`core`, in the PyTorch environment's newer numpy and pandas; `compat`: a few of them
+# again in the Gluon environment's older ones); each environment runs its own track's
+# tests, notebooks and exercises (tests/conftest.py marks which is which).
+TEST_JOBS ?= 4
+TIMES := $(CURDIR)/.venv/test-times
+PHASE  = tools/phase.sh $@ $(TIMES)
+# the longest first: make starts phases in this order
+TEST_PHASES := test-pytorch-tests test-gluon-notebooks test-pytorch-exercises \
+               test-gluon-exercises test-pytorch-notebooks test-gluon-tests test-core test-browser
+SMOKE_ENV = GPU_COURSE_SMOKE=1 GPU_COURSE_RUNS=$(SMOKE_RUNS)/$@ MPLBACKEND=Agg
+# a notebook phase's data sets in a folder of its own, never the checkout's data/ (a
+# phase under tests/ gets one from tests/conftest.py)
+NB_DATA = GPU_COURSE_DATA=$(SMOKE_RUNS)/data-$@
+NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=900
+
 test:
 	$(MAKE) --no-print-directory -j2 --output-sync=target setup-gluon setup-pytorch browser
-	rm -rf $(SMOKE_RUNS)
-	@echo "Testing the Gluon and the PyTorch environments side by side: each prints when it ends."
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-gluon test-pytorch
-	$(MAKE) --no-print-directory test-browser
+	rm -rf $(SMOKE_RUNS) $(TIMES)
+	@echo "Testing in $(words $(TEST_PHASES)) phases, $(TEST_JOBS) at a time: each prints when it ends."
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target $(TEST_PHASES); rc=$$?; \
+	secs=$$(( $$(date +%s) - start )); \
+	echo "make test: the phases' times (wall; phases ran $(TEST_JOBS) at a time)"; \
+	cat $(TIMES)/* 2>/dev/null; printf '%-16s %3d:%02d  %s\n' "all phases" $$((secs / 60)) $$((secs % 60)) \
+	  "$$([ $$rc = 0 ] && echo passed || echo FAILED)"; exit $$rc
+
+# the framework-free tests, once
+test-core: setup-pytorch
+	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python -m pytest -q tests -m core $(PYTEST_ARGS)
+
+# each environment: its track's tests (the Gluon one with `compat`), its notebooks run top
+# to bottom in smoke mode (nbval), and its exercises run with their solutions
+test-gluon-tests: setup-gluon
+	$(SMOKE_ENV) $(PHASE) $(VENV)/gluon/bin/python -m pytest -q tests --ignore=tests/pytorch \
+	  --ignore=tests/test_exercise_cells.py -m "track or compat" $(PYTEST_ARGS)
+
+test-pytorch-tests: setup-pytorch
+	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python -m pytest -q tests --ignore=tests/gluon \
+	  --ignore=tests/test_exercise_cells.py -m track $(PYTEST_ARGS)
+
+test-gluon-notebooks: setup-gluon
+	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/gluon/bin/python -m pytest -q $(NBVAL) notebooks/gluon \
+	  notebooks/run_on_sagemaker.ipynb $(PYTEST_ARGS)
+
+test-pytorch-notebooks: setup-pytorch
+	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/pytorch/bin/python -m pytest -q $(NBVAL) notebooks/pytorch $(PYTEST_ARGS)
+
+test-gluon-exercises: setup-gluon
+	$(SMOKE_ENV) $(PHASE) $(VENV)/gluon/bin/python -m pytest -q tests/test_exercise_cells.py $(PYTEST_ARGS)
+
+test-pytorch-exercises: setup-pytorch
+	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python -m pytest -q tests/test_exercise_cells.py $(PYTEST_ARGS)
+
+# each environment's whole share, one after the other (what `make test` splits in phases)
+test-gluon: test-gluon-tests test-gluon-notebooks test-gluon-exercises
+test-pytorch: test-core test-pytorch-tests test-pytorch-notebooks test-pytorch-exercises
 
 setup: setup-gluon setup-pytorch
 setup-gluon: $(VENV)/gluon/.installed
@@ -62,23 +116,11 @@ $(VENV)/pytorch/.installed: pyproject.toml
 	$(VENV)/pytorch/bin/python -c "import torch, pynvml; print('pytorch environment: torch', torch.__version__)"
 	touch $@
 
-# Core tests run in the Gluon environment (old numpy/pandas) and again in the PyTorch one
-# (new numpy/pandas): the core must work with both.
-test-gluon:
-	GPU_COURSE_SMOKE=1 GPU_COURSE_RUNS=$(SMOKE_RUNS)/gluon MPLBACKEND=Agg \
-	  $(VENV)/gluon/bin/python -m pytest -q tests --ignore=tests/pytorch \
-	  --nbval-lax --nbval-current-env --nbval-cell-timeout=900 notebooks/gluon notebooks/run_on_sagemaker.ipynb $(PYTEST_ARGS)
-
-test-pytorch:
-	GPU_COURSE_SMOKE=1 GPU_COURSE_RUNS=$(SMOKE_RUNS)/pytorch MPLBACKEND=Agg \
-	  $(VENV)/pytorch/bin/python -m pytest -q tests --ignore=tests/gluon \
-	  --nbval-lax --nbval-current-env --nbval-cell-timeout=900 notebooks/pytorch $(PYTEST_ARGS)
-
 # JupyterLab in a headless Chromium (tests/browser): lesson 01 of each track and the
 # SageMaker notebook from `make test`, every lesson from `make test-lab`.
 test-browser: setup-gluon setup-pytorch browser
-	GPU_COURSE_BROWSER=first $(VENV)/gluon/bin/python -m pytest -q tests/browser $(PYTEST_ARGS)
-	GPU_COURSE_BROWSER=first $(VENV)/pytorch/bin/python -m pytest -q tests/browser $(PYTEST_ARGS)
+	GPU_COURSE_BROWSER=first $(PHASE) sh -c '$(VENV)/gluon/bin/python -m pytest -q tests/browser \
+	  $(PYTEST_ARGS) && $(VENV)/pytorch/bin/python -m pytest -q tests/browser $(PYTEST_ARGS)'
 
 test-lab: setup-gluon setup-pytorch browser
 	GPU_COURSE_BROWSER=all $(VENV)/gluon/bin/python -m pytest -q tests/browser $(PYTEST_ARGS)

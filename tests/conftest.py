@@ -22,6 +22,35 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# `make test` runs the framework-free tests once (marked `core`, in the PyTorch
+# environment: the newer numpy and pandas), a few of them again where the older ones are
+# (`compat`, in the Gluon environment), and in each environment the tests of its own track
+# (`track`): tests/gluon, tests/pytorch, tests/browser and the files below, whose tests
+# train, import or launch this environment's framework, or skip by what it has.
+TRACK = {"test_cli.py", "test_cores.py", "test_course_setup.py", "test_diagnose.py",
+         "test_engines.py", "test_env.py", "test_exercise_cells.py", "test_exercise_notebooks.py",
+         "test_folder_data.py", "test_harness_overhead.py", "test_ladder.py", "test_monitor.py",
+         "test_reference.py", "test_reliability.py", "test_report.py", "test_sagemaker.py",
+         "test_sagemaker_request.py"}
+COMPAT = {"test_records.py", "test_tables.py", "test_noise.py", "test_plots.py",
+          "test_closing.py", "test_l01_naive.py", "test_l04_precision.py"}
+
+
+def pytest_collection_modifyitems(items):
+    tests = Path(__file__).parent
+    for item in items:
+        path = Path(str(item.fspath))
+        if tests not in path.parents:
+            continue   # a notebook's cells (nbval) are its track's
+        inner = path.relative_to(tests).parts
+        if inner[0] in ("gluon", "pytorch", "browser") or path.name in TRACK:
+            item.add_marker(pytest.mark.track)
+        else:
+            item.add_marker(pytest.mark.core)
+            if path.name in COMPAT:
+                item.add_marker(pytest.mark.compat)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _data_and_tmp_cleanup(tmp_path_factory):
     """GPU_COURSE_DATA in a session folder (notebook kernels inherit it too), and TMPDIR
