@@ -21,6 +21,7 @@ def cpuinfo(tmp_path, monkeypatch):
         cpu._features.cache_clear()
         return path
     monkeypatch.delenv(cpu.FAKE, raising=False)
+    monkeypatch.delenv(cpu.ISA_CAP, raising=False)
     yield write
     cpu._features.cache_clear()
 
@@ -44,13 +45,28 @@ def test_faked_off_and_on_and_named_in_the_reason(cpuinfo, monkeypatch):
     refused = cpu.supports(cpu.Capability.MXNET_BFLOAT16)
     assert not refused and "this CPU has AVX2, no AVX-512, no AVX512-BF16, no AMX " \
         f"({cpu.FAKE}=-avx512,-amx)" in refused.why
-    assert records.hardware()["cpu_features_faked"] == "-avx512,-amx"
+    assert records.hardware()["cpu_features_faked"] == f"{cpu.FAKE}=-avx512,-amx"
     assert records.hardware()["cpu_features"] == sorted(cpu.features())
     cpuinfo(EPYC_AVX2)
     monkeypatch.setenv(cpu.FAKE, "+avx512f,+avx512bw,+avx512vl,+avx512dq,+amx_bf16")
     assert cpu.supports(cpu.Capability.MXNET_BFLOAT16)
     assert cpu.supports(cpu.Capability.BFLOAT16_INSTRUCTIONS)
     assert cpu.describe(cpu.features()) == "AVX2, AVX-512, no AVX512-BF16, AMX"
+
+
+@pytest.mark.parametrize("cap, mxnet_bf16, bf16_instructions", [
+    ("AVX2", False, False), ("avx2", False, False), ("AVX512_CORE", True, False),
+    ("AVX512_CORE_BF16", True, True), ("AVX512_CORE_AMX", True, True), ("ALL", True, True)])
+def test_onednns_own_cap_hides_what_it_will_not_use(cpuinfo, monkeypatch, cap, mxnet_bf16,
+                                                   bf16_instructions):
+    """DNNL_MAX_CPU_ISA=AVX2 makes MXNet's bfloat16 fail as on an AVX2 CPU: the course
+    reads it as such a CPU, and names it."""
+    cpuinfo(SAPPHIRE_RAPIDS)
+    monkeypatch.setenv(cpu.ISA_CAP, cap)
+    assert bool(cpu.supports(cpu.Capability.MXNET_BFLOAT16)) == mxnet_bf16
+    assert bool(cpu.supports(cpu.Capability.BFLOAT16_INSTRUCTIONS)) == bf16_instructions
+    if not mxnet_bf16:
+        assert f"({cpu.ISA_CAP}={cap})" in cpu.supports(cpu.Capability.MXNET_BFLOAT16).why
 
 
 def test_flags_passed_in_are_judged_not_this_machines(cpuinfo):

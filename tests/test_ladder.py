@@ -126,7 +126,7 @@ def test_the_pytorch_cpu_ladder_has_bfloat16_only_where_the_cpu_computes_it(fake
     assert bool(lacking) == (not shown)
     if lacking:
         assert "bfloat16 (lesson 04: a CPU multiplies bfloat16 faster" in lacking[0]
-        assert "no AVX512-BF16, no AMX" in lacking[0] and f"({FAKE}={fake})" in lacking[0]
+        assert "no AVX512-BF16, no AMX" in lacking[0] and f"({FAKE}={fake}" in lacking[0]
     assert "bfloat16" in [r.name for r in rungs("pytorch", gpus=1, cpu_count=2)]   # a GPU
     assert [r.name for r in rungs("gluon", gpus=0, cpu_count=2)] == \
         ["naive", "workers", "data-format", "hybridize", "lr-schedule"]

@@ -12,7 +12,9 @@ rehearsals: comma-separated changes, "-name" drops every flag that starts with n
 "+name" adds one, e.g. GPU_COURSE_CPU_FLAGS=-avx512,-amx is an AVX2 CPU without AVX-512
 or AMX. Faking a capability off is safe anywhere; faking one on that the CPU lacks lets
 the course ask a framework for instructions the CPU does not have (MXNet then stops with
-"could not create a primitive descriptor"): do it only for runs the tests fake.
+"could not create a primitive descriptor"): do it only for runs the tests fake. To make
+the frameworks themselves compute as on an AVX2 CPU, set oneDNN's own cap,
+DNNL_MAX_CPU_ISA=AVX2: the course reads it too.
 """
 from __future__ import annotations
 
@@ -23,6 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FAKE = "GPU_COURSE_CPU_FLAGS"
+ISA_CAP = "DNNL_MAX_CPU_ISA"   # oneDNN's own cap (MXNet's and PyTorch's): it hides what is above it
+# what oneDNN does not use below each cap it reads (prefixes of /proc/cpuinfo flags)
+HIDDEN_BELOW = {"SSE41": ("avx", "fma", "f16c"), "AVX": ("avx2", "avx512", "amx", "fma", "f16c"),
+                "AVX2": ("avx512", "amx"), "AVX2_VNNI": ("avx512", "amx"),
+                "AVX2_VNNI_2": ("avx512", "amx"), "AVX512_CORE": ("avx512_bf16", "avx512_fp16", "amx"),
+                "AVX512_CORE_VNNI": ("avx512_bf16", "avx512_fp16", "amx"),
+                "AVX512_CORE_BF16": ("avx512_fp16", "amx"), "AVX512_CORE_FP16": ("amx",),
+                "AVX10_1_512": ("amx",)}
 CPUINFO = Path("/proc/cpuinfo")
 # the flags the course reads, as /proc/cpuinfo names them; a run records those present
 READ = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq",
@@ -86,21 +96,34 @@ def machine_flags(cpuinfo: Path | None = None) -> frozenset | None:
 
 
 @functools.lru_cache(maxsize=None)
-def _features(spec: str) -> frozenset | None:
+def _features(spec: str, cap: str) -> frozenset | None:
     flags = machine_flags()
     if flags is None:
         return None
-    return frozenset(f for f in apply_fake(flags, spec) if f in READ or f.startswith(("avx512", "amx")))
+    hidden = HIDDEN_BELOW.get(cap.upper(), ())
+    usable = frozenset(f for f in flags if not f.startswith(hidden)) if hidden else flags
+    return frozenset(f for f in apply_fake(usable, spec) if f in READ or f.startswith(("avx512", "amx")))
 
 
 def features() -> frozenset | None:
-    """The course's flags this CPU has (faked as GPU_COURSE_CPU_FLAGS says); None where
+    """The course's flags this CPU has, as the frameworks' oneDNN may use them: without what
+    DNNL_MAX_CPU_ISA caps away (DNNL_MAX_CPU_ISA=AVX2 makes oneDNN, and MXNet's bfloat16
+    with it, behave as on an AVX2 CPU), and faked as GPU_COURSE_CPU_FLAGS says; None where
     the machine does not say (no /proc/cpuinfo)."""
-    return _features(os.environ.get(FAKE, ""))
+    return _features(os.environ.get(FAKE, ""), os.environ.get(ISA_CAP, ""))
+
+
+def unfaked() -> frozenset | None:
+    """The flags the frameworks really compute with here (DNNL_MAX_CPU_ISA's cap applied,
+    GPU_COURSE_CPU_FLAGS not): what a test that computes for real may rely on."""
+    return _features("", os.environ.get(ISA_CAP, ""))
 
 
 def faked() -> str | None:
-    return os.environ.get(FAKE) or None
+    """What changes the flags read from the machine, in words (None: nothing)."""
+    parts = [f"{name}={os.environ[name]}" for name in (FAKE, ISA_CAP)
+             if os.environ.get(name) and (name == FAKE or os.environ[name].upper() in HIDDEN_BELOW)]
+    return ", ".join(parts) or None
 
 
 def describe(flags) -> str:
@@ -119,7 +142,7 @@ def supports(capability: Capability, flags=None) -> Support:
     """Whether a CPU with `flags` (default: this one's, `features()`) has `capability`."""
     flags = features() if flags is None else frozenset(flags)
     has = describe(flags)
-    faked_note = f" ({FAKE}={faked()})" if faked() and flags == features() else ""
+    faked_note = f" ({faked()})" if faked() and flags == features() else ""
     if capability == Capability.MXNET_BFLOAT16:
         ok = flags is not None and set(AVX512_CORE) <= flags
         why = (f"MXNet 1.9.1 computes bfloat16 on the CPU in oneDNN, whose bfloat16 "

@@ -33,7 +33,7 @@ def test_float16_only_on_a_gpu():
 
 
 # the real CPU, not as GPU_COURSE_CPU_FLAGS fakes it: MXNet itself computes on this one
-REAL_BF16 = cpu.supports(cpu.Capability.MXNET_BFLOAT16, cpu.machine_flags() or ())
+REAL_BF16 = cpu.supports(cpu.Capability.MXNET_BFLOAT16, cpu.unfaked() or ())
 needs_bf16 = pytest.mark.skipif(not REAL_BF16, reason=f"not on this CPU: {REAL_BF16.why}")
 
 
