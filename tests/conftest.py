@@ -25,8 +25,9 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # `make test` runs the framework-free tests once (marked `core`, in the PyTorch
 # environment: the newer numpy and pandas), a few of them again where the older ones are
 # (`compat`, in the Gluon environment), and in each environment the tests of its own track
-# (`track`): tests/gluon, tests/pytorch, tests/browser and the files below, whose tests
-# train, import or launch this environment's framework, or skip by what it has.
+# (`track`): tests/gluon, tests/pytorch, tests/browser and the files below (`shared`: one
+# file for both tracks), whose tests train, import or launch this environment's framework,
+# or skip by what it has.
 TRACK = {"test_cli.py", "test_cores.py", "test_course_setup.py", "test_diagnose.py",
          "test_engines.py", "test_env.py", "test_exercise_cells.py", "test_exercise_notebooks.py",
          "test_folder_data.py", "test_harness_overhead.py", "test_ladder.py", "test_monitor.py",
@@ -45,6 +46,8 @@ def pytest_collection_modifyitems(items):
         inner = path.relative_to(tests).parts
         if inner[0] in ("gluon", "pytorch", "browser") or path.name in TRACK:
             item.add_marker(pytest.mark.track)
+            if path.name in TRACK:
+                item.add_marker(pytest.mark.shared)
         else:
             item.add_marker(pytest.mark.core)
             if path.name in COMPAT:
