@@ -31,7 +31,7 @@ PIP_FLAGS ?= -q --disable-pip-version-check
 SMOKE_RUNS := $(CURDIR)/.venv/test-runs
 
 .PHONY: run test lab setup setup-gluon setup-pytorch test-core test-gluon test-pytorch notebooks clean gpu-check gpu-wheels \
-        test-gluon-own test-pytorch-own test-gluon-track test-pytorch-track test-gluon-notebooks \
+        test-gluon-own test-pytorch-own test-pytorch-tools test-gluon-track test-pytorch-track test-gluon-notebooks \
         test-pytorch-notebooks test-gluon-exercises test-pytorch-exercises \
         browser test-browser test-lab workshop smoke-times
 
@@ -50,9 +50,12 @@ TEST_JOBS ?= 4
 TIMES := $(CURDIR)/.venv/test-times
 PHASE  = tools/phase.sh $@ $(TIMES)
 # the longest first: make starts phases in this order
-TEST_PHASES := test-pytorch-exercises test-pytorch-notebooks test-pytorch-own test-gluon-notebooks \
-               test-gluon-exercises test-pytorch-track test-gluon-track test-gluon-own test-core \
-               test-browser
+TEST_PHASES := test-pytorch-notebooks test-gluon-notebooks test-pytorch-own test-pytorch-exercises \
+               test-pytorch-tools test-gluon-exercises test-gluon-track test-pytorch-track \
+               test-gluon-own test-core test-browser
+# tests/pytorch's tests of the tools around the course (the GPU check's rehearsal, the GPU
+# session script, the tuned rung's levers, recipes and kernels): a phase of their own
+TOOLS_TESTS := test_gpu_check.py test_levers.py test_recipes.py test_conv_bench.py test_conv_kernels.py
 # OMP_WAIT_POLICY=passive: several phases share the cores, and GNU OpenMP's threads would
 # otherwise spin at every barrier while the thread they wait for is switched out (four
 # trainings side by side on 2 cores: a third less CPU time in all, PyTorch's halved).
@@ -88,7 +91,11 @@ test-gluon-own: setup-gluon
 	  --ignore=tests/pytorch --ignore=tests/browser $(PYTEST_ARGS)
 
 test-pytorch-own: setup-pytorch
-	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests/pytorch $(PYTEST_ARGS)
+	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests/pytorch \
+	  $(addprefix --ignore=tests/pytorch/,$(TOOLS_TESTS)) $(PYTEST_ARGS)
+
+test-pytorch-tools: setup-pytorch
+	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) $(addprefix tests/pytorch/,$(TOOLS_TESTS)) $(PYTEST_ARGS)
 
 test-gluon-track: setup-gluon
 	$(SMOKE_ENV) $(PHASE) $(VENV)/gluon/bin/python $(PYTEST) tests -m shared --ignore=tests/pytorch \
@@ -113,7 +120,8 @@ test-pytorch-exercises: setup-pytorch
 
 # each environment's whole share, one after the other (what `make test` splits in phases)
 test-gluon: test-gluon-own test-gluon-track test-gluon-notebooks test-gluon-exercises
-test-pytorch: test-core test-pytorch-own test-pytorch-track test-pytorch-notebooks test-pytorch-exercises
+test-pytorch: test-core test-pytorch-own test-pytorch-tools test-pytorch-track test-pytorch-notebooks \
+              test-pytorch-exercises
 
 setup: setup-gluon setup-pytorch
 setup-gluon: $(VENV)/gluon/.installed

@@ -34,6 +34,26 @@ def ladder(folder, rates, train_size=50_000):
                             config={**config, "train_size": train_size})
 
 
+@pytest.fixture(autouse=True)
+def _cpu_with_bfloat16_instructions(monkeypatch):
+    """The ladder these checks read is this CPU's: one with bfloat16 instructions (faked),
+    whose PyTorch ladder has the bfloat16 rung."""
+    from gpu_course.env import cpu
+    monkeypatch.delenv(cpu.ISA_CAP, raising=False)
+    monkeypatch.setenv(cpu.FAKE, "+avx512_bf16")
+
+
+def test_on_a_cpu_without_bfloat16_instructions_the_rung_is_not_the_ladders(monkeypatch,
+                                                                            make_run):
+    from gpu_course.env import cpu
+    monkeypatch.setenv(cpu.FAKE, "-avx512,-amx")
+    assert "bfloat16" not in rung_settings("pytorch", gpu=False)
+    assert "bfloat16" in rung_settings("pytorch", gpu=True)
+    result = check("08.1", pair(make_run, mine={**TOP, "dtype": "bfloat16"}), "faster")
+    assert not result and "differs from 'exercise: data-format' in dtype float32 against " \
+        "bfloat16: not one rung's settings" in result.message
+
+
 def test_each_rung_changes_the_settings_the_ladder_gives_it():
     cpu, gpu = rung_settings("pytorch", gpu=False), rung_settings("pytorch", gpu=True)
     assert cpu["workers"] == {"num_workers": 1, "persistent_workers": False}

@@ -60,7 +60,7 @@ def repeat(cfgs, repeats: int = 3, **train_kwargs):
 # course modules a notebook may reach as gc.<name>, loaded on first use
 LAZY = {"plots": "show.plots", "report": "show.report", "tables": "show.tables",
         "closing": "show.closing", "diagnose": "analyse.diagnose", "metrics": "analyse.metrics",
-        "noise": "analyse.noise"}
+        "noise": "analyse.noise", "cpu": "env.cpu"}
 
 
 def __getattr__(name: str):
