@@ -145,8 +145,8 @@ def test_the_cpu_ladder_reads_loose_photos_until_its_data_format_rung(engine):
     assert [cpu[n].cfg.data_format for n in ("naive", "workers", "data-format")] == \
         ["loose", "loose", "memory"]
     train = {"gluon": 16_000, "pytorch": 14_000}[engine]  # PyTorch's has two rungs more
-    assert {(r.cfg.train_size, r.cfg.test_size, r.cfg.epochs) for r in cpu.values()} == \
-        {(train, 2_000, 4)}
+    assert {(r.cfg.train_size, r.cfg.test_size, r.cfg.epochs, r.cfg.image_size)
+            for r in cpu.values()} == {(train, 2_000, 4, 24)}   # 24 px: a CPU's arithmetic
     assert cpu["naive"].cfg.data_dir == str(photo_folder(train, 2_000))
     assert f"loose JPEGs ({PHOTO_SIDES[0]}-{PHOTO_SIDES[1]} px)" in cpu["naive"].change
     assert "opens, decodes and resizes each photo" in cpu["naive"].limit
