@@ -156,15 +156,14 @@ browser:
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver; fi
 
 # Attendees run copies: workshop/ is ignored by git, so running and saving a lesson never
-# touches the checkout (a later `git pull` cannot conflict). Existing copies are kept.
+# touches the checkout (a later `git pull` cannot conflict). tools/workshop.py copies what
+# is missing, brings copies never edited up to date, keeps edited ones and says so, never
+# leaves a copy cut short, and stops with exit status 1 naming the path on an error.
 lab: setup-$(ENGINE) workshop
 	$(VENV)/$(ENGINE)/bin/jupyter lab workshop
 
 workshop:
-	mkdir -p workshop
-	cp -n notebooks/course_setup.py workshop/
-	cd notebooks && for nb in *.ipynb */*.ipynb; do mkdir -p ../workshop/$$(dirname $$nb); \
-	  cp -n $$nb ../workshop/$$nb; done
+	$(PYTHON) -m tools.workshop
 
 notebooks: setup-gluon
 	$(VENV)/gluon/bin/jupytext --sync notebooks/run_on_sagemaker.py notebooks/*/*.py
