@@ -58,8 +58,12 @@ def test_a_pull_reaches_unedited_copies_and_keeps_edited_ones(course):
     assert (dest / "gluon" / "01_naive.ipynb").read_text() == notebook("gluon/01_naive.ipynb v2")
     assert (dest / "course_setup.py").read_text() == "# setup v2\n"
     assert (dest / "pytorch" / "01_naive.ipynb").read_text() == notebook("p1, my notes")
+    assert (dest / "pytorch" / "01_naive.new.ipynb").read_text() == \
+        notebook("pytorch/01_naive.ipynb v2")                                     # beside it
     text = workshop.report(workshop.sync(src, dest), dest)
-    assert "pytorch/01_naive.ipynb: kept: you edited it" in text and "rename or delete yours" in text
+    assert "pytorch/01_naive.ipynb: kept: you edited it; the course's version has changed since, " \
+        "and is beside it (the course's version: pytorch/01_naive.new.ipynb)" in text
+    assert "rename or delete yours" in text
 
 
 def test_a_copy_cut_short_is_moved_aside_and_copied_afresh(course):

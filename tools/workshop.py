@@ -10,7 +10,8 @@ Each run, for every notebook (and course_setup.py):
 - a copy the attendee never edited (it is still the version this tool last copied, by
   its hash in workshop/.course-copies.json) is replaced by the course's current version,
   so a `git pull` reaches it;
-- a copy the attendee edited is kept, and the tool says that the course's version changed;
+- a copy the attendee edited is kept, the course's new version is put beside it as
+  <name>.new.ipynb, and the tool says so;
 - a notebook copy that is not readable JSON (cut short, say by a full disk) is moved aside
   as <name>.unreadable-<n> and copied afresh: nothing is deleted.
 Every file is written to a temporary name and renamed, so an interrupted or failed copy
@@ -36,7 +37,7 @@ class Done(Enum):
     COPIED = "copied"
     UPDATED = "updated (you had not edited it)"
     CURRENT = "current"
-    KEPT = "kept: you edited it, and the course's version has changed since"
+    KEPT = "kept: you edited it; the course's version has changed since, and is beside it"
     REPLACED_UNREADABLE = "was not a readable notebook: moved aside, copied afresh"
 
 
@@ -130,8 +131,11 @@ def sync(source: Path, dest: Path) -> list[Outcome]:
                 done = Done.REPLACED_UNREADABLE
             elif copied.get(rel) == digest(target):
                 done = Done.UPDATED
-            else:
-                outcomes.append(Outcome(rel, Done.KEPT))
+            else:   # edited: kept, and the course's new version beside it
+                beside = target.with_name(f"{target.stem}.new{target.suffix}")
+                if not beside.exists() or digest(beside) != new:
+                    write_atomically(data, beside)
+                outcomes.append(Outcome(rel, Done.KEPT, str(beside.relative_to(dest))))
                 continue
             if done != Done.CURRENT:
                 write_atomically(data, target)
@@ -153,11 +157,12 @@ def report(outcomes: list[Outcome], dest: Path) -> str:
     for o in outcomes:
         if o.done == Done.CURRENT:
             continue
-        lines.append(f"  {o.path}: {o.done.value}" + (f" (your copy: {o.aside})" if o.aside else ""))
-    kept = [o.path for o in outcomes if o.done == Done.KEPT]
-    if kept:
-        lines.append(f"  To get the course's new version of a kept copy, rename or delete yours in "
-                     f"{dest} and run `make workshop` again.")
+        where = {Done.KEPT: f" (the course's version: {o.aside})",
+                 Done.REPLACED_UNREADABLE: f" (what was there: {o.aside})"}.get(o.done, "")
+        lines.append(f"  {o.path}: {o.done.value}{where}")
+    if any(o.done == Done.KEPT for o in outcomes):
+        lines.append(f"  To work on the course's new version of a kept copy, open the .new one, or "
+                     f"rename or delete yours in {dest} and run `make workshop` again.")
     return "\n".join([f"workshop: {len(outcomes)} files in {dest}"] + lines)
 
 
