@@ -60,8 +60,10 @@ def pip_extra(track: str) -> str:
 
 
 def ensure(track: str | None = None, quiet: bool = False) -> None:
-    """Make `gpu_course` and the track's framework importable here; say what was done."""
-    root = repo_root()
+    """Make `gpu_course` and the track's framework importable here; say what was done.
+    A kernel that already runs the course is left alone, wherever the notebook lies; a
+    kernel of the other track is told which kernel to pick, and nothing is installed over
+    its pins."""
     why = f"track={track} was asked for"
     if track is None:
         track, why = pick_track()
@@ -70,8 +72,18 @@ def ensure(track: str | None = None, quiet: bool = False) -> None:
     if _importable("gpu_course") and _importable(module):
         if not quiet:
             print(f"gpu_course is ready ({track} track: {_version(module)}); nothing installed.")
-        _warn_other_checkout(root)
+        _warn_other_checkout(_root_or_none())
         return
+    other = [t for t, (m, _) in TRACKS.items() if t != track and _importable(m)]
+    if other:
+        raise RuntimeError(
+            f"This kernel ({sys.executable}) runs the {other[0]} track "
+            f"({_version(TRACKS[other[0]][0])}), and this lesson is the {track} track's ({why}). "
+            f"Pick the {track} track's kernel (Kernel → Change Kernel; `make lab ENGINE={track}` "
+            f"starts JupyterLab in it), or open the {other[0]} track's copy of this lesson. "
+            f"Nothing was installed: the {track} track's pins would replace this environment's "
+            "numpy and pandas.")
+    root = repo_root()
     extra = pip_extra(track)
     command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
                "-e", f"{root}[{extra},trace]"]   # trace: lesson 12's Holistic Trace Analysis
@@ -131,7 +143,17 @@ def _version(module: str) -> str:
     return f"{module} {version or '(not installed)'}"
 
 
-def _warn_other_checkout(root: Path) -> None:
+def _root_or_none() -> Path | None:
+    """The checkout above this file, or None for a lesson copied out of it."""
+    try:
+        return repo_root()
+    except FileNotFoundError:
+        return None
+
+
+def _warn_other_checkout(root: Path | None) -> None:
+    if root is None:
+        return
     spec = importlib.util.find_spec("gpu_course")
     origin = Path(spec.origin).resolve().parent.parent if spec and spec.origin else None
     if origin is not None and origin != root:

@@ -94,3 +94,36 @@ def test_the_track_comes_from_the_lesson_folder_else_the_kernel(tmp_path):
     assert course_setup.pick_track(REPO / "notebooks")[0] == track_of_this_environment()
     assert course_setup.pip_extra("pytorch") == "torch"
     assert course_setup.repo_root(REPO / "notebooks" / "gluon") == REPO
+
+
+def _setup_copy(folder):
+    """course_setup.py copied into `folder` (outside any checkout), as an attendee might."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "notebooks" / "course_setup.py", folder / "course_setup.py")
+    return folder
+
+
+def _ensure(folder, track):
+    """The first cell's ensure(track) in this environment's Python, run in `folder`."""
+    import sys
+    return subprocess.run([sys.executable, "-c", f"import course_setup; course_setup.ensure({track!r})"],
+                          cwd=folder, capture_output=True, text=True, timeout=120)
+
+
+def test_a_lesson_copied_out_of_the_checkout_runs_in_a_kernel_that_has_the_course(tmp_path):
+    """The copy finds no checkout above it; a kernel that runs the course needs none."""
+    track = track_of_this_environment()
+    done = _ensure(_setup_copy(tmp_path / "elsewhere" / track), track)
+    assert done.returncode == 0, done.stderr
+    assert "gpu_course is ready" in done.stdout and "nothing installed" in done.stdout
+
+
+def test_the_other_tracks_lesson_names_the_kernel_to_pick_and_installs_nothing(tmp_path):
+    mine = track_of_this_environment()
+    other = {"gluon": "pytorch", "pytorch": "gluon"}[mine]
+    done = _ensure(_setup_copy(tmp_path / other), None)   # the lesson's folder names its track
+    assert done.returncode != 0
+    assert f"runs the {mine} track" in done.stderr and f"this lesson is the {other} track's" \
+        in done.stderr
+    assert f"Pick the {other} track's kernel" in done.stderr and "Nothing was installed" in done.stderr
+    assert "pip install" not in done.stdout
