@@ -121,7 +121,7 @@ def test_a_knee_needs_three_counts(make_run):
     assert "tried 2 worker count(s) (0, 1)" in check("02.1", same, 1).message
 
 
-@pytest.mark.parametrize("knee", [None, 3, "1", True])
+@pytest.mark.parametrize("knee", [None, 3, "1", True, 1.5, float("nan")])
 def test_the_knee_must_be_a_count_tried(make_run, knee):
     result = check("02.1", sweep(make_run, (300, 600, 640)), knee)
     assert not result and f"knee={knee!r}: name one of the worker counts the sweep tried (0, 1, 2)" \
@@ -141,10 +141,23 @@ def test_a_knee_within_ten_percent_of_the_best_passes(make_run):
     assert "more workers can remove no more than that" in result.message
 
 
-def test_a_later_knee_passes_and_names_the_earlier_one(make_run):
+def test_a_later_knee_is_not_the_knee_and_names_the_earlier_one(make_run):
     result = check("02.1", sweep(make_run, (300, 600, 640)), 2)
-    assert result.passed and "knee at 2 worker(s): the fastest of the sweep." in result.message
-    assert "1 worker(s) reach the best as closely: the knee may lie lower" in result.message
+    assert not result and result.measured
+    assert "2 worker(s) reach the best, but so do 1: against the best (2 workers), 1 worker(s) " \
+        "are ×0.94" in result.message and "samples/s stops growing by 1" in result.message
+
+
+def test_a_knee_past_a_sweep_whose_fewest_workers_are_the_fastest_fails(make_run):
+    """1 worker is already the fastest: naming 2 is not the knee (it passed before)."""
+    result = check("02.1", sweep(make_run, (700, 690, 640), counts=(1, 2, 4)), 2)
+    assert not result and result.measured
+    assert "with 1 worker(s) the sweep is already the fastest" in result.message
+    assert check("02.1", sweep(make_run, (700, 690, 640), counts=(1, 2, 4)), 1).passed
+
+
+def test_an_integral_float_names_a_count(make_run):
+    assert check("02.1", sweep(make_run, (300, 600, 640)), 1.0).passed
 
 
 def test_a_sweep_that_changes_more_than_workers_is_refused(make_run):

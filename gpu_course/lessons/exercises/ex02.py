@@ -24,7 +24,8 @@ def _knee(runs, answer) -> str:
     if len(set(counts)) < 3:
         raise NotYet(f"the sweep tried {len(set(counts))} worker count(s) ({tried}); a knee "
                      "needs at least three different ones.")
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or int(answer) not in counts:
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real) \
+            or not float(answer).is_integer() or int(answer) not in counts:
         raise NotYet(f"knee={answer!r}: name one of the worker counts the sweep tried ({tried}): "
                      f"the fewest workers within {1 - KNEE:.0%} of the best samples/s, or within "
                      "its noise.")
@@ -44,10 +45,16 @@ def _knee(runs, answer) -> str:
                            f"({best_n} workers) and slower beyond noise: {judged[knee]}. Samples/s "
                            f"still grows past {knee}. Data wait by workers: {waits}.")
     fewest = min(n for n in counts if reaches(n))
+    if fewest < knee:   # the knee is where samples/s stops growing: the fewest that reach the best
+        raise Contradicted(f"{knee} worker(s) reach the best, but so do {fewest}: "
+                           + (f"with {fewest} worker(s) the sweep is already the fastest. "
+                              if fewest == best_n else
+                              f"against the best ({best_n} workers), {fewest} worker(s) are "
+                              f"{judged[fewest]}. ")
+                           + f"The knee is the fewest workers that reach it, so samples/s stops "
+                           f"growing by {fewest}. Data wait by workers: {waits}.")
     said = (f"knee at {knee} worker(s): " + ("the fastest of the sweep." if knee == best_n else
             f"against the best ({best_n} workers), {judged[knee]}."))
-    if fewest < knee:
-        said += f" {fewest} worker(s) reach the best as closely: the knee may lie lower."
     if any(v.kind == noise.Kind.UNLIKE for v in judged.values()):
         said += (" Other programs loaded the machine during some runs and not others: the "
                  "sweep cannot place the knee for sure; run it again on a quiet machine.")
