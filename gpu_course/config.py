@@ -424,8 +424,11 @@ def _followable(cfg: Experiment, name: str) -> None:
     """A path field whose links lead somewhere: a symlink loop fails deep inside the
     data loading (as 'Symlink loop', or 'a file is in the way')."""
     value = getattr(cfg, name)
-    if value is None or not isinstance(value, (str, os.PathLike)):
+    if value is None:
         return
+    if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+        raise ValueError(f"{name}={value!r} is not a folder; allowed: None (the repository's "
+                         "data/, or $GPU_COURSE_DATA) or a path as a string or pathlib.Path")
     try:
         Path(value).expanduser().resolve()
     except (RuntimeError, OSError) as err:  # RuntimeError: Python < 3.13's symlink loop

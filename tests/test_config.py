@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from gpu_course.config import FIELDS, Experiment, check_gpus, parse_value
@@ -118,3 +120,14 @@ def test_a_monitor_interval_beyond_an_hour_is_refused_not_overflowed():
     with pytest.raises(ValueError, match=r"monitor_interval=1e\+300 must be in \(0, 3600\]"):
         Experiment(monitor_interval=1e300)
     assert Experiment(monitor_interval=3600).monitor_interval == 3600
+
+
+@pytest.mark.parametrize("value", [123, 1.5, ["data"], "", "   "])
+def test_a_data_dir_that_is_not_a_path_names_the_value_and_what_is_allowed(value):
+    with pytest.raises(ValueError, match=rf"data_dir={re.escape(repr(value))} is not a folder; "
+                                         r"allowed: None .* a path as a string or pathlib.Path"):
+        Experiment(data_dir=value)
+
+
+def test_a_data_dir_given_as_a_path_is_accepted(tmp_path):
+    assert Experiment(data_dir=tmp_path).data_dir == tmp_path
