@@ -1,4 +1,5 @@
 import json
+import re
 import math
 
 import pytest
@@ -138,3 +139,28 @@ def test_a_damaged_run_json_is_named_and_skipped_by_load_runs(tmp_path, text):
         _warnings.simplefilter("always")
         assert records.load_runs(tmp_path / "runs") == []
     assert any("skipping" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("meta, says", [
+    ({"hello": "world"}, "is not a run record of this course: it has no 'config' object (keys: hello)"),
+    ({"name": "x", "config": 5}, "it has no 'config' object (its config is a int)"),
+    ({"config": {}, "hardware": [1]}, "'hardware' holds a list, not an object"),
+    ({"config": {}, "downgrades": {"a": 1}}, "'downgrades' holds a dict, not a list"),
+])
+def test_a_foreign_run_json_is_named_and_skipped_and_the_rest_still_listed(tmp_path, meta, says):
+    import json
+    import warnings as _warnings
+    from fake_runs import write_run
+    from gpu_course.measure import records
+    good = write_run(tmp_path / "runs", "good")
+    folder = tmp_path / "runs" / "20261126-000000-foreign-0000"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=re.escape(says)):
+        records.load_run(folder)
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        runs = records.load_runs(tmp_path / "runs")
+    assert [r.path for r in runs] == [good]
+    assert any(str(folder / "run.json") in str(w.message) for w in caught)
+    assert list(records.runs_table(runs)["name"]) == ["good"]

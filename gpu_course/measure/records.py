@@ -361,6 +361,7 @@ class Run:
         if not isinstance(self.meta, dict):
             raise ValueError(f"{meta_file} holds a {type(self.meta).__name__}, not a run "
                              "record (a JSON object); move the folder aside or delete it")
+        _check_shape(self.meta, meta_file)
 
         def frame(name: str, columns: list[str]):
             file = self.path / name
@@ -381,6 +382,26 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run({self.name!r}, status={self.status!r}, path={str(self.path)!r})"
+
+
+# the parts of run.json that readers use as objects or lists, by kind
+SHAPE = {"config": dict, "summary": dict, "hardware": dict, "notes": dict, "ran": dict,
+         "requested": dict, "versions": dict, "load": dict, "downgrades": list}
+
+
+def _check_shape(meta: dict, meta_file: Path) -> None:
+    """A run record of this course: a config object, and each part readers use of the kind
+    they use it as (another program's run.json, or one edited by hand, is refused naming
+    the part)."""
+    if not isinstance(meta.get("config"), dict):
+        raise ValueError(f"{meta_file} is not a run record of this course: it has no 'config' "
+                         f"object ({'its config is a ' + type(meta['config']).__name__ if 'config' in meta else 'keys: ' + ', '.join(sorted(map(str, meta))[:8])}); "
+                         "move the folder aside or delete it")
+    for key, kind in SHAPE.items():
+        if meta.get(key) is not None and not isinstance(meta[key], kind):
+            raise ValueError(f"{meta_file}: '{key}' holds a {type(meta[key]).__name__}, not "
+                             f"a{'n' if kind is dict else ''} {'object' if kind is dict else 'list'}; "
+                             "move the folder aside or delete it")
 
 
 def load_run(path_or_id: str | Path, runs_dir: str | Path | None = None) -> Run:
