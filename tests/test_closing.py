@@ -92,6 +92,20 @@ def test_a_measurement_that_prints_as_a_quote_does_is_the_measurement(ladder):
         say(f"An efficiency of {only_quoted} says nothing about GPUs.")
 
 
+def test_a_quote_inside_a_measured_verdict_is_the_verdict(ladder):
+    """A clean clone's lesson 14 measured a noise range of ×0.50–×1.62; the talk's ×0.50
+    is printed the same way, and the line that printed only the verdict was refused."""
+    runs, table = ladder
+    say = closing.Closing(table, runs)
+    v = say.compare(0, "workers")
+    lo = noise.sentence(v).split("(")[1].split("–")[0]
+    quoted = say.quote("the talk", lo, "{}")
+    say(f"workers against naive: {v}.")
+    assert [c.kind for c in say.lines[-1].cited] == ["verdict"]
+    with pytest.raises(closing.UncitedNumber, match="is quoted from 'the talk'"):
+        say(f"workers against naive: {v}; elsewhere {quoted}.")
+
+
 def test_noise_verdicts_and_chance_are_cited_whole(ladder):
     runs, table = ladder
     say = closing.Closing(table, runs)

@@ -199,13 +199,15 @@ class Closing:
         covered, cited, problems = [], [], []
         found = [(c, _occurrences(text, c.text)) for c in self._citations]
         # words that a quote and a measurement both print (the talk's 74% and a measured
-        # 74%): in a line that does not name the quote's source, they are the measurement
-        measured = {c.text for c, spans in found if spans and c.kind != "quote"}
+        # 74%, or a verdict's "×0.50–×1.62" holding the talk's ×0.50): in a line that does
+        # not name the quote's source, they are the measurement
+        measured = [s for c, spans in found if c.kind != "quote" for s in spans]
         for c, spans in found:
-            if not spans:
-                continue
             unnamed = c.kind == "quote" and c.source.lower() not in text.lower()
-            if unnamed and c.text in measured:
+            if unnamed:
+                spans = [(a, b) for a, b in spans
+                         if not any(x <= a and b <= y for x, y in measured)]
+            if not spans:
                 continue
             cited.append(c)
             covered += spans
