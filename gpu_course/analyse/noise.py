@@ -80,7 +80,9 @@ block_rates = metrics.steady_block_rates  # one definition, kept under its old n
 def compare(a, b, value=metrics.samples_per_sec, varies=()) -> Verdict:
     """B against A (each a run or a list of repeated runs), higher is better. varies: what
     the comparison changes between them (settings' names, `alike.Aspect`s): a verdict
-    across anything else they differ in is refused (Kind.UNLIKE, naming it)."""
+    across anything else they differ in is refused (Kind.UNLIKE, naming it). A list of
+    one run is that run (its steady steps are its evidence)."""
+    a, b = (r[0] if isinstance(r, (list, tuple)) and len(r) == 1 else r for r in (a, b))
     differ = alike.differences(a, b, varies)
     xs, how_a = samples(a, value)
     ys, how_b = samples(b, value)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..analyse import anatomy, metrics, noise
+from ..analyse import alike, anatomy, noise
 from ..show import report
 from ..show.closing import Closing
+from ..show.findings import Compare, Expect, Lesson, Note, Outcome, Quote, Where, judge
 from . import talk
 
 SIZES = {
@@ -30,7 +31,6 @@ SIZES = {
     # inductor and CUDA graphs as at full size: compiling dominates the check's time
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, exercise_size=5_120),
 }
-WORDS = {"gluon": ("imperative", "hybridized"), "pytorch": ("eager", "compiled")}
 
 
 def by_model(runs) -> dict:
@@ -51,96 +51,70 @@ def table(runs) -> pd.DataFrame:
     return frame
 
 
+PLAIN = {"gluon": "imperative", "pytorch": "eager"}
+GRAPH = {"gluon": "hybridized", "pytorch": "compiled"}
+FEWER_LAUNCHES = {
+    Where.GPU: "On a GPU a graph removes Python's per-operator dispatch and, fused, many "
+               "kernel launches: the less work a step does, the larger their share of it.",
+    Where.CPU: "On a CPU there are no kernel launches to save; what a graph removes here is "
+               "Python's per-operator dispatch, a small share of a convolution's time.",
+}
+LESSON = Lesson(
+    compares=(Compare(
+        varies=("graph", alike.Aspect.COMPILE_BACKEND),
+        gpu=Expect.FASTER, cpu=Expect.SAME,
+        means={Outcome.EXPECTED: FEWER_LAUNCHES,
+               Outcome.NONE: "Within noise: this step's operators are long enough that the "
+                             "dispatch a graph removes is too small a share to show.",
+               Outcome.OPPOSITE: FEWER_LAUNCHES}),),
+    group_by="model",
+    rank_by="network.parameters",
+    rank={noise.Order.HIGHER: f"The smaller network gained more, as {talk.SOURCE} says: it does "
+                              "little work per operator, so the overhead a graph removes is a "
+                              "larger share of its step.",
+          noise.Order.LOWER: f"Unlike the rule of thumb in {talk.SOURCE} (small networks and "
+                             "small batches gain most): the larger network gained more here."},
+    columns={"first epoch (s)": "First epoch in seconds, which holds the graph's building or compiling "
+                                "(it pays back only over a long enough run)"},
+    notes=(Note("compile_backend", ("aot_eager", "eager"),
+                "The tracing backend traces the graph but generates no fused kernels: the code "
+                "path ran, and the verdicts above are not compiling's speed-up. Run at full "
+                "size (inductor) to see it.", judged=False),),
+    cpu={"pytorch": "CUDA graphs (mode=\"reduce-overhead\") need a GPU and were skipped."},
+    quotes=(Quote("one worker-fed GPU, imperative", talk.WORKERS_SAMPLES_PER_SEC,
+                  "{:,} samples/s"),
+            Quote("hybridized", talk.HYBRID_SAMPLES_PER_SEC, "{:,} samples/s")),
+    hardware=talk.HARDWARE,
+)
+
+# the notebook's own loop, eager and captured as one CUDA graph a step
+BY_HAND = Lesson(
+    compares=(Compare(
+        varies=("graph",), gpu=Expect.FASTER,
+        means={Outcome.NONE: "Within noise: one launch a step saved little here.",
+               Outcome.OPPOSITE: "The captured step was slower: check that the replay "
+                                 "copies each batch into the static buffers and nothing more."}),),
+    baseline={"graph": "eager"},
+    bound={anatomy.Bound.HOST: "its GPU waited for the host to dispatch each operator, and "
+                               "that dispatch is what one replay a step removes.",
+           anatomy.Bound.GPU: "its kernels, not their launches, filled each step, so one "
+                              "launch a step had little to remove: precision (lesson 04) "
+                              "shortens the kernels.",
+           anatomy.Bound.DATA: "it waited for its batches, and a graph does not make the "
+                               "loader faster (lesson 02)."},
+    empty="CUDA graphs need an NVIDIA GPU and this machine has none, so the capture above did "
+          "not run. On a GPU the cell trains the loop eagerly, then as one captured graph a "
+          "step, and compares the two here.",
+)
+
+
 def conclude(runs=None, by_hand=None) -> Closing:
-    """The networks' runs as written and as graphs; or by_hand (the notebook's loop run
-    eagerly and as one captured CUDA graph; empty without a GPU): the capture's gain."""
+    """The networks' runs as written and as graphs (`LESSON`); or by_hand, the notebook's
+    loop run eagerly and as one captured CUDA graph, [] without a GPU (`BY_HAND`)."""
     if by_hand is not None:
-        return _by_hand(list(by_hand))
+        return judge(BY_HAND, by_hand, table(by_hand) if by_hand else None)
     if runs is None:
         raise ValueError("lesson 03 concludes on runs, or by_hand= (the loop eager and captured "
                          "as a CUDA graph, [] without a GPU); neither was passed")
-    runs = list(runs)
-    groups = by_model(runs)
-    say = Closing(table(runs), [r for rs in groups.values() for r in rs], varies=("graph",))
-    track = metrics.engine(runs[0])
-    plain, graph = WORDS.get(track, WORDS["gluon"])
-    best = {}
-    for model, rs in groups.items():
-        verdicts = [say.compare(rs[0], run) for run in rs[1:]]
-        for run, verdict in zip(rs[1:], verdicts):
-            say(f"'{run.name}' against '{rs[0].name}': {verdict}.")
-        if verdicts:
-            best[model] = max(verdicts, key=lambda v: v.ratio)
-    backend = (runs[-1].meta.get("ran") or {}).get("compile_backend")
-    if track == "pytorch" and backend not in (None, "inductor"):
-        say(f"The '{backend}' backend traces the graph but generates no fused kernels: the code "
-            "path ran, and whatever the verdicts above say is not compiling's speed-up. Run at "
-            "full size (inductor) to see it.")
-    elif len(best) == 2:
-        (small, v_small), (large, v_large) = sorted(
-            best.items(), key=lambda kv: _parameters(groups[kv[0]][0]))
-        order = noise.ranked(v_small, v_large)
-        if not any(v.is_effect for v in best.values()):
-            say(f"Neither network's {graph} variant differs from its {plain} run beyond noise.")
-        elif order == noise.Order.WITHIN_NOISE:
-            say("Which network gained more is within noise: the ranges of their better variants "
-                "overlap.")
-        elif order == noise.Order.HIGHER:
-            say(f"{small}, the smaller network, gained more, beyond both ranges, as {talk.SOURCE} "
-                "says: it does little work per operator, so the per-operator overhead a graph "
-                "removes (Python's, and on a GPU the launches') is a larger share of its step.")
-        else:
-            say(f"{large}, the larger network, gained more, beyond both ranges: unlike the rule "
-                f"of thumb in {talk.SOURCE} (small networks and small batches gain most).")
-    for model, rs in groups.items():
-        if len(rs) > 1 and track == "pytorch":
-            say(f"Compiling {model}: its first epoch took "
-                f"{say.cell(rs[1], 'first epoch (s)', '{:.1f} s')} against "
-                f"{say.cell(rs[0], 'first epoch (s)', '{:.1f} s')} {plain}; a compilation pays "
-                "back only over a long enough run.")
-            break
-    if not any(metrics.on_gpu(r) for r in runs):
-        say("Measured on the CPU, where there are no kernel launches to save"
-            + ("; CUDA graphs (mode=\"reduce-overhead\") need a GPU and were skipped."
-               if track == "pytorch" else
-               f"; {talk.SOURCE}'s {say.quote(talk.SOURCE, talk.WORKERS_SAMPLES_PER_SEC, '{:,} samples/s')} "
-               f"→ {say.quote(talk.SOURCE, talk.HYBRID_SAMPLES_PER_SEC, '{:,} samples/s')} were "
-               f"{talk.HARDWARE}'s."))
-    return say
-
-
-# what the eager loop's anatomy says one replay a step can remove
-WHY_BY_BOUND = {
-    anatomy.Bound.HOST: "its GPU waited for the host to dispatch each operator, and that dispatch "
-                        "is what one replay a step removes",
-    anatomy.Bound.GPU: "its kernels, not their launches, filled each step, so one launch a step "
-                       "had little to remove: precision (lesson 04) shortens the kernels",
-    anatomy.Bound.DATA: "it waited for its batches, and a graph does not make the loader faster "
-                        "(lesson 02)",
-}
-
-
-def _by_hand(runs) -> Closing:
-    if not runs:
-        say = Closing(pd.DataFrame([{"rung": "CUDA graph by hand"}]))
-        say("CUDA graphs need an NVIDIA GPU and this machine has none, so the capture above did "
-            "not run. On a GPU the cell trains the loop eagerly, then as one captured graph a "
-            "step, and compares the two here.")
-        return say
-    eager = [r for r in runs if r.config.get("graph") == "eager"]
-    captured = [r for r in runs if r.config.get("graph") == "static"]
-    if len(eager) != 1 or not captured or len(eager) + len(captured) != len(runs):
-        raise ValueError("by_hand= takes the loop's eager run (graph='eager') and its captured "
-                         "run(s) (graph='static'); got graphs "
-                         + ", ".join(str(r.config.get("graph")) for r in runs))
-    say = Closing(table(runs), runs, varies=("graph",))
-    for run in captured:
-        say(f"'{run.name}' against '{eager[0].name}': {say.compare(eager[0], run)}.")
-    bound = anatomy.anatomy(eager[0]).bound
-    if bound in WHY_BY_BOUND:
-        say(f"The eager loop was {bound}: {WHY_BY_BOUND[bound]}.")
-    return say
-
-
-def _parameters(run) -> int:
-    return int(((run.meta.get("ran") or {}).get("network") or {}).get("parameters") or 0)
+    runs = [r for rs in by_model(runs).values() for r in rs]
+    return judge(LESSON, runs, table(runs))
