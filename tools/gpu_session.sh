@@ -17,10 +17,10 @@
 #      summary.md and gpu-check.json into $OUT.
 #      ladder: tools.reference's --parts (default machine,ladder: the reference ladder at
 #      full size) over --repeats walks (default 3, interleaved) of --model (default the
-#      ladder's ResNet-20), stopped after --budget seconds (default 600; three walks took
-#      about 9 minutes on an H200). Whatever it recorded, finished or not, is packed into
-#      $OUT/reference.tar.gz, beside ladder.txt (where the walk finished) and
-#      ladder-log.txt; `gpu-course report` redraws the tables from the records.
+#      ladder's ResNet-20), stopped after --budget seconds (default 600; one walk of
+#      ResNet-20's ladder took 171 s on an H200). Whatever it recorded, finished or not,
+#      is packed into $OUT/reference.tar.gz, beside ladder.txt (where the walk finished)
+#      and ladder-log.txt (`python -m tools.reference --summary FOLDER` reads the records).
 #
 # $OUT defaults to ./gpu-session. Nothing here changes the GPU's settings.
 set -u
