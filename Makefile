@@ -172,9 +172,12 @@ smoke-times: setup-gluon setup-pytorch
 	$(VENV)/gluon/bin/python -m tools.notebook_times --write notebooks/SMOKE_TIMES.md
 	$(VENV)/pytorch/bin/python -m tools.notebook_times --write notebooks/SMOKE_TIMES.md
 
-# The GPU check (tools/gpu_check.py): on a machine with one GPU, with its own Python
-# (no virtual environment needed); `make gpu-wheels` here fetches what such a machine
-# lacks (Jupyter's kernel and client) as cp312 wheels into .whl/.
+# The GPU check (tools/gpu_check.py, docs/gpu-check.md): on a machine with one GPU, with
+# its own Python (no virtual environment needed), within GPU_BUDGET seconds: every PyTorch
+# notebook at smoke size, then at the check's size the most needed first, then the
+# ladder, the gpu-marked tests and the monitor against nvidia-smi. `make gpu-wheels` here
+# fetches what a machine without a network lacks (Jupyter's kernel and client) as cp312
+# wheels into .whl/.
 GPU_PYTHON ?= python3
 GPU_BUDGET ?= 480
 gpu-check:

@@ -1,4 +1,4 @@
-"""A Python without gpu_course, for the first cell's install path (issue 15).
+"""A Python without gpu_course, for the first cell's install path.
 
 It is a new virtual environment whose only package path is a plain line pointing at this
 environment's site-packages: the track's framework, ipykernel and pip are there, as on a

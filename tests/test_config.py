@@ -94,7 +94,7 @@ def test_parse_value_types():
 
 @pytest.mark.parametrize("value", [0, -2, 1.5, "2", True])
 def test_threads_is_none_or_a_positive_integer(value):
-    """Issue 10: the training process's intra-op threads, refused with what is allowed."""
+    """The training process's intra-op threads: a bad count is refused with what is allowed."""
     with pytest.raises(ValueError, match=rf"threads={value!r} must be None \(the framework's "
                                          r"default\) or an integer >= 1: the training "
                                          r"process's intra-op threads"):

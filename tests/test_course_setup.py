@@ -1,4 +1,4 @@
-"""The course as attendees meet it (issue 15): one first cell in every notebook that leaves
+"""The course as attendees meet it: one first cell in every notebook that leaves
 gpu_course importable in a fresh kernel, and paired .py twins whose text does not change
 when JupyterLab saves a notebook from another kernel."""
 import asyncio

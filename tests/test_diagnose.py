@@ -86,7 +86,7 @@ def test_on_a_saturated_cpu_the_costlier_side_sets_the_pace(tmp_path):
 
 def test_a_run_that_waits_past_the_threshold_is_input_bound_on_a_saturated_cpu(tmp_path):
     """Gluon 09 in smoke mode: 82% data wait was called compute-bound because the compute
-    ceiling was a little lower than the input ceiling (issue 17)."""
+    ceiling was a little lower than the input ceiling."""
     run = load(write_run(tmp_path, "loose", samples_per_sec=215.0, data_wait_share=0.82,
                          **CPU))
     run.host["cpu_percent"] = 100.0
@@ -169,7 +169,7 @@ def test_the_cli_prints_the_diagnosis(tmp_path):
 
 
 def test_a_run_above_its_ceiling_is_not_ruled_on(tmp_path):
-    """Lesson 01 printed runs at 127-285 % of a ceiling they cannot beat (issue 17)."""
+    """Lesson 01 printed runs at 127-285 % of a ceiling they cannot beat."""
     run = load(write_run(tmp_path, "job", samples_per_sec=600.0, data_wait_share=0.0, **CPU))
     d = diagnose.diagnose(run, compute_ceiling=400.0, input_ceiling=5000.0)
     assert d.verdict == diagnose.UNRELIABLE and d.next_rung == "measure again"

@@ -43,6 +43,7 @@ def test_a_branch_is_verified_only_by_a_gpu_run_a_passed_test_or_a_notebook_on_t
                                        "test_an_oom_after_finished_epochs_keeps_them": "failed",
                                        "test_cudnn_benchmark_is_on_and_recorded": "skipped"})
     notebooks = [{"name": "12_profilers.ipynb", "status": "ok"},
+                 {"name": "15_inference.ipynb", "status": "ok", "size": "smoke"},
                  {"name": "11_environment.ipynb", "status": "error in cell 3: x"}]
     found = {b["branch"]: b for b in gpu_evidence.branches(tmp_path, notebooks)}
     by = {name: b["by"] for name, b in found.items() if b["verified"]}
@@ -56,6 +57,8 @@ def test_a_branch_is_verified_only_by_a_gpu_run_a_passed_test_or_a_notebook_on_t
     assert by["pinned host memory and non-blocking copies"] == "runs float16"
     assert by["DDP with NCCL at world size 1"] == "test test_ddp_with_nccl_at_world_size_one"
     assert by["the CUDA profiler trace"] == "notebook 12_profilers.ipynb"
+    assert by[next(b for b in by if b.startswith("inference timed"))] == \
+        "notebook 15_inference.ipynb at smoke size"
     assert not found["a clear out-of-memory error, finished epochs kept"]["verified"]  # failed
     assert not found["cudnn.benchmark"]["verified"]                                   # skipped
     assert not found["pageable against pinned copies"]["verified"]                    # errored
@@ -83,16 +86,15 @@ def test_images_over_the_caps_are_left_out_and_say_so():
 def test_each_step_ends_by_its_share_and_an_early_end_leaves_time_to_the_next():
     clock = gpu_check.Clock(480)
     order = list(gpu_check.STEPS)
-    assert clock.allowance("notebooks", order) == pytest.approx(
-        gpu_check.SHARES["notebooks"] * 480, abs=1)
-    clock.start -= 100   # the notebooks ended after 100 s: the ladder gets what they left
-    assert clock.allowance("ladder", order) == pytest.approx(
-        (gpu_check.SHARES["notebooks"] + gpu_check.SHARES["ladder"]) * 480 - 100, abs=1)
-    # steps run alone share what all would get: the notebooks alone get the whole of it
+    assert clock.allowance("smoke", order) == pytest.approx(gpu_check.SHARES["smoke"] * 480, abs=1)
+    clock.start -= 100   # the smoke pass ended after 100 s: the check's pass gets what it left
+    assert clock.allowance("check", order) == pytest.approx(
+        (gpu_check.SHARES["smoke"] + gpu_check.SHARES["check"]) * 480 - 100, abs=1)
+    # steps run alone share what all would get: the smoke pass alone gets the whole of it
     clock.start += 100
-    assert clock.allowance("notebooks", ["notebooks"]) == pytest.approx(
+    assert clock.allowance("smoke", ["smoke"]) == pytest.approx(
         sum(gpu_check.SHARES.values()) * 480, abs=1)
-    assert clock.allowance("tests", ["notebooks", "tests"]) == pytest.approx(
+    assert clock.allowance("tests", ["smoke", "tests"]) == pytest.approx(
         sum(gpu_check.SHARES.values()) * 480, abs=1)
     assert sum(gpu_check.SHARES.values()) < 1   # the summary and the archive keep the rest
 
@@ -108,6 +110,8 @@ def archive(tmp_path, device="NVIDIA H100 80GB HBM3", rehearsal=False, at="2026-
             notebooks=(("01_naive.ipynb", "ok"), ("03_compile.ipynb", "ok"))):
     out = tmp_path / f"out-{at[8:10]}{at[11:13]}"
     (out / "notebooks").mkdir(parents=True)
+    (out / "notebooks-smoke").mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), out / "notebooks-smoke" / "01_naive.ipynb")
     for name, status in notebooks:
         if not status.startswith("skipped"):
             nb = nbformat.v4.new_notebook()
@@ -133,21 +137,23 @@ def test_unpacking_keeps_each_check_apart_from_the_reference_and_the_notebooks_t
     assert first == target / "202611271015"
     assert (first / gpu_check.SUMMARY).is_file() and (first / "summary.md").is_file()
     assert [r.name for r in load_runs(first / "runs")] == ["float16"]
-    assert not (first / "notebooks").exists()
+    assert not (first / "notebooks").exists() and not (first / "notebooks-smoke").exists()
     assert sorted(p.name for p in (target / "notebooks").iterdir()) == [
         "01_naive.ipynb", "03_compile.ipynb"]
     with pytest.raises(ValueError, match="already committed"):
         gpu_evidence.unpack(archive(tmp_path / "again"), root)
     # a later check: 01 failed now (it replaces), 03 stopped for time (the ok copy stands),
-    # 08 ran for the first time, 14 was skipped (nothing)
+    # 08 ran for the first time, 09 was stopped on its first run, 14 was skipped (nothing)
     later = "2026-11-28T09:00:00+0000"
     gpu_evidence.unpack(archive(tmp_path, at=later, notebooks=(
         ("01_naive.ipynb", "error in code cell 2 of 9: \x1b[31mSystemError\x1b[39m: x"),
         ("03_compile.ipynb", "stopped in code cell 4 of 8: the notebooks' time was up"),
-        ("08_summary.ipynb", "ok"), ("14_memory.ipynb", "skipped: the notebooks' time was up"))),
+        ("08_summary.ipynb", "ok"),
+        ("09_input_pipeline.ipynb", "stopped in code cell 1 of 5: the notebooks' time was up"),
+        ("14_memory.ipynb", "skipped: the notebooks' time was up"))),
         root)
     assert sorted(p.name for p in (target / "notebooks").iterdir()) == [
-        "01_naive.ipynb", "03_compile.ipynb", "08_summary.ipynb"]
+        "01_naive.ipynb", "03_compile.ipynb", "08_summary.ipynb", "09_input_pipeline.ipynb"]
     assert check_of(target / "notebooks" / "01_naive.ipynb") == later
     assert check_of(target / "notebooks" / "03_compile.ipynb") == "2026-11-27T10:15:00+0000"
     block = gpu_evidence.readme_block(root)
@@ -170,14 +176,22 @@ def test_unpacking_keeps_each_check_apart_from_the_reference_and_the_notebooks_t
     out = capsys.readouterr().out
     assert out.count("This lesson as it ran on one NVIDIA H100 80GB HBM3") == 1
     assert "gpu_course/reference/gpu-checks/pytorch-h100/notebooks/03_compile.ipynb" in out
-    # the next check on this GPU runs first what no check ran without error
+    # the next check on this GPU runs at its size first what no check executed there, then
+    # what ended in an error, then what was stopped for time, then the oldest copy
     monkeypatch.setattr(gpu_check, "NOTEBOOKS", tmp_path / "nbs")
     (tmp_path / "nbs").mkdir()
-    for name in ("01_naive", "03_compile", "08_summary", "14_memory", "15_inference"):
+    for name in ("01_naive", "03_compile", "08_summary", "09_input_pipeline", "14_memory",
+                 "15_inference"):
         (tmp_path / "nbs" / f"{name}.ipynb").write_text("{}")
-    order = [p.name[:2] for p in gpu_check.notebooks(device="NVIDIA H100 80GB HBM3")]
-    assert order == ["01", "14", "15", "03", "08"]
-    assert [p.name[:2] for p in gpu_check.notebooks(["15", "01"])] == ["01", "15"]
+    order = gpu_check.by_need(gpu_check.notebooks(), "NVIDIA H100 80GB HBM3")
+    assert [(p.name[:2], why) for p, why in order] == [
+        ("14", "never executed on this GPU"), ("15", "never executed on this GPU"),
+        ("01", "its copy of 2026-11-28 ended in an error"),
+        ("09", "its copy of 2026-11-28 stopped for time"),
+        ("03", "its copy of 2026-11-27 ran without error"),
+        ("08", "its copy of 2026-11-28 ran without error")]
+    assert [p.name[:2] for p, _ in gpu_check.by_need(gpu_check.notebooks(["15", "01"]), None)] \
+        == ["01", "15"]   # a rehearsal: lesson order
 
 
 def test_a_rehearsal_is_not_evidence(tmp_path):

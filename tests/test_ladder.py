@@ -134,7 +134,7 @@ def test_the_pytorch_cpu_ladder_has_bfloat16_only_where_the_cpu_computes_it(fake
 
 @pytest.mark.parametrize("engine", ["gluon", "pytorch"])
 def test_the_cpu_ladder_reads_loose_photos_until_its_data_format_rung(engine):
-    """Issue 10: the data format is a rung that pays on a CPU, so the CPU ladder starts
+    """The data format is a rung that pays on a CPU, so the CPU ladder starts
     from photos read as loose JPEGs and packs them once, offline, at its data-format rung
     (after the loader workers, in the talk's order); a GPU ladder reads from memory."""
     from gpu_course.ladder import PHOTO_SIDES, photo_folder
@@ -203,7 +203,7 @@ def _finished(runs_dir, name, engine="pytorch", threads=2, workers=0, loadavg=No
 
 
 def test_the_thread_rung_takes_the_cores_other_programs_left_free(runs_dir):
-    """Issue 10: on the course's 2-core CPU PyTorch's default (a thread a core) is right
+    """On the course's 2-core CPU PyTorch's default (a thread a core) is right
     when nothing else runs and collapses when another program uses a core; the rung after
     data-on-gpu gives training the cores left free, or is left out."""
     from gpu_course.ladder import free_threads
@@ -296,7 +296,7 @@ def test_the_closing_text_says_which_threads_ran(runs_dir):
 def test_a_short_run_after_a_busy_one_is_not_read_as_shared(runs_dir):
     """The 1-minute load average trails: the CPU ladder's data-on-gpu rung (no loader
     workers) started with the load of the rung before it (two workers) and read as
-    shared, so the thread rung took a core away and ran x0.57 (issue 10). The machine's
+    shared, so the thread rung took a core away and ran x0.57. The machine's
     busy CPU time over the run decides where it was recorded."""
     from gpu_course.analyse import metrics
     from gpu_course.ladder import free_threads

@@ -1,4 +1,4 @@
-"""The smoke-time table is computed and written by a script (issue 15), not typed."""
+"""The smoke-time table is computed and written by a script, not typed."""
 from tools import notebook_times as nt
 
 

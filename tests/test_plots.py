@@ -303,7 +303,7 @@ def gpu_course_metrics():
 
 
 def test_a_one_epoch_run_is_a_point_in_the_middle_with_the_chance_line(tmp_path):
-    """Issue 10: one epoch drawn as a point (a bare line would show nothing), sensible
+    """One epoch drawn as a point (a bare line would show nothing), sensible
     axes, the chance line, and no legend entries for what is not drawn."""
     run = fake_runs.load(fake_runs.write_run(tmp_path, "one", epochs=1, summary=False))
     fig = plots.curves([run])

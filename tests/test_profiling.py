@@ -86,7 +86,7 @@ def test_the_profile_verb_takes_the_flags_of_run():
     assert flags <= {w for w in profile_help.stdout.split() if w.startswith("--")}
 
 
-# -- kernels by kind (issue 28: what the tuned rung's GPU time is spent on) ----------------
+# -- kernels by kind (what the tuned rung's GPU time is spent on) --------------------------
 KERNEL_NAMES = {   # real names from the H200 reference's traces, and the course's own
     "convolutions (cuDNN)": ["sm90_xmma_wgrad_indexed_implicit_gemm_bf16bf16_bf16f32_f32",
                              "void cudnn::engines_precompiled::nchwToNhwcKernel<float>",

@@ -1,4 +1,4 @@
-"""A closed progress bar leaves no widget in the notebook's outputs (issue 15): a saved
+"""A closed progress bar leaves no widget in the notebook's outputs: a saved
 notebook reopened without its kernel would show "Error displaying widget" for each."""
 import json
 import os

@@ -1,4 +1,4 @@
-"""Issue 11, framework-free part: no data lost, no hang, no false record, and every bad
+"""Faults, framework-free part: no data lost, no hang, no false record, and every bad
 input a clear error. Real files and real subprocesses where the fault is a file or a
 process; the fake pynvml where it is the driver."""
 import json

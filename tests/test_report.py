@@ -389,7 +389,7 @@ def test_reference_helpers(tmp_path, monkeypatch):
 
 
 def test_a_packed_copy_made_before_a_rung_is_costed_and_paid_back(tmp_path):
-    """Issue 10: a format's offline pre-processing is a real cost, outside samples/s; the
+    """A format's offline pre-processing is a real cost, outside samples/s; the
     conclusion says what it took and after how many epochs the rung's faster epochs
     repay it, also when an earlier ladder made the copy and recorded its time; a copy
     whose making nobody timed is named as untimed; this ladder's own copy read again by a

@@ -1,4 +1,4 @@
-"""Tables for reading (issue 15): units, sensible digits, percentages, wide ones folded."""
+"""Tables for reading: units, sensible digits, percentages, wide ones folded."""
 import math
 
 import pandas as pd

@@ -1,36 +1,40 @@
-"""Check every PyTorch lesson on one GPU in a few minutes, and pack the evidence.
+"""Check every PyTorch lesson on one GPU within a time budget, and pack the evidence.
 
-    PYTHONPATH=. python3 -m tools.gpu_check --out "$OUT"        # on a GPU (make gpu-check)
-    python -m tools.gpu_check --rehearse --out /tmp/check        # the same plan on a CPU (CI)
+    PYTHONPATH=. python3 -m tools.gpu_check --budget 480 --out DIR   # on a GPU (make gpu-check)
+    python -m tools.gpu_check --plan                     # what it would run here, in order
+    python -m tools.gpu_check --plan "NVIDIA H200"       # ... on that GPU (its committed checks)
+    python -m tools.gpu_check --rehearse --out DIR       # the same plan on a CPU, smoke sizes
 
-The plan, in order of priority, under one time budget (--budget, default 8 minutes):
+Given one GPU and --budget seconds, it runs, in this order (`--plan` prints the list):
 
-1. ``machine``   the GPU, driver, CUDA and library versions, before anything runs;
-2. ``notebooks`` every PyTorch notebook, top to bottom in a fresh kernel, at the check's
-   size (GPU_COURSE_SIZE=check: each lesson's full settings, networks and compilers with
-   fewer images and epochs), each executed copy kept with its outputs; those that no
-   committed check has run without error on this GPU come first (an H200 took 20-85 s a
-   notebook: a quarter-hour lease runs about half of them);
-3. ``ladder``    the PyTorch ladder: at reference size where the reference's own time
-   fits what is left, else quick (every rung's step taken apart: its second table);
-   then what one step asks of the host (`tools.step_launches`) and, time allowing,
-   the quick ladder again on a network whose step keeps the GPU busy (wrn16_10);
-4. ``tests``     the gpu-marked tests (their JUnit report names what each verified), those
+1. ``machine``  the GPU, driver, CUDA and library versions, before anything runs;
+2. ``smoke``    every notebook in notebooks/pytorch, in lesson order, top to bottom in a
+   fresh kernel at smoke size (GPU_COURSE_SIZE=smoke): every lesson's GPU branches run,
+   the whole track in a few minutes;
+3. ``check``    the notebooks again at the check's size (GPU_COURSE_SIZE=check: each
+   lesson's full settings, networks and compilers with fewer images and epochs), as many
+   as the time left allows, the most needed first: those no committed check executed on
+   this GPU, then those whose standing copy ended in an error, then those stopped for
+   time, then the rest, the oldest copy first (report.executed_notebooks);
+4. ``ladder``   the PyTorch ladder: at reference size where the reference's own time fits
+   what is left, else quick; then what one step asks of the host (`tools.step_launches`)
+   and, time allowing, the quick ladder on a network whose step keeps the GPU busy;
+5. ``tests``    the gpu-marked tests (their JUnit report names what each verified), those
    that no committed check passed on this GPU first;
-5. ``smi``       the course's monitor against nvidia-smi.
+6. ``smi``      the course's monitor against nvidia-smi.
 
-Each step gets at most its share of the budget and never more than is left; one that
-does not fit is skipped with a line in the summary, and one that runs out of time is
-stopped there (a notebook keeps the cells it ran). Then the summary (summary.md and
-gpu-check.json: device, versions, each notebook's time and status, the ladder table,
-the GPU branches verified and by what, what was skipped) and one archive of it all,
-gpu-check.tar.gz, go into --out: three files, whatever ran (a device machine returns
-only a few). `python -m tools.gpu_evidence` unpacks that archive
-into gpu_course/reference/.
+Each step may run until its cumulative share of the budget (SHARES) is spent, so time a
+step leaves flows to the next; a step that does not fit is skipped with a line in the
+summary, and one that runs out of time is stopped there (a notebook keeps the cells it
+ran). It writes three files into --out: summary.md and gpu-check.json (device, versions,
+the plan, each notebook's size, time and status, the ladder table, the GPU branches
+verified and by what, what was skipped) and gpu-check.tar.gz, which holds everything:
+the executed copies (notebooks/ at the check's size, notebooks-smoke/ at smoke size,
+images capped), logs and run records. `python -m tools.gpu_evidence ARCHIVE` files that
+archive under gpu_course/reference/.
 
---rehearse runs the same plan on a CPU with smoke sizes and a short budget, so the
-command cannot rot between the rare sessions that have a GPU: `make test` runs it.
-Nothing here changes the GPU's settings.
+--rehearse runs the same plan on a CPU with smoke sizes for both passes, so the command
+cannot rot on machines without a GPU. Nothing here changes the GPU's settings.
 """
 from __future__ import annotations
 
@@ -55,10 +59,10 @@ ARCHIVE = "gpu-check.tar.gz"
 SUMMARY = "gpu-check.json"
 DEFAULT_BUDGET_S = 8 * 60
 REHEARSAL_BUDGET_S = 150
-# each step's share of the budget, in order; a step that ends early leaves its time to the
-# next (each must end by its cumulative share), and the rest is the archive's
-SHARES = {"notebooks": 0.55, "ladder": 0.15, "tests": 0.22, "smi": 0.05}
-LEAST_S = {"notebooks": 20, "ladder": 15, "tests": 10, "smi": 25}   # worth starting with
+# each step may run until its cumulative share of the budget is spent (a step that ends
+# early leaves its time to the next); the rest is the summary's and the archive's
+SHARES = {"smoke": 0.45, "check": 0.25, "ladder": 0.07, "tests": 0.15, "smi": 0.03}
+LEAST_S = {"smoke": 20, "check": 20, "ladder": 15, "tests": 10, "smi": 25}   # worth starting with
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")   # a traceback's colours, out of the status
 IMAGE_CAP = 200_000           # bytes of one image kept in an executed notebook
 NOTEBOOK_IMAGES_CAP = 1_000_000   # and of all its images together
@@ -122,30 +126,51 @@ def device_name(found: dict) -> str:
     return str(gpus[0].get("name")) if gpus else "no GPU"
 
 
-# -- 2. the notebooks ----------------------------------------------------------------------
-def notebooks(only: list[str] | None = None, device: str | None = None) -> list[Path]:
-    """The PyTorch notebooks; `only`: those whose names start so ("08"), in lesson order.
-    Else all, those with no executed copy on `device` standing without error first (never
-    run, stopped for time, or failed), in lesson order, then the rest, the longest
-    verified first: a lease too short for all of them completes the evidence over a few
-    sessions (the committed checks: report.executed_notebooks)."""
-    found = sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+def this_gpu() -> str:
+    """This machine's first GPU by name, "no GPU" where there is none."""
+    from gpu_course.measure import nvml
+    return device_name({"nvidia_smi": nvml.nvidia_smi_query(["name"])})
+
+
+# -- 2. and 3. the notebooks, at smoke size, then at the check's ----------------------------
+FOLDERS = {"smoke": "notebooks-smoke", "check": "notebooks"}   # the executed copies, by pass
+
+
+def notebooks(only: list[str] | None = None) -> list[Path]:
+    """Every notebook in notebooks/pytorch, in lesson order; `only`: those whose names
+    start so ("08")."""
+    found = sorted(NOTEBOOKS.glob("*.ipynb"))
     if only:
         unknown = [o for o in only if not any(p.name.startswith(o) for p in found)]
         if unknown:
             raise ValueError(f"--notebooks {','.join(unknown)}: no such PyTorch notebook; "
                              f"allowed: {', '.join(p.name[:2] for p in found)}")
         return [p for p in found if p.name.startswith(tuple(only))]
+    return found
+
+
+def by_need(paths: list[Path], device: str | None) -> list[tuple[Path, str]]:
+    """`paths` with why each comes where it does, the most needed on `device` first: never
+    executed there by a committed check, then a standing copy that ended in an error, then
+    one stopped for time, then one that ran without error, the oldest first
+    (report.executed_notebooks). With no device (a rehearsal): lesson order."""
     if device is None:
-        return found
+        return [(p, "") for p in paths]
     from gpu_course.show.report import executed_notebooks
     from tools.gpu_evidence import slug
     standing = executed_notebooks().get(f"pytorch-{slug(device)}", {})
 
-    def verified(path):
+    def need(path):
         entry = standing.get(path.name)
-        return entry["stamp"] if entry and entry["status"] == "ok" else None
-    return sorted(found, key=lambda p: (verified(p) is not None, verified(p) or "", p.name))
+        if entry is None:
+            return (0, "", path.name), "never executed on this GPU"
+        said = entry["status"]
+        rank = 3 if said == "ok" else 2 if said.startswith("stopped") else 1
+        why = {3: "ran without error", 2: "stopped for time", 1: "ended in an error"}[rank]
+        return (rank, entry["stamp"] if rank == 3 else "", path.name), \
+            f"its copy of {entry['date']} {why}"
+    return [(p, why) for p, (_, why) in sorted(((p, need(p)) for p in paths),
+                                               key=lambda item: item[1][0])]
 
 
 def run_notebook(path: Path, keep: Path, deadline: float) -> dict:
@@ -210,23 +235,25 @@ def cap_images(nb) -> int:
     return kept
 
 
-def notebooks_step(out: Path, seconds: float, only: list[str] | None,
-                   device: str | None = None) -> tuple[str, list[dict]]:
+def notebooks_step(folder: Path, paths: list[Path], seconds: float,
+                   size: str) -> tuple[str, list[dict]]:
+    """`paths` in turn, each in a fresh kernel, their executed copies into `folder`, until
+    `seconds` are spent; those left are listed as skipped."""
     deadline = time.monotonic() + seconds
     results = []
-    for path in notebooks(only, device):
-        if deadline - time.monotonic() < LEAST_S["notebooks"] / 2:
-            results.append({"name": path.name, "status": "skipped: the notebooks' time was up",
-                            "seconds": 0.0, "cells_run": 0, "cells": None})
+    for path in paths:
+        if deadline - time.monotonic() < LEAST_S["smoke"] / 2:
+            results.append({"name": path.name, "size": size, "cells_run": 0, "cells": None,
+                            "status": "skipped: the notebooks' time was up", "seconds": 0.0})
             continue
-        results.append(run_notebook(path, out / "notebooks", deadline))
-        print(f"  {path.name}: {results[-1]['status']} ({results[-1]['seconds']:.0f} s)",
-              flush=True)
+        results.append({**run_notebook(path, folder, deadline), "size": size})
+        print(f"  {path.name} ({size}): {results[-1]['status']} "
+              f"({results[-1]['seconds']:.0f} s)", flush=True)
     ok = sum(r["status"] == "ok" for r in results)
-    return f"{ok} of {len(results)} ran without error", results
+    return f"{ok} of {len(results)} ran without error at {size} size", results
 
 
-# -- 3. the ladder -------------------------------------------------------------------------
+# -- 4. the ladder -------------------------------------------------------------------------
 def reference_ladder_seconds() -> float | None:
     """How long the newest reference ladder of ResNet-20 (the ladder this check walks;
     not another regime's) took, rung by rung, on the GPU it ran on."""
@@ -308,13 +335,14 @@ def run_for(command: list[str], seconds: float, log_path: Path) -> tuple[int | s
     return code, {"seconds": time.monotonic() - start}
 
 
-# -- 4. the gpu-marked tests, 5. the monitor against nvidia-smi -------------------------------
+# -- 5. the gpu-marked tests, 6. the monitor against nvidia-smi -------------------------------
 GPU_TESTS = "tests/pytorch"
 
 
 def gpu_tests(device: str | None) -> list[str]:
     """The gpu-marked tests to run, as pytest node ids: on `device`, those that no
-    committed check passed on it first (a lease seldom runs them all); else the folder."""
+    committed check passed on it first (a short budget may not reach them all); else
+    the folder."""
     if device is None:
         return [GPU_TESTS]
     from gpu_course.show.report import GPU_CHECKS
@@ -369,15 +397,50 @@ def _has_nvidia_smi() -> bool:
 
 
 # -- the plan ------------------------------------------------------------------------------
-STEPS = ("notebooks", "ladder", "tests", "smi")
+STEPS = ("smoke", "check", "ladder", "tests", "smi")
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One thing the check runs: a step, and for the notebook passes one notebook."""
+    step: str
+    notebook: str | None = None
+    why: str = ""          # the check pass: why this notebook comes where it does
+
+
+def plan(steps: tuple = STEPS, only: list[str] | None = None,
+         device: str | None = None) -> list[Planned]:
+    """What the check runs, in order: `steps` (a subset of STEPS, in STEPS' order), every
+    notebook (or `only` those) at smoke size in lesson order, then at the check's size the
+    most needed on `device` first (`by_need`)."""
+    found = notebooks(only)
+    items = []
+    for step in (s for s in STEPS if s in steps):
+        if step == "smoke":
+            items += [Planned(step, p.name) for p in found]
+        elif step == "check":
+            items += [Planned(step, p.name, why) for p, why in by_need(found, device)]
+        else:
+            items.append(Planned(step))
+    return items
+
+
+def plan_text(items: list[Planned], budget_s: float, device: str) -> str:
+    """The plan, one line a thing, each with the second of the budget its step must end by."""
+    order = list(dict.fromkeys(i.step for i in items))
+    ends = {s: Clock(budget_s).allowance(s, order) for s in order}
+    lines = [f"gpu-check plan on {device}, a budget of {budget_s:.0f} s:"]
+    for n, item in enumerate(items, 1):
+        lines.append(f"{n:3d}. {item.step:<6} {item.notebook or '':<30} by {ends[item.step]:3.0f} s"
+                     + (f"  ({item.why})" if item.why else ""))
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def check(out: Path, budget_s: float, rehearse: bool, steps: tuple = STEPS,
           only: list[str] | None = None, work: Path | None = None) -> dict:
-    """The plan: `steps` (a subset of STEPS, run in STEPS' order) under `budget_s`;
-    `only` limits the notebooks (a later session can run those an earlier one skipped).
-    Everything is written in `work` (default: a temporary folder, removed after); `out`
-    gets three files: the archive, summary.md and the summary's JSON."""
+    """The plan (`plan`) under `budget_s`; `only` limits the notebooks. Everything is
+    written in `work` (default: a temporary folder, removed after); `out` gets three
+    files: the archive, summary.md and the summary's JSON."""
     import shutil
     import tempfile
     from tools.gpu_evidence import branches, write_summary
@@ -388,7 +451,7 @@ def check(out: Path, budget_s: float, rehearse: bool, steps: tuple = STEPS,
     work.mkdir(parents=True, exist_ok=True)
     try:
         summary = _run_plan(work, clock, rehearse, steps, only)
-        summary["branches"] = branches(work, summary["notebooks"])
+        summary["branches"] = branches(work, summary["smoke"] + summary["notebooks"])
         write_summary(work, summary)
         archive = pack(work)
         for path in (archive, work / "summary.md", work / SUMMARY):
@@ -399,18 +462,29 @@ def check(out: Path, budget_s: float, rehearse: bool, steps: tuple = STEPS,
     return summary
 
 
+def _size(name: str, rehearse: bool) -> str:
+    """Set the lessons' size for what runs next: smoke for the smoke pass (and for all of
+    a rehearsal), the check's for the rest."""
+    size = "smoke" if rehearse or name == "smoke" else "check"
+    os.environ["GPU_COURSE_SIZE"] = size
+    if size == "smoke":
+        os.environ["GPU_COURSE_SMOKE"] = "1"
+    else:
+        os.environ.pop("GPU_COURSE_SMOKE", None)
+    return size
+
+
 def _run_plan(out: Path, clock: Clock, rehearse: bool, steps: tuple, only) -> dict:
     budget_s = clock.budget_s
-    env = {"GPU_COURSE_RUNS": str(out / "runs"), "PYTHONUNBUFFERED": "1"}
-    env.update({"GPU_COURSE_SMOKE": "1"} if rehearse else {"GPU_COURSE_SIZE": "check"})
-    os.environ.pop("GPU_COURSE_SIZE" if rehearse else "GPU_COURSE_SMOKE", None)
+    os.environ.update({"GPU_COURSE_RUNS": str(out / "runs"), "PYTHONUNBUFFERED": "1"})
     os.environ.pop("MPLBACKEND", None)   # the kernels draw inline: the executed copies keep charts
-    os.environ.update(env)
     found = machine(out)
-    print(f"gpu-check: {device_name(found)}; budget {budget_s:.0f} s"
-          + (" (rehearsal: smoke sizes)" if rehearse else ""), flush=True)
-    done, nb_results = [], []
-    order = [s for s in STEPS if s in steps]
+    device = device_name(found)
+    items = plan(steps, only, None if rehearse else device)
+    print(plan_text(items, budget_s, device + (" (a rehearsal: smoke sizes)" if rehearse else "")),
+          flush=True)
+    done, results = [], {"smoke": [], "check": []}
+    order = list(dict.fromkeys(i.step for i in items))
     for name in order:
         step = Step(name)
         seconds = clock.allowance(name, order)
@@ -420,14 +494,15 @@ def _run_plan(out: Path, clock: Clock, rehearse: bool, steps: tuple, only) -> di
             print(f"gpu-check: {name} {step.detail}", flush=True)
             continue
         began = time.monotonic()
+        size = _size(name, rehearse)
         try:
-            if name == "notebooks":
-                step.detail, nb_results = notebooks_step(
-                    out, seconds, only, None if rehearse else device_name(found))
+            if name in FOLDERS:
+                paths = [NOTEBOOKS / i.notebook for i in items if i.step == name]
+                step.detail, results[name] = notebooks_step(out / FOLDERS[name], paths, seconds, size)
             elif name == "ladder":
                 step.detail = ladder_step(out, seconds, rehearse)
             elif name == "tests":
-                step.detail = tests_step(out, seconds, None if rehearse else device_name(found))
+                step.detail = tests_step(out, seconds, None if rehearse else device)
             else:
                 step.detail = smi_step(out, seconds)
             step.status = "skipped" if step.detail.startswith("skipped") else "ran"
@@ -437,9 +512,10 @@ def _run_plan(out: Path, clock: Clock, rehearse: bool, steps: tuple, only) -> di
         done.append(step)
         print(f"gpu-check: {name} {step.status} in {step.seconds:.0f} s: {step.detail}",
               flush=True)
-    return {"device": device_name(found), "machine": found, "rehearsal": rehearse,
+    return {"device": device, "machine": found, "rehearsal": rehearse,
             "budget_s": budget_s, "wall_s": round(time.monotonic() - clock.start, 1),
-            "steps": [vars(s) for s in done], "notebooks": nb_results, "at": found["at"]}
+            "plan": [vars(i) for i in items], "steps": [vars(s) for s in done],
+            "smoke": results["smoke"], "notebooks": results["check"], "at": found["at"]}
 
 
 def pack(out: Path) -> Path:
@@ -471,7 +547,11 @@ def main(argv=None) -> int:
                         help=f"wall time for everything (default {DEFAULT_BUDGET_S} s; "
                              f"{REHEARSAL_BUDGET_S} s with --rehearse)")
     parser.add_argument("--rehearse", action="store_true",
-                        help="the same plan on a CPU with smoke sizes (what CI runs)")
+                        help="the same plan on a CPU with smoke sizes")
+    parser.add_argument("--plan", nargs="?", const="", default=None, metavar="GPU",
+                        help="print what would run, in order, and run nothing: on this "
+                             "machine's GPU, or on the GPU named (its committed checks "
+                             "set the order of the check pass)")
     parser.add_argument("--steps", default=",".join(STEPS),
                         help=f"a subset of {','.join(STEPS)} (default: all, in that order)")
     parser.add_argument("--notebooks", default=None, metavar="NN,NN",
@@ -488,11 +568,16 @@ def main(argv=None) -> int:
         notebooks(only)
     except ValueError as err:
         parser.error(str(err))
+    if args.plan is not None:
+        device = args.plan or this_gpu()
+        print(plan_text(plan(steps, only, None if args.rehearse else device), budget,
+                        device + (" (a rehearsal: smoke sizes)" if args.rehearse else "")))
+        return 0
     summary = check(args.out.expanduser(), budget, args.rehearse, steps, only,
                     args.work.expanduser() if args.work else None)
     print((args.out / "summary.md").read_text())
     return 0 if all(n["status"] == "ok" or n["status"].startswith(("skipped", "stopped"))
-                    for n in summary["notebooks"]) else 1
+                    for n in summary["smoke"] + summary["notebooks"]) else 1
 
 
 if __name__ == "__main__":

@@ -6,12 +6,13 @@
 `tools.gpu_check` writes the archive on a GPU machine. Unpacked here it becomes
 gpu_course/reference/gpu-checks/pytorch-<gpu>/<when>/ (its summary, machine, logs, run
 records and ladder), kept apart from the reference runs that the lessons compare with,
-and each executed notebook that now stands (images capped) goes to
-gpu-checks/pytorch-<gpu>/notebooks/: sessions complete the evidence in parts, and a
-notebook stopped for time never replaces one that ran to its end. Each GPU branch a lesson
+and each notebook executed at the check's size that now stands (images capped) goes to
+gpu-checks/pytorch-<gpu>/notebooks/: several checks complete the evidence in parts, and a
+notebook stopped for time never replaces one that ran to its end. The smoke pass's
+copies stay in the archive; its statuses are in the summary. Each GPU branch a lesson
 has is listed as verified only where a run record shows it ran on the GPU, or a
-gpu-marked test of it passed, or the notebook that takes it ran without error on the GPU;
-branches that need several GPUs are listed as not verified on one.
+gpu-marked test of it passed, or the notebook that takes it ran without error on the GPU
+(at either size); branches that need several GPUs are listed as not verified on one.
 """
 from __future__ import annotations
 
@@ -100,13 +101,13 @@ SEVERAL_GPUS = (
 
 def branches(out: Path, notebooks: list[dict]) -> list[dict]:
     """Each GPU branch: verified or not, and by what: the run records and the tests'
-    report in `out` (as tools.gpu_check leaves them), and the notebooks' results."""
+    report in `out` (as tools.gpu_check leaves them), and the notebooks' results (both
+    passes: each result may name its `size`)."""
     from gpu_course.measure.records import load_runs
     from tools.gpu_check import test_outcomes
     runs = [r for r in load_runs(out) if _on_gpu(r)]
     tests = test_outcomes(out / "gpu_tests.xml")
     gpu = bool(runs) or any(v == "passed" for v in tests.values())
-    ran = {n["name"]: n["status"] for n in notebooks}
     found = []
     for branch in BRANCHES:
         by = []
@@ -116,8 +117,9 @@ def branches(out: Path, notebooks: list[dict]) -> list[dict]:
                 by.append(f"runs {', '.join(shown[:4])}" + (" ..." if len(shown) > 4 else ""))
         by += [f"test {t}" for t in branch.tests if tests.get(t) == "passed"]
         if branch.notebook and gpu:
-            by += [f"notebook {n}" for n, s in ran.items()
-                   if n.startswith(branch.notebook) and s == "ok"]
+            by += [f"notebook {n['name']}" + (f" at {n['size']} size" if n.get("size") else "")
+                   for n in notebooks if n["name"].startswith(branch.notebook)
+                   and n["status"] == "ok"]
         found.append({"branch": branch.name, "verified": bool(by), "by": "; ".join(by)})
     found += [{"branch": text, "verified": False, "by": "needs two or more GPUs"}
               for text in SEVERAL_GPUS]
@@ -144,11 +146,15 @@ def summary_text(summary: dict, out: Path) -> str:
              "| step | status | seconds | what |", "| :-- | :-- | --: | :-- |"]
     lines += [f"| {s['name']} | {s['status']} | {s['seconds']:.0f} | {_cell(s['detail'])} |"
               for s in summary["steps"]]
-    lines += ["", "## Notebooks", "", "| notebook | status | seconds | cells run |",
-              "| :-- | :-- | --: | --: |"]
-    lines += [f"| {n['name']} | {_cell(n['status'])} | {n['seconds']:.0f} | "
-              f"{n['cells_run']} of {n['cells'] if n['cells'] is not None else '-'} |"
-              for n in summary["notebooks"]]
+    for title, key in (("Notebooks at smoke size", "smoke"), ("Notebooks at the check's size",
+                                                              "notebooks")):
+        if not summary.get(key):
+            continue
+        lines += ["", f"## {title}", "", "| notebook | status | seconds | cells run |",
+                  "| :-- | :-- | --: | --: |"]
+        lines += [f"| {n['name']} | {_cell(n['status'])} | {n['seconds']:.0f} | "
+                  f"{n['cells_run']} of {n['cells'] if n['cells'] is not None else '-'} |"
+                  for n in summary[key]]
     ladder = _ladder_table(out)
     if ladder:
         lines += ["", "## The ladder", "", "```", ladder, "```"]
@@ -182,8 +188,8 @@ def slug(device: str) -> str:
 def unpack(archive: Path, root: Path | None = None) -> Path:
     """The archive's evidence into root/pytorch-<gpu>/<when>/ (root: the reference's
     gpu-checks/, apart from the reference runs the lessons compare with): its summary
-    (gpu-check.json, summary.md), machine, logs, run records and ladder. Each executed
-    notebook goes to root/pytorch-<gpu>/notebooks/ where it is now the copy that stands
+    (gpu-check.json, summary.md), machine, logs, run records and ladder. Each notebook
+    executed at the check's size goes to root/pytorch-<gpu>/notebooks/ where it is now the copy that stands
     (report.executed_notebooks: a notebook stopped for time does not replace one that ran
     to its end). A rehearsal's archive is refused: it ran on no GPU."""
     from gpu_course.show.report import GPU_CHECKS, executed_notebooks
@@ -204,7 +210,7 @@ def unpack(archive: Path, root: Path | None = None) -> Path:
         if check.exists():
             raise ValueError(f"{archive}: the check of {summary['at']} is already committed "
                              f"in {check}")
-        shutil.copytree(tmp, check, ignore=shutil.ignore_patterns("notebooks"))
+        shutil.copytree(tmp, check, ignore=shutil.ignore_patterns("notebooks", "notebooks-smoke"))
         standing = executed_notebooks(root).get(target.name, {})
         for path in sorted((Path(tmp) / "notebooks").glob("*.ipynb")):
             if standing.get(path.name, {}).get("stamp") == stamp:
@@ -219,9 +225,9 @@ def readme_block(root: Path | None = None) -> str:
     root = Path(root or GPU_CHECKS)
     checks = gpu_checks(root)
     if not checks:
-        return ("No lesson has been executed on a GPU yet: CI runs every notebook on a CPU "
-                "in smoke mode, and `make gpu-check` on a machine with one GPU executes "
-                "the PyTorch lessons there and packs the evidence (`python -m "
+        return ("No lesson has been executed on a GPU yet: `make test` runs every notebook "
+                "on a CPU in smoke mode, and `make gpu-check` on a machine with one GPU "
+                "executes the PyTorch lessons there and packs the evidence (`python -m "
                 "tools.gpu_evidence ARCHIVE` commits it under `gpu_course/reference/`).")
     standing = executed_notebooks(root)
     folders = sorted({c["folder"] for c in checks})

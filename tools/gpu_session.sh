@@ -1,42 +1,55 @@
 #!/usr/bin/env bash
-# One GPU session's checks, prepared and rehearsed here, run there as one command:
+# The course's checks on a machine with one GPU, as one command within a time budget:
 #
-#   bash tools/gpu_session.sh [BUDGET_S] [NOTEBOOKS]     # e.g. 240, or 240 08,09,10; 0: no check
-#   bash tools/gpu_session.sh ladder [REPEATS] [MODEL] [PARTS]   # issue 26's reference
-#                               # instead: ladder 3, or ladder 1 wrn16_10, or ladder 2 ""
-#                               # machine,profiles,ladder (the traces lesson 12 compares first)
-#   bash tools/gpu_session.sh levers LEVERS [REPEATS]    # issue 28's other levers, a lease
-#                               # of their own: levers autotune,batch2048 3
+#   bash tools/gpu_session.sh [check] [--budget S] [--notebooks NN,NN] [--steps LIST]
+#   bash tools/gpu_session.sh ladder  [--budget S] [--repeats N] [--model NAME] [--parts LIST]
+#   (either with --rehearse: the same on a CPU, small, to try the command)
 #
-# `levers` runs tools.levers with those levers (default 2 walks) for at most 540 s: the
-# tuned rung as shipped against each, levers.txt and the runs in levers.tar.gz, whatever
-# finished (autotune compiles for minutes the first time, then hits inductor's cache).
+# In order:
+#   1. Where the machine's Python (python3, or $GPU_PYTHON) lacks Jupyter's kernel and
+#      client (ipykernel, nbclient), it installs the wheels in .whl/ into /tmp/site, with
+#      no network (`make gpu-wheels` fetches them on a machine that has one).
+#   2. nvidia-smi's view of the card, before anything runs: $OUT/nvidia-smi.csv.
+#   3. check (the default): tools.gpu_check within --budget seconds (default 480): every
+#      PyTorch notebook at smoke size, then at the check's size the most needed first,
+#      then the ladder, the gpu-marked tests and the monitor against nvidia-smi
+#      (`python -m tools.gpu_check --plan` lists it). It writes gpu-check.tar.gz,
+#      summary.md and gpu-check.json into $OUT.
+#      ladder: tools.reference's --parts (default machine,ladder: the reference ladder at
+#      full size) over --repeats walks (default 3, interleaved) of --model (default the
+#      ladder's ResNet-20), stopped after --budget seconds (default 600; one walk of
+#      ResNet-20's ladder took 171 s on an H200). Whatever it recorded, finished or not,
+#      is packed into $OUT/reference.tar.gz, beside ladder.txt (where the walk finished)
+#      and ladder-log.txt (`python -m tools.reference --summary FOLDER` reads the records).
 #
-# `ladder` runs tools.reference's PARTS (default machine,ladder: the reference ladder at
-# full size) for at most 540 s and packs whatever it recorded into reference.tar.gz,
-# finished or not (the records are the evidence; `gpu-course report` redraws the tables
-# from them here).
-# On the device machine (its own python3 with PyTorch and Triton, no Jupyter, no network)
-# from a copy of this checkout that carries .whl/ (`make gpu-wheels` here). In order of
-# priority, each under its own time limit:
-#   1. make gpu-check's plan within BUDGET_S (default 240 s): the notebooks and gpu-marked
-#      tests that no committed check ran without error on this GPU come first;
-#   2. the kernel rung's Triton kernels against F.conv2d on this GPU (conv_kernels.txt);
-#   3. the tuned rung as shipped against the Triton convolutions, the graphed validation
-#      pass and four steps a graph, in turn, two walks (tools.levers: levers.txt and the
-#      runs in levers.tar.gz; autotune and batch 2048 take the `levers` mode's lease);
-#   4. the convolution micro-benchmark, cuDNN's passes and the Triton kernels' against
-#      each pass's floor (conv_bench.txt).
-# Eight files land in $OUT (a device machine returns at most eight): the check's archive,
-# summary.md and JSON, nvidia-smi's view of the card before anything ran, and the four
-# above. At most 240 + 60 + 170 + 100 s and the wheels' install, about 9.5 minutes: run it
-# with timeout_s 590; with the machine's start about 5 minutes of a quarter-hour lease are
-# left, enough for a rerun of the last three (BUDGET_S 0). Nothing here changes the GPU's
-# settings.
+# $OUT defaults to ./gpu-session. Nothing here changes the GPU's settings.
 set -u
+usage="usage: gpu_session.sh [check|ladder] [--budget S] [--notebooks NN,NN] [--steps LIST]"\
+" [--repeats N] [--model NAME] [--parts LIST] [--rehearse]"
+fail() { echo "gpu-session: $1" >&2; echo "$usage" >&2; exit 2; }
+MODE=check
+case ${1:-} in check|ladder) MODE=$1; shift ;; esac
+BUDGET="" NOTEBOOKS="" STEPS="" REPEATS=3 MODEL="" PARTS=machine,ladder REHEARSE=""
+while [ $# -gt 0 ]; do
+    case $1 in
+        --budget|--notebooks|--steps|--repeats|--model|--parts)
+            [ $# -ge 2 ] || fail "$1 needs a value"
+            case $1 in
+                --budget) BUDGET=$2 ;; --notebooks) NOTEBOOKS=$2 ;; --steps) STEPS=$2 ;;
+                --repeats) REPEATS=$2 ;; --model) MODEL=$2 ;; --parts) PARTS=$2 ;;
+            esac
+            shift 2 ;;
+        --rehearse) REHEARSE=1; shift ;;
+        *) fail "$1 is not an option (the mode, check or ladder, comes first)" ;;
+    esac
+done
+if [ "$MODE" = check ]; then BUDGET=${BUDGET:-480}; else BUDGET=${BUDGET:-600}; fi
+[[ $BUDGET =~ ^[0-9]+$ ]] && [ "$BUDGET" -gt 0 ] || fail "--budget $BUDGET: a whole number of seconds above 0"
+[[ $REPEATS =~ ^[0-9]+$ ]] && [ "$REPEATS" -gt 0 ] || fail "--repeats $REPEATS: a whole number above 0"
+if [ "$MODE" = ladder ] && [ -n "$NOTEBOOKS$STEPS" ]; then fail "--notebooks and --steps are the check's"; fi
+
 OUT=${OUT:-gpu-session}
-PY=${GPU_PYTHON:-python3}     # the machine's own Python; a venv's to rehearse here
-REHEARSE=${GPU_SESSION_REHEARSE:+--quick}
+PY=${GPU_PYTHON:-python3}
 mkdir -p "$OUT"
 if ! $PY -c "import nbclient, ipykernel" 2>/dev/null; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -46,37 +59,18 @@ fi
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,power.limit \
     --format=csv > "$OUT/nvidia-smi.csv" 2>&1
-if [ "${1:-}" = ladder ]; then
-    REF=$(mktemp -d)/reference
-    timeout 540 $PY -m tools.reference --parts "${4:-machine,ladder}" --repeats "${2:-3}" \
-        ${3:+--model "$3"} $REHEARSE --out "$REF" > "$OUT/ladder-log.txt" 2>&1
-    echo "gpu-session: ladder exit $?"
-    cp "$REF/ladder.txt" "$OUT/" 2>/dev/null
-    tar -czf "$OUT/reference.tar.gz" -C "$(dirname "$REF")" reference
-    echo "gpu-session: done; $(find "$REF" -name run.json | wc -l) runs recorded"
-    exit 0
+
+if [ "$MODE" = check ]; then
+    $PY -m tools.gpu_check --budget "$BUDGET" ${NOTEBOOKS:+--notebooks "$NOTEBOOKS"} \
+        ${STEPS:+--steps "$STEPS"} ${REHEARSE:+--rehearse} --out "$OUT"
+    code=$?
+    echo "gpu-session: check exit $code"
+    exit $code
 fi
-if [ "${1:-}" = levers ]; then
-    WORK=$(mktemp -d)
-    timeout 540 $PY -m tools.levers $REHEARSE --levers "${2:?levers: name them, e.g. autotune,batch2048}" \
-        --repeats "${3:-2}" --out "$WORK" > "$OUT/levers-log.txt" 2>&1
-    echo "gpu-session: levers exit $?"
-    cp "$WORK/levers.tar.gz" "$WORK/levers.txt" "$OUT/" 2>/dev/null
-    echo "gpu-session: done; $(find "$WORK" -name run.json | wc -l) runs recorded"
-    exit 0
-fi
-if [ "${1:-240}" != 0 ]; then
-    $PY -m tools.gpu_check --budget "${1:-240}" ${2:+--notebooks "$2"} \
-        ${GPU_SESSION_REHEARSE:+--rehearse} --out "$OUT"
-fi
-timeout 60 $PY -m tools.conv_check > "$OUT/conv_kernels.txt" 2>&1
-echo "gpu-session: conv_kernels exit $?"
-WORK=$(mktemp -d)
-# three levers, each alone, two walks: each variant compiles once, then hits the cache
-# (the H200 reference's rung took 11 s a run, compilation included)
-timeout 170 $PY -m tools.levers $REHEARSE --levers triton,evalgraph,multistep --repeats 2 --out "$WORK" > "$WORK/log.txt" 2>&1
-echo "gpu-session: levers exit $?"
-cp "$WORK/levers.tar.gz" "$OUT/" 2>/dev/null
-if [ -f "$WORK/levers.txt" ]; then cp "$WORK/levers.txt" "$OUT/"; else tail -c 20000 "$WORK/log.txt" > "$OUT/levers.txt"; fi
-timeout 100 $PY -m tools.conv_bench $REHEARSE > "$OUT/conv_bench.txt" 2>&1   # SIGTERM: prints what it timed
-echo "gpu-session: done; conv_bench exit $?"
+REF=$(mktemp -d)/reference
+timeout "$BUDGET" $PY -m tools.reference --parts "$PARTS" --repeats "$REPEATS" \
+    ${MODEL:+--model "$MODEL"} ${REHEARSE:+--quick} --out "$REF" > "$OUT/ladder-log.txt" 2>&1
+echo "gpu-session: ladder exit $?"
+cp "$REF/ladder.txt" "$OUT/" 2>/dev/null
+tar -czf "$OUT/reference.tar.gz" -C "$(dirname "$REF")" reference
+echo "gpu-session: done; $(find "$REF" -name run.json | wc -l) runs recorded"

@@ -1,5 +1,5 @@
 """The large-batch recipe, measured: which batch and learning-rate schedule hold the naive
-rung's accuracy in the ladder's epochs (issue 26).
+rung's accuracy in the ladder's epochs.
 
     python -m tools.recipes --out gpu_course/reference/recipes-cpu    # every recipe, seed 0
     python -m tools.recipes --out DIR --recipes lars512_cos --seeds 0,1,2
@@ -42,7 +42,8 @@ RECIPES = {
 
 
 def base_config(quick: bool):
-    """The large-batch rung as the GPU ladder had it before issue 26, on this device: on a
+    """The large-batch rung as the GPU ladder had it before these recipes were measured
+    (batch 1024, LARS, no decay), on this device: on a
     CPU eager (the whole-step graph needs a GPU) and in bfloat16 on all its cores."""
     from gpu_course.ladder import RungName, rungs
     from gpu_course.tracks.torch import gpu_count

@@ -81,7 +81,7 @@ def profiles(out: Path, opts: Options) -> str:
     ladder = [r for r in rungs("pytorch", gpu_count(), quick=opts.quick, model=opts.model)
               if r.name != RungName.LONGER]
     said = []
-    # the tuned rung again with the kernel rung's Triton convolutions (issue 28): lesson 12
+    # the tuned rung again with the kernel rung's Triton convolutions: lesson 12
     # sets its kernels beside the tuned rung's
     triton = dataclasses.replace(ladder[-1], cfg=ladder[-1].cfg.replace(convolutions="triton"))
     for label, rung in ((RungName.NAIVE, ladder[0]), ("tuned", ladder[-1]),

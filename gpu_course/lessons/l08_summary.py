@@ -334,9 +334,7 @@ def regimes(light, heavy) -> Closing | None:
     from . import _display
     if not light or not heavy:
         print(f"No ladder of the GPU-bound regime is recorded beside this one yet: "
-              f"`gpu-course ladder --model {HEAVY_MODEL}` on a GPU records one, and `bash "
-              f"tools/gpu_session.sh ladder 1 {HEAVY_MODEL}` on a lent device machine records "
-              "the reference's.")
+              f"`gpu-course ladder --model {HEAVY_MODEL}` on a GPU records one.")
         return None
     frame = regimes_table(light, heavy)
     if not len(frame):

@@ -333,7 +333,7 @@ def _known(*values) -> bool:
     return all(v is not None and not math.isnan(v) for v in values)
 
 
-# -- what the GPU's time is spent on (issue 28: the tuned rung, and the kernel rung) --------
+# -- what the GPU's time is spent on (the tuned rung, and the kernel rung) ------------------
 KERNELS_AFTER = "tuned, Triton convolutions"   # the kernel rung's trace, where one is recorded
 
 
@@ -401,7 +401,7 @@ def kernel_closing(traces: dict) -> Closing:
             f"{say.cell(convs, b, '{:.2f}')} ms in '{before}', and all its kernels "
             f"{say.cell(total, a, '{:.2f}')} ms against {say.cell(total, b, '{:.2f}')} ms.")
     elif len(names) == 1 or KERNELS_AFTER not in names:
-        print(f"No trace of the kernel rung ('{KERNELS_AFTER}') is recorded beside these yet: "
-              "`python -m tools.reference --parts profiles` on a GPU records one "
-              "(profile-tuned-triton).")
+        print(f"No trace of the kernel rung ('{KERNELS_AFTER}') is recorded beside these yet. "
+              "`gpu-course profile --engine pytorch` on a GPU records a trace of your own run "
+              "(profile/trace.json.gz in its folder) to read the same way.")
     return say

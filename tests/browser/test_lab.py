@@ -1,4 +1,4 @@
-"""The course in a real browser (issue 15): JupyterLab of this track's environment in a
+"""The course in a real browser: JupyterLab of this track's environment in a
 headless Chromium; Run All in smoke mode, save, reopen, and the first cell on a kernel
 without gpu_course.
 

@@ -1,4 +1,4 @@
-"""Issue 11 in the Gluon track: faults end a run quickly, with a true status and an
+"""Faults in the Gluon track end a run quickly, with a true status and an
 error that names the cause. Real worker processes, real signals, real image files."""
 import importlib
 import os
@@ -122,7 +122,7 @@ class Ready(Dataset):
 def test_a_worker_that_died_after_its_batch_was_ready_is_named_and_nothing_hangs():
     """Its batch's arrays are fetched from the worker itself: this gave "Connection reset"
     or EOFError, then MXNet's Pool.terminate() waited forever for the queue lock the dead,
-    idle worker held (issue 31)."""
+    idle worker held, and the test hung."""
     loader = gdata.make_loader(Ready(), Experiment(batch_size=4, num_workers=1, train_size=64))
     batches = iter(loader)
     next(batches)

@@ -135,7 +135,7 @@ def test_skips_are_counted_across_loader_workers(index, tmp_path):
 
 def test_the_parsers_thread_count_line_is_held_back_and_other_lines_pass(rec, capfd):
     """Gluon lesson 09 printed MXNet's C++ "ImageRecordIOParser2: ... use 1 threads for
-    decoding" in its output (issue 17); anything else C++ writes still shows."""
+    decoding" in its output; anything else C++ writes still shows."""
     import os
 
     from gpu_course.tracks.gluon.recordio import _cpp_info_filtered

@@ -1,4 +1,4 @@
-"""Issue 10: MXNet fixes its operators' OpenMP threads when it is imported: every record
+"""MXNet fixes its operators' OpenMP threads when it is imported: every record
 says the count that ran, and a config asking for another count is refused."""
 import pytest
 

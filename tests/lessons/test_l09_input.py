@@ -126,7 +126,7 @@ def test_rung_ones_advice_of_more_workers_is_judged_by_rung_two(make_run, capsys
 
 
 def test_a_run_on_an_idle_cpu_without_ceilings_is_not_called_compute_bound(make_run, capsys):
-    """Issue 25: COMPUTE-BOUND was printed for a CPU two-thirds idle, no ceiling measured."""
+    """COMPUTE-BOUND was once printed for a CPU two-thirds idle, no ceiling measured."""
     runs = ladder(make_run, (300, 1800))
     runs[1].host["cpu_percent"] = 33.0
     l09_input.conclude(runs)

@@ -146,7 +146,7 @@ def test_sizes():
         sizes("12", activ=3)
 
 
-# -- what the GPU's time is spent on (issue 28) -------------------------------------------
+# -- what the GPU's time is spent on ------------------------------------------------------
 def _trace_file(path, kernels: list[tuple[str, float]], steps: int = 3, gap_us: float = 0.0):
     """A gzipped GPU trace of `steps` steps, each running `kernels` (name, us) back to back
     and then idling gap_us."""
@@ -202,4 +202,6 @@ def test_the_reference_traces_name_the_convolutions_and_ask_for_the_kernel_rung_
     assert say.check() == []
     assert "are convolutions (cuDNN)" in say.text
     if l12.KERNELS_AFTER not in traces:
-        assert "python -m tools.reference --parts profiles" in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert "`gpu-course profile --engine pytorch` on a GPU records a trace" in out
+        assert "tools." not in out   # a command the attendee can run

@@ -1,4 +1,4 @@
-"""Issue 11 in the PyTorch track: the same faults as the Gluon track's, the same
+"""Faults in the PyTorch track: the same faults as the Gluon track's, the same
 answers. Real worker processes, real signals, real image files."""
 import importlib
 import os

@@ -1,8 +1,8 @@
-"""`make gpu-check`'s plan, rehearsed on this CPU with smoke sizes (what CI runs), so the
-command a rare GPU session depends on cannot rot: a real subprocess, real notebooks in
-real kernels, the real ladder and tests, under the real budget."""
+"""`make gpu-check` and tools/gpu_session.sh, rehearsed on this CPU: the plan as the real
+command prints it (no notebook runs for that), one real rehearsal that executes lesson 01
+in a real kernel and packs the evidence, and the session script's own plumbing."""
 import json
-import re
+import os
 import subprocess
 import sys
 import tarfile
@@ -12,44 +12,94 @@ import pytest
 
 from tools import gpu_check, gpu_evidence
 
+LESSONS = sorted(p.name for p in gpu_check.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def gpu_check_command(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "tools.gpu_check", *args], cwd=gpu_check.REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def planned(stdout: str) -> list[tuple[str, str]]:
+    """(step, notebook) for each line of a printed plan."""
+    rows = []
+    for line in stdout.splitlines()[1:]:
+        words = line.split()
+        rows.append((words[1], words[2] if words[2].endswith(".ipynb") else ""))
+    return rows
+
+
+def test_the_plan_runs_every_notebook_at_smoke_size_before_any_at_the_check_s():
+    done = gpu_check_command("--rehearse", "--plan")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("gpu-check plan on no GPU (a rehearsal: smoke sizes), "
+                                  f"a budget of {gpu_check.REHEARSAL_BUDGET_S} s:")
+    rows = planned(done.stdout)
+    assert len(LESSONS) == 16
+    smoke = [n for step, n in rows if step == "smoke"]
+    assert smoke == sorted(p.name for p in gpu_check.NOTEBOOKS.glob("*.ipynb"))   # lesson order
+    assert set(LESSONS) <= set(smoke)
+    assert [step for step, _ in rows] == ["smoke"] * len(smoke) + ["check"] * len(smoke) + [
+        "ladder", "tests", "smi"]
+    assert sorted(n for step, n in rows if step == "check") == smoke
+    ends = [float(line.split(" by ")[1].split()[0]) for line in done.stdout.splitlines()[1:]]
+    assert ends == sorted(ends) and ends[-1] < gpu_check.REHEARSAL_BUDGET_S
+
+
+def test_on_a_gpu_the_check_pass_starts_with_the_lessons_never_executed_there():
+    """Planned for the committed H200 checks: the lessons no check executed there come
+    first, then those whose copy ended in an error, then those stopped for time, and the
+    lessons whose copy ran without error last."""
+    from gpu_course.show.report import executed_notebooks
+    standing = executed_notebooks().get("pytorch-h200", {})
+    done = gpu_check_command("--plan", "NVIDIA H200", "--steps", "smoke,check")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("gpu-check plan on NVIDIA H200, a budget of 480 s:")
+    check = [n for step, n in planned(done.stdout) if step == "check"]
+
+    def rank(name):
+        said = standing.get(name, {}).get("status")
+        return 0 if said is None else 3 if said == "ok" else 2 if said.startswith("stopped") else 1
+    assert [rank(n) for n in check] == sorted(rank(n) for n in check)
+    assert [n for n in check if rank(n) == 0] == sorted(set(LESSONS) - set(standing))
+    assert "(never executed on this GPU)" in done.stdout
+
 
 @pytest.fixture(scope="module")
 def rehearsal(tmp_path_factory):
+    """The one real execution: the smoke pass of lesson 01 in a real kernel, under a
+    budget that a slow machine cannot exhaust (the budget's cuts are tested on their own)."""
     out = tmp_path_factory.mktemp("gpu-check")
-    # one notebook and a budget that a slow machine cannot exhaust: the verdicts below do
-    # not depend on how fast this machine is (the budget's cuts are tested on their own)
-    done = subprocess.run([sys.executable, "-m", "tools.gpu_check", "--rehearse", "--budget",
-                           "600", "--notebooks", "01", "--out", str(out)],
-                          cwd=gpu_check.REPO, capture_output=True, text=True, timeout=1200)
+    done = gpu_check_command("--rehearse", "--budget", "600", "--notebooks", "01",
+                             "--steps", "smoke", "--out", str(out), timeout=900)
     return out, done
 
 
-def test_the_rehearsal_runs_every_step_within_its_budget_and_packs_the_evidence(rehearsal):
+def test_the_rehearsal_executes_the_notebook_and_packs_the_evidence(rehearsal):
     out, done = rehearsal
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    # three files come back, whatever ran: a device machine returns only a few
+    # three files in --out; everything else is inside the archive
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [gpu_check.ARCHIVE, gpu_check.SUMMARY, "summary.md"])
     summary = json.loads((out / gpu_check.SUMMARY).read_text())
     assert summary["rehearsal"] and summary["budget_s"] == 600
     assert summary["wall_s"] <= summary["budget_s"] + gpu_check.STOP_GRACE_S
-    assert [s["name"] for s in summary["steps"]] == list(gpu_check.STEPS)
-    steps = {s["name"]: s for s in summary["steps"]}
-    assert steps["ladder"]["status"] == "ran" and "finished" in steps["ladder"]["detail"]
-    assert steps["tests"]["status"] == "ran"
-    notebooks = summary["notebooks"]
-    assert [n["name"] for n in notebooks] == ["01_naive.ipynb"]
-    assert notebooks[0]["status"] == "ok", notebooks[0]
-    assert notebooks[0]["cells_run"] == notebooks[0]["cells"]
+    assert summary["plan"] == [{"step": "smoke", "notebook": "01_naive.ipynb", "why": ""}]
+    assert [s["name"] for s in summary["steps"]] == ["smoke"]
+    assert summary["notebooks"] == []   # no pass at the check's size was asked for
+    (notebook,) = summary["smoke"]
+    assert notebook["status"] == "ok" and notebook["size"] == "smoke", notebook
+    assert notebook["cells_run"] == notebook["cells"]
     with tarfile.open(out / gpu_check.ARCHIVE) as tar:
         names = tar.getnames()
-        executed = nbformat.reads(tar.extractfile(f"notebooks/{notebooks[0]['name']}").read()
+        executed = nbformat.reads(tar.extractfile("notebooks-smoke/01_naive.ipynb").read()
                                   .decode(), as_version=4)
-    assert {"summary.md", gpu_check.SUMMARY, "machine.json", "ladder.log"} <= set(names)
+    assert {"summary.md", gpu_check.SUMMARY, "machine.json"} <= set(names)
     assert any(cell.get("outputs") for cell in executed.cells)   # the copy keeps what it printed
     text = (out / "summary.md").read_text()
-    assert "(a CPU rehearsal)" in text and "| 01_naive.ipynb | ok |" in text
-    assert "needs two or more GPUs" in text
+    assert "(a CPU rehearsal)" in text and "## Notebooks at smoke size" in text
+    assert "| 01_naive.ipynb | ok |" in text and "needs two or more GPUs" in text
+    assert "gpu-check plan on no GPU (a rehearsal: smoke sizes)" in done.stdout
     assert "GPU check: no GPU" in done.stdout
 
 
@@ -63,9 +113,17 @@ def test_bad_options_are_refused_by_name():
     for args, said in ((["--budget", "5"], "--budget=5 must be 60..3600 seconds"),
                        (["--steps", "ladder,bench"], "--steps=ladder,bench: allowed"),
                        (["--notebooks", "99"], "--notebooks 99: no such PyTorch notebook")):
-        done = subprocess.run([sys.executable, "-m", "tools.gpu_check", *args], cwd=gpu_check.REPO,
-                              capture_output=True, text=True, timeout=120)
+        done = gpu_check_command(*args)
         assert done.returncode == 2 and said in done.stderr, done.stderr
+
+
+def test_the_ladder_the_check_walks_is_one_the_command_line_accepts(tmp_path):
+    from gpu_course.cli import build_parser
+    for rehearse in (True, False):
+        command, _ = gpu_check.ladder_command(tmp_path, rehearse, 60)
+        assert command[1:3] == ["-m", "gpu_course.cli"]
+        args = build_parser().parse_args(command[3:])
+        assert args.verb == "ladder" and args.quick
 
 
 def test_a_notebook_past_its_time_is_stopped_in_its_cell_and_keeps_what_it_ran(tmp_path):
@@ -77,7 +135,7 @@ def test_a_notebook_past_its_time_is_stopped_in_its_cell_and_keeps_what_it_ran(t
                                          nbformat.v4.new_code_cell("print('never')")])
     path = tmp_path / "07_slow.ipynb"
     nbformat.write(nb, path)
-    result = gpu_check.run_notebook(path, tmp_path / "kept", time.monotonic() + 20)
+    result = gpu_check.run_notebook(path, tmp_path / "kept", time.monotonic() + 12)
     assert result["status"] == "stopped in code cell 2 of 3: the notebooks' time was up"
     assert result["cells_run"] == 1 and result["seconds"] < 60
     kept = nbformat.read(tmp_path / "kept" / path.name, as_version=4)
@@ -105,81 +163,83 @@ def test_the_gpu_tests_that_no_committed_check_passed_on_this_gpu_run_first(tmp_
     assert gpu_check.gpu_tests(None) == [gpu_check.GPU_TESTS]     # a rehearsal runs the folder
 
 
-def test_the_session_script_runs_its_steps_after_the_check_and_leaves_at_most_eight_files(tmp_path):
-    """tools/gpu_session.sh, rehearsed without its check (BUDGET 0; the check's own
-    rehearsal is above): the kernels' check, the levers and the micro-benchmark each
-    leave their file, and nothing more than a device machine returns (8 files)."""
-    import os
-    done = subprocess.run(["bash", "tools/gpu_session.sh", "0"], cwd=gpu_check.REPO,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "OUT": str(tmp_path), "GPU_SESSION_REHEARSE": "1",
-                               "GPU_PYTHON": sys.executable})
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "gpu-session: levers exit 0" in done.stdout
-    assert "gpu-session: done; conv_bench exit 0" in done.stdout
-    names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["conv_bench.txt", "conv_kernels.txt", "levers.tar.gz", "levers.txt",
-                     "nvidia-smi.csv"] and len(names) + 3 <= 8   # + the check's three
-    assert "the kernels cannot run here" in (tmp_path / "conv_kernels.txt").read_text()
-    # the levers: the rung as shipped, with Triton convolutions, with the graphed
-    # validation and four steps a graph, alternating, a seed a walk, each lever judged
-    # against the rung over the two walks, its accuracy, GPU-Util and validation time beside
-    text = (tmp_path / "levers.txt").read_text()
-    assert "\ntriton: samples/s ×" in text and "over 2 runs) against the rung as shipped" in text
-    assert "\nmultistep: samples/s ×" in text
-    assert re.search(r"\nevalgraph: samples/s .*; validation accuracy [\d.]+(–[\d.]+)?% "
-                     r"against [\d.]+(–[\d.]+)?%; GPU-Util - against -; a validation pass "
-                     r"[\d.]+(–[\d.]+)? ms against [\d.]+(–[\d.]+)? ms", text), text
-    with tarfile.open(tmp_path / "levers.tar.gz") as tar:
-        tar.extractall(tmp_path / "levers", filter="data")
-    from gpu_course.measure.records import load_runs
-    runs = load_runs(tmp_path / "levers" / "runs")
-    assert [(r.name, r.config["seed"], r.config["convolutions"], r.config["graphed_eval"],
-             r.config["graph_steps"]) for r in runs] == [
-        ("tuned, as shipped", 0, "cudnn", False, 1), ("tuned, triton", 0, "triton", False, 1),
-        ("tuned, evalgraph", 0, "cudnn", True, 1), ("tuned, multistep", 0, "cudnn", False, 4),
-        ("tuned, as shipped", 1, "cudnn", False, 1), ("tuned, triton", 1, "triton", False, 1),
-        ("tuned, evalgraph", 1, "cudnn", True, 1), ("tuned, multistep", 1, "cudnn", False, 4)]
-
-
-def test_the_session_script_in_ladder_mode_packs_what_the_reference_recorded(tmp_path):
-    """`gpu_session.sh ladder 3 wrn16_10` (issue 26's reference, a lease of its own) hands
-    tools.reference the walks and network, and packs the records into one archive with
-    ladder.txt beside, also when the time limit cut the walk. The reference's own parts are
-    tested in tests/test_reference.py; here a stand-in interpreter records what it was
-    asked and writes one run, so the shell's plumbing is what runs."""
-    import os
+# -- tools/gpu_session.sh: a stand-in interpreter records what it was asked, so the shell's
+# plumbing is what runs (the check's own rehearsal is above; tools.reference's parts are
+# tested in tests/test_reference.py)
+@pytest.fixture
+def session(tmp_path):
     fake = tmp_path / "python"
     fake.write_text("#!/bin/bash\n"
                     "[ \"$1\" = -c ] && exit 0\n"
                     "echo \"$@\" > \"$ASKED\"\n"
                     "while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; shift; done\n"
                     "mkdir -p \"$out/ladder-pytorch-1/r1\" && echo '{}' > \"$out/ladder-pytorch-1/r1/run.json\"\n"
-                    "echo table > \"$out/ladder.txt\"\n")
+                    "echo table > \"$out/ladder.txt\"\n"
+                    "exit ${EXIT:-0}\n")
     fake.chmod(0o755)
-    out = tmp_path / "out"
-    done = subprocess.run(["bash", "tools/gpu_session.sh", "ladder", "3", "wrn16_10"],
-                          cwd=gpu_check.REPO, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "OUT": str(out), "GPU_PYTHON": str(fake),
-                               "ASKED": str(tmp_path / "asked.txt")})
+
+    def run(*args, out="out", **env):
+        done = subprocess.run(["bash", "tools/gpu_session.sh", *args], cwd=gpu_check.REPO,
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "OUT": str(tmp_path / out), "GPU_PYTHON": str(fake),
+                                   "ASKED": str(tmp_path / "asked.txt"), **env})
+        asked = (tmp_path / "asked.txt").read_text() if (tmp_path / "asked.txt").exists() else ""
+        return done, asked, tmp_path / out
+    return run
+
+
+def test_the_session_script_runs_the_check_within_the_budget_it_is_given(session):
+    done, asked, out = session("--budget", "300", "--notebooks", "08,09")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert asked.split() == ["-m", "tools.gpu_check", "--budget", "300", "--notebooks", "08,09",
+                             "--out", str(out)]
+    assert (out / "nvidia-smi.csv").is_file() and "gpu-session: check exit 0" in done.stdout
+    done, asked, _ = session("check", "--rehearse", "--steps", "smoke", out="again", EXIT="1")
+    assert done.returncode == 1 and "gpu-session: check exit 1" in done.stdout
+    assert "--budget 480 --steps smoke --rehearse" in asked
+
+
+def test_the_session_script_in_ladder_mode_packs_what_the_reference_recorded(session):
+    """`ladder --repeats 3 --model wrn16_10` reaches tools.reference, and the records are
+    packed into one archive with ladder.txt beside, also when the budget cut the walk."""
+    done, asked, out = session("ladder", "--repeats", "3", "--model", "wrn16_10")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gpu-session: done; 1 runs recorded" in done.stdout
-    asked = (tmp_path / "asked.txt").read_text().split()
-    assert asked[:4] == ["-m", "tools.reference", "--parts", "machine,ladder"]
-    assert "--repeats 3 --model wrn16_10" in " ".join(asked) and "--quick" not in asked
+    assert asked.split()[:4] == ["-m", "tools.reference", "--parts", "machine,ladder"]
+    assert "--repeats 3 --model wrn16_10" in asked and "--quick" not in asked
     assert sorted(p.name for p in out.iterdir()) == [
         "ladder-log.txt", "ladder.txt", "nvidia-smi.csv", "reference.tar.gz"]
     with tarfile.open(out / "reference.tar.gz") as tar:
         assert "reference/ladder-pytorch-1/r1/run.json" in tar.getnames()
     # the traces first (lesson 12's before and after), the ladder's network as it is
-    again = subprocess.run(["bash", "tools/gpu_session.sh", "ladder", "2", "",
-                            "machine,profiles,ladder"], cwd=gpu_check.REPO, capture_output=True,
-                           text=True, timeout=120,
-                           env={**os.environ, "OUT": str(tmp_path / "again"),
-                                "GPU_PYTHON": str(fake), "ASKED": str(tmp_path / "asked.txt")})
-    assert again.returncode == 0, again.stdout + again.stderr
-    asked = (tmp_path / "asked.txt").read_text()
-    assert "--parts machine,profiles,ladder --repeats 2 --out" in asked and "--model" not in asked
+    done, asked, _ = session("ladder", "--repeats", "2", "--parts", "machine,profiles,ladder",
+                             "--rehearse", out="again")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "--parts machine,profiles,ladder --repeats 2 --quick --out" in asked
+    assert "--model" not in asked
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--budget", "ten"], "--budget ten: a whole number of seconds above 0"),
+    (["ladder", "--repeats", "0"], "--repeats 0: a whole number above 0"),
+    (["--levers", "autotune"], "--levers is not an option"),
+    (["ladder", "--notebooks", "08"], "--notebooks and --steps are the check's"),
+    (["--budget"], "--budget needs a value")])
+def test_the_session_script_refuses_what_it_does_not_know_and_runs_nothing(session, args, said):
+    done, asked, out = session(*args)
+    assert done.returncode == 2 and said in done.stderr, done.stderr
+    assert asked == "" and not out.exists()
+
+
+def test_the_session_script_stops_when_jupyter_cannot_be_installed(session, tmp_path):
+    """A Python without Jupyter's kernel and client, and no wheels to install from."""
+    bare = tmp_path / "bare"
+    bare.write_text("#!/bin/bash\n[ \"$1\" = -c ] && exit 1\n"
+                    "[ \"$1 $2\" = \"-m pip\" ] && exit 1\necho \"$@\" > \"$ASKED\"\n")
+    bare.chmod(0o755)
+    done, asked, _ = session(GPU_PYTHON=str(bare))
+    assert done.returncode == 1 and "the wheels in .whl/ did not install" in done.stdout
+    assert asked == ""
 
 
 def test_the_check_times_its_ladder_by_the_reference_s_resnet20_ladder(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""The validation pass as one CUDA graph (issue 28's evaluation lever): the same accuracy
+"""The validation pass as one CUDA graph (a lever on the tuned rung): the same accuracy
 as the eager pass, the same program every pass with no host read inside (what a graph
 can replay), eagerly on the CPU and captured where a GPU is present (marker `gpu`)."""
 import numpy as np

@@ -157,7 +157,7 @@ def test_a_plan_drawn_ahead_is_the_plan_the_epoch_would_draw(small_cfg):
     assert torch.equal(ahead.plan, twin.plan)
 
 
-# -- several steps a launch (graph_steps, issue 28's multistep lever) -----------------------
+# -- several steps a launch (graph_steps, the multistep lever) ------------------------------
 def _walk(stepper, epochs):
     for epoch in range(epochs):
         stepper.start_epoch(epoch)

@@ -256,7 +256,7 @@ def test_a_rung_that_fails_is_recorded_and_the_ladder_goes_on(monkeypatch, tmp_p
 
 def test_the_bookkeeping_of_a_step_dispatches_no_operator(small_cfg):
     """What gc.record adds to a step costs the device nothing: the steps' losses and
-    hits are added up after the epoch's sync (was: two additions a step, issue 14)."""
+    hits are added up after the epoch's sync (it was once two additions a step)."""
     from gpu_course.tracks.torch.op_count import count_ops
     loss, hits = torch.tensor(2.25), torch.tensor([True, False, True, True])
     with gc.record(small_cfg.replace(epochs=1, warmup_steps=0), progress=False,
@@ -294,7 +294,7 @@ def test_repeated_rungs_interleave_and_report_their_runs_spread(monkeypatch, tmp
 
 
 def test_threads_set_for_the_run_are_recorded_and_the_previous_count_restored(small_cfg):
-    """Issue 10: the thread rung runs and records its intra-op threads, and later runs in
+    """The thread rung runs and records its intra-op threads, and later runs in
     the process get the count they had before."""
     torch.set_num_threads(2)
     try:

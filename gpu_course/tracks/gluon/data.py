@@ -116,7 +116,7 @@ class WatchedDataLoader(DataLoader):
     is fetched: its arrays come through the worker that made them (a file descriptor
     it hands over), so a worker that died after its batch was ready gave "Connection
     reset" or EOFError. MXNet then ends the pool with Pool.terminate(), which waits
-    forever for the task queue's lock when the dead worker held it (issue 31): the pool
+    forever for the task queue's lock when the dead worker held it (a test hung there): the pool
     is ended the way a stopped run ends it instead (`end_pool`). Its pool never replaces
     a worker that died (`_WATCHED`)."""
 
