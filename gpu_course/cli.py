@@ -192,8 +192,9 @@ def _data(args) -> int:
     from . import data
     if args.kind == "folder":
         from .data import folder
-        path = folder.generate_folder(args.out, classes=args.classes, per_class=args.per_class,
-                                      seed=args.seed, overwrite=args.overwrite)
+        path = folder.generate_folder(args.out, folder.Photos(args.classes, args.per_class,
+                                                              args.seed),
+                                      overwrite=args.overwrite)
         print(f"wrote {args.classes * args.per_class:,} JPEGs in {args.classes} class folders "
               f"to {path}")
         return 0

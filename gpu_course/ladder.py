@@ -185,13 +185,13 @@ def ensure_photos(cfg: Experiment, progress: bool = False) -> None:
     """Write the photo folder a CPU rung reads (cfg.data_dir, sized for its train and test
     sizes) unless it is there complete (then: nothing to do), and say what it cost."""
     import time
-    from .data.folder import MANIFEST, generate_folder
+    from .data.folder import MANIFEST, Photos, generate_folder
     folder = Path(cfg.data_dir)
     low, high = PHOTO_SIDES
     per_class = _photos_per_class(cfg.train_size, cfg.test_size)
     written = (folder / MANIFEST).exists()  # complete: generate_folder checks its settings
     start = time.perf_counter()
-    generate_folder(folder, classes=10, per_class=per_class, min_side=low, max_side=high,
+    generate_folder(folder, Photos(classes=10, per_class=per_class, min_side=low, max_side=high),
                     progress=progress)
     if written:
         return

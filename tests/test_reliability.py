@@ -163,7 +163,7 @@ def test_folder_overwrite_keeps_unrelated_files_and_refuses_foreign_folders(tmp_
     (root / "my-notes.txt").write_text("mine")
     (root / "zz.mine").mkdir()
     (root / "zz.mine" / "photo.jpg").write_bytes(b"mine")
-    folder.generate_folder(root, classes=3, per_class=2, min_side=40, max_side=60,
+    folder.generate_folder(root, folder.Photos(classes=3, per_class=2, min_side=40, max_side=60),
                            workers=1, progress=False, overwrite=True)
     assert (root / "my-notes.txt").read_text() == "mine"
     assert (root / "zz.mine" / "photo.jpg").read_bytes() == b"mine"
@@ -172,7 +172,7 @@ def test_folder_overwrite_keeps_unrelated_files_and_refuses_foreign_folders(tmp_
     (foreign / "cats").mkdir(parents=True)
     (foreign / "cats" / "1.jpg").write_bytes(b"cat")
     with pytest.raises(folder.DataError, match="did not write"):
-        folder.generate_folder(foreign, classes=2, per_class=2, overwrite=True,
+        folder.generate_folder(foreign, folder.Photos(classes=2, per_class=2), overwrite=True,
                                workers=1, progress=False)
     assert (foreign / "cats" / "1.jpg").read_bytes() == b"cat"
 
