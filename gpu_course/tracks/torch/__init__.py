@@ -21,6 +21,7 @@ from ...analyse.memory import memory_of
 from ...lessons.exercises import check, solution as _solution
 from ...experiments import sweep as _sweep
 from ...measure.records import OutOfMemory, load_run, load_runs
+from ...measure.timing import Workload
 from .data import ImageDataset, make_loader
 from .datasets import load_data, load_datasets
 from .io_data import prepare_data
@@ -39,7 +40,7 @@ from .train import COMPILE_BACKEND_ENV, build, train
 
 __all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
-           "get_model", "inference_net", "time_inference", "build", "record", "train", "evaluate", "Precision", "to_device",
+           "get_model", "inference_net", "time_inference", "Workload", "build", "record", "train", "evaluate", "Precision", "to_device",
            "lr_scheduler", "lr_curve", "make_optimizer",
            "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
 
