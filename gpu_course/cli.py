@@ -246,11 +246,11 @@ def _run(args) -> int:
 
 def _ladder(args) -> int:
     from .show import report
-    from .ladder import run_ladder
+    from .ladder import Walk, run_ladder
     engine = _engine(args.engine)
     only = [r.strip() for r in args.rungs.split(",")] if args.rungs else None
-    runs, paths = run_ladder(engine, quick=args.quick, runs_dir=args.runs_dir, out=args.out,
-                             only=only, repeats=args.repeats, train_size=args.train_size,
+    runs, paths = run_ladder(engine, quick=args.quick, walk=Walk(only, repeats=args.repeats),
+                             runs_dir=args.runs_dir, out=args.out, train_size=args.train_size,
                              test_size=args.test_size, epochs=args.epochs, model=args.model)
     print()
     from .ladder import RUNG_SETTINGS, adapter, closing_lines
