@@ -2,7 +2,7 @@ import pytest
 
 from gpu_course.experiments import sweep
 from gpu_course.ladder import rungs
-from gpu_course.measure.records import OutOfMemory, RunRecord, load_run
+from gpu_course.measure.records import OutOfMemory, Ran, RunRecord, load_run
 
 
 @pytest.mark.parametrize("engine, names", [
@@ -62,7 +62,7 @@ def test_sweep_marks_oom_and_goes_on(runs_dir):
     from gpu_course.config import Experiment
 
     def train(cfg):
-        rec = RunRecord(cfg.to_dict(), "gluon", runs_dir=runs_dir, hardware_info={})
+        rec = RunRecord(cfg.to_dict(), Ran("gluon"), runs_dir=runs_dir, hardware_info={})
         if cfg.batch_size > 256:
             err = OutOfMemory(f"batch {cfg.batch_size} does not fit")
             with pytest.raises(OutOfMemory):
@@ -167,7 +167,7 @@ def test_the_cpu_ladder_checks_that_its_last_rung_learned(runs_dir):
     from gpu_course.ladder import closing_lines
 
     def finished(name, val_acc):
-        rec = RunRecord(Experiment(name=name, model="tiny").to_dict(), "gluon",
+        rec = RunRecord(Experiment(name=name, model="tiny").to_dict(), Ran("gluon"),
                         runs_dir=runs_dir, hardware_info={})
         rec.add_epoch({"epoch": 0, "epoch_time_s": 1.0, "samples": 64, "val_acc": val_acc})
         rec.finish()
@@ -189,8 +189,8 @@ def _finished(runs_dir, name, engine="pytorch", threads=2, workers=0, loadavg=No
     facts = {"threads": {"intra_op": threads, **({"intra_op_from": source} if source else {})},
              "cpu_count": 2}
     rec = RunRecord(Experiment(name=name, engine=engine, model="tiny", num_workers=workers
-                               ).to_dict(), engine, runs_dir=runs_dir, hardware_info={},
-                    facts=facts)
+                               ).to_dict(), Ran(engine, facts=facts), runs_dir=runs_dir,
+                    hardware_info={})
     if loadavg is not None:
         rec.meta["load"]["start"] = {"loadavg_1m": loadavg, "process_cpu_s": 0.0, "wall": 0.0,
                                      "cpu_count": 2}

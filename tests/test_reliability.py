@@ -103,7 +103,7 @@ def test_a_stored_non_finite_value_loads_back_or_is_a_clear_error(tmp_path):
     # an infinite step is no epoch: refused by name (it overflowed in the scheduler)
     with pytest.raises(ValueError, match=r"lr_steps=\(2, inf\) must be positive, finite"):
         Experiment(lr_scheduler="multifactor", lr_steps=(2, math.inf))
-    record = records.RunRecord(cfg.to_dict(), "gluon", runs_dir=tmp_path,
+    record = records.RunRecord(cfg.to_dict(), records.Ran("gluon"), runs_dir=tmp_path,
                                hardware_info={"gpus": []})
     record.finish()
     assert Experiment.from_dict(records.load_run(record.path).config) == cfg
@@ -325,7 +325,7 @@ def test_running_out_of_space_while_writing_data_is_one_line_and_leaves_nothing(
 
 # -- records that tell the truth ---------------------------------------------------------
 def test_a_corrupt_run_json_is_skipped_with_a_warning_naming_it(runs_dir):
-    good = records.RunRecord({"name": "good"}, "gluon", runs_dir=runs_dir,
+    good = records.RunRecord({"name": "good"}, records.Ran("gluon"), runs_dir=runs_dir,
                              hardware_info={"gpus": []})
     good.finish()
     bad = runs_dir / "ladder" / "20260101-000000-bad-0000" / "run.json"
