@@ -4,7 +4,7 @@ Same public names as `gpu_course.tracks.gluon`, so a lesson reads the same in bo
 gpu_count, try_devices, load_datasets, prepare_data, make_loader, load_data,
 get_model, build, record, train, evaluate, lr_scheduler, sweep, plus Experiment,
 load_run(s), metrics, plots and report; and the
-PyTorch-only pieces: LARS, Signum, GpuLoader, lr_curve, make_optimizer.
+PyTorch-only pieces: LARS, Signum, GpuLoader (and its Batches), lr_curve, make_optimizer.
 
 Inside this package `import torch` is PyTorch itself (imports are absolute); this
 package is `gpu_course.tracks.torch`.
@@ -27,7 +27,7 @@ from .datasets import load_data, load_datasets
 from .io_data import prepare_data
 from .devices import gpu_count, try_devices
 from .inference import inference_net, time_inference
-from .gpu_loader import GpuLoader
+from .gpu_loader import Batches, GpuLoader
 from .lars import LARS
 from .signum import Signum
 from .models import get_model
@@ -42,7 +42,7 @@ __all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solut
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
            "get_model", "inference_net", "time_inference", "Workload", "build", "record", "train", "evaluate", "Precision", "to_device",
            "lr_scheduler", "lr_curve", "make_optimizer",
-           "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
+           "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "Batches", "ImageDataset", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
 
 
 def solution(exercise: str) -> None:
