@@ -192,8 +192,9 @@ def _data(args) -> int:
     from . import data
     if args.kind == "folder":
         from .data import folder
-        path = folder.generate_folder(args.out, classes=args.classes, per_class=args.per_class,
-                                      seed=args.seed, overwrite=args.overwrite)
+        path = folder.generate_folder(args.out, folder.Photos(args.classes, args.per_class,
+                                                              args.seed),
+                                      overwrite=args.overwrite)
         print(f"wrote {args.classes * args.per_class:,} JPEGs in {args.classes} class folders "
               f"to {path}")
         return 0
@@ -245,11 +246,11 @@ def _run(args) -> int:
 
 def _ladder(args) -> int:
     from .show import report
-    from .ladder import run_ladder
+    from .ladder import Walk, run_ladder
     engine = _engine(args.engine)
     only = [r.strip() for r in args.rungs.split(",")] if args.rungs else None
-    runs, paths = run_ladder(engine, quick=args.quick, runs_dir=args.runs_dir, out=args.out,
-                             only=only, repeats=args.repeats, train_size=args.train_size,
+    runs, paths = run_ladder(engine, quick=args.quick, walk=Walk(only, repeats=args.repeats),
+                             runs_dir=args.runs_dir, out=args.out, train_size=args.train_size,
                              test_size=args.test_size, epochs=args.epochs, model=args.model)
     print()
     from .ladder import RUNG_SETTINGS, adapter, closing_lines

@@ -185,13 +185,13 @@ def ensure_photos(cfg: Experiment, progress: bool = False) -> None:
     """Write the photo folder a CPU rung reads (cfg.data_dir, sized for its train and test
     sizes) unless it is there complete (then: nothing to do), and say what it cost."""
     import time
-    from .data.folder import MANIFEST, generate_folder
+    from .data.folder import MANIFEST, Photos, generate_folder
     folder = Path(cfg.data_dir)
     low, high = PHOTO_SIDES
     per_class = _photos_per_class(cfg.train_size, cfg.test_size)
     written = (folder / MANIFEST).exists()  # complete: generate_folder checks its settings
     start = time.perf_counter()
-    generate_folder(folder, classes=10, per_class=per_class, min_side=low, max_side=high,
+    generate_folder(folder, Photos(classes=10, per_class=per_class, min_side=low, max_side=high),
                     progress=progress)
     if written:
         return
@@ -325,18 +325,33 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     return ladder
 
 
-def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = None,
-               out: str | Path | None = None, only: list[str] | None = None,
-               progress: bool = False, repeats: int = 1, first: int | None = None,
+@dataclass(frozen=True)
+class Walk:
+    """Which rungs `run_ladder` walks and how often: the rungs named in `only` (None:
+    every one), then the `first` of those (None: all), the whole walk `repeats` times."""
+
+    only: tuple | None = None
+    first: int | None = None
+    repeats: int = 1
+
+    def __post_init__(self):
+        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) \
+                or self.repeats < 1:
+            raise ValueError(f"repeats={self.repeats!r} must be an integer >= 1")
+        if self.only is not None:
+            object.__setattr__(self, "only", tuple(self.only))
+
+
+def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
+               runs_dir: str | Path | None = None, out: str | Path | None = None,
                **sizes) -> tuple[list, dict]:
-    """Run every rung (a rung that runs out of memory or fails is recorded as such and
-    the ladder goes on; Ctrl-C stops it), then write the report. repeats=k walks the
-    ladder k times, interleaved (naive, workers, ..., naive, workers, ...), walk i with
-    seed + i, so that each rung has a run-to-run spread over seeds and drift in the
-    machine hits every rung alike. Returns
-    (runs, report paths): a run per rung, or with repeats a list of runs per rung."""
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats={repeats!r} must be an integer >= 1")
+    """Run every rung `walk` selects (a rung that runs out of memory or fails is recorded
+    as such and the ladder goes on; Ctrl-C stops it), then write the report. With
+    walk.repeats=k the ladder is walked k times, interleaved (naive, workers, ..., naive,
+    workers, ...), walk i with seed + i, so that each rung has a run-to-run spread over
+    seeds and drift in the machine hits every rung alike. Returns (runs, report paths): a
+    run per rung, or with repeats a list of runs per rung."""
+    only, first, repeats = walk.only, walk.first, walk.repeats
     gc = adapter(engine)
     gpus = gc.gpu_count()
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -351,7 +366,7 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
     if first is not None:  # the first rungs only (a summary walked in CI's smoke mode)
         selected = selected[:first]
     if selected and selected[0].cfg.dataset == "folder" and gpus == 0:
-        ensure_photos(selected[0].cfg, progress)
+        ensure_photos(selected[0].cfg, progress=False)
     done: dict[str, list[Run]] = {rung.name: [] for rung in selected}
     prepared: dict[str, dict] = {}  # rung -> the copy of the photos made before it, timed
     for repeat in range(repeats):
@@ -376,14 +391,14 @@ def run_ladder(engine: str, quick: bool = False, runs_dir: str | Path | None = N
             before = rung.cfg
             try:
                 if new_format and rung.name not in prepared:  # offline: not in the run's time
-                    made = gc.prepare_data(rung.cfg, progress=progress)
+                    made = gc.prepare_data(rung.cfg, progress=False)
                     if made is not None:
                         print(f"    {made}", flush=True)
                         prepared[rung.name] = made.note()
                 # each walk its own seed: a rung's spread covers the initial weights and
                 # the data order as well as the machine (a like-for-like seed per walk)
                 cfg = rung.cfg.replace(seed=rung.cfg.seed + repeat) if repeat else rung.cfg
-                last = gc.train(cfg, runs_dir=runs_dir, progress=progress)
+                last = gc.train(cfg, runs_dir=runs_dir, progress=False)
                 if rung.name in prepared:  # the record keeps what its format cost to make
                     update_meta(last.path, notes={"prepared": prepared[rung.name]})
                     last = load_run(last.path)

@@ -13,8 +13,8 @@ from gpu_course.data import folder
 def make_folder(tmp_path, classes: int = 3, per_class: int = 12, name: str = "images",
                 seed: int = 0) -> Path:
     """Generate a tiny Caltech-256-shaped folder (in this process: no worker pool)."""
-    return folder.generate_folder(Path(tmp_path) / name, classes=classes,
-                                  per_class=per_class, seed=seed, min_side=40, max_side=90,
+    return folder.generate_folder(Path(tmp_path) / name,
+                                  folder.Photos(classes, per_class, seed, min_side=40, max_side=90),
                                   workers=1, progress=False)
 
 

@@ -50,8 +50,8 @@ def test_monitor_records_a_csv(tmp_path):
 
 
 def test_runs_lists_records(runs_dir):
-    from gpu_course.measure.records import RunRecord
-    rec = RunRecord({"name": "naive", "batch_size": 64}, "gluon", runs_dir=runs_dir,
+    from gpu_course.measure.records import Ran, RunRecord
+    rec = RunRecord({"name": "naive", "batch_size": 64}, Ran("gluon"), runs_dir=runs_dir,
                     hardware_info={"gpus": []})
     rec.add_epoch({"epoch": 0, "epoch_time_s": 5.0, "samples": 617, "timed_samples": 617,
                    "timed_s": 5.0, "timed_wait_s": 1.0})

@@ -124,16 +124,15 @@ def _predict(weights, features):
 # ---------------------------------------------------------------- format
 
 
-def _small_set(n_train=13, n_test=7, seed=0):
+def _small_set(n_train=13, n_test=7, seed=0, classes=synthetic.CLASSES):
     train_x, train_y = synthetic.generate(n_train, seed)
     test_x, test_y = synthetic.generate(n_test, seed, split="test")
-    return train_x, train_y, test_x, test_y
+    return cifar.CifarData(train_x, train_y, test_x, test_y, tuple(classes))
 
 
 def test_write_then_read_is_exact(tmp_path):
-    train_x, train_y, test_x, test_y = _small_set()
-    folder = cifar.write_cifar_binary(tmp_path / "cifar-10-batches-bin", train_x,
-                                      train_y, test_x, test_y, synthetic.CLASSES)
+    train_x, train_y, test_x, test_y, _ = data = _small_set()
+    folder = cifar.write_cifar_binary(tmp_path / "cifar-10-batches-bin", data)
     sizes = [(folder / f"data_batch_{i}.bin").stat().st_size for i in range(1, 6)]
     assert sizes == [3 * 3073] * 3 + [2 * 3073] * 2  # 13 split evenly
     assert (folder / "test_batch.bin").stat().st_size == 7 * 3073
@@ -148,20 +147,21 @@ def test_write_then_read_is_exact(tmp_path):
 
 def test_write_replaces_an_existing_folder(tmp_path):
     folder = tmp_path / "cifar-10-batches-bin"
-    cifar.write_cifar_binary(folder, *_small_set(), synthetic.CLASSES)
-    cifar.write_cifar_binary(folder, *_small_set(5, 5, seed=1), ["a"] * 10)
+    cifar.write_cifar_binary(folder, _small_set())
+    cifar.write_cifar_binary(folder, _small_set(5, 5, seed=1, classes=["a"] * 10))
     assert len(cifar.read_cifar_binary(folder).train_y) == 5
     assert [p.name for p in tmp_path.iterdir()] == ["cifar-10-batches-bin"]
 
 
 def test_write_rejects_bad_arrays(tmp_path):
-    train_x, train_y, test_x, test_y = _small_set()
+    data = _small_set()
     with pytest.raises(ValueError, match="uint8"):
-        cifar.write_cifar_binary(tmp_path / "f", train_x.astype(np.float32), train_y,
-                                 test_x, test_y, synthetic.CLASSES)
+        cifar.write_cifar_binary(tmp_path / "f", data._replace(
+            train_x=data.train_x.astype(np.float32)))
     with pytest.raises(ValueError, match="labels"):
-        cifar.write_cifar_binary(tmp_path / "f", train_x, train_y + 10, test_x, test_y,
-                                 synthetic.CLASSES)
+        cifar.write_cifar_binary(tmp_path / "f", data._replace(train_y=data.train_y + 10))
+    with pytest.raises(ValueError, match="classes must be 1..256"):
+        cifar.write_cifar_binary(tmp_path / "f", data._replace(classes=("a", "")))
     assert not list(tmp_path.iterdir())
 
 
@@ -193,7 +193,7 @@ def test_reads_records_built_by_hand_in_the_official_layout(tmp_path):
 
 
 def test_truncated_batch_names_the_file(tmp_path):
-    folder = cifar.write_cifar_binary(tmp_path / "b", *_small_set(), synthetic.CLASSES)
+    folder = cifar.write_cifar_binary(tmp_path / "b", _small_set())
     path = folder / "data_batch_3.bin"
     path.write_bytes(path.read_bytes()[:-100])
     with pytest.raises(ValueError, match=r"data_batch_3\.bin is 9119 bytes"):
@@ -201,7 +201,7 @@ def test_truncated_batch_names_the_file(tmp_path):
 
 
 def test_missing_batch_is_named(tmp_path):
-    folder = cifar.write_cifar_binary(tmp_path / "b", *_small_set(), synthetic.CLASSES)
+    folder = cifar.write_cifar_binary(tmp_path / "b", _small_set())
     (folder / "test_batch.bin").unlink()
     with pytest.raises(FileNotFoundError, match="missing test_batch.bin"):
         cifar.read_cifar_binary(folder)
@@ -234,7 +234,7 @@ def archive(tmp_path):
     """A tiny cifar-10-binary.tar.gz in the official layout, and its md5."""
     staging = tmp_path / "staging"
     arrays = _small_set(10, 4)
-    cifar.write_cifar_binary(staging / "cifar-10-batches-bin", *arrays, synthetic.CLASSES)
+    cifar.write_cifar_binary(staging / "cifar-10-batches-bin", arrays)
     path = tmp_path / "cifar-10-binary.tar.gz"
     with tarfile.open(path, "w:gz") as tar:
         tar.add(staging / "cifar-10-batches-bin", arcname="cifar-10-batches-bin")
@@ -256,7 +256,7 @@ def test_download_checks_md5_and_extracts(server, archive, tmp_path):
     folder = cifar.download_cifar10(root, url=f"{base}/{path.name}", md5=md5)
     assert folder == root / "cifar-10-batches-bin"
     got = cifar.read_cifar_binary(folder)
-    assert np.array_equal(got.train_x, arrays[0]) and np.array_equal(got.test_y, arrays[3])
+    assert np.array_equal(got.train_x, arrays.train_x) and np.array_equal(got.test_y, arrays.test_y)
     assert sorted(p.name for p in root.iterdir()) == [
         "cifar-10-batches-bin", "cifar-10-binary.tar.gz"]
     # done once: a second call needs no network
@@ -298,7 +298,7 @@ def test_archive_already_in_root_is_used_without_network(archive, tmp_path):
     root.mkdir()
     (root / path.name).write_bytes(path.read_bytes())
     folder = cifar.download_cifar10(root, url=_closed_port_url(), md5=md5)
-    assert np.array_equal(cifar.read_cifar_binary(folder).test_x, arrays[2])
+    assert np.array_equal(cifar.read_cifar_binary(folder).test_x, arrays.test_x)
 
 
 def test_damaged_archive_in_root_is_reported(archive, tmp_path):
@@ -326,8 +326,8 @@ def test_prepare_generates_once_and_load_reads_it(tmp_path):
 
 
 def test_prepare_cifar10_uses_files_put_in_root(tmp_path):
-    cifar.write_cifar_binary(tmp_path / "cifar-10-batches-bin", *_small_set(20, 10),
-                             ["c%d" % i for i in range(10)])
+    cifar.write_cifar_binary(tmp_path / "cifar-10-batches-bin",
+                             _small_set(20, 10, classes=["c%d" % i for i in range(10)]))
     assert data.prepare("cifar10", root=tmp_path) == tmp_path / "cifar-10-batches-bin"
     subset = data.load("cifar10", root=tmp_path, train_size=5, test_size=10)
     assert len(subset.train_y) == 5 and len(subset.test_y) == 10
@@ -370,14 +370,14 @@ def test_the_same_data_written_twice_leaves_the_first_folder_for_its_readers(tmp
     found data_batch_4.bin gone, in test_multinode)."""
     folder = tmp_path / "cifar-10-batches-bin"
     manifest = {"kind": "synthetic", "seed": 0, "train": 20}
-    cifar.write_cifar_binary(folder, *_small_set(), synthetic.CLASSES, manifest=manifest)
+    cifar.write_cifar_binary(folder, _small_set(), manifest=manifest)
     inode = (folder / "data_batch_4.bin").stat().st_ino
     with open(folder / "data_batch_4.bin", "rb") as reader:  # a rank reading it
-        cifar.write_cifar_binary(folder, *_small_set(), synthetic.CLASSES, manifest=manifest)
+        cifar.write_cifar_binary(folder, _small_set(), manifest=manifest)
         assert (folder / "data_batch_4.bin").stat().st_ino == inode  # not replaced
         assert reader.read(1)
     assert not [p for p in tmp_path.iterdir() if p.name != folder.name]  # no temp left
-    cifar.write_cifar_binary(folder, *_small_set(), synthetic.CLASSES,
+    cifar.write_cifar_binary(folder, _small_set(),
                              manifest={**manifest, "seed": 1})  # other data: replaced
     assert (folder / "data_batch_4.bin").stat().st_ino != inode
 

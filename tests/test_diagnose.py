@@ -9,7 +9,7 @@ import pytest
 
 from fake_runs import load, write_run
 from gpu_course.analyse import diagnose
-from gpu_course.measure.records import RunRecord
+from gpu_course.measure.records import Ran, RunRecord
 
 GPU = dict(engine="pytorch", num_gpus=1, machine_gpus=1)
 CPU = dict(engine="gluon", num_gpus=0, machine_gpus=0, gpm=False, cpu_count=2)
@@ -162,7 +162,7 @@ def test_the_cli_prints_the_diagnosis(tmp_path):
     out = run_cli("diagnose", path.name, "--runs-dir", tmp_path)
     assert out.returncode == 0, out.stderr
     assert "INPUT-BOUND" in out.stdout and "Next rung: workers" in out.stdout
-    rec = RunRecord({"name": "empty"}, "gluon", runs_dir=tmp_path, hardware_info={"gpus": []})
+    rec = RunRecord({"name": "empty"}, Ran("gluon"), runs_dir=tmp_path, hardware_info={"gpus": []})
     rec.finish("failed", error="boom")
     out = run_cli("diagnose", rec.path)
     assert out.returncode == 2 and "nothing to diagnose" in out.stderr

@@ -40,7 +40,7 @@ def test_same_settings_reuse_the_folder_and_other_settings_need_overwrite(root):
     assert (root / "001.circle" / "001_0001.jpg").stat().st_mtime_ns == stamp
     with pytest.raises(ValueError, match="overwrite"):
         make_folder(root.parent, per_class=5)
-    folder.generate_folder(root, classes=2, per_class=3, min_side=40, max_side=50,
+    folder.generate_folder(root, folder.Photos(classes=2, per_class=3, min_side=40, max_side=50),
                            workers=1, progress=False, overwrite=True)
     assert len(folder.scan_folder(root)) == 6
 
@@ -64,7 +64,7 @@ def test_an_interrupted_generation_leaves_nothing_behind(tmp_path, monkeypatch):
                                  dict(min_side=100, max_side=50), dict(quality=0)])
 def test_bad_generator_settings_are_value_errors(tmp_path, bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
-        folder.generate_folder(tmp_path / "x", progress=False, **bad)
+        folder.generate_folder(tmp_path / "x", folder.Photos(**bad), progress=False)
 
 
 def test_scan_reads_classes_labels_and_ignores_other_files(root):
@@ -225,13 +225,14 @@ def test_overwrite_replaces_only_what_gpu_course_wrote(tmp_path, capsys):
     """A user's own photo in a generated class folder, and a file of their own in the
     generated CIFAR-10 folder, survive --overwrite, and are named."""
     from gpu_course.data import generate_to
-    photos = folder.generate_folder(tmp_path / "photos", classes=2, per_class=2, min_side=16,
-                             max_side=20, workers=1, progress=False)
+    look = dict(min_side=16, max_side=20)
+    photos = folder.generate_folder(tmp_path / "photos", folder.Photos(2, 2, **look),
+                                    workers=1, progress=False)
     first = sorted(p.name for p in photos.iterdir() if p.is_dir())[0]
     mine = photos / first / "my_own.jpg"
     mine.write_bytes(b"not generated")
-    again = folder.generate_folder(photos, classes=2, per_class=3, seed=1, min_side=16, max_side=20,
-                            workers=1, progress=False, overwrite=True)
+    again = folder.generate_folder(photos, folder.Photos(2, 3, seed=1, **look),
+                                   workers=1, progress=False, overwrite=True)
     assert mine.read_bytes() == b"not generated"
     assert len(list((again / first).glob(f"{first[:3]}_*.jpg"))) == 3
     assert f"{first}/my_own.jpg" in capsys.readouterr().out
@@ -250,4 +251,5 @@ def test_a_folder_of_one_class_is_refused_naming_it(tmp_path):
     with pytest.raises(folder.DataError, match="has one class folder .*two or more"):
         folder.scan_folder(root)
     with pytest.raises(ValueError, match=r"classes=1 must be in 2\.\.10"):
-        folder.generate_folder(tmp_path / "gen", classes=1, per_class=1, progress=False)
+        folder.generate_folder(tmp_path / "gen", folder.Photos(classes=1, per_class=1),
+                               progress=False)

@@ -2,7 +2,7 @@ import pytest
 
 from gpu_course.experiments import sweep
 from gpu_course.ladder import rungs
-from gpu_course.measure.records import OutOfMemory, RunRecord, load_run
+from gpu_course.measure.records import OutOfMemory, Ran, RunRecord, load_run
 
 
 @pytest.mark.parametrize("engine, names", [
@@ -62,7 +62,7 @@ def test_sweep_marks_oom_and_goes_on(runs_dir):
     from gpu_course.config import Experiment
 
     def train(cfg):
-        rec = RunRecord(cfg.to_dict(), "gluon", runs_dir=runs_dir, hardware_info={})
+        rec = RunRecord(cfg.to_dict(), Ran("gluon"), runs_dir=runs_dir, hardware_info={})
         if cfg.batch_size > 256:
             err = OutOfMemory(f"batch {cfg.batch_size} does not fit")
             with pytest.raises(OutOfMemory):
@@ -167,7 +167,7 @@ def test_the_cpu_ladder_checks_that_its_last_rung_learned(runs_dir):
     from gpu_course.ladder import closing_lines
 
     def finished(name, val_acc):
-        rec = RunRecord(Experiment(name=name, model="tiny").to_dict(), "gluon",
+        rec = RunRecord(Experiment(name=name, model="tiny").to_dict(), Ran("gluon"),
                         runs_dir=runs_dir, hardware_info={})
         rec.add_epoch({"epoch": 0, "epoch_time_s": 1.0, "samples": 64, "val_acc": val_acc})
         rec.finish()
@@ -189,8 +189,8 @@ def _finished(runs_dir, name, engine="pytorch", threads=2, workers=0, loadavg=No
     facts = {"threads": {"intra_op": threads, **({"intra_op_from": source} if source else {})},
              "cpu_count": 2}
     rec = RunRecord(Experiment(name=name, engine=engine, model="tiny", num_workers=workers
-                               ).to_dict(), engine, runs_dir=runs_dir, hardware_info={},
-                    facts=facts)
+                               ).to_dict(), Ran(engine, facts=facts), runs_dir=runs_dir,
+                    hardware_info={})
     if loadavg is not None:
         rec.meta["load"]["start"] = {"loadavg_1m": loadavg, "process_cpu_s": 0.0, "wall": 0.0,
                                      "cpu_count": 2}
@@ -221,12 +221,12 @@ def test_the_thread_rung_takes_the_cores_other_programs_left_free(runs_dir):
 def test_run_ladder_leaves_the_thread_rung_out_when_nothing_else_ran(monkeypatch, tmp_path,
                                                                     capsys):
     from gpu_course import ladder
-    from gpu_course.ladder import run_ladder
+    from gpu_course.ladder import Walk, run_ladder
 
     trained = []
     monkeypatch.setattr(ladder, "adapter", lambda engine: _quiet_adapter(trained))
     runs, _ = run_ladder("pytorch", quick=True, runs_dir=tmp_path,
-                         only=["data-on-gpu", "threads"])
+                         walk=Walk(only=["data-on-gpu", "threads"]))
     assert trained == [("data-on-gpu", None)] and [r.name for r in runs] == ["data-on-gpu"]
     assert "=== rung threads: left out: other programs used" in capsys.readouterr().out
 
@@ -237,7 +237,7 @@ def test_run_ladder_prepares_a_new_data_format_once_and_records_its_cost(monkeyp
     run, once for all repeats; every run of the rung records what it cost (notes)."""
     from gpu_course import ladder
     from gpu_course.data.packed import Prepared
-    from gpu_course.ladder import run_ladder
+    from gpu_course.ladder import Walk, run_ladder
 
     class Adapter:
         @staticmethod
@@ -257,8 +257,8 @@ def test_run_ladder_prepares_a_new_data_format_once_and_records_its_cost(monkeyp
             return _finished(runs_dir, cfg.name)
     calls, seeds = [], []
     monkeypatch.setattr(ladder, "adapter", lambda engine: Adapter)
-    groups, _ = run_ladder("pytorch", quick=True, runs_dir=tmp_path, repeats=2,
-                           only=["workers", "data-format", "compile"])
+    groups, _ = run_ladder("pytorch", quick=True, runs_dir=tmp_path,
+                           walk=Walk(["workers", "data-format", "compile"], repeats=2))
     assert calls == [("workers", "loose"), ("data-format", "memory"), ("workers", "loose")]
     # each walk has its own seed, the same for every rung of the walk
     assert seeds == [("workers", 0), ("data-format", 0), ("compile", 0),
@@ -324,11 +324,11 @@ def test_a_short_run_after_a_busy_one_is_not_read_as_shared(runs_dir):
 def test_run_ladder_walks_only_the_first_rungs_when_asked(monkeypatch, tmp_path):
     """Lesson 08 in smoke mode walks the first rungs of the ladder, in order."""
     from gpu_course import ladder
-    from gpu_course.ladder import RungName, run_ladder
+    from gpu_course.ladder import RungName, Walk, run_ladder
 
     monkeypatch.setattr(ladder, "adapter", lambda engine: _quiet_adapter([]))
     monkeypatch.setattr(ladder, "ensure_photos", lambda cfg, progress: None)
-    runs, _ = run_ladder("pytorch", quick=True, runs_dir=tmp_path, first=3)
+    runs, _ = run_ladder("pytorch", quick=True, runs_dir=tmp_path, walk=Walk(first=3))
     assert [r.name for r in runs] == [RungName.NAIVE, RungName.WORKERS, RungName.DATA_FORMAT]
 
 
@@ -361,7 +361,7 @@ def test_a_ladder_whose_every_rung_failed_says_so_in_one_line(monkeypatch, tmp_p
     monkeypatch.setattr(ladder, "ensure_photos", lambda cfg, progress: None)
     monkeypatch.delenv("GPU_COURSE_DEBUG", raising=False)
     with pytest.raises(RuntimeError, match="every rung of the pytorch ladder failed"):
-        ladder.run_ladder("pytorch", quick=True, runs_dir=tmp_path, first=2)
+        ladder.run_ladder("pytorch", quick=True, runs_dir=tmp_path, walk=ladder.Walk(first=2))
     code = cli.main(["ladder", "--engine", "pytorch", "--quick", "--runs-dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 1 and "gpu-course ladder: RuntimeError: every rung" in err

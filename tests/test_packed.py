@@ -152,7 +152,7 @@ def test_ensure_functions_make_once_then_reuse(index, tmp_path, capsys):
 
 def test_load_folder_gives_cifar_like_arrays(index, tmp_path):
     data = packed.load_folder(index.root, image_size=SIZE, train_size=20, test_size=6,
-                              cache_dir=tmp_path / "cache", progress=False)
+                              cache_dir=tmp_path / "cache")
     assert data.train_x.shape == (20, SIZE, SIZE, 3) and data.train_x.dtype == np.uint8
     assert data.test_x.shape == (6, SIZE, SIZE, 3) and len(data.test_y) == 6
     assert data.classes == index.classes

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from gpu_course.measure.records import EPOCH_COLUMNS, OutOfMemory, RunRecord, load_run, load_runs, runs_table, write_atomic
+from gpu_course.measure.records import EPOCH_COLUMNS, OutOfMemory, Ran, RunRecord, load_run, load_runs, runs_table, write_atomic
 
 
 def epoch_row(i):
@@ -24,7 +24,7 @@ def no_temp_files(folder):
 
 
 def test_record_round_trip(runs_dir):
-    rec = RunRecord({"name": "naive", "batch_size": 64}, "gluon", runs_dir=runs_dir,
+    rec = RunRecord({"name": "naive", "batch_size": 64}, Ran("gluon"), runs_dir=runs_dir,
                     hardware_info={"gpus": [], "cpu_count": 2})
     rec.add_epoch(epoch_row(0), step_rows(0))
     rec.add_epoch(epoch_row(1), step_rows(1))
@@ -49,7 +49,7 @@ def test_record_round_trip(runs_dir):
 
 def test_interrupted_run_keeps_finished_epochs(runs_dir):
     with pytest.raises(KeyboardInterrupt):
-        with RunRecord({"name": "x"}, "pytorch", runs_dir=runs_dir, hardware_info={}) as rec:
+        with RunRecord({"name": "x"}, Ran("pytorch"), runs_dir=runs_dir, hardware_info={}) as rec:
             rec.add_epoch(epoch_row(0))
             raise KeyboardInterrupt
     run = load_run(rec.path)
@@ -61,7 +61,7 @@ def test_interrupted_run_keeps_finished_epochs(runs_dir):
                                            (RuntimeError("boom"), "failed")])
 def test_failures_are_recorded(runs_dir, error, status):
     with pytest.raises(type(error)):
-        with RunRecord({"name": "x"}, "gluon", runs_dir=runs_dir, hardware_info={}) as rec:
+        with RunRecord({"name": "x"}, Ran("gluon"), runs_dir=runs_dir, hardware_info={}) as rec:
             raise error
     run = load_run(rec.path)
     assert run.status == status and str(error) in run.meta["error"]
@@ -79,7 +79,7 @@ def test_monitor_is_stopped_and_saved_on_exit(runs_dir):
             self.saved += 1
     mon = Monitor()
     with pytest.raises(KeyboardInterrupt):
-        with RunRecord({"name": "x"}, "gluon", runs_dir=runs_dir, monitor=mon, hardware_info={}):
+        with RunRecord({"name": "x"}, Ran("gluon"), runs_dir=runs_dir, monitor=mon, hardware_info={}):
             raise KeyboardInterrupt
     assert mon.stopped == 1 and mon.saved >= 1
 
@@ -93,7 +93,7 @@ def test_write_atomic_replaces_whole_file(tmp_path):
 
 def test_load_runs_and_table(runs_dir):
     for name in ("naive", "workers"):
-        rec = RunRecord({"name": name, "batch_size": 64}, "gluon", runs_dir=runs_dir,
+        rec = RunRecord({"name": name, "batch_size": 64}, Ran("gluon"), runs_dir=runs_dir,
                         hardware_info={"gpus": [{"name": "Tesla V100"}]})
         rec.add_epoch(epoch_row(0))
         rec.finish()
@@ -104,7 +104,7 @@ def test_load_runs_and_table(runs_dir):
     assert list(table["device"]) == ["Tesla V100"] * 2
     assert math.isclose(table["samples_per_sec"].iloc[0], 640 / 2.0)
     assert load_runs(runs_dir / "missing") == []
-    nested = RunRecord({"name": "rung"}, "gluon", runs_dir=runs_dir / "ladder-gluon-1",
+    nested = RunRecord({"name": "rung"}, Ran("gluon"), runs_dir=runs_dir / "ladder-gluon-1",
                        hardware_info={})
     nested.finish()
     assert [r.name for r in load_runs(runs_dir)][-1] == "rung"  # a ladder's subfolder too

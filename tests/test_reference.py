@@ -80,7 +80,7 @@ def test_the_ladder_part_walks_the_repeats_and_network_asked_for(tmp_path, monke
     out = tmp_path / "ref"
     assert reference.main(["--out", str(out), "--parts", "ladder", "--repeats", "3",
                            "--model", "wrn16_10"]) == 0
-    assert asked["engine"] == "pytorch" and asked["repeats"] == 3
+    assert asked["engine"] == "pytorch" and asked["walk"].repeats == 3
     assert asked["model"] == "wrn16_10" and asked["quick"] is False
     text = (out / "ladder.txt").read_text()
     assert "8 workers" in text and "data-bound" in text   # the table, and the anatomy's verdict

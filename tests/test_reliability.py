@@ -103,7 +103,7 @@ def test_a_stored_non_finite_value_loads_back_or_is_a_clear_error(tmp_path):
     # an infinite step is no epoch: refused by name (it overflowed in the scheduler)
     with pytest.raises(ValueError, match=r"lr_steps=\(2, inf\) must be positive, finite"):
         Experiment(lr_scheduler="multifactor", lr_steps=(2, math.inf))
-    record = records.RunRecord(cfg.to_dict(), "gluon", runs_dir=tmp_path,
+    record = records.RunRecord(cfg.to_dict(), records.Ran("gluon"), runs_dir=tmp_path,
                                hardware_info={"gpus": []})
     record.finish()
     assert Experiment.from_dict(records.load_run(record.path).config) == cfg
@@ -163,7 +163,7 @@ def test_folder_overwrite_keeps_unrelated_files_and_refuses_foreign_folders(tmp_
     (root / "my-notes.txt").write_text("mine")
     (root / "zz.mine").mkdir()
     (root / "zz.mine" / "photo.jpg").write_bytes(b"mine")
-    folder.generate_folder(root, classes=3, per_class=2, min_side=40, max_side=60,
+    folder.generate_folder(root, folder.Photos(classes=3, per_class=2, min_side=40, max_side=60),
                            workers=1, progress=False, overwrite=True)
     assert (root / "my-notes.txt").read_text() == "mine"
     assert (root / "zz.mine" / "photo.jpg").read_bytes() == b"mine"
@@ -172,7 +172,7 @@ def test_folder_overwrite_keeps_unrelated_files_and_refuses_foreign_folders(tmp_
     (foreign / "cats").mkdir(parents=True)
     (foreign / "cats" / "1.jpg").write_bytes(b"cat")
     with pytest.raises(folder.DataError, match="did not write"):
-        folder.generate_folder(foreign, classes=2, per_class=2, overwrite=True,
+        folder.generate_folder(foreign, folder.Photos(classes=2, per_class=2), overwrite=True,
                                workers=1, progress=False)
     assert (foreign / "cats" / "1.jpg").read_bytes() == b"cat"
 
@@ -325,7 +325,7 @@ def test_running_out_of_space_while_writing_data_is_one_line_and_leaves_nothing(
 
 # -- records that tell the truth ---------------------------------------------------------
 def test_a_corrupt_run_json_is_skipped_with_a_warning_naming_it(runs_dir):
-    good = records.RunRecord({"name": "good"}, "gluon", runs_dir=runs_dir,
+    good = records.RunRecord({"name": "good"}, records.Ran("gluon"), runs_dir=runs_dir,
                              hardware_info={"gpus": []})
     good.finish()
     bad = runs_dir / "ladder" / "20260101-000000-bad-0000" / "run.json"

@@ -370,12 +370,12 @@ def test_write_report_escapes_run_names(tmp_path):
 
 def test_reference_helpers(tmp_path, monkeypatch):
     from gpu_course.show import report as rep
-    from gpu_course.measure.records import RunRecord
+    from gpu_course.measure.records import Ran, RunRecord
     monkeypatch.setattr(rep, "REFERENCE_ROOT", tmp_path)
     assert rep.reference_runs("naive") == {}
     assert "No reference results are recorded yet (0 runs in" in rep.no_reference_line()
     for name in ("naive", "workers", "naive"):  # the newest of a name wins
-        rec = RunRecord({"name": name}, "pytorch", runs_dir=tmp_path / "pytorch-h200",
+        rec = RunRecord({"name": name}, Ran("pytorch"), runs_dir=tmp_path / "pytorch-h200",
                         hardware_info={"gpus": [{"name": "NVIDIA H200"}]})
         rec.finish(summary={"samples_per_sec": 100.0})
     latest = rep.reference_runs("naive")

@@ -276,7 +276,7 @@ def test_instance_checks():
 
 def test_job_spec_without_credentials(no_aws):
     cfg = Experiment(name="workers", num_workers=7)
-    spec = launch.job_spec(cfg, "ml.p3.8xlarge", instance_count=2)
+    spec = launch.job_spec(cfg, launch.Job("ml.p3.8xlarge", instance_count=2))
     assert spec["estimator"] == "sagemaker.mxnet.MXNet"
     assert (spec["framework_version"], spec["py_version"]) == ("1.9.0", "py38")
     assert spec["instance"]["gpus"] == 4
@@ -284,7 +284,8 @@ def test_job_spec_without_credentials(no_aws):
     assert spec["hyperparameters"] == launch.hyperparameters(cfg)
     assert spec["metric_definitions"] == launch.metric_definitions()
     assert "training" in spec["inputs"]
-    assert launch.job_spec(cfg.replace(engine="pytorch"), "ml.g5.xlarge")["distribution"] is None
+    assert launch.job_spec(cfg.replace(engine="pytorch"),
+                           launch.Job("ml.g5.xlarge"))["distribution"] is None
     assert not launch.aws_credentials()
 
 
@@ -377,7 +378,8 @@ def decoded(hps: dict) -> dict:
 
 def test_mxnet_estimator(sm, tmp_path):
     cfg = Experiment(name="float16", dtype="float16", graph="static", num_gpus=4)
-    est = launch.build_estimator(cfg, "ml.p3.8xlarge", instance_count=2, role="arn:role",
+    est = launch.build_estimator(cfg, launch.Job("ml.p3.8xlarge", instance_count=2,
+                                                 role="arn:role"),
                                  session=mocked_session(sm), source_dir=tmp_path)
     assert isinstance(est, sm.mxnet.MXNet)
     assert est.training_image_uri() == \
@@ -388,12 +390,14 @@ def test_mxnet_estimator(sm, tmp_path):
     assert est.hyperparameters()["sagemaker_parameter_server_enabled"] == "true"
     assert est.metric_definitions == launch.metric_definitions()
     with pytest.raises(ValueError, match="MXNet 1.9 cannot use"):
-        launch.build_estimator(cfg, "ml.p5.48xlarge", role="r", session=mocked_session(sm))
+        launch.build_estimator(cfg, launch.Job("ml.p5.48xlarge", role="r"),
+                               session=mocked_session(sm))
 
 
 def test_pytorch_estimator(sm, tmp_path):
     cfg = Experiment(name="compile", engine="pytorch", graph="hybrid", num_gpus=8)
-    est = launch.build_estimator(cfg, "ml.p5.48xlarge", instance_count=2, role="arn:role",
+    est = launch.build_estimator(cfg, launch.Job("ml.p5.48xlarge", instance_count=2,
+                                                 role="arn:role"),
                                  session=mocked_session(sm), source_dir=tmp_path)
     assert isinstance(est, sm.pytorch.PyTorch)
     assert est.training_image_uri().endswith("/pytorch-training:2.5.1-gpu-py311")
@@ -403,7 +407,7 @@ def test_pytorch_estimator(sm, tmp_path):
 
 def test_describe_reads_the_settings_that_matter_from_the_estimator(sm, tmp_path):
     cfg = Experiment(name="workers", num_workers=7, model="tiny", epochs=2)
-    est = launch.build_estimator(cfg, "ml.p3.2xlarge", role="arn:role",
+    est = launch.build_estimator(cfg, launch.Job("ml.p3.2xlarge", role="arn:role"),
                                  session=mocked_session(sm), source_dir=tmp_path)
     rows = dict(launch.describe(est).itertuples(index=False))
     assert rows["instance"] == "ml.p3.2xlarge × 1 (V100 16 GB)"
@@ -503,9 +507,9 @@ def test_cli_launches_waits_and_fetches_with_credentials(monkeypatch, capsys, tm
     monkeypatch.setattr(launch, "aws_credentials", lambda: True)
     monkeypatch.setattr(launch, "_sdk", lambda: mock.MagicMock())
 
-    def fake_launch(cfg, instance_type, instance_count, role, session, data, wait, **options):
-        calls.update(cfg=cfg, instance_type=instance_type, role=role, data=data, wait=wait,
-                     **options)
+    def fake_launch(cfg, job, session, wait):
+        calls.update(cfg=cfg, instance_type=job.instance_type, role=job.role, data=job.data,
+                     wait=wait, max_run_min=job.max_run_min)
         return "gpu-course-workers-1"
     monkeypatch.setattr(launch, "launch", fake_launch)
     monkeypatch.setattr(launch, "fetch_runs", lambda job, session, runs_dir:
@@ -523,6 +527,6 @@ def test_cli_launches_waits_and_fetches_with_credentials(monkeypatch, capsys, tm
 @pytest.mark.parametrize("minutes", [0, 28 * 24 * 60 + 1, True, "60"])
 def test_a_run_time_sagemaker_would_refuse_is_refused_in_the_dry_run(minutes):
     with pytest.raises(ValueError, match=r"max_run_min=.* must be 1\.\.40320 minutes"):
-        launch.estimator_kwargs(Experiment(), "ml.p3.2xlarge", max_run_min=minutes)
-    assert launch.estimator_kwargs(Experiment(), "ml.p3.2xlarge",
-                                   max_run_min=28 * 24 * 60)["max_run"] == 28 * 24 * 3600
+        launch.Job("ml.p3.2xlarge", max_run_min=minutes)
+    assert launch.estimator_kwargs(Experiment(), launch.Job(
+        "ml.p3.2xlarge", max_run_min=28 * 24 * 60))["max_run"] == 28 * 24 * 3600

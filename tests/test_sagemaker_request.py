@@ -49,7 +49,8 @@ def sm(no_aws):
 @pytest.fixture(scope="module")
 def valid(sm):
     """The request `launch` would send for CFG, built once (the SDK takes a second)."""
-    return launch.training_request(CFG, "ml.g5.xlarge", role=ROLE, region=REGION, job_name=JOB)
+    return launch.training_request(CFG, launch.Job("ml.g5.xlarge", role=ROLE), region=REGION,
+                                   job_name=JOB)
 
 
 def test_the_courses_request_is_valid_and_is_the_job(valid):
@@ -230,13 +231,14 @@ def test_launch_uploads_creates_and_describes_and_its_run_comes_back(aws, tmp_pa
     cfg = CFG.replace(data_dir=str(tmp_path / "data"))
     bucket = session.default_bucket()                  # sagemaker-us-east-1-<moto's account>
     output = f"s3://{bucket}/course-runs/"
-    job = launch.launch(cfg, "ml.g5.xlarge", role=ROLE, session=session, wait=False,
-                        output_path=output)
+    job = launch.launch(cfg, launch.Job("ml.g5.xlarge", role=ROLE, output_path=output),
+                        session=session, wait=False)
     assert job.startswith("gpu-course-workers-")
     request, = sent
     # the request checked before anything was uploaded is the one sent
-    assert request == launch.training_request(cfg, "ml.g5.xlarge", role=ROLE, region=REGION,
-                                              job_name=job, bucket=bucket, output_path=output)
+    assert request == launch.training_request(cfg, launch.Job("ml.g5.xlarge", role=ROLE,
+                                                              output_path=output),
+                                              region=REGION, job_name=job, bucket=bucket)
     described = session.sagemaker_client.describe_training_job(TrainingJobName=job)
     assert described["TrainingJobStatus"] == "Completed"
     for field in ("HyperParameters", "InputDataConfig", "OutputDataConfig", "ResourceConfig",

@@ -24,7 +24,7 @@ def test_efficiency_without_and_with_overlap():
 def test_stops_paying_and_the_talks_numbers():
     # t_ar(k) = 0.01*2(k-1)/k; efficiency >= 0.9 needs exposed <= 0.1/9: k=2 gives 0.01, k=3 0.0133
     assert scaling.stops_paying(0.1, 1e7, 1e9, min_efficiency=0.9) == 2
-    assert scaling.stops_paying(0.1, 1e7, 1e9, overlap=1.0, k_max=64) == 64
+    assert scaling.stops_paying(0.1, 1e7, 1e9, overlap=1.0) == scaling.K_MAX
     # the talk: batch 640, 17,000 -> 50,000 samples/s on 4 GPUs
     assert scaling.measured_efficiency(17_000, 50_000, 4) == pytest.approx(50 / 68)
     exposed = scaling.implied_exposed_time(17_000, 50_000, 4, 640)

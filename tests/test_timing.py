@@ -1,4 +1,5 @@
 import math
+import re
 
 import pytest
 
@@ -132,3 +133,15 @@ def test_old_records_with_empty_steady_starts_use_the_epoch_start(tmp_path):
         epochs = pd.DataFrame({"t_start": [0.0, 10.0, 20.0], "t_steady": [5.0, None, None],
                                "t_end": [9.0, 19.0, 29.0], "timed_steps": [4, 8, 0]})
     assert metrics.training_windows(Run()) == [(5.0, 9.0), (10.0, 19.0)]
+
+
+def test_a_workload_refuses_what_it_cannot_serve_by_name():
+    from gpu_course.measure.timing import Workload
+    assert Workload([1, 64]).batches == (1, 64)
+    assert Workload().replace(requests=5) == Workload(requests=5)
+    for bad, word in ((dict(batches=()), "batches=()"), (dict(batches=(0, 4)), "batches=(0, 4)"),
+                      (dict(batches=(1, 2.5)), "batches=(1, 2.5)"),
+                      (dict(requests=0), "requests=0"), (dict(warmup=-1), "warmup=-1"),
+                      (dict(images=True), "images=True")):
+        with pytest.raises(ValueError, match=re.escape(word)):
+            Workload(**bad)

@@ -191,7 +191,7 @@ def main(argv=None) -> int:
     if args.quick:
         args.images, args.train_size = 1000, 640
     root = folder.generate_folder(args.data or folder.default_folder().with_name(
-        f"io-bench-{args.images}"), per_class=max(1, args.images // 10))
+        f"io-bench-{args.images}"), folder.Photos(per_class=max(1, args.images // 10)))
     runs_dir = Path(args.runs_dir or records.default_runs_dir()) / \
         f"io-ladder-{engine}-{time.strftime('%Y%m%d-%H%M%S')}"
     cache = packed.prepared_dir(root)

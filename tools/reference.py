@@ -64,10 +64,9 @@ def machine(out: Path, opts: Options) -> str:
 
 def ladder(out: Path, opts: Options) -> str:
     from gpu_course.show import report
-    from gpu_course.ladder import run_ladder
-    from gpu_course.ladder import RUNG_SETTINGS
-    runs, _ = run_ladder("pytorch", quick=opts.quick, runs_dir=out, out=out / "report",
-                         repeats=opts.repeats, model=opts.model)
+    from gpu_course.ladder import RUNG_SETTINGS, Walk, run_ladder
+    runs, _ = run_ladder("pytorch", quick=opts.quick, walk=Walk(repeats=opts.repeats),
+                         runs_dir=out, out=out / "report", model=opts.model)
     table = report.format_table(report.ladder_table(runs, varies=RUNG_SETTINGS))
     (out / "ladder.txt").write_text("\n\n".join([
         table, report.conclusion(runs, varies=RUNG_SETTINGS), report.anatomy_text(runs)]) + "\n")

@@ -32,7 +32,7 @@ from torch import nn
 from gpu_course.ladder import RungName, rungs
 from gpu_course.tracks.torch import static_step
 from gpu_course.tracks.torch.devices import gpu_count
-from gpu_course.tracks.torch.gpu_loader import GpuLoader
+from gpu_course.tracks.torch.gpu_loader import Batches, GpuLoader
 from gpu_course.tracks.torch.models import get_model
 from gpu_course.tracks.torch.op_count import count_ops
 from gpu_course.tracks.torch.optim import lr_scheduler, make_optimizer
@@ -56,8 +56,8 @@ def build(cfg, device, steps: int):
     if cfg.data_on_gpu:
         g = torch.Generator().manual_seed(0)
         images = torch.randint(0, 256, (b * steps, 32, 32, 3), dtype=torch.uint8, generator=g)
-        loader = GpuLoader(images, torch.arange(b * steps) % 10, b, device=device,
-                           dtype=precision.input_dtype, channels_last=cfg.channels_last)
+        loader = GpuLoader(images, torch.arange(b * steps) % 10, Batches(
+            b, dtype=precision.input_dtype, channels_last=cfg.channels_last), device)
         if static_step.applies(cfg, loader, optimizer) is None:
             model = compile_model(net, cfg, device, cuda_graphs=False)
             stepper = static_step.StaticStep(model, optimizer, loader, cfg.replace(epochs=1),

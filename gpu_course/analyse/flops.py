@@ -49,12 +49,11 @@ class Layer:
     out_shape: tuple   # (channels, height, width) or (features,)
 
 
-def conv(name, cin, cout, k, h, w, stride=1, padding=None) -> Layer:
-    """A k x k convolution of a (cin, h, w) input: cout * h_out * w_out * cin * k * k MACs."""
-    padding = k // 2 if padding is None else padding
-    h_out = (h + 2 * padding - k) // stride + 1
-    w_out = (w + 2 * padding - k) // stride + 1
-    return Layer(name, "conv", cout * h_out * w_out * cin * k * k, (cout, h_out, w_out))
+def conv(name, cin, cout, k, size, stride=1) -> Layer:
+    """A k x k convolution, padded by k // 2 (as every course model's), of a (cin, size,
+    size) input: cout * out * out * cin * k * k MACs."""
+    out = (size + 2 * (k // 2) - k) // stride + 1
+    return Layer(name, "conv", cout * out * out * cin * k * k, (cout, out, out))
 
 
 def dense(name, n_in, n_out) -> Layer:
@@ -71,12 +70,12 @@ def _stages(widths, blocks, size):
         for b in range(blocks):
             cin = widths[i - 1] if b == 0 else widths[i]
             stride = 2 if (b == 0 and i > 1) else 1
-            first = conv(f"stage{i}.{b}.conv1", cin, widths[i], 3, h, h, stride)
+            first = conv(f"stage{i}.{b}.conv1", cin, widths[i], 3, h, stride)
             h2 = first.out_shape[1]
             out.append(first)
-            out.append(conv(f"stage{i}.{b}.conv2", widths[i], widths[i], 3, h2, h2))
+            out.append(conv(f"stage{i}.{b}.conv2", widths[i], widths[i], 3, h2))
             if cin != widths[i]:
-                out.append(conv(f"stage{i}.{b}.downsample", cin, widths[i], 1, h, h, stride, 0))
+                out.append(conv(f"stage{i}.{b}.downsample", cin, widths[i], 1, h, stride))
             h = h2
     return out
 
@@ -87,17 +86,17 @@ def layers(model: str, image_size: int = 32, classes: int = 10) -> list[Layer]:
     if model in ("resnet20", "resnet56", "resnet110"):
         depth = int(model[6:])
         widths = [16, 16, 32, 64]
-        return ([conv("stem", 3, 16, 3, s, s)] + _stages(widths, (depth - 2) // 6, s)
+        return ([conv("stem", 3, 16, 3, s)] + _stages(widths, (depth - 2) // 6, s)
                 + [dense("output", widths[-1], classes)])
     if model in ("wrn16_10", "wrn28_10"):
         depth, k = int(model[3:5]), 10
         widths = [16, 16 * k, 32 * k, 64 * k]
-        return ([conv("stem", 3, 16, 3, s, s)] + _stages(widths, (depth - 4) // 6, s)
+        return ([conv("stem", 3, 16, 3, s)] + _stages(widths, (depth - 4) // 6, s)
                 + [dense("output", widths[-1], classes)])
     if model == "tiny":
         out, cin, h = [], 3, s
         for i, channels in enumerate((32, 64, 128)):
-            out.append(conv(f"conv{i + 1}", cin, channels, 3, h, h))
+            out.append(conv(f"conv{i + 1}", cin, channels, 3, h))
             cin, h = channels, h // 2          # each block ends with a 2x2 max-pool
         return out + [dense("output", cin, classes)]
     raise ValueError(f"model={model!r} is unknown; allowed: resnet20, resnet56, resnet110, "

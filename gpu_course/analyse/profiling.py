@@ -300,12 +300,13 @@ def gpu_busy_share(events) -> float:
 
 
 # -- the whole procedure ----------------------------------------------------------------------
-def profile_run(gc, cfg, runs_dir=None, wait: int = 1, warmup: int = 1, active: int = 3,
-                input_steps: int = 20, ceiling_steps: int | None = None) -> dict:
+def profile_run(gc, cfg, runs_dir=None, active: int = 3, input_steps: int = 20,
+                ceiling_steps: int | None = None) -> dict:
     """What `gpu-course profile` does with an adapter `gc` (gpu_course.tracks.torch or .gluon):
     train as `cfg` says, measure both mock ceilings, diagnose; then, into the run's
-    folder, a profiler window of wait + warmup + active steps (adapter.profile_steps) and
-    a cProfile of the input pipeline; the trace's verdict checked against the diagnosis."""
+    folder, a profiler window of `active` steps after adapter.profile_steps's wait and
+    warm-up steps, and a cProfile of the input pipeline; the trace's verdict checked
+    against the diagnosis."""
     run = gc.train(cfg, runs_dir=runs_dir, progress=False, verbose=False)
     steps = ceiling_steps or cfg.warmup_steps + diagnose.MIN_STEPS  # enough to rule on
     for mock in ("loader", "trainer"):
@@ -313,7 +314,7 @@ def profile_run(gc, cfg, runs_dir=None, wait: int = 1, warmup: int = 1, active: 
                              max_steps=steps), runs_dir=runs_dir, progress=False, verbose=False)
     d = diagnose.diagnose(run)
     folder = Path(run.path) / "profile"
-    window = gc.profile_steps(cfg, folder, wait=wait, warmup=warmup, active=active)
+    window = gc.profile_steps(cfg, folder, active=active)
     train_set, _ = gc.load_datasets(cfg)
     loader = gc.make_loader(train_set, cfg.replace(num_workers=0))  # cProfile sees one process
     top = profile_input(loader, input_steps, folder / "input.prof")

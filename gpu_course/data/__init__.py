@@ -137,8 +137,9 @@ def _settings(seed, train_size, test_size):
 def _write_synthetic(folder, seed, train_size, test_size):
     train_x, train_y = synthetic.generate(train_size, seed, split="train")
     test_x, test_y = synthetic.generate(test_size, seed, split="test")
-    return write_cifar_binary(folder, train_x, train_y, test_x, test_y,
-                              synthetic.CLASSES, manifest=_settings(seed, train_size, test_size))
+    return write_cifar_binary(folder, CifarData(train_x, train_y, test_x, test_y,
+                                                synthetic.CLASSES),
+                              manifest=_settings(seed, train_size, test_size))
 
 
 def _check_sizes(train_size, test_size, seed):

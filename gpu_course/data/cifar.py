@@ -56,9 +56,9 @@ def read_manifest(folder):
         return None
 
 
-def write_cifar_binary(folder, train_x, train_y, test_x, test_y, class_names,
-                       manifest=None):
-    """Write a ``cifar-10-batches-bin`` style folder and return its path.
+def write_cifar_binary(folder, data: CifarData, manifest=None):
+    """Write `data` (what read_cifar_binary returns) as a ``cifar-10-batches-bin`` style
+    folder and return its path.
 
     The training set is split evenly over the five ``data_batch_*.bin``
     files (any size is allowed). The folder appears atomically: the files go
@@ -66,13 +66,13 @@ def write_cifar_binary(folder, train_x, train_y, test_x, test_y, class_names,
     folder is replaced, unless it already holds this data (the same `manifest`: another
     process wrote it meanwhile, and may be reading it).
     """
-    class_names = tuple(str(c) for c in class_names)
+    class_names = tuple(str(c) for c in data.classes)
     if not 1 <= len(class_names) <= 256 or any(
             not c or "\n" in c for c in class_names):
-        raise ValueError(f"class_names must be 1..256 non-empty one-line names, "
+        raise ValueError(f"classes must be 1..256 non-empty one-line names, "
                          f"got {class_names!r}")
-    train = _records(train_x, train_y, len(class_names), "train")
-    test = _records(test_x, test_y, len(class_names), "test")
+    train = _records(data.train_x, data.train_y, len(class_names), "train")
+    test = _records(data.test_x, data.test_y, len(class_names), "test")
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp",

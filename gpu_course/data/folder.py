@@ -18,6 +18,7 @@ network can learn them. Caltech-256 has 257 classes; the generated folder has up
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -327,29 +328,42 @@ class FolderSource:
 
 
 # -- generating a folder --------------------------------------------------------------
-def generate_folder(root=None, classes: int = 10, per_class: int = 300, seed: int = 0,
-                    min_side: int = 200, max_side: int = 500, quality: int = 90,
-                    workers: int | None = None, progress: bool = True,
-                    overwrite: bool = False) -> Path:
-    """Write a Caltech-256-shaped folder of `classes * per_class` JPEGs; returns its path.
+@dataclass(frozen=True)
+class Photos:
+    """What `generate_folder` writes: `classes` class folders of `per_class` JPEGs, drawn
+    from `seed`, `min_side` to `max_side` px a side, at JPEG `quality`. The defaults:
+    10 x 300 = 3,000 images of 200-500 px at quality 90 (about 30 KB each);
+    `per_class=3000` gives 30,000, Caltech-256's size."""
 
-    Defaults: 10 classes x 300 = 3,000 images, 200-500 px a side, JPEG quality 90
-    (about 30 KB each). `per_class=3000` gives 30,000, Caltech-256's size. The images
-    are written under a temporary name and renamed when all are done, so an interrupted
-    run leaves nothing half-written; an existing complete folder with the same settings
-    is reused (overwrite=True writes it again)."""
+    classes: int = 10
+    per_class: int = 300
+    seed: int = 0
+    min_side: int = 200
+    max_side: int = 500
+    quality: int = 90
+
+    def __post_init__(self):
+        if not 2 <= self.classes <= len(synthetic.CLASSES):   # one class would teach nothing
+            raise ValueError(f"classes={self.classes!r} must be in 2..{len(synthetic.CLASSES)} "
+                             f"(the generated shapes: {', '.join(synthetic.CLASSES)})")
+        if self.per_class < 1:
+            raise ValueError(f"per_class={self.per_class!r} must be >= 1")
+        if not 16 <= self.min_side <= self.max_side:
+            raise ValueError(f"min_side={self.min_side!r}, max_side={self.max_side!r}: "
+                             "need 16 <= min <= max")
+        if not 1 <= self.quality <= 100:
+            raise ValueError(f"quality={self.quality!r} must be in 1..100")
+
+
+def generate_folder(root=None, photos: Photos = Photos(), workers: int | None = None,
+                    progress: bool = True, overwrite: bool = False) -> Path:
+    """Write a Caltech-256-shaped folder of `photos` (see Photos); returns its path.
+
+    The images are written under a temporary name and renamed when all are done, so an
+    interrupted run leaves nothing half-written; an existing complete folder with the
+    same settings is reused (overwrite=True writes it again)."""
     root = Path(root or default_folder()).expanduser()
-    if not 2 <= classes <= len(synthetic.CLASSES):   # one class would teach nothing
-        raise ValueError(f"classes={classes!r} must be in 2..{len(synthetic.CLASSES)} "
-                         f"(the generated shapes: {', '.join(synthetic.CLASSES)})")
-    if per_class < 1:
-        raise ValueError(f"per_class={per_class!r} must be >= 1")
-    if not 16 <= min_side <= max_side:
-        raise ValueError(f"min_side={min_side!r}, max_side={max_side!r}: need 16 <= min <= max")
-    if not 1 <= quality <= 100:
-        raise ValueError(f"quality={quality!r} must be in 1..100")
-    settings = dict(classes=classes, per_class=per_class, seed=seed, min_side=min_side,
-                    max_side=max_side, quality=quality, version=1)
+    settings = {**dataclasses.asdict(photos), "version": 1}
     if root.exists() and not root.is_dir():
         raise DataError(f"{root} is a file; --out must name a folder")
     # a second `gpu-course data --kind folder` here waits; SIGTERM stops after an image

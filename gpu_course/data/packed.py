@@ -40,6 +40,7 @@ PREAMBLE = struct.Struct("<8sIQIIIQQQQ")  # magic, version, count, h, w, c, 4 of
 VERSION = 1
 ALIGN = 4096  # images start on a page boundary so they can be memory-mapped
 MB = 1e6
+QUALITY = 95  # JPEG quality of a pre-resized or re-encoded image
 
 
 # -- pre-resized folder ---------------------------------------------------------------
@@ -62,12 +63,11 @@ class PrepResult:
         return text
 
 
-def preresize_folder(index: FolderIndex, out, size: int, quality: int = 95,
-                     workers: int | None = None, progress: bool = True,
-                     skip_corrupt: bool = False) -> PrepResult:
+def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = None,
+                     progress: bool = True, skip_corrupt: bool = False) -> PrepResult:
     """Resize every image of `index` to size x size (shorter side, centre square) and
-    store it as a JPEG under `out` with the same class folders and names. Done once,
-    out of band: the training loop then decodes small images and resizes nothing."""
+    store it as a JPEG (QUALITY) under `out` with the same class folders and names. Done
+    once, out of band: the training loop then decodes small images and resizes nothing."""
     _check_size(size)
     out = Path(out)
     tmp = _tmp_name(out)
@@ -75,7 +75,7 @@ def preresize_folder(index: FolderIndex, out, size: int, quality: int = 95,
     for name in index.classes:
         (tmp / name).mkdir(parents=True)
     start = time.perf_counter()
-    tasks = [(str(index.path(i)), str(tmp / _jpeg_name(index.paths[i])), size, quality)
+    tasks = [(str(index.path(i)), str(tmp / _jpeg_name(index.paths[i])), size, QUALITY)
              for i in range(len(index))]
     skipped, total = [], 0
     try:
@@ -88,7 +88,7 @@ def preresize_folder(index: FolderIndex, out, size: int, quality: int = 95,
                 skipped.append((index.paths[i], error))
             total += written
         (tmp / ".gpu_course.json").write_text(json.dumps(
-            {"size": size, "quality": quality, "source": str(index.root),
+            {"size": size, "quality": QUALITY, "source": str(index.root),
              "skipped": skipped}))
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
@@ -459,8 +459,7 @@ def _made_seconds(note_path: Path) -> float | None:
 
 
 def load_folder(root=None, image_size: int = 32, train_size: int | None = None,
-                test_size: int | None = None, seed: int = 0, cache_dir=None,
-                progress: bool = True):
+                test_size: int | None = None, seed: int = 0, cache_dir=None):
     """An image folder as in-memory arrays, like `data.load` gives for CIFAR-10:
     CifarData(train_x, train_y, test_x, test_y, classes) with uint8 [N, S, S, 3] images
     at `image_size`, split as `folder.split` does. Read from packed copies, made on
@@ -471,7 +470,7 @@ def load_folder(root=None, image_size: int = 32, train_size: int | None = None,
     train, val = split(index, train_size, test_size, seed=seed)
     arrays = []
     for part in (train, val):
-        pack = PackedArray(ensure_packed(part, image_size, cache_dir, progress=progress))
+        pack = PackedArray(ensure_packed(part, image_size, cache_dir))
         arrays += [pack.load(), pack.labels.astype(np.uint8 if len(index.classes) <= 256
                                                    else np.int64)]
     return CifarData(*arrays, tuple(index.classes))

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ..measure import nvml
 from ..measure.records import machine_load
+from ..measure.timing import Workload
 
 HOOKS = {"gluon": "gpu_course.tracks.gluon.envinfo", "pytorch": "gpu_course.tracks.torch.envinfo"}
 FRAMEWORK = {"gluon": "mxnet", "pytorch": "torch"}
@@ -71,8 +72,8 @@ def hook(engine: str, *args: str, env: dict | None = None, cpus=None,
 
 
 def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps: int = 5,
-          model: str = "resnet20", cpus=None) -> dict:
-    """ResNet-20 (or `model`) forward passes in a fresh process with `threads` OpenMP
+          cpus=None) -> dict:
+    """ResNet-20 forward passes in a fresh process with `threads` OpenMP
     threads and oneDNN on or off: {"images_per_s", "ms_per_batch", "step_images_per_s",
     "build", ...}, with the cores it was pinned to ("cpus", None when not pinned), the
     1-minute load average as it started ("load_average") and the cores other programs kept
@@ -80,8 +81,7 @@ def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps
     load = os.getloadavg()[0]   # how busy the machine was as this benchmark started
     before = machine_load()
     out = hook(engine, "bench", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
-               f"--batch={batch}", f"--steps={steps}", f"--model={model}",
-               env=_cpu_env(threads, onednn), cpus=cpus)
+               f"--batch={batch}", f"--steps={steps}", env=_cpu_env(threads, onednn), cpus=cpus)
     return {**out, "batch": batch, "cpus": sorted(cpus) if cpus else None, "load_average": load,
             "other_cores": other_cores(before, machine_load())}
 
@@ -97,21 +97,21 @@ def other_cores(before: dict, after: dict) -> float | None:
     return max(0.0, (after["cpu_busy_s"] - before["cpu_busy_s"] - ours) / wall)
 
 
-def infer(engine: str, models, onednn: bool = True, threads: int | None = None,
-          batches=(1, 128), requests: int = 200, images: int = 1280, warmup: int = 3,
-          cpus=None) -> list[dict]:
+def infer(engine: str, models, workload: Workload = Workload(), onednn: bool = True,
+          threads: int | None = None, cpus=None) -> list[dict]:
     """Lesson 15: each of `models` served on the CPU in one fresh process with `threads`
     OpenMP threads (default: the usable cores) and oneDNN on or off, batch 1 one request at
-    a time and each larger batch of `batches` (`<track>.inference.time_inference`): the
-    records, each with the 1-minute load average as the process started ("load_average")."""
+    a time and each larger batch of the `workload` (`<track>.inference.time_inference`):
+    the records, each with the 1-minute load average as the process started
+    ("load_average")."""
     models = [models] if isinstance(models, str) else list(models)
     threads = threads or len(os.sched_getaffinity(0))
     load = os.getloadavg()[0]
     out = hook(engine, "infer", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
                f"--models={','.join(models)}",
-               f"--batches={','.join(str(int(b)) for b in batches)}",
-               f"--requests={requests}", f"--images={images}", f"--warmup={warmup}",
-               env=_cpu_env(threads, onednn), cpus=cpus)
+               f"--batches={','.join(str(b) for b in workload.batches)}",
+               f"--requests={workload.requests}", f"--images={workload.images}",
+               f"--warmup={workload.warmup}", env=_cpu_env(threads, onednn), cpus=cpus)
     return [{**r, "load_average": load} for r in out["records"]]
 
 
@@ -125,7 +125,7 @@ def _cpu_env(threads: int, onednn: bool) -> dict:
 # what each verb of a track's envinfo takes from its command line, in order
 VERBS = {"build": (), "copy": (),
          "bench": ("threads", "onednn", "batch", "steps", "model"),
-         "infer": ("threads", "onednn", "models", "batches", "requests", "images", "warmup")}
+         "infer": ("threads", "onednn", "models", "workload")}
 
 
 def hook_main(argv, prog: str, threads: int, **verbs) -> int:
@@ -144,6 +144,7 @@ def hook_main(argv, prog: str, threads: int, **verbs) -> int:
     parser.add_argument("--batches", type=lambda text: [int(b) for b in text.split(",")],
                         default=[1, 128])
     args = parser.parse_args(argv)
+    args.workload = Workload(args.batches, args.requests, args.images, args.warmup)
     print(json.dumps(verbs[args.what](*(getattr(args, name) for name in VERBS[args.what]))))
     return 0
 

@@ -51,7 +51,7 @@ MIN_EFFICIENCY = 0.7      # the efficiency below which more devices "stop paying
 SCALED = ("num_gpus", "kvstore", "threads")
 HOP_LATENCY_S = 20e-6     # the model's latency a hop: a typical network's
 MODEL_KS = (8, 64)        # the device counts the model's table gives efficiencies for
-MODEL_K_MAX = 1024        # stops_paying searches k = 1..this
+MODEL_K_MAX = scaling.K_MAX   # stops_paying searches k = 1..this
 GPU_LINKS = {"NVLink"}    # links between GPUs only: no model row for a CPU step over them
 LECTURE = "the lecture"   # "Performance and Profiling": its table of link bandwidths
 LECTURE_PCIE_X8_GBPS = 5.0
@@ -433,7 +433,7 @@ UPTO = f"above {MIN_EFFICIENCY:.0%} up to k"   # the model table's column of sto
 
 def _upto(t_compute: float, grad_bytes: float, gbps: float) -> int:
     return scaling.stops_paying(t_compute, grad_bytes, gbps * 1e9, latency=HOP_LATENCY_S,
-                                min_efficiency=MIN_EFFICIENCY, k_max=MODEL_K_MAX)
+                                min_efficiency=MIN_EFFICIENCY)
 
 
 def _upto_text(k: int) -> str:

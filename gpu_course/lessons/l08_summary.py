@@ -76,12 +76,12 @@ def ladder(engine: str, sizes, runs_dir=None) -> list:
     runs = latest_ladder(engine, runs_dir)
     if runs:
         return runs
-    from ..ladder import run_ladder
+    from ..ladder import Walk, run_ladder
     print(f"No ladder of the {engine} track recorded yet: walking it now"
           + (" (quick, as `gpu-course ladder --quick`)" if sizes.quick else ""), flush=True)
     runs, _ = run_ladder(engine, quick=sizes.quick, train_size=sizes.ladder_train_size,
                          test_size=sizes.ladder_test_size, runs_dir=runs_dir,
-                         first=sizes.ladder_rungs)
+                         walk=Walk(first=sizes.ladder_rungs))
     return runs
 
 

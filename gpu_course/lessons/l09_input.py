@@ -65,7 +65,7 @@ def photo_folder(images: int, folder=None) -> Path:
         return Path(folder)
     return image_folder.generate_folder(
         image_folder.default_folder().with_name(f"caltech256-like-{images}"),
-        per_class=images // 10)
+        image_folder.Photos(per_class=images // 10))
 
 
 @dataclass

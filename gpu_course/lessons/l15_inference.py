@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
@@ -117,22 +118,36 @@ def passes_for(batch: int, images: int) -> int:
     return max(MIN_PASSES, int(images) // int(batch))
 
 
-def record(model: str, variant, device: str, batch: int, timing, seconds, outputs=None,
-           dtype: str = "float32", **facts) -> dict:
-    """One measurement: `seconds` of each timed pass of `batch` images of `model` served
-    as `variant` on `device` ("cpu", "cuda:0", "cpu(0)"), timed as `timing`; `outputs`
-    the outputs on the probe images (None when not taken). facts: threads, load_average."""
-    variant, timing = _enum(Variant, variant, "variant"), _enum(Timing, timing, "timing")
+@dataclass(frozen=True)
+class Served:
+    """What is served: network `model` as `variant` on `device` ("cpu", "cuda:0",
+    "cpu(0)"), its input in `dtype`."""
+
+    model: str
+    variant: Variant
+    device: str
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        object.__setattr__(self, "variant", _enum(Variant, self.variant, "variant"))
+        if self.dtype not in TOLERANCE:
+            raise ValueError(f"dtype={self.dtype!r}; allowed: {', '.join(TOLERANCE)}")
+
+
+def record(served: Served, batch: int, timing, seconds, outputs=None, **facts) -> dict:
+    """One measurement: `seconds` of each timed pass of `batch` images of what is `served`,
+    timed as `timing`; `outputs` the outputs on the probe images (None when not taken).
+    facts: threads, load_average."""
+    timing = _enum(Timing, timing, "timing")
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
         raise ValueError(f"batch={batch!r}: a whole number of images, at least 1")
     seconds = [float(s) for s in seconds]
     if not seconds or not all(math.isfinite(s) and s > 0 for s in seconds):
-        raise ValueError(f"{model}, {variant}, batch {batch}: seconds={seconds[:5]!r} must be "
-                         "one time > 0 a timed pass, at least one")
-    if dtype not in TOLERANCE:
-        raise ValueError(f"dtype={dtype!r}; allowed: {', '.join(TOLERANCE)}")
-    return {"model": str(model), "variant": variant.value, "device": str(device),
-            "batch": int(batch), "timing": timing.value, "pass_s": seconds, "dtype": dtype,
+        raise ValueError(f"{served.model}, {served.variant}, batch {batch}: "
+                         f"seconds={seconds[:5]!r} must be one time > 0 a timed pass, at least one")
+    return {"model": str(served.model), "variant": served.variant.value,
+            "device": str(served.device), "batch": int(batch), "timing": timing.value,
+            "pass_s": seconds, "dtype": served.dtype,
             "outputs": None if outputs is None else np.asarray(outputs, dtype=float).tolist(),
             **facts}
 

@@ -16,10 +16,11 @@ a step. Ctrl-C or an error keeps every finished epoch.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -27,22 +28,8 @@ from ..analyse import metrics
 from ..config import Experiment
 from .guards import Diverged, check_loss, check_stop, not_learning, sigterm_as_interrupt
 from .monitor import GpuMonitor, GpuUnavailableWarning
-from .records import OutOfMemory, RunRecord, load_run
+from .records import OutOfMemory, Ran, RunRecord, load_run  # noqa: F401  (Ran: re-exported)
 from .timing import StepTimer, summary_line
-
-
-@dataclass(frozen=True)
-class Ran:
-    """What the record says beyond cfg: the track, the devices it trained on and the
-    notice about them, one dict per setting the machine could not honour (`downgrades`:
-    {"field", "requested", "ran", "why"}, float16 on a CPU) and what the run was handed
-    (`facts`: an own network or loader, threads, compile backend)."""
-
-    engine: str | None = None
-    devices: str | None = None
-    device_notice: str | None = None
-    downgrades: tuple = ()
-    facts: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -63,12 +50,11 @@ class Device:
 
 @dataclass(frozen=True)
 class Output:
-    """Where a run reports: its folder (`runs_dir`, default $GPU_COURSE_RUNS or runs/) and
-    name (default cfg.name), a progress bar and printed lines, and whether it monitors and
-    records at all (a DDP follower does neither)."""
+    """Where a run reports: its folder (`runs_dir`, default $GPU_COURSE_RUNS or runs/), a
+    progress bar and printed lines, and whether it monitors and records at all (a DDP
+    follower does neither)."""
 
     runs_dir: str | Path | None = None
-    name: str | None = None
     progress: bool = True
     verbose: bool = True
     monitor: bool = True
@@ -84,7 +70,7 @@ class Harness:
                  output: Output = Output(), on_epoch: Callable[[dict], Any] | None = None):
         self.cfg = cfg
         self.engine = ran.engine or cfg.engine
-        self.name = output.name or cfg.name
+        self.name = cfg.name
         self.verbose = output.verbose
         self.show_progress = output.progress
         self.read = device.read
@@ -96,12 +82,9 @@ class Harness:
         with warnings.catch_warnings():  # said once below as one line, not a warning box
             warnings.simplefilter("ignore", GpuUnavailableWarning)
             self.monitor = GpuMonitor(interval=cfg.monitor_interval) if output.monitor else None
-        downgrades = list(ran.downgrades or [])
-        changed = {d["field"]: d["requested"] for d in downgrades}
-        self.record = RunRecord(cfg.to_dict(), self.engine, name=self.name,
-                                runs_dir=output.runs_dir, monitor=self.monitor,
-                                requested=changed, downgrades=downgrades,
-                                facts=ran.facts) if output.record else None
+        self.record = RunRecord(cfg.to_dict(), dataclasses.replace(ran, engine=self.engine),
+                                runs_dir=output.runs_dir, monitor=self.monitor) \
+            if output.record else None
         self.on_epoch = on_epoch  # called with each recorded epoch row (e.g. metric lines)
         device_notice, devices = ran.device_notice, ran.devices
         self.epoch = -1

@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import warnings
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
@@ -119,19 +120,33 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class Ran:
+    """What the record says beyond cfg: the track, the devices it trained on and the
+    notice about them, one dict per setting the machine could not honour (`downgrades`:
+    {"field", "requested", "ran", "why"}, float16 on a CPU) and what the run was handed
+    (`facts`: an own network or loader, threads, compile backend)."""
+
+    engine: str | None = None
+    devices: str | None = None
+    device_notice: str | None = None
+    downgrades: tuple = ()
+    facts: dict = field(default_factory=dict)
+
+
 class RunRecord:
-    """The on-disk record of one run, updated after every epoch.
+    """The on-disk record of one run (`config`, with what `ran` says beyond it), updated
+    after every epoch; `hardware_info` stands in for this machine's (`hardware()`).
 
     Use it as a context manager: on leaving, the monitor is stopped and saved and the
     status set to finished, interrupted (Ctrl-C), oom (OutOfMemory) or failed; the
     exception is re-raised.
     """
 
-    def __init__(self, config: dict, engine: str, name: str | None = None,
-                 runs_dir: str | Path | None = None, monitor: Any = None,
-                 hardware_info: dict | None = None, requested: dict | None = None,
-                 downgrades: list | None = None, facts: dict | None = None):
-        name = name or config.get("name", "run")
+    def __init__(self, config: dict, ran: Ran, runs_dir: str | Path | None = None,
+                 monitor: Any = None, hardware_info: dict | None = None):
+        name = config.get("name", "run")
+        downgrades = list(ran.downgrades or ())
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:60]
         self.run_id = f"{stamp}-{safe}-{secrets.token_hex(2)}"
@@ -141,15 +156,16 @@ class RunRecord:
         self.summary_extra = None  # run -> dict, added to the summary at finish
         self.epochs: list[dict] = []
         self.meta = {
-            "run_id": self.run_id, "name": name, "engine": engine, "status": "running",
+            "run_id": self.run_id, "name": name, "engine": ran.engine, "status": "running",
             "error": None, "started_at": _now(), "ended_at": None,
             "config": dict(config), "versions": versions(),
             "hardware": hardware_info if hardware_info is not None else hardware(),
             "git": git_info(), "summary": {}, "notes": {},
             # what was asked for where it differs from what ran, and why
-            "requested": dict(requested or {}), "downgrades": list(downgrades or []),
+            "requested": {d["field"]: d["requested"] for d in downgrades},
+            "downgrades": downgrades,
             # what the run was handed (own network/loader), threads, compile backend...
-            "ran": dict(facts or {}), "load": {"start": machine_load()},
+            "ran": dict(ran.facts or {}), "load": {"start": machine_load()},
         }
         self._write_meta()
 

@@ -21,8 +21,10 @@ What the numbers mean (host-side times; nothing here adds a sync):
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import asdict, dataclass, field
+from numbers import Integral
 from typing import Callable, Iterable, Iterator
 
 clock = time.perf_counter  # monotonic, sub-microsecond resolution
@@ -122,6 +124,32 @@ class StepTimer:
         self.epochs.append(timing)
         self._in_epoch = False
         return timing
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What an inference measurement serves (lesson 15): each batch size of `batches`,
+    batch 1 for `requests` requests one at a time, a larger batch for `images` images back
+    to back, each after `warmup` untimed passes."""
+
+    batches: tuple = (1, 128)
+    requests: int = 200
+    images: int = 1280
+    warmup: int = 3
+
+    def __post_init__(self):
+        batches = tuple(self.batches)
+        if not batches or not all(isinstance(b, Integral) and not isinstance(b, bool) and b >= 1
+                                  for b in batches):
+            raise ValueError(f"batches={batches!r} must be one batch size >= 1 or more")
+        object.__setattr__(self, "batches", tuple(int(b) for b in batches))
+        for name, low in (("requests", 1), ("images", 1), ("warmup", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name}={value!r} must be an integer >= {low}")
+
+    def replace(self, **changes) -> "Workload":
+        return dataclasses.replace(self, **changes)
 
 
 def summary_line(num_gpus: int, num_workers: int, batch_size: int, dtype: str,

@@ -5,11 +5,12 @@ The job runs `gpu_course/sagemaker/entry.py` in AWS's framework container: MXNet
 fields travel as hyperparameters, the dataset as the "training" channel, and the run
 record comes back in the job's output.tar.gz, so it plots beside local runs:
 
-    spec = job_spec(cfg, "ml.p3.2xlarge")     # what would run; needs no AWS account
-    request = training_request(cfg, "ml.p3.2xlarge")   # what the SDK would send; sent nowhere
+    job = Job("ml.p3.2xlarge")                # where it runs, on what terms (see Job)
+    spec = job_spec(cfg, job)                 # what would run; needs no AWS account
+    request = training_request(cfg, job)      # what the SDK would send; sent nowhere
     check_request(request)                    # against botocore's model of the SageMaker API
-    job = launch(cfg, "ml.p3.2xlarge")        # needs credentials and a role; checks first
-    runs = fetch_runs(job)                    # the job's run record(s), as records.Run
+    name = launch(cfg, job)                   # needs credentials and a role; checks first
+    runs = fetch_runs(name)                   # the job's run record(s), as records.Run
 
 Uses the SageMaker Python SDK v2 (`pip install sagemaker==2.243.2`): v3 removed the
 framework estimators. The SDK is imported only when a job is built, so this module's
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import functools
 import importlib.util
 import inspect
@@ -223,33 +225,55 @@ def _left_out(folder: str, names: list) -> set:
     return skip | ({"reference"} & set(names) if Path(folder) == PACKAGE_DIR else set())
 
 
-def estimator_kwargs(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE,
-                     instance_count: int = 1, role: str | None = None,
-                     source_dir: str | Path | None = None, output_path: str | None = None,
-                     max_run_min: int = DEFAULT_MAX_RUN_MIN, all_gpus: bool = False) -> dict:
+@dataclass(frozen=True)
+class Job:
+    """Where a training job runs and on what terms: `instance_count` instances of
+    `instance_type`, every GPU of each (all_gpus) or cfg.num_gpus, the execution `role`
+    (None: this notebook instance's), the dataset's s3:// URI (`data`; None: the local
+    one, uploaded at launch), the s3:// prefix of its output (None: the default bucket),
+    and the minutes after which SageMaker stops it (and bills no further)."""
+
+    instance_type: str = DEFAULT_INSTANCE
+    instance_count: int = 1
+    all_gpus: bool = False
+    role: str | None = None
+    data: str | None = None
+    output_path: str | None = None
+    max_run_min: int = DEFAULT_MAX_RUN_MIN
+
+    def __post_init__(self):
+        minutes = self.max_run_min
+        if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) \
+                or not 1 <= minutes <= MAX_RUN_LIMIT_MIN:
+            raise ValueError(f"max_run_min={minutes!r} must be 1..{MAX_RUN_LIMIT_MIN} minutes "
+                             "(SageMaker stops a training job after 28 days at most)")
+
+    def replace(self, **changes) -> "Job":
+        return dataclasses.replace(self, **changes)
+
+
+def estimator_kwargs(cfg: Experiment, job: Job = Job(),
+                     source_dir: str | Path | None = None) -> dict:
     """The keyword arguments of the track's SDK estimator (MXNet or PyTorch)."""
-    check_job(cfg, instance_type, instance_count, all_gpus)
-    if isinstance(max_run_min, bool) or not isinstance(max_run_min, (int, float)) \
-            or not 1 <= max_run_min <= MAX_RUN_LIMIT_MIN:
-        raise ValueError(f"max_run_min={max_run_min!r} must be 1..{MAX_RUN_LIMIT_MIN} minutes "
-                         "(SageMaker stops a training job after 28 days at most)")
+    check_job(cfg, job.instance_type, job.instance_count, job.all_gpus)
     track = _track(cfg.engine)
     kwargs = {
         "entry_point": ENTRY_POINT, "source_dir": str(source_dir) if source_dir else None,
         "framework_version": track.framework_version, "py_version": track.py_version,
-        "role": role, "instance_type": instance_type, "instance_count": instance_count,
-        "hyperparameters": hyperparameters(cfg, all_gpus),
+        "role": job.role, "instance_type": job.instance_type,
+        "instance_count": job.instance_count,
+        "hyperparameters": hyperparameters(cfg, job.all_gpus),
         "metric_definitions": metric_definitions(),
         "base_job_name": job_base_name(cfg),
-        "max_run": int(max_run_min * 60),
+        "max_run": int(job.max_run_min * 60),
         # the course measures with its own monitor; SageMaker's profiler would add a
         # sidecar process to the very machine we measure
         "disable_profiler": True,
     }
-    if instance_count > 1:
+    if job.instance_count > 1:
         kwargs["distribution"] = track.distribution
-    if output_path:
-        kwargs["output_path"] = output_path
+    if job.output_path:
+        kwargs["output_path"] = job.output_path
     return kwargs
 
 
@@ -269,33 +293,29 @@ def image_uri(engine: str, instance_type: str, region: str | None = None) -> str
                                   image_scope="training")
 
 
-def job_spec(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE, instance_count: int = 1,
-             role: str | None = None, data: str | None = None, region: str | None = None,
-             output_path: str | None = None, max_run_min: int = DEFAULT_MAX_RUN_MIN,
-             all_gpus: bool = False) -> dict:
+def job_spec(cfg: Experiment, job: Job = Job(), region: str | None = None) -> dict:
     """Everything the job would run with: image, instance, hyperparameters, channels,
     metric definitions. Needs neither AWS credentials nor (except for the image name)
-    the SDK. `data` is an s3:// URI; None = the local dataset, uploaded at launch."""
-    kwargs = estimator_kwargs(cfg, instance_type, instance_count, role, None, output_path,
-                              max_run_min, all_gpus)
+    the SDK."""
+    kwargs = estimator_kwargs(cfg, job)
     track = _track(cfg.engine)
     region = region or aws_region()
     try:
-        image = image_uri(cfg.engine, instance_type, region)
+        image = image_uri(cfg.engine, job.instance_type, region)
     except SystemExit:  # no SDK here: the spec is still useful without the image name
         image = f"(resolved by the SageMaker SDK: pip install {SDK_PIN})"
-    known = INSTANCES.get(instance_type)
+    known = INSTANCES.get(job.instance_type)
     prefix, inside = channel_layout(cfg)
     return {
         "estimator": track.estimator,
         "image_uri": image,
         "region": region or f"{DEFAULT_REGION} (none configured)",
-        "instance_type": instance_type,
-        "instance_count": instance_count,
+        "instance_type": job.instance_type,
+        "instance_count": job.instance_count,
         "instance": ({"gpus": known.gpus, "gpu": known.gpu, "why": known.why}
                      if known else "not in the course's table"),
-        "role": role or "(your SageMaker execution role: --role, or found on a "
-                        "SageMaker notebook instance)",
+        "role": job.role or "(your SageMaker execution role: --role, or found on a "
+                            "SageMaker notebook instance)",
         "framework_version": kwargs["framework_version"],
         "py_version": kwargs["py_version"],
         "entry_point": ENTRY_POINT,
@@ -303,10 +323,10 @@ def job_spec(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE, instance_co
                        "requirements": [r.split("#")[0].strip() for r in track.requirements]},
         "distribution": kwargs.get("distribution"),
         "hyperparameters": kwargs["hyperparameters"],
-        "inputs": {CHANNEL: data or f"s3://<default bucket>/{prefix} (uploaded at launch "
-                                    f"from {dataset_folder(cfg)} to {prefix}/{inside})"},
+        "inputs": {CHANNEL: job.data or f"s3://<default bucket>/{prefix} (uploaded at launch "
+                                        f"from {dataset_folder(cfg)} to {prefix}/{inside})"},
         "metric_definitions": kwargs["metric_definitions"],
-        "output_path": output_path or "s3://<default bucket>/ (model.tar.gz, output.tar.gz)",
+        "output_path": job.output_path or "s3://<default bucket>/ (model.tar.gz, output.tar.gz)",
         "max_run": kwargs["max_run"],
         "base_job_name": kwargs["base_job_name"],
     }
@@ -323,19 +343,16 @@ NO_ACCOUNT = "000000000000"
 REQUEST_TITLE = "CreateTrainingJob request (built by the SageMaker SDK, sent nowhere)"
 
 
-def training_request(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE,
-                     instance_count: int = 1, role: str | None = None, data: str | None = None,
-                     region: str | None = None, job_name: str | None = None,
-                     bucket: str | None = None, **options) -> dict:
+def training_request(cfg: Experiment, job: Job = Job(), region: str | None = None,
+                     job_name: str | None = None, bucket: str | None = None) -> dict:
     """The CreateTrainingJob request `launch` sends for cfg, as the SDK's estimator.fit
     builds it, on a session that sends nothing: no AWS account, no network. `bucket` is
-    the account's default bucket (None: sagemaker-<region>-000000000000); `options` go
-    to estimator_kwargs (output_path, max_run_min, all_gpus)."""
+    the account's default bucket (None: sagemaker-<region>-000000000000)."""
     sm = _sdk()
     session = offline_session(region)
     bucket = bucket or f"sagemaker-{session.boto_region_name}-{NO_ACCOUNT}"
-    output = options.pop("output_path", None) or f"s3://{bucket}/"
-    channel = data or f"s3://{bucket}/{channel_layout(cfg)[0]}"   # where launch uploads it
+    output = job.output_path or f"s3://{bucket}/"
+    channel = job.data or f"s3://{bucket}/{channel_layout(cfg)[0]}"   # where launch uploads it
     if not (output.startswith("s3://") and channel.startswith("s3://")):
         _request.check_part({  # the SDK would refuse them in its own words: say what is allowed
             "OutputDataConfig": {"S3OutputPath": output},
@@ -344,10 +361,11 @@ def training_request(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE,
     # where fit() uploads source_dir (the output path's bucket, not its prefix); given
     # as s3://, the SDK takes it as uploaded
     code = f"s3://{sm.s3.parse_s3_url(output)[0]}/{job_name}/source/sourcedir.tar.gz"
+    role = job.role
     if role and "/" not in role:  # a role's name: the SDK looks its ARN up in IAM
         role = f"arn:aws:iam::{NO_ACCOUNT}:role/{role}"
-    estimator = build_estimator(cfg, instance_type, instance_count, role or NO_ROLE, session,
-                                source_dir=code, output_path=output, **options)
+    estimator = build_estimator(cfg, job.replace(role=role or NO_ROLE, output_path=output),
+                                session, source_dir=code)
     return sent_request(estimator, {CHANNEL: channel}, job_name)
 
 
@@ -588,19 +606,17 @@ def estimator_class(engine: str):
     return getattr(sys.modules[module], name)
 
 
-def build_estimator(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE,
-                    instance_count: int = 1, role: str | None = None, session=None,
-                    source_dir: str | Path | None = None, **options):
+def build_estimator(cfg: Experiment, job: Job = Job(), session=None,
+                    source_dir: str | Path | None = None):
     """The SDK estimator for cfg's track (sagemaker.mxnet.MXNet or sagemaker.pytorch.PyTorch).
-    `role` defaults to the notebook instance's execution role; `options` go to
-    estimator_kwargs (output_path, max_run_min, all_gpus); source_dir defaults to a
+    job.role defaults to the notebook instance's execution role; source_dir defaults to a
     fresh stage_code() folder."""
-    check_job(cfg, instance_type, instance_count, options.get("all_gpus", False))
+    check_job(cfg, job.instance_type, job.instance_count, job.all_gpus)
     sm = _sdk()
     session = session or sm.Session()
-    role = execution_role(session, role)
+    job = job.replace(role=execution_role(session, job.role))
     source_dir = source_dir or stage_code(cfg.engine)
-    kwargs = estimator_kwargs(cfg, instance_type, instance_count, role, source_dir, **options)
+    kwargs = estimator_kwargs(cfg, job, source_dir)
     return estimator_class(cfg.engine)(sagemaker_session=session, **kwargs)
 
 
@@ -613,24 +629,21 @@ def upload_dataset(cfg: Experiment, session) -> str:
     return uri.rstrip("/")[:-len(inside) - 1]  # the channel holds the folder's path
 
 
-def launch(cfg: Experiment, instance_type: str = DEFAULT_INSTANCE, instance_count: int = 1,
-           role: str | None = None, session=None, data: str | None = None, wait: bool = True,
-           **options) -> str:
-    """Start the training job (uploading the dataset unless `data` is an s3:// URI) and,
+def launch(cfg: Experiment, job: Job = Job(), session=None, wait: bool = True) -> str:
+    """Start the training job (uploading the dataset unless job.data is an s3:// URI) and,
     with wait=True, stream its log until it ends. Returns the job name. Its request is
     checked first (check_request): an invalid one uploads and starts nothing."""
     sm = _sdk()
     session = session or sm.Session()
-    role = session.expand_role(execution_role(session, role))  # a name becomes its ARN
+    # a role's name becomes its ARN
+    job = job.replace(role=session.expand_role(execution_role(session, job.role)))
     job_name = sm.utils.name_from_base(job_base_name(cfg))
-    bucket = None if data and options.get("output_path") else session.default_bucket()
-    check_request(training_request(cfg, instance_type, instance_count, role, data,
-                                   session.boto_region_name, job_name, bucket, **options))
+    bucket = None if job.data and job.output_path else session.default_bucket()
+    check_request(training_request(cfg, job, session.boto_region_name, job_name, bucket))
     code = stage_code(cfg.engine)
     try:
-        estimator = build_estimator(cfg, instance_type, instance_count, role, session,
-                                    source_dir=code, **options)
-        inputs = {CHANNEL: data or upload_dataset(cfg, session)}
+        estimator = build_estimator(cfg, job, session, source_dir=code)
+        inputs = {CHANNEL: job.data or upload_dataset(cfg, session)}
         estimator.fit(inputs, wait=wait, logs="All" if wait else "None", job_name=job_name)
     finally:  # fit() has uploaded the code by the time it returns (or fails)
         shutil.rmtree(code, ignore_errors=True)
@@ -721,14 +734,12 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run_command)
 
 
-def show_request(cfg: Experiment, instance_type: str, instance_count: int, role: str | None,
-                 data: str | None, region: str | None, **options) -> None:
+def show_request(cfg: Experiment, job: Job, region: str | None) -> None:
     """Print the request a launch would send (training_request) and that SageMaker would
     accept it; raise request.InvalidRequest (after printing it) if not. Without the SDK,
     say that nothing was built or checked."""
     try:
-        request = training_request(cfg, instance_type, instance_count, role, data, region,
-                                   **options)
+        request = training_request(cfg, job, region)
     except SystemExit as err:  # no SDK here
         print(f"\n{_request.OPERATION} request: not built here, so not checked ({err})")
         return
@@ -750,15 +761,13 @@ def run_command(args) -> int:
                          "(SageMaker stops a training job after 28 days at most)")
     engine = args.cfg_engine or default_engine(args.instance_type)
     cfg = config_from_args(args, engine=engine)
-    options = {"output_path": args.output_path, "max_run_min": args.max_run,
-               "all_gpus": args.all_gpus}
-    spec = job_spec(cfg, args.instance_type, args.instance_count, args.role, args.data_s3,
-                    args.region, **options)
+    job = Job(args.instance_type, args.instance_count, args.all_gpus, args.role, args.data_s3,
+              args.output_path, args.max_run)
+    spec = job_spec(cfg, job, args.region)
     try:
         if args.dry_run or not aws_credentials():
             print(format_spec(spec))
-            show_request(cfg, args.instance_type, args.instance_count, args.role,
-                         args.data_s3, args.region, **options)
+            show_request(cfg, job, args.region)
             if args.dry_run:
                 print("\ndry run: nothing was launched")
                 return 0
@@ -768,16 +777,15 @@ def run_command(args) -> int:
         sm = _sdk()
         import boto3
         session = sm.Session(boto_session=boto3.Session(region_name=args.region))
-        job = launch(cfg, args.instance_type, args.instance_count, args.role, session,
-                     args.data_s3, wait=not args.no_wait, **options)
+        name = launch(cfg, job, session, wait=not args.no_wait)
     except _request.InvalidRequest as err:
         for problem in err.problems:
             print(f"gpu-course sagemaker: invalid request: {problem}", file=sys.stderr)
         return 2
     if args.no_wait:
-        print(f"started {job}; fetch its run later with gpu_course.sagemaker.launch."
-              f"fetch_runs({job!r})")
+        print(f"started {name}; fetch its run later with gpu_course.sagemaker.launch."
+              f"fetch_runs({name!r})")
         return 0
-    for run in fetch_runs(job, session, args.runs_dir):
+    for run in fetch_runs(name, session, args.runs_dir):
         print(f"{run.name}: {run.summary.get('summary_line')}  (record: {run.path})")
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..config import Experiment
 from ..env.cores import loader_workers, threads_per_process
+from .localhosts import LocalJob
 from .scaling import implied_busbw, implied_exposed_time, measured_efficiency, predict
 
 # the talk: batch 640 per GPU, MXNet on V100s (p3.8xlarge), 1 GPU -> 4 GPUs, 29 loader
@@ -58,16 +59,14 @@ def run(engine: str, nodes: int = 2, procs_per_node: int = 1, quick: bool = Fals
     cfg = experiment(engine, quick, k)
     one, job = cfg.replace(name="distributed k=1"), cfg.replace(name=f"distributed k={k}")
     threads = threads_per_process(k)
+    local = LocalJob(runs_dir, verbose)
     if engine == "pytorch":
         from ..tracks.torch.multinode import launch_local
-        base = launch_local(one, 1, 1, runs_dir=runs_dir, verbose=verbose, threads=threads)
-        return base, launch_local(job, nodes, procs_per_node, runs_dir=runs_dir,
-                                  verbose=verbose, threads=threads)
+        base = launch_local(one, 1, 1, threads, local)
+        return base, launch_local(job, nodes, procs_per_node, threads, local)
     from ..tracks.gluon import dist  # k=1 is one worker with one server: the same push and pull
-    base = dist.launch_local(one, workers=1, servers=1, runs_dir=runs_dir, verbose=verbose,
-                             threads=threads)
-    return base, dist.launch_local(job, workers=k, servers=nodes, runs_dir=runs_dir,
-                                   verbose=verbose, threads=threads)
+    base = dist.launch_local(one, workers=1, servers=1, threads=threads, job=local)
+    return base, dist.launch_local(job, workers=k, servers=nodes, threads=threads, job=local)
 
 
 def step_seconds(run) -> float:

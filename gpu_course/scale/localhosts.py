@@ -6,9 +6,21 @@ from __future__ import annotations
 import os
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # so child processes import this gpu_course
+
+
+@dataclass(frozen=True)
+class LocalJob:
+    """How a job of local "hosts" runs and reports: its one record goes under `runs_dir`
+    (default: the runs folder), `verbose` prints what the hosts run and the leader's
+    output, and the job may take `timeout` seconds (None: no limit)."""
+
+    runs_dir: str | Path | None = None
+    verbose: bool = False
+    timeout: float | None = 900
 
 
 def free_port() -> int:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 
+K_MAX = 1024   # the most devices stops_paying tries
+
 
 def allreduce_time(grad_bytes: float, k: int, busbw: float, latency: float = 0.0) -> float:
     """Seconds for a ring all-reduce of `grad_bytes` over k devices at `busbw` bytes/s."""
@@ -60,11 +62,11 @@ def predict(ks, t_compute: float, grad_bytes: float, busbw: float, latency: floa
 
 
 def stops_paying(t_compute: float, grad_bytes: float, busbw: float, latency: float = 0.0,
-                 overlap: float = 0.0, min_efficiency: float = 0.7, k_max: int = 1024) -> int:
-    """The largest device count (up to k_max) whose predicted efficiency is still at
+                 overlap: float = 0.0, min_efficiency: float = 0.7) -> int:
+    """The largest device count (up to K_MAX) whose predicted efficiency is still at
     least `min_efficiency`: beyond it each added device buys less than that share."""
     best = 1
-    for row in predict(range(1, k_max + 1), t_compute, grad_bytes, busbw, latency, overlap):
+    for row in predict(range(1, K_MAX + 1), t_compute, grad_bytes, busbw, latency, overlap):
         if row["efficiency"] >= min_efficiency:
             best = row["k"]
     return best

@@ -42,11 +42,11 @@ SIZES = gc.sizes("15")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change a
 
 # %%
 cpu = env.cpu_facts()                      # the CPU model; logical, physical and usable cores
-timing = dict(batches=(1, SIZES.batch), requests=SIZES.requests, images=SIZES.images,
-              warmup=SIZES.warmup)         # the same for every setting
+workload = gc.Workload(batches=(1, SIZES.batch), requests=SIZES.requests, images=SIZES.images,
+                       warmup=SIZES.warmup)   # the same for every setting
 served = [r for flag in (False, True)      # a fresh process a setting:
-          for r in env.infer("gluon", SIZES.models, onednn=flag,   # <- MXNET_MKLDNN_ENABLED=flag
-                             threads=SIZES.threads, **timing)]
+          for r in env.infer("gluon", SIZES.models, workload, onednn=flag,   # <- MXNET_MKLDNN_ENABLED=flag
+                             threads=SIZES.threads)]
 gc.show(served, lesson="15", chart=False)
 gc.conclude("15", served, cpu=cpu)         # the sentences, checked: gpu_course/lessons/l15_inference.py
 
@@ -62,8 +62,8 @@ gc.conclude("15", served, cpu=cpu)         # the sentences, checked: gpu_course/
 # %% tags=["exercise"]
 net = gc.inference_net(SIZES.exercise_model)
 batches = [1]                              # >>> at least three batch sizes, e.g. [1, 4, 16, 64]
-mine = gc.time_inference(net, SIZES.exercise_model, "oneDNN on", mx.cpu(), batches=batches,
-                         requests=SIZES.requests, images=SIZES.images, warmup=SIZES.warmup)
+mine = gc.time_inference(net, SIZES.exercise_model, "oneDNN on", mx.cpu(), gc.Workload(
+    batches=batches, requests=SIZES.requests, images=SIZES.images, warmup=SIZES.warmup))
 
 # %% tags=["check"]
 gc.show(mine, lesson="15", chart=False)

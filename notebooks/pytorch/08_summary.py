@@ -24,8 +24,8 @@
 # cuts each batch out of them with a few tensor operations for the whole batch:
 #
 # ```python
-# train_iter = gc.GpuLoader(images, labels, batch_size, device=device, train=True,
-#                           dtype=torch.bfloat16, channels_last=True)   # no workers, no copies
+# train_iter = gc.GpuLoader(images, labels, gc.Batches(batch_size, dtype=torch.bfloat16,
+#                                                      channels_last=True), device)   # no workers, no copies
 # ```
 
 # %% jupyter={"source_hidden": true}

@@ -45,11 +45,11 @@ SIZES = gc.sizes("15")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change a
 # %%
 cpu = env.cpu_facts()                      # the CPU model; logical, physical and usable cores
 torch.set_num_threads(SIZES.threads or cpu["usable"])   # this kernel's threads, as the processes'
-timing = dict(batches=(1, SIZES.batch), requests=SIZES.requests, images=SIZES.images,
-              warmup=SIZES.warmup)         # the same for every setting below
+workload = gc.Workload(batches=(1, SIZES.batch), requests=SIZES.requests, images=SIZES.images,
+                       warmup=SIZES.warmup)   # the same for every setting below
 served = [r for flag in (False, True)      # a fresh process a setting:
-          for r in env.infer("pytorch", SIZES.models, onednn=flag,   # <- mkldnn.flags(enabled=flag)
-                             threads=SIZES.threads, **timing)]
+          for r in env.infer("pytorch", SIZES.models, workload, onednn=flag,   # <- mkldnn.flags(enabled=flag)
+                             threads=SIZES.threads)]
 gc.show(served, lesson="15", chart=False)
 gc.conclude("15", served, cpu=cpu)         # the sentences, checked: gpu_course/lessons/l15_inference.py
 
@@ -77,7 +77,7 @@ if ort:
                           dynamo=False, input_names=["x"], dynamic_axes={"x": {0: "batch"}})
         session = ort.InferenceSession(graph.getvalue(), options)                    # <- another engine runs it
         onnx += gc.time_inference(lambda x: session.run(None, {"x": x.numpy()})[0], model,
-                                  "ONNX Runtime", "cpu", **timing)
+                                  "ONNX Runtime", "cpu", workload)
 gc.show(onednn + onnx, lesson="15", chart=False)
 gc.conclude("15", onednn + onnx, not_installed=[] if ort else ["onnxruntime"])
 
@@ -112,8 +112,8 @@ if device.type == "cuda":
         if torch_tensorrt:
             variants["TensorRT"] = (torch.compile(net, backend="tensorrt", dynamic=False), torch.float32)
         for name, (predict, dtype) in variants.items():
-            on_gpu += gc.time_inference(predict, model, name, device, dtype=dtype,
-                                        **{**timing, "batches": (1, SIZES.gpu_batch)})
+            on_gpu += gc.time_inference(predict, model, name, device,
+                                        workload.replace(batches=(1, SIZES.gpu_batch)), dtype=dtype)
     gc.show(on_gpu, lesson="15", chart=False)
 gc.conclude("15", gpu=on_gpu, not_installed=[] if torch_tensorrt else ["torch_tensorrt"])
 
@@ -130,8 +130,8 @@ gc.conclude("15", gpu=on_gpu, not_installed=[] if torch_tensorrt else ["torch_te
 torch.set_num_threads(SIZES.threads or torch.get_num_threads())   # as the lesson's processes
 net = gc.inference_net(SIZES.exercise_model)
 batches = [1]                              # >>> at least three batch sizes, e.g. [1, 4, 16, 64]
-mine = gc.time_inference(net, SIZES.exercise_model, "oneDNN on", "cpu", batches=batches,
-                         requests=SIZES.requests, images=SIZES.images, warmup=SIZES.warmup)
+mine = gc.time_inference(net, SIZES.exercise_model, "oneDNN on", "cpu", gc.Workload(
+    batches=batches, requests=SIZES.requests, images=SIZES.images, warmup=SIZES.warmup))
 
 # %% tags=["check"]
 gc.show(mine, lesson="15", chart=False)

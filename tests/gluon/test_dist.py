@@ -5,13 +5,14 @@ import numpy as np
 import pytest
 
 from gpu_course.tracks import gluon as gc
+from gpu_course.scale.localhosts import LocalJob
 from gpu_course.tracks.gluon import dist
 
 
 def test_two_workers_one_server_end_with_identical_parameters(small_cfg, runs_dir, tmp_path):
     cfg = small_cfg.replace(name="dist", num_gpus=0)
-    run = dist.launch_local(cfg, workers=2, servers=1, runs_dir=runs_dir,
-                            work_dir=tmp_path / "job", timeout=600)
+    run = dist.launch_local(cfg, workers=2, servers=1, job=LocalJob(runs_dir, timeout=600),
+                            work_dir=tmp_path / "job")
     assert run.status == "finished" and len(list(runs_dir.iterdir())) == 1
     notes = run.meta["notes"]
     assert (notes["workers"], notes["servers"], notes["kvstore"]) == (2, 1, "dist_sync")

@@ -408,7 +408,7 @@ def batch_sweep(per_image_ms, model="tiny", variant="oneDNN on", spread=0.02, pa
     for batch, ms in per_image_ms.items():
         n = 40 if batch == 1 else passes
         times = [batch * ms / 1000 * (1 + spread * ((i * 5 // n) - 2) / 2) for i in range(n)]
-        out.append(l15.record(model, variant, "cpu", batch, "alone", times))
+        out.append(l15.record(l15.Served(model, variant, "cpu"), batch, "alone", times))
     return out
 
 

@@ -74,7 +74,7 @@ def served(per_image_ms, passes=10):
     for batch, ms in per_image_ms.items():
         n = 40 if batch == 1 else passes
         times = [batch * ms / 1000 * (1 + 0.02 * ((i * 5 // n) - 2) / 2) for i in range(n)]
-        out.append(l15.record("tiny", "oneDNN on", "cpu", batch, "alone", times))
+        out.append(l15.record(l15.Served("tiny", "oneDNN on", "cpu"), batch, "alone", times))
     return out
 
 

@@ -31,12 +31,11 @@ def served(model, variant, one_ms, big_ms, batch=128, outputs=None, spread=0.02,
            big_passes=10, device="cpu", dtype="float32", load=0.2, slow=0):
     """The two records of one measurement: batch 1 and batch `batch` (with the outputs)."""
     big_timing = l15.Timing.QUEUED if device.startswith("cuda") else l15.Timing.ALONE
-    return [l15.record(model, variant, device, 1, l15.Timing.ALONE,
-                       passes(one_ms, requests, spread, slow), None, dtype, load_average=load,
-                       threads=4),
-            l15.record(model, variant, device, batch, big_timing,
-                       passes(big_ms, big_passes, spread),
-                       logits() if outputs is None else outputs, dtype, load_average=load,
+    what = l15.Served(model, variant, device, dtype)
+    return [l15.record(what, 1, l15.Timing.ALONE, passes(one_ms, requests, spread, slow), None,
+                       load_average=load, threads=4),
+            l15.record(what, batch, big_timing, passes(big_ms, big_passes, spread),
+                       logits() if outputs is None else outputs, load_average=load,
                        threads=4)]
 
 
@@ -251,15 +250,15 @@ def test_without_a_gpu_the_lesson_says_what_waits_and_that_tensorrt_is_missing()
 # -- what the module refuses ----------------------------------------------------------------------
 def test_bad_records_and_calls_are_refused_by_name():
     with pytest.raises(ValueError, match="variant='oneDNN maybe'; allowed: 'oneDNN off'"):
-        l15.record("tiny", "oneDNN maybe", "cpu", 1, "alone", [0.1])
+        l15.record(l15.Served("tiny", "oneDNN maybe", "cpu"), 1, "alone", [0.1])
     with pytest.raises(ValueError, match="batch=0: a whole number of images, at least 1"):
-        l15.record("tiny", V.EAGER, "cpu", 0, "alone", [0.1])
+        l15.record(l15.Served("tiny", V.EAGER, "cpu"), 0, "alone", [0.1])
     with pytest.raises(ValueError, match="must be one time > 0 a timed pass"):
-        l15.record("tiny", V.EAGER, "cpu", 1, "alone", [float("nan")])
+        l15.record(l15.Served("tiny", V.EAGER, "cpu"), 1, "alone", [float("nan")])
     with pytest.raises(ValueError, match="dtype='float16'; allowed: float32, bfloat16"):
-        l15.record("tiny", V.EAGER, "cpu", 1, "alone", [0.1], dtype="float16")
+        l15.record(l15.Served("tiny", V.EAGER, "cpu", dtype="float16"), 1, "alone", [0.1])
     with pytest.raises(ValueError, match="timing='soon'"):
-        l15.record("tiny", V.EAGER, "cpu", 1, "soon", [0.1])
+        l15.record(l15.Served("tiny", V.EAGER, "cpu"), 1, "soon", [0.1])
     twice = served("tiny", V.ONEDNN_OFF, 1, 30)
     with pytest.raises(ValueError, match="'tiny, oneDNN off, batch 1' was measured twice"):
         l15.table(twice + twice[:1])

@@ -1,11 +1,13 @@
 """Two "hosts" on 127.0.0.1: two torchrun launches (--nnodes=2, c10d rendezvous) make
 one DistributedDataParallel job over gloo, recorded once with every rank's timings."""
+from gpu_course.scale.localhosts import LocalJob
 from gpu_course.tracks.torch import multinode
 
 
 def test_two_torchrun_launches_train_one_job_with_every_ranks_timings(small_cfg, runs_dir):
     cfg = small_cfg.replace(name="two-hosts", batch_size=16, test_size=32)
-    run = multinode.launch_local(cfg, nodes=2, procs_per_node=1, runs_dir=runs_dir, timeout=600)
+    run = multinode.launch_local(cfg, nodes=2, procs_per_node=1,
+                                 job=LocalJob(runs_dir, timeout=600))
     assert run.status == "finished" and run.path.parent == runs_dir
     assert len(list(runs_dir.iterdir())) == 1               # one record for the job
     notes = run.meta["notes"]

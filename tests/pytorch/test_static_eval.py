@@ -7,7 +7,7 @@ import torch
 
 from gpu_course.config import Experiment
 from gpu_course.tracks import torch as gc
-from gpu_course.tracks.torch.gpu_loader import GpuLoader
+from gpu_course.tracks.torch.gpu_loader import Batches, GpuLoader
 from gpu_course.tracks.torch.loop import evaluate
 from gpu_course.tracks.torch.static_eval import StaticEval, check_static_eval
 
@@ -17,8 +17,8 @@ def _val(device="cpu", n=70, batch=32, channels_last=False, dtype=torch.float32,
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (n, 32, 32, 3), dtype=np.uint8)
     labels = np.arange(n) % 10 if labels is None else labels
-    return GpuLoader(images, labels, batch_size=batch, device=device, train=False,
-                     augment="none", channels_last=channels_last, dtype=dtype)
+    return GpuLoader(images, labels, Batches(batch, train=False, channels_last=channels_last,
+                                             dtype=dtype), device)
 
 
 def _net(device="cpu", seed=0):
@@ -73,7 +73,7 @@ def test_every_pass_dispatches_the_same_program_with_no_host_read():
 def test_a_training_loader_is_refused():
     rng = np.random.default_rng(0)
     train = GpuLoader(rng.integers(0, 256, (64, 32, 32, 3), dtype=np.uint8), np.arange(64) % 10,
-                      batch_size=32)
+                      Batches(32))
     with pytest.raises(ValueError, match="needs the validation loader"):
         StaticEval(_net(), train)
 

@@ -37,11 +37,11 @@ def test_compiled_network_trains(small_cfg, monkeypatch, graph):
 
 def test_a_rank_out_of_memory_marks_rank0s_record_and_raises(small_cfg, runs_dir, monkeypatch):
     """Rank 1 ran out of memory and torchrun stopped rank 0 (its record: interrupted)."""
-    from gpu_course.measure.records import OutOfMemory, RunRecord, load_run
+    from gpu_course.measure.records import OutOfMemory, Ran, RunRecord, load_run
     from gpu_course.tracks.torch import launch as ddp  # the launcher side
 
     def fake_torchrun(command, env):
-        record = RunRecord(small_cfg.to_dict(), "pytorch", runs_dir=runs_dir)
+        record = RunRecord(small_cfg.to_dict(), Ran("pytorch"), runs_dir=runs_dir)
         record.finish("interrupted", error="stopped by signal 15")
         result_file = command[command.index("--result-file") + 1]
         with open(result_file, "w") as f:

@@ -7,6 +7,7 @@ import torch
 
 from gpu_course.env import report as env
 from gpu_course.lessons import l15_inference as l15
+from gpu_course.measure.timing import Workload
 from gpu_course.tracks.torch import envinfo
 from gpu_course.tracks.torch.inference import (back_to_back, inference_net, one_at_a_time,
                                                time_inference)
@@ -14,8 +15,7 @@ from gpu_course.tracks.torch.inference import (back_to_back, inference_net, one_
 
 def test_records_of_batch_1_and_a_larger_batch_with_outputs_at_the_largest():
     net = inference_net("tiny")
-    records = time_inference(net, "tiny", "oneDNN on", "cpu", batches=(1, 4), requests=6,
-                             images=8, warmup=1)
+    records = time_inference(net, "tiny", "oneDNN on", "cpu", Workload((1, 4), 6, 8, 1))
     one, four = records
     assert (one["batch"], len(one["pass_s"]), one["outputs"]) == (1, 6, None)
     assert four["batch"] == 4 and len(four["pass_s"]) == l15.MIN_PASSES   # 8 images: still 5 passes
@@ -28,16 +28,15 @@ def test_records_of_batch_1_and_a_larger_batch_with_outputs_at_the_largest():
 def test_a_function_that_returns_numpy_is_served_too():
     net = inference_net("tiny")
     records = time_inference(lambda x: net(x).numpy(), "tiny", "ONNX Runtime", "cpu",
-                             batches=(1, 2), requests=5, images=2, warmup=1)
+                             Workload((1, 2), 5, 2, 1))
     assert np.asarray(records[1]["outputs"]).shape == (2, 10)
 
 
 def test_a_fresh_process_with_onednn_off_serves_the_same_weights():
-    off = env.infer("pytorch", "tiny", onednn=False, threads=1, batches=(1, 4), requests=5,
-                    images=8, warmup=1)
+    off = env.infer("pytorch", "tiny", Workload((1, 4), 5, 8, 1), onednn=False, threads=1)
     assert [r["variant"] for r in off] == ["oneDNN off", "oneDNN off"]
     assert off[0]["load_average"] >= 0 and off[0]["threads"] == 1
-    on = envinfo.infer(1, True, ["tiny"], (1, 4), 5, 8, 1)["records"]
+    on = envinfo.infer(1, True, ["tiny"], Workload((1, 4), 5, 8, 1))["records"]
     frame = l15.table(off + on)
     assert frame["max_rel_diff"].iloc[3] <= l15.TOLERANCE["float32"]
     assert frame["top1_same"].iloc[3] == 1.0
@@ -51,11 +50,10 @@ def test_on_a_gpu_events_time_each_request_and_each_queued_pass():
         alone = one_at_a_time(net, x[:1], 5)
         queued = back_to_back(net, x, 5)
     assert len(alone) == len(queued) == 5 and min(alone + queued) > 0
-    records = time_inference(net, "tiny", "eager", "cuda", batches=(1, 64), requests=5,
-                             images=64, warmup=1)
+    workload = Workload((1, 64), 5, 64, 1)
+    records = time_inference(net, "tiny", "eager", "cuda", workload)
     assert [r["timing"] for r in records] == ["alone", "queued"] and l15.on_gpu(records[0])
     half = time_inference(inference_net("tiny", "cuda").to(torch.bfloat16), "tiny", "bfloat16",
-                          "cuda", batches=(1, 64), requests=5, images=64, warmup=1,
-                          dtype=torch.bfloat16)
+                          "cuda", workload, dtype=torch.bfloat16)
     frame = l15.table(records + half)
     assert half[1]["dtype"] == "bfloat16" and frame["max_rel_diff"].iloc[3] <= l15.TOLERANCE["bfloat16"]

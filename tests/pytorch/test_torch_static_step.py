@@ -6,7 +6,7 @@ import torch
 
 from gpu_course.tracks import torch as gc
 from gpu_course.tracks.torch import static_step
-from gpu_course.tracks.torch.gpu_loader import GpuLoader
+from gpu_course.tracks.torch.gpu_loader import Batches, GpuLoader
 
 
 def _setup(small_cfg, device="cpu", seed=0):
@@ -14,7 +14,7 @@ def _setup(small_cfg, device="cpu", seed=0):
                             graph="static", optimizer_params=(("eta", 0.1),), epochs=2)
     rng = np.random.default_rng(seed)
     images = rng.integers(0, 256, (128, 32, 32, 3), dtype=np.uint8)
-    loader = GpuLoader(images, np.arange(128) % 10, batch_size=32, device=device, seed=1)
+    loader = GpuLoader(images, np.arange(128) % 10, Batches(32, seed=1), device)
     torch.manual_seed(seed)
     net = gc.get_model("tiny").to(device)
     return cfg, loader, net, gc.make_optimizer(net, cfg)
@@ -175,7 +175,7 @@ def test_steps_in_groups_train_exactly_as_one_a_launch(small_cfg):
         cfg = small_cfg.replace(optimizer="lars", lr_scheduler="onecycle", data_on_gpu=True,
                                 graph="static", optimizer_params=(("eta", 0.1),), epochs=2,
                                 graph_steps=group)
-        loader = GpuLoader(images, np.arange(256) % 10, batch_size=32, device="cpu", seed=1)
+        loader = GpuLoader(images, np.arange(256) % 10, Batches(32, seed=1), "cpu")
         torch.manual_seed(0)
         net = gc.get_model("tiny")
         stepper = static_step.StaticStep(net, gc.make_optimizer(net, cfg), loader, cfg,

@@ -237,7 +237,7 @@ def test_an_own_loader_is_recorded_as_it_runs(small_cfg):
 
 
 def test_a_rung_that_fails_is_recorded_and_the_ladder_goes_on(monkeypatch, tmp_path, capsys):
-    from gpu_course.ladder import run_ladder
+    from gpu_course.ladder import Walk, run_ladder
     real_train = gc.train
 
     def train(cfg, **kwargs):
@@ -247,8 +247,8 @@ def test_a_rung_that_fails_is_recorded_and_the_ladder_goes_on(monkeypatch, tmp_p
                               on_epoch=lambda row: 1 / 0, runs_dir=kwargs["runs_dir"])
         return real_train(cfg.replace(max_steps=2, model="tiny"), **kwargs)
     monkeypatch.setattr(gc, "train", train)
-    runs, paths = run_ladder("pytorch", quick=True, runs_dir=tmp_path,
-                             only=["naive", "workers"], train_size=128, test_size=64)
+    runs, paths = run_ladder("pytorch", quick=True, walk=Walk(["naive", "workers"]),
+                             runs_dir=tmp_path, train_size=128, test_size=64)
     assert [r.status for r in runs] == ["failed", "finished"]
     assert "rung naive: failed with ZeroDivisionError, going on" in capsys.readouterr().out
     assert paths["html"].exists()
@@ -272,12 +272,12 @@ def test_the_bookkeeping_of_a_step_dispatches_no_operator(small_cfg):
 
 def test_repeated_rungs_interleave_and_report_their_runs_spread(monkeypatch, tmp_path):
     from gpu_course.show import report
-    from gpu_course.ladder import RUNG_SETTINGS, run_ladder
+    from gpu_course.ladder import RUNG_SETTINGS, Walk, run_ladder
     real_train = gc.train
     monkeypatch.setattr(gc, "train", lambda cfg, **kw: real_train(
         cfg.replace(max_steps=12, warmup_steps=2, model="tiny"), **kw))
-    runs, paths = run_ladder("pytorch", quick=True, runs_dir=tmp_path, repeats=2,
-                             only=["naive", "workers"], train_size=512, test_size=64)
+    runs, paths = run_ladder("pytorch", quick=True, walk=Walk(["naive", "workers"], repeats=2),
+                             runs_dir=tmp_path, train_size=512, test_size=64)
     assert [[r.name for r in group] for group in runs] == [["naive"] * 2, ["workers"] * 2]
     started = sorted((r.meta["started_at"], r.name) for group in runs for r in group)
     assert [name for _, name in started] == ["naive", "workers", "naive", "workers"]
@@ -290,7 +290,7 @@ def test_repeated_rungs_interleave_and_report_their_runs_spread(monkeypatch, tmp
     assert "runs" in report.format_table(table).splitlines()[0].split()
     assert paths["html"].exists() and len(paths["timelines"]) == 4
     with pytest.raises(ValueError, match=r"repeats=0 must be an integer >= 1"):
-        run_ladder("pytorch", quick=True, runs_dir=tmp_path, repeats=0)
+        Walk(repeats=0)
 
 
 def test_threads_set_for_the_run_are_recorded_and_the_previous_count_restored(small_cfg):

@@ -50,7 +50,7 @@ from mxnet import autograd, gluon
 from ...config import Experiment
 from ...env.cores import threads_per_process
 from ...measure.harness import Device, Harness, Output, Ran
-from ...scale.localhosts import child_env, free_port, wait_all
+from ...scale.localhosts import LocalJob, child_env, free_port, wait_all
 from ...measure.records import runs_root, load_run, update_meta
 from .data import make_loader
 from .datasets import load_datasets
@@ -192,19 +192,20 @@ def commands(workers: int, servers: int, cfg_file: str = "cfg.json", runs_dir: s
             f"python -m gpu_course.tracks.gluon.dist --config {cfg_file} --runs-dir {runs_dir}")
 
 
-def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1, runs_dir=None,
-                 verbose: bool = False, timeout: float | None = 900, work_dir=None,
-                 threads: int | None = None):
-    """Run cfg as a parameter-server job on this machine: one scheduler, `servers`
-    servers and `workers` workers on 127.0.0.1. Returns worker 0's record, with every
-    worker's epoch timings added to its notes ("ranks"). Each worker leaves its final
-    weights in work_dir/worker{rank}.params (work_dir: a temporary folder by default).
-    threads: OMP_NUM_THREADS per worker (default: this machine's cores ÷ workers)."""
+def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1,
+                 threads: int | None = None, job: LocalJob = LocalJob(), work_dir=None):
+    """Run cfg as a parameter-server job on this machine, run and reported as `job` says:
+    one scheduler, `servers` servers and `workers` workers on 127.0.0.1. Returns worker
+    0's record, with every worker's epoch timings added to its notes ("ranks"). Each
+    worker leaves its final weights in work_dir/worker{rank}.params (work_dir: a temporary
+    folder by default). threads: OMP_NUM_THREADS per worker (default: this machine's
+    cores ÷ workers)."""
     if workers < 1 or servers < 1:
         raise ValueError(f"workers={workers!r} and servers={servers!r} must be >= 1")
     if not cfg.kvstore.startswith("dist"):
         cfg = cfg.replace(kvstore="dist_sync")
-    runs_dir = runs_root(runs_dir).resolve()
+    verbose = job.verbose
+    runs_dir = runs_root(job.runs_dir).resolve()
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="gpu_course_dist_") as tmp:
         work = Path(work_dir or tmp)
@@ -218,7 +219,7 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1, runs_dir=N
         if not verbose:
             worker_cmd.append("--quiet")
         roles, codes, outputs = _run_roles(worker_cmd, workers, servers, port, work,
-                                           threads or threads_per_process(workers), timeout,
+                                           threads or threads_per_process(workers), job.timeout,
                                            gpus_per_worker=cfg.num_gpus)
         result = work / "run_path"
         run_path = result.read_text().strip() if result.exists() else None

@@ -19,6 +19,7 @@ import mxnet as mx
 
 from ...env.report import hook_main, openmp_runtimes
 from ...lessons.l15_inference import Variant
+from ...measure.timing import Workload
 from .inference import inference_net, time_inference
 from .models import get_model
 
@@ -59,8 +60,7 @@ def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dic
             "threads": threads, "onednn": onednn, "build": build()}
 
 
-def infer(threads: int, onednn: bool, models, batches, requests: int, images: int,
-          warmup: int) -> dict:
+def infer(threads: int, onednn: bool, models, workload: Workload) -> dict:
     """Lesson 15 on the CPU: each of `models` served with oneDNN as this process started
     (it must match `onednn`), batch 1 one request at a time and each larger batch
     (`inference.time_inference`): the records."""
@@ -68,8 +68,7 @@ def infer(threads: int, onednn: bool, models, batches, requests: int, images: in
     variant = Variant.ONEDNN_ON if onednn else Variant.ONEDNN_OFF
     records = []
     for model in models:
-        records += time_inference(inference_net(model), model, variant, mx.cpu(), batches,
-                                  requests, images, warmup)
+        records += time_inference(inference_net(model), model, variant, mx.cpu(), workload)
     return {"records": records, "build": build()}
 
 

@@ -12,6 +12,7 @@ import mxnet as mx
 import numpy as np
 
 from ...lessons import l15_inference as l15
+from ...measure.timing import Workload
 from .models import get_model
 
 
@@ -26,24 +27,26 @@ def inference_net(model: str, device=None):
     return net
 
 
-def time_inference(predict, model: str, variant, device, batches=(1, 128), requests: int = 200,
-                   images: int = 1280, warmup: int = 3, dtype="float32") -> list[dict]:
-    """One record a batch in `batches` of `predict` (a network or any function of an input
-    batch) on `device`, its input in `dtype`: batch 1 timed for `requests` requests, a
-    larger batch for `images` images (at least l15.MIN_PASSES passes), each after `warmup`
-    untimed passes. The outputs on the probe images are taken at the largest batch."""
+def time_inference(predict, model: str, variant, device, workload: Workload = Workload(),
+                   dtype="float32") -> list[dict]:
+    """One record a batch size of `workload` of `predict` (a network or any function of an
+    input batch) on `device`, its input in `dtype`: batch 1 timed for workload.requests
+    requests, a larger batch for workload.images images (at least l15.MIN_PASSES passes),
+    each after workload.warmup untimed passes. The outputs on the probe images are taken
+    at the largest batch."""
     device = device or mx.cpu()
+    served = l15.Served(model, variant, str(device), np.dtype(dtype).name)
+    batches = workload.batches
     probe = l15.probe_images(max(batches))
     records = []
     for batch in batches:
         x = mx.nd.array(probe[:batch], ctx=device, dtype=dtype)
-        for _ in range(warmup):
+        for _ in range(workload.warmup):
             predict(x).wait_to_read()      # builds the graph for this shape, picks kernels
-        n = requests if batch == 1 else l15.passes_for(batch, images)
+        n = workload.requests if batch == 1 else l15.passes_for(batch, workload.images)
         seconds = (one_at_a_time if batch == 1 else back_to_back)(predict, x, n)
         outputs = predict(x).asnumpy() if batch == max(batches) else None
-        records.append(l15.record(model, variant, str(device), batch, l15.Timing.ALONE,
-                                  seconds, outputs, dtype=np.dtype(dtype).name,
+        records.append(l15.record(served, batch, l15.Timing.ALONE, seconds, outputs,
                                   threads=_threads()))
     return records
 

@@ -2,7 +2,7 @@
 notebooks' `gc.train`): GluonCV's CIFAR loop in plain Gluon, inside `gc.record`.
 
     with gc.record(parts) as rec:      # parts = gc.build(cfg)
-        fit(rec, net, trainer, train_iter, val_iter, devices, dtype)
+        fit(rec, net, trainer, train_iter, val_iter, devices)
 
 No step waits for the devices to finish it. Loss and correct predictions are summed on
 each device and read once, after the epoch's `waitall()`. MXNet's engine queues work
@@ -23,10 +23,11 @@ from .models import dtype_of
 LAG = 2  # steps the host may run ahead of the devices (CUDA's launch queue does this too)
 
 
-def fit(rec, net, trainer, train_iter, val_iter, devices, dtype: str = "float32",
-        mock: str = "none") -> None:
-    """Train for rec's epochs. mock="loader": one batch served again and again (compute
-    ceiling); "trainer": batches fetched and dropped (input ceiling)."""
+def fit(rec, net, trainer, train_iter, val_iter, devices) -> None:
+    """Train for rec's epochs, batches cast to the dtype of rec.cfg (what runs).
+    rec.cfg.mock="loader": one batch served again and again (compute ceiling);
+    "trainer": batches fetched and dropped (input ceiling)."""
+    dtype, mock = rec.cfg.dtype, rec.cfg.mock
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     source = train_iter
     if mock == "loader":  # compute ceiling: one batch, on the devices, served every step

@@ -26,15 +26,14 @@ from mxnet import recordio
 from mxnet.gluon.data.vision import ImageRecordDataset
 
 from ...data.folder import CorruptImage, DataError, FolderIndex, MissingData, SkipCounter, fetch_or_skip, load_image, parallel_map
-from ...data.packed import PrepResult, prepared_dir
+from ...data.packed import QUALITY, PrepResult, prepared_dir
 
 
-def pack_recordio(index: FolderIndex, out, size: int, quality: int = 95,
-                  workers: int | None = None, progress: bool = True,
-                  skip_corrupt: bool = False) -> PrepResult:
-    """Pack `index` into `out` (.rec; the .idx and .json go next to it). A corrupt image
-    raises CorruptImage naming the file, or with skip_corrupt=True is left out and
-    listed in the result and the .json."""
+def pack_recordio(index: FolderIndex, out, size: int, workers: int | None = None,
+                  progress: bool = True, skip_corrupt: bool = False) -> PrepResult:
+    """Pack `index` into `out` (.rec, JPEGs of QUALITY; the .idx and .json go next to it).
+    A corrupt image raises CorruptImage naming the file, or with skip_corrupt=True is left
+    out and listed in the result and the .json."""
     rec = Path(out).with_suffix(".rec")
     idx, sidecar = rec.with_suffix(".idx"), rec.with_suffix(".json")
     rec.parent.mkdir(parents=True, exist_ok=True)
@@ -43,7 +42,7 @@ def pack_recordio(index: FolderIndex, out, size: int, quality: int = 95,
     sources, skipped = [], []
     writer = recordio.MXIndexedRecordIO(str(tmp[idx]), str(tmp[rec]), "w")
     try:
-        tasks = [(str(index.path(i)), size, quality) for i in range(len(index))]
+        tasks = [(str(index.path(i)), size, QUALITY) for i in range(len(index))]
         for i, (jpeg, error) in enumerate(parallel_map(_encode_task, tasks, workers=workers,
                                                        progress=progress,
                                                        desc=f"packing {rec.name}")):
@@ -61,7 +60,7 @@ def pack_recordio(index: FolderIndex, out, size: int, quality: int = 95,
             raise DataError(f"no image of {index.root} could be decoded; nothing packed")
         tmp[sidecar].write_text(json.dumps({
             "classes": list(index.classes), "sources": sources, "size": size,
-            "quality": quality, "source_root": str(index.root), "skipped": skipped}))
+            "quality": QUALITY, "source_root": str(index.root), "skipped": skipped}))
         for final in (sidecar, rec, idx):  # the .idx last: with it the set is complete
             os.replace(tmp[final], final)
     finally:
@@ -223,11 +222,11 @@ class RecordIter:
     normalisation) run in `threads` C++ threads, outside Python."""
 
     def __init__(self, path, batch_size: int, size: int, train: bool = True,
-                 threads: int = 1, mean=None, std=None, seed: int = 0):
+                 threads: int = 1, seed: int = 0):
         open_record_file(path).close()
         from ... import data as course_data
-        mean = np.asarray(mean if mean is not None else course_data.CIFAR_MEAN) * 255
-        std = np.asarray(std if std is not None else course_data.CIFAR_STD) * 255
+        mean = np.asarray(course_data.CIFAR_MEAN) * 255   # as every course loader normalises
+        std = np.asarray(course_data.CIFAR_STD) * 255
         with _cpp_info_filtered():  # its one INFO line says how many threads decode
             self.iter = mx.io.ImageRecordIter(
                 path_imgrec=str(path), path_imgidx=str(Path(path).with_suffix(".idx")),

@@ -95,7 +95,7 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
                 on_epoch=on_epoch) as rec:
         try:
             fit(rec, parts.net, parts.optimizer, parts.train_iter, parts.val_iter,
-                parts.devices, parts.cfg.dtype, parts.cfg.mock)
+                parts.devices)
         except mx.base.MXNetError as err:
             if is_out_of_memory(err):
                 raise out_of_memory(err, parts.cfg, parts.devices) from err

@@ -4,7 +4,7 @@ Same public names as `gpu_course.tracks.gluon`, so a lesson reads the same in bo
 gpu_count, try_devices, load_datasets, prepare_data, make_loader, load_data,
 get_model, build, record, train, evaluate, lr_scheduler, sweep, plus Experiment,
 load_run(s), metrics, plots and report; and the
-PyTorch-only pieces: LARS, Signum, GpuLoader, lr_curve, make_optimizer.
+PyTorch-only pieces: LARS, Signum, GpuLoader (and its Batches), lr_curve, make_optimizer.
 
 Inside this package `import torch` is PyTorch itself (imports are absolute); this
 package is `gpu_course.tracks.torch`.
@@ -21,12 +21,13 @@ from ...analyse.memory import memory_of
 from ...lessons.exercises import check, solution as _solution
 from ...experiments import sweep as _sweep
 from ...measure.records import OutOfMemory, load_run, load_runs
+from ...measure.timing import Workload
 from .data import ImageDataset, make_loader
 from .datasets import load_data, load_datasets
 from .io_data import prepare_data
 from .devices import gpu_count, try_devices
 from .inference import inference_net, time_inference
-from .gpu_loader import GpuLoader
+from .gpu_loader import Batches, GpuLoader
 from .lars import LARS
 from .signum import Signum
 from .models import get_model
@@ -39,9 +40,9 @@ from .train import COMPILE_BACKEND_ENV, build, train
 
 __all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
-           "get_model", "inference_net", "time_inference", "build", "record", "train", "evaluate", "Precision", "to_device",
+           "get_model", "inference_net", "time_inference", "Workload", "build", "record", "train", "evaluate", "Precision", "to_device",
            "lr_scheduler", "lr_curve", "make_optimizer",
-           "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "ImageDataset", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
+           "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "Batches", "ImageDataset", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
 
 
 def solution(exercise: str) -> None:

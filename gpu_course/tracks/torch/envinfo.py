@@ -19,6 +19,7 @@ import torch
 
 from ...env.report import hook_main, openmp_runtimes
 from ...lessons.l15_inference import Variant
+from ...measure.timing import Workload
 from .inference import inference_net, time_inference
 from .models import get_model
 
@@ -70,8 +71,7 @@ def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dic
             "threads": threads, "onednn": onednn, "build": build()}
 
 
-def infer(threads: int, onednn: bool, models, batches, requests: int, images: int,
-          warmup: int) -> dict:
+def infer(threads: int, onednn: bool, models, workload: Workload) -> dict:
     """Lesson 15 on the CPU: each of `models` served with oneDNN on or off, batch 1 one
     request at a time and each larger batch (`inference.time_inference`): the records."""
     torch.set_num_threads(threads)
@@ -81,8 +81,7 @@ def infer(threads: int, onednn: bool, models, batches, requests: int, images: in
         warnings.simplefilter("ignore", UserWarning)   # mkldnn.flags(): oneDNN's TF32, Intel GPUs
         with torch.backends.mkldnn.flags(enabled=onednn):
             for model in models:
-                records += time_inference(inference_net(model), model, variant, "cpu", batches,
-                                          requests, images, warmup)
+                records += time_inference(inference_net(model), model, variant, "cpu", workload)
     return {"records": records, "build": build()}
 
 

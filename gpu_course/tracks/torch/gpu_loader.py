@@ -13,6 +13,9 @@ every rank of a DistributedDataParallel job agrees on the order.
 """
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -20,31 +23,51 @@ import torch.nn.functional as F
 from ... import data as course_data
 from ...config import Experiment
 
+PAD = 4   # pixels of zero padding around a training image, for its random crop
+
+
+@dataclass(frozen=True)
+class Batches:
+    """What a GpuLoader cuts: batches of `batch_size` images in `dtype` (channels_last:
+    NHWC in memory, what tensor-core convolutions read). train=True: a new random order
+    each epoch from `seed` (each sample once, the last short batch dropped), random crops
+    with PAD pixels of zero padding and horizontal flips (unless augment="none").
+    train=False: the data in order, unaugmented, every batch kept. rank/world_size: this
+    process's share of each epoch under DistributedDataParallel."""
+
+    batch_size: int
+    train: bool = True
+    augment: str = "standard"
+    dtype: torch.dtype = torch.float32
+    channels_last: bool = False
+    seed: int = 0
+    rank: int = 0
+    world_size: int = 1
+
+    def __post_init__(self):
+        if self.augment not in ("none", "standard", "heavy"):
+            raise ValueError(f"augment={self.augment!r} is not allowed; allowed: none, "
+                             "standard, heavy")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size={self.batch_size!r} must be >= 1")
+
+    def replace(self, **changes) -> "Batches":
+        return dataclasses.replace(self, **changes)
+
 
 class GpuLoader:
-    """Batches of (images, labels) cut from a dataset that lives on `device`.
-
-    images: uint8 [N, H, W, 3] (NumPy or tensor); labels: integers [N].
-    train=True: a new random order each epoch (each sample once, the last short batch
-    dropped), random crops with `pad` pixels of zero padding and horizontal flips
-    (unless augment="none"). train=False: the data in order, unaugmented, every batch kept.
-    rank/world_size: this process's share of each epoch under DistributedDataParallel.
+    """Batches of (images, labels) cut from a dataset that lives on `device`, as `batches`
+    says (see Batches). images: uint8 [N, H, W, 3] (NumPy or tensor); labels: integers [N].
     """
 
-    def __init__(self, images, labels, batch_size: int, device="cpu", train: bool = True,
-                 augment: str = "standard", dtype: torch.dtype = torch.float32,
-                 channels_last: bool = False, seed: int = 0, rank: int = 0,
-                 world_size: int = 1, pad: int = 4):
-        if augment not in ("none", "standard", "heavy"):
-            raise ValueError(f"augment={augment!r} is not allowed; allowed: none, standard, heavy")
-        if batch_size < 1:
-            raise ValueError(f"batch_size={batch_size!r} must be >= 1")
+    def __init__(self, images, labels, batches: Batches, device="cpu"):
         self.device = torch.device(device)
-        self.batch_size, self.train, self.dtype = batch_size, train, dtype
-        self.channels_last, self.seed = channels_last, seed
-        self.rank, self.world_size = rank, world_size
-        self.augmented = train and augment != "none"  # "heavy" is a CPU-loader lesson
-        self.pad = pad if self.augmented else 0
+        self.batch_size, self.train, self.dtype = batches.batch_size, batches.train, batches.dtype
+        self.channels_last, self.seed = batches.channels_last, batches.seed
+        self.rank, self.world_size = batches.rank, batches.world_size
+        # "heavy" is a CPU-loader lesson: here it crops and flips as "standard" does
+        self.augmented = batches.train and batches.augment != "none"
+        self.pad = PAD if self.augmented else 0
         images = _tensor(images)
         if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != torch.uint8:
             raise ValueError(f"images must be uint8 [N, H, W, 3], got {images.dtype} "
@@ -140,10 +163,10 @@ def gpu_loaders(cfg: Experiment, device, rank: int = 0, world_size: int = 1,
     else:
         arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
                                   test_size=cfg.test_size, seed=cfg.seed)
-    common = dict(batch_size=cfg.batch_size, device=device, dtype=dtype,
-                  channels_last=cfg.channels_last, seed=cfg.seed)
-    train = GpuLoader(arrays.train_x, arrays.train_y, train=True, augment=cfg.augment,
-                      rank=rank, world_size=world_size, **common)
+    batches = Batches(cfg.batch_size, augment=cfg.augment, dtype=dtype,
+                      channels_last=cfg.channels_last, seed=cfg.seed)
+    train = GpuLoader(arrays.train_x, arrays.train_y,
+                      batches.replace(rank=rank, world_size=world_size), device)
     # validation runs on rank 0 only (see loop.evaluate), over every image
-    val = GpuLoader(arrays.test_x, arrays.test_y, train=False, augment="none", **common)
+    val = GpuLoader(arrays.test_x, arrays.test_y, batches.replace(train=False), device)
     return train, val

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from ...lessons import l15_inference as l15
+from ...measure.timing import Workload
 from .models import get_model
 
 
@@ -20,32 +21,33 @@ def inference_net(model: str, device="cpu") -> torch.nn.Module:
     return get_model(model).eval().to(device)
 
 
-def time_inference(predict, model: str, variant, device, batches=(1, 128), requests: int = 200,
-                   images: int = 1280, warmup: int = 3, dtype=torch.float32) -> list[dict]:
-    """One record a batch in `batches` of `predict` (a network, a compiled one, or any
-    function of an input batch) on `device`, its input in `dtype`: batch 1 timed for
-    `requests` requests one at a time, a larger batch for `images` images back to back
-    (at least l15.MIN_PASSES passes), each after `warmup` untimed passes. The outputs on
-    the probe images are taken at the largest batch."""
+def time_inference(predict, model: str, variant, device, workload: Workload = Workload(),
+                   dtype=torch.float32) -> list[dict]:
+    """One record a batch size of `workload` of `predict` (a network, a compiled one, or
+    any function of an input batch) on `device`, its input in `dtype`: batch 1 timed for
+    workload.requests requests one at a time, a larger batch for workload.images images
+    back to back (at least l15.MIN_PASSES passes), each after workload.warmup untimed
+    passes. The outputs on the probe images are taken at the largest batch."""
     device = torch.device(device)
+    served = l15.Served(model, variant, str(device), str(dtype).removeprefix("torch."))
+    batches = workload.batches
     probe = l15.probe_images(max(batches))
     records = []
     with torch.inference_mode():
         for batch in batches:
             x = torch.from_numpy(probe[:batch]).to(device, dtype)
             alone = batch == 1
-            for _ in range(warmup):
+            for _ in range(workload.warmup):
                 predict(x)                 # compiles, records a CUDA graph, fills caches
             if device.type == "cuda":
                 torch.cuda.synchronize(device)   # warm-up done before the first event
-            n = requests if alone else l15.passes_for(batch, images)
+            n = workload.requests if alone else l15.passes_for(batch, workload.images)
             seconds = (one_at_a_time if alone else back_to_back)(predict, x, n)
             outputs = _numpy(predict(x)) if batch == max(batches) else None
             records.append(l15.record(
-                model, variant, str(device), batch,
+                served, batch,
                 l15.Timing.ALONE if alone or device.type != "cuda" else l15.Timing.QUEUED,
-                seconds, outputs, dtype=str(dtype).removeprefix("torch."),
-                threads=torch.get_num_threads()))
+                seconds, outputs, threads=torch.get_num_threads()))
     return records
 
 

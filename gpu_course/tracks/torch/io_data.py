@@ -128,16 +128,16 @@ def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
         return (make_loader(train, cfg, train=True, sampler=order_sampler(
                     train, cfg, kwargs.get("cache_dir"))), make_loader(val, cfg, train=False))
     from .devices import try_devices
-    from .gpu_loader import GpuLoader
+    from .gpu_loader import Batches, GpuLoader
     device = device if device is not None else try_devices(cfg.num_gpus)[0][0]
     train_index, val_index = folder_split(cfg, kwargs.get("root"))
     common = {k: v for k, v in kwargs.items() if k in ("cache_dir", "progress", "skip_corrupt")}
     loaders = []
     for index, train in ((train_index, True), (val_index, False)):
         pack = packed.PackedArray(packed.ensure_packed(index, cfg.image_size, **common))
-        loaders.append(GpuLoader(pack.load(), pack.labels, cfg.batch_size, device=device,
-                                 train=train, augment=cfg.augment if train else "none",
-                                 channels_last=cfg.channels_last, seed=cfg.seed))
+        loaders.append(GpuLoader(pack.load(), pack.labels, Batches(
+            cfg.batch_size, train=train, augment=cfg.augment, channels_last=cfg.channels_last,
+            seed=cfg.seed), device))
     return tuple(loaders)
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import torch
 from torch.optim import Optimizer
 
+EPS = 1e-9   # in the trust ratio's denominator: never a division by zero
+
 
 class LARS(Optimizer):
     """Momentum SGD with a per-layer trust ratio.
@@ -29,13 +31,13 @@ class LARS(Optimizer):
     """
 
     def __init__(self, params, lr: float, momentum: float = 0.9, weight_decay: float = 0.0,
-                 eta: float = 0.001, exclude_1d: bool = True, eps: float = 1e-9):
+                 eta: float = 0.001, exclude_1d: bool = True):
         for name, value in (("lr", lr), ("momentum", momentum),
                             ("weight_decay", weight_decay), ("eta", eta)):
             if value < 0:
                 raise ValueError(f"{name}={value!r} must be >= 0")
         super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay,
-                                      eta=eta, exclude_1d=exclude_1d, eps=eps))
+                                      eta=eta, exclude_1d=exclude_1d))
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -66,7 +68,7 @@ class LARS(Optimizer):
         n = len(params)
         norms = torch.stack(torch._foreach_norm(params + grads))  # one norm op, one stack
         w_norm, g_norm = norms[:n], norms[n:]
-        trust = w_norm / torch.add(g_norm, w_norm, alpha=wd).add_(group["eps"])
+        trust = w_norm / torch.add(g_norm, w_norm, alpha=wd).add_(EPS)
         trust = trust.mul_(group["eta"]).mul_(group["lr"])
         # a layer with zero weights or zero gradient keeps the global rate
         scale = torch.where(torch.minimum(w_norm, g_norm) > 0, trust, group["lr"])

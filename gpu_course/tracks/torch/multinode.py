@@ -28,14 +28,14 @@ from pathlib import Path
 
 from ...config import Experiment
 from ...env.cores import threads_per_process
-from ...scale.localhosts import child_env, free_port, host_gpus, wait_all
+from ...scale.localhosts import LocalJob, child_env, free_port, host_gpus, wait_all
 from ...measure.records import runs_root, load_run
 from .launch import _first_error
 from .devices import gpu_count
 
 
-def torchrun_command(node_rank: int, nodes: int, procs_per_node: int, endpoint: str,
-                     job_id: str, args: list[str], local_addr: str | None = None) -> list[str]:
+def _torchrun_command(node_rank: int, nodes: int, procs_per_node: int, endpoint: str,
+                      job_id: str, args: list[str], local_addr: str | None = None) -> list[str]:
     """The torchrun command line of host `node_rank` running gpu_course.tracks.torch.ddp."""
     command = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}",
                f"--node-rank={node_rank}", f"--nproc-per-node={procs_per_node}",
@@ -50,21 +50,22 @@ def commands(cfg_file: str, runs_dir: str, nodes: int, procs_per_node: int,
              endpoint: str = "HOST0:29500", job_id: str = "gpu-course") -> list[str]:
     """The shell lines to type on each of `nodes` real hosts."""
     args = ["--config", cfg_file, "--runs-dir", runs_dir]
-    return [" ".join(["torchrun"] + torchrun_command(i, nodes, procs_per_node, endpoint,
-                                                     job_id, args)[3:])
+    return [" ".join(["torchrun"] + _torchrun_command(i, nodes, procs_per_node, endpoint,
+                                                      job_id, args)[3:])
             for i in range(nodes)]
 
 
-def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1, runs_dir=None,
-                 verbose: bool = False, timeout: float | None = 900, threads: int | None = None,
-                 gpus: int | None = None):
+def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1,
+                 threads: int | None = None, job: LocalJob = LocalJob(), gpus: int | None = None):
     """Run cfg as a job of `nodes` local hosts × `procs_per_node` processes (NCCL where the
-    job has a GPU for every process, else gloo on the CPU: `localhosts.host_gpus`); returns
-    the job's run record. threads: OMP_NUM_THREADS per process (default: this machine's
-    cores ÷ processes). gpus: the GPUs the job may use (default: this machine's; 0: none)."""
+    job has a GPU for every process, else gloo on the CPU: `localhosts.host_gpus`), run and
+    reported as `job` says; returns the job's run record. threads: OMP_NUM_THREADS per
+    process (default: this machine's cores ÷ processes). gpus: the GPUs the job may use
+    (default: this machine's; 0: none)."""
     if nodes < 1 or procs_per_node < 1:
         raise ValueError(f"nodes={nodes!r} and procs_per_node={procs_per_node!r} must be >= 1")
-    runs_dir = runs_root(runs_dir).resolve()
+    verbose = job.verbose
+    runs_dir = runs_root(job.runs_dir).resolve()
     world = nodes * procs_per_node
     env = child_env()
     # every "host" shares this machine's cores: split them, or the processes thrash
@@ -78,8 +79,8 @@ def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1, runs_
                 "--result-file", str(result)] + ([] if verbose else ["--quiet"])
         procs, logs = [], []
         for i in range(nodes):
-            command = torchrun_command(i, nodes, procs_per_node, endpoint, job_id, args,
-                                       local_addr="127.0.0.1")
+            command = _torchrun_command(i, nodes, procs_per_node, endpoint, job_id, args,
+                                        local_addr="127.0.0.1")
             if verbose:
                 print(f"host {i}: $ torchrun", " ".join(command[3:]).replace(tmp, "$TMP"),
                       flush=True)
@@ -89,7 +90,7 @@ def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1, runs_
             logs.append(open(Path(tmp) / f"host{i}.log", "w+"))
             procs.append(subprocess.Popen(command, env=host_env, stdout=logs[-1],
                                           stderr=subprocess.STDOUT, text=True))
-        codes = wait_all(procs, timeout)
+        codes = wait_all(procs, job.timeout)
         outputs = []
         for log in logs:
             log.seek(0)

@@ -5,8 +5,8 @@ each in the notebook's place."""
 # %% exercise 15.1
 net = gc.inference_net(SIZES.exercise_model)
 batches = [1, 4, 16, 64]                   # >>> at least three batch sizes, e.g. [1, 4, 16, 64]
-mine = gc.time_inference(net, SIZES.exercise_model, "oneDNN on", mx.cpu(), batches=batches,
-                         requests=SIZES.requests, images=SIZES.images, warmup=SIZES.warmup)
+mine = gc.time_inference(net, SIZES.exercise_model, "oneDNN on", mx.cpu(), gc.Workload(
+    batches=batches, requests=SIZES.requests, images=SIZES.images, warmup=SIZES.warmup))
 
 # %% check
 gc.show(mine, lesson="15", chart=False)

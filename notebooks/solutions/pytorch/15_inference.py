@@ -6,8 +6,8 @@ each in the notebook's place."""
 torch.set_num_threads(SIZES.threads or torch.get_num_threads())   # as the lesson's processes
 net = gc.inference_net(SIZES.exercise_model)
 batches = [1, 4, 16, 64]                   # >>> at least three batch sizes, e.g. [1, 4, 16, 64]
-mine = gc.time_inference(net, SIZES.exercise_model, "oneDNN on", "cpu", batches=batches,
-                         requests=SIZES.requests, images=SIZES.images, warmup=SIZES.warmup)
+mine = gc.time_inference(net, SIZES.exercise_model, "oneDNN on", "cpu", gc.Workload(
+    batches=batches, requests=SIZES.requests, images=SIZES.images, warmup=SIZES.warmup))
 
 # %% check
 gc.show(mine, lesson="15", chart=False)
