@@ -207,3 +207,13 @@ def accumulation_runs(runs) -> tuple:
         raise ValueError(f"'{acc.name}' updates on {ua.batch} images and '{big.name}' on "
                          f"{ub.batch}: accumulation compares the same images an update")
     return big, again, acc
+
+
+def fills_device(u: MemoryUse) -> float:
+    """Images a forward pass that would fill the device: what the step holds besides its
+    activations, plus activations per image times the batch, up to the device's memory."""
+    per_image = median(u.activations()) / u.micro_batch if u.micro_batch else math.nan
+    rest = median(u.peak) - median(u.activations())
+    if not (u.device_total and per_image > 0):
+        return math.nan
+    return math.floor((u.device_total - rest) / per_image)

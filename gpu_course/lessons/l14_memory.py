@@ -18,8 +18,8 @@ import math
 import pandas as pd
 
 from ..analyse import alike
-from ..analyse.memory import (COMPUTED, SAME, MiB, MemoryUse, Part, accumulate_of,
-                              accumulation_runs, checkpoint_of, last_loss, loss_curve, loss_gap,
+from ..analyse.memory import (COMPUTED, SAME, MiB, Part, accumulate_of, accumulation_runs,
+                              checkpoint_of, fills_device, last_loss, loss_curve, loss_gap,
                               median, memory_of)
 from ..show import report
 from ..show.closing import Closing
@@ -94,7 +94,7 @@ def table(runs) -> pd.DataFrame:
     if any(u.device_total for u in uses):
         frame["device_mib"] = [(u.device_total or math.nan) / MiB for u in uses]
         frame["device_share"] = frame["peak_mib"] / frame["device_mib"]
-        frame["fills_device_batch"] = [_fills(u) for u in uses]
+        frame["fills_device_batch"] = [fills_device(u) for u in uses]
     if any(f.endswith(".pickle") for u in uses for f in u.files):
         frame["snapshot"] = [next((f for f in u.files if f.endswith(".pickle")), None) for u in uses]
     curves = [r for r in runs if loss_curve(r)]
@@ -109,16 +109,6 @@ def table(runs) -> pd.DataFrame:
                                          if accumulate_of(r) > 1 else math.nan
                                          for r, gap in zip(runs, frame["loss_gap"])]
     return frame
-
-
-def _fills(u: MemoryUse) -> float:
-    """Images a forward pass that would fill the device: what the step holds besides its
-    activations, plus activations per image times the batch, up to the device's memory."""
-    per_image = median(u.activations()) / u.micro_batch if u.micro_batch else math.nan
-    rest = median(u.peak) - median(u.activations())
-    if not (u.device_total and per_image > 0):
-        return math.nan
-    return math.floor((u.device_total - rest) / per_image)
 
 
 # -- what the lesson compares, and what each outcome means ---------------------------------
@@ -155,9 +145,6 @@ SWEEP = Lesson(
               "gradients_mib": "gradients {} MiB",
               "optimizer_state_mib": "optimizer state {} MiB (these three counted from the "
                                      "model: elements × bytes)",
-              "parameters_measured_mib": "the counter's own parameters {} MiB",
-              "gradients_measured_mib": "gradients {} MiB",
-              "optimizer_state_measured_mib": "optimizer state {} MiB",
               "activations_mib": "activations {} MiB", "activations_share": "{} of the peak",
               "held_mib": "held between steps {} MiB",
               "held_counted_mib": "of which the model counts {} MiB",
