@@ -130,10 +130,10 @@ SWEEP = Lesson(
         means={Outcome.EXPECTED: "Per image the activations stayed the same: they grow in "
                                  "proportion to the batch, so a larger batch buys its speed "
                                  "with activation memory.",
-               Outcome.OPPOSITE: "Per image the activations changed with the batch: what else "
-                                 "a step allocates (kernels' workspace, buffers, the "
-                                 "allocator's rounding) is not in proportion to it, and a "
-                                 "fixed share weighs less per image as the batch grows.",
+               Outcome.OPPOSITE: "Per image the activations changed with the batch (the "
+                                 "verdict says which way): what else a step allocates "
+                                 "(kernels' workspace, buffers, the allocator's rounding) "
+                                 "does not grow in proportion to it.",
                Outcome.CANNOT_JUDGE: "The smaller batch's steps raised the counter by nothing "
                                      "it could see (a process's peak stays where an earlier "
                                      "step left it), so how the activations grow per image is "
