@@ -165,3 +165,55 @@ def last_loss(curve: list[float]) -> float:
     if not curve:
         return math.nan
     return statistics.fmean(curve[-max(1, len(curve) // 4):])
+
+
+# memory readings this close are one amount: allocation granularity, a few KiB of workspace
+SAME = 0.01
+
+
+def per_image(u: MemoryUse) -> list[float]:
+    """The activations of each measured step per image of a forward pass."""
+    return [a / u.micro_batch for a in u.activations()] if u.micro_batch else []
+
+
+def widened(values) -> list[float]:
+    """Readings of one amount taken as ±SAME: a counter that reads the same bytes every
+    step has no spread of its own, and a few KiB of workspace are no effect."""
+    values = [v for v in values if not math.isnan(v)]
+    return [min(values) * (1 - SAME), max(values) * (1 + SAME)] if values else []
+
+
+def how(*uses: MemoryUse) -> str:
+    """What a verdict on these runs' amounts rests on, in words."""
+    n = min(u.readings for u in uses)
+    return f"{n} measured step{'s' if n != 1 else ''} each, ±{SAME:.0%}"
+
+
+def accumulation_runs(runs) -> tuple:
+    """(the large batch, it again with another seed, the accumulated run) among `runs`;
+    a clear error where they cannot tell accumulation from noise."""
+    plain = [r for r in runs if accumulate_of(r) == 1]
+    added = [r for r in runs if accumulate_of(r) > 1]
+    if len(plain) < 2 or not added:
+        raise ValueError("accumulation= needs the large batch, the large batch again with another "
+                         "seed (its distance is the noise) and the accumulated run (noted "
+                         f"accumulate > 1); got {len(plain)} plain and {len(added)} accumulated")
+    big, again, acc = plain[0], plain[1], added[0]
+    if big.config.get("seed") == again.config.get("seed"):
+        raise ValueError(f"'{again.name}' has the same seed as '{big.name}': the noise is what "
+                         "another seed changes; run the large batch again with seed=1")
+    ub, ua = memory_of(big), memory_of(acc)
+    if ub.batch != ua.batch:
+        raise ValueError(f"'{acc.name}' updates on {ua.batch} images and '{big.name}' on "
+                         f"{ub.batch}: accumulation compares the same images an update")
+    return big, again, acc
+
+
+def fills_device(u: MemoryUse) -> float:
+    """Images a forward pass that would fill the device: what the step holds besides its
+    activations, plus activations per image times the batch, up to the device's memory."""
+    per_image = median(u.activations()) / u.micro_batch if u.micro_batch else math.nan
+    rest = median(u.peak) - median(u.activations())
+    if not (u.device_total and per_image > 0):
+        return math.nan
+    return math.floor((u.device_total - rest) / per_image)

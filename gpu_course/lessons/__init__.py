@@ -120,15 +120,16 @@ def workers() -> int:
     return max(2, (os.cpu_count() or 1) - 3)
 
 
-def show(runs, lesson=None, chart: bool = True) -> None:
+def show(runs=None, lesson=None, chart: bool = True, **context) -> None:
     """The runs' table (the `lesson`'s own table where it has one, else the ladder
-    table) through the course's formatter, and their throughput chart."""
+    table) through the course's formatter, and their throughput chart. context: what
+    else the lesson's table is made from, by name (`kernels=` traces in lesson 12)."""
     from ..show import plots, report, tables
     module = module_of(lesson) if lesson is not None else None
-    frame = module.table(runs) if module is not None and hasattr(module, "table") \
+    frame = module.table(runs, **context) if module is not None and hasattr(module, "table") \
         else report.ladder_table(runs)
     _display(tables.show(frame))
-    if chart:
+    if chart and runs:
         _display(plots.throughput(runs))
 
 

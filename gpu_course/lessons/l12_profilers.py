@@ -36,10 +36,13 @@ CEILINGS = {"loader": ("compute ceiling", "compute-bound"),    # mock="loader": 
             "trainer": ("input ceiling", "input-bound")}       # mock="trainer": fetch and drop
 
 
-def table(runs) -> pd.DataFrame:
+def table(runs=None, kernels=None) -> pd.DataFrame:
     """The run and its mock ceilings: samples/s with the spread of its blocks, the share
     of step time spent waiting for data, and the steady steps behind each. No speed-up
-    column: a ceiling bounds the run, it is not a rung of it."""
+    column: a ceiling bounds the run, it is not a rung of it. kernels ({name: GPU trace}):
+    their kernels by kind instead (`kernel_table`)."""
+    if kernels is not None:
+        return kernel_table(kernels)
     rows = []
     for run in runs:
         low, high = metrics.samples_per_sec_range(run)
@@ -368,16 +371,19 @@ def reference_kernel_traces() -> dict:
     return {**REFERENCE_TRACES, **({KERNELS_AFTER: after} if after.exists() else {})}
 
 
+NO_KERNEL_RUNG = (f"No trace of the kernel rung ('{KERNELS_AFTER}') is recorded beside these yet. "
+                  "`gpu-course profile --engine pytorch` on a GPU records a trace of your own run "
+                  "(profile/trace.json.gz in its folder) to read the same way.")
+
+
 def kernel_closing(traces: dict) -> Closing:
-    """Where the GPU's time goes in each trace, by kind of kernel (`kernel_table`, shown),
-    and what that says: the largest kind, and how much of the step faster kernels and
-    fewer launches could each remove at most (the GPU's busy share of the trace); with
-    the kernel rung's trace beside the tuned rung's, what its kernels changed."""
-    from . import _display
+    """Where the GPU's time goes in each trace, by kind of kernel (`kernel_table`, which
+    `gc.show(lesson="12", kernels=traces)` shows), and what that says: the largest kind,
+    and how much of the step faster kernels and fewer launches could each remove at most
+    (the GPU's busy share of the trace); with the kernel rung's trace beside the tuned
+    rung's, what its kernels changed."""
     from ..analyse import profiling
-    from ..show import tables
     frame = kernel_table(traces)
-    _display(tables.show(frame))
     say = Closing(frame, key="kind")
     names = list(traces)
     row = {kind: i for i, kind in enumerate(frame["kind"])}
@@ -401,7 +407,5 @@ def kernel_closing(traces: dict) -> Closing:
             f"{say.cell(convs, b, '{:.2f}')} ms in '{before}', and all its kernels "
             f"{say.cell(total, a, '{:.2f}')} ms against {say.cell(total, b, '{:.2f}')} ms.")
     elif len(names) == 1 or KERNELS_AFTER not in names:
-        print(f"No trace of the kernel rung ('{KERNELS_AFTER}') is recorded beside these yet. "
-              "`gpu-course profile --engine pytorch` on a GPU records a trace of your own run "
-              "(profile/trace.json.gz in its folder) to read the same way.")
+        say(NO_KERNEL_RUNG)
     return say

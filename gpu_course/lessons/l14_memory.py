@@ -6,9 +6,10 @@ Every run of the notebook notes its memory in its record: after training, the ad
 `loss_curve` beside it (the schema and its reader: `gpu_course.analyse.memory`).
 
 Bytes are above what was live before the network existed. Four readings of the same
-runs: the parts per batch size (`conclude(runs)`), gradient accumulation against the large
-batch and another seed of it (`accumulation=`), activation checkpointing (`checkpointing=`)
-and a graph against the network as written (`graph=`). No deep-learning framework here.
+runs, each declared below and judged by `show.findings` on the runs' measured steps: the
+parts per batch size (`SWEEP`), gradient accumulation against the large batch and another
+seed of it (`ACCUMULATION`), activation checkpointing (`CHECKPOINTING`) and a graph
+against the network as written (`GRAPH`). No deep-learning framework here.
 """
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ import math
 
 import pandas as pd
 
-from ..analyse import alike, metrics, noise
-from ..analyse.memory import (COMPUTED, Counter, MiB, MemoryUse, Part, accumulate_of, checkpoint_of,
-                              last_loss, loss_curve, loss_gap, median, memory_of)
+from ..analyse import alike
+from ..analyse.memory import (COMPUTED, SAME, MiB, Part, accumulate_of, accumulation_runs,
+                              checkpoint_of, fills_device, last_loss, loss_curve, loss_gap,
+                              median, memory_of)
 from ..show import report
 from ..show.closing import Closing
+from ..show.findings import Compare, Expect, Lesson, Metric, Note, Outcome, Quote, Sign, judge
 from . import talk, workers
 
 SIZES = {
@@ -40,8 +43,7 @@ SIZES = {
     # the GPU check (GPU_COURSE_SIZE=check): full settings, one update fewer
     "check": dict(train_size=23_552),    # 23 updates of 1024: 20 steady, the least a speed verdict takes
 }
-TOLERANCE = 0.1   # a predicted peak this close to the measured one (or within the readings' spread)
-SAME = 0.01       # memory readings this close are one amount: allocation granularity, workspace
+TOLERANCE = 0.1   # exercise 14.1: a prediction this close to the measured peak (or its spread)
 
 
 # -- the table -------------------------------------------------------------------------------
@@ -59,6 +61,7 @@ def table(runs) -> pd.DataFrame:
     frame["update_batch"] = [u.batch for u in uses]
     frame["accumulate"] = [accumulate_of(r) for r in runs]
     frame["micro_batch"] = [u.micro_batch for u in uses]
+    frame["counter"] = [u.counter.value for u in uses]
     if any(checkpoint_of(r) for r in runs):
         frame["checkpoint_segments"] = [str(checkpoint_of(r)) if checkpoint_of(r) else None
                                         for r in runs]
@@ -74,6 +77,10 @@ def table(runs) -> pd.DataFrame:
         if any(u.sorted for u in uses):
             frame[column.replace("_mib", "_measured_mib")] = [
                 median(u.most.get(part)) / MiB if u.sorted else math.nan for u in uses]
+    if any(u.sorted for u in uses):   # 0 where the counter's parts are the model's, to a percent
+        frame["counted_gap"] = [max(abs(median(u.most.get(p)) / u.computed.get(p, math.nan) - 1)
+                                    for p in COMPUTED[:3]) // SAME * SAME if u.sorted else math.nan
+                                for u in uses]
     frame["held_mib"] = [u.held_mib for u in uses]
     frame["held_counted_mib"] = [u.held_computed() / MiB for u in uses]
     frame["peak_mib"] = [u.peak_mib for u in uses]
@@ -83,303 +90,202 @@ def table(runs) -> pd.DataFrame:
     frame["held_rest_mib"] = frame["held_mib"] - frame["held_counted_mib"]
     if any(u.allocator for u in uses):
         frame["reserved_mib"] = [(u.allocator or {}).get("reserved", math.nan) / MiB for u in uses]
+        frame["allocator_retries"] = [int((u.allocator or {}).get("retries") or 0) for u in uses]
     if any(u.device_total for u in uses):
         frame["device_mib"] = [(u.device_total or math.nan) / MiB for u in uses]
         frame["device_share"] = frame["peak_mib"] / frame["device_mib"]
-        frame["fills_device_batch"] = [_fills(u) for u in uses]
+        frame["fills_device_batch"] = [fills_device(u) for u in uses]
+    if any(f.endswith(".pickle") for u in uses for f in u.files):
+        frame["snapshot"] = [next((f for f in u.files if f.endswith(".pickle")), None) for u in uses]
     curves = [r for r in runs if loss_curve(r)]
     if curves and any(accumulate_of(r) > 1 for r in runs):
         frame["updates"] = [len(loss_curve(r)) or None for r in runs]
         frame["last_loss"] = [last_loss(loss_curve(r)) for r in runs]
         frame["loss_gap"] = [loss_gap(curves[0], r) if r is not curves[0] else math.nan
                              for r in runs]
+        seeds = [r for r in curves if r.config.get("seed") != curves[0].config.get("seed")]
+        frame["seed_loss_gap"] = loss_gap(curves[0], seeds[0]) if seeds else math.nan
+        frame["loss_gap_beyond_seed"] = [gap - frame["seed_loss_gap"].iloc[0]
+                                         if accumulate_of(r) > 1 else math.nan
+                                         for r, gap in zip(runs, frame["loss_gap"])]
     return frame
 
 
-def _fills(u: MemoryUse) -> float:
-    """Images a forward pass that would fill the device: what the step holds besides its
-    activations, plus activations per image times the batch, up to the device's memory."""
-    per_image = median(u.activations()) / u.micro_batch if u.micro_batch else math.nan
-    rest = median(u.peak) - median(u.activations())
-    if not (u.device_total and per_image > 0):
-        return math.nan
-    return math.floor((u.device_total - rest) / per_image)
+# -- what the lesson compares, and what each outcome means ---------------------------------
+AMOUNTS = dict(gpu=Expect.LESS, cpu=Expect.LESS)
+ON_A_GPU = {  # said where no run had a GPU: what the lesson reads on one
+    "pytorch": "This run had no GPU. On one, the lesson also reads the CUDA caching allocator's "
+               "own counters (torch.cuda.max_memory_allocated after reset_peak_memory_stats), "
+               "saves a memory snapshot for the PyTorch memory viewer "
+               "(torch.cuda.memory._record_memory_history, then _dump_snapshot), and says how "
+               "close the peak comes to the device's memory.",
+    "gluon": "This run had no GPU. On one, the lesson reads the device's used memory with "
+             "mx.context.gpu_memory_info (MXNet's pool keeps what it allocated, so the reading "
+             "after the steps is the run's high-water mark) and says how close the peak comes "
+             "to the device's memory."}
+SWEEP = Lesson(
+    compares=(Compare(
+        varies=("batch_size",), metric=Metric.ACTIVATIONS_PER_IMAGE,
+        gpu=Expect.SAME, cpu=Expect.SAME,
+        means={Outcome.EXPECTED: "Per image the activations stayed the same: they grow in "
+                                 "proportion to the batch, so a larger batch buys its speed "
+                                 "with activation memory.",
+               Outcome.OPPOSITE: "Per image the activations changed with the batch (the "
+                                 "verdict says which way): what else a step allocates "
+                                 "(kernels' workspace, buffers, the allocator's rounding) "
+                                 "does not grow in proportion to it.",
+               Outcome.CANNOT_JUDGE: "The smaller batch's steps raised the counter by nothing "
+                                     "it could see (a process's peak stays where an earlier "
+                                     "step left it), so how the activations grow per image is "
+                                     "not measured here. Measure the smaller batch first, in a "
+                                     "fresh process, or on a GPU, whose allocator counts each "
+                                     "step."}),),
+    columns={"activations_mib": "Activations at the peak, MiB"},
+    last_row={"peak_mib": "peak {} MiB", "counter": "by {}", "parameters_mib": "parameters {} MiB",
+              "gradients_mib": "gradients {} MiB",
+              "optimizer_state_mib": "optimizer state {} MiB (these three counted from the "
+                                     "model: elements × bytes)",
+              "activations_mib": "activations {} MiB", "activations_share": "{} of the peak",
+              "held_mib": "held between steps {} MiB",
+              "held_counted_mib": "of which the model counts {} MiB",
+              "reserved_mib": "reserved by the caching allocator {} MiB (memory_reserved: what "
+                              "nvidia-smi shows, less the CUDA context)",
+              "device_mib": "the device's memory {} MiB", "device_share": "the peak {} of it",
+              "activations_per_image_mib": "activations an image {} MiB",
+              "fills_device_batch": "about {} images a step would fill the device",
+              "snapshot": "the last measured step's memory snapshot {} in the run's folder "
+                          "(open it in https://pytorch.org/memory_viz, the PyTorch memory "
+                          "viewer, to see every allocation with the line that made it)"},
+    by_sign={"counted_gap": {
+                 Sign.OTHER: "The counter's own parts are those counted from the model, to "
+                             "within a percent.",
+                 Sign.POSITIVE: "The counter's own parts differ from those counted from the "
+                                "model: a part it sorts elsewhere, or state created lazily."},
+             "held_rest_mib": {
+                 Sign.POSITIVE: {"gluon": "Between steps the counter held more than the model "
+                                          "counts: the rest is the framework's own (kernels' "
+                                          "workspace and caches, buffers a static graph keeps "
+                                          "between steps, the loader's batches).",
+                                 "pytorch": "Between steps the counter held more than the "
+                                            "model counts: the rest is the framework's own "
+                                            "(kernels' workspace and caches, the loader's "
+                                            "batches)."},
+                 Sign.OTHER: "Between steps the counter held no more than the model counts: a "
+                             "counted part was not alive between steps (freed after the "
+                             "update, or not yet created)."},
+             "allocator_retries": {
+                 Sign.POSITIVE: "The caching allocator retried cudaMalloc after freeing its "
+                                "cache, which is slow: this run is too near the device's limit.",
+                 Sign.OTHER: "No cudaMalloc had to be retried."},
+             "fills_device_batch": {
+                 Sign.POSITIVE: "Stay well below the batch that fills the device (the lecture: "
+                                "stay away from maximum memory): near the limit the allocator "
+                                "frees its cache and retries, the memory fragments, and the "
+                                "next larger batch stops with out of memory."}},
+    cpu=ON_A_GPU,
+)
+ACCUMULATION = Lesson(
+    compares=(
+        Compare(varies=("batch_size", "accumulate"), metric=Metric.PEAK, **AMOUNTS,
+                means={Outcome.EXPECTED: "One micro-batch's activations are alive at a time, "
+                                         "while the gradients stay alive across the "
+                                         "micro-batches: the peak falls with the micro-batch.",
+                       Outcome.NONE: "The peak did not fall beyond noise: what the model "
+                                     "holds outweighs one batch's activations here."}),
+        Compare(varies=("batch_size", "accumulate"), metric=Metric.ACTIVATIONS, **AMOUNTS,
+                means={}),
+        Compare(varies=("batch_size", "accumulate"), gpu=Expect.SLOWER, cpu=Expect.SLOWER,
+                means={Outcome.EXPECTED: "What it costs: the smaller forward passes use the "
+                                         "device (or the cores) less well, and each update's "
+                                         "fixed work is the same.",
+                       Outcome.NONE: "No cost in speed beyond noise here."})),
+    last_row={"accumulate": "{} micro-batches", "micro_batch": "of {} images",
+              "update_batch": "added up into one update of {}", "updates": "over {} updates",
+              "loss_gap": "its loss {} from the large batch's (mean absolute difference, "
+                          "update by update)",
+              "seed_loss_gap": "another seed of the large batch {} from it"},
+    by_sign={"loss_gap_beyond_seed": {
+        Sign.OTHER: "The loss followed the large batch's within a seed's noise: the same images "
+                    "make each update and the gradients add up to the large batch's, up to "
+                    "BatchNorm's statistics, which are computed on each micro-batch.",
+        Sign.POSITIVE: "The loss strayed from the large batch's beyond the noise of another "
+                       "seed. BatchNorm's statistics come from each micro-batch, not the large "
+                       "batch, and with few images a micro-batch that shows; a network without "
+                       "BatchNorm (or with GroupNorm) would match.",
+        Sign.EMPTY: "The loss curves cannot be compared: a run noted no curve, or they have "
+                    "different numbers of updates."}},
+)
+CHECKPOINTING = Lesson(
+    compares=(
+        Compare(varies=("checkpoint",), metric=Metric.ACTIVATIONS, **AMOUNTS,
+                means={Outcome.EXPECTED: "Each checkpointed segment keeps only its input and "
+                                         "runs its forward pass again in the backward pass.",
+                       Outcome.NONE: "The activations did not shrink beyond noise: the "
+                                     "segments' inputs weigh as much as what they let go, or "
+                                     "the largest segment, recomputed in the backward pass, "
+                                     "sets the peak anyway."}),
+        Compare(varies=("checkpoint",), metric=Metric.PEAK, **AMOUNTS,
+                means={Outcome.EXPECTED: "The largest segment sets a floor under the peak: "
+                                         "while it is recomputed in the backward pass its "
+                                         "activations are all alive again; more segments "
+                                         "lower it."}),
+        Compare(varies=("checkpoint",), gpu=Expect.SLOWER, cpu=Expect.SLOWER,
+                means={Outcome.EXPECTED: "Memory for time: each checkpointed segment runs its "
+                                         "forward pass twice. Worth it where the memory buys "
+                                         "something, a batch or a network that did not fit.",
+                       Outcome.NONE: "The recomputation's time is within the runs' noise here "
+                                     "(a shared machine widens it: more images, or a quiet "
+                                     "machine, would tell)."})),
+    baseline={"checkpoint": 0},
+    last_row={"checkpoint_segments": "checkpointed in {} segments"},
+)
+GRAPH_VARIES = ("graph", alike.Aspect.COMPILE_BACKEND)
+GRAPH = Lesson(
+    compares=(
+        Compare(varies=GRAPH_VARIES, metric=Metric.PEAK, **AMOUNTS,
+                means={Outcome.EXPECTED: {
+                           "gluon": "The graph plans its buffers once and reuses one for "
+                                    "values whose lifetimes do not overlap.",
+                           "pytorch": "The compiler fuses operators, so their intermediate "
+                                      "values never reach memory, and its partitioner saves "
+                                      "fewer activations for the backward pass, recomputing "
+                                      "cheap ones."},
+                       Outcome.NONE: "A training step keeps the activations its backward pass "
+                                     "needs, as a graph or not: less is left to save than in "
+                                     "the talk's example."}),
+        Compare(varies=GRAPH_VARIES, metric=Metric.HELD, gpu=Expect.SAME, cpu=Expect.SAME,
+                means={Outcome.OPPOSITE: {
+                    "gluon": "A static graph keeps its planned buffers between steps "
+                             "(static_alloc): memory held so that they are not planned again.",
+                    "pytorch": "The compiled step keeps other buffers between steps than the "
+                               "eager one: its kernels' workspace and caches."}}),
+        Compare(varies=GRAPH_VARIES, gpu=Expect.FASTER, cpu=Expect.SAME, means={})),
+    baseline={"graph": "eager"},
+    notes=(Note("compile_backend", ("aot_eager", "eager"),
+                "The tracing backend traces the graph and runs the same operators: expect no "
+                "saving from it. Run at full size (inductor) to see the compiler's.",
+                judged=False),),
+    quotes=(Quote("imperative, each interim value kept", talk.MEMORY_EXAMPLE["imperative_bytes"],
+                  "{} bytes"),
+            Quote("symbolic, one buffer reused", talk.MEMORY_EXAMPLE["symbolic_bytes"],
+                  "{} bytes")),
+    hardware=f"its example ({talk.MEMORY_EXAMPLE['code']})",
+)
 
 
-# -- the sentences ---------------------------------------------------------------------------
 def conclude(runs=None, accumulation=None, checkpointing=None, graph=None) -> Closing:
-    """The sentences of one of the lesson's four readings: runs (the sweep of batch sizes),
-    accumulation= (the large batch, the same with another seed, and the accumulated run),
-    checkpointing= (the network as is, and checkpointed) or graph= (as written, and as a
-    graph: hybridized or compiled)."""
+    """The sentences of one of the lesson's four readings: runs (the sweep of batch sizes,
+    judged largest last), accumulation= (the large batch, the same with another seed, and
+    the accumulated run), checkpointing= (the network as is, and checkpointed) or graph=
+    (as written, and as a graph: hybridized or compiled)."""
     if accumulation is not None:
-        return _accumulation(list(accumulation))
-    if checkpointing is not None:
-        return _checkpointing(list(checkpointing))
-    if graph is not None:
-        return _graph(list(graph))
-    if not runs:
+        big, _, acc = accumulation_runs(accumulation)
+        frame = table(accumulation).iloc[[accumulation.index(big), accumulation.index(acc)]]
+        return judge(ACCUMULATION, [big, acc], frame)
+    lesson, runs = next(((lesson, list(rs)) for lesson, rs in (
+        (CHECKPOINTING, checkpointing), (GRAPH, graph), (SWEEP, runs)) if rs), (None, None))
+    if lesson is None:
         raise ValueError("lesson 14 concludes on the sweep's runs, accumulation=, "
                          "checkpointing= or graph= (each a list of runs); none was passed")
-    return _sweep(list(runs))
-
-
-def _how(*uses: MemoryUse) -> str:
-    n = min(u.readings for u in uses)
-    return f"{n} measured step{'s' if n != 1 else ''} each, ±{SAME:.0%}"
-
-
-def _amounts(say: Closing, a: int, b: int, xs, ys, column: str) -> noise.Verdict:
-    """Row b's amounts (bytes, one a measured step) against row a's: a verdict on their
-    readings, each taken as ±SAME (a counter that reads the same bytes every step has no
-    spread of its own, and a few KiB of workspace are no effect)."""
-    def widened(values):
-        values = [v for v in values if not math.isnan(v)]
-        return [min(values) * (1 - SAME), max(values) * (1 + SAME)] if values else []
-    return say.compare_amounts(a, b, widened(xs), widened(ys), _how(memory_of(say.runs[a]),
-                                                                    memory_of(say.runs[b])), column)
-
-
-def _sweep(runs) -> Closing:
-    uses = [memory_of(r) for r in runs]
-    say = Closing(table(runs), runs)
-    order = sorted(range(len(runs)), key=lambda i: uses[i].batch)
-    small, large = order[0], order[-1]
-    u = uses[large]
-    say(f"At batch {u.batch} the step peaked at {say.cell(large, 'peak_mib')} MiB, by "
-        f"{u.counter.value}: parameters {say.cell(large, 'parameters_mib')} MiB, gradients "
-        f"{say.cell(large, 'gradients_mib')} MiB, optimizer state "
-        f"{say.cell(large, 'optimizer_state_mib')} MiB (counted from the model: elements × "
-        f"bytes), activations {say.cell(large, 'activations_mib')} MiB, "
-        f"{say.cell(large, 'activations_share', '{:.0%}')}"
-        " of the peak.")
-    _measured_beside_computed(say, large, u)
-    if len(runs) > 1 and uses[small].batch != u.batch:
-        s = uses[small]
-        v = _amounts(say, small, large, _per_image(s), _per_image(u), "activations_per_image_mib")
-        if v.kind == noise.Kind.NOT_MEASURED:   # a counter that saw nothing of the small batch
-            say(f"From batch {s.batch} to batch {u.batch} the activations read "
-                f"{say.cell(small, 'activations_mib')} and {say.cell(large, 'activations_mib')} "
-                f"MiB: batch {s.batch}'s steps raised {s.counter.value} by nothing it could "
-                "see (a process's peak stays where an earlier step left it), so how they grow "
-                "per image is not measured here. Measure the smaller batch first, in a fresh "
-                "process, or on a GPU, whose allocator counts each step.")
-            _device(say, large, u, runs[large])
-            return say
-        fixed = all(math.isclose(s.computed.get(p, 0), u.computed.get(p, 0)) for p in COMPUTED)
-        near = abs(v.ratio - 1) <= TOLERANCE
-        say(f"From batch {s.batch} to batch {u.batch} ({say.ratio('update_batch', small, large)} "
-            f"the images) the activations grew from {say.cell(small, 'activations_mib')} to "
-            f"{say.cell(large, 'activations_mib')} MiB; per image, {noise.amount_sentence(v)}: "
-            + ("they grow in proportion to the batch" if v.kind == noise.Kind.WITHIN_NOISE else
-               "in proportion to the batch, to within "
-               f"{say.setting('TOLERANCE', TOLERANCE, '{:.0%}')}" if near else
-               "less than in proportion: a share of them is fixed (workspace, buffers) and "
-               "weighs less as the batch grows" if v.kind == noise.Kind.SLOWER else
-               "more than in proportion: what else a step allocates (kernels' workspace, the "
-               "allocator's rounding) changes with the batch too")
-            + (", while the parameters, gradients and optimizer state stay as they are. A larger "
-               "batch buys speed with activation memory only." if fixed else "."))
-    _device(say, large, u, runs[large])
-    return say
-
-
-def _per_image(u: MemoryUse) -> list[float]:
-    return [a / u.micro_batch for a in u.activations()] if u.micro_batch else []
-
-
-def _measured_beside_computed(say: Closing, row: int, u: MemoryUse) -> None:
-    if u.sorted:
-        pairs = [(p, c) for p, c in ((Part.PARAMETERS, "parameters"), (Part.GRADIENTS, "gradients"),
-                                     (Part.OPTIMIZER, "optimizer_state"))]
-        same = all(math.isclose(median(u.most.get(p)), u.computed.get(p, math.nan), rel_tol=0.01)
-                   for p, _ in pairs)
-        listed = ", ".join(f"{p.value} {say.cell(row, c + '_measured_mib')} MiB against "
-                           f"{say.cell(row, c + '_mib')} MiB" for p, c in pairs)
-        say(f"The counter sorts each tensor into its part; measured against counted: {listed}"
-            + (": the same, to within a percent." if same else
-               ": they differ (a part the counter sorts elsewhere, or state created lazily)."))
-        return
-    held, computed = say.table["held_mib"].iloc[row], say.table["held_counted_mib"].iloc[row]
-    parts = ", ".join(p.value for p in u.held_parts)
-    lead = (f"Between steps the counter held {say.cell(row, 'held_mib')} MiB, against "
-            f"{say.cell(row, 'held_counted_mib')} MiB counted ({parts})")
-    if held >= computed:
-        say(f"{lead}: the rest, "
-            f"{say.cell(row, 'held_rest_mib')} MiB, is the "
-            "framework's own (kernels' workspace and caches, " + (
-                "buffers a static graph keeps between steps, the loader's batches)."
-                if u.counter in (Counter.PROCESS, Counter.MXNET_GPU) else "the loader's batches)."))
-    else:
-        say(f"{lead}: less than counted, so a counted part was not alive between steps (freed "
-            "after the update, or not yet created).")
-
-
-def _device(say: Closing, row: int, u: MemoryUse, run) -> None:
-    """On a GPU: the allocator's own numbers, how near the device's memory the peak came,
-    the snapshot; elsewhere what waits for a GPU."""
-    track = metrics.engine(run)
-    if not metrics.on_gpu(run):
-        say("What waits for a GPU: " + (
-            "the CUDA caching allocator's own counters (torch.cuda.max_memory_allocated after "
-            "reset_peak_memory_stats), a memory snapshot for the PyTorch memory viewer "
-            "(torch.cuda.memory._record_memory_history and _dump_snapshot), and how close the "
-            "peak comes to the device's memory." if track == "pytorch" else
-            "mx.context.gpu_memory_info, the device's used memory (MXNet's pool keeps what it "
-            "allocated, so the reading after the steps is the run's high-water mark), and how "
-            "close the peak comes to the device's memory."))
-        return
-    if u.allocator:
-        retries = int(u.allocator.get("retries") or 0)
-        say(f"The caching allocator had reserved {say.cell(row, 'reserved_mib')} MiB from the "
-            f"device for the {say.cell(row, 'peak_mib')} MiB its tensors peaked at "
-            "(memory_reserved: what nvidia-smi shows, less the CUDA context); " + (
-                f"it retried cudaMalloc {retries} times after freeing its cache, which is slow: "
-                "this run is too near the device's limit." if retries else
-                "no cudaMalloc had to be retried."))
-    if "fills_device_batch" in say.table.columns and not math.isnan(
-            say.table["fills_device_batch"].iloc[row]):
-        say(f"The peak is {say.cell(row, 'device_share', '{:.1%}')} of the "
-            f"device's {say.cell(row, 'device_mib')} MiB; at "
-            f"{say.cell(row, 'activations_per_image_mib')} MiB of activations an image, about "
-            f"{say.cell(row, 'fills_device_batch')} images a step would fill it. Stay well "
-            "below that (the lecture: stay away from maximum memory): near the limit the "
-            "allocator frees its cache and retries, the memory fragments, and the next larger "
-            "batch stops with out of memory.")
-    snapshot = [f for f in u.files if f.endswith(".pickle")]
-    if snapshot:
-        say(f"The memory snapshot of the last measured step is {snapshot[0]} in the run's "
-            "folder: drop it on https://pytorch.org/memory_viz (the PyTorch memory viewer) to "
-            "see every allocation over time with the line that made it.")
-
-
-def _accumulation(runs) -> Closing:
-    plain = [r for r in runs if accumulate_of(r) == 1]
-    added = [r for r in runs if accumulate_of(r) > 1]
-    if len(plain) < 2 or not added:
-        raise ValueError("accumulation= needs the large batch, the large batch again with another "
-                         "seed (its distance is the noise) and the accumulated run (noted "
-                         f"accumulate > 1); got {len(plain)} plain and {len(added)} accumulated")
-    big, again, acc = plain[0], plain[1], added[0]
-    if big.config.get("seed") == again.config.get("seed"):
-        raise ValueError(f"'{again.name}' has the same seed as '{big.name}': the noise is what "
-                         "another seed changes; run the large batch again with seed=1")
-    ub, ua = memory_of(big), memory_of(acc)
-    if ub.batch != ua.batch:
-        raise ValueError(f"'{acc.name}' updates on {ua.batch} images and '{big.name}' on "
-                         f"{ub.batch}: accumulation compares the same images an update")
-    say = Closing(table(runs), runs)
-    i, j, k = runs.index(big), runs.index(again), runs.index(acc)
-    gap, seeds = say.table["loss_gap"].iloc[k], say.table["loss_gap"].iloc[j]
-    steps = f"{accumulate_of(acc)} micro-batches of {ua.micro_batch} images"
-    if math.isnan(gap) or math.isnan(seeds):
-        say(f"{steps} against batch {ub.batch}: the loss curves cannot be compared (a run noted "
-            "no curve, or they have different numbers of updates).")
-    else:
-        within = gap <= seeds
-        say(f"{steps}, added up into one update of {ua.batch}: over "
-            f"{say.cell(k, 'updates')} updates its loss stayed "
-            f"{say.cell(k, 'loss_gap')} from batch {ub.batch}'s (mean absolute difference, "
-            f"update by update), where another seed of batch {ub.batch} differs by "
-            f"{say.cell(j, 'loss_gap')}: " + (
-                "within noise. The same images make each update and the gradients add up to "
-                "the large batch's, up to BatchNorm's statistics, which are computed on each "
-                "micro-batch." if within else
-                "beyond the noise of another seed. BatchNorm's statistics come from each "
-                "micro-batch, not the large batch, and with few images a micro-batch that "
-                "shows; a network without BatchNorm (or with GroupNorm) would match."))
-    v = _amounts(say, i, k, ub.peak, ua.peak, "peak_mib")
-    w = _amounts(say, i, k, ub.activations(), ua.activations(), "activations_mib")
-    say(f"Its peak: {say.cell(k, 'peak_mib')} MiB against {say.cell(i, 'peak_mib')} MiB, "
-        f"{noise.amount_sentence(v)}; its activations {say.cell(k, 'activations_mib')} MiB "
-        f"against {say.cell(i, 'activations_mib')} MiB, {noise.amount_sentence(w)}: one "
-        f"micro-batch's activations at a time, while the gradients "
-        f"({say.cell(k, 'gradients_mib')} MiB) stay alive across the micro-batches.")
-    speed = say.compare(i, k, varies=("batch_size",))
-    say(f"What it costs in speed: samples/s {speed}" + (
-        ": the smaller forward passes use the device (or the cores) less well, and the "
-        "update's fixed work is the same." if speed.kind == noise.Kind.SLOWER else
-        ": no cost beyond noise here." if speed.kind == noise.Kind.WITHIN_NOISE else "."))
-    return say
-
-
-def _checkpointing(runs) -> Closing:
-    plain = [r for r in runs if not checkpoint_of(r)]
-    saved = [r for r in runs if checkpoint_of(r)]
-    if not plain or not saved:
-        raise ValueError("checkpointing= needs the network as is and checkpointed (noted "
-                         f"checkpoint=segments); got {len(plain)} plain and {len(saved)} "
-                         "checkpointed")
-    a, b = plain[0], saved[0]
-    ua, ub = memory_of(a), memory_of(b)
-    say = Closing(table(runs), runs)
-    i, k = runs.index(a), runs.index(b)
-    v = _amounts(say, i, k, ua.activations(), ub.activations(), "activations_mib")
-    p = _amounts(say, i, k, ua.peak, ub.peak, "peak_mib")
-    speed = say.compare(i, k)
-    say(f"Checkpointed in {checkpoint_of(b)} segments, the step kept "
-        f"{say.cell(k, 'activations_mib')} MiB of activations at its peak against "
-        f"{say.cell(i, 'activations_mib')} MiB, {noise.amount_sentence(v)}; its peak "
-        f"{say.cell(k, 'peak_mib')} MiB against {say.cell(i, 'peak_mib')} MiB, "
-        f"{noise.amount_sentence(p)}. The price, samples/s: {speed}.")
-    if v.kind != noise.Kind.SLOWER:
-        say("The activations did not shrink beyond noise: the segments' inputs weigh as much as "
-            "what they let go, or the largest segment, recomputed in the backward pass, sets the "
-            "peak anyway.")
-        return say
-    kept = say.ratio("activations_mib", i, k, percent=True)
-    if speed.kind == noise.Kind.SLOWER:
-        say(f"Memory for time: {kept} of the activations kept, for "
-            f"{say.ratio('samples_per_sec', k, i)} the time an image: each checkpointed segment "
-            "runs its forward pass twice. Worth it where the memory buys something, a batch or "
-            "a network that did not fit.")
-    else:
-        say(f"{kept} of the activations kept; the recomputation's time is within the runs' "
-            "noise here (a shared machine widens it: more images, or a quiet machine, would "
-            "tell).")
-    if say.table["peak_mib"].iloc[k] > 0 and p.ratio > v.ratio:
-        say("The peak fell less than the activations: in the backward pass the segment being "
-            "recomputed holds its activations again, so the largest segment sets the floor; "
-            "more segments lower it.")
-    return say
-
-
-def _graph(runs) -> Closing:
-    graphs = [str(alike.value(r, "graph") or "eager") for r in runs]
-    plain = [r for r, g in zip(runs, graphs) if g == "eager"]
-    made = [r for r, g in zip(runs, graphs) if g != "eager"]
-    if not plain or not made:
-        raise ValueError(f"graph= needs the network as written (graph eager) and as a graph; "
-                         f"the runs have graph={graphs}")
-    a, b = plain[0], made[0]
-    ua, ub = memory_of(a), memory_of(b)
-    say = Closing(table(runs), runs, varies=("graph",))
-    i, k = runs.index(a), runs.index(b)
-    track = metrics.engine(b)
-    words = {"gluon": ("imperative", "hybridized (static_alloc)"),
-             "pytorch": ("eager", "compiled")}.get(track, ("as written", "as a graph"))
-    p = _amounts(say, i, k, ua.peak, ub.peak, "peak_mib")
-    h = _amounts(say, i, k, ua.held, ub.held, "held_mib")
-    backend = alike.value(b, alike.Aspect.COMPILE_BACKEND)
-    say(f"The step's peak {words[1]}: {say.cell(k, 'peak_mib')} MiB against "
-        f"{say.cell(i, 'peak_mib')} MiB {words[0]}, {noise.amount_sentence(p)}; held between "
-        f"steps {say.cell(k, 'held_mib')} MiB against {say.cell(i, 'held_mib')} MiB, "
-        f"{noise.amount_sentence(h)}" + (
-            ": the graph plans its buffers once, reuses one for values whose lifetimes do not "
-            "overlap, and keeps them between steps (static_alloc)." if track == "gluon" else
-            f" (backend {backend}: it traces the graph and runs the same operators, so expect "
-            "no saving from it)." if backend == "aot_eager" else
-            ": the compiler fuses operators, so their intermediate values never reach memory, "
-            "and its partitioner saves fewer activations for the backward pass, recomputing "
-            "cheap ones." if p.kind == noise.Kind.SLOWER else "."))
-    say(f"The talk's example ({talk.MEMORY_EXAMPLE['code']}): imperative "
-        f"{say.quote('the talk', talk.MEMORY_EXAMPLE['imperative_bytes'])} bytes (four arrays "
-        f"of ten 8-byte numbers, each interim value kept), symbolic "
-        f"{say.quote('the talk', talk.MEMORY_EXAMPLE['symbolic_bytes'])} bytes (two), "
-        f"{say.quote('the talk', talk.MEMORY_EXAMPLE['symbolic_bytes'] / talk.MEMORY_EXAMPLE['imperative_bytes'], '×{:.2f}')}"
-        f"; a training step on your machine, {say.ratio('peak_mib', i, k)} at its peak"
-        + (" (a step must keep the activations its backward pass needs, as or not as a graph)."
-           if p.ratio > 0.5 else "."))
-    speed = say.compare(i, k)
-    say(f"Samples/s {words[1]} against {words[0]}: {speed}.")
-    return say
+    runs = sorted(runs, key=lambda r: memory_of(r).batch) if lesson is SWEEP else runs
+    return judge(lesson, runs, table(runs))

@@ -17,6 +17,8 @@ What the engine does for every lesson, the same way:
   (a GPU or a CPU) and says that outcome's paragraph once;
 - adds the generic caveats once: a baseline that waited for its data, accuracy at
   chance, no GPU; and the talk's figures beside the runs, naming their source.
+- judges samples/s by default, or an amount (`Metric`: bytes of memory, where more is
+  neither better nor worse) on each run's own readings.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from typing import Mapping
 
 import pandas as pd
 
-from ..analyse import alike, anatomy, metrics, noise
+from ..analyse import alike, anatomy, memory, metrics, noise
 from . import report
 from .closing import Closing
 
@@ -44,6 +46,27 @@ class Expect(StrEnum):
     FASTER = "faster"
     SLOWER = "slower"
     SAME = "the same"       # nothing to show here (a GPU's effect, on a CPU)
+    LESS = "less"           # an amount (`Metric`) that the variant should need less of
+    MORE = "more"
+
+
+class Metric(StrEnum):
+    """What a comparison judges: samples/s (higher is better), or an amount of memory a
+    run's record notes (`analyse.memory`), judged on its measured steps."""
+
+    SAMPLES_PER_S = "samples/s"
+    PEAK = "peak memory"
+    HELD = "memory held between steps"
+    ACTIVATIONS = "activations at the peak"
+    ACTIVATIONS_PER_IMAGE = "activations per image"
+
+
+class Sign(StrEnum):
+    """Whether a table cell is above zero: `Lesson.by_sign` picks a paragraph by it."""
+
+    POSITIVE = "above zero"
+    OTHER = "zero or below"
+    EMPTY = "empty"         # not measured, or nothing to compare
 
 
 class Outcome(StrEnum):
@@ -64,13 +87,16 @@ class Compare:
     """One comparison a lesson makes: a variant that changes `varies` (settings' names)
     against the baseline, what the lesson expects of its samples/s on a GPU and on a
     CPU, and a paragraph (no numbers in it) for each outcome. accuracy: the variant's
-    validation accuracy is judged against the baseline's too."""
+    validation accuracy is judged against the baseline's too. metric: what is judged
+    (an amount's expectations are LESS, MORE or SAME); a variant gets the first matching
+    comparison of each metric."""
 
     varies: tuple[str, ...]
     means: Mapping[Outcome, Text]
     gpu: Expect = Expect.FASTER
     cpu: Expect = Expect.SAME
     accuracy: bool = False
+    metric: Metric = Metric.SAMPLES_PER_S
 
     def expect(self, where: Where) -> Expect:
         return self.gpu if where is Where.GPU else self.cpu
@@ -111,7 +137,11 @@ class Lesson:
     columns: {table column: words}: one line listing that column's cell for every run.
     rank_by/rank: with two groups, the best verdict of the group with the smaller
     `rank_by` (a setting or what ran, e.g. "network.parameters") against the other's,
-    and a paragraph for each `noise.Order`."""
+    and a paragraph for each `noise.Order`.
+    last_row: {table column: words with {} for the cell}: one line of the last run's
+    cells (a column missing from the table, or an empty cell, is left out).
+    by_sign: {table column: {Sign: paragraph}}: said by the last run's cell (Sign.EMPTY
+    where it is empty; nothing where the table lacks the column)."""
 
     compares: tuple[Compare, ...]
     baseline: Mapping = field(default_factory=dict)
@@ -126,6 +156,8 @@ class Lesson:
     columns: Mapping[str, str] = field(default_factory=dict)
     rank_by: str = ""
     rank: Mapping = field(default_factory=dict)
+    last_row: Mapping[str, str] = field(default_factory=dict)
+    by_sign: Mapping[str, Mapping] = field(default_factory=dict)
 
 
 # -- the templates: the only sentences with numbers -----------------------------------------
@@ -144,6 +176,14 @@ RANKED = {noise.Order.HIGHER: "{small} gained more than {large}, beyond both ran
           noise.Order.LOWER: "{large} gained more than {small}, beyond both ranges.",
           noise.Order.WITHIN_NOISE: "Which of {small} and {large} gained more is within noise: "
                                     "the ranges of their best variants overlap."}
+AMOUNT = "'{b}' against '{a}', {what}: {cb} against {ca} MiB, {verdict}."
+NOT_READ = "'{b}' against '{a}', {what}: not measured."
+ROW = "'{name}': {cells}."
+# an amount: (its table column, its readings from a run's memory notes)
+AMOUNTS = {Metric.PEAK: ("peak_mib", lambda u: u.peak),
+           Metric.HELD: ("held_mib", lambda u: u.held),
+           Metric.ACTIVATIONS: ("activations_mib", lambda u: u.activations()),
+           Metric.ACTIVATIONS_PER_IMAGE: ("activations_per_image_mib", memory.per_image)}
 DATA_BOUND = 0.5   # a baseline that waited for data more than this share of its steady time
 
 
@@ -177,6 +217,7 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
     for name, column in lesson.columns.items():
         say(COLUMN.format(words=column, cells=", ".join(
             f"'{r.name}' {say.cell(i, name)}" for i, r in enumerate(runs))))
+    _last_row(say, lesson, runs[-1], (track, where))
     _notes(say, lesson, runs, (track, where))
     if where is Where.CPU and lesson.cpu:
         say(_text(lesson.cpu, track, where))
@@ -189,12 +230,15 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
 
 
 def outcome(verdict: noise.Verdict, expect: Expect) -> Outcome:
-    """The outcome of `verdict` where the lesson expects `expect`."""
+    """The outcome of `verdict` where the lesson expects `expect` (for an amount, FASTER
+    reads more and SLOWER less)."""
     if verdict.kind in (noise.Kind.TOO_FEW, noise.Kind.UNLIKE, noise.Kind.NOT_MEASURED):
         return Outcome.CANNOT_JUDGE
     if verdict.kind == noise.Kind.WITHIN_NOISE:
         return Outcome.EXPECTED if expect is Expect.SAME else Outcome.NONE
-    went = Expect.FASTER if verdict.kind == noise.Kind.FASTER else Expect.SLOWER
+    up = verdict.kind == noise.Kind.FASTER
+    went = (Expect.MORE if up else Expect.LESS) if expect in (Expect.LESS, Expect.MORE) \
+        else (Expect.FASTER if up else Expect.SLOWER)
     return Outcome.EXPECTED if went is expect else Outcome.OPPOSITE
 
 
@@ -206,16 +250,28 @@ def _compare(say: Closing, lesson: Lesson, pair, context, said: set):
     for setting, (asked, ran, why) in metrics.ran_as(last).items():
         say(ASKED.format(b=last.name, setting=setting, asked=asked, ran=ran,
                          why=f": {why.rstrip('.')}" if why else ""))
-    differ = set(alike.differences(first, last)) - {alike.Aspect.LOAD}
-    match = next((c for c in lesson.compares if differ and differ <= set(c.varies)), None)
+    named = {v for c in lesson.compares for v in c.varies}
+    differ = set(alike.differences(first, last)) - {alike.Aspect.LOAD} | {
+        k for k in named if _note(first, k) != _note(last, k)}
+    matches = {}
+    for c in lesson.compares:
+        if differ and differ <= set(c.varies):
+            matches.setdefault(c.metric, c)
     if not differ:
         say(SAME_JOB.format(a=first.name, b=last.name, verdict=say.compare(a, b)))
         return None
-    if match is None:
+    if not matches:
         say(UNMATCHED.format(a=first.name, b=last.name, what=", ".join(sorted(differ))))
         return None
-    verdict = say.compare(a, b, varies=match.varies)
-    say(VERDICT.format(a=first.name, b=last.name, verdict=verdict))
+    verdicts = [_judged(say, match, pair, context, said) for match in matches.values()]
+    return next((v for m, v in zip(matches, verdicts) if m is Metric.SAMPLES_PER_S), None)
+
+
+def _judged(say: Closing, match: Compare, pair, context, said: set) -> noise.Verdict:
+    """Say one comparison's verdict, its outcome's paragraph (once) and the caveats."""
+    (a, b), (track, where) = pair, context
+    first, last = a[-1], b[-1]
+    verdict = _verdict(say, match, pair)
     if match.accuracy:
         say(ACCURACY.format(a=first.name, b=last.name, change=say.accuracy(first, last)[1]))
     found = outcome(verdict, match.expect(where))
@@ -229,6 +285,50 @@ def _compare(say: Closing, lesson: Lesson, pair, context, said: set):
         said.add(("waited", first.name))
         say(WAITED.format(a=first.name, share=say.cell(first, "data_wait_share")))
     return verdict
+
+
+def _verdict(say: Closing, match: Compare, pair) -> noise.Verdict:
+    """The verdict on samples/s (noise.compare of the repeats) or on an amount (the two
+    runs' measured steps), said through its template."""
+    a, b = pair
+    first, last = a[-1], b[-1]
+    if match.metric is Metric.SAMPLES_PER_S:
+        verdict = say.compare(a, b, varies=match.varies)
+        say(VERDICT.format(a=first.name, b=last.name, verdict=verdict))
+        return verdict
+    column, read = AMOUNTS[match.metric]
+    ua, ub = memory.memory_of(first), memory.memory_of(last)
+    verdict = say.compare_amounts(first, last, memory.widened(read(ua)), memory.widened(read(ub)),
+                                  memory.how(ua, ub), column)
+    template = NOT_READ if verdict.kind == noise.Kind.NOT_MEASURED else AMOUNT
+    say(template.format(a=first.name, b=last.name, what=match.metric.value,
+                        ca=say.cell(first, column), cb=say.cell(last, column),
+                        verdict=noise.amount_sentence(verdict)))
+    return verdict
+
+
+def _last_row(say: Closing, lesson: Lesson, run, context) -> None:
+    """The last run's cells in one line (`Lesson.last_row`), and its cells' paragraphs."""
+    i = len(say.table) - 1
+    cells = [words.format(say.cell(i, column)) for column, words in lesson.last_row.items()
+             if column in say.table.columns and not _empty(say.table[column].iloc[i])]
+    if cells:
+        say(ROW.format(name=run.name, cells=", ".join(cells)))
+    for column, means in lesson.by_sign.items():
+        value = say.table[column].iloc[i] if column in say.table.columns else None
+        sign = Sign.EMPTY if _empty(value) else Sign.POSITIVE if value > 0 else Sign.OTHER
+        text = _text(means.get(sign, ""), *context) if column in say.table.columns else ""
+        if text:
+            say(text)
+
+
+def _empty(value) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def _note(run, name: str):
+    """A setting a run's loop noted in its record (e.g. "checkpoint"), where it has one."""
+    return (run.meta.get("notes") or {}).get(name)
 
 
 def _rank(say: Closing, lesson: Lesson, best: dict, track) -> None:
@@ -266,7 +366,7 @@ def _setting(run, name: str):
     value = run.meta.get("ran") or {}
     for part in name.split("."):
         value = value.get(part) if isinstance(value, Mapping) else None
-    return value
+    return _note(run, name) if value is None else value
 
 
 def _number(value) -> float:
@@ -311,7 +411,8 @@ def paragraphs(lesson: Lesson) -> list[str]:
     """Every paragraph `lesson` declares (each track's and place's), for checks: a
     paragraph explains an outcome and carries no number (`closing.measurements`)."""
     texts = [c.means.values() for c in lesson.compares] + [lesson.bound.values()] + \
-        [[lesson.cpu, lesson.empty]] + [[n.text for n in lesson.notes]]
+        [[lesson.cpu, lesson.empty]] + [[n.text for n in lesson.notes]] + \
+        [m.values() for m in lesson.by_sign.values()]
     out = []
     for group in texts:
         for text in group:

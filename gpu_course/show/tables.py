@@ -58,6 +58,8 @@ COLUMNS = {
     "data_wait": ("data wait", _fraction),        # SageMaker's metric: a share, 0-1
     "epoch_time": ("epoch (s)", _num),            # SageMaker's metric
     "waited_share": ("steps that waited", _fraction),
+    "activations_share": ("activations, of the peak", _fraction),
+    "device_share": ("peak, of the device", _fraction),
     "cached_at_start": ("file cached at epoch start", _fraction),   # lesson 09: page cache
     "samples_per_sec": ("samples/s (steady)", _num),
     "samples_per_sec_range": ("min–max", str),

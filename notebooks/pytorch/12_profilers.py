@@ -149,7 +149,9 @@ gc.conclude("12", hta=beside)   # the sentences, checked: gpu_course/lessons/l12
 # `tracks/torch/conv_kernels.py`), whose trace joins these where one is recorded.
 
 # %%
-gc.conclude("12", kernels=lesson.reference_kernel_traces())   # gpu_course/lessons/l12_profilers.py
+traces = lesson.reference_kernel_traces()
+gc.show(lesson="12", kernels=traces)        # the kernels of each trace, by kind
+gc.conclude("12", kernels=traces)           # gpu_course/lessons/l12_profilers.py
 
 # %% [markdown]
 # ## Exercise 12.1: move the limit, predict the verdict

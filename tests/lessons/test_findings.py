@@ -123,3 +123,28 @@ def test_paragraphs_lists_every_declared_text_and_they_carry_no_number():
     texts = paragraphs(LESSON)
     assert "EXPECTED-PARAGRAPH" in texts and "GLUON-CPU" in texts
     assert all(not closing.measurements(t) for t in texts)
+
+
+def memory_run(make_run, name, peak, checkpoint=0, rate=600.0):
+    mib = 2**20
+    notes = {"memory": {"counter": "the process's peak resident memory", "computed": {},
+                        "held": [1.0 * mib] * 2, "peak": [peak * mib] * 2},
+             "checkpoint": checkpoint}
+    return make_run(name, rate=rate, config={"batch_size": 16}, notes=notes)
+
+
+def test_an_amount_is_judged_on_its_readings_against_a_less_or_more_expectation(make_run):
+    from gpu_course.show.findings import Metric, Sign
+    import pandas as pd
+    lesson = Lesson(compares=(Compare(varies=("checkpoint",), metric=Metric.PEAK, gpu=Expect.LESS,
+                                      cpu=Expect.LESS, means=MEANS),),
+                    last_row={"peak_mib": "peak {} MiB", "missing": "never {}"},
+                    by_sign={"rest": {Sign.POSITIVE: "POSITIVE", Sign.OTHER: "OTHER"}})
+    runs = [memory_run(make_run, "plain", 10.0), memory_run(make_run, "saved", 6.0, checkpoint=3)]
+    table = pd.DataFrame({"rung": ["plain", "saved"], "peak_mib": [10.0, 6.0], "rest": [0.0, 1.5]})
+    say = judge(lesson, runs, table)
+    assert "'saved' against 'plain', peak memory: 6.00 against 10.0 MiB, ×0.60, less" in say.text
+    assert "EXPECTED-PARAGRAPH" in say.text and "two identical jobs" not in say.text
+    assert "'saved': peak 6.00 MiB." in say.text and "never" not in say.text
+    assert "POSITIVE" in say.text and "OTHER" not in say.text and say.check() == []
+    assert outcome(noise.compare_samples([10, 10], [20, 20], "2"), Expect.LESS) is Outcome.OPPOSITE

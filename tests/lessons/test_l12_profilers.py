@@ -202,6 +202,14 @@ def test_the_reference_traces_name_the_convolutions_and_ask_for_the_kernel_rung_
     assert say.check() == []
     assert "are convolutions (cuDNN)" in say.text
     if l12.KERNELS_AFTER not in traces:
-        out = capsys.readouterr().out
-        assert "`gpu-course profile --engine pytorch` on a GPU records a trace" in out
-        assert "tools." not in out   # a command the attendee can run
+        assert l12.NO_KERNEL_RUNG in say.text     # said by the closing, checked like the rest
+        assert "`gpu-course profile --engine pytorch` on a GPU records a trace" in say.text
+        assert "tools." not in say.text   # a command the attendee can run
+    assert "all convolutions" not in capsys.readouterr().out   # the table is gc.show's
+
+
+def test_the_notebook_api_shows_the_kernel_table(tmp_path, capsys):
+    from gpu_course.lessons import show
+    traces = {"tuned": _trace_file(tmp_path / "a.json.gz", TUNED, gap_us=550.0)}
+    show(lesson="12", kernels=traces)
+    assert "all convolutions" in capsys.readouterr().out

@@ -97,7 +97,7 @@ def test_a_run_records_its_memory_and_the_lesson_reads_it(small_cfg):
     assert (runs[1].path / memory.TIMELINE).exists()
     assert m.memory_of(runs[0]).activations_mib < use.activations_mib
     say = l14.conclude(runs)
-    assert "From batch 8 to batch 32" in say.text and say.check() == []
+    assert "'batch 32' against 'batch 8', activations per image" in say.text and say.check() == []
 
 
 def fake_cuda(monkeypatch, state: dict, stats: dict) -> None:
