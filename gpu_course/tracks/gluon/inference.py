@@ -11,7 +11,7 @@ import time
 import mxnet as mx
 import numpy as np
 
-from ...lessons import l15_inference as l15
+from ...analyse import inference as l15
 from .models import get_model
 
 

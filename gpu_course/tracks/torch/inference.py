@@ -9,7 +9,7 @@ import time
 import numpy as np
 import torch
 
-from ...lessons import l15_inference as l15
+from ...analyse import inference as l15
 from .models import get_model
 
 
