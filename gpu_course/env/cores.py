@@ -105,3 +105,12 @@ def mxnet_threads(cores: int, environ=None) -> tuple[int, str]:
     if platform.machine().lower() in ("x86_64", "amd64", "i386", "i686"):
         return max(1, cores // 2), "MXNet's default on x86: half the cores"
     return cores, "MXNet's default: one a core"
+
+
+BUSY_LOAD = 1.0   # a load average at or above this before a measurement: something else ran
+
+
+def busy(load_average, usable: int) -> bool:
+    """Whether a measurement started on a busy machine: a load average before it of at
+    least the usable cores (and BUSY_LOAD); a load not measured is not busy."""
+    return (load_average or 0) >= max(BUSY_LOAD, usable)

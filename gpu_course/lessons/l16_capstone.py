@@ -10,27 +10,24 @@ against the job as given, both from their records:
 
     diagnosis  `analyse.diagnose` on the final run names no bottleneck the course can fix
                there (`fix`): the device is the limit, or no rung is left
-    target     on a CPU the data wait's share below diagnose's INPUT_WAIT (where the job
-               as given already waited less: no more than it, beyond noise); on a GPU,
-               GPU-Util at diagnose's GPU_BUSY (or no lower than the job as given)
-    time       the time to the final validation accuracy of the job as given (less 2
-               standard errors of its validation set, for both runs:
-               `anatomy.time_to_accuracy`) shorter beyond noise: each time spread as its
-               run's steady blocks spread
+    target     on a CPU the data wait's share below diagnose's INPUT_WAIT (or, where the
+               job as given waited less, no more than it); on a GPU, GPU-Util at
+               diagnose's GPU_BUSY (or no lower than the job as given)
+    time       the time to the job as given's final validation accuracy (less 2 standard
+               errors) shorter beyond noise (`analyse.grading.race`)
 
-Each criterion not met says what is wrong and which lesson's fix applies. `given_run`
-finds the job as given among the runs recorded beside the final one. No deep-learning
-framework here.
+Each criterion not met says what is wrong and which lesson's fix applies (LIMIT, HELD,
+RACED: the words by case). `given_run` finds the job as given among the runs recorded
+beside the final one. No deep-learning framework here.
 """
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from ..analyse import alike, anatomy, diagnose, metrics, noise
+from ..analyse import alike, anatomy, diagnose, grading, metrics, noise
 from ..measure.provenance import DEFAULTS
 from ..measure.records import load_runs
 
@@ -78,10 +75,9 @@ class Criterion(StrEnum):
 
 @dataclass(frozen=True)
 class Mark:
-    """One criterion's outcome: met or not, the sentence that says why (with its numbers;
-    when not met, what is wrong and which lesson's fix applies), and whether an unmet one
-    rests on what the machine measured (a verdict from timings, a share, a race), which
-    the same job on a machine that other programs load can read otherwise."""
+    """One criterion's outcome: met or not, the sentence that says why (when not met, what
+    is wrong and which lesson's fix applies), and whether an unmet one rests on what the
+    machine measured (a verdict, a share, a race), which a loaded machine can move."""
 
     criterion: Criterion
     met: bool
@@ -93,11 +89,32 @@ def lesson(number: str) -> str:
     return f"lesson {number} ({LESSONS[number]})"
 
 
+# what the marks say, by case: the lesson's words; the numbers come from the runs
+LIMIT = {"input-bound": "its next rung, {rung}, asks more of this machine than it has "
+                        "({advice}): no rung of the course's is left",
+         "cpu": "without a GPU the CPU both computes and dispatches the steps: the device is "
+                "the limit, no longer the input",
+         "compute-bound": "the GPU is the limit",
+         "overhead-bound": "no rung of the course's is left (next: {rung}, {advice})"}
+HELD = {anatomy.Bound.DATA: "the GPU waits for data ({data_wait_ms:.1f} of {step_ms:.1f} ms "
+                            "a step): more loader workers, {l02}; the images decoded once or "
+                            "held on the GPU, {l09}",
+        anatomy.Bound.HOST: "the GPU idles between kernels while the host issues them: no "
+                            "read of the loss in every step ({sync}), {l13}; a graph, {l03}; "
+                            "a larger batch, {l05}"}
+RACED = {noise.Kind.FASTER: "",
+         noise.Kind.SLOWER: ": what the changes cost (a compiler's first steps, a larger "
+                            "batch's extra epochs) is not paid back",
+         noise.Kind.WITHIN_NOISE: ": not shorter beyond the runs' noise"}
+AT_CHANCE = (" The job as given ended within noise of chance: the race is to the end of its "
+             "first epoch, not to an accuracy that tells; train more epochs for one.")
+
+
 # -- the job as given ---------------------------------------------------------------------------
 def is_given(run) -> bool:
     """Whether `run` loaded and ran as the job is given (GIVEN's settings; a record that
     lacks one had the Experiment's default)."""
-    return all(_value(run, k) == v for k, v in GIVEN.items())
+    return all(grading.setting(run, k) == v for k, v in GIVEN.items())
 
 
 def job_differences(a, b) -> dict:
@@ -112,15 +129,9 @@ def given_run(run, runs=None):
     """The job as given that `run` is graded against: the earliest finished run recorded
     beside it (in its runs folder, or among `runs`) that loaded and ran as the job is
     given and is the same job (JOB); None when there is none."""
-    if runs is None:
-        runs = load_runs(Path(run.path).parent)
+    runs = load_runs(Path(run.path).parent) if runs is None else runs
     return next((r for r in runs if metrics.status(r) == "finished" and is_given(r)
                  and not job_differences(r, run)), None)
-
-
-def _value(run, setting: str):
-    found = alike.value(run, setting)
-    return DEFAULTS[setting] if found is None else found
 
 
 # -- the grading ----------------------------------------------------------------------------------
@@ -128,73 +139,39 @@ def grade(given, mine) -> list[Mark]:
     """The three criteria (Criterion), each a Mark, for the final run `mine` against the
     job as given `given`; both finished runs of the same job."""
     d = diagnose.diagnose(mine)
-    return [diagnosis_mark(d, mine), target_mark(given, mine, d), time_mark(given, mine)]
+    return [_diagnosis(d, mine),
+            (_util if metrics.on_gpu(mine) else _wait)(given, mine, d), _time(given, mine)]
 
 
 def fix(d: diagnose.Diagnosis, run) -> str | None:
     """The lesson whose change answers what diagnosis `d` of `run` names, where the course
-    can fix it on that machine; None where the device is the limit or no rung is left:
-
-    input-bound: every input rung but more cores than the machine has (more workers once
-        they are as many as diagnose advises, or for data already on the device; data on a
-        GPU without one);
-    on a CPU, compute- and overhead-bound: the CPU both computes and dispatches the
-        steps, so either way the device holds them;
-    on a GPU, compute-bound: the GPU is the limit; overhead-bound: a graph (eager to
-        hybrid to static) and a larger batch up to diagnose's LARGE_BATCH."""
-    gpu = metrics.on_gpu(run)
-    if d.verdict == "input-bound":
-        if d.next_rung == "workers" and (_value(run, "data_on_gpu") or diagnose.workers_advised(
-                run.config, d.numbers) is None):   # no loader to give workers, or no cores
-            return None
-        if d.next_rung == "data on GPU" and not gpu:
-            return None
-        return RUNG_LESSON[d.next_rung]
-    if not gpu or d.verdict == "compute-bound":
-        return None
-    if d.next_rung == "hybridize/compile":
-        return RUNG_LESSON[d.next_rung]
-    if d.next_rung == "larger batch" and int(_value(run, "batch_size")) < diagnose.LARGE_BATCH:
-        return RUNG_LESSON[d.next_rung]
-    return None
+    can fix it on that machine (`grading.fixable`); None where it cannot."""
+    return RUNG_LESSON.get(grading.fixable(d, run))
 
 
-def diagnosis_mark(d: diagnose.Diagnosis, run) -> Mark:
+def _diagnosis(d: diagnose.Diagnosis, run) -> Mark:
     """Met when diagnose rules and names nothing the course can fix on this machine."""
     head = f"diagnose calls '{run.name}' {d.verdict}"
     if d.verdict == diagnose.UNRELIABLE:
-        why = "; ".join(diagnose.unreliable(d.numbers, str(_value(run, "mock"))))
+        why = "; ".join(diagnose.unreliable(d.numbers, str(grading.setting(run, "mock"))))
         return Mark(Criterion.DIAGNOSIS, False,
                     f"{head}: it cannot rule ({why}). Give the run more steady steps (more "
-                    f"epochs or images) on a machine nothing else uses: {lesson('10')}.",
-                    measured=True)
+                    f"epochs or images) on a machine nothing else uses: {lesson('10')}.", True)
     number = fix(d, run)
     if number is not None:
         return Mark(Criterion.DIAGNOSIS, False,
                     f"{head}: the next rung, {d.next_rung} ({d.advice}), is {lesson(number)}, "
-                    "and this run has not taken it.", measured=True)
-    if d.verdict == "input-bound":
-        why = (f"its next rung, {d.next_rung}, asks more of this machine than it has "
-               f"({d.advice}): no rung of the course's is left")
-    elif not metrics.on_gpu(run):
-        why = ("without a GPU the CPU both computes and dispatches the steps: the device is "
-               "the limit, no longer the input")
-    elif d.verdict == "compute-bound":
-        why = "the GPU is the limit"
-    else:
-        why = f"no rung of the course's is left (next: {d.next_rung}, {d.advice})"
+                    "and this run has not taken it.", True)
+    case = d.verdict if d.verdict == "input-bound" or metrics.on_gpu(run) else "cpu"
+    why = LIMIT.get(case, LIMIT["overhead-bound"]).format(rung=d.next_rung, advice=d.advice)
     further = (f" Further speed, not asked for: {d.next_rung}, {d.advice}."
                if d.verdict == "compute-bound" and d.next_rung else "")
     return Mark(Criterion.DIAGNOSIS, True, f"{head}: {why}.{further}")
 
 
-def target_mark(given, mine, d: diagnose.Diagnosis) -> Mark:
-    """The data wait's share on a CPU, GPU-Util on a GPU: the target that the device the
-    final run trained on calls for."""
-    return (_util_mark if metrics.on_gpu(mine) else _wait_mark)(given, mine, d)
-
-
-def _wait_mark(given, mine, d) -> Mark:
+def _wait(given, mine, d) -> Mark:
+    """On a CPU, the data wait's share: below diagnose's INPUT_WAIT, or where the job as
+    given already waited less, no more than it within its noise."""
     xs, ys = metrics.wait_blocks(given), metrics.wait_blocks(mine)
     share, before = metrics.data_wait_share(mine), metrics.data_wait_share(given)
     if not ys:
@@ -204,56 +181,47 @@ def _wait_mark(given, mine, d) -> Mark:
                     "images or epochs.")
     said = (f"data wait {share:.0%} of the steady step time (blocks {min(ys):.0%}–{max(ys):.0%}) "
             f"against {before:.0%} as given, on a CPU")
-    if before >= diagnose.INPUT_WAIT or not xs:
-        goal = (f"below {diagnose.INPUT_WAIT:.0%}, the share from which diagnose calls the "
-                "loader the limit")
-        met = share < diagnose.INPUT_WAIT
-    else:   # the job as given already waited less: it is the bar, within its noise
-        goal = f"no more than the job as given (its blocks up to {max(xs):.0%})"
-        met = min(ys) <= max(xs)
-    if met:
+    own_bar = not before >= diagnose.INPUT_WAIT and bool(xs)   # the job as given waited less
+    goal = (f"no more than the job as given (its blocks up to {max(xs):.0%})" if own_bar else
+            f"below {diagnose.INPUT_WAIT:.0%}, the share from which diagnose calls the loader "
+            "the limit")
+    if (min(ys) <= max(xs)) if own_bar else (share < diagnose.INPUT_WAIT):
         return Mark(Criterion.TARGET, True, f"{said}: the target, {goal}, is met.")
-    fixes = []
-    if diagnose.workers_advised(mine.config, d.numbers) is not None:
-        fixes.append(f"more loader workers, {lesson('02')}")
-    if _value(mine, "data_format") != "memory":
-        fixes.append(f"the images decoded once (pre-resized, packed or in memory), {lesson('09')}")
+    fixes = [text for text, applies in (
+        (f"more loader workers, {lesson('02')}",
+         diagnose.workers_advised(mine.config, d.numbers) is not None),
+        (f"the images decoded once (pre-resized, packed or in memory), {lesson('09')}",
+         grading.setting(mine, "data_format") != "memory")) if applies]
     return Mark(Criterion.TARGET, False,
                 f"{said}: the target is {goal}. The loop still waits for the loader: "
-                + ("; ".join(fixes) if fixes else "its cores are all busy, so a cheaper "
-                   f"pipeline ({lesson('09')}) or a machine with more cores") + ".",
-                measured=True)
+                + ("; ".join(fixes) or "its cores are all busy, so a cheaper pipeline "
+                   f"({lesson('09')}) or a machine with more cores") + ".", True)
 
 
-def _util_mark(given, mine, d) -> Mark:
+def _util(given, mine, d) -> Mark:
+    """On a GPU, GPU-Util: diagnose's GPU_BUSY, or what the job as given already had."""
     util, before = metrics.gpu_util(mine), metrics.gpu_util(given)
     if math.isnan(util):
         return Mark(Criterion.TARGET, False,
                     f"no GPU-Util was recorded for '{mine.name}' (NVML read none): the target "
                     "cannot be judged; run where the course's monitor reads the GPU.")
-    goal_value = diagnose.GPU_BUSY if not before >= diagnose.GPU_BUSY else before
-    goal = (f"{goal_value:.0f}%, " + ("the lecture's share of a GPU kept busy (diagnose's "
-                                      "GPU_BUSY)" if goal_value == diagnose.GPU_BUSY
-                                      else "what the job as given already had"))
+    goal_value = before if before >= diagnose.GPU_BUSY else diagnose.GPU_BUSY
+    goal = f"{goal_value:.0f}%, " + ("the lecture's share of a GPU kept busy (diagnose's "
+                                     "GPU_BUSY)" if goal_value == diagnose.GPU_BUSY
+                                     else "what the job as given already had")
     said = (f"GPU-Util {util:.0f}% while training steadily, against {before:.0f}% as given; "
             f"the target is {goal}")
     if util >= goal_value:
         return Mark(Criterion.TARGET, True, f"{said}: met.")
     held = anatomy.anatomy(mine)
-    if held.bound == anatomy.Bound.DATA:
-        what = (f"the GPU waits for data ({held.data_wait_ms:.1f} of {held.step_ms:.1f} ms a "
-                f"step): more loader workers, {lesson('02')}; the images decoded once or held "
-                f"on the GPU, {lesson('09')}")
-    elif held.bound == anatomy.Bound.HOST:
-        what = ("the GPU idles between kernels while the host issues them: no read of the "
-                f"loss in every step ({SYNC_CALL.get(str(_value(mine, 'engine')), 'a sync')}), "
-                f"{lesson('13')}; a graph, {lesson('03')}; a larger batch, {lesson('05')}")
-    else:
-        what = f"the step's anatomy cannot say why ({held.bound})"
-    return Mark(Criterion.TARGET, False, f"{said}: not met: {what}.", measured=True)
+    what = HELD.get(held.bound, "the step's anatomy cannot say why ({bound})").format(
+        data_wait_ms=held.data_wait_ms, step_ms=held.step_ms, bound=held.bound,
+        sync=SYNC_CALL.get(str(grading.setting(mine, "engine")), "a sync"),
+        **{f"l{n}": lesson(n) for n in ("02", "03", "05", "09", "13")})
+    return Mark(Criterion.TARGET, False, f"{said}: not met: {what}.", True)
 
 
-def time_mark(given, mine) -> Mark:
+def _time(given, mine) -> Mark:
     """Met when the final run reaches the final validation accuracy of the job as given
     (less 2 standard errors) in a shorter training time, beyond both runs' noise."""
     acc, images = metrics.val_acc(given), int(given.config.get("test_size") or 0)
@@ -264,46 +232,17 @@ def time_mark(given, mine) -> Mark:
         return Mark(Criterion.TIME, False,
                     f"'{mine.name}' is the job as given: the race is against it. Change the "
                     "job at the lines marked # >>> and run it again.")
-    t_given, t_mine = (anatomy.time_to_accuracy(r, goal) for r in (given, mine))
-    chance = noise.at_chance(given)
-    after = (" The job as given ended within noise of chance: the race is to the end of its "
-             "first epoch, not to an accuracy that tells; train more epochs for one."
-             if chance else "")
-    if math.isnan(t_mine):
+    race, after = grading.race(given, mine, goal), AT_CHANCE * noise.at_chance(given)
+    if race.verdict is None:
         return Mark(Criterion.TIME, False,
                     f"{head}; '{mine.name}' never reached it (its final val acc "
                     f"{metrics.val_acc(mine):.1%} after {len(mine.epochs)} epochs). A larger "
                     f"batch learns less per epoch: scale its learning rate with a warm-up "
                     f"({lesson('05')}, {lesson('06')}), or train more epochs.{after}")
-    v = noise.compare_samples(_race_spread(given, t_given), _race_spread(mine, t_mine),
-                              f"{noise.BLOCKS} blocks of steady steps", 1 / t_given, 1 / t_mine)
-    race = (f"{head}; '{mine.name}' reached it after {t_mine:.1f} s of training, the job as "
-            f"given after {t_given:.1f} s: {noise.sentence(v)}")
-    if v.kind == noise.Kind.FASTER:
-        return Mark(Criterion.TIME, True, f"{race}.{after}")
-    raced = {noise.Kind.SLOWER: ("what the changes cost (a compiler's first steps, a larger "
-                                 "batch's extra epochs) is not paid back"),
-             noise.Kind.WITHIN_NOISE: "not shorter beyond the runs' noise"}
-    why = raced.get(v.kind, "too few steady steps to tell: train on more images or epochs")
-    return Mark(Criterion.TIME, False, f"{race}: {why}.{after}", measured=v.kind in raced)
+    v = race.verdict
+    said = (f"{head}; '{mine.name}' reached it after {race.mine_s:.1f} s of training, the job "
+            f"as given after {race.given_s:.1f} s: {noise.sentence(v)}")
+    why = RACED.get(v.kind, ": too few steady steps to tell: train on more images or epochs")
+    return Mark(Criterion.TIME, v.kind == noise.Kind.FASTER, f"{said}{why}.{after}",
+                v.kind in RACED and v.kind != noise.Kind.FASTER)
 
-
-def _race_spread(run, seconds: float) -> list[float]:
-    """The run's speed to the target (1 / its time), spread as its steady blocks spread."""
-    rates = metrics.steady_block_rates(run)
-    if not rates or not seconds > 0:
-        return []
-    middle = statistics.median(rates)
-    return [rate / middle / seconds for rate in rates]
-
-
-def load_caveat(given, mine) -> str:
-    """A sentence when other programs shared the machine while one run ran and not the
-    other (by the records): the race between them is then untested; "" otherwise."""
-    load = alike.Aspect.LOAD
-    a, b = alike.value(given, load), alike.value(mine, load)
-    if a is None or b is None or a == b:
-        return ""
-    return (f" But the machine was {a} with other programs while the job as given ran and "
-            f"{b} while '{mine.name}' ran (by the records): the race is untested; run both "
-            "again on a quiet machine to test it.")

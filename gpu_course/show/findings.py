@@ -97,6 +97,13 @@ class Compare:
     cpu: Expect = Expect.SAME
     accuracy: bool = False
     metric: Metric = Metric.SAMPLES_PER_S
+    # measured rows (`judge_rows`): the variant's settings that pick this comparison, the
+    # baseline's (default the lesson's), table columns said a -> b beside the verdict
+    # ({column: words}), and rankings of its verdicts
+    when: Mapping = field(default_factory=dict)
+    against: Mapping = field(default_factory=dict)
+    cells: Mapping[str, str] = field(default_factory=dict)
+    ranks: tuple["Rank", ...] = ()
 
     def expect(self, where: Where) -> Expect:
         return self.gpu if where is Where.GPU else self.cpu
@@ -109,6 +116,7 @@ class Quote:
     what: str          # e.g. "float16"
     value: float
     fmt: str = "{:,}"  # e.g. "{:,} samples/s"
+    when: Mapping = field(default_factory=dict)   # judge_rows: said where a row has these settings
 
 
 @dataclass(frozen=True)
@@ -158,6 +166,61 @@ class Lesson:
     rank: Mapping = field(default_factory=dict)
     last_row: Mapping[str, str] = field(default_factory=dict)
     by_sign: Mapping[str, Mapping] = field(default_factory=dict)
+    # measured rows (`judge_rows`): flagged rows, paragraphs for optional packages the
+    # caller could not import, the table column a verdict's ratio is, and what gives a
+    # row more samples (said where too few gave no verdict)
+    flags: tuple["Flag", ...] = ()
+    missing: Mapping[str, Text] = field(default_factory=dict)
+    column: str = "samples_per_sec"
+    more: str = ""
+
+
+@dataclass(frozen=True)
+class Rank:
+    """Within one comparison, its verdicts at the two ends of setting `by` (their other
+    settings alike; `where`: only rows with these settings) ranked, and a paragraph for
+    each `noise.Order`. The ends: a number's smallest and largest value, else the rows
+    that gained most and least; said where either end's verdict is an effect."""
+
+    by: str
+    means: Mapping = field(default_factory=dict)
+    where: Mapping = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A table column whose value flags a row (outputs that differ, a long tail, a busy
+    machine): each flagged row's `cells` ({column: words}) said, the last row of a value
+    closed by its paragraph. worst: a column; only the flagged row with its largest value
+    is said."""
+
+    column: str
+    means: Mapping[str, Text]
+    cells: Mapping[str, str] = field(default_factory=dict)
+    worst: str = ""
+
+
+@dataclass(frozen=True)
+class Row:
+    """A measurement that is not a training run (a served network's passes, a benchmark):
+    its row's name in the table, the settings it ran with, its own repeats (`samples`, one
+    value a block, more is better; fewer than `noise.BLOCKS`: too few to judge), what they
+    are (`how`: "5 blocks of 8 passes") and whether it ran on a GPU."""
+
+    name: str
+    settings: Mapping
+    samples: tuple = ()
+    how: str = ""
+    gpu: bool = False
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the caller knows beside the rows: the CPU's facts (`env.report.cpu_facts`),
+    and the optional packages it could not import (keys of `Lesson.missing`)."""
+
+    cpu: Mapping | None = None
+    missing: tuple = ()
 
 
 # -- the templates: the only sentences with numbers -----------------------------------------
@@ -184,6 +247,15 @@ AMOUNTS = {Metric.PEAK: ("peak_mib", lambda u: u.peak),
            Metric.HELD: ("held_mib", lambda u: u.held),
            Metric.ACTIVATIONS: ("activations_mib", lambda u: u.activations()),
            Metric.ACTIVATIONS_PER_IMAGE: ("activations_per_image_mib", memory.per_image)}
+CELLS = "'{b}' against '{a}': {cells}; {verdict}."
+TOO_FEW = "{ratio}, too few measured to judge ({more})"
+RANKED_ROWS = {noise.Order.HIGHER: "'{first}' gained more than '{last}', beyond both ranges.",
+               noise.Order.LOWER: "'{last}' gained more than '{first}', beyond both ranges.",
+               noise.Order.WITHIN_NOISE: "Which of '{first}' and '{last}' gained more is "
+                                         "within noise: their ranges overlap."}
+FLAGGED = "'{row}': {value} ({cells})."
+CPU_FACTS = ("This CPU ({source}): {model}, {logical} logical cores ({physical} physical), "
+             "{usable} usable by this process.")
 DATA_BOUND = 0.5   # a baseline that waited for data more than this share of its steady time
 
 
@@ -407,12 +479,135 @@ def _text(text: Text, track, where) -> str:
     return ""
 
 
+def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
+               context: Context = Context()) -> Closing:
+    """`lesson`'s sentences on measured `rows` (`Row`s, one a row of `table`, in order):
+    the CPU's facts, each comparison's verdicts on the rows' own samples (a variant row
+    against the row with its comparison's baseline settings, alike in the rest) and its
+    ranks, the flagged rows, the missing packages and the talk's figures; printed, and
+    returned as the `Closing` that said them."""
+    rows = list(rows or [])
+    say = Closing(table if rows else pd.DataFrame([{"rung": "no rows"}]))
+    where = Where.GPU if any(r.gpu for r in rows) else Where.CPU
+    said: set = set()
+    if context.cpu:
+        cpu = context.cpu
+        say(CPU_FACTS.format(source="/proc/cpuinfo", model=say.quote("/proc/cpuinfo",
+                             cpu["model"]), logical=cpu["logical"], physical=cpu["physical"],
+                             usable=cpu["usable"]))
+    judged = []
+    for group in _split_rows(rows, lesson.group_by):
+        judged += [(c, b, _judge_row(say, lesson, c, (a, b), where, said))
+                   for c in lesson.compares for b in group
+                   for a in [_row_baseline(lesson, c, b, group)] if a is not None]
+    for compare in lesson.compares:
+        for rank in compare.ranks:
+            _rank_rows(say, rank, [(b, v) for c, b, v in judged if c is compare and v], said)
+    for flag in lesson.flags if rows else ():
+        _flag(say, flag, where)
+    texts = [lesson.empty] if not rows else [lesson.cpu] if where is Where.CPU else []
+    texts += [lesson.missing[m] for m in context.missing if m in lesson.missing]
+    for text in texts:
+        if _text(text, None, where):
+            say(_text(text, None, where))
+    quotes = [q for q in lesson.quotes if not rows or any(_has(r, q.when) for r in rows)]
+    if quotes:
+        figures = "; ".join(f"{q.what} {say.quote(lesson.source, q.value, q.fmt)}"
+                            for q in quotes)
+        say(QUOTES.format(source=lesson.source.capitalize(), hardware=lesson.hardware,
+                          figures=figures))
+    return say
+
+
+def _split_rows(rows, by: str | None) -> list[list]:
+    groups: dict = {}
+    for row in rows:
+        groups.setdefault(row.settings.get(by) if by else None, []).append(row)
+    return list(groups.values())
+
+
+def _has(row: Row, settings: Mapping) -> bool:
+    return all(row.settings.get(k) == v for k, v in settings.items())
+
+
+def _row_baseline(lesson: Lesson, compare: Compare, b: Row, rows) -> Row | None:
+    """The row b is judged against in `compare`: the one with the comparison's baseline
+    settings, alike with b in every setting the comparison does not vary; None where b is
+    not the comparison's variant or no such row was measured."""
+    against = compare.against or lesson.baseline
+    if not _has(b, compare.when) or _has(b, against):
+        return None
+    keys = (set(b.settings) | {k for r in rows for k in r.settings}) - set(compare.varies)
+    return next((a for a in rows if _has(a, against)
+                 and all(a.settings.get(k) == b.settings.get(k) for k in keys)), None)
+
+
+def _judge_row(say: Closing, lesson: Lesson, compare: Compare, pair, where: Where, said: set):
+    """Say b's verdict against a with the comparison's cells, and the paragraph of its
+    outcome once; the verdict, or None with too few samples."""
+    a, b = pair
+    verdict = None
+    if min(len(a.samples), len(b.samples)) < noise.BLOCKS:
+        words = TOO_FEW.format(ratio=say.ratio(lesson.column, a.name, b.name), more=lesson.more)
+    else:
+        how = f"{a.how} each" if a.how == b.how else f"{a.how} and {b.how}"
+        verdict = say.compare_samples(a.name, b.name, a.samples, b.samples, how, lesson.column)
+        words = str(verdict)
+    cells = "; ".join(f"{w} {say.cell(a.name, c)} → {say.cell(b.name, c)}"
+                      for c, w in compare.cells.items())
+    say(CELLS.format(a=a.name, b=b.name, cells=cells, verdict=words) if cells else
+        VERDICT.format(a=a.name, b=b.name, verdict=words))
+    found = outcome(verdict, compare.expect(where)) if verdict else Outcome.CANNOT_JUDGE
+    _once(say, said, (id(compare), found), _text(compare.means.get(found, ""), None, where))
+    return verdict
+
+
+def _rank_rows(say: Closing, rank: Rank, judged, said: set) -> None:
+    parts: dict = {}
+    for row, verdict in judged:
+        if _has(row, rank.where):
+            key = tuple(sorted((k, str(v)) for k, v in row.settings.items() if k != rank.by))
+            parts.setdefault(key, []).append((row, verdict))
+    for part in (p for p in parts.values()
+                 if len(p) > 1 and any(v.is_effect for _, v in p)):   # else nothing to rank
+        numeric = all(isinstance(r.settings.get(rank.by), (int, float)) for r, _ in part)
+        order = (lambda p: _number(p[0].settings.get(rank.by))) if numeric else \
+            (lambda p: -p[1].ratio)
+        (first, v), (last, w) = min(part, key=order), max(part, key=order)
+        found = noise.ranked(v, w)
+        say(RANKED_ROWS[found].format(first=first.name, last=last.name))
+        _once(say, said, (id(rank), found), _text(rank.means.get(found, ""), None, None))
+
+
+def _flag(say: Closing, flag: Flag, where: Where) -> None:
+    frame = say.table
+    if flag.column not in frame.columns:
+        return
+    flagged = [i for i, v in enumerate(frame[flag.column]) if v in flag.means]
+    if flag.worst and flagged:
+        flagged = [max(flagged, key=lambda i: frame[flag.worst].iloc[i])]
+    for value in dict.fromkeys(frame[flag.column].iloc[i] for i in flagged):
+        same = [i for i in flagged if frame[flag.column].iloc[i] == value]
+        for i in same:   # the value's paragraph closes its last row's line
+            say(FLAGGED.format(row=frame[say.key].iloc[i], value=value, cells="; ".join(
+                f"{w} {say.cell(i, c)}" for c, w in flag.cells.items()))
+                + (f" {_text(flag.means[value], None, where)}" if i == same[-1] else ""))
+
+
+def _once(say: Closing, said: set, key, text: str) -> None:
+    if text and key not in said:
+        said.add(key)
+        say(text)
+
+
 def paragraphs(lesson: Lesson) -> list[str]:
     """Every paragraph `lesson` declares (each track's and place's), for checks: a
     paragraph explains an outcome and carries no number (`closing.measurements`)."""
     texts = [c.means.values() for c in lesson.compares] + [lesson.bound.values()] + \
         [[lesson.cpu, lesson.empty]] + [[n.text for n in lesson.notes]] + \
-        [m.values() for m in lesson.by_sign.values()]
+        [m.values() for m in lesson.by_sign.values()] + \
+        [r.means.values() for c in lesson.compares for r in c.ranks] + \
+        [f.means.values() for f in lesson.flags] + [lesson.missing.values()]
     out = []
     for group in texts:
         for text in group:

@@ -91,7 +91,7 @@ COLUMNS = {
     "sync_s": ("closing sync (s)", _num),           # lesson 13: the epochs' closing sync
     "sync_share": ("closing sync", _fraction),      # ... as a share of the epochs' time
     "images_per_sec": ("images/s", _num),           # lesson 13: a timed block's images / time
-    # lesson 15: a served network's passes (l15_inference.table)
+    # lesson 15: a served network's passes (analyse.inference.table)
     "timed": ("timed", str),
     "p50_ms": ("p50 (ms)", _num),
     "p99_ms": ("p99 (ms)", _num),
@@ -101,6 +101,7 @@ COLUMNS = {
     "against": ("against", str),
     "max_rel_diff": ("max |Δ| / max |y|", lambda v: f"{v:.1e}"),
     "top1_same": ("top-1 same", _fraction),
+    "tolerance": ("tolerance", lambda v: f"{v:.0e}"),
     "load_average": ("load average before", _num),
 }
 ANATOMY_COLUMNS = ("step_ms", "data_wait_ms", "host_ms", "gpu_busy_ms", "bound", "next_rung",

@@ -403,12 +403,12 @@ def test_the_same_batch_another_change_or_no_measurement_is_not_yet(make_run):
 # -- 15.1: the knee of a batch sweep of a served network ---------------------------------------
 def batch_sweep(per_image_ms, model="tiny", variant="oneDNN on", spread=0.02, passes=10):
     """Records of one network served at each batch of `per_image_ms` ({batch: ms an image})."""
-    from gpu_course.lessons import l15_inference as l15
+    from gpu_course.analyse import inference as served
     out = []
     for batch, ms in per_image_ms.items():
         n = 40 if batch == 1 else passes
         times = [batch * ms / 1000 * (1 + spread * ((i * 5 // n) - 2) / 2) for i in range(n)]
-        out.append(l15.record(l15.Served(model, variant, "cpu"), batch, "alone", times))
+        out.append(served.record(served.Served(model, variant, "cpu"), batch, "alone", times))
     return out
 
 

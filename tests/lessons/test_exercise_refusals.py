@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu_course.lessons import l15_inference as l15
+from gpu_course.analyse import inference
 from gpu_course.lessons import l16_capstone as capstone
 from gpu_course.lessons.exercises import Contradicted, NotYet, check
 from gpu_course.lessons.l13_sync_points import GUARD
@@ -74,7 +74,7 @@ def served(per_image_ms, passes=10):
     for batch, ms in per_image_ms.items():
         n = 40 if batch == 1 else passes
         times = [batch * ms / 1000 * (1 + 0.02 * ((i * 5 // n) - 2) / 2) for i in range(n)]
-        out.append(l15.record(l15.Served("tiny", "oneDNN on", "cpu"), batch, "alone", times))
+        out.append(inference.record(inference.Served("tiny", "oneDNN on", "cpu"), batch, "alone", times))
     return out
 
 

@@ -8,6 +8,7 @@ from gpu_course.analyse import anatomy, noise
 from gpu_course.show import closing
 from gpu_course.show.findings import (Compare, Expect, Lesson, Note, Outcome, Quote, Where,
                                       judge, outcome, paragraphs)
+from gpu_course.show.findings import Context, Flag, Rank, Row, judge_rows
 
 MEANS = {Outcome.EXPECTED: "EXPECTED-PARAGRAPH", Outcome.NONE: "NONE-PARAGRAPH",
          Outcome.OPPOSITE: "OPPOSITE-PARAGRAPH", Outcome.CANNOT_JUDGE: "CANNOT-PARAGRAPH"}
@@ -148,3 +149,66 @@ def test_an_amount_is_judged_on_its_readings_against_a_less_or_more_expectation(
     assert "'saved': peak 6.00 MiB." in say.text and "never" not in say.text
     assert "POSITIVE" in say.text and "OTHER" not in say.text and say.check() == []
     assert outcome(noise.compare_samples([10, 10], [20, 20], "2"), Expect.LESS) is Outcome.OPPOSITE
+
+
+# -- measured rows (judge_rows): a table's rows with their own samples -----------------------
+def rows_table(rows):
+    import pandas as pd
+    return pd.DataFrame([{"rung": r.name, "rate": sum(r.samples) / len(r.samples) if r.samples
+                          else 10.0, "flag": flag, "size": size}
+                         for r, flag, size in zip(rows, ("", "ODD", "ODD", ""), (1, 3, 2, 4))])
+
+
+def measured(variant_rate, spread=0.01, samples=5, gpu=False):
+    out = []
+    for model in ("a", "b"):
+        for variant, rate in (("base", 100.0), ("new", variant_rate * (2 if model == "b" else 1))):
+            out.append(Row(f"{model} {variant}", {"model": model, "variant": variant},
+                           tuple(rate * (1 + spread * (i - 2)) for i in range(samples)),
+                           "5 blocks", gpu))
+    return out
+
+
+ROWS = Lesson(compares=(Compare(("variant",), when={"variant": "new"}, against={"variant": "base"},
+                                cpu=Expect.FASTER, cells={"size": "size"}, means=MEANS,
+                                ranks=(Rank("model", {noise.Order.HIGHER: "APART"}),)),),
+              group_by="model", column="rate", more="MORE-SAMPLES",
+              flags=(Flag("flag", {"ODD": "ODD-PARAGRAPH"}, cells={"size": "size"}, worst="size"),),
+              missing={"pkg": "PKG-MISSING"}, empty="NO-ROWS",
+              quotes=(Quote("a figure", 1.5, "×{:.2f}"),), hardware="a CPU")
+
+
+@pytest.mark.parametrize("rate, spread, samples, gpu, paragraph", [
+    (300, 0.01, 5, False, "EXPECTED-PARAGRAPH"), (100, 0.2, 5, False, "NONE-PARAGRAPH"),
+    (30, 0.01, 5, False, "OPPOSITE-PARAGRAPH"), (300, 0.01, 3, False, "CANNOT-PARAGRAPH"),
+    (300, 0.01, 5, True, "EXPECTED-PARAGRAPH")])
+def test_a_measured_row_is_judged_on_its_samples_against_its_baseline(rate, spread, samples, gpu,
+                                                                      paragraph):
+    rows = measured(rate, spread, samples, gpu)
+    say = judge_rows(ROWS, rows, rows_table(rows))
+    assert paragraph in say.text and say.text.count(paragraph) == 1 and say.check() == []
+    assert "'a new' against 'a base': size 1 → 3; ×" in say.text
+    assert ("MORE-SAMPLES" in say.text) == (samples < noise.BLOCKS)
+
+
+def test_measured_rows_are_ranked_flagged_and_the_missing_and_the_talk_said():
+    rows = measured(300)
+    say = judge_rows(ROWS, rows, rows_table(rows), Context(missing=("pkg",), cpu={
+        "model": "Some CPU", "logical": 4, "physical": 2, "usable": 4}))
+    assert say.text.startswith("This CPU (/proc/cpuinfo): Some CPU, 4 logical cores (2 physical)")
+    assert "'b new' gained more than 'a new', beyond both ranges.\nAPART" in say.text
+    assert "'a new': ODD (size 3). ODD-PARAGRAPH" in say.text and "'b base': ODD" not in say.text
+    assert "PKG-MISSING" in say.text
+    assert "The talk, on a CPU: a figure ×1.50." in say.text and say.check() == []
+
+
+def test_no_measured_rows_says_the_empty_paragraph_the_missing_and_the_talk():
+    say = judge_rows(ROWS, [], None, Context(missing=("pkg", "other")))
+    assert say.text.splitlines() == ["NO-ROWS", "PKG-MISSING",
+                                     "The talk, on a CPU: a figure ×1.50."]
+
+
+def test_measured_rows_both_within_noise_are_not_ranked():
+    rows = measured(100, spread=0.2)
+    say = judge_rows(ROWS, rows, rows_table(rows))
+    assert "gained more" not in say.text and "APART" not in say.text

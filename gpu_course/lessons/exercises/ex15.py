@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 
 from ...analyse import noise
-from .. import l15_inference as l15
+from ...analyse import inference
 from ..l02_workers import KNEE
 from .base import MARK, Contradicted, NotYet, exercise
 
@@ -14,10 +14,10 @@ from .base import MARK, Contradicted, NotYet, exercise
                   "growing; read what a request then waits.")
 def _knee(records, answer) -> str:
     records = _sweep(records)
-    frame = l15.table(records).set_index("rung")
+    frame = inference.table(records).set_index("rung")
     by_batch = {r["batch"]: r for r in records}
-    rate = {b: frame.loc[l15.rung(r), "images_per_sec"] for b, r in by_batch.items()}
-    p50 = {b: frame.loc[l15.rung(r), "p50_ms"] for b, r in by_batch.items()}
+    rate = {b: frame.loc[inference.rung(r), "images_per_sec"] for b, r in by_batch.items()}
+    p50 = {b: frame.loc[inference.rung(r), "p50_ms"] for b, r in by_batch.items()}
     tried = ", ".join(map(str, sorted(by_batch)))
     if isinstance(answer, bool) or not isinstance(answer, numbers.Integral) \
             or int(answer) not in by_batch:
@@ -25,8 +25,8 @@ def _knee(records, answer) -> str:
                      f"smallest whose images/s is within {1 - KNEE:.0%} of the best, or within "
                      "its noise. Write your guess before you run, then read the table.")
     best = max(by_batch, key=rate.get)
-    judged = {b: noise.compare_samples(l15.block_rates(by_batch[best]),
-                                       l15.block_rates(r), f"{l15.BLOCKS} blocks of passes each",
+    judged = {b: noise.compare_samples(inference.block_rates(by_batch[best]),
+                                       inference.block_rates(r), f"{inference.BLOCKS} blocks of passes each",
                                        rate[best], rate[b])
               for b, r in by_batch.items() if b != best}
 
@@ -60,7 +60,7 @@ def _sweep(records) -> list[dict]:
     if records is None:
         records = []
     try:
-        records = l15.checked(records, allow_empty=True)
+        records = inference.checked(records, allow_empty=True)
     except ValueError as err:
         raise NotYet(f"{err}. Pass what gc.time_inference returned.") from None
     batches = sorted({r["batch"] for r in records})
@@ -73,8 +73,8 @@ def _sweep(records) -> list[dict]:
         named = "; ".join(", ".join(k) for k in sorted(kinds))
         raise NotYet(f"the sweep serves more than one network, variant or device ({named}): "
                      "change the batch alone.")
-    few = [r["batch"] for r in records if len(r["pass_s"]) < l15.MIN_PASSES]
+    few = [r["batch"] for r in records if len(r["pass_s"]) < inference.MIN_PASSES]
     if few:
-        raise NotYet(f"batch {few[0]} was timed for fewer than {l15.MIN_PASSES} passes: too few to "
+        raise NotYet(f"batch {few[0]} was timed for fewer than {inference.MIN_PASSES} passes: too few to "
                      "judge; give the sweep more images (gc.sizes(\"15\", images=...)).")
     return records

@@ -2,7 +2,7 @@
 given by the course's own tools (`lessons.l16_capstone.grade`)."""
 from __future__ import annotations
 
-from ...analyse import alike
+from ...analyse import alike, grading
 from ...measure.records import load_runs
 from .. import l16_capstone as capstone
 from .base import MARK, Contradicted, NotYet, exercise
@@ -31,7 +31,7 @@ def _steady(runs, answer) -> str:
         raise refuse(f"{len(missing)} of {len(marks)} criteria not met, against '{given.name}' "
                      f"as given ({given.path.name}). {_words(missing)}")
     return (f"steady, against '{given.name}' as given ({given.path.name}). {_words(marks)}"
-            + capstone.load_caveat(given, mine))
+            + grading.load_caveat(given, mine))
 
 
 def _words(marks) -> str:

@@ -18,7 +18,7 @@ import time
 import mxnet as mx
 
 from ...env.report import hook_main, openmp_runtimes
-from ...lessons.l15_inference import Variant
+from ...analyse.inference import Variant
 from ...measure.timing import Workload
 from .inference import inference_net, time_inference
 from .models import get_model

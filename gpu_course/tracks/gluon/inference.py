@@ -2,7 +2,7 @@
 large batches, each pass ended by its own sync (`wait_to_read`: MXNet's engine queues
 work on a CPU too, and has no events to time a queued pass), and its outputs on the
 lesson's probe images. Same names and signatures as `gpu_course.tracks.torch.inference`;
-the records are `lessons.l15_inference.record`s."""
+the records are `analyse.inference.record`s."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,7 @@ import time
 import mxnet as mx
 import numpy as np
 
-from ...lessons import l15_inference as l15
+from ...analyse import inference
 from ...measure.timing import Workload
 from .models import get_model
 
@@ -20,7 +20,7 @@ def inference_net(model: str, device=None):
     """Network `model` with lesson 15's seeded weights on `device` (default the CPU),
     hybridized (static_alloc, static_shape: lesson 3): every measurement of a network, in
     any process, serves the same weights."""
-    mx.random.seed(l15.SEED)
+    mx.random.seed(inference.SEED)
     net = get_model(model)
     net.initialize(mx.init.Xavier(), ctx=device or mx.cpu())
     net.hybridize(static_alloc=True, static_shape=True)
@@ -31,22 +31,22 @@ def time_inference(predict, model: str, variant, device, workload: Workload = Wo
                    dtype="float32") -> list[dict]:
     """One record a batch size of `workload` of `predict` (a network or any function of an
     input batch) on `device`, its input in `dtype`: batch 1 timed for workload.requests
-    requests, a larger batch for workload.images images (at least l15.MIN_PASSES passes),
+    requests, a larger batch for workload.images images (at least inference.MIN_PASSES passes),
     each after workload.warmup untimed passes. The outputs on the probe images are taken
     at the largest batch."""
     device = device or mx.cpu()
-    served = l15.Served(model, variant, str(device), np.dtype(dtype).name)
+    served = inference.Served(model, variant, str(device), np.dtype(dtype).name)
     batches = workload.batches
-    probe = l15.probe_images(max(batches))
+    probe = inference.probe_images(max(batches))
     records = []
     for batch in batches:
         x = mx.nd.array(probe[:batch], ctx=device, dtype=dtype)
         for _ in range(workload.warmup):
             predict(x).wait_to_read()      # builds the graph for this shape, picks kernels
-        n = workload.requests if batch == 1 else l15.passes_for(batch, workload.images)
+        n = workload.requests if batch == 1 else inference.passes_for(batch, workload.images)
         seconds = (one_at_a_time if batch == 1 else back_to_back)(predict, x, n)
         outputs = predict(x).asnumpy() if batch == max(batches) else None
-        records.append(l15.record(served, batch, l15.Timing.ALONE, seconds, outputs,
+        records.append(inference.record(served, batch, inference.Timing.ALONE, seconds, outputs,
                                   threads=_threads()))
     return records
 

@@ -1,7 +1,7 @@
 """Lesson 15's measurement, PyTorch side: a network served one request at a time (each
 pass ended by its own sync: latency) and in large batches back to back (one sync after the
 last: throughput), and its outputs on the lesson's probe images. Same names and signatures
-as `gpu_course.tracks.gluon.inference`; the records are `lessons.l15_inference.record`s."""
+as `gpu_course.tracks.gluon.inference`; the records are `analyse.inference.record`s."""
 from __future__ import annotations
 
 import time
@@ -9,7 +9,7 @@ import time
 import numpy as np
 import torch
 
-from ...lessons import l15_inference as l15
+from ...analyse import inference
 from ...measure.timing import Workload
 from .models import get_model
 
@@ -17,7 +17,7 @@ from .models import get_model
 def inference_net(model: str, device="cpu") -> torch.nn.Module:
     """Network `model` with lesson 15's seeded weights, in eval mode, on `device`: every
     measurement of a network, in any process, serves the same weights."""
-    torch.manual_seed(l15.SEED)
+    torch.manual_seed(inference.SEED)
     return get_model(model).eval().to(device)
 
 
@@ -26,12 +26,12 @@ def time_inference(predict, model: str, variant, device, workload: Workload = Wo
     """One record a batch size of `workload` of `predict` (a network, a compiled one, or
     any function of an input batch) on `device`, its input in `dtype`: batch 1 timed for
     workload.requests requests one at a time, a larger batch for workload.images images
-    back to back (at least l15.MIN_PASSES passes), each after workload.warmup untimed
+    back to back (at least inference.MIN_PASSES passes), each after workload.warmup untimed
     passes. The outputs on the probe images are taken at the largest batch."""
     device = torch.device(device)
-    served = l15.Served(model, variant, str(device), str(dtype).removeprefix("torch."))
+    served = inference.Served(model, variant, str(device), str(dtype).removeprefix("torch."))
     batches = workload.batches
-    probe = l15.probe_images(max(batches))
+    probe = inference.probe_images(max(batches))
     records = []
     with torch.inference_mode():
         for batch in batches:
@@ -41,12 +41,12 @@ def time_inference(predict, model: str, variant, device, workload: Workload = Wo
                 predict(x)                 # compiles, records a CUDA graph, fills caches
             if device.type == "cuda":
                 torch.cuda.synchronize(device)   # warm-up done before the first event
-            n = workload.requests if alone else l15.passes_for(batch, workload.images)
+            n = workload.requests if alone else inference.passes_for(batch, workload.images)
             seconds = (one_at_a_time if alone else back_to_back)(predict, x, n)
             outputs = _numpy(predict(x)) if batch == max(batches) else None
-            records.append(l15.record(
+            records.append(inference.record(
                 served, batch,
-                l15.Timing.ALONE if alone or device.type != "cuda" else l15.Timing.QUEUED,
+                inference.Timing.ALONE if alone or device.type != "cuda" else inference.Timing.QUEUED,
                 seconds, outputs, threads=torch.get_num_threads()))
     return records
 

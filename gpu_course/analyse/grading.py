@@ -1,0 +1,84 @@
+"""A final run of a job graded against the job as first given (lesson 16's capstone): which
+of diagnose's rungs the course can still take on the run's machine (`fixable`), the race
+of the two runs to an accuracy, judged against their noise (`race`), and whether other
+programs loaded the machine for one of them only (`load_caveat`). No deep-learning
+framework here.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from ..measure.provenance import DEFAULTS
+from . import alike, anatomy, diagnose, metrics, noise
+
+
+def setting(run, name: str):
+    """A setting of the run as it ran (`alike.value`), else the Experiment's default."""
+    found = alike.value(run, name)
+    return DEFAULTS[name] if found is None else found
+
+
+def fixable(d: diagnose.Diagnosis, run) -> str | None:
+    """The next rung of diagnosis `d` of `run` where the course can take it on that
+    machine; None where the device is the limit or no rung is left:
+
+    input-bound: every input rung but more cores than the machine has (more workers once
+        they are as many as diagnose advises, or for data already on the device; data on a
+        GPU without one);
+    on a CPU, compute- and overhead-bound: the CPU both computes and dispatches the
+        steps, so either way the device holds them;
+    on a GPU, compute-bound: the GPU is the limit; overhead-bound: a graph (eager to
+        hybrid to static) and a larger batch up to diagnose's LARGE_BATCH."""
+    gpu = metrics.on_gpu(run)
+    if d.verdict == "input-bound":
+        no_cores = d.next_rung == "workers" and (setting(run, "data_on_gpu") or diagnose.
+                                                 workers_advised(run.config, d.numbers) is None)
+        return None if no_cores or (d.next_rung == "data on GPU" and not gpu) else d.next_rung
+    small_batch = int(setting(run, "batch_size")) < diagnose.LARGE_BATCH
+    if gpu and d.verdict != "compute-bound" and (
+            d.next_rung == "hybridize/compile" or (d.next_rung == "larger batch" and small_batch)):
+        return d.next_rung
+    return None
+
+
+@dataclass(frozen=True)
+class Race:
+    """Two runs' training time to an accuracy (`anatomy.time_to_accuracy`, NaN where one
+    never reached it), and the second's speed to it against the first's (None then)."""
+
+    given_s: float
+    mine_s: float
+    verdict: noise.Verdict | None
+
+
+def race(given, mine, target: float) -> Race:
+    """`mine` against `given` to `target`: each speed to it (1 / its time) spread as its
+    run's steady blocks spread."""
+    t_given, t_mine = (anatomy.time_to_accuracy(r, target) for r in (given, mine))
+    if math.isnan(t_mine):
+        return Race(t_given, t_mine, None)
+    return Race(t_given, t_mine, noise.compare_samples(
+        _spread(given, t_given), _spread(mine, t_mine), f"{noise.BLOCKS} blocks of steady steps",
+        1 / t_given, 1 / t_mine))
+
+
+def load_caveat(given, mine) -> str:
+    """A sentence when other programs shared the machine while one run ran and not the
+    other (by the records): the race between them is then untested; "" otherwise."""
+    load = alike.Aspect.LOAD
+    a, b = alike.value(given, load), alike.value(mine, load)
+    if a is None or b is None or a == b:
+        return ""
+    return (f" But the machine was {a} with other programs while the job as given ran and "
+            f"{b} while '{mine.name}' ran (by the records): the race is untested; run both "
+            "again on a quiet machine to test it.")
+
+
+def _spread(run, seconds: float) -> list[float]:
+    rates = metrics.steady_block_rates(run)
+    if not rates or not seconds > 0:
+        return []
+    middle = statistics.median(rates)
+    return [rate / middle / seconds for rate in rates]
