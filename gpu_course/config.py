@@ -24,7 +24,7 @@ OWN = "own"
 # Fields that mean something to one engine only: set away from their defaults for the
 # other engine, they would be recorded but ignored, so they are refused.
 PYTORCH_ONLY = ("pin_memory", "persistent_workers", "prefetch_factor", "data_on_gpu",
-                "channels_last", "convolutions", "graphed_eval", "autotune", "graph_steps")
+                "channels_last")
 GLUON_ONLY = ("kvstore",)
 AUGMENTS = ("standard", "none", "heavy")
 DATA_FORMATS = ("loose", "preresized", "packed", "memory")
@@ -62,16 +62,6 @@ class PageCache(StrEnum):
     DROP = "drop"
 
 
-class Convolutions(StrEnum):
-    """What computes the network's 3x3 convolutions (PyTorch): CUDNN (F.conv2d: cuDNN on a
-    GPU, oneDNN on a CPU) or TRITON (the kernel rung's own kernels for the 16-channel
-    stage, `tracks/torch/conv_kernels.py`; on a CPU F.conv2d stands in, and says so)."""
-
-    CUDNN = "cudnn"
-    TRITON = "triton"
-
-
-CONVOLUTIONS = tuple(Convolutions)
 SAMPLE_ORDERS = tuple(SampleOrder)
 PAGE_CACHES = tuple(PageCache)
 DTYPES = ("float32", "float16", "bfloat16")
@@ -136,15 +126,6 @@ class Experiment:
                                       # | "static" (static_alloc+static_shape / CUDA graphs)
     dtype: str = "float32"            # "float32" | "float16" | "bfloat16" (Gluon: CPU only)
     channels_last: bool = False       # PyTorch: NHWC memory layout for tensor cores
-    convolutions: str = "cudnn"       # PyTorch: "cudnn" (F.conv2d) | "triton" (the kernel
-                                      # rung's kernels for the 16-channel stage, on a GPU)
-    graphed_eval: bool = False        # PyTorch, data_on_gpu: the validation pass recorded
-                                      # once as a CUDA graph and replayed (static_eval)
-    autotune: bool = False            # PyTorch, compiled: inductor times candidate kernels
-                                      # and keeps the fastest (max_autotune, coordinate-
-                                      # descent tuning; no CUDA graphs of its own)
-    graph_steps: int = 1              # PyTorch, the whole step as one CUDA graph: steps
-                                      # recorded in one graph, replayed by one launch
     num_gpus: int = 1                 # devices to train on; CPU contexts when no GPU exists
     kvstore: str = "device"           # Gluon: where gradients are summed across devices
     threads: int | None = None        # the training process's intra-op (OpenMP) threads;
@@ -189,7 +170,6 @@ class Experiment:
         _choice(self, "page_cache", PAGE_CACHES)
         _choice(self, "graph", GRAPHS)
         _choice(self, "dtype", DTYPES)
-        _choice(self, "convolutions", CONVOLUTIONS)
         _choice(self, "mock", MOCKS)
         _choice(self, "optimizer", OPTIMIZERS[self.engine], OPTIMIZERS)
         _choice(self, "lr_scheduler", SCHEDULERS_BY_ENGINE[self.engine], SCHEDULERS_BY_ENGINE)
@@ -199,7 +179,7 @@ class Experiment:
         self._refuse_what_does_not_apply()
         _followable(self, "data_dir")
         for name in ("train_size", "test_size", "batch_size", "epochs", "image_size",
-                     "prefetch_factor", "graph_steps"):
+                     "prefetch_factor"):
             _at_least(self, name, 1)
         for name in ("num_workers", "num_gpus", "warmup_steps", "seed"):
             _at_least(self, name, 0)
@@ -245,18 +225,6 @@ class Experiment:
                 raise ValueError(f"{name}={getattr(self, name)!r} has no effect with "
                                  f"engine={self.engine!r} (it applies to the other engine "
                                  f"only); leave it at {defaults[name]!r}")
-        if self.graphed_eval and not self.data_on_gpu:
-            raise ValueError("graphed_eval=True needs data_on_gpu=True: a graph replays "
-                             "the validation pass from the images' fixed place on the "
-                             "device; leave it at False")
-        if self.graph_steps != 1 and self.graph != Graph.STATIC:
-            raise ValueError(f"graph_steps={self.graph_steps!r} needs graph='static' (here "
-                             f"{self.graph!r}): it sets how many steps one CUDA graph of the "
-                             "whole step records; leave it at 1")
-        if self.autotune and self.graph == Graph.EAGER:
-            raise ValueError("autotune=True needs a compiled network (graph='hybrid' or "
-                             "'static'; here graph='eager'): it tunes the kernels "
-                             "torch.compile generates; leave it at False")
         if self.dataset != "folder" and self.data_format != "loose":
             raise ValueError(f"data_format={self.data_format!r} applies to dataset='folder' "
                              f"only (dataset={self.dataset!r} is read from memory); leave "

@@ -61,8 +61,7 @@ RUNG_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_fa
                  "data_format", "graph", "dtype", "channels_last", "batch_size", "optimizer",
                  "lr", "lr_base_batch", "momentum", "wd", "optimizer_params", "lr_scheduler",
                  "lr_factor", "lr_steps", "warmup_epochs", "data_on_gpu", "num_gpus",
-                 "kvstore", "threads", "convolutions", "graphed_eval", "autotune",
-                 "graph_steps")
+                 "kvstore", "threads")
 
 
 class RungName(StrEnum):
@@ -214,8 +213,7 @@ def ensure_photos(cfg: Experiment, progress: bool = False) -> None:
 # (The H200 reference's naive rung: 73.7 %; its batch 1024 with LARS and no decay 19.0 %,
 # one-cycle 32.4 %.) 3 epochs give batch 1024 only 147 updates, batch 512 291, and without
 # a decay the last updates are as large as the first: the decay is what holds accuracy,
-# and a batch of 1024 needs more epochs than the ladder's budget (issue 28's tuned rung
-# keeps 1024: tools/levers.py).
+# and a batch of 1024 needs more epochs than the ladder's budget.
 
 
 def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = False,

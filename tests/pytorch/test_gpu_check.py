@@ -105,43 +105,6 @@ def test_the_gpu_tests_that_no_committed_check_passed_on_this_gpu_run_first(tmp_
     assert gpu_check.gpu_tests(None) == [gpu_check.GPU_TESTS]     # a rehearsal runs the folder
 
 
-def test_the_session_script_runs_its_steps_after_the_check_and_leaves_at_most_eight_files(tmp_path):
-    """tools/gpu_session.sh, rehearsed without its check (BUDGET 0; the check's own
-    rehearsal is above): the kernels' check, the levers and the micro-benchmark each
-    leave their file, and nothing more than a device machine returns (8 files)."""
-    import os
-    done = subprocess.run(["bash", "tools/gpu_session.sh", "0"], cwd=gpu_check.REPO,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "OUT": str(tmp_path), "GPU_SESSION_REHEARSE": "1",
-                               "GPU_PYTHON": sys.executable})
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "gpu-session: levers exit 0" in done.stdout
-    assert "gpu-session: done; conv_bench exit 0" in done.stdout
-    names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["conv_bench.txt", "conv_kernels.txt", "levers.tar.gz", "levers.txt",
-                     "nvidia-smi.csv"] and len(names) + 3 <= 8   # + the check's three
-    assert "the kernels cannot run here" in (tmp_path / "conv_kernels.txt").read_text()
-    # the levers: the rung as shipped, with Triton convolutions, with the graphed
-    # validation and four steps a graph, alternating, a seed a walk, each lever judged
-    # against the rung over the two walks, its accuracy, GPU-Util and validation time beside
-    text = (tmp_path / "levers.txt").read_text()
-    assert "\ntriton: samples/s ×" in text and "over 2 runs) against the rung as shipped" in text
-    assert "\nmultistep: samples/s ×" in text
-    assert re.search(r"\nevalgraph: samples/s .*; validation accuracy [\d.]+(–[\d.]+)?% "
-                     r"against [\d.]+(–[\d.]+)?%; GPU-Util - against -; a validation pass "
-                     r"[\d.]+(–[\d.]+)? ms against [\d.]+(–[\d.]+)? ms", text), text
-    with tarfile.open(tmp_path / "levers.tar.gz") as tar:
-        tar.extractall(tmp_path / "levers", filter="data")
-    from gpu_course.measure.records import load_runs
-    runs = load_runs(tmp_path / "levers" / "runs")
-    assert [(r.name, r.config["seed"], r.config["convolutions"], r.config["graphed_eval"],
-             r.config["graph_steps"]) for r in runs] == [
-        ("tuned, as shipped", 0, "cudnn", False, 1), ("tuned, triton", 0, "triton", False, 1),
-        ("tuned, evalgraph", 0, "cudnn", True, 1), ("tuned, multistep", 0, "cudnn", False, 4),
-        ("tuned, as shipped", 1, "cudnn", False, 1), ("tuned, triton", 1, "triton", False, 1),
-        ("tuned, evalgraph", 1, "cudnn", True, 1), ("tuned, multistep", 1, "cudnn", False, 4)]
-
-
 def test_the_session_script_in_ladder_mode_packs_what_the_reference_recorded(tmp_path):
     """`gpu_session.sh ladder 3 wrn16_10` (issue 26's reference, a lease of its own) hands
     tools.reference the walks and network, and packs the records into one archive with
