@@ -48,6 +48,9 @@ SIZES = {
     # the GPU check (GPU_COURSE_SIZE=check): one network on the GPU, fewer requests and images
     "check": dict(gpu_models=("resnet20",), requests=100, images=640),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("batch", "exercise_model", "gpu_batch", "gpu_models", "images", "models",
+             "requests", "warmup")
 SEED = 0            # the weights and probe images every measurement of a network uses
 IMAGE_SHAPE = (3, 32, 32)
 BLOCKS = noise.BLOCKS   # consecutive blocks of passes that stand in for repeats
