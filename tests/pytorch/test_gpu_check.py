@@ -2,7 +2,6 @@
 command a rare GPU session depends on cannot rot: a real subprocess, real notebooks in
 real kernels, the real ladder and tests, under the real budget."""
 import json
-import re
 import subprocess
 import sys
 import tarfile
