@@ -54,8 +54,8 @@ TEST_PHASES := test-pytorch-notebooks test-gluon-notebooks test-pytorch-own test
                test-pytorch-tools test-gluon-exercises test-gluon-track test-pytorch-track \
                test-gluon-own test-core test-browser
 # tests/pytorch's tests of the tools around the course (the GPU check's rehearsal, the GPU
-# session script, the tuned rung's levers, recipes and kernels): a phase of their own
-TOOLS_TESTS := test_gpu_check.py test_levers.py test_recipes.py test_conv_bench.py test_conv_kernels.py
+# session script, the large-batch recipes): a phase of their own
+TOOLS_TESTS := test_gpu_check.py test_recipes.py
 # OMP_WAIT_POLICY=passive: several phases share the cores, and GNU OpenMP's threads would
 # otherwise spin at every barrier while the thread they wait for is switched out (four
 # trainings side by side on 2 cores: a third less CPU time in all, PyTorch's halved).

@@ -21,11 +21,22 @@ MODELS = ("resnet20", "resnet56", "resnet110", "wrn16_10", "wrn28_10", "tiny")
 # What a record says when a run was handed a network or data of the user's own: never
 # built from a config, only recorded (the record's "ran" block says what it was).
 OWN = "own"
-# Fields that mean something to one engine only: set away from their defaults for the
-# other engine, they would be recorded but ignored, so they are refused.
+# Fields that mean something to the PyTorch engine only: set away from their defaults for
+# the Gluon engine, they would be recorded but ignored, so they are refused.
 PYTORCH_ONLY = ("pin_memory", "persistent_workers", "prefetch_factor", "data_on_gpu",
-                "channels_last", "convolutions", "graphed_eval", "autotune", "graph_steps")
-GLUON_ONLY = ("kvstore",)
+                "channels_last")
+# Fields of earlier versions, still in their run records: `from_dict` leaves them out, and
+# Experiment(...) names where the setting is now (None: it went with what it switched).
+RETIRED = {"momentum": "optimizer_params, e.g. (('momentum', 0.9),)",
+           "wd": "optimizer_params, e.g. (('wd', 5e-4),)",
+           "lr_factor": "LR_FACTOR, the talk's 0.5",
+           "skip_corrupt": "load_datasets(cfg, skip_corrupt=True)",
+           "kvstore": "the launch: 'device' in one process, 'dist_sync' in a parameter-server job",
+           "convolutions": None, "graphed_eval": None, "autotune": None, "graph_steps": None}
+# What the optimizer gets unless optimizer_params says otherwise: momentum (where the
+# optimizer has one) and weight decay (L2); and the step schedules' lr multiplier, the
+# talk's FactorScheduler(step=250, factor=0.5)
+MOMENTUM, WEIGHT_DECAY, LR_FACTOR = 0.9, 5e-4, 0.5
 AUGMENTS = ("standard", "none", "heavy")
 DATA_FORMATS = ("loose", "preresized", "packed", "memory")
 class Graph(StrEnum):
@@ -62,16 +73,6 @@ class PageCache(StrEnum):
     DROP = "drop"
 
 
-class Convolutions(StrEnum):
-    """What computes the network's 3x3 convolutions (PyTorch): CUDNN (F.conv2d: cuDNN on a
-    GPU, oneDNN on a CPU) or TRITON (the kernel rung's own kernels for the 16-channel
-    stage, `tracks/torch/conv_kernels.py`; on a CPU F.conv2d stands in, and says so)."""
-
-    CUDNN = "cudnn"
-    TRITON = "triton"
-
-
-CONVOLUTIONS = tuple(Convolutions)
 SAMPLE_ORDERS = tuple(SampleOrder)
 PAGE_CACHES = tuple(PageCache)
 DTYPES = ("float32", "float16", "bfloat16")
@@ -87,16 +88,11 @@ SCHEDULERS_BY_ENGINE = {
     "gluon": ("none", "factor", "multifactor", "poly", "cosine"),
     "pytorch": ("none", "factor", "multifactor", "poly", "cosine", "onecycle"),
 }
-KVSTORES = ("device", "local", "nccl",
-            # across hosts: MXNet's parameter server (gpu_course.tracks.gluon.dist); the "device"
-            # variant sums a host's GPUs on a GPU before sending
-            "dist_sync", "dist_device_sync")
 SEED_MAX = 2**32 - 1  # NumPy's and MXNet's seeds are 32-bit
 TRUTHY = ("1", "true", "yes", "on", "y", "t")
 FALSY = ("0", "false", "no", "off", "n", "f", "")
 # float fields: (lowest allowed, highest allowed, whether the lowest itself is allowed)
-_FLOAT_RANGES = {"lr": (0, math.inf, False), "momentum": (0, 1, True), "wd": (0, math.inf, True),
-                 "lr_factor": (0, 1, False), "warmup_epochs": (0, math.inf, True),
+_FLOAT_RANGES = {"lr": (0, math.inf, False), "warmup_epochs": (0, math.inf, True),
                  "monitor_interval": (0, 3600, False)}   # an hour between samples at most
 
 
@@ -136,17 +132,7 @@ class Experiment:
                                       # | "static" (static_alloc+static_shape / CUDA graphs)
     dtype: str = "float32"            # "float32" | "float16" | "bfloat16" (Gluon: CPU only)
     channels_last: bool = False       # PyTorch: NHWC memory layout for tensor cores
-    convolutions: str = "cudnn"       # PyTorch: "cudnn" (F.conv2d) | "triton" (the kernel
-                                      # rung's kernels for the 16-channel stage, on a GPU)
-    graphed_eval: bool = False        # PyTorch, data_on_gpu: the validation pass recorded
-                                      # once as a CUDA graph and replayed (static_eval)
-    autotune: bool = False            # PyTorch, compiled: inductor times candidate kernels
-                                      # and keeps the fastest (max_autotune, coordinate-
-                                      # descent tuning; no CUDA graphs of its own)
-    graph_steps: int = 1              # PyTorch, the whole step as one CUDA graph: steps
-                                      # recorded in one graph, replayed by one launch
     num_gpus: int = 1                 # devices to train on; CPU contexts when no GPU exists
-    kvstore: str = "device"           # Gluon: where gradients are summed across devices
     threads: int | None = None        # the training process's intra-op (OpenMP) threads;
                                       # None = the framework's default (PyTorch: one a
                                       # core; MXNet: half the cores on x86). MXNet fixes it
@@ -155,22 +141,23 @@ class Experiment:
     optimizer: str = "sgd"            # see OPTIMIZERS
     lr: float = 0.1                   # learning rate at lr_base_batch images per step
     lr_base_batch: int | None = None  # if set, lr scales linearly: lr * global_batch / this
-    momentum: float = 0.9
-    wd: float = 5e-4                  # weight decay (L2)
-    optimizer_params: tuple = ()      # extra (key, value) pairs, e.g. (("batch_scale", 4),)
+    optimizer_params: tuple = ()      # (key, value) pairs: "momentum" (default MOMENTUM),
+                                      # "wd" (WEIGHT_DECAY) and the optimizer's own, e.g.
+                                      # (("batch_scale", 4),)
     lr_scheduler: str = "none"        # see SCHEDULERS
-    lr_factor: float = 0.1            # factor/multifactor: lr multiplier at each step
-    lr_steps: tuple = ()              # multifactor: epochs at which lr *= lr_factor;
+    lr_steps: tuple = ()              # multifactor: epochs at which lr *= LR_FACTOR;
                                       # factor: (every_n_epochs,)
     warmup_epochs: float = 0.0        # linear warm-up from 0 to lr over this many epochs
     epochs: int = 3
     seed: int = 0
     # -- measurement -----------------------------------------------------------------
-    skip_corrupt: bool = False        # image folders: leave unreadable images out (counted)
-                                      # instead of stopping at the first one
     warmup_steps: int = 5             # first steps of the run left out of samples/s
     max_steps: int | None = None      # cut each epoch after this many steps (smoke runs)
     monitor_interval: float = 0.5     # seconds between GPU/CPU samples
+
+    def __new__(cls, *args, **values):
+        _refuse_unknown(values)   # before the dataclass's own TypeError, with the names
+        return super().__new__(cls)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -189,17 +176,15 @@ class Experiment:
         _choice(self, "page_cache", PAGE_CACHES)
         _choice(self, "graph", GRAPHS)
         _choice(self, "dtype", DTYPES)
-        _choice(self, "convolutions", CONVOLUTIONS)
         _choice(self, "mock", MOCKS)
         _choice(self, "optimizer", OPTIMIZERS[self.engine], OPTIMIZERS)
         _choice(self, "lr_scheduler", SCHEDULERS_BY_ENGINE[self.engine], SCHEDULERS_BY_ENGINE)
-        _choice(self, "kvstore", KVSTORES)
         if self.model not in MODELS + (OWN,):
             raise ValueError(f"model={self.model!r} is unknown; allowed: {', '.join(MODELS)}")
         self._refuse_what_does_not_apply()
         _followable(self, "data_dir")
         for name in ("train_size", "test_size", "batch_size", "epochs", "image_size",
-                     "prefetch_factor", "graph_steps"):
+                     "prefetch_factor"):
             _at_least(self, name, 1)
         for name in ("num_workers", "num_gpus", "warmup_steps", "seed"):
             _at_least(self, name, 0)
@@ -215,10 +200,6 @@ class Experiment:
                              f"(this machine has {os.cpu_count()} cores)")
         if self.lr_base_batch is not None:
             _at_least(self, "lr_base_batch", 1)
-        if not self.momentum < 1:
-            raise ValueError(f"momentum={self.momentum!r} must be in [0, 1)")
-        if not 0 < self.lr_factor <= 1:
-            raise ValueError(f"lr_factor={self.lr_factor!r} must be in (0, 1]")
         if self.warmup_epochs < 0 or self.warmup_epochs > self.epochs:
             raise ValueError(f"warmup_epochs={self.warmup_epochs!r} must be in [0, epochs={self.epochs}]")
         if isinstance(self.lr_steps, (str, bytes, dict)) or not hasattr(self.lr_steps, "__iter__"):
@@ -236,27 +217,18 @@ class Experiment:
         # normalise lists from JSON/CLI into hashable tuples
         object.__setattr__(self, "lr_steps", tuple(self.lr_steps))
         object.__setattr__(self, "optimizer_params", _pairs(self.optimizer_params))
+        if not (_is_number(self.momentum) and 0 <= self.momentum < 1):
+            raise ValueError(f"optimizer_params: momentum={self.momentum!r} must be in [0, 1)")
+        if not (_is_number(self.wd) and 0 <= self.wd < math.inf):
+            raise ValueError(f"optimizer_params: wd={self.wd!r} must be a finite number >= 0")
 
     def _refuse_what_does_not_apply(self) -> None:
         defaults = {f.name: f.default for f in fields(self)}
-        other = {"gluon": PYTORCH_ONLY, "pytorch": GLUON_ONLY}[self.engine]
-        for name in other:
+        for name in PYTORCH_ONLY if self.engine == "gluon" else ():
             if getattr(self, name) != defaults[name]:
                 raise ValueError(f"{name}={getattr(self, name)!r} has no effect with "
                                  f"engine={self.engine!r} (it applies to the other engine "
                                  f"only); leave it at {defaults[name]!r}")
-        if self.graphed_eval and not self.data_on_gpu:
-            raise ValueError("graphed_eval=True needs data_on_gpu=True: a graph replays "
-                             "the validation pass from the images' fixed place on the "
-                             "device; leave it at False")
-        if self.graph_steps != 1 and self.graph != Graph.STATIC:
-            raise ValueError(f"graph_steps={self.graph_steps!r} needs graph='static' (here "
-                             f"{self.graph!r}): it sets how many steps one CUDA graph of the "
-                             "whole step records; leave it at 1")
-        if self.autotune and self.graph == Graph.EAGER:
-            raise ValueError("autotune=True needs a compiled network (graph='hybrid' or "
-                             "'static'; here graph='eager'): it tunes the kernels "
-                             "torch.compile generates; leave it at False")
         if self.dataset != "folder" and self.data_format != "loose":
             raise ValueError(f"data_format={self.data_format!r} applies to dataset='folder' "
                              f"only (dataset={self.dataset!r} is read from memory); leave "
@@ -279,6 +251,16 @@ class Experiment:
         return self.batch_size * max(self.num_gpus, 1)
 
     @property
+    def momentum(self) -> float:
+        """The optimizer's momentum, where it has one: optimizer_params' or MOMENTUM."""
+        return dict(self.optimizer_params).get("momentum", MOMENTUM)
+
+    @property
+    def wd(self) -> float:
+        """The optimizer's weight decay (L2): optimizer_params' or WEIGHT_DECAY."""
+        return dict(self.optimizer_params).get("wd", WEIGHT_DECAY)
+
+    @property
     def scaled_lr(self) -> float:
         """The learning rate actually used: linearly scaled when lr_base_batch is set."""
         if self.lr_base_batch is None:
@@ -287,10 +269,7 @@ class Experiment:
 
     def replace(self, **changes: Any) -> "Experiment":
         """A copy with some fields changed (validated like the original)."""
-        unknown = set(changes) - {f.name for f in fields(self)}
-        if unknown:
-            raise ValueError(f"unknown Experiment field(s): {', '.join(sorted(unknown))}; "
-                             f"allowed: {', '.join(f.name for f in fields(self))}")
+        _refuse_unknown(changes)
         return dataclasses.replace(self, **changes)
 
     def __eq__(self, other: object) -> bool:
@@ -307,10 +286,9 @@ class Experiment:
 
     @classmethod
     def from_dict(cls, values: dict) -> "Experiment":
-        """Build from a dict (e.g. a run record's config); unknown keys are an error."""
-        unknown = set(values) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"unknown Experiment field(s): {', '.join(sorted(unknown))}")
+        """Build from a dict (e.g. a run record's config): the fields of earlier versions
+        an old record carries (RETIRED) are left out; any other unknown key is an error."""
+        values = {k: v for k, v in values.items() if k not in RETIRED}
         # a record keeps a non-finite float as a string ("inf", "nan") or as null (JSON
         # has no NaN): turn it back into a float, so validation says what is wrong with it
         values = {k: math.nan if k in _FLOAT_RANGES and v is None else _decode(v)
@@ -319,6 +297,17 @@ class Experiment:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
+
+
+def _refuse_unknown(names) -> None:
+    """A ValueError naming each key that is no Experiment field (and, for a retired one,
+    where its setting is now), with the fields allowed."""
+    unknown = sorted(set(names) - set(Experiment.__dataclass_fields__))
+    if unknown:
+        said = [n + (f" (retired{'; now ' + RETIRED[n] if RETIRED[n] else ''})"
+                     if n in RETIRED else "") for n in unknown]
+        raise ValueError(f"unknown Experiment field(s): {', '.join(said)}; allowed: "
+                         f"{', '.join(Experiment.__dataclass_fields__)}")
 
 
 def check_gpus(requested: int, available: int) -> tuple[str, int, str | None]:

@@ -59,10 +59,8 @@ PHOTO_SIDES = (128, 192)
 # machine or its load), which the ladder's table then shows in a column of its own
 RUNG_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor",
                  "data_format", "graph", "dtype", "channels_last", "batch_size", "optimizer",
-                 "lr", "lr_base_batch", "momentum", "wd", "optimizer_params", "lr_scheduler",
-                 "lr_factor", "lr_steps", "warmup_epochs", "data_on_gpu", "num_gpus",
-                 "kvstore", "threads", "convolutions", "graphed_eval", "autotune",
-                 "graph_steps")
+                 "lr", "lr_base_batch", "optimizer_params", "lr_scheduler", "lr_steps",
+                 "warmup_epochs", "data_on_gpu", "num_gpus", "threads")
 
 
 class RungName(StrEnum):

@@ -63,6 +63,16 @@ def test_runs_that_differ_in_a_setting_are_told_apart_unless_the_comparison_name
     assert noise.compare(a, b, varies=(key,)).kind != noise.Kind.UNLIKE
 
 
+def test_a_setting_an_older_record_kept_and_a_newer_one_lacks_is_no_difference(run):
+    """Fields since retired (momentum, kvstore...) are in older records only: compared
+    where both runs have them, not between an old run and a new one."""
+    old = run("old", config={"momentum": 0.9, "kvstore": "device"})
+    new = run("new")
+    assert alike.differences(old, new) == {} and alike.differing([old, new]) == []
+    older = run("older", config={"momentum": 0.5})
+    assert alike.differences(old, older) == {"momentum": (0.9, 0.5)}
+
+
 def test_what_ran_counts_not_what_was_asked(run):
     # float16 asked for on a CPU ran float32: alike with a float32 run in dtype
     asked = run("float16", config={"dtype": "float16"}, meta={"downgrades": [

@@ -20,7 +20,8 @@ def test_defaults_are_the_naive_rung():
     ("model", "vgg", ["model", "vgg", "resnet20"]),
     ("graph", "jit", ["graph", "jit", "hybrid"]),
     ("lr", 0.0, ["lr", "0.0"]),
-    ("momentum", 1.5, ["momentum", "1.5"]),
+    ("optimizer_params", (("momentum", 1.5),), ["momentum", "1.5", "[0, 1)"]),
+    ("optimizer_params", {"wd": -1}, ["wd", "-1", ">= 0"]),
     ("epochs", 0, ["epochs", "0"]),
     ("mock", "gpu", ["mock", "gpu", "loader"]),
 ])
@@ -60,6 +61,34 @@ def test_frozen_replace_and_round_trip():
         cfg.replace(batchsize=3)
     assert Experiment.from_dict(cfg.to_dict()) == cfg
     assert dict(cfg.optimizer_params) == {"batch_scale": 4}
+
+
+def test_an_unknown_field_is_refused_by_name_and_a_retired_one_says_where_it_went():
+    with pytest.raises(ValueError, match=r"unknown Experiment field\(s\): epoch; allowed: "
+                                         r"name, engine, .*epochs"):
+        Experiment(epoch=2)
+    with pytest.raises(ValueError, match=r"momentum \(retired; now optimizer_params"):
+        Experiment(momentum=0.5)
+    with pytest.raises(ValueError, match=r"graph_steps \(retired\)"):
+        Experiment().replace(graph_steps=2)
+
+
+def test_momentum_and_weight_decay_are_optimizer_params_with_the_course_s_defaults():
+    assert (Experiment().momentum, Experiment().wd) == (0.9, 5e-4)
+    cfg = Experiment(optimizer_params={"momentum": 0.8, "wd": 0.0})
+    assert (cfg.momentum, cfg.wd) == (0.8, 0.0)
+
+
+def test_an_old_record_s_config_with_retired_fields_still_loads():
+    """A run.json of an earlier version carries fields since retired: they are left out;
+    a key that never was a field is still refused."""
+    old = {**Experiment(engine="pytorch", batch_size=128).to_dict(), "momentum": 0.9,
+           "wd": 5e-4, "lr_factor": 0.1, "kvstore": "device", "skip_corrupt": False,
+           "convolutions": "cudnn", "graphed_eval": False, "autotune": False,
+           "graph_steps": 1}
+    assert Experiment.from_dict(old) == Experiment(engine="pytorch", batch_size=128)
+    with pytest.raises(ValueError, match="unknown Experiment field.*batchsize"):
+        Experiment.from_dict({**old, "batchsize": 3})
 
 
 def test_linear_lr_scaling():
@@ -105,9 +134,9 @@ def test_threads_is_none_or_a_positive_integer(value):
 
 
 @pytest.mark.parametrize("field", ["pin_memory", "persistent_workers", "data_on_gpu",
-                                   "channels_last", "skip_corrupt"])
+                                   "channels_last"])
 def test_yes_no_fields_read_their_words_and_refuse_the_rest(field):
-    base = dict(engine="pytorch") if field != "skip_corrupt" else {}
+    base = dict(engine="pytorch")
     for word, value in (("false", False), ("No", False), ("0", False), (0, False),
                         ("true", True), ("YES", True), (1, True), (True, True)):
         assert getattr(Experiment(**base, **{field: word}), field) is value

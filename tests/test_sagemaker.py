@@ -30,11 +30,11 @@ CONFIGS = [
     Experiment(name="large-batch", batch_size=640, optimizer="lbsgd", lr_base_batch=128,
                warmup_epochs=1.0, optimizer_params=(("warmup_strategy", "linear"),),
                dtype="float16", graph="static", num_workers=7, max_steps=20),
-    Experiment(name="sched", lr_scheduler="multifactor", lr_steps=(2, 4.5), lr_factor=0.5,
+    Experiment(name="sched", lr_scheduler="multifactor", lr_steps=(2, 4.5),
                epochs=6, monitor_interval=0.25, mock="loader", augment="heavy"),
     Experiment(name="torch", engine="pytorch", dtype="bfloat16", pin_memory=True,
                persistent_workers=True, channels_last=True, lr_scheduler="onecycle",
-               optimizer="adamw", data_on_gpu=True, num_gpus=0, wd=0.0),
+               optimizer="adamw", data_on_gpu=True, num_gpus=0, optimizer_params={"wd": 0.0}),
 ]
 
 

@@ -14,8 +14,7 @@ part that fails is reported without stopping the others):
   records with step timings and monitor samples, charts and the report (--repeats
   walks, each its own seed; --model another network: wrn16_10's step is GPU-bound);
 - ``profiles`` a torch.profiler window (1 + 1 + 3 steps) of the naive and the tuned
-  rung, as each runs, and of the tuned rung with the kernel rung's Triton convolutions:
-  profile-naive/, profile-tuned/, profile-tuned-triton/ (trace.json.gz, ops.csv);
+  rung, as each runs: profile-naive/, profile-tuned/ (trace.json.gz, ops.csv);
 - ``smi``      the monitor against nvidia-smi under load: monitor_vs_smi.csv/.txt;
 - ``overhead`` gc.train against a plain loop on the GPU: harness_overhead.txt.
 
@@ -80,11 +79,7 @@ def profiles(out: Path, opts: Options) -> str:
     ladder = [r for r in rungs("pytorch", gpu_count(), quick=opts.quick, model=opts.model)
               if r.name != RungName.LONGER]
     said = []
-    # the tuned rung again with the kernel rung's Triton convolutions: lesson 12
-    # sets its kernels beside the tuned rung's
-    triton = dataclasses.replace(ladder[-1], cfg=ladder[-1].cfg.replace(convolutions="triton"))
-    for label, rung in ((RungName.NAIVE, ladder[0]), ("tuned", ladder[-1]),
-                        ("tuned-triton", triton)):
+    for label, rung in ((RungName.NAIVE, ladder[0]), ("tuned", ladder[-1])):
         window = profile_steps(rung.cfg, out / f"profile-{label}")
         (out / f"profile-{label}" / "table.txt").write_text(window["table"] + "\n")
         said.append(f"{label} ({rung.name}): {window['trace'].stat().st_size / 1e6:.1f} MB")

@@ -22,6 +22,7 @@ import json
 from collections.abc import Iterable
 from enum import StrEnum
 
+from ..config import RETIRED
 from . import metrics
 
 
@@ -82,8 +83,8 @@ def value(run, aspect: str):
 
 
 # aspects whose absence in one record says nothing (an older record, an eager run with no
-# compile backend): compared only where both runs recorded them
-_WHERE_RECORDED = {a.value for a in Aspect}
+# compile backend, a setting earlier versions had): compared only where both recorded them
+_WHERE_RECORDED = {a.value for a in Aspect} | set(RETIRED)
 
 
 def check_varies(varies: Iterable[str] | None) -> frozenset:

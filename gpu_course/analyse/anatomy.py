@@ -158,21 +158,14 @@ def next_rungs(runs, bounds) -> list[str]:
 def compiled_text(run) -> str:
     """What torch.compile made of the run's network, from its record ("" when it was not
     compiled, or its record predates the count): graphs, graph breaks, recompiles, and
-    whether inductor autotuned its kernels or replayed CUDA graphs."""
+    whether it replayed CUDA graphs."""
     made = (run.meta.get("notes") or {}).get("compiled")
     if not made:
         return ""
     plural = lambda n, word: f"{n} {word}{'s' if n != 1 else ''}"   # noqa: E731
     return ", ".join([plural(made["graphs"], "graph"), plural(made["graph_breaks"], "break")]
                      + ([plural(made["recompiles"], "recompile")] if made["recompiles"] else [])
-                     + (["autotuned"] if made.get("mode", "").startswith("max-autotune")
-                        else [])
-                     + (["CUDA graphs"] if made.get("mode") in GRAPHED_MODES else []))
-
-
-# torch.compile's modes that replay the compiled network as CUDA graphs (a record's
-# notes.compiled.mode; "max-autotune-no-cudagraphs" and "default" do not)
-GRAPHED_MODES = ("reduce-overhead", "max-autotune")
+                     + (["CUDA graphs"] if made.get("mode") == "reduce-overhead" else []))
 
 
 def target_line(frame: pd.DataFrame, baseline_name: str) -> str:

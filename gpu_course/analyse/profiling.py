@@ -246,9 +246,9 @@ def split_table(split: dict) -> pd.DataFrame:
 
 
 # What a kernel computes, from its name (first match wins): the course's own Triton
-# convolutions (tracks/torch/conv_kernels.py); Inductor's fused Triton kernels (BatchNorm,
-# ReLU, residual adds: triton_poi/red/per_fused_...); cuDNN's BatchNorm (an eager step's);
-# cuDNN's convolutions (implicit GEMM, Winograd and the rest: forward, data and weight
+# convolutions (the kernel rung, in the git history); Inductor's fused Triton kernels
+# (BatchNorm, ReLU, residual adds: triton_poi/red/per_fused_...); cuDNN's BatchNorm (an
+# eager step's); cuDNN's convolutions (implicit GEMM, Winograd and the rest: forward, data and weight
 # gradients, with their layout, padding and workspace kernels); the optimizer's
 # multi-tensor kernels; and the rest (copies, indexing, elementwise).
 KERNEL_KINDS = (

@@ -62,8 +62,8 @@ class CorruptImage(DataError):
     def __init__(self, path, reason: str):
         self.path, self.reason = Path(path), reason
         super().__init__(f"cannot decode image {self.path}: {reason}. Delete or replace the "
-                         "file, or set skip_corrupt=True in the Experiment to leave such "
-                         "images out")
+                         "file, or load the folder with load_datasets(cfg, "
+                         "skip_corrupt=True) to leave such images out")
 
     def __reduce__(self):
         # rebuilt from both arguments: a loader worker sends it back to the training

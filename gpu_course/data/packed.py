@@ -421,7 +421,7 @@ def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,
     from .folder import folder_split
     index, _ = folder_split(cfg, root)
     size, kind = cfg.image_size, cfg.data_format
-    common = dict(cache_dir=cache_dir, progress=progress, skip_corrupt=cfg.skip_corrupt)
+    common = dict(cache_dir=cache_dir, progress=progress)
     if kind == "preresized":
         target = preresized_path(index, size, cache_dir)
         what, complete = f"photos resized to {size} px (JPEGs)", target / ".gpu_course.json"

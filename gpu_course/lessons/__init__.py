@@ -9,7 +9,8 @@ the module its number names (`l03_graph` for lesson 03):
     gc.conclude("03", runs)           # the checked sentences: gpu_course/lessons/l03_graph.py
 
 Each module holds `SIZES` (full, smoke, and check: the changes to full that `make
-gpu-check` runs on a GPU, GPU_COURSE_SIZE=check), optionally `table(runs)` (the table its
+gpu-check` runs on a GPU, GPU_COURSE_SIZE=check) and `OWN_SIZES` (the names among them
+that are not Experiment fields), optionally `table(runs)` (the table its
 sentences cite, when it is not the ladder table) and `conclude(runs, ...)`, which reads
 the runs' records (never the machine the notebook runs on) and says its sentences through
 `closing.Closing`, so every number printed is a cell of the table shown. The talk's
@@ -17,6 +18,7 @@ numbers are in `talk`, once for every lesson. No deep-learning framework here.
 """
 from __future__ import annotations
 
+import difflib
 import enum
 import importlib
 import os
@@ -72,11 +74,20 @@ def module_of(number) -> ModuleType:
 
 class Sizes(dict):
     """A lesson's sizes: the Experiment fields among them are the dict's items (so
-    `gc.Experiment(..., **SIZES)` takes them); every size, the lesson's own too, is an
-    attribute (`SIZES.epochs`, `SIZES.batches`)."""
+    `gc.Experiment(..., **SIZES)` takes them); every size, the lesson's `own` too, is an
+    attribute (`SIZES.epochs`, `SIZES.batches`). A name that is neither (a typo such as
+    `epoch`, a retired field) is refused by name, not left out of the run."""
 
-    def __init__(self, values: dict):
-        self._all = dict(values)
+    def __init__(self, values: dict, own=()):
+        stray = sorted(set(values) - _FIELDS - set(own))
+        if stray:
+            near = {n: difflib.get_close_matches(n, _FIELDS | set(own), 1) for n in stray}
+            raise ValueError(
+                "size(s) " + ", ".join(n + (f" (did you mean {near[n][0]}?)" if near[n] else "")
+                                       for n in stray)
+                + ": neither an Experiment field nor one of the lesson's own sizes (OWN_SIZES: "
+                + (", ".join(own) or "none") + ")")
+        self._all, self._own = dict(values), tuple(own)
         super().__init__({k: v for k, v in values.items() if k in _FIELDS})
 
     def __getattr__(self, name):
@@ -94,7 +105,7 @@ class Sizes(dict):
         if unknown:
             raise ValueError(f"{', '.join(unknown)}: not a size of this lesson; allowed: "
                              f"{', '.join(sorted(self._all))}")
-        return Sizes({**self._all, **changes})
+        return Sizes({**self._all, **changes}, self._own)
 
 
 def sizes(number, smoke: bool | None = None, mode: SizeMode | None = None,
@@ -103,7 +114,8 @@ def sizes(number, smoke: bool | None = None, mode: SizeMode | None = None,
     (GPU_COURSE_SMOKE=1, what CI sets), or the GPU check's (GPU_COURSE_SIZE=check);
     `smoke` or `mode` choose instead of the environment; `changes` override any size
     (`gc.sizes("03", epochs=5)`)."""
-    table = module_of(number).SIZES
+    module = module_of(number)
+    table = module.SIZES
     if mode is None:
         mode = size_mode() if smoke is None else SizeMode.SMOKE if smoke else SizeMode.FULL
     mode = SizeMode(mode)
@@ -111,7 +123,7 @@ def sizes(number, smoke: bool | None = None, mode: SizeMode | None = None,
         values = {**COMMON["full"], **table["full"], **table["check"]}
     else:
         values = {**COMMON[mode.value], **table[mode.value]}
-    return Sizes(values).replace(**changes)
+    return Sizes(values, module.OWN_SIZES).replace(**changes)
 
 
 def workers() -> int:

@@ -38,6 +38,8 @@ SIZES = {
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, ceiling_steps=100,
                   exercise_size=5_120),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("ceiling_steps", "exercise_model", "exercise_size")
 MIN_STEPS = diagnose.MIN_STEPS          # steady steps a run needs before it is ruled on
 ABOVE_CEILING = diagnose.ABOVE_CEILING  # a run above this share of a ceiling: one is mismeasured
 CEILING_FREE = ("mock", "epochs", "max_steps")  # what a ceiling changes by design

@@ -42,6 +42,8 @@ SIZES = {
     "check": dict(train_size=10_240, test_size=2_048, epochs=1, worker_counts=(1, 4),
                   knob_epochs=2, exercise_size=5_120),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("exercise_model", "exercise_size", "knob_epochs", "large_batch", "worker_counts")
 BATCH = 64          # the lesson's batch, the talk's: a sweep at a larger one is its slide's
 KNEE = 0.9          # the knee: the fewest workers within 10 % of the best samples/s
 KNOBS = ("pin_memory", "persistent_workers", "prefetch_factor")   # DataLoader's other knobs

@@ -31,6 +31,8 @@ SIZES = {
     # inductor and CUDA graphs as at full size: compiling dominates the check's time
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, exercise_size=5_120),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("compile_backend", "exercise_model", "exercise_size")
 
 
 def by_model(runs) -> dict:

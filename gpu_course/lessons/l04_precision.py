@@ -33,6 +33,8 @@ SIZES = {
                   exercise_size=192, exercise_batch=8),    # 22 steady steps: a noise verdict
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, exercise_size=15_360),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("exercise_batch", "exercise_size", "repeats", "torch_threads")
 DATA_BOUND = 0.5      # a float32 run that waits for data more than this share of its steady time
 SIXTEEN_BITS = ("float16", "bfloat16")
 VARIES = ("dtype", "channels_last")   # what the lesson changes between its variants

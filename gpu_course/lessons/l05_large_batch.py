@@ -42,6 +42,9 @@ SIZES = {
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, batches=(64, 256, 1280),
                   race_epochs=3, race_train_size=10_240, exercise_size=5_120),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("base_batch", "batches", "exercise_size", "large_warmup_epochs", "race_batch",
+             "race_epochs", "race_train_size", "torch_threads")
 TARGET = 0.9          # the race's target: this share of the best final accuracy
 DATA_BOUND = 0.5      # a run that waits for data more than this share of its steady time
 PER_LAYER = {"lars", "lamb"}   # optimizers that compute norms per layer every step

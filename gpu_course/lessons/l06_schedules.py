@@ -28,6 +28,8 @@ SIZES = {
                   lr_base_batch=32, num_workers=0, warmup_steps=2, torch_threads=1),
     "check": dict(train_size=10_240, test_size=2_048, epochs=4),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("torch_threads",)
 CONSTANT = "none"                                # lr_scheduler of the run the others are judged against
 SCHEDULE_FIELDS = ("lr_scheduler", "lr_steps", "lr_factor")   # what a schedule is made of
 

@@ -43,6 +43,10 @@ SIZES = {
                   cpu_exercise_size=192, cpu_exercise_batch=8),
     "check": dict(train_size=10_240, test_size=2_048, epochs=1, exercise_size=38_400),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("bench_iters", "bench_seconds", "bench_sizes", "bucket_batch", "bucket_steps",
+             "bucket_warmup", "buckets_mb", "cpu_exercise_batch", "cpu_exercise_size",
+             "cpu_test_size", "cpu_train_size", "exercise_batch", "exercise_size")
 PCT = "{:.3g}%"            # a percent column's cell in a sentence, as the table writes it
 MIN_TIMED_STEPS = 20      # fewer timed steps than this in a run: no verdict on it
 MIN_EFFICIENCY = 0.7      # the efficiency below which more devices "stop paying"

@@ -48,6 +48,10 @@ SIZES = {
     "check": dict(quick=True, ladder_train_size=10_240, ladder_test_size=2_048,
                   exercise_size=5_120),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("compile_backend", "exercise_batch", "exercise_epochs", "exercise_rungs",
+             "exercise_size", "exercise_torch_threads", "exercise_warmup_steps",
+             "ladder_rungs", "ladder_test_size", "ladder_train_size", "quick")
 TALK_COLUMN = "talk speed-up"
 # what a ladder trained on, in words, beside the talk's CIFAR-10 (a different data set)
 DATA_WORDS = {"synthetic": "the course's generated stand-in for CIFAR-10",

@@ -47,6 +47,9 @@ SIZES = {
     "check": dict(images=1000, train_size=800, test_size=200, epochs=1, exercise_size=800,
                   exercise_batch=32),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("ceiling_steps", "disk_test_mb", "exercise_batch", "exercise_size", "images",
+             "torch_threads")
 JPEGS_READ = 1000   # the data set's own files the disk test reads, at most
 ORDERS = tuple(SampleOrder)   # the orders the lesson reads the packed file in
 PAGE_CACHES = (PageCache.DROP, PageCache.KEEP)   # cold every epoch, then warm

@@ -31,6 +31,8 @@ SIZES = {
                   torch_threads=1),                        # the model's, beside one loader worker
     "check": dict(images=2000, train_size=1600, test_size=200, epochs=1, exercise_size=1600),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("ceiling_steps", "exercise_batch", "exercise_size", "images", "torch_threads")
 # the rungs of the diagnosis that a data format answers, and that format
 FORMAT_OF = {"pre-processing": "preresized", "packed format": "packed", "in memory": "memory"}
 RULE = "the lecture's rule (the I/O rate must exceed the training rate)"

@@ -30,6 +30,8 @@ SIZES = {
                   bench=dict(batch=32, steps=5), disk_mb=16, monitor_interval=0.1),
     "check": dict(train_size=2048),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("bench", "disk_mb")
 # Timed passes (or copies) a side before a verdict is said: with 5 a side, two ranges that
 # do not overlap arise by chance under 1 % of the time (2 / C(10, 5)); with 3, 10 %.
 MIN_PASSES = 5

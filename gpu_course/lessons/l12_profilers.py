@@ -31,6 +31,8 @@ SIZES = {
                   torch_threads=1),   # a thread a core collapses while other programs share CI's 2
     "check": dict(train_size=5_000),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("active", "ceiling_steps", "input_steps", "torch_threads", "wait", "warmup")
 NOT_INPUT_BOUND = "not input-bound"   # all the step timers can say against input-bound
 CEILINGS = {"loader": ("compute ceiling", "compute-bound"),    # mock="loader": one batch, forever
             "trainer": ("input ceiling", "input-bound")}       # mock="trainer": fetch and drop

@@ -47,6 +47,8 @@ SIZES = {
     # the GPU check (GPU_COURSE_SIZE=check): full settings, half the images
     "check": dict(train_size=3_200),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("passes", "repeats", "torch_threads", "trap_batch", "trap_steps")
 WITHOUT, WITH, EVENTS = "without a sync", "with a sync", "CUDA events"
 TIMERS = (WITHOUT, WITH, EVENTS)
 EACH_STEP, AT_THE_END = "each step", "at the end"   # the runs' notes: loss_read

@@ -38,6 +38,9 @@ SIZES = {
     # the GPU check (GPU_COURSE_SIZE=check): one network on the GPU, fewer requests and images
     "check": dict(gpu_models=("resnet20",), requests=100, images=640),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("batch", "exercise_model", "gpu_batch", "gpu_models", "images", "models",
+             "requests", "warmup")
 
 
 class Package(StrEnum):

@@ -49,6 +49,8 @@ SIZES = {
     # steps leave 31 steady ones, enough for diagnose to rule
     "check": dict(images=1000, train_size=800, test_size=200),
 }
+# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
+OWN_SIZES = ("cpu_network", "images", "network", "torch_threads")
 # what the job is, which the attendee keeps: its track, network and data, and the machine
 JOB = ("engine", "model", "dataset", "data_dir", "train_size", "test_size", "image_size",
        "augment", alike.Aspect.MACHINE.value)

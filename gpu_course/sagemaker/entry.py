@@ -398,8 +398,6 @@ def main(argv: list | None = None, env: dict | None = None) -> int:
         fail(f"engine={cfg.engine!r} as a parameter-server worker: only the Gluon track "
              "trains with MXNet's parameter_server option", env)
         return 2
-    if parameter_server and not cfg.kvstore.startswith("dist"):
-        cfg = cfg.replace(kvstore="dist_device_sync")  # 'dist_sync' where there is no GPU
     if len(all_hosts) > 1 and not (distributed or parameter_server):
         print(f"{this_host}: one of {len(all_hosts)} hosts but no distribution option "
               "(parameter_server for MXNet, torch_distributed for PyTorch), so this host "

@@ -167,8 +167,7 @@ race = cfg.replace(batch_size=SIZES.race_batch, epochs=SIZES.race_epochs, train_
 races = []
 for optimizer, lr in {"sgd": 0.1, "nag": 0.1, "lbsgd": 0.1, "dcasgd": 0.1, "signum": 0.003,
                       "ftml": 0.003, "lars": 5.0, "lamb": 0.01}.items():   # each at a rate that suits it
-    c = race.replace(name=f"optimizer={optimizer}", optimizer=optimizer, lr=lr,   # <- the optimizer
-                     momentum=0.0 if optimizer == "dcasgd" else race.momentum)
+    c = race.replace(name=f"optimizer={optimizer}", optimizer=optimizer, lr=lr)   # <- the optimizer
     try:
         races.append(gc.train(c, verbose=False))
     except Exception as err:   # a diverged or broken optimizer: its record says so, the race goes on

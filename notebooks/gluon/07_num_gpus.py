@@ -58,7 +58,7 @@ plan
 # %%
 devices = device_sets[plan.counts[-1]]
 cfg = gc.Experiment(name="num-gpus", graph="static", dtype="float16" if plan.on_gpu else "float32",
-                    kvstore="device", num_workers=loader_workers(1),   # one process drives every device
+                    num_workers=loader_workers(1),   # one process drives every device
                     lr_base_batch=128, lr_scheduler="cosine", **plan.train_sizes)
 train_set, _ = gc.load_datasets(cfg)
 batch_data, batch_label = next(iter(gluon.data.DataLoader(train_set, batch_size=cfg.batch_size * len(devices))))
@@ -110,10 +110,9 @@ print(*(f"{k}={v}" for k, v in dist.role_env("worker", 9000, workers=NODES, serv
 # the one-host run included, so the two runs compare.
 
 # %%
-ps_cfg = cfg.replace(kvstore="dist_device_sync" if plan.on_gpu else "dist_sync",   # <- through the servers
-                     num_gpus=plan.per_host if plan.on_gpu else 0, num_workers=loader_workers(NODES))
-ps_runs = [dist.launch_local(ps_cfg.replace(name=f"ps workers={n}"), workers=n, servers=n, threads=plan.threads)
-           for n in (1, NODES)]
+ps_cfg = cfg.replace(num_gpus=plan.per_host if plan.on_gpu else 0, num_workers=loader_workers(NODES))
+ps_runs = [dist.launch_local(ps_cfg.replace(name=f"ps workers={n}"), workers=n, servers=n,   # <- through the servers
+                             threads=plan.threads) for n in (1, NODES)]
 gc.show(ps_runs, lesson="07", chart=False)
 gc.conclude("07", ps_runs)
 gc.tables.show(lesson.ranks(ps_runs[-1]))   # each worker's own timings
@@ -185,7 +184,7 @@ plan = lesson.plan("gluon", gc.gpu_count(), usable_cores(), SIZES)
 context = mx.gpu if plan.on_gpu else mx.cpu
 few = plan.exercise_sizes    # the batch a step to split, the images
 ex = gc.Experiment(name="exercise", graph="static", dtype="float16" if plan.on_gpu else "float32",
-                   kvstore="device", num_workers=loader_workers(1), **few)
+                   num_workers=loader_workers(1), **few)
 k = 1                        # >>> devices to split the same batch over
 guess = None                 # >>> written before running: "faster", "slower" or "same" than one device
 tried = [gc.train(ex.replace(name=f"exercise: {n} device(s)", num_gpus=n, batch_size=few.batch_size // n),  # <- a share each

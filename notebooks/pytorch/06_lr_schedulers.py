@@ -71,7 +71,7 @@ torch.set_num_threads(SIZES.torch_threads or torch.get_num_threads())
 on_gpu = gc.gpu_count() > 0
 cfg = gc.Experiment(name="lr", pin_memory=on_gpu, persistent_workers=SIZES["num_workers"] > 0,
                     dtype="bfloat16" if on_gpu else "float32", channels_last=on_gpu,   # lesson 4
-                    warmup_epochs=1.0, lr_factor=0.5, **SIZES)
+                    warmup_epochs=1.0, **SIZES)
 milestones = {"step": (max(1, cfg.epochs // 4),),
               "multistep": tuple(sorted({max(1, round(cfg.epochs * f)) for f in (0.5, 0.75)}))}
 variants = {"constant": cfg.replace(lr_scheduler="none"),
@@ -136,7 +136,7 @@ gc.plots.curves(runs)
 # that did when yours was beaten. `gc.solution("06.1")` shows an answer, after you have tried.
 
 # %% tags=["exercise"]
-race_cfg = gc.Experiment(name="exercise", warmup_epochs=1.0, lr_factor=0.5, **SIZES)
+race_cfg = gc.Experiment(name="exercise", warmup_epochs=1.0, **SIZES)
 schedules = ["none"]         # >>> the constant rate "none", then the schedules that race it
 mine = [gc.train(race_cfg.replace(name=f"exercise: lr_scheduler={s}", lr_scheduler=s), verbose=False)   # <-
         for s in schedules]

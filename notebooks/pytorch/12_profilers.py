@@ -143,10 +143,7 @@ gc.conclude("12", hta=beside)   # the sentences, checked: gpu_course/lessons/l12
 # The same two traces, their kernels sorted by what they compute (from the kernel names:
 # cuDNN's convolutions, Inductor's fused BatchNorm/ReLU/add kernels, the optimizer's
 # multi-tensor kernels, the rest), in ms a step. Where the GPU works through the step, the
-# largest kind is what limits it now. On the tuned rung those are the convolutions, and
-# cuDNN runs the 16-channel stage's several times slower than their bytes allow
-# (`tools/conv_bench.py`): the reason the course writes its own (the kernel rung,
-# `tracks/torch/conv_kernels.py`), whose trace joins these where one is recorded.
+# largest kind is what limits it now. On the tuned rung those are the convolutions.
 
 # %%
 traces = lesson.reference_kernel_traces()

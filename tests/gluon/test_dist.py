@@ -16,7 +16,6 @@ def test_two_workers_one_server_end_with_identical_parameters(small_cfg, runs_di
     assert run.status == "finished" and len(list(runs_dir.iterdir())) == 1
     notes = run.meta["notes"]
     assert (notes["workers"], notes["servers"], notes["kvstore"]) == (2, 1, "dist_sync")
-    assert run.config["kvstore"] == "dist_sync"
     assert set(notes["exit_codes"].values()) == {0}  # scheduler and server ended too
     assert [r["rank"] for r in notes["ranks"]] == [0, 1]
     for r in notes["ranks"]:  # each worker: half of 256 images, 4 steps of 32
@@ -35,10 +34,10 @@ def test_two_workers_one_server_end_with_identical_parameters(small_cfg, runs_di
     assert stats and any((a[k] != b[k]).sum().asscalar() for k in stats)
 
 
-def test_a_dist_kvstore_outside_a_job_says_how_to_start_one(small_cfg, monkeypatch):
+def test_a_worker_outside_a_job_says_how_to_start_one(small_cfg, monkeypatch):
     monkeypatch.delenv("DMLC_ROLE", raising=False)
     with pytest.raises(ValueError, match="DMLC_ROLE=worker"):
-        gc.train(small_cfg.replace(kvstore="dist_sync"))
+        dist.train_worker(small_cfg)
 
 
 def test_role_environment_and_the_command_for_real_hosts():
@@ -48,8 +47,6 @@ def test_role_environment_and_the_command_for_real_hosts():
     assert "launch.py -n 2 -s 2 -H hosts --launcher ssh" in dist.commands(2, 2)
     with pytest.raises(ValueError, match="role"):
         dist.role_env("boss", 1, 1, 1)
-    with pytest.raises(ValueError, match="kvstore"):
-        gc.Experiment(engine="pytorch", kvstore="dist_sync")
 
 
 def test_push_pull_through_the_server_costs_more_for_larger_arrays():
@@ -63,7 +60,7 @@ def test_push_pull_through_the_server_costs_more_for_larger_arrays():
 
 def test_a_worker_without_a_scheduler_says_so_instead_of_waiting_forever(monkeypatch):
     from gpu_course.scale.localhosts import free_port
-    cfg = gc.Experiment(engine="gluon", kvstore="dist_sync", model="tiny", num_gpus=0)
+    cfg = gc.Experiment(engine="gluon", model="tiny", num_gpus=0)
     port = free_port()  # nothing listens there
     monkeypatch.setenv("DMLC_ROLE", "worker")
     for name, value in (("DMLC_PS_ROOT_URI", "127.0.0.1"), ("DMLC_PS_ROOT_PORT", str(port)),

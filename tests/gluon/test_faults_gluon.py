@@ -63,8 +63,11 @@ def test_a_corrupt_image_in_a_worker_is_named_at_once(tmp_path):
         gtrain.train(folder_cfg(root, num_workers=1, train_size=19, max_steps=None),
                      progress=False, verbose=False)
     assert time.monotonic() - start < 60  # not MXNet's 120 s timeout
-    run = gtrain.train(folder_cfg(root, num_workers=1, train_size=19, skip_corrupt=True,
-                                  max_steps=None, epochs=2), progress=False, verbose=False)
+    cfg = folder_cfg(root, num_workers=1, train_size=19, max_steps=None, epochs=2)
+    train_set, val_set = gtrain.load_datasets(cfg, skip_corrupt=True)
+    run = gtrain.train(cfg, train_iter=gdata.make_loader(train_set, cfg),
+                       val_iter=gdata.make_loader(val_set, cfg, train=False), progress=False,
+                       verbose=False)
     assert run.status == "finished"
     skipped = run.meta["notes"]["skipped"]  # the record says which and how often
     assert skipped["files"] == [str(bad)] and skipped["distinct"] == 1

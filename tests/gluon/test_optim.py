@@ -79,12 +79,12 @@ def test_warmup_rises_linearly_from_zero_to_the_scaled_lr():
 
 
 def test_step_schedules_change_at_the_epochs_asked_for():
-    factor = _schedule(gc.Experiment(lr=1.0, lr_scheduler="factor", lr_factor=0.5,
-                                     lr_steps=(1,), epochs=3))
+    factor = _schedule(gc.Experiment(lr=1.0, lr_scheduler="factor", lr_steps=(1,),
+                                     epochs=3))   # LR_FACTOR: the talk's 0.5
     assert factor[10] == 1.0 and factor[11] == 0.5 and factor[21] == 0.25
-    multi = _schedule(gc.Experiment(lr=1.0, lr_scheduler="multifactor", lr_factor=0.1,
-                                    lr_steps=(2,), epochs=3))
-    assert multi[20] == 1.0 and multi[21] == pytest.approx(0.1)
+    multi = _schedule(gc.Experiment(lr=1.0, lr_scheduler="multifactor", lr_steps=(2,),
+                                    epochs=3))
+    assert multi[20] == 1.0 and multi[21] == pytest.approx(0.5)
 
 
 def test_poly_decays_to_zero_and_none_is_constant():

@@ -40,3 +40,29 @@ def test_the_environment_chooses_the_size(monkeypatch):
     with pytest.raises(ValueError, match=r"GPU_COURSE_SIZE='medium' is not a size; allowed: "
                                          r"full, check, smoke"):
         size_mode()
+
+
+@pytest.mark.parametrize("number", NUMBERS)
+def test_each_lesson_declares_the_sizes_of_its_own_and_no_others(number):
+    """OWN_SIZES names exactly the lesson's sizes that are no Experiment field: one it
+    forgot would be refused below, one it no longer has is a stale declaration."""
+    module = lessons.module_of(number)
+    used = set().union(*(module.SIZES[mode] for mode in module.SIZES))
+    assert set(module.OWN_SIZES) == used - set(Experiment.__dataclass_fields__)
+
+
+def test_a_size_that_is_neither_a_field_nor_the_lesson_s_own_is_refused_by_name(monkeypatch):
+    """A typo (`epoch`) or a retired field in SIZES would otherwise be kept out of
+    `**SIZES` without a word, and the run would train with the default."""
+    module = lessons.module_of("03")
+    table = {**module.SIZES, "smoke": {**module.SIZES["smoke"], "epoch": 2, "momentum": 0.5}}
+    monkeypatch.setattr(module, "SIZES", table)
+    with pytest.raises(ValueError, match=r"size\(s\) epoch \(did you mean epochs\?\), momentum: "
+                                         r"neither an Experiment field nor one of the lesson's "
+                                         r"own sizes \(OWN_SIZES: compile_backend, "):
+        sizes("03", smoke=True)
+    monkeypatch.setattr(module, "SIZES", {**module.SIZES, "smoke": {"epochs": 2, "batches": 3}})
+    monkeypatch.setattr(module, "OWN_SIZES", ("batches",))
+    assert sizes("03", smoke=True) == {"dataset": "synthetic", "monitor_interval": 0.2,
+                                       "epochs": 2}
+    assert sizes("03", smoke=True).batches == 3

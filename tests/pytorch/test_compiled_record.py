@@ -28,10 +28,6 @@ def test_a_compiled_run_records_its_graphs_and_breaks(tmp_path, monkeypatch):
      "3 graphs, 2 breaks, 1 recompile"),
     ({"graphs": 2, "graph_breaks": 0, "recompiles": 0, "frames": 2, "mode": "reduce-overhead"},
      "2 graphs, 0 breaks, CUDA graphs"),
-    ({"graphs": 1, "graph_breaks": 0, "recompiles": 0, "frames": 1, "mode": "max-autotune"},
-     "1 graph, 0 breaks, autotuned, CUDA graphs"),
-    ({"graphs": 1, "graph_breaks": 0, "recompiles": 0, "frames": 1,
-      "mode": "max-autotune-no-cudagraphs"}, "1 graph, 0 breaks, autotuned"),
 ])
 def test_what_compiling_made_reads_in_words(made, text):
     class Run:
@@ -39,23 +35,13 @@ def test_what_compiling_made_reads_in_words(made, text):
     assert anatomy.compiled_text(Run()) == text
 
 
-def test_the_config_refuses_autotune_where_nothing_is_compiled():
-    from gpu_course.config import Experiment
-    with pytest.raises(ValueError, match="autotune=True needs a compiled network .*"
-                                         "here graph='eager'"):
-        Experiment(engine="pytorch", autotune=True)
-    with pytest.raises(ValueError, match="autotune=True has no effect with engine='gluon'"):
-        Experiment(engine="gluon", graph="hybrid", autotune=True)
-
-
-@pytest.mark.parametrize("cuda_graphs, mode", [(False, "max-autotune-no-cudagraphs"),
-                                               (True, "max-autotune")])
-def test_autotune_asks_inductor_for_its_kernel_search_and_graphs_only_where_asked(
-        monkeypatch, cuda_graphs, mode):
-    """On a GPU with inductor, autotune=True compiles with max_autotune and coordinate
-    descent; CUDA graphs of inductor's own only where the caller does not capture the whole
-    step (a graph nested in the step's capture would fail). torch.compile is stood in for:
-    what is asked of it is the behaviour here."""
+@pytest.mark.parametrize("cuda_graphs", [False, True])
+def test_a_static_graph_asks_for_cuda_graphs_only_where_the_caller_does_not_capture(
+        monkeypatch, cuda_graphs):
+    """On a GPU with inductor, graph='static' compiles with mode='reduce-overhead' (the
+    network's CUDA graphs), except where the caller captures the whole step itself (a
+    graph nested in the step's capture would fail). torch.compile is stood in for: what is
+    asked of it is the behaviour here."""
     from gpu_course.tracks.torch.train import compile_model
     monkeypatch.delenv("GPU_COURSE_COMPILE_BACKEND", raising=False)
     asked = {}
@@ -64,28 +50,10 @@ def test_autotune_asks_inductor_for_its_kernel_search_and_graphs_only_where_aske
         asked.update(kwargs)
         return torch.nn.Sequential(model)   # anything that can carry an attribute
     monkeypatch.setattr(torch, "compile", fake_compile)
-    cfg = gc.Experiment(engine="pytorch", graph="static", autotune=True)
+    cfg = gc.Experiment(engine="pytorch", graph="static")
     compiled = compile_model(torch.nn.Linear(2, 2), cfg, torch.device("cuda"),
-                                   cuda_graphs=cuda_graphs)
-    assert asked == {"backend": "inductor", "dynamic": False,
-                     "options": {"max_autotune": True, "coordinate_descent_tuning": True,
-                                 "triton.cudagraphs": cuda_graphs}}
-    assert compiled.course_compile_mode == mode
-    asked.clear()   # without autotune: the modes as before
-    compile_model(torch.nn.Linear(2, 2), cfg.replace(autotune=False),
-                  torch.device("cuda"), cuda_graphs=cuda_graphs)
+                             cuda_graphs=cuda_graphs)
     assert asked == ({"mode": "reduce-overhead", "dynamic": False} if cuda_graphs
                      else {"backend": "inductor", "dynamic": False})
-
-
-def test_autotune_on_the_cpu_compiles_without_the_search_and_the_record_says_so(tmp_path,
-                                                                                 monkeypatch):
-    monkeypatch.setenv("GPU_COURSE_COMPILE_BACKEND", "aot_eager")
-    cfg = gc.Experiment(name="autotuned", engine="pytorch", model="tiny", graph="hybrid",
-                        autotune=True, train_size=128, test_size=64, batch_size=32, epochs=1,
-                        warmup_steps=1, num_workers=0, monitor_interval=0.2)
-    run = gc.train(cfg, runs_dir=tmp_path, progress=False, verbose=False)
-    assert run.config["autotune"] is True   # asked; what ran is in the downgrades
-    assert [(d["field"], d["ran"]) for d in run.meta["downgrades"]] == [("autotune", False)]
-    assert run.meta["notes"]["compiled"]["mode"] == "default"
-    assert "autotuned" not in anatomy.compiled_text(run)
+    assert getattr(compiled, "course_compile_mode", "default") == \
+        ("reduce-overhead" if cuda_graphs else "default")

@@ -34,7 +34,7 @@ def many_classes(tmp_path, classes=12, per_class=4):
 def test_a_corrupt_image_in_a_worker_is_named_or_skipped_and_recorded(tmp_path):
     """A DataLoader worker's CorruptImage reaches the loop as PyTorch's RuntimeError
     text: it is named again as the Gluon track names it, and the run fails saying so;
-    with skip_corrupt the record says which file was left out."""
+    loaded with skip_corrupt the record says which file was left out."""
     from image_folders import make_folder, truncate
     from gpu_course.data.folder import CorruptImage
     root = make_folder(tmp_path, classes=2, per_class=12)
@@ -47,7 +47,10 @@ def test_a_corrupt_image_in_a_worker_is_named_or_skipped_and_recorded(tmp_path):
     assert err.value.path == bad and "Traceback" not in str(err.value)
     failed = records.load_runs()[0]
     assert failed.status == "failed" and str(bad) in failed.meta["error"]
-    run = gc.train(cfg.replace(skip_corrupt=True), progress=False, verbose=False)
+    train_set, val_set = gc.load_datasets(cfg, skip_corrupt=True)
+    run = gc.train(cfg, train_iter=gc.make_loader(train_set, cfg),
+                   val_iter=gc.make_loader(val_set, cfg, train=False), progress=False,
+                   verbose=False)
     assert run.status == "finished"
     skipped = run.meta["notes"]["skipped"]
     assert skipped["files"] == [str(bad)] and skipped["distinct"] == 1

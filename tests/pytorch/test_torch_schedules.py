@@ -26,14 +26,14 @@ def test_constant_and_warmup(cfg):
 
 def test_factor_is_steplr_counted_from_the_start(cfg):
     expected = [0.25, 0.5, 0.75, 1.0] + [0.5] * 4 + [0.25] * 4 + [0.125] * 4
-    assert curve(cfg, lr_scheduler="factor", lr_factor=0.5, warmup_epochs=1) == expected
+    assert curve(cfg, lr_scheduler="factor", warmup_epochs=1) == expected   # LR_FACTOR 0.5
     every_two = [1.0] * 8 + [0.5] * 8
-    assert curve(cfg, lr_scheduler="factor", lr_factor=0.5, lr_steps=(2,)) == every_two
+    assert curve(cfg, lr_scheduler="factor", lr_steps=(2,)) == every_two
     assert isinstance(gc.lr_scheduler(cfg.replace(lr_scheduler="factor"), STEPS), sched.StepLR)
 
 
 def test_multifactor_is_multisteplr(cfg):
-    expected = [1.0] * 8 + [0.1] * 4 + [0.01] * 4
+    expected = [1.0] * 8 + [0.5] * 4 + [0.25] * 4   # LR_FACTOR: the talk's 0.5
     assert curve(cfg, lr_scheduler="multifactor", lr_steps=(2, 3)) == expected
     scheduler = gc.lr_scheduler(cfg.replace(lr_scheduler="multifactor", lr_steps=(2, 3)), STEPS)
     assert isinstance(scheduler, sched.MultiStepLR)

@@ -190,7 +190,8 @@ def test_the_tiny_cnn_learns_the_generated_data():
     what one CPU's arithmetic moves against another's (an image or two)."""
     cfg = gc.Experiment(name="learns", engine="pytorch", model="tiny", train_size=3000,
                         test_size=500, batch_size=32, epochs=2, num_workers=0, num_gpus=0,
-                        optimizer="adam", lr=0.003, wd=0, augment="none", warmup_steps=2)
+                        optimizer="adam", lr=0.003, optimizer_params={"wd": 0}, augment="none",
+                        warmup_steps=2)
     run = gc.train(cfg, progress=False, verbose=False)
     assert not noise.at_chance(run), run.epochs["val_acc"].tolist()
     loss = run.epochs["loss"].tolist()

@@ -10,10 +10,12 @@ from .data import Augment, image_dataset, make_loader
 from .io_data import io_datasets, order_sampler
 
 
-def load_datasets(cfg: Experiment):
-    """(train_dataset, val_dataset) for cfg.dataset, augmented as cfg.augment says."""
+def load_datasets(cfg: Experiment, skip_corrupt: bool = False):
+    """(train_dataset, val_dataset) for cfg.dataset, augmented as cfg.augment says.
+    skip_corrupt: an image folder's unreadable images are left out (counted, and named
+    in the run's record)."""
     if cfg.dataset == "folder":  # a Caltech-256-style image folder: see io_data
-        return _ours(*io_datasets(cfg, cfg.data_format))
+        return _ours(*io_datasets(cfg, cfg.data_format, skip_corrupt=skip_corrupt))
     arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
                               test_size=cfg.test_size, seed=cfg.seed)
     size = arrays.train_x.shape[1]

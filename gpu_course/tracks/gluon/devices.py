@@ -19,9 +19,6 @@ FLOAT16_ON_CPU = ("dtype='float16' needs a GPU: MXNet has no float16 convolution
 BFLOAT16_ON_GPU = ("dtype='bfloat16' needs a CPU: MXNet 1.9 computes bfloat16 only in its CPU "
                    "(oneDNN) operators, so this run trains in float32; float16 is its GPU's "
                    "16-bit type.")
-NCCL_ON_CPU = "kvstore='nccl' needs GPUs: gradients are summed with 'device'."
-DIST_DEVICE_ON_CPU = ("kvstore='dist_device_sync' sums a host's GPUs on a GPU; on the CPU it is "
-                      "'dist_sync'.")
 
 
 def gpu_count() -> int:
@@ -76,8 +73,7 @@ def bfloat16_refused(devices) -> str | None:
 def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
     """The config that can really run on `devices`, and a notice when it had to change:
     on the CPU float16 falls back to float32 (on a GPU bfloat16 does, and on a CPU without
-    AVX-512: `cpu.Capability.MXNET_BFLOAT16`), kvstore 'nccl' to 'device' and
-    'dist_device_sync' to 'dist_sync'; num_gpus follows the devices given."""
+    AVX-512: `cpu.Capability.MXNET_BFLOAT16`); num_gpus follows the devices given."""
     notices = []
     if len(devices) != max(cfg.num_gpus, 1):
         cfg = cfg.replace(num_gpus=len(devices))
@@ -89,10 +85,4 @@ def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
         if why:
             cfg = cfg.replace(dtype="float32")
             notices.append(why)
-    if cfg.kvstore == "nccl" and not on_gpu(devices):
-        cfg = cfg.replace(kvstore="device")
-        notices.append(NCCL_ON_CPU)
-    if cfg.kvstore == "dist_device_sync" and not on_gpu(devices):
-        cfg = cfg.replace(kvstore="dist_sync")
-        notices.append(DIST_DEVICE_ON_CPU)
     return cfg, " ".join(notices) or None

@@ -54,7 +54,7 @@ from ...scale.localhosts import LocalJob, child_env, free_port, wait_all
 from ...measure.records import runs_root, load_run, update_meta
 from .data import make_loader
 from .datasets import load_datasets
-from .devices import effective_config, gpu_count, try_devices
+from .devices import effective_config, gpu_count, on_gpu, try_devices
 from .models import get_model, prepare
 from .optim import optimizer_params
 from .loop import evaluate, split
@@ -110,13 +110,15 @@ def train_worker(cfg: Experiment, runs_dir=None, verbose: bool = True, on_epoch=
     params_file/timings_file: where to write this worker's final weights and epoch
     timings (a "{rank}" in the name becomes the worker's rank)."""
     if os.environ.get("DMLC_ROLE") != "worker":
-        raise ValueError(f"kvstore={cfg.kvstore!r} trains in a parameter-server job: run "
-                         "this as a worker (DMLC_ROLE=worker ...), e.g. with "
+        raise ValueError("train_worker trains one worker of a parameter-server job: run "
+                         "it as a worker (DMLC_ROLE=worker ...), e.g. with "
                          "gpu_course.tracks.gluon.dist.launch_local or MXNet's tools/launch.py")
     wait_for_scheduler(os.environ)
     devices, notice = try_devices(cfg.num_gpus)
     cfg, changed = effective_config(cfg.replace(engine="gluon"), devices)
-    kv = mx.kv.create(cfg.kvstore)  # joins the job: waits until every role has started
+    # joins the job (waits until every role has started); dist_device_sync first sums a
+    # host's GPUs on a GPU
+    kv = mx.kv.create("dist_device_sync" if on_gpu(devices) else "dist_sync")
     rank, workers = kv.rank, kv.num_workers
     servers = int(os.environ.get("DMLC_NUM_SERVER", 0))
     random.seed(cfg.seed)
@@ -202,8 +204,6 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1,
     cores ÷ workers)."""
     if workers < 1 or servers < 1:
         raise ValueError(f"workers={workers!r} and servers={servers!r} must be >= 1")
-    if not cfg.kvstore.startswith("dist"):
-        cfg = cfg.replace(kvstore="dist_sync")
     verbose = job.verbose
     runs_dir = runs_root(job.runs_dir).resolve()
     port = free_port()

@@ -47,7 +47,7 @@ class SourceDataset(Dataset):
 
 
 def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
-                skip_corrupt: bool | None = None, progress: bool = True):
+                skip_corrupt: bool = False, progress: bool = True):
     """(train_dataset, val_dataset) over cfg's image folder at cfg.image_size, the
     training set delivered as `kind` says (see the module docstring), augmented as
     cfg.augment says. Pre-processed copies are made on first use (in parallel, with
@@ -55,8 +55,6 @@ def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
     `train_dataset.skipped.count`: unreadable samples skipped (skip_corrupt=True)."""
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r} is not allowed; allowed: {', '.join(KINDS)}")
-    if skip_corrupt is None:  # the Experiment's own setting
-        skip_corrupt = cfg.skip_corrupt
     size = cfg.image_size
     train_index, val_index = folder_split(cfg, root)
     common = dict(cache_dir=cache_dir, progress=progress, skip_corrupt=skip_corrupt)

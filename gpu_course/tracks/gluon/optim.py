@@ -8,7 +8,7 @@ from __future__ import annotations
 import mxnet as mx
 from mxnet import gluon
 
-from ...config import Experiment
+from ...config import LR_FACTOR, Experiment
 
 # optimizers whose constructor takes a momentum. DCASGD has one too, but MXNet 1.9.1's
 # DCASGD.update tests `if mom:` on an NDArray, which fails for any momentum > 0.
@@ -19,7 +19,7 @@ def lr_scheduler(cfg: Experiment, steps_per_epoch: int):
     """The mx.lr_scheduler for cfg.lr_scheduler, starting from cfg.scaled_lr, with a
     linear warm-up from 0 over cfg.warmup_epochs; None for a constant rate.
 
-    factor: lr *= lr_factor every lr_steps[0] epochs (default 1); multifactor: at each
+    factor: lr *= LR_FACTOR every lr_steps[0] epochs (default 1); multifactor: at each
     epoch in lr_steps; poly (power 2) and cosine: down to 0 at the end of the run.
     A scheduler keeps state: build a fresh one for each run or plot.
     """
@@ -37,10 +37,10 @@ def lr_scheduler(cfg: Experiment, steps_per_epoch: int):
     if kind == "factor":
         every = cfg.lr_steps[0] if cfg.lr_steps else 1
         return mx.lr_scheduler.FactorScheduler(
-            step=max(1, int(round(every * steps_per_epoch))), factor=cfg.lr_factor, **warmup)
+            step=max(1, int(round(every * steps_per_epoch))), factor=LR_FACTOR, **warmup)
     if kind == "multifactor":
         steps = sorted({max(1, int(round(e * steps_per_epoch))) for e in cfg.lr_steps})
-        return mx.lr_scheduler.MultiFactorScheduler(step=steps, factor=cfg.lr_factor, **warmup)
+        return mx.lr_scheduler.MultiFactorScheduler(step=steps, factor=LR_FACTOR, **warmup)
     if kind in ("poly", "cosine"):
         max_update = max(total, warmup["warmup_steps"] + 1)
         if kind == "poly":
@@ -79,10 +79,12 @@ def optimizer_params(cfg: Experiment, steps_per_epoch: int) -> dict:
 
 
 def make_trainer(net, cfg: Experiment, steps_per_epoch: int) -> gluon.Trainer:
-    """gluon.Trainer over net's parameters with cfg's optimizer and kvstore."""
+    """gluon.Trainer over net's parameters with cfg's optimizer; its kvstore 'device'
+    sums the gradients of several devices on one of them (a parameter-server job's
+    workers make their own: `dist.train_worker`)."""
     try:
         return gluon.Trainer(net.collect_params(), cfg.optimizer,
-                             optimizer_params(cfg, steps_per_epoch), kvstore=cfg.kvstore)
+                             optimizer_params(cfg, steps_per_epoch), kvstore="device")
     except TypeError as err:  # an optimizer_params key this optimizer does not take
         raise ValueError(f"optimizer_params={cfg.optimizer_params!r} do not fit "
                          f"optimizer={cfg.optimizer!r}: {err}") from None

@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import os
 import random
 import re
 
@@ -19,15 +20,15 @@ from ...measure.records import OutOfMemory
 from .data import end_workers, make_loader
 from .datasets import load_datasets
 from .io_data import order_sampler
-from .devices import (FLOAT16_ON_CPU, bfloat16_refused, NCCL_ON_CPU, check_threads,
-                      effective_config, try_devices)
+from .devices import (FLOAT16_ON_CPU, bfloat16_refused, check_threads, effective_config,
+                      try_devices)
 from .loop import fit
 from .models import get_model, prepare, to_bfloat16
 from .optim import make_trainer
 from .record import record
 
 MiB = 2**20
-WHY = {"dtype": FLOAT16_ON_CPU, "kvstore": NCCL_ON_CPU}
+WHY = {"dtype": FLOAT16_ON_CPU}
 
 
 def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=None):
@@ -87,7 +88,7 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
     show one change in plain Gluon code; the rest is built from `cfg`. The record says
     what really ran: what it was handed, and e.g. float32 when float16 was asked for on
     a CPU (with the request beside it)."""
-    if cfg.kvstore.startswith("dist"):  # this process is one worker of a multi-host job
+    if os.environ.get("DMLC_ROLE") == "worker":  # one worker of a parameter-server job
         from .dist import train_worker
         return train_worker(cfg, runs_dir=runs_dir, verbose=verbose, on_epoch=on_epoch)
     parts = build(cfg, devices, net, train_iter, val_iter)

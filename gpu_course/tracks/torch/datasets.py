@@ -13,11 +13,13 @@ from .data import ImageDataset, make_loader
 from .io_data import io_datasets, order_sampler
 
 
-def load_datasets(cfg: Experiment) -> tuple[ImageDataset, ImageDataset]:
+def load_datasets(cfg: Experiment, skip_corrupt: bool = False
+                  ) -> tuple[ImageDataset, ImageDataset]:
     """(train_dataset, val_dataset) for cfg.dataset; training images augmented as
-    cfg.augment says, validation images only normalised."""
+    cfg.augment says, validation images only normalised. skip_corrupt: an image folder's
+    unreadable images are left out (counted, and named in the run's record)."""
     if cfg.dataset == "folder":  # a Caltech-256-style image folder: see io_data
-        return _ours(*io_datasets(cfg, cfg.data_format))
+        return _ours(*io_datasets(cfg, cfg.data_format, skip_corrupt=skip_corrupt))
     arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
                               test_size=cfg.test_size, seed=cfg.seed)
     return _ours(ImageDataset(arrays.train_x, arrays.train_y, cfg.augment, cfg.seed),

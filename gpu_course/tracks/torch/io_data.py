@@ -61,7 +61,7 @@ class SourceDataset(ImageDataset):
 
 
 def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
-                skip_corrupt: bool | None = None, progress: bool = True):
+                skip_corrupt: bool = False, progress: bool = True):
     """(train_dataset, val_dataset) over cfg's image folder at cfg.image_size, the
     training set delivered as `kind` says (see the module docstring; "gpu" has no
     Dataset: use io_loaders), augmented as cfg.augment says. Pre-processed copies are
@@ -72,8 +72,6 @@ def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
         allowed = [k for k in KINDS if k != "gpu"]
         raise ValueError(f"kind={kind!r} is not allowed here; allowed: {', '.join(allowed)} "
                          "(kind='gpu' gives loaders: io_loaders(cfg, 'gpu'))")
-    if skip_corrupt is None:  # the Experiment's own setting
-        skip_corrupt = cfg.skip_corrupt
     size = cfg.image_size
     train_index, val_index = folder_split(cfg, root)
     common = dict(cache_dir=cache_dir, progress=progress, skip_corrupt=skip_corrupt)

@@ -51,12 +51,11 @@ class Precision:
 
 def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, dtype: str = "float32",
         mock: str = "none", scheduler=None, model: nn.Module | None = None,
-        channels_last: bool = False, world_size: int = 1, evaluate=None) -> None:
+        channels_last: bool = False, world_size: int = 1) -> None:
     """Train for rec's epochs. `model` is what runs the forward pass (net compiled or
     wrapped in DistributedDataParallel; default net). mock="loader": one batch served
     again and again (compute ceiling); "trainer": batches fetched and dropped (input
-    ceiling). evaluate: the end-of-epoch validation, a callable returning the accuracy
-    (default: `evaluate` over val_iter, eagerly)."""
+    ceiling)."""
     device = torch.device(devices[0] if isinstance(devices, (list, tuple)) else devices)
     model = model if model is not None else net
     precision = Precision(dtype, device)
@@ -88,7 +87,7 @@ def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, dtype: st
             rec.step(n * world_size, loss_sum=(loss.detach(), n), correct=out.argmax(dim=1) == y)
         sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else None
         rec.end_epoch(sync=sync, lr=optimizer.param_groups[0]["lr"],
-                      evaluate=None if mock != "none" else evaluate or _validation(
+                      evaluate=None if mock != "none" else _validation(
                           net, val_iter, device, dtype, channels_last, world_size))
 
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 import torch
 from torch.optim import lr_scheduler as sched
 
-from ...config import Experiment
+from ...config import LR_FACTOR, Experiment
 from .lars import LARS
 from .signum import Signum
 
 
 def make_optimizer(net: torch.nn.Module, cfg: Experiment) -> torch.optim.Optimizer:
     """cfg.optimizer over net's parameters, at cfg.scaled_lr with cfg.wd and cfg.momentum;
-    the pairs in cfg.optimizer_params are passed on (e.g. (("eta", 0.02),) for LARS)."""
+    the other pairs in cfg.optimizer_params are passed on (e.g. (("eta", 0.02),) for LARS)."""
     params = [p for p in net.parameters() if p.requires_grad]
-    extra = dict(cfg.optimizer_params)
+    extra = {k: v for k, v in cfg.optimizer_params if k not in ("momentum", "wd")}
     lr, wd, momentum = cfg.scaled_lr, cfg.wd, cfg.momentum
     make = {
         "sgd": lambda: torch.optim.SGD(params, lr, momentum=momentum, weight_decay=wd, **extra),
@@ -47,7 +47,7 @@ def lr_scheduler(cfg: Experiment, steps_per_epoch: int, optimizer=None):
     linear warm-up over cfg.warmup_epochs; call `.step()` after every optimizer step.
 
     Without an optimizer it drives a throwaway one (to plot the curve: see `lr_curve`).
-    factor: lr *= lr_factor every lr_steps[0] epochs (default 1); multifactor: at each
+    factor: lr *= LR_FACTOR every lr_steps[0] epochs (default 1); multifactor: at each
     epoch in lr_steps (both counted from the start of the run, as in MXNet); poly and
     cosine: from the end of the warm-up down to 0 at the end of the run; onecycle:
     PyTorch's one-cycle policy with cfg.scaled_lr as the peak.
@@ -71,10 +71,10 @@ def lr_scheduler(cfg: Experiment, steps_per_epoch: int, optimizer=None):
     if kind == "factor":
         every = cfg.lr_steps[0] if cfg.lr_steps else 1
         main = sched.StepLR(optimizer, step_size=max(1, round(every * steps_per_epoch)),
-                            gamma=cfg.lr_factor)
+                            gamma=LR_FACTOR)
     elif kind == "multifactor":
         milestones = sorted({max(1, round(e * steps_per_epoch)) for e in cfg.lr_steps})
-        main = sched.MultiStepLR(optimizer, milestones=milestones, gamma=cfg.lr_factor)
+        main = sched.MultiStepLR(optimizer, milestones=milestones, gamma=LR_FACTOR)
     elif kind == "none":
         main = sched.ConstantLR(optimizer, factor=1.0, total_iters=0)
     else:

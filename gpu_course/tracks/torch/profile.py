@@ -25,8 +25,6 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from ...analyse import profiling
-from ...config import Convolutions
-from .conv_kernels import use_conv_kernels
 from .devices import try_devices
 from .models import get_model
 from .optim import make_optimizer
@@ -49,8 +47,6 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
     loss_fn = nn.CrossEntropyLoss()
     if cfg.channels_last:
         net = net.to(memory_format=torch.channels_last)
-    if cfg.convolutions == Convolutions.TRITON:   # the kernel rung's, as the run takes them
-        use_conv_kernels(net)
     train_iter, _ = build_loaders(cfg, device)
     cuda = device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])

@@ -103,10 +103,7 @@ class StaticStep:
         self.plan = torch.zeros(5, steps, self.batch_size, dtype=torch.int64, device=device)
         self.totals = torch.zeros(2, dtype=torch.float64, device=device)  # loss sum, correct
         self.calls = self.epoch_calls = 0  # steps run in the run, in this epoch
-        self.group = cfg.graph_steps   # steps one launch runs, where a whole group fits
-        self.launches = 0              # launches: graph replays, or eager runs of steps
-        self._pending = 0              # calls whose step an earlier launch already ran
-        self.graph = self.group_graph = None   # one step; `group` steps
+        self.graph = None
         self.setup_s = None  # seconds of the first steps: compilation (and capture)
         self._t0 = None
         self._side = torch.cuda.Stream(device) if self.use_graph else None
@@ -152,62 +149,34 @@ class StaticStep:
         self.epoch_calls = 0
 
     def step(self) -> None:
-        """One training step: eager during warm-up, then one graph replay on a GPU. With
-        cfg.graph_steps = k > 1, a call that starts a group of k steps inside the epoch runs
-        them all in one launch (one replay of a graph that recorded k steps) and the next
-        k - 1 calls launch nothing; an epoch's last steps that no whole group fits run one
-        a launch."""
+        """One training step: eager during warm-up, then one graph replay on a GPU."""
         self.calls += 1
         self.epoch_calls += 1
-        if self._pending:   # this step was launched with the group before it
-            self._pending -= 1
-            return
-        n = self._steps_here()
-        self._pending = n - 1
-        self.launches += 1
         if self.graph is not None:
-            (self.group_graph if n > 1 else self.graph).replay()  # n steps: one launch
+            self.graph.replay()  # the whole step: one launch
             return
         if self._t0 is None:
             self._t0 = time.perf_counter()
         if self.use_graph and self.calls > WARMUP_STEPS:
             self.capture()
-            (self.group_graph if n > 1 else self.graph).replay()
+            self.graph.replay()
         else:
             with side_stream(self._side, self.device):
-                for _ in range(n):
-                    self.optimizer.zero_grad(set_to_none=True)
-                    self.step_fn()
+                self.optimizer.zero_grad(set_to_none=True)
+                self.step_fn()
         if self.calls == WARMUP_STEPS + 1:  # compiled (and captured) by now
             if self.use_graph:
                 torch.cuda.synchronize(self.device)  # once: so setup_s is real
             self.setup_s = time.perf_counter() - self._t0
             self.freeze_garbage()
 
-    def _steps_here(self) -> int:
-        """Steps the launch at this call runs: a group after the warm-up where a whole one
-        fits in the epoch, else one."""
-        fits = self.epoch_calls - 1 + self.group <= self.steps
-        return self.group if self.calls > WARMUP_STEPS and fits else 1
-
     def capture(self) -> None:
-        """Record step_fn as a CUDA graph, and `group` steps of it as another when
-        graph_steps > 1 (recording runs nothing; `replay()` runs it). Each graph keeps its
-        own memory pool: they replay in no fixed order."""
+        """Record step_fn as a CUDA graph (recording runs nothing; `replay()` runs it)."""
         torch.cuda.synchronize(self.device)
-        self.graph = self._record(1)
-        if self.group > 1:
-            self.group_graph = self._record(self.group)
-
-    def _record(self, steps: int) -> "torch.cuda.CUDAGraph":
-        graph = torch.cuda.CUDAGraph()
+        self.graph = torch.cuda.CUDAGraph()
         self.optimizer.zero_grad(set_to_none=True)  # backward allocates the grads in the graph's pool
-        with torch.cuda.graph(graph):
-            for i in range(steps):
-                if i:   # the grads of the step before go back to the pool, for this one's
-                    self.optimizer.zero_grad(set_to_none=True)
-                self.step_fn()
-        return graph
+        with torch.cuda.graph(self.graph):
+            self.step_fn()
 
     def freeze_garbage(self) -> None:
         """Compilation leaves ~1e5 Python objects behind; a full collection over them
@@ -263,8 +232,7 @@ def run_epochs(h, stepper: StaticStep, evaluate=None) -> None:
                           f"{stepper.calls} steps (left out of samples/s)")
                     if h.record is not None:
                         h.record.note(setup_s=round(stepper.setup_s, 3),
-                                      cuda_graph=stepper.graph is not None,
-                                      graph_steps=stepper.group)
+                                      cuda_graph=stepper.graph is not None)
 
             stepper.plan_ahead(epoch + 1)   # the host's part, while the GPU trains
             totals = {}

@@ -16,23 +16,20 @@ from ...data.folder import CorruptImage
 from ...env.cores import check_loader_workers
 from ...measure import provenance
 from ...measure.guards import Terminated, stop_asked
-from ...config import Convolutions, Experiment, Graph
+from ...config import Experiment, Graph
 from .data import make_loader
 from .datasets import load_datasets
 from .io_data import order_sampler
 from .devices import out_of_memory, try_devices
-from .gpu_loader import GpuLoader, gpu_loaders
+from .gpu_loader import gpu_loaders
 from .loop import Precision, evaluate
 from .loop import fit as fit_epochs
-from .conv_kernels import use_conv_kernels
-from .conv_kernels import available as conv_kernels_available
 from .models import get_model
 from .optim import lr_scheduler, make_optimizer
 from .compiling import COMPILE_BACKEND_ENV, compile_backend  # noqa: F401  (re-exported)
 from . import compiling
 from .record import record
 from . import static_step
-from .static_eval import StaticEval
 
 FLOAT16_ON_CPU = ("dtype='float16' on the CPU: PyTorch has no fast float16 convolutions "
                   "on the CPU, so this run uses bfloat16 autocast, the CPU's 16-bit type.")
@@ -42,17 +39,6 @@ STATIC_ON_CPU = ("graph='static' means CUDA graphs (the whole step as one graph 
 STATIC_RAN_ON_CPU = "compiled, no CUDA graphs"
 DATA_ON_CPU = ("data_on_gpu=True with no GPU: the data set and its augmentation are held "
                "in CPU memory (the same code path, without the GPU).")
-TRITON_ON_CPU = ("convolutions='triton' with no GPU: the kernel rung's Triton kernels need "
-                 "one (or TRITON_INTERPRET=1, for their tests), so F.conv2d computes the "
-                 "convolutions, as with 'cudnn'.")
-EVAL_ON_CPU = ("graphed_eval=True with no GPU: the validation pass runs eagerly, the same "
-               "function a CUDA graph would record.")
-AUTOTUNE_NOT_HERE = ("autotune=True: inductor times its candidate kernels on a GPU; here "
-                     "(no GPU, or a backend other than inductor) the network compiles "
-                     "without that search.")
-# inductor's kernel search: what mode="max-autotune" turns on, given as options so that
-# its CUDA graphs can be left off where the caller captures the whole step itself
-AUTOTUNE = {"max_autotune": True, "coordinate_descent_tuning": True}
 WHY = {"dtype": FLOAT16_ON_CPU}
 
 
@@ -113,16 +99,7 @@ def what_changed(requested: Experiment, ran: Experiment, device: torch.device) -
                                                STATIC_ON_CPU))
     if ran.data_on_gpu and device.type != "cuda":
         changed.append(provenance.not_as_asked("data_on_gpu", True, "CPU memory", DATA_ON_CPU))
-    if ran.graphed_eval and device.type != "cuda":
-        changed.append(provenance.not_as_asked("graphed_eval", True, "eager", EVAL_ON_CPU))
-    if ran.autotune and not autotunes(device):
-        changed.append(provenance.not_as_asked("autotune", True, False, AUTOTUNE_NOT_HERE))
     return changed
-
-
-def autotunes(device: torch.device) -> bool:
-    """Whether autotune=True's kernel search runs here: inductor, on a GPU."""
-    return device.type == "cuda" and compile_backend() == "inductor"
 
 
 def build(cfg: Experiment, device=None):
@@ -137,18 +114,9 @@ def build(cfg: Experiment, device=None):
     net = get_model(ran).to(device)
     if ran.channels_last:
         net = net.to(memory_format=torch.channels_last)
-    if ran.convolutions == Convolutions.TRITON:
-        use_conv_kernels(net)
     train_iter, val_iter = build_loaders(ran, device)
     return provenance.Parts(net, train_iter, val_iter, make_optimizer(net, ran), [device], ran,
                             here.downgrades, here.notice)
-
-
-def conv_kernels_ran(device: torch.device) -> str:
-    """What computed the switched convolutions: 'triton' or 'F.conv2d' (and why)."""
-    if device.type == "cuda" and conv_kernels_available():
-        return "triton"
-    return "F.conv2d (no GPU)" if device.type != "cuda" else "F.conv2d (Triton not installed)"
 
 
 def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment, str | None]:
@@ -161,12 +129,6 @@ def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment,
         notices.append(STATIC_ON_CPU)
     if device.type == "cpu" and cfg.data_on_gpu:
         notices.append(DATA_ON_CPU)
-    if device.type == "cpu" and cfg.convolutions == Convolutions.TRITON:
-        notices.append(TRITON_ON_CPU)
-    if device.type == "cpu" and cfg.graphed_eval:
-        notices.append(EVAL_ON_CPU)
-    if cfg.autotune and not autotunes(device):
-        notices.append(AUTOTUNE_NOT_HERE)
     return cfg, " ".join(notices) or None
 
 
@@ -189,8 +151,7 @@ def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
     """torch.compile for graph="hybrid" (PyTorch's hybridize: trace, fuse, generate
     kernels), with CUDA graphs for "static" (mode="reduce-overhead": the model's
     forward and backward replayed by one launch each; cuda_graphs=False when the caller
-    captures the whole step itself, see static_step). cfg.autotune adds inductor's
-    kernel search (AUTOTUNE) on a GPU, with those graphs or without. The backend comes from
+    captures the whole step itself, see static_step). The backend comes from
     $GPU_COURSE_COMPILE_BACKEND (default "inductor"; "aot_eager" compiles in seconds
     instead of minutes on a CPU).
 
@@ -205,11 +166,6 @@ def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
     backend = compile_backend()
     graphs = backend == "inductor" and cfg.graph == "static" and device.type == "cuda" \
         and cuda_graphs
-    if cfg.autotune and autotunes(device):   # mode= and options= exclude each other
-        compiled = torch.compile(model, backend=backend, dynamic=False,
-                                 options={**AUTOTUNE, "triton.cudagraphs": graphs})
-        compiled.course_compile_mode = "max-autotune" if graphs else "max-autotune-no-cudagraphs"
-        return compiled
     if graphs:
         compiled = torch.compile(model, mode="reduce-overhead", dynamic=False)
         compiled.course_compile_mode = "reduce-overhead"   # the record says graphs replayed
@@ -231,7 +187,6 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
     net = net.to(device)
     if cfg.channels_last:  # NHWC: the layout tensor-core convolutions read directly
         net = net.to(memory_format=torch.channels_last)
-    kernels = use_conv_kernels(net) if cfg.convolutions == Convolutions.TRITON else 0
     steps = _length(train_iter, cfg)
     optimizer = make_optimizer(net, cfg)
     scheduler = lr_scheduler(cfg, min(steps, cfg.max_steps or steps), optimizer)
@@ -245,12 +200,7 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
             model = nn.parallel.DistributedDataParallel(
                 net, device_ids=[device] if device.type == "cuda" else None,
                 broadcast_buffers=False, gradient_as_bucket_view=True)
-    why_not = static_step.applies(cfg, train_iter, optimizer, world_size)
-    whole_step = why_not is None
-    if cfg.graph_steps > 1 and not whole_step:   # asked of a step this run does not capture
-        downgrades = [*(downgrades or []), provenance.not_as_asked(
-            "graph_steps", cfg.graph_steps, 1, f"graph_steps={cfg.graph_steps} groups the "
-            f"steps of the whole step's CUDA graph, which this run does not take: {why_not}.")]
+    whole_step = static_step.applies(cfg, train_iter, optimizer, world_size) is None
     model = compile_model(model, cfg, device, cuda_graphs=not whole_step)
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True  # time cuDNN's algorithms in the first steps
@@ -263,9 +213,6 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
             if rec.record is not None:
                 if devices:
                     rec.record.note(devices=devices)
-                if cfg.convolutions == Convolutions.TRITON:   # what the switch took
-                    rec.record.note(conv_kernels={"changed": kernels,
-                                                  "ran": conv_kernels_ran(device)})
                 if on_record is not None:
                     on_record(rec.record.path)
             oom = None
@@ -274,18 +221,16 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
                     # GradScaler skips the first steps while it finds its scale; PyTorch then
                     # warns that the scheduler stepped before the optimizer. Expected here.
                     warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step")
-                    evaluator = graphed_eval(cfg, net, val_iter, device, world_size, rec)
                     if whole_step:  # the tuned rung: the whole step as one CUDA graph
                         stepper = static_step.StaticStep(
                             model, optimizer, train_iter, cfg, min(steps, cfg.max_steps or steps),
                             Precision(cfg.dtype, device).amp_dtype)
-                        static_step.run_epochs(rec, stepper, evaluator or (lambda: evaluate(
-                            net, val_iter, [device], cfg.dtype, cfg.channels_last)))
+                        static_step.run_epochs(rec, stepper, lambda: evaluate(
+                            net, val_iter, [device], cfg.dtype, cfg.channels_last))
                     else:
                         fit_epochs(rec, net, optimizer, train_iter, val_iter, [device], cfg.dtype,
                                    cfg.mock, scheduler=scheduler, model=model,
-                                   channels_last=cfg.channels_last, world_size=world_size,
-                                   evaluate=evaluator)
+                                   channels_last=cfg.channels_last, world_size=world_size)
             except torch.cuda.OutOfMemoryError as err:
                 oom = out_of_memory(err, cfg.batch_size, device)
             except RuntimeError as err:  # PyTorch passes a worker's error on as text
@@ -302,30 +247,6 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
             if oom is not None:
                 raise oom  # outside `except`, so the failed step's tensors can be freed
     return rec.run
-
-
-def graphed_eval(cfg: Experiment, net: nn.Module, val_iter, device: torch.device,
-                 world_size: int, rec):
-    """cfg.graphed_eval's evaluation (`StaticEval.evaluate`), noted in the record, or None
-    (then the eager `loop.evaluate` runs): a validation pass on the device, in one process."""
-    if not cfg.graphed_eval:
-        return None
-    why = None if world_size == 1 else "DistributedDataParallel (rank 0 evaluates alone)"
-    if why is None and not isinstance(val_iter, GpuLoader):
-        why = "the validation batches do not come from a GpuLoader"
-    if why is not None:
-        if rec.record is not None:
-            rec.record.note(graphed_eval={"graph": False, "why": why})
-        return None
-    evaluator = StaticEval(net, val_iter, Precision(cfg.dtype, device).amp_dtype)
-
-    def evaluate_and_note() -> float:
-        acc = evaluator.evaluate()
-        if rec.record is not None and evaluator.calls <= 2:   # eager, then captured
-            rec.record.note(graphed_eval={"graph": evaluator.graph is not None,
-                                          "why": None if evaluator.use_graph else "no GPU"})
-        return acc
-    return evaluate_and_note
 
 
 @contextlib.contextmanager

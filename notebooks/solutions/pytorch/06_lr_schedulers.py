@@ -3,7 +3,7 @@ and, after `# %% check`, its check cell. `gc.solution("06.1")` prints one; the t
 each in the notebook's place."""
 
 # %% exercise 06.1
-race_cfg = gc.Experiment(name="exercise", warmup_epochs=1.0, lr_factor=0.5, **SIZES)
+race_cfg = gc.Experiment(name="exercise", warmup_epochs=1.0, **SIZES)
 schedules = ["none", "cosine", "poly"]   # >>> the constant rate, then two schedules that decay it
 mine = [gc.train(race_cfg.replace(name=f"exercise: lr_scheduler={s}", lr_scheduler=s), verbose=False)   # <-
         for s in schedules]
