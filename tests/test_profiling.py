@@ -91,7 +91,6 @@ KERNEL_NAMES = {   # real names from the H200 reference's traces, and the course
     "convolutions (cuDNN)": ["sm90_xmma_wgrad_indexed_implicit_gemm_bf16bf16_bf16f32_f32",
                              "void cudnn::engines_precompiled::nchwToNhwcKernel<float>",
                              "void wgrad_alg0_engine<float, 128, 5, 5, 3, 3, 3, false, 512>"],
-    "convolutions (the course's Triton kernels)": ["_conv3x3", "_wgrad3x3"],
     "fused by Inductor (BatchNorm, ReLU, adds)": [
         "triton_red_fused__native_batch_norm_legit_functional_add_native_batch_norm_backward"],
     "BatchNorm (cuDNN)": ["void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128>"],

@@ -245,14 +245,12 @@ def split_table(split: dict) -> pd.DataFrame:
     return table
 
 
-# What a kernel computes, from its name (first match wins): the course's own Triton
-# convolutions (the kernel rung, in the git history); Inductor's fused Triton kernels
+# What a kernel computes, from its name (first match wins): Inductor's fused Triton kernels
 # (BatchNorm, ReLU, residual adds: triton_poi/red/per_fused_...); cuDNN's BatchNorm (an
 # eager step's); cuDNN's convolutions (implicit GEMM, Winograd and the rest: forward, data and weight
 # gradients, with their layout, padding and workspace kernels); the optimizer's
 # multi-tensor kernels; and the rest (copies, indexing, elementwise).
 KERNEL_KINDS = (
-    ("convolutions (the course's Triton kernels)", re.compile(r"^_(conv|wgrad)3x3")),
     ("fused by Inductor (BatchNorm, ReLU, adds)", re.compile(r"^triton_")),
     ("BatchNorm (cuDNN)", re.compile(r"bn_fw|bn_bw|batch_norm")),
     ("convolutions (cuDNN)", re.compile(r"fprop|dgrad|wgrad|implicit_gemm|implicit_convolve"

@@ -338,10 +338,7 @@ def _known(*values) -> bool:
     return all(v is not None and not math.isnan(v) for v in values)
 
 
-# -- what the GPU's time is spent on (the tuned rung, and the kernel rung) ------------------
-KERNELS_AFTER = "tuned, Triton convolutions"   # the kernel rung's trace, where one is recorded
-
-
+# -- what the GPU's time is spent on, by kind of kernel ---------------------------------------
 def kernel_table(traces: dict) -> pd.DataFrame:
     """One row a kind of kernel (`profiling.kernel_kinds`), a column pair a trace: its ms
     of kernel time a step and its percentage of the trace's kernel time; then every
@@ -366,24 +363,20 @@ ALL_CONVOLUTIONS, ALL_KERNELS = "all convolutions", "all kernels"
 
 
 def reference_kernel_traces() -> dict:
-    """The H200 reference's GPU traces: the naive rung's, the tuned rung's, and the kernel
-    rung's where `tools.reference --parts profiles` recorded it (profile-tuned-triton)."""
-    from ..analyse.holistic import REFERENCE, REFERENCE_TRACES
-    after = REFERENCE / "profile-tuned-triton" / "trace.json.gz"
-    return {**REFERENCE_TRACES, **({KERNELS_AFTER: after} if after.exists() else {})}
+    """The H200 reference's GPU traces: the naive rung's and the tuned rung's."""
+    from ..analyse.holistic import REFERENCE_TRACES
+    return dict(REFERENCE_TRACES)
 
 
-NO_KERNEL_RUNG = (f"No trace of the kernel rung ('{KERNELS_AFTER}') is recorded beside these yet. "
-                  "`gpu-course profile --engine pytorch` on a GPU records a trace of your own run "
-                  "(profile/trace.json.gz in its folder) to read the same way.")
+YOUR_TRACE = ("`gpu-course profile --engine pytorch` on a GPU records a trace of your own run "
+              "(profile/trace.json.gz in its folder) to read the same way.")
 
 
 def kernel_closing(traces: dict) -> Closing:
     """Where the GPU's time goes in each trace, by kind of kernel (`kernel_table`, which
     `gc.show(lesson="12", kernels=traces)` shows), and what that says: the largest kind,
     and how much of the step faster kernels and fewer launches could each remove at most
-    (the GPU's busy share of the trace); with the kernel rung's trace beside the tuned
-    rung's, what its kernels changed."""
+    (the GPU's busy share of the trace)."""
     from ..analyse import profiling
     frame = kernel_table(traces)
     say = Closing(frame, key="kind")
@@ -401,13 +394,5 @@ def kernel_closing(traces: dict) -> Closing:
             f"of the span of its trace: faster kernels can shorten that step by at most that "
             f"share, and fewer launches (closing the idle gaps) by at most the rest "
             f"({say.quote('its trace', 1 - busy, '{:.0%}')}).")
-    if KERNELS_AFTER in names and names.index(KERNELS_AFTER) > 0:
-        before = names[names.index(KERNELS_AFTER) - 1]
-        b, a = f"{before}: ms a step", f"{KERNELS_AFTER}: ms a step"
-        say(f"With the kernel rung's Triton convolutions ('{KERNELS_AFTER}'), every "
-            f"convolution of a step takes {say.cell(convs, a, '{:.2f}')} ms against "
-            f"{say.cell(convs, b, '{:.2f}')} ms in '{before}', and all its kernels "
-            f"{say.cell(total, a, '{:.2f}')} ms against {say.cell(total, b, '{:.2f}')} ms.")
-    elif len(names) == 1 or KERNELS_AFTER not in names:
-        say(NO_KERNEL_RUNG)
+    say(YOUR_TRACE)
     return say
