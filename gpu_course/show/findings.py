@@ -8,13 +8,14 @@ number printed is cited by construction (`closing.Closing` checks it once more).
 
 What the engine does for every lesson, the same way:
 - groups the runs: repeats share a name; `group_by` keeps, say, each network's runs apart,
-  each group judged against its own baseline;
+  each group judged against its own baseline (or, `chain`, each run against the one before;
+  `pairs`, two variants that differ in one setting against each other);
 - tells asked from ran (`metrics.ran_as`): a setting that did not run as asked is said,
   and a variant that then ran as its baseline did is two identical jobs, never the change;
 - refuses a verdict across runs that differ in more than the comparison names (the
   machine's load among them: `noise.compare`), and on too few steady steps;
 - maps the verdict to an `Outcome` against what the lesson expects where the runs ran
-  (a GPU or a CPU) and says that outcome's paragraph once;
+  (a GPU or a CPU) and says that outcome's paragraph once; the same for accuracy (`Gain`);
 - adds the generic caveats once: a baseline that waited for its data, accuracy at
   chance, no GPU; and the talk's figures beside the runs, naming their source.
 """
