@@ -45,7 +45,7 @@ def asked(run, field: str):
     return change[0] if change else (run.config or {}).get(field)
 
 
-AT_CHANCE = ("Every accuracy here is within noise of chance: no precision is credited or "
+AT_CHANCE = ("Both accuracies are within noise of chance: neither precision is credited or "
              "blamed for one. Train at full size to see what 16 bits do to it.")
 THIS_CPU = ("This is the CPU's own verdict, not a GPU's: a CPU with instructions for bfloat16 "
             "computes in it faster than in float32; one without converts each operator to "

@@ -88,8 +88,8 @@ def lr_used(run) -> float:
 
 
 # -- what each experiment compares, and what its outcomes mean ---------------------------------
-AT_CHANCE = ("Every accuracy here is within noise of chance: no change is credited or blamed "
-             "for one at this size; run at full size for the attribution.")
+AT_CHANCE = ("Both accuracies are within noise of chance: the change is neither credited nor "
+             "blamed for one at this size; run at full size for the attribution.")
 LOAD = ("this machine's load changed between the runs (one run's steady steps understate "
         "run-to-run noise).")
 BATCH = Compare(
@@ -197,12 +197,12 @@ RACE = Lesson(
                               "of it after these epochs.",
                 Outcome.OPPOSITE: "An optimizer ended below SGD beyond noise: its rate may not "
                                   "suit this batch (adaptive methods want much smaller ones).",
-                Outcome.CANNOT_JUDGE: "Every accuracy here is within noise of chance: reaching "
-                                      "the target says nothing and no optimizer is named first; "
+                Outcome.CANNOT_JUDGE: "Both accuracies are within noise of chance: reaching the "
+                                      "target says nothing of them and neither is named ahead; "
                                       "run at full size for the race."}),),
     columns={"time_to_target_s": "Seconds of training until the validation accuracy first "
                                  "reached the target, a share of the best final one (TARGET; "
-                                 "nan: never)"},
+                                 "–: never)"},
 )
 LESSONS = {Part.SWEEP: SWEEP, Part.CHANGES: CHANGES, Part.RACE: RACE}
 

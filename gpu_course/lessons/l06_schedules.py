@@ -47,8 +47,8 @@ ONE_SCHEDULE = dict(
             Outcome.OPPOSITE: "A schedule lost accuracy against the constant rate beyond noise: "
                               "it lowered the rate before the network had learned enough at the "
                               "high one.",
-            Outcome.CANNOT_JUDGE: "Every run is within noise of chance: no schedule is named best "
-                                  "at this size; train more epochs."})
+            Outcome.CANNOT_JUDGE: "A schedule and the constant rate both within noise of chance: "
+                                  "neither is named best at this size; train more epochs."})
 LESSON = Lesson(
     compares=(Compare(varies=SCHEDULE_FIELDS + ("warmup_epochs",), **ONE_SCHEDULE),),
     baseline={"lr_scheduler": CONSTANT},
