@@ -2,22 +2,23 @@
 `torch.autocast` + `GradScaler`, bfloat16, channels_last and TF32 (PyTorch).
 
 Each precision is trained `repeats` times, interleaved, and every variant is judged
-against float32 over those repeats. What a variant is comes from its record, not its
-name: the dtype it asked for and the dtype that ran (`metrics.ran_as`: float16 runs as
-float32 on a Gluon CPU and as bfloat16 on a PyTorch one), its layout, whether TF32 ran
-and whether the optimizer kept a float32 master copy. A dtype that did not run is never
-credited with a speed-up or an accuracy.
+against float32 over those repeats (`LESSON`). What a variant is comes from its record,
+not its name: the dtype it asked for and the dtype that ran (float16 runs as float32 on a
+Gluon CPU and as bfloat16 on a PyTorch one), its layout, whether TF32 ran and whether the
+optimizer kept a float32 master copy. A dtype that did not run is never credited with a
+speed-up or an accuracy: the engine says what ran instead.
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from ..analyse import metrics, noise
+from ..analyse import alike, metrics
 from ..env import cpu
 from ..show import report
 from ..show.closing import Closing
+from ..show.findings import (Compare, Expect, Gain, Lesson, Outcome, Quote, Requires, Where,
+                             judge)
 from . import talk, workers
-from .l05_large_batch import config_changes
 
 SIZES = {
     "full": dict(model="resnet20", train_size=50_000, test_size=10_000, epochs=3, warmup_steps=10,
@@ -35,17 +36,9 @@ SIZES = {
 }
 # the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("exercise_batch", "exercise_size", "repeats", "torch_threads")
-DATA_BOUND = 0.5      # a float32 run that waits for data more than this share of its steady time
 SIXTEEN_BITS = ("float16", "bfloat16")
-VARIES = ("dtype", "channels_last")   # what the lesson changes between its variants
-
-
-def groups(runs) -> dict:
-    """The runs by name (the repeats of one variant), in order of first appearance."""
-    out: dict = {}
-    for run in runs:
-        out.setdefault(run.name, []).append(run)
-    return out
+TF32 = "tf32.convolutions"                     # what ran: float32 convolutions in TF32
+MASTER_COPY = "optimizer.multi_precision"      # what ran: float32 master weights (Gluon)
 
 
 def asked(run, field: str):
@@ -54,33 +47,82 @@ def asked(run, field: str):
     return change[0] if change else (run.config or {}).get(field)
 
 
-def tf32_on(run) -> bool:
-    """Whether the run's float32 convolutions ran in TF32 (its record says so)."""
-    return bool(((run.meta.get("ran") or {}).get("tf32") or {}).get("convolutions"))
-
-
-def master_copy(run):
-    """Whether the optimizer kept float32 master weights (Gluon's multi_precision, as the
-    record read it from the Trainer); None where the record does not say."""
-    return ((run.meta.get("ran") or {}).get("optimizer") or {}).get("multi_precision")
-
-
-def baseline(runs) -> str:
-    """The name of the float32 variant the others are judged against: asked and ran
-    float32, without TF32."""
-    for name, rs in groups(runs).items():
-        if asked(rs[-1], "dtype") == "float32" and rs[-1].config.get("dtype") == "float32" \
-                and not tf32_on(rs[-1]):
-            return name
-    raise ValueError(f"no variant asked for and ran float32 without TF32; the variants: "
-                     f"{list(groups(runs))}")
+AT_CHANCE = ("Both accuracies are within noise of chance: neither precision is credited or "
+             "blamed for one. Train at full size to see what 16 bits do to it.")
+THIS_CPU = ("This is the CPU's own verdict, not a GPU's: a CPU with instructions for bfloat16 "
+            "computes in it faster than in float32; one without converts each operator to "
+            "float32 and back, and pays for it.")
+LESSON = Lesson(
+    compares=(
+        Compare(varies=("channels_last",), gpu=Expect.FASTER, cpu=Expect.SAME,
+                means={Outcome.EXPECTED: {Where.GPU: "Tensor cores read channels_last (NHWC) "
+                                                     "directly; in NCHW each 16-bit convolution "
+                                                     "first transposes its input."},
+                       Outcome.NONE: "The layout made no difference beyond noise here: the "
+                                     "step's time is not in the convolutions' transposes.",
+                       Outcome.OPPOSITE: {Where.GPU: "The layout slowed the step: check that "
+                                                     "the weights and every batch are "
+                                                     "channels_last, or each layer converts.",
+                                          Where.CPU: "The layout changed this CPU's speed: its "
+                                                     "convolution library prefers one layout "
+                                                     "and copies the other into it."}}),
+        Compare(varies=(TF32,), gpu=Expect.FASTER,
+                means={Outcome.EXPECTED: "TF32 runs float32's convolutions on tensor cores with "
+                                         "a shorter mantissa: float32's code, much of 16 bits' "
+                                         "speed.",
+                       Outcome.NONE: "TF32 made no difference beyond noise: the step's time is "
+                                     "not in its float32 convolutions (see what held it back)."}),
+        Compare(varies=(MASTER_COPY,), gpu=Expect.SAME, cpu=Expect.SAME, gains=Gain.HIGHER,
+                means={},
+                gained={Outcome.EXPECTED: "The float32 master copy kept the small updates that "
+                                          "float16 weights round away: that is the accuracy it "
+                                          "keeps.",
+                        Outcome.NONE: "The master copy's accuracy is within noise here: the "
+                                      "updates float16 rounds away add up over longer training.",
+                        Outcome.CANNOT_JUDGE: AT_CHANCE}),
+        Compare(varies=("dtype", "channels_last", MASTER_COPY), gpu=Expect.FASTER,
+                cpu=Expect.SAME, gains=Gain.SAME,
+                means={Outcome.EXPECTED: {Where.GPU: "Tensor cores multiply 16-bit numbers "
+                                                     "several times faster than float32 ones, "
+                                                     "and half the bytes cross memory."},
+                       Outcome.NONE: {Where.GPU: "No difference beyond noise: the step's time "
+                                                 "is elsewhere (its input, or kernels too small "
+                                                 "to keep tensor cores busy: a larger batch)."},
+                       Outcome.OPPOSITE: {Where.GPU: "A slow-down: check that the GPU has tensor "
+                                                     "cores (Volta or newer, bfloat16 from "
+                                                     "Ampere) and that the input pipeline keeps "
+                                                     "up (lessons 02 and 09).",
+                                          Where.CPU: THIS_CPU}},
+                gained={Outcome.OPPOSITE: "16 bits cost accuracy here beyond noise: float16 "
+                                          "without loss scaling loses its smallest gradients "
+                                          "(the first cell), and without a master copy rounds "
+                                          "small updates away.",
+                        Outcome.CANNOT_JUDGE: AT_CHANCE}),
+    ),
+    baseline={"dtype": "float32"},
+    ran=(TF32, MASTER_COPY),
+    pairs=("channels_last", MASTER_COPY),
+    requires=(Requires(cpu.Capability.BFLOAT16_INSTRUCTIONS, "dtype", ("bfloat16",),
+                       has="This CPU has instructions for bfloat16, so it can pay here:",
+                       lacks="This CPU has no instructions for bfloat16, so expect it to cost "
+                             "here, not to pay:"),),
+    cpu={"pytorch": "No GPU here: TF32 needs an Ampere or newer GPU, and what tensor cores add "
+                    "to 16 bits needs one to show; the talk's figures below are a GPU's.",
+         "gluon": "No GPU here: float16's speed-up and the master copy's accuracy need a GPU "
+                  "with tensor cores (Volta and newer); the talk's figures below are one's."},
+    quotes=(Quote("float16", talk.FLOAT16_SAMPLES_PER_SEC, "{:,} samples/s"),
+            Quote("float32", talk.FLOAT32_SAMPLES_PER_SEC, "{:,}"),
+            Quote("a speed-up of", talk.FLOAT16_SAMPLES_PER_SEC / talk.FLOAT32_SAMPLES_PER_SEC,
+                  "×{:.1f}")),
+    hardware=talk.HARDWARE,
+)
 
 
 def table(runs) -> pd.DataFrame:
     """Every run (each repeat a row) with the dtype that ran and what it changed from the
-    float32 baseline, as its record says."""
+    first float32 run, as its record says."""
     runs = list(runs)
-    base = groups(runs)[baseline(runs)][-1]
+    base = next((r for r in runs if alike.value(r, "dtype") == "float32"), runs[0])
     frame = report.ladder_table(runs)
     report.put(frame, 1, "dtype", [r.config.get("dtype") for r in runs])
     frame.insert(2, "differs_from_float32", [_differs(base, r) for r in runs])
@@ -88,115 +130,21 @@ def table(runs) -> pd.DataFrame:
 
 
 def conclude(runs) -> Closing:
+    """Each precision's repeats against float32's, in speed and accuracy (`LESSON`)."""
     runs = list(runs)
-    say = Closing(table(runs), runs, varies=VARIES)
-    gs = groups(runs)
-    base_name = baseline(runs)
-    base = gs[base_name]
-    track = metrics.engine(runs[0])
-    gpu = any(metrics.on_gpu(r) for r in runs)
-    speeds = {}
-    for name, rs in gs.items():
-        if name == base_name:
-            continue
-        last = rs[-1]
-        want, ran = asked(last, "dtype"), last.config.get("dtype")
-        verdict = speeds[name] = say.compare(base, rs)
-        if want == ran:
-            say(f"{metrics.label(last)!r} against {base_name!r}: {verdict}.")
-            continue
-        why = metrics.ran_as(last)["dtype"][2]
-        say(f"{name!r} asked for {want} and ran {ran}." + (f" The record says why: {why}" if why else ""))
-        if ran == base[-1].config.get("dtype"):
-            say(f"{name!r} against {base_name!r}: {verdict}; both ran {ran}, two identical jobs, so "
-                + ("the difference is this machine's speed changing between the runs, not "
-                   f"{want}'s: {len(rs)} repeats could not bound it." if verdict.is_effect else
-                   "it is within their noise, as it should be."))
-        else:
-            say(f"{name!r} against {base_name!r}: {verdict}: a {ran} result, not {want}'s.")
-    for a, b in _layout_pairs(gs):
-        say(f"channels_last against NCHW, both {gs[b][-1].config.get('dtype')}: "
-            f"{say.compare(gs[a], gs[b])}.")
-    if track == "pytorch":
-        on = [name for name, rs in gs.items() if tf32_on(rs[-1])]
-        say("TF32 for float32 convolutions: " + (
-            (f"on in {', '.join(map(repr, on))}, off in {base_name!r}." if on else
-             f"off in every run ({base_name!r} is plain float32).") if gpu else
-            "not applicable here (no CUDA device; TF32 needs an Ampere or newer GPU)."))
-    ran16 = {name: v for name, v in speeds.items()
-             if gs[name][-1].config.get("dtype") in SIXTEEN_BITS and asked(gs[name][-1], "dtype")
-             == gs[name][-1].config.get("dtype")}
-    if metrics.data_wait_share(base[-1]) > DATA_BOUND:
-        say(f"The float32 run waited for data {say.cell(base[-1], 'data_wait_share')} of its steady "
-            "time: a faster step cannot show until the input pipeline keeps up (lessons 2 and 9).")
-    quote = (f"the talk's float16 on {talk.HARDWARE} ran at "
-             f"{say.quote(talk.SOURCE, talk.FLOAT16_SAMPLES_PER_SEC, '{:,} samples/s')} against "
-             f"{say.quote(talk.SOURCE, talk.FLOAT32_SAMPLES_PER_SEC, '{:,}')} in float32 "
-             f"({say.quote(talk.SOURCE, talk.FLOAT16_SAMPLES_PER_SEC / talk.FLOAT32_SAMPLES_PER_SEC, '×{:.1f}')})")
-    if gpu:
-        faster = [name for name, v in ran16.items() if v.kind == noise.Kind.FASTER]
-        slower = [name for name, v in ran16.items() if v.kind == noise.Kind.SLOWER]
-        if faster:
-            say(f"Faster than float32 beyond noise on this GPU: {', '.join(map(repr, faster))}; {quote}.")
-        if slower:
-            say(f"{', '.join(map(repr, slower))} was a slow-down here: check that the GPU has tensor "
-                "cores (V100 or newer; bfloat16 from Ampere) and that the input pipeline keeps "
-                "up (lessons 2 and 9).")
-        if not faster and not slower and ran16:
-            say(f"No 16-bit variant differs from float32 beyond noise here; {quote}.")
-    elif track == "gluon":
-        say(f"No GPU here: float16's speed-up and the master copy's accuracy need one (tensor "
-            f"cores: V100 and newer); {quote}.")
-    else:
-        faster = [_called(gs[name][-1]) for name, v in speeds.items() if v.kind == noise.Kind.FASTER]
-        say("No GPU here: the verdicts above are this CPU's own ("
-            + (f"{_listed(faster)} faster than float32 here" if faster else
-               "no 16-bit variant faster than float32 beyond noise")
-            + f"). What tensor cores add needs a GPU to show: {quote}.")
-        flags = (base[-1].meta.get("hardware") or {}).get("cpu_features")
-        if flags is not None and any(gs[n][-1].config.get("dtype") == "bfloat16" for n in ran16):
-            has = cpu.supports(cpu.Capability.BFLOAT16_INSTRUCTIONS, flags)
-            say(("This CPU has instructions for bfloat16, so it can pay here: " if has else
-                 "This CPU has no instructions for bfloat16, so expect it to cost here, not to "
-                 "pay: ") + has.why + ".")
-    for rs in gs.values():
-        say(say.chance(rs[-1]))
-    bare = [n for n, rs in gs.items() if master_copy(rs[-1]) is False and n in ran16]
-    kept = [n for n, rs in gs.items() if master_copy(rs[-1]) and n in ran16]
-    if bare and kept:
-        say(f"The master copy's worth: {kept[0]!r} against {bare[0]!r}: "
-            f"{say.accuracy(gs[bare[0]][-1], gs[kept[0]][-1])[1]}.")
-    for name in ran16:
-        if master_copy(gs[name][-1]) is False:
-            continue
-        say(f"{name!r} against {base_name!r} in accuracy: "
-            f"{say.accuracy(base[-1], gs[name][-1])[1]}.")
-    return say
-
-
-def _listed(items) -> str:
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
-def _called(run) -> str:
-    """The variant's name, with the dtype that ran where it is not the one asked for."""
-    want, ran = asked(run, "dtype"), run.config.get("dtype")
-    return f"{run.name!r}" + (f" (ran {ran})" if want != ran else "")
-
-
-def _layout_pairs(gs) -> list:
-    """(NCHW variant, channels_last variant) pairs that differ in the layout alone."""
-    names = list(gs)
-    return [(a, b) for a in names for b in names
-            if set(config_changes(gs[a][-1], gs[b][-1])) == {"channels_last"}
-            and asked(gs[a][-1], "dtype") == asked(gs[b][-1], "dtype")
-            and gs[b][-1].config.get("channels_last")]
+    return judge(LESSON, runs, table(runs) if runs else None)
 
 
 def _differs(base, run) -> str:
-    changes = [f"{k} {a} → {b}" for k, (a, b) in config_changes(base, run).items()]
-    if tf32_on(run) != tf32_on(base):
-        changes.append("TF32 convolutions")
-    if master_copy(run) is not None and master_copy(run) != master_copy(base):
-        changes.append("no master copy" if master_copy(run) is False else "a master copy")
+    changes = [f"{k} {a} → {b}" for k, (a, b) in alike.settings(base, run).items()]
+    names = {TF32: "TF32 convolutions", MASTER_COPY: "master copy"}
+    changes += [f"{names[k]} {_ran(base, k)} → {_ran(run, k)}" for k in names
+                if _ran(run, k) is not None and _ran(run, k) != _ran(base, k)]
     return "; ".join(changes) or "–"
+
+
+def _ran(run, name: str):
+    value = run.meta.get("ran") or {}
+    for part in name.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value

@@ -1,21 +1,19 @@
 """Lesson 06: learning-rate schedules on the large-batch job of lesson 05.
 
-The same job is trained once with a constant rate and once per schedule; each schedule's
-accuracy is judged against the constant rate's (binomial noise on the validation
-images), and its speed too (a schedule is one number per update: it should cost
-nothing). The constant run is found by its config (`lr_scheduler="none"`), a winner by
-the accuracy verdict's value, and a run that differs from the constant one in more than
-its schedule (one-cycle brings its own warm-up) says so.
+The same job is trained once with a constant rate and once per schedule; each schedule is
+judged against the constant rate (`LESSON`): its accuracy against binomial noise on the
+validation images, and its speed too (a schedule is one number per update: it should cost
+nothing). The constant run is found by its config (`lr_scheduler="none"`).
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from ..analyse import metrics, noise
+from ..analyse import alike
 from ..show import report
 from ..show.closing import Closing
+from ..show.findings import Compare, Expect, Gain, Lesson, Note, Outcome, judge
 from . import workers
-from .l05_large_batch import config_changes
 
 SIZES = {
     "full": dict(model="resnet20", train_size=50_000, test_size=10_000, epochs=12,
@@ -34,6 +32,34 @@ CONSTANT = "none"                                # lr_scheduler of the run the o
 SCHEDULE_FIELDS = ("lr_scheduler", "lr_steps", "lr_factor")   # what a schedule is made of
 
 
+ONE_SCHEDULE = dict(
+    gpu=Expect.SAME, cpu=Expect.SAME, gains=Gain.HIGHER,
+    means={Outcome.EXPECTED: "No schedule changed the speed beyond noise: a schedule changes "
+                             "where training goes, not how fast each step runs.",
+           Outcome.OPPOSITE: "A schedule cannot cost speed, being one number per update: a "
+                             "difference beyond the steady steps' spread is this machine's load "
+                             "changing between the runs (one run's steady steps understate "
+                             "run-to-run noise)."},
+    gained={Outcome.EXPECTED: "A schedule beat the constant rate beyond noise: its smaller last "
+                              "steps settle the weights where a constant rate keeps jumping "
+                              "around a minimum.",
+            Outcome.NONE: "A schedule within noise of the constant rate is not credited with "
+                          "accuracy after these epochs; more epochs or validation images narrow "
+                          "the noise.",
+            Outcome.OPPOSITE: "A schedule lost accuracy against the constant rate beyond noise: "
+                              "it lowered the rate before the network had learned enough at the "
+                              "high one.",
+            Outcome.CANNOT_JUDGE: "A schedule and the constant rate both within noise of chance: "
+                                  "neither is named best at this size; train more epochs."})
+LESSON = Lesson(
+    compares=(Compare(varies=SCHEDULE_FIELDS + ("warmup_epochs",), **ONE_SCHEDULE),),
+    baseline={"lr_scheduler": CONSTANT},
+    notes=(Note("lr_scheduler", ("onecycle",),
+                "One-cycle brings its own warm-up in place of the constant run's: its verdicts "
+                "are the schedule's and that warm-up's together."),),
+)
+
+
 def constant_run(runs):
     """The run with no schedule (`lr_scheduler="none"`): the base of every comparison."""
     found = [r for r in runs if (r.config.get("lr_scheduler") or CONSTANT) == CONSTANT]
@@ -41,13 +67,6 @@ def constant_run(runs):
         raise ValueError(f"no run has lr_scheduler={CONSTANT!r}; the runs' schedules: "
                          f"{[r.config.get('lr_scheduler') for r in runs]}")
     return found[0]
-
-
-def called(run) -> str:
-    """The run by what ran, with its schedule where the name does not say it."""
-    schedule = run.config.get("lr_scheduler") or CONSTANT
-    label = metrics.label(run)
-    return label if run.name == f"lr_scheduler={schedule}" else f"{label} ({schedule})"
 
 
 def table(runs) -> pd.DataFrame:
@@ -58,44 +77,11 @@ def table(runs) -> pd.DataFrame:
     frame = report.ladder_table(runs, baseline=runs.index(base))
     report.put(frame, 1, "lr_scheduler", [r.config.get("lr_scheduler") or CONSTANT for r in runs])
     frame.insert(2, "differs_besides_the_schedule",
-                 [", ".join(config_changes(base, r, SCHEDULE_FIELDS)) or "–" for r in runs])
+                 [", ".join(alike.settings(base, r, SCHEDULE_FIELDS)) or "–" for r in runs])
     return frame
 
 
 def conclude(runs) -> Closing:
+    """Each schedule against the constant rate, in accuracy and speed (`LESSON`)."""
     runs = list(runs)
-    constant = constant_run(runs)
-    say = Closing(table(runs), runs, varies=SCHEDULE_FIELDS + ("warmup_epochs",))
-    epochs = constant.config.get("epochs")
-    others = [r for r in runs if r is not constant]
-    verdicts = {}
-    for run in others:
-        extra = config_changes(constant, run, SCHEDULE_FIELDS)
-        verdicts[id(run)] = noise.accuracy_verdict(constant, run)
-        say(f"{called(run)}: val acc {say.cell(run, 'val_acc')} against the constant rate's "
-            f"{say.cell(constant, 'val_acc')}: {say.accuracy(constant, run)[1]}"
-            + (f"; it differs from the constant run in {', '.join(extra)} too, so this is not "
-               "the schedule's alone." if extra else "."))
-    best = max(runs, key=metrics.val_acc)
-    ahead = verdicts.get(id(best))
-    if say.at_chance(runs):
-        say(f"Every run is within noise of chance, the best too: {say.chance(best)} No schedule "
-            "is named best at this size.")
-    elif ahead is None or not (ahead.is_effect and ahead.points > 0):
-        say(f"The best, {called(best)} at {say.cell(best, 'val_acc')}, is the constant rate or "
-            f"within noise of it: no schedule is named the winner after {epochs} epoch(s).")
-    else:
-        say(f"Best after {epochs} epoch(s): {called(best)} at {say.cell(best, 'val_acc')}, beyond "
-            "noise of the constant rate (its verdict above).")
-    speeds = [(run, say.compare(constant, run)) for run in others]
-    for run, verdict in speeds:
-        say(f"{called(run)}, speed against the constant rate: {verdict}.")
-    off = [run for run, v in speeds if v.is_effect]
-    if off:
-        say(f"{len(off)} of {len(speeds)} differ in speed beyond their steady-step spread, which "
-            "a schedule cannot cost: this machine's load changed between the runs (one run's "
-            "steady steps understate run-to-run noise).")
-    else:
-        say("No schedule changed the speed beyond noise: a schedule changes where training "
-            "goes, not how fast each step runs.")
-    return say
+    return judge(LESSON, runs, table(runs))

@@ -8,13 +8,14 @@ number printed is cited by construction (`closing.Closing` checks it once more).
 
 What the engine does for every lesson, the same way:
 - groups the runs: repeats share a name; `group_by` keeps, say, each network's runs apart,
-  each group judged against its own baseline;
+  each group judged against its own baseline (or, `chain`, each run against the one before;
+  `pairs`, two variants that differ in one setting against each other);
 - tells asked from ran (`metrics.ran_as`): a setting that did not run as asked is said,
   and a variant that then ran as its baseline did is two identical jobs, never the change;
 - refuses a verdict across runs that differ in more than the comparison names (the
   machine's load among them: `noise.compare`), and on too few steady steps;
 - maps the verdict to an `Outcome` against what the lesson expects where the runs ran
-  (a GPU or a CPU) and says that outcome's paragraph once;
+  (a GPU or a CPU) and says that outcome's paragraph once; the same for accuracy (`Gain`);
 - adds the generic caveats once: a baseline that waited for its data, accuracy at
   chance, no GPU; and the talk's figures beside the runs, naming their source.
 - judges samples/s by default, or an amount (`Metric`: bytes of memory, where more is
@@ -29,6 +30,7 @@ from typing import Mapping
 import pandas as pd
 
 from ..analyse import alike, anatomy, memory, metrics, noise
+from ..env import cpu
 from . import report
 from .closing import Closing
 
@@ -78,6 +80,14 @@ class Outcome(StrEnum):
     CANNOT_JUDGE = "cannot judge"  # too few steady steps, runs unlike, or not measured
 
 
+class Gain(StrEnum):
+    """What a lesson expects of a variant's validation accuracy against its baseline's."""
+
+    HIGHER = "higher"
+    LOWER = "lower"
+    SAME = "the same"
+
+
 # a paragraph: one text, or one a track ("gluon", "pytorch") and `Where` (the most specific wins)
 Text = str | Mapping
 
@@ -104,6 +114,8 @@ class Compare:
     against: Mapping = field(default_factory=dict)
     cells: Mapping[str, str] = field(default_factory=dict)
     ranks: tuple["Rank", ...] = ()
+    gains: Gain | None = None          # the accuracy expected: its verdict is said, and ...
+    gained: Mapping = field(default_factory=dict)   # ... its Outcome's paragraph (no number)
 
     def expect(self, where: Where) -> Expect:
         return self.gpu if where is Where.GPU else self.cpu
@@ -132,6 +144,19 @@ class Note:
 
 
 @dataclass(frozen=True)
+class Requires:
+    """A paragraph said once when a run's record has `setting` among `values`: whether the
+    first run's CPU (its record's hardware.cpu_features, never this machine's) has
+    `capability`, `has` or `lacks`, then `cpu.supports`' reason."""
+
+    capability: cpu.Capability
+    setting: str
+    values: tuple
+    has: Text
+    lacks: Text
+
+
+@dataclass(frozen=True)
 class Lesson:
     """What a lesson compares, and what its outcomes mean (see the module).
 
@@ -149,7 +174,15 @@ class Lesson:
     last_row: {table column: words with {} for the cell}: one line of the last run's
     cells (a column missing from the table, or an empty cell, is left out).
     by_sign: {table column: {Sign: paragraph}}: said by the last run's cell (Sign.EMPTY
-    where it is empty; nothing where the table lacks the column)."""
+    where it is empty; nothing where the table lacks the column).
+    chain: each variant is judged against the run listed before it (one change at a time
+    down a ladder), not against one baseline.
+    ran: what-ran settings (e.g. "tf32.convolutions") that tell variants apart beyond their
+    configs: a comparison names them like settings.
+    pairs: settings for which two variants that ran as asked and differ in that setting
+    alone are compared too, the one where it is off against the one where it is on (e.g.
+    "channels_last").
+    requires: capability paragraphs (`Requires`), said once."""
 
     compares: tuple[Compare, ...]
     baseline: Mapping = field(default_factory=dict)
@@ -173,6 +206,10 @@ class Lesson:
     missing: Mapping[str, Text] = field(default_factory=dict)
     column: str = "samples_per_sec"
     more: str = ""
+    chain: bool = False
+    ran: tuple[str, ...] = ()
+    pairs: tuple[str, ...] = ()
+    requires: tuple[Requires, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -235,6 +272,7 @@ WAITED = ("'{a}' waited for its data {share} of its steady time: a faster step c
 QUOTES = "{source}, on {hardware}: {figures}."
 COLUMN = "{words}: {cells}."
 BOUND = "'{a}' was {bound}: {text}"
+REQUIRES = "{text} {why}."
 RANKED = {noise.Order.HIGHER: "{small} gained more than {large}, beyond both ranges.",
           noise.Order.LOWER: "{large} gained more than {small}, beyond both ranges.",
           noise.Order.WITHIN_NOISE: "Which of {small} and {large} gained more is within noise: "
@@ -277,8 +315,8 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
     best = {}
     for key, group in _split(runs, lesson.group_by).items():
         base = _baseline(group, lesson.baseline)
-        verdicts = [_compare(say, lesson, (group[base], variant), (track, where), said)
-                    for name, variant in group.items() if name != base]
+        verdicts = [_compare(say, lesson, pair, (track, where), said)
+                    for pair in _pairs(lesson, group, base)]
         verdicts = [v for v in verdicts if v is not None and v.kind != noise.Kind.UNLIKE]
         if verdicts:
             best[key] = (max(verdicts, key=lambda v: v.ratio), group[base][-1])
@@ -291,6 +329,7 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
             f"'{r.name}' {say.cell(i, name)}" for i, r in enumerate(runs))))
     _last_row(say, lesson, runs[-1], (track, where))
     _notes(say, lesson, runs, (track, where))
+    _requires(say, lesson, runs, (track, where))
     if where is Where.CPU and lesson.cpu:
         say(_text(lesson.cpu, track, where))
     if lesson.quotes:
@@ -320,11 +359,11 @@ def _compare(say: Closing, lesson: Lesson, pair, context, said: set):
     (a, b), (track, where) = pair, context
     first, last = a[-1], b[-1]
     for setting, (asked, ran, why) in metrics.ran_as(last).items():
-        say(ASKED.format(b=last.name, setting=setting, asked=asked, ran=ran,
-                         why=f": {why.rstrip('.')}" if why else ""))
-    named = {v for c in lesson.compares for v in c.varies}
-    differ = set(alike.differences(first, last)) - {alike.Aspect.LOAD} | {
-        k for k in named if _note(first, k) != _note(last, k)}
+        if ("asked", last.name, setting) not in said:
+            said.add(("asked", last.name, setting))
+            say(ASKED.format(b=last.name, setting=setting, asked=asked, ran=ran,
+                             why=f": {why.rstrip('.')}" if why else ""))
+    differ = _differ(lesson, first, last)
     matches = {}
     for c in lesson.compares:
         if differ and differ <= set(c.varies):
@@ -344,13 +383,14 @@ def _judged(say: Closing, match: Compare, pair, context, said: set) -> noise.Ver
     (a, b), (track, where) = pair, context
     first, last = a[-1], b[-1]
     verdict = _verdict(say, match, pair)
-    if match.accuracy:
+    if match.accuracy or match.gains:
         say(ACCURACY.format(a=first.name, b=last.name, change=say.accuracy(first, last)[1]))
     found = outcome(verdict, match.expect(where))
-    text = _text(match.means.get(found, ""), track, where)
-    if text and (id(match), found) not in said and "no outcomes" not in said:
-        said.add((id(match), found))
-        say(text)
+    _say_once(say, said, (id(match), found), _text(match.means.get(found, ""), track, where))
+    if match.gains:
+        gained = accuracy_outcome(first, last, match.gains)
+        _say_once(say, said, (id(match), "accuracy", gained),
+                  _text(match.gained.get(gained, ""), track, where))
     if found is not Outcome.CANNOT_JUDGE and match.expect(where) is Expect.FASTER \
             and ("waited", first.name) not in said \
             and metrics.data_wait_share(first) > DATA_BOUND:
@@ -401,6 +441,58 @@ def _empty(value) -> bool:
 def _note(run, name: str):
     """A setting a run's loop noted in its record (e.g. "checkpoint"), where it has one."""
     return (run.meta.get("notes") or {}).get(name)
+
+
+def accuracy_outcome(a, b, gains: Gain) -> Outcome:
+    """The outcome of run b's validation accuracy against run a's where the lesson expects
+    `gains`: cannot judge where both are within noise of chance."""
+    if noise.at_chance(a) and noise.at_chance(b):
+        return Outcome.CANNOT_JUDGE
+    verdict = noise.accuracy_verdict(a, b)
+    if not verdict.is_effect:
+        return Outcome.EXPECTED if gains is Gain.SAME else Outcome.NONE
+    went = Gain.HIGHER if verdict.points > 0 else Gain.LOWER
+    return Outcome.EXPECTED if went is gains else Outcome.OPPOSITE
+
+
+def _say_once(say: Closing, said: set, key, text: str) -> None:
+    if text and key not in said and text not in said and "no outcomes" not in said:
+        said.update((key, text))
+        say(text)
+
+
+def _differ(lesson: Lesson, a, b) -> set:
+    """What runs a and b differ in (less the machine's load), the lesson's `ran` settings
+    among it."""
+    differ = set(alike.differences(a, b)) - {alike.Aspect.LOAD}
+    named = {v for c in lesson.compares for v in c.varies}
+    return differ | {n for n in lesson.ran if _setting(a, n) != _setting(b, n)} | {
+        n for n in named if _note(a, n) != _note(b, n)}
+
+
+def _pairs(lesson: Lesson, group: dict, base: str) -> list:
+    """(baseline's repeats, variant's repeats) for each comparison the lesson makes."""
+    names = list(group)
+    if lesson.chain:
+        pairs = list(zip(names, names[1:]))
+    else:
+        pairs = [(base, n) for n in names if n != base]
+    for setting in lesson.pairs:
+        pairs += [(a, b) for a in names for b in names
+                  if (a, b) not in pairs and not _setting(group[a][-1], setting)
+                  and _setting(group[b][-1], setting)
+                  and not metrics.ran_as(group[a][-1]) and not metrics.ran_as(group[b][-1])
+                  and _differ(lesson, group[a][-1], group[b][-1]) == {setting}]
+    return [(group[a], group[b]) for a, b in pairs]
+
+
+def _requires(say: Closing, lesson: Lesson, runs, context) -> None:
+    flags = (runs[0].meta.get("hardware") or {}).get("cpu_features")
+    for need in lesson.requires:
+        if flags is not None and any(_setting(r, need.setting) in need.values for r in runs):
+            has = cpu.supports(need.capability, flags)
+            say(REQUIRES.format(text=_text(need.has if has else need.lacks, *context),
+                                why=has.why))
 
 
 def _rank(say: Closing, lesson: Lesson, best: dict, track) -> None:
@@ -607,7 +699,9 @@ def paragraphs(lesson: Lesson) -> list[str]:
         [[lesson.cpu, lesson.empty]] + [[n.text for n in lesson.notes]] + \
         [m.values() for m in lesson.by_sign.values()] + \
         [r.means.values() for c in lesson.compares for r in c.ranks] + \
-        [f.means.values() for f in lesson.flags] + [lesson.missing.values()]
+        [f.means.values() for f in lesson.flags] + [lesson.missing.values()] + \
+        [c.gained.values() for c in lesson.compares] + \
+        [[r.has, r.lacks] for r in lesson.requires]
     out = []
     for group in texts:
         for text in group:

@@ -6,8 +6,9 @@ import fake_runs
 
 from gpu_course.analyse import anatomy, noise
 from gpu_course.show import closing
-from gpu_course.show.findings import (Compare, Expect, Lesson, Note, Outcome, Quote, Where,
-                                      judge, outcome, paragraphs)
+from gpu_course.env import cpu
+from gpu_course.show.findings import (Compare, Expect, Gain, Lesson, Note, Outcome, Quote,
+                                      Requires, Where, judge, outcome, paragraphs)
 from gpu_course.show.findings import Context, Flag, Rank, Row, judge_rows
 
 MEANS = {Outcome.EXPECTED: "EXPECTED-PARAGRAPH", Outcome.NONE: "NONE-PARAGRAPH",
@@ -212,3 +213,52 @@ def test_measured_rows_both_within_noise_are_not_ranked():
     rows = measured(100, spread=0.2)
     say = judge_rows(ROWS, rows, rows_table(rows))
     assert "gained more" not in say.text and "APART" not in say.text
+
+
+def test_a_chain_judges_each_run_against_the_one_before_and_accuracy_has_outcomes(make_run):
+    gained = {Outcome.EXPECTED: "GAINED", Outcome.NONE: "NO-GAIN", Outcome.OPPOSITE: "LOST"}
+    lesson = Lesson(chain=True, compares=(
+        Compare(varies=("lr",), means={}, gains=Gain.HIGHER, gained=gained),
+        Compare(varies=("warmup_epochs",), means={}, gains=Gain.HIGHER, gained=gained)))
+    runs = []
+    for name, config, acc in (("plain", {"lr": 0.1, "warmup_epochs": 0}, 0.40),
+                              ("scaled", {"lr": 0.4, "warmup_epochs": 0}, 0.60),
+                              ("warm", {"lr": 0.4, "warmup_epochs": 1}, 0.60)):
+        run = make_run(name, config=config)
+        run.epochs["val_acc"] = [acc] * len(run.epochs)
+        runs.append(run)
+    say = judge(lesson, runs)
+    assert "'scaled' against 'plain' in accuracy: +20.0 points, an effect" in say.text
+    assert "'warm' against 'scaled' in accuracy: +0.0 points" in say.text
+    assert "'warm' against 'plain'" not in say.text
+    assert "GAINED" in say.text and "NO-GAIN" in say.text and "LOST" not in say.text
+    assert say.check() == []
+
+
+def test_what_ran_tells_variants_apart_and_pairs_compare_two_variants(make_run):
+    lesson = Lesson(compares=(Compare(varies=("tf32.convolutions",), means={Outcome.EXPECTED: "TF32-ON"}),
+                              Compare(varies=("channels_last",), means={}),
+                              Compare(varies=("dtype", "channels_last"), means={})),
+                    ran=("tf32.convolutions",), pairs=("channels_last",))
+    runs = [make_run("float32", rate=600, gpus=1, config={"dtype": "float32"}, ran={"tf32": {"convolutions": False}}),
+            make_run("tf32", rate=1800, gpus=1, config={"dtype": "float32"}, ran={"tf32": {"convolutions": True}}),
+            make_run("nchw", rate=2000, gpus=1, config={"dtype": "bfloat16"}, ran={"tf32": {"convolutions": False}}),
+            make_run("nhwc", rate=2400, gpus=1, config={"dtype": "bfloat16", "channels_last": True},
+                     ran={"tf32": {"convolutions": False}})]
+    say = judge(lesson, runs)
+    assert "'tf32' against 'float32': ×" in say.text and "TF32-ON" in say.text
+    assert "two identical jobs" not in say.text
+    assert "'nhwc' against 'nchw': ×1.2" in say.text and "'nchw' against 'nhwc'" not in say.text
+
+
+@pytest.mark.parametrize("flags, said", [(["avx512_bf16"], "HAS-IT"), (["avx2"], "LACKS-IT"),
+                                         (None, None)])
+def test_a_capability_is_read_from_the_records_cpu(make_run, flags, said):
+    lesson = Lesson(compares=(), requires=(Requires(cpu.Capability.BFLOAT16_INSTRUCTIONS, "dtype",
+                                                    ("bfloat16",), has="HAS-IT", lacks="LACKS-IT"),))
+    run = make_run("bfloat16", config={"dtype": "bfloat16"})
+    run.meta["hardware"]["cpu_features"] = flags
+    say = judge(lesson, [run])
+    assert (said or "IT") in say.text if said else "IT" not in say.text
+    if said:
+        assert "this CPU has" in say.text and say.check() == []

@@ -1,11 +1,14 @@
-"""Lesson 04's conclusions on fake runs: a dtype that did not run is never credited (Gluon's
-float16 as float32 on a CPU, PyTorch's as bfloat16), and the GPU branches a CPU never
-takes: float16 faster or slower, the master copy's accuracy, TF32 on."""
-import re
-
+"""Lesson 04's conclusions on fake runs: each outcome's paragraph, a dtype that did not run
+never credited (Gluon's float16 as float32 on a CPU, PyTorch's as bfloat16), and the GPU
+branches a CPU never takes: float16 faster or slower, the master copy's accuracy, TF32."""
 import pytest
 
 from gpu_course.lessons import l04_precision as l04, sizes
+from gpu_course.lessons.l04_precision import LESSON
+from gpu_course.show import closing, findings
+from gpu_course.show.findings import Outcome, Where
+
+DTYPE, LAYOUT, TF32, MASTER = (LESSON.compares[i] for i in (3, 0, 1, 2))
 
 WHY = {"gluon": "dtype='float16' needs a GPU: MXNet has no float16 convolution on the CPU.",
        "pytorch": "dtype='float16' on the CPU: this run uses bfloat16 autocast."}
@@ -33,91 +36,82 @@ def repeated(make_run, specs, repeats=2):
             for r in range(repeats) for name, rate, options in specs]
 
 
-# -- Gluon ------------------------------------------------------------------------------------
+
+GPU, PT = {"gpus": 1}, {"engine": "pytorch"}
+F16 = {"dtype": "float16"}
+# (variants after float32, rate and options) -> the paragraph the lesson declares for them
+OUTCOMES = [
+    ([("float16", 2800, {**GPU, **F16})], DTYPE.means[Outcome.EXPECTED][Where.GPU]),
+    ([("float16", 901, {**GPU, **F16})], DTYPE.means[Outcome.NONE][Where.GPU]),
+    ([("float16", 500, {**GPU, **F16})], DTYPE.means[Outcome.OPPOSITE][Where.GPU]),
+    ([("bfloat16", 1500, {**PT, "dtype": "bfloat16"})], DTYPE.means[Outcome.OPPOSITE][Where.CPU]),
+    ([("bfloat16 NCHW", 1500, {**PT, "dtype": "bfloat16"}),
+      ("bfloat16", 2500, {**PT, "dtype": "bfloat16", "channels_last": True})],
+     LAYOUT.means[Outcome.OPPOSITE][Where.CPU]),
+    ([("float16", 2800, {**GPU, **F16, "acc": 0.70}),
+      ("float16 without multi_precision", 2900, {**GPU, **F16, "master": False, "acc": 0.55})],
+     MASTER.gained[Outcome.EXPECTED]),
+    ([("float16", 2800, {**GPU, **F16, "acc": 0.50})], DTYPE.gained[Outcome.OPPOSITE]),
+    ([("float16", 900, {**F16, "ran_dtype": "float32"})], LESSON.cpu["gluon"]),
+]
+
+
+@pytest.mark.parametrize("variants, paragraph", OUTCOMES)
+def test_each_outcome_says_the_paragraph_the_lesson_declares(make_run, variants, paragraph):
+    engine = variants[0][2].get("engine", "gluon")
+    gpus = variants[0][2].get("gpus", 0)
+    runs = repeated(make_run, [("float32", 900 if gpus else 600,
+                                {"engine": engine, "gpus": gpus, "acc": 0.70})] + variants)
+    say = l04.conclude(runs)
+    assert paragraph in say.text and say.check() == []
+    assert ("No GPU here" in say.text) == (gpus == 0)
+    assert "The talk, on " in say.text and "×3.3" in say.text
+
+
 def test_float16_run_as_float32_on_a_cpu_is_two_identical_jobs_never_a_float16_gain(make_run):
     runs = repeated(make_run, [("float32", 600, {}),
                                ("float16", 900, {"dtype": "float16", "ran_dtype": "float32"})])
     say = l04.conclude(runs)
-    assert "'float16' asked for float16 and ran float32. The record says why:" in say.text
-    assert "both ran float32, two identical jobs, so the difference is this machine's speed " \
-        "changing between the runs, not float16's: 2 repeats could not bound it" in say.text
-    assert "Faster than float32" not in say.text and "in accuracy" not in say.text
-    assert "No GPU here: float16's speed-up and the master copy's accuracy need one" in say.text
-    assert l04.table(runs).differs_from_float32[1] == "–"
-    assert say.check() == []
-    say = l04.conclude(repeated(make_run, [("float32", 600, {}), ("float16", 600, {
-        "dtype": "float16", "ran_dtype": "float32"})]))
-    assert "it is within their noise, as it should be" in say.text
+    assert "'float16' asked for dtype float16 and ran float32: dtype='float16' needs a GPU" \
+        in say.text and say.text.count("asked for") == 1
+    assert "both ran as 'float32' did, two identical jobs" in say.text
+    assert "in accuracy" not in say.text
+    assert l04.table(runs).differs_from_float32[1] == "–" and say.check() == []
 
 
-def test_float16_on_a_gpu_is_credited_and_the_master_copy_judged_on_accuracy(make_run, capsys):
-    gpu = {"gpus": 1}
+def test_the_master_copy_is_judged_on_accuracy_against_the_run_without_it(make_run):
     runs = repeated(make_run, [
-        ("float32", 900, {**gpu, "acc": 0.70}),
-        ("float16", 2800, {**gpu, "dtype": "float16", "acc": 0.70}),
-        ("float16 without multi_precision", 2900, {**gpu, "dtype": "float16", "master": False,
-                                                   "acc": 0.55})])
+        ("float32", 900, {**GPU, "acc": 0.70}), ("float16", 2800, {**GPU, **F16, "acc": 0.70}),
+        ("float16 without multi_precision", 2900, {**GPU, **F16, "master": False, "acc": 0.55})])
     say = l04.conclude(runs)
-    assert "'float16' against 'float32': ×3.1" in say.text
-    assert "Faster than float32 beyond noise on this GPU: 'float16', 'float16 without " \
-        "multi_precision'; the talk's float16 on a V100 ran at 3,100 samples/s" in say.text
-    assert "The master copy's worth: 'float16' against 'float16 without multi_precision': " \
-        "+15.0 points, an effect" in say.text
+    assert "'float16' against 'float16 without multi_precision' in accuracy: +15.0 points, " \
+        "an effect" in say.text
     assert "'float16' against 'float32' in accuracy: +0.0 points, within noise" in say.text
-    assert "No GPU" not in say.text
-    assert l04.table(runs).differs_from_float32[2] == "dtype float32 → float16; no master copy"
-    assert say.check() == []
-    assert "(×3.3)" in capsys.readouterr().out
+    assert l04.table(runs).differs_from_float32[2] == \
+        "dtype float32 → float16; master copy True → False"
 
 
-def test_a_slower_float16_on_a_gpu_sends_the_reader_to_tensor_cores(make_run):
-    runs = repeated(make_run, [("float32", 900, {"gpus": 1}),
-                               ("float16", 500, {"gpus": 1, "dtype": "float16"})])
-    say = l04.conclude(runs)
-    assert "'float16' was a slow-down here: check that the GPU has tensor cores" in say.text
-    runs = repeated(make_run, [("float32", 900, {"gpus": 1}),
-                               ("float16", 901, {"gpus": 1, "dtype": "float16"})])
-    assert "No 16-bit variant differs from float32 beyond noise here" in l04.conclude(runs).text
-
-
-def test_a_loader_bound_float32_run_is_said_and_chance_is_named(make_run):
-    runs = repeated(make_run, [("float32", 600, {"wait": 0.8, "test_size": 256,
-                                                 "acc": 0.11}),
-                               ("float16", 600, {"dtype": "float16", "ran_dtype": "float32",
-                                                 "test_size": 256, "acc": 0.12})])
-    say = l04.conclude(runs)
-    assert "The float32 run waited for data" in say.text and "input pipeline keeps up" in say.text
-    assert "float32: val acc 11.0% is within noise of chance" in say.text and say.check() == []
-
-
-# -- PyTorch -----------------------------------------------------------------------------------
-def test_pytorch_float16_run_as_bfloat16_on_a_cpu_is_a_bfloat16_result(make_run):
-    pt = {"engine": "pytorch"}
+def test_pytorch_float16_run_as_bfloat16_and_one_layout_pair(make_run):
     runs = repeated(make_run, [
-        ("float32", 200, pt),
-        ("float16", 300, {**pt, "dtype": "float16", "ran_dtype": "bfloat16"}),
-        ("bfloat16 NCHW", 300, {**pt, "dtype": "bfloat16"}),
-        ("bfloat16", 500, {**pt, "dtype": "bfloat16", "channels_last": True})])
+        ("float32", 200, PT), ("float16", 300, {**PT, **F16, "ran_dtype": "bfloat16"}),
+        ("bfloat16 NCHW", 300, {**PT, "dtype": "bfloat16"}),
+        ("bfloat16", 500, {**PT, "dtype": "bfloat16", "channels_last": True})])
     say = l04.conclude(runs)
-    assert re.search(r"'float16' against 'float32': ×1\.\d\d, faster", say.text)
-    assert "a bfloat16 result, not float16's" in say.text
+    assert "'float16' asked for dtype float16 and ran bfloat16" in say.text
     # one layout pair: float16 (ran bfloat16) against channels_last is not "NCHW against NHWC"
-    assert say.text.count("channels_last against NCHW, both bfloat16") == 1
-    assert "TF32 for float32 convolutions: not applicable here (no CUDA device" in say.text
-    assert "this CPU's own ('float16' (ran bfloat16), 'bfloat16 NCHW' and 'bfloat16' faster " \
-        "than float32 here)" in say.text
-    assert say.check() == []
+    assert say.text.count("'bfloat16' against 'bfloat16 NCHW': ×") == 1
+    assert "'bfloat16' against 'float16'" not in say.text
+    assert "TF32 needs an Ampere or newer GPU" in say.text and say.check() == []
 
 
 @pytest.mark.parametrize("flags, has", [(["avx2", "avx512f", "avx512_bf16"], True),
                                         (["avx2", "amx_bf16"], True), (["avx2"], False),
                                         (None, None)])
-def test_pytorch_on_a_cpu_says_whether_the_cpu_has_bfloat16_instructions(make_run, flags, has):
+def test_pytorch_on_a_cpu_says_whether_the_records_cpu_has_bfloat16_instructions(make_run, flags,
+                                                                                  has):
     """From the CPU's instruction sets in the record (faked here on and off); a record that
     does not say gets no sentence."""
-    pt = {"engine": "pytorch"}
-    runs = repeated(make_run, [("float32", 300, pt),
-                               ("bfloat16", 200, {**pt, "dtype": "bfloat16"})])
+    runs = repeated(make_run, [("float32", 300, PT), ("bfloat16", 200, {**PT, "dtype": "bfloat16"})])
     for run in runs:
         run.meta["hardware"]["cpu_features"] = flags
     say = l04.conclude(runs)
@@ -129,29 +123,19 @@ def test_pytorch_on_a_cpu_says_whether_the_cpu_has_bfloat16_instructions(make_ru
     assert say.check() == []
 
 
-def test_pytorch_on_an_ampere_gpu_says_where_tf32_ran_and_credits_bfloat16(make_run):
+def test_pytorch_on_an_ampere_gpu_judges_tf32_against_plain_float32(make_run):
     gpu = {"engine": "pytorch", "gpus": 1}
-    runs = repeated(make_run, [
-        ("float32", 1000, gpu), ("tf32", 1800, {**gpu, "tf32": True}),
-        ("float16", 3000, {**gpu, "dtype": "float16"}),
-        ("bfloat16 NCHW", 2800, {**gpu, "dtype": "bfloat16"}),
-        ("bfloat16", 3500, {**gpu, "dtype": "bfloat16", "channels_last": True})])
+    runs = repeated(make_run, [("float32", 1000, gpu), ("tf32", 1800, {**gpu, "tf32": True}),
+                               ("bfloat16", 3500, {**gpu, "dtype": "bfloat16"})])
     say = l04.conclude(runs)
-    assert re.search(r"'tf32 \(float32 convolutions ran in TF32\)' against 'float32': ×1\.\d\d, "
-                     "faster", say.text)
-    assert "TF32 for float32 convolutions: on in 'tf32', off in 'float32'." in say.text
-    assert "Faster than float32 beyond noise on this GPU: 'float16', 'bfloat16 NCHW', 'bfloat16'" \
-        in say.text and "'tf32'," not in say.text.split("beyond noise on this GPU")[1]
-    assert l04.table(runs).differs_from_float32[1] == "TF32 convolutions"
+    assert "'tf32' against 'float32': ×1.8" in say.text and TF32.means[Outcome.EXPECTED] in say.text
+    assert "two identical jobs" not in say.text and "No GPU" not in say.text
+    assert l04.table(runs).differs_from_float32[1] == "TF32 convolutions False → True"
     assert say.check() == []
 
 
-def test_the_baseline_is_plain_float32_found_by_its_record(make_run):
-    gpu = {"engine": "pytorch", "gpus": 1}
-    runs = [variant(make_run, "tf32", 1800, tf32=True, **gpu), variant(make_run, "float32", 1000, **gpu)]
-    assert l04.baseline(runs) == "float32"
-    with pytest.raises(ValueError, match="no variant asked for and ran float32 without TF32"):
-        l04.baseline(runs[:1])
+def test_the_lessons_paragraphs_carry_no_number():
+    assert all(not closing.measurements(p) for p in findings.paragraphs(LESSON))
 
 
 def test_sizes_repeat_each_precision():

@@ -1,9 +1,14 @@
-"""Lesson 06's conclusions on fake runs: a schedule that wins beyond noise, none that
-does, runs at chance, a speed 'effect' a schedule cannot cause, and a run that differs
-from the constant one in more than its schedule."""
+"""Lesson 06's conclusions on fake runs: each outcome's paragraph (a schedule that wins
+beyond noise, none that does, runs at chance, a speed 'effect' a schedule cannot cause),
+and one-cycle's own warm-up."""
 import pytest
 
 from gpu_course.lessons import l06_schedules as l06, sizes
+from gpu_course.lessons.l06_schedules import LESSON
+from gpu_course.show import closing, findings
+from gpu_course.show.findings import Outcome
+
+SCHEDULE = LESSON.compares[0]
 
 
 def acc(run, *values):
@@ -24,43 +29,38 @@ def schedules(make_run, accs, rates=(600, 600, 600), engine="gluon", onecycle=Fa
             for (name, spec), r, a in zip(specs, rates, accs)]
 
 
-def test_a_schedule_beyond_noise_of_the_constant_rate_is_named_best(make_run, capsys):
+
+# (accuracies, samples/s, sizes) of constant, factor, cosine -> the paragraph declared for it
+OUTCOMES = [
+    ((0.60, 0.61, 0.70), (600, 600, 600), {}, SCHEDULE.gained[Outcome.EXPECTED]),
+    ((0.600, 0.601, 0.603), (600, 600, 600), {}, SCHEDULE.gained[Outcome.NONE]),
+    ((0.70, 0.60, 0.61), (600, 600, 600), {}, SCHEDULE.gained[Outcome.OPPOSITE]),
+    ((0.09, 0.12, 0.11), (600, 600, 600), {"epochs": 2, "test_size": 256},
+     SCHEDULE.gained[Outcome.CANNOT_JUDGE]),
+    ((0.6, 0.6, 0.6), (600, 600, 600), {}, SCHEDULE.means[Outcome.EXPECTED]),
+    ((0.6, 0.6, 0.6), (600, 600, 900), {}, SCHEDULE.means[Outcome.OPPOSITE]),
+]
+
+
+@pytest.mark.parametrize("accs, rates, config, paragraph", OUTCOMES)
+def test_each_outcome_says_the_paragraph_the_lesson_declares(make_run, accs, rates, config,
+                                                             paragraph):
+    say = l06.conclude(schedules(make_run, accs, rates, **config))
+    assert paragraph in say.text and say.check() == []
+
+
+def test_each_schedule_is_judged_against_the_constant_rate_in_accuracy_and_speed(make_run):
     say = l06.conclude(schedules(make_run, [0.60, 0.61, 0.70]))
-    assert "Best after 12 epoch(s): lr-schedule (cosine) at 70.0%, beyond noise of the constant " \
-        "rate" in say.text
-    assert "lr_scheduler=factor: val acc 61.0% against the constant rate's 60.0%" in say.text
-    assert "No schedule changed the speed beyond noise" in say.text
-    assert say.check() == []
-    assert "+10.0 points, an effect" in capsys.readouterr().out
+    assert "'lr-schedule' against 'lr_scheduler=constant' in accuracy: +10.0 points, an effect" \
+        in say.text
+    assert "'lr_scheduler=factor' against 'lr_scheduler=constant': " in say.text
+    assert SCHEDULE.gained[Outcome.OPPOSITE] not in say.text
 
 
-def test_within_noise_or_a_best_constant_rate_names_no_winner(make_run):
-    say = l06.conclude(schedules(make_run, [0.600, 0.601, 0.603]))
-    assert "is the constant rate or within noise of it: no schedule is named the winner after " \
-        "12 epoch(s)" in say.text
-    say = l06.conclude(schedules(make_run, [0.70, 0.60, 0.61]))
-    assert "The best, lr_scheduler=constant (none) at 70.0%, is the constant rate" in say.text
-    assert say.check() == []
-
-
-def test_runs_at_chance_name_no_schedule(make_run):
-    say = l06.conclude(schedules(make_run, [0.09, 0.12, 0.11], epochs=2, test_size=256))
-    assert "Every run is within noise of chance, the best too" in say.text
-    assert "No schedule is named best at this size" in say.text and say.check() == []
-
-
-def test_a_speed_effect_is_read_as_the_machines_load(make_run):
-    say = l06.conclude(schedules(make_run, [0.6, 0.6, 0.6], rates=(600, 600, 900)))
-    assert "1 of 2 differ in speed beyond their steady-step spread, which a schedule cannot " \
-        "cost" in say.text and say.check() == []
-
-
-def test_one_cycle_without_the_warm_up_is_said_to_differ_in_more_than_its_schedule(make_run):
+def test_one_cycle_without_the_warm_up_is_said_to_bring_its_own(make_run):
     runs = schedules(make_run, [0.60, 0.61, 0.70], engine="pytorch", onecycle=True)
     say = l06.conclude(runs)
-    assert "lr-schedule (onecycle): val acc 70.0%" in say.text
-    assert "it differs from the constant run in warmup_epochs too, so this is not the " \
-        "schedule's alone" in say.text
+    assert LESSON.notes[0].text in say.text
     assert list(l06.table(runs).differs_besides_the_schedule) == ["–", "–", "warmup_epochs"]
     assert say.check() == []
 
@@ -70,9 +70,13 @@ def test_the_constant_run_is_found_by_its_config_wherever_it_is(make_run):
     runs = runs[1:] + runs[:1]
     table = l06.table(runs)
     assert table.speedup.iloc[-1] == pytest.approx(1.0) and table.speedup.iloc[0] < 0.6
-    assert "Best after 12 epoch(s): lr-schedule (cosine)" in l06.conclude(runs).text
+    assert "'lr-schedule' against 'lr_scheduler=constant' in accuracy" in l06.conclude(runs).text
     with pytest.raises(ValueError, match="no run has lr_scheduler='none'"):
         l06.conclude(runs[:2])
+
+
+def test_the_lessons_paragraphs_carry_no_number():
+    assert all(not closing.measurements(p) for p in findings.paragraphs(LESSON))
 
 
 def test_sizes_give_the_large_batch_and_its_scaling():
