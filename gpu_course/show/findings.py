@@ -92,7 +92,6 @@ class Compare:
     feeds: bool = False   # the change only feeds the step (the input pipeline): a gain beyond
                           # what removing all the baseline's data wait buys is not credited
 
-
     def expect(self, where: Where) -> Expect:
         return self.gpu if where is Where.GPU else self.cpu
 
@@ -161,7 +160,7 @@ class Lesson:
     cpu: Text = ""
     empty: Text = ""
     notes: tuple[Note, ...] = ()
-    columns: Mapping[str, str] = field(default_factory=dict)
+    columns: Mapping[str, Text] = field(default_factory=dict)
     rank_by: str = ""
     rank: Mapping = field(default_factory=dict)
     marks: Mapping[str, Text] = field(default_factory=dict)
