@@ -43,6 +43,19 @@ SAME_WORK = frozenset({"name", "seed", "monitor_interval", "data_dir", "warmup_s
 LOAD_WORDS = {True: "shared", False: "not shared"}
 
 
+def shared(run) -> bool:
+    """Whether other programs kept the machine busy while the run ran (its record's load)."""
+    return bool(metrics.machine_load(run)["shared"])
+
+
+def with_load(frame, runs):
+    """`frame` (a table, one row a run) with each run's machine load in words
+    (`LOAD_WORDS`) where any run's machine was shared."""
+    if any(map(shared, runs)):
+        frame = frame.assign(**{Aspect.LOAD.value: [LOAD_WORDS[shared(r)] for r in runs]})
+    return frame
+
+
 def _config_keys(run) -> set:
     return set(run.config) - SAME_WORK
 

@@ -45,6 +45,7 @@ IDLE_EXPLAINED = 0.5    # data wait >= half the GPU's idle share: the loader sta
 CPU_SATURATED = 90.0    # % of all cores busy: more loader workers have nowhere to run
 LARGE_BATCH = 256       # per-device batch from which "larger batch" is no longer the advice
 MIN_STEPS = metrics.MIN_STEADY_STEPS   # steady steps a run or a ceiling needs before it is ruled on
+CEILING_FREE = ("mock", "epochs", "max_steps")  # what a mock ceiling changes by design
 ABOVE_CEILING = 1.05    # a run above 105 % of a ceiling it cannot beat: one is mismeasured
 # Config keys that may differ between a run and its mock ceilings.
 _CEILING_FREE = {"name", "mock", "epochs", "max_steps", "warmup_steps", "monitor_interval",

@@ -2,19 +2,11 @@
 
 A sweep of worker counts up to the talk's advice (`cpu_count() - 3`, `gc.workers()`), the
 same two counts at a large batch, and (PyTorch) the loader's other knobs at the talk's
-count. `conclude(runs)` reads from the runs' records what they differ in and says the
-sentences that comparison allows:
-
-    num_workers only          the fewest workers against the fastest count, judged
-                              against noise; the knee; data wait and spikiness per count;
-                              at a batch above the talk's 64, beside the talk's slide
-    the loader's knobs only   the plain loader against the tuned one (pin_memory,
-                              persistent_workers, prefetch_factor), and the later epochs
-
-It credits the workers with nothing the records contradict: no verdict from fewer than
-MIN_STEPS steady steps, none across runs of which one had the machine to itself and the
-other shared it with other programs, and no gain beyond what removing all of the first
-run's data wait could buy. `worker_memory` measures what each worker process adds.
+count. Each is declared for the findings engine: the fastest count against the fewest
+(`SWEEP`, `LARGE` beside the talk's slide), the tuned loader against the plain one
+(`KNOBS`). A gain beyond what removing all of the first run's data wait could buy is not
+credited to the workers. The table marks the knee (`KNEE`) and, with `worker_memory`'s
+measurements, what each worker costs.
 """
 from __future__ import annotations
 
@@ -24,11 +16,11 @@ import numpy as np
 import pandas as pd
 
 from ..analyse import alike, metrics, noise
+from ..scale.distributed import TALK as SLIDE   # the talk's 4-GPU, batch-640 slide
 from ..show import report
 from ..show.closing import Closing
-from ..scale.distributed import TALK as SLIDE   # the talk's 4-GPU, batch-640 slide
+from ..show.findings import Compare, Expect, Lesson, Outcome, Quote, Versus, Where, judge
 from . import talk
-from .l01_naive import LOAD_WORDS, MIN_STEPS, shared, steady_steps
 
 SIZES = {
     "full": dict(train_size=50_000, test_size=10_000, epochs=2, warmup_steps=5,
@@ -69,12 +61,25 @@ def later_epochs_s(run) -> float:
     return float(times.mean()) if len(times) else math.nan
 
 
+def knee(runs) -> list[bool]:
+    """Whether each run is the sweep's knee: the fewest workers within KNEE of the best
+    samples/s, or within its noise."""
+    rates = [metrics.samples_per_sec(r) for r in runs]
+    top = max(rates, key=lambda rate: rate if math.isfinite(rate) else -math.inf)
+    best = runs[rates.index(top)]
+    near = [rate >= KNEE * top or noise.compare(best, r, varies=("num_workers",)).kind
+            == noise.Kind.WITHIN_NOISE for r, rate in zip(runs, rates)]
+    fewest = min((workers(r) for r, ok in zip(runs, near) if ok), default=None)
+    return [ok and workers(r) == fewest for r, ok in zip(runs, near)]
+
+
 def table(runs, memory: pd.DataFrame | None = None) -> pd.DataFrame:
     """The ladder table with each run's workers (and the loader settings that differ
     between the runs), the spread of its GPU's utilisation, its median step, the share
-    of its steps that waited and how many steady steps it had; the epochs after the
-    first where every run had several; whether the machine was shared, where any run's
-    was; and `memory`'s columns (`worker_memory`) beside the run with the same count."""
+    of its steps that waited and how many steady steps it had; the knee where the runs
+    differ in workers; the epochs after the first where every run had several; whether
+    the machine was shared, where any run's was; and `memory`'s columns (`worker_memory`)
+    beside the run with the same count."""
     runs = list(runs)
     frame = report.ladder_table(runs)   # a column for whatever differs between the runs
     if "num_workers" not in frame.columns:
@@ -82,152 +87,100 @@ def table(runs, memory: pd.DataFrame | None = None) -> pd.DataFrame:
     frame["gpu_util_std"] = [util_spread(r) for r in runs]
     frame["step_ms_median"] = [1e3 * metrics.steadiness(r)["step_p50_s"] for r in runs]
     frame["waited_share"] = [metrics.steadiness(r)["waited_share"] for r in runs]
-    frame["steady_steps"] = [steady_steps(r) for r in runs]
+    frame["steady_steps"] = [metrics.steady_steps(r) for r in runs]
+    if len({workers(r) for r in runs}) > 1:
+        frame["knee"] = knee(runs)
     if all(len(r.epochs) > 1 for r in runs):
         frame["later_epochs_s"] = [later_epochs_s(r) for r in runs]
-    if any(shared(r) for r in runs) and alike.Aspect.LOAD not in frame.columns:
-        frame[alike.Aspect.LOAD.value] = [LOAD_WORDS[shared(r)] for r in runs]
+    frame = alike.with_load(frame, runs)
     if memory is not None and len(memory):
         frame = frame.merge(memory, on="num_workers", how="left")
     return frame
 
 
+MORE_WORKERS = Compare(
+    varies=("num_workers",), feeds=True, gpu=Expect.FASTER, cpu=Expect.FASTER,
+    means={Outcome.EXPECTED: "More workers fed the step faster: several batches are prepared "
+                             "at once, so the next is ready when a step ends. Past the knee "
+                             "(below) more workers cost memory and cores and buy little; a "
+                             "knee at the most workers tried means more might still pay.",
+           Outcome.NONE: "The best is within noise of the fewest workers: the step waited too "
+                         "little for its data for workers to shorten it on this machine.",
+           Outcome.OPPOSITE: {
+               Where.GPU: "More workers were slower here, beyond noise: they took cores "
+                          "from the host's other work.",
+               Where.CPU: "More workers were slower here, beyond noise: they took cores "
+                          "from the model, which computes on the same CPU."},
+           Outcome.CANNOT_JUDGE: "No verdict (above), so the workers are credited with nothing: "
+                                 "more steady steps (gc.sizes(\"02\", epochs=...)), or the runs "
+                                 "again alike on a quiet machine, would tell."})
+COLUMNS = {"data_wait_share": "Data wait by run",
+           "gpu_util_std": {Where.GPU: "How spiky the GPU's utilisation was by run (its std in "
+                                       "points: a starved GPU swings between busy and idle)"},
+           "spikiness": {Where.CPU: "How spiky the steps were by run (the 95th percentile "
+                                    "step over the median)"},
+           "uss_mib_per_worker": "What each worker adds on its own by run, in MiB (its unique "
+                                 "set; its resident set also counts pages it shares with the "
+                                 "notebook)",
+           "share_of_ram_pct": "All of a run's workers as a share of this machine's RAM, in "
+                               "percent"}
+SHARED_CORES = ("No GPU here: the workers and the model share this machine's CPU cores, so "
+                "each extra worker takes a core from the computation. On a GPU machine the "
+                "model runs on the GPU and the cores are free to feed it: that is where the "
+                "talk's gain came from.")
+SWEEP = Lesson(
+    compares=(MORE_WORKERS,), versus=Versus.BEST, columns=COLUMNS, cpu=SHARED_CORES,
+    marks={"knee": "The knee, the fewest workers within a tenth of the best samples/s or "
+                   "within its noise"},
+    quotes=(Quote("one worker", talk.NAIVE_SAMPLES_PER_SEC, "{:,} samples/s"),
+            Quote(f"{talk.WORKERS} workers", talk.WORKERS_SAMPLES_PER_SEC, "{:,} samples/s")),
+    hardware=talk.HARDWARE)
+LARGE = Lesson(
+    compares=(MORE_WORKERS,), versus=Versus.BEST, columns=COLUMNS, cpu=SHARED_CORES,
+    quotes=(Quote(f"{SLIDE['workers']} workers", SLIDE["samples_per_sec_k"], "{:,} samples/s"),
+            Quote("an epoch", SLIDE["epoch_s_k"], "{:.1f} s"),
+            Quote("one worker", SLIDE["samples_per_sec_k_one_worker"], "about {:,} samples/s"),
+            Quote("an epoch", SLIDE["epoch_s_k_one_worker"], "{}+ s")),
+    hardware=f"its slide's {SLIDE['k']} V100s at batch {SLIDE['batch']} a GPU, where a large "
+             "batch needs many images a step and one worker prepares them one after the other")
+KNOBS_LESSON = Lesson(
+    compares=(Compare(
+        varies=KNOBS, feeds=True, gpu=Expect.FASTER, cpu=Expect.SAME,
+        means={Outcome.EXPECTED: {
+                   Where.GPU: "The tuned loader fed the GPU faster: pinned batches copy to it "
+                              "without a detour, overlapping the computation, and persistent "
+                              "workers are not started again each epoch.",
+                   Where.CPU: "Within noise, as a CPU allows: persistent workers show at an "
+                              "epoch's start (the later epochs, below), not in its steady "
+                              "steps."},
+               Outcome.NONE: "Within noise: the plain loader already kept up, so its knobs had "
+                             "nothing left to remove.",
+               Outcome.OPPOSITE: {
+                   Where.GPU: "The tuned loader was slower: pinned pages and more prefetched "
+                              "batches cost host memory and cores that the step needed.",
+                   Where.CPU: "The knobs changed the pace on a CPU, where pinned memory plays "
+                              "no part: persistent workers and deeper prefetching hold cores "
+                              "and memory beside a model computing on the same CPU."},
+               Outcome.CANNOT_JUDGE: "No verdict on the knobs (above): more steady steps, or "
+                                     "both runs again on a quiet machine, would tell."}),),
+    columns={"later_epochs_s": "Mean time of the epochs after the first (which starts the "
+                               "workers) by run, in seconds"},
+    cpu="No GPU here: pinned memory only speeds up copies to a GPU, so the notebook leaves it "
+        "off; the workers and the model share this machine's cores, where on a GPU machine "
+        "the cores only feed the GPU.")
+
+
 def conclude(runs, memory: pd.DataFrame | None = None) -> Closing:
-    """The sentences for a worker sweep or a knob comparison (see the module), and what
-    a worker costs in memory when `memory` (`worker_memory`) is given."""
+    """A worker sweep (`SWEEP`, or `LARGE` at a batch above the talk's) or the loader's
+    knobs (`KNOBS_LESSON`), with what a worker costs where `memory` (`worker_memory`) is
+    given."""
     runs = list(runs)
     if len(runs) < 2:
         raise ValueError(f"runs has {len(runs)} run(s); the lesson compares two or more")
-    say = Closing(table(runs, memory), runs, varies=("num_workers", *KNOBS))
-    changed = set().union(*(alike.differences(runs[0], r) for r in runs[1:]))
-    changed -= {alike.Aspect.LOAD}   # said for the pair it concerns (`_judge`)
-    if changed <= {"num_workers"}:
-        _sweep(say, runs)
-        if memory is not None and len(memory):
-            _memory(say, runs)
-    elif changed <= set(KNOBS):
-        _knobs(say, runs)
-    else:
-        say("These runs differ in more than the loader: "
-            + ", ".join(sorted(changed)) + ". This lesson compares runs that differ in "
-            "num_workers alone, or in the loader's other knobs alone; set the rest alike.")
-    return say
-
-
-def _judge(say: Closing, a, b, lead: str):
-    """Say `lead` and the noise verdict of run b against run a, or why there is none
-    (too few steady steps; runs that differ in more than the loader, such as a machine
-    shared for one run and not the other). Returns the verdict when it was said, else
-    None."""
-    verdict = say.compare(a, b)
-    few = [r for r in (a, b) if steady_steps(r) < MIN_STEPS]
-    ratio = say.ratio("samples_per_sec", a, b)
-    if few:
-        say(f"{lead}: {ratio}, from too few steady steps to judge ("
-            + ", ".join(f"'{r.name}' {say.cell(r, 'steady_steps')}" for r in few)
-            + f", fewer than {say.setting('MIN_STEPS', MIN_STEPS)}): more epochs or a larger "
-            "train_size would tell (gc.sizes(\"02\", epochs=...)).")
-        return None
-    if verdict.kind == noise.Kind.UNLIKE:
-        say(f"{lead}: {ratio}; but the runs also differ in {say.unlike(a, b)}, which could be "
-            "the difference as much as the loader: it is not credited to the loader. Run both "
-            "again alike (on a quiet machine).")
-        return None
-    say(f"{lead}: {verdict}.")
-    return verdict
-
-
-def _sweep(say: Closing, runs) -> None:
-    table = say.table
-    base = min(runs, key=workers)
-    best = runs[int(table["samples_per_sec"].idxmax())]
-    other = best if best is not base else max(runs, key=workers)
-    lead = (f"{say.cell(base, 'num_workers')} worker(s): {say.cell(base, 'samples_per_sec')} "
-            "samples/s; " + (f"best: {say.cell(best, 'samples_per_sec')} samples/s with "
-                             f"{say.cell(best, 'num_workers')} worker(s)" if other is best else
-                             f"the fastest; {say.cell(other, 'num_workers')} worker(s): "
-                             f"{say.cell(other, 'samples_per_sec')} samples/s"))
-    gain = _judge(say, base, other, lead)
-    wait = metrics.data_wait_share(base)
-    if gain is None:
-        pass
-    elif gain.kind == noise.Kind.FASTER and wait < 1 and gain.low > 1 / (1 - wait):
-        say(f"That is more than removing all the data wait of '{base.name}' "
-            f"({say.cell(base, 'data_wait_share')} of its steady step time) could buy: something "
-            "besides the feeding changed between the runs, so the workers are not credited "
-            "with it.")
-    elif gain.kind == noise.Kind.FASTER:
-        rates = table["samples_per_sec"]
-        knee = runs[int(table.index[rates >= KNEE * rates.max()][0])]
-        if workers(knee) < max(map(workers, runs)):
-            say(f"The knee: {say.cell(knee, 'num_workers')} worker(s) already reach "
-                f"{say.ratio('samples_per_sec', best, knee, percent=True)} of the best.")
-        else:
-            say(f"No knee among the counts tried: only the most workers, "
-                f"{say.cell(knee, 'num_workers')}, came within {say.setting('KNEE', 1 - KNEE, '{:.0%}')} "
-                "of the best, so more might still pay.")
-    elif gain.kind == noise.Kind.SLOWER:
-        say("More workers were slower here, beyond noise: they took "
-            + ("cores from the host's other work." if metrics.on_gpu(base) else
-               "cores from the model, which computes on the same CPU."))
-    else:
-        say("The best is within noise of the first: no knee can be placed on this machine.")
-    spread = "gpu_util_std" if table["gpu_util_std"].notna().all() else "spikiness"
-    unit = "GPU-Util std" if spread == "gpu_util_std" else "p95/median step time"
-    say(f"Data wait and spikiness ({unit}) by workers: "
-        + ", ".join(f"{say.cell(r, 'num_workers')} worker(s) {say.cell(r, 'data_wait_share')} "
-                    f"and {say.cell(r, spread)}" for r in runs) + ".")
-    if int(base.config.get("batch_size") or BATCH) > BATCH:
-        say(f"The talk's slide ({SLIDE['k']} V100s, batch {SLIDE['batch']} a GPU): "
-            f"{SLIDE['workers']} workers "
-            f"{say.quote(talk.SOURCE, SLIDE['samples_per_sec_k'], '{:,} samples/s')}, "
-            f"{say.quote(talk.SOURCE, SLIDE['epoch_s_k'], '{:.1f} s')} an epoch; one worker "
-            f"about {say.quote(talk.SOURCE, SLIDE['samples_per_sec_k_one_worker'], '{:,} samples/s')}, "
-            f"{say.quote(talk.SOURCE, SLIDE['epoch_s_k_one_worker'], '{}+ s')} an epoch: a "
-            "large batch needs many images a step, and one worker prepares them one after "
-            "the other.")
-    elif not metrics.on_gpu(base):
-        cores = (base.meta.get("hardware") or {}).get("cpu_count") or "its"
-        talk_gain = talk.WORKERS_SAMPLES_PER_SEC / talk.NAIVE_SAMPLES_PER_SEC
-        say(f"No GPU here: the workers and the model share {cores} CPU cores, so each extra "
-            "worker takes a core from the computation. On a GPU machine the model runs on "
-            "the GPU and the cores are free to feed it: that is where the talk's "
-            f"{say.quote(talk.SOURCE, talk_gain, '×{:.1f}')} came from "
-            f"({say.quote(talk.SOURCE, talk.NAIVE_SAMPLES_PER_SEC, '{:,}')} → "
-            f"{say.quote(talk.SOURCE, talk.WORKERS_SAMPLES_PER_SEC, '{:,} samples/s')} with "
-            f"{talk.WORKERS} workers).")
-
-
-def _memory(say: Closing, runs) -> None:
-    measured = [r for r, v in zip(runs, say.table["uss_mib_per_worker"]) if not math.isnan(v)]
-    if not measured:
-        return
-    most = max(measured, key=workers)
-    say(f"Each worker adds about {say.cell(most, 'uss_mib_per_worker')} MiB of its own memory "
-        f"(RSS {say.cell(most, 'rss_mib_per_worker')} MiB with the pages it shares with the "
-        f"notebook): the {say.cell(most, 'num_workers')} workers cost "
-        f"{say.cell(most, 'uss_mib_all')} MiB, "
-        f"{say.cell(most, 'share_of_ram_pct', '{:.3g}%')} of this machine's RAM.")
-
-
-def _knobs(say: Closing, runs) -> None:
-    plain = runs[0]
-    for tuned in runs[1:]:
-        knobs = " + ".join(f"{k}={tuned.config.get(k)}" for k in KNOBS
-                           if tuned.config.get(k) != plain.config.get(k))
-        _judge(say, plain, tuned,
-               f"{knobs} at {workers(tuned)} workers ('{tuned.name}') against the plain "
-               f"loader ('{plain.name}'): {say.cell(plain, 'samples_per_sec')} → "
-               f"{say.cell(tuned, 'samples_per_sec')} samples/s")
-        if "later_epochs_s" in say.table.columns:
-            say(f"The epochs after the first (the first starts the workers): "
-                f"{say.cell(plain, 'later_epochs_s')} s → {say.cell(tuned, 'later_epochs_s')} s.")
-    if not metrics.on_gpu(plain):
-        cores = (plain.meta.get("hardware") or {}).get("cpu_count") or "its"
-        pinned = runs[-1].config.get("pin_memory")
-        say(f"No GPU here: pinned memory only speeds up copies to a GPU, so it was left off "
-            f"(pin_memory={pinned}); the workers and the model share {cores} CPU cores, "
-            "where on a GPU machine the cores only feed the GPU.")
+    knobs = any(set(alike.differences(runs[0], r)) & set(KNOBS) for r in runs[1:])
+    big = int(runs[0].config.get("batch_size") or BATCH) > BATCH
+    lesson = KNOBS_LESSON if knobs else LARGE if big else SWEEP
+    return judge(lesson, runs, table(runs, memory))
 
 
 def worker_memory(make_loader, counts) -> pd.DataFrame:

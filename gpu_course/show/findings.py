@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Mapping
 
+import numpy as np
 import pandas as pd
 
 from ..analyse import alike, anatomy, memory, metrics, noise
@@ -88,6 +89,23 @@ class Gain(StrEnum):
     SAME = "the same"
 
 
+class Versus(StrEnum):
+    """Which variants of a group are judged against its baseline."""
+
+    EACH = "each"   # every variant
+    BEST = "best"   # the fastest variant only (a sweep: the best count against the first)
+
+
+class Place(StrEnum):
+    """Where a run sits against the lower of its ceilings (`Ceilings`)."""
+
+    AT = "at"                      # within its range, the ceilings apart: it sets the pace
+    AT_BOTH = "at both"            # within its range, the ceilings within each other's noise
+    BELOW = "below"                # below it beyond both ranges: neither ceiling holds the run
+    ABOVE = "above"                # above it beyond both ranges: which a run cannot be
+    CANNOT_JUDGE = "cannot judge"  # too few steady steps, runs unlike, or not measured
+
+
 # a paragraph: one text, or one a track ("gluon", "pytorch") and `Where` (the most specific wins)
 Text = str | Mapping
 
@@ -116,6 +134,8 @@ class Compare:
     ranks: tuple["Rank", ...] = ()
     gains: Gain | None = None          # the accuracy expected: its verdict is said, and ...
     gained: Mapping = field(default_factory=dict)   # ... its Outcome's paragraph (no number)
+    feeds: bool = False   # the change only feeds the step (the input pipeline): a gain beyond
+                          # what removing all the baseline's data wait buys is not credited
 
     def expect(self, where: Where) -> Expect:
         return self.gpu if where is Where.GPU else self.cpu
@@ -157,6 +177,19 @@ class Requires:
 
 
 @dataclass(frozen=True)
+class Ceilings:
+    """Runs that bound the lesson's run instead of varying it, picked by `setting`'s value
+    ({value: what that ceiling runs alone}, e.g. {"trainer": "the input pipeline"}); they
+    change `varies` by design. The two are judged against each other, then every other run
+    against the lower one, with the paragraph `means` has for its `Place`."""
+
+    setting: str
+    alone: Mapping[str, str]
+    means: Mapping[Place, Text]
+    varies: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Lesson:
     """What a lesson compares, and what its outcomes mean (see the module).
 
@@ -167,7 +200,11 @@ class Lesson:
     bound: a paragraph for what held the baseline back (`anatomy.Bound`), said once.
     cpu: a paragraph said once when no run had a GPU. empty: said when there are no runs.
     notes: paragraphs said once when a run's record has a setting's value.
-    columns: {table column: words}: one line listing that column's cell for every run.
+    columns: {table column: words (a Text)}: one line listing that column's cell for every
+    run that has one; not said where the table lacks the column or the words are empty.
+    marks: {table column: words}: after a judged comparison, one line naming the runs whose
+    cell in that (true/false) column is true (a sweep's knee).
+    versus: which variants of a group are judged (`Versus`). ceilings: see `Ceilings`.
     rank_by/rank: with two groups, the best verdict of the group with the smaller
     `rank_by` (a setting or what ran, e.g. "network.parameters") against the other's,
     and a paragraph for each `noise.Order`.
@@ -194,7 +231,7 @@ class Lesson:
     cpu: Text = ""
     empty: Text = ""
     notes: tuple[Note, ...] = ()
-    columns: Mapping[str, str] = field(default_factory=dict)
+    columns: Mapping[str, Text] = field(default_factory=dict)
     rank_by: str = ""
     rank: Mapping = field(default_factory=dict)
     last_row: Mapping[str, str] = field(default_factory=dict)
@@ -211,6 +248,9 @@ class Lesson:
     pairs: tuple[str, ...] = ()
     requires: tuple[Requires, ...] = ()
 
+    marks: Mapping[str, Text] = field(default_factory=dict)
+    versus: Versus = Versus.EACH
+    ceilings: Ceilings | None = None
 
 @dataclass(frozen=True)
 class Rank:
@@ -271,6 +311,12 @@ WAITED = ("'{a}' waited for its data {share} of its steady time: a faster step c
           "until the input pipeline keeps up (lessons 02 and 09).")
 QUOTES = "{source}, on {hardware}: {figures}."
 COLUMN = "{words}: {cells}."
+MARKED = "{words}: {names}."
+BEYOND_WAIT = ("That is more than removing all of '{a}''s data wait ({share} of its steady "
+               "time) could buy: something besides the feeding changed, so the change is not "
+               "credited with it.")
+CEILINGS = "The ceilings, '{b}' ({b_alone} alone) against '{a}' ({a_alone} alone): {verdict}."
+PLACED = "'{run}' reached {share} of the lower ceiling, '{ceiling}' ({alone} alone): {verdict}."
 BOUND = "'{a}' was {bound}: {text}"
 REQUIRES = "{text} {why}."
 RANKED = {noise.Order.HIGHER: "{small} gained more than {large}, beyond both ranges.",
@@ -313,7 +359,8 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
     judged = all(n.judged or not _fires(n, runs) for n in lesson.notes)
     said: set = set() if judged else {"no outcomes"}
     best = {}
-    for key, group in _split(runs, lesson.group_by).items():
+    others = _ceilings(say, lesson, runs, (track, where)) if lesson.ceilings else runs
+    for key, group in _split(others, lesson.group_by).items():
         base = _baseline(group, lesson.baseline)
         verdicts = [_compare(say, lesson, pair, (track, where), said)
                     for pair in _pairs(lesson, group, base)]
@@ -324,9 +371,7 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
             _bound(say, lesson, group[base][-1], track)
     if lesson.rank and judged and len(best) == 2:
         _rank(say, lesson, best, track)
-    for name, column in lesson.columns.items():
-        say(COLUMN.format(words=column, cells=", ".join(
-            f"'{r.name}' {say.cell(i, name)}" for i, r in enumerate(runs))))
+    _columns(say, lesson, runs, (track, where), "judged" in said)
     _last_row(say, lesson, runs[-1], (track, where))
     _notes(say, lesson, runs, (track, where))
     _requires(say, lesson, runs, (track, where))
@@ -386,14 +431,21 @@ def _judged(say: Closing, match: Compare, pair, context, said: set) -> noise.Ver
     if match.accuracy or match.gains:
         say(ACCURACY.format(a=first.name, b=last.name, change=say.accuracy(first, last)[1]))
     found = outcome(verdict, match.expect(where))
+    wait = metrics.data_wait_share(first)
+    if match.feeds and verdict.kind == noise.Kind.FASTER and wait < 1 \
+            and verdict.low > 1 / (1 - wait):
+        say(BEYOND_WAIT.format(a=first.name, share=say.cell(first, "data_wait_share")))
+        return verdict
+    if found is not Outcome.CANNOT_JUDGE:
+        said.add("judged")
     _say_once(say, said, (id(match), found), _text(match.means.get(found, ""), track, where))
     if match.gains:
         gained = accuracy_outcome(first, last, match.gains)
         _say_once(say, said, (id(match), "accuracy", gained),
                   _text(match.gained.get(gained, ""), track, where))
     if found is not Outcome.CANNOT_JUDGE and match.expect(where) is Expect.FASTER \
-            and ("waited", first.name) not in said \
-            and metrics.data_wait_share(first) > DATA_BOUND:
+            and not match.feeds and ("waited", first.name) not in said \
+            and wait > DATA_BOUND:
         said.add(("waited", first.name))
         say(WAITED.format(a=first.name, share=say.cell(first, "data_wait_share")))
     return verdict
@@ -476,7 +528,10 @@ def _pairs(lesson: Lesson, group: dict, base: str) -> list:
     if lesson.chain:
         pairs = list(zip(names, names[1:]))
     else:
-        pairs = [(base, n) for n in names if n != base]
+        variants = [n for n in names if n != base]
+        if lesson.versus is Versus.BEST and variants:   # the fastest variant only
+            variants = [max(variants, key=lambda n: metrics.samples_per_sec(group[n][-1]))]
+        pairs = [(base, n) for n in variants]
     for setting in lesson.pairs:
         pairs += [(a, b) for a in names for b in names
                   if (a, b) not in pairs and not _setting(group[a][-1], setting)
@@ -493,6 +548,59 @@ def _requires(say: Closing, lesson: Lesson, runs, context) -> None:
             has = cpu.supports(need.capability, flags)
             say(REQUIRES.format(text=_text(need.has if has else need.lacks, *context),
                                 why=has.why))
+
+
+def _ceilings(say: Closing, lesson: Lesson, runs, context) -> list:
+    """Judge the ceilings against each other, then place every other run against the lower
+    one; the other runs (the lesson's to compare as usual)."""
+    spec, (track, where) = lesson.ceilings, context
+    ceilings = {}
+    for run in runs:
+        if _setting(run, spec.setting) in spec.alone:
+            ceilings.setdefault(_setting(run, spec.setting), run)
+    others = [r for r in runs if _setting(r, spec.setting) not in spec.alone]
+    if not others:
+        raise ValueError(f"runs={[r.name for r in runs]} holds only ceilings ({spec.setting} "
+                         f"in {list(spec.alone)}); pass the run they bound as well")
+    ordered = sorted(ceilings.values(), key=metrics.samples_per_sec)
+    apart = False
+    if len(ordered) == 2:
+        low, high = ordered
+        both = say.compare(low, high, varies=spec.varies)
+        apart = both.is_effect
+        say(CEILINGS.format(a=low.name, b=high.name, verdict=both,
+                            a_alone=spec.alone[_setting(low, spec.setting)],
+                            b_alone=spec.alone[_setting(high, spec.setting)]))
+    for run in others if ordered else ():
+        lower = ordered[0]
+        verdict = say.compare(lower, run, varies=spec.varies)
+        say(PLACED.format(run=run.name, ceiling=lower.name, verdict=verdict,
+                          share=say.ratio("samples_per_sec", lower, run, percent=True),
+                          alone=spec.alone[_setting(lower, spec.setting)]))
+        place = {noise.Kind.FASTER: Place.ABOVE, noise.Kind.SLOWER: Place.BELOW,
+                 noise.Kind.WITHIN_NOISE: Place.AT if apart else Place.AT_BOTH}
+        text = _text(spec.means.get(place.get(verdict.kind, Place.CANNOT_JUDGE), ""),
+                     track, where)
+        if text:
+            say(text)
+    return others
+
+
+def _columns(say: Closing, lesson: Lesson, runs, context, judged: bool) -> None:
+    """The columns' lines (each run with a cell in it), then the marks' (after a verdict)."""
+    for name, words in lesson.columns.items():
+        words = _text(words, *context)
+        rows = [i for i in range(len(runs)) if name in say.table.columns
+                and not pd.isna(say.table[name].iloc[i])]
+        if words and rows:
+            say(COLUMN.format(words=words, cells=", ".join(
+                f"'{runs[i].name}' {say.cell(i, name)}" for i in rows)))
+    for name, words in lesson.marks.items():
+        words = _text(words, *context)
+        marked = [r.name for r, m in zip(runs, say.table.get(name, ()))
+                  if isinstance(m, (bool, np.bool_)) and m]
+        if words and judged and marked:
+            say(MARKED.format(words=words, names=", ".join(f"'{n}'" for n in marked)))
 
 
 def _rank(say: Closing, lesson: Lesson, best: dict, track) -> None:
@@ -514,7 +622,7 @@ def _bound(say: Closing, lesson: Lesson, run, track) -> None:
 
 def _notes(say: Closing, lesson: Lesson, runs, context) -> None:
     for note in lesson.notes:
-        if _fires(note, runs):
+        if _fires(note, runs) and _text(note.text, *context):
             say(_text(note.text, *context))
 
 
@@ -701,7 +809,8 @@ def paragraphs(lesson: Lesson) -> list[str]:
         [r.means.values() for c in lesson.compares for r in c.ranks] + \
         [f.means.values() for f in lesson.flags] + [lesson.missing.values()] + \
         [c.gained.values() for c in lesson.compares] + \
-        [[r.has, r.lacks] for r in lesson.requires]
+        [[r.has, r.lacks] for r in lesson.requires] + \
+        [lesson.ceilings.means.values() if lesson.ceilings else []]
     out = []
     for group in texts:
         for text in group:

@@ -5,7 +5,7 @@ import pytest
 import fake_runs
 
 from gpu_course.analyse import anatomy, noise
-from gpu_course.show import closing
+from gpu_course.show import closing, findings, report
 from gpu_course.env import cpu
 from gpu_course.show.findings import (Compare, Expect, Gain, Lesson, Note, Outcome, Quote,
                                       Requires, Where, judge, outcome, paragraphs)
@@ -262,3 +262,44 @@ def test_a_capability_is_read_from_the_records_cpu(make_run, flags, said):
     assert (said or "IT") in say.text if said else "IT" not in say.text
     if said:
         assert "this CPU has" in say.text and say.check() == []
+
+
+FEEDS = Lesson(compares=(Compare(varies=("num_workers",), means=MEANS, feeds=True,
+                                   cpu=Expect.FASTER),),
+               versus=findings.Versus.BEST, marks={"knee": "KNEE"},
+               columns={"data_wait_share": "WAIT", "gpu_util": {Where.GPU: "UTIL"},
+                        "absent": "ABSENT"})
+
+
+def workers(make_run, rates, waits):
+    return [make_run(f"w{n}", rate=r, data_wait_share=w, config={"num_workers": n})
+            for n, r, w in zip((0, 1, 2), rates, waits)]
+
+
+def test_a_feeding_change_judges_its_best_variant_and_credits_no_more_than_the_data_wait(
+        make_run):
+    runs = workers(make_run, (300, 600, 500), (0.6, 0.1, 0.1))
+    table = report.ladder_table(runs).assign(knee=[False, True, False])
+    say = judge(FEEDS, runs, table)
+    assert "'w1' against 'w0'" in say.text and "'w2' against 'w0'" not in say.text
+    assert "EXPECTED-PARAGRAPH" in say.text and "waited for its data" not in say.text
+    assert "KNEE: 'w1'." in say.text and "WAIT: 'w0' 60" in say.text
+    assert "UTIL" not in say.text and "ABSENT" not in say.text   # a CPU; no such column
+    runs = workers(make_run, (100, 1200, 900), (0.1, 0.1, 0.1))
+    beyond = judge(FEEDS, runs, report.ladder_table(runs).assign(knee=[False, True, False]))
+    assert "more than removing all of 'w0''s data wait (10.0% of its steady" in beyond.text
+    assert "PARAGRAPH" not in beyond.text and "KNEE" not in beyond.text
+
+
+def test_ceilings_are_judged_then_the_run_placed_against_the_lower_one(make_run):
+    lesson = Lesson(compares=(), ceilings=findings.Ceilings(
+        "mock", {"trainer": "INPUT", "loader": "MODEL"}, varies=("mock",),
+        means={findings.Place.AT: "AT-PARAGRAPH", findings.Place.BELOW: "BELOW-PARAGRAPH"}))
+    runs = [make_run(n, rate=r, config={"mock": m})
+            for n, r, m in (("run", 300, "none"), ("in", 2000, "trainer"), ("model", 900, "loader"))]
+    say = judge(lesson, runs)
+    assert "The ceilings, 'in' (INPUT alone) against 'model' (MODEL alone): ×2.2" in say.text
+    assert "'run' reached 34% of the lower ceiling, 'model' (MODEL alone)" in say.text
+    assert "BELOW-PARAGRAPH" in say.text and "AT-PARAGRAPH" not in say.text
+    with pytest.raises(ValueError, match="only ceilings"):
+        judge(lesson, runs[1:])

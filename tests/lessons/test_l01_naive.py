@@ -1,5 +1,5 @@
-"""Lesson 01's conclusions on fake runs: the run against its two ceilings, every branch,
-the GPU ones included."""
+"""Lesson 01's conclusions on fake runs: the run placed against its two ceilings, each
+place with the paragraph the lesson declares for it, the GPU ones included."""
 import math
 
 import pytest
@@ -7,6 +7,9 @@ from fake_runs import busy
 
 from gpu_course.analyse import metrics
 from gpu_course.lessons import l01_naive, sizes
+from gpu_course.lessons.l01_naive import LESSON
+from gpu_course.show import closing, findings
+from gpu_course.show.findings import Place, Where
 
 
 def naive(make_run, run, feed, compute, gpus=0, engine="gluon", steps=None, config=None):
@@ -22,99 +25,65 @@ def naive(make_run, run, feed, compute, gpus=0, engine="gluon", steps=None, conf
     return made
 
 
-def reached(run, ceiling) -> str:
-    """The run's samples/s as a share of the ceiling's, as the sentences print it."""
-    return f"{metrics.samples_per_sec(run) / metrics.samples_per_sec(ceiling):.0%}"
+def paragraph(place, gpus):
+    text = LESSON.ceilings.means[place]
+    return text if isinstance(text, str) else text[Where.GPU if gpus else Where.CPU]
 
 
+# (run, input ceiling, compute ceiling) samples/s, GPUs -> where the run sits, and the
+# lower ceiling the sentence names
+PLACES = [
+    ((600, 5000, 610), 0, Place.AT, "'naive compute-only' (the computation alone)"),
+    ((700, 710, 9000), 1, Place.AT, "'naive input-only' (the input pipeline alone)"),
+    ((600, 612, 605), 0, Place.AT_BOTH, "'naive compute-only'"),
+    ((200, 5000, 640), 0, Place.BELOW, "'naive compute-only'"),
+    ((200, 5000, 640), 1, Place.BELOW, "'naive compute-only'"),
+    ((900, 5000, 600), 0, Place.ABOVE, "'naive compute-only'"),
+]
 
 
-def test_the_computation_sets_the_pace_when_the_run_sits_in_the_compute_ceilings_range(
-        make_run, capsys):
+@pytest.mark.parametrize("rates, gpus, place, lower", PLACES)
+def test_each_place_says_the_paragraph_the_lesson_declares(make_run, rates, gpus, place, lower):
+    runs = naive(make_run, *rates, gpus=gpus, engine="pytorch" if gpus else "gluon")
+    say = l01_naive.conclude(runs)
+    assert f"of the lower ceiling, {lower}" in say.text
+    assert paragraph(place, gpus) in say.text and say.check() == []
+    others = [p for p in Place if p is not place]
+    assert not any(paragraph(p, gpus) in say.text for p in others)
+    assert "Share of the steady step time spent waiting for data: 'naive' 2" in say.text
+    assert ("Mean GPU utilisation while training" in say.text) == bool(gpus)
+    assert ("No GPU here" in say.text) == (not gpus)
+    assert "The talk, on a V100: one loader worker 306 samples/s; 29 workers 663" in say.text
+
+
+def test_the_ceilings_are_judged_against_each_other_first(make_run):
     runs = naive(make_run, 600, 5000, 610)
     say = l01_naive.conclude(runs)
-    assert (f"So the computation sets the pace: this run reached {reached(runs[0], runs[2])} "
-            "of that ceiling") in say.text
-    assert "what the model takes, beyond both ceilings' noise" in say.text
-    assert "No GPU here: the model computes on the same 16 CPU cores" in say.text
-    assert "the talk's V100 waited for its one worker at 306 samples/s" in say.text
-    assert say.check() == []
-    assert "sets the pace" in capsys.readouterr().out
+    assert say.lines[0].text.startswith(
+        "The ceilings, 'naive input-only' (the input pipeline alone) against 'naive "
+        "compute-only' (the computation alone): ×8.2") and "faster" in say.lines[0].text
+    share = f"{metrics.samples_per_sec(runs[0]) / metrics.samples_per_sec(runs[2]):.0%}"
+    assert f"'naive' reached {share} of the lower ceiling" in say.text
 
 
-def test_the_input_pipeline_sets_the_pace_on_a_gpu(make_run):
-    runs = naive(make_run, 700, 710, 9000, gpus=1, engine="pytorch")
+@pytest.mark.parametrize("case", ["too few steps", "shared machine", "other settings"])
+def test_no_place_is_said_where_the_runs_cannot_tell(make_run, case):
+    steps = 448 if case == "too few steps" else None   # 14 steady steps a run
+    config = {"loader": {"batch_size": 128}} if case == "other settings" else None
+    runs = naive(make_run, 600, 5000, 610, steps=steps, config=config)
+    if case == "shared machine":
+        busy(runs[0], 0.0), busy(runs[1], 0.0), busy(runs[2], 3.0)
     say = l01_naive.conclude(runs)
-    assert "So the input pipeline sets the pace" in say.text
-    assert "Mean GPU utilisation while training: " in say.text and "No GPU" not in say.text
-    assert say.check() == []
-
-
-def test_two_gpus_are_named_in_the_utilisation_sentence(make_run):
-    runs = naive(make_run, 700, 710, 9000, gpus=2, engine="pytorch")
-    say = l01_naive.conclude(runs)
-    assert "Mean GPU utilisation while training (over its 2 GPUs): " in say.text
-    assert say.check() == []
-
-
-@pytest.mark.parametrize("gpus,why", [(0, "the loader's worker and the model taking turns"),
-                                      (1, "the host issuing the work")])
-def test_a_run_below_both_ranges_is_held_by_neither_ceiling_overhead(make_run, gpus, why):
-    runs = naive(make_run, 200, 5000, 640, gpus=gpus)
-    say = l01_naive.conclude(runs)
-    assert (f"Neither ceiling holds it: this run reached only {reached(runs[0], runs[2])} of "
-            "the lower ceiling, the computation's") in say.text
-    assert "overhead" in say.text and why in say.text
-    assert "sets the pace" not in say.text
-    assert say.check() == []
-
-
-def test_a_run_above_its_ceiling_is_not_said_to_be_held_by_it(make_run):
-    runs = naive(make_run, 720, 5000, 600)   # 120 % of the compute ceiling
-    say = l01_naive.conclude(runs)
-    assert (f"This run reached {reached(runs[0], runs[2])} of the lower ceiling, the "
-            "computation's: above it") in say.text
-    assert "mismeasured" in say.text and "sets the pace" not in say.text
-    assert say.check() == []
-
-
-def test_ceilings_within_each_others_noise_name_no_limit(make_run):
-    runs = naive(make_run, 600, 612, 605)
-    say = l01_naive.conclude(runs)
-    assert "within the two ceilings' noise" in say.text
-    assert "neither is clearly the limit" in say.text and "sets the pace" not in say.text
-    assert say.check() == []
-
-
-def test_too_few_steady_steps_place_the_run_nowhere(make_run):
-    runs = naive(make_run, 600, 5000, 610, steps=448)   # 7 steps an epoch, 2 steady epochs: 14 steps
-    say = l01_naive.conclude(runs)
-    assert "too few steady steps to tell whether that is beyond their noise" in say.text
-    assert "fewer than the 20 a verdict needs: too few steps to say which ceiling" in say.text
+    assert paragraph(Place.CANNOT_JUDGE, 0) in say.text and say.check() == []
     assert "sets the pace" not in say.text and "overhead" not in say.text
-    assert say.check() == []
+    why = {"too few steps": "too few steps to judge",
+           "shared machine": "machine load (shared with other programs while 'naive "
+                             "compute-only' ran, not shared while 'naive' ran",
+           "other settings": "batch_size"}[case]
+    assert why in say.text
 
 
-def test_a_ceiling_on_a_machine_shared_when_the_run_was_not_is_said_and_not_ruled_on(make_run):
-    run, feed, compute = naive(make_run, 200, 5000, 640)
-    busy(run, 0.0), busy(feed, 0.0), busy(compute, 3.0)
-    say = l01_naive.conclude([run, feed, compute])
-    assert ("machine load (not shared with other programs while 'naive' ran, shared "
-            "while 'naive compute-only' ran, by the runs' records)") in say.text
-    assert "Neither ceiling holds it" not in say.text and "sets the pace" not in say.text
-    assert say.check() == []
-    assert list(l01_naive.table([run, feed, compute])["machine load"]) == ["not shared", "not shared", "shared"]
-
-
-def test_a_ceiling_with_other_settings_says_how_it_differs(make_run):
-    runs = naive(make_run, 600, 5000, 610, config={"loader": {"batch_size": 128}})
-    say = l01_naive.conclude(runs)
-    assert "ran differently in more than the ceiling's mock: batch_size 64 against 128" in say.text
-    assert "sets the pace" not in say.text
-    assert say.check() == []
-
-
-def test_ceilings_get_no_speed_up(make_run):
+def test_the_table_marks_the_ceilings_and_a_shared_machine(make_run):
     runs = naive(make_run, 600, 5000, 610)
     table = l01_naive.table(runs)
     assert "speedup" not in table.columns   # one run: nothing to speed up against
@@ -123,6 +92,8 @@ def test_ceilings_get_no_speed_up(make_run):
     table = l01_naive.table([*runs, again])
     assert math.isnan(table["speedup"][1]) and math.isnan(table["speedup"][2])
     assert table["speedup"][3] == pytest.approx(650 / 600, rel=0.05)
+    busy(runs[0], 0.0), busy(runs[1], 0.0), busy(runs[2], 3.0)
+    assert list(l01_naive.table(runs)["machine load"]) == ["not shared", "not shared", "shared"]
 
 
 def test_ceilings_alone_are_refused(make_run):
@@ -134,6 +105,10 @@ def test_ceilings_alone_are_refused(make_run):
 def test_a_compute_ceilings_idle_loader_workers_do_not_count_as_its_own_load(make_run):
     compute = busy(make_run("compute", config={"mock": "loader", "num_workers": 4}), 0.8)
     assert metrics.machine_load(compute)["shared"]   # 0.8 cores beyond its own process
+
+
+def test_the_lessons_paragraphs_carry_no_number():
+    assert all(not closing.measurements(p) for p in findings.paragraphs(LESSON))
 
 
 def test_sizes_are_small_in_smoke_mode():

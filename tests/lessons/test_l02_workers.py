@@ -7,6 +7,9 @@ import pytest
 from fake_runs import busy
 
 from gpu_course.lessons import l02_workers, sizes
+from gpu_course.lessons.l02_workers import KNOBS_LESSON, MORE_WORKERS
+from gpu_course.show import closing, findings
+from gpu_course.show.findings import Outcome, Where
 
 
 def sweep(make_run, rates, waits, counts=(0, 1, 2), gpus=0, engine="pytorch", batch=64,
@@ -20,88 +23,64 @@ def sweep(make_run, rates, waits, counts=(0, 1, 2), gpus=0, engine="pytorch", ba
 
 
 
-def test_workers_that_feed_a_starved_run_are_credited_with_a_knee(make_run):
-    runs = sweep(make_run, (300, 600, 640), (0.6, 0.15, 0.05))
+def paragraph(compare, found, gpus):
+    text = compare.means[found]
+    return text if isinstance(text, str) else text[Where.GPU if gpus else Where.CPU]
+
+
+# samples/s and data wait of a sweep of 0, 1, 2 workers (or counts), GPUs -> the outcome
+# of the fastest count against the fewest, and the knee the table marks (None: no line)
+SWEEPS = [
+    ((300, 600, 640), (0.6, 0.15, 0.05), (0, 1, 2), 0, Outcome.EXPECTED, "num_workers=1"),
+    ((2000, 6000, 6600), (0.75, 0.3, 0.05), (1, 4, 8), 1, Outcome.EXPECTED, "num_workers=4"),
+    ((4000, 12000), (0.75, 0.05), (1, 8), 2, Outcome.EXPECTED, "num_workers=8"),
+    ((600, 602, 604), (0.05, 0.04, 0.04), (0, 1, 2), 0, Outcome.NONE, "num_workers=0"),
+    ((600, 500, 400), (0.05, 0.02, 0.02), (0, 1, 2), 0, Outcome.OPPOSITE, "num_workers=0"),
+    ((600, 500, 400), (0.05, 0.02, 0.02), (0, 1, 2), 1, Outcome.OPPOSITE, "num_workers=0"),
+]
+
+
+@pytest.mark.parametrize("rates, waits, counts, gpus, found, knee", SWEEPS)
+def test_a_sweep_says_the_paragraph_its_outcome_declares_and_marks_the_knee(
+        make_run, rates, waits, counts, gpus, found, knee):
+    runs = sweep(make_run, rates, waits, counts=counts, gpus=gpus)
     say = l02_workers.conclude(runs)
-    assert "0 worker(s): " in say.text and "samples/s with 2 worker(s): ×2." in say.text
-    assert ", faster (" in say.text
-    assert "The knee: 1 worker(s) already reach 9" in say.text   # 600 of 640: 93-94 %
-    assert "Data wait and spikiness (p95/median step time) by workers: 0 worker(s) 60" in say.text
-    assert "No GPU here: the workers and the model share 16 CPU cores" in say.text
-    assert "the talk's ×2.2 came from (306 → 663 samples/s with 29 workers)" in say.text
-    assert say.check() == []
+    assert paragraph(MORE_WORKERS, found, gpus) in say.text and say.check() == []
+    assert say.text.count(" against ") == 1   # the fastest count against the fewest only
+    assert f"The knee, the fewest workers within a tenth of the best samples/s or within its " \
+           f"noise: '{knee}'." in say.text
+    assert "Data wait by run: 'num_workers=" in say.text and "waited for its data" not in say.text
+    assert ("How spiky the GPU's utilisation" in say.text) == bool(gpus)
+    assert ("No GPU here" in say.text) == (not gpus)
+    assert "The talk, on a V100: one worker 306 samples/s; 29 workers 663 samples/s." in say.text
 
 
-def test_a_gain_beyond_what_the_data_wait_allows_is_not_credited_to_the_workers(make_run):
-    runs = sweep(make_run, (60, 1200, 1200), (0.02, 0.01, 0.01))
+@pytest.mark.parametrize("case", ["beyond the data wait", "shared machine", "too few steps"])
+def test_a_gain_the_runs_cannot_credit_to_the_workers_places_no_knee(make_run, case):
+    rates = (60, 1200, 1200) if case == "beyond the data wait" else (300, 600, 640)
+    runs = sweep(make_run, rates, (0.02, 0.01, 0.01) if case == "beyond the data wait" else
+                 (0.6, 0.15, 0.05), train_size=448 if case == "too few steps" else None)
+    if case == "shared machine":
+        busy(runs[0], 3.0), busy(runs[1], 0.0), busy(runs[2], 0.0)
     say = l02_workers.conclude(runs)
-    assert ", faster (" in say.text
-    assert "more than removing all the data wait of 'num_workers=0'" in say.text
-    assert "The knee" not in say.text
-    assert say.check() == []
-
-
-def test_runs_on_a_machine_shared_for_one_only_are_not_compared(make_run):
-    runs = sweep(make_run, (60, 1000, 1200), (0.02, 0.01, 0.01))
-    busy(runs[0], 3.0), busy(runs[1], 0.0), busy(runs[2], 0.0)
-    say = l02_workers.conclude(runs)
-    assert ("but the runs also differ in machine load (shared with other programs while "
-            "'num_workers=0' ran, not shared while 'num_workers=2' ran, by the runs' "
-            "records)") in say.text
-    assert "not credited to the loader" in say.text
-    assert "faster" not in say.text and "The knee" not in say.text
-    assert list(l02_workers.table(runs)["machine load"]) == ["shared", "not shared", "not shared"]
-    assert say.check() == []
-
-
-def test_too_few_steady_steps_give_no_verdict(make_run):
-    runs = sweep(make_run, (300, 600, 640), (0.6, 0.15, 0.05), train_size=448)  # 14 steps
-    say = l02_workers.conclude(runs)
-    assert "from too few steady steps to judge ('num_workers=0' 14" in say.text
-    assert "faster" not in say.text and "within noise" not in say.text
-    assert say.check() == []
-
-
-def test_a_best_within_noise_places_no_knee(make_run):
-    runs = sweep(make_run, (600, 602, 604), (0.05, 0.04, 0.04))
-    say = l02_workers.conclude(runs)
-    assert "within noise" in say.text and "no knee can be placed" in say.text
-    assert say.check() == []
-
-
-def test_more_workers_slower_beyond_noise_on_a_cpu(make_run):
-    runs = sweep(make_run, (600, 500, 400), (0.05, 0.02, 0.02))
-    say = l02_workers.conclude(runs)
-    assert "0 worker(s): " in say.text and "the fastest; 2 worker(s): " in say.text
-    assert "a slow-down" in say.text
-    assert "More workers were slower here, beyond noise: they took cores from the model" in say.text
-    assert say.check() == []
-
-
-def test_a_gpu_sweep_reads_the_utilisation_spread_and_says_nothing_of_a_cpu(make_run):
-    runs = sweep(make_run, (2000, 6000, 6600), (0.75, 0.3, 0.05), counts=(1, 4, 8), gpus=1)
-    say = l02_workers.conclude(runs)
-    assert "Data wait and spikiness (GPU-Util std) by workers: 1 worker(s)" in say.text
-    assert "The knee: 4 worker(s) already reach 9" in say.text
-    assert "No GPU" not in say.text and "CPU" not in say.text
-    assert say.check() == []
-
-
-def test_a_two_gpu_sweep_is_judged_like_one(make_run):
-    runs = sweep(make_run, (4000, 12000), (0.75, 0.05), counts=(1, 8), gpus=2)
-    say = l02_workers.conclude(runs)
-    assert ", faster (" in say.text and "GPU-Util std" in say.text
-    assert "No knee among the counts tried: only the most workers, 8, came within 10%" in say.text
-    assert say.check() == []
+    why = {"beyond the data wait": "more than removing all of 'num_workers=0''s data wait",
+           "shared machine": "no verdict: the runs also differ in machine load",
+           "too few steps": "too few steps to judge"}[case]
+    assert why in say.text and "The knee" not in say.text and say.check() == []
+    assert paragraph(MORE_WORKERS, Outcome.EXPECTED, 0) not in say.text
+    if case == "shared machine":
+        assert list(l02_workers.table(runs)["machine load"]) == ["shared", "not shared",
+                                                                  "not shared"]
 
 
 def test_a_large_batch_is_set_beside_the_talks_slide(make_run):
     runs = sweep(make_run, (300, 700), (0.7, 0.1), counts=(1, 2), batch=640)
     say = l02_workers.conclude(runs)
-    assert ("The talk's slide (4 V100s, batch 640 a GPU): 29 workers 50,000 samples/s, 4.0 s "
-            "an epoch; one worker about 1,500 samples/s, 60+ s an epoch") in say.text
-    assert "No GPU here" not in say.text
-    assert say.check() == []
+    assert ("The talk, on its slide's 4 V100s at batch 640 a GPU, where a large batch needs "
+            "many images a step and one worker prepares them one after the other: 29 workers "
+            "50,000 samples/s; an epoch 4.0 s; one worker about 1,500 samples/s; an epoch "
+            "60+ s.") in say.text
+    assert "306" not in say.text and say.check() == []
 
 
 def knobs(make_run, gpus=0, rates=(600, 700)):
@@ -114,33 +93,29 @@ def knobs(make_run, gpus=0, rates=(600, 700)):
     return [plain, tuned]
 
 
-def test_the_loader_knobs_on_a_cpu(make_run):
-    runs = knobs(make_run)
+@pytest.mark.parametrize("gpus, rates, found", [(0, (600, 602), Outcome.EXPECTED),
+                                                (0, (600, 700), Outcome.OPPOSITE),
+                                                (1, (600, 700), Outcome.EXPECTED),
+                                                (1, (600, 602), Outcome.NONE)])
+def test_the_loader_knobs_say_the_paragraph_their_outcome_declares(make_run, gpus, rates, found):
+    runs = knobs(make_run, gpus=gpus, rates=rates)
     say = l02_workers.conclude(runs)
-    assert ("persistent_workers=True + prefetch_factor=4 at 2 workers ('workers') against the "
-            "plain loader ('num_workers=2, 3 epochs'): ") in say.text
-    assert ", faster (" in say.text and "The epochs after the first" in say.text
-    assert "No GPU here: pinned memory only speeds up copies to a GPU" in say.text
-    assert "pin_memory=False" in say.text
+    assert "'workers' against 'num_workers=2, 3 epochs': ×" in say.text
+    assert paragraph(KNOBS_LESSON.compares[0], found, gpus) in say.text and say.check() == []
+    assert "Mean time of the epochs after the first" in say.text and "The knee" not in say.text
+    assert ("pinned memory only speeds up copies to a GPU, so the notebook leaves it off"
+            in say.text) == (not gpus)
     table = l02_workers.table(runs)
     assert {"persistent_workers", "prefetch_factor", "later_epochs_s"} <= set(table.columns)
-    assert "pin_memory" not in table.columns   # alike in both: not a column
-    assert say.check() == []
-
-
-def test_the_loader_knobs_on_a_gpu_pin_memory(make_run):
-    runs = knobs(make_run, gpus=1, rates=(600, 602))
-    say = l02_workers.conclude(runs)
-    assert "pin_memory=True + persistent_workers=True + prefetch_factor=4" in say.text
-    assert "within noise" in say.text and "No GPU" not in say.text
-    assert say.check() == []
+    assert ("pin_memory" in table.columns) == bool(gpus)   # a column only where it differs
 
 
 def test_runs_that_differ_in_more_than_the_loader_are_not_compared(make_run):
     a = make_run("a", config={"num_workers": 1, "batch_size": 64})
     b = make_run("b", config={"num_workers": 2, "batch_size": 128})
     say = l02_workers.conclude([a, b])
-    assert "These runs differ in more than the loader: batch_size, num_workers." in say.text
+    assert "'b' differs from 'a' in batch_size, num_workers, which this lesson does not " \
+           "compare: no verdict." in say.text
     assert say.check() == []
 
 
@@ -156,10 +131,16 @@ def test_a_workers_memory_is_said_from_the_table(make_run):
                            "uss_mib_per_worker": [61.5, 60.25], "uss_mib_all": [61.5, 120.5],
                            "share_of_ram_pct": [0.26, 0.51]})
     say = l02_workers.conclude(runs, memory=memory)
-    assert ("Each worker adds about 60.2 MiB of its own memory (RSS 405 MiB with the pages it "
-            "shares with the notebook): the 2 workers cost 120 MiB, 0.51% of this machine's "
-            "RAM.") in say.text
+    assert ("What each worker adds on its own by run, in MiB (its unique set; its resident set "
+            "also counts pages it shares with the notebook): 'num_workers=1' 61.5, "
+            "'num_workers=2' 60.2.") in say.text
+    assert "this machine's RAM, in percent: 'num_workers=1' 0.26, 'num_workers=2' 0.51." in say.text
     assert say.check() == []
+
+
+def test_the_lessons_paragraphs_carry_no_number():
+    for lesson in (l02_workers.SWEEP, l02_workers.LARGE, KNOBS_LESSON):
+        assert all(not closing.measurements(p) for p in findings.paragraphs(lesson))
 
 
 class Forking:
