@@ -132,6 +132,22 @@ class Note:
 
 
 @dataclass(frozen=True)
+class Samples:
+    """Two rows of a table judged on their own measurements (timed passes, not runs): row
+    `b` against row `a` (the table's row names), xs and ys their values (images/s of each
+    pass), `how` what those are ("5 timed passes each"), `column` the table's column whose
+    cells the ratio reads, and the comparison whose paragraphs say what it means."""
+
+    a: str
+    b: str
+    xs: tuple
+    ys: tuple
+    how: str
+    column: str
+    compare: Compare
+
+
+@dataclass(frozen=True)
 class Lesson:
     """What a lesson compares, and what its outcomes mean (see the module).
 
@@ -286,9 +302,7 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
             _bound(say, lesson, group[base][-1], track)
     if lesson.rank and judged and len(best) == 2:
         _rank(say, lesson, best, track)
-    for name, column in lesson.columns.items():
-        say(COLUMN.format(words=column, cells=", ".join(
-            f"'{r.name}' {say.cell(i, name)}" for i, r in enumerate(runs))))
+    _columns(say, lesson, [r.name for r in runs])
     _last_row(say, lesson, runs[-1], (track, where))
     _notes(say, lesson, runs, (track, where))
     if where is Where.CPU and lesson.cpu:
@@ -298,6 +312,30 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
                             for q in lesson.quotes)
         say(QUOTES.format(source=lesson.source.capitalize(), hardware=lesson.hardware,
                           figures=figures))
+    return say
+
+
+def judge_table(lesson: Lesson, table: pd.DataFrame, context, pairs=()) -> Closing:
+    """`lesson`'s sentences on a table that is not one row a run (timed passes, lines of
+    code), `context` (track, `Where`) saying where it was measured: each of `pairs`
+    (`Samples`) judged on its own measurements with its outcome's paragraph, then the
+    lesson's columns, its `empty` paragraph where the table has no rows, and its `cpu`
+    paragraph off a GPU. Printed, and returned as the `Closing` that said them."""
+    track, where = context
+    key = table.columns[0] if len(table.columns) else "rung"
+    said = set()
+    say = Closing(table if len(table) else pd.DataFrame([{key: "no rows"}]), key=key)
+    for pair in pairs:
+        verdict = say.compare_samples(pair.a, pair.b, list(pair.xs), list(pair.ys), pair.how,
+                                      pair.column)
+        say(VERDICT.format(a=pair.a, b=pair.b, verdict=verdict))
+        _outcome(say, pair.compare, outcome(verdict, pair.compare.expect(where)), context, said)
+    if len(table):
+        _columns(say, lesson, [str(name) for name in table[key]])
+    elif lesson.empty and not (where is Where.CPU and lesson.cpu):   # off a GPU, cpu says why
+        say(_text(lesson.empty, track, where))
+    if where is Where.CPU and lesson.cpu:
+        say(_text(lesson.cpu, track, where))
     return say
 
 
@@ -347,10 +385,7 @@ def _judged(say: Closing, match: Compare, pair, context, said: set) -> noise.Ver
     if match.accuracy:
         say(ACCURACY.format(a=first.name, b=last.name, change=say.accuracy(first, last)[1]))
     found = outcome(verdict, match.expect(where))
-    text = _text(match.means.get(found, ""), track, where)
-    if text and (id(match), found) not in said and "no outcomes" not in said:
-        said.add((id(match), found))
-        say(text)
+    _outcome(say, match, found, context, said)
     if found is not Outcome.CANNOT_JUDGE and match.expect(where) is Expect.FASTER \
             and ("waited", first.name) not in said \
             and metrics.data_wait_share(first) > DATA_BOUND:
@@ -403,6 +438,24 @@ def _note(run, name: str):
     return (run.meta.get("notes") or {}).get(name)
 
 
+def _outcome(say: Closing, match: Compare, found: Outcome, context, said: set) -> None:
+    """Say the paragraph `match` declares for `found` where the runs ran, once."""
+    text = _text(match.means.get(found, ""), *context)
+    if text and (id(match), found) not in said and "no outcomes" not in said:
+        said.add((id(match), found))
+        say(text)
+
+
+def _columns(say: Closing, lesson: Lesson, names: list) -> None:
+    """One line a declared column, its cell for every row; a column no row has a value in
+    (a GPU's column, off a GPU) is not said."""
+    for name, words in lesson.columns.items():
+        if name not in say.table.columns or say.table[name].isna().all():
+            continue
+        say(COLUMN.format(words=words, cells=", ".join(
+            f"'{n}' {say.cell(i, name)}" for i, n in enumerate(names))))
+
+
 def _rank(say: Closing, lesson: Lesson, best: dict, track) -> None:
     (small, (v_small, _)), (large, (v_large, _)) = sorted(
         best.items(), key=lambda kv: _number(_setting(kv[1][1], lesson.rank_by)))
@@ -432,7 +485,7 @@ def _fires(note: Note, runs) -> bool:
 
 def _setting(run, name: str):
     """A setting of the run's config, else what its record says ran ("network.parameters":
-    a part of a part)."""
+    a part of a part), else what its loop noted (`rec.note`)."""
     if name in (run.config or {}):
         return run.config[name]
     value = run.meta.get("ran") or {}

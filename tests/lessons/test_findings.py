@@ -1,13 +1,14 @@
 """The findings engine on fake runs: each template and each generic caveat once, on a
 made-up lesson declared the way a lesson module declares one."""
+import pandas as pd
 import pytest
 
 import fake_runs
 
 from gpu_course.analyse import anatomy, noise
 from gpu_course.show import closing
-from gpu_course.show.findings import (Compare, Expect, Lesson, Note, Outcome, Quote, Where,
-                                      judge, outcome, paragraphs)
+from gpu_course.show.findings import (Compare, Expect, Lesson, Note, Outcome, Quote, Samples,
+                                      Where, judge, judge_table, outcome, paragraphs)
 from gpu_course.show.findings import Context, Flag, Rank, Row, judge_rows
 
 MEANS = {Outcome.EXPECTED: "EXPECTED-PARAGRAPH", Outcome.NONE: "NONE-PARAGRAPH",
@@ -212,3 +213,46 @@ def test_measured_rows_both_within_noise_are_not_ranked():
     rows = measured(100, spread=0.2)
     say = judge_rows(ROWS, rows, rows_table(rows))
     assert "gained more" not in say.text and "APART" not in say.text
+
+
+def test_a_setting_the_loops_noted_is_compared_and_picks_the_baseline(make_run):
+    lesson = Lesson(compares=(Compare(varies=("loss_read",), gpu=Expect.SLOWER, means=MEANS),),
+                    baseline={"loss_read": "at the end"})
+    runs = [make_run("read each step", rate=300, gpus=1, notes={"loss_read": "each step"}),
+            make_run("read at the end", rate=600, gpus=1, notes={"loss_read": "at the end"})]
+    say = judge(lesson, runs)
+    assert "'read each step' against 'read at the end': ×0.5" in say.text
+    assert "slow-down" in say.text and "EXPECTED-PARAGRAPH" in say.text
+    assert "identical jobs" not in say.text
+
+
+def test_a_column_no_row_has_a_value_in_is_not_said(make_run):
+    lesson = Lesson(compares=(Compare(varies=("batch_size",), means=MEANS),),
+                    columns={"samples_per_sec": "Samples/s", "gpu_util": "GPU-Util"})
+    say = judge(lesson, pair(make_run, 1800, gpus=0))
+    assert "Samples/s: 'small' 6" in say.text and "GPU-Util" not in say.text
+
+
+TIMED = pd.DataFrame([{"rung": "clock", "ms": 1.0, "per_s": 1000.0},
+                      {"rung": "synced", "ms": 20.0, "per_s": 50.0}])
+
+
+def test_a_table_of_timed_passes_is_judged_on_its_own_samples_where_it_ran():
+    gap = Compare(varies=("timer",), gpu=Expect.FASTER, cpu=Expect.SAME, means=MEANS)
+    lesson = Lesson(compares=(gap,), columns={"ms": "Milliseconds"}, cpu="NO-GPU")
+    pairs = [Samples("synced", "clock", (50.0, 48.0, 52.0), (1000.0, 990.0, 1010.0),
+                     "3 passes each", "per_s", gap)]
+    say = judge_table(lesson, TIMED, ("pytorch", Where.GPU), pairs)
+    assert say.lines[0].text == "'clock' against 'synced': ×20.00, faster (×19.04–×21.04 over " \
+                                "3 passes each)."
+    assert "EXPECTED-PARAGRAPH" in say.text and "Milliseconds: 'clock' 1.00, 'synced' 20.0." \
+        in say.text and "NO-GPU" not in say.text and say.check() == []
+    cpu = judge_table(lesson, TIMED, ("pytorch", Where.CPU), pairs)
+    assert "OPPOSITE-PARAGRAPH" in cpu.text and cpu.text.endswith("NO-GPU")
+
+
+def test_an_empty_table_says_the_empty_paragraph_or_off_a_gpu_the_cpu_one():
+    lesson = Lesson(compares=(), empty="NOTHING-FOUND", cpu="NO-GPU")
+    empty = pd.DataFrame(columns=["line", "calls"])
+    assert judge_table(lesson, empty, ("pytorch", Where.GPU)).text == "NOTHING-FOUND"
+    assert judge_table(lesson, empty, ("pytorch", Where.CPU)).text == "NO-GPU"
