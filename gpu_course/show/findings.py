@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pandas as pd
 
-from ..analyse import alike, anatomy, memory, metrics, noise
+from ..analyse import alike, anatomy, diagnose, memory, metrics, noise
 from . import report
 from .closing import Closing
 
@@ -104,6 +104,7 @@ class Compare:
     against: Mapping = field(default_factory=dict)
     cells: Mapping[str, str] = field(default_factory=dict)
     ranks: tuple["Rank", ...] = ()
+    worse: Text = ""        # said once where the variant's accuracy is lower beyond noise
 
     def expect(self, where: Where) -> Expect:
         return self.gpu if where is Where.GPU else self.cpu
@@ -122,9 +123,10 @@ class Quote:
 @dataclass(frozen=True)
 class Note:
     """A paragraph said once when any run's record has `setting` (its config, else what
-    ran) among `values`: e.g. a tracing-only compile backend."""
+    ran, else what its loop noted; or a function of the run, e.g. a state measured from its
+    notes) among `values`: e.g. a tracing-only compile backend."""
 
-    setting: str
+    setting: str | Callable
     values: tuple
     text: Text
     judged: bool = True   # False: the runs did not run the lesson's change as meant (a
@@ -190,6 +192,13 @@ class Lesson:
     column: str = "samples_per_sec"
     more: str = ""
 
+    changes: bool = False                 # each verdict names the settings its runs differ in
+    ceilings: Compare | None = None       # a run's input ceiling against its compute ceiling
+    above_ceiling: Text = ""              # said once for a run above a ceiling it cannot beat
+    fastest: bool = False                 # name the fastest run, only beyond every other's noise
+    diagnose: bool = False                # print the baseline's diagnosis, and the fastest's
+    after: Text = ""                      # said once, last: what the figures above mean
+
 
 @dataclass(frozen=True)
 class Rank:
@@ -244,6 +253,19 @@ VERDICT = "'{b}' against '{a}': {verdict}."
 ASKED = "'{b}' asked for {setting} {asked} and ran {ran}{why}."
 SAME_JOB = ("'{b}' against '{a}': {verdict}; both ran as '{a}' did, two identical jobs: "
             "the ratio measures the machine, not the change.")
+CHANGED = "'{b}' against '{a}' ({changes}): {verdict}."
+CEILING = "'{feed}' (the input alone) against '{compute}' (the model alone): {verdict}."
+REACHES = "'{run}' reaches {feed} of its input ceiling and {compute} of its compute ceiling."
+SHARED = ("Another program shared the machine during {names} (the machine busier than the "
+          "run's own use): their numbers are pessimistic and noisier, and a comparison with "
+          "them says as much about the machine as about the change.")
+FASTEST = ("Fastest: '{top}', beyond the noise of every other run (against the next, "
+           "'{next}': {verdict}).")
+NO_FASTEST = ("No single fastest run: {ties} cannot be told apart beyond their noise ('{top}' "
+              "against '{next}': {verdict}).")
+CHANCE = ("Every run's accuracy is within noise of chance: these runs are too short to say what "
+          "the change does to learning (more epochs and a larger validation set can).")
+QUOTED = "{source}: {figures}."
 UNMATCHED = "'{b}' differs from '{a}' in {what}, which this lesson does not compare: no verdict."
 ACCURACY = "'{b}' against '{a}' in accuracy: {change}."
 WAITED = ("'{a}' waited for its data {share} of its steady time: a faster step cannot show "
@@ -273,6 +295,8 @@ FLAGGED = "'{row}': {value} ({cells})."
 CPU_FACTS = ("This CPU ({source}): {model}, {logical} logical cores ({physical} physical), "
              "{usable} usable by this process.")
 DATA_BOUND = 0.5   # a baseline that waited for data more than this share of its steady time
+# settings that change the input pipeline itself: its baseline's data wait is the point
+INPUT = anatomy.FIXES[anatomy.Bound.DATA] | {"page_cache", "sample_order", "augment"}
 
 
 def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
@@ -291,7 +315,11 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
     judged = all(n.judged or not _fires(n, runs) for n in lesson.notes)
     said: set = set() if judged else {"no outcomes"}
     best = {}
-    for key, group in _split(runs, lesson.group_by).items():
+    if lesson.ceilings:
+        for run in (r for r in runs if not diagnose.is_mock(r)):
+            _ceilings(say, lesson, run, (track, where), said)
+    # a ceiling (mock) run bounds a run, it is no variant of one
+    for key, group in _split([r for r in runs if not diagnose.is_mock(r)], lesson.group_by).items():
         base = _baseline(group, lesson.baseline)
         verdicts = [_compare(say, lesson, (group[base], variant), (track, where), said)
                     for name, variant in group.items() if name != base]
@@ -302,9 +330,17 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
             _bound(say, lesson, group[base][-1], track)
     if lesson.rank and judged and len(best) == 2:
         _rank(say, lesson, best, track)
+    top = _fastest(say, runs) if lesson.fastest else None
+    if any(c.accuracy for c in lesson.compares) and len(runs) > 1 and say.at_chance(runs):
+        say(CHANCE)
     _columns(say, lesson, [r.name for r in runs])
     _last_row(say, lesson, runs[-1], (track, where))
     _notes(say, lesson, runs, (track, where))
+    shared = [f"'{r.name}'" for r in runs if metrics.machine_load(r)["shared"]]
+    if shared:
+        say(SHARED.format(names=", ".join(dict.fromkeys(shared))))
+    if lesson.after:
+        say(_text(lesson.after, track, where))
     if where is Where.CPU and lesson.cpu:
         say(_text(lesson.cpu, track, where))
     if lesson.quotes:
@@ -312,6 +348,8 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
                             for q in lesson.quotes)
         say(QUOTES.format(source=lesson.source.capitalize(), hardware=lesson.hardware,
                           figures=figures))
+    if lesson.diagnose:
+        _diagnoses(runs, top)
     return say
 
 
@@ -336,6 +374,11 @@ def judge_table(lesson: Lesson, table: pd.DataFrame, context, pairs=()) -> Closi
         say(_text(lesson.empty, track, where))
     if where is Where.CPU and lesson.cpu:
         say(_text(lesson.cpu, track, where))
+    if lesson.quotes:
+        say(QUOTED.format(source=lesson.source[:1].upper() + lesson.source[1:], figures="; ".join(
+            f"{q.what} {say.quote(lesson.source, q.value, q.fmt)}" for q in lesson.quotes)))
+    if lesson.after:
+        say(_text(lesson.after, track, where))
     return say
 
 
@@ -373,20 +416,32 @@ def _compare(say: Closing, lesson: Lesson, pair, context, said: set):
     if not matches:
         say(UNMATCHED.format(a=first.name, b=last.name, what=", ".join(sorted(differ))))
         return None
-    verdicts = [_judged(say, match, pair, context, said) for match in matches.values()]
+    changes = ", ".join(f"{k} {say.setting(k, first.config.get(k))} → "
+                        f"{say.setting(k, last.config.get(k))}"
+                        for k in sorted(alike.settings(first, last))) if lesson.changes else ""
+    verdicts = [_judged(say, match, pair, (context, changes), said)
+                for match in matches.values()]
     return next((v for m, v in zip(matches, verdicts) if m is Metric.SAMPLES_PER_S), None)
 
 
 def _judged(say: Closing, match: Compare, pair, context, said: set) -> noise.Verdict:
-    """Say one comparison's verdict, its outcome's paragraph (once) and the caveats."""
-    (a, b), (track, where) = pair, context
+    """Say one comparison's verdict, its outcome's paragraph (once) and the caveats;
+    context: ((track, where), the settings the runs differ in, in words, or "")."""
+    (a, b), (context, changes) = pair, context
+    track, where = context
     first, last = a[-1], b[-1]
-    verdict = _verdict(say, match, pair)
+    verdict = _verdict(say, match, pair, changes)
     if match.accuracy:
-        say(ACCURACY.format(a=first.name, b=last.name, change=say.accuracy(first, last)[1]))
+        points, change = say.accuracy(first, last)
+        say(ACCURACY.format(a=first.name, b=last.name, change=change))
+        if match.worse and points < 0 and noise.accuracy_verdict(first, last).is_effect \
+                and ("worse", id(match)) not in said:
+            said.add(("worse", id(match)))
+            say(_text(match.worse, track, where))
     found = outcome(verdict, match.expect(where))
     _outcome(say, match, found, context, said)
     if found is not Outcome.CANNOT_JUDGE and match.expect(where) is Expect.FASTER \
+            and not set(match.varies) & INPUT \
             and ("waited", first.name) not in said \
             and metrics.data_wait_share(first) > DATA_BOUND:
         said.add(("waited", first.name))
@@ -394,14 +449,15 @@ def _judged(say: Closing, match: Compare, pair, context, said: set) -> noise.Ver
     return verdict
 
 
-def _verdict(say: Closing, match: Compare, pair) -> noise.Verdict:
+def _verdict(say: Closing, match: Compare, pair, changes: str = "") -> noise.Verdict:
     """The verdict on samples/s (noise.compare of the repeats) or on an amount (the two
-    runs' measured steps), said through its template."""
+    runs' measured steps), said through its template (naming `changes` where given)."""
     a, b = pair
     first, last = a[-1], b[-1]
     if match.metric is Metric.SAMPLES_PER_S:
         verdict = say.compare(a, b, varies=match.varies)
-        say(VERDICT.format(a=first.name, b=last.name, verdict=verdict))
+        say(CHANGED.format(a=first.name, b=last.name, changes=changes, verdict=verdict)
+            if changes else VERDICT.format(a=first.name, b=last.name, verdict=verdict))
         return verdict
     column, read = AMOUNTS[match.metric]
     ua, ub = memory.memory_of(first), memory.memory_of(last)
@@ -436,6 +492,56 @@ def _empty(value) -> bool:
 def _note(run, name: str):
     """A setting a run's loop noted in its record (e.g. "checkpoint"), where it has one."""
     return (run.meta.get("notes") or {}).get(name)
+
+
+def _ceilings(say: Closing, lesson: Lesson, run, context, said: set) -> None:
+    """The run's two ceilings found among the runs (`diagnose.find_ceilings`): the input
+    alone against the model alone (an amount against noise: a ceiling is no slow-down),
+    that outcome's paragraph, and the share of each the run reached."""
+    compute, feed = diagnose.find_ceilings(run, say.runs)
+    if compute is None or feed is None:
+        return
+    verdict = say.compare_amounts(compute, feed, noise.block_rates(compute),
+                                  noise.block_rates(feed), f"{noise.BLOCKS} blocks of steady "
+                                  "steps", "samples_per_sec")
+    say(CEILING.format(feed=feed.name, compute=compute.name,
+                       verdict=noise.amount_sentence(verdict)))
+    _outcome(say, lesson.ceilings, outcome(verdict, lesson.ceilings.expect(context[1])),
+             context, said)
+    say(REACHES.format(run=run.name,
+                       feed=say.ratio("samples_per_sec", feed, run, percent=True),
+                       compute=say.ratio("samples_per_sec", compute, run, percent=True)))
+    rate = metrics.samples_per_sec(run)
+    if lesson.above_ceiling and any(rate > diagnose.ABOVE_CEILING * metrics.samples_per_sec(c)
+                                    for c in (compute, feed)):
+        say(_text(lesson.above_ceiling, *context))
+
+
+def _fastest(say: Closing, runs):
+    """Say which run is fastest, only beyond the noise of every other (each against it
+    across whatever settings they differ in); the run with the most samples/s, or None."""
+    done = [r for r in runs if not diagnose.is_mock(r) and metrics.samples_per_sec(r) > 0
+            and metrics.status(r) not in metrics.FAILED]
+    if len(done) < 2:
+        return done[0] if done else None
+    top = max(done, key=metrics.samples_per_sec)
+    others = sorted((r for r in done if r is not top), key=metrics.samples_per_sec, reverse=True)
+    verdicts = [say.compare(r, top, varies=tuple(alike.settings(r, top))) for r in others]
+    ties = [f"'{r.name}'" for r, v in zip(others, verdicts) if v.kind != noise.Kind.FASTER]
+    say(NO_FASTEST.format(ties=", ".join([f"'{top.name}'", *ties]), top=top.name,
+                          next=others[0].name, verdict=verdicts[0]) if ties else
+        FASTEST.format(top=top.name, next=others[0].name, verdict=verdicts[0]))
+    return top
+
+
+def _diagnoses(runs, top) -> None:
+    """Print the baseline's diagnosis (its ceilings found next to it) and the fastest
+    run's: `diagnose`'s own report, beside the sentences rather than one of them."""
+    first = next((r for r in runs if not diagnose.is_mock(r) and len(r.epochs)), None)
+    if first is not None:
+        print(f"\n{diagnose.diagnose(first)}")
+    if top is not None and top is not first and len(top.epochs):
+        print(f"\n{diagnose.explain(top)}")
 
 
 def _outcome(say: Closing, match: Compare, found: Outcome, context, said: set) -> None:
@@ -480,7 +586,8 @@ def _notes(say: Closing, lesson: Lesson, runs, context) -> None:
 
 
 def _fires(note: Note, runs) -> bool:
-    return any(_setting(r, note.setting) in note.values for r in runs)
+    read = note.setting if callable(note.setting) else lambda r: _setting(r, note.setting)
+    return any(read(r) in note.values for r in runs)
 
 
 def _setting(run, name: str):
@@ -656,8 +763,10 @@ def _once(say: Closing, said: set, key, text: str) -> None:
 def paragraphs(lesson: Lesson) -> list[str]:
     """Every paragraph `lesson` declares (each track's and place's), for checks: a
     paragraph explains an outcome and carries no number (`closing.measurements`)."""
+    ceilings = [lesson.ceilings.means.values()] if lesson.ceilings else []
     texts = [c.means.values() for c in lesson.compares] + [lesson.bound.values()] + \
-        [[lesson.cpu, lesson.empty]] + [[n.text for n in lesson.notes]] + \
+        [[lesson.cpu, lesson.empty, lesson.above_ceiling, lesson.after]] + \
+        [[n.text for n in lesson.notes]] + [[c.worse for c in lesson.compares]] + ceilings + \
         [m.values() for m in lesson.by_sign.values()] + \
         [r.means.values() for c in lesson.compares for r in c.ranks] + \
         [f.means.values() for f in lesson.flags] + [lesson.missing.values()]

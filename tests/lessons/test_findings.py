@@ -256,3 +256,37 @@ def test_an_empty_table_says_the_empty_paragraph_or_off_a_gpu_the_cpu_one():
     empty = pd.DataFrame(columns=["line", "calls"])
     assert judge_table(lesson, empty, ("pytorch", Where.GPU)).text == "NOTHING-FOUND"
     assert judge_table(lesson, empty, ("pytorch", Where.CPU)).text == "NO-GPU"
+
+
+def test_a_runs_ceilings_are_read_as_amounts_and_never_as_a_variant(make_run):
+    lesson = Lesson(compares=(), ceilings=Compare(varies=("mock",), cpu=Expect.FASTER, means=MEANS),
+                    above_ceiling="ABOVE-PARAGRAPH")
+    job = {"batch_size": 64, "train_size": 6_400}
+    runs = [make_run("job", rate=300, config=job)] + [
+        make_run(f"job: mock {mock}", rate=rate, config={**job, "mock": mock, "max_steps": 24})
+        for mock, rate in (("trainer", 310), ("loader", 1200))]
+    say = judge(lesson, runs)
+    assert "'job: mock trainer' (the input alone) against 'job: mock loader' (the model alone): " \
+        "×0.26, less" in say.text and "OPPOSITE-PARAGRAPH" in say.text
+    assert "'job' reaches 99% of its input ceiling and 26% of its compute ceiling." in say.text
+    assert "ABOVE-PARAGRAPH" not in say.text and "does not compare" not in say.text
+    runs[1] = make_run("job: mock trainer", rate=200, config={**job, "mock": "trainer"})
+    assert "ABOVE-PARAGRAPH" in judge(lesson, runs).text
+
+
+def test_a_lesson_that_names_its_changes_says_them_and_an_input_change_gets_no_data_wait_caveat(
+        make_run):
+    lesson = Lesson(compares=(Compare(varies=("num_workers",), means=MEANS),), changes=True)
+    runs = [make_run("1 worker", rate=300, gpus=1, data_wait_share=0.8, config={"num_workers": 1}),
+            make_run("4 workers", rate=900, gpus=1, config={"num_workers": 4})]
+    say = judge(lesson, runs)
+    assert "'4 workers' against '1 worker' (num_workers 1 → 4): ×" in say.text
+    assert "waited for its data" not in say.text and say.check() == []
+
+
+def test_a_shared_machine_is_named_once_for_all_its_runs(make_run):
+    a, b = pair(make_run, 1800)
+    fake_runs.busy(a, other_cores=8)
+    fake_runs.busy(b, other_cores=8)
+    say = judge(LESSON, [a, b])
+    assert say.text.count("Another program shared the machine during 'small', 'large' (") == 1
