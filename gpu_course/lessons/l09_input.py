@@ -206,7 +206,8 @@ BY_ORDER = Lesson(
         Outcome.NONE: "Where the training step, not the reads, sets the pace, the order of the "
                       "reads does not show in samples/s.",
         Outcome.OPPOSITE: "Slower than the shuffle beyond noise, which reading neighbouring "
-                          "records does not explain: the machine's load moved between the runs."},
+                          "records does not explain: something else, such as the machine's "
+                          "load, moved between the runs."},
                       worse="Batches of neighbouring records (the same order every epoch, or one "
                             "window of the file at a time) are less random than a shuffle, and "
                             "the model learns less from them."),),

@@ -44,12 +44,10 @@ GUARD = "loss_guard"   # exercise 13.1's note: whether the loop checked its loss
 # -- the tables ----------------------------------------------------------------------------
 def table(measured) -> pd.DataFrame:
     """The table of what the notebook measured: the trap's timed passes (a list of
-    (block, timer, images, seconds) tuples), one row a block and timer; or the runs, one
-    row a run, with how each read its loss and what the epoch's closing sync waited."""
+    (block, timer, images, seconds) tuples, `trap_table`), or the runs (`runs_table`)."""
     measured = list(measured)
-    if measured and isinstance(measured[0], tuple):
-        return trap_table(measured)
-    return runs_table(measured)
+    return trap_table(measured) if measured and isinstance(measured[0], tuple) \
+        else runs_table(measured)
 
 
 def trap_table(passes) -> pd.DataFrame:
@@ -132,9 +130,9 @@ RUNS = Lesson(
             ("gluon", Where.CPU): "Each read (loss.mean().asscalar()) stops the host until "
                                   "MXNet's engine threads have " + TURNS.format("they"),
             ("pytorch", Where.CPU): "Slower, though on a CPU PyTorch has finished the step when "
-                                    ".item() returns, so the read waits for nothing: the machine "
-                                    "moved between the runs, not the read. On a GPU the read "
-                                    "stops the host until the step has run."},
+                                    ".item() returns, so the read waits for nothing: something "
+                                    "else, such as the machine's load, moved between the runs. "
+                                    "On a GPU the read stops the host until the step has run."},
         Outcome.NONE: {
             Where.GPU: NO_COST + "the device finished each step before the host had issued the "
                        "next one (launch- or input-bound), so waiting for it cost nothing; with "

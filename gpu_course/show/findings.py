@@ -15,10 +15,13 @@ What the engine does for every lesson, the same way:
   machine's load among them: `noise.compare`), and on too few steady steps;
 - maps the verdict to an `Outcome` against what the lesson expects where the runs ran
   (a GPU or a CPU) and says that outcome's paragraph once;
-- adds the generic caveats once: a baseline that waited for its data, accuracy at
-  chance, no GPU; and the talk's figures beside the runs, naming their source.
+- adds the generic caveats once: a baseline that waited for its data (unless the change is
+  to the input itself), every run's accuracy at chance, a machine another program shared,
+  no GPU; and the talk's figures beside the runs, naming their source;
+- reads mock runs as a run's ceilings (`Lesson.ceilings`), never as variants;
 - judges samples/s by default, or an amount (`Metric`: bytes of memory, where more is
-  neither better nor worse) on each run's own readings.
+  neither better nor worse) on each run's own readings; `judge_table` judges a table
+  that is not one row a run (timed passes: `Samples`) the same way.
 """
 from __future__ import annotations
 
@@ -261,8 +264,8 @@ SHARED = ("Another program shared the machine during {names} (the machine busier
           "them says as much about the machine as about the change.")
 FASTEST = ("Fastest: '{top}', beyond the noise of every other run (against the next, "
            "'{next}': {verdict}).")
-NO_FASTEST = ("No single fastest run: {ties} cannot be told apart beyond their noise ('{top}' "
-              "against '{next}': {verdict}).")
+NO_FASTEST = ("No single fastest run: '{top}' has the most samples/s, but not beyond the noise "
+              "of {ties} (against the next, '{next}': {verdict}).")
 CHANCE = ("Every run's accuracy is within noise of chance: these runs are too short to say what "
           "the change does to learning (more epochs and a larger validation set can).")
 QUOTED = "{source}: {figures}."
@@ -528,8 +531,8 @@ def _fastest(say: Closing, runs):
     others = sorted((r for r in done if r is not top), key=metrics.samples_per_sec, reverse=True)
     verdicts = [say.compare(r, top, varies=tuple(alike.settings(r, top))) for r in others]
     ties = [f"'{r.name}'" for r, v in zip(others, verdicts) if v.kind != noise.Kind.FASTER]
-    say(NO_FASTEST.format(ties=", ".join([f"'{top.name}'", *ties]), top=top.name,
-                          next=others[0].name, verdict=verdicts[0]) if ties else
+    say(NO_FASTEST.format(ties=", ".join(ties), top=top.name, next=others[0].name,
+                          verdict=verdicts[0]) if ties else
         FASTEST.format(top=top.name, next=others[0].name, verdict=verdicts[0]))
     return top
 

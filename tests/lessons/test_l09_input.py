@@ -63,10 +63,12 @@ LADDERS = [
     ((300, 600, 900, 1800), 0, "Fastest: 'in memory, 1 worker', beyond the noise of every other "
                                "run", RUNG[Outcome.EXPECTED]),
     ((600, 602, 598, 604), 0, "No single fastest run: '", RUNG[Outcome.NONE]),
-    ((300, 400, 1500, 1510), 0, "No single fastest run: 'in memory, 1 worker', 'pre-resized, 1 "
-                                "worker' cannot be told apart", RUNG[Outcome.EXPECTED]),
-    ((900, 300, 2500, 2600), 1, "No single fastest run: 'in memory, 1 worker', 'pre-resized, 1 "
-                                "worker'", RUNG[Outcome.OPPOSITE]),
+    ((300, 400, 1500, 1510), 0, "No single fastest run: 'in memory, 1 worker' has the most "
+                                "samples/s, but not beyond the noise of 'pre-resized, 1 worker' "
+                                "(against the next", RUNG[Outcome.EXPECTED]),
+    ((900, 300, 2500, 2600), 1, "No single fastest run: 'in memory, 1 worker' has the most "
+                                "samples/s, but not beyond the noise of 'pre-resized, 1 worker' "
+                                "(", RUNG[Outcome.OPPOSITE]),
 ]
 
 

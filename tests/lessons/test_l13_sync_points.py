@@ -54,7 +54,8 @@ def test_the_trap_cites_both_clocks_and_says_each_paragraph_once():
         passes("2 training steps", 128, [0.005, 0.006, 0.005], [0.15, 0.16, 0.14])
     say = l13.conclude(trap=trap, device="cpu(0)")
     assert say.lines[0].text == ("'forward pass, without a sync' against 'forward pass, with a "
-                                 "sync': ×22.00, faster (×16.67–×26.67 over 3 timed passes each).")
+                                 "sync': ×22.00, faster (×16.67–×26.67 over 3 timed passes "
+                                 "each).")
     assert "'forward pass, with a sync' 22.0" in say.text and "'forward pass, with a sync' 2,909" \
         in say.text
     assert say.text.count("MXNet's engine queues operators on a CPU too") == 1
@@ -139,7 +140,8 @@ def test_the_course_s_own_sync_is_read_from_the_records(make_run):
     assert "Median steady step on the device in ms, from CUDA events recorded after each step " \
         "and read after the epoch's sync: 'loss read at the end' 20.0" in say.text
     cpu = l13.conclude(loops(make_run, 500, 500, engine="pytorch")).text
-    assert "Median steady step on the device" not in cpu and "the loop passes sync=None to rec.end_epoch" in cpu
+    assert "Median steady step on the device" not in cpu
+    assert "the loop passes sync=None to rec.end_epoch" in cpu
     assert "set_sync_debug_mode('warn') names the line that syncs" in cpu
     frame = l13.table(runs)
     assert list(frame["loss_read"]) == [l13.AT_THE_END, l13.EACH_STEP] * 2
