@@ -147,10 +147,10 @@ RUNS = Lesson(
                           "load) moved."}),),
     baseline={"loss_read": AT_THE_END},
     bound={anatomy.Bound.DATA: {
-        "gluon": "without the per-step read the waiting did not vanish, it moved into fetching "
-                 "the batches. Where the loader runs in this process (num_workers=0) its "
-                 "transforms are MXNet operators too, and fetching a batch waits for the engine, "
-                 "busy with the queued steps."}},
+        "gluon": "where it waited longer than the loop with the per-step read (the shares "
+                 "below), the waiting did not vanish, it moved into fetching the batches: with "
+                 "the loader in this process (num_workers=0) its transforms are MXNet operators "
+                 "too, and fetching a batch waits for the engine, busy with the queued steps."}},
     columns={"data_wait_share": "Share of its steady time each run waited for a batch",
              "sync_s": "Seconds the epochs' closing sync (rec.end_epoch(sync=...), the only sync "
                        "the course's record makes) waited for work still queued when the last "

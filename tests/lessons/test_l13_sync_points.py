@@ -151,8 +151,8 @@ def test_the_course_s_own_sync_is_read_from_the_records(make_run):
 def test_a_gluon_loop_without_the_read_that_waits_for_data_is_said_to_have_moved_the_wait(
         make_run):
     moved = l13.conclude(loops(make_run, 500, 505, waits=(0.9, 0.1))).text
-    assert "'loss read at the end' was data-bound: without the per-step read the waiting did " \
-        "not vanish, it moved" in moved
+    assert "'loss read at the end' was data-bound: where it waited longer than the loop with " \
+        "the per-step read (the shares below), the waiting did not vanish, it moved" in moved
     assert "Share of its steady time each run waited for a batch: 'loss read at the end' 90" \
         in moved
     assert "moved" not in l13.conclude(loops(make_run, 500, 505, waits=(0.1, 0.1))).text
