@@ -159,8 +159,8 @@ RUNGS = Lesson(
                           "for every sample (a worker's share of it, the resize, the decode, the "
                           "file opens) while the input was the slow part.",
         Outcome.NONE: "A rung within noise of the first saved nothing the noise can show: the "
-                      "input was not the slow part there; the diagnosis below says what held the "
-                      "first rung.",
+                      "input was not the slow part there, or the change saved less than the "
+                      "runs' noise; the diagnosis below says what held the first rung.",
         Outcome.OPPOSITE: "A rung slower than the first beyond noise cost more on this machine "
                           "than it saved; gpu-course diagnose RUN says what holds it."}),),
     changes=True, fastest=True, diagnose=True,
