@@ -264,6 +264,11 @@ def _rate(ceiling) -> float:
     return metrics.samples_per_sec(run)
 
 
+def is_mock(run) -> bool:
+    """Whether the run is a ceiling (mock="loader" or "trainer"), not a rung."""
+    return (run.config or {}).get("mock", "none") not in ("none", None)
+
+
 def find_ceilings(run: Run, runs=None) -> tuple:
     """(compute-ceiling run, input-ceiling run): the latest runs with mock="loader" and
     mock="trainer" among `runs` (default: those recorded next to `run`) whose config

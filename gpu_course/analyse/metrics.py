@@ -245,6 +245,22 @@ def step_seconds(steps: pd.DataFrame) -> pd.Series:
     return _column(steps, "data_wait_s") + _column(steps, "compute_s")
 
 
+def median_step_ms(run, device: bool = False) -> float:
+    """The median steady step in milliseconds: by CUDA events (device: `device_s`, NaN
+    unless every steady step has it) or by the host's clock (data wait + compute)."""
+    steps = _steps(run)
+    steady = steps[_column(steps, "timed") == 1] if len(steps) else steps
+    values = _column(steady, "device_s") if device else \
+        _column(steady, "data_wait_s") + _column(steady, "compute_s")
+    return 1000 * float(values.median()) if len(values) and values.notna().all() else math.nan
+
+
+def epochs_sum(run, column: str) -> float:
+    """A column of the run's epochs summed (`sync_s`: what each epoch's closing sync
+    waited); NaN where no epoch records it."""
+    return _sum(run.epochs, column)
+
+
 MIN_STEADY_STEPS = 20   # steady steps a run needs before its samples/s is ruled on
 
 

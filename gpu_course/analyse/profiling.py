@@ -17,6 +17,7 @@ import contextlib
 import cProfile
 import gzip
 import json
+import linecache
 import math
 import os
 import pstats
@@ -24,6 +25,7 @@ import re
 import shutil
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -347,3 +349,25 @@ def format_result(result: dict) -> str:
                      "they agree" if result["agrees"] else "they disagree (a profiled "
                      "window is a few steps; the ceilings are whole runs)")]
     return "\n".join(lines)
+
+
+# -- the lines that synced ------------------------------------------------------------------
+SYNC_WARNING = "synchronizing"   # torch's words: "called a synchronizing CUDA operation"
+
+
+def sync_sites(caught) -> list[dict]:
+    """The lines a sync-debug mode (`torch.cuda.set_sync_debug_mode("warn")`) warned at,
+    most calls first: the line (its code, where it is: "this notebook" for a cell, else
+    the file's name, and its number) and how many calls warned there. Other warnings are
+    left out."""
+    counts = Counter((w.filename, w.lineno) for w in caught if SYNC_WARNING in str(w.message))
+    return [{"line": f"`{linecache.getline(name, n).strip() or '(source not available)'}` "
+                     f"({_place(name)}, line {n})", "calls": calls}
+            for (name, n), calls in counts.most_common()]
+
+
+def _place(filename: str) -> str:
+    path = Path(filename)
+    if filename.startswith("<") or path.parent.name.startswith("ipykernel_"):
+        return "this notebook"
+    return path.name

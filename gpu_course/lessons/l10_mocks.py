@@ -6,17 +6,19 @@ rungs, so their table has no speed-up column and their ratio is read as "the inp
 deliver so much of what the model consumes", never as a slow-down. `gpu_course.analyse.diagnose`
 turns a run and its ceilings into a verdict and the next rung; `follow` applies that rung
 to the experiment, and the closing judges against the runs' noise whether it helped.
-Lesson 09 reads its first rung's ceilings with this module's table and sentences.
+Lesson 09 reads its first rung's ceilings with this module's table and sentences
+(`gc.conclude("10", ...)`).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 
-from ..analyse import alike, diagnose, metrics, noise
+from ..analyse import diagnose, metrics
 from ..show.closing import Closing
-from .l01_naive import CEILING_FREE
+from ..show.findings import Compare, Expect, Lesson, Note, Outcome, judge
 
 SIZES = {
     "full": dict(dataset="folder", images=3000, image_size=32, train_size=2400, test_size=500,
@@ -35,8 +37,6 @@ SIZES = {
 OWN_SIZES = ("ceiling_steps", "exercise_batch", "exercise_size", "images", "torch_threads")
 # the rungs of the diagnosis that a data format answers, and that format
 FORMAT_OF = {"pre-processing": "preresized", "packed format": "packed", "in memory": "memory"}
-RULE = "the lecture's rule (the I/O rate must exceed the training rate)"
-# config keys that never change what a run measured
 
 
 # -- the table -------------------------------------------------------------------------------
@@ -85,100 +85,47 @@ def step_table(times) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# -- the closing -------------------------------------------------------------------------------
+# -- what the lesson compares, and what each outcome means ----------------------------------
+RULE = "The lecture's rule (the I/O rate must exceed the training rate) is "
+LESSON = Lesson(
+    compares=(),
+    bounds=Compare(varies=("mock",), gpu=Expect.FASTER, cpu=Expect.FASTER, means={
+        Outcome.EXPECTED: RULE + "met: the input alone delivers more than the model alone "
+                          "consumes.",
+        Outcome.OPPOSITE: RULE + "broken: the input cannot keep up with the model.",
+        Outcome.NONE: RULE + "neither met nor broken beyond noise: the two ceilings are within "
+                      "each other's ranges."}),
+    above_ceiling="A run cannot beat its ceilings, so one of the two is mismeasured (a ceiling "
+                  "over few steps, or a busier machine while one of them ran); the diagnosis "
+                  "will not rule on it.")
+NOT_SHOWN = "Whether the change helped is not shown: longer runs (more epochs) would tell."
+ADVICE = Lesson(
+    compares=(Compare(varies=("data_format", "num_workers", "augment"), gpu=Expect.FASTER,
+                      cpu=Expect.FASTER, means={
+        Outcome.EXPECTED: "Following the advice helped, beyond the runs' noise.",
+        Outcome.OPPOSITE: "The change made the job slower here, beyond the runs' noise: it did "
+                          "not lift the limit on this machine; the new run's diagnosis says what "
+                          "holds it.",
+        Outcome.NONE: NOT_SHOWN, Outcome.CANNOT_JUDGE: NOT_SHOWN}),),
+    changes=True,
+    notes=(Note("augment", ("standard",),
+                "The cheaper standard augmentation stands in for the rung the diagnosis named, "
+                "which this lesson does not take (a compute rung, or more workers where no core "
+                "is free)."),))
+
+
 def conclude(runs, advice: diagnose.Diagnosis | None = None) -> Closing:
     """Without `advice`: each run's two ceilings read against each other and against the
-    run. With `advice` (the diagnosis that was followed): whether following it helped, for
-    each run that is not the diagnosed one nor a ceiling, judged against the runs' noise."""
+    run (`LESSON`). With `advice` (the diagnosis that was followed): each run that is not
+    the diagnosed one nor a ceiling against it, judged against the runs' noise (`ADVICE`;
+    an unreliable diagnosis's run measured again is the same job twice)."""
     runs = list(runs)
-    say = Closing(table(runs), runs)
     if advice is None:
-        for run in runs:
-            if not is_mock(run):
-                ceilings(say, run, runs)
-    else:
-        before = next((r for r in runs if r.name == advice.run_name), None)
-        if before is None:
-            raise ValueError(f"advice is the diagnosis of {advice.run_name!r}, which is not "
-                             f"among the runs: {[r.name for r in runs]}")
-        for after in runs:
-            if after is not before and not is_mock(after):
-                outcome(say, advice, before, after)
-    shared(say, runs)
-    return say
-
-
-def ceilings(say: Closing, run, runs) -> None:
-    """The two ceilings of `run` found among `runs`, against each other (the lecture's
-    rule) and against the run (which cannot beat either)."""
-    compute, feed = diagnose.find_ceilings(run, runs)
-    if compute is None or feed is None:
-        return
-    # the input alone against the model alone: ceilings differ in their mock by design
-    verdict = say.compare(compute, feed, varies=CEILING_FREE)
-    where = {"faster": f"above it beyond both ranges: {RULE} is met.",
-             "slower": f"below it beyond both ranges: {RULE} is broken; the input cannot "
-                       "keep up with the model.",
-             "within noise": f"within both ranges of it: {RULE} is neither met nor broken "
-                             "beyond noise."}.get(verdict.kind, noise.no_verdict(verdict) + ".")
-    say(f"'{run.name}' trained at {say.cell(run, 'samples_per_sec')} samples/s. Alone, the "
-        f"input pipeline ('{feed.name}') delivers {say.cell(feed, 'samples_per_sec')} samples/s "
-        f"({_spread(say, feed)} over its blocks of steps) and the model ('{compute.name}') "
-        f"consumes {say.cell(compute, 'samples_per_sec')} ({_spread(say, compute)}): the input "
-        f"ceiling is {say.ratio('samples_per_sec', compute, feed)} the compute ceiling, {where}")
-    shares = {kind: metrics.samples_per_sec(run) / metrics.samples_per_sec(c)
-              for kind, c in (("input", feed), ("compute", compute))}
-    line = (f"'{run.name}' reaches {say.ratio('samples_per_sec', feed, run, percent=True)} of "
-            f"its input ceiling and {say.ratio('samples_per_sec', compute, run, percent=True)} "
-            "of its compute ceiling")
-    above = [kind for kind, s in shares.items() if s > diagnose.ABOVE_CEILING]
-    if above:
-        line += (f": above its {' and '.join(above)} ceiling, which it cannot beat, so one of "
-                 "the two is mismeasured (a ceiling over few steps, or a busier machine while "
-                 "one of them ran); the diagnosis will not rule on it.")
-    else:
-        line += "."
-    say(line)
-
-
-def outcome(say: Closing, advice: diagnose.Diagnosis, before, after) -> None:
-    """Whether `after` (the diagnosis `advice` of `before` followed, or for an unreliable
-    diagnosis the same configuration measured again) is faster, against the two runs' noise;
-    the sentence names what differs between them."""
-    verdict = say.compare(before, after, varies=changed(before, after))  # the head names them
-    head = f"'{after.name}' against '{before.name}' ({changes(say, before, after)}): {verdict}."
-    if advice.verdict == diagnose.UNRELIABLE:
-        tail = ("That was the same configuration measured again, as the diagnosis asked: "
-                + ("the two runs agree within their noise." if verdict.kind == noise.Kind.WITHIN_NOISE
-                   else "the two runs disagree beyond their noise, so this machine is not "
-                   "steady enough to rule." if verdict.is_effect else
-                   f"no verdict: {noise.no_verdict(verdict)}."))
-    else:
-        # the lesson takes no compute rung: a cheaper augmentation stands in for one
-        stand_in = (before.config.get("augment") != after.config.get("augment")
-                    and advice.next_rung != "workers")
-        change = (f"The change (a cheaper augmentation standing in for '{advice.next_rung}', "
-                  "a compute rung this lesson does not take)" if stand_in
-                  else f"The advice ('{advice.next_rung}')")
-        tail = {"faster": f"{change} helped, beyond the runs' noise.",
-                "slower": f"{change} made it slower here, beyond the runs' noise: it did not "
-                          "lift the limit on this machine; the new run's diagnosis says what "
-                          "holds it.",
-                }.get(verdict.kind, f"Whether {change[0].lower()}{change[1:]} helped is not "
-                                    "shown: " + (noise.no_verdict(verdict) or "the difference "
-                                                 "is within the runs' noise") + "; longer "
-                                    "runs (more epochs) would tell.")
-    say(f"{head} {tail}")
-
-
-def shared(say: Closing, runs) -> None:
-    """A sentence naming the runs during which another program used the machine."""
-    busy = [r.name for r in runs if metrics.machine_load(r)["shared"]]
-    if busy:
-        say(f"Another program shared the machine during {', '.join(repr(n) for n in busy)} "
-            "(the machine busier than the run's own use): their numbers are pessimistic and "
-            "noisier, and a comparison with them says as much about the machine as about the "
-            "change.")
+        return judge(LESSON, runs, table(runs))
+    if advice.run_name not in [r.name for r in runs]:
+        raise ValueError(f"advice is the diagnosis of {advice.run_name!r}, which is not "
+                         f"among the runs: {[r.name for r in runs]}")
+    return judge(replace(ADVICE, baseline={"name": advice.run_name}), runs, table(runs))
 
 
 # -- following the advice ----------------------------------------------------------------------
@@ -201,30 +148,3 @@ def follow(advice: diagnose.Diagnosis, cfg):
                            num_workers=recommended)
     return cfg.replace(name="after the advice: standard augmentation",
                        augment="standard")
-
-
-# -- helpers both lessons 09 and 10 use --------------------------------------------------------
-def is_mock(run) -> bool:
-    """Whether the run is a ceiling (mock="loader" or "trainer"), not a rung."""
-    return run.config.get("mock", "none") != "none"
-
-
-def changes(say: Closing, a, b) -> str:
-    """What differs between two runs' configurations (the name aside), each value cited
-    as the setting it is: "num_workers 1 → 2", or "the same configuration"."""
-    diff = changed(a, b)
-    if not diff:
-        return "the same configuration"
-    return ", ".join(f"{k} {say.setting(k, a.config.get(k))} → {say.setting(k, b.config.get(k))}"
-                     for k in diff)
-
-
-def changed(a, b) -> list[str]:
-    """The settings whose values differ between two runs as they ran (`alike.settings`),
-    sorted: what a comparison of the two names."""
-    return sorted(alike.settings(a, b))
-
-
-def _spread(say: Closing, run) -> str:
-    """The run's slowest–fastest block samples/s, as the table's min–max column writes it."""
-    return f"{say.cell(run, 'samples_per_sec_min')}–{say.cell(run, 'samples_per_sec_max')}"

@@ -16,21 +16,24 @@ What the engine does for every lesson, the same way:
   machine's load among them: `noise.compare`), and on too few steady steps;
 - maps the verdict to an `Outcome` against what the lesson expects where the runs ran
   (a GPU or a CPU) and says that outcome's paragraph once; the same for accuracy (`Gain`);
-- adds the generic caveats once: a baseline that waited for its data, accuracy at
-  chance, no GPU; and the talk's figures beside the runs, naming their source.
+- adds the generic caveats once: a baseline that waited for its data (unless the change is
+  to the input itself), every run's accuracy at chance, a machine another program shared,
+  no GPU; and the talk's figures beside the runs, naming their source;
+- reads mock runs as a run's ceilings (`Lesson.ceilings`, `Lesson.bounds`), never as variants;
 - judges samples/s by default, or an amount (`Metric`: bytes of memory, where more is
-  neither better nor worse) on each run's own readings.
+  neither better nor worse) on each run's own readings; `judge_table` judges a table
+  that is not one row a run (timed passes: `Samples`) the same way.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
-from ..analyse import alike, anatomy, memory, metrics, noise
+from ..analyse import alike, anatomy, diagnose, memory, metrics, noise
 from ..env import cpu
 from . import report
 from .closing import Closing
@@ -136,6 +139,7 @@ class Compare:
     gained: Mapping = field(default_factory=dict)   # ... its Outcome's paragraph (no number)
     feeds: bool = False   # the change only feeds the step (the input pipeline): a gain beyond
                           # what removing all the baseline's data wait buys is not credited
+    worse: Text = ""        # said once where the variant's accuracy is lower beyond noise
 
     def expect(self, where: Where) -> Expect:
         return self.gpu if where is Where.GPU else self.cpu
@@ -154,9 +158,10 @@ class Quote:
 @dataclass(frozen=True)
 class Note:
     """A paragraph said once when any run's record has `setting` (its config, else what
-    ran) among `values`: e.g. a tracing-only compile backend."""
+    ran, else what its loop noted; or a function of the run, e.g. a state measured from its
+    notes) among `values`: e.g. a tracing-only compile backend."""
 
-    setting: str
+    setting: str | Callable
     values: tuple
     text: Text
     judged: bool = True   # False: the runs did not run the lesson's change as meant (a
@@ -187,6 +192,22 @@ class Ceilings:
     alone: Mapping[str, str]
     means: Mapping[Place, Text]
     varies: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Two rows of a table judged on their own measurements (timed passes, not runs): row
+    `b` against row `a` (the table's row names), xs and ys their values (images/s of each
+    pass), `how` what those are ("5 timed passes each"), `column` the table's column whose
+    cells the ratio reads, and the comparison whose paragraphs say what it means."""
+
+    a: str
+    b: str
+    xs: tuple
+    ys: tuple
+    how: str
+    column: str
+    compare: Compare
 
 
 @dataclass(frozen=True)
@@ -251,6 +272,13 @@ class Lesson:
     marks: Mapping[str, Text] = field(default_factory=dict)
     versus: Versus = Versus.EACH
     ceilings: Ceilings | None = None
+    changes: bool = False                 # each verdict names the settings its runs differ in
+    bounds: Compare | None = None         # a run's input ceiling against its compute ceiling
+    above_ceiling: Text = ""              # said once for a run above a ceiling it cannot beat
+    fastest: bool = False                 # name the fastest run, only beyond every other's noise
+    diagnose: bool = False                # print the baseline's diagnosis, and the fastest's
+    after: Text = ""                      # said once, last: what the figures above mean
+
 
 @dataclass(frozen=True)
 class Rank:
@@ -305,6 +333,19 @@ VERDICT = "'{b}' against '{a}': {verdict}."
 ASKED = "'{b}' asked for {setting} {asked} and ran {ran}{why}."
 SAME_JOB = ("'{b}' against '{a}': {verdict}; both ran as '{a}' did, two identical jobs: "
             "the ratio measures the machine, not the change.")
+CHANGED = "'{b}' against '{a}' ({changes}): {verdict}."
+CEILING = "'{feed}' (the input alone) against '{compute}' (the model alone): {verdict}."
+REACHES = "'{run}' reaches {feed} of its input ceiling and {compute} of its compute ceiling."
+SHARED = ("Another program shared the machine during {names} (the machine busier than the "
+          "run's own use): their numbers are pessimistic and noisier, and a comparison with "
+          "them says as much about the machine as about the change.")
+FASTEST = ("Fastest: '{top}', beyond the noise of every other run (against the next, "
+           "'{next}': {verdict}).")
+NO_FASTEST = ("No single fastest run: '{top}' has the most samples/s, but not beyond the noise "
+              "of {ties} (against the next, '{next}': {verdict}).")
+CHANCE = ("Every run's accuracy is within noise of chance: these runs are too short to say what "
+          "the change does to learning (more epochs and a larger validation set can).")
+QUOTED = "{source}: {figures}."
 UNMATCHED = "'{b}' differs from '{a}' in {what}, which this lesson does not compare: no verdict."
 ACCURACY = "'{b}' against '{a}' in accuracy: {change}."
 WAITED = ("'{a}' waited for its data {share} of its steady time: a faster step cannot show "
@@ -341,6 +382,8 @@ FLAGGED = "'{row}': {value} ({cells})."
 CPU_FACTS = ("This CPU ({source}): {model}, {logical} logical cores ({physical} physical), "
              "{usable} usable by this process.")
 DATA_BOUND = 0.5   # a baseline that waited for data more than this share of its steady time
+# settings that change the input pipeline itself: its baseline's data wait is the point
+INPUT = anatomy.FIXES[anatomy.Bound.DATA] | {"page_cache", "sample_order", "augment"}
 
 
 def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
@@ -360,7 +403,12 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
     said: set = set() if judged else {"no outcomes"}
     best = {}
     others = _ceilings(say, lesson, runs, (track, where)) if lesson.ceilings else runs
-    for key, group in _split(others, lesson.group_by).items():
+    if lesson.bounds:
+        for run in (r for r in others if not diagnose.is_mock(r)):
+            _bounds(say, lesson, run, (track, where), said)
+    # a ceiling (mock) run bounds a run, it is no variant of one
+    for key, group in _split([r for r in others if not diagnose.is_mock(r)],
+                             lesson.group_by).items():
         base = _baseline(group, lesson.baseline)
         verdicts = [_compare(say, lesson, pair, (track, where), said)
                     for pair in _pairs(lesson, group, base)]
@@ -371,10 +419,18 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
             _bound(say, lesson, group[base][-1], track)
     if lesson.rank and judged and len(best) == 2:
         _rank(say, lesson, best, track)
-    _columns(say, lesson, runs, (track, where), "judged" in said)
+    top = _fastest(say, runs) if lesson.fastest else None
+    if any(c.accuracy for c in lesson.compares) and len(runs) > 1 and say.at_chance(runs):
+        say(CHANCE)
+    _columns(say, lesson, [r.name for r in runs], (track, where), "judged" in said)
     _last_row(say, lesson, runs[-1], (track, where))
     _notes(say, lesson, runs, (track, where))
     _requires(say, lesson, runs, (track, where))
+    shared = [f"'{r.name}'" for r in runs if metrics.machine_load(r)["shared"]]
+    if shared:
+        say(SHARED.format(names=", ".join(dict.fromkeys(shared))))
+    if lesson.after:
+        say(_text(lesson.after, track, where))
     if where is Where.CPU and lesson.cpu:
         say(_text(lesson.cpu, track, where))
     if lesson.quotes:
@@ -382,6 +438,37 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
                             for q in lesson.quotes)
         say(QUOTES.format(source=lesson.source.capitalize(), hardware=lesson.hardware,
                           figures=figures))
+    if lesson.diagnose:
+        _diagnoses(runs, top)
+    return say
+
+
+def judge_table(lesson: Lesson, table: pd.DataFrame, context, pairs=()) -> Closing:
+    """`lesson`'s sentences on a table that is not one row a run (timed passes, lines of
+    code), `context` (track, `Where`) saying where it was measured: each of `pairs`
+    (`Samples`) judged on its own measurements with its outcome's paragraph, then the
+    lesson's columns, its `empty` paragraph where the table has no rows, and its `cpu`
+    paragraph off a GPU. Printed, and returned as the `Closing` that said them."""
+    track, where = context
+    key = table.columns[0] if len(table.columns) else "rung"
+    said = set()
+    say = Closing(table if len(table) else pd.DataFrame([{key: "no rows"}]), key=key)
+    for pair in pairs:
+        verdict = say.compare_samples(pair.a, pair.b, list(pair.xs), list(pair.ys), pair.how,
+                                      pair.column)
+        say(VERDICT.format(a=pair.a, b=pair.b, verdict=verdict))
+        _outcome(say, pair.compare, outcome(verdict, pair.compare.expect(where)), context, said)
+    if len(table):
+        _columns(say, lesson, [str(name) for name in table[key]])
+    elif lesson.empty and not (where is Where.CPU and lesson.cpu):   # off a GPU, cpu says why
+        say(_text(lesson.empty, track, where))
+    if where is Where.CPU and lesson.cpu:
+        say(_text(lesson.cpu, track, where))
+    if lesson.quotes:
+        say(QUOTED.format(source=lesson.source[:1].upper() + lesson.source[1:], figures="; ".join(
+            f"{q.what} {say.quote(lesson.source, q.value, q.fmt)}" for q in lesson.quotes)))
+    if lesson.after:
+        say(_text(lesson.after, track, where))
     return say
 
 
@@ -419,17 +506,28 @@ def _compare(say: Closing, lesson: Lesson, pair, context, said: set):
     if not matches:
         say(UNMATCHED.format(a=first.name, b=last.name, what=", ".join(sorted(differ))))
         return None
-    verdicts = [_judged(say, match, pair, context, said) for match in matches.values()]
+    changes = ", ".join(f"{k} {say.setting(k, first.config.get(k))} → "
+                        f"{say.setting(k, last.config.get(k))}"
+                        for k in sorted(alike.settings(first, last))) if lesson.changes else ""
+    verdicts = [_judged(say, match, pair, (context, changes), said)
+                for match in matches.values()]
     return next((v for m, v in zip(matches, verdicts) if m is Metric.SAMPLES_PER_S), None)
 
 
 def _judged(say: Closing, match: Compare, pair, context, said: set) -> noise.Verdict:
-    """Say one comparison's verdict, its outcome's paragraph (once) and the caveats."""
-    (a, b), (track, where) = pair, context
+    """Say one comparison's verdict, its outcome's paragraph (once) and the caveats;
+    context: ((track, where), the settings the runs differ in, in words, or "")."""
+    (a, b), (context, changes) = pair, context
+    track, where = context
     first, last = a[-1], b[-1]
-    verdict = _verdict(say, match, pair)
+    verdict = _verdict(say, match, pair, changes)
     if match.accuracy or match.gains:
-        say(ACCURACY.format(a=first.name, b=last.name, change=say.accuracy(first, last)[1]))
+        points, change = say.accuracy(first, last)
+        say(ACCURACY.format(a=first.name, b=last.name, change=change))
+        if match.worse and points < 0 and noise.accuracy_verdict(first, last).is_effect \
+                and ("worse", id(match)) not in said:
+            said.add(("worse", id(match)))
+            say(_text(match.worse, track, where))
     found = outcome(verdict, match.expect(where))
     wait = metrics.data_wait_share(first)
     if match.feeds and verdict.kind == noise.Kind.FASTER and wait < 1 \
@@ -444,21 +542,22 @@ def _judged(say: Closing, match: Compare, pair, context, said: set) -> noise.Ver
         _say_once(say, said, (id(match), "accuracy", gained),
                   _text(match.gained.get(gained, ""), track, where))
     if found is not Outcome.CANNOT_JUDGE and match.expect(where) is Expect.FASTER \
-            and not match.feeds and ("waited", first.name) not in said \
-            and wait > DATA_BOUND:
+            and not match.feeds and not set(match.varies) & INPUT \
+            and ("waited", first.name) not in said and wait > DATA_BOUND:
         said.add(("waited", first.name))
         say(WAITED.format(a=first.name, share=say.cell(first, "data_wait_share")))
     return verdict
 
 
-def _verdict(say: Closing, match: Compare, pair) -> noise.Verdict:
+def _verdict(say: Closing, match: Compare, pair, changes: str = "") -> noise.Verdict:
     """The verdict on samples/s (noise.compare of the repeats) or on an amount (the two
-    runs' measured steps), said through its template."""
+    runs' measured steps), said through its template (naming `changes` where given)."""
     a, b = pair
     first, last = a[-1], b[-1]
     if match.metric is Metric.SAMPLES_PER_S:
         verdict = say.compare(a, b, varies=match.varies)
-        say(VERDICT.format(a=first.name, b=last.name, verdict=verdict))
+        say(CHANGED.format(a=first.name, b=last.name, changes=changes, verdict=verdict)
+            if changes else VERDICT.format(a=first.name, b=last.name, verdict=verdict))
         return verdict
     column, read = AMOUNTS[match.metric]
     ua, ub = memory.memory_of(first), memory.memory_of(last)
@@ -586,21 +685,81 @@ def _ceilings(say: Closing, lesson: Lesson, runs, context) -> list:
     return others
 
 
-def _columns(say: Closing, lesson: Lesson, runs, context, judged: bool) -> None:
-    """The columns' lines (each run with a cell in it), then the marks' (after a verdict)."""
+def _columns(say: Closing, lesson: Lesson, names: list, context=(None, None),
+             judged: bool = False) -> None:
+    """The columns' lines (each row, by name, with a cell in it; a column no row has a value
+    in is not said), then the marks' (after a verdict)."""
     for name, words in lesson.columns.items():
         words = _text(words, *context)
-        rows = [i for i in range(len(runs)) if name in say.table.columns
+        rows = [i for i in range(len(names)) if name in say.table.columns
                 and not pd.isna(say.table[name].iloc[i])]
         if words and rows:
             say(COLUMN.format(words=words, cells=", ".join(
-                f"'{runs[i].name}' {say.cell(i, name)}" for i in rows)))
+                f"'{names[i]}' {say.cell(i, name)}" for i in rows)))
     for name, words in lesson.marks.items():
         words = _text(words, *context)
-        marked = [r.name for r, m in zip(runs, say.table.get(name, ()))
+        marked = [n for n, m in zip(names, say.table.get(name, ()))
                   if isinstance(m, (bool, np.bool_)) and m]
         if words and judged and marked:
             say(MARKED.format(words=words, names=", ".join(f"'{n}'" for n in marked)))
+
+
+def _bounds(say: Closing, lesson: Lesson, run, context, said: set) -> None:
+    """The run's two ceilings found among the runs (`diagnose.find_ceilings`): the input
+    alone against the model alone (an amount against noise: a ceiling is no slow-down),
+    that outcome's paragraph, and the share of each the run reached."""
+    compute, feed = diagnose.find_ceilings(run, say.runs)
+    if compute is None or feed is None:
+        return
+    verdict = say.compare_amounts(compute, feed, noise.block_rates(compute),
+                                  noise.block_rates(feed), f"{noise.BLOCKS} blocks of steady "
+                                  "steps", "samples_per_sec")
+    say(CEILING.format(feed=feed.name, compute=compute.name,
+                       verdict=noise.amount_sentence(verdict)))
+    _outcome(say, lesson.bounds, outcome(verdict, lesson.bounds.expect(context[1])),
+             context, said)
+    say(REACHES.format(run=run.name,
+                       feed=say.ratio("samples_per_sec", feed, run, percent=True),
+                       compute=say.ratio("samples_per_sec", compute, run, percent=True)))
+    rate = metrics.samples_per_sec(run)
+    if lesson.above_ceiling and any(rate > diagnose.ABOVE_CEILING * metrics.samples_per_sec(c)
+                                    for c in (compute, feed)):
+        say(_text(lesson.above_ceiling, *context))
+
+
+def _fastest(say: Closing, runs):
+    """Say which run is fastest, only beyond the noise of every other (each against it
+    across whatever settings they differ in); the run with the most samples/s, or None."""
+    done = [r for r in runs if not diagnose.is_mock(r) and metrics.samples_per_sec(r) > 0
+            and metrics.status(r) not in metrics.FAILED]
+    if len(done) < 2:
+        return done[0] if done else None
+    top = max(done, key=metrics.samples_per_sec)
+    others = sorted((r for r in done if r is not top), key=metrics.samples_per_sec, reverse=True)
+    verdicts = [say.compare(r, top, varies=tuple(alike.settings(r, top))) for r in others]
+    ties = [f"'{r.name}'" for r, v in zip(others, verdicts) if v.kind != noise.Kind.FASTER]
+    say(NO_FASTEST.format(ties=", ".join(ties), top=top.name, next=others[0].name,
+                          verdict=verdicts[0]) if ties else
+        FASTEST.format(top=top.name, next=others[0].name, verdict=verdicts[0]))
+    return top
+
+
+def _diagnoses(runs, top) -> None:
+    """Print the baseline's diagnosis (its ceilings found next to it) and the fastest
+    run's: `diagnose`'s own report, beside the sentences rather than one of them."""
+    first = next((r for r in runs if not diagnose.is_mock(r) and len(r.epochs)), None)
+    if first is not None:
+        print(f"\n{diagnose.diagnose(first)}")
+    if top is not None and top is not first and len(top.epochs):
+        print(f"\n{diagnose.explain(top)}")
+
+
+def _outcome(say: Closing, match: Compare, found: Outcome, context, said: set) -> None:
+    """Say the paragraph `match` declares for `found` where the runs ran, once."""
+    text = _text(match.means.get(found, ""), *context)
+    if text and (id(match), found) not in said and "no outcomes" not in said:
+        said.add((id(match), found))
+        say(text)
 
 
 def _rank(say: Closing, lesson: Lesson, best: dict, track) -> None:
@@ -627,12 +786,13 @@ def _notes(say: Closing, lesson: Lesson, runs, context) -> None:
 
 
 def _fires(note: Note, runs) -> bool:
-    return any(_setting(r, note.setting) in note.values for r in runs)
+    read = note.setting if callable(note.setting) else lambda r: _setting(r, note.setting)
+    return any(read(r) in note.values for r in runs)
 
 
 def _setting(run, name: str):
     """A setting of the run's config, else what its record says ran ("network.parameters":
-    a part of a part)."""
+    a part of a part), else what its loop noted (`rec.note`)."""
     if name in (run.config or {}):
         return run.config[name]
     value = run.meta.get("ran") or {}
@@ -803,8 +963,10 @@ def _once(say: Closing, said: set, key, text: str) -> None:
 def paragraphs(lesson: Lesson) -> list[str]:
     """Every paragraph `lesson` declares (each track's and place's), for checks: a
     paragraph explains an outcome and carries no number (`closing.measurements`)."""
+    ceilings = [lesson.bounds.means.values()] if lesson.bounds else []
     texts = [c.means.values() for c in lesson.compares] + [lesson.bound.values()] + \
-        [[lesson.cpu, lesson.empty]] + [[n.text for n in lesson.notes]] + \
+        [[lesson.cpu, lesson.empty, lesson.above_ceiling, lesson.after]] + \
+        [[n.text for n in lesson.notes]] + [[c.worse for c in lesson.compares]] + ceilings + \
         [m.values() for m in lesson.by_sign.values()] + \
         [r.means.values() for c in lesson.compares for r in c.ranks] + \
         [f.means.values() for f in lesson.flags] + [lesson.missing.values()] + \

@@ -1,5 +1,6 @@
 """The findings engine on fake runs: each template and each generic caveat once, on a
 made-up lesson declared the way a lesson module declares one."""
+import pandas as pd
 import pytest
 
 import fake_runs
@@ -8,7 +9,8 @@ from gpu_course.analyse import anatomy, noise
 from gpu_course.show import closing, findings, report
 from gpu_course.env import cpu
 from gpu_course.show.findings import (Compare, Expect, Gain, Lesson, Note, Outcome, Quote,
-                                      Requires, Where, judge, outcome, paragraphs)
+                                      Requires, Samples, Where, judge, judge_table, outcome,
+                                      paragraphs)
 from gpu_course.show.findings import Context, Flag, Rank, Row, judge_rows
 
 MEANS = {Outcome.EXPECTED: "EXPECTED-PARAGRAPH", Outcome.NONE: "NONE-PARAGRAPH",
@@ -303,3 +305,80 @@ def test_ceilings_are_judged_then_the_run_placed_against_the_lower_one(make_run)
     assert "BELOW-PARAGRAPH" in say.text and "AT-PARAGRAPH" not in say.text
     with pytest.raises(ValueError, match="only ceilings"):
         judge(lesson, runs[1:])
+
+
+def test_a_setting_the_loops_noted_is_compared_and_picks_the_baseline(make_run):
+    lesson = Lesson(compares=(Compare(varies=("loss_read",), gpu=Expect.SLOWER, means=MEANS),),
+                    baseline={"loss_read": "at the end"})
+    runs = [make_run("read each step", rate=300, gpus=1, notes={"loss_read": "each step"}),
+            make_run("read at the end", rate=600, gpus=1, notes={"loss_read": "at the end"})]
+    say = judge(lesson, runs)
+    assert "'read each step' against 'read at the end': ×0.5" in say.text
+    assert "slow-down" in say.text and "EXPECTED-PARAGRAPH" in say.text
+    assert "identical jobs" not in say.text
+
+
+def test_a_column_no_row_has_a_value_in_is_not_said(make_run):
+    lesson = Lesson(compares=(Compare(varies=("batch_size",), means=MEANS),),
+                    columns={"samples_per_sec": "Samples/s", "gpu_util": "GPU-Util"})
+    say = judge(lesson, pair(make_run, 1800, gpus=0))
+    assert "Samples/s: 'small' 6" in say.text and "GPU-Util" not in say.text
+
+
+TIMED = pd.DataFrame([{"rung": "clock", "ms": 1.0, "per_s": 1000.0},
+                      {"rung": "synced", "ms": 20.0, "per_s": 50.0}])
+
+
+def test_a_table_of_timed_passes_is_judged_on_its_own_samples_where_it_ran():
+    gap = Compare(varies=("timer",), gpu=Expect.FASTER, cpu=Expect.SAME, means=MEANS)
+    lesson = Lesson(compares=(gap,), columns={"ms": "Milliseconds"}, cpu="NO-GPU")
+    pairs = [Samples("synced", "clock", (50.0, 48.0, 52.0), (1000.0, 990.0, 1010.0),
+                     "3 passes each", "per_s", gap)]
+    say = judge_table(lesson, TIMED, ("pytorch", Where.GPU), pairs)
+    assert say.lines[0].text == "'clock' against 'synced': ×20.00, faster (×19.04–×21.04 over " \
+                                "3 passes each)."
+    assert "EXPECTED-PARAGRAPH" in say.text and "Milliseconds: 'clock' 1.00, 'synced' 20.0." \
+        in say.text and "NO-GPU" not in say.text and say.check() == []
+    cpu = judge_table(lesson, TIMED, ("pytorch", Where.CPU), pairs)
+    assert "OPPOSITE-PARAGRAPH" in cpu.text and cpu.text.endswith("NO-GPU")
+
+
+def test_an_empty_table_says_the_empty_paragraph_or_off_a_gpu_the_cpu_one():
+    lesson = Lesson(compares=(), empty="NOTHING-FOUND", cpu="NO-GPU")
+    empty = pd.DataFrame(columns=["line", "calls"])
+    assert judge_table(lesson, empty, ("pytorch", Where.GPU)).text == "NOTHING-FOUND"
+    assert judge_table(lesson, empty, ("pytorch", Where.CPU)).text == "NO-GPU"
+
+
+def test_a_runs_ceilings_are_read_as_amounts_and_never_as_a_variant(make_run):
+    lesson = Lesson(compares=(), bounds=Compare(varies=("mock",), cpu=Expect.FASTER, means=MEANS),
+                    above_ceiling="ABOVE-PARAGRAPH")
+    job = {"batch_size": 64, "train_size": 6_400}
+    runs = [make_run("job", rate=300, config=job)] + [
+        make_run(f"job: mock {mock}", rate=rate, config={**job, "mock": mock, "max_steps": 24})
+        for mock, rate in (("trainer", 310), ("loader", 1200))]
+    say = judge(lesson, runs)
+    assert "'job: mock trainer' (the input alone) against 'job: mock loader' (the model alone): " \
+        "×0.26, less" in say.text and "OPPOSITE-PARAGRAPH" in say.text
+    assert "'job' reaches 99% of its input ceiling and 26% of its compute ceiling." in say.text
+    assert "ABOVE-PARAGRAPH" not in say.text and "does not compare" not in say.text
+    runs[1] = make_run("job: mock trainer", rate=200, config={**job, "mock": "trainer"})
+    assert "ABOVE-PARAGRAPH" in judge(lesson, runs).text
+
+
+def test_a_lesson_that_names_its_changes_says_them_and_an_input_change_gets_no_data_wait_caveat(
+        make_run):
+    lesson = Lesson(compares=(Compare(varies=("num_workers",), means=MEANS),), changes=True)
+    runs = [make_run("1 worker", rate=300, gpus=1, data_wait_share=0.8, config={"num_workers": 1}),
+            make_run("4 workers", rate=900, gpus=1, config={"num_workers": 4})]
+    say = judge(lesson, runs)
+    assert "'4 workers' against '1 worker' (num_workers 1 → 4): ×" in say.text
+    assert "waited for its data" not in say.text and say.check() == []
+
+
+def test_a_shared_machine_is_named_once_for_all_its_runs(make_run):
+    a, b = pair(make_run, 1800)
+    fake_runs.busy(a, other_cores=8)
+    fake_runs.busy(b, other_cores=8)
+    say = judge(LESSON, [a, b])
+    assert say.text.count("Another program shared the machine during 'small', 'large' (") == 1

@@ -1,5 +1,5 @@
-"""Lesson 09's conclusions on fake runs and fake disk reads: every branch, the GPU ones
-included, with no disk test and no training."""
+"""Lesson 09's conclusions on fake runs and fake disk reads: each case the paragraph the
+lesson declares for it, the GPU ones included, with no disk test and no training."""
 import re
 from pathlib import Path
 
@@ -7,6 +7,8 @@ import pytest
 
 from gpu_course.data.disk import ReadSpeed
 from gpu_course.lessons import l09_input, sizes
+from gpu_course.show import closing, findings
+from gpu_course.show.findings import Outcome
 
 LOOSE = {"dataset": "folder", "num_workers": 1, "data_format": "loose", "model": "tiny",
          "data_on_gpu": False, "train_size": 12_800}
@@ -26,24 +28,20 @@ def reads(sequential_mb_s=1200.0, evicted=True):
         read("500 files in random order", 300.0, size=16_500_000, count=500))
 
 
-@pytest.mark.parametrize("rate, kind", [(100.0, "slower than a disk"),
-                                        (1200.0, "between a disk and NVMe"),
-                                        (3500.0, "as fast as NVMe or faster")])
-def test_the_disk_is_placed_by_the_lectures_rule_of_thumb(rate, kind):
-    say = l09_input.conclude(reads(rate))
-    assert f": {kind} by the profiling lecture's rule of thumb" in say.text
-    assert "(a disk about 150 MB/s, NVMe about 3,000 MB/s)" in say.text
-    assert "'random reads of 32 KiB' (about one JPEG a read)" in say.text
-    assert "30% of sequential" in say.text and "33.0 KB each on average" in say.text
-    assert say.check() == []
+def test_the_disk_reads_are_cited_beside_the_lectures_rule_of_thumb():
+    say = l09_input.conclude(reads(1200.0))
+    assert "MB/s of each read: 'sequential reads of 1 MiB (cold)' 1,200" in say.text
+    assert "'random reads of 32 KiB (cold)' 360" in say.text and "33.0" in say.text
+    assert "The profiling lecture: a disk reads about 150 MB/s; NVMe about 3,000 MB/s." in say.text
+    assert l09_input.DISK.after in say.text and say.check() == []
 
 
 def test_reads_the_page_cache_could_not_drop_are_not_called_the_disks():
     say = l09_input.conclude(reads(evicted=False))
-    assert "could not be emptied" in say.text and "rule of thumb" not in say.text
+    assert "could not be emptied" in say.text and l09_input.DISK.after not in say.text
     assert say.check() == []
     table = l09_input.table(reads())
-    assert list(table["cache"]) == ["cold", "cold", "cold", "warm", "cold", "cold"]
+    assert list(table["read"])[3] == "sequential reads of 1 MiB (warm)"
     assert table["MB/s"].iloc[0] == pytest.approx(1200.0)
 
 
@@ -57,44 +55,42 @@ def ladder(make_run, rates, engine="gluon", gpus=0, cpu_count=2, wait=0.05):
             for (name, change), rate in zip(names, rates)]
 
 
-def test_a_rung_beyond_the_noise_of_every_other_is_the_fastest(make_run, capsys):
-    runs = ladder(make_run, (300, 600, 900, 1800))
+RUNG = l09_input.RUNGS.compares[0].means
+
+
+# rates of (1 worker, 2 workers, pre-resized, in memory), GPUs -> what the lesson says
+LADDERS = [
+    ((300, 600, 900, 1800), 0, "Fastest: 'in memory, 1 worker', beyond the noise of every other "
+                               "run", RUNG[Outcome.EXPECTED]),
+    ((600, 602, 598, 604), 0, "No single fastest run: '", RUNG[Outcome.NONE]),
+    ((300, 400, 1500, 1510), 0, "No single fastest run: 'in memory, 1 worker' has the most "
+                                "samples/s, but not beyond the noise of 'pre-resized, 1 worker' "
+                                "(against the next", RUNG[Outcome.EXPECTED]),
+    ((900, 300, 2500, 2600), 1, "No single fastest run: 'in memory, 1 worker' has the most "
+                                "samples/s, but not beyond the noise of 'pre-resized, 1 worker' "
+                                "(", RUNG[Outcome.OPPOSITE]),
+]
+
+
+@pytest.mark.parametrize("rates, gpus, fastest, paragraph", LADDERS)
+def test_each_ladder_names_its_fastest_only_beyond_noise_and_says_the_declared_paragraph(
+        make_run, capsys, rates, gpus, fastest, paragraph):
+    runs = ladder(make_run, rates, engine="pytorch" if gpus else "gluon", gpus=gpus)
     say = l09_input.conclude(runs)
-    assert "Fastest: 'in memory, 1 worker', beyond the noise of every other rung" in say.text
+    assert fastest in say.text and paragraph in say.text
     assert "(data_format loose → memory)" in say.text and "(num_workers 1 → 2)" in say.text
-    assert say.check() == []
-    out = capsys.readouterr().out
-    assert "Diagnosis of 'loose JPEGs, 1 worker(s)'" in out
-    assert "Diagnosis of 'in memory, 1 worker'" in out
-
-
-def test_no_fastest_rung_is_named_when_every_comparison_is_within_noise(make_run):
-    runs = ladder(make_run, (600, 602, 598, 604))
-    say = l09_input.conclude(runs)
-    assert "Fastest" not in say.text
-    assert "No fastest rung: '" in say.text
-    assert "has the most samples/s, but not beyond the noise of any other rung" in say.text
-    assert say.check() == []
-
-
-def test_two_rungs_that_cannot_be_told_apart_share_the_top(make_run):
-    runs = ladder(make_run, (300, 400, 1500, 1510))
-    say = l09_input.conclude(runs)
-    assert "No single fastest rung: 'in memory, 1 worker', 'pre-resized, 1 worker' cannot " \
-           "be told apart beyond their noise" in say.text
-    assert "Fastest:" not in say.text
-    assert say.check() == []
+    assert ("No GPU here" in say.text) == (gpus == 0) and say.check() == []
+    assert "Diagnosis of 'loose JPEGs, 1 worker(s)'" in capsys.readouterr().out
 
 
 def test_on_a_cpu_the_shared_cores_and_the_missing_gpu_rung_are_said(make_run):
     say = l09_input.conclude(ladder(make_run, (300, 600), engine="pytorch"))
-    assert "No GPU here: the tiny net computes on the same 2 cores that decode" in say.text
-    assert "The GPU-memory rung needs a GPU" in say.text
+    assert l09_input.NO_GPU in say.text and "The GPU-memory rung needs a GPU" in say.text
     gluon = l09_input.conclude(ladder(make_run, (300, 600)))
-    assert "No GPU here" in gluon.text and "GPU-memory rung" not in gluon.text
+    assert l09_input.NO_GPU in gluon.text and "GPU-memory rung" not in gluon.text
 
 
-def test_on_a_gpu_nothing_is_said_of_the_cpu(make_run, capsys):
+def test_on_a_gpu_the_gpu_memory_rung_is_judged_and_diagnosed(make_run, capsys):
     runs = ladder(make_run, (900, 2500, 4000, 6000), engine="pytorch", gpus=1)
     runs.append(make_run("in GPU memory", rate=12_000, engine="pytorch", gpus=1,
                          data_wait_share=0.01,
@@ -121,7 +117,7 @@ def test_rung_ones_advice_of_more_workers_is_judged_by_rung_two(make_run, capsys
     assert "INPUT-BOUND" in capsys.readouterr().out
     assert "'loose JPEGs, 13 worker(s)' against 'loose JPEGs, 1 worker(s)' (num_workers 1 → 13)" \
         in say.text
-    assert "The advice ('workers') helped, beyond the runs' noise." in say.text
+    assert RUNG[Outcome.EXPECTED] in say.text and "waited for its data" not in say.text
     assert say.check() == []
 
 
@@ -170,47 +166,35 @@ def cache_runs(make_run, rates=(600, 600), cached=((0.0,), (1.0,)), test_size=10
             for cache, rate, shares in zip(("drop", "keep"), rates, cached)]
 
 
-def test_a_checked_cold_run_slower_than_the_warm_one_is_said_to_wait_on_the_disk(make_run):
-    say = l09_input.conclude(cache_runs(make_run, rates=(300, 900)))
-    assert "Cold, checked: at each epoch's start of 'packed, page cache: drop'" in say.text
-    assert "held 0.0% of the file on average (a cold epoch: at most 10%)" in say.text
-    assert "Warm, checked: 'packed, page cache: keep'" in say.text
-    assert re.search(r"Reading from the disk cost 'packed, page cache: drop' samples/s: warm "
-                     r"against cold ×[23]\.\d\d, faster", say.text)
+CACHE = l09_input.PAGE_CACHE.compares[0].means
+NOTES = {n.values[0]: n.text for n in l09_input.CACHE_NOTES}
+
+
+# rates of (dropped, kept), the shares each found cached -> what the lesson says, and not
+CACHES = [
+    ((300, 900), ((0.0,), (1.0,)), [NOTES["cold"], NOTES["warm"], CACHE[Outcome.EXPECTED]], []),
+    ((600, 602), ((0.0,), (1.0,)), [CACHE[Outcome.NONE]], []),
+    ((900, 300), ((0.0,), (1.0,)), [CACHE[Outcome.OPPOSITE]], []),
+    ((300, 900), ((1.0,), (1.0,)), [NOTES["not cold"]], [NOTES["cold"], CACHE[Outcome.EXPECTED]]),
+    ((600, 600), ((None,), (None,)), [NOTES["unmeasured"]], [NOTES["cold"], NOTES["warm"]]),
+    ((600, 600), ((0.0,), (0.5, 0.2)), [NOTES["not warm"]], [CACHE[Outcome.NONE]]),
+]
+
+
+@pytest.mark.parametrize("rates, cached, said, unsaid", CACHES)
+def test_each_page_cache_case_says_what_the_lesson_declares(make_run, rates, cached, said, unsaid):
+    say = l09_input.conclude(cache_runs(make_run, rates=rates, cached=cached))
+    assert "'packed, page cache: keep' against 'packed, page cache: drop': ×" in say.text
+    assert all(p in say.text for p in said) and not any(p in say.text for p in unsaid)
     assert say.check() == []
+
+
+def test_the_cache_table_carries_the_measured_shares(make_run):
+    say = l09_input.conclude(cache_runs(make_run, rates=(300, 900)))
+    assert "(mean over epochs): 'packed, page cache: drop' 0.0%, 'packed, page cache: keep' " \
+        "100.0%." in say.text
     table = l09_input.table(cache_runs(make_run))
     assert list(table["cached_at_start"]) == [0.0, 1.0] and "page_cache" in table.columns
-
-
-def test_a_cold_run_within_noise_of_the_warm_one_says_the_disk_cost_nothing_visible(make_run):
-    say = l09_input.conclude(cache_runs(make_run, rates=(600, 602)))
-    assert re.search(r"Warm against cold: ×(0\.9\d|1\.0\d), within noise", say.text)
-    assert "cost nothing the runs' noise can show" in say.text
-    assert say.check() == []
-
-
-def test_a_cold_run_faster_than_the_warm_one_is_read_as_the_machine(make_run):
-    say = l09_input.conclude(cache_runs(make_run, rates=(900, 300)))
-    assert "The cold run was the faster one" in say.text and say.check() == []
-
-
-def test_a_drop_the_file_system_ignored_calls_nothing_cold(make_run):
-    say = l09_input.conclude(cache_runs(make_run, rates=(300, 900), cached=((1.0,), (1.0,))))
-    assert "The drop did not take: after dropping, 100.0% of the file was still" in say.text
-    assert "(tmpfs)" in say.text and "Cold, checked" not in say.text
-    assert re.search(r"Against each other, as measured \(not cold against warm\): ×[23]\.\d\d, "
-                     "faster", say.text)
-    assert "Reading from the disk" not in say.text and say.check() == []
-
-
-def test_an_unmeasured_cache_or_a_warm_run_that_was_not_warm_is_said(make_run):
-    say = l09_input.conclude(cache_runs(make_run, cached=((None,), (None,))))
-    assert "could not be measured here (no mincore)" in say.text
-    assert "Cold, checked" not in say.text and "Warm, checked" not in say.text
-    assert "not cold against warm" in say.text and say.check() == []
-    say = l09_input.conclude(cache_runs(make_run, cached=((0.0,), (0.5, 0.2))))
-    assert "'packed, page cache: keep' was not warm throughout: 35.0% of the file" in say.text
-    assert "not cold against warm" in say.text and say.check() == []
 
 
 def order_runs(make_run, rates=(600, 600, 600), accs=(0.8, 0.8, 0.8), test_size=10_000,
@@ -227,41 +211,44 @@ def order_runs(make_run, rates=(600, 600, 600), accs=(0.8, 0.8, 0.8), test_size=
     return runs
 
 
+ORDER = l09_input.BY_ORDER.compares[0]
+
+
 def test_no_order_faster_and_accuracies_alike_say_so(make_run):
     say = l09_input.conclude(order_runs(make_run))
-    assert re.search(r"'packed, random order' \(random order\): 6\d\d samples/s, val acc 80\.0%",
-                     say.text)
-    assert re.search(r"'packed, quasi_random order': samples/s ×(0\.9\d|1\.0\d), within noise",
-                     say.text)
-    assert "accuracy +0.0 points, within noise" in say.text
-    assert "No order read faster beyond the runs' noise" in say.text
-    assert "Lower accuracy" not in say.text and "chance" not in say.text
+    assert re.search(r"'packed, quasi_random order' against 'packed, random order': "
+                     r"×(0\.9\d|1\.0\d), within noise", say.text)
+    assert "'packed, sequential order' against 'packed, random order' in accuracy: +0.0 " \
+        "points, within noise" in say.text
+    assert ORDER.means[Outcome.NONE] in say.text
+    assert ORDER.worse not in say.text and "chance" not in say.text
     assert say.check() == []
 
 
 def test_a_faster_order_and_a_worse_accuracy_are_named(make_run):
     say = l09_input.conclude(order_runs(make_run, rates=(300, 310, 900), accs=(0.8, 0.6, 0.8)))
-    assert "Faster beyond noise: 'packed, sequential order'." in say.text
-    assert re.search(r"'packed, quasi_random order': samples/s ×(0\.9\d|1\.\d\d), within noise",
-                     say.text)
-    assert "accuracy -20.0 points, an effect" in say.text
-    assert "Lower accuracy beyond noise: 'packed, quasi_random order'" in say.text
-    assert "No order read faster" not in say.text and say.check() == []
+    assert ORDER.means[Outcome.EXPECTED] in say.text and ORDER.worse in say.text
+    assert "in accuracy: -20.0 points, an effect" in say.text and say.check() == []
 
 
 def test_orders_at_chance_name_no_accuracy_winner(make_run):
     say = l09_input.conclude(order_runs(make_run, accs=(0.1, 0.125, 0.05), test_size=40))
     assert "both within noise of chance" in say.text
-    assert "Every order's accuracy is within noise of chance" in say.text
-    assert "Lower accuracy" not in say.text and say.check() == []
+    assert "Every run's accuracy is within noise of chance" in say.text
+    assert ORDER.worse not in say.text and say.check() == []
 
 
 def test_orders_read_cold_are_checked_cold_or_said_not_to_be(make_run):
     say = l09_input.conclude(order_runs(make_run, cache="drop", cached=(0.0, 0.02, 0.0)))
-    assert "Every order read its file from the disk" in say.text
-    assert "held at most 10% of it after (checked)" in say.text and say.check() == []
+    assert NOTES["cold"] in say.text and NOTES["not cold"] not in say.text
     say = l09_input.conclude(order_runs(make_run, cache="drop", cached=(0.0, 1.0, None)))
-    assert "Not checked cold: 'packed, quasi_random order', 'packed, sequential order'" in say.text
-    assert "Every order read" not in say.text and say.check() == []
+    assert NOTES["not cold"] in say.text and NOTES["unmeasured"] in say.text
+    assert ORDER.means[Outcome.NONE] not in say.text and say.check() == []
     say = l09_input.conclude(order_runs(make_run))   # kept warm: nothing said of the disk
-    assert "checked cold" not in say.text.lower() and "Every order read" not in say.text
+    assert not any(text in say.text for text in NOTES.values())
+
+
+def test_the_lessons_paragraphs_carry_no_number():
+    for lesson in (l09_input.RUNGS, l09_input.PAGE_CACHE, l09_input.BY_ORDER, l09_input.DISK,
+                   l09_input.UNEVICTED):
+        assert all(not closing.measurements(p) for p in findings.paragraphs(lesson))

@@ -1,8 +1,7 @@
 """Lesson 13's conclusions on fake timings and fake runs: the trap's wrong number beside the
-right one (MXNet on a CPU, PyTorch on a CPU, a GPU with CUDA events, a launch-bound GPU),
-the per-step loss read against the read at the end (a CPU, a GPU where it costs, a GPU
-where it does not), the course's own rule read from the records, and the lines
-`set_sync_debug_mode("warn")` names (a GPU branch no CPU takes)."""
+right one, the per-step loss read against the read at the end, the course's own rule read
+from the records, and the lines `set_sync_debug_mode("warn")` names; each case the
+paragraph the lesson declares for it, the GPU branches on fake GPU runs."""
 import warnings
 
 import pytest
@@ -10,8 +9,11 @@ import pytest
 from gpu_course.config import Experiment
 from gpu_course.lessons import l13_sync_points as l13, sizes
 from gpu_course.measure.harness import Harness, Output
+from gpu_course.show import closing, findings
+from gpu_course.show.findings import Outcome, Where
 
 W, S, E = l13.WITHOUT, l13.WITH, l13.EVENTS
+GAP, RUNS = l13.SYNC_GAP.means, l13.RUNS.compares[0].means
 
 
 def passes(block, images, without, with_sync, events=None):
@@ -24,55 +26,54 @@ def passes(block, images, without, with_sync, events=None):
     return out
 
 
-def test_mxnet_on_a_cpu_queues_so_the_unsynced_clock_claims_a_speed_it_never_ran_at():
-    trap = passes("forward pass", 64, [0.001, 0.0012, 0.0009], [0.020, 0.024, 0.022]) \
-        + passes("2 training steps", 128, [0.005, 0.006, 0.005], [0.15, 0.16, 0.14])
+QUEUED = ([0.001, 0.0012, 0.0009], [0.020, 0.024, 0.022])   # the clock stops when queued
+AGREE = ([0.0600, 0.0700, 0.0650], [0.0601, 0.0701, 0.0651])   # nothing left in the queue
+# (seconds without, with a sync), the device -> the paragraph the lesson declares for it
+TRAPS = [
+    (QUEUED, "cpu(0)", GAP[Outcome.OPPOSITE][("gluon", Where.CPU)]),
+    (QUEUED, "cuda:0", GAP[Outcome.EXPECTED][Where.GPU]),
+    (AGREE, "cpu", GAP[Outcome.EXPECTED][("pytorch", Where.CPU)]),
+    (AGREE, "cpu(0)", GAP[Outcome.EXPECTED][("gluon", Where.CPU)]),
+    (AGREE, "gpu(0)", GAP[Outcome.NONE]),
+]
+
+
+@pytest.mark.parametrize("seconds, device, paragraph", TRAPS)
+def test_each_trap_says_the_paragraph_the_lesson_declares(seconds, device, paragraph):
+    say = l13.conclude(trap=passes("forward pass", 64, *seconds), device=device)
+    assert say.text.startswith("'forward pass, without a sync' against 'forward pass, with a "
+                               "sync': ×")
+    assert paragraph in say.text and say.check() == []
+    assert "Milliseconds a pass, the median of the timed passes: 'forward pass, without a " \
+        "sync'" in say.text
+    assert ("This machine has no GPU" in say.text) == device.startswith("cpu")
+
+
+def test_the_trap_cites_both_clocks_and_says_each_paragraph_once():
+    trap = passes("forward pass", 64, *QUEUED) + \
+        passes("2 training steps", 128, [0.005, 0.006, 0.005], [0.15, 0.16, 0.14])
     say = l13.conclude(trap=trap, device="cpu(0)")
-    assert say.lines[0].text.startswith(
-        "Forward pass: without a sync the clock read 1.00 ms, with one 22.0 ms (medians). The "
-        "number without the sync claims 64,000 images/s against the 2,909 images/s the work "
-        "really ran at, ×22.00, faster (×16.67–×26.67 over 3 timed passes each)")
-    assert "(MXNet's engine queues operators on a CPU too)" in say.text
-    assert say.text.count("the clock stopped when the work was queued") == 2
-    assert "What waits for a GPU: the same two clocks where the host queues work for a GPU" \
-        in say.text and "CUDA events around" not in say.text
-    assert say.check() == []
+    assert say.lines[0].text == ("'forward pass, without a sync' against 'forward pass, with a "
+                                 "sync': ×22.00, faster (×16.67–×26.67 over 3 timed passes "
+                                 "each).")
+    assert "'forward pass, with a sync' 22.0" in say.text and "'forward pass, with a sync' 2,909" \
+        in say.text
+    assert say.text.count("MXNet's engine queues operators on a CPU too") == 1
+    assert "the host queues the work for the GPU rather than for the engine's CPU threads" \
+        in say.text and "What waits" not in say.text
     frame = l13.table(trap)
     assert list(frame["rung"]) == ["forward pass, without a sync", "forward pass, with a sync",
                                    "2 training steps, without a sync", "2 training steps, with a sync"]
     assert frame["pass_ms"].iloc[1] == pytest.approx(22.0) and frame["passes"].iloc[0] == 3
 
 
-def test_pytorch_on_a_cpu_the_two_clocks_agree_and_the_gap_waits_for_a_gpu():
-    trap = passes("forward pass", 64, [0.0600, 0.0700, 0.0650], [0.0601, 0.0701, 0.0651])
-    say = l13.conclude(trap=trap, device="cpu")
-    assert "×1.00, within noise" in say.text
-    assert "The two agree: on a CPU PyTorch runs each operator before the call returns" in say.text
-    assert "What waits for a GPU: the gap between the two clocks" in say.text
-    assert say.check() == []
-
-
-def test_on_a_gpu_the_gap_shows_and_cuda_events_time_the_device():
+def test_on_a_gpu_cuda_events_time_the_device_against_the_clock_with_a_sync():
     trap = passes("forward pass", 512, [0.0010, 0.0011, 0.0010], [0.0040, 0.0042, 0.0041],
                   events=[0.0038, 0.0039, 0.0039])
     say = l13.conclude(trap=trap, device="cuda:0")
-    assert "the clock stopped when the work was queued, not when it was done." in say.text
-    assert "MXNet" not in say.text and "What waits for a GPU" not in say.text
-    assert "CUDA events around the forward pass put it at 3.90 ms on the device, ×1.05" in say.text
-    assert say.check() == []
-
-
-def test_a_launch_bound_gpu_leaves_nothing_in_the_queue():
-    trap = passes("forward pass", 64, [0.0030, 0.0035, 0.0032], [0.0031, 0.0036, 0.0033])
-    say = l13.conclude(trap=trap, device="gpu(0)")
-    assert "The two agree: the host took as long to issue the work as the GPU took" in say.text
-    assert "What waits for a GPU" not in say.text
-
-
-def test_mxnet_on_a_cpu_with_nothing_left_queued_says_the_queue_shows_with_more_work():
-    trap = passes("forward pass", 64, [0.0200, 0.0220, 0.0210], [0.0201, 0.0221, 0.0211])
-    text = l13.conclude(trap=trap, device="cpu(0)").text
-    assert "The two agree: MXNet's engine finished the work about as soon as it was queued" in text
+    assert "'forward pass, CUDA events' against 'forward pass, with a sync': ×1.05" in say.text
+    assert l13.EVENTS_READ in say.text and "'forward pass, CUDA events' 3.90" in say.text
+    assert "MXNet" not in say.text and "no GPU" not in say.text and say.check() == []
 
 
 def test_the_trap_refuses_what_it_cannot_read():
@@ -102,80 +103,68 @@ def loops(make_run, end, each, engine="gluon", gpus=0, waits=(0.1, 0.1), repeats
             run = make_run(f"loss read {read}", rate=rate * (1 + 0.002 * r), engine=engine,
                            gpus=gpus, data_wait_share=wait, notes={"loss_read": read},
                            config={"num_workers": workers})
-            if read == l13.AT_THE_END:
-                run.epochs["sync_s"] = sync_s
+            run.epochs["sync_s"] = sync_s if read == l13.AT_THE_END else 0.0
             if device_s is not None:
                 run.steps["device_s"] = device_s
             runs.append(run)
     return runs
 
 
-def test_gluon_on_a_cpu_the_read_costs_nothing_and_the_wait_moves_into_the_loader(make_run):
-    runs = loops(make_run, 500, 505, waits=(0.9, 0.4), sync_s=0.03)
-    say = l13.conclude(runs)
-    assert "Reading the loss each step (loss.mean().asscalar()) against reading it once" in say.text
-    assert "within noise" in say.text and "On a CPU the host and MXNet's engine share" in say.text
-    assert "The waiting did not vanish, it moved: without the per-step read each run spent at " \
-        "least" in say.text and "The loader runs in this process (num_workers=0)" in say.text
-    assert "it waited 0.09 s for work still queued when the last step returned, which a" \
-        in say.text   # 3 epochs of 0.03 s: under 0.1% of their time is not worth a number
-    assert "What waits for a GPU: the per-step read's cost beyond noise" in say.text
-    assert "set_sync_debug_mode" not in say.text
-    assert say.check() == []
-    frame = l13.table(runs)
-    assert list(frame["loss_read"]) == [l13.AT_THE_END, l13.EACH_STEP] * 2
-    assert frame["sync_s"].iloc[0] == pytest.approx(0.09) and frame["sync_s"].iloc[1] == 0
+# (rate at the end, each step), track, GPUs -> the paragraph the lesson declares for it
+READS = [
+    ((80, 50), "gluon", 0, RUNS[Outcome.EXPECTED][("gluon", Where.CPU)]),
+    ((500, 505), "gluon", 0, RUNS[Outcome.NONE][("gluon", Where.CPU)]),
+    ((500, 498), "pytorch", 0, RUNS[Outcome.NONE][("pytorch", Where.CPU)]),
+    ((3000, 2100), "pytorch", 1, RUNS[Outcome.EXPECTED][Where.GPU]),
+    ((3000, 3003), "pytorch", 1, RUNS[Outcome.NONE][Where.GPU]),
+    ((3000, 4500), "pytorch", 1, RUNS[Outcome.OPPOSITE]),
+]
 
 
-def test_a_loader_in_other_processes_gets_no_word_on_why_and_no_move_no_sentence(make_run):
-    text = l13.conclude(loops(make_run, 500, 505, waits=(0.9, 0.4), workers=2)).text
-    assert "it moved" in text and "in this process" not in text
-    assert "it moved" not in l13.conclude(loops(make_run, 500, 505, waits=(0.4, 0.4))).text
-    # a few percent more waiting is no move worth a sentence
-    assert "it moved" not in l13.conclude(loops(make_run, 500, 505, waits=(0.04, 0.01))).text
+@pytest.mark.parametrize("rates, engine, gpus, paragraph", READS)
+def test_each_read_says_the_paragraph_the_lesson_declares(make_run, rates, engine, gpus,
+                                                          paragraph):
+    say = l13.conclude(loops(make_run, *rates, engine=engine, gpus=gpus, sync_s=0.03))
+    assert "'loss read each step' against 'loss read at the end': ×" in say.text
+    assert paragraph in say.text and say.check() == []
+    assert "two identical jobs" not in say.text
+    assert ("This machine has no GPU" in say.text) == (gpus == 0)
 
 
-def test_gluon_on_a_cpu_where_the_read_costs_the_engine_waits_for_the_host(make_run):
-    say = l13.conclude(loops(make_run, 80, 50, sync_s=20.0, workers=2))
-    assert "a slow-down" in say.text and "Each read stops the host until MXNet's engine threads " \
-        "have finished the step, and they then wait while the host fetches" in say.text
-    assert "What waits for a GPU: the per-step read's cost against a GPU (the host stops" in say.text
-    assert say.check() == []
-
-
-def test_pytorch_on_a_cpu_passes_no_sync_and_names_the_debug_mode_as_waiting(make_run):
-    say = l13.conclude(loops(make_run, 500, 498, engine="pytorch"))
-    assert "(loss.item())" in say.text and "so .item() has nothing to wait for" in say.text
-    assert "on a CPU the loop passes sync=None, as every step is done when it returns: " \
-        "'loss read at the end' waited 0 s at the end of its epochs." in say.text
-    assert "; and torch.cuda.set_sync_debug_mode('warn') naming the line that syncs." in say.text
-    assert "moved" not in say.text and say.check() == []
-
-
-def test_on_a_gpu_the_per_step_read_is_a_slow_down_and_the_steps_are_timed_by_events(make_run):
+def test_the_course_s_own_sync_is_read_from_the_records(make_run):
     runs = loops(make_run, 3000, 2100, engine="pytorch", gpus=1, sync_s=0.004, device_s=0.02)
     say = l13.conclude(runs)
-    assert "×0.70, a slow-down" in say.text and "until the device has finished the step, and it " \
-        "then waits" in say.text and "the two take turns instead of overlapping" in say.text
-    assert "it waited 0.012 s for work still queued" in say.text
-    runs[0].epochs["sync_s"] = 2.0
-    assert "it waited 6.00 s for work still queued when the last step returned, 11.2% of the " \
-        "epoch, which a timer stopped without it would have missed" in l13.conclude(runs).text
-    assert "a median steady step of 20.0 ms on the device, where the host's clock saw" in say.text
-    assert "What waits for a GPU" not in say.text and say.check() == []
+    assert "the only sync the course's record makes) waited for work still queued when the " \
+        "last step returned, which a timer stopped without it would have missed: 'loss read " \
+        "at the end' 0.012" in say.text
+    assert "Median steady step on the device in ms, from CUDA events recorded after each step " \
+        "and read after the epoch's sync: 'loss read at the end' 20.0" in say.text
+    cpu = l13.conclude(loops(make_run, 500, 500, engine="pytorch")).text
+    assert "Median steady step on the device" not in cpu
+    assert "the loop passes sync=None to rec.end_epoch" in cpu
+    assert "set_sync_debug_mode('warn') names the line that syncs" in cpu
+    frame = l13.table(runs)
+    assert list(frame["loss_read"]) == [l13.AT_THE_END, l13.EACH_STEP] * 2
+    assert frame["sync_s"].iloc[0] == pytest.approx(0.012) and frame["sync_s"].iloc[1] == 0
 
 
-def test_on_a_gpu_a_read_that_costs_nothing_says_why(make_run):
-    text = l13.conclude(loops(make_run, 3000, 3003, engine="pytorch", gpus=1)).text
-    assert "no cost beyond noise here. The device finished each step before the host" in text
-    assert "it found nothing still queued: 0 s." in text
+def test_a_gluon_loop_without_the_read_that_waits_for_data_is_said_to_have_moved_the_wait(
+        make_run):
+    moved = l13.conclude(loops(make_run, 500, 505, waits=(0.9, 0.1))).text
+    assert "'loss read at the end' was data-bound: where it waited longer than the loop with " \
+        "the per-step read (the shares below), the waiting did not vanish, it moved" in moved
+    assert "Share of its steady time each run waited for a batch: 'loss read at the end' 90" \
+        in moved
+    assert "moved" not in l13.conclude(loops(make_run, 500, 505, waits=(0.1, 0.1))).text
+    assert "moved" not in l13.conclude(loops(make_run, 500, 505, engine="pytorch",
+                                             waits=(0.9, 0.1))).text
 
 
 def test_runs_without_the_loops_notes_are_refused(make_run):
     runs = [make_run("a", notes={"loss_read": l13.AT_THE_END}), make_run("b")]
     with pytest.raises(ValueError, match="rec.note"):
         l13.conclude(runs)
-    with pytest.raises(ValueError, match="runs is empty"):
+    with pytest.raises(ValueError, match="pass the runs of both loops"):
         l13.conclude([])
     with pytest.raises(ValueError, match="none was passed"):
         l13.conclude()
@@ -202,20 +191,24 @@ def test_the_debug_mode_names_each_line_that_synced_most_calls_first(tmp_path):
     cell.parent.mkdir()
     cell.write_text("out, loss = step()\nprint(f\"loss {loss.item():.3f}\")\nx = y.cpu()\n")
     caught = caught_at(cell, [2, 2, 2, 3]) + caught_at(cell, [1], message="something else")
-    assert [s["line"] for s in l13.sync_sites(caught)] == [2, 3]
     say = l13.conclude(syncs=caught)
-    assert say.text == ("torch.cuda.set_sync_debug_mode('warn') named 2 lines that made the host "
-                        "wait for the GPU: `print(f\"loss {loss.item():.3f}\")` (this notebook, "
-                        "line 2, 3 calls); `x = y.cpu()` (this notebook, line 3, 1 call).")
+    assert say.text == ("Calls that made the host wait for the GPU, by line, most first: "
+                        "'`print(f\"loss {loss.item():.3f}\")` (this notebook, line 2)' 3, "
+                        "'`x = y.cpu()` (this notebook, line 3)' 1.")
 
 
-def test_a_library_file_is_named_and_a_clean_loop_says_so(tmp_path):
+def test_a_library_file_is_named_and_a_clean_loop_and_no_gpu_say_so(tmp_path):
     lib = tmp_path / "optimizer.py"
     lib.write_text("if found_inf.item():\n")
-    assert "`if found_inf.item():` (optimizer.py, line 1, 1 call)" in l13.conclude(
+    assert "'`if found_inf.item():` (optimizer.py, line 1)' 1" in l13.conclude(
         syncs=caught_at(lib, [1])).text
-    assert "caught no syncing call in these steps" in l13.conclude(syncs=[]).text
-    assert "no GPU here, so it has nothing to watch" in l13.conclude(syncs=None).text
+    assert l13.conclude(syncs=[]).text == l13.SYNCS.empty
+    assert l13.conclude(syncs=None).text == l13.SYNCS.cpu
+
+
+def test_the_lessons_paragraphs_carry_no_number():
+    for lesson in (l13.TRAP, l13.RUNS, l13.SYNCS):
+        assert all(not closing.measurements(p) for p in findings.paragraphs(lesson))
 
 
 def test_sizes():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 
 from ...analyse import alike, metrics, noise
-from ..l13_sync_points import GUARD, cost_words
+from ..l13_sync_points import GUARD
 from .base import MARK, NotYet, exercise
 from .judge import finished_runs, judge_prediction
 
@@ -48,6 +48,30 @@ def _guard(runs, answer) -> str:
             + (" (torch.cuda.set_sync_debug_mode('warn') names its line on a GPU)" if track ==
                "pytorch" else "") + ". Checking every hundredth step, or keeping the check on "
             "the device and reading it once an epoch, costs next to nothing.")
+
+
+def cost_words(kind: noise.Kind, track: str, gpu: bool, each: str, call: str) -> str:
+    """Why reading a device value on the host every step (each: what one is called, "check";
+    call: the code that reads) cost what the noise verdict `kind` says; "" for a verdict
+    that says nothing (too few steps, unlike runs)."""
+    if kind == noise.Kind.SLOWER:
+        return (f"Each {each} stops the host until " + (
+            "MXNet's engine threads have finished the step, and they then wait"
+            if track == "gluon" and not gpu else "the device has finished the step, and it "
+            "then waits") + " while the host fetches the next batch and issues its work: the two "
+            "take turns instead of overlapping.")
+    if kind == noise.Kind.WITHIN_NOISE and gpu:
+        return ("no cost beyond noise here. The device finished each step before the host "
+                "had issued the next one (launch- or input-bound), so waiting for it cost "
+                f"nothing; with more work per step (a larger batch) the {each}s cost.")
+    if kind in (noise.Kind.WITHIN_NOISE, noise.Kind.FASTER):
+        return "no cost here. " + (
+            "On a CPU the host and MXNet's engine share the same cores: while the host waits, "
+            "the engine's threads have them to themselves, so there is little overlap to lose."
+            if track == "gluon" else
+            f"On a CPU PyTorch has finished the step when the call returns, so {call} has "
+            "nothing to wait for.")
+    return ""
 
 
 def pooled_verdict(a: list, b: list) -> noise.Verdict:
