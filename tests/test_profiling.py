@@ -136,3 +136,25 @@ def test_the_gpu_busy_share_reads_the_gpu_s_own_span():
     assert profiling.gpu_busy_share(events) == pytest.approx(90 / 100)
     with pytest.raises(ValueError, match="no GPU kernel"):
         profiling.gpu_busy_share([event("ProfilerStep#0", 0, 10, "user_annotation")])
+
+
+def test_a_damaged_trace_is_refused_naming_the_file_never_read_as_an_idle_gpu(tmp_path):
+    """A trace whose kernels lack `dur` read "GPU idle 99.9 %" (85.6 % intact), silently."""
+    import gzip as gz
+    import json as js
+    events = [event("ProfilerStep#0", 0, 100, "user_annotation"), event("k", 10, 80, "kernel")]
+    del events[1]["dur"]
+    bad = tmp_path / "nodur.json"
+    bad.write_text(js.dumps({"traceEvents": events}))
+    with pytest.raises(ValueError, match=r"nodur.json: 1 of its 2 complete events lack a numeric "
+                                         r"ts or dur \(the first: 'k'\)"):
+        profiling.read_trace(bad)
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(gz.compress(js.dumps({"traceEvents": [event("k", 0, 1, "kernel")]}).encode())[:40])
+    plain = tmp_path / "plain.json.gz"
+    plain.write_text(js.dumps({"traceEvents": []}))
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    for path in (cut, plain, empty):
+        with pytest.raises(ValueError, match=f"{path.name} is not a readable Chrome trace"):
+            profiling.read_trace(path)

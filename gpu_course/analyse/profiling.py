@@ -134,13 +134,31 @@ def gzip_trace(path) -> Path:
 
 
 def read_trace(path) -> list[dict]:
-    """The events of a Chrome trace (.json or .json.gz; a list or {"traceEvents": [...]})."""
+    """The events of a Chrome trace (.json or .json.gz; a list or {"traceEvents": [...]}).
+    A file that is not one (cut short, empty, plain JSON named .gz), or whose complete
+    events lack their time or duration, is refused naming the file: read as it is, a
+    kernel without a duration would count as idle GPU time."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as file:
-        data = json.load(file)
+    try:
+        with opener(path, "rt", encoding="utf-8") as file:
+            data = json.load(file)
+    except (OSError, EOFError, ValueError) as err:   # BadGzipFile, cut short, not JSON
+        raise ValueError(f"{path} is not a readable Chrome trace ({type(err).__name__}: "
+                         f"{err}); record it again") from None
     events = data.get("traceEvents", []) if isinstance(data, dict) else data
-    return [e for e in events if isinstance(e, dict)]
+    if not isinstance(events, list):
+        raise ValueError(f"{path}: traceEvents is a {type(events).__name__}, not a list of "
+                         "events; record the trace again")
+    events = [e for e in events if isinstance(e, dict)]
+    timed = [e for e in events if e.get("ph") == "X"]
+    broken = [e for e in timed if not all(isinstance(e.get(k), (int, float))
+                                          and not isinstance(e.get(k), bool) for k in ("ts", "dur"))]
+    if broken:
+        raise ValueError(f"{path}: {len(broken)} of its {len(timed)} complete events lack a "
+                         f"numeric ts or dur (the first: {broken[0].get('name')!r}); the trace "
+                         "is damaged, and its GPU's busy time cannot be read: record it again")
+    return events
 
 
 def _intervals(events, test) -> list[tuple[float, float]]:
