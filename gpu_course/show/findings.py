@@ -98,6 +98,56 @@ class Note:
 
 
 @dataclass(frozen=True)
+class Limit:
+    """A bar on a column of the table: a row whose cell is beyond it (`above`, else below)
+    gets `text`, in words ("scaling efficiency") and `fmt` (cell and bar alike; None: the
+    cell as the table writes it, the bar as "{:g}" does), where the
+    runs ran on `where` (None: anywhere). In `judge`, said once, for the first judged
+    variant beyond it; in `read`, for each row beyond it (`row`: that row's key only)."""
+
+    column: str
+    bar: float
+    text: Text
+    above: bool = False
+    where: Where | None = None
+    words: str = ""
+    fmt: str | None = None
+    row: str | None = None
+
+    def beyond(self, value) -> bool:
+        value = float(value) if isinstance(value, (int, float)) else float("nan")
+        return value > self.bar if self.above else value < self.bar
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A paragraph said once when a row of a table (not runs') has `column` among `values`:
+    e.g. a benchmark's row "within the spread"."""
+
+    column: str
+    values: tuple
+    text: Text
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a table that is not the runs' (a benchmark's rows, a model's outputs) says,
+    after it is shown: `text` (paragraphs, each said where its track and place give it
+    one), a line of a column's cells (`columns`, as in a Lesson, the empty cells left
+    out), a paragraph for a cell's value (`marks`), bars (`limits`) and quotes. key: the
+    column that names its rows."""
+
+    key: str
+    text: tuple[Text, ...] = ()
+    columns: Mapping[str, str] = field(default_factory=dict)
+    marks: tuple[Mark, ...] = ()
+    limits: tuple[Limit, ...] = ()
+    quotes: tuple[Quote, ...] = ()
+    source: str = "the talk"
+    hardware: str = ""
+
+
+@dataclass(frozen=True)
 class Lesson:
     """What a lesson compares, and what its outcomes mean (see the module).
 
@@ -111,7 +161,10 @@ class Lesson:
     columns: {table column: words}: one line listing that column's cell for every run.
     rank_by/rank: with two groups, the best verdict of the group with the smaller
     `rank_by` (a setting or what ran, e.g. "network.parameters") against the other's,
-    and a paragraph for each `noise.Order`."""
+    and a paragraph for each `noise.Order`.
+    limits: bars on the table's columns (`Limit`), for a variant whose comparison was judged.
+    A setting a comparison `varies` counts as a difference between two runs wherever
+    their records hold it (the config, what ran, or their notes: a job's "workers")."""
 
     compares: tuple[Compare, ...]
     baseline: Mapping = field(default_factory=dict)
@@ -126,6 +179,7 @@ class Lesson:
     columns: Mapping[str, str] = field(default_factory=dict)
     rank_by: str = ""
     rank: Mapping = field(default_factory=dict)
+    limits: tuple[Limit, ...] = ()
 
 
 # -- the templates: the only sentences with numbers -----------------------------------------
@@ -138,12 +192,14 @@ ACCURACY = "'{b}' against '{a}' in accuracy: {change}."
 WAITED = ("'{a}' waited for its data {share} of its steady time: a faster step cannot show "
           "until the input pipeline keeps up (lessons 02 and 09).")
 QUOTES = "{source}, on {hardware}: {figures}."
+QUOTED = "{source}: {figures}."   # quotes of no hardware (a Reading's)
 COLUMN = "{words}: {cells}."
 BOUND = "'{a}' was {bound}: {text}"
 RANKED = {noise.Order.HIGHER: "{small} gained more than {large}, beyond both ranges.",
           noise.Order.LOWER: "{large} gained more than {small}, beyond both ranges.",
           noise.Order.WITHIN_NOISE: "Which of {small} and {large} gained more is within noise: "
                                     "the ranges of their best variants overlap."}
+LIMIT = "'{b}': {words} {cell}, {side} {bar}: {text}"
 DATA_BOUND = 0.5   # a baseline that waited for data more than this share of its steady time
 
 
@@ -207,6 +263,8 @@ def _compare(say: Closing, lesson: Lesson, pair, context, said: set):
         say(ASKED.format(b=last.name, setting=setting, asked=asked, ran=ran,
                          why=f": {why.rstrip('.')}" if why else ""))
     differ = set(alike.differences(first, last)) - {alike.Aspect.LOAD}
+    differ |= {v for c in lesson.compares for v in c.varies
+               if _setting(first, v) != _setting(last, v)}   # recorded beyond the config
     match = next((c for c in lesson.compares if differ and differ <= set(c.varies)), None)
     if not differ:
         say(SAME_JOB.format(a=first.name, b=last.name, verdict=say.compare(a, b)))
@@ -228,7 +286,22 @@ def _compare(say: Closing, lesson: Lesson, pair, context, said: set):
             and metrics.data_wait_share(first) > DATA_BOUND:
         said.add(("waited", first.name))
         say(WAITED.format(a=first.name, share=say.cell(first, "data_wait_share")))
+    if found is not Outcome.CANNOT_JUDGE:
+        for limit in lesson.limits:
+            if id(limit) not in said and limit.where in (None, where) \
+                    and limit.beyond(say.table[limit.column].iloc[say._row(last)]):
+                said.add(id(limit))
+                _limit(say, limit, last, (track, where))
     return verdict
+
+
+def _limit(say: Closing, limit: Limit, row, context) -> None:
+    say(LIMIT.format(b=say._name(say._row(row)), words=limit.words or limit.column,
+                     cell=say.cell(row, limit.column, limit.fmt),
+                     side="above" if limit.above else "below",
+                     bar=say.setting(f"the bar on {limit.column}", limit.bar,
+                                     limit.fmt or "{:g}"),
+                     text=_text(limit.text, *context)))
 
 
 def _rank(say: Closing, lesson: Lesson, best: dict, track) -> None:
@@ -260,13 +333,16 @@ def _fires(note: Note, runs) -> bool:
 
 def _setting(run, name: str):
     """A setting of the run's config, else what its record says ran ("network.parameters":
-    a part of a part)."""
+    a part of a part), else its notes (a parameter-server job's "workers")."""
     if name in (run.config or {}):
         return run.config[name]
-    value = run.meta.get("ran") or {}
-    for part in name.split("."):
-        value = value.get(part) if isinstance(value, Mapping) else None
-    return value
+    for kind in ("ran", "notes"):
+        value = run.meta.get(kind) or {}
+        for part in name.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is not None:
+            return value
+    return None
 
 
 def _number(value) -> float:
@@ -307,11 +383,61 @@ def _text(text: Text, track, where) -> str:
     return ""
 
 
-def paragraphs(lesson: Lesson) -> list[str]:
-    """Every paragraph `lesson` declares (each track's and place's), for checks: a
-    paragraph explains an outcome and carries no number (`closing.measurements`)."""
+def read(reading: Reading, table: pd.DataFrame, track=None, where: Where | None = None,
+         show: bool = True) -> Closing:
+    """`reading`'s sentences on `table` (a benchmark's or a model's rows, not runs), for
+    `track` and `where` (None: neither): the table shown first (show=False: not), then
+    printed, and returned as the `Closing` that said them."""
+    if show:
+        from . import tables
+        _display(tables.show(table))
+    say = Closing(table, key=reading.key)
+    for text in reading.text:
+        if _text(text, track, where):
+            say(_text(text, track, where))
+    for name, words in reading.columns.items():
+        rows = [i for i in range(len(table)) if not pd.isna(table[name].iloc[i])]
+        say(COLUMN.format(words=words, cells=", ".join(
+            f"'{say._name(i)}' {say.cell(i, name)}" for i in rows)))
+    for mark in reading.marks:
+        if any(v in mark.values for v in table[mark.column]):
+            say(_text(mark.text, track, where))
+    for limit in reading.limits:
+        for i in range(len(table)):
+            if limit.where in (None, where) and limit.row in (None, say._name(i)) \
+                    and limit.beyond(table[limit.column].iloc[i]):
+                _limit(say, limit, i, (track, where))
+    if reading.quotes:
+        figures = "; ".join(f"{q.what} {say.quote(reading.source, q.value, q.fmt)}"
+                            for q in reading.quotes)
+        say((QUOTES if reading.hardware else QUOTED).format(
+            source=reading.source.capitalize(), hardware=reading.hardware, figures=figures))
+    return say
+
+
+def _display(obj) -> None:
+    """A table in a notebook as HTML, elsewhere as text."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        get_ipython = None
+    if get_ipython is None or get_ipython() is None:
+        print(obj)
+    else:
+        display(obj)
+
+
+def paragraphs(lesson: Lesson | Reading) -> list[str]:
+    """Every paragraph `lesson` (or a `Reading`) declares (each track's and place's), for
+    checks: a paragraph explains an outcome and carries no number (`closing.measurements`)."""
+    if isinstance(lesson, Reading):
+        texts = [lesson.text, [m.text for m in lesson.marks], [x.text for x in lesson.limits]]
+        return [t for text in texts for group in text
+                for t in ([group] if isinstance(group, str) else group.values()) if t]
     texts = [c.means.values() for c in lesson.compares] + [lesson.bound.values()] + \
-        [[lesson.cpu, lesson.empty]] + [[n.text for n in lesson.notes]]
+        [[lesson.cpu, lesson.empty]] + [[n.text for n in lesson.notes]] + \
+        [[x.text for x in lesson.limits]]
     out = []
     for group in texts:
         for text in group:

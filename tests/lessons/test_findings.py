@@ -6,8 +6,8 @@ import fake_runs
 
 from gpu_course.analyse import anatomy, noise
 from gpu_course.show import closing
-from gpu_course.show.findings import (Compare, Expect, Lesson, Note, Outcome, Quote, Where,
-                                      judge, outcome, paragraphs)
+from gpu_course.show.findings import (Compare, Expect, Lesson, Limit, Mark, Note, Outcome,
+                                      Quote, Reading, Where, judge, outcome, paragraphs, read)
 
 MEANS = {Outcome.EXPECTED: "EXPECTED-PARAGRAPH", Outcome.NONE: "NONE-PARAGRAPH",
          Outcome.OPPOSITE: "OPPOSITE-PARAGRAPH", Outcome.CANNOT_JUDGE: "CANNOT-PARAGRAPH"}
@@ -123,3 +123,47 @@ def test_paragraphs_lists_every_declared_text_and_they_carry_no_number():
     texts = paragraphs(LESSON)
     assert "EXPECTED-PARAGRAPH" in texts and "GLUON-CPU" in texts
     assert all(not closing.measurements(t) for t in texts)
+
+
+def test_a_setting_recorded_in_the_notes_is_the_difference_a_comparison_names(make_run):
+    """A job's workers live in its notes, not its config: without them the two runs are
+    two identical jobs; named by the comparison, they get a verdict."""
+    runs = [make_run(f"workers={n}", rate=r, gpus=1, notes={"workers": n})
+            for n, r in ((1, 600), (2, 1150))]
+    say = judge(Lesson(compares=(Compare(varies=("workers",), means=MEANS),)), runs)
+    assert "'workers=2' against 'workers=1': ×" in say.text and "identical" not in say.text
+    assert "identical jobs" in judge(LESSON, runs).text
+
+
+@pytest.mark.parametrize("rate, said", [(1150, ()), (700, ("LOW",)), (1800, ("HIGH",))])
+def test_a_limit_names_the_first_judged_variant_beyond_its_bar(make_run, rate, said):
+    lesson = Lesson(compares=(Compare(varies=("batch_size",), means=MEANS),),
+                    limits=(Limit("speedup", 2.5, "HIGH", above=True, words="speed-up"),
+                            Limit("speedup", 1.5, {Where.GPU: "LOW"}, fmt="{:.2f}",
+                                  words="speed-up"),
+                            Limit("speedup", 1.5, {Where.CPU: "CPU-LOW"}, where=Where.CPU)))
+    say = judge(lesson, pair(make_run, rate) + [make_run("larger", rate=rate, gpus=1,
+                                                         config={"batch_size": 1024})])
+    for text in ("HIGH", "LOW"):
+        assert say.text.count(f": {text}") == (text in said)   # once, for 'large' alone
+    assert "CPU-LOW" not in say.text and say.check() == []
+    if said == ("LOW",):
+        assert "'large': speed-up 1.15, below 1.50: LOW" in say.text
+
+
+def test_a_reading_says_a_tables_paragraphs_cells_marks_bars_and_quotes():
+    import pandas as pd
+    frame = pd.DataFrame({"size": ["4 KiB", "1 MiB"], "GB/s": [0.015, 0.84],
+                          "model (%)": [float("nan"), 93.0], "kind": ["small", "large"]})
+    reading = Reading(key="size", text=("ANY", {Where.CPU: "CPU-ONLY"}, {"gluon": "GLUON"}),
+                      columns={"model (%)": "Model"}, marks=(Mark("kind", ("small",), "SMALL"),
+                                                             Mark("kind", ("huge",), "HUGE")),
+                      limits=(Limit("GB/s", 0.5, "SLOW", fmt="{:g} GB/s"),
+                              Limit("GB/s", 0.9, "ROW", row="4 KiB")),
+                      quotes=(Quote("NVLink", 40, "{:g} GB/s"),), source="the lecture")
+    say = read(reading, frame, "pytorch", Where.CPU, show=False)
+    assert say.text.split("\n") == [
+        "ANY", "CPU-ONLY", "Model: '1 MiB' 93.0.", "SMALL",
+        "'4 KiB': GB/s 0.015 GB/s, below 0.5 GB/s: SLOW", "'4 KiB': GB/s 0.015, below 0.9: ROW",
+        "The lecture: NVLink 40 GB/s."]
+    assert say.check() == [] and "SLOW" in paragraphs(reading)
