@@ -122,7 +122,9 @@ def workers() -> int:
 
 def show(runs, lesson=None, chart: bool = True) -> None:
     """The runs' table (the `lesson`'s own table where it has one, else the ladder
-    table) through the course's formatter, and their throughput chart."""
+    table) through the course's formatter, their throughput chart, and the lesson's
+    caption under them where it has one (`caption(runs)`: lesson 08's, the ladder's own
+    conclusion as `gpu-course ladder` prints it)."""
     from ..show import plots, report, tables
     module = module_of(lesson) if lesson is not None else None
     frame = module.table(runs) if module is not None and hasattr(module, "table") \
@@ -130,6 +132,8 @@ def show(runs, lesson=None, chart: bool = True) -> None:
     _display(tables.show(frame))
     if chart:
         _display(plots.throughput(runs))
+    if module is not None and hasattr(module, "caption"):
+        print(module.caption(runs))
 
 
 def conclude(number, runs=None, **context):

@@ -22,7 +22,7 @@ from ..scale.exchange import (BEYOND, GPU_LINKS, MIN_EFFICIENCY, SHORTER, UPTO, 
                               model_table, ranks, talk_row)
 from ..scale.plan import Plan, plan
 from ..show.findings import (Compare, Expect, Lesson, Limit, Mark, Outcome, Quote, Reading,
-                             Where, judge, read)
+                             Said, Where, judge, read)
 from . import talk
 
 SIZES = {
@@ -62,26 +62,16 @@ def table(runs) -> pd.DataFrame:
     return frame
 
 
-class Said(list):
-    """The closings a conclusion said, one a table, in order."""
-
-    @property
-    def text(self) -> str:
-        return "\n".join(s.text for s in self)
-
-    def check(self) -> list[str]:
-        return [problem for s in self for problem in s.check()]
-
-
 # -- the scaling runs: k devices (processes, workers, hosts) against one ---------------------
 SHARED_CORES = "The devices shared one machine's cores, so how they divided them (threads a " \
                "process, the loader), not scaling, made the difference."
 LESSON = Lesson(
     compares=(Compare(
-        # the devices, how gradients meet, the threads each process gets of the same cores,
-        # and a job's images a step (a parameter server's grow with its workers)
-        varies=("num_gpus", "kvstore", "threads", "batch_size", "world_size", "workers",
-                "nodes"),
+        # the devices, how gradients meet, the threads and loader workers each process gets
+        # of the same cores, and a job's images a step (a parameter server's grow with its
+        # workers)
+        varies=("num_gpus", "kvstore", "threads", "num_workers", "batch_size", "world_size",
+                "workers", "nodes"),
         gpu=Expect.FASTER, cpu=Expect.SAME,
         means={Outcome.EXPECTED: {Where.GPU: "More GPUs trained more samples a second: the "
                                              "efficiency says how much of each added GPU's work "
@@ -93,8 +83,9 @@ LESSON = Lesson(
                                              "cost more than the added GPUs computed (the "
                                              "utilisation timeline shows which).",
                                   Where.CPU: SHARED_CORES},
-               Outcome.CANNOT_JUDGE: "Raise the train size or the epochs for more timed steps: "
-                                     "gc.sizes(\"07\", epochs=...)."}),),
+               Outcome.CANNOT_JUDGE: "For a verdict: enough timed steps (a larger train size, "
+                                     "or gc.sizes(\"07\", epochs=...)), on a machine nothing "
+                                     "else uses meanwhile."}),),
     columns={"devices": "Devices (processes, or a job's workers times their GPUs)",
              "efficiency (%)": "Scaling efficiency in percent (samples/s a device against the "
                                "first run's)"},

@@ -102,8 +102,8 @@ class Limit:
     """A bar on a column of the table: a row whose cell is beyond it (`above`, else below)
     gets `text`, in words ("scaling efficiency") and `fmt` (cell and bar alike; None: the
     cell as the table writes it, the bar as "{:g}" does), where the
-    runs ran on `where` (None: anywhere). In `judge`, said once, for the first judged
-    variant beyond it; in `read`, for each row beyond it (`row`: that row's key only)."""
+    runs ran on `where` (None: anywhere): said once, for the first row beyond it (in
+    `judge`, the first judged variant; `row`: that row's key only)."""
 
     column: str
     bar: float
@@ -130,12 +130,24 @@ class Mark:
 
 
 @dataclass(frozen=True)
+class Column:
+    """A paragraph on whether the table's `column` holds values: `present` said once when
+    a row has one, `missing` when none has (or the table has no such column)."""
+
+    column: str
+    present: Text = ""
+    missing: Text = ""
+
+
+@dataclass(frozen=True)
 class Reading:
     """What a table that is not the runs' (a benchmark's rows, a model's outputs) says,
     after it is shown: `text` (paragraphs, each said where its track and place give it
     one), a line of a column's cells (`columns`, as in a Lesson, the empty cells left
-    out), a paragraph for a cell's value (`marks`), bars (`limits`) and quotes. key: the
-    column that names its rows."""
+    out), a line of the rows grouped by a column's value (`groups`: {column: words}, the
+    empty cells left out), a paragraph for a cell's value (`marks`), bars (`limits`),
+    paragraphs on a column's having values (`about`) and quotes. key: the column that names its
+    rows; empty: said when there is no table (None, or no rows)."""
 
     key: str
     text: tuple[Text, ...] = ()
@@ -145,6 +157,9 @@ class Reading:
     quotes: tuple[Quote, ...] = ()
     source: str = "the talk"
     hardware: str = ""
+    groups: Mapping[str, str] = field(default_factory=dict)
+    about: tuple[Column, ...] = ()
+    empty: Text = ""
 
 
 @dataclass(frozen=True)
@@ -163,6 +178,9 @@ class Lesson:
     `rank_by` (a setting or what ran, e.g. "network.parameters") against the other's,
     and a paragraph for each `noise.Order`.
     limits: bars on the table's columns (`Limit`), for a variant whose comparison was judged.
+    about: paragraphs on whether the table's columns hold values (`Column`).
+    notices: say what the records note ran otherwise than asked (their device_notice),
+    once a notice, naming its runs. machine: say the machine the runs were measured on.
     A setting a comparison `varies` counts as a difference between two runs wherever
     their records hold it (the config, what ran, or their notes: a job's "workers")."""
 
@@ -180,6 +198,9 @@ class Lesson:
     rank_by: str = ""
     rank: Mapping = field(default_factory=dict)
     limits: tuple[Limit, ...] = ()
+    about: tuple[Column, ...] = ()
+    notices: bool = False
+    machine: bool = False
 
 
 # -- the templates: the only sentences with numbers -----------------------------------------
@@ -200,6 +221,9 @@ RANKED = {noise.Order.HIGHER: "{small} gained more than {large}, beyond both ran
           noise.Order.WITHIN_NOISE: "Which of {small} and {large} gained more is within noise: "
                                     "the ranges of their best variants overlap."}
 LIMIT = "'{b}': {words} {cell}, {side} {bar}: {text}"
+GROUPS = "{words}: {groups}."
+NOTICE = "What the records say ran otherwise than asked ({names}): {notice}"
+MACHINE = "Measured on {machine} (from the run records)."
 DATA_BOUND = 0.5   # a baseline that waited for data more than this share of its steady time
 
 
@@ -234,6 +258,17 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
         say(COLUMN.format(words=column, cells=", ".join(
             f"'{r.name}' {say.cell(i, name)}" for i, r in enumerate(runs))))
     _notes(say, lesson, runs, (track, where))
+    _about(say, lesson.about, (track, where))
+    notices: dict = {}
+    for run in runs if lesson.notices else ():
+        notice = (run.meta.get("notes") or {}).get("device_notice")
+        if notice and run.name not in notices.setdefault(notice, []):
+            notices[notice].append(run.name)
+    for notice, names in notices.items():
+        say(NOTICE.format(names=", ".join(names), notice=say.quote("the records", notice)))
+    if lesson.machine:
+        from .plots import hardware_caption
+        say(MACHINE.format(machine=say.quote("the run records", hardware_caption(runs))))
     if where is Where.CPU and lesson.cpu:
         say(_text(lesson.cpu, track, where))
     if lesson.quotes:
@@ -242,6 +277,17 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
         say(QUOTES.format(source=lesson.source.capitalize(), hardware=lesson.hardware,
                           figures=figures))
     return say
+
+
+class Said(list):
+    """The closings a conclusion said (a `judge` or `read` each), in order."""
+
+    @property
+    def text(self) -> str:
+        return "\n".join(s.text for s in self)
+
+    def check(self) -> list[str]:
+        return [problem for s in self for problem in s.check()]
 
 
 def outcome(verdict: noise.Verdict, expect: Expect) -> Outcome:
@@ -388,6 +434,10 @@ def read(reading: Reading, table: pd.DataFrame, track=None, where: Where | None 
     """`reading`'s sentences on `table` (a benchmark's or a model's rows, not runs), for
     `track` and `where` (None: neither): the table shown first (show=False: not), then
     printed, and returned as the `Closing` that said them."""
+    if table is None or not len(table):
+        say = Closing(pd.DataFrame([{reading.key: "no rows"}]), key=reading.key)
+        say(_text(reading.empty, track, where) or "Nothing to read.")
+        return say
     if show:
         from . import tables
         _display(tables.show(table))
@@ -397,22 +447,41 @@ def read(reading: Reading, table: pd.DataFrame, track=None, where: Where | None 
             say(_text(text, track, where))
     for name, words in reading.columns.items():
         rows = [i for i in range(len(table)) if not pd.isna(table[name].iloc[i])]
-        say(COLUMN.format(words=words, cells=", ".join(
-            f"'{say._name(i)}' {say.cell(i, name)}" for i in rows)))
+        if rows:
+            say(COLUMN.format(words=words, cells=", ".join(
+                f"'{say._name(i)}' {say.cell(i, name)}" for i in rows)))
+    for name, words in reading.groups.items():
+        groups: dict = {}
+        for i, value in enumerate(table[name]):
+            if not pd.isna(value) and value != "":
+                groups.setdefault(str(value), []).append(f"'{say._name(i)}'")
+        if groups:
+            say(GROUPS.format(words=words, groups="; ".join(
+                f"{value}: {', '.join(names)}" for value, names in groups.items())))
     for mark in reading.marks:
         if any(v in mark.values for v in table[mark.column]):
             say(_text(mark.text, track, where))
     for limit in reading.limits:
-        for i in range(len(table)):
-            if limit.where in (None, where) and limit.row in (None, say._name(i)) \
-                    and limit.beyond(table[limit.column].iloc[i]):
-                _limit(say, limit, i, (track, where))
+        beyond = [i for i in range(len(table)) if limit.where in (None, where)
+                  and limit.row in (None, say._name(i)) and limit.beyond(table[limit.column].iloc[i])]
+        if beyond:
+            _limit(say, limit, beyond[0], (track, where))
+    _about(say, reading.about, (track, where))
     if reading.quotes:
         figures = "; ".join(f"{q.what} {say.quote(reading.source, q.value, q.fmt)}"
                             for q in reading.quotes)
         say((QUOTES if reading.hardware else QUOTED).format(
             source=reading.source.capitalize(), hardware=reading.hardware, figures=figures))
     return say
+
+
+def _about(say: Closing, about, context) -> None:
+    for column in about:
+        table = say.table
+        held = column.column in table and table[column.column].notna().any()
+        text = _text(column.present if held else column.missing, *context)
+        if text:
+            say(text)
 
 
 def _display(obj) -> None:
@@ -432,12 +501,15 @@ def paragraphs(lesson: Lesson | Reading) -> list[str]:
     """Every paragraph `lesson` (or a `Reading`) declares (each track's and place's), for
     checks: a paragraph explains an outcome and carries no number (`closing.measurements`)."""
     if isinstance(lesson, Reading):
-        texts = [lesson.text, [m.text for m in lesson.marks], [x.text for x in lesson.limits]]
+        texts = [lesson.text, [m.text for m in lesson.marks], [x.text for x in lesson.limits],
+                 [lesson.empty], [c.present for c in lesson.about],
+                 [c.missing for c in lesson.about]]
         return [t for text in texts for group in text
                 for t in ([group] if isinstance(group, str) else group.values()) if t]
     texts = [c.means.values() for c in lesson.compares] + [lesson.bound.values()] + \
         [[lesson.cpu, lesson.empty]] + [[n.text for n in lesson.notes]] + \
-        [[x.text for x in lesson.limits]]
+        [[x.text for x in lesson.limits]] + [[c.present for c in lesson.about]] + \
+        [[c.missing for c in lesson.about]]
     out = []
     for group in texts:
         for text in group:

@@ -159,11 +159,13 @@ def test_a_reading_says_a_tables_paragraphs_cells_marks_bars_and_quotes():
                       columns={"model (%)": "Model"}, marks=(Mark("kind", ("small",), "SMALL"),
                                                              Mark("kind", ("huge",), "HUGE")),
                       limits=(Limit("GB/s", 0.5, "SLOW", fmt="{:g} GB/s"),
-                              Limit("GB/s", 0.9, "ROW", row="4 KiB")),
+                              Limit("GB/s", 0.9, "ROW", row="1 MiB"),
+                              Limit("GB/s", 0.9, "ONCE")),
                       quotes=(Quote("NVLink", 40, "{:g} GB/s"),), source="the lecture")
     say = read(reading, frame, "pytorch", Where.CPU, show=False)
     assert say.text.split("\n") == [
         "ANY", "CPU-ONLY", "Model: '1 MiB' 93.0.", "SMALL",
-        "'4 KiB': GB/s 0.015 GB/s, below 0.5 GB/s: SLOW", "'4 KiB': GB/s 0.015, below 0.9: ROW",
+        "'4 KiB': GB/s 0.015 GB/s, below 0.5 GB/s: SLOW", "'1 MiB': GB/s 0.84, below 0.9: ROW",
+        "'4 KiB': GB/s 0.015, below 0.9: ONCE",
         "The lecture: NVLink 40 GB/s."]
     assert say.check() == [] and "SLOW" in paragraphs(reading)
