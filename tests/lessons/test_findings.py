@@ -6,8 +6,9 @@ import fake_runs
 
 from gpu_course.analyse import anatomy, noise
 from gpu_course.show import closing
-from gpu_course.show.findings import (Compare, Expect, Lesson, Limit, Mark, Note, Outcome,
-                                      Quote, Reading, Where, judge, outcome, paragraphs, read)
+from gpu_course.show.findings import (Column, Compare, Expect, Lesson, Limit, Mark, Note,
+                                      Outcome, Quote, Reading, Said, Where, judge, outcome,
+                                      paragraphs, read)
 
 MEANS = {Outcome.EXPECTED: "EXPECTED-PARAGRAPH", Outcome.NONE: "NONE-PARAGRAPH",
          Outcome.OPPOSITE: "OPPOSITE-PARAGRAPH", Outcome.CANNOT_JUDGE: "CANNOT-PARAGRAPH"}
@@ -169,3 +170,32 @@ def test_a_reading_says_a_tables_paragraphs_cells_marks_bars_and_quotes():
         "'4 KiB': GB/s 0.015, below 0.9: ONCE",
         "The lecture: NVLink 40 GB/s."]
     assert say.check() == [] and "SLOW" in paragraphs(reading)
+
+
+@pytest.mark.parametrize("gpm", [True, False])
+def test_a_columns_values_the_records_notices_and_the_machine_are_said_where_declared(make_run,
+                                                                                    gpm):
+    about = (Column("sm_active", present={Where.GPU: "HAS-GPM"}, missing="NO-GPM"),)
+    notice = {"device_notice": "Asked for 2 GPUs: 1 device instead."}
+    runs = pair(make_run, 1800, gpm=gpm, notes=notice)
+    say = judge(Lesson(compares=LESSON.compares, about=about, notices=True, machine=True), runs)
+    assert ("HAS-GPM" in say.text) == gpm and ("NO-GPM" in say.text) != gpm
+    assert "What the records say ran otherwise than asked (small, large): Asked for 2 GPUs: " \
+        "1 device instead." in say.text
+    assert "Measured on 1 × NVIDIA H100 80GB HBM3 (driver 550.54.15) (from the run records)." \
+        in say.text and say.check() == []
+    plain = judge(LESSON, runs).text   # neither unless declared
+    assert "ran otherwise than asked" not in plain and "Measured on" not in plain
+    assert "NO-GPM" in paragraphs(Lesson(compares=(), about=about))
+
+
+def test_a_reading_groups_rows_by_a_columns_value_and_says_its_empty_paragraph():
+    import pandas as pd
+    frame = pd.DataFrame({"rung": ["a", "b", "c"], "bound": ["host-bound", "", "host-bound"]})
+    reading = Reading(key="rung", groups={"bound": "Held by"}, empty="NO-TABLE",
+                      about=(Column("missing", missing="NO-COLUMN"),))
+    say = read(reading, frame, show=False)
+    assert say.text == "Held by: host-bound: 'a', 'c'.\nNO-COLUMN"
+    assert read(reading, None).text == "NO-TABLE" and read(reading, frame.iloc[:0]).text == "NO-TABLE"
+    both = Said([say, read(reading, None)])
+    assert both.text.endswith("NO-COLUMN\nNO-TABLE") and both.check() == []
