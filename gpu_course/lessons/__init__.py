@@ -132,8 +132,9 @@ def show(runs, lesson=None, chart: bool = True) -> None:
     _display(tables.show(frame))
     if chart:
         _display(plots.throughput(runs))
-    if module is not None and hasattr(module, "caption"):
-        print(module.caption(runs))
+    caption = module.caption(runs) if module is not None and hasattr(module, "caption") else None
+    if caption:
+        print(caption)
 
 
 def conclude(number, runs=None, **context):

@@ -17,10 +17,10 @@ import pandas as pd
 
 from ..analyse import metrics, noise
 from ..scale import distributed
-from ..scale.exchange import (BEYOND, GPU_LINKS, MIN_EFFICIENCY, SHORTER, UPTO, WITHIN,
+from ..scale.exchange import (BEYOND, GPU_LINKS, MIN_EFFICIENCY, SHORTER, UPTO, WITHIN,  # noqa: F401
                               bench_table, buckets_table, devices, hosts, measured_table,
-                              model_table, ranks, talk_row)
-from ..scale.plan import Plan, plan
+                              model_table, ranks, talk_row)   # ranks, UPTO: the notebooks'
+from ..scale.plan import Plan, plan  # noqa: F401 (the notebooks')
 from ..show.findings import (Compare, Expect, Lesson, Limit, Mark, Outcome, Quote, Reading,
                              Said, Where, judge, read)
 from . import talk

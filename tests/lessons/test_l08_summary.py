@@ -120,6 +120,15 @@ def test_the_reference_is_set_beside_this_ladder_with_its_differences_named(make
         "1 × NVIDIA H100 80GB HBM3 (driver 550.54.15)"
     say = l08.conclude(reference, beside=mine)
     assert l08.BESIDE.text[0] in say.text and say.check() == []
+    # its fastest rung trained longer than naive: the fastest that ran as naive did is judged
+    assert "'lr-schedule' against 'naive': ×" in say.text and "'data-on-gpu' against 'naive'" \
+        not in say.text
+
+
+def test_the_caption_is_the_ladders_own_conclusion_and_none_for_the_reference():
+    from gpu_course.show import report
+    reference = l08.latest_ladder("pytorch", report.REFERENCE_ROOT / "pytorch-h200")
+    assert l08.caption(reference) is None
 
 
 def test_nothing_to_summarise_is_refused_and_sizes_are_quick_in_smoke_mode():
