@@ -17,9 +17,9 @@ import pandas as pd
 
 from ..analyse import metrics, noise
 from ..scale import distributed
-from ..scale.exchange import (BEYOND, GPU_LINKS, MIN_EFFICIENCY, SHORTER, UPTO, WITHIN,  # noqa: F401
-                              bench_table, buckets_table, devices, hosts, measured_table,
-                              model_table, ranks, talk_row)   # ranks, UPTO: the notebooks'
+from ..scale.exchange import (  # noqa: F401 (ranks, UPTO: the notebooks')
+    BEYOND, GPU_LINKS, MIN_EFFICIENCY, SHORTER, UPTO, WITHIN, bench_table, buckets_table,
+    devices, hosts, measured_table, model_table, ranks, talk_row)
 from ..scale.plan import Plan, plan  # noqa: F401 (the notebooks')
 from ..show.findings import (Compare, Expect, Lesson, Limit, Mark, Outcome, Quote, Reading,
                              Said, Where, judge, read)
@@ -185,8 +185,8 @@ MEASURED = Reading(
                   text="what 8 lanes of PCIe carry (the lecture): communication can explain "
                        "it.")))
 # the model's steps of machines not measured here: (label, step seconds, gradient bytes)
-MODELLED = (("a V100 step (the talk)", distributed.TALK["batch"] / distributed.TALK["samples_per_sec_1"],
-             distributed.TALK["grad_bytes"]),
+TALK = distributed.TALK
+MODELLED = (("a V100 step (the talk)", TALK["batch"] / TALK["samples_per_sec_1"], TALK["grad_bytes"]),
             ("ResNet-50 on an A100", talk.RESNET50_BATCH / talk.RESNET50_A100_SAMPLES_PER_SEC,
              talk.RESNET50_PARAMETERS * 2))
 MODEL = Reading(

@@ -140,8 +140,9 @@ BESIDE = Reading(key="what", text=(
 
 def conclude(runs, beside=None) -> Said:
     """The ladder in sentences (its own conclusion is `caption`'s): the fastest rung that
-    ran as the naive one did (a longer run left out) against it, beside the talk's, what the GPU did (GPU-Util against GPM's SM
-    activity), the data moved to the GPU, what ran otherwise than asked, and the machine.
+    ran as the naive one did (a longer run left out) against it, beside the talk's; what
+    the GPU did (GPU-Util against GPM's SM activity), the data moved to the GPU, what ran
+    otherwise than asked, and the machine.
     beside: this machine's ladder, when `runs` is the reference's: a table of what the
     two differ in (their speed-ups each have their own baseline)."""
     runs = list(runs)
@@ -222,9 +223,6 @@ def anatomy(runs):
                 Where.GPU if any(metrics.on_gpu(r) for r in rungs) else Where.CPU)
 
 
-anatomy_closing = anatomy   # the name tests and exercises used
-
-
 # -- two regimes: the same ladder on a step the host holds and on one the GPU holds --------
 REGIMES = Reading(
     key="rung",
@@ -243,7 +241,8 @@ def regimes(light, heavy):
     frame = regimes_table(light, heavy) if light and heavy else None
     models = (_model(light), _model(heavy)) if frame is not None else ()
     return read(dataclasses.replace(
-        REGIMES, columns={f"gain beyond noise ({m})": f"On {m}, gains beyond noise" for m in models},
+        REGIMES, columns={f"gain beyond noise ({m})": f"On {m}, gains beyond noise"
+                          for m in models},
         groups={"paid on": "Where each rung paid beyond noise",
                 **{f"aimed ({m})": f"On {m}, whether each gain beyond noise came from a rung "
                                    "aimed at what held the step before it (anatomy.FIXES)"

@@ -101,9 +101,9 @@ class Note:
 class Limit:
     """A bar on a column of the table: a row whose cell is beyond it (`above`, else below)
     gets `text`, in words ("scaling efficiency") and `fmt` (cell and bar alike; None: the
-    cell as the table writes it, the bar as "{:g}" does), where the
-    runs ran on `where` (None: anywhere): said once, for the first row beyond it (in
-    `judge`, the first judged variant; `row`: that row's key only)."""
+    cell as the table writes it, the bar as "{:g}" does), where the runs ran on `where`
+    (None: anywhere): said once, for the first row beyond it (in `judge`, the first
+    judged variant; `row`: that row's key only)."""
 
     column: str
     bar: float
@@ -146,8 +146,8 @@ class Reading:
     one), a line of a column's cells (`columns`, as in a Lesson, the empty cells left
     out), a line of the rows grouped by a column's value (`groups`: {column: words}, the
     empty cells left out), a paragraph for a cell's value (`marks`), bars (`limits`),
-    paragraphs on a column's having values (`about`) and quotes. key: the column that names its
-    rows; empty: said when there is no table (None, or no rows)."""
+    paragraphs on a column's having values (`about`) and quotes. key: the column that
+    names its rows; empty: said when there is no table (None, or no rows)."""
 
     key: str
     text: tuple[Text, ...] = ()
@@ -463,7 +463,8 @@ def read(reading: Reading, table: pd.DataFrame, track=None, where: Where | None 
             say(_text(mark.text, track, where))
     for limit in reading.limits:
         beyond = [i for i in range(len(table)) if limit.where in (None, where)
-                  and limit.row in (None, say._name(i)) and limit.beyond(table[limit.column].iloc[i])]
+                  and limit.row in (None, say._name(i))
+                  and limit.beyond(table[limit.column].iloc[i])]
         if beyond:
             _limit(say, limit, beyond[0], (track, where))
     _about(say, reading.about, (track, where))
@@ -477,8 +478,7 @@ def read(reading: Reading, table: pd.DataFrame, track=None, where: Where | None 
 
 def _about(say: Closing, about, context) -> None:
     for column in about:
-        table = say.table
-        held = column.column in table and table[column.column].notna().any()
+        held = column.column in say.table and say.table[column.column].notna().any()
         text = _text(column.present if held else column.missing, *context)
         if text:
             say(text)
