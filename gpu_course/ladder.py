@@ -515,3 +515,60 @@ def _threads_ran(run) -> str:
     if not count:
         return "unrecorded threads"
     return f"{count} thread{'s' if count != 1 else ''}" + (f" ({source})" if source else "")
+
+
+# -- a ladder to read: the newest recorded, or one walked now ---------------------------------
+def latest_ladder(engine: str, runs_dir=None) -> list:
+    """The newest ladder of `engine` under `runs_dir` (default: GPU_COURSE_RUNS or runs/):
+    its runs in the order they ran, the repeats of a rung (--repeats) as one list; []
+    when there is none."""
+    from .analyse import metrics
+    from .measure.records import load_runs
+    root = runs_root(runs_dir)
+    for folder in sorted((p for p in root.glob(f"ladder-{engine}-*") if p.is_dir()), reverse=True):
+        runs = [r for r in load_runs(folder) if metrics.engine(r) == engine]
+        if runs:
+            groups: dict = {}
+            for run in runs:
+                groups.setdefault(run.name, []).append(run)
+            return [g[0] if len(g) == 1 else g for g in groups.values()]
+    return []
+
+
+def ladder(engine: str, sizes, runs_dir=None) -> list:
+    """The newest ladder of `engine` (`latest_ladder`), or, with none recorded yet, one
+    walked now as `gpu-course ladder` walks it (`--quick` where sizes.quick), saying so:
+    one coherent set of runs either way. sizes: lesson 08's (quick, ladder_train_size,
+    ladder_test_size, ladder_rungs)."""
+    runs = latest_ladder(engine, runs_dir)
+    if runs:
+        return runs
+    print(f"No ladder of the {engine} track recorded yet: walking it now"
+          + (" (quick, as `gpu-course ladder --quick`)" if sizes.quick else ""), flush=True)
+    runs, _ = run_ladder(engine, quick=sizes.quick, train_size=sizes.ladder_train_size,
+                         test_size=sizes.ladder_test_size, runs_dir=runs_dir,
+                         walk=Walk(first=sizes.ladder_rungs))
+    return runs
+
+
+def exercise_ladder(engine: str, sizes, gpus: int) -> dict:
+    """Exercise 08.1's rungs: {rung: its Experiment}, in order, the ladder as `gpu-course
+    ladder` walks it on a machine with `gpus` GPUs (the quick one where sizes.quick), its
+    first sizes.exercise_rungs (None: sizes.ladder_rungs), each on sizes.exercise_size
+    images (None: the ladder's own) over sizes.exercise_epochs, at sizes.exercise_batch
+    where set (a CPU ladder changes no batch), leaving sizes.exercise_warmup_steps out of
+    samples/s and with sizes.exercise_torch_threads intra-op threads in PyTorch where
+    set. One device (more GPUs are lesson 07's) and no thread rung (its count follows the
+    machine's load). Writes the photos a CPU ladder reads, where they are missing."""
+    steps = [r for r in rungs(engine, min(gpus, 1), quick=sizes.quick,
+                              train_size=sizes.exercise_size or sizes.ladder_train_size,
+                              test_size=sizes.ladder_test_size, epochs=sizes.exercise_epochs)
+             if r.name not in (RungName.THREADS, RungName.LONGER)]
+    steps = steps[:sizes.exercise_rungs or sizes.ladder_rungs]
+    if steps and steps[0].cfg.dataset == "folder":
+        ensure_photos(steps[0].cfg)
+    own = {k: v for k, v in (("batch_size", sizes.exercise_batch),
+                             ("warmup_steps", sizes.exercise_warmup_steps),
+                             ("threads", sizes.exercise_torch_threads
+                              if engine == "pytorch" else None)) if v}
+    return {r.name: r.cfg.replace(name=f"exercise: {r.name}", **own) for r in steps}

@@ -134,8 +134,10 @@ def workers() -> int:
 
 def show(runs=None, lesson=None, chart: bool = True, **context) -> None:
     """The runs' table (the `lesson`'s own table where it has one, else the ladder
-    table) through the course's formatter, and their throughput chart. context: what
-    else the lesson's table is made from, by name (`kernels=` traces in lesson 12)."""
+    table) through the course's formatter, their throughput chart, and the lesson's
+    caption under them where it has one (`caption(runs)`: lesson 08's, the ladder's own
+    conclusion as `gpu-course ladder` prints it). context: what else the lesson's table is
+    made from, by name (`kernels=` traces in lesson 12)."""
     from ..show import plots, report, tables
     module = module_of(lesson) if lesson is not None else None
     frame = module.table(runs, **context) if module is not None and hasattr(module, "table") \
@@ -143,6 +145,9 @@ def show(runs=None, lesson=None, chart: bool = True, **context) -> None:
     _display(tables.show(frame))
     if chart and runs:
         _display(plots.throughput(runs))
+    caption = module.caption(runs) if module is not None and hasattr(module, "caption") else None
+    if caption:
+        print(caption)
 
 
 def conclude(number, runs=None, **context):

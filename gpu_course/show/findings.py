@@ -211,6 +211,71 @@ class Samples:
 
 
 @dataclass(frozen=True)
+class Limit:
+    """A bar on a column of the table: a row whose cell is beyond it (`above`, else below)
+    gets `text`, in words ("scaling efficiency") and `fmt` (cell and bar alike; None: the
+    cell as the table writes it, the bar as "{:g}" does), where the runs ran on `where`
+    (None: anywhere): said once, for the first row beyond it (in `judge`, the first
+    judged variant; `row`: that row's key only)."""
+
+    column: str
+    bar: float
+    text: Text
+    above: bool = False
+    where: Where | None = None
+    words: str = ""
+    fmt: str | None = None
+    row: str | None = None
+
+    def beyond(self, value) -> bool:
+        value = float(value) if isinstance(value, (int, float)) else float("nan")
+        return value > self.bar if self.above else value < self.bar
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A paragraph said once when a row of a table (not runs') has `column` among `values`:
+    e.g. a benchmark's row "within the spread"."""
+
+    column: str
+    values: tuple
+    text: Text
+
+
+@dataclass(frozen=True)
+class Column:
+    """A paragraph on whether the table's `column` holds values: `present` said once when
+    a row has one, `missing` when none has (or the table has no such column)."""
+
+    column: str
+    present: Text = ""
+    missing: Text = ""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a table that is not the runs' (a benchmark's rows, a model's outputs) says,
+    after it is shown: `text` (paragraphs, each said where its track and place give it
+    one), a line of a column's cells (`columns`, as in a Lesson, the empty cells left
+    out), a line of the rows grouped by a column's value (`groups`: {column: words}, the
+    empty cells left out), a paragraph for a cell's value (`marks`), bars (`limits`),
+    paragraphs on a column's having values (`about`) and quotes. key: the column that
+    names its rows; empty: said when there is no table (None, or no rows)."""
+
+    key: str
+    text: tuple[Text, ...] = ()
+    columns: Mapping[str, str] = field(default_factory=dict)
+    marks: tuple[Mark, ...] = ()
+    limits: tuple[Limit, ...] = ()
+    quotes: tuple[Quote, ...] = ()
+    source: str = "the talk"
+    hardware: str = ""
+    groups: Mapping[str, str] = field(default_factory=dict)
+    about: tuple[Column, ...] = ()
+    empty: Text = ""
+
+
+@dataclass(frozen=True)
 class Lesson:
     """What a lesson compares, and what its outcomes mean (see the module).
 
@@ -240,7 +305,13 @@ class Lesson:
     pairs: settings for which two variants that ran as asked and differ in that setting
     alone are compared too, the one where it is off against the one where it is on (e.g.
     "channels_last").
-    requires: capability paragraphs (`Requires`), said once."""
+    requires: capability paragraphs (`Requires`), said once.
+    limits: bars on the table's columns (`Limit`), for a variant whose comparison was judged.
+    about: paragraphs on whether the table's columns hold values (`Column`).
+    notices: say what the records note ran otherwise than asked (their device_notice),
+    once a notice, naming its runs. machine: say the machine the runs were measured on.
+    A setting a comparison `varies` counts as a difference between two runs wherever
+    their records hold it (the config, what ran, or their notes: a job's "workers")."""
 
     compares: tuple[Compare, ...]
     baseline: Mapping = field(default_factory=dict)
@@ -279,6 +350,10 @@ class Lesson:
     diagnose: bool = False                # print the baseline's diagnosis, and the fastest's
     after: Text = ""                      # said once, last: what the figures above mean
 
+    limits: tuple[Limit, ...] = ()
+    about: tuple[Column, ...] = ()
+    notices: bool = False
+    machine: bool = False
 
 @dataclass(frozen=True)
 class Rank:
@@ -351,6 +426,7 @@ ACCURACY = "'{b}' against '{a}' in accuracy: {change}."
 WAITED = ("'{a}' waited for its data {share} of its steady time: a faster step cannot show "
           "until the input pipeline keeps up (lessons 02 and 09).")
 QUOTES = "{source}, on {hardware}: {figures}."
+QUOTED = "{source}: {figures}."   # quotes of no hardware (a Reading's)
 COLUMN = "{words}: {cells}."
 MARKED = "{words}: {names}."
 BEYOND_WAIT = ("That is more than removing all of '{a}''s data wait ({share} of its steady "
@@ -381,6 +457,10 @@ RANKED_ROWS = {noise.Order.HIGHER: "'{first}' gained more than '{last}', beyond 
 FLAGGED = "'{row}': {value} ({cells})."
 CPU_FACTS = ("This CPU ({source}): {model}, {logical} logical cores ({physical} physical), "
              "{usable} usable by this process.")
+LIMIT = "'{b}': {words} {cell}, {side} {bar}: {text}"
+GROUPS = "{words}: {groups}."
+NOTICE = "What the records say ran otherwise than asked ({names}): {notice}"
+MACHINE = "Measured on {machine} (from the run records)."
 DATA_BOUND = 0.5   # a baseline that waited for data more than this share of its steady time
 # settings that change the input pipeline itself: its baseline's data wait is the point
 INPUT = anatomy.FIXES[anatomy.Bound.DATA] | {"page_cache", "sample_order", "augment"}
@@ -431,6 +511,17 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
         say(SHARED.format(names=", ".join(dict.fromkeys(shared))))
     if lesson.after:
         say(_text(lesson.after, track, where))
+    _about(say, lesson.about, (track, where))
+    notices: dict = {}
+    for run in runs if lesson.notices else ():
+        notice = (run.meta.get("notes") or {}).get("device_notice")
+        if notice and run.name not in notices.setdefault(notice, []):
+            notices[notice].append(run.name)
+    for notice, names in notices.items():
+        say(NOTICE.format(names=", ".join(names), notice=say.quote("the records", notice)))
+    if lesson.machine:
+        from .plots import hardware_caption
+        say(MACHINE.format(machine=say.quote("the run records", hardware_caption(runs))))
     if where is Where.CPU and lesson.cpu:
         say(_text(lesson.cpu, track, where))
     if lesson.quotes:
@@ -472,6 +563,17 @@ def judge_table(lesson: Lesson, table: pd.DataFrame, context, pairs=()) -> Closi
     return say
 
 
+class Said(list):
+    """The closings a conclusion said (a `judge` or `read` each), in order."""
+
+    @property
+    def text(self) -> str:
+        return "\n".join(s.text for s in self)
+
+    def check(self) -> list[str]:
+        return [problem for s in self for problem in s.check()]
+
+
 def outcome(verdict: noise.Verdict, expect: Expect) -> Outcome:
     """The outcome of `verdict` where the lesson expects `expect` (for an amount, FASTER
     reads more and SLOWER less)."""
@@ -511,6 +613,12 @@ def _compare(say: Closing, lesson: Lesson, pair, context, said: set):
                         for k in sorted(alike.settings(first, last))) if lesson.changes else ""
     verdicts = [_judged(say, match, pair, (context, changes), said)
                 for match in matches.values()]
+    if any(outcome(v, Expect.SAME) is not Outcome.CANNOT_JUDGE for v in verdicts):
+        for limit in lesson.limits:   # bars on the table, for a variant that was judged
+            if id(limit) not in said and limit.where in (None, where) \
+                    and limit.beyond(say.table[limit.column].iloc[say._row(last)]):
+                said.add(id(limit))
+                _limit(say, limit, last, context)
     return next((v for m, v in zip(matches, verdicts) if m is Metric.SAMPLES_PER_S), None)
 
 
@@ -762,6 +870,15 @@ def _outcome(say: Closing, match: Compare, found: Outcome, context, said: set) -
         say(text)
 
 
+def _limit(say: Closing, limit: Limit, row, context) -> None:
+    say(LIMIT.format(b=say._name(say._row(row)), words=limit.words or limit.column,
+                     cell=say.cell(row, limit.column, limit.fmt),
+                     side="above" if limit.above else "below",
+                     bar=say.setting(f"the bar on {limit.column}", limit.bar,
+                                     limit.fmt or "{:g}"),
+                     text=_text(limit.text, *context)))
+
+
 def _rank(say: Closing, lesson: Lesson, best: dict, track) -> None:
     (small, (v_small, _)), (large, (v_large, _)) = sorted(
         best.items(), key=lambda kv: _number(_setting(kv[1][1], lesson.rank_by)))
@@ -792,13 +909,16 @@ def _fires(note: Note, runs) -> bool:
 
 def _setting(run, name: str):
     """A setting of the run's config, else what its record says ran ("network.parameters":
-    a part of a part), else what its loop noted (`rec.note`)."""
+    a part of a part), else its notes (a parameter-server job's "workers")."""
     if name in (run.config or {}):
         return run.config[name]
-    value = run.meta.get("ran") or {}
-    for part in name.split("."):
-        value = value.get(part) if isinstance(value, Mapping) else None
-    return _note(run, name) if value is None else value
+    for kind in ("ran", "notes"):
+        value = run.meta.get(kind) or {}
+        for part in name.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is not None:
+            return value
+    return None
 
 
 def _number(value) -> float:
@@ -960,9 +1080,83 @@ def _once(say: Closing, said: set, key, text: str) -> None:
         say(text)
 
 
-def paragraphs(lesson: Lesson) -> list[str]:
-    """Every paragraph `lesson` declares (each track's and place's), for checks: a
-    paragraph explains an outcome and carries no number (`closing.measurements`)."""
+def read(reading: Reading, table: pd.DataFrame, track=None, where: Where | None = None,
+         show: bool = True) -> Closing:
+    """`reading`'s sentences on `table` (a benchmark's or a model's rows, not runs), for
+    `track` and `where` (None: neither): the table shown first (show=False: not), then
+    printed, and returned as the `Closing` that said them."""
+    if table is None or not len(table):
+        say = Closing(pd.DataFrame([{reading.key: "no rows"}]), key=reading.key)
+        say(_text(reading.empty, track, where) or "Nothing to read.")
+        return say
+    if show:
+        from . import tables
+        _display(tables.show(table))
+    say = Closing(table, key=reading.key)
+    for text in reading.text:
+        if _text(text, track, where):
+            say(_text(text, track, where))
+    for name, words in reading.columns.items():
+        rows = [i for i in range(len(table)) if not pd.isna(table[name].iloc[i])]
+        if rows:
+            say(COLUMN.format(words=words, cells=", ".join(
+                f"'{say._name(i)}' {say.cell(i, name)}" for i in rows)))
+    for name, words in reading.groups.items():
+        groups: dict = {}
+        for i, value in enumerate(table[name]):
+            if not pd.isna(value) and value != "":
+                groups.setdefault(str(value), []).append(f"'{say._name(i)}'")
+        if groups:
+            say(GROUPS.format(words=words, groups="; ".join(
+                f"{value}: {', '.join(names)}" for value, names in groups.items())))
+    for mark in reading.marks:
+        if any(v in mark.values for v in table[mark.column]):
+            say(_text(mark.text, track, where))
+    for limit in reading.limits:
+        beyond = [i for i in range(len(table)) if limit.where in (None, where)
+                  and limit.row in (None, say._name(i))
+                  and limit.beyond(table[limit.column].iloc[i])]
+        if beyond:
+            _limit(say, limit, beyond[0], (track, where))
+    _about(say, reading.about, (track, where))
+    if reading.quotes:
+        figures = "; ".join(f"{q.what} {say.quote(reading.source, q.value, q.fmt)}"
+                            for q in reading.quotes)
+        say((QUOTES if reading.hardware else QUOTED).format(
+            source=reading.source.capitalize(), hardware=reading.hardware, figures=figures))
+    return say
+
+
+def _about(say: Closing, about, context) -> None:
+    for column in about:
+        held = column.column in say.table and say.table[column.column].notna().any()
+        text = _text(column.present if held else column.missing, *context)
+        if text:
+            say(text)
+
+
+def _display(obj) -> None:
+    """A table in a notebook as HTML, elsewhere as text."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        get_ipython = None
+    if get_ipython is None or get_ipython() is None:
+        print(obj)
+    else:
+        display(obj)
+
+
+def paragraphs(lesson: Lesson | Reading) -> list[str]:
+    """Every paragraph `lesson` (or a `Reading`) declares (each track's and place's), for
+    checks: a paragraph explains an outcome and carries no number (`closing.measurements`)."""
+    if isinstance(lesson, Reading):
+        texts = [lesson.text, [m.text for m in lesson.marks], [x.text for x in lesson.limits],
+                 [lesson.empty], [c.present for c in lesson.about],
+                 [c.missing for c in lesson.about]]
+        return [t for text in texts for group in text
+                for t in ([group] if isinstance(group, str) else group.values()) if t]
     ceilings = [lesson.bounds.means.values()] if lesson.bounds else []
     texts = [c.means.values() for c in lesson.compares] + [lesson.bound.values()] + \
         [[lesson.cpu, lesson.empty, lesson.above_ceiling, lesson.after]] + \
@@ -972,7 +1166,9 @@ def paragraphs(lesson: Lesson) -> list[str]:
         [f.means.values() for f in lesson.flags] + [lesson.missing.values()] + \
         [c.gained.values() for c in lesson.compares] + \
         [[r.has, r.lacks] for r in lesson.requires] + \
-        [lesson.ceilings.means.values() if lesson.ceilings else []]
+        [lesson.ceilings.means.values() if lesson.ceilings else []] + \
+        [[x.text for x in lesson.limits]] + [[c.present for c in lesson.about]] + \
+        [[c.missing for c in lesson.about]]
     out = []
     for group in texts:
         for text in group:

@@ -8,9 +8,9 @@ import fake_runs
 from gpu_course.analyse import anatomy, noise
 from gpu_course.show import closing, findings, report
 from gpu_course.env import cpu
-from gpu_course.show.findings import (Compare, Expect, Gain, Lesson, Note, Outcome, Quote,
-                                      Requires, Samples, Where, judge, judge_table, outcome,
-                                      paragraphs)
+from gpu_course.show.findings import (Column, Compare, Expect, Gain, Lesson, Limit, Mark, Note,
+                                      Outcome, Quote, Reading, Requires, Said, Samples, Where,
+                                      judge, judge_table, outcome, paragraphs, read)
 from gpu_course.show.findings import Context, Flag, Rank, Row, judge_rows
 
 MEANS = {Outcome.EXPECTED: "EXPECTED-PARAGRAPH", Outcome.NONE: "NONE-PARAGRAPH",
@@ -382,3 +382,78 @@ def test_a_shared_machine_is_named_once_for_all_its_runs(make_run):
     fake_runs.busy(b, other_cores=8)
     say = judge(LESSON, [a, b])
     assert say.text.count("Another program shared the machine during 'small', 'large' (") == 1
+
+
+def test_a_setting_recorded_in_the_notes_is_the_difference_a_comparison_names(make_run):
+    """A job's workers live in its notes, not its config: without them the two runs are
+    two identical jobs; named by the comparison, they get a verdict."""
+    runs = [make_run(f"workers={n}", rate=r, gpus=1, notes={"workers": n})
+            for n, r in ((1, 600), (2, 1150))]
+    say = judge(Lesson(compares=(Compare(varies=("workers",), means=MEANS),)), runs)
+    assert "'workers=2' against 'workers=1': ×" in say.text and "identical" not in say.text
+    assert "identical jobs" in judge(LESSON, runs).text
+
+
+@pytest.mark.parametrize("rate, said", [(1150, ()), (700, ("LOW",)), (1800, ("HIGH",))])
+def test_a_limit_names_the_first_judged_variant_beyond_its_bar(make_run, rate, said):
+    lesson = Lesson(compares=(Compare(varies=("batch_size",), means=MEANS),),
+                    limits=(Limit("speedup", 2.5, "HIGH", above=True, words="speed-up"),
+                            Limit("speedup", 1.5, {Where.GPU: "LOW"}, fmt="{:.2f}",
+                                  words="speed-up"),
+                            Limit("speedup", 1.5, {Where.CPU: "CPU-LOW"}, where=Where.CPU)))
+    say = judge(lesson, pair(make_run, rate) + [make_run("larger", rate=rate, gpus=1,
+                                                         config={"batch_size": 1024})])
+    for text in ("HIGH", "LOW"):
+        assert say.text.count(f": {text}") == (text in said)   # once, for 'large' alone
+    assert "CPU-LOW" not in say.text and say.check() == []
+    if said == ("LOW",):
+        assert "'large': speed-up 1.15, below 1.50: LOW" in say.text
+
+
+def test_a_reading_says_a_tables_paragraphs_cells_marks_bars_and_quotes():
+    import pandas as pd
+    frame = pd.DataFrame({"size": ["4 KiB", "1 MiB"], "GB/s": [0.015, 0.84],
+                          "model (%)": [float("nan"), 93.0], "kind": ["small", "large"]})
+    reading = Reading(key="size", text=("ANY", {Where.CPU: "CPU-ONLY"}, {"gluon": "GLUON"}),
+                      columns={"model (%)": "Model"}, marks=(Mark("kind", ("small",), "SMALL"),
+                                                             Mark("kind", ("huge",), "HUGE")),
+                      limits=(Limit("GB/s", 0.5, "SLOW", fmt="{:g} GB/s"),
+                              Limit("GB/s", 0.9, "ROW", row="1 MiB"),
+                              Limit("GB/s", 0.9, "ONCE")),
+                      quotes=(Quote("NVLink", 40, "{:g} GB/s"),), source="the lecture")
+    say = read(reading, frame, "pytorch", Where.CPU, show=False)
+    assert say.text.split("\n") == [
+        "ANY", "CPU-ONLY", "Model: '1 MiB' 93.0.", "SMALL",
+        "'4 KiB': GB/s 0.015 GB/s, below 0.5 GB/s: SLOW", "'1 MiB': GB/s 0.84, below 0.9: ROW",
+        "'4 KiB': GB/s 0.015, below 0.9: ONCE",
+        "The lecture: NVLink 40 GB/s."]
+    assert say.check() == [] and "SLOW" in paragraphs(reading)
+
+
+@pytest.mark.parametrize("gpm", [True, False])
+def test_a_columns_values_the_records_notices_and_the_machine_are_said_where_declared(make_run,
+                                                                                    gpm):
+    about = (Column("sm_active", present={Where.GPU: "HAS-GPM"}, missing="NO-GPM"),)
+    notice = {"device_notice": "Asked for 2 GPUs: 1 device instead."}
+    runs = pair(make_run, 1800, gpm=gpm, notes=notice)
+    say = judge(Lesson(compares=LESSON.compares, about=about, notices=True, machine=True), runs)
+    assert ("HAS-GPM" in say.text) == gpm and ("NO-GPM" in say.text) != gpm
+    assert "What the records say ran otherwise than asked (small, large): Asked for 2 GPUs: " \
+        "1 device instead." in say.text
+    assert "Measured on 1 × NVIDIA H100 80GB HBM3 (driver 550.54.15) (from the run records)." \
+        in say.text and say.check() == []
+    plain = judge(LESSON, runs).text   # neither unless declared
+    assert "ran otherwise than asked" not in plain and "Measured on" not in plain
+    assert "NO-GPM" in paragraphs(Lesson(compares=(), about=about))
+
+
+def test_a_reading_groups_rows_by_a_columns_value_and_says_its_empty_paragraph():
+    import pandas as pd
+    frame = pd.DataFrame({"rung": ["a", "b", "c"], "bound": ["host-bound", "", "host-bound"]})
+    reading = Reading(key="rung", groups={"bound": "Held by"}, empty="NO-TABLE",
+                      about=(Column("missing", missing="NO-COLUMN"),))
+    say = read(reading, frame, show=False)
+    assert say.text == "Held by: host-bound: 'a', 'c'.\nNO-COLUMN"
+    assert read(reading, None).text == "NO-TABLE" and read(reading, frame.iloc[:0]).text == "NO-TABLE"
+    both = Said([say, read(reading, None)])
+    assert both.text.endswith("NO-COLUMN\nNO-TABLE") and both.check() == []

@@ -4,9 +4,12 @@ import re
 
 import pytest
 
-from gpu_course.scale import localhosts
+from gpu_course.scale import exchange, localhosts
 from gpu_course.lessons import l07_devices as l07
 from gpu_course.lessons import sizes
+from gpu_course.lessons.l07_devices import HOSTS, LESSON
+from gpu_course.show import closing, findings
+from gpu_course.show.findings import Outcome, Where
 
 FEW = {"train_size": 256, "batch_size": 32}   # with epochs=2: 8 timed steps a run (epoch 1 warms up)
 
@@ -70,50 +73,43 @@ def test_a_host_sees_its_own_gpus_only_with_one_for_every_process():
 
 
 # -- the scaling runs -----------------------------------------------------------------------
-def test_gpus_that_scale_well_get_a_verdict_and_no_warning(make_run):
-    runs = scaling(make_run, (1000, 1950, 3800), gpus=4)
-    said = l07.conclude(runs)
-    assert re.search(r"'num-gpus' \(4 processes\) against 'processes=1': ×3\.\d\d, faster", said.text)
-    assert re.search(r"scaling efficiency 9\d(\.\d)?%", said.text) and "the talk's best: 74%" in said.text
-    assert "Below" not in said.text and "CPU" not in said.text
-    assert said.check() == []
+MEANS = LESSON.compares[0].means
+BELOW, ABOVE = (limit.text for limit in sorted(LESSON.limits, key=lambda x: x.above))
+# rates of 1, 2 (, 4) devices, where they ran -> the paragraph the declaration gives them
+OUTCOMES = [
+    ((1000, 1950, 3800), dict(gpus=4), MEANS[Outcome.EXPECTED][Where.GPU]),
+    ((1000, 1005), dict(gpus=2), MEANS[Outcome.NONE]),
+    ((1000, 600), dict(gpus=2), MEANS[Outcome.OPPOSITE][Where.GPU]),
+    ((1000, 1100), dict(gpus=2), BELOW),
+    ((1000, 2600), dict(gpus=2), ABOVE),
+    ((600, 300), dict(engine="gluon", cpu_count=2), MEANS[Outcome.OPPOSITE][Where.CPU]),
+    ((600, 610), dict(machine_gpus=1, cpu_count=2), LESSON.cpu["pytorch"]),
+    ((1000, 1900), dict(gpus=2, config=FEW, epochs=2), MEANS[Outcome.CANNOT_JUDGE]),
+]
 
 
-def test_gpus_below_seventy_percent_are_said_to_be_kept_waiting(make_run):
-    said = l07.conclude(scaling(make_run, (1000, 1100), gpus=2))
-    assert re.search(r"scaling efficiency 5\d(\.\d)?%", said.text)
-    assert "Below 70%: each GPU is not kept busy" in said.text
-    assert said.check() == []
+@pytest.mark.parametrize("rates, where, paragraph", OUTCOMES)
+def test_each_outcome_says_the_paragraph_the_lesson_declares(make_run, rates, where, paragraph):
+    said = l07.conclude(scaling(make_run, rates, **where))
+    assert paragraph in said.text and said.check() == []
+    assert ("CPU" in said.text) == (not where.get("gpus"))
+    assert "Scaling efficiency in percent" in said.text and "The talk, on 4 V100s" in said.text
+    assert ("too few steps" in said.text) == ("config" in where)
 
 
-def test_an_impossible_efficiency_is_called_unreliable(make_run):
-    said = l07.conclude(scaling(make_run, (1000, 2600), gpus=2))
-    assert re.search(r"Unreliable: a scaling efficiency of 1[23]\d% means 2 processes did more "
-                     r"than 2 times", said.text)
-    assert said.check() == []
-
-
-def test_too_few_steps_give_no_verdict(make_run):
-    said = l07.conclude(scaling(make_run, (1000, 1900), gpus=2, config=FEW, epochs=2))
-    assert "over only 8 and 8 timed steps: too few to call either an effect or noise" in said.text
-    assert "faster" not in said.text and said.check() == []
-
-
-def test_cpu_processes_check_the_code_and_a_one_gpu_machine_says_why_it_used_none(make_run):
-    said = l07.conclude(scaling(make_run, (600, 610), machine_gpus=1, cpu_count=2))
-    assert "These processes ran on the same 2 CPU cores" in said.text
-    assert "This machine has one GPU: NCCL needs a GPU for every process" in said.text
-    assert said.check() == []
-    gluon = l07.conclude(scaling(make_run, (600, 300), engine="gluon", cpu_count=2))
-    assert "These 'devices' were CPU contexts on the same 2 CPU cores" in gluon.text
-    assert "split_and_load over 2 contexts" in gluon.text and "one GPU" not in gluon.text
+def test_the_first_gpu_count_below_the_bar_is_named(make_run):
+    said = l07.conclude(scaling(make_run, (1000, 1300, 1500), gpus=4))
+    assert re.search(r"'processes=2': scaling efficiency 6\d(\.\d)?%, below 70%: each GPU",
+                     said.text)
+    assert said.text.count("each GPU is not kept busy") == 1 and said.check() == []
 
 
 def test_a_cpu_efficiency_equal_to_the_talk_s_best_is_said_as_the_measurement(make_run):
     """A clean-clone run measured 74% on 2 CPU processes, which the talk's best also prints:
-    the line about the CPU cores names only the measurement, and is said."""
+    the efficiency line names only the measurement, and is said."""
     said = l07.conclude(scaling(make_run, (600, 905), machine_gpus=1, cpu_count=2))
-    assert "so 74% says nothing about GPUs" in said.text and "the talk's best: 74%" in said.text
+    assert "'num-gpus' 74.0" in said.text and "best scaling efficiency (at batch 640 a GPU) 74%" \
+        in said.text
     assert said.check() == []
 
 
@@ -122,9 +118,9 @@ def test_parameter_server_workers_count_as_devices(make_run):
                      notes={"workers": n, "servers": n}) for n, r in ((1, 500), (2, 900))]
     said = l07.conclude(runs)
     assert list(l07.table(runs)["devices"]) == [1, 2]
-    assert "'ps workers=2' (2 workers)" in said.text
-    assert re.search(r"scaling efficiency [89]\d(\.\d)?%", said.text)
-    assert "These workers ran on the same" in said.text and said.check() == []
+    assert re.search(r"'ps workers=2' against 'ps workers=1': ×1\.\d\d, faster", said.text)
+    assert "identical jobs" not in said.text and "parameter server" in said.text
+    assert said.check() == []
 
 
 def hosts_runs(make_run, rates, gpus=0, config=None, **options):
@@ -137,24 +133,18 @@ def hosts_runs(make_run, rates, gpus=0, config=None, **options):
     return [one, one_host, job]
 
 
-def test_hosts_within_noise_of_one_host_did_the_same_work(make_run):
-    said = l07.conclude(hosts_runs(make_run, (1000, 1900, 1900), gpus=4))
-    assert re.search(r"'hosts=2' \(2 hosts × 1 process\) against 'num-gpus' \(one host\): "
-                     r"×\d\.\d\d, within noise", said.text) and "run-to-run noise" in said.text
-    assert said.check() == []
-
-
-def test_hosts_beyond_noise_cost_something_real(make_run):
-    said = l07.conclude(hosts_runs(make_run, (1000, 1900, 1000), gpus=4))
-    assert "a slow-down" in said.text and "cost or saved something real" in said.text
-    assert said.check() == []
+@pytest.mark.parametrize("job, outcome", [(1900, Outcome.EXPECTED), (1000, Outcome.OPPOSITE)])
+def test_hosts_against_one_host_of_as_many_processes(make_run, job, outcome):
+    said = l07.conclude(hosts_runs(make_run, (1000, 1900, job), gpus=4))
+    assert "'hosts=2' against 'num-gpus': ×" in said.text
+    assert HOSTS.compares[0].means[outcome] in said.text and said.check() == []
+    assert list(l07.table(hosts_runs(make_run, (1, 2, 3)))["hosts"]) == [1, 1, 2]
 
 
 def test_hosts_on_the_cpu_from_few_steps_are_not_judged(make_run):
     said = l07.conclude(hosts_runs(make_run, (600, 800, 700), config=FEW, epochs=2))
-    assert re.search(r"\(one host\): ×0\.\d\d over only 8 timed steps, too few", said.text)
-    assert "These 'hosts' ran their processes on the same" in said.text
-    assert said.check() == []
+    assert re.search(r"'hosts=2' against 'num-gpus': ×0\.\d\d, too few steps", said.text)
+    assert "--nnodes and a c10d rendezvous" in said.text and said.check() == []
 
 
 # -- communication --------------------------------------------------------------------------
@@ -185,82 +175,82 @@ def ps_runs(make_run, rates=(500, 900), **options):
                      notes={"workers": n, "servers": n}, **options) for n, r in zip((1, 2), rates)]
 
 
-def test_the_push_and_pull_and_an_exchange_within_the_steps_spread(make_run):
-    runs = ps_runs(make_run, (500, 1000), seed=7)   # the same step time: nothing extra
-    said = l07.conclude(runs, bench=pushpull(), grad_bytes=378_000)
-    assert "Through the server on this machine: 0.015 GB/s (0.0075–0.0225 over its rounds) at " \
-        "4 KiB (latency-bound), 0.84 GB/s" in said.text
-    assert "The gradients, 0.36 MiB, are nearest 256 KiB: 0.2 GB/s there" in said.text
-    assert re.search(r"Extra per step with 'ps workers=2': -0\.\d ms, within 'ps workers=1''s own "
-                     r"spread \(±3\.7 ms over its blocks of steps\): the exchange's cost is not "
-                     r"measurable here", said.text)
-    assert re.search(r"'ps workers=2': the model says 9\d(\.\d)?% \(no overlap\), measured "
-                     r"\d+(\.\d)?%", said.text)
-    assert "far below what 8 lanes of PCIe carry, 5 GB/s (the lecture)" in said.text
+def mark(reading, value):
+    return next(m.text for m in reading.marks if value in m.values)
+
+
+@pytest.mark.parametrize("rates, rate_at_256k, where, lost", [
+    ((500, 1000), 0.2, Where.CPU, l07.WITHIN),     # the same step time: nothing extra
+    ((500, 980), 0.05, Where.CPU, l07.BEYOND),     # 4.5 ms longer steps, the exchange 15 ms
+    ((500, 1300), 0.2, Where.CPU, l07.SHORTER)])
+def test_the_exchange_measured_says_what_its_extra_time_a_step_means(make_run, rates,
+                                                                     rate_at_256k, where, lost):
+    runs = ps_runs(make_run, rates, seed=7)
+    said = l07.conclude(runs, bench=pushpull(rate_at_256k), grad_bytes=378_000)
+    paragraph = mark(l07.MEASURED, lost)
+    assert (paragraph if isinstance(paragraph, str) else paragraph[where]) in said.text
+    assert "Each row: a worker's push and pull through the server" in said.text
+    assert "The lecture, on its table of links: 10 Gbps Ethernet 1 GB/s; NVLink 40 GB/s." \
+        in said.text
+    assert re.search(r"The model's efficiency in percent \(no overlap\): 'ps workers=2' 9\d", said.text)
     assert said.check() == []
+    frame = l07.bench_table(pushpull(), 378_000)
+    assert list(frame["the model's rate"]) == ["", "", exchange.NEAREST, ""]   # 256 KiB
 
 
-def test_an_extra_step_beyond_the_spread_is_read_as_the_exchange(make_run):
-    runs = ps_runs(make_run, (500, 980), seed=7)   # 4.5 ms longer steps, the exchange 15 ms
-    said = l07.conclude(runs, bench=pushpull(rate_at_256k=0.05), grad_bytes=378_000)
-    assert re.search(r"\+4\.5 ms \(beyond 'ps workers=1''s own spread, ±3\.7 ms\), so 70(\.\d)?% of "
-                     r"the exchange hid behind compute", said.text)
-    assert "on one CPU the workers also take cores from each other" in said.text
-    assert said.check() == []
-    slow = l07.conclude(ps_runs(make_run, (500, 400), seed=7), bench=pushpull(), grad_bytes=378_000)
-    assert "so 0% of the exchange hid behind compute" in slow.text and slow.check() == []
-
-
-def test_a_talk_loss_that_a_link_could_carry_is_put_on_communication(make_run, monkeypatch):
+@pytest.mark.parametrize("grad_bytes, side", [(None, "far below"), (500e6, "communication can "
+                                                                            "explain it")])
+def test_the_talks_loss_a_step_is_put_on_communication_only_where_a_link_could_carry_it(
+        make_run, monkeypatch, grad_bytes, side):
     from gpu_course.scale import distributed
-    monkeypatch.setitem(distributed.TALK, "grad_bytes", 500e6)   # gradients of half a gigabyte
+    if grad_bytes:
+        monkeypatch.setitem(distributed.TALK, "grad_bytes", grad_bytes)
     said = l07.conclude(ps_runs(make_run), bench=pushpull(), grad_bytes=378_000)
-    assert "what 8 lanes of PCIe carry (5 GB/s, the lecture): communication can explain it" \
-        in said.text and said.check() == []
+    assert re.search(r"'the talk, 4 V100s': its loss a step, were it all the gradients' "
+                     r"all-reduce, would mean [\d.]+ GB/s, (below|above) 5 GB/s: .*" + side, said.text)
+    assert said.text.count("8 lanes of PCIe carry") == 1 and said.check() == []
 
 
-def test_ddp_buckets_within_their_spread_are_not_measurable(make_run):
+@pytest.mark.parametrize("exposed_s, spread_s, exposed", [(0.0003, 0.0066, l07.WITHIN),
+                                                          (0.001, 0.0002, l07.BEYOND)])
+def test_ddp_buckets_say_whether_the_all_reduce_showed(make_run, exposed_s, spread_s, exposed):
     runs = hosts_runs(make_run, (1000, 1900, 1850), gpus=4)
-    said = l07.conclude(runs, bench=allreduce_rows(), buckets=bucket_rows(0.0003, 0.0066))
-    assert "NCCL over 2 processes reached 1.03 GB/s" in said.text
-    assert "the lecture's 10 Gbps Ethernet is 1 GB/s, NVLink 40 GB/s" in said.text
-    assert "cost +0.3 ms a step, within the steps' spread (±6.6 ms): not measurable" in said.text
-    assert "'hosts=2': the model says" in said.text and "On one CPU" not in said.text
-    assert said.check() == []
-
-
-def test_ddp_buckets_beyond_their_spread_say_what_hid_behind_backward(make_run):
-    runs = hosts_runs(make_run, (1000, 1900, 1850), gpus=4)
-    said = l07.conclude(runs, bench=allreduce_rows(), buckets=bucket_rows(0.001, 0.0002))
-    assert "showed 1.0 ms a step (spread 0.2 ms) of the 4.0 ms it takes alone: 75% hidden " \
-        "behind backward" in said.text
-    assert said.check() == []
+    said = l07.conclude(runs, bench=allreduce_rows(), buckets=bucket_rows(exposed_s, spread_s))
+    assert mark(l07.BUCKETS, exposed) in said.text
+    assert "the median block's all-reduce between the processes" in said.text
+    assert "On one CPU" not in said.text and said.check() == []
     with pytest.raises(ValueError, match="pass grad_bytes"):
         l07.conclude(runs, bench=allreduce_rows())
 
 
 def test_the_model_is_labelled_and_a_cpu_step_gets_no_gpu_link(make_run):
-    cpu = l07.model_table(ps_runs(make_run), 378_000)
+    cpu = l07.model_table(ps_runs(make_run), 378_000, l07.MODELLED)
     assert not any(m.startswith("this machine's step, NVLink") for m in cpu["model"])
-    gpu = l07.model_table(scaling(make_run, (1000, 1900), gpus=2), 378_000)
+    gpu = l07.model_table(scaling(make_run, (1000, 1900), gpus=2), 378_000, l07.MODELLED)
     assert "this machine's step, NVLink" in set(gpu["model"])
     capped = gpu.set_index("model").loc["ResNet-50 on an A100, NVLink", l07.UPTO]
     assert capped == "≥ 1024 (all it tried)"     # the search's cap: no limit found, not k = 1024
+    assert gpu.set_index("model").loc["ResNet-50 on an A100, 10 Gbps Ethernet", l07.UPTO] == \
+        "none: below from k = 2"
     said = l07.conclude(ps_runs(make_run), bench=pushpull(), grad_bytes=378_000)
     assert said.check() == []
-    assert "Model outputs, not measurements" in said.text and "\"≥ 1024\" means" in said.text
+    assert "Model outputs, not measurements" in said.text
     assert "This machine's step is a CPU step" in said.text
-    assert "ResNet-50's on an A100 (its 49 MiB of float16 gradients) below 70% from the second" \
-        in said.text
-    assert "timed steps" not in said.text   # 782 of them: enough
+    assert "steady steps" not in said.text   # 782 of them: enough
 
 
 def test_few_steps_make_the_efficiencies_noise(make_run):
     runs = [make_run(f"ps workers={n}", rate=r, config={"num_gpus": 0, **FEW}, epochs=2,
                      notes={"workers": n, "servers": n}) for n, r in ((1, 500), (2, 900))]
     said = l07.conclude(runs, bench=pushpull(), grad_bytes=378_000)
-    assert "Only 8 timed steps in 'ps workers=1': these efficiencies are noise" in said.text
+    assert "'ps workers=1': steady steps 8, below 20: too few: these efficiencies are noise" \
+        in said.text
     assert said.check() == []
+
+
+def test_the_lessons_paragraphs_carry_no_number():
+    for declared in (LESSON, HOSTS, l07.BENCH, l07.BUCKETS, l07.MEASURED, l07.MODEL):
+        assert all(not closing.measurements(p) for p in findings.paragraphs(declared))
 
 
 def test_ranks_table_sums_each_process_epochs(make_run):

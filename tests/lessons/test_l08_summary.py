@@ -9,6 +9,9 @@ import pytest
 
 from gpu_course.lessons import l08_summary as l08
 from gpu_course.lessons import sizes
+from gpu_course.lessons.l08_summary import LESSON
+from gpu_course.show import closing, findings
+from gpu_course.show.findings import Outcome, Where
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import fake_runs  # noqa: E402
@@ -54,47 +57,55 @@ def test_the_table_shows_a_column_for_every_setting_that_differs(make_run):
     assert {"model", "train_size"} <= set(l08.table(mixed).columns)   # a mix says so
 
 
-def test_a_cpu_ladder_against_the_talk_and_without_gpu_utilisation(make_run, capsys):
-    runs = ladder(make_run, CPU_RUNGS, cpu_count=2,
-                  notes={"device_notice": "No GPU found: running on the CPU with 1 device "
-                                          "context instead of 1 GPU."})
+MEANS = LESSON.compares[0].means
+NOTICE = {"device_notice": "No GPU found: running on the CPU with 1 device context instead of "
+                           "1 GPU."}
+# a ladder, where it ran -> the paragraph the declaration gives its fastest rung against naive
+OUTCOMES = [
+    (CPU_RUNGS, dict(cpu_count=2, notes=NOTICE), MEANS[Outcome.OPPOSITE][Where.CPU]),
+    ([(n, 300 + i, c) for i, (n, _, c) in enumerate(CPU_RUNGS)], {}, LESSON.cpu),
+    (GPU_RUNGS, dict(gpus=1, engine="pytorch"), MEANS[Outcome.EXPECTED][Where.GPU]),
+    ([(n, 3000 + 60 * i, c) for i, (n, _, c) in enumerate(GPU_RUNGS[:2])], dict(gpus=1),
+     MEANS[Outcome.NONE]),
+    (GPU_RUNGS[:2], dict(gpus=1, gpm=False), LESSON.about[0].missing[Where.GPU]),
+    (GPU_RUNGS[:2], dict(gpus=1), LESSON.about[0].present[Where.GPU]),
+]
+
+
+@pytest.mark.parametrize("rungs, where, paragraph", OUTCOMES)
+def test_each_ladder_says_the_paragraph_the_lesson_declares(make_run, rungs, where, paragraph):
+    say = l08.conclude(ladder(make_run, rungs, **where))
+    assert paragraph in say.text and say.check() == []
+    assert ("GPU utilisation" in say.text) == ("gpus" not in where)
+    assert "Measured on " in say.text and "(from the run records)." in say.text
+
+
+def test_a_cpu_ladder_against_the_talk_and_what_ran_otherwise(make_run):
+    runs = ladder(make_run, CPU_RUNGS, cpu_count=2, notes=NOTICE)
     say = l08.conclude(runs)
-    assert re.search(r"On the talk's V100s the same rung was ×3\.1 the naive run \(the talk: "
-                     r"ResNet on CIFAR-10\); here, on .+ over \d+ epochs?, "
-                     r"'hybridize' against 'naive': ×\d\.\d\d, faster", say.text)
-    assert "No rung recorded GPU utilisation" in say.text
-    assert "GPM) are not available on this machine (no GPU)" in say.text
-    assert "ran otherwise than asked (naive, workers, hybridize, lr-schedule): No GPU found" \
+    assert re.search(r"'hybridize' against 'naive': ×\d\.\d\d, faster", say.text)
+    assert "The talk, on V100s (ResNet on CIFAR-10): 'hybridize' against 'naive' ×3.1." \
         in say.text
+    assert "ran otherwise than asked (naive, hybridize): No GPU found" in say.text
     assert "Measured on CPU only: Intel(R) Xeon(R) CPU @ 2.20GHz, 2 cores" in say.text
-    assert say.check() == []
-    assert "The fastest rung, 'hybridize'" in capsys.readouterr().out   # the ladder's conclusion
+    assert "The fastest rung, 'hybridize'" in l08.caption(runs)   # the ladder's own conclusion
 
 
-def test_a_gpu_ladder_says_what_gpu_util_hides_and_what_the_data_on_the_gpu_did(make_run):
+def test_a_gpu_ladder_says_what_the_data_on_the_gpu_did(make_run):
     runs = ladder(make_run, GPU_RUNGS, gpus=1, engine="pytorch", data_wait_share=0.2)
     say = l08.conclude(runs)
-    assert re.search(r"'\w[\w-]*': GPU-Util said \d+% while the SMs were active \d+% and the "
-                     r"tensor cores \d+(\.\d)?% of the time", say.text)
-    assert re.search(r"Moving the data to the GPU, samples/s: ×2\.\d\d, faster", say.text)
-    assert "not available" not in say.text and "No rung recorded" not in say.text
+    assert re.search(r"'data-on-gpu' against 'lr-schedule': ×2\.\d\d, faster", say.text)
+    assert l08.DATA_ON_GPU.compares[0].means[Outcome.EXPECTED][Where.GPU] in say.text
+    assert "Share of each step spent waiting for data: 'lr-schedule' " in say.text
     assert say.check() == []
 
 
-def test_a_gpu_without_gpm_says_so(make_run):
-    runs = ladder(make_run, GPU_RUNGS[:2], gpus=1, gpm=False)
-    say = l08.conclude(runs)
-    assert "GPM) are not available on this machine (NVIDIA H100 80GB HBM3, from the run records)" \
-        in say.text
-    assert "could be recorded." in say.text and say.check() == []
-
-
-def test_a_ladder_walked_twice_is_read_by_its_median_runs(make_run):
+def test_a_ladder_walked_twice_is_judged_on_its_repeats(make_run):
     groups = [[make_run(name, rate=rate * f, config=cfg, seed=i) for i, f in enumerate((1.0, 1.1))]
               for name, rate, cfg in CPU_RUNGS[:2]]
     say = l08.conclude(groups)
-    assert "The ladder walked 2 times: each row is a rung's median run" in say.text
-    assert say.check() == []
+    assert "'workers' against 'naive': ×" in say.text and say.check() == []
+    assert list(l08.table(groups)["rung"]) == ["naive", "workers"]   # a row a rung
 
 
 def test_the_reference_is_set_beside_this_ladder_with_its_differences_named(make_run):
@@ -102,11 +113,22 @@ def test_the_reference_is_set_beside_this_ladder_with_its_differences_named(make
     reference = [make_run(name, rate=rate, gpus=1, engine="pytorch", epochs=3,
                           config={"model": "resnet20", "epochs": 30 if name == "data-on-gpu" else 3,
                                   **cfg}) for name, rate, cfg in GPU_RUNGS]
+    frame = l08.beside_table(l08._rungs(reference), mine)
+    assert frame.set_index("what").loc["model"].tolist() == ["resnet20", "tiny"]
+    assert frame.set_index("what").loc["epochs"].tolist() == ["3–30", "3"]
+    assert frame.set_index("what").loc["machine", "the reference"] == \
+        "1 × NVIDIA H100 80GB HBM3 (driver 550.54.15)"
     say = l08.conclude(reference, beside=mine)
-    assert "The reference is another ladder: model resnet20 against tiny; epochs 3–30 against 3;" \
-        in say.text
-    assert "1 × NVIDIA H100 80GB HBM3 (driver 550.54.15) against CPU only" in say.text
-    assert "On the reference, '" in say.text and say.check() == []
+    assert l08.BESIDE.text[0] in say.text and say.check() == []
+    # its fastest rung trained longer than naive: the fastest that ran as naive did is judged
+    assert "'lr-schedule' against 'naive': ×" in say.text and "'data-on-gpu' against 'naive'" \
+        not in say.text
+
+
+def test_the_caption_is_the_ladders_own_conclusion_and_none_for_the_reference():
+    from gpu_course.show import report
+    reference = l08.latest_ladder("pytorch", report.REFERENCE_ROOT / "pytorch-h200")
+    assert l08.caption(reference) is None
 
 
 def test_nothing_to_summarise_is_refused_and_sizes_are_quick_in_smoke_mode():
@@ -122,12 +144,14 @@ def test_the_anatomy_says_what_holds_each_rung_and_why_fusion_cannot_pay_on_a_ho
     from gpu_course.lessons import l08_summary
     from gpu_course.show import report
     runs = l08_summary.latest_ladder("pytorch", report.REFERENCE_ROOT / "pytorch-h200")
-    say = l08_summary.anatomy_closing(runs)
+    say = l08_summary.anatomy(runs)
     out = capsys.readouterr().out
     assert "held by" in out and "× faster to target" in out
-    assert "GPU-bound: cuda-graphs." in say.text
-    assert "after 'naive' (host-bound), workers; after 'compile' (host-bound), bfloat16" in say.text
-    assert "compile, bfloat16 make the GPU's part of a step shorter" in say.text
+    assert "GPU-bound: 'cuda-graphs'." in say.text
+    assert "(the next_rung column names it): no: 'naive', 'compile', 'large-batch'" in say.text
+    frame = l08_summary.anatomy_table(runs).set_index("rung")["shorter GPU part, host-bound"]
+    assert list(frame[frame == "yes"].index) == ["compile", "bfloat16"]
+    assert l08_summary.ANATOMY.marks[1].text in say.text
     assert say.check() == []
 
 
@@ -135,14 +159,14 @@ def test_the_anatomy_on_a_cpu_ladder_says_cpu_bound_and_no_fusion_advice(tmp_pat
     import fake_runs
     from gpu_course.lessons import l08_summary
     runs = [fake_runs.load(p) for p in fake_runs.cpu_ladder(tmp_path)]
-    say = l08_summary.anatomy_closing(runs)
+    say = l08_summary.anatomy(runs)
     assert "make the GPU's part" not in say.text
-    assert "-bound:" in say.text and "GPU-bound" not in say.text.split("not ruled on.")[1]
+    assert "-bound:" in say.text and "GPU-bound:" not in say.text
     at_chance = [fake_runs.load(p) for p in fake_runs.cpu_ladder(tmp_path / "chance")]
     for run in at_chance:   # learned nothing: no accuracy to race to
         run.epochs["val_acc"] = 0.1
     capsys.readouterr()
-    say = l08_summary.anatomy_closing(at_chance)
+    say = l08_summary.anatomy(at_chance)
     assert "time-to-target columns are left out" in say.text
     assert "to target" not in capsys.readouterr().out
 
@@ -175,22 +199,23 @@ def test_the_two_regimes_say_which_fix_paid_on_which_bottleneck(make_run, capsys
     say = l08.regimes(light, heavy)
     assert say.check() == []
     text = say.text
-    gain = lambda row, model: f"×{frame[f'gain ({model})'][row]:.2f}"   # noqa: E731
-    assert f"On resnet20, gains beyond noise: 'compile' {gain(0, 'resnet20')}; 'large-batch' " \
+    gain = lambda row, model: f"{frame[f'gain ({model})'][row]:.3g}"   # noqa: E731
+    assert f"On resnet20, gains beyond noise: 'compile' {gain(0, 'resnet20')}, 'large-batch' " \
            f"{gain(2, 'resnet20')}." in text
     assert 2.7 < frame["gain (resnet20)"][0] < 3.3 and 2.3 < frame["gain (wrn16_10)"][1] < 2.9
     assert f"On wrn16_10, gains beyond noise: 'bfloat16' {gain(1, 'wrn16_10')}." in text
-    assert "Paid on resnet20 and not on wrn16_10: compile, large-batch" in text
-    assert "Paid on wrn16_10 and not on resnet20: bfloat16" in text
+    assert "Where each rung paid beyond noise: resnet20 only: 'compile', 'large-batch'; " \
+           "wrn16_10 only: 'bfloat16'." in text
     # compile (graph) and the batch on a host-bound step, bfloat16 on a GPU-bound one
-    assert "3 came from a rung aimed at what held the step before it (anatomy.FIXES) and 0 " \
-           "from one that was not." in text
+    assert "(anatomy.FIXES): yes: 'compile', 'large-batch'." in text
+    assert "(anatomy.FIXES): yes: 'bfloat16'." in text and ": no: " not in text
 
 
 def test_without_a_ladder_of_the_gpu_bound_regime_the_lesson_says_how_to_record_one(
         make_run, capsys):
-    assert l08.regimes(regime(make_run, LIGHT, "resnet20"), []) is None
+    said = l08.regimes(regime(make_run, LIGHT, "resnet20"), [])
     out = capsys.readouterr().out
+    assert said.text == out.strip() and said.check() == []
     assert "`gpu-course ladder --model wrn16_10` on a GPU records one." in out
     assert "tools/" not in out and "tools." not in out   # a command the attendee can run
 
@@ -200,5 +225,10 @@ def test_a_gain_from_a_rung_not_aimed_at_what_held_the_step_is_named(make_run):
     a ladder that contradicts it says so."""
     odd = [LIGHT[0], LIGHT[1], ("bfloat16", 60000, 30, LIGHT[2][3])]
     say = l08.regimes(regime(make_run, odd, "resnet20"), regime(make_run, HEAVY[:3], "wrn16_10"))
-    assert "and 1 from one that was not ('bfloat16' on resnet20 (host-bound before it))." \
-        in say.text
+    assert "On resnet20, whether each gain beyond noise came from a rung aimed at what held the " \
+        "step before it (anatomy.FIXES): yes: 'compile'; no: 'bfloat16'." in say.text
+
+
+def test_the_lessons_paragraphs_carry_no_number():
+    for declared in (LESSON, l08.DATA_ON_GPU, l08.BESIDE, l08.ANATOMY, l08.REGIMES):
+        assert all(not closing.measurements(p) for p in findings.paragraphs(declared))

@@ -1,0 +1,212 @@
+"""What lesson 07's records and benchmarks hold, as tables: the devices and hosts of a
+run, each process's timings, the exchange against its size (all-reduce, or a parameter
+server's push and pull), DDP's buckets, the scaling model's terms as measured, and its
+outputs for machines not measured here. Pure data: what they mean is the lesson's."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..analyse import metrics
+from . import distributed, scaling
+
+HOP_LATENCY_S = 20e-6     # the model's latency a hop: a typical network's
+MODEL_KS = (8, 64)        # the device counts the model's table gives efficiencies for
+MODEL_K_MAX = scaling.K_MAX   # stops_paying searches k = 1..this
+MIN_EFFICIENCY = 0.7      # the efficiency below which more devices "stop paying"
+GPU_LINKS = {"NVLink"}    # links between GPUs only: no model row for a CPU step over them
+UPTO = f"above {MIN_EFFICIENCY:.0%} up to k"   # the model table's column of stops_paying
+NEAREST = "◀ the gradients' size"   # the bench row whose rate the model uses
+WITHIN, BEYOND, SHORTER = "within the spread", "beyond the spread", "shorter, beyond the spread"
+
+
+# -- what the records say ------------------------------------------------------------------
+def devices(run) -> int:
+    """The devices a run trained on: a parameter-server job's workers (times each one's
+    GPUs), a DDP job's processes, else its device count."""
+    notes = run.meta.get("notes") or {}
+    if notes.get("workers"):
+        return int(notes["workers"]) * max(1, int(run.config.get("num_gpus") or 0))
+    world = (run.meta.get("ran") or {}).get("world_size")
+    return int(world or run.config.get("num_gpus") or 1)
+
+
+def hosts(run) -> int:
+    """The local "hosts" of a multi-host PyTorch job (1 for any other run)."""
+    return int((run.meta.get("notes") or {}).get("nodes") or 1)
+
+
+def ranks(run) -> pd.DataFrame:
+    """Each process's own timings in a multi-process run (its notes' "ranks"): steps, time
+    waiting for data and computing, and seconds a step."""
+    rows = []
+    for r in (run.meta.get("notes") or {}).get("ranks") or []:
+        epochs = r.get("epochs") or []
+        row = {"rank": r.get("rank")}
+        if "group_rank" in r:
+            row["host"] = r["group_rank"]
+        row.update({k: sum(e.get(k) or 0 for e in epochs)
+                    for k in ("steps", "data_wait_s", "compute_s")})
+        row["step_s"] = (row["data_wait_s"] + row["compute_s"]) / row["steps"] \
+            if row["steps"] else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# -- the exchange, measured ------------------------------------------------------------------
+def _size(nbytes: float) -> str:
+    return f"{nbytes / 2**20:g} MiB" if nbytes >= 2**20 else f"{nbytes / 2**10:g} KiB"
+
+
+def allreduce(rows) -> bool:
+    """Rows of bench.allreduce (bus bandwidth), else of gluon.dist's push and pull."""
+    return "busbw_GBps" in rows[0]
+
+
+def bench_table(rows, grad_bytes: float | None = None) -> pd.DataFrame:
+    """The exchange against the array's size: the median round's time and bandwidth, the
+    bandwidth of the slowest and the fastest round (block), and (given grad_bytes) the row
+    nearest the gradients' size marked: its rate is the model's."""
+    rate = "busbw_GBps" if allreduce(rows) else "worker_GBps"
+    name = "bus bandwidth (GB/s)" if allreduce(rows) else "GB/s"
+    frame = pd.DataFrame({
+        "size": [_size(r["bytes"]) for r in rows],
+        "time (ms)": [1e3 * r["time_s"] for r in rows],
+        name: [r[rate] for r in rows],
+        "slowest (GB/s)": [r[rate] * r["time_s"] / r["time_max_s"] for r in rows],
+        "fastest (GB/s)": [r[rate] * r["time_s"] / r["time_min_s"] for r in rows]})
+    if grad_bytes is not None:
+        frame["the model's rate"] = [NEAREST if i == near(rows, grad_bytes) else ""
+                                     for i in range(len(rows))]
+    return frame
+
+
+def buckets_table(rows) -> pd.DataFrame:
+    """DDP's step with and without the all-reduce, per gradient bucket size, and whether
+    what the all-reduce exposed is beyond the steps' spread."""
+    return pd.DataFrame({
+        "bucket (MB)": [f"{r['bucket_cap_mb']:g}" for r in rows],
+        "buckets": [r["buckets"] for r in rows],
+        "step (ms)": [1e3 * r["t_step_sync_s"] for r in rows],
+        "no_sync (ms)": [1e3 * r["t_step_nosync_s"] for r in rows],
+        "all-reduce alone (ms)": [1e3 * r["t_allreduce_s"] for r in rows],
+        "exposed (ms)": [1e3 * r["exposed_s"] for r in rows],
+        "spread (ms)": [1e3 * r["spread_s"] for r in rows],
+        "hidden (%)": [100 * r["overlap"] for r in rows],
+        "exposed is": [WITHIN if abs(r["exposed_s"]) <= r["spread_s"] else BEYOND
+                       for r in rows]})
+
+
+def near(rows, nbytes: float) -> int:
+    """The row whose array is closest to `nbytes`."""
+    return min(range(len(rows)), key=lambda i: abs(rows[i]["bytes"] - nbytes))
+
+
+def _rate(rows, i: int) -> float:
+    """The row's bandwidth in bytes/s."""
+    return 1e9 * rows[i]["busbw_GBps" if allreduce(rows) else "worker_GBps"]
+
+
+def _exchange_s(rows, grad_bytes: float, k: int) -> float:
+    """Seconds to exchange every gradient alone at the measured rate nearest their size:
+    a ring all-reduce over k, or a worker's push and pull (2 × bytes)."""
+    rate = _rate(rows, near(rows, grad_bytes))
+    if allreduce(rows):
+        return scaling.allreduce_time(grad_bytes, k, rate)
+    return 2 * grad_bytes / rate
+
+
+def _step_spread_s(run) -> float:
+    """Half the range of the run's step time over its blocks of steady steps."""
+    blocks = [b for b in metrics.steady_block_rates(run) if b > 0]
+    rate = metrics.samples_per_sec(run)
+    if len(blocks) < 2 or not rate > 0:
+        return math.nan
+    step = distributed.step_seconds(run)
+    return step * (rate / min(blocks) - rate / max(blocks)) / 2
+
+
+def measured_table(runs, bench, grad_bytes: float) -> pd.DataFrame:
+    """The model's terms, measured: one row a run (the first is the one-device run every
+    other is set against) and the talk's 4 V100s, each with its step time, what it lost a
+    step against one device (within or beyond the first run's spread over its blocks of
+    steps), the bus bandwidth that loss would mean if it were all communication, and (k >
+    1) the efficiency the model predicts from the one-device step and the measured
+    bandwidth, with no overlap; and each run's steady steps."""
+    base = runs[0]
+    t1 = distributed.step_seconds(base)
+    s1 = metrics.samples_per_sec(base)
+    spread = _step_spread_s(base)
+    rate = _rate(bench, near(bench, grad_bytes))
+    rows = []
+    for run in runs:
+        k, step = devices(run), distributed.step_seconds(run)
+        lost = step - t1
+        exchange = _exchange_s(bench, grad_bytes, k) if k > 1 else math.nan
+        rows.append({
+            "rung": run.name, "devices": k, "samples_per_sec": metrics.samples_per_sec(run),
+            "efficiency (%)": 100 * scaling.measured_efficiency(s1, metrics.samples_per_sec(run), k),
+            "step (ms)": 1e3 * step, "± (ms)": 1e3 * _step_spread_s(run),
+            "lost a step (ms)": 1e3 * lost if k > 1 else math.nan,
+            "lost is": "" if k == 1 else WITHIN if not abs(lost) > spread  # NaN: within
+            else BEYOND if lost > 0 else SHORTER,
+            "implied bandwidth (GB/s)": 2 * (k - 1) / k * grad_bytes / lost / 1e9
+            if k > 1 and lost > 0 else math.nan,
+            "exchange alone (ms)": 1e3 * exchange,
+            "hidden (%)": 100 * scaling.overlap_from_steps(step, t1, exchange)
+            if k > 1 and not allreduce(bench) else math.nan,
+            "model (%)": 100 * scaling.predict([k], t1, grad_bytes, rate)[0]["efficiency"]
+            if k > 1 else math.nan,
+            "steady steps": metrics.steady_steps(run)})
+    t = distributed.TALK
+    t1_talk, tk_talk = t["batch"] / t["samples_per_sec_1"], t["k"] * t["batch"] / t["samples_per_sec_k"]
+    rows.append({
+        "rung": talk_row(), "devices": t["k"],
+        "samples_per_sec": t["samples_per_sec_k"],
+        "efficiency (%)": 100 * scaling.measured_efficiency(t["samples_per_sec_1"],
+                                                            t["samples_per_sec_k"], t["k"]),
+        "step (ms)": 1e3 * tk_talk, "lost a step (ms)": 1e3 * (tk_talk - t1_talk), "lost is": "",
+        "implied bandwidth (GB/s)": scaling.implied_busbw(
+            t["samples_per_sec_1"], t["samples_per_sec_k"], t["k"], t["batch"], t["grad_bytes"]) / 1e9})
+    return pd.DataFrame(rows)
+
+
+def talk_row() -> str:
+    """The measured table's row of the talk's V100s."""
+    return f"the talk, {distributed.TALK['k']} V100s"
+
+
+# -- the exchange, modelled ------------------------------------------------------------------
+def _upto(t_compute: float, grad_bytes: float, gbps: float) -> int:
+    return scaling.stops_paying(t_compute, grad_bytes, gbps * 1e9, latency=HOP_LATENCY_S,
+                                min_efficiency=MIN_EFFICIENCY)
+
+
+def _upto_text(k: int) -> str:
+    """stops_paying's k as the table writes it: the search's cap is no limit found."""
+    if k >= MODEL_K_MAX:
+        return f"≥ {MODEL_K_MAX} (all it tried)"
+    return "none: below from k = 2" if k == 1 else str(k)
+
+
+def model_table(runs, grad_bytes: float, steps=()) -> pd.DataFrame:
+    """The model's outputs, not measurements: efficiency at MODEL_KS devices and the
+    largest k still at MIN_EFFICIENCY, from a step time and a link of the lecture's table
+    (HOP_LATENCY_S a hop, no overlap), for this machine's one-device step (a CPU step only
+    over network links), and for `steps`: (label, step seconds, gradient bytes) of GPUs."""
+    base = runs[0]
+    steps = [("this machine's step", distributed.step_seconds(base), grad_bytes,
+              metrics.on_gpu(base))] + [(*s, True) for s in steps]
+    rows = []
+    for label, t_compute, nbytes, gpu in steps:
+        for link, gbps in distributed.LINKS.items():
+            if link in GPU_LINKS and not gpu:
+                continue
+            effs = scaling.predict(MODEL_KS, t_compute, nbytes, gbps * 1e9, latency=HOP_LATENCY_S)
+            rows.append({"model": f"{label}, {link}", "step (ms)": 1e3 * t_compute,
+                         "gradients (MiB)": nbytes / 2**20, "link (GB/s)": gbps,
+                         "latency a hop (µs)": 1e6 * HOP_LATENCY_S,
+                         **{f"{e['k']} devices (%)": 100 * e["efficiency"] for e in effs},
+                         UPTO: _upto_text(_upto(t_compute, nbytes, gbps))})
+    return pd.DataFrame(rows)

@@ -1,0 +1,107 @@
+"""Where lesson 07's processes run on a machine (`plan`): one GPU a device when there are
+two or more, else two CPU "devices" sharing the cores, and the threads each gets."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..env.cores import threads_per_process
+from .localhosts import backend as _backend
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where lesson 07 runs on a machine with `gpus` GPUs and `cores` cores: one GPU a
+    device (a process, in PyTorch) when there are two or more; else two CPU "devices"
+    sharing the cores. With one GPU there is nothing to scale across, and NCCL refuses two
+    ranks on one GPU ("Duplicate GPU detected"): the multi-process code runs on the CPU
+    over gloo, the GPU left out."""
+
+    engine: str
+    gpus: int
+    cores: int
+    sizes: "Sizes"    # the lesson's (gpu_course.lessons.Sizes)
+    nodes: int = 2
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.gpus >= 2
+
+    @property
+    def counts(self) -> tuple:
+        """Device counts to train on one host: powers of two up to every GPU, or 1 and 2."""
+        if not self.on_gpu:
+            return (1, 2)
+        return tuple(sorted({2 ** k for k in range(12) if 2 ** k < self.gpus} | {self.gpus}))
+
+    @property
+    def job_gpus(self) -> int:
+        """GPUs the multi-process jobs may use: every one, or none (the CPU, gloo)."""
+        return self.gpus if self.on_gpu else 0
+
+    @property
+    def per_host(self) -> int:
+        """Processes (or GPUs of a parameter-server worker) per local "host"."""
+        return max(1, self.gpus // self.nodes) if self.on_gpu else 1
+
+    @property
+    def backend(self) -> str:
+        """NCCL with a GPU for every process of the largest job, else gloo."""
+        return _backend(self.job_gpus, max(max(self.counts), self.nodes * self.per_host))
+
+    @property
+    def threads(self) -> int:
+        """Compute threads a process: the largest multi-process job's share of the cores,
+        for every run of it, the one-process run included, so that the runs compare
+        (Gluon: its parameter-server workers, one a host; PyTorch: its processes)."""
+        processes = self.nodes if self.engine == "gluon" else \
+            max(max(self.counts), self.nodes * self.per_host)
+        return threads_per_process(processes, self.cores)
+
+    @property
+    def train_sizes(self):
+        """The lesson's sizes, with fewer images where the "devices" share a CPU."""
+        if self.on_gpu:
+            return self.sizes
+        return self.sizes.replace(train_size=min(self.sizes.train_size, self.sizes.cpu_train_size),
+                                  test_size=min(self.sizes.test_size, self.sizes.cpu_test_size))
+
+    @property
+    def exercise_sizes(self):
+        """Exercise 07.1's sizes: `exercise_size` images at a batch of `exercise_batch` a
+        step (split over the devices), or the CPU's (`cpu_exercise_*`) where the "devices"
+        share a CPU."""
+        cpu = "" if self.on_gpu else "cpu_"
+        return self.train_sizes.replace(train_size=getattr(self.sizes, f"{cpu}exercise_size"),
+                                        batch_size=getattr(self.sizes, f"{cpu}exercise_batch"))
+
+    def devices(self, k: int) -> list[str] | None:
+        """PyTorch: the devices of a k-process run (None: the GPUs, one a process)."""
+        return None if self.on_gpu else ["cpu"] * k
+
+    def __repr__(self) -> str:
+        pytorch = self.engine == "pytorch"
+        unit = "processes" if pytorch else "device contexts"
+        if self.on_gpu:
+            where = f"{self.gpus} GPUs: one GPU a " + ("process, NCCL between them" if pytorch
+                                                     else "context, kvstore='device'")
+        else:
+            why = ("no GPU" if self.gpus == 0 else
+                   "one GPU, and NCCL needs a GPU for every process (two ranks on one GPU it "
+                   "refuses), so the GPU is left out" if pytorch else
+                   "one GPU, nothing to scale across, so the GPU is left out")
+            where = (f"{why}: 2 CPU {unit}{' over gloo' if pytorch else ''} sharing "
+                     f"{self.cores} cores, {self.train_sizes.train_size} images an epoch")
+        return f"This machine has {where}; {unit} to try: {', '.join(map(str, self.counts))}"
+
+    __str__ = __repr__
+
+
+def plan(engine: str, gpus: int, cores: int, sizes, nodes: int = 2) -> Plan:
+    """Where lesson 07 runs (see Plan) for `engine` ("gluon" or "pytorch") on a machine
+    with `gpus` GPUs and `cores` usable cores."""
+    if engine not in ("gluon", "pytorch"):
+        raise ValueError(f"engine={engine!r} is not allowed; allowed: gluon, pytorch")
+    if gpus < 0 or cores < 1 or nodes < 1:
+        raise ValueError(f"gpus={gpus!r}, cores={cores!r}, nodes={nodes!r}: need gpus >= 0, "
+                         "cores >= 1, nodes >= 1")
+    return Plan(engine, gpus, cores, sizes, nodes)
