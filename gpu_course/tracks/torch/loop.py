@@ -21,6 +21,9 @@ from ...config import Graph
 from ...data.mocks import OneBatch
 
 
+AMP_DTYPES = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloat16}  # autocast's
+
+
 class Precision:
     """Mixed precision for a dtype: autocast runs matrix multiplications and convolutions
     in float16/bfloat16 (tensor cores) and keeps the rest in float32. float16 has a small
@@ -29,8 +32,7 @@ class Precision:
 
     def __init__(self, dtype: str, device: torch.device):
         self.device_type = torch.device(device).type
-        self.amp_dtype = {"float32": None, "float16": torch.float16,
-                          "bfloat16": torch.bfloat16}[dtype]
+        self.amp_dtype = AMP_DTYPES[dtype]
         self.scaler = torch.amp.GradScaler(self.device_type) if dtype == "float16" else None
         self.input_dtype = self.amp_dtype or torch.float32
 

@@ -223,8 +223,7 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
                     warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step")
                     if whole_step:  # the tuned rung: the whole step as one CUDA graph
                         stepper = static_step.StaticStep(
-                            model, optimizer, train_iter, cfg, min(steps, cfg.max_steps or steps),
-                            Precision(cfg.dtype, device).amp_dtype)
+                            model, optimizer, train_iter, cfg, min(steps, cfg.max_steps or steps))
                         static_step.run_epochs(rec, stepper, lambda: evaluate(
                             net, val_iter, [device], cfg.dtype, cfg.channels_last))
                     else:
