@@ -25,8 +25,8 @@ def run(tmp_path_factory):
     cfg = Experiment(name="consistent", epochs=3, batch_size=16, warmup_steps=2,
                      monitor_interval=0.05)
     lines = []
-    with Harness(cfg, output=Output(runs_dir=tmp_path_factory.mktemp("runs"), progress=False),
-                 on_epoch=lambda row: lines.append(row)) as h:
+    with Harness(cfg, output=Output(runs_dir=tmp_path_factory.mktemp("runs"), progress=False,
+                                    on_epoch=lambda row: lines.append(row))) as h:
         for epoch in h.epochs():
             for _ in h.batches(loader(8, 0.004)):
                 time.sleep(0.006)

@@ -76,8 +76,8 @@ def test_out_of_memory_is_recorded_with_its_path(runs_dir):
 
 def test_on_epoch_callback_gets_each_row(runs_dir):
     rows = []
-    h = Harness(cfg(epochs=2), output=Output(runs_dir=runs_dir, progress=False, verbose=False),
-                on_epoch=rows.append)
+    h = Harness(cfg(epochs=2), output=Output(runs_dir=runs_dir, progress=False, verbose=False,
+                                             on_epoch=rows.append))
     with h:
         for _ in h.epochs():
             for _ in h.batches(range(3)):

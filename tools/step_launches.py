@@ -61,7 +61,7 @@ def build(cfg, device, steps: int):
         if static_step.applies(cfg, loader, optimizer) is None:
             model = compile_model(net, cfg, device, cuda_graphs=False)
             stepper = static_step.StaticStep(model, optimizer, loader, cfg.replace(epochs=1),
-                                             len(loader), precision.amp_dtype)
+                                             len(loader))
             stepper.start_epoch(0)
             return stepper.step, lambda: stepper.graph is not None
         batches = itertools.chain.from_iterable(itertools.repeat(loader))

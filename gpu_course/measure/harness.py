@@ -51,23 +51,36 @@ class Device:
 @dataclass(frozen=True)
 class Output:
     """Where a run reports: its folder (`runs_dir`, default $GPU_COURSE_RUNS or runs/), a
-    progress bar and printed lines, and whether it monitors and records at all (a DDP
-    follower does neither)."""
+    progress bar and printed lines, whether it monitors and records at all (a DDP
+    follower does neither), and `on_epoch(row)`, called with each recorded epoch row.
+    The tracks' `train` and `record` take these fields as keywords (`verbose=False`)."""
 
     runs_dir: str | Path | None = None
     progress: bool = True
     verbose: bool = True
     monitor: bool = True
     record: bool = True
+    on_epoch: Callable[[dict], Any] | None = None
+
+    @classmethod
+    def of(cls, options: dict) -> "Output":
+        """The Output that keywords name (`train(cfg, verbose=False)`); a name that is
+        not one of its fields is refused, naming them."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = [k for k in options if k not in names]
+        if unknown:
+            raise TypeError(f"{', '.join(f'{k}={options[k]!r}' for k in unknown)}: not an "
+                            f"option of how a run reports; allowed: {', '.join(names)}")
+        return cls(**options)
 
 
 class Harness:
     """Runs the bookkeeping around one experiment's training loop: `cfg` is what runs,
     `ran` what the record adds to it, `device` how device values are read, `output` where
-    the run reports, `on_epoch(row)` is called with each recorded epoch row."""
+    the run reports (and whom it tells of each epoch)."""
 
     def __init__(self, cfg: Experiment, ran: Ran = Ran(), device: Device = Device(),
-                 output: Output = Output(), on_epoch: Callable[[dict], Any] | None = None):
+                 output: Output = Output()):
         self.cfg = cfg
         self.engine = ran.engine or cfg.engine
         self.name = cfg.name
@@ -85,7 +98,7 @@ class Harness:
         self.record = RunRecord(cfg.to_dict(), dataclasses.replace(ran, engine=self.engine),
                                 runs_dir=output.runs_dir, monitor=self.monitor) \
             if output.record else None
-        self.on_epoch = on_epoch  # called with each recorded epoch row (e.g. metric lines)
+        self.on_epoch = output.on_epoch  # called with each recorded epoch row (metric lines)
         device_notice, devices = ran.device_notice, ran.devices
         self.epoch = -1
         self.run = None

@@ -9,7 +9,7 @@ refused, naming both values. No deep-learning framework here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ..config import Experiment
@@ -91,11 +91,14 @@ class Parts:
     def __iter__(self):
         return iter((self.net, self.train_iter, self.val_iter, self.optimizer))
 
-    def fill(self, net, train_iter, optimizer, devices, downgrades, notice) -> tuple:
-        """(cfg, net, train_iter, optimizer, devices, downgrades, notice): what `record`
-        was given explicitly, else these parts'."""
+    def fill(self, net=None, train_iter=None, optimizer=None) -> "Parts":
+        """These parts with what `record` was given explicitly in place of their own."""
         def pick(given, own):
             return own if given is None else given
-        return (self.cfg, pick(net, self.net), pick(train_iter, self.train_iter),
-                pick(optimizer, self.optimizer), pick(devices, self.devices),
-                pick(downgrades, self.downgrades), pick(notice, self.notice))
+        return replace(self, net=pick(net, self.net), train_iter=pick(train_iter, self.train_iter),
+                       optimizer=pick(optimizer, self.optimizer))
+
+    @classmethod
+    def of(cls, cfg: "Experiment | Parts", devices: list | None = None) -> "Parts":
+        """`cfg` when `build` made it, else parts of cfg alone on `devices`."""
+        return cfg if isinstance(cfg, Parts) else cls(None, None, None, None, devices, cfg)

@@ -114,9 +114,9 @@ def test_other_runs_keep_the_ordinary_loop(small_cfg):
 def test_the_captured_step_replays_what_the_eager_step_does(small_cfg):
     cfg, loader, net, opt = _setup(small_cfg, device="cuda")
     steps = len(loader)
-    graphed = static_step.StaticStep(net, opt, loader, cfg, steps, amp_dtype=torch.bfloat16)
+    graphed = static_step.StaticStep(net, opt, loader, cfg.replace(dtype="bfloat16"), steps)
     cfg2, loader2, net2, opt2 = _setup(small_cfg, device="cuda")
-    eager = static_step.StaticStep(net2, opt2, loader2, cfg2, steps, amp_dtype=torch.bfloat16,
+    eager = static_step.StaticStep(net2, opt2, loader2, cfg2.replace(dtype="bfloat16"), steps,
                                    use_graph=False)
     for epoch in range(2):
         graphed.start_epoch(epoch)
@@ -134,7 +134,7 @@ def test_the_captured_step_replays_what_the_eager_step_does(small_cfg):
 def test_the_captured_step_reads_no_host_tensor(small_cfg):
     cfg, loader, net, opt = _setup(small_cfg, device="cuda")
     stepper = static_step.StaticStep(net.to(memory_format=torch.channels_last), opt, loader,
-                                     cfg, len(loader), amp_dtype=torch.bfloat16)
+                                     cfg.replace(dtype="bfloat16"), len(loader))
     stepper.start_epoch(0)
     found = static_step.check_static(stepper, steps=2)  # 2 + 2 steps: the epoch's 4
     assert found["differs"] == [] and found["syncs"] == 0

@@ -172,6 +172,15 @@ def test_several_devices_refuse_objects_built_in_this_process(small_cfg):
         gc.train(small_cfg.replace(num_gpus=2), net=gc.get_model("tiny"))
 
 
+def test_an_option_that_is_not_how_a_run_reports_is_refused_by_name(small_cfg, runs_dir):
+    with pytest.raises(TypeError, match=r"verbos=False: not an option .* allowed: runs_dir, "
+                                        r"progress, verbose"):
+        gc.train(small_cfg, verbos=False, runs_dir=runs_dir)
+    with pytest.raises(TypeError, match="devices=None: not an option"):
+        gc.record(small_cfg, devices=None)
+    assert not runs_dir.exists() or not any(runs_dir.iterdir())   # refused before a record
+
+
 def test_evaluate_counts_correct_predictions(small_cfg):
     class Oracle(torch.nn.Module):
         def forward(self, x):  # a "network" that reads the answer out of the image

@@ -143,7 +143,7 @@ def train_worker(cfg: Experiment, runs_dir=None, verbose: bool = True, on_epoch=
                           device_notice=" ".join(n for n in (notice, changed) if n) or None),
                  Device(read=lambda a: a.asscalar()),
                  Output(runs_dir=runs_dir, progress=False, verbose=verbose and leader,
-                        monitor=leader, record=leader), keep) as h:
+                        monitor=leader, record=leader, on_epoch=keep)) as h:
         if h.record is not None:
             h.record.note(kvstore=kv.type, workers=workers, servers=servers)
         _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps, workers, leader)

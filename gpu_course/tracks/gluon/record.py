@@ -27,29 +27,26 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS", "MXNET_ENGIN
                     "MXNET_MKLDNN_ENABLED", "KMP_AFFINITY", "KMP_BLOCKTIME")
 
 
-def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
-           runs_dir=None, progress: bool = True, verbose: bool = True, on_epoch=None,
-           downgrades: list | None = None, device_notice: str | None = None) -> Harness:
+def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
     """The bookkeeping for one run of a plain Gluon loop (a context manager). `cfg` is
     an Experiment, or the `Parts` that `build` made (then its network, loader, trainer,
     devices and downgrades are recorded). What it is handed (network, training loader,
-    gluon.Trainer as `optimizer`, devices) is read back into the recorded config, or
-    refused when it contradicts a setting made in cfg."""
+    gluon.Trainer as `optimizer`) is read back into the recorded config, or refused when
+    it contradicts a setting made in cfg. `output`: how the run reports, the fields of
+    `harness.Output` (runs_dir, progress, verbose, on_epoch)."""
+    out = Output.of(output)
     resolved = isinstance(cfg, provenance.Parts)   # `build` resolved it: threads, devices
-    if resolved:
-        cfg, net, train_iter, optimizer, devices, downgrades, device_notice = \
-            cfg.fill(net, train_iter, optimizer, devices, downgrades, device_notice)
+    parts = provenance.Parts.of(cfg).fill(net, train_iter, optimizer)
+    cfg, net, train_iter, optimizer = parts.cfg, parts.net, parts.train_iter, parts.optimizer
     if cfg.engine != "gluon":
         cfg = cfg.replace(engine="gluon")
-    devices = list(devices) if devices is not None else None
+    devices = list(parts.devices) if parts.devices is not None else None
     if not resolved:
         check_threads(cfg)
     count, source = operator_threads()
     facts = {"threads": {"intra_op": count, "intra_op_from": source,
                          **{k: os.environ.get(k) for k in THREAD_VARIABLES if os.environ.get(k)}},
              "cpu_count": os.cpu_count()}
-    if devices is not None and not resolved:
-        cfg = cfg.replace(num_gpus=len(devices)) if len(devices) != max(cfg.num_gpus, 1) else cfg
     if net is not None:
         found, facts["network"] = read_network(net)
         cfg = provenance.reconcile(cfg, found, "the network",
@@ -62,12 +59,12 @@ def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
         found, facts["optimizer"] = read_trainer(optimizer)
         cfg = provenance.reconcile(cfg, found, "the Trainer")
     return Harness(cfg, Ran(engine="gluon", devices=str(devices) if devices is not None else None,
-                            device_notice=device_notice, downgrades=tuple(downgrades or ()),
+                            device_notice=parts.notice, downgrades=tuple(parts.downgrades or ()),
                             facts=facts),
                    Device(read=lambda a: a.asscalar(),
                           late_facts=(lambda: {"network": read_network(net)[1]})
                           if net is not None else None),
-                   Output(runs_dir=runs_dir, progress=progress, verbose=verbose), on_epoch)
+                   out)
 
 
 def read_network(net) -> tuple[dict, dict]:

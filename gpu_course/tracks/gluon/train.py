@@ -16,6 +16,7 @@ import numpy as np
 from ...env.cores import check_loader_workers
 from ...measure import provenance
 from ...config import Experiment
+from ...measure.harness import Output
 from ...measure.records import OutOfMemory
 from .data import end_workers, make_loader
 from .datasets import load_datasets
@@ -79,21 +80,22 @@ def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
                                provenance.notice(tried, changed))
 
 
-def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None,
-          runs_dir=None, progress: bool = True, verbose: bool = True, on_epoch=None):
-    """Train as `cfg` says and return the run record (`records.Run`); on_epoch(row) is
-    called with each recorded epoch row.
+def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None, **output):
+    """Train as `cfg` says and return the run record (`records.Run`).
 
     Anything passed in (a network, loaders, devices) is used as it is, so a notebook can
     show one change in plain Gluon code; the rest is built from `cfg`. The record says
     what really ran: what it was handed, and e.g. float32 when float16 was asked for on
-    a CPU (with the request beside it)."""
+    a CPU (with the request beside it). `output`: how the run reports, the fields of
+    `harness.Output` (runs_dir, progress, verbose, on_epoch: called with each recorded
+    epoch row)."""
+    out = Output.of(output)   # an unknown option refused before any work
     if os.environ.get("DMLC_ROLE") == "worker":  # one worker of a parameter-server job
         from .dist import train_worker
-        return train_worker(cfg, runs_dir=runs_dir, verbose=verbose, on_epoch=on_epoch)
+        return train_worker(cfg, runs_dir=out.runs_dir, verbose=out.verbose,
+                            on_epoch=out.on_epoch)
     parts = build(cfg, devices, net, train_iter, val_iter)
-    with record(parts, runs_dir=runs_dir, progress=progress, verbose=verbose,
-                on_epoch=on_epoch) as rec:
+    with record(parts, **output) as rec:
         try:
             fit(rec, parts.net, parts.optimizer, parts.train_iter, parts.val_iter,
                 parts.devices)

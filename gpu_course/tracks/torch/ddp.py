@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 
 from ...config import Experiment, check_gpus
+from ...measure.provenance import Parts
 from ...measure.records import OutOfMemory, update_meta
 from .devices import describe, gpu_count
 
@@ -100,14 +101,15 @@ def main(argv: list[str] | None = None) -> int:
         net = get_model(cfg)
         train_iter, val_iter = build_loaders(cfg, device, rank, world)
 
-        def remember(path):
+        def started(rec):  # rank 0's record exists: say what it ran on, and where it is
+            rec.note(devices=devices)
             if args.result_file:
-                Path(args.result_file).write_text(str(path))
+                Path(args.result_file).write_text(str(rec.record.path))
         rows = []  # this rank's epoch timings
-        run = fit(cfg, net, train_iter, val_iter, device, runs_dir=args.runs_dir,
-                  notice=" ".join(n for n in (notice, changed) if n) or None, progress=False,
-                  verbose=not args.quiet, rank=rank, world_size=world, on_record=remember,
-                  devices=devices, on_epoch=rows.append)
+        parts = Parts(net, train_iter, val_iter, None, [device], cfg,
+                      notice=" ".join(n for n in (notice, changed) if n) or None)
+        run = fit(parts, on_start=started, runs_dir=args.runs_dir, progress=False,
+                  verbose=not args.quiet, on_epoch=rows.append)
         ranks = gather_rank_timings(rows, local_rank)
         if run is not None:  # rank 0: one record for the job, with every rank's timings
             note(run.path, ranks=ranks, nodes=world // local_world,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import torch
+import torch.distributed as dist
 
 from ...config import check_gpus
 from ...measure.records import OutOfMemory
@@ -13,6 +14,14 @@ from ...measure.records import OutOfMemory
 def gpu_count() -> int:
     """Number of CUDA GPUs PyTorch can use (0 on a machine without a GPU or driver)."""
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def place() -> tuple[int, int]:
+    """(rank, world size) of this process: torch.distributed's when a process group is
+    initialised (one process of a DistributedDataParallel job), else (0, 1)."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
 
 
 def try_devices(num_gpus: int) -> tuple[list[torch.device], str | None]:

@@ -1,8 +1,8 @@
 """The PyTorch training loop every PyTorch run uses (the ladder, the CLI, SageMaker, DDP
 processes, the notebooks' `gc.train`): plain PyTorch inside `gc.record`.
 
-    with gc.record(cfg, net=net, train_iter=train_iter, optimizer=opt) as rec:
-        fit(rec, net, opt, train_iter, val_iter, [device], dtype="bfloat16")
+    with gc.record(parts) as rec:      # parts = gc.build(cfg)
+        fit(rec, net, optimizer, train_iter, val_iter, devices)
 
 The host never waits for the GPU inside an epoch: each step's loss and number of correct
 predictions are added up on the device and read once, after the epoch's sync. Calling
@@ -19,6 +19,10 @@ from torch import nn
 
 from ...config import Graph
 from ...data.mocks import OneBatch
+from .devices import place
+
+
+AMP_DTYPES = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloat16}  # autocast's
 
 
 class Precision:
@@ -29,8 +33,7 @@ class Precision:
 
     def __init__(self, dtype: str, device: torch.device):
         self.device_type = torch.device(device).type
-        self.amp_dtype = {"float32": None, "float16": torch.float16,
-                          "bfloat16": torch.bfloat16}[dtype]
+        self.amp_dtype = AMP_DTYPES[dtype]
         self.scaler = torch.amp.GradScaler(self.device_type) if dtype == "float16" else None
         self.input_dtype = self.amp_dtype or torch.float32
 
@@ -49,15 +52,16 @@ class Precision:
         self.scaler.update()
 
 
-def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, dtype: str = "float32",
-        mock: str = "none", scheduler=None, model: nn.Module | None = None,
-        channels_last: bool = False, world_size: int = 1) -> None:
-    """Train for rec's epochs. `model` is what runs the forward pass (net compiled or
-    wrapped in DistributedDataParallel; default net). mock="loader": one batch served
-    again and again (compute ceiling); "trainer": batches fetched and dropped (input
-    ceiling)."""
+def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, scheduler=None) -> None:
+    """Train for rec's epochs, in the dtype and memory layout of rec.cfg (what runs);
+    `net` runs the forward pass (compiled or wrapped in DistributedDataParallel, it is
+    evaluated through the module it wraps), `scheduler` steps after every update.
+    rec.cfg.mock="loader": one batch served again and again (compute ceiling);
+    "trainer": batches fetched and dropped (input ceiling). Under DistributedDataParallel
+    (torch.distributed initialised) each step counts every process's images."""
+    dtype, mock, channels_last = rec.cfg.dtype, rec.cfg.mock, rec.cfg.channels_last
     device = torch.device(devices[0] if isinstance(devices, (list, tuple)) else devices)
-    model = model if model is not None else net
+    _, world_size = place()
     precision = Precision(dtype, device)
     loss_fn = nn.CrossEntropyLoss()
     static = rec.cfg.graph == Graph.STATIC and device.type == "cuda"
@@ -66,7 +70,7 @@ def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, dtype: st
         source = OneBatch(train_iter, lambda batch: to_device(*batch, device, channels_last))
     for epoch in rec.epochs():
         _set_epoch(train_iter, epoch)
-        model.train()
+        net.train()
         for x, y in rec.batches(source):
             n = len(y)
             if mock == "trainer":  # input ceiling: fetch the batch, do nothing with it
@@ -76,7 +80,7 @@ def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, dtype: st
             if static:  # a new step: CUDA-graph outputs of the last one may be overwritten
                 torch.compiler.cudagraph_mark_step_begin()
             with precision.autocast():
-                out = model(x)
+                out = net(x)
                 loss = loss_fn(out, y)
             optimizer.zero_grad(set_to_none=True)
             precision.backward_and_step(loss, optimizer)

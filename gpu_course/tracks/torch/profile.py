@@ -58,7 +58,7 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
         per_epoch = len(train_iter)
         epochs = max(cfg.epochs, -(-(steps + static_step.WARMUP_STEPS + 1) // per_epoch))
         stepper = static_step.StaticStep(model, optimizer, train_iter, cfg.replace(
-            epochs=epochs), per_epoch, precision.amp_dtype)  # its LR table covers the window
+            epochs=epochs), per_epoch)  # its LR table covers the window
         epoch = 0
         stepper.start_epoch(epoch)
 

@@ -14,6 +14,7 @@ loop was handed read back into the record.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import torch
 import torch.distributed as dist
@@ -21,27 +22,27 @@ import torch.distributed as dist
 from ...measure import provenance
 from ...config import OWN, Graph
 from ...measure.harness import Device, Harness, Output, Ran
-from .devices import describe
+from .devices import describe, place
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME")
 
 
-def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
-           runs_dir=None, progress: bool = True, verbose: bool = True, on_epoch=None,
-           downgrades: list | None = None, device_notice: str | None = None,
-           leader: bool = True, world_size: int = 1) -> Harness:
-    """The bookkeeping for one run of a plain PyTorch loop (a context manager). What it
-    is handed (network, training loader, optimizer, devices) is read back into the
-    recorded config, or refused when it contradicts a setting made in cfg. `cfg` may be
-    the `Parts` that `build` made (its network, loader, optimizer, device and downgrades
-    are then recorded). Under DDP every process calls it; only the leader (rank 0)
-    monitors and records."""
-    if isinstance(cfg, provenance.Parts):
-        cfg, net, train_iter, optimizer, devices, downgrades, device_notice = \
-            cfg.fill(net, train_iter, optimizer, devices, downgrades, device_notice)
+def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
+    """The bookkeeping for one run of a plain PyTorch loop (a context manager). `cfg` is
+    an Experiment (run on the CPU), or the `Parts` that `build` made (then its network,
+    loader, optimizer, devices and downgrades are recorded). What it is handed (network,
+    training loader, optimizer) is read back into the recorded config, or refused when it
+    contradicts a setting made in cfg. `output`: how the run reports, the fields of
+    `harness.Output` (runs_dir, progress, verbose, on_epoch). Under DDP every process
+    calls it; only the leader (rank 0 of torch.distributed) monitors and records."""
+    out = Output.of(output)
+    parts = provenance.Parts.of(cfg, [torch.device("cpu")]).fill(net, train_iter, optimizer)
+    cfg, net, train_iter, optimizer = parts.cfg, parts.net, parts.train_iter, parts.optimizer
+    devices = [torch.device(d) for d in parts.devices]
+    rank, world_size = place()
+    leader = rank == 0
     if cfg.engine != "pytorch":
         cfg = cfg.replace(engine="pytorch")
-    devices = [torch.device(d) for d in devices] if devices is not None else [torch.device("cpu")]
     if cfg.threads is not None and cfg.threads != torch.get_num_threads():
         raise ValueError(f"threads={cfg.threads} in the Experiment, but this process runs "
                          f"{torch.get_num_threads()} intra-op threads: call "
@@ -74,13 +75,13 @@ def record(cfg, net=None, train_iter=None, optimizer=None, devices=None,
         facts["optimizer"] = read_optimizer(optimizer)
     cuda = devices[0].type == "cuda"
     return Harness(cfg, Ran(engine="pytorch", devices=describe(devices),
-                            device_notice=device_notice, downgrades=tuple(downgrades or ()),
+                            device_notice=parts.notice, downgrades=tuple(parts.downgrades or ()),
                             facts=facts),
                    Device(read=lambda t: t.item(), total=total,
                           reduce=_all_reduce if world_size > 1 else None,
                           events=StepEvents() if cuda else None),
-                   Output(runs_dir=runs_dir, progress=progress and leader,
-                          verbose=verbose and leader, monitor=leader, record=leader), on_epoch)
+                   replace(out, progress=out.progress and leader, verbose=out.verbose and leader,
+                           monitor=out.monitor and leader, record=out.record and leader))
 
 
 def read_network(net) -> tuple[dict, dict]:

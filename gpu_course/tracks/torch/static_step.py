@@ -31,6 +31,7 @@ from torch import nn
 from ...config import Experiment, Graph
 from .gpu_loader import GpuLoader
 from .lars import LARS
+from .loop import AMP_DTYPES
 from .optim import lr_scheduler
 
 WARMUP_STEPS = 3  # eager steps before capture: compile, cuDNN autotuning, optimizer state
@@ -82,17 +83,17 @@ def schedule_table(optimizer, cfg: Experiment, steps_per_epoch: int) -> torch.Te
 
 class StaticStep:
     """One training step of `model` on batches cut from `loader`, with `optimizer` (LARS)
-    following cfg's LR schedule; `step()` runs it (eagerly for the first steps, then as
-    a CUDA graph replay on a GPU). `steps` steps an epoch; call `start_epoch` first."""
+    following cfg's LR schedule, under autocast to cfg's dtype; `step()` runs it (eagerly
+    for the first steps, then as a CUDA graph replay on a GPU; use_graph=False: eagerly
+    throughout). `steps` steps an epoch; call `start_epoch` first."""
 
     def __init__(self, model: nn.Module, optimizer: LARS, loader: GpuLoader,
-                 cfg: Experiment, steps: int, amp_dtype: torch.dtype | None = None,
-                 use_graph: bool | None = None):
+                 cfg: Experiment, steps: int, use_graph: bool | None = None):
         self.model, self.optimizer, self.loader = model, optimizer, loader
         self.steps, self.batch_size = steps, loader.batch_size
         device = self.device = loader.device
         self.use_graph = device.type == "cuda" if use_graph is None else use_graph
-        self.amp_dtype = amp_dtype
+        self.amp_dtype = AMP_DTYPES[cfg.dtype]
         self.loss_fn = nn.CrossEntropyLoss()
         self.host_table = schedule_table(optimizer, cfg, steps)  # read at epoch ends
         self.table = self.host_table.to(device)                  # one copy per run

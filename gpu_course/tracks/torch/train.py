@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from dataclasses import replace
 
 import torch
 from torch import nn
@@ -16,11 +17,12 @@ from ...data.folder import CorruptImage
 from ...env.cores import check_loader_workers
 from ...measure import provenance
 from ...measure.guards import Terminated, stop_asked
+from ...measure.harness import Output
 from ...config import Experiment, Graph
 from .data import make_loader
 from .datasets import load_datasets
 from .io_data import order_sampler
-from .devices import out_of_memory, try_devices
+from .devices import out_of_memory, place, try_devices
 from .gpu_loader import gpu_loaders
 from .loop import Precision, evaluate
 from .loop import fit as fit_epochs
@@ -42,16 +44,17 @@ DATA_ON_CPU = ("data_on_gpu=True with no GPU: the data set and its augmentation 
 WHY = {"dtype": FLOAT16_ON_CPU}
 
 
-def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None,
-          runs_dir=None, progress: bool = True, verbose: bool = True, on_epoch=None):
+def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None, **output):
     """Train as `cfg` says and return the run record (`records.Run`).
 
     Anything passed in (a network, loaders, devices) is used as it is, so a notebook can
     show one change in plain PyTorch code; the rest is built from `cfg`. With several
     devices the run is DistributedDataParallel in one process per device (see `ddp`),
     which builds its own network and loaders. The record says what really ran.
-    on_epoch(row) is called with each recorded epoch row (single-process runs).
+    `output`: how the run reports, the fields of `harness.Output` (runs_dir, progress,
+    verbose, on_epoch: called with each recorded epoch row, in single-process runs).
     """
+    out = Output.of(output)   # an unknown option refused before any work
     here = resolve(cfg, devices, net)
     if len(here.devices) > 1:
         if any(x is not None for x in (net, train_iter, val_iter)):
@@ -59,8 +62,8 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
                              "process builds its own network and loaders: pass none of "
                              "net, train_iter, val_iter")
         from .launch import launch
-        return launch(here.requested.replace(num_gpus=len(here.devices)), runs_dir=runs_dir,
-                      verbose=verbose)
+        return launch(here.requested.replace(num_gpus=len(here.devices)), runs_dir=out.runs_dir,
+                      verbose=out.verbose)
     ran, (device,) = here.cfg, here.devices
     torch.manual_seed(ran.seed)
     net = net if net is not None else get_model(ran)
@@ -68,9 +71,8 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
         made_train, made_val = build_loaders(ran, device)
         train_iter = train_iter if train_iter is not None else made_train
         val_iter = val_iter if val_iter is not None else made_val
-    return fit(ran, net, train_iter, val_iter, device, runs_dir=runs_dir, notice=here.notice,
-               progress=progress, verbose=verbose, on_epoch=on_epoch,
-               downgrades=here.downgrades)
+    return fit(provenance.Parts(net, train_iter, val_iter, None, [device], ran, here.downgrades,
+                                here.notice), **output)
 
 
 def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
@@ -177,18 +179,20 @@ def is_compiled(net) -> bool:
     return hasattr(net, "_orig_mod")  # torch.compile's wrapper keeps the module here
 
 
-def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.device,
-        runs_dir=None, notice: str | None = None, progress: bool = True, verbose: bool = True,
-        rank: int = 0, world_size: int = 1, on_record=None, devices: str | None = None,
-        on_epoch=None, downgrades: list | None = None):
-    """Train `net` on `device` as this process's part of the run (rank 0 of 1 unless
-    under DistributedDataParallel); rank 0 keeps the record and returns it.
-    on_record(path) is called once the record exists; `devices` describes them all."""
+def fit(parts: provenance.Parts, on_start=None, **output):
+    """Train parts.net on parts.devices[0] as this process's part of the run (the only
+    process, or one of a DistributedDataParallel job: torch.distributed says which); the
+    leader (rank 0) keeps the record and returns it. The optimizer is made here unless
+    parts has one. on_start(rec) is called once the leader's record exists; `output` as
+    in `train`."""
+    cfg, net, train_iter, val_iter, (device,) = (parts.cfg, parts.net, parts.train_iter,
+                                                 parts.val_iter, parts.devices)
+    _, world_size = place()
     net = net.to(device)
     if cfg.channels_last:  # NHWC: the layout tensor-core convolutions read directly
         net = net.to(memory_format=torch.channels_last)
     steps = _length(train_iter, cfg)
-    optimizer = make_optimizer(net, cfg)
+    optimizer = parts.optimizer if parts.optimizer is not None else make_optimizer(net, cfg)
     scheduler = lr_scheduler(cfg, min(steps, cfg.max_steps or steps), optimizer)
     model = net
     if world_size > 1:  # gradients averaged across processes during backward
@@ -205,16 +209,10 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True  # time cuDNN's algorithms in the first steps
     with intra_op_threads(cfg.threads):  # the record reads the count that runs
-        rec = record(cfg, net=model, train_iter=train_iter, optimizer=optimizer, devices=[device],
-                     runs_dir=runs_dir, progress=progress, verbose=verbose, on_epoch=on_epoch,
-                     downgrades=downgrades, device_notice=notice, leader=rank == 0,
-                     world_size=world_size)
+        rec = record(replace(parts, net=model, optimizer=optimizer, devices=[device]), **output)
         with rec:
-            if rec.record is not None:
-                if devices:
-                    rec.record.note(devices=devices)
-                if on_record is not None:
-                    on_record(rec.record.path)
+            if rec.record is not None and on_start is not None:
+                on_start(rec)
             oom = None
             try:
                 with warnings.catch_warnings():
@@ -223,14 +221,12 @@ def fit(cfg: Experiment, net: nn.Module, train_iter, val_iter, device: torch.dev
                     warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step")
                     if whole_step:  # the tuned rung: the whole step as one CUDA graph
                         stepper = static_step.StaticStep(
-                            model, optimizer, train_iter, cfg, min(steps, cfg.max_steps or steps),
-                            Precision(cfg.dtype, device).amp_dtype)
+                            model, optimizer, train_iter, cfg, min(steps, cfg.max_steps or steps))
                         static_step.run_epochs(rec, stepper, lambda: evaluate(
                             net, val_iter, [device], cfg.dtype, cfg.channels_last))
                     else:
-                        fit_epochs(rec, net, optimizer, train_iter, val_iter, [device], cfg.dtype,
-                                   cfg.mock, scheduler=scheduler, model=model,
-                                   channels_last=cfg.channels_last, world_size=world_size)
+                        fit_epochs(rec, model, optimizer, train_iter, val_iter, [device],
+                                   scheduler=scheduler)
             except torch.cuda.OutOfMemoryError as err:
                 oom = out_of_memory(err, cfg.batch_size, device)
             except RuntimeError as err:  # PyTorch passes a worker's error on as text
