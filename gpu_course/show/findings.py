@@ -173,6 +173,10 @@ class Lesson:
     missing: Mapping[str, Text] = field(default_factory=dict)
     column: str = "samples_per_sec"
     more: str = ""
+    # judge_rows: the table column that names the rows, and paragraphs for what the caller
+    # found beside the rows (`Context.facts`, keys of this mapping), said in its order
+    key: str = "rung"
+    facts: Mapping[str, Text] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -221,6 +225,7 @@ class Context:
 
     cpu: Mapping | None = None
     missing: tuple = ()
+    facts: tuple = ()     # keys of `Lesson.facts`: what the caller found (a runtime loaded)
 
 
 # -- the templates: the only sentences with numbers -----------------------------------------
@@ -482,12 +487,14 @@ def _text(text: Text, track, where) -> str:
 def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
                context: Context = Context()) -> Closing:
     """`lesson`'s sentences on measured `rows` (`Row`s, one a row of `table`, in order):
-    the CPU's facts, each comparison's verdicts on the rows' own samples (a variant row
-    against the row with its comparison's baseline settings, alike in the rest) and its
-    ranks, the flagged rows, the missing packages and the talk's figures; printed, and
-    returned as the `Closing` that said them."""
+    the CPU's facts and the caller's (`Context.facts`), each comparison's verdicts on the
+    rows' own samples (a variant row against the row with its comparison's baseline
+    settings, alike in the rest) and its ranks, the rows' cells of `Lesson.columns` (the
+    empty left out), the last row's line (`Lesson.last_row`, `by_sign`; the table's last
+    row is the last Row's), the flagged rows, the missing packages and the talk's figures;
+    printed, and returned as the `Closing` that said them."""
     rows = list(rows or [])
-    say = Closing(table if rows else pd.DataFrame([{"rung": "no rows"}]))
+    say = Closing(table if rows else pd.DataFrame([{lesson.key: "no rows"}]), key=lesson.key)
     where = Where.GPU if any(r.gpu for r in rows) else Where.CPU
     said: set = set()
     if context.cpu:
@@ -495,6 +502,8 @@ def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
         say(CPU_FACTS.format(source="/proc/cpuinfo", model=say.quote("/proc/cpuinfo",
                              cpu["model"]), logical=cpu["logical"], physical=cpu["physical"],
                              usable=cpu["usable"]))
+    for fact in context.facts:
+        _once(say, said, ("fact", fact), _text(lesson.facts.get(fact, ""), None, where))
     judged = []
     for group in _split_rows(rows, lesson.group_by):
         judged += [(c, b, _judge_row(say, lesson, c, (a, b), where, said))
@@ -503,6 +512,13 @@ def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
     for compare in lesson.compares:
         for rank in compare.ranks:
             _rank_rows(say, rank, [(b, v) for c, b, v in judged if c is compare and v], said)
+    for column, words in lesson.columns.items():
+        cells = [f"'{r.name}' {say.cell(r.name, column)}" for r in rows
+                 if not _empty(say.table[column].iloc[list(say.table[say.key]).index(r.name)])]
+        if cells:
+            say(COLUMN.format(words=words, cells=", ".join(cells)))
+    if rows:
+        _last_row(say, lesson, rows[-1], (None, where))
     for flag in lesson.flags if rows else ():
         _flag(say, flag, where)
     texts = [lesson.empty] if not rows else [lesson.cpu] if where is Where.CPU else []
@@ -589,9 +605,10 @@ def _flag(say: Closing, flag: Flag, where: Where) -> None:
     for value in dict.fromkeys(frame[flag.column].iloc[i] for i in flagged):
         same = [i for i in flagged if frame[flag.column].iloc[i] == value]
         for i in same:   # the value's paragraph closes its last row's line
-            say(FLAGGED.format(row=frame[say.key].iloc[i], value=value, cells="; ".join(
+            line = FLAGGED.format(row=frame[say.key].iloc[i], value=value, cells="; ".join(
                 f"{w} {say.cell(i, c)}" for c, w in flag.cells.items()))
-                + (f" {_text(flag.means[value], None, where)}" if i == same[-1] else ""))
+            text = _text(flag.means[value], None, where) if i == same[-1] else ""
+            say(line.replace(" ().", ".") + (f" {text}" if text else ""))
 
 
 def _once(say: Closing, said: set, key, text: str) -> None:
@@ -607,7 +624,8 @@ def paragraphs(lesson: Lesson) -> list[str]:
         [[lesson.cpu, lesson.empty]] + [[n.text for n in lesson.notes]] + \
         [m.values() for m in lesson.by_sign.values()] + \
         [r.means.values() for c in lesson.compares for r in c.ranks] + \
-        [f.means.values() for f in lesson.flags] + [lesson.missing.values()]
+        [f.means.values() for f in lesson.flags] + [lesson.missing.values()] + \
+        [lesson.facts.values()]
     out = []
     for group in texts:
         for text in group:

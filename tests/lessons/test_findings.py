@@ -5,10 +5,10 @@ import pytest
 import fake_runs
 
 from gpu_course.analyse import anatomy, noise
-from gpu_course.show import closing
+from gpu_course.show import closing, findings
 from gpu_course.show.findings import (Compare, Expect, Lesson, Note, Outcome, Quote, Where,
                                       judge, outcome, paragraphs)
-from gpu_course.show.findings import Context, Flag, Rank, Row, judge_rows
+from gpu_course.show.findings import Context, Flag, Rank, Row, Sign, judge_rows
 
 MEANS = {Outcome.EXPECTED: "EXPECTED-PARAGRAPH", Outcome.NONE: "NONE-PARAGRAPH",
          Outcome.OPPOSITE: "OPPOSITE-PARAGRAPH", Outcome.CANNOT_JUDGE: "CANNOT-PARAGRAPH"}
@@ -212,3 +212,18 @@ def test_measured_rows_both_within_noise_are_not_ranked():
     rows = measured(100, spread=0.2)
     say = judge_rows(ROWS, rows, rows_table(rows))
     assert "gained more" not in say.text and "APART" not in say.text
+
+
+def test_measured_rows_named_by_another_key_with_facts_columns_a_last_row_and_a_bare_flag():
+    import pandas as pd
+    frame = pd.DataFrame([{"name": "one", "size": 1.5, "flag": "ODD", "spare": float("nan")},
+                          {"name": "two", "size": float("nan"), "flag": "", "spare": -1}])
+    lesson = Lesson(compares=(), key="name", facts={"found": "FOUND-PARAGRAPH"},
+                    columns={"size": "Size"}, last_row={"spare": "{} to spare"},
+                    by_sign={"spare": {Sign.OTHER: "NO-ROOM"}},
+                    flags=(Flag("flag", {"ODD": "ODD-PARAGRAPH"}),))
+    say = judge_rows(lesson, [Row("one", {}), Row("two", {})], frame,
+                     Context(facts=("found", "unknown")))
+    assert say.text.splitlines() == ["FOUND-PARAGRAPH", "Size: 'one' 1.50.",
+                                     "'two': -1.00 to spare.", "NO-ROOM", "'one': ODD. ODD-PARAGRAPH"]
+    assert say.check() == [] and "FOUND-PARAGRAPH" in findings.paragraphs(lesson)
