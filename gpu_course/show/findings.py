@@ -194,8 +194,8 @@ class Rank:
 @dataclass(frozen=True)
 class Flag:
     """A table column whose value flags a row (outputs that differ, a long tail, a busy
-    machine): each flagged row's `cells` ({column: words}) said, the last row of a value
-    closed by its paragraph. worst: a column; only the flagged row with its largest value
+    machine): each flagged row's `cells` ({column: words}; an empty cell left out) said, the
+    last row of a value closed by its paragraph. worst: a column; only the flagged row with its largest value
     is said."""
 
     column: str
@@ -490,7 +490,7 @@ def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
     the CPU's facts and the caller's (`Context.facts`), each comparison's verdicts on the
     rows' own samples (a variant row against the row with its comparison's baseline
     settings, alike in the rest) and its ranks, the rows' cells of `Lesson.columns` (the
-    empty left out), the last row's line (`Lesson.last_row`, `by_sign`; the table's last
+    empty and a column the table lacks left out), the last row's line (`Lesson.last_row`, `by_sign`; the table's last
     row is the last Row's), the flagged rows, the missing packages and the talk's figures;
     printed, and returned as the `Closing` that said them."""
     rows = list(rows or [])
@@ -514,7 +514,8 @@ def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
             _rank_rows(say, rank, [(b, v) for c, b, v in judged if c is compare and v], said)
     for column, words in lesson.columns.items():
         cells = [f"'{r.name}' {say.cell(r.name, column)}" for r in rows
-                 if not _empty(say.table[column].iloc[list(say.table[say.key]).index(r.name)])]
+                 if column in say.table.columns and not _empty(
+                     say.table[column].iloc[list(say.table[say.key]).index(r.name)])]
         if cells:
             say(COLUMN.format(words=words, cells=", ".join(cells)))
     if rows:
@@ -606,7 +607,8 @@ def _flag(say: Closing, flag: Flag, where: Where) -> None:
         same = [i for i in flagged if frame[flag.column].iloc[i] == value]
         for i in same:   # the value's paragraph closes its last row's line
             line = FLAGGED.format(row=frame[say.key].iloc[i], value=value, cells="; ".join(
-                f"{w} {say.cell(i, c)}" for c, w in flag.cells.items()))
+                f"{w} {say.cell(i, c)}" for c, w in flag.cells.items()
+                if c in frame.columns and not _empty(frame[c].iloc[i])))
             text = _text(flag.means[value], None, where) if i == same[-1] else ""
             say(line.replace(" ().", ".") + (f" {text}" if text else ""))
 
