@@ -11,11 +11,9 @@ so "the two methods agree" compares two methods. No deep-learning framework here
 """
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
-from ..analyse import limits
+from ..analyse import holistic as h, limits
 from ..analyse.limits import (ABOVE, CEILINGS, COMPUTE_BOUND, INPUT_BOUND, LAUNCH_BOUND,  # noqa: F401
                               NOT_INPUT_BOUND, OVERHEAD_BOUND, TOO_FEW, Agreement, Ceilings)
 from ..show.closing import Closing
@@ -120,7 +118,8 @@ def conclude(runs=None, top=None, split=None, hta=None, kernels=None) -> Closing
         first = pd.DataFrame(top).reset_index(drop=True).head(1)
         return judge_rows(INPUT, [Row(first["function"].iloc[0], {})], first)
     if hta is not None:
-        return _holistic(hta)
+        frame = h.per_trace(hta)
+        return judge_rows(HTA, [Row(name, {}, gpu=True) for name in frame["trace"]], frame)
     if kernels is not None:
         return kernel_closing(kernels)
     from ..analyse import metrics
@@ -130,103 +129,53 @@ def conclude(runs=None, top=None, split=None, hta=None, kernels=None) -> Closing
 
 
 # -- Holistic Trace Analysis beside the course's split ---------------------------------------
-def _holistic(table) -> Closing:
-    from ..analyse import holistic as h
-    say = Closing(table, key="reading")
-    tol = say.setting("holistic.AGREE_POINTS", h.AGREE_POINTS, "{:.0f} points")
-    for name in h.traces_of(table):
-        hta, mine = f"{name}: HTA", f"{name}: course"
-
-        def pct(reading, column):
-            return say.cell(reading, column, "{:.1f}%")
-        idle = (f"HTA {pct(h.IDLE, hta)} of its window ({say.cell(h.WINDOW, hta)} ms, first "
-                f"kernel to last), the course {pct(h.IDLE, mine)} of the profiled steps "
-                f"({say.cell(h.WINDOW, mine)} ms)")
-        reason = h.idle_reason(table, name)
-        if reason is None:
-            say(f"'{name}': HTA and the course agree on the GPU's idle share within {tol}: "
-                f"{idle}.")
-        else:
-            say(f"'{name}': HTA and the course disagree on the GPU's idle share by more than "
-                f"{tol}: {idle}. " + _why(say, h, reason, name, hta, mine))
-        say(f"'{name}': copies ran with no kernel running for {pct(h.COPIES, hta)} (HTA) and "
-            f"{pct(h.COPIES, mine)} (the course) of the window: both count that time apart "
-            "from idle" + ("." if h.copies_agree(table, name) else
-                           f", and differ by more than {tol}: HTA calls a GPU event a copy by "
-                           "its name (Memcpy, Memset), the course by its category."))
-        _idle_split(say, h, name, hta, mine)
-        _launches(say, h, name, hta, mine)
-    return say
-
-
-def _why(say: Closing, h, reason, name, hta, mine) -> str:
-    if reason is h.Reason.EVENTS:
-        return (f"They read different GPU events: HTA kept {say.cell(h.KERNELS, hta)}, the "
-                f"course {say.cell(h.KERNELS, mine)}; HTA keeps only the events it can tie "
-                "(by correlation id) to a launch inside the profiled steps.")
-    if reason is h.Reason.WINDOW:
-        on = say.cell(h.IDLE_ON_HTA, mine, "{:.1f}%")
-        return (f"The windows differ: the course counts the host's time before the first kernel "
-                f"and after the last as idle; over HTA's window its idle would be {on}.")
-    kernel_ms = f"HTA {say.cell(h.KERNEL_MS, hta)} ms, the course {say.cell(h.KERNEL_MS, mine)} ms"
-    if reason is h.Reason.ROUNDING:
-        return (f"The windows are alike, the kernel time is not ({kernel_ms}): HTA reads "
-                "times in whole microseconds, rounding each event's start up and its end "
-                f"down (up to {say.setting('holistic.ROUNDING_US', h.ROUNDING_US)} µs an "
-                f"event), and {say.cell(h.KERNELS, hta)} short GPU events lose enough to that "
-                "to show as idle.")
-    return (f"Their kernel time differs ({kernel_ms}) by more than HTA's whole-microsecond "
-            "rounding explains: open the trace in ui.perfetto.dev and compare the events.")
-
-
-def _idle_split(say: Closing, h, name, hta, mine) -> None:
-    """HTA's largest idle category, and whether the course's launch reading agrees."""
-    kinds = {h.HOST_WAIT: "host wait: the GPU had finished and its next work was not yet "
-                          "launched, so the host sets the pace",
-             h.KERNEL_WAIT: "kernel wait: gaps under "
-                            f"{say.setting('holistic.KERNEL_WAIT_US', h.KERNEL_WAIT_US)} µs "
-                            "between kernels already queued, the cost of many small kernels",
-             h.OTHER_WAIT: "other: longer gaps with the work already queued (syncs, events)"}
-    values = {k: say.table.loc[say.table["reading"] == k, hta].iloc[0] for k in kinds}
-    if any(_isnan(v) for v in values.values()):
-        say(f"'{name}': HTA found no idle gaps to split.")
-        return
-    top = max(values, key=values.get)
-    host_bound = say.table.loc[say.table["reading"] == h.HOST_LAUNCH, mine].iloc[0] > \
-        say.table.loc[say.table["reading"] == h.KERNEL_MS, mine].iloc[0]
-    line = (f"'{name}': most of HTA's idle time is {kinds[top]} "
-            f"({say.cell(top, hta, '{:.0f}%')} of it).")
-    launch = (f"its launch calls ({say.cell(h.HOST_LAUNCH, mine)} ms on the host) "
-              f"{'outlast' if host_bound else 'take less than'} its kernels "
-              f"({say.cell(h.KERNEL_MS, mine)} ms)")
-    if host_bound == (top == h.HOST_WAIT):
-        say(f"{line} The course agrees that the host "
-            f"{'sets the pace' if host_bound else 'is not the limit'}: {launch}.")
-    else:
-        say(f"{line} The course reads it otherwise: {launch}; it adds up the calls' time, "
-            "HTA looks at each gap, whether the next launch came after the GPU went idle.")
-
-
-def _launches(say: Closing, h, name, hta, mine) -> None:
-    count = say.table.loc[say.table["reading"] == h.LAUNCHES, hta].iloc[0]
-    graphs = say.table.loc[say.table["reading"] == h.GRAPH_LAUNCHES, mine].iloc[0]
-    if count:
-        shorter = say.table.loc[say.table["reading"] == h.SHORTER, hta].iloc[0]
-        say(f"'{name}': HTA's launch statistics: {say.cell(h.LAUNCHES, hta)} per-kernel launch "
-            f"calls, a median delay of {say.cell(h.DELAY, hta)} µs from call to kernel and a "
-            f"median call of {say.cell(h.CALL, hta)} µs; {say.cell(h.SHORTER, hta, '{:.0f}%')} "
-            "of the kernels ran shorter than the call that launched them"
-            + (": launching costs more than the work." if shorter >= 50 else "."))
-    elif graphs:
-        say(f"'{name}': HTA's launch statistics count per-kernel launch calls "
-            "(cudaLaunchKernel, cudaMemcpyAsync, cudaMemsetAsync) and find none: "
-            f"{say.cell(h.GRAPH_LAUNCHES, mine)} CUDA graph launches ran every kernel.")
-    else:
-        say(f"'{name}': HTA's launch statistics find no launch calls tied to a GPU event.")
-
-
-def _isnan(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+ROUNDING = ("HTA reads times in whole microseconds, rounding each event's start up and its end "
+            "down, and many short GPU events lose enough to that to show as idle.")
+HTA = Lesson(compares=(), key="trace", flags=(
+    Flag("idle", {h.IDLE_AGREE: "", h.IDLE_DIFFER: ""}, cells={
+        f"HTA {h.IDLE}": "HTA (%)", f"HTA {h.WINDOW}": "of its window, first kernel to last (ms)",
+        f"course {h.IDLE}": "the course (%)", f"course {h.WINDOW}": "of the profiled steps (ms)",
+        "agree within (points)": "within (points)"}),
+    Flag("why", {h.WHY[h.Reason.EVENTS]: "HTA keeps only the events it can tie (by correlation "
+                                         "id) to a launch inside the profiled steps."},
+         cells={f"HTA {h.KERNELS}": "HTA kept", f"course {h.KERNELS}": "the course"}),
+    Flag("why", {h.WHY[h.Reason.WINDOW]: "The course counts the host's time before the first "
+                                         "kernel and after the last as idle."},
+         cells={f"course {h.IDLE_ON_HTA}": "the course's idle over HTA's window (%)"}),
+    Flag("why", {h.WHY[h.Reason.ROUNDING]: ROUNDING, h.WHY[h.Reason.OTHER]:
+                 "More than HTA's whole-microsecond rounding explains: open the trace in "
+                 "ui.perfetto.dev and compare the events."},
+         cells={f"HTA {h.KERNEL_MS}": "kernel time, HTA (ms)", f"course {h.KERNEL_MS}":
+                "the course (ms)", "rounding (µs an event)": "rounding up to (µs an event)",
+                f"HTA {h.KERNELS}": "GPU events"}),
+    Flag("copies", {h.COPIES_ALIKE: "Both count that time apart from idle.",
+                    h.COPIES_APART: "Both count that time apart from idle; HTA calls a GPU event "
+                                    "a copy by its name (Memcpy, Memset), the course by its "
+                                    "category."},
+         cells={f"HTA {h.COPIES}": "HTA (%)", f"course {h.COPIES}": "the course (%)"}),
+    Flag("largest idle", {
+        h.Idle.HOST_WAIT: "Host wait: the GPU had finished and its next work was not yet "
+                          "launched, so the host sets the pace.",
+        h.Idle.KERNEL_WAIT: "Kernel wait: short gaps between kernels already queued, the cost "
+                            "of many small kernels.",
+        h.Idle.OTHER_WAIT: "Other: longer gaps with the work already queued (syncs, events).",
+        h.Idle.NONE: ""},
+         cells={"its share of idle (%)": "its share of idle (%)",
+                "kernel wait under (µs)": "kernel wait: gaps under (µs)"}),
+    Flag("host pace", {**{v: "" for v in h.PACE.values()}, **{
+        v: "The course adds up the calls' time, HTA looks at each gap, whether the next launch "
+           "came after the GPU went idle." for (calls, wait), v in h.PACE.items() if calls != wait}},
+         cells={f"course {h.HOST_LAUNCH}": "its launch calls on the host (ms)",
+                f"course {h.KERNEL_MS}": "its kernels (ms)"}),
+    Flag("launches", {
+        h.Launches.COSTLY: "Launching costs more than the work.", h.Launches.PER_KERNEL: "",
+        h.Launches.GRAPHS: "HTA's launch statistics count per-kernel launch calls "
+                           "(cudaLaunchKernel, cudaMemcpyAsync, cudaMemsetAsync).",
+        h.Launches.NONE: ""},
+         cells={f"HTA {h.LAUNCHES}": "calls", f"HTA {h.DELAY}": "median delay from call to kernel "
+                "(µs)", f"HTA {h.CALL}": "median call (µs)",
+                f"HTA {h.SHORTER}": "kernels shorter than their call (%)",
+                f"course {h.GRAPH_LAUNCHES}": "CUDA graph launches"})))
 
 
 # -- what the GPU's time is spent on, by kind of kernel ---------------------------------------
