@@ -45,8 +45,10 @@ LIMITS = Lesson(
         Flag("trace", {
             INPUT_BOUND: "By the trace, the step waited for its data at least the share the "
                          "course counts as input-bound" + PERFETTO + ".",
-            COMPUTE_BOUND: "By the trace, the device's kernels and copies (on a CPU, the "
-                           "operators) fill most of the step" + PERFETTO + ".",
+            COMPUTE_BOUND: {Where.GPU: "By the trace, the device's kernels and copies fill "
+                                       "most of the step" + PERFETTO + ".",
+                            Where.CPU: "By the trace, the operators on the CPU fill most of "
+                                       "the step" + PERFETTO + "."},
             OVERHEAD_BOUND: "By the trace, neither the data nor the device's work fills the "
                             "step: Python, launches and the framework hold it" + PERFETTO + "."},
              cells={"profiled steps": "profiled steps", "trace file": "in the runs folder",

@@ -48,7 +48,9 @@ FLAGS = {f.column: f.means for f in l12.LIMITS.flags}
 C = l12.Ceilings
 # the run and its ceilings (trio's arguments), the trace's split -> a paragraph LIMITS gives them
 SCENARIOS = [
-    ("cpu trace, compute-bound", {}, cpu_split(), FLAGS["trace"][l12.COMPUTE_BOUND]),
+    ("cpu trace, compute-bound", {}, cpu_split(), FLAGS["trace"][l12.COMPUTE_BOUND][l12.Where.CPU]),
+    ("gpu trace, compute-bound", dict(rate=8800, compute=9000, feed=20000, gpus=1),
+     gpu_split(kernels=0.095, launch=0.01), FLAGS["trace"][l12.COMPUTE_BOUND][l12.Where.GPU]),
     ("near the compute ceiling", {}, cpu_split(), FLAGS["ceilings"][C.NEAR_COMPUTE]),
     ("below both ceilings", dict(rate=3000, compute=9000, feed=20000, gpus=1), gpu_split(),
      FLAGS["ceilings"][C.NEITHER]),
