@@ -183,6 +183,65 @@ def copies_agree(table: pd.DataFrame, name: str) -> bool:
         <= AGREE_POINTS
 
 
+class Idle(enum.StrEnum):
+    """The largest kind of HTA's idle time, and whether the course's launch reading
+    agrees that the host sets the pace (its launch calls outlast its kernels) or not."""
+    HOST_WAIT = "most of HTA's idle time is host wait"
+    KERNEL_WAIT = "most of HTA's idle time is kernel wait"
+    OTHER_WAIT = "most of HTA's idle time is other waits"
+    NONE = "HTA found no idle gaps to split"
+
+
+class Launches(enum.StrEnum):
+    COSTLY = "per-kernel launch calls, most kernels shorter than their call"
+    PER_KERNEL = "per-kernel launch calls"
+    GRAPHS = "no per-kernel launch calls: CUDA graph launches ran every kernel"
+    NONE = "no launch calls tied to a GPU event"
+
+
+IDLE_AGREE = "HTA and the course agree on the GPU's idle share"
+IDLE_DIFFER = "HTA and the course disagree on the GPU's idle share"
+WHY = {Reason.EVENTS: "they read different GPU events", Reason.WINDOW: "their windows differ",
+       Reason.ROUNDING: "the windows alike, the kernel time not",
+       Reason.OTHER: "their kernel time differs"}
+COPIES_ALIKE = "copies ran with no kernel running, counted alike"
+COPIES_APART = "copies ran with no kernel running, counted apart"
+# the course's launch reading (its launch calls against its kernels) against HTA's largest idle
+PACE = {(True, True): "the course agrees that the host sets the pace",
+        (False, False): "the course agrees that the host is not the limit",
+        (True, False): "the course reads it otherwise: its launch calls outlast its kernels",
+        (False, True): "the course reads it otherwise: its launch calls take less than its kernels"}
+
+
+def per_trace(table: pd.DataFrame) -> pd.DataFrame:
+    """A `compare` table turned to one row a trace ("trace"): the readings its closing
+    cites, by side ("HTA ..." and "course ..."), and what they say: whether the idle
+    shares agree within AGREE_POINTS ("idle", and "why" they differ: `Reason`), whether
+    the copies do, the largest kind of HTA's idle time with whether the course agrees
+    that the host sets the pace, and the launch statistics (`Launches`)."""
+    rows = []
+    for name in traces_of(table):
+        hta, mine = _column(table, name, "HTA"), _column(table, name, "course")
+        kinds = {k: hta[k] for k in (HOST_WAIT, KERNEL_WAIT, OTHER_WAIT)}
+        top = None if any(pd.isna(v) for v in kinds.values()) else max(kinds, key=kinds.get)
+        host_bound = mine[HOST_LAUNCH] > mine[KERNEL_MS]
+        reason = idle_reason(table, name)
+        rows.append({"trace": name, **{f"HTA {k}": v for k, v in hta.items()},
+                     **{f"course {k}": v for k, v in mine.items()},
+                     "agree within (points)": AGREE_POINTS, "rounding (µs an event)": ROUNDING_US,
+                     "kernel wait under (µs)": KERNEL_WAIT_US if top == KERNEL_WAIT else NAN,
+                     "idle": IDLE_DIFFER if reason else IDLE_AGREE, "why": WHY.get(reason, ""),
+                     "copies": COPIES_ALIKE if copies_agree(table, name) else COPIES_APART,
+                     "largest idle": {HOST_WAIT: Idle.HOST_WAIT, KERNEL_WAIT: Idle.KERNEL_WAIT,
+                                      OTHER_WAIT: Idle.OTHER_WAIT, None: Idle.NONE}[top],
+                     "its share of idle (%)": kinds[top] if top else NAN,
+                     "host pace": "" if top is None else PACE[host_bound, top == HOST_WAIT],
+                     "launches": Launches.NONE if not hta[LAUNCHES] and not mine[GRAPH_LAUNCHES]
+                     else Launches.GRAPHS if not hta[LAUNCHES] else Launches.COSTLY
+                     if hta[SHORTER] >= 50 else Launches.PER_KERNEL})
+    return pd.DataFrame(rows)
+
+
 def traces_of(table: pd.DataFrame) -> list[str]:
     """The trace names a `compare` table holds, in order."""
     return [c[:-len(": HTA")] for c in table.columns if c.endswith(": HTA")]

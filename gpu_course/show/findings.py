@@ -339,6 +339,10 @@ class Lesson:
     ran: tuple[str, ...] = ()
     pairs: tuple[str, ...] = ()
     requires: tuple[Requires, ...] = ()
+    # judge_rows: the table column that names the rows, and paragraphs for what the caller
+    # found beside the rows (`Context.facts`, keys of this mapping), said in its order
+    key: str = "rung"
+    facts: Mapping[str, Text] = field(default_factory=dict)
 
     marks: Mapping[str, Text] = field(default_factory=dict)
     versus: Versus = Versus.EACH
@@ -370,8 +374,8 @@ class Rank:
 @dataclass(frozen=True)
 class Flag:
     """A table column whose value flags a row (outputs that differ, a long tail, a busy
-    machine): each flagged row's `cells` ({column: words}) said, the last row of a value
-    closed by its paragraph. worst: a column; only the flagged row with its largest value
+    machine): each flagged row's `cells` ({column: words}; an empty cell left out) said, the
+    last row of a value closed by its paragraph. worst: a column; only the flagged row with its largest value
     is said."""
 
     column: str
@@ -401,6 +405,7 @@ class Context:
 
     cpu: Mapping | None = None
     missing: tuple = ()
+    facts: tuple = ()     # keys of `Lesson.facts`: what the caller found (a runtime loaded)
 
 
 # -- the templates: the only sentences with numbers -----------------------------------------
@@ -962,12 +967,14 @@ def _text(text: Text, track, where) -> str:
 def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
                context: Context = Context()) -> Closing:
     """`lesson`'s sentences on measured `rows` (`Row`s, one a row of `table`, in order):
-    the CPU's facts, each comparison's verdicts on the rows' own samples (a variant row
-    against the row with its comparison's baseline settings, alike in the rest) and its
-    ranks, the flagged rows, the missing packages and the talk's figures; printed, and
-    returned as the `Closing` that said them."""
+    the CPU's facts and the caller's (`Context.facts`), each comparison's verdicts on the
+    rows' own samples (a variant row against the row with its comparison's baseline
+    settings, alike in the rest) and its ranks, the rows' cells of `Lesson.columns` (the
+    empty and a column the table lacks left out), the last row's line (`Lesson.last_row`, `by_sign`; the table's last
+    row is the last Row's), the flagged rows, the missing packages and the talk's figures;
+    printed, and returned as the `Closing` that said them."""
     rows = list(rows or [])
-    say = Closing(table if rows else pd.DataFrame([{"rung": "no rows"}]))
+    say = Closing(table if rows else pd.DataFrame([{lesson.key: "no rows"}]), key=lesson.key)
     where = Where.GPU if any(r.gpu for r in rows) else Where.CPU
     said: set = set()
     if context.cpu:
@@ -975,6 +982,8 @@ def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
         say(CPU_FACTS.format(source="/proc/cpuinfo", model=say.quote("/proc/cpuinfo",
                              cpu["model"]), logical=cpu["logical"], physical=cpu["physical"],
                              usable=cpu["usable"]))
+    for fact in context.facts:
+        _once(say, said, ("fact", fact), _text(lesson.facts.get(fact, ""), None, where))
     judged = []
     for group in _split_rows(rows, lesson.group_by):
         judged += [(c, b, _judge_row(say, lesson, c, (a, b), where, said))
@@ -983,6 +992,14 @@ def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
     for compare in lesson.compares:
         for rank in compare.ranks:
             _rank_rows(say, rank, [(b, v) for c, b, v in judged if c is compare and v], said)
+    for column, words in lesson.columns.items():
+        cells = [f"'{r.name}' {say.cell(r.name, column)}" for r in rows
+                 if column in say.table.columns and not _empty(
+                     say.table[column].iloc[list(say.table[say.key]).index(r.name)])]
+        if cells:
+            say(COLUMN.format(words=words, cells=", ".join(cells)))
+    if rows:
+        _last_row(say, lesson, rows[-1], (None, where))
     for flag in lesson.flags if rows else ():
         _flag(say, flag, where)
     texts = [lesson.empty] if not rows else [lesson.cpu] if where is Where.CPU else []
@@ -1069,9 +1086,11 @@ def _flag(say: Closing, flag: Flag, where: Where) -> None:
     for value in dict.fromkeys(frame[flag.column].iloc[i] for i in flagged):
         same = [i for i in flagged if frame[flag.column].iloc[i] == value]
         for i in same:   # the value's paragraph closes its last row's line
-            say(FLAGGED.format(row=frame[say.key].iloc[i], value=value, cells="; ".join(
-                f"{w} {say.cell(i, c)}" for c, w in flag.cells.items()))
-                + (f" {_text(flag.means[value], None, where)}" if i == same[-1] else ""))
+            line = FLAGGED.format(row=frame[say.key].iloc[i], value=value, cells="; ".join(
+                f"{w} {say.cell(i, c)}" for c, w in flag.cells.items()
+                if c in frame.columns and not _empty(frame[c].iloc[i])))
+            text = _text(flag.means[value], None, where) if i == same[-1] else ""
+            say(line.replace(" ().", ".") + (f" {text}" if text else ""))
 
 
 def _once(say: Closing, said: set, key, text: str) -> None:
@@ -1168,7 +1187,8 @@ def paragraphs(lesson: Lesson | Reading) -> list[str]:
         [[r.has, r.lacks] for r in lesson.requires] + \
         [lesson.ceilings.means.values() if lesson.ceilings else []] + \
         [[x.text for x in lesson.limits]] + [[c.present for c in lesson.about]] + \
-        [[c.missing for c in lesson.about]]
+        [[c.missing for c in lesson.about]] + \
+        [lesson.facts.values()]
     out = []
     for group in texts:
         for text in group:

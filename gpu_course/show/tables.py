@@ -56,6 +56,11 @@ COLUMNS = {
     "tensor_active": ("tensor active", _percent),
     "data_wait_share": ("data wait", _fraction),
     "data_wait": ("data wait", _fraction),        # SageMaker's metric: a share, 0-1
+    "input_bound_from": ("input-bound from", _fraction),   # lesson 12: diagnose.INPUT_WAIT
+    "of_compute_ceiling": ("run ÷ compute ceiling", _fraction),
+    "of_input_ceiling": ("run ÷ input ceiling", _fraction),
+    "% of step": ("% of step", _percent),          # lesson 12: a trace's split of a step
+    "own_%": ("own_%", _percent),                  # lesson 12: cProfile's own time
     "epoch_time": ("epoch (s)", _num),            # SageMaker's metric
     "waited_share": ("steps that waited", _fraction),
     "activations_share": ("activations, of the peak", _fraction),

@@ -11,7 +11,7 @@ from gpu_course.env import cpu
 from gpu_course.show.findings import (Column, Compare, Expect, Gain, Lesson, Limit, Mark, Note,
                                       Outcome, Quote, Reading, Requires, Said, Samples, Where,
                                       judge, judge_table, outcome, paragraphs, read)
-from gpu_course.show.findings import Context, Flag, Rank, Row, judge_rows
+from gpu_course.show.findings import Context, Flag, Rank, Row, Sign, judge_rows
 
 MEANS = {Outcome.EXPECTED: "EXPECTED-PARAGRAPH", Outcome.NONE: "NONE-PARAGRAPH",
          Outcome.OPPOSITE: "OPPOSITE-PARAGRAPH", Outcome.CANNOT_JUDGE: "CANNOT-PARAGRAPH"}
@@ -457,3 +457,18 @@ def test_a_reading_groups_rows_by_a_columns_value_and_says_its_empty_paragraph()
     assert read(reading, None).text == "NO-TABLE" and read(reading, frame.iloc[:0]).text == "NO-TABLE"
     both = Said([say, read(reading, None)])
     assert both.text.endswith("NO-COLUMN\nNO-TABLE") and both.check() == []
+
+
+def test_measured_rows_named_by_another_key_with_facts_columns_a_last_row_and_a_bare_flag():
+    import pandas as pd
+    frame = pd.DataFrame([{"name": "one", "size": 1.5, "flag": "ODD", "spare": float("nan")},
+                          {"name": "two", "size": float("nan"), "flag": "", "spare": -1}])
+    lesson = Lesson(compares=(), key="name", facts={"found": "FOUND-PARAGRAPH"},
+                    columns={"size": "Size"}, last_row={"spare": "{} to spare"},
+                    by_sign={"spare": {Sign.OTHER: "NO-ROOM"}},
+                    flags=(Flag("flag", {"ODD": "ODD-PARAGRAPH"}),))
+    say = judge_rows(lesson, [Row("one", {}), Row("two", {})], frame,
+                     Context(facts=("found", "unknown")))
+    assert say.text.splitlines() == ["FOUND-PARAGRAPH", "Size: 'one' 1.50.",
+                                     "'two': -1.00 to spare.", "NO-ROOM", "'one': ODD. ODD-PARAGRAPH"]
+    assert say.check() == [] and "FOUND-PARAGRAPH" in findings.paragraphs(lesson)

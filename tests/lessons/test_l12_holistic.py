@@ -94,6 +94,11 @@ def said(table):
     return say.text
 
 
+FLAGS = {}
+for flag in l12.HTA.flags:
+    FLAGS.setdefault(flag.column, {}).update(flag.means)
+
+
 # -- on made-up traces, through HTA ---------------------------------------------------------------
 @needs_hta
 def test_a_host_bound_trace_agrees_names_host_wait_and_the_launch_statistics(tmp_path):
@@ -103,21 +108,23 @@ def test_a_host_bound_trace_agrees_names_host_wait_and_the_launch_statistics(tmp
     assert cell[h.SHORTER] == 100 and cell[h.HOST_WAIT] > 90
     assert h.idle_reason(table, "eager") is None
     text = said(table)
-    assert "'eager': HTA and the course agree on the GPU's idle share within 5 points" in text
-    assert "most of HTA's idle time is host wait" in text
-    assert "The course agrees that the host sets the pace" in text
-    assert "60 per-kernel launch calls, a median delay of 2.00 µs" in text
-    assert "100% of the kernels ran shorter than the call that launched them: launching " \
-           "costs more than the work." in text
+    assert "'eager': HTA and the course agree on the GPU's idle share (HTA (%) 89.2;" in text
+    assert "'eager': most of HTA's idle time is host wait (its share of idle (%) 100)." in text
+    assert "'eager': the course agrees that the host sets the pace" in text
+    assert ("'eager': per-kernel launch calls, most kernels shorter than their call (calls 60; "
+            "median delay from call to kernel (µs) 2.00; median call (µs) 30.0; kernels "
+            "shorter than their call (%) 100") in text
+    assert FLAGS["launches"][h.Launches.COSTLY] in text
 
 
 @needs_hta
 def test_a_cuda_graph_trace_has_kernel_wait_and_no_per_kernel_launches(tmp_path):
     table = h.compare({"graph": queued(tmp_path)})
     text = said(table)
-    assert "most of HTA's idle time is kernel wait: gaps under 30 µs" in text
-    assert "The course agrees that the host is not the limit" in text
-    assert "find none: 3 CUDA graph launches ran every kernel." in text
+    assert "'graph': most of HTA's idle time is kernel wait (its share of idle (%) 90.6; " \
+           "kernel wait: gaps under (µs) 30)." in text
+    assert "'graph': the course agrees that the host is not the limit" in text
+    assert "CUDA graph launches ran every kernel (calls 0; CUDA graph launches 3)." in text
 
 
 @needs_hta
@@ -126,31 +133,30 @@ def test_short_kernels_off_the_microsecond_lose_kernel_time_to_hta_rounding(tmp_
     table = h.compare({"tiny": queued(tmp_path, graph=False, kernel_us=1.5, gap_us=0.5)})
     assert h.idle_reason(table, "tiny") is h.Reason.ROUNDING
     text = said(table)
-    assert "'tiny': HTA and the course disagree on the GPU's idle share by more than 5 points" in text
-    assert "HTA reads times in whole microseconds" in text and "up to 2 µs an event" in text
-    assert "most of HTA's idle time is kernel wait" in text
+    assert "'tiny': HTA and the course disagree on the GPU's idle share" in text
+    assert l12.ROUNDING in text and "rounding up to (µs an event) 2; GPU events 150" in text
+    assert "'tiny': most of HTA's idle time is kernel wait" in text
 
 
 @needs_hta
 def test_host_time_after_the_last_kernel_is_idle_only_in_the_course_window(tmp_path):
     table = h.compare({"tail": queued(tmp_path, tail_us=1500)})
     assert h.idle_reason(table, "tail") is h.Reason.WINDOW
-    assert "over HTA's window its idle would be" in said(table)
+    assert FLAGS["why"][h.WHY[h.Reason.WINDOW]] in said(table)
 
 
 @needs_hta
 def test_kernels_hta_cannot_tie_to_a_launch_are_left_out(tmp_path):
     table = h.compare({"untied": host_bound(tmp_path, untied=True)})
     assert h.idle_reason(table, "untied") is h.Reason.EVENTS
-    assert "They read different GPU events: HTA kept 3, the course 60" in said(table)
+    assert "'untied': they read different GPU events (HTA kept 3; the course 60)." in said(table)
 
 
 @needs_hta
 def test_a_kernel_named_as_a_copy_is_a_copy_for_hta_and_a_kernel_for_the_course(tmp_path):
     table = h.compare({"named": host_bound(tmp_path, name="Memcpy DtoD (Device -> Device)")})
     assert not h.copies_agree(table, "named")
-    assert "HTA calls a GPU event a copy by its name (Memcpy, Memset), the course by its " \
-           "category." in said(table)
+    assert FLAGS["copies"][h.COPIES_APART] in said(table)
 
 
 @needs_hta
@@ -165,7 +171,7 @@ def test_the_h200_reference_traces():
     assert h.idle_reason(table, "naive") is None
     assert h.idle_reason(table, "tuned") is h.Reason.ROUNDING
     text = said(table)
-    assert "'naive': HTA and the course agree" in text and "3 CUDA graph launches" in text
+    assert "'naive': HTA and the course agree" in text and "CUDA graph launches 3" in text
 
 
 # -- every branch on tables made by hand (no HTA needed) --------------------------------------------
@@ -188,49 +194,55 @@ def made(hta=None, course=None, name="t"):
 
 def test_agreeing_idle_shares_and_a_launch_count_below_half_shorter():
     text = said(made())
-    assert "'t': HTA and the course agree on the GPU's idle share within 5 points: HTA 85.0% " \
-           "of its window (40.0 ms, first kernel to last), the course 84.0%" in text
-    assert "40% of the kernels ran shorter than the call that launched them." in text
-    assert "launching costs more" not in text
+    assert "'t': HTA and the course agree on the GPU's idle share (HTA (%) 85.0; of its " \
+           "window, first kernel to last (ms) 40.0; the course (%) 84.0" in text
+    assert "kernels shorter than their call (%) 40.0" in text
+    assert FLAGS["launches"][h.Launches.COSTLY] not in text
 
 
 def test_different_events_are_named_first():
     table = made(hta={h.IDLE: 95.0, h.KERNELS: 600})
     assert h.idle_reason(table, "t") is h.Reason.EVENTS
-    assert "HTA kept 600, the course 900; HTA keeps only the events it can tie" in said(table)
+    assert "(HTA kept 600; the course 900). HTA keeps only the events it can tie" in said(table)
 
 
 def test_the_window_explains_a_difference_when_the_course_idle_on_hta_window_agrees():
     table = made(hta={h.IDLE: 70.0, h.WINDOW: 20.0}, course={h.IDLE: 85.0, h.WINDOW: 40.0})
     assert h.idle_reason(table, "t") is h.Reason.WINDOW
-    assert "over HTA's window its idle would be 70.0%." in said(table)
+    assert "(the course's idle over HTA's window (%) 70.0)." in said(table)
 
 
 def test_rounding_explains_a_busy_time_gap_within_two_microseconds_an_event():
     table = made(hta={h.IDLE: 20.0, h.WINDOW: 19.0, h.KERNELS: 1300},
                  course={h.IDLE: 11.0, h.WINDOW: 19.0, h.KERNELS: 1300})
     assert h.idle_reason(table, "t") is h.Reason.ROUNDING
-    assert "1,300 short GPU events lose enough" in said(table)
+    assert "GPU events 1,300). " + l12.ROUNDING in said(table)
 
 
 def test_a_busy_time_gap_beyond_rounding_is_left_to_the_timeline():
     table = made(hta={h.IDLE: 50.0, h.WINDOW: 40.0, h.KERNELS: 10},
                  course={h.IDLE: 20.0, h.WINDOW: 40.0, h.KERNELS: 10})
     assert h.idle_reason(table, "t") is h.Reason.OTHER
-    assert "by more than HTA's whole-microsecond rounding explains: open the trace" in said(table)
+    assert FLAGS["why"][h.WHY[h.Reason.OTHER]] in said(table)
 
 
 def test_a_host_wait_the_course_does_not_see_is_a_disagreement():
     text = said(made(course={h.HOST_LAUNCH: 1.0}))
-    assert "most of HTA's idle time is host wait" in text
-    assert "The course reads it otherwise: its launch calls (1.00 ms on the host) take less " \
-           "than its kernels (6.30 ms)" in text
+    assert "'t': most of HTA's idle time is host wait" in text
+    assert "'t': the course reads it otherwise: its launch calls take less than its kernels " \
+           "(its launch calls on the host (ms) 1.00; its kernels (ms) 6.30). The course adds up" \
+           in text
 
 
 def test_no_idle_split_and_no_launches():
     text = said(made(hta={h.HOST_WAIT: h.NAN, h.LAUNCHES: 0}))
-    assert "HTA found no idle gaps to split." in text
-    assert "find no launch calls tied to a GPU event." in text
+    assert "'t': HTA found no idle gaps to split." in text
+    assert "'t': no launch calls tied to a GPU event (calls 0;" in text
+
+
+def test_paragraphs_carry_no_number():
+    from gpu_course.show import closing, findings
+    assert all(closing.measurements(t) == [] for t in findings.paragraphs(l12.HTA))
 
 
 def test_bad_input_names_what_is_allowed(tmp_path):

@@ -44,74 +44,80 @@ def said(runs, **context):
     return say.text
 
 
-def test_a_cpu_trace_and_a_run_near_its_compute_ceiling_agree(make_run):
+FLAGS = {f.column: f.means for f in l12.LIMITS.flags}
+C = l12.Ceilings
+# the run and its ceilings (trio's arguments), the trace's split -> a paragraph LIMITS gives them
+SCENARIOS = [
+    ("cpu trace, compute-bound", {}, cpu_split(), FLAGS["trace"][l12.COMPUTE_BOUND][l12.Where.CPU]),
+    ("gpu trace, compute-bound", dict(rate=8800, compute=9000, feed=20000, gpus=1),
+     gpu_split(kernels=0.095, launch=0.01), FLAGS["trace"][l12.COMPUTE_BOUND][l12.Where.GPU]),
+    ("near the compute ceiling", {}, cpu_split(), FLAGS["ceilings"][C.NEAR_COMPUTE]),
+    ("below both ceilings", dict(rate=3000, compute=9000, feed=20000, gpus=1), gpu_split(),
+     FLAGS["ceilings"][C.NEITHER]),
+    ("overhead-bound trace", dict(rate=3000, compute=9000, feed=20000, gpus=1), gpu_split(),
+     FLAGS["trace"][l12.OVERHEAD_BOUND]),
+    ("launches outlast kernels", dict(rate=3000, compute=9000, feed=20000, gpus=1), gpu_split(),
+     FLAGS["launch"][l12.LAUNCH_BOUND]),
+    ("timers not input-bound", dict(rate=268, compute=457, feed=610, wait=0.07, engine="gluon",
+                                    cpu=100.0), None, FLAGS["step timers"][l12.NOT_INPUT_BOUND]),
+    ("a shared cpu", dict(rate=268, compute=457, feed=610, wait=0.07, engine="gluon", cpu=100.0),
+     None, FLAGS["ceilings"][C.SHARED_COMPUTE]),
+    ("timers input-bound", dict(rate=268, compute=457, feed=610, wait=0.4, engine="gluon",
+                                cpu=100.0), None, FLAGS["step timers"][l12.INPUT_BOUND]),
+    ("timers disagree on a cpu", dict(rate=268, compute=457, feed=610, wait=0.4, engine="gluon",
+                                      cpu=100.0), None,
+     FLAGS["agreement"][l12.Agreement.TIMERS][l12.Where.CPU]),
+    ("timers disagree on a gpu", dict(rate=8800, compute=9000, feed=20000, wait=0.4, gpus=1),
+     None, FLAGS["agreement"][l12.Agreement.TIMERS][l12.Where.GPU]),
+    ("trace disagrees", {}, cpu_split(wait=0.5, ops=0.45, steps=3),
+     FLAGS["agreement"][l12.Agreement.TRACE]),
+    ("input trace", {}, cpu_split(wait=0.5, ops=0.45), FLAGS["trace"][l12.INPUT_BOUND]),
+    ("near the input ceiling", dict(rate=95, compute=500, feed=100, wait=0.3), cpu_split(0.3, 0.6),
+     FLAGS["ceilings"][C.NEAR_INPUT]),
+    ("above a ceiling", dict(rate=600, compute=400, feed=2000), cpu_split(), FLAGS["above"][l12.ABOVE]),
+    ("above: no verdict", dict(rate=600, compute=400, feed=2000), cpu_split(),
+     FLAGS["ceilings"][C.NO_VERDICT]),
+    ("ceilings with too few steps", dict(ceiling_config={"train_size": 640}), cpu_split(),
+     FLAGS["steps"][l12.TOO_FEW]),
+]
+
+
+@pytest.mark.parametrize("name, trio_of, split, paragraph", SCENARIOS, ids=[s[0] for s in SCENARIOS])
+def test_each_scenario_gets_its_paragraph(make_run, name, trio_of, split, paragraph):
+    assert paragraph and paragraph in said(trio(make_run, **trio_of), split=split)
+
+
+def test_paragraphs_carry_no_number():
+    from gpu_course.show import closing, findings
+    for lesson in (l12.LIMITS, l12.INPUT):
+        assert all(closing.measurements(t) == [] for t in findings.paragraphs(lesson))
+
+
+def test_the_trace_the_ceilings_and_their_agreement_cite_their_cells(make_run):
     text = said(trio(make_run), split=cpu_split())
-    assert "The trace (2 profiled steps;" in text and "trace.json.gz" in text
-    assert "waiting for data 1.0% of the step, operators on the CPU 95%: COMPUTE-BOUND" in text
-    assert "reaches 9" in text and "of the compute ceiling ('profiled: mock loader'," in text
-    assert "The trace and the ceilings agree: COMPUTE-BOUND." in text
+    assert ("The trace's split of a profiled step: 'waiting for data' 1.0%, 'operators on the "
+            "CPU (compute)' 95%") in text
+    assert "'profiled': compute-bound (profiled steps 2; in the runs folder " in text
+    assert "/profile/trace.json.gz; input-bound from 25.0%)" in text
+    assert ("'profiled': compute-bound: near the compute ceiling, the lower (compute ceiling "
+            "(samples/s) 119; input ceiling (samples/s) 494; run ÷ compute ceiling 93.4%") in text
+    assert ("'profiled': the two methods agree (the profiler compute-bound; the ceilings "
+            "compute-bound).") in text
+    gpu = said(trio(make_run, rate=3000, compute=9000, feed=20000, gpus=1), split=gpu_split())
+    assert "(host launch calls (s) 0.06; device kernels (s) 0.03)" in gpu
+    busy = said(trio(make_run, rate=8800, compute=9000, feed=20000, gpus=1),
+                split=gpu_split(kernels=0.095, launch=0.01))
+    assert FLAGS["launch"][l12.LAUNCH_BOUND] not in busy and "the two methods agree" in busy
 
 
-def test_a_cuda_trace_with_launches_longer_than_kernels_and_a_run_below_both_ceilings(make_run):
-    runs = trio(make_run, rate=3000, compute=9000, feed=20000, gpus=1)
-    text = said(runs, split=gpu_split())
-    assert "device kernels 30% and memory copies 2.0%" in text and "OVERHEAD-BOUND" in text
-    assert "launch calls took longer on the host (0.060 s) than the kernels ran on the device " \
-           "(0.030 s)" in text and "CUDA graphs" in text
-    assert "neither ceiling holds it" in text and "reaches only 3" in text
-    assert "agree: OVERHEAD-BOUND" in text
-
-
-def test_a_cuda_trace_busy_with_kernels_needs_no_launch_advice(make_run):
-    runs = trio(make_run, rate=8800, compute=9000, feed=20000, gpus=1)
-    text = said(runs, split=gpu_split(kernels=0.095, launch=0.01))
-    assert "COMPUTE-BOUND" in text and "launch calls took longer" not in text
-    assert "agree: COMPUTE-BOUND" in text
-
-
-def test_step_timers_not_input_bound_agree_with_ceilings_on_a_shared_cpu(make_run):
-    runs = trio(make_run, rate=268, compute=457, feed=610, wait=0.07, engine="gluon", cpu=100.0)
-    text = said(runs)
-    assert "The step timers (all" in text and "where the loader counts as the limit from 25%" in text
-    assert "NOT INPUT-BOUND" in text
-    assert "take turns on the same cores, and the model costs more per sample" in text
-    assert "The step timers and the ceilings agree: NOT INPUT-BOUND." in text
-
-
-def test_step_timers_input_bound_while_the_ceilings_point_the_other_way_is_a_disagreement(make_run):
-    """gluon/12 called these "agreeing": the diagnosis's verdict was the timers' threshold."""
-    runs = trio(make_run, rate=268, compute=457, feed=610, wait=0.4, engine="gluon", cpu=100.0)
-    text = said(runs)
-    assert "INPUT-BOUND" in text and "COMPUTE-BOUND" in text
-    assert "disagree" in text and "ceilings agree" not in text and "share the cores" in text
-
-
-def test_a_trace_that_disagrees_names_how_few_steps_it_covers(make_run):
-    text = said(trio(make_run), split=cpu_split(wait=0.5, ops=0.45, steps=3))
-    assert "INPUT-BOUND" in text and "disagree: the trace covers 3 steps" in text
-
-
-def test_an_input_ceiling_below_the_compute_ceiling_holding_the_run(make_run):
-    text = said(trio(make_run, rate=95, compute=500, feed=100, wait=0.3), split=cpu_split(0.3, 0.6))
-    assert "of the input ceiling ('profiled: mock trainer'," in text and "agree: INPUT-BOUND" in text
-
-
-def test_a_run_above_its_ceiling_gives_no_verdict(make_run):
-    text = said(trio(make_run, rate=600, compute=400, feed=2000), split=cpu_split())
-    assert "The mock ceilings give no verdict: 'profiled' runs at 15" in text
-    assert "cannot beat" in text and "agree" not in text
-
-
-def test_ceilings_with_too_few_steps_give_no_verdict(make_run):
-    runs = trio(make_run, ceiling_config={"train_size": 640})   # 5 steps an epoch
-    text = said(runs, split=cpu_split())
-    assert "'profiled: mock loader' has 10 steady steps, fewer than 20" in text
-
-
-def test_missing_ceilings_and_too_few_steps_for_the_timers(make_run):
+def test_too_few_steps_and_missing_ceilings_give_no_verdict(make_run):
+    loader_few = said(trio(make_run, ceiling_config={"train_size": 640}), split=cpu_split())
+    assert "'profiled: mock loader': too few steady steps (steady steps 10; needed 20)." in loader_few
+    assert "agree" not in loader_few
     run = make_run("profiled", rate=100, engine="gluon", config={"mock": "none", "train_size": 640})
     text = said([run])
-    assert "from 10 steady steps: too few to judge" in text and "were not measured" in text
+    assert "'profiled': too few steady steps (steady steps 10; needed 20)." in text
+    assert FLAGS["ceilings"][C.NOT_MEASURED] in text and "not input-bound" not in text
 
 
 def test_the_input_profile_names_its_most_expensive_function():
@@ -120,9 +126,9 @@ def test_the_input_profile_names_its_most_expensive_function():
                         {"function": "pad", "calls": 256, "own_s": 0.01, "with_callees_s": 0.02,
                          "own_per_call_ms": 0.039, "own_%": 1.8}])
     text = said([], top=top)
-    assert text == ("cProfile of the input pipeline: the most expensive function is "
-                    "data.py:63(__getitem__), with 25% of the time in its own code over 7,512 "
-                    "calls, 0.0184 ms per call.")
+    assert text == ("'data.py:63(__getitem__)': the input pipeline's most expensive function "
+                    "under cProfile, 25% of the time in its own code, over 7,512 calls, 0.0184 "
+                    "ms per call.")
 
 
 def test_the_table_has_no_speed_up_for_ceilings(make_run):
