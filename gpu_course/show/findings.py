@@ -486,6 +486,9 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
     track, where = metrics.engine(runs[0]), _where(runs)
     judged = all(n.judged or not _fires(n, runs) for n in lesson.notes)
     said: set = set() if judged else {"no outcomes"}
+    if any(c.accuracy or c.gains for c in lesson.compares) and len(runs) > 1 \
+            and say.at_chance(runs):
+        said.add("all at chance")   # said once (CHANCE), not on every pair
     best = {}
     others = _ceilings(say, lesson, runs, (track, where)) if lesson.ceilings else runs
     if lesson.bounds:
@@ -505,7 +508,7 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
     if lesson.rank and judged and len(best) == 2:
         _rank(say, lesson, best, track)
     top = _fastest(say, runs) if lesson.fastest else None
-    if any(c.accuracy for c in lesson.compares) and len(runs) > 1 and say.at_chance(runs):
+    if "all at chance" in said:
         say(CHANCE)
     _columns(say, lesson, [r.name for r in runs], (track, where), "judged" in said)
     _last_row(say, lesson, runs[-1], (track, where))
@@ -634,8 +637,8 @@ def _judged(say: Closing, match: Compare, pair, context, said: set) -> noise.Ver
     track, where = context
     first, last = a[-1], b[-1]
     verdict = _verdict(say, match, pair, changes)
-    if match.accuracy or match.gains:
-        points, change = say.accuracy(first, last)
+    if (match.accuracy or match.gains) and "all at chance" not in said:
+        points, change = say.accuracy(first, last)   # all at chance: said once (CHANCE)
         say(ACCURACY.format(a=first.name, b=last.name, change=change))
         if match.worse and points < 0 and noise.accuracy_verdict(first, last).is_effect \
                 and ("worse", id(match)) not in said:
