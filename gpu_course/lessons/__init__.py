@@ -10,11 +10,15 @@ the module its number names (`l03_graph` for lesson 03):
 
 Each module holds `SIZES` (full, smoke, and check: the changes to full that `make
 gpu-check` runs on a GPU, GPU_COURSE_SIZE=check) and `OWN_SIZES` (the names among them
-that are not Experiment fields), optionally `table(runs)` (the table its
-sentences cite, when it is not the ladder table) and `conclude(runs, ...)`, which reads
-the runs' records (never the machine the notebook runs on) and says its sentences through
-`closing.Closing`, so every number printed is a cell of the table shown. The talk's
-numbers are in `talk`, once for every lesson. No deep-learning framework here.
+that are not Experiment fields), optionally `table(runs)` (the table its sentences cite,
+when it is not the ladder table), and its findings as data: `LESSON =
+findings.Lesson(...)` (what it compares, what it expects on a GPU and on a CPU, and one
+number-free paragraph for each outcome; the talk's figures as quotes). `conclude(runs,
+...)` hands the runs to the engine, `show.findings.judge`, which reads their records
+(never the machine the notebook runs on) and words every verdict through its fixed
+templates, so every number printed is a cell of the table shown, a noise verdict or a
+quote naming its source. The talk's numbers are in `talk`, once for every lesson. No
+lesson imports another, none prints, and no deep-learning framework is imported here.
 """
 from __future__ import annotations
 
