@@ -40,16 +40,49 @@ MOMENTUM, WEIGHT_DECAY, LR_FACTOR = 0.9, 5e-4, 0.5
 AUGMENTS = ("standard", "none", "heavy")
 DATA_FORMATS = ("loose", "preresized", "packed", "memory")
 class Graph(StrEnum):
-    """How the network runs: as written (eager / imperative), as a graph (hybridize() /
-    torch.compile), or as a graph with static memory and shapes (hybridize(static_alloc,
-    static_shape) / CUDA graphs)."""
+    """How the network runs: as written, as a graph, or as a graph with static memory and
+    shapes. A record keeps these canonical words; each track names them in its own
+    (`word`, `GRAPH_WORDS`), and `Graph.of` takes either track's words or the canonical."""
 
-    EAGER = "eager"
-    HYBRID = "hybrid"
-    STATIC = "static"
+    EAGER = "eager"       # Gluon: imperative; PyTorch: eager
+    HYBRID = "hybrid"     # Gluon: net.hybridize(); PyTorch: torch.compile(net)
+    STATIC = "static"     # Gluon: hybridize(static_alloc=True, static_shape=True);
+                          # PyTorch: CUDA graphs (torch.compile(mode="reduce-overhead"))
+
+    @classmethod
+    def of(cls, word) -> "Graph":
+        """The Graph a word names: canonical or either track's ("_" or " " for "-", any
+        case); a ValueError naming the word and every word allowed."""
+        text = str(word).strip().lower().replace("_", "-").replace(" ", "-")
+        found = next((g for g in cls if text in (g.value, *(w[g] for w in GRAPH_WORDS.values()))),
+                     None)
+        if found is None:
+            raise ValueError(f"graph={word!r} is not allowed; allowed: " + "; ".join(
+                f"{engine}: {', '.join(words.values())}" for engine, words in
+                GRAPH_WORDS.items()) + f" (or as recorded: {', '.join(cls)})")
+        return found
+
+    def word(self, engine: str) -> str:
+        """How `engine`'s track names this graph (the canonical word for another engine)."""
+        return GRAPH_WORDS.get(engine, {}).get(self, self.value)
 
 
-GRAPHS = tuple(Graph)
+# each track's words for its graphs: what its attendee writes and reads
+GRAPH_WORDS = {"gluon": {Graph.EAGER: "imperative", Graph.HYBRID: "hybridize",
+                         Graph.STATIC: "static-alloc"},
+               "pytorch": {Graph.EAGER: "eager", Graph.HYBRID: "compile",
+                           Graph.STATIC: "cuda-graphs"}}
+
+
+def worded(name: str, value, engine: str):
+    """A setting's value in `engine`'s track's words: the graph by `Graph.word`, any
+    other value (and a graph word not known) as it is."""
+    if name != "graph" or value is None:
+        return value
+    try:
+        return Graph.of(value).word(engine)
+    except ValueError:
+        return value
 
 
 class SampleOrder(StrEnum):
@@ -128,8 +161,10 @@ class Experiment:
     mock: str = "none"                # "loader": one batch served forever (compute ceiling);
                                       # "trainer": batches fetched and dropped (input ceiling)
     # -- compute ---------------------------------------------------------------------
-    graph: str = "eager"              # "eager" | "hybrid" (hybridize()/torch.compile)
-                                      # | "static" (static_alloc+static_shape / CUDA graphs)
+    graph: str = "eager"              # how the network runs (`Graph`), in either track's
+                                      # words: Gluon "imperative" | "hybridize" |
+                                      # "static-alloc"; PyTorch "eager" | "compile" |
+                                      # "cuda-graphs"; kept as Graph's canonical word
     dtype: str = "float32"            # "float32" | "float16" | "bfloat16" (Gluon: CPU only)
     channels_last: bool = False       # PyTorch: NHWC memory layout for tensor cores
     num_gpus: int = 1                 # devices to train on; CPU contexts when no GPU exists
@@ -174,7 +209,7 @@ class Experiment:
         _choice(self, "data_format", DATA_FORMATS)
         _choice(self, "sample_order", SAMPLE_ORDERS)
         _choice(self, "page_cache", PAGE_CACHES)
-        _choice(self, "graph", GRAPHS)
+        object.__setattr__(self, "graph", Graph.of(self.graph).value)
         _choice(self, "dtype", DTYPES)
         _choice(self, "mock", MOCKS)
         _choice(self, "optimizer", OPTIMIZERS[self.engine], OPTIMIZERS)

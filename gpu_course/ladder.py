@@ -1,10 +1,11 @@
 """The course's main job: walk one training job up the ladder of fixes and compare.
 
 Each rung changes one thing on top of the rung before it, as the talk does:
-naive -> more loader workers -> hybridize/compile -> lower precision -> large batch with
-a large-batch optimizer -> LR schedule -> (PyTorch) data on the GPU -> the whole step
-as one CUDA graph -> more GPUs. Rungs are plain `Experiment`s, so a notebook can run any
-one of them by itself.
+naive -> workers -> hybridize (Gluon) or compile (PyTorch) -> float16 (Gluon) or bfloat16
+(PyTorch) -> large-batch with a large-batch optimizer -> lr-schedule -> (PyTorch)
+data-on-gpu, the whole step as one CUDA graph -> all-gpus. The rungs' names are
+`rungs.RungName`; rungs are plain `Experiment`s, so a notebook can run any one of them
+by itself.
 
 On a CPU the ladder keeps the rungs a CPU can show and reads photos (loose JPEGs) until
 its data-format rung, the talk's off-line pre-processing: the photos decoded and resized
@@ -37,11 +38,11 @@ import importlib
 import math
 import os
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
-from .config import Experiment
+from .config import Experiment, Graph
 from .measure.records import OutOfMemory, Run, runs_root, load_run, update_meta
+from .rungs import LESSON, RungName
 
 
 LONG_EPOCHS = 30  # the tuned rung's longer line on a GPU: long enough for the monitor to see it
@@ -63,49 +64,36 @@ RUNG_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_fa
                  "warmup_epochs", "data_on_gpu", "num_gpus", "threads")
 
 
-class RungName(StrEnum):
-    """The ladder's rungs, by name: what a run of each is recorded as, and what the report,
-    lesson 08 and the reference look up (a StrEnum: records keep the plain words)."""
-
-    NAIVE = "naive"
-    WORKERS = "workers"
-    DATA_FORMAT = "data-format"
-    HYBRIDIZE = "hybridize"
-    COMPILE = "compile"
-    FLOAT16 = "float16"
-    BFLOAT16 = "bfloat16"
-    LARGE_BATCH = "large-batch"
-    LR_SCHEDULE = "lr-schedule"
-    DATA_ON_GPU = "data-on-gpu"
-    THREADS = "threads"
-    CUDA_GRAPHS = "cuda-graphs"
-    ALL_GPUS = "all-gpus"
-    # not a rung: the tuned rung again over LONG_EPOCHS, a separate line after the ladder,
-    # whose rungs all train the same epochs (a like-for-like time to accuracy)
-    LONGER = "tuned, longer"
-
-
-# Rungs whose effect only a GPU shows, left out of a CPU ladder: (rung, lesson, why)
+# What only a GPU shows, left out of a CPU ladder: (rung, or what else, why); the lesson
+# that shows it is the rung's (`rungs.LESSON`), lesson 03's for the CUDA graphs
+CUDA_GRAPHS = "CUDA graphs"   # not a rung: what the compile and data-on-gpu rungs replay
 GPU_ONLY = {
-    "gluon": [(RungName.FLOAT16, "lesson 04", "a CPU has no fast float16 convolutions"),
-              (RungName.LARGE_BATCH, "lesson 05", "a large batch pays by filling a GPU; a CPU "
-               "is as busy at batch 64"),
-              ("more GPUs", "lesson 07", "there is no second device")],
-    "pytorch": [(RungName.LARGE_BATCH, "lesson 05", "a large batch pays by filling a GPU; a CPU "
-                 "is as busy at batch 64"),
-                (RungName.CUDA_GRAPHS, "lesson 03", "CUDA graphs need CUDA"),
-                ("more GPUs", "lesson 07", "there is no second device")],
+    "gluon": [(RungName.FLOAT16, "a CPU has no fast float16 convolutions"),
+              (RungName.LARGE_BATCH, "a large batch pays by filling a GPU; a CPU is as busy "
+               "at batch 64"),
+              (RungName.ALL_GPUS, "there is no second device")],
+    "pytorch": [(RungName.LARGE_BATCH, "a large batch pays by filling a GPU; a CPU is as busy "
+                 "at batch 64"),
+                (CUDA_GRAPHS, "they need CUDA: on a CPU the compile and data-on-gpu rungs "
+                 "run without them"),
+                (RungName.ALL_GPUS, "there is no second device")],
 }
 
 
-def cpu_left_out(engine: str) -> list[tuple[RungName, str, str]]:
-    """(rung, lesson, why) for each rung this CPU lacks the instructions to show: PyTorch's
+def left_out(what: str, why: str) -> str:
+    """A rung (or CUDA_GRAPHS) a CPU ladder leaves out, in words: "large-batch (lesson 05:
+    why)"."""
+    return f"{what} (lesson {LESSON.get(what, LESSON[RungName.COMPILE])}: {why})"
+
+
+def cpu_left_out(engine: str) -> list[tuple[RungName, str]]:
+    """(rung, why) for each rung this CPU lacks the instructions to show: PyTorch's
     bfloat16 runs on any CPU, but without bfloat16 instructions every operator converts to
     float32 and back, so the rung and every rung above it would only be slower."""
     from .env import cpu
     support = cpu.supports(cpu.Capability.BFLOAT16_INSTRUCTIONS)
     if engine == "pytorch" and not support:
-        return [(RungName.BFLOAT16, "lesson 04", support.why)]
+        return [(RungName.BFLOAT16, support.why)]
     return []
 
 
@@ -235,14 +223,15 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     base = Experiment(name=RungName.NAIVE, engine=engine, batch_size=64, num_workers=1,
                       warmup_steps=2 if quick else 5, num_gpus=min(gpus, 1) or 1,
                       monitor_interval=0.2 if quick else 0.5, **{**data, **sizes})
+    plain = Graph.EAGER.word(engine)   # imperative (Gluon), eager (PyTorch)
     if cpu:
         low, high = PHOTO_SIDES
-        naive = Rung(RungName.NAIVE, base, f"batch 64, one loader worker, float32, imperative, "
+        naive = Rung(RungName.NAIVE, base, f"batch 64, one loader worker, float32, {plain}, "
                      f"photos read as loose JPEGs ({low}-{high} px)",
                      limit="the host: one loader worker opens, decodes and resizes each "
                            "photo, then crops, flips and normalises it in Python")
     else:
-        naive = Rung(RungName.NAIVE, base, "batch 64, one loader worker, float32, imperative",
+        naive = Rung(RungName.NAIVE, base, f"batch 64, one loader worker, float32, {plain}",
                      limit="the host: one loader worker crops, flips and normalises each "
                            "image in Python, and the training process dispatches every "
                            "operator of a 64-image step from Python")
@@ -256,7 +245,8 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add(RungName.WORKERS, f"DataLoader(num_workers={workers})", num_workers=workers)
         if cpu:  # the talk's "off-line pre-processing" into a binary format
             add(RungName.DATA_FORMAT, PACK_ONCE, data_format="memory")
-        add(RungName.HYBRIDIZE, "net.hybridize(static_alloc=True, static_shape=True)", graph="static")
+        add(RungName.HYBRIDIZE, "net.hybridize(static_alloc=True, static_shape=True)",
+            graph=Graph.STATIC)
         if cpu:  # without a warm-up, lr 0.1 stalls the first epoch at chance
             add(RungName.LR_SCHEDULE, "cosine LR schedule after a one-epoch linear warm-up",
                 lr_scheduler="cosine", warmup_epochs=min(1.0, sizes["epochs"]))
@@ -276,12 +266,12 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         if cpu:
             add(RungName.DATA_FORMAT, PACK_ONCE, data_format="memory")
         if cpu:
-            add(RungName.COMPILE, "torch.compile(net)", graph="hybrid")
+            add(RungName.COMPILE, "torch.compile(net)", graph=Graph.HYBRID)
         else:  # hybridize(static_alloc, static_shape)'s counterpart: a batch-64 step is
             # host-bound (its kernels run a third of it on an H200), so fusion alone cannot
             # pay; replaying the forward and backward as CUDA graphs removes the dispatch
             add(RungName.COMPILE, "torch.compile(net, mode='reduce-overhead'): fused "
-                "kernels, the forward and backward replayed as CUDA graphs", graph="static")
+                "kernels, the forward and backward replayed as CUDA graphs", graph=Graph.STATIC)
         if not (cpu and cpu_left_out(engine)):
             add(RungName.BFLOAT16, "autocast(bfloat16) + channels_last", dtype="bfloat16",
                 channels_last=True)
@@ -314,7 +304,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     if gpus > 1:
         # DDP keeps the compiled model (the whole-step graph is single-process)
         add(RungName.ALL_GPUS, f"{gpus} GPUs", num_gpus=gpus,
-            **({"graph": "hybrid"} if engine == "pytorch" else {}))
+            **({"graph": Graph.HYBRID} if engine == "pytorch" else {}))
     if engine == "pytorch" and not (quick or epochs_given):
         ladder.append(Rung(RungName.LONGER, tuned.cfg.replace(
             name=RungName.LONGER, epochs=max(sizes["epochs"], LONG_EPOCHS)),
@@ -429,11 +419,11 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
     lines, ok = [], True
     if gpus == 0:
         lines.append("Left out on this CPU, their effect needs a GPU: " + "; ".join(
-            f"{name} ({lesson}: {why})" for name, lesson, why in GPU_ONLY[engine]) + ".")
+            left_out(what, why) for what, why in GPU_ONLY[engine]) + ".")
         lacking = cpu_left_out(engine)
         if lacking:
             lines.append("Left out on this CPU, which lacks what they need: " + "; ".join(
-                f"{name} ({lesson}: {why})" for name, lesson, why in lacking) + ".")
+                left_out(what, why) for what, why in lacking) + ".")
         if runs and runs[0].config.get("model") == CPU_MODEL:
             lines.append(f"The CPU ladder trains the '{CPU_MODEL}' network (ResNet-20 learns "
                          "too slowly on a CPU to show anything in minutes).")

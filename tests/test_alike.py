@@ -164,3 +164,16 @@ def test_a_repeat_of_the_baseline_gets_no_speed_up(run):
     a, again = run("naive", rate=100.0), run("naive again", rate=114.0)
     frame = report.ladder_table([a, again, run("tiny", config={"model": "tiny"}, rate=300.0)])
     assert frame["speedup"].isna().iloc[1] and frame["speedup"].iloc[2] == pytest.approx(3.0, rel=0.05)
+
+
+@pytest.mark.parametrize("engine, words", [("pytorch", ("eager", "compile", "cuda-graphs")),
+                                           ("gluon", ("imperative", "hybridize", "static-alloc"))])
+def test_a_graph_is_shown_in_the_words_of_the_run_s_track(run, engine, words):
+    """Records keep the canonical graph; what a sentence or a table column prints is the
+    run's own track's word, while comparing stays on the record's."""
+    runs = [run(g, config={"graph": g}, engine=engine) for g in ("eager", "hybrid", "static")]
+    assert alike.differences(runs[0], runs[1]) == {"graph": words[:2]}
+    assert alike.words(alike.differences(*runs[::2]), "a", "b") == \
+        f"graph {words[0]} against {words[2]}"
+    assert tuple(report.ladder_table(runs)["graph"]) == words
+    assert [alike.value(r, "graph") for r in runs] == ["eager", "hybrid", "static"]

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from gpu_course.config import FIELDS, Experiment, check_gpus, parse_value
+from gpu_course.config import FIELDS, Experiment, Graph, check_gpus, parse_value, worded
 
 
 def test_defaults_are_the_naive_rung():
@@ -18,7 +18,8 @@ def test_defaults_are_the_naive_rung():
     ("optimizer", "rmsprop", ["optimizer", "rmsprop", "lbsgd"]),
     ("lr_scheduler", "exp", ["lr_scheduler", "exp", "multifactor"]),
     ("model", "vgg", ["model", "vgg", "resnet20"]),
-    ("graph", "jit", ["graph", "jit", "hybrid"]),
+    ("graph", "jit", ["graph", "jit", "pytorch: eager, compile, cuda-graphs",
+                      "gluon: imperative, hybridize, static-alloc"]),
     ("lr", 0.0, ["lr", "0.0"]),
     ("optimizer_params", (("momentum", 1.5),), ["momentum", "1.5", "[0, 1)"]),
     ("optimizer_params", {"wd": -1}, ["wd", "-1", ">= 0"]),
@@ -30,6 +31,26 @@ def test_bad_values_name_field_value_and_what_is_allowed(field, value, words):
         Experiment(**{field: value})
     for word in words:
         assert word in str(err.value)
+
+
+@pytest.mark.parametrize("words, graph", [
+    (("eager", "imperative", "EAGER"), Graph.EAGER),
+    (("hybrid", "hybridize", "compile"), Graph.HYBRID),
+    (("static", "static-alloc", "static_alloc", "cuda-graphs", "CUDA graphs"), Graph.STATIC),
+])
+def test_the_graph_is_asked_in_either_track_s_words_and_kept_in_one(words, graph):
+    """Each track's attendee writes its own words; the record keeps the canonical one, so
+    runs asked in either track's words, and old records, compare alike."""
+    for engine in ("gluon", "pytorch"):
+        for word in words:
+            cfg = Experiment(engine=engine, graph=word)
+            assert cfg.graph == graph.value and type(cfg.graph) is str
+            assert Experiment.from_dict(cfg.to_dict()) == cfg
+    assert worded("graph", graph.value, "pytorch") == graph.word("pytorch") == \
+        {"eager": "eager", "hybrid": "compile", "static": "cuda-graphs"}[graph]
+    assert worded("graph", graph.value, "gluon") == \
+        {"eager": "imperative", "hybrid": "hybridize", "static": "static-alloc"}[graph]
+    assert worded("dtype", "float16", "pytorch") == "float16"   # only the graph has words
 
 
 def test_engine_specific_choices():

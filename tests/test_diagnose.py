@@ -10,6 +10,7 @@ import pytest
 from fake_runs import load, write_run
 from gpu_course.analyse import diagnose
 from gpu_course.measure.records import Ran, RunRecord
+from gpu_course.rungs import RungName
 
 GPU = dict(engine="pytorch", num_gpus=1, machine_gpus=1)
 CPU = dict(engine="gluon", num_gpus=0, machine_gpus=0, gpm=False, cpu_count=2)
@@ -35,9 +36,9 @@ def test_a_starved_gpu_is_input_bound_and_more_workers_come_next(tmp_path):
 
 
 def test_a_busy_gpu_is_compute_bound_and_the_compute_rungs_follow_in_order(tmp_path):
-    steps = [({}, "hybridize/compile"), ({"graph": "hybrid"}, "lower precision"),
-             ({"graph": "hybrid", "dtype": "bfloat16"}, "larger batch"),
-             ({"graph": "hybrid", "dtype": "bfloat16", "batch_size": 1024}, "more GPUs")]
+    steps = [({}, "compile"), ({"graph": "hybrid"}, "bfloat16"),   # a PyTorch run's rungs
+             ({"graph": "compile", "dtype": "bfloat16"}, "large-batch"),
+             ({"graph": "hybrid", "dtype": "bfloat16", "batch_size": 1024}, "all-gpus")]
     for i, (config, rung) in enumerate(steps):
         run = load(write_run(tmp_path, f"r{i}", busy=97, data_wait_share=0.02, index=i,
                              config={"num_workers": 8, **config}, **GPU))
@@ -45,18 +46,36 @@ def test_a_busy_gpu_is_compute_bound_and_the_compute_rungs_follow_in_order(tmp_p
         assert (d.verdict, d.next_rung) == ("compute-bound", rung), config
     assert "torch.compile" in diagnose.next_rung("compute-bound", {"engine": "pytorch"},
                                                  {"gpus": 1})[1]
-    assert "hybridize" in diagnose.next_rung("compute-bound", {"engine": "gluon"},
-                                             {"gpus": 1})[1]
+    assert diagnose.next_rung("compute-bound", {"engine": "gluon"}, {"gpus": 1})[0] == \
+        RungName.HYBRIDIZE
+    assert diagnose.next_rung("compute-bound", {"engine": "gluon", "graph": "static"},
+                              {"gpus": 1})[0] == RungName.FLOAT16
+
+
+@pytest.mark.parametrize("engine, rung, words, not_words", [
+    ("pytorch", RungName.COMPILE, ("'compile'", "'cuda-graphs'", "torch.compile"),
+     ("hybrid", "static")),
+    ("gluon", RungName.HYBRIDIZE, ("'hybridize'", "'static-alloc'", "static_alloc"),
+     ("torch", "'static'", "'hybrid'")),
+])
+def test_the_graph_advice_speaks_the_run_s_track(engine, rung, words, not_words):
+    """An overhead-bound run's graph rung and advice, eager then a graph, in its own
+    track's words: what its attendee writes as graph=."""
+    said = [diagnose.next_rung("overhead-bound", {"engine": engine, "graph": graph}, {"gpus": 1})
+            for graph in ("eager", "hybrid")]
+    assert {r for r, _ in said} == {rung}
+    text = " ".join(advice for _, advice in said)
+    assert all(w in text for w in words) and not any(w in text for w in not_words), text
 
 
 def test_an_idle_gpu_that_does_not_wait_for_data_is_overhead_bound(tmp_path):
     run = load(write_run(tmp_path, "small net", busy=35, data_wait_share=0.02,
                          config={"num_workers": 8, "model": "tiny"}, **GPU))
     d = diagnose.diagnose(run)
-    assert d.verdict == "overhead-bound" and d.next_rung == "hybridize/compile"
+    assert d.verdict == "overhead-bound" and d.next_rung == "compile"
     static = load(write_run(tmp_path, "compiled", busy=35, data_wait_share=0.02, index=1,
                             config={"num_workers": 8, "graph": "static"}, **GPU))
-    assert diagnose.diagnose(static).next_rung == "larger batch"
+    assert diagnose.diagnose(static).next_rung == "large-batch"
 
 
 def test_on_a_cpu_the_ceilings_decide(tmp_path):
@@ -116,7 +135,8 @@ def test_ceilings_are_found_next_to_the_run(tmp_path):
     assert diagnose.find_ceilings(run)[1].name == "loose: mock trainer"
     d = diagnose.diagnose(run)
     assert d.numbers["compute_ceiling"] == pytest.approx(1500.0, rel=0.05)
-    assert d.verdict == "input-bound" and d.next_rung == "pre-processing"
+    assert d.verdict == "input-bound" and d.next_rung == RungName.DATA_FORMAT
+    assert d.advice.startswith("data_format='preresized'")
     assert math.isnan(diagnose.diagnose(run, search=False).numbers["compute_ceiling"])
 
 
@@ -134,17 +154,19 @@ def test_mock_runs_are_their_own_ceilings(tmp_path):
 def test_input_rungs_follow_the_data_format(tmp_path):
     n = {"cpu_count": 2, "cpu_percent": 99.0, "gpus": 0}
     folder_cfg = {"dataset": "folder", "num_workers": 2, "engine": "gluon"}
-    assert diagnose.next_rung("input-bound", folder_cfg, n)[0] == "pre-processing"
+    assert diagnose.next_rung("input-bound", folder_cfg, n)[0] == RungName.DATA_FORMAT
     assert "100% busy" not in diagnose.next_rung("input-bound", folder_cfg,
                                                  {**n, "cpu_percent": 50.0})[1]
-    for fmt, rung in (("preresized", "packed format"), ("packed", "in memory")):
-        assert diagnose.next_rung("input-bound", {**folder_cfg, "data_format": fmt},
-                                  n)[0] == rung
+    for fmt, faster in (("loose", "preresized"), ("preresized", "packed"), ("packed", "memory")):
+        rung, advice = diagnose.next_rung("input-bound", {**folder_cfg, "data_format": fmt}, n)
+        assert rung == RungName.DATA_FORMAT and advice.startswith(f"data_format={faster!r}")
+    assert diagnose.next_rung("input-bound", {**folder_cfg, "data_format": "memory"},
+                              n)[0] == RungName.WORKERS   # Gluon: no data on the GPU
     assert "RecordIO" in diagnose.next_rung("input-bound", {**folder_cfg,
                                             "data_format": "preresized"}, n)[1]
     torch_cfg = {"dataset": "synthetic", "num_workers": 13, "engine": "pytorch"}
     assert diagnose.next_rung("input-bound", torch_cfg,
-                              {**n, "cpu_count": 16})[0] == "data on GPU"
+                              {**n, "cpu_count": 16})[0] == "data-on-gpu"
     with pytest.raises(ValueError, match="verdict"):
         diagnose.next_rung("bored", {}, n)
 
@@ -172,7 +194,8 @@ def test_a_run_above_its_ceiling_is_not_ruled_on(tmp_path):
     """Lesson 01 printed runs at 127-285 % of a ceiling they cannot beat."""
     run = load(write_run(tmp_path, "job", samples_per_sec=600.0, data_wait_share=0.0, **CPU))
     d = diagnose.diagnose(run, compute_ceiling=400.0, input_ceiling=5000.0)
-    assert d.verdict == diagnose.UNRELIABLE and d.next_rung == "measure again"
+    assert d.verdict == diagnose.UNRELIABLE and d.next_rung is None
+    assert d.advice.startswith(diagnose.AGAIN) and f"Next: {diagnose.AGAIN}: " in str(d)
     assert any(line.startswith("not ruled on: the run (") and "% of its compute ceiling "
                "(mock loader) (400), which it cannot beat" in line for line in d.evidence)
     assert diagnose.diagnose(run, compute_ceiling=590.0, input_ceiling=5000.0).verdict \

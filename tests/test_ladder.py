@@ -19,6 +19,7 @@ def test_rungs_build_on_each_other(engine, names):
         assert before.cfg != after.cfg and after.change
     assert ladder[-1].cfg.train_size == 50_000
     assert "loader worker" in ladder[0].limit  # the ladder says what limits naive
+    assert ladder[0].change.endswith({"gluon": "imperative", "pytorch": "eager"}[engine])
 
 
 def test_every_pytorch_rung_trains_the_same_epochs_and_the_long_run_is_a_line_of_its_own():
@@ -101,10 +102,11 @@ def test_a_cpu_ladder_has_the_rungs_a_cpu_shows_and_names_the_others(engine, nam
     cpu = rungs(engine, gpus=0, cpu_count=2)
     assert [r.name for r in cpu] == names
     assert all(r.cfg.model == CPU_MODEL for r in cpu)
-    left_out = {name for name, _, _ in GPU_ONLY[engine]}
-    assert not left_out & set(names) and "more GPUs" in left_out
+    left_out = {name for name, _ in GPU_ONLY[engine]}
+    assert not left_out & set(names) and "all-gpus" in left_out
     lines, ok = closing_lines(engine, [], 0, check_accuracy=False)
     assert ok and lines[0].startswith("Left out on this CPU, their effect needs a GPU: ")
+    assert "large-batch (lesson 05: " in lines[0] and "all-gpus (lesson 07: " in lines[0]
     assert rungs(engine, gpus=1, cpu_count=2)[0].cfg.model == "resnet20"  # a GPU: unchanged
 
 

@@ -45,7 +45,8 @@ def base_config(quick: bool):
     """The large-batch rung as the GPU ladder had it before these recipes were measured
     (batch 1024, LARS, no decay), on this device: on a
     CPU eager (the whole-step graph needs a GPU) and in bfloat16 on all its cores."""
-    from gpu_course.ladder import RungName, rungs
+    from gpu_course.ladder import rungs
+    from gpu_course.rungs import RungName
     from gpu_course.tracks.torch import gpu_count
     found = {r.name: r for r in rungs("pytorch", 1, cpu_count=16)}
     cfg = found[RungName.LARGE_BATCH].cfg.replace(

@@ -33,7 +33,7 @@ import traceback
 from pathlib import Path
 
 from gpu_course.config import MODELS
-from gpu_course.ladder import RungName
+from gpu_course.rungs import RungName
 
 PARTS = ("machine", "ladder", "profiles", "smi", "overhead")
 

@@ -29,7 +29,8 @@ import time
 import torch
 from torch import nn
 
-from gpu_course.ladder import RungName, rungs
+from gpu_course.ladder import rungs
+from gpu_course.rungs import RungName
 from gpu_course.tracks.torch import static_step
 from gpu_course.tracks.torch.devices import gpu_count
 from gpu_course.tracks.torch.gpu_loader import Batches, GpuLoader

@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterable
 from enum import StrEnum
 
-from ..config import RETIRED
+from ..config import RETIRED, worded
 from . import metrics
 
 
@@ -95,6 +95,12 @@ def value(run, aspect: str):
     return run.config.get(aspect)
 
 
+def shown(run, aspect: str):
+    """`value` in the words of the run's track (the graph: hybridize or compile...):
+    what a table cell or a sentence prints."""
+    return worded(aspect, value(run, aspect), metrics.engine(metrics.representative(run)))
+
+
 # aspects whose absence in one record says nothing (an older record, an eager run with no
 # compile backend, a setting earlier versions had): compared only where both recorded them
 _WHERE_RECORDED = {a.value for a in Aspect} | set(RETIRED)
@@ -117,7 +123,8 @@ def check_varies(varies: Iterable[str] | None) -> frozenset:
 
 def differences(a, b, varies: Iterable[str] | None = ()) -> dict[str, tuple]:
     """{aspect: (a's, b's)} for everything runs a and b (each a run or a group of repeats)
-    differ in apart from `varies`, the aspects the comparison names, and SAME_WORK."""
+    differ in apart from `varies`, the aspects the comparison names, and SAME_WORK; each
+    value as its run's track says it (`shown`)."""
     named = check_varies(varies)
     members = [r for side in (a, b) for r in (side if isinstance(side, (list, tuple)) else [side])]
     if not all(hasattr(r, "config") and hasattr(r, "meta") for r in members):
@@ -133,7 +140,7 @@ def differences(a, b, varies: Iterable[str] | None = ()) -> dict[str, tuple]:
         if aspect in _WHERE_RECORDED and (x is None or y is None):
             continue
         if _key(x) != _key(y):
-            out[aspect] = (x, y)
+            out[aspect] = (shown(a, aspect), shown(b, aspect))
     return out
 
 

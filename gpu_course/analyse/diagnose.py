@@ -29,21 +29,19 @@ import pandas as pd
 from . import flops, metrics, signals
 from ..config import Graph
 from ..measure.records import Run, load_run, load_runs
+from ..rungs import GRAPH, PRECISION, RungName
 
 VERDICTS = ("input-bound", "compute-bound", "overhead-bound")
 UNRELIABLE = "unreliable"  # what diagnose says instead of a verdict it cannot stand behind
-# The rungs, in the order the course climbs them.
-RUNGS = ("workers", "pre-processing", "packed format", "in memory", "data on GPU",
-         "hybridize/compile", "lower precision", "larger batch", "more GPUs")
-
-FORMATS = ("loose", "preresized", "packed", "memory")  # how an image folder is read
+AGAIN = "measure again"  # the advice of an unreliable diagnosis, which names no rung
+FORMATS = ("loose", "preresized", "packed", "memory")  # how an image folder is read, slow to fast
 INPUT_WAIT = 0.25       # data wait >= this share of step time: the loader is the limit
 NEAR_CEILING = 0.85     # a run at >= 85 % of a ceiling is held by what that ceiling measures
 BELOW_COMPUTE = 0.70    # under 70 % of the compute ceiling without waiting: overhead
 GPU_BUSY = 90.0         # % GPU-Util at which a GPU counts as kept busy (the lecture's 90 %)
 IDLE_EXPLAINED = 0.5    # data wait >= half the GPU's idle share: the loader starves it
 CPU_SATURATED = 90.0    # % of all cores busy: more loader workers have nowhere to run
-LARGE_BATCH = 256       # per-device batch from which "larger batch" is no longer the advice
+LARGE_BATCH = 256       # per-device batch from which large-batch is no longer the advice
 MIN_STEPS = metrics.MIN_STEADY_STEPS   # steady steps a run or a ceiling needs before it is ruled on
 CEILING_FREE = ("mock", "epochs", "max_steps")  # what a mock ceiling changes by design
 ABOVE_CEILING = 1.05    # a run above 105 % of a ceiling it cannot beat: one is mismeasured
@@ -55,12 +53,13 @@ _CEILING_FREE = {"name", "mock", "epochs", "max_steps", "warmup_steps", "monitor
 @dataclass
 class Diagnosis:
     """The verdict on one run, the evidence (one line per measurement, with numbers) and
-    the next rung to try (one of RUNGS) with what to change."""
+    the next rung to try (a `RungName`, in the run's track's words: hybridize or compile)
+    with what to change; no rung (None) where the diagnosis cannot rule."""
 
     run_name: str
     verdict: str
     evidence: list = field(default_factory=list)
-    next_rung: str = ""
+    next_rung: RungName | None = None
     advice: str = ""
     numbers: dict = field(default_factory=dict)
     findings: list = field(default_factory=list)   # signals.FINDINGS the GPU's counters show
@@ -69,7 +68,8 @@ class Diagnosis:
         also = f" (also: {', '.join(self.findings)})" if self.findings else ""
         lines = [f"Diagnosis of {self.run_name!r}: {self.verdict.upper()}{also}"]
         lines += [f"  - {line}" for line in self.evidence]
-        lines.append(f"Next rung: {self.next_rung}: {self.advice}")
+        lines.append(f"Next rung: {self.next_rung}: {self.advice}" if self.next_rung else
+                     f"Next: {self.advice}")
         return "\n".join(lines)
 
 
@@ -109,8 +109,8 @@ def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
         found, flop_line = _hardware_evidence(run, UNRELIABLE, n)
         evidence += [line for _, line in found] + [flop_line]
         evidence += [f"not ruled on: {reason}" for reason in why_not]
-        return Diagnosis(run.name, UNRELIABLE, evidence, "measure again",
-                         "more steady steps for the run and its ceilings (epochs, "
+        return Diagnosis(run.name, UNRELIABLE, evidence, None,
+                         f"{AGAIN}: more steady steps for the run and its ceilings (epochs, "
                          f"max_steps: at least {MIN_STEPS} after the warm-up each), on a "
                          "machine nothing else is using; then diagnose again", n,
                          [f for f, _ in found])
@@ -145,7 +145,8 @@ def table(runs, **kwargs):
     for run in runs:
         d = diagnose(run, **kwargs)
         n = d.numbers
-        rows.append({"run": d.run_name, "verdict": d.verdict, "next rung": d.next_rung,
+        rows.append({"run": d.run_name, "verdict": d.verdict,
+                     "next rung": d.next_rung or AGAIN,
                      "samples_per_sec": n["samples_per_sec"],
                      "data_wait_%": 100 * n["wait_share"],
                      "compute_ceiling": n["compute_ceiling"],
@@ -408,44 +409,49 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
 
 
 # -- what to try next -------------------------------------------------------------------------
-def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[str, str]:
-    """(rung, advice): the next rung of the ladder for this verdict and configuration."""
+def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
+    """(rung, advice): the next rung of the ladder for this verdict and configuration, in
+    the words of the run's track (`rungs.GRAPH`, `rungs.PRECISION`, `Graph.word`)."""
     if verdict not in VERDICTS:
         raise ValueError(f"verdict={verdict!r} is not allowed; allowed: {', '.join(VERDICTS)}")
     if verdict == "input-bound":
         return _input_rung(cfg, n)
-    gluon = cfg.get("engine", "gluon") == "gluon"
-    graph, dtype = cfg.get("graph", "eager"), cfg.get("dtype", "float32")
+    engine = cfg.get("engine", "gluon")
+    gluon = engine == "gluon"
+    graph, dtype = Graph.of(cfg.get("graph", Graph.EAGER)), cfg.get("dtype", "float32")
     batch, gpus = int(cfg.get("batch_size") or 0), n["gpus"]
-    compile_advice = ("net.hybridize(static_alloc=True, static_shape=True): one graph "
-                      "instead of a Python call per layer" if gluon else
-                      "torch.compile(net) (graph='hybrid'; 'static' adds CUDA graphs): "
-                      "fused kernels and fewer Python calls per step")
+    compile_advice = (f"graph={Graph.HYBRID.word(engine)!r}, " + (
+        "net.hybridize(static_alloc=True, static_shape=True): one graph instead of a Python "
+        "call per layer" if gluon else "torch.compile(net): fused kernels and fewer Python "
+        "calls per step"))
     if verdict == "overhead-bound":
         if graph == Graph.EAGER:
-            return "hybridize/compile", compile_advice
+            return GRAPH[engine], compile_advice
         if graph == Graph.HYBRID:
-            return "hybridize/compile", ("graph='static': " + (
-                "static_alloc and static_shape" if gluon else "CUDA graphs (one launch "
-                "per step)") + " remove the per-step launch cost")
-        return "larger batch", (f"batch_size {batch} -> {max(2 * batch, 1)}: more work per "
-                                "launch, fewer steps; scale the learning rate with it")
+            return GRAPH[engine], (f"graph={Graph.STATIC.word(engine)!r}: " + (
+                "hybridize(static_alloc=True, static_shape=True)" if gluon else
+                "CUDA graphs, torch.compile(net, mode='reduce-overhead'): one launch per "
+                "step,") + " removes the per-step launch cost")
+        return RungName.LARGE_BATCH, (f"batch_size {batch} -> {max(2 * batch, 1)}: more "
+                                      "work per launch, fewer steps; scale the learning "
+                                      "rate with it")
     if graph == Graph.EAGER:
-        return "hybridize/compile", compile_advice
+        return GRAPH[engine], compile_advice
     if gpus == 0:
-        return "more GPUs", ("this CPU is the limit: lower precision and large batches "
-                             "pay on a GPU; run the same experiment on one")
+        return RungName.ALL_GPUS, ("this CPU is the limit: lower precision and large "
+                                   "batches pay on a GPU; run the same experiment on one")
     if dtype == "float32":
-        return "lower precision", ("net.cast('float16') with multi_precision=True" if gluon
+        return PRECISION[engine], ("net.cast('float16') with multi_precision=True" if gluon
                                    else "torch.autocast(dtype=torch.bfloat16) and "
                                    "channels_last") + ": tensor cores, half the memory traffic"
     if batch < LARGE_BATCH:
-        return "larger batch", (f"batch_size {batch} -> {LARGE_BATCH * 2}+ with the learning "
-                                "rate scaled (lr_base_batch) and "
-                                + ("LBSGD" if gluon else "LARS") + " with warm-up")
+        return RungName.LARGE_BATCH, (f"batch_size {batch} -> {LARGE_BATCH * 2}+ with the "
+                                      "learning rate scaled (lr_base_batch) and "
+                                      + ("LBSGD" if gluon else "LARS") + " with warm-up")
     if int(cfg.get("num_gpus") or 1) < gpus:
-        return "more GPUs", f"num_gpus {cfg.get('num_gpus')} -> {gpus}: this machine has {gpus}"
-    return "more GPUs", "this GPU is the limit: add GPUs (or machines) to go faster"
+        return RungName.ALL_GPUS, (f"num_gpus {cfg.get('num_gpus')} -> {gpus}: this machine "
+                                   f"has {gpus}")
+    return RungName.ALL_GPUS, "this GPU is the limit: add GPUs (or machines) to go faster"
 
 
 def workers_advised(cfg: dict, n: dict) -> int | None:
@@ -457,37 +463,41 @@ def workers_advised(cfg: dict, n: dict) -> int | None:
     return recommended if int(cfg.get("num_workers") or 0) < recommended and cpu_free else None
 
 
-def _input_rung(cfg: dict, n: dict) -> tuple[str, str]:
+def next_format(fmt: str) -> str | None:
+    """The data format that reads faster than `fmt` (FORMATS' next), None after the last."""
+    if fmt not in FORMATS:
+        raise ValueError(f"data_format={fmt!r} is not allowed; allowed: {', '.join(FORMATS)}")
+    return FORMATS[FORMATS.index(fmt) + 1] if fmt != FORMATS[-1] else None
+
+
+def _input_rung(cfg: dict, n: dict) -> tuple[RungName, str]:
     workers = int(cfg.get("num_workers") or 0)
     cpu_free = math.isnan(n["cpu_percent"]) or n["cpu_percent"] < CPU_SATURATED
     gluon = cfg.get("engine", "gluon") == "gluon"
     recommended = workers_advised(cfg, n)
     if recommended is not None:
-        return "workers", (f"num_workers {workers} -> {recommended} (DataLoader(num_workers="
-                           f"{recommended})): decode and augment in parallel processes")
+        return RungName.WORKERS, (f"num_workers {workers} -> {recommended} (DataLoader("
+                                  f"num_workers={recommended})): decode and augment in "
+                                  "parallel processes")
     fmt = cfg.get("data_format") or ("loose" if cfg.get("dataset") == "folder" else "memory")
-    if fmt not in FORMATS:
-        raise ValueError(f"data_format={fmt!r} is not allowed; allowed: {', '.join(FORMATS)}")
+    faster = next_format(fmt)
     saturated = "" if cpu_free else (f" (the CPU is {n['cpu_percent']:.0f}% busy: more "
                                      "workers have no cores to run on)")
-    if fmt == "loose":
-        return "pre-processing", ("resize the images once, out of band, to the training "
-                                  "size (io kind 'preresized'): no full-size decode and "
-                                  "resize per sample" + saturated)
-    if fmt == "preresized":
-        return "packed format", (("RecordIO (gluon.recordio.pack_recordio, read by "
-                                  "ImageRecordDataset or ImageRecordIter)" if gluon else
-                                  "one packed array file (data.packed.pack_images)")
-                                 + ": one file read sequentially, no decode" + saturated)
-    if fmt == "packed":
-        return "in memory", "hold the decoded dataset in host memory (io kind 'memory')"
+    how = {"preresized": "the images resized once, out of band, to the training size: no "
+                         "full-size decode and resize per sample",
+           "packed": ("RecordIO (gluon.recordio.pack_recordio, read by ImageRecordDataset or "
+                      "ImageRecordIter)" if gluon else "one packed array file "
+                      "(data.packed.pack_images)") + ": one file read sequentially, no decode",
+           "memory": "the decoded dataset held in host memory"}
+    if faster is not None:
+        return RungName.DATA_FORMAT, f"data_format={faster!r}, {how[faster]}" + saturated
     if not gluon and not cfg.get("data_on_gpu"):
-        return "data on GPU", ("data_on_gpu=True: the images and their augmentation on the "
-                               "GPU, no loader workers" + saturated)
+        return RungName.DATA_ON_GPU, ("data_on_gpu=True: the images and their augmentation "
+                                      "on the GPU, no loader workers" + saturated)
     heavy = cfg.get("augment") == "heavy"
-    return "workers", (("cheaper augmentation, or " if heavy else "")
-                       + "more CPU cores per GPU (a larger instance): the per-sample work "
-                       "already runs in parallel" + saturated)
+    return RungName.WORKERS, (("cheaper augmentation, or " if heavy else "")
+                              + "more CPU cores per GPU (a larger instance): the per-sample "
+                              "work already runs in parallel" + saturated)
 
 
 def _pct(value: float) -> str:

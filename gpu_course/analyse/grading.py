@@ -11,6 +11,7 @@ import statistics
 from dataclasses import dataclass
 
 from ..measure.provenance import DEFAULTS
+from ..rungs import GRAPH, RungName
 from . import alike, anatomy, diagnose, metrics, noise
 
 
@@ -20,7 +21,7 @@ def setting(run, name: str):
     return DEFAULTS[name] if found is None else found
 
 
-def fixable(d: diagnose.Diagnosis, run) -> str | None:
+def fixable(d: diagnose.Diagnosis, run) -> RungName | None:
     """The next rung of diagnosis `d` of `run` where the course can take it on that
     machine; None where the device is the limit or no rung is left:
 
@@ -33,12 +34,15 @@ def fixable(d: diagnose.Diagnosis, run) -> str | None:
         hybrid to static) and a larger batch up to diagnose's LARGE_BATCH."""
     gpu = metrics.on_gpu(run)
     if d.verdict == "input-bound":
-        no_cores = d.next_rung == "workers" and (setting(run, "data_on_gpu") or diagnose.
-                                                 workers_advised(run.config, d.numbers) is None)
-        return None if no_cores or (d.next_rung == "data on GPU" and not gpu) else d.next_rung
+        no_cores = d.next_rung == RungName.WORKERS and (
+            setting(run, "data_on_gpu")
+            or diagnose.workers_advised(run.config, d.numbers) is None)
+        return None if no_cores or (d.next_rung == RungName.DATA_ON_GPU and not gpu) \
+            else d.next_rung
     small_batch = int(setting(run, "batch_size")) < diagnose.LARGE_BATCH
     if gpu and d.verdict != "compute-bound" and (
-            d.next_rung == "hybridize/compile" or (d.next_rung == "larger batch" and small_batch)):
+            d.next_rung in GRAPH.values()
+            or (d.next_rung == RungName.LARGE_BATCH and small_batch)):
         return d.next_rung
     return None
 

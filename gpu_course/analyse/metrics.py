@@ -32,6 +32,8 @@ import re
 
 import pandas as pd
 
+from ..config import worded
+
 BLOCKS = 5         # blocks of steady steps that stand in for repeats of one run
 WAITED = 0.10      # a step "waited for data" when its data wait was over 10 % of its time
 SHARED = 0.5       # load beyond the run's own above half a core: the machine was shared
@@ -371,8 +373,9 @@ def ran_as(run) -> dict:
 def ran_text(run) -> str:
     """What ran where it differs from the request, e.g. "dtype float32 ran, float16
     requested"; the TF32 note for float32 convolutions on a GPU; "" when as asked."""
-    changes = [f"{field} {ran} ran, {requested} requested"
-               for field, (requested, ran, _) in ran_as(run).items()]
+    track = engine(run)   # each value in its track's words (the graph: compile, hybridize...)
+    changes = [f"{field} {worded(field, ran, track)} ran, {worded(field, requested, track)} "
+               "requested" for field, (requested, ran, _) in ran_as(run).items()]
     tf32 = (run.meta.get("ran") or {}).get("tf32") or {}
     if tf32.get("convolutions"):
         changes.append("float32 convolutions ran in TF32")

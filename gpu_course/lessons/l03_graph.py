@@ -53,8 +53,6 @@ def table(runs) -> pd.DataFrame:
     return frame
 
 
-PLAIN = {"gluon": "imperative", "pytorch": "eager"}
-GRAPH = {"gluon": "hybridized", "pytorch": "compiled"}
 FEWER_LAUNCHES = {
     Where.GPU: "On a GPU a graph removes Python's per-operator dispatch and, fused, many "
                "kernel launches: the less work a step does, the larger their share of it.",

@@ -20,8 +20,10 @@ import pandas as pd
 from ..analyse import alike, metrics, noise
 from ..analyse.anatomy import GPU_BUSY, INPUT_WAIT, Bound
 from ..analyse.regimes import beside_table, network as _model, regimes_table
-from ..ladder import (RUNG_SETTINGS, RungName, exercise_ladder, ladder,  # noqa: F401
+from ..config import Graph
+from ..ladder import (RUNG_SETTINGS, exercise_ladder, ladder,  # noqa: F401
                       latest_ladder)   # the notebooks' and exercise's
+from ..rungs import GRAPH, PRECISION, RungName
 from ..show import report
 from ..show.findings import (Column, Compare, Expect, Lesson, Mark, Note, Outcome, Quote,
                              Reading, Said, Where, judge, read)
@@ -81,7 +83,7 @@ def table(runs) -> pd.DataFrame:
     setting that differs between the rungs, and the talk's speed-up for the rungs it had."""
     rungs = _rungs(runs)
     frame = report.ladder_table(rungs, baseline=_baseline(runs))  # + what differs
-    frame[TALK_COLUMN] = [f"×{talk.LADDER[r.name] / talk.LADDER['naive']:.2f}"
+    frame[TALK_COLUMN] = [f"×{talk.LADDER[r.name] / talk.LADDER[RungName.NAIVE]:.2f}"
                           if r.name in talk.LADDER else "–" for r in rungs]
     return frame
 
@@ -158,8 +160,9 @@ def conclude(runs, beside=None) -> Said:
             and frame.samples_per_sec.iloc[i] > 0                                  # as naive did
             and not set(alike.differences(base, r, RUNG_SETTINGS)) - {alike.Aspect.LOAD}] or [base]
     top = max(done, key=metrics.samples_per_sec)
-    quotes = (Quote(f"'{top.name}' against 'naive'", talk.LADDER[top.name] / talk.LADDER["naive"],
-                    "×{:.1f}"),) if top is not base and top.name in talk.LADDER else ()
+    quotes = (Quote(f"'{top.name}' against '{RungName.NAIVE}'",
+                    talk.LADDER[top.name] / talk.LADDER[RungName.NAIVE], "×{:.1f}"),) \
+        if top is not base and top.name in talk.LADDER else ()
     said = Said([judge(dataclasses.replace(LESSON, quotes=quotes),
                        [r for r in _flat(runs) if r.name in (base.name, top.name)])])
     moved = [r for r in _flat(runs) if r.name in (RungName.LR_SCHEDULE, RungName.DATA_ON_GPU)]
@@ -197,7 +200,7 @@ ANATOMY = Reading(
     quotes=(Quote("data-bound from a wait for data of", INPUT_WAIT, "{:.0%}"),
             Quote("GPU-bound from kernels running", GPU_BUSY, "{:.0%}")),
     source="the anatomy's bars")
-LIGHTER = (RungName.BFLOAT16, RungName.FLOAT16)   # 16-bit arithmetic: a shorter GPU part
+LIGHTER = tuple(PRECISION.values())   # 16-bit arithmetic: a shorter GPU part
 
 
 def anatomy_table(runs) -> pd.DataFrame:
@@ -213,8 +216,8 @@ def anatomy_table(runs) -> pd.DataFrame:
                                 for t in frame["next_rung"]]
     frame["shorter GPU part, host-bound"] = [
         "yes" if bound == Bound.HOST and (r.name in LIGHTER or (
-            r.name in (RungName.COMPILE, RungName.HYBRIDIZE)
-            and alike.value(r, "graph") == "hybrid")) else ""   # fusion without graphs
+            r.name in GRAPH.values()
+            and alike.value(r, "graph") == Graph.HYBRID)) else ""   # fusion, no CUDA graphs
         for r, bound in zip(rungs, frame["bound"])]
     return frame
 

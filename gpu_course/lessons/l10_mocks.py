@@ -17,6 +17,7 @@ from dataclasses import replace
 import pandas as pd
 
 from ..analyse import diagnose, metrics
+from ..rungs import RungName
 from ..show.closing import Closing
 from ..show.findings import Compare, Expect, Lesson, Note, Outcome, judge
 
@@ -35,8 +36,6 @@ SIZES = {
 }
 # the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("ceiling_steps", "exercise_batch", "exercise_size", "images", "torch_threads")
-# the rungs of the diagnosis that a data format answers, and that format
-FORMAT_OF = {"pre-processing": "preresized", "packed format": "packed", "in memory": "memory"}
 
 
 # -- the table -------------------------------------------------------------------------------
@@ -58,7 +57,7 @@ def table(runs) -> pd.DataFrame:
                      "cpu_busy_pct": round(d.numbers["cpu_percent"], 1) if d else math.nan,
                      "val_acc": metrics.val_acc(run),
                      "verdict": d.verdict if d else metrics.status(run),
-                     "next_rung": d.next_rung if d else ""})
+                     "next_rung": (d.next_rung or diagnose.AGAIN) if d else ""})
     frame = pd.DataFrame(rows)
     if frame["gpu_util"].isna().all():  # no GPU: nothing to show
         frame = frame.drop(columns="gpu_util")
@@ -136,14 +135,15 @@ def follow(advice: diagnose.Diagnosis, cfg):
     cheaper standard augmentation."""
     if advice.verdict == diagnose.UNRELIABLE:
         return cfg.replace(name="measured again")
-    if advice.next_rung in FORMAT_OF:
-        return cfg.replace(name=f"after the advice: {advice.next_rung}",
-                           data_format=FORMAT_OF[advice.next_rung])
+    faster = diagnose.next_format(cfg.data_format) \
+        if advice.next_rung == RungName.DATA_FORMAT else None
+    if faster is not None:
+        return cfg.replace(name=f"after the advice: {faster}", data_format=faster)
     n = advice.numbers
     cores = n.get("cpu_count", math.nan)
     recommended = max(2, int(cores) - 3) if cores == cores else 2   # the talk's cpu_count() - 3
     cpu_free = not n.get("cpu_percent", math.nan) >= diagnose.CPU_SATURATED
-    if advice.next_rung == "workers" and cfg.num_workers < recommended and cpu_free:
+    if advice.next_rung == RungName.WORKERS and cfg.num_workers < recommended and cpu_free:
         return cfg.replace(name=f"after the advice: {recommended} workers",
                            num_workers=recommended)
     return cfg.replace(name="after the advice: standard augmentation",

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from .. import rungs
 from ..analyse import alike, anatomy, diagnose, grading, metrics, noise
 from ..measure.provenance import DEFAULTS
 from ..measure.records import load_runs
@@ -61,10 +62,6 @@ LESSONS = {"02": "DataLoader workers", "03": "a graph: hybridize or torch.compil
            "04": "lower precision", "05": "a larger batch", "06": "learning-rate schedules",
            "07": "more GPUs", "09": "the input pipeline", "10": "diagnose",
            "13": "sync points"}
-# the lesson whose change each of diagnose's rungs is
-RUNG_LESSON = {"workers": "02", "pre-processing": "09", "packed format": "09",
-               "in memory": "09", "data on GPU": "09", "hybridize/compile": "03",
-               "lower precision": "04", "larger batch": "05", "more GPUs": "07"}
 # how each track reads the loss on the host every step
 SYNC_CALL = {"pytorch": "loss.item()", "gluon": "loss.asnumpy()"}
 
@@ -148,7 +145,7 @@ def grade(given, mine) -> list[Mark]:
 def fix(d: diagnose.Diagnosis, run) -> str | None:
     """The lesson whose change answers what diagnosis `d` of `run` names, where the course
     can fix it on that machine (`grading.fixable`); None where it cannot."""
-    return RUNG_LESSON.get(grading.fixable(d, run))
+    return rungs.LESSON.get(grading.fixable(d, run))
 
 
 def _diagnosis(d: diagnose.Diagnosis, run) -> Mark:

@@ -8,6 +8,8 @@ attendee's run, never in its table's speed-up column.
 """
 from __future__ import annotations
 
+from ..rungs import GRAPH, PRECISION, RungName
+
 SOURCE = "the talk"
 HARDWARE = "a V100"
 
@@ -45,12 +47,13 @@ LARGE_BATCH_ONE_WORKER = 1_500       # with one worker (60+ s per epoch)
 # -- lesson 06 ------------------------------------------------------------------------------
 
 # -- lesson 07 ------------------------------------------------------------------------------
-# 1 GPU -> 4 GPUs at each rung of the ladder (samples/s, V100s)
-SCALING = {"naive": (NAIVE_SAMPLES_PER_SEC, NAIVE_4GPU_SAMPLES_PER_SEC),
-           "29 workers": (WORKERS_SAMPLES_PER_SEC, HYBRID_4GPU[0]),
-           "hybridize": (HYBRID_SAMPLES_PER_SEC, HYBRID_4GPU[1]),
-           "float16": (3_100, 7_400),
-           "batch 640": (17_000, 50_000)}
+# 1 GPU -> 4 GPUs at each rung of the talk's ladder (samples/s, V100s): its workers rung
+# had WORKERS loader workers, its large-batch rung LARGE_BATCH images a GPU
+SCALING = {RungName.NAIVE: (NAIVE_SAMPLES_PER_SEC, NAIVE_4GPU_SAMPLES_PER_SEC),
+           RungName.WORKERS: (WORKERS_SAMPLES_PER_SEC, HYBRID_4GPU[0]),
+           RungName.HYBRIDIZE: (HYBRID_SAMPLES_PER_SEC, HYBRID_4GPU[1]),
+           RungName.FLOAT16: (FLOAT16_SAMPLES_PER_SEC, 7_400),
+           RungName.LARGE_BATCH: (LARGE_BATCH_SAMPLES_PER_SEC, 50_000)}
 SCALING_GPUS = 4
 SCALING_BATCH = 640                  # per GPU, the rung that scaled best
 WISELY = ((1, 3_200), (4, 3_400))    # "choose the number of GPUs wisely": (GPUs, samples/s)
@@ -61,12 +64,12 @@ RESNET50_BATCH = 256
 RESNET50_PARAMETERS = 25.6e6
 
 # -- lesson 08 ------------------------------------------------------------------------------
-# the talk's ladder, by the rung names of both tracks (one V100; "num-gpus": 4 V100s)
-LADDER = {"naive": NAIVE_SAMPLES_PER_SEC, "workers": WORKERS_SAMPLES_PER_SEC,
-          "hybridize": HYBRID_SAMPLES_PER_SEC, "compile": HYBRID_SAMPLES_PER_SEC,
-          "float16": SCALING["float16"][0], "bfloat16": SCALING["float16"][0],
-          "large-batch": SCALING["batch 640"][0],
-          "num-gpus": SCALING["batch 640"][1], "all-gpus": SCALING["batch 640"][1]}
+# the talk's ladder (samples/s, one V100; all-gpus: SCALING_GPUS V100s), each rung under
+# both tracks' names for it (Gluon's hybridize is PyTorch's compile, ...)
+LADDER = {**{rung: one for rung, (one, _) in SCALING.items()},
+          GRAPH["pytorch"]: SCALING[GRAPH["gluon"]][0],
+          PRECISION["pytorch"]: SCALING[PRECISION["gluon"]][0],
+          RungName.ALL_GPUS: SCALING[RungName.LARGE_BATCH][1]}
 
 # -- lesson 09 ------------------------------------------------------------------------------
 LECTURE = "the profiling lecture"    # its rule of thumb for read bandwidth

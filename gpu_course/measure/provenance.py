@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from ..config import Experiment
+from ..config import Experiment, worded
 
 DEFAULTS = {f.name: f.default for f in fields(Experiment)}
 OWN_DATA_FIELDS = ("dataset", "train_size", "image_size")  # an own data set's own facts
@@ -30,9 +30,10 @@ def reconcile(cfg: Experiment, found: dict, source: str,
         if value is None or getattr(cfg, name) == value:
             continue
         if getattr(cfg, name) != DEFAULTS[name] and name not in authoritative:
+            mine, theirs = (worded(name, v, cfg.engine) for v in (getattr(cfg, name), value))
             raise ValueError(
-                f"{name}={getattr(cfg, name)!r} in the Experiment, but {source} has "
-                f"{name}={value!r}: make them agree (set {name}={value!r}, or build "
+                f"{name}={mine!r} in the Experiment, but {source} has "
+                f"{name}={theirs!r}: make them agree (set {name}={theirs!r}, or build "
                 f"{source} from the Experiment)")
         changes[name] = value
     return cfg.replace(**changes) if changes else cfg

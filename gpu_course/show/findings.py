@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..analyse import alike, anatomy, diagnose, memory, metrics, noise
+from ..config import worded
 from ..env import cpu
 from . import report
 from .closing import Closing
@@ -603,7 +604,8 @@ def _compare(say: Closing, lesson: Lesson, pair, context, said: set):
     for setting, (asked, ran, why) in metrics.ran_as(last).items():
         if ("asked", last.name, setting) not in said:
             said.add(("asked", last.name, setting))
-            say(ASKED.format(b=last.name, setting=setting, asked=asked, ran=ran,
+            say(ASKED.format(b=last.name, setting=setting, asked=worded(setting, asked, track),
+                             ran=worded(setting, ran, track),
                              why=f": {why.rstrip('.')}" if why else ""))
     differ = _differ(lesson, first, last)
     matches = {}
@@ -616,8 +618,8 @@ def _compare(say: Closing, lesson: Lesson, pair, context, said: set):
     if not matches:
         say(UNMATCHED.format(a=first.name, b=last.name, what=", ".join(sorted(differ))))
         return None
-    changes = ", ".join(f"{k} {say.setting(k, first.config.get(k))} → "
-                        f"{say.setting(k, last.config.get(k))}"
+    changes = ", ".join(f"{k} {say.setting(k, worded(k, first.config.get(k), track))} → "
+                        f"{say.setting(k, worded(k, last.config.get(k), track))}"
                         for k in sorted(alike.settings(first, last))) if lesson.changes else ""
     verdicts = [_judged(say, match, pair, (context, changes), said)
                 for match in matches.values()]

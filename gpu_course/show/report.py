@@ -81,7 +81,7 @@ def ladder_table(runs, baseline=0, varies=()) -> pd.DataFrame:
            for g, r in zip(groups, runs)]
     table.loc[[f or few[runs.index(base)] for f in few], "speedup"] = math.nan
     for at, aspect in enumerate(alike.differing(runs, varies), start=1):
-        table.insert(at, aspect, [_scalar(alike.value(r, aspect)) for r in runs])
+        table.insert(at, aspect, [_scalar(alike.shown(r, aspect)) for r in runs])
     at = table.columns.get_loc("gpu_util") + 1
     for offset, name in enumerate(("sm_active", "tensor_active")):
         table.insert(at + offset, name, [metrics.gpm_activity(r)[name] for r in runs])

@@ -33,7 +33,7 @@ SIZES = gc.sizes("01")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change a
 
 # %%
 cfg = gc.Experiment(name="naive", model="resnet20", batch_size=64, num_workers=1,
-                    dtype="float32", graph="eager", **SIZES)
+                    dtype="float32", graph="imperative", **SIZES)
 train_set, val_set = gc.load_datasets(cfg)
 train_iter = gluon.data.DataLoader(train_set, batch_size=64, shuffle=True,
                                    last_batch="discard", num_workers=1)   # <- one loader process

@@ -85,7 +85,7 @@ except mx.base.MXNetError as err:
 # and writes the run record. This loop is what the table measures.
 
 # %%
-cfg = gc.Experiment(name="float32", batch_size=64, graph="static", **SIZES)
+cfg = gc.Experiment(name="float32", batch_size=64, graph="static-alloc", **SIZES)
 loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
 
 
@@ -150,7 +150,7 @@ gc.plots.curves(runs[-len(variants):])
 # standard errors. After trying, `gc.solution("04.1")` shows one way.
 
 # %% tags=["exercise"]
-ex = gc.Experiment(name="exercise", graph="static", batch_size=SIZES.exercise_batch,
+ex = gc.Experiment(name="exercise", graph="static-alloc", batch_size=SIZES.exercise_batch,
                    **SIZES.replace(train_size=SIZES.exercise_size))
 low = "float32"              # >>> the 16-bit type this device computes in: "float16" or "bfloat16"
 guess = None                 # >>> written before running: "faster", "slower" or "same" than float32

@@ -50,7 +50,7 @@ SIZES = gc.sizes("05")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change a
 # measured: another network, data set and machine, so compare their shape, not their size.
 
 # %%
-cfg = gc.Experiment(name="batch", graph="static", **SIZES,
+cfg = gc.Experiment(name="batch", graph="static-alloc", **SIZES,
                     dtype="float16" if gc.gpu_count() else "float32")   # float16 needs a GPU (lesson 4)
 sweep = gc.sweep(cfg, "batch_size", SIZES.batches, verbose=False)      # <- the batch per device
 gc.show(sweep, lesson="05", chart=False)
@@ -197,7 +197,7 @@ gc.plots.curves(races)
 # epochs: the reason for the scaled rate and warm-up above. After trying, `gc.solution("05.1")`.
 
 # %% tags=["exercise"]
-ex = gc.Experiment(name="exercise", graph="static", **SIZES.replace(train_size=SIZES.exercise_size),
+ex = gc.Experiment(name="exercise", graph="static-alloc", **SIZES.replace(train_size=SIZES.exercise_size),
                    dtype="float16" if gc.gpu_count() else "float32")
 size = SIZES.batches[0]      # >>> a batch size larger than the sweep's first
 guess = None                 # >>> written before running: "faster", "slower" or "same"

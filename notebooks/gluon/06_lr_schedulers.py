@@ -56,7 +56,7 @@ gc.plots.lr_schedule({"Factor(step=250, factor=0.5)": factor,
 # counting epochs in updates). The schedules they get, in updates of this run:
 
 # %%
-cfg = gc.Experiment(name="lr", graph="static", warmup_epochs=1.0, **SIZES,
+cfg = gc.Experiment(name="lr", graph="static-alloc", warmup_epochs=1.0, **SIZES,
                     dtype="float16" if gc.gpu_count() else "float32")   # float16 needs a GPU (lesson 4)
 E = cfg.epochs
 variants = {"constant": cfg.replace(lr_scheduler="none"),
@@ -129,7 +129,7 @@ gc.plots.curves(runs)
 # trying, `gc.solution("06.1")`.
 
 # %% tags=["exercise"]
-ex = gc.Experiment(name="exercise", graph="static", warmup_epochs=1.0, **SIZES,
+ex = gc.Experiment(name="exercise", graph="static-alloc", warmup_epochs=1.0, **SIZES,
                    dtype="float16" if gc.gpu_count() else "float32")
 raced = ["none"]             # >>> the constant rate first, then the schedulers racing it
 tried = []

@@ -57,7 +57,7 @@ plan
 
 # %%
 devices = device_sets[plan.counts[-1]]
-cfg = gc.Experiment(name="num-gpus", graph="static", dtype="float16" if plan.on_gpu else "float32",
+cfg = gc.Experiment(name="all-gpus", graph="static-alloc", dtype="float16" if plan.on_gpu else "float32",
                     num_workers=loader_workers(1),   # one process drives every device
                     lr_base_batch=128, lr_scheduler="cosine", **plan.train_sizes)
 train_set, _ = gc.load_datasets(cfg)
@@ -81,7 +81,7 @@ for x, loss in zip(xs, losses):
 # images a step.
 
 # %%
-runs = [gc.train(cfg.replace(name="num-gpus" if k == plan.counts[-1] else f"devices={k}",   # "num-gpus": the ladder's rung
+runs = [gc.train(cfg.replace(name="all-gpus" if k == plan.counts[-1] else f"devices={k}",   # "all-gpus": the ladder's rung
                              num_gpus=k), devices=device_sets[k], verbose=False)           # <- k devices, one process
         for k in plan.counts]
 
@@ -183,7 +183,7 @@ gc.conclude("07", ps_runs, bench=pp, grad_bytes=grad_bytes)
 plan = lesson.plan("gluon", gc.gpu_count(), usable_cores(), SIZES)
 context = mx.gpu if plan.on_gpu else mx.cpu
 few = plan.exercise_sizes    # the batch a step to split, the images
-ex = gc.Experiment(name="exercise", graph="static", dtype="float16" if plan.on_gpu else "float32",
+ex = gc.Experiment(name="exercise", graph="static-alloc", dtype="float16" if plan.on_gpu else "float32",
                    num_workers=loader_workers(1), **few)
 k = 1                        # >>> devices to split the same batch over
 guess = None                 # >>> written before running: "faster", "slower" or "same" than one device

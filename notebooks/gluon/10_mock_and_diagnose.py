@@ -121,7 +121,7 @@ print(gc.diagnose.explain(fixed))
 # ## A compute-bound run
 # The mock loader never waits for data, so it is compute-bound by construction (or
 # overhead-bound, where a GPU sits idle while Python issues the work): the diagnosis says
-# which, and names the compute rungs (hybridize, lower precision, larger batch, more GPUs).
+# which, and names the compute rungs (hybridize, float16, large-batch, all-gpus).
 
 # %%
 print(gc.diagnose.explain(compute_only))

@@ -36,7 +36,7 @@ SIZES = gc.sizes("13")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change a
 # with nothing read in between, on a batch of `trap_batch` random images.
 
 # %%
-cfg = gc.Experiment(name="sync", graph="static", **SIZES)
+cfg = gc.Experiment(name="sync", graph="static-alloc", **SIZES)
 device = gc.try_devices(1)[0][0]
 loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
 
@@ -146,7 +146,7 @@ for checked in (False, True) * SIZES.repeats if guard else ():    # interleaved 
     net = gc.get_model(SIZES.model)
     net.hybridize(static_alloc=True, static_shape=True)
     parts = gc.build(gc.Experiment(name=f"exercise: guard {'on' if checked else 'off'}",
-                                   graph="static", **SIZES), net=net)
+                                   graph="static-alloc", **SIZES), net=net)
     net, train_iter, _, trainer = parts
     with gc.record(parts, verbose=False) as rec:
         rec.note(loss_guard=checked)

@@ -47,9 +47,9 @@ train_iter, val_iter = gc.load_data(cfg)
 runs = []
 for model in ("resnet20", "tiny"):
     variants = {"eager": (gc.get_model(model), "eager"),
-                "compile": (torch.compile(gc.get_model(model), backend=SIZES.compile_backend), "hybrid")}  # <-
+                "compile": (torch.compile(gc.get_model(model), backend=SIZES.compile_backend), "compile")}  # <-
     if on_gpu and SIZES.compile_backend == "inductor":                    # CUDA graphs: one launch a step
-        variants["reduce-overhead"] = (torch.compile(gc.get_model(model), mode="reduce-overhead"), "static")  # <-
+        variants["reduce-overhead"] = (torch.compile(gc.get_model(model), mode="reduce-overhead"), "cuda-graphs")  # <-
     for label, (net, graph) in variants.items():
         runs.append(gc.train(cfg.replace(name=f"{model} {label}", model=model, graph=graph), net=net,
                              train_iter=train_iter, val_iter=val_iter, verbose=False))
@@ -94,7 +94,7 @@ def step(net, optimizer, x, y):                   # what the graph records
 def train_by_hand(graph):
     parts = gc.build(cfg.replace(name=f"resnet20 by hand, {graph}", model="resnet20", graph=graph))
     net, train_iter, _, optimizer = parts
-    if graph == "static":
+    if graph == "cuda-graphs":
         x, y = gc.to_device(*next(iter(train_iter)), parts.devices[0])   # <- the static buffers
         side = torch.cuda.Stream()                                    # <- warm up on a side stream
         side.wait_stream(torch.cuda.current_stream())
@@ -110,7 +110,7 @@ def train_by_hand(graph):
     with gc.record(parts, verbose=False) as rec:
         for epoch in rec.epochs():
             for xb, yb in rec.batches(train_iter):
-                if graph == "static":
+                if graph == "cuda-graphs":
                     x.copy_(xb, non_blocking=True)                    # <- the batch into the buffers
                     y.copy_(yb, non_blocking=True)
                     captured.replay()                                 # <- the whole step: one launch
@@ -123,7 +123,7 @@ def train_by_hand(graph):
     return rec.run
 
 
-hand = [train_by_hand(graph) for graph in ("eager", "static")] if on_gpu else []
+hand = [train_by_hand(graph) for graph in ("eager", "cuda-graphs")] if on_gpu else []
 if hand:
     gc.show(hand, lesson="03", chart=False)
 gc.conclude("03", by_hand=hand)   # checked: gpu_course/lessons/l03_graph.py

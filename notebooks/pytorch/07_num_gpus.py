@@ -69,8 +69,8 @@ plan
 # gradients across the processes, bucket by bucket, while it still runs.
 
 # %%
-cfg = gc.Experiment(name="num-gpus", pin_memory=plan.on_gpu, persistent_workers=True,
-                    graph="hybrid" if plan.on_gpu else "eager", dtype="bfloat16" if plan.on_gpu else "float32",
+cfg = gc.Experiment(name="all-gpus", pin_memory=plan.on_gpu, persistent_workers=True,
+                    graph="compile" if plan.on_gpu else "eager", dtype="bfloat16" if plan.on_gpu else "float32",
                     channels_last=plan.on_gpu, optimizer="lars", optimizer_params=(("eta", 0.1),),
                     lr_base_batch=128, threads=plan.threads, **plan.train_sizes)
 dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)   # torchrun: "nccl" on GPUs
@@ -97,7 +97,7 @@ dist.destroy_process_group()
 # compare.
 
 # %%
-runs = [gc.train(cfg.replace(name="num-gpus" if k == plan.counts[-1] else f"processes={k}",  # "num-gpus": the ladder's rung
+runs = [gc.train(cfg.replace(name="all-gpus" if k == plan.counts[-1] else f"processes={k}",  # "all-gpus": the ladder's rung
                              num_gpus=k, num_workers=loader_workers(k)),     # <- k DDP processes under torchrun
                  devices=plan.devices(k), verbose=False)
         for k in plan.counts]

@@ -118,7 +118,7 @@ print(gc.diagnose.explain(fixed))
 # ## The mock loader, diagnosed
 # Serving one batch forever, it never waits for data: compute-bound by construction, or
 # overhead-bound where a GPU idles while Python launches the work. The diagnosis tells the
-# two apart and names the compute rungs (compile, lower precision, larger batch, more GPUs).
+# two apart and names the compute rungs (compile, bfloat16, large-batch, all-gpus).
 
 # %%
 print(gc.diagnose.explain(ceilings["loader"]))

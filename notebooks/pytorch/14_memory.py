@@ -87,7 +87,7 @@ def train(name, batch, accumulate=1, segments=0, compiled=False, seed=0, steps=N
     """A fresh network trained on `batch` images an update, in `accumulate` micro-batches;
     its memory measured after training, into its record."""
     parts = gc.build(cfg.replace(name=name, batch_size=batch // accumulate, seed=seed, max_steps=steps,
-                                 graph="hybrid" if compiled else "eager"))
+                                 graph="compile" if compiled else "eager"))
     net, train_iter, _, optimizer = parts
     if segments:
         net.features = Checkpointed(net.features, segments)                         # <- checkpointing

@@ -98,10 +98,12 @@ def test_tiny_and_resnet20_classify_a_cifar_batch():
         assert net(x).shape == (2, 7)
 
 
-@pytest.mark.parametrize("graph", ["eager", "hybrid", "static"])
-def test_prepare_hybridizes_as_the_config_says(graph):
+@pytest.mark.parametrize("word, graph", [("imperative", "eager"), ("hybridize", "hybrid"),
+                                         ("static-alloc", "static"), ("static", "static")])
+def test_prepare_hybridizes_as_the_config_says(word, graph):
+    """In Gluon's words, or as a record keeps it."""
     net = gc.get_model("tiny")
-    prepare(net, gc.Experiment(graph=graph), [mx.cpu(0)])
+    prepare(net, gc.Experiment(graph=word), [mx.cpu(0)])
     net(mx.nd.zeros((1, 3, 32, 32)))
     assert graph_of(net) == graph
     assert dtype_of(net) == "float32"

@@ -94,7 +94,7 @@ def test_nothing_taken_out_is_named(make_run):
 
 @pytest.mark.parametrize("mine, says", [
     ({**LOOSE, "model": "resnet20"}, "model tiny against resnet20"),
-    ({**LOOSE, "graph": "hybrid"}, "data_format memory against loose; graph eager against hybrid"),
+    ({**LOOSE, "graph": "hybrid"}, "data_format memory against loose; graph eager against compile"),
 ])
 def test_more_than_one_rung_is_refused_with_each_rungs_settings(make_run, mine, says):
     result = check("08.1", pair(make_run, mine=mine), "slower")

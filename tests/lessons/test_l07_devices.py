@@ -20,7 +20,7 @@ def scaling(make_run, rates, gpus=0, machine_gpus=None, engine="pytorch", config
     for i, rate in enumerate(rates):
         k = 2 ** i
         devices = ", ".join(f"cuda:{j}" for j in range(k)) if gpus else f"{k} x cpu"
-        runs.append(make_run("num-gpus" if i == len(rates) - 1 else f"processes={k}", rate=rate,
+        runs.append(make_run("all-gpus" if i == len(rates) - 1 else f"processes={k}", rate=rate,
                              gpus=min(gpus, k) if gpus else 0, engine=engine,
                              machine_gpus=gpus if machine_gpus is None else machine_gpus,
                              config={"num_gpus": k, **(config or {})}, ran={"world_size": k},
@@ -108,7 +108,7 @@ def test_a_cpu_efficiency_equal_to_the_talk_s_best_is_said_as_the_measurement(ma
     """A clean-clone run measured 74% on 2 CPU processes, which the talk's best also prints:
     the efficiency line names only the measurement, and is said."""
     said = l07.conclude(scaling(make_run, (600, 905), machine_gpus=1, cpu_count=2))
-    assert "'num-gpus' 74.0" in said.text and "best scaling efficiency (at batch 640 a GPU) 74%" \
+    assert "'all-gpus' 74.0" in said.text and "best scaling efficiency (at batch 640 a GPU) 74%" \
         in said.text
     assert said.check() == []
 
@@ -136,14 +136,14 @@ def hosts_runs(make_run, rates, gpus=0, config=None, **options):
 @pytest.mark.parametrize("job, outcome", [(1900, Outcome.EXPECTED), (1000, Outcome.OPPOSITE)])
 def test_hosts_against_one_host_of_as_many_processes(make_run, job, outcome):
     said = l07.conclude(hosts_runs(make_run, (1000, 1900, job), gpus=4))
-    assert "'hosts=2' against 'num-gpus': ×" in said.text
+    assert "'hosts=2' against 'all-gpus': ×" in said.text
     assert HOSTS.compares[0].means[outcome] in said.text and said.check() == []
     assert list(l07.table(hosts_runs(make_run, (1, 2, 3)))["hosts"]) == [1, 1, 2]
 
 
 def test_hosts_on_the_cpu_from_few_steps_are_not_judged(make_run):
     said = l07.conclude(hosts_runs(make_run, (600, 800, 700), config=FEW, epochs=2))
-    assert re.search(r"'hosts=2' against 'num-gpus': ×0\.\d\d, too few steps", said.text)
+    assert re.search(r"'hosts=2' against 'all-gpus': ×0\.\d\d, too few steps", said.text)
     assert "--nnodes and a c10d rendezvous" in said.text and said.check() == []
 
 

@@ -8,6 +8,7 @@ import pytest
 from gpu_course.analyse import diagnose
 from gpu_course.config import Experiment
 from gpu_course.lessons import l10_mocks, sizes
+from gpu_course.rungs import RungName
 from gpu_course.show import closing, findings
 from gpu_course.show.findings import Outcome
 
@@ -34,7 +35,7 @@ def test_the_table_shows_ceilings_without_a_speed_up_and_each_runs_verdict(make_
     table = l10_mocks.table(runs)
     assert "speedup" not in table.columns and "gpu_util" not in table.columns   # a CPU
     assert list(table["verdict"]) == ["input-bound", "input-bound", "compute-bound"]
-    assert table["next_rung"].iloc[2] == "hybridize/compile"
+    assert table["next_rung"].iloc[2] == "hybridize"   # the Gluon track's graph rung
     gpu = l10_mocks.table(job_and_ceilings(make_run, 3000, 3100, 9000, engine="pytorch", gpus=1))
     assert "gpu_util" in gpu.columns and not math.isnan(gpu["gpu_util"].iloc[0])
 
@@ -66,7 +67,7 @@ def test_a_run_without_ceilings_gets_no_ceiling_sentence(make_run):
     assert l10_mocks.conclude([run]).text == ""
 
 
-def advice(verdict, rung="", **numbers):
+def advice(verdict, rung=None, **numbers):
     return diagnose.Diagnosis(NAME, verdict, next_rung=rung,
                               numbers={"cpu_count": 16, "cpu_percent": 50.0, **numbers})
 
@@ -77,10 +78,10 @@ def advice(verdict, rung="", **numbers):
 def test_whether_the_advice_helped_says_the_paragraph_the_lesson_declares(make_run, rate,
                                                                           paragraph):
     runs = job_and_ceilings(make_run, 300, 310, 1200)
-    after = make_run("after the advice: pre-processing", rate=rate, data_wait_share=0.3,
+    after = make_run("after the advice: preresized", rate=rate, data_wait_share=0.3,
                      config={**JOB, "data_format": "preresized"})
-    say = l10_mocks.conclude([*runs, after], advice=advice("input-bound", "pre-processing"))
-    assert say.lines[0].text.startswith(f"'after the advice: pre-processing' against '{NAME}' "
+    say = l10_mocks.conclude([*runs, after], advice=advice("input-bound", RungName.DATA_FORMAT))
+    assert say.lines[0].text.startswith(f"'after the advice: preresized' against '{NAME}' "
                                         "(data_format loose → preresized): ×")
     assert paragraph in say.text
     assert "mismeasured" not in say.text and "the input alone" not in say.text
@@ -91,7 +92,7 @@ def test_whether_the_advice_helped_says_the_paragraph_the_lesson_declares(make_r
 def test_an_unreliable_diagnosis_measures_the_same_job_again(make_run, rate, words):
     before = make_run(NAME, rate=300, config=JOB)
     again = make_run("measured again", rate=rate, config=JOB)
-    say = l10_mocks.conclude([before, again], advice=advice(diagnose.UNRELIABLE, "measure again"))
+    say = l10_mocks.conclude([before, again], advice=advice(diagnose.UNRELIABLE))
     assert f"'measured again' against '{NAME}': ×" in say.text and words in say.text
     assert "two identical jobs: the ratio measures the machine, not the change" in say.text
     assert say.check() == []
@@ -101,7 +102,7 @@ def test_a_compute_rung_is_stood_in_for_and_said_so(make_run):
     before = make_run(NAME, rate=300, data_wait_share=0.02, config=JOB)
     after = make_run("after the advice: standard augmentation", rate=700, data_wait_share=0.02,
                      config={**JOB, "augment": "standard"})
-    say = l10_mocks.conclude([before, after], advice=advice("compute-bound", "hybridize/compile"))
+    say = l10_mocks.conclude([before, after], advice=advice("compute-bound", RungName.HYBRIDIZE))
     assert "(augment heavy → standard)" in say.text
     assert "The cheaper standard augmentation stands in for the rung the diagnosis named" in say.text
     assert HELPED[Outcome.EXPECTED] in say.text and say.check() == []
@@ -110,27 +111,28 @@ def test_a_compute_rung_is_stood_in_for_and_said_so(make_run):
 def test_advice_for_a_run_not_given_is_refused(make_run):
     run = make_run("other", rate=300, config=JOB)
     with pytest.raises(ValueError, match="not among the runs"):
-        l10_mocks.conclude([run], advice=advice("input-bound", "workers"))
+        l10_mocks.conclude([run], advice=advice("input-bound", RungName.WORKERS))
 
 
 CFG = Experiment(name=NAME, dataset="folder", num_workers=1, augment="heavy", model="tiny")
 
 
-@pytest.mark.parametrize("d, changes", [
-    (advice(diagnose.UNRELIABLE, "measure again"), {"name": "measured again"}),
-    (advice("input-bound", "pre-processing"), {"data_format": "preresized"}),
-    (advice("input-bound", "packed format"), {"data_format": "packed"}),
-    (advice("input-bound", "workers"), {"num_workers": 13}),
+@pytest.mark.parametrize("d, changes, given", [
+    (advice(diagnose.UNRELIABLE), {"name": "measured again"}, CFG),
+    (advice("input-bound", RungName.DATA_FORMAT), {"data_format": "preresized"}, CFG),
+    (advice("input-bound", RungName.DATA_FORMAT), {"data_format": "packed"},
+     CFG.replace(data_format="preresized")),
+    (advice("input-bound", RungName.WORKERS), {"num_workers": 13}, CFG),
     # no core free for another worker: the advice is a cheaper augmentation (or more cores)
-    (advice("input-bound", "workers", cpu_percent=99.0), {"augment": "standard"}),
-    (advice("overhead-bound", "hybridize/compile", cpu_count=2), {"augment": "standard"}),
+    (advice("input-bound", RungName.WORKERS, cpu_percent=99.0), {"augment": "standard"}, CFG),
+    (advice("overhead-bound", RungName.HYBRIDIZE, cpu_count=2), {"augment": "standard"}, CFG),
 ])
-def test_following_the_advice_changes_one_thing(d, changes):
-    cfg = l10_mocks.follow(d, CFG)
-    diff = {k: v for k, v in cfg.to_dict().items() if v != CFG.to_dict()[k]}
+def test_following_the_advice_changes_one_thing(d, changes, given):
+    cfg = l10_mocks.follow(d, given)
+    diff = {k: v for k, v in cfg.to_dict().items() if v != given.to_dict()[k]}
     assert {k: v for k, v in diff.items() if k != "name"} == \
         {k: v for k, v in changes.items() if k != "name"}
-    assert cfg.name != CFG.name and cfg.name == changes.get("name", cfg.name)
+    assert cfg.name != given.name and cfg.name == changes.get("name", cfg.name)
 
 
 def test_the_hand_timed_steps_are_averaged_without_the_first():

@@ -12,6 +12,8 @@ from gpu_course.analyse import diagnose, metrics
 from gpu_course.lessons import l16_capstone as capstone, sizes
 from gpu_course.lessons.exercises import check
 from gpu_course.lessons.l16_capstone import Criterion
+from gpu_course import rungs
+from gpu_course.rungs import GRAPH, RungName
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import fake_runs  # noqa: E402
@@ -100,17 +102,17 @@ def diagnosis(verdict, rung, cpus=16, cpu_percent=40.0):
     ("input-bound", "workers", 1, {}, "02"),                        # 1 worker, 16 cores
     ("input-bound", "workers", 1, {"num_workers": 13}, None),       # more cores than it has
     ("input-bound", "workers", 1, {"num_workers": 0, "data_on_gpu": True}, None),   # no loader
-    ("input-bound", "pre-processing", 1, {"num_workers": 13}, "09"),
-    ("input-bound", "data on GPU", 1, {"data_format": "memory"}, "09"),
-    ("input-bound", "data on GPU", 0, {"data_format": "memory"}, None),   # no GPU to hold it
-    ("compute-bound", "hybridize/compile", 1, {}, None),            # the GPU is the limit
-    ("compute-bound", "hybridize/compile", 0, {}, None),            # the CPU is the device
-    ("overhead-bound", "hybridize/compile", 0, {}, None),
-    ("overhead-bound", "hybridize/compile", 1, {}, "03"),           # eager, then static
-    ("overhead-bound", "hybridize/compile", 1, {"graph": "hybrid"}, "03"),
-    ("overhead-bound", "larger batch", 1, {"graph": "static"}, "05"),
-    ("overhead-bound", "larger batch", 1, {"graph": "static", "batch_size": 512}, None),
-    ("overhead-bound", "more GPUs", 1, {"graph": "static", "batch_size": 512}, None),
+    ("input-bound", "data-format", 1, {"num_workers": 13}, "09"),
+    ("input-bound", "data-on-gpu", 1, {"data_format": "memory"}, "09"),
+    ("input-bound", "data-on-gpu", 0, {"data_format": "memory"}, None),   # no GPU to hold it
+    ("compute-bound", "compile", 1, {}, None),                      # the GPU is the limit
+    ("compute-bound", "compile", 0, {}, None),                      # the CPU is the device
+    ("overhead-bound", "compile", 0, {}, None),
+    ("overhead-bound", "compile", 1, {}, "03"),                     # eager, then static
+    ("overhead-bound", "hybridize", 1, {"graph": "hybrid"}, "03"),  # either track's graph
+    ("overhead-bound", "large-batch", 1, {"graph": "static"}, "05"),
+    ("overhead-bound", "large-batch", 1, {"graph": "static", "batch_size": 512}, None),
+    ("overhead-bound", "all-gpus", 1, {"graph": "static", "batch_size": 512}, None),
 ])
 def test_the_course_fixes_what_diagnose_names_where_a_lesson_s_change_applies(
         make_run, verdict, rung, gpus, config, lesson):
@@ -118,9 +120,11 @@ def test_the_course_fixes_what_diagnose_names_where_a_lesson_s_change_applies(
     assert capstone.fix(diagnosis(verdict, rung), run) == lesson
 
 
-def test_every_rung_of_diagnose_has_its_lesson():
-    assert set(capstone.RUNG_LESSON) == set(diagnose.RUNGS)
-    assert set(capstone.RUNG_LESSON.values()) <= set(capstone.LESSONS)
+def test_every_rung_the_course_can_still_take_names_a_lesson_of_the_capstone():
+    fixable = {RungName.WORKERS, RungName.DATA_FORMAT, RungName.DATA_ON_GPU,
+               RungName.LARGE_BATCH, *GRAPH.values()}
+    assert {rungs.LESSON[r] for r in fixable} <= set(capstone.LESSONS)
+    assert set(rungs.LESSON) == set(RungName) - {RungName.LONGER}   # every rung, a lesson
 
 
 def test_an_input_bound_run_is_told_the_lesson_whose_change_it_has_not_made(make_run):
@@ -135,7 +139,8 @@ def test_an_input_bound_run_is_told_the_lesson_whose_change_it_has_not_made(make
 def test_a_busy_gpu_is_the_limit_and_further_rungs_are_offered_not_asked(make_run):
     said = mark(capstone.grade(given(make_run), mine(make_run)), Criterion.DIAGNOSIS)
     assert said.met and "compute-bound: the GPU is the limit." in said.says
-    assert "Further speed, not asked for: hybridize/compile" in said.says
+    assert "Further speed, not asked for: compile, graph='compile', torch.compile(net)" \
+        in said.says   # the PyTorch track's words
 
 
 def test_an_idle_gpu_fed_in_time_is_sent_to_the_graph(make_run):

@@ -19,18 +19,19 @@ def test_two_gloo_processes_train_one_epoch_and_rank0_records_it(small_cfg, runs
     assert len(list(runs_dir.iterdir())) == 1  # and keeps a record
 
 
-@pytest.mark.parametrize("graph", ["hybrid", "static"])
-def test_compiled_network_trains(small_cfg, monkeypatch, graph):
+@pytest.mark.parametrize("graph, recorded", [("compile", "hybrid"), ("cuda-graphs", "static")])
+def test_compiled_network_trains(small_cfg, monkeypatch, graph, recorded):
     # aot_eager traces and compiles in seconds; the default inductor backend takes
     # minutes on a two-core CPU (it generates and builds C++ kernels)
     monkeypatch.setenv(gc.COMPILE_BACKEND_ENV, "aot_eager")
     run = gc.train(small_cfg.replace(graph=graph, max_steps=3), progress=False, verbose=False)
-    # no CUDA graphs on a CPU: "static" runs compiled without them, and the record says so
-    assert run.status == "finished" and run.config["graph"] == graph
-    if graph == "static":
+    # asked in PyTorch's words, recorded in the canonical one; no CUDA graphs on a CPU:
+    # "cuda-graphs" runs compiled without them, and the record says so in PyTorch's words
+    assert run.status == "finished" and run.config["graph"] == recorded
+    if graph == "cuda-graphs":
         assert run.meta["requested"] == {"graph": "static"}
         assert gc.metrics.label(run) == \
-            "test (graph compiled, no CUDA graphs ran, static requested)"
+            "test (graph compiled, no CUDA graphs ran, cuda-graphs requested)"
     assert run.meta["ran"]["compile_backend"] == "aot_eager"
     assert run.epochs["loss"].notna().all()
 

@@ -11,7 +11,7 @@ def _graph(runs, answer) -> str:
                           "the same network as a graph")[:2]
     only_change(before, after, "graph", also=(alike.Aspect.COMPILE_BACKEND,))
     if alike.value(before, "graph") != "eager":
-        raise NotYet(f"'{before.name}' ran with graph={alike.value(before, 'graph')}: the first "
+        raise NotYet(f"'{before.name}' ran with graph={alike.shown(before, 'graph')}: the first "
                      "run is the network as written (eager / imperative), the second its graph.")
     verdict = speed_verdict(before, after, "graph", "03", also=(alike.Aspect.COMPILE_BACKEND,))
     backend = alike.value(after, alike.Aspect.COMPILE_BACKEND)

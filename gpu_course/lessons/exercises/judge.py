@@ -51,7 +51,7 @@ def only_change(a, b, setting: str, also: tuple = ()) -> None:
     work (`alike.differences`), `also` and the machine's load aside."""
     if alike.value(a, setting) == alike.value(b, setting):
         raise NotYet(f"'{a.name}' and '{b.name}' have the same {setting} "
-                     f"({alike.value(a, setting)}): nothing was changed. Make the change at the "
+                     f"({alike.shown(a, setting)}): nothing was changed. Make the change at the "
                      f"line marked {MARK}.")
     other = alike.differences(a, b, varies=(setting, *also))
     other.pop(alike.Aspect.LOAD, None)

@@ -10,7 +10,7 @@ profiler's own start-up), then records `active` steps: a bounded window, so the 
 stays a few MB however long the run. The loader's part of each step is annotated
 "data wait", so the trace shows it beside the operators.
 
-The steps are the ones the run takes: compiled for graph="hybrid"/"static", and the
+The steps are the ones the run takes: compiled for graph="compile"/"cuda-graphs", and the
 tuned rung's whole step as one CUDA graph where `static_step` applies (its batch is cut
 inside the graph, so that trace has no "data wait"). The first steps before the window
 are the compiler's and the capture's.

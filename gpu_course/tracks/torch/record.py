@@ -92,7 +92,7 @@ def read_network(net) -> tuple[dict, dict]:
     model = getattr(inner, "course_model", None)
     found = {"model": model if model else OWN}
     if getattr(net, "_orig_mod", None) is not None:
-        found["graph"] = "hybrid"
+        found["graph"] = Graph.HYBRID
     last = [m for m in inner.modules() if isinstance(m, torch.nn.Linear)]
     return found, {"class": type(inner).__name__,
                    "parameters": sum(p.numel() for p in inner.parameters()),

@@ -40,7 +40,7 @@ WARMUP_STEPS = 3  # eager steps before capture: compile, cuDNN autotuning, optim
 def applies(cfg: Experiment, train_iter, optimizer, world_size: int = 1) -> str | None:
     """None when cfg's run can take the static step, else why not."""
     if cfg.graph != Graph.STATIC:
-        return "graph is not 'static'"
+        return f"graph is not {Graph.STATIC.word('pytorch')!r}"
     if not isinstance(train_iter, GpuLoader):
         return "the batches do not come from a GpuLoader (data_on_gpu=True)"
     if not isinstance(optimizer, LARS):

@@ -35,7 +35,7 @@ from . import static_step
 
 FLOAT16_ON_CPU = ("dtype='float16' on the CPU: PyTorch has no fast float16 convolutions "
                   "on the CPU, so this run uses bfloat16 autocast, the CPU's 16-bit type.")
-STATIC_ON_CPU = ("graph='static' means CUDA graphs (the whole step as one graph with data on "
+STATIC_ON_CPU = ("graph='cuda-graphs' means CUDA graphs (the whole step as one graph with data on "
                  "the GPU and LARS, else torch.compile mode='reduce-overhead'); on the CPU "
                  "the same steps run compiled, without a graph.")
 STATIC_RAN_ON_CPU = "compiled, no CUDA graphs"

@@ -2,7 +2,7 @@
 `gc.solution("04.1")` prints one; the tests run each in the notebook's place."""
 
 # %% exercise 04.1
-ex = gc.Experiment(name="exercise", graph="static", batch_size=SIZES.exercise_batch,
+ex = gc.Experiment(name="exercise", graph="static-alloc", batch_size=SIZES.exercise_batch,
                    **SIZES.replace(train_size=SIZES.exercise_size))
 low = "float16" if gc.gpu_count() else "bfloat16"   # >>> MXNet's 16-bit type: float16 on a GPU, bfloat16 on a CPU with AVX-512
 guess = "faster" if gc.gpu_count() else "slower"     # >>> tensor cores on a GPU; on a CPU MXNet 1.9's oneDNN

@@ -2,7 +2,7 @@
 `gc.solution("05.1")` prints one; the tests run each in the notebook's place."""
 
 # %% exercise 05.1
-ex = gc.Experiment(name="exercise", graph="static", **SIZES.replace(train_size=SIZES.exercise_size),
+ex = gc.Experiment(name="exercise", graph="static-alloc", **SIZES.replace(train_size=SIZES.exercise_size),
                    dtype="float16" if gc.gpu_count() else "float32")
 size = SIZES.batches[1]      # >>> the sweep's second; on a GPU, double it until it no longer fits
 guess = "faster" if gc.gpu_count() else "same"   # >>> a GPU fills up with the larger batch;

@@ -3,7 +3,7 @@ and, after `# %% check`, its check cell. `gc.solution("06.1")` prints one; the t
 each in the notebook's place."""
 
 # %% exercise 06.1
-ex = gc.Experiment(name="exercise", graph="static", warmup_epochs=1.0, **SIZES,
+ex = gc.Experiment(name="exercise", graph="static-alloc", warmup_epochs=1.0, **SIZES,
                    dtype="float16" if gc.gpu_count() else "float32")
 raced = ["none", "cosine", "poly"]   # >>> the constant rate first, then two decaying schedulers
 tried = []

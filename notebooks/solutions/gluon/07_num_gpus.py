@@ -5,7 +5,7 @@
 plan = lesson.plan("gluon", gc.gpu_count(), usable_cores(), SIZES)
 context = mx.gpu if plan.on_gpu else mx.cpu
 few = plan.exercise_sizes    # the batch a step to split, the images
-ex = gc.Experiment(name="exercise", graph="static", dtype="float16" if plan.on_gpu else "float32",
+ex = gc.Experiment(name="exercise", graph="static-alloc", dtype="float16" if plan.on_gpu else "float32",
                    num_workers=loader_workers(1), **few)
 k = 2                        # >>> two GPUs (or CPU contexts): half the batch each
 guess = "faster" if plan.on_gpu else "slower"   # >>> GPUs: half the work a step each, the exchange small

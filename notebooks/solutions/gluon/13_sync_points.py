@@ -11,7 +11,7 @@ for checked in (False, True) * SIZES.repeats if guard else ():    # interleaved 
     net = gc.get_model(SIZES.model)
     net.hybridize(static_alloc=True, static_shape=True)
     parts = gc.build(gc.Experiment(name=f"exercise: guard {'on' if checked else 'off'}",
-                                   graph="static", **SIZES), net=net)
+                                   graph="static-alloc", **SIZES), net=net)
     net, train_iter, _, trainer = parts
     with gc.record(parts, verbose=False) as rec:
         rec.note(loss_guard=checked)
