@@ -472,3 +472,14 @@ def test_measured_rows_named_by_another_key_with_facts_columns_a_last_row_and_a_
     assert say.text.splitlines() == ["FOUND-PARAGRAPH", "Size: 'one' 1.50.",
                                      "'two': -1.00 to spare.", "NO-ROOM", "'one': ODD. ODD-PARAGRAPH"]
     assert say.check() == [] and "FOUND-PARAGRAPH" in findings.paragraphs(lesson)
+
+
+def test_a_reading_says_a_line_a_row_each_cell_in_its_format_the_empty_left_out():
+    table = pd.DataFrame([{"trace": "a", "ms": 5.55, "busy": 0.94, "kind": "convolutions"},
+                          {"trace": "b", "ms": 2.0, "busy": None, "kind": "copies"}])
+    reading = Reading(key="trace", each={"ms": "{} ms", "busy": "busy {}", "kind": "mostly {}"},
+                      formats={"busy": "{:.0%}"}, text=("AFTER-THE-ROWS",))
+    say = read(reading, table, show=False)
+    assert say.text.splitlines() == ["'a': 5.55 ms, busy 94%, mostly convolutions.",
+                                     "'b': 2.00 ms, mostly copies.", "AFTER-THE-ROWS"]
+    assert say.check() == []
