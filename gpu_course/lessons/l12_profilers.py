@@ -17,7 +17,7 @@ from ..analyse import holistic as h, limits
 from ..analyse.limits import (ABOVE, CEILINGS, COMPUTE_BOUND, INPUT_BOUND, LAUNCH_BOUND,  # noqa: F401
                               NOT_INPUT_BOUND, OVERHEAD_BOUND, TOO_FEW, Agreement, Ceilings)
 from ..show.closing import Closing
-from ..show.findings import Flag, Lesson, Row, Where, judge_rows
+from ..show.findings import Flag, Lesson, Reading, Row, Where, judge_rows, read
 
 SIZES = {
     "full": dict(model="resnet20", train_size=10_000, test_size=64, epochs=1, batch_size=64,
@@ -212,29 +212,37 @@ def reference_kernel_traces() -> dict:
 
 YOUR_TRACE = ("`gpu-course profile --engine pytorch` on a GPU records a trace of your own run "
               "(profile/trace.json.gz in its folder) to read the same way.")
+KERNELS = Reading(
+    key="trace", each={"kernels (ms a step)": "{} ms of kernel time a step",
+                       "largest kind": "the largest part {}", "largest (ms a step)": "{} ms",
+                       "largest (% of kernels)": "{} of it",
+                       "GPU busy": "the GPU busy {} of the span of its trace", "GPU idle": "idle {}"},
+    formats={"largest (% of kernels)": "{:.0f}%", "GPU busy": "{:.0%}", "GPU idle": "{:.0%}"},
+    text=("Faster kernels can shorten a step by at most the share the GPU was busy, and fewer "
+          "launches (closing the idle gaps) by at most the share it was idle.", YOUR_TRACE))
+
+
+def kernel_rows(traces: dict) -> pd.DataFrame:
+    """One row a trace: its kernel time a step, its largest kind of kernel (of
+    `kernel_table`'s kinds, the convolutions' sum apart) with its time and share, and the
+    share of the span of its trace the GPU worked (`profiling.gpu_busy_share`) or idled."""
+    from ..analyse import profiling
+    frame = kernel_table(traces).set_index("kind")
+    kinds = frame.drop([ALL_CONVOLUTIONS, ALL_KERNELS])
+    rows = []
+    for name, path in traces.items():
+        top = kinds[f"{name}: ms a step"].idxmax()
+        busy = profiling.gpu_busy_share(profiling.read_trace(path))
+        rows.append({"trace": name, "kernels (ms a step)": frame.loc[ALL_KERNELS, f"{name}: ms a step"],
+                     "largest kind": top, "largest (ms a step)": kinds.loc[top, f"{name}: ms a step"],
+                     "largest (% of kernels)": kinds.loc[top, f"{name}: % of kernels"],
+                     "GPU busy": busy, "GPU idle": 1 - busy})
+    return pd.DataFrame(rows)
 
 
 def kernel_closing(traces: dict) -> Closing:
     """Where the GPU's time goes in each trace, by kind of kernel (`kernel_table`, which
-    `gc.show(lesson="12", kernels=traces)` shows), and what that says: the largest kind,
-    and how much of the step faster kernels and fewer launches could each remove at most
-    (the GPU's busy share of the trace)."""
-    from ..analyse import profiling
-    frame = kernel_table(traces)
-    say = Closing(frame, key="kind")
-    names = list(traces)
-    row = {kind: i for i, kind in enumerate(frame["kind"])}
-    total, convs = row[ALL_KERNELS], row[ALL_CONVOLUTIONS]
-    for name in names:
-        col = f"{name}: ms a step"
-        kinds = [i for i in range(convs) if frame[col].iloc[i] > 0]
-        top = max(kinds, key=lambda i: frame[col].iloc[i])
-        busy = profiling.gpu_busy_share(profiling.read_trace(traces[name]))
-        say(f"'{name}': {say.cell(top, col, '{:.2f}')} of its {say.cell(total, col, '{:.2f}')} "
-            f"ms of kernel time a step ({say.cell(top, f'{name}: % of kernels', '{:.0f}%')}) are "
-            f"{frame['kind'].iloc[top]}. The GPU worked {say.quote('its trace', busy, '{:.0%}')} "
-            f"of the span of its trace: faster kernels can shorten that step by at most that "
-            f"share, and fewer launches (closing the idle gaps) by at most the rest "
-            f"({say.quote('its trace', 1 - busy, '{:.0%}')}).")
-    say(YOUR_TRACE)
-    return say
+    `gc.show(lesson="12", kernels=traces)` shows), and what that says (`KERNELS`): the
+    largest kind, and how much of the step faster kernels and fewer launches could each
+    remove at most (the GPU's busy share of the trace)."""
+    return read(KERNELS, kernel_rows(traces), where=Where.GPU, show=False)

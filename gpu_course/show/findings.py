@@ -274,6 +274,11 @@ class Reading:
     groups: Mapping[str, str] = field(default_factory=dict)
     about: tuple[Column, ...] = ()
     empty: Text = ""
+    # a line a row, said first: {column: words with {} for the cell} (`Lesson.last_row`'s
+    # shape, for every row), each cell as `formats` writes it ({column: "{:.0%}"}), else as
+    # the table does
+    each: Mapping[str, str] = field(default_factory=dict)
+    formats: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -724,6 +729,77 @@ def accuracy_outcome(a, b, gains: Gain) -> Outcome:
     return Outcome.EXPECTED if went is gains else Outcome.OPPOSITE
 
 
+# -- a prediction an attendee wrote down, judged as a lesson's expectation is -----------------
+# how far apart two runs of one job made one after the other can land while other programs
+# share the machine, beyond what each run's own blocks show: their load moves between the
+# runs. The course's 2-core machine, other programs running, measured x0.74 to x1.36 over
+# repeated pairs (exercise 03.1 with aot_eager) and x0.82 to x1.19 (Gluon's 05.1)
+DRIFT = 1.5
+
+
+@dataclass(frozen=True)
+class Predict:
+    """What an exercise's check says of a prediction written down before the run: `name`
+    (the check's argument: "prediction"), `answers` ({a word the attendee may write: the
+    `Expect` it makes, or the call it names}), `ask` (what to write down, with the check's
+    fields), and a sentence for each `Outcome` of the measurement against it (`says`, with
+    the check's fields; CANNOT_JUDGE: the runs leave the prediction untested). The check
+    raises OPPOSITE's sentence as its contradiction."""
+
+    name: str
+    answers: Mapping
+    ask: str
+    says: Mapping[Outcome, str]
+
+    def wrong(self, answer, **fields) -> str:
+        """Why `answer` is none of the answers, asking for one; "" where it is one."""
+        if isinstance(answer, str) and answer in self.answers:
+            return ""
+        return (f"{self.name}={answer!r}: write down, before you run, "
+                f"{self.ask.format(**fields)}: one of " + ", ".join(map(repr, self.answers)) + ".")
+
+
+def predicted(expect: Expect, verdict: noise.Verdict, drift: float = 1.0) -> Outcome:
+    """The outcome of `verdict` against a prediction that expects `expect` (`outcome`);
+    one against it by less than ×`drift` either way is CANNOT_JUDGE: where other programs
+    shared the machine, their load moves two runs that far apart (`DRIFT`)."""
+    found = outcome(verdict, expect)
+    moved = verdict.ratio > 0 and max(verdict.ratio, 1 / verdict.ratio) < drift
+    return Outcome.CANNOT_JUDGE if found is Outcome.OPPOSITE and moved else found
+
+
+def called(answer, call, possible=()) -> Outcome:
+    """The outcome of a call named in words (diagnose's verdict, the step timers') against
+    the `answer` predicted: EXPECTED where they are one, NONE where the measurements make
+    no call (None) or cannot rule the answer out (among `possible`), else OPPOSITE."""
+    if answer == call:
+        return Outcome.EXPECTED
+    return Outcome.NONE if call is None or answer in possible else Outcome.OPPOSITE
+
+
+def untested(notes, runs) -> str:
+    """The first of `notes` (`Note`s: runs that cannot test what is predicted) that fires on
+    any of `runs`, its text with {names}: the runs it fires on, quoted; "" where none does."""
+    for note in notes:
+        names = [f"'{r.name}'" for r in runs if _fires(note, [r])]
+        if names:
+            return _text(note.text, None, None).format(names=" and ".join(names))
+    return ""
+
+
+def apart(xs, ys, how: str) -> noise.Verdict:
+    """B's measurements against A's (a share per block of steps, which may be zero) by the
+    rule `noise.compare` applies to samples/s: FASTER (more) where every one of B's is above
+    every one of A's, SLOWER (less) where every one is below, else WITHIN_NOISE; NOT_MEASURED
+    where a side has none. No ratio: the shares are said as they are."""
+    nan = float("nan")
+    if not len(xs) or not len(ys):
+        return noise.Verdict(nan, nan, nan, noise.Kind.NOT_MEASURED, how)
+    kind = noise.Kind.FASTER if min(ys) > max(xs) else noise.Kind.SLOWER \
+        if max(ys) < min(xs) else noise.Kind.WITHIN_NOISE
+    return noise.Verdict(nan, nan, nan, kind, how)
+
+
 def _say_once(say: Closing, said: set, key, text: str) -> None:
     if text and key not in said and text not in said and "no outcomes" not in said:
         said.update((key, text))
@@ -1117,6 +1193,12 @@ def read(reading: Reading, table: pd.DataFrame, track=None, where: Where | None 
         from . import tables
         _display(tables.show(table))
     say = Closing(table, key=reading.key)
+    for i in range(len(table)) if reading.each else ():
+        cells = [words.format(say.cell(i, name, reading.formats.get(name)))
+                 for name, words in reading.each.items()
+                 if name in table.columns and not _empty(table[name].iloc[i])]
+        if cells:
+            say(ROW.format(name=say._name(i), cells=", ".join(cells)))
     for text in reading.text:
         if _text(text, track, where):
             say(_text(text, track, where))

@@ -472,3 +472,60 @@ def test_measured_rows_named_by_another_key_with_facts_columns_a_last_row_and_a_
     assert say.text.splitlines() == ["FOUND-PARAGRAPH", "Size: 'one' 1.50.",
                                      "'two': -1.00 to spare.", "NO-ROOM", "'one': ODD. ODD-PARAGRAPH"]
     assert say.check() == [] and "FOUND-PARAGRAPH" in findings.paragraphs(lesson)
+
+
+def test_a_reading_says_a_line_a_row_each_cell_in_its_format_the_empty_left_out():
+    table = pd.DataFrame([{"trace": "a", "ms": 5.55, "busy": 0.94, "kind": "convolutions"},
+                          {"trace": "b", "ms": 2.0, "busy": None, "kind": "copies"}])
+    reading = Reading(key="trace", each={"ms": "{} ms", "busy": "busy {}", "kind": "mostly {}"},
+                      formats={"busy": "{:.0%}"}, text=("AFTER-THE-ROWS",))
+    say = read(reading, table, show=False)
+    assert say.text.splitlines() == ["'a': 5.55 ms, busy 94%, mostly convolutions.",
+                                     "'b': 2.00 ms, mostly copies.", "AFTER-THE-ROWS"]
+    assert say.check() == []
+
+
+# -- a prediction written down before the run (the exercises' checks) ---------------------------
+@pytest.mark.parametrize("rate, expect, drift, found", [
+    (1800, Expect.FASTER, 1.0, Outcome.EXPECTED), (600, Expect.FASTER, 1.0, Outcome.NONE),
+    (600, Expect.SAME, 1.0, Outcome.EXPECTED), (300, Expect.FASTER, 1.0, Outcome.OPPOSITE),
+    (480, Expect.FASTER, findings.DRIFT, Outcome.CANNOT_JUDGE),   # x0.8: within the load's drift
+    (300, Expect.FASTER, findings.DRIFT, Outcome.OPPOSITE)])      # x0.5: beyond it
+def test_a_prediction_is_judged_as_an_expectation_a_contradiction_within_the_drift_untested(
+        make_run, rate, expect, drift, found):
+    a, b = pair(make_run, rate)
+    assert findings.predicted(expect, noise.compare(a, b, varies=("batch_size",)), drift) is found
+
+
+@pytest.mark.parametrize("answer, call, possible, found", [
+    ("input-bound", "input-bound", (), Outcome.EXPECTED), ("input-bound", None, (), Outcome.NONE),
+    ("input-bound", "compute-bound", ("input-bound",), Outcome.NONE),
+    ("input-bound", "compute-bound", (), Outcome.OPPOSITE)])
+def test_a_named_call_against_the_answer(answer, call, possible, found):
+    assert findings.called(answer, call, possible) is found
+
+
+def test_a_predict_asks_for_one_of_its_answers_by_name():
+    predict = findings.Predict("prediction", {"more": Expect.MORE, "less": Expect.LESS},
+                               "what you expect of '{b}'", {})
+    assert predict.wrong("more", b="x") == ""
+    for answer in (None, ["more"], "quicker"):
+        assert predict.wrong(answer, b="x") == (f"prediction={answer!r}: write down, before you "
+                                                "run, what you expect of 'x': one of 'more', 'less'.")
+
+
+def test_the_first_untested_note_that_fires_names_its_runs(make_run):
+    a, b = pair(make_run, 600, gpus=0)
+    b.config["graph"] = "static"
+    notes = (Note("graph", ("hybrid",), "NEVER {names}"), Note("graph", ("static",), "ONLY {names}"),
+             Note("batch_size", (64, 512), "BOTH {names}"))
+    assert findings.untested(notes, (a, b)) == "ONLY 'large'"
+    assert findings.untested(notes[2:], (a, b)) == "BOTH 'small' and 'large'"
+    assert findings.untested(notes[:1], (a, b)) == ""
+
+
+@pytest.mark.parametrize("xs, ys, kind", [
+    ((0.1, 0.2), (0.3, 0.5), noise.Kind.FASTER), ((0.3, 0.5), (0.0, 0.2), noise.Kind.SLOWER),
+    ((0.1, 0.3), (0.2, 0.4), noise.Kind.WITHIN_NOISE), ((), (0.2,), noise.Kind.NOT_MEASURED)])
+def test_shares_are_apart_only_where_their_ranges_are(xs, ys, kind):
+    assert findings.apart(xs, ys, "blocks").kind is kind

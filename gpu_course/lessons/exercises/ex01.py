@@ -6,6 +6,10 @@ from ...analyse import alike, metrics, noise
 from .base import exercise
 from .judge import finished_runs, only_change, wait_prediction
 
+# waiting less where the workers and the model share a CPU's cores, and no faster
+SHARED_CORES = (": without a GPU the workers and the model share the CPU's cores, so waiting "
+                "less need not mean training faster")
+
 
 @exercise("01.1", "Change the naive script's worker count and predict its data wait.")
 def _naive_workers(runs, answer) -> str:
@@ -18,8 +22,6 @@ def _naive_workers(runs, answer) -> str:
         f"Where does the loading happen with {workers[1]} worker(s), and does the training loop "
         "wait for it?")
     speed = noise.compare(before, after, varies=("num_workers",))
-    said += f" Samples/s, '{after.name}' against '{before.name}': {speed}"
-    if measured == "less" and not metrics.on_gpu(before) and speed.kind != noise.Kind.FASTER:
-        said += (": without a GPU the workers and the model share the CPU's cores, so waiting "
-                 "less need not mean training faster")
-    return said + "."
+    shared = measured == "less" and not metrics.on_gpu(before) and speed.kind != noise.Kind.FASTER
+    return (f"{said} Samples/s, '{after.name}' against '{before.name}': {speed}"
+            f"{SHARED_CORES * shared}.")

@@ -7,18 +7,17 @@ import numbers
 from ...analyse import alike, metrics, noise
 from ..l02_workers import KNEE
 from .base import Contradicted, NotYet, exercise
-from .judge import finished_runs, speed_verdict, wait_words
+from .judge import alike_but, finished_runs, reaching, speed_verdict, wait_words
+
+UNSURE = (" Other programs loaded the machine during some runs and not others: the sweep "
+          "cannot place the knee for sure; run it again on a quiet machine.")
+
 
 @exercise("02.1", "Sweep the worker count and name the knee: where samples/s stops growing.")
 def _knee(runs, answer) -> str:
     runs = finished_runs(runs, 3, "a knee needs a sweep of at least three worker counts")
-    first = runs[0]
     for run in runs[1:]:
-        other = alike.differences(first, run, varies=("num_workers",))
-        other.pop(alike.Aspect.LOAD, None)
-        if other:
-            raise NotYet(f"the sweep's runs differ in more than num_workers: "
-                         f"{alike.words(other, first.name, run.name)}. Change the worker count alone.")
+        alike_but(runs[0], run, ("num_workers",), "num_workers")
     counts = [int(alike.value(r, "num_workers") or 0) for r in runs]
     tried = ", ".join(map(str, sorted(set(counts))))
     if len(set(counts)) < 3:
@@ -29,22 +28,17 @@ def _knee(runs, answer) -> str:
         raise NotYet(f"knee={answer!r}: name one of the worker counts the sweep tried ({tried}): "
                      f"the fewest workers within {1 - KNEE:.0%} of the best samples/s, or within "
                      "its noise.")
-    rates = [metrics.samples_per_sec(r) for r in runs]
-    best = runs[max(range(len(runs)), key=lambda i: rates[i] if math.isfinite(rates[i]) else -1)]
-    best_n = counts[runs.index(best)]
+    rates = {n: metrics.samples_per_sec(r) for n, r in zip(counts, runs)}
+    best_n = max(rates, key=lambda n: rates[n] if math.isfinite(rates[n]) else -1)
+    best = runs[counts.index(best_n)]
     waits = ", ".join(f"{n} worker(s) {wait_words(r)}" for n, r in sorted(zip(counts, runs), key=lambda p: p[0]))
     judged = {n: speed_verdict(best, r, "num_workers", "02") for n, r in zip(counts, runs) if r is not best}
-
-    def reaches(n) -> bool:   # the knee's rule: near the best, or not beaten by it beyond noise
-        return n == best_n or rates[counts.index(n)] >= KNEE * rates[runs.index(best)] \
-            or judged[n].kind != noise.Kind.SLOWER
-
-    knee = int(answer)
-    if not reaches(knee):
+    knee, reach = int(answer), reaching(rates, judged, best_n)
+    if knee not in reach:
         raise Contradicted(f"with {knee} worker(s) the sweep is below {KNEE:.0%} of the best "
                            f"({best_n} workers) and slower beyond noise: {judged[knee]}. Samples/s "
                            f"still grows past {knee}. Data wait by workers: {waits}.")
-    fewest = min(n for n in counts if reaches(n))
+    fewest = reach[0]
     if fewest < knee:   # the knee is where samples/s stops growing: the fewest that reach the best
         raise Contradicted(f"{knee} worker(s) reach the best, but so do {fewest}: "
                            + (f"with {fewest} worker(s) the sweep is already the fastest. "
@@ -55,7 +49,5 @@ def _knee(runs, answer) -> str:
                            f"growing by {fewest}. Data wait by workers: {waits}.")
     said = (f"knee at {knee} worker(s): " + ("the fastest of the sweep." if knee == best_n else
             f"against the best ({best_n} workers), {judged[knee]}."))
-    if any(v.kind == noise.Kind.UNLIKE for v in judged.values()):
-        said += (" Other programs loaded the machine during some runs and not others: the "
-                 "sweep cannot place the knee for sure; run it again on a quiet machine.")
-    return said + f" Data wait by workers: {waits}: more workers can remove no more than that."
+    unsure = UNSURE * any(v.kind == noise.Kind.UNLIKE for v in judged.values())
+    return f"{said}{unsure} Data wait by workers: {waits}: more workers can remove no more than that."

@@ -6,7 +6,11 @@ import pandas as pd
 
 from ...analyse import alike, metrics, noise
 from .base import NotYet, exercise
-from .judge import finished_runs
+from .judge import alike_but, finished_runs
+
+AT_CHANCE = (" But the target is within noise of chance: the race is untested at this size; "
+             "train more epochs (gc.sizes(\"06\", epochs=...)) for one that tells.")
+
 
 @exercise("06.1", "Race schedules: which first reaches the accuracy the constant rate ends with?")
 def _race(runs, answer) -> str:
@@ -22,11 +26,7 @@ def _race(runs, answer) -> str:
         raise NotYet("a schedule ran twice (" + ", ".join(sorted(map(str, schedule.values())))
                      + "): race each one once, so that a name says which run.")
     for run in runs:
-        other = alike.differences(constant, run, varies=(*SCHEDULE_FIELDS, "warmup_epochs"))
-        other.pop(alike.Aspect.LOAD, None)
-        if other:
-            raise NotYet(f"the runs differ in more than their schedule: "
-                         f"{alike.words(other, constant.name, run.name)}. Change the schedule alone.")
+        alike_but(constant, run, (*SCHEDULE_FIELDS, "warmup_epochs"), "their schedule")
     by_name = {schedule[r]: r for r in runs}
     if not isinstance(answer, str) or answer not in by_name:
         raise NotYet(f"first={answer!r}: name one of the schedules raced ("
@@ -53,7 +53,4 @@ def _race(runs, answer) -> str:
     said = (f"'{answer}' reached {target:.1%}, the constant rate's final val acc, at epoch {mine}, "
             f"after {seconds:.1f} s of training; no schedule reached it earlier beyond noise "
             f"(2 standard errors: {margin:.1%} on {images:,} images). Reached: {where}.")
-    if noise.at_chance(constant):
-        said += (" But the target is within noise of chance: the race is untested at this size; "
-                 "train more epochs (gc.sizes(\"06\", epochs=...)) for one that tells.")
-    return said
+    return said + AT_CHANCE * noise.at_chance(constant)

@@ -5,11 +5,30 @@ from __future__ import annotations
 from ...analyse import alike, metrics, noise
 from ...ladder import RUNG_SETTINGS, RungName, rungs
 from ..l08_summary import latest_ladder
+from ...show.findings import Expect, Outcome, outcome
 from .base import MARK, NotYet, exercise
 from .judge import finished_runs, judge_prediction, speed_verdict
 
 # not rungs an exercise takes out: the thread count follows the load; the others are lines
 APART = (RungName.NAIVE, RungName.THREADS, RungName.LONGER, RungName.ALL_GPUS)
+
+
+# what a rung's verdict in the ladder expects of taking it out of the top rung, and what
+# that outcome says ((what it expects, Outcome), else the Outcome; None: the ladder's own
+# runs give no verdict on the rung)
+UNDONE = {noise.Kind.FASTER: Expect.SLOWER, noise.Kind.SLOWER: Expect.FASTER,
+          noise.Kind.WITHIN_NOISE: Expect.SAME}
+WORTH = {
+    None: "The ladder's own runs cannot rule on the rung; your two can: trust their verdict "
+          "over the table's row.",
+    Outcome.CANNOT_JUDGE: "Your two runs cannot rule on it yet: the table's row stands untested.",
+    (Expect.SAME, Outcome.EXPECTED): "Neither in its place nor on top of the ladder did it "
+                                     "change samples/s beyond noise on this machine.",
+    Outcome.EXPECTED: "It is worth on top of the ladder what it was worth in its place: what it "
+                      "removes still holds the step with every other fix on.",
+    **dict.fromkeys((Outcome.NONE, Outcome.OPPOSITE), "Its worth changed with the rungs around "
+                    "it: a fix pays only while what it removes holds the step (the anatomy "
+                    "table says what holds each rung).")}
 
 
 def rung_settings(engine: str, gpu: bool) -> dict:
@@ -62,22 +81,9 @@ def beside_ladder(top, rung: RungName, verdict: noise.Verdict) -> str:
     credited = noise.compare(ladder[i - 1], ladder[i], varies=RUNG_SETTINGS)
     said = (f"In the ladder, '{rung}' against the rung under it, '{names[i - 1]}': {credited}; "
             f"taken out of the top rung it leaves {verdict}.")
-    ruled = (noise.Kind.FASTER, noise.Kind.SLOWER, noise.Kind.WITHIN_NOISE)
-    if credited.kind not in ruled:
-        return said + (" The ladder's own runs cannot rule on the rung; your two can: trust "
-                       "their verdict over the table's row.")
-    if verdict.kind not in ruled:
-        return said + " Your two runs cannot rule on it yet: the table's row stands untested."
-    if credited.kind == verdict.kind == noise.Kind.WITHIN_NOISE:
-        return said + (" Neither in its place nor on top of the ladder did it change samples/s "
-                       "beyond noise on this machine.")
-    undone = {noise.Kind.FASTER: noise.Kind.SLOWER, noise.Kind.SLOWER: noise.Kind.FASTER,
-              noise.Kind.WITHIN_NOISE: noise.Kind.WITHIN_NOISE}[credited.kind]
-    if undone == verdict.kind:
-        return said + (" It is worth on top of the ladder what it was worth in its place: what "
-                       "it removes still holds the step with every other fix on.")
-    return said + (" Its worth changed with the rungs around it: a fix pays only while what it "
-                   "removes holds the step (the anatomy table says what holds each rung).")
+    undone = UNDONE.get(credited.kind)   # what taking it out does, where it is worth the same
+    found = outcome(verdict, undone) if undone else None
+    return f"{said} " + (WORTH.get((undone, found)) or WORTH[found])
 
 
 @exercise("08.1", "Take one rung out of the ladder's top rung and predict its samples/s.")

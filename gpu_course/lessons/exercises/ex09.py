@@ -6,6 +6,10 @@ from .base import NotYet, exercise
 from .judge import finished_runs, only_change, wait_prediction
 
 LOOSE = "loose"   # JPEGs opened, decoded and resized per sample: the ladder's first rung
+# less waiting and no faster: what now sets the pace, on a GPU and on a CPU
+PACE = {True: ": less waiting and no faster, so the model now sets the pace",
+        False: ": less waiting and no faster, so the model now sets the pace, and on a CPU it "
+               "shares the cores with the loader"}
 
 
 @exercise("09.1", "Read the photos in another format than loose JPEGs and predict the data wait.")
@@ -22,9 +26,6 @@ def _data_format(runs, answer) -> str:
         f"What does one sample cost the loader reading {formats[1]} (opening a file, decoding "
         "a photo, resizing it), against loose JPEGs?")
     speed = noise.compare(loose, other, varies=("data_format",))
-    said += f" Samples/s, '{other.name}' against '{loose.name}': {speed}"
-    if measured == "less" and speed.kind in (noise.Kind.WITHIN_NOISE, noise.Kind.SLOWER):
-        said += (": less waiting and no faster, so the model now sets the pace" +
-                 ("" if metrics.on_gpu(loose) else ", and on a CPU it shares the cores with "
-                  "the loader"))
-    return said + "."
+    paced = measured == "less" and speed.kind in (noise.Kind.WITHIN_NOISE, noise.Kind.SLOWER)
+    return (f"{said} Samples/s, '{other.name}' against '{loose.name}': {speed}"
+            f"{PACE[metrics.on_gpu(loose)] * paced}.")

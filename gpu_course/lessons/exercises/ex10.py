@@ -5,12 +5,21 @@ from __future__ import annotations
 import math
 
 from ...analyse import alike, diagnose, metrics, noise
-from .base import MARK, Contradicted, NotYet, exercise
-from .judge import finished_runs, wait_blocks, wait_words
+from ...show import findings
+from ...show.findings import Outcome, Predict
+from .base import Contradicted, NotYet, exercise
+from .judge import expects, finished_runs, one_change, said, wait_blocks, wait_words
 
 MOCKS = {"loader": "compute ceiling (mock='loader')", "trainer": "input ceiling (mock='trainer')"}
 INPUT_BOUND, COMPUTE_BOUND, _ = diagnose.VERDICTS
 HELD_BY = {"trainer": INPUT_BOUND, "loader": COMPUTE_BOUND}   # a run at that ceiling
+DIAGNOSE = Predict("verdict", dict.fromkeys(diagnose.VERDICTS), "what diagnose will call '{b}'", {
+    Outcome.EXPECTED: "as you predicted, {calls}: {numbers}.",
+    Outcome.NONE: "you predicted {answer}; {calls}, but the runs' noise cannot rule {answer} out: "
+                  "{numbers}. Not contradicted, not shown: more images (exercise_size) would tell.",
+    Outcome.OPPOSITE: "you predicted {answer}, but {calls}: {numbers}. What does your change "
+                      "({change}) cost each sample, in the loader or in the model? "
+                      "print(gc.diagnose.explain(run)) gives every line of evidence."})
 
 
 def _mock(run) -> str:
@@ -21,14 +30,12 @@ def also_supported(n: dict, verdict: str, run, compute, feed) -> set:
     """The verdicts besides `verdict` that the run's noise cannot rule out: its data wait's
     blocks on both sides of the input-bound threshold, or (the loader and the model sharing
     a CPU) two ceilings within noise of each other. n: diagnose's numbers."""
-    out = set()
     blocks = wait_blocks(run)
-    if blocks and min(blocks) < diagnose.INPUT_WAIT <= max(blocks):
-        out.add(INPUT_BOUND)
-    if diagnose.shared_cpu(n) and \
-            noise.compare(compute, feed, varies=("mock",)).kind == noise.Kind.WITHIN_NOISE:
-        out |= {INPUT_BOUND, COMPUTE_BOUND}
-    return out - {verdict}
+    straddles = bool(blocks) and min(blocks) < diagnose.INPUT_WAIT <= max(blocks)
+    tied = diagnose.shared_cpu(n) and \
+        noise.compare(compute, feed, varies=("mock",)).kind == noise.Kind.WITHIN_NOISE
+    return (({INPUT_BOUND} if straddles else set())
+            | ({INPUT_BOUND, COMPUTE_BOUND} if tied else set())) - {verdict}
 
 
 def held_at(n: dict, run, ceilings):
@@ -37,14 +44,12 @@ def held_at(n: dict, run, ceilings):
     noise: it runs at that ceiling, held by what the ceiling measures (the input, or the
     model). None where steps are too few or the run is above the ceiling beyond noise."""
     steps = (n["steady_steps"], n["input_ceiling_steps"], n["compute_ceiling_steps"])
-    if any(not math.isnan(s) and s < diagnose.MIN_STEPS for s in steps):
-        return None
-    for ceiling in ceilings:
-        if n["samples_per_sec"] > diagnose.ABOVE_CEILING * metrics.samples_per_sec(ceiling):
-            against = noise.compare(ceiling, run, varies=("mock",))
-            held = against.kind == noise.Kind.WITHIN_NOISE
-            return (HELD_BY[_mock(ceiling)], ceiling, against) if held else None
-    return None
+    short = any(not math.isnan(s) and s < diagnose.MIN_STEPS for s in steps)
+    above = [c for c in ceilings if not short
+             and n["samples_per_sec"] > diagnose.ABOVE_CEILING * metrics.samples_per_sec(c)]
+    against = noise.compare(above[0], run, varies=("mock",)) if above else None
+    held = against is not None and against.kind == noise.Kind.WITHIN_NOISE
+    return (HELD_BY[_mock(above[0])], above[0], against) if held else None
 
 
 @exercise("10.1", "Make the loader the bottleneck on purpose, and predict diagnose's verdict.")
@@ -56,60 +61,41 @@ def _bottleneck(runs, answer) -> str:
         raise NotYet(f"{len(jobs)} run(s) without a mock among {len(runs)}: the exercise needs "
                      "two, the job as it is and your change of it, then your job's ceilings.")
     base, mine = jobs
-    changed = alike.differences(base, mine)
-    changed.pop(alike.Aspect.LOAD, None)
-    if not changed:
-        raise NotYet(f"'{mine.name}' runs the same job as '{base.name}': nothing was changed. "
-                     f"Make one change at the line marked {MARK}.")
-    if len(changed) > 1:
-        raise NotYet(f"'{mine.name}' differs from '{base.name}' in more than one thing: "
-                     f"{alike.words(changed, base.name, mine.name)}. Change one setting, so that "
-                     "the verdict is its doing.")
+    changed = one_change(base, mine, "'{b}' runs the same job as '{a}': nothing was changed.")
     compute, feed = diagnose.find_ceilings(mine, runs)
     missing = [MOCKS[m] for m, c in (("loader", compute), ("trainer", feed)) if c is None]
     if missing:
         raise NotYet(f"'{mine.name}' has no {' and no '.join(missing)} among the runs: train "
                      "your job again with that flag alone changed (the ceilings share every "
                      "other setting), then run the check.")
-    if not isinstance(answer, str) or answer not in diagnose.VERDICTS:
-        raise NotYet(f"verdict={answer!r}: write down, before you run, what diagnose will call "
-                     f"'{mine.name}': one of " + ", ".join(map(repr, diagnose.VERDICTS)) + ".")
+    expects(DIAGNOSE, answer, b=mine.name)
     d = diagnose.diagnose(mine, compute_ceiling=compute, input_ceiling=feed, search=False)
-    n, verdict, rung, held = d.numbers, d.verdict, d.next_rung, None
-    if verdict == diagnose.UNRELIABLE:
-        held = held_at(n, mine, (feed, compute))
-        if held is None:
-            shared = [r.name for r in (mine, feed, compute)
-                      if r.meta.get("load") and metrics.machine_load(r)["shared"]]
-            raise Contradicted(f"diagnose does not rule on '{mine.name}': "
-                               + "; ".join(diagnose.unreliable(n)) + ". "
-                               + (f"Other programs shared the machine while "
-                                  f"{', '.join(map(repr, shared))} ran: run the exercise again "
-                                  "when it is quiet, or " if shared else "")
-                               + "give the runs more steps: gc.sizes(\"10\", exercise_size=...), "
-                               "then run the exercise again.")
-        verdict, ceiling, against = held
-        rung = diagnose.next_rung(verdict, dict(mine.config), n)[0]
+    n = d.numbers
+    held = held_at(n, mine, (feed, compute)) if d.verdict == diagnose.UNRELIABLE else None
+    if d.verdict == diagnose.UNRELIABLE and held is None:
+        shared = [r.name for r in (mine, feed, compute)
+                  if r.meta.get("load") and metrics.machine_load(r)["shared"]]
+        raise Contradicted(f"diagnose does not rule on '{mine.name}': "
+                           + "; ".join(diagnose.unreliable(n)) + ". "
+                           + (f"Other programs shared the machine while "
+                              f"{', '.join(map(repr, shared))} ran: run the exercise again "
+                              "when it is quiet, or " if shared else "")
+                           + "give the runs more steps: gc.sizes(\"10\", exercise_size=...), "
+                           "then run the exercise again.")
+    verdict, ceiling, against = held or (d.verdict, None, None)
+    rung = diagnose.next_rung(verdict, dict(mine.config), n)[0] if held else d.next_rung
     numbers = (f"data wait {wait_words(mine)} of the steady step time (the loader is the limit "
                f"from {diagnose.INPUT_WAIT:.0%}); {n['samples_per_sec']:,.0f} samples/s against "
                f"an input ceiling of {n['input_ceiling']:,.0f} and a compute ceiling of "
                f"{n['compute_ceiling']:,.0f}")
-    calls = f"diagnose calls '{mine.name}' {verdict}"
-    if held:
-        calls = (f"'{mine.name}' ran above its {MOCKS[_mock(ceiling)]}, so diagnose would not rule, "
-                 f"but within the two runs' noise ({against}): it is held at that ceiling, "
-                 f"{verdict}")
+    calls = (f"'{mine.name}' ran above its {MOCKS[_mock(ceiling)]}, so diagnose would not rule, "
+             f"but within the two runs' noise ({against}): it is held at that ceiling, {verdict}"
+             if held else f"diagnose calls '{mine.name}' {verdict}")
     change = alike.words(changed, base.name, mine.name)
-    if answer == verdict:
-        said = f"as you predicted, {calls}: {numbers}."
-    elif answer in also_supported(n, verdict, mine, compute, feed):
-        said = (f"you predicted {answer}; {calls}, but the runs' noise cannot rule {answer} out: "
-                f"{numbers}. Not contradicted, not shown: more images (exercise_size) would tell.")
-    else:
-        raise Contradicted(f"you predicted {answer}, but {calls}: {numbers}. What does your "
-                           f"change ({change}) cost each sample, in the loader or in the model? "
-                           "print(gc.diagnose.explain(run)) gives every line of evidence.")
-    return (f"{said} Your change, {change}, took the data wait from {wait_words(base)} to "
+    text = said(DIAGNOSE, findings.called(answer, verdict, also_supported(n, verdict, mine,
+                                                                           compute, feed)),
+                answer=answer, calls=calls, numbers=numbers, change=change)
+    return (f"{text} Your change, {change}, took the data wait from {wait_words(base)} to "
             f"{wait_words(mine)}; the next rung diagnose names: {rung}"
             + (" (no GPU: the loader and the model share the CPU's cores)"
                if not metrics.on_gpu(mine) else "") + ".")

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import numbers
 
-from ...analyse import noise
-from ...analyse import inference
+from ...analyse import inference, noise
 from ..l02_workers import KNEE
 from .base import MARK, Contradicted, NotYet, exercise
+from .judge import reaching
+
+# what else a knee that passed says, where it holds ({knee}, {best}, {fewest}, {first}, ...)
+AFTER = (("lower", " Batch {fewest} comes as close to the best: the knee may lie lower."),
+         ("flat", " Images/s never grew with the batch here: batch {best} served the most, so "
+                  "batching costs latency and buys nothing on this machine."),
+         ("waits", " The price: a request served in a batch of {knee} waits {wait:,.2f} ms for "
+                   "its pass, against {first_wait:,.2f} ms at batch {first}."))
 
 
 @exercise("15.1", "Sweep the batch of one served network and name where images/s stops "
@@ -29,38 +36,25 @@ def _knee(records, answer) -> str:
                                        inference.block_rates(r), f"{inference.BLOCKS} blocks of passes each",
                                        rate[best], rate[b])
               for b, r in by_batch.items() if b != best}
-
-    def reaches(b) -> bool:   # the knee's rule (lesson 2's): near the best, or not beaten beyond noise
-        return b == best or rate[b] >= KNEE * rate[best] or judged[b].kind != noise.Kind.SLOWER
-
-    knee = int(answer)
-    if not reaches(knee):
+    knee, reach, first = int(answer), reaching(rate, judged, best), min(by_batch)
+    if knee not in reach:
         raise Contradicted(f"at batch {knee} the network served {rate[knee]:,.1f} images/s, "
                            f"below {KNEE:.0%} of batch {best}'s {rate[best]:,.1f} and slower "
                            f"beyond noise: {judged[knee]}. Images/s still grows past batch {knee}.")
     said = f"knee at batch {knee}: " + (
         f"the most images/s of the sweep ({rate[knee]:,.1f})." if knee == best else
         f"{rate[knee]:,.1f} images/s against batch {best}'s {rate[best]:,.1f}, {judged[knee]}.")
-    fewest = min(b for b in by_batch if reaches(b))
-    if fewest < knee:
-        said += f" Batch {fewest} comes as close to the best: the knee may lie lower."
-    if best == min(by_batch):
-        said += (f" Images/s never grew with the batch here: batch {best} served the most, so "
-                 "batching costs latency and buys nothing on this machine.")
-    first = min(by_batch)
-    if knee != first:
-        said += (f" The price: a request served in a batch of {knee} waits {p50[knee]:,.2f} ms for "
-                 f"its pass, against {p50[first]:,.2f} ms at batch {first}.")
-    return said
+    holds = {"lower": reach[0] < knee, "flat": best == first, "waits": knee != first}
+    return said + "".join(text.format(knee=knee, best=best, fewest=reach[0], first=first,
+                                      wait=p50[knee], first_wait=p50[first])
+                          for name, text in AFTER if holds[name])
 
 
 def _sweep(records) -> list[dict]:
     """The sweep's records: one network, variant and device, at least three batches, each
     with enough passes to judge."""
-    if records is None:
-        records = []
     try:
-        records = inference.checked(records, allow_empty=True)
+        records = inference.checked([] if records is None else records, allow_empty=True)
     except ValueError as err:
         raise NotYet(f"{err}. Pass what gc.time_inference returned.") from None
     batches = sorted({r["batch"] for r in records})

@@ -1,33 +1,61 @@
 """What the checks ask of the attendee's runs and answers, shared by the lessons'
-exercises: runs that finished, two runs that differ in the one change asked for, a
-samples/s verdict against noise, a prediction read against it, and the data wait's
-share by blocks of steady steps, with a prediction of it read the same way."""
+exercises: runs that finished, runs that differ in the change asked for alone, enough
+steady steps, and a prediction judged by the findings engine (`findings.Predict`: what a
+verdict against noise means for it), raised as Contradicted where the runs contradict it."""
 from __future__ import annotations
 
 import math
 
 from ...analyse import alike, metrics, noise
+from ...show import findings
+from ...show.findings import DRIFT, Expect, Outcome, Predict  # noqa: F401  (DRIFT: kept here too)
 from .base import MARK, Contradicted, NotYet
 
 # a prediction of what a change does to samples/s, and the noise verdict that bears it out
 DIRECTIONS = {"faster": noise.Kind.FASTER, "slower": noise.Kind.SLOWER,
               "same": noise.Kind.WITHIN_NOISE}
+MEASURED = {kind: word for word, kind in DIRECTIONS.items()}   # a verdict's kind, as predicted
+SPEED = Predict("prediction", {"faster": Expect.FASTER, "slower": Expect.SLOWER,
+                               "same": Expect.SAME}, "what you expect of '{b}' against '{a}'", {
+    Outcome.EXPECTED: "as you predicted ({answer}): '{b}' against '{a}' is {verdict}.",
+    Outcome.NONE: "you predicted {answer}; '{b}' against '{a}' is {verdict}: the runs cannot "
+                  "tell {answer} from the same speed. Not contradicted, not shown: more images "
+                  "(exercise_size) or repeated runs would tell.",
+    Outcome.CANNOT_JUDGE: "your prediction, {answer}, is untested: {why}",
+    Outcome.OPPOSITE: "you predicted {answer}, but '{b}' against '{a}' is {verdict}: "
+                      "{measured}, beyond the runs' noise. Look at what changed in the data wait "
+                      "and the compute time (gc.show) and say why; then write the prediction "
+                      "the runs support."})
+# why a speed's prediction is untested: the runs' own note (`untested`), the machine's load
+# told apart by noise.compare, or a load that moves two runs further than their blocks show
+UNTESTED = {
+    "note": "{untested} '{b}' against '{a}' measured {verdict}.",
+    noise.Kind.UNLIKE: "{verdict}. Run the exercise again while nothing else runs on the "
+                       "machine to put it to the test.",
+    "drift": "'{b}' against '{a}' is {verdict}, {measured}, but other programs shared the "
+             "machine while {shared} ran (by the records), and between two runs made one "
+             f"after the other their load moves speeds by up to ×{DRIFT:g}, more than each "
+             "run's blocks show. Run the exercise again while nothing else runs to test it."}
 # a prediction of the share of each step spent waiting for data, and what it says
-# how far apart two runs of one job made one after the other can land while other programs
-# share the machine, beyond what each run's own blocks show: their load moves between the
-# runs. The course's 2-core machine, other programs running, measured x0.74 to x1.36 over
-# repeated pairs (exercise 03.1 with aot_eager) and x0.82 to x1.19 (Gluon's 05.1)
-DRIFT = 1.5
 WAIT_WORDS = {"more": "more of each step waiting for data", "less": "less of each step waiting",
               "same": "the same share waiting, within noise"}
+WAIT = Predict("prediction", {"more": Expect.MORE, "less": Expect.LESS, "same": Expect.SAME},
+               "what you expect of the share of each step spent waiting for data in '{b}' "
+               "against '{a}'", {
+    Outcome.EXPECTED: "as you predicted, {words}: {shares}.",
+    Outcome.NONE: "you predicted {words}; the runs cannot tell it from the same share: "
+                  "{shares}. Not contradicted, not shown: more images (exercise_size) would "
+                  "tell.",
+    Outcome.OPPOSITE: "you predicted {words}; the runs say {measured}, beyond their noise: "
+                      "{shares}. {why}"})
+SHARE = {noise.Kind.FASTER: "more", noise.Kind.SLOWER: "less", noise.Kind.WITHIN_NOISE: "same"}
+STATUS = {"oom": "'{name}' ran out of device memory: its batch does not fit this device. That "
+                 "is the limit; choose a smaller batch and run again."}
 
 
 def finished_runs(runs, least: int, what: str) -> list:
     """The runs as a flat list of at least `least` records, each finished."""
-    if runs is None:
-        runs = []
-    if not isinstance(runs, (list, tuple)):
-        runs = [runs]
+    runs = [] if runs is None else list(runs) if isinstance(runs, (list, tuple)) else [runs]
     runs = [r for r in runs if r is not None]
     bad = [r for r in runs if not (hasattr(r, "config") and hasattr(r, "meta"))]
     if bad:
@@ -37,27 +65,46 @@ def finished_runs(runs, least: int, what: str) -> list:
                      "run the exercise cell.")
     for run in runs:
         status = metrics.status(run)
-        if status == "oom":
-            raise NotYet(f"'{run.name}' ran out of device memory: its batch does not fit this "
-                         "device. That is the limit; choose a smaller batch and run again.")
         if status != "finished":
-            raise NotYet(f"'{run.name}' did not finish (status {status}): fix what stopped it "
-                         "(its error is in the cell above) and run the exercise again.")
-    return list(runs)
+            raise NotYet(STATUS.get(status, "'{name}' did not finish (status {status}): fix what "
+                                    "stopped it (its error is in the cell above) and run the "
+                                    "exercise again.").format(name=run.name, status=status))
+    return runs
 
 
 def only_change(a, b, setting: str, also: tuple = ()) -> None:
     """Runs a and b differ in `setting` (as they ran) and in nothing else that changes the
-    work (`alike.differences`), `also` and the machine's load aside."""
+    work (`alike_but`), `also` and the machine's load aside."""
     if alike.value(a, setting) == alike.value(b, setting):
         raise NotYet(f"'{a.name}' and '{b.name}' have the same {setting} "
                      f"({alike.shown(a, setting)}): nothing was changed. Make the change at the "
                      f"line marked {MARK}.")
-    other = alike.differences(a, b, varies=(setting, *also))
+    alike_but(a, b, (setting, *also), setting)
+
+
+def alike_but(a, b, varies: tuple, what: str) -> None:
+    """Runs (or lists of repeats) a and b differ in nothing that changes the work beyond
+    `varies` (`alike.differences`, the machine's load aside); NotYet naming the rest, where
+    the change is `what` ("num_workers", "the guard")."""
+    other = alike.differences(a, b, varies=varies)
     other.pop(alike.Aspect.LOAD, None)
     if other:
-        raise NotYet(f"the runs differ in more than {setting}: {alike.words(other, a.name, b.name)}. "
-                     f"Change {setting} alone, so that the difference measured is its own.")
+        names = [metrics.representative(r).name for r in (a, b)]
+        raise NotYet(f"the runs differ in more than {what}: {alike.words(other, *names)}. "
+                     f"Change {what} alone, so that the difference measured is its own.")
+
+
+def one_change(a, b, same: str) -> dict:
+    """What runs a and b differ in (`alike.differences`, the machine's load aside): one
+    setting, else NotYet; same: the sentence for runs that differ in nothing ({a}, {b})."""
+    changed = alike.differences(a, b)
+    changed.pop(alike.Aspect.LOAD, None)
+    if len(changed) != 1:
+        raise NotYet(same.format(a=a.name, b=b.name) + f" Change one setting at the line marked "
+                     f"{MARK}." if not changed else "the runs differ in more than one thing: "
+                     f"{alike.words(changed, a.name, b.name)}. Change one setting, so that the "
+                     "verdict is its own.")
+    return changed
 
 
 def speed_verdict(a, b, setting: str, lesson: str, also: tuple = ()) -> noise.Verdict:
@@ -70,40 +117,38 @@ def speed_verdict(a, b, setting: str, lesson: str, also: tuple = ()) -> noise.Ve
     return verdict
 
 
-def judge_prediction(answer, verdict: noise.Verdict, a, b, untested: str = "") -> str:
-    """The sentence on a prediction ("faster", "slower" or "same") of b against a; NotYet
-    when it is not one of those, Contradicted when the measurement contradicts it beyond
-    noise. untested: why these runs cannot test any prediction (the change they made is not
-    the one predicted, e.g. a compile backend that compiles nothing), and what would; the
-    verdict is then only reported."""
-    if not isinstance(answer, str) or answer not in DIRECTIONS:
-        raise NotYet(f"prediction={answer!r}: write down, before you run, what you expect of "
-                     f"'{b.name}' against '{a.name}': one of " + ", ".join(map(repr, DIRECTIONS))
-                     + ".")
-    if untested:
-        return (f"your prediction, {answer}, is untested: {untested} '{b.name}' against "
-                f"'{a.name}' measured {verdict}.")
-    if verdict.kind == noise.Kind.UNLIKE:   # only the machine's load is left (`only_change`)
-        return (f"your prediction, {answer}, is untested: {verdict}. Run the exercise again "
-                "while nothing else runs on the machine to put it to the test.")
-    if verdict.kind == DIRECTIONS[answer]:
-        return f"as you predicted ({answer}): '{b.name}' against '{a.name}' is {verdict}."
-    if verdict.kind == noise.Kind.WITHIN_NOISE:
-        return (f"you predicted {answer}; '{b.name}' against '{a.name}' is {verdict}: the runs "
-                f"cannot tell {answer} from the same speed. Not contradicted, not shown: more "
-                "images (exercise_size) or repeated runs would tell.")
-    measured = next(k for k, v in DIRECTIONS.items() if v == verdict.kind)
+def expects(predict: Predict, answer, **fields):
+    """What `answer` predicts (`predict.answers`); NotYet asking for one where it is none."""
+    wrong = predict.wrong(answer, **fields)
+    if wrong:
+        raise NotYet(wrong)
+    return predict.answers[answer]
+
+
+def said(predict: Predict, found: Outcome, **fields) -> str:
+    """`predict`'s sentence for `found`; raised as Contradicted where the runs contradict it."""
+    text = predict.says[found].format(**fields)
+    if found is Outcome.OPPOSITE:
+        raise Contradicted(text)
+    return text
+
+
+def judge_prediction(answer, verdict: noise.Verdict, a, b, untested=()) -> str:
+    """The sentence on a prediction ("faster", "slower" or "same") of b against a (`SPEED`);
+    NotYet when it is not one of those, Contradicted when the measurement contradicts it
+    beyond noise. untested: notes (`findings.Note`, {names} the runs each fires on) on runs
+    that cannot test any prediction (the change they made is not the one predicted, e.g. a
+    compile backend that compiles nothing), saying what would; the verdict is then only
+    reported."""
+    expect = expects(SPEED, answer, a=a.name, b=b.name)
+    note = findings.untested(untested, (a, b))
     shared = [f"'{r.name}'" for r in (a, b) if metrics.machine_load(r)["shared"]]
-    if shared and max(verdict.ratio, 1 / verdict.ratio) < DRIFT:
-        return (f"your prediction, {answer}, is untested: '{b.name}' against '{a.name}' is "
-                f"{verdict}, {measured}, but other programs shared the machine while "
-                f"{' and '.join(shared)} ran (by the records), and between two runs made one "
-                f"after the other their load moves speeds by up to ×{DRIFT:g}, more than each "
-                "run's blocks show. Run the exercise again while nothing else runs to test it.")
-    raise Contradicted(f"you predicted {answer}, but '{b.name}' against '{a.name}' is "
-                       f"{verdict}: {measured}, beyond the runs' noise. Look at what changed in "
-                       "the data wait and the compute time (gc.show) and say why; then write "
-                       "the prediction the runs support.")
+    found = Outcome.CANNOT_JUDGE if note else findings.predicted(
+        expect, verdict, DRIFT if shared else 1.0)
+    fields = dict(answer=answer, a=a.name, b=b.name, verdict=verdict, untested=note,
+                  measured=MEASURED.get(verdict.kind, ""), shared=" and ".join(shared))
+    why = UNTESTED["note" if note else verdict.kind if verdict.kind in UNTESTED else "drift"]
+    return said(SPEED, found, why=why.format(**fields), **fields)
 
 
 def wait_words(run) -> str:
@@ -115,34 +160,42 @@ def wait_words(run) -> str:
 wait_blocks = metrics.wait_blocks
 
 
-def wait_prediction(answer, before, after, lesson: str, labels: tuple[str, str],
-                    why: str) -> tuple[str, str]:
-    """(measured, sentence): what the runs show ("more", "less" or "same") and the sentence
-    on a prediction ("more", "less" or "same") of the data wait's share in
-    `after` against `before`, each run's blocks of steady steps its spread (the rule
-    `noise.compare` applies to samples/s: their ranges apart, or overlapping); NotYet when
-    the runs are too short or the answer is not one of WAIT_WORDS, Contradicted when the
-    blocks contradict it. labels: how each run's share is introduced ("with 1 worker(s)");
-    why: the question to ask oneself when the prediction is contradicted."""
+def enough_waits(before, after, lesson: str, size: str = "exercise_size") -> tuple:
+    """The data wait's blocks of both runs (`wait_blocks`); NotYet where either is too short
+    to judge, asking for a larger `size` of `lesson`."""
     xs, ys = wait_blocks(before), wait_blocks(after)
     if not xs or not ys:
         raise NotYet(f"'{after.name}' against '{before.name}': too few steady steps to judge the "
                      f"data wait (a verdict needs {noise.BLOCKS * noise.MIN_STEPS} a run). Give "
-                     f"each run more images: gc.sizes(\"{lesson}\", exercise_size=...), then run "
+                     f"each run more images: gc.sizes(\"{lesson}\", {size}=...), then run "
                      "the exercise again.")
-    if not isinstance(answer, str) or answer not in WAIT_WORDS:
-        raise NotYet(f"prediction={answer!r}: write down, before you run, what you expect of the "
-                     f"share of each step spent waiting for data in '{after.name}' against "
-                     f"'{before.name}': one of " + ", ".join(map(repr, WAIT_WORDS)) + ".")
-    measured = "more" if min(ys) > max(xs) else "less" if max(ys) < min(xs) else "same"
+    return xs, ys
+
+
+def wait_prediction(answer, before, after, lesson: str, labels: tuple[str, str],
+                    why: str) -> tuple[str, str]:
+    """(measured, sentence): what the runs show ("more", "less" or "same") and the sentence
+    (`WAIT`) on a prediction of the data wait's share in `after` against `before`, each
+    run's blocks of steady steps its spread (`findings.apart`: their ranges apart, or
+    overlapping); NotYet when the runs are too short or the answer is not one of WAIT_WORDS,
+    Contradicted when the blocks contradict it. labels: how each run's share is introduced
+    ("with 1 worker(s)"); why: the question to ask oneself when the prediction is
+    contradicted."""
+    xs, ys = enough_waits(before, after, lesson)
+    expect = expects(WAIT, answer, a=before.name, b=after.name)
+    verdict = findings.apart(xs, ys, "blocks of steady steps")
     shares = (f"data wait {wait_words(before)} of the steady step time {labels[0]} (blocks "
               f"{min(xs):.0%}–{max(xs):.0%}), {wait_words(after)} {labels[1]} (blocks "
               f"{min(ys):.0%}–{max(ys):.0%})")
-    if measured != answer and measured != "same":
-        raise Contradicted(f"you predicted {WAIT_WORDS[answer]}; the runs say "
-                           f"{WAIT_WORDS[measured]}, beyond their noise: {shares}. {why}")
-    if measured == answer:
-        return measured, f"as you predicted, {WAIT_WORDS[answer]}: {shares}."
-    return measured, (f"you predicted {WAIT_WORDS[answer]}; the runs cannot tell it from the "
-                      f"same share: {shares}. Not contradicted, not shown: more images "
-                      "(exercise_size) would tell.")
+    measured = SHARE[verdict.kind]
+    return measured, said(WAIT, findings.predicted(expect, verdict), words=WAIT_WORDS[answer],
+                          measured=WAIT_WORDS[measured], shares=shares, why=why)
+
+
+def reaching(rates: dict, judged: dict, best) -> list:
+    """The keys of `rates` (worker counts, batches) that reach the best's rate by lesson
+    02's knee rule, in order: within 1 - KNEE of it, or not slower than it beyond noise
+    (`judged`: each key's verdict against the best)."""
+    from ..l02_workers import KNEE
+    return sorted(n for n in rates if n == best or rates[n] >= KNEE * rates[best]
+                  or judged[n].kind != noise.Kind.SLOWER)
