@@ -113,12 +113,6 @@ def features() -> frozenset | None:
     return _features(os.environ.get(FAKE, ""), os.environ.get(ISA_CAP, ""))
 
 
-def unfaked() -> frozenset | None:
-    """The flags the frameworks really compute with here (DNNL_MAX_CPU_ISA's cap applied,
-    GPU_COURSE_CPU_FLAGS not): what a test that computes for real may rely on."""
-    return _features("", os.environ.get(ISA_CAP, ""))
-
-
 def faked() -> str | None:
     """What changes the flags read from the machine, in words (None: nothing)."""
     parts = [f"{name}={os.environ[name]}" for name in (FAKE, ISA_CAP)

@@ -14,7 +14,7 @@ device addresses and change only by device operations:
 - the counters advance on the device.
 
 So the graph holds no Python number that changes between steps and reads nothing back
-to the host; `check_static` proves it on any device by recording two steps' programs.
+to the host; its tests prove it on any device by recording two steps' programs (op_count).
 Autocast re-casts the weights to bfloat16 inside each step: under the graph that is a
 few small kernels on the GPU and no host work, so no separate bfloat16 weight copy is
 kept. Without a GPU the same step runs eagerly (the code path the tests exercise).
@@ -201,21 +201,6 @@ class StaticStep:
     def lr_of_last_step(self) -> float:
         """The learning rate of the last step run, from the host copy of the table."""
         return float(self.host_table[max(self.calls - 1, 0), 0])
-
-
-def check_static(stepper: StaticStep, steps: int = 3) -> dict:
-    """Run `steps` steps eagerly (after two to create the optimizer state) recording the
-    operators of each; return what a CUDA graph of one of them would get wrong
-    (`op_count.replay_check`)."""
-    from .op_count import count_ops, replay_check
-    for _ in range(2):
-        stepper.optimizer.zero_grad(set_to_none=True)
-        stepper.step_fn()
-    programs = []
-    for _ in range(steps):
-        stepper.optimizer.zero_grad(set_to_none=True)
-        programs.append(count_ops(stepper.step_fn, keep_program=True))
-    return replay_check(programs)
 
 
 def run_epochs(h, stepper: StaticStep, evaluate=None) -> None:
