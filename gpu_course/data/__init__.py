@@ -8,7 +8,6 @@ Both are read by the same reader, so a lesson runs unchanged on either::
     from gpu_course import data
     train_x, train_y, test_x, test_y, classes = data.load("synthetic")
 """
-import os
 from numbers import Integral
 from pathlib import Path
 

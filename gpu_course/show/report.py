@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..analyse import alike, flops, metrics
 from . import tables
-from ..analyse.metrics import STATUS_TEXT, baseline_index, data_wait_share, epoch_spans, epoch_time_s, gpu_util, samples_per_sec, samples_per_sec_all, status, val_acc
+from ..analyse.metrics import STATUS_TEXT, baseline_index, data_wait_share, epoch_time_s, gpu_util, samples_per_sec, samples_per_sec_all, status, val_acc
 from ..measure.records import write_atomic
 
 NO_VALUE = "–"

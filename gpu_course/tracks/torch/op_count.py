@@ -43,10 +43,6 @@ class OpCounts:
     devices: set = field(default_factory=set)  # devices of every tensor an operator saw
     host_tensors: list = field(default_factory=list)  # device ops given a CPU tensor
 
-    @property
-    def total(self) -> int:
-        return self.launching + self.views
-
 
 class _Counter(TorchDispatchMode):
     def __init__(self, counts: OpCounts, keep_program: bool):
