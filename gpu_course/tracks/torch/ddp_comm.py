@@ -1,21 +1,10 @@
 """What DDP's gradient all-reduce costs a training step, and how much of it hides
 behind backward, for several gradient bucket sizes (`bucket_cap_mb`).
 
-DistributedDataParallel groups gradients into buckets of about `bucket_cap_mb` MB and
-all-reduces each bucket as soon as backward has filled it, while backward goes on with
-earlier layers. Small buckets start early but each pays the all-reduce's latency; one
-large bucket waits for the whole backward. Horovod's tensor fusion
-(HOROVOD_FUSION_THRESHOLD) is the same idea. MXNet's kvstore has no counterpart: it
-pushes each parameter as its own key (priority = -index, so the last layers' go first)
-and only splits large arrays across servers (MXNET_KVSTORE_BIGARRAY_BOUND).
-
-Per bucket size, on a fixed batch in memory (no loader), steps alternate between
-    sync     forward + backward with the all-reduce (the real step)
-    no_sync  forward + backward without it (DDP's no_sync(): compute alone, with the
-             same processes competing for the same cores)
-and the all-reduce of one buffer as large as all gradients is timed alone. Then
-exposed = t_sync - t_no_sync and overlap = 1 - exposed / t_allreduce (scaling.py).
-Medians over the steps, the slowest rank's.
+Per bucket size, on a fixed batch in memory, steps alternate between `sync` (forward +
+backward with the all-reduce) and `no_sync` (DDP's no_sync(): compute alone), and one
+all-reduce as large as all gradients is timed alone: exposed = t_sync - t_no_sync,
+overlap = 1 - exposed / t_allreduce (scaling.py). Medians over the steps, the slowest rank's.
 
     torchrun --standalone --nproc_per_node=2 -m gpu_course.tracks.torch.ddp_comm
     python -m gpu_course.tracks.torch.ddp_comm --procs 2      # starts 2 local processes itself
