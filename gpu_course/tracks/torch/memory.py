@@ -135,13 +135,10 @@ class MemoryMeter:
     def _profiled(self, step, path: Path) -> dict:
         """One step under the profiler; its memory timeline read back from `path`.
 
-        The backward runs on the calling thread (set_multithreading_enabled(False)), as it
-        does on a CPU: on a GPU autograd's device thread would run the checkpointed
-        segments' recomputation, Python the profiler's stack tracer does not follow
-        (on an H200, a checkpointed step's backward failed with "SystemError: run_backward
-        returned NULL without setting an exception"). Should a profiler still fail in the
-        step on a GPU, the step runs again without it: the allocator's counters stand, the
-        parts go unsorted."""
+        The backward runs on the calling thread (set_multithreading_enabled(False)): on a
+        GPU autograd's device thread would run checkpointed recomputation where the
+        profiler's stack tracer fails. Should the profiler still fail on a GPU, the step
+        runs again without it: the allocator's counters stand, the parts go unsorted."""
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
         grads_held = [p for p in self.net.parameters() if p.grad is not None]
         try:
