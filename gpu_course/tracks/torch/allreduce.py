@@ -1,19 +1,11 @@
 """All-reduce against message size: time, algorithm and bus bandwidth (gloo on the CPU,
 NCCL on GPUs), beside the lecture's table of system bandwidths.
 
-Every process of a job runs it; torchrun starts them, as for training:
-
     torchrun --standalone --nproc_per_node=2 -m gpu_course.tracks.torch.allreduce
-    # two hosts (run on each, i = 0, 1):
-    torchrun --nnodes=2 --node-rank=i --nproc-per-node=8 --rdzv-backend=c10d \\
-        --rdzv-endpoint=HOST0:29500 --rdzv-id=allreduce -m gpu_course.tracks.torch.allreduce
+    python -m gpu_course.tracks.torch.allreduce --procs 2   # no torchrun: starts them here
 
-`python -m gpu_course.tracks.torch.allreduce --procs 2` (no torchrun) starts the processes on
-this host itself and says so; `run_local` does the same from a notebook.
-
-Bandwidths follow nccl-tests: algorithm bandwidth = bytes / time; bus bandwidth =
-algbw * 2(k-1)/k, what a ring all-reduce puts through each link, so it compares with a
-link's speed whatever the number of processes.
+Bandwidths follow nccl-tests: algbw = bytes / time; busbw = algbw * 2(k-1)/k, what a ring
+all-reduce puts through each link, comparable with a link's speed for any k.
 """
 from __future__ import annotations
 
