@@ -11,9 +11,9 @@ package is `gpu_course.tracks.torch`.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
+from .. import lazy
 from ...config import Experiment as _Experiment
 from ...experiments import interleave as _interleave
 from ...lessons import conclude, show, sizes, workers
@@ -71,14 +71,6 @@ def repeat(cfgs, repeats: int = 3, **train_kwargs):
     `noise.compare` (is a difference an effect or run-to-run noise?)."""
     return _interleave(train, list(cfgs), repeats, **train_kwargs)
 
-# course modules a notebook may reach as gc.<name>, loaded on first use
-LAZY = {"plots": "show.plots", "report": "show.report", "tables": "show.tables",
-        "closing": "show.closing", "diagnose": "analyse.diagnose", "metrics": "analyse.metrics",
-        "noise": "analyse.noise", "cpu": "env.cpu"}
-
 
 def __getattr__(name: str):
-    # plots and report load matplotlib: only when a notebook asks for them (tables: pandas)
-    if name in LAZY:
-        return importlib.import_module(f"gpu_course.{LAZY[name]}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy(__name__, name)
