@@ -18,7 +18,7 @@ from ...lessons import conclude, show, sizes, workers
 from ...analyse.memory import memory_of
 from ...lessons.exercises import check, solution as _solution
 from ...experiments import sweep as _sweep
-from ...measure.records import OutOfMemory, load_run, load_runs
+from ...measure.records import load_run, load_runs
 from ...measure.timing import Workload
 from .data import make_loader
 from .datasets import load_data, load_datasets
@@ -33,7 +33,7 @@ from .memory import MemoryMeter, memory_run
 from .record import record
 from .train import build, train
 
-__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
+__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
            "get_model", "inference_net", "time_inference", "Workload", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
            "make_trainer", "sweep", "profile_steps", "repeat", "MemoryMeter", "memory_run", "memory_of"]

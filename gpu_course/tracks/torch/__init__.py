@@ -20,9 +20,9 @@ from ...lessons import conclude, show, sizes, workers
 from ...analyse.memory import memory_of
 from ...lessons.exercises import check, solution as _solution
 from ...experiments import sweep as _sweep
-from ...measure.records import OutOfMemory, load_run, load_runs
+from ...measure.records import load_run, load_runs
 from ...measure.timing import Workload
-from .data import ImageDataset, make_loader
+from .data import make_loader
 from .datasets import load_data, load_datasets
 from .io_data import prepare_data
 from .devices import gpu_count, try_devices
@@ -33,16 +33,16 @@ from .signum import Signum
 from .models import get_model
 from .profile import profile_steps
 from .optim import lr_curve, lr_scheduler, make_optimizer
-from .loop import Precision, evaluate, to_device
+from .loop import evaluate, to_device
 from .memory import MemoryMeter, memory_run
 from .record import record
 from .train import COMPILE_BACKEND_ENV, build, train
 
-__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
+__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
-           "get_model", "inference_net", "time_inference", "Workload", "build", "record", "train", "evaluate", "Precision", "to_device",
+           "get_model", "inference_net", "time_inference", "Workload", "build", "record", "train", "evaluate", "to_device",
            "lr_scheduler", "lr_curve", "make_optimizer",
-           "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "Batches", "ImageDataset", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
+           "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "Batches", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
 
 
 def solution(exercise: str) -> None:
