@@ -5,10 +5,15 @@
     window["ops"]      # per-operator DataFrame (also folder/ops.csv)
     window["table"]    # PyTorch's own text table
 
-The schedule skips `wait` steps, records and drops `warmup` steps, then records `active`
-steps, so the trace stays a few MB. The loader's part of each step is annotated "data
-wait". The steps are the run's own: compiled, or one CUDA graph where `static_step`
-applies (its batch is cut inside the graph: no "data wait").
+The schedule skips `wait` steps, records `warmup` steps and throws them away (the
+profiler's own start-up), then records `active` steps: a bounded window, so the trace
+stays a few MB however long the run. The loader's part of each step is annotated
+"data wait", so the trace shows it beside the operators.
+
+The steps are the ones the run takes: compiled for graph="hybrid"/"static", and the
+tuned rung's whole step as one CUDA graph where `static_step` applies (its batch is cut
+inside the graph, so that trace has no "data wait"). The first steps before the window
+are the compiler's and the capture's.
 """
 from __future__ import annotations
 
