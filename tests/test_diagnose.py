@@ -214,17 +214,3 @@ def test_too_few_steps_in_the_run_or_a_ceiling_are_not_ruled_on(tmp_path):
     assert diagnose.diagnose(run, input_ceiling=900.0).verdict == "input-bound"
 
 
-def test_whether_the_advice_helped_is_judged_against_noise(tmp_path):
-    before = load(write_run(tmp_path, "job", samples_per_sec=300.0, data_wait_share=0.5, **CPU))
-    after = load(write_run(tmp_path, "after the advice", samples_per_sec=900.0, index=1,
-                           data_wait_share=0.1, **CPU))
-    d = diagnose.diagnose(before, input_ceiling=320.0, compute_ceiling=2000.0)
-    text = diagnose.advice_outcome(d, before, after)
-    assert text.startswith("after the advice: ") and ", faster (" in text
-    assert text.endswith(f"The advice ({d.next_rung}) helped, beyond the runs' noise.")
-    same = diagnose.advice_outcome(d, before, before)
-    assert "helped is not shown: the difference is within the runs' noise" in same
-    slower = diagnose.advice_outcome(d, after, before)
-    assert "made it slower here, beyond the runs' noise" in slower
-    d.verdict = diagnose.UNRELIABLE
-    assert "the two runs agree within their noise" in diagnose.advice_outcome(d, before, before)

@@ -115,14 +115,6 @@ def test_the_accuracy_verdict_is_a_value_that_the_sentence_is_written_from():
     assert v.kind == "at chance" and not v.is_effect and v.bar == pytest.approx(noise.chance_bar(256))
 
 
-def test_an_impossible_scaling_efficiency_is_flagged():
-    """Lesson 07 printed 282 % for 2 processes x 1 thread against 1 x 2."""
-    assert noise.efficiency_flag(0.93, 4) is None and noise.efficiency_flag(1.03, 2) is None
-    text = noise.efficiency_flag(2.82, 2)
-    assert text.startswith("unreliable: a scaling efficiency of 282% means 2 processes")
-    assert noise.efficiency_flag(float("nan"), 2) is None
-
-
 def test_identical_configs_far_apart_are_flagged(tmp_path):
     from gpu_course.show import report
     write_run, load = fake_runs.write_run, fake_runs.load

@@ -180,19 +180,16 @@ def test_old_driver_functions_fall_back(use_fake):
 
 def test_gpm_unsupported_gives_none(use_fake):
     use_fake(1)
-    assert nvml.gpm_supported(0) is False
     assert [nvml.sample(0)["sm_active"] for _ in range(3)] == [None, None, None]
 
 
 def test_gpm_missing_from_old_binding_gives_none(use_fake):
     use_fake([FakeGpu(gpm=True)], old_binding=True)
-    assert nvml.gpm_supported(0) is False
     assert nvml.sample(0)["tensor_active"] is None and nvml.sample(0)["error"] is None
 
 
 def test_gpm_metrics_span_the_previous_and_the_current_sample(use_fake):
     fake = use_fake([FakeGpu(gpm=True), FakeGpu(gpm=False)])
-    assert nvml.gpm_supported(0) and not nvml.gpm_supported(1)
     board = fake.gpus[0]
     seen = []
     for sm, tensor in ((10, 0), (30, 40), (50, 40)):

@@ -1,20 +1,15 @@
 """Do runs differ only in what their comparison names? Read from their records.
 
-A speed-up, a noise verdict or a line beside the reference compares runs meant to differ in
-one thing: the lesson's change (the loader's workers, the graph, the dtype...). Whatever
-else differs could be what the number measures instead: the network, the data set or its
-size, the epochs, the batch, the threads the runs had, the dtype or graph as they *ran*
-(float16 asked for on a CPU runs float32), the compile backend, the machine, or other
-programs sharing it for one run and not the other. So a comparison names what it varies
-and this module says what else differs:
+A comparison names what it varies (the loader's workers, the graph, the dtype...); this
+module says what else differs: the network, the data, the epochs, the batch, the
+threads, the dtype or graph as they *ran*, the compile backend, the machine or its load.
 
     differences(a, b, varies=("num_workers",))   # {} when a and b are alike in the rest
     differing(runs)                               # the aspects whose values vary over runs
     words(diff, a.name, b.name)                   # "model resnet20 against tiny; ..."
 
-`noise.compare` refuses a verdict across a difference it was not told of (`Kind.UNLIKE`,
-the sentence names it) and `report.ladder_table` gives each differing aspect a column.
-No deep-learning framework here.
+`noise.compare` refuses a verdict across a difference it was not told of (`Kind.UNLIKE`)
+and `report.ladder_table` gives each differing aspect a column.
 """
 from __future__ import annotations
 

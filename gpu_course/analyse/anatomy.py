@@ -1,13 +1,10 @@
 """Where a run's step goes, and how long it took to learn: the anatomy of a step and the
 time to a target accuracy, from its record.
 
-A steady step's time splits into waiting for data and the host's own work (dispatching
-the step's operators; on a GPU also waiting when the device's queue is full). How much
-of it the GPU spent running kernels is the step times GPU-Util, NVML's share of time in
-which a kernel ran, over the steady steps: CUDA events cannot tell it, since the time
-between a step's two events includes every gap in which the device waited for the host
-to launch the next kernel (on the H200 reference, events give the naive step 8.9 ms;
-its kernels run about a third of it). The three say which resource holds the step:
+A steady step splits into waiting for data and the host's own work; the GPU's share of
+it is the step times GPU-Util over the steady steps (CUDA events cannot tell it: the time
+between a step's two events includes every gap in which the device waited for a launch).
+The three say which resource holds the step:
 
     data-bound  the loader: data wait is a large share of the step (INPUT_WAIT)
     GPU-bound   the device: kernels run through the step (GPU-Util >= GPU_BUSY)
@@ -15,16 +12,12 @@ its kernels run about a third of it). The three say which resource holds the ste
                 framework dispatch them (what graphs and compilation remove)
     CPU-bound   on a CPU the host is the device: the step's arithmetic and dispatch
 
-Samples/s is the mechanism; what an attendee wants is a model, so each rung's headline
-is also its training time (compile and warm-up included) to the accuracy a baseline
-reached: a rung that is faster per image but needs more epochs gains less than its
-samples/s say.
+Each rung's headline is also its training time (compile and warm-up included) to the
+accuracy a baseline reached:
 
     anatomy(run).bound, anatomy(run).gpu_busy_ms
     time_to_accuracy(run, 0.70)        # seconds of training to 70 % validation accuracy
     table(runs, baseline=0)            # one row a rung
-
-No deep-learning framework here.
 """
 from __future__ import annotations
 

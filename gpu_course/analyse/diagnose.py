@@ -199,32 +199,6 @@ def _cpu_load(run: Run) -> tuple[float, float]:
     return total, busiest
 
 
-def advice_outcome(d: Diagnosis, before: Run, after: Run) -> str:
-    """Whether following diagnosis `d` (run `before`) helped, judged against the two
-    runs' noise: `after` is the run with the advice applied (or, for an unreliable
-    diagnosis, the same configuration measured again)."""
-    from . import alike, noise
-    verdict = noise.compare(before, after, varies=alike.settings(before, after))
-    text = (f"{after.name}: {metrics.samples_per_sec(after):,.0f} samples/s against "
-            f"{metrics.samples_per_sec(before):,.0f}: {noise.sentence(verdict)}. ")
-    if d.verdict == UNRELIABLE:
-        return text + ("That was the same configuration measured again, as the diagnosis "
-                       "asked: " + ("the two runs agree within their noise." if verdict.kind
-                                    == noise.Kind.WITHIN_NOISE else "the two runs disagree "
-                                    "beyond their noise, so this machine is not steady enough "
-                                    "to rule." if verdict.is_effect else
-                                    f"no verdict: {noise.no_verdict(verdict)}."))
-    if verdict.kind == "faster":
-        return text + f"The advice ({d.next_rung}) helped, beyond the runs' noise."
-    if verdict.kind == "slower":
-        return text + (f"The advice ({d.next_rung}) made it slower here, beyond the runs' "
-                       "noise: the change did not lift the limit on this machine; diagnose "
-                       "the new run below.")
-    return text + (f"Whether the advice ({d.next_rung}) helped is not shown: "
-                   + (noise.no_verdict(verdict) or "the difference is within the runs' noise")
-                   + "; longer runs would tell.")
-
-
 def unreliable(n: dict, mock: str = "none") -> list[str]:
     """Why the numbers cannot carry a verdict ([] when they can): too few steady steps in
     the run or a ceiling, or a run faster than a ceiling it cannot beat (a ceiling

@@ -4,17 +4,10 @@ beside the course's own `profiling.trace_split` of the same trace:
     table = compare(REFERENCE_TRACES)   # the H200 reference's naive and tuned traces
     table = compare({"mine": "runs/.../profile/trace.json.gz"})
 
-HTA reads a folder of per-rank traces and takes each file's rank from its
-`distributedInfo`; a single-process torch.profiler trace has none, so `read` writes the
-trace into a temporary folder as rank 0 with `"distributedInfo": {"rank": 0}` added
-(the trace itself is left as it is). HTA leaves out the last profiled step by default
-(it may be cut short); the course's windows end each step with a sync, so `read` asks
-for every step (include_last_profiler_step=True), as `trace_split` reads them.
-
-Rows are readings, columns "<trace>: HTA" and "<trace>: course"; a reading one side does
-not make is NaN ("–"). Shares are in percent of each side's own window: HTA's runs from
-the first kernel's start to the last one's end, the course's is the profiled steps.
-No deep-learning framework here.
+`read` copies a single-process trace into a folder as rank 0 (HTA reads per-rank
+traces) and asks for every profiled step, as `trace_split` reads them. Rows are
+readings, columns "<trace>: HTA" and "<trace>: course" (NaN where one side has none);
+shares are in percent of each side's own window.
 """
 from __future__ import annotations
 

@@ -315,13 +315,9 @@ def machine_load(run) -> dict:
     recorded), the cores the run's own process used (CPU time / wall time), the cores its
     loader workers used (their CPU time, where recorded; else one core a worker), and
     whether something else shared the machine: more than SHARED of a core busy beyond the
-    run's process and its workers, times the processes of a DDP job. (One core a worker
-    hid another program on 2 cores: a run with 2 idle workers could never read as shared;
-    a 2-process job, its second process not counted, always did.)
-
-    The busy time decides where it was recorded: the load average trails by a minute, so
-    a short run after a busier one (loader workers) read as shared when it was not (the
-    CPU ladder's data-on-gpu rung, which has no workers). Older records fall back to it."""
+    run's process and its workers, times the processes of a DDP job. The busy time
+    decides where it was recorded (the load average trails by a minute); older records
+    fall back to the load average."""
     load = run.meta.get("load") or {}
     start, end = load.get("start") or {}, load.get("end") or {}
     averages = [_num(x.get("loadavg_1m")) for x in (start, end)]

@@ -172,14 +172,6 @@ def amount_sentence(v: Verdict, what: str = "") -> str:
     return f"{what}×{v.ratio:.2f}, {word} ({spread})"
 
 
-def no_verdict(v: Verdict) -> str:
-    """Why `v` gives no verdict, in a few words ("" when it gives one: faster, slower or
-    within noise)."""
-    return {Kind.TOO_FEW: "too few steady steps to judge",
-            Kind.UNLIKE: "the runs differ in more than the change (named above)",
-            Kind.NOT_MEASURED: "not measured (no steady steps)"}.get(v.kind, "")
-
-
 def _ok(value) -> bool:
     return value is not None and isinstance(value, (int, float)) and math.isfinite(value)
 
@@ -264,17 +256,6 @@ FAR_APART = 1.25        # identical configs whose samples/s differ by more: the 
 ABOVE_PERFECT = 1.05    # scaling efficiency above this: the runs differ in more than k
 
 _NOT_THE_SAME = {"name", "seed", "monitor_interval"}  # fields that do not change the work
-
-
-def efficiency_flag(efficiency: float, k: int) -> str | None:
-    """A sentence when a scaling efficiency is impossible (k processes doing more than k
-    times one), else None: the runs compared differed in more than their count (threads
-    per process, the machine's load), so the number says nothing about scaling."""
-    if not _ok(efficiency) or efficiency <= ABOVE_PERFECT:
-        return None
-    return (f"unreliable: a scaling efficiency of {efficiency:.0%} means {k} processes did "
-            f"more than {k}× the work of one, which they cannot; the runs compared differ in "
-            "more than the process count (threads per process, cores, the machine's load)")
 
 
 def far_apart(runs, value=metrics.samples_per_sec) -> list[str]:

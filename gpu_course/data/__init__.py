@@ -8,19 +8,17 @@ Both are read by the same reader, so a lesson runs unchanged on either::
     from gpu_course import data
     train_x, train_y, test_x, test_y, classes = data.load("synthetic")
 """
-import os
 from numbers import Integral
 from pathlib import Path
 
 from . import cifar, synthetic
-from .paths import DEFAULT_ROOT, default_root, writing  # noqa: F401  (re-exported)
-from .cifar import (CIFAR10_MD5, CIFAR10_URL, FOLDER_NAME, META_FILE, CifarData,
-                    download_cifar10, is_complete, read_cifar_binary, read_manifest,
-                    write_cifar_binary)
+from .paths import default_root, writing
+from .cifar import (FOLDER_NAME, META_FILE, CifarData, download_cifar10, is_complete,
+                    read_cifar_binary, read_manifest, write_cifar_binary)
 
-__all__ = ["CIFAR_MEAN", "CIFAR_STD", "DATASETS", "DEFAULT_ROOT", "CifarData",
-           "default_root", "prepare", "load", "num_classes", "generate_to", "read_cifar_binary",
-           "write_cifar_binary", "download_cifar10", "CIFAR10_URL", "CIFAR10_MD5"]
+__all__ = ["CIFAR_MEAN", "CIFAR_STD", "DATASETS", "CifarData", "default_root", "prepare",
+           "load", "num_classes", "generate_to", "read_cifar_binary", "write_cifar_binary",
+           "download_cifar10"]
 
 DATASETS = ("synthetic", "cifar10")
 # per-channel mean and std of real CIFAR-10 training images (RGB, 0..1 scale);

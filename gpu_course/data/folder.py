@@ -523,14 +523,10 @@ def _waiting(results):
 
 def end_pool(pool, stopped: bool = False) -> None:
     """Stop a pool's workers. With every task done (not `stopped`), close() and join():
-    each worker reads the end of the queue and leaves, and no signal is sent. (Pool.
-    terminate() sends SIGTERM, and a worker forked an instant earlier still had the
-    parent's handler, which only notes a stop request: it swallowed the signal, and
-    terminate() waited for it forever. CI's test_io_data and a clean-clone run's
-    test_packed hung so.) When a signal `stopped` the work, or the caller left early, the
-    workers are killed and the pool's clean-up is called off instead: terminate() can
-    wait forever for the task queue's lock that a dead worker held, or that its
-    replacement took (its threads do not keep the process)."""
+    no signal is sent (a worker forked an instant before terminate()'s SIGTERM still has
+    the parent's handler, which swallows it, and terminate() waits forever). When a signal
+    `stopped` the work, or the caller left early, the workers are killed and the pool's
+    clean-up is called off: terminate() can wait forever for a queue lock a dead worker held."""
     if not stopped:
         pool.close()
         pool.join()

@@ -1,22 +1,14 @@
 """Pre-processing out of band and a packed array format: the I/O ladder's middle rungs.
 
-Loose JPEGs cost a file open, a decode and a resize for every sample of every epoch.
-Two fixes, both done once before training:
+* `preresize_folder`: every image resized once to the training size (a folder of small
+  JPEGs mirroring the original): the decode is cheaper and the resize is gone.
+* `pack_images`: every image decoded and resized once, the pixels packed into ONE file
+  read sequentially (`PackedArray`, memory-mapped): no decode, no file opens.
 
-* `preresize_folder`: resize every image to the training size and store it (a folder of
-  small JPEGs mirroring the original): decoding a 64 px JPEG costs a fraction of a
-  400 px one, and the resize is gone.
-* `pack_images`: decode and resize every image once and pack the pixels into ONE file
-  read sequentially (`PackedArray`, memory-mapped): no decode at all, no file opens.
-
-The packed file (`.pack`) is framework-free: a 64-byte preamble, the uint8 images
-[N, H, W, 3] from offset 4096 (page-aligned, so it memory-maps), then int64 labels,
-uint32 CRC-32s of each image and a JSON footer (classes, source paths, images left out).
-The packer decodes in parallel, shows progress and writes to a temporary name renamed
-when complete, so an interrupted pack leaves nothing half-written. `check_roundtrip`
-compares every record with its source image, label and index.
-
-The disk's own speed (sequential against random reads) is measured in `disk.py`.
+The `.pack` file: a 64-byte preamble, the uint8 images [N, H, W, 3] from offset 4096
+(page-aligned, so it memory-maps), int64 labels, uint32 CRC-32s of each image and a JSON
+footer (classes, source paths, images left out). It is written under a temporary name
+and renamed when complete; `check_roundtrip` compares every record with its source.
 """
 from __future__ import annotations
 

@@ -1,20 +1,15 @@
-"""What this CPU can compute, read once from the machine: the instruction sets that decide
-whether a lesson's lower precision runs at all (MXNet's bfloat16) and whether it pays
-(bfloat16 instructions), so that a lesson, an exercise and the ladder say "not on this CPU,
-and why" instead of assuming the CPU they were written on.
+"""What this CPU can compute, read once from /proc/cpuinfo: the instruction sets that
+decide whether a lower precision runs at all (MXNet's bfloat16) and whether it pays, so
+that lessons say "not on this CPU, and why".
 
     from gpu_course.env import cpu
     cpu.features()                    # frozenset of the flags the course reads ('avx2', ...)
     cpu.supports(cpu.Capability.MXNET_BFLOAT16)    # a Support: truthy, with .why
 
-The flags come from /proc/cpuinfo. GPU_COURSE_CPU_FLAGS fakes another CPU for tests and
-rehearsals: comma-separated changes, "-name" drops every flag that starts with name,
-"+name" adds one, e.g. GPU_COURSE_CPU_FLAGS=-avx512,-amx is an AVX2 CPU without AVX-512
-or AMX. Faking a capability off is safe anywhere; faking one on that the CPU lacks lets
-the course ask a framework for instructions the CPU does not have (MXNet then stops with
-"could not create a primitive descriptor"): do it only for runs the tests fake. To make
-the frameworks themselves compute as on an AVX2 CPU, set oneDNN's own cap,
-DNNL_MAX_CPU_ISA=AVX2: the course reads it too.
+GPU_COURSE_CPU_FLAGS fakes another CPU for tests: comma-separated "-name" (drop every
+flag starting with name) and "+name" (add one), e.g. -avx512,-amx. Faking a capability
+on that the CPU lacks makes frameworks fail: do it only where the tests fake. oneDNN's
+own cap, DNNL_MAX_CPU_ISA=AVX2, is read too.
 """
 from __future__ import annotations
 
@@ -111,12 +106,6 @@ def features() -> frozenset | None:
     with it, behave as on an AVX2 CPU), and faked as GPU_COURSE_CPU_FLAGS says; None where
     the machine does not say (no /proc/cpuinfo)."""
     return _features(os.environ.get(FAKE, ""), os.environ.get(ISA_CAP, ""))
-
-
-def unfaked() -> frozenset | None:
-    """The flags the frameworks really compute with here (DNNL_MAX_CPU_ISA's cap applied,
-    GPU_COURSE_CPU_FLAGS not): what a test that computes for real may rely on."""
-    return _features("", os.environ.get(ISA_CAP, ""))
 
 
 def faked() -> str | None:

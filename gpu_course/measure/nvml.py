@@ -364,18 +364,6 @@ def _memory_info(state, errors, handle):
     return _ask(state, errors, "memory", "nvmlDeviceGetMemoryInfo", handle)
 
 
-def gpm_supported(index):
-    """True when GPU ``index`` offers GPM metrics (Hopper and newer, not in MIG mode)."""
-    with _lock:
-        state = _checked(index)
-        if index not in state.gpm:
-            handle = _handle(state, index, [])
-            if handle is None:
-                return False
-            state.gpm[index] = _gpm_buffers(state.nv, handle)
-        return state.gpm[index] is not None
-
-
 def _gpm_buffers(nv, handle):
     """The GPM sample pair and metrics request for one GPU; None without GPM."""
     try:

@@ -6,17 +6,11 @@
     ...work...
     process_memory.peak() - before   # the most this process held while it worked
 
-`resident()` is the resident set (VmRSS in /proc/self/status); `peak()` its high-water
-mark (VmHWM), which `reset_peak()` sets back to the resident set by writing 5 to
-/proc/self/clear_refs (Linux 4.0 and later). They count every page of the process, not
-only a framework's arrays: the honest CPU counter for a framework without one of its own
-(MXNet's pip build has no memory profiler).
-
-glibc keeps freed blocks for reuse, so a second step served from them would not show in
-the resident set. `steady()` fixes glibc's mmap threshold at 128 KiB (it grows by itself
-otherwise): every block that large is mapped when allocated and unmapped when freed, so
-each step's own memory shows, whatever ran before. Allocating fresh pages costs some time
-in every run of the process alike. No deep-learning framework here; never raises.
+`resident()` is VmRSS in /proc/self/status, `peak()` VmHWM, which `reset_peak()` sets back
+by writing 5 to /proc/self/clear_refs. They count every page of the process, not only a
+framework's arrays. glibc keeps freed blocks for reuse, so `steady()` fixes its mmap
+threshold at 128 KiB: each large block is mapped when allocated and unmapped when freed,
+so each step's own memory shows. Never raises.
 """
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
 """Step timing: split each training step into data wait and compute, and keep every step.
 
-This is the profiling lecture's manual instrumentation (t1 before fetching a batch, t2
-once it arrives, t3 when the step's work is issued), written once for every framework:
-
     timer = StepTimer(warmup_steps=5)
     timer.start_epoch()
     for batch in timer.wrap(train_iter):     # time blocked in next() = data wait
@@ -10,14 +7,10 @@ once it arrives, t3 when the step's work is issued), written once for every fram
         timer.step(len(batch))              # the rest of the step = "compute"
     epoch = timer.end_epoch(sync=waitall)   # the epoch's one sync: its time is real
 
-What the numbers mean (host-side times; nothing here adds a sync):
-* a step lasts from the end of the step before it (or the epoch's start) to its own
-  `step()` call, so the steps of an epoch add up to its time less the final sync;
-* data wait is exact: the time the host was blocked in the loader's next();
-* "compute" is everything else in the step as the host saw it: issuing the work
-  (dispatch, Python, the framework's own overhead) plus any back-pressure when the
-  device's queue is full. With an asynchronous framework it is not the device's time:
-  that is the sync's drain at the end of the epoch, or CUDA events where available.
+Host-side times; nothing here adds a sync. A step lasts from the end of the one before
+to its own `step()` call; data wait is the time blocked in the loader's next(); "compute"
+is the rest (dispatch, Python, back-pressure from a full device queue), not the device's
+time: that is the final sync's drain.
 """
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """SageMaker training entry point: one experiment of the course, in either track.
 
 SageMaker runs `python sagemaker_entry.py --batch_size 128 --num_workers 7 ...` in the
-framework's container. Each `--field value` pair is an Experiment field, parsed and
-checked as everywhere else in the course (a bad value stops the job with the config's
-message). Where things are, with the defaults used outside SageMaker (a laptop):
+framework's container; each `--field value` pair is an Experiment field, checked as
+everywhere else. Where things are (with the defaults used outside SageMaker):
 
     SM_CHANNEL_TRAINING   the dataset (CIFAR-10 binary batches)  -> cfg.data_dir as given
     SM_OUTPUT_DATA_DIR    the run record (comes back as output.tar.gz) -> the runs folder
@@ -11,17 +10,14 @@ message). Where things are, with the defaults used outside SageMaker (a laptop):
     SM_NUM_GPUS           num_gpus when no --num_gpus is given    -> the GPUs NVML sees
 
 After every epoch it prints one line for SageMaker's metric definitions
-(gpu_course.sagemaker.launch.metric_definitions parses exactly this):
+(`launch.metric_definitions` parses exactly this):
 
     METRIC epoch=0 samples_per_sec=663.50 epoch_time=18.59 data_wait=0.4200 gpu_util=27.0 val_acc=0.7131
 
-With several instances: under torchrun (the PyTorch estimator's torch_distributed
-option) every process joins one DistributedDataParallel run and rank 0 keeps the record;
-under MXNet's parameter_server option (the container starts a scheduler and a server per
-host and runs this script with DMLC_ROLE=worker) every host is one worker of a
-kvstore='dist_device_sync' job ('dist_sync' on CPUs) on its own shard, and worker 0 keeps
-the record. Without either, each host would train the whole job alone: it does, keeping
-its own record named `<name>@<host>`, and says so.
+With several instances: under torchrun every process joins one DDP run; under MXNet's
+parameter_server option every host is one worker of a kvstore='dist_device_sync' job
+('dist_sync' on CPUs); rank or worker 0 keeps the record. Without either, each host
+trains the whole job alone, keeps its own record `<name>@<host>`, and says so.
 
 The container's Python may be 3.8 (MXNet 1.9.0): this file and what it imports stay
 3.8-compatible.

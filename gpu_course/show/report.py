@@ -19,12 +19,9 @@ import pandas as pd
 
 from ..analyse import alike, flops, metrics
 from . import tables
-from ..analyse.metrics import STATUS_TEXT, baseline_index, data_wait_share, epoch_spans, epoch_time_s, gpu_util, samples_per_sec, samples_per_sec_all, status, val_acc
+from ..analyse.metrics import STATUS_TEXT, baseline_index, data_wait_share, epoch_time_s, gpu_util, samples_per_sec, samples_per_sec_all, status, val_acc
 from ..measure.records import write_atomic
 
-_GPU_AT = metrics.TABLE_COLUMNS.index("gpu_util") + 1
-LADDER_COLUMNS = (metrics.TABLE_COLUMNS[:_GPU_AT] + ["sm_active", "tensor_active"]
-                  + metrics.TABLE_COLUMNS[_GPU_AT:-1] + ["tflops", "peak_pct", "status"])
 NO_VALUE = "–"
 
 # column -> (header, how a value is written); NaN is written NO_VALUE
@@ -538,26 +535,3 @@ def executed_copies(track: str, number) -> list[tuple[str, Path]]:
                     and path.is_file():
                 found.append((entry["device"], path))
     return found
-
-
-def beside_reference(mine, reference: dict, baseline=0):
-    """This machine's ladder table beside the reference runs' (one frame, two blocks)."""
-    return pd.concat({"this machine": ladder_table(list(mine), baseline).set_index("rung"),
-                      "reference": ladder_table(list(reference.values())).set_index("rung")})
-
-
-def no_reference_line(folder: str = "pytorch-h200") -> str:
-    """What a notebook prints when the reference has no run for it (computed, not typed):
-    none recorded at all, or none of this lesson's kind (a one-GPU reference has no
-    multi-GPU run)."""
-    from ..measure.records import load_runs
-    runs = load_runs(REFERENCE_ROOT / folder)
-    if not runs:
-        return (f"No reference results are recorded yet (0 runs in "
-                f"gpu_course/reference/{folder}): only this machine's numbers are shown.")
-    gpus = {len(r.meta.get("hardware", {}).get("gpus") or []) for r in runs}
-    names = sorted({r.meta.get("hardware", {}).get("gpus", [{}])[0].get("name", "?")
-                    for r in runs if r.meta.get("hardware", {}).get("gpus")})
-    return (f"The reference results ({len(runs)} runs in gpu_course/reference/{folder}, on "
-            f"{max(gpus)} x {', '.join(names) or 'no GPU'}) have no run of this lesson's "
-            "kind: only this machine's numbers are shown.")

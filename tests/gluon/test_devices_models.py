@@ -1,3 +1,5 @@
+import os
+
 import mxnet as mx
 import numpy as np
 import pytest
@@ -31,8 +33,8 @@ def test_float16_only_on_a_gpu():
     assert (on_gpu.dtype, notice) == ("float16", None)
 
 
-# the real CPU, not as GPU_COURSE_CPU_FLAGS fakes it: MXNet itself computes on this one
-REAL_BF16 = cpu.supports(cpu.Capability.MXNET_BFLOAT16, cpu.unfaked() or ())
+# the real CPU (DNNL_MAX_CPU_ISA applied), not as GPU_COURSE_CPU_FLAGS fakes it: MXNet computes on this one
+REAL_BF16 = cpu.supports(cpu.Capability.MXNET_BFLOAT16, cpu._features("", os.environ.get(cpu.ISA_CAP, "")) or ())
 needs_bf16 = pytest.mark.skipif(not REAL_BF16, reason=f"not on this CPU: {REAL_BF16.why}")
 
 

@@ -156,7 +156,7 @@ def test_the_monitor_reads_a_real_driver():
     assert busy["util_gpu"].median() >= 90, busy["util_gpu"].tolist()
     assert busy["mem_used_mib"].min() > 128  # the 8192^2 operands and cuBLAS's workspace
     assert busy["power_w"].median() > 100 and busy["sm_clock_mhz"].median() > 500
-    if nvml.gpm_supported(0):  # Hopper: SM and tensor-core activity from GPM
+    if torch.cuda.get_device_capability(0)[0] >= 9:  # Hopper: SM and tensor-core activity from GPM
         assert busy["sm_active"].dropna().median() > 50
         assert busy["tensor_active"].dropna().median() > 10
 

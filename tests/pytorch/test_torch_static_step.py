@@ -7,6 +7,37 @@ import torch
 from gpu_course.tracks import torch as gc
 from gpu_course.tracks.torch import static_step
 from gpu_course.tracks.torch.gpu_loader import Batches, GpuLoader
+from gpu_course.tracks.torch.op_count import count_ops
+
+
+def replay_check(programs) -> dict:
+    """What one CUDA graph of the first of `programs` (the same code counted with
+    keep_program=True, call after call) would get wrong when replayed for all of them:
+    'differs' (calls whose program is not the first's: a changing Python number or
+    branch would be baked into the graph), 'syncs' (host reads), 'host_tensors' (device
+    operators given a CPU tensor, whose value a graph would bake in), 'devices' (on a GPU
+    only "cuda": an operator on CPU tensors alone is not captured and would not run at
+    replay), and the first call's operator count and operators by name."""
+    first = programs[0]
+    return {"differs": [i for i, p in enumerate(programs) if p.program != first.program],
+            "syncs": sum(p.syncs for p in programs),
+            "host_tensors": sorted({n for p in programs for n in p.host_tensors}),
+            "devices": sorted(set().union(*(p.devices for p in programs))),
+            "ops": first.launching, "by_name": first.by_name}
+
+
+def check_static(stepper, steps: int = 3) -> dict:
+    """Run `steps` steps eagerly (after two to create the optimizer state) recording the
+    operators of each; return what a CUDA graph of one of them would get wrong
+    (`replay_check`)."""
+    for _ in range(2):
+        stepper.optimizer.zero_grad(set_to_none=True)
+        stepper.step_fn()
+    programs = []
+    for _ in range(steps):
+        stepper.optimizer.zero_grad(set_to_none=True)
+        programs.append(count_ops(stepper.step_fn, keep_program=True))
+    return replay_check(programs)
 
 
 def _setup(small_cfg, device="cpu", seed=0):
@@ -51,7 +82,7 @@ def test_every_step_dispatches_the_same_program_with_no_host_read(small_cfg):
     cfg, loader, net, opt = _setup(small_cfg)
     stepper = static_step.StaticStep(net, opt, loader, cfg, len(loader))
     stepper.start_epoch(0)
-    found = static_step.check_static(stepper, steps=2)
+    found = check_static(stepper, steps=2)
     assert found["differs"] == [] and found["syncs"] == 0, found
     assert "_local_scalar_dense" not in found["by_name"]
     # and the learning rate did move on between those steps, on the device
@@ -69,7 +100,7 @@ def test_a_python_float_learning_rate_is_caught(small_cfg):
         stepper.calls += 1
         original()
     stepper.step_fn = with_a_float_lr
-    assert static_step.check_static(stepper, steps=2)["differs"] == [1]
+    assert check_static(stepper, steps=2)["differs"] == [1]
 
 
 def test_the_step_gives_no_host_tensor_to_device_work(small_cfg):
@@ -79,11 +110,11 @@ def test_the_step_gives_no_host_tensor_to_device_work(small_cfg):
     cfg, loader, net, opt = _setup(small_cfg, device="meta")
     stepper = static_step.StaticStep(net, opt, loader, cfg, len(loader))
     stepper.start_epoch(0)
-    found = static_step.check_static(stepper)
+    found = check_static(stepper)
     assert found["host_tensors"] == [] and found["devices"] == ["meta"], found
     assert found["differs"] == [] and found["syncs"] == 0
     opt.param_groups[0]["lr"] = torch.tensor(0.1)  # a host learning rate: caught
-    assert static_step.check_static(stepper)["host_tensors"]
+    assert check_static(stepper)["host_tensors"]
 
 
 def test_train_takes_the_static_step_and_records_setup_time(small_cfg, monkeypatch):
@@ -136,7 +167,7 @@ def test_the_captured_step_reads_no_host_tensor(small_cfg):
     stepper = static_step.StaticStep(net.to(memory_format=torch.channels_last), opt, loader,
                                      cfg.replace(dtype="bfloat16"), len(loader))
     stepper.start_epoch(0)
-    found = static_step.check_static(stepper, steps=2)  # 2 + 2 steps: the epoch's 4
+    found = check_static(stepper, steps=2)  # 2 + 2 steps: the epoch's 4
     assert found["differs"] == [] and found["syncs"] == 0
     assert found["host_tensors"] == [] and found["devices"] == ["cuda"], found
 

@@ -7,8 +7,7 @@ load_run(s), metrics, plots and report.
 """
 from __future__ import annotations
 
-import importlib
-
+from .. import lazy
 from ...config import Experiment
 from ...env.cores import check_thread_variables
 
@@ -19,7 +18,7 @@ from ...lessons import conclude, show, sizes, workers
 from ...analyse.memory import memory_of
 from ...lessons.exercises import check, solution as _solution
 from ...experiments import sweep as _sweep
-from ...measure.records import OutOfMemory, load_run, load_runs
+from ...measure.records import load_run, load_runs
 from ...measure.timing import Workload
 from .data import make_loader
 from .datasets import load_data, load_datasets
@@ -34,7 +33,7 @@ from .memory import MemoryMeter, memory_run
 from .record import record
 from .train import build, train
 
-__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
+__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
            "get_model", "inference_net", "time_inference", "Workload", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
            "make_trainer", "sweep", "profile_steps", "repeat", "MemoryMeter", "memory_run", "memory_of"]
@@ -58,14 +57,6 @@ def repeat(cfgs, repeats: int = 3, **train_kwargs):
     `noise.compare` (is a difference an effect or run-to-run noise?)."""
     return _interleave(train, list(cfgs), repeats, **train_kwargs)
 
-# course modules a notebook may reach as gc.<name>, loaded on first use
-LAZY = {"plots": "show.plots", "report": "show.report", "tables": "show.tables",
-        "closing": "show.closing", "diagnose": "analyse.diagnose", "metrics": "analyse.metrics",
-        "noise": "analyse.noise", "cpu": "env.cpu"}
-
 
 def __getattr__(name: str):
-    # plots and report load matplotlib: only when a notebook asks for them (tables: pandas)
-    if name in LAZY:
-        return importlib.import_module(f"gpu_course.{LAZY[name]}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy(__name__, name)

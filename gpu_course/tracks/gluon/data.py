@@ -110,15 +110,11 @@ multiprocessing.pool.Pool._repopulate_pool_static = staticmethod(_repopulate_unl
 class WatchedDataLoader(DataLoader):
     """Gluon's DataLoader, watching its worker processes while it waits for a batch.
 
-    MXNet's pool replaces a killed worker but loses its batch, and its own timeout
-    (120 s) did not always fire: the run hung. Here the wait is cut into 0.2 s slices
-    and the original workers are checked between them, and again before a ready batch
-    is fetched: its arrays come through the worker that made them (a file descriptor
-    it hands over), so a worker that died after its batch was ready gave "Connection
-    reset" or EOFError. MXNet then ends the pool with Pool.terminate(), which waits
-    forever for the task queue's lock when the dead worker held it (a test hung there): the pool
-    is ended the way a stopped run ends it instead (`end_pool`). Its pool never replaces
-    a worker that died (`_WATCHED`)."""
+    MXNet's pool replaces a killed worker but loses its batch, and the run hangs. Here the
+    wait is cut into 0.2 s slices and the workers are checked between them and before a
+    ready batch is fetched (its arrays come through the worker that made them); a dead
+    worker ends the pool as a stopped run does (`end_pool`: Pool.terminate() can wait
+    forever for a lock the dead worker held). Its pool never replaces a worker (`_WATCHED`)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -1,33 +1,22 @@
 """Several hosts with MXNet's parameter server: kvstore='dist_sync'.
 
 A job has three roles, each a process told what it is by its environment (the contract
-of MXNet's own launcher, `dmlc_tracker`, which ships inside the mxnet wheel):
-
-    scheduler  one per job; the others find each other through it
-    server     holds a slice of every parameter, sums the workers' gradients and runs
-               the optimizer on them (update_on_kvstore)
-    worker     trains on its own shard: each step pushes its gradients and pulls the
-               new weights, so every worker holds the same parameters (BatchNorm's
-               running statistics are no gradients: each worker keeps its own)
-
-    DMLC_ROLE=scheduler|server|worker  DMLC_PS_ROOT_URI=<scheduler host>
-    DMLC_PS_ROOT_PORT=<port>  DMLC_NUM_SERVER=S  DMLC_NUM_WORKER=W
-
-Scheduler and servers run `python -c "import mxnet"` (importing MXNet in those roles
-runs the server loop). Each worker runs
+of MXNet's launcher, `dmlc_tracker`: DMLC_ROLE, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,
+DMLC_NUM_SERVER, DMLC_NUM_WORKER): one scheduler; servers, which hold a slice of every
+parameter, sum the workers' gradients and run the optimizer; workers, which train on
+their own shard, pushing gradients and pulling weights each step. Scheduler and servers
+run `python -c "import mxnet"`; each worker runs
 
     python -m gpu_course.tracks.gluon.dist --config cfg.json --runs-dir runs
 
-On real hosts MXNet's launcher starts all of them over ssh (one worker and one server
-per host in `hosts`, a file of host names):
+On real hosts MXNet's launcher starts them all over ssh (`hosts`: a file of host names):
 
     python $(python -c "import mxnet, os; print(os.path.dirname(mxnet.__file__))")/tools/launch.py \\
         -n 2 -s 2 -H hosts --launcher ssh \\
         python -m gpu_course.tracks.gluon.dist --config cfg.json --runs-dir runs
 
-On SageMaker the MXNet estimator's `parameter_server` option starts the scheduler and
-servers and runs the entry script as each host's worker (see sagemaker_entry).
-`launch_local` runs the same roles on this machine, on 127.0.0.1.
+On SageMaker the MXNet estimator's `parameter_server` option does the same;
+`launch_local` runs the roles on this machine, on 127.0.0.1.
 """
 from __future__ import annotations
 

@@ -6,19 +6,12 @@
         ...train...
         memory.measure(rec, lambda: step(net, trainer, data, label), inputs=(data, label))
 
-MXNet's pip build has no memory profiler, so the counter is the device's own:
-
-* on a GPU, `mx.context.gpu_memory_info(id)`: the device's free and total memory. MXNet's
-  pool keeps what it allocated, so what is used after a step is the run's high-water mark;
-  the reading covers the whole device (the CUDA context and other processes too);
-* on a CPU, the process's memory (`gpu_course.measure.process_memory`): its resident set
-  between steps, and its peak during a step (VmHWM, reset before each step). glibc is
-  told to give freed blocks back (`process_memory.steady`), so each step's own shows.
-
-Each reading waits for the engine first (`mx.nd.waitall()`: it queues operators, and
-allocates when they run), outside the timed epochs. The parts are counted from the model:
-each parameter's elements times its bytes, the gradients of those that learn, and the
-trainer's optimizer state; they are not measured apart.
+MXNet's pip build has no memory profiler, so the counter is the device's own: on a GPU
+`mx.context.gpu_memory_info` (the whole device; MXNet's pool keeps what it allocated, so
+it reads the high-water mark), on a CPU the process's resident set and peak
+(`measure.process_memory`). Each reading waits for the engine first (`mx.nd.waitall()`).
+The parts (parameters, gradients, optimizer state) are counted from the model, not
+measured apart.
 """
 from __future__ import annotations
 

@@ -11,18 +11,18 @@ package is `gpu_course.tracks.torch`.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
+from .. import lazy
 from ...config import Experiment as _Experiment
 from ...experiments import interleave as _interleave
 from ...lessons import conclude, show, sizes, workers
 from ...analyse.memory import memory_of
 from ...lessons.exercises import check, solution as _solution
 from ...experiments import sweep as _sweep
-from ...measure.records import OutOfMemory, load_run, load_runs
+from ...measure.records import load_run, load_runs
 from ...measure.timing import Workload
-from .data import ImageDataset, make_loader
+from .data import make_loader
 from .datasets import load_data, load_datasets
 from .io_data import prepare_data
 from .devices import gpu_count, try_devices
@@ -33,16 +33,16 @@ from .signum import Signum
 from .models import get_model
 from .profile import profile_steps
 from .optim import lr_curve, lr_scheduler, make_optimizer
-from .loop import Precision, evaluate, to_device
+from .loop import evaluate, to_device
 from .memory import MemoryMeter, memory_run
 from .record import record
 from .train import COMPILE_BACKEND_ENV, build, train
 
-__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "OutOfMemory", "load_run", "load_runs", "plots", "report", "tables",
+__all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
-           "get_model", "inference_net", "time_inference", "Workload", "build", "record", "train", "evaluate", "Precision", "to_device",
+           "get_model", "inference_net", "time_inference", "Workload", "build", "record", "train", "evaluate", "to_device",
            "lr_scheduler", "lr_curve", "make_optimizer",
-           "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "Batches", "ImageDataset", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
+           "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "Batches", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
 
 
 def solution(exercise: str) -> None:
@@ -71,14 +71,6 @@ def repeat(cfgs, repeats: int = 3, **train_kwargs):
     `noise.compare` (is a difference an effect or run-to-run noise?)."""
     return _interleave(train, list(cfgs), repeats, **train_kwargs)
 
-# course modules a notebook may reach as gc.<name>, loaded on first use
-LAZY = {"plots": "show.plots", "report": "show.report", "tables": "show.tables",
-        "closing": "show.closing", "diagnose": "analyse.diagnose", "metrics": "analyse.metrics",
-        "noise": "analyse.noise", "cpu": "env.cpu"}
-
 
 def __getattr__(name: str):
-    # plots and report load matplotlib: only when a notebook asks for them (tables: pandas)
-    if name in LAZY:
-        return importlib.import_module(f"gpu_course.{LAZY[name]}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy(__name__, name)

@@ -1,19 +1,11 @@
 """All-reduce against message size: time, algorithm and bus bandwidth (gloo on the CPU,
 NCCL on GPUs), beside the lecture's table of system bandwidths.
 
-Every process of a job runs it; torchrun starts them, as for training:
-
     torchrun --standalone --nproc_per_node=2 -m gpu_course.tracks.torch.allreduce
-    # two hosts (run on each, i = 0, 1):
-    torchrun --nnodes=2 --node-rank=i --nproc-per-node=8 --rdzv-backend=c10d \\
-        --rdzv-endpoint=HOST0:29500 --rdzv-id=allreduce -m gpu_course.tracks.torch.allreduce
+    python -m gpu_course.tracks.torch.allreduce --procs 2   # no torchrun: starts them here
 
-`python -m gpu_course.tracks.torch.allreduce --procs 2` (no torchrun) starts the processes on
-this host itself and says so; `run_local` does the same from a notebook.
-
-Bandwidths follow nccl-tests: algorithm bandwidth = bytes / time; bus bandwidth =
-algbw * 2(k-1)/k, what a ring all-reduce puts through each link, so it compares with a
-link's speed whatever the number of processes.
+Bandwidths follow nccl-tests: algbw = bytes / time; busbw = algbw * 2(k-1)/k, what a ring
+all-reduce puts through each link, comparable with a link's speed for any k.
 """
 from __future__ import annotations
 
@@ -93,18 +85,23 @@ def run_local(procs: int = 2, sizes=SIZES, backend: str | None = None,
               min_seconds: float = 0.2) -> list[dict]:
     """Start `procs` processes on this host (127.0.0.1), measure, return rank 0's rows.
     backend: "nccl" with enough GPUs, else "gloo" (default: what this machine has)."""
-    if backend is None:
-        backend = "nccl" if torch.cuda.device_count() >= procs else "gloo"
+    return spawn(measure, procs, dict(sizes=tuple(sizes), min_seconds=min_seconds), backend)
+
+
+def spawn(fn, procs: int, kwargs: dict, backend: str | None = None) -> list[dict]:
+    """fn(**kwargs) in each of `procs` processes started on 127.0.0.1 as one process group
+    (NCCL with a GPU each, else gloo); rank 0's rows."""
+    backend = backend or ("nccl" if torch.cuda.device_count() >= procs else "gloo")
     port = free_port()
-    with tempfile.TemporaryDirectory(prefix="gpu_course_allreduce_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="gpu_course_spawn_") as tmp:
         out = Path(tmp) / "rows.json"
         torch.multiprocessing.start_processes(
-            _local_worker, args=(procs, port, backend, tuple(sizes), min_seconds, str(out)),
-            nprocs=procs, start_method="spawn")
+            _local_worker, args=(procs, port, backend, fn, kwargs, str(out)), nprocs=procs,
+            start_method="spawn")
         return json.loads(out.read_text())
 
 
-def _local_worker(rank: int, procs: int, port: int, backend: str, sizes, min_seconds, out):
+def _local_worker(rank: int, procs: int, port: int, backend: str, fn, kwargs, out):
     if backend == "gloo":  # the processes share this host's cores
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // procs))
     else:
@@ -112,13 +109,31 @@ def _local_worker(rank: int, procs: int, port: int, backend: str, sizes, min_sec
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=procs)
     try:
-        rows = measure(sizes, min_seconds=min_seconds)
+        rows = fn(**kwargs)
         if rank == 0:
             Path(out).write_text(json.dumps(rows))
         dist.barrier()  # no rank tears the group down while another still uses it
     finally:
         dist.destroy_process_group()
     exit_now(0)  # a spawned process would otherwise finalize with gloo's threads (SIGABRT)
+
+
+def collect(fn, procs: int, kwargs: dict) -> list[dict] | None:
+    """fn(**kwargs) as this rank of a torchrun job (RANK set), else in `procs` processes
+    started here; rank 0's rows (None on the other ranks)."""
+    if "RANK" not in os.environ:
+        print(f"no torchrun: starting {procs} processes on 127.0.0.1", flush=True)
+        return spawn(fn, procs, kwargs)
+    on_gpu = torch.cuda.is_available()
+    if on_gpu:
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    dist.init_process_group("nccl" if on_gpu else "gloo")
+    try:
+        rows = fn(**kwargs)
+    finally:
+        rank = dist.get_rank()
+        dist.destroy_process_group()
+    return rows if rank == 0 else None
 
 
 def format_rows(rows: list[dict]) -> str:
@@ -139,22 +154,9 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="sizes up to 4 MiB only")
     parser.add_argument("--out", type=Path, help="write rank 0's rows here as JSON")
     args = parser.parse_args(argv)
-    sizes = QUICK_SIZES if args.quick else SIZES
-    if "RANK" in os.environ:  # under torchrun: this process is one rank of the job
-        on_gpu = torch.cuda.is_available()
-        if on_gpu:
-            torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-        dist.init_process_group("nccl" if on_gpu else "gloo")
-        try:
-            rows = measure(sizes)
-        finally:
-            rank = dist.get_rank()
-            dist.destroy_process_group()
-        if rank != 0:
-            return 0
-    else:
-        print(f"no torchrun: starting {args.procs} processes on 127.0.0.1", flush=True)
-        rows = run_local(args.procs, sizes)
+    rows = collect(measure, args.procs, {"sizes": QUICK_SIZES if args.quick else SIZES})
+    if rows is None:
+        return 0
     print(f"all-reduce over {rows[0]['processes']} processes (float32):")
     print(format_rows(rows))
     print("\nthe lecture's system bandwidths:")

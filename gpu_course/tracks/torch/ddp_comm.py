@@ -1,21 +1,10 @@
 """What DDP's gradient all-reduce costs a training step, and how much of it hides
 behind backward, for several gradient bucket sizes (`bucket_cap_mb`).
 
-DistributedDataParallel groups gradients into buckets of about `bucket_cap_mb` MB and
-all-reduces each bucket as soon as backward has filled it, while backward goes on with
-earlier layers. Small buckets start early but each pays the all-reduce's latency; one
-large bucket waits for the whole backward. Horovod's tensor fusion
-(HOROVOD_FUSION_THRESHOLD) is the same idea. MXNet's kvstore has no counterpart: it
-pushes each parameter as its own key (priority = -index, so the last layers' go first)
-and only splits large arrays across servers (MXNET_KVSTORE_BIGARRAY_BOUND).
-
-Per bucket size, on a fixed batch in memory (no loader), steps alternate between
-    sync     forward + backward with the all-reduce (the real step)
-    no_sync  forward + backward without it (DDP's no_sync(): compute alone, with the
-             same processes competing for the same cores)
-and the all-reduce of one buffer as large as all gradients is timed alone. Then
-exposed = t_sync - t_no_sync and overlap = 1 - exposed / t_allreduce (scaling.py).
-Medians over the steps, the slowest rank's.
+Per bucket size, on a fixed batch in memory, steps alternate between `sync` (forward +
+backward with the all-reduce) and `no_sync` (DDP's no_sync(): compute alone), and one
+all-reduce as large as all gradients is timed alone: exposed = t_sync - t_no_sync,
+overlap = 1 - exposed / t_allreduce (scaling.py). Medians over the steps, the slowest rank's.
 
     torchrun --standalone --nproc_per_node=2 -m gpu_course.tracks.torch.ddp_comm
     python -m gpu_course.tracks.torch.ddp_comm --procs 2      # starts 2 local processes itself
@@ -23,13 +12,13 @@ Medians over the steps, the slowest rank's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import math
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -38,9 +27,9 @@ import torch.distributed as dist
 from torch import nn
 
 from ...config import Experiment
-from ...scale.localhosts import exit_now, free_port
+from ...scale.localhosts import exit_now
 from ...scale.scaling import overlap_from_steps
-from .allreduce import _slowest
+from .allreduce import _slowest, collect, spawn
 
 BUCKETS_MB = (0.05, 0.25, 1.0, 25.0)  # DDP's default is 25
 
@@ -67,7 +56,7 @@ def measure(model: str = "resnet20", batch_size: int = 32, buckets_mb=BUCKETS_MB
         def step(with_sync: bool, ddp=ddp) -> float:  # this bucket size's model
             dist.barrier()  # start together: a late rank would count as communication
             t0 = time.perf_counter()
-            ctx = ddp.no_sync() if not with_sync else _nothing()
+            ctx = ddp.no_sync() if not with_sync else contextlib.nullcontext()
             with ctx:
                 loss_fn(ddp(x), y).backward()
             sync()  # the step's sync point: backward (and its all-reduce) has finished
@@ -92,14 +81,6 @@ def measure(model: str = "resnet20", batch_size: int = 32, buckets_mb=BUCKETS_MB
     return rows
 
 
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def _iqr(values) -> float:
     q = statistics.quantiles(values, n=4)
     return q[2] - q[0]
@@ -122,31 +103,7 @@ def _allreduce_time(nbytes: int, device, sync, steps: int) -> float:
 def run_local(procs: int = 2, **kwargs) -> list[dict]:
     """Start `procs` gloo processes on 127.0.0.1 (NCCL with a GPU each), measure, and
     return rank 0's rows. kwargs go to `measure`."""
-    backend = "nccl" if torch.cuda.device_count() >= procs else "gloo"
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="gpu_course_ddp_comm_") as tmp:
-        out = Path(tmp) / "rows.json"
-        torch.multiprocessing.start_processes(
-            _local_worker, args=(procs, port, backend, kwargs, str(out)), nprocs=procs,
-            start_method="spawn")
-        return json.loads(out.read_text())
-
-
-def _local_worker(rank, procs, port, backend, kwargs, out):
-    if backend == "gloo":  # the processes share this host's cores
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // procs))
-    else:
-        torch.cuda.set_device(rank)
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=procs)
-    try:
-        rows = measure(**kwargs)
-        if rank == 0:
-            Path(out).write_text(json.dumps(rows))
-        dist.barrier()  # no rank tears the group down while another still uses it
-    finally:
-        dist.destroy_process_group()
-    exit_now(0)  # a spawned process would otherwise finalize with gloo's threads (SIGABRT)
+    return spawn(measure, procs, kwargs)
 
 
 def format_rows(rows: list[dict]) -> str:
@@ -169,21 +126,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="write rank 0's rows here as JSON")
     args = parser.parse_args(argv)
     kwargs = dict(model=args.model, batch_size=args.batch_size, steps=args.steps)
-    if "RANK" in os.environ:  # under torchrun
-        on_gpu = torch.cuda.is_available()
-        if on_gpu:
-            torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-        dist.init_process_group("nccl" if on_gpu else "gloo")
-        try:
-            rows = measure(**kwargs)
-        finally:
-            rank = dist.get_rank()
-            dist.destroy_process_group()
-        if rank != 0:
-            return 0
-    else:
-        print(f"no torchrun: starting {args.procs} processes on 127.0.0.1", flush=True)
-        rows = run_local(args.procs, **kwargs)
+    rows = collect(measure, args.procs, kwargs)
+    if rows is None:
+        return 0
     print(f"DDP over {rows[0]['processes']} processes, {args.model}, batch {args.batch_size} "
           f"per process, gradients {rows[0]['grad_bytes'] / 2**20:.2f} MiB:")
     print(format_rows(rows))

@@ -34,14 +34,6 @@ def try_devices(num_gpus: int) -> tuple[list[torch.device], str | None]:
     return [torch.device("cpu")] * count, notice
 
 
-def synchronizer(device: torch.device):
-    """A function that waits for every kernel queued on `device` (None on the CPU,
-    where each operation has finished when it returns)."""
-    if device.type == "cuda":
-        return lambda: torch.cuda.synchronize(device)  # sync point: blocks the host
-    return None
-
-
 def describe(devices: list[torch.device]) -> str:
     if len(devices) > 1 and all(d.type == "cpu" for d in devices):
         return f"{len(devices)} x cpu"

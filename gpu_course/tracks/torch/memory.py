@@ -1,5 +1,5 @@
 """Lesson 14: a training step's memory, read from PyTorch's own counters into the run's
-record.
+record (`rec.note(memory=...)`; the schema is `analyse.memory`'s).
 
     parts = gc.build(cfg)
     memory = gc.MemoryMeter(parts)         # before the first step: what is live without the network
@@ -7,23 +7,12 @@ record.
         ...train...
         memory.measure(rec, lambda: step(net, optimizer, x, y), inputs=(x, y))
 
-`measure` runs `readings` more steps, each read alone, and notes the result in the record
-(`rec.note(memory=...)`; the schema is gpu_course/lessons/l14_memory.py's):
-
-* everywhere, the profiler's memory timeline (`torch.profiler.profile(profile_memory=True,
-  record_shapes=True, with_stack=True)` and `export_memory_timeline`): every tensor the
-  step touched, sorted into parameters, optimizer state, gradients, inputs, activations
-  and temporaries; the last step's timeline stays in the run's folder
-  (memory_timeline.json: [times in µs, bytes of each category]);
-* on a GPU, the CUDA caching allocator: `torch.cuda.reset_peak_memory_stats` before a
-  step, `memory_allocated` and `max_memory_allocated` around it (read on the host: no
-  sync), `memory_reserved` and the cudaMalloc retries; and a memory snapshot of the last
-  step for the PyTorch memory viewer (`torch.cuda.memory._record_memory_history` and
-  `_dump_snapshot`: memory_snapshot.pickle in the run's folder, for
-  https://pytorch.org/memory_viz).
-
-The parts are also counted from the model: each parameter's elements times its bytes,
-the same for its gradient, and the optimizer's state tensors.
+Everywhere, the profiler's memory timeline sorts every tensor a step touched into
+parameters, optimizer state, gradients, inputs, activations and temporaries (the last
+step's stays in the run's folder: memory_timeline.json). On a GPU, the CUDA caching
+allocator's counters around each step, and a snapshot of the last step for
+https://pytorch.org/memory_viz (memory_snapshot.pickle). The parts are also counted from
+the model: parameters, gradients and the optimizer's state tensors.
 """
 from __future__ import annotations
 
@@ -146,13 +135,10 @@ class MemoryMeter:
     def _profiled(self, step, path: Path) -> dict:
         """One step under the profiler; its memory timeline read back from `path`.
 
-        The backward runs on the calling thread (set_multithreading_enabled(False)), as it
-        does on a CPU: on a GPU autograd's device thread would run the checkpointed
-        segments' recomputation, Python the profiler's stack tracer does not follow
-        (on an H200, a checkpointed step's backward failed with "SystemError: run_backward
-        returned NULL without setting an exception"). Should a profiler still fail in the
-        step on a GPU, the step runs again without it: the allocator's counters stand, the
-        parts go unsorted."""
+        The backward runs on the calling thread (set_multithreading_enabled(False)): on a
+        GPU autograd's device thread would run checkpointed recomputation where the
+        profiler's stack tracer fails. Should the profiler still fail on a GPU, the step
+        runs again without it: the allocator's counters stand, the parts go unsorted."""
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
         grads_held = [p for p in self.net.parameters() if p.grad is not None]
         try:

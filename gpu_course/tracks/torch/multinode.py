@@ -1,21 +1,16 @@
 """Several hosts with torchrun: one launch per host, meeting at a c10d rendezvous.
 
-On real hosts run this on each host i = 0 .. N-1 (HOST0 is one of them, reachable from
-all; the same JOB id everywhere):
+On each host i = 0 .. N-1 (HOST0 reachable from all; the same JOB id everywhere):
 
     torchrun --nnodes=N --node-rank=i --nproc-per-node=GPUS_PER_HOST \\
         --rdzv-backend=c10d --rdzv-endpoint=HOST0:29500 --rdzv-id=JOB \\
         -m gpu_course.tracks.torch.ddp --config cfg.json --runs-dir runs
 
-Each process joins one DistributedDataParallel job (NCCL between GPUs, over NVLink
-inside a host and the network between hosts; gloo on CPUs) and trains on its own shard;
-rank 0 keeps the one record of the job, with every rank's timings in its notes
-("ranks"). On SageMaker the PyTorch estimator's `torch_distributed` option runs this
-torchrun line on every instance for you (see sagemaker_entry).
-
-`launch_local` runs the same N launches on this machine, each a "host" on 127.0.0.1:
-the course's way to see a multi-host job without a second machine. It starts them only
-because it is asked to; the commands it runs are `commands(...)`, printed when verbose.
+Every process joins one DistributedDataParallel job on its own shard; rank 0 keeps the
+record, with every rank's timings in its notes ("ranks"). On SageMaker the PyTorch
+estimator's `torch_distributed` option runs this line on every instance.
+`launch_local` runs the N launches on this machine, each a "host" on 127.0.0.1; the
+commands it runs are `commands(...)`, printed when verbose.
 """
 from __future__ import annotations
 

@@ -43,10 +43,6 @@ class OpCounts:
     devices: set = field(default_factory=set)  # devices of every tensor an operator saw
     host_tensors: list = field(default_factory=list)  # device ops given a CPU tensor
 
-    @property
-    def total(self) -> int:
-        return self.launching + self.views
-
 
 class _Counter(TorchDispatchMode):
     def __init__(self, counts: OpCounts, keep_program: bool):
@@ -90,19 +86,3 @@ def count_ops(fn, *args, keep_program: bool = False, **kwargs) -> OpCounts:
     with _Counter(counts, keep_program):
         fn(*args, **kwargs)
     return counts
-
-
-def replay_check(programs: list[OpCounts]) -> dict:
-    """What one CUDA graph of the first of `programs` (the same code counted with
-    keep_program=True, call after call) would get wrong when replayed for all of them:
-    'differs' (calls whose program is not the first's: a changing Python number or
-    branch would be baked into the graph), 'syncs' (host reads), 'host_tensors' (device
-    operators given a CPU tensor, whose value a graph would bake in), 'devices' (on a GPU
-    only "cuda": an operator on CPU tensors alone is not captured and would not run at
-    replay), and the first call's operator count and operators by name."""
-    first = programs[0]
-    return {"differs": [i for i, p in enumerate(programs) if p.program != first.program],
-            "syncs": sum(p.syncs for p in programs),
-            "host_tensors": sorted({n for p in programs for n in p.host_tensors}),
-            "devices": sorted(set().union(*(p.devices for p in programs))),
-            "ops": first.launching, "by_name": first.by_name}

@@ -1,23 +1,14 @@
 """The tuned rung's step as one CUDA graph: the host launches one replay per step.
 
-An eager step costs the host one dispatch per operator (5-10 us each on a GPU); a
-compiled ResNet-20 step still launches ~240 kernels, which at 100k images/s is the whole
-10 ms budget of a 1024-image step. A CUDA graph records the step's kernels once and
-replays them with a single launch. Everything the step reads must then live at fixed
-device addresses and change only by device operations:
-
-- the batch is cut on the device from the epoch's plan (sample, crop, flip, label per
-  position: `GpuLoader.device_plan`), at the row named by a step counter on the device;
-- the learning rate and momentum of every step are read from a table on the device
-  (the LR schedule, computed ahead) into the 0-d tensors the optimizer uses;
-- loss and correct predictions are summed into two numbers on the device;
-- the counters advance on the device.
-
-So the graph holds no Python number that changes between steps and reads nothing back
-to the host; `check_static` proves it on any device by recording two steps' programs.
-Autocast re-casts the weights to bfloat16 inside each step: under the graph that is a
-few small kernels on the GPU and no host work, so no separate bfloat16 weight copy is
-kept. Without a GPU the same step runs eagerly (the code path the tests exercise).
+A CUDA graph records the step's kernels once and replays them with a single launch
+(a compiled ResNet-20 step still launches ~240 kernels). Everything the step reads must
+then live at fixed device addresses and change only by device operations: the batch is
+cut on the device from the epoch's plan (`GpuLoader.device_plan`) at a device-side step
+counter; the learning rate and momentum come from a schedule table on the device; loss
+and correct predictions are summed on the device. So the graph holds no Python number
+that changes between steps and reads nothing back to the host; its tests prove it on any
+device by recording two steps' programs (op_count). Without a GPU the same step runs
+eagerly (the code path the tests exercise).
 """
 from __future__ import annotations
 
@@ -201,21 +192,6 @@ class StaticStep:
     def lr_of_last_step(self) -> float:
         """The learning rate of the last step run, from the host copy of the table."""
         return float(self.host_table[max(self.calls - 1, 0), 0])
-
-
-def check_static(stepper: StaticStep, steps: int = 3) -> dict:
-    """Run `steps` steps eagerly (after two to create the optimizer state) recording the
-    operators of each; return what a CUDA graph of one of them would get wrong
-    (`op_count.replay_check`)."""
-    from .op_count import count_ops, replay_check
-    for _ in range(2):
-        stepper.optimizer.zero_grad(set_to_none=True)
-        stepper.step_fn()
-    programs = []
-    for _ in range(steps):
-        stepper.optimizer.zero_grad(set_to_none=True)
-        programs.append(count_ops(stepper.step_fn, keep_program=True))
-    return replay_check(programs)
 
 
 def run_epochs(h, stepper: StaticStep, evaluate=None) -> None:
