@@ -1,6 +1,7 @@
 """Faults in the Gluon track end a run quickly, with a true status and an
 error that names the cause. Real worker processes, real signals, real image files."""
 import importlib
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -154,9 +155,22 @@ def test_a_worker_killed_by_a_stop_request_reads_as_the_stop(monkeypatch):
         time.sleep(0.05)   # the next batch waits to be fetched: no wait left to check in
     os.kill(loader._worker_pool._pool[0].pid, signal.SIGKILL)
     loader._worker_pool._pool[0].join(10)
-    monkeypatch.setattr(guards, "_asked", ["SIGTERM"])
+    monkeypatch.setattr(guards, "_asked", [signal.SIGTERM])
     with pytest.raises(guards.Terminated, match="stopped by SIGTERM"):
         next(batches)
+
+
+def test_ctrl_c_while_the_workers_start_is_not_lost(monkeypatch):
+    """MXNet ignores Ctrl-C while it forks a loader's workers: one pressed then was lost
+    and the run trained on. It is raised once the loader exists."""
+    pool = multiprocessing.Pool
+
+    def pressed(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)   # Ctrl-C as the workers start
+        return pool(*args, **kwargs)
+    monkeypatch.setattr(multiprocessing, "Pool", pressed)
+    with pytest.raises(KeyboardInterrupt, match="Ctrl-C"):
+        gdata.make_loader(Ready(), Experiment(batch_size=4, num_workers=1, train_size=64))
 
 
 def test_clear_errors_before_training(tmp_path):

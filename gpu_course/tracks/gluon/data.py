@@ -15,13 +15,13 @@ import weakref
 import mxnet as mx
 import numpy as np
 from gluoncv.data import transforms as gcv_transforms
-from mxnet.gluon.data import ArrayDataset, DataLoader
+from mxnet.gluon.data import ArrayDataset, DataLoader, dataloader
 from mxnet.gluon.data.vision import transforms
 
 from ... import data as course_data
 from ...data.folder import end_pool
 from ...config import Experiment
-from ...measure.guards import LoaderWorkerDied, check_stop
+from ...measure.guards import LoaderWorkerDied, check_stop, stop_requests
 
 
 class Augment:
@@ -107,6 +107,17 @@ def _repopulate_unless_watched(ctx, Process, processes, pool, *rest):
 multiprocessing.pool.Pool._repopulate_pool_static = staticmethod(_repopulate_unless_watched)
 
 
+class _SignalsLeftAlone:
+    """The `signal` module as MXNet's DataLoader sees it while it forks its workers: it
+    ignored Ctrl-C meanwhile, and a Ctrl-C pressed then was lost (the run trained on)."""
+
+    SIGINT, SIG_IGN = signal.SIGINT, signal.SIG_IGN
+
+    @staticmethod
+    def signal(signum, handler):
+        return signal.getsignal(signum)
+
+
 class WatchedDataLoader(DataLoader):
     """Gluon's DataLoader, watching its worker processes while it waits for a batch.
 
@@ -117,7 +128,14 @@ class WatchedDataLoader(DataLoader):
     forever for a lock the dead worker held). Its pool never replaces a worker (`_WATCHED`)."""
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+        # the workers leave Ctrl-C to this process, which ends them; one pressed while
+        # they start is raised once the loader exists (or obeyed by the run it is in)
+        dataloader.signal = _SignalsLeftAlone
+        try:
+            with stop_requests():
+                super().__init__(*args, **kwargs)
+        finally:
+            dataloader.signal = signal
         pool = self._worker_pool
         if pool is not None and not isinstance(pool, multiprocessing.pool.ThreadPool):
             _WATCHED.add(pool)

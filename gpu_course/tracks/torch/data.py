@@ -112,3 +112,14 @@ def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> D
     return DataLoader(dataset, batch_size=cfg.batch_size,
                       shuffle=train and sampler is None, sampler=sampler, drop_last=train,
                       num_workers=workers, pin_memory=pin, **extra)
+
+
+def end_workers(*loaders) -> None:
+    """End the worker processes that persistent_workers keeps between epochs, on Ctrl-C
+    or SIGTERM: the loader would keep them until it is deleted (in a notebook that holds
+    it, never). Workers of other loaders end with their iteration."""
+    for loader in loaders:
+        kept = getattr(loader, "_iterator", None)   # DataLoader's persistent iterator
+        if kept is not None and hasattr(kept, "_shutdown_workers"):
+            kept._shutdown_workers()
+            loader._iterator = None
