@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import mxnet as mx
@@ -140,6 +141,35 @@ def test_a_worker_that_died_after_its_batch_was_ready_is_named_and_nothing_hangs
     with pytest.raises(gdata.WorkerDied, match="a loader worker died .*SIGKILL"):
         next(batches)
     assert time.monotonic() - start < 5
+
+
+def test_a_worker_killed_between_epochs_is_named_in_the_next():
+    """The pool drops a dead worker: the next epoch did not know of it and waited forever
+    when it had died holding the task queue's lock (a worker killed in validation's
+    pool while training ran)."""
+    loader = gdata.make_loader(Ready(), Experiment(batch_size=4, num_workers=2, train_size=64))
+    for _ in loader:
+        pass
+    pool = loader._worker_pool
+    victim = pool._pool[0]
+    os.kill(victim.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while victim in pool._pool and time.monotonic() < deadline:
+        time.sleep(0.05)   # the pool's thread drops it
+    raised = []
+
+    def epoch():
+        try:
+            for _ in loader:
+                pass
+        except Exception as err:
+            raised.append(err)
+    waiting = threading.Thread(target=epoch, daemon=True)
+    waiting.start()
+    waiting.join(10)
+    assert not waiting.is_alive(), "the epoch waited for a worker that had died"
+    assert raised and isinstance(raised[0], gdata.WorkerDied), raised
+    assert f"pid {victim.pid}, killed by signal 9 (SIGKILL)" in str(raised[0])
 
 
 def test_a_worker_killed_by_a_stop_request_reads_as_the_stop(monkeypatch):

@@ -6,6 +6,7 @@ runs inside the DataLoader's worker processes: `num_workers` is the lesson's kno
 """
 from __future__ import annotations
 
+import multiprocessing.connection
 import multiprocessing.pool
 import os
 import random
@@ -139,6 +140,9 @@ class WatchedDataLoader(DataLoader):
         pool = self._worker_pool
         if pool is not None and not isinstance(pool, multiprocessing.pool.ThreadPool):
             _WATCHED.add(pool)
+            # its workers, also those the pool has dropped since: a worker killed between
+            # epochs (holding the task queue's lock) left the next epoch waiting forever
+            self._forked = list(pool._pool)
 
     def __iter__(self):
         pool = self._worker_pool
@@ -147,7 +151,7 @@ class WatchedDataLoader(DataLoader):
             return
         if self._iter is None:
             self.refresh()
-        inner, workers = self._iter, list(pool._pool)  # the processes at the start
+        inner, workers = self._iter, self._forked
         pool.terminate = lambda: end_pool(pool, stopped=True)   # what MXNet calls on an error
         batches = super().__iter__()
         while True:
@@ -162,6 +166,7 @@ class WatchedDataLoader(DataLoader):
             except StopIteration:
                 return
             except (EOFError, ConnectionError):   # the worker died while handing them over
+                _wait_for_an_exit(workers)
                 _check_workers(workers, pool)
                 raise
             yield batch
@@ -175,6 +180,16 @@ def end_workers(*loaders) -> None:
         pool = getattr(loader, "_worker_pool", None)
         if pool is not None and not isinstance(pool, multiprocessing.pool.ThreadPool):
             end_pool(pool, stopped=True)
+
+
+def _wait_for_an_exit(workers, timeout: float = 2.0) -> None:
+    """Wait until one of the workers has ended and its exit status can be read: a killed
+    worker's connections close an instant before that, and the run's error was then a
+    bare EOFError that did not say a worker died."""
+    ended = multiprocessing.connection.wait([w.sentinel for w in workers], timeout)
+    for worker in workers:
+        if worker.sentinel in ended:
+            worker.join(timeout)
 
 
 def _check_workers(workers, pool) -> None:

@@ -19,7 +19,7 @@ from ...measure import provenance
 from ...measure.guards import pending_stop, stop_requests
 from ...measure.harness import Output
 from ...config import Experiment, Graph
-from .data import end_workers, make_loader
+from .data import end_workers, make_loader, worker_died
 from .datasets import load_datasets
 from .io_data import order_sampler
 from .devices import out_of_memory, place, try_devices
@@ -233,15 +233,18 @@ def fit(parts: provenance.Parts, on_start=None, **output):
             except KeyboardInterrupt:   # Ctrl-C or SIGTERM
                 end_workers(train_iter, val_iter)
                 raise
-            except RuntimeError as err:  # PyTorch passes a worker's error on as text
+            except (RuntimeError, EOFError, ConnectionError) as err:
+                # PyTorch passes a worker's error on as text; a worker's death while it
+                # handed a batch over breaks the batch's connection
                 stop = pending_stop()   # a signal to the process group: the workers went first
                 if stop is not None:
                     end_workers(train_iter, val_iter)
                     raise stop from None
-                named = CorruptImage.from_message(str(err))
+                named = CorruptImage.from_message(str(err)) if isinstance(err, RuntimeError) \
+                    else worker_died(err)
                 if named is None:
                     raise
-                raise named from None  # the file, as the Gluon track names it
+                raise named from None  # the file or the worker, as the Gluon track names them
             finally:
                 if rec.record is not None and is_compiled(model):   # what compiling made
                     rec.record.note(compiled={**compiling.stats(), "mode": getattr(
