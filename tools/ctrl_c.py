@@ -1,14 +1,16 @@
 """Ctrl-C at a random moment of a course run, many times over. Each run must end within
 seconds, its record closed as interrupted (never left "running"), its loader workers
-ended, the SIGINT handler it found back in place, and the command must exit with 130.
+ended, the SIGINT handler it found back in place, no traceback printed, and the command
+must exit with 130.
 
     python -m tools.ctrl_c --engine pytorch --trials 50
     python -m tools.ctrl_c --engine gluon --trials 50
 
 A process trains run after run of the tiny model on the synthetic set with two loader
 workers; this one presses Ctrl-C in each (SIGINT to the whole process group, as a
-terminal and Jupyter send it, workers included) a random time after the run began: while
-the loaders and their workers start, mid-epoch or at an epoch's end (validation). Trials
+terminal and Jupyter send it, workers included) a random time after the run began: before
+its handler is in place (Python's own Ctrl-C), while it is set up, while the loaders and
+their workers start, mid-epoch or at an epoch's end (validation). Trials
 alternate between the command line (`gpu-course run`'s main, which must return 130) and
 `gc.train` as a notebook calls it (which must raise KeyboardInterrupt); the last trial
 of each process is its real exit status. It prints a line a trial and a summary, and
@@ -78,6 +80,7 @@ def _process(engine: str, count: int, rng: random.Random, log, first: int) -> li
         try:
             for _ in range(count):
                 trial = Trial(delay_s=_WITHIN_S[engine] * rng.random() ** 2)
+                said = os.fstat(stderr.fileno()).st_size   # the trial's own stderr from here
                 proc.stdin.write("go\n")
                 proc.stdin.flush()
                 if _expect(lines, "started", 120) is None:   # imports, the data set
@@ -97,7 +100,8 @@ def _process(engine: str, count: int, rng: random.Random, log, first: int) -> li
                 late = ("no handler saw Ctrl-C" if trial.landed == "nowhere" else
                         f"ended {trial.ended_s:.1f} s after Ctrl-C")
                 trial.problems = tuple(report["problems"]) + (
-                    (late,) if not trial.ended_s <= ENDS_WITHIN_S else ())
+                    (late,) if not trial.ended_s <= ENDS_WITHIN_S else ()) + _traceback(
+                    stderr, said)
                 done.append(trial)
                 log(trial.line(first + len(done) - 1))
             proc.stdin.close()
@@ -144,6 +148,17 @@ def _tail(stderr) -> str:
     return " | ".join(text[-3:]) or "no error output"
 
 
+def _traceback(stderr, start: int) -> tuple:
+    """A problem if the trial's stderr (from `start`) shows a traceback: Ctrl-C prints
+    one line."""
+    stderr.flush()
+    stderr.seek(start)
+    text = stderr.read()
+    if "Traceback" not in text:
+        return ()
+    return ("a traceback: " + " | ".join(text.strip().splitlines()[-3:]),)
+
+
 def summary(engine: str, done: list[Trial]) -> str:
     failed = [t for t in done if t.problems]
     landed: dict = {}
@@ -168,6 +183,9 @@ def _child(engine: str, count: int, runs_dir: Path) -> int:
         f"--{k.replace('_', '-')}={v}" for k, v in RUN.items()]
     gc.load_datasets(cfg)   # the data set written before the first trial
     _note_signals()
+    # "started" is said from inside the command and the call: a Ctrl-C right after it
+    # lands in them, never in this loop (where it once ended this process)
+    cli.build_parser, train = _saying_started(cli.build_parser), _saying_started(gc.train)
     code = 0
     for i in range(count):
         if sys.stdin.readline().strip() != "go":
@@ -175,7 +193,6 @@ def _child(engine: str, count: int, runs_dir: Path) -> int:
         before, handler = _runs(runs_dir), signal.getsignal(signal.SIGINT)
         _landed.clear()
         _phase[:] = ["setting up"]
-        print(MARK + "started", flush=True)
         problems = []
         command_line = i % 2 == 0 or i == count - 1   # the last one: the process's status
         try:
@@ -184,7 +201,7 @@ def _child(engine: str, count: int, runs_dir: Path) -> int:
                 if code != 130:
                     problems.append(f"gpu-course run returned {code}, not 130")
             else:
-                gc.train(cfg, runs_dir=runs_dir, progress=False, verbose=False)
+                train(cfg, runs_dir=runs_dir, progress=False, verbose=False)
                 problems.append("gc.train returned instead of raising KeyboardInterrupt")
         except KeyboardInterrupt as err:
             if command_line:
@@ -202,6 +219,13 @@ def _child(engine: str, count: int, runs_dir: Path) -> int:
             "landed": landed, "ended_s": ended - at, "problems": problems,
             "epochs": sum(len(_epochs(p)) for p in new) if new else None}), flush=True)
     return code
+
+
+def _saying_started(fn):
+    def call(*args, **kwargs):
+        print(MARK + "started", flush=True)
+        return fn(*args, **kwargs)
+    return call
 
 
 def _track(engine: str):
@@ -251,8 +275,8 @@ def _note_signals() -> None:
         _landed.append((_phase[-1], time.monotonic()))
         obey(signum, frame)
 
-    def outside(signum, frame):
-        _landed.append((_phase[-1], time.monotonic()))
+    def outside(signum, frame):   # before the run's handler: Python's own Ctrl-C
+        _landed.append(("before a handler", time.monotonic()))
         raise KeyboardInterrupt
     guards._on_signal = during_a_run
     signal.signal(signal.SIGINT, outside)
