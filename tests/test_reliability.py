@@ -505,6 +505,19 @@ def test_ctrl_c_in_a_run_asks_a_second_raises_at_once_and_the_handler_comes_back
     assert steps == 3 and signal.getsignal(signal.SIGINT) is before
 
 
+def test_ctrl_c_while_a_run_is_set_up_ends_it_before_its_record(tmp_path):
+    """Pressed while the network and loaders are made (a run's setup holds the request,
+    as gc.train does): the run never starts, and nothing is recorded."""
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt, match=r"\(Ctrl-C\)"):
+        with guards.stop_requests():
+            _ctrl_c()   # during the setup: only asks
+            with Harness(Experiment(name="t"), output=Output(runs_dir=tmp_path,
+                                                               progress=False)):
+                pytest.fail("the run started")
+    assert list(tmp_path.iterdir()) == [] and signal.getsignal(signal.SIGINT) is before
+
+
 def test_off_the_main_thread_the_signals_are_left_alone():
     before, seen = signal.getsignal(signal.SIGINT), []
 
