@@ -10,11 +10,11 @@ A process trains run after run of the tiny model on the synthetic set with two l
 workers; this one presses Ctrl-C in each (SIGINT to the whole process group, as a
 terminal and Jupyter send it, workers included) a random time after the run began: before
 its handler is in place (Python's own Ctrl-C), while it is set up, while the loaders and
-their workers start, mid-epoch or at an epoch's end (validation). Trials
-alternate between the command line (`gpu-course run`'s main, which must return 130) and
-`gc.train` as a notebook calls it (which must raise KeyboardInterrupt); the last trial
-of each process is its real exit status. It prints a line a trial and a summary, and
-exits 1 if any trial failed.
+their workers start, mid-epoch or at an epoch's end (validation). Trials alternate
+between the command line (`gpu-course run`'s main, which must return 130) and `gc.train`
+as a notebook calls it (which must raise KeyboardInterrupt); the last trial of each
+process is its real exit status. It prints a line a trial and a summary, and exits 1 if
+any trial failed.
 """
 from __future__ import annotations
 
@@ -306,7 +306,8 @@ def _workers_left(timeout: float = 3.0) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--engine", choices=("pytorch", "gluon"), required=True)
     parser.add_argument("--trials", type=int, default=50)
     parser.add_argument("--per-process", type=int, default=5,
