@@ -28,8 +28,9 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # (`track`): tests/gluon, tests/pytorch, tests/browser and the files below (`shared`: one
 # file for both tracks), whose tests train, import or launch this environment's framework,
 # or skip by what it has.
-TRACK = {"test_cli.py", "test_cores.py", "test_course_setup.py", "test_diagnose.py",
-         "test_engines.py", "test_env.py", "test_exercise_cells.py", "test_exercise_notebooks.py",
+TRACK = {"test_cli.py", "test_cores.py", "test_course_setup.py", "test_ctrl_c.py",
+         "test_diagnose.py", "test_engines.py", "test_env.py", "test_exercise_cells.py",
+         "test_exercise_notebooks.py",
          "test_folder_data.py", "test_harness_overhead.py", "test_ladder.py", "test_monitor.py",
          "test_reference.py", "test_reliability.py", "test_report.py", "test_sagemaker.py",
          "test_sagemaker_request.py"}

@@ -197,10 +197,14 @@ def test_a_second_data_writer_waits_for_the_first(tmp_path):
     assert folder._manifest(target)["per_class"] == 2
 
 
-@pytest.mark.parametrize("whom", ["the command", "its process group"])
-def test_sigterm_while_writing_photos_leaves_nothing_and_says_so(tmp_path, whom):
-    """`kill` (the command) or `timeout` (the group, workers too) while JPEGs are being
-    written: no worker tracebacks, no hang, no .photos.tmp-* folder left behind."""
+@pytest.mark.parametrize("signum, whom", [(signal.SIGTERM, "the command"),
+                                         (signal.SIGTERM, "its process group"),
+                                         (signal.SIGINT, "its process group")],
+                         ids=["kill", "timeout", "ctrl-c"])
+def test_a_stop_while_writing_photos_leaves_nothing_and_says_so(tmp_path, signum, whom):
+    """`kill` (the command), `timeout` or Ctrl-C in a terminal (the group, workers too)
+    while JPEGs are being written: one line, no worker tracebacks, no hang, no
+    .photos.tmp-* folder left behind."""
     proc = subprocess.Popen([sys.executable, "-m", "gpu_course.cli", "data", "--kind",
                              "folder", "--out", tmp_path / "photos", "--per-class", "3000"],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -211,12 +215,12 @@ def test_sigterm_while_writing_photos_leaves_nothing_and_says_so(tmp_path, whom)
         assert byte, proc.communicate()
         seen += byte
     if whom == "the command":
-        os.kill(proc.pid, signal.SIGTERM)
+        os.kill(proc.pid, signum)
     else:
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(proc.pid, signum)
     _, err = proc.communicate(timeout=120)  # a hang guard
     assert proc.returncode == 130 and b"Traceback" not in err, err[-3000:]
-    assert b"gpu-course data: interrupted" in err
+    assert b"gpu-course data: interrupted" in err and b"KeyboardInterrupt" not in err
     assert list(tmp_path.iterdir()) == []
 
 
@@ -417,58 +421,113 @@ def test_what_the_losses_say_about_learning(losses, words):
     assert (said is None) if words is None else (words in said)
 
 
-SIGTERM_RUN = HARNESS_RUN.replace("time.sleep(0.02)", "time.sleep(0.05)").replace(
+STOP_RUN = HARNESS_RUN.replace("time.sleep(0.02)", "time.sleep(0.05)").replace(
     "h.end_epoch()", "h.end_epoch(); print('epoch done', flush=True)")
+SAYS = {signal.SIGTERM: "stopped by SIGTERM", signal.SIGINT: "interrupted by the user (Ctrl-C)"}
 
 
-def test_sigterm_ends_a_run_like_ctrl_c(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_RUN, tmp_path], cwd=REPO,
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_ends_a_run_keeping_its_finished_epochs(tmp_path, signum):
+    proc = subprocess.Popen([sys.executable, "-c", STOP_RUN, tmp_path], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     while "epoch done" not in proc.stdout.readline():  # after the notices and epoch line
         assert proc.poll() is None, proc.stderr.read()
-    os.kill(proc.pid, signal.SIGTERM)
+    os.kill(proc.pid, signum)
     proc.communicate(timeout=30)
     assert proc.returncode != 0
     run = records.load_runs(tmp_path)[0]
-    assert run.status == "interrupted" and "SIGTERM" in run.meta["error"]
+    assert run.status == "interrupted" and SAYS[signum] in run.meta["error"]
     assert len(run.epochs) >= 1
 
 
-SIGTERM_IN_DEL = HARNESS_RUN.replace("time.sleep(0.02)", """
+STOP_IN_DEL = HARNESS_RUN.replace("time.sleep(0.02)", """
             class Array:  # like an NDArray: a __del__ that runs inside the step
                 def __del__(self):
                     if epoch == 1 and batch == 1:
-                        os.kill(os.getpid(), signal.SIGTERM)
+                        os.kill(os.getpid(), int(sys.argv[2]))
                         time.sleep(0.1)  # the signal lands here, inside __del__
             Array()""").replace("import sys, time", "import os, signal, sys, time")
 
 
-def test_sigterm_inside_a_del_still_stops_the_run_at_the_next_step(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_inside_a_del_still_stops_the_run_at_the_next_step(tmp_path, signum):
     """Python ignores an exception raised in __del__ (it prints it): a handler that
-    raised from wherever the signal landed left the job training. The handler only asks;
-    the loop stops at the next step."""
-    out = subprocess.run([sys.executable, "-c", SIGTERM_IN_DEL, tmp_path], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    raised from wherever the signal landed left the job training (Ctrl-C landed in a fork
+    hook so). The handler only asks; the loop stops at the next step."""
+    out = subprocess.run([sys.executable, "-c", STOP_IN_DEL, tmp_path, str(int(signum))],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "Exception ignored" not in out.stderr, out.stderr
     run = records.load_runs(tmp_path)[0]
-    assert run.status == "interrupted" and "SIGTERM" in run.meta["error"]
+    assert run.status == "interrupted" and SAYS[signum] in run.meta["error"]
     assert len(run.epochs) == 1  # epoch 1 stopped after its second step
 
 
-def test_a_process_forked_during_a_run_ends_on_sigterm(tmp_path):
-    """A loader worker forked while the run's handler is installed starts with the
-    default action: SIGTERM ends it (the stop request would never be read there)."""
+def test_a_process_forked_during_a_run_leaves_ctrl_c_to_it_and_ends_on_sigterm(tmp_path):
+    """A loader worker forked while the run's handlers are installed ignores Ctrl-C (a
+    terminal sends it to every process; the run ends its workers) and dies of SIGTERM
+    (the stop request would never be read there)."""
     ready, started = os.pipe()
-    with guards.sigterm_as_interrupt():
+    with guards.stop_requests():
         pid = os.fork()
         if pid == 0:  # the child: say it runs, then wait to be ended
             os.write(started, b"1")
             time.sleep(30)
             os._exit(0)
         os.read(ready, 1)
+        os.kill(pid, signal.SIGINT)
+        time.sleep(0.2)
+        assert os.waitpid(pid, os.WNOHANG) == (0, 0)   # still running
         os.kill(pid, signal.SIGTERM)
         _, status = os.waitpid(pid, 0)
+        assert not guards.pending_stop()   # the child's signals are not this process's
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+
+
+def _ctrl_c() -> None:
+    os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(1000):   # Python runs the handler between these steps
+        pass
+
+
+def test_ctrl_c_in_a_run_asks_a_second_raises_at_once_and_the_handler_comes_back():
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt, match=r"\(Ctrl-C twice\)"):
+        with guards.stop_requests():
+            _ctrl_c()   # asks the loop to stop: nothing raised here
+            steps = 1
+            _ctrl_c()   # the loop did not obey: a second one raises here
+            steps = 2
+    assert steps == 1 and signal.getsignal(signal.SIGINT) is before
+    with pytest.raises(KeyboardInterrupt, match=r"\(Ctrl-C\)"):
+        with guards.stop_requests():
+            _ctrl_c()
+            steps = 3   # a request the loop never checked is raised on leaving
+    assert steps == 3 and signal.getsignal(signal.SIGINT) is before
+
+
+def test_ctrl_c_while_a_run_is_set_up_ends_it_before_its_record(tmp_path):
+    """Pressed while the network and loaders are made (a run's setup holds the request,
+    as gc.train does): the run never starts, and nothing is recorded."""
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt, match=r"\(Ctrl-C\)"):
+        with guards.stop_requests():
+            _ctrl_c()   # during the setup: only asks
+            with Harness(Experiment(name="t"), output=Output(runs_dir=tmp_path,
+                                                               progress=False)):
+                pytest.fail("the run started")
+    assert list(tmp_path.iterdir()) == [] and signal.getsignal(signal.SIGINT) is before
+
+
+def test_off_the_main_thread_the_signals_are_left_alone():
+    before, seen = signal.getsignal(signal.SIGINT), []
+
+    def run():
+        with guards.stop_requests():
+            seen.append(signal.getsignal(signal.SIGINT))
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert seen == [before]
 
 
 # -- the monitor never hangs a run ---------------------------------------------------------

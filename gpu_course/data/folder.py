@@ -34,7 +34,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import synthetic
-from ..measure.guards import check_stop, sigterm_as_interrupt
+from ..measure.guards import check_stop, stop_requests
 from .paths import default_root, writing
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".webp")
@@ -366,8 +366,8 @@ def generate_folder(root=None, photos: Photos = Photos(), workers: int | None = 
     settings = {**dataclasses.asdict(photos), "version": 1}
     if root.exists() and not root.is_dir():
         raise DataError(f"{root} is a file; --out must name a folder")
-    # a second `gpu-course data --kind folder` here waits; SIGTERM stops after an image
-    with writing(root), sigterm_as_interrupt():
+    # a second `gpu-course data --kind folder` here waits; Ctrl-C or SIGTERM stops after an image
+    with writing(root), stop_requests():
         return _generate(root, settings, overwrite, workers, progress)
 
 
@@ -477,12 +477,12 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
         else:
             # fork: workers start in milliseconds and share the parent's imports
             ctx = get_context("fork") if "fork" in _start_methods() else get_context()
-            pool = ctx.Pool(min(workers, len(tasks)), initializer=_default_sigterm)
+            pool = ctx.Pool(min(workers, len(tasks)), initializer=_worker_signals)
             chunk = chunksize or max(1, min(64, len(tasks) // (workers * 8)))
             chunks = [(fn, tasks[i:i + chunk]) for i in range(0, len(tasks), chunk)]
             results = _waiting(pool.imap(_run_chunk, chunks))  # chunksize 1: .next(timeout)
         for result in results:
-            check_stop()  # SIGTERM: stop here (the caller removes what is half-written)
+            check_stop()  # Ctrl-C or SIGTERM: stop here (the caller removes what is half-written)
             if bar is not None:
                 bar.update(1)
             yield result
@@ -497,10 +497,13 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
             end_pool(pool, stopped=stopped or not done)   # else (stopped, or left early) killed
 
 
-def _default_sigterm() -> None:
-    """A worker dies of SIGTERM, as Pool.terminate() expects: a fork inherits the parent's
-    handler (a run's stop request), under which an idle worker only noted the signal and
-    the pool's terminate() waited for it forever (seen in CI's test_io_data)."""
+def _worker_signals() -> None:
+    """A worker leaves Ctrl-C to the parent, which stops the pool (a terminal sends it to
+    every process, and each worker printed its KeyboardInterrupt traceback), and dies of
+    SIGTERM, as Pool.terminate() expects: a fork inherits the parent's handler (a run's
+    stop request), under which an idle worker only noted the signal and the pool's
+    terminate() waited for it forever (seen in CI's test_io_data)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
@@ -511,7 +514,7 @@ def _run_chunk(work) -> list:
 
 def _waiting(results):
     """The results of an imap of chunks, one by one, waiting in short slices so that a
-    SIGTERM is obeyed even when the workers it also reached will never send theirs."""
+    Ctrl-C or SIGTERM is obeyed even when the workers it also reached will never send theirs."""
     while True:
         try:
             yield from results.next(timeout=0.2)

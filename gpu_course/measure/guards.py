@@ -1,9 +1,9 @@
 """What stops a run early with a true status: a loss that is no longer a number, and
-SIGTERM (what `timeout`, Slurm and SageMaker send) handled like Ctrl-C.
+Ctrl-C or SIGTERM (what `timeout`, Slurm and SageMaker send), which ask the loop to stop.
 
-    with sigterm_as_interrupt():      # SIGTERM asks the loop to stop
+    with stop_requests():             # Ctrl-C and SIGTERM ask the loop to stop
         ...
-        check_stop()                  # at a step boundary: raises Terminated if asked
+        check_stop()                  # at a step boundary: raises KeyboardInterrupt if asked
     check_loss(loss, epoch, cfg)      # raises Diverged naming the likely field
 """
 from __future__ import annotations
@@ -75,57 +75,84 @@ def not_learning(losses: list, cfg) -> str | None:
 _asked: list = []  # the signals that asked the loop to stop and that it has not obeyed yet
 
 
-def _on_sigterm(signum, frame) -> None:
-    """SIGTERM only asks: raising here would land wherever the signal does, also in an
-    NDArray's __del__ or a fork hook, where Python prints the exception and goes on (the
-    job kept training). A second SIGTERM stops at once."""
+def _stop(signum: int, twice: bool = False) -> KeyboardInterrupt:
+    """What a stop request raises: KeyboardInterrupt for Ctrl-C, Terminated for SIGTERM."""
+    if signum == signal.SIGINT:
+        return KeyboardInterrupt("interrupted by the user (Ctrl-C" + (" twice)" if twice else ")"))
+    return Terminated("stopped by SIGTERM" + (" (sent twice)" if twice else ""))
+
+
+def _on_signal(signum, frame) -> None:
+    """Ctrl-C and SIGTERM only ask: raising here would land wherever the signal does, also
+    in an NDArray's __del__ or a fork hook, where Python prints the exception and goes on
+    (the job kept training). A second one before the loop obeyed raises at once."""
     if _asked:
-        raise Terminated("stopped by SIGTERM (sent twice)")
-    _asked.append("SIGTERM")
+        raise _stop(signum, twice=True)
+    _asked.append(signum)
 
 
 def check_stop() -> None:
-    """At a step boundary: raise Terminated if SIGTERM arrived since the last check."""
-    if _asked:
-        _asked.clear()
-        raise Terminated("stopped by SIGTERM")
+    """At a step boundary: raise KeyboardInterrupt (Terminated for SIGTERM) if Ctrl-C or
+    SIGTERM arrived since the last check."""
+    stop = pending_stop()
+    if stop is not None:
+        raise stop
 
 
-def stop_asked() -> bool:
-    return bool(_asked)
+def pending_stop() -> KeyboardInterrupt | None:
+    """What the stop request since the last check raises (the request is then obeyed),
+    or None when there was none."""
+    if not _asked:
+        return None
+    signum = _asked[0]
+    _asked.clear()
+    return _stop(signum)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt():
-    """Inside, SIGTERM asks the loop to stop: `check_stop()`, called at each step
-    boundary, raises `Terminated` there, so the run ends as on Ctrl-C. Processes forked
-    inside (loader workers) start with the default action again. Off the main thread
-    (signals go to the main thread only) it does nothing."""
-    if threading.current_thread() is not threading.main_thread():
+def stop_requests():
+    """Inside, Ctrl-C and SIGTERM ask the loop to stop: `check_stop()`, called at each
+    step boundary, raises there, so the run ends as on Ctrl-C; a request that came after
+    the last check is raised on leaving. Processes forked inside (loader workers) leave
+    Ctrl-C to this one, which ends them, and die of SIGTERM. The previous handlers come
+    back on leaving. Inside itself, and off the main thread (signals go to the main
+    thread only), it does nothing."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is _on_signal:
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = {signum: signal.signal(signum, _on_signal) for signum in STOP_SIGNALS}
     _asked.clear()
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        _asked.clear()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        late = pending_stop()
+    if late is not None:  # leaving without an exception, a request not yet obeyed
+        raise late
 
 
-def _default_in_child() -> None:
-    """A forked child (a loader worker) does not inherit the stop request: SIGTERM ends
-    it, as it would any worker (the request would never be read there)."""
+def _in_child() -> None:
+    """A forked child (a loader worker) does not inherit the stop request: Ctrl-C (to the
+    whole process group, as a terminal or Jupyter sends it) is left to the parent, which
+    ends its workers, and SIGTERM ends it, as it would any worker (the request would
+    never be read there)."""
     _asked.clear()
     try:
-        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        if signal.getsignal(signal.SIGINT) is _on_signal:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if signal.getsignal(signal.SIGTERM) is _on_signal:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except ValueError:  # not this interpreter's main thread: nothing was installed here
         pass
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_default_in_child)
+    os.register_at_fork(after_in_child=_in_child)
 
 
 # errno -> what it means for a run that writes its record as it goes

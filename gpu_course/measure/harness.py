@@ -11,11 +11,11 @@ record, progress bar, epoch rows and the summary line. A loop stays plain framew
 
 `loss` (the batch's mean) and `correct` may be device arrays: they are added up on the
 device and read once, after the epoch's sync, so the harness adds no host-device sync to
-a step. Ctrl-C or an error keeps every finished epoch.
+a step. Ctrl-C and SIGTERM ask the loop to stop at the next step; every finished epoch
+is kept, also after an error.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import sys
@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..analyse import metrics
 from ..config import Experiment
-from .guards import Diverged, check_loss, check_stop, not_learning, sigterm_as_interrupt
+from .guards import Diverged, check_loss, check_stop, not_learning, stop_requests
 from .monitor import GpuMonitor, GpuUnavailableWarning
 from .records import OutOfMemory, Ran, RunRecord, load_run  # noqa: F401  (Ran: re-exported)
 from .timing import StepTimer, summary_line
@@ -95,11 +95,9 @@ class Harness:
         with warnings.catch_warnings():  # said once below as one line, not a warning box
             warnings.simplefilter("ignore", GpuUnavailableWarning)
             self.monitor = GpuMonitor(interval=cfg.monitor_interval) if output.monitor else None
-        self.record = RunRecord(cfg.to_dict(), dataclasses.replace(ran, engine=self.engine),
-                                runs_dir=output.runs_dir, monitor=self.monitor) \
-            if output.record else None
+        self._ran, self._output = dataclasses.replace(ran, engine=self.engine), output
+        self.record = None   # the RunRecord, made on entering (with Ctrl-C asking to stop)
         self.on_epoch = output.on_epoch  # called with each recorded epoch row (metric lines)
-        device_notice, devices = ran.device_notice, ran.devices
         self.epoch = -1
         self.run = None
         self.last_row: dict | None = None
@@ -107,26 +105,43 @@ class Harness:
         self._skips = None  # the training data's SkipCounter (skip_corrupt), if it has one
         self._order = None  # the training loader's packed-file order (data.order), if it has one
         self._bar = None
-        if device_notice:
-            self.say(device_notice)
+        if ran.device_notice:
+            self.say(ran.device_notice)
         elif self.monitor is not None and self.monitor.notice not in _SAID | {None}:
             _SAID.add(self.monitor.notice)
             self.say(self.monitor.notice)
-        if self.record is not None:
-            self.record.note(device_notice=device_notice, devices=devices)
 
     # -- context ----------------------------------------------------------------------
     def __enter__(self) -> "Harness":
-        self._signals = contextlib.ExitStack()
-        # SIGTERM ends it like Ctrl-C, at the next step boundary (check_stop)
-        self._signals.enter_context(sigterm_as_interrupt())
-        if self.monitor is not None:
-            self.monitor.start()
+        # from here until the record is closed, Ctrl-C and SIGTERM ask the loop to stop at
+        # the next step boundary (check_stop): a record is never left saying "running"
+        self._stops = stop_requests()
+        self._stops.__enter__()
+        try:
+            check_stop()   # asked while the run was set up: it never started
+            if self._output.record:
+                ran = self._ran
+                self.record = RunRecord(self.cfg.to_dict(), ran, runs_dir=self._output.runs_dir,
+                                        monitor=self.monitor)
+                self.record.note(device_notice=ran.device_notice, devices=ran.devices)
+            if self.monitor is not None:
+                self.monitor.start()
+        except BaseException as err:
+            self._stops.__exit__(type(err), err, err.__traceback__)
+            raise
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        try:
+            self._close(exc_type, exc, tb)
+        except BaseException as err:
+            self._stops.__exit__(type(err), err, err.__traceback__)
+            raise
+        self._stops.__exit__(exc_type, exc, tb)  # raises a request the loop did not obey
+        return False
+
+    def _close(self, exc_type, exc, tb) -> None:
         self._close_bar()
-        self._signals.close()
         if exc is not None and self.record is not None:
             exc.run_path = self.record.path  # lets a sweep read back the failed run
         self._tell("skipped", self._skipped())
@@ -149,7 +164,6 @@ class Harness:
             self.say(f"Out of memory: {exc}")
         elif exc_type is not None and issubclass(exc_type, Diverged):
             self.say(f"Diverged: {exc}")
-        return False
 
     def _tell(self, key: str, what) -> None:
         """A fact about the run in its record's notes and one printed line."""

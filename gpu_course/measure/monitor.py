@@ -372,9 +372,9 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
     if monitor.notice:
         print(monitor.notice, file=stream)
     width = 0
-    from .guards import check_stop, sigterm_as_interrupt
+    from .guards import check_stop, stop_requests
     try:
-        with sigterm_as_interrupt(), monitor:
+        with stop_requests(), monitor:
             while seconds is None or monitor.now() < seconds:
                 check_stop()
                 left = interval if seconds is None else seconds - monitor.now()

@@ -1,10 +1,12 @@
 """Faults in the Gluon track end a run quickly, with a true status and an
 error that names the cause. Real worker processes, real signals, real image files."""
 import importlib
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import mxnet as mx
@@ -141,6 +143,35 @@ def test_a_worker_that_died_after_its_batch_was_ready_is_named_and_nothing_hangs
     assert time.monotonic() - start < 5
 
 
+def test_a_worker_killed_between_epochs_is_named_in_the_next():
+    """The pool drops a dead worker: the next epoch did not know of it and waited forever
+    when it had died holding the task queue's lock (a worker killed in validation's
+    pool while training ran)."""
+    loader = gdata.make_loader(Ready(), Experiment(batch_size=4, num_workers=2, train_size=64))
+    for _ in loader:
+        pass
+    pool = loader._worker_pool
+    victim = pool._pool[0]
+    os.kill(victim.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while victim in pool._pool and time.monotonic() < deadline:
+        time.sleep(0.05)   # the pool's thread drops it
+    raised = []
+
+    def epoch():
+        try:
+            for _ in loader:
+                pass
+        except Exception as err:
+            raised.append(err)
+    waiting = threading.Thread(target=epoch, daemon=True)
+    waiting.start()
+    waiting.join(10)
+    assert not waiting.is_alive(), "the epoch waited for a worker that had died"
+    assert raised and isinstance(raised[0], gdata.WorkerDied), raised
+    assert f"pid {victim.pid}, killed by signal 9 (SIGKILL)" in str(raised[0])
+
+
 def test_a_worker_killed_by_a_stop_request_reads_as_the_stop(monkeypatch):
     """SIGTERM to the process group: the workers die of it before the main process reads
     its own request; the run was stopped, not broken (it exited 1, "worker died", in 1 of
@@ -154,9 +185,22 @@ def test_a_worker_killed_by_a_stop_request_reads_as_the_stop(monkeypatch):
         time.sleep(0.05)   # the next batch waits to be fetched: no wait left to check in
     os.kill(loader._worker_pool._pool[0].pid, signal.SIGKILL)
     loader._worker_pool._pool[0].join(10)
-    monkeypatch.setattr(guards, "_asked", ["SIGTERM"])
+    monkeypatch.setattr(guards, "_asked", [signal.SIGTERM])
     with pytest.raises(guards.Terminated, match="stopped by SIGTERM"):
         next(batches)
+
+
+def test_ctrl_c_while_the_workers_start_is_not_lost(monkeypatch):
+    """MXNet ignores Ctrl-C while it forks a loader's workers: one pressed then was lost
+    and the run trained on. It is raised once the loader exists."""
+    pool = multiprocessing.Pool
+
+    def pressed(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)   # Ctrl-C as the workers start
+        return pool(*args, **kwargs)
+    monkeypatch.setattr(multiprocessing, "Pool", pressed)
+    with pytest.raises(KeyboardInterrupt, match="Ctrl-C"):
+        gdata.make_loader(Ready(), Experiment(batch_size=4, num_workers=1, train_size=64))
 
 
 def test_clear_errors_before_training(tmp_path):

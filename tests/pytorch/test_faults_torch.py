@@ -75,6 +75,38 @@ def test_sigterm_to_the_process_group_is_an_interrupt_not_a_dead_worker(tmp_path
     assert run.status == "interrupted" and "SIGTERM" in run.meta["error"]
 
 
+class KilledMidEpoch:
+    """A DataLoader whose third batch is read from a worker killed just then: the
+    connection breaks before the worker's death can be read (EOFError), as it did once."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __iter__(self):
+        batches = iter(self.loader)
+        for i, batch in enumerate(batches):
+            if i == 2:
+                os.kill(batches._workers[0].pid, signal.SIGKILL)
+                raise EOFError
+            yield batch
+
+
+def test_a_worker_killed_mid_epoch_is_named_with_how_it_died(tmp_path):
+    cfg = gc.Experiment(name="t", model="tiny", train_size=256, test_size=32, batch_size=32,
+                        epochs=1, num_workers=2, num_gpus=0, warmup_steps=0)
+    train_set, val_set = gc.load_datasets(cfg)
+    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid \d+\) is killed by "
+                                           "signal: Killed"):
+        gc.train(cfg, train_iter=KilledMidEpoch(gc.make_loader(train_set, cfg)),
+                 val_iter=gc.make_loader(val_set, cfg, train=False), progress=False,
+                 verbose=False)
+    run = records.load_runs()[0]
+    assert run.status == "failed" and "is killed by signal: Killed" in run.meta["error"]
+
+
 def test_more_than_ten_classes_train(tmp_path):
     cfg = gc.Experiment(name="t", dataset="folder", data_dir=str(many_classes(tmp_path)),
                         image_size=16, model="tiny", train_size=24, test_size=8,

@@ -6,6 +6,7 @@ runs inside the DataLoader's worker processes: `num_workers` is the lesson's kno
 """
 from __future__ import annotations
 
+import multiprocessing.connection
 import multiprocessing.pool
 import os
 import random
@@ -15,13 +16,13 @@ import weakref
 import mxnet as mx
 import numpy as np
 from gluoncv.data import transforms as gcv_transforms
-from mxnet.gluon.data import ArrayDataset, DataLoader
+from mxnet.gluon.data import ArrayDataset, DataLoader, dataloader
 from mxnet.gluon.data.vision import transforms
 
 from ... import data as course_data
 from ...data.folder import end_pool
 from ...config import Experiment
-from ...measure.guards import LoaderWorkerDied, check_stop
+from ...measure.guards import LoaderWorkerDied, check_stop, stop_requests
 
 
 class Augment:
@@ -107,6 +108,17 @@ def _repopulate_unless_watched(ctx, Process, processes, pool, *rest):
 multiprocessing.pool.Pool._repopulate_pool_static = staticmethod(_repopulate_unless_watched)
 
 
+class _SignalsLeftAlone:
+    """The `signal` module as MXNet's DataLoader sees it while it forks its workers: it
+    ignored Ctrl-C meanwhile, and a Ctrl-C pressed then was lost (the run trained on)."""
+
+    SIGINT, SIG_IGN = signal.SIGINT, signal.SIG_IGN
+
+    @staticmethod
+    def signal(signum, handler):
+        return signal.getsignal(signum)
+
+
 class WatchedDataLoader(DataLoader):
     """Gluon's DataLoader, watching its worker processes while it waits for a batch.
 
@@ -117,10 +129,20 @@ class WatchedDataLoader(DataLoader):
     forever for a lock the dead worker held). Its pool never replaces a worker (`_WATCHED`)."""
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+        # the workers leave Ctrl-C to this process, which ends them; one pressed while
+        # they start is raised once the loader exists (or obeyed by the run it is in)
+        dataloader.signal = _SignalsLeftAlone
+        try:
+            with stop_requests():
+                super().__init__(*args, **kwargs)
+        finally:
+            dataloader.signal = signal
         pool = self._worker_pool
         if pool is not None and not isinstance(pool, multiprocessing.pool.ThreadPool):
             _WATCHED.add(pool)
+            # its workers, also those the pool has dropped since: a worker killed between
+            # epochs (holding the task queue's lock) left the next epoch waiting forever
+            self._forked = list(pool._pool)
 
     def __iter__(self):
         pool = self._worker_pool
@@ -129,7 +151,7 @@ class WatchedDataLoader(DataLoader):
             return
         if self._iter is None:
             self.refresh()
-        inner, workers = self._iter, list(pool._pool)  # the processes at the start
+        inner, workers = self._iter, self._forked
         pool.terminate = lambda: end_pool(pool, stopped=True)   # what MXNet calls on an error
         batches = super().__iter__()
         while True:
@@ -144,6 +166,7 @@ class WatchedDataLoader(DataLoader):
             except StopIteration:
                 return
             except (EOFError, ConnectionError):   # the worker died while handing them over
+                _wait_for_an_exit(workers)
                 _check_workers(workers, pool)
                 raise
             yield batch
@@ -157,6 +180,16 @@ def end_workers(*loaders) -> None:
         pool = getattr(loader, "_worker_pool", None)
         if pool is not None and not isinstance(pool, multiprocessing.pool.ThreadPool):
             end_pool(pool, stopped=True)
+
+
+def _wait_for_an_exit(workers, timeout: float = 2.0) -> None:
+    """Wait until one of the workers has ended and its exit status can be read: a killed
+    worker's connections close an instant before that, and the run's error was then a
+    bare EOFError that did not say a worker died."""
+    ended = multiprocessing.connection.wait([w.sentinel for w in workers], timeout)
+    for worker in workers:
+        if worker.sentinel in ended:
+            worker.join(timeout)
 
 
 def _check_workers(workers, pool) -> None:

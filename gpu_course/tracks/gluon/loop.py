@@ -18,6 +18,7 @@ import mxnet as mx
 from mxnet import autograd, gluon
 
 from ...data.mocks import OneBatch
+from ...measure.guards import check_stop
 from .models import dtype_of
 
 LAG = 2  # steps the host may run ahead of the devices (CUDA's launch queue does this too)
@@ -80,5 +81,6 @@ def evaluate(net, val_iter, devices) -> float:
             out = net(x)
             hits[i] += (out.argmax(axis=1) == y.astype(out.dtype)).astype("float32").sum()
         seen += data.shape[0]
+        check_stop()   # Ctrl-C or SIGTERM during a run: a validation can be long
     # sync point: reads the counts, after every validation batch has run
     return sum(float(h.asscalar()) for h in hits) / seen if seen else float("nan")

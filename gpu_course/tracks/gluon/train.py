@@ -16,6 +16,7 @@ import numpy as np
 from ...env.cores import check_loader_workers
 from ...measure import provenance
 from ...config import Experiment
+from ...measure.guards import stop_requests
 from ...measure.harness import Output
 from ...measure.records import OutOfMemory
 from .data import end_workers, make_loader
@@ -94,15 +95,17 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
         from .dist import train_worker
         return train_worker(cfg, runs_dir=out.runs_dir, verbose=out.verbose,
                             on_epoch=out.on_epoch)
-    parts = build(cfg, devices, net, train_iter, val_iter)
-    with record(parts, **output) as rec:
+    with stop_requests():   # Ctrl-C from here on asks the run to stop (at the next step)
+        parts = build(cfg, devices, net, train_iter, val_iter)
         try:
-            fit(rec, parts.net, parts.optimizer, parts.train_iter, parts.val_iter,
-                parts.devices)
-        except mx.base.MXNetError as err:
-            if is_out_of_memory(err):
-                raise out_of_memory(err, parts.cfg, parts.devices) from err
-            raise
+            with record(parts, **output) as rec:
+                try:
+                    fit(rec, parts.net, parts.optimizer, parts.train_iter, parts.val_iter,
+                        parts.devices)
+                except mx.base.MXNetError as err:
+                    if is_out_of_memory(err):
+                        raise out_of_memory(err, parts.cfg, parts.devices) from err
+                    raise
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM, perhaps to the workers too
             end_workers(parts.train_iter, parts.val_iter)
             raise

@@ -10,14 +10,17 @@ from __future__ import annotations
 import gc
 import math
 import os
+import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
+from torch.utils.data._utils.signal_handling import _error_if_any_worker_fails
 
 from ... import data as course_data
 from ...config import Experiment
+from ...measure.guards import LoaderWorkerDied
 
 # DataLoader workers are forked from the training process, which holds CUDA tensors. Any
 # garbage it had not collected yet is inherited, and a collection in a worker would free
@@ -112,3 +115,32 @@ def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> D
     return DataLoader(dataset, batch_size=cfg.batch_size,
                       shuffle=train and sampler is None, sampler=sampler, drop_last=train,
                       num_workers=workers, pin_memory=pin, **extra)
+
+
+def end_workers(*loaders) -> None:
+    """End the worker processes that persistent_workers keeps between epochs, on Ctrl-C
+    or SIGTERM: the loader would keep them until it is deleted (in a notebook that holds
+    it, never). Workers of other loaders end with their iteration."""
+    for loader in loaders:
+        kept = getattr(loader, "_iterator", None)   # DataLoader's persistent iterator
+        if kept is not None and hasattr(kept, "_shutdown_workers"):
+            kept._shutdown_workers()
+            loader._iterator = None
+
+
+def worker_died(err: BaseException, wait_s: float = 2.0) -> LoaderWorkerDied | None:
+    """The loader worker's death behind `err`, a batch's connection that broke (EOFError,
+    ConnectionResetError), named with how it died; None when no worker died. A worker
+    killed mid-epoch breaks the connection an instant before its death can be read, and
+    the run's error was then the bare EOFError. Waits up to wait_s for the death."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            _error_if_any_worker_fails()   # PyTorch's check of its workers (SIGCHLD's too)
+        except RuntimeError as died:   # "DataLoader worker (pid N) is killed by signal: ..."
+            return LoaderWorkerDied(f"{str(died).strip()} ({type(err).__name__} reading its "
+                                    "batch); often the kernel's out-of-memory killer (see "
+                                    "`dmesg`): try fewer num_workers")
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)

@@ -19,6 +19,7 @@ from torch import nn
 
 from ...config import Graph
 from ...data.mocks import OneBatch
+from ...measure.guards import check_stop
 from .devices import place
 
 
@@ -129,6 +130,7 @@ def evaluate(net: nn.Module, val_iter, devices, dtype: str = "float32",
             x, y = to_device(x, y, device, channels_last)
             hits += (net(x).argmax(dim=1) == y).sum()
             seen += len(y)
+            check_stop()   # Ctrl-C or SIGTERM during a run: a validation can be long
     net.train(was_training)
     return hits.item() / seen if seen else float("nan")  # sync point: reads the count
 

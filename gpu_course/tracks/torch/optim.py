@@ -10,6 +10,10 @@ lr * (k + 1) / warmup_steps.
 from __future__ import annotations
 
 import torch
+# torch.optim imports this when a process makes its first optimizer: seconds spent here,
+# with the track, not in a run's setup, where a Ctrl-C waits for them (cutting an import
+# short leaves PyTorch half-imported and the next run failing)
+import torch._dynamo  # noqa: F401
 from torch.optim import lr_scheduler as sched
 
 from ...config import LR_FACTOR, Experiment

@@ -16,10 +16,10 @@ from torch import nn
 from ...data.folder import CorruptImage
 from ...env.cores import check_loader_workers
 from ...measure import provenance
-from ...measure.guards import Terminated, stop_asked
+from ...measure.guards import pending_stop, stop_requests
 from ...measure.harness import Output
 from ...config import Experiment, Graph
-from .data import make_loader
+from .data import end_workers, make_loader, worker_died
 from .datasets import load_datasets
 from .io_data import order_sampler
 from .devices import out_of_memory, place, try_devices
@@ -65,14 +65,15 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
         return launch(here.requested.replace(num_gpus=len(here.devices)), runs_dir=out.runs_dir,
                       verbose=out.verbose)
     ran, (device,) = here.cfg, here.devices
-    torch.manual_seed(ran.seed)
-    net = net if net is not None else get_model(ran)
-    if train_iter is None or val_iter is None:
-        made_train, made_val = build_loaders(ran, device)
-        train_iter = train_iter if train_iter is not None else made_train
-        val_iter = val_iter if val_iter is not None else made_val
-    return fit(provenance.Parts(net, train_iter, val_iter, None, [device], ran, here.downgrades,
-                                here.notice), **output)
+    with stop_requests():   # Ctrl-C from here on asks the run to stop (at the next step)
+        torch.manual_seed(ran.seed)
+        net = net if net is not None else get_model(ran)
+        if train_iter is None or val_iter is None:
+            made_train, made_val = build_loaders(ran, device)
+            train_iter = train_iter if train_iter is not None else made_train
+            val_iter = val_iter if val_iter is not None else made_val
+        return fit(provenance.Parts(net, train_iter, val_iter, None, [device], ran,
+                                    here.downgrades, here.notice), **output)
 
 
 def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
@@ -229,13 +230,21 @@ def fit(parts: provenance.Parts, on_start=None, **output):
                                    scheduler=scheduler)
             except torch.cuda.OutOfMemoryError as err:
                 oom = out_of_memory(err, cfg.batch_size, device)
-            except RuntimeError as err:  # PyTorch passes a worker's error on as text
-                if stop_asked():  # SIGTERM to the process group: the workers went first
-                    raise Terminated("stopped by SIGTERM") from None
-                named = CorruptImage.from_message(str(err))
+            except KeyboardInterrupt:   # Ctrl-C or SIGTERM
+                end_workers(train_iter, val_iter)
+                raise
+            except (RuntimeError, EOFError, ConnectionError) as err:
+                # PyTorch passes a worker's error on as text; a worker's death while it
+                # handed a batch over breaks the batch's connection
+                stop = pending_stop()   # a signal to the process group: the workers went first
+                if stop is not None:
+                    end_workers(train_iter, val_iter)
+                    raise stop from None
+                named = CorruptImage.from_message(str(err)) if isinstance(err, RuntimeError) \
+                    else worker_died(err)
                 if named is None:
                     raise
-                raise named from None  # the file, as the Gluon track names it
+                raise named from None  # the file or the worker, as the Gluon track names them
             finally:
                 if rec.record is not None and is_compiled(model):   # what compiling made
                     rec.record.note(compiled={**compiling.stats(), "mode": getattr(
