@@ -29,7 +29,7 @@ import pandas as pd
 import psutil
 
 from ..analyse import metrics
-from ..analyse.diagnose import GPU_BUSY, INPUT_WAIT
+from ..analyse.diagnose import CPU_SATURATED, GPU_BUSY, INPUT_WAIT
 from .monitor import GpuMonitor, GpuUnavailableWarning, write_csv_atomic
 from .records import Ran, Run, RunRecord
 
@@ -81,7 +81,10 @@ class Job:
 
     @property
     def saturated(self) -> bool:
-        return (self.cores >= SATURATED * (os.cpu_count() or 1)) or self.busiest >= SATURATED
+        """Its processes held the cores, or one of them held a core (one Python thread), or
+        the whole machine was busy (other programs took the cores from it)."""
+        return (self.cores >= SATURATED * (os.cpu_count() or 1) or self.busiest >= SATURATED
+                or (self.gpu.get("cpu_percent_mean") or 0) >= CPU_SATURATED)
 
     def limit(self) -> Limit:
         if not self.has_gpu:
@@ -134,9 +137,11 @@ def watch(command: list, options: Options = Options()) -> int:
                 tree.cpu_s.max() if len(tree) else 0.0)
     code = child.returncode
     status = 128 - code if code < 0 else code
-    job = _record(record, monitor, tree, status)
-    job = Job(seconds, status, monitor.summary(), job[0], cpu_s / seconds if seconds else 0.0,
-              job[1], int(tree.processes.max()) if len(tree) else 1, job[2])
+    run = _record(record, monitor, tree, status)
+    util = pd.to_numeric(run.gpu["util_gpu"], errors="coerce") if len(run.gpu) else pd.Series([])
+    job = Job(seconds, status, monitor.summary(), float(util.std()) if util.count() > 1 else math.nan,
+              cpu_s / seconds if seconds else 0.0, tree.busiest.max() / seconds if len(tree) else 0.0,
+              int(tree.processes.max()) if len(tree) else 1, run)
     print("\n".join(lines(job, command, monitor.notice)), flush=True)
     return status
 
@@ -167,9 +172,9 @@ def follow(child: subprocess.Popen, monitor: GpuMonitor) -> pd.DataFrame:
     return frame
 
 
-def _record(record: RunRecord, monitor: GpuMonitor, tree: pd.DataFrame, status: int) -> tuple:
+def _record(record: RunRecord, monitor: GpuMonitor, tree: pd.DataFrame, status: int) -> Run:
     """The record closed with the hook's steps as epochs (one a pass of the training
-    loader), process.csv and timeline.png; (util std, busiest process, Run)."""
+    loader), process.csv and timeline.png."""
     steps = read_steps(record.path / HOOK_STEPS, monitor.t0_wall)
     for row, rows in epochs_of(steps):
         record.add_epoch(row, rows)
@@ -182,9 +187,7 @@ def _record(record: RunRecord, monitor: GpuMonitor, tree: pd.DataFrame, status: 
     run = Run(record.path)
     from ..show import plots
     plots.utilisation_timeline(run, save=record.path / "timeline.png")
-    util = pd.to_numeric(run.gpu.get("util_gpu", pd.Series(dtype=float)), errors="coerce")
-    busiest = tree.busiest.max() / monitor.now() if len(tree) else 0.0
-    return float(util.std()) if util.count() > 1 else math.nan, busiest, run
+    return run
 
 
 def read_steps(path: Path, t0_wall: float) -> pd.DataFrame:
@@ -241,7 +244,8 @@ def lines(job: Job, command: list, notice: str | None) -> list:
         out.append(f"  GPU: none to sample ({notice or 'no GPU'}): the CPU side and the "
                    "data wait only")
     out.append(f"  CPU: its {job.processes} process(es) kept {job.cores:.2f} of "
-               f"{os.cpu_count()} cores busy (the busiest {job.busiest:.2f} of a core)")
+               f"{os.cpu_count()} cores busy (the busiest {job.busiest:.2f} of a core); the "
+               f"whole machine {gpu.get('cpu_percent_mean') or 0:.0f}% busy")
     out.append(f"  From utilisation alone: {job.limit().value}. It cannot tell a loader from "
                "a slow step on the CPU, nor work from a spin-wait.")
     share = metrics.data_wait_share(run)
