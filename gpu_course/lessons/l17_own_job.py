@@ -9,11 +9,11 @@ from __future__ import annotations
 from ..show.findings import Compare, Expect, Lesson, Outcome, judge
 
 SIZES = {
-    "full": dict(examples=20_000, epochs=3, warmup_steps=5),
-    "smoke": dict(examples=1_536, epochs=2, warmup_steps=3),   # 45 steady steps
-    "check": dict(examples=10_000, epochs=2),
+    "full": dict(train_size=20_000, epochs=3, warmup_steps=5),
+    "smoke": dict(train_size=1_536, epochs=2, warmup_steps=3),   # 45 steady steps
+    "check": dict(train_size=10_000, epochs=2),
 }
-OWN_SIZES = ("examples",)
+OWN_SIZES = ()
 
 LESSON = Lesson(compares=(Compare(
     varies=("num_workers",), feeds=True, gpu=Expect.FASTER, cpu=Expect.FASTER,
@@ -23,7 +23,7 @@ LESSON = Lesson(compares=(Compare(
            Outcome.NONE: "Within noise: the step, not the tokenizer, held this job here, or the "
                          "workers had no free cores to run on.",
            Outcome.OPPOSITE: "Workers were slower here: they took the cores the step computes on.",
-           Outcome.CANNOT_JUDGE: "No verdict: more examples (gc.sizes(\"17\", examples=...)) on "
+           Outcome.CANNOT_JUDGE: "No verdict: more examples (gc.sizes(\"17\", train_size=...)) on "
                                  "a quiet machine would tell."}),),
     empty="No runs: run the loop with gc.watch first.")
 

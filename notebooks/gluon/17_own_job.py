@@ -26,7 +26,7 @@ sys.path.insert(0, str(JOBS))
 import text_job  # noqa: E402  (the plain script: its dataset and model)
 
 # %% tags=["parameters"]
-SIZES = gc.sizes("17")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("17", examples=50_000)
+SIZES = gc.sizes("17")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("17", train_size=50_000)
 
 # %% [markdown]
 # ## 1. Unchanged: `gpu-course watch`
@@ -39,7 +39,7 @@ SIZES = gc.sizes("17")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change a
 # `gpu-course watch`'s.
 
 # %%
-!{sys.executable} -m gpu_course.cli watch -- {sys.executable} {JOBS / "text_job.py"} --examples {SIZES.examples} --epochs {SIZES.epochs}
+!{sys.executable} -m gpu_course.cli watch -- {sys.executable} {JOBS / "text_job.py"} --examples {SIZES.train_size} --epochs {SIZES.epochs}
 
 # %% [markdown]
 # ## 2. Two lines in the loop: `gc.watch(loader)`
@@ -50,7 +50,7 @@ SIZES = gc.sizes("17")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change a
 
 # %%
 def train(num_workers, name):
-    data = text_job.Reviews(SIZES.examples)
+    data = text_job.Reviews(SIZES.train_size)
     net = text_job.Model()
     net.initialize()
     trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 1e-3})

@@ -27,7 +27,7 @@ sys.path.insert(0, str(JOBS))
 import text_job  # noqa: E402  (the plain script: its dataset and model)
 
 # %% tags=["parameters"]
-SIZES = gc.sizes("17")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("17", examples=50_000)
+SIZES = gc.sizes("17")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change any: gc.sizes("17", train_size=50_000)
 
 # %% [markdown]
 # ## 1. Unchanged: `gpu-course watch`
@@ -40,7 +40,7 @@ SIZES = gc.sizes("17")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change a
 # `gpu-course watch`'s.
 
 # %%
-!{sys.executable} -m gpu_course.cli watch -- {sys.executable} {JOBS / "text_job.py"} --examples {SIZES.examples} --epochs {SIZES.epochs}
+!{sys.executable} -m gpu_course.cli watch -- {sys.executable} {JOBS / "text_job.py"} --examples {SIZES.train_size} --epochs {SIZES.epochs}
 
 # %% [markdown]
 # ## 2. Two lines in the loop: `gc.watch(loader)`
@@ -51,7 +51,7 @@ SIZES = gc.sizes("17")   # full size; small in CI (GPU_COURSE_SMOKE=1). Change a
 
 # %%
 def train(num_workers, name):
-    data = text_job.Reviews(SIZES.examples)
+    data = text_job.Reviews(SIZES.train_size)
     net = text_job.Model()
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     loader = DataLoader(data, batch_size=64, shuffle=True, num_workers=num_workers)
