@@ -58,7 +58,7 @@ class Limit(enum.Enum):
     FED = "the GPU idled while the CPU was saturated: input- or host-bound (lessons 02, 09, 03)"
     WAITS = ("the GPU idled while the CPU idled too: the job waits, on sync points or the "
              "disk (lessons 13, 09)")
-    CPU_BUSY = "the CPU was saturated: computing or loading, which utilisation cannot tell"
+    CPU_BUSY = "the CPU was saturated, by the step or by the loader"
     CPU_IDLE = "the CPU idled: the job waits, on the disk, a sleep or the network (lesson 09)"
 
 
@@ -116,16 +116,21 @@ def watch(command: list, options: Options = Options()) -> int:
                PYTHONPATH=os.pathsep.join(filter(None, [str(HOOK), os.environ.get("PYTHONPATH")])))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     monitor.start()
-    try:  # its own process group: Ctrl-C reaches it once, through us
-        child = subprocess.Popen(command, env=env, process_group=0)
+    # at a terminal, Ctrl-C reaches the command's process group directly (and it can read
+    # the terminal: pdb); elsewhere it gets a group of its own and SIGINT from us
+    own_group = not sys.stdin.isatty()
+    try:
+        child = subprocess.Popen(command, env=env, process_group=0 if own_group else None)
     except OSError as err:
         monitor.stop()
         shutil.rmtree(record.path, ignore_errors=True)
         print(f"gpu-course watch: {command[0]}: cannot run it ({err.strerror or err})",
               file=sys.stderr)
         return NOT_RUN
-    previous = {s: signal.signal(s, lambda signum, _: child.send_signal(signum))
-                for s in (signal.SIGINT, signal.SIGTERM)}
+    def forward(signum, _):
+        if own_group or signum != signal.SIGINT:
+            child.send_signal(signum)
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         tree = follow(child, monitor)
     finally:
