@@ -184,7 +184,7 @@ def _record(record: RunRecord, monitor: GpuMonitor, tree: pd.DataFrame, status: 
     for row, rows in epochs_of(steps):
         record.add_epoch(row, rows)
     if len(steps):
-        record.meta["engine"] = steps.framework.iloc[0].replace("torch", "pytorch").replace("mxnet", "gluon")
+        record.meta["engine"] = steps.framework.iloc[0]
     write_csv_atomic(tree, record.path / "process.csv")
     record.note(exit_status=status)
     ended = "finished" if status == 0 else "interrupted" if status in (130, 143) else "failed"

@@ -1,28 +1,26 @@
 """Put on PYTHONPATH by `gpu-course watch`: times every pass over a DataLoader (PyTorch's
 or Gluon's) of an unchanged script from inside its process, one line a step into
-$GPU_COURSE_WATCH_STEPS: framework, loader, pass, step, samples, wall time it began,
-data wait (blocked in next()) and the rest of the step. Standard library only; a sitecustomize
-found further along the path still runs."""
+$GPU_COURSE_WATCH_STEPS: track, loader, pass, step, samples, wall time it began, data
+wait (blocked in next()) and the rest of the step. Standard library only; a
+sitecustomize further along the path still runs."""
 import importlib
 import importlib.machinery
+import itertools
 import os
 import sys
 import time
 
 OUT = os.environ.get("GPU_COURSE_WATCH_STEPS")
-TARGETS = {"torch.utils.data.dataloader": "torch", "mxnet.gluon.data.dataloader": "mxnet"}
+TARGETS = {"torch.utils.data.dataloader": "pytorch", "mxnet.gluon.data.dataloader": "gluon"}
 _loaders: dict = {}
-_passes = [0]
-_file = []
+_passes = itertools.count()
 
 
 class Timed:
     """The loader's own iterator, its next() timed; anything else is the iterator's."""
 
-    def __init__(self, iterator, framework, loader):
-        self._it, self._where, self._step, self._began, self._got = iterator, framework, 0, None, None
-        self._loader, self._pass = loader, _passes[0]
-        _passes[0] += 1
+    def __init__(self, iterator, prefix):
+        self._it, self._prefix, self._step, self._got = iterator, prefix, 0, None
 
     def __iter__(self):
         return self
@@ -35,8 +33,10 @@ class Timed:
 
     def __next__(self):
         asked = time.time()
-        if self._got is not None:  # the step before ends here: write it
-            _write(self, asked - self._got)
+        if self._got is not None:  # the step before ends here
+            _write(f"{self._prefix},{self._step},{self._samples},{self._began:.6f},"
+                   f"{self._got - self._began:.6f},{asked - self._got:.6f}\n")
+            self._step += 1
         try:
             item = next(self._it)
         except StopIteration:
@@ -56,54 +56,44 @@ def samples(batch) -> int:
         return 1
 
 
-def _write(timed, compute_s):
-    if not _file:
-        _file.append(open(OUT, "a", buffering=1))
-    _file[0].write(f"{timed._where},{timed._loader},{timed._pass},{timed._step},"
-                   f"{timed._samples},{timed._began:.6f},{timed._got - timed._began:.6f},{compute_s:.6f}\n")
-    timed._step += 1
+def _write(line, files=[]):  # noqa: B006  (opened once, at the first step)
+    if not files:
+        files.append(open(OUT, "a", buffering=1))
+    files[0].write(line)
 
 
-def _patch(cls, framework):
+def _patch(cls, track):
     iterate = cls.__iter__
 
-    def __iter__(self):
-        return Timed(iterate(self), framework, _loaders.setdefault(_key(self), len(_loaders)))
+    def __iter__(self):   # one loader however often a script makes it: its data and length
+        data = getattr(self, "dataset", getattr(self, "_dataset", None))
+        try:
+            size = len(self)
+        except TypeError:   # an iterable dataset
+            size = id(self)
+        key = _loaders.setdefault((type(data).__name__, size), len(_loaders))
+        return Timed(iterate(self), f"{track},{key},{next(_passes)}")
     cls.__iter__ = __iter__
-
-
-def _key(loader):
-    """One loader whatever object holds it (a script may make one each epoch): its
-    dataset's class and its length in batches."""
-    dataset = getattr(loader, "dataset", getattr(loader, "_dataset", None))
-    try:
-        return type(dataset).__name__, len(loader)
-    except TypeError:
-        return type(dataset).__name__, id(loader)
 
 
 class Finder:
     """Patches DataLoader.__iter__ as its module is first imported."""
 
     def find_spec(self, name, path, target=None):
-        if name not in TARGETS:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return spec
-        run = spec.loader.exec_module
+        spec = importlib.machinery.PathFinder.find_spec(name, path) if name in TARGETS else None
+        if spec is not None and spec.loader is not None:
+            run = spec.loader.exec_module
 
-        def exec_module(module):
-            run(module)
-            _patch(module.DataLoader, TARGETS[name])
-        spec.loader.exec_module = exec_module
+            def exec_module(module):
+                run(module)
+                _patch(module.DataLoader, TARGETS[name])
+            spec.loader.exec_module = exec_module
         return spec
 
 
 if OUT:
     sys.meta_path.insert(0, Finder())
-_here = os.path.dirname(os.path.abspath(__file__))
-_path = sys.path[:]
+_here, _path = os.path.dirname(os.path.abspath(__file__)), sys.path[:]
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 _self = sys.modules.pop("sitecustomize")
 try:  # the sitecustomize this one stands in front of, if there is one
