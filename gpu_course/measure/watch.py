@@ -30,6 +30,7 @@ import psutil
 
 from ..analyse import metrics
 from ..analyse.diagnose import CPU_SATURATED, GPU_BUSY, INPUT_WAIT
+from ..config import OWN
 from .monitor import GpuMonitor, GpuUnavailableWarning, write_csv_atomic
 from .records import Ran, Run, RunRecord
 
@@ -109,7 +110,7 @@ def watch(command: list, options: Options = Options()) -> int:
         warnings.simplefilter("ignore", GpuUnavailableWarning)
         monitor = GpuMonitor(interval=options.interval)
     name = options.name or " ".join(Path(w).name for w in command[:2])
-    record = RunRecord({"name": name, "warmup_steps": WARMUP_STEPS,
+    record = RunRecord({"name": name, "warmup_steps": WARMUP_STEPS, "model": OWN, "dataset": OWN,
                         "monitor_interval": options.interval},
                        Ran(facts={"command": list(command)}), options.runs_dir, monitor)
     env = dict(os.environ, GPU_COURSE_WATCH_STEPS=str(record.path / HOOK_STEPS),
@@ -263,7 +264,8 @@ def lines(job: Job, command: list, notice: str | None) -> list:
                 "limit (lessons 03, 04, 13)")
         out.append(f"  Measured inside the process: {int(run.epochs.steps.sum())} steps of its "
                    f"{run.meta.get('engine')} DataLoader, data wait {share:.0%} of the steady "
-                   f"steps' time: {side}.")
+                   f"steps' time, the slowest 5% ×{metrics.steadiness(run)['spikiness']:.1f} the "
+                   f"median step: {side}. More: gpu-course diagnose {run.path}")
     else:
         out.append(f"  Measured inside the process: {int(run.epochs.steps.sum())} DataLoader "
                    f"steps, too few past the first {WARMUP_STEPS} to say.")

@@ -72,7 +72,7 @@ def _patch(cls, track):
         except TypeError:   # an iterable dataset
             size = id(self)
         key = _loaders.setdefault((type(data).__name__, size), len(_loaders))
-        return Timed(iterate(self), f"{track},{key},{next(_passes)}")
+        return Timed(iterate(self), f"{track},{os.getpid()}-{key},{next(_passes)}")   # a rank each
     cls.__iter__ = __iter__
 
 
