@@ -131,3 +131,14 @@ def test_an_idle_gpu_beside_a_busy_host_is_fed_too_slowly():
     assert job(20.0, 0.3, 0.3).limit() is watch.Limit.WAITS
     assert job(None, 0.3, 0.98).limit() is watch.Limit.CPU_BUSY
     assert job(None, 0.1, 0.1).limit() is watch.Limit.CPU_IDLE
+
+
+def test_a_command_without_a_dataloader_still_runs_its_own_sitecustomize(tmp_path, capfd,
+                                                                          monkeypatch):
+    (tmp_path / "sitecustomize.py").write_text("import os\nos.environ['CHAINED'] = 'yes'\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    command = [sys.executable, "-c", "import os, time; time.sleep(0.5); print('chained', os.environ['CHAINED'])"]
+    assert watch.watch(command, watch.Options(interval=0.1)) == 0
+    out = capfd.readouterr().out
+    assert "chained yes" in out and "No DataLoader was timed" in out
