@@ -21,7 +21,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 from mxnet import autograd, gluon
 from gpu_course import gluon as gc
 
-JOBS = pathlib.Path(course_setup.__file__).parent / "jobs" / "gluon"
+JOBS = course_setup.repo_root() / "notebooks" / "jobs" / "gluon"
 sys.path.insert(0, str(JOBS))
 import text_job  # noqa: E402  (the plain script: its dataset and model)
 

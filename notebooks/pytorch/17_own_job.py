@@ -22,7 +22,7 @@ import torch
 from torch.utils.data import DataLoader
 from gpu_course import torch as gc
 
-JOBS = pathlib.Path(course_setup.__file__).parent / "jobs" / "pytorch"
+JOBS = course_setup.repo_root() / "notebooks" / "jobs" / "pytorch"
 sys.path.insert(0, str(JOBS))
 import text_job  # noqa: E402  (the plain script: its dataset and model)
 
