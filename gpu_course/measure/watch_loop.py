@@ -14,6 +14,7 @@ closes when the program ends, or when `.run` is read; then `gpu-course diagnose`
 from __future__ import annotations
 
 import atexit
+import sys
 from typing import Any, Callable, Iterable
 
 from ..config import OWN, Experiment
@@ -97,5 +98,7 @@ def samples(batch) -> int:
 
 @atexit.register
 def _close_all() -> None:
+    """At the program's end, its open records close, as interrupted or failed where an
+    exception ended it (the interpreter keeps it as sys.last_value)."""
     for each in list(_OPEN.values()):
-        each.close()
+        each.close(getattr(sys, "last_value", None))

@@ -1,4 +1,5 @@
 """gc.watch(loader) on a plain PyTorch loop: a course run record that diagnose reads."""
+import sys
 import time
 
 import torch
@@ -6,6 +7,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from gpu_course import torch as gc
 from gpu_course.analyse import diagnose
+from gpu_course.measure import watch_loop
 
 STEPS = 30   # past the warm-up, enough steady steps for a verdict
 
@@ -53,3 +55,14 @@ def test_breaking_out_keeps_the_last_step():
             break
     run = gc.watch(batches).run
     assert len(run.steps) == 7 and int(run.epochs.samples.sum()) == 7 * 8
+
+
+def test_a_program_that_an_exception_ends_leaves_its_record_interrupted(monkeypatch):
+    batches = slow_batches(wait=0.0)
+    for i, (x, y) in enumerate(gc.watch(batches, verbose=False)):
+        if i == 6:
+            break
+    monkeypatch.setattr(sys, "last_value", KeyboardInterrupt(), raising=False)
+    watch_loop._close_all()          # what the interpreter's exit runs
+    run = gc.watch(batches).run
+    assert run.status == "interrupted" and len(run.steps) == 7
