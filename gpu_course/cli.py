@@ -1,4 +1,4 @@
-"""The `gpu-course` command line: data, monitor, runs, run, ladder, diagnose, env, profile,
+"""The `gpu-course` command line: data, monitor, watch, runs, run, ladder, diagnose, env, profile,
 distributed, sagemaker.
 
 Every verb has --help. Errors in what the user typed print one clear line and exit 2.
@@ -108,6 +108,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
     p.set_defaults(func=_monitor)
 
+    p = sub.add_parser("watch", help="run any command and say what keeps its GPU idle",
+                       description="Run COMMAND unchanged, record GPU and CPU for its whole "
+                       "life (a Python command's DataLoader wait too) into a run folder, "
+                       "then say what limits it. Exits with the command's status.")
+    p.add_argument("--runs-dir", type=_user_path, default=None)
+    p.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
+    p.add_argument("--name", default=None, help="the run's name (default: the command's)")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command and its arguments")
+    p.set_defaults(func=_watch)
+
     p = sub.add_parser("runs", help="list recorded runs as a table",
                        description="List the run records under a folder.")
     p.add_argument("--runs-dir", type=_user_path, default=None)
@@ -214,6 +224,12 @@ def _monitor(args) -> int:
         raise ValueError(f"--interval={args.interval} must be > 0 seconds")
     monitor.record_to_csv(args.out, seconds=args.seconds, interval=args.interval)
     return 0
+
+
+def _watch(args) -> int:
+    from .measure import watch
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    return watch.watch(command, watch.Options(args.runs_dir, args.interval, args.name))
 
 
 def _runs(args) -> int:

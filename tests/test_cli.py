@@ -5,7 +5,7 @@ import pytest
 
 from support import run_cli
 
-VERBS = ["data", "monitor", "runs", "run", "ladder", "diagnose", "sagemaker"]
+VERBS = ["data", "monitor", "watch", "runs", "run", "ladder", "diagnose", "sagemaker"]
 
 
 @pytest.mark.parametrize("verb", [None, *VERBS])

@@ -463,6 +463,9 @@ def _input_rung(cfg: dict, n: dict) -> tuple[RungName, str]:
                       "ImageRecordIter)" if gluon else "one packed array file "
                       "(data.packed.pack_images)") + ": one file read sequentially, no decode",
            "memory": "the decoded dataset held in host memory"}
+    if cfg.get("dataset") == "own":   # a job's own data (gc.watch): no image formats to offer
+        return RungName.DATA_FORMAT, ("the per-sample work (decoding, tokenizing) done once, "
+                                      "before training, and kept in memory (lesson 09)" + saturated)
     if faster is not None:
         return RungName.DATA_FORMAT, f"data_format={faster!r}, {how[faster]}" + saturated
     if not gluon and not cfg.get("data_on_gpu"):

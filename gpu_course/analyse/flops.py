@@ -166,7 +166,8 @@ def achieved(run, samples_per_sec: float | None = None) -> dict:
         samples_per_sec = metrics.samples_per_sec(run)
     cfg = run.config or {}
     model, size = cfg.get("model", "resnet20"), int(cfg.get("image_size") or 32)
-    per_sample = train_flops(model, size) if cfg.get("mock", "none") != "trainer" else 0
+    per_sample = 0 if cfg.get("mock", "none") == "trainer" else \
+        math.nan if model == "own" else train_flops(model, size)   # an own network: not counted
     rate = float(samples_per_sec)
     tflops = per_sample * rate / 1e12 if not math.isnan(rate) else math.nan
     hw = run.meta.get("hardware") or {}
@@ -211,7 +212,8 @@ def sentence(numbers: dict) -> str:
     """'2.1 TFLOP/s (fp32), 38 % of the peak 5.5 TFLOP/s (measured fp32 matmul)'."""
     t = numbers["achieved_tflops"]
     if math.isnan(t):
-        return "achieved FLOP/s unknown (no throughput)"
+        return "achieved FLOP/s unknown (" + ("an own network's FLOPs are not counted)"
+                                              if numbers["model"] == "own" else "no throughput)")
     text = f"{_tflops(t)} TFLOP/s achieved ({numbers['precision']}, {numbers['model']})"
     if math.isnan(numbers["fraction_of_peak"]):
         if str(numbers.get("device") or "").startswith("CPU") and numbers["precision"] != "fp32":

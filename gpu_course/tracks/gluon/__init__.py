@@ -2,7 +2,7 @@
 
 Same public names as `gpu_course.tracks.torch`, so a lesson reads the same in both tracks:
 gpu_count, try_devices, load_datasets, prepare_data, make_loader, load_data,
-get_model, build, record, train, evaluate, lr_scheduler, sweep, plus Experiment,
+get_model, build, record, watch, train, evaluate, lr_scheduler, sweep, plus Experiment,
 load_run(s), metrics, plots and report.
 """
 from __future__ import annotations
@@ -30,12 +30,12 @@ from .profile import profile_steps
 from .optim import lr_scheduler, make_trainer, optimizer_params
 from .loop import evaluate, split
 from .memory import MemoryMeter, memory_run
-from .record import record
+from .record import record, watch
 from .train import build, train
 
 __all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
-           "get_model", "inference_net", "time_inference", "Workload", "build", "record", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
+           "get_model", "inference_net", "time_inference", "Workload", "build", "record", "watch", "train", "evaluate", "split", "lr_scheduler", "optimizer_params",
            "make_trainer", "sweep", "profile_steps", "repeat", "MemoryMeter", "memory_run", "memory_of"]
 
 

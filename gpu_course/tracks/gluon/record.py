@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import os
 
+import mxnet as mx
 from mxnet import gluon
 
 from ...measure import provenance
 from ...config import OPTIMIZERS, OWN
 from ...measure.harness import Device, Harness, Output, Ran
+from ...measure.watch_loop import experiment, watched
 from .devices import check_threads, operator_threads
 from .models import dtype_of, graph_of
 
@@ -65,6 +67,14 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
                           late_facts=(lambda: {"network": read_network(net)[1]})
                           if net is not None else None),
                    out)
+
+
+def watch(loader, net=None, name: str = "watch", **output):
+    """`for data, label in gc.watch(train_loader):` times a plain loop's steps into one
+    run record, a pass an epoch (`measure.watch_loop`); `net` adds the network's facts;
+    `output` as for `record`."""
+    return watched(loader, lambda: record(experiment(name, "gluon"), net=net, train_iter=loader,
+                                          **{"progress": False, **output}), mx.nd.waitall)
 
 
 def read_network(net) -> tuple[dict, dict]:

@@ -2,7 +2,7 @@
 
 Same public names as `gpu_course.tracks.gluon`, so a lesson reads the same in both tracks:
 gpu_count, try_devices, load_datasets, prepare_data, make_loader, load_data,
-get_model, build, record, train, evaluate, lr_scheduler, sweep, plus Experiment,
+get_model, build, record, watch, train, evaluate, lr_scheduler, sweep, plus Experiment,
 load_run(s), metrics, plots and report; and the
 PyTorch-only pieces: LARS, Signum, GpuLoader (and its Batches), lr_curve, make_optimizer.
 
@@ -35,12 +35,12 @@ from .profile import profile_steps
 from .optim import lr_curve, lr_scheduler, make_optimizer
 from .loop import evaluate, to_device
 from .memory import MemoryMeter, memory_run
-from .record import record
+from .record import record, watch
 from .train import COMPILE_BACKEND_ENV, build, train
 
 __all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solution", "load_run", "load_runs", "plots", "report", "tables",
            "gpu_count", "try_devices", "load_datasets", "prepare_data", "make_loader", "load_data",
-           "get_model", "inference_net", "time_inference", "Workload", "build", "record", "train", "evaluate", "to_device",
+           "get_model", "inference_net", "time_inference", "Workload", "build", "record", "watch", "train", "evaluate", "to_device",
            "lr_scheduler", "lr_curve", "make_optimizer",
            "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "Batches", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
 

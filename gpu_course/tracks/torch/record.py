@@ -22,6 +22,7 @@ import torch.distributed as dist
 from ...measure import provenance
 from ...config import OWN, Graph
 from ...measure.harness import Device, Harness, Output, Ran
+from ...measure.watch_loop import experiment, watched
 from .devices import describe, place
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME")
@@ -82,6 +83,16 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
                           events=StepEvents() if cuda else None),
                    replace(out, progress=out.progress and leader, verbose=out.verbose and leader,
                            monitor=out.monitor and leader, record=out.record and leader))
+
+
+def watch(loader, net=None, name: str = "watch", **output):
+    """`for x, y in gc.watch(train_loader):` times a plain loop's steps into one run
+    record, a pass an epoch (`measure.watch_loop`); `net` adds the network's facts and
+    its device; `output` as for `record`."""
+    device = next(net.parameters()).device if net is not None else torch.device("cpu")
+    parts = provenance.Parts(net, loader, None, None, [device], experiment(name, "pytorch"))
+    return watched(loader, lambda: record(parts, **{"progress": False, **output}),
+                   torch.cuda.synchronize if device.type == "cuda" else None)
 
 
 def read_network(net) -> tuple[dict, dict]:

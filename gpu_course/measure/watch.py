@@ -1,0 +1,272 @@
+"""`gpu-course watch -- COMMAND`: any training command, run unchanged and watched for its
+whole life, then the talk's view of it.
+
+    gpu-course watch -- python train.py --epochs 3
+
+The GPU monitor samples utilisation (SM activity where the GPU has it), memory and power;
+psutil the CPU time of the command's whole process tree. A Python command also gets an
+import hook on its path (`watch_hook/sitecustomize.py`) that times its DataLoader from
+inside: the data wait of each step, which utilisation alone cannot tell from a slow step.
+All of it is a course run record (steps.csv, gpu.csv, host.csv, process.csv) with the
+utilisation timeline as timeline.png. Ctrl-C and SIGTERM go to the command; its exit
+status is returned.
+"""
+from __future__ import annotations
+
+import enum
+import math
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import psutil
+
+from ..analyse import metrics
+from ..analyse.diagnose import CPU_SATURATED, GPU_BUSY, INPUT_WAIT
+from ..config import OWN
+from .monitor import GpuMonitor, GpuUnavailableWarning, write_csv_atomic
+from .records import Ran, Run, RunRecord
+
+HOOK = Path(__file__).with_name("watch_hook")
+HOOK_STEPS = "loader-steps.csv"   # what the hook writes, every DataLoader of the command
+HOOK_COLUMNS = ["framework", "loader", "pass", "step", "samples", "t", "wait_s", "compute_s"]
+WARMUP_STEPS = 5        # the command's first steps (workers start, kernels are chosen)
+SATURATED = 0.9         # share of the cores (or of one core, for one process) that is saturated
+NOT_FOUND, NOT_RUN = 127, 126   # a shell's statuses for a command missing or not executable
+
+
+@dataclass(frozen=True)
+class Options:
+    """Where the record goes (`runs_dir`), seconds between samples, and the run's name
+    (default: the command's first two words)."""
+
+    runs_dir: str | Path | None = None
+    interval: float = 0.5
+    name: str | None = None
+
+
+class Limit(enum.Enum):
+    """What GPU utilisation and the command's CPU load alone say of a job."""
+
+    DEVICE = "the GPU was busy: the device is the limit (lessons 04, 05, 14)"
+    FED = "the GPU idled while the CPU was saturated: input- or host-bound (lessons 02, 09, 03)"
+    WAITS = ("the GPU idled while the CPU idled too: the job waits, on sync points or the "
+             "disk (lessons 13, 09)")
+    CPU_BUSY = "the CPU was saturated, by the step or by the loader"
+    CPU_IDLE = "the CPU idled: the job waits, on the disk, a sleep or the network (lesson 09)"
+
+
+@dataclass
+class Job:
+    """What was measured of one watched command."""
+
+    seconds: float
+    status: int
+    gpu: dict            # the monitor's summary: gpu_util_mean, sm_active_mean, ...
+    util_std: float      # points of utilisation the samples swing by
+    cores: float         # the process tree's CPU seconds / wall seconds
+    busiest: float       # the busiest process's CPU seconds / wall seconds
+    processes: int
+    run: Run
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.gpu.get("gpu_util_mean") is not None
+
+    @property
+    def saturated(self) -> bool:
+        """Its processes held the cores, or one of them held a core (one Python thread), or
+        the whole machine was busy (other programs took the cores from it)."""
+        return (self.cores >= SATURATED * (os.cpu_count() or 1) or self.busiest >= SATURATED
+                or (self.gpu.get("cpu_percent_mean") or 0) >= CPU_SATURATED)
+
+    def limit(self) -> Limit:
+        if not self.has_gpu:
+            return Limit.CPU_BUSY if self.saturated else Limit.CPU_IDLE
+        if self.gpu["gpu_util_mean"] >= GPU_BUSY:
+            return Limit.DEVICE
+        return Limit.FED if self.saturated else Limit.WAITS
+
+
+def watch(command: list, options: Options = Options()) -> int:
+    """Run `command` unchanged, record it, print what limits it; its exit status (128 + N
+    when signal N ended it; 127 when it is not found)."""
+    if not command:
+        raise ValueError("no command to watch; put it after --: gpu-course watch -- python train.py")
+    if not options.interval > 0:
+        raise ValueError(f"--interval={options.interval} must be > 0 seconds")
+    if shutil.which(command[0]) is None:
+        print(f"gpu-course watch: {command[0]}: command not found (not an executable file, "
+              "nor on PATH)", file=sys.stderr)
+        return NOT_FOUND
+    with warnings.catch_warnings():   # said once below, as one line
+        warnings.simplefilter("ignore", GpuUnavailableWarning)
+        monitor = GpuMonitor(interval=options.interval)
+    name = options.name or " ".join(Path(w).name for w in command[:2])
+    record = RunRecord({"name": name, "warmup_steps": WARMUP_STEPS, "model": OWN, "dataset": OWN,
+                        "monitor_interval": options.interval},
+                       Ran(facts={"command": list(command)}), options.runs_dir, monitor)
+    env = dict(os.environ, GPU_COURSE_WATCH_STEPS=str(record.path / HOOK_STEPS),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(HOOK), os.environ.get("PYTHONPATH")])))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    monitor.start()
+    # at a terminal, Ctrl-C reaches the command's process group directly (and it can read
+    # the terminal: pdb); elsewhere it gets a group of its own and SIGINT from us
+    own_group = not sys.stdin.isatty()
+    try:
+        child = subprocess.Popen(command, env=env, process_group=0 if own_group else None)
+    except OSError as err:
+        monitor.stop()
+        shutil.rmtree(record.path, ignore_errors=True)
+        print(f"gpu-course watch: {command[0]}: cannot run it ({err.strerror or err})",
+              file=sys.stderr)
+        return NOT_RUN
+    def forward(signum, _):
+        if own_group or signum != signal.SIGINT:
+            child.send_signal(signum)
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        tree = follow(child, monitor)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    seconds = monitor.now()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)   # every reaped process of the tree
+    cpu_s = max(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
+                tree.cpu_s.max() if len(tree) else 0.0)
+    code = child.returncode
+    status = 128 - code if code < 0 else code
+    run = _record(record, monitor, tree, status)
+    util = pd.to_numeric(run.gpu["util_gpu"], errors="coerce") if len(run.gpu) else pd.Series([])
+    job = Job(seconds, status, monitor.summary(), float(util.std()) if util.count() > 1 else math.nan,
+              cpu_s / seconds if seconds else 0.0, tree.busiest.max() / seconds if len(tree) else 0.0,
+              int(tree.processes.max()) if len(tree) else 1, run)
+    print("\n".join(lines(job, command, monitor.notice)), flush=True)
+    return status
+
+
+def follow(child: subprocess.Popen, monitor: GpuMonitor) -> pd.DataFrame:
+    """Until `child` ends, its process tree's CPU seconds so far each monitor interval:
+    t, cpu_s, cores (over the interval before), processes, busiest (one process's CPU
+    seconds)."""
+    root, seen, rows = psutil.Process(child.pid), {}, []
+    while child.poll() is None:
+        try:
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:   # ended between poll and here
+            tree = []
+        for process in tree:
+            try:
+                times = process.cpu_times()
+                seen[process.pid] = times.user + times.system
+            except psutil.Error:
+                pass
+        rows.append((monitor.now(), sum(seen.values()), len(tree), max(seen.values(), default=0.0)))
+        try:
+            child.wait(monitor.interval)
+        except subprocess.TimeoutExpired:
+            pass
+    frame = pd.DataFrame(rows, columns=["t", "cpu_s", "processes", "busiest"])
+    frame.insert(2, "cores", (frame.cpu_s.diff() / frame.t.diff()).round(3))
+    return frame
+
+
+def _record(record: RunRecord, monitor: GpuMonitor, tree: pd.DataFrame, status: int) -> Run:
+    """The record closed with the hook's steps as epochs (one a pass of the training
+    loader), process.csv and timeline.png."""
+    steps = read_steps(record.path / HOOK_STEPS, monitor.t0_wall)
+    for row, rows in epochs_of(steps):
+        record.add_epoch(row, rows)
+    if len(steps):
+        record.meta["engine"] = steps.framework.iloc[0]
+    write_csv_atomic(tree, record.path / "process.csv")
+    record.note(exit_status=status)
+    ended = "finished" if status == 0 else "interrupted" if status in (130, 143) else "failed"
+    record.finish(ended, error=None if status == 0 else f"exit status {status}")
+    run = Run(record.path)
+    from ..show import plots
+    plots.utilisation_timeline(run, save=record.path / "timeline.png")
+    return run
+
+
+def read_steps(path: Path, t0_wall: float) -> pd.DataFrame:
+    """The hook's steps of the training loader (the one with the most steps), times on the
+    monitor's clock; empty where the command ran no DataLoader."""
+    if not path.exists() or not path.stat().st_size:
+        return pd.DataFrame(columns=HOOK_COLUMNS)
+    steps = pd.read_csv(path, names=HOOK_COLUMNS, on_bad_lines="skip")
+    steps["t"] -= t0_wall
+    train = steps.groupby("loader").step.count().idxmax()
+    return steps[steps.loader == train].reset_index(drop=True)
+
+
+def epochs_of(steps: pd.DataFrame) -> list:
+    """(epoch row, step rows) for each pass over the loader, as the harness records them;
+    the run's first WARMUP_STEPS steps are not steady."""
+    steps = steps.assign(timed=(steps.index >= WARMUP_STEPS).astype(int))
+    epochs = []
+    for k, (_, one) in enumerate(steps.groupby("pass", sort=True)):
+        timed = one[one.timed == 1]
+        start, end = one.t.iloc[0], float((one.t + one.wait_s + one.compute_s).iloc[-1])
+        row = {"epoch": k, "epoch_time_s": end - start, "data_wait_s": one.wait_s.sum(),
+               "compute_s": one.compute_s.sum(), "sync_s": 0.0, "steps": len(one),
+               "samples": int(one.samples.sum()), "timed_steps": len(timed),
+               "timed_samples": int(timed.samples.sum()),
+               "timed_s": float((timed.wait_s + timed.compute_s).sum()),
+               "timed_wait_s": float(timed.wait_s.sum()), "t_start": start, "t_end": end,
+               "t_steady": float(timed.t.iloc[0]) if len(timed) else math.nan}
+        row["samples_per_sec"] = metrics.epoch_numbers(row)["samples_per_sec"]
+        epochs.append((row, [{"epoch": k, "step": i, "samples": s, "data_wait_s": w,
+                              "compute_s": c, "timed": d} for i, (s, w, c, d) in enumerate(
+                                  one[["samples", "wait_s", "compute_s", "timed"]].itertuples(index=False))]))
+    return epochs
+
+
+def lines(job: Job, command: list, notice: str | None) -> list:
+    """The talk's view of a watched job: busy share, spikiness, the cores it kept busy,
+    what those say and cannot say, then the data wait the hook measured."""
+    run, gpu = job.run, job.gpu
+    out = [f"watch: `{' '.join(command)}` ran {job.seconds:.1f} s and exited with status "
+           f"{job.status}; record: {run.path} (timeline.png)"]
+    if job.seconds < 2 * run.meta["config"].get("monitor_interval", 0.5) and not len(run.epochs):
+        out.append("  it ended before the monitor could see it work: nothing to say of its "
+                   "GPU or CPU")
+        return out
+    if job.has_gpu:
+        sm = gpu.get("sm_active_mean")
+        out.append(f"  GPU: busy {gpu['gpu_util_mean']:.0f}% of the time (utilisation"
+                   + (f"; SM activity {sm:.0f}%" if sm is not None else "") + "), spikiness "
+                   + (f"±{job.util_std:.0f} points" if math.isfinite(job.util_std) else "unknown")
+                   + f"; memory up to {(gpu.get('mem_used_max_mib') or 0) / 1024:.1f} GiB"
+                   + (f", {gpu['power_w_mean']:.0f} W" if gpu.get("power_w_mean") else ""))
+    else:
+        out.append(f"  GPU: none to sample ({notice or 'no GPU'}): the CPU side and the "
+                   "data wait only")
+    out.append(f"  CPU: its {job.processes} process(es) kept {job.cores:.2f} of "
+               f"{os.cpu_count()} cores busy (the busiest {job.busiest:.2f} of a core); the "
+               f"whole machine {gpu.get('cpu_percent_mean') or 0:.0f}% busy")
+    out.append(f"  From utilisation alone: {job.limit().value}. It cannot tell a loader from "
+               "a slow step on the CPU, nor work from a spin-wait.")
+    share = metrics.data_wait_share(run)
+    if not len(run.epochs):
+        out.append("  No DataLoader was timed (not Python, or no PyTorch/Gluon DataLoader): "
+                   "wrap the loop's loader in gc.watch(loader) for the data wait (lesson 17).")
+    elif math.isfinite(share):
+        side = ("the input side is the limit: more workers, a cheaper pipeline (lessons 02, 09)"
+                if share >= INPUT_WAIT else "the loader kept up: the step itself is the "
+                "limit (lessons 03, 04, 13)")
+        out.append(f"  Measured inside the process: {int(run.epochs.steps.sum())} steps of its "
+                   f"{run.meta.get('engine')} DataLoader, data wait {share:.0%} of the steady "
+                   f"steps' time, the slowest 5% ×{metrics.steadiness(run)['spikiness']:.1f} the "
+                   f"median step: {side}. More: gpu-course diagnose {run.path}")
+    else:
+        out.append(f"  Measured inside the process: {int(run.epochs.steps.sum())} DataLoader "
+                   f"steps, too few past the first {WARMUP_STEPS} to say.")
+    return out
