@@ -95,12 +95,16 @@ def top_functions(prof, n: int = 15, sort: str = "tottime") -> pd.DataFrame:
 CHATTER = re.compile(r"^(?:STAGE|USDT):\d{4}-\d\d-\d\d \S+ \d+:\d+ \w+\.cpp:\d+\]")
 
 
-@contextlib.contextmanager
 def quiet_profiler():
-    """Hold back what the profiler library writes to this process's stderr (file
-    descriptor 2, below Python) while the block runs, and pass on every line of it but
-    its start/stop log lines (CHATTER) once the block ends: a warning or an error still
-    shows, after the block."""
+    """Hold back the profiler library's start/stop log lines (CHATTER) (`held_stderr`)."""
+    return held_stderr(CHATTER)
+
+
+@contextlib.contextmanager
+def held_stderr(drop: re.Pattern):
+    """Hold back what native code writes to this process's stderr (file descriptor 2,
+    below Python's logging) while the block runs, and pass on every line of it that `drop`
+    does not match once the block ends: a warning or an error still shows, after it."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -116,7 +120,7 @@ def quiet_profiler():
             os.close(saved)
             held.seek(0)
             kept = [line for line in held.read().decode(errors="replace").splitlines()
-                    if not CHATTER.match(line)]
+                    if not drop.search(line)]
             if kept:
                 sys.stderr.write("\n".join(kept) + "\n")
 
