@@ -19,6 +19,8 @@ from ..analyse.metrics import STATUS_TEXT, baseline_index
 from ..measure.records import write_atomic
 
 NO_VALUE = tables.NO_VALUE
+SHARED = ("Another program shared the machine during {names} (busier than the runs' own "
+          "use): their numbers are pessimistic and noisier.")
 
 # column -> (header, how a value is written), NaN written NO_VALUE: as the notebooks'
 # tables write it (`tables.COLUMNS`), but for a terminal's fixed digits
@@ -174,9 +176,7 @@ def conclusion(runs, baseline=0, varies=()) -> str:
     shared = [table.rung[i] for i, group in enumerate(metrics.as_groups(groups))
               if any(metrics.machine_load(run)["shared"] for run in group)]
     if shared:
-        text.append(f"Another program shared the machine during {_join(shared)} (the "
-                    "machine busier than the run's own use): their numbers are pessimistic "
-                    "and noisier.")
+        text.append(SHARED.format(names=_join(shared)))
     text += [sentence[0].upper() + sentence[1:] + "."
              for sentence in noise.far_apart(_flat(groups))]
     return " ".join(text) + failed_text

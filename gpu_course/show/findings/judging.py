@@ -14,7 +14,7 @@ from .declarations import (Compare, Expect, Gain, Lesson, Metric, Outcome, Place
 from .grouping import setting
 from .wording import (ACCURACY, AMOUNT, ASKED, BEYOND_WAIT, BOUND, CEILING, CEILINGS, CHANCE,
                       CHANGED, FASTEST, MACHINE, MARKED, NO_FASTEST, NOT_READ, NOTICE, PLACED,
-                      RANKED, REACHES, REQUIRES, ROW, SAME_JOB, SHARED, UNMATCHED, VERDICT,
+                      RANKED, REACHES, REQUIRES, ROW, SAME_JOB, UNMATCHED, VERDICT,
                       WAITED, about, cells_line, empty, limit, once, quotes, text_for)
 
 # an amount: (its table column, its readings from a run's memory notes)
@@ -80,7 +80,7 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
                                                        track, where), why=has.why))
     shared = [f"'{r.name}'" for r in runs if metrics.machine_load(r)["shared"]]
     if shared:
-        texts.append(SHARED.format(names=", ".join(dict.fromkeys(shared))))
+        texts.append(report.SHARED.format(names=", ".join(dict.fromkeys(shared))))
     for text in texts + [lesson.after]:
         if text_for(text, track, where):
             say(text_for(text, track, where))

@@ -15,8 +15,6 @@ SAME_JOB = ("'{b}' against '{a}': {verdict}; both ran as '{a}' did, two identica
 CHANGED = "'{b}' against '{a}' ({changes}): {verdict}."
 CEILING = "'{feed}' (the input alone) against '{compute}' (the model alone): {verdict}."
 REACHES = "'{run}' reaches {feed} of its input ceiling and {compute} of its compute ceiling."
-SHARED = ("Another program shared the machine during {names} (busier than the runs' own "
-          "use): their numbers say as much about the machine as about the change.")
 FASTEST = ("Fastest: '{top}', beyond the noise of every other run (against the next, "
            "'{next}': {verdict}).")
 NO_FASTEST = ("No single fastest run: '{top}' has the most samples/s, but not beyond the noise "
