@@ -137,11 +137,9 @@ def gzip_trace(path) -> Path:
     return target
 
 
-def read_trace(path) -> list[dict]:
-    """The events of a Chrome trace (.json or .json.gz; a list or {"traceEvents": [...]}).
-    A file that is not one (cut short, empty, plain JSON named .gz), or whose complete
-    events lack their time or duration, is refused naming the file: read as it is, a
-    kernel without a duration would count as idle GPU time."""
+def load_trace(path) -> dict:
+    """A Chrome trace's JSON (.json or .json.gz) as a dict with its traceEvents (a bare list
+    wrapped); a file that is not one (cut short, empty, plain JSON named .gz) is refused."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     try:
@@ -150,7 +148,14 @@ def read_trace(path) -> list[dict]:
     except (OSError, EOFError, ValueError) as err:   # BadGzipFile, cut short, not JSON
         raise ValueError(f"{path} is not a readable Chrome trace ({type(err).__name__}: "
                          f"{err}); record it again") from None
-    events = data.get("traceEvents", []) if isinstance(data, dict) else data
+    return data if isinstance(data, dict) else {"traceEvents": data}
+
+
+def read_trace(path) -> list[dict]:
+    """The events of a Chrome trace (`load_trace`). One whose complete events lack their
+    time or duration is refused naming the file: read as it is, a kernel without a
+    duration would count as idle GPU time."""
+    events = load_trace(path).get("traceEvents", [])
     if not isinstance(events, list):
         raise ValueError(f"{path}: traceEvents is a {type(events).__name__}, not a list of "
                          "events; record the trace again")
