@@ -93,18 +93,15 @@ def _scalar(value):
 def format_table(df: pd.DataFrame) -> str:
     """The table as fixed-width text for a terminal: 1,234.5 samples/s, ×3.2, 97%, – for NaN.
     The "ran" column is left out when every run ran as requested."""
-    df = tables.readable(df)   # no empty "ran" or GPM columns, one "min–max" column
-    header = [_heading(c) for c in df.columns]
-    cells = [[_cell(c, v) for c, v in zip(df.columns, row)]
-             for row in df.itertuples(index=False)]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
+    return _table(tables.readable(df)).text()   # no empty "ran" or GPM columns
 
-    def line(values):
-        return "  ".join(v.ljust(w) if c in _TEXT_COLUMNS else v.rjust(w)
-                         for c, v, w in zip(df.columns, values, widths)).rstrip()
 
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(header), rule] + [line(r) for r in cells])
+def _table(df: pd.DataFrame) -> tables.Table:
+    """`df` as one block of cells in this module's formats (`_FORMATS`)."""
+    cells = pd.DataFrame([[_cell(c, v) for c, v in zip(df.columns, row)]
+                          for row in df.itertuples(index=False)],
+                         columns=[_heading(c) for c in df.columns], dtype=object)
+    return tables.Table([cells], {_heading(c) for c in df.columns if c in _TEXT_COLUMNS})
 
 
 def anatomy_table(runs, baseline=0) -> tuple[pd.DataFrame, str]:
@@ -393,30 +390,20 @@ def _html(s) -> str:
 body {{ font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }}
 table {{ border-collapse: collapse; }}
 th, td {{ padding: 4px 10px; border-bottom: 1px solid #ddd; }}
-td.num {{ text-align: right; font-variant-numeric: tabular-nums; }} img {{ max-width: 100%; }}
+img {{ max-width: 100%; }}
 dt {{ font-weight: bold; float: left; width: 9em; }} dd {{ margin-left: 10em; }}
 </style></head><body>
 <h1>{esc(s['title'])}</h1>
 <p><strong>{esc(s['conclusion'])}</strong></p>
 <dl>{''.join(f'<dt>{esc(k)}</dt><dd>{esc(v)}</dd>' for k, v in s['header'])}</dl>
-{_html_table(s['table'])}
+{_table(s['table'])._repr_html_()}
 <h2>Where each rung's step goes, and its time to the target</h2>
-{_html_table(frame)}
+{_table(frame)._repr_html_()}
 <p>{esc(line)}</p>
 <h2>Runs</h2>
 <ul>{''.join(f'<li>{esc(line)}</li>' for line in s['runs'])}</ul>
 {figures}</body></html>
 """
-
-
-def _html_table(table: pd.DataFrame) -> str:
-    esc = html.escape
-    head = "".join(f"<th>{esc(_heading(c))}</th>" for c in table.columns)
-    body = "".join(
-        "<tr>" + "".join(f'<td class="{"text" if c in _TEXT_COLUMNS else "num"}">'
-                         f"{esc(_cell(c, v))}</td>" for c, v in zip(table.columns, row)) + "</tr>"
-        for row in table.itertuples(index=False))
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 # -- small helpers -------------------------------------------------------------------------
