@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import io
 import math
-import os
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -24,6 +23,7 @@ from ..analyse.metrics import STATUS_TEXT, baseline_index, epoch_spans
 from ..analyse.metrics import gpu_util as gpu_util_mean
 from ..analyse.metrics import table as ladder_table
 from ..analyse.signals import throttled
+from ..measure.records import write_atomic
 
 DPI = 120
 MAX_GPU_PANEL_SETS = 4    # with more GPUs, one shared panel set with a line per GPU
@@ -427,15 +427,11 @@ def _figure(width, height) -> Figure:
 
 
 def _save(fig: Figure, save) -> Figure:
-    """Write the PNG next to its target and rename, so no reader sees half an image."""
+    """Write the PNG atomically, so no reader sees half an image."""
     if save is not None:
-        path = Path(save)
-        path.parent.mkdir(parents=True, exist_ok=True)
         image = io.BytesIO()
         fig.savefig(image, format="png", dpi=DPI)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(image.getvalue())
-        os.replace(tmp, path)
+        write_atomic(Path(save), image.getvalue())
     return fig
 
 
