@@ -50,7 +50,8 @@ def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
     for text in texts:
         if text_for(text, None, where):
             say(text_for(text, None, where))
-    quotes(say, lesson, [q for q in lesson.quotes if not rows or any(_has(r, q.when) for r in rows)])
+    quotes(say, lesson, [q for q in lesson.quotes
+                         if not rows or any(_has(r, q.when) for r in rows)])
     return say
 
 
