@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 sys.path.insert(0, str(Path(__file__).parent))  # for fake_runs, whatever pytest's import mode
 import fake_runs  # noqa: E402
 
+from gpu_course.analyse import metrics
 from gpu_course.show import plots, report
 from gpu_course.analyse import signals  # noqa: E402
 
@@ -56,7 +57,7 @@ def test_timeline_has_a_panel_set_per_gpu_and_shows_gpm(runs):
     assert all(ax.get_shared_x_axes().joined(util, ax) for ax in fig.axes)
     assert [t.get_text() for t in util.texts if t.get_text().startswith("epoch")] == \
         ["epoch 1", "epoch 2", "epoch 3"]
-    util_mean = report.gpu_util(runs["gpu"]["naive"])
+    util_mean = metrics.gpu_util(runs["gpu"]["naive"])
     assert f"mean GPU utilisation {util_mean:.0f}%" in fig._suptitle.get_text()
     assert "NVIDIA H100 80GB HBM3" in texts(fig)  # the hardware caption
 
@@ -281,7 +282,7 @@ def test_hardware_caption_lists_distinct_machines(runs):
                                       runs["cpu"]["cpu naive"]])
     assert caption == ("2 × NVIDIA H100 80GB HBM3 (driver 550.54.15); "
                        "CPU only: Intel(R) Xeon(R) CPU @ 2.20GHz, 2 cores")
-    assert not math.isnan(report.gpu_util(runs["gpu"]["naive"]))
+    assert not math.isnan(metrics.gpu_util(runs["gpu"]["naive"]))
 
 
 def test_step_times_split_each_step_and_mark_the_warm_up(tmp_path):

@@ -45,10 +45,10 @@ def test_the_readmes_quote_the_summary_computed_from_the_records():
 
 
 def test_the_notebooks_find_real_reference_rows():
-    found = report.reference_runs("workers", "compile", "lr-schedule")
-    assert set(found) == {"workers", "compile", "lr-schedule"}
-    assert report.ladder_table(list(found.values()))["sm_active"].notna().all()  # GPM from the real card
-    tuned = report.reference_runs("cuda-graphs")["cuda-graphs"]
+    found = {r.name: r for r in load_runs(H200)}   # the newest of a name wins
+    rows = [found[name] for name in ("workers", "compile", "lr-schedule")]
+    assert report.ladder_table(rows)["sm_active"].notna().all()  # GPM from the real card
+    tuned = found["cuda-graphs"]
     assert metrics.samples_per_sec(tuned) > 100_000
 
 

@@ -11,6 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # for fake_runs, whatever pytest's import mode
 import fake_runs  # noqa: E402
 
+from gpu_course.analyse import metrics  # noqa: E402
 from gpu_course.show import report, tables  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -87,8 +88,8 @@ def test_gpu_util_averages_samples_inside_the_steady_training_windows(tmp_path):
     period = run.config["monitor_interval"]  # each reading averages the period before it
     inside = gpu[[any(a <= t - period and t <= b for a, b in windows) for t in gpu.t]]
     assert 0 < len(inside) < len(gpu[[any(a <= t <= b for a, b in windows) for t in gpu.t]])
-    assert report.gpu_util(run) == pytest.approx(inside.util_gpu.mean())
-    assert report.gpu_util(run) > gpu.util_gpu.mean()  # start-up and validation left out
+    assert metrics.gpu_util(run) == pytest.approx(inside.util_gpu.mean())
+    assert metrics.gpu_util(run) > gpu.util_gpu.mean()  # start-up and validation left out
 
 
 def test_a_reading_at_a_windows_start_describes_the_time_before_it():
@@ -130,8 +131,8 @@ def test_a_run_shorter_than_a_monitor_period_reads_no_gpu_util():
 
 def test_single_epoch_runs_are_all_warm_up(tmp_path):
     run = fake_runs.load(fake_runs.write_run(tmp_path, "one", epochs=1, summary=False))
-    assert math.isnan(report.samples_per_sec(run))  # no step after the warm-up
-    assert report.samples_per_sec_all(run) == pytest.approx(
+    assert math.isnan(metrics.samples_per_sec(run))  # no step after the warm-up
+    assert metrics.samples_per_sec_all(run) == pytest.approx(
         run.epochs.samples[0] / run.epochs.epoch_time_s[0])
 
 
@@ -198,7 +199,7 @@ def test_format_table_is_fixed_width_text(gpu):
     assert naive.startswith("naive ") and "×1.00" in naive
     sps = steady_rate(gpu[2])
     assert f"{sps:,.1f}" in float16 and "," in f"{sps:,.1f}"
-    assert f"{report.gpu_util(gpu[2]):.0f}%" in float16
+    assert f"{metrics.gpu_util(gpu[2]):.0f}%" in float16
     # it ran a few seconds before dying, all of it warm-up: no steady window, so the
     # utilisation is over its (unfinished) training window: none finished -> NaN
     assert oom.split()[2:] == ["–"] * 13 + ["out", "of", "memory"]
@@ -366,20 +367,6 @@ def test_write_report_escapes_run_names(tmp_path):
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<b>" not in html and "<script>" not in md and "a \\| b" in md
     assert paths["timelines"][0].name == "timeline-01-script-alert-1-script.png"
-
-
-def test_reference_helpers(tmp_path, monkeypatch):
-    from gpu_course.show import report as rep
-    from gpu_course.measure.records import Ran, RunRecord
-    monkeypatch.setattr(rep, "REFERENCE_ROOT", tmp_path)
-    assert rep.reference_runs("naive") == {}
-    for name in ("naive", "workers", "naive"):  # the newest of a name wins
-        rec = RunRecord({"name": name}, Ran("pytorch"), runs_dir=tmp_path / "pytorch-h200",
-                        hardware_info={"gpus": [{"name": "NVIDIA H200"}]})
-        rec.finish(summary={"samples_per_sec": 100.0})
-    latest = rep.reference_runs("naive")
-    assert list(latest) == ["naive"] and latest["naive"].path == rec.path
-    assert set(rep.reference_runs()) == {"naive", "workers"}
 
 
 def test_a_packed_copy_made_before_a_rung_is_costed_and_paid_back(tmp_path):

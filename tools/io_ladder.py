@@ -83,13 +83,13 @@ def rungs(engine: str, cfg: Experiment, workers: list, cache: Path) -> list:
 def best_of(repeats: int, make, train, cfg: Experiment, runs_dir: Path):
     """Train `repeats` times (fresh loaders each time) and keep the fastest run: other
     processes on a shared machine only ever slow a run down."""
-    from gpu_course.show import report
+    from gpu_course.analyse import metrics
     runs = []
     for _ in range(repeats):
         train_iter, val_iter = make()  # pre-processing happens here, before the clock
         runs.append(train(cfg, train_iter=train_iter, val_iter=val_iter, runs_dir=runs_dir,
                           progress=False, verbose=False))
-    return max(runs, key=report.samples_per_sec)
+    return max(runs, key=metrics.samples_per_sec)
 
 
 def run_ladder(engine: str, cfg: Experiment, workers: list, cache: Path, runs_dir: Path,
@@ -142,9 +142,9 @@ def diagnosis_check(engine: str, cfg: Experiment, cache: Path, runs_dir: Path,
 
 
 def _row(run) -> dict:
-    from gpu_course.show import report
+    from gpu_course.analyse import metrics
     n = diagnose.measure(run)
-    return {"samples_per_sec": report.samples_per_sec(run), "data_wait_share": n["wait_share"],
+    return {"samples_per_sec": metrics.samples_per_sec(run), "data_wait_share": n["wait_share"],
             "cpu_percent": n["cpu_percent"], "run": str(run.path)}
 
 

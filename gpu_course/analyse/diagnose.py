@@ -45,6 +45,9 @@ LARGE_BATCH = 256       # per-device batch from which large-batch is no longer t
 MIN_STEPS = metrics.MIN_STEADY_STEPS   # steady steps a run or a ceiling needs before it is ruled on
 CEILING_FREE = ("mock", "epochs", "max_steps")  # what a mock ceiling changes by design
 ABOVE_CEILING = 1.05    # a run above 105 % of a ceiling it cannot beat: one is mismeasured
+# the two ceilings: {kind: (in words, the mock that measures it)}
+CEILINGS = {"compute": ("compute ceiling (mock loader)", "loader"),
+            "input": ("input ceiling (mock trainer)", "trainer")}
 # Config keys that may differ between a run and its mock ceilings.
 _CEILING_FREE = {"name", "mock", "epochs", "max_steps", "warmup_steps", "monitor_interval",
                  "train_size", "test_size"}
@@ -93,16 +96,12 @@ def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
         cfg["data_format"] = data_format
     mock = cfg.get("mock", "none")
     found = find_ceilings(run) if search else (None, None)
-    compute = _rate(compute_ceiling if compute_ceiling is not None else
-                    (run if mock == "loader" else found[0]))
-    feed = _rate(input_ceiling if input_ceiling is not None else
-                 (run if mock == "trainer" else found[1]))
     n = measure(run)
-    n.update(compute_ceiling=compute, input_ceiling=feed,
-             compute_ceiling_steps=_steps_of(compute_ceiling if compute_ceiling is not None
-                                             else None if mock == "loader" else found[0]),
-             input_ceiling_steps=_steps_of(input_ceiling if input_ceiling is not None
-                                           else None if mock == "trainer" else found[1]))
+    given = {"compute": compute_ceiling, "input": input_ceiling}
+    for (kind, (_, itself)), near in zip(CEILINGS.items(), found):
+        ceiling = given[kind] if given[kind] is not None else None if mock == itself else near
+        n[f"{kind}_ceiling"] = _rate(run if given[kind] is None and mock == itself else ceiling)
+        n[f"{kind}_ceiling_steps"] = _steps_of(ceiling)   # a mock run is its own ceiling
     evidence = _evidence(run, n, mock)
     why_not = unreliable(n, mock)
     if why_not:  # the GPU's own counters still say what they saw
@@ -207,11 +206,9 @@ def unreliable(n: dict, mock: str = "none") -> list[str]:
     if n["steady_steps"] < MIN_STEPS:
         reasons.append(f"the run has {n['steady_steps']} steady steps, fewer than {MIN_STEPS}")
     rate = n["samples_per_sec"]
-    for kind, label in (("compute", "compute ceiling (mock loader)"),
-                        ("input", "input ceiling (mock trainer)")):
+    for kind, (label, _) in CEILINGS.items() if mock == "none" else ():
+        # (a mock run is one ceiling, and the other does not bound it)
         ceiling, steps = n[f"{kind}_ceiling"], n.get(f"{kind}_ceiling_steps", math.nan)
-        if mock != "none":
-            continue  # a mock run is one ceiling, and the other does not bound it
         if _known(steps) and steps < MIN_STEPS:
             reasons.append(f"the {label} has {steps:.0f} steady steps, fewer than {MIN_STEPS}")
         if _known(ceiling, rate) and ceiling > 0 and rate > ABOVE_CEILING * ceiling:
@@ -337,20 +334,19 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
                      f"median step; {_pct(n['waited_share'])} of steps waited for data "
                      f"(more than {metrics.WAITED:.0%} of their time)")
     rate = n["samples_per_sec"]
-    if _known(n["compute_ceiling"]) and mock != "loader":
-        lines.append(f"compute ceiling (mock loader): {n['compute_ceiling']:,.0f} samples/s; "
-                     f"this run reaches {_pct(rate / n['compute_ceiling'])} of it")
-    if _known(n["input_ceiling"]) and mock != "trainer":
-        lines.append(f"input ceiling (mock trainer): {n['input_ceiling']:,.0f} samples/s; "
-                     f"this run reaches {_pct(rate / n['input_ceiling'])} of it")
+    for kind, (label, itself) in CEILINGS.items():
+        ceiling = n[f"{kind}_ceiling"]
+        if _known(ceiling) and mock != itself:
+            lines.append(f"{label}: {ceiling:,.0f} samples/s; this run reaches "
+                         f"{_pct(rate / ceiling)} of it")
     if _known(n["compute_ceiling"], n["input_ceiling"]):
         ratio = n["input_ceiling"] / n["compute_ceiling"]
         lines.append(f"the input pipeline can deliver {ratio:.2f}x what the model can "
                      f"consume ({'enough' if ratio >= 1 else 'not enough'}: the lecture's "
                      "rule is that the I/O rate must exceed the training rate)")
     elif mock == "none":
-        missing = [f"mock='{m}'" for m, v in (("loader", n["compute_ceiling"]),
-                                             ("trainer", n["input_ceiling"])) if not _known(v)]
+        missing = [f"mock='{m}'" for kind, (_, m) in CEILINGS.items()
+                   if not _known(n[f"{kind}_ceiling"])]
         lines.append(f"{' and '.join(missing)} ceiling{'s' if len(missing) > 1 else ''} not "
                      f"measured: run the same experiment with {' and '.join(missing)} (same "
                      "runs folder, named '<this run's name>: ...') and diagnose again")

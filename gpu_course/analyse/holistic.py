@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import gzip
 import json
 import logging
 import tempfile
@@ -66,7 +65,7 @@ def installed() -> bool:
 def read(trace) -> dict:
     """HTA's readings of one torch.profiler trace (.json or .json.gz), by READINGS name."""
     TraceAnalysis = _trace_analysis()
-    data = _load(trace)
+    data = profiling.load_trace(trace)
     if not any(e.get("cat") in GPU_CATEGORIES for e in data.get("traceEvents", [])
                if isinstance(e, dict)):
         raise ValueError(f"trace={str(trace)!r} has no GPU events ({', '.join(GPU_CATEGORIES)}): "
@@ -280,15 +279,6 @@ def _kernels(analysis) -> int:
     """The GPU events HTA kept (kernels, copies, memsets of the profiled steps)."""
     trace = analysis.t.get_trace(0)
     return int((trace["stream"] != -1).sum())
-
-
-def _load(trace) -> dict:
-    """The trace file's JSON as a dict with its traceEvents (a bare list wrapped)."""
-    path = Path(trace)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as file:
-        data = json.load(file)
-    return data if isinstance(data, dict) else {"traceEvents": data}
 
 
 def _column(table: pd.DataFrame, name: str, side: str) -> dict:

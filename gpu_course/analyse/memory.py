@@ -56,8 +56,6 @@ class Counter(StrEnum):
     MXNET_GPU = "mx.context.gpu_memory_info"
 
 
-
-
 @dataclass(frozen=True)
 class MemoryUse:
     """A run's memory as its record notes it (bytes; lists: one value a measured step)."""

@@ -58,10 +58,11 @@ def share(part: float, whole: float) -> float:
 def epoch_numbers(row: dict) -> dict:
     """The per-epoch forms of the run-level numbers, from one epochs.csv row (or the row
     the harness records): what the epoch line and the SageMaker metric line print."""
-    return {"samples_per_sec": rate(_num(row.get("timed_samples")), _num(row.get("timed_s"))),
-            "samples_per_sec_all": rate(_num(row.get("samples")), _num(row.get("epoch_time_s"))),
-            "data_wait_share": share(_num(row.get("timed_wait_s")), _num(row.get("timed_s"))),
-            "epoch_time_s": _num(row.get("epoch_time_s"))}
+    return {"samples_per_sec": rate(number(row.get("timed_samples")), number(row.get("timed_s"))),
+            "samples_per_sec_all": rate(number(row.get("samples")),
+                                        number(row.get("epoch_time_s"))),
+            "data_wait_share": share(number(row.get("timed_wait_s")), number(row.get("timed_s"))),
+            "epoch_time_s": number(row.get("epoch_time_s"))}
 
 
 # -- one number per run -------------------------------------------------------------------
@@ -320,15 +321,15 @@ def machine_load(run) -> dict:
     fall back to the load average."""
     load = run.meta.get("load") or {}
     start, end = load.get("start") or {}, load.get("end") or {}
-    averages = [_num(x.get("loadavg_1m")) for x in (start, end)]
+    averages = [number(x.get("loadavg_1m")) for x in (start, end)]
     averages = [a for a in averages if not math.isnan(a)]
-    wall = _num(end.get("wall")) - _num(start.get("wall"))
-    own = share(_num(end.get("process_cpu_s")) - _num(start.get("process_cpu_s")), wall)
-    busy = share(_num(end.get("cpu_busy_s")) - _num(start.get("cpu_busy_s")), wall)
-    workers = _num((run.config or {}).get("num_workers")) or 0.0
+    wall = number(end.get("wall")) - number(start.get("wall"))
+    own = share(number(end.get("process_cpu_s")) - number(start.get("process_cpu_s")), wall)
+    busy = share(number(end.get("cpu_busy_s")) - number(start.get("cpu_busy_s")), wall)
+    workers = number((run.config or {}).get("num_workers")) or 0.0
     if (run.config or {}).get("mock") == "loader":
         workers = 0.0  # a compute ceiling serves one batch: its loader's workers sit idle
-    kids = [_num(x.get("live_children_cpu_s")) + _num(x.get("children_cpu_s"))
+    kids = [number(x.get("live_children_cpu_s")) + number(x.get("children_cpu_s"))
             for x in (start, end)]
     if not any(math.isnan(k) for k in kids):
         workers = max(0.0, share(kids[1] - kids[0], wall))   # what they used, measured
@@ -336,11 +337,11 @@ def machine_load(run) -> dict:
     used = busy if not math.isnan(busy) else mean
     # the run itself accounts for its own process and its loader workers; a DDP job's
     # record is its first process's, and every process of it ran here, each alike
-    world = _num((run.meta.get("ran") or {}).get("world_size"))
+    world = number((run.meta.get("ran") or {}).get("world_size"))
     ranks = int(world) if world >= 1 else 1
     other = used - ranks * ((own if not math.isnan(own) else 1.0) + workers)
     return {"loadavg": mean, "busy_cores": busy, "own_cores": own, "other_load": other,
-            "cpu_count": _num(start.get("cpu_count")), "shared": bool(other > SHARED)}
+            "cpu_count": number(start.get("cpu_count")), "shared": bool(other > SHARED)}
 
 
 def on_gpu(run) -> bool:
@@ -473,12 +474,13 @@ def _median(values: list[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def _num(value) -> float:
+def number(value) -> float:
+    """`value` as a finite float, else NaN (None, text, inf)."""
     try:
-        number = float(value)
+        x = float(value)
     except (TypeError, ValueError):
         return math.nan
-    return number if math.isfinite(number) else math.nan
+    return x if math.isfinite(x) else math.nan
 
 
 def _column(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -502,7 +504,7 @@ def _marker_spans(markers: pd.DataFrame) -> list[tuple[int, float, float]]:
     if len(markers) and {"t", "label"} <= set(markers.columns):
         for t, text in zip(markers["t"], markers["label"]):
             match = re.fullmatch(r"\s*epoch\s+(\d+)\s+(start|end)\s*", str(text), re.IGNORECASE)
-            if match and not math.isnan(_num(t)):
+            if match and not math.isnan(number(t)):
                 which = starts if match.group(2).lower() == "start" else ends
                 which[int(match.group(1))] = float(t)
     return [(n, starts[n], ends.get(n, math.nan)) for n in sorted(starts)]

@@ -95,12 +95,16 @@ def top_functions(prof, n: int = 15, sort: str = "tottime") -> pd.DataFrame:
 CHATTER = re.compile(r"^(?:STAGE|USDT):\d{4}-\d\d-\d\d \S+ \d+:\d+ \w+\.cpp:\d+\]")
 
 
-@contextlib.contextmanager
 def quiet_profiler():
-    """Hold back what the profiler library writes to this process's stderr (file
-    descriptor 2, below Python) while the block runs, and pass on every line of it but
-    its start/stop log lines (CHATTER) once the block ends: a warning or an error still
-    shows, after the block."""
+    """Hold back the profiler library's start/stop log lines (CHATTER) (`held_stderr`)."""
+    return held_stderr(CHATTER)
+
+
+@contextlib.contextmanager
+def held_stderr(drop: re.Pattern):
+    """Hold back what native code writes to this process's stderr (file descriptor 2,
+    below Python's logging) while the block runs, and pass on every line of it that `drop`
+    does not match once the block ends: a warning or an error still shows, after it."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -116,7 +120,7 @@ def quiet_profiler():
             os.close(saved)
             held.seek(0)
             kept = [line for line in held.read().decode(errors="replace").splitlines()
-                    if not CHATTER.match(line)]
+                    if not drop.search(line)]
             if kept:
                 sys.stderr.write("\n".join(kept) + "\n")
 
@@ -133,11 +137,9 @@ def gzip_trace(path) -> Path:
     return target
 
 
-def read_trace(path) -> list[dict]:
-    """The events of a Chrome trace (.json or .json.gz; a list or {"traceEvents": [...]}).
-    A file that is not one (cut short, empty, plain JSON named .gz), or whose complete
-    events lack their time or duration, is refused naming the file: read as it is, a
-    kernel without a duration would count as idle GPU time."""
+def load_trace(path) -> dict:
+    """A Chrome trace's JSON (.json or .json.gz) as a dict with its traceEvents (a bare list
+    wrapped); a file that is not one (cut short, empty, plain JSON named .gz) is refused."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     try:
@@ -146,7 +148,14 @@ def read_trace(path) -> list[dict]:
     except (OSError, EOFError, ValueError) as err:   # BadGzipFile, cut short, not JSON
         raise ValueError(f"{path} is not a readable Chrome trace ({type(err).__name__}: "
                          f"{err}); record it again") from None
-    events = data.get("traceEvents", []) if isinstance(data, dict) else data
+    return data if isinstance(data, dict) else {"traceEvents": data}
+
+
+def read_trace(path) -> list[dict]:
+    """The events of a Chrome trace (`load_trace`). One whose complete events lack their
+    time or duration is refused naming the file: read as it is, a kernel without a
+    duration would count as idle GPU time."""
+    events = load_trace(path).get("traceEvents", [])
     if not isinstance(events, list):
         raise ValueError(f"{path}: traceEvents is a {type(events).__name__}, not a list of "
                          "events; record the trace again")

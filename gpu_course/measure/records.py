@@ -66,13 +66,15 @@ def runs_root(runs_dir=None) -> Path:
 
 
 # -- writing ----------------------------------------------------------------------------
-def write_atomic(path: Path, text: str) -> None:
-    """Write text to `path` via a temporary file in the same folder and a rename."""
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write text (or bytes) to `path` via a temporary file in the same folder and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    binary = isinstance(text, bytes)
     try:
-        with open(tmp, "w", encoding="utf-8", newline="") as f:
+        with open(tmp, "wb" if binary else "w", encoding=None if binary else "utf-8",
+                  newline=None if binary else "") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

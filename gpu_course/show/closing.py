@@ -174,14 +174,15 @@ class Closing:
 
     def setting(self, name: str, value, fmt: str = "{}") -> str:
         """A setting of the lesson or the course (a parameter, a threshold), by its name."""
-        return self._cite(fmt.format(value), _number(value), f"the setting {name}", "setting")
+        return self._cite(fmt.format(value), metrics.number(value), f"the setting {name}",
+                          "setting")
 
     def quote(self, source: str, value, fmt: str = "{}") -> str:
         """A number from `source` (e.g. "the talk"): a line that prints it must name it."""
         if not isinstance(source, str) or not source.strip():
             raise ValueError(f"source={source!r} must name where the number comes from, "
                              "e.g. 'the talk'")
-        return self._cite(fmt.format(value), _number(value), source, "quote")
+        return self._cite(fmt.format(value), metrics.number(value), source, "quote")
 
     # -- saying and checking ----------------------------------------------------------------
     def __call__(self, text: str) -> None:
@@ -350,13 +351,6 @@ def _occurrences(text: str, part: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _number(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def _same(a, b) -> bool:
-    a, b = _number(a), _number(b)
+    a, b = metrics.number(a), metrics.number(b)
     return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)

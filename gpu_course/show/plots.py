@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import io
 import math
-import os
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -24,6 +23,7 @@ from ..analyse.metrics import STATUS_TEXT, baseline_index, epoch_spans
 from ..analyse.metrics import gpu_util as gpu_util_mean
 from ..analyse.metrics import table as ladder_table
 from ..analyse.signals import throttled
+from ..measure.records import write_atomic
 
 DPI = 120
 MAX_GPU_PANEL_SETS = 4    # with more GPUs, one shared panel set with a line per GPU
@@ -243,7 +243,7 @@ def ladder(runs, baseline=0, save=None) -> Figure:
             + f"{row['samples_per_sec']:,.0f} samples/s"
         # beside the whisker, but inside the axes: a wide range (few steps) would push the
         # label off the figure and squeeze the bars to nothing
-        right = min(high if _float(high) > value[i] else value[i], top * 1.12)
+        right = min(high if metrics.number(high) > value[i] else value[i], top * 1.12)
         ax.text(right + top * 0.01, i, label, va="center", fontsize=9, clip_on=True,
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
     if by_speedup:
@@ -361,7 +361,7 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
     if y in table.columns and y not in ("rung", "ran", "status"):
         ys = table[y].to_numpy(dtype=float)
     elif y in metrics.summary(runs[0]):  # a number `metrics` defines, not in the table
-        ys = np.array([_float(metrics.summary(run)[y]) for run in runs])
+        ys = np.array([metrics.number(metrics.summary(run)[y]) for run in runs])
     else:
         allowed = [c for c in table.columns if c not in ("rung", "ran", "status")]
         allowed += [k for k in metrics.summary(runs[0]) if k not in allowed]
@@ -427,15 +427,11 @@ def _figure(width, height) -> Figure:
 
 
 def _save(fig: Figure, save) -> Figure:
-    """Write the PNG next to its target and rename, so no reader sees half an image."""
+    """Write the PNG atomically, so no reader sees half an image."""
     if save is not None:
-        path = Path(save)
-        path.parent.mkdir(parents=True, exist_ok=True)
         image = io.BytesIO()
         fig.savefig(image, format="png", dpi=DPI)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(image.getvalue())
-        os.replace(tmp, path)
+        write_atomic(Path(save), image.getvalue())
     return fig
 
 
@@ -591,7 +587,7 @@ def _util_column(ax, table) -> None:
 def _range_bar(ax, at, value, low, high, horizontal: bool) -> None:
     """A whisker from low to high through the bar or point at `at` (nothing when the
     spread is unknown)."""
-    low, high = _float(low), _float(high)
+    low, high = metrics.number(low), metrics.number(high)
     if math.isnan(low) or math.isnan(high):
         return
     err = [[max(value - low, 0)], [max(high - value, 0)]]
@@ -642,19 +638,12 @@ def _per_core(host: pd.DataFrame) -> np.ndarray:
     """cpu_per_core text "12.0;40.5;..." as an array (samples x cores)."""
     if "cpu_per_core" not in host.columns:
         return np.empty((len(host), 0))
-    rows = [[] if pd.isna(text) else [_float(v) for v in str(text).split(";") if v.strip()]
-            for text in host["cpu_per_core"]]
+    rows = [[] if pd.isna(text) else [metrics.number(v) for v in str(text).split(";")
+                                      if v.strip()] for text in host["cpu_per_core"]]
     out = np.full((len(rows), max(map(len, rows), default=0)), np.nan)
     for i, row in enumerate(rows):
         out[i, :len(row)] = row
     return out
-
-
-def _float(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def _failure_text(run) -> str:

@@ -1,10 +1,6 @@
 """The ladder as text: a formatted table, a Markdown/HTML report and a conclusion
-written from the measurements (never typed by hand).
-
-Every number comes from `metrics`, the one module that defines them; the names below
-are the same functions, kept here so a notebook can write `gc.report.samples_per_sec(run)`.
-Matplotlib is imported only by `write_report`, so printing a table stays fast.
-"""
+written from the measurements (every number from `metrics`). Matplotlib is imported
+only by `write_report`, so printing a table stays fast."""
 from __future__ import annotations
 
 import base64
@@ -19,32 +15,28 @@ import pandas as pd
 
 from ..analyse import alike, flops, metrics
 from . import tables
-from ..analyse.metrics import STATUS_TEXT, baseline_index, data_wait_share, epoch_time_s, gpu_util, samples_per_sec, samples_per_sec_all, status, val_acc
+from ..analyse.metrics import STATUS_TEXT, baseline_index
 from ..measure.records import write_atomic
 
-NO_VALUE = "–"
+NO_VALUE = tables.NO_VALUE
+SHARED = ("Another program shared the machine during {names} (busier than the runs' own "
+          "use): their numbers are pessimistic and noisier.")
 
-# column -> (header, how a value is written); NaN is written NO_VALUE
+# column -> (header, how a value is written), NaN written NO_VALUE: as the notebooks'
+# tables write it (`tables.COLUMNS`), but for a terminal's fixed digits
 _FORMATS = {
-    "rung": ("rung", str),
-    "repeats": ("runs", str),
+    **tables.COLUMNS,
     "ran": ("ran (where not as requested)", str),
     "samples_per_sec": ("samples/s (steady)", lambda v: f"{v:,.1f}"),
-    "samples_per_sec_range": ("min–max", str),
     "samples_per_sec_all": ("samples/s (all)", lambda v: f"{v:,.1f}"),
     "epoch_time_s": ("epoch (s)", lambda v: f"{v:,.1f}"),
-    "gpu_util": ("GPU util", lambda v: f"{v:.0f}%"),
-    "sm_active": ("SM active", lambda v: f"{v:.0f}%"),
-    "tensor_active": ("tensor active", lambda v: f"{v:.0f}%"),
+    **{c: (tables.COLUMNS[c][0], lambda v: f"{v:.0f}%")
+       for c in ("gpu_util", "sm_active", "tensor_active")},
     "data_wait_share": ("data wait", lambda v: f"{100 * v:.0f}%"),
     "spikiness": ("p95/p50 step", lambda v: f"{v:.2f}"),
     "speedup": ("speed-up", lambda v: f"×{v:.2f}"),
-    "val_acc": ("val acc", lambda v: f"{100 * v:.1f}%"),
     "tflops": ("TFLOP/s", lambda v: f"{v:.3g}"),
     "peak_pct": ("% of peak", lambda v: f"{v:.0f}%" + (tables.ABOVE_PEAK if v > 100 else "")),
-    "status": ("status", lambda v: STATUS_TEXT.get(v, v)),
-    # the anatomy table (analyse.anatomy): written as the notebooks' tables write it
-    **{c: tables.COLUMNS[c] for c in tables.ANATOMY_COLUMNS},
 }
 _TEXT_COLUMNS = {"rung", "ran", "status", "bound", "next_rung", "compiled"}
 
@@ -101,24 +93,15 @@ def _scalar(value):
 def format_table(df: pd.DataFrame) -> str:
     """The table as fixed-width text for a terminal: 1,234.5 samples/s, ×3.2, 97%, – for NaN.
     The "ran" column is left out when every run ran as requested."""
-    df = shown(df)
-    header = [_FORMATS.get(c, (tables.header(c),))[0] for c in df.columns]
-    cells = [[_cell(c, v) for c, v in zip(df.columns, row)]
-             for row in df.itertuples(index=False)]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
-
-    def line(values):
-        return "  ".join(v.ljust(w) if c in _TEXT_COLUMNS else v.rjust(w)
-                         for c, v, w in zip(df.columns, values, widths)).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(header), rule] + [line(r) for r in cells])
+    return _table(tables.readable(df)).text()   # no empty "ran" or GPM columns
 
 
-def shown(table: pd.DataFrame) -> pd.DataFrame:
-    """The table as it is shown (`tables.readable`): no empty "ran" or GPM columns, and
-    samples/s's spread as one "min–max" column."""
-    return tables.readable(table)
+def _table(df: pd.DataFrame) -> tables.Table:
+    """`df` as one block of cells in this module's formats (`_FORMATS`)."""
+    cells = pd.DataFrame([[_cell(c, v) for c, v in zip(df.columns, row)]
+                          for row in df.itertuples(index=False)],
+                         columns=[_heading(c) for c in df.columns], dtype=object)
+    return tables.Table([cells], {_heading(c) for c in df.columns if c in _TEXT_COLUMNS})
 
 
 def anatomy_table(runs, baseline=0) -> tuple[pd.DataFrame, str]:
@@ -190,9 +173,7 @@ def conclusion(runs, baseline=0, varies=()) -> str:
     shared = [table.rung[i] for i, group in enumerate(metrics.as_groups(groups))
               if any(metrics.machine_load(run)["shared"] for run in group)]
     if shared:
-        text.append(f"Another program shared the machine during {_join(shared)} (the "
-                    "machine busier than the run's own use): their numbers are pessimistic "
-                    "and noisier.")
+        text.append(SHARED.format(names=_join(shared)))
     text += [sentence[0].upper() + sentence[1:] + "."
              for sentence in noise.far_apart(_flat(groups))]
     return " ".join(text) + failed_text
@@ -319,7 +300,7 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0, varies=()
 
     sections = {
         "title": title, "conclusion": conclusion(groups, baseline, varies),
-        "header": _header(runs), "table": shown(table), "runs": _run_lines(runs),
+        "header": _header(runs), "table": tables.readable(table), "runs": _run_lines(runs),
         "anatomy": anatomy_table(groups, baseline),
         "figures": [("Ladder", figures["ladder"]), ("Throughput", figures["throughput"]),
                     ("Accuracy and loss", figures["curves"])]
@@ -388,7 +369,7 @@ def _markdown(s) -> str:
 
 def _md_table(table: pd.DataFrame) -> list[str]:
     esc = _md_escape
-    header = [_FORMATS.get(c, (tables.header(c),))[0] for c in table.columns]
+    header = [_heading(c) for c in table.columns]
     out = ["| " + " | ".join(esc(h) for h in header) + " |",
            "|" + "|".join(":--" if c in _TEXT_COLUMNS else "--:" for c in table.columns) + "|"]
     for row in table.itertuples(index=False):
@@ -409,30 +390,20 @@ def _html(s) -> str:
 body {{ font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }}
 table {{ border-collapse: collapse; }}
 th, td {{ padding: 4px 10px; border-bottom: 1px solid #ddd; }}
-td.num {{ text-align: right; font-variant-numeric: tabular-nums; }} img {{ max-width: 100%; }}
+img {{ max-width: 100%; }}
 dt {{ font-weight: bold; float: left; width: 9em; }} dd {{ margin-left: 10em; }}
 </style></head><body>
 <h1>{esc(s['title'])}</h1>
 <p><strong>{esc(s['conclusion'])}</strong></p>
 <dl>{''.join(f'<dt>{esc(k)}</dt><dd>{esc(v)}</dd>' for k, v in s['header'])}</dl>
-{_html_table(s['table'])}
+{_table(s['table'])._repr_html_()}
 <h2>Where each rung's step goes, and its time to the target</h2>
-{_html_table(frame)}
+{_table(frame)._repr_html_()}
 <p>{esc(line)}</p>
 <h2>Runs</h2>
 <ul>{''.join(f'<li>{esc(line)}</li>' for line in s['runs'])}</ul>
 {figures}</body></html>
 """
-
-
-def _html_table(table: pd.DataFrame) -> str:
-    esc = html.escape
-    head = "".join(f"<th>{esc(_FORMATS.get(c, (tables.header(c),))[0])}</th>" for c in table.columns)
-    body = "".join(
-        "<tr>" + "".join(f'<td class="{"text" if c in _TEXT_COLUMNS else "num"}">'
-                         f"{esc(_cell(c, v))}</td>" for c, v in zip(table.columns, row)) + "</tr>"
-        for row in table.itertuples(index=False))
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 # -- small helpers -------------------------------------------------------------------------
@@ -447,6 +418,10 @@ def _as_list(runs) -> list:
 def _flat(groups) -> list:
     """Every run of `groups` (runs and lists of repeats), in order."""
     return [run for group in metrics.as_groups(groups) for run in group]
+
+
+def _heading(column) -> str:
+    return _FORMATS[column][0] if column in _FORMATS else tables.header(column)
 
 
 def _cell(column, value) -> str:
@@ -475,16 +450,6 @@ def _md_escape(text) -> str:
 
 # -- reference results ----------------------------------------------------------------
 REFERENCE_ROOT = Path(__file__).resolve().parents[1] / "reference"
-
-
-def reference_runs(*prefixes: str, folder: str = "pytorch-h200") -> dict:
-    """The newest reference run of each name starting with one of `prefixes`
-    (all names when none are given), keyed by name; {} when none are recorded."""
-    from ..measure.records import load_runs
-    runs = load_runs(REFERENCE_ROOT / folder)
-    return {r.name: r for r in runs if not prefixes or r.name.startswith(prefixes)}
-
-
 GPU_CHECKS = REFERENCE_ROOT / "gpu-checks"   # tools.gpu_evidence: <track>-<gpu>/<when>/
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

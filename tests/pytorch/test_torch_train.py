@@ -281,6 +281,7 @@ def test_the_bookkeeping_of_a_step_dispatches_no_operator(small_cfg):
 
 
 def test_repeated_rungs_interleave_and_report_their_runs_spread(monkeypatch, tmp_path):
+    from gpu_course.analyse import metrics
     from gpu_course.show import report
     from gpu_course.ladder import RUNG_SETTINGS, Walk, run_ladder
     real_train = gc.train
@@ -292,7 +293,7 @@ def test_repeated_rungs_interleave_and_report_their_runs_spread(monkeypatch, tmp
     started = sorted((r.meta["started_at"], r.name) for group in runs for r in group)
     assert [name for _, name in started] == ["naive", "workers", "naive", "workers"]
     table = report.ladder_table(runs)
-    rates = sorted(report.samples_per_sec(r) for r in runs[1])
+    rates = sorted(metrics.samples_per_sec(r) for r in runs[1])
     assert list(table.repeats) == [2, 2]
     assert (table.samples_per_sec_min[1], table.samples_per_sec_max[1]) == tuple(rates)
     assert table.samples_per_sec[1] == pytest.approx(sum(rates) / 2)

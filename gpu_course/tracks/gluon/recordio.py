@@ -12,11 +12,10 @@ threads.
 """
 from __future__ import annotations
 
-import contextlib
-
 import io
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import numpy as np
 from mxnet import recordio
 from mxnet.gluon.data.vision import ImageRecordDataset
 
+from ...analyse import profiling
 from ...data.folder import CorruptImage, DataError, FolderIndex, MissingData, SkipCounter, fetch_or_skip, load_image, parallel_map
 from ...data.packed import QUALITY, PrepResult, prepared_dir
 
@@ -194,26 +194,13 @@ def check_recordio(path, index: FolderIndex, workers: int | None = None,
     return len(keys)
 
 
-@contextlib.contextmanager
+PARSER_INFO = re.compile("ImageRecordIOParser")   # the parser's one INFO line
+
+
 def _cpp_info_filtered():
     """MXNet's C++ record parser logs how many threads decode straight to file
-    descriptor 2, past Python's logging: hold what the block writes there back, and
-    pass on every other line."""
-    import sys
-    import tempfile
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+b") as held:
-        os.dup2(held.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            held.seek(0)
-            for line in held.read().decode(errors="replace").splitlines(keepends=True):
-                if "ImageRecordIOParser" not in line:
-                    sys.stderr.write(line)
+    descriptor 2, past Python's logging: hold that line back, pass on every other."""
+    return profiling.held_stderr(PARSER_INFO)
 
 
 class RecordIter:

@@ -1,0 +1,355 @@
+"""What a lesson declares, as data: its comparisons, their expected outcomes and paragraphs."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Callable, Mapping
+
+from ...env import cpu
+
+
+class Where(StrEnum):
+    """Where the runs trained: what a lesson expects differs between the two."""
+
+    GPU = "gpu"
+    CPU = "cpu"
+
+
+class Expect(StrEnum):
+    """What a lesson expects of a variant's samples/s (or an amount) against its baseline's."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    SAME = "the same"       # nothing to show here (a GPU's effect, on a CPU)
+    LESS = "less"           # an amount (`Metric`) that the variant should need less of
+    MORE = "more"
+
+
+class Metric(StrEnum):
+    """What a comparison judges: samples/s (higher is better), or an amount of memory
+    (`analyse.memory`), judged on the runs' measured steps."""
+
+    SAMPLES_PER_S = "samples/s"
+    PEAK = "peak memory"
+    HELD = "memory held between steps"
+    ACTIVATIONS = "activations at the peak"
+    ACTIVATIONS_PER_IMAGE = "activations per image"
+
+
+class Sign(StrEnum):
+    """Whether a table cell is above zero: `Lesson.by_sign` picks a paragraph by it."""
+
+    POSITIVE = "above zero"
+    OTHER = "zero or below"
+    EMPTY = "empty"         # not measured, or nothing to compare
+
+
+class Outcome(StrEnum):
+    """What a comparison found, against what the lesson expects."""
+
+    EXPECTED = "expected"          # the effect expected, or none where none is expected
+    NONE = "none"                  # no difference beyond noise, where one was expected
+    OPPOSITE = "opposite"          # an effect against the expectation
+    CANNOT_JUDGE = "cannot judge"  # too few steady steps, runs unlike, or not measured
+
+
+class Gain(StrEnum):
+    """What a lesson expects of a variant's validation accuracy against its baseline's."""
+
+    HIGHER = "higher"
+    LOWER = "lower"
+    SAME = "the same"
+
+
+class Versus(StrEnum):
+    """Which variants of a group are judged against its baseline."""
+
+    EACH = "each"   # every variant
+    BEST = "best"   # the fastest variant only (a sweep: the best count against the first)
+
+
+class Place(StrEnum):
+    """Where a run sits against the lower of its ceilings (`Ceilings`)."""
+
+    AT = "at"                      # within its range, the ceilings apart: it sets the pace
+    AT_BOTH = "at both"            # within its range, the ceilings within each other's noise
+    BELOW = "below"                # below it beyond both ranges: neither ceiling holds the run
+    ABOVE = "above"                # above it beyond both ranges: which a run cannot be
+    CANNOT_JUDGE = "cannot judge"  # too few steady steps, runs unlike, or not measured
+
+
+# a paragraph: one text, or one a track ("gluon", "pytorch") and `Where` (the most specific wins)
+Text = str | Mapping
+
+
+@dataclass(frozen=True)
+class Compare:
+    """One comparison: a variant that changes `varies` (settings' names) against the
+    baseline, what the lesson expects on a GPU and on a CPU, and a paragraph (no numbers)
+    for each outcome. A variant gets the first matching comparison of each `metric`."""
+
+    varies: tuple[str, ...]
+    means: Mapping[Outcome, Text]
+    gpu: Expect = Expect.FASTER
+    cpu: Expect = Expect.SAME
+    accuracy: bool = False               # judge the validation accuracy too
+    metric: Metric = Metric.SAMPLES_PER_S
+    # measured rows (`judge_rows`): the variant's settings that pick this comparison, the
+    # baseline's (default the lesson's), columns said a -> b ({column: words}), rankings
+    when: Mapping = field(default_factory=dict)
+    against: Mapping = field(default_factory=dict)
+    cells: Mapping[str, str] = field(default_factory=dict)
+    ranks: tuple["Rank", ...] = ()
+    gains: Gain | None = None            # the accuracy expected: its verdict is said, and ...
+    gained: Mapping = field(default_factory=dict)   # ... its Outcome's paragraph (no number)
+    feeds: bool = False   # the change only feeds the step (the input pipeline): a gain beyond
+                          # what removing all the baseline's data wait buys is not credited
+    worse: Text = ""      # said once where the variant's accuracy is lower beyond noise
+
+    def expect(self, where: Where) -> Expect:
+        return self.gpu if where is Where.GPU else self.cpu
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A figure from a source (the talk), said beside the runs with its source named."""
+
+    what: str          # e.g. "float16"
+    value: float
+    fmt: str = "{:,}"  # e.g. "{:,} samples/s"
+    when: Mapping = field(default_factory=dict)   # judge_rows: said where a row has these settings
+
+
+@dataclass(frozen=True)
+class Note:
+    """A paragraph said once when any run has `setting` (its config, else what ran, else
+    its loop's notes; or a function of the run) among `values`."""
+
+    setting: str | Callable
+    values: tuple
+    text: Text
+    judged: bool = True   # False: the runs did not run the lesson's change as meant (a
+                          # tracing-only backend): their verdicts get no outcome paragraph
+
+
+@dataclass(frozen=True)
+class Requires:
+    """A paragraph said once when a run has `setting` among `values`: whether the first
+    run's CPU (its record's hardware.cpu_features, never this machine's) has `capability`."""
+
+    capability: cpu.Capability
+    setting: str
+    values: tuple
+    has: Text
+    lacks: Text
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """Runs that bound the lesson's run instead of varying it, picked by `setting`'s value
+    ({value: what that ceiling runs alone}); judged against each other, then every other
+    run against the lower one, with the paragraph `means` has for its `Place`."""
+
+    setting: str
+    alone: Mapping[str, str]
+    means: Mapping[Place, Text]
+    varies: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Row `b` of a table against row `a` on their own measurements (timed passes, not
+    runs): xs and ys (images/s of each pass), `how` ("5 timed passes each"), the `column`
+    whose cells the ratio reads, and the comparison whose paragraphs say what it means."""
+
+    a: str
+    b: str
+    xs: tuple
+    ys: tuple
+    how: str
+    column: str
+    compare: Compare
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A bar on a column: the first row whose cell is beyond it (`above`, else below) gets
+    `text`, where the runs ran on `where` (None: anywhere); `row`: that row's key only."""
+
+    column: str
+    bar: float
+    text: Text
+    above: bool = False
+    where: Where | None = None
+    words: str = ""             # the column in words ("scaling efficiency")
+    fmt: str | None = None      # cell and bar alike; None: as the table writes the cell
+    row: str | None = None
+
+    def beyond(self, value) -> bool:
+        value = float(value) if isinstance(value, (int, float)) else float("nan")
+        return value > self.bar if self.above else value < self.bar
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A paragraph said once when a row of a table has `column` among `values`."""
+
+    column: str
+    values: tuple
+    text: Text
+
+
+@dataclass(frozen=True)
+class Column:
+    """`present` said once when a row holds a value in `column`, `missing` when none does."""
+
+    column: str
+    present: Text = ""
+    missing: Text = ""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a table that is not the runs' (a benchmark's, a model's outputs) says after it
+    is shown; fields as in a `Lesson`. key: the column that names the rows; groups: a line
+    of the rows grouped by a column's value ({column: words}); empty: said without rows."""
+
+    key: str
+    text: tuple[Text, ...] = ()
+    columns: Mapping[str, str] = field(default_factory=dict)
+    marks: tuple[Mark, ...] = ()
+    limits: tuple[Limit, ...] = ()
+    quotes: tuple[Quote, ...] = ()
+    source: str = "the talk"
+    hardware: str = ""
+    groups: Mapping[str, str] = field(default_factory=dict)
+    about: tuple[Column, ...] = ()
+    empty: Text = ""
+    # a line a row, said first: {column: words with {} for the cell}, each cell as
+    # `formats` writes it ({column: "{:.0%}"}), else as the table does
+    each: Mapping[str, str] = field(default_factory=dict)
+    formats: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """What a lesson compares, and what its outcomes mean. A setting a comparison `varies`
+    counts as a difference between two runs wherever their records hold it."""
+
+    compares: tuple[Compare, ...]        # first match wins; a variant matching none is not judged
+    baseline: Mapping = field(default_factory=dict)   # settings that pick each group's baseline
+    group_by: str | None = None          # a setting whose values split the runs into groups
+    quotes: tuple[Quote, ...] = ()       # the talk's figures, said once beside the runs
+    source: str = "the talk"
+    hardware: str = ""
+    bound: Mapping = field(default_factory=dict)   # {anatomy.Bound: what held the baseline back}
+    cpu: Text = ""                       # said once when no run had a GPU
+    empty: Text = ""                     # said when there are no runs
+    notes: tuple[Note, ...] = ()
+    columns: Mapping[str, Text] = field(default_factory=dict)   # {column: words}: a line of cells
+    # with two groups: the best verdict of the one with the smaller `rank_by` against the
+    # other's, and a paragraph for each `noise.Order`
+    rank_by: str = ""
+    rank: Mapping = field(default_factory=dict)
+    last_row: Mapping[str, str] = field(default_factory=dict)   # {column: "words {}"}: last run's
+    by_sign: Mapping[str, Mapping] = field(default_factory=dict)   # {column: {Sign: paragraph}}
+    # judge_rows: flagged rows, paragraphs for optional packages the caller could not import,
+    # the column a verdict's ratio is, and what gives a row more samples
+    flags: tuple["Flag", ...] = ()
+    missing: Mapping[str, Text] = field(default_factory=dict)
+    column: str = "samples_per_sec"
+    more: str = ""
+    chain: bool = False                  # each variant against the run listed before it
+    ran: tuple[str, ...] = ()            # what-ran settings that tell variants apart
+    # settings for which two variants that ran as asked and differ in it alone are compared
+    # too, the one where it is off against the one where it is on
+    pairs: tuple[str, ...] = ()
+    requires: tuple[Requires, ...] = ()
+    # judge_rows: the column naming the rows, and paragraphs for what the caller found
+    # beside them (`Context.facts`)
+    key: str = "rung"
+    facts: Mapping[str, Text] = field(default_factory=dict)
+
+    marks: Mapping[str, Text] = field(default_factory=dict)   # {bool column: words}: runs marked
+    versus: Versus = Versus.EACH
+    ceilings: Ceilings | None = None
+    changes: bool = False                 # each verdict names the settings its runs differ in
+    bounds: Compare | None = None         # a run's input ceiling against its compute ceiling
+    above_ceiling: Text = ""              # said once for a run above a ceiling it cannot beat
+    fastest: bool = False                 # name the fastest run, only beyond every other's noise
+    diagnose: bool = False                # print the baseline's diagnosis, and the fastest's
+    after: Text = ""                      # said once, last: what the figures above mean
+
+    limits: tuple[Limit, ...] = ()        # for a variant whose comparison was judged
+    about: tuple[Column, ...] = ()
+    notices: bool = False                 # say what the records note ran otherwise than asked
+    machine: bool = False                 # say the machine the runs were measured on
+
+
+@dataclass(frozen=True)
+class Rank:
+    """Within one comparison, its verdicts at the two ends of setting `by` (a number's
+    smallest and largest, else the rows that gained most and least; `where`: only rows with
+    these settings) ranked, and a paragraph for each `noise.Order`."""
+
+    by: str
+    means: Mapping = field(default_factory=dict)
+    where: Mapping = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A column whose value flags a row: each flagged row's `cells` ({column: words}) said,
+    the last row of a value closed by its paragraph; `worst`: only the row largest in it."""
+
+    column: str
+    means: Mapping[str, Text]
+    cells: Mapping[str, str] = field(default_factory=dict)
+    worst: str = ""
+
+
+@dataclass(frozen=True)
+class Row:
+    """A measurement that is not a training run: its row's name, its settings, its repeats
+    (`samples`, one value a block, more is better; fewer than `noise.BLOCKS`: too few to
+    judge), what they are (`how`: "5 blocks of 8 passes") and whether it ran on a GPU."""
+
+    name: str
+    settings: Mapping
+    samples: tuple = ()
+    how: str = ""
+    gpu: bool = False
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the caller knows beside the rows: the CPU's facts (`env.report.cpu_facts`), the
+    optional packages it could not import (keys of `Lesson.missing`), and `Lesson.facts` keys."""
+
+    cpu: Mapping | None = None
+    missing: tuple = ()
+    facts: tuple = ()
+
+
+def paragraphs(lesson: Lesson | Reading) -> list[str]:
+    """Every paragraph `lesson` declares (each track's and place's), for checks that a
+    paragraph explains an outcome and carries no number (`closing.measurements`)."""
+    if isinstance(lesson, Reading):
+        texts = [lesson.text, [m.text for m in lesson.marks], [x.text for x in lesson.limits],
+                 [lesson.empty]]
+    else:
+        compares = lesson.compares + ((lesson.bounds,) if lesson.bounds else ())
+        texts = [lesson.bound.values(), [lesson.cpu, lesson.empty, lesson.above_ceiling,
+                                         lesson.after], [n.text for n in lesson.notes],
+                 lesson.missing.values(), lesson.facts.values(),
+                 [c.worse for c in lesson.compares], [x.text for x in lesson.limits],
+                 lesson.ceilings.means.values() if lesson.ceilings else ()]
+        texts += [c.means.values() for c in compares] + [c.gained.values() for c in compares]
+        texts += [m.values() for m in lesson.by_sign.values()]
+        texts += [r.means.values() for c in lesson.compares for r in c.ranks]
+        texts += [f.means.values() for f in lesson.flags]
+        texts += [[r.has, r.lacks] for r in lesson.requires]
+    texts += [[c.present, c.missing] for c in lesson.about]
+    out = [t for group in texts for text in group
+           for t in ([text] if isinstance(text, str) else text.values())]
+    return [t for t in out if t]
