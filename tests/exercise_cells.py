@@ -152,11 +152,11 @@ def _serve() -> None:
         if pid == 0:
             code = 1
             try:
+                for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+                    os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
                 os.chdir(request["cwd"])
                 os.environ.clear()
                 os.environ.update(request["env"])
-                for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
-                    os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
                 _main(*request["argv"])
                 code = 0
             except BaseException:   # noqa: BLE001  (what stopped the run goes to its output)

@@ -285,7 +285,7 @@ def test_repeated_rungs_interleave_and_report_their_runs_spread(monkeypatch, tmp
     from gpu_course.ladder import RUNG_SETTINGS, Walk, run_ladder
     real_train = gc.train
     monkeypatch.setattr(gc, "train", lambda cfg, **kw: real_train(
-        cfg.replace(max_steps=12, warmup_steps=2, model="tiny"), **kw))
+        cfg.replace(max_steps=6, warmup_steps=2, model="tiny"), **kw))
     runs, paths = run_ladder("pytorch", quick=True, walk=Walk(["naive", "workers"], repeats=2),
                              runs_dir=tmp_path, train_size=512, test_size=64)
     assert [[r.name for r in group] for group in runs] == [["naive"] * 2, ["workers"] * 2]
