@@ -79,9 +79,15 @@ test:
 	cat $(TIMES)/* 2>/dev/null; printf '%-22s %3d:%02d  %s\n' "all phases" $$((secs / 60)) $$((secs % 60)) \
 	  "$$([ $$rc = 0 ] && echo passed || echo FAILED)"; exit $$rc
 
+# Each phase collects only the folders that hold its tests (collecting tests/pytorch or
+# tests/lessons imports them: seconds of CPU): tests/conftest.py marks every test in
+# tests/gluon, tests/pytorch and tests/browser `track`, and `shared` only files directly
+# in tests/.
+TRACK_DIRS := --ignore=tests/gluon --ignore=tests/pytorch --ignore=tests/browser
+
 # the framework-free tests, once
 test-core: setup-pytorch
-	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests -m core $(PYTEST_ARGS)
+	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests -m core $(TRACK_DIRS) $(PYTEST_ARGS)
 
 # each environment: its own tests (tests/<track>; the Gluon one with `compat`), the other
 # tests of its track, its notebooks run top to bottom in smoke mode (nbval), and its
@@ -98,12 +104,12 @@ test-pytorch-tools: setup-pytorch
 	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) $(addprefix tests/pytorch/,$(TOOLS_TESTS)) $(PYTEST_ARGS)
 
 test-gluon-track: setup-gluon
-	$(SMOKE_ENV) $(PHASE) $(VENV)/gluon/bin/python $(PYTEST) tests -m shared --ignore=tests/pytorch \
-	  --ignore=tests/test_exercise_cells.py $(PYTEST_ARGS)
+	$(SMOKE_ENV) $(PHASE) $(VENV)/gluon/bin/python $(PYTEST) tests -m shared $(TRACK_DIRS) \
+	  --ignore=tests/lessons --ignore=tests/test_exercise_cells.py $(PYTEST_ARGS)
 
 test-pytorch-track: setup-pytorch
-	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests -m shared --ignore=tests/gluon \
-	  --ignore=tests/test_exercise_cells.py $(PYTEST_ARGS)
+	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests -m shared $(TRACK_DIRS) \
+	  --ignore=tests/lessons --ignore=tests/test_exercise_cells.py $(PYTEST_ARGS)
 
 test-gluon-notebooks: setup-gluon
 	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/gluon/bin/python $(PYTEST) $(NBVAL) notebooks/gluon \

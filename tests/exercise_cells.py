@@ -3,7 +3,9 @@ tests/gluon and tests/pytorch).
 
 A lesson's .py twin holds, after its lesson, pairs of cells: one tagged "exercise" (the
 attendee's lines marked `# >>>`) and the next code cell tagged "check" (`gc.check(id, ...)`).
-`run(track, lesson)` runs, in one fresh interpreter of this environment, the notebook's
+`run(track, lesson)` runs, in one fresh interpreter of this environment (forked from one
+that imported the framework and nothing else, once a session: its second and a half of
+start-up is not paid again for each lesson), the notebook's
 first cells (setup, imports, the parameters cell), then each exercise with its solution
 from notebooks/solutions/<track>/ in its place, and after it its check cell (an exercise
 graded against its own run as shipped, the capstone, runs untouched first). It returns each
@@ -16,12 +18,19 @@ that its check says "not yet".
 from __future__ import annotations
 
 import ast
+import atexit
 import difflib
+import importlib
+import importlib.util
 import json
 import os
 import re
+import select
+import signal
 import subprocess
 import sys
+import tempfile
+import traceback
 import warnings
 from pathlib import Path
 
@@ -90,18 +99,75 @@ def run(notebook: Path, solutions: Path, env: dict | None = None, timeout: int =
     """Run the notebook's exercises, solved (those graded against their run as shipped,
     untouched first), in a fresh interpreter; {id: {"solution": {"passed", "message"}, and
     "untouched" where it ran}}, and the interpreter's output under "output"."""
-    proc = subprocess.run([sys.executable, __file__, str(notebook), str(solutions)],
-                          cwd=notebook.parent, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
-    output = proc.stdout + proc.stderr
-    if proc.returncode:
-        raise AssertionError(f"the exercises of {notebook.name} stopped:\n{output[-6000:]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        code = _forked(dict(argv=[str(notebook), str(solutions)], cwd=str(notebook.parent),
+                            env={**os.environ, **(env or {})}, stdout=str(out), stderr=str(err)),
+                       timeout)
+        stdout, stderr = out.read_text(), err.read_text()
+    output = stdout + stderr
+    if code:
+        raise AssertionError(f"the exercises of {notebook.name} stopped (exit {code}):\n"
+                             f"{output[-6000:]}")
     results: dict = {"output": output}
-    for line in proc.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith(RESULT):
             found = json.loads(line[len(RESULT):])
             results.setdefault(found["id"], {})[found["variant"]] = found
     return results
+
+
+_warm: list = []   # the session's warm interpreter (a subprocess.Popen), once started
+
+
+def _forked(request: dict, timeout: float) -> int:
+    """Have the warm interpreter fork a child that runs `_main(*request["argv"])` in
+    request's cwd and environment, its output in request's files; the child's exit
+    status (it is killed after `timeout` seconds)."""
+    if not _warm or _warm[0].poll() is not None:
+        _warm[:] = [subprocess.Popen([sys.executable, __file__, "--warm"], cwd=REPO, text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)]
+        atexit.register(_warm[0].communicate)   # closing its input ends it
+    server = _warm[0]
+    server.stdin.write(json.dumps(request) + "\n")
+    server.stdin.flush()
+    pid = json.loads(server.stdout.readline())["pid"]
+    if not select.select([server.stdout], [], [], timeout)[0]:
+        os.kill(pid, signal.SIGKILL)
+        server.stdout.readline()
+        raise subprocess.TimeoutExpired(request["argv"], timeout)
+    return json.loads(server.stdout.readline())["returncode"]
+
+
+def _serve() -> None:
+    """The warm interpreter: import the framework, then for each request line on stdin
+    fork a child that runs it; print {"pid"} when it starts and {"returncode"} when it
+    ends."""
+    for framework in ("torch", "mxnet"):
+        if importlib.util.find_spec(framework):
+            importlib.import_module(framework)
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+                    os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+                os.chdir(request["cwd"])
+                os.environ.clear()
+                os.environ.update(request["env"])
+                _main(*request["argv"])
+                code = 0
+            except BaseException:   # noqa: BLE001  (what stopped the run goes to its output)
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        print(json.dumps({"pid": pid}), flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}), flush=True)
 
 
 def solved_cells(section: str, check: str) -> tuple[str, str]:
@@ -144,7 +210,7 @@ def _main(notebook: str, solutions: str) -> None:
 
 
 if __name__ == "__main__":
-    _main(*sys.argv[1:3])
+    _serve() if sys.argv[1:] == ["--warm"] else _main(*sys.argv[1:3])
 
 
 def check_track(track: str, lesson: str, runs_dir: Path, size: str = "smoke") -> dict:

@@ -26,7 +26,7 @@ SIZES = {
     "full": dict(train_size=50_000, test_size=10_000, epochs=3, warmup_steps=5,
                  ceiling_steps=200,    # steps of each ceiling run: 20+ steady ones to bound
                  exercise_size=10_240, exercise_model="resnet20"),   # each exercise run: a fifth of the set
-    "smoke": dict(train_size=1024, test_size=256, epochs=1, warmup_steps=2, ceiling_steps=24,
+    "smoke": dict(train_size=512, test_size=256, epochs=1, warmup_steps=2, ceiling_steps=24,
                   exercise_size=1_536, exercise_model="tiny"),   # 22 steady steps: a noise verdict
     # the GPU check (GPU_COURSE_SIZE=check): full settings, a fifth of the images
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, ceiling_steps=100,

@@ -28,8 +28,8 @@ SIZES = {
                  large_batch=640,                           # the talk's batch a GPU
                  knob_epochs=3,                             # persistent workers pay from epoch 2
                  exercise_size=10_240, exercise_model="resnet20"),   # each exercise run
-    "smoke": dict(train_size=768, test_size=256, epochs=1, warmup_steps=2,
-                  worker_counts=(1,), large_batch=128, knob_epochs=2,
+    "smoke": dict(train_size=384, test_size=256, epochs=1, warmup_steps=2,
+                  worker_counts=(1,), large_batch=128, knob_epochs=4,   # 22 steady steps: a verdict
                   exercise_size=1_536, exercise_model="tiny"),   # 22 steady steps: a noise verdict
     "check": dict(train_size=10_240, test_size=2_048, epochs=1, worker_counts=(1, 4),
                   knob_epochs=2, exercise_size=5_120),

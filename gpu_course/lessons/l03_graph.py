@@ -24,7 +24,7 @@ SIZES = {
                  exercise_model="resnet56"),    # a network the lesson does not compile
     # inductor needs about a minute a network on 2 CPU cores; aot_eager only traces the graph:
     # the lesson's code path, without its speed-up
-    "smoke": dict(train_size=768, test_size=256, epochs=1, warmup_steps=3,
+    "smoke": dict(train_size=384, test_size=256, epochs=1, warmup_steps=3,
                   compile_backend="aot_eager",
                   exercise_size=1_664,           # 23 steady steps: enough for a noise verdict
                   exercise_model="tiny"),       # the cheapest network, in CI

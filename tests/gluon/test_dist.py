@@ -54,7 +54,10 @@ def test_push_pull_through_the_server_costs_more_for_larger_arrays():
                             timeout=600)
     small, large = rows
     assert all(r["rounds"] == 5 and r["time_min_s"] <= r["time_s"] <= r["time_max_s"] for r in rows)
-    assert small["workers"] == 2 and small["time_s"] > 0 and large["time_s"] > small["time_s"]
+    # 4,096 times the bytes: the fastest rounds (the least disturbed on a shared machine)
+    # keep the order, and the medians' bandwidths part by far more than the bar
+    assert small["workers"] == 2 and small["time_s"] > 0
+    assert large["time_min_s"] > small["time_min_s"]
     assert large["worker_GBps"] > 3 * small["worker_GBps"]  # small arrays: latency-bound
 
 
