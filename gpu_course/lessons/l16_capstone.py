@@ -1,24 +1,12 @@
-"""Lesson 16, the capstone: a training job the course did not use, made steady with what
-the lessons taught, and graded by the course's own tools.
+"""Lesson 16, the capstone: a training job the course did not use, made steady with what the
+lessons taught, graded by the course's own tools.
 
-The job is the notebook's exercise cell, plain framework code: a network no lesson trains
-(`network`: a wide ResNet whose step keeps a GPU busy; without a GPU the tiny convnet stands
-in, `cpu_network`, as in lesson 09), lesson 09's photo folder of loose JPEGs, one loader
-worker, float32, the running loss read every step (a sync: lesson 13) and an eager loop.
-The attendee changes it until it is steady; `grade(given, mine)` reads their final run
-against the job as given, both from their records:
-
-    diagnosis  `analyse.diagnose` on the final run names no bottleneck the course can fix
-               there (`fix`): the device is the limit, or no rung is left
-    target     on a CPU the data wait's share below diagnose's INPUT_WAIT (or, where the
-               job as given waited less, no more than it); on a GPU, GPU-Util at
-               diagnose's GPU_BUSY (or no lower than the job as given)
-    time       the time to the job as given's final validation accuracy (less 2 standard
-               errors) shorter beyond noise (`analyse.grading.race`)
-
-Each criterion not met says what is wrong and which lesson's fix applies (LIMIT, HELD,
-RACED: the words by case). `given_run` finds the job as given among the runs recorded
-beside the final one. No deep-learning framework here.
+The job (the notebook's exercise cell) is a network no lesson trains on lesson 09's loose
+JPEGs, one loader worker, float32, the loss read every step and an eager loop. `grade(given,
+mine)` reads the final run against the job as given, from their records, on three criteria:
+diagnose names nothing the course can fix there; the data wait (CPU) or GPU-Util (GPU) meets
+diagnose's bar or the given job's; and the given job's final accuracy (less 2 standard
+errors) is reached sooner beyond noise. An unmet one says which lesson's fix applies.
 """
 from __future__ import annotations
 
@@ -74,9 +62,8 @@ class Criterion(StrEnum):
 
 @dataclass(frozen=True)
 class Mark:
-    """One criterion's outcome: met or not, the sentence that says why (when not met, what
-    is wrong and which lesson's fix applies), and whether an unmet one rests on what the
-    machine measured (a verdict, a share, a race), which a loaded machine can move."""
+    """A criterion met or not, the sentence saying why, and whether an unmet one rests on a
+    measurement (which a loaded machine can move)."""
 
     criterion: Criterion
     met: bool
@@ -88,7 +75,7 @@ def lesson(number: str) -> str:
     return f"lesson {number} ({LESSONS[number]})"
 
 
-# what the marks say, by case: the lesson's words; the numbers come from the runs
+# what the marks say, by case; the numbers come from the runs
 LIMIT = {"input-bound": "its next rung, {rung}, asks more of this machine than it has "
                         "({advice}): no rung of the course's is left",
          "cpu": "without a GPU the CPU both computes and dispatches the steps: the device is "
@@ -105,46 +92,38 @@ RACED = {noise.Kind.FASTER: "",
          noise.Kind.SLOWER: ": what the changes cost (a compiler's first steps, a larger "
                             "batch's extra epochs) is not paid back",
          noise.Kind.WITHIN_NOISE: ": not shorter beyond the runs' noise"}
-AT_CHANCE = (" The job as given ended within noise of chance: the race is to the end of its "
-             "first epoch, not to an accuracy that tells; train more epochs for one.")
+AT_CHANCE = (" The job as given ended within noise of chance, so the race is to the end of its "
+             "first epoch: train more epochs for an accuracy that tells.")
 
 
-# -- the job as given ---------------------------------------------------------------------------
 def is_given(run) -> bool:
-    """Whether `run` loaded and ran as the job is given (GIVEN's settings; a record that
-    lacks one had the Experiment's default)."""
+    """Whether `run` loaded and ran as the job is given (GIVEN's settings)."""
     return all(grading.setting(run, k) == v for k, v in GIVEN.items())
 
 
 def job_differences(a, b) -> dict:
-    """{aspect: (a's, b's)} for what of the job itself (JOB) runs a and b differ in (a
-    machine only where both recorded it)."""
+    """{aspect: (a's, b's)} for what of the job itself (JOB) runs a and b differ in."""
     pairs = {k: (alike.value(a, k), alike.value(b, k)) for k in JOB}
     return {k: (x, y) for k, (x, y) in pairs.items() if x != y
             and not (k == alike.Aspect.MACHINE and None in (x, y))}
 
 
 def given_run(run, runs=None):
-    """The job as given that `run` is graded against: the earliest finished run recorded
-    beside it (in its runs folder, or among `runs`) that loaded and ran as the job is
-    given and is the same job (JOB); None when there is none."""
+    """The earliest finished run of the same job, as given, beside `run` (or among `runs`)."""
     runs = load_runs(Path(run.path).parent) if runs is None else runs
     return next((r for r in runs if metrics.status(r) == "finished" and is_given(r)
                  and not job_differences(r, run)), None)
 
 
-# -- the grading ----------------------------------------------------------------------------------
 def grade(given, mine) -> list[Mark]:
-    """The three criteria (Criterion), each a Mark, for the final run `mine` against the
-    job as given `given`; both finished runs of the same job."""
+    """A Mark a Criterion for the final run `mine` against the job as given."""
     d = diagnose.diagnose(mine)
     return [_diagnosis(d, mine),
             (_util if metrics.on_gpu(mine) else _wait)(given, mine, d), _time(given, mine)]
 
 
 def fix(d: diagnose.Diagnosis, run) -> str | None:
-    """The lesson whose change answers what diagnosis `d` of `run` names, where the course
-    can fix it on that machine (`grading.fixable`); None where it cannot."""
+    """The lesson whose change answers what `d` names, where the course can fix it there."""
     return rungs.LESSON.get(grading.fixable(d, run))
 
 
@@ -169,8 +148,7 @@ def _diagnosis(d: diagnose.Diagnosis, run) -> Mark:
 
 
 def _wait(given, mine, d) -> Mark:
-    """On a CPU, the data wait's share: below diagnose's INPUT_WAIT, or where the job as
-    given already waited less, no more than it within its noise."""
+    """On a CPU: the data wait below INPUT_WAIT, or no more than the job as given's."""
     xs, ys = metrics.wait_blocks(given), metrics.wait_blocks(mine)
     share, before = metrics.data_wait_share(mine), metrics.data_wait_share(given)
     if not ys:
@@ -221,8 +199,8 @@ def _util(given, mine, d) -> Mark:
 
 
 def _time(given, mine) -> Mark:
-    """Met when the final run reaches the final validation accuracy of the job as given
-    (less 2 standard errors) in a shorter training time, beyond both runs' noise."""
+    """Met when `mine` reaches the given job's final accuracy (less 2 standard errors)
+    sooner, beyond noise."""
     acc, images = metrics.val_acc(given), int(given.config.get("test_size") or 0)
     goal = acc - 2 * noise.accuracy_se(acc, images)
     head = (f"the target accuracy is {goal:.1%}: the final validation accuracy of the job as "
