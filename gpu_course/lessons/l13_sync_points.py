@@ -3,16 +3,14 @@ calls return, one that waits for the device, CUDA events), the loss read every s
 once an epoch (`RUNS`), and on a GPU the lines that synced (`SYNCS`)."""
 from __future__ import annotations
 
-import math
-import statistics
-
 import pandas as pd
 
 from ..analyse import anatomy, metrics
 from ..analyse.profiling import sync_sites
+from ..analyse.trap import EVENTS, TIMERS, WITH, WITHOUT, trap_pairs, trap_table, where  # noqa: F401
 from ..show import report
 from ..show.closing import Closing
-from ..show.findings import Compare, Expect, Lesson, Outcome, Samples, Where, judge, judge_table
+from ..show.findings import Compare, Expect, Lesson, Outcome, Where, judge, judge_table
 from . import workers
 
 SIZES = {
@@ -33,8 +31,6 @@ SIZES = {
 }
 # the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("passes", "repeats", "torch_threads", "trap_batch", "trap_steps")
-WITHOUT, WITH, EVENTS = "without a sync", "with a sync", "CUDA events"
-TIMERS = (WITHOUT, WITH, EVENTS)
 EACH_STEP, AT_THE_END = "each step", "at the end"   # the runs' notes: loss_read
 GUARD = "loss_guard"   # exercise 13.1's note: whether the loop checked its loss on the host each step
 
@@ -44,19 +40,6 @@ def table(measured) -> pd.DataFrame:
     measured = list(measured)
     return trap_table(measured) if measured and isinstance(measured[0], tuple) \
         else runs_table(measured)
-
-
-def trap_table(passes) -> pd.DataFrame:
-    """One row per block and timer, in the order measured: a pass's images, the passes, the
-    median pass in ms (fastest and slowest beside it) and the images/s it gives."""
-    rows: dict = {}
-    for block, timer, images, seconds in _checked(passes):
-        rows.setdefault((block, timer), (images, []))[1].append(seconds)
-    return pd.DataFrame([{"rung": f"{block}, {timer}", "images": images, "passes": len(s),
-                          "pass_ms": 1000 * statistics.median(s), "pass_ms_min": 1000 * min(s),
-                          "pass_ms_max": 1000 * max(s),
-                          "images_per_sec": metrics.rate(images, statistics.median(s))}
-                         for (block, timer), (images, s) in rows.items()])
 
 
 def runs_table(runs) -> pd.DataFrame:
@@ -175,7 +158,7 @@ def conclude(runs=None, trap=None, device=None, syncs=_UNSET) -> Closing:
     if trap is not None:
         track, gpu = where(device)
         return judge_table(TRAP, trap_table(trap), (track, Where.GPU if gpu else Where.CPU),
-                           trap_pairs(list(trap)))
+                           trap_pairs(list(trap), {WITHOUT: SYNC_GAP, EVENTS: EVENTS_GAP}))
     if syncs is not _UNSET:
         table = pd.DataFrame(sync_sites(syncs or []), columns=["line", "calls"])
         return judge_table(SYNCS, table, ("pytorch", Where.CPU if syncs is None else Where.GPU))
@@ -188,47 +171,3 @@ def conclude(runs=None, trap=None, device=None, syncs=_UNSET) -> Closing:
                          f"compares {EACH_STEP!r} with {AT_THE_END!r}: pass the runs of both "
                          "loops, each noting its way with rec.note(loss_read=...)")
     return judge(RUNS, runs, runs_table(runs))
-
-
-def where(device) -> tuple[str, bool]:
-    """(track, on a GPU) of a device's name: PyTorch's "cpu", "cuda:0"; MXNet's "cpu(0)"."""
-    name = str(device).strip()
-    if not name:
-        raise ValueError("device= is needed: the device the trap ran on (e.g. 'cpu', 'cuda:0', "
-                         "'cpu(0)', 'gpu(0)')")
-    track = "gluon" if name.endswith(")") else "pytorch"
-    return track, name.startswith(("cuda", "gpu"))
-
-
-def trap_pairs(passes) -> list[Samples]:
-    """Each block's clock without a sync, and its CUDA events, against the clock with one."""
-    timers: dict = {}
-    for block, timer, _, _ in _checked(passes):
-        timers.setdefault(block, []).append(timer)
-    pairs = []
-    for block, have in timers.items():
-        if not {WITHOUT, WITH} <= set(have):
-            raise ValueError(f"block {block!r} needs both timers, {WITHOUT!r} and {WITH!r}; "
-                             f"it has {sorted(set(have))}")
-        how = f"{have.count(WITH)} timed passes each"
-        pairs += [Samples(f"{block}, {WITH}", f"{block}, {timer}", _rates(passes, block, WITH),
-                          _rates(passes, block, timer), how, "images_per_sec", compare)
-                  for timer, compare in ((WITHOUT, SYNC_GAP), (EVENTS, EVENTS_GAP))
-                  if timer in have]
-    return pairs
-
-
-def _checked(passes):
-    for item in passes:
-        if len(item) != 4:
-            raise ValueError(f"a timed pass is (block, timer, images, seconds); got {item!r}")
-        block, timer, images, seconds = item
-        if timer not in TIMERS:
-            raise ValueError(f"timer={timer!r}; allowed: {', '.join(TIMERS)}")
-        if not (isinstance(seconds, (int, float)) and seconds >= 0 and math.isfinite(seconds)):
-            raise ValueError(f"{block}, {timer}: seconds={seconds!r} must be a time >= 0")
-        yield item
-
-
-def _rates(passes, block: str, timer: str) -> tuple:
-    return tuple(metrics.rate(n, s) for b, t, n, s in passes if b == block and t == timer)
