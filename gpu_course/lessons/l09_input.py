@@ -6,15 +6,12 @@ data format, so what is said reads the record, never the run's name.
 """
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, fields, replace
-from pathlib import Path
+from dataclasses import replace
 
 import pandas as pd
 
 from ..config import PageCache, SampleOrder
-from ..data import disk, packed
-from ..data import folder as image_folder
+from ..data.disk_test import JPEGS_READ, Reads, disk_table, photo_folder, read_speeds  # noqa: F401
 from ..show import report
 from ..show.closing import Closing
 from ..show.findings import Compare, Expect, Lesson, Note, Outcome, Quote, Where, judge, judge_table
@@ -39,61 +36,10 @@ SIZES = {
 # the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("ceiling_steps", "disk_test_mb", "exercise_batch", "exercise_size", "images",
              "torch_threads")
-JPEGS_READ = 1000   # the data set's own files the disk test reads, at most
 ORDERS = tuple(SampleOrder)   # the orders the lesson reads the packed file in
 PAGE_CACHES = (PageCache.DROP, PageCache.KEEP)   # cold every epoch, then warm
 COLD_AT_MOST = 0.10   # share cached after a drop, at most, for a cold epoch (mapped pages stay)
 WARM_AT_LEAST = 0.95  # share cached at an epoch's start, at least, for a warm one
-
-
-def photo_folder(images: int, folder=None) -> Path:
-    """`folder` when given (e.g. Caltech-256's 256_ObjectCategories), else a generated one of
-    `images` JPEGs, 200-500 px a side, in ten class folders (written once)."""
-    if folder:
-        return Path(folder)
-    return image_folder.generate_folder(
-        image_folder.default_folder().with_name(f"caltech256-like-{images}"),
-        image_folder.Photos(per_class=images // 10))
-
-
-@dataclass
-class Reads:
-    """The disk test: a scratch file in 1 MiB blocks in order and at random, in 32 KiB blocks
-    (a JPEG's size) at random, and warm; then the data set's JPEGs sorted and shuffled."""
-
-    sequential: disk.ReadSpeed
-    random: disk.ReadSpeed
-    small: disk.ReadSpeed
-    warm: disk.ReadSpeed
-    jpegs_sorted: disk.ReadSpeed
-    jpegs_random: disk.ReadSpeed
-
-    def __iter__(self):
-        return (getattr(self, f.name) for f in fields(self))
-
-
-def read_speeds(root, mb: int) -> Reads:
-    """Measure the disk under `root`: a scratch file of `mb` MiB and up to JPEGS_READ JPEGs."""
-    scratch = packed.prepared_dir(root) / "read-test.bin"
-    scratch.parent.mkdir(parents=True, exist_ok=True)
-    scratch.write_bytes(os.urandom(mb << 20))
-    try:
-        files = [disk.read_bandwidth(scratch, "sequential"), disk.read_bandwidth(scratch, "random"),
-                 disk.read_bandwidth(scratch, "random", block_size=32 << 10),
-                 disk.read_bandwidth(scratch, "sequential", cold=False)]
-    finally:
-        scratch.unlink()
-    index = image_folder.scan_folder(root)
-    jpegs = [index.path(i) for i in range(min(len(index), JPEGS_READ))]
-    return Reads(*files, disk.read_files(jpegs, "sequential"), disk.read_files(jpegs, "random"))
-
-
-def disk_table(reads: Reads) -> pd.DataFrame:
-    """One row per read: what was read, cold or warm, how much, and how fast."""
-    return pd.DataFrame([{"read": f"{r.pattern} ({'cold' if r.evicted else 'warm'})",
-                          "MB": r.bytes / disk.MB, "reads": r.reads,
-                          "KB a read": r.bytes / 1e3 / r.reads if r.reads else float("nan"),
-                          "MB/s": r.mb_per_s} for r in reads])
 
 
 def table(runs) -> pd.DataFrame:
