@@ -7,12 +7,11 @@ to the workers. The table marks the knee and what each worker costs.
 """
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pandas as pd
 
-from ..analyse import alike, metrics, noise
+from ..analyse import alike, metrics
+from ..analyse.workers import (KNEE, knee, later_epochs_s, util_spread, worker_memory,  # noqa: F401
+                               workers)
 from ..scale.distributed import TALK as SLIDE   # the talk's 4-GPU, batch-640 slide
 from ..show import report
 from ..show.closing import Closing
@@ -34,38 +33,7 @@ SIZES = {
 # the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("exercise_model", "exercise_size", "knob_epochs", "large_batch", "worker_counts")
 BATCH = 64          # the lesson's batch, the talk's: a sweep at a larger one is its slide's
-KNEE = 0.9          # the knee: the fewest workers within 10 % of the best samples/s
 KNOBS = ("pin_memory", "persistent_workers", "prefetch_factor")   # DataLoader's other knobs
-
-
-def workers(run) -> int:
-    return int(run.config.get("num_workers") or 0)
-
-
-def util_spread(run) -> float:
-    """Std of GPU-Util (points) over the steady samples; NaN without a GPU."""
-    gpu = run.gpu
-    if not len(gpu) or "util_gpu" not in gpu.columns:
-        return math.nan
-    values = pd.to_numeric(gpu["util_gpu"], errors="coerce")[metrics.steady_samples(run)].dropna()
-    return float(values.std()) if len(values) > 1 else math.nan
-
-
-def later_epochs_s(run) -> float:
-    """Mean time of the epochs after the first (which starts the workers); NaN with one."""
-    times = pd.to_numeric(run.epochs["epoch_time_s"], errors="coerce").iloc[1:].dropna()
-    return float(times.mean()) if len(times) else math.nan
-
-
-def knee(runs) -> list[bool]:
-    """Whether each run is the knee: the fewest workers within KNEE of the best, or its noise."""
-    rates = [metrics.samples_per_sec(r) for r in runs]
-    top = max(rates, key=lambda rate: rate if math.isfinite(rate) else -math.inf)
-    best = runs[rates.index(top)]
-    near = [rate >= KNEE * top or noise.compare(best, r, varies=("num_workers",)).kind
-            == noise.Kind.WITHIN_NOISE for r, rate in zip(runs, rates)]
-    fewest = min((workers(r) for r, ok in zip(runs, near) if ok), default=None)
-    return [ok and workers(r) == fewest for r, ok in zip(runs, near)]
 
 
 def table(runs, memory: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -165,32 +133,3 @@ def conclude(runs, memory: pd.DataFrame | None = None) -> Closing:
     big = int(runs[0].config.get("batch_size") or BATCH) > BATCH
     lesson = KNOBS_LESSON if knobs else LARGE if big else SWEEP
     return judge(lesson, runs, table(runs, memory))
-
-
-def worker_memory(make_loader, counts) -> pd.DataFrame:
-    """What each loader worker costs: for each count, `make_loader(count)` hands over a
-    batch, then psutil reads its new processes' RSS and USS (what each adds on its own)."""
-    import psutil
-    me, total = psutil.Process(), psutil.virtual_memory().total
-    rows = []
-    for n in [c for c in counts if c > 0]:
-        before = {p.pid for p in me.children(recursive=True)}
-        loader = make_loader(n)
-        batches = iter(loader)
-        next(batches)                      # the workers are up and have done real work
-        infos = []
-        for process in me.children(recursive=True):
-            if process.pid not in before:
-                try:
-                    infos.append(process.memory_full_info())
-                except psutil.Error:       # it ended between listing and reading
-                    pass
-        uss = np.mean([i.uss for i in infos]) / 2**20 if infos else math.nan
-        rows.append({"num_workers": n, "processes": len(infos),
-                     "rss_mib_per_worker": np.mean([i.rss for i in infos]) / 2**20
-                     if infos else math.nan,
-                     "uss_mib_per_worker": uss, "uss_mib_all": uss * len(infos),
-                     "share_of_ram_pct": 100 * uss * len(infos) * 2**20 / total})
-        del batches, loader
-    return pd.DataFrame(rows, columns=["num_workers", "processes", "rss_mib_per_worker",
-                                       "uss_mib_per_worker", "uss_mib_all", "share_of_ram_pct"])
