@@ -6,13 +6,12 @@ row above (`CHANGES`), and the optimizer race with each one's time to a target (
 """
 from __future__ import annotations
 
-import enum
-import json
 import math
 
 import pandas as pd
 
 from ..analyse import alike, anatomy, metrics
+from ..analyse.recipe import Part, changes_text, lr_used, part
 from ..show import report
 from ..show.closing import Closing
 from ..show.findings import Compare, Expect, Gain, Lesson, Note, Outcome, Quote, Where, judge
@@ -42,42 +41,6 @@ TARGET = 0.9          # the race's target: this share of the best final accuracy
 # the course's CPU records at batch 512 (ResNet-20, LARS, 3 epochs, seeds 0 and 1;
 # reference/recipes-cpu/recipes.md): final validation accuracy by schedule after the warm-up
 RECORDS = {"constant": (0.215, 0.144), "cosine decay": (0.772, 0.804)}
-
-
-class Part(enum.Enum):
-    SWEEP = "the batch-size sweep"
-    CHANGES = "one change at a time"
-    RACE = "the optimizer race"
-
-
-# the recipe a large batch changes; the batch itself is the sweep's variable
-_RECIPE = ("optimizer", "lr", "momentum", "lr_base_batch", "warmup_epochs", "lr_scheduler",
-           "optimizer_params")
-
-
-def part(runs) -> Part:
-    """Only the batch varies: the sweep; the optimizer at one batch, scaling and warm-up: the
-    race; else the changes down the ladder."""
-    runs = list(runs)
-
-    def varies(field):
-        return len({json.dumps(r.config.get(field), default=str) for r in runs}) > 1
-
-    if not any(varies(f) for f in _RECIPE):
-        return Part.SWEEP
-    if varies("optimizer") and not any(varies(f) for f in ("batch_size", "lr_base_batch",
-                                                            "warmup_epochs")):
-        return Part.RACE
-    return Part.CHANGES
-
-
-def lr_used(run) -> float:
-    """lr, scaled by the global batch over lr_base_batch where set (before warm-up and decay)."""
-    c = run.config or {}
-    base = c.get("lr_base_batch")
-    lr = float(c.get("lr") or math.nan)
-    return lr * int(c.get("batch_size") or 0) * max(int(c.get("num_gpus") or 1), 1) / base \
-        if base else lr
 
 
 AT_CHANCE = ("Both accuracies are within noise of chance: the change is neither credited nor "
@@ -200,7 +163,7 @@ def table(runs, target: float = TARGET) -> pd.DataFrame:
         frame["talk_epoch_s"] = [seconds for _, seconds in talks]
     elif which is Part.CHANGES:
         frame.insert(1, "changed_from_the_row_above", ["–"] + [
-            _changes_text(alike.settings(a, b)) for a, b in zip(runs, runs[1:])])
+            changes_text(alike.settings(a, b)) for a, b in zip(runs, runs[1:])])
     else:
         goal = target * pd.Series([metrics.val_acc(r) for r in runs], dtype=float).max()
         frame["time_to_target_s"] = [anatomy.time_to_accuracy(r, goal) for r in runs]
@@ -211,7 +174,3 @@ def conclude(runs, target: float = TARGET) -> Closing:
     """The part's checked sentences (see `part`)."""
     runs = list(runs)
     return judge(LESSONS[part(runs)], runs, table(runs, target))
-
-
-def _changes_text(changes: dict) -> str:
-    return "; ".join(f"{k} {a} → {b}" for k, (a, b) in changes.items()) or "–"
