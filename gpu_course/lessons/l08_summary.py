@@ -8,18 +8,16 @@ for every setting its rows differ in; the reference machine's ladder is set besi
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
-import math
-
 import pandas as pd
 
-from ..analyse import alike, metrics, noise
-from ..analyse.anatomy import GPU_BUSY, INPUT_WAIT, Bound
+from ..analyse import alike, metrics
+from ..analyse.anatomy import GPU_BUSY, INPUT_WAIT
 from ..analyse.regimes import beside_table, network as _model, regimes_table
-from ..config import Graph
+from ..analyse.summary import (anatomy_table, baseline as _baseline, caption,  # noqa: F401
+                               flat as _flat, rungs_of as _rungs)
 from ..ladder import (RUNG_SETTINGS, exercise_ladder, ladder,  # noqa: F401
                       latest_ladder)   # the notebooks' and exercise's
-from ..rungs import GRAPH, PRECISION, RungName
+from ..rungs import RungName
 from ..show import report
 from ..show.findings import (Column, Compare, Expect, Lesson, Mark, Note, Outcome, Quote,
                              Reading, Said, Where, judge, read)
@@ -57,21 +55,7 @@ OWN_SIZES = ("compile_backend", "exercise_batch", "exercise_epochs", "exercise_r
              "exercise_size", "exercise_torch_threads", "exercise_warmup_steps",
              "ladder_rungs", "ladder_test_size", "ladder_train_size", "quick")
 TALK_COLUMN = "talk speed-up"
-TO_TARGET = ("to_target_s", "to_target_speedup")
 HEAVY_MODEL = "wrn16_10"   # `gpu-course ladder --model wrn16_10`: its step is GPU-bound
-
-
-def _rungs(runs) -> list:
-    """A run per rung: a group of repeats stands by its median run."""
-    return [metrics.representative(r) for r in runs]
-
-
-def _flat(runs) -> list:
-    return [r for g in runs for r in (g if isinstance(g, (list, tuple)) else [g])]
-
-
-def _baseline(runs):
-    return RungName.NAIVE if RungName.NAIVE in [r.name for r in _rungs(runs)] else 0
 
 
 def table(runs) -> pd.DataFrame:
@@ -81,15 +65,6 @@ def table(runs) -> pd.DataFrame:
     frame[TALK_COLUMN] = [f"×{talk.LADDER[r.name] / talk.LADDER[RungName.NAIVE]:.2f}"
                           if r.name in talk.LADDER else "–" for r in rungs]
     return frame
-
-
-def caption(runs) -> str:
-    """The ladder's own conclusion as `gpu-course ladder` prints it (each rung against the one
-    before, warm-up and preparation); None for the committed reference's ladder."""
-    rungs = _rungs(runs)
-    reference = all(report.REFERENCE_ROOT in getattr(r, "path", Path()).parents for r in rungs)
-    return None if reference else report.conclusion(runs, baseline=_baseline(runs),
-                                                     varies=RUNG_SETTINGS)
 
 
 LESSON = Lesson(
@@ -182,27 +157,6 @@ ANATOMY = Reading(
     quotes=(Quote("data-bound from a wait for data of", INPUT_WAIT, "{:.0%}"),
             Quote("GPU-bound from kernels running", GPU_BUSY, "{:.0%}")),
     source="the anatomy's bars")
-LIGHTER = tuple(PRECISION.values())   # 16-bit arithmetic: a shorter GPU part
-
-
-def anatomy_table(runs) -> pd.DataFrame:
-    """Where each rung's step goes and its time to the naive rung's accuracy
-    (`analyse.anatomy`), whether the next rung aims at what holds the step, and which
-    host-bound rungs only shorten the GPU's part."""
-    rungs = _rungs(runs)
-    frame, _ = report.anatomy_table(runs, _baseline(runs))
-    if noise.at_chance(rungs[metrics.baseline_index(rungs, _baseline(runs))]):
-        frame = frame.drop(columns=list(TO_TARGET))
-    frame["next rung aimed"] = ["no" if ": not aimed" in t else "yes" if t else ""
-                                for t in frame["next_rung"]]
-    frame["shorter GPU part, host-bound"] = [
-        "yes" if bound == Bound.HOST and (r.name in LIGHTER or (
-            r.name in GRAPH.values()
-            and alike.value(r, "graph") == Graph.HYBRID)) else ""   # fusion, no CUDA graphs
-        for r, bound in zip(rungs, frame["bound"])]
-    return frame
-
-
 def anatomy(runs):
     """`anatomy_table` shown, then what holds which rungs (`ANATOMY`)."""
     rungs = _rungs(runs)
