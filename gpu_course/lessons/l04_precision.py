@@ -7,11 +7,8 @@ a PyTorch one): a dtype that did not run is never credited.
 """
 from __future__ import annotations
 
-import pandas as pd
-
-from ..analyse import alike, metrics
+from ..analyse.precision import MASTER_COPY, SIXTEEN_BITS, TF32, asked, table  # noqa: F401
 from ..env import cpu
-from ..show import report
 from ..show.closing import Closing
 from ..show.findings import (Compare, Expect, Gain, Lesson, Outcome, Quote, Requires, Where,
                              judge)
@@ -33,17 +30,6 @@ SIZES = {
 }
 # the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("exercise_batch", "exercise_size", "repeats", "torch_threads")
-SIXTEEN_BITS = ("float16", "bfloat16")
-TF32 = "tf32.convolutions"                     # what ran: float32 convolutions in TF32
-MASTER_COPY = "optimizer.multi_precision"      # what ran: float32 master weights (Gluon)
-
-
-def asked(run, field: str):
-    """What the run asked for: the request where it did not run as asked, else what ran."""
-    change = metrics.ran_as(run).get(field)
-    return change[0] if change else (run.config or {}).get(field)
-
-
 AT_CHANCE = ("Both accuracies are within noise of chance: neither precision is credited or "
              "blamed; full size shows what 16 bits do to it.")
 THIS_CPU = ("The CPU's own verdict, not a GPU's: a CPU with bfloat16 instructions computes in it "
@@ -111,32 +97,7 @@ LESSON = Lesson(
 )
 
 
-def table(runs) -> pd.DataFrame:
-    """A row a run: the dtype that ran and what it changed from the first float32 run."""
-    runs = list(runs)
-    base = next((r for r in runs if alike.value(r, "dtype") == "float32"), runs[0])
-    frame = report.ladder_table(runs)
-    report.put(frame, 1, "dtype", [r.config.get("dtype") for r in runs])
-    frame.insert(2, "differs_from_float32", [_differs(base, r) for r in runs])
-    return frame
-
-
 def conclude(runs) -> Closing:
     """Each precision's repeats against float32's, in speed and accuracy (`LESSON`)."""
     runs = list(runs)
     return judge(LESSON, runs, table(runs) if runs else None)
-
-
-def _differs(base, run) -> str:
-    changes = [f"{k} {a} → {b}" for k, (a, b) in alike.settings(base, run).items()]
-    names = {TF32: "TF32 convolutions", MASTER_COPY: "master copy"}
-    changes += [f"{names[k]} {_ran(base, k)} → {_ran(run, k)}" for k in names
-                if _ran(run, k) is not None and _ran(run, k) != _ran(base, k)]
-    return "; ".join(changes) or "–"
-
-
-def _ran(run, name: str):
-    value = run.meta.get("ran") or {}
-    for part in name.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
