@@ -104,7 +104,8 @@ DATA_ON_GPU = Lesson(
     columns={"data_wait_share": "Share of each step spent waiting for data"})
 BESIDE = Reading(key="what", text=(
     "The reference is another ladder, differing from this one in the rows above: set each "
-    "table's speed-ups (against its own naive rung) side by side, never its samples/s.",))
+    "table's speed-ups (against its own naive rung) side by side, never one machine's "
+    "samples/s against the other's.",))
 
 
 def conclude(runs, beside=None) -> Said:
