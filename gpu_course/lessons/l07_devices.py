@@ -144,12 +144,12 @@ MEASURED = Reading(
     marks=(Mark("lost is", (WITHIN,), "Extra time a step within the first run's spread: the "
                                       "exchange's cost is not measurable here."),
            Mark("lost is", (BEYOND,), {Where.GPU: "Extra time a step beyond the first run's "
-                                                  "spread: the exchange's, less what hid "
-                                                  "behind compute.",
+                                                  "spread: what the exchange cost, less what "
+                                                  "hid behind compute.",
                                        Where.CPU: "Extra time a step beyond the first run's "
-                                                  "spread: the exchange's and the workers' "
-                                                  "contention's, less what hid behind "
-                                                  "compute."}),
+                                                  "spread: what the exchange and the workers' "
+                                                  "contention for cores cost, less what hid "
+                                                  "behind compute."}),
            Mark("lost is", (SHORTER,), "A step shorter than the first run's, beyond its "
                                        "spread, paid for no exchange: it did other work (its "
                                        "share of threads, of the loader) or the machine "
