@@ -32,8 +32,8 @@ SIZES = {
 OWN_SIZES = ("exercise_batch", "exercise_size", "repeats", "torch_threads")
 AT_CHANCE = ("Both accuracies are within noise of chance: neither precision is credited or "
              "blamed; full size shows what 16 bits do to it.")
-THIS_CPU = ("The CPU's own verdict, not a GPU's: a CPU with bfloat16 instructions computes in it "
-            "faster than in float32, one without converts each operator and back.")
+THIS_CPU = ("The CPU's own verdict, not a GPU's: whether 16 bits pay on a CPU turns on its "
+            "bfloat16 instructions (below).")
 LESSON = Lesson(
     compares=(
         Compare(varies=("channels_last",), gpu=Expect.FASTER, cpu=Expect.SAME,
@@ -86,9 +86,9 @@ LESSON = Lesson(
                        lacks="This CPU has no bfloat16 instructions, so expect a cost, not a "
                              "gain:"),),
     cpu={"pytorch": "No GPU here: TF32 needs an Ampere or newer GPU, and what tensor cores add "
-                    "to 16 bits needs one to show, like the talk's figures below.",
+                    "to 16 bits needs one to show; the talk's figures below are a GPU's.",
          "gluon": "No GPU here: float16's speed-up and the master copy's accuracy need tensor "
-                  "cores (Volta and newer), like the talk's figures below."},
+                  "cores (Volta and newer); the talk's figures below are one's."},
     quotes=(Quote("float16", talk.FLOAT16_SAMPLES_PER_SEC, "{:,} samples/s"),
             Quote("float32", talk.FLOAT32_SAMPLES_PER_SEC, "{:,}"),
             Quote("a speed-up of", talk.FLOAT16_SAMPLES_PER_SEC / talk.FLOAT32_SAMPLES_PER_SEC,
