@@ -107,8 +107,9 @@ KNOBS_LESSON = Lesson(
                    Where.GPU: "The tuned loader fed the GPU faster: pinned batches copy to it "
                               "without a detour, overlapping the computation, and persistent "
                               "workers are not started again each epoch.",
-                   Where.CPU: "As a CPU allows: persistent workers show at an epoch's start "
-                              "(the later epochs, below), not in its steady steps."},
+                   Where.CPU: "The same, as a CPU allows: persistent workers show at an "
+                              "epoch's start (the later epochs, below), not in its steady "
+                              "steps."},
                Outcome.NONE: "The plain loader already kept up: its knobs had nothing left to "
                              "remove.",
                Outcome.OPPOSITE: {
