@@ -51,7 +51,8 @@ SWEEP = Lesson(
         varies=("batch_size",), metric=Metric.ACTIVATIONS_PER_IMAGE,
         gpu=Expect.SAME, cpu=Expect.SAME,
         means={Outcome.EXPECTED: "Per image the activations stayed the same: they grow with "
-                                 "the batch, so a larger batch buys its speed with activation memory.",
+                                 "the batch, so a larger batch buys its speed with activation "
+                                 "memory.",
                Outcome.OPPOSITE: "Per image the activations changed with the batch: what else "
                                  "a step allocates (workspace, buffers, the allocator's "
                                  "rounding) does not grow with it.",
