@@ -104,7 +104,7 @@ RUNS = Lesson(
             ("gluon", Where.CPU): "Each read (loss.mean().asscalar()) stops the host until "
                                   "MXNet's engine threads have " + TURNS.format("they"),
             ("pytorch", Where.CPU): "Slower, though on a CPU .item() waits for nothing (the "
-                                    "step is done when it returns): something else, such as the "
+                                    "step is done before it is called): something else, such as the "
                                     "machine's load, moved. On a GPU the read stops the host "
                                     "until the step has run."},
         Outcome.NONE: {
@@ -114,8 +114,8 @@ RUNS = Lesson(
             ("gluon", Where.CPU): NO_COST + "on a CPU the host and MXNet's engine share the "
                                   "cores, and while the host waits the engine has them, so "
                                   "little overlap is lost.",
-            ("pytorch", Where.CPU): NO_COST + "on a CPU the step is done when .item() is called, "
-                                    "so it has nothing to wait for."},
+            ("pytorch", Where.CPU): NO_COST + "on a CPU the step is done before .item() is "
+                                    "called, so it has nothing to wait for."},
         Outcome.OPPOSITE: "The loop that read its loss each step was faster: the read cost "
                           "nothing measurable, and something else (the machine's load) "
                           "moved."}),),
