@@ -1,13 +1,9 @@
 """Lesson 01: the naive baseline, and the two ceilings that bound it.
 
-The run is trained as a first script writes it (batch 64, one loader worker, float32, op
-by op from Python). Two short runs of the same experiment bound it from both sides:
-mock="trainer" fetches batches and drops them (the input alone: how fast the loader can
-deliver) and mock="loader" trains on one batch kept on the device (the model alone). A run
-cannot beat the lower of the two. The table gives the ceilings no speed-up (they bound
-the run, they are not rungs); the closing (`findings.Ceilings`) judges the ceilings against
-each other, then places the run against the lower one by their ranges: within it, that
-ceiling sets the pace; below it beyond both ranges, neither holds the run (overhead).
+The run is trained as a first script writes it (batch 64, one loader worker, float32, op by
+op from Python). Two short runs bound it: mock="trainer" fetches batches and drops them (the
+input alone), mock="loader" trains on one batch kept on the device (the model alone). A run
+cannot beat the lower; `findings.Ceilings` places it against that one.
 """
 from __future__ import annotations
 
@@ -56,10 +52,8 @@ def role(run) -> Role:
 
 
 def table(runs) -> pd.DataFrame:
-    """The run and its ceilings: the ladder table with what each row is, no speed-up for
-    a ceiling (nor for the run when it is the only one), the steady steps behind each
-    row and the run's step-time percentiles; whether the machine was shared, where any
-    run's was."""
+    """The run and its ceilings (no speed-up for a ceiling), with each row's steady steps,
+    step-time percentiles and the machine's load."""
     runs = list(runs)
     frame = report.ladder_table(runs)
     roles = [role(r) for r in runs]
@@ -76,6 +70,8 @@ def table(runs) -> pd.DataFrame:
     return alike.with_load(frame, runs)
 
 
+OVERHEAD = ("Neither ceiling holds it: the time goes to overhead, work neither the input nor "
+            "the model alone does, ")
 LESSON = Lesson(
     compares=(),
     ceilings=Ceilings(
@@ -83,31 +79,24 @@ LESSON = Lesson(
         alone={"trainer": "the input pipeline", "loader": "the computation"},
         means={
             Place.AT: "So that ceiling sets the pace: the run trains as fast as it lets it.",
-            Place.AT_BOTH: "The run is within the lower ceiling's range, but the two ceilings "
-                           "are not shown apart (above), so neither is clearly the limit.",
+            Place.AT_BOTH: "The run is within the lower ceiling's range, but the ceilings are "
+                           "not shown apart (above), so neither is clearly the limit.",
             Place.BELOW: {
-                Where.GPU: "Neither ceiling holds it: the time goes to overhead, work that "
-                           "neither the input alone nor the model alone does, most likely the "
-                           "host issuing the work (Python, kernel launches) or moving the "
-                           "batches.",
-                Where.CPU: "Neither ceiling holds it: the time goes to overhead, work that "
-                           "neither the input alone nor the model alone does, on a CPU most "
-                           "likely the loader's worker and the model taking turns on the same "
-                           "cores, which each ceiling had to itself."},
+                Where.GPU: OVERHEAD + "most likely the host issuing the work (Python, kernel "
+                                      "launches) or moving the batches.",
+                Where.CPU: OVERHEAD + "on a CPU most likely the loader's worker and the model "
+                                      "taking turns on cores each ceiling had to itself."},
             Place.ABOVE: "Above a ceiling it cannot beat: the ceiling or the run was "
-                         "mismeasured (too few steps, prefetched batches, or a machine busier "
-                         "for one than the other). Neither number rules here: measure again "
-                         "with more steps.",
+                         "mismeasured (too few steps, prefetched batches, a busier machine): "
+                         "measure again with more steps.",
             Place.CANNOT_JUDGE: "Which ceiling holds the run is not said (above): more steady "
-                                "steps would tell (a larger train_size, more epochs or "
-                                "ceiling_steps: gc.sizes(\"01\", ...)), with every run "
-                                "measured alike, on a quiet machine."}),
+                                "steps (ceiling_steps too) on a quiet machine would tell."}),
     columns={"data_wait_share": "Share of the steady step time spent waiting for data",
              "spikiness": "The slowest steps (the 95th percentile) against the median",
              "gpu_util": {Where.GPU: "Mean GPU utilisation while training, over all its GPUs "
                                      "(the rest of the time they idled)"}},
-    cpu="No GPU here: the model computes on the same CPU cores the loader's worker needs. "
-        "On a GPU the model is far faster than one worker can feed it, and the GPU waits.",
+    cpu="No GPU here: the model computes on the cores the loader's worker needs. On a GPU the "
+        "model is far faster than one worker can feed it, and the GPU waits.",
     quotes=(Quote("one loader worker", talk.NAIVE_SAMPLES_PER_SEC, "{:,} samples/s"),
             Quote(f"{talk.WORKERS} workers", talk.WORKERS_SAMPLES_PER_SEC, "{:,} samples/s")),
     hardware=talk.HARDWARE,

@@ -1,21 +1,17 @@
 """Lesson 02: more DataLoader workers (`num_workers`), and what each one costs.
 
-A sweep of worker counts up to the talk's advice (`cpu_count() - 3`, `gc.workers()`), the
-same two counts at a large batch, and (PyTorch) the loader's other knobs at the talk's
-count. Each is declared for the findings engine: the fastest count against the fewest
-(`SWEEP`, `LARGE` beside the talk's slide), the tuned loader against the plain one
-(`KNOBS`). A gain beyond what removing all of the first run's data wait could buy is not
-credited to the workers. The table marks the knee (`KNEE`) and, with `worker_memory`'s
-measurements, what each worker costs.
+A sweep of worker counts up to the talk's advice (`gc.workers()`), the same at a large batch
+beside the talk's slide (`SWEEP`, `LARGE`), and (PyTorch) the loader's other knobs
+(`KNOBS_LESSON`). A gain beyond what removing all the data wait could buy is not credited
+to the workers. The table marks the knee and what each worker costs.
 """
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pandas as pd
 
-from ..analyse import alike, metrics, noise
+from ..analyse import alike, metrics
+from ..analyse.workers import (KNEE, knee, later_epochs_s, util_spread, worker_memory,  # noqa: F401
+                               workers)
 from ..scale.distributed import TALK as SLIDE   # the talk's 4-GPU, batch-640 slide
 from ..show import report
 from ..show.closing import Closing
@@ -37,49 +33,13 @@ SIZES = {
 # the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("exercise_model", "exercise_size", "knob_epochs", "large_batch", "worker_counts")
 BATCH = 64          # the lesson's batch, the talk's: a sweep at a larger one is its slide's
-KNEE = 0.9          # the knee: the fewest workers within 10 % of the best samples/s
 KNOBS = ("pin_memory", "persistent_workers", "prefetch_factor")   # DataLoader's other knobs
 
 
-def workers(run) -> int:
-    return int(run.config.get("num_workers") or 0)
-
-
-def util_spread(run) -> float:
-    """Std of GPU-Util (percentage points) over the monitor's samples while the run
-    trained steadily (the ones `metrics.gpu_util` averages); NaN without a GPU."""
-    gpu = run.gpu
-    if not len(gpu) or "util_gpu" not in gpu.columns:
-        return math.nan
-    values = pd.to_numeric(gpu["util_gpu"], errors="coerce")[metrics.steady_samples(run)].dropna()
-    return float(values.std()) if len(values) > 1 else math.nan
-
-
-def later_epochs_s(run) -> float:
-    """Mean time of the epochs after the first (which starts the workers); NaN with one."""
-    times = pd.to_numeric(run.epochs["epoch_time_s"], errors="coerce").iloc[1:].dropna()
-    return float(times.mean()) if len(times) else math.nan
-
-
-def knee(runs) -> list[bool]:
-    """Whether each run is the sweep's knee: the fewest workers within KNEE of the best
-    samples/s, or within its noise."""
-    rates = [metrics.samples_per_sec(r) for r in runs]
-    top = max(rates, key=lambda rate: rate if math.isfinite(rate) else -math.inf)
-    best = runs[rates.index(top)]
-    near = [rate >= KNEE * top or noise.compare(best, r, varies=("num_workers",)).kind
-            == noise.Kind.WITHIN_NOISE for r, rate in zip(runs, rates)]
-    fewest = min((workers(r) for r, ok in zip(runs, near) if ok), default=None)
-    return [ok and workers(r) == fewest for r, ok in zip(runs, near)]
-
-
 def table(runs, memory: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The ladder table with each run's workers (and the loader settings that differ
-    between the runs), the spread of its GPU's utilisation, its median step, the share
-    of its steps that waited and how many steady steps it had; the knee where the runs
-    differ in workers; the epochs after the first where every run had several; whether
-    the machine was shared, where any run's was; and `memory`'s columns (`worker_memory`)
-    beside the run with the same count."""
+    """The ladder table with each run's workers, GPU-Util spread, median step, waited share
+    and steady steps; the knee, the later epochs, the machine's load, and `memory`'s
+    columns (`worker_memory`) where they apply."""
     runs = list(runs)
     frame = report.ladder_table(runs)   # a column for whatever differs between the runs
     if "num_workers" not in frame.columns:
@@ -104,30 +64,27 @@ MORE_WORKERS = Compare(
                              "at once, so the next is ready when a step ends. Past the knee "
                              "(below) more workers cost memory and cores and buy little; a "
                              "knee at the most workers tried means more might still pay.",
-           Outcome.NONE: "The best is within noise of the fewest workers: the step waited too "
-                         "little for its data for workers to shorten it on this machine.",
+           Outcome.NONE: "The step waited too little for its data for workers to shorten it "
+                         "on this machine.",
            Outcome.OPPOSITE: {
-               Where.GPU: "More workers were slower here, beyond noise: they took cores "
-                          "from the host's other work.",
-               Where.CPU: "More workers were slower here, beyond noise: they took cores "
-                          "from the model, which computes on the same CPU."},
-           Outcome.CANNOT_JUDGE: "No verdict (above), so the workers are credited with nothing: "
-                                 "more steady steps (gc.sizes(\"02\", epochs=...)), or the runs "
-                                 "again alike on a quiet machine, would tell."})
+               Where.GPU: "More workers were slower: they took cores from the host's other "
+                          "work.",
+               Where.CPU: "More workers were slower: they took cores from the model, which "
+                          "computes on the same CPU."},
+           Outcome.CANNOT_JUDGE: "No verdict (above), so the workers are credited with "
+                                 "nothing."})
 COLUMNS = {"data_wait_share": "Data wait by run",
            "gpu_util_std": {Where.GPU: "How spiky the GPU's utilisation was by run (its std in "
                                        "points: a starved GPU swings between busy and idle)"},
            "spikiness": {Where.CPU: "How spiky the steps were by run (the 95th percentile "
                                     "step over the median)"},
            "uss_mib_per_worker": "What each worker adds on its own by run, in MiB (its unique "
-                                 "set; its resident set also counts pages it shares with the "
-                                 "notebook)",
+                                 "set, pages shared with the notebook left out)",
            "share_of_ram_pct": "All of a run's workers as a share of this machine's RAM, in "
                                "percent"}
-SHARED_CORES = ("No GPU here: the workers and the model share this machine's CPU cores, so "
-                "each extra worker takes a core from the computation. On a GPU machine the "
-                "model runs on the GPU and the cores are free to feed it: that is where the "
-                "talk's gain came from.")
+SHARED_CORES = ("No GPU here: each extra worker takes a core from the model, which computes on "
+                "the same CPU. On a GPU machine the cores are free to feed the GPU: that is "
+                "where the talk's gain came from.")
 SWEEP = Lesson(
     compares=(MORE_WORKERS,), versus=Versus.BEST, columns=COLUMNS, cpu=SHARED_CORES,
     marks={"knee": "The knee, the fewest workers within a tenth of the best samples/s or "
@@ -141,8 +98,8 @@ LARGE = Lesson(
             Quote("an epoch", SLIDE["epoch_s_k"], "{:.1f} s"),
             Quote("one worker", SLIDE["samples_per_sec_k_one_worker"], "about {:,} samples/s"),
             Quote("an epoch", SLIDE["epoch_s_k_one_worker"], "{}+ s")),
-    hardware=f"its slide's {SLIDE['k']} V100s at batch {SLIDE['batch']} a GPU, where a large "
-             "batch needs many images a step and one worker prepares them one after the other")
+    hardware=f"its slide's {SLIDE['k']} V100s at batch {SLIDE['batch']} a GPU, where one worker "
+             "prepares a large batch's many images one after the other")
 KNOBS_LESSON = Lesson(
     compares=(Compare(
         varies=KNOBS, feeds=True, gpu=Expect.FASTER, cpu=Expect.SAME,
@@ -150,30 +107,26 @@ KNOBS_LESSON = Lesson(
                    Where.GPU: "The tuned loader fed the GPU faster: pinned batches copy to it "
                               "without a detour, overlapping the computation, and persistent "
                               "workers are not started again each epoch.",
-                   Where.CPU: "Within noise, as a CPU allows: persistent workers show at an "
+                   Where.CPU: "The same, as a CPU allows: persistent workers show at an "
                               "epoch's start (the later epochs, below), not in its steady "
                               "steps."},
-               Outcome.NONE: "Within noise: the plain loader already kept up, so its knobs had "
-                             "nothing left to remove.",
+               Outcome.NONE: "The plain loader already kept up: its knobs had nothing left to "
+                             "remove.",
                Outcome.OPPOSITE: {
                    Where.GPU: "The tuned loader was slower: pinned pages and more prefetched "
                               "batches cost host memory and cores that the step needed.",
-                   Where.CPU: "The knobs changed the pace on a CPU, where pinned memory plays "
-                              "no part: persistent workers and deeper prefetching hold cores "
-                              "and memory beside a model computing on the same CPU."},
-               Outcome.CANNOT_JUDGE: "No verdict on the knobs (above): more steady steps, or "
-                                     "both runs again on a quiet machine, would tell."}),),
+                   Where.CPU: "Persistent workers and deeper prefetching hold cores and "
+                              "memory beside a model computing on the same CPU."},
+               Outcome.CANNOT_JUDGE: "No verdict on the knobs (above)."}),),
     columns={"later_epochs_s": "Mean time of the epochs after the first (which starts the "
                                "workers) by run, in seconds"},
     cpu="No GPU here: pinned memory only speeds up copies to a GPU, so the notebook leaves it "
-        "off; the workers and the model share this machine's cores, where on a GPU machine "
-        "the cores only feed the GPU.")
+        "off.")
 
 
 def conclude(runs, memory: pd.DataFrame | None = None) -> Closing:
-    """A worker sweep (`SWEEP`, or `LARGE` at a batch above the talk's) or the loader's
-    knobs (`KNOBS_LESSON`), with what a worker costs where `memory` (`worker_memory`) is
-    given."""
+    """A worker sweep (`SWEEP`, `LARGE` above the talk's batch) or the loader's knobs
+    (`KNOBS_LESSON`), with what a worker costs where `memory` is given."""
     runs = list(runs)
     if len(runs) < 2:
         raise ValueError(f"runs has {len(runs)} run(s); the lesson compares two or more")
@@ -181,35 +134,3 @@ def conclude(runs, memory: pd.DataFrame | None = None) -> Closing:
     big = int(runs[0].config.get("batch_size") or BATCH) > BATCH
     lesson = KNOBS_LESSON if knobs else LARGE if big else SWEEP
     return judge(lesson, runs, table(runs, memory))
-
-
-def worker_memory(make_loader, counts) -> pd.DataFrame:
-    """What each loader worker process costs: for each count above 0, the loader
-    `make_loader(count)` is started and hands over one batch, then its new processes are
-    read (psutil): the resident set (RSS, pages shared with this process included) and
-    the unique set (USS, what the worker adds on its own), per worker, all of them
-    together, and that as a share of the machine's RAM."""
-    import psutil
-    me, total = psutil.Process(), psutil.virtual_memory().total
-    rows = []
-    for n in [c for c in counts if c > 0]:
-        before = {p.pid for p in me.children(recursive=True)}
-        loader = make_loader(n)
-        batches = iter(loader)
-        next(batches)                      # the workers are up and have done real work
-        infos = []
-        for process in me.children(recursive=True):
-            if process.pid not in before:
-                try:
-                    infos.append(process.memory_full_info())
-                except psutil.Error:       # it ended between listing and reading
-                    pass
-        uss = np.mean([i.uss for i in infos]) / 2**20 if infos else math.nan
-        rows.append({"num_workers": n, "processes": len(infos),
-                     "rss_mib_per_worker": np.mean([i.rss for i in infos]) / 2**20
-                     if infos else math.nan,
-                     "uss_mib_per_worker": uss, "uss_mib_all": uss * len(infos),
-                     "share_of_ram_pct": 100 * uss * len(infos) * 2**20 / total})
-        del batches, loader
-    return pd.DataFrame(rows, columns=["num_workers", "processes", "rss_mib_per_worker",
-                                       "uss_mib_per_worker", "uss_mib_all", "share_of_ram_pct"])

@@ -1,10 +1,8 @@
 """Lesson 03: a graph instead of Python, `hybridize()` (Gluon) / `torch.compile` (PyTorch).
 
-Each network is trained as written (imperative / eager), then as a graph; the table
-gives each network's variants against its own first run, and the closing says which
-network gained more, against the talk's rule that small networks and small batches gain
-most (Python's per-operator overhead is a larger share of their step). PyTorch's lesson
-also captures its own loop's whole step as a CUDA graph by hand (`by_hand=`: on a GPU).
+Each network trains as written, then as a graph, each against its own first run, beside the
+talk's rule that small networks and batches gain most. PyTorch's lesson also captures its
+own loop's step as a CUDA graph by hand (`BY_HAND`, on a GPU).
 """
 from __future__ import annotations
 
@@ -44,8 +42,7 @@ def by_model(runs) -> dict:
 
 
 def table(runs) -> pd.DataFrame:
-    """Each network's runs, the speed-up against its own first (as-written) run, and the
-    first epoch's time (it holds the graph's building or compiling)."""
+    """Each network's runs against its own first (as written), and the first epoch's time."""
     groups = by_model(runs)
     frame = pd.concat([report.ladder_table(rs) for rs in groups.values()], ignore_index=True)
     frame["first epoch (s)"] = [float(r.epochs.epoch_time_s.iloc[0]) if len(r.epochs) else float("nan")
@@ -54,18 +51,18 @@ def table(runs) -> pd.DataFrame:
 
 
 FEWER_LAUNCHES = {
-    Where.GPU: "On a GPU a graph removes Python's per-operator dispatch and, fused, many "
-               "kernel launches: the less work a step does, the larger their share of it.",
-    Where.CPU: "On a CPU there are no kernel launches to save; what a graph removes here is "
-               "Python's per-operator dispatch, a small share of a convolution's time.",
+    Where.GPU: "A graph removes Python's per-operator dispatch and, fused, many kernel "
+               "launches: the less work a step does, the larger their share of it.",
+    Where.CPU: "On a CPU a graph removes only Python's per-operator dispatch, a small share of "
+               "a convolution's time.",
 }
 LESSON = Lesson(
     compares=(Compare(
         varies=("graph", alike.Aspect.COMPILE_BACKEND),
         gpu=Expect.FASTER, cpu=Expect.SAME,
         means={Outcome.EXPECTED: FEWER_LAUNCHES,
-               Outcome.NONE: "Within noise: this step's operators are long enough that the "
-                             "dispatch a graph removes is too small a share to show.",
+               Outcome.NONE: "This step's operators are long enough that the dispatch a graph "
+                             "removes is too small a share to show.",
                Outcome.OPPOSITE: FEWER_LAUNCHES}),),
     group_by="model",
     rank_by="network.parameters",
@@ -77,9 +74,9 @@ LESSON = Lesson(
     columns={"first epoch (s)": "First epoch in seconds, which holds the graph's building or compiling "
                                 "(it pays back only over a long enough run)"},
     notes=(Note("compile_backend", ("aot_eager", "eager"),
-                "The tracing backend traces the graph but generates no fused kernels: the code "
-                "path ran, and the verdicts above are not compiling's speed-up. Run at full "
-                "size (inductor) to see it.", judged=False),),
+                "The tracing backend generates no fused kernels: the code path ran, and the "
+                "verdicts above are not compiling's speed-up; inductor (full size) shows it.",
+                judged=False),),
     cpu={"pytorch": "CUDA graphs (mode=\"reduce-overhead\") need a GPU and were skipped."},
     quotes=(Quote("one worker-fed GPU, imperative", talk.WORKERS_SAMPLES_PER_SEC,
                   "{:,} samples/s"),
@@ -91,7 +88,7 @@ LESSON = Lesson(
 BY_HAND = Lesson(
     compares=(Compare(
         varies=("graph",), gpu=Expect.FASTER,
-        means={Outcome.NONE: "Within noise: one launch a step saved little here.",
+        means={Outcome.NONE: "One launch a step saved little here.",
                Outcome.OPPOSITE: "The captured step was slower: check that the replay "
                                  "copies each batch into the static buffers and nothing more."}),),
     baseline={"graph": "eager"},
@@ -102,15 +99,14 @@ BY_HAND = Lesson(
                               "shortens the kernels.",
            anatomy.Bound.DATA: "it waited for its batches, and a graph does not make the "
                                "loader faster (lesson 02)."},
-    empty="CUDA graphs need an NVIDIA GPU and this machine has none, so the capture above did "
-          "not run. On a GPU the cell trains the loop eagerly, then as one captured graph a "
-          "step, and compares the two here.",
+    empty="No GPU here, so the capture above did not run. On an NVIDIA GPU the cell trains "
+          "the loop eagerly, then as one captured graph a step, and compares the two here.",
 )
 
 
 def conclude(runs=None, by_hand=None) -> Closing:
-    """The networks' runs as written and as graphs (`LESSON`); or by_hand, the notebook's
-    loop run eagerly and as one captured CUDA graph, [] without a GPU (`BY_HAND`)."""
+    """The networks as written and as graphs (`LESSON`); or by_hand= (the loop eager and as one
+    captured CUDA graph, [] without a GPU: `BY_HAND`)."""
     if by_hand is not None:
         return judge(BY_HAND, by_hand, table(by_hand) if by_hand else None)
     if runs is None:

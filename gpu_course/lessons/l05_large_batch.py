@@ -1,26 +1,17 @@
 """Lesson 05: large batches, and the changes that keep their accuracy.
 
-Three experiments, each declared here and judged by the findings engine:
-
-* the batch-size sweep (plain SGD, one learning rate, the same epochs): samples/s and
-  accuracy against the smallest batch, the talk's table beside it (`SWEEP`);
-* one change at a time at the large batch (scaled learning rate, warm-up then decay, a
-  large-batch optimizer): each change against the row above, in accuracy and speed
-  (`CHANGES`), beside the course's records of a warm-up then a constant rate;
-* the optimizer race: each optimizer against SGD, with its time to a target (`RACE`).
-
-`part(runs)` tells the three apart by what their configs vary (never by their names), so
-`gc.show(runs, lesson="05")` and `gc.conclude("05", runs)` serve each.
+Three experiments, told apart by what their configs vary (`part`): the batch-size sweep
+beside the talk's table (`SWEEP`), one change at a time at the large batch, each against the
+row above (`CHANGES`), and the optimizer race with each one's time to a target (`RACE`).
 """
 from __future__ import annotations
 
-import enum
-import json
 import math
 
 import pandas as pd
 
 from ..analyse import alike, anatomy, metrics
+from ..analyse.recipe import Part, changes_text, lr_used, part
 from ..show import report
 from ..show.closing import Closing
 from ..show.findings import Compare, Expect, Gain, Lesson, Note, Outcome, Quote, Where, judge
@@ -52,87 +43,45 @@ TARGET = 0.9          # the race's target: this share of the best final accuracy
 RECORDS = {"constant": (0.215, 0.144), "cosine decay": (0.772, 0.804)}
 
 
-class Part(enum.Enum):
-    SWEEP = "the batch-size sweep"
-    CHANGES = "one change at a time"
-    RACE = "the optimizer race"
-
-
-# the recipe a large batch changes; the batch itself is the sweep's variable
-_RECIPE = ("optimizer", "lr", "momentum", "lr_base_batch", "warmup_epochs", "lr_scheduler",
-           "optimizer_params")
-
-
-def part(runs) -> Part:
-    """Which experiment the runs are, from what their configs vary: only the batch (the
-    sweep); the optimizer at one batch with one scaling and warm-up (the race); else the
-    changes down the ladder."""
-    runs = list(runs)
-
-    def varies(field):
-        return len({json.dumps(r.config.get(field), default=str) for r in runs}) > 1
-
-    if not any(varies(f) for f in _RECIPE):
-        return Part.SWEEP
-    if varies("optimizer") and not any(varies(f) for f in ("batch_size", "lr_base_batch",
-                                                            "warmup_epochs")):
-        return Part.RACE
-    return Part.CHANGES
-
-
-def lr_used(run) -> float:
-    """The learning rate the run stepped with: lr, scaled linearly by the global batch
-    over lr_base_batch when that is set (before any warm-up or schedule)."""
-    c = run.config or {}
-    base = c.get("lr_base_batch")
-    lr = float(c.get("lr") or math.nan)
-    return lr * int(c.get("batch_size") or 0) * max(int(c.get("num_gpus") or 1), 1) / base \
-        if base else lr
-
-
-# -- what each experiment compares, and what its outcomes mean ---------------------------------
 AT_CHANCE = ("Both accuracies are within noise of chance: the change is neither credited nor "
-             "blamed for one at this size; run at full size for the attribution.")
-LOAD = ("this machine's load changed between the runs (one run's steady steps understate "
-        "run-to-run noise).")
+             "blamed at this size; full size tells.")
+LOAD = "this machine's load changed between the runs (one run's steady steps understate it)."
 BATCH = Compare(
     varies=("batch_size",), gpu=Expect.FASTER, cpu=Expect.SAME, gains=Gain.LOWER,
     means={Outcome.EXPECTED: {Where.GPU: "A larger batch gives each kernel more work and the "
-                                         "Python loop fewer steps to launch: the GPU "
-                                         "utilisation column shows how much fuller it ran."},
+                                         "loop fewer steps to launch."},
            Outcome.NONE: {Where.GPU: "No faster beyond noise: the GPU was full at the small "
                                      "batch already, or the input pipeline sets the pace."},
            Outcome.OPPOSITE: {Where.GPU: "Slower at the larger batch: check its data wait "
-                                         "(a large batch needs the input pipeline of lesson 02) "
-                                         "and its memory.",
-                              Where.CPU: "The batch changed this CPU's speed: fewer steps "
-                                         "mean less Python per image, while larger activations "
-                                         "may fall out of its caches."}},
+                                         "(lesson 02's input pipeline) and its memory.",
+                              Where.CPU: "The batch changed this CPU's speed: fewer steps mean "
+                                         "less Python an image, larger activations may fall "
+                                         "out of its caches."}},
     gained={Outcome.EXPECTED: "Fewer, larger steps in the same epochs cost accuracy, as in the "
                               "talk's table: the changes below buy it back.",
-            Outcome.NONE: "The larger batch kept its accuracy within noise over these epochs.",
+            Outcome.NONE: "The larger batch kept its accuracy within noise.",
             Outcome.OPPOSITE: "The larger batch was more accurate beyond noise: its fewer, "
-                              "less noisy steps suited this job over these epochs.",
+                              "less noisy steps suited this job.",
             Outcome.CANNOT_JUDGE: AT_CHANCE})
+SAME_UPDATE = "MXNet runs the same sgd_mom_update for both (lbsgd with batch_scale=1): "
 SAME_STEP = {Outcome.OPPOSITE: "The learning rate or its schedule cannot change a step's "
                                "time: " + LOAD}
 SWEEP = Lesson(
     compares=(BATCH,),
     notes=(Note("batch_size", tuple(talk.BATCH_TABLE),
-                f"The talk's columns in the table are {talk.WORKLOAD} on another machine: set "
-                "beside this sweep for their shape, not for a speed-up."),),
+                f"The talk's columns are {talk.WORKLOAD} on another machine: beside this sweep "
+                "for their shape, not a speed-up."),),
     columns={"epoch_time_s": "Epoch time in seconds"},
-    cpu="No run here trained on a GPU: what a large batch buys by filling a GPU's cores needs "
-        "one to show.",
+    cpu="No GPU here: what a large batch buys by filling a GPU's cores needs one to show.",
     quotes=(Quote(f"batch {talk.LARGE_BATCH} with {talk.WORKERS} loader workers",
                   talk.LARGE_BATCH_SAMPLES_PER_SEC, "{:,} samples/s"),
             Quote("with one worker (a large batch needs lesson 2's input pipeline)",
                   talk.LARGE_BATCH_ONE_WORKER, "≈{:,}")),
     hardware=talk.HARDWARE,
 )
-DECAY = {Outcome.NONE: "A warm-up followed by a constant rate keeps the last updates as large "
-                       "as the first: the course's records below collapsed with it and held with "
-                       "a decay after the warm-up (lesson 06).",
+DECAY = {Outcome.NONE: "A warm-up then a constant rate keeps the last updates as large as the "
+                       "first: the course's records below collapsed with it and held with a "
+                       "decay (lesson 06).",
          Outcome.CANNOT_JUDGE: AT_CHANCE}
 CHANGES = Lesson(
     chain=True,
@@ -141,9 +90,8 @@ CHANGES = Lesson(
         Compare(varies=("lr_base_batch",), gpu=Expect.SAME, means=SAME_STEP, gains=Gain.HIGHER,
                 gained={Outcome.EXPECTED: "Scaling the rate with the batch bought accuracy "
                                           "back: a larger batch's gradient is less noisy, so it "
-                                          "can take a proportionally longer step.",
-                        Outcome.NONE: "The scaled rate bought no accuracy beyond noise on its "
-                                      "own.",
+                                          "can take a longer step.",
+                        Outcome.NONE: "The scaled rate alone bought no accuracy beyond noise.",
                         Outcome.OPPOSITE: "The scaled rate lost accuracy: a large rate from the "
                                           "first update overshoots an untrained network, which "
                                           "the warm-up is for.",
@@ -156,30 +104,23 @@ CHANGES = Lesson(
                                           "steps while the network is untrained, small last "
                                           "steps to settle it.",
                         Outcome.NONE: "The warm-up then decay bought no accuracy beyond noise "
-                                      "here; the course's records below show what the decay "
-                                      "holds at the large batch.",
+                                      "here; the course's records below show what it holds.",
                         Outcome.CANNOT_JUDGE: AT_CHANCE}),
         Compare(varies=("optimizer",), gpu=Expect.SAME, gains=Gain.HIGHER,
-                means={Outcome.EXPECTED: {"gluon": "MXNet runs the same sgd_mom_update for "
-                                                   "both (lbsgd with batch_scale=1): as "
-                                                   "expected, no difference beyond noise."},
-                       Outcome.OPPOSITE: {"gluon": "MXNet runs the same sgd_mom_update for "
-                                                   "both (lbsgd with batch_scale=1): a speed "
-                                                   "difference is " + LOAD}},
+                means={Outcome.EXPECTED: {"gluon": SAME_UPDATE + "no difference beyond noise."},
+                       Outcome.OPPOSITE: {"gluon": SAME_UPDATE + "a speed difference is " + LOAD}},
                 gained={Outcome.CANNOT_JUDGE: AT_CHANCE}),
         Compare(varies=("optimizer", "optimizer_params"), gpu=Expect.SLOWER, cpu=Expect.SLOWER,
                 gains=Gain.HIGHER,
                 means={Outcome.EXPECTED: "A norm per layer every step costs time: the accuracy "
                                          "it buys has to pay for it.",
-                       Outcome.NONE: "The per-layer norms cost too little against the step to "
-                                     "show beyond noise.",
-                       Outcome.OPPOSITE: "A per-layer optimizer does more work per step, so it "
+                       Outcome.NONE: "The per-layer norms cost too little to show beyond noise.",
+                       Outcome.OPPOSITE: "A per-layer optimizer does more work a step, so it "
                                          "cannot be faster: " + LOAD},
                 gained={Outcome.EXPECTED: "The per-layer rates bought accuracy: each layer "
                                           "moves by a share of its own weights' norm, so none "
                                           "steps too far at the large batch's rate.",
-                        Outcome.NONE: "The per-layer rates bought no accuracy beyond noise "
-                                      "over the row above.",
+                        Outcome.NONE: "The per-layer rates bought no accuracy beyond noise.",
                         Outcome.CANNOT_JUDGE: AT_CHANCE}),
     ),
     columns={"lr": "Learning rate each row stepped with (before warm-up and decay)"},
@@ -192,29 +133,24 @@ RACE = Lesson(
     compares=(Compare(
         varies=("optimizer", "lr", "momentum", "optimizer_params"), gpu=Expect.SAME,
         gains=Gain.HIGHER,
-        means={Outcome.OPPOSITE: "Optimizers differ in the work of their update (per-layer "
-                                 "norms, a second moment): a small network shows it."},
+        means={Outcome.OPPOSITE: "Optimizers differ in their update's work (per-layer norms, a "
+                                 "second moment): a small network shows it."},
         gained={Outcome.EXPECTED: "An optimizer beat SGD beyond noise: the time-to-target line "
                                   "says which got there first.",
-                Outcome.NONE: "An optimizer within noise of SGD's accuracy is not named ahead "
-                              "of it after these epochs.",
+                Outcome.NONE: "An optimizer within noise of SGD's accuracy is not named ahead.",
                 Outcome.OPPOSITE: "An optimizer ended below SGD beyond noise: its rate may not "
                                   "suit this batch (adaptive methods want much smaller ones).",
                 Outcome.CANNOT_JUDGE: "Both accuracies are within noise of chance: reaching the "
-                                      "target says nothing of them and neither is named ahead; "
-                                      "run at full size for the race."}),),
-    columns={"time_to_target_s": "Seconds of training until the validation accuracy first "
-                                 "reached the target, a share of the best final one (TARGET; "
-                                 "–: never)"},
+                                      "target says nothing of them; full size runs the race."}),),
+    columns={"time_to_target_s": "Seconds until the validation accuracy first reached the "
+                                 "target, a share of the best final one (TARGET; –: never)"},
 )
 LESSONS = {Part.SWEEP: SWEEP, Part.CHANGES: CHANGES, Part.RACE: RACE}
 
 
-# -- tables -------------------------------------------------------------------------------
 def table(runs, target: float = TARGET) -> pd.DataFrame:
-    """The table the part's sentences cite: the sweep's with the talk's numbers beside
-    each batch; the ladder's with what each row changed from the row above; the race's
-    with each optimizer's time to the target; each with the learning rate used."""
+    """The part's table, with the rate used: the talk's numbers beside each batch (sweep),
+    what each row changed (changes), or each optimizer's time to the target (race)."""
     runs = list(runs)
     which = part(runs)
     frame = report.ladder_table(runs)
@@ -227,7 +163,7 @@ def table(runs, target: float = TARGET) -> pd.DataFrame:
         frame["talk_epoch_s"] = [seconds for _, seconds in talks]
     elif which is Part.CHANGES:
         frame.insert(1, "changed_from_the_row_above", ["–"] + [
-            _changes_text(alike.settings(a, b)) for a, b in zip(runs, runs[1:])])
+            changes_text(alike.settings(a, b)) for a, b in zip(runs, runs[1:])])
     else:
         goal = target * pd.Series([metrics.val_acc(r) for r in runs], dtype=float).max()
         frame["time_to_target_s"] = [anatomy.time_to_accuracy(r, goal) for r in runs]
@@ -238,7 +174,3 @@ def conclude(runs, target: float = TARGET) -> Closing:
     """The part's checked sentences (see `part`)."""
     runs = list(runs)
     return judge(LESSONS[part(runs)], runs, table(runs, target))
-
-
-def _changes_text(changes: dict) -> str:
-    return "; ".join(f"{k} {a} → {b}" for k, (a, b) in changes.items()) or "–"

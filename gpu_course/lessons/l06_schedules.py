@@ -1,9 +1,8 @@
-"""Lesson 06: learning-rate schedules on the large-batch job of lesson 05.
+"""Lesson 06: learning-rate schedules on lesson 05's large-batch job.
 
-The same job is trained once with a constant rate and once per schedule; each schedule is
-judged against the constant rate (`LESSON`): its accuracy against binomial noise on the
-validation images, and its speed too (a schedule is one number per update: it should cost
-nothing). The constant run is found by its config (`lr_scheduler="none"`).
+The job is trained with a constant rate (`lr_scheduler="none"`) and once per schedule; each
+schedule is judged against the constant rate (`LESSON`) in accuracy, and in speed, which a
+schedule should not cost.
 """
 from __future__ import annotations
 
@@ -34,29 +33,24 @@ SCHEDULE_FIELDS = ("lr_scheduler", "lr_steps", "lr_factor")   # what a schedule 
 
 ONE_SCHEDULE = dict(
     gpu=Expect.SAME, cpu=Expect.SAME, gains=Gain.HIGHER,
-    means={Outcome.EXPECTED: "No schedule changed the speed beyond noise: a schedule changes "
-                             "where training goes, not how fast each step runs.",
-           Outcome.OPPOSITE: "A schedule cannot cost speed, being one number per update: a "
-                             "difference beyond the steady steps' spread is this machine's load "
-                             "changing between the runs (one run's steady steps understate "
-                             "run-to-run noise)."},
-    gained={Outcome.EXPECTED: "A schedule beat the constant rate beyond noise: its smaller last "
-                              "steps settle the weights where a constant rate keeps jumping "
-                              "around a minimum.",
-            Outcome.NONE: "A schedule within noise of the constant rate is not credited with "
-                          "accuracy after these epochs; more epochs or validation images narrow "
-                          "the noise.",
-            Outcome.OPPOSITE: "A schedule lost accuracy against the constant rate beyond noise: "
-                              "it lowered the rate before the network had learned enough at the "
-                              "high one.",
+    means={Outcome.EXPECTED: "A schedule changes where training goes, not how fast a step runs.",
+           Outcome.OPPOSITE: "A schedule is one number an update and cannot cost speed: this "
+                             "machine's load changed between the runs (one run's steady steps "
+                             "understate it)."},
+    gained={Outcome.EXPECTED: "A schedule's smaller last steps settle the weights where a "
+                              "constant rate keeps jumping around a minimum.",
+            Outcome.NONE: "A schedule within noise of the constant rate is not credited: more "
+                          "epochs or validation images narrow the noise.",
+            Outcome.OPPOSITE: "A schedule that lost accuracy lowered the rate before the network "
+                              "had learned enough at the high one.",
             Outcome.CANNOT_JUDGE: "A schedule and the constant rate both within noise of chance: "
-                                  "neither is named best at this size; train more epochs."})
+                                  "neither is named best; train more epochs."})
 LESSON = Lesson(
     compares=(Compare(varies=SCHEDULE_FIELDS + ("warmup_epochs",), **ONE_SCHEDULE),),
     baseline={"lr_scheduler": CONSTANT},
     notes=(Note("lr_scheduler", ("onecycle",),
                 "One-cycle brings its own warm-up in place of the constant run's: its verdicts "
-                "are the schedule's and that warm-up's together."),),
+                "are the two's together."),),
 )
 
 
@@ -70,8 +64,8 @@ def constant_run(runs):
 
 
 def table(runs) -> pd.DataFrame:
-    """The ladder table with the constant rate as the speed-up's base, each run's schedule,
-    and what else it changed from the constant run."""
+    """The ladder table against the constant rate, with each run's schedule and what else
+    it changed."""
     runs = list(runs)
     base = constant_run(runs)
     frame = report.ladder_table(runs, baseline=runs.index(base))

@@ -1,15 +1,8 @@
 """Lesson 07: more devices, more hosts: data parallelism and what communication costs.
 
-The notebook trains the same job on 1..k devices of one host (Gluon: device contexts in one
-process, `split_and_load` and kvstore='device'; PyTorch: one DistributedDataParallel
-process a device), then as a job of several local "hosts" (Gluon: a parameter server;
-PyTorch: one torchrun a host), and measures what the gradient exchange costs. This module
-declares what the runs and the exchange's tables show; where the processes run is
-`scale/plan.py`, the tables `scale/exchange.py`.
-
-Efficiency = samples/s on k devices ÷ (k × samples/s on one), from the runs' records. The
-scaling model (`gpu_course/scale/scaling.py`) then extrapolates: its rows are model outputs
-from a step time and a link's bandwidth, labelled so, never measurements.
+The runs train one job on 1..k devices, then as several local "hosts"; efficiency =
+samples/s on k devices ÷ (k × samples/s on one). The exchange's tables are
+`scale/exchange.py`; the scaling model's rows (`scale/scaling.py`) are model outputs.
 """
 from __future__ import annotations
 
@@ -53,9 +46,8 @@ PCT = "{:.3g}%"           # a percent column's cell in a sentence
 
 
 def table(runs) -> pd.DataFrame:
-    """The ladder table with each run's devices (and local hosts, where a job had more
-    than one) and its scaling efficiency: samples/s a device against the first run's (k
-    devices against one: speed-up ÷ k)."""
+    """The ladder table with each run's devices (and hosts) and its scaling efficiency:
+    samples/s a device against the first run's."""
     runs = list(runs)
     frame = metrics.table(runs)
     frame.insert(1, "devices", [devices(r) for r in runs])
@@ -66,9 +58,11 @@ def table(runs) -> pd.DataFrame:
     return frame
 
 
-# -- the scaling runs: k devices (processes, workers, hosts) against one ---------------------
 SHARED_CORES = "The devices shared one machine's cores, so how they divided them (threads a " \
                "process, the loader), not scaling, made the difference."
+ON_CORES = ("These devices and hosts ran on one machine's CPU cores, so their efficiency says "
+            "nothing about GPUs or networks: the runs checked that the code works ")
+ON_GPUS = " Two or more GPUs measure scaling."
 LESSON = Lesson(
     compares=(Compare(
         # the devices, how gradients meet, the threads and loader workers each process gets
@@ -79,42 +73,33 @@ LESSON = Lesson(
         gpu=Expect.FASTER, cpu=Expect.SAME,
         means={Outcome.EXPECTED: {Where.GPU: "More GPUs trained more samples a second: the "
                                              "efficiency says how much of each added GPU's work "
-                                             "the gradient exchange and the loop left."},
-               Outcome.NONE: "Within noise: the added GPUs trained no faster. Look at the "
-                             "run's utilisation timeline: the input pipeline, the Python loop "
-                             "or small batches keep each GPU waiting.",
+                                             "the exchange and the loop left."},
+               Outcome.NONE: "The added GPUs trained no faster: the utilisation timeline shows "
+                             "what kept each waiting (the input pipeline, the Python loop, "
+                             "small batches).",
                Outcome.OPPOSITE: {Where.GPU: "Slower on more GPUs: the exchange or the loader "
                                              "cost more than the added GPUs computed (the "
                                              "utilisation timeline shows which).",
                                   Where.CPU: SHARED_CORES},
-               Outcome.CANNOT_JUDGE: "For a verdict: enough timed steps (a larger train size, "
-                                     "or gc.sizes(\"07\", epochs=...)), on a machine nothing "
-                                     "else uses meanwhile."}),),
+               Outcome.CANNOT_JUDGE: "For a verdict: more timed steps (gc.sizes(\"07\", "
+                                     "epochs=...)) on a quiet machine."}),),
     columns={"devices": "Devices (processes, or a job's workers times their GPUs)",
              "efficiency (%)": "Scaling efficiency in percent (samples/s a device against the "
                                "first run's)"},
     limits=(Limit("efficiency (%)", 100 * noise.ABOVE_PERFECT, above=True, fmt=PCT,
                   words="scaling efficiency",
-                  text="unreliable: devices cannot do more than their count times the work of "
-                       "one; the runs compared differ in more than their count (threads a "
-                       "process, cores, the machine's load)."),
+                  text="unreliable: k devices cannot do more than k times one's work; the runs "
+                       "differ in more than their count (threads, cores, the machine's load)."),
             Limit("efficiency (%)", 100 * MIN_EFFICIENCY, where=Where.GPU, fmt=PCT,
                   words="scaling efficiency",
-                  text="each GPU is not kept busy. Look at the run's utilisation timeline; the "
-                       "usual causes are the input pipeline (more loader workers a process) and "
-                       "the Python loop or small batches (the gradient exchange then costs as "
-                       "much as the step).")),
-    cpu={"pytorch": "These processes (and 'hosts') ran on one machine's CPU cores, so their "
-                    "efficiency says nothing about GPUs or networks: the runs checked that the "
-                    "code works (torchrun, gloo, DistributedSampler, gradient averaging; the "
-                    "hosts: --nnodes and a c10d rendezvous). Run it on a machine with two or "
-                    "more GPUs to measure scaling.",
-         "gluon": "These 'devices' (and workers) were CPU contexts and processes on one "
-                  "machine's cores, so their efficiency says nothing about GPUs or networks: "
-                  "the runs checked that the code works (split_and_load over the contexts, "
-                  "kvstore='device'; the parameter server: a scheduler, servers and workers, "
-                  "kvstore='dist_sync'). Run it on a machine with two or more GPUs to measure "
-                  "scaling."},
+                  text="each GPU is not kept busy: see the utilisation timeline; usually the "
+                       "input pipeline (more loader workers a process), or the loop or small "
+                       "batches (the exchange then costs as much as the step).")),
+    cpu={"pytorch": ON_CORES + "(torchrun, gloo, DistributedSampler, gradient averaging; the "
+                               "hosts: --nnodes and a c10d rendezvous)." + ON_GPUS,
+         "gluon": ON_CORES + "(split_and_load over CPU contexts, kvstore='device'; the "
+                             "parameter server: a scheduler, servers and workers, "
+                             "kvstore='dist_sync')." + ON_GPUS},
     quotes=(Quote(f"best scaling efficiency (at batch {talk.SCALING_BATCH} a GPU)",
                   max(k4 / (talk.SCALING_GPUS * k1) for k1, k4 in talk.SCALING.values()),
                   "{:.0%}"),),
@@ -123,71 +108,64 @@ LESSON = Lesson(
 # a job of several local hosts against one host of as many processes: the same work
 HOSTS = Lesson(compares=(Compare(
     varies=("nodes",), gpu=Expect.SAME, cpu=Expect.SAME,
-    means={Outcome.EXPECTED: "The same work, started as separate hosts: the difference is this "
-                             "machine's run-to-run noise.",
-           Outcome.OPPOSITE: "Beyond this machine's noise: starting them as separate hosts (a "
-                             "rendezvous, TCP between them) cost or saved something real."}),))
+    means={Outcome.EXPECTED: "The same work, started as separate hosts: the difference is "
+                             "run-to-run noise.",
+           Outcome.OPPOSITE: "Beyond noise: starting them as separate hosts (a rendezvous, TCP "
+                             "between them) cost or saved something real."}),))
 
-# -- what the exchange costs: measured, then modelled -----------------------------------------
 LINKS = (Quote("10 Gbps Ethernet", distributed.LINKS["10 Gbps Ethernet"], "{:g} GB/s"),
          Quote("NVLink", distributed.LINKS["NVLink"], "{:g} GB/s"))
 BENCH = Reading(
     key="size", source=LECTURE, hardware="its table of links", quotes=LINKS,
-    text=({"pytorch": "Each row: the median block's all-reduce between the processes (NCCL on "
-                      "GPUs, gloo on the CPU), its slowest and fastest blocks beside it. Small "
-                      "messages are latency-bound, which is why DDP sends gradients in buckets.",
-           "gluon": "Each row: a worker's push and pull through the server on this machine, "
-                    "its slowest and fastest rounds beside it. Small arrays are latency-bound."},
-          "The model below uses the rate of the row nearest the gradients' size, marked."))
+    text=({"pytorch": "Each row: the median all-reduce between the processes (NCCL on GPUs, "
+                      "gloo on the CPU). Small messages are latency-bound, so DDP sends "
+                      "gradients in buckets.",
+           "gluon": "Each row: a worker's median push and pull through the server on this "
+                    "machine. Small arrays are latency-bound."},
+          "The model below uses the marked row, nearest the gradients' size."))
 BUCKETS = Reading(
     key="bucket (MB)",
-    text=("DDP's default is the last row's buckets. Exposed is the step with the all-reduce "
-          "less the step without it; hidden, the share of the all-reduce alone that overlapped "
-          "backward.",),
-    marks=(Mark("exposed is", (WITHIN,), "Where the exposed time is within the steps' spread, "
-                                         "the all-reduce's cost is not measurable here against "
-                                         "the compute."),
-           Mark("exposed is", (BEYOND,), "Where it is beyond the spread, the all-reduce showed "
-                                         "that much of its own time a step, the rest hidden "
-                                         "behind backward.")))
+    text=("DDP's default is the last row's buckets. Exposed: the step with the all-reduce less "
+          "the step without; hidden: the share of the all-reduce that overlapped backward.",),
+    marks=(Mark("exposed is", (WITHIN,), "Exposed within the steps' spread: not measurable "
+                                         "against the compute."),
+           Mark("exposed is", (BEYOND,), "Exposed beyond the spread: that much of the "
+                                         "all-reduce showed a step, the rest hidden behind "
+                                         "backward.")))
 MEASURED = Reading(
     key="rung", source=LECTURE, hardware="its table of links",
     quotes=(Quote("8 lanes of PCIe (a GPU's)", PCIE_X8_GBPS, "{:g} GB/s"),),
     text=("The first row's step is the model's compute time; a multi-worker run's step is its "
           "slowest worker's.",
-          {Where.CPU: "On one CPU the processes share the cores, so the measured efficiencies "
-                      "fall below the model by what they take from each other: the model "
-                      "counts communication only."}),
+          {Where.CPU: "On one CPU the processes take cores from each other, which the model "
+                      "(communication only) does not count."}),
     columns={"model (%)": "The model's efficiency in percent (no overlap)",
              "efficiency (%)": "measured"},
-    marks=(Mark("lost is", (WITHIN,), "A run whose extra time a step is within the first "
-                                      "run's own spread over its blocks of steps: the "
+    marks=(Mark("lost is", (WITHIN,), "Extra time a step within the first run's spread: the "
                                       "exchange's cost is not measurable here."),
-           Mark("lost is", (BEYOND,), {Where.GPU: "A run whose extra time a step is beyond "
-                                                  "the first run's spread: the exchange cost "
-                                                  "that, less what hid behind compute.",
-                                       Where.CPU: "A run whose extra time a step is beyond "
-                                                  "the first run's spread: the exchange and "
-                                                  "the workers taking cores from each other "
-                                                  "cost that, less what hid behind compute."}),
-           Mark("lost is", (SHORTER,), "A run whose step is shorter than the first run's, "
-                                       "beyond its spread, paid for no exchange: its step did "
-                                       "other work (its share of the threads, of the loader) or "
-                                       "the machine changed between the runs.")),
+           Mark("lost is", (BEYOND,), {Where.GPU: "Extra time a step beyond the first run's "
+                                                  "spread: what the exchange cost, less what "
+                                                  "hid behind compute.",
+                                       Where.CPU: "Extra time a step beyond the first run's "
+                                                  "spread: what the exchange and the workers' "
+                                                  "contention for cores cost, less what hid "
+                                                  "behind compute."}),
+           Mark("lost is", (SHORTER,), "A step shorter than the first run's, beyond its "
+                                       "spread, paid for no exchange: it did other work (its "
+                                       "share of threads, of the loader) or the machine "
+                                       "changed.")),
     limits=(Limit("steady steps", metrics.MIN_STEADY_STEPS, words="steady steps", fmt="{:.0f}",
-                  text="too few: these efficiencies are noise, not a result (raise the train "
-                       "size or the epochs)."),
+                  text="too few: these efficiencies are noise (raise the train size or the "
+                       "epochs)."),
             Limit("implied bandwidth (GB/s)", PCIE_X8_GBPS, row=talk_row(),
                   words="its loss a step, were it all the gradients' all-reduce, would mean",
                   fmt="{:.3g} GB/s",
-                  text="far below what 8 lanes of PCIe carry (the lecture): the loss was "
-                       "elsewhere (one Python thread driving four GPUs, the input pipeline), "
-                       "not in communication."),
+                  text="far below 8 PCIe lanes (the lecture): the loss was elsewhere (one "
+                       "Python thread driving four GPUs, the input pipeline)."),
             Limit("implied bandwidth (GB/s)", PCIE_X8_GBPS, above=True, row=talk_row(),
                   words="its loss a step, were it all the gradients' all-reduce, would mean",
                   fmt="{:.3g} GB/s",
-                  text="what 8 lanes of PCIe carry (the lecture): communication can explain "
-                       "it.")))
+                  text="what 8 PCIe lanes carry (the lecture): communication can explain it.")))
 # the model's steps of machines not measured here: (label, step seconds, gradient bytes)
 TALK = distributed.TALK
 MODELLED = (("a V100 step (the talk)", TALK["batch"] / TALK["samples_per_sec_1"], TALK["grad_bytes"]),
@@ -195,24 +173,21 @@ MODELLED = (("a V100 step (the talk)", TALK["batch"] / TALK["samples_per_sec_1"]
              talk.RESNET50_PARAMETERS * 2))
 MODEL = Reading(
     key="model",
-    text=("Model outputs, not measurements: each row puts a step time and a link of the "
-          "lecture's table into t_step(k) (scaling.py), with a typical network's latency a hop "
-          "and no overlap. The last column is the largest device count still above the bar its "
-          "header names; where it says all it tried, the model finds no limit in its range, and "
-          "a real job meets others first (the network's topology, the batch each device keeps).",
-          {Where.CPU: "This machine's step is a CPU step: the model sets it beside network "
-                      f"links only (a cluster of CPUs); over {', '.join(sorted(GPU_LINKS))}, a "
-                      "link between GPUs, it would describe no machine."},
-          "Read the 10 Gbps Ethernet rows down: the larger the gradients against the step, the "
+    text=("Model outputs, not measurements: t_step(k) (scaling.py) of a step time and a link "
+          "of the lecture's table, a typical latency a hop, no overlap. The last column is the "
+          "most devices still above its header's bar; where that is all it tried, a real job "
+          "meets other limits first (topology, the batch each device keeps).",
+          {Where.CPU: "This step is a CPU's: the model sets it beside network links only; over "
+                      f"{', '.join(sorted(GPU_LINKS))}, a link between GPUs, it describes no "
+                      "machine."},
+          "Down the 10 Gbps Ethernet rows: the larger the gradients against the step, the "
           "sooner more devices stop paying. Large gradients need fast links."))
 
 
 def conclude(runs, bench=None, grad_bytes: int | None = None, buckets=None) -> Said:
-    """Without `bench`: what the runs' table shows (k devices against one; a job of local
-    hosts against one host). With `bench` (push/pull rows of gluon.dist.bench_local, or
-    all-reduce rows of bench.allreduce; PyTorch adds `buckets`, DDP's bucket rows; Gluon
-    `grad_bytes`): what the exchange costs, measured and modelled, each table shown
-    before its sentences."""
+    """Without `bench`: k devices against one, and local hosts against one host. With `bench`
+    (push/pull or all-reduce rows; `buckets`, DDP's bucket rows, or `grad_bytes`): what the
+    exchange costs, measured and modelled, each table before its sentences."""
     runs = list(runs)
     if bench is None:
         said = Said([judge(LESSON, runs, table(runs))])

@@ -1,29 +1,23 @@
 """Lesson 08: the whole ladder, one coherent set of runs.
 
-The summary reads the newest ladder that `gpu-course ladder` (or `make run`) wrote for the
-track, `ladder-<engine>-<time>/` under the runs folder: every rung trained by one command on
-one machine, each changing one thing on top of the rung before it. With none yet, the
-notebook walks the ladder itself (`ladder.ladder`, quick in smoke mode, as `gpu-course ladder
---quick`). It never mixes runs of different lessons, networks or sizes into one ladder: the
-table has a column for every setting that differs between its rows, and a table of what
-the reference machine's ladder differs in sets it beside this one. This module declares
-what the ladder, its anatomy and its two regimes show; `findings` says it.
+It reads the newest ladder `gpu-course ladder` (or `make run`) wrote for the track: every rung
+trained by one command on one machine, each changing one thing on top of the one before.
+With none yet the notebook walks the ladder itself (`ladder.ladder`). The table has a column
+for every setting its rows differ in; the reference machine's ladder is set beside it.
 """
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
-import math
-
 import pandas as pd
 
-from ..analyse import alike, metrics, noise
-from ..analyse.anatomy import GPU_BUSY, INPUT_WAIT, Bound
+from ..analyse import alike, metrics
+from ..analyse.anatomy import GPU_BUSY, INPUT_WAIT
 from ..analyse.regimes import beside_table, network as _model, regimes_table
-from ..config import Graph
+from ..analyse.summary import (anatomy_table, baseline as _baseline, caption,  # noqa: F401
+                               flat as _flat, rungs_of as _rungs)
 from ..ladder import (RUNG_SETTINGS, exercise_ladder, ladder,  # noqa: F401
                       latest_ladder)   # the notebooks' and exercise's
-from ..rungs import GRAPH, PRECISION, RungName
+from ..rungs import RungName
 from ..show import report
 from ..show.findings import (Column, Compare, Expect, Lesson, Mark, Note, Outcome, Quote,
                              Reading, Said, Where, judge, read)
@@ -61,26 +55,11 @@ OWN_SIZES = ("compile_backend", "exercise_batch", "exercise_epochs", "exercise_r
              "exercise_size", "exercise_torch_threads", "exercise_warmup_steps",
              "ladder_rungs", "ladder_test_size", "ladder_train_size", "quick")
 TALK_COLUMN = "talk speed-up"
-TO_TARGET = ("to_target_s", "to_target_speedup")
 HEAVY_MODEL = "wrn16_10"   # `gpu-course ladder --model wrn16_10`: its step is GPU-bound
 
 
-def _rungs(runs) -> list:
-    """A run per rung: a group of repeats stands by its median run."""
-    return [metrics.representative(r) for r in runs]
-
-
-def _flat(runs) -> list:
-    return [r for g in runs for r in (g if isinstance(g, (list, tuple)) else [g])]
-
-
-def _baseline(runs):
-    return RungName.NAIVE if RungName.NAIVE in [r.name for r in _rungs(runs)] else 0
-
-
 def table(runs) -> pd.DataFrame:
-    """The ladder table over a run per rung (speed-up against 'naive'), a column for each
-    setting that differs between the rungs, and the talk's speed-up for the rungs it had."""
+    """The ladder table over a run per rung (against 'naive'), with the talk's speed-ups."""
     rungs = _rungs(runs)
     frame = report.ladder_table(rungs, baseline=_baseline(runs))  # + what differs
     frame[TALK_COLUMN] = [f"×{talk.LADDER[r.name] / talk.LADDER[RungName.NAIVE]:.2f}"
@@ -88,26 +67,14 @@ def table(runs) -> pd.DataFrame:
     return frame
 
 
-def caption(runs) -> str:
-    """The ladder's own conclusion, as `gpu-course ladder` prints it (`report.conclusion`):
-    each rung against the one before it, warm-up and preparation costs; `gc.show` prints
-    it under the table. None for the committed reference's ladder: the notebook sets it
-    beside this machine's (`conclude(..., beside=)`)."""
-    rungs = _rungs(runs)
-    reference = all(report.REFERENCE_ROOT in getattr(r, "path", Path()).parents for r in rungs)
-    return None if reference else report.conclusion(runs, baseline=_baseline(runs),
-                                                     varies=RUNG_SETTINGS)
-
-
-# -- the ladder: its fastest rung against the naive one, and what the GPU did ---------------
 LESSON = Lesson(
     compares=(Compare(
         varies=RUNG_SETTINGS, gpu=Expect.FASTER, cpu=Expect.SAME,
         means={Outcome.EXPECTED: {Where.GPU: "The ladder's fixes added up, as on the talk's "
                                              "V100s: each kept the GPU from waiting a little "
                                              "more."},
-               Outcome.NONE: "Within noise: the ladder's fixes did not add up here; the anatomy "
-                             "below says what held each rung's step.",
+               Outcome.NONE: "The ladder's fixes did not add up here: the anatomy below says "
+                             "what held each rung's step.",
                Outcome.OPPOSITE: {Where.CPU: "Faster on the CPU too: the rungs that cut the "
                                              "loader's or Python's work (workers, a graph) pay on "
                                              "any machine."}}),),
@@ -117,15 +84,13 @@ LESSON = Lesson(
                                         "talk's CIFAR-10.")),
     about=(Column("sm_active",
                   present={Where.GPU: "GPU-Util counts the time any kernel ran, not how much "
-                                      "of the chip worked: set it beside the SMs' and the "
-                                      "tensor cores' activity (Hopper's GPM) in the table."},
-                  missing={Where.GPU: "SM and tensor-core activity (GPM) are not available on "
-                                      "this machine: they need a Hopper GPU and a driver that "
-                                      "exposes GPM; only GPU-Util could be recorded."}),),
-    cpu="No rung recorded GPU utilisation: the ladder ran without a GPU. Its fixes keep a GPU "
-        "from waiting; where the CPU does the computing too, the computation is the "
-        "bottleneck and most of them cannot show, so these factors (and the talk's) are not "
-        "comparable.",
+                                      "of the chip worked: the SMs' and tensor cores' activity "
+                                      "(Hopper's GPM) in the table tells that."},
+                  missing={Where.GPU: "SM and tensor-core activity (GPM) need a Hopper GPU and "
+                                      "a driver that exposes GPM: only GPU-Util was recorded."}),),
+    cpu="No GPU here. The ladder's fixes keep a GPU from waiting; where the CPU computes too, "
+        "the computation is the bottleneck and most fixes cannot show, so these factors and "
+        "the talk's are not comparable.",
     notices=True, machine=True, source=talk.SOURCE, hardware=f"V100s ({talk.WORKLOAD})",
 )
 # the data moved to the device, against the rung before it
@@ -133,24 +98,20 @@ DATA_ON_GPU = Lesson(
     compares=(Compare(varies=RUNG_SETTINGS, gpu=Expect.FASTER, cpu=Expect.SAME, means={
         Outcome.EXPECTED: {Where.GPU: "Moving the data to the GPU took each batch's copy out of "
                                       "the step."},
-        Outcome.NONE: {Where.GPU: "Within noise: copying each batch was not what held the "
-                                  "step."},
+        Outcome.NONE: {Where.GPU: "Copying each batch was not what held the step."},
         Outcome.OPPOSITE: {Where.CPU: "On the CPU the data was on the device already: the "
                                       "difference is the loader the rung gave up."}}),),
     columns={"data_wait_share": "Share of each step spent waiting for data"})
 BESIDE = Reading(key="what", text=(
-    "The reference is another ladder: it differs from this one in the rows above. Each "
-    "table's speed-ups are against its own naive rung: read the two side by side, never one "
-    "machine's samples/s against the other's.",))
+    "The reference is another ladder, differing from this one in the rows above: set each "
+    "table's speed-ups (against its own naive rung) side by side, never one machine's "
+    "samples/s against the other's.",))
 
 
 def conclude(runs, beside=None) -> Said:
-    """The ladder in sentences (its own conclusion is `caption`'s): the fastest rung that
-    ran as the naive one did (a longer run left out) against it, beside the talk's; what
-    the GPU did (GPU-Util against GPM's SM activity), the data moved to the GPU, what ran
-    otherwise than asked, and the machine.
-    beside: this machine's ladder, when `runs` is the reference's: a table of what the
-    two differ in (their speed-ups each have their own baseline)."""
+    """The fastest rung that ran as the naive one did, against it and beside the talk's; the
+    data moved to the GPU; with beside= (this machine's ladder, runs the reference's) what
+    the two differ in."""
     runs = list(runs)
     if not runs:
         raise ValueError("runs is empty: no ladder to summarise (run `gpu-course ladder`)")
@@ -173,78 +134,48 @@ def conclude(runs, beside=None) -> Said:
     return said
 
 
-# -- the anatomy: what holds each rung's step, and which fix can pay on it ------------------
 ANATOMY = Reading(
     key="rung",
     text=("A step is data-bound when it waits for data, GPU-bound when kernels run (GPU-Util), "
-          "each at least the anatomy's bar for it, else host-bound; too few steady steps are "
-          "not ruled on.",),
+          "each at least the anatomy's bar, else host-bound; too few steady steps are not "
+          "ruled on.",),
     groups={"bound": "What held each rung's step",
             "next rung aimed": "Whether the next rung changes a setting aimed at what holds "
-                               "the step (the next_rung column names it)"},
+                               "the step (next_rung names it)"},
     marks=(Mark("next rung aimed", ("no",), "Where it does not, the ladder's order and the "
                                             "anatomy disagree."),
            Mark("shorter GPU part, host-bound", ("yes",),
-                "The rungs marked 'shorter GPU part, host-bound' make the GPU's part of a step "
-                "shorter (fused kernels, 16-bit arithmetic), but their steps are held by the "
-                "host dispatching them: the GPU already idles between kernels, so a shorter "
-                "GPU part cannot pay. What pays there is less dispatch: a larger batch (fewer "
-                "steps), or a CUDA graph (one launch a step).")),
+                "The rungs marked 'shorter GPU part, host-bound' shorten the GPU's part of a "
+                "step (fused kernels, 16-bit arithmetic), but the host dispatching them holds "
+                "their steps: the GPU already idles between kernels. Less dispatch pays there: "
+                "a larger batch (fewer steps) or a CUDA graph (one launch a step).")),
     about=(Column("to_target_s",
-                  present="The target is the validation accuracy the naive rung reached after "
-                          "its epochs; time to target counts training only (warm-up and "
-                          "compilation included, validation left out); – where a rung's "
-                          "epochs never got there.",
-                  missing="The naive rung ended within noise of chance: it sets no accuracy "
-                          "to race to, so the time-to-target columns are left out."),),
+                  present="The target is the naive rung's final validation accuracy; time to "
+                          "target counts training only (warm-up and compiling in, validation "
+                          "out); – where a rung never got there.",
+                  missing="The naive rung ended within noise of chance, so there is no "
+                          "accuracy to race to: the time-to-target columns are left out."),),
     quotes=(Quote("data-bound from a wait for data of", INPUT_WAIT, "{:.0%}"),
             Quote("GPU-bound from kernels running", GPU_BUSY, "{:.0%}")),
     source="the anatomy's bars")
-LIGHTER = tuple(PRECISION.values())   # 16-bit arithmetic: a shorter GPU part
-
-
-def anatomy_table(runs) -> pd.DataFrame:
-    """Where each rung's step goes and its time to the naive rung's accuracy (the table
-    `gpu-course ladder` prints second, `analyse.anatomy`; its time-to-target columns left
-    out where the naive rung ended at chance), whether the next rung aims at what holds
-    the step, and which host-bound rungs only shorten the GPU's part."""
-    rungs = _rungs(runs)
-    frame, _ = report.anatomy_table(runs, _baseline(runs))
-    if noise.at_chance(rungs[metrics.baseline_index(rungs, _baseline(runs))]):
-        frame = frame.drop(columns=list(TO_TARGET))
-    frame["next rung aimed"] = ["no" if ": not aimed" in t else "yes" if t else ""
-                                for t in frame["next_rung"]]
-    frame["shorter GPU part, host-bound"] = [
-        "yes" if bound == Bound.HOST and (r.name in LIGHTER or (
-            r.name in GRAPH.values()
-            and alike.value(r, "graph") == Graph.HYBRID)) else ""   # fusion, no CUDA graphs
-        for r, bound in zip(rungs, frame["bound"])]
-    return frame
-
-
 def anatomy(runs):
-    """`anatomy_table` shown, then which resource holds which rungs, and why a fix that
-    shortens the GPU's part cannot pay on a step the host holds: the Closing that said it."""
+    """`anatomy_table` shown, then what holds which rungs (`ANATOMY`)."""
     rungs = _rungs(runs)
     return read(ANATOMY, anatomy_table(runs), metrics.engine(rungs[0]),
                 Where.GPU if any(metrics.on_gpu(r) for r in rungs) else Where.CPU)
 
 
-# -- two regimes: the same ladder on a step the host holds and on one the GPU holds --------
 REGIMES = Reading(
     key="rung",
-    text=("Each gain is over the rung before it, in each ladder; 'held by' is what held that "
-          "rung's step before it (the anatomy): a fix pays where it removes what holds the "
-          "step.",),
+    text=("Each gain is over the rung before it; 'held by' is what held the step before it "
+          "(the anatomy): a fix pays where it removes what holds the step.",),
     empty=f"No ladder of the GPU-bound regime shares a rung with this one yet: `gpu-course "
           f"ladder --model {HEAVY_MODEL}` on a GPU records one.")
 
 
 def regimes(light, heavy):
-    """The same ladder on two networks side by side (`regimes_table`, shown), then which
-    fix paid on which bottleneck: each gain beyond noise, where it paid, and whether the
-    rung changed a setting aimed at what held the step before it. heavy=[]: none is
-    recorded yet, and how to record one. The Closing that said it."""
+    """The same ladder on two networks (`regimes_table`, shown), then which fix paid on which
+    bottleneck; heavy=[]: how to record one."""
     frame = regimes_table(light, heavy) if light and heavy else None
     models = (_model(light), _model(heavy)) if frame is not None else ()
     return read(dataclasses.replace(

@@ -1,23 +1,16 @@
 """Lesson 10: mock components and an automatic diagnosis.
 
-A mock trainer (batches fetched and dropped) measures the input pipeline alone, a mock
-loader (one batch kept on the device, served forever) the model alone: two ceilings, not
-rungs, so their table has no speed-up column and their ratio is read as "the input can
-deliver so much of what the model consumes", never as a slow-down. `gpu_course.analyse.diagnose`
-turns a run and its ceilings into a verdict and the next rung; `follow` applies that rung
-to the experiment, and the closing judges against the runs' noise whether it helped.
-Lesson 09 reads its first rung's ceilings with this module's table and sentences
-(`gc.conclude("10", ...)`).
+A mock trainer (batches fetched and dropped) measures the input alone, a mock loader (one
+batch served forever) the model alone: two ceilings, not rungs, so no speed-up column.
+`analyse.diagnose` turns a run and its ceilings into a verdict and the next rung; `follow`
+applies it. Lesson 09 reads its first rung's ceilings here.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
-import pandas as pd
-
-from ..analyse import diagnose, metrics
-from ..rungs import RungName
+from ..analyse import diagnose
+from ..analyse.advice import follow, step_table, table  # noqa: F401  (the notebooks')
 from ..show.closing import Closing
 from ..show.findings import Compare, Expect, Lesson, Note, Outcome, judge
 
@@ -38,53 +31,6 @@ SIZES = {
 OWN_SIZES = ("ceiling_steps", "exercise_batch", "exercise_size", "images", "torch_threads")
 
 
-# -- the table -------------------------------------------------------------------------------
-def table(runs) -> pd.DataFrame:
-    """One row per run, mock ceilings included, and what `diagnose` makes of it (its
-    ceilings found next to it): samples/s with its blocks' spread, data wait, CPU (and GPU)
-    load, validation accuracy, the verdict and the next rung. No speed-up column: a ceiling
-    bounds a run, it is not a rung above it."""
-    runs = list(runs)
-    rows = []
-    for run in runs:
-        d = _diagnosis(run)
-        low, high = metrics.samples_per_sec_range(run)
-        rows.append({"rung": str(run.name), "samples_per_sec": metrics.samples_per_sec(run),
-                     "samples_per_sec_min": low, "samples_per_sec_max": high,
-                     "data_wait_share": metrics.data_wait_share(run),
-                     "gpu_util": metrics.gpu_util(run),
-                     # one decimal: 99.96 % reads "100", not "100.0"
-                     "cpu_busy_pct": round(d.numbers["cpu_percent"], 1) if d else math.nan,
-                     "val_acc": metrics.val_acc(run),
-                     "verdict": d.verdict if d else metrics.status(run),
-                     "next_rung": (d.next_rung or diagnose.AGAIN) if d else ""})
-    frame = pd.DataFrame(rows)
-    if frame["gpu_util"].isna().all():  # no GPU: nothing to show
-        frame = frame.drop(columns="gpu_util")
-    return frame
-
-
-def _diagnosis(run) -> diagnose.Diagnosis | None:
-    """The run's diagnosis, its ceilings found next to it; None for a run that finished
-    no epoch (nothing to diagnose)."""
-    return diagnose.diagnose(run) if len(run.epochs) else None
-
-
-def step_table(times) -> pd.DataFrame:
-    """The hand-timed steps of the lecture's loop, (t1, t2, t3) each: t2 - t1 waiting for
-    the batch, t3 - t2 computing, in milliseconds; and their means without the first step
-    (the loader's workers start during it)."""
-    rows = [{"step": f"step {i + 1}", "wait_ms": 1000 * (t2 - t1), "compute_ms": 1000 * (t3 - t2)}
-            for i, (t1, t2, t3) in enumerate(times)]
-    if len(rows) > 1:
-        later = rows[1:]
-        rows.append({"step": f"mean of steps 2–{len(rows)}",
-                     "wait_ms": sum(r["wait_ms"] for r in later) / len(later),
-                     "compute_ms": sum(r["compute_ms"] for r in later) / len(later)})
-    return pd.DataFrame(rows)
-
-
-# -- what the lesson compares, and what each outcome means ----------------------------------
 RULE = "The lecture's rule (the I/O rate must exceed the training rate) is "
 LESSON = Lesson(
     compares=(),
@@ -92,32 +38,26 @@ LESSON = Lesson(
         Outcome.EXPECTED: RULE + "met: the input alone delivers more than the model alone "
                           "consumes.",
         Outcome.OPPOSITE: RULE + "broken: the input cannot keep up with the model.",
-        Outcome.NONE: RULE + "neither met nor broken beyond noise: the two ceilings are within "
-                      "each other's ranges."}),
-    above_ceiling="A run cannot beat its ceilings, so one of the two is mismeasured (a ceiling "
-                  "over few steps, or a busier machine while one of them ran); the diagnosis "
-                  "will not rule on it.")
+        Outcome.NONE: RULE + "neither met nor broken beyond noise."}),
+    above_ceiling="A run cannot beat its ceilings, so one is mismeasured (a ceiling over few "
+                  "steps, or a busier machine): the diagnosis will not rule on it.")
 NOT_SHOWN = "Whether the change helped is not shown: longer runs (more epochs) would tell."
 ADVICE = Lesson(
     compares=(Compare(varies=("data_format", "num_workers", "augment"), gpu=Expect.FASTER,
                       cpu=Expect.FASTER, means={
-        Outcome.EXPECTED: "Following the advice helped, beyond the runs' noise.",
-        Outcome.OPPOSITE: "The change made the job slower here, beyond the runs' noise: it did "
-                          "not lift the limit on this machine; the new run's diagnosis says what "
-                          "holds it.",
+        Outcome.EXPECTED: "Following the advice helped.",
+        Outcome.OPPOSITE: "The change made the job slower: it did not lift the limit on this "
+                          "machine; the new run's diagnosis says what holds it.",
         Outcome.NONE: NOT_SHOWN, Outcome.CANNOT_JUDGE: NOT_SHOWN}),),
     changes=True,
     notes=(Note("augment", ("standard",),
                 "The cheaper standard augmentation stands in for the rung the diagnosis named, "
-                "which this lesson does not take (a compute rung, or more workers where no core "
-                "is free)."),))
+                "which this lesson does not take (a compute rung, or workers with no core free)."),))
 
 
 def conclude(runs, advice: diagnose.Diagnosis | None = None) -> Closing:
-    """Without `advice`: each run's two ceilings read against each other and against the
-    run (`LESSON`). With `advice` (the diagnosis that was followed): each run that is not
-    the diagnosed one nor a ceiling against it, judged against the runs' noise (`ADVICE`;
-    an unreliable diagnosis's run measured again is the same job twice)."""
+    """Without `advice`: the ceilings against each other and the run (`LESSON`). With it (the
+    diagnosis followed): each other run against the diagnosed one (`ADVICE`)."""
     runs = list(runs)
     if advice is None:
         return judge(LESSON, runs, table(runs))
@@ -125,26 +65,3 @@ def conclude(runs, advice: diagnose.Diagnosis | None = None) -> Closing:
         raise ValueError(f"advice is the diagnosis of {advice.run_name!r}, which is not "
                          f"among the runs: {[r.name for r in runs]}")
     return judge(replace(ADVICE, baseline={"name": advice.run_name}), runs, table(runs))
-
-
-# -- following the advice ----------------------------------------------------------------------
-def follow(advice: diagnose.Diagnosis, cfg):
-    """`cfg` with the diagnosis's next rung applied, renamed for it: the same configuration
-    measured again (an unreliable diagnosis), a pre-processed data format, more loader
-    workers where cores are free, or (a compute rung, which this lesson does not cover) the
-    cheaper standard augmentation."""
-    if advice.verdict == diagnose.UNRELIABLE:
-        return cfg.replace(name="measured again")
-    faster = diagnose.next_format(cfg.data_format) \
-        if advice.next_rung == RungName.DATA_FORMAT else None
-    if faster is not None:
-        return cfg.replace(name=f"after the advice: {faster}", data_format=faster)
-    n = advice.numbers
-    cores = n.get("cpu_count", math.nan)
-    recommended = max(2, int(cores) - 3) if cores == cores else 2   # the talk's cpu_count() - 3
-    cpu_free = not n.get("cpu_percent", math.nan) >= diagnose.CPU_SATURATED
-    if advice.next_rung == RungName.WORKERS and cfg.num_workers < recommended and cpu_free:
-        return cfg.replace(name=f"after the advice: {recommended} workers",
-                           num_workers=recommended)
-    return cfg.replace(name="after the advice: standard augmentation",
-                       augment="standard")

@@ -1,13 +1,7 @@
-"""Lesson 11: the environment. What the framework was built with, oneDNN on against off,
-a thread sweep, pinning, the OpenMP variables and which runtime reads them, loader
-workers per process, the GPU's clocks, limits and PCIe link, pageable against pinned
-copies, /dev/shm and the disk beside the lecture's bandwidth table.
-
-The notebooks measure with `gpu_course.env.report` (each CPU setting in a fresh process, since
-oneDNN and the OpenMP thread count are fixed when a framework starts) and hand the
-records here, one section's at a time (`analyse.environment.Section`); the tables and the
-measured rows are `analyse.environment`'s, and `conclude` judges them through the findings
-engine with the section's declaration (`LESSONS`). No deep-learning framework here.
+"""Lesson 11: the environment: the framework's build, oneDNN on against off, threads, pinning,
+the OpenMP variables, loader workers per process, the GPU's clocks and link, pinned copies,
+/dev/shm and the disk. The notebooks measure with `gpu_course.env.report`; each section's
+records are judged with its declaration (`LESSONS`); tables are `analyse.environment`'s.
 """
 from __future__ import annotations
 
@@ -30,55 +24,47 @@ SIZES = {
 }
 # the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("bench", "disk_mb")
-# Timed passes (or copies) a side before a verdict is said: with 5 a side, two ranges that
-# do not overlap arise by chance under 1 % of the time (2 / C(10, 5)); with 3, 10 %.
-MIN_PASSES = noise.BLOCKS
+MIN_PASSES = noise.BLOCKS   # passes a side for a verdict: 5 give disjoint ranges by chance < 1 %
 SAME = "No difference beyond the passes' spread"
 BENCH = Lesson(
     compares=(
         Compare(("onednn",), when={"onednn": "on"}, against={"onednn": "off"}, cpu=Expect.FASTER,
                 cells={"ms per batch": "ms per batch"},
                 means={Outcome.EXPECTED: "oneDNN's kernels pay on this CPU too.",
-                       Outcome.NONE: f"{SAME}: more passes, or a quieter machine, tell whether "
-                                     "oneDNN pays on this CPU.",
+                       Outcome.NONE: f"{SAME}: more passes, or a quieter machine, would tell.",
                        Outcome.OPPOSITE: "oneDNN's kernels lose on this CPU at this batch."}),
         Compare(("threads", "cores"), when={"cores": Cores.FEWER}, against={"cores": Cores.ALL},
                 cpu=Expect.SLOWER, means={
             Outcome.EXPECTED: "One thread a usable core, OpenMP's default, is fastest here.",
             Outcome.NONE: f"{SAME}: no thread count is clearly fastest here.",
-            Outcome.OPPOSITE: "Fewer threads than cores finished sooner. An OpenMP region waits "
-                              "for its slowest thread: a thread that shares its core (with other "
-                              "programs, see the load average; or as a hyperthread of the same "
-                              "physical core, see the CPU's cores) holds up the rest; on a quiet "
-                              "machine with a core each, the extra threads cost more in "
-                              "synchronisation than they add at this batch."}),
+            Outcome.OPPOSITE: "Fewer threads than cores finished sooner: an OpenMP region waits "
+                              "for its slowest thread, and one sharing its core (with other "
+                              "programs, or as a hyperthread) holds up the rest; on a quiet "
+                              "machine the extra threads cost more to synchronise than they "
+                              "add at this batch."}),
         Compare(("threads", "cores"), when={"cores": Cores.MORE}, against={"cores": Cores.ALL},
                 cpu=Expect.SLOWER, means={
             Outcome.EXPECTED: "More threads than cores take turns, and each OpenMP region waits "
-                              "for a thread that waits for a core: set OMP_NUM_THREADS "
+                              "for one waiting for a core: set OMP_NUM_THREADS "
                               "(torch.set_num_threads) to the cores a process may use.",
-            Outcome.NONE: f"{SAME}: the extra threads cost nothing measurable here.",
-            Outcome.OPPOSITE: "More threads than cores won: with other programs holding cores, "
-                              "more threads win more of the CPU's time slices from them, a share "
-                              "taken from those programs, not a setting to keep."}),
+            Outcome.NONE: f"{SAME}: the extra threads cost nothing measurable.",
+            Outcome.OPPOSITE: "More threads than cores won time slices from other programs "
+                              "holding cores: a share taken from them, not a setting to keep."}),
         Compare(("pinning",), when={"pinning": Pinning.CROWDED}, against={"pinning": Pinning.NONE},
                 cpu=Expect.SLOWER, means={
-            Outcome.EXPECTED: "Its threads take turns on fewer cores than threads, as a process "
-                              "given fewer cores than threads does.",
+            Outcome.EXPECTED: "Its threads take turns on fewer cores than threads.",
             Outcome.NONE: f"{SAME}.",
             Outcome.OPPOSITE: "Taking turns on few cores beat waiting for each other on cores "
-                              "that other programs share (the load average before it is in the "
-                              "table)."}),
+                              "other programs share (see the load average)."}),
         Compare(("pinning",), when={"pinning": Pinning.CORE_EACH}, against={"pinning": Pinning.NONE},
                 cpu=Expect.SAME, means={
-            Outcome.EXPECTED: "Each thread has a core of its own; pinning only keeps it from "
-                              "moving.",
+            Outcome.EXPECTED: "Each thread has a core of its own; pinning only keeps it there.",
             Outcome.OPPOSITE: "Each thread has a core of its own, yet pinning changed the speed "
-                              "beyond the passes' spread: a thread kept on its core keeps its "
-                              "caches, or shares the core with other programs' work."})),
-    flags=(Flag("machine", {BUSY: "Other programs took turns with these passes (a load average "
-                                  "of at least the usable cores before it): measure again on a "
-                                  "quiet machine before trusting a ranking."},
+                              "beyond the passes' spread: a pinned thread keeps its caches, or "
+                              "shares its core with other programs."})),
+    flags=(Flag("machine", {BUSY: "Other programs took turns with these passes (the load "
+                                  "average reached the usable cores): measure on a quiet "
+                                  "machine before trusting a ranking."},
                 cells={"load average before": "load average before"},
                 worst="load average before"),),
     quotes=(Quote("MKL-DNN", talk.MKLDNN_SPEEDUP[1], "×{} at batch 1", when={"onednn": "off"}),
@@ -93,9 +79,9 @@ RUN = Lesson(
               "usable cores": "usable cores {}", "the talk's workers": "the talk's rule gives {}",
               "cores": "on these {} cores"},
     by_sign={"num_workers": {
-        Sign.POSITIVE: "Loader workers: the usable cores ÷ the training processes on the host, "
-                       "the checklist's rule. The talk's rule, cpu_count() − 3 and at least 2, "
-                       "counts every core of the host in every process.",
+        Sign.POSITIVE: "Loader workers: the usable cores ÷ the training processes (the "
+                       "checklist's rule); the talk's, cpu_count() − 3 and at least 2, counts "
+                       "every core of the host in every process.",
         Sign.OTHER: "No loader workers: the training process loads its own batches."}},
     flags=(Flag("machine", {SHARED: "The timeline's total counts their work too."},
                 cells={"other programs' cores": "other programs' cores"}),),
@@ -107,17 +93,16 @@ OPENMP_TEXT = {
     OpenMP.INTEL: "This process loaded libiomp5 (Intel's OpenMP).",
     OpenMP.LLVM: "This process loaded libomp (LLVM's OpenMP).",
     OpenMP.DEFAULTS: "None of them is set: the runtime's defaults apply.",
-    OpenMP.GNU_DEFAULTS: "None of them is set: the runtime's defaults apply (GNU's: a thread "
-                         "spins a while after each parallel region, then sleeps; threads are "
-                         "not bound to cores).",
+    OpenMP.GNU_DEFAULTS: "None of them is set: GNU's defaults apply (a thread spins a while "
+                         "after each parallel region, then sleeps; threads are not bound).",
     OpenMP.GNU_ONLY: "The course day's KMP_BLOCKTIME=0 and KMP_AFFINITY=granularity=fine,"
-                     "compact,1,0 do nothing with GNU's runtime: OMP_WAIT_POLICY=passive and "
-                     "OMP_PROC_BIND=close with OMP_PLACES=cores are its equivalents."}
+                     "compact,1,0 do nothing with GNU's runtime: its equivalents are "
+                     "OMP_WAIT_POLICY=passive, OMP_PROC_BIND=close and OMP_PLACES=cores."}
 OPENMP = Lesson(compares=(), key="variable", facts=OPENMP_TEXT, flags=(
     Flag("status", {IGNORED: "Set the equivalent that the loaded runtime reads instead."},
          cells={"value": "set to", "equivalent": "its equivalent here"}),))
-CLOCKS = {Clock.IDLE: "Not the clock it trains at: read the clocks while it trains (the "
-                      "monitor records the SM clock in every sample).",
+CLOCKS = {Clock.IDLE: "Not the clock it trains at: read it while it trains (the monitor "
+                      "records the SM clock in every sample).",
           Clock.POWER: "It draws up to its power limit, and its clocks drop to stay under it.",
           Clock.HEAT: "Check its cooling and airflow.",
           Clock.APPLICATIONS: "nvidia-smi -rac resets the application clocks.",
@@ -136,8 +121,8 @@ GPU = Lesson(
                                          "sets the limit)."},
                 cells={"power limit (W)": "limit (W)", "default limit (W)": "default (W)"}),
            Flag("link", {Link.BEST: "No copy to this GPU goes faster than this link.",
-                         Link.LOWERED_IDLE: "An idle GPU lowers its link; read it again while "
-                                            "it trains.",
+                         Link.LOWERED_IDLE: "An idle GPU lowers its link: read it while it "
+                                            "trains.",
                          Link.LOWERED: "Under load that points at the slot (fewer lanes wired) "
                                        "or a riser."},
                 cells={"PCIe link": "link", "PCIe (GB/s)": "GB/s each way"})))
@@ -147,11 +132,11 @@ COPY_LESSON = Lesson(
         Outcome.EXPECTED: "pin_memory=True in the DataLoader (with non_blocking=True copies) "
                           "buys this on every batch.",
         Outcome.NONE: "Pinning buys nothing measurable here.",
-        Outcome.OPPOSITE: "Pinned copies lost here; measure again before changing the loader.",
+        Outcome.OPPOSITE: "Pinned copies lost here: measure again before changing the loader.",
         Outcome.CANNOT_JUDGE: "Copy more times for a verdict on pinning."}),),
     key="memory", column=COPY, more="at least five copies a side", quotes=(LECTURE_PCIE,),
     source=talk.LECTURE, hardware="a GPU on 8 PCIe lanes",
-    empty="No GPU here: no host → GPU copy to measure (pageable against pinned needs CUDA).")
+    empty="No GPU here: no host → GPU copy to measure.")
 SHM = Lesson(
     compares=(), key="path", source="Docker", hardware="a container started without "
     "--shm-size or --ipc=host", quotes=(Quote("/dev/shm", 64, "{} MiB"),),
@@ -174,10 +159,10 @@ LINKS = Lesson(
     flags=(Flag("page cache", {COLD: "", WARM: "The page cache could not be dropped, so these "
                                                 "may be reads from memory: upper bounds."}),
            Flag("random reads", {
-               COSTLY: "A data set of small files read in random order gets the slower rate, "
-                       "one packed file read in order (lesson 9) the faster.",
-               CHEAP: "An SSD, or the page cache: packing the files pays less than on a "
-                      "spinning disk."}, cells={"sequential ÷ random": "sequential ÷ random"})))
+               COSTLY: "Small files read in random order get the slower rate, one packed "
+                       "file read in order (lesson 9) the faster.",
+               CHEAP: "An SSD, or the page cache: packing files pays less than on a spinning "
+                      "disk."}, cells={"sequential ÷ random": "sequential ÷ random"})))
 LESSONS = {Section.BENCH: BENCH, Section.RUN: RUN, Section.OPENMP: OPENMP, Section.GPU: GPU,
            Section.COPY: COPY_LESSON, Section.SHM: SHM, Section.LINKS: LINKS}
 
@@ -188,8 +173,8 @@ def table(records, **context):
 
 
 def conclude(records, **context) -> Closing:
-    """The section's sentences. context: cpu (env.cpu_facts) for benchmarks and the run,
-    runtimes (the OpenMP libraries loaded) for the OpenMP settings, workers for /dev/shm."""
+    """The section's sentences. context: cpu (env.cpu_facts: benchmarks, the run), runtimes
+    (the OpenMP libraries loaded), workers (/dev/shm)."""
     records = list(records)
     section = env.kind(records)
     frame = env.table(records, **env.checked_context(section, context))

@@ -1,19 +1,15 @@
 """Lesson 12: profilers. cProfile of the input pipeline, the framework's profiler around a
-few steps, and what limits the run: the profiler's verdict (the trace's split of a step,
-or the course's step timers where the build has no profiler) against the mock ceilings
-of lesson 10, each method judged on its own numbers (`analyse.limits`); and Holistic
-Trace Analysis's reading of a GPU trace beside the course's own split of it
-(`analyse.holistic`).
-
-The ceilings' verdict here is theirs alone: which ceiling is lower and how near the run
-comes to it (diagnose's thresholds), never the data-wait threshold the step timers use,
-so "the two methods agree" compares two methods. No deep-learning framework here.
+few steps, and what limits the run: the profiler's verdict (or the step timers') against
+lesson 10's mock ceilings, each judged on its own numbers (`analyse.limits`); and Holistic
+Trace Analysis's reading of a GPU trace beside the course's (`analyse.holistic`).
 """
 from __future__ import annotations
 
 import pandas as pd
 
 from ..analyse import holistic as h, limits
+from ..analyse.kernels import (ALL_CONVOLUTIONS, ALL_KERNELS, kernel_rows,  # noqa: F401
+                               kernel_table, reference_kernel_traces)
 from ..analyse.limits import (ABOVE, CEILINGS, COMPUTE_BOUND, INPUT_BOUND, LAUNCH_BOUND,  # noqa: F401
                               NOT_INPUT_BOUND, OVERHEAD_BOUND, TOO_FEW, Agreement, Ceilings)
 from ..show.closing import Closing
@@ -36,26 +32,27 @@ SIZES = {
 OWN_SIZES = ("active", "ceiling_steps", "input_steps", "torch_threads", "wait", "warmup")
 INPUT = Lesson(compares=(), key="function", last_row={
     "own_%": "the input pipeline's most expensive function under cProfile, {} of the time in "
-             "its own code", "calls": "over {} calls", "own_per_call_ms": "{} ms per call"})
+             "its own code", "calls": "over {} calls", "own_per_call_ms": "{} ms a call"})
 PERFETTO = " (its trace opens in ui.perfetto.dev)"
-DIFFER = "The timers count how long each step waited for its batch, the ceilings how fast each side runs alone"
+DIFFER = "The timers count each step's wait for its batch, the ceilings each side's speed alone"
+TURNS = "The loader and the model take turns on the same cores: "
 LIMITS = Lesson(
     compares=(), columns={"% of step": "The trace's split of a profiled step"},
     flags=(
         Flag("trace", {
-            INPUT_BOUND: "By the trace, the step waited for its data at least the share the "
-                         "course counts as input-bound" + PERFETTO + ".",
+            INPUT_BOUND: "By the trace, the step waited for its data as long as an "
+                         "input-bound one" + PERFETTO + ".",
             COMPUTE_BOUND: {Where.GPU: "By the trace, the device's kernels and copies fill "
                                        "most of the step" + PERFETTO + ".",
-                            Where.CPU: "By the trace, the operators on the CPU fill most of "
-                                       "the step" + PERFETTO + "."},
+                            Where.CPU: "By the trace, the CPU's operators fill most of the "
+                                       "step" + PERFETTO + "."},
             OVERHEAD_BOUND: "By the trace, neither the data nor the device's work fills the "
-                            "step: Python, launches and the framework hold it" + PERFETTO + "."},
+                            "step: Python, launches and the framework do" + PERFETTO + "."},
              cells={"profiled steps": "profiled steps", "trace file": "in the runs folder",
                     "input_bound_from": "input-bound from"}),
-        Flag("launch", {LAUNCH_BOUND: "The GPU waits for the host to issue work. CUDA graphs "
-                                      "(lesson 3's mode=\"reduce-overhead\") launch a whole "
-                                      "step at once; a larger batch gives each launch more work."},
+        Flag("launch", {LAUNCH_BOUND: "The GPU waits for the host to issue work: CUDA graphs "
+                                      "(lesson 3) launch a whole step at once, a larger batch "
+                                      "gives each launch more work."},
              cells={"host launch calls (s)": "host launch calls (s)",
                     "device kernels (s)": "device kernels (s)"}),
         Flag("step timers", {
@@ -71,13 +68,11 @@ LIMITS = Lesson(
             Ceilings.NOT_MEASURED: "Train mock='loader' and mock='trainer' beside the run to "
                                    "compare.",
             Ceilings.NO_VERDICT: "The mock ceilings give no verdict: run longer (train_size, "
-                                 "ceiling_steps) and ask again.",
-            Ceilings.SHARED_COMPUTE: "The loader and the model take turns on the same cores, "
-                                     "and the model costs more a sample: the compute ceiling "
-                                     "is the lower.",
-            Ceilings.SHARED_INPUT: "The loader and the model take turns on the same cores, and "
-                                   "the input costs more a sample: the input ceiling is the "
-                                   "lower.",
+                                 "ceiling_steps).",
+            Ceilings.SHARED_COMPUTE: TURNS + "the model costs more a sample, so the compute "
+                                             "ceiling is the lower.",
+            Ceilings.SHARED_INPUT: TURNS + "the input costs more a sample, so the input "
+                                           "ceiling is the lower.",
             Ceilings.NEAR_COMPUTE: "The run comes near the lower ceiling: the model holds it.",
             Ceilings.NEAR_INPUT: "The run comes near the lower ceiling: the loader holds it.",
             Ceilings.NEITHER: "Neither ceiling holds it: Python, launches, the two sides "
@@ -91,31 +86,23 @@ LIMITS = Lesson(
         Flag("agreement", {
             Agreement.AGREE: "",
             Agreement.TRACE: "The trace covers a few profiled steps, the ceilings whole runs "
-                             "(and on a busy CPU every step differs).",
+                             "(on a busy CPU every step differs).",
             Agreement.TIMERS: {
-                Where.GPU: f"{DIFFER}; with both on the GPU's host, a longer run or a trace "
-                           "would tell which holds.",
-                Where.CPU: f"{DIFFER}; on a CPU the loader's workers and the model share the "
-                           "cores, so each slows the other, and the wait and the ceilings can "
-                           "point different ways."}},
+                Where.GPU: f"{DIFFER}: a longer run or a trace would tell which holds.",
+                Where.CPU: f"{DIFFER}: on a CPU the workers and the model slow each other, so "
+                           "the two can point different ways."}},
              cells={"profiler": "the profiler", "ceilings verdict": "the ceilings"})))
 
 
 def table(runs=None, kernels=None) -> pd.DataFrame:
-    """The run and its mock ceilings (`limits.table`: samples/s with the spread of its
-    blocks, the share of step time waiting for data, the steady steps, the verdicts);
-    kernels ({name: GPU trace}): their kernels by kind instead (`kernel_table`)."""
+    """The run and its mock ceilings (`limits.table`), or kernels ({name: GPU trace}) by kind."""
     return limits.table(runs) if kernels is None else kernel_table(kernels)
 
 
 def conclude(runs=None, top=None, split=None, hta=None, kernels=None) -> Closing:
-    """top (the input pipeline's cProfile table, as shown): its most expensive function.
-    hta (a `holistic.compare` table, as shown): where HTA's reading of each trace and the
-    course's agree, and why they differ where they do. kernels ({name: GPU trace}): the
-    table of their kernels by kind, and what it says (`kernel_closing`). Otherwise what
-    limits the run (runs[0]; its mock ceilings among `runs`): the profiler's verdict
-    (split: `profiling.trace_split` of its trace; without one, the step timers) against
-    the ceilings' own, through the findings engine (`LIMITS`)."""
+    """top= (cProfile's table): its costliest function; hta= (`holistic.compare`'s table): HTA
+    against the course; kernels= ({name: GPU trace}): `kernel_closing`. Else what limits
+    runs[0]: the profiler's verdict (split=, else the step timers) against its ceilings."""
     if top is not None:
         first = pd.DataFrame(top).reset_index(drop=True).head(1)
         return judge_rows(INPUT, [Row(first["function"].iloc[0], {})], first)
@@ -131,41 +118,39 @@ def conclude(runs=None, top=None, split=None, hta=None, kernels=None) -> Closing
 
 
 # -- Holistic Trace Analysis beside the course's split ---------------------------------------
-ROUNDING = ("HTA reads times in whole microseconds, rounding each event's start up and its end "
-            "down, and many short GPU events lose enough to that to show as idle.")
+ROUNDING = ("HTA reads whole microseconds, rounding each event's start up and its end down: "
+            "many short GPU events lose enough to show as idle.")
 HTA = Lesson(compares=(), key="trace", flags=(
     Flag("idle", {h.IDLE_AGREE: "", h.IDLE_DIFFER: ""}, cells={
         f"HTA {h.IDLE}": "HTA (%)", f"HTA {h.WINDOW}": "of its window, first kernel to last (ms)",
         f"course {h.IDLE}": "the course (%)", f"course {h.WINDOW}": "of the profiled steps (ms)",
         "agree within (points)": "within (points)"}),
-    Flag("why", {h.WHY[h.Reason.EVENTS]: "HTA keeps only the events it can tie (by correlation "
-                                         "id) to a launch inside the profiled steps."},
+    Flag("why", {h.WHY[h.Reason.EVENTS]: "HTA keeps only events it can tie (by correlation id) "
+                                         "to a launch inside the profiled steps."},
          cells={f"HTA {h.KERNELS}": "HTA kept", f"course {h.KERNELS}": "the course"}),
     Flag("why", {h.WHY[h.Reason.WINDOW]: "The course counts the host's time before the first "
                                          "kernel and after the last as idle."},
          cells={f"course {h.IDLE_ON_HTA}": "the course's idle over HTA's window (%)"}),
     Flag("why", {h.WHY[h.Reason.ROUNDING]: ROUNDING, h.WHY[h.Reason.OTHER]:
-                 "More than HTA's whole-microsecond rounding explains: open the trace in "
-                 "ui.perfetto.dev and compare the events."},
+                 "More than HTA's rounding explains: compare the events in ui.perfetto.dev."},
          cells={f"HTA {h.KERNEL_MS}": "kernel time, HTA (ms)", f"course {h.KERNEL_MS}":
                 "the course (ms)", "rounding (µs an event)": "rounding up to (µs an event)",
                 f"HTA {h.KERNELS}": "GPU events"}),
     Flag("copies", {h.COPIES_ALIKE: "Both count that time apart from idle.",
-                    h.COPIES_APART: "Both count that time apart from idle; HTA calls a GPU event "
-                                    "a copy by its name (Memcpy, Memset), the course by its "
-                                    "category."},
+                    h.COPIES_APART: "Both count that time apart from idle; HTA tells a copy by "
+                                    "its name (Memcpy, Memset), the course by its category."},
          cells={f"HTA {h.COPIES}": "HTA (%)", f"course {h.COPIES}": "the course (%)"}),
     Flag("largest idle", {
-        h.Idle.HOST_WAIT: "Host wait: the GPU had finished and its next work was not yet "
+        h.Idle.HOST_WAIT: "Host wait: the GPU had finished before its next work was "
                           "launched, so the host sets the pace.",
-        h.Idle.KERNEL_WAIT: "Kernel wait: short gaps between kernels already queued, the cost "
-                            "of many small kernels.",
+        h.Idle.KERNEL_WAIT: "Kernel wait: short gaps between queued kernels, the cost of many "
+                            "small kernels.",
         h.Idle.OTHER_WAIT: "Other: longer gaps with the work already queued (syncs, events).",
         h.Idle.NONE: ""},
          cells={"its share of idle (%)": "its share of idle (%)",
                 "kernel wait under (µs)": "kernel wait: gaps under (µs)"}),
     Flag("host pace", {**{v: "" for v in h.PACE.values()}, **{
-        v: "The course adds up the calls' time, HTA looks at each gap, whether the next launch "
+        v: "The course adds up the calls' time; HTA asks of each gap whether the next launch "
            "came after the GPU went idle." for (calls, wait), v in h.PACE.items() if calls != wait}},
          cells={f"course {h.HOST_LAUNCH}": "its launch calls on the host (ms)",
                 f"course {h.KERNEL_MS}": "its kernels (ms)"}),
@@ -180,37 +165,7 @@ HTA = Lesson(compares=(), key="trace", flags=(
                 f"course {h.GRAPH_LAUNCHES}": "CUDA graph launches"})))
 
 
-# -- what the GPU's time is spent on, by kind of kernel ---------------------------------------
-def kernel_table(traces: dict) -> pd.DataFrame:
-    """One row a kind of kernel (`profiling.kernel_kinds`), a column pair a trace: its ms
-    of kernel time a step and its percentage of the trace's kernel time; then every
-    convolution's together (cuDNN's and the course's), and all kernels."""
-    from ..analyse import profiling
-    frame = None
-    for name, path in traces.items():
-        part = profiling.kernel_kinds(profiling.read_trace(path)).set_index("kind")
-        part = part[["ms_per_step", "share"]].assign(share=lambda f: 100 * f["share"])
-        convs = part[part.index.str.startswith("convolutions")]
-        part.loc[ALL_CONVOLUTIONS] = [convs["ms_per_step"].sum(), convs["share"].sum()]
-        part.loc[ALL_KERNELS] = [part["ms_per_step"].sum() - part.loc[ALL_CONVOLUTIONS,
-                                                                      "ms_per_step"], 100.0]
-        part.columns = [f"{name}: ms a step", f"{name}: % of kernels"]
-        frame = part if frame is None else frame.join(part, how="outer")
-    order = [k for k, _ in profiling.KERNEL_KINDS if k in frame.index] + [ALL_CONVOLUTIONS,
-                                                                            ALL_KERNELS]
-    return frame.loc[order].reset_index().rename(columns={"index": "kind"})
-
-
-ALL_CONVOLUTIONS, ALL_KERNELS = "all convolutions", "all kernels"
-
-
-def reference_kernel_traces() -> dict:
-    """The H200 reference's GPU traces: the naive rung's and the tuned rung's."""
-    from ..analyse.holistic import REFERENCE_TRACES
-    return dict(REFERENCE_TRACES)
-
-
-YOUR_TRACE = ("`gpu-course profile --engine pytorch` on a GPU records a trace of your own run "
+YOUR_TRACE = ("`gpu-course profile --engine pytorch` on a GPU records your own run's trace "
               "(profile/trace.json.gz in its folder) to read the same way.")
 KERNELS = Reading(
     key="trace", each={"kernels (ms a step)": "{} ms of kernel time a step",
@@ -222,27 +177,7 @@ KERNELS = Reading(
           "launches (closing the idle gaps) by at most the share it was idle.", YOUR_TRACE))
 
 
-def kernel_rows(traces: dict) -> pd.DataFrame:
-    """One row a trace: its kernel time a step, its largest kind of kernel (of
-    `kernel_table`'s kinds, the convolutions' sum apart) with its time and share, and the
-    share of the span of its trace the GPU worked (`profiling.gpu_busy_share`) or idled."""
-    from ..analyse import profiling
-    frame = kernel_table(traces).set_index("kind")
-    kinds = frame.drop([ALL_CONVOLUTIONS, ALL_KERNELS])
-    rows = []
-    for name, path in traces.items():
-        top = kinds[f"{name}: ms a step"].idxmax()
-        busy = profiling.gpu_busy_share(profiling.read_trace(path))
-        rows.append({"trace": name, "kernels (ms a step)": frame.loc[ALL_KERNELS, f"{name}: ms a step"],
-                     "largest kind": top, "largest (ms a step)": kinds.loc[top, f"{name}: ms a step"],
-                     "largest (% of kernels)": kinds.loc[top, f"{name}: % of kernels"],
-                     "GPU busy": busy, "GPU idle": 1 - busy})
-    return pd.DataFrame(rows)
-
-
 def kernel_closing(traces: dict) -> Closing:
-    """Where the GPU's time goes in each trace, by kind of kernel (`kernel_table`, which
-    `gc.show(lesson="12", kernels=traces)` shows), and what that says (`KERNELS`): the
-    largest kind, and how much of the step faster kernels and fewer launches could each
-    remove at most (the GPU's busy share of the trace)."""
+    """Each trace's largest kind of kernel, and the most faster kernels or fewer launches
+    could remove (`KERNELS`)."""
     return read(KERNELS, kernel_rows(traces), where=Where.GPU, show=False)

@@ -1,20 +1,16 @@
-"""Lesson 13: the timing trap and sync points, read from what the notebook recorded: the
-trap (`TRAP`: each block timed by a clock that stops when the calls return and by one that
-waits for the device, and CUDA events), the loss read every step against once an epoch
-(`RUNS`, with the course's own closing sync from the same records), and on a GPU the lines
-`torch.cuda.set_sync_debug_mode("warn")` warned at (`SYNCS`)."""
+"""Lesson 13: the timing trap and sync points. The trap (`TRAP`: a clock that stops when the
+calls return, one that waits for the device, CUDA events), the loss read every step against
+once an epoch (`RUNS`), and on a GPU the lines that synced (`SYNCS`)."""
 from __future__ import annotations
-
-import math
-import statistics
 
 import pandas as pd
 
 from ..analyse import anatomy, metrics
 from ..analyse.profiling import sync_sites
+from ..analyse.trap import EVENTS, TIMERS, WITH, WITHOUT, trap_pairs, trap_table, where  # noqa: F401
 from ..show import report
 from ..show.closing import Closing
-from ..show.findings import Compare, Expect, Lesson, Outcome, Samples, Where, judge, judge_table
+from ..show.findings import Compare, Expect, Lesson, Outcome, Where, judge, judge_table
 from . import workers
 
 SIZES = {
@@ -35,39 +31,20 @@ SIZES = {
 }
 # the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("passes", "repeats", "torch_threads", "trap_batch", "trap_steps")
-WITHOUT, WITH, EVENTS = "without a sync", "with a sync", "CUDA events"
-TIMERS = (WITHOUT, WITH, EVENTS)
 EACH_STEP, AT_THE_END = "each step", "at the end"   # the runs' notes: loss_read
 GUARD = "loss_guard"   # exercise 13.1's note: whether the loop checked its loss on the host each step
 
 
-# -- the tables ----------------------------------------------------------------------------
 def table(measured) -> pd.DataFrame:
-    """The table of what the notebook measured: the trap's timed passes (a list of
-    (block, timer, images, seconds) tuples, `trap_table`), or the runs (`runs_table`)."""
+    """The trap's table (`measured`: (block, timer, images, seconds) tuples) or the runs'."""
     measured = list(measured)
     return trap_table(measured) if measured and isinstance(measured[0], tuple) \
         else runs_table(measured)
 
 
-def trap_table(passes) -> pd.DataFrame:
-    """One row per block and timer ("forward pass, without a sync"), in the order measured:
-    the images a pass handles, the passes, the median time of a pass in ms with the
-    fastest and slowest, and the images per second that median gives."""
-    rows: dict = {}
-    for block, timer, images, seconds in _checked(passes):
-        rows.setdefault((block, timer), (images, []))[1].append(seconds)
-    return pd.DataFrame([{"rung": f"{block}, {timer}", "images": images, "passes": len(s),
-                          "pass_ms": 1000 * statistics.median(s), "pass_ms_min": 1000 * min(s),
-                          "pass_ms_max": 1000 * max(s),
-                          "images_per_sec": metrics.rate(images, statistics.median(s))}
-                         for (block, timer), (images, s) in rows.items()])
-
-
 def runs_table(runs) -> pd.DataFrame:
-    """Every run (each repeat a row): how it read its loss, the seconds its epochs' closing
-    sync waited for queued work and their share of the epoch time, and on a GPU the median
-    steady step by CUDA events (`device_s`) beside the host's clock."""
+    """A row a run: how it read its loss, what its epochs' closing sync waited (seconds,
+    share) and the median steady step by the host's clock and (on a GPU) by CUDA events."""
     runs = list(runs)
     frame = report.ladder_table(runs)
     report.put(frame, 1, "loss_read", [loss_read(r) for r in runs])
@@ -84,29 +61,26 @@ def loss_read(run) -> str | None:
     return (run.meta.get("notes") or {}).get("loss_read")
 
 
-# -- what the lesson compares, and what each outcome means ----------------------------------
-QUEUED = ("The clock without a sync stopped when the work was queued, not when it was done: it "
-          "claims a speed the work never ran at")
+QUEUED = ("The clock without a sync stopped when the work was queued, not done: it claims a "
+          "speed the work never ran at")
 AGREE = "The two clocks agree: "
 SYNC_GAP = Compare(varies=("timer",), gpu=Expect.FASTER, cpu=Expect.SAME, means={
     Outcome.EXPECTED: {
         Where.GPU: QUEUED + ".",
         ("pytorch", Where.CPU): AGREE + "on a CPU PyTorch runs each operator before the call "
-                                "returns, so a sync finds nothing left to wait for; on a GPU the "
-                                "call returns once its kernels are queued.",
+                                "returns; on a GPU the call returns once its kernels are queued.",
         ("gluon", Where.CPU): AGREE + "MXNet's engine finished the work about as soon as it was "
-                              "queued here; with more work per call (a larger trap_batch) the "
-                              "queue shows."},
-    Outcome.NONE: AGREE + "the host took as long to issue the work as the GPU took to run it, so "
-                  "nothing was left in the queue when the calls returned (launch-bound: a larger "
-                  "trap_batch gives each launch more work, lesson 3's CUDA graphs fewer launches).",
+                              "queued; a larger trap_batch makes the queue show."},
+    Outcome.NONE: AGREE + "the host took as long to issue the work as the GPU to run it "
+                  "(launch-bound: a larger trap_batch gives each launch more work, lesson 3's "
+                  "CUDA graphs fewer launches).",
     Outcome.OPPOSITE: {Where.GPU: "The clock without a sync read more than the one with it, which "
-                                  "cannot be: the passes are too noisy to read; time more of them.",
+                                  "cannot be: the passes are too noisy; time more of them.",
                        ("gluon", Where.CPU): QUEUED + ", and MXNet's engine queues operators on a "
                                              "CPU too.",
                        Where.CPU: QUEUED + "."}})
-EVENTS_READ = ("CUDA events are recorded in the stream without stopping the host, and read once, "
-               "after a sync: they time the device's side of the work.")
+EVENTS_READ = ("CUDA events are recorded in the stream without stopping the host and read after "
+               "a sync: they time the device's side.")
 EVENTS_GAP = Compare(varies=("timer",), gpu=Expect.SAME,
                      means=dict.fromkeys((Outcome.EXPECTED, Outcome.NONE, Outcome.OPPOSITE),
                                          EVENTS_READ))
@@ -114,82 +88,77 @@ TRAP = Lesson(
     compares=(SYNC_GAP, EVENTS_GAP),
     columns={"pass_ms": "Milliseconds a pass, the median of the timed passes",
              "images_per_sec": "Images/s that median gives"},
-    cpu={"pytorch": "This machine has no GPU. On one, a CUDA call returns once its kernels are "
-                    "queued, so the clock without a sync reads far less than the one with it, and "
-                    "CUDA events (torch.cuda.Event(enable_timing=True)) time the device's side.",
-         "gluon": "This machine has no GPU. On one, the host queues the work for the GPU rather "
-                  "than for the engine's CPU threads, and the two clocks part in the same way."})
+    cpu={"pytorch": "No GPU here. On one, a CUDA call returns once its kernels are queued, so the "
+                    "clock without a sync reads far less, and CUDA events "
+                    "(torch.cuda.Event(enable_timing=True)) time the device's side.",
+         "gluon": "No GPU here. On one, the host queues the work for the GPU instead of the "
+                  "engine's CPU threads, and the clocks part the same way."})
 
 NO_COST = "Reading the loss each step cost nothing beyond noise here: "
 TURNS = ("finished the step, and {} then wait while the host fetches the next batch and issues "
-         "its work: the two take turns instead of overlapping.")
+         "its work: they take turns instead of overlapping.")
 RUNS = Lesson(
     compares=(Compare(varies=("loss_read",), gpu=Expect.SLOWER, cpu=Expect.SLOWER, means={
         Outcome.EXPECTED: {
             Where.GPU: "Each read stops the host until the device has " + TURNS.format("it"),
             ("gluon", Where.CPU): "Each read (loss.mean().asscalar()) stops the host until "
                                   "MXNet's engine threads have " + TURNS.format("they"),
-            ("pytorch", Where.CPU): "Slower, though on a CPU PyTorch has finished the step when "
-                                    ".item() returns, so the read waits for nothing: something "
-                                    "else, such as the machine's load, moved between the runs. "
-                                    "On a GPU the read stops the host until the step has run."},
+            ("pytorch", Where.CPU): "Slower, though on a CPU .item() waits for nothing (the "
+                                    "step is done before it is called): something else, such as the "
+                                    "machine's load, moved. On a GPU the read stops the host "
+                                    "until the step has run."},
         Outcome.NONE: {
             Where.GPU: NO_COST + "the device finished each step before the host had issued the "
-                       "next one (launch- or input-bound), so waiting for it cost nothing; with "
-                       "more work per step (a larger batch) the reads cost.",
-            ("gluon", Where.CPU): NO_COST + "on a CPU the host and MXNet's engine share the same "
-                                  "cores, and while the host waits the engine's threads have them "
-                                  "to themselves, so there is little overlap to lose.",
-            ("pytorch", Where.CPU): NO_COST + "on a CPU PyTorch has finished the step when the "
-                                    "call returns, so .item() has nothing to wait for."},
-        Outcome.OPPOSITE: "The loop that read its loss each step was the faster one: the read "
-                          "cost nothing measurable here, and something else (the machine's "
-                          "load) moved."}),),
+                       "next (launch- or input-bound); with more work a step (a larger batch) "
+                       "the reads cost.",
+            ("gluon", Where.CPU): NO_COST + "on a CPU the host and MXNet's engine share the "
+                                  "cores, and while the host waits the engine has them, so "
+                                  "little overlap is lost.",
+            ("pytorch", Where.CPU): NO_COST + "on a CPU the step is done before .item() is "
+                                    "called, so it has nothing to wait for."},
+        Outcome.OPPOSITE: "The loop that read its loss each step was faster: the read cost "
+                          "nothing measurable, and something else (the machine's load) "
+                          "moved."}),),
     baseline={"loss_read": AT_THE_END},
     bound={anatomy.Bound.DATA: {
-        "gluon": "where it waited longer than the loop with the per-step read (the shares "
-                 "below), the waiting did not vanish, it moved into fetching the batches: with "
-                 "the loader in this process (num_workers=0) its transforms are MXNet operators "
-                 "too, and fetching a batch waits for the engine, busy with the queued steps."}},
+        "gluon": "where it waited longer than the per-step loop (the shares below), the wait "
+                 "moved into fetching batches: with the loader in this process (num_workers=0) "
+                 "its transforms are MXNet operators, and fetching waits for the engine, busy "
+                 "with the queued steps."}},
     columns={"data_wait_share": "Share of its steady time each run waited for a batch",
-             "sync_s": "Seconds the epochs' closing sync (rec.end_epoch(sync=...), the only sync "
-                       "the course's record makes) waited for work still queued when the last "
-                       "step returned, which a timer stopped without it would have missed",
-             "device_step_ms": "Median steady step on the device in ms, from CUDA events "
-                               "recorded after each step and read after the epoch's sync",
-             "host_step_ms": "Median steady step by the host's clock in ms (issuing the step, "
+             "sync_s": "Seconds the epochs' closing sync (rec.end_epoch(sync=...), the record's "
+                       "only sync) waited for work still queued after the last step: what a "
+                       "timer without it would miss",
+             "device_step_ms": "Median steady step on the device in ms (CUDA events, read after "
+                               "the epoch's sync)",
+             "host_step_ms": "Median steady step by the host's clock in ms (issuing the step "
                              "and waiting for room in the queue)"},
-    cpu={"pytorch": "This machine has no GPU, and on a CPU the loop passes sync=None to "
-                    "rec.end_epoch, as every step is done when it returns. On a GPU each "
-                    "loss.item() stops the host until the GPU has finished the step, CUDA events "
-                    "time each step on the device (the record's device_s), and "
-                    "torch.cuda.set_sync_debug_mode('warn') names the line that syncs.",
-         "gluon": "This machine has no GPU. On one, each loss.mean().asscalar() stops the host "
-                  "until the GPU has finished the step, and CUDA events time each step on the "
-                  "device (the record's device_s)."})
+    cpu={"pytorch": "No GPU here; on a CPU the loop passes sync=None to rec.end_epoch, as each "
+                    "step is done when it returns. On a GPU each loss.item() stops the host "
+                    "until the step has run, CUDA events time each step on the device "
+                    "(device_s), and torch.cuda.set_sync_debug_mode('warn') names the line that "
+                    "syncs.",
+         "gluon": "No GPU here. On one, each loss.mean().asscalar() stops the host until the "
+                  "step has run, and CUDA events time each step on the device (device_s)."})
 
 SYNCS = Lesson(
     compares=(),
     columns={"calls": "Calls that made the host wait for the GPU, by line, most first"},
     empty="torch.cuda.set_sync_debug_mode('warn') caught no syncing call in these steps: the "
-          "loop never made the host wait for the GPU.",
-    cpu="torch.cuda.set_sync_debug_mode('warn') watches CUDA syncs, and this machine has no GPU, "
-        "so it had nothing to watch. On a GPU it warns at every call that makes the host wait, "
-        "naming the line.")
+          "host never waited for the GPU.",
+    cpu="No GPU here, so torch.cuda.set_sync_debug_mode('warn') had nothing to watch; on a GPU "
+        "it warns at every call that makes the host wait, naming the line.")
 
 _UNSET = object()   # syncs not passed at all (None: passed, with no GPU to watch)
 
 
 def conclude(runs=None, trap=None, device=None, syncs=_UNSET) -> Closing:
-    """trap (the timed passes) on `device` (the device they ran on, or its name: "cpu",
-    "cuda:0", "cpu(0)", "gpu(0)"): the wrong number beside the right one (`TRAP`). syncs
-    (the warnings `set_sync_debug_mode("warn")` raised; None where there is no GPU to
-    watch): the lines that synced (`SYNCS`). Otherwise the runs: the per-step read against
-    the read at the end, and the course's own rule read from their records (`RUNS`)."""
+    """trap= (the timed passes) on device= ("cpu", "cuda:0", "cpu(0)", "gpu(0)"): `TRAP`;
+    syncs= (the warnings caught; None without a GPU): `SYNCS`; else the runs: `RUNS`."""
     if trap is not None:
         track, gpu = where(device)
         return judge_table(TRAP, trap_table(trap), (track, Where.GPU if gpu else Where.CPU),
-                           trap_pairs(list(trap)))
+                           trap_pairs(list(trap), {WITHOUT: SYNC_GAP, EVENTS: EVENTS_GAP}))
     if syncs is not _UNSET:
         table = pd.DataFrame(sync_sites(syncs or []), columns=["line", "calls"])
         return judge_table(SYNCS, table, ("pytorch", Where.CPU if syncs is None else Where.GPU))
@@ -202,49 +171,3 @@ def conclude(runs=None, trap=None, device=None, syncs=_UNSET) -> Closing:
                          f"compares {EACH_STEP!r} with {AT_THE_END!r}: pass the runs of both "
                          "loops, each noting its way with rec.note(loss_read=...)")
     return judge(RUNS, runs, runs_table(runs))
-
-
-def where(device) -> tuple[str, bool]:
-    """(track, on a GPU) of a device as the framework names it: PyTorch's "cpu", "cuda:0";
-    MXNet's "cpu(0)", "gpu(0)"."""
-    name = str(device).strip()
-    if not name:
-        raise ValueError("device= is needed: the device the trap ran on (e.g. 'cpu', 'cuda:0', "
-                         "'cpu(0)', 'gpu(0)')")
-    track = "gluon" if name.endswith(")") else "pytorch"
-    return track, name.startswith(("cuda", "gpu"))
-
-
-def trap_pairs(passes) -> list[Samples]:
-    """Each block's clock without a sync against the clock with one, and CUDA events (where
-    timed) against the clock with a sync, each on its passes' images/s."""
-    timers: dict = {}
-    for block, timer, _, _ in _checked(passes):
-        timers.setdefault(block, []).append(timer)
-    pairs = []
-    for block, have in timers.items():
-        if not {WITHOUT, WITH} <= set(have):
-            raise ValueError(f"block {block!r} needs both timers, {WITHOUT!r} and {WITH!r}; "
-                             f"it has {sorted(set(have))}")
-        how = f"{have.count(WITH)} timed passes each"
-        pairs += [Samples(f"{block}, {WITH}", f"{block}, {timer}", _rates(passes, block, WITH),
-                          _rates(passes, block, timer), how, "images_per_sec", compare)
-                  for timer, compare in ((WITHOUT, SYNC_GAP), (EVENTS, EVENTS_GAP))
-                  if timer in have]
-    return pairs
-
-
-def _checked(passes):
-    for item in passes:
-        if len(item) != 4:
-            raise ValueError(f"a timed pass is (block, timer, images, seconds); got {item!r}")
-        block, timer, images, seconds = item
-        if timer not in TIMERS:
-            raise ValueError(f"timer={timer!r}; allowed: {', '.join(TIMERS)}")
-        if not (isinstance(seconds, (int, float)) and seconds >= 0 and math.isfinite(seconds)):
-            raise ValueError(f"{block}, {timer}: seconds={seconds!r} must be a time >= 0")
-        yield item
-
-
-def _rates(passes, block: str, timer: str) -> tuple:
-    return tuple(metrics.rate(n, s) for b, t, n, s in passes if b == block and t == timer)

@@ -1,27 +1,14 @@
-"""Lesson 14: GPU memory. Where a training step's memory goes, and three ways to need less.
+"""Lesson 14: where a training step's memory goes, and three ways to need less.
 
-Every run of the notebook notes its memory in its record: after training, the adapters'
-`MemoryMeter.measure` runs a few more steps under the framework's own counter and writes
-`rec.note(memory=...)`; the notebook's loop notes `accumulate`, `checkpoint` and its
-`loss_curve` beside it (the schema and its reader: `gpu_course.analyse.memory`).
-
-Bytes are above what was live before the network existed. Four readings of the same
-runs, each declared below and judged by `show.findings` on the runs' measured steps: the
-parts per batch size (`SWEEP`), gradient accumulation against the large batch and another
-seed of it (`ACCUMULATION`), activation checkpointing (`CHECKPOINTING`) and a graph
-against the network as written (`GRAPH`). No deep-learning framework here.
+Each run notes its memory in its record (read by `analyse.memory`), in bytes above what was
+live before the network existed. Four readings: batch sizes (`SWEEP`), gradient accumulation
+(`ACCUMULATION`), activation checkpointing (`CHECKPOINTING`) and a graph (`GRAPH`).
 """
 from __future__ import annotations
 
-import math
-
-import pandas as pd
-
 from ..analyse import alike
-from ..analyse.memory import (COMPUTED, SAME, MiB, Part, accumulate_of, accumulation_runs,
-                              checkpoint_of, fills_device, last_loss, loss_curve, loss_gap,
-                              median, memory_of)
-from ..show import report
+from ..analyse.memory import accumulation_runs, memory_of
+from ..analyse.memory_table import table
 from ..show.closing import Closing
 from ..show.findings import Compare, Expect, Lesson, Metric, Note, Outcome, Quote, Sign, judge
 from . import talk, workers
@@ -46,103 +33,33 @@ SIZES = {
 # the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("accumulate", "batches", "compile_backend", "readings", "segments", "sweep_steps",
              "torch_threads")
-TOLERANCE = 0.1   # exercise 14.1: a prediction this close to the measured peak (or its spread)
 
 
-# -- the table -------------------------------------------------------------------------------
-def table(runs) -> pd.DataFrame:
-    """One row a run: images an update and a forward pass, how it was trained (checkpoint
-    segments; the graph, where the runs differ in it), samples/s, the parts counted from the
-    model beside what the counter measured (where it sorts memory into parts), what was held
-    between steps (and what the model counts for it), the peak and the activations at the
-    peak (medians of the measured steps) and per image; with accumulated runs, each run's
-    loss curve against the first run's."""
-    runs = list(runs)
-    uses = [memory_of(r) for r in runs]
-    ladder = report.ladder_table(runs)
-    frame = ladder[["rung"]].copy()
-    frame["update_batch"] = [u.batch for u in uses]
-    frame["accumulate"] = [accumulate_of(r) for r in runs]
-    frame["micro_batch"] = [u.micro_batch for u in uses]
-    frame["counter"] = [u.counter.value for u in uses]
-    if any(checkpoint_of(r) for r in runs):
-        frame["checkpoint_segments"] = [str(checkpoint_of(r)) if checkpoint_of(r) else None
-                                        for r in runs]
-    for column in ("graph", "compile backend"):
-        if column in ladder.columns:
-            frame[column] = ladder[column]
-    for column in ("samples_per_sec", "samples_per_sec_min", "samples_per_sec_max", "status"):
-        if column in ladder.columns:
-            frame[column] = ladder[column]
-    for part, column in ((Part.PARAMETERS, "parameters_mib"), (Part.GRADIENTS, "gradients_mib"),
-                         (Part.OPTIMIZER, "optimizer_state_mib")):
-        frame[column] = [u.computed.get(part, math.nan) / MiB for u in uses]
-        if any(u.sorted for u in uses):
-            frame[column.replace("_mib", "_measured_mib")] = [
-                median(u.most.get(part)) / MiB if u.sorted else math.nan for u in uses]
-    if any(u.sorted for u in uses):   # 0 where the counter's parts are the model's, to a percent
-        frame["counted_gap"] = [max(abs(median(u.most.get(p)) / u.computed.get(p, math.nan) - 1)
-                                    for p in COMPUTED[:3]) // SAME * SAME if u.sorted else math.nan
-                                for u in uses]
-    frame["held_mib"] = [u.held_mib for u in uses]
-    frame["held_counted_mib"] = [u.held_computed() / MiB for u in uses]
-    frame["peak_mib"] = [u.peak_mib for u in uses]
-    frame["activations_mib"] = [u.activations_mib for u in uses]
-    frame["activations_per_image_mib"] = [u.per_image_mib for u in uses]
-    frame["activations_share"] = frame["activations_mib"] / frame["peak_mib"]
-    frame["held_rest_mib"] = frame["held_mib"] - frame["held_counted_mib"]
-    if any(u.allocator for u in uses):
-        frame["reserved_mib"] = [(u.allocator or {}).get("reserved", math.nan) / MiB for u in uses]
-        frame["allocator_retries"] = [int((u.allocator or {}).get("retries") or 0) for u in uses]
-    if any(u.device_total for u in uses):
-        frame["device_mib"] = [(u.device_total or math.nan) / MiB for u in uses]
-        frame["device_share"] = frame["peak_mib"] / frame["device_mib"]
-        frame["fills_device_batch"] = [fills_device(u) for u in uses]
-    if any(f.endswith(".pickle") for u in uses for f in u.files):
-        frame["snapshot"] = [next((f for f in u.files if f.endswith(".pickle")), None) for u in uses]
-    curves = [r for r in runs if loss_curve(r)]
-    if curves and any(accumulate_of(r) > 1 for r in runs):
-        frame["updates"] = [len(loss_curve(r)) or None for r in runs]
-        frame["last_loss"] = [last_loss(loss_curve(r)) for r in runs]
-        frame["loss_gap"] = [loss_gap(curves[0], r) if r is not curves[0] else math.nan
-                             for r in runs]
-        seeds = [r for r in curves if r.config.get("seed") != curves[0].config.get("seed")]
-        frame["seed_loss_gap"] = loss_gap(curves[0], seeds[0]) if seeds else math.nan
-        frame["loss_gap_beyond_seed"] = [gap - frame["seed_loss_gap"].iloc[0]
-                                         if accumulate_of(r) > 1 else math.nan
-                                         for r, gap in zip(runs, frame["loss_gap"])]
-    return frame
-
-
-# -- what the lesson compares, and what each outcome means ---------------------------------
 AMOUNTS = dict(gpu=Expect.LESS, cpu=Expect.LESS)
 ON_A_GPU = {  # said where no run had a GPU: what the lesson reads on one
-    "pytorch": "This run had no GPU. On one, the lesson also reads the CUDA caching allocator's "
-               "own counters (torch.cuda.max_memory_allocated after reset_peak_memory_stats), "
-               "saves a memory snapshot for the PyTorch memory viewer "
-               "(torch.cuda.memory._record_memory_history, then _dump_snapshot), and says how "
-               "close the peak comes to the device's memory.",
-    "gluon": "This run had no GPU. On one, the lesson reads the device's used memory with "
-             "mx.context.gpu_memory_info (MXNet's pool keeps what it allocated, so the reading "
-             "after the steps is the run's high-water mark) and says how close the peak comes "
-             "to the device's memory."}
+    "pytorch": "No GPU here. On one the lesson also reads the CUDA caching allocator's own peak "
+               "(torch.cuda.max_memory_allocated), saves a snapshot for the PyTorch memory "
+               "viewer (torch.cuda.memory._record_memory_history) and says how close the peak "
+               "comes to the device's memory.",
+    "gluon": "No GPU here. On one the lesson reads the device's used memory "
+             "(mx.context.gpu_memory_info: MXNet's pool keeps what it allocated, so the reading "
+             "is the high-water mark) and says how close the peak comes to the device's memory."}
+HELD_MORE = ("Between steps the counter held more than the model counts: the rest is the "
+             "framework's (kernels' workspace and caches, the loader's batches")
 SWEEP = Lesson(
     compares=(Compare(
         varies=("batch_size",), metric=Metric.ACTIVATIONS_PER_IMAGE,
         gpu=Expect.SAME, cpu=Expect.SAME,
-        means={Outcome.EXPECTED: "Per image the activations stayed the same: they grow in "
-                                 "proportion to the batch, so a larger batch buys its speed "
-                                 "with activation memory.",
-               Outcome.OPPOSITE: "Per image the activations changed with the batch (the "
-                                 "verdict says which way): what else a step allocates "
-                                 "(kernels' workspace, buffers, the allocator's rounding) "
-                                 "does not grow in proportion to it.",
-               Outcome.CANNOT_JUDGE: "The smaller batch's steps raised the counter by nothing "
-                                     "it could see (a process's peak stays where an earlier "
-                                     "step left it), so how the activations grow per image is "
-                                     "not measured here. Measure the smaller batch first, in a "
-                                     "fresh process, or on a GPU, whose allocator counts each "
-                                     "step."}),),
+        means={Outcome.EXPECTED: "Per image the activations stayed the same: they grow with "
+                                 "the batch, so a larger batch buys its speed with activation "
+                                 "memory.",
+               Outcome.OPPOSITE: "Per image the activations changed with the batch: what else "
+                                 "a step allocates (workspace, buffers, the allocator's "
+                                 "rounding) does not grow with it.",
+               Outcome.CANNOT_JUDGE: "The smaller batch raised the counter by nothing it could "
+                                     "see (a process's peak stays where an earlier step left "
+                                     "it): measure it first, in a fresh process, or on a GPU, "
+                                     "whose allocator counts each step."}),),
     columns={"activations_mib": "Activations at the peak, MiB"},
     last_row={"peak_mib": "peak {} MiB", "counter": "by {}", "parameters_mib": "parameters {} MiB",
               "gradients_mib": "gradients {} MiB",
@@ -151,56 +68,46 @@ SWEEP = Lesson(
               "activations_mib": "activations {} MiB", "activations_share": "{} of the peak",
               "held_mib": "held between steps {} MiB",
               "held_counted_mib": "of which the model counts {} MiB",
-              "reserved_mib": "reserved by the caching allocator {} MiB (memory_reserved: what "
-                              "nvidia-smi shows, less the CUDA context)",
+              "reserved_mib": "reserved by the caching allocator {} MiB (what nvidia-smi "
+                              "shows, less the CUDA context)",
               "device_mib": "the device's memory {} MiB", "device_share": "the peak {} of it",
               "activations_per_image_mib": "activations an image {} MiB",
               "fills_device_batch": "about {} images a step would fill the device",
-              "snapshot": "the last measured step's memory snapshot {} in the run's folder "
-                          "(open it in https://pytorch.org/memory_viz, the PyTorch memory "
-                          "viewer, to see every allocation with the line that made it)"},
+              "snapshot": "the last step's memory snapshot {} in the run's folder (open it in "
+                          "https://pytorch.org/memory_viz to see each allocation's line)"},
     by_sign={"counted_gap": {
-                 Sign.OTHER: "The counter's own parts are those counted from the model, to "
-                             "within a percent.",
-                 Sign.POSITIVE: "The counter's own parts differ from those counted from the "
-                                "model: a part it sorts elsewhere, or state created lazily."},
+                 Sign.OTHER: "The counter's parts are those counted from the model, to within "
+                             "a percent.",
+                 Sign.POSITIVE: "The counter's parts differ from those counted from the model: "
+                                "a part it sorts elsewhere, or state created lazily."},
              "held_rest_mib": {
-                 Sign.POSITIVE: {"gluon": "Between steps the counter held more than the model "
-                                          "counts: the rest is the framework's own (kernels' "
-                                          "workspace and caches, buffers a static graph keeps "
-                                          "between steps, the loader's batches).",
-                                 "pytorch": "Between steps the counter held more than the "
-                                            "model counts: the rest is the framework's own "
-                                            "(kernels' workspace and caches, the loader's "
-                                            "batches)."},
+                 Sign.POSITIVE: {"gluon": HELD_MORE + ", a static graph's buffers).",
+                                 "pytorch": HELD_MORE + ")."},
                  Sign.OTHER: "Between steps the counter held no more than the model counts: a "
-                             "counted part was not alive between steps (freed after the "
-                             "update, or not yet created)."},
+                             "counted part was freed after the update, or not yet created."},
              "allocator_retries": {
-                 Sign.POSITIVE: "The caching allocator retried cudaMalloc after freeing its "
-                                "cache, which is slow: this run is too near the device's limit.",
+                 Sign.POSITIVE: "The caching allocator freed its cache and retried cudaMalloc, "
+                                "which is slow: this run is too near the device's limit.",
                  Sign.OTHER: "No cudaMalloc had to be retried."},
              "fills_device_batch": {
-                 Sign.POSITIVE: "Stay well below the batch that fills the device (the lecture: "
-                                "stay away from maximum memory): near the limit the allocator "
-                                "frees its cache and retries, the memory fragments, and the "
-                                "next larger batch stops with out of memory."}},
+                 Sign.POSITIVE: "Stay well below the batch that fills the device (the "
+                                "lecture): near it the allocator retries, memory fragments and "
+                                "the next larger batch runs out of memory."}},
     cpu=ON_A_GPU,
 )
 ACCUMULATION = Lesson(
     compares=(
         Compare(varies=("batch_size", "accumulate"), metric=Metric.PEAK, **AMOUNTS,
                 means={Outcome.EXPECTED: "One micro-batch's activations are alive at a time, "
-                                         "while the gradients stay alive across the "
-                                         "micro-batches: the peak falls with the micro-batch.",
+                                         "the gradients across all of them: the peak falls "
+                                         "with the micro-batch.",
                        Outcome.NONE: "The peak did not fall beyond noise: what the model "
                                      "holds outweighs one batch's activations here."}),
         Compare(varies=("batch_size", "accumulate"), metric=Metric.ACTIVATIONS, **AMOUNTS,
                 means={}),
         Compare(varies=("batch_size", "accumulate"), gpu=Expect.SLOWER, cpu=Expect.SLOWER,
-                means={Outcome.EXPECTED: "What it costs: the smaller forward passes use the "
-                                         "device (or the cores) less well, and each update's "
-                                         "fixed work is the same.",
+                means={Outcome.EXPECTED: "The cost: smaller forward passes use the device (or "
+                                         "cores) less well, and each update's fixed work stays.",
                        Outcome.NONE: "No cost in speed beyond noise here."})),
     last_row={"accumulate": "{} micro-batches", "micro_batch": "of {} images",
               "update_batch": "added up into one update of {}", "updates": "over {} updates",
@@ -209,13 +116,12 @@ ACCUMULATION = Lesson(
               "seed_loss_gap": "another seed of the large batch {} from it"},
     by_sign={"loss_gap_beyond_seed": {
         Sign.OTHER: "The loss followed the large batch's within a seed's noise: the same images "
-                    "make each update and the gradients add up to the large batch's, up to "
-                    "BatchNorm's statistics, which are computed on each micro-batch.",
-        Sign.POSITIVE: "The loss strayed from the large batch's beyond the noise of another "
-                       "seed. BatchNorm's statistics come from each micro-batch, not the large "
-                       "batch, and with few images a micro-batch that shows; a network without "
-                       "BatchNorm (or with GroupNorm) would match.",
-        Sign.EMPTY: "The loss curves cannot be compared: a run noted no curve, or they have "
+                    "make each update and the gradients add up to the large batch's, but for "
+                    "BatchNorm's statistics, computed per micro-batch.",
+        Sign.POSITIVE: "The loss strayed from the large batch's beyond another seed's noise: "
+                       "BatchNorm's statistics come from each micro-batch, which shows with few "
+                       "images; without BatchNorm (or with GroupNorm) it would match.",
+        Sign.EMPTY: "The loss curves cannot be compared: a run noted none, or they have "
                     "different numbers of updates."}},
 )
 CHECKPOINTING = Lesson(
@@ -224,21 +130,18 @@ CHECKPOINTING = Lesson(
                 means={Outcome.EXPECTED: "Each checkpointed segment keeps only its input and "
                                          "runs its forward pass again in the backward pass.",
                        Outcome.NONE: "The activations did not shrink beyond noise: the "
-                                     "segments' inputs weigh as much as what they let go, or "
-                                     "the largest segment, recomputed in the backward pass, "
-                                     "sets the peak anyway."}),
+                                     "segments' inputs weigh as much as what they free, or the "
+                                     "largest segment, recomputed, sets the peak anyway."}),
         Compare(varies=("checkpoint",), metric=Metric.PEAK, **AMOUNTS,
-                means={Outcome.EXPECTED: "The largest segment sets a floor under the peak: "
-                                         "while it is recomputed in the backward pass its "
-                                         "activations are all alive again; more segments "
-                                         "lower it."}),
+                means={Outcome.EXPECTED: "The largest segment sets a floor under the peak "
+                                         "(recomputed, its activations are all alive again); "
+                                         "more segments lower it."}),
         Compare(varies=("checkpoint",), gpu=Expect.SLOWER, cpu=Expect.SLOWER,
-                means={Outcome.EXPECTED: "Memory for time: each checkpointed segment runs its "
-                                         "forward pass twice. Worth it where the memory buys "
-                                         "something, a batch or a network that did not fit.",
+                means={Outcome.EXPECTED: "Memory for time: each segment runs forward twice, "
+                                         "worth it where the memory buys a batch or a network "
+                                         "that did not fit.",
                        Outcome.NONE: "The recomputation's time is within the runs' noise here "
-                                     "(a shared machine widens it: more images, or a quiet "
-                                     "machine, would tell)."})),
+                                     "(more images, or a quiet machine, would tell)."})),
     baseline={"checkpoint": 0},
     last_row={"checkpoint_segments": "checkpointed in {} segments"},
 )
@@ -249,25 +152,23 @@ GRAPH = Lesson(
                 means={Outcome.EXPECTED: {
                            "gluon": "The graph plans its buffers once and reuses one for "
                                     "values whose lifetimes do not overlap.",
-                           "pytorch": "The compiler fuses operators, so their intermediate "
-                                      "values never reach memory, and its partitioner saves "
-                                      "fewer activations for the backward pass, recomputing "
-                                      "cheap ones."},
+                           "pytorch": "The compiler fuses operators, so their intermediates "
+                                      "never reach memory, and saves fewer activations for "
+                                      "the backward pass, recomputing cheap ones."},
                        Outcome.NONE: "A training step keeps the activations its backward pass "
-                                     "needs, as a graph or not: less is left to save than in "
-                                     "the talk's example."}),
+                                     "needs, graph or not: less is left to save than in the "
+                                     "talk's example."}),
         Compare(varies=GRAPH_VARIES, metric=Metric.HELD, gpu=Expect.SAME, cpu=Expect.SAME,
                 means={Outcome.OPPOSITE: {
                     "gluon": "A static graph keeps its planned buffers between steps "
-                             "(static_alloc): memory held so that they are not planned again.",
+                             "(static_alloc), so they are not planned again.",
                     "pytorch": "The compiled step keeps other buffers between steps than the "
                                "eager one: its kernels' workspace and caches."}}),
         Compare(varies=GRAPH_VARIES, gpu=Expect.FASTER, cpu=Expect.SAME, means={})),
     baseline={"graph": "eager"},
     notes=(Note("compile_backend", ("aot_eager", "eager"),
-                "The tracing backend traces the graph and runs the same operators: expect no "
-                "saving from it. Run at full size (inductor) to see the compiler's.",
-                judged=False),),
+                "The tracing backend runs the same operators: expect no saving from it; "
+                "inductor (full size) shows the compiler's.", judged=False),),
     quotes=(Quote("imperative, each interim value kept", talk.MEMORY_EXAMPLE["imperative_bytes"],
                   "{} bytes"),
             Quote("symbolic, one buffer reused", talk.MEMORY_EXAMPLE["symbolic_bytes"],
@@ -277,10 +178,8 @@ GRAPH = Lesson(
 
 
 def conclude(runs=None, accumulation=None, checkpointing=None, graph=None) -> Closing:
-    """The sentences of one of the lesson's four readings: runs (the sweep of batch sizes,
-    judged largest last), accumulation= (the large batch, the same with another seed, and
-    the accumulated run), checkpointing= (the network as is, and checkpointed) or graph=
-    (as written, and as a graph: hybridized or compiled)."""
+    """One of the four readings: runs (the batch sweep, judged largest last), accumulation=
+    (the large batch, another seed of it, the accumulated run), checkpointing= or graph=."""
     if accumulation is not None:
         big, _, acc = accumulation_runs(accumulation)
         frame = table(accumulation).iloc[[accumulation.index(big), accumulation.index(acc)]]

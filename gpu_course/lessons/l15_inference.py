@@ -1,13 +1,9 @@
 """Lesson 15: inference, latency against throughput.
 
-Lesson 11 measured oneDNN on a forward pass's throughput; this lesson serves a network,
-one request at a time (batch 1: a request's latency, p50 and p99) and in large batches
-(throughput). The adapters measure (`gpu_course/tracks/<track>/inference.py`,
-`time_inference`; on the CPU with oneDNN off and on each in a fresh process,
-`env.report.infer`) and make the records (`analyse.inference.record`); the table is
-`analyse.inference.table`, and `conclude` judges the records through the findings engine:
-`CPU` (oneDNN on against off, ONNX Runtime against oneDNN, batching) and `GPU` (eager
-against torch.compile, CUDA graphs, bfloat16, TensorRT). No deep-learning framework here.
+A network served one request at a time (batch 1: latency, p50 and p99) and in large batches
+(throughput). The adapters measure and make the records (`analyse.inference.record`);
+`conclude` judges them: `CPU` (oneDNN on against off, ONNX Runtime, batching) and `GPU`
+(eager against torch.compile, CUDA graphs, bfloat16, TensorRT).
 """
 from __future__ import annotations
 
@@ -44,8 +40,7 @@ OWN_SIZES = ("batch", "exercise_model", "gpu_batch", "gpu_models", "images", "mo
 
 
 class Package(StrEnum):
-    """The optional packages a lesson may find missing (pyproject.toml's torch extra pins
-    onnxruntime; torch-tensorrt needs the CUDA build of PyTorch it was built for)."""
+    """The optional packages a lesson may find missing."""
 
     ONNX_RUNTIME = "onnxruntime"
     TENSORRT = "torch_tensorrt"
@@ -53,42 +48,41 @@ class Package(StrEnum):
 
 LATENCY = {"p50_ms": "p50 (ms)", "p99_ms": "p99 (ms)"}
 MISSING = {
-    Package.ONNX_RUNTIME: "ONNX Runtime is not installed here (import onnxruntime failed): its "
-                          "rows are left out and the rest ran; pip install -e '.[torch]' installs "
-                          "the version pyproject.toml pins.",
-    Package.TENSORRT: "torch-tensorrt is not installed here: no TensorRT rows (it needs the CUDA "
-                      "build of PyTorch it was built for, which pip cannot put beside this one)."}
+    Package.ONNX_RUNTIME: "ONNX Runtime is not installed here, so its rows are left out: pip "
+                          "install -e '.[torch]' installs the version pyproject.toml pins.",
+    Package.TENSORRT: "torch-tensorrt is not installed here, so no TensorRT rows: it needs the "
+                      "CUDA build of PyTorch it was built for, which pip cannot put beside "
+                      "this one."}
 BATCHING = {
     Outcome.EXPECTED: "Batching buys throughput with latency: every request in a batch waits "
-                      "for the whole pass (its p50 above). Serve in batches when requests queue "
-                      "up, one at a time when each must answer fast.",
-    Outcome.NONE: "Batching bought nothing beyond noise here, and it makes each request wait "
-                  "for the whole pass (its p50 above).",
-    Outcome.OPPOSITE: "The large batch was slower per image too (a pass whose data outgrow the "
-                      "caches is a common cause), and each request in it waits for the whole "
-                      "pass: on this machine, serve one at a time.",
+                      "for the whole pass (its p50 above). Batch when requests queue up, serve "
+                      "one at a time when each must answer fast.",
+    Outcome.NONE: "Batching bought nothing beyond noise, and each request waits for the whole "
+                  "pass (its p50 above).",
+    Outcome.OPPOSITE: "The large batch was slower an image too (often its data outgrow the "
+                      "caches), and each request waits for the whole pass: here, serve one at a "
+                      "time.",
     Outcome.CANNOT_JUDGE: "Time more requests or images for a verdict on batching."}
 FLAGS = (
     Flag("outputs", {
-        Outputs.AGREE: "Within the tolerance of the number format, every probe image's top-1 "
-                       "the same: the two serve the same network.",
-        Outputs.TOP1_FLIPPED: "Within the tolerance, yet a top-1 differs: on those images the "
-                              "two largest outputs were nearly tied (the weights are "
-                              "untrained), and a rounding difference chose the other class.",
+        Outputs.AGREE: "Within the number format's tolerance, every probe image's top-1 the "
+                       "same: the two serve the same network.",
+        Outputs.TOP1_FLIPPED: "Within the tolerance, yet a top-1 differs: the two largest "
+                              "outputs were nearly tied (untrained weights), and rounding chose "
+                              "the other class.",
         Outputs.DIFFER: "Beyond the tolerance at the same precision: the two compute different "
                         "things; check the variant before trusting its speed.",
         Outputs.DIFFER_PRECISION: "Beyond the tolerance in a lower precision: bfloat16 keeps "
-                                  "8 bits of mantissa, so expect it to disagree where two "
-                                  "classes are close."},
+                                  "8 bits of mantissa, so it disagrees where two classes are "
+                                  "close."},
          cells={"against": "against", "max_rel_diff": "max |difference| / max |output|",
                 "tolerance": "tolerance", "top1_same": "top-1 the same on"}),
     Flag("tail", {inference.LONG_TAIL: "One request in a hundred waited that long or longer: "
-                                       "a service that promises a latency promises its p99, "
-                                       "not its p50."},
+                                       "a promised latency is a p99, not a p50."},
          cells={**LATENCY, "p99_p50": "p99/p50"}, worst="p99_p50"),
-    Flag("machine", {inference.BUSY: "Other programs took turns with these passes (a load "
-                                     "average of at least the usable cores before it): measure "
-                                     "again on a quiet machine before trusting a ranking."},
+    Flag("machine", {inference.BUSY: "Other programs took turns with these passes (the load "
+                                     "average reached the usable cores): measure on a quiet "
+                                     "machine before trusting a ranking."},
          cells={"load_average": "load average before"}, worst="load_average"),
 )
 MORE = "five blocks a side, one pass a block at least: more requests or images in gc.sizes(\"15\")"
@@ -111,7 +105,7 @@ CPU = Lesson(
                 means={Outcome.EXPECTED: "ONNX Runtime's own kernels served this network "
                                          "faster than the framework with oneDNN.",
                        Outcome.NONE: "Not faster than the framework with oneDNN beyond the "
-                                     "passes' spread: more passes, or a quieter machine, tell.",
+                                     "passes' spread.",
                        Outcome.OPPOSITE: "ONNX Runtime served it slower than the framework "
                                          "with oneDNN."}),
         Compare(("batch",), when={"variant": Variant.ONEDNN_ON}, against={"batch": 1},
@@ -137,8 +131,8 @@ WHAT = {Variant.COMPILED: "torch.compile fuses the network's operators into fewe
                           "tensor cores",
         Variant.TENSORRT: "TensorRT builds an engine of its own kernels for the network"}
 BY_BATCH = Rank("batch", {
-    noise.Order.HIGHER: "The gain was larger one request at a time, where launching the "
-                        "kernels holds a pass.",
+    noise.Order.HIGHER: "The gain was larger one request at a time, where launches hold a "
+                        "pass.",
     noise.Order.LOWER: "The gain was larger at the large batch, where the GPU's arithmetic and "
                        "memory hold a pass."})
 GPU = Lesson(
@@ -155,18 +149,15 @@ GPU = Lesson(
     quotes=tuple(Quote(f"TensorRT for {name}", speedup, "×{:.2f}")
                  for name, speedup in talk.TENSORRT_SPEEDUP.items()),
     hardware=talk.TENSORRT_HARDWARE,
-    empty="What waits for a GPU: eager against torch.compile, CUDA graphs "
-          "(mode=\"reduce-overhead\") and bfloat16, batch 1 one request at a time (p50 and p99 "
-          "from CUDA events, each request ended by its own sync) against a large batch back to "
-          "back; run this notebook on a GPU (the GPU check does).",
+    empty="No GPU here. On one: eager against torch.compile, CUDA graphs and bfloat16, one "
+          "request at a time (p50 and p99 from CUDA events, each request synced) against a "
+          "large batch back to back.",
 )
 
 
 def conclude(records=None, cpu=None, gpu=None, not_installed=()) -> Closing:
-    """records: the CPU's (oneDNN off and on, ONNX Runtime), with cpu (env.cpu_facts) for
-    the CPU's name and usable cores (`CPU`); gpu: the GPU's records ([] where there is no
-    GPU: what waits for one; `GPU`). not_installed: the optional packages (Package) the
-    notebook could not import."""
+    """records: the CPU's, with cpu (env.cpu_facts) (`CPU`); or gpu: the GPU's ([] without a
+    GPU) (`GPU`). not_installed: the optional packages (Package) that failed to import."""
     missing = tuple(inference.choice(Package, p, "not_installed") for p in not_installed)
     if (records is None) == (gpu is None):
         raise ValueError("lesson 15 concludes on records (the CPU's) or gpu= (the GPU's, [] "

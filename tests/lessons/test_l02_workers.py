@@ -76,8 +76,8 @@ def test_a_gain_the_runs_cannot_credit_to_the_workers_places_no_knee(make_run, c
 def test_a_large_batch_is_set_beside_the_talks_slide(make_run):
     runs = sweep(make_run, (300, 700), (0.7, 0.1), counts=(1, 2), batch=640)
     say = l02_workers.conclude(runs)
-    assert ("The talk, on its slide's 4 V100s at batch 640 a GPU, where a large batch needs "
-            "many images a step and one worker prepares them one after the other: 29 workers "
+    assert ("The talk, on its slide's 4 V100s at batch 640 a GPU, where one worker prepares a "
+            "large batch's many images one after the other: 29 workers "
             "50,000 samples/s; an epoch 4.0 s; one worker about 1,500 samples/s; an epoch "
             "60+ s.") in say.text
     assert "306" not in say.text and say.check() == []
@@ -131,8 +131,8 @@ def test_a_workers_memory_is_said_from_the_table(make_run):
                            "uss_mib_per_worker": [61.5, 60.25], "uss_mib_all": [61.5, 120.5],
                            "share_of_ram_pct": [0.26, 0.51]})
     say = l02_workers.conclude(runs, memory=memory)
-    assert ("What each worker adds on its own by run, in MiB (its unique set; its resident set "
-            "also counts pages it shares with the notebook): 'num_workers=1' 61.5, "
+    assert ("What each worker adds on its own by run, in MiB (its unique set, pages shared with "
+            "the notebook left out): 'num_workers=1' 61.5, "
             "'num_workers=2' 60.2.") in say.text
     assert "this machine's RAM, in percent: 'num_workers=1' 0.26, 'num_workers=2' 0.51." in say.text
     assert say.check() == []

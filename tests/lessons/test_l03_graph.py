@@ -48,7 +48,7 @@ def test_a_tracing_backend_is_not_called_compilings_speed_up(make_run):
     runs = three(make_run, "resnet20", (600, 900), engine="pytorch",
                  ran={"compile_backend": "aot_eager"})
     say = l03_graph.conclude(runs)
-    assert "tracing backend traces the graph" in say.text
+    assert "tracing backend generates no fused kernels" in say.text
     assert "CUDA graphs" in say.text   # skipped on the CPU, and said
     assert not any(p in say.text for p in findings.paragraphs(LESSON)
                    if "tracing" not in p and "CUDA graphs" not in p)
@@ -86,14 +86,14 @@ def test_a_capture_on_a_host_bound_step_is_judged_and_the_dispatch_named(make_ru
 def test_a_capture_on_a_gpu_bound_or_starved_step_says_why_it_had_little_to_remove(make_run):
     say = l03_graph.conclude(by_hand=by_hand(make_run, busy=97, captured_rate=4010))
     assert "within noise" in say.text and "GPU-bound: its kernels, not their launches" in say.text
-    assert "one launch a step saved little" in say.text
+    assert "One launch a step saved little" in say.text
     starved = l03_graph.conclude(by_hand=by_hand(make_run, busy=97, captured_rate=4000, wait=0.6))
     assert "data-bound: it waited for its batches" in starved.text
 
 
 def test_without_a_gpu_the_capture_is_said_to_wait_and_bad_runs_are_refused(make_run):
     say = l03_graph.conclude(by_hand=[])
-    assert "need an NVIDIA GPU and this machine has none" in say.text
+    assert "No GPU here, so the capture above did not run" in say.text
     runs = by_hand(make_run, busy=35, captured_rate=9000)
     with pytest.raises(ValueError, match="no run has {'graph': 'eager'}.*by hand, static"):
         l03_graph.conclude(by_hand=runs[1:])

@@ -115,8 +115,8 @@ def test_pytorch_on_a_cpu_says_whether_the_records_cpu_has_bfloat16_instructions
     for run in runs:
         run.meta["hardware"]["cpu_features"] = flags
     say = l04.conclude(runs)
-    assert ("This CPU has instructions for bfloat16, so it can pay here" in say.text) == (has is True)
-    assert ("This CPU has no instructions for bfloat16, so expect it to cost here" in say.text) \
+    assert ("This CPU has bfloat16 instructions, so it can pay here" in say.text) == (has is True)
+    assert ("This CPU has no bfloat16 instructions, so expect a cost" in say.text) \
         == (has is False)
     if has is False:
         assert "this CPU has AVX2, no AVX-512, no AVX512-BF16, no AMX." in say.text

@@ -144,7 +144,7 @@ def test_each_race_outcome_says_the_paragraph_the_lesson_declares(make_run, fina
     runs = race(make_run, finals)
     say = l05.conclude(runs)
     assert paragraph in say.text and say.check() == []
-    assert "Seconds of training until the validation accuracy first reached the target" \
+    assert "Seconds until the validation accuracy first reached the target" \
         in say.text
 
 

@@ -78,7 +78,7 @@ OUTCOMES = [
 def test_each_ladder_says_the_paragraph_the_lesson_declares(make_run, rungs, where, paragraph):
     say = l08.conclude(ladder(make_run, rungs, **where))
     assert paragraph in say.text and say.check() == []
-    assert ("GPU utilisation" in say.text) == ("gpus" not in where)
+    assert (l08.LESSON.cpu in say.text) == ("gpus" not in where)
     assert "Measured on " in say.text and "(from the run records)." in say.text
 
 
@@ -150,7 +150,7 @@ def test_the_anatomy_says_what_holds_each_rung_and_why_fusion_cannot_pay_on_a_ho
     out = capsys.readouterr().out
     assert "held by" in out and "× faster to target" in out
     assert "GPU-bound: 'cuda-graphs'." in say.text
-    assert "(the next_rung column names it): no: 'naive', 'compile', 'large-batch'" in say.text
+    assert "(next_rung names it): no: 'naive', 'compile', 'large-batch'" in say.text
     frame = l08_summary.anatomy_table(runs).set_index("rung")["shorter GPU part, host-bound"]
     assert list(frame[frame == "yes"].index) == ["compile", "bfloat16"]
     assert l08_summary.ANATOMY.marks[1].text in say.text

@@ -191,7 +191,7 @@ def test_each_page_cache_case_says_what_the_lesson_declares(make_run, rates, cac
 
 def test_the_cache_table_carries_the_measured_shares(make_run):
     say = l09_input.conclude(cache_runs(make_run, rates=(300, 900)))
-    assert "(mean over epochs): 'packed, page cache: drop' 0.0%, 'packed, page cache: keep' " \
+    assert "(mean): 'packed, page cache: drop' 0.0%, 'packed, page cache: keep' " \
         "100.0%." in say.text
     table = l09_input.table(cache_runs(make_run))
     assert list(table["cached_at_start"]) == [0.0, 1.0] and "page_cache" in table.columns

@@ -203,7 +203,7 @@ def test_agreeing_idle_shares_and_a_launch_count_below_half_shorter():
 def test_different_events_are_named_first():
     table = made(hta={h.IDLE: 95.0, h.KERNELS: 600})
     assert h.idle_reason(table, "t") is h.Reason.EVENTS
-    assert "(HTA kept 600; the course 900). HTA keeps only the events it can tie" in said(table)
+    assert "(HTA kept 600; the course 900). HTA keeps only events it can tie" in said(table)
 
 
 def test_the_window_explains_a_difference_when_the_course_idle_on_hta_window_agrees():

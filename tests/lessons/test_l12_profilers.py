@@ -128,7 +128,7 @@ def test_the_input_profile_names_its_most_expensive_function():
     text = said([], top=top)
     assert text == ("'data.py:63(__getitem__)': the input pipeline's most expensive function "
                     "under cProfile, 25% of the time in its own code, over 7,512 calls, 0.0184 "
-                    "ms per call.")
+                    "ms a call.")
 
 
 def test_the_table_has_no_speed_up_for_ceilings(make_run):
@@ -200,7 +200,7 @@ def test_the_reference_traces_name_the_convolutions_and_ask_for_the_kernel_rung_
     say = l12.conclude(kernels=traces)
     assert say.check() == []
     assert "the largest part convolutions (cuDNN)" in say.text
-    assert "`gpu-course profile --engine pytorch` on a GPU records a trace" in say.text
+    assert "`gpu-course profile --engine pytorch` on a GPU records your own run" in say.text
     assert "tools." not in say.text   # a command the attendee can run
     assert "all convolutions" not in capsys.readouterr().out   # the table is gc.show's
 

@@ -46,7 +46,7 @@ def test_each_trap_says_the_paragraph_the_lesson_declares(seconds, device, parag
     assert paragraph in say.text and say.check() == []
     assert "Milliseconds a pass, the median of the timed passes: 'forward pass, without a " \
         "sync'" in say.text
-    assert ("This machine has no GPU" in say.text) == device.startswith("cpu")
+    assert ("No GPU here" in say.text) == device.startswith("cpu")
 
 
 def test_the_trap_cites_both_clocks_and_says_each_paragraph_once():
@@ -59,7 +59,7 @@ def test_the_trap_cites_both_clocks_and_says_each_paragraph_once():
     assert "'forward pass, with a sync' 22.0" in say.text and "'forward pass, with a sync' 2,909" \
         in say.text
     assert say.text.count("MXNet's engine queues operators on a CPU too") == 1
-    assert "the host queues the work for the GPU rather than for the engine's CPU threads" \
+    assert "the host queues the work for the GPU instead of the engine's CPU threads" \
         in say.text and "What waits" not in say.text
     frame = l13.table(trap)
     assert list(frame["rung"]) == ["forward pass, without a sync", "forward pass, with a sync",
@@ -128,17 +128,16 @@ def test_each_read_says_the_paragraph_the_lesson_declares(make_run, rates, engin
     assert "'loss read each step' against 'loss read at the end': ×" in say.text
     assert paragraph in say.text and say.check() == []
     assert "two identical jobs" not in say.text
-    assert ("This machine has no GPU" in say.text) == (gpus == 0)
+    assert ("No GPU here" in say.text) == (gpus == 0)
 
 
 def test_the_course_s_own_sync_is_read_from_the_records(make_run):
     runs = loops(make_run, 3000, 2100, engine="pytorch", gpus=1, sync_s=0.004, device_s=0.02)
     say = l13.conclude(runs)
-    assert "the only sync the course's record makes) waited for work still queued when the " \
-        "last step returned, which a timer stopped without it would have missed: 'loss read " \
-        "at the end' 0.012" in say.text
-    assert "Median steady step on the device in ms, from CUDA events recorded after each step " \
-        "and read after the epoch's sync: 'loss read at the end' 20.0" in say.text
+    assert "the record's only sync) waited for work still queued after the last step: what a " \
+        "timer without it would miss: 'loss read at the end' 0.012" in say.text
+    assert "Median steady step on the device in ms (CUDA events, read after the epoch's " \
+        "sync): 'loss read at the end' 20.0" in say.text
     cpu = l13.conclude(loops(make_run, 500, 500, engine="pytorch")).text
     assert "Median steady step on the device" not in cpu
     assert "the loop passes sync=None to rec.end_epoch" in cpu
@@ -151,8 +150,8 @@ def test_the_course_s_own_sync_is_read_from_the_records(make_run):
 def test_a_gluon_loop_without_the_read_that_waits_for_data_is_said_to_have_moved_the_wait(
         make_run):
     moved = l13.conclude(loops(make_run, 500, 505, waits=(0.9, 0.1))).text
-    assert "'loss read at the end' was data-bound: where it waited longer than the loop with " \
-        "the per-step read (the shares below), the waiting did not vanish, it moved" in moved
+    assert "'loss read at the end' was data-bound: where it waited longer than the per-step " \
+        "loop (the shares below), the wait moved into fetching batches" in moved
     assert "Share of its steady time each run waited for a batch: 'loss read at the end' 90" \
         in moved
     assert "moved" not in l13.conclude(loops(make_run, 500, 505, waits=(0.1, 0.1))).text

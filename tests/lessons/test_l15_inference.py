@@ -137,7 +137,7 @@ def test_each_gpu_variant_against_eager_says_its_outcome_and_where_it_gained(
     if ranked != noise.Order.WITHIN_NOISE:
         assert lesson.BY_BATCH.means[ranked] in text
     assert "The talk, on a Titan V: TensorRT for cifar_resnet20_v2 ×1.21." in text
-    assert "oneDNN" not in text and "What waits for a GPU" not in text
+    assert "oneDNN" not in text and "No GPU here" not in text
 
 
 def test_the_cpu_lines_cite_the_table_the_talk_and_the_cpu():
@@ -179,7 +179,7 @@ def test_bfloat16_beyond_its_tolerance_is_its_precision_and_onnx_is_judged_again
 
 def test_without_a_gpu_the_lesson_says_what_waits_and_that_tensorrt_is_missing():
     text = said(gpu=[], not_installed=["torch_tensorrt", "onnxruntime"])
-    assert text.startswith("What waits for a GPU: eager against torch.compile, CUDA graphs")
+    assert text.startswith("No GPU here. On one: eager against torch.compile, CUDA graphs")
     assert "ONNX Runtime is not installed here" in text
     assert lesson.MISSING[lesson.Package.TENSORRT] in text
     assert "The talk, on a Titan V: TensorRT for cifar_resnet20_v2 ×1.21." in text

@@ -4,31 +4,28 @@ from __future__ import annotations
 
 from ...analyse import alike, metrics, noise
 from ...env import cpu
-from ...show.findings import Note
-from ..l04_precision import SIXTEEN_BITS, asked
+from ...show.findings import Note, Outcome, Where
+from ..l04_precision import LESSON, SIXTEEN_BITS, asked
 from .base import NotYet, exercise
 from .judge import finished_runs, judge_prediction, only_change, speed_verdict
 
 # why a 16-bit type pays, or not, on the device the runs trained on (on a GPU: True)
-WHY = {True: "a GPU's tensor cores (V100 and newer; bfloat16 from Ampere) multiply 16-bit "
-             "numbers several times faster than float32 ones, and 16 bits move half the bytes, "
-             "so they pay where the step is the GPU's arithmetic or memory traffic; a step "
-             "held by the loader or by Python (a small batch) gains little.",
+_TENSOR_CORES = LESSON.compares[-1].means[Outcome.EXPECTED][Where.GPU]
+WHY = {True: _TENSOR_CORES[:1].lower() + _TENSOR_CORES[1:] + " They pay where the step is the "
+             "GPU's arithmetic or memory traffic; a step held by the loader or by Python (a "
+             "small batch) gains little.",
        False: "a CPU gains from 16 bits only where it has instructions for them (AVX512-BF16 "
               "or AMX, from Intel's Cooper Lake and Sapphire Rapids) and the framework's "
               "kernels use them; elsewhere the casts around each operator cost more than the "
-              "smaller numbers save. The same change speeds up one machine and slows down "
-              "another: predict for the device, not for the precision."}
+              "smaller numbers save: predict for the device, not for the precision."}
 # a 16-bit request this CPU refused (MXNet without AVX-512): what the runs can and cannot say
 NOT_HERE = ("{names} asked for {want}, which is not on this CPU, so it trained in float32 like "
             "the first run (its record says so): two identical jobs, whose difference is only "
             "this machine's noise.")
-ELSEWHERE = ("{said} These runs trained on {where}. {why}: no 16-bit type runs in MXNet here, "
-             "and a course that claimed one would report float32's speed as bfloat16's. What "
-             "this CPU can do: the PyTorch track's exercise 04.1 computes bfloat16 on it "
-             "(through float32 conversions, without instructions for it: predict "
-             "accordingly); this exercise measures a 16-bit type on a GPU (float16) or on a "
-             "CPU with AVX-512 (bfloat16).")
+ELSEWHERE = ("{said} These runs trained on {where}. {why}: no 16-bit type runs in MXNet here. "
+             "The PyTorch track's exercise 04.1 computes bfloat16 on this CPU (through float32 "
+             "conversions: predict accordingly); this one needs a GPU (float16) or a CPU with "
+             "AVX-512 (bfloat16).")
 MEASURED = ("{said}{ran_as} These runs trained on {where}: {why} Validation accuracy after the "
             "same epochs, {ran} against float32: {accuracy}.")
 

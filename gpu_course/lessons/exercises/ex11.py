@@ -7,7 +7,7 @@ import math
 from ...analyse import metrics, noise
 from ...show import findings
 from ...show.findings import Outcome, Predict
-from ..l11_environment import BUSY_LOAD, MIN_PASSES, label
+from ..l11_environment import BENCH, BUSY_LOAD, MIN_PASSES, label
 from .base import MARK, NotYet, exercise
 from .judge import MEASURED, SPEED, expects, said
 
@@ -28,25 +28,18 @@ PASSES = Predict("prediction", SPEED.answers, "what you expect of '{b}' against 
                       "passes' spread. How many cores can the threads run on at once, and what "
                       "does an OpenMP region wait for before it ends? Then write the prediction "
                       "the passes support."})
-# what the thread count did, in the terms of lesson 11: by (more threads than cores, the
-# verdict's kind, other programs crowding the machine), the most specific key first
+# what the thread count did, in lesson 11's words where it has them: by (more threads than
+# cores, the verdict's kind, other programs crowding the machine), the most specific key first
+MORE, FEWER = (BENCH.compares[n].means for n in (2, 1))
 WHY = {
     (True, noise.Kind.SLOWER): "{threads} threads take turns on {cores} cores, and an OpenMP "
-        "region ends only when its slowest thread does: each region waits for a thread that "
-        "waits for a core. A container that shows the host's cores gets this by default: set "
-        "OMP_NUM_THREADS (torch.set_num_threads) to the cores it may use.",
-    (True, noise.Kind.FASTER, True): "with other programs holding cores, {threads} threads can "
-        "win more of the CPU's time slices from them than fewer threads do: a share taken from "
-        "those programs, not a setting to keep.",
+        "region ends only when its slowest thread does. " + MORE[Outcome.EXPECTED],
+    (True, noise.Kind.FASTER, True): MORE[Outcome.OPPOSITE],
     True: "{threads} threads on {cores} cores cost nothing beyond the passes' spread here "
           "(lesson 11's pinned row is the same crowding on one core).",
     (False, noise.Kind.SLOWER): "{threads} thread(s) leave {idle} of the {cores} cores idle in "
                                 "each operator.",
-    (False, noise.Kind.FASTER, True): "fewer threads than cores finished sooner: other programs "
-        "held cores, and a thread that shares its core holds up the rest of its region.",
-    (False, noise.Kind.FASTER, False): "fewer threads than cores finished sooner: at this batch "
-        "the extra threads cost more in synchronisation than they add (or the cores are "
-        "hyperthreads sharing their arithmetic units).",
+    (False, noise.Kind.FASTER): FEWER[Outcome.OPPOSITE],
     False: "{threads} thread(s) did as well as {cores} within the passes' spread: at this batch "
            "the operators gain little from more cores."}
 

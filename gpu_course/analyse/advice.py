@@ -1,0 +1,71 @@
+"""Lesson 10's apparatus: each run's diagnosis in a table, the lecture's hand-timed steps, and
+a configuration with the diagnosis's next rung applied (`follow`)."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..rungs import RungName
+from . import diagnose, metrics
+
+
+def table(runs) -> pd.DataFrame:
+    """A row a run, ceilings included: samples/s, data wait, load, accuracy, and what
+    `diagnose` makes of it (verdict, next rung)."""
+    runs = list(runs)
+    rows = []
+    for run in runs:
+        d = _diagnosis(run)
+        low, high = metrics.samples_per_sec_range(run)
+        rows.append({"rung": str(run.name), "samples_per_sec": metrics.samples_per_sec(run),
+                     "samples_per_sec_min": low, "samples_per_sec_max": high,
+                     "data_wait_share": metrics.data_wait_share(run),
+                     "gpu_util": metrics.gpu_util(run),
+                     # one decimal: 99.96 % reads "100", not "100.0"
+                     "cpu_busy_pct": round(d.numbers["cpu_percent"], 1) if d else math.nan,
+                     "val_acc": metrics.val_acc(run),
+                     "verdict": d.verdict if d else metrics.status(run),
+                     "next_rung": (d.next_rung or diagnose.AGAIN) if d else ""})
+    frame = pd.DataFrame(rows)
+    if frame["gpu_util"].isna().all():  # no GPU: nothing to show
+        frame = frame.drop(columns="gpu_util")
+    return frame
+
+
+def _diagnosis(run) -> diagnose.Diagnosis | None:
+    """The run's diagnosis; None for a run that finished no epoch."""
+    return diagnose.diagnose(run) if len(run.epochs) else None
+
+
+def step_table(times) -> pd.DataFrame:
+    """The lecture's hand-timed steps, (t1, t2, t3) each: waiting t2 - t1, computing t3 - t2,
+    in ms; their means without the first (the workers start during it)."""
+    rows = [{"step": f"step {i + 1}", "wait_ms": 1000 * (t2 - t1), "compute_ms": 1000 * (t3 - t2)}
+            for i, (t1, t2, t3) in enumerate(times)]
+    if len(rows) > 1:
+        later = rows[1:]
+        rows.append({"step": f"mean of steps 2–{len(rows)}",
+                     "wait_ms": sum(r["wait_ms"] for r in later) / len(later),
+                     "compute_ms": sum(r["compute_ms"] for r in later) / len(later)})
+    return pd.DataFrame(rows)
+
+
+def follow(advice: diagnose.Diagnosis, cfg):
+    """`cfg` with the diagnosis's next rung applied and named: measured again (unreliable), a
+    faster data format, more workers where cores are free, else standard augmentation."""
+    if advice.verdict == diagnose.UNRELIABLE:
+        return cfg.replace(name="measured again")
+    faster = diagnose.next_format(cfg.data_format) \
+        if advice.next_rung == RungName.DATA_FORMAT else None
+    if faster is not None:
+        return cfg.replace(name=f"after the advice: {faster}", data_format=faster)
+    n = advice.numbers
+    cores = n.get("cpu_count", math.nan)
+    recommended = max(2, int(cores) - 3) if cores == cores else 2   # the talk's cpu_count() - 3
+    cpu_free = not n.get("cpu_percent", math.nan) >= diagnose.CPU_SATURATED
+    if advice.next_rung == RungName.WORKERS and cfg.num_workers < recommended and cpu_free:
+        return cfg.replace(name=f"after the advice: {recommended} workers",
+                           num_workers=recommended)
+    return cfg.replace(name="after the advice: standard augmentation",
+                       augment="standard")

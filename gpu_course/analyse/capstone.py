@@ -1,0 +1,198 @@
+"""The capstone's grading (lesson 16): the attendee's final run against the job as given,
+both read from their records, on three criteria (`Criterion`), each a `Mark` that says,
+when unmet, what is wrong and which lesson's fix applies."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from .. import rungs
+from ..measure.provenance import DEFAULTS
+from ..measure.records import load_runs
+from . import alike, anatomy, diagnose, grading, metrics, noise
+
+# what the job is, which the attendee keeps: its track, network and data, and the machine
+JOB = ("engine", "model", "dataset", "data_dir", "train_size", "test_size", "image_size",
+       "augment", alike.Aspect.MACHINE.value)
+# how the job as given loads and runs: the Experiment's own defaults, one worker and all
+GIVEN = {k: DEFAULTS[k] for k in ("num_workers", "data_format", "data_on_gpu", "graph",
+                                  "dtype", "mock")}
+LESSONS = {"02": "DataLoader workers", "03": "a graph: hybridize or torch.compile",
+           "04": "lower precision", "05": "a larger batch", "06": "learning-rate schedules",
+           "07": "more GPUs", "09": "the input pipeline", "10": "diagnose",
+           "13": "sync points"}
+# how each track reads the loss on the host every step
+SYNC_CALL = {"pytorch": "loss.item()", "gluon": "loss.asnumpy()"}
+
+
+class Criterion(StrEnum):
+    DIAGNOSIS = "diagnosis"
+    TARGET = "target"
+    TIME = "time to target"
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A criterion met or not, the sentence saying why, and whether an unmet one rests on a
+    measurement (which a loaded machine can move)."""
+
+    criterion: Criterion
+    met: bool
+    says: str
+    measured: bool = False
+
+
+def lesson(number: str) -> str:
+    return f"lesson {number} ({LESSONS[number]})"
+
+
+# what the marks say, by case; the numbers come from the runs
+LIMIT = {"input-bound": "its next rung, {rung}, asks more of this machine than it has "
+                        "({advice}): no rung of the course's is left",
+         "cpu": "without a GPU the CPU both computes and dispatches the steps: the device is "
+                "the limit, no longer the input",
+         "compute-bound": "the GPU is the limit",
+         "overhead-bound": "no rung of the course's is left (next: {rung}, {advice})"}
+HELD = {anatomy.Bound.DATA: "the GPU waits for data ({data_wait_ms:.1f} of {step_ms:.1f} ms "
+                            "a step): more loader workers, {l02}; the images decoded once or "
+                            "held on the GPU, {l09}",
+        anatomy.Bound.HOST: "the GPU idles between kernels while the host issues them: no "
+                            "read of the loss in every step ({sync}), {l13}; a graph, {l03}; "
+                            "a larger batch, {l05}"}
+RACED = {noise.Kind.FASTER: "",
+         noise.Kind.SLOWER: ": what the changes cost (a compiler's first steps, a larger "
+                            "batch's extra epochs) is not paid back",
+         noise.Kind.WITHIN_NOISE: ": not shorter beyond the runs' noise"}
+AT_CHANCE = (" The job as given ended within noise of chance, so the race is to the end of its "
+             "first epoch: train more epochs for an accuracy that tells.")
+
+
+def is_given(run) -> bool:
+    """Whether `run` loaded and ran as the job is given (GIVEN's settings)."""
+    return all(grading.setting(run, k) == v for k, v in GIVEN.items())
+
+
+def job_differences(a, b) -> dict:
+    """{aspect: (a's, b's)} for what of the job itself (JOB) runs a and b differ in."""
+    pairs = {k: (alike.value(a, k), alike.value(b, k)) for k in JOB}
+    return {k: (x, y) for k, (x, y) in pairs.items() if x != y
+            and not (k == alike.Aspect.MACHINE and None in (x, y))}
+
+
+def given_run(run, runs=None):
+    """The earliest finished run of the same job, as given, beside `run` (or among `runs`)."""
+    runs = load_runs(Path(run.path).parent) if runs is None else runs
+    return next((r for r in runs if metrics.status(r) == "finished" and is_given(r)
+                 and not job_differences(r, run)), None)
+
+
+def grade(given, mine) -> list[Mark]:
+    """A Mark a Criterion for the final run `mine` against the job as given."""
+    d = diagnose.diagnose(mine)
+    return [_diagnosis(d, mine),
+            (_util if metrics.on_gpu(mine) else _wait)(given, mine, d), _time(given, mine)]
+
+
+def fix(d: diagnose.Diagnosis, run) -> str | None:
+    """The lesson whose change answers what `d` names, where the course can fix it there."""
+    return rungs.LESSON.get(grading.fixable(d, run))
+
+
+def _diagnosis(d: diagnose.Diagnosis, run) -> Mark:
+    """Met when diagnose rules and names nothing the course can fix on this machine."""
+    head = f"diagnose calls '{run.name}' {d.verdict}"
+    if d.verdict == diagnose.UNRELIABLE:
+        why = "; ".join(diagnose.unreliable(d.numbers, str(grading.setting(run, "mock"))))
+        return Mark(Criterion.DIAGNOSIS, False,
+                    f"{head}: it cannot rule ({why}). Give the run more steady steps (more "
+                    f"epochs or images) on a machine nothing else uses: {lesson('10')}.", True)
+    number = fix(d, run)
+    if number is not None:
+        return Mark(Criterion.DIAGNOSIS, False,
+                    f"{head}: the next rung, {d.next_rung} ({d.advice}), is {lesson(number)}, "
+                    "and this run has not taken it.", True)
+    case = d.verdict if d.verdict == "input-bound" or metrics.on_gpu(run) else "cpu"
+    why = LIMIT.get(case, LIMIT["overhead-bound"]).format(rung=d.next_rung, advice=d.advice)
+    further = (f" Further speed, not asked for: {d.next_rung}, {d.advice}."
+               if d.verdict == "compute-bound" and d.next_rung else "")
+    return Mark(Criterion.DIAGNOSIS, True, f"{head}: {why}.{further}")
+
+
+def _wait(given, mine, d) -> Mark:
+    """On a CPU: the data wait below INPUT_WAIT, or no more than the job as given's."""
+    xs, ys = metrics.wait_blocks(given), metrics.wait_blocks(mine)
+    share, before = metrics.data_wait_share(mine), metrics.data_wait_share(given)
+    if not ys:
+        return Mark(Criterion.TARGET, False,
+                    f"'{mine.name}' has too few steady steps to measure its data wait in "
+                    f"{noise.BLOCKS} blocks ({metrics.MIN_STEADY_STEPS} a run): train on more "
+                    "images or epochs.")
+    said = (f"data wait {share:.0%} of the steady step time (blocks {min(ys):.0%}–{max(ys):.0%}) "
+            f"against {before:.0%} as given, on a CPU")
+    own_bar = not before >= diagnose.INPUT_WAIT and bool(xs)   # the job as given waited less
+    goal = (f"no more than the job as given (its blocks up to {max(xs):.0%})" if own_bar else
+            f"below {diagnose.INPUT_WAIT:.0%}, the share from which diagnose calls the loader "
+            "the limit")
+    if (min(ys) <= max(xs)) if own_bar else (share < diagnose.INPUT_WAIT):
+        return Mark(Criterion.TARGET, True, f"{said}: the target, {goal}, is met.")
+    fixes = [text for text, applies in (
+        (f"more loader workers, {lesson('02')}",
+         diagnose.workers_advised(mine.config, d.numbers) is not None),
+        (f"the images decoded once (pre-resized, packed or in memory), {lesson('09')}",
+         grading.setting(mine, "data_format") != "memory")) if applies]
+    return Mark(Criterion.TARGET, False,
+                f"{said}: the target is {goal}. The loop still waits for the loader: "
+                + ("; ".join(fixes) or "its cores are all busy, so a cheaper pipeline "
+                   f"({lesson('09')}) or a machine with more cores") + ".", True)
+
+
+def _util(given, mine, d) -> Mark:
+    """On a GPU, GPU-Util: diagnose's GPU_BUSY, or what the job as given already had."""
+    util, before = metrics.gpu_util(mine), metrics.gpu_util(given)
+    if math.isnan(util):
+        return Mark(Criterion.TARGET, False,
+                    f"no GPU-Util was recorded for '{mine.name}' (NVML read none): the target "
+                    "cannot be judged; run where the course's monitor reads the GPU.")
+    goal_value = before if before >= diagnose.GPU_BUSY else diagnose.GPU_BUSY
+    goal = f"{goal_value:.0f}%, " + ("the lecture's share of a GPU kept busy (diagnose's "
+                                     "GPU_BUSY)" if goal_value == diagnose.GPU_BUSY
+                                     else "what the job as given already had")
+    said = (f"GPU-Util {util:.0f}% while training steadily, against {before:.0f}% as given; "
+            f"the target is {goal}")
+    if util >= goal_value:
+        return Mark(Criterion.TARGET, True, f"{said}: met.")
+    held = anatomy.anatomy(mine)
+    what = HELD.get(held.bound, "the step's anatomy cannot say why ({bound})").format(
+        data_wait_ms=held.data_wait_ms, step_ms=held.step_ms, bound=held.bound,
+        sync=SYNC_CALL.get(str(grading.setting(mine, "engine")), "a sync"),
+        **{f"l{n}": lesson(n) for n in ("02", "03", "05", "09", "13")})
+    return Mark(Criterion.TARGET, False, f"{said}: not met: {what}.", True)
+
+
+def _time(given, mine) -> Mark:
+    """Met when `mine` reaches the given job's final accuracy (less 2 standard errors)
+    sooner, beyond noise."""
+    acc, images = metrics.val_acc(given), int(given.config.get("test_size") or 0)
+    goal = acc - 2 * noise.accuracy_se(acc, images)
+    head = (f"the target accuracy is {goal:.1%}: the final validation accuracy of the job as "
+            f"given, {acc:.1%}, less 2 standard errors on its {images:,} validation images")
+    if Path(mine.path) == Path(given.path):
+        return Mark(Criterion.TIME, False,
+                    f"'{mine.name}' is the job as given: the race is against it. Change the "
+                    "job at the lines marked # >>> and run it again.")
+    race, after = grading.race(given, mine, goal), AT_CHANCE * noise.at_chance(given)
+    if race.verdict is None:
+        return Mark(Criterion.TIME, False,
+                    f"{head}; '{mine.name}' never reached it (its final val acc "
+                    f"{metrics.val_acc(mine):.1%} after {len(mine.epochs)} epochs). A larger "
+                    f"batch learns less per epoch: scale its learning rate with a warm-up "
+                    f"({lesson('05')}, {lesson('06')}), or train more epochs.{after}")
+    v = race.verdict
+    said = (f"{head}; '{mine.name}' reached it after {race.mine_s:.1f} s of training, the job "
+            f"as given after {race.given_s:.1f} s: {noise.sentence(v)}")
+    why = RACED.get(v.kind, ": too few steady steps to tell: train on more images or epochs")
+    return Mark(Criterion.TIME, v.kind == noise.Kind.FASTER, f"{said}{why}.{after}",
+                v.kind in RACED and v.kind != noise.Kind.FASTER)
+
