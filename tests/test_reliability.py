@@ -5,6 +5,7 @@ import json
 import math
 import os
 import pickle
+import re
 import resource
 import signal
 import subprocess
@@ -324,6 +325,44 @@ def test_running_out_of_space_while_writing_data_is_one_line_and_leaves_nothing(
     disk_full = OSError(28, "No space left on device", str(tmp_path / "x.bin"))
     status, error = guards.status_of(disk_full, 2)
     assert status == "failed" and error.startswith(f"disk full while writing {tmp_path}")
+
+
+def test_a_full_disk_while_writing_jpegs_is_one_line_naming_the_file_not_a_cut_short_jpeg(
+        tmp_path):
+    """Pillow writing a JPEG itself ignored a short write: the file was cut at the limit
+    and `gpu-course data --kind folder` said it wrote them all."""
+    out = subprocess.run([sys.executable, "-m", "gpu_course.cli", "data", "--kind", "folder",
+                          "--per-class", "2", "--classes", "2", "--out", tmp_path / "photos"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120,
+                         preexec_fn=_no_bigger_than(4096))
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "file too large" in out.stderr and ".jpg" in out.stderr and str(tmp_path) in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def _die_on_three(n):
+    if n == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return n
+
+
+def test_a_data_worker_that_dies_is_an_error_not_a_wait_forever():
+    """The pool replaces a killed worker, but its task's result never comes: the map
+    waited for it forever."""
+    raised = []
+
+    def run():
+        try:
+            list(folder.parallel_map(_die_on_three, list(range(8)), workers=2, progress=False,
+                                     chunksize=1))
+        except Exception as err:
+            raised.append(err)
+    waiter = threading.Thread(target=run, daemon=True)
+    waiter.start()
+    waiter.join(60)
+    assert not waiter.is_alive(), "the map still waits for the dead worker's result"
+    assert isinstance(raised[0], folder.WorkerDied)
+    assert re.match(r"worker process \d+ ended \(signal 9", str(raised[0]))
 
 
 # -- records that tell the truth ---------------------------------------------------------
