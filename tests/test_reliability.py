@@ -380,6 +380,18 @@ def test_a_corrupt_run_json_is_skipped_with_a_warning_naming_it(runs_dir):
     assert out.returncode == 0 and good.run_id in out.stdout and str(bad) in out.stderr
 
 
+def test_a_run_whose_csv_is_not_text_is_named_by_its_file_and_skipped(runs_dir):
+    from fake_runs import write_run
+    good = write_run(runs_dir, "good")
+    bad = write_run(runs_dir, "bad", index=1)
+    (bad / "epochs.csv").write_bytes(b"\xff\xfe\x00garbage\n\x01")
+    with pytest.warns(UserWarning, match=f"skipping {bad / 'run.json'}: unreadable run record "
+                                         f"\\({bad / 'epochs.csv'} is not a readable CSV file"):
+        assert [r.path for r in records.load_runs(runs_dir)] == [good]
+    done = run_cli("diagnose", bad)
+    assert done.returncode == 2 and f"{bad / 'epochs.csv'} is not a readable CSV file" in done.stderr
+
+
 def test_diagnose_finds_a_ladder_run_at_any_depth(runs_dir):
     from fake_runs import write_run
     path = write_run(runs_dir / "ladder-20261121" / "rungs", "naive")

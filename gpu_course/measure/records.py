@@ -384,8 +384,11 @@ class Run:
         def frame(name: str, columns: list[str]):
             file = self.path / name
             if file.exists() and file.stat().st_size > 0:
-                # a line cut by a crash mid-append is dropped, not fatal
-                return pd.read_csv(file, on_bad_lines="skip")
+                try:   # a line cut by a crash mid-append is dropped, not fatal
+                    return pd.read_csv(file, on_bad_lines="skip")
+                except ValueError as err:   # not text, not CSV
+                    raise ValueError(f"{file} is not a readable CSV file ({err}); move the "
+                                     "folder aside or delete it") from None
             return pd.DataFrame(columns=columns)
         self.epochs = frame("epochs.csv", EPOCH_COLUMNS)
         self.steps = frame("steps.csv", STEP_COLUMNS)
