@@ -234,9 +234,13 @@ def _watch(args) -> int:
 
 def _runs(args) -> int:
     from .measure import records
+    root = records.runs_root(args.runs_dir)
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"{root} is a file, not a folder of run records: name the folder "
+                         "(--runs-dir, GPU_COURSE_RUNS) they are in")
     runs = records.load_runs(args.runs_dir)
     if not runs:
-        print(f"no runs under {args.runs_dir or records.default_runs_dir()}")
+        print(f"no runs under {root}" + ("" if root.exists() else " (no such folder)"))
         return 0
     table = records.runs_table(runs)
     cols = ["run_id", "status", "engine", "batch_size", "num_workers", "dtype",

@@ -59,7 +59,11 @@ def test_runs_lists_records(runs_dir):
     out = run_cli("runs", "--runs-dir", runs_dir)
     assert out.returncode == 0 and rec.run_id in out.stdout and "123.40" in out.stdout
     out = run_cli("runs", "--runs-dir", runs_dir / "none")
-    assert out.returncode == 0 and "no runs" in out.stdout
+    assert out.returncode == 0 and "no runs" in out.stdout and "(no such folder)" in out.stdout
+    (runs_dir / "a-file").write_text("")
+    out = run_cli("runs", "--runs-dir", runs_dir / "a-file")   # it said "no runs", exit 0
+    assert out.returncode == 2 and f"{runs_dir / 'a-file'} is a file, not a folder of run " \
+        "records" in out.stderr
 
 
 def test_diagnose_unknown_run_is_one_clear_line(runs_dir):
