@@ -271,6 +271,9 @@ def _run(args) -> int:
 def _ladder(args) -> int:
     from .show import report
     from .ladder import Walk, run_ladder
+    for flag, path in (("--out", args.out), ("--runs-dir", args.runs_dir)):
+        if path is not None and path.exists() and not path.is_dir():   # before an hour's walk
+            raise ValueError(f"{flag} {path} is a file; it must name a folder")
     engine = _engine(args.engine)
     only = [r.strip() for r in args.rungs.split(",")] if args.rungs else None
     runs, paths = run_ladder(engine, quick=args.quick, walk=Walk(only, repeats=args.repeats),

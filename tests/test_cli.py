@@ -66,6 +66,16 @@ def test_runs_lists_records(runs_dir):
         "records" in out.stderr
 
 
+@pytest.mark.parametrize("flag", ["--out", "--runs-dir"])
+def test_a_ladder_whose_folder_is_a_file_is_refused_before_it_runs(tmp_path, flag):
+    """It walked the whole ladder, then failed writing the report."""
+    (tmp_path / "a-file").write_text("")
+    out = run_cli("ladder", "--quick", "--rungs", "naive", flag, tmp_path / "a-file",
+                  "--runs-dir" if flag == "--out" else "--out", tmp_path / "other", timeout=60)
+    assert out.returncode == 2 and f"{flag} {tmp_path / 'a-file'} is a file" in out.stderr
+    assert not (tmp_path / "other").exists()
+
+
 def test_diagnose_unknown_run_is_one_clear_line(runs_dir):
     out = run_cli("diagnose", "no-such-run", "--runs-dir", runs_dir)
     assert out.returncode == 2 and "no-such-run" in out.stderr and "Traceback" not in out.stderr
