@@ -365,6 +365,19 @@ def test_a_data_worker_that_dies_is_an_error_not_a_wait_forever():
     assert re.match(r"worker process \d+ ended \(signal 9", str(raised[0]))
 
 
+def test_a_full_disk_while_appending_steps_names_the_file(tmp_path, monkeypatch):
+    """steps.csv is appended to: the write's error named no file, and the record said
+    "disk full while writing a file"."""
+    def full(fd):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError) as raised:
+        records.append_text(tmp_path / "steps.csv", "1,2\n")
+    assert raised.value.filename == str(tmp_path / "steps.csv")
+    status, error = guards.status_of(raised.value, 1)
+    assert error.startswith(f"disk full while writing {tmp_path / 'steps.csv'}")
+
+
 # -- records that tell the truth ---------------------------------------------------------
 def test_a_corrupt_run_json_is_skipped_with_a_warning_naming_it(runs_dir):
     good = records.RunRecord({"name": "good"}, records.Ran("gluon"), runs_dir=runs_dir,

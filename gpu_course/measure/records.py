@@ -85,11 +85,14 @@ def write_atomic(path: Path, text: str | bytes) -> None:
 
 
 def append_text(path: Path, text: str) -> None:
-    """Append text to a file in one write, flushed to disk."""
-    with open(path, "a", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+    """Append text to a file in one write, flushed to disk; an error names the file."""
+    try:
+        with open(path, "a", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as err:   # a full disk: a write() error names no file
+        raise naming(err, path) from None
 
 
 def rows_to_csv(rows: Iterable[dict], columns: list[str]) -> str:
