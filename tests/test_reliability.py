@@ -340,6 +340,18 @@ def test_a_full_disk_while_writing_jpegs_is_one_line_naming_the_file_not_a_cut_s
     assert list(tmp_path.iterdir()) == []
 
 
+def test_what_a_writer_killed_outright_left_is_cleared_by_the_next(tmp_path):
+    """SIGKILL leaves no time to clean up: its .photos.tmp-<pid> folder stayed for good."""
+    stale = tmp_path / ".photos.tmp-999999" / "001.circle"
+    stale.mkdir(parents=True)
+    (stale / "001_0001.jpg").write_bytes(b"\xff\xd8")
+    other = tmp_path / ".other.tmp-999999"   # another folder's: not this writer's to clear
+    other.mkdir()
+    folder.generate_folder(tmp_path / "photos", folder.Photos(classes=2, per_class=1),
+                           workers=0, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.tmp-999999", "photos"]
+
+
 def _die_on_three(n):
     if n == 3:
         os.kill(os.getpid(), signal.SIGKILL)

@@ -392,7 +392,8 @@ def _generate(root: Path, settings: dict, overwrite: bool, workers, progress) ->
     small, labels = synthetic.generate(10 * per_class, seed)
     keep = np.flatnonzero(labels < classes)
     tmp = root.with_name(f".{root.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    for stale in root.parent.glob(f".{root.name}.tmp-*"):   # a writer killed outright left
+        shutil.rmtree(stale, ignore_errors=True)             # it; none writes here: we hold the lock
     counts = np.zeros(classes, int)
     tasks = []
     for i in keep:
