@@ -234,9 +234,13 @@ def _watch(args) -> int:
 
 def _runs(args) -> int:
     from .measure import records
+    root = records.runs_root(args.runs_dir)
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"{root} is a file, not a folder of run records: name the folder "
+                         "(--runs-dir, GPU_COURSE_RUNS) they are in")
     runs = records.load_runs(args.runs_dir)
     if not runs:
-        print(f"no runs under {args.runs_dir or records.default_runs_dir()}")
+        print(f"no runs under {root}" + ("" if root.exists() else " (no such folder)"))
         return 0
     table = records.runs_table(runs)
     cols = ["run_id", "status", "engine", "batch_size", "num_workers", "dtype",
@@ -267,6 +271,9 @@ def _run(args) -> int:
 def _ladder(args) -> int:
     from .show import report
     from .ladder import Walk, run_ladder
+    for flag, path in (("--out", args.out), ("--runs-dir", args.runs_dir)):
+        if path is not None and path.exists() and not path.is_dir():   # before an hour's walk
+            raise ValueError(f"{flag} {path} is a file; it must name a folder")
     engine = _engine(args.engine)
     only = [r.strip() for r in args.rungs.split(",")] if args.rungs else None
     runs, paths = run_ladder(engine, quick=args.quick, walk=Walk(only, repeats=args.repeats),

@@ -59,7 +59,21 @@ def test_runs_lists_records(runs_dir):
     out = run_cli("runs", "--runs-dir", runs_dir)
     assert out.returncode == 0 and rec.run_id in out.stdout and "123.40" in out.stdout
     out = run_cli("runs", "--runs-dir", runs_dir / "none")
-    assert out.returncode == 0 and "no runs" in out.stdout
+    assert out.returncode == 0 and "no runs" in out.stdout and "(no such folder)" in out.stdout
+    (runs_dir / "a-file").write_text("")
+    out = run_cli("runs", "--runs-dir", runs_dir / "a-file")   # it said "no runs", exit 0
+    assert out.returncode == 2 and f"{runs_dir / 'a-file'} is a file, not a folder of run " \
+        "records" in out.stderr
+
+
+@pytest.mark.parametrize("flag", ["--out", "--runs-dir"])
+def test_a_ladder_whose_folder_is_a_file_is_refused_before_it_runs(tmp_path, flag):
+    """It walked the whole ladder, then failed writing the report."""
+    (tmp_path / "a-file").write_text("")
+    out = run_cli("ladder", "--quick", "--rungs", "naive", flag, tmp_path / "a-file",
+                  "--runs-dir" if flag == "--out" else "--out", tmp_path / "other", timeout=60)
+    assert out.returncode == 2 and f"{flag} {tmp_path / 'a-file'} is a file" in out.stderr
+    assert not (tmp_path / "other").exists()
 
 
 def test_diagnose_unknown_run_is_one_clear_line(runs_dir):

@@ -2,7 +2,9 @@
 committed under the reference, README's table and a lesson's pointer to its executed copy.
 (The check itself, rehearsed on this CPU: tests/pytorch/test_gpu_check.py.)"""
 import base64
+import io
 import json
+import re
 import tarfile
 
 import nbformat
@@ -197,6 +199,48 @@ def test_unpacking_keeps_each_check_apart_from_the_reference_and_the_notebooks_t
 def test_a_rehearsal_is_not_evidence(tmp_path):
     with pytest.raises(ValueError, match="is a CPU rehearsal .no GPU.: only a check on a GPU"):
         gpu_evidence.unpack(archive(tmp_path, device="no GPU", rehearsal=True), tmp_path / "ref")
+
+
+@pytest.mark.parametrize("summary, says", [
+    ({"at": ""}, "at ''"), ({"at": "soon"}, "at 'soon'"), ({"device": ""}, "device ''"),
+    ({"at": None}, "at None"), ({"notebooks": None}, "a list of notebooks")])
+def test_an_undated_or_deviceless_check_is_refused_not_filed_outside_a_dated_folder(
+        tmp_path, summary, says):
+    path = archive(tmp_path)
+    with tarfile.open(path) as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers() if m.isreg()]
+    with tarfile.open(path, "w:gz") as tar:
+        for member, data in members:
+            if member.name.endswith(gpu_check.SUMMARY):
+                data = json.dumps({**json.loads(data), **summary}).encode()
+                member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    root = tmp_path / "ref"
+    with pytest.raises(ValueError, match=re.escape(says)):
+        gpu_evidence.unpack(path, root)
+    assert not root.exists()
+
+
+@pytest.mark.parametrize("content", [b"not a tar", None])
+def test_an_archive_that_is_no_check_is_one_line_naming_it(tmp_path, content, capsys, monkeypatch):
+    path = tmp_path / "gpu-check.tar.gz"
+    if content:
+        path.write_bytes(content)
+    monkeypatch.setattr(gpu_evidence, "write_readme", lambda: pytest.fail("README rewritten"))
+    assert gpu_evidence.main([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpu_evidence: {path} is not a GPU check's archive") and err.count("\n") == 1
+
+
+def test_a_damaged_check_summary_is_named_and_skipped_not_hiding_the_others(tmp_path):
+    root = tmp_path / "ref"
+    gpu_evidence.unpack(archive(tmp_path), root)
+    bad = root / "pytorch-a100" / "202601010000" / gpu_check.SUMMARY
+    bad.parent.mkdir(parents=True)
+    bad.write_text('{"device": "A100", "at": "2026-01-01')
+    with pytest.warns(UserWarning, match=f"skipping {re.escape(str(bad))}: unreadable"):
+        checks = report.gpu_checks(root)
+    assert [c["folder"] for c in checks] == ["pytorch-h100"]
 
 
 def test_the_readme_table_is_the_committed_evidence():

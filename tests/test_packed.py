@@ -87,6 +87,14 @@ def test_truncated_foreign_and_missing_files_are_clear_errors(pack, tmp_path):
         packed.PackedArray(tmp_path / "none.pack")
 
 
+def test_a_footer_without_its_classes_is_a_clear_error(pack, tmp_path):
+    data = pack.read_bytes()
+    footer = tmp_path / "footer.pack"
+    footer.write_bytes(data[:data.rindex(b'{"classes"')] + b'{"size": 8}')
+    with pytest.raises(ValueError, match="footer.pack: the footer lacks its classes or sources"):
+        packed.PackedArray(footer)
+
+
 def test_a_corrupt_source_stops_the_packer_or_is_skipped(index, tmp_path):
     truncate(index.path(7))
     out = tmp_path / "out" / "x.pack"

@@ -84,3 +84,13 @@ def test_the_ladder_part_walks_the_repeats_and_network_asked_for(tmp_path, monke
     assert "8 workers" in text and "data-bound" in text   # the table, and the anatomy's verdict
     with pytest.raises(SystemExit):
         reference.main(["--out", str(out), "--parts", "ladder", "--repeats", "0"])
+
+
+@pytest.mark.parametrize("machine", [None, "{cut", '{"nvidia_smi": []}'])
+def test_a_summary_of_a_folder_that_is_no_reference_is_one_line_naming_it(tmp_path, capsys, machine):
+    if machine is not None:
+        (tmp_path / "machine.json").write_text(machine)
+    assert reference.main(["--summary", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"reference: {tmp_path}") and err.count("\n") == 1
+    assert "--summary needs a folder that `python -m tools.reference --out` wrote" in err

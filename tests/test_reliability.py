@@ -5,6 +5,7 @@ import json
 import math
 import os
 import pickle
+import re
 import resource
 import signal
 import subprocess
@@ -326,6 +327,69 @@ def test_running_out_of_space_while_writing_data_is_one_line_and_leaves_nothing(
     assert status == "failed" and error.startswith(f"disk full while writing {tmp_path}")
 
 
+def test_a_full_disk_while_writing_jpegs_is_one_line_naming_the_file_not_a_cut_short_jpeg(
+        tmp_path):
+    """Pillow writing a JPEG itself ignored a short write: the file was cut at the limit
+    and `gpu-course data --kind folder` said it wrote them all."""
+    out = subprocess.run([sys.executable, "-m", "gpu_course.cli", "data", "--kind", "folder",
+                          "--per-class", "2", "--classes", "2", "--out", tmp_path / "photos"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120,
+                         preexec_fn=_no_bigger_than(4096))
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "file too large" in out.stderr and ".jpg" in out.stderr and str(tmp_path) in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_what_a_writer_killed_outright_left_is_cleared_by_the_next(tmp_path):
+    """SIGKILL leaves no time to clean up: its .photos.tmp-<pid> folder stayed for good."""
+    stale = tmp_path / ".photos.tmp-999999" / "001.circle"
+    stale.mkdir(parents=True)
+    (stale / "001_0001.jpg").write_bytes(b"\xff\xd8")
+    other = tmp_path / ".other.tmp-999999"   # another folder's: not this writer's to clear
+    other.mkdir()
+    folder.generate_folder(tmp_path / "photos", folder.Photos(classes=2, per_class=1),
+                           workers=0, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.tmp-999999", "photos"]
+
+
+def _die_on_three(n):
+    if n == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return n
+
+
+def test_a_data_worker_that_dies_is_an_error_not_a_wait_forever():
+    """The pool replaces a killed worker, but its task's result never comes: the map
+    waited for it forever."""
+    raised = []
+
+    def run():
+        try:
+            list(folder.parallel_map(_die_on_three, list(range(8)), workers=2, progress=False,
+                                     chunksize=1))
+        except Exception as err:
+            raised.append(err)
+    waiter = threading.Thread(target=run, daemon=True)
+    waiter.start()
+    waiter.join(60)
+    assert not waiter.is_alive(), "the map still waits for the dead worker's result"
+    assert isinstance(raised[0], folder.WorkerDied)
+    assert re.match(r"worker process \d+ ended \(signal 9", str(raised[0]))
+
+
+def test_a_full_disk_while_appending_steps_names_the_file(tmp_path, monkeypatch):
+    """steps.csv is appended to: the write's error named no file, and the record said
+    "disk full while writing a file"."""
+    def full(fd):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError) as raised:
+        records.append_text(tmp_path / "steps.csv", "1,2\n")
+    assert raised.value.filename == str(tmp_path / "steps.csv")
+    status, error = guards.status_of(raised.value, 1)
+    assert error.startswith(f"disk full while writing {tmp_path / 'steps.csv'}")
+
+
 # -- records that tell the truth ---------------------------------------------------------
 def test_a_corrupt_run_json_is_skipped_with_a_warning_naming_it(runs_dir):
     good = records.RunRecord({"name": "good"}, records.Ran("gluon"), runs_dir=runs_dir,
@@ -339,6 +403,18 @@ def test_a_corrupt_run_json_is_skipped_with_a_warning_naming_it(runs_dir):
     assert [r.name for r in runs] == ["good"]
     out = run_cli("runs", "--runs-dir", runs_dir)
     assert out.returncode == 0 and good.run_id in out.stdout and str(bad) in out.stderr
+
+
+def test_a_run_whose_csv_is_not_text_is_named_by_its_file_and_skipped(runs_dir):
+    from fake_runs import write_run
+    good = write_run(runs_dir, "good")
+    bad = write_run(runs_dir, "bad", index=1)
+    (bad / "epochs.csv").write_bytes(b"\xff\xfe\x00garbage\n\x01")
+    with pytest.warns(UserWarning, match=f"skipping {bad / 'run.json'}: unreadable run record "
+                                         f"\\({bad / 'epochs.csv'} is not a readable CSV file"):
+        assert [r.path for r in records.load_runs(runs_dir)] == [good]
+    done = run_cli("diagnose", bad)
+    assert done.returncode == 2 and f"{bad / 'epochs.csv'} is not a readable CSV file" in done.stderr
 
 
 def test_diagnose_finds_a_ladder_run_at_any_depth(runs_dir):

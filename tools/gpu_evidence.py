@@ -195,17 +195,30 @@ def unpack(archive: Path, root: Path | None = None) -> Path:
     from gpu_course.show.report import GPU_CHECKS, executed_notebooks
     from tools.gpu_check import SUMMARY
     root = Path(root or GPU_CHECKS)
-    with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
-        for member in tar.getmembers():
-            parts = Path(member.name).parts
-            if member.isreg() and not member.name.startswith("/") and ".." not in parts:
-                tar.extract(member, tmp, set_attrs=False)
-        summary = json.loads((Path(tmp) / SUMMARY).read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            with tarfile.open(archive) as tar:
+                for member in tar.getmembers():
+                    parts = Path(member.name).parts
+                    if member.isreg() and not member.name.startswith("/") and ".." not in parts:
+                        tar.extract(member, tmp, set_attrs=False)
+            summary = json.loads((Path(tmp) / SUMMARY).read_text())
+        except (OSError, tarfile.TarError, ValueError) as err:
+            why = (str(err).splitlines() or [type(err).__name__])[0]
+            raise ValueError(f"{archive} is not a GPU check's archive with its {SUMMARY} "
+                             f"(tools.gpu_check writes one): {why}") from None
+        summary = summary if isinstance(summary, dict) else {}
         if summary.get("rehearsal") or summary.get("device") == "no GPU":
             raise ValueError(f"{archive} is a CPU rehearsal ({summary.get('device')}): "
                              "only a check on a GPU is evidence")
-        target = root / f"pytorch-{slug(summary['device'])}"
-        stamp = re.sub(r"[^0-9]", "", summary["at"])[:12]   # YYYYmmddHHMM
+        device, at = summary.get("device"), summary.get("at")
+        stamp = re.sub(r"[^0-9]", "", str(at))[:12]   # YYYYmmddHHMM
+        if not isinstance(device, str) or not device.strip() or len(stamp) != 12 \
+                or not isinstance(summary.get("notebooks"), list):
+            raise ValueError(f"{archive}: its {SUMMARY} lacks what files a check (device "
+                             f"{device!r}, at {at!r}, a list of notebooks): allowed is a device "
+                             "name and a date and time like 2026-11-27T10:15:00+0000")
+        target = root / f"pytorch-{slug(device)}"
         check = target / stamp
         if check.exists():
             raise ValueError(f"{archive}: the check of {summary['at']} is already committed "
@@ -267,7 +280,11 @@ def main(argv=None) -> int:
     parser.add_argument("--readme", action="store_true", help="rewrite README's block")
     args = parser.parse_args(argv)
     if args.archive:
-        print(f"unpacked into {unpack(args.archive)}")
+        try:
+            print(f"unpacked into {unpack(args.archive)}")
+        except ValueError as err:
+            print(f"gpu_evidence: {err}", file=sys.stderr)
+            return 1
     if args.archive or args.readme:
         write_readme()
         print("README: the lessons executed on a GPU, rewritten")

@@ -22,7 +22,9 @@
 #      is packed into $OUT/reference.tar.gz, beside ladder.txt (where the walk finished)
 #      and ladder-log.txt (`python -m tools.reference --summary FOLDER` reads the records).
 #
-# $OUT defaults to ./gpu-session. Nothing here changes the GPU's settings.
+# It runs from any folder (the checkout is the one this script is in); $OUT, default
+# ./gpu-session, is taken from where it was started. A ladder that recorded no run fails
+# the command (exit 1). Nothing here changes the GPU's settings.
 set -u
 usage="usage: gpu_session.sh [check|ladder] [--budget S] [--notebooks NN,NN] [--steps LIST]"\
 " [--repeats N] [--model NAME] [--parts LIST] [--rehearse]"
@@ -50,7 +52,11 @@ if [ "$MODE" = ladder ] && [ -n "$NOTEBOOKS$STEPS" ]; then fail "--notebooks and
 
 OUT=${OUT:-gpu-session}
 PY=${GPU_PYTHON:-python3}
-mkdir -p "$OUT"
+mkdir -p "$OUT" || { echo "gpu-session: OUT=$OUT: cannot make that folder" >&2; exit 1; }
+OUT=$(cd "$OUT" && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+[ -f "$ROOT/tools/gpu_check.py" ] || { echo "gpu-session: $ROOT is not a gpu-course checkout" >&2; exit 2; }
+cd "$ROOT" || exit 2
 if ! $PY -c "import nbclient, ipykernel" 2>/dev/null; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl || { echo "gpu-session: the wheels in .whl/ did not install"; exit 1; }
@@ -70,7 +76,16 @@ fi
 REF=$(mktemp -d)/reference
 timeout "$BUDGET" $PY -m tools.reference --parts "$PARTS" --repeats "$REPEATS" \
     ${MODEL:+--model "$MODEL"} ${REHEARSE:+--quick} --out "$REF" > "$OUT/ladder-log.txt" 2>&1
-echo "gpu-session: ladder exit $?"
+code=$?
+echo "gpu-session: ladder exit $code"
+mkdir -p "$REF"
 cp "$REF/ladder.txt" "$OUT/" 2>/dev/null
 tar -czf "$OUT/reference.tar.gz" -C "$(dirname "$REF")" reference
-echo "gpu-session: done; $(find "$REF" -name run.json | wc -l) runs recorded"
+runs=$(find "$REF" -name run.json | wc -l)
+if [ "$runs" -eq 0 ]; then
+    echo "gpu-session: the ladder recorded no run (exit $code); its output: $OUT/ladder-log.txt:" >&2
+    tail -n 3 "$OUT/ladder-log.txt" >&2
+    exit 1
+fi
+echo "gpu-session: done; $runs runs recorded"
+[ "$code" -eq 0 ] || [ "$code" -eq 124 ] || exit "$code"   # 124: the budget stopped the walk

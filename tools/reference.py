@@ -135,9 +135,17 @@ def summary(folder: Path, short: bool = False) -> str:
     from gpu_course.measure.records import load_runs
     from tools import monitor_vs_smi
     folder = Path(folder)
-    machine = json.loads((folder / "machine.json").read_text())
+    try:
+        machine = json.loads((folder / "machine.json").read_text())
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{folder / 'machine.json'}: not readable ({err}); --summary needs "
+                         "a folder that `python -m tools.reference --out` wrote") from None
     ladders = sorted(p for p in folder.glob("ladder-pytorch-*") if p.is_dir())
-    runs = load_runs(ladders[-1])
+    runs = load_runs(ladders[-1]) if ladders else []
+    if not runs or not isinstance(machine, dict):
+        raise ValueError(f"{folder}: no readable ladder-pytorch-*/ run records beside a "
+                         "machine.json; --summary needs a folder that `python -m "
+                         "tools.reference --out` wrote")
     smi = (machine.get("nvidia_smi") or [{}])[0]
     hw, versions = runs[0].meta["hardware"], runs[0].meta["versions"]
     out = [f"Measured {runs[0].meta['started_at'][:10]} on one {smi.get('name')} "
@@ -298,7 +306,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1:
         parser.error(f"--repeats={args.repeats} must be at least 1")
     if args.summary:
-        print(summary(args.summary, short=args.short), end="")
+        try:
+            print(summary(args.summary, short=args.short), end="")
+        except ValueError as err:
+            print(f"reference: {err}", file=sys.stderr)
+            return 1
         return 0
     if args.out is None:
         parser.error("--out is required (or --summary FOLDER)")

@@ -65,6 +65,7 @@ def installed() -> bool:
 def read(trace) -> dict:
     """HTA's readings of one torch.profiler trace (.json or .json.gz), by READINGS name."""
     TraceAnalysis = _trace_analysis()
+    profiling.read_trace(trace)   # a damaged one (events without ts or dur) refused by name
     data = profiling.load_trace(trace)
     if not any(e.get("cat") in GPU_CATEGORIES for e in data.get("traceEvents", [])
                if isinstance(e, dict)):

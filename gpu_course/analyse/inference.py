@@ -249,7 +249,11 @@ def checked(records, allow_empty: bool = False, where: bool | None = None) -> li
     if records is None or isinstance(records, dict):
         raise ValueError(f"records={type(records).__name__}: pass a list of lesson 15's "
                          "records (what time_inference and env.infer return)")
-    records = list(records)
+    try:
+        records = list(records)
+    except TypeError:
+        raise ValueError(f"records={records!r:.80}: pass a list of lesson 15's records (what "
+                         "time_inference and env.infer return)") from None
     if not records and not allow_empty:
         raise ValueError("records=[] is empty: pass what time_inference and env.infer returned")
     keys = {"model", "variant", "device", "batch", "timing", "pass_s", "dtype"}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import json
 import os
 import signal
@@ -34,7 +35,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import synthetic
-from ..measure.guards import check_stop, stop_requests
+from ..measure.guards import check_stop, naming, stop_requests
 from .paths import default_root, writing
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".webp")
@@ -391,7 +392,8 @@ def _generate(root: Path, settings: dict, overwrite: bool, workers, progress) ->
     small, labels = synthetic.generate(10 * per_class, seed)
     keep = np.flatnonzero(labels < classes)
     tmp = root.with_name(f".{root.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    for stale in root.parent.glob(f".{root.name}.tmp-*"):   # a writer killed outright left
+        shutil.rmtree(stale, ignore_errors=True)             # it; none writes here: we hold the lock
     counts = np.zeros(classes, int)
     tasks = []
     for i in keep:
@@ -459,8 +461,14 @@ def _write_photo(task) -> int:
         (w, h), Image.BILINEAR)
     grain = Image.frombytes("L", (w, h), rng.bytes(w * h)).convert("RGB")
     picture = Image.blend(Image.blend(picture, blotches, 0.10), grain, 0.05)
-    picture.save(path, "JPEG", quality=quality)
-    return os.path.getsize(path)
+    encoded = io.BytesIO()   # Pillow writing the file itself ignores a short write (a full disk)
+    picture.save(encoded, "JPEG", quality=quality)
+    try:
+        with open(path, "wb") as out:
+            out.write(encoded.getbuffer())
+    except OSError as err:
+        raise naming(err, path) from None
+    return encoded.getbuffer().nbytes
 
 
 # -- a parallel map with a progress bar -----------------------------------------------
@@ -480,7 +488,7 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
             pool = ctx.Pool(min(workers, len(tasks)), initializer=_worker_signals)
             chunk = chunksize or max(1, min(64, len(tasks) // (workers * 8)))
             chunks = [(fn, tasks[i:i + chunk]) for i in range(0, len(tasks), chunk)]
-            results = _waiting(pool.imap(_run_chunk, chunks))  # chunksize 1: .next(timeout)
+            results = _waiting(pool.imap(_run_chunk, chunks), list(pool._pool))  # chunksize 1: .next(timeout)
         for result in results:
             check_stop()  # Ctrl-C or SIGTERM: stop here (the caller removes what is half-written)
             if bar is not None:
@@ -512,14 +520,28 @@ def _run_chunk(work) -> list:
     return [fn(task) for task in tasks]
 
 
-def _waiting(results):
+class WorkerDied(RuntimeError):
+    """A worker process of a parallel map ended before its work was done (killed, out of
+    memory): its task's result will never come."""
+
+
+def _waiting(results, workers: list):
     """The results of an imap of chunks, one by one, waiting in short slices so that a
-    Ctrl-C or SIGTERM is obeyed even when the workers it also reached will never send theirs."""
+    Ctrl-C or SIGTERM is obeyed even when the workers it also reached will never send theirs,
+    and a worker that died (the pool replaces it, but its task is lost) is an error, not a
+    wait forever."""
     while True:
         try:
             yield from results.next(timeout=0.2)
         except TimeoutError:
             check_stop()
+            dead = next((w for w in workers if w.exitcode is not None), None)
+            if dead is not None:
+                how = (f"signal {-dead.exitcode}" if dead.exitcode < 0
+                       else f"exit status {dead.exitcode}")
+                raise WorkerDied(f"worker process {dead.pid} ended ({how}: killed, or out of "
+                                 "memory) before its work was done; nothing was kept. Run the "
+                                 "command again.") from None
         except StopIteration:
             return
 

@@ -227,9 +227,13 @@ class PackedArray:
             except ValueError:
                 raise DataError(f"{self.path}: the footer is damaged; pack the images "
                                 "again") from None
-        self.classes = tuple(meta["classes"])
-        self.sources = tuple(meta["sources"])
-        self.skipped = [tuple(s) for s in meta.get("skipped", [])]
+        try:
+            self.classes = tuple(meta["classes"])
+            self.sources = tuple(meta["sources"])
+            self.skipped = [tuple(s) for s in meta.get("skipped", [])]
+        except (KeyError, TypeError, AttributeError):
+            raise DataError(f"{self.path}: the footer lacks its classes or sources; pack the "
+                            "images again") from None
         self.size = int(meta["size"])
         self.images = np.memmap(self.path, dtype=np.uint8, mode="r", offset=images_at,
                                 shape=(n, h, w, c))

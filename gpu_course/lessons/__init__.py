@@ -25,6 +25,8 @@ from __future__ import annotations
 import difflib
 import enum
 import importlib
+import math
+import numbers
 import os
 import pkgutil
 from types import ModuleType
@@ -109,7 +111,30 @@ class Sizes(dict):
         if unknown:
             raise ValueError(f"{', '.join(unknown)}: not a size of this lesson; allowed: "
                              f"{', '.join(sorted(self._all))}")
+        for name, value in changes.items():
+            _same_kind(name, self._all[name], value)
         return Sizes({**self._all, **changes}, self._own)
+
+
+def _same_kind(name: str, old, new) -> None:
+    """A size changed to a value of its kind: a count a whole number >= 0, a time or a
+    share a finite number >= 0, a list a list, a name a string; else a clear error."""
+    if old is None:
+        return   # unset by default: what it takes is the Experiment's to check
+    if isinstance(old, bool):
+        ok, kind = isinstance(new, bool), "True or False"
+    elif isinstance(old, int):
+        ok, kind = (isinstance(new, numbers.Integral) and not isinstance(new, bool)
+                    and new >= 0), "a whole number >= 0"
+    elif isinstance(old, float):
+        ok, kind = (isinstance(new, numbers.Real) and not isinstance(new, bool)
+                    and math.isfinite(new) and new >= 0), "a finite number >= 0"
+    elif isinstance(old, (tuple, list)):
+        ok, kind = isinstance(new, (tuple, list)), "a tuple"
+    else:
+        ok, kind = isinstance(new, type(old)), f"a {type(old).__name__}"
+    if not ok:
+        raise ValueError(f"{name}={new!r}: allowed: {kind} (as given: {old!r})")
 
 
 def sizes(number, smoke: bool | None = None, mode: SizeMode | None = None,

@@ -85,11 +85,14 @@ def write_atomic(path: Path, text: str | bytes) -> None:
 
 
 def append_text(path: Path, text: str) -> None:
-    """Append text to a file in one write, flushed to disk."""
-    with open(path, "a", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+    """Append text to a file in one write, flushed to disk; an error names the file."""
+    try:
+        with open(path, "a", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as err:   # a full disk: a write() error names no file
+        raise naming(err, path) from None
 
 
 def rows_to_csv(rows: Iterable[dict], columns: list[str]) -> str:
@@ -384,8 +387,11 @@ class Run:
         def frame(name: str, columns: list[str]):
             file = self.path / name
             if file.exists() and file.stat().st_size > 0:
-                # a line cut by a crash mid-append is dropped, not fatal
-                return pd.read_csv(file, on_bad_lines="skip")
+                try:   # a line cut by a crash mid-append is dropped, not fatal
+                    return pd.read_csv(file, on_bad_lines="skip")
+                except ValueError as err:   # not text, not CSV
+                    raise ValueError(f"{file} is not a readable CSV file ({err}); move the "
+                                     "folder aside or delete it") from None
             return pd.DataFrame(columns=columns)
         self.epochs = frame("epochs.csv", EPOCH_COLUMNS)
         self.steps = frame("steps.csv", STEP_COLUMNS)

@@ -458,13 +458,19 @@ def gpu_checks(root: Path | None = None) -> list[dict]:
     """Each GPU check committed under `root` (GPU_CHECKS), oldest first: its folder
     (<track>-<gpu>), stamp, device, date and each notebook's status (colour codes out)."""
     import json
+    import warnings
     found = []
     for path in sorted(Path(root or GPU_CHECKS).glob("*/*/gpu-check.json")):
-        summary = json.loads(path.read_text())
-        found.append({"folder": path.parent.parent.name, "stamp": path.parent.name,
-                      "device": summary["device"], "date": summary["at"][:10],
-                      "notebooks": [{**n, "status": _ANSI.sub("", str(n["status"]))}
-                                    for n in summary["notebooks"]]})
+        try:
+            summary = json.loads(path.read_text())
+            found.append({"folder": path.parent.parent.name, "stamp": path.parent.name,
+                          "device": str(summary["device"]), "date": str(summary["at"])[:10],
+                          "notebooks": [{**n, "name": str(n["name"]),
+                                         "status": _ANSI.sub("", str(n["status"]))}
+                                        for n in summary["notebooks"]]})
+        except (OSError, ValueError, KeyError, TypeError) as err:   # one bad check hides no other
+            warnings.warn(f"skipping {path}: unreadable GPU check summary "
+                          f"({type(err).__name__}: {err})", stacklevel=2)
     return sorted(found, key=lambda c: (c["folder"], c["stamp"]))
 
 

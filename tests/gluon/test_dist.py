@@ -1,5 +1,7 @@
 """MXNet's parameter server as real processes on 127.0.0.1: a scheduler, one server and
 two workers (kvstore='dist_sync'), each worker on its own shard."""
+import json
+
 import mxnet as mx
 import numpy as np
 import pytest
@@ -76,3 +78,10 @@ def test_a_worker_without_a_scheduler_says_so_instead_of_waiting_forever(monkeyp
     monkeypatch.setenv("DMLC_NUM_WORKER", "two")
     with pytest.raises(ValueError, match="DMLC_NUM_WORKER='two'"):
         dist.train_worker(cfg)
+
+
+def test_a_worker_timings_file_cut_short_is_named_and_skipped(tmp_path):
+    (tmp_path / "worker0.json").write_text(json.dumps({"rank": 0, "epochs": []}))
+    (tmp_path / "worker1.json").write_text('{"rank": 1, "epo')
+    with pytest.warns(UserWarning, match=r"skipping .*worker1.json: unreadable worker timings"):
+        assert [r["rank"] for r in dist._timings(tmp_path)] == [0]

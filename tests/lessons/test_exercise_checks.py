@@ -375,6 +375,8 @@ def test_a_peak_predicted_within_the_tolerance_passes(make_run):
     ("20", "prediction='20'"),
     (True, "prediction=True"),
     (-3.0, "prediction=-3.0"),
+    (float("inf"), "prediction=inf: before you run, write the peak you expect for 'batch 32' "
+                   "in MiB (a finite number above 0)"),
     (11.0, "you predicted 11 MiB; 'batch 32' peaked at 21 MiB (-48%), more than 10% off. "
            "'batch 16' held 1 MiB between steps and kept 10 MiB of activations"),
 ])
@@ -417,6 +419,7 @@ def batch_sweep(per_image_ms, model="tiny", variant="oneDNN on", spread=0.02, pa
     ([], "0 batch size(s) so far (none); a knee needs at least three"),
     (None, "0 batch size(s) so far"),
     ([{"images_per_s": 3.0}], "is not a record of lesson 15"),
+    (5, "records=5: pass a list of lesson 15's records"),
 ])
 def test_15_1_without_a_sweep_is_not_yet(records, says):
     result = check("15.1", records, 4)

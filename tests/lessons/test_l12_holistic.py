@@ -278,3 +278,17 @@ def test_without_its_rounding_hta_reads_the_course_idle_over_its_own_window(monk
                      for side in ("HTA", "course"))
         assert hta[h.IDLE] == pytest.approx(mine[h.IDLE_ON_HTA], abs=0.01)
         assert hta[h.KERNEL_MS] == pytest.approx(mine[h.KERNEL_MS], abs=0.001)
+
+
+@needs_hta
+@pytest.mark.parametrize("text, says", [
+    ('{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1', "is not a readable Chrome trace"),
+    ('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1}]}', "lack a numeric ts or dur"),
+])
+def test_hta_refuses_a_damaged_trace_naming_the_file(tmp_path, text, says):
+    """A trace cut short was a bare JSONDecodeError; one whose kernels lack a duration
+    went to HTA as it was."""
+    path = tmp_path / "damaged.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=f"{path}.*{says}"):
+        h.read(path)

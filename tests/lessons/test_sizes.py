@@ -1,5 +1,6 @@
 """Every lesson's three sizes: full, smoke (CI) and check (`make gpu-check` on a GPU)."""
 import pkgutil
+import re
 
 import pytest
 
@@ -66,3 +67,19 @@ def test_a_size_that_is_neither_a_field_nor_the_lesson_s_own_is_refused_by_name(
     assert sizes("03", smoke=True) == {"dataset": "synthetic", "monitor_interval": 0.2,
                                        "epochs": 2}
     assert sizes("03", smoke=True).batches == 3
+
+
+@pytest.mark.parametrize("change, says", [
+    (dict(exercise_size=-1), "exercise_size=-1: allowed: a whole number >= 0"),
+    (dict(exercise_size="big"), "exercise_size='big': allowed: a whole number >= 0"),
+    (dict(exercise_size=1.5), "exercise_size=1.5: allowed: a whole number >= 0"),
+    (dict(epochs=True), "epochs=True: allowed: a whole number >= 0"),
+    (dict(monitor_interval=float("nan")), "monitor_interval=nan: allowed: a finite number >= 0"),
+    (dict(worker_counts=4), "worker_counts=4: allowed: a tuple"),
+])
+def test_a_size_changed_to_a_value_not_of_its_kind_is_refused_by_name(change, says):
+    """gc.sizes("02", exercise_size=-1) was taken as it was, and failed later naming
+    train_size, or not at all."""
+    with pytest.raises(ValueError, match=re.escape(says)):
+        sizes("02", smoke=True, **change)
+    assert sizes("02", smoke=True, exercise_size=4096, worker_counts=[0, 2]).exercise_size == 4096

@@ -172,14 +172,15 @@ def session(tmp_path):
     fake.write_text("#!/bin/bash\n"
                     "[ \"$1\" = -c ] && exit 0\n"
                     "echo \"$@\" > \"$ASKED\"\n"
+                    "[ -f tools/reference.py ] || { echo 'No module named tools' >&2; exit 1; }\n"
                     "while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; shift; done\n"
-                    "mkdir -p \"$out/ladder-pytorch-1/r1\" && echo '{}' > \"$out/ladder-pytorch-1/r1/run.json\"\n"
+                    "[ -n \"$NORUN\" ] || { mkdir -p \"$out/ladder-pytorch-1/r1\" && echo '{}' > \"$out/ladder-pytorch-1/r1/run.json\"; }\n"
                     "echo table > \"$out/ladder.txt\"\n"
                     "exit ${EXIT:-0}\n")
     fake.chmod(0o755)
 
-    def run(*args, out="out", **env):
-        done = subprocess.run(["bash", "tools/gpu_session.sh", *args], cwd=gpu_check.REPO,
+    def run(*args, out="out", cwd=gpu_check.REPO, **env):
+        done = subprocess.run(["bash", str(gpu_check.REPO / "tools" / "gpu_session.sh"), *args], cwd=cwd,
                               capture_output=True, text=True, timeout=60,
                               env={**os.environ, "OUT": str(tmp_path / out), "GPU_PYTHON": str(fake),
                                    "ASKED": str(tmp_path / "asked.txt"), **env})
@@ -217,6 +218,29 @@ def test_the_session_script_in_ladder_mode_packs_what_the_reference_recorded(ses
     assert done.returncode == 0, done.stdout + done.stderr
     assert "--parts machine,profiles,ladder --repeats 2 --quick --out" in asked
     assert "--model" not in asked
+
+
+def test_the_session_script_runs_from_outside_the_checkout(session, tmp_path):
+    """Started from another folder, it still finds tools/ (it failed every step with 'No
+    module named tools'), and a relative OUT is where it was started."""
+    done, asked, _ = session("ladder", out="rel", cwd=tmp_path, OUT="rel")
+    assert done.returncode == 0 and "1 runs recorded" in done.stdout, done.stdout + done.stderr
+    assert asked.split()[:2] == ["-m", "tools.reference"]
+    assert (tmp_path / "rel" / "reference.tar.gz").is_file()
+
+
+@pytest.mark.parametrize("code", ["0", "2"])
+def test_a_ladder_that_recorded_no_run_fails_the_command(session, code):
+    done, _, out = session("ladder", "--model", "resnet21", NORUN="1", EXIT=code)
+    assert done.returncode == 1 and "the ladder recorded no run" in done.stderr, done.stderr
+    assert "gpu-session: done" not in done.stdout
+
+
+def test_a_ladder_that_failed_after_recording_fails_with_its_code(session):
+    done, _, _ = session("ladder", EXIT="3")
+    assert done.returncode == 3 and "1 runs recorded" in done.stdout
+    done, _, _ = session("ladder", EXIT="124", out="cut")   # the budget stopped the walk
+    assert done.returncode == 0
 
 
 @pytest.mark.parametrize("args, said", [

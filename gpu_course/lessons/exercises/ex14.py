@@ -25,9 +25,10 @@ def _predict_peak(runs, answer) -> str:
         raise NotYet(f"'{mine.name}' measured the same batch as the first run ({a.batch} images): "
                      f"nothing to predict. Choose another batch size at the line marked {MARK}.")
     only_change(first, mine, "batch_size")
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or not answer > 0:
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or not answer > 0 \
+            or not math.isfinite(answer):
         raise NotYet(f"prediction={answer!r}: before you run, write the peak you expect for "
-                     f"'{mine.name}' in MiB (a number), from what '{first.name}' held between "
+                     f"'{mine.name}' in MiB (a finite number above 0), from what '{first.name}' held between "
                      "steps and kept for its activations.")
     peak = b.peak_mib
     spread = (max(b.peak) - min(b.peak)) / 2**20

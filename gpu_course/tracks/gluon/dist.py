@@ -212,14 +212,27 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1,
                                            gpus_per_worker=cfg.num_gpus)
         result = work / "run_path"
         run_path = result.read_text().strip() if result.exists() else None
-        ranks = sorted((json.loads(p.read_text()) for p in work.glob("worker*.json")),
-                       key=lambda r: r["rank"])
+        ranks = sorted(_timings(work), key=lambda r: r["rank"])
     if verbose:
         print(outputs[1 + servers], end="", flush=True)
     _check(roles, codes, outputs, run_path is not None)
     _note(run_path, ranks=ranks, exit_codes=dict(zip(
         [f"{role}{i}" for i, role in enumerate(roles)], codes)))
     return load_run(run_path)
+
+
+def _timings(work: Path) -> list[dict]:
+    """Each worker's epoch timings (worker<rank>.json); one that a dying worker left cut
+    short is named and skipped, never hiding the others or the job's own error."""
+    import warnings
+    found = []
+    for path in sorted(work.glob("worker*.json")):
+        try:
+            ranked = json.loads(path.read_text())
+            found.append({**ranked, "rank": int(ranked["rank"])})
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            warnings.warn(f"skipping {path}: unreadable worker timings ({err})", stacklevel=2)
+    return found
 
 
 def _run_roles(worker_cmd, workers, servers, port, work: Path, threads: int, timeout,

@@ -159,6 +159,21 @@ class RecordDataset(ImageRecordDataset):
         return image, header.label
 
 
+def sidecar(rec: Path) -> dict:
+    """The JSON beside a record file (its classes and source images); a missing or
+    damaged one is a DataError naming it."""
+    path = rec.with_suffix(".json")
+    try:
+        meta = json.loads(path.read_text())
+        if isinstance(meta, dict) and isinstance(meta.get("sources"), list):
+            return meta
+        why = "no list of sources"
+    except (OSError, ValueError) as err:
+        why = str(err)
+    raise DataError(f"{path} is not the record file's readable description ({why}); pack "
+                    "the images again")
+
+
 def check_recordio(path, index: FolderIndex, workers: int | None = None,
                    progress: bool = True) -> int:
     """Check a record file against its source images: the keys are 0..N-1 in order,
@@ -166,7 +181,7 @@ def check_recordio(path, index: FolderIndex, workers: int | None = None,
     it decodes to size x size x 3. Returns the number checked; a mismatch raises
     DataError naming the record."""
     rec = Path(path)
-    meta = json.loads(rec.with_suffix(".json").read_text())
+    meta = sidecar(rec)
     reader = open_record_file(rec)
     try:
         keys = list(reader.keys)
@@ -223,7 +238,7 @@ class RecordIter:
                 std_r=std[0], std_g=std[1], std_b=std[2],
                 preprocess_threads=threads, round_batch=False, seed=seed)
         self.batch_size = batch_size
-        self.count = len(json.loads(Path(path).with_suffix(".json").read_text())["sources"])
+        self.count = len(sidecar(Path(path))["sources"])
 
     def __len__(self) -> int:
         return self.count // self.batch_size
