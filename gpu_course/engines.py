@@ -1,21 +1,83 @@
 """Which track can run here: the Gluon track (MXNet) or the PyTorch track.
 
-MXNet 1.9.1's GPU wheels hold machine code for sm_50–sm_86 and no PTX, so they cannot
-run on Hopper (sm_90) or newer; there the PyTorch track is the one that runs. A machine
-with no GPU runs the Gluon track on the CPU. `ENGINE=gluon|pytorch` overrides.
+MXNet 1.9.1's GPU wheels hold machine code for sm_50–sm_86 and no PTX. CUDA runs a
+GPU's code of compute capability X.y on any X.z with z >= y, so the sm_86 code also
+runs on Ada (sm_87, sm_89) but nothing runs on Hopper (sm_90) or newer; there the
+PyTorch track is the one that runs. A machine with no GPU runs the Gluon track on the
+CPU. `ENGINE=gluon|pytorch` overrides. GPUS and `gluon_gpu` are the one table the
+course, the Makefile, the first cell of every notebook, the SageMaker launcher and the
+README's table of tracks read.
 
 Standard library only (plus NVML through gpu_course.measure.nvml, if present): the Makefile runs this before any
 environment exists, as `python3 -m gpu_course.engines`.
 """
 from __future__ import annotations
 
+import enum
 import os
 import shutil
 import subprocess
 import sys
 
 ENGINES = ("gluon", "pytorch")
-MXNET_MAX_CAPABILITY = (8, 6)  # newest architecture with machine code in the MXNet wheels
+# the architectures with machine code in the mxnet-cu112 1.9.1 wheel (no PTX)
+MXNET_CODE = ((5, 0), (5, 2), (6, 0), (6, 1), (7, 0), (7, 5), (8, 0), (8, 6))
+# the GPUs the course meets (workshops, SageMaker), by CUDA compute capability
+GPUS = {"V100": (7, 0), "T4": (7, 5), "A100": (8, 0), "A10G": (8, 6), "L4": (8, 9),
+        "L40S": (8, 9), "H100": (9, 0), "H200": (9, 0), "B200": (10, 0)}
+# capabilities the Gluon GPU build has run on by compatibility: add one when a run shows it
+GLUON_RUN_ON: frozenset = frozenset()
+
+
+class Gluon(enum.Enum):
+    """Whether the MXNet GPU build runs on a GPU of some compute capability."""
+
+    RUNS = "its own machine code"
+    UNTESTED = "sm_{code} machine code by CUDA's binary compatibility, not yet run on such a card"
+    NO = "no machine code and no PTX for it: the PyTorch track"
+
+
+def gluon_gpu(capability: tuple) -> tuple[Gluon, tuple | None]:
+    """(whether the Gluon GPU build runs on `capability`, the machine code it runs)."""
+    same_major = [c for c in MXNET_CODE if c[0] == capability[0] and c <= tuple(capability)]
+    if not same_major:
+        return Gluon.NO, None
+    code = max(same_major)
+    runs = code == tuple(capability) or tuple(capability) in GLUON_RUN_ON
+    return (Gluon.RUNS if runs else Gluon.UNTESTED), code
+
+
+def gluon_extra(capabilities: list) -> str:
+    """The pip extra of the Gluon track here: its GPU build where every GPU can run it."""
+    runs = capabilities and all(gluon_gpu(c)[0] is not Gluon.NO for c in capabilities)
+    return "gluon-gpu" if runs else "gluon"
+
+
+def support_text(capability: tuple) -> str:
+    kind, code = gluon_gpu(capability)
+    return kind.value.format(code=f"{code[0]}{code[1]}" if code else "")
+
+
+def track_table() -> str:
+    """README's table of GPUs and tracks, from GPUS and gluon_gpu (a test compares them)."""
+    rows = ["| your GPU | track | environment |", "| --- | --- | --- |",
+            "| none (CPU) | Gluon (MXNet 1.9.1 CPU build) | `.venv/gluon`, "
+            "`pip install -e .[gluon,lab,trace]` |"]
+    groups = {}
+    for name, cap in GPUS.items():
+        groups.setdefault(gluon_gpu(cap)[0], []).append((name, cap))
+    gpu_env = ("`environment.yml` (conda: CUDA 11.2 + cuDNN 8), or `.[gluon-gpu,lab,trace]` "
+               "with CUDA 11.2/cuDNN 8 libraries on the machine")
+    track = {Gluon.RUNS: ("Gluon (`mxnet-cu112`)", gpu_env),
+             Gluon.UNTESTED: ("Gluon (`mxnet-cu112`): runs by binary compatibility, not yet "
+                              "run on such a card", gpu_env),
+             Gluon.NO: ("PyTorch", "`.venv/pytorch`, `pip install -e .[torch,lab,trace]`")}
+    for kind, gpus in groups.items():
+        caps = sorted({c for _, c in gpus})
+        span = "–".join(dict.fromkeys(f"sm_{c[0]}{c[1]}" for c in (caps[0], caps[-1])))
+        rows.append(f"| {', '.join(n for n, _ in gpus)} ({span}) | {track[kind][0]} | "
+                    f"{track[kind][1]} |")
+    return "\n".join(rows)
 
 
 def compute_capabilities() -> list[tuple[int, int]]:
@@ -76,11 +138,11 @@ def pick_engine(env: dict | None = None, capabilities: list | None = None,
     if not caps:
         return "gluon", "no GPU found: the Gluon (MXNet) track runs on the CPU"
     newest = max(caps)
-    if newest > MXNET_MAX_CAPABILITY:
-        return "pytorch", (f"GPU compute capability {newest[0]}.{newest[1]} is newer than "
-                           "MXNet 1.9.1 supports (sm_86 at most): the PyTorch track")
+    if gluon_extra(caps) == "gluon":
+        return "pytorch", (f"GPU compute capability {newest[0]}.{newest[1]}: MXNet 1.9.1 has "
+                           f"{support_text(newest)}")
     return "gluon", (f"GPU compute capability {newest[0]}.{newest[1]}: the Gluon (MXNet) "
-                     "track on the GPU")
+                     f"track on the GPU, with {support_text(newest)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if "--reason" in argv:
         print(reason)
+    elif "--gluon-extra" in argv:  # the Makefile's GLUON_EXTRA
+        print(gluon_extra(compute_capabilities()))
     else:
         print(engine)
     return 0

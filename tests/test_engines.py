@@ -3,6 +3,7 @@ import sys
 
 import pytest
 
+from gpu_course import engines
 from gpu_course.engines import pick_engine
 from support import REPO
 
@@ -36,3 +37,19 @@ def test_module_prints_engine_for_the_makefile():
     out = subprocess.run([sys.executable, "-m", "gpu_course.engines"], cwd=REPO,
                          capture_output=True, text=True, env={"ENGINE": "cuda", "PATH": ""})
     assert out.returncode == 2 and "ENGINE='cuda'" in out.stderr
+
+
+@pytest.mark.parametrize("cap, extra", [((8, 6), "gluon-gpu"), ((8, 7), "gluon-gpu"),
+                                        ((8, 9), "gluon-gpu"), ((9, 0), "gluon"),
+                                        ((10, 0), "gluon")])
+def test_ada_gets_the_gluon_gpu_build_and_says_it_is_untested(cap, extra):
+    assert engines.gluon_extra([cap]) == extra
+    engine, reason = pick_engine(env={}, capabilities=[cap], installed=())
+    assert engine == ("gluon" if extra == "gluon-gpu" else "pytorch")
+    assert ("not yet run on such a card" in reason) == (cap in ((8, 7), (8, 9)))
+    assert engines.gluon_extra([(8, 6), (9, 0)]) == "gluon"   # every GPU must run it
+
+
+def test_the_readme_table_of_tracks_is_the_engines_table():
+    assert engines.track_table() in (REPO / "README.md").read_text()
+    assert "| L4, L40S (sm_89) | Gluon" in engines.track_table()
