@@ -110,7 +110,8 @@ test-gluon-notebooks: setup-gluon
 	  notebooks/run_on_sagemaker.ipynb $(PYTEST_ARGS)
 
 test-pytorch-notebooks: setup-pytorch
-	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) $(NBVAL) notebooks/pytorch $(PYTEST_ARGS)
+	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) $(NBVAL) notebooks/pytorch \
+	  notebooks/run_on_sagemaker.ipynb $(PYTEST_ARGS)
 
 test-gluon-exercises: setup-gluon
 	$(SMOKE_ENV) $(PHASE) $(VENV)/gluon/bin/python $(PYTEST) tests/test_exercise_cells.py $(PYTEST_ARGS)
