@@ -5,8 +5,8 @@ GPU's code of compute capability X.y on any X.z with z >= y, so the sm_86 code a
 runs on Ada (sm_87, sm_89) but nothing runs on Hopper (sm_90) or newer; there the
 PyTorch track is the one that runs. A machine with no GPU runs the Gluon track on the
 CPU. `ENGINE=gluon|pytorch` overrides. GPUS and `gluon_gpu` are the one table the
-course, the Makefile, the first cell of every notebook, the SageMaker launcher and the
-README's table of tracks read.
+course, the Makefile, the first cell of every notebook and the SageMaker launcher read;
+tests/test_engines.py checks README's table of tracks against it.
 
 Standard library only (plus NVML through gpu_course.measure.nvml, if present): the Makefile runs this before any
 environment exists, as `python3 -m gpu_course.engines`.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,56 +59,24 @@ def support_text(capability: tuple) -> str:
     return kind.value.format(code=f"{code[0]}{code[1]}" if code else "")
 
 
-def track_table() -> str:
-    """README's table of GPUs and tracks, from GPUS and gluon_gpu (a test compares them)."""
-    rows = ["| your GPU | track | environment |", "| --- | --- | --- |",
-            "| none (CPU) | Gluon (MXNet 1.9.1 CPU build) | `.venv/gluon`, "
-            "`pip install -e .[gluon,lab,trace]` |"]
-    groups = {}
-    for name, cap in GPUS.items():
-        groups.setdefault(gluon_gpu(cap)[0], []).append((name, cap))
-    gpu_env = ("`environment.yml` (conda: CUDA 11.2 + cuDNN 8), or `.[gluon-gpu,lab,trace]` "
-               "with CUDA 11.2/cuDNN 8 libraries on the machine")
-    track = {Gluon.RUNS: ("Gluon (`mxnet-cu112`)", gpu_env),
-             Gluon.UNTESTED: ("Gluon (`mxnet-cu112`): runs by binary compatibility, not yet "
-                              "run on such a card", gpu_env),
-             Gluon.NO: ("PyTorch", "`.venv/pytorch`, `pip install -e .[torch,lab,trace]`")}
-    for kind, gpus in groups.items():
-        caps = sorted({c for _, c in gpus})
-        span = "–".join(dict.fromkeys(f"sm_{c[0]}{c[1]}" for c in (caps[0], caps[-1])))
-        rows.append(f"| {', '.join(n for n, _ in gpus)} ({span}) | {track[kind][0]} | "
-                    f"{track[kind][1]} |")
-    return "\n".join(rows)
-
-
 def compute_capabilities() -> list[tuple[int, int]]:
     """(major, minor) of every visible GPU; [] when there is none or no driver."""
     from .measure import nvml  # never raises; imports pynvml lazily
-    if nvml.available():
-        caps = []
-        for info in nvml.gpus_info():
-            try:
-                major, minor = str(info.get("compute_capability")).split(".")
-                caps.append((int(major), int(minor)))
-            except ValueError:
-                continue
-        if caps:
-            return caps
-    if shutil.which("nvidia-smi") is None:
-        return []
+    caps = _parse(str(i.get("compute_capability")) for i in nvml.gpus_info()) \
+        if nvml.available() else []
+    if caps or shutil.which("nvidia-smi") is None:
+        return caps
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
+        return _parse(subprocess.run(["nvidia-smi", "--query-gpu=compute_cap",
+                                      "--format=csv,noheader"],
+                                     capture_output=True, text=True, timeout=20).stdout.split())
     except (OSError, subprocess.SubprocessError):
         return []
-    caps = []
-    for line in out.stdout.split():
-        try:
-            major, minor = line.strip().split(".")
-            caps.append((int(major), int(minor)))
-        except ValueError:
-            continue
-    return caps
+
+
+def _parse(texts) -> list[tuple[int, int]]:
+    """'8.9' -> (8, 9), skipping what is not a capability."""
+    return [(int(m[1]), int(m[2])) for t in texts if (m := re.fullmatch(r"\s*(\d+)\.(\d+)\s*", t))]
 
 
 FRAMEWORKS = {"gluon": "mxnet", "pytorch": "torch"}

@@ -118,9 +118,8 @@ tables.show(sm.read_metrics(job.stdout))
 
 # %%
 if sm.aws_credentials():
-    session = sm.session(cfg.engine)
-    name = sm.launch(cfg, job, session)        # <- the job runs; its log streams here
-    cloud_runs = sm.fetch_runs(name, session)
+    name = sm.launch(cfg, job)                 # <- the job runs; its log streams here
+    cloud_runs = sm.fetch_runs(name)
     local = [r for r in records.load_runs(names=[cfg.name]) if r.meta.get("engine") == cfg.engine][-1:]
     display(tables.show(report.ladder_table(local + cloud_runs)))
     display(plots.throughput(local + cloud_runs))

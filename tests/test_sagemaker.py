@@ -377,7 +377,7 @@ def test_the_tracks_job_from_the_environments_sdk(sm, no_aws, tmp_path):
     """The Gluon environment builds v2's MXNet estimator, the PyTorch one v3's ModelTrainer,
     from the same job settings, on any machine: no credentials, no region."""
     cfg = Experiment(name="float16", engine=TRACK, dtype="float16", num_gpus=4)
-    session = launch.session(TRACK)
+    session = launch.session_for(launch.TRACKS[TRACK].sdk)
     assert session.boto_region_name == launch.DEFAULT_REGION
     assert launch.execution_role(session) == launch.NO_ROLE
     built = launch.build(cfg, launch.Job("ml.g5.12xlarge", instance_count=2, role="arn:role",

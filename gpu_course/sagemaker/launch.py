@@ -287,21 +287,10 @@ def job_base_name(cfg: Experiment) -> str:
     return safe[:38].rstrip("-")  # + "-YYYY-MM-DD-HH-MM-SS-mmm" stays within 63
 
 
-def image_uri(engine: str, instance_type: str, region: str | None = None) -> str:
-    """The training image the job runs (from the SDK's catalogue; no network)."""
-    track = _track(engine)
-    sm = _sdk(track.sdk)
-    retrieve = sm.image_uris.retrieve if track.sdk is Sdk.V2 else sm.core.image_uris.retrieve
-    return retrieve(track.framework, region or aws_region() or DEFAULT_REGION,
-                    version=track.framework_version, py_version=track.py_version,
-                    instance_type=instance_type, image_scope="training")
-
-
 def build(cfg: Experiment, job: Job = Job(), session=None, source_dir: str | Path | None = None):
     """The SDK's job for cfg's track from job_settings: v2's sagemaker.mxnet.MXNet (Gluon) or
     v3's ModelTrainer (PyTorch). job.role defaults to the notebook instance's execution
     role; source_dir to a fresh stage_code() folder."""
-    check_job(cfg, job.instance_type, job.instance_count, job.all_gpus)
     sdk = _track(cfg.engine).sdk
     sm = _sdk(sdk)
     session = session or session_for(sdk)
@@ -312,7 +301,9 @@ def build(cfg: Experiment, job: Job = Job(), session=None, source_dir: str | Pat
     from sagemaker.train import ModelTrainer, configs, distributed
     trainer = ModelTrainer(
         sagemaker_session=session, role=kw["role"], base_job_name=kw["base_job_name"],
-        training_image=image_uri(cfg.engine, job.instance_type, session.boto_region_name),
+        training_image=sm.core.image_uris.retrieve(  # v3's catalogue of AWS's images
+            "pytorch", session.boto_region_name, version=kw["framework_version"],
+            py_version=kw["py_version"], instance_type=job.instance_type, image_scope="training"),
         source_code=configs.SourceCode(source_dir=kw["source_dir"], entry_script=ENTRY_POINT,
                                        requirements="requirements.txt"),
         compute=configs.Compute(instance_type=job.instance_type,
@@ -378,7 +369,7 @@ def training_request(cfg: Experiment, job: Job = Job(), region: str | None = Non
         with _quiet("sagemaker"):
             start(build(cfg, job, session, source_dir=code or staged), channel, job_name)
     except Sent as sent:
-        return sent.request
+        return sent.args[0]
     finally:
         if staged:
             shutil.rmtree(staged, ignore_errors=True)
@@ -396,11 +387,7 @@ def format_request(request: dict) -> str:
 
 
 class Sent(Exception):
-    """The CreateTrainingJob request an offline session was asked to send."""
-
-    def __init__(self, request: dict):
-        super().__init__(_request.OPERATION)
-        self.request = copy.deepcopy(request)
+    """The CreateTrainingJob request (args[0]) an offline session was asked to send."""
 
 
 def offline_session(sdk: Sdk, region: str, bucket: str):
@@ -434,7 +421,7 @@ def _offline_boto(region: str):
 
 
 def _sent(params, **_):
-    raise Sent(params)
+    raise Sent(copy.deepcopy(params))
 
 
 def _refuse_to_send(request, **_):
@@ -592,11 +579,6 @@ def session_for(sdk: Sdk, region: str | None = None):
     import boto3
     return _sdk_session_class(sdk)(boto_session=boto3.Session(
         region_name=region or aws_region() or DEFAULT_REGION))
-
-
-def session(engine: str, region: str | None = None):
-    """A SageMaker session of the SDK that builds `engine`'s job (session_for)."""
-    return session_for(_track(engine).sdk, region)
 
 
 def execution_role(session, role: str | None = None, sdk: Sdk = Sdk.V2) -> str:
