@@ -135,6 +135,16 @@ def test_hyperparameters_round_trip_into_the_config(cfg, tmp_path):
     assert back == cfg.replace(data_dir=channel)
 
 
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)
+def test_v3s_container_hands_the_entry_the_hyperparameters_it_parses_back(cfg, tmp_path):
+    """v3's basic_script_driver turns HyperParameters into `--key value` with its own
+    (de)serialisation: the entry script gets the same Experiment back."""
+    utils = pytest.importorskip("sagemaker.train.container_drivers.common.utils")
+    argv = utils.hyperparameters_to_cli_args(launch.hyperparameters(cfg))
+    back = entry.experiment_from(argv, {"SM_CHANNEL_TRAINING": str(tmp_path), "SM_NUM_GPUS": "4"})
+    assert back == cfg.replace(data_dir=str(tmp_path))
+
+
 @pytest.mark.parametrize("make", ["missing", "file"])
 def test_a_channel_that_is_no_folder_is_refused_naming_it(make, tmp_path):
     channel = tmp_path / "training"
