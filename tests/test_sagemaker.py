@@ -362,6 +362,7 @@ def test_cli_without_credentials_launches_nothing(no_aws, capsys):
 
 
 # -- the SDK -----------------------------------------------------------------------------
+ROLE_ARN = "arn:aws:iam::123456789012:role/course"
 TRACK = next(t for t, k in launch.TRACKS.items() if k.sdk is launch.installed_sdk()) \
     if launch.installed_sdk() else None
 
@@ -390,9 +391,10 @@ def test_the_tracks_job_from_the_environments_sdk(sm, no_aws, tmp_path):
     session = launch.session_for(launch.TRACKS[TRACK].sdk)
     assert session.boto_region_name == launch.DEFAULT_REGION
     assert launch.execution_role(session) == launch.NO_ROLE
-    built = launch.build(cfg, launch.Job("ml.g5.12xlarge", instance_count=2, role="arn:role",
-                                         output_path="s3://b/out/"),
-                         session=session, source_dir=launch.stage_code(TRACK, tmp_path))
+    with mock.patch.dict(os.environ, {"SAGEMAKER_VALIDATE_ROLE": "false"}):  # v3 asks IAM
+        built = launch.build(cfg, launch.Job("ml.g5.12xlarge", instance_count=2, role=ROLE_ARN,
+                                             output_path="s3://b/out/"),
+                             session=session, source_dir=launch.stage_code(TRACK, tmp_path))
     if TRACK == "gluon":
         assert isinstance(built, sm.mxnet.MXNet)
         assert built.training_image_uri() == \

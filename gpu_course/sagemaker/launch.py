@@ -366,7 +366,7 @@ def training_request(cfg: Experiment, job: Job = Job(), region: str | None = Non
         code = f"s3://{output[5:].split('/')[0]}/{job_name}/source/sourcedir.tar.gz"  # takes it
     staged = stage_code(cfg.engine) if code is None else None                  # as uploaded
     try:
-        with _quiet("sagemaker"):
+        with _offline_build():
             start(build(cfg, job, session, source_dir=code or staged), channel, job_name)
     except Sent as sent:
         return sent.args[0]
@@ -430,16 +430,21 @@ def _refuse_to_send(request, **_):
 
 
 @contextlib.contextmanager
-def _quiet(logger: str):
-    """The SDKs log while they build a job (v2 sets root logging to INFO, and logs an error
-    where the offline session stops it): keep a dry run's log quiet."""
-    log = logging.getLogger(logger)
+def _offline_build():
+    """Keep a dry run quiet (the SDKs log while they build a job; v2 sets root logging to
+    INFO and logs an error where the offline session stops it), and tell v3 not to check
+    the role against IAM as it builds (it does at launch): SAGEMAKER_VALIDATE_ROLE=false."""
+    log, saved = logging.getLogger("sagemaker"), os.environ.get("SAGEMAKER_VALIDATE_ROLE")
     level = log.level
     log.setLevel(logging.CRITICAL)
+    os.environ["SAGEMAKER_VALIDATE_ROLE"] = "false"
     try:
         yield
     finally:
         log.setLevel(level)
+        os.environ.pop("SAGEMAKER_VALIDATE_ROLE")
+        if saved is not None:
+            os.environ["SAGEMAKER_VALIDATE_ROLE"] = saved
 
 
 # the hyperparameters that change what the job measures (the rest keep their defaults)
