@@ -302,7 +302,7 @@ def build(cfg: Experiment, job: Job = Job(), session=None, source_dir: str | Pat
     trainer = ModelTrainer(
         sagemaker_session=session, role=kw["role"], base_job_name=kw["base_job_name"],
         training_image=sm.core.image_uris.retrieve(  # v3's catalogue of AWS's images
-            "pytorch", session.boto_region_name, version=kw["framework_version"],
+            _track(cfg.engine).framework, session.boto_region_name, version=kw["framework_version"],
             py_version=kw["py_version"], instance_type=job.instance_type, image_scope="training"),
         source_code=configs.SourceCode(source_dir=kw["source_dir"], entry_script=ENTRY_POINT,
                                        requirements="requirements.txt"),
@@ -320,8 +320,8 @@ def build(cfg: Experiment, job: Job = Job(), session=None, source_dir: str | Pat
 def start(built, channel: str, job_name: str | None = None, wait: bool = False) -> str:
     """Start the job `build` made, its training channel at the s3:// URI `channel`; ->
     the job's name. (An offline session answers CreateTrainingJob by raising Sent.)"""
+    # without the SDKs' telemetry wrappers, which would report the call over the network
     if hasattr(built, "fit"):
-        # without the SDK's telemetry wrapper, which would report the call over the network
         inspect.unwrap(type(built).fit)(built, {CHANNEL: channel}, wait=wait,
                                          logs="All" if wait else "None", job_name=job_name)
         return built.latest_training_job.name
@@ -361,10 +361,10 @@ def training_request(cfg: Experiment, job: Job = Job(), region: str | None = Non
         role = f"arn:aws:iam::{NO_ACCOUNT}:role/{role}"
     job = job.replace(role=role or NO_ROLE, output_path=output)
     code = None
-    if sdk is Sdk.V2:  # where fit() uploads source_dir (the output path's bucket); given as
-        job_name = job_name or sm.utils.name_from_base(job_base_name(cfg))  # s3://, the SDK
-        code = f"s3://{output[5:].split('/')[0]}/{job_name}/source/sourcedir.tar.gz"  # takes it
-    staged = stage_code(cfg.engine) if code is None else None                  # as uploaded
+    if sdk is Sdk.V2:  # v2: where fit() uploads source_dir, which, given as s3://, it takes
+        job_name = job_name or sm.utils.name_from_base(job_base_name(cfg))   # as uploaded
+        code = f"s3://{output[5:].split('/')[0]}/{job_name}/source/sourcedir.tar.gz"
+    staged = stage_code(cfg.engine) if code is None else None   # v3: the offline upload
     try:
         with _offline_build():
             start(build(cfg, job, session, source_dir=code or staged), channel, job_name)
