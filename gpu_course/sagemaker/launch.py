@@ -154,13 +154,6 @@ def instance_capability(instance_type: str) -> tuple | None:
     return engines.GPUS[gpu] if gpu else None
 
 
-def default_engine(instance_type: str) -> str:
-    """This environment's track (engines.pick_engine); where it has both or neither, the
-    Gluon track where MXNet can run on the instance, PyTorch on newer GPUs."""
-    cap = instance_capability(instance_type)
-    return engines.pick_engine(capabilities=[cap] if cap else [])[0]
-
-
 def check_job(cfg: Experiment, instance_type: str, instance_count: int = 1,
               all_gpus: bool = False) -> None:
     """ValueError for a job that cannot run as asked."""
@@ -434,17 +427,15 @@ def _offline_build():
     """Keep a dry run quiet (the SDKs log while they build a job; v2 sets root logging to
     INFO and logs an error where the offline session stops it), and tell v3 not to check
     the role against IAM as it builds (it does at launch): SAGEMAKER_VALIDATE_ROLE=false."""
-    log, saved = logging.getLogger("sagemaker"), os.environ.get("SAGEMAKER_VALIDATE_ROLE")
+    from unittest import mock
+    log = logging.getLogger("sagemaker")
     level = log.level
     log.setLevel(logging.CRITICAL)
-    os.environ["SAGEMAKER_VALIDATE_ROLE"] = "false"
     try:
-        yield
+        with mock.patch.dict(os.environ, SAGEMAKER_VALIDATE_ROLE="false"):
+            yield
     finally:
         log.setLevel(level)
-        os.environ.pop("SAGEMAKER_VALIDATE_ROLE")
-        if saved is not None:
-            os.environ["SAGEMAKER_VALIDATE_ROLE"] = saved
 
 
 # the hyperparameters that change what the job measures (the rest keep their defaults)
@@ -741,7 +732,8 @@ def run_command(args) -> int:
     if not 1 <= args.max_run <= MAX_RUN_LIMIT_MIN:
         raise ValueError(f"--max-run={args.max_run} must be 1..{MAX_RUN_LIMIT_MIN} minutes "
                          "(SageMaker stops a training job after 28 days at most)")
-    engine = args.cfg_engine or default_engine(args.instance_type)
+    cap = instance_capability(args.instance_type)   # default: this environment's track
+    engine = args.cfg_engine or engines.pick_engine(capabilities=[cap] if cap else [])[0]
     cfg = config_from_args(args, engine=engine)
     job = Job(args.instance_type, args.instance_count, args.all_gpus, args.role, args.data_s3,
               args.output_path, args.max_run)
