@@ -25,8 +25,8 @@ ifeq ($(filter $(ENGINE),$(ENGINES)),)
 $(error ENGINE=$(ENGINE) is not a track; allowed: gluon, pytorch$(if $(filter torch,$(ENGINE)), (the PyTorch track is ENGINE=pytorch)))
 endif
 endif
-# The MXNet GPU build only where a GPU it supports (sm_50..sm_86) is present.
-GLUON_EXTRA ?= $(shell $(PYTHON) -c "from gpu_course.engines import compute_capabilities as c; caps=c(); print('gluon-gpu' if caps and max(caps) <= (8, 6) else 'gluon')")
+# The MXNet GPU build only where every GPU can run it (gpu_course/engines.py: sm_50..sm_89).
+GLUON_EXTRA ?= $(shell $(PYTHON) -m gpu_course.engines --gluon-extra)
 PIP_FLAGS ?= -q --disable-pip-version-check
 SMOKE_RUNS := $(CURDIR)/.venv/test-runs
 
@@ -116,7 +116,8 @@ test-gluon-notebooks: setup-gluon
 	  notebooks/run_on_sagemaker.ipynb $(PYTEST_ARGS)
 
 test-pytorch-notebooks: setup-pytorch
-	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) $(NBVAL) notebooks/pytorch $(PYTEST_ARGS)
+	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) $(NBVAL) notebooks/pytorch \
+	  notebooks/run_on_sagemaker.ipynb $(PYTEST_ARGS)
 
 test-gluon-exercises: setup-gluon
 	$(SMOKE_ENV) $(PHASE) $(VENV)/gluon/bin/python $(PYTEST) tests/test_exercise_cells.py $(PYTEST_ARGS)

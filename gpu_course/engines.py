@@ -1,51 +1,82 @@
 """Which track can run here: the Gluon track (MXNet) or the PyTorch track.
 
-MXNet 1.9.1's GPU wheels hold machine code for sm_50–sm_86 and no PTX, so they cannot
-run on Hopper (sm_90) or newer; there the PyTorch track is the one that runs. A machine
-with no GPU runs the Gluon track on the CPU. `ENGINE=gluon|pytorch` overrides.
+MXNet 1.9.1's GPU wheels hold machine code for sm_50–sm_86 and no PTX. CUDA runs a
+GPU's code of compute capability X.y on any X.z with z >= y, so the sm_86 code also
+runs on Ada (sm_87, sm_89) but nothing runs on Hopper (sm_90) or newer; there the
+PyTorch track is the one that runs. A machine with no GPU runs the Gluon track on the
+CPU. `ENGINE=gluon|pytorch` overrides. GPUS and `gluon_gpu` are the one table the
+course, the Makefile, the first cell of every notebook and the SageMaker launcher read;
+tests/test_engines.py checks README's table of tracks against it.
 
 Standard library only (plus NVML through gpu_course.measure.nvml, if present): the Makefile runs this before any
 environment exists, as `python3 -m gpu_course.engines`.
 """
 from __future__ import annotations
 
+import enum
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 ENGINES = ("gluon", "pytorch")
-MXNET_MAX_CAPABILITY = (8, 6)  # newest architecture with machine code in the MXNet wheels
+# the architectures with machine code in the mxnet-cu112 1.9.1 wheel (no PTX)
+MXNET_CODE = ((5, 0), (5, 2), (6, 0), (6, 1), (7, 0), (7, 5), (8, 0), (8, 6))
+# the GPUs the course meets (workshops, SageMaker), by CUDA compute capability
+GPUS = {"V100": (7, 0), "T4": (7, 5), "A100": (8, 0), "A10G": (8, 6), "L4": (8, 9),
+        "L40S": (8, 9), "H100": (9, 0), "H200": (9, 0), "B200": (10, 0)}
+# capabilities the Gluon GPU build has run on by compatibility: add one when a run shows it
+GLUON_RUN_ON: frozenset = frozenset()
+
+
+class Gluon(enum.Enum):
+    """Whether the MXNet GPU build runs on a GPU of some compute capability."""
+
+    RUNS = "its own machine code"
+    UNTESTED = "sm_{code} machine code by CUDA's binary compatibility, not yet run on such a card"
+    NO = "no machine code and no PTX for it: the PyTorch track"
+
+
+def gluon_gpu(capability: tuple) -> tuple[Gluon, tuple | None]:
+    """(whether the Gluon GPU build runs on `capability`, the machine code it runs)."""
+    same_major = [c for c in MXNET_CODE if c[0] == capability[0] and c <= tuple(capability)]
+    if not same_major:
+        return Gluon.NO, None
+    code = max(same_major)
+    runs = code == tuple(capability) or tuple(capability) in GLUON_RUN_ON
+    return (Gluon.RUNS if runs else Gluon.UNTESTED), code
+
+
+def gluon_extra(capabilities: list) -> str:
+    """The pip extra of the Gluon track here: its GPU build where every GPU can run it."""
+    runs = capabilities and all(gluon_gpu(c)[0] is not Gluon.NO for c in capabilities)
+    return "gluon-gpu" if runs else "gluon"
+
+
+def support_text(capability: tuple) -> str:
+    kind, code = gluon_gpu(capability)
+    return kind.value.format(code=f"{code[0]}{code[1]}" if code else "")
 
 
 def compute_capabilities() -> list[tuple[int, int]]:
     """(major, minor) of every visible GPU; [] when there is none or no driver."""
     from .measure import nvml  # never raises; imports pynvml lazily
-    if nvml.available():
-        caps = []
-        for info in nvml.gpus_info():
-            try:
-                major, minor = str(info.get("compute_capability")).split(".")
-                caps.append((int(major), int(minor)))
-            except ValueError:
-                continue
-        if caps:
-            return caps
-    if shutil.which("nvidia-smi") is None:
-        return []
+    caps = _parse(str(i.get("compute_capability")) for i in nvml.gpus_info()) \
+        if nvml.available() else []
+    if caps or shutil.which("nvidia-smi") is None:
+        return caps
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
+        return _parse(subprocess.run(["nvidia-smi", "--query-gpu=compute_cap",
+                                      "--format=csv,noheader"],
+                                     capture_output=True, text=True, timeout=20).stdout.split())
     except (OSError, subprocess.SubprocessError):
         return []
-    caps = []
-    for line in out.stdout.split():
-        try:
-            major, minor = line.strip().split(".")
-            caps.append((int(major), int(minor)))
-        except ValueError:
-            continue
-    return caps
+
+
+def _parse(texts) -> list[tuple[int, int]]:
+    """'8.9' -> (8, 9), skipping what is not a capability."""
+    return [(int(m[1]), int(m[2])) for t in texts if (m := re.fullmatch(r"\s*(\d+)\.(\d+)\s*", t))]
 
 
 FRAMEWORKS = {"gluon": "mxnet", "pytorch": "torch"}
@@ -76,11 +107,11 @@ def pick_engine(env: dict | None = None, capabilities: list | None = None,
     if not caps:
         return "gluon", "no GPU found: the Gluon (MXNet) track runs on the CPU"
     newest = max(caps)
-    if newest > MXNET_MAX_CAPABILITY:
-        return "pytorch", (f"GPU compute capability {newest[0]}.{newest[1]} is newer than "
-                           "MXNet 1.9.1 supports (sm_86 at most): the PyTorch track")
+    if gluon_extra(caps) == "gluon":
+        return "pytorch", (f"GPU compute capability {newest[0]}.{newest[1]}: MXNet 1.9.1 has "
+                           f"{support_text(newest)}")
     return "gluon", (f"GPU compute capability {newest[0]}.{newest[1]}: the Gluon (MXNet) "
-                     "track on the GPU")
+                     f"track on the GPU, with {support_text(newest)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if "--reason" in argv:
         print(reason)
+    elif "--gluon-extra" in argv:  # the Makefile's GLUON_EXTRA
+        print(gluon_extra(compute_capabilities()))
     else:
         print(engine)
     return 0

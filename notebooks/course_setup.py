@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+import re
 import shutil
 import subprocess
 import sys
@@ -48,15 +49,41 @@ def pick_track(cwd: Path | None = None) -> tuple[str, str]:
     return "gluon", "no framework in this kernel; the Gluon track runs on a CPU"
 
 
-def pip_extra(track: str) -> str:
-    """The extra to install: the MXNet GPU build only where a GPU it supports is present."""
+def pip_extra(track: str, root: Path | None = None) -> str:
+    """The extra to install: the MXNet GPU build where every GPU here can run it (the
+    table in gpu_course/engines.py, read from the checkout before anything is installed)."""
     _, extra = TRACKS[track]
     if track != "gluon":
         return extra
     if _installed("mxnet-cu112"):
         return "gluon-gpu"
-    caps = _compute_capabilities()
-    return "gluon-gpu" if caps and max(caps) <= (8, 6) else extra
+    sys.path.insert(0, str(root or repo_root()))
+    try:
+        from gpu_course import engines
+    finally:
+        del sys.path[0]
+    return engines.gluon_extra(engines.compute_capabilities())
+
+
+def python_mismatch(track: str, root: Path, version: tuple | None = None) -> str | None:
+    """One line saying what to do when this kernel's Python is outside pyproject.toml's
+    requires-python (a SageMaker notebook instance's conda kernels run Python 3.10);
+    None when it fits."""
+    version = tuple((version or sys.version_info)[:2])
+    text = (root / "pyproject.toml").read_text()
+    low, high = (tuple(map(int, re.search(rf'requires-python = ".*{op}(\d+)\.(\d+)', text).groups()))
+                 for op in (">=", "<"))
+    if low <= version < high:
+        return None
+    env = f"gpu-course-{track}"
+    want = f"{low[0]}.{low[1]}"
+    make = (f"conda create -y -n {env} python={want} ipykernel && conda run -n {env} python -m "
+            f"ipykernel install --user --name {env}" if shutil.which("conda") else
+            f"python{want} -m venv ~/{env} && ~/{env}/bin/pip install ipykernel && ~/{env}/bin/"
+            f"python -m ipykernel install --user --name {env}")
+    return (f"This kernel runs Python {version[0]}.{version[1]} and the course's pins need "
+            f"Python {want}, so nothing was installed: in a terminal run `{make}`, then pick "
+            f"the kernel '{env}' (Kernel → Change Kernel) and run this cell again.")
 
 
 def ensure(track: str | None = None, quiet: bool = False) -> None:
@@ -84,7 +111,10 @@ def ensure(track: str | None = None, quiet: bool = False) -> None:
             f"Nothing was installed: the {track} track's pins would replace this environment's "
             "numpy and pandas.")
     root = repo_root()
-    extra = pip_extra(track)
+    mismatch = python_mismatch(track, root)
+    if mismatch:
+        raise RuntimeError(mismatch)
+    extra = pip_extra(track, root)
     command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
                "-e", f"{root}[{extra},trace]"]   # trace: lesson 12's Holistic Trace Analysis
     loaded = {name: _version(name) for name in WATCHED if name in sys.modules}
@@ -159,24 +189,6 @@ def _warn_other_checkout(root: Path | None) -> None:
     if origin is not None and origin != root:
         print(f"Note: this kernel imports gpu_course from {origin}, not from this "
               f"notebook's checkout {root}.")
-
-
-def _compute_capabilities() -> list[tuple[int, int]]:
-    if shutil.which("nvidia-smi") is None:
-        return []
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    caps = []
-    for line in out.split():
-        try:
-            major, minor = line.strip().split(".")
-            caps.append((int(major), int(minor)))
-        except ValueError:
-            continue
-    return caps
 
 
 if __name__ == "__main__":  # python notebooks/course_setup.py [gluon|pytorch]

@@ -4,8 +4,16 @@
 # **What this notebook does.** It runs one experiment of the course as an Amazon SageMaker
 # training job: the same `Experiment`, the same training loop and the same run record as
 # on your own machine, on a GPU you rent by the second. The record comes back and is
-# plotted beside your local runs, so "my laptop" and "a V100 in the cloud" compare on
+# plotted beside your local runs, so "my laptop" and "a GPU in the cloud" compare on
 # one chart.
+#
+# **Which SDK, which container.** The PyTorch track's job is built with the SageMaker Python
+# SDK v3 (`ModelTrainer`, in the PyTorch environment) and runs in AWS's PyTorch 2.10 training
+# container, whose torch it uses; the course's package travels beside the entry script.
+# The Gluon track's job is built with SDK v2 (the `MXNet` estimator, in the Gluon
+# environment: v3 has no MXNet) and runs in AWS's MXNet 1.9.0 container. **That path rests on
+# a retired framework (Apache MXNet), a container AWS has not patched since 2023-10-01, and an
+# SDK whose support ends on 2027-07-06**: use it to compare with the talk, not to build on.
 #
 # **The numbers to compare with.** AWS's I/O sample ran its PyTorch job on an
 # `ml.p3.2xlarge` (one V100): with **1** DataLoader worker it trained at about **100
@@ -34,7 +42,7 @@ from gpu_course.config import Experiment, smoke_mode
 
 # %% tags=["parameters"]
 SMOKE = smoke_mode()                 # GPU_COURSE_SMOKE=1 (CI sets it): a tiny job
-INSTANCE_TYPE = "ml.p3.2xlarge"      # the talk's V100; see the table below
+INSTANCE_TYPE = "ml.g5.xlarge"       # an A10G: both tracks; see the table below
 INSTANCE_COUNT = 1                   # > 1 uses the framework's distribution option
 ROLE = None                          # None: this notebook instance's execution role
 NUM_WORKERS = 1 if SMOKE else 7      # the I/O sample's fix: 1 -> 7 workers
@@ -44,43 +52,33 @@ EPOCHS = 1 if SMOKE else 3
 
 # %% [markdown]
 # ## The instance
-# A training job names an instance type. The ones the course knows, with what each is good
-# for. MXNet 1.9 (the Gluon track) has machine code up to the A10G's sm_86, so it cannot use
-# Hopper instances (`ml.p5`); the PyTorch track runs everywhere.
+# A training job names an instance type. Which track each one runs, and why, comes from the
+# table the course uses to pick a track on your own machine (`gpu_course/engines.py`):
+# MXNet 1.9 has machine code up to the A10G's sm_86; on Ada (L4, L40S: sm_89) CUDA runs that
+# code by binary compatibility, not yet tried on such a card; on Hopper (`ml.p5`) nothing of
+# it runs. The PyTorch track runs on all of them. The V100's `ml.p3` family is being retired.
 
 # %%
 tables.show(sm.instance_table())
 
 # %% [markdown]
 # ## The job
-# A SageMaker training job is built as an *estimator*: the SDK's `MXNet` or `PyTorch`
-# class names AWS's container for the framework, the machine, the script the container
-# runs and that script's arguments. The course's `Experiment` travels as hyperparameters,
-# every field as text the entry script parses back with the same checks as everywhere else
-# in the course; SageMaker charts the metrics its regular expressions read from the job's
-# log. Building the estimator needs the SDK but no AWS account; only `fit` does.
+# The course's `Experiment` travels as hyperparameters, every field as text the entry
+# script parses back with the same checks as everywhere else in the course; SageMaker
+# charts the metrics its regular expressions read from the job's log. `sm.build` hands the
+# same settings to the track's SDK: v3's `ModelTrainer` or v2's `MXNet` estimator. Below is
+# the `CreateTrainingJob` request that SDK sends, caught on a session that sends nothing
+# (no AWS account needed) and checked against botocore's own model of the SageMaker API.
 
 # %%
 cfg = Experiment(name=f"sagemaker-workers-{NUM_WORKERS}",
                  engine="gluon" if importlib.util.find_spec("mxnet") else "pytorch",
                  model=MODEL, train_size=TRAIN_SIZE, test_size=TEST_SIZE, epochs=EPOCHS,
                  batch_size=64, num_workers=NUM_WORKERS, warmup_steps=2)
+job = sm.Job(INSTANCE_TYPE, INSTANCE_COUNT, role=ROLE)   # <- the machine you rent, and for how long
+request = sm.check_request(sm.training_request(cfg, job))   # <- what the SDK sends, checked
+tables.show(sm.describe(request))
 code = sm.stage_code(cfg.engine, tempfile.mkdtemp(prefix="sagemaker-code-"))  # entry + gpu_course/
-session = sm.session()                       # the configured AWS region, else us-east-1
-track = sm.TRACKS[cfg.engine]                # MXNet 1.9.0 (py38) or PyTorch 2.5.1 (py311)
-Estimator = sm.estimator_class(cfg.engine)   # sagemaker.mxnet.MXNet or sagemaker.pytorch.PyTorch
-estimator = Estimator(
-    entry_point=sm.ENTRY_POINT, source_dir=str(code),                        # <- what the container runs
-    framework_version=track.framework_version, py_version=track.py_version,  # <- AWS's container
-    instance_type=INSTANCE_TYPE, instance_count=INSTANCE_COUNT,              # <- the machine you rent
-    distribution=track.distribution if INSTANCE_COUNT > 1 else None,         # <- several hosts
-    role=sm.execution_role(session, ROLE),
-    hyperparameters=sm.hyperparameters(cfg),      # <- the Experiment, a field a hyperparameter
-    metric_definitions=sm.metric_definitions(),   # <- regexes over the log's METRIC lines
-    max_run=sm.DEFAULT_MAX_RUN_MIN * 60,          # <- seconds; SageMaker stops (and bills no more)
-    disable_profiler=True,                        # the course measures; no profiler sidecar
-    sagemaker_session=session)
-tables.show(sm.describe(estimator))
 
 # %% [markdown]
 # ## The entry script, here
@@ -120,8 +118,8 @@ tables.show(sm.read_metrics(job.stdout))
 
 # %%
 if sm.aws_credentials():
-    estimator.fit({"training": sm.upload_dataset(cfg, session)})   # <- the job runs; its log streams here
-    cloud_runs = sm.fetch_runs(estimator.latest_training_job.name, session)
+    name = sm.launch(cfg, job)                 # <- the job runs; its log streams here
+    cloud_runs = sm.fetch_runs(name)
     local = [r for r in records.load_runs(names=[cfg.name]) if r.meta.get("engine") == cfg.engine][-1:]
     display(tables.show(report.ladder_table(local + cloud_runs)))
     display(plots.throughput(local + cloud_runs))

@@ -131,3 +131,36 @@ def test_the_other_tracks_lesson_names_the_kernel_to_pick_and_installs_nothing(t
         in done.stderr
     assert f"Pick the {other} track's kernel" in done.stderr and "Nothing was installed" in done.stderr
     assert "pip install" not in done.stdout
+
+
+@pytest.mark.parametrize("version", [(3, 10), (3, 12), (3, 8)])
+def test_a_kernel_of_another_python_is_told_in_one_line_what_to_do(version, tmp_path):
+    """A SageMaker notebook instance's conda kernels run Python 3.10: the first cell says
+    which kernel to make and pick, and runs no pip (a bare interpreter: -I -S, no
+    site-packages, so neither gpu_course nor a framework is there)."""
+    import sys
+    code = (f"import sys; sys.path.insert(0, {str(REPO / 'notebooks')!r}); import course_setup; "
+            f"sys.version_info = {version + (0, 'final', 0)!r}; course_setup.ensure('pytorch')")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"RuntimeError: This kernel runs Python {version[0]}.{version[1]} "
+                           "and the course's pins need Python 3.11, so nothing was installed")
+    assert "gpu-course-pytorch" in line and ("python3.11" in line or "python=3.11" in line)
+    assert "pip install -e" not in done.stderr
+
+
+def test_the_gluon_gpu_build_is_chosen_by_the_engines_table(monkeypatch):
+    import sys
+    sys.path.insert(0, str(REPO / "notebooks"))
+    try:
+        import course_setup
+    finally:
+        sys.path.remove(str(REPO / "notebooks"))
+    from gpu_course import engines
+    assert course_setup.python_mismatch("gluon", REPO, (3, 11)) is None
+    monkeypatch.setattr(course_setup, "_installed", lambda dist: False)
+    for cap, extra in (((8, 9), "gluon-gpu"), ((8, 6), "gluon-gpu"), ((9, 0), "gluon")):
+        monkeypatch.setattr(engines, "compute_capabilities", lambda cap=cap: [cap])
+        assert course_setup.pip_extra("gluon", REPO) == extra

@@ -1,5 +1,6 @@
 """SageMaker: hyperparameters <-> Experiment, the metric line and its regexes, the job
-specification without credentials, and the SDK estimators against a mocked session.
+without credentials, and each track's job from its environment's SDK (v2's estimator for
+Gluon, v3's ModelTrainer for PyTorch).
 
 The entry script's full training run is in tests/{gluon,torch}/test_sagemaker_entry.py
 (it needs a framework); here it runs as a real subprocess up to its argument checks.
@@ -134,6 +135,16 @@ def test_hyperparameters_round_trip_into_the_config(cfg, tmp_path):
     assert back == cfg.replace(data_dir=channel)
 
 
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)
+def test_v3s_container_hands_the_entry_the_hyperparameters_it_parses_back(cfg, tmp_path):
+    """v3's basic_script_driver turns HyperParameters into `--key value` with its own
+    (de)serialisation: the entry script gets the same Experiment back."""
+    utils = pytest.importorskip("sagemaker.train.container_drivers.common.utils")
+    argv = utils.hyperparameters_to_cli_args(launch.hyperparameters(cfg))
+    back = entry.experiment_from(argv, {"SM_CHANNEL_TRAINING": str(tmp_path), "SM_NUM_GPUS": "4"})
+    assert back == cfg.replace(data_dir=str(tmp_path))
+
+
 @pytest.mark.parametrize("make", ["missing", "file"])
 def test_a_channel_that_is_no_folder_is_refused_naming_it(make, tmp_path):
     channel = tmp_path / "training"
@@ -260,33 +271,43 @@ def test_metric_printer_reads_each_epochs_gpu_utilisation(tmp_path):
 
 # -- the job ---------------------------------------------------------------------------
 def test_instance_checks():
-    assert launch.default_engine("ml.p5.48xlarge") == "pytorch"
-    assert launch.default_engine("ml.g5.xlarge") == "gluon"
+    from gpu_course import engines
+    assert engines.pick_engine(env={}, capabilities=[launch.instance_capability(
+        "ml.p5.48xlarge")], installed=())[0] == "pytorch"
     with pytest.raises(ValueError, match="MXNet 1.9 cannot use.*engine='pytorch'"):
         launch.check_job(Experiment(engine="gluon"), "ml.p5.48xlarge")
+    launch.check_job(Experiment(engine="gluon"), "ml.g6.xlarge")   # sm_89: untested, allowed
     launch.check_job(Experiment(engine="pytorch"), "ml.p5.48xlarge")
-    with pytest.raises(ValueError, match=r"num_gpus=2 but ml.p3.2xlarge has 1 GPU; allowed: 0..1"):
-        launch.check_job(Experiment(num_gpus=2), "ml.p3.2xlarge")
-    launch.check_job(Experiment(num_gpus=4), "ml.p3.8xlarge")
+    with pytest.raises(ValueError, match=r"num_gpus=2 but ml.g5.xlarge has 1 GPU; allowed: 0..1"):
+        launch.check_job(Experiment(num_gpus=2), "ml.g5.xlarge")
+    launch.check_job(Experiment(num_gpus=4), "ml.g5.12xlarge")
     with pytest.raises(ValueError, match="not a SageMaker training instance type"):
         launch.check_job(Experiment(), "p3.2xlarge")
     with pytest.raises(ValueError, match="instance_count=0 must be an integer >= 1"):
-        launch.check_job(Experiment(), "ml.p3.2xlarge", instance_count=0)
+        launch.check_job(Experiment(), "ml.g5.xlarge", instance_count=0)
 
 
-def test_job_spec_without_credentials(no_aws):
+def test_the_instance_table_comes_from_the_engines_table():
+    rows = {r["instance"]: r for r in launch.instance_table().to_dict("records")}
+    assert launch.DEFAULT_INSTANCE == "ml.g5.xlarge"
+    assert (rows["ml.g5.xlarge"]["Gluon"], rows["ml.g5.xlarge"]["PyTorch"]) == ("GPU", "GPU")
+    assert rows["ml.g6.xlarge"]["Gluon"] == "GPU, untested"
+    assert "not yet run on such a card" in rows["ml.g6e.xlarge"]["why"]
+    assert rows["ml.p5.48xlarge"]["Gluon"] == "no" and rows["ml.m5.xlarge"]["GPU"] == "none"
+    assert not any(name.startswith("ml.p3.") for name in rows)   # a family being retired
+
+
+def test_job_settings_are_one_model_for_both_sdks():
     cfg = Experiment(name="workers", num_workers=7)
-    spec = launch.job_spec(cfg, launch.Job("ml.p3.8xlarge", instance_count=2))
-    assert spec["estimator"] == "sagemaker.mxnet.MXNet"
-    assert (spec["framework_version"], spec["py_version"]) == ("1.9.0", "py38")
-    assert spec["instance"]["gpus"] == 4
-    assert spec["distribution"] == {"parameter_server": {"enabled": True}}
-    assert spec["hyperparameters"] == launch.hyperparameters(cfg)
-    assert spec["metric_definitions"] == launch.metric_definitions()
-    assert "training" in spec["inputs"]
-    assert launch.job_spec(cfg.replace(engine="pytorch"),
-                           launch.Job("ml.g5.xlarge"))["distribution"] is None
-    assert not launch.aws_credentials()
+    kw = launch.job_settings(cfg, launch.Job("ml.g5.12xlarge", instance_count=2))
+    assert kw["distribution"] == {"parameter_server": {"enabled": True}}
+    assert (kw["framework_version"], kw["py_version"]) == ("1.9.0", "py38")
+    assert kw["hyperparameters"] == launch.hyperparameters(cfg)
+    assert kw["metric_definitions"] == launch.metric_definitions()
+    torch_kw = launch.job_settings(cfg.replace(engine="pytorch"), launch.Job("ml.g5.xlarge"))
+    assert (torch_kw["framework_version"], torch_kw["py_version"]) == ("2.10.0", "py313")
+    assert "distribution" not in torch_kw
+    assert launch.TRACKS["gluon"].sdk is launch.Sdk.V2 and launch.TRACKS["pytorch"].sdk is launch.Sdk.V3
 
 
 def test_read_metrics_reads_the_metric_lines_as_sagemaker_does():
@@ -306,132 +327,90 @@ def test_aws_credentials_from_the_environment(no_aws, monkeypatch):
     assert launch.aws_credentials() is True
 
 
-def test_cli_dry_run_prints_the_job_and_exits_cleanly(tmp_path):
+def test_cli_dry_run_prints_the_request_and_exits_cleanly(tmp_path):
     out = run_cli_without_aws("sagemaker", "--dry-run", "--instance-type", "ml.g5.xlarge",
                               "--batch-size", "128", "--num-workers", "7", "--name", "workers")
     assert out.returncode == 0, out.stderr
-    head, body = out.stdout.split("\n", 1)
-    assert head == "SageMaker training job specification"
-    end = body.index("\n}\n") + 2
-    spec, shown = json.loads(body[:end]), body[end:]
-    if importlib.util.find_spec("sagemaker") is None:  # the PyTorch environment
-        assert "\nCreateTrainingJob request: not built here, so not checked" in shown
-    else:  # what the SDK would send, checked
-        title = shown.index(launch.REQUEST_TITLE) + len(launch.REQUEST_TITLE)
-        request = json.loads(shown[title:shown.index("\n}\n", title) + 2])
-        assert "\nvalid: the request meets botocore " in shown
-        assert request["ResourceConfig"]["InstanceType"] == "ml.g5.xlarge"
-        assert decoded(request["HyperParameters"]) == spec["hyperparameters"]
-    assert spec["instance_type"] == "ml.g5.xlarge" and spec["image_uri"]
-    assert spec["hyperparameters"]["batch_size"] == "128"
-    assert spec["hyperparameters"]["num_workers"] == "7"
-    assert set(spec["inputs"]) == {"training"}
-    assert [d["Name"] for d in spec["metric_definitions"]] == list(launch.METRIC_NAMES)
+    assert out.stdout.startswith(launch.REQUEST_TITLE + "\n")
+    body = out.stdout[len(launch.REQUEST_TITLE) + 1:]
+    request = json.loads(body[:body.index("\n}\n") + 2])
+    assert "\nvalid: the request meets botocore " in out.stdout
+    assert request["ResourceConfig"]["InstanceType"] == "ml.g5.xlarge"
+    assert unquoted(request["HyperParameters"])["batch_size"] == "128"
+    assert unquoted(request["HyperParameters"])["num_workers"] == "7"
+    assert [d["Name"] for d in request["AlgorithmSpecification"]["MetricDefinitions"]] == \
+        list(launch.METRIC_NAMES)
     assert "nothing was launched" in out.stdout
     out = run_cli_without_aws("sagemaker", "--dry-run", "--engine", "gluon",
                               "--instance-type", "ml.p5.48xlarge")
     assert out.returncode == 2 and "MXNet 1.9 cannot use" in out.stderr
     out = run_cli_without_aws("sagemaker", "--help")
-    assert out.returncode == 0 and "ml.p3.2xlarge" in out.stdout
+    assert out.returncode == 0 and "ml.g6.xlarge" in out.stdout and "untested" in out.stdout
 
 
 def test_cli_without_credentials_launches_nothing(no_aws, capsys):
-    """No --dry-run and no credentials: the same specification, and nothing pretends to
-    run. (In-process: the subprocess above already pays for importing the SDK.)"""
+    """No --dry-run and no credentials: the same request, and nothing pretends to run.
+    (In-process: the subprocess above already pays for importing the SDK.)"""
     from gpu_course import cli
     assert cli.main(["sagemaker", "--epochs", "1", "--instance-type", "ml.m5.xlarge",
                      "--num-gpus", "0"]) == 1
     out, err = capsys.readouterr()
-    assert out.startswith("SageMaker training job specification")
+    assert out.startswith(launch.REQUEST_TITLE)
     assert "nothing was launched" in err
 
 
-# -- the SDK, with a mocked session ----------------------------------------------------
-def mocked_session(sm, region="eu-west-1"):
-    session = mock.MagicMock(spec=sm.Session)
-    session.boto_region_name = region
-    session.local_mode = False
-    session.sagemaker_config = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {
-        "Modules": {"TelemetryOptOut": True}}}}  # else the SDK reports each fit() to AWS
-    session.boto_session = mock.MagicMock()
-    session.boto_session.region_name = region
-    session.sagemaker_client = mock.MagicMock()
-    session.s3_resource = mock.MagicMock()  # the code tarball is "uploaded" here
-    session.s3_client = mock.MagicMock()
-    session.settings = sm.session_settings.SessionSettings()
-    session.default_bucket.return_value = "course-bucket"
-    session.default_bucket_prefix = None
-    session.upload_data.return_value = "s3://course-bucket/gpu-course/data/cifar-10-batches-bin"
-    return session
+# -- the SDK -----------------------------------------------------------------------------
+ROLE_ARN = "arn:aws:iam::123456789012:role/course"
+TRACK = next(t for t, k in launch.TRACKS.items() if k.sdk is launch.installed_sdk()) \
+    if launch.installed_sdk() else None
 
 
-@pytest.fixture
-def sm():
-    if importlib.util.find_spec("sagemaker") is None:  # not in the PyTorch environment
-        pytest.skip("the SageMaker SDK is not installed")
-    return launch._sdk()  # imports it without its config-file chatter
+def unquoted(hps: dict) -> dict:
+    """HyperParameters as sent: v2 JSON-encodes each value, v3 sends the text as it is."""
+    return {k: v[1:-1] if v.startswith('"') else v for k, v in hps.items()
+            if not k.startswith("sagemaker_")}
 
 
 def decoded(hps: dict) -> dict:
     return {k: json.loads(v) for k, v in hps.items() if not k.startswith("sagemaker_")}
 
 
-def test_mxnet_estimator(sm, tmp_path):
-    cfg = Experiment(name="float16", dtype="float16", graph="static", num_gpus=4)
-    est = launch.build_estimator(cfg, launch.Job("ml.p3.8xlarge", instance_count=2,
-                                                 role="arn:role"),
-                                 session=mocked_session(sm), source_dir=tmp_path)
-    assert isinstance(est, sm.mxnet.MXNet)
-    assert est.training_image_uri() == \
-        "763104351884.dkr.ecr.eu-west-1.amazonaws.com/mxnet-training:1.9.0-gpu-py38"
-    assert (est.instance_type, est.instance_count, est.role) == ("ml.p3.8xlarge", 2, "arn:role")
-    assert (est.entry_point, est.source_dir) == ("sagemaker_entry.py", str(tmp_path))
-    assert decoded(est.hyperparameters()) == launch.hyperparameters(cfg)
-    assert est.hyperparameters()["sagemaker_parameter_server_enabled"] == "true"
-    assert est.metric_definitions == launch.metric_definitions()
-    with pytest.raises(ValueError, match="MXNet 1.9 cannot use"):
-        launch.build_estimator(cfg, launch.Job("ml.p5.48xlarge", role="r"),
-                               session=mocked_session(sm))
+@pytest.fixture
+def sm():
+    if TRACK is None:
+        pytest.skip("no SageMaker SDK in this environment")
+    return launch._sdk(launch.TRACKS[TRACK].sdk)
 
 
-def test_pytorch_estimator(sm, tmp_path):
-    cfg = Experiment(name="compile", engine="pytorch", graph="hybrid", num_gpus=8)
-    est = launch.build_estimator(cfg, launch.Job("ml.p5.48xlarge", instance_count=2,
-                                                 role="arn:role"),
-                                 session=mocked_session(sm), source_dir=tmp_path)
-    assert isinstance(est, sm.pytorch.PyTorch)
-    assert est.training_image_uri().endswith("/pytorch-training:2.5.1-gpu-py311")
-    assert est.distribution == {"torch_distributed": {"enabled": True}}
-    assert decoded(est.hyperparameters()) == launch.hyperparameters(cfg)
-
-
-def test_describe_reads_the_settings_that_matter_from_the_estimator(sm, tmp_path):
-    cfg = Experiment(name="workers", num_workers=7, model="tiny", epochs=2)
-    est = launch.build_estimator(cfg, launch.Job("ml.p3.2xlarge", role="arn:role"),
-                                 session=mocked_session(sm), source_dir=tmp_path)
-    rows = dict(launch.describe(est).itertuples(index=False))
-    assert rows["instance"] == "ml.p3.2xlarge × 1 (V100 16 GB)"
-    assert rows["framework"] == "sagemaker.mxnet.MXNet 1.9.0 (py38)"
-    assert rows["image"].endswith("mxnet-training:1.9.0-gpu-py38")
-    assert rows["entry point"].startswith("sagemaker_entry.py")
-    assert (rows["model"], rows["epochs"], rows["num_workers"]) == ("tiny", "2", "7")
-    assert rows["role"] == "arn:role" and rows["stops after"] == "120 min"
-    assert "lr" not in rows and "samples_per_sec" in rows["metrics charted"]
-    assert len(rows) < len(launch.hyperparameters(cfg))   # a few, not every field
-
-
-def test_without_an_aws_account_the_estimator_is_built_and_says_nothing_launches(sm, no_aws):
-    """The notebook builds the real estimator on any machine: no credentials, no region."""
-    session = launch.session()
+def test_the_tracks_job_from_the_environments_sdk(sm, no_aws, tmp_path):
+    """The Gluon environment builds v2's MXNet estimator, the PyTorch one v3's ModelTrainer,
+    from the same job settings, on any machine: no credentials, no region."""
+    cfg = Experiment(name="float16", engine=TRACK, dtype="float16", num_gpus=4)
+    session = launch.session_for(launch.TRACKS[TRACK].sdk)
     assert session.boto_region_name == launch.DEFAULT_REGION
     assert launch.execution_role(session) == launch.NO_ROLE
-    assert launch.execution_role(session, "arn:mine") == "arn:mine"
-    est = launch.estimator_class("pytorch")(
-        entry_point=launch.ENTRY_POINT, source_dir="/tmp", framework_version="2.5.1",
-        py_version="py311", instance_type="ml.g5.xlarge", instance_count=1,
-        role=launch.NO_ROLE, sagemaker_session=session)
-    assert isinstance(est, sm.pytorch.PyTorch)
-    assert "no AWS account" in dict(launch.describe(est).itertuples(index=False))["role"]
+    with mock.patch.dict(os.environ, {"SAGEMAKER_VALIDATE_ROLE": "false"}):  # v3 asks IAM
+        built = launch.build(cfg, launch.Job("ml.g5.12xlarge", instance_count=2, role=ROLE_ARN,
+                                             output_path="s3://b/out/"),
+                             session=session, source_dir=launch.stage_code(TRACK, tmp_path))
+    if TRACK == "gluon":
+        assert isinstance(built, sm.mxnet.MXNet)
+        assert built.training_image_uri() == \
+            "763104351884.dkr.ecr.us-east-1.amazonaws.com/mxnet-training:1.9.0-gpu-py38"
+        assert decoded(built.hyperparameters()) == launch.hyperparameters(cfg)
+        assert built.hyperparameters()["sagemaker_parameter_server_enabled"] == "true"
+    else:
+        from sagemaker.train import ModelTrainer
+        from sagemaker.train.distributed import Torchrun
+        assert isinstance(built, ModelTrainer) and isinstance(built.distributed, Torchrun)
+        assert built.training_image == \
+            "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.10.0-gpu-py313"
+        assert built.hyperparameters == launch.hyperparameters(cfg)
+        assert built.source_code.entry_script == launch.ENTRY_POINT
+    other = next(t for t in launch.TRACKS if t != TRACK)
+    with pytest.raises(SystemExit, match=f"the {other} track's job is built with the SageMaker "
+                                         f"Python SDK v.*pip install {launch.TRACKS[other].sdk.value}"):
+        launch.build(cfg.replace(engine=other, num_gpus=1), launch.Job(role="r"))
 
 
 def test_dataset_folder_is_where_data_prepare_writes(tmp_path):
@@ -443,20 +422,20 @@ def test_dataset_folder_is_where_data_prepare_writes(tmp_path):
         launch.dataset_folder(Experiment(dataset="folder"))
 
 
-def test_fetch_runs_unpacks_the_jobs_record(sm, tmp_path, runs_dir):
+def test_fetch_runs_unpacks_the_jobs_record(tmp_path, runs_dir):
     folder = write_run(tmp_path / "output-data", "workers@algo-1", engine="gluon")
     archive = tmp_path / "output.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:  # what SageMaker makes of SM_OUTPUT_DATA_DIR
         tar.add(folder, arcname=folder.name)
-    session = mocked_session(sm)
+    session = mock.MagicMock()
     session.sagemaker_client.describe_training_job.return_value = {
         "TrainingJobStatus": "Completed", "OutputDataConfig": {"S3OutputPath": "s3://b/out/"}}
 
-    def download(uri, local, sagemaker_session=None):
-        assert uri == "s3://b/out/job-1/output/output.tar.gz"
-        Path(local, "output.tar.gz").write_bytes(archive.read_bytes())
-    with mock.patch.object(sm.s3.S3Downloader, "download", side_effect=download):
-        runs = launch.fetch_runs("job-1", session=session)
+    def download(bucket, key, local):
+        assert (bucket, key) == ("b", "out/job-1/output/output.tar.gz")
+        Path(local).write_bytes(archive.read_bytes())
+    session.boto_session.client.return_value.download_file.side_effect = download
+    runs = launch.fetch_runs("job-1", session=session)
     assert [r.name for r in runs] == ["workers@algo-1"]
     assert runs[0].path.parent == runs_dir
     assert runs[0].meta["notes"]["sagemaker"]["job_name"] == "job-1"
@@ -483,20 +462,6 @@ def test_extract_runs_ignores_paths_outside_the_folder(tmp_path, monkeypatch):
         launch.extract_runs(archive, tmp_path / "runs2")
 
 
-def test_a_module_named_like_the_sdk_does_not_shadow_it(tmp_path, monkeypatch):
-    """notebooks/sagemaker.py (the notebook's text twin) sits on a kernel's sys.path."""
-    (tmp_path / "site" / "fakesdk").mkdir(parents=True)
-    (tmp_path / "site" / "fakesdk" / "__init__.py").write_text("REAL = True\n")
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "fakesdk.py").write_text("raise SystemExit('the twin ran')\n")
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    monkeypatch.syspath_prepend(str(tmp_path / "notebooks"))
-    monkeypatch.delitem(sys.modules, "fakesdk", raising=False)
-    with launch._unshadowed("fakesdk"):
-        import fakesdk
-    assert fakesdk.REAL and sys.path[0] == str(tmp_path / "notebooks")
-
-
 def test_cli_launches_waits_and_fetches_with_credentials(monkeypatch, capsys, tmp_path):
     """The verb's plumbing with AWS stubbed out: launch, then fetch the record back."""
     pytest.importorskip("boto3")
@@ -505,7 +470,7 @@ def test_cli_launches_waits_and_fetches_with_credentials(monkeypatch, capsys, tm
     folder = write_run(tmp_path / "runs", "workers")
     calls = {}
     monkeypatch.setattr(launch, "aws_credentials", lambda: True)
-    monkeypatch.setattr(launch, "_sdk", lambda: mock.MagicMock())
+    monkeypatch.setattr(launch, "session_for", lambda sdk, region: mock.MagicMock())
 
     def fake_launch(cfg, job, session, wait):
         calls.update(cfg=cfg, instance_type=job.instance_type, role=job.role, data=job.data,
@@ -514,7 +479,7 @@ def test_cli_launches_waits_and_fetches_with_credentials(monkeypatch, capsys, tm
     monkeypatch.setattr(launch, "launch", fake_launch)
     monkeypatch.setattr(launch, "fetch_runs", lambda job, session, runs_dir:
                         [records.load_run(folder)])
-    assert cli.main(["sagemaker", "--instance-type", "ml.g5.xlarge", "--role", "arn:r",
+    assert cli.main(["sagemaker", "--engine", "gluon", "--instance-type", "ml.g5.xlarge", "--role", "arn:r",
                      "--num-workers", "7", "--data-s3", "s3://b/d", "--region",
                      "eu-west-1"]) == 0
     assert calls["cfg"].num_workers == 7 and calls["cfg"].engine == "gluon"
@@ -528,5 +493,5 @@ def test_cli_launches_waits_and_fetches_with_credentials(monkeypatch, capsys, tm
 def test_a_run_time_sagemaker_would_refuse_is_refused_in_the_dry_run(minutes):
     with pytest.raises(ValueError, match=r"max_run_min=.* must be 1\.\.40320 minutes"):
         launch.Job("ml.p3.2xlarge", max_run_min=minutes)
-    assert launch.estimator_kwargs(Experiment(), launch.Job(
+    assert launch.job_settings(Experiment(), launch.Job(
         "ml.p3.2xlarge", max_run_min=28 * 24 * 60))["max_run"] == 28 * 24 * 3600

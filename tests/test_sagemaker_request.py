@@ -2,9 +2,10 @@
 of the SageMaker API (gpu_course/sagemaker/request.py), and the launcher end to end
 against moto's SageMaker and S3: no AWS account, no network.
 
-The request is the one the SageMaker SDK builds inside estimator.fit (launch.
-training_request catches it on a session that sends nothing), so these tests need the
-SDK: the Gluon environment has it. The dry run without the SDK runs in both.
+The request is the one the track's SageMaker SDK builds inside estimator.fit (v2, the
+Gluon environment) or ModelTrainer.train (v3, the PyTorch environment): launch.
+training_request catches it on a session that sends nothing. Each environment checks its
+own track's; the dry run without the SDK runs in both.
 """
 import copy
 import csv
@@ -19,13 +20,15 @@ from unittest import mock
 import pytest
 
 from fake_runs import write_run
-from test_sagemaker import NO_AWS, decoded
+from test_sagemaker import NO_AWS, TRACK, unquoted
 from gpu_course import cli
 from gpu_course.config import Experiment
 from gpu_course.sagemaker import entry, launch
 from gpu_course.sagemaker import request as rq
 
-CFG = Experiment(name="workers", num_workers=7, epochs=2, train_size=20, test_size=10)
+CFG = Experiment(name="workers", engine=TRACK or "gluon", num_workers=7, epochs=2,
+                 train_size=20, test_size=10)
+IMAGE = {"gluon": "mxnet-training:1.9.0-gpu-py38", "pytorch": "pytorch-training:2.10.0-gpu-py313"}
 JOB = "gpu-course-workers-2026-11-26-12-00-00-000"
 ROLE = "arn:aws:iam::123456789012:role/course"
 REGION = "us-east-1"
@@ -41,9 +44,9 @@ def no_aws():
 
 @pytest.fixture(scope="module")
 def sm(no_aws):
-    if importlib.util.find_spec("sagemaker") is None:  # not in the PyTorch environment
-        pytest.skip("the SageMaker SDK is not installed")
-    return launch._sdk()
+    if TRACK is None:
+        pytest.skip("no SageMaker SDK in this environment")
+    return launch._sdk(launch.TRACKS[TRACK].sdk)
 
 
 @pytest.fixture(scope="module")
@@ -55,23 +58,40 @@ def valid(sm):
 
 def test_the_courses_request_is_valid_and_is_the_job(valid):
     assert launch.check_request(valid) is valid
-    assert valid["TrainingJobName"] == JOB and valid["RoleArn"] == ROLE
-    assert valid["AlgorithmSpecification"]["TrainingImage"].endswith(
-        f".dkr.ecr.{REGION}.amazonaws.com/mxnet-training:1.9.0-gpu-py38")
-    assert valid["AlgorithmSpecification"]["MetricDefinitions"] == launch.metric_definitions()
+    name = valid["TrainingJobName"]
+    assert name == JOB if TRACK == "gluon" else name.startswith("gpu-course-workers-")
+    assert valid["RoleArn"] == ROLE
+    algorithm = valid["AlgorithmSpecification"]
+    assert algorithm["TrainingImage"] == f"763104351884.dkr.ecr.{REGION}.amazonaws.com/{IMAGE[TRACK]}"
+    assert algorithm["MetricDefinitions"] == launch.metric_definitions()
     assert valid["ResourceConfig"] == {"InstanceType": "ml.g5.xlarge", "InstanceCount": 1,
                                        "VolumeSizeInGB": 30}
     assert valid["StoppingCondition"] == {"MaxRuntimeInSeconds": launch.DEFAULT_MAX_RUN_MIN * 60}
     bucket = f"s3://sagemaker-{REGION}-{launch.NO_ACCOUNT}"   # the default bucket, offline
-    channel, = valid["InputDataConfig"]
-    assert channel["ChannelName"] == "training"
-    assert channel["DataSource"]["S3DataSource"]["S3Uri"] == \
-        f"{bucket}/{launch.channel_layout(CFG)[0]}"
-    assert valid["OutputDataConfig"] == {"S3OutputPath": f"{bucket}/"}
-    assert decoded(valid["HyperParameters"]) == launch.hyperparameters(CFG)
-    assert json.loads(valid["HyperParameters"]["sagemaker_submit_directory"]) == \
-        f"{bucket}/{JOB}/source/sourcedir.tar.gz"          # where fit() uploads the code
-    assert json.loads(valid["HyperParameters"]["sagemaker_program"]) == launch.ENTRY_POINT
+    channels = {c["ChannelName"]: c["DataSource"]["S3DataSource"]["S3Uri"]
+                for c in valid["InputDataConfig"]}
+    assert channels.pop("training") == f"{bucket}/{launch.channel_layout(CFG)[0]}"
+    assert valid["OutputDataConfig"]["S3OutputPath"] == f"{bucket}/"   # (v3 adds GZIP)
+    assert unquoted(valid["HyperParameters"]) == launch.hyperparameters(CFG)
+    if TRACK == "gluon":  # v2: the code as a tarball, named in hyperparameters
+        assert channels == {}
+        assert json.loads(valid["HyperParameters"]["sagemaker_submit_directory"]) == \
+            f"{bucket}/{JOB}/source/sourcedir.tar.gz"          # where fit() uploads the code
+        assert json.loads(valid["HyperParameters"]["sagemaker_program"]) == launch.ENTRY_POINT
+    else:  # v3: the code and the SDK's drivers as channels; sm_train.sh runs the entry
+        assert channels == {c: f"{bucket}/gpu-course-workers/{name}/input/{c}"
+                            for c in ("code", "sm_drivers")}
+        assert algorithm["ContainerEntrypoint"][0] == "/bin/bash"
+
+
+def test_describe_reads_what_the_job_runs_from_its_request(valid):
+    rows = dict(launch.describe(valid).itertuples(index=False))
+    assert rows["instance"] == "ml.g5.xlarge × 1 (A10G)"
+    assert rows["image"].endswith(IMAGE[TRACK])
+    assert rows["entry point"].startswith("sagemaker_entry.py")
+    assert (rows["model"], rows["epochs"], rows["num_workers"]) == ("resnet20", "2", "7")
+    assert rows["role"] == ROLE and rows["stops after"] == "120 min"
+    assert "lr" not in rows and "samples_per_sec" in rows["metrics charted"]
 
 
 def test_every_instance_the_course_offers_is_a_training_instance_type():
@@ -123,7 +143,7 @@ SEEN = ", channels given: "
     (("InputDataConfig",), DELETE, 'Missing channel in InputDataConfig: "training" (the job '
      'reads it as SM_CHANNEL_TRAINING), channels given: none'),
     (("InputDataConfig", 0, "ChannelName"), "train", 'Missing channel in InputDataConfig: '
-     '"training" (the job reads it as SM_CHANNEL_TRAINING), channels given: train'),
+     '"training" (the job reads it as SM_CHANNEL_TRAINING), channels given: train{more}'),
     # S3 URIs: the model's pattern, and S3's rule for bucket names
     (S3URI, "course-bucket/data", "Invalid value for parameter InputDataConfig[0].DataSource."
      "S3DataSource.S3Uri, value: 'course-bucket/data', valid pattern: (https|s3)://([^/]+)/?(.*)"),
@@ -142,9 +162,10 @@ SEEN = ", channels given: "
 ])
 def test_each_bad_value_is_refused_naming_field_value_and_what_is_allowed(valid, path, value,
                                                                           expected):
+    more = "".join(f", {c['ChannelName']}" for c in valid["InputDataConfig"][1:])
     with pytest.raises(rq.InvalidRequest) as err:
         launch.check_request(bad(valid, path, value))
-    assert err.value.problems == [expected]
+    assert err.value.problems == [expected.replace("{more}", more)]
 
 
 def test_every_problem_is_listed_and_an_unknown_field_named():
@@ -194,14 +215,12 @@ def test_dry_run_refuses_an_invalid_request_one_line_a_problem(sm, capsys):
 
 
 def test_dry_run_without_the_sdk_says_the_request_is_not_checked(no_aws, monkeypatch, capsys):
-    def no_sdk():
-        raise SystemExit(f"the SageMaker Python SDK is not installed in this environment: "
-                         f"pip install {launch.SDK_PIN}")
-    monkeypatch.setattr(launch, "_sdk", no_sdk)
+    monkeypatch.setattr(launch, "installed_sdk", lambda: None)
     assert cli.main(["sagemaker", "--dry-run", "--engine", "pytorch"]) == 0
     out = capsys.readouterr().out
-    assert ("CreateTrainingJob request: not built here, so not checked (the SageMaker Python "
-            "SDK is not installed in this environment: pip install sagemaker==2.243.2)") in out
+    assert ("CreateTrainingJob request: not built here, so not checked (the pytorch track's job "
+            "is built with the SageMaker Python SDK v3 and this environment has none: pip "
+            "install sagemaker==3.27.0, or use the pytorch track's environment)") in out
     assert out.rstrip().endswith("dry run: nothing was launched")
 
 
@@ -211,18 +230,18 @@ def aws(sm):
     """moto's SageMaker, S3, STS and IAM in this process: it sets fake keys of its own
     while it runs, and answers every AWS call here (nothing leaves the machine)."""
     moto = pytest.importorskip("moto")
-    with moto.mock_aws():
+    # v3 checks the role with IAM's policy simulator, which moto has not got
+    with moto.mock_aws(), mock.patch.dict(os.environ, {"SAGEMAKER_VALIDATE_ROLE": "false"}):
         import boto3
-        session = sm.Session(boto_session=boto3.Session(region_name=REGION))
-        sent = []
-        session.sagemaker_client.meta.events.register(
-            f"provide-client-params.sagemaker.{rq.OPERATION}",
-            lambda params, **_: sent.append(copy.deepcopy(params)))
-        yield session, sent
+        boto = boto3.Session(region_name=REGION)
+        sent = []   # on the boto session before any client: v3 makes its own
+        boto.events.register(f"provide-client-params.sagemaker.{rq.OPERATION}",
+                             lambda params, **_: sent.append(copy.deepcopy(params)))
+        yield launch._sdk_session_class(launch.TRACKS[TRACK].sdk)(boto_session=boto), sent
 
 
 def s3_keys(session, bucket, prefix=""):
-    listing = session.s3_client.list_objects_v2(Bucket=bucket, Prefix=prefix)
+    listing = session.boto_session.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix)
     return sorted(o["Key"] for o in listing.get("Contents", ()))
 
 
@@ -236,9 +255,12 @@ def test_launch_uploads_creates_and_describes_and_its_run_comes_back(aws, tmp_pa
     assert job.startswith("gpu-course-workers-")
     request, = sent
     # the request checked before anything was uploaded is the one sent
-    assert request == launch.training_request(cfg, launch.Job("ml.g5.xlarge", role=ROLE,
-                                                              output_path=output),
-                                              region=REGION, job_name=job, bucket=bucket)
+    offline = launch.training_request(cfg, launch.Job("ml.g5.xlarge", role=ROLE,
+                                                      output_path=output),
+                                      region=REGION, job_name=job, bucket=bucket)
+    if TRACK == "pytorch":  # v3 names each job itself: the names differ, nothing else
+        offline = json.loads(json.dumps(offline).replace(offline["TrainingJobName"], job))
+    assert request == offline
     described = session.sagemaker_client.describe_training_job(TrainingJobName=job)
     assert described["TrainingJobStatus"] == "Completed"
     for field in ("HyperParameters", "InputDataConfig", "OutputDataConfig", "ResourceConfig",
@@ -252,11 +274,18 @@ def test_launch_uploads_creates_and_describes_and_its_run_comes_back(aws, tmp_pa
     assert s3_keys(session, bucket, f"{prefix}/") == \
         sorted(f"{prefix}/{inside}/{p.name}" for p in folder.iterdir())
     # the code: the entry script at the top, the package beside it, the requirements
-    code = json.loads(request["HyperParameters"]["sagemaker_submit_directory"])
-    assert code == f"s3://{bucket}/{job}/source/sourcedir.tar.gz"
-    body = session.s3_client.get_object(Bucket=bucket, Key=code.split("/", 3)[3])["Body"]
-    with tarfile.open(fileobj=io.BytesIO(body.read())) as tar:
-        names = set(tar.getnames())
+    if TRACK == "gluon":  # v2: a tarball
+        code = json.loads(request["HyperParameters"]["sagemaker_submit_directory"])
+        assert code == f"s3://{bucket}/{job}/source/sourcedir.tar.gz"
+        body = session.boto_session.client("s3").get_object(
+            Bucket=bucket, Key=code.split("/", 3)[3])["Body"]
+        with tarfile.open(fileobj=io.BytesIO(body.read())) as tar:
+            names = set(tar.getnames())
+    else:  # v3: the folder, as the "code" channel
+        code = f"gpu-course-workers/{job}/input/code"
+        assert request["InputDataConfig"][1]["DataSource"]["S3DataSource"]["S3Uri"] == \
+            f"s3://{bucket}/{code}"
+        names = {key[len(code) + 1:] for key in s3_keys(session, bucket, code + "/")}
     assert {"sagemaker_entry.py", "requirements.txt", "gpu_course/sagemaker/entry.py",
             "gpu_course/config.py"} <= names
 
@@ -286,7 +315,8 @@ def test_launch_uploads_creates_and_describes_and_its_run_comes_back(aws, tmp_pa
     archive = tmp_path / "output.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:  # what SageMaker makes of SM_OUTPUT_DATA_DIR
         tar.add(record, arcname=record.name)
-    session.s3_client.upload_file(str(archive), bucket, f"course-runs/{job}/output/output.tar.gz")
+    session.boto_session.client("s3").upload_file(str(archive), bucket,
+                                                  f"course-runs/{job}/output/output.tar.gz")
     run, = launch.fetch_runs(job, session)
     assert run.path.parent == runs_dir and run.meta["notes"]["sagemaker"]["job_name"] == job
     assert list(run.epochs.val_acc) == pytest.approx(charted["val_acc"], abs=6e-5)

@@ -24,7 +24,6 @@ The container's Python may be 3.8 (MXNet 1.9.0): this file and what it imports s
 """
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import os
@@ -247,13 +246,7 @@ def train(cfg: _config.Experiment, env: dict):
     net = gc.get_model(cfg) if cfg.engine == "gluon" or cfg.num_gpus <= 1 else None
     if net is not None:
         kwargs["net"] = net
-    live = _accepts(gc.train, "on_epoch")
-    if live:
-        kwargs["on_epoch"] = printer
-    run = gc.train(cfg, **kwargs)
-    if not live:  # the adapter has no per-epoch hook: print the lines at the end
-        for row in run.epochs.to_dict("records"):
-            printer.print_row(row, run.path)
+    run = gc.train(cfg, on_epoch=printer, **kwargs)
     this_host, all_hosts = hosts(env)
     if model_dir is not None and len(all_hosts) > 1:  # SageMaker merges every host's files
         model_dir = model_dir / this_host
@@ -339,11 +332,6 @@ def note(run_folder: Path, **values) -> None:
     """Add facts to a finished run record's notes."""
     from gpu_course.measure.records import update_meta
     update_meta(run_folder, notes=values)
-
-
-def _accepts(fn, name: str) -> bool:
-    params = inspect.signature(fn).parameters
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def _training_env(env: dict) -> dict:

@@ -1,28 +1,35 @@
 """Run one course experiment as a SageMaker training job, and bring its record back.
 
-The job runs `gpu_course/sagemaker/entry.py` in AWS's framework container: MXNet 1.9.0
-(Python 3.8) for the Gluon track, PyTorch for the PyTorch track. The experiment's
-fields travel as hyperparameters, the dataset as the "training" channel, and the run
-record comes back in the job's output.tar.gz, so it plots beside local runs:
+The job runs `gpu_course/sagemaker/entry.py` in AWS's framework container, with the
+gpu_course package beside it (the container has not got it):
 
-    job = Job("ml.p3.2xlarge")                # where it runs, on what terms (see Job)
-    spec = job_spec(cfg, job)                 # what would run; needs no AWS account
+- the PyTorch track: SageMaker Python SDK v3's ModelTrainer (`sagemaker==3.27.0`, the PyTorch
+  environment) on AWS's PyTorch 2.10.0 training container (Python 3.13): the container's torch;
+- the Gluon track: SDK v2's `sagemaker.mxnet.MXNet` (`sagemaker==2.243.2`, the Gluon
+  environment) on the MXNet 1.9.0 container (Python 3.8). It rests on a retired framework
+  (Apache MXNet), a container AWS has not patched since 2023-10-01 and an SDK whose support
+  ends on 2027-07-06: v3 has no MXNet.
+
+Both are built from one model of the job (`job_settings`); the experiment's fields travel
+as hyperparameters, the dataset as the "training" channel, and the run record comes back
+in the job's output.tar.gz, so it plots beside local runs:
+
+    job = Job("ml.g5.xlarge")                 # where it runs, on what terms (see Job)
     request = training_request(cfg, job)      # what the SDK would send; sent nowhere
     check_request(request)                    # against botocore's model of the SageMaker API
     name = launch(cfg, job)                   # needs credentials and a role; checks first
     runs = fetch_runs(name)                   # the job's run record(s), as records.Run
 
-Uses the SageMaker Python SDK v2 (`pip install sagemaker==2.243.2`): v3 removed the
-framework estimators. The SDK is imported only when a job is built, so this module's
-import and the job specification work without it.
+The SDK is imported only when a job is built, so this module imports without it.
 """
 from __future__ import annotations
 
 import contextlib
 import copy
 import dataclasses
+import enum
 import functools
-import importlib.util
+import importlib.metadata
 import inspect
 import json
 import logging
@@ -36,81 +43,78 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import engines
 from ..config import Experiment
-from ..engines import MXNET_MAX_CAPABILITY
 from . import request as _request
 
-SDK_PIN = "sagemaker==2.243.2"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]   # gpu_course/
 ENTRY_SOURCE = Path(__file__).resolve().parent / "entry.py"
 ENTRY_POINT = "sagemaker_entry.py"                 # its name at the top of the job's source_dir
 CHANNEL = "training"                 # -> SM_CHANNEL_TRAINING in the container
-DEFAULT_INSTANCE = "ml.p3.2xlarge"
+DEFAULT_INSTANCE = "ml.g5.xlarge"    # A10G: both tracks, in every region that trains
 DEFAULT_REGION = "us-east-1"         # only to name the image when no region is configured
 DEFAULT_MAX_RUN_MIN = 120            # SageMaker stops (and bills no further) after this
 MAX_RUN_LIMIT_MIN = 28 * 24 * 60     # SageMaker's MaxRuntimeInSeconds allows 28 days at most
 DATA_PREFIX = "gpu-course/data"      # S3 key prefix of uploaded datasets
 
 
+class Sdk(enum.Enum):
+    """The SageMaker Python SDK that builds a track's job, as its pin."""
+
+    V2 = "sagemaker==2.243.2"        # Estimator and its framework subclasses
+    V3 = "sagemaker==3.27.0"         # ModelTrainer
+
+
 @dataclass(frozen=True)
 class Track:
     """How one track runs on SageMaker."""
 
-    estimator: str                   # SDK class, e.g. "sagemaker.mxnet.MXNet"
+    sdk: Sdk
     framework: str                   # name in the SDK's image catalogue
     framework_version: str
     py_version: str
-    distribution: dict               # the framework's option for instance_count > 1
+    distribution: dict               # v2's option for instance_count > 1 (v3: torchrun)
     requirements: tuple              # pip-installed in the container before the entry runs
 
 
 TRACKS = {
     # MXNet 1.9.0 is the last MXNet container (CUDA 11.2, Python 3.8, pandas 1.3, numpy<1.20).
-    "gluon": Track("sagemaker.mxnet.MXNet", "mxnet", "1.9.0", "py38",
-                   {"parameter_server": {"enabled": True}},
+    "gluon": Track(Sdk.V2, "mxnet", "1.9.0", "py38", {"parameter_server": {"enabled": True}},
                    ("psutil", "nvidia-ml-py", "pandas",
                     "numpy<1.24  # MXNet 1.9 does not import with numpy >= 1.24")),
-    # The newest PyTorch container the pinned SDK knows that also supports torchrun.
-    "pytorch": Track("sagemaker.pytorch.PyTorch", "pytorch", "2.5.1", "py311",
-                     {"torch_distributed": {"enabled": True}},
+    # the newest PyTorch training container in v3's catalogue, in AWS's supported 2.9/2.10 line
+    "pytorch": Track(Sdk.V3, "pytorch", "2.10.0", "py313", {"torch_distributed": {"enabled": True}},
                      ("psutil", "nvidia-ml-py", "pandas")),
 }
 
+# GPUs of each instance family (engines.GPUS has their compute capability); and the
+# instances the course suggests, with their GPU count
+FAMILY_GPU = {"p3": "V100", "g4dn": "T4", "g5": "A10G", "p4d": "A100", "p4de": "A100",
+              "g6": "L4", "g6e": "L40S", "p5": "H100", "p5e": "H200", "p5en": "H200",
+              "p6": "B200"}
+INSTANCES = {"ml.g4dn.xlarge": 1, "ml.g5.xlarge": 1, "ml.g5.12xlarge": 4, "ml.g6.xlarge": 1,
+             "ml.g6e.xlarge": 1, "ml.p4d.24xlarge": 8, "ml.p5.48xlarge": 8, "ml.m5.xlarge": 0}
 
-@dataclass(frozen=True)
-class Instance:
-    gpus: int
-    gpu: str
-    why: str
 
-
-# Instance choices, with what each one is good for in this course.
-INSTANCES = {
-    "ml.p3.2xlarge": Instance(1, "V100 16 GB", "the talk's GPU: your numbers compare "
-                              "directly with its 306 -> 17,000 samples/s ladder"),
-    "ml.p3.8xlarge": Instance(4, "4x V100 16 GB", "the talk's multi-GPU runs (4 GPUs)"),
-    "ml.g4dn.xlarge": Instance(1, "T4 16 GB", "the cheapest GPU; slower than a V100"),
-    "ml.g5.xlarge": Instance(1, "A10G 24 GB", "cheaper than a V100 and faster in float16; "
-                             "the newest GPU MXNet 1.9 runs on (sm_86)"),
-    "ml.g5.12xlarge": Instance(4, "4x A10G 24 GB", "multi-GPU on a budget"),
-    "ml.p4d.24xlarge": Instance(8, "8x A100 40 GB", "both tracks; large batches and scaling"),
-    "ml.p5.48xlarge": Instance(8, "8x H100 80 GB", "PyTorch track only: MXNet 1.9 has no "
-                               "machine code for Hopper (sm_90)"),
-    "ml.m5.xlarge": Instance(0, "no GPU (4 vCPU)", "a cheap dry run of the job itself"),
-}
+def instance_row(instance_type: str) -> dict:
+    """What an instance type offers each track, from engines' table of GPUs."""
+    gpu = FAMILY_GPU.get(instance_type.split(".")[1])
+    cap = engines.GPUS[gpu] if gpu else None
+    count = INSTANCES.get(instance_type)
+    kind = engines.gluon_gpu(cap)[0] if cap else None
+    return {"instance": instance_type, "GPUs": count, "GPU": gpu or "none",
+            "sm": f"sm_{cap[0]}{cap[1]}" if cap else "",
+            "Gluon": {None: "CPU only", engines.Gluon.RUNS: "GPU",
+                      engines.Gluon.UNTESTED: "GPU, untested", engines.Gluon.NO: "no"}[kind],
+            "PyTorch": "GPU" if cap else "CPU only",
+            "why": engines.support_text(cap) if cap else "no GPU: a cheap dry run of the job"}
 
 
 def instance_table():
-    """INSTANCES as a DataFrame: instance, GPUs, GPU, why."""
+    """INSTANCES as a DataFrame: which track each runs, and why (engines.gluon_gpu)."""
     import pandas as pd
-    return pd.DataFrame([{"instance": name, "GPUs": i.gpus, "GPU": i.gpu, "why": i.why}
-                         for name, i in INSTANCES.items()])
+    return pd.DataFrame([instance_row(name) for name in INSTANCES])
 
-
-# CUDA compute capability by instance family: MXNet 1.9 runs up to sm_86.
-FAMILY_CAPABILITY = {"p3": (7, 0), "g4dn": (7, 5), "g5": (8, 6), "p4d": (8, 0),
-                     "p4de": (8, 0), "g6": (8, 9), "g6e": (8, 9), "p5": (9, 0),
-                     "p5e": (9, 0), "p5en": (9, 0), "p6": (10, 0)}
 
 # -- the metric line -------------------------------------------------------------------
 # The entry script prints, once per epoch (epoch numbers as in epochs.csv, from 0):
@@ -143,37 +147,29 @@ def read_metrics(log: str):
 
 # -- checks ----------------------------------------------------------------------------
 def instance_capability(instance_type: str) -> tuple | None:
-    check_instance_name(instance_type)
-    return FAMILY_CAPABILITY.get(instance_type.split(".")[1])
-
-
-def check_instance_name(instance_type: str) -> None:
     if not re.fullmatch(r"ml\.[a-z0-9]+\.[a-z0-9]+", str(instance_type)):
         raise ValueError(f"instance_type={instance_type!r} is not a SageMaker training "
                          f"instance type; e.g. {', '.join(INSTANCES)}")
-
-
-def default_engine(instance_type: str) -> str:
-    """The Gluon track where MXNet can run, PyTorch on newer GPUs (Hopper and later)."""
-    cap = instance_capability(instance_type)
-    return "pytorch" if cap is not None and cap > MXNET_MAX_CAPABILITY else "gluon"
+    gpu = FAMILY_GPU.get(instance_type.split(".")[1])
+    return engines.GPUS[gpu] if gpu else None
 
 
 def check_job(cfg: Experiment, instance_type: str, instance_count: int = 1,
               all_gpus: bool = False) -> None:
     """ValueError for a job that cannot run as asked."""
     cap = instance_capability(instance_type)
-    if cfg.engine == "gluon" and cap is not None and cap > MXNET_MAX_CAPABILITY:
-        allowed = sorted(f for f, c in FAMILY_CAPABILITY.items() if c <= MXNET_MAX_CAPABILITY)
+    if cfg.engine == "gluon" and cap is not None and engines.gluon_gpu(cap)[0] is engines.Gluon.NO:
+        allowed = [f for f, g in FAMILY_GPU.items()
+                   if engines.gluon_gpu(engines.GPUS[g])[0] is not engines.Gluon.NO]
         raise ValueError(f"instance_type={instance_type!r} has sm_{cap[0]}{cap[1]} GPUs, which "
-                         f"MXNet 1.9 cannot use (its newest is sm_86); use engine='pytorch' "
+                         f"MXNet 1.9 cannot use (no machine code, no PTX); use engine='pytorch' "
                          f"there, or a Gluon-capable family: {', '.join(allowed)}")
     if not isinstance(instance_count, int) or instance_count < 1:
         raise ValueError(f"instance_count={instance_count!r} must be an integer >= 1")
-    known = INSTANCES.get(instance_type)
-    if known is not None and not all_gpus and cfg.num_gpus > max(known.gpus, 1):
-        raise ValueError(f"num_gpus={cfg.num_gpus} but {instance_type} has {known.gpus} "
-                         f"GPU{'s' if known.gpus != 1 else ''}; allowed: 0..{known.gpus}")
+    gpus = INSTANCES.get(instance_type)
+    if gpus is not None and not all_gpus and cfg.num_gpus > max(gpus, 1):
+        raise ValueError(f"num_gpus={cfg.num_gpus} but {instance_type} has {gpus} "
+                         f"GPU{'s' if gpus != 1 else ''}; allowed: 0..{gpus}")
 
 
 # -- hyperparameters -------------------------------------------------------------------
@@ -252,9 +248,10 @@ class Job:
         return dataclasses.replace(self, **changes)
 
 
-def estimator_kwargs(cfg: Experiment, job: Job = Job(),
-                     source_dir: str | Path | None = None) -> dict:
-    """The keyword arguments of the track's SDK estimator (MXNet or PyTorch)."""
+def job_settings(cfg: Experiment, job: Job = Job(),
+                 source_dir: str | Path | None = None) -> dict:
+    """The job as both SDKs are given it, one model for both: the keyword arguments of v2's
+    estimator, which `build` hands on to v3's ModelTrainer in its own terms."""
     check_job(cfg, job.instance_type, job.instance_count, job.all_gpus)
     track = _track(cfg.engine)
     kwargs = {
@@ -267,7 +264,7 @@ def estimator_kwargs(cfg: Experiment, job: Job = Job(),
         "base_job_name": job_base_name(cfg),
         "max_run": int(job.max_run_min * 60),
         # the course measures with its own monitor; SageMaker's profiler would add a
-        # sidecar process to the very machine we measure
+        # sidecar process to the very machine we measure (v3 adds none)
         "disable_profiler": True,
     }
     if job.instance_count > 1:
@@ -283,57 +280,49 @@ def job_base_name(cfg: Experiment) -> str:
     return safe[:38].rstrip("-")  # + "-YYYY-MM-DD-HH-MM-SS-mmm" stays within 63
 
 
-def image_uri(engine: str, instance_type: str, region: str | None = None) -> str:
-    """The training image the job runs (from the SDK's catalogue; no network)."""
-    track = _track(engine)
-    sm = _sdk()
-    return sm.image_uris.retrieve(track.framework, region or aws_region() or DEFAULT_REGION,
-                                  version=track.framework_version,
-                                  py_version=track.py_version, instance_type=instance_type,
-                                  image_scope="training")
+def build(cfg: Experiment, job: Job = Job(), session=None, source_dir: str | Path | None = None):
+    """The SDK's job for cfg's track from job_settings: v2's sagemaker.mxnet.MXNet (Gluon) or
+    v3's ModelTrainer (PyTorch). job.role defaults to the notebook instance's execution
+    role; source_dir to a fresh stage_code() folder."""
+    sdk = _track(cfg.engine).sdk
+    sm = _sdk(sdk)
+    session = session or session_for(sdk)
+    job = job.replace(role=execution_role(session, job.role, sdk))
+    kw = job_settings(cfg, job, source_dir or stage_code(cfg.engine))
+    if sdk is Sdk.V2:
+        return sm.mxnet.MXNet(sagemaker_session=session, **kw)
+    from sagemaker.train import ModelTrainer, configs, distributed
+    trainer = ModelTrainer(
+        sagemaker_session=session, role=kw["role"], base_job_name=kw["base_job_name"],
+        training_image=sm.core.image_uris.retrieve(  # v3's catalogue of AWS's images
+            _track(cfg.engine).framework, session.boto_region_name, version=kw["framework_version"],
+            py_version=kw["py_version"], instance_type=job.instance_type, image_scope="training"),
+        source_code=configs.SourceCode(source_dir=kw["source_dir"], entry_script=ENTRY_POINT,
+                                       requirements="requirements.txt"),
+        compute=configs.Compute(instance_type=job.instance_type,
+                                instance_count=job.instance_count),
+        distributed=distributed.Torchrun() if job.instance_count > 1 else None,
+        stopping_condition=configs.StoppingCondition(max_runtime_in_seconds=kw["max_run"]),
+        output_data_config=configs.OutputDataConfig(
+            s3_output_path=kw.get("output_path") or f"s3://{session.default_bucket()}/"),
+        hyperparameters=kw["hyperparameters"])
+    return trainer.with_metric_definitions([configs.MetricDefinition(name=d["Name"], regex=d["Regex"])
+                                            for d in kw["metric_definitions"]])
 
 
-def job_spec(cfg: Experiment, job: Job = Job(), region: str | None = None) -> dict:
-    """Everything the job would run with: image, instance, hyperparameters, channels,
-    metric definitions. Needs neither AWS credentials nor (except for the image name)
-    the SDK."""
-    kwargs = estimator_kwargs(cfg, job)
-    track = _track(cfg.engine)
-    region = region or aws_region()
-    try:
-        image = image_uri(cfg.engine, job.instance_type, region)
-    except SystemExit:  # no SDK here: the spec is still useful without the image name
-        image = f"(resolved by the SageMaker SDK: pip install {SDK_PIN})"
-    known = INSTANCES.get(job.instance_type)
-    prefix, inside = channel_layout(cfg)
-    return {
-        "estimator": track.estimator,
-        "image_uri": image,
-        "region": region or f"{DEFAULT_REGION} (none configured)",
-        "instance_type": job.instance_type,
-        "instance_count": job.instance_count,
-        "instance": ({"gpus": known.gpus, "gpu": known.gpu, "why": known.why}
-                     if known else "not in the course's table"),
-        "role": job.role or "(your SageMaker execution role: --role, or found on a "
-                            "SageMaker notebook instance)",
-        "framework_version": kwargs["framework_version"],
-        "py_version": kwargs["py_version"],
-        "entry_point": ENTRY_POINT,
-        "source_dir": {"files": [ENTRY_POINT, "gpu_course/", "requirements.txt"],
-                       "requirements": [r.split("#")[0].strip() for r in track.requirements]},
-        "distribution": kwargs.get("distribution"),
-        "hyperparameters": kwargs["hyperparameters"],
-        "inputs": {CHANNEL: job.data or f"s3://<default bucket>/{prefix} (uploaded at launch "
-                                        f"from {dataset_folder(cfg)} to {prefix}/{inside})"},
-        "metric_definitions": kwargs["metric_definitions"],
-        "output_path": job.output_path or "s3://<default bucket>/ (model.tar.gz, output.tar.gz)",
-        "max_run": kwargs["max_run"],
-        "base_job_name": kwargs["base_job_name"],
-    }
-
-
-def format_spec(spec: dict) -> str:
-    return "SageMaker training job specification\n" + json.dumps(spec, indent=2)
+def start(built, channel: str, job_name: str | None = None, wait: bool = False) -> str:
+    """Start the job `build` made, its training channel at the s3:// URI `channel`; ->
+    the job's name. (An offline session answers CreateTrainingJob by raising Sent.)"""
+    # without the SDKs' telemetry wrappers, which would report the call over the network
+    if hasattr(built, "fit"):
+        inspect.unwrap(type(built).fit)(built, {CHANNEL: channel}, wait=wait,
+                                         logs="All" if wait else "None", job_name=job_name)
+        return built.latest_training_job.name
+    from sagemaker.train import configs
+    inspect.unwrap(type(built).train)(built, [configs.InputData(channel_name=CHANNEL,
+                                                                data_source=channel)],
+                                      wait=wait, logs=wait)
+    return built._latest_training_job.training_job_name   # v3's documented way to it
 
 
 # -- the CreateTrainingJob request -----------------------------------------------------
@@ -345,28 +334,39 @@ REQUEST_TITLE = "CreateTrainingJob request (built by the SageMaker SDK, sent now
 
 def training_request(cfg: Experiment, job: Job = Job(), region: str | None = None,
                      job_name: str | None = None, bucket: str | None = None) -> dict:
-    """The CreateTrainingJob request `launch` sends for cfg, as the SDK's estimator.fit
-    builds it, on a session that sends nothing: no AWS account, no network. `bucket` is
-    the account's default bucket (None: sagemaker-<region>-000000000000)."""
-    sm = _sdk()
-    session = offline_session(region)
-    bucket = bucket or f"sagemaker-{session.boto_region_name}-{NO_ACCOUNT}"
+    """The CreateTrainingJob request `launch` sends for cfg, as the track's SDK builds it
+    (v2's estimator.fit, v3's ModelTrainer.train), on a session that sends nothing: no AWS
+    account, no network. `bucket` is the account's default bucket (None:
+    sagemaker-<region>-000000000000). v3 names the job itself (job_name is v2's)."""
+    sdk = _track(cfg.engine).sdk
+    sm = _sdk(sdk)
+    region = region or aws_region() or DEFAULT_REGION
+    bucket = bucket or f"sagemaker-{region}-{NO_ACCOUNT}"
+    session = offline_session(sdk, region, bucket)
     output = job.output_path or f"s3://{bucket}/"
     channel = job.data or f"s3://{bucket}/{channel_layout(cfg)[0]}"   # where launch uploads it
     if not (output.startswith("s3://") and channel.startswith("s3://")):
         _request.check_part({  # the SDK would refuse them in its own words: say what is allowed
             "OutputDataConfig": {"S3OutputPath": output},
             "InputDataConfig": [{"DataSource": {"S3DataSource": {"S3Uri": channel}}}]})
-    job_name = job_name or sm.utils.name_from_base(job_base_name(cfg))
-    # where fit() uploads source_dir (the output path's bucket, not its prefix); given
-    # as s3://, the SDK takes it as uploaded
-    code = f"s3://{sm.s3.parse_s3_url(output)[0]}/{job_name}/source/sourcedir.tar.gz"
     role = job.role
     if role and "/" not in role:  # a role's name: the SDK looks its ARN up in IAM
         role = f"arn:aws:iam::{NO_ACCOUNT}:role/{role}"
-    estimator = build_estimator(cfg, job.replace(role=role or NO_ROLE, output_path=output),
-                                session, source_dir=code)
-    return sent_request(estimator, {CHANNEL: channel}, job_name)
+    job = job.replace(role=role or NO_ROLE, output_path=output)
+    code = None
+    if sdk is Sdk.V2:  # v2: where fit() uploads source_dir, which, given as s3://, it takes
+        job_name = job_name or sm.utils.name_from_base(job_base_name(cfg))   # as uploaded
+        code = f"s3://{output[5:].split('/')[0]}/{job_name}/source/sourcedir.tar.gz"
+    staged = stage_code(cfg.engine) if code is None else None   # v3: the offline upload
+    try:
+        with _offline_build():
+            start(build(cfg, job, session, source_dir=code or staged), channel, job_name)
+    except Sent as sent:
+        return sent.args[0]
+    finally:
+        if staged:
+            shutil.rmtree(staged, ignore_errors=True)
+    raise RuntimeError("the SDK made no CreateTrainingJob request")
 
 
 def check_request(request: dict) -> dict:
@@ -379,15 +379,27 @@ def format_request(request: dict) -> str:
     return f"{REQUEST_TITLE}\n{json.dumps(request, indent=2)}"
 
 
-def offline_session(region: str | None = None):
-    """A SageMaker session that sends nothing: a request that would leave this machine
-    raises instead (needs no credentials), and its SageMaker client leaves the checking
-    of a request to check_request, so that an invalid one is still built and shown."""
+class Sent(Exception):
+    """The CreateTrainingJob request (args[0]) an offline session was asked to send."""
+
+
+def offline_session(sdk: Sdk, region: str, bucket: str):
+    """A SageMaker session of `sdk` that sends nothing: its default bucket is `bucket`, an
+    upload only says where the files would go, CreateTrainingJob raises Sent (with the
+    request, before botocore checks it: check_request says what is wrong), and any other
+    request that would leave this machine raises (needs no credentials)."""
     import botocore.config
-    sm = _sdk()
-    boto = _offline_boto(region or aws_region() or DEFAULT_REGION)
+    boto = _offline_boto(region)
+
+    class Offline(_sdk_session_class(sdk)):
+        def default_bucket(self):
+            return bucket
+
+        def upload_data(self, path, bucket=None, key_prefix="data", *_, **__):
+            name = "" if Path(path).is_dir() else "/" + Path(path).name
+            return f"s3://{bucket or self.default_bucket()}/{key_prefix}{name}"
     client = boto.client("sagemaker", config=botocore.config.Config(parameter_validation=False))
-    return sm.Session(boto_session=boto, sagemaker_client=client)
+    return Offline(boto_session=boto, sagemaker_client=client)
 
 
 @functools.lru_cache(maxsize=None)
@@ -396,8 +408,13 @@ def _offline_boto(region: str):
     read (a new one reads them again, 0.3 s each)."""
     import boto3
     boto = boto3.Session(region_name=region)
+    boto.events.register(f"provide-client-params.sagemaker.{_request.OPERATION}", _sent)
     boto.events.register("before-send", _refuse_to_send)
     return boto
+
+
+def _sent(params, **_):
+    raise Sent(copy.deepcopy(params))
 
 
 def _refuse_to_send(request, **_):
@@ -405,40 +422,18 @@ def _refuse_to_send(request, **_):
                        f"{request.method} {request.url}")
 
 
-def sent_request(estimator, inputs: dict, job_name: str) -> dict:
-    """The CreateTrainingJob request that estimator.fit(inputs) sends, caught as it is
-    handed to the SageMaker client and answered there (botocore's Stubber): for an
-    estimator on an offline_session, nothing is sent."""
-    from botocore.stub import Stubber
-    client = estimator.sagemaker_session.sagemaker_client
-    sent = {}
-    event = f"provide-client-params.sagemaker.{_request.OPERATION}"
-
-    def keep(params, **_):
-        sent.update(copy.deepcopy(params))
-    client.meta.events.register(event, keep)
-    # fit without the SDK's telemetry wrapper, which would report this call over the
-    # network (opting out through the SDK's config costs 0.7 s a config lookup here)
-    fit = inspect.unwrap(type(estimator).fit)
-    try:
-        with Stubber(client) as stub, _quiet("sagemaker"):
-            stub.add_response("create_training_job", {"TrainingJobArn": f"arn:aws:sagemaker:"
-                              f"{client.meta.region_name}:{NO_ACCOUNT}:training-job/{job_name}"})
-            fit(estimator, inputs, wait=False, logs="None", job_name=job_name)
-    finally:
-        client.meta.events.unregister(event, keep)
-    return sent
-
-
 @contextlib.contextmanager
-def _quiet(logger: str):
-    """The SDK logs 'Creating training-job' at INFO and, once fit has imported
-    sagemaker.experiments, root logging is at INFO: keep a dry run's log quiet."""
-    log = logging.getLogger(logger)
+def _offline_build():
+    """Keep a dry run quiet (the SDKs log while they build a job; v2 sets root logging to
+    INFO and logs an error where the offline session stops it), and tell v3 not to check
+    the role against IAM as it builds (it does at launch): SAGEMAKER_VALIDATE_ROLE=false."""
+    from unittest import mock
+    log = logging.getLogger("sagemaker")
     level = log.level
-    log.setLevel(logging.WARNING)
+    log.setLevel(logging.CRITICAL)
     try:
-        yield
+        with mock.patch.dict(os.environ, SAGEMAKER_VALIDATE_ROLE="false"):
+            yield
     finally:
         log.setLevel(level)
 
@@ -448,26 +443,23 @@ KEY_HYPERPARAMETERS = ("model", "dataset", "train_size", "epochs", "batch_size",
                        "graph", "dtype", "num_gpus")
 
 
-def describe(estimator, hyperparameters=KEY_HYPERPARAMETERS):
-    """What an SDK estimator will run, read back from the estimator itself, as a
-    (setting, value) DataFrame: the instance, the image and framework, the entry point, a
-    few hyperparameters (the estimator holds every field) and the metrics it charts."""
+def describe(request: dict, hyperparameters=KEY_HYPERPARAMETERS):
+    """What a job will run, read back from its CreateTrainingJob request (either SDK's), as
+    a (setting, value) DataFrame: the instance, the image, the entry point, a few
+    hyperparameters (the request holds every field) and the metrics it charts."""
     import pandas as pd
-    known = INSTANCES.get(estimator.instance_type)
-    values = {k: json.loads(v) for k, v in estimator.hyperparameters().items()
-              if not k.startswith("sagemaker_")}
-    kind = type(estimator)
-    rows = [("instance", f"{estimator.instance_type} × {estimator.instance_count}"
-                         + (f" ({known.gpu})" if known else "")),
-            ("image", estimator.training_image_uri()),
-            ("framework", f"{kind.__module__.split('.estimator')[0]}.{kind.__name__} "
-                          f"{estimator.framework_version} ({estimator.py_version})"),
-            ("entry point", f"{estimator.entry_point} (beside gpu_course/ and requirements.txt)"),
-            ("role", estimator.role if estimator.role != NO_ROLE
+    res, algo = request["ResourceConfig"], request["AlgorithmSpecification"]
+    values = {k: v.strip('"') for k, v in request.get("HyperParameters", {}).items()}
+    row = instance_row(res["InstanceType"])
+    rows = [("instance", f"{res['InstanceType']} × {res['InstanceCount']} ({row['GPU']})"),
+            ("image", algo["TrainingImage"]),
+            ("entry point", f"{ENTRY_POINT} (beside gpu_course/ and requirements.txt)"),
+            ("channels", ", ".join(c["ChannelName"] for c in request["InputDataConfig"])),
+            ("role", request["RoleArn"] if request["RoleArn"] != NO_ROLE
              else "(none: no AWS account here, so nothing is launched)")]
     rows += [(name, values[name]) for name in hyperparameters if name in values]
-    rows += [("metrics charted", ", ".join(d["Name"] for d in estimator.metric_definitions or ())),
-             ("stops after", f"{estimator.max_run / 60:g} min")]
+    rows += [("metrics charted", ", ".join(d["Name"] for d in algo.get("MetricDefinitions", ()))),
+             ("stops after", f"{request['StoppingCondition']['MaxRuntimeInSeconds'] / 60:g} min")]
     return pd.DataFrame(rows, columns=["setting", "value"])
 
 
@@ -529,40 +521,41 @@ def aws_region() -> str | None:
         return None
 
 
-def _sdk():
-    """The SageMaker SDK, quietly (it logs config-file lookups to stdout at import)."""
+def _sdk(sdk: Sdk):
+    """The SageMaker SDK `sdk` (v2 quietly: it logs config-file lookups at import);
+    SystemExit naming the pin where this environment has none, or the other one."""
     logging.getLogger("sagemaker.config").setLevel(logging.WARNING)
+    if installed_sdk() is not sdk:
+        have = installed_sdk() and importlib.metadata.version("sagemaker")
+        track = next(t for t, k in TRACKS.items() if k.sdk is sdk)
+        raise SystemExit(f"the {track} track's job is built with the SageMaker Python SDK "
+                         f"v{sdk.name[1:]} and this environment has "
+                         f"{f'sagemaker {have}' if have else 'none'}: pip install {sdk.value}, "
+                         f"or use the {track} track's environment")
     try:
-        with _unshadowed("sagemaker"):
-            import sagemaker
+        import sagemaker
+        if sdk is Sdk.V2:
             import sagemaker.mxnet  # noqa: F401
-            import sagemaker.pytorch  # noqa: F401
-    except ImportError:
-        raise SystemExit(f"the SageMaker Python SDK is not installed in this environment: "
-                         f"pip install {SDK_PIN}") from None
+        else:
+            import sagemaker.core.helper.session_helper  # noqa: F401
+            import sagemaker.core.image_uris  # noqa: F401
     except Exception as err:  # e.g. AWS_PROFILE names a profile ~/.aws/config lacks
         raise ValueError(f"the SageMaker SDK could not start: {type(err).__name__}: "
                          f"{err}") from None
     return sagemaker
 
 
-@contextlib.contextmanager
-def _unshadowed(package: str):
-    """Import `package` even where a plain module of that name comes first on sys.path:
-    notebooks/sagemaker.py (this course's notebook, as jupytext text) would otherwise be
-    imported as the SDK by a kernel running in notebooks/."""
-    saved = sys.path[:]
-    module = sys.modules.get(package)
-    if module is not None and not hasattr(module, "__path__"):
-        del sys.modules[package]  # a shadowing module imported earlier
-    spec = importlib.util.find_spec(package) if package not in sys.modules else None
-    if spec is not None and spec.submodule_search_locations is None and spec.origin:
-        shadow = Path(spec.origin).resolve().parent
-        sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != shadow]
+def installed_sdk() -> Sdk | None:
     try:
-        yield
-    finally:
-        sys.path[:] = saved
+        major = importlib.metadata.version("sagemaker").split(".")[0]
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return next((sdk for sdk in Sdk if sdk.name[1:] == major), None)
+
+
+def _sdk_session_class(sdk: Sdk):
+    sm = _sdk(sdk)
+    return sm.Session if sdk is Sdk.V2 else sm.core.helper.session_helper.Session
 
 
 def _track(engine: str) -> Track:
@@ -571,53 +564,32 @@ def _track(engine: str) -> Track:
     return TRACKS[engine]
 
 
-# An estimator needs a role to be built; without an AWS account it is never launched, and
+# A job needs a role to be built; without an AWS account it is never launched, and
 # this stand-in says so wherever it is shown.
 NO_ROLE = "arn:aws:iam::000000000000:role/no-aws-account-here"
 
 
-def session(region: str | None = None):
-    """A SageMaker session for `region` (else the configured one, else us-east-1). Building
-    an estimator and naming its image need no AWS account; uploading and fit() do."""
+def session_for(sdk: Sdk, region: str | None = None):
+    """A SageMaker session of `sdk` for `region` (else the configured one, else us-east-1).
+    Building a job and naming its image need no AWS account; uploading and starting do."""
     import boto3
-    sm = _sdk()
-    return sm.Session(boto_session=boto3.Session(
+    return _sdk_session_class(sdk)(boto_session=boto3.Session(
         region_name=region or aws_region() or DEFAULT_REGION))
 
 
-def execution_role(session, role: str | None = None) -> str:
+def execution_role(session, role: str | None = None, sdk: Sdk = Sdk.V2) -> str:
     """`role`, else this SageMaker notebook instance's execution role, else (no AWS
     credentials here) NO_ROLE. With credentials but no role to find: ValueError."""
     if role:
         return role
     if not aws_credentials():
         return NO_ROLE
+    sm = _sdk(sdk)
     try:
-        return _sdk().get_execution_role(session)
+        return (sm if sdk is Sdk.V2 else sm.core.helper.session_helper).get_execution_role(session)
     except Exception as err:  # outside SageMaker there is no role to find
         raise ValueError(f"no SageMaker execution role given and none found ({err}); "
                          "pass role='arn:aws:iam::<account>:role/<name>'") from None
-
-
-def estimator_class(engine: str):
-    """The SDK's estimator for a track: sagemaker.mxnet.MXNet or sagemaker.pytorch.PyTorch."""
-    module, name = _track(engine).estimator.rsplit(".", 1)
-    _sdk()
-    return getattr(sys.modules[module], name)
-
-
-def build_estimator(cfg: Experiment, job: Job = Job(), session=None,
-                    source_dir: str | Path | None = None):
-    """The SDK estimator for cfg's track (sagemaker.mxnet.MXNet or sagemaker.pytorch.PyTorch).
-    job.role defaults to the notebook instance's execution role; source_dir defaults to a
-    fresh stage_code() folder."""
-    check_job(cfg, job.instance_type, job.instance_count, job.all_gpus)
-    sm = _sdk()
-    session = session or sm.Session()
-    job = job.replace(role=execution_role(session, job.role))
-    source_dir = source_dir or stage_code(cfg.engine)
-    kwargs = estimator_kwargs(cfg, job, source_dir)
-    return estimator_class(cfg.engine)(sagemaker_session=session, **kwargs)
 
 
 def upload_dataset(cfg: Experiment, session) -> str:
@@ -633,36 +605,35 @@ def launch(cfg: Experiment, job: Job = Job(), session=None, wait: bool = True) -
     """Start the training job (uploading the dataset unless job.data is an s3:// URI) and,
     with wait=True, stream its log until it ends. Returns the job name. Its request is
     checked first (check_request): an invalid one uploads and starts nothing."""
-    sm = _sdk()
-    session = session or sm.Session()
+    sdk = _track(cfg.engine).sdk
+    sm = _sdk(sdk)
+    session = session or session_for(sdk)
     # a role's name becomes its ARN
-    job = job.replace(role=session.expand_role(execution_role(session, job.role)))
-    job_name = sm.utils.name_from_base(job_base_name(cfg))
+    job = job.replace(role=session.expand_role(execution_role(session, job.role, sdk)))
+    job_name = sm.utils.name_from_base(job_base_name(cfg)) if sdk is Sdk.V2 else None
     bucket = None if job.data and job.output_path else session.default_bucket()
     check_request(training_request(cfg, job, session.boto_region_name, job_name, bucket))
+    job = job.replace(output_path=job.output_path or f"s3://{bucket}/")
     code = stage_code(cfg.engine)
-    try:
-        estimator = build_estimator(cfg, job, session, source_dir=code)
-        inputs = {CHANNEL: job.data or upload_dataset(cfg, session)}
-        estimator.fit(inputs, wait=wait, logs="All" if wait else "None", job_name=job_name)
-    finally:  # fit() has uploaded the code by the time it returns (or fails)
+    try:  # the SDK uploads the code before it starts the job (or fails)
+        built = build(cfg, job, session, source_dir=code)
+        return start(built, job.data or upload_dataset(cfg, session), job_name, wait)
+    finally:
         shutil.rmtree(code, ignore_errors=True)
-    return estimator.latest_training_job.name
 
 
 def fetch_runs(job_name: str, session=None, runs_dir: str | Path | None = None) -> list:
     """Download a finished job's output.tar.gz and unpack its run records into runs_dir
     (default: the local runs folder); returns them as records.Run."""
-    sm = _sdk()
-    session = session or sm.Session()
+    session = session or session_for(installed_sdk() or Sdk.V3)
     job = session.sagemaker_client.describe_training_job(TrainingJobName=job_name)
     status = job.get("TrainingJobStatus")
     if status in ("InProgress", "Stopping"):
         raise ValueError(f"job {job_name} is {status}; fetch its runs when it has ended")
-    prefix = job["OutputDataConfig"]["S3OutputPath"].rstrip("/")
+    bucket, prefix = (job["OutputDataConfig"]["S3OutputPath"][5:].rstrip("/") + "/").split("/", 1)
     with tempfile.TemporaryDirectory() as tmp:
-        sm.s3.S3Downloader.download(f"{prefix}/{job_name}/output/output.tar.gz", tmp,
-                                    sagemaker_session=session)
+        session.boto_session.client("s3").download_file(
+            bucket, f"{prefix}{job_name}/output/output.tar.gz", f"{tmp}/output.tar.gz")
         return extract_runs(Path(tmp) / "output.tar.gz", runs_dir, job_name=job_name)
 
 
@@ -705,18 +676,19 @@ def add_parser(subparsers) -> None:
     import argparse
 
     from ..flags import add_config_flags as _add_config_flags
-    table = "\n".join(f"  {name:17} {i.gpu:16} {i.why}" for name, i in INSTANCES.items())
+    table = "\n".join("  {instance:17} {GPU:5} Gluon: {Gluon:14} PyTorch: {PyTorch}".format(
+        **instance_row(name)) for name in INSTANCES)
     p = subparsers.add_parser(
         "sagemaker", help="run one experiment as a SageMaker training job",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Build the SageMaker training job for an experiment (AWS's MXNet 1.9.0\n"
-        "container for --engine gluon, PyTorch for --engine pytorch; default: what the\n"
-        "instance can run), run it, and fetch its run record into the local runs folder.\n"
-        "Without AWS credentials, or with --dry-run, print the job specification and\n"
-        "launch nothing.",
+        description="Build the SageMaker training job for an experiment (--engine pytorch: SDK v3's\n"
+        "ModelTrainer on AWS's PyTorch 2.10 container; --engine gluon: SDK v2's MXNet 1.9.0\n"
+        "container, a retired framework on an unpatched container; default: this\n"
+        "environment's track), run it, and fetch its run record into the local runs folder.\n"
+        "Without AWS credentials, or with --dry-run, print the request and launch nothing.",
         epilog=f"instance types:\n{table}")
     p.add_argument("--instance-type", default=DEFAULT_INSTANCE, help=f"default: "
-                   f"{DEFAULT_INSTANCE} (the talk's V100)")
+                   f"{DEFAULT_INSTANCE} (an A10G: both tracks)")
     p.add_argument("--instance-count", type=int, default=1,
                    help="hosts; > 1 uses the framework's distribution option")
     p.add_argument("--all-gpus", action="store_true",
@@ -735,16 +707,17 @@ def add_parser(subparsers) -> None:
 
 
 def show_request(cfg: Experiment, job: Job, region: str | None) -> None:
-    """Print the request a launch would send (training_request) and that SageMaker would
-    accept it; raise request.InvalidRequest (after printing it) if not. Without the SDK,
-    say that nothing was built or checked."""
+    """Print the request a launch would send (training_request), what it runs, and that
+    SageMaker would accept it; raise request.InvalidRequest (after printing it) if not.
+    Without the track's SDK, say that nothing was built or checked."""
     try:
         request = training_request(cfg, job, region)
-    except SystemExit as err:  # no SDK here
-        print(f"\n{_request.OPERATION} request: not built here, so not checked ({err})")
+    except SystemExit as err:  # not this track's SDK here
+        print(f"{_request.OPERATION} request: not built here, so not checked ({err})")
         return
-    print("\n" + format_request(request))
+    print(format_request(request))
     check_request(request)
+    print("\n" + describe(request).to_string(index=False))
     print(f"\nvalid: the request meets {_request.model_version()} in fields, types, "
           f"lengths, patterns and instance types, SageMaker's 28-day limit and the job's "
           f"'{CHANNEL}' channel;\nwhat only AWS knows (the role's permissions, the buckets, "
@@ -759,14 +732,14 @@ def run_command(args) -> int:
     if not 1 <= args.max_run <= MAX_RUN_LIMIT_MIN:
         raise ValueError(f"--max-run={args.max_run} must be 1..{MAX_RUN_LIMIT_MIN} minutes "
                          "(SageMaker stops a training job after 28 days at most)")
-    engine = args.cfg_engine or default_engine(args.instance_type)
+    cap = instance_capability(args.instance_type)   # default: this environment's track
+    engine = args.cfg_engine or engines.pick_engine(capabilities=[cap] if cap else [])[0]
     cfg = config_from_args(args, engine=engine)
     job = Job(args.instance_type, args.instance_count, args.all_gpus, args.role, args.data_s3,
               args.output_path, args.max_run)
-    spec = job_spec(cfg, job, args.region)
+    check_job(cfg, job.instance_type, job.instance_count, job.all_gpus)
     try:
         if args.dry_run or not aws_credentials():
-            print(format_spec(spec))
             show_request(cfg, job, args.region)
             if args.dry_run:
                 print("\ndry run: nothing was launched")
@@ -774,9 +747,7 @@ def run_command(args) -> int:
             print("\nNo AWS credentials found (environment, ~/.aws or an instance role): "
                   "nothing was launched. Use --dry-run to only print the job.", file=sys.stderr)
             return 1
-        sm = _sdk()
-        import boto3
-        session = sm.Session(boto_session=boto3.Session(region_name=args.region))
+        session = session_for(_track(cfg.engine).sdk, args.region)
         name = launch(cfg, job, session, wait=not args.no_wait)
     except _request.InvalidRequest as err:
         for problem in err.problems:

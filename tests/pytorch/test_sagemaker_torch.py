@@ -1,6 +1,6 @@
 """The SageMaker entry script running the PyTorch track end to end, as a real subprocess
-started the way the PyTorch container starts it: plainly, and under torchrun as the
-torch_distributed option of a multi-instance job does (see tests/test_sagemaker.py)."""
+started the way SDK v3's drivers start it in the PyTorch container: plainly, and under
+torchrun as its Torchrun driver does for a multi-instance job (see tests/test_sagemaker.py)."""
 import sys
 
 import torch
@@ -23,7 +23,7 @@ def test_entry_script_trains_and_leaves_what_sagemaker_collects(tmp_path):
 
 
 def test_entry_script_under_torchrun_trains_one_ddp_job(tmp_path):
-    """torch_distributed: torchrun starts one entry process per device; together they
+    """Torchrun: torchrun starts one entry process per device; together they
     are one DistributedDataParallel run, recorded once by rank 0."""
     cfg = gc.Experiment(**SMALL, epochs=1)
     out = run_entry_as_sagemaker(tmp_path, cfg, launcher=[
