@@ -27,13 +27,16 @@ endif
 endif
 # The MXNet GPU build only where every GPU can run it (gpu_course/engines.py: sm_50..sm_89).
 GLUON_EXTRA ?= $(shell $(PYTHON) -m gpu_course.engines --gluon-extra)
-PIP_FLAGS ?= -q --disable-pip-version-check
+# --no-compile: pip would byte-compile every module of every package (a minute of CPU for
+# the PyTorch environment); the check after each install imports what the tests use, which
+# compiles just that, once
+PIP_FLAGS ?= -q --disable-pip-version-check --no-compile
 SMOKE_RUNS := $(CURDIR)/.venv/test-runs
 
 .PHONY: run test lab setup setup-gluon setup-pytorch test-core test-gluon test-pytorch notebooks clean gpu-check gpu-wheels \
         test-gluon-own test-pytorch-own test-pytorch-tools test-gluon-track test-pytorch-track test-gluon-notebooks \
         test-pytorch-notebooks test-gluon-exercises test-pytorch-exercises \
-        browser test-browser test-lab workshop smoke-times
+        browser test-browser test-lab workshop smoke-times lock-pytorch
 
 run: setup-$(ENGINE)
 	@echo "Track: $(ENGINE) — $$($(PYTHON) -m gpu_course.engines --reason)"
@@ -137,14 +140,26 @@ setup-pytorch: $(VENV)/pytorch/.installed
 $(VENV)/gluon/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)/gluon
 	$(VENV)/gluon/bin/pip install $(PIP_FLAGS) -e ".[$(GLUON_EXTRA),lab,trace]"
-	$(VENV)/gluon/bin/python -c "import mxnet, gluoncv, pynvml; print('gluon environment: mxnet', mxnet.__version__)"
+	$(VENV)/gluon/bin/python -c "import mxnet, gluoncv, pynvml, pandas, matplotlib.pyplot, pytest, nbval, ipykernel, \
+	  gpu_course.tracks.gluon; print('gluon environment: mxnet', mxnet.__version__)"
 	touch $@
 
-$(VENV)/pytorch/.installed: pyproject.toml
+# constraints/pytorch.txt: the environment pip resolved last time, so that it checks one
+# candidate a package instead of searching (the SageMaker SDK v3's 85 packages made that
+# search 150 CPU-seconds); `make lock-pytorch` resolves it again after a pin changes
+$(VENV)/pytorch/.installed: pyproject.toml constraints/pytorch.txt
 	$(PYTHON) -m venv $(VENV)/pytorch
-	$(VENV)/pytorch/bin/pip install $(PIP_FLAGS) -e ".[torch,lab,trace]"
-	$(VENV)/pytorch/bin/python -c "import torch, pynvml; print('pytorch environment: torch', torch.__version__)"
+	$(VENV)/pytorch/bin/pip install $(PIP_FLAGS) -c constraints/pytorch.txt -e ".[torch,lab,trace]"
+	$(VENV)/pytorch/bin/python -c "import torch, pynvml, pandas, matplotlib.pyplot, pytest, nbval, ipykernel, \
+	  gpu_course.tracks.torch; print('pytorch environment: torch', torch.__version__)"
 	touch $@
+
+lock-pytorch:
+	rm -rf $(VENV)/lock && $(PYTHON) -m venv $(VENV)/lock
+	$(VENV)/lock/bin/pip install $(PIP_FLAGS) -e ".[torch,lab,trace]"
+	{ grep '^#' constraints/pytorch.txt; $(VENV)/lock/bin/pip freeze --exclude-editable | grep -iv '^gpu.course' \
+	  | sed -E 's/\+[A-Za-z0-9.]+$$//'; } > constraints/pytorch.txt.new   # no local labels: +cpu or a CUDA build
+	mv constraints/pytorch.txt.new constraints/pytorch.txt && rm -rf $(VENV)/lock
 
 # JupyterLab in a headless Chromium (tests/browser): lesson 01 of each track and the
 # SageMaker notebook from `make test`, every lesson from `make test-lab`.

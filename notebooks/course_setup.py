@@ -117,6 +117,9 @@ def ensure(track: str | None = None, quiet: bool = False) -> None:
     extra = pip_extra(track, root)
     command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
                "-e", f"{root}[{extra},trace]"]   # trace: lesson 12's Holistic Trace Analysis
+    constraints = root / "constraints" / f"{track}.txt"   # what make setup resolved: no search
+    if constraints.is_file():
+        command += ["-c", str(constraints)]
     loaded = {name: _version(name) for name in WATCHED if name in sys.modules}
     print(f"gpu_course is not installed in this kernel ({sys.executable}). Installing the "
           f"{track} track ({why}), this takes a minute or more:\n  pip install -e "

@@ -42,3 +42,18 @@ def test_every_requirement_is_pinned_exactly():
     reqs = project["dependencies"] + sum(project["optional-dependencies"].values(), [])
     loose = [r for r in reqs if "==" not in r]
     assert not loose, f"unpinned: {loose}"
+
+
+def test_the_pytorch_constraints_hold_every_pin_of_its_extras():
+    """make setup-pytorch installs with constraints/pytorch.txt: a pin changed in pyproject
+    without `make lock-pytorch` would make pip refuse the pair (or, loosened, drift)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    wanted = {**pins(project["dependencies"]), **pins(extras["torch"]), **pins(extras["lab"]),
+              **pins(extras["trace"])}
+    wanted = {re.sub(r"\[.*\]", "", k).replace("_", "-"): v for k, v in wanted.items()}
+    locked = {name.lower().replace("_", "-"): version for name, version in re.findall(
+        r"^([A-Za-z0-9_.\-]+)==(\S+)$", (REPO / "constraints" / "pytorch.txt").read_text(), re.M)}
+    differ = {k: (v, locked.get(k)) for k, v in wanted.items() if locked.get(k) != v}
+    assert not differ, f"pyproject pin, constraints/pytorch.txt: {differ}; run make lock-pytorch"
+    assert not any("+" in v for v in locked.values()), "a local label (+cpu) would refuse a CUDA build"
