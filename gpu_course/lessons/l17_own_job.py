@@ -1,8 +1,5 @@
-"""Lesson 17: your own job. A plain script the course did not write (a text model on
-generated reviews, notebooks/jobs/<track>/text_job.py) is diagnosed twice: unchanged from
-the command line (`gpu-course watch -- python text_job.py`), then with two lines in its
-loop (`for x, y in gc.watch(loader)`), whose record `diagnose` reads. One fix follows
-from the diagnosis, loader workers, and is judged against the job as written.
+"""Lesson 17: your own job. A plain script (notebooks/jobs/<track>/text_job.py) diagnosed
+unchanged (`gpu-course watch`) and through `gc.watch(loader)`; the fix it names, judged.
 """
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """The talk's numbers, once for every lesson: "The Steady State: reduce spikiness from GPU
 utilization with Apache MXNet" (2019), ResNet on CIFAR-10, MXNet on V100s (p3 instances).
 
-A closing sentence prints one with `say.quote(talk.SOURCE, value, fmt)`, and must name
-the talk in the same line (`closing.Closing` refuses it otherwise). These are another
-machine's numbers on another data set and budget: a lesson sets them beside the
-attendee's run, never in its table's speed-up column.
+A lesson declares the ones it cites as `findings.Quote`s; the engine prints each beside
+the attendee's number, naming the talk in the same line. They are another machine's
+numbers on another data set and budget, never in a table's speed-up column.
 """
 from __future__ import annotations
 
@@ -15,36 +14,24 @@ HARDWARE = "a V100"
 
 # -- the ladder (one V100, batch 64 unless said) ----------------------------------------
 NAIVE_SAMPLES_PER_SEC = 306          # 1 loader worker, imperative, float32
-NAIVE_EPOCH_S = 40.97
 NAIVE_4GPU_SAMPLES_PER_SEC = 392     # the same job on 4 GPUs: +28 %, starved by its one worker
 WORKERS = 29                         # loader workers once the input was fixed
 WORKERS_SAMPLES_PER_SEC = 663
 HYBRID_SAMPLES_PER_SEC = 941         # net.hybridize()
-HYBRID_EPOCH_S = 13.25
 HYBRID_4GPU = (950, 1_266)           # 4 GPUs, imperative -> hybridized (samples/s)
-
-# -- lesson 01 ------------------------------------------------------------------------------
-
-# -- lesson 02 ------------------------------------------------------------------------------
-
-# -- lesson 03 ------------------------------------------------------------------------------
 
 # -- lesson 04 ------------------------------------------------------------------------------
 FLOAT32_SAMPLES_PER_SEC = HYBRID_SAMPLES_PER_SEC   # hybridized, float32, batch 64
 FLOAT16_SAMPLES_PER_SEC = 3_100      # net.cast('float16') + multi_precision, one V100
-FLOAT16_EPOCH_S = 12.0
 
 # -- lesson 05 ------------------------------------------------------------------------------
 WORKLOAD = "ResNet on CIFAR-10"      # what the talk trained (the lessons may train another)
 # batch per GPU -> (val acc, epoch seconds) after 3 epochs of plain SGD on one V100
 BATCH_TABLE = {64: (0.7131, 27.5), 128: (0.7139, 14.5), 256: (0.6882, 8.3),
                512: (0.6588, 6.4), 1280: (0.6082, 6.5)}
-BATCH_TABLE_EPOCHS = 3
 LARGE_BATCH = 640                    # every earlier fix in place, one V100:
 LARGE_BATCH_SAMPLES_PER_SEC = 17_000  # with 29 loader workers
 LARGE_BATCH_ONE_WORKER = 1_500       # with one worker (60+ s per epoch)
-
-# -- lesson 06 ------------------------------------------------------------------------------
 
 # -- lesson 07 ------------------------------------------------------------------------------
 # 1 GPU -> 4 GPUs at each rung of the talk's ladder (samples/s, V100s): its workers rung
@@ -56,9 +43,7 @@ SCALING = {RungName.NAIVE: (NAIVE_SAMPLES_PER_SEC, NAIVE_4GPU_SAMPLES_PER_SEC),
            RungName.LARGE_BATCH: (LARGE_BATCH_SAMPLES_PER_SEC, 50_000)}
 SCALING_GPUS = 4
 SCALING_BATCH = 640                  # per GPU, the rung that scaled best
-WISELY = ((1, 3_200), (4, 3_400))    # "choose the number of GPUs wisely": (GPUs, samples/s)
 # The course's anchor for a large network (not the talk's): ResNet-50 on an A100, PyTorch AMP
-RESNET50_SOURCE = "the course's A100 anchor"
 RESNET50_A100_SAMPLES_PER_SEC = 2_470
 RESNET50_BATCH = 256
 RESNET50_PARAMETERS = 25.6e6
@@ -76,16 +61,12 @@ LECTURE = "the profiling lecture"    # its rule of thumb for read bandwidth
 LECTURE_DISK_MB_S = 150              # a disk
 LECTURE_NVME_MB_S = 3_000            # NVMe
 
-# -- lesson 10 ------------------------------------------------------------------------------
-
 # -- lesson 11 ------------------------------------------------------------------------------
 MKLDNN_HARDWARE = "a 72-vCPU c5.18xlarge"   # the talk's Intel table: MXNet 1.3, ResNet-50 v1
 MKLDNN_SPEEDUP = {1: 7.45, 128: 15.90}       # batch -> images/s with MKL-DNN over without
 LECTURE_DISK_GB_S = LECTURE_DISK_MB_S / 1000   # the lecture's disk and NVMe (lesson 09's), in GB/s
 LECTURE_NVME_GB_S = LECTURE_NVME_MB_S / 1000
 LECTURE_PCIE_X8_GB_S = 5.0                   # a GPU on 8 PCIe lanes
-
-# -- lesson 12 ------------------------------------------------------------------------------
 
 # -- lesson 14 ------------------------------------------------------------------------------
 # the slide "Imperative vs Symbolic": a = ones(10); b = ones(10) * 2; c = b * a; d = c + 1,
