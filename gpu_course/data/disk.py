@@ -176,6 +176,3 @@ def _human(n: int) -> str:
         if n >= scale and n % scale == 0:
             return f"{n // scale} {unit}"
     return f"{n} B"
-
-
-__all__ = ["ReadSpeed", "evict", "cached_share", "read_bandwidth", "read_files", "block_shuffle"]

@@ -128,7 +128,3 @@ class EpochSampler:
 
     def __iter__(self):
         return iter(self.epochs)
-
-
-__all__ = ["WINDOW_BYTES", "window_records", "epoch_order", "sample_order", "page_cache",
-           "asked", "EpochOrder", "EpochSampler"]

@@ -137,7 +137,3 @@ def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
             cfg.batch_size, train=train, augment=cfg.augment, channels_last=cfg.channels_last,
             seed=cfg.seed), device))
     return tuple(loaders)
-
-
-__all__ = ["KINDS", "OrderSampler", "order_sampler", "SourceDataset", "LazyImages", "folder_split", "io_datasets", "io_loaders",
-           "prepare_data"]
