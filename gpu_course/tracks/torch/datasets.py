@@ -1,8 +1,4 @@
-"""The data sets and loaders an Experiment names, for the PyTorch track: the generated
-CIFAR-10 stand-in and CIFAR-10 (in memory, `data`), an image folder in one of its
-formats (`io_data`), or the whole set on the GPU (`gpu_loader`). This module only
-chooses; the modules it chooses from never import it.
-"""
+"""The data sets and loaders an Experiment names, for the PyTorch track (this only chooses)."""
 from __future__ import annotations
 
 import torch
@@ -15,9 +11,7 @@ from .io_data import io_datasets, order_sampler
 
 def load_datasets(cfg: Experiment, skip_corrupt: bool = False
                   ) -> tuple[ImageDataset, ImageDataset]:
-    """(train_dataset, val_dataset) for cfg.dataset; training images augmented as
-    cfg.augment says, validation images only normalised. skip_corrupt: an image folder's
-    unreadable images are left out (counted, and named in the run's record)."""
+    """(train_dataset, val_dataset) for cfg.dataset; skip_corrupt leaves unreadable images out."""
     if cfg.dataset == "folder":  # a Caltech-256-style image folder: see io_data
         return _ours(*io_datasets(cfg, cfg.data_format, skip_corrupt=skip_corrupt))
     arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
@@ -34,8 +28,7 @@ def _ours(*datasets):
 
 
 def load_data(cfg: Experiment, device: torch.device | str | None = None):
-    """(train_iter, val_iter) for cfg: DataLoaders, or with cfg.data_on_gpu two
-    GpuLoaders that keep the whole dataset on `device` (default: the first device)."""
+    """(train_iter, val_iter) for cfg: DataLoaders, or GpuLoaders with cfg.data_on_gpu."""
     if cfg.data_on_gpu:
         from .devices import try_devices
         from .gpu_loader import gpu_loaders

@@ -1,18 +1,6 @@
-"""Lesson 14: a training step's memory, read from PyTorch's own counters into the run's
-record (`rec.note(memory=...)`; the schema is `analyse.memory`'s).
-
-    parts = gc.build(cfg)
-    memory = gc.MemoryMeter(parts)         # before the first step: what is live without the network
-    with gc.record(parts) as rec:
-        ...train...
-        memory.measure(rec, lambda: step(net, optimizer, x, y), inputs=(x, y))
-
-Everywhere, the profiler's memory timeline sorts every tensor a step touched into
-parameters, optimizer state, gradients, inputs, activations and temporaries (the last
-step's stays in the run's folder: memory_timeline.json). On a GPU, the CUDA caching
-allocator's counters around each step, and a snapshot of the last step for
-https://pytorch.org/memory_viz (memory_snapshot.pickle). The parts are also counted from
-the model: parameters, gradients and the optimizer's state tensors.
+"""Lesson 14: a training step's memory from PyTorch's own counters into the run's record
+(schema: `analyse.memory`): the profiler's memory timeline by category, on a GPU the
+caching allocator's counters and a snapshot for https://pytorch.org/memory_viz.
 """
 from __future__ import annotations
 
@@ -58,8 +46,7 @@ def state_tensors(optimizer) -> list:
 
 
 def counted(net, optimizer, inputs=()) -> dict:
-    """The parts counted from the model, in bytes: parameters, their gradients (one each,
-    of the same size, for those that learn), the optimizer's state and the input batch."""
+    """Bytes counted from the model: parameters, gradients, optimizer state, inputs."""
     params = list(dict.fromkeys(net.parameters()))
     return {Part.PARAMETERS: nbytes(params),
             Part.GRADIENTS: nbytes(p for p in params if p.requires_grad),
@@ -68,9 +55,8 @@ def counted(net, optimizer, inputs=()) -> dict:
 
 
 class MemoryMeter:
-    """Measures a training step's memory with PyTorch's own counters, for a run built as
-    `parts` (gc.build): made before the first step, it reads what is live without the
-    network; `measure` runs more steps after training and notes what they used."""
+    """Made before the first step (what is live without the network); `measure` runs more
+    steps after training and notes what they used."""
 
     def __init__(self, parts):
         self.net, self.optimizer = parts.net, parts.optimizer
@@ -173,9 +159,7 @@ class MemoryMeter:
 
 @contextlib.contextmanager
 def quiet():
-    """The process's stderr (file descriptor 2) sent to /dev/null meanwhile: the profiler's
-    C++ side writes a line at every start and stop there, which a notebook shows. Python's
-    own exceptions are unaffected."""
+    """File descriptor 2 sent to /dev/null meanwhile (the profiler's C++ side chatters)."""
     sys.stderr.flush()
     saved = os.dup(2)
     try:
