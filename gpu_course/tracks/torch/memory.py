@@ -69,8 +69,7 @@ class MemoryMeter:
                 t for t in (*self.net.parameters(), *self.net.buffers()) if t.device == self.device)
 
     def measure(self, rec, step, inputs=(), readings: int = 3) -> dict:
-        """Run `step()` (one training step, or one update) `readings` times, each read
-        alone, and note the memory in rec's record; returns what it noted."""
+        """Run `step()` `readings` times, each read alone, and note the memory in rec."""
         if readings < 1:
             raise ValueError(f"readings={readings} must be at least 1 (measured steps)")
         folder = rec.record.path if getattr(rec, "record", None) is not None else None
@@ -119,12 +118,8 @@ class MemoryMeter:
         return out
 
     def _profiled(self, step, path: Path) -> dict:
-        """One step under the profiler; its memory timeline read back from `path`.
-
-        The backward runs on the calling thread (set_multithreading_enabled(False)): on a
-        GPU autograd's device thread would run checkpointed recomputation where the
-        profiler's stack tracer fails. Should the profiler still fail on a GPU, the step
-        runs again without it: the allocator's counters stand, the parts go unsorted."""
+        """One step under the profiler, its memory timeline read back from `path`; backward
+        on this thread (the profiler's stack tracer fails on autograd's device thread)."""
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
         grads_held = [p for p in self.net.parameters() if p.grad is not None]
         try:
@@ -183,10 +178,8 @@ def categories() -> list:
 
 
 def read_timeline(timeline, names=None) -> dict:
-    """{"held", "peak", "at_peak", "most"} of a memory timeline ([times, sizes], each size
-    a row of one leading 0 and a column per category): held is what was live before the
-    step (the tensors that existed already), peak the most live at once, at_peak the
-    parts then, most each part's own most."""
+    """{"held" before the step, "peak", "at_peak" by part, "most" of each part} of a
+    memory timeline ([times, sizes], a column per category after a leading 0)."""
     names = categories() if names is None else names
     _, sizes = timeline
     if not sizes:
@@ -206,8 +199,7 @@ def read_timeline(timeline, names=None) -> dict:
 
 
 def train_step(net, optimizer, x, y):
-    """Lesson 14's step: forward, backward, update, and the gradients freed after it
-    (zero_grad(set_to_none=True)), so that none are held between steps."""
+    """Lesson 14's step: forward, backward, update, the gradients freed after it."""
     out = net(x)
     loss = torch.nn.functional.cross_entropy(out, y)
     loss.backward()
@@ -217,9 +209,8 @@ def train_step(net, optimizer, x, y):
 
 
 def memory_run(cfg, readings: int = 3, verbose: bool = False):
-    """Train as cfg says with lesson 14's step, then measure `readings` more steps with
-    `MemoryMeter` into the run's record; returns the run (lesson 14's loop, packaged). A
-    batch that does not fit returns its record with status "oom"."""
+    """Lesson 14's loop, packaged: train, then measure `readings` more steps; the run
+    (status "oom" when the batch does not fit)."""
     from ...measure.records import OutOfMemory, load_run
     from .devices import out_of_memory
     from .loop import to_device
