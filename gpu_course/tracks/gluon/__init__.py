@@ -1,10 +1,5 @@
-"""The Gluon (Apache MXNet 1.9) track: `from gpu_course import gluon as gc`.
-
-Same public names as `gpu_course.tracks.torch`, so a lesson reads the same in both tracks:
-gpu_count, try_devices, load_datasets, prepare_data, make_loader, load_data,
-get_model, build, record, watch, train, evaluate, lr_scheduler, sweep, plus Experiment,
-load_run(s), metrics, plots and report.
-"""
+"""The Gluon (Apache MXNet 1.9) track: `from gpu_course import gluon as gc`, the same
+public names as `gpu_course.tracks.torch`, so a lesson reads the same in both."""
 from __future__ import annotations
 
 from .. import lazy
@@ -40,21 +35,17 @@ __all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solut
 
 
 def solution(exercise: str) -> None:
-    """Print exercise `exercise`'s solution in this track (notebooks/solutions/gluon/):
-    compare it with your own after trying."""
+    """Print exercise `exercise`'s solution in this track, to compare with your own."""
     _solution(exercise, "gluon")
 
 
 def sweep(cfg: Experiment, field: str, values, repeats: int = 1, **train_kwargs):
-    """train(cfg with `field` set to each value); an out-of-memory point is recorded
-    (status "oom") and the sweep goes on. Returns the runs in order; repeats=k runs the
-    sweep k times, interleaved, and returns a list of runs per value."""
+    """train(cfg with `field` set to each value) (`experiments.sweep`)."""
     return _sweep(train, cfg, field, values, repeats, **train_kwargs)
 
 
 def repeat(cfgs, repeats: int = 3, **train_kwargs):
-    """Each config trained `repeats` times, interleaved; {name: [runs]} for
-    `noise.compare` (is a difference an effect or run-to-run noise?)."""
+    """Each config trained `repeats` times, interleaved; {name: [runs]} for `noise.compare`."""
     return _interleave(train, list(cfgs), repeats, **train_kwargs)
 
 

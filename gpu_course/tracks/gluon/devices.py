@@ -30,22 +30,19 @@ def gpu_count() -> int:
 
 
 def try_devices(num_gpus: int = 1) -> tuple[list, str | None]:
-    """`[mx.gpu(0), ..]` for `num_gpus` GPUs; with no GPU `[mx.cpu(0), ..]` (one context
-    per GPU asked for, so multi-device code still runs) and a one-line notice."""
+    """`[mx.gpu(0), ..]` for `num_gpus` GPUs; with no GPU as many CPU contexts, and a notice."""
     kind, count, notice = check_gpus(num_gpus, gpu_count())
     make = mx.gpu if kind == "gpu" else mx.cpu
     return [make(i) for i in range(count)], notice
 
 
 def operator_threads() -> tuple[int, str]:
-    """(count, where it comes from): the OpenMP threads MXNet's CPU operators use in this
-    process, from the environment MXNet loaded with (`cores.mxnet_threads`)."""
+    """(count, where it comes from): the OpenMP threads MXNet's CPU operators use here."""
     return mxnet_threads(usable_cores(), THREAD_ENV)
 
 
 def check_threads(cfg: Experiment) -> None:
-    """Refuse cfg.threads when MXNet's operators run another count in this process: it
-    is fixed when MXNet is imported, so only a new process can change it."""
+    """Refuse cfg.threads when MXNet's operators run another count (fixed at import)."""
     count, source = operator_threads()
     if cfg.threads is not None and cfg.threads != count:
         raise ValueError(
@@ -61,8 +58,7 @@ def on_gpu(devices) -> bool:
 
 
 def bfloat16_refused(devices) -> str | None:
-    """Why MXNet cannot compute in bfloat16 on `devices` (None where it can): a GPU, or a
-    CPU without the instructions its oneDNN needs."""
+    """Why MXNet cannot compute in bfloat16 on `devices`, or None where it can."""
     if on_gpu(devices):
         return BFLOAT16_ON_GPU
     support = cpu.supports(cpu.Capability.MXNET_BFLOAT16)
@@ -71,9 +67,8 @@ def bfloat16_refused(devices) -> str | None:
 
 
 def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
-    """The config that can really run on `devices`, and a notice when it had to change:
-    on the CPU float16 falls back to float32 (on a GPU bfloat16 does, and on a CPU without
-    AVX-512: `cpu.Capability.MXNET_BFLOAT16`); num_gpus follows the devices given."""
+    """The config that can really run on `devices` (float16 on a CPU: float32), and a
+    notice when it had to change."""
     notices = []
     if len(devices) != max(cfg.num_gpus, 1):
         cfg = cfg.replace(num_gpus=len(devices))

@@ -1,14 +1,7 @@
-"""The Gluon side of `gpu_course.env.report`: the build (``mx.runtime.Features()``) and a
-forward-pass benchmark, each run in a fresh process by `env.hook`, since MXNet reads
-MXNET_MKLDNN_ENABLED and OMP_NUM_THREADS only when it starts:
+"""The Gluon side of `gpu_course.env.report`, run in a fresh process by `env.hook` (MXNet
+reads MXNET_MKLDNN_ENABLED and OMP_NUM_THREADS only when it starts):
 
-    python -m gpu_course.tracks.gluon.envinfo build
-    MXNET_MKLDNN_ENABLED=0 OMP_NUM_THREADS=2 \\
-        python -m gpu_course.tracks.gluon.envinfo bench --threads=2 --onednn=0 --batch=64 --steps=5
-    MXNET_MKLDNN_ENABLED=0 OMP_NUM_THREADS=2 python -m gpu_course.tracks.gluon.envinfo infer \
-        --threads=2 --onednn=0 --models=tiny,resnet20 --batches=1,128 --requests=200 --images=1280 --warmup=3
-
-Each prints one JSON line.
+    python -m gpu_course.tracks.gluon.envinfo build|bench|infer [--threads=2 ...]
 """
 from __future__ import annotations
 
@@ -29,8 +22,7 @@ FEATURES = ("CUDA", "CUDNN", "NCCL", "MKLDNN", "TENSORRT", "DIST_KVSTORE", "PROF
 
 
 def build() -> dict:
-    """Versions and the build features the talk names (CUDA, cuDNN, NCCL, MKL-DNN,
-    TensorRT, the distributed kvstore, the profiler)."""
+    """Versions and the build features the talk names (CUDA, cuDNN, MKL-DNN, ...)."""
     found = mx.runtime.Features()
     return {"framework": "mxnet", "version": mx.__version__,
             "features": {name: found.is_enabled(name) for name in FEATURES if name in found},
@@ -41,8 +33,7 @@ def build() -> dict:
 
 
 def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dict:
-    """Hybridized forward passes of `model` on the CPU: images/s over `steps` batches, and
-    of each pass on its own ("step_images_per_s": the spread `noise` judges against)."""
+    """Hybridized forward passes of `model` on the CPU: images/s, overall and of each pass."""
     _check_onednn(onednn)
     net = get_model(model)
     net.initialize(mx.init.Xavier())
@@ -61,9 +52,7 @@ def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dic
 
 
 def infer(threads: int, onednn: bool, models, workload: Workload) -> dict:
-    """Lesson 15 on the CPU: each of `models` served with oneDNN as this process started
-    (it must match `onednn`), batch 1 one request at a time and each larger batch
-    (`inference.time_inference`): the records."""
+    """Lesson 15 on the CPU: the records of each of `models` (`inference.time_inference`)."""
     _check_onednn(onednn)
     variant = Variant.ONEDNN_ON if onednn else Variant.ONEDNN_OFF
     records = []

@@ -1,8 +1,4 @@
-"""Optimizer and learning-rate schedule for a Gluon run, both named by the config.
-
-MXNet's schedulers count *updates* (optimizer steps), so every epoch count in the
-config is multiplied by `steps_per_epoch` here.
-"""
+"""Optimizer and learning-rate schedule for a Gluon run (MXNet's schedulers count updates)."""
 from __future__ import annotations
 
 import mxnet as mx
@@ -16,13 +12,8 @@ WITH_MOMENTUM = ("sgd", "nag", "lbsgd", "lars", "signum")
 
 
 def lr_scheduler(cfg: Experiment, steps_per_epoch: int):
-    """The mx.lr_scheduler for cfg.lr_scheduler, starting from cfg.scaled_lr, with a
-    linear warm-up from 0 over cfg.warmup_epochs; None for a constant rate.
-
-    factor: lr *= LR_FACTOR every lr_steps[0] epochs (default 1); multifactor: at each
-    epoch in lr_steps; poly (power 2) and cosine: down to 0 at the end of the run.
-    A scheduler keeps state: build a fresh one for each run or plot.
-    """
+    """The mx.lr_scheduler for cfg.lr_scheduler after a linear warm-up; None for a
+    constant rate. It keeps state: build a fresh one for each run or plot."""
     if steps_per_epoch < 1:
         raise ValueError(f"steps_per_epoch={steps_per_epoch!r} must be >= 1")
     base_lr = cfg.scaled_lr
@@ -52,10 +43,7 @@ def lr_scheduler(cfg: Experiment, steps_per_epoch: int):
 
 
 def optimizer_params(cfg: Experiment, steps_per_epoch: int) -> dict:
-    """Keyword arguments for mx.optimizer.create(cfg.optimizer, ...): learning rate,
-    schedule, weight decay, momentum where the optimizer has one, multi_precision for
-    float16 (float32 master weights), LBSGD's warm-up bookkeeping, and last the
-    pairs in cfg.optimizer_params, which win (e.g. (("multi_precision", False),))."""
+    """Keyword arguments for mx.optimizer.create(cfg.optimizer, ...); cfg.optimizer_params win."""
     params = {"learning_rate": cfg.scaled_lr, "wd": cfg.wd,
               "multi_precision": cfg.dtype == "float16"}
     schedule = lr_scheduler(cfg, steps_per_epoch)
@@ -79,9 +67,7 @@ def optimizer_params(cfg: Experiment, steps_per_epoch: int) -> dict:
 
 
 def make_trainer(net, cfg: Experiment, steps_per_epoch: int) -> gluon.Trainer:
-    """gluon.Trainer over net's parameters with cfg's optimizer; its kvstore 'device'
-    sums the gradients of several devices on one of them (a parameter-server job's
-    workers make their own: `dist.train_worker`)."""
+    """gluon.Trainer over net's parameters with cfg's optimizer (kvstore 'device')."""
     try:
         return gluon.Trainer(net.collect_params(), cfg.optimizer,
                              optimizer_params(cfg, steps_per_epoch), kvstore="device")

@@ -1,5 +1,4 @@
-"""`gc.record(...)`: the course's bookkeeping around a plain Gluon loop, with what the
-loop was handed read back into the record.
+"""`gc.record(...)`: the course's bookkeeping around a plain Gluon loop.
 
     parts = gc.build(cfg)                          # unpacks as net, train_iter, val_iter, trainer
     net, train_iter, val_iter, trainer = parts
@@ -30,12 +29,8 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS", "MXNET_ENGIN
 
 
 def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
-    """The bookkeeping for one run of a plain Gluon loop (a context manager). `cfg` is
-    an Experiment, or the `Parts` that `build` made (then its network, loader, trainer,
-    devices and downgrades are recorded). What it is handed (network, training loader,
-    gluon.Trainer as `optimizer`) is read back into the recorded config, or refused when
-    it contradicts a setting made in cfg. `output`: how the run reports, the fields of
-    `harness.Output` (runs_dir, progress, verbose, on_epoch)."""
+    """The bookkeeping for one run of a plain Gluon loop, for an Experiment or `Parts`;
+    what it is handed (a gluon.Trainer as `optimizer`) is read back into the record."""
     out = Output.of(output)
     resolved = isinstance(cfg, provenance.Parts)   # `build` resolved it: threads, devices
     parts = provenance.Parts.of(cfg).fill(net, train_iter, optimizer)
@@ -78,8 +73,7 @@ def watch(loader, net=None, name: str = "watch", **output):
 
 
 def read_network(net) -> tuple[dict, dict]:
-    """(config fields, facts) of a Gluon network: the course model's name or "own", its
-    graph mode and dtype, class, parameter count and output classes where known."""
+    """(config fields, facts) of a Gluon network."""
     params = net.collect_params().values()
     try:  # shapes are known once initialised (deferred init leaves zeros)
         count = sum(int(p.data().size) for p in params)
@@ -93,8 +87,7 @@ def read_network(net) -> tuple[dict, dict]:
 
 
 def read_loader(loader, num_devices: int) -> tuple[dict, dict]:
-    """(config fields, facts) of a training DataLoader: per-device batch, workers,
-    dataset size and image size (one sample is read to find it)."""
+    """(config fields, facts) of a training DataLoader (one sample read for its size)."""
     if not isinstance(loader, gluon.data.DataLoader):
         return {}, {"class": type(loader).__name__}
     dataset = loader._dataset
