@@ -117,13 +117,9 @@ class Experiment:
     train_size: int = 50_000          # training images per epoch
     test_size: int = 10_000           # validation images
     image_size: int = 32              # pixels a side fed to the model
-    data_format: str = "loose"        # dataset="folder": "loose" JPEGs decoded per sample |
-                                      # "preresized" once, out of band | "packed" in one
-                                      # binary file | "memory" (all decoded in RAM)
-    sample_order: str = "random"      # data_format="packed": "random" | "quasi_random"
-                                      # (shuffled within windows of the file) | "sequential"
-    page_cache: str = "keep"          # data_format="packed": "keep" | "drop" (the file's
-                                      # pages dropped before every epoch: read from disk)
+    data_format: str = "loose"        # dataset="folder": "loose" | "preresized" | "packed" | "memory"
+    sample_order: str = "random"      # data_format="packed": `SampleOrder`
+    page_cache: str = "keep"          # data_format="packed": `PageCache`
     augment: str = "standard"         # "standard" (pad-4 crop, flip, normalise) | "none" | "heavy"
     # -- model -----------------------------------------------------------------------
     model: str = "resnet20"           # CIFAR ResNet/WRN as in GluonCV's zoo, or "tiny"
@@ -137,24 +133,18 @@ class Experiment:
     mock: str = "none"                # "loader": one batch served forever (compute ceiling);
                                       # "trainer": batches fetched and dropped (input ceiling)
     # -- compute ---------------------------------------------------------------------
-    graph: str = "eager"              # how the network runs (`Graph`), in either track's
-                                      # words: Gluon "imperative" | "hybridize" |
-                                      # "static-alloc"; PyTorch "eager" | "compile" |
-                                      # "cuda-graphs"; kept as Graph's canonical word
+    graph: str = "eager"              # how the network runs (`Graph`), in either track's words
     dtype: str = "float32"            # "float32" | "float16" | "bfloat16" (Gluon: CPU only)
     channels_last: bool = False       # PyTorch: NHWC memory layout for tensor cores
     num_gpus: int = 1                 # devices to train on; CPU contexts when no GPU exists
-    threads: int | None = None        # the training process's intra-op (OpenMP) threads;
-                                      # None = the framework's default (PyTorch: one a
-                                      # core; MXNet: half the cores on x86). MXNet fixes it
-                                      # at import: set OMP_NUM_THREADS before starting
+    threads: int | None = None        # intra-op (OpenMP) threads; None = the framework's
+                                      # default (MXNet fixes it at import: OMP_NUM_THREADS)
     # -- optimisation ----------------------------------------------------------------
     optimizer: str = "sgd"            # see OPTIMIZERS
     lr: float = 0.1                   # learning rate at lr_base_batch images per step
     lr_base_batch: int | None = None  # if set, lr scales linearly: lr * global_batch / this
-    optimizer_params: tuple = ()      # (key, value) pairs: "momentum" (default MOMENTUM),
-                                      # "wd" (WEIGHT_DECAY) and the optimizer's own, e.g.
-                                      # (("batch_scale", 4),)
+    optimizer_params: tuple = ()      # (key, value) pairs: "momentum", "wd" and the
+                                      # optimizer's own, e.g. (("batch_scale", 4),)
     lr_scheduler: str = "none"        # see SCHEDULERS_BY_ENGINE
     lr_steps: tuple = ()              # multifactor: epochs at which lr *= LR_FACTOR;
                                       # factor: (every_n_epochs,)

@@ -454,7 +454,3 @@ def runs_table(runs: Iterable[Run]):
             "started_at": run.meta.get("started_at"),
         })
     return pd.DataFrame(rows)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    print(json.dumps({"versions": versions(), "hardware": hardware()}, indent=2), file=sys.stdout)
