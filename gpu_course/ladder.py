@@ -36,16 +36,14 @@ RUNG_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_fa
 
 # what only a GPU shows, left out of a CPU ladder: (rung or CUDA_GRAPHS, why)
 CUDA_GRAPHS = "CUDA graphs"   # not a rung: what the compile and data-on-gpu rungs replay
+_LARGE_BATCH = (RungName.LARGE_BATCH, "a large batch pays by filling a GPU; a CPU is as busy "
+                "at batch 64")
+_ALL_GPUS = (RungName.ALL_GPUS, "there is no second device")
 GPU_ONLY = {
-    "gluon": [(RungName.FLOAT16, "a CPU has no fast float16 convolutions"),
-              (RungName.LARGE_BATCH, "a large batch pays by filling a GPU; a CPU is as busy "
-               "at batch 64"),
-              (RungName.ALL_GPUS, "there is no second device")],
-    "pytorch": [(RungName.LARGE_BATCH, "a large batch pays by filling a GPU; a CPU is as busy "
-                 "at batch 64"),
-                (CUDA_GRAPHS, "they need CUDA: on a CPU the compile and data-on-gpu rungs "
-                 "run without them"),
-                (RungName.ALL_GPUS, "there is no second device")],
+    "gluon": [(RungName.FLOAT16, "a CPU has no fast float16 convolutions"), _LARGE_BATCH,
+              _ALL_GPUS],
+    "pytorch": [_LARGE_BATCH, (CUDA_GRAPHS, "they need CUDA: on a CPU the compile and "
+                               "data-on-gpu rungs run without them"), _ALL_GPUS],
 }
 
 

@@ -3,14 +3,6 @@
 A daemon thread samples every GPU (`nvml`) and the host (psutil) on a fixed schedule;
 ``save(folder)`` writes the run record's gpu.csv, host.csv and markers.csv. Times are
 seconds since ``start()`` on the monitor clock, which ``now()`` and ``mark()`` share.
-
-    with GpuMonitor(interval=0.5) as mon:
-        mon.mark("epoch 1 start")
-        train_one_epoch()
-        mon.mark("epoch 1 end")
-    mon.save(run_folder)
-    mon.summary()["gpu_util_mean"]
-
 Without NVML (no driver, no GPU) it says so once and records the CPU only.
 """
 import math

@@ -1,14 +1,6 @@
-"""Step timing: split each training step into data wait and compute, and keep every step.
-
-    timer = StepTimer(warmup_steps=5)
-    timer.start_epoch()
-    for batch in timer.wrap(train_iter):     # time blocked in next() = data wait
-        ...forward, backward, update...      # no sync here: the device runs behind
-        timer.step(len(batch))              # the rest of the step = "compute"
-    epoch = timer.end_epoch(sync=waitall)   # the epoch's one sync: its time is real
-
-Host-side times, no sync added: "compute" is the step less its data wait (dispatch,
-Python, back-pressure from a full device queue), not the device's time.
+"""Step timing: split each training step into data wait (blocked in the loader's next())
+and compute, and keep every step. Host-side times, no sync added: "compute" is dispatch,
+Python and back-pressure from a full device queue, not the device's time.
 """
 from __future__ import annotations
 

@@ -1,15 +1,4 @@
-"""`gc.record(...)`: the course's bookkeeping around a plain Gluon loop.
-
-    parts = gc.build(cfg)                          # unpacks as net, train_iter, val_iter, trainer
-    net, train_iter, val_iter, trainer = parts
-    with gc.record(parts) as rec:                  # or gc.record(cfg, net=..., ...)
-        for epoch in rec.epochs():
-            for data, label in rec.batches(train_iter):
-                ...plain Gluon...
-                rec.step(n, loss_sum=loss.sum(), correct=hits)   # stays on the device
-            rec.end_epoch(sync=mx.nd.waitall,
-                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices))
-"""
+"""`gc.record(...)`: the course's bookkeeping (`measure.harness`) around a plain Gluon loop."""
 from __future__ import annotations
 
 import os

@@ -1,15 +1,4 @@
-"""`gc.record(...)`: the course's bookkeeping around a plain PyTorch loop.
-
-    parts = gc.build(cfg)                  # unpacks as net, train_iter, val_iter, optimizer
-    net, train_iter, val_iter, optimizer = parts
-    with gc.record(parts) as rec:          # or gc.record(cfg, net=..., train_iter=..., ...)
-        for epoch in rec.epochs():
-            for x, y in rec.batches(train_iter):
-                ...plain PyTorch...
-                rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
-            rec.end_epoch(sync=torch.cuda.synchronize,          # on a GPU; None on a CPU
-                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices))
-"""
+"""`gc.record(...)`: the course's bookkeeping (`measure.harness`) around a plain PyTorch loop."""
 from __future__ import annotations
 
 import os
