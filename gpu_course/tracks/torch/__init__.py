@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import lazy
+from .. import adapter_functions, lazy
 from ...config import Experiment as _Experiment
-from ...experiments import interleave as _interleave
 from ...lessons import conclude, show, sizes, workers
 from ...analyse.memory import memory_of
-from ...lessons.exercises import check, solution as _solution
-from ...experiments import sweep as _sweep
+from ...lessons.exercises import check
 from ...measure.records import load_run, load_runs
 from ...measure.timing import Workload
 from .data import make_loader
@@ -36,11 +34,6 @@ __all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solut
            "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "Batches", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
 
 
-def solution(exercise: str) -> None:
-    """Print exercise `exercise`'s solution in this track, to compare with your own."""
-    _solution(exercise, "pytorch")
-
-
 @dataclass(frozen=True, eq=False)  # eq and hash as the base class: fields only
 class Experiment(_Experiment):
     """`gpu_course.config.Experiment` with engine="pytorch" by default."""
@@ -48,14 +41,7 @@ class Experiment(_Experiment):
     engine: str = "pytorch"
 
 
-def sweep(cfg: Experiment, field: str, values, repeats: int = 1, **train_kwargs):
-    """train(cfg with `field` set to each value) (`experiments.sweep`)."""
-    return _sweep(train, cfg, field, values, repeats, **train_kwargs)
-
-
-def repeat(cfgs, repeats: int = 3, **train_kwargs):
-    """Each config trained `repeats` times, interleaved; {name: [runs]} for `noise.compare`."""
-    return _interleave(train, list(cfgs), repeats, **train_kwargs)
+solution, sweep, repeat = adapter_functions("pytorch", train)
 
 
 def __getattr__(name: str):
