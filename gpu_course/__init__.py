@@ -9,8 +9,7 @@ from .config import Experiment  # noqa: E402,F401  (cheap: standard library only
 
 
 def __getattr__(name: str):
-    """`from gpu_course import gluon` / `torch`: the track adapters (gpu_course/tracks/),
-    imported on first use so that importing the core loads no framework."""
+    """`from gpu_course import gluon` / `torch`: a track adapter, imported on first use."""
     if name in ("gluon", "torch"):
         import importlib
         return importlib.import_module(f"gpu_course.tracks.{name}")

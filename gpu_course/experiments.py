@@ -9,8 +9,7 @@ from .measure.records import OutOfMemory, Run, load_run
 
 def sweep(train: Callable[..., Run], cfg: Experiment, field: str, values: Iterable,
           repeats: int = 1, **train_kwargs) -> list:
-    """Run `train(cfg.replace(field=v))` for each value; the runs in order (repeats=k:
-    the sweep k times, interleaved, a list of runs per value)."""
+    """`train(cfg.replace(field=v))` for each value (repeats: interleaved, a list each)."""
     _check_repeats(repeats)
     values = list(values)
     points: dict = {i: [] for i in range(len(values))}

@@ -373,8 +373,7 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
 
 
 def free_threads(before: Run) -> tuple[int, float]:
-    """(intra-op threads, other programs' load in cores): the cores left free while
-    `before` ran, every core when the machine was not shared."""
+    """(intra-op threads, others' load in cores): the cores left free while `before` ran."""
     from .analyse import metrics
     load = metrics.machine_load(before)
     cores = int(load["cpu_count"]) if not math.isnan(load["cpu_count"]) else \

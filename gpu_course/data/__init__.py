@@ -22,8 +22,7 @@ _OURS = ("synthetic-v", FOLDER_NAME, "cifar-10-binary.tar.gz", "prepared", "calt
 
 
 def prepare(name="synthetic", root=None, train_size=50000, test_size=10000, seed=0):
-    """Make the data set ``name`` ready on disk (synthetic: cached per seed and sizes);
-    return its ``cifar-10-batches-bin`` folder."""
+    """Make the data set ``name`` ready on disk; return its ``cifar-10-batches-bin`` folder."""
     if name not in DATASETS:
         raise ValueError(f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}")
     _check_sizes(train_size, test_size, seed)
@@ -79,8 +78,7 @@ def load(name="synthetic", root=None, train_size=50000, test_size=10000, seed=0)
 
 
 def generate_to(out=None, seed=0, train_size=50000, test_size=10000, overwrite=False):
-    """``gpu-course data``: write the synthetic set to ``out/cifar-10-batches-bin``; a
-    folder gpu-course did not write is never replaced."""
+    """``gpu-course data``: the synthetic set in ``out/cifar-10-batches-bin``."""
     _check_sizes(train_size, test_size, seed)
     out = Path(out).expanduser() if out is not None else default_root()
     if out.exists() and not out.is_dir():

@@ -149,8 +149,7 @@ def _read_batches(paths):
 
 
 def download_cifar10(root, url=CIFAR10_URL, md5=CIFAR10_MD5, timeout=10):
-    """Make sure ``root/cifar-10-batches-bin`` holds real CIFAR-10 (from the folder, the
-    archive beside it, or one download attempt); return it."""
+    """``root/cifar-10-batches-bin`` with real CIFAR-10, downloaded once if need be."""
     root = Path(root)
     if is_complete(root):  # data_dir names the cifar-10-batches-bin folder itself
         return root
@@ -243,8 +242,7 @@ def _md5(path):
 
 
 def _replace_dir(new, target, ours=None) -> list[str]:
-    """Rename ``new`` to ``target``; a user's own files (not in `ours`) move into it, and
-    their names are returned."""
+    """Rename ``new`` to ``target``, moving a user's own files in; returns their names."""
     new, target = Path(new), Path(target)
     old, kept = None, []
     if target.exists():

@@ -18,8 +18,7 @@ MB = 1e6
 
 
 def block_shuffle(n: int, block: int, seed: int = 0) -> np.ndarray:
-    """A random order of 0..n-1 that reads the disk in runs: blocks of `block` records in
-    a random order, each shuffled inside."""
+    """0..n-1 as blocks of `block` records in a random order, each shuffled inside."""
     if block < 1:
         raise ValueError(f"block={block!r} must be >= 1")
     rng = np.random.default_rng(seed)

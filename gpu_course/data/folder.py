@@ -193,8 +193,7 @@ def resize_center(img, size: int):
 
 # -- random access for the framework datasets -------------------------------------------
 class SkipCounter:
-    """Which samples were skipped as unreadable, over all loader workers: a line each,
-    appended atomically to a temporary file that a pickled copy names."""
+    """Unreadable samples skipped over all loader workers (a line each in a temporary file)."""
 
     def __init__(self):
         import tempfile
@@ -358,8 +357,7 @@ def _generate(root: Path, settings: dict, overwrite: bool, workers, progress) ->
 
 
 def _replace_own_files(root: Path, new: Path, old_settings: dict | None) -> None:
-    """Put the class folders of `new` into `root`, deleting only the files gpu-course
-    wrote there before: any other file stays, and is named."""
+    """Put `new`'s class folders into `root`, deleting only what gpu-course wrote there."""
     (root / MANIFEST).unlink(missing_ok=True)  # first: a half-replaced folder is not ours
     old = old_settings or {}
     for k in range(old.get("classes", 0)):
@@ -413,8 +411,7 @@ def _write_photo(task) -> int:
 # -- a parallel map with a progress bar -----------------------------------------------
 def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool = True,
                  desc: str = "", chunksize: int | None = None):
-    """Yield fn(task) for each task, in order, computed by `workers` processes
-    (default: every core; 0 or 1 = in this process), with a progress bar."""
+    """fn(task) for each task, in order, in `workers` processes, with a progress bar."""
     workers = os.cpu_count() or 1 if workers is None else workers
     bar = _bar(len(tasks), desc) if progress else None
     pool, stopped, done = None, False, False

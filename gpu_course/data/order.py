@@ -23,8 +23,7 @@ def window_records(records: int, file_bytes: int, batch_size: int = 1) -> int:
 
 
 def epoch_order(records: int, order, seed: int = 0, window: int = 1) -> np.ndarray:
-    """The indices 0..records-1 in `order` (a SampleOrder or its value) for one epoch;
-    `window`: records per quasi-random window."""
+    """The indices 0..records-1 in `order` for one epoch (`window`: quasi-random)."""
     order = sample_order(order)
     if order is SampleOrder.SEQUENTIAL:
         return np.arange(records)
@@ -57,8 +56,7 @@ def asked(cfg) -> bool:
 
 
 class EpochOrder:
-    """The indices of one epoch each time it is iterated; `cached[e]`: the share of the
-    file cached at epoch e's start, after any drop."""
+    """One epoch's indices each time it is iterated; `cached[e]`: the share cached."""
 
     def __init__(self, path, records: int, order=SampleOrder.RANDOM,
                  cache=PageCache.KEEP, seed: int = 0, batch_size: int = 1):

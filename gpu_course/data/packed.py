@@ -170,8 +170,7 @@ def _load_task(task):
 
 
 class PackedArray:
-    """A packed image file, memory-mapped: `images` uint8 [N, H, W, 3], `labels`, `classes`.
-    verify=True checks every record's CRC-32 at opening."""
+    """A packed image file, memory-mapped; verify=True checks every record's CRC-32."""
 
     def __init__(self, path, verify: bool = False, skip_corrupt: bool = False):
         self.path = Path(path)

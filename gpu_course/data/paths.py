@@ -28,8 +28,7 @@ def default_root():
 
 @contextlib.contextmanager
 def writing(folder):
-    """One gpu-course process at a time writes `folder` (a lock on its parent; a second
-    writer waits, then finds what the first wrote)."""
+    """One gpu-course process at a time writes `folder` (a lock on its parent)."""
     parent = Path(folder).parent
     parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(parent, os.O_RDONLY)

@@ -61,8 +61,7 @@ def check_loader_workers(num_workers: int, cores: int | None = None) -> None:
 
 
 def threads_per_process(procs_on_host: int, cores: int | None = None) -> int:
-    """Compute threads (OMP_NUM_THREADS) per CPU training process sharing the host:
-    more threads than cores only wait for each other."""
+    """OMP_NUM_THREADS per CPU training process sharing the host's cores."""
     return loader_workers(procs_on_host, cores)
 
 
@@ -81,8 +80,7 @@ def check_thread_variables(environ=None) -> None:
 
 
 def mxnet_threads(cores: int, environ=None) -> tuple[int, str]:
-    """(count, where it comes from): the OpenMP threads MXNet 1.x gives its CPU operators
-    in a process started with `environ` (src/engine/openmp.cc)."""
+    """(count, source): MXNet 1.x's CPU operator threads under `environ` (engine/openmp.cc)."""
     environ = os.environ if environ is None else environ
     omp = (environ.get("OMP_NUM_THREADS") or "").split(",")[0].strip()
     if omp.isdigit():

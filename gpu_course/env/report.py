@@ -64,8 +64,7 @@ def hook(engine: str, *args: str, env: dict | None = None, cpus=None,
 
 def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps: int = 5,
           cpus=None) -> dict:
-    """ResNet-20 forward passes in a fresh process with `threads` OpenMP threads and
-    oneDNN on or off, with the load as it started and the cores others kept busy."""
+    """ResNet-20 forward passes in a fresh process with `threads` threads, oneDNN on or off."""
     load = os.getloadavg()[0]   # how busy the machine was as this benchmark started
     before = machine_load()
     out = hook(engine, "bench", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
@@ -85,8 +84,7 @@ def other_cores(before: dict, after: dict) -> float | None:
 
 def infer(engine: str, models, workload: Workload = Workload(), onednn: bool = True,
           threads: int | None = None, cpus=None) -> list[dict]:
-    """Lesson 15: each of `models` served on the CPU in one fresh process with `threads`
-    OpenMP threads and oneDNN on or off (`<track>.inference.time_inference`)."""
+    """Lesson 15: `models` served on the CPU in a fresh process (`<track>.inference`)."""
     models = [models] if isinstance(models, str) else list(models)
     threads = threads or len(os.sched_getaffinity(0))
     load = os.getloadavg()[0]
@@ -112,8 +110,7 @@ VERBS = {"build": (), "copy": (),
 
 
 def hook_main(argv, prog: str, threads: int, **verbs) -> int:
-    """The command line of a track's envinfo: `verbs` are its functions by verb, the
-    result printed as one JSON line."""
+    """A track's envinfo command line: its `verbs` by name, the result as one JSON line."""
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("what", choices=tuple(verbs))
     parser.add_argument("--threads", type=int, default=threads)
@@ -141,8 +138,7 @@ def thread_counts(usable: int) -> list[int]:
 
 
 def cpu_measurements(engine: str, batch: int = 64, steps: int = 5) -> dict:
-    """oneDNN on against off (all usable cores), a thread sweep with oneDNN on, and the
-    same thread count squeezed onto one pinned core (oversubscription)."""
+    """oneDNN on against off, a thread sweep, and all threads pinned to one core."""
     usable = sorted(os.sched_getaffinity(0))
     n = len(usable)
     on = bench(engine, n, True, batch, steps)

@@ -33,8 +33,7 @@ _warned = set()  # notices already shown in this process: once is enough in a no
 
 
 class GpuMonitor:
-    """Samples GPUs (None: all) and host every ``interval`` seconds on a background thread;
-    it runs once, and its samples stay readable after it stopped."""
+    """Samples GPUs (None: all) and host every ``interval`` s on a thread; runs once."""
 
     def __init__(self, interval=0.5, gpus=None, host=True):
         if not isinstance(interval, (int, float)) or not interval > 0:
@@ -72,8 +71,7 @@ class GpuMonitor:
         return self
 
     def stop(self):
-        """Stop sampling, waiting at most STOP_WAIT_S (a wedged driver may never answer:
-        then `stalled` says so)."""
+        """Stop sampling, waiting at most STOP_WAIT_S (else `stalled` says why)."""
         thread = self._thread
         if thread is None:
             return
@@ -184,8 +182,7 @@ class GpuMonitor:
         return folder
 
     def summary(self, t_start=None, t_end=None):
-        """Means and maxima over the samples with t_start <= t <= t_end (None: open end),
-        per GPU and over GPUs (the mean of the per-GPU means)."""
+        """Means and maxima over the samples with t_start <= t <= t_end, per GPU and overall."""
         gpu = _window(self.gpu_frame(), t_start, t_end)
         host = _window(self.host_frame(), t_start, t_end)
         per_gpu = gpu.groupby("gpu")
@@ -222,8 +219,7 @@ class GpuMonitor:
 
 
 def next_tick(tick, elapsed, interval):
-    """The next tick on the grid k * interval ahead of ``elapsed``: overrun ticks are
-    skipped, and the grid never drifts."""
+    """The next tick on the grid k * interval ahead of ``elapsed`` (overruns skipped)."""
     return max(tick + 1, math.floor(elapsed / interval) + 1)
 
 

@@ -399,8 +399,7 @@ PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 
 
 def device_state(index):
-    """What the environment lesson reads about one GPU (clocks, reasons, temperature,
-    power, PCIe link and its one-way GB/s), each value None where unsupported."""
+    """Clocks, reasons, temperature, power and PCIe link of one GPU (None: unsupported)."""
     with _lock:
         state = _checked(index)
         out = {"index": index, "error": None}
@@ -437,8 +436,7 @@ def device_state(index):
 
 
 def nvidia_smi_query(fields, timeout=10.0):
-    """``nvidia-smi --query-gpu=FIELDS`` as one dict per GPU ("[N/A]" as None); None when
-    nvidia-smi is missing or fails."""
+    """``nvidia-smi --query-gpu=FIELDS`` as a dict per GPU; None when it fails."""
     if isinstance(fields, str):
         fields = fields.split(",")
     fields = [str(field).strip() for field in fields]

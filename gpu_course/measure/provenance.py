@@ -46,8 +46,7 @@ def not_as_asked(field: str, requested, ran, why: str) -> dict:
 
 @dataclass(frozen=True)
 class Resolved:
-    """A request resolved once for this machine: the config that runs, its devices, the
-    downgrades and the notice to print."""
+    """A request resolved once for this machine: config, devices, downgrades, notice."""
 
     requested: Experiment
     cfg: Experiment

@@ -257,8 +257,7 @@ def _merge(into: dict, values: dict) -> None:
 
 # -- facts about the machine ------------------------------------------------------------
 def machine_load() -> dict:
-    """How busy the machine is: load averages and CPU times so far (differences of two
-    readings give a run's share)."""
+    """How busy the machine is: load averages and CPU times so far."""
     times = os.times()
     try:
         one, five, _ = os.getloadavg()

@@ -109,8 +109,7 @@ class StepTimer:
 
 @dataclass(frozen=True)
 class Workload:
-    """What an inference measurement serves (lesson 15): batch 1 for `requests` requests,
-    a larger batch for `images` images, each after `warmup` untimed passes."""
+    """What an inference measurement serves (lesson 15), each after `warmup` passes."""
 
     batches: tuple = (1, 128)
     requests: int = 200

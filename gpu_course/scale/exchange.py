@@ -119,8 +119,7 @@ def _step_spread_s(run) -> float:
 
 
 def measured_table(runs, bench, grad_bytes: float) -> pd.DataFrame:
-    """The model's terms, measured: a row per run (against the first, one device) and
-    the talk's 4 V100s."""
+    """The model's terms, measured: a row per run, and the talk's 4 V100s."""
     base = runs[0]
     t1 = distributed.step_seconds(base)
     s1 = metrics.samples_per_sec(base)
@@ -178,8 +177,7 @@ def _upto_text(k: int) -> str:
 
 
 def model_table(runs, grad_bytes: float, steps=()) -> pd.DataFrame:
-    """The model's outputs, not measurements, for this machine's step and `steps`: (label,
-    step seconds, gradient bytes) of GPUs, over the lecture's links."""
+    """The model's outputs for this machine's step and `steps`, over the lecture's links."""
     base = runs[0]
     steps = [("this machine's step", distributed.step_seconds(base), grad_bytes,
               metrics.on_gpu(base))] + [(*s, True) for s in steps]

@@ -49,8 +49,7 @@ def child_env(**extra) -> dict:
 
 
 def wait_all(procs, timeout: float | None) -> list[int]:
-    """The exit codes of every process; one failing (the others would wait forever) or
-    the timeout stops the rest."""
+    """The exit codes of every process; a failure or the timeout stops the rest."""
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
         while any(p.poll() is None for p in procs):

@@ -49,8 +49,7 @@ def predict(ks, t_compute: float, grad_bytes: float, busbw: float, latency: floa
 
 def stops_paying(t_compute: float, grad_bytes: float, busbw: float, latency: float = 0.0,
                  overlap: float = 0.0, min_efficiency: float = 0.7) -> int:
-    """The largest device count (up to K_MAX) whose predicted efficiency is still at
-    least `min_efficiency`."""
+    """The largest k (up to K_MAX) still predicted at `min_efficiency`."""
     best = 1
     for row in predict(range(1, K_MAX + 1), t_compute, grad_bytes, busbw, latency, overlap):
         if row["efficiency"] >= min_efficiency:
@@ -81,8 +80,7 @@ def implied_busbw(samples_per_sec_1: float, samples_per_sec_k: float, k: int,
 
 
 def overlap_from_steps(t_step_sync: float, t_step_nosync: float, t_allreduce: float) -> float:
-    """Share of the all-reduce hidden behind backward, from step times with and without
-    gradient synchronisation (DDP's no_sync), clipped to [0, 1]."""
+    """Share of the all-reduce hidden behind backward (steps with and without no_sync)."""
     if t_allreduce <= 0:
         raise ValueError(f"t_allreduce={t_allreduce!r} must be > 0 seconds")
     exposed = t_step_sync - t_step_nosync

@@ -67,8 +67,7 @@ def bfloat16_refused(devices) -> str | None:
 
 
 def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
-    """The config that can really run on `devices` (float16 on a CPU: float32), and a
-    notice when it had to change."""
+    """The config that can really run on `devices`, and a notice when it changed."""
     notices = []
     if len(devices) != max(cfg.num_gpus, 1):
         cfg = cfg.replace(num_gpus=len(devices))

@@ -171,8 +171,7 @@ def commands(workers: int, servers: int, cfg_file: str = "cfg.json", runs_dir: s
 
 def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1,
                  threads: int | None = None, job: LocalJob = LocalJob(), work_dir=None):
-    """Run cfg as a parameter-server job on 127.0.0.1; worker 0's record, with every
-    worker's epoch timings in its notes ("ranks") and weights in work_dir."""
+    """Run cfg as a parameter-server job on 127.0.0.1; worker 0's record."""
     if workers < 1 or servers < 1:
         raise ValueError(f"workers={workers!r} and servers={servers!r} must be >= 1")
     verbose = job.verbose

@@ -32,8 +32,7 @@ class SourceDataset(Dataset):
 
 def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
                 skip_corrupt: bool = False, progress: bool = True):
-    """(train_dataset, val_dataset) over cfg's image folder, training delivered as `kind`
-    says (copies made on first use); validation always from memory."""
+    """(train_dataset, val_dataset) over cfg's image folder, training as `kind` says."""
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r} is not allowed; allowed: {', '.join(KINDS)}")
     size = cfg.image_size

@@ -61,8 +61,7 @@ def counted(net, trainer, inputs=()) -> dict:
 
 
 class MemoryMeter:
-    """Made before the first step (what is live without the network); `measure` runs more
-    steps after training and notes what they used."""
+    """Made before the first step; `measure` notes the memory of more steps."""
 
     def __init__(self, parts):
         self.net, self.trainer = parts.net, parts.optimizer
@@ -123,8 +122,7 @@ def train_step(net, trainer, data, label, loss_fn=None):
 
 
 def memory_run(cfg, readings: int = 3, verbose: bool = False):
-    """Lesson 14's loop, packaged: train, then measure `readings` more steps; the run
-    (status "oom" when the batch does not fit)."""
+    """Lesson 14's loop, packaged: train, then measure `readings` more steps."""
     from ...measure.records import OutOfMemory, load_run
     from .record import record
     from .train import build, is_out_of_memory, out_of_memory

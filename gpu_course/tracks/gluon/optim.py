@@ -12,8 +12,7 @@ WITH_MOMENTUM = ("sgd", "nag", "lbsgd", "lars", "signum")
 
 
 def lr_scheduler(cfg: Experiment, steps_per_epoch: int):
-    """The mx.lr_scheduler for cfg.lr_scheduler after a linear warm-up; None for a
-    constant rate. It keeps state: build a fresh one for each run or plot."""
+    """The mx.lr_scheduler for cfg (stateful: a fresh one each run); None if constant."""
     if steps_per_epoch < 1:
         raise ValueError(f"steps_per_epoch={steps_per_epoch!r} must be >= 1")
     base_lr = cfg.scaled_lr

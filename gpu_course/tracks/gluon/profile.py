@@ -27,8 +27,7 @@ def profiler_available() -> bool:
 
 
 def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) -> dict:
-    """Train `wait + warmup + active` steps of `cfg`; the last `active` under mx.profiler
-    (folder/trace.json.gz) where the build has it, else under cProfile (folder/steps.prof)."""
+    """Train `wait + warmup + active` steps, the last under mx.profiler or cProfile."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     devices, _ = try_devices(1)

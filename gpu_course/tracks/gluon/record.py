@@ -18,8 +18,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS", "MXNET_ENGIN
 
 
 def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
-    """The bookkeeping for one run of a plain Gluon loop, for an Experiment or `Parts`;
-    what it is handed (a gluon.Trainer as `optimizer`) is read back into the record."""
+    """The bookkeeping for one plain Gluon loop; what it is handed is read back."""
     out = Output.of(output)
     resolved = isinstance(cfg, provenance.Parts)   # `build` resolved it: threads, devices
     parts = provenance.Parts.of(cfg).fill(net, train_iter, optimizer)

@@ -34,8 +34,7 @@ WHY = {"dtype": FLOAT16_ON_CPU}
 
 
 def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=None):
-    """What cfg describes on this machine, for a notebook's own loop: `Parts` (those
-    passed in used as they are)."""
+    """What cfg describes on this machine, for a notebook's own loop: `Parts`."""
     here = resolve(cfg, devices, net)
     ran, devices = here.cfg, here.devices
     random.seed(ran.seed)
@@ -76,8 +75,7 @@ def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
 
 
 def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None, **output):
-    """Train as `cfg` says and return the run record; anything passed in is used as it
-    is. `output`: `harness.Output`."""
+    """Train as `cfg` says (anything passed in used as it is); the run record."""
     out = Output.of(output)   # an unknown option refused before any work
     if os.environ.get("DMLC_ROLE") == "worker":  # one worker of a parameter-server job
         from .dist import train_worker

@@ -31,8 +31,7 @@ LECTURE_BANDWIDTHS = (("Intel i7 5930K (40 PCIe lanes)", 30.0), ("NVLink", 40.0)
 
 def measure(sizes=SIZES, device=None, min_seconds: float = 0.2, max_iters: int = 50,
             blocks: int = 5) -> list[dict]:
-    """Time all-reduces of each size (bytes) on every rank of the process group: a row per
-    size, the median block (the slowest rank's) with the fastest and slowest beside it."""
+    """Time all-reduces of each size on every rank: the median block, the slowest rank's."""
     device = torch.device(device or ("cuda" if dist.get_backend() == "nccl" else "cpu"))
     k = dist.get_world_size()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)

@@ -87,8 +87,7 @@ def jitter_and_rotate(x: torch.Tensor, rng: np.random.Generator) -> torch.Tensor
 
 
 def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> DataLoader:
-    """A DataLoader of cfg.batch_size images a step for this process's device; training
-    batches shuffled (or drawn by `sampler`), the last short one dropped."""
+    """A DataLoader for this process's device; training shuffled, short last batch dropped."""
     if train and len(dataset) < cfg.batch_size:  # zero steps per epoch otherwise
         raise ValueError(f"batch_size={cfg.batch_size} is larger than the training set "
                          f"({len(dataset)} images): not one full batch per epoch; lower "

@@ -76,8 +76,7 @@ def infer(threads: int, onednn: bool, models, workload: Workload) -> dict:
 
 
 def copy_bandwidth(mib: int = 256, repeats: int = 5) -> dict:
-    """Host-to-device GB/s from pageable and from pinned memory, copies interleaved: the
-    medians, and every copy (`*_all`) for the spread."""
+    """Host-to-device GB/s from pageable and pinned memory, interleaved copies."""
     if not torch.cuda.is_available():
         return {"available": False}
     device = torch.device("cuda:0")

@@ -101,8 +101,7 @@ class GpuLoader:
         return {"order": order, "dy": offsets[0], "dx": offsets[1], "flip": flip}
 
     def device_plan(self, epoch: int, plan: dict | None = None) -> torch.Tensor:
-        """The epoch's plan on the device, one copy: int64 [5, n] of sample, crop row,
-        crop column, flip, label."""
+        """The epoch's plan on the device: int64 [5, n] (sample, row, column, flip, label)."""
         plan = self.plan(epoch) if plan is None else plan
         plan = torch.stack([plan["order"], plan["dy"], plan["dx"], plan["flip"].long()])
         plan = plan.to(self.device, non_blocking=True)

@@ -46,8 +46,7 @@ class SourceDataset(ImageDataset):
 
 def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
                 skip_corrupt: bool = False, progress: bool = True):
-    """(train_dataset, val_dataset) over cfg's image folder, training delivered as `kind`
-    says (copies made on first use); validation always from memory."""
+    """(train_dataset, val_dataset) over cfg's image folder, training as `kind` says."""
     if kind not in KINDS or kind == "gpu":
         allowed = [k for k in KINDS if k != "gpu"]
         raise ValueError(f"kind={kind!r} is not allowed here; allowed: {', '.join(allowed)} "

@@ -23,8 +23,7 @@ PACKAGE_PARENT = Path(__file__).resolve().parents[3]  # so the workers import th
 
 
 def launch(cfg: Experiment, runs_dir=None, verbose: bool = True):
-    """Run `cfg` under torchrun with cfg.num_gpus processes; returns rank 0's record
-    (OutOfMemory, KeyboardInterrupt or RuntimeError when it fails)."""
+    """Run `cfg` under torchrun, a process a device; returns rank 0's record."""
     world = cfg.num_gpus
     if world < 2:
         raise ValueError(f"num_gpus={world} needs no launcher; DDP wants num_gpus >= 2")

@@ -55,8 +55,7 @@ def counted(net, optimizer, inputs=()) -> dict:
 
 
 class MemoryMeter:
-    """Made before the first step (what is live without the network); `measure` runs more
-    steps after training and notes what they used."""
+    """Made before the first step; `measure` notes the memory of more steps."""
 
     def __init__(self, parts):
         self.net, self.optimizer = parts.net, parts.optimizer
@@ -209,8 +208,7 @@ def train_step(net, optimizer, x, y):
 
 
 def memory_run(cfg, readings: int = 3, verbose: bool = False):
-    """Lesson 14's loop, packaged: train, then measure `readings` more steps; the run
-    (status "oom" when the batch does not fit)."""
+    """Lesson 14's loop, packaged: train, then measure `readings` more steps."""
     from ...measure.records import OutOfMemory, load_run
     from .devices import out_of_memory
     from .loop import to_device

@@ -49,8 +49,7 @@ def commands(cfg_file: str, runs_dir: str, nodes: int, procs_per_node: int,
 
 def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1,
                  threads: int | None = None, job: LocalJob = LocalJob(), gpus: int | None = None):
-    """Run cfg as a job of `nodes` local hosts × `procs_per_node` processes (NCCL with a
-    GPU for every process, else gloo); returns the job's run record."""
+    """Run cfg as `nodes` local hosts × `procs_per_node` processes; the job's record."""
     if nodes < 1 or procs_per_node < 1:
         raise ValueError(f"nodes={nodes!r} and procs_per_node={procs_per_node!r} must be >= 1")
     verbose = job.verbose

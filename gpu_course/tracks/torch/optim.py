@@ -39,8 +39,7 @@ def make_optimizer(net: torch.nn.Module, cfg: Experiment) -> torch.optim.Optimiz
 
 
 def lr_scheduler(cfg: Experiment, steps_per_epoch: int, optimizer=None):
-    """The torch.optim.lr_scheduler for cfg.lr_scheduler after a linear warm-up; call
-    `.step()` after every optimizer step (without an optimizer: a throwaway one)."""
+    """The lr_scheduler for cfg; `.step()` after every optimizer step."""
     if steps_per_epoch < 1:
         raise ValueError(f"steps_per_epoch={steps_per_epoch!r} must be >= 1")
     if optimizer is None:

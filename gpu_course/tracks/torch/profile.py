@@ -27,8 +27,7 @@ from . import static_step
 
 
 def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) -> dict:
-    """Train `wait + warmup + active` steps of `cfg` on its first device under
-    torch.profiler; write folder/trace.json.gz and folder/ops.csv."""
+    """Train `wait + warmup + active` steps, the last `active` under torch.profiler."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     device = try_devices(1)[0][0]

@@ -17,8 +17,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "KMP_AFFINITY", "KMP_B
 
 
 def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
-    """The bookkeeping for one run of a plain PyTorch loop, for an Experiment or `Parts`;
-    what it is handed is read back into the record. Under DDP only rank 0 records."""
+    """The bookkeeping for one plain PyTorch loop (rank 0 records under DDP)."""
     out = Output.of(output)
     parts = provenance.Parts.of(cfg, [torch.device("cpu")]).fill(net, train_iter, optimizer)
     cfg, net, train_iter, optimizer = parts.cfg, parts.net, parts.train_iter, parts.optimizer

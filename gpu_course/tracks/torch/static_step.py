@@ -64,8 +64,7 @@ def schedule_table(optimizer, cfg: Experiment, steps_per_epoch: int) -> torch.Te
 
 
 class StaticStep:
-    """One training step on batches cut from `loader`; `step()` runs it eagerly at first,
-    then as a CUDA graph replay on a GPU. Call `start_epoch` first."""
+    """One training step, eager at first, then a CUDA graph replay on a GPU."""
 
     def __init__(self, model: nn.Module, optimizer: LARS, loader: GpuLoader,
                  cfg: Experiment, steps: int, use_graph: bool | None = None):

@@ -97,8 +97,7 @@ def what_changed(requested: Experiment, ran: Experiment, device: torch.device) -
 
 
 def build(cfg: Experiment, device=None):
-    """What cfg describes, on `device`, for a notebook's own loop: `Parts` (compiling,
-    autocast and the scheduler are the lesson's own lines)."""
+    """What cfg describes on `device`, for a notebook's own loop: `Parts`."""
     here = resolve(cfg, None if device is None else [device], count=1)
     ran, (device,) = here.cfg, here.devices
     torch.manual_seed(ran.seed)
@@ -160,8 +159,7 @@ def is_compiled(net) -> bool:
 
 
 def fit(parts: provenance.Parts, on_start=None, **output):
-    """Train parts as this process's part of the run; the leader (rank 0) keeps the record
-    and returns it. on_start(rec) is called once the leader's record exists."""
+    """Train parts as this process's part of the run; rank 0 returns the record."""
     cfg, net, train_iter, val_iter, (device,) = (parts.cfg, parts.net, parts.train_iter,
                                                  parts.val_iter, parts.devices)
     _, world_size = place()
