@@ -117,7 +117,7 @@ class Experiment:
     train_size: int = 50_000          # training images per epoch
     test_size: int = 10_000           # validation images
     image_size: int = 32              # pixels a side fed to the model
-    data_format: str = "loose"        # dataset="folder": "loose" | "preresized" | "packed" | "memory"
+    data_format: str = "loose"        # dataset="folder": see DATA_FORMATS
     sample_order: str = "random"      # data_format="packed": `SampleOrder`
     page_cache: str = "keep"          # data_format="packed": `PageCache`
     augment: str = "standard"         # "standard" (pad-4 crop, flip, normalise) | "none" | "heavy"
