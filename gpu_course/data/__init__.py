@@ -54,6 +54,13 @@ def _cache_root(root):
     return cache
 
 
+def ours(*datasets):
+    """Mark the course's datasets, so a record can tell them from a user's own."""
+    for dataset in datasets:
+        dataset.course_dataset = True
+    return datasets
+
+
 def num_classes(cfg):
     """How many classes an Experiment's data set has (the network's output size)."""
     if cfg.dataset == "folder":

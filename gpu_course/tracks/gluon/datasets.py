@@ -10,21 +10,14 @@ from .io_data import io_datasets, order_sampler
 def load_datasets(cfg: Experiment, skip_corrupt: bool = False):
     """(train_dataset, val_dataset) for cfg.dataset; skip_corrupt leaves unreadable images out."""
     if cfg.dataset == "folder":  # a Caltech-256-style image folder: see io_data
-        return _ours(*io_datasets(cfg, cfg.data_format, skip_corrupt=skip_corrupt))
+        return course_data.ours(*io_datasets(cfg, cfg.data_format, skip_corrupt=skip_corrupt))
     arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
                               test_size=cfg.test_size, seed=cfg.seed)
     size = arrays.train_x.shape[1]
     train = image_dataset(arrays.train_x, arrays.train_y)
     val = image_dataset(arrays.test_x, arrays.test_y)
-    return _ours(train.transform_first(Augment(cfg, True, size)),
-                 val.transform_first(Augment(cfg, False, size)))
-
-
-def _ours(*datasets):
-    """Mark the course's datasets, so a record can tell them from a user's own."""
-    for dataset in datasets:
-        dataset.course_dataset = True
-    return datasets
+    return course_data.ours(train.transform_first(Augment(cfg, True, size)),
+                            val.transform_first(Augment(cfg, False, size)))
 
 
 def load_data(cfg: Experiment):
