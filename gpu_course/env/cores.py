@@ -44,9 +44,8 @@ def check_training_processes(count: int, what: str, cores: int | None = None) ->
                          f"allowed up to {over[1]}); each needs a core to make progress")
 
 
-# loader workers a core may carry: the talk ran 29 on a p3.2xlarge's 8 vCPUs (3.6 a
-# core); far beyond this the workers only queue for the cores, and thousands of forked
-# processes exhaust memory or the process table (MXNet then aborts with signal 6)
+# loader workers a core may carry (the talk ran 3.6 a core); far beyond this they only
+# queue, and thousands of forked processes exhaust memory (MXNet aborts with signal 6)
 LOADER_WORKERS_PER_CORE = 8
 
 

@@ -79,10 +79,8 @@ def check_batches(images: int, batch: int, cfg: Experiment, train: bool = True) 
 WorkerDied = LoaderWorkerDied  # a worker process ended while the loop waited for its batch
 
 
-# the pools of the loaders below: a worker of theirs that dies is an error (WorkerDied),
-# never replaced. multiprocessing's pool forks a replacement from its own thread while
-# MXNet's engine runs in the main one, and MXNet's fork handlers stop that engine: after a
-# SIGTERM to the process group the run hung in 1 of 7 trials, forking beside an NDArray add
+# pools whose dead worker is an error (WorkerDied), never replaced: forking a replacement
+# from the pool's thread beside MXNet's engine hung 1 run in 7
 _WATCHED: weakref.WeakSet = weakref.WeakSet()
 _repopulate = multiprocessing.pool.Pool._repopulate_pool_static
 

@@ -9,9 +9,7 @@ from ...config import Experiment, check_gpus
 from ...env import cpu
 from ...env.cores import mxnet_threads, usable_cores
 
-# MXNet reads these once, when libmxnet loads (at `import mxnet` above), and fixes its CPU
-# operators' OpenMP threads from them (src/engine/openmp.cc); MXSetNumOMPThreads later
-# sets only the calling thread's count, not that of the engine's worker threads.
+# read once, when libmxnet loads (above): they fix MXNet's CPU operator threads for good
 THREAD_ENV = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS")}
 
 FLOAT16_ON_CPU = ("dtype='float16' needs a GPU: MXNet has no float16 convolution on the "

@@ -145,16 +145,13 @@ def _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps, work
                 losses = [loss_fn(out.astype("float32", copy=False), y)
                           for out, y in zip(outputs, ys)]
             autograd.backward(losses)
-            # push this worker's gradients, the servers sum all W workers' and update:
-            # divide by the job's batch, not this worker's, for the mean gradient
+            # the servers sum all W workers' gradients: divide by the job's batch
             trainer.step(n * workers)
-            # every worker did the same: count the job's images; loss and accuracy are
-            # this worker's shard's, scaled to them (summed on the device, read per epoch)
+            # count the job's images; loss and accuracy are this shard's, scaled to them
             h.step(n * workers, loss_sum=[loss.sum() * workers for loss in losses],
                    correct=[(out.argmax(axis=1) == y.astype(out.dtype)).sum() * workers
                             for out, y in zip(outputs, ys)])
-            # the step's sync point: waits for the push, the servers' update and the pull,
-            # so each step's time holds its communication (MXNet would queue unboundedly)
+            # the step's sync point: its time holds the push, the update and the pull
             mx.nd.waitall()
         evaluate_now = (lambda: evaluate(net, val_iter, devices)) if leader else None
         # sync point: waits for the last pull, so the epoch's time is real

@@ -51,11 +51,8 @@ def optimizer_params(cfg: Experiment, steps_per_epoch: int) -> dict:
     if cfg.optimizer in WITH_MOMENTUM:
         params["momentum"] = cfg.momentum
     if cfg.optimizer == "lbsgd":
-        # MXNet 1.9.1's LBSGD: its "warm-up" ramps an lr *multiplier* from 1 to
-        # batch_scale over warmup_epochs * updates_per_epoch steps (so with batch_scale=1
-        # it does nothing; the scheduler's warm-up from 0 still applies), and it sums
-        # batch_scale steps' gradients per weight update. warmup_strategy="lars" reads
-        # two norms per parameter to the host every step: a sync point per layer.
+        # MXNet 1.9.1's LBSGD ramps an lr *multiplier* from 1 to batch_scale (a no-op at
+        # 1); warmup_strategy="lars" would read two norms a parameter to the host each step
         params.update(warmup_strategy="linear", warmup_epochs=cfg.warmup_epochs,
                       updates_per_epoch=steps_per_epoch, num_epochs=cfg.epochs)
     params.update(dict(cfg.optimizer_params))

@@ -17,12 +17,8 @@ from ... import data as course_data
 from ...config import Experiment
 from ...measure.guards import LoaderWorkerDied
 
-# DataLoader workers are forked from the training process, which holds CUDA tensors. Any
-# garbage it had not collected yet is inherited, and a collection in a worker would free
-# CUDA tensors there: a CUDA call in a forked child aborts it ("CUDA error:
-# initialization error", DataLoader worker killed by SIGABRT; seen on an H200 at the
-# second rung of the ladder). Freezing in the child, before any of its code runs, puts
-# everything inherited out of the collector's reach; it costs one list splice per fork.
+# a forked DataLoader worker that collects inherited garbage frees CUDA tensors, and a CUDA
+# call in a forked child aborts it (SIGABRT, seen on an H200): freeze what it inherits
 os.register_at_fork(after_in_child=gc.freeze)
 
 
