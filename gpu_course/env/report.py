@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from ..engines import installed_engines
@@ -71,6 +72,20 @@ def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps
                f"--batch={batch}", f"--steps={steps}", env=_cpu_env(threads, onednn), cpus=cpus)
     return {**out, "batch": batch, "cpus": sorted(cpus) if cpus else None, "load_average": load,
             "other_cores": other_cores(before, machine_load())}
+
+
+def forward_rates(forward, batch: int, steps: int) -> dict:
+    """An envinfo `bench`'s images/s: `forward()` (one batch, ended by its sync) over
+    `steps` passes after an untimed one, and of each pass."""
+    forward()                          # warm-up: first-call allocations and kernel choice
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        forward()
+        times.append(time.perf_counter() - start)
+    seconds = sum(times)
+    return {"images_per_s": batch * steps / seconds, "ms_per_batch": 1000 * seconds / steps,
+            "step_images_per_s": [batch / t for t in times]}
 
 
 def other_cores(before: dict, after: dict) -> float | None:

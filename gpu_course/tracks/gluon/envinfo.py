@@ -6,11 +6,10 @@ reads MXNET_MKLDNN_ENABLED and OMP_NUM_THREADS only when it starts):
 from __future__ import annotations
 
 import os
-import time
 
 import mxnet as mx
 
-from ...env.report import hook_main, openmp_runtimes
+from ...env.report import forward_rates, hook_main, openmp_runtimes
 from ...analyse.inference import Variant
 from ...measure.timing import Workload
 from .inference import inference_net, time_inference
@@ -39,16 +38,9 @@ def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dic
     net.initialize(mx.init.Xavier())
     net.hybridize(static_alloc=True, static_shape=True)
     x = mx.nd.random.normal(shape=(batch, 3, 32, 32))
-    net(x).wait_to_read()             # warm-up: builds the graph, picks the kernels
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        net(x).wait_to_read()         # sync point per pass: MXNet queues work asynchronously
-        times.append(time.perf_counter() - start)
-    seconds = sum(times)
-    return {"images_per_s": batch * steps / seconds, "ms_per_batch": 1000 * seconds / steps,
-            "step_images_per_s": [batch / t for t in times],
-            "threads": threads, "onednn": onednn, "build": build()}
+    # sync point per pass: MXNet queues work asynchronously
+    rates = forward_rates(lambda: net(x).wait_to_read(), batch, steps)
+    return {**rates, "threads": threads, "onednn": onednn, "build": build()}
 
 
 def infer(threads: int, onednn: bool, models, workload: Workload) -> dict:

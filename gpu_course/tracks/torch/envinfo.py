@@ -10,7 +10,7 @@ import warnings
 
 import torch
 
-from ...env.report import hook_main, openmp_runtimes
+from ...env.report import forward_rates, hook_main, openmp_runtimes
 from ...analyse.inference import Variant
 from ...measure.timing import Workload
 from .inference import inference_net, time_inference
@@ -50,16 +50,9 @@ def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dic
         # mkldnn.flags() warns that oneDNN's TF32 needs an Intel GPU: nothing to do with us
         warnings.simplefilter("ignore", UserWarning)
         with torch.no_grad(), torch.backends.mkldnn.flags(enabled=onednn):
-            net(x)                    # warm-up: first-call allocations and kernel choice
-            times = []
-            for _ in range(steps):
-                start = time.perf_counter()
-                net(x)                # on the CPU each call has finished when it returns
-                times.append(time.perf_counter() - start)
-    seconds = sum(times)
-    return {"images_per_s": batch * steps / seconds, "ms_per_batch": 1000 * seconds / steps,
-            "step_images_per_s": [batch / t for t in times],
-            "threads": threads, "onednn": onednn, "build": build()}
+            # on the CPU each call has finished when it returns
+            rates = forward_rates(lambda: net(x), batch, steps)
+    return {**rates, "threads": threads, "onednn": onednn, "build": build()}
 
 
 def infer(threads: int, onednn: bool, models, workload: Workload) -> dict:
