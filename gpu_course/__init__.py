@@ -1,10 +1,7 @@
 """gpu_course: measure and remove what keeps a GPU from being busy while a model trains.
 
-The core (config, monitor, timing, records, plots, report, data) imports no deep-learning
-framework. Each track has an adapter with the same public names:
-
-    from gpu_course import gluon as gc     # Apache MXNet Gluon track
-    from gpu_course import torch as gc     # PyTorch track
+The core imports no deep-learning framework; `from gpu_course import gluon as gc` (or
+`torch`) gives a track's adapter, the same public names in each.
 """
 __version__ = "0.1.0"
 
@@ -12,8 +9,7 @@ from .config import Experiment  # noqa: E402,F401  (cheap: standard library only
 
 
 def __getattr__(name: str):
-    """`from gpu_course import gluon` / `torch`: the track adapters (gpu_course/tracks/),
-    imported on first use so that importing the core loads no framework."""
+    """`from gpu_course import gluon` / `torch`: a track adapter, imported on first use."""
     if name in ("gluon", "torch"):
         import importlib
         return importlib.import_module(f"gpu_course.tracks.{name}")

@@ -1,8 +1,4 @@
-"""The `gpu-course` command line: data, monitor, watch, runs, run, ladder, diagnose, env, profile,
-distributed, sagemaker.
-
-Every verb has --help. Errors in what the user typed print one clear line and exit 2.
-"""
+"""The `gpu-course` command line; an error in what the user typed is one line and exit 2."""
 from __future__ import annotations
 
 import argparse
@@ -48,8 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _os_error(err: OSError) -> str:
-    """One line for a file-system error: what happened, where, and which setting
-    pointed there when it came from GPU_COURSE_RUNS or GPU_COURSE_DATA."""
+    """One line for a file-system error: what, where, and the setting that pointed there."""
     import os
 
     from .measure.guards import DISK_ERRORS
@@ -189,17 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_flags(p)
     p.add_argument("--runs-dir", type=_user_path, default=None)
     p.set_defaults(func=_profile)
-    _add_optional_verbs(sub)
-    return parser
-
-
-def _add_optional_verbs(sub) -> None:
-    """Verbs whose module may add its own parser (e.g. sagemaker)."""
-    try:
-        from .sagemaker import launch as sagemaker_launch
-    except ImportError:
-        return
+    from .sagemaker import launch as sagemaker_launch
     sagemaker_launch.add_parser(sub)
+    return parser
 
 
 def _data(args) -> int:
@@ -318,11 +305,8 @@ def _distributed(args) -> int:
 
 
 def _diagnose(args) -> int:
+    from .analyse import diagnose
     from .measure import records
-    try:
-        from .analyse import diagnose
-    except ImportError:
-        raise ValueError("diagnosis is not available in this version") from None
     try:
         run = records.load_run(_find_run(args.run, args.runs_dir), runs_dir=args.runs_dir)
     except FileNotFoundError:
@@ -334,8 +318,7 @@ def _diagnose(args) -> int:
 
 
 def _find_run(run: str, runs_dir) -> str:
-    """A run folder, or the folder of run id `run` at any depth under the runs folder
-    (the ladder keeps its rungs in a subfolder, as `runs` shows them)."""
+    """A run folder, or the folder of run id `run` at any depth under the runs folder."""
     from .measure import records
     if Path(run, "run.json").exists():
         return run

@@ -1,9 +1,4 @@
-"""One frozen dataclass holds every knob of an experiment.
-
-Both framework adapters read the same `Experiment`, so a lesson changes one field and
-the rest of the run stays identical. Every bad value raises a `ValueError` that names
-the field, the value and what is allowed.
-"""
+"""One frozen dataclass, read by both tracks, holds every knob of an experiment."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,31 +13,23 @@ from typing import Any
 ENGINES = ("gluon", "pytorch")
 DATASETS = ("synthetic", "cifar10", "folder")
 MODELS = ("resnet20", "resnet56", "resnet110", "wrn16_10", "wrn28_10", "tiny")
-# What a record says when a run was handed a network or data of the user's own: never
-# built from a config, only recorded (the record's "ran" block says what it was).
-OWN = "own"
-# Fields that mean something to the PyTorch engine only: set away from their defaults for
-# the Gluon engine, they would be recorded but ignored, so they are refused.
+OWN = "own"  # a record's model or dataset when the user handed in their own
+# set away from their defaults for Gluon they would be ignored, so they are refused
 PYTORCH_ONLY = ("pin_memory", "persistent_workers", "prefetch_factor", "data_on_gpu",
                 "channels_last")
-# Fields of earlier versions, still in their run records: `from_dict` leaves them out, and
-# Experiment(...) names where the setting is now (None: it went with what it switched).
+# fields of old run records: `from_dict` drops them; Experiment(...) says where they went
 RETIRED = {"momentum": "optimizer_params, e.g. (('momentum', 0.9),)",
            "wd": "optimizer_params, e.g. (('wd', 5e-4),)",
            "lr_factor": "LR_FACTOR, the talk's 0.5",
            "skip_corrupt": "load_datasets(cfg, skip_corrupt=True)",
            "kvstore": "the launch: 'device' in one process, 'dist_sync' in a parameter-server job",
            "convolutions": None, "graphed_eval": None, "autotune": None, "graph_steps": None}
-# What the optimizer gets unless optimizer_params says otherwise: momentum (where the
-# optimizer has one) and weight decay (L2); and the step schedules' lr multiplier, the
-# talk's FactorScheduler(step=250, factor=0.5)
+# defaults unless optimizer_params says otherwise; LR_FACTOR: the step schedules' multiplier
 MOMENTUM, WEIGHT_DECAY, LR_FACTOR = 0.9, 5e-4, 0.5
 AUGMENTS = ("standard", "none", "heavy")
 DATA_FORMATS = ("loose", "preresized", "packed", "memory")
 class Graph(StrEnum):
-    """How the network runs: as written, as a graph, or as a graph with static memory and
-    shapes. A record keeps these canonical words; each track names them in its own
-    (`word`, `GRAPH_WORDS`), and `Graph.of` takes either track's words or the canonical."""
+    """How the network runs; records keep these words, each track has its own (`word`)."""
 
     EAGER = "eager"       # Gluon: imperative; PyTorch: eager
     HYBRID = "hybrid"     # Gluon: net.hybridize(); PyTorch: torch.compile(net)
@@ -51,8 +38,7 @@ class Graph(StrEnum):
 
     @classmethod
     def of(cls, word) -> "Graph":
-        """The Graph a word names: canonical or either track's ("_" or " " for "-", any
-        case); a ValueError naming the word and every word allowed."""
+        """The Graph a canonical or either track's word names (any case, "_" or " " for "-")."""
         text = str(word).strip().lower().replace("_", "-").replace(" ", "-")
         found = next((g for g in cls if text in (g.value, *(w[g] for w in GRAPH_WORDS.values()))),
                      None)
@@ -67,7 +53,6 @@ class Graph(StrEnum):
         return GRAPH_WORDS.get(engine, {}).get(self, self.value)
 
 
-# each track's words for its graphs: what its attendee writes and reads
 GRAPH_WORDS = {"gluon": {Graph.EAGER: "imperative", Graph.HYBRID: "hybridize",
                          Graph.STATIC: "static-alloc"},
                "pytorch": {Graph.EAGER: "eager", Graph.HYBRID: "compile",
@@ -75,8 +60,7 @@ GRAPH_WORDS = {"gluon": {Graph.EAGER: "imperative", Graph.HYBRID: "hybridize",
 
 
 def worded(name: str, value, engine: str):
-    """A setting's value in `engine`'s track's words: the graph by `Graph.word`, any
-    other value (and a graph word not known) as it is."""
+    """A setting's value in `engine`'s words (only a graph has words of its own)."""
     if name != "graph" or value is None:
         return value
     try:
@@ -86,10 +70,7 @@ def worded(name: str, value, engine: str):
 
 
 class SampleOrder(StrEnum):
-    """The order a packed file's records are read in an epoch (`data.order`): RANDOM (a
-    fresh permutation each epoch, reads all over the file), QUASI_RANDOM (windows of
-    neighbouring records in a random order, shuffled inside: reads stay in one stretch of
-    the file at a time, as FFCV's QUASI_RANDOM) or SEQUENTIAL (file order, every epoch)."""
+    """The order a packed file's records are read in an epoch (`data.order`)."""
 
     RANDOM = "random"
     QUASI_RANDOM = "quasi_random"
@@ -97,10 +78,7 @@ class SampleOrder(StrEnum):
 
 
 class PageCache(StrEnum):
-    """What the operating system's page cache holds of a packed file at each epoch's
-    start: KEEP (whatever it kept: a file read once stays cached while memory lasts) or
-    DROP (its pages dropped first, `posix_fadvise(DONTNEED)`: every epoch reads the disk,
-    as a data set larger than the cache does)."""
+    """What the page cache holds of a packed file at each epoch's start (DROP: nothing)."""
 
     KEEP = "keep"
     DROP = "drop"
@@ -110,9 +88,7 @@ SAMPLE_ORDERS = tuple(SampleOrder)
 PAGE_CACHES = tuple(PageCache)
 DTYPES = ("float32", "float16", "bfloat16")
 MOCKS = ("none", "loader", "trainer")
-SCHEDULERS = ("none", "factor", "multifactor", "poly", "cosine", "onecycle")
-# The optimizers each framework offers by name. Gluon's list is the talk's; PyTorch's
-# "lars" and "signum" are the course's own (PyTorch ships neither) and "nag" is SGD with nesterov=True.
+# PyTorch's "lars" and "signum" are the course's own; "nag" is SGD with nesterov=True
 OPTIMIZERS = {
     "gluon": ("sgd", "nag", "lbsgd", "lars", "lamb", "signum", "ftml", "dcasgd", "adam"),
     "pytorch": ("sgd", "nag", "lars", "signum", "adam", "adamw"),
@@ -141,13 +117,9 @@ class Experiment:
     train_size: int = 50_000          # training images per epoch
     test_size: int = 10_000           # validation images
     image_size: int = 32              # pixels a side fed to the model
-    data_format: str = "loose"        # dataset="folder": "loose" JPEGs decoded per sample |
-                                      # "preresized" once, out of band | "packed" in one
-                                      # binary file | "memory" (all decoded in RAM)
-    sample_order: str = "random"      # data_format="packed": "random" | "quasi_random"
-                                      # (shuffled within windows of the file) | "sequential"
-    page_cache: str = "keep"          # data_format="packed": "keep" | "drop" (the file's
-                                      # pages dropped before every epoch: read from disk)
+    data_format: str = "loose"        # dataset="folder": see DATA_FORMATS
+    sample_order: str = "random"      # data_format="packed": `SampleOrder`
+    page_cache: str = "keep"          # data_format="packed": `PageCache`
     augment: str = "standard"         # "standard" (pad-4 crop, flip, normalise) | "none" | "heavy"
     # -- model -----------------------------------------------------------------------
     model: str = "resnet20"           # CIFAR ResNet/WRN as in GluonCV's zoo, or "tiny"
@@ -161,25 +133,19 @@ class Experiment:
     mock: str = "none"                # "loader": one batch served forever (compute ceiling);
                                       # "trainer": batches fetched and dropped (input ceiling)
     # -- compute ---------------------------------------------------------------------
-    graph: str = "eager"              # how the network runs (`Graph`), in either track's
-                                      # words: Gluon "imperative" | "hybridize" |
-                                      # "static-alloc"; PyTorch "eager" | "compile" |
-                                      # "cuda-graphs"; kept as Graph's canonical word
+    graph: str = "eager"              # how the network runs (`Graph`), in either track's words
     dtype: str = "float32"            # "float32" | "float16" | "bfloat16" (Gluon: CPU only)
     channels_last: bool = False       # PyTorch: NHWC memory layout for tensor cores
     num_gpus: int = 1                 # devices to train on; CPU contexts when no GPU exists
-    threads: int | None = None        # the training process's intra-op (OpenMP) threads;
-                                      # None = the framework's default (PyTorch: one a
-                                      # core; MXNet: half the cores on x86). MXNet fixes it
-                                      # at import: set OMP_NUM_THREADS before starting
+    threads: int | None = None        # intra-op (OpenMP) threads; None = the framework's
+                                      # default (MXNet fixes it at import: OMP_NUM_THREADS)
     # -- optimisation ----------------------------------------------------------------
     optimizer: str = "sgd"            # see OPTIMIZERS
     lr: float = 0.1                   # learning rate at lr_base_batch images per step
     lr_base_batch: int | None = None  # if set, lr scales linearly: lr * global_batch / this
-    optimizer_params: tuple = ()      # (key, value) pairs: "momentum" (default MOMENTUM),
-                                      # "wd" (WEIGHT_DECAY) and the optimizer's own, e.g.
-                                      # (("batch_scale", 4),)
-    lr_scheduler: str = "none"        # see SCHEDULERS
+    optimizer_params: tuple = ()      # (key, value) pairs: "momentum", "wd" and the
+                                      # optimizer's own, e.g. (("batch_scale", 4),)
+    lr_scheduler: str = "none"        # see SCHEDULERS_BY_ENGINE
     lr_steps: tuple = ()              # multifactor: epochs at which lr *= LR_FACTOR;
                                       # factor: (every_n_epochs,)
     warmup_epochs: float = 0.0        # linear warm-up from 0 to lr over this many epochs
@@ -308,24 +274,20 @@ class Experiment:
         return dataclasses.replace(self, **changes)
 
     def __eq__(self, other: object) -> bool:
-        # the same fields are the same experiment, also across the class that only
-        # changes a default (gpu_course.tracks.torch.Experiment)
+        # the same fields are the same experiment, across subclasses too
         if not isinstance(other, Experiment):
             return NotImplemented
         return self.to_dict() == other.to_dict()
 
     def to_dict(self) -> dict:
-        """The fields, JSON-safe: a non-finite number (lr_steps=(2, inf), say) is
-        written "inf"/"nan", which from_dict reads back (JSON has neither)."""
+        """The fields, JSON-safe (a non-finite number as "inf"/"nan")."""
         return {f.name: _encode(getattr(self, f.name)) for f in fields(self)}
 
     @classmethod
     def from_dict(cls, values: dict) -> "Experiment":
-        """Build from a dict (e.g. a run record's config): the fields of earlier versions
-        an old record carries (RETIRED) are left out; any other unknown key is an error."""
+        """Build from a dict (a run record's config), RETIRED fields left out."""
         values = {k: v for k, v in values.items() if k not in RETIRED}
-        # a record keeps a non-finite float as a string ("inf", "nan") or as null (JSON
-        # has no NaN): turn it back into a float, so validation says what is wrong with it
+        # a non-finite float comes back as a float, so validation names what is wrong
         values = {k: math.nan if k in _FLOAT_RANGES and v is None else _decode(v)
                   for k, v in values.items()}
         return cls(**values)
@@ -335,8 +297,7 @@ class Experiment:
 
 
 def _refuse_unknown(names) -> None:
-    """A ValueError naming each key that is no Experiment field (and, for a retired one,
-    where its setting is now), with the fields allowed."""
+    """A ValueError naming each key that is no Experiment field."""
     unknown = sorted(set(names) - set(Experiment.__dataclass_fields__))
     if unknown:
         said = [n + (f" (retired{'; now ' + RETIRED[n] if RETIRED[n] else ''})"
@@ -346,11 +307,7 @@ def _refuse_unknown(names) -> None:
 
 
 def check_gpus(requested: int, available: int) -> tuple[str, int, str | None]:
-    """Decide where to train: returns (kind, count, notice).
-
-    No GPU at all -> the CPU with `requested` contexts (so multi-device code still runs)
-    and a one-line notice; some GPUs but fewer than asked -> ValueError.
-    """
+    """(kind, count, notice): no GPU at all runs on `requested` CPU contexts, with a notice."""
     if requested == 0:
         return "cpu", 1, None
     if available == 0:
@@ -416,8 +373,7 @@ def _decode(value: Any) -> Any:
 
 
 def smoke_mode(value: str | None = None) -> bool:
-    """Whether GPU_COURSE_SMOKE asks for smoke mode (tiny sizes): 1/true/yes/on are on,
-    0/false/no/off or unset are off (any case); anything else is a ValueError."""
+    """Whether GPU_COURSE_SMOKE asks for smoke mode (tiny sizes)."""
     text = os.environ.get("GPU_COURSE_SMOKE", "") if value is None else value
     low = str(text).strip().lower()
     if low in TRUTHY:
@@ -445,8 +401,7 @@ def _finite_number(cfg: Experiment, name: str) -> None:
 
 
 def _followable(cfg: Experiment, name: str) -> None:
-    """A path field whose links lead somewhere: a symlink loop fails deep inside the
-    data loading (as 'Symlink loop', or 'a file is in the way')."""
+    """A path field whose links lead somewhere (a loop would fail deep in data loading)."""
     value = getattr(cfg, name)
     if value is None:
         return
@@ -486,10 +441,7 @@ WORD_PARAMS = {"warmup_strategy": ("linear", "power2", "sqrt", "lars")}  # MXNet
 
 
 def _param_value(name: str, value: Any) -> Any:
-    """An optimizer setting's value: a number (inf allowed: clip_gradient), true/false
-    (nesterov), a tuple of numbers (betas) or one of a word setting's words; anything
-    else would reach the optimizer and fail deep inside it, or be taken silently (a
-    string as a momentum)."""
+    """An optimizer setting's value: a number, a bool, a tuple of numbers or a known word."""
     if isinstance(value, list):  # JSON has no tuples
         value = tuple(value)
     if name in WORD_PARAMS:
@@ -524,8 +476,7 @@ BOOL_WORDS = {**{w: True for w in TRUTHY}, **{w: False for w in FALSY if w}}
 
 
 def _boolean(cfg: Experiment, name: str) -> None:
-    """A yes/no field as a real bool: True/False, 1/0, or one of BOOL_WORDS (any case);
-    anything else is refused (a non-empty string such as "false" would otherwise be true)."""
+    """A yes/no field as a real bool from True/False, 1/0 or one of BOOL_WORDS."""
     value = getattr(cfg, name)
     if isinstance(value, bool):
         return

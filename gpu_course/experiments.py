@@ -1,8 +1,4 @@
-"""Sweeps: the same experiment over several values of one field.
-
-A point that runs out of device memory is marked "oom" in its run record and the sweep
-goes on to the next value, as the talk's batch-size table needs.
-"""
+"""Sweeps: the same experiment over several values of one field (an "oom" point goes on)."""
 from __future__ import annotations
 
 from typing import Callable, Iterable
@@ -13,10 +9,7 @@ from .measure.records import OutOfMemory, Run, load_run
 
 def sweep(train: Callable[..., Run], cfg: Experiment, field: str, values: Iterable,
           repeats: int = 1, **train_kwargs) -> list:
-    """Run `train(cfg.replace(field=v))` for each value; returns the runs in order.
-    repeats=k runs the whole sweep k times, interleaved (v1, v2, ..., v1, v2, ...), and
-    returns a list of k runs per value (a point that ran out of memory is not tried
-    again): tables and plots show each point's spread over its runs."""
+    """`train(cfg.replace(field=v))` for each value (repeats: interleaved, a list each)."""
     _check_repeats(repeats)
     values = list(values)
     points: dict = {i: [] for i in range(len(values))}
@@ -43,9 +36,7 @@ def _check_repeats(repeats) -> None:
 
 def interleave(train: Callable[..., Run], cfgs: list[Experiment], repeats: int = 3,
                **train_kwargs) -> dict[str, list[Run]]:
-    """Run each config `repeats` times, interleaved (A, B, A, B, ...) so that drift in
-    the machine's speed hits every config alike; {name: [runs]} in the given order.
-    `noise.compare` judges two of them against their spread."""
+    """Run each config `repeats` times, interleaved (drift hits all alike): {name: [runs]}."""
     _check_repeats(repeats)
     names = [c.name for c in cfgs]
     if len(set(names)) != len(names):

@@ -1,5 +1,4 @@
-"""Every Experiment field as a command-line flag, and back: shared by the `gpu-course`
-verbs and the SageMaker launcher (which hands the same fields on as hyperparameters)."""
+"""Every Experiment field as a command-line flag, and back (CLI and SageMaker launcher)."""
 from __future__ import annotations
 
 import argparse

@@ -1,34 +1,9 @@
-"""The course's main job: walk one training job up the ladder of fixes and compare.
+"""Walk one training job up the ladder of fixes, one change a rung (`rungs.RungName`).
 
-Each rung changes one thing on top of the rung before it, as the talk does:
-naive -> workers -> hybridize (Gluon) or compile (PyTorch) -> float16 (Gluon) or bfloat16
-(PyTorch) -> large-batch with a large-batch optimizer -> lr-schedule -> (PyTorch)
-data-on-gpu, the whole step as one CUDA graph -> all-gpus. The rungs' names are
-`rungs.RungName`; rungs are plain `Experiment`s, so a notebook can run any one of them
-by itself.
-
-On a CPU the ladder keeps the rungs a CPU can show and reads photos (loose JPEGs) until
-its data-format rung, the talk's off-line pre-processing: the photos decoded and resized
-once, before that rung, into one packed file (timed, and recorded in the rung's notes:
-`report.conclusion` says after how many epochs it pays back). Measured on the course's
-2-core CPU, against the workers rung before it: Gluon x1.37-1.50 (x1.18-1.67
-over its blocks, two runs), PyTorch x1.86-1.92 (x1.74-2.08); 14,000-16,000 photos packed
-in 3 s, paid back in 0.4-0.7 epochs.
-
-The naive rung is the way a first script is written, and stays so: batch 64 and one
-loader worker that crops, flips and normalises each image in Python. The host is its
-limit: that worker (about 13k images/s on one core of the course's CPU) and,
-on a fast GPU, the Python dispatch of each operator of a small step (on an H200 the
-naive rung ran at 7.7k images/s with 12% of its steps' time waiting for data and 32%
-GPU-Util: see gpu_course/reference/pytorch-h200).
-
-Threads on a CPU (measured on the course's 2-core CPU with 2 loader workers):
-with nothing else running, each framework's default is already the best count (PyTorch:
-a thread a core, ×1.6 the samples/s of one thread; MXNet: half the cores, one thread,
-×1.5 that of two); with another program using a core, PyTorch's default collapsed and one
-thread ran ×2-6 faster. So the PyTorch CPU ladder ends with a thread rung only when the
-rung before it shared the machine (`free_threads`); MXNet fixes its count when it is
-imported and its default held either way, so the Gluon ladder has none and says so.
+On a CPU the ladder keeps the rungs a CPU can show and reads loose JPEGs until its
+data-format rung, which packs them once (x1.4-1.9 on the course's 2-core CPU). PyTorch's
+CPU ladder ends with a thread rung only when the rung before shared the machine: alone,
+each framework's default thread count was already the best.
 """
 from __future__ import annotations
 
@@ -48,48 +23,37 @@ from .rungs import LESSON, RungName
 LONG_EPOCHS = 30  # the tuned rung's longer line on a GPU: long enough for the monitor to see it
 CPU_MODEL = "tiny"  # on a CPU: a network that learns in minutes (ResNet-20 does ~400 images/s)
 CPU_ACCURACY = 0.40  # what the CPU ladder's last rung must reach (`make run` checks it)
-# The CPU ladder reads photos, so that its data-format rung has something to fix: JPEGs of
-# 128-192 px a side (about 8 KB each), which one loader worker opens, decodes and resizes
-# at ~1,000 a second beside the tiny network on the course's 2-core CPU, against ~1,800
-# decoded once. 200-500 px photos, Caltech-256's size, ran at ~600 and made the
-# ladder too long; 64-96 px ones cost little more than their file opens, and the format's
-# effect was within noise.
+# photo sides: large enough that decoding costs (~1,000/s loose against ~1,800 packed on
+# 2 cores), small enough for a short ladder
 PHOTO_SIDES = (128, 192)
-# what a rung may change on top of the rung before it (`alike`): a speed-up or verdict
-# between rungs is refused across anything else (the network, the data, the epochs, the
-# machine or its load), which the ladder's table then shows in a column of its own
+# what a rung may change on top of the rung before it; a verdict across anything else
+# is refused (`alike`)
 RUNG_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor",
                  "data_format", "graph", "dtype", "channels_last", "batch_size", "optimizer",
                  "lr", "lr_base_batch", "optimizer_params", "lr_scheduler", "lr_steps",
                  "warmup_epochs", "data_on_gpu", "num_gpus", "threads")
 
 
-# What only a GPU shows, left out of a CPU ladder: (rung, or what else, why); the lesson
-# that shows it is the rung's (`rungs.LESSON`), lesson 03's for the CUDA graphs
+# what only a GPU shows, left out of a CPU ladder: (rung or CUDA_GRAPHS, why)
 CUDA_GRAPHS = "CUDA graphs"   # not a rung: what the compile and data-on-gpu rungs replay
+_LARGE_BATCH = (RungName.LARGE_BATCH, "a large batch pays by filling a GPU; a CPU is as busy "
+                "at batch 64")
+_ALL_GPUS = (RungName.ALL_GPUS, "there is no second device")
 GPU_ONLY = {
-    "gluon": [(RungName.FLOAT16, "a CPU has no fast float16 convolutions"),
-              (RungName.LARGE_BATCH, "a large batch pays by filling a GPU; a CPU is as busy "
-               "at batch 64"),
-              (RungName.ALL_GPUS, "there is no second device")],
-    "pytorch": [(RungName.LARGE_BATCH, "a large batch pays by filling a GPU; a CPU is as busy "
-                 "at batch 64"),
-                (CUDA_GRAPHS, "they need CUDA: on a CPU the compile and data-on-gpu rungs "
-                 "run without them"),
-                (RungName.ALL_GPUS, "there is no second device")],
+    "gluon": [(RungName.FLOAT16, "a CPU has no fast float16 convolutions"), _LARGE_BATCH,
+              _ALL_GPUS],
+    "pytorch": [_LARGE_BATCH, (CUDA_GRAPHS, "they need CUDA: on a CPU the compile and "
+                               "data-on-gpu rungs run without them"), _ALL_GPUS],
 }
 
 
 def left_out(what: str, why: str) -> str:
-    """A rung (or CUDA_GRAPHS) a CPU ladder leaves out, in words: "large-batch (lesson 05:
-    why)"."""
+    """A rung a CPU ladder leaves out, in words: "large-batch (lesson 05: why)"."""
     return f"{what} (lesson {LESSON.get(what, LESSON[RungName.COMPILE])}: {why})"
 
 
 def cpu_left_out(engine: str) -> list[tuple[RungName, str]]:
-    """(rung, why) for each rung this CPU lacks the instructions to show: PyTorch's
-    bfloat16 runs on any CPU, but without bfloat16 instructions every operator converts to
-    float32 and back, so the rung and every rung above it would only be slower."""
+    """(rung, why) for each rung this CPU lacks the instructions to show (bfloat16)."""
     from .env import cpu
     support = cpu.supports(cpu.Capability.BFLOAT16_INSTRUCTIONS)
     if engine == "pytorch" and not support:
@@ -127,19 +91,10 @@ def adapter(engine: str):
     return importlib.import_module(module)
 
 
-# Training photos of the CPU ladder, by engine: the tiny net on 2 cores reads ~1,000 loose
-# photos/s, ~1,600 decoded once: 30-70 s a rung at 4 epochs. PyTorch's ladder has seven
-# rungs to Gluon's five, so it reads fewer to finish in about the same time (measured on 2
-# cores: 16,000 photos took it 4.8-5.9 min, 14,000 took 4.5 min, last rung 45.6 %); Gluon at
-# 14,000 reached only 42.2 % (47.5 % at 16,000), too close to the 40 % that `make run` checks.
+# CPU ladder photos: PyTorch has seven rungs to Gluon's five, so it reads fewer; Gluon's
+# last rung reached 42 % at 14,000, too close to CPU_ACCURACY
 CPU_TRAIN_SIZE = {"gluon": 16_000, "pytorch": 14_000}
-
-
-# The side the CPU ladder resizes its photos to. 24 px asks a 2-core CPU for 0.56 of 32 px's
-# arithmetic a step and learns as well: Gluon's last rung, 16,000 photos, 4 epochs, 46.0 %
-# at 24 px against 43.6 % at 32 px (an AMD EPYC with AVX-512, 2026-12-07); at 3 epochs
-# 24 px reached 42.6 %, too close to the 40 % `make run` checks. A CPU without AVX-512
-# runs the ladder's convolutions about half as fast, and 32 px took 10 minutes there.
+# 24 px: 0.56 of 32 px's arithmetic, as accurate after 4 epochs (46 % against 44 %)
 CPU_IMAGE_SIZE = 24
 
 
@@ -155,21 +110,18 @@ def default_sizes(gpus: int, quick: bool, engine: str = "gluon") -> dict:
 
 
 def photo_folder(train_size: int, test_size: int) -> Path:
-    """The generated photo folder the CPU ladder reads (data/, or $GPU_COURSE_DATA): ten
-    classes, enough photos for train_size training and test_size validation images
-    (validation takes at most a fifth of a folder, `folder.split`)."""
+    """The generated photo folder of ten classes that the CPU ladder reads."""
     from .data.paths import default_root
     low, high = PHOTO_SIDES
     return default_root() / f"photos-{low}-{high}px-{10 * _photos_per_class(train_size, test_size)}"
 
 
 def _photos_per_class(train_size: int, test_size: int) -> int:
-    return math.ceil(max(train_size + test_size, 5 * test_size) / 10)
+    return math.ceil(max(train_size + test_size, 5 * test_size) / 10)  # folder.split: <= 1/5
 
 
 def ensure_photos(cfg: Experiment, progress: bool = False) -> None:
-    """Write the photo folder a CPU rung reads (cfg.data_dir, sized for its train and test
-    sizes) unless it is there complete (then: nothing to do), and say what it cost."""
+    """Write the photo folder a CPU rung reads unless it is complete, and say what it cost."""
     import time
     from .data.folder import MANIFEST, Photos, generate_folder
     folder = Path(cfg.data_dir)
@@ -186,21 +138,9 @@ def ensure_photos(cfg: Experiment, progress: bool = False) -> None:
           f"in {time.perf_counter() - start:.1f} s: {folder}", flush=True)
 
 
-# Why the PyTorch GPU ladder's large batch is 512 with a cosine decay: ResNet-20 on the
-# generated stand-in for CIFAR-10 (50,000 images, 10,000 to validate), 3 epochs, bfloat16
-# and channels_last, data in memory, validation accuracy after the third epoch, trained on
-# this course's CPU (accuracy after a given number of updates does not depend on the
-# device; `python -m tools.recipes`, its records and table in reference/recipes-cpu/):
-#   batch 64, SGD lr 0.1, constant (the naive rung)              74.3 %, 68.9 % (seeds 0, 1)
-#   batch 512, LARS, lr 0.4, half-epoch warm-up, then constant   21.5 %, 14.4 %
-#   batch 512, LARS, lr 0.4, half-epoch warm-up, cosine decay    77.2 %, 80.4 %
-#   batch 512, LARS, one-cycle to lr 0.4                         78.9 %
-#   batch 512, SGD Nesterov lr 0.4, warm-up, cosine decay        77.3 %, 83.1 %
-#   batch 1024, SGD Nesterov lr 0.8, warm-up, cosine decay       62.5 %
-# (The H200 reference's naive rung: 73.7 %; its batch 1024 with LARS and no decay 19.0 %,
-# one-cycle 32.4 %.) 3 epochs give batch 1024 only 147 updates, batch 512 291, and without
-# a decay the last updates are as large as the first: the decay is what holds accuracy,
-# and a batch of 1024 needs more epochs than the ladder's budget.
+# PyTorch's large batch is 512 with a cosine decay: in 3 epochs it held the naive rung's
+# accuracy (77-80 % against 69-74 %), without the decay it fell to 14-22 %, and batch 1024
+# reached 62 % (reference/recipes-cpu/, `python -m tools.recipes`)
 
 
 def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = False,
@@ -210,9 +150,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     epochs_given = sizes.get("epochs") is not None
     sizes = {**default_sizes(gpus, quick, engine), **{k: v for k, v in sizes.items() if v is not None}}
     workers = max(2, cpu_count - 3)  # the talk's advice: cpu_count() - 3, at least 2
-    # the talk's 640 for Gluon; PyTorch: the largest batch its 3 epochs of 50,000 images
-    # afford (the measurements above `rungs`)
-    large = 640 if engine == "gluon" else 512
+    large = 640 if engine == "gluon" else 512  # the talk's 640; PyTorch: see above
     if gpus == 0 or quick:
         large = 256  # a CPU gains nothing from huge batches, and quick mode must be quick
     cpu = gpus == 0  # the rungs a CPU can show; GPU_ONLY says which are left out
@@ -265,11 +203,8 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             persistent_workers=True)
         if cpu:
             add(RungName.DATA_FORMAT, PACK_ONCE, data_format="memory")
-        if cpu:
             add(RungName.COMPILE, "torch.compile(net)", graph=Graph.HYBRID)
-        else:  # hybridize(static_alloc, static_shape)'s counterpart: a batch-64 step is
-            # host-bound (its kernels run a third of it on an H200), so fusion alone cannot
-            # pay; replaying the forward and backward as CUDA graphs removes the dispatch
+        else:  # a batch-64 step is host-bound: only CUDA graphs remove the dispatch
             add(RungName.COMPILE, "torch.compile(net, mode='reduce-overhead'): fused "
                 "kernels, the forward and backward replayed as CUDA graphs", graph=Graph.STATIC)
         if not (cpu and cpu_left_out(engine)):
@@ -285,8 +220,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
                 threads=cpu_count)
             return ladder
         # eta 0.1 keeps LARS's layer-wise rates on SGD's lr scale (the paper's 0.001
-        # expects a ~100x larger lr, at which the un-adapted biases and BN diverge); the
-        # recipe holds the naive rung's accuracy in its epochs (the measurements above `rungs`)
+        # expects a ~100x larger lr, at which the un-adapted biases and BN diverge)
         add(RungName.LARGE_BATCH, f"batch {large}, LARS, lr scaled with the batch, a "
             "half-epoch linear warm-up, then cosine decay", batch_size=large, optimizer="lars",
             lr_base_batch=128, lr_scheduler="cosine", warmup_epochs=min(0.5, sizes["epochs"]),
@@ -297,9 +231,6 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add(RungName.DATA_ON_GPU, "whole dataset and augmentation on the GPU, so the whole "
             "step (batch cut, forward, backward, LARS) is one CUDA graph: one launch a step",
             data_on_gpu=True, num_workers=0, pin_memory=False, persistent_workers=False)
-        # an epoch of 50k images lasts ~0.3 s on an H200 (174k images/s, measured
-        # 2026-11-23): 30 of them give the 2 Hz monitor ~17 samples of steady training.
-        # A separate, labelled line: every rung above trains the same epochs
         tuned = ladder[-1]
     if gpus > 1:
         # DDP keeps the compiled model (the whole-step graph is single-process)
@@ -315,8 +246,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
 
 @dataclass(frozen=True)
 class Walk:
-    """Which rungs `run_ladder` walks and how often: the rungs named in `only` (None:
-    every one), then the `first` of those (None: all), the whole walk `repeats` times."""
+    """Which rungs `run_ladder` walks (`only`, then the `first` of those) and how often."""
 
     only: tuple | None = None
     first: int | None = None
@@ -333,12 +263,9 @@ class Walk:
 def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
                runs_dir: str | Path | None = None, out: str | Path | None = None,
                **sizes) -> tuple[list, dict]:
-    """Run every rung `walk` selects (a rung that runs out of memory or fails is recorded
-    as such and the ladder goes on; Ctrl-C stops it), then write the report. With
-    walk.repeats=k the ladder is walked k times, interleaved (naive, workers, ..., naive,
-    workers, ...), walk i with seed + i, so that each rung has a run-to-run spread over
-    seeds and drift in the machine hits every rung alike. Returns (runs, report paths): a
-    run per rung, or with repeats a list of runs per rung."""
+    """Run every rung `walk` selects (a failed rung is recorded and the ladder goes on),
+    then write the report; repeated walks interleave, walk i with seed + i. Returns
+    (runs, report paths), with repeats a list of runs per rung."""
     only, first, repeats = walk.only, walk.first, walk.repeats
     gc = adapter(engine)
     gpus = gc.gpu_count()
@@ -410,10 +337,8 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
 
 def closing_lines(engine: str, runs: list[Run], gpus: int,
                   check_accuracy: bool) -> tuple[list[str], bool]:
-    """What `gpu-course ladder` says after the table and the conclusion: on a CPU, the
-    rungs left out and the lessons that show them on a GPU and the threads that ran, and
-    (check_accuracy: the default CPU ladder) whether its last rung learned (>=
-    CPU_ACCURACY). Returns (lines, whether the check passed)."""
+    """What `gpu-course ladder` says after the table: what a CPU left out, the threads,
+    and whether the last rung reached CPU_ACCURACY. Returns (lines, check passed)."""
     from .analyse import metrics
     runs = [metrics.representative(r) for r in runs]  # a group of repeats: its median run
     lines, ok = [], True
@@ -448,9 +373,7 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
 
 
 def free_threads(before: Run) -> tuple[int, float]:
-    """(intra-op threads, other programs' load in cores): the cores that other programs
-    left free while the run `before` ran (its recorded load, `metrics.machine_load`),
-    at least 1. With less than metrics.SHARED of a core used elsewhere, every core."""
+    """(intra-op threads, others' load in cores): the cores left free while `before` ran."""
     from .analyse import metrics
     load = metrics.machine_load(before)
     cores = int(load["cpu_count"]) if not math.isnan(load["cpu_count"]) else \
@@ -462,8 +385,7 @@ def free_threads(before: Run) -> tuple[int, float]:
 
 
 def threads_left_out(runs: list[Run], other: float) -> str:
-    """Why the PyTorch ladder has no thread rung: the rung before it had the machine to
-    itself (or there was no rung before it to read the load from)."""
+    """Why the PyTorch ladder has no thread rung."""
     if not runs:
         return "no rung before it ran to read the machine's load from"
     return (f"other programs used {max(0.0, other):.1f} cores during '{runs[-1].name}', so PyTorch's "
@@ -472,8 +394,7 @@ def threads_left_out(runs: list[Run], other: float) -> str:
 
 
 def threads_line(engine: str, runs: list[Run]) -> str | None:
-    """The threads a CPU ladder ran, read from its records: the thread rung against the
-    rung before it, or why there is none. None without runs."""
+    """The threads a CPU ladder ran, read from its records; None without runs."""
     if not runs:
         return None
     names = [r.name for r in runs]
@@ -509,9 +430,7 @@ def _threads_ran(run) -> str:
 
 # -- a ladder to read: the newest recorded, or one walked now ---------------------------------
 def latest_ladder(engine: str, runs_dir=None) -> list:
-    """The newest ladder of `engine` under `runs_dir` (default: GPU_COURSE_RUNS or runs/):
-    its runs in the order they ran, the repeats of a rung (--repeats) as one list; []
-    when there is none."""
+    """The newest ladder of `engine` under `runs_dir`, a rung's repeats as one list."""
     from .analyse import metrics
     from .measure.records import load_runs
     root = runs_root(runs_dir)
@@ -526,10 +445,7 @@ def latest_ladder(engine: str, runs_dir=None) -> list:
 
 
 def ladder(engine: str, sizes, runs_dir=None) -> list:
-    """The newest ladder of `engine` (`latest_ladder`), or, with none recorded yet, one
-    walked now as `gpu-course ladder` walks it (`--quick` where sizes.quick), saying so:
-    one coherent set of runs either way. sizes: lesson 08's (quick, ladder_train_size,
-    ladder_test_size, ladder_rungs)."""
+    """The newest ladder of `engine`, or one walked now when none is recorded."""
     runs = latest_ladder(engine, runs_dir)
     if runs:
         return runs
@@ -542,14 +458,8 @@ def ladder(engine: str, sizes, runs_dir=None) -> list:
 
 
 def exercise_ladder(engine: str, sizes, gpus: int) -> dict:
-    """Exercise 08.1's rungs: {rung: its Experiment}, in order, the ladder as `gpu-course
-    ladder` walks it on a machine with `gpus` GPUs (the quick one where sizes.quick), its
-    first sizes.exercise_rungs (None: sizes.ladder_rungs), each on sizes.exercise_size
-    images (None: the ladder's own) over sizes.exercise_epochs, at sizes.exercise_batch
-    where set (a CPU ladder changes no batch), leaving sizes.exercise_warmup_steps out of
-    samples/s and with sizes.exercise_torch_threads intra-op threads in PyTorch where
-    set. One device (more GPUs are lesson 07's) and no thread rung (its count follows the
-    machine's load). Writes the photos a CPU ladder reads, where they are missing."""
+    """Exercise 08.1's rungs, {rung: Experiment}: the first of the ladder on one device,
+    without the thread rung, at the exercise's sizes."""
     steps = [r for r in rungs(engine, min(gpus, 1), quick=sizes.quick,
                               train_size=sizes.exercise_size or sizes.ladder_train_size,
                               test_size=sizes.ladder_test_size, epochs=sizes.exercise_epochs)

@@ -1,9 +1,5 @@
-"""The ladder's rungs by name: one vocabulary for the ladder, `diagnose`'s next rung, the
-talk's figures, the tables and the lessons. A run of a rung is recorded under its name
-(a StrEnum: records keep the plain words). Where a rung is each track's own, each track
-names it in its own words: Gluon hybridizes and casts to float16, PyTorch compiles and
-autocasts to bfloat16 (`GRAPH`, `PRECISION`). No deep-learning framework here.
-"""
+"""The ladder's rungs by name: one vocabulary for the ladder, `diagnose`, the tables and
+the lessons; a track's own rung in its own words (`GRAPH`, `PRECISION`)."""
 from __future__ import annotations
 
 from enum import StrEnum

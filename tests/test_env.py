@@ -43,10 +43,9 @@ def test_openmp_settings_say_which_runtime_reads_them(monkeypatch):
     assert rows["KMP_AFFINITY"]["honoured_here"] is True
 
 
-def test_thread_counts_and_workers():
+def test_thread_counts():
     assert env.thread_counts(1) == [1]
     assert env.thread_counts(6) == [1, 2, 4, 6]
-    assert env.workers_per_process(10_000) == 1
 
 
 def test_the_pinned_copy_is_judged_against_the_spread_of_its_copies():

@@ -132,8 +132,6 @@ def test_corrupt_and_truncated_images_name_the_file(root):
     junk.write_bytes(b"not a jpeg at all")
     with pytest.raises(ValueError, match="002_0001.jpg"):
         folder.load_image(junk)
-    problems = folder.check_images(folder.scan_folder(root), workers=1, progress=False)
-    assert [p for p, _ in problems] == ["001.circle/001_0003.jpg", "002.ring/002_0001.jpg"]
 
 
 def test_folder_source_skips_unreadable_images_only_when_asked(root):

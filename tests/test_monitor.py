@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # for fake_pynvml, whatever pytest's import mode
 from fake_pynvml import FakeGpu, FakePynvml, NVMLError_LibraryNotFound, install  # noqa: E402
 
-from gpu_course.measure import monitor as monitor_module  # noqa: E402
+from gpu_course.measure import monitor as monitor_module, records  # noqa: E402
 from gpu_course.measure.monitor import GPU_COLUMNS, HOST_COLUMNS, MARKER_COLUMNS, GpuMonitor, GpuUnavailableWarning, next_tick, record_to_csv
 
 pytestmark = pytest.mark.filterwarnings("ignore::gpu_course.measure.monitor.GpuUnavailableWarning")
@@ -232,10 +232,9 @@ def test_failed_save_keeps_the_previous_file(use_fake, tmp_path, monkeypatch):
     mon.save(tmp_path)
     before = (tmp_path / "gpu.csv").read_text()
 
-    def half_written(self, file, **kwargs):
-        file.write("t,gpu\n0.0,")
+    def disk_full(fd):   # the new file is written, but not to disk
         raise OSError("disk full")
-    monkeypatch.setattr(pd.DataFrame, "to_csv", half_written)
+    monkeypatch.setattr(records.os, "fsync", disk_full)
     with pytest.raises(OSError, match="disk full"):
         mon.save(tmp_path)
     assert (tmp_path / "gpu.csv").read_text() == before

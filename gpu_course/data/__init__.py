@@ -1,13 +1,4 @@
-"""Data sets for the course, all in the CIFAR-10 binary format.
-
-``synthetic``: a generated, learnable stand-in for CIFAR-10 (no internet
-needed; see ``synthetic.py``). ``cifar10``: the real CIFAR-10, downloaded
-once (or put into the data folder by hand on a machine without internet).
-Both are read by the same reader, so a lesson runs unchanged on either::
-
-    from gpu_course import data
-    train_x, train_y, test_x, test_y, classes = data.load("synthetic")
-"""
+"""Data sets in the CIFAR-10 binary format: ``synthetic`` (generated) or ``cifar10``."""
 from numbers import Integral
 from pathlib import Path
 
@@ -31,14 +22,7 @@ _OURS = ("synthetic-v", FOLDER_NAME, "cifar-10-binary.tar.gz", "prepared", "calt
 
 
 def prepare(name="synthetic", root=None, train_size=50000, test_size=10000, seed=0):
-    """Make the data set ``name`` ready on disk; return its ``cifar-10-batches-bin`` folder.
-
-    ``synthetic`` is generated once per (seed, sizes) and cached under
-    ``root/synthetic-v<version>-s<seed>-<train>-<test>/``. ``cifar10`` is
-    the real data set in ``root/cifar-10-batches-bin`` (downloaded if missing;
-    its sizes are fixed, so ``train_size``, ``test_size`` and ``seed`` are not
-    used here; ``load`` can take a subset).
-    """
+    """Make the data set ``name`` ready on disk; return its ``cifar-10-batches-bin`` folder."""
     if name not in DATASETS:
         raise ValueError(f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}")
     _check_sizes(train_size, test_size, seed)
@@ -56,8 +40,7 @@ def prepare(name="synthetic", root=None, train_size=50000, test_size=10000, seed
 
 
 def _cache_root(root):
-    """Where the generated set is cached: `root`, unless it holds someone else's data
-    (an image folder, say), which a cache would change; then the course's data folder."""
+    """Where the generated set is cached: `root`, unless it holds someone else's data."""
     cache = default_root()
     if root.resolve() == cache.resolve():  # the course's own data folder
         return root
@@ -71,9 +54,15 @@ def _cache_root(root):
     return cache
 
 
+def ours(*datasets):
+    """Mark the course's datasets, so a record can tell them from a user's own."""
+    for dataset in datasets:
+        dataset.course_dataset = True
+    return datasets
+
+
 def num_classes(cfg):
-    """How many classes an Experiment's data set has: the size of the network's output
-    layer. `folder`: its class folders; `cifar10`: the names in batches.meta.txt."""
+    """How many classes an Experiment's data set has (the network's output size)."""
     if cfg.dataset == "folder":
         from .folder import default_folder, scan_folder
         return len(scan_folder(cfg.data_dir or default_folder()).classes)
@@ -85,10 +74,7 @@ def num_classes(cfg):
 
 
 def load(name="synthetic", root=None, train_size=50000, test_size=10000, seed=0):
-    """``prepare`` then read: a ``CifarData`` with uint8 NHWC images.
-
-    For ``cifar10`` the first ``train_size`` / ``test_size`` images are kept.
-    """
+    """``prepare`` then read: a ``CifarData`` with uint8 NHWC images."""
     data = read_cifar_binary(prepare(name, root, train_size, test_size, seed))
     for field, size, have in (("train_size", train_size, len(data.train_y)),
                               ("test_size", test_size, len(data.test_y))):
@@ -99,13 +85,7 @@ def load(name="synthetic", root=None, train_size=50000, test_size=10000, seed=0)
 
 
 def generate_to(out=None, seed=0, train_size=50000, test_size=10000, overwrite=False):
-    """Write the synthetic set to ``out/cifar-10-batches-bin`` (default: the course's
-    data folder); return that folder. For the CLI verb ``gpu-course data``.
-
-    A folder that gpu-course wrote with the same settings is reused; one it wrote with
-    other settings is replaced only with overwrite=True; one it did not write (the real
-    CIFAR-10, a user's own data: no manifest) is never replaced.
-    """
+    """``gpu-course data``: the synthetic set in ``out/cifar-10-batches-bin``."""
     _check_sizes(train_size, test_size, seed)
     out = Path(out).expanduser() if out is not None else default_root()
     if out.exists() and not out.is_dir():

@@ -1,10 +1,6 @@
-"""The CIFAR-10 binary format: write it, read it, download the real data set.
+"""The CIFAR-10 binary format (``cifar-10-batches-bin``): write it, read it, download it.
 
-Layout of the ``cifar-10-batches-bin`` folder (as in the official archive):
-``data_batch_1.bin`` .. ``data_batch_5.bin``, ``test_batch.bin`` and
-``batches.meta.txt`` (one class name per line). A batch file is a run of
-3073-byte records: one label byte, then 1024 bytes each of the red, green and
-blue planes of a 32x32 image, row-major.
+A batch file is a run of 3073-byte records: a label byte, then the R, G and B planes.
 """
 import hashlib
 import http.client
@@ -57,15 +53,7 @@ def read_manifest(folder):
 
 
 def write_cifar_binary(folder, data: CifarData, manifest=None):
-    """Write `data` (what read_cifar_binary returns) as a ``cifar-10-batches-bin`` style
-    folder and return its path.
-
-    The training set is split evenly over the five ``data_batch_*.bin``
-    files (any size is allowed). The folder appears atomically: the files go
-    to a temporary folder next to it, which is then renamed; an existing
-    folder is replaced, unless it already holds this data (the same `manifest`: another
-    process wrote it meanwhile, and may be reading it).
-    """
+    """Write `data` as a ``cifar-10-batches-bin`` folder, atomically; returns its path."""
     class_names = tuple(str(c) for c in data.classes)
     if not 1 <= len(class_names) <= 256 or any(
             not c or "\n" in c for c in class_names):
@@ -161,14 +149,7 @@ def _read_batches(paths):
 
 
 def download_cifar10(root, url=CIFAR10_URL, md5=CIFAR10_MD5, timeout=10):
-    """Make sure ``root/cifar-10-batches-bin`` holds real CIFAR-10; return it.
-
-    Uses, in order: the extracted folder if complete; ``root/cifar-10-binary.tar.gz``
-    if it is there (checked, then extracted, no network); a download from
-    ``url``. The download fails at once when offline (one attempt, short
-    ``timeout`` in seconds) with a RuntimeError that says where to put the
-    files by hand. A download with the wrong md5 is deleted.
-    """
+    """``root/cifar-10-batches-bin`` with real CIFAR-10, downloaded once if need be."""
     root = Path(root)
     if is_complete(root):  # data_dir names the cifar-10-batches-bin folder itself
         return root
@@ -217,11 +198,7 @@ def _download(url, archive, md5, timeout):
 
 
 def _stream(url, timeout, archive):
-    """Yield the body of ``url`` in chunks; any network trouble -> RuntimeError.
-
-    One attempt, no retries: offline it fails as fast as the error comes
-    (refused, no DNS) or after ``timeout`` seconds of silence.
-    """
+    """Yield the body of ``url`` in chunks (one attempt); any trouble -> RuntimeError."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             while chunk := response.read(1 << 20):
@@ -265,9 +242,7 @@ def _md5(path):
 
 
 def _replace_dir(new, target, ours=None) -> list[str]:
-    """Rename ``new`` to ``target``, replacing (then deleting) an old ``target``. With
-    `ours` (the names the project writes there), anything else the old folder held (a
-    user's own file) is moved into the new one, not deleted; returns those names."""
+    """Rename ``new`` to ``target``, moving a user's own files in; returns their names."""
     new, target = Path(new), Path(target)
     old, kept = None, []
     if target.exists():

@@ -1,15 +1,6 @@
 """How fast the disk reads: sequential against random, cold (from the disk) or warm.
 
-The profiling lecture's check: about 150 MB/s for a disk, 3,000 MB/s for NVMe. To read
-from the disk and not from memory, `evict` drops one file's pages from the page cache
-(`posix_fadvise(DONTNEED)`: that file only, no root needed, nothing else disturbed).
-
-    read_bandwidth("big.bin", "sequential")       # 1 MiB blocks in file order, cold
-    read_bandwidth("big.bin", "random", 32 << 10) # JPEG-sized blocks at random, cold
-    read_files(jpeg_paths, "random")              # a dataset's files in random order
-
-`block_shuffle` gives a training order that is random at the scale of a batch but reads
-the disk in runs.
+`evict` drops one file's pages from the page cache (posix_fadvise, no root needed).
 """
 from __future__ import annotations
 
@@ -27,10 +18,7 @@ MB = 1e6
 
 
 def block_shuffle(n: int, block: int, seed: int = 0) -> np.ndarray:
-    """A random order of 0..n-1 that reads the disk in runs: contiguous blocks of
-    `block` records in a random order, each block shuffled inside. With block >= the
-    batch size a batch holds no two neighbours on disk less often than a full shuffle
-    would, but every read is sequential within a block."""
+    """0..n-1 as blocks of `block` records in a random order, each shuffled inside."""
     if block < 1:
         raise ValueError(f"block={block!r} must be >= 1")
     rng = np.random.default_rng(seed)
@@ -60,8 +48,7 @@ class ReadSpeed:
 
 
 def evict(path) -> bool:
-    """Drop this file's pages from the page cache, so the next read comes from the disk.
-    Affects only this file. False where the OS cannot (posix_fadvise is Linux/BSD)."""
+    """Drop this file's pages from the page cache; False where the OS cannot."""
     if not hasattr(os, "posix_fadvise"):
         return False
     fd = os.open(path, os.O_RDONLY)
@@ -76,10 +63,7 @@ def evict(path) -> bool:
 
 
 def cached_share(path) -> float | None:
-    """The share of `path`'s pages in the page cache now (0..1), from `mincore` on a
-    mapping of the file that touches none of it; None where that cannot be asked (no
-    mincore, or the kernel refuses it for a file this user cannot write). An `evict` that
-    a file system ignores (tmpfs keeps every page in memory) shows here as a share near 1."""
+    """The share of `path`'s pages in the page cache now (0..1, `mincore`), or None."""
     size = Path(path).stat().st_size
     libc = _libc()
     if libc is None or size == 0:
@@ -119,10 +103,7 @@ def _libc():
 
 def read_bandwidth(path, pattern: str = "sequential", block_size: int = 1 << 20,
                    cold: bool = True, max_bytes: int | None = None, seed: int = 0) -> ReadSpeed:
-    """Read `path` in blocks of `block_size` bytes, in file order ("sequential") or in a
-    random order ("random"), and time it. cold=True evicts the file from the page cache
-    first, so the number is the disk's (the lecture: ~150 MB/s for a disk, ~3,000 MB/s
-    for NVMe); a warm read measures memory."""
+    """Time reading `path` in blocks, "sequential" or "random"; cold=True evicts it first."""
     if pattern not in ("sequential", "random"):
         raise ValueError(f"pattern={pattern!r} is not allowed; allowed: sequential, random")
     if block_size < 1:
@@ -153,8 +134,7 @@ def read_bandwidth(path, pattern: str = "sequential", block_size: int = 1 << 20,
 
 def read_files(paths, order: str = "sequential", cold: bool = True,
                seed: int = 0) -> ReadSpeed:
-    """Read whole files (e.g. a dataset's JPEGs) in sorted ("sequential") or random
-    order, each evicted from the page cache first when cold=True."""
+    """Time reading whole files in sorted or random order, each evicted first when cold."""
     if order not in ("sequential", "random"):
         raise ValueError(f"order={order!r} is not allowed; allowed: sequential, random")
     paths = sorted(str(p) for p in paths)
@@ -176,6 +156,3 @@ def _human(n: int) -> str:
         if n >= scale and n % scale == 0:
             return f"{n // scale} {unit}"
     return f"{n} B"
-
-
-__all__ = ["ReadSpeed", "evict", "cached_share", "read_bandwidth", "read_files", "block_shuffle"]

@@ -1,19 +1,7 @@
-"""Image folders shaped like Caltech-256: one sub-folder per class, one JPEG per image.
+"""Image folders shaped like Caltech-256 (root/001.circle/001_0001.jpg): generate, scan, decode.
 
-    root/001.circle/001_0001.jpg
-    root/001.circle/001_0002.jpg
-    root/002.ring/002_0001.jpg
-    ...
-
-`generate_folder` writes such a folder (JPEGs of 200-500 px a side at ordinary quality,
-so decoding and resizing cost what they cost on real photos); `scan_folder` reads it,
-or the real Caltech-256 (`256_ObjectCategories/`), or any folder laid out like it;
-`load_image` decodes one image and resizes it to the training size. No deep-learning
-framework here: the Gluon and PyTorch datasets call these functions.
-
-The generated pictures are the synthetic CIFAR-10 stand-in's shapes and textures
-(`synthetic.py`), enlarged and overlaid with grain and blotches like a photo's, so a
-network can learn them. Caltech-256 has 257 classes; the generated folder has up to 10.
+The generated photos are `synthetic`'s shapes enlarged, with grain and blotches, so that
+decoding and resizing cost what they cost on real photos.
 """
 from __future__ import annotations
 
@@ -28,7 +16,7 @@ import shutil
 import zlib
 from dataclasses import dataclass
 import multiprocessing.pool as mp_pool
-from multiprocessing import TimeoutError, get_context
+from multiprocessing import TimeoutError, get_all_start_methods, get_context
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -44,8 +32,7 @@ DEFAULT_NAME = "caltech256-like"
 
 
 def default_folder() -> Path:
-    """Where the generated folder goes by default: `caltech256-like/` in the course's
-    data folder (data/ in the checkout, or $GPU_COURSE_DATA)."""
+    """Where the generated folder goes by default."""
     return default_root() / DEFAULT_NAME
 
 
@@ -67,14 +54,12 @@ class CorruptImage(DataError):
                          "skip_corrupt=True) to leave such images out")
 
     def __reduce__(self):
-        # rebuilt from both arguments: a loader worker sends it back to the training
-        # process pickled (the default passes only the message and fails to rebuild)
+        # a loader worker sends it back pickled; the default would pass only the message
         return (type(self), (self.path, self.reason))
 
     @classmethod
     def from_message(cls, text: str) -> "CorruptImage | None":
-        """The CorruptImage whose message is the last line of `text` (a worker's
-        traceback as PyTorch passes it on), or None."""
+        """The CorruptImage named by the last line of a worker's traceback, or None."""
         last = text.strip().splitlines()[-1] if text.strip() else ""
         found = re.search(r"CorruptImage: cannot decode image (.+?): (.+)\. Delete or "
                           r"replace the file", last)
@@ -84,8 +69,7 @@ class CorruptImage(DataError):
 # -- reading a folder -----------------------------------------------------------------
 @dataclass(frozen=True)
 class FolderIndex:
-    """The images of a class-per-folder dataset: paths relative to `root`, integer labels
-    (the class folders in sorted order) and the class names."""
+    """The images of a class-per-folder dataset: paths relative to `root` and labels."""
 
     root: Path
     classes: tuple
@@ -104,8 +88,7 @@ class FolderIndex:
                            self.labels[indices] if indices else self.labels[:0])
 
     def fingerprint(self) -> str:
-        """A short hash of the files (names, sizes, modification times) and labels: names
-        a prepared copy of this set, so a changed image makes a new copy."""
+        """A short hash of the files and labels, naming a prepared copy of this set."""
         def stamp(path: str) -> str:
             try:
                 st = (self.root / path).stat()
@@ -118,10 +101,7 @@ class FolderIndex:
 
 
 def scan_folder(root) -> FolderIndex:
-    """Index a Caltech-256-style folder: every sub-folder is a class, every image file in
-    it a sample (other files, e.g. Caltech-256's stray `RENAME2`, are ignored).
-
-    A missing or empty root, or a class folder without images, is a clear error."""
+    """Index a Caltech-256-style folder: every sub-folder a class, every image a sample."""
     root = Path(root).expanduser()
     if not root.exists():
         raise MissingData(f"image folder {root} does not exist; write one with "
@@ -152,11 +132,7 @@ def scan_folder(root) -> FolderIndex:
 
 def split(index: FolderIndex, train_size: int | None = None, test_size: int | None = None,
           val_fraction: float = 0.2, seed: int = 0) -> tuple[FolderIndex, FolderIndex]:
-    """A deterministic train/validation split (Caltech-256 ships none).
-
-    Each class is shuffled with `seed`, then the classes are interleaved, so any prefix
-    is balanced. Validation takes min(test_size, val_fraction of the images); training
-    takes up to train_size of the rest."""
+    """A deterministic train/validation split, balanced in any prefix (classes interleaved)."""
     if not 0 < val_fraction < 1:
         raise ValueError(f"val_fraction={val_fraction!r} must be in (0, 1)")
     rng = np.random.default_rng(seed)
@@ -182,12 +158,8 @@ def _interleave(groups: list) -> list:
 
 # -- decoding -------------------------------------------------------------------------
 def load_image(path, size: int | None = None, draft: bool = False) -> np.ndarray:
-    """Decode an image file to uint8 RGB [H, W, 3]; with `size`, resize its shorter side
-    to `size` and cut the centre square (one resampling step: PIL's `box`).
-
-    draft=True lets the JPEG decoder drop detail it would only throw away (DCT scaling
-    by 1/2, 1/4 or 1/8): a big saving on large photos, at a slightly different result.
-    A file that cannot be decoded raises CorruptImage naming it."""
+    """Decode an image file to uint8 RGB [H, W, 3], with `size` its centre square resized;
+    draft=True lets the JPEG decoder scale down by 1/2, 1/4 or 1/8 first."""
     from PIL import Image, ImageFile, UnidentifiedImageError
     # GluonCV sets this process-wide switch to True on import, which decodes a cut-off
     # JPEG as grey without a word; a data loader must notice instead
@@ -219,32 +191,9 @@ def resize_center(img, size: int):
     return img.resize((size, size), Image.BILINEAR, box=box)
 
 
-def check_images(index: FolderIndex, workers: int | None = None,
-                 progress: bool = True) -> list[tuple[str, str]]:
-    """Decode every image of `index` (in parallel); returns [(relative path, error)]
-    for the ones that fail."""
-    tasks = [str(index.path(i)) for i in range(len(index))]
-    errors = parallel_map(_check_task, tasks, workers=workers, progress=progress,
-                          desc="checking")
-    return [(index.paths[i], error) for i, error in enumerate(errors) if error is not None]
-
-
-def _check_task(path: str) -> str | None:
-    try:
-        load_image(path)
-    except DataError as err:
-        return str(err)
-    return None
-
-
 # -- random access for the framework datasets -------------------------------------------
 class SkipCounter:
-    """Which samples were skipped as unreadable, over all loader worker processes.
-
-    Each skip appends one line (the file or record that failed) to a small temporary
-    file (short appends are atomic), so the count is its line count: it works across
-    forked and spawned workers alike, and a pickled counter is just the file's name. The
-    file goes when the counter does."""
+    """Unreadable samples skipped over all loader workers (a line each in a temporary file)."""
 
     def __init__(self):
         import tempfile
@@ -293,9 +242,7 @@ def _remove_quietly(path: str, owner: int) -> None:
 
 
 def fetch_or_skip(read, i: int, n: int, skip_corrupt: bool, skipped: SkipCounter):
-    """read(i), or with skip_corrupt the next readable sample after an unreadable one
-    (each failure counted), so a batch keeps its size. Without skip_corrupt the error
-    (naming the file or record) goes up to the training loop."""
+    """read(i), or with skip_corrupt the next readable sample (each failure counted)."""
     for attempt in range(n):
         try:
             return read((i + attempt) % n)
@@ -307,8 +254,7 @@ def fetch_or_skip(read, i: int, n: int, skip_corrupt: bool, skipped: SkipCounter
 
 
 class FolderSource:
-    """Random access to (image, label) of a FolderIndex, decoded and resized per sample
-    (the I/O ladder's first rung). `skipped.count` says how many reads were skipped."""
+    """Random access to (image, label) of a FolderIndex, decoded and resized per sample."""
 
     def __init__(self, index: FolderIndex, size: int, skip_corrupt: bool = False,
                  draft: bool = False):
@@ -331,10 +277,7 @@ class FolderSource:
 # -- generating a folder --------------------------------------------------------------
 @dataclass(frozen=True)
 class Photos:
-    """What `generate_folder` writes: `classes` class folders of `per_class` JPEGs, drawn
-    from `seed`, `min_side` to `max_side` px a side, at JPEG `quality`. The defaults:
-    10 x 300 = 3,000 images of 200-500 px at quality 90 (about 30 KB each);
-    `per_class=3000` gives 30,000, Caltech-256's size."""
+    """What `generate_folder` writes: `classes` folders of `per_class` JPEGs."""
 
     classes: int = 10
     per_class: int = 300
@@ -358,11 +301,7 @@ class Photos:
 
 def generate_folder(root=None, photos: Photos = Photos(), workers: int | None = None,
                     progress: bool = True, overwrite: bool = False) -> Path:
-    """Write a Caltech-256-shaped folder of `photos` (see Photos); returns its path.
-
-    The images are written under a temporary name and renamed when all are done, so an
-    interrupted run leaves nothing half-written; an existing complete folder with the
-    same settings is reused (overwrite=True writes it again)."""
+    """Write a Caltech-256-shaped folder of `photos` (reused if complete); returns its path."""
     root = Path(root or default_folder()).expanduser()
     settings = {**dataclasses.asdict(photos), "version": 1}
     if root.exists() and not root.is_dir():
@@ -418,9 +357,7 @@ def _generate(root: Path, settings: dict, overwrite: bool, workers, progress) ->
 
 
 def _replace_own_files(root: Path, new: Path, old_settings: dict | None) -> None:
-    """Put the class folders of `new` into `root`, deleting only the files gpu-course
-    wrote there before (the JPEGs its manifest's settings name): a user's own photo in a
-    class folder, or any other file, stays, and is named."""
+    """Put `new`'s class folders into `root`, deleting only what gpu-course wrote there."""
     (root / MANIFEST).unlink(missing_ok=True)  # first: a half-replaced folder is not ours
     old = old_settings or {}
     for k in range(old.get("classes", 0)):
@@ -474,8 +411,7 @@ def _write_photo(task) -> int:
 # -- a parallel map with a progress bar -----------------------------------------------
 def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool = True,
                  desc: str = "", chunksize: int | None = None):
-    """Yield fn(task) for each task, in order, computed by `workers` processes
-    (default: every core; 0 or 1 = in this process), with a progress bar."""
+    """fn(task) for each task, in order, in `workers` processes, with a progress bar."""
     workers = os.cpu_count() or 1 if workers is None else workers
     bar = _bar(len(tasks), desc) if progress else None
     pool, stopped, done = None, False, False
@@ -484,7 +420,7 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
             results = map(fn, tasks)
         else:
             # fork: workers start in milliseconds and share the parent's imports
-            ctx = get_context("fork") if "fork" in _start_methods() else get_context()
+            ctx = get_context("fork" if "fork" in get_all_start_methods() else None)
             pool = ctx.Pool(min(workers, len(tasks)), initializer=_worker_signals)
             chunk = chunksize or max(1, min(64, len(tasks) // (workers * 8)))
             chunks = [(fn, tasks[i:i + chunk]) for i in range(0, len(tasks), chunk)]
@@ -506,11 +442,8 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
 
 
 def _worker_signals() -> None:
-    """A worker leaves Ctrl-C to the parent, which stops the pool (a terminal sends it to
-    every process, and each worker printed its KeyboardInterrupt traceback), and dies of
-    SIGTERM, as Pool.terminate() expects: a fork inherits the parent's handler (a run's
-    stop request), under which an idle worker only noted the signal and the pool's
-    terminate() waited for it forever (seen in CI's test_io_data)."""
+    """A worker leaves Ctrl-C to the parent, which stops the pool, and dies of SIGTERM,
+    as Pool.terminate() expects (not under the inherited handler)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
@@ -526,10 +459,8 @@ class WorkerDied(RuntimeError):
 
 
 def _waiting(results, workers: list):
-    """The results of an imap of chunks, one by one, waiting in short slices so that a
-    Ctrl-C or SIGTERM is obeyed even when the workers it also reached will never send theirs,
-    and a worker that died (the pool replaces it, but its task is lost) is an error, not a
-    wait forever."""
+    """The results of an imap of chunks, waiting in short slices so that a Ctrl-C or
+    SIGTERM is obeyed, and a worker that died (its task lost) is an error, not a wait."""
     while True:
         try:
             yield from results.next(timeout=0.2)
@@ -547,11 +478,8 @@ def _waiting(results, workers: list):
 
 
 def end_pool(pool, stopped: bool = False) -> None:
-    """Stop a pool's workers. With every task done (not `stopped`), close() and join():
-    no signal is sent (a worker forked an instant before terminate()'s SIGTERM still has
-    the parent's handler, which swallows it, and terminate() waits forever). When a signal
-    `stopped` the work, or the caller left early, the workers are killed and the pool's
-    clean-up is called off: terminate() can wait forever for a queue lock a dead worker held."""
+    """Stop a pool's workers: close and join when all is done, else kill them (terminate()
+    can wait forever for a signal swallowed or a lock a dead worker held)."""
     if not stopped:
         pool.close()
         pool.join()
@@ -565,18 +493,12 @@ def end_pool(pool, stopped: bool = False) -> None:
     pool._terminate.cancel()  # what terminate() or exit would have run and waited in
 
 
-def _start_methods() -> list:
-    import multiprocessing
-    return multiprocessing.get_all_start_methods()
-
-
 def _bar(total: int, desc: str):
     from ..measure.progress import bar
     return bar(total, desc=desc, unit="img")
 
 
 def folder_split(cfg, root=None):
-    """(train index, validation index) of an experiment's image folder (cfg.data_dir,
-    else the generated default), split by cfg.train_size, cfg.test_size and cfg.seed."""
+    """(train index, validation index) of an experiment's image folder."""
     index = scan_folder(root or cfg.data_dir or default_folder())
     return split(index, cfg.train_size, cfg.test_size, seed=cfg.seed)

@@ -1,20 +1,8 @@
 """The order a packed file is read in, and what the page cache holds of it: lesson 09.
 
-A packed file holds its records one after the other, so the order of an epoch is the
-order of the reads on the disk:
-
-    SampleOrder.RANDOM        a fresh permutation each epoch: every read lands anywhere
-    SampleOrder.QUASI_RANDOM  windows of WINDOW_BYTES of neighbouring records, the windows
-                              in a random order and each shuffled inside (FFCV's
-                              QUASI_RANDOM): the reads stay in one stretch at a time
-    SampleOrder.SEQUENTIAL    file order, every epoch
-
-`EpochOrder` is the framework-free core of the adapters' `OrderSampler`: each pass over
-it is one epoch's order (seed + epoch), and with PageCache.DROP it first drops the file's
-pages from the page cache (`disk.evict`, that file only, no root), so every epoch reads
-the disk as a data set larger than the cache would. Whether the drop took is measured,
-not assumed: `cached` keeps the share of the file's pages cached at each epoch's start
-(`disk.cached_share`, mincore), which the run record keeps in its notes (`note()`).
+QUASI_RANDOM reads windows of WINDOW_BYTES in a random order, each shuffled inside (as
+FFCV's). `EpochOrder` is the core of the adapters' `OrderSampler`; with PageCache.DROP
+it drops the file's pages before each epoch and measures the share still cached.
 """
 from __future__ import annotations
 
@@ -29,15 +17,13 @@ WINDOW_BYTES = 1 << 20   # a quasi-random window: 1 MiB of the file (several rea
 
 
 def window_records(records: int, file_bytes: int, batch_size: int = 1) -> int:
-    """Records in a quasi-random window: WINDOW_BYTES worth of the file's average record,
-    at least one batch (a batch drawn from one window reads one stretch of the file)."""
+    """Records in a quasi-random window: WINDOW_BYTES worth, at least one batch."""
     per_record = max(1, file_bytes // max(records, 1))
     return max(batch_size, 1, WINDOW_BYTES // per_record)
 
 
 def epoch_order(records: int, order, seed: int = 0, window: int = 1) -> np.ndarray:
-    """The indices 0..records-1 in `order` (a SampleOrder or its value) for one epoch;
-    `window`: records per quasi-random window."""
+    """The indices 0..records-1 in `order` for one epoch (`window`: quasi-random)."""
     order = sample_order(order)
     if order is SampleOrder.SEQUENTIAL:
         return np.arange(records)
@@ -65,16 +51,12 @@ def _member(kind, name: str, value):
 
 
 def asked(cfg) -> bool:
-    """Whether `cfg` (an Experiment) asks for an order or a page cache of its own: a
-    sampler then reads the packed file; otherwise the loader's plain shuffle does."""
+    """Whether `cfg` asks for an order or a page cache of its own (else: a plain shuffle)."""
     return (cfg.sample_order, cfg.page_cache) != (SampleOrder.RANDOM, PageCache.KEEP)
 
 
 class EpochOrder:
-    """The indices of one epoch each time it is iterated, for a loader's sampler: `records`
-    records of the packed file at `path` in `order`, the file's pages dropped first with
-    cache=PageCache.DROP. `cached[e]`: the share of the file cached at epoch e's start,
-    after any drop (None where it cannot be measured)."""
+    """One epoch's indices each time it is iterated; `cached[e]`: the share cached."""
 
     def __init__(self, path, records: int, order=SampleOrder.RANDOM,
                  cache=PageCache.KEEP, seed: int = 0, batch_size: int = 1):
@@ -109,9 +91,7 @@ class EpochOrder:
 
 
 class EpochSampler:
-    """A loader's sampler over an EpochOrder (kept as .epochs) of cfg's sample_order and
-    page_cache, for `data_source` read from the packed file at `path`. The adapters'
-    `OrderSampler` adds their framework's Sampler base, nothing else."""
+    """A loader's sampler over an EpochOrder (.epochs) of cfg's sample_order and page_cache."""
 
     def __init__(self, data_source, cfg, path):
         self.epochs = EpochOrder(path, len(data_source), cfg.sample_order, cfg.page_cache,
@@ -119,8 +99,7 @@ class EpochSampler:
 
     @classmethod
     def if_asked(cls, data_source, cfg, packed_path):
-        """One where cfg asks for it (`asked`), else None (the loader's plain shuffle);
-        packed_path() gives the file, made once by the adapter's prepare_data."""
+        """One where cfg asks for it (`asked`), else None; packed_path() gives the file."""
         return cls(data_source, cfg, packed_path()) if asked(cfg) else None
 
     def __len__(self) -> int:
@@ -128,7 +107,3 @@ class EpochSampler:
 
     def __iter__(self):
         return iter(self.epochs)
-
-
-__all__ = ["WINDOW_BYTES", "window_records", "epoch_order", "sample_order", "page_cache",
-           "asked", "EpochOrder", "EpochSampler"]

@@ -1,14 +1,7 @@
-"""Pre-processing out of band and a packed array format: the I/O ladder's middle rungs.
+"""Pre-processing out of band: a pre-resized folder, or one packed array file.
 
-* `preresize_folder`: every image resized once to the training size (a folder of small
-  JPEGs mirroring the original): the decode is cheaper and the resize is gone.
-* `pack_images`: every image decoded and resized once, the pixels packed into ONE file
-  read sequentially (`PackedArray`, memory-mapped): no decode, no file opens.
-
-The `.pack` file: a 64-byte preamble, the uint8 images [N, H, W, 3] from offset 4096
-(page-aligned, so it memory-maps), int64 labels, uint32 CRC-32s of each image and a JSON
-footer (classes, source paths, images left out). It is written under a temporary name
-and renamed when complete; `check_roundtrip` compares every record with its source.
+The `.pack` file: a preamble, the uint8 images [N, H, W, 3] from offset 4096 (so it
+memory-maps), int64 labels, uint32 CRC-32s of each image and a JSON footer.
 """
 from __future__ import annotations
 
@@ -57,9 +50,7 @@ class PrepResult:
 
 def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = None,
                      progress: bool = True, skip_corrupt: bool = False) -> PrepResult:
-    """Resize every image of `index` to size x size (shorter side, centre square) and
-    store it as a JPEG (QUALITY) under `out` with the same class folders and names. Done
-    once, out of band: the training loop then decodes small images and resizes nothing."""
+    """Resize every image of `index` once to size x size, as JPEGs under `out`."""
     _check_size(size)
     out = Path(out)
     tmp = _tmp_name(out)
@@ -91,8 +82,7 @@ def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = N
 
 
 def preresized_index(index: FolderIndex, root) -> FolderIndex:
-    """The same samples (order, labels) as `index`, read from a pre-resized copy;
-    images the pre-processing left out are left out here too."""
+    """The same samples as `index` (less those left out), read from a pre-resized copy."""
     root = Path(root)
     if not root.is_dir():
         raise MissingData(f"pre-resized folder {root} does not exist; make it with "
@@ -120,12 +110,7 @@ def _resize_task(task):
 # -- the packed array file ------------------------------------------------------------
 def pack_images(index: FolderIndex, out, size: int, workers: int | None = None,
                 progress: bool = True, skip_corrupt: bool = False) -> PrepResult:
-    """Decode every image of `index`, resize it to size x size and pack them all into one
-    file (see the module docstring). Decoding runs in `workers` processes; the file is
-    written sequentially, in `index` order, under a temporary name renamed at the end.
-
-    A corrupt image raises CorruptImage naming the file, or with skip_corrupt=True is
-    left out and listed in the result (and in the file's footer)."""
+    """Decode every image of `index`, resized to size x size, into one packed file."""
     _check_size(size)
     if len(index) == 0:
         raise DataError(f"nothing to pack: the index of {index.root} is empty")
@@ -185,15 +170,7 @@ def _load_task(task):
 
 
 class PackedArray:
-    """A packed image file, memory-mapped: `images` uint8 [N, H, W, 3] (read from disk
-    as they are touched), `labels` int64 [N], `classes`, `sources` (each record's source
-    path) and `skipped` (sources the packer left out). `load()` reads every image into
-    memory in one sequential pass.
-
-    A file that is not a packed image file, or is cut short, raises DataError naming it.
-    verify=True checks every record's CRC-32 at opening: a damaged record raises
-    DataError naming its index, or with skip_corrupt=True is left out of `indices`
-    (the records to use) and counted in `corrupt`."""
+    """A packed image file, memory-mapped; verify=True checks every record's CRC-32."""
 
     def __init__(self, path, verify: bool = False, skip_corrupt: bool = False):
         self.path = Path(path)
@@ -268,9 +245,7 @@ class PackedArray:
 
 
 class PackedSource:
-    """Random access to (image, label) of a packed file, for loader workers: each process
-    maps the file itself (a pickled PackedSource is just its path), so workers share the
-    page cache instead of copying the array. verify/skip_corrupt as in PackedArray."""
+    """Random access to (image, label) of a packed file; each loader worker maps it itself."""
 
     def __init__(self, path, verify: bool = False, skip_corrupt: bool = False):
         self.path, self.verify, self.skip_corrupt = Path(path), verify, skip_corrupt
@@ -303,9 +278,7 @@ class PackedSource:
 
 def check_roundtrip(packed: PackedArray | str | Path, index: FolderIndex,
                     workers: int | None = None, progress: bool = True) -> int:
-    """Check a packed file against its source images: every record's index, source path,
-    label, CRC and pixels (decoded and resized again from the source) must match.
-    Returns the number of records checked; a mismatch raises DataError naming it."""
+    """Check every record of a packed file against its source image; returns the count."""
     packed = packed if isinstance(packed, PackedArray) else PackedArray(packed)
     position = {p: i for i, p in enumerate(index.paths)}
     left_out = {s for s, _ in packed.skipped}
@@ -333,9 +306,7 @@ def check_roundtrip(packed: PackedArray | str | Path, index: FolderIndex,
 
 # -- where prepared copies live ---------------------------------------------------------
 def prepared_dir(root, cache_dir=None) -> Path:
-    """Folder for the pre-processed copies of the dataset at `root`: `cache_dir` if
-    given, else $GPU_COURSE_CACHE, else `prepared/<name>-<hash of its path>/` in the
-    course's data folder. Never beside the dataset: a user's folder stays as it was."""
+    """Folder for the pre-processed copies of the dataset at `root`, never beside it."""
     if cache_dir is not None:
         return Path(cache_dir).expanduser()
     root = Path(root).expanduser().resolve()
@@ -347,14 +318,12 @@ def prepared_dir(root, cache_dir=None) -> Path:
 
 
 def preresized_path(index: FolderIndex, size: int, cache_dir=None) -> Path:
-    """Where the pre-resized copy of `index` at `size` lives (its files' fingerprint in
-    the name: a changed image makes a new copy); complete once its manifest is there."""
+    """Where the pre-resized copy of `index` at `size` lives."""
     return prepared_dir(index.root, cache_dir) / f"resized-{size}px-{index.fingerprint()}"
 
 
 def packed_path(index: FolderIndex, size: int, cache_dir=None) -> Path:
-    """Where the packed file of `index` at `size` lives (written under a temporary name,
-    so one that exists is complete)."""
+    """Where the packed file of `index` at `size` lives."""
     return prepared_dir(index.root, cache_dir) / f"{size}px-{index.fingerprint()}.pack"
 
 
@@ -376,11 +345,7 @@ def ensure_packed(index: FolderIndex, size: int, cache_dir=None, **kwargs) -> Pa
 
 @dataclass(frozen=True)
 class Prepared:
-    """A training set's copy made before training (offline pre-processing), as a run
-    record keeps it (`notes["prepared"]`): what it is, where, how many images, and how
-    long making it took (`seconds`). `reused`: an earlier run had made it, so this run
-    made nothing; `seconds` is then what that run's making took, read from the note it
-    left beside the copy, or None when it left none (a copy made before such notes)."""
+    """A training set's copy made before training, as a run record keeps it."""
 
     what: str
     path: str
@@ -406,12 +371,8 @@ class Prepared:
 
 def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,
                  record_file=None) -> Prepared | None:
-    """The adapters' `prepare_data`: make, once, the copy of cfg's training images that
-    cfg.data_format reads, and time it; None when there is nothing to make (loose JPEGs,
-    or a data set that is not a folder). record_file(index, size, common) -> (what, path,
-    complete, make) gives a framework's own packed format (Gluon: RecordIO); without it
-    "packed" is the .pack file, which "memory" reads too. The time is kept beside the
-    copy (`made_note_path`), so a later run that reuses it can still say what it cost."""
+    """The adapters' `prepare_data`: make, once, the copy that cfg.data_format reads, and
+    time it; record_file gives a framework's own packed format (Gluon: RecordIO)."""
     if cfg.dataset != "folder" or cfg.data_format == "loose":
         return None
     from .folder import folder_split
@@ -456,10 +417,7 @@ def _made_seconds(note_path: Path) -> float | None:
 
 def load_folder(root=None, image_size: int = 32, train_size: int | None = None,
                 test_size: int | None = None, seed: int = 0, cache_dir=None):
-    """An image folder as in-memory arrays, like `data.load` gives for CIFAR-10:
-    CifarData(train_x, train_y, test_x, test_y, classes) with uint8 [N, S, S, 3] images
-    at `image_size`, split as `folder.split` does. Read from packed copies, made on
-    first use (the whole dataset in memory: the I/O ladder's last host rung)."""
+    """An image folder as in-memory CifarData, read from packed copies made on first use."""
     from .cifar import CifarData
     from .folder import default_folder, scan_folder, split
     index = scan_folder(root or default_folder())
@@ -479,9 +437,3 @@ def _tmp_name(path: Path) -> Path:
 def _check_size(size: int) -> None:
     if not isinstance(size, int) or isinstance(size, bool) or size < 8:
         raise ValueError(f"size={size!r} must be an integer >= 8 pixels")
-
-
-__all__ = ["PrepResult", "preresize_folder", "preresized_index", "pack_images",
-           "PackedArray", "PackedSource", "check_roundtrip", "prepared_dir", "ensure_preresized",
-           "ensure_packed", "load_folder", "preresized_path", "packed_path", "Prepared",
-           "prepare_copy", "made_note_path"]

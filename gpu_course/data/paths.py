@@ -11,11 +11,7 @@ _CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def default_root():
-    """Where data sets go when no ``root`` is given.
-
-    ``$GPU_COURSE_DATA`` if set; else the checkout's ``data/`` folder (ignored
-    by git) when running from a writable checkout; else ``~/.cache/gpu_course``.
-    """
+    """Where data sets go: $GPU_COURSE_DATA, a writable checkout's data/, or ~/.cache."""
     if os.environ.get("GPU_COURSE_DATA"):
         root = Path(os.environ["GPU_COURSE_DATA"]).expanduser()
         if root.exists() and not root.is_dir():
@@ -30,15 +26,9 @@ def default_root():
     return Path.home() / ".cache" / "gpu_course"
 
 
-DEFAULT_ROOT = _CHECKOUT / "data"  # where data goes without $GPU_COURSE_DATA (see default_root)
-
-
 @contextlib.contextmanager
 def writing(folder):
-    """One gpu-course process at a time checks and writes `folder`: an exclusive lock on
-    the folder it goes into (made if missing), released when the process ends however it
-    ends. A second writer waits, then finds what the first one wrote (reused, or refused
-    without --overwrite), instead of both replacing each other's files halfway."""
+    """One gpu-course process at a time writes `folder` (a lock on its parent)."""
     parent = Path(folder).parent
     parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(parent, os.O_RDONLY)

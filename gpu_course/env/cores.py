@@ -1,9 +1,5 @@
-"""How many CPU cores a process may use, and the loader workers each training process
-gets: usable cores ÷ training processes on the host (the checklist's vCPUs ÷ GPUs).
-
-`cpu_count() - 3` in *every* process, as one-process lessons use, asks 8 processes on a
-64-vCPU, 8-GPU host for 8 × 61 loader workers: the host thrashes instead of loading.
-"""
+"""Cores a process may use, and loader workers per training process: usable cores ÷
+training processes on the host (`cpu_count() - 3` in every process would thrash it)."""
 from __future__ import annotations
 
 import os
@@ -11,8 +7,7 @@ import platform
 
 
 def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity: a container's or taskset's
-    limit), else os.cpu_count()."""
+    """Cores this process may run on (its CPU affinity), else os.cpu_count()."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # macOS, Windows
@@ -20,8 +15,7 @@ def usable_cores() -> int:
 
 
 def loader_workers(procs_on_host: int, cores: int | None = None) -> int:
-    """DataLoader workers per training process when `procs_on_host` of them share this
-    host's cores: cores // processes, at least 1."""
+    """DataLoader workers per training process when `procs_on_host` share the cores."""
     if procs_on_host < 1:
         raise ValueError(f"procs_on_host={procs_on_host!r} must be >= 1")
     cores = usable_cores() if cores is None else cores
@@ -34,8 +28,7 @@ CPU_PROCESSES_PER_CORE = 2
 
 
 def _over_limit(count: int, per_core: int, cores: int | None) -> tuple[str, int] | None:
-    """None when `count` processes fit `per_core` a core on this machine, else the
-    words naming the machine's cores and the limit, for the caller's message."""
+    """None when `count` processes fit `per_core` a core, else (the cores in words, limit)."""
     cores = usable_cores() if cores is None else cores
     if count <= per_core * cores:
         return None
@@ -43,8 +36,7 @@ def _over_limit(count: int, per_core: int, cores: int | None) -> tuple[str, int]
 
 
 def check_training_processes(count: int, what: str, cores: int | None = None) -> None:
-    """ValueError for more CPU training processes than this machine's cores can run,
-    naming `what` asked for them and the limit, before one is started."""
+    """ValueError for more CPU training processes than this machine's cores can run."""
     over = _over_limit(count, CPU_PROCESSES_PER_CORE, cores)
     if over:
         raise ValueError(f"{what} starts {count} training processes, more than this "
@@ -52,15 +44,13 @@ def check_training_processes(count: int, what: str, cores: int | None = None) ->
                          f"allowed up to {over[1]}); each needs a core to make progress")
 
 
-# loader workers a core may carry: the talk ran 29 on a p3.2xlarge's 8 vCPUs (3.6 a
-# core); far beyond this the workers only queue for the cores, and thousands of forked
-# processes exhaust memory or the process table (MXNet then aborts with signal 6)
+# loader workers a core may carry (the talk ran 3.6 a core); far beyond this they only
+# queue, and thousands of forked processes exhaust memory (MXNet aborts with signal 6)
 LOADER_WORKERS_PER_CORE = 8
 
 
 def check_loader_workers(num_workers: int, cores: int | None = None) -> None:
-    """ValueError for more loader workers than this machine's cores can carry, naming
-    the limit, before any of them is started."""
+    """ValueError for more loader workers than this machine's cores can carry."""
     over = _over_limit(num_workers, LOADER_WORKERS_PER_CORE, cores)
     if over:
         raise ValueError(f"num_workers={num_workers} is more loader workers than this "
@@ -70,15 +60,13 @@ def check_loader_workers(num_workers: int, cores: int | None = None) -> None:
 
 
 def threads_per_process(procs_on_host: int, cores: int | None = None) -> int:
-    """Compute threads (OMP_NUM_THREADS) per CPU training process sharing the host:
-    more threads than cores only wait for each other."""
+    """OMP_NUM_THREADS per CPU training process sharing the host's cores."""
     return loader_workers(procs_on_host, cores)
 
 
 def check_thread_variables(environ=None) -> None:
     """Refuse an OMP_NUM_THREADS (or MXNET_OMP_MAX_THREADS) that is not a count of
-    threads, before a framework loads: MXNet aborts the process on one (signal 6, no
-    message a notebook shows), libgomp warns and ignores it."""
+    threads, before MXNet loads and aborts the process on it."""
     environ = os.environ if environ is None else environ
     for name in ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS"):
         text = environ.get(name)
@@ -91,10 +79,7 @@ def check_thread_variables(environ=None) -> None:
 
 
 def mxnet_threads(cores: int, environ=None) -> tuple[int, str]:
-    """(count, where it comes from): the OpenMP threads MXNet 1.x gives its CPU operators
-    in a process started with `environ` (default: this one's), fixed when libmxnet loads
-    (src/engine/openmp.cc): OMP_NUM_THREADS, else MXNET_OMP_MAX_THREADS, else half the
-    cores on x86 (it counts two hyper-threads a core), every core elsewhere."""
+    """(count, source): MXNet 1.x's CPU operator threads under `environ` (engine/openmp.cc)."""
     environ = os.environ if environ is None else environ
     omp = (environ.get("OMP_NUM_THREADS") or "").split(",")[0].strip()
     if omp.isdigit():
@@ -111,6 +96,5 @@ BUSY_LOAD = 1.0   # a load average at or above this before a measurement: someth
 
 
 def busy(load_average, usable: int) -> bool:
-    """Whether a measurement started on a busy machine: a load average before it of at
-    least the usable cores (and BUSY_LOAD); a load not measured is not busy."""
+    """Whether a measurement started on a busy machine (a load average >= the cores)."""
     return (load_average or 0) >= max(BUSY_LOAD, usable)

@@ -1,15 +1,8 @@
-"""What this CPU can compute, read once from /proc/cpuinfo: the instruction sets that
-decide whether a lower precision runs at all (MXNet's bfloat16) and whether it pays, so
-that lessons say "not on this CPU, and why".
+"""The CPU's instruction sets (/proc/cpuinfo) that decide whether a lower precision runs
+and pays: `supports(Capability.MXNET_BFLOAT16)` is truthy, with `.why`.
 
-    from gpu_course.env import cpu
-    cpu.features()                    # frozenset of the flags the course reads ('avx2', ...)
-    cpu.supports(cpu.Capability.MXNET_BFLOAT16)    # a Support: truthy, with .why
-
-GPU_COURSE_CPU_FLAGS fakes another CPU for tests: comma-separated "-name" (drop every
-flag starting with name) and "+name" (add one), e.g. -avx512,-amx. Faking a capability
-on that the CPU lacks makes frameworks fail: do it only where the tests fake. oneDNN's
-own cap, DNNL_MAX_CPU_ISA=AVX2, is read too.
+GPU_COURSE_CPU_FLAGS fakes another CPU for tests ("-avx512,-amx": drop flags by prefix,
+"+name": add one); oneDNN's own cap, DNNL_MAX_CPU_ISA, is read too.
 """
 from __future__ import annotations
 
@@ -32,8 +25,7 @@ CPUINFO = Path("/proc/cpuinfo")
 # the flags the course reads, as /proc/cpuinfo names them; a run records those present
 READ = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq",
         "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8")
-# oneDNN's "avx512_core": the ISA its bfloat16 convolutions need at the least (emulated
-# through AVX-512BW); MXNet 1.9.1's oneDNN 2.x has no bfloat16 convolution below it
+# oneDNN's "avx512_core": the least its bfloat16 convolutions need (MXNet 1.9.1's oneDNN)
 AVX512_CORE = ("avx512f", "avx512bw", "avx512vl", "avx512dq")
 BF16_INSTRUCTIONS = ("avx512_bf16", "amx_bf16")   # Cooper Lake's dot products, Sapphire Rapids' tiles
 
@@ -101,10 +93,8 @@ def _features(spec: str, cap: str) -> frozenset | None:
 
 
 def features() -> frozenset | None:
-    """The course's flags this CPU has, as the frameworks' oneDNN may use them: without what
-    DNNL_MAX_CPU_ISA caps away (DNNL_MAX_CPU_ISA=AVX2 makes oneDNN, and MXNet's bfloat16
-    with it, behave as on an AVX2 CPU), and faked as GPU_COURSE_CPU_FLAGS says; None where
-    the machine does not say (no /proc/cpuinfo)."""
+    """The course's flags this CPU has as oneDNN may use them (less what DNNL_MAX_CPU_ISA
+    caps away, faked as GPU_COURSE_CPU_FLAGS says); None without /proc/cpuinfo."""
     return _features(os.environ.get(FAKE, ""), os.environ.get(ISA_CAP, ""))
 
 

@@ -1,10 +1,7 @@
-"""Know your environment: what was built in, what the CPU side measures, what the GPU
-side reports, and what the loaders' shared memory and the disk allow.
+"""Know your environment: the framework's build, the CPU, the GPU, shared memory, disk.
 
-Everything is read or measured on this machine. The framework runs only in child
-processes (``python -m gpu_course.<track>.envinfo``): oneDNN and the OpenMP thread count
-are fixed when a process starts (MXNET_MKLDNN_ENABLED, OMP_NUM_THREADS), so each setting
-gets a fresh process, and this module stays framework-free.
+The framework runs only in child processes (``python -m gpu_course.<track>.envinfo``):
+oneDNN and the OpenMP thread count are fixed when a process starts.
 
     r = report("gluon")          # a dict (what `gpu-course env --json` prints)
     print(format_report(r))      # what `gpu-course env` prints
@@ -12,7 +9,6 @@ gets a fresh process, and this module stays framework-free.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import re
@@ -20,17 +16,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
+from ..engines import installed_engines
 from ..measure import nvml
 from ..measure.records import machine_load
 from ..measure.timing import Workload
+from .cores import loader_workers
+from .text import format_report  # noqa: F401  (what `gpu-course env` prints)
 
 HOOKS = {"gluon": "gpu_course.tracks.gluon.envinfo", "pytorch": "gpu_course.tracks.torch.envinfo"}
-FRAMEWORK = {"gluon": "mxnet", "pytorch": "torch"}
 MiB = 2**20
-# (variable, which OpenMP runtimes read it, what it does). Intel's libiomp5 and LLVM's
-# libomp read the KMP_ variables; GNU libgomp ignores them and has its own equivalents.
+# (variable, which OpenMP runtimes read it, what it does)
 OPENMP_VARIABLES = (
     ("OMP_NUM_THREADS", "all", "threads per parallel region (default: one per usable core)"),
     ("KMP_BLOCKTIME", "libiomp5, libomp", "ms a thread spins after a region before sleeping"),
@@ -45,15 +43,9 @@ CIFAR_BATCH_BYTES = 64 * 3 * 32 * 32 * 4   # one float32 batch of 64 images, as 
 
 
 # -- the framework, in child processes --------------------------------------------------
-def installed_engines() -> list[str]:
-    """The tracks whose framework this Python can import."""
-    return [e for e, module in FRAMEWORK.items() if importlib.util.find_spec(module)]
-
-
 def hook(engine: str, *args: str, env: dict | None = None, cpus=None,
          timeout: float = 300) -> dict:
-    """Run ``python -m gpu_course.<track>.envinfo ARGS`` with extra environment variables
-    (and pinned to `cpus`, a set of core ids), and return the JSON it prints."""
+    """The JSON that ``python -m gpu_course.<track>.envinfo ARGS`` prints, pinned to `cpus`."""
     if engine not in HOOKS:
         raise ValueError(f"engine={engine!r} is not allowed; allowed: {', '.join(HOOKS)}")
     full_env = {**os.environ, **{k: str(v) for k, v in (env or {}).items()}}
@@ -73,11 +65,7 @@ def hook(engine: str, *args: str, env: dict | None = None, cpus=None,
 
 def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps: int = 5,
           cpus=None) -> dict:
-    """ResNet-20 forward passes in a fresh process with `threads` OpenMP
-    threads and oneDNN on or off: {"images_per_s", "ms_per_batch", "step_images_per_s",
-    "build", ...}, with the cores it was pinned to ("cpus", None when not pinned), the
-    1-minute load average as it started ("load_average") and the cores other programs kept
-    busy while it ran ("other_cores", `other_cores`)."""
+    """ResNet-20 forward passes in a fresh process with `threads` threads, oneDNN on or off."""
     load = os.getloadavg()[0]   # how busy the machine was as this benchmark started
     before = machine_load()
     out = hook(engine, "bench", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
@@ -86,10 +74,22 @@ def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps
             "other_cores": other_cores(before, machine_load())}
 
 
+def forward_rates(forward, batch: int, steps: int) -> dict:
+    """An envinfo `bench`'s images/s: `forward()` (one batch, ended by its sync) over
+    `steps` passes after an untimed one, and of each pass."""
+    forward()                          # warm-up: first-call allocations and kernel choice
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        forward()
+        times.append(time.perf_counter() - start)
+    seconds = sum(times)
+    return {"images_per_s": batch * steps / seconds, "ms_per_batch": 1000 * seconds / steps,
+            "step_images_per_s": [batch / t for t in times]}
+
+
 def other_cores(before: dict, after: dict) -> float | None:
-    """Cores that other programs kept busy between two readings of `records.machine_load`
-    in this process, its own CPU time and its children's (a benchmark) left out; None
-    where the machine's busy time cannot be read."""
+    """Cores that other programs kept busy between two `records.machine_load` readings."""
     wall = after["wall"] - before["wall"]
     if before["cpu_busy_s"] is None or after["cpu_busy_s"] is None or wall <= 0:
         return None
@@ -99,11 +99,7 @@ def other_cores(before: dict, after: dict) -> float | None:
 
 def infer(engine: str, models, workload: Workload = Workload(), onednn: bool = True,
           threads: int | None = None, cpus=None) -> list[dict]:
-    """Lesson 15: each of `models` served on the CPU in one fresh process with `threads`
-    OpenMP threads (default: the usable cores) and oneDNN on or off, batch 1 one request at
-    a time and each larger batch of the `workload` (`<track>.inference.time_inference`):
-    the records, each with the 1-minute load average as the process started
-    ("load_average")."""
+    """Lesson 15: `models` served on the CPU in a fresh process (`<track>.inference`)."""
     models = [models] if isinstance(models, str) else list(models)
     threads = threads or len(os.sched_getaffinity(0))
     load = os.getloadavg()[0]
@@ -129,9 +125,7 @@ VERBS = {"build": (), "copy": (),
 
 
 def hook_main(argv, prog: str, threads: int, **verbs) -> int:
-    """The command line of a track's envinfo (what `hook` runs): `verbs` are its functions
-    by verb (build, bench, infer, copy), each called with its VERBS arguments; the result
-    is printed as one JSON line."""
+    """A track's envinfo command line: its `verbs` by name, the result as one JSON line."""
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("what", choices=tuple(verbs))
     parser.add_argument("--threads", type=int, default=threads)
@@ -159,8 +153,7 @@ def thread_counts(usable: int) -> list[int]:
 
 
 def cpu_measurements(engine: str, batch: int = 64, steps: int = 5) -> dict:
-    """oneDNN on against off (all usable cores), a thread sweep with oneDNN on, and the
-    same thread count squeezed onto one pinned core (oversubscription)."""
+    """oneDNN on against off, a thread sweep, and all threads pinned to one core."""
     usable = sorted(os.sched_getaffinity(0))
     n = len(usable)
     on = bench(engine, n, True, batch, steps)
@@ -180,8 +173,7 @@ def cpu_measurements(engine: str, batch: int = 64, steps: int = 5) -> dict:
 
 # -- the CPU side, read ------------------------------------------------------------------
 def cpu_facts() -> dict:
-    """Cores (logical, physical, usable by this process), the CPU model and the instruction
-    sets the lessons depend on (`cpu.Capability`)."""
+    """Cores, the CPU model and the instruction sets the lessons depend on."""
     import psutil
     from ..measure.records import _cpu_model
     from . import cpu
@@ -217,11 +209,6 @@ def openmp_settings(runtimes=()) -> list[dict]:
     return rows
 
 
-def workers_per_process(processes: int = 1) -> int:
-    """Loader workers for each training process: usable cores / processes (at least 1)."""
-    return max(1, len(os.sched_getaffinity(0)) // max(1, processes))
-
-
 # -- the GPU side -------------------------------------------------------------------------
 def gpu_facts() -> dict:
     """{"available": bool, "reason": why not, "gpus": [gpu_info + device_state]}."""
@@ -245,8 +232,7 @@ def shm_facts(path: str = "/dev/shm", batch_bytes: int = CIFAR_BATCH_BYTES) -> d
 
 
 def disk_facts(folder=None, size_mb: int = 64) -> dict:
-    """Cold sequential (1 MiB) and random (32 KiB) reads of a fresh file in `folder`
-    (default: the course's data folder), through gpu_course.data.disk."""
+    """Cold sequential (1 MiB) and random (32 KiB) reads of a fresh file in `folder`."""
     from ..data import default_root
     from ..data.disk import read_bandwidth
     folder = Path(folder or default_root())
@@ -265,12 +251,11 @@ def disk_facts(folder=None, size_mb: int = 64) -> dict:
 # -- the whole report ---------------------------------------------------------------------
 def report(engine: str | None = None, measure: bool = True, quick: bool = False,
            disk_dir=None) -> dict:
-    """Everything above as one dict. engine: the track whose build to read and measure
-    (default: the first installed). quick: smaller measurements (CI)."""
+    """Everything above as one dict, for `engine` (default: the first installed)."""
     engines = installed_engines()
     engine = engine or (engines[0] if engines else None)
     out = {"engine": engine, "cpu": cpu_facts(), "gpu": gpu_facts(), "shm": shm_facts(),
-           "workers_per_process": workers_per_process(max(1, nvml.gpu_count())),
+           "workers_per_process": loader_workers(max(1, nvml.gpu_count())),
            "build": None, "cpu_bench": None, "copy": None, "disk": None}
     if engine is not None:
         if measure:
@@ -286,9 +271,3 @@ def report(engine: str | None = None, measure: bool = True, quick: bool = False,
     if measure:
         out["disk"] = disk_facts(disk_dir, 16 if quick else 256)
     return out
-
-
-def format_report(r: dict) -> str:
-    """The report as text (what `gpu-course env` prints)."""
-    from .text import format_report as text
-    return text(r)

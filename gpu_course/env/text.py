@@ -86,10 +86,7 @@ def gpu_lines(r: dict) -> list[str]:
 
 
 def copy_sentence(copy: dict) -> str:
-    """The pageable-against-pinned copy measurement in words: the medians of the copies
-    and pinned's ratio judged against their spread (`noise.compare_samples`), e.g.
-    "host -> device copy of 256 MiB: pageable 12.0 GB/s, pinned 24.1 GB/s (medians of 5
-    interleaved pairs): pinned ×2.01, faster (×1.90–×2.12 over 5 copies each)"."""
+    """The pageable-against-pinned copy measurement in words, judged against its spread."""
     from ..analyse.noise import compare_samples, sentence
     pageable, pinned = copy.get("pageable_all") or [], copy.get("pinned_all") or []
     text = (f"host -> device copy of {copy['mib']} MiB: pageable "

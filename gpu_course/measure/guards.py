@@ -1,11 +1,5 @@
 """What stops a run early with a true status: a loss that is no longer a number, and
-Ctrl-C or SIGTERM (what `timeout`, Slurm and SageMaker send), which ask the loop to stop.
-
-    with stop_requests():             # Ctrl-C and SIGTERM ask the loop to stop
-        ...
-        check_stop()                  # at a step boundary: raises KeyboardInterrupt if asked
-    check_loss(loss, epoch, cfg)      # raises Diverged naming the likely field
-"""
+Ctrl-C or SIGTERM (`timeout`, Slurm, SageMaker), which ask the loop to stop at a step boundary."""
 from __future__ import annotations
 
 import contextlib
@@ -16,8 +10,7 @@ import threading
 
 
 class OutOfMemory(RuntimeError):
-    """A batch did not fit in device memory. Adapters raise this with the batch size and
-    the memory asked for and available; sweeps catch it, mark the point and go on."""
+    """A batch did not fit in device memory; sweeps catch it, mark the point and go on."""
 
 
 class RunStopped(RuntimeError):
@@ -55,9 +48,8 @@ GREW = 10.0  # a final loss this many times the first epoch's: the run is coming
 
 
 def not_learning(losses: list, cfg) -> str | None:
-    """What a finished run's epoch losses say when it learned nothing, else None: a
-    loss that ended far above where it began (finite, so no Diverged) or that did not
-    fall at all. Needs two epochs with a loss (one epoch has nothing to compare)."""
+    """What a finished run's epoch losses say when it learned nothing (rose or never
+    fell over two or more epochs), else None."""
     losses = [v for v in losses if v is not None and math.isfinite(v)]
     if len(losses) < 2:
         return None
@@ -83,9 +75,8 @@ def _stop(signum: int, twice: bool = False) -> KeyboardInterrupt:
 
 
 def _on_signal(signum, frame) -> None:
-    """Ctrl-C and SIGTERM only ask: raising here would land wherever the signal does, also
-    in an NDArray's __del__ or a fork hook, where Python prints the exception and goes on
-    (the job kept training). A second one before the loop obeyed raises at once."""
+    """Ctrl-C and SIGTERM only ask (raised here they could be lost in a __del__); a second
+    one before the loop obeyed raises at once."""
     if _asked:
         raise _stop(signum, twice=True)
     _asked.append(signum)
@@ -114,12 +105,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 @contextlib.contextmanager
 def stop_requests():
-    """Inside, Ctrl-C and SIGTERM ask the loop to stop: `check_stop()`, called at each
-    step boundary, raises there, so the run ends as on Ctrl-C; a request that came after
-    the last check is raised on leaving. Processes forked inside (loader workers) leave
-    Ctrl-C to this one, which ends them, and die of SIGTERM. The previous handlers come
-    back on leaving. Inside itself, and off the main thread (signals go to the main
-    thread only), it does nothing."""
+    """Inside, Ctrl-C and SIGTERM make the next `check_stop()` raise (a late one on
+    leaving); forked workers leave Ctrl-C to this process and die of SIGTERM. Main thread
+    only, and not nested."""
     if threading.current_thread() is not threading.main_thread() \
             or signal.getsignal(signal.SIGINT) is _on_signal:
         yield
@@ -137,10 +125,7 @@ def stop_requests():
 
 
 def _in_child() -> None:
-    """A forked child (a loader worker) does not inherit the stop request: Ctrl-C (to the
-    whole process group, as a terminal or Jupyter sends it) is left to the parent, which
-    ends its workers, and SIGTERM ends it, as it would any worker (the request would
-    never be read there)."""
+    """A forked child (a loader worker) leaves Ctrl-C to its parent and ends on SIGTERM."""
     _asked.clear()
     try:
         if signal.getsignal(signal.SIGINT) is _on_signal:
@@ -162,8 +147,7 @@ DISK_ERRORS = {28: "disk full", 30: "read-only file system", 13: "permission den
 
 
 def naming(err: BaseException, path) -> BaseException:
-    """`err`, with `path` as its file name when it is an OSError that names none (a
-    failed write() on an open file): "disk full" needs a where."""
+    """`err`, with `path` as its file name when it is an OSError that names none."""
     if isinstance(err, OSError) and not err.filename:
         named = OSError(err.errno, err.strerror or str(err), str(path))
         named.__cause__ = err

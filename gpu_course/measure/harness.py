@@ -1,5 +1,5 @@
-"""The bookkeeping around any framework's own training loop: monitor, step timer, run
-record, progress bar, epoch rows and the summary line. A loop stays plain framework code:
+"""The bookkeeping around any framework's own training loop (monitor, step timer, run
+record, progress bar, epoch rows); the loop stays plain framework code:
 
     with Harness(cfg, Ran(engine="pytorch")) as rec:            # adapters: gc.record(...)
         for epoch in rec.epochs():
@@ -9,10 +9,8 @@ record, progress bar, epoch rows and the summary line. A loop stays plain framew
             rec.end_epoch(sync=torch.cuda.synchronize, evaluate=lambda: accuracy(net))
     run = rec.run        # the record read back
 
-`loss` (the batch's mean) and `correct` may be device arrays: they are added up on the
-device and read once, after the epoch's sync, so the harness adds no host-device sync to
-a step. Ctrl-C and SIGTERM ask the loop to stop at the next step; every finished epoch
-is kept, also after an error.
+`loss` and `correct` may be device arrays, read once after the epoch's sync: the harness
+adds no host-device sync to a step. Ctrl-C and SIGTERM stop the loop at the next step.
 """
 from __future__ import annotations
 
@@ -29,17 +27,14 @@ from ..config import Experiment
 from .guards import Diverged, check_loss, check_stop, not_learning, stop_requests
 from .monitor import GpuMonitor, GpuUnavailableWarning
 from .records import OutOfMemory, Ran, RunRecord, load_run  # noqa: F401  (Ran: re-exported)
-from .timing import StepTimer, summary_line
+from .timing import StepTimer, clock, summary_line
 
 
 @dataclass(frozen=True)
 class Device:
-    """How the framework's device values are read without a sync inside a step:
-    `read(x)` turns an accumulated value into a float after the epoch's sync; `total(parts)`
-    adds a list of device values in few operations (default: one addition each);
-    `reduce(x)` sums an accumulator over processes (DDP); `events` (start/mark/times) gives
-    device-side step times, e.g. CUDA events; `late_facts()` adds facts known only once a
-    step ran (deferred parameter shapes)."""
+    """How a framework's device values are read without a sync inside a step: `read` after
+    the epoch's sync, `total` adds a list, `reduce` over processes (DDP), `events` times
+    steps on the device, `late_facts()` adds facts known once a step ran."""
 
     read: Callable[[Any], float] = float
     total: Callable[[list], Any] | None = None
@@ -50,10 +45,7 @@ class Device:
 
 @dataclass(frozen=True)
 class Output:
-    """Where a run reports: its folder (`runs_dir`, default $GPU_COURSE_RUNS or runs/), a
-    progress bar and printed lines, whether it monitors and records at all (a DDP
-    follower does neither), and `on_epoch(row)`, called with each recorded epoch row.
-    The tracks' `train` and `record` take these fields as keywords (`verbose=False`)."""
+    """Where a run reports (the tracks' `train` and `record` take these as keywords)."""
 
     runs_dir: str | Path | None = None
     progress: bool = True
@@ -64,8 +56,7 @@ class Output:
 
     @classmethod
     def of(cls, options: dict) -> "Output":
-        """The Output that keywords name (`train(cfg, verbose=False)`); a name that is
-        not one of its fields is refused, naming them."""
+        """The Output that keywords name; an unknown name is refused."""
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = [k for k in options if k not in names]
         if unknown:
@@ -75,20 +66,14 @@ class Output:
 
 
 class Harness:
-    """Runs the bookkeeping around one experiment's training loop: `cfg` is what runs,
-    `ran` what the record adds to it, `device` how device values are read, `output` where
-    the run reports (and whom it tells of each epoch)."""
+    """Runs the bookkeeping around one experiment's training loop."""
 
     def __init__(self, cfg: Experiment, ran: Ran = Ran(), device: Device = Device(),
                  output: Output = Output()):
         self.cfg = cfg
         self.engine = ran.engine or cfg.engine
         self.name = cfg.name
-        self.verbose = output.verbose
-        self.show_progress = output.progress
-        self.read = device.read
-        self.late_facts = device.late_facts
-        self.reduce = device.reduce
+        self.output, self.device = output, device
         self.events = device.events
         self.total = device.total or _sum
         self.timer = StepTimer(cfg.warmup_steps)
@@ -181,8 +166,7 @@ class Harness:
             self.say(f"Did not learn: {what}")
 
     def _skipped(self) -> dict | None:
-        """{"reads", "distinct", "files"} of the samples skipped as unreadable (the
-        first SKIPPED_NAMES files), or None when none were."""
+        """{"reads", "distinct", "files"} of the samples skipped as unreadable, or None."""
         count = self._skips.count if self._skips is not None else 0
         if not count:
             return None
@@ -225,11 +209,8 @@ class Harness:
 
     def step(self, samples: int, loss: Any = None, correct: Any = None,
              loss_sum: Any = None) -> None:
-        """Close one step of `samples` images. `loss` is the batch's mean loss, or
-        `loss_sum` its sum or a (mean loss, images) pair; `correct` its right predictions
-        (a count, or one truth value per image). Numbers or device arrays, kept as they
-        are and added up after the epoch's sync, so a step costs the device no operation
-        here; `loss_sum` and `correct` may be lists, one per device."""
+        """Close one step of `samples` images: `loss` the batch's mean (or `loss_sum`),
+        `correct` its right predictions; numbers or device arrays (lists: one per device)."""
         self.timer.step(samples)
         if self.events is not None:
             self.events.mark()  # queued on the device: no wait
@@ -246,9 +227,8 @@ class Harness:
     def end_epoch(self, sync: Callable[[], Any] | None = None, val_acc: float | None = None,
                   lr: float | None = None, evaluate: Callable[[], float] | None = None,
                   loss: float | None = None, train_acc: float | None = None) -> dict:
-        """Finish the epoch (sync first, so its time is real), then evaluate and record.
-        loss/train_acc: epoch values a loop computed itself, or functions that read them
-        after the sync."""
+        """Finish the epoch (sync first, so its time is real), then evaluate and record;
+        loss/train_acc: a loop's own values, or functions that read them after the sync."""
         timing = self.timer.end_epoch(sync)
         loss = loss() if callable(loss) else loss
         train_acc = train_acc() if callable(train_acc) else train_acc
@@ -264,9 +244,9 @@ class Harness:
         self._losses, self._corrects = [], []
         eval_s = float("nan")
         if evaluate is not None:  # outside the timed epoch: validation is not training speed
-            t = self.timer_clock()
+            t = clock()
             val_acc = evaluate()
-            eval_s = self.timer_clock() - t
+            eval_s = clock() - t
         row = {"epoch": self.epoch, **timing.as_row(), "loss": loss, "train_acc": train_acc,
                "val_acc": val_acc, "lr": lr, "eval_s": eval_s, "t_start": self._t_start,
                "t_steady": self._t_start + timing.steady_offset_s, "t_end": t_end}
@@ -277,8 +257,8 @@ class Harness:
                   "device_s": round(device[i], 7) if i < len(device) else None}
                  for i, (n, w, c) in enumerate(timing.step_rows)]
         if self.record is not None:
-            if self.late_facts is not None and self.epoch == 0:
-                self.record.meta["ran"].update(self.late_facts())
+            if self.device.late_facts is not None and self.epoch == 0:
+                self.record.meta["ran"].update(self.device.late_facts())
             self.record.add_epoch(row, steps)
         self.last_row = row
         self.losses.append(loss)
@@ -289,8 +269,7 @@ class Harness:
         return row
 
     def note(self, **values: Any) -> None:
-        """Facts about the loop itself that the record keeps in its notes (run.json), e.g.
-        lesson 13's `rec.note(loss_read="each step")`; nothing is timed or synced."""
+        """Facts about the loop itself for the record's notes, e.g. `loss_read="each step"`."""
         if self.record is not None:
             self.record.note(**values)
 
@@ -304,17 +283,11 @@ class Harness:
                             metrics.samples_per_sec(run), metrics.epoch_time_s(run))
 
     def say(self, text: str) -> None:
-        if self.verbose:
+        if self.output.verbose:
             print(text, file=sys.stdout, flush=True)
 
-    @staticmethod
-    def timer_clock() -> float:
-        from . import timing
-        return timing.clock()
-
     def _add_up(self, parts: list) -> Any:
-        """The sum of the steps' values (a list of sums, one per device, when each step
-        gave one per device); (mean, images) pairs are scaled first."""
+        """The sum of the steps' values (per device where a step gave a list)."""
         if isinstance(parts[0], list):
             return [self._add_up([p[i] for p in parts]) for i in range(len(parts[0]))]
         if isinstance(parts[0], tuple):
@@ -329,12 +302,12 @@ class Harness:
             return sum(self._read(v) for v in value)
         if isinstance(value, (int, float)):
             return float(value)
-        if self.reduce is not None:
-            value = self.reduce(value)
-        return float(self.read(value))
+        if self.device.reduce is not None:
+            value = self.device.reduce(value)
+        return float(self.device.read(value))
 
     def _make_bar(self, total: int | None):
-        if not self.show_progress:
+        if not self.output.progress:
             return None
         from .progress import bar  # gone without a trace when closed, also in a saved notebook
         return bar(total, desc=f"{self.name} epoch {self.epoch}", unit="step")
@@ -351,9 +324,7 @@ SKIPPED_NAMES = 20  # unreadable files named in a record; the count covers all o
 
 
 def order_of(loader):
-    """The `data.order.EpochOrder` behind a loader's sampler (the adapters' OrderSampler
-    keeps it as .epochs), or None. PyTorch's DataLoader keeps its sampler as .sampler,
-    Gluon's inside ._batch_sampler."""
+    """The `data.order.EpochOrder` behind a PyTorch or Gluon loader's sampler, or None."""
     sampler = getattr(loader, "sampler", None)
     if sampler is None:
         sampler = getattr(getattr(loader, "_batch_sampler", None), "_sampler", None)
@@ -362,9 +333,7 @@ def order_of(loader):
 
 
 def skip_counter(loader):
-    """The SkipCounter of a loader's dataset (the course's datasets over image files
-    have one: `dataset.skipped`), or None. PyTorch's DataLoader keeps its dataset as
-    .dataset, Gluon's as ._dataset."""
+    """The SkipCounter of a PyTorch or Gluon loader's dataset, or None."""
     dataset = getattr(loader, "dataset", None)
     if dataset is None:
         dataset = getattr(loader, "_dataset", None)

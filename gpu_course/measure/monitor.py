@@ -1,26 +1,13 @@
 """GpuMonitor: a background sampler, like ``watch nvidia-smi`` but recorded.
 
-A daemon thread samples every GPU (through :mod:`gpu_course.measure.nvml`) and the host (CPU
-per core and RAM, through psutil) on a fixed schedule and keeps the samples in memory;
-``save(folder)`` writes them as the run record's gpu.csv, host.csv and markers.csv.
-Times are seconds since ``start()`` on the monitor clock (``time.monotonic``), which
-``now()`` and ``mark()`` share, so epochs can be drawn on the utilisation timeline.
-
-    with GpuMonitor(interval=0.5) as mon:
-        mon.mark("epoch 1 start")
-        train_one_epoch()
-        mon.mark("epoch 1 end")
-    mon.save(run_folder)
-    mon.summary()["gpu_util_mean"]
-
+A daemon thread samples every GPU (`nvml`) and the host (psutil) on a fixed schedule;
+``save(folder)`` writes the run record's gpu.csv, host.csv and markers.csv. Times are
+seconds since ``start()`` on the monitor clock, which ``now()`` and ``mark()`` share.
 Without NVML (no driver, no GPU) it says so once and records the CPU only.
 """
-import contextlib
 import math
 import numbers
-import os
 import sys
-import tempfile
 import threading
 import time
 import warnings
@@ -30,10 +17,8 @@ import pandas as pd
 import psutil
 
 from gpu_course.measure import nvml
+from gpu_course.measure.records import GPU_COLUMNS, HOST_COLUMNS, MARKER_COLUMNS, write_atomic
 
-GPU_COLUMNS = ("t", "gpu") + nvml.SAMPLE_KEYS
-HOST_COLUMNS = ("t", "cpu_percent", "cpu_per_core", "ram_used_mib", "ram_total_mib")
-MARKER_COLUMNS = ("t", "label")
 _TEXT_COLUMNS = frozenset({"clock_event_reasons", "error", "cpu_per_core", "label"})
 MiB = 2**20
 GiB = 2**30
@@ -48,12 +33,7 @@ _warned = set()  # notices already shown in this process: once is enough in a no
 
 
 class GpuMonitor:
-    """Samples GPUs and host every ``interval`` seconds on a background thread.
-
-    gpus: GPU indices to sample (None: all that NVML sees). host: also sample CPU and
-    RAM. A monitor runs once: ``start()``, then ``stop()`` (or use it as a context
-    manager); its samples stay readable after it stopped.
-    """
+    """Samples GPUs (None: all) and host every ``interval`` s on a thread; runs once."""
 
     def __init__(self, interval=0.5, gpus=None, host=True):
         if not isinstance(interval, (int, float)) or not interval > 0:
@@ -91,9 +71,7 @@ class GpuMonitor:
         return self
 
     def stop(self):
-        """Stop sampling and wait for the thread at most STOP_WAIT_S seconds: a query to a
-        wedged driver may never return, and the run must end anyway. Then `stalled` says
-        so (the daemon thread is left behind). Calling it again does nothing."""
+        """Stop sampling, waiting at most STOP_WAIT_S (else `stalled` says why)."""
         thread = self._thread
         if thread is None:
             return
@@ -163,8 +141,7 @@ class GpuMonitor:
             self.ticks += 1
 
     def _host_sample(self, t):
-        # Own deltas of psutil.cpu_times instead of psutil.cpu_percent(interval=None),
-        # whose baseline is global: another caller in the process would shift ours.
+        # own deltas: psutil.cpu_percent's baseline is shared with any other caller
         now_times = psutil.cpu_times(percpu=True)   # one read of /proc/stat
         total, per_core = cpu_percent_between(self._last_cpu_times, now_times)
         self._last_cpu_times = now_times
@@ -199,18 +176,13 @@ class GpuMonitor:
     def save(self, folder):
         """Write gpu.csv, host.csv and markers.csv into folder, each file atomically."""
         folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
         for name, frame in (("gpu.csv", self.gpu_frame()), ("host.csv", self.host_frame()),
                             ("markers.csv", self.markers_frame())):
-            write_csv_atomic(frame, folder / name)
+            write_atomic(folder / name, frame.to_csv(index=False))
         return folder
 
     def summary(self, t_start=None, t_end=None):
-        """Means and maxima over the samples with t_start <= t <= t_end (None: open end).
-
-        Per GPU: mean utilisation, max memory used, mean power, mean GPM activity;
-        ``*_mean`` over GPUs averages the per-GPU means. Missing values are None.
-        """
+        """Means and maxima over the samples with t_start <= t <= t_end, per GPU and overall."""
         gpu = _window(self.gpu_frame(), t_start, t_end)
         host = _window(self.host_frame(), t_start, t_end)
         per_gpu = gpu.groupby("gpu")
@@ -247,9 +219,7 @@ class GpuMonitor:
 
 
 def next_tick(tick, elapsed, interval):
-    """Index of the next tick on the grid k * interval after ``tick`` that lies ahead of
-    ``elapsed``: ticks that sampling overran are skipped, not made up in a burst, and
-    the grid never drifts however long each sample takes."""
+    """The next tick on the grid k * interval ahead of ``elapsed`` (overruns skipped)."""
     return max(tick + 1, math.floor(elapsed / interval) + 1)
 
 
@@ -333,33 +303,9 @@ def _gpu_status(row):
             f"{show(row['power_w'], '.0f')} W {show(row['temp_c'], '.0f')}C")
 
 
-def write_csv_atomic(frame, path):
-    """Write a DataFrame to path so that a reader sees the old file or the new one,
-    never half of one: write a temporary file beside it, then rename it over."""
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", newline="") as file:
-            frame.to_csv(file, index=False)
-        os.chmod(temporary, 0o644)   # mkstemp makes it private (0600)
-        os.replace(temporary, path)
-    except BaseException as err:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        from gpu_course.measure.guards import naming
-        raise naming(err, path) from None
-    return path
-
-
 def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
-    """Record until Ctrl-C (or for ``seconds``), showing a live status line.
-
-    Writes the GPU samples to ``out`` and the host samples beside it as
-    ``<stem>-host.csv``; on Ctrl-C or SIGTERM (`kill`, `timeout`) everything recorded so
-    far is still written.
-    ``stream`` receives the status line (default sys.stdout). Returns the number
-    of samples (sampling rounds). Used by ``gpu-course monitor``.
-    """
+    """``gpu-course monitor``: record until Ctrl-C, SIGTERM (or ``seconds``) with a live
+    status line, into ``out`` and ``<stem>-host.csv``; returns the sampling rounds."""
     if seconds is not None and not seconds >= 0:
         raise ValueError(f"seconds={seconds!r}: expected a number >= 0 or None (until Ctrl-C)")
     stream = sys.stdout if stream is None else stream
@@ -385,11 +331,11 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
                 width = len(line)
     except KeyboardInterrupt:
         pass          # Ctrl-C (or SIGTERM) is how a recording normally ends
-    write_csv_atomic(monitor.host_frame(), host_out)
+    write_atomic(host_out, monitor.host_frame().to_csv(index=False))
     if not monitor.available_gpus:  # a header-only GPU file would look like a recording
         print(f"\nno GPU to sample: {out} not written; {monitor.ticks} CPU/RAM samples "
               f"written to {host_out}", file=stream)
         return monitor.ticks
-    write_csv_atomic(monitor.gpu_frame(), out)
+    write_atomic(out, monitor.gpu_frame().to_csv(index=False))
     print(f"\n{monitor.ticks} samples written to {out} and {host_out}", file=stream)
     return monitor.ticks

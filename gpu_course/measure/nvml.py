@@ -1,15 +1,7 @@
-"""NVML, the NVIDIA driver's monitoring library, behind a small API that never raises.
+"""NVML (``pynvml``) behind a small API that never raises, the only module that touches it.
 
-The only module of gpu_course that touches the NVML binding (``pynvml``, from the
-``nvidia-ml-py`` package). Like gpustat and nvitop it copes with any machine:
-
-- importing it always works; NVML is loaded on first use, and without the binding or
-  the driver ``available()`` is False, ``init_error()`` says why and ``gpu_count()`` is 0;
-- a metric the board does not support (power on some boards) reads ``None``;
-- any other failure (a lost GPU, say) leaves that metric ``None`` and puts a short text
-  in the sample's ``error`` field instead of raising.
-
-``sample(i)`` returns the per-GPU columns of the run record's gpu.csv.
+Without the binding or driver ``available()`` is False and ``init_error()`` says why; an
+unsupported metric reads None, and a failure (a lost GPU) fills the sample's ``error``.
 """
 import operator
 import os
@@ -56,8 +48,7 @@ _state = None              # a _State once NVML was tried; None until first use
 
 
 def _forget_in_child():
-    # A forked child (a DataLoader worker, say) must not use the parent's NVML handles,
-    # nor a lock that the parent's monitor thread may have held at the fork.
+    # a forked child must not use the parent's handles, nor a lock held at the fork
     global _lock, _state
     _lock, _state = threading.RLock(), None
 
@@ -130,10 +121,7 @@ def _init_reason(nv, exc):
 
 
 def shutdown():
-    """Shut NVML down and forget everything; the next call initialises it again.
-
-    Tests call this after putting a fake ``pynvml`` in ``sys.modules``.
-    """
+    """Shut NVML down and forget everything; the next call initialises it again."""
     global _state
     with _lock:
         state, _state = _state, None
@@ -195,11 +183,8 @@ def _classify(nv, exc):
 
 
 def _ask(state, errors, what, fn_names, *args):
-    """Call the first of fn_names that the binding and the driver know.
-
-    Returns None when the metric is unsupported or failed (then ``what: reason`` is
-    appended to errors); raises _GpuLost when the GPU has fallen off the bus.
-    """
+    """Call the first of fn_names that the binding and the driver know; None when
+    unsupported or failed (appended to errors), _GpuLost when the GPU is lost."""
     for name in (fn_names,) if isinstance(fn_names, str) else fn_names:
         fn = getattr(state.nv, name, None)
         if fn is None:
@@ -288,15 +273,9 @@ def decode_clock_event_reasons(mask):
 
 
 def sample(index):
-    """One reading of GPU ``index``: a dict with the keys ``SAMPLE_KEYS``.
-
-    Unsupported metrics are None; failures set ``error`` (e.g. "GPU is lost")
-    instead of raising. sm_active and tensor_active are GPM (Hopper and newer)
-    percentages averaged since the previous ``sample(index)``, and dram_active the
-    share of the peak DRAM bandwidth used; None on the first call and on GPUs without GPM.
-    """
-    # No lock here: NVML is thread-safe, and a query that blocks (a wedged driver) must
-    # not hold what other threads need; only the GPM sample pair takes the lock.
+    """One reading of GPU ``index``, keys ``SAMPLE_KEYS``; the GPM (Hopper+) percentages
+    are averages since the previous call (None on the first)."""
+    # no lock: a query that blocks (a wedged driver) must not hold what others need
     state = _checked(index)
     row = dict.fromkeys(SAMPLE_KEYS)
     if index in state.lost:
@@ -323,12 +302,7 @@ def _read_metrics(state, index, handle, row, errors):
     if memory is not None:
         row["mem_used_mib"] = round(memory.used / MiB, 1)
         row["mem_total_mib"] = round(memory.total / MiB, 1)
-    power_mw = _ask(state, errors, "power_w", "nvmlDeviceGetPowerUsage", handle)
-    if power_mw is not None:
-        row["power_w"] = power_mw / 1000
-    limit_mw = _ask(state, errors, "power_limit_w", "nvmlDeviceGetEnforcedPowerLimit", handle)
-    if limit_mw is not None:
-        row["power_limit_w"] = limit_mw / 1000
+    row.update(_power(state, errors, handle, POWER[:2]))
     row["temp_c"] = _ask(state, errors, "temp_c",
                          ("nvmlDeviceGetTemperature", "nvmlDeviceGetTemperatureV"),
                          handle, getattr(nv, "NVML_TEMPERATURE_GPU", 0))
@@ -342,20 +316,33 @@ def _read_metrics(state, index, handle, row, errors):
         if len(errors) == before:       # cache only an answer, not a failure
             state.static[index] = max_clock
     row["sm_clock_max_mhz"] = state.static.get(index)
-    reasons = _ask(state, errors, "clock_event_reasons", (
-        "nvmlDeviceGetCurrentClocksEventReasons",      # drivers >= 535
-        "nvmlDeviceGetCurrentClocksThrottleReasons"), handle)
-    if reasons is not None:
-        row["clock_event_reasons"] = decode_clock_event_reasons(int(reasons))
+    row["clock_event_reasons"] = _reasons(state, errors, handle)
     with _lock:  # the GPM sample pair per GPU is shared state
         row["sm_active"], row["tensor_active"], row["dram_active"] = _gpm_metrics(
             state, index, handle, errors)
 
 
+# power readings in milliwatts: (key, NVML function)
+POWER = (("power_w", "nvmlDeviceGetPowerUsage"),
+         ("power_limit_w", "nvmlDeviceGetEnforcedPowerLimit"),
+         ("power_max_limit_w", "nvmlDeviceGetPowerManagementDefaultLimit"))
+
+
+def _power(state, errors, handle, which) -> dict:
+    """{key: watts or None} for the POWER readings `which`."""
+    milliwatts = {key: _ask(state, errors, key, fn, handle) for key, fn in which}
+    return {key: None if mw is None else mw / 1000 for key, mw in milliwatts.items()}
+
+
+def _reasons(state, errors, handle):
+    reasons = _ask(state, errors, "clock_event_reasons", (
+        "nvmlDeviceGetCurrentClocksEventReasons",      # drivers >= 535
+        "nvmlDeviceGetCurrentClocksThrottleReasons"), handle)
+    return None if reasons is None else decode_clock_event_reasons(int(reasons))
+
+
 def _memory_info(state, errors, handle):
-    """Memory as nvidia-smi's memory.used counts it: the v2 query, whose "used" leaves
-    out what the driver reserves for itself (~600 MiB on an H200: v1 counts it as used);
-    v1 where the binding or driver has no v2."""
+    """Memory as nvidia-smi counts it: v2, whose "used" leaves out the driver's reserve."""
     version = getattr(state.nv, "nvmlMemory_v2", None)
     if version is not None:
         memory = _ask(state, [], "memory", "nvmlDeviceGetMemoryInfo", handle, version)
@@ -412,13 +399,7 @@ PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 
 
 def device_state(index):
-    """What the environment lesson reads about one GPU, each value None where unsupported:
-    SM and memory clocks with their maxima (nvidia-smi ``clocks.sm``, ``clocks.max.sm``,
-    ``clocks.mem``, ``clocks.max.mem``), the clock-event reasons
-    (``clocks_event_reasons.active``), temperature (``temperature.gpu``), power draw and
-    limits (``power.draw``, ``power.limit``, ``power.max_limit``), and the PCIe link
-    (``pcie.link.gen.current``/``.max``, ``pcie.link.width.current``/``.max``) with the
-    link's one-way bandwidth in GB/s."""
+    """Clocks, reasons, temperature, power and PCIe link of one GPU (None: unsupported)."""
     with _lock:
         state = _checked(index)
         out = {"index": index, "error": None}
@@ -436,18 +417,10 @@ def device_state(index):
                     ("mem_clock_mhz", "nvmlDeviceGetClockInfo", mem),
                     ("mem_clock_max_mhz", "nvmlDeviceGetMaxClockInfo", mem)):
                 out[key] = _ask(state, errors, key, fn, handle, arg)
-            reasons = _ask(state, errors, "clock_event_reasons", (
-                "nvmlDeviceGetCurrentClocksEventReasons",
-                "nvmlDeviceGetCurrentClocksThrottleReasons"), handle)
-            out["clock_event_reasons"] = None if reasons is None else \
-                decode_clock_event_reasons(int(reasons))
+            out["clock_event_reasons"] = _reasons(state, errors, handle)
             out["temp_c"] = _ask(state, errors, "temp_c", "nvmlDeviceGetTemperature", handle,
                                  getattr(nv, "NVML_TEMPERATURE_GPU", 0))
-            for key, fn in (("power_w", "nvmlDeviceGetPowerUsage"),
-                            ("power_limit_w", "nvmlDeviceGetEnforcedPowerLimit"),
-                            ("power_max_limit_w", "nvmlDeviceGetPowerManagementDefaultLimit")):
-                milliwatts = _ask(state, errors, key, fn, handle)
-                out[key] = None if milliwatts is None else milliwatts / 1000
+            out.update(_power(state, errors, handle, POWER))
             for key, fn in (("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
                             ("pcie_gen_max", "nvmlDeviceGetMaxPcieLinkGeneration"),
                             ("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"),
@@ -463,13 +436,7 @@ def device_state(index):
 
 
 def nvidia_smi_query(fields, timeout=10.0):
-    """Run ``nvidia-smi --query-gpu=FIELDS`` and return one dict per GPU.
-
-    ``fields`` is a list of nvidia-smi field names (or one comma-separated string),
-    e.g. ``["index", "utilization.gpu", "memory.used"]``. Numbers come back as int or
-    float, "[N/A]" and "[Not Supported]" as None. Returns None when nvidia-smi is
-    missing or fails. Used to cross-check the monitor against nvidia-smi.
-    """
+    """``nvidia-smi --query-gpu=FIELDS`` as a dict per GPU; None when it fails."""
     if isinstance(fields, str):
         fields = fields.split(",")
     fields = [str(field).strip() for field in fields]

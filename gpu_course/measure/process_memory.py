@@ -1,16 +1,5 @@
-"""This process's memory, read from Linux: the CPU's counterpart of a GPU allocator's
-`memory_allocated` and `max_memory_allocated` (lesson 14).
-
-    process_memory.steady()          # freed blocks go back to the system (see below)
-    process_memory.reset_peak()      # the peak starts again from what is resident now
-    ...work...
-    process_memory.peak() - before   # the most this process held while it worked
-
-`resident()` is VmRSS in /proc/self/status, `peak()` VmHWM, which `reset_peak()` sets back
-by writing 5 to /proc/self/clear_refs. They count every page of the process, not only a
-framework's arrays. glibc keeps freed blocks for reuse, so `steady()` fixes its mmap
-threshold at 128 KiB: each large block is mapped when allocated and unmapped when freed,
-so each step's own memory shows. Never raises.
+"""This process's memory from Linux (VmRSS, VmHWM): the CPU's counterpart of a GPU
+allocator's `memory_allocated` and `max_memory_allocated` (lesson 14). Never raises.
 """
 from __future__ import annotations
 
@@ -42,14 +31,12 @@ def resident(path: Path = STATUS) -> int | None:
 
 
 def peak(path: Path = STATUS) -> int | None:
-    """The most bytes this process held resident since it started or since the last
-    `reset_peak()` (VmHWM), or None off Linux."""
+    """The most bytes resident since the last `reset_peak()` (VmHWM), or None off Linux."""
     return _status("VmHWM", path)
 
 
 def reset_peak(path: Path = CLEAR_REFS) -> bool:
-    """Set the peak back to the resident set now; False where the kernel cannot (before
-    Linux 4.0, or no /proc)."""
+    """Set the peak back to the resident set now; False where the kernel cannot."""
     try:
         path.write_text("5")
     except OSError:
@@ -63,9 +50,7 @@ def available() -> bool:
 
 
 def steady() -> bool:
-    """Fix glibc's mmap threshold (MMAP_THRESHOLD) so that freed blocks go back to the
-    system and the resident set follows what is allocated; once a process. False where
-    the C library is not glibc."""
+    """Fix glibc's mmap threshold so freed blocks go back to the system; False off glibc."""
     if not _STEADY:
         _STEADY.append(_mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
                        and _mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))

@@ -1,12 +1,5 @@
-"""Progress bars that leave nothing behind in a saved notebook.
-
-In a notebook tqdm draws an ipywidgets bar. Closing it, even with `leave=False`, only
-hides the widget: its view stays in the cell's outputs, the model dies with the kernel,
-and a saved notebook reopened later shows "Error displaying widget: model not found" once
-per bar. Here the bar is displayed under a display id, and closing it replaces that output
-with an empty text line before the widget is closed, so the saved notebook holds no widget.
-Outside a notebook it is tqdm's terminal bar.
-"""
+"""Progress bars that leave nothing behind in a saved notebook: closing one replaces its
+output, so no "Error displaying widget" shows when the notebook is reopened."""
 from __future__ import annotations
 
 

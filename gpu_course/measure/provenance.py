@@ -1,12 +1,5 @@
 """What really ran: the objects a run was handed read back into its config, and every
-request the machine could not honour recorded as a downgrade.
-
-A notebook may pass `train`/`record` its own network, loader or optimizer. The adapters
-read their settings (batch size, workers, dataset size, network class and size) and hand
-them here as `found`; `reconcile` writes them into the config the run records. A field
-the user set away from its default that disagrees with the object is a contradiction and
-refused, naming both values. No deep-learning framework here.
-"""
+request the machine could not honour recorded as a downgrade."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
@@ -20,11 +13,8 @@ OWN_DATA_FIELDS = ("dataset", "train_size", "image_size")  # an own data set's o
 
 def reconcile(cfg: Experiment, found: dict, source: str,
               authoritative: tuple = ()) -> Experiment:
-    """cfg with the values `found` on what the run was handed (`source` names it in an
-    error, e.g. "the DataLoader"). Values that match, or fields left at their defaults,
-    are taken from the object; an explicit, different setting raises ValueError, except
-    for `authoritative` fields (a user's own dataset decides its own size: cfg's size
-    described a data set that is not used)."""
+    """cfg with the values `found` on what the run was handed; an explicit, different
+    setting is refused, except for `authoritative` fields."""
     changes = {}
     for name, value in found.items():
         if value is None or getattr(cfg, name) == value:
@@ -40,8 +30,7 @@ def reconcile(cfg: Experiment, found: dict, source: str,
 
 
 def downgrades(requested: Experiment, ran: Experiment, why: dict[str, str]) -> list[dict]:
-    """One {"field", "requested", "ran", "why"} per field whose value changed between the
-    request and the config that runs (num_gpus following the devices given is not one)."""
+    """One {"field", "requested", "ran", "why"} per field changed between request and run."""
     out = []
     for name, before in requested.to_dict().items():
         after = getattr(ran, name)
@@ -57,10 +46,7 @@ def not_as_asked(field: str, requested, ran, why: str) -> dict:
 
 @dataclass(frozen=True)
 class Resolved:
-    """A request resolved once for this machine, by the track's `resolve`: the config that
-    runs here (`cfg`: bfloat16 for float16 on a PyTorch CPU, say), the devices it runs on,
-    each request the machine could not honour with its reason (`downgrades`) and the
-    notice to print. `build`, `train` and `record` read it and never resolve again."""
+    """A request resolved once for this machine: config, devices, downgrades, notice."""
 
     requested: Experiment
     cfg: Experiment
@@ -76,9 +62,7 @@ def notice(*parts: str | None) -> str | None:
 
 @dataclass
 class Parts:
-    """What an adapter's `build(cfg)` made for a notebook's own loop. It unpacks as
-    `net, train_iter, val_iter, optimizer = parts` (the Gluon optimizer is the
-    gluon.Trainer); `gc.record(parts)` records them with what really runs."""
+    """What an adapter's `build(cfg)` made: `net, train_iter, val_iter, optimizer = parts`."""
 
     net: Any
     train_iter: Any

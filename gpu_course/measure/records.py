@@ -1,7 +1,4 @@
-"""Run records: every run saved with its config, versions, hardware and measurements.
-
-One folder per run under `runs_dir` (default: `runs/` in the repository, or the
-environment variable GPU_COURSE_RUNS):
+"""Run records: one folder per run under `runs_dir` (runs/, or GPU_COURSE_RUNS):
 
     run.json     config, versions, hardware, git commit, status, summary
     epochs.csv   one row per finished epoch (times, steady/warm-up split, loss, accuracy, lr)
@@ -10,8 +7,7 @@ environment variable GPU_COURSE_RUNS):
     host.csv     CPU and RAM samples
     markers.csv  epoch boundaries on the monitor's clock
 
-Every file is written to a temporary name and renamed, so a crash or Ctrl-C never
-leaves a half-written file; a run interrupted mid-way keeps every finished epoch.
+Every file is written atomically, so an interrupted run keeps every finished epoch.
 """
 from __future__ import annotations
 
@@ -33,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..env import cpu
+from . import nvml
 from .guards import OutOfMemory, naming, status_of  # noqa: F401  (OutOfMemory: re-exported)
 
 EPOCH_COLUMNS = ["epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "compute_s",
@@ -40,9 +37,7 @@ EPOCH_COLUMNS = ["epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "com
                  "timed_wait_s", "loss", "train_acc", "val_acc", "lr", "eval_s",
                  "t_start", "t_steady", "t_end"]
 STEP_COLUMNS = ["epoch", "step", "samples", "data_wait_s", "compute_s", "timed", "device_s"]
-GPU_COLUMNS = ["t", "gpu", "util_gpu", "util_mem", "mem_used_mib", "mem_total_mib",
-               "power_w", "power_limit_w", "temp_c", "sm_clock_mhz", "sm_clock_max_mhz",
-               "clock_event_reasons", "sm_active", "tensor_active", "dram_active", "error"]
+GPU_COLUMNS = ["t", "gpu", *nvml.SAMPLE_KEYS]
 HOST_COLUMNS = ["t", "cpu_percent", "cpu_per_core", "ram_used_mib", "ram_total_mib"]
 MARKER_COLUMNS = ["t", "label"]
 STATUSES = ("running", "finished", "interrupted", "failed", "oom", "diverged")
@@ -60,8 +55,7 @@ def default_runs_dir() -> Path:
 
 
 def runs_root(runs_dir=None) -> Path:
-    """Where run records go: `runs_dir` (a leading ~ is the home folder, as in a shell),
-    else `default_runs_dir()`."""
+    """Where run records go: `runs_dir` (~ expanded), else `default_runs_dir()`."""
     return Path(runs_dir).expanduser() if runs_dir else default_runs_dir()
 
 
@@ -127,10 +121,8 @@ def _json_safe(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Ran:
-    """What the record says beyond cfg: the track, the devices it trained on and the
-    notice about them, one dict per setting the machine could not honour (`downgrades`:
-    {"field", "requested", "ran", "why"}, float16 on a CPU) and what the run was handed
-    (`facts`: an own network or loader, threads, compile backend)."""
+    """What the record says beyond cfg: the devices, the settings the machine could not
+    honour (`downgrades`: {"field", "requested", "ran", "why"}) and other `facts`."""
 
     engine: str | None = None
     devices: str | None = None
@@ -140,13 +132,8 @@ class Ran:
 
 
 class RunRecord:
-    """The on-disk record of one run (`config`, with what `ran` says beyond it), updated
-    after every epoch; `hardware_info` stands in for this machine's (`hardware()`).
-
-    Use it as a context manager: on leaving, the monitor is stopped and saved and the
-    status set to finished, interrupted (Ctrl-C), oom (OutOfMemory) or failed; the
-    exception is re-raised.
-    """
+    """The on-disk record of one run, updated after every epoch; as a context manager it
+    stops the monitor and sets the status on leaving (the exception is re-raised)."""
 
     def __init__(self, config: dict, ran: Ran, runs_dir: str | Path | None = None,
                  monitor: Any = None, hardware_info: dict | None = None):
@@ -251,8 +238,7 @@ def write_meta(folder: str | Path, meta: dict) -> None:
 
 
 def update_meta(folder: str | Path, notes: dict | None = None, **fields: Any) -> dict:
-    """Change a closed record's run.json: top-level `fields` replaced, `notes` merged
-    (e.g. the SageMaker job's name after download). Returns the new meta."""
+    """Change a closed record's run.json (`fields` replaced, `notes` merged); the new meta."""
     meta = json.loads((Path(folder) / "run.json").read_text())
     meta.update(fields)
     if notes:
@@ -271,8 +257,7 @@ def _merge(into: dict, values: dict) -> None:
 
 # -- facts about the machine ------------------------------------------------------------
 def machine_load() -> dict:
-    """How busy the machine is: load averages and this process's CPU time so far (its
-    share of the machine = CPU time / (wall time x cores) between two readings)."""
+    """How busy the machine is: load averages and CPU times so far."""
     times = os.times()
     try:
         one, five, _ = os.getloadavg()
@@ -286,8 +271,7 @@ def machine_load() -> dict:
 
 
 def _live_children_cpu_s() -> float | None:
-    """CPU seconds this process's running children (loader workers) have used so far;
-    `children_cpu_s` counts only those already ended and waited for."""
+    """CPU seconds this process's running children (loader workers) have used so far."""
     try:
         import psutil
         children = psutil.Process().children(recursive=True)
@@ -304,9 +288,7 @@ def _live_children_cpu_s() -> float | None:
 
 
 def _cpu_busy_s() -> float | None:
-    """CPU seconds every core of the machine has spent busy (not idle, not waiting for
-    I/O) since boot: the difference over a run is what all programs used while it ran,
-    read without the minute-long lag of the load average."""
+    """CPU seconds all cores have spent busy since boot (no load average's lag)."""
     try:
         import psutil
         t = psutil.cpu_times()
@@ -329,7 +311,6 @@ def versions(packages: Iterable[str] = PACKAGES) -> dict:
 
 def hardware() -> dict:
     """GPU names, driver and CPU facts (NVML if present; never raises)."""
-    from . import nvml
     gpus = []
     for i in range(nvml.gpu_count()):
         try:
@@ -414,9 +395,7 @@ SHAPE = {"config": dict, "summary": dict, "hardware": dict, "notes": dict, "ran"
 
 
 def _check_shape(meta: dict, meta_file: Path) -> None:
-    """A run record of this course: a config object, and each part readers use of the kind
-    they use it as (another program's run.json, or one edited by hand, is refused naming
-    the part)."""
+    """Refuse a run.json that is not this course's record, naming the part that is not."""
     if not isinstance(meta.get("config"), dict):
         raise ValueError(f"{meta_file} is not a run record of this course: it has no 'config' "
                          f"object ({'its config is a ' + type(meta['config']).__name__ if 'config' in meta else 'keys: ' + ', '.join(sorted(map(str, meta))[:8])}); "
@@ -439,8 +418,7 @@ def load_run(path_or_id: str | Path, runs_dir: str | Path | None = None) -> Run:
 
 
 def load_runs(runs_dir: str | Path | None = None, names: Iterable[str] | None = None) -> list[Run]:
-    """Every run under runs_dir, at any depth (a ladder keeps its rungs in a subfolder),
-    oldest first; optionally only those with these names."""
+    """Every run under runs_dir at any depth, oldest first, optionally only these names."""
     root = runs_root(runs_dir)
     if not root.exists():
         return []
@@ -475,7 +453,3 @@ def runs_table(runs: Iterable[Run]):
             "started_at": run.meta.get("started_at"),
         })
     return pd.DataFrame(rows)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    print(json.dumps({"versions": versions(), "hardware": hardware()}, indent=2), file=sys.stdout)

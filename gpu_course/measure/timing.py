@@ -1,16 +1,6 @@
-"""Step timing: split each training step into data wait and compute, and keep every step.
-
-    timer = StepTimer(warmup_steps=5)
-    timer.start_epoch()
-    for batch in timer.wrap(train_iter):     # time blocked in next() = data wait
-        ...forward, backward, update...      # no sync here: the device runs behind
-        timer.step(len(batch))              # the rest of the step = "compute"
-    epoch = timer.end_epoch(sync=waitall)   # the epoch's one sync: its time is real
-
-Host-side times; nothing here adds a sync. A step lasts from the end of the one before
-to its own `step()` call; data wait is the time blocked in the loader's next(); "compute"
-is the rest (dispatch, Python, back-pressure from a full device queue), not the device's
-time: that is the final sync's drain.
+"""Step timing: split each training step into data wait (blocked in the loader's next())
+and compute, and keep every step. Host-side times, no sync added: "compute" is dispatch,
+Python and back-pressure from a full device queue, not the device's time.
 """
 from __future__ import annotations
 
@@ -47,8 +37,7 @@ class EpochTiming:
 
 
 class StepTimer:
-    """Times steps of a training loop; the first `warmup_steps` of the run are not counted
-    as steady (graph building, cuDNN autotuning and worker start-up happen there)."""
+    """Times steps of a training loop; the first `warmup_steps` of the run are not steady."""
 
     def __init__(self, warmup_steps: int = 5):
         if not isinstance(warmup_steps, int) or warmup_steps < 0:
@@ -79,8 +68,7 @@ class StepTimer:
             yield item
 
     def step(self, samples: int) -> None:
-        """Close the current step: its time since the last step ended, less the data
-        wait, is compute."""
+        """Close the current step: its time less the data wait is compute."""
         if not self._in_epoch:
             raise RuntimeError("StepTimer.step() called outside start_epoch()/end_epoch()")
         now = clock()
@@ -121,9 +109,7 @@ class StepTimer:
 
 @dataclass(frozen=True)
 class Workload:
-    """What an inference measurement serves (lesson 15): each batch size of `batches`,
-    batch 1 for `requests` requests one at a time, a larger batch for `images` images back
-    to back, each after `warmup` untimed passes."""
+    """What an inference measurement serves (lesson 15), each after `warmup` passes."""
 
     batches: tuple = (1, 128)
     requests: int = 200
@@ -147,9 +133,7 @@ class Workload:
 
 def summary_line(num_gpus: int, num_workers: int, batch_size: int, dtype: str,
                  samples_per_sec: float, epoch_time_s: float) -> str:
-    """The talk's one-line result, e.g.
-    `NUM_GPU: 1, NUM_WORKER: 29, BATCH_SIZE_PER_GPU: 64, TYPECAST: float32,
-    Samples/Sec: 663.50, epoch time: 18.59`."""
+    """The talk's one-line result, `NUM_GPU: 1, NUM_WORKER: 29, ... epoch time: 18.59`."""
     return (f"NUM_GPU: {num_gpus}, NUM_WORKER: {num_workers}, "
             f"BATCH_SIZE_PER_GPU: {batch_size}, TYPECAST: {dtype}, "
             f"Samples/Sec: {samples_per_sec:.2f}, epoch time: {epoch_time_s:.2f}")

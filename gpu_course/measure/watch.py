@@ -31,8 +31,8 @@ import psutil
 from ..analyse import metrics
 from ..analyse.diagnose import CPU_SATURATED, GPU_BUSY, INPUT_WAIT
 from ..config import OWN
-from .monitor import GpuMonitor, GpuUnavailableWarning, write_csv_atomic
-from .records import Ran, Run, RunRecord
+from .monitor import GpuMonitor, GpuUnavailableWarning
+from .records import Ran, Run, RunRecord, write_atomic
 
 HOOK = Path(__file__).with_name("watch_hook")
 HOOK_STEPS = "loader-steps.csv"   # what the hook writes, every DataLoader of the command
@@ -186,7 +186,7 @@ def _record(record: RunRecord, monitor: GpuMonitor, tree: pd.DataFrame, status: 
         record.add_epoch(row, rows)
     if len(steps):
         record.meta["engine"] = steps.framework.iloc[0]
-    write_csv_atomic(tree, record.path / "process.csv")
+    write_atomic(record.path / "process.csv", tree.to_csv(index=False))
     record.note(exit_status=status)
     ended = "finished" if status == 0 else "interrupted" if status in (130, 143) else "failed"
     record.finish(ended, error=None if status == 0 else f"exit status {status}")

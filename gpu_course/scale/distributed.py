@@ -1,12 +1,4 @@
-"""The multi-host experiment outside the notebook: one process, then a job of
-`nodes` local hosts × `procs_per_node` processes, and the scaling table.
-
-    gpu-course distributed --engine pytorch --nodes 2 --procs-per-node 1 --quick
-
-PyTorch runs each host as a torchrun launch (torch.multinode), Gluon as parameter-server
-workers with one server per host (gluon.dist). Every number in the table is measured
-here, except the model's predictions (scaling.py), which come from measured ones.
-"""
+"""`gpu-course distributed`: one process, then a job of local hosts, and the scaling table."""
 from __future__ import annotations
 
 from ..config import Experiment
@@ -25,9 +17,7 @@ LINKS = {"10 Gbps Ethernet": 1.0, "56 Gbps Mellanox": 6.8, "NVLink": 40.0}
 
 
 def experiment(engine: str, quick: bool = False, procs_on_host: int = 1) -> Experiment:
-    """The job: ResNet-20 on the synthetic CIFAR stand-in, fixed batch per process,
-    loader workers = usable cores ÷ processes on the host (here every local "host" is
-    this machine)."""
+    """The job: ResNet-20 on the synthetic CIFAR stand-in, fixed batch per process."""
     sizes = dict(train_size=1024, test_size=128, epochs=1, batch_size=32, warmup_steps=3) \
         if quick else dict(train_size=8192, test_size=1024, epochs=2, batch_size=64,
                            warmup_steps=10)
@@ -50,11 +40,7 @@ def gradient_bytes(cfg: Experiment) -> int:
 
 def run(engine: str, nodes: int = 2, procs_per_node: int = 1, quick: bool = False,
         runs_dir=None, verbose: bool = False):
-    """(one-process run, the job's run): both recorded, launched the same way.
-
-    The local "hosts" share this machine's cores, so every process, the lone one
-    included, gets the same share (cores ÷ k threads and loader workers): the lone
-    process stands for one host of the job, and the comparison is fair."""
+    """(one-process run, the job's run), every process with the same share of the cores."""
     k = nodes * procs_per_node
     cfg = experiment(engine, quick, k)
     one, job = cfg.replace(name="distributed k=1"), cfg.replace(name=f"distributed k={k}")
@@ -70,8 +56,7 @@ def run(engine: str, nodes: int = 2, procs_per_node: int = 1, quick: bool = Fals
 
 
 def step_seconds(run) -> float:
-    """The job's seconds per step over the timed steps (warm-up left out, as in
-    samples/s): the slowest rank's, each rank's from its own clock."""
+    """The job's seconds per step over the timed steps: the slowest rank's."""
     ranks = run.meta["notes"].get("ranks") or [{"epochs": run.epochs.to_dict("records")}]
     per_rank = []
     for r in ranks:
@@ -90,9 +75,7 @@ def step_seconds(run) -> float:
 
 
 def scaling_table(base, job, k: int, batch: int, grad_bytes: int) -> list[dict]:
-    """Measured rows (1 and k processes, and the talk's 1 and 4 GPUs) with the loss per
-    step and the bus bandwidth that would explain it, then the model's predictions for
-    more devices over the lecture's links from this machine's step time."""
+    """Measured rows (here and the talk's), then the model's predictions over the links."""
     s1, sk = base.summary["samples_per_sec"], job.summary["samples_per_sec"]
     rows = [{"what": "measured", "k": 1, "samples_per_sec": s1, "efficiency": 1.0},
             {"what": "measured", "k": k, "samples_per_sec": sk,

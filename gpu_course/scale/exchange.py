@@ -1,7 +1,4 @@
-"""What lesson 07's records and benchmarks hold, as tables: the devices and hosts of a
-run, each process's timings, the exchange against its size (all-reduce, or a parameter
-server's push and pull), DDP's buckets, the scaling model's terms as measured, and its
-outputs for machines not measured here. Pure data: what they mean is the lesson's."""
+"""Lesson 07's records and benchmarks as tables (what they mean is the lesson's)."""
 from __future__ import annotations
 
 import math
@@ -23,8 +20,7 @@ WITHIN, BEYOND, SHORTER = "within the spread", "beyond the spread", "shorter, be
 
 # -- what the records say ------------------------------------------------------------------
 def devices(run) -> int:
-    """The devices a run trained on: a parameter-server job's workers (times each one's
-    GPUs), a DDP job's processes, else its device count."""
+    """The devices a run trained on (workers times their GPUs, processes, or devices)."""
     notes = run.meta.get("notes") or {}
     if notes.get("workers"):
         return int(notes["workers"]) * max(1, int(run.config.get("num_gpus") or 0))
@@ -38,8 +34,7 @@ def hosts(run) -> int:
 
 
 def ranks(run) -> pd.DataFrame:
-    """Each process's own timings in a multi-process run (its notes' "ranks"): steps, time
-    waiting for data and computing, and seconds a step."""
+    """Each process's own timings in a multi-process run (its notes' "ranks")."""
     rows = []
     for r in (run.meta.get("notes") or {}).get("ranks") or []:
         epochs = r.get("epochs") or []
@@ -65,9 +60,7 @@ def allreduce(rows) -> bool:
 
 
 def bench_table(rows, grad_bytes: float | None = None) -> pd.DataFrame:
-    """The exchange against the array's size: the median round's time and bandwidth, the
-    bandwidth of the slowest and the fastest round (block), and (given grad_bytes) the row
-    nearest the gradients' size marked: its rate is the model's."""
+    """The exchange against the array's size, the row nearest grad_bytes marked."""
     rate = "busbw_GBps" if allreduce(rows) else "worker_GBps"
     name = "bus bandwidth (GB/s)" if allreduce(rows) else "GB/s"
     frame = pd.DataFrame({
@@ -83,8 +76,7 @@ def bench_table(rows, grad_bytes: float | None = None) -> pd.DataFrame:
 
 
 def buckets_table(rows) -> pd.DataFrame:
-    """DDP's step with and without the all-reduce, per gradient bucket size, and whether
-    what the all-reduce exposed is beyond the steps' spread."""
+    """DDP's step with and without the all-reduce, per gradient bucket size."""
     return pd.DataFrame({
         "bucket (MB)": [f"{r['bucket_cap_mb']:g}" for r in rows],
         "buckets": [r["buckets"] for r in rows],
@@ -109,8 +101,7 @@ def _rate(rows, i: int) -> float:
 
 
 def _exchange_s(rows, grad_bytes: float, k: int) -> float:
-    """Seconds to exchange every gradient alone at the measured rate nearest their size:
-    a ring all-reduce over k, or a worker's push and pull (2 × bytes)."""
+    """Seconds to exchange every gradient alone at the measured rate nearest their size."""
     rate = _rate(rows, near(rows, grad_bytes))
     if allreduce(rows):
         return scaling.allreduce_time(grad_bytes, k, rate)
@@ -128,12 +119,7 @@ def _step_spread_s(run) -> float:
 
 
 def measured_table(runs, bench, grad_bytes: float) -> pd.DataFrame:
-    """The model's terms, measured: one row a run (the first is the one-device run every
-    other is set against) and the talk's 4 V100s, each with its step time, what it lost a
-    step against one device (within or beyond the first run's spread over its blocks of
-    steps), the bus bandwidth that loss would mean if it were all communication, and (k >
-    1) the efficiency the model predicts from the one-device step and the measured
-    bandwidth, with no overlap; and each run's steady steps."""
+    """The model's terms, measured: a row per run, and the talk's 4 V100s."""
     base = runs[0]
     t1 = distributed.step_seconds(base)
     s1 = metrics.samples_per_sec(base)
@@ -191,10 +177,7 @@ def _upto_text(k: int) -> str:
 
 
 def model_table(runs, grad_bytes: float, steps=()) -> pd.DataFrame:
-    """The model's outputs, not measurements: efficiency at MODEL_KS devices and the
-    largest k still at MIN_EFFICIENCY, from a step time and a link of the lecture's table
-    (HOP_LATENCY_S a hop, no overlap), for this machine's one-device step (a CPU step only
-    over network links), and for `steps`: (label, step seconds, gradient bytes) of GPUs."""
+    """The model's outputs for this machine's step and `steps`, over the lecture's links."""
     base = runs[0]
     steps = [("this machine's step", distributed.step_seconds(base), grad_bytes,
               metrics.on_gpu(base))] + [(*s, True) for s in steps]

@@ -1,6 +1,4 @@
-"""Processes on 127.0.0.1 standing in for the hosts of a multi-host job: a free port for
-their rendezvous, an environment that imports this gpu_course, and waiting for all of
-them without hanging when one dies. Framework-free: both tracks' launchers use it."""
+"""Processes on 127.0.0.1 standing in for the hosts of a multi-host job (both tracks)."""
 from __future__ import annotations
 
 import os
@@ -14,9 +12,7 @@ PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # so child processes impor
 
 @dataclass(frozen=True)
 class LocalJob:
-    """How a job of local "hosts" runs and reports: its one record goes under `runs_dir`
-    (default: the runs folder), `verbose` prints what the hosts run and the leader's
-    output, and the job may take `timeout` seconds (None: no limit)."""
+    """How a job of local "hosts" runs and reports (timeout in seconds, None: no limit)."""
 
     runs_dir: str | Path | None = None
     verbose: bool = False
@@ -31,17 +27,13 @@ def free_port() -> int:
 
 
 def backend(gpus: int, processes: int) -> str:
-    """The collective backend of `processes` processes on a machine (or job) with `gpus`
-    GPUs: NCCL with a GPU for every process, else gloo on the CPU. NCCL refuses two ranks
-    on one GPU ("Duplicate GPU detected"), so one GPU cannot carry two processes."""
+    """NCCL with a GPU for every process (it refuses two ranks on one GPU), else gloo."""
     return "nccl" if gpus >= processes >= 1 else "gloo"
 
 
 def host_gpus(gpus: int, nodes: int, procs_per_node: int) -> list[str]:
-    """CUDA_VISIBLE_DEVICES of each of `nodes` local "hosts" of a job of nodes ×
-    procs_per_node processes that may use `gpus` GPUs of this machine: each host its own
-    GPUs, one a process (NCCL), when there is one for every process; else "" for every
-    host, so that its processes run on the CPU over gloo (`backend`)."""
+    """CUDA_VISIBLE_DEVICES of each local "host": its own GPUs, one a process, when there
+    is one for every process; else "" (gloo on the CPU)."""
     if backend(gpus, nodes * procs_per_node) == "gloo":
         return [""] * nodes
     return [",".join(str(i * procs_per_node + j) for j in range(procs_per_node))
@@ -57,8 +49,7 @@ def child_env(**extra) -> dict:
 
 
 def wait_all(procs, timeout: float | None) -> list[int]:
-    """Wait for every process; when one fails (the others would wait forever at their
-    next collective) or `timeout` seconds pass, stop the rest. Returns the exit codes."""
+    """The exit codes of every process; a failure or the timeout stops the rest."""
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
         while any(p.poll() is None for p in procs):
@@ -84,10 +75,8 @@ def wait_all(procs, timeout: float | None) -> list[int]:
 
 
 def exit_now(code: int) -> None:
-    """End a worker process of a distributed job right away, its output flushed. Interpreter
-    finalization after a gloo process group can abort the process (SIGABRT, "terminate
-    called without an active exception": its threads may still hold work then, see
-    pytorch/pytorch#179291), which torchrun reports as a failed job after it succeeded."""
+    """End a distributed worker right away, output flushed: finalization after a gloo
+    process group can abort it (pytorch/pytorch#179291), failing a job that succeeded."""
     import sys
     sys.stdout.flush()
     sys.stderr.flush()

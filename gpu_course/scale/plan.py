@@ -10,11 +10,8 @@ from .localhosts import backend as _backend
 
 @dataclass(frozen=True)
 class Plan:
-    """Where lesson 07 runs on a machine with `gpus` GPUs and `cores` cores: one GPU a
-    device (a process, in PyTorch) when there are two or more; else two CPU "devices"
-    sharing the cores. With one GPU there is nothing to scale across, and NCCL refuses two
-    ranks on one GPU ("Duplicate GPU detected"): the multi-process code runs on the CPU
-    over gloo, the GPU left out."""
+    """Where lesson 07 runs: one GPU a device with two or more, else two CPU "devices"
+    (one GPU has nothing to scale across, and NCCL refuses two ranks on it)."""
 
     engine: str
     gpus: int
@@ -50,9 +47,7 @@ class Plan:
 
     @property
     def threads(self) -> int:
-        """Compute threads a process: the largest multi-process job's share of the cores,
-        for every run of it, the one-process run included, so that the runs compare
-        (Gluon: its parameter-server workers, one a host; PyTorch: its processes)."""
+        """Compute threads a process: the largest job's share, for every run alike."""
         processes = self.nodes if self.engine == "gluon" else \
             max(max(self.counts), self.nodes * self.per_host)
         return threads_per_process(processes, self.cores)
@@ -67,9 +62,7 @@ class Plan:
 
     @property
     def exercise_sizes(self):
-        """Exercise 07.1's sizes: `exercise_size` images at a batch of `exercise_batch` a
-        step (split over the devices), or the CPU's (`cpu_exercise_*`) where the "devices"
-        share a CPU."""
+        """Exercise 07.1's sizes (the `cpu_exercise_*` ones where the devices share a CPU)."""
         cpu = "" if self.on_gpu else "cpu_"
         return self.train_sizes.replace(train_size=getattr(self.sizes, f"{cpu}exercise_size"),
                                         batch_size=getattr(self.sizes, f"{cpu}exercise_batch"))
@@ -97,8 +90,7 @@ class Plan:
 
 
 def plan(engine: str, gpus: int, cores: int, sizes, nodes: int = 2) -> Plan:
-    """Where lesson 07 runs (see Plan) for `engine` ("gluon" or "pytorch") on a machine
-    with `gpus` GPUs and `cores` usable cores."""
+    """Where lesson 07 runs (see Plan) on a machine with `gpus` GPUs and `cores` cores."""
     if engine not in ("gluon", "pytorch"):
         raise ValueError(f"engine={engine!r} is not allowed; allowed: gluon, pytorch")
     if gpus < 0 or cores < 1 or nodes < 1:

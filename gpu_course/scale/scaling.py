@@ -1,20 +1,8 @@
-"""When more devices stop paying: a scaling model from two measured numbers.
+"""When more devices stop paying: a data-parallel scaling model from measured numbers.
 
-Data parallelism with a fixed batch per device: k devices each compute one step in
-`t_compute` seconds, then the gradients (`grad_bytes`) are all-reduced. A ring
-all-reduce moves 2(k-1)/k of the message through every link, so with the bus
-bandwidth `busbw` (what nccl-tests and `gpu_course.tracks.torch.allreduce` report) and a
-per-hop latency it takes
-
-    t_allreduce(k) = 2(k-1)/k * grad_bytes / busbw + 2(k-1) * latency
-
-DDP (and MXNet's engine) start all-reducing finished buckets while backward still
-runs, so only part of it shows: with `overlap` the share hidden behind compute,
-
+    t_allreduce(k) = 2(k-1)/k * grad_bytes / busbw + 2(k-1) * latency     (a ring)
     t_step(k)   = t_compute + (1 - overlap) * t_allreduce(k)
     efficiency  = t_compute / t_step(k)         speed-up = k * efficiency
-
-No framework is imported here: the notebooks feed it measured numbers.
 """
 from __future__ import annotations
 
@@ -35,8 +23,7 @@ def allreduce_time(grad_bytes: float, k: int, busbw: float, latency: float = 0.0
 
 
 def bus_bandwidth(nbytes: float, seconds: float, k: int) -> float:
-    """nccl-tests' bus bandwidth of one all-reduce: algorithm bandwidth (bytes/s)
-    times 2(k-1)/k, comparable with a link's speed whatever k is."""
+    """nccl-tests' bus bandwidth of one all-reduce: bytes/s times 2(k-1)/k."""
     if seconds <= 0:
         raise ValueError(f"seconds={seconds!r} must be > 0")
     return nbytes / seconds * (2 * (k - 1) / k if k > 1 else 1.0)
@@ -44,8 +31,7 @@ def bus_bandwidth(nbytes: float, seconds: float, k: int) -> float:
 
 def predict(ks, t_compute: float, grad_bytes: float, busbw: float, latency: float = 0.0,
             overlap: float = 0.0) -> list[dict]:
-    """One row per device count: predicted step time, exposed communication,
-    speed-up and scaling efficiency."""
+    """One row per device count: predicted step time, exposed communication, efficiency."""
     if t_compute <= 0:
         raise ValueError(f"t_compute={t_compute!r} must be > 0 seconds")
     if not 0 <= overlap <= 1:
@@ -63,8 +49,7 @@ def predict(ks, t_compute: float, grad_bytes: float, busbw: float, latency: floa
 
 def stops_paying(t_compute: float, grad_bytes: float, busbw: float, latency: float = 0.0,
                  overlap: float = 0.0, min_efficiency: float = 0.7) -> int:
-    """The largest device count (up to K_MAX) whose predicted efficiency is still at
-    least `min_efficiency`: beyond it each added device buys less than that share."""
+    """The largest k (up to K_MAX) still predicted at `min_efficiency`."""
     best = 1
     for row in predict(range(1, K_MAX + 1), t_compute, grad_bytes, busbw, latency, overlap):
         if row["efficiency"] >= min_efficiency:
@@ -79,8 +64,7 @@ def measured_efficiency(samples_per_sec_1: float, samples_per_sec_k: float, k: i
 
 def implied_exposed_time(samples_per_sec_1: float, samples_per_sec_k: float, k: int,
                          batch_per_device: int) -> float:
-    """Seconds per step that k devices lost against one (step time on k minus on one),
-    from throughputs alone: what communication (or anything else) would have to cost."""
+    """Seconds per step that k devices lost against one, from throughputs alone."""
     t1 = batch_per_device / samples_per_sec_1
     tk = k * batch_per_device / samples_per_sec_k
     return tk - t1
@@ -88,8 +72,7 @@ def implied_exposed_time(samples_per_sec_1: float, samples_per_sec_k: float, k: 
 
 def implied_busbw(samples_per_sec_1: float, samples_per_sec_k: float, k: int,
                   batch_per_device: int, grad_bytes: float) -> float:
-    """The bus bandwidth that would explain the measured loss if all of it were a
-    non-overlapped all-reduce (inf when k devices lost nothing)."""
+    """The bus bandwidth that would explain the loss as a non-overlapped all-reduce."""
     exposed = implied_exposed_time(samples_per_sec_1, samples_per_sec_k, k, batch_per_device)
     if exposed <= 0:
         return math.inf
@@ -97,9 +80,7 @@ def implied_busbw(samples_per_sec_1: float, samples_per_sec_k: float, k: int,
 
 
 def overlap_from_steps(t_step_sync: float, t_step_nosync: float, t_allreduce: float) -> float:
-    """Share of the all-reduce hidden behind backward, from per-step times measured with
-    gradient synchronisation and without (DDP's no_sync) and the all-reduce alone:
-    1 - exposed / t_allreduce, clipped to [0, 1] (noise can push it past either end)."""
+    """Share of the all-reduce hidden behind backward (steps with and without no_sync)."""
     if t_allreduce <= 0:
         raise ValueError(f"t_allreduce={t_allreduce!r} must be > 0 seconds")
     exposed = t_step_sync - t_step_nosync

@@ -1,23 +1,16 @@
-"""The Gluon (Apache MXNet 1.9) track: `from gpu_course import gluon as gc`.
-
-Same public names as `gpu_course.tracks.torch`, so a lesson reads the same in both tracks:
-gpu_count, try_devices, load_datasets, prepare_data, make_loader, load_data,
-get_model, build, record, watch, train, evaluate, lr_scheduler, sweep, plus Experiment,
-load_run(s), metrics, plots and report.
-"""
+"""The Gluon (Apache MXNet 1.9) track: `from gpu_course import gluon as gc`, the same
+public names as `gpu_course.tracks.torch`, so a lesson reads the same in both."""
 from __future__ import annotations
 
-from .. import lazy
+from .. import adapter_functions, lazy
 from ...config import Experiment
 from ...env.cores import check_thread_variables
 
 check_thread_variables()   # before MXNet loads: it aborts the process on a garbled count
 
-from ...experiments import interleave as _interleave  # noqa: E402
-from ...lessons import conclude, show, sizes, workers
+from ...lessons import conclude, show, sizes, workers  # noqa: E402
 from ...analyse.memory import memory_of
-from ...lessons.exercises import check, solution as _solution
-from ...experiments import sweep as _sweep
+from ...lessons.exercises import check
 from ...measure.records import load_run, load_runs
 from ...measure.timing import Workload
 from .data import make_loader
@@ -39,23 +32,7 @@ __all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solut
            "make_trainer", "sweep", "profile_steps", "repeat", "MemoryMeter", "memory_run", "memory_of"]
 
 
-def solution(exercise: str) -> None:
-    """Print exercise `exercise`'s solution in this track (notebooks/solutions/gluon/):
-    compare it with your own after trying."""
-    _solution(exercise, "gluon")
-
-
-def sweep(cfg: Experiment, field: str, values, repeats: int = 1, **train_kwargs):
-    """train(cfg with `field` set to each value); an out-of-memory point is recorded
-    (status "oom") and the sweep goes on. Returns the runs in order; repeats=k runs the
-    sweep k times, interleaved, and returns a list of runs per value."""
-    return _sweep(train, cfg, field, values, repeats, **train_kwargs)
-
-
-def repeat(cfgs, repeats: int = 3, **train_kwargs):
-    """Each config trained `repeats` times, interleaved; {name: [runs]} for
-    `noise.compare` (is a difference an effect or run-to-run noise?)."""
-    return _interleave(train, list(cfgs), repeats, **train_kwargs)
+solution, sweep, repeat = adapter_functions("gluon", train)
 
 
 def __getattr__(name: str):

@@ -1,9 +1,5 @@
-"""Gluon datasets and DataLoaders over the course's image arrays.
-
-The augmentation is GluonCV's CIFAR-10 recipe (pad-4 random crop, horizontal flip,
-ToTensor, Normalize), one image at a time, attached with `transform_first` so that it
-runs inside the DataLoader's worker processes: `num_workers` is the lesson's knob.
-"""
+"""Gluon datasets and DataLoaders over the course's image arrays; GluonCV's CIFAR-10
+augmentation runs per image in the DataLoader's workers (`num_workers` is the knob)."""
 from __future__ import annotations
 
 import multiprocessing.connection
@@ -26,13 +22,8 @@ from ...measure.guards import LoaderWorkerDied, check_stop, stop_requests
 
 
 class Augment:
-    """Per-image transform for `Dataset.transform_first`.
-
-    Forked loader workers start with the parent's NumPy and MXNet random state (only
-    Python's `random` is reseeded at fork), so every worker would flip, jitter and
-    rotate its n-th image alike; the first call in a new process reseeds them from
-    (seed, pid).
-    """
+    """Per-image transform for `Dataset.transform_first`; reseeded from (seed, pid) in
+    each forked worker, which would otherwise augment its n-th image alike."""
 
     def __init__(self, cfg: Experiment, train: bool, source_size: int):
         steps = []
@@ -63,16 +54,13 @@ class Augment:
 
 
 def image_dataset(images: np.ndarray, labels: np.ndarray) -> ArrayDataset:
-    """A Gluon dataset over uint8 NHWC images and integer labels. The images live in one
-    NDArray; indexing gives a view, and forked workers share the pages (no copy)."""
+    """A Gluon dataset over uint8 NHWC images (one NDArray, shared by forked workers)."""
     return ArrayDataset(mx.nd.array(images, dtype="uint8"), np.asarray(labels, dtype="int32"))
 
 
 def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> DataLoader:
-    """A DataLoader giving cfg.batch_size images per device, cfg.num_workers processes;
-    training batches are shuffled (or drawn by `sampler`, e.g. io_data.OrderSampler) and
-    the last short batch is dropped. A worker that dies (killed, out of memory) ends the
-    iteration within a second (WorkerDied)."""
+    """A DataLoader of cfg.batch_size images per device; training batches shuffled (or
+    drawn by `sampler`), the last short one dropped; a dead worker raises WorkerDied."""
     check_batches(len(dataset), cfg.global_batch, cfg, train)
     return WatchedDataLoader(dataset, batch_size=cfg.global_batch,
                              shuffle=train and sampler is None, sampler=sampler,
@@ -91,10 +79,8 @@ def check_batches(images: int, batch: int, cfg: Experiment, train: bool = True) 
 WorkerDied = LoaderWorkerDied  # a worker process ended while the loop waited for its batch
 
 
-# the pools of the loaders below: a worker of theirs that dies is an error (WorkerDied),
-# never replaced. multiprocessing's pool forks a replacement from its own thread while
-# MXNet's engine runs in the main one, and MXNet's fork handlers stop that engine: after a
-# SIGTERM to the process group the run hung in 1 of 7 trials, forking beside an NDArray add
+# pools whose dead worker is an error (WorkerDied), never replaced: forking a replacement
+# from the pool's thread beside MXNet's engine hung 1 run in 7
 _WATCHED: weakref.WeakSet = weakref.WeakSet()
 _repopulate = multiprocessing.pool.Pool._repopulate_pool_static
 
@@ -120,13 +106,8 @@ class _SignalsLeftAlone:
 
 
 class WatchedDataLoader(DataLoader):
-    """Gluon's DataLoader, watching its worker processes while it waits for a batch.
-
-    MXNet's pool replaces a killed worker but loses its batch, and the run hangs. Here the
-    wait is cut into 0.2 s slices and the workers are checked between them and before a
-    ready batch is fetched (its arrays come through the worker that made them); a dead
-    worker ends the pool as a stopped run does (`end_pool`: Pool.terminate() can wait
-    forever for a lock the dead worker held). Its pool never replaces a worker (`_WATCHED`)."""
+    """Gluon's DataLoader, watching its workers while it waits for a batch: MXNet's pool
+    replaces a killed worker but loses its batch, and the run would hang."""
 
     def __init__(self, *args, **kwargs):
         # the workers leave Ctrl-C to this process, which ends them; one pressed while
@@ -173,9 +154,8 @@ class WatchedDataLoader(DataLoader):
 
 
 def end_workers(*loaders) -> None:
-    """End the worker pools of these loaders now, on Ctrl-C or SIGTERM. After a SIGTERM to the whole process
-    group a dead worker may hold its pool's queue lock, and the pool's own clean-up at
-    exit would wait for it forever (the job hung after saying 'interrupted')."""
+    """End the worker pools of these loaders now, on Ctrl-C or SIGTERM (the pool's own
+    clean-up could wait forever for a lock a dead worker held)."""
     for loader in loaders:
         pool = getattr(loader, "_worker_pool", None)
         if pool is not None and not isinstance(pool, multiprocessing.pool.ThreadPool):

@@ -1,7 +1,4 @@
-"""The data sets and loaders an Experiment names, for the Gluon track: the generated
-CIFAR-10 stand-in and CIFAR-10 (in memory, `data`), or an image folder in one of its
-formats (`io_data`). This module only chooses; the two it chooses from never import it.
-"""
+"""The data sets and loaders an Experiment names, for the Gluon track (this only chooses)."""
 from __future__ import annotations
 
 from ... import data as course_data
@@ -11,25 +8,16 @@ from .io_data import io_datasets, order_sampler
 
 
 def load_datasets(cfg: Experiment, skip_corrupt: bool = False):
-    """(train_dataset, val_dataset) for cfg.dataset, augmented as cfg.augment says.
-    skip_corrupt: an image folder's unreadable images are left out (counted, and named
-    in the run's record)."""
+    """(train_dataset, val_dataset) for cfg.dataset; skip_corrupt leaves unreadable images out."""
     if cfg.dataset == "folder":  # a Caltech-256-style image folder: see io_data
-        return _ours(*io_datasets(cfg, cfg.data_format, skip_corrupt=skip_corrupt))
+        return course_data.ours(*io_datasets(cfg, cfg.data_format, skip_corrupt=skip_corrupt))
     arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
                               test_size=cfg.test_size, seed=cfg.seed)
     size = arrays.train_x.shape[1]
     train = image_dataset(arrays.train_x, arrays.train_y)
     val = image_dataset(arrays.test_x, arrays.test_y)
-    return _ours(train.transform_first(Augment(cfg, True, size)),
-                 val.transform_first(Augment(cfg, False, size)))
-
-
-def _ours(*datasets):
-    """Mark the course's datasets, so a record can tell them from a user's own."""
-    for dataset in datasets:
-        dataset.course_dataset = True
-    return datasets
+    return course_data.ours(train.transform_first(Augment(cfg, True, size)),
+                            val.transform_first(Augment(cfg, False, size)))
 
 
 def load_data(cfg: Experiment):

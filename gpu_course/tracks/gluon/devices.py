@@ -9,9 +9,7 @@ from ...config import Experiment, check_gpus
 from ...env import cpu
 from ...env.cores import mxnet_threads, usable_cores
 
-# MXNet reads these once, when libmxnet loads (at `import mxnet` above), and fixes its CPU
-# operators' OpenMP threads from them (src/engine/openmp.cc); MXSetNumOMPThreads later
-# sets only the calling thread's count, not that of the engine's worker threads.
+# read once, when libmxnet loads (above): they fix MXNet's CPU operator threads for good
 THREAD_ENV = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS")}
 
 FLOAT16_ON_CPU = ("dtype='float16' needs a GPU: MXNet has no float16 convolution on the "
@@ -30,22 +28,19 @@ def gpu_count() -> int:
 
 
 def try_devices(num_gpus: int = 1) -> tuple[list, str | None]:
-    """`[mx.gpu(0), ..]` for `num_gpus` GPUs; with no GPU `[mx.cpu(0), ..]` (one context
-    per GPU asked for, so multi-device code still runs) and a one-line notice."""
+    """`[mx.gpu(0), ..]` for `num_gpus` GPUs; with no GPU as many CPU contexts, and a notice."""
     kind, count, notice = check_gpus(num_gpus, gpu_count())
     make = mx.gpu if kind == "gpu" else mx.cpu
     return [make(i) for i in range(count)], notice
 
 
 def operator_threads() -> tuple[int, str]:
-    """(count, where it comes from): the OpenMP threads MXNet's CPU operators use in this
-    process, from the environment MXNet loaded with (`cores.mxnet_threads`)."""
+    """(count, where it comes from): the OpenMP threads MXNet's CPU operators use here."""
     return mxnet_threads(usable_cores(), THREAD_ENV)
 
 
 def check_threads(cfg: Experiment) -> None:
-    """Refuse cfg.threads when MXNet's operators run another count in this process: it
-    is fixed when MXNet is imported, so only a new process can change it."""
+    """Refuse cfg.threads when MXNet's operators run another count (fixed at import)."""
     count, source = operator_threads()
     if cfg.threads is not None and cfg.threads != count:
         raise ValueError(
@@ -61,8 +56,7 @@ def on_gpu(devices) -> bool:
 
 
 def bfloat16_refused(devices) -> str | None:
-    """Why MXNet cannot compute in bfloat16 on `devices` (None where it can): a GPU, or a
-    CPU without the instructions its oneDNN needs."""
+    """Why MXNet cannot compute in bfloat16 on `devices`, or None where it can."""
     if on_gpu(devices):
         return BFLOAT16_ON_GPU
     support = cpu.supports(cpu.Capability.MXNET_BFLOAT16)
@@ -71,9 +65,7 @@ def bfloat16_refused(devices) -> str | None:
 
 
 def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
-    """The config that can really run on `devices`, and a notice when it had to change:
-    on the CPU float16 falls back to float32 (on a GPU bfloat16 does, and on a CPU without
-    AVX-512: `cpu.Capability.MXNET_BFLOAT16`); num_gpus follows the devices given."""
+    """The config that can really run on `devices`, and a notice when it changed."""
     notices = []
     if len(devices) != max(cfg.num_gpus, 1):
         cfg = cfg.replace(num_gpus=len(devices))

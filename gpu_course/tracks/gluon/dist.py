@@ -1,22 +1,13 @@
 """Several hosts with MXNet's parameter server: kvstore='dist_sync'.
 
-A job has three roles, each a process told what it is by its environment (the contract
-of MXNet's launcher, `dmlc_tracker`: DMLC_ROLE, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,
-DMLC_NUM_SERVER, DMLC_NUM_WORKER): one scheduler; servers, which hold a slice of every
-parameter, sum the workers' gradients and run the optimizer; workers, which train on
-their own shard, pushing gradients and pulling weights each step. Scheduler and servers
-run `python -c "import mxnet"`; each worker runs
+Each process learns its role (scheduler, server or worker) from DMLC_* variables, the
+contract of MXNet's launcher; servers sum the gradients and run the optimizer. Scheduler
+and servers run `python -c "import mxnet"`; each worker runs
 
     python -m gpu_course.tracks.gluon.dist --config cfg.json --runs-dir runs
 
-On real hosts MXNet's launcher starts them all over ssh (`hosts`: a file of host names):
-
-    python $(python -c "import mxnet, os; print(os.path.dirname(mxnet.__file__))")/tools/launch.py \\
-        -n 2 -s 2 -H hosts --launcher ssh \\
-        python -m gpu_course.tracks.gluon.dist --config cfg.json --runs-dir runs
-
-On SageMaker the MXNet estimator's `parameter_server` option does the same;
-`launch_local` runs the roles on this machine, on 127.0.0.1.
+On real hosts MXNet's tools/launch.py starts them over ssh (`commands`); `launch_local`
+runs the roles on 127.0.0.1.
 """
 from __future__ import annotations
 
@@ -63,9 +54,7 @@ SCHEDULER_WAIT_S = 120.0  # a job's roles start in any order: how long a worker 
 
 
 def wait_for_scheduler(env, wait_s: float | None = None) -> None:
-    """Refuse a worker whose job has no scheduler: MXNet's kvstore would wait for one
-    silently and forever. The DMLC_* variables must be set, and the scheduler must take
-    a connection within `wait_s` seconds (default SCHEDULER_WAIT_S)."""
+    """Refuse a worker whose job has no scheduler (MXNet's kvstore would wait forever)."""
     names = ("DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER", "DMLC_NUM_WORKER")
     bad = [f"{n}={env.get(n)!r}" for n in names
            if not (env.get(n) or "").strip() or (n != "DMLC_PS_ROOT_URI"
@@ -94,10 +83,8 @@ def wait_for_scheduler(env, wait_s: float | None = None) -> None:
 
 def train_worker(cfg: Experiment, runs_dir=None, verbose: bool = True, on_epoch=None,
                  params_file=None, timings_file=None):
-    """This process's part of a parameter-server job (DMLC_ROLE=worker): train on its
-    shard; worker 0 keeps the record and returns it (the others return None).
-    params_file/timings_file: where to write this worker's final weights and epoch
-    timings (a "{rank}" in the name becomes the worker's rank)."""
+    """This worker's part of a parameter-server job: train on its shard; worker 0 keeps
+    the record and returns it. A "{rank}" in params_file/timings_file is its rank."""
     if os.environ.get("DMLC_ROLE") != "worker":
         raise ValueError("train_worker trains one worker of a parameter-server job: run "
                          "it as a worker (DMLC_ROLE=worker ...), e.g. with "
@@ -105,8 +92,7 @@ def train_worker(cfg: Experiment, runs_dir=None, verbose: bool = True, on_epoch=
     wait_for_scheduler(os.environ)
     devices, notice = try_devices(cfg.num_gpus)
     cfg, changed = effective_config(cfg.replace(engine="gluon"), devices)
-    # joins the job (waits until every role has started); dist_device_sync first sums a
-    # host's GPUs on a GPU
+    # joins the job; dist_device_sync first sums a host's GPUs on a GPU
     kv = mx.kv.create("dist_device_sync" if on_gpu(devices) else "dist_sync")
     rank, workers = kv.rank, kv.num_workers
     servers = int(os.environ.get("DMLC_NUM_SERVER", 0))
@@ -159,16 +145,13 @@ def _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps, work
                 losses = [loss_fn(out.astype("float32", copy=False), y)
                           for out, y in zip(outputs, ys)]
             autograd.backward(losses)
-            # push this worker's gradients, the servers sum all W workers' and update:
-            # divide by the job's batch, not this worker's, for the mean gradient
+            # the servers sum all W workers' gradients: divide by the job's batch
             trainer.step(n * workers)
-            # every worker did the same: count the job's images; loss and accuracy are
-            # this worker's shard's, scaled to them (summed on the device, read per epoch)
+            # count the job's images; loss and accuracy are this shard's, scaled to them
             h.step(n * workers, loss_sum=[loss.sum() * workers for loss in losses],
                    correct=[(out.argmax(axis=1) == y.astype(out.dtype)).sum() * workers
                             for out, y in zip(outputs, ys)])
-            # the step's sync point: waits for the push, the servers' update and the pull,
-            # so each step's time holds its communication (MXNet would queue unboundedly)
+            # the step's sync point: its time holds the push, the update and the pull
             mx.nd.waitall()
         evaluate_now = (lambda: evaluate(net, val_iter, devices)) if leader else None
         # sync point: waits for the last pull, so the epoch's time is real
@@ -185,12 +168,7 @@ def commands(workers: int, servers: int, cfg_file: str = "cfg.json", runs_dir: s
 
 def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1,
                  threads: int | None = None, job: LocalJob = LocalJob(), work_dir=None):
-    """Run cfg as a parameter-server job on this machine, run and reported as `job` says:
-    one scheduler, `servers` servers and `workers` workers on 127.0.0.1. Returns worker
-    0's record, with every worker's epoch timings added to its notes ("ranks"). Each
-    worker leaves its final weights in work_dir/worker{rank}.params (work_dir: a temporary
-    folder by default). threads: OMP_NUM_THREADS per worker (default: this machine's
-    cores ÷ workers)."""
+    """Run cfg as a parameter-server job on 127.0.0.1; worker 0's record."""
     if workers < 1 or servers < 1:
         raise ValueError(f"workers={workers!r} and servers={servers!r} must be >= 1")
     verbose = job.verbose
@@ -216,8 +194,8 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1,
     if verbose:
         print(outputs[1 + servers], end="", flush=True)
     _check(roles, codes, outputs, run_path is not None)
-    _note(run_path, ranks=ranks, exit_codes=dict(zip(
-        [f"{role}{i}" for i, role in enumerate(roles)], codes)))
+    update_meta(run_path, notes={"ranks": ranks, "exit_codes": dict(zip(
+        [f"{role}{i}" for i, role in enumerate(roles)], codes))})
     return load_run(run_path)
 
 
@@ -237,9 +215,8 @@ def _timings(work: Path) -> list[dict]:
 
 def _run_roles(worker_cmd, workers, servers, port, work: Path, threads: int, timeout,
                gpus_per_worker: int = 0):
-    """Start a scheduler, the servers and the workers on 127.0.0.1 and wait for them.
-    Returns (roles, exit codes, outputs), one of each per process. With GPUs, worker j
-    sees only its own `gpus_per_worker` of them, as on its own host."""
+    """Start and wait for a scheduler, the servers and the workers on 127.0.0.1: (roles,
+    exit codes, outputs). With GPUs, each worker sees only its own `gpus_per_worker`."""
     serve = [sys.executable, "-c", "import mxnet"]  # the role comes from DMLC_ROLE
     roles = ["scheduler"] + ["server"] * servers + ["worker"] * workers
     procs, logs = [], []
@@ -277,10 +254,7 @@ SIZES = tuple(4 * KiB * 4**i for i in range(7))  # 4 KiB .. 16 MiB
 
 
 def bench_worker(sizes=SIZES, iters: int = 10) -> list[dict]:
-    """In a worker: time push + pull of float32 arrays of each size (bytes) through the
-    servers, as every trainer.step does per parameter. Rows from this worker's clock: the
-    median round (each ends where the pulled array is read), the fastest and slowest beside
-    it; a median, as one round can catch a process descheduled on a shared machine."""
+    """In a worker: the median time of push + pull through the servers, each size."""
     kv = mx.kv.create("dist_sync")
     rows = []
     for key, nbytes in enumerate(sizes):
@@ -315,10 +289,6 @@ def bench_local(workers: int = 2, servers: int = 1, sizes=SIZES, iters: int = 10
                                            threads_per_process(workers), timeout)
         _check(roles, codes, outputs, out.exists())
         return json.loads(out.read_text())
-
-
-def _note(run_path, **values) -> None:
-    update_meta(run_path, notes=values)
 
 
 def main(argv=None) -> int:

@@ -1,23 +1,15 @@
-"""The Gluon side of `gpu_course.env.report`: the build (``mx.runtime.Features()``) and a
-forward-pass benchmark, each run in a fresh process by `env.hook`, since MXNet reads
-MXNET_MKLDNN_ENABLED and OMP_NUM_THREADS only when it starts:
+"""The Gluon side of `gpu_course.env.report`, run in a fresh process by `env.hook` (MXNet
+reads MXNET_MKLDNN_ENABLED and OMP_NUM_THREADS only when it starts):
 
-    python -m gpu_course.tracks.gluon.envinfo build
-    MXNET_MKLDNN_ENABLED=0 OMP_NUM_THREADS=2 \\
-        python -m gpu_course.tracks.gluon.envinfo bench --threads=2 --onednn=0 --batch=64 --steps=5
-    MXNET_MKLDNN_ENABLED=0 OMP_NUM_THREADS=2 python -m gpu_course.tracks.gluon.envinfo infer \
-        --threads=2 --onednn=0 --models=tiny,resnet20 --batches=1,128 --requests=200 --images=1280 --warmup=3
-
-Each prints one JSON line.
+    python -m gpu_course.tracks.gluon.envinfo build|bench|infer [--threads=2 ...]
 """
 from __future__ import annotations
 
 import os
-import time
 
 import mxnet as mx
 
-from ...env.report import hook_main, openmp_runtimes
+from ...env.report import forward_rates, hook_main, openmp_runtimes
 from ...analyse.inference import Variant
 from ...measure.timing import Workload
 from .inference import inference_net, time_inference
@@ -29,8 +21,7 @@ FEATURES = ("CUDA", "CUDNN", "NCCL", "MKLDNN", "TENSORRT", "DIST_KVSTORE", "PROF
 
 
 def build() -> dict:
-    """Versions and the build features the talk names (CUDA, cuDNN, NCCL, MKL-DNN,
-    TensorRT, the distributed kvstore, the profiler)."""
+    """Versions and the build features the talk names (CUDA, cuDNN, MKL-DNN, ...)."""
     found = mx.runtime.Features()
     return {"framework": "mxnet", "version": mx.__version__,
             "features": {name: found.is_enabled(name) for name in FEATURES if name in found},
@@ -41,29 +32,19 @@ def build() -> dict:
 
 
 def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dict:
-    """Hybridized forward passes of `model` on the CPU: images/s over `steps` batches, and
-    of each pass on its own ("step_images_per_s": the spread `noise` judges against)."""
+    """Hybridized forward passes of `model` on the CPU: images/s, overall and of each pass."""
     _check_onednn(onednn)
     net = get_model(model)
     net.initialize(mx.init.Xavier())
     net.hybridize(static_alloc=True, static_shape=True)
     x = mx.nd.random.normal(shape=(batch, 3, 32, 32))
-    net(x).wait_to_read()             # warm-up: builds the graph, picks the kernels
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        net(x).wait_to_read()         # sync point per pass: MXNet queues work asynchronously
-        times.append(time.perf_counter() - start)
-    seconds = sum(times)
-    return {"images_per_s": batch * steps / seconds, "ms_per_batch": 1000 * seconds / steps,
-            "step_images_per_s": [batch / t for t in times],
-            "threads": threads, "onednn": onednn, "build": build()}
+    # sync point per pass: MXNet queues work asynchronously
+    rates = forward_rates(lambda: net(x).wait_to_read(), batch, steps)
+    return {**rates, "threads": threads, "onednn": onednn, "build": build()}
 
 
 def infer(threads: int, onednn: bool, models, workload: Workload) -> dict:
-    """Lesson 15 on the CPU: each of `models` served with oneDNN as this process started
-    (it must match `onednn`), batch 1 one request at a time and each larger batch
-    (`inference.time_inference`): the records."""
+    """Lesson 15 on the CPU: the records of each of `models` (`inference.time_inference`)."""
     _check_onednn(onednn)
     variant = Variant.ONEDNN_ON if onednn else Variant.ONEDNN_OFF
     records = []

@@ -1,8 +1,5 @@
-"""Lesson 15's measurement, Gluon side: a network served one request at a time and in
-large batches, each pass ended by its own sync (`wait_to_read`: MXNet's engine queues
-work on a CPU too, and has no events to time a queued pass), and its outputs on the
-lesson's probe images. Same names and signatures as `gpu_course.tracks.torch.inference`;
-the records are `analyse.inference.record`s."""
+"""Lesson 15's measurement, Gluon side: each pass ended by its own sync (MXNet has no
+events to time a queued pass); the records are `analyse.inference.record`s."""
 from __future__ import annotations
 
 import os
@@ -17,9 +14,7 @@ from .models import get_model
 
 
 def inference_net(model: str, device=None):
-    """Network `model` with lesson 15's seeded weights on `device` (default the CPU),
-    hybridized (static_alloc, static_shape: lesson 3): every measurement of a network, in
-    any process, serves the same weights."""
+    """Network `model` with lesson 15's seeded weights on `device`, hybridized."""
     mx.random.seed(inference.SEED)
     net = get_model(model)
     net.initialize(mx.init.Xavier(), ctx=device or mx.cpu())
@@ -29,11 +24,7 @@ def inference_net(model: str, device=None):
 
 def time_inference(predict, model: str, variant, device, workload: Workload = Workload(),
                    dtype="float32") -> list[dict]:
-    """One record a batch size of `workload` of `predict` (a network or any function of an
-    input batch) on `device`, its input in `dtype`: batch 1 timed for workload.requests
-    requests, a larger batch for workload.images images (at least inference.MIN_PASSES passes),
-    each after workload.warmup untimed passes. The outputs on the probe images are taken
-    at the largest batch."""
+    """One record per batch size of `workload` of `predict` (any function of a batch)."""
     device = device or mx.cpu()
     served = inference.Served(model, variant, str(device), np.dtype(dtype).name)
     batches = workload.batches
@@ -52,8 +43,7 @@ def time_inference(predict, model: str, variant, device, workload: Workload = Wo
 
 
 def one_at_a_time(predict, x: mx.nd.NDArray, n: int) -> list[float]:
-    """Seconds of each of n passes, each a request served alone: the clock, and the one
-    sync that ends it (`wait_to_read` on its output)."""
+    """Seconds of each of n passes, each served alone and ended by `wait_to_read`."""
     times = []
     for _ in range(n):
         start = time.perf_counter()
@@ -63,8 +53,7 @@ def one_at_a_time(predict, x: mx.nd.NDArray, n: int) -> list[float]:
 
 
 def back_to_back(predict, x: mx.nd.NDArray, n: int) -> list[float]:
-    """Seconds of each of n passes. MXNet has no events to time a pass left queued behind
-    another, so each pass ends at its own sync, as one request alone does."""
+    """Seconds of each of n passes, each ended at its own sync (MXNet has no events)."""
     return one_at_a_time(predict, x, n)
 
 

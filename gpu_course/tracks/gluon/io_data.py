@@ -1,20 +1,5 @@
-"""The I/O ladder in Gluon: the same images delivered four ways.
-
-    kind="loose"       every sample a JPEG opened, decoded, resized and augmented
-    kind="preresized"  small JPEGs resized once, out of band: decode + augment per sample
-    kind="packed"      one RecordIO file (MXNet's packed format): read + decode a small JPEG
-    kind="memory"      the decoded images held in host memory: augment only
-
-(`recordio.RecordIter` reads the same RecordIO file with MXNet's C++ iterator instead,
-decoding and augmenting in C++ threads.)
-
-The augmentation is the track's own (`data.Augment`: pad-4 crop, flip, normalise; plus
-colour jitter and rotation for augment="heavy") and runs in the DataLoader's workers, so
-`num_workers` stays the knob on every rung. Only where the pixels come from changes.
-
-    train_set, val_set = io_datasets(cfg, "packed")
-    train_iter, val_iter = io_loaders(cfg, "packed")
-"""
+"""The I/O ladder in Gluon: the same images delivered as loose JPEGs, pre-resized, packed
+(RecordIO) or in memory; only where the pixels come from changes."""
 from __future__ import annotations
 
 import mxnet as mx
@@ -31,8 +16,7 @@ KINDS = ("loose", "preresized", "packed", "memory")
 
 
 class SourceDataset(Dataset):
-    """A Gluon Dataset over a framework-free source (`fetch(i) -> (uint8 HWC, label)`):
-    gives (HWC uint8 NDArray, int32 label), ready for `transform_first(Augment(...))`."""
+    """A Gluon Dataset over a framework-free source (`fetch(i) -> (uint8 HWC, label)`)."""
 
     def __init__(self, source):
         self.source = source
@@ -48,11 +32,7 @@ class SourceDataset(Dataset):
 
 def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
                 skip_corrupt: bool = False, progress: bool = True):
-    """(train_dataset, val_dataset) over cfg's image folder at cfg.image_size, the
-    training set delivered as `kind` says (see the module docstring), augmented as
-    cfg.augment says. Pre-processed copies are made on first use (in parallel, with
-    progress) and reused. The validation set always comes from memory: it is not timed.
-    `train_dataset.skipped.count`: unreadable samples skipped (skip_corrupt=True)."""
+    """(train_dataset, val_dataset) over cfg's image folder, training as `kind` says."""
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r} is not allowed; allowed: {', '.join(KINDS)}")
     size = cfg.image_size
@@ -75,11 +55,7 @@ def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
 
 
 class OrderSampler(order.EpochSampler, Sampler):
-    """The order of cfg.sample_order over the packed (RecordIO) file at `path` read by
-    `data_source`, and with cfg.page_cache="drop" the file's pages dropped before every
-    epoch (`data.order.EpochSampler`; the run record notes what the cache held):
-
-        DataLoader(rec_set, batch_size, sampler=OrderSampler(rec_set, cfg, path), ...)"""
+    """cfg.sample_order and page_cache over a RecordIO file (`data.order.EpochSampler`)."""
 
 
 def order_sampler(train_set, cfg: Experiment, cache_dir=None) -> OrderSampler | None:
@@ -90,10 +66,7 @@ def order_sampler(train_set, cfg: Experiment, cache_dir=None) -> OrderSampler | 
 
 def prepare_data(cfg: Experiment, root=None, cache_dir=None,
                  progress: bool = True) -> packed.Prepared | None:
-    """Make, once and before training, the copy of cfg's training images that
-    cfg.data_format reads, timed (the offline pre-processing a format costs); None when
-    there is nothing to make (loose JPEGs, or a data set that is not a folder). Training
-    then reuses the copy, so its runs time only the reading. "packed" is RecordIO here."""
+    """Make, once and timed, the copy cfg.data_format reads ("packed" is RecordIO here)."""
     def record_file(index, size, common):
         target = recordio_path(index, size, cache_dir)
         return (f"one RecordIO file of {size} px JPEGs", target, target.with_suffix(".idx"),

@@ -1,14 +1,10 @@
-"""The Gluon training loop every Gluon run uses (the ladder, the CLI, SageMaker, the
-notebooks' `gc.train`): GluonCV's CIFAR loop in plain Gluon, inside `gc.record`.
+"""The Gluon training loop every Gluon run uses: GluonCV's CIFAR loop inside `gc.record`.
 
     with gc.record(parts) as rec:      # parts = gc.build(cfg)
         fit(rec, net, trainer, train_iter, val_iter, devices)
 
-No step waits for the devices to finish it. Loss and correct predictions are summed on
-each device and read once, after the epoch's `waitall()`. MXNet's engine queues work
-without bound, so the host is held at most LAG steps ahead: it waits for the step LAG
-behind the current one (never the current one), and the next batch is issued while
-the device still works.
+No step waits for the devices to finish it; MXNet's engine queues without bound, so the
+host waits for the step LAG behind (never the current one).
 """
 from __future__ import annotations
 
@@ -25,9 +21,7 @@ LAG = 2  # steps the host may run ahead of the devices (CUDA's launch queue does
 
 
 def fit(rec, net, trainer, train_iter, val_iter, devices) -> None:
-    """Train for rec's epochs, batches cast to the dtype of rec.cfg (what runs).
-    rec.cfg.mock="loader": one batch served again and again (compute ceiling);
-    "trainer": batches fetched and dropped (input ceiling)."""
+    """Train for rec's epochs as rec.cfg says (its dtype and mock)."""
     dtype, mock = rec.cfg.dtype, rec.cfg.mock
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     source = train_iter
@@ -60,8 +54,7 @@ def fit(rec, net, trainer, train_iter, val_iter, devices) -> None:
 
 
 def split(data, label, devices, dtype: str = "float32"):
-    """Slice a batch over the devices (a short last batch over as many as it can fill),
-    the images cast to the network's dtype on the device side."""
+    """Slice a batch over the devices, the images cast to `dtype` on the device side."""
     devices = devices[:max(1, min(len(devices), data.shape[0]))]
     xs = gluon.utils.split_and_load(data, devices, batch_axis=0, even_split=False)
     ys = gluon.utils.split_and_load(label, devices, batch_axis=0, even_split=False)

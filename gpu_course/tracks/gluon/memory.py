@@ -1,17 +1,6 @@
-"""Lesson 14: a training step's memory, read from what MXNet offers, into the run's record.
-
-    parts = gc.build(cfg)
-    memory = gc.MemoryMeter(parts)         # before the first step: what is live without the network
-    with gc.record(parts) as rec:
-        ...train...
-        memory.measure(rec, lambda: step(net, trainer, data, label), inputs=(data, label))
-
-MXNet's pip build has no memory profiler, so the counter is the device's own: on a GPU
-`mx.context.gpu_memory_info` (the whole device; MXNet's pool keeps what it allocated, so
-it reads the high-water mark), on a CPU the process's resident set and peak
-(`measure.process_memory`). Each reading waits for the engine first (`mx.nd.waitall()`).
-The parts (parameters, gradients, optimizer state) are counted from the model, not
-measured apart.
+"""Lesson 14: a training step's memory from what MXNet offers (no memory profiler): the
+device's counter on a GPU, the process's resident set on a CPU; the parts are counted
+from the model.
 """
 from __future__ import annotations
 
@@ -25,8 +14,7 @@ from ...measure import process_memory
 
 
 def nbytes(arrays) -> int:
-    """Bytes of distinct NDArrays (nested in lists, tuples or dicts): elements times the
-    bytes of one."""
+    """Bytes of distinct NDArrays (nested in lists, tuples or dicts)."""
     seen, total = set(), 0
 
     def add(x):
@@ -63,9 +51,7 @@ def _gradients(param) -> list:
 
 
 def counted(net, trainer, inputs=()) -> dict:
-    """The parts counted from the model, in bytes: every parameter (BatchNorm's running
-    statistics are parameters in Gluon), the gradients of those that learn, the trainer's
-    optimizer state and the input batch."""
+    """Bytes counted from the model: parameters, gradients, optimizer state, inputs."""
     params = list(net.collect_params().values())
     states = [u.states for u in getattr(trainer, "_updaters", None) or []]
     return {Part.PARAMETERS: nbytes(a for p in params for a in _allocated(p)),
@@ -75,10 +61,7 @@ def counted(net, trainer, inputs=()) -> dict:
 
 
 class MemoryMeter:
-    """Measures a training step's memory for a run built as `parts` (gc.build): made
-    before the first step, it reads what is live without the network (a deferred network
-    has allocated nothing yet); `measure` runs more steps after training and notes what
-    they used."""
+    """Made before the first step; `measure` notes the memory of more steps."""
 
     def __init__(self, parts):
         self.net, self.trainer = parts.net, parts.optimizer
@@ -98,8 +81,7 @@ class MemoryMeter:
         return int(process_memory.resident() or 0)
 
     def measure(self, rec, step, inputs=(), readings: int = 3) -> dict:
-        """Run `step()` (one training step, or one update) `readings` times, each read
-        alone, and note the memory in rec's record; returns what it noted."""
+        """Run `step()` `readings` times, each read alone, and note the memory in rec."""
         if readings < 1:
             raise ValueError(f"readings={readings} must be at least 1 (measured steps)")
         if not self.gpu and not process_memory.available():
@@ -140,9 +122,7 @@ def train_step(net, trainer, data, label, loss_fn=None):
 
 
 def memory_run(cfg, readings: int = 3, verbose: bool = False):
-    """Train as cfg says with lesson 14's step, then measure `readings` more steps with
-    `MemoryMeter` into the run's record; returns the run (lesson 14's loop, packaged). A
-    batch that does not fit returns its record with status "oom"."""
+    """Lesson 14's loop, packaged: train, then measure `readings` more steps."""
     from ...measure.records import OutOfMemory, load_run
     from .record import record
     from .train import build, is_out_of_memory, out_of_memory

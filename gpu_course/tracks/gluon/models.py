@@ -21,8 +21,7 @@ ZOO_NAMES = {
 
 
 def tiny_net(classes: int = 10) -> nn.HybridSequential:
-    """Four layers, ~0.1 M parameters: so little work per image that the framework's
-    per-operator overhead shows (the hybridize lesson's "small network" case)."""
+    """Four layers, so little work per image that per-operator overhead shows."""
     net = nn.HybridSequential()
     for channels in (32, 64, 128):
         net.add(nn.Conv2D(channels, 3, padding=1, use_bias=False), nn.BatchNorm(),
@@ -32,9 +31,7 @@ def tiny_net(classes: int = 10) -> nn.HybridSequential:
 
 
 def get_model(cfg_or_name: Experiment | str = "resnet20", classes: int | None = None):
-    """The (uninitialised) network for cfg.model, a course name (resnet20, resnet56,
-    resnet110, wrn16_10, wrn28_10, tiny) or any GluonCV CIFAR zoo name. `classes`
-    outputs; default: as many as an Experiment's data set has (10 for a bare name)."""
+    """The (uninitialised) network for cfg.model, a course name or a GluonCV CIFAR name."""
     name = cfg_or_name.model if isinstance(cfg_or_name, Experiment) else cfg_or_name
     if classes is None:
         from ...data import num_classes
@@ -60,8 +57,7 @@ def graph_of(net) -> str:
 
 
 def dtype_of(net) -> str:
-    """float16 if any weight is float16 (BatchNorm keeps float32 statistics); bfloat16 for
-    a network `to_bfloat16` converted (its weights stay float32)."""
+    """float16 if any weight is float16; bfloat16 for a network `to_bfloat16` converted."""
     if getattr(net, "course_dtype", None) == "bfloat16":
         return "bfloat16"
     dtypes = {np.dtype(p.dtype).name for p in net.collect_params().values()}
@@ -69,9 +65,7 @@ def dtype_of(net) -> str:
 
 
 def prepare(net, cfg: Experiment, devices) -> None:
-    """Initialise `net` on `devices` (Xavier, as GluonCV's CIFAR script), cast it to
-    cfg.dtype and hybridize it as cfg.graph says. A network that is already initialised
-    keeps its weights and moves to the devices."""
+    """Initialise `net` on `devices` (keeping weights it has), cast and hybridize it."""
     if cfg.dtype != dtype_of(net) and cfg.dtype != "bfloat16":   # bfloat16: `to_bfloat16`
         net.cast(cfg.dtype)  # BatchNorm stays float32 by Gluon's design
     with warnings.catch_warnings():  # "already initialized" for a passed-in network
@@ -84,12 +78,8 @@ def prepare(net, cfg: Experiment, devices) -> None:
 
 
 def to_bfloat16(net, cfg: Experiment, devices):
-    """A copy of the prepared `net` that computes in bfloat16 on the CPU, as MXNet 1.9 can:
-    AMP rewrites its graph (`mxnet.contrib.amp.convert_hybrid_block`) so that convolutions
-    and matrix products run in bfloat16 in the oneDNN operators, with casts around them;
-    the weights, the optimizer and the loss stay float32, the input too (the network casts
-    it). The copy is hybridized as cfg.graph says; a network already converted is returned
-    as it is."""
+    """A copy of `net` computing in bfloat16 on the CPU: AMP rewrites its graph so that
+    convolutions and matrix products run in bfloat16; weights stay float32."""
     from mxnet.contrib import amp
     if dtype_of(net) == "bfloat16":
         return net

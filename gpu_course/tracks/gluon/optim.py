@@ -1,8 +1,4 @@
-"""Optimizer and learning-rate schedule for a Gluon run, both named by the config.
-
-MXNet's schedulers count *updates* (optimizer steps), so every epoch count in the
-config is multiplied by `steps_per_epoch` here.
-"""
+"""Optimizer and learning-rate schedule for a Gluon run (MXNet's schedulers count updates)."""
 from __future__ import annotations
 
 import mxnet as mx
@@ -16,13 +12,7 @@ WITH_MOMENTUM = ("sgd", "nag", "lbsgd", "lars", "signum")
 
 
 def lr_scheduler(cfg: Experiment, steps_per_epoch: int):
-    """The mx.lr_scheduler for cfg.lr_scheduler, starting from cfg.scaled_lr, with a
-    linear warm-up from 0 over cfg.warmup_epochs; None for a constant rate.
-
-    factor: lr *= LR_FACTOR every lr_steps[0] epochs (default 1); multifactor: at each
-    epoch in lr_steps; poly (power 2) and cosine: down to 0 at the end of the run.
-    A scheduler keeps state: build a fresh one for each run or plot.
-    """
+    """The mx.lr_scheduler for cfg (stateful: a fresh one each run); None if constant."""
     if steps_per_epoch < 1:
         raise ValueError(f"steps_per_epoch={steps_per_epoch!r} must be >= 1")
     base_lr = cfg.scaled_lr
@@ -52,10 +42,7 @@ def lr_scheduler(cfg: Experiment, steps_per_epoch: int):
 
 
 def optimizer_params(cfg: Experiment, steps_per_epoch: int) -> dict:
-    """Keyword arguments for mx.optimizer.create(cfg.optimizer, ...): learning rate,
-    schedule, weight decay, momentum where the optimizer has one, multi_precision for
-    float16 (float32 master weights), LBSGD's warm-up bookkeeping, and last the
-    pairs in cfg.optimizer_params, which win (e.g. (("multi_precision", False),))."""
+    """Keyword arguments for mx.optimizer.create(cfg.optimizer, ...); cfg.optimizer_params win."""
     params = {"learning_rate": cfg.scaled_lr, "wd": cfg.wd,
               "multi_precision": cfg.dtype == "float16"}
     schedule = lr_scheduler(cfg, steps_per_epoch)
@@ -64,11 +51,8 @@ def optimizer_params(cfg: Experiment, steps_per_epoch: int) -> dict:
     if cfg.optimizer in WITH_MOMENTUM:
         params["momentum"] = cfg.momentum
     if cfg.optimizer == "lbsgd":
-        # MXNet 1.9.1's LBSGD: its "warm-up" ramps an lr *multiplier* from 1 to
-        # batch_scale over warmup_epochs * updates_per_epoch steps (so with batch_scale=1
-        # it does nothing; the scheduler's warm-up from 0 still applies), and it sums
-        # batch_scale steps' gradients per weight update. warmup_strategy="lars" reads
-        # two norms per parameter to the host every step: a sync point per layer.
+        # MXNet 1.9.1's LBSGD ramps an lr *multiplier* from 1 to batch_scale (a no-op at
+        # 1); warmup_strategy="lars" would read two norms a parameter to the host each step
         params.update(warmup_strategy="linear", warmup_epochs=cfg.warmup_epochs,
                       updates_per_epoch=steps_per_epoch, num_epochs=cfg.epochs)
     params.update(dict(cfg.optimizer_params))
@@ -79,9 +63,7 @@ def optimizer_params(cfg: Experiment, steps_per_epoch: int) -> dict:
 
 
 def make_trainer(net, cfg: Experiment, steps_per_epoch: int) -> gluon.Trainer:
-    """gluon.Trainer over net's parameters with cfg's optimizer; its kvstore 'device'
-    sums the gradients of several devices on one of them (a parameter-server job's
-    workers make their own: `dist.train_worker`)."""
+    """gluon.Trainer over net's parameters with cfg's optimizer (kvstore 'device')."""
     try:
         return gluon.Trainer(net.collect_params(), cfg.optimizer,
                              optimizer_params(cfg, steps_per_epoch), kvstore="device")

@@ -1,16 +1,5 @@
-"""MXNet's profiler around a few training steps, where the build has it.
-
-The pip CPU wheel of MXNet 1.9.1 is built without the profiler (``PROFILER`` off in
-``mx.runtime.Features()``): ``mx.profiler`` then writes a trace with metadata and no
-events. `profile_steps` detects that and profiles the same steps with cProfile instead,
-which shows where the Python side of each step goes (the framework calls, the loader,
-the one sync point); the course's step timers split the run into data wait and compute.
-
-    window = profile_steps(cfg, folder, wait=1, warmup=1, active=3)
-    window["trace"]   # folder/trace.json.gz with the profiler, else None
-    window["ops"]     # per-operator table (profiler) or top functions (cProfile)
-    window["note"]    # what was used and why
-"""
+"""MXNet's profiler around a few training steps, where the build has it; else (the pip
+CPU wheel) cProfile, which shows where the Python side of each step goes."""
 from __future__ import annotations
 
 import cProfile
@@ -38,8 +27,7 @@ def profiler_available() -> bool:
 
 
 def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) -> dict:
-    """Train `wait + warmup + active` steps of `cfg`; the last `active` under mx.profiler
-    (folder/trace.json.gz) where the build has it, else under cProfile (folder/steps.prof)."""
+    """Train `wait + warmup + active` steps, the last under mx.profiler or cProfile."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     devices, _ = try_devices(1)

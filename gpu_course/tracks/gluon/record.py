@@ -1,16 +1,4 @@
-"""`gc.record(...)`: the course's bookkeeping around a plain Gluon loop, with what the
-loop was handed read back into the record.
-
-    parts = gc.build(cfg)                          # unpacks as net, train_iter, val_iter, trainer
-    net, train_iter, val_iter, trainer = parts
-    with gc.record(parts) as rec:                  # or gc.record(cfg, net=..., ...)
-        for epoch in rec.epochs():
-            for data, label in rec.batches(train_iter):
-                ...plain Gluon...
-                rec.step(n, loss_sum=loss.sum(), correct=hits)   # stays on the device
-            rec.end_epoch(sync=mx.nd.waitall,
-                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices))
-"""
+"""`gc.record(...)`: the course's bookkeeping (`measure.harness`) around a plain Gluon loop."""
 from __future__ import annotations
 
 import os
@@ -30,12 +18,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS", "MXNET_ENGIN
 
 
 def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
-    """The bookkeeping for one run of a plain Gluon loop (a context manager). `cfg` is
-    an Experiment, or the `Parts` that `build` made (then its network, loader, trainer,
-    devices and downgrades are recorded). What it is handed (network, training loader,
-    gluon.Trainer as `optimizer`) is read back into the recorded config, or refused when
-    it contradicts a setting made in cfg. `output`: how the run reports, the fields of
-    `harness.Output` (runs_dir, progress, verbose, on_epoch)."""
+    """The bookkeeping for one plain Gluon loop; what it is handed is read back."""
     out = Output.of(output)
     resolved = isinstance(cfg, provenance.Parts)   # `build` resolved it: threads, devices
     parts = provenance.Parts.of(cfg).fill(net, train_iter, optimizer)
@@ -78,8 +61,7 @@ def watch(loader, net=None, name: str = "watch", **output):
 
 
 def read_network(net) -> tuple[dict, dict]:
-    """(config fields, facts) of a Gluon network: the course model's name or "own", its
-    graph mode and dtype, class, parameter count and output classes where known."""
+    """(config fields, facts) of a Gluon network."""
     params = net.collect_params().values()
     try:  # shapes are known once initialised (deferred init leaves zeros)
         count = sum(int(p.data().size) for p in params)
@@ -93,8 +75,7 @@ def read_network(net) -> tuple[dict, dict]:
 
 
 def read_loader(loader, num_devices: int) -> tuple[dict, dict]:
-    """(config fields, facts) of a training DataLoader: per-device batch, workers,
-    dataset size and image size (one sample is read to find it)."""
+    """(config fields, facts) of a training DataLoader (one sample read for its size)."""
     if not isinstance(loader, gluon.data.DataLoader):
         return {}, {"class": type(loader).__name__}
     dataset = loader._dataset

@@ -1,14 +1,7 @@
 """RecordIO: MXNet's packed format, the Gluon track's "one file read sequentially" rung.
 
-`pack_recordio` writes an indexed record file like MXNet's `im2rec.py`: each image
-decoded, resized once to the training size (shorter side, centre square) and stored as
-a JPEG record (`IRHeader(flag=0, label, id=position)`) in `<name>.rec`, with the byte
-offset of every record in `<name>.idx` and the source paths in `<name>.json`. Decoding
-and encoding run in parallel processes; the records are written in order, under
-temporary names renamed when all are done. `RecordDataset` reads it (Gluon's
-`ImageRecordDataset`, with clear errors), `check_recordio` checks it round-trip and
-`record_iter` wraps MXNet's C++ `ImageRecordIter`, which decodes and augments in its own
-threads.
+`pack_recordio` writes `<name>.rec`, `.idx` and `.json` as MXNet's `im2rec.py` does, each
+image resized once and stored as a JPEG record; `RecordIter` wraps MXNet's C++ reader.
 """
 from __future__ import annotations
 
@@ -31,9 +24,7 @@ from ...data.packed import QUALITY, PrepResult, prepared_dir
 
 def pack_recordio(index: FolderIndex, out, size: int, workers: int | None = None,
                   progress: bool = True, skip_corrupt: bool = False) -> PrepResult:
-    """Pack `index` into `out` (.rec, JPEGs of QUALITY; the .idx and .json go next to it).
-    A corrupt image raises CorruptImage naming the file, or with skip_corrupt=True is left
-    out and listed in the result and the .json."""
+    """Pack `index` into `out` (.rec, JPEGs of QUALITY; the .idx and .json beside it)."""
     rec = Path(out).with_suffix(".rec")
     idx, sidecar = rec.with_suffix(".idx"), rec.with_suffix(".json")
     rec.parent.mkdir(parents=True, exist_ok=True)
@@ -112,8 +103,7 @@ def open_record_file(path) -> recordio.MXIndexedRecordIO:
 
 
 def read_record(reader: recordio.MXIndexedRecordIO, key: int, path) -> tuple:
-    """(header, image bytes) of record `key`; a damaged record raises DataError naming
-    the file and the record."""
+    """(header, image bytes) of record `key`; DataError naming a damaged one."""
     try:
         raw = reader.read_idx(key)
         if raw is None:
@@ -135,10 +125,7 @@ def _reason(err: BaseException) -> str:
 
 
 class RecordDataset(ImageRecordDataset):
-    """Gluon's ImageRecordDataset (decoded RGB HWC uint8 NDArray, label) with clear
-    errors: a missing .idx or record file, or a damaged record (named by index). With
-    skip_corrupt=True a damaged record is replaced by the next good one and counted in
-    `skipped.count` (summed over loader workers)."""
+    """Gluon's ImageRecordDataset with clear errors; skip_corrupt moves to the next good one."""
 
     def __init__(self, filename, skip_corrupt: bool = False):
         open_record_file(filename).close()  # the clear errors, before Gluon's own
@@ -176,10 +163,7 @@ def sidecar(rec: Path) -> dict:
 
 def check_recordio(path, index: FolderIndex, workers: int | None = None,
                    progress: bool = True) -> int:
-    """Check a record file against its source images: the keys are 0..N-1 in order,
-    every record's id, label and JPEG bytes (encoded again from the source) match, and
-    it decodes to size x size x 3. Returns the number checked; a mismatch raises
-    DataError naming the record."""
+    """Check every record of a record file against its source image; returns the count."""
     rec = Path(path)
     meta = sidecar(rec)
     reader = open_record_file(rec)
@@ -213,15 +197,12 @@ PARSER_INFO = re.compile("ImageRecordIOParser")   # the parser's one INFO line
 
 
 def _cpp_info_filtered():
-    """MXNet's C++ record parser logs how many threads decode straight to file
-    descriptor 2, past Python's logging: hold that line back, pass on every other."""
+    """Hold back the thread-count line MXNet's C++ parser writes to file descriptor 2."""
     return profiling.held_stderr(PARSER_INFO)
 
 
 class RecordIter:
-    """MXNet's C++ ImageRecordIter as a Gluon-style loader of (data, label) batches:
-    reading, JPEG decoding and augmentation (random crop with padding, mirror,
-    normalisation) run in `threads` C++ threads, outside Python."""
+    """MXNet's C++ ImageRecordIter as a Gluon-style loader, decoding in `threads` C++ threads."""
 
     def __init__(self, path, batch_size: int, size: int, train: bool = True,
                  threads: int = 1, seed: int = 0):

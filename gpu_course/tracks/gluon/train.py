@@ -34,11 +34,7 @@ WHY = {"dtype": FLOAT16_ON_CPU}
 
 
 def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=None):
-    """What cfg describes on this machine, for a notebook's own loop: a `Parts` that
-    unpacks as (net, train_iter, val_iter, trainer), with .devices, .cfg (what runs:
-    float32 for a float16 request on a CPU) and .downgrades. Parts passed in are used as
-    they are; the network is initialised on the devices, cast and hybridized as the
-    config that runs says."""
+    """What cfg describes on this machine, for a notebook's own loop: `Parts`."""
     here = resolve(cfg, devices, net)
     ran, devices = here.cfg, here.devices
     random.seed(ran.seed)
@@ -61,10 +57,7 @@ def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=Non
 
 def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
             ) -> provenance.Resolved:
-    """cfg resolved once for this machine: MXNet's threads checked (fixed at import), a
-    network the notebook prepared read as the request, the devices (`devices` as given,
-    else `count` or cfg.num_gpus GPUs, or CPU contexts with a notice), the config that
-    runs on them (`effective_config`) and what changed."""
+    """cfg resolved once for this machine: devices, the config that runs, what changed."""
     requested = cfg if cfg.engine == "gluon" else cfg.replace(engine="gluon")
     check_threads(requested)  # before any work: only a new process changes MXNet's threads
     check_loader_workers(cfg.num_workers)   # before a worker is forked
@@ -82,14 +75,7 @@ def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
 
 
 def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None, **output):
-    """Train as `cfg` says and return the run record (`records.Run`).
-
-    Anything passed in (a network, loaders, devices) is used as it is, so a notebook can
-    show one change in plain Gluon code; the rest is built from `cfg`. The record says
-    what really ran: what it was handed, and e.g. float32 when float16 was asked for on
-    a CPU (with the request beside it). `output`: how the run reports, the fields of
-    `harness.Output` (runs_dir, progress, verbose, on_epoch: called with each recorded
-    epoch row)."""
+    """Train as `cfg` says (anything passed in used as it is); the run record."""
     out = Output.of(output)   # an unknown option refused before any work
     if os.environ.get("DMLC_ROLE") == "worker":  # one worker of a parameter-server job
         from .dist import train_worker
@@ -119,8 +105,7 @@ def _why(requested: Experiment, devices) -> dict:
 
 
 def _read_network(net):
-    """What a network the notebook prepared itself asks for: hybridized or cast by hand
-    (an eager float32 network leaves graph and dtype to cfg)."""
+    """What a network the notebook prepared itself asks for (hybridized or cast by hand)."""
     from .record import read_network
     found, facts = read_network(net)
     asked = {"graph": found["graph"] if found["graph"] != "eager" else None,
@@ -137,8 +122,7 @@ def _length(train_iter, cfg: Experiment) -> int:
 
 # -- out of memory --------------------------------------------------------------------
 def is_out_of_memory(err: BaseException) -> bool:
-    """Whether an MXNetError is a failed device allocation. MXNet raises it at the next
-    sync point, not where the memory was asked for."""
+    """Whether an MXNetError (raised at the next sync) is a failed device allocation."""
     text = str(err).lower()
     return ("out of memory" in text or "memory allocation failed" in text
             or ("cudamalloc" in text and "fail" in text))
@@ -146,8 +130,7 @@ def is_out_of_memory(err: BaseException) -> bool:
 
 def out_of_memory(err: BaseException, cfg: Experiment, devices,
                   memory_info=None) -> OutOfMemory:
-    """An OutOfMemory saying what did not fit and how much memory there is.
-    memory_info(device_id) -> (free_bytes, total_bytes); default mx.context.gpu_memory_info."""
+    """An OutOfMemory saying what did not fit and how much memory there is."""
     memory_info = memory_info or mx.context.gpu_memory_info
     parts = [f"batch size {cfg.batch_size} per device ({cfg.global_batch} per step) of "
              f"{cfg.model} in {cfg.dtype} does not fit"]

@@ -1,25 +1,14 @@
-"""The PyTorch track: `from gpu_course import torch as gc`.
-
-Same public names as `gpu_course.tracks.gluon`, so a lesson reads the same in both tracks:
-gpu_count, try_devices, load_datasets, prepare_data, make_loader, load_data,
-get_model, build, record, watch, train, evaluate, lr_scheduler, sweep, plus Experiment,
-load_run(s), metrics, plots and report; and the
-PyTorch-only pieces: LARS, Signum, GpuLoader (and its Batches), lr_curve, make_optimizer.
-
-Inside this package `import torch` is PyTorch itself (imports are absolute); this
-package is `gpu_course.tracks.torch`.
-"""
+"""The PyTorch track: `from gpu_course import torch as gc`, the same public names as
+`gpu_course.tracks.gluon` plus LARS, Signum, GpuLoader, lr_curve and make_optimizer."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import lazy
+from .. import adapter_functions, lazy
 from ...config import Experiment as _Experiment
-from ...experiments import interleave as _interleave
 from ...lessons import conclude, show, sizes, workers
 from ...analyse.memory import memory_of
-from ...lessons.exercises import check, solution as _solution
-from ...experiments import sweep as _sweep
+from ...lessons.exercises import check
 from ...measure.records import load_run, load_runs
 from ...measure.timing import Workload
 from .data import make_loader
@@ -45,31 +34,14 @@ __all__ = ["Experiment", "sizes", "show", "conclude", "workers", "check", "solut
            "sweep", "profile_steps", "repeat", "LARS", "Signum", "GpuLoader", "Batches", "COMPILE_BACKEND_ENV", "MemoryMeter", "memory_run", "memory_of"]
 
 
-def solution(exercise: str) -> None:
-    """Print exercise `exercise`'s solution in this track (notebooks/solutions/pytorch/):
-    compare it with your own after trying."""
-    _solution(exercise, "pytorch")
-
-
 @dataclass(frozen=True, eq=False)  # eq and hash as the base class: fields only
 class Experiment(_Experiment):
-    """`gpu_course.config.Experiment` with engine="pytorch" by default, so that
-    `gc.Experiment(optimizer="adamw")` in this track asks for PyTorch's choices."""
+    """`gpu_course.config.Experiment` with engine="pytorch" by default."""
 
     engine: str = "pytorch"
 
 
-def sweep(cfg: Experiment, field: str, values, repeats: int = 1, **train_kwargs):
-    """train(cfg with `field` set to each value); an out-of-memory point is recorded
-    (status "oom") and the sweep goes on. Returns the runs in order; repeats=k runs the
-    sweep k times, interleaved, and returns a list of runs per value."""
-    return _sweep(train, cfg, field, values, repeats, **train_kwargs)
-
-
-def repeat(cfgs, repeats: int = 3, **train_kwargs):
-    """Each config trained `repeats` times, interleaved; {name: [runs]} for
-    `noise.compare` (is a difference an effect or run-to-run noise?)."""
-    return _interleave(train, list(cfgs), repeats, **train_kwargs)
+solution, sweep, repeat = adapter_functions("pytorch", train)
 
 
 def __getattr__(name: str):

@@ -1,11 +1,7 @@
-"""All-reduce against message size: time, algorithm and bus bandwidth (gloo on the CPU,
-NCCL on GPUs), beside the lecture's table of system bandwidths.
+"""All-reduce against message size: time and nccl-tests' bus bandwidth (gloo or NCCL).
 
     torchrun --standalone --nproc_per_node=2 -m gpu_course.tracks.torch.allreduce
     python -m gpu_course.tracks.torch.allreduce --procs 2   # no torchrun: starts them here
-
-Bandwidths follow nccl-tests: algbw = bytes / time; busbw = algbw * 2(k-1)/k, what a ring
-all-reduce puts through each link, comparable with a link's speed for any k.
 """
 from __future__ import annotations
 
@@ -35,11 +31,7 @@ LECTURE_BANDWIDTHS = (("Intel i7 5930K (40 PCIe lanes)", 30.0), ("NVLink", 40.0)
 
 def measure(sizes=SIZES, device=None, min_seconds: float = 0.2, max_iters: int = 50,
             blocks: int = 5) -> list[dict]:
-    """Time all-reduces of float32 tensors of each size (bytes) in the current process
-    group; every rank must call it. Returns one row per size: the median of `blocks` timed
-    blocks (each the slowest rank's time per all-reduce), with the fastest and slowest
-    block beside it. A median, because on a shared machine one block can catch a process
-    descheduled: a 4 KiB all-reduce measured once read slower than a 4 MiB one."""
+    """Time all-reduces of each size on every rank: the median block, the slowest rank's."""
     device = torch.device(device or ("cuda" if dist.get_backend() == "nccl" else "cpu"))
     k = dist.get_world_size()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -83,14 +75,12 @@ def lecture_table() -> list[dict]:
 
 def run_local(procs: int = 2, sizes=SIZES, backend: str | None = None,
               min_seconds: float = 0.2) -> list[dict]:
-    """Start `procs` processes on this host (127.0.0.1), measure, return rank 0's rows.
-    backend: "nccl" with enough GPUs, else "gloo" (default: what this machine has)."""
+    """Start `procs` processes on 127.0.0.1, measure, return rank 0's rows."""
     return spawn(measure, procs, dict(sizes=tuple(sizes), min_seconds=min_seconds), backend)
 
 
 def spawn(fn, procs: int, kwargs: dict, backend: str | None = None) -> list[dict]:
-    """fn(**kwargs) in each of `procs` processes started on 127.0.0.1 as one process group
-    (NCCL with a GPU each, else gloo); rank 0's rows."""
+    """fn(**kwargs) in `procs` processes on 127.0.0.1, one process group; rank 0's rows."""
     backend = backend or ("nccl" if torch.cuda.device_count() >= procs else "gloo")
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="gpu_course_spawn_") as tmp:
@@ -119,8 +109,7 @@ def _local_worker(rank: int, procs: int, port: int, backend: str, fn, kwargs, ou
 
 
 def collect(fn, procs: int, kwargs: dict) -> list[dict] | None:
-    """fn(**kwargs) as this rank of a torchrun job (RANK set), else in `procs` processes
-    started here; rank 0's rows (None on the other ranks)."""
+    """fn(**kwargs) as this rank of a torchrun job, else in `procs` processes started here."""
     if "RANK" not in os.environ:
         print(f"no torchrun: starting {procs} processes on 127.0.0.1", flush=True)
         return spawn(fn, procs, kwargs)

@@ -1,6 +1,4 @@
-"""Which torch.compile backend the course uses: "inductor" unless
-$GPU_COURSE_COMPILE_BACKEND names another ("aot_eager" compiles in seconds instead of
-minutes on a CPU, which is what the smoke runs use)."""
+"""torch.compile's backend: "inductor" unless $GPU_COURSE_COMPILE_BACKEND names another."""
 from __future__ import annotations
 
 import os
@@ -27,10 +25,7 @@ def reset_stats() -> None:
 
 
 def stats() -> dict:
-    """What torch.compile did since `reset_stats`: the graphs it made, the graph breaks
-    (each splits the network into pieces run between eager Python) and the frames it
-    compiled again (a recompile: a guard failed, e.g. a new shape). A run's record keeps
-    it, so a table can say that a "compiled" rung was compiled, and into how many pieces."""
+    """What torch.compile did since `reset_stats`: graphs, graph breaks and recompiles."""
     from torch._dynamo.utils import counters
     graphs = int(counters["stats"].get("unique_graphs", 0))
     frames = int(counters["frames"].get("ok", 0))

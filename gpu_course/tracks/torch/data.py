@@ -1,10 +1,5 @@
-"""PyTorch datasets and DataLoaders over the course's image arrays.
-
-The augmentation is the usual CIFAR-10 recipe (pad-4 random crop, horizontal flip,
-scale to [0, 1], normalise), written in NumPy one image at a time inside `__getitem__`,
-so that it runs in the DataLoader's worker processes: `num_workers` is the lesson's knob.
-`pin_memory`, `persistent_workers` and `prefetch_factor` are the loader's other knobs.
-"""
+"""PyTorch datasets and DataLoaders over the course's image arrays; the augmentation runs
+per image in the DataLoader's workers, so `num_workers` is the lesson's knob."""
 from __future__ import annotations
 
 import gc
@@ -22,22 +17,14 @@ from ... import data as course_data
 from ...config import Experiment
 from ...measure.guards import LoaderWorkerDied
 
-# DataLoader workers are forked from the training process, which holds CUDA tensors. Any
-# garbage it had not collected yet is inherited, and a collection in a worker would free
-# CUDA tensors there: a CUDA call in a forked child aborts it ("CUDA error:
-# initialization error", DataLoader worker killed by SIGABRT; seen on an H200 at the
-# second rung of the ladder). Freezing in the child, before any of its code runs, puts
-# everything inherited out of the collector's reach; it costs one list splice per fork.
+# a forked DataLoader worker that collects inherited garbage frees CUDA tensors, and a CUDA
+# call in a forked child aborts it (SIGABRT, seen on an H200): freeze what it inherits
 os.register_at_fork(after_in_child=gc.freeze)
 
 
 class ImageDataset(Dataset):
-    """uint8 NHWC images and integer labels -> (normalised float32 CHW tensor, int64).
-
-    augment: "none" (normalise only), "standard" (random crop with 4-pixel zero padding
-    and a horizontal flip) or "heavy" (standard plus colour jitter and a small rotation:
-    deliberately expensive CPU work per image, to make an input-bound run).
-    """
+    """uint8 NHWC images and labels -> (normalised float32 CHW tensor, int64); augment
+    "heavy" adds costly colour jitter and rotation, for an input-bound run."""
 
     def __init__(self, images: np.ndarray, labels: np.ndarray, augment: str = "none",
                  seed: int = 0):
@@ -83,8 +70,7 @@ def random_crop_flip(image: np.ndarray, rng: np.random.Generator, pad: int = 4) 
 
 
 def jitter_and_rotate(x: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
-    """Brightness, contrast and saturation each scaled by a factor in [0.6, 1.4], then a
-    rotation by up to 15 degrees (bilinear): a few hundred microseconds of CPU per image."""
+    """Colour jitter in [0.6, 1.4] and a rotation by up to 15 degrees (~0.3 ms of CPU)."""
     b, c, s = rng.uniform(0.6, 1.4, size=3)
     gray = x.mean(dim=0, keepdim=True)
     x = (gray + (x - gray) * s) * b            # saturation, brightness
@@ -97,10 +83,7 @@ def jitter_and_rotate(x: torch.Tensor, rng: np.random.Generator) -> torch.Tensor
 
 
 def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> DataLoader:
-    """A DataLoader giving cfg.batch_size images per step to this process's device (the
-    PyTorch track runs one process per GPU, so that is cfg.batch_size per GPU), with
-    cfg.num_workers worker processes. Training batches are shuffled (or drawn by
-    `sampler`, e.g. a DistributedSampler) and the last short batch is dropped."""
+    """A DataLoader for this process's device; training shuffled, short last batch dropped."""
     if train and len(dataset) < cfg.batch_size:  # zero steps per epoch otherwise
         raise ValueError(f"batch_size={cfg.batch_size} is larger than the training set "
                          f"({len(dataset)} images): not one full batch per epoch; lower "

@@ -1,8 +1,4 @@
-"""The data sets and loaders an Experiment names, for the PyTorch track: the generated
-CIFAR-10 stand-in and CIFAR-10 (in memory, `data`), an image folder in one of its
-formats (`io_data`), or the whole set on the GPU (`gpu_loader`). This module only
-chooses; the modules it chooses from never import it.
-"""
+"""The data sets and loaders an Experiment names, for the PyTorch track (this only chooses)."""
 from __future__ import annotations
 
 import torch
@@ -15,27 +11,17 @@ from .io_data import io_datasets, order_sampler
 
 def load_datasets(cfg: Experiment, skip_corrupt: bool = False
                   ) -> tuple[ImageDataset, ImageDataset]:
-    """(train_dataset, val_dataset) for cfg.dataset; training images augmented as
-    cfg.augment says, validation images only normalised. skip_corrupt: an image folder's
-    unreadable images are left out (counted, and named in the run's record)."""
+    """(train_dataset, val_dataset) for cfg.dataset; skip_corrupt leaves unreadable images out."""
     if cfg.dataset == "folder":  # a Caltech-256-style image folder: see io_data
-        return _ours(*io_datasets(cfg, cfg.data_format, skip_corrupt=skip_corrupt))
+        return course_data.ours(*io_datasets(cfg, cfg.data_format, skip_corrupt=skip_corrupt))
     arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
                               test_size=cfg.test_size, seed=cfg.seed)
-    return _ours(ImageDataset(arrays.train_x, arrays.train_y, cfg.augment, cfg.seed),
-                 ImageDataset(arrays.test_x, arrays.test_y, "none", cfg.seed))
-
-
-def _ours(*datasets):
-    """Mark the course's datasets, so a record can tell them from a user's own."""
-    for dataset in datasets:
-        dataset.course_dataset = True
-    return datasets
+    return course_data.ours(ImageDataset(arrays.train_x, arrays.train_y, cfg.augment, cfg.seed),
+                            ImageDataset(arrays.test_x, arrays.test_y, "none", cfg.seed))
 
 
 def load_data(cfg: Experiment, device: torch.device | str | None = None):
-    """(train_iter, val_iter) for cfg: DataLoaders, or with cfg.data_on_gpu two
-    GpuLoaders that keep the whole dataset on `device` (default: the first device)."""
+    """(train_iter, val_iter) for cfg: DataLoaders, or GpuLoaders with cfg.data_on_gpu."""
     if cfg.data_on_gpu:
         from .devices import try_devices
         from .gpu_loader import gpu_loaders

@@ -6,13 +6,8 @@ This module is what each process runs; `launch` (the launcher) starts them.
     python -m torch.distributed.run --standalone --nproc_per_node=N \\
         -m gpu_course.tracks.torch.ddp --config cfg.json --runs-dir RUNS --result-file PATH
 
-and streams its output. Each process trains on its own device with its own shard of
-every epoch (DistributedSampler), and backward averages the gradients across processes
-(NCCL between GPUs, gloo between CPU processes), so one step sees
-batch_size * N images. Rank 0 alone runs the monitor, evaluates and keeps the record;
-the launcher reads that record back. At the end every rank's epoch timings are gathered
-into that record's notes ("ranks"), so a multi-host job (torch.multinode: one torchrun
-per host, `--nnodes`, c10d rendezvous) has one record with all of them.
+and streams its output. Each process trains on its own shard; rank 0 alone monitors,
+evaluates and keeps the record, with every rank's epoch timings in its notes ("ranks").
 """
 from __future__ import annotations
 
@@ -44,8 +39,7 @@ RANK_FIELDS = ("epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "compu
 
 
 def gather_rank_timings(rows: list[dict], local_rank: int) -> list[dict]:
-    """Every rank's epoch timings, in rank order, on every rank (one all_gather of small
-    Python objects: a few hundred bytes per rank, once per run)."""
+    """Every rank's epoch timings, in rank order (one small all_gather, once per run)."""
     mine = {"rank": dist.get_rank(), "local_rank": local_rank, "host": socket.gethostname(),
             "group_rank": int(os.environ.get("GROUP_RANK", 0)),  # the node, as torchrun counts
             "epochs": [{k: row.get(k) for k in RANK_FIELDS} for row in rows]}

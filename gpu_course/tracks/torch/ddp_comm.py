@@ -1,10 +1,5 @@
-"""What DDP's gradient all-reduce costs a training step, and how much of it hides
-behind backward, for several gradient bucket sizes (`bucket_cap_mb`).
-
-Per bucket size, on a fixed batch in memory, steps alternate between `sync` (forward +
-backward with the all-reduce) and `no_sync` (DDP's no_sync(): compute alone), and one
-all-reduce as large as all gradients is timed alone: exposed = t_sync - t_no_sync,
-overlap = 1 - exposed / t_allreduce (scaling.py). Medians over the steps, the slowest rank's.
+"""What DDP's gradient all-reduce costs a step, and how much hides behind backward, per
+bucket size: steps alternate with and without sync (`no_sync`), medians of the slowest rank.
 
     torchrun --standalone --nproc_per_node=2 -m gpu_course.tracks.torch.ddp_comm
     python -m gpu_course.tracks.torch.ddp_comm --procs 2      # starts 2 local processes itself
@@ -101,8 +96,7 @@ def _allreduce_time(nbytes: int, device, sync, steps: int) -> float:
 
 
 def run_local(procs: int = 2, **kwargs) -> list[dict]:
-    """Start `procs` gloo processes on 127.0.0.1 (NCCL with a GPU each), measure, and
-    return rank 0's rows. kwargs go to `measure`."""
+    """Start `procs` processes on 127.0.0.1, `measure(**kwargs)`, return rank 0's rows."""
     return spawn(measure, procs, kwargs)
 
 

@@ -17,17 +17,14 @@ def gpu_count() -> int:
 
 
 def place() -> tuple[int, int]:
-    """(rank, world size) of this process: torch.distributed's when a process group is
-    initialised (one process of a DistributedDataParallel job), else (0, 1)."""
+    """(rank, world size) of this process in its process group, else (0, 1)."""
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
 
 
 def try_devices(num_gpus: int) -> tuple[list[torch.device], str | None]:
-    """`num_gpus` devices: cuda:0..n-1, or the CPU n times (one process each under
-    DistributedDataParallel) with a one-line notice when there is no GPU. Asking for more
-    GPUs than exist is a ValueError."""
+    """`num_gpus` devices: cuda:0..n-1, or the CPU n times with a notice when there is no GPU."""
     kind, count, notice = check_gpus(num_gpus, gpu_count())
     if kind == "gpu":
         return [torch.device(f"cuda:{i}") for i in range(count)], notice
@@ -41,8 +38,7 @@ def describe(devices: list[torch.device]) -> str:
 
 
 def out_of_memory(err: BaseException, batch_size: int, device: torch.device) -> OutOfMemory:
-    """Turn PyTorch's out-of-memory error into the course's OutOfMemory, with the batch
-    size per device, what PyTorch asked for and what the device had."""
+    """PyTorch's out-of-memory error as the course's OutOfMemory, naming the batch."""
     text = str(err)
     asked = re.search(r"Tried to allocate ([\d.]+ [KMGT]?i?B)", text)
     parts = [f"batch_size={batch_size} per device does not fit on {device}"]

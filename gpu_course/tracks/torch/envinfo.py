@@ -1,13 +1,6 @@
-"""The PyTorch side of `gpu_course.env.report`: the build, a forward-pass benchmark and the
-host-to-device copy bandwidth, each run in a fresh process by `env.hook`:
+"""The PyTorch side of `gpu_course.env.report`, run in a fresh process by `env.hook`:
 
-    python -m gpu_course.tracks.torch.envinfo build
-    python -m gpu_course.tracks.torch.envinfo bench --threads=2 --onednn=0 --batch=64 --steps=5
-    python -m gpu_course.tracks.torch.envinfo copy        # needs a CUDA GPU
-    python -m gpu_course.tracks.torch.envinfo infer --threads=2 --onednn=0 --models=tiny,resnet20 \
-        --batches=1,128 --requests=200 --images=1280 --warmup=3   # lesson 15
-
-Each prints one JSON line.
+    python -m gpu_course.tracks.torch.envinfo build|bench|copy|infer [--threads=2 ...]
 """
 from __future__ import annotations
 
@@ -17,7 +10,7 @@ import warnings
 
 import torch
 
-from ...env.report import hook_main, openmp_runtimes
+from ...env.report import forward_rates, hook_main, openmp_runtimes
 from ...analyse.inference import Variant
 from ...measure.timing import Workload
 from .inference import inference_net, time_inference
@@ -25,8 +18,7 @@ from .models import get_model
 
 
 def build() -> dict:
-    """Versions, what the build has (CUDA, cuDNN, oneDNN, OpenMP, MKL, NCCL) and the
-    flags that change the arithmetic (TF32)."""
+    """Versions, what the build has (CUDA, cuDNN, oneDNN, ...) and the TF32 flags."""
     cuda = torch.cuda.is_available()
     features = {
         "CUDA": torch.version.cuda is not None, "CUDNN": torch.backends.cudnn.is_available(),
@@ -50,8 +42,7 @@ def build() -> dict:
 
 
 def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dict:
-    """Forward passes of `model` on the CPU: images/s over `steps` timed batches, and of
-    each pass on its own ("step_images_per_s": the spread `noise` judges against)."""
+    """Forward passes of `model` on the CPU: images/s, overall and of each pass."""
     torch.set_num_threads(threads)   # intra-op threads; OMP_NUM_THREADS was set before start
     net = get_model(model).eval()
     x = torch.randn(batch, 3, 32, 32)
@@ -59,21 +50,13 @@ def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dic
         # mkldnn.flags() warns that oneDNN's TF32 needs an Intel GPU: nothing to do with us
         warnings.simplefilter("ignore", UserWarning)
         with torch.no_grad(), torch.backends.mkldnn.flags(enabled=onednn):
-            net(x)                    # warm-up: first-call allocations and kernel choice
-            times = []
-            for _ in range(steps):
-                start = time.perf_counter()
-                net(x)                # on the CPU each call has finished when it returns
-                times.append(time.perf_counter() - start)
-    seconds = sum(times)
-    return {"images_per_s": batch * steps / seconds, "ms_per_batch": 1000 * seconds / steps,
-            "step_images_per_s": [batch / t for t in times],
-            "threads": threads, "onednn": onednn, "build": build()}
+            # on the CPU each call has finished when it returns
+            rates = forward_rates(lambda: net(x), batch, steps)
+    return {**rates, "threads": threads, "onednn": onednn, "build": build()}
 
 
 def infer(threads: int, onednn: bool, models, workload: Workload) -> dict:
-    """Lesson 15 on the CPU: each of `models` served with oneDNN on or off, batch 1 one
-    request at a time and each larger batch (`inference.time_inference`): the records."""
+    """Lesson 15 on the CPU: the records of each of `models` (`inference.time_inference`)."""
     torch.set_num_threads(threads)
     variant = Variant.ONEDNN_ON if onednn else Variant.ONEDNN_OFF
     records = []
@@ -86,10 +69,7 @@ def infer(threads: int, onednn: bool, models, workload: Workload) -> dict:
 
 
 def copy_bandwidth(mib: int = 256, repeats: int = 5) -> dict:
-    """Host-to-device copy in GB/s from pageable and from pinned (page-locked) memory:
-    `repeats` copies of `mib` MiB from each, interleaved (pageable, pinned, pageable, ...)
-    so that drift hits both alike, each timed between synchronisations. The medians are
-    `pageable_gb_s` and `pinned_gb_s`; every copy is kept (`*_all`) for the spread."""
+    """Host-to-device GB/s from pageable and pinned memory, interleaved copies."""
     if not torch.cuda.is_available():
         return {"available": False}
     device = torch.device("cuda:0")

@@ -1,15 +1,6 @@
-"""The last rung: the whole dataset and its augmentation on the GPU.
-
-A CPU loader decodes, crops, flips and normalises each image in Python, then copies the
-batch to the GPU. Here the uint8 images are copied to the device once (CIFAR-10's 50,000
-images are 150 MB, 240 MB padded), and each batch is cut out of them with a few tensor
-operations for the whole batch: an index gather that crops and flips every image at once,
-then a cast and a normalisation. No worker processes, no copies per step: the fix the
-fastest CIFAR-10 trainers (e.g. airbench) use.
-
-The epoch's random numbers (order, crop offsets, flips) come from a CPU generator seeded
-by (seed, epoch) and go to the device in one copy per epoch, so runs repeat exactly and
-every rank of a DistributedDataParallel job agrees on the order.
+"""The last rung: the whole dataset on the GPU, each batch cut from it (crop and flip as
+one gather, then a cast and a normalisation), as airbench does. The epoch's random
+numbers come from a CPU generator seeded by (seed, epoch), in one copy per epoch.
 """
 from __future__ import annotations
 
@@ -28,12 +19,8 @@ PAD = 4   # pixels of zero padding around a training image, for its random crop
 
 @dataclass(frozen=True)
 class Batches:
-    """What a GpuLoader cuts: batches of `batch_size` images in `dtype` (channels_last:
-    NHWC in memory, what tensor-core convolutions read). train=True: a new random order
-    each epoch from `seed` (each sample once, the last short batch dropped), random crops
-    with PAD pixels of zero padding and horizontal flips (unless augment="none").
-    train=False: the data in order, unaugmented, every batch kept. rank/world_size: this
-    process's share of each epoch under DistributedDataParallel."""
+    """What a GpuLoader cuts: train=True a new random order each epoch, crops and flips,
+    the last short batch dropped; rank/world_size: this process's share under DDP."""
 
     batch_size: int
     train: bool = True
@@ -56,9 +43,7 @@ class Batches:
 
 
 class GpuLoader:
-    """Batches of (images, labels) cut from a dataset that lives on `device`, as `batches`
-    says (see Batches). images: uint8 [N, H, W, 3] (NumPy or tensor); labels: integers [N].
-    """
+    """Batches of (images, labels) cut from uint8 [N, H, W, 3] images that live on `device`."""
 
     def __init__(self, images, labels, batches: Batches, device="cpu"):
         self.device = torch.device(device)
@@ -96,8 +81,7 @@ class GpuLoader:
         return n // self.world_size if self.train else len(range(self.rank, n, self.world_size))
 
     def set_epoch(self, epoch: int) -> None:
-        """Use the random numbers of `epoch` in the next iteration (otherwise each
-        iteration moves on to the next epoch)."""
+        """Use the random numbers of `epoch` in the next iteration."""
         self.epoch = epoch - 1
 
     def plan(self, epoch: int) -> dict:
@@ -117,18 +101,14 @@ class GpuLoader:
         return {"order": order, "dy": offsets[0], "dx": offsets[1], "flip": flip}
 
     def device_plan(self, epoch: int, plan: dict | None = None) -> torch.Tensor:
-        """The epoch's plan on the device as one int64 tensor [5, n]: sample index, crop
-        row, crop column, flip, label. One host-to-device copy (of `plan`, when the
-        caller drew it ahead with `plan(epoch)`)."""
+        """The epoch's plan on the device: int64 [5, n] (sample, row, column, flip, label)."""
         plan = self.plan(epoch) if plan is None else plan
         plan = torch.stack([plan["order"], plan["dy"], plan["dx"], plan["flip"].long()])
         plan = plan.to(self.device, non_blocking=True)
         return torch.cat([plan, self.labels[plan[0]][None]])
 
     def cut(self, columns: torch.Tensor):
-        """(images, labels) for the plan columns [5, batch] (see `device_plan`): the
-        crop and flip as one gather, then the normalisation and cast; four operators,
-        no host read, the same shapes every batch (what a CUDA graph can replay)."""
+        """(images, labels) for the plan columns [5, batch]: four operators, no host read."""
         idx, dy, dx, flip, labels = columns.unbind()
         # output row r is padded row dy + r; column c is dx + c, or dx + (w - 1 - c) flipped
         y = dy[:, None] + self._rows

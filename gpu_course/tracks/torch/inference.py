@@ -1,7 +1,5 @@
-"""Lesson 15's measurement, PyTorch side: a network served one request at a time (each
-pass ended by its own sync: latency) and in large batches back to back (one sync after the
-last: throughput), and its outputs on the lesson's probe images. Same names and signatures
-as `gpu_course.tracks.gluon.inference`; the records are `analyse.inference.record`s."""
+"""Lesson 15's measurement, PyTorch side: latency one request at a time, throughput in
+large batches back to back (`analyse.inference.record`s)."""
 from __future__ import annotations
 
 import time
@@ -15,19 +13,14 @@ from .models import get_model
 
 
 def inference_net(model: str, device="cpu") -> torch.nn.Module:
-    """Network `model` with lesson 15's seeded weights, in eval mode, on `device`: every
-    measurement of a network, in any process, serves the same weights."""
+    """Network `model` with lesson 15's seeded weights, in eval mode, on `device`."""
     torch.manual_seed(inference.SEED)
     return get_model(model).eval().to(device)
 
 
 def time_inference(predict, model: str, variant, device, workload: Workload = Workload(),
                    dtype=torch.float32) -> list[dict]:
-    """One record a batch size of `workload` of `predict` (a network, a compiled one, or
-    any function of an input batch) on `device`, its input in `dtype`: batch 1 timed for
-    workload.requests requests one at a time, a larger batch for workload.images images
-    back to back (at least inference.MIN_PASSES passes), each after workload.warmup untimed
-    passes. The outputs on the probe images are taken at the largest batch."""
+    """One record per batch size of `workload` of `predict` (any function of a batch)."""
     device = torch.device(device)
     served = inference.Served(model, variant, str(device), str(dtype).removeprefix("torch."))
     batches = workload.batches
@@ -52,9 +45,7 @@ def time_inference(predict, model: str, variant, device, workload: Workload = Wo
 
 
 def one_at_a_time(predict, x: torch.Tensor, n: int) -> list[float]:
-    """Seconds of each of n passes, each a request served alone: on a GPU two CUDA events
-    around it and one sync, on the end event, that ends it; on the CPU the clock (a call
-    returns when its work is done)."""
+    """Seconds of each of n passes, each served alone and ended by a sync."""
     if x.device.type != "cuda":
         return _clocked(predict, x, n)
     times = []
@@ -69,8 +60,7 @@ def one_at_a_time(predict, x: torch.Tensor, n: int) -> list[float]:
 
 
 def back_to_back(predict, x: torch.Tensor, n: int) -> list[float]:
-    """Seconds of each of n passes queued back to back: on a GPU a CUDA event between
-    passes and one sync after the last, then the gaps read; on the CPU the clock."""
+    """Seconds of each of n passes queued back to back, one sync after the last."""
     if x.device.type != "cuda":
         return _clocked(predict, x, n)
     events = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]

@@ -1,18 +1,5 @@
-"""The I/O ladder in PyTorch: the same images delivered five ways.
-
-    kind="loose"       every sample a JPEG opened, decoded, resized and augmented
-    kind="preresized"  small JPEGs resized once, out of band: decode + augment per sample
-    kind="packed"      one packed array file, memory-mapped: no decode, augment only
-    kind="memory"      the decoded images held in host memory: augment only
-    kind="gpu"         the images and their augmentation on the GPU (`GpuLoader`)
-
-The augmentation is the track's own (`data.ImageDataset`: pad-4 crop, flip, normalise;
-plus colour jitter and rotation for augment="heavy") and runs in the DataLoader's
-workers, so `num_workers` stays the knob on every rung. Only where the pixels come from
-changes.
-
-    train_iter, val_iter = io_loaders(cfg, "packed")
-"""
+"""The I/O ladder in PyTorch: the same images delivered as loose JPEGs, pre-resized,
+packed, in memory, or on the GPU; only where the pixels come from changes."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,10 +14,8 @@ KINDS = ("loose", "preresized", "packed", "memory", "gpu")
 
 
 class LazyImages:
-    """Images fetched one at a time from a source (`fetch(i) -> (uint8 HWC, label)`),
-    looking like the uint8 [N, H, W, 3] array `ImageDataset` expects. The label of the
-    last fetch is kept: with skip_corrupt a source may hand back the next readable
-    sample instead, and its label must travel with it."""
+    """Images fetched one at a time from a source, looking like the array `ImageDataset`
+    expects; the last fetch's label travels with it (skip_corrupt may move on)."""
 
     ndim, dtype = 4, np.dtype(np.uint8)
 
@@ -48,8 +33,7 @@ class LazyImages:
 
 
 class SourceDataset(ImageDataset):
-    """ImageDataset (same augmentation, same output) over images read per sample from
-    files or a packed file. `skipped.count`: unreadable samples skipped."""
+    """ImageDataset over images read per sample from files or a packed file."""
 
     def __init__(self, source, size: int, augment: str = "none", seed: int = 0):
         super().__init__(LazyImages(source, size), np.zeros(len(source)), augment, seed)
@@ -62,12 +46,7 @@ class SourceDataset(ImageDataset):
 
 def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
                 skip_corrupt: bool = False, progress: bool = True):
-    """(train_dataset, val_dataset) over cfg's image folder at cfg.image_size, the
-    training set delivered as `kind` says (see the module docstring; "gpu" has no
-    Dataset: use io_loaders), augmented as cfg.augment says. Pre-processed copies are
-    made on first use (in parallel, with progress) and reused. The validation set always
-    comes from memory: it is not timed. `train_dataset.skipped.count`: unreadable
-    samples skipped (skip_corrupt=True)."""
+    """(train_dataset, val_dataset) over cfg's image folder, training as `kind` says."""
     if kind not in KINDS or kind == "gpu":
         allowed = [k for k in KINDS if k != "gpu"]
         raise ValueError(f"kind={kind!r} is not allowed here; allowed: {', '.join(allowed)} "
@@ -95,11 +74,7 @@ def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
 
 
 class OrderSampler(order.EpochSampler, Sampler):
-    """The order of cfg.sample_order over the packed file at `path` read by
-    `data_source`, and with cfg.page_cache="drop" the file's pages dropped before every
-    epoch (`data.order.EpochSampler`; the run record notes what the cache held):
-
-        DataLoader(packed_set, batch_size, sampler=OrderSampler(packed_set, cfg, path))"""
+    """cfg.sample_order and page_cache over a packed file (`data.order.EpochSampler`)."""
 
 
 def order_sampler(train_set, cfg: Experiment, cache_dir=None) -> OrderSampler | None:
@@ -110,17 +85,12 @@ def order_sampler(train_set, cfg: Experiment, cache_dir=None) -> OrderSampler | 
 
 def prepare_data(cfg: Experiment, root=None, cache_dir=None,
                  progress: bool = True) -> packed.Prepared | None:
-    """Make, once and before training, the copy of cfg's training images that
-    cfg.data_format reads, timed (the offline pre-processing a format costs); None when
-    there is nothing to make (loose JPEGs, or a data set that is not a folder). Training
-    then reuses the copy, so its runs time only the reading."""
+    """Make, once and timed, the copy cfg.data_format reads (`packed.prepare_copy`)."""
     return packed.prepare_copy(cfg, root, cache_dir, progress)
 
 
 def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
-    """(train_iter, val_iter): io_datasets in the track's DataLoaders (cfg.num_workers,
-    pin_memory, ...), or for kind="gpu" two GpuLoaders holding the packed images on
-    `device` (default: the first device of cfg)."""
+    """(train_iter, val_iter): io_datasets in DataLoaders, or GpuLoaders for kind="gpu"."""
     if kind != "gpu":
         train, val = io_datasets(cfg, kind, **kwargs)
         return (make_loader(train, cfg, train=True, sampler=order_sampler(
@@ -137,7 +107,3 @@ def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
             cfg.batch_size, train=train, augment=cfg.augment, channels_last=cfg.channels_last,
             seed=cfg.seed), device))
     return tuple(loaders)
-
-
-__all__ = ["KINDS", "OrderSampler", "order_sampler", "SourceDataset", "LazyImages", "folder_split", "io_datasets", "io_loaders",
-           "prepare_data"]

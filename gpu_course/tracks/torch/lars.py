@@ -1,17 +1,14 @@
 """LARS: layer-wise adaptive rate scaling (You, Gitman and Ginsburg, 2017,
 "Large Batch Training of Convolutional Networks", arXiv:1708.03888).
 
-With a large batch the learning rate must grow, and at a large rate some layers' updates
-outgrow their weights and training diverges. LARS gives each layer its own rate in
-proportion to how large its weights are against its gradient (the "trust ratio"):
+Each layer gets its own rate, in proportion to its weights against its gradient:
 
     local_lr = eta * ||w|| / (||g|| + wd * ||w||)
     v = momentum * v + lr * local_lr * (g + wd * w)
     w = w - v
 
-PyTorch ships no LARS (MXNet's counterpart is LBSGD/LARS), so here is a small one.
-Biases and BatchNorm scales/shifts (the one-dimensional parameters) are, by the usual
-rule, left out of the adaptation and of weight decay: they get plain momentum SGD.
+PyTorch ships no LARS. One-dimensional parameters (biases, BatchNorm) get plain momentum
+SGD without weight decay, by the usual rule.
 """
 from __future__ import annotations
 
@@ -22,13 +19,8 @@ EPS = 1e-9   # in the trust ratio's denominator: never a division by zero
 
 
 class LARS(Optimizer):
-    """Momentum SGD with a per-layer trust ratio.
-
-    lr: the global rate (scale it with the batch and warm it up, as the paper does);
-    eta: the trust coefficient (the paper's 0.001, which expects a learning rate ~100x
-    SGD's; with SGD's lr use ~0.1, as the course's ladder does); exclude_1d: treat parameters with
-    at most one dimension (biases, BatchNorm) as plain SGD without weight decay.
-    """
+    """Momentum SGD with a per-layer trust ratio; eta: the trust coefficient (the paper's
+    0.001 expects a ~100x larger lr; with SGD's lr use ~0.1)."""
 
     def __init__(self, params, lr: float, momentum: float = 0.9, weight_decay: float = 0.0,
                  eta: float = 0.001, exclude_1d: bool = True):
@@ -41,13 +33,8 @@ class LARS(Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        """One update of every parameter with a gradient.
-
-        Multi-tensor operations: a fixed sequence of about 20 operators per parameter
-        group whatever the number of tensors (the per-tensor loop dispatched ~9 per
-        tensor). lr and momentum may be 0-d device tensors (e.g. read from a schedule
-        on the device under a CUDA graph): nothing here reads a value back to the host.
-        """
+        """One update of every parameter: ~20 multi-tensor operators a group, no host read
+        (lr and momentum may be device tensors, under a CUDA graph)."""
         loss = None
         if closure is not None:
             with torch.enable_grad():

@@ -1,7 +1,5 @@
-"""The launcher of a DistributedDataParallel run: torchrun with one `gpu_course.tracks.torch.ddp`
-process per device, its output streamed, rank 0's record read back. (The processes'
-own code is `ddp`; this side never imports the training loop.)
-"""
+"""The launcher of a DDP run: torchrun with one `ddp` process per device, its output
+streamed, rank 0's record read back."""
 from __future__ import annotations
 
 import collections
@@ -25,11 +23,7 @@ PACKAGE_PARENT = Path(__file__).resolve().parents[3]  # so the workers import th
 
 
 def launch(cfg: Experiment, runs_dir=None, verbose: bool = True):
-    """Run `cfg` under torchrun with cfg.num_gpus processes; returns rank 0's record.
-
-    Raises OutOfMemory (with `.run_path`) when a process ran out of device memory,
-    KeyboardInterrupt when interrupted (the workers stop and keep their finished
-    epochs), RuntimeError when torchrun fails otherwise."""
+    """Run `cfg` under torchrun, a process a device; returns rank 0's record."""
     world = cfg.num_gpus
     if world < 2:
         raise ValueError(f"num_gpus={world} needs no launcher; DDP wants num_gpus >= 2")
@@ -71,8 +65,7 @@ def launch(cfg: Experiment, runs_dir=None, verbose: bool = True):
 
 
 def _stream(command: list[str], env: dict) -> tuple[list[str], int, bool]:
-    """Run the command, printing its output as it comes. Returns its last 200 lines,
-    its exit status and whether Ctrl-C was passed on to it."""
+    """Run the command, output streamed: (last 200 lines, exit status, interrupted)."""
     tail, interrupted = collections.deque(maxlen=200), False
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, bufsize=1)
@@ -95,8 +88,7 @@ def _stream(command: list[str], env: dict) -> tuple[list[str], int, bool]:
 
 
 def _first_error(lines: list[str]) -> str:
-    """The first worker's traceback in the output (lines "[rankN]: ..."; torchrun's own
-    traceback and summary say little), else the last lines."""
+    """The first worker's traceback in the output, else the last lines."""
     for i, line in enumerate(lines):
         match = re.match(r"(\[rank\d+\]: )Traceback", line)
         if match:

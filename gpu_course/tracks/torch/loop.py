@@ -1,13 +1,10 @@
-"""The PyTorch training loop every PyTorch run uses (the ladder, the CLI, SageMaker, DDP
-processes, the notebooks' `gc.train`): plain PyTorch inside `gc.record`.
+"""The PyTorch training loop every PyTorch run uses: plain PyTorch inside `gc.record`.
 
     with gc.record(parts) as rec:      # parts = gc.build(cfg)
         fit(rec, net, optimizer, train_iter, val_iter, devices)
 
-The host never waits for the GPU inside an epoch: each step's loss and number of correct
-predictions are added up on the device and read once, after the epoch's sync. Calling
-`loss.item()` every step, as many loops do, would stall the host once per step.
-Exception: float16's GradScaler reads one flag per step (did a gradient overflow?).
+The host never waits for the GPU inside an epoch (`loss.item()` each step would); only
+float16's GradScaler reads one flag per step.
 """
 from __future__ import annotations
 
@@ -27,10 +24,7 @@ AMP_DTYPES = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloa
 
 
 class Precision:
-    """Mixed precision for a dtype: autocast runs matrix multiplications and convolutions
-    in float16/bfloat16 (tensor cores) and keeps the rest in float32. float16 has a small
-    range, so its gradients are scaled up before backward (GradScaler) and the step is
-    skipped when one overflows; bfloat16 has float32's range and needs no scaler."""
+    """Mixed precision for a dtype: autocast, and for float16's small range a GradScaler."""
 
     def __init__(self, dtype: str, device: torch.device):
         self.device_type = torch.device(device).type
@@ -54,12 +48,8 @@ class Precision:
 
 
 def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, scheduler=None) -> None:
-    """Train for rec's epochs, in the dtype and memory layout of rec.cfg (what runs);
-    `net` runs the forward pass (compiled or wrapped in DistributedDataParallel, it is
-    evaluated through the module it wraps), `scheduler` steps after every update.
-    rec.cfg.mock="loader": one batch served again and again (compute ceiling);
-    "trainer": batches fetched and dropped (input ceiling). Under DistributedDataParallel
-    (torch.distributed initialised) each step counts every process's images."""
+    """Train for rec's epochs as rec.cfg says (its mock too); `scheduler` steps after every
+    update; under DDP each step counts every process's images."""
     dtype, mock, channels_last = rec.cfg.dtype, rec.cfg.mock, rec.cfg.channels_last
     device = torch.device(devices[0] if isinstance(devices, (list, tuple)) else devices)
     _, world_size = place()
@@ -112,11 +102,8 @@ def _validation(net, val_iter, device, dtype, channels_last, world_size: int):
 
 def evaluate(net: nn.Module, val_iter, devices, dtype: str = "float32",
              channels_last: bool = False) -> float:
-    """Top-1 accuracy of `net` on `val_iter`; one sync point, at the end.
-
-    A compiled or DistributedDataParallel network is evaluated through the module it
-    wraps: eagerly, so validation's other batch sizes and eval-mode BatchNorm cost no
-    recompilation, and on this process alone."""
+    """Top-1 accuracy of `net` on `val_iter`, one sync at the end; a compiled or DDP
+    network through the module it wraps (no recompilation)."""
     device = torch.device(devices[0] if isinstance(devices, (list, tuple)) else devices)
     net = getattr(net, "_orig_mod", net)  # torch.compile's wrapper
     net = getattr(net, "module", net)     # DistributedDataParallel's wrapper
@@ -136,8 +123,7 @@ def evaluate(net: nn.Module, val_iter, devices, dtype: str = "float32",
 
 
 def to_device(x: torch.Tensor, y: torch.Tensor, device, channels_last: bool = False):
-    """The batch on the device. `non_blocking` lets the copy overlap with queued work when
-    the batch is in pinned memory (pin_memory=True); from pageable memory it waits."""
+    """The batch on the device (the copy overlaps queued work from pinned memory)."""
     x = x.to(device, non_blocking=True)
     y = y.to(device, non_blocking=True)
     if channels_last:

@@ -1,18 +1,6 @@
-"""Lesson 14: a training step's memory, read from PyTorch's own counters into the run's
-record (`rec.note(memory=...)`; the schema is `analyse.memory`'s).
-
-    parts = gc.build(cfg)
-    memory = gc.MemoryMeter(parts)         # before the first step: what is live without the network
-    with gc.record(parts) as rec:
-        ...train...
-        memory.measure(rec, lambda: step(net, optimizer, x, y), inputs=(x, y))
-
-Everywhere, the profiler's memory timeline sorts every tensor a step touched into
-parameters, optimizer state, gradients, inputs, activations and temporaries (the last
-step's stays in the run's folder: memory_timeline.json). On a GPU, the CUDA caching
-allocator's counters around each step, and a snapshot of the last step for
-https://pytorch.org/memory_viz (memory_snapshot.pickle). The parts are also counted from
-the model: parameters, gradients and the optimizer's state tensors.
+"""Lesson 14: a training step's memory from PyTorch's own counters into the run's record
+(schema: `analyse.memory`): the profiler's memory timeline by category, on a GPU the
+caching allocator's counters and a snapshot for https://pytorch.org/memory_viz.
 """
 from __future__ import annotations
 
@@ -58,8 +46,7 @@ def state_tensors(optimizer) -> list:
 
 
 def counted(net, optimizer, inputs=()) -> dict:
-    """The parts counted from the model, in bytes: parameters, their gradients (one each,
-    of the same size, for those that learn), the optimizer's state and the input batch."""
+    """Bytes counted from the model: parameters, gradients, optimizer state, inputs."""
     params = list(dict.fromkeys(net.parameters()))
     return {Part.PARAMETERS: nbytes(params),
             Part.GRADIENTS: nbytes(p for p in params if p.requires_grad),
@@ -68,9 +55,7 @@ def counted(net, optimizer, inputs=()) -> dict:
 
 
 class MemoryMeter:
-    """Measures a training step's memory with PyTorch's own counters, for a run built as
-    `parts` (gc.build): made before the first step, it reads what is live without the
-    network; `measure` runs more steps after training and notes what they used."""
+    """Made before the first step; `measure` notes the memory of more steps."""
 
     def __init__(self, parts):
         self.net, self.optimizer = parts.net, parts.optimizer
@@ -83,8 +68,7 @@ class MemoryMeter:
                 t for t in (*self.net.parameters(), *self.net.buffers()) if t.device == self.device)
 
     def measure(self, rec, step, inputs=(), readings: int = 3) -> dict:
-        """Run `step()` (one training step, or one update) `readings` times, each read
-        alone, and note the memory in rec's record; returns what it noted."""
+        """Run `step()` `readings` times, each read alone, and note the memory in rec."""
         if readings < 1:
             raise ValueError(f"readings={readings} must be at least 1 (measured steps)")
         folder = rec.record.path if getattr(rec, "record", None) is not None else None
@@ -133,12 +117,8 @@ class MemoryMeter:
         return out
 
     def _profiled(self, step, path: Path) -> dict:
-        """One step under the profiler; its memory timeline read back from `path`.
-
-        The backward runs on the calling thread (set_multithreading_enabled(False)): on a
-        GPU autograd's device thread would run checkpointed recomputation where the
-        profiler's stack tracer fails. Should the profiler still fail on a GPU, the step
-        runs again without it: the allocator's counters stand, the parts go unsorted."""
+        """One step under the profiler, its memory timeline read back from `path`; backward
+        on this thread (the profiler's stack tracer fails on autograd's device thread)."""
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
         grads_held = [p for p in self.net.parameters() if p.grad is not None]
         try:
@@ -173,9 +153,7 @@ class MemoryMeter:
 
 @contextlib.contextmanager
 def quiet():
-    """The process's stderr (file descriptor 2) sent to /dev/null meanwhile: the profiler's
-    C++ side writes a line at every start and stop there, which a notebook shows. Python's
-    own exceptions are unaffected."""
+    """File descriptor 2 sent to /dev/null meanwhile (the profiler's C++ side chatters)."""
     sys.stderr.flush()
     saved = os.dup(2)
     try:
@@ -199,10 +177,8 @@ def categories() -> list:
 
 
 def read_timeline(timeline, names=None) -> dict:
-    """{"held", "peak", "at_peak", "most"} of a memory timeline ([times, sizes], each size
-    a row of one leading 0 and a column per category): held is what was live before the
-    step (the tensors that existed already), peak the most live at once, at_peak the
-    parts then, most each part's own most."""
+    """{"held" before the step, "peak", "at_peak" by part, "most" of each part} of a
+    memory timeline ([times, sizes], a column per category after a leading 0)."""
     names = categories() if names is None else names
     _, sizes = timeline
     if not sizes:
@@ -222,8 +198,7 @@ def read_timeline(timeline, names=None) -> dict:
 
 
 def train_step(net, optimizer, x, y):
-    """Lesson 14's step: forward, backward, update, and the gradients freed after it
-    (zero_grad(set_to_none=True)), so that none are held between steps."""
+    """Lesson 14's step: forward, backward, update, the gradients freed after it."""
     out = net(x)
     loss = torch.nn.functional.cross_entropy(out, y)
     loss.backward()
@@ -233,9 +208,7 @@ def train_step(net, optimizer, x, y):
 
 
 def memory_run(cfg, readings: int = 3, verbose: bool = False):
-    """Train as cfg says with lesson 14's step, then measure `readings` more steps with
-    `MemoryMeter` into the run's record; returns the run (lesson 14's loop, packaged). A
-    batch that does not fit returns its record with status "oom"."""
+    """Lesson 14's loop, packaged: train, then measure `readings` more steps."""
     from ...measure.records import OutOfMemory, load_run
     from .devices import out_of_memory
     from .loop import to_device

@@ -1,15 +1,5 @@
-"""The course's CIFAR networks in PyTorch, layer for layer as GluonCV defines them.
-
-- `resnet20/56/110`: GluonCV's `cifar_resnet*_v1`: a 3x3 conv (16 channels) + BN stem
-  (GluonCV puts no ReLU after it), three stages of basic blocks with 16/32/64 channels and
-  n = (depth - 2) / 6 blocks each, a 1x1 conv + BN shortcut (stride 2) where the shape
-  changes, global average pooling and a dense layer.
-- `wrn16_10/wrn28_10`: GluonCV's `cifar_wideresnet*`: pre-activation blocks, widths
-  16k/32k/64k, n = (depth - 4) / 6 blocks a stage, a BN with no scale or shift on the input.
-- `tiny`: four weight layers, so little work per step that the framework's per-layer
-  overhead shows (the "small network" point of the compile lesson); the Gluon track's
-  tiny net, layer for layer.
-"""
+"""The course's CIFAR networks in PyTorch, layer for layer as GluonCV's `cifar_resnet*_v1`
+and `cifar_wideresnet*`, and the Gluon track's `tiny` net."""
 from __future__ import annotations
 
 import torch
@@ -41,8 +31,7 @@ class BasicBlockV1(nn.Module):
 
 
 class BasicBlockV2(nn.Module):
-    """Pre-activation block: BN-ReLU-conv-BN-ReLU-conv, plus the input (projected from
-    the activated input where the shape changes)."""
+    """Pre-activation block: BN-ReLU-conv-BN-ReLU-conv, plus the (projected) input."""
 
     def __init__(self, in_channels: int, channels: int, stride: int):
         super().__init__()
@@ -111,8 +100,7 @@ class CifarWideResNet(nn.Module):
 
 
 class TinyNet(nn.Module):
-    """Three conv-BN-ReLU-maxpool blocks (32, 64, 128 channels) and a dense layer, ~0.1 M
-    parameters, as the Gluon track's tiny net."""
+    """Three conv-BN-ReLU-maxpool blocks and a dense layer, as the Gluon track's tiny net."""
 
     def __init__(self, classes: int = 10):
         super().__init__()
@@ -139,8 +127,7 @@ MODELS = {
 
 
 def get_model(cfg_or_name, classes: int | None = None) -> nn.Module:
-    """The network named by an Experiment's `model` field (or by a name), with `classes`
-    outputs; default: as many as the Experiment's data set has (10 for a bare name)."""
+    """The network an Experiment's `model` (or a name) names, with `classes` outputs."""
     name = getattr(cfg_or_name, "model", cfg_or_name)
     if classes is None:
         from ...data import num_classes

@@ -6,11 +6,8 @@ On each host i = 0 .. N-1 (HOST0 reachable from all; the same JOB id everywhere)
         --rdzv-backend=c10d --rdzv-endpoint=HOST0:29500 --rdzv-id=JOB \\
         -m gpu_course.tracks.torch.ddp --config cfg.json --runs-dir runs
 
-Every process joins one DistributedDataParallel job on its own shard; rank 0 keeps the
-record, with every rank's timings in its notes ("ranks"). On SageMaker the PyTorch
-estimator's `torch_distributed` option runs this line on every instance.
-`launch_local` runs the N launches on this machine, each a "host" on 127.0.0.1; the
-commands it runs are `commands(...)`, printed when verbose.
+Rank 0 keeps the record, with every rank's timings in its notes ("ranks"). `launch_local`
+runs the N launches on this machine, each a "host" on 127.0.0.1.
 """
 from __future__ import annotations
 
@@ -52,11 +49,7 @@ def commands(cfg_file: str, runs_dir: str, nodes: int, procs_per_node: int,
 
 def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1,
                  threads: int | None = None, job: LocalJob = LocalJob(), gpus: int | None = None):
-    """Run cfg as a job of `nodes` local hosts × `procs_per_node` processes (NCCL where the
-    job has a GPU for every process, else gloo on the CPU: `localhosts.host_gpus`), run and
-    reported as `job` says; returns the job's run record. threads: OMP_NUM_THREADS per
-    process (default: this machine's cores ÷ processes). gpus: the GPUs the job may use
-    (default: this machine's; 0: none)."""
+    """Run cfg as `nodes` local hosts × `procs_per_node` processes; the job's record."""
     if nodes < 1 or procs_per_node < 1:
         raise ValueError(f"nodes={nodes!r} and procs_per_node={procs_per_node!r} must be >= 1")
     verbose = job.verbose

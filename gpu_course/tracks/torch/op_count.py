@@ -1,18 +1,6 @@
-"""Count what a piece of PyTorch code asks the device to do, operator by operator.
-
-Every eager PyTorch operator that computes something costs the host one dispatch and,
-on a GPU, at least one kernel launch (5-10 us of host time each). Views (reshape,
-slicing, unbind, detach) and empty allocations launch nothing. `count_ops(fn)` runs fn
-once under a TorchDispatchMode and counts both kinds, and the host reads (`.item()`,
-`bool(tensor)`) that would make the host wait for the device.
-
-    counts = count_ops(lambda: optimizer.step())
-    counts.launching, counts.views, counts.syncs, counts.by_name.most_common(5)
-
-`counts.program` lists each operator with its non-tensor arguments and its tensors'
-shapes, dtypes, strides and devices: two steps with the same program can be replayed
-from one capture (a CUDA graph); a learning rate passed as a Python float shows up as
-an argument that differs from step to step.
+"""Count what a piece of PyTorch code asks the device to do, operator by operator:
+`count_ops(fn)` counts launching operators, views and host reads (syncs); two steps with
+the same `program` can be replayed from one CUDA graph capture.
 """
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""Optimizer and learning-rate schedule for a PyTorch run, both named by the config.
-
-Schedulers here are stepped once per update (optimizer step), so every epoch count in the
-config is multiplied by `steps_per_epoch`. The Gluon names map to torch.optim.lr_scheduler:
-factor -> StepLR, multifactor -> MultiStepLR, poly -> PolynomialLR (power 2),
-cosine -> CosineAnnealingLR, onecycle -> OneCycleLR (PyTorch only), with a linear
-warm-up (LinearLR) in front as MXNet's `warmup_steps` does: update k of the warm-up uses
-lr * (k + 1) / warmup_steps.
-"""
+"""Optimizer and learning-rate schedule for a PyTorch run, both named by the config; the
+schedulers step once per update, with MXNet's linear warm-up in front."""
 from __future__ import annotations
 
 import torch
@@ -22,8 +15,7 @@ from .signum import Signum
 
 
 def make_optimizer(net: torch.nn.Module, cfg: Experiment) -> torch.optim.Optimizer:
-    """cfg.optimizer over net's parameters, at cfg.scaled_lr with cfg.wd and cfg.momentum;
-    the other pairs in cfg.optimizer_params are passed on (e.g. (("eta", 0.02),) for LARS)."""
+    """cfg.optimizer over net's parameters, cfg.optimizer_params passed on."""
     params = [p for p in net.parameters() if p.requires_grad]
     extra = {k: v for k, v in cfg.optimizer_params if k not in ("momentum", "wd")}
     lr, wd, momentum = cfg.scaled_lr, cfg.wd, cfg.momentum
@@ -47,15 +39,7 @@ def make_optimizer(net: torch.nn.Module, cfg: Experiment) -> torch.optim.Optimiz
 
 
 def lr_scheduler(cfg: Experiment, steps_per_epoch: int, optimizer=None):
-    """The torch.optim.lr_scheduler for cfg.lr_scheduler, from cfg.scaled_lr, with a
-    linear warm-up over cfg.warmup_epochs; call `.step()` after every optimizer step.
-
-    Without an optimizer it drives a throwaway one (to plot the curve: see `lr_curve`).
-    factor: lr *= LR_FACTOR every lr_steps[0] epochs (default 1); multifactor: at each
-    epoch in lr_steps (both counted from the start of the run, as in MXNet); poly and
-    cosine: from the end of the warm-up down to 0 at the end of the run; onecycle:
-    PyTorch's one-cycle policy with cfg.scaled_lr as the peak.
-    """
+    """The lr_scheduler for cfg; `.step()` after every optimizer step."""
     if steps_per_epoch < 1:
         raise ValueError(f"steps_per_epoch={steps_per_epoch!r} must be >= 1")
     if optimizer is None:
@@ -103,8 +87,7 @@ def _after_warmup(optimizer, warm: int, main):
 
 
 def lr_curve(cfg: Experiment, steps_per_epoch: int) -> list[float]:
-    """The learning rate of every update of the run (cfg.epochs * steps_per_epoch values),
-    for `plots.lr_schedule({"cosine": lr_curve(cfg, 100)})`."""
+    """The learning rate of every update of the run, for `plots.lr_schedule`."""
     scheduler = lr_scheduler(cfg, steps_per_epoch)
     optimizer = scheduler.optimizer
     lrs = []

@@ -5,15 +5,8 @@
     window["ops"]      # per-operator DataFrame (also folder/ops.csv)
     window["table"]    # PyTorch's own text table
 
-The schedule skips `wait` steps, records `warmup` steps and throws them away (the
-profiler's own start-up), then records `active` steps: a bounded window, so the trace
-stays a few MB however long the run. The loader's part of each step is annotated
-"data wait", so the trace shows it beside the operators.
-
-The steps are the ones the run takes: compiled for graph="compile"/"cuda-graphs", and the
-tuned rung's whole step as one CUDA graph where `static_step` applies (its batch is cut
-inside the graph, so that trace has no "data wait"). The first steps before the window
-are the compiler's and the capture's.
+A bounded window of the steps the run takes (compiled, or one CUDA graph where
+`static_step` applies); the loader's part of each step is annotated "data wait".
 """
 from __future__ import annotations
 
@@ -34,8 +27,7 @@ from . import static_step
 
 
 def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) -> dict:
-    """Train `wait + warmup + active` steps of `cfg` on its first device under
-    torch.profiler; write folder/trace.json.gz and folder/ops.csv."""
+    """Train `wait + warmup + active` steps, the last `active` under torch.profiler."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     device = try_devices(1)[0][0]
@@ -101,8 +93,7 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
 
 
 def operator_table(prof) -> pd.DataFrame:
-    """One row per operator: calls, own CPU time, CPU time with children, own device time
-    (ms over the active steps), the most expensive first."""
+    """One row per operator: calls and times (ms over the active steps), costliest first."""
     rows = []
     for event in prof.key_averages():
         device_us = getattr(event, "self_device_time_total",

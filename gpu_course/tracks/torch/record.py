@@ -1,16 +1,4 @@
-"""`gc.record(...)`: the course's bookkeeping around a plain PyTorch loop, with what the
-loop was handed read back into the record.
-
-    parts = gc.build(cfg)                  # unpacks as net, train_iter, val_iter, optimizer
-    net, train_iter, val_iter, optimizer = parts
-    with gc.record(parts) as rec:          # or gc.record(cfg, net=..., train_iter=..., ...)
-        for epoch in rec.epochs():
-            for x, y in rec.batches(train_iter):
-                ...plain PyTorch...
-                rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
-            rec.end_epoch(sync=torch.cuda.synchronize,          # on a GPU; None on a CPU
-                          evaluate=lambda: gc.evaluate(net, val_iter, parts.devices))
-"""
+"""`gc.record(...)`: the course's bookkeeping (`measure.harness`) around a plain PyTorch loop."""
 from __future__ import annotations
 
 import os
@@ -29,13 +17,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "KMP_AFFINITY", "KMP_B
 
 
 def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
-    """The bookkeeping for one run of a plain PyTorch loop (a context manager). `cfg` is
-    an Experiment (run on the CPU), or the `Parts` that `build` made (then its network,
-    loader, optimizer, devices and downgrades are recorded). What it is handed (network,
-    training loader, optimizer) is read back into the recorded config, or refused when it
-    contradicts a setting made in cfg. `output`: how the run reports, the fields of
-    `harness.Output` (runs_dir, progress, verbose, on_epoch). Under DDP every process
-    calls it; only the leader (rank 0 of torch.distributed) monitors and records."""
+    """The bookkeeping for one plain PyTorch loop (rank 0 records under DDP)."""
     out = Output.of(output)
     parts = provenance.Parts.of(cfg, [torch.device("cpu")]).fill(net, train_iter, optimizer)
     cfg, net, train_iter, optimizer = parts.cfg, parts.net, parts.train_iter, parts.optimizer
@@ -96,8 +78,7 @@ def watch(loader, net=None, name: str = "watch", **output):
 
 
 def read_network(net) -> tuple[dict, dict]:
-    """(config fields, facts) of a network: the course model's name or "own", whether
-    torch.compile wraps it, class, parameters and output classes."""
+    """(config fields, facts) of a network."""
     inner = getattr(net, "_orig_mod", net)
     inner = getattr(inner, "module", inner)  # DistributedDataParallel
     model = getattr(inner, "course_model", None)
@@ -111,8 +92,7 @@ def read_network(net) -> tuple[dict, dict]:
 
 
 def read_loader(loader) -> tuple[dict, dict]:
-    """(config fields, facts) of a training loader (a DataLoader or the course's
-    GpuLoader): batch size, workers, pinning, dataset size and image size."""
+    """(config fields, facts) of a training loader (a DataLoader or a GpuLoader)."""
     facts = {"class": type(loader).__name__}
     if isinstance(loader, torch.utils.data.DataLoader):
         dataset = loader.dataset
@@ -147,8 +127,7 @@ def read_optimizer(optimizer) -> dict:
 
 
 class StepEvents:
-    """Device-side step times from CUDA events: an event is recorded after each step
-    (queued, no wait) and the gaps between them read after the epoch's sync."""
+    """Device-side step times: a CUDA event after each step, read after the epoch's sync."""
 
     def start(self) -> None:
         self.events = []
@@ -165,8 +144,7 @@ class StepEvents:
 
 
 def total(parts: list) -> torch.Tensor:
-    """The steps' values added in one or two operations: 0-d values (a loss, a count)
-    stacked, per-image values (right or not) joined; bool sums count as int64."""
+    """The steps' values added in one or two operations (0-d stacked, per-image joined)."""
     if not isinstance(parts[0], torch.Tensor):  # a loop that handed in Python numbers
         return sum(parts)
     if parts[0].dim() == 0:

@@ -1,14 +1,8 @@
-"""Signum: momentum SGD that steps by the sign of the momentum (Bernstein, Wang,
-Azizzadenesheli and Anandkumar, 2018, "signSGD: Compressed Optimisation for Non-Convex
-Problems", arXiv:1802.04434). The talk lists it among MXNet's optimizers; PyTorch ships
-none, so here is a short one, step for step MXNet 1.9.1's `Signum`:
+"""Signum: momentum SGD that steps by the sign of the momentum (arXiv:1802.04434), step
+for step MXNet 1.9.1's (PyTorch ships none):
 
     m = momentum * m + (1 - momentum) * (g + weight_decay * w)
     w = (1 - lr * wd_lh) * w - lr * sign(m)
-
-Every weight moves by exactly `lr` per step (or 0), whatever its gradient's size: 1 bit
-of information per weight, which is what made it cheap to send between machines.
-momentum=0 is signSGD.
 """
 from __future__ import annotations
 
@@ -17,9 +11,7 @@ from torch.optim import Optimizer
 
 
 class Signum(Optimizer):
-    """lr: the step every weight takes (use ~SGD's rate / 100: a sign is 1, a gradient is
-    small); momentum: of the running average whose sign is taken; weight_decay: L2 added
-    to the gradient; wd_lh: decoupled weight decay (Loshchilov and Hutter), as MXNet's."""
+    """lr: the step every weight takes (~SGD's rate / 100); wd_lh: decoupled weight decay."""
 
     def __init__(self, params, lr: float = 0.01, momentum: float = 0.9,
                  weight_decay: float = 0.0, wd_lh: float = 0.0):

@@ -1,14 +1,8 @@
 """The tuned rung's step as one CUDA graph: the host launches one replay per step.
 
-A CUDA graph records the step's kernels once and replays them with a single launch
-(a compiled ResNet-20 step still launches ~240 kernels). Everything the step reads must
-then live at fixed device addresses and change only by device operations: the batch is
-cut on the device from the epoch's plan (`GpuLoader.device_plan`) at a device-side step
-counter; the learning rate and momentum come from a schedule table on the device; loss
-and correct predictions are summed on the device. So the graph holds no Python number
-that changes between steps and reads nothing back to the host; its tests prove it on any
-device by recording two steps' programs (op_count). Without a GPU the same step runs
-eagerly (the code path the tests exercise).
+Everything the step reads lives at fixed device addresses: the batch is cut from the
+epoch's plan at a device-side counter, lr and momentum come from a schedule table, loss
+and correct predictions are summed on the device. Without a GPU the step runs eagerly.
 """
 from __future__ import annotations
 
@@ -45,8 +39,7 @@ def applies(cfg: Experiment, train_iter, optimizer, world_size: int = 1) -> str 
 
 @contextlib.contextmanager
 def side_stream(side, device):
-    """Warm-up work before a capture runs on a side stream (as PyTorch's CUDA graph recipe
-    asks), ordered after and before the work on the current stream; side=None: here."""
+    """Warm-up work before a capture runs on a side stream (side=None: here)."""
     if side is None:
         yield
         return
@@ -58,9 +51,7 @@ def side_stream(side, device):
 
 
 def schedule_table(optimizer, cfg: Experiment, steps_per_epoch: int) -> torch.Tensor:
-    """[steps, 2]: the (lr, momentum) of every update of the run, as the scheduler of
-    `optimizer`'s class would set them (a twin optimizer with the same defaults is
-    stepped through the schedule; the real one is left alone)."""
+    """[steps, 2]: the (lr, momentum) of every update, stepped through on a twin optimizer."""
     twin = type(optimizer)([torch.zeros(1, requires_grad=True)], **optimizer.defaults)
     scheduler = lr_scheduler(cfg, steps_per_epoch, twin)
     rows = []
@@ -73,10 +64,7 @@ def schedule_table(optimizer, cfg: Experiment, steps_per_epoch: int) -> torch.Te
 
 
 class StaticStep:
-    """One training step of `model` on batches cut from `loader`, with `optimizer` (LARS)
-    following cfg's LR schedule, under autocast to cfg's dtype; `step()` runs it (eagerly
-    for the first steps, then as a CUDA graph replay on a GPU; use_graph=False: eagerly
-    throughout). `steps` steps an epoch; call `start_epoch` first."""
+    """One training step, eager at first, then a CUDA graph replay on a GPU."""
 
     def __init__(self, model: nn.Module, optimizer: LARS, loader: GpuLoader,
                  cfg: Experiment, steps: int, use_graph: bool | None = None):
@@ -125,13 +113,11 @@ class StaticStep:
 
     # -- driving it ------------------------------------------------------------------------
     def plan_ahead(self, epoch: int) -> None:
-        """Draw `epoch`'s random numbers now (host work only: call it while the GPU still
-        runs the queued steps of the epoch before, not after the epoch's sync)."""
+        """Draw `epoch`'s random numbers now, while the GPU still runs the epoch before."""
         self._ahead = (epoch, self.loader.plan(epoch))
 
     def start_epoch(self, epoch: int) -> None:
-        """The epoch's plan into the fixed buffer (one host-to-device copy), counters and
-        sums to zero: three operations per epoch, outside the graph."""
+        """The epoch's plan into the fixed buffer, counters and sums to zero."""
         n = self.steps * self.batch_size
         ahead = self._ahead[1] if self._ahead and self._ahead[0] == epoch else None
         self._ahead = None
@@ -171,9 +157,7 @@ class StaticStep:
             self.step_fn()
 
     def freeze_garbage(self) -> None:
-        """Compilation leaves ~1e5 Python objects behind; a full collection over them
-        costs ~0.8 s at some later step. Freezing moves them out of the collector's way
-        (`close` gives them back)."""
+        """Freeze the ~1e5 objects compilation left (a collection over them costs ~0.8 s)."""
         python_gc.collect()
         python_gc.freeze()
         self._frozen = True

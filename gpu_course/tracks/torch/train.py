@@ -45,15 +45,8 @@ WHY = {"dtype": FLOAT16_ON_CPU}
 
 
 def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None, **output):
-    """Train as `cfg` says and return the run record (`records.Run`).
-
-    Anything passed in (a network, loaders, devices) is used as it is, so a notebook can
-    show one change in plain PyTorch code; the rest is built from `cfg`. With several
-    devices the run is DistributedDataParallel in one process per device (see `ddp`),
-    which builds its own network and loaders. The record says what really ran.
-    `output`: how the run reports, the fields of `harness.Output` (runs_dir, progress,
-    verbose, on_epoch: called with each recorded epoch row, in single-process runs).
-    """
+    """Train as `cfg` says and return the run record; anything passed in is used as it
+    is. Several devices run DDP, a process each (`ddp`). `output`: `harness.Output`."""
     out = Output.of(output)   # an unknown option refused before any work
     here = resolve(cfg, devices, net)
     if len(here.devices) > 1:
@@ -78,9 +71,7 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
 
 def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
             ) -> provenance.Resolved:
-    """cfg resolved once for this machine: the devices (`devices` as given, else
-    `count` or cfg.num_gpus GPUs, or the CPU with a notice), the config that runs on the
-    first of them (`effective_config`; compiled where `net` is), and what changed."""
+    """cfg resolved once for this machine: devices, the config that runs, what changed."""
     if cfg.engine != "pytorch":
         cfg = cfg.replace(engine="pytorch")
     found = None
@@ -106,11 +97,7 @@ def what_changed(requested: Experiment, ran: Experiment, device: torch.device) -
 
 
 def build(cfg: Experiment, device=None):
-    """What cfg describes, on `device` (default: the first GPU, or the CPU), for a
-    notebook's own loop: a `Parts` that unpacks as (net, train_iter, val_iter,
-    optimizer), with .devices, .cfg (what runs: bfloat16 for a float16 request on a CPU)
-    and .downgrades. The network is on the device (channels_last when cfg says);
-    compiling it, autocast and the scheduler are the lesson's own lines."""
+    """What cfg describes on `device`, for a notebook's own loop: `Parts`."""
     here = resolve(cfg, None if device is None else [device], count=1)
     ran, (device,) = here.cfg, here.devices
     torch.manual_seed(ran.seed)
@@ -136,8 +123,7 @@ def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment,
 
 
 def build_loaders(cfg: Experiment, device: torch.device, rank: int = 0, world_size: int = 1):
-    """(train_iter, val_iter) for this process: DataLoaders (a DistributedSampler gives
-    each of `world_size` processes its shard), or GpuLoaders with cfg.data_on_gpu."""
+    """(train_iter, val_iter) for this process (its shard of `world_size`)."""
     if cfg.data_on_gpu:
         dtype = Precision(cfg.dtype, device).input_dtype  # what autocast would cast to
         return gpu_loaders(cfg, device, rank, world_size, dtype=dtype)
@@ -151,17 +137,9 @@ def build_loaders(cfg: Experiment, device: torch.device, rank: int = 0, world_si
 
 def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
                   cuda_graphs: bool = True) -> nn.Module:
-    """torch.compile for graph="hybrid" (PyTorch's hybridize: trace, fuse, generate
-    kernels), with CUDA graphs for "static" (mode="reduce-overhead": the model's
-    forward and backward replayed by one launch each; cuda_graphs=False when the caller
-    captures the whole step itself, see static_step). The backend comes from
-    $GPU_COURSE_COMPILE_BACKEND (default "inductor"; "aot_eager" compiles in seconds
-    instead of minutes on a CPU).
-
-    Shapes are static (dynamic=False: a graph for the one batch shape, no symbolic
-    sizes) and the compiler starts afresh: graphs compiled by an earlier run in this
-    process (another batch size, dtype or layout) would otherwise turn this run's
-    graph dynamic."""
+    """torch.compile for graph="hybrid", with CUDA graphs for "static" (unless the caller
+    captures the whole step); static shapes, and the compiler reset first (an earlier
+    run's graphs would turn this one dynamic)."""
     if cfg.graph == Graph.EAGER or is_compiled(model):
         return model
     torch._dynamo.reset()  # forget earlier runs' graphs and their guards
@@ -181,11 +159,7 @@ def is_compiled(net) -> bool:
 
 
 def fit(parts: provenance.Parts, on_start=None, **output):
-    """Train parts.net on parts.devices[0] as this process's part of the run (the only
-    process, or one of a DistributedDataParallel job: torch.distributed says which); the
-    leader (rank 0) keeps the record and returns it. The optimizer is made here unless
-    parts has one. on_start(rec) is called once the leader's record exists; `output` as
-    in `train`."""
+    """Train parts as this process's part of the run; rank 0 returns the record."""
     cfg, net, train_iter, val_iter, (device,) = (parts.cfg, parts.net, parts.train_iter,
                                                  parts.val_iter, parts.devices)
     _, world_size = place()
@@ -256,10 +230,7 @@ def fit(parts: provenance.Parts, on_start=None, **output):
 
 @contextlib.contextmanager
 def intra_op_threads(threads: int | None):
-    """torch.set_num_threads(threads) for one run (None: leave the count as it is), the
-    previous count restored after it, so later runs in this process are not affected.
-    Set before the first step: torch.compile's CPU kernels are generated for the count
-    that is set when they compile."""
+    """torch.set_num_threads(threads) for one run (None: as it is), restored after it."""
     before = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
