@@ -98,8 +98,8 @@ gc.conclude("07", runs)   # the sentences, checked against the table: gpu_course
 
 # %%
 print("$", dist.commands(workers=NODES, servers=NODES))
-job = sagemaker_launch.Job("ml.p3.8xlarge", instance_count=NODES)   # NODES instances of 4 GPUs
-print("SageMaker distribution:", sagemaker_launch.job_spec(cfg, job)["distribution"])
+job = sagemaker_launch.Job("ml.g5.12xlarge", instance_count=NODES)   # NODES instances of 4 A10Gs
+print("SageMaker distribution:", sagemaker_launch.job_settings(cfg, job)["distribution"])
 print(*(f"{k}={v}" for k, v in dist.role_env("worker", 9000, workers=NODES, servers=NODES, uri="HOST0").items()))
 
 # %% [markdown]

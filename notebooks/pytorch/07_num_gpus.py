@@ -116,7 +116,7 @@ gc.plots.utilisation_timeline(runs[-1])
 # %%
 print(*multinode.commands("cfg.json", "runs", nodes=NODES, procs_per_node=8), sep="\n")
 job = sagemaker_launch.Job("ml.p4d.24xlarge", instance_count=NODES)   # NODES instances of 8 GPUs
-print("SageMaker distribution:", sagemaker_launch.job_spec(cfg, job)["distribution"])
+print("SageMaker distribution:", sagemaker_launch.job_settings(cfg, job)["distribution"])
 
 # %% [markdown]
 # Here the hosts are emulated: `NODES` torchrun launches on this machine, each its own

@@ -35,7 +35,7 @@ def test_the_plan_runs_every_notebook_at_smoke_size_before_any_at_the_check_s():
     assert done.stdout.startswith("gpu-check plan on no GPU (a rehearsal: smoke sizes), "
                                   f"a budget of {gpu_check.REHEARSAL_BUDGET_S} s:")
     rows = planned(done.stdout)
-    assert len(LESSONS) == 16
+    assert len(LESSONS) == 17
     smoke = [n for step, n in rows if step == "smoke"]
     assert smoke == sorted(p.name for p in gpu_check.NOTEBOOKS.glob("*.ipynb"))   # lesson order
     assert set(LESSONS) <= set(smoke)
