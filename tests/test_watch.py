@@ -120,8 +120,8 @@ def test_gpu_verdicts_on_a_fake_nvml(monkeypatch, capsys, util, sleeps, limit):
     assert f"GPU: busy {util}% of the time" in out and limit.value in out, out
 
 
-def job(util, cores, busiest):
-    return watch.Job(10.0, 0, {"gpu_util_mean": util, "cpu_percent_mean": 10.0}, 1.0, cores,
+def job(util, cores, busiest, machine=10.0):
+    return watch.Job(10.0, 0, {"gpu_util_mean": util, "cpu_percent_mean": machine}, 1.0, cores,
                      busiest, 2, run=None)
 
 
@@ -131,6 +131,14 @@ def test_an_idle_gpu_beside_a_busy_host_is_fed_too_slowly():
     assert job(20.0, 0.3, 0.3).limit() is watch.Limit.WAITS
     assert job(None, 0.3, 0.98).limit() is watch.Limit.CPU_BUSY
     assert job(None, 0.1, 0.1).limit() is watch.Limit.CPU_IDLE
+
+
+def test_a_machine_other_programs_saturate_is_not_blamed_on_the_command():
+    crowded = job(None, 0.4, 0.4, machine=98.0)
+    assert crowded.limit() is watch.Limit.CPU_BUSY and not crowded.held_cores
+    assert "by other programs more than by the command" in crowded.view()
+    held = job(None, 0.3, 0.98, machine=98.0)
+    assert held.held_cores and held.view().endswith("by the step or by the loader")
 
 
 def test_a_command_without_a_dataloader_still_runs_its_own_sitecustomize(tmp_path, capfd,

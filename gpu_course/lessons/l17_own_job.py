@@ -17,8 +17,9 @@ LESSON = Lesson(compares=(Compare(
     means={Outcome.EXPECTED: "Tokenizing in loader workers, beside the step instead of before "
                              "it, fed the step faster: the data wait the diagnosis named was "
                              "the job's limit.",
-           Outcome.NONE: "Within noise: the step, not the tokenizer, held this job here, or the "
-                         "workers had no free cores to run on.",
+           Outcome.NONE: "No gain beyond the noise: the step, not the tokenizer, held this "
+                         "job, the workers had no free cores, or the runs swung too much to "
+                         "show it.",
            Outcome.OPPOSITE: "Workers were slower here: they took the cores the step computes on.",
            Outcome.CANNOT_JUDGE: "No verdict: more examples (gc.sizes(\"17\", train_size=...)) on "
                                  "a quiet machine would tell."}),),

@@ -59,7 +59,7 @@ class Limit(enum.Enum):
     FED = "the GPU idled while the CPU was saturated: input- or host-bound (lessons 02, 09, 03)"
     WAITS = ("the GPU idled while the CPU idled too: the job waits, on sync points or the "
              "disk (lessons 13, 09)")
-    CPU_BUSY = "the CPU was saturated, by the step or by the loader"
+    CPU_BUSY = "the CPU was saturated"
     CPU_IDLE = "the CPU idled: the job waits, on the disk, a sleep or the network (lesson 09)"
 
 
@@ -81,11 +81,21 @@ class Job:
         return self.gpu.get("gpu_util_mean") is not None
 
     @property
+    def held_cores(self) -> bool:
+        """Its processes held the cores, or one of them held a core (one Python thread)."""
+        return self.cores >= SATURATED * (os.cpu_count() or 1) or self.busiest >= SATURATED
+
+    @property
     def saturated(self) -> bool:
-        """Its processes held the cores, or one of them held a core (one Python thread), or
-        the whole machine was busy (other programs took the cores from it)."""
-        return (self.cores >= SATURATED * (os.cpu_count() or 1) or self.busiest >= SATURATED
-                or (self.gpu.get("cpu_percent_mean") or 0) >= CPU_SATURATED)
+        """It held the cores, or the whole machine was busy (other programs took them)."""
+        return self.held_cores or (self.gpu.get("cpu_percent_mean") or 0) >= CPU_SATURATED
+
+    def view(self) -> str:
+        """The limit in words, and who held the CPU where it was saturated."""
+        by = "" if not self.saturated else (
+            ", by the step or by the loader" if self.held_cores else
+            ", by other programs more than by the command: its timings are pessimistic")
+        return self.limit().value + by
 
     def limit(self) -> Limit:
         if not self.has_gpu:
@@ -252,7 +262,7 @@ def lines(job: Job, command: list, notice: str | None) -> list:
     out.append(f"  CPU: its {job.processes} process(es) kept {job.cores:.2f} of "
                f"{os.cpu_count()} cores busy (the busiest {job.busiest:.2f} of a core); the "
                f"whole machine {gpu.get('cpu_percent_mean') or 0:.0f}% busy")
-    out.append(f"  From utilisation alone: {job.limit().value}. It cannot tell a loader from "
+    out.append(f"  From utilisation alone: {job.view()}. It cannot tell a loader from "
                "a slow step on the CPU, nor work from a spin-wait.")
     share = metrics.data_wait_share(run)
     if not len(run.epochs):
