@@ -22,6 +22,7 @@ checks it once more). For every lesson, the same way, the engine:
 from .declarations import (Ceilings, Column, Compare, Context, Expect, Flag, Gain, Lesson, Limit,
                            Mark, Metric, Note, Outcome, Place, Quote, Rank, Reading, Requires,
                            Row, Samples, Sign, Text, Versus, Where, paragraphs)
+from .page import Page
 from .judging import Said, accuracy_outcome, judge, judge_table, outcome
 from .predicting import DRIFT, Predict, apart, called, predicted, untested
 from .reading import read
@@ -30,7 +31,7 @@ from .wording import ASKED, CHANCE, COLUMN, NOTICE, ROW
 
 __all__ = ["ASKED", "CHANCE", "COLUMN", "Ceilings", "Column", "Compare", "Context", "DRIFT",
            "Expect", "Flag", "Gain", "Lesson", "Limit", "Mark", "Metric", "NOTICE", "Note",
-           "Outcome", "Place", "Predict", "Quote", "ROW", "Rank", "Reading", "Requires", "Row",
+           "Outcome", "Page", "Place", "Predict", "Quote", "ROW", "Rank", "Reading", "Requires", "Row",
            "Said", "Samples", "Sign", "Text", "Versus", "Where", "accuracy_outcome", "apart",
            "called", "judge", "judge_rows", "judge_table", "outcome", "paragraphs", "predicted",
            "read", "untested"]

@@ -1,0 +1,108 @@
+"""A lesson's paragraphs as a page of Markdown beside its module (`lessons/text/<module>.md`).
+
+    ## name                       a section: one paragraph (`Page.text`) ...
+    The paragraph, on as many lines as it needs.
+
+    ## other                      ... or one paragraph a key (`Page.means`)
+    - expected, gpu: Tensor cores ...
+    - none: The step's time ...
+      continues on an indented line.
+
+A key's first part is an outcome (or another enum's value, or a name); the parts after it
+say where the paragraph applies: "gpu" or "cpu" (`Where`), a track ("gluon", "pytorch"),
+or both ("pytorch, gpu"), as `wording.text_for` picks them. A paragraph that is `= name`
+is section `name`'s, said in more than one place. Lines starting with `# ` and `<!--` are the
+page's own title and comments.
+"""
+from __future__ import annotations
+
+import re
+from enum import Enum
+from pathlib import Path
+
+from .declarations import Outcome, Where
+
+TEXT_DIR = Path(__file__).resolve().parents[2] / "lessons" / "text"
+_ITEM = re.compile(r"- ([^:]+): (.*)")
+
+
+class Page:
+    """The sections of one page, each read as a paragraph or as paragraphs by key."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.sections: dict[str, list[str]] = {}
+        self.read: set[str] = set()
+        name = None
+        for number, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.startswith("## "):
+                name = line[3:].strip()
+                if name in self.sections:
+                    raise ValueError(f"{self.path}:{number}: section {name!r} twice")
+                self.sections[name] = []
+            elif line.startswith(("# ", "<!--")) or not line.strip():
+                continue
+            elif name is None:
+                raise ValueError(f"{self.path}:{number}: text before the first '## ' section")
+            else:
+                self.sections[name].append(line)
+
+    @classmethod
+    def of(cls, module: str) -> "Page":
+        """The page of a lesson module (`__name__`): lessons/text/<its last name>.md."""
+        return cls(TEXT_DIR / f"{module.rsplit('.', 1)[-1]}.md")
+
+    def _lines(self, name: str) -> list[str]:
+        if name not in self.sections:
+            raise KeyError(f"{self.path.name} has no section {name!r}; it has: "
+                           f"{', '.join(self.sections)}")
+        self.read.add(name)
+        return self.sections[name]
+
+    def text(self, name: str) -> str:
+        """Section `name` as one paragraph."""
+        lines = self._lines(name)
+        if any(_ITEM.fullmatch(line) for line in lines):
+            raise ValueError(f"{self.path.name}: section {name!r} is a list; read it with means()")
+        return " ".join(line.strip() for line in lines)
+
+    def means(self, name: str, keys: type[Enum] | type[str] = Outcome) -> dict:
+        """Section `name` as {key: paragraph, or {where: paragraph}}: each item's first part
+        read as `keys` (an enum by its value, or str), the rest as where it applies."""
+        items: list[list[str]] = []
+        for line in self._lines(name):
+            match = _ITEM.fullmatch(line)
+            if match:
+                items.append([match[1], match[2].strip()])
+            elif items and line.startswith("  "):
+                items[-1][1] += " " + line.strip()
+            else:
+                raise ValueError(f"{self.path.name}: section {name!r}: {line!r} is neither "
+                                 "'- key: paragraph' nor its indented continuation")
+        out: dict = {}
+        for key, paragraph in items:
+            if paragraph.startswith("= "):
+                paragraph = self.text(paragraph[2:].strip())
+            first, *where = [part.strip() for part in key.split(",")]
+            try:
+                head = keys(first)
+            except ValueError:
+                allowed = ", ".join(repr(k.value) for k in keys)   # type: ignore[union-attr]
+                raise ValueError(f"{self.path.name}: section {name!r}: {first!r} is not one of "
+                                 f"{allowed}") from None
+            if not where:
+                if head in out:
+                    raise ValueError(f"{self.path.name}: section {name!r}: {first!r} twice")
+                out[head] = paragraph
+                continue
+            place = tuple(Where(p) if p in {w.value for w in Where} else p for p in where)
+            inner = out.setdefault(head, {})
+            if isinstance(inner, str):
+                raise ValueError(f"{self.path.name}: section {name!r}: {first!r} is said both "
+                                 "everywhere and for one place")
+            inner[place[0] if len(place) == 1 else place] = paragraph
+        return out
+
+    def unread(self) -> list[str]:
+        """The sections nothing has read: text the course keeps but never says."""
+        return [name for name in self.sections if name not in self.read]

@@ -1,0 +1,75 @@
+"""Lessons' paragraphs kept as Markdown pages (`findings.Page`): the format, its errors, and
+every page's sections said by some declaration."""
+import importlib
+import pkgutil
+
+import pytest
+
+from gpu_course import lessons
+from gpu_course.show.findings import Outcome, Page, Where
+from gpu_course.show.findings.page import TEXT_DIR
+
+PAGE = """# Lesson 99: a title the parser skips
+<!-- a comment -->
+## alone
+One paragraph
+on two lines.
+
+## means
+- expected, gpu: Faster on a GPU,
+  for a reason.
+- expected, cpu: = alone
+- none: Nothing here.
+- cannot judge, pytorch, gpu: Only there.
+"""
+
+
+def page(tmp_path, text):
+    path = tmp_path / "l99_test.md"
+    path.write_text(text)
+    return Page(path)
+
+
+def test_a_section_is_a_paragraph_or_paragraphs_by_outcome_and_place(tmp_path):
+    p = page(tmp_path, PAGE)
+    assert p.text("alone") == "One paragraph on two lines."
+    assert p.means("means") == {
+        Outcome.EXPECTED: {Where.GPU: "Faster on a GPU, for a reason.",
+                           Where.CPU: "One paragraph on two lines."},
+        Outcome.NONE: "Nothing here.",
+        Outcome.CANNOT_JUDGE: {("pytorch", Where.GPU): "Only there."}}
+    assert p.unread() == []
+
+
+@pytest.mark.parametrize("text, call, message", [
+    ("## a\n- sometimes: x\n", ("means", "a"), "'sometimes' is not one of 'expected'"),
+    ("## a\n- none: x\n- none: y\n", ("means", "a"), "'none' twice"),
+    ("## a\n- none: x\n- none, gpu: y\n", ("means", "a"), "both everywhere and for one place"),
+    ("## a\n- none: x\nloose\n", ("means", "a"), "'loose' is neither"),
+    ("## a\n- none: x\n", ("text", "a"), "is a list"),
+    ("## a\nx\n", ("text", "b"), "has no section 'b'; it has: a"),
+])
+def test_a_malformed_page_is_refused_naming_the_file_section_and_line(tmp_path, text, call,
+                                                                      message):
+    p = page(tmp_path, text)
+    with pytest.raises((ValueError, KeyError), match=message):
+        getattr(p, call[0])(call[1])
+
+
+@pytest.mark.parametrize("text, message", [("before\n## a\nx\n", "before the first"),
+                                           ("## a\nx\n## a\ny\n", "section 'a' twice")])
+def test_a_page_with_text_outside_a_section_or_a_section_twice_is_refused(tmp_path, text,
+                                                                          message):
+    with pytest.raises(ValueError, match=message):
+        page(tmp_path, text)
+
+
+def test_every_lesson_page_is_said_whole_by_its_module():
+    """A section no declaration reads is text the course keeps and never says."""
+    pages = sorted(p.stem for p in TEXT_DIR.glob("*.md"))
+    assert pages
+    for name in pages:
+        module = importlib.import_module(f"gpu_course.lessons.{name}")
+        assert module.PAGE.unread() == [], name
+    modules = {m.name for m in pkgutil.iter_modules(lessons.__path__)}
+    assert set(pages) <= modules
