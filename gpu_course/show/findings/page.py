@@ -1,4 +1,4 @@
-"""A lesson's paragraphs as a page of Markdown beside its module (`lessons/text/<module>.md`).
+"""A module's fixed paragraphs as a page of Markdown beside it (`text/<module>.md`).
 
     ## name                       a section: one paragraph (`Page.text`) ...
     The paragraph, on as many lines as it needs.
@@ -17,12 +17,13 @@ page's own title and comments.
 from __future__ import annotations
 
 import re
+import sys
 from enum import Enum
 from pathlib import Path
 
 from .declarations import Outcome, Where
 
-TEXT_DIR = Path(__file__).resolve().parents[2] / "lessons" / "text"
+TEXT_DIR = Path(__file__).resolve().parents[2] / "lessons" / "text"   # the lessons' pages
 _ITEM = re.compile(r"- ([^:]+): (.*)")
 
 
@@ -49,8 +50,9 @@ class Page:
 
     @classmethod
     def of(cls, module: str) -> "Page":
-        """The page of a lesson module (`__name__`): lessons/text/<its last name>.md."""
-        return cls(TEXT_DIR / f"{module.rsplit('.', 1)[-1]}.md")
+        """The page of a module (its `__name__`): text/<its last name>.md in its folder."""
+        folder = Path(sys.modules[module].__file__).resolve().parent
+        return cls(folder / "text" / f"{module.rsplit('.', 1)[-1]}.md")
 
     def _lines(self, name: str) -> list[str]:
         if name not in self.sections:
