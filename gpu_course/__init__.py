@@ -9,8 +9,10 @@ from .config import Experiment  # noqa: E402,F401  (cheap: standard library only
 
 
 def __getattr__(name: str):
-    """`from gpu_course import gluon` / `torch`: a track adapter, imported on first use."""
+    """`from gpu_course import gluon` / `torch`: a track adapter with all it offers loaded."""
     if name in ("gluon", "torch"):
         import importlib
-        return importlib.import_module(f"gpu_course.tracks.{name}")
+        track = importlib.import_module(f"gpu_course.tracks.{name}")
+        track.NAMES.load_all()
+        return track
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
