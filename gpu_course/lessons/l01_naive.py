@@ -15,7 +15,7 @@ import pandas as pd
 from ..analyse import alike, diagnose, metrics
 from ..show import report
 from ..show.closing import Closing
-from ..show.findings import Ceilings, Lesson, Place, Quote, Where, judge
+from ..show.findings import Ceilings, Lesson, Page, Place, Quote, judge
 from . import talk
 
 SIZES = {
@@ -70,33 +70,15 @@ def table(runs) -> pd.DataFrame:
     return alike.with_load(frame, runs)
 
 
-OVERHEAD = ("Neither ceiling holds it: the time goes to overhead, work neither the input nor "
-            "the model alone does, ")
+PAGE = Page.of(__name__)   # the paragraphs: text/l01_naive.md
 LESSON = Lesson(
     compares=(),
     ceilings=Ceilings(
         setting="mock", varies=CEILING_FREE,
         alone={"trainer": "the input pipeline", "loader": "the computation"},
-        means={
-            Place.AT: "So that ceiling sets the pace: the run trains as fast as it lets it.",
-            Place.AT_BOTH: "The run is within the lower ceiling's range, but the ceilings are "
-                           "not shown apart (above), so neither is clearly the limit.",
-            Place.BELOW: {
-                Where.GPU: OVERHEAD + "most likely the host issuing the work (Python, kernel "
-                                      "launches) or moving the batches.",
-                Where.CPU: OVERHEAD + "on a CPU most likely the loader's worker and the model "
-                                      "taking turns on cores each ceiling had to itself."},
-            Place.ABOVE: "Above a ceiling it cannot beat: the ceiling or the run was "
-                         "mismeasured (too few steps, prefetched batches, a busier machine): "
-                         "measure again with more steps.",
-            Place.CANNOT_JUDGE: "Which ceiling holds the run is not said (above): more steady "
-                                "steps (ceiling_steps too) on a quiet machine would tell."}),
-    columns={"data_wait_share": "Share of the steady step time spent waiting for data",
-             "spikiness": "The slowest steps (the 95th percentile) against the median",
-             "gpu_util": {Where.GPU: "Mean GPU utilisation while training, over all its GPUs "
-                                     "(the rest of the time they idled)"}},
-    cpu="No GPU here: the model computes on the cores the loader's worker needs. On a GPU the "
-        "model is far faster than one worker can feed it, and the GPU waits.",
+        means=PAGE.means("ceilings", Place)),
+    columns=PAGE.means("columns", str),
+    cpu=PAGE.text("no_gpu"),
     quotes=(Quote("one loader worker", talk.NAIVE_SAMPLES_PER_SEC, "{:,} samples/s"),
             Quote(f"{talk.WORKERS} workers", talk.WORKERS_SAMPLES_PER_SEC, "{:,} samples/s")),
     hardware=talk.HARDWARE,

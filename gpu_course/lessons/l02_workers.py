@@ -15,7 +15,7 @@ from ..analyse.workers import (KNEE, knee, later_epochs_s, util_spread, worker_m
 from ..scale.distributed import TALK as SLIDE   # the talk's 4-GPU, batch-640 slide
 from ..show import report
 from ..show.closing import Closing
-from ..show.findings import Compare, Expect, Lesson, Outcome, Quote, Versus, Where, judge
+from ..show.findings import Compare, Expect, Lesson, Page, Quote, Versus, judge
 from . import talk
 
 SIZES = {
@@ -58,42 +58,18 @@ def table(runs, memory: pd.DataFrame | None = None) -> pd.DataFrame:
     return frame
 
 
-MORE_WORKERS = Compare(
-    varies=("num_workers",), feeds=True, gpu=Expect.FASTER, cpu=Expect.FASTER,
-    means={Outcome.EXPECTED: "More workers fed the step faster: several batches are prepared "
-                             "at once, so the next is ready when a step ends. Past the knee "
-                             "(below) more workers cost memory and cores and buy little; a "
-                             "knee at the most workers tried means more might still pay.",
-           Outcome.NONE: "The step waited too little for its data for workers to shorten it "
-                         "on this machine.",
-           Outcome.OPPOSITE: {
-               Where.GPU: "More workers were slower: they took cores from the host's other "
-                          "work.",
-               Where.CPU: "More workers were slower: they took cores from the model, which "
-                          "computes on the same CPU."},
-           Outcome.CANNOT_JUDGE: "No verdict (above), so the workers are credited with "
-                                 "nothing."})
-COLUMNS = {"data_wait_share": "Data wait by run",
-           "gpu_util_std": {Where.GPU: "How spiky the GPU's utilisation was by run (its std in "
-                                       "points: a starved GPU swings between busy and idle)"},
-           "spikiness": {Where.CPU: "How spiky the steps were by run (the 95th percentile "
-                                    "step over the median)"},
-           "uss_mib_per_worker": "What each worker adds on its own by run, in MiB (its unique "
-                                 "set, pages shared with the notebook left out)",
-           "share_of_ram_pct": "All of a run's workers as a share of this machine's RAM, in "
-                               "percent"}
-SHARED_CORES = ("No GPU here: each extra worker takes a core from the model, which computes on "
-                "the same CPU. On a GPU machine the cores are free to feed the GPU: that is "
-                "where the talk's gain came from.")
+PAGE = Page.of(__name__)   # the paragraphs: text/l02_workers.md
+MORE_WORKERS = Compare(varies=("num_workers",), feeds=True, gpu=Expect.FASTER,
+                       cpu=Expect.FASTER, means=PAGE.means("more_workers"))
 SWEEP = Lesson(
-    compares=(MORE_WORKERS,), versus=Versus.BEST, columns=COLUMNS, cpu=SHARED_CORES,
-    marks={"knee": "The knee, the fewest workers within a tenth of the best samples/s or "
-                   "within its noise"},
+    compares=(MORE_WORKERS,), versus=Versus.BEST, columns=PAGE.means("columns", str),
+    cpu=PAGE.text("shared_cores"), marks=PAGE.means("knee", str),
     quotes=(Quote("one worker", talk.NAIVE_SAMPLES_PER_SEC, "{:,} samples/s"),
             Quote(f"{talk.WORKERS} workers", talk.WORKERS_SAMPLES_PER_SEC, "{:,} samples/s")),
     hardware=talk.HARDWARE)
 LARGE = Lesson(
-    compares=(MORE_WORKERS,), versus=Versus.BEST, columns=COLUMNS, cpu=SHARED_CORES,
+    compares=(MORE_WORKERS,), versus=Versus.BEST, columns=PAGE.means("columns", str),
+    cpu=PAGE.text("shared_cores"),
     quotes=(Quote(f"{SLIDE['workers']} workers", SLIDE["samples_per_sec_k"], "{:,} samples/s"),
             Quote("an epoch", SLIDE["epoch_s_k"], "{:.1f} s"),
             Quote("one worker", SLIDE["samples_per_sec_k_one_worker"], "about {:,} samples/s"),
@@ -101,27 +77,9 @@ LARGE = Lesson(
     hardware=f"its slide's {SLIDE['k']} V100s at batch {SLIDE['batch']} a GPU, where one worker "
              "prepares a large batch's many images one after the other")
 KNOBS_LESSON = Lesson(
-    compares=(Compare(
-        varies=KNOBS, feeds=True, gpu=Expect.FASTER, cpu=Expect.SAME,
-        means={Outcome.EXPECTED: {
-                   Where.GPU: "The tuned loader fed the GPU faster: pinned batches copy to it "
-                              "without a detour, overlapping the computation, and persistent "
-                              "workers are not started again each epoch.",
-                   Where.CPU: "The same, as a CPU allows: persistent workers show at an "
-                              "epoch's start (the later epochs, below), not in its steady "
-                              "steps."},
-               Outcome.NONE: "The plain loader already kept up: its knobs had nothing left to "
-                             "remove.",
-               Outcome.OPPOSITE: {
-                   Where.GPU: "The tuned loader was slower: pinned pages and more prefetched "
-                              "batches cost host memory and cores that the step needed.",
-                   Where.CPU: "Persistent workers and deeper prefetching hold cores and "
-                              "memory beside a model computing on the same CPU."},
-               Outcome.CANNOT_JUDGE: "No verdict on the knobs (above)."}),),
-    columns={"later_epochs_s": "Mean time of the epochs after the first (which starts the "
-                               "workers) by run, in seconds"},
-    cpu="No GPU here: pinned memory only speeds up copies to a GPU, so the notebook leaves it "
-        "off.")
+    compares=(Compare(varies=KNOBS, feeds=True, gpu=Expect.FASTER, cpu=Expect.SAME,
+                      means=PAGE.means("knobs")),),
+    columns=PAGE.means("later_epochs", str), cpu=PAGE.text("pinned_memory"))
 
 
 def conclude(runs, memory: pd.DataFrame | None = None) -> Closing:

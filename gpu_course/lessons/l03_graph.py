@@ -11,7 +11,7 @@ import pandas as pd
 from ..analyse import alike, anatomy, noise
 from ..show import report
 from ..show.closing import Closing
-from ..show.findings import Compare, Expect, Lesson, Note, Outcome, Quote, Where, judge
+from ..show.findings import Compare, Expect, Lesson, Note, Page, Quote, judge
 from . import talk
 
 SIZES = {
@@ -50,20 +50,10 @@ def table(runs) -> pd.DataFrame:
     return frame
 
 
-FEWER_LAUNCHES = {
-    Where.GPU: "A graph removes Python's per-operator dispatch and, fused, many kernel "
-               "launches: the less work a step does, the larger their share of it.",
-    Where.CPU: "On a CPU a graph removes only Python's per-operator dispatch, a small share of "
-               "a convolution's time.",
-}
+PAGE = Page.of(__name__)   # the paragraphs: text/l03_graph.md
 LESSON = Lesson(
-    compares=(Compare(
-        varies=("graph", alike.Aspect.COMPILE_BACKEND),
-        gpu=Expect.FASTER, cpu=Expect.SAME,
-        means={Outcome.EXPECTED: FEWER_LAUNCHES,
-               Outcome.NONE: "This step's operators are long enough that the dispatch a graph "
-                             "removes is too small a share to show.",
-               Outcome.OPPOSITE: FEWER_LAUNCHES}),),
+    compares=(Compare(varies=("graph", alike.Aspect.COMPILE_BACKEND), gpu=Expect.FASTER,
+                      cpu=Expect.SAME, means=PAGE.means("graph")),),
     group_by="model",
     rank_by="network.parameters",
     rank={noise.Order.HIGHER: f"The smaller network gained more, as {talk.SOURCE} says: it does "
@@ -71,13 +61,10 @@ LESSON = Lesson(
                               "larger share of its step.",
           noise.Order.LOWER: f"Unlike the rule of thumb in {talk.SOURCE} (small networks and "
                              "small batches gain most): the larger network gained more here."},
-    columns={"first epoch (s)": "First epoch in seconds, which holds the graph's building or compiling "
-                                "(it pays back only over a long enough run)"},
-    notes=(Note("compile_backend", ("aot_eager", "eager"),
-                "The tracing backend generates no fused kernels: the code path ran, and the "
-                "verdicts above are not compiling's speed-up; inductor (full size) shows it.",
+    columns=PAGE.means("first_epoch", str),
+    notes=(Note("compile_backend", ("aot_eager", "eager"), PAGE.text("tracing_backend"),
                 judged=False),),
-    cpu={"pytorch": "CUDA graphs (mode=\"reduce-overhead\") need a GPU and were skipped."},
+    cpu=PAGE.means("no_gpu", str),
     quotes=(Quote("one worker-fed GPU, imperative", talk.WORKERS_SAMPLES_PER_SEC,
                   "{:,} samples/s"),
             Quote("hybridized", talk.HYBRID_SAMPLES_PER_SEC, "{:,} samples/s")),
@@ -86,21 +73,10 @@ LESSON = Lesson(
 
 # the notebook's own loop, eager and captured as one CUDA graph a step
 BY_HAND = Lesson(
-    compares=(Compare(
-        varies=("graph",), gpu=Expect.FASTER,
-        means={Outcome.NONE: "One launch a step saved little here.",
-               Outcome.OPPOSITE: "The captured step was slower: check that the replay "
-                                 "copies each batch into the static buffers and nothing more."}),),
+    compares=(Compare(varies=("graph",), gpu=Expect.FASTER, means=PAGE.means("by_hand")),),
     baseline={"graph": "eager"},
-    bound={anatomy.Bound.HOST: "its GPU waited for the host to dispatch each operator, and "
-                               "that dispatch is what one replay a step removes.",
-           anatomy.Bound.GPU: "its kernels, not their launches, filled each step, so one "
-                              "launch a step had little to remove: precision (lesson 04) "
-                              "shortens the kernels.",
-           anatomy.Bound.DATA: "it waited for its batches, and a graph does not make the "
-                               "loader faster (lesson 02)."},
-    empty="No GPU here, so the capture above did not run. On an NVIDIA GPU the cell trains "
-          "the loop eagerly, then as one captured graph a step, and compares the two here.",
+    bound=PAGE.means("bound", anatomy.Bound),
+    empty=PAGE.text("no_capture"),
 )
 
 

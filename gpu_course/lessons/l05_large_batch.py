@@ -14,7 +14,7 @@ from ..analyse import alike, anatomy, metrics
 from ..analyse.recipe import Part, changes_text, lr_used, part
 from ..show import report
 from ..show.closing import Closing
-from ..show.findings import Compare, Expect, Gain, Lesson, Note, Outcome, Quote, Where, judge
+from ..show.findings import Compare, Expect, Gain, Lesson, Note, Page, Quote, judge
 from . import talk, workers
 
 SIZES = {
@@ -43,87 +43,40 @@ TARGET = 0.9          # the race's target: this share of the best final accuracy
 RECORDS = {"constant": (0.215, 0.144), "cosine decay": (0.772, 0.804)}
 
 
-AT_CHANCE = ("Both accuracies are within noise of chance: the change is neither credited nor "
-             "blamed at this size; full size tells.")
-LOAD = "this machine's load changed between the runs (one run's steady steps understate it)."
-BATCH = Compare(
-    varies=("batch_size",), gpu=Expect.FASTER, cpu=Expect.SAME, gains=Gain.LOWER,
-    means={Outcome.EXPECTED: {Where.GPU: "A larger batch gives each kernel more work and the "
-                                         "loop fewer steps to launch."},
-           Outcome.NONE: {Where.GPU: "No faster beyond noise: the GPU was full at the small "
-                                     "batch already, or the input pipeline sets the pace."},
-           Outcome.OPPOSITE: {Where.GPU: "Slower at the larger batch: check its data wait "
-                                         "(lesson 02's input pipeline) and its memory.",
-                              Where.CPU: "The batch changed this CPU's speed: fewer steps mean "
-                                         "less Python an image, larger activations may fall "
-                                         "out of its caches."}},
-    gained={Outcome.EXPECTED: "Fewer, larger steps in the same epochs cost accuracy, as in the "
-                              "talk's table: the changes below buy it back.",
-            Outcome.NONE: "The larger batch kept its accuracy within noise.",
-            Outcome.OPPOSITE: "The larger batch was more accurate beyond noise: its fewer, "
-                              "less noisy steps suited this job.",
-            Outcome.CANNOT_JUDGE: AT_CHANCE})
-SAME_UPDATE = "MXNet runs the same sgd_mom_update for both (lbsgd with batch_scale=1): "
-SAME_STEP = {Outcome.OPPOSITE: "The learning rate or its schedule cannot change a step's "
-                               "time: " + LOAD}
+PAGE = Page.of(__name__)   # the paragraphs: text/l05_large_batch.md
+BATCH = Compare(varies=("batch_size",), gpu=Expect.FASTER, cpu=Expect.SAME, gains=Gain.LOWER,
+                means=PAGE.means("batch"), gained=PAGE.means("batch_gained"))
 SWEEP = Lesson(
     compares=(BATCH,),
     notes=(Note("batch_size", tuple(talk.BATCH_TABLE),
                 f"The talk's columns are {talk.WORKLOAD} on another machine: beside this sweep "
                 "for their shape, not a speed-up."),),
-    columns={"epoch_time_s": "Epoch time in seconds"},
-    cpu="No GPU here: what a large batch buys by filling a GPU's cores needs one to show.",
+    columns=PAGE.means("epoch_time", str),
+    cpu=PAGE.text("no_gpu"),
     quotes=(Quote(f"batch {talk.LARGE_BATCH} with {talk.WORKERS} loader workers",
                   talk.LARGE_BATCH_SAMPLES_PER_SEC, "{:,} samples/s"),
             Quote("with one worker (a large batch needs lesson 2's input pipeline)",
                   talk.LARGE_BATCH_ONE_WORKER, "≈{:,}")),
     hardware=talk.HARDWARE,
 )
-DECAY = {Outcome.NONE: "A warm-up then a constant rate keeps the last updates as large as the "
-                       "first: the course's records below collapsed with it and held with a "
-                       "decay (lesson 06).",
-         Outcome.CANNOT_JUDGE: AT_CHANCE}
 CHANGES = Lesson(
     chain=True,
     compares=(
         BATCH,
-        Compare(varies=("lr_base_batch",), gpu=Expect.SAME, means=SAME_STEP, gains=Gain.HIGHER,
-                gained={Outcome.EXPECTED: "Scaling the rate with the batch bought accuracy "
-                                          "back: a larger batch's gradient is less noisy, so it "
-                                          "can take a longer step.",
-                        Outcome.NONE: "The scaled rate alone bought no accuracy beyond noise.",
-                        Outcome.OPPOSITE: "The scaled rate lost accuracy: a large rate from the "
-                                          "first update overshoots an untrained network, which "
-                                          "the warm-up is for.",
-                        Outcome.CANNOT_JUDGE: AT_CHANCE}),
-        Compare(varies=("warmup_epochs",), gpu=Expect.SAME, means=SAME_STEP, gains=Gain.HIGHER,
-                gained={**DECAY, Outcome.OPPOSITE: DECAY[Outcome.NONE]}),
-        Compare(varies=("warmup_epochs", "lr_scheduler"), gpu=Expect.SAME, means=SAME_STEP,
-                gains=Gain.HIGHER,
-                gained={Outcome.EXPECTED: "The warm-up then decay bought accuracy: small first "
-                                          "steps while the network is untrained, small last "
-                                          "steps to settle it.",
-                        Outcome.NONE: "The warm-up then decay bought no accuracy beyond noise "
-                                      "here; the course's records below show what it holds.",
-                        Outcome.CANNOT_JUDGE: AT_CHANCE}),
+        Compare(varies=("lr_base_batch",), gpu=Expect.SAME, means=PAGE.means("same_step"),
+                gains=Gain.HIGHER, gained=PAGE.means("scaled_rate_gained")),
+        Compare(varies=("warmup_epochs",), gpu=Expect.SAME, means=PAGE.means("same_step"),
+                gains=Gain.HIGHER, gained=PAGE.means("warmup_gained")),
+        Compare(varies=("warmup_epochs", "lr_scheduler"), gpu=Expect.SAME,
+                means=PAGE.means("same_step"), gains=Gain.HIGHER,
+                gained=PAGE.means("decay_gained")),
         Compare(varies=("optimizer",), gpu=Expect.SAME, gains=Gain.HIGHER,
-                means={Outcome.EXPECTED: {"gluon": SAME_UPDATE + "no difference beyond noise."},
-                       Outcome.OPPOSITE: {"gluon": SAME_UPDATE + "a speed difference is " + LOAD}},
-                gained={Outcome.CANNOT_JUDGE: AT_CHANCE}),
+                means=PAGE.means("same_update"), gained=PAGE.means("same_update_gained")),
         Compare(varies=("optimizer", "optimizer_params"), gpu=Expect.SLOWER, cpu=Expect.SLOWER,
-                gains=Gain.HIGHER,
-                means={Outcome.EXPECTED: "A norm per layer every step costs time: the accuracy "
-                                         "it buys has to pay for it.",
-                       Outcome.NONE: "The per-layer norms cost too little to show beyond noise.",
-                       Outcome.OPPOSITE: "A per-layer optimizer does more work a step, so it "
-                                         "cannot be faster: " + LOAD},
-                gained={Outcome.EXPECTED: "The per-layer rates bought accuracy: each layer "
-                                          "moves by a share of its own weights' norm, so none "
-                                          "steps too far at the large batch's rate.",
-                        Outcome.NONE: "The per-layer rates bought no accuracy beyond noise.",
-                        Outcome.CANNOT_JUDGE: AT_CHANCE}),
+                gains=Gain.HIGHER, means=PAGE.means("per_layer"),
+                gained=PAGE.means("per_layer_gained")),
     ),
-    columns={"lr": "Learning rate each row stepped with (before warm-up and decay)"},
+    columns=PAGE.means("learning_rate", str),
     quotes=tuple(Quote(f"warm-up then {schedule} (seed {seed})", value, "{:.1%}")
                  for schedule, values in RECORDS.items() for seed, value in enumerate(values)),
     source="the course's own records",
@@ -132,18 +85,8 @@ CHANGES = Lesson(
 RACE = Lesson(
     compares=(Compare(
         varies=("optimizer", "lr", "momentum", "optimizer_params"), gpu=Expect.SAME,
-        gains=Gain.HIGHER,
-        means={Outcome.OPPOSITE: "Optimizers differ in their update's work (per-layer norms, a "
-                                 "second moment): a small network shows it."},
-        gained={Outcome.EXPECTED: "An optimizer beat SGD beyond noise: the time-to-target line "
-                                  "says which got there first.",
-                Outcome.NONE: "An optimizer within noise of SGD's accuracy is not named ahead.",
-                Outcome.OPPOSITE: "An optimizer ended below SGD beyond noise: its rate may not "
-                                  "suit this batch (adaptive methods want much smaller ones).",
-                Outcome.CANNOT_JUDGE: "Both accuracies are within noise of chance: reaching the "
-                                      "target says nothing of them; full size runs the race."}),),
-    columns={"time_to_target_s": "Seconds until the validation accuracy first reached the "
-                                 "target, a share of the best final one (TARGET; –: never)"},
+        gains=Gain.HIGHER, means=PAGE.means("race"), gained=PAGE.means("race_gained")),),
+    columns=PAGE.means("time_to_target", str),
 )
 LESSONS = {Part.SWEEP: SWEEP, Part.CHANGES: CHANGES, Part.RACE: RACE}
 

@@ -11,7 +11,7 @@ import pandas as pd
 from ..analyse import alike
 from ..show import report
 from ..show.closing import Closing
-from ..show.findings import Compare, Expect, Gain, Lesson, Note, Outcome, judge
+from ..show.findings import Compare, Expect, Gain, Lesson, Note, Page, judge
 from . import workers
 
 SIZES = {
@@ -31,26 +31,13 @@ CONSTANT = "none"                                # lr_scheduler of the run the o
 SCHEDULE_FIELDS = ("lr_scheduler", "lr_steps", "lr_factor")   # what a schedule is made of
 
 
-ONE_SCHEDULE = dict(
-    gpu=Expect.SAME, cpu=Expect.SAME, gains=Gain.HIGHER,
-    means={Outcome.EXPECTED: "A schedule changes where training goes, not how fast a step runs.",
-           Outcome.OPPOSITE: "A schedule is one number an update and cannot cost speed: this "
-                             "machine's load changed between the runs (one run's steady steps "
-                             "understate it)."},
-    gained={Outcome.EXPECTED: "A schedule's smaller last steps settle the weights where a "
-                              "constant rate keeps jumping around a minimum.",
-            Outcome.NONE: "A schedule within noise of the constant rate is not credited: more "
-                          "epochs or validation images narrow the noise.",
-            Outcome.OPPOSITE: "A schedule that lost accuracy lowered the rate before the network "
-                              "had learned enough at the high one.",
-            Outcome.CANNOT_JUDGE: "A schedule and the constant rate both within noise of chance: "
-                                  "neither is named best; train more epochs."})
+PAGE = Page.of(__name__)   # the paragraphs: text/l06_schedules.md
 LESSON = Lesson(
-    compares=(Compare(varies=SCHEDULE_FIELDS + ("warmup_epochs",), **ONE_SCHEDULE),),
+    compares=(Compare(varies=SCHEDULE_FIELDS + ("warmup_epochs",), gpu=Expect.SAME,
+                      cpu=Expect.SAME, gains=Gain.HIGHER, means=PAGE.means("schedule"),
+                      gained=PAGE.means("schedule_gained")),),
     baseline={"lr_scheduler": CONSTANT},
-    notes=(Note("lr_scheduler", ("onecycle",),
-                "One-cycle brings its own warm-up in place of the constant run's: its verdicts "
-                "are the two's together."),),
+    notes=(Note("lr_scheduler", ("onecycle",), PAGE.text("one_cycle")),),
 )
 
 

@@ -14,8 +14,8 @@ from ..scale.exchange import (  # noqa: F401 (ranks, UPTO: the notebooks')
     BEYOND, GPU_LINKS, MIN_EFFICIENCY, SHORTER, UPTO, WITHIN, bench_table, buckets_table,
     devices, hosts, measured_table, model_table, ranks, talk_row)
 from ..scale.plan import Plan, plan  # noqa: F401 (the notebooks')
-from ..show.findings import (Compare, Expect, Lesson, Limit, Mark, Outcome, Quote, Reading,
-                             Said, Where, judge, read)
+from ..show.findings import (Compare, Expect, Lesson, Limit, Mark, Page, Quote, Reading, Said,
+                             Where, judge, read)
 from . import talk
 
 SIZES = {
@@ -58,11 +58,7 @@ def table(runs) -> pd.DataFrame:
     return frame
 
 
-SHARED_CORES = "The devices shared one machine's cores, so how they divided them (threads a " \
-               "process, the loader), not scaling, made the difference."
-ON_CORES = ("These devices and hosts ran on one machine's CPU cores, so their efficiency says "
-            "nothing about GPUs or networks: the runs checked that the code works ")
-ON_GPUS = " Two or more GPUs measure scaling."
+PAGE = Page.of(__name__)   # the paragraphs: text/l07_devices.md
 LESSON = Lesson(
     compares=(Compare(
         # the devices, how gradients meet, the threads and loader workers each process gets
@@ -70,102 +66,47 @@ LESSON = Lesson(
         # workers)
         varies=("num_gpus", "kvstore", "threads", "num_workers", "batch_size", "world_size",
                 "workers", "nodes"),
-        gpu=Expect.FASTER, cpu=Expect.SAME,
-        means={Outcome.EXPECTED: {Where.GPU: "More GPUs trained more samples a second: the "
-                                             "efficiency says how much of each added GPU's work "
-                                             "the exchange and the loop left."},
-               Outcome.NONE: "The added GPUs trained no faster: the utilisation timeline shows "
-                             "what kept each waiting (the input pipeline, the Python loop, "
-                             "small batches).",
-               Outcome.OPPOSITE: {Where.GPU: "Slower on more GPUs: the exchange or the loader "
-                                             "cost more than the added GPUs computed (the "
-                                             "utilisation timeline shows which).",
-                                  Where.CPU: SHARED_CORES},
-               Outcome.CANNOT_JUDGE: "For a verdict: more timed steps (gc.sizes(\"07\", "
-                                     "epochs=...)) on a quiet machine."}),),
-    columns={"devices": "Devices (processes, or a job's workers times their GPUs)",
-             "efficiency (%)": "Scaling efficiency in percent (samples/s a device against the "
-                               "first run's)"},
+        gpu=Expect.FASTER, cpu=Expect.SAME, means=PAGE.means("devices")),),
+    columns=PAGE.means("columns", str),
     limits=(Limit("efficiency (%)", 100 * noise.ABOVE_PERFECT, above=True, fmt=PCT,
-                  words="scaling efficiency",
-                  text="unreliable: k devices cannot do more than k times one's work; the runs "
-                       "differ in more than their count (threads, cores, the machine's load)."),
+                  words="scaling efficiency", text=PAGE.text("above_perfect")),
             Limit("efficiency (%)", 100 * MIN_EFFICIENCY, where=Where.GPU, fmt=PCT,
-                  words="scaling efficiency",
-                  text="each GPU is not kept busy: see the utilisation timeline; usually the "
-                       "input pipeline (more loader workers a process), or the loop or small "
-                       "batches (the exchange then costs as much as the step).")),
-    cpu={"pytorch": ON_CORES + "(torchrun, gloo, DistributedSampler, gradient averaging; the "
-                               "hosts: --nnodes and a c10d rendezvous)." + ON_GPUS,
-         "gluon": ON_CORES + "(split_and_load over CPU contexts, kvstore='device'; the "
-                             "parameter server: a scheduler, servers and workers, "
-                             "kvstore='dist_sync')." + ON_GPUS},
+                  words="scaling efficiency", text=PAGE.text("gpus_idle"))),
+    cpu=PAGE.means("on_cores", str),
     quotes=(Quote(f"best scaling efficiency (at batch {talk.SCALING_BATCH} a GPU)",
                   max(k4 / (talk.SCALING_GPUS * k1) for k1, k4 in talk.SCALING.values()),
                   "{:.0%}"),),
     source=talk.SOURCE, hardware=f"{talk.SCALING_GPUS} V100s",
 )
 # a job of several local hosts against one host of as many processes: the same work
-HOSTS = Lesson(compares=(Compare(
-    varies=("nodes",), gpu=Expect.SAME, cpu=Expect.SAME,
-    means={Outcome.EXPECTED: "The same work, started as separate hosts: the difference is "
-                             "run-to-run noise.",
-           Outcome.OPPOSITE: "Beyond noise: starting them as separate hosts (a rendezvous, TCP "
-                             "between them) cost or saved something real."}),))
+HOSTS = Lesson(compares=(Compare(varies=("nodes",), gpu=Expect.SAME, cpu=Expect.SAME,
+                                 means=PAGE.means("hosts")),))
 
 LINKS = (Quote("10 Gbps Ethernet", distributed.LINKS["10 Gbps Ethernet"], "{:g} GB/s"),
          Quote("NVLink", distributed.LINKS["NVLink"], "{:g} GB/s"))
 BENCH = Reading(
     key="size", source=LECTURE, hardware="its table of links", quotes=LINKS,
-    text=({"pytorch": "Each row: the median all-reduce between the processes (NCCL on GPUs, "
-                      "gloo on the CPU). Small messages are latency-bound, so DDP sends "
-                      "gradients in buckets.",
-           "gluon": "Each row: a worker's median push and pull through the server on this "
-                    "machine. Small arrays are latency-bound."},
-          "The model below uses the marked row, nearest the gradients' size."))
+    text=(PAGE.means("bench", str), PAGE.text("marked_row")))
 BUCKETS = Reading(
-    key="bucket (MB)",
-    text=("DDP's default is the last row's buckets. Exposed: the step with the all-reduce less "
-          "the step without; hidden: the share of the all-reduce that overlapped backward.",),
-    marks=(Mark("exposed is", (WITHIN,), "Exposed within the steps' spread: not measurable "
-                                         "against the compute."),
-           Mark("exposed is", (BEYOND,), "Exposed beyond the spread: that much of the "
-                                         "all-reduce showed a step, the rest hidden behind "
-                                         "backward.")))
+    key="bucket (MB)", text=(PAGE.text("buckets"),),
+    marks=(Mark("exposed is", (WITHIN,), PAGE.text("exposed_within")),
+           Mark("exposed is", (BEYOND,), PAGE.text("exposed_beyond"))))
 MEASURED = Reading(
     key="rung", source=LECTURE, hardware="its table of links",
     quotes=(Quote("8 lanes of PCIe (a GPU's)", PCIE_X8_GBPS, "{:g} GB/s"),),
-    text=("The first row's step is the model's compute time; a multi-worker run's step is its "
-          "slowest worker's.",
-          {Where.CPU: "On one CPU the processes take cores from each other, which the model "
-                      "(communication only) does not count."}),
-    columns={"model (%)": "The model's efficiency in percent (no overlap)",
-             "efficiency (%)": "measured"},
-    marks=(Mark("lost is", (WITHIN,), "Extra time a step within the first run's spread: the "
-                                      "exchange's cost is not measurable here."),
-           Mark("lost is", (BEYOND,), {Where.GPU: "Extra time a step beyond the first run's "
-                                                  "spread: what the exchange cost, less what "
-                                                  "hid behind compute.",
-                                       Where.CPU: "Extra time a step beyond the first run's "
-                                                  "spread: what the exchange and the workers' "
-                                                  "contention for cores cost, less what hid "
-                                                  "behind compute."}),
-           Mark("lost is", (SHORTER,), "A step shorter than the first run's, beyond its "
-                                       "spread, paid for no exchange: it did other work (its "
-                                       "share of threads, of the loader) or the machine "
-                                       "changed.")),
+    text=(PAGE.text("measured"), PAGE.means("measured_on_cpu", Where)),
+    columns=PAGE.means("measured_columns", str),
+    marks=(Mark("lost is", (WITHIN,), PAGE.text("lost_within")),
+           Mark("lost is", (BEYOND,), PAGE.means("lost_beyond", Where)),
+           Mark("lost is", (SHORTER,), PAGE.text("lost_shorter"))),
     limits=(Limit("steady steps", metrics.MIN_STEADY_STEPS, words="steady steps", fmt="{:.0f}",
-                  text="too few: these efficiencies are noise (raise the train size or the "
-                       "epochs)."),
+                  text=PAGE.text("too_few_steps")),
             Limit("implied bandwidth (GB/s)", PCIE_X8_GBPS, row=talk_row(),
-                  words="its loss a step, were it all the gradients' all-reduce, would mean",
-                  fmt="{:.3g} GB/s",
-                  text="far below 8 PCIe lanes (the lecture): the loss was elsewhere (one "
-                       "Python thread driving four GPUs, the input pipeline)."),
+                  words=PAGE.text("implied_bandwidth"), fmt="{:.3g} GB/s",
+                  text=PAGE.text("far_below_pcie")),
             Limit("implied bandwidth (GB/s)", PCIE_X8_GBPS, above=True, row=talk_row(),
-                  words="its loss a step, were it all the gradients' all-reduce, would mean",
-                  fmt="{:.3g} GB/s",
-                  text="what 8 PCIe lanes carry (the lecture): communication can explain it.")))
+                  words=PAGE.text("implied_bandwidth"), fmt="{:.3g} GB/s",
+                  text=PAGE.text("pcie_carries"))))
 # the model's steps of machines not measured here: (label, step seconds, gradient bytes)
 TALK = distributed.TALK
 MODELLED = (("a V100 step (the talk)", TALK["batch"] / TALK["samples_per_sec_1"], TALK["grad_bytes"]),
@@ -173,15 +114,11 @@ MODELLED = (("a V100 step (the talk)", TALK["batch"] / TALK["samples_per_sec_1"]
              talk.RESNET50_PARAMETERS * 2))
 MODEL = Reading(
     key="model",
-    text=("Model outputs, not measurements: t_step(k) (scaling.py) of a step time and a link "
-          "of the lecture's table, a typical latency a hop, no overlap. The last column is the "
-          "most devices still above its header's bar; where that is all it tried, a real job "
-          "meets other limits first (topology, the batch each device keeps).",
+    text=(PAGE.text("model_outputs"),
           {Where.CPU: "This step is a CPU's: the model sets it beside network links only; over "
                       f"{', '.join(sorted(GPU_LINKS))}, a link between GPUs, it describes no "
                       "machine."},
-          "Down the 10 Gbps Ethernet rows: the larger the gradients against the step, the "
-          "sooner more devices stop paying. Large gradients need fast links."))
+          PAGE.text("ethernet_rows")))
 
 
 def conclude(runs, bench=None, grad_bytes: int | None = None, buckets=None) -> Said:

@@ -19,8 +19,8 @@ from ..ladder import (RUNG_SETTINGS, exercise_ladder, ladder,  # noqa: F401
                       latest_ladder)   # the notebooks' and exercise's
 from ..rungs import RungName
 from ..show import report
-from ..show.findings import (Column, Compare, Expect, Lesson, Mark, Note, Outcome, Quote,
-                             Reading, Said, Where, judge, read)
+from ..show.findings import (Column, Compare, Expect, Lesson, Mark, Note, Page, Quote, Reading,
+                             Said, Where, judge, read)
 from . import talk
 
 SIZES = {
@@ -67,45 +67,22 @@ def table(runs) -> pd.DataFrame:
     return frame
 
 
+PAGE = Page.of(__name__)   # the paragraphs: text/l08_summary.md
 LESSON = Lesson(
-    compares=(Compare(
-        varies=RUNG_SETTINGS, gpu=Expect.FASTER, cpu=Expect.SAME,
-        means={Outcome.EXPECTED: {Where.GPU: "The ladder's fixes added up, as on the talk's "
-                                             "V100s: each kept the GPU from waiting a little "
-                                             "more."},
-               Outcome.NONE: "The ladder's fixes did not add up here: the anatomy below says "
-                             "what held each rung's step.",
-               Outcome.OPPOSITE: {Where.CPU: "Faster on the CPU too: the rungs that cut the "
-                                             "loader's or Python's work (workers, a graph) pay on "
-                                             "any machine."}}),),
-    notes=(Note("dataset", ("synthetic",), "These rungs trained on the course's generated "
-                                           "stand-in for CIFAR-10, not the talk's CIFAR-10."),
-           Note("dataset", ("folder",), "These rungs trained on generated photos, not the "
-                                        "talk's CIFAR-10.")),
-    about=(Column("sm_active",
-                  present={Where.GPU: "GPU-Util counts the time any kernel ran, not how much "
-                                      "of the chip worked: the SMs' and tensor cores' activity "
-                                      "(Hopper's GPM) in the table tells that."},
-                  missing={Where.GPU: "SM and tensor-core activity (GPM) need a Hopper GPU and "
-                                      "a driver that exposes GPM: only GPU-Util was recorded."}),),
-    cpu="No GPU here. The ladder's fixes keep a GPU from waiting; where the CPU computes too, "
-        "the computation is the bottleneck and most fixes cannot show, so these factors and "
-        "the talk's are not comparable.",
+    compares=(Compare(varies=RUNG_SETTINGS, gpu=Expect.FASTER, cpu=Expect.SAME,
+                      means=PAGE.means("ladder")),),
+    notes=(Note("dataset", ("synthetic",), PAGE.text("synthetic_data")),
+           Note("dataset", ("folder",), PAGE.text("generated_photos"))),
+    about=(Column("sm_active", **PAGE.means("sm_active", str)),),
+    cpu=PAGE.text("no_gpu"),
     notices=True, machine=True, source=talk.SOURCE, hardware=f"V100s ({talk.WORKLOAD})",
 )
 # the data moved to the device, against the rung before it
 DATA_ON_GPU = Lesson(
-    compares=(Compare(varies=RUNG_SETTINGS, gpu=Expect.FASTER, cpu=Expect.SAME, means={
-        Outcome.EXPECTED: {Where.GPU: "Moving the data to the GPU took each batch's copy out of "
-                                      "the step."},
-        Outcome.NONE: {Where.GPU: "Copying each batch was not what held the step."},
-        Outcome.OPPOSITE: {Where.CPU: "On the CPU the data was on the device already: the "
-                                      "difference is the loader the rung gave up."}}),),
-    columns={"data_wait_share": "Share of each step spent waiting for data"})
-BESIDE = Reading(key="what", text=(
-    "The reference is another ladder, differing from this one in the rows above: set each "
-    "table's speed-ups (against its own naive rung) side by side, never one machine's "
-    "samples/s against the other's.",))
+    compares=(Compare(varies=RUNG_SETTINGS, gpu=Expect.FASTER, cpu=Expect.SAME,
+                      means=PAGE.means("data_on_gpu")),),
+    columns=PAGE.means("data_wait", str))
+BESIDE = Reading(key="what", text=(PAGE.text("beside"),))
 
 
 def conclude(runs, beside=None) -> Said:
@@ -136,28 +113,16 @@ def conclude(runs, beside=None) -> Said:
 
 ANATOMY = Reading(
     key="rung",
-    text=("A step is data-bound when it waits for data, GPU-bound when kernels run (GPU-Util), "
-          "each at least the anatomy's bar, else host-bound; too few steady steps are not "
-          "ruled on.",),
-    groups={"bound": "What held each rung's step",
-            "next rung aimed": "Whether the next rung changes a setting aimed at what holds "
-                               "the step (next_rung names it)"},
-    marks=(Mark("next rung aimed", ("no",), "Where it does not, the ladder's order and the "
-                                            "anatomy disagree."),
-           Mark("shorter GPU part, host-bound", ("yes",),
-                "The rungs marked 'shorter GPU part, host-bound' shorten the GPU's part of a "
-                "step (fused kernels, 16-bit arithmetic), but the host dispatching them holds "
-                "their steps: the GPU already idles between kernels. Less dispatch pays there: "
-                "a larger batch (fewer steps) or a CUDA graph (one launch a step).")),
-    about=(Column("to_target_s",
-                  present="The target is the naive rung's final validation accuracy; time to "
-                          "target counts training only (warm-up and compiling in, validation "
-                          "out); – where a rung never got there.",
-                  missing="The naive rung ended within noise of chance, so there is no "
-                          "accuracy to race to: the time-to-target columns are left out."),),
+    text=(PAGE.text("anatomy"),),
+    groups=PAGE.means("anatomy_groups", str),
+    marks=(Mark("next rung aimed", ("no",), PAGE.text("not_aimed")),
+           Mark("shorter GPU part, host-bound", ("yes",), PAGE.text("shorter_gpu_part"))),
+    about=(Column("to_target_s", **PAGE.means("time_to_target", str)),),
     quotes=(Quote("data-bound from a wait for data of", INPUT_WAIT, "{:.0%}"),
             Quote("GPU-bound from kernels running", GPU_BUSY, "{:.0%}")),
     source="the anatomy's bars")
+
+
 def anatomy(runs):
     """`anatomy_table` shown, then what holds which rungs (`ANATOMY`)."""
     rungs = _rungs(runs)
@@ -167,8 +132,7 @@ def anatomy(runs):
 
 REGIMES = Reading(
     key="rung",
-    text=("Each gain is over the rung before it; 'held by' is what held the step before it "
-          "(the anatomy): a fix pays where it removes what holds the step.",),
+    text=(PAGE.text("regimes"),),
     empty=f"No ladder of the GPU-bound regime shares a rung with this one yet: `gpu-course "
           f"ladder --model {HEAVY_MODEL}` on a GPU records one.")
 
