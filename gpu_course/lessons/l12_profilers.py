@@ -37,15 +37,15 @@ PAGE = Page.of(__name__)   # the paragraphs: text/l12_profilers.md
 LIMITS = Lesson(
     compares=(), columns={"% of step": "The trace's split of a profiled step"},
     flags=(
-        Flag("trace", PAGE.means("trace", str),   # by INPUT_BOUND, COMPUTE_BOUND, OVERHEAD_BOUND
+        Flag("trace", PAGE.means("trace", str),
              cells={"profiled steps": "profiled steps", "trace file": "in the runs folder",
                     "input_bound_from": "input-bound from"}),
         Flag("launch", {LAUNCH_BOUND: PAGE.text("launch_bound")},
              cells={"host launch calls (s)": "host launch calls (s)",
                     "device kernels (s)": "device kernels (s)"}),
-        Flag("step timers", PAGE.means("step_timers", str),   # INPUT_BOUND, NOT_INPUT_BOUND;
-             cells={"data_wait_share": "waiting for data", "input_bound_from":   # too few
-                    "input-bound from", "steady steps": "steady steps"}),   # steps: "steps"
+        Flag("step timers", PAGE.means("step_timers", str),   # too few steps: the "steps" flag
+             cells={"data_wait_share": "waiting for data", "input_bound_from":
+                    "input-bound from", "steady steps": "steady steps"}),
         Flag("steps", {TOO_FEW: PAGE.text("too_few_steps")},
              cells={"steady steps": "steady steps", "steady steps needed": "needed"}),
         Flag("ceilings", PAGE.means("ceilings", Ceilings),
