@@ -14,7 +14,7 @@ from ..config import PageCache, SampleOrder
 from ..data.disk_test import JPEGS_READ, Reads, disk_table, photo_folder, read_speeds  # noqa: F401
 from ..show import report
 from ..show.closing import Closing
-from ..show.findings import Compare, Expect, Lesson, Note, Outcome, Quote, Where, judge, judge_table
+from ..show.findings import Compare, Expect, Lesson, Note, Page, Quote, Where, judge, judge_table
 from . import talk
 
 SIZES = {
@@ -72,60 +72,25 @@ def cache_state(run) -> str:
     return "warm" if min(shares) >= WARM_AT_LEAST else "not warm"
 
 
-NO_GPU = ("No GPU here: the network computes on the cores that decode, so a cheaper input pays "
-          "only while the input is the slow part (the diagnosis below says which).")
+PAGE = Page.of(__name__)   # the paragraphs: text/l09_input.md
 RUNGS = Lesson(
     compares=(Compare(varies=("num_workers", "data_format", "data_on_gpu"), gpu=Expect.FASTER,
-                      cpu=Expect.FASTER, means={
-        Outcome.EXPECTED: "A rung that beat the first removed work the loader did for every "
-                          "sample (a worker's share, the resize, the decode, the file opens) "
-                          "while the input was the slow part.",
-        Outcome.NONE: "A rung within noise of the first: the input was not the slow part, or "
-                      "the change saved less than the noise; the diagnosis below says what held "
-                      "the first rung.",
-        Outcome.OPPOSITE: "A rung slower than the first cost more on this machine than it "
-                          "saved; gpu-course diagnose RUN says what holds it."}),),
+                      cpu=Expect.FASTER, means=PAGE.means("rungs")),),
     changes=True, fastest=True, diagnose=True,
     columns={"data_wait_share": "Share of its steady time each rung waited for data"},
-    cpu={"pytorch": NO_GPU + " The GPU-memory rung needs a GPU (lesson 8's ladder runs it).",
-         "gluon": NO_GPU})
+    cpu=PAGE.means("no_gpu", str))
 
-CACHE_NOTES = (
-    Note(cache_state, ("cold",), "Cold, checked: each epoch of a dropped run started with "
-         "almost none of its file cached (only pages a process kept mapped), so it read the disk."),
-    Note(cache_state, ("not cold",), "The drop did not take: a dropped run's file stayed "
-         "cached (tmpfs, or a file system ignoring the advice), so no verdict here is cold "
-         "against warm.", judged=False),
-    Note(cache_state, ("unmeasured",), "The cached share could not be measured here (no "
-         "mincore), so no verdict here is cold against warm.", judged=False),
-    Note(cache_state, ("warm",), "Warm, checked: the kept run started each epoch with nearly all "
-         "of its file cached."),
-    Note(cache_state, ("not warm",), "The kept run was not warm throughout: memory was short, or "
-         "the file had not been read since it was dropped.", judged=False))
+CACHE_NOTES = tuple(Note(cache_state, (state,), text, judged=state in ("cold", "warm"))
+                    for state, text in PAGE.means("cache_notes", str).items())
 CACHED = {"cached_at_start": "Share of its file cached at each epoch's start (mean)"}
 PAGE_CACHE = Lesson(
-    compares=(Compare(varies=("page_cache",), gpu=Expect.FASTER, cpu=Expect.FASTER, means={
-        Outcome.EXPECTED: "Reading from the disk cost the cold run samples/s: the input waited "
-                          "on the disk, as a data set larger than memory does every epoch (one "
-                          "that fits, only its first).",
-        Outcome.NONE: "The disk and its read-ahead kept up with one packed file, which the "
-                      "training step outweighs; a slower disk, a larger file or faster steps (a "
-                      "GPU) can change that.",
-        Outcome.OPPOSITE: "The cold run was faster: the disk cost nothing measurable, and "
-                          "something else (the machine's load) moved."}),),
+    compares=(Compare(varies=("page_cache",), gpu=Expect.FASTER, cpu=Expect.FASTER,
+                      means=PAGE.means("page_cache")),),
     baseline={"page_cache": PageCache.DROP}, notes=CACHE_NOTES, columns=CACHED)
 BY_ORDER = Lesson(
     compares=(Compare(varies=("sample_order",), gpu=Expect.FASTER, cpu=Expect.FASTER,
-                      accuracy=True, means={
-        Outcome.EXPECTED: "Neighbouring records read together: read-ahead fetches the next ones "
-                          "before they are asked for, and each batch touches fewer pages.",
-        Outcome.NONE: "The training step, not the reads, set the pace, so their order does not "
-                      "show in samples/s.",
-        Outcome.OPPOSITE: "Slower than the shuffle, which reading neighbours does not explain: "
-                          "something else, such as the machine's load, moved."},
-                      worse="Batches of neighbouring records (the same order every epoch, or one "
-                            "window of the file at a time) are less random than a shuffle, and "
-                            "the model learns less from them."),),
+                      accuracy=True, means=PAGE.means("sample_order"),
+                      worse=PAGE.text("sample_order_worse")),),
     baseline={"sample_order": SampleOrder.RANDOM}, notes=CACHE_NOTES, columns=CACHED)
 
 DISK = Lesson(
@@ -133,12 +98,8 @@ DISK = Lesson(
     columns={"MB/s": "MB/s of each read", "KB a read": "KB a read on average"},
     quotes=(Quote("a disk reads about", talk.LECTURE_DISK_MB_S, "{:,} MB/s"),
             Quote("NVMe about", talk.LECTURE_NVME_MB_S, "{:,} MB/s")),
-    source=talk.LECTURE,
-    after="A loader opening a file a sample reads like the small random reads at best, a "
-          "shuffled epoch of loose JPEGs like the JPEGs in random order; a data set that fits "
-          "in memory reads like the warm read after its first epoch.")
-UNEVICTED = replace(DISK, after="The page cache could not be emptied here (no posix_fadvise): "
-                                "every read above may be memory's, none the disk's speed.")
+    source=talk.LECTURE, after=PAGE.text("disk_after"))
+UNEVICTED = replace(DISK, after=PAGE.text("unevicted_after"))
 
 
 def conclude(runs) -> Closing:

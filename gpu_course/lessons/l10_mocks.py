@@ -12,7 +12,7 @@ from dataclasses import replace
 from ..analyse import diagnose
 from ..analyse.advice import follow, step_table, table  # noqa: F401  (the notebooks')
 from ..show.closing import Closing
-from ..show.findings import Compare, Expect, Lesson, Note, Outcome, judge
+from ..show.findings import Compare, Expect, Lesson, Note, Page, judge
 
 SIZES = {
     "full": dict(dataset="folder", images=3000, image_size=32, train_size=2400, test_size=500,
@@ -31,28 +31,17 @@ SIZES = {
 OWN_SIZES = ("ceiling_steps", "exercise_batch", "exercise_size", "images", "torch_threads")
 
 
-RULE = "The lecture's rule (the I/O rate must exceed the training rate) is "
+PAGE = Page.of(__name__)   # the paragraphs: text/l10_mocks.md
 LESSON = Lesson(
     compares=(),
-    bounds=Compare(varies=("mock",), gpu=Expect.FASTER, cpu=Expect.FASTER, means={
-        Outcome.EXPECTED: RULE + "met: the input alone delivers more than the model alone "
-                          "consumes.",
-        Outcome.OPPOSITE: RULE + "broken: the input cannot keep up with the model.",
-        Outcome.NONE: RULE + "neither met nor broken beyond noise."}),
-    above_ceiling="A run cannot beat its ceilings, so one is mismeasured (a ceiling over few "
-                  "steps, or a busier machine): the diagnosis will not rule on it.")
-NOT_SHOWN = "Whether the change helped is not shown: longer runs (more epochs) would tell."
+    bounds=Compare(varies=("mock",), gpu=Expect.FASTER, cpu=Expect.FASTER,
+                   means=PAGE.means("bounds")),
+    above_ceiling=PAGE.text("above_ceiling"))
 ADVICE = Lesson(
     compares=(Compare(varies=("data_format", "num_workers", "augment"), gpu=Expect.FASTER,
-                      cpu=Expect.FASTER, means={
-        Outcome.EXPECTED: "Following the advice helped.",
-        Outcome.OPPOSITE: "The change made the job slower: it did not lift the limit on this "
-                          "machine; the new run's diagnosis says what holds it.",
-        Outcome.NONE: NOT_SHOWN, Outcome.CANNOT_JUDGE: NOT_SHOWN}),),
+                      cpu=Expect.FASTER, means=PAGE.means("advice")),),
     changes=True,
-    notes=(Note("augment", ("standard",),
-                "The cheaper standard augmentation stands in for the rung the diagnosis named, "
-                "which this lesson does not take (a compute rung, or workers with no core free)."),))
+    notes=(Note("augment", ("standard",), PAGE.text("standard_augmentation")),))
 
 
 def conclude(runs, advice: diagnose.Diagnosis | None = None) -> Closing:

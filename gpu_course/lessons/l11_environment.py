@@ -6,12 +6,12 @@ records are judged with its declaration (`LESSONS`); tables are `analyse.environ
 from __future__ import annotations
 
 from ..analyse import environment as env, noise
-from ..analyse.environment import (BELOW_DEFAULT, BUSY, CHEAP, COLD, COPY, COSTLY, IGNORED,
-                                   IMAGES, SHARED, WARM, Clock, Cores, Link, OpenMP, Pinning,
-                                   Section, label)   # noqa: F401  (label: the exercise's)
+from ..analyse.environment import (BELOW_DEFAULT, BUSY, COLD, COPY, IGNORED, IMAGES, SHARED,
+                                   WARM, Clock, Cores, Link, OpenMP, Pinning, Section,
+                                   label)   # noqa: F401  (label: the exercise's)
 from ..env.cores import BUSY_LOAD   # noqa: F401  (the exercise's)
 from ..show.closing import Closing
-from ..show.findings import Compare, Context, Expect, Flag, Lesson, Outcome, Quote, Sign, judge_rows
+from ..show.findings import Compare, Context, Expect, Flag, Lesson, Page, Quote, Sign, judge_rows
 from . import talk
 
 SIZES = {
@@ -25,46 +25,20 @@ SIZES = {
 # the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("bench", "disk_mb")
 MIN_PASSES = noise.BLOCKS   # passes a side for a verdict: 5 give disjoint ranges by chance < 1 %
-SAME = "No difference beyond the passes' spread"
+PAGE = Page.of(__name__)   # the paragraphs: text/l11_environment.md
 BENCH = Lesson(
     compares=(
         Compare(("onednn",), when={"onednn": "on"}, against={"onednn": "off"}, cpu=Expect.FASTER,
-                cells={"ms per batch": "ms per batch"},
-                means={Outcome.EXPECTED: "oneDNN's kernels pay on this CPU too.",
-                       Outcome.NONE: f"{SAME}: more passes, or a quieter machine, would tell.",
-                       Outcome.OPPOSITE: "oneDNN's kernels lose on this CPU at this batch."}),
+                cells={"ms per batch": "ms per batch"}, means=PAGE.means("onednn")),
         Compare(("threads", "cores"), when={"cores": Cores.FEWER}, against={"cores": Cores.ALL},
-                cpu=Expect.SLOWER, means={
-            Outcome.EXPECTED: "One thread a usable core, OpenMP's default, is fastest here.",
-            Outcome.NONE: f"{SAME}: no thread count is clearly fastest here.",
-            Outcome.OPPOSITE: "Fewer threads than cores finished sooner: an OpenMP region waits "
-                              "for its slowest thread, and one sharing its core (with other "
-                              "programs, or as a hyperthread) holds up the rest; on a quiet "
-                              "machine the extra threads cost more to synchronise than they "
-                              "add at this batch."}),
+                cpu=Expect.SLOWER, means=PAGE.means("fewer_threads")),
         Compare(("threads", "cores"), when={"cores": Cores.MORE}, against={"cores": Cores.ALL},
-                cpu=Expect.SLOWER, means={
-            Outcome.EXPECTED: "More threads than cores take turns, and each OpenMP region waits "
-                              "for one waiting for a core: set OMP_NUM_THREADS "
-                              "(torch.set_num_threads) to the cores a process may use.",
-            Outcome.NONE: f"{SAME}: the extra threads cost nothing measurable.",
-            Outcome.OPPOSITE: "More threads than cores won time slices from other programs "
-                              "holding cores: a share taken from them, not a setting to keep."}),
+                cpu=Expect.SLOWER, means=PAGE.means("more_threads")),
         Compare(("pinning",), when={"pinning": Pinning.CROWDED}, against={"pinning": Pinning.NONE},
-                cpu=Expect.SLOWER, means={
-            Outcome.EXPECTED: "Its threads take turns on fewer cores than threads.",
-            Outcome.NONE: f"{SAME}.",
-            Outcome.OPPOSITE: "Taking turns on few cores beat waiting for each other on cores "
-                              "other programs share (see the load average)."}),
+                cpu=Expect.SLOWER, means=PAGE.means("crowded_pinning")),
         Compare(("pinning",), when={"pinning": Pinning.CORE_EACH}, against={"pinning": Pinning.NONE},
-                cpu=Expect.SAME, means={
-            Outcome.EXPECTED: "Each thread has a core of its own; pinning only keeps it there.",
-            Outcome.OPPOSITE: "Each thread has a core of its own, yet pinning changed the speed "
-                              "beyond the passes' spread: a pinned thread keeps its caches, or "
-                              "shares its core with other programs."})),
-    flags=(Flag("machine", {BUSY: "Other programs took turns with these passes (the load "
-                                  "average reached the usable cores): measure on a quiet "
-                                  "machine before trusting a ranking."},
+                cpu=Expect.SAME, means=PAGE.means("core_each"))),
+    flags=(Flag("machine", {BUSY: PAGE.text("busy_machine")},
                 cells={"load average before": "load average before"},
                 worst="load average before"),),
     quotes=(Quote("MKL-DNN", talk.MKLDNN_SPEEDUP[1], "×{} at batch 1", when={"onednn": "off"}),
@@ -78,91 +52,50 @@ RUN = Lesson(
               "training processes": "training processes {} (one a GPU, at least one)",
               "usable cores": "usable cores {}", "the talk's workers": "the talk's rule gives {}",
               "cores": "on these {} cores"},
-    by_sign={"num_workers": {
-        Sign.POSITIVE: "Loader workers: the usable cores ÷ the training processes (the "
-                       "checklist's rule); the talk's, cpu_count() − 3 and at least 2, counts "
-                       "every core of the host in every process.",
-        Sign.OTHER: "No loader workers: the training process loads its own batches."}},
-    flags=(Flag("machine", {SHARED: "The timeline's total counts their work too."},
+    by_sign={"num_workers": PAGE.means("loader_workers", Sign)},
+    flags=(Flag("machine", {SHARED: PAGE.text("shared_cores")},
                 cells={"other programs' cores": "other programs' cores"}),),
 )
-OPENMP_TEXT = {
-    OpenMP.NO_RUNTIME: "No OpenMP runtime found in this process: whether these variables apply "
-                       "is unknown.",
-    OpenMP.GNU: "This process loaded libgomp (GNU's OpenMP).",
-    OpenMP.INTEL: "This process loaded libiomp5 (Intel's OpenMP).",
-    OpenMP.LLVM: "This process loaded libomp (LLVM's OpenMP).",
-    OpenMP.DEFAULTS: "None of them is set: the runtime's defaults apply.",
-    OpenMP.GNU_DEFAULTS: "None of them is set: GNU's defaults apply (a thread spins a while "
-                         "after each parallel region, then sleeps; threads are not bound).",
-    OpenMP.GNU_ONLY: "The course day's KMP_BLOCKTIME=0 and KMP_AFFINITY=granularity=fine,"
-                     "compact,1,0 do nothing with GNU's runtime: its equivalents are "
-                     "OMP_WAIT_POLICY=passive, OMP_PROC_BIND=close and OMP_PLACES=cores."}
+OPENMP_TEXT = PAGE.means("openmp", OpenMP)
 OPENMP = Lesson(compares=(), key="variable", facts=OPENMP_TEXT, flags=(
-    Flag("status", {IGNORED: "Set the equivalent that the loaded runtime reads instead."},
+    Flag("status", {IGNORED: PAGE.text("ignored_variable")},
          cells={"value": "set to", "equivalent": "its equivalent here"}),))
-CLOCKS = {Clock.IDLE: "Not the clock it trains at: read it while it trains (the monitor "
-                      "records the SM clock in every sample).",
-          Clock.POWER: "It draws up to its power limit, and its clocks drop to stay under it.",
-          Clock.HEAT: "Check its cooling and airflow.",
-          Clock.APPLICATIONS: "nvidia-smi -rac resets the application clocks.",
-          Clock.OTHER: "See the clock-event reasons.",
-          Clock.FREE: "Its clock runs as fast as it is allowed."}
 LECTURE_PCIE = Quote("host → GPU", talk.LECTURE_PCIE_X8_GB_S, "{:.0f} GB/s")
 GPU = Lesson(
     compares=(), key="GPU", quotes=(LECTURE_PCIE,), source=talk.LECTURE, hardware="a GPU on 8 PCIe lanes",
-    empty="No GPU here: nothing to read on the GPU side (clocks, power, the PCIe link).",
-    flags=(Flag("read", {"in part": "It could not be read in full."}, cells={"error": "error"}),
-           Flag("clock", CLOCKS, cells={
+    empty=PAGE.text("no_gpu"),
+    flags=(Flag("read", {"in part": PAGE.text("read_in_part")}, cells={"error": "error"}),
+           Flag("clock", PAGE.means("clock", Clock), cells={
                "SM clock (MHz)": "SM clock (MHz)", "SM max (MHz)": "of", "SM % of max":
                "% of max", "power (W)": "drawing (W)", "power limit (W)": "limit (W)",
                "temperature (°C)": "at (°C)", "clock-event reasons": "clock-event reasons"}),
-           Flag("power", {BELOW_DEFAULT: "Its clocks drop sooner under load (nvidia-smi -pl "
-                                         "sets the limit)."},
+           Flag("power", {BELOW_DEFAULT: PAGE.text("power_below_default")},
                 cells={"power limit (W)": "limit (W)", "default limit (W)": "default (W)"}),
-           Flag("link", {Link.BEST: "No copy to this GPU goes faster than this link.",
-                         Link.LOWERED_IDLE: "An idle GPU lowers its link: read it while it "
-                                            "trains.",
-                         Link.LOWERED: "Under load that points at the slot (fewer lanes wired) "
-                                       "or a riser."},
+           Flag("link", PAGE.means("link", Link),
                 cells={"PCIe link": "link", "PCIe (GB/s)": "GB/s each way"})))
 COPY_LESSON = Lesson(
     compares=(Compare(("memory",), when={"memory": "pinned"}, against={"memory": "pageable"},
-                      gpu=Expect.FASTER, cells={COPY: "GB/s"}, means={
-        Outcome.EXPECTED: "pin_memory=True in the DataLoader (with non_blocking=True copies) "
-                          "buys this on every batch.",
-        Outcome.NONE: "Pinning buys nothing measurable here.",
-        Outcome.OPPOSITE: "Pinned copies lost here: measure again before changing the loader.",
-        Outcome.CANNOT_JUDGE: "Copy more times for a verdict on pinning."}),),
+                      gpu=Expect.FASTER, cells={COPY: "GB/s"}, means=PAGE.means("pinned_copy")),),
     key="memory", column=COPY, more="at least five copies a side", quotes=(LECTURE_PCIE,),
-    source=talk.LECTURE, hardware="a GPU on 8 PCIe lanes",
-    empty="No GPU here: no host → GPU copy to measure.")
+    source=talk.LECTURE, hardware="a GPU on 8 PCIe lanes", empty=PAGE.text("no_copy"))
 SHM = Lesson(
     compares=(), key="path", source="Docker", hardware="a container started without "
     "--shm-size or --ipc=host", quotes=(Quote("/dev/shm", 64, "{} MiB"),),
-    empty="/dev/shm is not present here: loader workers hand batches over another way.",
+    empty=PAGE.text("no_shm"),
     last_row={"size (MiB)": "{} MiB", "free (MiB)": "{} MiB free", "batches that fit":
               "room for {} collated batches of 64 CIFAR images", "CIFAR batch of 64 (MiB)":
               "{} MiB each", "loader workers": "{} loader workers", "batches in flight":
               "{} batches in flight (two a worker)", "224-pixel batch of 64 (MiB)":
               "at ImageNet's 224-pixel size a batch of 64 is {} MiB"},
-    by_sign={"room beyond them": {
-        Sign.POSITIVE: "Enough for the loader workers here.",
-        Sign.OTHER: "Too small for the loader workers: a worker dies with \"Bus error\" or "
-                    "\"No space left on device\"; start the container with --shm-size or "
-                    "--ipc=host."}})
+    by_sign={"room beyond them": PAGE.means("shm_room", Sign)})
 LINKS = Lesson(
     compares=(), key="link", source=talk.LECTURE, hardware="read bandwidth",
     quotes=(Quote("a disk", talk.LECTURE_DISK_GB_S, "{} GB/s"),
             Quote("NVMe", talk.LECTURE_NVME_GB_S, "{:.1f} GB/s")),
     columns={env.HERE: "Measured here (GB/s)"},
-    flags=(Flag("page cache", {COLD: "", WARM: "The page cache could not be dropped, so these "
-                                                "may be reads from memory: upper bounds."}),
-           Flag("random reads", {
-               COSTLY: "Small files read in random order get the slower rate, one packed "
-                       "file read in order (lesson 9) the faster.",
-               CHEAP: "An SSD, or the page cache: packing files pays less than on a spinning "
-                      "disk."}, cells={"sequential ÷ random": "sequential ÷ random"})))
+    flags=(Flag("page cache", {COLD: "", WARM: PAGE.text("warm_reads")}),
+           Flag("random reads", PAGE.means("random_reads", str),   # env.COSTLY, env.CHEAP
+                cells={"sequential ÷ random": "sequential ÷ random"})))
 LESSONS = {Section.BENCH: BENCH, Section.RUN: RUN, Section.OPENMP: OPENMP, Section.GPU: GPU,
            Section.COPY: COPY_LESSON, Section.SHM: SHM, Section.LINKS: LINKS}
 

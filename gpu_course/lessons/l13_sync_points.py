@@ -10,7 +10,7 @@ from ..analyse.profiling import sync_sites
 from ..analyse.trap import EVENTS, TIMERS, WITH, WITHOUT, trap_pairs, trap_table, where  # noqa: F401
 from ..show import report
 from ..show.closing import Closing
-from ..show.findings import Compare, Expect, Lesson, Outcome, Where, judge, judge_table
+from ..show.findings import Compare, Expect, Lesson, Outcome, Page, Where, judge, judge_table
 from . import workers
 
 SIZES = {
@@ -61,26 +61,10 @@ def loss_read(run) -> str | None:
     return (run.meta.get("notes") or {}).get("loss_read")
 
 
-QUEUED = ("The clock without a sync stopped when the work was queued, not done: it claims a "
-          "speed the work never ran at")
-AGREE = "The two clocks agree: "
-SYNC_GAP = Compare(varies=("timer",), gpu=Expect.FASTER, cpu=Expect.SAME, means={
-    Outcome.EXPECTED: {
-        Where.GPU: QUEUED + ".",
-        ("pytorch", Where.CPU): AGREE + "on a CPU PyTorch runs each operator before the call "
-                                "returns; on a GPU the call returns once its kernels are queued.",
-        ("gluon", Where.CPU): AGREE + "MXNet's engine finished the work about as soon as it was "
-                              "queued; a larger trap_batch makes the queue show."},
-    Outcome.NONE: AGREE + "the host took as long to issue the work as the GPU to run it "
-                  "(launch-bound: a larger trap_batch gives each launch more work, lesson 3's "
-                  "CUDA graphs fewer launches).",
-    Outcome.OPPOSITE: {Where.GPU: "The clock without a sync read more than the one with it, which "
-                                  "cannot be: the passes are too noisy; time more of them.",
-                       ("gluon", Where.CPU): QUEUED + ", and MXNet's engine queues operators on a "
-                                             "CPU too.",
-                       Where.CPU: QUEUED + "."}})
-EVENTS_READ = ("CUDA events are recorded in the stream without stopping the host and read after "
-               "a sync: they time the device's side.")
+PAGE = Page.of(__name__)   # the paragraphs: text/l13_sync_points.md
+SYNC_GAP = Compare(varies=("timer",), gpu=Expect.FASTER, cpu=Expect.SAME,
+                   means=PAGE.means("sync_gap"))
+EVENTS_READ = PAGE.text("events_read")
 EVENTS_GAP = Compare(varies=("timer",), gpu=Expect.SAME,
                      means=dict.fromkeys((Outcome.EXPECTED, Outcome.NONE, Outcome.OPPOSITE),
                                          EVENTS_READ))
@@ -88,66 +72,20 @@ TRAP = Lesson(
     compares=(SYNC_GAP, EVENTS_GAP),
     columns={"pass_ms": "Milliseconds a pass, the median of the timed passes",
              "images_per_sec": "Images/s that median gives"},
-    cpu={"pytorch": "No GPU here. On one, a CUDA call returns once its kernels are queued, so the "
-                    "clock without a sync reads far less, and CUDA events "
-                    "(torch.cuda.Event(enable_timing=True)) time the device's side.",
-         "gluon": "No GPU here. On one, the host queues the work for the GPU instead of the "
-                  "engine's CPU threads, and the clocks part the same way."})
+    cpu=PAGE.means("trap_no_gpu", str))
 
-NO_COST = "Reading the loss each step cost nothing beyond noise here: "
-TURNS = ("finished the step, and {} then wait while the host fetches the next batch and issues "
-         "its work: they take turns instead of overlapping.")
 RUNS = Lesson(
-    compares=(Compare(varies=("loss_read",), gpu=Expect.SLOWER, cpu=Expect.SLOWER, means={
-        Outcome.EXPECTED: {
-            Where.GPU: "Each read stops the host until the device has " + TURNS.format("it"),
-            ("gluon", Where.CPU): "Each read (loss.mean().asscalar()) stops the host until "
-                                  "MXNet's engine threads have " + TURNS.format("they"),
-            ("pytorch", Where.CPU): "Slower, though on a CPU .item() waits for nothing (the "
-                                    "step is done before it is called): something else, such as the "
-                                    "machine's load, moved. On a GPU the read stops the host "
-                                    "until the step has run."},
-        Outcome.NONE: {
-            Where.GPU: NO_COST + "the device finished each step before the host had issued the "
-                       "next (launch- or input-bound); with more work a step (a larger batch) "
-                       "the reads cost.",
-            ("gluon", Where.CPU): NO_COST + "on a CPU the host and MXNet's engine share the "
-                                  "cores, and while the host waits the engine has them, so "
-                                  "little overlap is lost.",
-            ("pytorch", Where.CPU): NO_COST + "on a CPU the step is done before .item() is "
-                                    "called, so it has nothing to wait for."},
-        Outcome.OPPOSITE: "The loop that read its loss each step was faster: the read cost "
-                          "nothing measurable, and something else (the machine's load) "
-                          "moved."}),),
+    compares=(Compare(varies=("loss_read",), gpu=Expect.SLOWER, cpu=Expect.SLOWER,
+                      means=PAGE.means("loss_read")),),
     baseline={"loss_read": AT_THE_END},
-    bound={anatomy.Bound.DATA: {
-        "gluon": "where it waited longer than the per-step loop (the shares below), the wait "
-                 "moved into fetching batches: with the loader in this process (num_workers=0) "
-                 "its transforms are MXNet operators, and fetching waits for the engine, busy "
-                 "with the queued steps."}},
-    columns={"data_wait_share": "Share of its steady time each run waited for a batch",
-             "sync_s": "Seconds the epochs' closing sync (rec.end_epoch(sync=...), the record's "
-                       "only sync) waited for work still queued after the last step: what a "
-                       "timer without it would miss",
-             "device_step_ms": "Median steady step on the device in ms (CUDA events, read after "
-                               "the epoch's sync)",
-             "host_step_ms": "Median steady step by the host's clock in ms (issuing the step "
-                             "and waiting for room in the queue)"},
-    cpu={"pytorch": "No GPU here; on a CPU the loop passes sync=None to rec.end_epoch, as each "
-                    "step is done when it returns. On a GPU each loss.item() stops the host "
-                    "until the step has run, CUDA events time each step on the device "
-                    "(device_s), and torch.cuda.set_sync_debug_mode('warn') names the line that "
-                    "syncs.",
-         "gluon": "No GPU here. On one, each loss.mean().asscalar() stops the host until the "
-                  "step has run, and CUDA events time each step on the device (device_s)."})
+    bound={anatomy.Bound.DATA: PAGE.means("data_bound", str)},
+    columns=PAGE.means("columns", str),
+    cpu=PAGE.means("runs_no_gpu", str))
 
 SYNCS = Lesson(
     compares=(),
     columns={"calls": "Calls that made the host wait for the GPU, by line, most first"},
-    empty="torch.cuda.set_sync_debug_mode('warn') caught no syncing call in these steps: the "
-          "host never waited for the GPU.",
-    cpu="No GPU here, so torch.cuda.set_sync_debug_mode('warn') had nothing to watch; on a GPU "
-        "it warns at every call that makes the host wait, naming the line.")
+    empty=PAGE.text("no_syncs"), cpu=PAGE.text("syncs_no_gpu"))
 
 _UNSET = object()   # syncs not passed at all (None: passed, with no GPU to watch)
 

@@ -10,7 +10,7 @@ from ..analyse import alike
 from ..analyse.memory import accumulation_runs, memory_of
 from ..analyse.memory_table import table
 from ..show.closing import Closing
-from ..show.findings import Compare, Expect, Lesson, Metric, Note, Outcome, Quote, Sign, judge
+from ..show.findings import Compare, Expect, Lesson, Metric, Note, Page, Quote, Sign, judge
 from . import talk, workers
 
 SIZES = {
@@ -36,30 +36,13 @@ OWN_SIZES = ("accumulate", "batches", "compile_backend", "readings", "segments",
 
 
 AMOUNTS = dict(gpu=Expect.LESS, cpu=Expect.LESS)
-ON_A_GPU = {  # said where no run had a GPU: what the lesson reads on one
-    "pytorch": "No GPU here. On one the lesson also reads the CUDA caching allocator's own peak "
-               "(torch.cuda.max_memory_allocated), saves a snapshot for the PyTorch memory "
-               "viewer (torch.cuda.memory._record_memory_history) and says how close the peak "
-               "comes to the device's memory.",
-    "gluon": "No GPU here. On one the lesson reads the device's used memory "
-             "(mx.context.gpu_memory_info: MXNet's pool keeps what it allocated, so the reading "
-             "is the high-water mark) and says how close the peak comes to the device's memory."}
-HELD_MORE = ("Between steps the counter held more than the model counts: the rest is the "
-             "framework's (kernels' workspace and caches, the loader's batches")
+PAGE = Page.of(__name__)   # the paragraphs: text/l14_memory.md
+ON_A_GPU = PAGE.means("on_a_gpu", str)   # said where no run had a GPU
 SWEEP = Lesson(
     compares=(Compare(
         varies=("batch_size",), metric=Metric.ACTIVATIONS_PER_IMAGE,
         gpu=Expect.SAME, cpu=Expect.SAME,
-        means={Outcome.EXPECTED: "Per image the activations stayed the same: they grow with "
-                                 "the batch, so a larger batch buys its speed with activation "
-                                 "memory.",
-               Outcome.OPPOSITE: "Per image the activations changed with the batch: what else "
-                                 "a step allocates (workspace, buffers, the allocator's "
-                                 "rounding) does not grow with it.",
-               Outcome.CANNOT_JUDGE: "The smaller batch raised the counter by nothing it could "
-                                     "see (a process's peak stays where an earlier step left "
-                                     "it): measure it first, in a fresh process, or on a GPU, "
-                                     "whose allocator counts each step."}),),
+        means=PAGE.means("activations_per_image")),),
     columns={"activations_mib": "Activations at the peak, MiB"},
     last_row={"peak_mib": "peak {} MiB", "counter": "by {}", "parameters_mib": "parameters {} MiB",
               "gradients_mib": "gradients {} MiB",
@@ -75,73 +58,35 @@ SWEEP = Lesson(
               "fills_device_batch": "about {} images a step would fill the device",
               "snapshot": "the last step's memory snapshot {} in the run's folder (open it in "
                           "https://pytorch.org/memory_viz to see each allocation's line)"},
-    by_sign={"counted_gap": {
-                 Sign.OTHER: "The counter's parts are those counted from the model, to within "
-                             "a percent.",
-                 Sign.POSITIVE: "The counter's parts differ from those counted from the model: "
-                                "a part it sorts elsewhere, or state created lazily."},
-             "held_rest_mib": {
-                 Sign.POSITIVE: {"gluon": HELD_MORE + ", a static graph's buffers).",
-                                 "pytorch": HELD_MORE + ")."},
-                 Sign.OTHER: "Between steps the counter held no more than the model counts: a "
-                             "counted part was freed after the update, or not yet created."},
-             "allocator_retries": {
-                 Sign.POSITIVE: "The caching allocator freed its cache and retried cudaMalloc, "
-                                "which is slow: this run is too near the device's limit.",
-                 Sign.OTHER: "No cudaMalloc had to be retried."},
-             "fills_device_batch": {
-                 Sign.POSITIVE: "Stay well below the batch that fills the device (the "
-                                "lecture): near it the allocator retries, memory fragments and "
-                                "the next larger batch runs out of memory."}},
+    by_sign={"counted_gap": PAGE.means("counted_gap", Sign),
+             "held_rest_mib": PAGE.means("held_rest", Sign),
+             "allocator_retries": PAGE.means("allocator_retries", Sign),
+             "fills_device_batch": PAGE.means("fills_device", Sign)},
     cpu=ON_A_GPU,
 )
 ACCUMULATION = Lesson(
     compares=(
         Compare(varies=("batch_size", "accumulate"), metric=Metric.PEAK, **AMOUNTS,
-                means={Outcome.EXPECTED: "One micro-batch's activations are alive at a time, "
-                                         "the gradients across all of them: the peak falls "
-                                         "with the micro-batch.",
-                       Outcome.NONE: "The peak did not fall beyond noise: what the model "
-                                     "holds outweighs one batch's activations here."}),
+                means=PAGE.means("accumulation_peak")),
         Compare(varies=("batch_size", "accumulate"), metric=Metric.ACTIVATIONS, **AMOUNTS,
                 means={}),
         Compare(varies=("batch_size", "accumulate"), gpu=Expect.SLOWER, cpu=Expect.SLOWER,
-                means={Outcome.EXPECTED: "The cost: smaller forward passes use the device (or "
-                                         "cores) less well, and each update's fixed work stays.",
-                       Outcome.NONE: "No cost in speed beyond noise here."})),
+                means=PAGE.means("accumulation_speed"))),
     last_row={"accumulate": "{} micro-batches", "micro_batch": "of {} images",
               "update_batch": "added up into one update of {}", "updates": "over {} updates",
               "loss_gap": "its loss {} from the large batch's (mean absolute difference, "
                           "update by update)",
               "seed_loss_gap": "another seed of the large batch {} from it"},
-    by_sign={"loss_gap_beyond_seed": {
-        Sign.OTHER: "The loss followed the large batch's within a seed's noise: the same images "
-                    "make each update and the gradients add up to the large batch's, but for "
-                    "BatchNorm's statistics, computed per micro-batch.",
-        Sign.POSITIVE: "The loss strayed from the large batch's beyond another seed's noise: "
-                       "BatchNorm's statistics come from each micro-batch, which shows with few "
-                       "images; without BatchNorm (or with GroupNorm) it would match.",
-        Sign.EMPTY: "The loss curves cannot be compared: a run noted none, or they have "
-                    "different numbers of updates."}},
+    by_sign={"loss_gap_beyond_seed": PAGE.means("accumulation_loss", Sign)},
 )
 CHECKPOINTING = Lesson(
     compares=(
         Compare(varies=("checkpoint",), metric=Metric.ACTIVATIONS, **AMOUNTS,
-                means={Outcome.EXPECTED: "Each checkpointed segment keeps only its input and "
-                                         "runs its forward pass again in the backward pass.",
-                       Outcome.NONE: "The activations did not shrink beyond noise: the "
-                                     "segments' inputs weigh as much as what they free, or the "
-                                     "largest segment, recomputed, sets the peak anyway."}),
+                means=PAGE.means("checkpointing_activations")),
         Compare(varies=("checkpoint",), metric=Metric.PEAK, **AMOUNTS,
-                means={Outcome.EXPECTED: "The largest segment sets a floor under the peak "
-                                         "(recomputed, its activations are all alive again); "
-                                         "more segments lower it."}),
+                means=PAGE.means("checkpointing_peak")),
         Compare(varies=("checkpoint",), gpu=Expect.SLOWER, cpu=Expect.SLOWER,
-                means={Outcome.EXPECTED: "Memory for time: each segment runs forward twice, "
-                                         "worth it where the memory buys a batch or a network "
-                                         "that did not fit.",
-                       Outcome.NONE: "The recomputation's time is within the runs' noise here "
-                                     "(more images, or a quiet machine, would tell)."})),
+                means=PAGE.means("checkpointing_speed"))),
     baseline={"checkpoint": 0},
     last_row={"checkpoint_segments": "checkpointed in {} segments"},
 )
@@ -149,26 +94,13 @@ GRAPH_VARIES = ("graph", alike.Aspect.COMPILE_BACKEND)
 GRAPH = Lesson(
     compares=(
         Compare(varies=GRAPH_VARIES, metric=Metric.PEAK, **AMOUNTS,
-                means={Outcome.EXPECTED: {
-                           "gluon": "The graph plans its buffers once and reuses one for "
-                                    "values whose lifetimes do not overlap.",
-                           "pytorch": "The compiler fuses operators, so their intermediates "
-                                      "never reach memory, and saves fewer activations for "
-                                      "the backward pass, recomputing cheap ones."},
-                       Outcome.NONE: "A training step keeps the activations its backward pass "
-                                     "needs, graph or not: less is left to save than in the "
-                                     "talk's example."}),
+                means=PAGE.means("graph_peak")),
         Compare(varies=GRAPH_VARIES, metric=Metric.HELD, gpu=Expect.SAME, cpu=Expect.SAME,
-                means={Outcome.OPPOSITE: {
-                    "gluon": "A static graph keeps its planned buffers between steps "
-                             "(static_alloc), so they are not planned again.",
-                    "pytorch": "The compiled step keeps other buffers between steps than the "
-                               "eager one: its kernels' workspace and caches."}}),
+                means=PAGE.means("graph_held")),
         Compare(varies=GRAPH_VARIES, gpu=Expect.FASTER, cpu=Expect.SAME, means={})),
     baseline={"graph": "eager"},
-    notes=(Note("compile_backend", ("aot_eager", "eager"),
-                "The tracing backend runs the same operators: expect no saving from it; "
-                "inductor (full size) shows the compiler's.", judged=False),),
+    notes=(Note("compile_backend", ("aot_eager", "eager"), PAGE.text("tracing_backend"),
+                judged=False),),
     quotes=(Quote("imperative, each interim value kept", talk.MEMORY_EXAMPLE["imperative_bytes"],
                   "{} bytes"),
             Quote("symbolic, one buffer reused", talk.MEMORY_EXAMPLE["symbolic_bytes"],

@@ -12,7 +12,7 @@ from enum import StrEnum
 from ..analyse import inference, noise
 from ..analyse.inference import Outputs, Variant, table   # noqa: F401  (gc.show's table)
 from ..show.closing import Closing
-from ..show.findings import (Compare, Context, Expect, Flag, Lesson, Outcome, Quote, Rank,
+from ..show.findings import (Compare, Context, Expect, Flag, Lesson, Outcome, Page, Quote, Rank,
                              Row, judge_rows)
 from . import talk
 
@@ -47,42 +47,16 @@ class Package(StrEnum):
 
 
 LATENCY = {"p50_ms": "p50 (ms)", "p99_ms": "p99 (ms)"}
-MISSING = {
-    Package.ONNX_RUNTIME: "ONNX Runtime is not installed here, so its rows are left out: pip "
-                          "install -e '.[torch]' installs the version pyproject.toml pins.",
-    Package.TENSORRT: "torch-tensorrt is not installed here, so no TensorRT rows: it needs the "
-                      "CUDA build of PyTorch it was built for, which pip cannot put beside "
-                      "this one."}
-BATCHING = {
-    Outcome.EXPECTED: "Batching buys throughput with latency: every request in a batch waits "
-                      "for the whole pass (its p50 above). Batch when requests queue up, serve "
-                      "one at a time when each must answer fast.",
-    Outcome.NONE: "Batching bought nothing beyond noise, and each request waits for the whole "
-                  "pass (its p50 above).",
-    Outcome.OPPOSITE: "The large batch was slower an image too (often its data outgrow the "
-                      "caches), and each request waits for the whole pass: here, serve one at a "
-                      "time.",
-    Outcome.CANNOT_JUDGE: "Time more requests or images for a verdict on batching."}
+PAGE = Page.of(__name__)   # the paragraphs: text/l15_inference.md
+MISSING = PAGE.means("missing", Package)
+BATCHING = PAGE.means("batching")
 FLAGS = (
-    Flag("outputs", {
-        Outputs.AGREE: "Within the number format's tolerance, every probe image's top-1 the "
-                       "same: the two serve the same network.",
-        Outputs.TOP1_FLIPPED: "Within the tolerance, yet a top-1 differs: the two largest "
-                              "outputs were nearly tied (untrained weights), and rounding chose "
-                              "the other class.",
-        Outputs.DIFFER: "Beyond the tolerance at the same precision: the two compute different "
-                        "things; check the variant before trusting its speed.",
-        Outputs.DIFFER_PRECISION: "Beyond the tolerance in a lower precision: bfloat16 keeps "
-                                  "8 bits of mantissa, so it disagrees where two classes are "
-                                  "close."},
+    Flag("outputs", PAGE.means("outputs", Outputs),
          cells={"against": "against", "max_rel_diff": "max |difference| / max |output|",
                 "tolerance": "tolerance", "top1_same": "top-1 the same on"}),
-    Flag("tail", {inference.LONG_TAIL: "One request in a hundred waited that long or longer: "
-                                       "a promised latency is a p99, not a p50."},
+    Flag("tail", {inference.LONG_TAIL: PAGE.text("long_tail")},
          cells={**LATENCY, "p99_p50": "p99/p50"}, worst="p99_p50"),
-    Flag("machine", {inference.BUSY: "Other programs took turns with these passes (the load "
-                                     "average reached the usable cores): measure on a quiet "
-                                     "machine before trusting a ranking."},
+    Flag("machine", {inference.BUSY: PAGE.text("busy_machine")},
          cells={"load_average": "load average before"}, worst="load_average"),
 )
 MORE = "five blocks a side, one pass a block at least: more requests or images in gc.sizes(\"15\")"
@@ -90,24 +64,16 @@ CPU = Lesson(
     compares=(
         Compare(("variant",), when={"variant": Variant.ONEDNN_ON},
                 against={"variant": Variant.ONEDNN_OFF}, cpu=Expect.FASTER, cells=LATENCY,
-                means={Outcome.EXPECTED: "oneDNN's kernels pay on this CPU too.",
-                       Outcome.NONE: "oneDNN bought nothing beyond the passes' spread here.",
-                       Outcome.OPPOSITE: "oneDNN's kernels lose on this CPU at this batch."},
+                means=PAGE.means("onednn"),
                 ranks=(Rank("batch", {noise.Order.HIGHER: f"A larger gain one request at a "
                                                           f"time, unlike {talk.SOURCE}'s table.",
                                       noise.Order.LOWER: f"A larger gain at the large batch, "
                                                          f"as in {talk.SOURCE}'s table."}),
-                       Rank("model", where={"batch": 1}, means={
-                           noise.Order.HIGHER: "What oneDNN buys depends on the network's layers.",
-                           noise.Order.WITHIN_NOISE: "No network gained clearly more."}))),
+                       Rank("model", where={"batch": 1},
+                            means=PAGE.means("onednn_by_model", noise.Order)))),
         Compare(("variant",), when={"variant": Variant.ONNX_RUNTIME},
                 against={"variant": Variant.ONEDNN_ON}, cpu=Expect.FASTER, cells=LATENCY,
-                means={Outcome.EXPECTED: "ONNX Runtime's own kernels served this network "
-                                         "faster than the framework with oneDNN.",
-                       Outcome.NONE: "Not faster than the framework with oneDNN beyond the "
-                                     "passes' spread.",
-                       Outcome.OPPOSITE: "ONNX Runtime served it slower than the framework "
-                                         "with oneDNN."}),
+                means=PAGE.means("onnx_runtime")),
         Compare(("batch",), when={"variant": Variant.ONEDNN_ON}, against={"batch": 1},
                 cpu=Expect.FASTER, cells={"p50_ms": "p50 (ms)"}, means=BATCHING)),
     group_by="model", flags=FLAGS, missing=MISSING, column="images_per_sec", more=MORE,
@@ -123,18 +89,8 @@ CPU = Lesson(
         ("top-5 both ways", talk.MKLDNN_TOP5, "{:.2%}"))),
     hardware=f"{talk.MKLDNN_HARDWARE} ({talk.MKLDNN_NETWORK}, MXNet v{talk.MKLDNN_MXNET})",
 )
-# what each GPU variant changes, said with its outcome
-WHAT = {Variant.COMPILED: "torch.compile fuses the network's operators into fewer kernels",
-        Variant.CUDA_GRAPHS: "mode=\"reduce-overhead\" records the pass once as a CUDA graph and "
-                             "replays it: one launch a pass instead of one a kernel",
-        Variant.BFLOAT16: "bfloat16 halves the bytes of every value and runs the products on "
-                          "tensor cores",
-        Variant.TENSORRT: "TensorRT builds an engine of its own kernels for the network"}
-BY_BATCH = Rank("batch", {
-    noise.Order.HIGHER: "The gain was larger one request at a time, where launches hold a "
-                        "pass.",
-    noise.Order.LOWER: "The gain was larger at the large batch, where the GPU's arithmetic and "
-                       "memory hold a pass."})
+WHAT = PAGE.means("what", Variant)   # what each GPU variant changes, said with its outcome
+BY_BATCH = Rank("batch", PAGE.means("by_batch", noise.Order))
 GPU = Lesson(
     compares=tuple(
         Compare(("variant",), when={"variant": v}, against={"variant": Variant.EAGER},
@@ -149,9 +105,7 @@ GPU = Lesson(
     quotes=tuple(Quote(f"TensorRT for {name}", speedup, "×{:.2f}")
                  for name, speedup in talk.TENSORRT_SPEEDUP.items()),
     hardware=talk.TENSORRT_HARDWARE,
-    empty="No GPU here. On one: eager against torch.compile, CUDA graphs and bfloat16, one "
-          "request at a time (p50 and p99 from CUDA events, each request synced) against a "
-          "large batch back to back.",
+    empty=PAGE.text("gpu_empty"),
 )
 
 

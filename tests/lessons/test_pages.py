@@ -2,6 +2,7 @@
 every page's sections said by some declaration."""
 import importlib
 import pkgutil
+from enum import StrEnum
 
 import pytest
 
@@ -39,6 +40,17 @@ def test_a_section_is_a_paragraph_or_paragraphs_by_outcome_and_place(tmp_path):
         Outcome.NONE: "Nothing here.",
         Outcome.CANNOT_JUDGE: {("pytorch", Where.GPU): "Only there."}}
     assert p.unread() == []
+
+
+def test_an_enum_key_is_its_value_or_its_members_name_for_a_value_with_a_colon(tmp_path):
+    class Kind(StrEnum):
+        PLAIN = "plain"
+        COLON = "held: by a colon, and a comma"
+
+    p = page(tmp_path, "## a\n- plain: One.\n- colon: Two.\n")
+    assert p.means("a", Kind) == {Kind.PLAIN: "One.", Kind.COLON: "Two."}
+    with pytest.raises(ValueError, match="'held' is not one of 'plain'"):
+        page(tmp_path, "## a\n- held: by a colon: Three.\n").means("a", Kind)
 
 
 @pytest.mark.parametrize("text, call, message", [

@@ -8,9 +8,10 @@
     - none: The step's time ...
       continues on an indented line.
 
-A key's first part is an outcome (or another enum's value, or a name); the parts after it
-say where the paragraph applies: "gpu" or "cpu" (`Where`), a track ("gluon", "pytorch"),
-or both ("pytorch, gpu"), as `wording.text_for` picks them. A paragraph that is `= name`
+A key's first part is an outcome (or another enum's value, or its member's name in lower
+case where the value holds ':' or ',', or a name); the parts after it say where the
+paragraph applies: "gpu" or "cpu" (`Where`), a track ("gluon", "pytorch"), or both
+("pytorch, gpu"), as `wording.text_for` picks them. A paragraph that is `= name`
 is section `name`'s, said in more than one place. Lines starting with `# ` and `<!--` are the
 page's own title and comments.
 """
@@ -89,9 +90,12 @@ class Page:
             try:
                 head = keys(first)
             except ValueError:
-                allowed = ", ".join(repr(k.value) for k in keys)   # type: ignore[union-attr]
-                raise ValueError(f"{self.path.name}: section {name!r}: {first!r} is not one of "
-                                 f"{allowed}") from None
+                try:   # an enum's member by its name, in lower case: a value with ':' or ','
+                    head = keys[first.upper().replace(" ", "_")]   # type: ignore[index]
+                except KeyError:
+                    allowed = ", ".join(repr(k.value) for k in keys)   # type: ignore[union-attr]
+                    raise ValueError(f"{self.path.name}: section {name!r}: {first!r} is not "
+                                     f"one of {allowed} (or a member's name)") from None
             if not where:
                 if head in out:
                     raise ValueError(f"{self.path.name}: section {name!r}: {first!r} twice")
