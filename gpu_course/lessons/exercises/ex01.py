@@ -11,8 +11,9 @@ SHARED_CORES = (": without a GPU the workers and the model share the CPU's cores
                 "less need not mean training faster")
 
 
-@exercise("01.1", "Change the naive script's worker count and predict its data wait.")
+@exercise("01.1")
 def _naive_workers(runs, answer) -> str:
+    """Change the naive script's worker count and predict its data wait."""
     before, after = finished_runs(runs, 2, "the exercise compares two runs: the naive script and your "
                           "change of it")[:2]
     only_change(before, after, "num_workers")

@@ -13,8 +13,9 @@ UNSURE = (" Other programs loaded the machine during some runs and not others: t
           "cannot place the knee for sure; run it again on a quiet machine.")
 
 
-@exercise("02.1", "Sweep the worker count and name the knee: where samples/s stops growing.")
+@exercise("02.1")
 def _knee(runs, answer) -> str:
+    """Sweep the worker count and name the knee: where samples/s stops growing."""
     runs = finished_runs(runs, 3, "a knee needs a sweep of at least three worker counts")
     for run in runs[1:]:
         alike_but(runs[0], run, ("num_workers",), "num_workers")

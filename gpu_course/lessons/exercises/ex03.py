@@ -15,8 +15,9 @@ UNTESTED = (Note(lambda run: alike.value(run, BACKEND), ("aot_eager",),
                  "with inductor (the lesson's backend at full size) to test it."),)
 
 
-@exercise("03.1", "Turn a network the lesson did not into a graph and predict its samples/s.")
+@exercise("03.1")
 def _graph(runs, answer) -> str:
+    """Turn a network the lesson did not into a graph and predict its samples/s."""
     before, after = finished_runs(runs, 2, "the exercise compares two runs: the network as written and "
                           "the same network as a graph")[:2]
     only_change(before, after, "graph", also=(BACKEND,))

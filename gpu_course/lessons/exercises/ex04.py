@@ -37,8 +37,9 @@ def device_words(run) -> str:
     return f"a GPU ({gpu})" if metrics.on_gpu(run) else f"the CPU ({hw.get('cpu_model') or '?'}), no GPU"
 
 
-@exercise("04.1", "Train in 16 bits on this device, predict its samples/s, read its accuracy.")
+@exercise("04.1")
 def _lower_precision(runs, answer) -> str:
+    """Train in 16 bits on this device, predict its samples/s, read its accuracy."""
     full, low = finished_runs(runs, 2, "the exercise compares two runs: float32 and a 16-bit type")[:2]
     if alike.value(full, "dtype") != "float32":
         raise NotYet(f"'{full.name}' ran {alike.value(full, 'dtype')}: the first run is float32, "

@@ -15,8 +15,9 @@ UNTESTED = (Note(metrics.on_gpu, (False,),
                  "it can."),)
 
 
-@exercise("05.1", "Train a larger batch, predict its samples/s, and read what it cost in accuracy.")
+@exercise("05.1")
 def _larger_batch(runs, answer) -> str:
+    """Train a larger batch, predict its samples/s, and read what it cost in accuracy."""
     small, large = finished_runs(runs, 2, "the exercise compares two runs: the lesson's smallest batch "
                          "and your larger one")[:2]
     only_change(small, large, "batch_size")

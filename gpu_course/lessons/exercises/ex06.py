@@ -12,8 +12,9 @@ AT_CHANCE = (" But the target is within noise of chance: the race is untested at
              "train more epochs (gc.sizes(\"06\", epochs=...)) for one that tells.")
 
 
-@exercise("06.1", "Race schedules: which first reaches the accuracy the constant rate ends with?")
+@exercise("06.1")
 def _race(runs, answer) -> str:
+    """Race schedules: which first reaches the accuracy the constant rate ends with?"""
     from ..l06_schedules import CONSTANT, SCHEDULE_FIELDS
     runs = finished_runs(runs, 2, "a race needs the constant rate (lr_scheduler='none') and at least "
                  "one schedule")

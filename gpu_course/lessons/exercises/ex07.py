@@ -26,8 +26,9 @@ DEVICES = {
 UNITS = {"pytorch": "processes"}   # a Gluon device on a CPU is a context
 
 
-@exercise("07.1", "Split the same batch over more devices and predict its samples/s.")
+@exercise("07.1")
 def _split_batch(runs, answer) -> str:
+    """Split the same batch over more devices and predict its samples/s."""
     one, many = finished_runs(runs, 2, "the exercise compares two runs: fewer devices, then more, "
                               "with the same batch a step")[:2]
     k1, k2 = devices(one), devices(many)

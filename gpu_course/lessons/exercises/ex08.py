@@ -86,8 +86,9 @@ def beside_ladder(top, rung: RungName, verdict: noise.Verdict) -> str:
     return f"{said} " + (WORTH.get((undone, found)) or WORTH[found])
 
 
-@exercise("08.1", "Take one rung out of the ladder's top rung and predict its samples/s.")
+@exercise("08.1")
 def _one_rung_out(runs, answer) -> str:
+    """Take one rung out of the ladder's top rung and predict its samples/s."""
     top, mine = finished_runs(runs, 2, "the exercise compares two runs: the ladder's top rung "
                               "and the same with one rung taken out")[:2]
     diff = alike.differences(top, mine)

@@ -12,8 +12,9 @@ PACE = {True: ": less waiting and no faster, so the model now sets the pace",
                "shares the cores with the loader"}
 
 
-@exercise("09.1", "Read the photos in another format than loose JPEGs and predict the data wait.")
+@exercise("09.1")
 def _data_format(runs, answer) -> str:
+    """Read the photos in another format than loose JPEGs and predict the data wait."""
     loose, other = finished_runs(runs, 2, "the exercise compares two runs: loose JPEGs and another "
                                  "data format")[:2]
     only_change(loose, other, "data_format")

@@ -52,8 +52,9 @@ def held_at(n: dict, run, ceilings):
     return (HELD_BY[_mock(above[0])], above[0], against) if held else None
 
 
-@exercise("10.1", "Make the loader the bottleneck on purpose, and predict diagnose's verdict.")
+@exercise("10.1")
 def _bottleneck(runs, answer) -> str:
+    """Make the loader the bottleneck on purpose, and predict diagnose's verdict."""
     runs = finished_runs(runs, 4, "the exercise needs four: the job as it is, your change of it, "
                          "and your job's two ceilings (mock='trainer', mock='loader')")
     jobs = [r for r in runs if _mock(r) == "none"]

@@ -28,9 +28,9 @@ PROFILER = {"pytorch": " torch.profiler's trace says it of its few profiled step
                      "no profiler to ask."}
 
 
-@exercise("12.1", "Change one setting of the profiled run and predict the step timers' verdict "
-                  "on it.")
+@exercise("12.1")
 def _verdict(runs, answer) -> str:
+    """Change one setting of the profiled run and predict the step timers' verdict on it."""
     before, after = finished_runs(runs, 2, "the exercise compares two runs: the run as profiled "
                                   "and your change of it")[:2]
     changed = one_change(before, after, "'{b}' ran as '{a}' did: nothing was changed (a setting "

@@ -34,9 +34,9 @@ SYNC = ("{said} The guard's `if` needs the loss's value on the host: a sync, as 
 DEBUG = {"pytorch": " (torch.cuda.set_sync_debug_mode('warn') names its line on a GPU)"}
 
 
-@exercise("13.1", "Guard every step against a loss that is not finite, and predict what the "
-                  "guard costs in samples/s.")
+@exercise("13.1")
 def _guard(runs, answer) -> str:
+    """Guard every step against a loss that is not finite, and predict what the guard costs in samples/s."""
     runs = finished_runs(runs, 2, "the exercise compares two runs: the loop without the guard "
                          "and with it")
     unnoted = [r.name for r in runs if (r.meta.get("notes") or {}).get(GUARD) is None]

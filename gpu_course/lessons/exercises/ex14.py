@@ -12,9 +12,10 @@ from .judge import finished_runs, only_change
 TOLERANCE = 0.1   # a prediction this close to the measured peak (or its spread) passes
 
 
-@exercise("14.1", "Predict the peak memory of a batch size you have not measured, from one you have.",
-          shipped_first=True)   # the first run in a fresh process also pays its one-time allocations
+# shipped first: the first run in a fresh process also pays its one-time allocations
+@exercise("14.1", shipped_first=True)
 def _predict_peak(runs, answer) -> str:
+    """Predict the peak memory of a batch size you have not measured, from one you have."""
     first, mine = finished_runs(runs, 2, "the exercise compares two runs: the batch measured "
                                 "first and yours")[:2]
     try:

@@ -17,9 +17,9 @@ AFTER = (("lower", " Batch {fewest} comes as close to the best: the knee may lie
                    "its pass, against {first_wait:,.2f} ms at batch {first}."))
 
 
-@exercise("15.1", "Sweep the batch of one served network and name where images/s stops "
-                  "growing; read what a request then waits.")
+@exercise("15.1")
 def _knee(records, answer) -> str:
+    """Sweep the batch of one served network and name where images/s stops growing; read what a request then waits."""
     records = _sweep(records)
     frame = inference.table(records).set_index("rung")
     by_batch = {r["batch"]: r for r in records}

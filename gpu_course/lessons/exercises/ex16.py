@@ -9,9 +9,9 @@ from .base import MARK, Contradicted, NotYet, exercise
 from .judge import finished_runs
 
 
-@exercise("16.1", "Make a job you have not seen steady: diagnose, a target, and time to accuracy.",
-          shipped_first=True)
+@exercise("16.1", shipped_first=True)
 def _steady(runs, answer) -> str:
+    """Make a job you have not seen steady: diagnose, a target, and time to accuracy."""
     mine = finished_runs(runs, 1, "the capstone grades your final run of the job")[-1]
     mock = alike.value(mine, "mock") or "none"
     if mock != "none":
