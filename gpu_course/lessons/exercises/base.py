@@ -53,9 +53,9 @@ class Exercise:
     """One exercise: its id ("02.1": lesson 02, first exercise) and the check (its
     docstring: what the exercise asks) that reads the attendee's runs and answer, returning
     the pass sentence or raising NotYet. shipped_first: as in the notebook, the exercise
-    runs as shipped before it is solved, because the check depends on that: the capstone grades against the run as
-    shipped; lesson 14's memory readings hold what the first run in a process allocates
-    once, so its measured run must not be the process's first."""
+    runs as shipped before it is solved, because the check depends on that: the capstone
+    grades against the run as shipped; lesson 14's memory readings hold what the first run
+    in a process allocates once, so its measured run must not be the process's first."""
 
     id: str
     judge: Callable

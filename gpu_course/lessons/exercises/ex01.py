@@ -25,4 +25,5 @@ def _naive_workers(runs, answer) -> str:
         "wait for it?")
     speed = noise.compare(before, after, varies=("num_workers",))
     shared = measured == "less" and not metrics.on_gpu(before) and speed.kind != noise.Kind.FASTER
-    return f"{said} Samples/s, '{after.name}' against '{before.name}': {speed}." + SHARED_CORES * shared
+    return (f"{said} Samples/s, '{after.name}' against '{before.name}': {speed}."
+            + SHARED_CORES * shared)

@@ -27,4 +27,5 @@ def _graph(runs, answer) -> str:
     model = alike.value(before, "model")
     step = metrics.steadiness(before)["step_p50_s"]
     batch = int(before.config.get("batch_size") or 0)
-    return f"{said} {model}'s median step as written: {1e3 * step:.3g} ms for {batch} images. {GRAPH}"
+    return (f"{said} {model}'s median step as written: {1e3 * step:.3g} ms for {batch} "
+            f"images. {GRAPH}")

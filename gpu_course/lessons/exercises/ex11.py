@@ -43,7 +43,8 @@ WHY = {
 
 @exercise("11.1")
 def _threads(records, answer) -> str:
-    """Give the forward pass another thread count than the usable cores and predict its images/s."""
+    """Give the forward pass another thread count than the usable cores and predict its
+    images/s."""
     base, mine = _benches(records)
     if base["threads"] == mine["threads"]:
         raise NotYet(f"both benchmarks ran {base['threads']} threads: nothing was changed. Set "

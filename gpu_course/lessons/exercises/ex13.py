@@ -31,7 +31,8 @@ RUNS = PAGE.text("runs")
 
 @exercise("13.1")
 def _guard(runs, answer) -> str:
-    """Guard every step against a loss that is not finite, and predict what the guard costs in samples/s."""
+    """Guard every step against a loss that is not finite, and predict what the guard
+    costs in samples/s."""
     runs = finished_runs(runs, 2, RUNS)
     unnoted = [r.name for r in runs if (r.meta.get("notes") or {}).get(GUARD) is None]
     if unnoted:

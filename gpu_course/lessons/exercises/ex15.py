@@ -23,7 +23,8 @@ GUESS, MORE_IMAGES = PAGE.text("guess"), PAGE.text("more_images")
 
 @exercise("15.1")
 def _knee(records, answer) -> str:
-    """Sweep the batch of one served network and name where images/s stops growing; read what a request then waits."""
+    """Sweep the batch of one served network and name where images/s stops growing; read
+    what a request then waits."""
     records = _sweep(records)
     frame = inference.table(records).set_index("rung")
     by_batch = {r["batch"]: r for r in records}

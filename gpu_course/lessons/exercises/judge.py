@@ -8,7 +8,8 @@ import math
 
 from ...analyse import alike, metrics, noise
 from ...show import findings
-from ...show.findings import DRIFT, Expect, Outcome, Page, Predict  # noqa: F401  (DRIFT: kept here too)
+from ...show.findings import (DRIFT, Expect, Outcome, Page,  # noqa: F401  (DRIFT: kept here too)
+                              Predict)
 from .base import MARK, Contradicted, NotYet
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/judge.md
