@@ -19,9 +19,8 @@ TURNS = ("Each check stops the host until {waits} while the host fetches the nex
 COST = {
     (noise.Kind.SLOWER, True): TURNS, (noise.Kind.SLOWER, False): TURNS,
     (noise.Kind.WITHIN_NOISE, True): PAGE.text("within_noise_gpu"),
-    (noise.Kind.WITHIN_NOISE, False): "no cost here. {cpu}",
-    (noise.Kind.FASTER, False): "no cost here. {cpu}",
-    (noise.Kind.FASTER, True): "no cost here. {cpu}"}
+    **dict.fromkeys([(noise.Kind.WITHIN_NOISE, False), (noise.Kind.FASTER, False),
+                     (noise.Kind.FASTER, True)], "no cost here. {cpu}")}
 CPU = PAGE.means("cpu", str)
 SYNC = ("{said} The guard's `if` needs the loss's value on the host: a sync, as .item() is, "
         "hidden in a condition{debug}. " + PAGE.text("cheaper"))
