@@ -26,8 +26,7 @@ RUNS = PAGE.text("runs")
 
 @exercise("12.1")
 def _verdict(runs, answer) -> str:
-    """Change one setting of the profiled run and predict the step timers' verdict on
-    it."""
+    """Change one setting of the profiled run; predict the step timers' verdict on it."""
     before, after = finished_runs(runs, 2, RUNS)[:2]
     changed = one_change(before, after, "'{b}' ran as '{a}' did: nothing was changed (a setting "
                          "the device cannot run, float16 on a CPU say, runs as before).")
