@@ -138,7 +138,7 @@ def test_a_knee_before_the_curve_stops_growing_fails(make_run):
 def test_a_knee_within_ten_percent_of_the_best_passes(make_run):
     result = check("02.1", sweep(make_run, (300, 600, 640)), 1)
     assert result.passed and "knee at 1 worker(s): against the best (2 workers), ×0.94" in result.message
-    assert "more workers can remove no more than that" in result.message
+    assert "More workers can remove no more than that." in result.message
 
 
 def test_a_later_knee_is_not_the_knee_and_names_the_earlier_one(make_run):

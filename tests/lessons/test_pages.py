@@ -7,6 +7,7 @@ from enum import StrEnum
 import pytest
 
 from gpu_course import lessons
+from gpu_course.lessons import exercises
 from gpu_course.show.findings import Outcome, Page, Where
 from gpu_course.show.findings.page import TEXT_DIR
 
@@ -76,12 +77,15 @@ def test_a_page_with_text_outside_a_section_or_a_section_twice_is_refused(tmp_pa
         page(tmp_path, text)
 
 
-def test_every_lesson_page_is_said_whole_by_its_module():
+@pytest.mark.parametrize("package, folder", [(lessons, TEXT_DIR),
+                                             (exercises, TEXT_DIR.parent / "exercises" / "text")],
+                         ids=["lessons", "exercises"])
+def test_every_page_is_said_whole_by_its_module(package, folder):
     """A section no declaration reads is text the course keeps and never says."""
-    pages = sorted(p.stem for p in TEXT_DIR.glob("*.md"))
+    pages = sorted(p.stem for p in folder.glob("*.md"))
     assert pages
     for name in pages:
-        module = importlib.import_module(f"gpu_course.lessons.{name}")
+        module = importlib.import_module(f"{package.__name__}.{name}")
         assert module.PAGE.unread() == [], name
-    modules = {m.name for m in pkgutil.iter_modules(lessons.__path__)}
+    modules = {m.name for m in pkgutil.iter_modules(package.__path__)}
     assert set(pages) <= modules

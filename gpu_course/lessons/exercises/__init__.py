@@ -21,7 +21,8 @@ in `Result.measured`: the same runs on a busier machine could say otherwise; one
 the exercise was done does not. No deep-learning framework here.
 
 base.py holds the registry and the solutions, judge.py what every check asks of the
-runs, exNN.py lesson NN's checks (importing one registers its exercises).
+runs, exNN.py lesson NN's checks (importing one registers its exercises); text/<module>.md
+each module's fixed sentences (`findings.Page`), its templates with {fields} kept in code.
 
     01.1  another worker count in the naive script: the data wait's share, predicted
     02.1  a sweep of worker counts: its knee, named

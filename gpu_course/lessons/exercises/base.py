@@ -50,15 +50,14 @@ class Result:
 
 @dataclass(frozen=True)
 class Exercise:
-    """One exercise: its id ("02.1": lesson 02, first exercise), what it asks, and the
-    check that reads the attendee's runs and answer, returning the pass sentence or
-    raising NotYet. shipped_first: as in the notebook, the exercise runs as shipped before
-    it is solved, because the check depends on that: the capstone grades against the run as
-    shipped; lesson 14's memory readings hold what the first run in a process allocates
-    once, so its measured run must not be the process's first."""
+    """One exercise: its id ("02.1": lesson 02, first exercise) and the check (its
+    docstring: what the exercise asks) that reads the attendee's runs and answer, returning
+    the pass sentence or raising NotYet. shipped_first: as in the notebook, the exercise
+    runs as shipped before it is solved, because the check depends on that: the capstone
+    grades against the run as shipped; lesson 14's memory readings hold what the first run
+    in a process allocates once, so its measured run must not be the process's first."""
 
     id: str
-    asks: str
     judge: Callable
     shipped_first: bool = False
 
@@ -70,10 +69,10 @@ class Exercise:
 EXERCISES: dict[str, Exercise] = {}
 
 
-def exercise(id: str, asks: str, shipped_first: bool = False):
+def exercise(id: str, shipped_first: bool = False):
     """Register the decorated function as exercise `id`'s check."""
     def register(judge):
-        EXERCISES[id] = Exercise(id, asks, judge, shipped_first)
+        EXERCISES[id] = Exercise(id, judge, shipped_first)
         return judge
     return register
 

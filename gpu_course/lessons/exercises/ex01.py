@@ -3,18 +3,20 @@ share it brings, predicted."""
 from __future__ import annotations
 
 from ...analyse import alike, metrics, noise
+from ...show.findings import Page
 from .base import exercise
 from .judge import finished_runs, only_change, wait_prediction
 
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex01.md
+RUNS = PAGE.text("runs")
 # waiting less where the workers and the model share a CPU's cores, and no faster
-SHARED_CORES = (": without a GPU the workers and the model share the CPU's cores, so waiting "
-                "less need not mean training faster")
+SHARED_CORES = " " + PAGE.text("shared_cores")
 
 
-@exercise("01.1", "Change the naive script's worker count and predict its data wait.")
+@exercise("01.1")
 def _naive_workers(runs, answer) -> str:
-    before, after = finished_runs(runs, 2, "the exercise compares two runs: the naive script and your "
-                          "change of it")[:2]
+    """Change the naive script's worker count and predict its data wait."""
+    before, after = finished_runs(runs, 2, RUNS)[:2]
     only_change(before, after, "num_workers")
     workers = alike.value(before, "num_workers"), alike.value(after, "num_workers")
     measured, said = wait_prediction(
@@ -23,5 +25,5 @@ def _naive_workers(runs, answer) -> str:
         "wait for it?")
     speed = noise.compare(before, after, varies=("num_workers",))
     shared = measured == "less" and not metrics.on_gpu(before) and speed.kind != noise.Kind.FASTER
-    return (f"{said} Samples/s, '{after.name}' against '{before.name}': {speed}"
-            f"{SHARED_CORES * shared}.")
+    return (f"{said} Samples/s, '{after.name}' against '{before.name}': {speed}."
+            + SHARED_CORES * shared)

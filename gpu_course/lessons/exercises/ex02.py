@@ -6,16 +6,18 @@ import numbers
 
 from ...analyse import alike, metrics, noise
 from ..l02_workers import KNEE
+from ...show.findings import Page
 from .base import Contradicted, NotYet, exercise
 from .judge import alike_but, finished_runs, reaching, speed_verdict, wait_words
 
-UNSURE = (" Other programs loaded the machine during some runs and not others: the sweep "
-          "cannot place the knee for sure; run it again on a quiet machine.")
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex02.md
+RUNS, UNSURE, WAITS = (PAGE.text(name) for name in ("runs", "unsure", "waits"))
 
 
-@exercise("02.1", "Sweep the worker count and name the knee: where samples/s stops growing.")
+@exercise("02.1")
 def _knee(runs, answer) -> str:
-    runs = finished_runs(runs, 3, "a knee needs a sweep of at least three worker counts")
+    """Sweep the worker count and name the knee: where samples/s stops growing."""
+    runs = finished_runs(runs, 3, RUNS)
     for run in runs[1:]:
         alike_but(runs[0], run, ("num_workers",), "num_workers")
     counts = [int(alike.value(r, "num_workers") or 0) for r in runs]
@@ -49,5 +51,5 @@ def _knee(runs, answer) -> str:
                            f"growing by {fewest}. Data wait by workers: {waits}.")
     said = (f"knee at {knee} worker(s): " + ("the fastest of the sweep." if knee == best_n else
             f"against the best ({best_n} workers), {judged[knee]}."))
-    unsure = UNSURE * any(v.kind == noise.Kind.UNLIKE for v in judged.values())
-    return f"{said}{unsure} Data wait by workers: {waits}: more workers can remove no more than that."
+    unsure = f" {UNSURE}" * any(v.kind == noise.Kind.UNLIKE for v in judged.values())
+    return f"{said}{unsure} Data wait by workers: {waits}. {WAITS}"

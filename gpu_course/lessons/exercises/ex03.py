@@ -2,23 +2,22 @@
 from __future__ import annotations
 
 from ...analyse import alike, metrics
-from ...show.findings import Note
+from ...show.findings import Note, Page
 from .base import NotYet, exercise
 from .judge import finished_runs, judge_prediction, only_change, speed_verdict
 
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex03.md
+RUNS = PAGE.text("runs")
 BACKEND = alike.Aspect.COMPILE_BACKEND
 # a backend that compiles nothing cannot test a prediction of what a graph does
-UNTESTED = (Note(lambda run: alike.value(run, BACKEND), ("aot_eager",),
-                 "the compile backend aot_eager traces the graph and runs the same operators, "
-                 "generating no kernel of its own, so what it changes is a little Python around "
-                 "each operator: less than a shared machine's noise between two runs. Compile "
-                 "with inductor (the lesson's backend at full size) to test it."),)
+UNTESTED = (Note(lambda run: alike.value(run, BACKEND), ("aot_eager",), PAGE.text("aot_eager")),)
+GRAPH = PAGE.text("graph")
 
 
-@exercise("03.1", "Turn a network the lesson did not into a graph and predict its samples/s.")
+@exercise("03.1")
 def _graph(runs, answer) -> str:
-    before, after = finished_runs(runs, 2, "the exercise compares two runs: the network as written and "
-                          "the same network as a graph")[:2]
+    """Turn a network the lesson did not into a graph and predict its samples/s."""
+    before, after = finished_runs(runs, 2, RUNS)[:2]
     only_change(before, after, "graph", also=(BACKEND,))
     if alike.value(before, "graph") != "eager":
         raise NotYet(f"'{before.name}' ran with graph={alike.shown(before, 'graph')}: the first "
@@ -28,6 +27,5 @@ def _graph(runs, answer) -> str:
     model = alike.value(before, "model")
     step = metrics.steadiness(before)["step_p50_s"]
     batch = int(before.config.get("batch_size") or 0)
-    return (f"{said} {model}'s median step as written: {1e3 * step:.3g} ms for {batch} images; "
-            f"a graph saves the Python work around each operator, which matters most where the "
-            f"operators themselves are short.")
+    return (f"{said} {model}'s median step as written: {1e3 * step:.3g} ms for {batch} "
+            f"images. {GRAPH}")

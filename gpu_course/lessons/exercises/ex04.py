@@ -4,30 +4,24 @@ from __future__ import annotations
 
 from ...analyse import alike, metrics, noise
 from ...env import cpu
-from ...show.findings import Note, Outcome, Where
+from ...show.findings import Note, Outcome, Page, Where
 from ..l04_precision import LESSON, SIXTEEN_BITS, asked
 from .base import NotYet, exercise
 from .judge import finished_runs, judge_prediction, only_change, speed_verdict
 
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex04.md
 # why a 16-bit type pays, or not, on the device the runs trained on (on a GPU: True)
 _TENSOR_CORES = LESSON.compares[-1].means[Outcome.EXPECTED][Where.GPU]
-WHY = {True: _TENSOR_CORES[:1].lower() + _TENSOR_CORES[1:] + " They pay where the step is the "
-             "GPU's arithmetic or memory traffic; a step held by the loader or by Python (a "
-             "small batch) gains little.",
-       False: "a CPU gains from 16 bits only where it has instructions for them (AVX512-BF16 "
-              "or AMX, from Intel's Cooper Lake and Sapphire Rapids) and the framework's "
-              "kernels use them; elsewhere the casts around each operator cost more than the "
-              "smaller numbers save: predict for the device, not for the precision."}
+WHY = {True: _TENSOR_CORES[:1].lower() + _TENSOR_CORES[1:] + " " + PAGE.text("gpu_pays"),
+       False: PAGE.text("cpu_pays")}
 # a 16-bit request this CPU refused (MXNet without AVX-512): what the runs can and cannot say
 NOT_HERE = ("{names} asked for {want}, which is not on this CPU, so it trained in float32 like "
-            "the first run (its record says so): two identical jobs, whose difference is only "
-            "this machine's noise.")
+            "the first run (its record says so). " + PAGE.text("identical"))
 ELSEWHERE = ("{said} These runs trained on {where}. {why}: no 16-bit type runs in MXNet here. "
-             "The PyTorch track's exercise 04.1 computes bfloat16 on this CPU (through float32 "
-             "conversions: predict accordingly); this one needs a GPU (float16) or a CPU with "
-             "AVX-512 (bfloat16).")
+             + PAGE.text("elsewhere"))
 MEASURED = ("{said}{ran_as} These runs trained on {where}: {why} Validation accuracy after the "
             "same epochs, {ran} against float32: {accuracy}.")
+RUNS, ASK = PAGE.text("runs"), PAGE.text("ask_sixteen_bits")
 
 
 def device_words(run) -> str:
@@ -37,9 +31,10 @@ def device_words(run) -> str:
     return f"a GPU ({gpu})" if metrics.on_gpu(run) else f"the CPU ({hw.get('cpu_model') or '?'}), no GPU"
 
 
-@exercise("04.1", "Train in 16 bits on this device, predict its samples/s, read its accuracy.")
+@exercise("04.1")
 def _lower_precision(runs, answer) -> str:
-    full, low = finished_runs(runs, 2, "the exercise compares two runs: float32 and a 16-bit type")[:2]
+    """Train in 16 bits on this device, predict its samples/s, read its accuracy."""
+    full, low = finished_runs(runs, 2, RUNS)[:2]
     if alike.value(full, "dtype") != "float32":
         raise NotYet(f"'{full.name}' ran {alike.value(full, 'dtype')}: the first run is float32, "
                      "the second the lower precision.")
@@ -48,9 +43,7 @@ def _lower_precision(runs, answer) -> str:
     refused = ran not in SIXTEEN_BITS and want in SIXTEEN_BITS
     if refused and not lacks_sixteen_bits(low):
         raise NotYet(f"'{low.name}' asked for {want} and ran {ran} on {where}: "
-                     f"{metrics.ran_as(low)['dtype'][2]} Nothing below float32 was measured: ask "
-                     "for the 16-bit type this device computes in (MXNet: float16 on a GPU, "
-                     "bfloat16 on a CPU; PyTorch: either on a GPU, bfloat16 on a CPU).")
+                     f"{metrics.ran_as(low)['dtype'][2]} {ASK}")
     if not refused:   # where the CPU refused it, both ran float32: two identical jobs
         only_change(full, low, "dtype")
     untested = (Note(lambda run: run is low and refused, (True,), NOT_HERE.replace("{want}", want)),)

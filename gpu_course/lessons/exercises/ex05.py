@@ -2,23 +2,20 @@
 from __future__ import annotations
 
 from ...analyse import alike, metrics, noise
-from ...show.findings import Note
+from ...show.findings import Note, Page
 from .base import NotYet, exercise
 from .judge import finished_runs, judge_prediction, only_change, speed_verdict
 
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex05.md
 # a CPU cannot test what a larger batch does to a GPU's samples/s
-UNTESTED = (Note(metrics.on_gpu, (False,),
-                 "{names} trained on a CPU, which a larger batch does not fill as it fills a "
-                 "GPU: there the speed moves with caches and the threads' scheduling (Gluon's "
-                 "pair of batches 32 and 64 measured x0.78 to x1.71 over nine repeats on the "
-                 "course's 2-core CPU), so a CPU cannot test what lesson 05 is about. On a GPU "
-                 "it can."),)
+UNTESTED = (Note(metrics.on_gpu, (False,), "{names} trained on a CPU. " + PAGE.text("cpu_batch")),)
+RUNS, SCALED_RATE = PAGE.text("runs"), PAGE.text("scaled_rate")
 
 
-@exercise("05.1", "Train a larger batch, predict its samples/s, and read what it cost in accuracy.")
+@exercise("05.1")
 def _larger_batch(runs, answer) -> str:
-    small, large = finished_runs(runs, 2, "the exercise compares two runs: the lesson's smallest batch "
-                         "and your larger one")[:2]
+    """Train a larger batch, predict its samples/s, and read what it cost in accuracy."""
+    small, large = finished_runs(runs, 2, RUNS)[:2]
     only_change(small, large, "batch_size")
     if int(alike.value(large, "batch_size")) < int(alike.value(small, "batch_size")):
         raise NotYet(f"'{large.name}' has the smaller batch: the exercise asks for a larger one "
@@ -29,5 +26,4 @@ def _larger_batch(runs, answer) -> str:
     steps = metrics.steady_steps(small), metrics.steady_steps(large)
     return (f"{said} Validation accuracy after the same epochs, the larger batch against the "
             f"smaller: {accuracy}. The larger batch took {steps[1]} steady steps where the smaller "
-            f"took {steps[0]}: fewer updates at the same learning rate, which is why lesson 05 "
-            "scales the rate with the batch and warms it up.")
+            f"took {steps[0]}: fewer updates at the same learning rate. {SCALED_RATE}")

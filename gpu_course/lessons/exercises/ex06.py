@@ -5,18 +5,19 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analyse import alike, metrics, noise
+from ...show.findings import Page
 from .base import NotYet, exercise
 from .judge import alike_but, finished_runs
 
-AT_CHANCE = (" But the target is within noise of chance: the race is untested at this size; "
-             "train more epochs (gc.sizes(\"06\", epochs=...)) for one that tells.")
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex06.md
+AT_CHANCE, RUNS = " " + PAGE.text("at_chance"), PAGE.text("runs")
 
 
-@exercise("06.1", "Race schedules: which first reaches the accuracy the constant rate ends with?")
+@exercise("06.1")
 def _race(runs, answer) -> str:
+    """Race schedules: which first reaches the accuracy the constant rate ends with?"""
     from ..l06_schedules import CONSTANT, SCHEDULE_FIELDS
-    runs = finished_runs(runs, 2, "a race needs the constant rate (lr_scheduler='none') and at least "
-                 "one schedule")
+    runs = finished_runs(runs, 2, RUNS)
     schedule = {r: alike.value(r, "lr_scheduler") for r in runs}
     constant = next((r for r in runs if schedule[r] == CONSTANT), None)
     if constant is None:

@@ -2,34 +2,30 @@
 from __future__ import annotations
 
 from ...analyse import alike, metrics
-from ...show.findings import Note
+from ...show.findings import Note, Page
 from ..l07_devices import devices
 from .base import MARK, NotYet, exercise
-from .judge import finished_runs, judge_prediction, only_change, speed_verdict
+from .judge import QUIET, finished_runs, judge_prediction, only_change, speed_verdict
+
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex07.md
 
 SPLIT = ("batch_size", "kvstore", alike.Aspect.THREADS)   # what splitting a batch may change besides the devices
 # CPU devices that other programs' load held up cannot test a prediction of the split
 UNTESTED = (Note(lambda run: not metrics.on_gpu(run) and metrics.machine_load(run)["shared"],
-                 (True,), "other programs shared the cores while {names} ran (by the records), "
-                 "and devices that meet every step to add up gradients wait for the slowest of "
-                 "them: the split measured those programs too. Run it again while nothing else "
-                 "runs to test it."),)
+                 (True,), "other programs shared the cores while {names} ran (by the records). "
+                 + PAGE.text("shared_split") + " " + QUIET),)
 # what the devices were, and what a speed-up then means
-DEVICES = {
-    True: "On GPUs a device's share of the step shrinks while the gradient exchange (every "
-          "weight, every step) and the per-step launches stay: splitting pays while each share "
-          "still keeps its GPU busy (lesson 05: the larger the batch, the busier).",
-    False: "These devices were CPU {unit} sharing the same {cores} cores{threads}: a speed-up "
-           "here is more of those cores put to work at once, a slow-down the exchange's cost, "
-           "never another device's arithmetic. Run it on a machine with two or more GPUs to "
-           "measure scaling."}
+DEVICES = {True: PAGE.text("gpus"),
+           False: "These devices were CPU {unit} sharing the same {cores} cores{threads}: "
+                  + PAGE.text("cpus")}
+RUNS = PAGE.text("runs")
 UNITS = {"pytorch": "processes"}   # a Gluon device on a CPU is a context
 
 
-@exercise("07.1", "Split the same batch over more devices and predict its samples/s.")
+@exercise("07.1")
 def _split_batch(runs, answer) -> str:
-    one, many = finished_runs(runs, 2, "the exercise compares two runs: fewer devices, then more, "
-                              "with the same batch a step")[:2]
+    """Split the same batch over more devices and predict its samples/s."""
+    one, many = finished_runs(runs, 2, RUNS)[:2]
     k1, k2 = devices(one), devices(many)
     if k2 <= k1:
         raise NotYet(f"'{one.name}' trained on {k1} device(s) and '{many.name}' on {k2}: the "

@@ -5,10 +5,11 @@ from __future__ import annotations
 from ...analyse import alike, metrics, noise
 from ...ladder import RUNG_SETTINGS, RungName, rungs
 from ..l08_summary import latest_ladder
-from ...show.findings import Expect, Outcome, outcome
+from ...show.findings import Expect, Outcome, Page, outcome
 from .base import MARK, NotYet, exercise
 from .judge import finished_runs, judge_prediction, speed_verdict
 
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex08.md
 # not rungs an exercise takes out: the thread count follows the load; the others are lines
 APART = (RungName.NAIVE, RungName.THREADS, RungName.LONGER, RungName.ALL_GPUS)
 
@@ -18,17 +19,11 @@ APART = (RungName.NAIVE, RungName.THREADS, RungName.LONGER, RungName.ALL_GPUS)
 # runs give no verdict on the rung)
 UNDONE = {noise.Kind.FASTER: Expect.SLOWER, noise.Kind.SLOWER: Expect.FASTER,
           noise.Kind.WITHIN_NOISE: Expect.SAME}
-WORTH = {
-    None: "The ladder's own runs cannot rule on the rung; your two can: trust their verdict "
-          "over the table's row.",
-    Outcome.CANNOT_JUDGE: "Your two runs cannot rule on it yet: the table's row stands untested.",
-    (Expect.SAME, Outcome.EXPECTED): "Neither in its place nor on top of the ladder did it "
-                                     "change samples/s beyond noise on this machine.",
-    Outcome.EXPECTED: "It is worth on top of the ladder what it was worth in its place: what it "
-                      "removes still holds the step with every other fix on.",
-    **dict.fromkeys((Outcome.NONE, Outcome.OPPOSITE), "Its worth changed with the rungs around "
-                    "it: a fix pays only while what it removes holds the step (the anatomy "
-                    "table says what holds each rung).")}
+WORTH = {None: PAGE.text("ladder_cannot_rule"), Outcome.CANNOT_JUDGE: PAGE.text("runs_cannot_rule"),
+         (Expect.SAME, Outcome.EXPECTED): PAGE.text("same_in_both"),
+         Outcome.EXPECTED: PAGE.text("worth_kept"),
+         **dict.fromkeys((Outcome.NONE, Outcome.OPPOSITE), PAGE.text("worth_changed"))}
+ONE_RUNG, A_RUNG_IT_HAS, RUNS = (PAGE.text(n) for n in ("one_rung", "a_rung_it_has", "runs"))
 
 
 def rung_settings(engine: str, gpu: bool) -> dict:
@@ -55,16 +50,14 @@ def taken_out(top, mine, diff: dict) -> tuple[RungName, frozenset]:
     if not found:
         each = "; ".join(f"{name}: {', '.join(sorted(before))}" for name, before in ladder.items())
         raise NotYet(f"'{mine.name}' differs from '{top.name}' in "
-                     f"{alike.words(diff, top.name, mine.name)}: not one rung's settings. Take "
-                     f"one rung out: set back the settings it changed, and nothing else. The "
-                     f"{engine} ladder's rungs and their settings: {each}.")
+                     f"{alike.words(diff, top.name, mine.name)}: not one rung's settings. "
+                     f"{ONE_RUNG} The {engine} ladder's rungs and their settings: {each}.")
     on = [name for name in found
           if all(alike.value(top, k) != v for k, v in ladder[name].items())]
     if not on:
         raise NotYet(f"'{top.name}' does not have the '{found[-1]}' rung on ("
                      + ", ".join(f"{k} is {alike.value(top, k)!r}" for k in sorted(keys))
-                     + f", as before that rung): nothing of it to take out. Take out a rung the "
-                     "top rung has: a column of the ladder's table where it differs from 'naive'.")
+                     + f", as before that rung): nothing of it to take out. {A_RUNG_IT_HAS}")
     return on[-1], frozenset(ladder[on[-1]])
 
 
@@ -86,10 +79,10 @@ def beside_ladder(top, rung: RungName, verdict: noise.Verdict) -> str:
     return f"{said} " + (WORTH.get((undone, found)) or WORTH[found])
 
 
-@exercise("08.1", "Take one rung out of the ladder's top rung and predict its samples/s.")
+@exercise("08.1")
 def _one_rung_out(runs, answer) -> str:
-    top, mine = finished_runs(runs, 2, "the exercise compares two runs: the ladder's top rung "
-                              "and the same with one rung taken out")[:2]
+    """Take one rung out of the ladder's top rung and predict its samples/s."""
+    top, mine = finished_runs(runs, 2, RUNS)[:2]
     diff = alike.differences(top, mine)
     diff.pop(alike.Aspect.LOAD, None)
     diff.pop(alike.Aspect.COMPILE_BACKEND, None)   # compiled or not: the graph setting says so

@@ -2,20 +2,22 @@
 from __future__ import annotations
 
 from ...analyse import alike, metrics, noise
+from ...show.findings import Page
 from .base import NotYet, exercise
 from .judge import finished_runs, only_change, wait_prediction
 
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex09.md
 LOOSE = "loose"   # JPEGs opened, decoded and resized per sample: the ladder's first rung
 # less waiting and no faster: what now sets the pace, on a GPU and on a CPU
-PACE = {True: ": less waiting and no faster, so the model now sets the pace",
-        False: ": less waiting and no faster, so the model now sets the pace, and on a CPU it "
-               "shares the cores with the loader"}
+PACE = {True: ": " + PAGE.text("pace"),
+        False: ": " + PAGE.text("pace") + ", and on a CPU it shares the cores with the loader"}
+RUNS = PAGE.text("runs")
 
 
-@exercise("09.1", "Read the photos in another format than loose JPEGs and predict the data wait.")
+@exercise("09.1")
 def _data_format(runs, answer) -> str:
-    loose, other = finished_runs(runs, 2, "the exercise compares two runs: loose JPEGs and another "
-                                 "data format")[:2]
+    """Read the photos in another format than loose JPEGs and predict the data wait."""
+    loose, other = finished_runs(runs, 2, RUNS)[:2]
     only_change(loose, other, "data_format")
     formats = alike.value(loose, "data_format"), alike.value(other, "data_format")
     if formats[0] != LOOSE:

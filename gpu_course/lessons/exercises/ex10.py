@@ -6,9 +6,11 @@ import math
 
 from ...analyse import alike, diagnose, metrics, noise
 from ...show import findings
-from ...show.findings import Outcome, Predict
+from ...show.findings import Outcome, Page, Predict
 from .base import Contradicted, NotYet, exercise
-from .judge import expects, finished_runs, one_change, said, wait_blocks, wait_words
+from .judge import NOT_SHOWN, expects, finished_runs, one_change, said, wait_blocks, wait_words
+
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex10.md
 
 MOCKS = {"loader": "compute ceiling (mock='loader')", "trainer": "input ceiling (mock='trainer')"}
 INPUT_BOUND, COMPUTE_BOUND, _ = diagnose.VERDICTS
@@ -16,10 +18,12 @@ HELD_BY = {"trainer": INPUT_BOUND, "loader": COMPUTE_BOUND}   # a run at that ce
 DIAGNOSE = Predict("verdict", dict.fromkeys(diagnose.VERDICTS), "what diagnose will call '{b}'", {
     Outcome.EXPECTED: "as you predicted, {calls}: {numbers}.",
     Outcome.NONE: "you predicted {answer}; {calls}, but the runs' noise cannot rule {answer} out: "
-                  "{numbers}. Not contradicted, not shown: more images (exercise_size) would tell.",
+                  "{numbers}. " + NOT_SHOWN,
     Outcome.OPPOSITE: "you predicted {answer}, but {calls}: {numbers}. What does your change "
                       "({change}) cost each sample, in the loader or in the model? "
-                      "print(gc.diagnose.explain(run)) gives every line of evidence."})
+                      + PAGE.text("explain")})
+RUNS, TRAIN_CEILING, MORE_STEPS, NO_GPU = (
+    PAGE.text(n) for n in ("runs", "train_ceiling", "more_steps", "no_gpu"))
 
 
 def _mock(run) -> str:
@@ -52,10 +56,10 @@ def held_at(n: dict, run, ceilings):
     return (HELD_BY[_mock(above[0])], above[0], against) if held else None
 
 
-@exercise("10.1", "Make the loader the bottleneck on purpose, and predict diagnose's verdict.")
+@exercise("10.1")
 def _bottleneck(runs, answer) -> str:
-    runs = finished_runs(runs, 4, "the exercise needs four: the job as it is, your change of it, "
-                         "and your job's two ceilings (mock='trainer', mock='loader')")
+    """Make the loader the bottleneck on purpose, and predict diagnose's verdict."""
+    runs = finished_runs(runs, 4, RUNS)
     jobs = [r for r in runs if _mock(r) == "none"]
     if len(jobs) != 2:
         raise NotYet(f"{len(jobs)} run(s) without a mock among {len(runs)}: the exercise needs "
@@ -65,9 +69,8 @@ def _bottleneck(runs, answer) -> str:
     compute, feed = diagnose.find_ceilings(mine, runs)
     missing = [MOCKS[m] for m, c in (("loader", compute), ("trainer", feed)) if c is None]
     if missing:
-        raise NotYet(f"'{mine.name}' has no {' and no '.join(missing)} among the runs: train "
-                     "your job again with that flag alone changed (the ceilings share every "
-                     "other setting), then run the check.")
+        raise NotYet(f"'{mine.name}' has no {' and no '.join(missing)} among the runs: "
+                     + TRAIN_CEILING)
     expects(DIAGNOSE, answer, b=mine.name)
     d = diagnose.diagnose(mine, compute_ceiling=compute, input_ceiling=feed, search=False)
     n = d.numbers
@@ -80,8 +83,7 @@ def _bottleneck(runs, answer) -> str:
                            + (f"Other programs shared the machine while "
                               f"{', '.join(map(repr, shared))} ran: run the exercise again "
                               "when it is quiet, or " if shared else "")
-                           + "give the runs more steps: gc.sizes(\"10\", exercise_size=...), "
-                           "then run the exercise again.")
+                           + MORE_STEPS)
     verdict, ceiling, against = held or (d.verdict, None, None)
     rung = diagnose.next_rung(verdict, dict(mine.config), n)[0] if held else d.next_rung
     numbers = (f"data wait {wait_words(mine)} of the steady step time (the loader is the limit "
@@ -97,5 +99,4 @@ def _bottleneck(runs, answer) -> str:
                 answer=answer, calls=calls, numbers=numbers, change=change)
     return (f"{text} Your change, {change}, took the data wait from {wait_words(base)} to "
             f"{wait_words(mine)}; the next rung diagnose names: {rung}"
-            + (" (no GPU: the loader and the model share the CPU's cores)"
-               if not metrics.on_gpu(mine) else "") + ".")
+            + (f" ({NO_GPU})" if not metrics.on_gpu(mine) else "") + ".")

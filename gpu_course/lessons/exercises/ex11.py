@@ -6,10 +6,12 @@ import math
 
 from ...analyse import metrics, noise
 from ...show import findings
-from ...show.findings import Outcome, Predict
+from ...show.findings import Outcome, Page, Predict
 from ..l11_environment import BENCH, BUSY_LOAD, MIN_PASSES, label
 from .base import MARK, NotYet, exercise
-from .judge import MEASURED, SPEED, expects, said
+from .judge import MEASURED, QUIET, SPEED, expects, said
+
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex11.md
 
 # what the two benchmarks share: threads alone change
 SAME_BENCH = {"onednn": lambda b: b.get("onednn"), "batch": lambda b: b.get("batch"),
@@ -18,16 +20,11 @@ SAME_BENCH = {"onednn": lambda b: b.get("onednn"), "batch": lambda b: b.get("bat
 PASSES = Predict("prediction", SPEED.answers, "what you expect of '{b}' against '{a}' in images/s", {
     Outcome.EXPECTED: "as you predicted ({answer}): {pair} is {verdict}.",
     Outcome.NONE: "you predicted {answer}; {pair} is {verdict}: the passes cannot tell {answer} "
-                  "from the same speed. Not contradicted, not shown: more passes (bench steps) "
-                  "would tell.",
+                  "from the same speed. " + PAGE.text("not_shown"),
     Outcome.CANNOT_JUDGE: "your prediction, {answer}, is untested: {pair} is {verdict}, but "
-                          "{crowded}: other programs took turns with the passes, and a pool with "
-                          "a thread per core waits for any thread they hold up. Run the exercise "
-                          "again while nothing else runs.",
+                          "{crowded}: " + PAGE.text("crowded") + " " + QUIET,
     Outcome.OPPOSITE: "you predicted {answer}, but {pair} is {verdict}: {measured}, beyond the "
-                      "passes' spread. How many cores can the threads run on at once, and what "
-                      "does an OpenMP region wait for before it ends? Then write the prediction "
-                      "the passes support."})
+                      "passes' spread. " + PAGE.text("opposite")})
 # what the thread count did, in lesson 11's words where it has them: by (more threads than
 # cores, the verdict's kind, other programs crowding the machine), the most specific key first
 MORE, FEWER = (BENCH.compares[n].means for n in (2, 1))
@@ -35,18 +32,19 @@ WHY = {
     (True, noise.Kind.SLOWER): "{threads} threads take turns on {cores} cores, and an OpenMP "
         "region ends only when its slowest thread does. " + MORE[Outcome.EXPECTED],
     (True, noise.Kind.FASTER, True): MORE[Outcome.OPPOSITE],
-    True: "{threads} threads on {cores} cores cost nothing beyond the passes' spread here "
-          "(lesson 11's pinned row is the same crowding on one core).",
+    True: "{threads} threads on {cores} cores cost nothing beyond the passes' spread here. "
+          + PAGE.text("pinned"),
     (False, noise.Kind.SLOWER): "{threads} thread(s) leave {idle} of the {cores} cores idle in "
                                 "each operator.",
     (False, noise.Kind.FASTER): FEWER[Outcome.OPPOSITE],
-    False: "{threads} thread(s) did as well as {cores} within the passes' spread: at this batch "
-           "the operators gain little from more cores."}
+    False: "{threads} thread(s) did as well as {cores} within the passes' spread: "
+           + PAGE.text("few_cores")}
 
 
-@exercise("11.1", "Give the forward pass another thread count than the usable cores and "
-                  "predict its images/s.")
+@exercise("11.1")
 def _threads(records, answer) -> str:
+    """Give the forward pass another thread count than the usable cores and predict its
+    images/s."""
     base, mine = _benches(records)
     if base["threads"] == mine["threads"]:
         raise NotYet(f"both benchmarks ran {base['threads']} threads: nothing was changed. Set "

@@ -4,35 +4,30 @@ from __future__ import annotations
 
 from ...analyse import alike, diagnose, metrics
 from ...show import findings
-from ...show.findings import Outcome, Predict
+from ...show.findings import Outcome, Page, Predict
 from ..l12_profilers import CEILINGS, NOT_INPUT_BOUND
 from .base import exercise
 from .judge import enough_waits, expects, finished_runs, one_change, said, wait_words
 
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex12.md
 INPUT_BOUND = CEILINGS["trainer"][1]
 VERDICTS = (INPUT_BOUND, NOT_INPUT_BOUND)
 TIMERS = Predict("verdict", dict.fromkeys(VERDICTS), "what the step timers will say of '{b}'", {
     Outcome.EXPECTED: "as you predicted, {ANSWER}: {shares}.",
     Outcome.NONE: "you predicted {answer}; the runs' blocks of steps lie on both sides of the "
-                  "line: {shares}. Not contradicted, not shown: more images (train_size) would "
-                  "tell.",
+                  "line: {shares}. " + PAGE.text("not_shown"),
     Outcome.OPPOSITE: "you predicted {answer}; the step timers say {CALL}, every block of steps on "
-                      "that side of the line: {shares}. Where does the loading run after your "
-                      "change, and how long does the model's part of the step take to hide it? "
-                      "Then write the verdict the runs support."})
+                      "that side of the line: {shares}. " + PAGE.text("opposite")})
 MOVED = {True: " The change ({what}) left the verdict {mine}.",
          False: " The change ({what}) moved the verdict from {theirs} to {mine}."}
-PROFILER = {"pytorch": " torch.profiler's trace says it of its few profiled steps (the 'data "
-                       "wait' annotation); the timers say it of every step of the run.",
-            "gluon": " The timers say it of every step of the run, where MXNet's pip build has "
-                     "no profiler to ask."}
+PROFILER = PAGE.means("profiler", str)
+RUNS = PAGE.text("runs")
 
 
-@exercise("12.1", "Change one setting of the profiled run and predict the step timers' verdict "
-                  "on it.")
+@exercise("12.1")
 def _verdict(runs, answer) -> str:
-    before, after = finished_runs(runs, 2, "the exercise compares two runs: the run as profiled "
-                                  "and your change of it")[:2]
+    """Change one setting of the profiled run; predict the step timers' verdict on it."""
+    before, after = finished_runs(runs, 2, RUNS)[:2]
     changed = one_change(before, after, "'{b}' ran as '{a}' did: nothing was changed (a setting "
                          "the device cannot run, float16 on a CPU say, runs as before).")
     theirs, mine = enough_waits(before, after, "12", "train_size")
@@ -46,7 +41,7 @@ def _verdict(runs, answer) -> str:
                 CALL=str(call).upper(), shares=shares)
     moved = MOVED[was == call].format(what=alike.words(changed, before.name, after.name),
                                       theirs=was, mine=call) if None not in (was, call) else ""
-    return text + moved + PROFILER.get(metrics.engine(after), PROFILER["gluon"])
+    return f"{text}{moved} " + PROFILER.get(metrics.engine(after), PROFILER["gluon"])
 
 
 def _ruled(blocks: list[float], bar: float) -> str | None:

@@ -5,40 +5,34 @@ from __future__ import annotations
 import statistics
 
 from ...analyse import metrics, noise
+from ...show.findings import Page
 from ..l13_sync_points import GUARD
 from .base import MARK, NotYet, exercise
 from .judge import alike_but, finished_runs, judge_prediction
 
-CALL = {"pytorch": "the `if` on torch.isfinite(loss)", "gluon": "the `if` on an NDArray"}
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex13.md
 # why a host that reads a device value every step paid what it paid: by the verdict's kind
 # and whether a GPU ran it (the CPU's words by track)
-WAITS = {("gluon", False): "MXNet's engine threads have finished the step, and they then wait"}
+WAITS = PAGE.means("waits", str)   # what the host waits for: the device, or MXNet's engine
 TURNS = ("Each check stops the host until {waits} while the host fetches the next batch and "
          "issues its work: the two take turns instead of overlapping.")
 COST = {
     (noise.Kind.SLOWER, True): TURNS, (noise.Kind.SLOWER, False): TURNS,
-    (noise.Kind.WITHIN_NOISE, True): "no cost beyond noise here. The device finished each step "
-        "before the host had issued the next one (launch- or input-bound), so waiting for it "
-        "cost nothing; with more work per step (a larger batch) the checks cost.",
-    (noise.Kind.WITHIN_NOISE, False): "no cost here. {cpu}",
-    (noise.Kind.FASTER, False): "no cost here. {cpu}",
-    (noise.Kind.FASTER, True): "no cost here. {cpu}"}
-CPU = {"gluon": "On a CPU the host and MXNet's engine share the same cores: while the host "
-                "waits, the engine's threads have them to themselves, so there is little "
-                "overlap to lose.",
-       "pytorch": "On a CPU PyTorch has finished the step when the call returns, so {call} has "
-                  "nothing to wait for."}
+    (noise.Kind.WITHIN_NOISE, True): PAGE.text("within_noise_gpu"),
+    **dict.fromkeys([(noise.Kind.WITHIN_NOISE, False), (noise.Kind.FASTER, False),
+                     (noise.Kind.FASTER, True)], "no cost here. {cpu}")}
+CPU = PAGE.means("cpu", str)
 SYNC = ("{said} The guard's `if` needs the loss's value on the host: a sync, as .item() is, "
-        "hidden in a condition{debug}. Checking every hundredth step, or keeping the check on "
-        "the device and reading it once an epoch, costs next to nothing.")
-DEBUG = {"pytorch": " (torch.cuda.set_sync_debug_mode('warn') names its line on a GPU)"}
+        "hidden in a condition{debug}. " + PAGE.text("cheaper"))
+DEBUG = PAGE.means("debug", str)
+RUNS = PAGE.text("runs")
 
 
-@exercise("13.1", "Guard every step against a loss that is not finite, and predict what the "
-                  "guard costs in samples/s.")
+@exercise("13.1")
 def _guard(runs, answer) -> str:
-    runs = finished_runs(runs, 2, "the exercise compares two runs: the loop without the guard "
-                         "and with it")
+    """Guard every step against a loss that is not finite, and predict what the guard
+    costs in samples/s."""
+    runs = finished_runs(runs, 2, RUNS)
     unnoted = [r.name for r in runs if (r.meta.get("notes") or {}).get(GUARD) is None]
     if unnoted:
         raise NotYet(f"'{unnoted[0]}' does not say whether its loop guarded the loss "
@@ -59,15 +53,15 @@ def _guard(runs, answer) -> str:
     said = judge_prediction(answer, verdict, plain[0], guarded[0])
     why = cost_words(verdict.kind, metrics.engine(plain[0]), metrics.on_gpu(plain[0]))
     said += f" {why[:1].upper()}{why[1:]}" * bool(why)
-    return SYNC.format(said=said, debug=DEBUG.get(metrics.engine(plain[0]), ""))
+    debug = DEBUG.get(metrics.engine(plain[0]))
+    return SYNC.format(said=said, debug=f" ({debug})" if debug else "")
 
 
 def cost_words(kind: noise.Kind, track: str, gpu: bool) -> str:
     """Why checking the loss on the host every step cost what the noise verdict `kind`
     says; "" for a verdict that says nothing (too few steps, unlike runs)."""
-    waits = WAITS.get((track, gpu), "the device has finished the step, and it then waits")
-    return COST.get((kind, gpu), "").format(
-        waits=waits, cpu=CPU.get(track, CPU["pytorch"]).format(call=CALL.get(track, "the `if`")))
+    waits = WAITS["engine" if (track, gpu) == ("gluon", False) else "device"]
+    return COST.get((kind, gpu), "").format(waits=waits, cpu=CPU.get(track, CPU["pytorch"]))
 
 
 def pooled_verdict(a: list, b: list) -> noise.Verdict:

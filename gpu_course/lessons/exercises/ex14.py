@@ -6,21 +6,24 @@ import math
 import numbers
 
 from ...analyse.memory import memory_of
+from ...show.findings import Page
 from .base import MARK, NotYet, exercise
 from .judge import finished_runs, only_change
 
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex14.md
+RUNS, AS_SHIPPED, WHAT_GROWS = (PAGE.text(n) for n in ("runs", "as_shipped", "what_grows"))
 TOLERANCE = 0.1   # a prediction this close to the measured peak (or its spread) passes
 
 
-@exercise("14.1", "Predict the peak memory of a batch size you have not measured, from one you have.",
-          shipped_first=True)   # the first run in a fresh process also pays its one-time allocations
+# shipped first: the first run in a fresh process also pays its one-time allocations
+@exercise("14.1", shipped_first=True)
 def _predict_peak(runs, answer) -> str:
-    first, mine = finished_runs(runs, 2, "the exercise compares two runs: the batch measured "
-                                "first and yours")[:2]
+    """Predict the peak memory of a batch size you have not measured, from one you have."""
+    first, mine = finished_runs(runs, 2, RUNS)[:2]
     try:
         a, b = memory_of(first), memory_of(mine)
     except ValueError as err:
-        raise NotYet(f"{err}. Run the exercise cell as shipped: gc.memory_run measures it.") from None
+        raise NotYet(f"{err}. {AS_SHIPPED}") from None
     if a.batch == b.batch:
         raise NotYet(f"'{mine.name}' measured the same batch as the first run ({a.batch} images): "
                      f"nothing to predict. Choose another batch size at the line marked {MARK}.")
@@ -42,6 +45,5 @@ def _predict_peak(runs, answer) -> str:
                      f"that stays when the batch is {b.batch} images, and which grows with it?")
     return (f"as you predicted: '{mine.name}' peaked at {peak:.3g} MiB, your {answer:.3g} MiB "
             f"is {off:+.1%} off (within {TOLERANCE:.0%}). {first_words}; at batch {b.batch}, "
-            f"{b.activations_mib:.3g} MiB of activations, {b.per_image_mib:.3g} MiB an image: "
-            "the activations grow with the batch, the parameters, their gradients and the "
-            "optimizer's state do not.")
+            f"{b.activations_mib:.3g} MiB of activations, {b.per_image_mib:.3g} MiB an image. "
+            + WHAT_GROWS)

@@ -6,20 +6,25 @@ import numbers
 
 from ...analyse import inference, noise
 from ..l02_workers import KNEE
+from ...show.findings import Page
 from .base import MARK, Contradicted, NotYet, exercise
 from .judge import reaching
 
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex15.md
+
 # what else a knee that passed says, where it holds ({knee}, {best}, {fewest}, {first}, ...)
 AFTER = (("lower", " Batch {fewest} comes as close to the best: the knee may lie lower."),
-         ("flat", " Images/s never grew with the batch here: batch {best} served the most, so "
-                  "batching costs latency and buys nothing on this machine."),
+         ("flat", " Images/s never grew with the batch here: batch {best} served the most. "
+                  + PAGE.text("flat")),
          ("waits", " The price: a request served in a batch of {knee} waits {wait:,.2f} ms for "
                    "its pass, against {first_wait:,.2f} ms at batch {first}."))
+GUESS, MORE_IMAGES = PAGE.text("guess"), PAGE.text("more_images")
 
 
-@exercise("15.1", "Sweep the batch of one served network and name where images/s stops "
-                  "growing; read what a request then waits.")
+@exercise("15.1")
 def _knee(records, answer) -> str:
+    """Sweep the batch of one served network and name where images/s stops growing; read
+    what a request then waits."""
     records = _sweep(records)
     frame = inference.table(records).set_index("rung")
     by_batch = {r["batch"]: r for r in records}
@@ -30,7 +35,7 @@ def _knee(records, answer) -> str:
             or int(answer) not in by_batch:
         raise NotYet(f"knee={answer!r}: name one of the batches the sweep served ({tried}): the "
                      f"smallest whose images/s is within {1 - KNEE:.0%} of the best, or within "
-                     "its noise. Write your guess before you run, then read the table.")
+                     f"its noise. {GUESS}")
     best = max(by_batch, key=rate.get)
     judged = {b: noise.compare_samples(inference.block_rates(by_batch[best]),
                                        inference.block_rates(r), f"{inference.BLOCKS} blocks of passes each",
@@ -69,6 +74,6 @@ def _sweep(records) -> list[dict]:
                      "change the batch alone.")
     few = [r["batch"] for r in records if len(r["pass_s"]) < inference.MIN_PASSES]
     if few:
-        raise NotYet(f"batch {few[0]} was timed for fewer than {inference.MIN_PASSES} passes: too few to "
-                     "judge; give the sweep more images (gc.sizes(\"15\", images=...)).")
+        raise NotYet(f"batch {few[0]} was timed for fewer than {inference.MIN_PASSES} passes: "
+                     f"too few to judge. {MORE_IMAGES}")
     return records

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from ...analyse import alike, grading
 from ...measure.records import load_runs
+from ...show.findings import Page
 from .. import l16_capstone as capstone
 from .base import MARK, Contradicted, NotYet, exercise
 from .judge import finished_runs
 
+PAGE = Page.of(__name__)   # the fixed sentences: text/ex16.md
+RUNS, SAME_JOB = PAGE.text("runs"), PAGE.text("same_job")
 
-@exercise("16.1", "Make a job you have not seen steady: diagnose, a target, and time to accuracy.",
-          shipped_first=True)
+
+@exercise("16.1", shipped_first=True)
 def _steady(runs, answer) -> str:
-    mine = finished_runs(runs, 1, "the capstone grades your final run of the job")[-1]
+    """Make a job you have not seen steady: diagnose, a target, and time to accuracy."""
+    mine = finished_runs(runs, 1, RUNS)[-1]
     mock = alike.value(mine, "mock") or "none"
     if mock != "none":
         raise NotYet(f"'{mine.name}' is a ceiling (mock={mock}), not "
@@ -50,6 +54,6 @@ def _no_given(mine) -> str:
         other = given[-1]
         return (f"{head}; '{other.name}' ran as given but is another job: "
                 f"{alike.words(capstone.job_differences(other, mine), other.name, mine.name)}. "
-                "The capstone keeps its network, its data and the machine; change how it trains.")
+                + SAME_JOB)
     return (f"{head}. Run the exercise cell as shipped once (the lines marked {MARK} as they "
             "were), then your changes.")

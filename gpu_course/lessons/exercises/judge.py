@@ -8,8 +8,11 @@ import math
 
 from ...analyse import alike, metrics, noise
 from ...show import findings
-from ...show.findings import DRIFT, Expect, Outcome, Predict  # noqa: F401  (DRIFT: kept here too)
+from ...show.findings import (DRIFT, Expect, Outcome, Page,  # noqa: F401  (DRIFT: kept here too)
+                              Predict)
 from .base import MARK, Contradicted, NotYet
+
+PAGE = Page.of(__name__)   # the fixed sentences: text/judge.md
 
 # a prediction of what a change does to samples/s, and the noise verdict that bears it out
 DIRECTIONS = {"faster": noise.Kind.FASTER, "slower": noise.Kind.SLOWER,
@@ -19,38 +22,34 @@ SPEED = Predict("prediction", {"faster": Expect.FASTER, "slower": Expect.SLOWER,
                                "same": Expect.SAME}, "what you expect of '{b}' against '{a}'", {
     Outcome.EXPECTED: "as you predicted ({answer}): '{b}' against '{a}' is {verdict}.",
     Outcome.NONE: "you predicted {answer}; '{b}' against '{a}' is {verdict}: the runs cannot "
-                  "tell {answer} from the same speed. Not contradicted, not shown: more images "
-                  "(exercise_size) or repeated runs would tell.",
+                  "tell {answer} from the same speed. " + PAGE.text("speed_not_shown"),
     Outcome.CANNOT_JUDGE: "your prediction, {answer}, is untested: {why}",
     Outcome.OPPOSITE: "you predicted {answer}, but '{b}' against '{a}' is {verdict}: "
-                      "{measured}, beyond the runs' noise. Look at what changed in the data wait "
-                      "and the compute time (gc.show) and say why; then write the prediction "
-                      "the runs support."})
+                      "{measured}, beyond the runs' noise. " + PAGE.text("speed_opposite")})
 # why a speed's prediction is untested: the runs' own note (`untested`), the machine's load
 # told apart by noise.compare, or a load that moves two runs further than their blocks show
+QUIET = PAGE.text("quiet")
 UNTESTED = {
     "note": "{untested} '{b}' against '{a}' measured {verdict}.",
-    noise.Kind.UNLIKE: "{verdict}. Run the exercise again while nothing else runs on the "
-                       "machine to put it to the test.",
+    noise.Kind.UNLIKE: "{verdict}. " + QUIET,
     "drift": "'{b}' against '{a}' is {verdict}, {measured}, but other programs shared the "
              "machine while {shared} ran (by the records), and between two runs made one "
              f"after the other their load moves speeds by up to ×{DRIFT:g}, more than each "
-             "run's blocks show. Run the exercise again while nothing else runs to test it."}
+             "run's blocks show. " + QUIET}
 # a prediction of the share of each step spent waiting for data, and what it says
-WAIT_WORDS = {"more": "more of each step waiting for data", "less": "less of each step waiting",
-              "same": "the same share waiting, within noise"}
+NOT_SHOWN = PAGE.text("not_shown")
+WAIT_WORDS = PAGE.means("wait_words", str)
 WAIT = Predict("prediction", {"more": Expect.MORE, "less": Expect.LESS, "same": Expect.SAME},
                "what you expect of the share of each step spent waiting for data in '{b}' "
                "against '{a}'", {
     Outcome.EXPECTED: "as you predicted, {words}: {shares}.",
     Outcome.NONE: "you predicted {words}; the runs cannot tell it from the same share: "
-                  "{shares}. Not contradicted, not shown: more images (exercise_size) would "
-                  "tell.",
+                  "{shares}. " + NOT_SHOWN,
     Outcome.OPPOSITE: "you predicted {words}; the runs say {measured}, beyond their noise: "
                       "{shares}. {why}"})
 SHARE = {noise.Kind.FASTER: "more", noise.Kind.SLOWER: "less", noise.Kind.WITHIN_NOISE: "same"}
-STATUS = {"oom": "'{name}' ran out of device memory: its batch does not fit this device. That "
-                 "is the limit; choose a smaller batch and run again."}
+STATUS = {"oom": "'{name}' ran out of device memory: its batch does not fit this device; "
+                 "choose a smaller batch."}
 
 
 def finished_runs(runs, least: int, what: str) -> list:
