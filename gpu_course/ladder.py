@@ -61,10 +61,11 @@ def cpu_left_out(engine: str) -> list[tuple[RungName, str]]:
 
 PACK_ONCE = PAGE.text("pack_once")
 NAIVE_LIMIT = PAGE.means("naive_limit", str)
-DEFAULT_THREADS, MXNET_THREADS, LOOSE = (PAGE.text(name) for name in (
-    "default_threads", "mxnet_threads", "loose_photos"))
-CHANGE = {name: PAGE.text(name) for name in ("warm_cosine", "compile_cuda_graphs",
-                                             "data_in_one_tensor", "free_threads", "data_on_gpu")}
+NO_RUNG_BEFORE, DEFAULT_THREADS, MXNET_THREADS, LOOSE = (PAGE.text(name) for name in (
+    "no_rung_before", "default_threads", "mxnet_threads", "loose_photos"))
+CHANGE = {name: PAGE.text(name) for name in ("warm_cosine", "cosine", "one_cycle",
+                                             "compile_cuda_graphs", "data_in_one_tensor",
+                                             "free_threads", "data_on_gpu")}
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             batch_size=large, optimizer="lbsgd", lr_base_batch=128,
             warmup_epochs=min(1.0, sizes["epochs"]),
             optimizer_params=(("warmup_strategy", "linear"),))
-        add(RungName.LR_SCHEDULE, "cosine LR schedule after the warm-up", lr_scheduler="cosine",
+        add(RungName.LR_SCHEDULE, CHANGE["cosine"], lr_scheduler="cosine",
             optimizer="sgd", optimizer_params=())
     else:
         pin = gpus > 0  # page-locked memory only speeds up copies to a GPU
@@ -221,7 +222,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             "half-epoch linear warm-up, then cosine decay", batch_size=large, optimizer="lars",
             lr_base_batch=128, lr_scheduler="cosine", warmup_epochs=min(0.5, sizes["epochs"]),
             optimizer_params=(("eta", 0.1),))
-        add(RungName.LR_SCHEDULE, "one-cycle LR schedule (its own warm-up)",
+        add(RungName.LR_SCHEDULE, CHANGE["one_cycle"],
             lr_scheduler="onecycle", warmup_epochs=0)
         # with the data on the GPU, the static graph takes in the whole step (static_step)
         add(RungName.DATA_ON_GPU, CHANGE["data_on_gpu"], data_on_gpu=True, num_workers=0, pin_memory=False, persistent_workers=False)
@@ -380,7 +381,7 @@ def free_threads(before: Run) -> tuple[int, float]:
 def threads_left_out(runs: list[Run], other: float) -> str:
     """Why the PyTorch ladder has no thread rung."""
     if not runs:
-        return "no rung before it ran to read the machine's load from"
+        return NO_RUNG_BEFORE
     return (f"other programs used {max(0.0, other):.1f} cores during '{runs[-1].name}', "
             + DEFAULT_THREADS)
 
