@@ -33,9 +33,9 @@ from ..rungs import GRAPH, PRECISION, RungName
 from ..show.findings import Page
 
 PAGE = Page.of(__name__)   # the fixed evidence and advice: text/diagnose.md
-SAY = {name: PAGE.text(name) for name in ("compute_ceiling_run", "input_ceiling_run", "no_gpu",
-                                          "cpu_limit", "gpu_limit", "own_data", "data_on_gpu",
-                                          "more_cores")}
+SAY = {name: PAGE.text(name) for name in ("compute_ceiling_run", "input_ceiling_run", "io_rule",
+                                          "shared_cores", "no_gpu", "overhead", "cpu_limit",
+                                          "gpu_limit", "own_data", "data_on_gpu", "more_cores")}
 ADVICE = {name: PAGE.means(name, str) for name in ("graph", "static_graph", "precision",
                                                    "formats", "packed")}
 
@@ -347,8 +347,7 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
     if _known(n["compute_ceiling"], n["input_ceiling"]):
         ratio = n["input_ceiling"] / n["compute_ceiling"]
         lines.append(f"the input pipeline can deliver {ratio:.2f}x what the model can "
-                     f"consume ({'enough' if ratio >= 1 else 'not enough'}: the lecture's "
-                     "rule is that the I/O rate must exceed the training rate)")
+                     f"consume ({'enough' if ratio >= 1 else 'not enough'}: {SAY['io_rule']})")
     elif mock == "none":
         missing = [f"mock='{m}'" for kind, (_, m) in CEILINGS.items()
                    if not _known(n[f"{kind}_ceiling"])]
@@ -358,11 +357,9 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
     if shared_cpu(n, mock):
         ratio = n["input_ceiling"] / n["compute_ceiling"]
         costly = "input" if ratio < 1 else "model"
-        lines.append(f"no GPU and the CPU is saturated: the loader's work and the model's "
-                     f"share the same cores, so the step's compute time includes the "
-                     f"loader's; alone, the input runs at {n['input_ceiling']:,.0f} and the "
-                     f"model at {n['compute_ceiling']:,.0f} samples/s: the {costly} costs "
-                     "more per sample" + (" (about the same: making either cheaper pays)"
+        lines.append(f"no GPU and the CPU is saturated: {SAY['shared_cores']}; alone, the "
+                     f"input runs at {n['input_ceiling']:,.0f} and the model at "
+                     f"{n['compute_ceiling']:,.0f} samples/s: the {costly} costs more per sample" + (" (about the same: making either cheaper pays)"
                                           if 0.8 <= ratio <= 1.25 else ""))
     elif not math.isnan(n["gpu_util"]):
         lines.append(f"GPU utilisation: {n['gpu_util']:.0f}% mean while training (busy from "
@@ -372,8 +369,7 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
     if idle_cpu(n, mock) and n["wait_share"] < INPUT_WAIT:
         lines.append(f"no GPU, little data wait and the CPU {n['cpu_percent']:.0f}% busy "
                      f"(saturated from {CPU_SATURATED:.0f}%), no compute ceiling measured: "
-                     "neither the input nor the cores hold this run, per-step overhead "
-                     "(Python, dispatch, idle threads) does")
+                     + SAY["overhead"])
     if not math.isnan(n["cpu_percent"]):
         cores = n["cpu_count"]
         lines.append(f"CPU load: {n['cpu_percent']:.0f}% of {cores if _known(cores) else '?'} "
