@@ -210,8 +210,8 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
                 channels_last=True)
         if cpu:
             add(RungName.LR_SCHEDULE, "one-cycle LR schedule", lr_scheduler="onecycle")
-            add(RungName.DATA_ON_GPU, CHANGE["data_in_one_tensor"], data_on_gpu=True, num_workers=0, pin_memory=False,
-                persistent_workers=False)
+            add(RungName.DATA_ON_GPU, CHANGE["data_in_one_tensor"], data_on_gpu=True,
+                num_workers=0, pin_memory=False, persistent_workers=False)
             # a thread a core until run_ladder reads the rung before's load (free_threads)
             add(RungName.THREADS, CHANGE["free_threads"],
                 threads=cpu_count)
@@ -225,7 +225,8 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add(RungName.LR_SCHEDULE, CHANGE["one_cycle"],
             lr_scheduler="onecycle", warmup_epochs=0)
         # with the data on the GPU, the static graph takes in the whole step (static_step)
-        add(RungName.DATA_ON_GPU, CHANGE["data_on_gpu"], data_on_gpu=True, num_workers=0, pin_memory=False, persistent_workers=False)
+        add(RungName.DATA_ON_GPU, CHANGE["data_on_gpu"], data_on_gpu=True, num_workers=0,
+            pin_memory=False, persistent_workers=False)
         tuned = ladder[-1]
     if gpus > 1:
         # DDP keeps the compiled model (the whole-step graph is single-process)

@@ -359,8 +359,9 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
         costly = "input" if ratio < 1 else "model"
         lines.append(f"no GPU and the CPU is saturated: {SAY['shared_cores']}; alone, the "
                      f"input runs at {n['input_ceiling']:,.0f} and the model at "
-                     f"{n['compute_ceiling']:,.0f} samples/s: the {costly} costs more per sample" + (" (about the same: making either cheaper pays)"
-                                          if 0.8 <= ratio <= 1.25 else ""))
+                     f"{n['compute_ceiling']:,.0f} samples/s: the {costly} costs more per "
+                     "sample" + (" (about the same: making either cheaper pays)"
+                                 if 0.8 <= ratio <= 1.25 else ""))
     elif not math.isnan(n["gpu_util"]):
         lines.append(f"GPU utilisation: {n['gpu_util']:.0f}% mean while training (busy from "
                      f"{GPU_BUSY:.0f}%)")
