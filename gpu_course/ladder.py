@@ -18,6 +18,9 @@ from pathlib import Path
 from .config import Experiment, Graph
 from .measure.records import OutOfMemory, Run, runs_root, load_run, update_meta
 from .rungs import LESSON, RungName
+from .show.findings import Page
+
+PAGE = Page.of(__name__)   # the ladder's fixed words: text/ladder.md
 
 
 LONG_EPOCHS = 30  # the tuned rung's longer line on a GPU: long enough for the monitor to see it
@@ -36,15 +39,10 @@ RUNG_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_fa
 
 # what only a GPU shows, left out of a CPU ladder: (rung or CUDA_GRAPHS, why)
 CUDA_GRAPHS = "CUDA graphs"   # not a rung: what the compile and data-on-gpu rungs replay
-_LARGE_BATCH = (RungName.LARGE_BATCH, "a large batch pays by filling a GPU; a CPU is as busy "
-                "at batch 64")
-_ALL_GPUS = (RungName.ALL_GPUS, "there is no second device")
-GPU_ONLY = {
-    "gluon": [(RungName.FLOAT16, "a CPU has no fast float16 convolutions"), _LARGE_BATCH,
-              _ALL_GPUS],
-    "pytorch": [_LARGE_BATCH, (CUDA_GRAPHS, "they need CUDA: on a CPU the compile and "
-                               "data-on-gpu rungs run without them"), _ALL_GPUS],
-}
+_WHY = PAGE.means("gpu_only", str)
+GPU_ONLY = {engine: [(what, _WHY[what]) for what in names] for engine, names in (
+    ("gluon", (RungName.FLOAT16, RungName.LARGE_BATCH, RungName.ALL_GPUS)),
+    ("pytorch", (RungName.LARGE_BATCH, CUDA_GRAPHS, RungName.ALL_GPUS)))}
 
 
 def left_out(what: str, why: str) -> str:
@@ -61,9 +59,13 @@ def cpu_left_out(engine: str) -> list[tuple[RungName, str]]:
     return []
 
 
-PACK_ONCE = ("photos decoded and resized once, offline, into one packed binary file, read "
-             "into memory: no file opens, no decode (lesson 09 compares it with "
-             "pre-resized JPEGs and RecordIO)")
+PACK_ONCE = PAGE.text("pack_once")
+NAIVE_LIMIT = PAGE.means("naive_limit", str)
+NO_RUNG_BEFORE, DEFAULT_THREADS, MXNET_THREADS, LOOSE = (PAGE.text(name) for name in (
+    "no_rung_before", "default_threads", "mxnet_threads", "loose_photos"))
+CHANGE = {name: PAGE.text(name) for name in ("warm_cosine", "cosine", "one_cycle",
+                                             "compile_cuda_graphs", "data_in_one_tensor",
+                                             "free_threads", "data_on_gpu")}
 
 
 @dataclass(frozen=True)
@@ -166,13 +168,10 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         low, high = PHOTO_SIDES
         naive = Rung(RungName.NAIVE, base, f"batch 64, one loader worker, float32, {plain}, "
                      f"photos read as loose JPEGs ({low}-{high} px)",
-                     limit="the host: one loader worker opens, decodes and resizes each "
-                           "photo, then crops, flips and normalises it in Python")
+                     limit=NAIVE_LIMIT["cpu"])
     else:
         naive = Rung(RungName.NAIVE, base, f"batch 64, one loader worker, float32, {plain}",
-                     limit="the host: one loader worker crops, flips and normalises each "
-                           "image in Python, and the training process dispatches every "
-                           "operator of a 64-image step from Python")
+                     limit=NAIVE_LIMIT["gpu"])
     ladder = [naive]
 
     def add(name: RungName, change: str, **fields) -> None:
@@ -186,7 +185,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add(RungName.HYBRIDIZE, "net.hybridize(static_alloc=True, static_shape=True)",
             graph=Graph.STATIC)
         if cpu:  # without a warm-up, lr 0.1 stalls the first epoch at chance
-            add(RungName.LR_SCHEDULE, "cosine LR schedule after a one-epoch linear warm-up",
+            add(RungName.LR_SCHEDULE, CHANGE["warm_cosine"],
                 lr_scheduler="cosine", warmup_epochs=min(1.0, sizes["epochs"]))
             return ladder
         add(RungName.FLOAT16, "net.cast('float16') + multi_precision=True", dtype="float16")
@@ -194,7 +193,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             batch_size=large, optimizer="lbsgd", lr_base_batch=128,
             warmup_epochs=min(1.0, sizes["epochs"]),
             optimizer_params=(("warmup_strategy", "linear"),))
-        add(RungName.LR_SCHEDULE, "cosine LR schedule after the warm-up", lr_scheduler="cosine",
+        add(RungName.LR_SCHEDULE, CHANGE["cosine"], lr_scheduler="cosine",
             optimizer="sgd", optimizer_params=())
     else:
         pin = gpus > 0  # page-locked memory only speeds up copies to a GPU
@@ -205,18 +204,16 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             add(RungName.DATA_FORMAT, PACK_ONCE, data_format="memory")
             add(RungName.COMPILE, "torch.compile(net)", graph=Graph.HYBRID)
         else:  # a batch-64 step is host-bound: only CUDA graphs remove the dispatch
-            add(RungName.COMPILE, "torch.compile(net, mode='reduce-overhead'): fused "
-                "kernels, the forward and backward replayed as CUDA graphs", graph=Graph.STATIC)
+            add(RungName.COMPILE, CHANGE["compile_cuda_graphs"], graph=Graph.STATIC)
         if not (cpu and cpu_left_out(engine)):
             add(RungName.BFLOAT16, "autocast(bfloat16) + channels_last", dtype="bfloat16",
                 channels_last=True)
         if cpu:
             add(RungName.LR_SCHEDULE, "one-cycle LR schedule", lr_scheduler="onecycle")
-            add(RungName.DATA_ON_GPU, "whole dataset and augmentation in one tensor (on a CPU: "
-                "in its memory)", data_on_gpu=True, num_workers=0, pin_memory=False,
-                persistent_workers=False)
+            add(RungName.DATA_ON_GPU, CHANGE["data_in_one_tensor"], data_on_gpu=True,
+                num_workers=0, pin_memory=False, persistent_workers=False)
             # a thread a core until run_ladder reads the rung before's load (free_threads)
-            add(RungName.THREADS, "torch.set_num_threads(the cores other programs left free)",
+            add(RungName.THREADS, CHANGE["free_threads"],
                 threads=cpu_count)
             return ladder
         # eta 0.1 keeps LARS's layer-wise rates on SGD's lr scale (the paper's 0.001
@@ -225,12 +222,11 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             "half-epoch linear warm-up, then cosine decay", batch_size=large, optimizer="lars",
             lr_base_batch=128, lr_scheduler="cosine", warmup_epochs=min(0.5, sizes["epochs"]),
             optimizer_params=(("eta", 0.1),))
-        add(RungName.LR_SCHEDULE, "one-cycle LR schedule (its own warm-up)",
+        add(RungName.LR_SCHEDULE, CHANGE["one_cycle"],
             lr_scheduler="onecycle", warmup_epochs=0)
         # with the data on the GPU, the static graph takes in the whole step (static_step)
-        add(RungName.DATA_ON_GPU, "whole dataset and augmentation on the GPU, so the whole "
-            "step (batch cut, forward, backward, LARS) is one CUDA graph: one launch a step",
-            data_on_gpu=True, num_workers=0, pin_memory=False, persistent_workers=False)
+        add(RungName.DATA_ON_GPU, CHANGE["data_on_gpu"], data_on_gpu=True, num_workers=0,
+            pin_memory=False, persistent_workers=False)
         tuned = ladder[-1]
     if gpus > 1:
         # DDP keeps the compiled model (the whole-step graph is single-process)
@@ -356,9 +352,8 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
         if first.get("dataset") == "folder" and first.get("data_format") == "loose":
             lines.append(f"It reads photos, {first.get('train_size'):,} for training: JPEGs "
                          f"of {PHOTO_SIDES[0]}-{PHOTO_SIDES[1]} px resized to "
-                         f"{first.get('image_size')} px ({first.get('data_dir')}), loose "
-                         "files until its data-format rung, so that rung has a cost to "
-                         "remove; a GPU ladder reads the CIFAR-10 stand-in from memory.")
+                         f"{first.get('image_size')} px ({first.get('data_dir')}), "
+                         + LOOSE)
         line = threads_line(engine, runs)
         if line:
             lines.append(line)
@@ -387,10 +382,9 @@ def free_threads(before: Run) -> tuple[int, float]:
 def threads_left_out(runs: list[Run], other: float) -> str:
     """Why the PyTorch ladder has no thread rung."""
     if not runs:
-        return "no rung before it ran to read the machine's load from"
-    return (f"other programs used {max(0.0, other):.1f} cores during '{runs[-1].name}', so PyTorch's "
-            "default, a thread a core, was already the right count (with another program "
-            "on the machine, the ladder gives training the cores it leaves free)")
+        return NO_RUNG_BEFORE
+    return (f"other programs used {max(0.0, other):.1f} cores during '{runs[-1].name}', "
+            + DEFAULT_THREADS)
 
 
 def threads_line(engine: str, runs: list[Run]) -> str | None:
@@ -414,10 +408,7 @@ def threads_line(engine: str, runs: list[Run]) -> str | None:
     ran = last.meta.get("ran") or {}
     return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside "
             f"{last.config.get('num_workers') or 0} loader workers on {ran.get('cpu_count')} "
-            "cores; MXNet fixes the count when it is imported, so a thread rung needs a "
-            "process of its own, and on the course's 2-core CPU a second thread beside the "
-            "loader workers ran slower: this ladder has none (lesson 11 sweeps "
-            "OMP_NUM_THREADS, a process each).")
+            "cores; " + MXNET_THREADS)
 
 
 def _threads_ran(run) -> str:

@@ -11,7 +11,10 @@ from pathlib import Path
 from .. import rungs
 from ..measure.provenance import DEFAULTS
 from ..measure.records import load_runs
+from ..show.findings import Page
 from . import alike, anatomy, diagnose, grading, metrics, noise
+
+PAGE = Page.of(__name__)   # what the marks say, fixed: text/capstone.md
 
 # what the job is, which the attendee keeps: its track, network and data, and the machine
 JOB = ("engine", "model", "dataset", "data_dir", "train_size", "test_size", "image_size",
@@ -51,22 +54,19 @@ def lesson(number: str) -> str:
 # what the marks say, by case; the numbers come from the runs
 LIMIT = {"input-bound": "its next rung, {rung}, asks more of this machine than it has "
                         "({advice}): no rung of the course's is left",
-         "cpu": "without a GPU the CPU both computes and dispatches the steps: the device is "
-                "the limit, no longer the input",
-         "compute-bound": "the GPU is the limit",
-         "overhead-bound": "no rung of the course's is left (next: {rung}, {advice})"}
+         "overhead-bound": "no rung of the course's is left (next: {rung}, {advice})",
+         **PAGE.means("limit", str)}
 HELD = {anatomy.Bound.DATA: "the GPU waits for data ({data_wait_ms:.1f} of {step_ms:.1f} ms "
                             "a step): more loader workers, {l02}; the images decoded once or "
                             "held on the GPU, {l09}",
         anatomy.Bound.HOST: "the GPU idles between kernels while the host issues them: no "
                             "read of the loss in every step ({sync}), {l13}; a graph, {l03}; "
                             "a larger batch, {l05}"}
-RACED = {noise.Kind.FASTER: "",
-         noise.Kind.SLOWER: ": what the changes cost (a compiler's first steps, a larger "
-                            "batch's extra epochs) is not paid back",
-         noise.Kind.WITHIN_NOISE: ": not shorter beyond the runs' noise"}
-AT_CHANCE = (" The job as given ended within noise of chance, so the race is to the end of its "
-             "first epoch: train more epochs for an accuracy that tells.")
+RACED = PAGE.means("raced", noise.Kind)   # why a race was lost, measured
+TOO_FEW = PAGE.text("too_few")
+AT_CHANCE = " " + PAGE.text("at_chance")
+GPU_BUSY = PAGE.text("gpu_busy")
+CHANGE = PAGE.text("change_the_job")
 
 
 def is_given(run) -> bool:
@@ -156,8 +156,7 @@ def _util(given, mine, d) -> Mark:
                     f"no GPU-Util was recorded for '{mine.name}' (NVML read none): the target "
                     "cannot be judged; run where the course's monitor reads the GPU.")
     goal_value = before if before >= diagnose.GPU_BUSY else diagnose.GPU_BUSY
-    goal = f"{goal_value:.0f}%, " + ("the lecture's share of a GPU kept busy (diagnose's "
-                                     "GPU_BUSY)" if goal_value == diagnose.GPU_BUSY
+    goal = f"{goal_value:.0f}%, " + (GPU_BUSY if goal_value == diagnose.GPU_BUSY
                                      else "what the job as given already had")
     said = (f"GPU-Util {util:.0f}% while training steadily, against {before:.0f}% as given; "
             f"the target is {goal}")
@@ -180,8 +179,7 @@ def _time(given, mine) -> Mark:
             f"given, {acc:.1%}, less 2 standard errors on its {images:,} validation images")
     if Path(mine.path) == Path(given.path):
         return Mark(Criterion.TIME, False,
-                    f"'{mine.name}' is the job as given: the race is against it. Change the "
-                    "job at the lines marked # >>> and run it again.")
+                    f"'{mine.name}' is the job as given: the race is against it. {CHANGE}")
     race, after = grading.race(given, mine, goal), AT_CHANCE * noise.at_chance(given)
     if race.verdict is None:
         return Mark(Criterion.TIME, False,
@@ -192,7 +190,7 @@ def _time(given, mine) -> Mark:
     v = race.verdict
     said = (f"{head}; '{mine.name}' reached it after {race.mine_s:.1f} s of training, the job "
             f"as given after {race.given_s:.1f} s: {noise.sentence(v)}")
-    why = RACED.get(v.kind, ": too few steady steps to tell: train on more images or epochs")
+    why = "" if v.kind == noise.Kind.FASTER else ": " + RACED.get(v.kind, TOO_FEW)
     return Mark(Criterion.TIME, v.kind == noise.Kind.FASTER, f"{said}{why}.{after}",
-                v.kind in RACED and v.kind != noise.Kind.FASTER)
+                v.kind in RACED)
 

@@ -30,6 +30,14 @@ from . import flops, metrics, signals
 from ..config import Graph
 from ..measure.records import Run, load_run, load_runs
 from ..rungs import GRAPH, PRECISION, RungName
+from ..show.findings import Page
+
+PAGE = Page.of(__name__)   # the fixed evidence and advice: text/diagnose.md
+SAY = {name: PAGE.text(name) for name in ("compute_ceiling_run", "input_ceiling_run", "io_rule",
+                                          "shared_cores", "no_gpu", "overhead", "cpu_limit",
+                                          "gpu_limit", "own_data", "data_on_gpu", "more_cores")}
+ADVICE = {name: PAGE.means(name, str) for name in ("graph", "static_graph", "precision",
+                                                   "formats", "packed")}
 
 VERDICTS = ("input-bound", "compute-bound", "overhead-bound")
 UNRELIABLE = "unreliable"  # what diagnose says instead of a verdict it cannot stand behind
@@ -316,12 +324,9 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
     cfg = run.config
     lines = []
     if mock == "loader":
-        lines.append("this run is the compute ceiling (mock loader: one batch kept on the "
-                     "device and served for every step): after its first step it never "
-                     "waits for data")
+        lines.append(SAY["compute_ceiling_run"])
     elif mock == "trainer":
-        lines.append("this run is the input ceiling (mock trainer: batches fetched and "
-                     "dropped without computing)")
+        lines.append(SAY["input_ceiling_run"])
     lines.append(f"data wait: {_pct(n['wait_share'])} of step time ({n['data_wait_s']:.2f} s "
                  f"waiting for the loader, {n['compute_s']:.2f} s computing, over the "
                  f"{n['steady_steps']} steps after warm-up); "
@@ -342,8 +347,7 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
     if _known(n["compute_ceiling"], n["input_ceiling"]):
         ratio = n["input_ceiling"] / n["compute_ceiling"]
         lines.append(f"the input pipeline can deliver {ratio:.2f}x what the model can "
-                     f"consume ({'enough' if ratio >= 1 else 'not enough'}: the lecture's "
-                     "rule is that the I/O rate must exceed the training rate)")
+                     f"consume ({'enough' if ratio >= 1 else 'not enough'}: {SAY['io_rule']})")
     elif mock == "none":
         missing = [f"mock='{m}'" for kind, (_, m) in CEILINGS.items()
                    if not _known(n[f"{kind}_ceiling"])]
@@ -353,23 +357,20 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
     if shared_cpu(n, mock):
         ratio = n["input_ceiling"] / n["compute_ceiling"]
         costly = "input" if ratio < 1 else "model"
-        lines.append(f"no GPU and the CPU is saturated: the loader's work and the model's "
-                     f"share the same cores, so the step's compute time includes the "
-                     f"loader's; alone, the input runs at {n['input_ceiling']:,.0f} and the "
-                     f"model at {n['compute_ceiling']:,.0f} samples/s: the {costly} costs "
-                     "more per sample" + (" (about the same: making either cheaper pays)"
-                                          if 0.8 <= ratio <= 1.25 else ""))
+        lines.append(f"no GPU and the CPU is saturated: {SAY['shared_cores']}; alone, the "
+                     f"input runs at {n['input_ceiling']:,.0f} and the model at "
+                     f"{n['compute_ceiling']:,.0f} samples/s: the {costly} costs more per "
+                     "sample" + (" (about the same: making either cheaper pays)"
+                                 if 0.8 <= ratio <= 1.25 else ""))
     elif not math.isnan(n["gpu_util"]):
         lines.append(f"GPU utilisation: {n['gpu_util']:.0f}% mean while training (busy from "
                      f"{GPU_BUSY:.0f}%)")
     else:
-        lines.append("no GPU utilisation recorded (no GPU): the model computes on the CPU, "
-                     "so loader workers and the model share the cores")
+        lines.append(SAY["no_gpu"])
     if idle_cpu(n, mock) and n["wait_share"] < INPUT_WAIT:
         lines.append(f"no GPU, little data wait and the CPU {n['cpu_percent']:.0f}% busy "
                      f"(saturated from {CPU_SATURATED:.0f}%), no compute ceiling measured: "
-                     "neither the input nor the cores hold this run, per-step overhead "
-                     "(Python, dispatch, idle threads) does")
+                     + SAY["overhead"])
     if not math.isnan(n["cpu_percent"]):
         cores = n["cpu_count"]
         lines.append(f"CPU load: {n['cpu_percent']:.0f}% of {cores if _known(cores) else '?'} "
@@ -390,30 +391,22 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
     gluon = engine == "gluon"
     graph, dtype = Graph.of(cfg.get("graph", Graph.EAGER)), cfg.get("dtype", "float32")
     batch, gpus = int(cfg.get("batch_size") or 0), n["gpus"]
-    compile_advice = (f"graph={Graph.HYBRID.word(engine)!r}, " + (
-        "net.hybridize(static_alloc=True, static_shape=True): one graph instead of a Python "
-        "call per layer" if gluon else "torch.compile(net): fused kernels and fewer Python "
-        "calls per step"))
+    compile_advice = f"graph={Graph.HYBRID.word(engine)!r}, " + ADVICE["graph"][engine]
     if verdict == "overhead-bound":
         if graph == Graph.EAGER:
             return GRAPH[engine], compile_advice
         if graph == Graph.HYBRID:
-            return GRAPH[engine], (f"graph={Graph.STATIC.word(engine)!r}: " + (
-                "hybridize(static_alloc=True, static_shape=True)" if gluon else
-                "CUDA graphs, torch.compile(net, mode='reduce-overhead'): one launch per "
-                "step,") + " removes the per-step launch cost")
+            return GRAPH[engine], (f"graph={Graph.STATIC.word(engine)!r}: "
+                                   + ADVICE["static_graph"][engine])
         return RungName.LARGE_BATCH, (f"batch_size {batch} -> {max(2 * batch, 1)}: more "
                                       "work per launch, fewer steps; scale the learning "
                                       "rate with it")
     if graph == Graph.EAGER:
         return GRAPH[engine], compile_advice
     if gpus == 0:
-        return RungName.ALL_GPUS, ("this CPU is the limit: lower precision and large "
-                                   "batches pay on a GPU; run the same experiment on one")
+        return RungName.ALL_GPUS, SAY["cpu_limit"]
     if dtype == "float32":
-        return PRECISION[engine], ("net.cast('float16') with multi_precision=True" if gluon
-                                   else "torch.autocast(dtype=torch.bfloat16) and "
-                                   "channels_last") + ": tensor cores, half the memory traffic"
+        return PRECISION[engine], ADVICE["precision"][engine]
     if batch < LARGE_BATCH:
         return RungName.LARGE_BATCH, (f"batch_size {batch} -> {LARGE_BATCH * 2}+ with the "
                                       "learning rate scaled (lr_base_batch) and "
@@ -421,7 +414,7 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
     if int(cfg.get("num_gpus") or 1) < gpus:
         return RungName.ALL_GPUS, (f"num_gpus {cfg.get('num_gpus')} -> {gpus}: this machine "
                                    f"has {gpus}")
-    return RungName.ALL_GPUS, "this GPU is the limit: add GPUs (or machines) to go faster"
+    return RungName.ALL_GPUS, SAY["gpu_limit"]
 
 
 def workers_advised(cfg: dict, n: dict) -> int | None:
@@ -453,24 +446,16 @@ def _input_rung(cfg: dict, n: dict) -> tuple[RungName, str]:
     faster = next_format(fmt)
     saturated = "" if cpu_free else (f" (the CPU is {n['cpu_percent']:.0f}% busy: more "
                                      "workers have no cores to run on)")
-    how = {"preresized": "the images resized once, out of band, to the training size: no "
-                         "full-size decode and resize per sample",
-           "packed": ("RecordIO (gluon.recordio.pack_recordio, read by ImageRecordDataset or "
-                      "ImageRecordIter)" if gluon else "one packed array file "
-                      "(data.packed.pack_images)") + ": one file read sequentially, no decode",
-           "memory": "the decoded dataset held in host memory"}
+    how = {**ADVICE["formats"], "packed": ADVICE["packed"]["gluon" if gluon else "pytorch"]}
     if cfg.get("dataset") == "own":   # a job's own data (gc.watch): no image formats to offer
-        return RungName.DATA_FORMAT, ("the per-sample work (decoding, tokenizing) done once, "
-                                      "before training, and kept in memory (lesson 09)" + saturated)
+        return RungName.DATA_FORMAT, SAY["own_data"] + saturated
     if faster is not None:
         return RungName.DATA_FORMAT, f"data_format={faster!r}, {how[faster]}" + saturated
     if not gluon and not cfg.get("data_on_gpu"):
-        return RungName.DATA_ON_GPU, ("data_on_gpu=True: the images and their augmentation "
-                                      "on the GPU, no loader workers" + saturated)
+        return RungName.DATA_ON_GPU, SAY["data_on_gpu"] + saturated
     heavy = cfg.get("augment") == "heavy"
     return RungName.WORKERS, (("cheaper augmentation, or " if heavy else "")
-                              + "more CPU cores per GPU (a larger instance): the per-sample "
-                              "work already runs in parallel" + saturated)
+                              + SAY["more_cores"] + saturated)
 
 
 def _pct(value: float) -> str:

@@ -92,13 +92,17 @@ CONTEXT = {Section.BENCH: {"cpu"}, Section.RUN: {"cpu"}, Section.OPENMP: {"runti
            Section.SHM: {"workers"}}
 
 
+# what `kind` reads, for its errors
+RECORDS = ("env.bench results, a Run, env.openmp_settings rows, env.gpu_facts, a copy "
+           "measurement (envinfo copy), env.shm_facts, env.disk_facts")
+
+
 def kind(records) -> Section:
     """Which section `records` belong to (the disk first, then optionally the GPU facts
     and the copy, is LINKS)."""
     records = list(records)
     if not records:
-        raise ValueError("records=[] is empty; pass one section's records (env.bench results, "
-                         "a run, env.openmp_settings, env.gpu_facts, a copy, shm or disk facts)")
+        raise ValueError(f"records=[] is empty; pass one section's records: {RECORDS}")
     first = records[0]
     if isinstance(first, Run):
         return Section.RUN
@@ -108,9 +112,8 @@ def kind(records) -> Section:
                          (Section.LINKS, "sequential_mb_s"), (Section.COPY, "available")):
         if key in keys:
             return section
-    raise ValueError(f"records[0] has keys {sorted(keys)}: not a record of lesson 11; allowed: "
-                     "env.bench results, a Run, env.openmp_settings rows, env.gpu_facts, "
-                     "a copy measurement (envinfo copy), env.shm_facts, env.disk_facts")
+    raise ValueError(f"records[0] has keys {sorted(keys)}: not a record of lesson 11; "
+                     f"allowed: {RECORDS}")
 
 
 def checked_context(section: Section, context: dict) -> dict:

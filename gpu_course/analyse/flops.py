@@ -20,7 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..show.findings import Page
 from . import metrics
+
+PAGE = Page.of(__name__)   # what a number cannot say: text/flops.md
+OWN, NO_PEAK, ABOVE_PEAK = (PAGE.text(name) for name in ("own_network", "no_peak", "above_peak"))
 
 TRAIN_FACTOR = 3  # backward = gradient w.r.t. inputs + w.r.t. weights: each ~ one forward
 
@@ -212,19 +216,17 @@ def sentence(numbers: dict) -> str:
     """'2.1 TFLOP/s (fp32), 38 % of the peak 5.5 TFLOP/s (measured fp32 matmul)'."""
     t = numbers["achieved_tflops"]
     if math.isnan(t):
-        return "achieved FLOP/s unknown (" + ("an own network's FLOPs are not counted)"
-                                              if numbers["model"] == "own" else "no throughput)")
+        return f"achieved FLOP/s unknown ({OWN if numbers['model'] == 'own' else 'no throughput'})"
     text = f"{_tflops(t)} TFLOP/s achieved ({numbers['precision']}, {numbers['model']})"
     if math.isnan(numbers["fraction_of_peak"]):
         if str(numbers.get("device") or "").startswith("CPU") and numbers["precision"] != "fp32":
             return text + (f"; this CPU's {numbers['precision']} peak is not measured (the "
                            "course measures a float32 matmul), so no share of peak")
-        return text + "; the peak of this device is not known here"
+        return f"{text}; {NO_PEAK}"
     text += (f", {100 * numbers['fraction_of_peak']:.0f} % of the peak "
              f"{_tflops(numbers['peak_tflops'])} TFLOP/s ({numbers['peak_source']})")
     if numbers["fraction_of_peak"] > 1:
-        text += (" (above 100 %: the matmul was measured while other work held the cores; "
-                 "measure it again on a quiet machine)")
+        text += f" ({ABOVE_PEAK})"
     return text
 
 

@@ -246,14 +246,13 @@ def choice(kind, value, name: str):
 def checked(records, allow_empty: bool = False, where: bool | None = None) -> list[dict]:
     """The records as a list, each one a record (`record`), every rung once; where: True
     (all on a GPU), False (all on the CPU) or None (either)."""
+    wanted = "pass a list of lesson 15's records (what time_inference and env.infer return)"
     if records is None or isinstance(records, dict):
-        raise ValueError(f"records={type(records).__name__}: pass a list of lesson 15's "
-                         "records (what time_inference and env.infer return)")
+        raise ValueError(f"records={type(records).__name__}: {wanted}")
     try:
         records = list(records)
     except TypeError:
-        raise ValueError(f"records={records!r:.80}: pass a list of lesson 15's records (what "
-                         "time_inference and env.infer return)") from None
+        raise ValueError(f"records={records!r:.80}: {wanted}") from None
     if not records and not allow_empty:
         raise ValueError("records=[] is empty: pass what time_inference and env.infer returned")
     keys = {"model", "variant", "device", "batch", "timing", "pass_s", "dtype"}

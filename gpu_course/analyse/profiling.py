@@ -30,7 +30,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..show.findings import Page
 from . import diagnose
+
+PAGE = Page.of(__name__)   # text/profiling.md
+AGREEMENT = PAGE.means("agreement", str)   # the trace's verdict against the ceilings'
 
 MAX_TRACE_MB = 25          # a gzipped trace above this is too big to open comfortably
 DATA_WAIT = "data wait"    # the name the adapters give the loader's part of a step
@@ -372,9 +376,8 @@ def format_result(result: dict) -> str:
                       index=False, float_format="{:.3f}".format),
                   f"the trace says {result['trace_verdict'].upper()}; the mock-ceiling "
                   f"diagnosis says {d.verdict.upper()}: "
-                  + ("there is no verdict to compare with" if result["agrees"] is None else
-                     "they agree" if result["agrees"] else "they disagree (a profiled "
-                     "window is a few steps; the ceilings are whole runs)")]
+                  + AGREEMENT["none" if result["agrees"] is None else
+                              "agree" if result["agrees"] else "disagree"]]
     return "\n".join(lines)
 
 

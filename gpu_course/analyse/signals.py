@@ -14,7 +14,11 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..show.findings import Page
 from .metrics import epoch_spans
+
+PAGE = Page.of(__name__)   # what helps, by finding: text/signals.md
+ADVICE = PAGE.means("advice", str)
 
 THROTTLED_SHARE = 0.2   # throttled in >= 20 % of the training samples: say so
 MEMORY_BOUND = 60.0     # GPM DRAM bandwidth >= 60 % of peak on average: memory-bound
@@ -68,14 +72,12 @@ def findings(run, gpu_busy: float = 90.0) -> list[tuple[str, str]]:
         clock, peak = _mean(held, "sm_clock_mhz"), _mean(held, "sm_clock_max_mhz")
         out.append(("throttled", f"throttled: clocks held down in {100 * flags.mean():.0f}% "
                     f"of the training samples ({', '.join(reasons)}), SM clock "
-                    f"{clock:.0f} of {peak:.0f} MHz there: check cooling and the power limit"))
+                    f"{clock:.0f} of {peak:.0f} MHz there: {ADVICE['throttled']}"))
     util, sm, dram = (_mean(rows, c) for c in ("util_gpu", "sm_active", "dram_active"))
     if not np.isnan(dram) and dram >= MEMORY_BOUND:
         out.append(("memory-bound", f"memory-bound: DRAM bandwidth {dram:.0f}% of its peak "
-                    f"on average (GPM), SMs {sm:.0f}% active: fewer bytes per FLOP help "
-                    "(lower precision, fused kernels, channels_last)"))
+                    f"on average (GPM), SMs {sm:.0f}% active: {ADVICE['memory-bound']}"))
     if not np.isnan(sm) and not np.isnan(util) and util >= gpu_busy and sm < SM_IDLE:
         out.append(("GPU busy but SMs idle", f"GPU busy but SMs idle: GPU-Util {util:.0f}% "
-                    f"but only {sm:.0f}% SM activity (GPM): a kernel is always running, yet "
-                    "most SMs wait; a larger batch or fused kernels fill the GPU"))
+                    f"but only {sm:.0f}% SM activity (GPM): {ADVICE['GPU busy but SMs idle']}"))
     return out

@@ -17,6 +17,13 @@ from ..analyse import alike, flops, metrics
 from . import tables
 from ..analyse.metrics import STATUS_TEXT, baseline_index
 from ..measure.records import write_atomic
+from .findings import Page
+
+PAGE = Page.of(__name__)   # the conclusion's fixed sentences: text/report.md
+SAY = {name: PAGE.text(name) for name in ("nothing_to_compare", "not_credited",
+                                          "accuracy_unmoved", "accuracy_moved",
+                                          "accuracy_caution")}
+WARMUP, MADE = PAGE.means("warmup", str), PAGE.means("made", str)
 
 NO_VALUE = tables.NO_VALUE
 SHARED = ("Another program shared the machine during {names} (busier than the runs' own "
@@ -141,7 +148,7 @@ def conclusion(runs, baseline=0, varies=()) -> str:
     ok = [i for i, r in enumerate(table.itertuples())
           if r.samples_per_sec > 0 and r.status not in metrics.FAILED]
     if not ok:
-        return "No rung finished a steady step, so there is nothing to compare yet." + failed_text
+        return SAY["nothing_to_compare"] + failed_text
     best_i = max(ok, key=lambda i: table.samples_per_sec[i])
     best = table.iloc[best_i]
     where = " on the CPU" if math.isnan(best["gpu_util"]) else ""
@@ -191,9 +198,9 @@ def _warmup_costs(runs, table, ok) -> list[str]:
         warm = metrics.warmup_s(runs[after]) - metrics.warmup_s(runs[before])
         per_epoch = table.epoch_time_s[before] - table.epoch_time_s[after]
         if per_epoch <= 0:
-            gain = "at this size it does not pay back"
+            gain = WARMUP["never"]
         elif warm <= 0:  # no more warm-up than the rung before, and faster epochs
-            gain = "it pays back at once (no more warm-up than the rung before)"
+            gain = WARMUP["at once"]
         elif warm / per_epoch < 0.05:  # would print as "after 0.0 epochs"
             gain = (f"it pays back within its first epoch ({warm:.2f} s more warm-up than "
                     "the rung before)")
@@ -229,16 +236,10 @@ def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
         return []
     text = []
     if unlike:
-        text.append("Not credited to a rung's change, since the rungs differ in more: "
-                    + "; ".join(unlike) + ".")
+        text.append(f"{SAY['not_credited']}: {'; '.join(unlike)}.")
     if not moved:
-        return text + ["Validation accuracy: no rung's change alone moved it outside 2 "
-                       "standard errors of the rung before it."]
-    return text + ["Validation accuracy, rung against the rung before it, beyond the test "
-                   "set's sampling noise: " + "; ".join(moved) + ". One run's training varies "
-                   "by more than that (other arithmetic, a compiled graph say, takes another "
-                   "path): repeat the rungs (--repeats) before crediting a few points to a "
-                   "change."]
+        return text + [SAY["accuracy_unmoved"]]
+    return text + [f"{SAY['accuracy_moved']}: {'; '.join(moved)}. {SAY['accuracy_caution']}"]
 
 
 def _preparation_costs(runs, table, ok) -> list[str]:
@@ -256,11 +257,9 @@ def _preparation_costs(runs, table, ok) -> list[str]:
         rung = table.rung[after]
         cost = metrics.preparation_s(runs[after])
         if math.isnan(cost):
-            out.append(f"'{rung}' read {note.get('what')} made by an earlier run that did "
-                       "not record its time (its making is not timed in this ladder).")
+            out.append(f"'{rung}' read {note.get('what')} {MADE['untimed']}")
             continue
-        made = ("made by an earlier run (offline, not in its samples/s)" if note.get("reused")
-                else "made once before it ran (offline, not in its samples/s)")
+        made = MADE["reused" if note.get("reused") else "here"]
         text = (f"'{rung}' read {note.get('what')}, {made}: "
                 f"{note.get('images'):,} images in {cost:.1f} s")
         if before is not None:

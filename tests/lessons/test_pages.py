@@ -89,3 +89,17 @@ def test_every_page_is_said_whole_by_its_module(package, folder):
         assert module.PAGE.unread() == [], name
     modules = {m.name for m in pkgutil.iter_modules(package.__path__)}
     assert set(pages) <= modules
+
+
+PACKAGE = TEXT_DIR.parents[1]   # gpu_course/
+
+
+@pytest.mark.parametrize("page", sorted(p.relative_to(PACKAGE).as_posix()
+                                        for p in PACKAGE.glob("**/text/*.md")
+                                        if p.parent != TEXT_DIR))
+def test_every_page_beside_a_module_is_said_whole_by_it(page):
+    """Beyond the lessons (the ladder, the analyses, the report): text/<module>.md is read
+    whole by <module> when it is imported."""
+    *folder, _, name = page[:-len(".md")].split("/")
+    module = importlib.import_module(".".join(["gpu_course", *folder, name]))
+    assert module.PAGE.unread() == [], page
