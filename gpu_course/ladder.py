@@ -18,7 +18,7 @@ from pathlib import Path
 from .config import Experiment, Graph
 from .measure.records import OutOfMemory, Run, runs_root, load_run, update_meta
 from .rungs import LESSON, RungName
-from .show.findings import Page
+from .page import Page
 
 PAGE = Page.of(__name__)   # the ladder's fixed words: text/ladder.md
 

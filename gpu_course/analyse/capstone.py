@@ -11,7 +11,7 @@ from pathlib import Path
 from .. import rungs
 from ..measure.provenance import DEFAULTS
 from ..measure.records import load_runs
-from ..show.findings import Page
+from ..page import Page
 from . import alike, anatomy, diagnose, grading, metrics, noise
 
 PAGE = Page.of(__name__)   # what the marks say, fixed: text/capstone.md

@@ -30,7 +30,7 @@ from . import flops, metrics, signals
 from ..config import Graph
 from ..measure.records import Run, load_run, load_runs
 from ..rungs import GRAPH, PRECISION, RungName
-from ..show.findings import Page
+from ..page import Page
 
 PAGE = Page.of(__name__)   # the fixed evidence and advice: text/diagnose.md
 SAY = {name: PAGE.text(name) for name in ("compute_ceiling_run", "input_ceiling_run", "io_rule",

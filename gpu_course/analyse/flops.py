@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..show.findings import Page
+from ..page import Page
 from . import metrics
 
 PAGE = Page.of(__name__)   # what a number cannot say: text/flops.md

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..show.findings import Page
+from ..page import Page
 from . import diagnose
 
 PAGE = Page.of(__name__)   # text/profiling.md

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..show.findings import Page
+from ..page import Page
 from .metrics import epoch_spans
 
 PAGE = Page.of(__name__)   # what helps, by finding: text/signals.md

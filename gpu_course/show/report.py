@@ -17,7 +17,7 @@ from ..analyse import alike, flops, metrics
 from . import tables
 from ..analyse.metrics import STATUS_TEXT, baseline_index
 from ..measure.records import write_atomic
-from .findings import Page
+from ..page import Page
 
 PAGE = Page.of(__name__)   # the conclusion's fixed sentences: text/report.md
 SAY = {name: PAGE.text(name) for name in ("nothing_to_compare", "not_credited",

@@ -9,7 +9,7 @@ import pytest
 from gpu_course import lessons
 from gpu_course.lessons import exercises
 from gpu_course.show.findings import Outcome, Page, Where
-from gpu_course.show.findings.page import TEXT_DIR
+from gpu_course.page import TEXT_DIR
 
 PAGE = """# Lesson 99: a title the parser skips
 <!-- a comment -->

@@ -3,7 +3,7 @@ share it brings, predicted."""
 from __future__ import annotations
 
 from ...analyse import alike, metrics, noise
-from ...show.findings import Page
+from ...page import Page
 from .base import exercise
 from .judge import finished_runs, only_change, wait_prediction
 

@@ -6,7 +6,7 @@ import numbers
 
 from ...analyse import alike, metrics, noise
 from ..l02_workers import KNEE
-from ...show.findings import Page
+from ...page import Page
 from .base import Contradicted, NotYet, exercise
 from .judge import alike_but, finished_runs, reaching, speed_verdict, wait_words
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analyse import alike, metrics, noise
-from ...show.findings import Page
+from ...page import Page
 from .base import NotYet, exercise
 from .judge import alike_but, finished_runs
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...analyse import alike, metrics, noise
-from ...show.findings import Page
+from ...page import Page
 from .base import NotYet, exercise
 from .judge import finished_runs, only_change, wait_prediction
 

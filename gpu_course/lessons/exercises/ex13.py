@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 
 from ...analyse import metrics, noise
-from ...show.findings import Page
+from ...page import Page
 from ..l13_sync_points import GUARD
 from .base import MARK, NotYet, exercise
 from .judge import alike_but, finished_runs, judge_prediction

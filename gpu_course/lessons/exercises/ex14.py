@@ -6,7 +6,7 @@ import math
 import numbers
 
 from ...analyse.memory import memory_of
-from ...show.findings import Page
+from ...page import Page
 from .base import MARK, NotYet, exercise
 from .judge import finished_runs, only_change
 

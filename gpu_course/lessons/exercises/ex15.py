@@ -6,7 +6,7 @@ import numbers
 
 from ...analyse import inference, noise
 from ..l02_workers import KNEE
-from ...show.findings import Page
+from ...page import Page
 from .base import MARK, Contradicted, NotYet, exercise
 from .judge import reaching
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...analyse import alike, grading
 from ...measure.records import load_runs
-from ...show.findings import Page
+from ...page import Page
 from .. import l16_capstone as capstone
 from .base import MARK, Contradicted, NotYet, exercise
 from .judge import finished_runs

@@ -22,7 +22,7 @@ checks it once more). For every lesson, the same way, the engine:
 from .declarations import (Ceilings, Column, Compare, Context, Expect, Flag, Gain, Lesson, Limit,
                            Mark, Metric, Note, Outcome, Place, Quote, Rank, Reading, Requires,
                            Row, Samples, Sign, Text, Versus, Where, paragraphs)
-from .page import Page
+from ...page import Page
 from .judging import Said, accuracy_outcome, judge, judge_table, outcome
 from .predicting import DRIFT, Predict, apart, called, predicted, untested
 from .reading import read

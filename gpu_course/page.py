@@ -22,9 +22,8 @@ import sys
 from enum import Enum
 from pathlib import Path
 
-from .declarations import Outcome, Where
-
-TEXT_DIR = Path(__file__).resolve().parents[2] / "lessons" / "text"   # the lessons' pages
+TEXT_DIR = Path(__file__).resolve().parent / "lessons" / "text"   # the lessons' pages
+WHERE = ("gpu", "cpu")   # `show.findings.Where`'s values
 _ITEM = re.compile(r"- ([^:]+): (.*)")
 
 
@@ -69,9 +68,12 @@ class Page:
             raise ValueError(f"{self.path.name}: section {name!r} is a list; read it with means()")
         return " ".join(line.strip() for line in lines)
 
-    def means(self, name: str, keys: type[Enum] | type[str] = Outcome) -> dict:
+    def means(self, name: str, keys: type[Enum] | type[str] | None = None) -> dict:
         """Section `name` as {key: paragraph, or {where: paragraph}}: each item's first part
-        read as `keys` (an enum by its value, or str), the rest as where it applies."""
+        read as `keys` (an enum by its value, or str; default `Outcome`), the rest as where it
+        applies. (The enums are imported here, not above: the CLI reads pages without them.)"""
+        from .show.findings.declarations import Outcome, Where
+        keys = Outcome if keys is None else keys
         items: list[list[str]] = []
         for line in self._lines(name):
             match = _ITEM.fullmatch(line)
@@ -101,7 +103,7 @@ class Page:
                     raise ValueError(f"{self.path.name}: section {name!r}: {first!r} twice")
                 out[head] = paragraph
                 continue
-            place = tuple(Where(p) if p in {w.value for w in Where} else p for p in where)
+            place = tuple(Where(p) if p in WHERE else p for p in where)
             inner = out.setdefault(head, {})
             if isinstance(inner, str):
                 raise ValueError(f"{self.path.name}: section {name!r}: {first!r} is said both "
