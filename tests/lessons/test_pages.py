@@ -6,7 +6,7 @@ from enum import StrEnum
 
 import pytest
 
-from gpu_course import lessons
+from gpu_course import lessons, measure
 from gpu_course.lessons import exercises
 from gpu_course.show.findings import Outcome, Page, Where
 from gpu_course.show.findings.page import TEXT_DIR
@@ -78,8 +78,9 @@ def test_a_page_with_text_outside_a_section_or_a_section_twice_is_refused(tmp_pa
 
 
 @pytest.mark.parametrize("package, folder", [(lessons, TEXT_DIR),
-                                             (exercises, TEXT_DIR.parent / "exercises" / "text")],
-                         ids=["lessons", "exercises"])
+                                             (exercises, TEXT_DIR.parent / "exercises" / "text"),
+                                             (measure, TEXT_DIR.parents[1] / "measure" / "text")],
+                         ids=["lessons", "exercises", "measure"])
 def test_every_page_is_said_whole_by_its_module(package, folder):
     """A section no declaration reads is text the course keeps and never says."""
     pages = sorted(p.stem for p in folder.glob("*.md"))
