@@ -82,8 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpu-course", description=PAGE.text("gpu_course"))
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
 
-    def verb(name: str, help: str):
-        return sub.add_parser(name, help=help, description=PAGE.text(name))
+    def verb(name: str, summary: str):   # the page says the rest
+        return sub.add_parser(name, help=summary, description=PAGE.text(name))
 
     p = verb("data", "generate the synthetic CIFAR-10 stand-in (or other data)")
     p.add_argument("--out", type=_user_path, default=None, help="folder to write (default: data/)")
