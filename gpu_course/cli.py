@@ -8,6 +8,7 @@ from pathlib import Path
 from . import config as _config
 from .flags import add_config_flags as _add_config_flags
 from .flags import config_from_args
+from .page import Page
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,63 +74,55 @@ def _user_path(text: str) -> Path:
     return Path(text).expanduser()
 
 
+# each verb's description; by path, since `python -m gpu_course.cli` runs it as __main__
+PAGE = Page(Path(__file__).resolve().parent / "text" / "cli.md")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="gpu-course", description="Find and remove what keeps a GPU from being busy.")
+    parser = argparse.ArgumentParser(prog="gpu-course", description=PAGE.text("gpu_course"))
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
 
-    p = sub.add_parser("data", help="generate the synthetic CIFAR-10 stand-in (or other data)",
-                       description="Write a dataset: the synthetic set in CIFAR-10 binary "
-                       "format, or (--kind folder) a Caltech-256-shaped folder of JPEGs.")
+    def verb(name: str, summary: str):   # the page says the rest
+        return sub.add_parser(name, help=summary, description=PAGE.text(name))
+
+    p = verb("data", "generate the synthetic CIFAR-10 stand-in (or other data)")
     p.add_argument("--out", type=_user_path, default=None, help="folder to write (default: data/)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train", type=int, default=50_000, help="training images")
     p.add_argument("--test", type=int, default=10_000, help="test images")
     p.add_argument("--kind", default="synthetic", choices=("synthetic", "folder"),
-                   help="synthetic (CIFAR-10 format) or folder (one sub-folder of JPEGs per "
-                   "class, 200-500 px a side, like Caltech-256)")
+                   help="synthetic: CIFAR-10 format; folder: a sub-folder of 200-500 px JPEGs "
+                   "per class, like Caltech-256")
     p.add_argument("--classes", type=int, default=10, help="folder: class folders (2-10)")
     p.add_argument("--per-class", type=int, default=300, help="folder: JPEGs per class")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace data that gpu-course wrote with other settings (data it "
-                   "did not write is never replaced)")
+                   help="replace data gpu-course wrote with other settings (never other data)")
     p.set_defaults(func=_data)
 
-    p = sub.add_parser("monitor", help="record GPU/CPU utilisation to a CSV",
-                       description="Sample like `watch nvidia-smi` and keep the numbers. "
-                       "Stops on Ctrl-C or after --seconds; everything recorded is written.")
+    p = verb("monitor", "record GPU/CPU utilisation to a CSV")
     p.add_argument("--out", type=_user_path, required=True, help="CSV file for the GPU samples")
     p.add_argument("--seconds", type=float, default=None, help="stop after this long")
     p.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
     p.set_defaults(func=_monitor)
 
-    p = sub.add_parser("watch", help="run any command and say what keeps its GPU idle",
-                       description="Run COMMAND unchanged, record GPU and CPU for its whole "
-                       "life (a Python command's DataLoader wait too) into a run folder, "
-                       "then say what limits it. Exits with the command's status.")
+    p = verb("watch", "run any command and say what keeps its GPU idle")
     p.add_argument("--runs-dir", type=_user_path, default=None)
     p.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
     p.add_argument("--name", default=None, help="the run's name (default: the command's)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command and its arguments")
     p.set_defaults(func=_watch)
 
-    p = sub.add_parser("runs", help="list recorded runs as a table",
-                       description="List the run records under a folder.")
+    p = sub.add_parser("runs", help="list recorded runs as a table")
     p.add_argument("--runs-dir", type=_user_path, default=None)
     p.set_defaults(func=_runs)
 
-    p = sub.add_parser("run", help="run one experiment from flags",
-                       description="Train once with the given settings, record the run and "
-                       "print the talk's summary line.")
+    p = verb("run", "run one experiment from flags")
     _add_config_flags(p)
     p.add_argument("--runs-dir", type=_user_path, default=None)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)
 
-    p = sub.add_parser("ladder", help="run the whole ladder of fixes and write a report",
-                       description="Run every rung (naive -> tuned) on the default dataset, "
-                       "write run records, charts and a Markdown/HTML report, and print the "
-                       "ladder table.")
+    p = verb("ladder", "run the whole ladder of fixes and write a report")
     p.add_argument("--engine", choices=_config.ENGINES, default=None,
                    help="default: what fits this machine (ENGINE=... overrides)")
     p.add_argument("--quick", action="store_true", help="a minute-long pass on a CPU")
@@ -137,38 +130,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-size", type=int, default=None)
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--model", choices=_config.MODELS, default=None,
-                   help="the network every rung trains (default: resnet20 on a GPU, tiny on a "
-                        "CPU); wrn16_10 makes the step GPU-bound: the other regime")
+                   help="every rung's network (default: resnet20 on a GPU, tiny on a CPU; "
+                   "wrn16_10: a GPU-bound step)")
     p.add_argument("--rungs", default=None, help="comma-separated subset of rung names")
     p.add_argument("--repeats", type=int, default=1,
-                   help="walk the ladder this many times, interleaved, walk i with seed "
-                        "+ i: each rung's spread is then its runs' over seeds (default 1: "
-                        "its own steady steps')")
+                   help="interleaved walks, walk i with seed + i: a rung's spread is then over "
+                   "seeds (default 1: over its steady steps)")
     p.add_argument("--runs-dir", type=_user_path, default=None)
     p.add_argument("--out", type=_user_path, default=None, help="report folder")
     p.set_defaults(func=_ladder)
 
-    p = sub.add_parser("diagnose", help="say what limits a recorded run",
-                       description="Input-bound, compute-bound or overhead-bound, with the "
-                       "numbers, and the next rung to try.")
+    p = verb("diagnose", "say what limits a recorded run")
     p.add_argument("run", help="run folder or run id")
     p.add_argument("--runs-dir", type=_user_path, default=None)
     p.set_defaults(func=_diagnose)
 
-    p = sub.add_parser("distributed", help="a local multi-host job and its scaling table",
-                       description="Train one process, then a job of NODES local hosts x "
-                       "PROCS processes on 127.0.0.1 (PyTorch: torchrun launches; Gluon: "
-                       "MXNet parameter-server workers), and print the scaling table.")
+    p = verb("distributed", "a local multi-host job and its scaling table")
     p.add_argument("--engine", choices=_config.ENGINES, default=None)
     p.add_argument("--nodes", type=int, default=2, help="local 'hosts'")
     p.add_argument("--procs-per-node", type=int, default=1, help="processes per host")
     p.add_argument("--quick", action="store_true", help="a short run on a CPU")
     p.add_argument("--runs-dir", type=_user_path, default=None)
     p.set_defaults(func=_distributed)
-    p = sub.add_parser("env", help="what this machine is: build, CPU, GPU, shared memory, disk",
-                       description="Read and measure the environment: the framework's build, "
-                       "oneDNN on/off and a thread sweep (in child processes), the GPU's "
-                       "clocks, limits and PCIe link, /dev/shm and disk bandwidth.")
+
+    p = verb("env", "what this machine is: build, CPU, GPU, shared memory, disk")
     p.add_argument("--engine", choices=_config.ENGINES, default=None,
                    help="whose build to read and measure (default: the first installed)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -176,11 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="smaller measurements (seconds)")
     p.set_defaults(func=_env)
 
-    p = sub.add_parser("profile", help="profile a few steps of an experiment and say what "
-                       "limits it", description="Train as `run` does, then record a profiler "
-                       "window (Chrome trace, per-operator table) and a cProfile of the input "
-                       "pipeline into the run's folder, and check the trace's verdict "
-                       "against the mock-ceiling diagnosis.")
+    p = verb("profile", "profile a few steps of an experiment and say what limits it")
     _add_config_flags(p)
     p.add_argument("--runs-dir", type=_user_path, default=None)
     p.set_defaults(func=_profile)
@@ -223,8 +204,8 @@ def _runs(args) -> int:
     from .measure import records
     root = records.runs_root(args.runs_dir)
     if root.exists() and not root.is_dir():
-        raise ValueError(f"{root} is a file, not a folder of run records: name the folder "
-                         "(--runs-dir, GPU_COURSE_RUNS) they are in")
+        raise ValueError(f"{root} is a file, not a folder of run records: name their folder "
+                         "(--runs-dir, GPU_COURSE_RUNS)")
     runs = records.load_runs(args.runs_dir)
     if not runs:
         print(f"no runs under {root}" + ("" if root.exists() else " (no such folder)"))
@@ -331,10 +312,9 @@ def _env(args) -> int:
     import json
     from .engines import FRAMEWORKS, installed_engines
     if args.engine and args.engine not in installed_engines():
-        raise ValueError(f"--engine {args.engine} needs {FRAMEWORKS[args.engine]}, which this "
-                         f"environment does not have; run the {args.engine} environment's "
-                         f"gpu-course (`make setup-{args.engine}`, then "
-                         f"`.venv/{args.engine}/bin/gpu-course env`)")
+        raise ValueError(f"--engine {args.engine} needs {FRAMEWORKS[args.engine]}, not installed "
+                         f"here; run `make setup-{args.engine}`, then "
+                         f"`.venv/{args.engine}/bin/gpu-course env`")
     from .env import report as env
     report = env.report(args.engine, measure=not args.no_measure, quick=args.quick)
     print(json.dumps(report, indent=2, default=str) if args.json else env.format_report(report))

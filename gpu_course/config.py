@@ -227,18 +227,17 @@ class Experiment:
         defaults = {f.name: f.default for f in fields(self)}
         for name in PYTORCH_ONLY if self.engine == "gluon" else ():
             if getattr(self, name) != defaults[name]:
-                raise ValueError(f"{name}={getattr(self, name)!r} has no effect with "
-                                 f"engine={self.engine!r} (it applies to the other engine "
-                                 f"only); leave it at {defaults[name]!r}")
+                raise ValueError(f"{name}={getattr(self, name)!r} applies to engine='pytorch' "
+                                 f"only; leave it at {defaults[name]!r}")
         if self.dataset != "folder" and self.data_format != "loose":
             raise ValueError(f"data_format={self.data_format!r} applies to dataset='folder' "
                              f"only (dataset={self.dataset!r} is read from memory); leave "
                              "it at 'loose'")
         for name in ("sample_order", "page_cache"):
             if getattr(self, name) != defaults[name] and self.data_format != "packed":
-                raise ValueError(f"{name}={getattr(self, name)!r} applies to the packed-file "
-                                 f"reader only (data_format='packed'; here "
-                                 f"{self.data_format!r}); leave it at {defaults[name]!r}")
+                raise ValueError(f"{name}={getattr(self, name)!r} applies to data_format='packed' "
+                                 f"only (here {self.data_format!r}); leave it at "
+                                 f"{defaults[name]!r}")
         if self.engine == "pytorch" and self.dataset in ("synthetic", "cifar10") \
                 and self.image_size != 32:
             raise ValueError(f"image_size={self.image_size!r}: the PyTorch track feeds "
@@ -406,8 +405,8 @@ def _followable(cfg: Experiment, name: str) -> None:
     if value is None:
         return
     if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
-        raise ValueError(f"{name}={value!r} is not a folder; allowed: None (the repository's "
-                         "data/, or $GPU_COURSE_DATA) or a path as a string or pathlib.Path")
+        raise ValueError(f"{name}={value!r} is not a folder; allowed: None (data/, or "
+                         "$GPU_COURSE_DATA) or a path (str or pathlib.Path)")
     try:
         Path(value).expanduser().resolve()
     except (RuntimeError, OSError) as err:  # RuntimeError: Python < 3.13's symlink loop
@@ -419,11 +418,8 @@ def _pairs(params: Any) -> tuple:
     """optimizer_params as ((name, value), ...): from a dict or from pairs."""
     if isinstance(params, dict):
         params = params.items()
-    if isinstance(params, (str, bytes)):
-        raise ValueError(f"optimizer_params={params!r} must be (name, value) pairs or a dict, "
-                         "e.g. (('batch_scale', 4),)")
     try:
-        pairs = [tuple(p) for p in params]
+        pairs = None if isinstance(params, (str, bytes)) else [tuple(p) for p in params]
     except TypeError:
         pairs = None
     if pairs is None or any(len(p) != 2 or not isinstance(p[0], str) for p in pairs):

@@ -175,7 +175,7 @@ def test_a_monitor_interval_beyond_an_hour_is_refused_not_overflowed():
 @pytest.mark.parametrize("value", [123, 1.5, ["data"], "", "   "])
 def test_a_data_dir_that_is_not_a_path_names_the_value_and_what_is_allowed(value):
     with pytest.raises(ValueError, match=rf"data_dir={re.escape(repr(value))} is not a folder; "
-                                         r"allowed: None .* a path as a string or pathlib.Path"):
+                                         r"allowed: None .* a path \(str or pathlib.Path\)"):
         Experiment(data_dir=value)
 
 

@@ -53,7 +53,7 @@ def test_a_bad_order_or_cache_is_named_with_what_is_allowed(field, value, allowe
         Experiment(dataset="folder", data_format="packed", **{field: value})
     with pytest.raises(ValueError, match=f"{field}='{value}' is not allowed; allowed: {allowed}"):
         getattr(order, field)(value)
-    with pytest.raises(ValueError, match=f"{field}=.* applies to the packed-file reader only"):
+    with pytest.raises(ValueError, match=f"{field}=.* applies to data_format='packed' only"):
         Experiment(dataset="folder", data_format="loose",
                    **{field: {"sample_order": "sequential", "page_cache": "drop"}[field]})
     cfg = Experiment(dataset="folder", data_format="packed", sample_order=SampleOrder.QUASI_RANDOM,

@@ -117,7 +117,7 @@ def test_gpu_verdicts_on_a_fake_nvml(monkeypatch, capsys, util, sleeps, limit):
                          watch.Options(interval=0.1))
     out = capsys.readouterr().out
     assert status == 0
-    assert f"GPU: busy {util}% of the time" in out and limit.value in out, out
+    assert f"GPU: busy {util}% of the time" in out and watch.SAYS[limit] in out, out
 
 
 def job(util, cores, busiest, machine=10.0):

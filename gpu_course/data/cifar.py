@@ -16,6 +16,8 @@ from typing import NamedTuple, Tuple
 
 import numpy as np
 
+from .paths import kept_note
+
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
 CIFAR10_MD5 = "c32a1d4ab5d03f1284b67883e8d87530"
 ARCHIVE_NAME = "cifar-10-binary.tar.gz"
@@ -81,8 +83,7 @@ def write_cifar_binary(folder, data: CifarData, manifest=None):
             return folder
         kept = _replace_dir(tmp, folder, ours=OWN_FILES)
         if kept:
-            print(f"kept in {folder} what gpu-course did not write there: "
-                  + ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else ""))
+            print(kept_note(folder, kept))
     except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
         from ..measure.guards import naming

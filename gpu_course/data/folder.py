@@ -24,7 +24,7 @@ import numpy as np
 
 from . import synthetic
 from ..measure.guards import check_stop, naming, stop_requests
-from .paths import default_root, writing
+from .paths import default_root, kept_note, writing
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".webp")
 MANIFEST = ".gpu_course.json"   # written last by generate_folder: the folder is complete
@@ -375,8 +375,7 @@ def _replace_own_files(root: Path, new: Path, old_settings: dict | None) -> None
         else:
             os.replace(entry, target)
     if kept:
-        print(f"kept in {root} what gpu-course did not write there: " + ", ".join(kept[:5])
-              + (f" and {len(kept) - 5} more" if len(kept) > 5 else ""))
+        print(kept_note(root, kept))
 
 
 def _manifest(root: Path) -> dict | None:

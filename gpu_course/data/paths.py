@@ -42,3 +42,9 @@ def writing(folder):
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def kept_note(root, kept: list) -> str:
+    """The line naming what a rewrite of `root` kept there: files gpu-course did not write."""
+    return (f"kept in {root} what gpu-course did not write there: " + ", ".join(kept[:5])
+            + (f" and {len(kept) - 5} more" if len(kept) > 5 else ""))

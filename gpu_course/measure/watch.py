@@ -31,8 +31,11 @@ import psutil
 from ..analyse import metrics
 from ..analyse.diagnose import CPU_SATURATED, GPU_BUSY, INPUT_WAIT
 from ..config import OWN
+from ..page import Page
 from .monitor import GpuMonitor, GpuUnavailableWarning
 from .records import Ran, Run, RunRecord, write_atomic
+
+PAGE = Page.of(__name__)
 
 HOOK = Path(__file__).with_name("watch_hook")
 HOOK_STEPS = "loader-steps.csv"   # what the hook writes, every DataLoader of the command
@@ -53,14 +56,20 @@ class Options:
 
 
 class Limit(enum.Enum):
-    """What GPU utilisation and the command's CPU load alone say of a job."""
+    """What GPU utilisation and the command's CPU load alone say of a job (`SAYS`)."""
 
-    DEVICE = "the GPU was busy: the device is the limit (lessons 04, 05, 14)"
-    FED = "the GPU idled while the CPU was saturated: input- or host-bound (lessons 02, 09, 03)"
-    WAITS = ("the GPU idled while the CPU idled too: the job waits, on sync points or the "
-             "disk (lessons 13, 09)")
-    CPU_BUSY = "the CPU was saturated"
-    CPU_IDLE = "the CPU idled: the job waits, on the disk, a sleep or the network (lesson 09)"
+    DEVICE = "device"
+    FED = "fed"
+    WAITS = "waits"
+    CPU_BUSY = "cpu_busy"
+    CPU_IDLE = "cpu_idle"
+
+
+TOO_SHORT, NO_GPU = PAGE.text("too_short"), PAGE.text("no_gpu")
+SAYS = PAGE.means("limit", Limit)
+SATURATED_BY = PAGE.means("saturated_by", str)   # who held a saturated CPU
+CANNOT_TELL, NO_LOADER = PAGE.text("cannot_tell"), PAGE.text("no_loader")
+DATA_WAIT = PAGE.means("data_wait", str)         # what the hook's data wait says
 
 
 @dataclass
@@ -92,10 +101,9 @@ class Job:
 
     def view(self) -> str:
         """The limit in words, and who held the CPU where it was saturated."""
-        by = "" if not self.saturated else (
-            ", by the step or by the loader" if self.held_cores else
-            ", by other programs more than by the command: its timings are pessimistic")
-        return self.limit().value + by
+        by = "" if not self.saturated else \
+            ", " + SATURATED_BY["command" if self.held_cores else "others"]
+        return SAYS[self.limit()] + by
 
     def limit(self) -> Limit:
         if not self.has_gpu:
@@ -246,8 +254,7 @@ def lines(job: Job, command: list, notice: str | None) -> list:
     out = [f"watch: `{' '.join(command)}` ran {job.seconds:.1f} s and exited with status "
            f"{job.status}; record: {run.path} (timeline.png)"]
     if job.seconds < 2 * run.meta["config"].get("monitor_interval", 0.5) and not len(run.epochs):
-        out.append("  it ended before the monitor could see it work: nothing to say of its "
-                   "GPU or CPU")
+        out.append("  " + TOO_SHORT)
         return out
     if job.has_gpu:
         sm = gpu.get("sm_active_mean")
@@ -257,21 +264,16 @@ def lines(job: Job, command: list, notice: str | None) -> list:
                    + f"; memory up to {(gpu.get('mem_used_max_mib') or 0) / 1024:.1f} GiB"
                    + (f", {gpu['power_w_mean']:.0f} W" if gpu.get("power_w_mean") else ""))
     else:
-        out.append(f"  GPU: none to sample ({notice or 'no GPU'}): the CPU side and the "
-                   "data wait only")
+        out.append(f"  GPU: none to sample ({notice or 'no GPU'}): " + NO_GPU)
     out.append(f"  CPU: its {job.processes} process(es) kept {job.cores:.2f} of "
                f"{os.cpu_count()} cores busy (the busiest {job.busiest:.2f} of a core); the "
                f"whole machine {gpu.get('cpu_percent_mean') or 0:.0f}% busy")
-    out.append(f"  From utilisation alone: {job.view()}. It cannot tell a loader from "
-               "a slow step on the CPU, nor work from a spin-wait.")
+    out.append(f"  From utilisation alone: {job.view()}. " + CANNOT_TELL)
     share = metrics.data_wait_share(run)
     if not len(run.epochs):
-        out.append("  No DataLoader was timed (not Python, or no PyTorch/Gluon DataLoader): "
-                   "wrap the loop's loader in gc.watch(loader) for the data wait (lesson 17).")
+        out.append("  " + NO_LOADER)
     elif math.isfinite(share):
-        side = ("the input side is the limit: more workers, a cheaper pipeline (lessons 02, 09)"
-                if share >= INPUT_WAIT else "the loader kept up: the step itself is the "
-                "limit (lessons 03, 04, 13)")
+        side = DATA_WAIT["input" if share >= INPUT_WAIT else "step"]
         out.append(f"  Measured inside the process: {int(run.epochs.steps.sum())} steps of its "
                    f"{run.meta.get('engine')} DataLoader, data wait {share:.0%} of the steady "
                    f"steps' time, the slowest 5% ×{metrics.steadiness(run)['spikiness']:.1f} the "

@@ -89,8 +89,8 @@ def check_channel(cfg: _config.Experiment, channel: Path) -> None:
     if not channel.is_dir():
         raise ValueError(f"SM_CHANNEL_TRAINING={channel} "
                          + ("is a file" if channel.exists() else "does not exist")
-                         + ": it must name the folder SageMaker mounted the 'training' "
-                         "channel into (or leave it unset to generate the data here)")
+                         + ": it must name the 'training' channel's folder (unset: the data "
+                         "is generated here)")
     if cfg.dataset != "synthetic":
         return
     from gpu_course.data import synthetic
@@ -100,10 +100,10 @@ def check_channel(cfg: _config.Experiment, channel: Path) -> None:
     if held and expected not in held:
         raise ValueError(
             f"the training channel {channel} holds {', '.join(held[:3])}"
-            f"{', ...' if len(held) > 3 else ''}, not the generated set {expected}/, but "
-            "dataset='synthetic' would train on generated images: set the hyperparameter "
-            "dataset to cifar10 (a CIFAR-10 binary folder) or folder (one sub-folder of "
-            "images per class), or match seed/train_size/test_size to the uploaded set")
+            f"{', ...' if len(held) > 3 else ''}, not the set dataset='synthetic' trains on "
+            f"({expected}/): set the hyperparameter dataset to cifar10 (a CIFAR-10 binary "
+            "folder) or folder (a sub-folder of images per class), or match "
+            "seed/train_size/test_size to the uploaded set")
 
 
 def _int_env(env: dict, name: str, low: int) -> int | None:
@@ -150,16 +150,16 @@ def check_outputs(env: dict) -> None:
         if folder is None:
             continue
         where = f"{name}={folder}" if env.get(name) else f"the runs folder {folder}"
+        must = "it must name a folder the job can write"
         if folder.exists() and not folder.is_dir():
-            raise ValueError(f"{where} is a file: it must name a folder the job can write")
+            raise ValueError(f"{where} is a file: {must}")
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            raise ValueError(f"{where} cannot be made ({err.strerror or err}): it must name "
-                             "a folder the job can write") from None
+            raise ValueError(f"{where} cannot be made ({err.strerror or err}): {must}") from None
         if not os.access(folder, os.W_OK | os.X_OK):
-            raise ValueError(f"{where} is not writable by this job (user id "
-                             f"{os.getuid()}): it must name a folder the job can write")
+            raise ValueError(f"{where} is not writable by this job (user id {os.getuid()}): "
+                             f"{must}")
 
 
 def hosts(env: dict) -> tuple:
@@ -383,9 +383,9 @@ def main(argv: list | None = None, env: dict | None = None) -> int:
              "trains with MXNet's parameter_server option", env)
         return 2
     if len(all_hosts) > 1 and not (distributed or parameter_server):
-        print(f"{this_host}: one of {len(all_hosts)} hosts but no distribution option "
-              "(parameter_server for MXNet, torch_distributed for PyTorch), so this host "
-              "trains the whole job by itself and keeps its own record", flush=True)
+        print(f"{this_host}: one of {len(all_hosts)} hosts, no distribution option (MXNet: "
+              "parameter_server, PyTorch: torch_distributed): this host trains the whole job "
+              "alone, into its own record", flush=True)
         cfg = cfg.replace(name=f"{cfg.name}@{this_host}")
     print(f"experiment: {cfg.to_json()}", flush=True)
     try:

@@ -45,6 +45,7 @@ from typing import Any
 
 from .. import engines
 from ..config import Experiment
+from ..page import Page
 from . import request as _request
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]   # gpu_course/
@@ -56,6 +57,7 @@ DEFAULT_REGION = "us-east-1"         # only to name the image when no region is 
 DEFAULT_MAX_RUN_MIN = 120            # SageMaker stops (and bills no further) after this
 MAX_RUN_LIMIT_MIN = 28 * 24 * 60     # SageMaker's MaxRuntimeInSeconds allows 28 days at most
 DATA_PREFIX = "gpu-course/data"      # S3 key prefix of uploaded datasets
+PAGE = Page.of(__name__)
 
 
 class Sdk(enum.Enum):
@@ -242,7 +244,7 @@ class Job:
         if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) \
                 or not 1 <= minutes <= MAX_RUN_LIMIT_MIN:
             raise ValueError(f"max_run_min={minutes!r} must be 1..{MAX_RUN_LIMIT_MIN} minutes "
-                             "(SageMaker stops a training job after 28 days at most)")
+                             "(SageMaker's limit: 28 days)")
 
     def replace(self, **changes) -> "Job":
         return dataclasses.replace(self, **changes)
@@ -671,28 +673,29 @@ def _note_job(folder: Path, job_name: str) -> None:
 
 
 # -- the `gpu-course sagemaker` verb ---------------------------------------------------
+VERB = PAGE.text("verb")
+AWS_CHECKS = PAGE.text("aws_checks")           # what a valid request may still fail at launch
+NO_CREDENTIALS = PAGE.text("no_credentials")
+
+
 def add_parser(subparsers) -> None:
     """Register `gpu-course sagemaker` (called by gpu_course.cli)."""
     import argparse
+    import textwrap
 
     from ..flags import add_config_flags as _add_config_flags
     table = "\n".join("  {instance:17} {GPU:5} Gluon: {Gluon:14} PyTorch: {PyTorch}".format(
         **instance_row(name)) for name in INSTANCES)
     p = subparsers.add_parser(
         "sagemaker", help="run one experiment as a SageMaker training job",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Build the SageMaker training job for an experiment (--engine pytorch: SDK v3's\n"
-        "ModelTrainer on AWS's PyTorch 2.10 container; --engine gluon: SDK v2's MXNet 1.9.0\n"
-        "container, a retired framework on an unpatched container; default: this\n"
-        "environment's track), run it, and fetch its run record into the local runs folder.\n"
-        "Without AWS credentials, or with --dry-run, print the request and launch nothing.",
-        epilog=f"instance types:\n{table}")
-    p.add_argument("--instance-type", default=DEFAULT_INSTANCE, help=f"default: "
-                   f"{DEFAULT_INSTANCE} (an A10G: both tracks)")
+        formatter_class=argparse.RawDescriptionHelpFormatter,   # the epilog's table
+        description=textwrap.fill(VERB, 88), epilog=f"instance types:\n{table}")
+    p.add_argument("--instance-type", default=DEFAULT_INSTANCE,
+                   help=f"default: {DEFAULT_INSTANCE} (an A10G: both tracks)")
     p.add_argument("--instance-count", type=int, default=1,
                    help="hosts; > 1 uses the framework's distribution option")
     p.add_argument("--all-gpus", action="store_true",
-                   help="train on every GPU of the instance (SM_NUM_GPUS) instead of --num-gpus")
+                   help="every GPU of the instance (SM_NUM_GPUS), not --num-gpus")
     p.add_argument("--role", default=None, help="SageMaker execution role ARN")
     p.add_argument("--region", default=None)
     p.add_argument("--data-s3", default=None,
@@ -720,8 +723,7 @@ def show_request(cfg: Experiment, job: Job, region: str | None) -> None:
     print("\n" + describe(request).to_string(index=False))
     print(f"\nvalid: the request meets {_request.model_version()} in fields, types, "
           f"lengths, patterns and instance types, SageMaker's 28-day limit and the job's "
-          f"'{CHANNEL}' channel;\nwhat only AWS knows (the role's permissions, the buckets, "
-          "your quotas) is checked at launch")
+          f"'{CHANNEL}' channel.\n" + AWS_CHECKS)
     if NO_ACCOUNT in json.dumps(request):
         print(f"account {NO_ACCOUNT} (in the role and the bucket "
               f"sagemaker-<region>-{NO_ACCOUNT}) stands for yours")
@@ -731,7 +733,7 @@ def run_command(args) -> int:
     from ..flags import config_from_args
     if not 1 <= args.max_run <= MAX_RUN_LIMIT_MIN:
         raise ValueError(f"--max-run={args.max_run} must be 1..{MAX_RUN_LIMIT_MIN} minutes "
-                         "(SageMaker stops a training job after 28 days at most)")
+                         "(SageMaker's limit: 28 days)")
     cap = instance_capability(args.instance_type)   # default: this environment's track
     engine = args.cfg_engine or engines.pick_engine(capabilities=[cap] if cap else [])[0]
     cfg = config_from_args(args, engine=engine)
@@ -744,8 +746,7 @@ def run_command(args) -> int:
             if args.dry_run:
                 print("\ndry run: nothing was launched")
                 return 0
-            print("\nNo AWS credentials found (environment, ~/.aws or an instance role): "
-                  "nothing was launched. Use --dry-run to only print the job.", file=sys.stderr)
+            print("\n" + NO_CREDENTIALS, file=sys.stderr)
             return 1
         session = session_for(_track(cfg.engine).sdk, args.region)
         name = launch(cfg, job, session, wait=not args.no_wait)
