@@ -68,7 +68,10 @@ SMOKE_ENV = GPU_COURSE_SMOKE=1 GPU_COURSE_RUNS=$(SMOKE_RUNS)/$@ MPLBACKEND=Agg O
 # a notebook phase's data sets in a folder of its own, never the checkout's data/ (a
 # phase under tests/ gets one from tests/conftest.py)
 NB_DATA = GPU_COURSE_DATA=$(SMOKE_RUNS)/data-$@
-NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=900
+# each notebook in a kernel of its own, forked from one that imported the track already
+# (tools/warm_kernel.py: seconds of imports a notebook, the same run top to bottom)
+NBVAL := --nbval-lax --nbval-kernel-name=gpu-course-warm --nbval-cell-timeout=900
+WARM = -m tools.warm_kernel run
 PYTEST := -m pytest -q --durations=5
 
 test:
@@ -115,11 +118,13 @@ test-pytorch-track: setup-pytorch
 	  --ignore=tests/lessons --ignore=tests/test_exercise_cells.py $(PYTEST_ARGS)
 
 test-gluon-notebooks: setup-gluon
-	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/gluon/bin/python $(PYTEST) $(NBVAL) notebooks/gluon \
+	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/gluon/bin/python $(WARM) gluon -- \
+	  $(VENV)/gluon/bin/python $(PYTEST) $(NBVAL) notebooks/gluon \
 	  notebooks/run_on_sagemaker.ipynb $(PYTEST_ARGS)
 
 test-pytorch-notebooks: setup-pytorch
-	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) $(NBVAL) notebooks/pytorch \
+	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/pytorch/bin/python $(WARM) torch -- \
+	  $(VENV)/pytorch/bin/python $(PYTEST) $(NBVAL) notebooks/pytorch \
 	  notebooks/run_on_sagemaker.ipynb $(PYTEST_ARGS)
 
 test-gluon-exercises: setup-gluon
