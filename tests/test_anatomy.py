@@ -87,4 +87,4 @@ def test_the_table_heads_each_rung_with_its_time_to_the_baselines_accuracy(stead
     assert math.isnan(rows.loc["large batch", "to_target_s"])          # never got there
     assert list(rows["bound"]) == ["data-bound", "GPU-bound", "GPU-bound"]
     text = report.anatomy_text([naive, tuned, large])
-    assert "70.0% validation accuracy, what 'naive' reached" in text and "×7.00" in text
+    assert "70.0% validation accuracy, as 'naive' ended" in text and "×7.00" in text

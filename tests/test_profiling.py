@@ -147,7 +147,7 @@ def test_a_damaged_trace_is_refused_naming_the_file_never_read_as_an_idle_gpu(tm
     bad = tmp_path / "nodur.json"
     bad.write_text(js.dumps({"traceEvents": events}))
     with pytest.raises(ValueError, match=r"nodur.json: 1 of its 2 complete events lack a numeric "
-                                         r"ts or dur \(the first: 'k'\)"):
+                                         r"ts or dur \(first: 'k'\)"):
         profiling.read_trace(bad)
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(gz.compress(js.dumps({"traceEvents": [event("k", 0, 1, "kernel")]}).encode())[:40])

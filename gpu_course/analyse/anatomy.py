@@ -164,14 +164,10 @@ def compiled_text(run) -> str:
 def target_line(frame: pd.DataFrame, baseline_name: str) -> str:
     """The sentence under the table: what the target is and where it comes from."""
     if math.isnan(frame.attrs["target"]):
-        head = (f"No target: '{baseline_name}' ended within noise of chance, so no time to "
-                "target is given")
+        head = f"No target: '{baseline_name}' ended within noise of chance"
     else:
-        head = (f"Target: {frame.attrs['target']:.1%} validation accuracy, what "
-                f"'{baseline_name}' reached after its epochs")
-    return (head + "; time to target counts training only (warm-up and "
-            "compilation included, validation left out), and – means its epochs never got "
-            "there. Step times are medians of the steady steps; GPU busy is the step times "
-            f"the steady GPU-Util. A step is data-bound when it waits {INPUT_WAIT:.0%} of it "
-            f"for data, GPU-bound when kernels run {GPU_BUSY:.0%} of the time, else "
-            "host-bound.")
+        head = f"Target: {frame.attrs['target']:.1%} validation accuracy, as '{baseline_name}' ended"
+    return (f"{head}. Time to target counts training, warm-up and compilation included (–: "
+            "never reached). Step times are steady medians; GPU busy is step time × GPU-Util. "
+            f"A step is data-bound from {INPUT_WAIT:.0%} data wait, GPU-bound from "
+            f"{GPU_BUSY:.0%} kernel time, else host-bound.")

@@ -52,16 +52,13 @@ def lesson(number: str) -> str:
 
 
 # what the marks say, by case; the numbers come from the runs
-LIMIT = {"input-bound": "its next rung, {rung}, asks more of this machine than it has "
-                        "({advice}): no rung of the course's is left",
+LIMIT = {"input-bound": "its next rung, {rung}, asks more of this machine than it has ({advice})",
          "overhead-bound": "no rung of the course's is left (next: {rung}, {advice})",
          **PAGE.means("limit", str)}
 HELD = {anatomy.Bound.DATA: "the GPU waits for data ({data_wait_ms:.1f} of {step_ms:.1f} ms "
-                            "a step): more loader workers, {l02}; the images decoded once or "
-                            "held on the GPU, {l09}",
-        anatomy.Bound.HOST: "the GPU idles between kernels while the host issues them: no "
-                            "read of the loss in every step ({sync}), {l13}; a graph, {l03}; "
-                            "a larger batch, {l05}"}
+                            "a step): {l02}; {l09}",
+        anatomy.Bound.HOST: "the GPU idles while the host issues kernels: no {sync} every "
+                            "step, {l13}; a graph, {l03}; a larger batch, {l05}"}
 RACED = PAGE.means("raced", noise.Kind)   # why a race was lost, measured
 TOO_FEW = PAGE.text("too_few")
 AT_CHANCE = " " + PAGE.text("at_chance")
@@ -106,13 +103,12 @@ def _diagnosis(d: diagnose.Diagnosis, run) -> Mark:
     if d.verdict == diagnose.UNRELIABLE:
         why = "; ".join(diagnose.unreliable(d.numbers, str(grading.setting(run, "mock"))))
         return Mark(Criterion.DIAGNOSIS, False,
-                    f"{head}: it cannot rule ({why}). Give the run more steady steps (more "
-                    f"epochs or images) on a machine nothing else uses: {lesson('10')}.", True)
+                    f"{head}: it cannot rule ({why}); see {lesson('10')}.", True)
     number = fix(d, run)
     if number is not None:
         return Mark(Criterion.DIAGNOSIS, False,
-                    f"{head}: the next rung, {d.next_rung} ({d.advice}), is {lesson(number)}, "
-                    "and this run has not taken it.", True)
+                    f"{head}: the next rung, {d.next_rung} ({d.advice}), is {lesson(number)}.",
+                    True)
     case = d.verdict if d.verdict == "input-bound" or metrics.on_gpu(run) else "cpu"
     why = LIMIT.get(case, LIMIT["overhead-bound"]).format(rung=d.next_rung, advice=d.advice)
     further = (f" Further speed, not asked for: {d.next_rung}, {d.advice}."
@@ -127,25 +123,23 @@ def _wait(given, mine, d) -> Mark:
     if not ys:
         return Mark(Criterion.TARGET, False,
                     f"'{mine.name}' has too few steady steps to measure its data wait in "
-                    f"{noise.BLOCKS} blocks ({metrics.MIN_STEADY_STEPS} a run): train on more "
-                    "images or epochs.")
+                    f"{noise.BLOCKS} blocks: train longer.")
     said = (f"data wait {share:.0%} of the steady step time (blocks {min(ys):.0%}–{max(ys):.0%}) "
-            f"against {before:.0%} as given, on a CPU")
+            f"against {before:.0%} as given")
     own_bar = not before >= diagnose.INPUT_WAIT and bool(xs)   # the job as given waited less
     goal = (f"no more than the job as given (its blocks up to {max(xs):.0%})" if own_bar else
-            f"below {diagnose.INPUT_WAIT:.0%}, the share from which diagnose calls the loader "
-            "the limit")
+            f"below {diagnose.INPUT_WAIT:.0%}")
     if (min(ys) <= max(xs)) if own_bar else (share < diagnose.INPUT_WAIT):
         return Mark(Criterion.TARGET, True, f"{said}: the target, {goal}, is met.")
     fixes = [text for text, applies in (
-        (f"more loader workers, {lesson('02')}",
+        (lesson("02"),
          diagnose.workers_advised(mine.config, d.numbers) is not None),
-        (f"the images decoded once (pre-resized, packed or in memory), {lesson('09')}",
+        (lesson("09"),
          grading.setting(mine, "data_format") != "memory")) if applies]
     return Mark(Criterion.TARGET, False,
                 f"{said}: the target is {goal}. The loop still waits for the loader: "
-                + ("; ".join(fixes) or "its cores are all busy, so a cheaper pipeline "
-                   f"({lesson('09')}) or a machine with more cores") + ".", True)
+                + ("; ".join(fixes) or "every core is busy: use a machine with more cores") + ".",
+                True)
 
 
 def _util(given, mine, d) -> Mark:
@@ -153,13 +147,11 @@ def _util(given, mine, d) -> Mark:
     util, before = metrics.gpu_util(mine), metrics.gpu_util(given)
     if math.isnan(util):
         return Mark(Criterion.TARGET, False,
-                    f"no GPU-Util was recorded for '{mine.name}' (NVML read none): the target "
-                    "cannot be judged; run where the course's monitor reads the GPU.")
+                    f"no GPU-Util was recorded for '{mine.name}': run where NVML reads the GPU.")
     goal_value = before if before >= diagnose.GPU_BUSY else diagnose.GPU_BUSY
     goal = f"{goal_value:.0f}%, " + (GPU_BUSY if goal_value == diagnose.GPU_BUSY
                                      else "what the job as given already had")
-    said = (f"GPU-Util {util:.0f}% while training steadily, against {before:.0f}% as given; "
-            f"the target is {goal}")
+    said = f"GPU-Util {util:.0f}% against {before:.0f}% as given; the target is {goal}"
     if util >= goal_value:
         return Mark(Criterion.TARGET, True, f"{said}: met.")
     held = anatomy.anatomy(mine)
@@ -175,21 +167,19 @@ def _time(given, mine) -> Mark:
     sooner, beyond noise."""
     acc, images = metrics.val_acc(given), int(given.config.get("test_size") or 0)
     goal = acc - 2 * noise.accuracy_se(acc, images)
-    head = (f"the target accuracy is {goal:.1%}: the final validation accuracy of the job as "
-            f"given, {acc:.1%}, less 2 standard errors on its {images:,} validation images")
+    head = (f"the target accuracy is {goal:.1%}: the job as given's final {acc:.1%} less 2 "
+            f"standard errors ({images:,} images)")
     if Path(mine.path) == Path(given.path):
         return Mark(Criterion.TIME, False,
                     f"'{mine.name}' is the job as given: the race is against it. {CHANGE}")
     race, after = grading.race(given, mine, goal), AT_CHANCE * noise.at_chance(given)
     if race.verdict is None:
         return Mark(Criterion.TIME, False,
-                    f"{head}; '{mine.name}' never reached it (its final val acc "
-                    f"{metrics.val_acc(mine):.1%} after {len(mine.epochs)} epochs). A larger "
-                    f"batch learns less per epoch: scale its learning rate with a warm-up "
-                    f"({lesson('05')}, {lesson('06')}), or train more epochs.{after}")
+                    f"{head}; '{mine.name}' never reached it ({metrics.val_acc(mine):.1%} after "
+                    f"{len(mine.epochs)} epochs): {lesson('05')}, {lesson('06')}.{after}")
     v = race.verdict
-    said = (f"{head}; '{mine.name}' reached it after {race.mine_s:.1f} s of training, the job "
-            f"as given after {race.given_s:.1f} s: {noise.sentence(v)}")
+    said = (f"{head}; '{mine.name}' reached it after {race.mine_s:.1f} s, the job as given "
+            f"after {race.given_s:.1f} s: {noise.sentence(v)}")
     why = "" if v.kind == noise.Kind.FASTER else ": " + RACED.get(v.kind, TOO_FEW)
     return Mark(Criterion.TIME, v.kind == noise.Kind.FASTER, f"{said}{why}.{after}",
                 v.kind in RACED)

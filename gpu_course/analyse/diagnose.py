@@ -33,7 +33,7 @@ from ..rungs import GRAPH, PRECISION, RungName
 from ..page import Page
 
 PAGE = Page.of(__name__)   # the fixed evidence and advice: text/diagnose.md
-SAY = {name: PAGE.text(name) for name in ("compute_ceiling_run", "input_ceiling_run", "io_rule",
+SAY = {name: PAGE.text(name) for name in ("compute_ceiling_run", "input_ceiling_run",
                                           "shared_cores", "no_gpu", "overhead", "cpu_limit",
                                           "gpu_limit", "own_data", "data_on_gpu", "more_cores")}
 ADVICE = {name: PAGE.means(name, str) for name in ("graph", "static_graph", "precision",
@@ -96,9 +96,8 @@ def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
     "memory"), when its config does not say; it picks the next input rung."""
     run = run if isinstance(run, Run) else load_run(run)
     if not len(run.epochs):
-        raise ValueError(f"run {run.name!r} ({run.path}) finished no epoch (status "
-                         f"{run.status!r}{': ' + run.meta['error'] if run.meta.get('error') else ''}); "
-                         "nothing to diagnose")
+        error = f": {run.meta['error']}" if run.meta.get("error") else ""
+        raise ValueError(f"run {run.name!r} finished no epoch (status {run.status!r}{error})")
     cfg = dict(run.config)
     if data_format is not None:
         cfg["data_format"] = data_format
@@ -117,9 +116,7 @@ def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
         evidence += [line for _, line in found] + [flop_line]
         evidence += [f"not ruled on: {reason}" for reason in why_not]
         return Diagnosis(run.name, UNRELIABLE, evidence, None,
-                         f"{AGAIN}: more steady steps for the run and its ceilings (epochs, "
-                         f"max_steps: at least {MIN_STEPS} after the warm-up each), on a "
-                         "machine nothing else is using; then diagnose again", n,
+                         f"{AGAIN}: {MIN_STEPS}+ steady steps each, on an idle machine", n,
                          [f for f, _ in found])
     verdict = _verdict(n, mock)
     rung, advice = next_rung(verdict, cfg, n)
@@ -220,9 +217,8 @@ def unreliable(n: dict, mock: str = "none") -> list[str]:
         if _known(steps) and steps < MIN_STEPS:
             reasons.append(f"the {label} has {steps:.0f} steady steps, fewer than {MIN_STEPS}")
         if _known(ceiling, rate) and ceiling > 0 and rate > ABOVE_CEILING * ceiling:
-            reasons.append(f"the run ({rate:,.0f} samples/s) is at {rate / ceiling:.0%} of "
-                           f"its {label} ({ceiling:,.0f}), which it cannot beat: one of the "
-                           "two is mismeasured")
+            reasons.append(f"the run is at {rate / ceiling:.0%} of its {label} ({ceiling:,.0f}"
+                           "), which it cannot beat: one is mismeasured")
     return reasons
 
 
@@ -327,55 +323,47 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
         lines.append(SAY["compute_ceiling_run"])
     elif mock == "trainer":
         lines.append(SAY["input_ceiling_run"])
+    limit = "" if mock == "loader" else f"; the loader is the limit from {INPUT_WAIT:.0%}"
     lines.append(f"data wait: {_pct(n['wait_share'])} of step time ({n['data_wait_s']:.2f} s "
-                 f"waiting for the loader, {n['compute_s']:.2f} s computing, over the "
-                 f"{n['steady_steps']} steps after warm-up); "
-                 + ("all of it spent fetching the one batch it serves" if mock == "loader"
-                    else f"the loader is the limit from {INPUT_WAIT:.0%}"))
+                 f"vs {n['compute_s']:.2f} s computing, {n['steady_steps']} steady steps){limit}")
     lines.append(f"throughput: {n['samples_per_sec']:,.0f} samples/s, {n['step_ms']:.1f} ms "
                  f"per step of {cfg.get('batch_size', '?')} samples per device")
     if _known(n["spikiness"]):
-        lines.append(f"steadiness: the slowest 5% of steps take {n['spikiness']:.1f}x the "
-                     f"median step; {_pct(n['waited_share'])} of steps waited for data "
-                     f"(more than {metrics.WAITED:.0%} of their time)")
+        lines.append(f"steadiness: slowest 5% of steps {n['spikiness']:.1f}x the median; "
+                     f"{_pct(n['waited_share'])} waited for data over {metrics.WAITED:.0%}")
     rate = n["samples_per_sec"]
     for kind, (label, itself) in CEILINGS.items():
         ceiling = n[f"{kind}_ceiling"]
         if _known(ceiling) and mock != itself:
-            lines.append(f"{label}: {ceiling:,.0f} samples/s; this run reaches "
-                         f"{_pct(rate / ceiling)} of it")
+            reach = _pct(rate / ceiling)
+            lines.append(f"{label}: {ceiling:,.0f} samples/s; this run reaches {reach}")
     if _known(n["compute_ceiling"], n["input_ceiling"]):
         ratio = n["input_ceiling"] / n["compute_ceiling"]
-        lines.append(f"the input pipeline can deliver {ratio:.2f}x what the model can "
-                     f"consume ({'enough' if ratio >= 1 else 'not enough'}: {SAY['io_rule']})")
+        enough = "enough" if ratio >= 1 else "not enough"
+        lines.append(f"input pipeline can deliver {ratio:.2f}x what the model consumes: {enough}")
     elif mock == "none":
         missing = [f"mock='{m}'" for kind, (_, m) in CEILINGS.items()
                    if not _known(n[f"{kind}_ceiling"])]
-        lines.append(f"{' and '.join(missing)} ceiling{'s' if len(missing) > 1 else ''} not "
-                     f"measured: run the same experiment with {' and '.join(missing)} (same "
-                     "runs folder, named '<this run's name>: ...') and diagnose again")
+        lines.append(f"{' and '.join(missing)} ceilings not measured: run the same experiment "
+                     "with each, named '<this run's name>: ...', and diagnose again")
     if shared_cpu(n, mock):
         ratio = n["input_ceiling"] / n["compute_ceiling"]
-        costly = "input" if ratio < 1 else "model"
-        lines.append(f"no GPU and the CPU is saturated: {SAY['shared_cores']}; alone, the "
-                     f"input runs at {n['input_ceiling']:,.0f} and the model at "
-                     f"{n['compute_ceiling']:,.0f} samples/s: the {costly} costs more per "
-                     "sample" + (" (about the same: making either cheaper pays)"
-                                 if 0.8 <= ratio <= 1.25 else ""))
+        costly = "either" if 0.8 <= ratio <= 1.25 else "the input" if ratio < 1 else "the model"
+        lines.append(f"no GPU, CPU saturated: {SAY['shared_cores']}; alone, input "
+                     f"{n['input_ceiling']:,.0f} vs model {n['compute_ceiling']:,.0f} samples/s: "
+                     f"make {costly} cheaper")
     elif not math.isnan(n["gpu_util"]):
-        lines.append(f"GPU utilisation: {n['gpu_util']:.0f}% mean while training (busy from "
-                     f"{GPU_BUSY:.0f}%)")
+        lines.append(f"GPU utilisation: {n['gpu_util']:.0f}% mean (busy from {GPU_BUSY:.0f}%)")
     else:
         lines.append(SAY["no_gpu"])
     if idle_cpu(n, mock) and n["wait_share"] < INPUT_WAIT:
-        lines.append(f"no GPU, little data wait and the CPU {n['cpu_percent']:.0f}% busy "
-                     f"(saturated from {CPU_SATURATED:.0f}%), no compute ceiling measured: "
+        lines.append(f"no GPU, little data wait, CPU {n['cpu_percent']:.0f}% busy: "
                      + SAY["overhead"])
     if not math.isnan(n["cpu_percent"]):
         cores = n["cpu_count"]
-        lines.append(f"CPU load: {n['cpu_percent']:.0f}% of {cores if _known(cores) else '?'} "
-                     f"cores, busiest core {n['busiest_core']:.0f}% (saturated from "
-                     f"{CPU_SATURATED:.0f}%)")
+        cores = cores if _known(cores) else "?"
+        lines.append(f"CPU load: {n['cpu_percent']:.0f}% of {cores} cores, busiest "
+                     f"{n['busiest_core']:.0f}%, saturated from {CPU_SATURATED:.0f}%")
     return lines
 
 
@@ -398,9 +386,8 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
         if graph == Graph.HYBRID:
             return GRAPH[engine], (f"graph={Graph.STATIC.word(engine)!r}: "
                                    + ADVICE["static_graph"][engine])
-        return RungName.LARGE_BATCH, (f"batch_size {batch} -> {max(2 * batch, 1)}: more "
-                                      "work per launch, fewer steps; scale the learning "
-                                      "rate with it")
+        return RungName.LARGE_BATCH, (f"batch_size {batch} -> {max(2 * batch, 1)}, "
+                                      "learning rate scaled with it")
     if graph == Graph.EAGER:
         return GRAPH[engine], compile_advice
     if gpus == 0:
@@ -408,12 +395,11 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
     if dtype == "float32":
         return PRECISION[engine], ADVICE["precision"][engine]
     if batch < LARGE_BATCH:
-        return RungName.LARGE_BATCH, (f"batch_size {batch} -> {LARGE_BATCH * 2}+ with the "
-                                      "learning rate scaled (lr_base_batch) and "
-                                      + ("LBSGD" if gluon else "LARS") + " with warm-up")
+        optimizer = "LBSGD" if gluon else "LARS"
+        return RungName.LARGE_BATCH, (f"batch_size {batch} -> {LARGE_BATCH * 2}+, lr_base_batch, "
+                                      f"{optimizer} with warm-up")
     if int(cfg.get("num_gpus") or 1) < gpus:
-        return RungName.ALL_GPUS, (f"num_gpus {cfg.get('num_gpus')} -> {gpus}: this machine "
-                                   f"has {gpus}")
+        return RungName.ALL_GPUS, f"num_gpus {cfg.get('num_gpus')} -> {gpus}"
     return RungName.ALL_GPUS, SAY["gpu_limit"]
 
 
@@ -439,13 +425,11 @@ def _input_rung(cfg: dict, n: dict) -> tuple[RungName, str]:
     gluon = cfg.get("engine", "gluon") == "gluon"
     recommended = workers_advised(cfg, n)
     if recommended is not None:
-        return RungName.WORKERS, (f"num_workers {workers} -> {recommended} (DataLoader("
-                                  f"num_workers={recommended})): decode and augment in "
-                                  "parallel processes")
+        return RungName.WORKERS, (f"num_workers {workers} -> {recommended}: decode and "
+                                  "augment in parallel")
     fmt = cfg.get("data_format") or ("loose" if cfg.get("dataset") == "folder" else "memory")
     faster = next_format(fmt)
-    saturated = "" if cpu_free else (f" (the CPU is {n['cpu_percent']:.0f}% busy: more "
-                                     "workers have no cores to run on)")
+    saturated = "" if cpu_free else f" (CPU {n['cpu_percent']:.0f}% busy: no cores for workers)"
     how = {**ADVICE["formats"], "packed": ADVICE["packed"]["gluon" if gluon else "pytorch"]}
     if cfg.get("dataset") == "own":   # a job's own data (gc.watch): no image formats to offer
         return RungName.DATA_FORMAT, SAY["own_data"] + saturated

@@ -120,8 +120,9 @@ def checked_context(section: Section, context: dict) -> dict:
     """`context` where every name is one `section`'s records take, else ValueError."""
     unknown = sorted(set(context) - CONTEXT.get(section, set()))
     if unknown:
-        raise ValueError(f"{', '.join(unknown)}: not a context of lesson 11's {section.value!r} "
-                         f"records; allowed: {', '.join(sorted(CONTEXT.get(section, ()))) or 'none'}")
+        allowed = ", ".join(sorted(CONTEXT.get(section, ()))) or "none"
+        raise ValueError(f"{', '.join(unknown)}: not a context of {section.value!r}; "
+                         f"allowed: {allowed}")
     return context
 
 

@@ -220,8 +220,7 @@ def sentence(numbers: dict) -> str:
     text = f"{_tflops(t)} TFLOP/s achieved ({numbers['precision']}, {numbers['model']})"
     if math.isnan(numbers["fraction_of_peak"]):
         if str(numbers.get("device") or "").startswith("CPU") and numbers["precision"] != "fp32":
-            return text + (f"; this CPU's {numbers['precision']} peak is not measured (the "
-                           "course measures a float32 matmul), so no share of peak")
+            return f"{text}; this CPU's {numbers['precision']} peak is not measured"
         return f"{text}; {NO_PEAK}"
     text += (f", {100 * numbers['fraction_of_peak']:.0f} % of the peak "
              f"{_tflops(numbers['peak_tflops'])} TFLOP/s ({numbers['peak_source']})")

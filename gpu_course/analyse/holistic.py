@@ -69,8 +69,8 @@ def read(trace) -> dict:
     data = profiling.load_trace(trace)
     if not any(e.get("cat") in GPU_CATEGORIES for e in data.get("traceEvents", [])
                if isinstance(e, dict)):
-        raise ValueError(f"trace={str(trace)!r} has no GPU events ({', '.join(GPU_CATEGORIES)}): "
-                         "HTA reads what a GPU ran; record with ProfilerActivity.CUDA on a GPU")
+        raise ValueError(f"trace={str(trace)!r} has no GPU events; record it on a GPU with "
+                         "ProfilerActivity.CUDA")
     data["distributedInfo"] = {"rank": 0}              # what HTA takes the rank from
     with tempfile.TemporaryDirectory() as folder, _quiet():
         (Path(folder) / "rank-0.json").write_text(json.dumps(data))
@@ -121,8 +121,7 @@ def compare(traces: dict) -> pd.DataFrame:
     columns = {}
     for name, path in traces.items():
         if not Path(path).is_file():
-            raise ValueError(f"traces[{name!r}]={str(path)!r} is not a file; pass a "
-                             "torch.profiler trace (.json or .json.gz)")
+            raise ValueError(f"traces[{name!r}]={str(path)!r} is not a file; pass a trace.json(.gz)")
         theirs, mine = read(path), course(path)
         mine[IDLE_ON_HTA] = idle_on_window(mine, theirs[WINDOW])
         columns[f"{name}: HTA"], columns[f"{name}: course"] = theirs, mine
@@ -253,9 +252,8 @@ def _trace_analysis():
         from hta.configs.config import HtaConfig
         from hta.trace_analysis import TraceAnalysis
     except ImportError as err:
-        raise ImportError(f"Holistic Trace Analysis is not installed here ({err}); "
-                          f"pip install {PACKAGE} (the course's environments have it: "
-                          "make setup)") from None
+        raise ImportError(f"Holistic Trace Analysis is not installed ({err}): pip install "
+                          f"{PACKAGE}") from None
     HtaConfig()                                       # where HTA sets up its logging
     root.setLevel(saved[0])
     root.handlers[:] = saved[1]
@@ -285,6 +283,6 @@ def _kernels(analysis) -> int:
 def _column(table: pd.DataFrame, name: str, side: str) -> dict:
     column = f"{name}: {side}"
     if column not in table.columns:
-        raise ValueError(f"name={name!r} is not a trace of the table; allowed: "
-                         f"{', '.join(traces_of(table))}")
+        allowed = ", ".join(traces_of(table))
+        raise ValueError(f"name={name!r} is not a trace of the table; allowed: {allowed}")
     return dict(zip(table["reading"], table[column]))

@@ -227,8 +227,8 @@ def _outputs_against(ref: dict | None, rec: dict) -> tuple[float, float]:
         return math.nan, math.nan
     a, b = np.asarray(ref["outputs"], dtype=float), np.asarray(rec["outputs"], dtype=float)
     if a.shape != b.shape:
-        raise ValueError(f"{rung(rec)}: outputs of shape {b.shape} against {rung(ref)}'s "
-                         f"{a.shape}: measure both on the same probe images")
+        raise ValueError(f"{rung(rec)}: outputs of shape {b.shape}, {rung(ref)}'s {a.shape}: "
+                         "measure both on the same images")
     scale = float(np.abs(a).max()) or 1.0
     return float(np.abs(a - b).max()) / scale, float((a.argmax(1) == b.argmax(1)).mean())
 
@@ -239,14 +239,14 @@ def choice(kind, value, name: str):
     try:
         return kind(value)
     except ValueError:
-        raise ValueError(f"{name}={value!r}; allowed: "
-                         f"{', '.join(repr(k.value) for k in kind)}") from None
+        allowed = ", ".join(repr(k.value) for k in kind)
+        raise ValueError(f"{name}={value!r}; allowed: {allowed}") from None
 
 
 def checked(records, allow_empty: bool = False, where: bool | None = None) -> list[dict]:
     """The records as a list, each one a record (`record`), every rung once; where: True
     (all on a GPU), False (all on the CPU) or None (either)."""
-    wanted = "pass a list of lesson 15's records (what time_inference and env.infer return)"
+    wanted = "pass a list of lesson 15's records"
     if records is None or isinstance(records, dict):
         raise ValueError(f"records={type(records).__name__}: {wanted}")
     try:
@@ -254,17 +254,16 @@ def checked(records, allow_empty: bool = False, where: bool | None = None) -> li
     except TypeError:
         raise ValueError(f"records={records!r:.80}: {wanted}") from None
     if not records and not allow_empty:
-        raise ValueError("records=[] is empty: pass what time_inference and env.infer returned")
+        raise ValueError(f"records=[] is empty: {wanted}")
     keys = {"model", "variant", "device", "batch", "timing", "pass_s", "dtype"}
     seen = set()
     for rec in records:
         if not isinstance(rec, dict) or not keys <= set(rec):
-            raise ValueError(f"{str(rec)[:80]!r} is not a record of lesson 15: it needs "
-                             f"{', '.join(sorted(keys))} (inference.record)")
+            raise ValueError(f"{str(rec)[:80]!r} is not a record of lesson 15; make it with "
+                             "inference.record")
         choice(Variant, rec["variant"], "variant")
         if rung(rec) in seen:
-            raise ValueError(f"'{rung(rec)}' was measured twice; each network, variant and "
-                             "batch once")
+            raise ValueError(f"'{rung(rec)}' was measured twice; keep one")
         seen.add(rung(rec))
         if where is not None and on_gpu(rec) != where:
             raise ValueError(f"'{rung(rec)}' ran on {rec['device']}: pass the CPU's records "

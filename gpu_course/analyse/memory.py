@@ -107,14 +107,14 @@ def memory_of(run) -> MemoryUse:
     notes = (run.meta.get("notes") or {})
     m = notes.get("memory")
     if not isinstance(m, dict) or not m.get("peak"):
-        raise ValueError(f"run {run.name!r} has no memory measurement in its record: measure "
-                         "one more step after training with gc.MemoryMeter(parts).measure(rec, "
-                         "step) inside gc.record, or use gc.memory_run(cfg)")
+        raise ValueError(f"run {run.name!r} has no memory measurement in its record: use "
+                         "gc.memory_run(cfg) or gc.MemoryMeter(parts).measure(rec, step)")
     try:
         counter = Counter(m.get("counter"))
     except ValueError:
+        allowed = ", ".join(c.value for c in Counter)
         raise ValueError(f"run {run.name!r}: counter={m.get('counter')!r} is not a memory "
-                         f"counter; allowed: {', '.join(c.value for c in Counter)}") from None
+                         f"counter; allowed: {allowed}") from None
     micro = int(run.config.get("batch_size") or 0)
 
     def parts(d):
@@ -193,13 +193,11 @@ def accumulation_runs(runs) -> tuple:
     plain = [r for r in runs if accumulate_of(r) == 1]
     added = [r for r in runs if accumulate_of(r) > 1]
     if len(plain) < 2 or not added:
-        raise ValueError("accumulation= needs the large batch, the large batch again with another "
-                         "seed (its distance is the noise) and the accumulated run (noted "
-                         f"accumulate > 1); got {len(plain)} plain and {len(added)} accumulated")
+        raise ValueError("accumulation= needs the large batch, it again with another seed, and "
+                         f"the accumulated run; got {len(plain)} plain and {len(added)} accumulated")
     big, again, acc = plain[0], plain[1], added[0]
     if big.config.get("seed") == again.config.get("seed"):
-        raise ValueError(f"'{again.name}' has the same seed as '{big.name}': the noise is what "
-                         "another seed changes; run the large batch again with seed=1")
+        raise ValueError(f"'{again.name}' has the same seed as '{big.name}': run it with seed=1")
     ub, ua = memory_of(big), memory_of(acc)
     if ub.batch != ua.batch:
         raise ValueError(f"'{acc.name}' updates on {ua.batch} images and '{big.name}' on "

@@ -145,12 +145,10 @@ def sentence(v: Verdict, what: str = "") -> str:
     if v.kind == Kind.NOT_MEASURED:
         return f"{what}not measured (no steady steps to compare)".strip()
     if v.kind == Kind.UNLIKE:
-        return (f"{what}×{v.ratio:.2f}, no verdict: the runs also differ in {v.unlike}, "
-                "which could be what the ratio measures")
+        return f"{what}×{v.ratio:.2f}, no verdict: the runs also differ in {v.unlike}"
     if v.kind == Kind.TOO_FEW:
         return (f"{what}×{v.ratio:.2f}, too few steps to judge ({v.how}; a verdict needs "
-                f"{BLOCKS * MIN_STEPS} a run: more epochs or a larger training set, or "
-                "repeated runs)")
+                f"{BLOCKS * MIN_STEPS} a run: train longer or repeat)")
     spread = _spread(v)
     if v.kind == Kind.FASTER:
         return f"{what}×{v.ratio:.2f}, faster ({spread})"
@@ -207,9 +205,8 @@ def chance_sentence(run) -> str:
     acc, n = metrics.val_acc(run), _test_size(run)
     bar = chance_bar(n)
     if not acc >= bar:
-        return (f"{metrics.label(run)}: val acc {acc:.1%} is within noise of chance "
-                f"({CHANCE:.0%} + 2 standard errors on {n:,} images = {bar:.1%}): no accuracy "
-                "winner here.")
+        return (f"{metrics.label(run)}: val acc {acc:.1%}, within noise of chance (bar "
+                f"{bar:.1%} on {n:,} images): no winner.")
     return f"{metrics.label(run)}: val acc {acc:.1%}, clear of chance (bar {bar:.1%})."
 
 
@@ -246,8 +243,7 @@ def accuracy_change(a, b) -> tuple[float, str]:
     """(points, sentence): `accuracy_verdict` of b against a, in words with its numbers."""
     v = accuracy_verdict(a, b)
     if v.kind == "at chance":
-        return v.points, (f"{v.points:+.1f} points, both within noise of chance (under "
-                          f"{v.bar:.1%} = {CHANCE:.0%} + 2 standard errors): no winner")
+        return v.points, f"{v.points:+.1f} points, both within noise of chance (under {v.bar:.1%})"
     return v.points, f"{v.points:+.1f} points, {v.kind} (±{v.bound:.1f} points = 2 standard errors)"
 
 
@@ -273,9 +269,8 @@ def far_apart(runs, value=metrics.samples_per_sec) -> list[str]:
         (low, low_name), (high, high_name) = min(values), max(values)
         if low > 0 and high / low > FAR_APART:
             out.append(f"unreliable: '{low_name}' and '{high_name}' ran the same configuration "
-                       f"at {low:,.0f} and {high:,.0f} samples/s (×{high / low:.2f} apart): "
-                       "the machine changed between them, so differences of that size here "
-                       "are not effects")
+                       f"at {low:,.0f} and {high:,.0f} samples/s: the machine changed, so "
+                       f"differences up to ×{high / low:.2f} are not effects")
     return out
 
 

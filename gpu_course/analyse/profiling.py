@@ -150,8 +150,8 @@ def load_trace(path) -> dict:
         with opener(path, "rt", encoding="utf-8") as file:
             data = json.load(file)
     except (OSError, EOFError, ValueError) as err:   # BadGzipFile, cut short, not JSON
-        raise ValueError(f"{path} is not a readable Chrome trace ({type(err).__name__}: "
-                         f"{err}); record it again") from None
+        why = f"{type(err).__name__}: {err}"
+        raise ValueError(f"{path} is not a readable Chrome trace ({why}); record it again") from None
     return data if isinstance(data, dict) else {"traceEvents": data}
 
 
@@ -161,16 +161,14 @@ def read_trace(path) -> list[dict]:
     duration would count as idle GPU time."""
     events = load_trace(path).get("traceEvents", [])
     if not isinstance(events, list):
-        raise ValueError(f"{path}: traceEvents is a {type(events).__name__}, not a list of "
-                         "events; record the trace again")
+        raise ValueError(f"{path}: traceEvents is not a list; record the trace again")
     events = [e for e in events if isinstance(e, dict)]
     timed = [e for e in events if e.get("ph") == "X"]
     broken = [e for e in timed if not all(isinstance(e.get(k), (int, float))
                                           and not isinstance(e.get(k), bool) for k in ("ts", "dur"))]
     if broken:
         raise ValueError(f"{path}: {len(broken)} of its {len(timed)} complete events lack a "
-                         f"numeric ts or dur (the first: {broken[0].get('name')!r}); the trace "
-                         "is damaged, and its GPU's busy time cannot be read: record it again")
+                         f"numeric ts or dur (first: {broken[0].get('name')!r}); record it again")
     return events
 
 
@@ -363,19 +361,18 @@ def format_result(result: dict) -> str:
     """What `gpu-course profile` prints."""
     d = result["diagnosis"]
     lines = [str(d), "", f"profile folder: {result['folder']}",
-             f"cProfile of the input pipeline: {result['prof']} (pstats, snakeviz, "
-             "pyprof2calltree -k -i)",
+             f"cProfile of the input pipeline: {result['prof']} (pstats, snakeviz)",
              result["top_functions"].head(8).to_string(index=False, float_format="{:.3f}".format)]
     if result.get("note"):
         lines += ["", result["note"]]
     if result.get("trace"):
         split = result["split"]
         size = Path(result["trace"]).stat().st_size / 1e6
-        lines += ["", f"trace: {result['trace']} ({size:.1f} MB; chrome://tracing or "
-                  "ui.perfetto.dev)", split_table(split).to_string(
+        lines += ["", f"trace: {result['trace']} ({size:.1f} MB; open in ui.perfetto.dev)",
+                  split_table(split).to_string(
                       index=False, float_format="{:.3f}".format),
-                  f"the trace says {result['trace_verdict'].upper()}; the mock-ceiling "
-                  f"diagnosis says {d.verdict.upper()}: "
+                  f"the trace says {result['trace_verdict'].upper()}, the mock ceilings "
+                  f"{d.verdict.upper()}: "
                   + AGREEMENT["none" if result["agrees"] is None else
                               "agree" if result["agrees"] else "disagree"]]
     return "\n".join(lines)

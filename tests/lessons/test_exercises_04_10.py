@@ -299,7 +299,7 @@ def test_the_verdict_is_one_diagnose_gives(make_run, verdict):
 
 def test_an_unreliable_diagnosis_asks_for_more_steps(make_run):
     result = check("10.1", bottleneck(make_run, wait=0.05, rate=600, compute=300), "compute-bound")
-    assert not result and "diagnose does not rule on 'exercise, changed': the run (" in result.message
+    assert not result and "diagnose does not rule on 'exercise, changed': the run is at " in result.message
     assert "of its compute ceiling (mock loader)" in result.message and "which it cannot beat" in result.message
     assert 'gc.sizes("10", exercise_size=...)' in result.message and "Other programs" not in result.message
     runs = bottleneck(make_run, wait=0.05, rate=600, compute=300)

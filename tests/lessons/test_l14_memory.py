@@ -201,7 +201,7 @@ def test_curves_of_different_lengths_cannot_be_compared(make_run):
 
 def test_accumulation_refuses_runs_that_cannot_tell(make_run):
     runs = accumulation(make_run)
-    with pytest.raises(ValueError, match="needs the large batch, the large batch again"):
+    with pytest.raises(ValueError, match="needs the large batch, it again with another seed"):
         l14.conclude(accumulation=runs[:2])
     runs[1].config["seed"] = 0
     with pytest.raises(ValueError, match="has the same seed as 'batch 16'"):
