@@ -110,8 +110,9 @@ def check_varies(varies: Iterable[str] | None) -> frozenset:
     names = []
     for v in varies:
         if not isinstance(v, str) or not v:
-            raise ValueError(f"varies={varies!r}: each entry must be a setting's name (e.g. "
-                             f"'num_workers') or one of {[a.value for a in Aspect]}")
+            aspects = [a.value for a in Aspect]
+            raise ValueError(f"varies={varies!r}: each entry must be a setting's name or one of "
+                             f"{aspects}")
         names.append(str(v))
     return frozenset(names)
 
@@ -170,13 +171,12 @@ def _key(value) -> str:
 
 
 def words(diff: dict, a_name: str, b_name: str) -> str:
-    """`differences` in words: "model resnet20 against tiny; machine load (shared with
-    other programs while 'a' ran, not shared while 'b' ran, by the runs' records)"."""
+    """`differences` in words: "model resnet20 against tiny; machine load (shared while
+    'a' ran, not shared while 'b' ran)"."""
     parts = []
     for aspect, (x, y) in diff.items():
         if aspect == Aspect.LOAD:
-            parts.append(f"machine load ({x} with other programs while '{a_name}' ran, {y} "
-                         f"while '{b_name}' ran, by the runs' records)")
+            parts.append(f"machine load ({x} while '{a_name}' ran, {y} while '{b_name}' ran)")
         else:
             parts.append(f"{aspect} {_text(x)} against {_text(y)}")
     return "; ".join(parts)

@@ -75,9 +75,8 @@ def load_caveat(given, mine) -> str:
     a, b = alike.value(given, load), alike.value(mine, load)
     if a is None or b is None or a == b:
         return ""
-    return (f" But the machine was {a} with other programs while the job as given ran and "
-            f"{b} while '{mine.name}' ran (by the records): the race is untested; run both "
-            "again on a quiet machine to test it.")
+    return (f" But the machine was {a} while the job as given ran and {b} while "
+            f"'{mine.name}' ran: the race is untested; run both again on a quiet machine.")
 
 
 def _spread(run, seconds: float) -> list[float]:

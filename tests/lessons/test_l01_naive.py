@@ -77,8 +77,8 @@ def test_no_place_is_said_where_the_runs_cannot_tell(make_run, case):
     assert paragraph(Place.CANNOT_JUDGE, 0) in say.text and say.check() == []
     assert "sets the pace" not in say.text and "overhead" not in say.text
     why = {"too few steps": "too few steps to judge",
-           "shared machine": "machine load (shared with other programs while 'naive "
-                             "compute-only' ran, not shared while 'naive' ran",
+           "shared machine": "machine load (shared while 'naive compute-only' ran, not "
+                             "shared while 'naive' ran",
            "other settings": "batch_size"}[case]
     assert why in say.text
 
