@@ -70,13 +70,13 @@ def findings(run, gpu_busy: float = 90.0) -> list[tuple[str, str]]:
         reasons = sorted({r for text in held["clock_event_reasons"].dropna().astype(str)
                           for r in text.split("|") if r in THROTTLE_REASONS})
         clock, peak = _mean(held, "sm_clock_mhz"), _mean(held, "sm_clock_max_mhz")
-        out.append(("throttled", f"throttled: clocks held down in {100 * flags.mean():.0f}% "
-                    f"of the training samples ({', '.join(reasons)}), SM clock "
-                    f"{clock:.0f} of {peak:.0f} MHz there: {ADVICE['throttled']}"))
+        why = ", ".join(reasons)
+        out.append(("throttled", f"throttled: {100 * flags.mean():.0f}% of samples ({why}), SM "
+                    f"clock {clock:.0f} of {peak:.0f} MHz: {ADVICE['throttled']}"))
     util, sm, dram = (_mean(rows, c) for c in ("util_gpu", "sm_active", "dram_active"))
     if not np.isnan(dram) and dram >= MEMORY_BOUND:
-        out.append(("memory-bound", f"memory-bound: DRAM bandwidth {dram:.0f}% of its peak "
-                    f"on average (GPM), SMs {sm:.0f}% active: {ADVICE['memory-bound']}"))
+        out.append(("memory-bound", f"memory-bound: DRAM bandwidth {dram:.0f}% of peak, SMs "
+                    f"{sm:.0f}% active: {ADVICE['memory-bound']}"))
     if not np.isnan(sm) and not np.isnan(util) and util >= gpu_busy and sm < SM_IDLE:
         out.append(("GPU busy but SMs idle", f"GPU busy but SMs idle: GPU-Util {util:.0f}% "
                     f"but only {sm:.0f}% SM activity (GPM): {ADVICE['GPU busy but SMs idle']}"))

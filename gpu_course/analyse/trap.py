@@ -32,8 +32,7 @@ def where(device) -> tuple[str, bool]:
     """(track, on a GPU) of a device's name: PyTorch's "cpu", "cuda:0"; MXNet's "cpu(0)"."""
     name = str(device).strip()
     if not name:
-        raise ValueError("device= is needed: the device the trap ran on (e.g. 'cpu', 'cuda:0', "
-                         "'cpu(0)', 'gpu(0)')")
+        raise ValueError("device= is needed, e.g. 'cpu', 'cuda:0', 'cpu(0)', 'gpu(0)'")
     track = "gluon" if name.endswith(")") else "pytorch"
     return track, name.startswith(("cuda", "gpu"))
 
