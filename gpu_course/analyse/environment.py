@@ -93,8 +93,7 @@ CONTEXT = {Section.BENCH: {"cpu"}, Section.RUN: {"cpu"}, Section.OPENMP: {"runti
 
 
 # what `kind` reads, for its errors
-RECORDS = ("env.bench results, a Run, env.openmp_settings rows, env.gpu_facts, a copy "
-           "measurement (envinfo copy), env.shm_facts, env.disk_facts")
+RECORDS = "a Run or env.bench, openmp_settings, gpu_facts, shm_facts, disk_facts, envinfo copy"
 
 
 def kind(records) -> Section:

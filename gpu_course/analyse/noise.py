@@ -149,12 +149,8 @@ def sentence(v: Verdict, what: str = "") -> str:
     if v.kind == Kind.TOO_FEW:
         return (f"{what}×{v.ratio:.2f}, too few steps to judge ({v.how}; a verdict needs "
                 f"{BLOCKS * MIN_STEPS} a run: train longer or repeat)")
-    spread = _spread(v)
-    if v.kind == Kind.FASTER:
-        return f"{what}×{v.ratio:.2f}, faster ({spread})"
-    if v.kind == Kind.SLOWER:
-        return f"{what}×{v.ratio:.2f}, a slow-down ({spread})"
-    return f"{what}×{v.ratio:.2f}, within noise ({spread})"
+    word = {Kind.FASTER: "faster", Kind.SLOWER: "a slow-down"}.get(v.kind, "within noise")
+    return f"{what}×{v.ratio:.2f}, {word} ({_spread(v)})"
 
 
 def amount_sentence(v: Verdict, what: str = "") -> str:
@@ -164,10 +160,8 @@ def amount_sentence(v: Verdict, what: str = "") -> str:
     SLOWER "less"; a verdict without a call reads as `sentence` writes it."""
     if v.kind not in (Kind.FASTER, Kind.SLOWER, Kind.WITHIN_NOISE):
         return sentence(v, what)
-    spread = _spread(v)
-    word = {Kind.FASTER: "more", Kind.SLOWER: "less",
-            Kind.WITHIN_NOISE: "the same within noise"}[v.kind]
-    return f"{what}×{v.ratio:.2f}, {word} ({spread})"
+    word = {Kind.FASTER: "more", Kind.SLOWER: "less"}.get(v.kind, "the same within noise")
+    return f"{what}×{v.ratio:.2f}, {word} ({_spread(v)})"
 
 
 def _ok(value) -> bool:
@@ -204,10 +198,8 @@ def chance_sentence(run) -> str:
     """The run's validation accuracy against chance, in words with the numbers."""
     acc, n = metrics.val_acc(run), _test_size(run)
     bar = chance_bar(n)
-    if not acc >= bar:
-        return (f"{metrics.label(run)}: val acc {acc:.1%}, within noise of chance (bar "
-                f"{bar:.1%} on {n:,} images): no winner.")
-    return f"{metrics.label(run)}: val acc {acc:.1%}, clear of chance (bar {bar:.1%})."
+    where = "clear of chance" if acc >= bar else "within noise of chance, no winner"
+    return f"{metrics.label(run)}: val acc {acc:.1%}, {where} (bar {bar:.1%} on {n:,} images)."
 
 
 @dataclass(frozen=True)

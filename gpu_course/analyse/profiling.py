@@ -38,6 +38,8 @@ AGREEMENT = PAGE.means("agreement", str)   # the trace's verdict against the cei
 
 MAX_TRACE_MB = 25          # a gzipped trace above this is too big to open comfortably
 DATA_WAIT = "data wait"    # the name the adapters give the loader's part of a step
+NO_STEPS = "no ProfilerStep# events in the trace: was prof.step() called?"
+NO_KERNELS = "no GPU kernel in the trace: it was recorded without a GPU"
 
 
 # -- cProfile ------------------------------------------------------------------------------
@@ -215,7 +217,7 @@ def trace_split(events) -> dict:
                              and e.get("cat") != "gpu_user_annotation")  # not the GPU's copy
     steps = _union(step_events)
     if not steps:
-        raise ValueError("no ProfilerStep# events in the trace: was prof.step() called?")
+        raise ValueError(NO_STEPS)
     wait = _clip(_intervals(events, lambda e: e.get("name") == DATA_WAIT), steps)
     kernels = _clip(_intervals(events, lambda e: e.get("cat") == "kernel"), steps)
     copies = _clip(_intervals(events, lambda e: e.get("cat") in ("gpu_memcpy", "gpu_memset")),
@@ -300,10 +302,10 @@ def kernel_kinds(events) -> pd.DataFrame:
     steps = len([e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")
                  and e.get("cat") != "gpu_user_annotation"])
     if not steps:
-        raise ValueError("no ProfilerStep# events in the trace: was prof.step() called?")
+        raise ValueError(NO_STEPS)
     kernels = [e for e in events if e.get("cat") == "kernel" and "dur" in e]
     if not kernels:
-        raise ValueError("no GPU kernel in the trace: it was recorded without a GPU")
+        raise ValueError(NO_KERNELS)
     time, count = {}, {}
     for e in kernels:
         kind = next(k for k, pattern in KERNEL_KINDS if pattern.search(str(e.get("name", ""))))
@@ -324,7 +326,7 @@ def gpu_busy_share(events) -> float:
     work = _union(_intervals(events, lambda e: e.get("cat") in ("kernel", "gpu_memcpy",
                                                                  "gpu_memset")))
     if not work:
-        raise ValueError("no GPU kernel in the trace: it was recorded without a GPU")
+        raise ValueError(NO_KERNELS)
     return _length(work) / (work[-1][1] - work[0][0])
 
 
