@@ -326,8 +326,9 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
     limit = "" if mock == "loader" else f"; the loader is the limit from {INPUT_WAIT:.0%}"
     lines.append(f"data wait: {_pct(n['wait_share'])} of step time ({n['data_wait_s']:.2f} s "
                  f"vs {n['compute_s']:.2f} s computing, {n['steady_steps']} steady steps){limit}")
-    lines.append(f"throughput: {n['samples_per_sec']:,.0f} samples/s, {n['step_ms']:.1f} ms "
-                 f"per step of {cfg.get('batch_size', '?')} samples per device")
+    batch = cfg.get("batch_size", "?")
+    lines.append(f"throughput: {n['samples_per_sec']:,.0f} samples/s, {n['step_ms']:.1f} ms a step "
+                 f"of {batch} per device")
     if _known(n["spikiness"]):
         lines.append(f"steadiness: slowest 5% of steps {n['spikiness']:.1f}x the median; "
                      f"{_pct(n['waited_share'])} waited for data over {metrics.WAITED:.0%}")
@@ -386,8 +387,7 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
         if graph == Graph.HYBRID:
             return GRAPH[engine], (f"graph={Graph.STATIC.word(engine)!r}: "
                                    + ADVICE["static_graph"][engine])
-        return RungName.LARGE_BATCH, (f"batch_size {batch} -> {max(2 * batch, 1)}, "
-                                      "learning rate scaled with it")
+        return RungName.LARGE_BATCH, f"batch_size {batch} -> {max(2 * batch, 1)}, lr scaled with it"
     if graph == Graph.EAGER:
         return GRAPH[engine], compile_advice
     if gpus == 0:
@@ -425,8 +425,7 @@ def _input_rung(cfg: dict, n: dict) -> tuple[RungName, str]:
     gluon = cfg.get("engine", "gluon") == "gluon"
     recommended = workers_advised(cfg, n)
     if recommended is not None:
-        return RungName.WORKERS, (f"num_workers {workers} -> {recommended}: decode and "
-                                  "augment in parallel")
+        return RungName.WORKERS, f"num_workers {workers} -> {recommended}: decode in parallel"
     fmt = cfg.get("data_format") or ("loose" if cfg.get("dataset") == "folder" else "memory")
     faster = next_format(fmt)
     saturated = "" if cpu_free else f" (CPU {n['cpu_percent']:.0f}% busy: no cores for workers)"

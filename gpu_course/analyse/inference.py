@@ -259,8 +259,7 @@ def checked(records, allow_empty: bool = False, where: bool | None = None) -> li
     seen = set()
     for rec in records:
         if not isinstance(rec, dict) or not keys <= set(rec):
-            raise ValueError(f"{str(rec)[:80]!r} is not a record of lesson 15; make it with "
-                             "inference.record")
+            raise ValueError(f"{str(rec)[:80]!r} is not a record of lesson 15 (inference.record)")
         choice(Variant, rec["variant"], "variant")
         if rung(rec) in seen:
             raise ValueError(f"'{rung(rec)}' was measured twice; keep one")
