@@ -122,8 +122,7 @@ def _wait(given, mine, d) -> Mark:
     share, before = metrics.data_wait_share(mine), metrics.data_wait_share(given)
     if not ys:
         return Mark(Criterion.TARGET, False,
-                    f"'{mine.name}' has too few steady steps to measure its data wait in "
-                    f"{noise.BLOCKS} blocks: train longer.")
+                    f"'{mine.name}' has too few steady steps to measure its data wait: train longer.")
     said = (f"data wait {share:.0%} of the steady step time (blocks {min(ys):.0%}–{max(ys):.0%}) "
             f"against {before:.0%} as given")
     own_bar = not before >= diagnose.INPUT_WAIT and bool(xs)   # the job as given waited less

@@ -227,8 +227,7 @@ def _outputs_against(ref: dict | None, rec: dict) -> tuple[float, float]:
         return math.nan, math.nan
     a, b = np.asarray(ref["outputs"], dtype=float), np.asarray(rec["outputs"], dtype=float)
     if a.shape != b.shape:
-        raise ValueError(f"{rung(rec)}: outputs of shape {b.shape}, {rung(ref)}'s {a.shape}: "
-                         "measure both on the same images")
+        raise ValueError(f"{rung(rec)}: outputs {b.shape}, {rung(ref)}'s {a.shape}: use the same images")
     scale = float(np.abs(a).max()) or 1.0
     return float(np.abs(a - b).max()) / scale, float((a.argmax(1) == b.argmax(1)).mean())
 

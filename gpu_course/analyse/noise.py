@@ -260,9 +260,8 @@ def far_apart(runs, value=metrics.samples_per_sec) -> list[str]:
             continue
         (low, low_name), (high, high_name) = min(values), max(values)
         if low > 0 and high / low > FAR_APART:
-            out.append(f"unreliable: '{low_name}' and '{high_name}' ran the same configuration "
-                       f"at {low:,.0f} and {high:,.0f} samples/s: the machine changed, so "
-                       f"differences up to ×{high / low:.2f} are not effects")
+            out.append(f"unreliable: '{low_name}' and '{high_name}' ran the same configuration at "
+                       f"{low:,.0f} and {high:,.0f} samples/s: the machine changed between them")
     return out
 
 
