@@ -331,7 +331,7 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
                  f"of {batch} per device")
     if _known(n["spikiness"]):
         lines.append(f"steadiness: slowest 5% of steps {n['spikiness']:.1f}x the median; "
-                     f"{_pct(n['waited_share'])} waited for data over {metrics.WAITED:.0%}")
+                     f"{_pct(n['waited_share'])} of steps spent over {metrics.WAITED:.0%} waiting for data")
     rate = n["samples_per_sec"]
     for kind, (label, itself) in CEILINGS.items():
         ceiling = n[f"{kind}_ceiling"]
