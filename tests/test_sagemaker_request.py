@@ -218,9 +218,9 @@ def test_dry_run_without_the_sdk_says_the_request_is_not_checked(no_aws, monkeyp
     monkeypatch.setattr(launch, "installed_sdk", lambda: None)
     assert cli.main(["sagemaker", "--dry-run", "--engine", "pytorch"]) == 0
     out = capsys.readouterr().out
-    assert ("CreateTrainingJob request: not built here, so not checked (the pytorch track's job "
-            "is built with the SageMaker Python SDK v3 and this environment has none: pip "
-            "install sagemaker==3.27.0, or use the pytorch track's environment)") in out
+    assert ("CreateTrainingJob request: not built here, so not checked (the pytorch track "
+            "needs SageMaker Python SDK v3; this environment has none: pip install "
+            "sagemaker==3.27.0)") in out
     assert out.rstrip().endswith("dry run: nothing was launched")
 
 
