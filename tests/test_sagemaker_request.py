@@ -140,10 +140,10 @@ SEEN = ", channels given: "
      "parameter StoppingCondition.MaxRuntimeInSeconds, value: 2419201, valid max value: "
      "2419200 (28 days: SageMaker's limit, not in the model)"),
     # the channel the entry script reads
-    (("InputDataConfig",), DELETE, 'Missing channel in InputDataConfig: "training" (the job '
-     'reads it as SM_CHANNEL_TRAINING), channels given: none'),
+    (("InputDataConfig",), DELETE, 'Missing channel in InputDataConfig: "training", '
+     'channels given: none'),
     (("InputDataConfig", 0, "ChannelName"), "train", 'Missing channel in InputDataConfig: '
-     '"training" (the job reads it as SM_CHANNEL_TRAINING), channels given: train{more}'),
+     '"training", channels given: train{more}'),
     # S3 URIs: the model's pattern, and S3's rule for bucket names
     (S3URI, "course-bucket/data", "Invalid value for parameter InputDataConfig[0].DataSource."
      "S3DataSource.S3Uri, value: 'course-bucket/data', valid pattern: (https|s3)://([^/]+)/?(.*)"),
@@ -178,8 +178,7 @@ def test_every_problem_is_listed_and_an_unknown_field_named():
             rq.service_model().operation_model(rq.OPERATION).input_shape.members),
         "Invalid value for parameter TrainingJobName, value: 'a b', valid pattern: "
         "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}",
-        'Missing channel in InputDataConfig: "training" (the job reads it as '
-        'SM_CHANNEL_TRAINING), channels given: none']
+        'Missing channel in InputDataConfig: "training", channels given: none']
 
 
 def test_a_tag_is_checked_with_the_models_java_pattern():
