@@ -75,15 +75,14 @@ class Plan:
         pytorch = self.engine == "pytorch"
         unit = "processes" if pytorch else "device contexts"
         if self.on_gpu:
-            where = f"{self.gpus} GPUs: one GPU a " + ("process, NCCL between them" if pytorch
-                                                     else "context, kvstore='device'")
+            how = "process, NCCL between them" if pytorch else "context, kvstore='device'"
+            where = f"{self.gpus} GPUs: one GPU a {how}"
         else:
             why = ("no GPU" if self.gpus == 0 else
-                   "one GPU, and NCCL needs a GPU for every process (two ranks on one GPU it "
-                   "refuses), so the GPU is left out" if pytorch else
-                   "one GPU, nothing to scale across, so the GPU is left out")
-            where = (f"{why}: 2 CPU {unit}{' over gloo' if pytorch else ''} sharing "
-                     f"{self.cores} cores, {self.train_sizes.train_size} images an epoch")
+                   "one GPU, left out: NCCL needs a GPU for every process" if pytorch else
+                   "one GPU, left out: nothing to scale across")
+            over, images = " over gloo" if pytorch else "", self.train_sizes.train_size
+            where = f"{why}: 2 CPU {unit}{over} sharing {self.cores} cores, {images} images an epoch"
         return f"This machine has {where}; {unit} to try: {', '.join(map(str, self.counts))}"
 
     __str__ = __repr__
