@@ -21,6 +21,14 @@ import subprocess
 import sys
 
 ENGINES = ("gluon", "pytorch")
+
+
+def check_engine(engine: str) -> str:
+    """`engine`, or a ValueError naming the tracks there are."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine={engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
+    return engine
+
 # the architectures with machine code in the mxnet-cu112 1.9.1 wheel (no PTX)
 MXNET_CODE = ((5, 0), (5, 2), (6, 0), (6, 1), (7, 0), (7, 5), (8, 0), (8, 6))
 # the GPUs the course meets (workshops, SageMaker), by CUDA compute capability

@@ -78,10 +78,8 @@ class Rung:
 
 def adapter(engine: str):
     """The framework adapter module for an engine, with a clear error when it's missing."""
-    module = {"gluon": "gpu_course.tracks.gluon", "pytorch": "gpu_course.tracks.torch"}.get(engine)
-    if module is None:
-        raise ValueError(f"engine={engine!r} is not allowed; allowed: gluon, pytorch")
-    framework = "mxnet" if engine == "gluon" else "torch"
+    from .engines import check_engine
+    track, framework = {"gluon": ("gluon", "mxnet"), "pytorch": ("torch", "torch")}[check_engine(engine)]
     from .env.cores import check_thread_variables
     check_thread_variables()   # MXNet aborts the process on a garbled OMP_NUM_THREADS
     try:
@@ -89,7 +87,7 @@ def adapter(engine: str):
     except ImportError:
         raise SystemExit(f"engine {engine!r} needs {framework}, not installed here; "
                          f"run `make run ENGINE={engine}`") from None
-    return importlib.import_module(module)
+    return importlib.import_module(f"gpu_course.tracks.{track}")
 
 
 # CPU ladder photos: PyTorch has seven rungs to Gluon's five, so it reads fewer; Gluon's

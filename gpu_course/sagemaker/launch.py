@@ -209,8 +209,7 @@ def stage_code(engine: str, dest: str | Path | None = None) -> Path:
         shutil.rmtree(target)
     shutil.copytree(PACKAGE_DIR, target, ignore=_left_out)
     (dest / "requirements.txt").write_text(
-        "# installed by the SageMaker training toolkit before the entry script runs\n"
-        + "\n".join(track.requirements) + "\n")
+        "\n".join(track.requirements) + "\n")
     return dest
 
 
@@ -472,8 +471,8 @@ def dataset_folder(cfg: Experiment, write: bool = False) -> Path:
     `data.prepare` uses (write=True: prepare it, i.e. generate or download if missing)."""
     from .. import data
     if cfg.dataset not in data.DATASETS:
-        raise ValueError(f"dataset={cfg.dataset!r} cannot go to SageMaker as a training "
-                         f"channel; allowed: {', '.join(data.DATASETS)}")
+        allowed = ", ".join(data.DATASETS)
+        raise ValueError(f"dataset={cfg.dataset!r} cannot go to SageMaker; allowed: {allowed}")
     if write:
         return Path(data.prepare(cfg.dataset, root=dataset_root(cfg), seed=cfg.seed,
                                  train_size=cfg.train_size, test_size=cfg.test_size))
@@ -554,9 +553,7 @@ def _sdk_session_class(sdk: Sdk):
 
 
 def _track(engine: str) -> Track:
-    if engine not in TRACKS:
-        raise ValueError(f"engine={engine!r} is not allowed; allowed: {', '.join(TRACKS)}")
-    return TRACKS[engine]
+    return TRACKS[engines.check_engine(engine)]
 
 
 # A job needs a role to be built; without an AWS account it is never launched, and

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..engines import check_engine
 from ..env.cores import threads_per_process
 from .localhosts import backend as _backend
 
@@ -90,8 +91,7 @@ class Plan:
 
 def plan(engine: str, gpus: int, cores: int, sizes, nodes: int = 2) -> Plan:
     """Where lesson 07 runs (see Plan) on a machine with `gpus` GPUs and `cores` cores."""
-    if engine not in ("gluon", "pytorch"):
-        raise ValueError(f"engine={engine!r} is not allowed; allowed: gluon, pytorch")
+    check_engine(engine)
     if gpus < 0 or cores < 1 or nodes < 1:
         raise ValueError(f"gpus={gpus!r}, cores={cores!r}, nodes={nodes!r}: need gpus >= 0, "
                          "cores >= 1, nodes >= 1")
