@@ -307,9 +307,8 @@ def check_gpus(requested: int, available: int) -> tuple[str, int, str | None]:
 
 def parse_value(field_name: str, text: str) -> Any:
     """Turn a command-line/hyperparameter string into the field's type."""
-    f = {f.name: f for f in fields(Experiment)}.get(field_name)
-    if f is None:
-        raise ValueError(f"unknown Experiment field {field_name!r}")
+    _refuse_unknown([field_name])
+    f = {f.name: f for f in fields(Experiment)}[field_name]
     kind = str(f.type)
     try:
         if kind.startswith("bool"):
@@ -429,7 +428,8 @@ def _param_value(name: str, value: Any) -> Any:
     ok = (_is_number(value) or isinstance(value, bool)
           or (isinstance(value, tuple) and value and all(_is_number(v) for v in value)))
     if not ok or (_is_number(value) and math.isnan(value)):
-        raise ValueError(f"optimizer_params: {name}={value!r} must be a number, true/false or a tuple of numbers")
+        raise ValueError(f"optimizer_params: {name}={value!r} must be a number, true/false "
+                         "or a tuple of numbers")
     return value
 
 

@@ -370,8 +370,7 @@ def main(argv: list | None = None, env: dict | None = None) -> int:
         fail(f"engine={cfg.engine!r} cannot be a parameter-server worker; allowed: engine='gluon'", env)
         return 2
     if len(all_hosts) > 1 and not (distributed or parameter_server):
-        print(f"{this_host}: one of {len(all_hosts)} hosts with no distribution option: it trains "
-              "the whole job alone, into its own record", flush=True)
+        print(f"{this_host}: no distribution option: it trains alone, into its own record", flush=True)
         cfg = cfg.replace(name=f"{cfg.name}@{this_host}")
     print(f"experiment: {cfg.to_json()}", flush=True)
     try:
