@@ -710,8 +710,7 @@ def show_request(cfg: Experiment, job: Job, region: str | None) -> None:
     print(format_request(request))
     check_request(request)
     print("\n" + describe(request).to_string(index=False))
-    print(f"\nvalid: the request meets {_request.model_version()}, SageMaker's 28-day limit "
-          f"and the job's '{CHANNEL}' channel.\n" + AWS_CHECKS)
+    print(f"\nvalid: the request meets {_request.model_version()} and SageMaker's limits.\n" + AWS_CHECKS)
     if NO_ACCOUNT in json.dumps(request):
         print(f"account {NO_ACCOUNT} (in the role and the bucket) stands for yours")
 
