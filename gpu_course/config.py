@@ -219,13 +219,12 @@ class Experiment:
 
     def _refuse_what_does_not_apply(self) -> None:
         defaults = {f.name: f.default for f in fields(self)}
-        defaults["image_size"] = 32   # what the PyTorch track feeds synthetic and cifar10 at
         refused = [(name, "engine='pytorch'") for name in PYTORCH_ONLY if self.engine == "gluon"]
         if self.dataset != "folder":
             refused.append(("data_format", "dataset='folder'"))
         if self.data_format != "packed":
             refused += [("sample_order", "data_format='packed'"), ("page_cache", "data_format='packed'")]
-        if self.engine == "pytorch" and self.dataset in ("synthetic", "cifar10"):
+        if self.engine == "pytorch" and self.dataset in ("synthetic", "cifar10"):   # fed at 32 px
             refused.append(("image_size", "dataset='folder'"))
         for name, where in refused:
             value = getattr(self, name)
