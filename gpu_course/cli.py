@@ -91,8 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--train", type=int, default=50_000, help="training images")
     p.add_argument("--test", type=int, default=10_000, help="test images")
     p.add_argument("--kind", default="synthetic", choices=("synthetic", "folder"),
-                   help="synthetic: CIFAR-10 format; folder: a sub-folder of 200-500 px JPEGs "
-                   "per class, like Caltech-256")
+                   help="synthetic: CIFAR-10 format; folder: 200-500 px JPEGs, a folder a class")
     p.add_argument("--classes", type=int, default=10, help="folder: class folders (2-10)")
     p.add_argument("--per-class", type=int, default=300, help="folder: JPEGs per class")
     p.add_argument("--overwrite", action="store_true",
@@ -130,12 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-size", type=int, default=None)
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--model", choices=_config.MODELS, default=None,
-                   help="every rung's network (default: resnet20 on a GPU, tiny on a CPU; "
-                   "wrn16_10: a GPU-bound step)")
+                   help="every rung's network (default: resnet20 on a GPU, tiny on a CPU)")
     p.add_argument("--rungs", default=None, help="comma-separated subset of rung names")
     p.add_argument("--repeats", type=int, default=1,
-                   help="interleaved walks, walk i with seed + i: a rung's spread is then over "
-                   "seeds (default 1: over its steady steps)")
+                   help="interleaved walks, walk i with seed + i: a rung's spread is over seeds")
     p.add_argument("--runs-dir", type=_user_path, default=None)
     p.add_argument("--out", type=_user_path, default=None, help="report folder")
     p.set_defaults(func=_ladder)
@@ -177,8 +174,8 @@ def _data(args) -> int:
         path = folder.generate_folder(args.out, folder.Photos(args.classes, args.per_class,
                                                               args.seed),
                                       overwrite=args.overwrite)
-        print(f"wrote {args.classes * args.per_class:,} JPEGs in {args.classes} class folders "
-              f"to {path}")
+        photos = args.classes * args.per_class
+        print(f"wrote {photos:,} JPEGs in {args.classes} class folders to {path}")
         return 0
     path = data.generate_to(args.out, seed=args.seed, train_size=args.train,
                             test_size=args.test, overwrite=args.overwrite)
@@ -188,8 +185,6 @@ def _data(args) -> int:
 
 def _monitor(args) -> int:
     from .measure import monitor
-    if args.interval <= 0:
-        raise ValueError(f"--interval={args.interval} must be > 0 seconds")
     monitor.record_to_csv(args.out, seconds=args.seconds, interval=args.interval)
     return 0
 
@@ -204,8 +199,7 @@ def _runs(args) -> int:
     from .measure import records
     root = records.runs_root(args.runs_dir)
     if root.exists() and not root.is_dir():
-        raise ValueError(f"{root} is a file, not a folder of run records: name their folder "
-                         "(--runs-dir, GPU_COURSE_RUNS)")
+        raise ValueError(f"{root} is a file, not a folder of run records; set --runs-dir")
     runs = records.load_runs(args.runs_dir)
     if not runs:
         print(f"no runs under {root}" + ("" if root.exists() else " (no such folder)"))
@@ -267,8 +261,7 @@ def _ladder(args) -> int:
 def _distributed(args) -> int:
     from .scale import distributed
     if args.nodes < 1 or args.procs_per_node < 1:
-        raise ValueError(f"--nodes={args.nodes} and --procs-per-node={args.procs_per_node} "
-                         "must be >= 1")
+        raise ValueError(f"--nodes={args.nodes}, --procs-per-node={args.procs_per_node}: both must be >= 1")
     engine = _engine(args.engine)
     k = args.nodes * args.procs_per_node
     from .env.cores import check_training_processes
@@ -291,9 +284,8 @@ def _diagnose(args) -> int:
     try:
         run = records.load_run(_find_run(args.run, args.runs_dir), runs_dir=args.runs_dir)
     except FileNotFoundError:
-        raise ValueError(f"run {args.run!r} not found: give a run folder or a run id under "
-                         f"{args.runs_dir or records.default_runs_dir()} "
-                         "(`gpu-course runs` lists them)") from None
+        root = args.runs_dir or records.default_runs_dir()
+        raise ValueError(f"run {args.run!r} not found under {root}; `gpu-course runs` lists them") from None
     print(diagnose.explain(run))
     return 0
 
@@ -312,9 +304,9 @@ def _env(args) -> int:
     import json
     from .engines import FRAMEWORKS, installed_engines
     if args.engine and args.engine not in installed_engines():
-        raise ValueError(f"--engine {args.engine} needs {FRAMEWORKS[args.engine]}, not installed "
-                         f"here; run `make setup-{args.engine}`, then "
-                         f"`.venv/{args.engine}/bin/gpu-course env`")
+        engine = args.engine
+        raise ValueError(f"--engine {engine} needs {FRAMEWORKS[engine]}, not installed here; "
+                         f"run `make setup-{engine}`, then `.venv/{engine}/bin/gpu-course env`")
     from .env import report as env
     report = env.report(args.engine, measure=not args.no_measure, quick=args.quick)
     print(json.dumps(report, indent=2, default=str) if args.json else env.format_report(report))

@@ -43,9 +43,8 @@ class Graph(StrEnum):
         found = next((g for g in cls if text in (g.value, *(w[g] for w in GRAPH_WORDS.values()))),
                      None)
         if found is None:
-            raise ValueError(f"graph={word!r} is not allowed; allowed: " + "; ".join(
-                f"{engine}: {', '.join(words.values())}" for engine, words in
-                GRAPH_WORDS.items()) + f" (or as recorded: {', '.join(cls)})")
+            tracks = "; ".join(f"{e}: {', '.join(w.values())}" for e, w in GRAPH_WORDS.items())
+            raise ValueError(f"graph={word!r} is not allowed; allowed: {tracks} (or {', '.join(cls)})")
         return found
 
     def word(self, engine: str) -> str:
@@ -165,8 +164,7 @@ class Experiment:
             if str(f.type).startswith("bool"):
                 _boolean(self, f.name)
         if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"name={self.name!r} must be a non-empty string (it labels the "
-                             "run record and the plots)")
+            raise ValueError(f"name={self.name!r} must be a non-empty string")
         for name in _FLOAT_RANGES:
             _finite_number(self, name)
         _choice(self, "engine", ENGINES)
@@ -190,22 +188,18 @@ class Experiment:
         for name in ("num_workers", "num_gpus", "warmup_steps", "seed"):
             _at_least(self, name, 0)
         if self.seed > SEED_MAX:
-            raise ValueError(f"seed={self.seed!r} is too large; allowed: 0..{SEED_MAX} "
-                             "(NumPy and MXNet seeds are 32-bit)")
+            raise ValueError(f"seed={self.seed!r} is too large; allowed: 0..{SEED_MAX}")
         if self.max_steps is not None:
             _at_least(self, "max_steps", 1)
         if self.threads is not None and (not isinstance(self.threads, int)
                                          or isinstance(self.threads, bool) or self.threads < 1):
-            raise ValueError(f"threads={self.threads!r} must be None (the framework's default) "
-                             "or an integer >= 1: the training process's intra-op threads "
-                             f"(this machine has {os.cpu_count()} cores)")
+            raise ValueError(f"threads={self.threads!r} must be None or an integer >= 1")
         if self.lr_base_batch is not None:
             _at_least(self, "lr_base_batch", 1)
         if self.warmup_epochs < 0 or self.warmup_epochs > self.epochs:
             raise ValueError(f"warmup_epochs={self.warmup_epochs!r} must be in [0, epochs={self.epochs}]")
         if isinstance(self.lr_steps, (str, bytes, dict)) or not hasattr(self.lr_steps, "__iter__"):
-            raise ValueError(f"lr_steps={self.lr_steps!r} must be a list of epoch numbers, "
-                             "e.g. (2, 4), or () for none")
+            raise ValueError(f"lr_steps={self.lr_steps!r} must be epoch numbers, e.g. (2, 4)")
         if self.lr_scheduler == "multifactor" and not self.lr_steps:
             raise ValueError("lr_scheduler='multifactor' needs lr_steps, e.g. (2, 4)")
         if any(not (isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0
@@ -225,24 +219,17 @@ class Experiment:
 
     def _refuse_what_does_not_apply(self) -> None:
         defaults = {f.name: f.default for f in fields(self)}
-        for name in PYTORCH_ONLY if self.engine == "gluon" else ():
-            if getattr(self, name) != defaults[name]:
-                raise ValueError(f"{name}={getattr(self, name)!r} applies to engine='pytorch' "
-                                 f"only; leave it at {defaults[name]!r}")
-        if self.dataset != "folder" and self.data_format != "loose":
-            raise ValueError(f"data_format={self.data_format!r} applies to dataset='folder' "
-                             f"only (dataset={self.dataset!r} is read from memory); leave "
-                             "it at 'loose'")
-        for name in ("sample_order", "page_cache"):
-            if getattr(self, name) != defaults[name] and self.data_format != "packed":
-                raise ValueError(f"{name}={getattr(self, name)!r} applies to data_format='packed' "
-                                 f"only (here {self.data_format!r}); leave it at "
-                                 f"{defaults[name]!r}")
-        if self.engine == "pytorch" and self.dataset in ("synthetic", "cifar10") \
-                and self.image_size != 32:
-            raise ValueError(f"image_size={self.image_size!r}: the PyTorch track feeds "
-                             f"dataset={self.dataset!r} at its native 32 pixels; "
-                             "image_size applies to dataset='folder'")
+        refused = [(name, "engine='pytorch'") for name in PYTORCH_ONLY if self.engine == "gluon"]
+        if self.dataset != "folder":
+            refused.append(("data_format", "dataset='folder'"))
+        if self.data_format != "packed":
+            refused += [("sample_order", "data_format='packed'"), ("page_cache", "data_format='packed'")]
+        if self.engine == "pytorch" and self.dataset in ("synthetic", "cifar10"):   # fed at 32 px
+            refused.append(("image_size", "dataset='folder'"))
+        for name, where in refused:
+            value = getattr(self, name)
+            if value != defaults[name]:
+                raise ValueError(f"{name}={value!r} applies to {where} only; leave it at {defaults[name]!r}")
 
     # -- derived values --------------------------------------------------------------
     @property
@@ -301,8 +288,8 @@ def _refuse_unknown(names) -> None:
     if unknown:
         said = [n + (f" (retired{'; now ' + RETIRED[n] if RETIRED[n] else ''})"
                      if n in RETIRED else "") for n in unknown]
-        raise ValueError(f"unknown Experiment field(s): {', '.join(said)}; allowed: "
-                         f"{', '.join(Experiment.__dataclass_fields__)}")
+        allowed = ", ".join(Experiment.__dataclass_fields__)
+        raise ValueError(f"unknown Experiment field(s): {', '.join(said)}; allowed: {allowed}")
 
 
 def check_gpus(requested: int, available: int) -> tuple[str, int, str | None]:
@@ -310,21 +297,17 @@ def check_gpus(requested: int, available: int) -> tuple[str, int, str | None]:
     if requested == 0:
         return "cpu", 1, None
     if available == 0:
-        notice = (f"No GPU found: running on the CPU with {requested} device "
-                  f"context{'s' if requested > 1 else ''} instead of {requested} GPU"
-                  f"{'s' if requested > 1 else ''}.")
+        notice = f"No GPU found: running on the CPU with {requested} device context(s)."
         return "cpu", requested, notice
     if requested > available:
-        raise ValueError(f"num_gpus={requested} but this machine has {available} GPU"
-                         f"{'s' if available > 1 else ''}; allowed: 0..{available}")
+        raise ValueError(f"num_gpus={requested} is too many here; allowed: 0..{available}")
     return "gpu", requested, None
 
 
 def parse_value(field_name: str, text: str) -> Any:
     """Turn a command-line/hyperparameter string into the field's type."""
-    f = {f.name: f for f in fields(Experiment)}.get(field_name)
-    if f is None:
-        raise ValueError(f"unknown Experiment field {field_name!r}")
+    _refuse_unknown([field_name])
+    f = {f.name: f for f in fields(Experiment)}[field_name]
     kind = str(f.type)
     try:
         if kind.startswith("bool"):
@@ -379,9 +362,8 @@ def smoke_mode(value: str | None = None) -> bool:
         return True
     if low in FALSY:
         return False
-    raise ValueError(f"GPU_COURSE_SMOKE={text!r} is not understood; allowed: "
-                     f"{', '.join(TRUTHY)} (on) or {', '.join(f for f in FALSY if f)} or "
-                     "unset (off)")
+    on, off = ", ".join(TRUTHY), ", ".join(f for f in FALSY if f)
+    raise ValueError(f"GPU_COURSE_SMOKE={text!r} is not allowed; allowed: {on} (on), {off} or unset")
 
 
 def _finite_number(cfg: Experiment, name: str) -> None:
@@ -395,8 +377,8 @@ def _finite_number(cfg: Experiment, name: str) -> None:
         raise ValueError(f"{name}={value!r} must be a finite number")
     if value < low or (value == low and not low_ok) or value > high:
         bracket = "[" if low_ok else "("
-        raise ValueError(f"{name}={value!r} must be in {bracket}{low}, {high}"
-                         f"{']' if math.isfinite(high) else ')'}")
+        close = "]" if math.isfinite(high) else ")"
+        raise ValueError(f"{name}={value!r} must be in {bracket}{low}, {high}{close}")
 
 
 def _followable(cfg: Experiment, name: str) -> None:
@@ -405,13 +387,11 @@ def _followable(cfg: Experiment, name: str) -> None:
     if value is None:
         return
     if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
-        raise ValueError(f"{name}={value!r} is not a folder; allowed: None (data/, or "
-                         "$GPU_COURSE_DATA) or a path (str or pathlib.Path)")
+        raise ValueError(f"{name}={value!r} is not a folder; allowed: None or a path")
     try:
         Path(value).expanduser().resolve()
     except (RuntimeError, OSError) as err:  # RuntimeError: Python < 3.13's symlink loop
-        raise ValueError(f"{name}={str(value)!r} cannot be followed: its symbolic links form "
-                         f"a loop ({err}); point it at a real folder") from None
+        raise ValueError(f"{name}={str(value)!r} is a loop of links ({err}); name a real folder") from None
 
 
 def _pairs(params: Any) -> tuple:
@@ -423,8 +403,7 @@ def _pairs(params: Any) -> tuple:
     except TypeError:
         pairs = None
     if pairs is None or any(len(p) != 2 or not isinstance(p[0], str) for p in pairs):
-        raise ValueError(f"optimizer_params={params!r} must be (name, value) pairs with "
-                         "a string name, or a dict, e.g. (('batch_scale', 4),)")
+        raise ValueError(f"optimizer_params={params!r} must be a dict or (name, value) pairs")
     return tuple((k, _param_value(k, v)) for k, v in pairs)
 
 
@@ -449,8 +428,7 @@ def _param_value(name: str, value: Any) -> Any:
           or (isinstance(value, tuple) and value and all(_is_number(v) for v in value)))
     if not ok or (_is_number(value) and math.isnan(value)):
         raise ValueError(f"optimizer_params: {name}={value!r} must be a number, true/false "
-                         "or a tuple of numbers (e.g. betas=(0.9, 0.999)), not "
-                         f"{type(value).__name__}")
+                         "or a tuple of numbers")
     return value
 
 
@@ -481,8 +459,7 @@ def _boolean(cfg: Experiment, name: str) -> None:
     elif type(value).__name__ in ("bool_", "bool8") or (isinstance(value, int) and value in (0, 1)):
         object.__setattr__(cfg, name, bool(value))   # numpy's bool, or 1/0
     else:
-        raise ValueError(f"{name}={value!r} must be True or False (or one of the words "
-                         f"{', '.join(repr(w) for w in BOOL_WORDS)})")
+        raise ValueError(f"{name}={value!r} must be True or False (or {', '.join(BOOL_WORDS)})")
 
 
 def _choice(cfg: Experiment, name: str, allowed: tuple, by_engine: dict | None = None) -> None:
@@ -491,8 +468,7 @@ def _choice(cfg: Experiment, name: str, allowed: tuple, by_engine: dict | None =
         hint = ""
         others = [e for e, names in (by_engine or {}).items() if value in names]
         if others:  # e.g. adamw asked of the Gluon engine
-            hint = (f" with engine={cfg.engine!r} ({value!r} needs engine={others[0]!r}; "
-                    "gpu_course.tracks.torch.Experiment defaults to it)")
+            hint = f" with engine={cfg.engine!r} ({value!r} needs engine={others[0]!r})"
         raise ValueError(f"{name}={value!r} is not allowed{hint}; allowed: {', '.join(allowed)}")
 
 

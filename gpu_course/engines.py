@@ -21,6 +21,14 @@ import subprocess
 import sys
 
 ENGINES = ("gluon", "pytorch")
+
+
+def check_engine(engine: str) -> str:
+    """`engine`, or a ValueError naming the tracks there are."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine={engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
+    return engine
+
 # the architectures with machine code in the mxnet-cu112 1.9.1 wheel (no PTX)
 MXNET_CODE = ((5, 0), (5, 2), (6, 0), (6, 1), (7, 0), (7, 5), (8, 0), (8, 6))
 # the GPUs the course meets (workshops, SageMaker), by CUDA compute capability
@@ -101,17 +109,14 @@ def pick_engine(env: dict | None = None, capabilities: list | None = None,
         return chosen, f"ENGINE={chosen} was set"
     installed = installed_engines() if installed is None else tuple(installed)
     if len(installed) == 1:
-        return installed[0], (f"the framework this environment has ({FRAMEWORKS[installed[0]]}; "
-                              "ENGINE= chooses the other in its own environment)")
+        only = installed[0]
+        return only, f"the framework this environment has: {FRAMEWORKS[only]}"
     caps = compute_capabilities() if capabilities is None else capabilities
     if not caps:
         return "gluon", "no GPU found: the Gluon (MXNet) track runs on the CPU"
     newest = max(caps)
-    if gluon_extra(caps) == "gluon":
-        return "pytorch", (f"GPU compute capability {newest[0]}.{newest[1]}: MXNet 1.9.1 has "
-                           f"{support_text(newest)}")
-    return "gluon", (f"GPU compute capability {newest[0]}.{newest[1]}: the Gluon (MXNet) "
-                     f"track on the GPU, with {support_text(newest)}")
+    engine = "pytorch" if gluon_extra(caps) == "gluon" else "gluon"
+    return engine, f"compute capability {newest[0]}.{newest[1]}: MXNet 1.9.1 has {support_text(newest)}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -78,19 +78,16 @@ class Rung:
 
 def adapter(engine: str):
     """The framework adapter module for an engine, with a clear error when it's missing."""
-    module = {"gluon": "gpu_course.tracks.gluon", "pytorch": "gpu_course.tracks.torch"}.get(engine)
-    if module is None:
-        raise ValueError(f"engine={engine!r} is not allowed; allowed: gluon, pytorch")
-    framework = "mxnet" if engine == "gluon" else "torch"
+    from .engines import check_engine
+    track, framework = {"gluon": ("gluon", "mxnet"), "pytorch": ("torch", "torch")}[check_engine(engine)]
     from .env.cores import check_thread_variables
     check_thread_variables()   # MXNet aborts the process on a garbled OMP_NUM_THREADS
     try:
         importlib.import_module(framework)
     except ImportError:
-        raise SystemExit(f"engine {engine!r} needs {framework}, which is not installed in this "
-                         f"environment; use `make run ENGINE={engine}` (it builds the "
-                         f"{engine} environment) or that environment's gpu-course") from None
-    return importlib.import_module(module)
+        raise SystemExit(f"engine {engine!r} needs {framework}, not installed here; "
+                         f"run `make run ENGINE={engine}`") from None
+    return importlib.import_module(f"gpu_course.tracks.{track}")
 
 
 # CPU ladder photos: PyTorch has seven rungs to Gluon's five, so it reads fewer; Gluon's
@@ -164,15 +161,10 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
                       warmup_steps=2 if quick else 5, num_gpus=min(gpus, 1) or 1,
                       monitor_interval=0.2 if quick else 0.5, **{**data, **sizes})
     plain = Graph.EAGER.word(engine)   # imperative (Gluon), eager (PyTorch)
-    if cpu:
-        low, high = PHOTO_SIDES
-        naive = Rung(RungName.NAIVE, base, f"batch 64, one loader worker, float32, {plain}, "
-                     f"photos read as loose JPEGs ({low}-{high} px)",
-                     limit=NAIVE_LIMIT["cpu"])
-    else:
-        naive = Rung(RungName.NAIVE, base, f"batch 64, one loader worker, float32, {plain}",
-                     limit=NAIVE_LIMIT["gpu"])
-    ladder = [naive]
+    low, high = PHOTO_SIDES
+    photos = f", loose JPEGs ({low}-{high} px)" if cpu else ""
+    ladder = [Rung(RungName.NAIVE, base, f"batch 64, one loader worker, float32, {plain}{photos}",
+                   limit=NAIVE_LIMIT["cpu" if cpu else "gpu"])]
 
     def add(name: RungName, change: str, **fields) -> None:
         prev = ladder[-1].cfg
@@ -197,9 +189,8 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             optimizer="sgd", optimizer_params=())
     else:
         pin = gpus > 0  # page-locked memory only speeds up copies to a GPU
-        add(RungName.WORKERS, f"DataLoader(num_workers={workers}, pin_memory={pin}, "
-            "persistent_workers=True)", num_workers=workers, pin_memory=pin,
-            persistent_workers=True)
+        add(RungName.WORKERS, f"DataLoader(num_workers={workers}, pin_memory={pin}, persistent_workers=True)",
+            num_workers=workers, pin_memory=pin, persistent_workers=True)
         if cpu:
             add(RungName.DATA_FORMAT, PACK_ONCE, data_format="memory")
             add(RungName.COMPILE, "torch.compile(net)", graph=Graph.HYBRID)
@@ -218,8 +209,8 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             return ladder
         # eta 0.1 keeps LARS's layer-wise rates on SGD's lr scale (the paper's 0.001
         # expects a ~100x larger lr, at which the un-adapted biases and BN diverge)
-        add(RungName.LARGE_BATCH, f"batch {large}, LARS, lr scaled with the batch, a "
-            "half-epoch linear warm-up, then cosine decay", batch_size=large, optimizer="lars",
+        add(RungName.LARGE_BATCH, f"batch {large}, LARS, lr scaled, half-epoch warm-up, cosine decay",
+            batch_size=large, optimizer="lars",
             lr_base_batch=128, lr_scheduler="cosine", warmup_epochs=min(0.5, sizes["epochs"]),
             optimizer_params=(("eta", 0.1),))
         add(RungName.LR_SCHEDULE, CHANGE["one_cycle"],
@@ -235,8 +226,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     if engine == "pytorch" and not (quick or epochs_given):
         ladder.append(Rung(RungName.LONGER, tuned.cfg.replace(
             name=RungName.LONGER, epochs=max(sizes["epochs"], LONG_EPOCHS)),
-            f"the '{tuned.name}' rung again over {LONG_EPOCHS} epochs (a separate line, not a "
-            f"rung: the rungs train {sizes['epochs']})"))
+            f"'{tuned.name}' again over {LONG_EPOCHS} epochs (not a rung: rungs train {sizes['epochs']})"))
     return ladder
 
 
@@ -271,8 +261,8 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
     if only:
         unknown = set(only) - {r.name for r in selected}
         if unknown:
-            raise ValueError(f"unknown rung(s) {sorted(unknown)}; allowed: "
-                             f"{', '.join(r.name for r in selected)}")
+            allowed = ", ".join(r.name for r in selected)
+            raise ValueError(f"unknown rung(s) {sorted(unknown)}; allowed: {allowed}")
         selected = [r for r in selected if r.name in only]
     if first is not None:  # the first rungs only (a summary walked in CI's smoke mode)
         selected = selected[:first]
@@ -288,12 +278,11 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
             if rung.name == RungName.THREADS:  # its count comes from the load the rung before saw
                 threads, other = free_threads(last) if last else (rung.cfg.threads, math.nan)
                 if threads == rung.cfg.threads:
-                    print(f"\n=== rung threads{which}: left out: "
-                          f"{threads_left_out([last] if last else [], other)}", flush=True)
+                    why = threads_left_out([last] if last else [], other)
+                    print(f"\n=== rung threads{which}: left out: {why}", flush=True)
                     continue
                 rung = dataclasses.replace(rung, cfg=rung.cfg.replace(threads=threads), change=(
-                    f"torch.set_num_threads({threads}): other programs used {other:.1f} of the "
-                    f"{rung.cfg.threads} cores during '{last.name}'"))
+                    f"torch.set_num_threads({threads}): {other:.1f} of {rung.cfg.threads} cores busy"))
             print(f"\n=== rung {rung.name}{which}: {rung.change}", flush=True)
             if rung.limit and repeat == 0:
                 print(f"    limited by {rung.limit}", flush=True)
@@ -315,16 +304,14 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
                     last = load_run(last.path)
                 done[rung.name].append(last)
             except Exception as err:  # recorded as oom or failed; the next rung runs
-                what = "out of memory" if isinstance(err, OutOfMemory) else \
-                    f"failed with {type(err).__name__}"
+                what = "out of memory" if isinstance(err, OutOfMemory) else type(err).__name__
                 print(f"rung {rung.name}: {what}, going on ({err})", flush=True)
                 if getattr(err, "run_path", None):
                     last = load_run(err.run_path)
                     done[rung.name].append(last)
     runs = [group if repeats > 1 else group[0] for group in done.values() if group]
     if not runs:
-        raise RuntimeError(f"every rung of the {engine} ladder failed before it recorded a "
-                           "run (each says why above): there is nothing to report")
+        raise RuntimeError(f"every rung of the {engine} ladder failed (each says why above)")
     from .show import report
     paths = report.write_report(runs, Path(out) if out else runs_dir / "report",
                                 title=f"gpu-course ladder ({engine})", varies=RUNG_SETTINGS)
@@ -346,14 +333,12 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
             lines.append("Left out on this CPU, which lacks what they need: " + "; ".join(
                 left_out(what, why) for what, why in lacking) + ".")
         if runs and runs[0].config.get("model") == CPU_MODEL:
-            lines.append(f"The CPU ladder trains the '{CPU_MODEL}' network (ResNet-20 learns "
-                         "too slowly on a CPU to show anything in minutes).")
+            lines.append(f"The CPU ladder trains '{CPU_MODEL}': ResNet-20 learns too slowly on a CPU.")
         first = runs[0].config if runs else {}
         if first.get("dataset") == "folder" and first.get("data_format") == "loose":
-            lines.append(f"It reads photos, {first.get('train_size'):,} for training: JPEGs "
-                         f"of {PHOTO_SIDES[0]}-{PHOTO_SIDES[1]} px resized to "
-                         f"{first.get('image_size')} px ({first.get('data_dir')}), "
-                         + LOOSE)
+            low, high = PHOTO_SIDES
+            lines.append(f"It trains on {first.get('train_size'):,} JPEGs of {low}-{high} px resized "
+                         f"to {first.get('image_size')} px ({first.get('data_dir')}), " + LOOSE)
         line = threads_line(engine, runs)
         if line:
             lines.append(line)
@@ -361,9 +346,8 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
         last = runs[-1]
         acc = metrics.val_acc(last)
         ok = acc >= CPU_ACCURACY
-        lines.append(f"Accuracy check: the last rung, '{last.name}', reached {acc:.1%} "
-                     f"validation accuracy; it must reach {CPU_ACCURACY:.0%} (chance is "
-                     f"10%): {'met' if ok else 'MISSED'}.")
+        lines.append(f"Accuracy check: '{last.name}' reached {acc:.1%} validation accuracy; "
+                     f"it must reach {CPU_ACCURACY:.0%} (chance 10%): {'met' if ok else 'MISSED'}.")
     return lines, ok
 
 
@@ -394,21 +378,20 @@ def threads_line(engine: str, runs: list[Run]) -> str | None:
     names = [r.name for r in runs]
     if RungName.THREADS in names and names.index(RungName.THREADS) > 0:
         i = names.index(RungName.THREADS)
-        return (f"Threads: the 'threads' rung ran {_threads_ran(runs[i])} in the training "
-                f"process, '{runs[i - 1].name}' before it {_threads_ran(runs[i - 1])}.")
+        now, then = _threads_ran(runs[i]), _threads_ran(runs[i - 1])
+        return f"Threads: the 'threads' rung ran {now}, '{runs[i - 1].name}' before it {then}."
     last = runs[-1]
     if engine == "pytorch":
         threads, other = free_threads(last)
         if threads < ((last.meta.get("ran") or {}).get("cpu_count") or threads):
-            return (f"Threads: '{last.name}' ran {_threads_ran(last)} while other programs "
-                    f"used {other:.1f} cores; the thread rung (not run) would have given "
-                    f"training {threads}.")
+            return (f"Threads: '{last.name}' ran {_threads_ran(last)} with {other:.1f} cores "
+                    f"busy; a thread rung would have given training {threads}.")
         return (f"Threads: '{last.name}' ran {_threads_ran(last)}; no thread rung: "
                 + threads_left_out([last], other) + ".")
     ran = last.meta.get("ran") or {}
-    return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside "
-            f"{last.config.get('num_workers') or 0} loader workers on {ran.get('cpu_count')} "
-            "cores; " + MXNET_THREADS)
+    workers = last.config.get("num_workers") or 0
+    return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside {workers} loader "
+            f"workers on {ran.get('cpu_count')} cores; " + MXNET_THREADS)
 
 
 def _threads_ran(run) -> str:
@@ -440,8 +423,8 @@ def ladder(engine: str, sizes, runs_dir=None) -> list:
     runs = latest_ladder(engine, runs_dir)
     if runs:
         return runs
-    print(f"No ladder of the {engine} track recorded yet: walking it now"
-          + (" (quick, as `gpu-course ladder --quick`)" if sizes.quick else ""), flush=True)
+    print(f"No {engine} ladder recorded yet: walking it now{' (quick)' if sizes.quick else ''}",
+          flush=True)
     runs, _ = run_ladder(engine, quick=sizes.quick, train_size=sizes.ladder_train_size,
                          test_size=sizes.ladder_test_size, runs_dir=runs_dir,
                          walk=Walk(first=sizes.ladder_rungs))

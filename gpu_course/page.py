@@ -74,6 +74,7 @@ class Page:
         applies. (The enums are imported here, not above: the CLI reads pages without them.)"""
         from .show.findings.declarations import Outcome, Where
         keys = Outcome if keys is None else keys
+        at = f"{self.path.name}: section {name!r}"   # where a malformed line is
         items: list[list[str]] = []
         for line in self._lines(name):
             match = _ITEM.fullmatch(line)
@@ -82,8 +83,7 @@ class Page:
             elif items and line.startswith("  "):
                 items[-1][1] += " " + line.strip()
             else:
-                raise ValueError(f"{self.path.name}: section {name!r}: {line!r} is neither "
-                                 "'- key: paragraph' nor its indented continuation")
+                raise ValueError(f"{at}: {line!r} is neither an item nor indented")
         out: dict = {}
         for key, paragraph in items:
             if paragraph.startswith("= "):
@@ -96,18 +96,16 @@ class Page:
                     head = keys[first.upper().replace(" ", "_")]   # type: ignore[index]
                 except KeyError:
                     allowed = ", ".join(repr(k.value) for k in keys)   # type: ignore[union-attr]
-                    raise ValueError(f"{self.path.name}: section {name!r}: {first!r} is not "
-                                     f"one of {allowed} (or a member's name)") from None
+                    raise ValueError(f"{at}: {first!r} is not one of {allowed}") from None
             if not where:
                 if head in out:
-                    raise ValueError(f"{self.path.name}: section {name!r}: {first!r} twice")
+                    raise ValueError(f"{at}: {first!r} twice")
                 out[head] = paragraph
                 continue
             place = tuple(Where(p) if p in WHERE else p for p in where)
             inner = out.setdefault(head, {})
             if isinstance(inner, str):
-                raise ValueError(f"{self.path.name}: section {name!r}: {first!r} is said both "
-                                 "everywhere and for one place")
+                raise ValueError(f"{at}: {first!r} both everywhere and for one place")
             inner[place[0] if len(place) == 1 else place] = paragraph
         return out
 

@@ -122,7 +122,7 @@ def test_check_gpus():
     assert check_gpus(1, 2) == ("gpu", 1, None)
     kind, n, notice = check_gpus(2, 0)
     assert (kind, n) == ("cpu", 2) and "No GPU found" in notice and "\n" not in notice
-    with pytest.raises(ValueError, match="num_gpus=4 but this machine has 2 GPUs"):
+    with pytest.raises(ValueError, match=r"num_gpus=4 is too many here; allowed: 0\.\.2"):
         check_gpus(4, 2)
     assert check_gpus(0, 8) == ("cpu", 1, None)
 
@@ -145,9 +145,7 @@ def test_parse_value_types():
 @pytest.mark.parametrize("value", [0, -2, 1.5, "2", True])
 def test_threads_is_none_or_a_positive_integer(value):
     """The training process's intra-op threads: a bad count is refused with what is allowed."""
-    with pytest.raises(ValueError, match=rf"threads={value!r} must be None \(the framework's "
-                                         r"default\) or an integer >= 1: the training "
-                                         r"process's intra-op threads"):
+    with pytest.raises(ValueError, match=rf"threads={value!r} must be None or an integer >= 1"):
         Experiment(threads=value)
     assert Experiment().threads is None and Experiment(threads=3).threads == 3
     assert parse_value("threads", "none") is None and parse_value("threads", "2") == 2
@@ -175,7 +173,7 @@ def test_a_monitor_interval_beyond_an_hour_is_refused_not_overflowed():
 @pytest.mark.parametrize("value", [123, 1.5, ["data"], "", "   "])
 def test_a_data_dir_that_is_not_a_path_names_the_value_and_what_is_allowed(value):
     with pytest.raises(ValueError, match=rf"data_dir={re.escape(repr(value))} is not a folder; "
-                                         r"allowed: None .* a path \(str or pathlib.Path\)"):
+                                         r"allowed: None or a path"):
         Experiment(data_dir=value)
 
 

@@ -14,7 +14,7 @@ def test_env_without_a_gpu_says_so_and_still_reads_the_cpu():
     if not report["gpu"]["available"]:          # this machine has no GPU
         assert report["gpu"]["reason"]
         text = env_text.gpu_lines(report)[0]
-        assert text.startswith("GPU: no GPU (")
+        assert text.startswith("GPU: none (")
     assert report["cpu"]["usable"] >= 1 and report["workers_per_process"] >= 1
     assert report["build"]["framework"] in ("mxnet", "torch")
     assert {row["variable"] for row in report["openmp"]} >= {"KMP_BLOCKTIME", "OMP_NUM_THREADS"}

@@ -40,16 +40,16 @@ TINY = dict(name="t", model="tiny", train_size=128, test_size=32, batch_size=32,
     (dict(seed=2**40), "allowed: 0..4294967295"),
     (dict(name=None), "name=None must be a non-empty string"),
     (dict(name=""), "name='' must be a non-empty string"),
-    (dict(optimizer_params=(("batch_scale",),)), "must be (name, value) pairs"),
-    (dict(optimizer_params="batch_scale=4"), "must be (name, value) pairs"),
-    (dict(optimizer_params=5), "must be (name, value) pairs"),
+    (dict(optimizer_params=(("batch_scale",),)), "must be a dict or (name, value) pairs"),
+    (dict(optimizer_params="batch_scale=4"), "must be a dict or (name, value) pairs"),
+    (dict(optimizer_params=5), "must be a dict or (name, value) pairs"),
     (dict(optimizer="adamw"), "'adamw' needs engine='pytorch'"),
     (dict(engine="pytorch", pin_memory="maybe"), "pin_memory='maybe' must be True or False"),
     (dict(optimizer_params=(("momentum", "high"),)),
      "optimizer_params: momentum='high' must be a number, true/false or a tuple"),
     (dict(optimizer_params={"clip_gradient": None}), "clip_gradient=None must be a number"),
     (dict(optimizer_params={"betas": ("a", 1)}), "betas=('a', 1) must be a number"),
-    (dict(lr_scheduler="multifactor", lr_steps=5), "lr_steps=5 must be a list of epoch"),
+    (dict(lr_scheduler="multifactor", lr_steps=5), "lr_steps=5 must be epoch numbers"),
     (dict(optimizer="lbsgd", optimizer_params={"warmup_strategy": "fast"}),
      "warmup_strategy='fast' is not allowed; allowed: linear, power2, sqrt, lars"),
 ])
@@ -73,12 +73,11 @@ def test_a_stored_config_with_wrong_shapes_is_the_configs_error():
 def test_a_symlink_loop_as_data_dir_is_named(tmp_path):
     (tmp_path / "a").symlink_to(tmp_path / "b")
     (tmp_path / "b").symlink_to(tmp_path / "a")
-    with pytest.raises(ValueError, match=f"data_dir='{tmp_path / 'a'}' cannot be followed: "
-                                         "its symbolic links form a loop"):
+    with pytest.raises(ValueError, match=f"data_dir='{tmp_path / 'a'}' is a loop of links"):
         Experiment(dataset="folder", data_dir=str(tmp_path / "a"))
     for dataset in ("folder", "cifar10"):
         out = run_cli("run", "--dataset", dataset, "--data-dir", tmp_path / "a", "--epochs", 1)
-        assert out.returncode == 2 and "symbolic links form a loop" in out.stderr, out.stderr
+        assert out.returncode == 2 and "is a loop of links" in out.stderr, out.stderr
 
 
 def test_optimizer_params_from_the_command_line_are_checked_by_the_config():
@@ -118,7 +117,7 @@ def test_smoke_switch_spellings(text, on):
 
 def test_smoke_switch_refuses_what_it_does_not_know(monkeypatch):
     monkeypatch.setenv("GPU_COURSE_SMOKE", "maybe")
-    with pytest.raises(ValueError, match="GPU_COURSE_SMOKE='maybe' is not understood"):
+    with pytest.raises(ValueError, match="GPU_COURSE_SMOKE='maybe' is not allowed; allowed: "):
         smoke_mode()
 
 

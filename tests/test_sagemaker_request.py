@@ -140,10 +140,10 @@ SEEN = ", channels given: "
      "parameter StoppingCondition.MaxRuntimeInSeconds, value: 2419201, valid max value: "
      "2419200 (28 days: SageMaker's limit, not in the model)"),
     # the channel the entry script reads
-    (("InputDataConfig",), DELETE, 'Missing channel in InputDataConfig: "training" (the job '
-     'reads it as SM_CHANNEL_TRAINING), channels given: none'),
+    (("InputDataConfig",), DELETE, 'Missing channel in InputDataConfig: "training", '
+     'channels given: none'),
     (("InputDataConfig", 0, "ChannelName"), "train", 'Missing channel in InputDataConfig: '
-     '"training" (the job reads it as SM_CHANNEL_TRAINING), channels given: train{more}'),
+     '"training", channels given: train{more}'),
     # S3 URIs: the model's pattern, and S3's rule for bucket names
     (S3URI, "course-bucket/data", "Invalid value for parameter InputDataConfig[0].DataSource."
      "S3DataSource.S3Uri, value: 'course-bucket/data', valid pattern: (https|s3)://([^/]+)/?(.*)"),
@@ -178,8 +178,7 @@ def test_every_problem_is_listed_and_an_unknown_field_named():
             rq.service_model().operation_model(rq.OPERATION).input_shape.members),
         "Invalid value for parameter TrainingJobName, value: 'a b', valid pattern: "
         "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}",
-        'Missing channel in InputDataConfig: "training" (the job reads it as '
-        'SM_CHANNEL_TRAINING), channels given: none']
+        'Missing channel in InputDataConfig: "training", channels given: none']
 
 
 def test_a_tag_is_checked_with_the_models_java_pattern():
@@ -218,9 +217,9 @@ def test_dry_run_without_the_sdk_says_the_request_is_not_checked(no_aws, monkeyp
     monkeypatch.setattr(launch, "installed_sdk", lambda: None)
     assert cli.main(["sagemaker", "--dry-run", "--engine", "pytorch"]) == 0
     out = capsys.readouterr().out
-    assert ("CreateTrainingJob request: not built here, so not checked (the pytorch track's job "
-            "is built with the SageMaker Python SDK v3 and this environment has none: pip "
-            "install sagemaker==3.27.0, or use the pytorch track's environment)") in out
+    assert ("CreateTrainingJob request: not built here, so not checked (the pytorch track "
+            "needs SageMaker Python SDK v3; this environment has none: pip install "
+            "sagemaker==3.27.0)") in out
     assert out.rstrip().endswith("dry run: nothing was launched")
 
 

@@ -27,21 +27,18 @@ def loader_workers(procs_on_host: int, cores: int | None = None) -> int:
 CPU_PROCESSES_PER_CORE = 2
 
 
-def _over_limit(count: int, per_core: int, cores: int | None) -> tuple[str, int] | None:
-    """None when `count` processes fit `per_core` a core, else (the cores in words, limit)."""
-    cores = usable_cores() if cores is None else cores
-    if count <= per_core * cores:
-        return None
-    return f"machine's {cores} core{'s' if cores != 1 else ''}", per_core * cores
+def _over_limit(count: int, per_core: int, cores: int | None) -> int | None:
+    """None when `count` processes fit `per_core` a core, else the limit."""
+    limit = per_core * (usable_cores() if cores is None else cores)
+    return None if count <= limit else limit
 
 
 def check_training_processes(count: int, what: str, cores: int | None = None) -> None:
     """ValueError for more CPU training processes than this machine's cores can run."""
-    over = _over_limit(count, CPU_PROCESSES_PER_CORE, cores)
-    if over:
-        raise ValueError(f"{what} starts {count} training processes, more than this "
-                         f"{over[0]} can run ({CPU_PROCESSES_PER_CORE} a core at most: "
-                         f"allowed up to {over[1]}); each needs a core to make progress")
+    limit = _over_limit(count, CPU_PROCESSES_PER_CORE, cores)
+    if limit:
+        raise ValueError(f"{what} starts {count} training processes; allowed: up to {limit} "
+                         f"({CPU_PROCESSES_PER_CORE} a core)")
 
 
 # loader workers a core may carry (the talk ran 3.6 a core); far beyond this they only
@@ -51,12 +48,10 @@ LOADER_WORKERS_PER_CORE = 8
 
 def check_loader_workers(num_workers: int, cores: int | None = None) -> None:
     """ValueError for more loader workers than this machine's cores can carry."""
-    over = _over_limit(num_workers, LOADER_WORKERS_PER_CORE, cores)
-    if over:
-        raise ValueError(f"num_workers={num_workers} is more loader workers than this "
-                         f"{over[0]} can carry ({LOADER_WORKERS_PER_CORE} a core at most: "
-                         f"allowed 0..{over[1]}); gc.workers() gives the course's "
-                         "advice for this machine")
+    limit = _over_limit(num_workers, LOADER_WORKERS_PER_CORE, cores)
+    if limit:
+        raise ValueError(f"num_workers={num_workers} is more loader workers than the cores carry; "
+                         f"allowed: 0..{limit} ({LOADER_WORKERS_PER_CORE} a core); see gc.workers()")
 
 
 def threads_per_process(procs_on_host: int, cores: int | None = None) -> int:
@@ -74,8 +69,7 @@ def check_thread_variables(environ=None) -> None:
             continue
         parts = [p.strip() for p in text.split(",")] if name == "OMP_NUM_THREADS" else [text.strip()]
         if not all(p.isdigit() and int(p) >= 1 for p in parts):
-            raise ValueError(f"{name}={text!r} is not a number of threads; set it to a whole "
-                             f"number >= 1 (this machine has {os.cpu_count()} cores) or unset it")
+            raise ValueError(f"{name}={text!r} is not a number of threads; set it to >= 1, or unset it")
 
 
 def mxnet_threads(cores: int, environ=None) -> tuple[int, str]:

@@ -55,8 +55,7 @@ def parse_fake(spec: str) -> list[tuple[str, str]]:
             continue
         if part[0] not in "+-" or not part[1:].replace("_", "").isalnum():
             raise ValueError(f"{FAKE}={spec!r}: {part!r} is not a change; allowed: '-name' (drop "
-                             "every flag starting with name) or '+name' (add the flag), comma-"
-                             "separated, e.g. -avx512,-amx")
+                             "flags starting with name) or '+name' (add it), e.g. -avx512,-amx")
         changes.append((part[0], part[1:].lower()))
     return changes
 
@@ -120,18 +119,14 @@ def describe(flags) -> str:
 def supports(capability: Capability, flags=None) -> Support:
     """Whether a CPU with `flags` (default: this one's, `features()`) has `capability`."""
     flags = features() if flags is None else frozenset(flags)
-    has = describe(flags)
-    faked_note = f" ({faked()})" if faked() and flags == features() else ""
+    has = describe(flags) + (f" ({faked()})" if faked() and flags == features() else "")
     if capability == Capability.MXNET_BFLOAT16:
         ok = flags is not None and set(AVX512_CORE) <= flags
-        why = (f"MXNet 1.9.1 computes bfloat16 on the CPU in oneDNN, whose bfloat16 "
-               f"convolutions need AVX-512 (F, BW, VL, DQ); this CPU has {has}{faked_note}")
+        why = f"MXNet's bfloat16 convolutions need AVX-512 (F, BW, VL, DQ); this CPU has {has}"
     else:
         ok = flags is not None and bool(set(BF16_INSTRUCTIONS) & flags)
-        why = (f"a CPU multiplies bfloat16 faster than float32 only with instructions for it "
-               f"(AVX512-BF16 from Intel's Cooper Lake and AMD's Zen 4, AMX from Sapphire "
-               f"Rapids); elsewhere each operator converts to float32 and back; this CPU "
-               f"has {has}{faked_note}")
+        why = (f"a CPU multiplies bfloat16 faster than float32 only with AVX512-BF16 or AMX; "
+               f"elsewhere each operator converts to float32 and back; this CPU has {has}")
     return Support(capability, ok, why)
 
 

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..engines import installed_engines
+from ..engines import check_engine, installed_engines
 from ..measure import nvml
 from ..measure.records import machine_load
 from ..measure.timing import Workload
@@ -46,8 +46,7 @@ CIFAR_BATCH_BYTES = 64 * 3 * 32 * 32 * 4   # one float32 batch of 64 images, as 
 def hook(engine: str, *args: str, env: dict | None = None, cpus=None,
          timeout: float = 300) -> dict:
     """The JSON that ``python -m gpu_course.<track>.envinfo ARGS`` prints, pinned to `cpus`."""
-    if engine not in HOOKS:
-        raise ValueError(f"engine={engine!r} is not allowed; allowed: {', '.join(HOOKS)}")
+    check_engine(engine)
     full_env = {**os.environ, **{k: str(v) for k, v in (env or {}).items()}}
     repo = str(Path(__file__).resolve().parents[2])
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)

@@ -19,8 +19,8 @@ def build_lines(build: dict | None) -> list[str]:
     lines.append("  " + ", ".join(f"{k} {_yes(v)}" for k, v in build["features"].items()))
     lines += [f"  {k}: {v}" for k, v in build.get("flags", {}).items()]
     if "intra_op_threads" in build:
-        lines.append(f"  intra-op threads {build['intra_op_threads']}, inter-op threads "
-                     f"{build['inter_op_threads']}")
+        intra, inter = build["intra_op_threads"], build["inter_op_threads"]
+        lines.append(f"  threads: intra-op {intra}, inter-op {inter}")
     if build.get("features", {}).get("PROFILER") is False:
         lines.append("  the profiler is not built in: mx.profiler writes no events here")
     return lines
@@ -28,41 +28,41 @@ def build_lines(build: dict | None) -> list[str]:
 
 def cpu_lines(r: dict) -> list[str]:
     cpu = r["cpu"]
-    lines = [f"CPU: {cpu['model']}, {cpu['logical']} logical cores ({cpu['physical']} "
-             f"physical), {cpu['usable']} usable by this process (cores {cpu['usable_ids']}); "
-             f"load average {cpu['load_average']:.1f} (runnable processes sharing them)"]
+    usable, load = f"{cpu['usable']} usable (cores {cpu['usable_ids']})", cpu["load_average"]
+    lines = [f"CPU: {cpu['model']}, {cpu['logical']} logical cores ({cpu['physical']} physical), "
+             f"{usable}; load average {load:.1f}"]
     if "features" in cpu:
         lines.append(f"  instruction sets: {cpu['features']}"
                      + "".join(f"\n  {s}" for s in cpu.get("capabilities", [])))
     bench = r.get("cpu_bench")
     if bench:
-        lines.append(f"  oneDNN on: {bench['onednn_on']:,.0f} images/s, off: "
-                     f"{bench['onednn_off']:,.0f} images/s (ResNet-20 forward, batch "
-                     f"{bench['batch']}, {bench['threads']} threads): "
-                     f"x{bench['onednn_speedup']:.1f} with oneDNN")
+        on, off, threads = bench["onednn_on"], bench["onednn_off"], bench["threads"]
+        speedup, batch = bench["onednn_speedup"], bench["batch"]
+        lines.append(f"  oneDNN on: {on:,.0f} images/s, off: {off:,.0f} (x{speedup:.1f}; "
+                     f"ResNet-20 forward, batch {batch}, {threads} threads)")
         sweep = bench["thread_sweep"]
         best = max(sweep, key=sweep.get)
         lines.append("  threads: " + ", ".join(f"{t} -> {v:,.0f} images/s"
                                                for t, v in sweep.items())
                      + f"; fastest with {best}")
         if bench.get("pinned_one_core"):
-            lines.append(f"  {bench['threads']} threads pinned to one core: "
-                         f"{bench['pinned_one_core']:,.0f} images/s (threads fight for it)")
+            pinned = bench["pinned_one_core"]
+            lines.append(f"  {threads} threads pinned to one core: {pinned:,.0f} images/s")
     runtimes = (r.get("build") or {}).get("openmp_runtimes") or []
     lines.append(f"  OpenMP runtime loaded: {', '.join(runtimes) or 'none found'}")
     for row in r.get("openmp", []):
         honoured = {True: "read here", False: "ignored here", None: "?"}[row["honoured_here"]]
         lines.append(f"    {row['variable']}={row['value'] or '(unset)'}: {row['what']} "
                      f"[{row['read_by']}; {honoured}]")
-    lines.append(f"  loader workers per training process: {r['workers_per_process']} "
-                 "(usable cores / processes)")
+    workers = r["workers_per_process"]
+    lines.append(f"  loader workers per training process: {workers} (cores / processes)")
     return lines
 
 
 def gpu_lines(r: dict) -> list[str]:
     gpu = r["gpu"]
     if not gpu["available"]:
-        return [f"GPU: no GPU ({gpu['reason']}): nothing to read on the GPU side"]
+        return [f"GPU: none ({gpu['reason']})"]
     lines = [f"GPU: driver {gpu.get('driver')}, CUDA {gpu.get('cuda')}"]
     for g in gpu["gpus"]:
         lines.append(f"  GPU {g['index']}: {g.get('name')}")
@@ -105,10 +105,9 @@ def memory_lines(r: dict) -> list[str]:
     if shm["total_mib"] is None:
         lines.append(f"{shm['path']}: not present")
     else:
-        lines.append(f"{shm['path']}: {shm['total_mib']:,.0f} MiB, {shm['free_mib']:,.0f} free: "
-                     f"room for {shm['batches_fit']:,} collated batches of 64 CIFAR images "
-                     f"({shm['batch_mib']:.2f} MiB each) in flight between loader workers and "
-                     "the trainer")
+        fit, each = shm["batches_fit"], shm["batch_mib"]
+        lines.append(f"{shm['path']}: {shm['total_mib']:,.0f} MiB, {shm['free_mib']:,.0f} free: room "
+                     f"for {fit:,} batches of 64 CIFAR images ({each:.2f} MiB each)")
     disk = r.get("disk")
     if disk:
         lines.append(f"disk ({disk['folder']}): sequential {disk['sequential_mb_s']:,.0f} MB/s, "

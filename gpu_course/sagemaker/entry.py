@@ -61,8 +61,8 @@ def parse_hyperparameters(argv: list) -> dict:
         i += 1
         field = key.replace("-", "_")
         if field not in _config.FIELDS:
-            raise ValueError(f"unknown hyperparameter {key!r}: not an Experiment field; "
-                             f"allowed: {', '.join(_config.FIELDS)}")
+            allowed = ", ".join(_config.FIELDS)
+            raise ValueError(f"unknown hyperparameter {key!r}; allowed: {allowed}")
         values[field] = _config.parse_value(field, text)
     return values
 
@@ -87,23 +87,17 @@ def check_channel(cfg: _config.Experiment, channel: Path) -> None:
     generated images when the channel holds other data: dataset="synthetic" uses the
     channel only if it holds the generated set for cfg."""
     if not channel.is_dir():
-        raise ValueError(f"SM_CHANNEL_TRAINING={channel} "
-                         + ("is a file" if channel.exists() else "does not exist")
-                         + ": it must name the 'training' channel's folder (unset: the data "
-                         "is generated here)")
+        state = "is a file" if channel.exists() else "does not exist"
+        raise ValueError(f"SM_CHANNEL_TRAINING={channel} {state}; name a folder, or unset it")
     if cfg.dataset != "synthetic":
         return
     from gpu_course.data import synthetic
-    expected = (f"synthetic-v{synthetic.VERSION}-s{cfg.seed}-{cfg.train_size}-"
-                f"{cfg.test_size}")
+    expected = f"synthetic-v{synthetic.VERSION}-s{cfg.seed}-{cfg.train_size}-{cfg.test_size}"
     held = sorted(p.name for p in channel.iterdir() if not p.name.startswith("."))
     if held and expected not in held:
-        raise ValueError(
-            f"the training channel {channel} holds {', '.join(held[:3])}"
-            f"{', ...' if len(held) > 3 else ''}, not the set dataset='synthetic' trains on "
-            f"({expected}/): set the hyperparameter dataset to cifar10 (a CIFAR-10 binary "
-            "folder) or folder (a sub-folder of images per class), or match "
-            "seed/train_size/test_size to the uploaded set")
+        shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+        raise ValueError(f"the training channel {channel} holds {shown}, not {expected}/: set "
+                         "dataset to cifar10 or folder, or match seed/train_size/test_size to the upload")
 
 
 def _int_env(env: dict, name: str, low: int) -> int | None:
@@ -116,8 +110,7 @@ def _int_env(env: dict, name: str, low: int) -> int | None:
     except ValueError:
         value = None
     if value is None or value < low:
-        raise ValueError(f"{name}={text!r} must be an integer >= {low} (what SageMaker and "
-                         "torchrun set)")
+        raise ValueError(f"{name}={text!r} must be an integer >= {low}")
     return value
 
 
@@ -158,8 +151,7 @@ def check_outputs(env: dict) -> None:
         except OSError as err:
             raise ValueError(f"{where} cannot be made ({err.strerror or err}): {must}") from None
         if not os.access(folder, os.W_OK | os.X_OK):
-            raise ValueError(f"{where} is not writable by this job (user id {os.getuid()}): "
-                             f"{must}")
+            raise ValueError(f"{where} is not writable by user id {os.getuid()}: {must}")
 
 
 def hosts(env: dict) -> tuple:
@@ -170,8 +162,7 @@ def hosts(env: dict) -> tuple:
     except ValueError:
         all_hosts = None
     if not isinstance(all_hosts, list) or not all(isinstance(h, str) and h for h in all_hosts):
-        raise ValueError(f"SM_HOSTS={text!r} must be a JSON list of host names, e.g. "
-                         '["algo-1", "algo-2"] (what SageMaker sets)')
+        raise ValueError(f'SM_HOSTS={text!r} must be a JSON list of host names, e.g. ["algo-1"]')
     all_hosts = all_hosts or ["local"]
     return env.get("SM_CURRENT_HOST") or all_hosts[0], all_hosts
 
@@ -292,8 +283,7 @@ def train_ps(cfg: _config.Experiment, env: dict):
     run = dist.train_worker(cfg, runs_dir=runs_dir, verbose=True, params_file=saved,
                             on_epoch=MetricPrinter(runs_dir))
     if run is None:
-        print(f"{this_host}: worker done, weights in {saved}; worker 0 keeps the record",
-              flush=True)
+        print(f"{this_host}: worker done, weights in {saved}; worker 0 keeps the record", flush=True)
         return None
     finish(run, env, saved)
     return run
@@ -307,8 +297,7 @@ def finish(run, env: dict, saved: Path | None) -> None:
         "hosts": all_hosts, "instance_type": _instance_type(env),
         "model": str(saved) if saved else None})
     print(f"run record: {run.path}", flush=True)
-    print(f"model: {saved}" if saved else "model: not saved (the DistributedDataParallel "
-          "processes hold the weights)", flush=True)
+    print(f"model: {saved}" if saved else "model: not saved (DDP processes hold it)", flush=True)
 
 
 def save_model(net, cfg: _config.Experiment, folder: Path) -> Path:
@@ -375,17 +364,13 @@ def main(argv: list | None = None, env: dict | None = None) -> int:
         return 2
     parameter_server = env.get("DMLC_ROLE") == "worker"  # MXNet's parameter_server option
     if distributed and cfg.engine != "pytorch":
-        fail(f"engine={cfg.engine!r} under torchrun: only the PyTorch track trains "
-             "across hosts with torch_distributed", env)
+        fail(f"engine={cfg.engine!r} cannot run under torchrun; allowed: engine='pytorch'", env)
         return 2
     if parameter_server and cfg.engine != "gluon":
-        fail(f"engine={cfg.engine!r} as a parameter-server worker: only the Gluon track "
-             "trains with MXNet's parameter_server option", env)
+        fail(f"engine={cfg.engine!r} cannot be a parameter-server worker; allowed: engine='gluon'", env)
         return 2
     if len(all_hosts) > 1 and not (distributed or parameter_server):
-        print(f"{this_host}: one of {len(all_hosts)} hosts, no distribution option (MXNet: "
-              "parameter_server, PyTorch: torch_distributed): this host trains the whole job "
-              "alone, into its own record", flush=True)
+        print(f"{this_host}: no distribution option: it trains alone, into its own record", flush=True)
         cfg = cfg.replace(name=f"{cfg.name}@{this_host}")
     print(f"experiment: {cfg.to_json()}", flush=True)
     try:

@@ -150,8 +150,8 @@ def read_metrics(log: str):
 # -- checks ----------------------------------------------------------------------------
 def instance_capability(instance_type: str) -> tuple | None:
     if not re.fullmatch(r"ml\.[a-z0-9]+\.[a-z0-9]+", str(instance_type)):
-        raise ValueError(f"instance_type={instance_type!r} is not a SageMaker training "
-                         f"instance type; e.g. {', '.join(INSTANCES)}")
+        examples = ", ".join(INSTANCES)
+        raise ValueError(f"instance_type={instance_type!r} is not a SageMaker instance type; e.g. {examples}")
     gpu = FAMILY_GPU.get(instance_type.split(".")[1])
     return engines.GPUS[gpu] if gpu else None
 
@@ -163,15 +163,13 @@ def check_job(cfg: Experiment, instance_type: str, instance_count: int = 1,
     if cfg.engine == "gluon" and cap is not None and engines.gluon_gpu(cap)[0] is engines.Gluon.NO:
         allowed = [f for f, g in FAMILY_GPU.items()
                    if engines.gluon_gpu(engines.GPUS[g])[0] is not engines.Gluon.NO]
-        raise ValueError(f"instance_type={instance_type!r} has sm_{cap[0]}{cap[1]} GPUs, which "
-                         f"MXNet 1.9 cannot use (no machine code, no PTX); use engine='pytorch' "
-                         f"there, or a Gluon-capable family: {', '.join(allowed)}")
+        raise ValueError(f"instance_type={instance_type!r} has sm_{cap[0]}{cap[1]} GPUs MXNet 1.9 "
+                         f"cannot use; use engine='pytorch', or one of {', '.join(allowed)}")
     if not isinstance(instance_count, int) or instance_count < 1:
         raise ValueError(f"instance_count={instance_count!r} must be an integer >= 1")
     gpus = INSTANCES.get(instance_type)
     if gpus is not None and not all_gpus and cfg.num_gpus > max(gpus, 1):
-        raise ValueError(f"num_gpus={cfg.num_gpus} but {instance_type} has {gpus} "
-                         f"GPU{'s' if gpus != 1 else ''}; allowed: 0..{gpus}")
+        raise ValueError(f"num_gpus={cfg.num_gpus} is too many for {instance_type}; allowed: 0..{gpus}")
 
 
 # -- hyperparameters -------------------------------------------------------------------
@@ -211,8 +209,7 @@ def stage_code(engine: str, dest: str | Path | None = None) -> Path:
         shutil.rmtree(target)
     shutil.copytree(PACKAGE_DIR, target, ignore=_left_out)
     (dest / "requirements.txt").write_text(
-        "# installed by the SageMaker training toolkit before the entry script runs\n"
-        + "\n".join(track.requirements) + "\n")
+        "\n".join(track.requirements) + "\n")
     return dest
 
 
@@ -243,8 +240,7 @@ class Job:
         minutes = self.max_run_min
         if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) \
                 or not 1 <= minutes <= MAX_RUN_LIMIT_MIN:
-            raise ValueError(f"max_run_min={minutes!r} must be 1..{MAX_RUN_LIMIT_MIN} minutes "
-                             "(SageMaker's limit: 28 days)")
+            raise ValueError(f"max_run_min={minutes!r} must be 1..{MAX_RUN_LIMIT_MIN} minutes (28 days)")
 
     def replace(self, **changes) -> "Job":
         return dataclasses.replace(self, **changes)
@@ -420,8 +416,7 @@ def _sent(params, **_):
 
 
 def _refuse_to_send(request, **_):
-    raise RuntimeError(f"the offline SageMaker session sends nothing, and was asked to send "
-                       f"{request.method} {request.url}")
+    raise RuntimeError(f"the offline session sends nothing; asked: {request.method} {request.url}")
 
 
 @contextlib.contextmanager
@@ -476,15 +471,15 @@ def dataset_folder(cfg: Experiment, write: bool = False) -> Path:
     `data.prepare` uses (write=True: prepare it, i.e. generate or download if missing)."""
     from .. import data
     if cfg.dataset not in data.DATASETS:
-        raise ValueError(f"dataset={cfg.dataset!r} cannot go to SageMaker as a training "
-                         f"channel; allowed: {', '.join(data.DATASETS)}")
+        allowed = ", ".join(data.DATASETS)
+        raise ValueError(f"dataset={cfg.dataset!r} cannot go to SageMaker; allowed: {allowed}")
     if write:
         return Path(data.prepare(cfg.dataset, root=dataset_root(cfg), seed=cfg.seed,
                                  train_size=cfg.train_size, test_size=cfg.test_size))
     if cfg.dataset == "cifar10":  # the names data.prepare gives, without writing anything
         return dataset_root(cfg) / data.FOLDER_NAME
-    return (dataset_root(cfg) / f"synthetic-v{data.synthetic.VERSION}-s{cfg.seed}-"
-            f"{cfg.train_size}-{cfg.test_size}" / data.FOLDER_NAME)
+    name = f"synthetic-v{data.synthetic.VERSION}-s{cfg.seed}-{cfg.train_size}-{cfg.test_size}"
+    return dataset_root(cfg) / name / data.FOLDER_NAME
 
 
 def channel_layout(cfg: Experiment) -> tuple:
@@ -528,12 +523,10 @@ def _sdk(sdk: Sdk):
     SystemExit naming the pin where this environment has none, or the other one."""
     logging.getLogger("sagemaker.config").setLevel(logging.WARNING)
     if installed_sdk() is not sdk:
-        have = installed_sdk() and importlib.metadata.version("sagemaker")
+        have = installed_sdk() and f"sagemaker {importlib.metadata.version('sagemaker')}"
         track = next(t for t, k in TRACKS.items() if k.sdk is sdk)
-        raise SystemExit(f"the {track} track's job is built with the SageMaker Python SDK "
-                         f"v{sdk.name[1:]} and this environment has "
-                         f"{f'sagemaker {have}' if have else 'none'}: pip install {sdk.value}, "
-                         f"or use the {track} track's environment")
+        raise SystemExit(f"the {track} track needs SageMaker Python SDK v{sdk.name[1:]}; this "
+                         f"environment has {have or 'none'}: pip install {sdk.value}")
     try:
         import sagemaker
         if sdk is Sdk.V2:
@@ -542,8 +535,7 @@ def _sdk(sdk: Sdk):
             import sagemaker.core.helper.session_helper  # noqa: F401
             import sagemaker.core.image_uris  # noqa: F401
     except Exception as err:  # e.g. AWS_PROFILE names a profile ~/.aws/config lacks
-        raise ValueError(f"the SageMaker SDK could not start: {type(err).__name__}: "
-                         f"{err}") from None
+        raise ValueError(f"the SageMaker SDK could not start: {type(err).__name__}: {err}") from None
     return sagemaker
 
 
@@ -561,9 +553,7 @@ def _sdk_session_class(sdk: Sdk):
 
 
 def _track(engine: str) -> Track:
-    if engine not in TRACKS:
-        raise ValueError(f"engine={engine!r} is not allowed; allowed: {', '.join(TRACKS)}")
-    return TRACKS[engine]
+    return TRACKS[engines.check_engine(engine)]
 
 
 # A job needs a role to be built; without an AWS account it is never launched, and
@@ -590,8 +580,8 @@ def execution_role(session, role: str | None = None, sdk: Sdk = Sdk.V2) -> str:
     try:
         return (sm if sdk is Sdk.V2 else sm.core.helper.session_helper).get_execution_role(session)
     except Exception as err:  # outside SageMaker there is no role to find
-        raise ValueError(f"no SageMaker execution role given and none found ({err}); "
-                         "pass role='arn:aws:iam::<account>:role/<name>'") from None
+        example = "arn:aws:iam::<account>:role/<name>"
+        raise ValueError(f"no execution role found ({err}); pass role={example!r}") from None
 
 
 def upload_dataset(cfg: Experiment, session) -> str:
@@ -662,8 +652,7 @@ def extract_runs(archive: str | Path, runs_dir: str | Path | None = None,
                 _note_job(target, job_name)
             runs.append(records.load_run(target))
     if not runs:
-        raise ValueError(f"{archive} holds no run record (no run.json); did the job fail "
-                         "before its first epoch? See its log in CloudWatch")
+        raise ValueError(f"{archive} holds no run record: see the job's log in CloudWatch")
     return runs
 
 
@@ -721,19 +710,13 @@ def show_request(cfg: Experiment, job: Job, region: str | None) -> None:
     print(format_request(request))
     check_request(request)
     print("\n" + describe(request).to_string(index=False))
-    print(f"\nvalid: the request meets {_request.model_version()} in fields, types, "
-          f"lengths, patterns and instance types, SageMaker's 28-day limit and the job's "
-          f"'{CHANNEL}' channel.\n" + AWS_CHECKS)
+    print(f"\nvalid: the request meets {_request.model_version()} and SageMaker's limits.\n" + AWS_CHECKS)
     if NO_ACCOUNT in json.dumps(request):
-        print(f"account {NO_ACCOUNT} (in the role and the bucket "
-              f"sagemaker-<region>-{NO_ACCOUNT}) stands for yours")
+        print(f"account {NO_ACCOUNT} (in the role and the bucket) stands for yours")
 
 
 def run_command(args) -> int:
     from ..flags import config_from_args
-    if not 1 <= args.max_run <= MAX_RUN_LIMIT_MIN:
-        raise ValueError(f"--max-run={args.max_run} must be 1..{MAX_RUN_LIMIT_MIN} minutes "
-                         "(SageMaker's limit: 28 days)")
     cap = instance_capability(args.instance_type)   # default: this environment's track
     engine = args.cfg_engine or engines.pick_engine(capabilities=[cap] if cap else [])[0]
     cfg = config_from_args(args, engine=engine)
@@ -755,8 +738,7 @@ def run_command(args) -> int:
             print(f"gpu-course sagemaker: invalid request: {problem}", file=sys.stderr)
         return 2
     if args.no_wait:
-        print(f"started {name}; fetch its run later with gpu_course.sagemaker.launch."
-              f"fetch_runs({name!r})")
+        print(f"started {name}; fetch its run later with launch.fetch_runs({name!r})")
         return 0
     for run in fetch_runs(name, session, args.runs_dir):
         print(f"{run.name}: {run.summary.get('summary_line')}  (record: {run.path})")

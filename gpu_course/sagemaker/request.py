@@ -43,8 +43,8 @@ def service_model():
 
 def model_version() -> str:
     import botocore
-    return (f"botocore {botocore.__version__}'s model of the SageMaker API (version "
-            f"{service_model().api_version})")
+    version = service_model().api_version
+    return f"botocore {botocore.__version__}'s model of the SageMaker API ({version})"
 
 
 def problems(request: dict, channels: tuple = ()) -> list:
@@ -57,8 +57,8 @@ def problems(request: dict, channels: tuple = ()) -> list:
     found += _limits(request, shape, "")
     given = [c.get("ChannelName") for c in request.get("InputDataConfig") or ()
              if isinstance(c, dict)]
-    found += [f'Missing channel in InputDataConfig: "{name}" (the job reads it as '
-              f'SM_CHANNEL_{name.upper()}), channels given: {", ".join(map(str, given)) or "none"}'
+    shown = ", ".join(map(str, given)) or "none"
+    found += [f'Missing channel in InputDataConfig: "{name}", channels given: {shown}'
               for name in channels if name not in given]
     return found
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..engines import check_engine
 from ..env.cores import threads_per_process
 from .localhosts import backend as _backend
 
@@ -75,15 +76,14 @@ class Plan:
         pytorch = self.engine == "pytorch"
         unit = "processes" if pytorch else "device contexts"
         if self.on_gpu:
-            where = f"{self.gpus} GPUs: one GPU a " + ("process, NCCL between them" if pytorch
-                                                     else "context, kvstore='device'")
+            how = "process, NCCL between them" if pytorch else "context, kvstore='device'"
+            where = f"{self.gpus} GPUs: one GPU a {how}"
         else:
             why = ("no GPU" if self.gpus == 0 else
-                   "one GPU, and NCCL needs a GPU for every process (two ranks on one GPU it "
-                   "refuses), so the GPU is left out" if pytorch else
-                   "one GPU, nothing to scale across, so the GPU is left out")
-            where = (f"{why}: 2 CPU {unit}{' over gloo' if pytorch else ''} sharing "
-                     f"{self.cores} cores, {self.train_sizes.train_size} images an epoch")
+                   "one GPU, left out: NCCL needs a GPU for every process" if pytorch else
+                   "one GPU, left out: nothing to scale across")
+            over, images = " over gloo" if pytorch else "", self.train_sizes.train_size
+            where = f"{why}: 2 CPU {unit}{over} sharing {self.cores} cores, {images} images an epoch"
         return f"This machine has {where}; {unit} to try: {', '.join(map(str, self.counts))}"
 
     __str__ = __repr__
@@ -91,8 +91,7 @@ class Plan:
 
 def plan(engine: str, gpus: int, cores: int, sizes, nodes: int = 2) -> Plan:
     """Where lesson 07 runs (see Plan) on a machine with `gpus` GPUs and `cores` cores."""
-    if engine not in ("gluon", "pytorch"):
-        raise ValueError(f"engine={engine!r} is not allowed; allowed: gluon, pytorch")
+    check_engine(engine)
     if gpus < 0 or cores < 1 or nodes < 1:
         raise ValueError(f"gpus={gpus!r}, cores={cores!r}, nodes={nodes!r}: need gpus >= 0, "
                          "cores >= 1, nodes >= 1")
