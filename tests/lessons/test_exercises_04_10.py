@@ -111,7 +111,7 @@ def test_a_slower_cpu_contradicts_faster_and_shows_slower(make_run):
     runs = precisions(make_run, (600, 400))
     wrong = check("04.1", runs, "faster")
     assert not wrong and "you predicted faster, but 'exercise: bfloat16' against 'exercise: float32'" \
-        in wrong.message and "slower, beyond the runs' noise" in wrong.message
+        in wrong.message and "a slow-down (×0.6" in wrong.message
     right = check("04.1", runs, "slower")
     assert right.passed and "as you predicted (slower)" in right.message
     assert "These runs trained on the CPU (Intel(R) Xeon(R) CPU @ 2.20GHz), no GPU: a CPU gains " \
@@ -215,8 +215,8 @@ def test_one_format_twice_is_no_change(make_run):
 
 def test_less_wait_in_memory_passes_and_says_the_speed(make_run):
     result = check("09.1", formats(make_run, (0.8, 0.1)), "less")
-    assert result.passed and ("as you predicted, less of each step waiting: data wait 80% of the "
-                              "steady step time reading loose (blocks ") in result.message
+    assert result.passed and ("as you predicted, less of each step waiting: data wait 80% of each "
+                              "step reading loose (blocks ") in result.message
     assert "10% reading memory" in result.message
     assert re.search(r"Samples/s, 'exercise: memory' against 'exercise: loose': ×[12]\.\d\d, faster",
                      result.message)
@@ -224,7 +224,7 @@ def test_less_wait_in_memory_passes_and_says_the_speed(make_run):
 
 def test_more_wait_predicted_is_contradicted(make_run):
     result = check("09.1", formats(make_run, (0.8, 0.1)), "more")
-    assert not result and "the runs say less of each step waiting, beyond their noise" in result.message
+    assert not result and "beyond noise the runs say less of each step waiting" in result.message
     assert "What does one sample cost the loader reading memory" in result.message
 
 
