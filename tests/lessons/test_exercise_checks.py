@@ -396,7 +396,7 @@ def test_a_noisy_counter_widens_what_is_accepted(make_run):
 def test_the_same_batch_another_change_or_no_measurement_is_not_yet(make_run):
     first = measured(make_run, "batch 16", 16, 11.0)
     same = check("14.1", [first, measured(make_run, "again", 16, 11.0)], 11.0)
-    assert not same and "measured the same batch as the first run (16 images)" in same.message
+    assert not same and "has the first run's batch (16): change it at # >>>" in same.message
     other = check("14.1", [first, measured(make_run, "b", 32, 21.0, model="tiny")], 21.0)
     assert not other and "differ in more than batch_size: model" in other.message
     bare = check("14.1", [first, measured(make_run, "b", 32, 21.0, memory=False)], 21.0)

@@ -15,8 +15,8 @@ _TENSOR_CORES = LESSON.compares[-1].means[Outcome.EXPECTED][Where.GPU]
 WHY = {True: _TENSOR_CORES[:1].lower() + _TENSOR_CORES[1:] + " " + PAGE.text("gpu_pays"),
        False: PAGE.text("cpu_pays")}
 # a 16-bit request this CPU refused (MXNet without AVX-512): what the runs can and cannot say
-NOT_HERE = ("{names} asked for {want}, which is not on this CPU, so it trained in float32 like "
-            "the first run (its record says so). " + PAGE.text("identical"))
+NOT_HERE = ("{names} asked for {want}, which is not on this CPU: it trained in float32. "
+            + PAGE.text("identical"))
 ELSEWHERE = ("{said} These runs trained on {where}. {why}: no 16-bit type runs in MXNet here. "
              + PAGE.text("elsewhere"))
 MEASURED = ("{said}{ran_as} These runs trained on {where}: {why} Validation accuracy after the "
@@ -36,8 +36,7 @@ def _lower_precision(runs, answer) -> str:
     """Train in 16 bits on this device, predict its samples/s, read its accuracy."""
     full, low = finished_runs(runs, 2, RUNS)[:2]
     if alike.value(full, "dtype") != "float32":
-        raise NotYet(f"'{full.name}' ran {alike.value(full, 'dtype')}: the first run is float32, "
-                     "the second the lower precision.")
+        raise NotYet(f"'{full.name}' ran {alike.value(full, 'dtype')}: the first run is float32.")
     want, ran = asked(low, "dtype"), alike.value(low, "dtype")
     where = device_words(low)
     refused = ran not in SIXTEEN_BITS and want in SIXTEEN_BITS
