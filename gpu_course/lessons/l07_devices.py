@@ -134,8 +134,7 @@ def conclude(runs, bench=None, grad_bytes: int | None = None, buckets=None) -> S
             said.append(judge(HOSTS, pair, table(pair)))
         return said
     if grad_bytes is None and not buckets:
-        raise ValueError("pass grad_bytes (the gradients' bytes) or buckets (rows of "
-                         "bench.ddp_comm, which measured them)")
+        raise ValueError("pass grad_bytes (gradients' bytes) or buckets (bench.ddp_comm's rows)")
     grad_bytes = int(buckets[0]["grad_bytes"]) if grad_bytes is None else grad_bytes
     bench = list(bench)
     context = (metrics.engine(runs[-1]), Where.GPU if metrics.on_gpu(runs[-1]) else Where.CPU)

@@ -244,7 +244,7 @@ def test_a_larger_batch_reports_its_accuracy_after_the_same_epochs(make_run):
     assert result.passed and "as you predicted (faster)" in result.message
     assert "Validation accuracy after the same epochs, the larger batch against the smaller: " \
         in result.message and " points, " in result.message
-    assert "steady steps where the smaller took" in result.message
+    assert "steady steps against " in result.message
     assert not check("05.1", batches(make_run, (600, 900)), "slower")
 
 

@@ -21,7 +21,7 @@ def _graph(runs, answer) -> str:
     only_change(before, after, "graph", also=(BACKEND,))
     if alike.value(before, "graph") != "eager":
         raise NotYet(f"'{before.name}' ran with graph={alike.shown(before, 'graph')}: the first "
-                     "run is the network as written (eager / imperative), the second its graph.")
+                     "run is the network as written (eager / imperative).")
     verdict = speed_verdict(before, after, "graph", "03", also=(BACKEND,))
     said = judge_prediction(answer, verdict, before, after, UNTESTED)
     model = alike.value(before, "model")
