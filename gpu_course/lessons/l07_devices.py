@@ -115,9 +115,8 @@ MODELLED = (("a V100 step (the talk)", TALK["batch"] / TALK["samples_per_sec_1"]
 MODEL = Reading(
     key="model",
     text=(PAGE.text("model_outputs"),
-          {Where.CPU: "This step is a CPU's: the model sets it beside network links only; over "
-                      f"{', '.join(sorted(GPU_LINKS))}, a link between GPUs, it describes no "
-                      "machine."},
+          {Where.CPU: "This step is a CPU's: the model sets it beside network links only, not "
+                      f"beside {', '.join(sorted(GPU_LINKS))}, links between GPUs."},
           PAGE.text("ethernet_rows")))
 
 

@@ -40,14 +40,14 @@ def _lower_precision(runs, answer) -> str:
     want, ran = asked(low, "dtype"), alike.value(low, "dtype")
     where = device_words(low)
     refused = ran not in SIXTEEN_BITS and want in SIXTEEN_BITS
+    why = metrics.ran_as(low).get("dtype", ("", "", ""))[2]
     if refused and not lacks_sixteen_bits(low):
-        raise NotYet(f"'{low.name}' asked for {want} and ran {ran} on {where}: "
-                     f"{metrics.ran_as(low)['dtype'][2]} {ASK}")
+        raise NotYet(f"'{low.name}' asked for {want} and ran {ran} on {where}: {why} {ASK}")
     if not refused:   # where the CPU refused it, both ran float32: two identical jobs
         only_change(full, low, "dtype")
     untested = (Note(lambda run: run is low and refused, (True,), NOT_HERE.replace("{want}", want)),)
     said = judge_prediction(answer, speed_verdict(full, low, "dtype", "04"), full, low, untested)
-    ran_as = f" ('{low.name}' asked for {want} and ran {ran}: {metrics.ran_as(low)['dtype'][2]})" \
+    ran_as = f" ('{low.name}' asked for {want} and ran {ran}: {why})" \
         if want != ran else ""
     flags = (low.meta.get("hardware") or {}).get("cpu_features") or []
     return (ELSEWHERE if refused else MEASURED).format(

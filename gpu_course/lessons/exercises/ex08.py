@@ -92,7 +92,7 @@ def _one_rung_out(runs, answer) -> str:
     verdict = speed_verdict(top, mine, changed[0], "08",
                             also=(*changed[1:], alike.Aspect.COMPILE_BACKEND))
     said = judge_prediction(answer, verdict, top, mine)
-    part = "" if set(diff) == settings else \
-        f" (part of it: the rung also sets {', '.join(sorted(settings - set(diff)))})"
+    rest = ", ".join(sorted(settings - set(diff)))
+    part = f" (part of it: the rung also sets {rest})" if rest else ""
     return (f"{said} You took out '{rung}'{part}: {alike.words(diff, top.name, mine.name)}. "
             + beside_ladder(top, rung, verdict))

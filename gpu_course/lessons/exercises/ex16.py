@@ -46,11 +46,9 @@ def _no_given(mine) -> str:
     given = [r for r in load_runs(mine.path.parent) if capstone.is_given(r)
              and r.path != mine.path]
     settings = ", ".join(f"{k}={v}" for k, v in capstone.GIVEN.items())
-    head = (f"no finished run of the job as given ({settings}) of the same job as "
-            f"'{mine.name}' is recorded beside it ({mine.path.parent})")
+    head = f"no finished run of the job as given ({settings}) is recorded in {mine.path.parent}"
     if given:
         other = given[-1]
-        return (f"{head}; '{other.name}' ran as given but is another job: "
-                f"{alike.words(capstone.job_differences(other, mine), other.name, mine.name)}. "
-                + SAME_JOB)
+        differ = alike.words(capstone.job_differences(other, mine), other.name, mine.name)
+        return f"{head}; '{other.name}' ran as given but is another job: {differ}. " + SAME_JOB
     return f"{head}. Run the exercise cell as shipped once, then with your changes."
