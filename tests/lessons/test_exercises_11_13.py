@@ -177,7 +177,7 @@ def test_12_the_verdict_is_one_of_the_two(make_run, verdict):
 def test_12_a_verdict_the_blocks_show_passes_and_says_what_the_change_moved(make_run):
     result = check("12.1", profiled(make_run), "input-bound")
     assert result.passed and "as you predicted, INPUT-BOUND: 'changed' waited for data 60%" in result.message
-    assert "'as profiled' 10%; the loader is the limit from 25%" in result.message
+    assert "'as profiled' 10%; input-bound from 25%" in result.message
     assert "The change (num_workers 1 against 0) moved the verdict from not input-bound to " \
         "input-bound" in result.message
     assert "torch.profiler's trace says it of its few profiled steps" in result.message

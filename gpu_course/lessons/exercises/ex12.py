@@ -34,9 +34,8 @@ def _verdict(runs, answer) -> str:
     expects(TIMERS, answer, b=after.name)
     bar = diagnose.INPUT_WAIT
     call, was = _ruled(mine, bar), _ruled(theirs, bar)
-    shares = (f"'{after.name}' waited for data {wait_words(after)} of its steady step time "
-              f"(blocks {min(mine):.0%}–{max(mine):.0%}), '{before.name}' "
-              f"{wait_words(before)}; the loader is the limit from {bar:.0%}")
+    shares = (f"'{after.name}' waited for data {wait_words(after)} (blocks {min(mine):.0%}–"
+              f"{max(mine):.0%}), '{before.name}' {wait_words(before)}; input-bound from {bar:.0%}")
     text = said(TIMERS, findings.called(answer, call), answer=answer, ANSWER=answer.upper(),
                 CALL=str(call).upper(), shares=shares)
     moved = MOVED[was == call].format(what=alike.words(changed, before.name, after.name),
