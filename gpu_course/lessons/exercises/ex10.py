@@ -91,7 +91,7 @@ def _bottleneck(runs, answer) -> str:
     change = alike.words(changed, base.name, mine.name)
     text = said(DIAGNOSE, findings.called(answer, verdict, also_supported(n, verdict, mine,
                                                                            compute, feed)),
-                answer=answer, calls=calls, numbers=numbers, change=change)
+                answer=answer, calls=calls, numbers=numbers)
     return (f"{text} Your change, {change}, took the data wait from {wait_words(base)} to "
             f"{wait_words(mine)}; next rung: {rung}"
             + (f" ({NO_GPU})" if not metrics.on_gpu(mine) else "") + ".")

@@ -9,7 +9,7 @@ from ...show import findings
 from ...show.findings import Outcome, Page, Predict
 from ..l11_environment import BENCH, BUSY_LOAD, MIN_PASSES, label
 from .base import MARK, NotYet, exercise
-from .judge import MEASURED, QUIET, SPEED, expects, said
+from .judge import QUIET, SPEED, expects, said
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex11.md
 
@@ -61,7 +61,7 @@ def _threads(records, answer) -> str:
     crowded = _crowded(base, mine)
     text = said(PASSES, findings.predicted(expect, v, math.inf if crowded else 1.0),
                 answer=answer, pair=f"'{label(mine)}' against '{label(base)}'", verdict=v,
-                crowded=crowded, measured=MEASURED.get(v.kind, ""))
+                crowded=crowded)
     cores, threads = base["threads"], mine["threads"]
     more = threads > cores
     why = WHY.get((more, v.kind, bool(crowded))) or WHY.get((more, v.kind)) or WHY[more]

@@ -17,7 +17,6 @@ PAGE = Page.of(__name__)   # the fixed sentences: text/judge.md
 # a prediction of what a change does to samples/s, and the noise verdict that bears it out
 DIRECTIONS = {"faster": noise.Kind.FASTER, "slower": noise.Kind.SLOWER,
               "same": noise.Kind.WITHIN_NOISE}
-MEASURED = {kind: word for word, kind in DIRECTIONS.items()}   # a verdict's kind, as predicted
 SPEED = Predict("prediction", {"faster": Expect.FASTER, "slower": Expect.SLOWER,
                                "same": Expect.SAME}, "what you expect of '{b}' against '{a}'", {
     Outcome.EXPECTED: "as you predicted ({answer}): '{b}' against '{a}' is {verdict}.",
@@ -136,7 +135,7 @@ def judge_prediction(answer, verdict: noise.Verdict, a, b, untested=()) -> str:
     found = Outcome.CANNOT_JUDGE if note else findings.predicted(
         expect, verdict, DRIFT if shared else 1.0)
     fields = dict(answer=answer, a=a.name, b=b.name, verdict=verdict, untested=note,
-                  measured=MEASURED.get(verdict.kind, ""), shared=" and ".join(shared))
+                  shared=" and ".join(shared))
     why = UNTESTED["note" if note else verdict.kind if verdict.kind in UNTESTED else "drift"]
     return said(SPEED, found, why=why.format(**fields), **fields)
 
