@@ -75,7 +75,7 @@ def test_a_prediction_the_data_wait_contradicts_beyond_noise_fails(make_run):
     assert ("you predicted less of each step waiting; beyond noise the runs say more of each step "
             "waiting for data: data wait 10% of each step with 1 "
             "worker(s) (blocks ") in result.message
-    assert "60% with 0 (blocks" in result.message and "Where does the loading happen" in result.message
+    assert "60% with 0 (blocks" in result.message and "Where does the loading run" in result.message
 
 
 def test_a_prediction_the_data_wait_shows_passes_and_says_what_samples_per_sec_did(make_run):
