@@ -58,12 +58,12 @@ def size_mode() -> SizeMode:
     try:
         mode = SizeMode(text.strip().lower())
     except ValueError:
-        raise ValueError(f"GPU_COURSE_SIZE={text!r} is not a size; allowed: "
-                         f"{', '.join(m.value for m in SizeMode)}") from None
+        allowed = ", ".join(m.value for m in SizeMode)
+        raise ValueError(f"GPU_COURSE_SIZE={text!r} is not a size; allowed: {allowed}") from None
     if smoke and mode is not SizeMode.SMOKE:
-        raise ValueError(f"GPU_COURSE_SIZE={text!r} and GPU_COURSE_SMOKE="
-                         f"{os.environ.get('GPU_COURSE_SMOKE')!r} ask for different sizes; "
-                         "unset one of them")
+        flag = os.environ.get("GPU_COURSE_SMOKE")
+        raise ValueError(f"GPU_COURSE_SIZE={text!r} contradicts GPU_COURSE_SMOKE={flag!r}: "
+                         "unset one")
     return mode
 
 
@@ -100,8 +100,8 @@ class Sizes(dict):
         try:
             return self.__dict__["_all"][name]
         except KeyError:
-            raise AttributeError(f"this lesson has no size {name!r}; it has: "
-                                 f"{', '.join(sorted(self.__dict__['_all']))}") from None
+            has = ", ".join(sorted(self.__dict__["_all"]))
+            raise AttributeError(f"this lesson has no size {name!r}; it has: {has}") from None
 
     def __repr__(self) -> str:
         return "Sizes(" + ", ".join(f"{k}={v!r}" for k, v in self._all.items()) + ")"
@@ -109,8 +109,8 @@ class Sizes(dict):
     def replace(self, **changes) -> "Sizes":
         unknown = sorted(set(changes) - set(self._all))
         if unknown:
-            raise ValueError(f"{', '.join(unknown)}: not a size of this lesson; allowed: "
-                             f"{', '.join(sorted(self._all))}")
+            allowed = ", ".join(sorted(self._all))
+            raise ValueError(f"{', '.join(unknown)}: not a size of this lesson; allowed: {allowed}")
         for name, value in changes.items():
             _same_kind(name, self._all[name], value)
         return Sizes({**self._all, **changes}, self._own)
@@ -201,8 +201,8 @@ def _point_to_executed_copy(number, runs) -> None:
         return
     _POINTED.add((*engines, lesson))
     for device, path in executed_copies(*engines, lesson):
-        print(f"This lesson as it ran on one {device}, with its outputs: "
-              f"gpu_course/reference/{path.relative_to(REFERENCE_ROOT).as_posix()}")
+        where = path.relative_to(REFERENCE_ROOT).as_posix()
+        print(f"This lesson as it ran on one {device}, with outputs: gpu_course/reference/{where}")
 
 
 def _flat(runs):

@@ -74,8 +74,7 @@ LARGE = Lesson(
             Quote("an epoch", SLIDE["epoch_s_k"], "{:.1f} s"),
             Quote("one worker", SLIDE["samples_per_sec_k_one_worker"], "about {:,} samples/s"),
             Quote("an epoch", SLIDE["epoch_s_k_one_worker"], "{}+ s")),
-    hardware=f"its slide's {SLIDE['k']} V100s at batch {SLIDE['batch']} a GPU, where one worker "
-             "prepares a large batch's many images one after the other")
+    hardware=f"its slide's {SLIDE['k']} V100s at batch {SLIDE['batch']} a GPU")
 KNOBS_LESSON = Lesson(
     compares=(Compare(varies=KNOBS, feeds=True, gpu=Expect.FASTER, cpu=Expect.SAME,
                       means=PAGE.means("knobs")),),

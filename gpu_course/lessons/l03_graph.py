@@ -56,11 +56,9 @@ LESSON = Lesson(
                       cpu=Expect.SAME, means=PAGE.means("graph")),),
     group_by="model",
     rank_by="network.parameters",
-    rank={noise.Order.HIGHER: f"The smaller network gained more, as {talk.SOURCE} says: it does "
-                              "little work per operator, so the overhead a graph removes is a "
-                              "larger share of its step.",
-          noise.Order.LOWER: f"Unlike the rule of thumb in {talk.SOURCE} (small networks and "
-                             "small batches gain most): the larger network gained more here."},
+    rank={noise.Order.HIGHER: f"The smaller network gained more, as {talk.SOURCE} says: less work "
+                              "per operator, so more of its step is the overhead a graph removes.",
+          noise.Order.LOWER: f"The larger network gained more, unlike {talk.SOURCE}'s rule."},
     columns=PAGE.means("first_epoch", str),
     notes=(Note("compile_backend", ("aot_eager", "eager"), PAGE.text("tracing_backend"),
                 judged=False),),
@@ -86,7 +84,6 @@ def conclude(runs=None, by_hand=None) -> Closing:
     if by_hand is not None:
         return judge(BY_HAND, by_hand, table(by_hand) if by_hand else None)
     if runs is None:
-        raise ValueError("lesson 03 concludes on runs, or by_hand= (the loop eager and captured "
-                         "as a CUDA graph, [] without a GPU); neither was passed")
+        raise ValueError("pass runs or by_hand= (the loop eager and CUDA-graphed; [] on a CPU)")
     runs = [r for rs in by_model(runs).values() for r in rs]
     return judge(LESSON, runs, table(runs))

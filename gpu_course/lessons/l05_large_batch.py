@@ -49,8 +49,7 @@ BATCH = Compare(varies=("batch_size",), gpu=Expect.FASTER, cpu=Expect.SAME, gain
 SWEEP = Lesson(
     compares=(BATCH,),
     notes=(Note("batch_size", tuple(talk.BATCH_TABLE),
-                f"The talk's columns are {talk.WORKLOAD} on another machine: beside this sweep "
-                "for their shape, not a speed-up."),),
+                f"The talk's {talk.WORKLOAD} on another machine: a shape, not a speed-up."),),
     columns=PAGE.means("epoch_time", str),
     cpu=PAGE.text("no_gpu"),
     quotes=(Quote(f"batch {talk.LARGE_BATCH} with {talk.WORKERS} loader workers",

@@ -115,9 +115,8 @@ MODELLED = (("a V100 step (the talk)", TALK["batch"] / TALK["samples_per_sec_1"]
 MODEL = Reading(
     key="model",
     text=(PAGE.text("model_outputs"),
-          {Where.CPU: "This step is a CPU's: the model sets it beside network links only; over "
-                      f"{', '.join(sorted(GPU_LINKS))}, a link between GPUs, it describes no "
-                      "machine."},
+          {Where.CPU: "This step is a CPU's: the model sets it beside network links only, not "
+                      f"beside {', '.join(sorted(GPU_LINKS))}, links between GPUs."},
           PAGE.text("ethernet_rows")))
 
 
@@ -134,8 +133,7 @@ def conclude(runs, bench=None, grad_bytes: int | None = None, buckets=None) -> S
             said.append(judge(HOSTS, pair, table(pair)))
         return said
     if grad_bytes is None and not buckets:
-        raise ValueError("pass grad_bytes (the gradients' bytes) or buckets (rows of "
-                         "bench.ddp_comm, which measured them)")
+        raise ValueError("pass grad_bytes (gradients' bytes) or buckets (bench.ddp_comm's rows)")
     grad_bytes = int(buckets[0]["grad_bytes"]) if grad_bytes is None else grad_bytes
     bench = list(bench)
     context = (metrics.engine(runs[-1]), Where.GPU if metrics.on_gpu(runs[-1]) else Where.CPU)

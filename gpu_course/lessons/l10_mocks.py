@@ -51,6 +51,6 @@ def conclude(runs, advice: diagnose.Diagnosis | None = None) -> Closing:
     if advice is None:
         return judge(LESSON, runs, table(runs))
     if advice.run_name not in [r.name for r in runs]:
-        raise ValueError(f"advice is the diagnosis of {advice.run_name!r}, which is not "
-                         f"among the runs: {[r.name for r in runs]}")
+        names = [r.name for r in runs]
+        raise ValueError(f"advice is the diagnosis of {advice.run_name!r}, not among the runs: {names}")
     return judge(replace(ADVICE, baseline={"name": advice.run_name}), runs, table(runs))

@@ -31,8 +31,8 @@ SIZES = {
 # the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("active", "ceiling_steps", "input_steps", "torch_threads", "wait", "warmup")
 INPUT = Lesson(compares=(), key="function", last_row={
-    "own_%": "the input pipeline's most expensive function under cProfile, {} of the time in "
-             "its own code", "calls": "over {} calls", "own_per_call_ms": "{} ms a call"})
+    "own_%": "the input pipeline's costliest function under cProfile, {} of the time in its code",
+    "calls": "over {} calls", "own_per_call_ms": "{} ms a call"})
 PAGE = Page.of(__name__)   # the paragraphs: text/l12_profilers.md
 LIMITS = Lesson(
     compares=(), columns={"% of step": "The trace's split of a profiled step"},
@@ -107,8 +107,9 @@ HTA = Lesson(compares=(), key="trace", flags=(
          cells={f"course {h.HOST_LAUNCH}": "its launch calls on the host (ms)",
                 f"course {h.KERNEL_MS}": "its kernels (ms)"}),
     Flag("launches", {**dict.fromkeys(h.Launches, ""), **PAGE.means("launches", h.Launches)},
-         cells={f"HTA {h.LAUNCHES}": "calls", f"HTA {h.DELAY}": "median delay from call to kernel "
-                "(µs)", f"HTA {h.CALL}": "median call (µs)",
+         cells={f"HTA {h.LAUNCHES}": "calls",
+                f"HTA {h.DELAY}": "median delay, call to kernel (µs)",
+                f"HTA {h.CALL}": "median call (µs)",
                 f"HTA {h.SHORTER}": "kernels shorter than their call (%)",
                 f"course {h.GRAPH_LAUNCHES}": "CUDA graph launches"})))
 

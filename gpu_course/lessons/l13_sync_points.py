@@ -101,11 +101,10 @@ def conclude(runs=None, trap=None, device=None, syncs=_UNSET) -> Closing:
         table = pd.DataFrame(sync_sites(syncs or []), columns=["line", "calls"])
         return judge_table(SYNCS, table, ("pytorch", Where.CPU if syncs is None else Where.GPU))
     if runs is None:
-        raise ValueError("lesson 13 concludes on runs, trap= (the timed passes, with device=) "
-                         "or syncs= (the caught warnings; None without a GPU); none was passed")
+        raise ValueError("none was passed: pass runs, trap= (timed passes, with device=) or syncs=")
     runs, ways = list(runs), {loss_read(r) for r in runs}
     if not {EACH_STEP, AT_THE_END} <= ways:
-        raise ValueError(f"the runs' notes say loss_read={sorted(map(str, ways))}; lesson 13 "
-                         f"compares {EACH_STEP!r} with {AT_THE_END!r}: pass the runs of both "
-                         "loops, each noting its way with rec.note(loss_read=...)")
+        said = sorted(map(str, ways))
+        raise ValueError(f"the runs' notes say loss_read={said}: pass runs of both {EACH_STEP!r} "
+                         f"and {AT_THE_END!r}, each noted with rec.note(loss_read=...)")
     return judge(RUNS, runs, runs_table(runs))

@@ -46,18 +46,15 @@ SWEEP = Lesson(
     columns={"activations_mib": "Activations at the peak, MiB"},
     last_row={"peak_mib": "peak {} MiB", "counter": "by {}", "parameters_mib": "parameters {} MiB",
               "gradients_mib": "gradients {} MiB",
-              "optimizer_state_mib": "optimizer state {} MiB (these three counted from the "
-                                     "model: elements × bytes)",
+              "optimizer_state_mib": "optimizer state {} MiB (these three counted from the model)",
               "activations_mib": "activations {} MiB", "activations_share": "{} of the peak",
               "held_mib": "held between steps {} MiB",
               "held_counted_mib": "of which the model counts {} MiB",
-              "reserved_mib": "reserved by the caching allocator {} MiB (what nvidia-smi "
-                              "shows, less the CUDA context)",
+              "reserved_mib": "reserved by the caching allocator {} MiB (nvidia-smi, less context)",
               "device_mib": "the device's memory {} MiB", "device_share": "the peak {} of it",
               "activations_per_image_mib": "activations an image {} MiB",
               "fills_device_batch": "about {} images a step would fill the device",
-              "snapshot": "the last step's memory snapshot {} in the run's folder (open it in "
-                          "https://pytorch.org/memory_viz to see each allocation's line)"},
+              "snapshot": "snapshot {} in the run's folder (open in https://pytorch.org/memory_viz)"},
     by_sign={"counted_gap": PAGE.means("counted_gap", Sign),
              "held_rest_mib": PAGE.means("held_rest", Sign),
              "allocator_retries": PAGE.means("allocator_retries", Sign),
@@ -74,8 +71,7 @@ ACCUMULATION = Lesson(
                 means=PAGE.means("accumulation_speed"))),
     last_row={"accumulate": "{} micro-batches", "micro_batch": "of {} images",
               "update_batch": "added up into one update of {}", "updates": "over {} updates",
-              "loss_gap": "its loss {} from the large batch's (mean absolute difference, "
-                          "update by update)",
+              "loss_gap": "its loss {} from the large batch's (mean absolute difference)",
               "seed_loss_gap": "another seed of the large batch {} from it"},
     by_sign={"loss_gap_beyond_seed": PAGE.means("accumulation_loss", Sign)},
 )
@@ -119,7 +115,6 @@ def conclude(runs=None, accumulation=None, checkpointing=None, graph=None) -> Cl
     lesson, runs = next(((lesson, list(rs)) for lesson, rs in (
         (CHECKPOINTING, checkpointing), (GRAPH, graph), (SWEEP, runs)) if rs), (None, None))
     if lesson is None:
-        raise ValueError("lesson 14 concludes on the sweep's runs, accumulation=, "
-                         "checkpointing= or graph= (each a list of runs); none was passed")
+        raise ValueError("no runs: pass the sweep's, accumulation=, checkpointing= or graph=")
     runs = sorted(runs, key=lambda r: memory_of(r).batch) if lesson is SWEEP else runs
     return judge(lesson, runs, table(runs))

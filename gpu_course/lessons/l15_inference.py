@@ -65,10 +65,9 @@ CPU = Lesson(
         Compare(("variant",), when={"variant": Variant.ONEDNN_ON},
                 against={"variant": Variant.ONEDNN_OFF}, cpu=Expect.FASTER, cells=LATENCY,
                 means=PAGE.means("onednn"),
-                ranks=(Rank("batch", {noise.Order.HIGHER: f"A larger gain one request at a "
-                                                          f"time, unlike {talk.SOURCE}'s table.",
-                                      noise.Order.LOWER: f"A larger gain at the large batch, "
-                                                         f"as in {talk.SOURCE}'s table."}),
+                ranks=(Rank("batch", {
+                    noise.Order.HIGHER: f"A larger gain at batch 1, unlike {talk.SOURCE}'s table.",
+                    noise.Order.LOWER: f"A larger gain batched, as in {talk.SOURCE}'s table."}),
                        Rank("model", where={"batch": 1},
                             means=PAGE.means("onednn_by_model", noise.Order)))),
         Compare(("variant",), when={"variant": Variant.ONNX_RUNTIME},
@@ -114,8 +113,7 @@ def conclude(records=None, cpu=None, gpu=None, not_installed=()) -> Closing:
     GPU) (`GPU`). not_installed: the optional packages (Package) that failed to import."""
     missing = tuple(inference.choice(Package, p, "not_installed") for p in not_installed)
     if (records is None) == (gpu is None):
-        raise ValueError("lesson 15 concludes on records (the CPU's) or gpu= (the GPU's, [] "
-                         "without a GPU), one at a time; "
+        raise ValueError("pass records (the CPU's) or gpu= (the GPU's, [] without one); "
                          + ("none was passed" if records is None else "both were passed"))
     on_gpu = gpu is not None
     records = inference.checked(gpu if on_gpu else records, allow_empty=on_gpu, where=on_gpu)

@@ -37,7 +37,7 @@ def test_11_without_two_benchmarks_asks_for_them(records, says):
 
 def test_11_the_same_thread_count_is_nothing_changed():
     result = check("11.1", [bench(2, BASE), bench(2, SAME)], "same")
-    assert not result and "both benchmarks ran 2 threads: nothing was changed" in result.message
+    assert not result and "both benchmarks ran 2 threads: nothing changed at # >>>" in result.message
 
 
 @pytest.mark.parametrize("settings, named", [
@@ -74,7 +74,7 @@ def test_11_more_threads_than_cores_slower_as_predicted_says_why():
 def test_11_a_prediction_contradicted_on_a_quiet_machine_fails():
     result = check("11.1", [bench(2, BASE), bench(8, SLOWER)], "faster")
     assert not result and "you predicted faster, but '8 threads, oneDNN on' against" in result.message
-    assert "slower, beyond the passes' spread" in result.message
+    assert "beyond the passes' spread" in result.message
 
 
 def test_11_a_contradiction_while_other_programs_ran_is_untested():
@@ -86,14 +86,14 @@ def test_11_a_contradiction_while_other_programs_ran_is_untested():
 def test_11_without_a_reading_of_its_own_the_load_average_says_busy():
     busy = bench(2, BASE, other=None, load=3.5)
     result = check("11.1", [busy, bench(8, SLOWER, other=None)], "faster")
-    assert result.passed and "the machine was busy (a load average of 3.5 before" in result.message
+    assert result.passed and "the machine was busy (load average 3.5, 2 cores) before" in result.message
     quiet = bench(2, BASE, other=None, load=0.5)
     assert not check("11.1", [quiet, bench(8, SLOWER, other=None)], "faster")
 
 
 def test_11_within_noise_any_prediction_stands_untested():
     result = check("11.1", [bench(2, BASE), bench(8, SAME)], "slower")
-    assert result.passed and "cannot tell slower from the same speed" in result.message
+    assert result.passed and "cannot tell it from the same speed" in result.message
     assert "cost nothing beyond the passes' spread here" in result.message
     shown = check("11.1", [bench(2, BASE), bench(1, SAME)], "same")
     assert shown.passed and "as you predicted (same)" in shown.message
@@ -177,7 +177,7 @@ def test_12_the_verdict_is_one_of_the_two(make_run, verdict):
 def test_12_a_verdict_the_blocks_show_passes_and_says_what_the_change_moved(make_run):
     result = check("12.1", profiled(make_run), "input-bound")
     assert result.passed and "as you predicted, INPUT-BOUND: 'changed' waited for data 60%" in result.message
-    assert "'as profiled' 10%; the loader is the limit from 25%" in result.message
+    assert "'as profiled' 10%; input-bound from 25%" in result.message
     assert "The change (num_workers 1 against 0) moved the verdict from not input-bound to " \
         "input-bound" in result.message
     assert "torch.profiler's trace says it of its few profiled steps" in result.message
@@ -277,7 +277,7 @@ def test_13_no_cost_is_explained_by_device_and_track(make_run):
     assert cpu.passed and "as you predicted (same)" in cpu.message
     assert "so the `if` on torch.isfinite(loss) has nothing to wait for" in cpu.message
     gluon = check("13.1", loops(make_run, (600, 601), engine="gluon"), "slower")
-    assert gluon.passed and "cannot tell slower from the same speed" in gluon.message
+    assert gluon.passed and "cannot tell it from the same speed" in gluon.message
     assert "the host and MXNet's engine share the same cores" in gluon.message
     gpu = check("13.1", loops(make_run, (600, 601), gpus=1), "same")
     assert gpu.passed and "No cost beyond noise here. The device finished each step" in gpu.message

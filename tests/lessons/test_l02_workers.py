@@ -76,8 +76,7 @@ def test_a_gain_the_runs_cannot_credit_to_the_workers_places_no_knee(make_run, c
 def test_a_large_batch_is_set_beside_the_talks_slide(make_run):
     runs = sweep(make_run, (300, 700), (0.7, 0.1), counts=(1, 2), batch=640)
     say = l02_workers.conclude(runs)
-    assert ("The talk, on its slide's 4 V100s at batch 640 a GPU, where one worker prepares a "
-            "large batch's many images one after the other: 29 workers "
+    assert ("The talk, on its slide's 4 V100s at batch 640 a GPU: 29 workers "
             "50,000 samples/s; an epoch 4.0 s; one worker about 1,500 samples/s; an epoch "
             "60+ s.") in say.text
     assert "306" not in say.text and say.check() == []

@@ -97,5 +97,5 @@ def test_without_a_gpu_the_capture_is_said_to_wait_and_bad_runs_are_refused(make
     runs = by_hand(make_run, busy=35, captured_rate=9000)
     with pytest.raises(ValueError, match="no run has {'graph': 'eager'}.*by hand, static"):
         l03_graph.conclude(by_hand=runs[1:])
-    with pytest.raises(ValueError, match="concludes on runs, or by_hand="):
+    with pytest.raises(ValueError, match="pass runs or by_hand="):
         l03_graph.conclude()

@@ -112,7 +112,7 @@ def test_a_host_bound_trace_agrees_names_host_wait_and_the_launch_statistics(tmp
     assert "'eager': most of HTA's idle time is host wait (its share of idle (%) 100)." in text
     assert "'eager': the course agrees that the host sets the pace" in text
     assert ("'eager': per-kernel launch calls, most kernels shorter than their call (calls 60; "
-            "median delay from call to kernel (µs) 2.00; median call (µs) 30.0; kernels "
+            "median delay, call to kernel (µs) 2.00; median call (µs) 30.0; kernels "
             "shorter than their call (%) 100") in text
     assert FLAGS["launches"][h.Launches.COSTLY] in text
 

@@ -126,8 +126,8 @@ def test_the_input_profile_names_its_most_expensive_function():
                         {"function": "pad", "calls": 256, "own_s": 0.01, "with_callees_s": 0.02,
                          "own_per_call_ms": 0.039, "own_%": 1.8}])
     text = said([], top=top)
-    assert text == ("'data.py:63(__getitem__)': the input pipeline's most expensive function "
-                    "under cProfile, 25% of the time in its own code, over 7,512 calls, 0.0184 "
+    assert text == ("'data.py:63(__getitem__)': the input pipeline's costliest function "
+                    "under cProfile, 25% of the time in its code, over 7,512 calls, 0.0184 "
                     "ms a call.")
 
 

@@ -163,7 +163,7 @@ def test_runs_without_the_loops_notes_are_refused(make_run):
     runs = [make_run("a", notes={"loss_read": l13.AT_THE_END}), make_run("b")]
     with pytest.raises(ValueError, match="rec.note"):
         l13.conclude(runs)
-    with pytest.raises(ValueError, match="pass the runs of both loops"):
+    with pytest.raises(ValueError, match="pass runs of both"):
         l13.conclude([])
     with pytest.raises(ValueError, match="none was passed"):
         l13.conclude()

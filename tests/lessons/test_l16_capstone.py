@@ -303,7 +303,7 @@ def test_the_job_as_given_is_not_yet_and_says_what_holds_it(make_run):
     result = check("16.1", given(make_run))
     assert not result.passed
     assert result.message.startswith("'capstone' is the job as given, the run yours is graded "
-                                     "against. Make it steady (the lines marked # >>>)")
+                                     "against: make it steady at # >>>, then rerun.")
     assert "Diagnosis: diagnose calls 'capstone' input-bound" in result.message
     assert "Target: GPU-Util" in result.message
 
@@ -333,7 +333,7 @@ def test_another_job_as_given_is_named_by_what_differs(make_run):
 def test_a_ceiling_is_not_graded(make_run):
     given(make_run)
     result = check("16.1", mine(make_run, mock="loader"))
-    assert not result.passed and "is a ceiling (mock=loader), not training" in result.message
+    assert not result.passed and "is a ceiling (mock=loader), not training: grade the job." in result.message
 
 
 @pytest.mark.parametrize("runs, says", [([], "0 run(s) so far"),

@@ -21,8 +21,7 @@ def _naive_workers(runs, answer) -> str:
     workers = alike.value(before, "num_workers"), alike.value(after, "num_workers")
     measured, said = wait_prediction(
         answer, before, after, "01", (f"with {workers[0]} worker(s)", f"with {workers[1]}"),
-        f"Where does the loading happen with {workers[1]} worker(s), and does the training loop "
-        "wait for it?")
+        f"Where does the loading run with {workers[1]} worker(s), and does the loop wait for it?")
     speed = noise.compare(before, after, varies=("num_workers",))
     shared = measured == "less" and not metrics.on_gpu(before) and speed.kind != noise.Kind.FASTER
     return (f"{said} Samples/s, '{after.name}' against '{before.name}': {speed}."

@@ -23,13 +23,12 @@ def _knee(runs, answer) -> str:
     counts = [int(alike.value(r, "num_workers") or 0) for r in runs]
     tried = ", ".join(map(str, sorted(set(counts))))
     if len(set(counts)) < 3:
-        raise NotYet(f"the sweep tried {len(set(counts))} worker count(s) ({tried}); a knee "
-                     "needs at least three different ones.")
+        n = len(set(counts))
+        raise NotYet(f"the sweep tried {n} worker count(s) ({tried}); a knee needs at least three.")
     if isinstance(answer, bool) or not isinstance(answer, numbers.Real) \
             or not float(answer).is_integer() or int(answer) not in counts:
-        raise NotYet(f"knee={answer!r}: name one of the worker counts the sweep tried ({tried}): "
-                     f"the fewest workers within {1 - KNEE:.0%} of the best samples/s, or within "
-                     "its noise.")
+        raise NotYet(f"knee={answer!r}: name one of the counts tried ({tried}): the fewest workers "
+                     f"within {1 - KNEE:.0%} of the best samples/s, or within noise.")
     rates = {n: metrics.samples_per_sec(r) for n, r in zip(counts, runs)}
     best_n = max(rates, key=lambda n: rates[n] if math.isfinite(rates[n]) else -1)
     best = runs[counts.index(best_n)]
@@ -37,18 +36,13 @@ def _knee(runs, answer) -> str:
     judged = {n: speed_verdict(best, r, "num_workers", "02") for n, r in zip(counts, runs) if r is not best}
     knee, reach = int(answer), reaching(rates, judged, best_n)
     if knee not in reach:
-        raise Contradicted(f"with {knee} worker(s) the sweep is below {KNEE:.0%} of the best "
-                           f"({best_n} workers) and slower beyond noise: {judged[knee]}. Samples/s "
-                           f"still grows past {knee}. Data wait by workers: {waits}.")
+        raise Contradicted(f"{knee} worker(s) against the best ({best_n}): {judged[knee]}, below "
+                           f"{KNEE:.0%} of it: samples/s still grows. Data wait by workers: {waits}.")
     fewest = reach[0]
     if fewest < knee:   # the knee is where samples/s stops growing: the fewest that reach the best
-        raise Contradicted(f"{knee} worker(s) reach the best, but so do {fewest}: "
-                           + (f"with {fewest} worker(s) the sweep is already the fastest. "
-                              if fewest == best_n else
-                              f"against the best ({best_n} workers), {fewest} worker(s) are "
-                              f"{judged[fewest]}. ")
-                           + f"The knee is the fewest workers that reach it, so samples/s stops "
-                           f"growing by {fewest}. Data wait by workers: {waits}.")
+        than = "the fastest" if fewest == best_n else f"{judged[fewest]} against {best_n}"
+        raise Contradicted(f"{knee} worker(s) reach the best, but so do {fewest} ({than}): the "
+                           f"knee is the fewest that reach it. Data wait by workers: {waits}.")
     said = (f"knee at {knee} worker(s): " + ("the fastest of the sweep." if knee == best_n else
             f"against the best ({best_n} workers), {judged[knee]}."))
     unsure = f" {UNSURE}" * any(v.kind == noise.Kind.UNLIKE for v in judged.values())

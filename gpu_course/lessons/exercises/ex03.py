@@ -20,8 +20,8 @@ def _graph(runs, answer) -> str:
     before, after = finished_runs(runs, 2, RUNS)[:2]
     only_change(before, after, "graph", also=(BACKEND,))
     if alike.value(before, "graph") != "eager":
-        raise NotYet(f"'{before.name}' ran with graph={alike.shown(before, 'graph')}: the first "
-                     "run is the network as written (eager / imperative), the second its graph.")
+        shown = alike.shown(before, "graph")
+        raise NotYet(f"'{before.name}' ran with graph={shown}: the first run is as written (eager).")
     verdict = speed_verdict(before, after, "graph", "03", also=(BACKEND,))
     said = judge_prediction(answer, verdict, before, after, UNTESTED)
     model = alike.value(before, "model")

@@ -15,8 +15,8 @@ _TENSOR_CORES = LESSON.compares[-1].means[Outcome.EXPECTED][Where.GPU]
 WHY = {True: _TENSOR_CORES[:1].lower() + _TENSOR_CORES[1:] + " " + PAGE.text("gpu_pays"),
        False: PAGE.text("cpu_pays")}
 # a 16-bit request this CPU refused (MXNet without AVX-512): what the runs can and cannot say
-NOT_HERE = ("{names} asked for {want}, which is not on this CPU, so it trained in float32 like "
-            "the first run (its record says so). " + PAGE.text("identical"))
+NOT_HERE = ("{names} asked for {want}, which is not on this CPU: it trained in float32. "
+            + PAGE.text("identical"))
 ELSEWHERE = ("{said} These runs trained on {where}. {why}: no 16-bit type runs in MXNet here. "
              + PAGE.text("elsewhere"))
 MEASURED = ("{said}{ran_as} These runs trained on {where}: {why} Validation accuracy after the "
@@ -36,19 +36,18 @@ def _lower_precision(runs, answer) -> str:
     """Train in 16 bits on this device, predict its samples/s, read its accuracy."""
     full, low = finished_runs(runs, 2, RUNS)[:2]
     if alike.value(full, "dtype") != "float32":
-        raise NotYet(f"'{full.name}' ran {alike.value(full, 'dtype')}: the first run is float32, "
-                     "the second the lower precision.")
+        raise NotYet(f"'{full.name}' ran {alike.value(full, 'dtype')}: the first run is float32.")
     want, ran = asked(low, "dtype"), alike.value(low, "dtype")
     where = device_words(low)
     refused = ran not in SIXTEEN_BITS and want in SIXTEEN_BITS
+    why = metrics.ran_as(low).get("dtype", ("", "", ""))[2]
     if refused and not lacks_sixteen_bits(low):
-        raise NotYet(f"'{low.name}' asked for {want} and ran {ran} on {where}: "
-                     f"{metrics.ran_as(low)['dtype'][2]} {ASK}")
+        raise NotYet(f"'{low.name}' asked for {want} and ran {ran} on {where}: {why} {ASK}")
     if not refused:   # where the CPU refused it, both ran float32: two identical jobs
         only_change(full, low, "dtype")
     untested = (Note(lambda run: run is low and refused, (True,), NOT_HERE.replace("{want}", want)),)
     said = judge_prediction(answer, speed_verdict(full, low, "dtype", "04"), full, low, untested)
-    ran_as = f" ('{low.name}' asked for {want} and ran {ran}: {metrics.ran_as(low)['dtype'][2]})" \
+    ran_as = f" ('{low.name}' asked for {want} and ran {ran}: {why})" \
         if want != ran else ""
     flags = (low.meta.get("hardware") or {}).get("cpu_features") or []
     return (ELSEWHERE if refused else MEASURED).format(

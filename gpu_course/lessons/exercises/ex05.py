@@ -18,12 +18,11 @@ def _larger_batch(runs, answer) -> str:
     small, large = finished_runs(runs, 2, RUNS)[:2]
     only_change(small, large, "batch_size")
     if int(alike.value(large, "batch_size")) < int(alike.value(small, "batch_size")):
-        raise NotYet(f"'{large.name}' has the smaller batch: the exercise asks for a larger one "
-                     "than the first run's.")
+        raise NotYet(f"'{large.name}' has the smaller batch: the second run needs the larger one.")
     said = judge_prediction(answer, speed_verdict(small, large, "batch_size", "05"), small,
                             large, UNTESTED)
     _, accuracy = noise.accuracy_change(small, large)
     steps = metrics.steady_steps(small), metrics.steady_steps(large)
     return (f"{said} Validation accuracy after the same epochs, the larger batch against the "
-            f"smaller: {accuracy}. The larger batch took {steps[1]} steady steps where the smaller "
-            f"took {steps[0]}: fewer updates at the same learning rate. {SCALED_RATE}")
+            f"smaller: {accuracy}. It took {steps[1]} steady steps against {steps[0]}: fewer "
+            f"updates at the same learning rate. {SCALED_RATE}")

@@ -21,18 +21,17 @@ def _race(runs, answer) -> str:
     schedule = {r: alike.value(r, "lr_scheduler") for r in runs}
     constant = next((r for r in runs if schedule[r] == CONSTANT), None)
     if constant is None:
-        raise NotYet(f"no run has the constant rate (lr_scheduler='{CONSTANT}'): its final accuracy "
-                     "is the target of the race. Add it to the schedules raced.")
+        raise NotYet(f"no run has the constant rate, lr_scheduler='{CONSTANT}': add one.")
     if len(set(schedule.values())) < len(runs):
-        raise NotYet("a schedule ran twice (" + ", ".join(sorted(map(str, schedule.values())))
-                     + "): race each one once, so that a name says which run.")
+        ran = ", ".join(sorted(map(str, schedule.values())))
+        raise NotYet(f"a schedule ran twice ({ran}): race each one once.")
     for run in runs:
         alike_but(constant, run, (*SCHEDULE_FIELDS, "warmup_epochs"), "their schedule")
     by_name = {schedule[r]: r for r in runs}
     if not isinstance(answer, str) or answer not in by_name:
-        raise NotYet(f"first={answer!r}: name one of the schedules raced ("
-                     + ", ".join(map(repr, by_name)) + "): the one whose validation accuracy "
-                     "first reached the constant rate's final one.")
+        names = ", ".join(map(repr, by_name))
+        raise NotYet(f"first={answer!r}: name the schedule ({names}) whose val acc first reached "
+                     "the constant rate's final one.")
     target, images = metrics.val_acc(constant), int(constant.config.get("test_size") or 0)
     margin = 2 * noise.accuracy_se(target, images)
     curves = {name: list(pd.to_numeric(r.epochs["val_acc"], errors="coerce")) for name, r in by_name.items()}
@@ -41,17 +40,17 @@ def _race(runs, answer) -> str:
     mine = reached[answer]
     where = "; ".join(f"{name} " + (f"epoch {e}" if e else "never") for name, e in reached.items())
     if mine is None:
-        raise NotYet(f"'{answer}' never reached the target, {target:.1%} (the constant rate's final "
-                     f"val acc): {where}. Name one that did.")
+        raise NotYet(f"'{answer}' never reached the target, {target:.1%}: {where}.")
     ahead = [(name, e) for name, e in reached.items()
              if e is not None and e < mine and curves[answer][e - 1] < target - margin]
     if ahead:
         name, e = min(ahead, key=lambda p: p[1])
+        at = curves[answer][e - 1]
         raise NotYet(f"'{name}' reached the target, {target:.1%}, at epoch {e}, when '{answer}' "
-                     f"was at {curves[answer][e - 1]:.1%}: below it by more than 2 standard errors "
-                     f"({margin:.1%} on {images:,} images). First to reach it: {where}.")
+                     f"was at {at:.1%}, more than 2 standard errors ({margin:.1%} on {images:,} "
+                     f"images) below. Reached: {where}.")
     seconds = pd.to_numeric(by_name[answer].epochs["epoch_time_s"], errors="coerce").iloc[:mine].sum()
-    said = (f"'{answer}' reached {target:.1%}, the constant rate's final val acc, at epoch {mine}, "
-            f"after {seconds:.1f} s of training; no schedule reached it earlier beyond noise "
-            f"(2 standard errors: {margin:.1%} on {images:,} images). Reached: {where}.")
+    said = (f"'{answer}' reached {target:.1%}, the constant rate's final val acc, at epoch {mine} "
+            f"({seconds:.1f} s); none earlier by 2 standard errors ({margin:.1%} on "
+            f"{images:,} images). Reached: {where}.")
     return said + AT_CHANCE * noise.at_chance(constant)

@@ -12,7 +12,7 @@ PAGE = Page.of(__name__)   # the fixed sentences: text/ex07.md
 SPLIT = ("batch_size", "kvstore", alike.Aspect.THREADS)   # what splitting a batch may change besides the devices
 # CPU devices that other programs' load held up cannot test a prediction of the split
 UNTESTED = (Note(lambda run: not metrics.on_gpu(run) and metrics.machine_load(run)["shared"],
-                 (True,), "other programs shared the cores while {names} ran (by the records). "
+                 (True,), "other programs shared the cores while {names} ran. "
                  + PAGE.text("shared_split") + " " + QUIET),)
 # what the devices were, and what a speed-up then means
 DEVICES = {True: PAGE.text("gpus"),
@@ -28,14 +28,12 @@ def _split_batch(runs, answer) -> str:
     one, many = finished_runs(runs, 2, RUNS)[:2]
     k1, k2 = devices(one), devices(many)
     if k2 <= k1:
-        raise NotYet(f"'{one.name}' trained on {k1} device(s) and '{many.name}' on {k2}: the "
-                     "second run splits the batch over more devices than the first. Set the "
-                     f"device count at the line marked {MARK}.")
+        raise NotYet(f"'{one.name}' trained on {k1} device(s) and '{many.name}' on {k2}: give the "
+                     f"second more devices at {MARK}.")
     b1, b2 = int(one.config.get("batch_size") or 0), int(many.config.get("batch_size") or 0)
     if b1 * k1 != b2 * k2:
-        raise NotYet(f"the batch a step differs: {b1 * k1} images for '{one.name}' ({b1} a device "
-                     f"× {k1}), {b2 * k2} for '{many.name}' ({b2} × {k2}). Split the same batch: "
-                     f"batch_size = {b1 * k1} // devices, so that only its split changes.")
+        raise NotYet(f"the batch a step differs: '{one.name}' {b1} × {k1} device(s), "
+                     f"'{many.name}' {b2} × {k2}. Split one batch: batch_size = {b1 * k1} // devices.")
     only_change(one, many, "num_gpus", also=SPLIT)
     said = judge_prediction(answer, speed_verdict(one, many, "num_gpus", "07", also=SPLIT), one,
                             many, UNTESTED)

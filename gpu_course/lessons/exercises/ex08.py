@@ -49,15 +49,15 @@ def taken_out(top, mine, diff: dict) -> tuple[RungName, frozenset]:
     found = [name for name, before in ladder.items() if keys <= set(before)]
     if not found:
         each = "; ".join(f"{name}: {', '.join(sorted(before))}" for name, before in ladder.items())
-        raise NotYet(f"'{mine.name}' differs from '{top.name}' in "
-                     f"{alike.words(diff, top.name, mine.name)}: not one rung's settings. "
-                     f"{ONE_RUNG} The {engine} ladder's rungs and their settings: {each}.")
+        words = alike.words(diff, top.name, mine.name)
+        raise NotYet(f"'{mine.name}' differs from '{top.name}' in {words}: not one rung's settings."
+                     f" {ONE_RUNG} The {engine} ladder's rungs: {each}.")
     on = [name for name in found
           if all(alike.value(top, k) != v for k, v in ladder[name].items())]
     if not on:
-        raise NotYet(f"'{top.name}' does not have the '{found[-1]}' rung on ("
-                     + ", ".join(f"{k} is {alike.value(top, k)!r}" for k in sorted(keys))
-                     + f", as before that rung): nothing of it to take out. {A_RUNG_IT_HAS}")
+        values = ", ".join(f"{k} {alike.value(top, k)!r}" for k in sorted(keys))
+        raise NotYet(f"'{top.name}' does not have the '{found[-1]}' rung on ({values}): nothing "
+                     f"to take out. {A_RUNG_IT_HAS}")
     return on[-1], frozenset(ladder[on[-1]])
 
 
@@ -68,8 +68,7 @@ def beside_ladder(top, rung: RungName, verdict: noise.Verdict) -> str:
     ladder = [metrics.representative(r) for r in recorded]
     names = [r.name for r in ladder]
     if rung not in names or names.index(rung) == 0:
-        return (f"No recorded ladder with a '{rung}' rung lies beside these runs: read its row "
-                "in the ladder's table to set this against.")
+        return f"No ladder recorded beside these runs has a '{rung}' rung: see the ladder's table."
     i = names.index(rung)
     credited = noise.compare(ladder[i - 1], ladder[i], varies=RUNG_SETTINGS)
     said = (f"In the ladder, '{rung}' against the rung under it, '{names[i - 1]}': {credited}; "
@@ -87,14 +86,13 @@ def _one_rung_out(runs, answer) -> str:
     diff.pop(alike.Aspect.LOAD, None)
     diff.pop(alike.Aspect.COMPILE_BACKEND, None)   # compiled or not: the graph setting says so
     if not diff:
-        raise NotYet(f"'{mine.name}' runs the same settings as '{top.name}': nothing was taken "
-                     f"out. Set back one rung's settings at the line marked {MARK}.")
+        raise NotYet(f"'{mine.name}' runs as '{top.name}' does: set back one rung at {MARK}.")
     rung, settings = taken_out(top, mine, diff)
     changed = sorted(diff)
     verdict = speed_verdict(top, mine, changed[0], "08",
                             also=(*changed[1:], alike.Aspect.COMPILE_BACKEND))
     said = judge_prediction(answer, verdict, top, mine)
-    part = "" if set(diff) == settings else \
-        f" (part of it: the rung also sets {', '.join(sorted(settings - set(diff)))})"
+    rest = ", ".join(sorted(settings - set(diff)))
+    part = f" (part of it: the rung also sets {rest})" if rest else ""
     return (f"{said} You took out '{rung}'{part}: {alike.words(diff, top.name, mine.name)}. "
             + beside_ladder(top, rung, verdict))

@@ -21,13 +21,11 @@ def _data_format(runs, answer) -> str:
     only_change(loose, other, "data_format")
     formats = alike.value(loose, "data_format"), alike.value(other, "data_format")
     if formats[0] != LOOSE:
-        raise NotYet(f"'{loose.name}' read data_format={formats[0]!r}: the first run reads loose "
-                     f"JPEGs (data_format='{LOOSE}'), the second your format.")
+        raise NotYet(f"'{loose.name}' read data_format={formats[0]!r}: the first run reads loose JPEGs.")
     measured, said = wait_prediction(
         answer, loose, other, "09", (f"reading {formats[0]}", f"reading {formats[1]}"),
-        f"What does one sample cost the loader reading {formats[1]} (opening a file, decoding "
-        "a photo, resizing it), against loose JPEGs?")
+        f"What does one sample cost the loader reading {formats[1]}, against loose JPEGs?")
     speed = noise.compare(loose, other, varies=("data_format",))
     paced = measured == "less" and speed.kind in (noise.Kind.WITHIN_NOISE, noise.Kind.SLOWER)
-    return (f"{said} Samples/s, '{other.name}' against '{loose.name}': {speed}"
-            f"{PACE[metrics.on_gpu(loose)] * paced}.")
+    pace = PACE[metrics.on_gpu(loose)] * paced
+    return f"{said} Samples/s, '{other.name}' against '{loose.name}': {speed}{pace}."

@@ -17,11 +17,9 @@ INPUT_BOUND, COMPUTE_BOUND, _ = diagnose.VERDICTS
 HELD_BY = {"trainer": INPUT_BOUND, "loader": COMPUTE_BOUND}   # a run at that ceiling
 DIAGNOSE = Predict("verdict", dict.fromkeys(diagnose.VERDICTS), "what diagnose will call '{b}'", {
     Outcome.EXPECTED: "as you predicted, {calls}: {numbers}.",
-    Outcome.NONE: "you predicted {answer}; {calls}, but the runs' noise cannot rule {answer} out: "
-                  "{numbers}. " + NOT_SHOWN,
-    Outcome.OPPOSITE: "you predicted {answer}, but {calls}: {numbers}. What does your change "
-                      "({change}) cost each sample, in the loader or in the model? "
-                      + PAGE.text("explain")})
+    Outcome.NONE: "you predicted {answer}; {calls}, but noise cannot rule {answer} out: {numbers}. "
+                  + NOT_SHOWN,
+    Outcome.OPPOSITE: "you predicted {answer}, but {calls}: {numbers}. " + PAGE.text("explain")})
 RUNS, TRAIN_CEILING, MORE_STEPS, NO_GPU = (
     PAGE.text(n) for n in ("runs", "train_ceiling", "more_steps", "no_gpu"))
 
@@ -78,25 +76,22 @@ def _bottleneck(runs, answer) -> str:
     if d.verdict == diagnose.UNRELIABLE and held is None:
         shared = [r.name for r in (mine, feed, compute)
                   if r.meta.get("load") and metrics.machine_load(r)["shared"]]
+        quiet = f"{', '.join(map(repr, shared))} shared the machine: rerun when it is quiet, or "
         raise Contradicted(f"diagnose does not rule on '{mine.name}': "
                            + "; ".join(diagnose.unreliable(n)) + ". "
-                           + (f"Other programs shared the machine while "
-                              f"{', '.join(map(repr, shared))} ran: run the exercise again "
-                              "when it is quiet, or " if shared else "")
-                           + MORE_STEPS)
+                           + (quiet if shared else "") + MORE_STEPS)
     verdict, ceiling, against = held or (d.verdict, None, None)
     rung = diagnose.next_rung(verdict, dict(mine.config), n)[0] if held else d.next_rung
-    numbers = (f"data wait {wait_words(mine)} of the steady step time (the loader is the limit "
-               f"from {diagnose.INPUT_WAIT:.0%}); {n['samples_per_sec']:,.0f} samples/s against "
-               f"an input ceiling of {n['input_ceiling']:,.0f} and a compute ceiling of "
-               f"{n['compute_ceiling']:,.0f}")
-    calls = (f"'{mine.name}' ran above its {MOCKS[_mock(ceiling)]}, so diagnose would not rule, "
-             f"but within the two runs' noise ({against}): it is held at that ceiling, {verdict}"
-             if held else f"diagnose calls '{mine.name}' {verdict}")
+    numbers = (f"data wait {wait_words(mine)} of each step (input-bound from "
+               f"{diagnose.INPUT_WAIT:.0%}); {n['samples_per_sec']:,.0f} samples/s, input ceiling "
+               f"{n['input_ceiling']:,.0f}, compute ceiling {n['compute_ceiling']:,.0f}")
+    calls = (f"'{mine.name}' ran above its {MOCKS[_mock(ceiling)]} within noise ({against}): "
+             f"it is held at that ceiling, {verdict}" if held else
+             f"diagnose calls '{mine.name}' {verdict}")
     change = alike.words(changed, base.name, mine.name)
     text = said(DIAGNOSE, findings.called(answer, verdict, also_supported(n, verdict, mine,
                                                                            compute, feed)),
-                answer=answer, calls=calls, numbers=numbers, change=change)
+                answer=answer, calls=calls, numbers=numbers)
     return (f"{text} Your change, {change}, took the data wait from {wait_words(base)} to "
-            f"{wait_words(mine)}; the next rung diagnose names: {rung}"
+            f"{wait_words(mine)}; next rung: {rung}"
             + (f" ({NO_GPU})" if not metrics.on_gpu(mine) else "") + ".")

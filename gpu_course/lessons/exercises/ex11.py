@@ -9,7 +9,7 @@ from ...show import findings
 from ...show.findings import Outcome, Page, Predict
 from ..l11_environment import BENCH, BUSY_LOAD, MIN_PASSES, label
 from .base import MARK, NotYet, exercise
-from .judge import MEASURED, QUIET, SPEED, expects, said
+from .judge import QUIET, SPEED, expects, said
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex11.md
 
@@ -19,12 +19,10 @@ SAME_BENCH = {"onednn": lambda b: b.get("onednn"), "batch": lambda b: b.get("bat
               "framework": lambda b: (b.get("build") or {}).get("framework")}
 PASSES = Predict("prediction", SPEED.answers, "what you expect of '{b}' against '{a}' in images/s", {
     Outcome.EXPECTED: "as you predicted ({answer}): {pair} is {verdict}.",
-    Outcome.NONE: "you predicted {answer}; {pair} is {verdict}: the passes cannot tell {answer} "
-                  "from the same speed. " + PAGE.text("not_shown"),
+    Outcome.NONE: "you predicted {answer}; {pair} is {verdict}. " + PAGE.text("not_shown"),
     Outcome.CANNOT_JUDGE: "your prediction, {answer}, is untested: {pair} is {verdict}, but "
                           "{crowded}: " + PAGE.text("crowded") + " " + QUIET,
-    Outcome.OPPOSITE: "you predicted {answer}, but {pair} is {verdict}: {measured}, beyond the "
-                      "passes' spread. " + PAGE.text("opposite")})
+    Outcome.OPPOSITE: "you predicted {answer}, but {pair} is {verdict}. " + PAGE.text("opposite")})
 # what the thread count did, in lesson 11's words where it has them: by (more threads than
 # cores, the verdict's kind, other programs crowding the machine), the most specific key first
 MORE, FEWER = (BENCH.compares[n].means for n in (2, 1))
@@ -34,8 +32,7 @@ WHY = {
     (True, noise.Kind.FASTER, True): MORE[Outcome.OPPOSITE],
     True: "{threads} threads on {cores} cores cost nothing beyond the passes' spread here. "
           + PAGE.text("pinned"),
-    (False, noise.Kind.SLOWER): "{threads} thread(s) leave {idle} of the {cores} cores idle in "
-                                "each operator.",
+    (False, noise.Kind.SLOWER): "{threads} thread(s) leave {idle} of the {cores} cores idle.",
     (False, noise.Kind.FASTER): FEWER[Outcome.OPPOSITE],
     False: "{threads} thread(s) did as well as {cores} within the passes' spread: "
            + PAGE.text("few_cores")}
@@ -47,26 +44,24 @@ def _threads(records, answer) -> str:
     images/s."""
     base, mine = _benches(records)
     if base["threads"] == mine["threads"]:
-        raise NotYet(f"both benchmarks ran {base['threads']} threads: nothing was changed. Set "
-                     f"another count at the line marked {MARK}.")
+        raise NotYet(f"both benchmarks ran {base['threads']} threads: nothing changed at {MARK}.")
     other = [f"{key} {read(base)} against {read(mine)}" for key, read in SAME_BENCH.items()
              if read(base) != read(mine)]
     if other:
-        raise NotYet(f"the benchmarks differ in more than their threads: {'; '.join(other)}. "
-                     "Change the thread count alone.")
+        raise NotYet(f"the benchmarks differ in more than their threads: {'; '.join(other)}.")
     xs, ys = base.get("step_images_per_s") or [], mine.get("step_images_per_s") or []
     n = min(len(xs), len(ys))
     if n < MIN_PASSES:
-        raise NotYet(f"{n} timed passes a benchmark: too few to judge (at least {MIN_PASSES} a "
-                     f"side). Time more: gc.sizes(\"11\", bench=dict(batch={base.get('batch', 64)}, "
-                     f"steps={2 * MIN_PASSES})), then run the exercise again.")
+        batch = base.get("batch", 64)
+        raise NotYet(f"{n} timed passes a benchmark: too few to judge (at least {MIN_PASSES}): "
+                     f"use gc.sizes(\"11\", bench=dict(batch={batch}, steps={2 * MIN_PASSES})).")
     expect = expects(PASSES, answer, a=label(base), b=label(mine))
     v = noise.compare_samples(xs, ys, f"{n} timed passes each", base["images_per_s"],
                               mine["images_per_s"])
     crowded = _crowded(base, mine)
     text = said(PASSES, findings.predicted(expect, v, math.inf if crowded else 1.0),
                 answer=answer, pair=f"'{label(mine)}' against '{label(base)}'", verdict=v,
-                crowded=crowded, measured=MEASURED.get(v.kind, ""))
+                crowded=crowded)
     cores, threads = base["threads"], mine["threads"]
     more = threads > cores
     why = WHY.get((more, v.kind, bool(crowded))) or WHY.get((more, v.kind)) or WHY[more]
@@ -83,9 +78,8 @@ def _benches(records) -> tuple[dict, dict]:
     if bad:
         raise NotYet(f"{bad[0]!r:.80} is not a benchmark: pass what env.bench returned")
     if len(records) < 2:
-        raise NotYet(f"{len(records)} benchmark(s) so far; the exercise compares two: the "
-                     f"usable cores' thread count and yours. Set the lines marked {MARK} and "
-                     "run the exercise cell.")
+        raise NotYet(f"{len(records)} benchmark(s) so far; the exercise compares two: the usable "
+                     f"cores' count and yours. Edit the lines marked {MARK} and rerun.")
     return records[0], records[1]
 
 
@@ -96,8 +90,8 @@ def _crowded(*benches) -> str:
     cores = benches[0]["threads"]
     said = [f"other programs kept {b['other_cores']:.1f} cores busy while '{label(b)}' ran"
             if b.get("other_cores") is not None else
-            f"the machine was busy (a load average of {b['load_average']:.1f} before "
-            f"'{label(b)}', with {cores} cores)"
+            f"the machine was busy (load average {b['load_average']:.1f}, {cores} cores) "
+            f"before '{label(b)}'"
             for b in benches if (b.get("other_cores") or 0) >= metrics.SHARED
             or b.get("other_cores") is None and b.get("load_average", 0) >= max(BUSY_LOAD, cores)]
     return said[0] if said else ""

@@ -14,10 +14,10 @@ INPUT_BOUND = CEILINGS["trainer"][1]
 VERDICTS = (INPUT_BOUND, NOT_INPUT_BOUND)
 TIMERS = Predict("verdict", dict.fromkeys(VERDICTS), "what the step timers will say of '{b}'", {
     Outcome.EXPECTED: "as you predicted, {ANSWER}: {shares}.",
-    Outcome.NONE: "you predicted {answer}; the runs' blocks of steps lie on both sides of the "
-                  "line: {shares}. " + PAGE.text("not_shown"),
-    Outcome.OPPOSITE: "you predicted {answer}; the step timers say {CALL}, every block of steps on "
-                      "that side of the line: {shares}. " + PAGE.text("opposite")})
+    Outcome.NONE: "you predicted {answer}; the blocks of steps lie on both sides of the line: "
+                  "{shares}. " + PAGE.text("not_shown"),
+    Outcome.OPPOSITE: "you predicted {answer}; the step timers say {CALL}, every block: {shares}. "
+                      + PAGE.text("opposite")})
 MOVED = {True: " The change ({what}) left the verdict {mine}.",
          False: " The change ({what}) moved the verdict from {theirs} to {mine}."}
 PROFILER = PAGE.means("profiler", str)
@@ -28,15 +28,14 @@ RUNS = PAGE.text("runs")
 def _verdict(runs, answer) -> str:
     """Change one setting of the profiled run; predict the step timers' verdict on it."""
     before, after = finished_runs(runs, 2, RUNS)[:2]
-    changed = one_change(before, after, "'{b}' ran as '{a}' did: nothing was changed (a setting "
-                         "the device cannot run, float16 on a CPU say, runs as before).")
+    changed = one_change(before, after,
+                         "'{b}' ran as '{a}' did: nothing was changed, or it cannot run here.")
     theirs, mine = enough_waits(before, after, "12", "train_size")
     expects(TIMERS, answer, b=after.name)
     bar = diagnose.INPUT_WAIT
     call, was = _ruled(mine, bar), _ruled(theirs, bar)
-    shares = (f"'{after.name}' waited for data {wait_words(after)} of its steady step time "
-              f"(blocks {min(mine):.0%}–{max(mine):.0%}), '{before.name}' "
-              f"{wait_words(before)}; the loader is the limit from {bar:.0%}")
+    shares = (f"'{after.name}' waited for data {wait_words(after)} (blocks {min(mine):.0%}–"
+              f"{max(mine):.0%}), '{before.name}' {wait_words(before)}; input-bound from {bar:.0%}")
     text = said(TIMERS, findings.called(answer, call), answer=answer, ANSWER=answer.upper(),
                 CALL=str(call).upper(), shares=shares)
     moved = MOVED[was == call].format(what=alike.words(changed, before.name, after.name),

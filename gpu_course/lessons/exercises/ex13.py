@@ -36,19 +36,18 @@ def _guard(runs, answer) -> str:
     unnoted = [r.name for r in runs if (r.meta.get("notes") or {}).get(GUARD) is None]
     if unnoted:
         raise NotYet(f"'{unnoted[0]}' does not say whether its loop guarded the loss "
-                     f"(rec.note({GUARD}=...)): pass the runs the exercise cell trained.")
+                     f"(rec.note({GUARD}=...)).")
     plain = [r for r in runs if not r.meta["notes"][GUARD]]
     guarded = [r for r in runs if r.meta["notes"][GUARD]]
     if not plain or not guarded:
-        raise NotYet(f"every run had the guard {'on' if guarded else 'off'}: nothing was changed. "
-                     f"Switch it on at the line marked {MARK}, so that one loop checks its loss "
-                     "and the other not.")
+        state = "on" if guarded else "off"
+        raise NotYet(f"every run had the guard {state}: nothing was changed at {MARK}.")
     alike_but(plain, guarded, (), "the guard")
     short = [r for r in runs if metrics.steady_steps(r) < noise.BLOCKS * noise.MIN_STEPS]
     if short:
+        need = noise.BLOCKS * noise.MIN_STEPS
         raise NotYet(f"'{short[0].name}' has {metrics.steady_steps(short[0])} steady steps: too "
-                     f"few to judge (a verdict needs {noise.BLOCKS * noise.MIN_STEPS} a run). Give "
-                     "each run more: gc.sizes(\"13\", train_size=...), then run the exercise again.")
+                     f"few to judge ({need} needed): raise gc.sizes(\"13\", train_size=...).")
     verdict = pooled_verdict(plain, guarded)
     said = judge_prediction(answer, verdict, plain[0], guarded[0])
     why = cost_words(verdict.kind, metrics.engine(plain[0]), metrics.on_gpu(plain[0]))

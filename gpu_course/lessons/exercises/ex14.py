@@ -25,14 +25,12 @@ def _predict_peak(runs, answer) -> str:
     except ValueError as err:
         raise NotYet(f"{err}. {AS_SHIPPED}") from None
     if a.batch == b.batch:
-        raise NotYet(f"'{mine.name}' measured the same batch as the first run ({a.batch} images): "
-                     f"nothing to predict. Choose another batch size at the line marked {MARK}.")
+        raise NotYet(f"'{mine.name}' has the first run's batch ({a.batch}): change it at {MARK}.")
     only_change(first, mine, "batch_size")
     if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or not answer > 0 \
             or not math.isfinite(answer):
         raise NotYet(f"prediction={answer!r}: before you run, write the peak you expect for "
-                     f"'{mine.name}' in MiB (a finite number above 0), from what '{first.name}' held between "
-                     "steps and kept for its activations.")
+                     f"'{mine.name}' in MiB (a finite number above 0).")
     peak = b.peak_mib
     spread = (max(b.peak) - min(b.peak)) / 2**20
     off = answer / peak - 1
@@ -41,8 +39,7 @@ def _predict_peak(runs, answer) -> str:
                    f"{a.activations_mib:.3g} MiB of activations, {a.per_image_mib:.3g} MiB an image")
     if not abs(answer - peak) <= allowed or math.isnan(peak):
         raise NotYet(f"you predicted {answer:.3g} MiB; '{mine.name}' peaked at {peak:.3g} MiB "
-                     f"({off:+.0%}), more than {TOLERANCE:.0%} off. {first_words}: which of "
-                     f"that stays when the batch is {b.batch} images, and which grows with it?")
+                     f"({off:+.0%}), more than {TOLERANCE:.0%} off. {first_words}: which grows?")
     return (f"as you predicted: '{mine.name}' peaked at {peak:.3g} MiB, your {answer:.3g} MiB "
             f"is {off:+.1%} off (within {TOLERANCE:.0%}). {first_words}; at batch {b.batch}, "
             f"{b.activations_mib:.3g} MiB of activations, {b.per_image_mib:.3g} MiB an image. "

@@ -13,11 +13,11 @@ from .judge import reaching
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex15.md
 
 # what else a knee that passed says, where it holds ({knee}, {best}, {fewest}, {first}, ...)
-AFTER = (("lower", " Batch {fewest} comes as close to the best: the knee may lie lower."),
-         ("flat", " Images/s never grew with the batch here: batch {best} served the most. "
-                  + PAGE.text("flat")),
-         ("waits", " The price: a request served in a batch of {knee} waits {wait:,.2f} ms for "
-                   "its pass, against {first_wait:,.2f} ms at batch {first}."))
+AFTER = (
+    ("lower", " Batch {fewest} comes as close to the best: the knee may lie lower."),
+    ("flat", " Images/s never grew with the batch: batch {best} served the most. "
+     + PAGE.text("flat")),
+    ("waits", " A request waits {wait:,.2f} ms at batch {knee}, {first_wait:,.2f} ms at {first}."))
 GUESS, MORE_IMAGES = PAGE.text("guess"), PAGE.text("more_images")
 
 
@@ -33,9 +33,8 @@ def _knee(records, answer) -> str:
     tried = ", ".join(map(str, sorted(by_batch)))
     if isinstance(answer, bool) or not isinstance(answer, numbers.Integral) \
             or int(answer) not in by_batch:
-        raise NotYet(f"knee={answer!r}: name one of the batches the sweep served ({tried}): the "
-                     f"smallest whose images/s is within {1 - KNEE:.0%} of the best, or within "
-                     f"its noise. {GUESS}")
+        raise NotYet(f"knee={answer!r}: name one of the batches served ({tried}): the smallest "
+                     f"within {1 - KNEE:.0%} of the best's images/s, or within noise. {GUESS}")
     best = max(by_batch, key=rate.get)
     judged = {b: noise.compare_samples(inference.block_rates(by_batch[best]),
                                        inference.block_rates(r), f"{inference.BLOCKS} blocks of passes each",
@@ -43,9 +42,9 @@ def _knee(records, answer) -> str:
               for b, r in by_batch.items() if b != best}
     knee, reach, first = int(answer), reaching(rate, judged, best), min(by_batch)
     if knee not in reach:
-        raise Contradicted(f"at batch {knee} the network served {rate[knee]:,.1f} images/s, "
-                           f"below {KNEE:.0%} of batch {best}'s {rate[best]:,.1f} and slower "
-                           f"beyond noise: {judged[knee]}. Images/s still grows past batch {knee}.")
+        below = f"below {KNEE:.0%} of batch {best}'s {rate[best]:,.1f}: {judged[knee]}"
+        raise Contradicted(f"batch {knee} served {rate[knee]:,.1f} images/s, {below}. Images/s "
+                           "still grows past it.")
     said = f"knee at batch {knee}: " + (
         f"the most images/s of the sweep ({rate[knee]:,.1f})." if knee == best else
         f"{rate[knee]:,.1f} images/s against batch {best}'s {rate[best]:,.1f}, {judged[knee]}.")
@@ -65,15 +64,13 @@ def _sweep(records) -> list[dict]:
     batches = sorted({r["batch"] for r in records})
     if len(batches) < 3:
         raise NotYet(f"{len(batches)} batch size(s) so far ({', '.join(map(str, batches)) or 'none'}); "
-                     f"a knee needs at least three. List them at the line marked {MARK} and run "
-                     "the exercise cell.")
+                     f"a knee needs at least three: list them at {MARK}.")
     kinds = {(r["model"], r["variant"], r["device"]) for r in records}
     if len(kinds) > 1:
         named = "; ".join(", ".join(k) for k in sorted(kinds))
-        raise NotYet(f"the sweep serves more than one network, variant or device ({named}): "
-                     "change the batch alone.")
+        raise NotYet(f"the sweep varies more than the batch ({named}): change the batch alone.")
     few = [r["batch"] for r in records if len(r["pass_s"]) < inference.MIN_PASSES]
     if few:
-        raise NotYet(f"batch {few[0]} was timed for fewer than {inference.MIN_PASSES} passes: "
-                     f"too few to judge. {MORE_IMAGES}")
+        raise NotYet(f"batch {few[0]} has fewer than {inference.MIN_PASSES} passes to judge. "
+                     + MORE_IMAGES)
     return records

@@ -19,17 +19,15 @@ def _steady(runs, answer) -> str:
     mine = finished_runs(runs, 1, RUNS)[-1]
     mock = alike.value(mine, "mock") or "none"
     if mock != "none":
-        raise NotYet(f"'{mine.name}' is a ceiling (mock={mock}), not "
-                     "training: grade a run of the job itself.")
+        raise NotYet(f"'{mine.name}' is a ceiling (mock={mock}), not training: grade the job.")
     given = capstone.given_run(mine)
     if given is None:
         raise NotYet(_no_given(mine))
     marks = capstone.grade(given, mine)
     missing = [m for m in marks if not m.met]
     if given.path == mine.path:
-        raise NotYet(f"'{mine.name}' is the job as given, the run yours is graded against. "
-                     f"Make it steady (the lines marked {MARK}) and run it again. As it "
-                     f"stands: {_words(missing)}")
+        raise NotYet(f"'{mine.name}' is the job as given, the run yours is graded against: make it "
+                     f"steady at {MARK}, then rerun. {_words(missing)}")
     if missing:   # measured only where every criterion missed is one the machine's load can move
         refuse = Contradicted if all(m.measured for m in missing) else NotYet
         raise refuse(f"{len(missing)} of {len(marks)} criteria not met, against '{given.name}' "
@@ -48,12 +46,9 @@ def _no_given(mine) -> str:
     given = [r for r in load_runs(mine.path.parent) if capstone.is_given(r)
              and r.path != mine.path]
     settings = ", ".join(f"{k}={v}" for k, v in capstone.GIVEN.items())
-    head = (f"no finished run of the job as given ({settings}) of the same job as "
-            f"'{mine.name}' is recorded beside it ({mine.path.parent})")
+    head = f"no finished run of the job as given ({settings}) is recorded in {mine.path.parent}"
     if given:
         other = given[-1]
-        return (f"{head}; '{other.name}' ran as given but is another job: "
-                f"{alike.words(capstone.job_differences(other, mine), other.name, mine.name)}. "
-                + SAME_JOB)
-    return (f"{head}. Run the exercise cell as shipped once (the lines marked {MARK} as they "
-            "were), then your changes.")
+        differ = alike.words(capstone.job_differences(other, mine), other.name, mine.name)
+        return f"{head}; '{other.name}' ran as given but is another job: {differ}. " + SAME_JOB
+    return f"{head}. Run the exercise cell as shipped once, then with your changes."

@@ -17,39 +17,35 @@ PAGE = Page.of(__name__)   # the fixed sentences: text/judge.md
 # a prediction of what a change does to samples/s, and the noise verdict that bears it out
 DIRECTIONS = {"faster": noise.Kind.FASTER, "slower": noise.Kind.SLOWER,
               "same": noise.Kind.WITHIN_NOISE}
-MEASURED = {kind: word for word, kind in DIRECTIONS.items()}   # a verdict's kind, as predicted
 SPEED = Predict("prediction", {"faster": Expect.FASTER, "slower": Expect.SLOWER,
                                "same": Expect.SAME}, "what you expect of '{b}' against '{a}'", {
     Outcome.EXPECTED: "as you predicted ({answer}): '{b}' against '{a}' is {verdict}.",
-    Outcome.NONE: "you predicted {answer}; '{b}' against '{a}' is {verdict}: the runs cannot "
-                  "tell {answer} from the same speed. " + PAGE.text("speed_not_shown"),
+    Outcome.NONE: "you predicted {answer}; '{b}' against '{a}' is {verdict}. "
+                  + PAGE.text("speed_not_shown"),
     Outcome.CANNOT_JUDGE: "your prediction, {answer}, is untested: {why}",
-    Outcome.OPPOSITE: "you predicted {answer}, but '{b}' against '{a}' is {verdict}: "
-                      "{measured}, beyond the runs' noise. " + PAGE.text("speed_opposite")})
+    Outcome.OPPOSITE: "you predicted {answer}, but '{b}' against '{a}' is {verdict}. "
+                      + PAGE.text("speed_opposite")})
 # why a speed's prediction is untested: the runs' own note (`untested`), the machine's load
 # told apart by noise.compare, or a load that moves two runs further than their blocks show
 QUIET = PAGE.text("quiet")
 UNTESTED = {
     "note": "{untested} '{b}' against '{a}' measured {verdict}.",
     noise.Kind.UNLIKE: "{verdict}. " + QUIET,
-    "drift": "'{b}' against '{a}' is {verdict}, {measured}, but other programs shared the "
-             "machine while {shared} ran (by the records), and between two runs made one "
-             f"after the other their load moves speeds by up to ×{DRIFT:g}, more than each "
-             "run's blocks show. " + QUIET}
+    "drift": "'{b}' against '{a}' is {verdict}, but other programs shared the machine while "
+             f"{{shared}} ran: their load moves speeds by up to ×{DRIFT:g} between runs. " + QUIET}
 # a prediction of the share of each step spent waiting for data, and what it says
 NOT_SHOWN = PAGE.text("not_shown")
 WAIT_WORDS = PAGE.means("wait_words", str)
 WAIT = Predict("prediction", {"more": Expect.MORE, "less": Expect.LESS, "same": Expect.SAME},
-               "what you expect of the share of each step spent waiting for data in '{b}' "
-               "against '{a}'", {
+               "what you expect of the data wait's share of each step in '{b}' against '{a}'", {
     Outcome.EXPECTED: "as you predicted, {words}: {shares}.",
-    Outcome.NONE: "you predicted {words}; the runs cannot tell it from the same share: "
-                  "{shares}. " + NOT_SHOWN,
-    Outcome.OPPOSITE: "you predicted {words}; the runs say {measured}, beyond their noise: "
-                      "{shares}. {why}"})
+    Outcome.NONE: "you predicted {words}; cannot tell it from the same share: {shares}. "
+                  + NOT_SHOWN,
+    Outcome.OPPOSITE: "you predicted {words}; beyond noise the runs say {measured}: {shares}. {why}"
+})
 SHARE = {noise.Kind.FASTER: "more", noise.Kind.SLOWER: "less", noise.Kind.WITHIN_NOISE: "same"}
-STATUS = {"oom": "'{name}' ran out of device memory: its batch does not fit this device; "
-                 "choose a smaller batch."}
+STATUS = {"oom": "'{name}' ran out of device memory: choose a smaller batch."}
+UNFINISHED = "'{name}' did not finish (status {status}): fix the error above, then rerun."
 
 
 def finished_runs(runs, least: int, what: str) -> list:
@@ -60,14 +56,11 @@ def finished_runs(runs, least: int, what: str) -> list:
     if bad:
         raise NotYet(f"{bad[0]!r} is not a run record: pass what gc.train or gc.record returned")
     if len(runs) < least:
-        raise NotYet(f"{len(runs)} run(s) so far; {what}. Change the lines marked {MARK} and "
-                     "run the exercise cell.")
+        raise NotYet(f"{len(runs)} run(s) so far; {what}. Edit the lines marked {MARK} and rerun.")
     for run in runs:
         status = metrics.status(run)
         if status != "finished":
-            raise NotYet(STATUS.get(status, "'{name}' did not finish (status {status}): fix what "
-                                    "stopped it (its error is in the cell above) and run the "
-                                    "exercise again.").format(name=run.name, status=status))
+            raise NotYet(STATUS.get(status, UNFINISHED).format(name=run.name, status=status))
     return runs
 
 
@@ -76,8 +69,7 @@ def only_change(a, b, setting: str, also: tuple = ()) -> None:
     work (`alike_but`), `also` and the machine's load aside."""
     if alike.value(a, setting) == alike.value(b, setting):
         raise NotYet(f"'{a.name}' and '{b.name}' have the same {setting} "
-                     f"({alike.shown(a, setting)}): nothing was changed. Make the change at the "
-                     f"line marked {MARK}.")
+                     f"({alike.shown(a, setting)}): nothing was changed at {MARK}.")
     alike_but(a, b, (setting, *also), setting)
 
 
@@ -89,8 +81,8 @@ def alike_but(a, b, varies: tuple, what: str) -> None:
     other.pop(alike.Aspect.LOAD, None)
     if other:
         names = [metrics.representative(r).name for r in (a, b)]
-        raise NotYet(f"the runs differ in more than {what}: {alike.words(other, *names)}. "
-                     f"Change {what} alone, so that the difference measured is its own.")
+        differ = alike.words(other, *names)
+        raise NotYet(f"the runs differ in more than {what}: {differ}. Change {what} alone.")
 
 
 def one_change(a, b, same: str) -> dict:
@@ -99,10 +91,9 @@ def one_change(a, b, same: str) -> dict:
     changed = alike.differences(a, b)
     changed.pop(alike.Aspect.LOAD, None)
     if len(changed) != 1:
-        raise NotYet(same.format(a=a.name, b=b.name) + f" Change one setting at the line marked "
-                     f"{MARK}." if not changed else "the runs differ in more than one thing: "
-                     f"{alike.words(changed, a.name, b.name)}. Change one setting, so that the "
-                     "verdict is its own.")
+        alone, words = f"Change one setting alone, at {MARK}.", alike.words(changed, a.name, b.name)
+        raise NotYet(same.format(a=a.name, b=b.name) + " " + alone if not changed else
+                     f"the runs differ in more than one thing: {words}. {alone}")
     return changed
 
 
@@ -110,9 +101,8 @@ def speed_verdict(a, b, setting: str, lesson: str, also: tuple = ()) -> noise.Ve
     """b's samples/s against a's, judged against noise; NotYet where the runs are too short."""
     verdict = noise.compare(a, b, varies=(setting, *also))
     if verdict.kind in (noise.Kind.TOO_FEW, noise.Kind.NOT_MEASURED):
-        raise NotYet(f"'{b.name}' against '{a.name}': {verdict}. Give each run more steady steps: "
-                     f"gc.sizes(\"{lesson}\", exercise_size=...) with more images, then run the "
-                     "exercise again.")
+        raise NotYet(f"'{b.name}' against '{a.name}': {verdict}. Use a larger "
+                     f"gc.sizes(\"{lesson}\", exercise_size=...), then rerun.")
     return verdict
 
 
@@ -145,7 +135,7 @@ def judge_prediction(answer, verdict: noise.Verdict, a, b, untested=()) -> str:
     found = Outcome.CANNOT_JUDGE if note else findings.predicted(
         expect, verdict, DRIFT if shared else 1.0)
     fields = dict(answer=answer, a=a.name, b=b.name, verdict=verdict, untested=note,
-                  measured=MEASURED.get(verdict.kind, ""), shared=" and ".join(shared))
+                  shared=" and ".join(shared))
     why = UNTESTED["note" if note else verdict.kind if verdict.kind in UNTESTED else "drift"]
     return said(SPEED, found, why=why.format(**fields), **fields)
 
@@ -164,10 +154,9 @@ def enough_waits(before, after, lesson: str, size: str = "exercise_size") -> tup
     to judge, asking for a larger `size` of `lesson`."""
     xs, ys = wait_blocks(before), wait_blocks(after)
     if not xs or not ys:
-        raise NotYet(f"'{after.name}' against '{before.name}': too few steady steps to judge the "
-                     f"data wait (a verdict needs {noise.BLOCKS * noise.MIN_STEPS} a run). Give "
-                     f"each run more images: gc.sizes(\"{lesson}\", {size}=...), then run "
-                     "the exercise again.")
+        need = noise.BLOCKS * noise.MIN_STEPS
+        raise NotYet(f"too few steady steps to judge the data wait ({need} a run needed): use a "
+                     f"larger gc.sizes(\"{lesson}\", {size}=...), then rerun.")
     return xs, ys
 
 
@@ -183,9 +172,9 @@ def wait_prediction(answer, before, after, lesson: str, labels: tuple[str, str],
     xs, ys = enough_waits(before, after, lesson)
     expect = expects(WAIT, answer, a=before.name, b=after.name)
     verdict = findings.apart(xs, ys, "blocks of steady steps")
-    shares = (f"data wait {wait_words(before)} of the steady step time {labels[0]} (blocks "
-              f"{min(xs):.0%}–{max(xs):.0%}), {wait_words(after)} {labels[1]} (blocks "
-              f"{min(ys):.0%}–{max(ys):.0%})")
+    spans = [f"{min(v):.0%}–{max(v):.0%}" for v in (xs, ys)]
+    shares = (f"data wait {wait_words(before)} of each step {labels[0]} (blocks {spans[0]}), "
+              f"{wait_words(after)} {labels[1]} (blocks {spans[1]})")
     measured = SHARE[verdict.kind]
     return measured, said(WAIT, findings.predicted(expect, verdict), words=WAIT_WORDS[answer],
                           measured=WAIT_WORDS[measured], shares=shares, why=why)
