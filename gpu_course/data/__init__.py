@@ -48,9 +48,7 @@ def _cache_root(root):
                      and not p.name.startswith(_OURS)) if root.is_dir() else []
     if not foreign:
         return root
-    print(f"data_dir {root} holds other data ({', '.join(foreign[:3])}"
-          f"{', ...' if len(foreign) > 3 else ''}); the generated data set is cached in "
-          f"{cache} instead")
+    print(f"data_dir {root} holds other data ({', '.join(foreign[:3])}): caching the generated set in {cache}")
     return cache
 
 
@@ -95,15 +93,12 @@ def generate_to(out=None, seed=0, train_size=50000, test_size=10000, overwrite=F
         if folder.exists():
             found = read_manifest(folder)
             if found is None:
-                raise ValueError(f"{folder} holds a data set that gpu-course did not write "
-                                 f"(no {cifar.MANIFEST}); it is never replaced: choose "
-                                 "another --out")
+                raise ValueError(f"{folder} holds data that gpu-course did not write: choose another --out")
             if found == _settings(seed, train_size, test_size) and is_complete(folder):
                 return folder
             if not overwrite:
-                raise ValueError(f"{folder} was written by gpu-course with other settings "
-                                 f"({found}); pass --overwrite to replace it, or choose "
-                                 "another --out")
+                raise ValueError(f"{folder} was written with other settings ({found}): "
+                                 "pass --overwrite or choose another --out")
         return _write_synthetic(folder, seed, train_size, test_size)
 
 
