@@ -80,8 +80,7 @@ class Closing:
 
     def __post_init__(self):
         if not isinstance(self.table, pd.DataFrame) or not len(self.table):
-            raise ValueError(f"table={type(self.table).__name__} must be a DataFrame with at "
-                             "least one row (the table the closing text cites)")
+            raise ValueError(f"table={type(self.table).__name__}: need a DataFrame with at least one row")
         self.varies = tuple(sorted(alike.check_varies(self.varies)))
         if self.key in self.table.columns:
             self.table = self.table.reset_index(drop=True)
@@ -91,8 +90,7 @@ class Closing:
         if self.runs is not None:
             self.runs = list(self.runs)
             if len(self.runs) != len(self.table):
-                raise ValueError(f"runs has {len(self.runs)} runs for a table of "
-                                 f"{len(self.table)} rows; pass the runs behind the rows, in order")
+                raise ValueError(f"runs has {len(self.runs)} runs for a table of {len(self.table)} rows: one a row")
             for i, run in enumerate(self.runs):
                 self._check_row(i, run)
 
@@ -180,8 +178,7 @@ class Closing:
     def quote(self, source: str, value, fmt: str = "{}") -> str:
         """A number from `source` (e.g. "the talk"): a line that prints it must name it."""
         if not isinstance(source, str) or not source.strip():
-            raise ValueError(f"source={source!r} must name where the number comes from, "
-                             "e.g. 'the talk'")
+            raise ValueError(f"source={source!r}: name where the number comes from, e.g. 'the talk'")
         return self._cite(fmt.format(value), metrics.number(value), source, "quote")
 
     # -- saying and checking ----------------------------------------------------------------
@@ -219,9 +216,8 @@ class Closing:
             covered += _occurrences(text, str(label))   # a row's name is the table's
         for (start, end), (first, last) in _measured(text):
             if not any(a <= first and last <= b for a, b in covered):
-                problems.append(f"{text[start:end]!r} is not a number of the table (cite it: "
-                                "cell, ratio, compare, accuracy, chance; or setting/quote "
-                                "with its source)")
+                problems.append(f"{text[start:end]!r} is not a number of the table: cite it "
+                                "(cell, ratio, compare, accuracy, chance, setting, quote)")
         return cited, problems
 
     def check(self) -> list[str]:
@@ -269,13 +265,11 @@ class Closing:
             if hits:
                 return hits[0]
         names = list(self.table[self.key])
-        raise ValueError(f"row={row!r} is not a row of the table; allowed: a position in "
-                         f"0..{n - 1}, one of its runs, or a unique {self.key}: {names}")
+        raise ValueError(f"row={row!r} is not a row; allowed: 0..{n - 1}, one of its runs, or a {self.key} in {names}")
 
     def _value(self, row, column: str) -> float:
         if column not in self.table.columns:
-            raise ValueError(f"column={column!r} is not in the table; allowed: "
-                             f"{list(self.table.columns)}")
+            raise ValueError(f"column={column!r} is not in the table; allowed: {list(self.table.columns)}")
         return self.table[column].iloc[self._row(row)]
 
     def _name(self, i: int) -> str:
@@ -286,8 +280,7 @@ class Closing:
 
     def _runs(self, rows):
         if self.runs is None:
-            raise ValueError("this Closing has no runs: pass Closing(table, runs) to cite "
-                             "noise verdicts and chance sentences")
+            raise ValueError("this Closing has no runs: pass Closing(table, runs)")
         found = [self.runs[i] for i in self._rows(rows)]
         return found if isinstance(rows, (list, tuple)) else found[0]
 
@@ -303,13 +296,12 @@ class Closing:
     def _check_row(self, i: int, run) -> None:
         """A run must be its row: the same name, the same samples/s."""
         if str(self.table[self.key].iloc[i]) != str(run.name):
-            raise ValueError(f"runs[{i}] is {run.name!r} but row {i} of the table is "
-                             f"{self.table[self.key].iloc[i]!r}: pass the runs in the table's order")
+            raise ValueError(f"runs[{i}] is {run.name!r} but row {i} is {self.table[self.key].iloc[i]!r}: "
+                             "order runs as rows")
         if "samples_per_sec" in self.table.columns:
             mine, theirs = metrics.samples_per_sec(run), self.table["samples_per_sec"].iloc[i]
             if not (_same(mine, theirs)):
-                raise ValueError(f"runs[{i}] ({run.name!r}) trained at {mine} samples/s but row "
-                                 f"{i} of the table says {theirs}: the table is not these runs'")
+                raise ValueError(f"runs[{i}] ran {mine} samples/s, row {i} says {theirs}: the table is not these runs'")
 
 
 def measurements(text: str) -> list[tuple[int, int]]:
