@@ -33,15 +33,14 @@ def check_loss(loss, epoch: int, cfg) -> None:
     """Raise Diverged when an epoch's mean loss is not a finite number."""
     if loss is None or math.isfinite(loss):
         return
-    raise Diverged(f"the training loss became {loss} in epoch {epoch}: the run diverged. "
-                   f"The likely cause is {_likely_cause(cfg)}")
+    raise Diverged(f"the training loss became {loss} in epoch {epoch}: the run diverged; "
+                   f"{_likely_cause(cfg)}")
 
 
 def _likely_cause(cfg) -> str:
     if cfg.wd >= 0.01:  # a weight decay this large pulls weights apart on its own
-        return f"wd={cfg.wd!r}; try a value 10x smaller"
-    return (f"lr={cfg.lr!r} (used: {cfg.scaled_lr:g}); try a value 10x smaller or a "
-            "warm-up (warmup_epochs)")
+        return f"try wd={cfg.wd!r} 10x smaller"
+    return f"try lr={cfg.lr!r} (used: {cfg.scaled_lr:g}) 10x smaller, or warmup_epochs"
 
 
 GREW = 10.0  # a final loss this many times the first epoch's: the run is coming apart
@@ -55,12 +54,10 @@ def not_learning(losses: list, cfg) -> str | None:
         return None
     first, last = losses[0], losses[-1]
     if last > GREW * max(first, 1e-12):
-        return (f"the training loss grew from {first:.4g} (epoch 0) to {last:.4g} (last "
-                f"epoch): the run learned nothing and is close to diverging. The likely "
-                f"cause is {_likely_cause(cfg)}")
+        return (f"the training loss grew from {first:.4g} to {last:.4g}: the run learned nothing; "
+                f"{_likely_cause(cfg)}")
     if last >= first:
-        return (f"the training loss did not fall ({first:.4g} in epoch 0, {last:.4g} in "
-                "the last epoch): the run learned nothing measurable")
+        return f"the training loss did not fall ({first:.4g} to {last:.4g}): the run learned nothing"
     return None
 
 
