@@ -25,6 +25,9 @@ class LoaderWorkerDied(RunStopped):
     """A DataLoader worker process died while the training loop waited for its batch."""
 
 
+WORKER_DIED_HINT = "often the kernel's out-of-memory killer (see `dmesg`): try fewer num_workers"
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM arrived: stop like Ctrl-C (finished epochs kept, status interrupted)."""
 
