@@ -103,14 +103,14 @@ def read_cifar_binary(folder):
         folder = folder / FOLDER_NAME
     missing = [name for name in ALL_FILES if not (folder / name).is_file()]
     if missing:
-        raise FileNotFoundError(f"{folder} is not a complete CIFAR-10 folder: missing {', '.join(missing)}")
+        raise FileNotFoundError(f"{folder}: incomplete CIFAR-10 folder, missing {', '.join(missing)}")
     classes = tuple(line.strip() for line in
                     (folder / META_FILE).read_text().splitlines() if line.strip())
     train_x, train_y = _read_batches([folder / name for name in TRAIN_FILES])
     test_x, test_y = _read_batches([folder / TEST_FILE])
     for split, labels in (("train", train_y), ("test", test_y)):
         if labels.size and labels.max() >= len(classes):
-            raise ValueError(f"{folder}: a {split} label is {labels.max()}, but {META_FILE} has {len(classes)} classes")
+            raise ValueError(f"{folder}: {split} label {labels.max()}, but {len(classes)} classes in {META_FILE}")
     return CifarData(train_x, train_y, test_x, test_y, classes)
 
 
@@ -150,7 +150,7 @@ def download_cifar10(root, url=CIFAR10_URL, md5=CIFAR10_MD5, timeout=10):
     for candidate in (root, folder):  # a folder is there but not whole: never replace it
         if candidate.is_dir() and any((candidate / n).exists() for n in ALL_FILES):
             missing = [n for n in ALL_FILES if not (candidate / n).is_file()]
-            raise FileNotFoundError(f"{candidate} is an incomplete CIFAR-10 folder: missing {', '.join(missing)}")
+            raise FileNotFoundError(f"{candidate}: incomplete CIFAR-10 folder, missing {', '.join(missing)}")
     root.mkdir(parents=True, exist_ok=True)
     archive = root / ARCHIVE_NAME
     if archive.exists():

@@ -49,7 +49,8 @@ class CorruptImage(DataError):
 
     def __init__(self, path, reason: str):
         self.path, self.reason = Path(path), reason
-        super().__init__(f"cannot decode image {self.path}: {reason}. Delete or replace it, or pass skip_corrupt=True")
+        super().__init__(f"cannot decode image {self.path}: {reason}. "
+                         "Delete or replace it, or pass skip_corrupt=True")
 
     def __reduce__(self):
         # a loader worker sends it back pickled; the default would pass only the message
@@ -101,7 +102,8 @@ def scan_folder(root) -> FolderIndex:
     """Index a Caltech-256-style folder: every sub-folder a class, every image a sample."""
     root = Path(root).expanduser()
     if not root.exists():
-        raise MissingData(f"image folder {root} does not exist: write one with `gpu-course data --kind folder --out {root}`")
+        raise MissingData(f"image folder {root} does not exist: write one with "
+                          f"`gpu-course data --kind folder --out {root}`")
     if not root.is_dir():
         raise DataError(f"{root} is a file; expected a folder with one sub-folder per class")
     class_dirs = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -115,7 +117,8 @@ def scan_folder(root) -> FolderIndex:
                        if f.suffix.lower() in IMAGE_EXTENSIONS and not f.name.startswith(".")
                        and f.is_file())
         if not files:
-            raise DataError(f"class folder {class_dir} has no images ({', '.join(IMAGE_EXTENSIONS)}); remove it or add some")
+            raise DataError(f"class folder {class_dir} has no images ({', '.join(IMAGE_EXTENSIONS)}): "
+                            "remove it or add some")
         paths += [f"{class_dir.name}/{f}" for f in files]
         labels += [label] * len(files)
     return FolderIndex(root, tuple(d.name for d in class_dirs), tuple(paths),
@@ -311,7 +314,8 @@ def _generate(root: Path, settings: dict, overwrite: bool, workers, progress) ->
     if found is not None and not overwrite:
         if found == settings:
             return root
-        raise DataError(f"{root} was written with other settings ({found}): pass overwrite=True (--overwrite) or choose another folder")
+        raise DataError(f"{root} was written with other settings ({found}): "
+                        "pass overwrite=True (--overwrite) or choose another folder")
     # one small picture per image, all classes balanced: 10 consecutive images hold
     # each of the ten shapes once, so take per_class blocks of ten
     small, labels = synthetic.generate(10 * per_class, seed)

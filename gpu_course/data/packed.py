@@ -185,7 +185,7 @@ class PackedArray:
             record = h * w * c
             if size <= meta_at or labels_at != images_at + n * record:
                 complete = max(0, min(n, (size - images_at) // record)) if record else 0
-                raise DataError(f"{self.path} is truncated ({complete:,} of {n:,} records): pack the images again")
+                raise DataError(f"{self.path} is truncated ({complete:,} of {n:,} records): pack again")
             f.seek(labels_at)
             self.labels = np.frombuffer(f.read(n * 8), dtype="<i8").astype(np.int64)
             self.crcs = np.frombuffer(f.read(n * 4), dtype="<u4")
@@ -199,7 +199,7 @@ class PackedArray:
             self.sources = tuple(meta["sources"])
             self.skipped = [tuple(s) for s in meta.get("skipped", [])]
         except (KeyError, TypeError, AttributeError):
-            raise DataError(f"{self.path}: the footer lacks its classes or sources; pack the images again") from None
+            raise DataError(f"{self.path}: the footer lacks its classes or sources; pack again") from None
         self.size = int(meta["size"])
         self.images = np.memmap(self.path, dtype=np.uint8, mode="r", offset=images_at,
                                 shape=(n, h, w, c))
@@ -280,8 +280,9 @@ def check_roundtrip(packed: PackedArray | str | Path, index: FolderIndex,
         source = packed.sources[i]
         if error is not None:
             raise DataError(f"record {i}: its source {source} no longer decodes: {error}")
-        if packed.labels[i] != index.labels[position[source]]:
-            raise DataError(f"record {i} ({source}): label {packed.labels[i]}, not {index.labels[position[source]]}")
+        label = index.labels[position[source]]
+        if packed.labels[i] != label:
+            raise DataError(f"record {i} ({source}): label {packed.labels[i]}, not {label}")
         if zlib.crc32(packed.images[i]) != packed.crcs[i]:
             raise DataError(f"record {i} ({source}): CRC mismatch (the file is damaged)")
         if not np.array_equal(packed.images[i], image):
@@ -348,7 +349,8 @@ class Prepared:
             return f"{self.what}: reused {self.path} (untimed: delete it to time its making)"
         if self.reused:
             return f"{self.what}: reused {self.path} (made in {self.seconds:.1f} s)"
-        return f"{self.what}: {self.images:,} images prepared once, offline, in {self.seconds:.1f} s -> {self.path}"
+        return (f"{self.what}: {self.images:,} images prepared once, offline, in {self.seconds:.1f} s"
+                f" -> {self.path}")
 
 
 def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,

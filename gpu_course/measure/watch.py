@@ -264,17 +264,18 @@ def lines(job: Job, command: list, notice: str | None) -> list:
                    + (f", {gpu['power_w_mean']:.0f} W" if gpu.get("power_w_mean") else ""))
     else:
         out.append(f"  GPU: none to sample ({notice or 'no GPU'}): " + NO_GPU)
+    machine = gpu.get("cpu_percent_mean") or 0
     out.append(f"  CPU: {job.processes} process(es) kept {job.cores:.2f} of {os.cpu_count()} cores busy "
-               f"(the busiest {job.busiest:.2f} of a core); the machine {gpu.get('cpu_percent_mean') or 0:.0f}% busy")
+               f"(the busiest {job.busiest:.2f} of a core); the machine {machine:.0f}% busy")
     out.append(f"  From utilisation alone: {job.view()}. " + CANNOT_TELL)
     share, steps = metrics.data_wait_share(run), int(run.epochs.steps.sum())
     if not len(run.epochs):
         out.append("  " + NO_LOADER)
     elif math.isfinite(share):
         side = DATA_WAIT["input" if share >= INPUT_WAIT else "step"]
-        spiky = metrics.steadiness(run)["spikiness"]
-        out.append(f"  Inside the process: {steps} {run.meta.get('engine')} DataLoader steps, data wait {share:.0%} "
-                   f"of steady step time, p95/median step ×{spiky:.1f}: {side}. More: gpu-course diagnose {run.path}")
+        spiky, engine = metrics.steadiness(run)["spikiness"], run.meta.get("engine")
+        out.append(f"  Inside the process: {steps} {engine} DataLoader steps, data wait {share:.0%} of steady "
+                   f"step time, p95/median step ×{spiky:.1f}: {side}. More: gpu-course diagnose {run.path}")
     else:
         out.append(f"  Inside the process: {steps} DataLoader steps, too few to say.")
     return out

@@ -90,7 +90,8 @@ class Closing:
         if self.runs is not None:
             self.runs = list(self.runs)
             if len(self.runs) != len(self.table):
-                raise ValueError(f"runs has {len(self.runs)} runs for a table of {len(self.table)} rows: one a row")
+                raise ValueError(f"runs has {len(self.runs)} runs for a table of {len(self.table)} rows: "
+                                 "pass one run per row")
             for i, run in enumerate(self.runs):
                 self._check_row(i, run)
 
@@ -265,7 +266,8 @@ class Closing:
             if hits:
                 return hits[0]
         names = list(self.table[self.key])
-        raise ValueError(f"row={row!r} is not a row; allowed: 0..{n - 1}, one of its runs, or a {self.key} in {names}")
+        raise ValueError(f"row={row!r} is not a row; allowed: 0..{n - 1}, one of its runs, or a {self.key} in "
+                         f"{names}")
 
     def _value(self, row, column: str) -> float:
         if column not in self.table.columns:
@@ -297,11 +299,12 @@ class Closing:
         """A run must be its row: the same name, the same samples/s."""
         if str(self.table[self.key].iloc[i]) != str(run.name):
             raise ValueError(f"runs[{i}] is {run.name!r} but row {i} is {self.table[self.key].iloc[i]!r}: "
-                             "order runs as rows")
+                             "pass the runs in the table's order")
         if "samples_per_sec" in self.table.columns:
             mine, theirs = metrics.samples_per_sec(run), self.table["samples_per_sec"].iloc[i]
             if not (_same(mine, theirs)):
-                raise ValueError(f"runs[{i}] ran {mine} samples/s, row {i} says {theirs}: the table is not these runs'")
+                raise ValueError(f"runs[{i}] ran {mine} samples/s, row {i} says {theirs}: "
+                                 "the table is not these runs'")
 
 
 def measurements(text: str) -> list[tuple[int, int]]:

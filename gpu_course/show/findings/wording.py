@@ -27,7 +27,8 @@ QUOTES = "{source}, on {hardware}: {figures}."
 QUOTED = "{source}: {figures}."   # quotes of no hardware
 COLUMN = "{words}: {cells}."
 MARKED = "{words}: {names}."
-BEYOND_WAIT = "That is more than removing all of '{a}''s data wait ({share} of its steady time) could buy: not credited."
+BEYOND_WAIT = ("That is more than removing all of '{a}''s data wait ({share} of its steady time) "
+               "could buy: not credited.")
 CEILINGS = "The ceilings, '{b}' ({b_alone} alone) against '{a}' ({a_alone} alone): {verdict}."
 PLACED = "'{run}' reached {share} of the lower ceiling, '{ceiling}' ({alone} alone): {verdict}."
 BOUND = "'{a}' was {bound}: {text}"

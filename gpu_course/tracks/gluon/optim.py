@@ -37,7 +37,7 @@ def lr_scheduler(cfg: Experiment, steps_per_epoch: int):
             return mx.lr_scheduler.PolyScheduler(max_update=max_update, pwr=2, final_lr=0.0,
                                                  **warmup)
         return mx.lr_scheduler.CosineScheduler(max_update=max_update, final_lr=0.0, **warmup)
-    raise ValueError(f"lr_scheduler={kind!r} is not available in Gluon; allowed: none, factor, multifactor, poly, cosine")
+    raise ValueError(f"lr_scheduler={kind!r}; allowed: none, factor, multifactor, poly, cosine")
 
 
 def optimizer_params(cfg: Experiment, steps_per_epoch: int) -> dict:
