@@ -15,8 +15,7 @@ def default_root():
     if os.environ.get("GPU_COURSE_DATA"):
         root = Path(os.environ["GPU_COURSE_DATA"]).expanduser()
         if root.exists() and not root.is_dir():
-            raise ValueError(f"GPU_COURSE_DATA={root} is a file; it must name a folder "
-                             "for the course's data sets (or be unset: data/)")
+            raise ValueError(f"GPU_COURSE_DATA={root} is a file; name a folder, or unset it (data/)")
         return root
     data_dir = _CHECKOUT / "data"
     if data_dir.is_dir() and os.access(data_dir, os.W_OK):
