@@ -61,7 +61,7 @@ class Output:
         unknown = [k for k in options if k not in names]
         if unknown:
             said = ", ".join(f"{k}={options[k]!r}" for k in unknown)
-            raise TypeError(f"{said}: not an output option; allowed: {', '.join(names)}")
+            raise TypeError(f"{said}: not an option of the output; allowed: {', '.join(names)}")
         return cls(**options)
 
 

@@ -47,8 +47,8 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
     here = resolve(cfg, devices, net)
     if len(here.devices) > 1:
         if any(x is not None for x in (net, train_iter, val_iter)):
-            raise ValueError(f"with {len(here.devices)} devices each DDP process builds its own: "
-                             "pass none of net, train_iter, val_iter")
+            raise ValueError(f"with {len(here.devices)} devices each DistributedDataParallel process builds "
+                             "its own: pass none of net, train_iter, val_iter")
         from .launch import launch
         return launch(here.requested.replace(num_gpus=len(here.devices)), runs_dir=out.runs_dir,
                       verbose=out.verbose)
