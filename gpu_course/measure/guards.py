@@ -165,6 +165,7 @@ def status_of(exc: BaseException, epochs_done: int) -> tuple[str, str]:
     if isinstance(exc, Diverged):
         return "diverged", str(exc)
     if isinstance(exc, OSError) and exc.errno in DISK_ERRORS:
-        return "failed", (f"{DISK_ERRORS[exc.errno]} while writing {exc.filename or 'a file'} "
-                          f"after {epochs_done} finished epoch(s) ({exc.strerror})")
+        what = exc.filename or "a file"
+        return "failed", (f"{DISK_ERRORS[exc.errno]} while writing {what} after {epochs_done} finished epoch(s) "
+                          f"({exc.strerror})")
     return "failed", f"{type(exc).__name__}: {exc}"

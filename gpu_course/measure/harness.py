@@ -143,8 +143,8 @@ class Harness:
         if exc_type is None and self.run is not None:
             self.say(self.run.summary["summary_line"])
         elif exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
-            self.say(f"Interrupted: {len(self.timer.epochs)} finished epoch(s) kept in "
-                     f"{self.record.path if self.record else 'memory'}.")
+            kept = self.record.path if self.record else "memory"
+            self.say(f"Interrupted: {len(self.timer.epochs)} finished epoch(s) kept in {kept}.")
         elif exc_type is not None and issubclass(exc_type, OutOfMemory):
             self.say(f"Out of memory: {exc}")
         elif exc_type is not None and issubclass(exc_type, Diverged):

@@ -175,8 +175,8 @@ def check_recordio(path, index: FolderIndex, workers: int | None = None,
             if error is not None:
                 raise DataError(f"record {key}: its source {source} no longer decodes: {error}")
             if header.id != key or int(header.label) != label or labels.get(source) != label:
-                raise DataError(f"record {key} ({source}): header id {header.id}, label "
-                                f"{header.label}; expected id {key}, label {labels.get(source)}")
+                raise DataError(f"record {key} ({source}): id {header.id}, label {header.label}; "
+                                f"expected {key}, {labels.get(source)}")
             if payload != jpeg:
                 raise DataError(f"record {key} ({source}): image bytes differ from the source's")
             if mx.image.imdecode(payload).shape != (size, size, 3):
