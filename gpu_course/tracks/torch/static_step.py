@@ -189,7 +189,8 @@ def run_epochs(h, stepper: StaticStep, evaluate=None) -> None:
                 h.step(stepper.batch_size)
                 if not noted and stepper.setup_s is not None:
                     noted = True
-                    h.say(f"compilation and capture: {stepper.setup_s:.1f} s in {stepper.calls} steps, not in samples/s")
+                    h.say(f"compilation and capture: {stepper.setup_s:.1f} s in the first "
+                          f"{stepper.calls} steps (left out of samples/s)")
                     if h.record is not None:
                         h.record.note(setup_s=round(stepper.setup_s, 3),
                                       cuda_graph=stepper.graph is not None)
