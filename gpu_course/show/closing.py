@@ -116,8 +116,7 @@ class Closing:
         varies: what this comparison changes, beyond the Closing's own `varies`."""
         named = self.varies + tuple(alike.check_varies(varies))
         v = noise.compare(self._runs(a), self._runs(b), value, named)
-        self._cite(noise.sentence(v), v.ratio, "noise.compare of "
-                   f"{self._names(b)} against {self._names(a)}", "verdict")
+        self._cite(noise.sentence(v), v.ratio, self._of("noise.compare", a, b), "verdict")
         return v
 
     def differences(self, a, b, varies=None) -> dict:
@@ -132,16 +131,14 @@ class Closing:
         if not diff:
             return ""
         return self._cite(alike.words(diff, self._name(self._row(a)), self._name(self._row(b))),
-                          float("nan"), f"alike.differences of {self._names(b)} against "
-                          f"{self._names(a)}", "setting")
+                          float("nan"), self._of("alike.differences", a, b), "setting")
 
     def compare_samples(self, a, b, xs, ys, how: str, column: str) -> noise.Verdict:
         """`noise.compare_samples` of row b against row a from their own measurements (xs,
         ys: e.g. each timed pass of two benchmarks; `how` says what they are), carrying the
         ratio of their `column` cells: the verdict, cited as `noise.sentence` writes it."""
         v = noise.compare_samples(xs, ys, how, self._value(a, column), self._value(b, column))
-        self._cite(noise.sentence(v), v.ratio, "noise.compare_samples of "
-                   f"{self._names(b)} against {self._names(a)}", "verdict")
+        self._cite(noise.sentence(v), v.ratio, self._of("noise.compare_samples", a, b), "verdict")
         return v
 
     def compare_amounts(self, a, b, xs, ys, how: str, column: str) -> noise.Verdict:
@@ -149,15 +146,13 @@ class Closing:
         (bytes of memory): the verdict, cited as `noise.amount_sentence` writes it ("×0.26,
         less (...)"), which is what a line must print."""
         v = noise.compare_samples(xs, ys, how, self._value(a, column), self._value(b, column))
-        self._cite(noise.amount_sentence(v), v.ratio, "noise.compare_samples of "
-                   f"{self._names(b)} against {self._names(a)}", "verdict")
+        self._cite(noise.amount_sentence(v), v.ratio, self._of("noise.compare_samples", a, b), "verdict")
         return v
 
     def accuracy(self, a, b) -> tuple[float, str]:
         """`noise.accuracy_change` of row b against row a: (points, sentence), cited."""
         points, text = noise.accuracy_change(self._run(a), self._run(b))
-        self._cite(text, points, f"noise.accuracy_change of {self._names(b)} against "
-                                 f"{self._names(a)}", "verdict")
+        self._cite(text, points, self._of("noise.accuracy_change", a, b), "verdict")
         return points, text
 
     def chance(self, row) -> str:
@@ -294,6 +289,10 @@ class Closing:
 
     def _names(self, rows) -> str:
         return ", ".join(repr(self._name(i)) for i in self._rows(rows))
+
+    def _of(self, how: str, a, b) -> str:
+        """Where a verdict on rows b against rows a comes from."""
+        return f"{how} of {self._names(b)} against {self._names(a)}"
 
     def _check_row(self, i: int, run) -> None:
         """A run must be its row: the same name, the same samples/s."""
