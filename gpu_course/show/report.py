@@ -224,8 +224,8 @@ def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
         differ = alike.differences(runs[before], runs[after], varies)
         line = f"'{table.rung[after]}' {sentence} against '{table.rung[before]}'"
         if differ:
-            unlike.append(f"{line}, but they also differ in "
-                          f"{alike.words(differ, table.rung[before], table.rung[after])}")
+            also = alike.words(differ, table.rung[before], table.rung[after])
+            unlike.append(f"{line}, but they also differ in {also}")
         else:
             moved.append(line)
     if len(ok) < 2:
