@@ -238,8 +238,8 @@ def _run_roles(worker_cmd, workers, servers, port, work: Path, threads: int, tim
 def _check(roles, codes, outputs, produced: bool) -> None:
     if any(c != 0 for c, role in zip(codes, roles) if role == "worker") or not produced:
         failed = next((i for i, c in enumerate(codes) if c), len(roles) - 1)
-        raise RuntimeError(f"{roles[failed]} process {failed} exited with {codes[failed]} "
-                           f"(exit codes {codes}):\n{outputs[failed][-3000:]}")
+        tail = outputs[failed][-3000:]
+        raise RuntimeError(f"{roles[failed]} process {failed} exited with {codes[failed]} (all: {codes}):\n{tail}")
 
 
 # -- what a push and pull cost ------------------------------------------------------
