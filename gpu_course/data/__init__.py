@@ -3,7 +3,7 @@ from numbers import Integral
 from pathlib import Path
 
 from . import cifar, synthetic
-from .paths import default_root, writing
+from .paths import NOT_OURS, OTHER_SETTINGS, default_root, writing
 from .cifar import (FOLDER_NAME, META_FILE, CifarData, download_cifar10, is_complete,
                     read_cifar_binary, read_manifest, write_cifar_binary)
 
@@ -93,12 +93,11 @@ def generate_to(out=None, seed=0, train_size=50000, test_size=10000, overwrite=F
         if folder.exists():
             found = read_manifest(folder)
             if found is None:
-                raise ValueError(f"{folder} holds data that gpu-course did not write: choose another --out")
+                raise ValueError(NOT_OURS.format(root=folder))
             if found == _settings(seed, train_size, test_size) and is_complete(folder):
                 return folder
             if not overwrite:
-                raise ValueError(f"{folder} was written with other settings ({found}): "
-                                 "pass --overwrite or choose another --out")
+                raise ValueError(OTHER_SETTINGS.format(root=folder, found=found))
         return _write_synthetic(folder, seed, train_size, test_size)
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import synthetic
 from ..measure.guards import check_stop, naming, stop_requests
-from .paths import default_root, kept_note, writing
+from .paths import NOT_OURS, OTHER_SETTINGS, default_root, kept_note, writing
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".webp")
 MANIFEST = ".gpu_course.json"   # written last by generate_folder: the folder is complete
@@ -310,12 +310,11 @@ def _generate(root: Path, settings: dict, overwrite: bool, workers, progress) ->
     quality = settings["quality"]
     found = _manifest(root) if root.exists() else None
     if root.exists() and found is None and any(root.iterdir()):
-        raise DataError(f"{root} holds files that gpu-course did not write: choose another folder")
+        raise DataError(NOT_OURS.format(root=root))
     if found is not None and not overwrite:
         if found == settings:
             return root
-        raise DataError(f"{root} was written with other settings ({found}): "
-                        "pass overwrite=True (--overwrite) or choose another folder")
+        raise DataError(OTHER_SETTINGS.format(root=root, found=found))
     # one small picture per image, all classes balanced: 10 consecutive images hold
     # each of the ten shapes once, so take per_class blocks of ten
     small, labels = synthetic.generate(10 * per_class, seed)

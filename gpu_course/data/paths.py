@@ -8,6 +8,10 @@ import sys
 from pathlib import Path
 
 _CHECKOUT = Path(__file__).resolve().parents[2]
+# refusing to write over a folder: {root} and, for OTHER_SETTINGS, the {found} settings
+NOT_OURS = "{root} holds files that gpu-course did not write: choose another folder"
+OTHER_SETTINGS = ("{root} was written with other settings ({found}): "
+                  "pass overwrite=True (--overwrite) or choose another folder")
 
 
 def default_root():
