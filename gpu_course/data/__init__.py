@@ -2,7 +2,7 @@
 from numbers import Integral
 from pathlib import Path
 
-from . import cifar, synthetic
+from . import synthetic
 from .paths import NOT_OURS, OTHER_SETTINGS, default_root, writing
 from .cifar import (FOLDER_NAME, META_FILE, CifarData, download_cifar10, is_complete,
                     read_cifar_binary, read_manifest, write_cifar_binary)
