@@ -43,10 +43,10 @@ def check_prepare_data(io_data, cfg, cache) -> None:
     stamp = Path(made.path).stat().st_mtime_ns
     again = io_data.prepare_data(cfg, cache_dir=cache, progress=False)
     assert again.reused and again.path == made.path
-    assert again.seconds == round(made.seconds, 3) and f"made it in {again.seconds:.1f} s" in str(again)
+    assert again.seconds == round(made.seconds, 3) and f"made in {again.seconds:.1f} s" in str(again)
     made_note_path(made.path).unlink()  # a copy made before such notes were kept
     unknown = io_data.prepare_data(cfg, cache_dir=cache, progress=False)
-    assert unknown.reused and unknown.seconds is None and "did not record its time" in str(unknown)
+    assert unknown.reused and unknown.seconds is None and "untimed" in str(unknown)
     io_data.io_datasets(cfg, cfg.data_format, cache_dir=cache, progress=False)
     assert Path(made.path).stat().st_mtime_ns == stamp
     assert io_data.prepare_data(cfg.replace(data_format="loose"), cache_dir=cache) is None

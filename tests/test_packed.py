@@ -77,7 +77,7 @@ def test_truncated_foreign_and_missing_files_are_clear_errors(pack, tmp_path):
     record = SIZE * SIZE * 3
     cut = tmp_path / "cut.pack"
     cut.write_bytes(pack.read_bytes()[:packed.ALIGN + 10 * record + 100])
-    with pytest.raises(ValueError, match=r"cut.pack is truncated.*10 of 36 records.*record 10"):
+    with pytest.raises(ValueError, match=r"cut.pack is truncated.*10 of 36 records"):
         packed.PackedArray(cut)
     foreign = tmp_path / "photo.pack"
     foreign.write_bytes(b"\xff\xd8\xff" + b"\0" * 100)

@@ -444,9 +444,9 @@ def test_warm_up_costs_say_when_a_rung_pays_its_warm_up_back(monkeypatch):
                           "samples_per_sec_all": [950.0, 500.0, 800.0, 800.0, 800.0],
                           "epoch_time_s": [10.0, 8.0, 7.0, 6.0, 6.5]})
     lines = report._warmup_costs(runs, table, [0, 1, 2, 3, 4])
-    assert lines[0] == ("'compile' spent 2.3 s in warm-up steps (samples/s over the whole run "
-                        "500 against 1,000 steady): it pays back after 1.0 epochs.")
+    assert lines[0] == ("'compile' spent 2.3 s warming up (500 samples/s over the whole run, "
+                        "1,000 steady): it pays back after 1.0 epochs.")
     assert [line.split("steady): ")[1] for line in lines[1:]] == [
         "it pays back at once (no more warm-up than the rung before).",
-        "it pays back within its first epoch (0.04 s more warm-up than the rung before).",
+        "it pays back within its first epoch (0.04 s more warm-up).",
         "at this size it does not pay back."]

@@ -2,8 +2,8 @@
 from numbers import Integral
 from pathlib import Path
 
-from . import cifar, synthetic
-from .paths import default_root, writing
+from . import synthetic
+from .paths import NOT_OURS, OTHER_SETTINGS, default_root, writing
 from .cifar import (FOLDER_NAME, META_FILE, CifarData, download_cifar10, is_complete,
                     read_cifar_binary, read_manifest, write_cifar_binary)
 
@@ -48,9 +48,7 @@ def _cache_root(root):
                      and not p.name.startswith(_OURS)) if root.is_dir() else []
     if not foreign:
         return root
-    print(f"data_dir {root} holds other data ({', '.join(foreign[:3])}"
-          f"{', ...' if len(foreign) > 3 else ''}); the generated data set is cached in "
-          f"{cache} instead")
+    print(f"data_dir {root} holds other data ({', '.join(foreign[:3])}): caching the generated set in {cache}")
     return cache
 
 
@@ -95,15 +93,11 @@ def generate_to(out=None, seed=0, train_size=50000, test_size=10000, overwrite=F
         if folder.exists():
             found = read_manifest(folder)
             if found is None:
-                raise ValueError(f"{folder} holds a data set that gpu-course did not write "
-                                 f"(no {cifar.MANIFEST}); it is never replaced: choose "
-                                 "another --out")
+                raise ValueError(NOT_OURS.format(root=folder))
             if found == _settings(seed, train_size, test_size) and is_complete(folder):
                 return folder
             if not overwrite:
-                raise ValueError(f"{folder} was written by gpu-course with other settings "
-                                 f"({found}); pass --overwrite to replace it, or choose "
-                                 "another --out")
+                raise ValueError(OTHER_SETTINGS.format(root=folder, found=found))
         return _write_synthetic(folder, seed, train_size, test_size)
 
 

@@ -59,8 +59,7 @@ def write_cifar_binary(folder, data: CifarData, manifest=None):
     class_names = tuple(str(c) for c in data.classes)
     if not 1 <= len(class_names) <= 256 or any(
             not c or "\n" in c for c in class_names):
-        raise ValueError(f"classes must be 1..256 non-empty one-line names, "
-                         f"got {class_names!r}")
+        raise ValueError(f"classes must be 1..256 non-empty one-line names, got {class_names!r}")
     train = _records(data.train_x, data.train_y, len(class_names), "train")
     test = _records(data.test_x, data.test_y, len(class_names), "test")
     folder = Path(folder)
@@ -104,18 +103,14 @@ def read_cifar_binary(folder):
         folder = folder / FOLDER_NAME
     missing = [name for name in ALL_FILES if not (folder / name).is_file()]
     if missing:
-        raise FileNotFoundError(
-            f"{folder} is not a complete CIFAR-10 binary folder: missing "
-            f"{', '.join(missing)}")
+        raise FileNotFoundError(f"{folder}: incomplete CIFAR-10 folder, missing {', '.join(missing)}")
     classes = tuple(line.strip() for line in
                     (folder / META_FILE).read_text().splitlines() if line.strip())
     train_x, train_y = _read_batches([folder / name for name in TRAIN_FILES])
     test_x, test_y = _read_batches([folder / TEST_FILE])
     for split, labels in (("train", train_y), ("test", test_y)):
         if labels.size and labels.max() >= len(classes):
-            raise ValueError(
-                f"{folder}: a {split} label is {labels.max()}, but {META_FILE} "
-                f"names only {len(classes)} classes")
+            raise ValueError(f"{folder}: {split} label {labels.max()}, but {len(classes)} classes in {META_FILE}")
     return CifarData(train_x, train_y, test_x, test_y, classes)
 
 
@@ -123,14 +118,11 @@ def _records(images, labels, num_classes, split):
     """[n, 32, 32, 3] uint8 + [n] labels -> [n, 3073] uint8 records."""
     images, labels = np.asarray(images), np.asarray(labels)
     if images.dtype != np.uint8 or images.ndim != 4 or images.shape[1:] != (SIDE, SIDE, 3):
-        raise ValueError(f"{split} images must be uint8 [n, 32, 32, 3], got "
-                         f"{images.dtype} {list(images.shape)}")
+        raise ValueError(f"{split} images are {images.dtype} {list(images.shape)}; need uint8 [n, 32, 32, 3]")
     if labels.shape != images.shape[:1]:
-        raise ValueError(f"{split} labels must have shape [{len(images)}], got "
-                         f"{list(labels.shape)}")
+        raise ValueError(f"{split} labels have shape {list(labels.shape)}; need [{len(images)}]")
     if labels.size and not 0 <= labels.min() <= labels.max() < num_classes:
-        raise ValueError(f"{split} labels must lie in 0..{num_classes - 1}, got "
-                         f"{labels.min()}..{labels.max()}")
+        raise ValueError(f"{split} labels span {labels.min()}..{labels.max()}; need 0..{num_classes - 1}")
     planes = images.transpose(0, 3, 1, 2).reshape(len(images), -1)  # HWC -> CHW
     return np.concatenate([labels.astype(np.uint8)[:, None], planes], axis=1)
 
@@ -140,9 +132,7 @@ def _read_batches(paths):
     for path in paths:
         size = path.stat().st_size
         if size % RECORD_BYTES:
-            raise ValueError(
-                f"{path} is {size} bytes, not a multiple of the {RECORD_BYTES}-byte "
-                f"CIFAR-10 record: truncated or not a CIFAR-10 batch file")
+            raise ValueError(f"{path} is {size} bytes, not a multiple of a {RECORD_BYTES}-byte CIFAR-10 record")
         records.append(np.fromfile(path, np.uint8).reshape(-1, RECORD_BYTES))
     records = np.concatenate(records)
     images = records[:, 1:].reshape(-1, 3, SIDE, SIDE).transpose(0, 2, 3, 1)
@@ -160,18 +150,13 @@ def download_cifar10(root, url=CIFAR10_URL, md5=CIFAR10_MD5, timeout=10):
     for candidate in (root, folder):  # a folder is there but not whole: never replace it
         if candidate.is_dir() and any((candidate / n).exists() for n in ALL_FILES):
             missing = [n for n in ALL_FILES if not (candidate / n).is_file()]
-            raise FileNotFoundError(
-                f"{candidate} is an incomplete CIFAR-10 binary folder: missing "
-                f"{', '.join(missing)}" + (f" ({META_FILE} holds one class name per line)"
-                                           if META_FILE in missing else ""))
+            raise FileNotFoundError(f"{candidate}: incomplete CIFAR-10 folder, missing {', '.join(missing)}")
     root.mkdir(parents=True, exist_ok=True)
     archive = root / ARCHIVE_NAME
     if archive.exists():
         got = _md5(archive)
         if got != md5:
-            raise RuntimeError(
-                f"{archive} has md5 {got}, expected {md5}: the file is damaged or "
-                f"not {ARCHIVE_NAME}; delete it and try again")
+            raise RuntimeError(f"{archive} has md5 {got}, expected {md5}: delete it and try again")
     else:
         _download(url, archive, md5, timeout)
     _extract(archive, folder)
@@ -189,9 +174,7 @@ def _download(url, archive, md5, timeout):
                 digest.update(chunk)
                 out.write(chunk)
         if digest.hexdigest() != md5:
-            raise RuntimeError(
-                f"checksum mismatch for {url}: expected md5 {md5}, got "
-                f"{digest.hexdigest()}; the download was deleted")
+            raise RuntimeError(f"{url}: expected md5 {md5}, got {digest.hexdigest()}; the download was deleted")
         os.replace(tmp, archive)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -209,10 +192,8 @@ def _stream(url, timeout, archive):
             reason = f"HTTP {err.code} {err.reason}"
         else:
             reason = getattr(err, "reason", None) or err
-        raise RuntimeError(
-            f"could not download CIFAR-10 from {url} ({reason}). Without "
-            f"internet, put {ARCHIVE_NAME} or the extracted {FOLDER_NAME}/ "
-            f"folder into {archive.parent} by hand") from err
+        raise RuntimeError(f"could not download {url} ({reason}): put {ARCHIVE_NAME} or "
+                           f"{FOLDER_NAME}/ into {archive.parent} by hand") from err
 
 
 def _extract(archive, folder):
@@ -227,8 +208,7 @@ def _extract(archive, folder):
                     raise RuntimeError(f"{archive}: refusing to extract {member.name!r}")
             tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
         if not is_complete(tmp / FOLDER_NAME):
-            raise RuntimeError(f"{archive} does not hold a complete {FOLDER_NAME}/ "
-                               f"folder ({', '.join(ALL_FILES)})")
+            raise RuntimeError(f"{archive} does not hold a complete {FOLDER_NAME}/ folder")
         _replace_dir(tmp / FOLDER_NAME, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -43,8 +43,8 @@ class ReadSpeed:
 
     def __str__(self) -> str:
         cache = "cold (evicted from the page cache)" if self.evicted else "warm (page cache)"
-        return (f"{self.pattern}: {self.mb_per_s:,.0f} MB/s ({self.bytes / MB:,.1f} MB in "
-                f"{self.reads:,} reads, {cache})")
+        return (f"{self.pattern}: {self.mb_per_s:,.0f} MB/s ({self.bytes / MB:,.1f} MB in {self.reads:,} reads, "
+                f"{cache})")
 
 
 def evict(path) -> bool:

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import synthetic
 from ..measure.guards import check_stop, naming, stop_requests
-from .paths import default_root, kept_note, writing
+from .paths import NOT_OURS, OTHER_SETTINGS, default_root, kept_note, writing
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".webp")
 MANIFEST = ".gpu_course.json"   # written last by generate_folder: the folder is complete
@@ -49,9 +49,8 @@ class CorruptImage(DataError):
 
     def __init__(self, path, reason: str):
         self.path, self.reason = Path(path), reason
-        super().__init__(f"cannot decode image {self.path}: {reason}. Delete or replace the "
-                         "file, or load the folder with load_datasets(cfg, "
-                         "skip_corrupt=True) to leave such images out")
+        super().__init__(f"cannot decode image {self.path}: {reason}. "
+                         "Delete or replace it, or pass skip_corrupt=True")
 
     def __reduce__(self):
         # a loader worker sends it back pickled; the default would pass only the message
@@ -61,8 +60,7 @@ class CorruptImage(DataError):
     def from_message(cls, text: str) -> "CorruptImage | None":
         """The CorruptImage named by the last line of a worker's traceback, or None."""
         last = text.strip().splitlines()[-1] if text.strip() else ""
-        found = re.search(r"CorruptImage: cannot decode image (.+?): (.+)\. Delete or "
-                          r"replace the file", last)
+        found = re.search(r"CorruptImage: cannot decode image (.+?): (.+)\. Delete or replace it", last)
         return cls(found.group(1), found.group(2)) if found else None
 
 
@@ -104,26 +102,23 @@ def scan_folder(root) -> FolderIndex:
     """Index a Caltech-256-style folder: every sub-folder a class, every image a sample."""
     root = Path(root).expanduser()
     if not root.exists():
-        raise MissingData(f"image folder {root} does not exist; write one with "
-                          f"`gpu-course data --kind folder --out {root}` or point data_dir at "
-                          "a Caltech-256-style folder (one sub-folder of images per class)")
+        raise MissingData(f"image folder {root} does not exist: write one with "
+                          f"`gpu-course data --kind folder --out {root}`")
     if not root.is_dir():
         raise DataError(f"{root} is a file; expected a folder with one sub-folder per class")
     class_dirs = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not class_dirs:
-        raise DataError(f"image folder {root} has no class folders; expected e.g. "
-                        f"{root}/001.name/001_0001.jpg")
+        raise DataError(f"image folder {root} has no class folders; expected e.g. {root}/001.name/001_0001.jpg")
     if len(class_dirs) < 2:   # one class trains to 100 % and learns nothing
-        raise DataError(f"image folder {root} has one class folder ({class_dirs[0].name}); "
-                        "a classifier needs two or more: add a folder of images per class")
+        raise DataError(f"image folder {root} has one class folder ({class_dirs[0].name}); add two or more")
     paths, labels = [], []
     for label, class_dir in enumerate(class_dirs):
         files = sorted(f.name for f in class_dir.iterdir()
                        if f.suffix.lower() in IMAGE_EXTENSIONS and not f.name.startswith(".")
                        and f.is_file())
         if not files:
-            raise DataError(f"class folder {class_dir} has no images (allowed extensions: "
-                            f"{', '.join(IMAGE_EXTENSIONS)}); remove it or add images")
+            raise DataError(f"class folder {class_dir} has no images ({', '.join(IMAGE_EXTENSIONS)}): "
+                            "remove it or add some")
         paths += [f"{class_dir.name}/{f}" for f in files]
         labels += [label] * len(files)
     return FolderIndex(root, tuple(d.name for d in class_dirs), tuple(paths),
@@ -145,8 +140,7 @@ def split(index: FolderIndex, train_size: int | None = None, test_size: int | No
     val, rest = order[:n_val], order[n_val:]
     train = rest[:train_size] if train_size is not None else rest
     if not train:
-        raise DataError(f"{index.root} has {len(index)} images: too few to split off "
-                        f"{n_val} for validation and still train")
+        raise DataError(f"{index.root} has {len(index)} images: none left to train after {n_val} for validation")
     return index.subset(train), index.subset(val)
 
 
@@ -288,13 +282,11 @@ class Photos:
 
     def __post_init__(self):
         if not 2 <= self.classes <= len(synthetic.CLASSES):   # one class would teach nothing
-            raise ValueError(f"classes={self.classes!r} must be in 2..{len(synthetic.CLASSES)} "
-                             f"(the generated shapes: {', '.join(synthetic.CLASSES)})")
+            raise ValueError(f"classes={self.classes!r} must be in 2..{len(synthetic.CLASSES)}")
         if self.per_class < 1:
             raise ValueError(f"per_class={self.per_class!r} must be >= 1")
         if not 16 <= self.min_side <= self.max_side:
-            raise ValueError(f"min_side={self.min_side!r}, max_side={self.max_side!r}: "
-                             "need 16 <= min <= max")
+            raise ValueError(f"min_side={self.min_side!r}, max_side={self.max_side!r}: need 16 <= min <= max")
         if not 1 <= self.quality <= 100:
             raise ValueError(f"quality={self.quality!r} must be in 1..100")
 
@@ -318,14 +310,11 @@ def _generate(root: Path, settings: dict, overwrite: bool, workers, progress) ->
     quality = settings["quality"]
     found = _manifest(root) if root.exists() else None
     if root.exists() and found is None and any(root.iterdir()):
-        raise DataError(f"{root} holds files that gpu-course did not write (no {MANIFEST}); "
-                        "it is never replaced: choose another folder")
+        raise DataError(NOT_OURS.format(root=root))
     if found is not None and not overwrite:
         if found == settings:
             return root
-        raise DataError(f"{root} was written by gpu-course with other settings ({found}); "
-                        "pass overwrite=True (--overwrite) to replace it, or choose another "
-                        "folder")
+        raise DataError(OTHER_SETTINGS.format(root=root, found=found))
     # one small picture per image, all classes balanced: 10 consecutive images hold
     # each of the ten shapes once, so take per_class blocks of ten
     small, labels = synthetic.generate(10 * per_class, seed)
@@ -469,9 +458,8 @@ def _waiting(results, workers: list):
             if dead is not None:
                 how = (f"signal {-dead.exitcode}" if dead.exitcode < 0
                        else f"exit status {dead.exitcode}")
-                raise WorkerDied(f"worker process {dead.pid} ended ({how}: killed, or out of "
-                                 "memory) before its work was done; nothing was kept. Run the "
-                                 "command again.") from None
+                raise WorkerDied(f"worker process {dead.pid} ended ({how}: killed, or out of memory); "
+                                 "nothing was kept: run the command again") from None
         except StopIteration:
             return
 

@@ -46,8 +46,8 @@ def _member(kind, name: str, value):
     try:
         return kind(value)
     except ValueError:
-        raise ValueError(f"{name}={value!r} is not allowed; allowed: "
-                         f"{', '.join(m.value for m in kind)}") from None
+        allowed = ", ".join(m.value for m in kind)
+        raise ValueError(f"{name}={value!r} is not allowed; allowed: {allowed}") from None
 
 
 def asked(cfg) -> bool:
@@ -62,8 +62,7 @@ class EpochOrder:
                  cache=PageCache.KEEP, seed: int = 0, batch_size: int = 1):
         self.path = Path(path)
         if not self.path.is_file():
-            raise FileNotFoundError(f"packed file {self.path} does not exist; make it with "
-                                    "gc.prepare_data(cfg)")
+            raise FileNotFoundError(f"packed file {self.path} does not exist: make it with gc.prepare_data(cfg)")
         self.records, self.seed = int(records), int(seed)
         self.order, self.cache = sample_order(order), page_cache(cache)
         self.window = window_records(self.records, self.path.stat().st_size, batch_size)

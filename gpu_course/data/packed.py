@@ -40,11 +40,9 @@ class PrepResult:
     bytes: int = 0
 
     def __str__(self) -> str:
-        text = (f"{self.count:,} images -> {self.path} ({self.bytes / MB:,.1f} MB) in "
-                f"{self.seconds:.1f} s")
+        text = f"{self.count:,} images -> {self.path} ({self.bytes / MB:,.1f} MB) in {self.seconds:.1f} s"
         if self.skipped:
-            text += (f"; {len(self.skipped)} image(s) could not be decoded and were left out "
-                     f"(first: {self.skipped[0][0]})")
+            text += f"; {len(self.skipped)} image(s) could not be decoded (first: {self.skipped[0][0]})"
         return text
 
 
@@ -85,8 +83,7 @@ def preresized_index(index: FolderIndex, root) -> FolderIndex:
     """The same samples as `index` (less those left out), read from a pre-resized copy."""
     root = Path(root)
     if not root.is_dir():
-        raise MissingData(f"pre-resized folder {root} does not exist; make it with "
-                          "packed.preresize_folder")
+        raise MissingData(f"no pre-resized folder {root}: make it with packed.preresize_folder")
     keep = [i for i, p in enumerate(index.paths) if (root / _jpeg_name(p)).exists()]
     sub = index.subset(keep)
     return FolderIndex(root, sub.classes, tuple(_jpeg_name(p) for p in sub.paths), sub.labels)
@@ -175,26 +172,20 @@ class PackedArray:
     def __init__(self, path, verify: bool = False, skip_corrupt: bool = False):
         self.path = Path(path)
         if not self.path.exists():
-            raise MissingData(f"packed file {self.path} does not exist; make it with "
-                              "packed.pack_images")
+            raise MissingData(f"no packed file {self.path}: make it with packed.pack_images")
         size = self.path.stat().st_size
         with open(self.path, "rb") as f:
             head = f.read(PREAMBLE.size)
             if len(head) < PREAMBLE.size or head[:8] != MAGIC:
-                raise DataError(f"{self.path} is not a packed image file (no {MAGIC!r} "
-                                "header); make one with packed.pack_images")
+                raise DataError(f"{self.path} is not a packed image file: make one with packed.pack_images")
             (_, version, n, h, w, c, images_at, labels_at, crcs_at,
              meta_at) = PREAMBLE.unpack(head)
             if version != VERSION:
-                raise DataError(f"{self.path}: format version {version}; this gpu_course "
-                                f"reads version {VERSION}: pack the images again")
+                raise DataError(f"{self.path}: format version {version}, not {VERSION}: pack the images again")
             record = h * w * c
             if size <= meta_at or labels_at != images_at + n * record:
                 complete = max(0, min(n, (size - images_at) // record)) if record else 0
-                raise DataError(f"{self.path} is truncated or damaged: {size:,} bytes, "
-                                f"expected more than {meta_at:,}; {complete:,} of {n:,} "
-                                f"records are complete (record {complete} is cut off). "
-                                "Pack the images again")
+                raise DataError(f"{self.path} is truncated ({complete:,} of {n:,} records): pack again")
             f.seek(labels_at)
             self.labels = np.frombuffer(f.read(n * 8), dtype="<i8").astype(np.int64)
             self.crcs = np.frombuffer(f.read(n * 4), dtype="<u4")
@@ -202,15 +193,13 @@ class PackedArray:
             try:
                 meta = json.loads(f.read().decode())
             except ValueError:
-                raise DataError(f"{self.path}: the footer is damaged; pack the images "
-                                "again") from None
+                raise DataError(f"{self.path}: the footer is damaged; pack the images again") from None
         try:
             self.classes = tuple(meta["classes"])
             self.sources = tuple(meta["sources"])
             self.skipped = [tuple(s) for s in meta.get("skipped", [])]
         except (KeyError, TypeError, AttributeError):
-            raise DataError(f"{self.path}: the footer lacks its classes or sources; pack the "
-                            "images again") from None
+            raise DataError(f"{self.path}: the footer lacks its classes or sources; pack again") from None
         self.size = int(meta["size"])
         self.images = np.memmap(self.path, dtype=np.uint8, mode="r", offset=images_at,
                                 shape=(n, h, w, c))
@@ -219,10 +208,8 @@ class PackedArray:
         if verify:
             self.corrupt = self.verify()
             if self.corrupt and not skip_corrupt:
-                raise DataError(f"{self.path}: record {self.corrupt[0]} (source "
-                                f"{self.sources[self.corrupt[0]]}) fails its CRC check"
-                                f"{f' and {len(self.corrupt) - 1} more' if len(self.corrupt) > 1 else ''}"
-                                "; pack again or open with skip_corrupt=True")
+                raise DataError(f"{self.path}: record {self.corrupt[0]} fails its CRC check ({len(self.corrupt)} "
+                                "in all); pack again or open with skip_corrupt=True")
             self.indices = np.setdiff1d(self.indices, self.corrupt)
 
     def __len__(self) -> int:
@@ -285,18 +272,17 @@ def check_roundtrip(packed: PackedArray | str | Path, index: FolderIndex,
     expected = [p for p in index.paths if p not in left_out]
     if list(packed.sources) != expected:
         missing = sorted(set(expected) - set(packed.sources))[:3]
-        raise DataError(f"{packed.path}: records do not follow the index "
-                        f"({len(packed.sources):,} records, {len(expected):,} expected"
-                        f"{'; missing e.g. ' + ', '.join(missing) if missing else ''})")
+        raise DataError(f"{packed.path}: {len(packed.sources):,} records, {len(expected):,} expected "
+                        f"(missing: {', '.join(missing) or 'none'})")
     tasks = [(str(index.root / s), packed.size) for s in packed.sources]
     for i, (image, error) in enumerate(parallel_map(_load_task, tasks, workers=workers,
                                                     progress=progress, desc="checking")):
         source = packed.sources[i]
         if error is not None:
             raise DataError(f"record {i}: its source {source} no longer decodes: {error}")
-        if packed.labels[i] != index.labels[position[source]]:
-            raise DataError(f"record {i} ({source}): label {packed.labels[i]}, the folder "
-                            f"says {index.labels[position[source]]}")
+        label = index.labels[position[source]]
+        if packed.labels[i] != label:
+            raise DataError(f"record {i} ({source}): label {packed.labels[i]}, not {label}")
         if zlib.crc32(packed.images[i]) != packed.crcs[i]:
             raise DataError(f"record {i} ({source}): CRC mismatch (the file is damaged)")
         if not np.array_equal(packed.images[i], image):
@@ -360,13 +346,11 @@ class Prepared:
 
     def __str__(self) -> str:
         if self.reused and self.seconds is None:
-            return (f"{self.what}: reused {self.path} (made by an earlier run that did not "
-                    "record its time; delete it to time its making)")
+            return f"{self.what}: reused {self.path} (untimed: delete it to time its making)"
         if self.reused:
-            return (f"{self.what}: reused {self.path} (an earlier run made it in "
-                    f"{self.seconds:.1f} s)")
-        return (f"{self.what}: {self.images:,} images prepared once, offline, in "
-                f"{self.seconds:.1f} s -> {self.path}")
+            return f"{self.what}: reused {self.path} (made in {self.seconds:.1f} s)"
+        return (f"{self.what}: {self.images:,} images prepared once, offline, in {self.seconds:.1f} s"
+                f" -> {self.path}")
 
 
 def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,

@@ -8,6 +8,10 @@ import sys
 from pathlib import Path
 
 _CHECKOUT = Path(__file__).resolve().parents[2]
+# refusing to write over a folder: {root} and, for OTHER_SETTINGS, the {found} settings
+NOT_OURS = "{root} holds files that gpu-course did not write: choose another folder"
+OTHER_SETTINGS = ("{root} was written with other settings ({found}): "
+                  "pass overwrite=True (--overwrite) or choose another folder")
 
 
 def default_root():
@@ -15,8 +19,7 @@ def default_root():
     if os.environ.get("GPU_COURSE_DATA"):
         root = Path(os.environ["GPU_COURSE_DATA"]).expanduser()
         if root.exists() and not root.is_dir():
-            raise ValueError(f"GPU_COURSE_DATA={root} is a file; it must name a folder "
-                             "for the course's data sets (or be unset: data/)")
+            raise ValueError(f"GPU_COURSE_DATA={root} is a file; name a folder, or unset it (data/)")
         return root
     data_dir = _CHECKOUT / "data"
     if data_dir.is_dir() and os.access(data_dir, os.W_OK):

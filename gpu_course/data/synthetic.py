@@ -31,9 +31,8 @@ def _check_memory(n: int) -> None:
     except Exception:  # no psutil: numpy's own MemoryError will have to do
         return
     if need > total:
-        raise ValueError(f"{n:,} generated images need {need / 2**30:,.1f} GiB, more than this "
-                         f"machine's {total / 2**30:,.1f} GiB of memory: ask for fewer "
-                         "(train_size, test_size)")
+        raise ValueError(f"{n:,} generated images need {need / 2**30:,.1f} GiB, more than this machine's "
+                         f"{total / 2**30:,.1f} GiB: lower train_size or test_size")
 
 
 def generate(n, seed=0, start_index=0, split="train"):

@@ -25,6 +25,9 @@ class LoaderWorkerDied(RunStopped):
     """A DataLoader worker process died while the training loop waited for its batch."""
 
 
+WORKER_DIED_HINT = "often the kernel's out-of-memory killer (see `dmesg`): try fewer num_workers"
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM arrived: stop like Ctrl-C (finished epochs kept, status interrupted)."""
 
@@ -33,15 +36,14 @@ def check_loss(loss, epoch: int, cfg) -> None:
     """Raise Diverged when an epoch's mean loss is not a finite number."""
     if loss is None or math.isfinite(loss):
         return
-    raise Diverged(f"the training loss became {loss} in epoch {epoch}: the run diverged. "
-                   f"The likely cause is {_likely_cause(cfg)}")
+    raise Diverged(f"the training loss became {loss} in epoch {epoch}: the run diverged; "
+                   f"{_likely_cause(cfg)}")
 
 
 def _likely_cause(cfg) -> str:
     if cfg.wd >= 0.01:  # a weight decay this large pulls weights apart on its own
-        return f"wd={cfg.wd!r}; try a value 10x smaller"
-    return (f"lr={cfg.lr!r} (used: {cfg.scaled_lr:g}); try a value 10x smaller or a "
-            "warm-up (warmup_epochs)")
+        return f"try wd={cfg.wd!r} 10x smaller"
+    return f"try lr={cfg.lr!r} (used: {cfg.scaled_lr:g}) 10x smaller, or warmup_epochs"
 
 
 GREW = 10.0  # a final loss this many times the first epoch's: the run is coming apart
@@ -55,12 +57,10 @@ def not_learning(losses: list, cfg) -> str | None:
         return None
     first, last = losses[0], losses[-1]
     if last > GREW * max(first, 1e-12):
-        return (f"the training loss grew from {first:.4g} (epoch 0) to {last:.4g} (last "
-                f"epoch): the run learned nothing and is close to diverging. The likely "
-                f"cause is {_likely_cause(cfg)}")
+        return (f"the training loss grew from {first:.4g} to {last:.4g}: the run learned nothing; "
+                f"{_likely_cause(cfg)}")
     if last >= first:
-        return (f"the training loss did not fall ({first:.4g} in epoch 0, {last:.4g} in "
-                "the last epoch): the run learned nothing measurable")
+        return f"the training loss did not fall ({first:.4g} to {last:.4g}): the run learned nothing"
     return None
 
 
@@ -165,6 +165,7 @@ def status_of(exc: BaseException, epochs_done: int) -> tuple[str, str]:
     if isinstance(exc, Diverged):
         return "diverged", str(exc)
     if isinstance(exc, OSError) and exc.errno in DISK_ERRORS:
-        return "failed", (f"{DISK_ERRORS[exc.errno]} while writing {exc.filename or 'a file'} "
-                          f"after {epochs_done} finished epoch(s) ({exc.strerror})")
+        what = exc.filename or "a file"
+        return "failed", (f"{DISK_ERRORS[exc.errno]} while writing {what} after {epochs_done} finished epoch(s) "
+                          f"({exc.strerror})")
     return "failed", f"{type(exc).__name__}: {exc}"

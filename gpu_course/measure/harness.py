@@ -60,8 +60,8 @@ class Output:
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = [k for k in options if k not in names]
         if unknown:
-            raise TypeError(f"{', '.join(f'{k}={options[k]!r}' for k in unknown)}: not an "
-                            f"option of how a run reports; allowed: {', '.join(names)}")
+            said = ", ".join(f"{k}={options[k]!r}" for k in unknown)
+            raise TypeError(f"{said}: not an option of the output; allowed: {', '.join(names)}")
         return cls(**options)
 
 
@@ -143,8 +143,8 @@ class Harness:
         if exc_type is None and self.run is not None:
             self.say(self.run.summary["summary_line"])
         elif exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
-            self.say(f"Interrupted: {len(self.timer.epochs)} finished epoch(s) kept in "
-                     f"{self.record.path if self.record else 'memory'}.")
+            kept = self.record.path if self.record else "memory"
+            self.say(f"Interrupted: {len(self.timer.epochs)} finished epoch(s) kept in {kept}.")
         elif exc_type is not None and issubclass(exc_type, OutOfMemory):
             self.say(f"Out of memory: {exc}")
         elif exc_type is not None and issubclass(exc_type, Diverged):
@@ -158,10 +158,9 @@ class Harness:
             self.record.note(**{key: what})
         if key == "skipped":
             names = what["files"]
-            self.say(f"Skipped {what['reads']} unreadable image read(s) of {what['distinct']} "
-                     f"file(s) (skip_corrupt=True): {', '.join(names[:3])}"
-                     + (f" and {what['distinct'] - 3} more" if what["distinct"] > 3 else "")
-                     + " (all of them in the run record's notes)")
+            more = f" and {what['distinct'] - 3} more (in the record's notes)" if what["distinct"] > 3 else ""
+            self.say(f"Skipped {what['reads']} unreadable read(s) of {what['distinct']} image(s): "
+                     f"{', '.join(names[:3])}{more}")
         else:
             self.say(f"Did not learn: {what}")
 

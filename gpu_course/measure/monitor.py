@@ -79,9 +79,8 @@ class GpuMonitor:
         if thread is not threading.current_thread():
             thread.join(timeout=STOP_WAIT_S)
             if thread.is_alive() and not self.stalled:
-                self.stalled = (f"stalled: a GPU query had not returned {STOP_WAIT_S:g} s "
-                                f"after the run ended; samples after t={self._last_t():.1f} s "
-                                "are missing")
+                self.stalled = (f"stalled: a GPU query hung past the run's end; no samples after "
+                                f"t={self._last_t():.1f} s")
 
     @property
     def running(self):
@@ -333,8 +332,7 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
         pass          # Ctrl-C (or SIGTERM) is how a recording normally ends
     write_atomic(host_out, monitor.host_frame().to_csv(index=False))
     if not monitor.available_gpus:  # a header-only GPU file would look like a recording
-        print(f"\nno GPU to sample: {out} not written; {monitor.ticks} CPU/RAM samples "
-              f"written to {host_out}", file=stream)
+        print(f"\nno GPU to sample: {monitor.ticks} CPU/RAM samples written to {host_out}", file=stream)
         return monitor.ticks
     write_atomic(out, monitor.gpu_frame().to_csv(index=False))
     print(f"\n{monitor.ticks} samples written to {out} and {host_out}", file=stream)

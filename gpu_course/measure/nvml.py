@@ -99,8 +99,7 @@ def _initialise():
     try:
         import pynvml
     except ImportError:
-        state.error = _UNAVAILABLE.format(
-            "the Python binding is missing (pip install nvidia-ml-py)")
+        state.error = _UNAVAILABLE.format("no Python binding (pip install nvidia-ml-py)")
         return state
     try:
         pynvml.nvmlInit()
@@ -442,8 +441,7 @@ def nvidia_smi_query(fields, timeout=10.0):
     fields = [str(field).strip() for field in fields]
     bad = [f for f in fields if not re.fullmatch(r"[A-Za-z0-9_.]+", f)]
     if not fields or bad:
-        raise ValueError(f"nvidia-smi fields {bad or fields!r}: expected names such as "
-                         "'utilization.gpu' (letters, digits, '_' and '.')")
+        raise ValueError(f"nvidia-smi fields {bad or fields!r}: expected names like 'utilization.gpu'")
     executable = shutil.which("nvidia-smi")
     if executable is None:
         return None

@@ -49,8 +49,7 @@ PACKAGES = ("mxnet", "mxnet-cu112", "gluoncv", "torch", "numpy", "pandas", "matp
 def default_runs_dir() -> Path:
     path = Path(os.environ.get("GPU_COURSE_RUNS") or REPO_ROOT / "runs").expanduser()
     if path.exists() and not path.is_dir():
-        raise ValueError(f"GPU_COURSE_RUNS={path} is a file; it must name a folder for run "
-                         "records (or be unset: runs/)")
+        raise ValueError(f"GPU_COURSE_RUNS={path} is a file; name a folder, or unset it (runs/)")
     return path
 
 
@@ -358,11 +357,9 @@ class Run:
         try:
             self.meta = json.loads(meta_file.read_text())
         except ValueError as err:   # truncated or empty: name the file
-            raise ValueError(f"{meta_file} is not a readable run record ({err}); move the "
-                             "folder aside or delete it") from None
+            raise ValueError(f"{meta_file} is not a readable run record ({err}); {ASIDE}") from None
         if not isinstance(self.meta, dict):
-            raise ValueError(f"{meta_file} holds a {type(self.meta).__name__}, not a run "
-                             "record (a JSON object); move the folder aside or delete it")
+            raise ValueError(f"{meta_file} holds a {type(self.meta).__name__}, not a JSON object; {ASIDE}")
         _check_shape(self.meta, meta_file)
 
         def frame(name: str, columns: list[str]):
@@ -371,8 +368,7 @@ class Run:
                 try:   # a line cut by a crash mid-append is dropped, not fatal
                     return pd.read_csv(file, on_bad_lines="skip")
                 except ValueError as err:   # not text, not CSV
-                    raise ValueError(f"{file} is not a readable CSV file ({err}); move the "
-                                     "folder aside or delete it") from None
+                    raise ValueError(f"{file} is not a readable CSV file ({err}); {ASIDE}") from None
             return pd.DataFrame(columns=columns)
         self.epochs = frame("epochs.csv", EPOCH_COLUMNS)
         self.steps = frame("steps.csv", STEP_COLUMNS)
@@ -389,6 +385,7 @@ class Run:
         return f"Run({self.name!r}, status={self.status!r}, path={str(self.path)!r})"
 
 
+ASIDE = "move the folder aside or delete it"   # what to do with a damaged run folder
 # the parts of run.json that readers use as objects or lists, by kind
 SHAPE = {"config": dict, "summary": dict, "hardware": dict, "notes": dict, "ran": dict,
          "requested": dict, "versions": dict, "load": dict, "downgrades": list}
@@ -397,14 +394,14 @@ SHAPE = {"config": dict, "summary": dict, "hardware": dict, "notes": dict, "ran"
 def _check_shape(meta: dict, meta_file: Path) -> None:
     """Refuse a run.json that is not this course's record, naming the part that is not."""
     if not isinstance(meta.get("config"), dict):
-        raise ValueError(f"{meta_file} is not a run record of this course: it has no 'config' "
-                         f"object ({'its config is a ' + type(meta['config']).__name__ if 'config' in meta else 'keys: ' + ', '.join(sorted(map(str, meta))[:8])}); "
-                         "move the folder aside or delete it")
+        found = (f"its config is a {type(meta['config']).__name__}" if "config" in meta
+                 else "keys: " + ", ".join(sorted(map(str, meta))[:8]))
+        raise ValueError(f"{meta_file} is not a run record of this course: it has no 'config' object "
+                         f"({found}); {ASIDE}")
     for key, kind in SHAPE.items():
         if meta.get(key) is not None and not isinstance(meta[key], kind):
-            raise ValueError(f"{meta_file}: '{key}' holds a {type(meta[key]).__name__}, not "
-                             f"a{'n' if kind is dict else ''} {'object' if kind is dict else 'list'}; "
-                             "move the folder aside or delete it")
+            want = "an object" if kind is dict else "a list"
+            raise ValueError(f"{meta_file}: '{key}' holds a {type(meta[key]).__name__}, not {want}; {ASIDE}")
 
 
 def load_run(path_or_id: str | Path, runs_dir: str | Path | None = None) -> Run:

@@ -121,8 +121,7 @@ def watch(command: list, options: Options = Options()) -> int:
     if not options.interval > 0:
         raise ValueError(f"--interval={options.interval} must be > 0 seconds")
     if shutil.which(command[0]) is None:
-        print(f"gpu-course watch: {command[0]}: command not found (not an executable file, "
-              "nor on PATH)", file=sys.stderr)
+        print(f"gpu-course watch: {command[0]}: command not found", file=sys.stderr)
         return NOT_FOUND
     with warnings.catch_warnings():   # said once below, as one line
         warnings.simplefilter("ignore", GpuUnavailableWarning)
@@ -251,8 +250,8 @@ def lines(job: Job, command: list, notice: str | None) -> list:
     """The talk's view of a watched job: busy share, spikiness, the cores it kept busy,
     what those say and cannot say, then the data wait the hook measured."""
     run, gpu = job.run, job.gpu
-    out = [f"watch: `{' '.join(command)}` ran {job.seconds:.1f} s and exited with status "
-           f"{job.status}; record: {run.path} (timeline.png)"]
+    out = [f"watch: `{' '.join(command)}` ran {job.seconds:.1f} s, exited with status {job.status}; "
+           f"record: {run.path}"]
     if job.seconds < 2 * run.meta["config"].get("monitor_interval", 0.5) and not len(run.epochs):
         out.append("  " + TOO_SHORT)
         return out
@@ -265,20 +264,18 @@ def lines(job: Job, command: list, notice: str | None) -> list:
                    + (f", {gpu['power_w_mean']:.0f} W" if gpu.get("power_w_mean") else ""))
     else:
         out.append(f"  GPU: none to sample ({notice or 'no GPU'}): " + NO_GPU)
-    out.append(f"  CPU: its {job.processes} process(es) kept {job.cores:.2f} of "
-               f"{os.cpu_count()} cores busy (the busiest {job.busiest:.2f} of a core); the "
-               f"whole machine {gpu.get('cpu_percent_mean') or 0:.0f}% busy")
+    machine = gpu.get("cpu_percent_mean") or 0
+    out.append(f"  CPU: {job.processes} process(es) kept {job.cores:.2f} of {os.cpu_count()} cores busy "
+               f"(the busiest {job.busiest:.2f} of a core); the machine {machine:.0f}% busy")
     out.append(f"  From utilisation alone: {job.view()}. " + CANNOT_TELL)
-    share = metrics.data_wait_share(run)
+    share, steps = metrics.data_wait_share(run), int(run.epochs.steps.sum())
     if not len(run.epochs):
         out.append("  " + NO_LOADER)
     elif math.isfinite(share):
         side = DATA_WAIT["input" if share >= INPUT_WAIT else "step"]
-        out.append(f"  Measured inside the process: {int(run.epochs.steps.sum())} steps of its "
-                   f"{run.meta.get('engine')} DataLoader, data wait {share:.0%} of the steady "
-                   f"steps' time, the slowest 5% ×{metrics.steadiness(run)['spikiness']:.1f} the "
-                   f"median step: {side}. More: gpu-course diagnose {run.path}")
+        spiky, engine = metrics.steadiness(run)["spikiness"], run.meta.get("engine")
+        out.append(f"  Inside the process: {steps} {engine} DataLoader steps, data wait {share:.0%} of steady "
+                   f"step time, p95/median step ×{spiky:.1f}: {side}. More: gpu-course diagnose {run.path}")
     else:
-        out.append(f"  Measured inside the process: {int(run.epochs.steps.sum())} DataLoader "
-                   f"steps, too few past the first {WARMUP_STEPS} to say.")
+        out.append(f"  Inside the process: {steps} DataLoader steps, too few to say.")
     return out

@@ -80,8 +80,7 @@ class Closing:
 
     def __post_init__(self):
         if not isinstance(self.table, pd.DataFrame) or not len(self.table):
-            raise ValueError(f"table={type(self.table).__name__} must be a DataFrame with at "
-                             "least one row (the table the closing text cites)")
+            raise ValueError(f"table={type(self.table).__name__}: need a DataFrame with at least one row")
         self.varies = tuple(sorted(alike.check_varies(self.varies)))
         if self.key in self.table.columns:
             self.table = self.table.reset_index(drop=True)
@@ -91,8 +90,8 @@ class Closing:
         if self.runs is not None:
             self.runs = list(self.runs)
             if len(self.runs) != len(self.table):
-                raise ValueError(f"runs has {len(self.runs)} runs for a table of "
-                                 f"{len(self.table)} rows; pass the runs behind the rows, in order")
+                raise ValueError(f"runs has {len(self.runs)} runs for a table of {len(self.table)} rows: "
+                                 "pass one run per row")
             for i, run in enumerate(self.runs):
                 self._check_row(i, run)
 
@@ -117,8 +116,7 @@ class Closing:
         varies: what this comparison changes, beyond the Closing's own `varies`."""
         named = self.varies + tuple(alike.check_varies(varies))
         v = noise.compare(self._runs(a), self._runs(b), value, named)
-        self._cite(noise.sentence(v), v.ratio, "noise.compare of "
-                   f"{self._names(b)} against {self._names(a)}", "verdict")
+        self._cite(noise.sentence(v), v.ratio, self._of("noise.compare", a, b), "verdict")
         return v
 
     def differences(self, a, b, varies=None) -> dict:
@@ -133,16 +131,14 @@ class Closing:
         if not diff:
             return ""
         return self._cite(alike.words(diff, self._name(self._row(a)), self._name(self._row(b))),
-                          float("nan"), f"alike.differences of {self._names(b)} against "
-                          f"{self._names(a)}", "setting")
+                          float("nan"), self._of("alike.differences", a, b), "setting")
 
     def compare_samples(self, a, b, xs, ys, how: str, column: str) -> noise.Verdict:
         """`noise.compare_samples` of row b against row a from their own measurements (xs,
         ys: e.g. each timed pass of two benchmarks; `how` says what they are), carrying the
         ratio of their `column` cells: the verdict, cited as `noise.sentence` writes it."""
         v = noise.compare_samples(xs, ys, how, self._value(a, column), self._value(b, column))
-        self._cite(noise.sentence(v), v.ratio, "noise.compare_samples of "
-                   f"{self._names(b)} against {self._names(a)}", "verdict")
+        self._cite(noise.sentence(v), v.ratio, self._of("noise.compare_samples", a, b), "verdict")
         return v
 
     def compare_amounts(self, a, b, xs, ys, how: str, column: str) -> noise.Verdict:
@@ -150,15 +146,13 @@ class Closing:
         (bytes of memory): the verdict, cited as `noise.amount_sentence` writes it ("×0.26,
         less (...)"), which is what a line must print."""
         v = noise.compare_samples(xs, ys, how, self._value(a, column), self._value(b, column))
-        self._cite(noise.amount_sentence(v), v.ratio, "noise.compare_samples of "
-                   f"{self._names(b)} against {self._names(a)}", "verdict")
+        self._cite(noise.amount_sentence(v), v.ratio, self._of("noise.compare_samples", a, b), "verdict")
         return v
 
     def accuracy(self, a, b) -> tuple[float, str]:
         """`noise.accuracy_change` of row b against row a: (points, sentence), cited."""
         points, text = noise.accuracy_change(self._run(a), self._run(b))
-        self._cite(text, points, f"noise.accuracy_change of {self._names(b)} against "
-                                 f"{self._names(a)}", "verdict")
+        self._cite(text, points, self._of("noise.accuracy_change", a, b), "verdict")
         return points, text
 
     def chance(self, row) -> str:
@@ -180,8 +174,7 @@ class Closing:
     def quote(self, source: str, value, fmt: str = "{}") -> str:
         """A number from `source` (e.g. "the talk"): a line that prints it must name it."""
         if not isinstance(source, str) or not source.strip():
-            raise ValueError(f"source={source!r} must name where the number comes from, "
-                             "e.g. 'the talk'")
+            raise ValueError(f"source={source!r}: name where the number comes from, e.g. 'the talk'")
         return self._cite(fmt.format(value), metrics.number(value), source, "quote")
 
     # -- saying and checking ----------------------------------------------------------------
@@ -219,9 +212,8 @@ class Closing:
             covered += _occurrences(text, str(label))   # a row's name is the table's
         for (start, end), (first, last) in _measured(text):
             if not any(a <= first and last <= b for a, b in covered):
-                problems.append(f"{text[start:end]!r} is not a number of the table (cite it: "
-                                "cell, ratio, compare, accuracy, chance; or setting/quote "
-                                "with its source)")
+                problems.append(f"{text[start:end]!r} is not a number of the table: cite it "
+                                "(cell, ratio, compare, accuracy, chance, setting, quote)")
         return cited, problems
 
     def check(self) -> list[str]:
@@ -269,13 +261,12 @@ class Closing:
             if hits:
                 return hits[0]
         names = list(self.table[self.key])
-        raise ValueError(f"row={row!r} is not a row of the table; allowed: a position in "
-                         f"0..{n - 1}, one of its runs, or a unique {self.key}: {names}")
+        raise ValueError(f"row={row!r} is not a row; allowed: 0..{n - 1}, one of its runs, or a {self.key} in "
+                         f"{names}")
 
     def _value(self, row, column: str) -> float:
         if column not in self.table.columns:
-            raise ValueError(f"column={column!r} is not in the table; allowed: "
-                             f"{list(self.table.columns)}")
+            raise ValueError(f"column={column!r} is not in the table; allowed: {list(self.table.columns)}")
         return self.table[column].iloc[self._row(row)]
 
     def _name(self, i: int) -> str:
@@ -286,8 +277,7 @@ class Closing:
 
     def _runs(self, rows):
         if self.runs is None:
-            raise ValueError("this Closing has no runs: pass Closing(table, runs) to cite "
-                             "noise verdicts and chance sentences")
+            raise ValueError("this Closing has no runs: pass Closing(table, runs)")
         found = [self.runs[i] for i in self._rows(rows)]
         return found if isinstance(rows, (list, tuple)) else found[0]
 
@@ -300,16 +290,20 @@ class Closing:
     def _names(self, rows) -> str:
         return ", ".join(repr(self._name(i)) for i in self._rows(rows))
 
+    def _of(self, how: str, a, b) -> str:
+        """Where a verdict on rows b against rows a comes from."""
+        return f"{how} of {self._names(b)} against {self._names(a)}"
+
     def _check_row(self, i: int, run) -> None:
         """A run must be its row: the same name, the same samples/s."""
         if str(self.table[self.key].iloc[i]) != str(run.name):
-            raise ValueError(f"runs[{i}] is {run.name!r} but row {i} of the table is "
-                             f"{self.table[self.key].iloc[i]!r}: pass the runs in the table's order")
+            raise ValueError(f"runs[{i}] is {run.name!r} but row {i} is {self.table[self.key].iloc[i]!r}: "
+                             "pass the runs in the table's order")
         if "samples_per_sec" in self.table.columns:
             mine, theirs = metrics.samples_per_sec(run), self.table["samples_per_sec"].iloc[i]
             if not (_same(mine, theirs)):
-                raise ValueError(f"runs[{i}] ({run.name!r}) trained at {mine} samples/s but row "
-                                 f"{i} of the table says {theirs}: the table is not these runs'")
+                raise ValueError(f"runs[{i}] ran {mine} samples/s, row {i} says {theirs}: "
+                                 "the table is not these runs'")
 
 
 def measurements(text: str) -> list[tuple[int, int]]:

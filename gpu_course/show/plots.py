@@ -152,9 +152,9 @@ def step_times(run, save=None) -> Figure:
         hist.set_ylim(series.get_ylim())
     hist.set(xlabel="steady steps", yticklabels=[])
     waited = steady["waited_share"]
-    fig.suptitle(f"{metrics.label(run)}: p95/median step {steady['spikiness']:.2f}, "
-                 f"{'–' if math.isnan(waited) else f'{waited:.0%}'} of steady steps waited "
-                 "for data" if steady["steady_steps"] else f"{metrics.label(run)}: warm-up only")
+    waited = "–" if math.isnan(waited) else f"{waited:.0%}"
+    said = f"p95/median step {steady['spikiness']:.2f}, {waited} of steps waited for data"
+    fig.suptitle(f"{metrics.label(run)}: {said if steady['steady_steps'] else 'warm-up only'}")
     _caption(fig, [run])
     return _save(fig, save)
 
@@ -199,9 +199,8 @@ def throughput(runs, save=None) -> Figure:
                            + (f" ({len(g)} runs)" if len(g) > 1 else "")
                            for run, g in zip(runs, groups)])
     axes[0].set_ylim(len(runs) - 0.5, -0.5)  # first run on top, rows without bars kept
-    _title(fig, "Throughput per run: bars steady state (after warm-up), whiskers "
-           f"slowest–fastest of {metrics.BLOCKS} blocks of steps (of the runs, when "
-           "repeated); dots epochs (hollow: warm-up only, whole-epoch rate)")
+    _title(fig, f"Throughput per run: bars steady, whiskers slowest–fastest of {metrics.BLOCKS} blocks, "
+           "dots epochs (hollow: warm-up)")
     _caption(fig, [r for g in groups for r in g])
     return _save(fig, save)
 
@@ -257,8 +256,7 @@ def ladder(runs, baseline=0, save=None) -> Figure:
     ax.grid(axis="x", alpha=0.3)
     if has_util:
         _util_column(axes[1], table)
-    _title(fig, "The ladder: what each change bought (whiskers: the range the runs' "
-           "own spreads allow)")
+    _title(fig, "The ladder: what each change bought (whiskers: the runs' spread)")
     _caption(fig, runs)
     return _save(fig, save)
 
@@ -314,15 +312,13 @@ def lr_schedule(schedules: dict, steps=None, save=None) -> Figure:
     steps: how many updates (int) or which ones (sequence); default: the longest
     sequence, else 1000."""
     if not isinstance(schedules, dict) or not schedules:
-        raise ValueError(f"schedules={schedules!r} must be a non-empty dict name -> "
-                         "callable or sequence of learning rates")
+        raise ValueError(f"schedules={schedules!r} must be a non-empty dict name -> schedule")
     sequences = {}
     for name, schedule in schedules.items():
         if callable(schedule):
             continue
         if isinstance(schedule, (str, bytes)) or not hasattr(schedule, "__iter__"):
-            raise ValueError(f"schedule {name!r} is {schedule!r}; allowed: a callable "
-                             "f(step) -> lr or a sequence of learning rates")
+            raise ValueError(f"schedule {name!r} is {schedule!r}; allowed: f(step) -> lr, or a list of lrs")
         sequences[name] = np.asarray(list(schedule), dtype=float)
     if steps is None:
         steps = max((len(s) for s in sequences.values()), default=DEFAULT_LR_STEPS)

@@ -26,8 +26,7 @@ SAY = {name: PAGE.text(name) for name in ("nothing_to_compare", "not_credited",
 WARMUP, MADE = PAGE.means("warmup", str), PAGE.means("made", str)
 
 NO_VALUE = tables.NO_VALUE
-SHARED = ("Another program shared the machine during {names} (busier than the runs' own "
-          "use): their numbers are pessimistic and noisier.")
+SHARED = "Another program shared the machine during {names}: their numbers are pessimistic and noisier."
 
 # column -> (header, how a value is written), NaN written NO_VALUE: as the notebooks'
 # tables write it (`tables.COLUMNS`), but for a terminal's fixed digits
@@ -156,17 +155,16 @@ def conclusion(runs, baseline=0, varies=()) -> str:
     if best_i == base_i:
         text = [f"The baseline '{base['rung']}' is the fastest rung at {speed}."]
     elif not base["samples_per_sec"] > 0:   # NaN or 0: the baseline never ran steadily
+        status = STATUS_TEXT.get(base['status'], base['status'])
         text = [f"The fastest rung, '{best['rung']}', trains at {speed}; the baseline "
-                f"'{base['rung']}' has no throughput to compare "
-                f"({STATUS_TEXT.get(base['status'], base['status'])})."]
+                f"'{base['rung']}' has no throughput to compare ({status})."]
     else:
         verdict = noise.compare(compared[base_i], compared[best_i], varies=varies)
         lead = "The fastest rung" if verdict.is_effect else "The rung with the most samples/s"
         line = (f"{lead}, '{best['rung']}', trains at {speed}: against the "
                 f"baseline '{base['rung']}' {noise.sentence(verdict)}")
         if not (math.isnan(base["gpu_util"]) or math.isnan(best["gpu_util"])):
-            line += (f"; GPU utilisation went from {base['gpu_util']:.0f}% "
-                     f"to {best['gpu_util']:.0f}%")
+            line += f"; GPU utilisation went from {base['gpu_util']:.0f}% to {best['gpu_util']:.0f}%"
         text = [line + "."]
     steps = []
     for before, after in zip(ok, ok[1:]):
@@ -202,13 +200,11 @@ def _warmup_costs(runs, table, ok) -> list[str]:
         elif warm <= 0:  # no more warm-up than the rung before, and faster epochs
             gain = WARMUP["at once"]
         elif warm / per_epoch < 0.05:  # would print as "after 0.0 epochs"
-            gain = (f"it pays back within its first epoch ({warm:.2f} s more warm-up than "
-                    "the rung before)")
+            gain = f"it pays back within its first epoch ({warm:.2f} s more warm-up)"
         else:
             gain = f"it pays back after {warm / per_epoch:.1f} epochs"
-        out.append(f"'{table.rung[after]}' spent {metrics.warmup_s(runs[after]):.1f} s in "
-                   f"warm-up steps (samples/s over the whole run {whole:,.0f} against "
-                   f"{steady:,.0f} steady): {gain}.")
+        out.append(f"'{table.rung[after]}' spent {metrics.warmup_s(runs[after]):.1f} s warming up "
+                   f"({whole:,.0f} samples/s over the whole run, {steady:,.0f} steady): {gain}.")
     return out
 
 
@@ -228,8 +224,8 @@ def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
         differ = alike.differences(runs[before], runs[after], varies)
         line = f"'{table.rung[after]}' {sentence} against '{table.rung[before]}'"
         if differ:
-            unlike.append(f"{line}, but they also differ in "
-                          f"{alike.words(differ, table.rung[before], table.rung[after])}")
+            also = alike.words(differ, table.rung[before], table.rung[after])
+            unlike.append(f"{line}, but they also differ in {also}")
         else:
             moved.append(line)
     if len(ok) < 2:
@@ -260,14 +256,12 @@ def _preparation_costs(runs, table, ok) -> list[str]:
             out.append(f"'{rung}' read {note.get('what')} {MADE['untimed']}")
             continue
         made = MADE["reused" if note.get("reused") else "here"]
-        text = (f"'{rung}' read {note.get('what')}, {made}: "
-                f"{note.get('images'):,} images in {cost:.1f} s")
+        text = f"'{rung}' read {note.get('what')}, {made}: {note.get('images'):,} images in {cost:.1f} s"
         if before is not None:
-            per_epoch = table.epoch_time_s[before] - table.epoch_time_s[after]
-            text += (f"; against '{table.rung[before]}' its epochs are {per_epoch:.1f} s "
-                     f"shorter, so it pays back after {cost / per_epoch:.1f} epochs"
-                     if per_epoch > 0 else f"; its epochs are no shorter than "
-                     f"'{table.rung[before]}''s, so it does not pay back")
+            per_epoch, prev = table.epoch_time_s[before] - table.epoch_time_s[after], table.rung[before]
+            text += (f"; against '{prev}' its epochs are {per_epoch:.1f} s shorter, so it pays back after "
+                     f"{cost / per_epoch:.1f} epochs" if per_epoch > 0 else
+                     f"; its epochs are no shorter than '{prev}''s, so it does not pay back")
         out.append(text + ".")
     return out
 
@@ -334,8 +328,7 @@ def _header(runs) -> list[tuple[str, str]]:
     ]
     machines = {_machine_key(run) for run in runs}
     if len(machines) > 1:
-        lines.append(("note", f"the runs come from {len(machines)} different machines; "
-                              "the header describes the first"))
+        lines.append(("note", f"the runs come from {len(machines)} machines; this header is the first's"))
     return lines
 
 
@@ -468,8 +461,7 @@ def gpu_checks(root: Path | None = None) -> list[dict]:
                                          "status": _ANSI.sub("", str(n["status"]))}
                                         for n in summary["notebooks"]]})
         except (OSError, ValueError, KeyError, TypeError) as err:   # one bad check hides no other
-            warnings.warn(f"skipping {path}: unreadable GPU check summary "
-                          f"({type(err).__name__}: {err})", stacklevel=2)
+            warnings.warn(f"skipping {path}: unreadable ({type(err).__name__}: {err})", stacklevel=2)
     return sorted(found, key=lambda c: (c["folder"], c["stamp"]))
 
 

@@ -381,7 +381,7 @@ def test_a_shared_machine_is_named_once_for_all_its_runs(make_run):
     fake_runs.busy(a, other_cores=8)
     fake_runs.busy(b, other_cores=8)
     say = judge(LESSON, [a, b])
-    assert say.text.count("Another program shared the machine during 'small', 'large' (") == 1
+    assert say.text.count("Another program shared the machine during 'small', 'large':") == 1
 
 
 def test_a_setting_recorded_in_the_notes_is_the_difference_a_comparison_names(make_run):

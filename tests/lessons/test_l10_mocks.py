@@ -148,7 +148,7 @@ def test_a_shared_machine_is_named_once(make_run):
     runs[0].meta["load"] = {"start": {"wall": 0.0, "cpu_busy_s": 0.0, "process_cpu_s": 0.0},
                             "end": {"wall": 10.0, "cpu_busy_s": 40.0, "process_cpu_s": 10.0}}
     say = l10_mocks.conclude(runs)
-    assert f"Another program shared the machine during '{NAME}' (" in say.text
+    assert f"Another program shared the machine during '{NAME}':" in say.text
     assert say.text.count("Another program") == 1 and say.check() == []
 
 

@@ -45,8 +45,7 @@ def baseline(group: dict, settings: Mapping) -> str:
                 and not any(k in metrics.ran_as(repeats[-1]) for k in settings):
             return name
     if settings:
-        raise ValueError(f"no run has {dict(settings)} (as asked, and as it ran) to judge the "
-                         f"others against; the runs: {list(group)}")
+        raise ValueError(f"no run has {dict(settings)}, as asked and as it ran; the runs: {list(group)}")
     return next(iter(group))
 
 

@@ -282,8 +282,8 @@ def _ceilings(say: Closing, lesson: Lesson, runs, context) -> list:
             ceilings.setdefault(setting(run, spec.setting), run)
     others = [r for r in runs if setting(r, spec.setting) not in spec.alone]
     if not others:
-        raise ValueError(f"runs={[r.name for r in runs]} holds only ceilings ({spec.setting} "
-                         f"in {list(spec.alone)}); pass the run they bound as well")
+        names = [r.name for r in runs]
+        raise ValueError(f"runs={names} holds only ceilings ({spec.setting} in {list(spec.alone)}): add the run")
     ordered = sorted(ceilings.values(), key=metrics.samples_per_sec)
     apart = False
     if len(ordered) == 2:

@@ -19,18 +19,16 @@ FASTEST = ("Fastest: '{top}', beyond the noise of every other run (against the n
            "'{next}': {verdict}).")
 NO_FASTEST = ("No single fastest run: '{top}' has the most samples/s, but not beyond the noise "
               "of {ties} (against the next, '{next}': {verdict}).")
-CHANCE = ("Every run's accuracy is within noise of chance: these runs are too short to say what "
-          "the change does to learning (more epochs and a larger validation set can).")
+CHANCE = "Every run's accuracy is within noise of chance: more epochs or a larger validation set can tell."
 UNMATCHED = "'{b}' differs from '{a}' in {what}, which this lesson does not compare: no verdict."
 ACCURACY = "'{b}' against '{a}' in accuracy: {change}."
-WAITED = ("'{a}' waited for its data {share} of its steady time: a faster step cannot show "
-          "until the input pipeline keeps up (lessons 02 and 09).")
+WAITED = "'{a}' waited for its data {share} of its steady time: feed it faster first (lessons 02 and 09)."
 QUOTES = "{source}, on {hardware}: {figures}."
 QUOTED = "{source}: {figures}."   # quotes of no hardware
 COLUMN = "{words}: {cells}."
 MARKED = "{words}: {names}."
-BEYOND_WAIT = ("That is more than removing all of '{a}''s data wait ({share} of its steady "
-               "time) could buy: something else changed, so the change is not credited.")
+BEYOND_WAIT = ("That is more than removing all of '{a}''s data wait ({share} of its steady time) "
+               "could buy: not credited.")
 CEILINGS = "The ceilings, '{b}' ({b_alone} alone) against '{a}' ({a_alone} alone): {verdict}."
 PLACED = "'{run}' reached {share} of the lower ceiling, '{ceiling}' ({alone} alone): {verdict}."
 BOUND = "'{a}' was {bound}: {text}"

@@ -18,7 +18,7 @@ from mxnet.gluon.data.vision import transforms
 from ... import data as course_data
 from ...data.folder import end_pool
 from ...config import Experiment
-from ...measure.guards import LoaderWorkerDied, check_stop, stop_requests
+from ...measure.guards import WORKER_DIED_HINT, LoaderWorkerDied, check_stop, stop_requests
 
 
 class Augment:
@@ -71,9 +71,8 @@ def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> D
 def check_batches(images: int, batch: int, cfg: Experiment, train: bool = True) -> None:
     """A training set smaller than one batch gives zero steps per epoch: say so."""
     if train and images < batch:
-        raise ValueError(f"batch_size={cfg.batch_size} gives {batch} images per step, but "
-                         f"the training set has only {images}: not one full batch per "
-                         "epoch; lower batch_size or raise train_size")
+        raise ValueError(f"batch_size={cfg.batch_size} gives {batch} images per step, but the training set "
+                         f"has only {images}: lower batch_size or raise train_size")
 
 
 WorkerDied = LoaderWorkerDied  # a worker process ended while the loop waited for its batch
@@ -181,6 +180,4 @@ def _check_workers(workers, pool) -> None:
     code = dead[0].exitcode
     how = (f"killed by signal {-code} ({signal.Signals(-code).name})" if code < 0
            else f"exit code {code}")
-    raise WorkerDied(f"a loader worker died (pid {dead[0].pid}, {how}) and its batch is "
-                     "lost; often the kernel's out-of-memory killer (see `dmesg`): try "
-                     "fewer num_workers")
+    raise WorkerDied(f"a loader worker died (pid {dead[0].pid}, {how}); {WORKER_DIED_HINT}")

@@ -12,11 +12,8 @@ from ...env.cores import mxnet_threads, usable_cores
 # read once, when libmxnet loads (above): they fix MXNet's CPU operator threads for good
 THREAD_ENV = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS")}
 
-FLOAT16_ON_CPU = ("dtype='float16' needs a GPU: MXNet has no float16 convolution on the "
-                  "CPU (\"FP16 gemm on cpu not implemented\"), so this run trains in float32.")
-BFLOAT16_ON_GPU = ("dtype='bfloat16' needs a CPU: MXNet 1.9 computes bfloat16 only in its CPU "
-                   "(oneDNN) operators, so this run trains in float32; float16 is its GPU's "
-                   "16-bit type.")
+FLOAT16_ON_CPU = "dtype='float16' needs a GPU: MXNet has no float16 convolution on the CPU; trains in float32."
+BFLOAT16_ON_GPU = "dtype='bfloat16' needs a CPU in MXNet 1.9 (use float16 on a GPU); trains in float32."
 
 
 def gpu_count() -> int:
@@ -44,11 +41,8 @@ def check_threads(cfg: Experiment) -> None:
     count, source = operator_threads()
     if cfg.threads is not None and cfg.threads != count:
         raise ValueError(
-            f"threads={cfg.threads} in the Experiment, but MXNet's operators run {count} "
-            f"OpenMP thread{'s' if count != 1 else ''} in this process ({source}), fixed when "
-            f"MXNet was imported: start a new process with OMP_NUM_THREADS={cfg.threads} "
-            f"(`OMP_NUM_THREADS={cfg.threads} gpu-course run --engine gluon --threads "
-            f"{cfg.threads} ...`), or leave threads at None")
+            f"threads={cfg.threads} in the Experiment, but MXNet's operators run {count} OpenMP thread(s) "
+            f"({source}): start a new process with OMP_NUM_THREADS={cfg.threads}, or leave threads at None")
 
 
 def on_gpu(devices) -> bool:
@@ -60,8 +54,7 @@ def bfloat16_refused(devices) -> str | None:
     if on_gpu(devices):
         return BFLOAT16_ON_GPU
     support = cpu.supports(cpu.Capability.MXNET_BFLOAT16)
-    return None if support else (f"dtype='bfloat16' is not on this CPU: {support.why}, so this "
-                                 "run trains in float32.")
+    return None if support else f"dtype='bfloat16' is not on this CPU: {support.why}; trains in float32."
 
 
 def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:

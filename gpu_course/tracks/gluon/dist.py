@@ -60,10 +60,8 @@ def wait_for_scheduler(env, wait_s: float | None = None) -> None:
            if not (env.get(n) or "").strip() or (n != "DMLC_PS_ROOT_URI"
                                                  and not env[n].strip().isdigit())]
     if bad:
-        raise ValueError(f"{', '.join(bad)}: a parameter-server worker (DMLC_ROLE=worker) "
-                         f"needs {', '.join(names)} (host, port and whole numbers); start "
-                         "the job with dist.launch_local or MXNet's tools/launch.py, or unset "
-                         "DMLC_ROLE to train in one process")
+        raise ValueError(f"{', '.join(bad)}: need a host, a port and whole numbers; start the job with "
+                         "dist.launch_local, or unset DMLC_ROLE")
     host, port = env["DMLC_PS_ROOT_URI"].strip(), int(env["DMLC_PS_ROOT_PORT"])
     wait_s = SCHEDULER_WAIT_S if wait_s is None else wait_s
     deadline = time.monotonic() + wait_s
@@ -74,10 +72,8 @@ def wait_for_scheduler(env, wait_s: float | None = None) -> None:
         except OSError as err:
             if time.monotonic() >= deadline:
                 raise RuntimeError(
-                    f"no parameter-server scheduler at DMLC_PS_ROOT_URI={host} "
-                    f"DMLC_PS_ROOT_PORT={port} after {wait_s:g} s ({err.strerror or err}): "
-                    "start one there (DMLC_ROLE=scheduler), or unset DMLC_ROLE to train in "
-                    "one process") from None
+                    f"no parameter-server scheduler at DMLC_PS_ROOT_URI={host} DMLC_PS_ROOT_PORT={port} after "
+                    f"{wait_s:g} s ({err.strerror or err}): start one, or unset DMLC_ROLE") from None
             time.sleep(0.5)
 
 
@@ -86,9 +82,7 @@ def train_worker(cfg: Experiment, runs_dir=None, verbose: bool = True, on_epoch=
     """This worker's part of a parameter-server job: train on its shard; worker 0 keeps
     the record and returns it. A "{rank}" in params_file/timings_file is its rank."""
     if os.environ.get("DMLC_ROLE") != "worker":
-        raise ValueError("train_worker trains one worker of a parameter-server job: run "
-                         "it as a worker (DMLC_ROLE=worker ...), e.g. with "
-                         "gpu_course.tracks.gluon.dist.launch_local or MXNet's tools/launch.py")
+        raise ValueError("train_worker needs DMLC_ROLE=worker: start it with dist.launch_local")
     wait_for_scheduler(os.environ)
     devices, notice = try_devices(cfg.num_gpus)
     cfg, changed = effective_config(cfg.replace(engine="gluon"), devices)
@@ -244,8 +238,8 @@ def _run_roles(worker_cmd, workers, servers, port, work: Path, threads: int, tim
 def _check(roles, codes, outputs, produced: bool) -> None:
     if any(c != 0 for c, role in zip(codes, roles) if role == "worker") or not produced:
         failed = next((i for i, c in enumerate(codes) if c), len(roles) - 1)
-        raise RuntimeError(f"{roles[failed]} process {failed} exited with {codes[failed]} "
-                           f"(exit codes {codes}):\n{outputs[failed][-3000:]}")
+        tail = outputs[failed][-3000:]
+        raise RuntimeError(f"{roles[failed]} process {failed} exited with {codes[failed]} (all: {codes}):\n{tail}")
 
 
 # -- what a push and pull cost ------------------------------------------------------

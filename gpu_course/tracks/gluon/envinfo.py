@@ -56,8 +56,8 @@ def infer(threads: int, onednn: bool, models, workload: Workload) -> dict:
 def _check_onednn(onednn: bool) -> None:
     enabled = os.environ.get("MXNET_MKLDNN_ENABLED", "1") != "0"
     if enabled != onednn:
-        raise ValueError(f"--onednn={int(onednn)} but MXNET_MKLDNN_ENABLED="
-                         f"{os.environ.get('MXNET_MKLDNN_ENABLED')!r}: MXNet reads it at start")
+        said = os.environ.get("MXNET_MKLDNN_ENABLED")
+        raise ValueError(f"--onednn={int(onednn)} but MXNET_MKLDNN_ENABLED={said!r}: MXNet reads it at start")
 
 
 def main(argv=None) -> int:

@@ -85,9 +85,7 @@ class MemoryMeter:
         if readings < 1:
             raise ValueError(f"readings={readings} must be at least 1 (measured steps)")
         if not self.gpu and not process_memory.available():
-            raise RuntimeError("this system does not show a process its peak memory "
-                               "(/proc/self/status and /proc/self/clear_refs, Linux 4.0 or "
-                               "later): lesson 14's CPU counter is not available here")
+            raise RuntimeError("no peak-memory counter here: lesson 14's CPU counter needs Linux 4.0 or later")
         out = {"counter": (Counter.MXNET_GPU if self.gpu else Counter.PROCESS).value,
                "device": str(self.device),
                "computed": {k.value: v for k, v in counted(self.net, self.trainer, inputs).items()},

@@ -41,8 +41,7 @@ def get_model(cfg_or_name: Experiment | str = "resnet20", classes: int | None = 
     else:
         zoo_name = ZOO_NAMES.get(name, name)
         if not zoo_name.startswith("cifar_"):
-            raise ValueError(f"model={name!r} is unknown; allowed: {', '.join(MODELS)} "
-                             "or a GluonCV CIFAR zoo name such as 'cifar_resnet20_v2'")
+            raise ValueError(f"model={name!r}; allowed: {', '.join(MODELS)}, or a zoo name like 'cifar_resnet20_v2'")
         net = zoo_model(zoo_name, classes=classes)
     net.course_model = name  # lets a record tell the course's networks from a user's own
     return net

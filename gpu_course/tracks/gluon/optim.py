@@ -37,8 +37,7 @@ def lr_scheduler(cfg: Experiment, steps_per_epoch: int):
             return mx.lr_scheduler.PolyScheduler(max_update=max_update, pwr=2, final_lr=0.0,
                                                  **warmup)
         return mx.lr_scheduler.CosineScheduler(max_update=max_update, final_lr=0.0, **warmup)
-    raise ValueError(f"lr_scheduler={kind!r} is not available in Gluon; allowed: none, "
-                     "factor, multifactor, poly, cosine")
+    raise ValueError(f"lr_scheduler={kind!r}; allowed: none, factor, multifactor, poly, cosine")
 
 
 def optimizer_params(cfg: Experiment, steps_per_epoch: int) -> dict:
@@ -57,8 +56,7 @@ def optimizer_params(cfg: Experiment, steps_per_epoch: int) -> dict:
                       updates_per_epoch=steps_per_epoch, num_epochs=cfg.epochs)
     params.update(dict(cfg.optimizer_params))
     if cfg.optimizer == "dcasgd" and params.get("momentum", 0):
-        raise ValueError(f"optimizer='dcasgd' with momentum={params['momentum']!r}: MXNet "
-                         "1.9.1's DCASGD only works with momentum=0")
+        raise ValueError(f"optimizer='dcasgd' with momentum={params['momentum']!r}: MXNet 1.9.1 needs momentum=0")
     return params
 
 
@@ -68,5 +66,5 @@ def make_trainer(net, cfg: Experiment, steps_per_epoch: int) -> gluon.Trainer:
         return gluon.Trainer(net.collect_params(), cfg.optimizer,
                              optimizer_params(cfg, steps_per_epoch), kvstore="device")
     except TypeError as err:  # an optimizer_params key this optimizer does not take
-        raise ValueError(f"optimizer_params={cfg.optimizer_params!r} do not fit "
-                         f"optimizer={cfg.optimizer!r}: {err}") from None
+        raise ValueError(f"optimizer_params={cfg.optimizer_params!r} do not fit optimizer={cfg.optimizer!r}: "
+                         f"{err}") from None

@@ -16,9 +16,7 @@ from .models import get_model, prepare
 from .optim import make_trainer
 from .loop import split
 
-NO_PROFILER = ("this MXNet build has no profiler (mx.runtime.Features(): PROFILER off, as "
-               "in the pip CPU wheel): mx.profiler would write an empty trace, so the steps "
-               "were profiled with cProfile instead ({prof})")
+NO_PROFILER = "this MXNet build has PROFILER off (the pip CPU wheel does): the steps ran under cProfile ({prof})"
 
 
 def profiler_available() -> bool:

@@ -93,12 +93,9 @@ def open_record_file(path) -> recordio.MXIndexedRecordIO:
     rec = Path(path)
     idx = rec.with_suffix(".idx")
     if not rec.exists():
-        raise MissingData(f"record file {rec} does not exist; make it with "
-                          "gluon.recordio.pack_recordio (or MXNet's im2rec.py)")
+        raise MissingData(f"record file {rec} does not exist: make it with gluon.recordio.pack_recordio")
     if not idx.exists():
-        raise MissingData(f"record file {rec} has no index {idx.name}: it cannot be read "
-                          "at random. Pack the images again (the index is written with the "
-                          "records) or rebuild the index with MXNet's tools/rec2idx.py")
+        raise MissingData(f"record file {rec} has no index {idx.name}: pack the images again")
     return recordio.MXIndexedRecordIO(str(idx), str(rec), "r")
 
 
@@ -111,8 +108,7 @@ def read_record(reader: recordio.MXIndexedRecordIO, key: int, path) -> tuple:
         header, payload = recordio.unpack(raw)
     except (mx.base.MXNetError, ValueError, KeyError, OSError) as err:
         reader.reset()  # a read past the end leaves the stream stuck: reopen it
-        raise DataError(f"{path}: record {key} is damaged or truncated "
-                        f"({_reason(err)})") from None
+        raise DataError(f"{path}: record {key} is damaged or truncated ({_reason(err)})") from None
     return header, payload
 
 
@@ -141,8 +137,7 @@ class RecordDataset(ImageRecordDataset):
         try:
             image = mx.image.imdecode(payload, self._flag)
         except mx.base.MXNetError as err:
-            raise DataError(f"{self.filename}: record {i} does not decode "
-                            f"({_reason(err)})") from None
+            raise DataError(f"{self.filename}: record {i} does not decode ({_reason(err)})") from None
         return image, header.label
 
 
@@ -157,8 +152,7 @@ def sidecar(rec: Path) -> dict:
         why = "no list of sources"
     except (OSError, ValueError) as err:
         why = str(err)
-    raise DataError(f"{path} is not the record file's readable description ({why}); pack "
-                    "the images again")
+    raise DataError(f"{path} is unreadable ({why}): pack the images again")
 
 
 def check_recordio(path, index: FolderIndex, workers: int | None = None,
@@ -181,11 +175,10 @@ def check_recordio(path, index: FolderIndex, workers: int | None = None,
             if error is not None:
                 raise DataError(f"record {key}: its source {source} no longer decodes: {error}")
             if header.id != key or int(header.label) != label or labels.get(source) != label:
-                raise DataError(f"record {key} ({source}): header id {header.id}, label "
-                                f"{header.label}; expected id {key}, label {labels.get(source)}")
+                raise DataError(f"record {key} ({source}): id {header.id}, label {header.label}; "
+                                f"expected {key}, {labels.get(source)}")
             if payload != jpeg:
-                raise DataError(f"record {key} ({source}): image bytes differ from the source "
-                                "image encoded again")
+                raise DataError(f"record {key} ({source}): image bytes differ from the source's")
             if mx.image.imdecode(payload).shape != (size, size, 3):
                 raise DataError(f"record {key} ({source}): does not decode to {size}x{size}x3")
     finally:

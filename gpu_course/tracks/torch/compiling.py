@@ -13,8 +13,8 @@ def compile_backend() -> str:
     backend = os.environ.get(COMPILE_BACKEND_ENV, "").strip() or "inductor"
     known = torch._dynamo.list_backends(exclude_tags=())
     if backend not in known:
-        raise ValueError(f"{COMPILE_BACKEND_ENV}={backend!r} is not a torch.compile "
-                         f"backend; allowed: {', '.join(sorted(known))}")
+        allowed = ", ".join(sorted(known))
+        raise ValueError(f"{COMPILE_BACKEND_ENV}={backend!r} is not a torch.compile backend; allowed: {allowed}")
     return backend
 
 

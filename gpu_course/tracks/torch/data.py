@@ -15,7 +15,7 @@ from torch.utils.data._utils.signal_handling import _error_if_any_worker_fails
 
 from ... import data as course_data
 from ...config import Experiment
-from ...measure.guards import LoaderWorkerDied
+from ...measure.guards import WORKER_DIED_HINT, LoaderWorkerDied
 
 # a forked DataLoader worker that collects inherited garbage frees CUDA tensors, and a CUDA
 # call in a forked child aborts it (SIGABRT, seen on an H200): freeze what it inherits
@@ -85,9 +85,8 @@ def jitter_and_rotate(x: torch.Tensor, rng: np.random.Generator) -> torch.Tensor
 def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> DataLoader:
     """A DataLoader for this process's device; training shuffled, short last batch dropped."""
     if train and len(dataset) < cfg.batch_size:  # zero steps per epoch otherwise
-        raise ValueError(f"batch_size={cfg.batch_size} is larger than the training set "
-                         f"({len(dataset)} images): not one full batch per epoch; lower "
-                         "batch_size or raise train_size")
+        raise ValueError(f"batch_size={cfg.batch_size} is larger than the training set ({len(dataset)} "
+                         "images): lower batch_size or raise train_size")
     workers = cfg.num_workers
     extra = {}
     if workers > 0:  # these two mean nothing without worker processes (PyTorch refuses)
@@ -121,9 +120,7 @@ def worker_died(err: BaseException, wait_s: float = 2.0) -> LoaderWorkerDied | N
         try:
             _error_if_any_worker_fails()   # PyTorch's check of its workers (SIGCHLD's too)
         except RuntimeError as died:   # "DataLoader worker (pid N) is killed by signal: ..."
-            return LoaderWorkerDied(f"{str(died).strip()} ({type(err).__name__} reading its "
-                                    "batch); often the kernel's out-of-memory killer (see "
-                                    "`dmesg`): try fewer num_workers")
+            return LoaderWorkerDied(f"{str(died).strip()} ({type(err).__name__}); {WORKER_DIED_HINT}")
         if time.monotonic() > deadline:
             return None
         time.sleep(0.05)

@@ -70,11 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Experiment.from_dict(json.loads(Path(args.config).read_text()))
     missing = [v for v in TORCHRUN_VARIABLES if not os.environ.get(v, "").strip().isdigit()]
     if missing:
-        raise ValueError(
-            f"{', '.join(f'{v}={os.environ.get(v)!r}' for v in missing)}: one process of a "
-            "DistributedDataParallel job needs torchrun's RANK, LOCAL_RANK and WORLD_SIZE "
-            "(whole numbers); start it with torchrun (`gpu-course distributed`), or unset "
-            "WORLD_SIZE to train in one process")
+        said = ", ".join(f"{v}={os.environ.get(v)!r}" for v in missing)
+        raise ValueError(f"{said}: need whole numbers; start it with torchrun (`gpu-course distributed`)")
     rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     world = int(os.environ["WORLD_SIZE"])  # processes on all hosts
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))  # on this host

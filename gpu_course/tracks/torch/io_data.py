@@ -49,8 +49,7 @@ def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
     """(train_dataset, val_dataset) over cfg's image folder, training as `kind` says."""
     if kind not in KINDS or kind == "gpu":
         allowed = [k for k in KINDS if k != "gpu"]
-        raise ValueError(f"kind={kind!r} is not allowed here; allowed: {', '.join(allowed)} "
-                         "(kind='gpu' gives loaders: io_loaders(cfg, 'gpu'))")
+        raise ValueError(f"kind={kind!r}; allowed: {', '.join(allowed)} (kind='gpu' gives loaders: io_loaders)")
     size = cfg.image_size
     train_index, val_index = folder_split(cfg, root)
     common = dict(cache_dir=cache_dir, progress=progress, skip_corrupt=skip_corrupt)

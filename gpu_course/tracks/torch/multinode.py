@@ -90,6 +90,6 @@ def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1,
     if any(codes) or run_path is None:
         failed = next((i for i, c in enumerate(codes) if c), 0)
         lines = outputs[failed].splitlines(keepends=True)
-        raise RuntimeError(f"host {failed}'s torchrun exited with {codes[failed]} "
-                           f"(exit codes {codes}):\n{_first_error(lines)}")
+        first = _first_error(lines)
+        raise RuntimeError(f"host {failed}'s torchrun exited with {codes[failed]} (all: {codes}):\n{first}")
     return load_run(run_path)

@@ -29,13 +29,12 @@ def make_optimizer(net: torch.nn.Module, cfg: Experiment) -> torch.optim.Optimiz
         "adamw": lambda: torch.optim.AdamW(params, lr, weight_decay=wd, **extra),
     }
     if cfg.optimizer not in make:
-        raise ValueError(f"optimizer={cfg.optimizer!r} is not available in PyTorch; "
-                         f"allowed: {', '.join(make)}")
+        raise ValueError(f"optimizer={cfg.optimizer!r} is not available in PyTorch; allowed: {', '.join(make)}")
     try:
         return make[cfg.optimizer]()
     except TypeError as err:  # an optimizer_params key this optimizer does not take
-        raise ValueError(f"optimizer_params={cfg.optimizer_params!r} do not fit "
-                         f"optimizer={cfg.optimizer!r}: {err}") from None
+        raise ValueError(f"optimizer_params={cfg.optimizer_params!r} do not fit optimizer={cfg.optimizer!r}: "
+                         f"{err}") from None
 
 
 def lr_scheduler(cfg: Experiment, steps_per_epoch: int, optimizer=None):
@@ -66,8 +65,7 @@ def lr_scheduler(cfg: Experiment, steps_per_epoch: int, optimizer=None):
     elif kind == "none":
         main = sched.ConstantLR(optimizer, factor=1.0, total_iters=0)
     else:
-        raise ValueError(f"lr_scheduler={kind!r} is not allowed; allowed: none, factor, "
-                         "multifactor, poly, cosine, onecycle")
+        raise ValueError(f"lr_scheduler={kind!r}; allowed: none, factor, multifactor, poly, cosine, onecycle")
     if warm < 2:
         return main
     # Both count updates from the start of the run, and their factors multiply.

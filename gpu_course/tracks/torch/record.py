@@ -27,10 +27,9 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
     if cfg.engine != "pytorch":
         cfg = cfg.replace(engine="pytorch")
     if cfg.threads is not None and cfg.threads != torch.get_num_threads():
-        raise ValueError(f"threads={cfg.threads} in the Experiment, but this process runs "
-                         f"{torch.get_num_threads()} intra-op threads: call "
-                         f"torch.set_num_threads({cfg.threads}) before the loop (gc.train "
-                         "does), or leave threads at None")
+        runs = torch.get_num_threads()
+        raise ValueError(f"threads={cfg.threads} in the Experiment, but this process runs {runs} intra-op threads: "
+                         f"call torch.set_num_threads({cfg.threads}) first, or leave threads at None")
     facts = {"threads": {"intra_op": torch.get_num_threads(),
                          "inter_op": torch.get_num_interop_threads(),
                          **{k: os.environ.get(k) for k in THREAD_VARIABLES if os.environ.get(k)}},

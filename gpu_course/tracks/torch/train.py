@@ -33,14 +33,10 @@ from . import compiling
 from .record import record
 from . import static_step
 
-FLOAT16_ON_CPU = ("dtype='float16' on the CPU: PyTorch has no fast float16 convolutions "
-                  "on the CPU, so this run uses bfloat16 autocast, the CPU's 16-bit type.")
-STATIC_ON_CPU = ("graph='cuda-graphs' means CUDA graphs (the whole step as one graph with data on "
-                 "the GPU and LARS, else torch.compile mode='reduce-overhead'); on the CPU "
-                 "the same steps run compiled, without a graph.")
+FLOAT16_ON_CPU = "dtype='float16' on the CPU: no fast float16 convolutions; this run uses bfloat16 autocast."
+STATIC_ON_CPU = "graph='cuda-graphs' needs a GPU: on the CPU the same steps run compiled, without a graph."
 STATIC_RAN_ON_CPU = "compiled, no CUDA graphs"
-DATA_ON_CPU = ("data_on_gpu=True with no GPU: the data set and its augmentation are held "
-               "in CPU memory (the same code path, without the GPU).")
+DATA_ON_CPU = "data_on_gpu=True with no GPU: the data and its augmentation stay in CPU memory."
 WHY = {"dtype": FLOAT16_ON_CPU}
 
 
@@ -51,9 +47,8 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
     here = resolve(cfg, devices, net)
     if len(here.devices) > 1:
         if any(x is not None for x in (net, train_iter, val_iter)):
-            raise ValueError(f"with {len(here.devices)} devices each DistributedDataParallel "
-                             "process builds its own network and loaders: pass none of "
-                             "net, train_iter, val_iter")
+            raise ValueError(f"with {len(here.devices)} devices each DistributedDataParallel process builds "
+                             "its own: pass none of net, train_iter, val_iter")
         from .launch import launch
         return launch(here.requested.replace(num_gpus=len(here.devices)), runs_dir=out.runs_dir,
                       verbose=out.verbose)
