@@ -7,6 +7,7 @@ import multiprocessing.pool
 import os
 import random
 import signal
+import time
 import weakref
 
 import mxnet as mx
@@ -172,12 +173,21 @@ def _wait_for_an_exit(workers, timeout: float = 2.0) -> None:
 
 
 def _check_workers(workers, pool) -> None:
-    dead = [w for w in workers if w.exitcode is not None]
+    # a worker whose sentinel is ready has ended: its exit status may read None for an
+    # instant while the pool's thread, which waits for the same process, stores it
+    ended = multiprocessing.connection.wait([w.sentinel for w in workers], 0)
+    dead = [w for w in workers if w.exitcode is not None or w.sentinel in ended]
     if not dead:
         return
     end_pool(pool, stopped=True)  # the others too; terminate() could wait for a lock it held
     check_stop()  # a SIGTERM to the whole process group reached the workers first: a stop
+    deadline = time.monotonic() + 2
+    while dead[0].exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.01)
     code = dead[0].exitcode
+    if code is None:
+        raise WorkerDied(f"a loader worker died (pid {dead[0].pid}, exit status unread); "
+                         f"{WORKER_DIED_HINT}")
     how = (f"killed by signal {-code} ({signal.Signals(-code).name})" if code < 0
            else f"exit code {code}")
     raise WorkerDied(f"a loader worker died (pid {dead[0].pid}, {how}); {WORKER_DIED_HINT}")
