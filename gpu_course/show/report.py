@@ -261,7 +261,7 @@ def _preparation_costs(runs, table, ok) -> list[str]:
             per_epoch, prev = table.epoch_time_s[before] - table.epoch_time_s[after], table.rung[before]
             text += (f"; against '{prev}' its epochs are {per_epoch:.1f} s shorter, so it pays back after "
                      f"{cost / per_epoch:.1f} epochs" if per_epoch > 0 else
-                     f"; its epochs are no shorter than '{prev}''s, so it does not pay back")
+                     f"; its epochs are no shorter than those of '{prev}', so it does not pay back")
         out.append(text + ".")
     return out
 
