@@ -57,9 +57,11 @@ TEST_JOBS ?= 4
 TIMES := $(CURDIR)/.venv/test-times
 PHASE  = tools/phase.sh $@ $(TIMES)
 # the longest first: make starts phases in this order
-TEST_PHASES := test-pytorch-notebooks test-gluon-notebooks test-pytorch-own test-pytorch-exercises \
-               test-pytorch-tools test-gluon-exercises test-gluon-track test-pytorch-track \
-               test-gluon-own test-core test-browser
+# the browser's first (it waits on Chromium and JupyterLab, the others fill the cores), then
+# the longest first, the short ones last: the cores stay busy to the end
+TEST_PHASES := test-browser test-pytorch-notebooks test-gluon-notebooks test-pytorch-own \
+               test-pytorch-exercises test-pytorch-track test-gluon-own test-gluon-track \
+               test-gluon-exercises test-core test-pytorch-tools
 # tests/pytorch's tests of the tools around the course (the GPU check's rehearsal, the GPU
 # session script, the large-batch recipes): a phase of their own
 TOOLS_TESTS := test_gpu_check.py test_recipes.py
