@@ -3,8 +3,8 @@ headless Chromium; Run All in smoke mode, save, reopen, and the first cell on a 
 without gpu_course.
 
 Runs only when GPU_COURSE_BROWSER is set (the Makefile sets it): `first` for lesson 01 of
-the track (and, on the Gluon track, the SageMaker notebook) from `make test`, `all` for
-every lesson from `make test-lab`. The notebooks run on copies in .lab-test/ (ignored by
+the track (and, on the Gluon track, the SageMaker notebook) from `make test`, whose notebook
+phases leave those to this test, `all` for every lesson from `make test-lab`. The notebooks run on copies in .lab-test/ (ignored by
 git) inside the checkout, so the checkout stays clean and the first cell finds the repo.
 """
 import json
@@ -23,6 +23,7 @@ pytestmark = pytest.mark.skipif(WHICH not in ("first", "all"),
 TRACK = track_of_this_environment()
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 FRESH_KERNEL = "gpu-course-fresh"
+NOT_YET = ", not yet: "   # how a check that did not pass reads (conftest.py, the notebooks' test)
 
 
 def lessons() -> list[str]:
@@ -67,13 +68,21 @@ def browser(lab):
 
 
 def saved_problems(path) -> list[str]:
-    """Errors, unexecuted code cells and widget views in the notebook file as saved."""
+    """Errors, unexecuted code cells, widget views and an untouched exercise's check that
+    does not say "not yet" and why (as the notebooks' own test asks: conftest.py), in the
+    notebook file as saved."""
     problems = []
     for i, cell in enumerate(json.loads(path.read_text())["cells"]):
         if cell["cell_type"] != "code":
             continue
         if cell.get("execution_count") is None:
             problems.append(f"cell {i} was not executed")
+        said = "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                       for o in cell.get("outputs", []))
+        if "check" in cell.get("metadata", {}).get("tags", []) and \
+                not said.partition(NOT_YET)[2].strip():
+            problems.append(f"cell {i}: an untouched exercise's check must say 'not yet' and "
+                            f"why; it said: {said[-300:] or '(nothing)'}")
         for out in cell.get("outputs", []):
             text = "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
             if out["output_type"] == "error":
@@ -107,6 +116,9 @@ def test_run_all_save_and_reopen(browser, lab, name):
     run_save_reopen(browser, lab, name)
 
 
+@pytest.mark.skipif(TRACK == "pytorch", reason=(
+    "course_setup's install path is the same for both tracks: in a kernel, here, in the Gluon "
+    "environment; in the PyTorch environment by tests/test_course_setup.py"))
 def test_the_first_cell_installs_into_a_kernel_without_gpu_course(browser, lab, workspace):
     """Lesson 01 up to its first use of gpu_course, on a kernel whose Python lacks it."""
     source = json.loads((REPO / "notebooks" / TRACK / "01_naive.ipynb").read_text())
@@ -142,3 +154,15 @@ def test_the_check_sees_a_widget_left_in_a_saved_notebook(browser, lab, workspac
     browser.driver.refresh()
     page.wait_until_ready()
     page.wait(lambda: "Error displaying widget" in page.page_text(), 30, "no widget error shown")
+
+
+def test_the_check_sees_an_untouched_exercise_that_does_not_say_not_yet(tmp_path):
+    """The control for the exercises: a check cell that passed, or said nothing, is caught."""
+    def problems(text):
+        cell = {"cell_type": "code", "execution_count": 1, "metadata": {"tags": ["check"]},
+                "source": "", "outputs": [{"output_type": "stream", "name": "stdout", "text": text}]}
+        (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": [cell]}))
+        return saved_problems(tmp_path / "nb.ipynb")
+    assert problems("Exercise 01.1, not yet: run the change too.") == []
+    assert "must say 'not yet'" in problems("Exercise 01.1, passed: 2 runs")[0]
+    assert problems("Exercise 01.1, not yet: ")
