@@ -3,6 +3,7 @@ a configuration with the diagnosis's next rung applied (`follow`)."""
 from __future__ import annotations
 
 import math
+import statistics
 
 import pandas as pd
 
@@ -44,10 +45,8 @@ def step_table(times) -> pd.DataFrame:
     rows = [{"step": f"step {i + 1}", "wait_ms": 1000 * (t2 - t1), "compute_ms": 1000 * (t3 - t2)}
             for i, (t1, t2, t3) in enumerate(times)]
     if len(rows) > 1:
-        later = rows[1:]
         rows.append({"step": f"mean of steps 2–{len(rows)}",
-                     "wait_ms": sum(r["wait_ms"] for r in later) / len(later),
-                     "compute_ms": sum(r["compute_ms"] for r in later) / len(later)})
+                     **{k: statistics.fmean(r[k] for r in rows[1:]) for k in ("wait_ms", "compute_ms")}})
     return pd.DataFrame(rows)
 
 
@@ -60,11 +59,8 @@ def follow(advice: diagnose.Diagnosis, cfg):
         if advice.next_rung == RungName.DATA_FORMAT else None
     if faster is not None:
         return cfg.replace(name=f"after the advice: {faster}", data_format=faster)
-    n = advice.numbers
-    cores = n.get("cpu_count", math.nan)
-    recommended = max(2, int(cores) - 3) if cores == cores else 2   # the talk's cpu_count() - 3
-    cpu_free = not n.get("cpu_percent", math.nan) >= diagnose.CPU_SATURATED
-    if advice.next_rung == RungName.WORKERS and cfg.num_workers < recommended and cpu_free:
+    recommended = diagnose.workers_advised({"num_workers": cfg.num_workers}, advice.numbers)
+    if advice.next_rung == RungName.WORKERS and recommended is not None:
         return cfg.replace(name=f"after the advice: {recommended} workers",
                            num_workers=recommended)
     return cfg.replace(name="after the advice: standard augmentation",

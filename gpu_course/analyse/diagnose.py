@@ -145,14 +145,9 @@ def measure(run: Run) -> dict:
 
 def _cpu_load(run: Run) -> tuple[float, float]:
     """Mean CPU % over all cores, and mean % of the busiest core, while epochs ran."""
-    host = run.host
-    if not len(host) or "cpu_percent" not in host.columns:
+    if not len(run.host) or "cpu_percent" not in run.host.columns:
         return math.nan, math.nan
-    t = pd.to_numeric(host["t"], errors="coerce")
-    inside = pd.Series(False, index=host.index)
-    for _, a, b in metrics.epoch_spans(run):
-        inside |= (t >= a) & ((t <= b) if not math.isnan(b) else True)
-    rows = host[inside] if inside.any() else host
+    rows = metrics.during_epochs(run, run.host)
     total = float(pd.to_numeric(rows["cpu_percent"], errors="coerce").mean())
     busiest = math.nan
     if "cpu_per_core" in rows.columns:

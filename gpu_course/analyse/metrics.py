@@ -175,6 +175,17 @@ def steady_samples(run) -> pd.Series:
     return inside
 
 
+def during_epochs(run, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a monitor frame (gpu, host) taken while epochs ran; all without any."""
+    if not len(frame):
+        return frame
+    t = _column(frame, "t")
+    inside = pd.Series(False, index=frame.index)
+    for _, a, b in epoch_spans(run):
+        inside |= (t >= a) & ((t <= b) if not math.isnan(b) else True)
+    return frame[inside] if inside.any() else frame
+
+
 def _merged(windows, gap: float) -> list[tuple[float, float]]:
     out = []
     for a, b in sorted(windows):
