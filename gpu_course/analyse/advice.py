@@ -12,8 +12,7 @@ from . import diagnose, metrics
 
 
 def table(runs) -> pd.DataFrame:
-    """A row a run, ceilings included: samples/s, data wait, load, accuracy, and what
-    `diagnose` makes of it (verdict, next rung)."""
+    """A row a run, ceilings included: its numbers and `diagnose`'s verdict and next rung."""
     runs = list(runs)
     rows = []
     for run in runs:
@@ -40,8 +39,7 @@ def _diagnosis(run) -> diagnose.Diagnosis | None:
 
 
 def step_table(times) -> pd.DataFrame:
-    """The lecture's hand-timed steps, (t1, t2, t3) each: waiting t2 - t1, computing t3 - t2,
-    in ms; their means without the first (the workers start during it)."""
+    """The lecture's hand-timed (t1, t2, t3) steps as wait and compute ms, with the later steps' means."""
     rows = [{"step": f"step {i + 1}", "wait_ms": 1000 * (t2 - t1), "compute_ms": 1000 * (t3 - t2)}
             for i, (t1, t2, t3) in enumerate(times)]
     if len(rows) > 1:
@@ -51,8 +49,7 @@ def step_table(times) -> pd.DataFrame:
 
 
 def follow(advice: diagnose.Diagnosis, cfg):
-    """`cfg` with the diagnosis's next rung applied and named: measured again (unreliable), a
-    faster data format, more workers where cores are free, else standard augmentation."""
+    """`cfg` with the diagnosis's next rung applied and named."""
     if advice.verdict == diagnose.UNRELIABLE:
         return cfg.replace(name="measured again")
     faster = diagnose.next_format(cfg.data_format) \

@@ -42,8 +42,7 @@ def with_load(frame, runs):
 
 
 def aspects(runs) -> list[str]:
-    """Every aspect the runs can be compared on: their settings (less SAME_WORK), then the
-    `Aspect`s."""
+    """Every aspect the runs can be compared on: their settings (less SAME_WORK), then `Aspect`s."""
     keys = set().union(*(set(r.config) - SAME_WORK for r in runs))
     extra = [a.value for a in Aspect]
     return sorted(keys - set(extra)) + extra
@@ -90,8 +89,7 @@ def check_varies(varies: Iterable[str] | None) -> frozenset:
 
 
 def differences(a, b, varies: Iterable[str] | None = ()) -> dict[str, tuple]:
-    """{aspect: (a's, b's)} `shown` for everything runs (or groups of repeats) a and b
-    differ in apart from `varies` and SAME_WORK."""
+    """{aspect: (a's, b's)} `shown` for all runs a and b differ in but `varies` and SAME_WORK."""
     named = check_varies(varies)
     members = [r for side in (a, b) for r in (side if isinstance(side, (list, tuple)) else [side])]
     if not all(hasattr(r, "config") and hasattr(r, "meta") for r in members):

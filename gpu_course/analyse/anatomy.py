@@ -42,8 +42,7 @@ FIXES = {
 
 @dataclass(frozen=True)
 class Anatomy:
-    """Medians over a run's steady steps, in milliseconds; gpu_busy_ms (the step times
-    the steady GPU-Util) is NaN off a GPU."""
+    """Medians over a run's steady steps in ms (gpu_busy_ms: step × GPU-Util, NaN off a GPU)."""
     step_ms: float
     data_wait_ms: float
     host_ms: float
@@ -78,8 +77,7 @@ def _bound(wait_share: float, util: float, on_gpu: bool) -> Bound:
 
 
 def time_to_accuracy(run, target: float) -> float:
-    """Seconds of training (warm-up and compilation in, validation out) to the end of the
-    first epoch whose validation accuracy reached `target`; NaN if none did."""
+    """Seconds of training (warm-up in, validation out) until `target`; NaN if never."""
     run = metrics.representative(run)
     epochs = run.epochs
     if math.isnan(target) or not len(epochs):
@@ -90,8 +88,7 @@ def time_to_accuracy(run, target: float) -> float:
 
 
 def table(runs, baseline=0) -> pd.DataFrame:
-    """One row a rung: its step's anatomy, what holds it, its epochs and final accuracy,
-    and its training time to the baseline's final accuracy against the baseline's."""
+    """One row a rung: its anatomy, epochs, accuracy and time to the baseline's final accuracy."""
     groups = metrics.as_groups(runs)
     base = metrics.representative(groups[metrics.baseline_index(groups, baseline)])
     # a baseline that learned nothing (within noise of chance) sets no target to race to
@@ -116,8 +113,7 @@ def table(runs, baseline=0) -> pd.DataFrame:
 
 
 def next_rungs(runs, bounds) -> list[str]:
-    """For each run but the last: whether the next one changes a setting aimed at what
-    holds this one (FIXES), "aimed" or "not aimed" with the settings; "" where not ruled."""
+    """Whether each next run changes a setting aimed (FIXES) at what holds the run before it."""
     said = []
     for run, after, bound in zip(runs, runs[1:], bounds):
         fixes = FIXES.get(Bound(bound)) if bound in {b.value for b in FIXES} else None
@@ -132,8 +128,7 @@ def next_rungs(runs, bounds) -> list[str]:
 
 
 def compiled_text(run) -> str:
-    """What torch.compile made of the run's network: graphs, breaks, recompiles, CUDA
-    graphs ("" when not compiled or not recorded)."""
+    """What torch.compile made of the run's network ("" when not compiled or not recorded)."""
     made = (run.meta.get("notes") or {}).get("compiled")
     if not made:
         return ""

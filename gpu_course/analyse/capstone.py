@@ -38,8 +38,7 @@ class Criterion(StrEnum):
 
 @dataclass(frozen=True)
 class Mark:
-    """A criterion met or not, the sentence saying why, and whether an unmet one rests on a
-    measurement (which a loaded machine can move)."""
+    """A criterion met or not, why, and whether an unmet one rests on a measurement."""
 
     criterion: Criterion
     met: bool
@@ -162,8 +161,7 @@ def _util(given, mine, d) -> Mark:
 
 
 def _time(given, mine) -> Mark:
-    """Met when `mine` reaches the given job's final accuracy (less 2 standard errors)
-    sooner, beyond noise."""
+    """Met when `mine` reaches the job as given's final accuracy sooner, beyond noise."""
     acc, images = metrics.val_acc(given), int(given.config.get("test_size") or 0)
     goal = acc - 2 * noise.accuracy_se(acc, images)
     head = (f"the target accuracy is {goal:.1%}: the job as given's final {acc:.1%} less 2 "

@@ -50,8 +50,7 @@ _CEILING_FREE = {"name", "mock", "epochs", "max_steps", "warmup_steps", "monitor
 
 @dataclass
 class Diagnosis:
-    """The verdict on one run, its evidence lines, and the next rung to try with what to
-    change (None where the diagnosis cannot rule)."""
+    """The verdict on one run, its evidence lines, and the next rung (None: cannot rule)."""
 
     run_name: str
     verdict: str
@@ -158,8 +157,7 @@ def _cpu_load(run: Run) -> tuple[float, float]:
 
 
 def unreliable(n: dict, mock: str = "none") -> list[str]:
-    """Why the numbers cannot carry a verdict ([] when they can): too few steady steps in
-    the run or a ceiling, or a run faster than a ceiling it cannot beat."""
+    """Why the numbers cannot carry a verdict: too few steady steps, or above a ceiling."""
     reasons = []
     if n["steady_steps"] < MIN_STEPS:
         reasons.append(f"the run has {n['steady_steps']} steady steps, fewer than {MIN_STEPS}")
@@ -235,15 +233,13 @@ def _verdict(n: dict, mock: str) -> str:
 
 
 def idle_cpu(n: dict, mock: str = "none") -> bool:
-    """Whether a run without GPU counters or a compute ceiling left its CPU unsaturated:
-    then nothing shows that computing holds it."""
+    """Whether a run without GPU counters or compute ceiling left its CPU unsaturated."""
     return (mock == "none" and math.isnan(n["gpu_util"]) and not _known(n["compute_ceiling"])
             and _known(n["cpu_percent"]) and n["cpu_percent"] < CPU_SATURATED)
 
 
 def shared_cpu(n: dict, mock: str = "none") -> bool:
-    """Whether the loader and the model compete for the CPU: no GPU, every core busy,
-    both ceilings measured."""
+    """Whether the loader and the model compete for the CPU: no GPU, every core busy."""
     return (mock == "none" and n["gpus"] == 0 and _known(n["cpu_percent"])
             and n["cpu_percent"] >= CPU_SATURATED
             and _known(n["input_ceiling"], n["compute_ceiling"]))
@@ -340,8 +336,7 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
 
 
 def workers_advised(cfg: dict, n: dict) -> int | None:
-    """The loader workers an input-bound run should have (the talk: cpu_count() - 3, at
-    least 2); None where it has as many or every core is busy."""
+    """The talk's loader workers (cpu_count() - 3, at least 2); None: has them or no free core."""
     cores = n["cpu_count"] if _known(n["cpu_count"]) else 1
     recommended = max(2, int(cores) - 3)
     cpu_free = math.isnan(n["cpu_percent"]) or n["cpu_percent"] < CPU_SATURATED

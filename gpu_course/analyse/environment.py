@@ -97,8 +97,7 @@ RECORDS = "a Run or env.bench, openmp_settings, gpu_facts, shm_facts, disk_facts
 
 
 def kind(records) -> Section:
-    """Which section `records` belong to (the disk first, then optionally the GPU facts
-    and the copy, is LINKS)."""
+    """Which section `records` belong to (the disk first, then the GPU facts and copy: LINKS)."""
     records = list(records)
     if not records:
         raise ValueError(f"records=[] is empty; pass one section's records: {RECORDS}")
@@ -126,8 +125,7 @@ def checked_context(section: Section, context: dict) -> dict:
 
 
 def table(records, cpu=None, workers=None, runtimes=None) -> pd.DataFrame:
-    """The table of one section's records (what its sentences cite); cpu (env.cpu_facts)
-    gives the usable cores, workers the loader workers that share /dev/shm."""
+    """The table of one section's records, with the usable cores and loader workers where given."""
     records = list(records)
     usable = cpu["usable"] if cpu else None
     return {Section.BENCH: lambda: _bench_table(records, usable),
@@ -140,9 +138,7 @@ def table(records, cpu=None, workers=None, runtimes=None) -> pd.DataFrame:
 
 
 def rows(records, frame: pd.DataFrame, runtimes=None) -> tuple[list, tuple]:
-    """(the measured rows `findings.judge_rows` reads, the facts found beside them) of one
-    section's records, named as `frame` (its `table`; a "why" column: nothing measured)
-    names them."""
+    """(the rows `findings.judge_rows` reads, the facts beside them) of one section, named as `frame`."""
     from ..show.findings import Row
     records, section = list(records), kind(records)
     names = [] if "why" in frame.columns else list(frame.iloc[:, 0])
@@ -220,8 +216,7 @@ def _openmp_table(rows) -> pd.DataFrame:
 
 
 def openmp_facts(rows, runtimes) -> tuple[OpenMP, ...]:
-    """The runtimes loaded (none: NO_RUNTIME), whether no variable is set (with GNU's
-    defaults where libgomp is loaded), and whether GNU's runtime is the only one."""
+    """The OpenMP runtimes loaded and what their variables, set or not, leave in force."""
     bases = {r.split(".")[0].split("-")[0] for r in runtimes}
     unset = not any(r["value"] for r in rows)
     gnu = OpenMP.GNU in bases

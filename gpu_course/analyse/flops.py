@@ -57,8 +57,7 @@ def dense(name, n_in, n_out) -> Layer:
 
 
 def _stages(widths, blocks, size):
-    """The basic blocks of a CIFAR ResNet/WRN: 3x3 convs, a 1x1 projection where the
-    shape changes (GluonCV's layout, as the course's models build it)."""
+    """The basic blocks of a CIFAR ResNet/WRN, in GluonCV's layout as the course's models."""
     out, h = [], size
     for i in range(1, len(widths)):
         for b in range(blocks):
@@ -108,8 +107,7 @@ def train_flops(model: str, image_size: int = 32) -> int:
 
 # -- the peak ----------------------------------------------------------------------------
 def precision(dtype: str, engine: str, compute_capability: str | None) -> str:
-    """The arithmetic that ran: fp16/bf16, else TF32 on Ampere+ in PyTorch (its cuDNN
-    default), else fp32."""
+    """The arithmetic that ran: fp16/bf16, TF32 on Ampere+ in PyTorch, else fp32."""
     if dtype in ("float16", "bfloat16"):
         return {"float16": "fp16", "bfloat16": "bf16"}[dtype]
     try:
@@ -120,8 +118,7 @@ def precision(dtype: str, engine: str, compute_capability: str | None) -> str:
 
 
 def gpu_peak_tflops(gpu_name: str, prec: str):
-    """(peak TFLOP/s, PEAK_TFLOPS' name) for one GPU, fp32 where it lacks `prec`;
-    (None, None) for a GPU not in PEAK_TFLOPS."""
+    """(peak TFLOP/s, its PEAK_TFLOPS name), fp32 where the GPU lacks `prec`; (None, None)."""
     for name, peaks in PEAK_TFLOPS.items():
         if name in (gpu_name or ""):
             return peaks.get(prec) or peaks["fp32"], name
@@ -130,8 +127,7 @@ def gpu_peak_tflops(gpu_name: str, prec: str):
 
 @functools.lru_cache(maxsize=None)
 def cpu_peak_tflops(n: int = 768, repeats: int = 20) -> float:
-    """This CPU's float32 matmul rate through numpy's BLAS in TFLOP/s: the best of
-    `repeats` n x n products, measured once per process."""
+    """This CPU's best float32 n x n matmul rate in TFLOP/s, once per process."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n), dtype=np.float32)
     b = rng.standard_normal((n, n), dtype=np.float32)
@@ -145,8 +141,7 @@ def cpu_peak_tflops(n: int = 768, repeats: int = 20) -> float:
 
 
 def achieved(run, samples_per_sec: float | None = None) -> dict:
-    """Achieved TFLOP/s of a run and its share of the device's peak (a CPU's is measured,
-    so known only on the machine that ran it)."""
+    """Achieved TFLOP/s of a run and its share of the device's peak."""
     if samples_per_sec is None:
         samples_per_sec = metrics.samples_per_sec(run)
     cfg = run.config or {}

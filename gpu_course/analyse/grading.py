@@ -40,8 +40,7 @@ def fixable(d: diagnose.Diagnosis, run) -> RungName | None:
 
 @dataclass(frozen=True)
 class Race:
-    """Two runs' training time to an accuracy (NaN: never reached) and the second's speed
-    to it against the first's (None where it never reached it)."""
+    """Two runs' training time to an accuracy (NaN: never) and the second's speed against the first's."""
 
     given_s: float
     mine_s: float
@@ -49,8 +48,7 @@ class Race:
 
 
 def race(given, mine, target: float) -> Race:
-    """`mine` against `given` to `target`: each speed to it (1 / its time) spread as its
-    run's steady blocks spread."""
+    """`mine` against `given` to `target`: each speed spread as its run's steady blocks spread."""
     t_given, t_mine = (anatomy.time_to_accuracy(r, target) for r in (given, mine))
     if math.isnan(t_mine):
         return Race(t_given, t_mine, None)

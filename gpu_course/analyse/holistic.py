@@ -137,8 +137,7 @@ AGREE_POINTS = 5.0   # two shares of a window agree within this many percentage 
 
 
 def idle_reason(table: pd.DataFrame, name: str) -> Reason | None:
-    """None where HTA's idle share of trace `name` and the course's agree within
-    AGREE_POINTS; else the first reason, in Reason's order, that the numbers bear out."""
+    """Why HTA's idle share of trace `name` and the course's differ (None: they agree)."""
     hta, mine = _column(table, name, "HTA"), _column(table, name, "course")
     if abs(hta[IDLE] - mine[IDLE]) <= AGREE_POINTS:
         return None
@@ -198,9 +197,7 @@ PACE = {(True, True): "the course agrees that the host sets the pace",
 
 
 def per_trace(table: pd.DataFrame) -> pd.DataFrame:
-    """A `compare` table as one row a trace: each side's readings and what they say (idle
-    shares and copies agree or not and why, HTA's largest idle and the host's pace,
-    `Launches`)."""
+    """A `compare` table as one row a trace: both sides' readings and what they say."""
     rows = []
     for name in traces_of(table):
         hta, mine = _column(table, name, "HTA"), _column(table, name, "course")

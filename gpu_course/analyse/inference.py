@@ -77,8 +77,7 @@ class Served:
 
 
 def record(served: Served, batch: int, timing, seconds, outputs=None, **facts) -> dict:
-    """One measurement: `seconds` of each timed pass of `batch` images, timed as `timing`,
-    with the outputs on the probe images (or None) and facts (threads, load_average)."""
+    """One measurement: the seconds of each timed pass of `batch` images, with outputs and facts."""
     timing = choice(Timing, timing, "timing")
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
         raise ValueError(f"batch={batch!r}: a whole number of images, at least 1")
@@ -117,9 +116,7 @@ BUSY = "on a busy machine"     # a load average before it of at least the usable
 
 
 def table(records, usable: int | None = None) -> pd.DataFrame:
-    """One row a record: p50 and p99 with their blocks' spread, images/s, the speed-up and
-    outputs (`Outputs`) against the reference variant at the same batch, a long tail (TAIL),
-    and the machine busy at `usable` cores (default: the most threads a record used)."""
+    """One row a record: p50, p99, images/s, the speed-up and outputs against the reference."""
     records = checked(records)
     usable = usable or max((r.get("threads") or 1 for r in records), default=1)
     rows = []
@@ -195,8 +192,7 @@ def _digits(value: float) -> str:
 
 
 def _reference(records, rec: dict) -> dict | None:
-    """rec's network at its batch on the same kind of device, as a REFERENCE variant where
-    one was measured, else the first."""
+    """The REFERENCE variant of rec's network, batch and kind of device, else the first."""
     same = [r for r in records
             if (r["model"], r["batch"], on_gpu(r)) == (rec["model"], rec["batch"], on_gpu(rec))]
     return next((r for r in same if r["variant"] in REFERENCE), same[0])
@@ -224,8 +220,7 @@ def choice(kind, value, name: str):
 
 
 def checked(records, allow_empty: bool = False, where: bool | None = None) -> list[dict]:
-    """The records as a list, each a `record`, every rung once; where: all on a GPU (True),
-    all on the CPU (False) or either (None)."""
+    """The records as a list, each a `record`, every rung once, on a GPU (where=True) or not."""
     wanted = "pass a list of lesson 15's records"
     if records is None or isinstance(records, dict):
         raise ValueError(f"records={type(records).__name__}: {wanted}")

@@ -7,8 +7,7 @@ from . import profiling
 
 
 def kernel_table(traces: dict) -> pd.DataFrame:
-    """A row a kind of kernel, a column pair a trace (ms a step, % of its kernel time); then
-    all convolutions together, and all kernels."""
+    """A row a kind of kernel, a column pair a trace (ms a step, % of its kernel time)."""
     frame = None
     for name, path in traces.items():
         part = profiling.kernel_kinds(profiling.read_trace(path)).set_index("kind")
@@ -34,8 +33,7 @@ def reference_kernel_traces() -> dict:
 
 
 def kernel_rows(traces: dict) -> pd.DataFrame:
-    """A row a trace: kernel time a step, its largest kind (time, share), and the share of
-    the trace's span the GPU was busy or idle."""
+    """A row a trace: kernel time a step, its largest kind, the GPU busy and idle."""
     frame = kernel_table(traces).set_index("kind")
     kinds = frame.drop([ALL_CONVOLUTIONS, ALL_KERNELS])
     rows = []

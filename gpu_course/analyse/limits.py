@@ -44,8 +44,7 @@ def mock(run) -> str:
 
 
 def timers_verdict(run) -> str:
-    """The step timers' verdict: input-bound from INPUT_WAIT of the step time waiting for
-    data, else only not input-bound; TOO_FEW under MIN_STEPS steady steps."""
+    """The step timers' verdict: input-bound or not (TOO_FEW under MIN_STEPS steady steps)."""
     if metrics.steady_steps(run) < diagnose.MIN_STEPS:
         return TOO_FEW
     return INPUT_BOUND if metrics.data_wait_share(run) >= diagnose.INPUT_WAIT else NOT_INPUT_BOUND
@@ -65,8 +64,7 @@ def ceilings_verdict(n: dict) -> Ceilings:
 
 
 def table(runs, split: dict | None = None) -> pd.DataFrame:
-    """The run and its ceilings, a row each (samples/s, data wait, steady steps); on the
-    run's row both verdicts and whether they agree; then the `split`'s parts."""
+    """The run and its ceilings a row each, both verdicts on the run's row; then `split`'s parts."""
     from .profiling import split_table
     runs = list(runs)
     ceilings = {mock(r): r for r in runs if mock(r) in CEILINGS}

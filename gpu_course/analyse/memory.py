@@ -64,8 +64,7 @@ class MemoryUse:
         return bool(self.at_peak)
 
     def activations(self) -> list[float]:
-        """Activations and temporaries at each step's peak: the counter's parts where it
-        sorts them, else the peak less what was held."""
+        """Activations and temporaries at each step's peak."""
         if self.sorted:
             return [sum(v) for v in zip(*(self.at_peak.get(p, [0] * self.readings)
                                           for p in (Part.ACTIVATIONS, Part.OTHER)))]
@@ -181,8 +180,7 @@ def accumulation_runs(runs) -> tuple:
 
 
 def fills_device(u: MemoryUse) -> float:
-    """Images a forward pass that would fill the device's memory, at the measured
-    activations per image beside what the step holds otherwise."""
+    """Images a forward pass that would fill the device's memory."""
     per_image = median(u.activations()) / u.micro_batch if u.micro_batch else math.nan
     rest = median(u.peak) - median(u.activations())
     if not (u.device_total and per_image > 0):

@@ -100,8 +100,7 @@ def warmup_s(run) -> float:
 
 
 def preparation_s(run) -> float:
-    """Seconds spent before the run making the copy its data format reads (0.0 when it
-    read the data as they were, NaN when the making was not timed)."""
+    """Seconds spent before the run making the copy its data format reads (0.0: none)."""
     made = ((run.meta.get("notes") or {}).get("prepared")) or {}
     if not made:
         return 0.0
@@ -117,8 +116,7 @@ def data_wait_share(run) -> float:
 
 
 def wait_blocks(run) -> list[float]:
-    """The data wait's share of the step time in each of BLOCKS equal blocks of the steady
-    steps; [] when a block would hold fewer than MIN_STEADY_STEPS / BLOCKS steps."""
+    """The data wait's share of the step time in each of BLOCKS blocks of the steady steps."""
     steps = _steps(run)
     if not len(steps):
         return []
@@ -133,8 +131,7 @@ def wait_blocks(run) -> list[float]:
 
 
 def training_windows(run, steady: bool = True) -> list[tuple[float, float]]:
-    """(t_from, t_to) on the monitor clock of each finished epoch's training, from its
-    first steady step (or its start, steady=False) to its end."""
+    """(t_from, t_to) of each finished epoch's training, from its first steady step."""
     epochs = run.epochs
     if not len(epochs) or "t_end" not in epochs.columns:
         return []
@@ -155,8 +152,7 @@ def gpu_util(run) -> float:
 
 
 def gpm_activity(run) -> dict:
-    """GPM's mean sm_active, tensor_active and dram_active (%) over the same samples
-    (Hopper and newer; NaN elsewhere): unlike GPU-Util, a kernel on one SM reads ~1%."""
+    """GPM's mean sm_active, tensor_active and dram_active (%) over the steady samples."""
     return {name: _steady_mean(run, name)
             for name in ("sm_active", "tensor_active", "dram_active")}
 
@@ -237,8 +233,7 @@ def steady_steps(run) -> int:
 
 
 def steadiness(run) -> dict:
-    """Steady step-time p50 and p95, spikiness (p95/p50) and the share of steps whose data
-    wait passed WAITED of their time; NaN without per-step rows."""
+    """Steady step-time p50 and p95, spikiness, and the share of steps that waited for data."""
     steps = _steps(run)
     timed = steps[_column(steps, "timed") == 1] if len(steps) else steps
     if not len(timed):
@@ -323,8 +318,7 @@ def ran_as(run) -> dict:
 
 
 def ran_text(run) -> str:
-    """What ran where it differs from the request ("dtype float32 ran, float16 requested"),
-    in the track's words, with the TF32 note; "" when as asked."""
+    """What ran where it differs from the request ("dtype float32 ran, float16 requested")."""
     track = engine(run)
     changes = [f"{field} {worded(field, ran, track)} ran, {worded(field, requested, track)} "
                "requested" for field, (requested, ran, _) in ran_as(run).items()]
@@ -401,8 +395,7 @@ def baseline_index(runs, baseline) -> int:
 
 
 def epoch_spans(run) -> list[tuple[int, float, float]]:
-    """(epoch, t_start, t_end) on the monitor clock, from epochs.csv, else markers.csv
-    (t_end NaN for an epoch a crash cut short)."""
+    """(epoch, t_start, t_end) on the monitor clock, from epochs.csv, else markers.csv."""
     epochs = run.epochs
     spans = []
     if len(epochs) and {"epoch", "t_start", "t_end"} <= set(epochs.columns):

@@ -56,8 +56,7 @@ class Verdict:
 
 
 def samples(run_or_runs, value=metrics.samples_per_sec) -> tuple[list[float], str]:
-    """The measurements of one side: `value` of each run when there are several, else
-    the steady samples/s of BLOCKS blocks of the one run's steady steps."""
+    """One side's measurements: `value` of each run, or the blocks of a single run's steps."""
     runs = run_or_runs if isinstance(run_or_runs, (list, tuple)) else [run_or_runs]
     if len(runs) > 1:
         values = [v for v in (value(r) for r in runs) if _ok(v)]
@@ -180,8 +179,7 @@ def chance_sentence(run) -> str:
 
 @dataclass(frozen=True)
 class AccuracyVerdict:
-    """b's validation accuracy against a's: the change and 2 standard errors (points), and
-    "an effect", "within noise" or "at chance" (both under `bar`)."""
+    """b's validation accuracy against a's: change and 2 standard errors (points), and the call."""
 
     points: float
     bound: float
@@ -219,8 +217,7 @@ _NOT_THE_SAME = {"name", "seed", "monitor_interval"}  # fields that do not chang
 
 
 def far_apart(runs, value=metrics.samples_per_sec) -> list[str]:
-    """Sentences for runs of one configuration (name and seed aside) whose `value` differs
-    by more than FAR_APART."""
+    """Sentences for runs of one configuration whose `value` differs by more than FAR_APART."""
     groups: dict[str, list] = {}
     for run in runs:
         cfg = {k: v for k, v in sorted(run.config.items()) if k not in _NOT_THE_SAME}
@@ -238,8 +235,7 @@ def far_apart(runs, value=metrics.samples_per_sec) -> list[str]:
 
 
 def ranked(v: Verdict, w: Verdict) -> Order:
-    """v's ratio against w's: higher or lower when their ranges do not overlap, else (or
-    unmeasured) within noise."""
+    """v's ratio against w's: higher or lower when their ranges do not overlap."""
     if {v.kind, w.kind} & {Kind.NOT_MEASURED, Kind.TOO_FEW}:
         return Order.WITHIN_NOISE
     if v.low > w.high:

@@ -68,8 +68,7 @@ def iterate(batches, steps: int):
 
 
 def top_functions(prof, n: int = 15, sort: str = "tottime") -> pd.DataFrame:
-    """The `n` functions with the most own time (sort="tottime") or time with callees
-    ("cumtime") in a .prof file or a pstats.Stats."""
+    """The `n` functions with the most own (tottime) or cumulative (cumtime) time in a profile."""
     if sort not in ("tottime", "cumtime"):
         raise ValueError(f"sort={sort!r} is not allowed; allowed: tottime, cumtime")
     stats = prof if isinstance(prof, pstats.Stats) else pstats.Stats(str(prof))
@@ -122,8 +121,7 @@ def held_stderr(drop: re.Pattern):
 
 # -- Chrome traces ---------------------------------------------------------------------------
 def gzip_trace(path) -> Path:
-    """Compress a Chrome trace to <path>.gz (about tenfold; the viewers open it) and remove
-    the original."""
+    """Compress a Chrome trace to <path>.gz (about tenfold) and remove the original."""
     path = Path(path)
     target = path.with_name(path.name + ".gz")
     with open(path, "rb") as raw, gzip.open(target, "wb", compresslevel=6) as packed:
@@ -133,8 +131,7 @@ def gzip_trace(path) -> Path:
 
 
 def load_trace(path) -> dict:
-    """A Chrome trace's JSON (.json or .json.gz) as a dict with its traceEvents; a file
-    that is not one is refused."""
+    """A Chrome trace's JSON (.json or .json.gz) as a dict with its traceEvents."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     try:
@@ -277,8 +274,7 @@ KERNEL_KINDS = (
 
 
 def kernel_kinds(events) -> pd.DataFrame:
-    """The GPU kernels by KERNEL_KINDS: ms a profiled step, share of all kernel time, and
-    kernels a step; one row a kind found."""
+    """The GPU kernels by KERNEL_KINDS: ms a step, share of kernel time, kernels a step."""
     steps = sum(map(_is_step, events))
     if not steps:
         raise ValueError(NO_STEPS)

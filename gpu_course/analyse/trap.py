@@ -16,8 +16,7 @@ TIMERS = (WITHOUT, WITH, EVENTS)
 
 
 def trap_table(passes) -> pd.DataFrame:
-    """One row per block and timer, in the order measured: a pass's images, the passes, the
-    median pass in ms (fastest and slowest beside it) and the images/s it gives."""
+    """One row per block and timer: the passes, the median pass in ms and its images/s."""
     rows: dict = {}
     for block, timer, images, seconds in _checked(passes):
         rows.setdefault((block, timer), (images, []))[1].append(seconds)
@@ -38,8 +37,7 @@ def where(device) -> tuple[str, bool]:
 
 
 def trap_pairs(passes, compares: dict) -> list[Samples]:
-    """Each block's clock without a sync, and its CUDA events, against the clock with one,
-    judged by compares[timer]."""
+    """Each block's other timers against its clock with a sync, judged by compares[timer]."""
     timers: dict = {}
     for block, timer, _, _ in _checked(passes):
         timers.setdefault(block, []).append(timer)

@@ -43,8 +43,7 @@ def knee(runs) -> list[bool]:
 
 
 def worker_memory(make_loader, counts) -> pd.DataFrame:
-    """What each loader worker costs: for each count, `make_loader(count)` hands over a
-    batch, then psutil reads its new processes' RSS and USS (what each adds on its own)."""
+    """What each loader worker costs in RSS and USS, by psutil, for each count."""
     import psutil
     me, total = psutil.Process(), psutil.virtual_memory().total
     rows = []
