@@ -1,10 +1,6 @@
 """Where a run's step goes (data wait, host, the GPU's share: step × GPU-Util, which
 CUDA events cannot tell), which resource holds it (`Bound`), and its training time to
 the accuracy a baseline reached, from its record.
-
-    anatomy(run).bound, anatomy(run).gpu_busy_ms
-    time_to_accuracy(run, 0.70)        # seconds of training to 70 % validation accuracy
-    table(runs, baseline=0)            # one row a rung
 """
 from __future__ import annotations
 

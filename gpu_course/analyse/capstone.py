@@ -1,6 +1,5 @@
-"""The capstone's grading (lesson 16): the attendee's final run against the job as given,
-both read from their records, on three criteria (`Criterion`), each a `Mark` that says,
-when unmet, what is wrong and which lesson's fix applies."""
+"""The capstone's grading (lesson 16): the final run against the job as given, a `Mark`
+a `Criterion` that says, when unmet, what is wrong and which lesson's fix applies."""
 from __future__ import annotations
 
 import math

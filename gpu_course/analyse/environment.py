@@ -1,9 +1,5 @@
-"""The environment's records (lesson 11's): CPU benchmarks (`env.report.bench`), a
-training run with the checklist's loader workers, the OpenMP variables, the GPU's facts,
-a pageable against pinned copy, /dev/shm and the disk. `kind` tells a section's records
-apart; `table` and `rows` read them into the table a closing cites and the measured rows
-(`findings.Row`) and facts it judges. No deep-learning framework here.
-"""
+"""Lesson 11's records (CPU benchmarks, a run, OpenMP, the GPU, a copy, /dev/shm, the
+disk): `kind` tells a section's records apart, `table` and `rows` read them."""
 from __future__ import annotations
 
 import math
@@ -90,9 +86,6 @@ EQUIVALENT = {"KMP_BLOCKTIME": "OMP_WAIT_POLICY (or GOMP_SPINCOUNT)",
               "GOMP_SPINCOUNT": "KMP_BLOCKTIME", "GOMP_CPU_AFFINITY": "KMP_AFFINITY"}
 CONTEXT = {Section.BENCH: {"cpu"}, Section.RUN: {"cpu"}, Section.OPENMP: {"runtimes"},
            Section.SHM: {"workers"}}
-
-
-# what `kind` reads, for its errors
 RECORDS = "a Run or env.bench, openmp_settings, gpu_facts, shm_facts, disk_facts, envinfo copy"
 
 

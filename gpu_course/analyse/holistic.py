@@ -1,8 +1,5 @@
 """A PyTorch trace read by Holistic Trace Analysis (HTA) beside the course's own
-`profiling.trace_split` of it: rows are READINGS, columns "<trace>: HTA" and "<trace>:
-course", shares in percent of each side's own window.
-
-    table = compare(REFERENCE_TRACES)   # the H200 reference's naive and tuned traces
+`profiling.trace_split` of it (`compare`), shares in percent of each side's own window.
 """
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
 """Is a difference an effect, or run-to-run noise? Computed from the runs, never typed.
-
 Each side's spread is its min..max over repeated runs, or with one run the samples/s of
 BLOCKS equal blocks of its steady steps. B/A is an effect only when the whole range of
 ratios lies on one side of 1 (min(B)/max(A) > 1: faster; max(B)/min(A) < 1: slower).

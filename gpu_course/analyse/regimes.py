@@ -1,7 +1,5 @@
-"""Two ladders side by side (lesson 08): the same ladder on two networks (its two
-regimes: for each rung both walked, what held the step before it in each, its gain and the
-noise verdict on it, and whether a gain beyond noise came from a setting aimed at what held
-the step, `anatomy.FIXES`), and what a reference ladder differs in from this machine's."""
+"""Two ladders side by side (lesson 08): one ladder on two networks, and what a reference
+ladder differs in from this machine's."""
 from __future__ import annotations
 
 import math

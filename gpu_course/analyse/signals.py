@@ -1,7 +1,5 @@
 """What the GPU's own counters say beyond GPU-Util (that *a* kernel ran), from a run's
 gpu.csv: throttled (clock-event reasons), memory-bound or SMs idle (GPM, Hopper and newer).
-
-    for name, line in findings(run):   # e.g. ("throttled", "throttled: 41% of ...")
 """
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The timing trap (lesson 13): passes timed by a clock that stops when the calls return, by
-one that waits for the device, and by CUDA events; each pass a (block, timer, images,
-seconds) tuple."""
+"""The timing trap (lesson 13): passes, each (block, timer, images, seconds), timed without
+a sync, with one, and by CUDA events."""
 from __future__ import annotations
 
 import math
