@@ -49,8 +49,7 @@ class Anatomy:
 def anatomy(run) -> Anatomy:
     """The anatomy of `run`'s steady steps (a group of repeats: its representative run)."""
     run = metrics.representative(run)
-    steps = metrics._steps(run)
-    timed = steps[metrics._column(steps, "timed") == 1] if len(steps) else steps
+    timed = metrics._steady(run)
     if len(timed) < metrics.MIN_STEADY_STEPS:
         return Anatomy(math.nan, math.nan, math.nan, math.nan, Bound.TOO_FEW)
     wait, host = metrics._column(timed, "data_wait_s"), metrics._column(timed, "compute_s")

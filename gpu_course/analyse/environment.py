@@ -150,7 +150,6 @@ def rows(records, frame: pd.DataFrame, runtimes=None) -> tuple[list, tuple]:
     return [Row(name, {}, gpu=section is Section.GPU) for name in names], facts
 
 
-# -- CPU benchmarks -------------------------------------------------------------------------
 def label(bench: dict) -> str:
     """'2 threads, oneDNN on' (', pinned to core 0' when pinned)."""
     n = bench["threads"]
@@ -181,7 +180,6 @@ def _bench_table(benches, usable=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# -- the short run with the checklist's workers ----------------------------------------------
 def _run_table(runs, usable=None) -> pd.DataFrame:
     rows = []
     for run in runs:
@@ -198,7 +196,6 @@ def _run_table(runs, usable=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# -- OpenMP ----------------------------------------------------------------------------------
 def _openmp_table(rows) -> pd.DataFrame:
     read = {True: "yes", False: "no", None: "?"}
     return pd.DataFrame([{"variable": r["variable"], "value": r["value"] or "(unset)",
@@ -219,7 +216,6 @@ def openmp_facts(rows, runtimes) -> tuple[OpenMP, ...]:
     return tuple(facts) if bases else (OpenMP.NO_RUNTIME,)
 
 
-# -- the GPU side ----------------------------------------------------------------------------
 def clock(g: dict) -> Clock | None:
     """What holds the GPU's SM clock, by its clock-event reasons; None where unread."""
     if not (g.get("sm_clock_mhz") and g.get("sm_clock_max_mhz")):
@@ -267,7 +263,6 @@ def _gpu_table(facts: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# -- pageable against pinned copies ------------------------------------------------------------
 def _copy_table(copy: dict) -> pd.DataFrame:
     if not copy.get("available"):
         return pd.DataFrame([{"memory": "pageable and pinned", "why": "no GPU: not measured"}])
@@ -281,7 +276,6 @@ def _span(values) -> str:
     return f"{min(values):.1f}–{max(values):.1f}" if values else "–"
 
 
-# -- shared memory -----------------------------------------------------------------------------
 def _shm_table(shm: dict, workers=None) -> pd.DataFrame:
     if shm.get("total_mib") is None:
         return pd.DataFrame([{"path": shm.get("path", "/dev/shm"), "why": "not present"}])
@@ -296,7 +290,6 @@ def _shm_table(shm: dict, workers=None) -> pd.DataFrame:
                           "224-pixel batch of 64 (MiB)": shm["batch_mib"] * 49}])
 
 
-# -- the disk and the lecture's links ----------------------------------------------------------
 def _links_table(records) -> pd.DataFrame:
     disk = records[0]
     rnd, seq = disk["random_32k_mb_s"], disk["sequential_mb_s"]

@@ -53,10 +53,7 @@ def steady_block_rates(run, blocks: int = BLOCKS) -> list[float]:
     """Steady samples/s of `blocks` consecutive blocks of the steady steps ([] without
     per-step rows), the step times scaled to add up to `samples_per_sec`'s (which holds the
     closing sync) so that the blocks bracket it."""
-    steps = _steps(run)
-    if not len(steps) or "timed" not in steps.columns:
-        return []
-    steady = steps[_column(steps, "timed") == 1]
+    steady = _steady(run)
     seconds_each = step_seconds(steady)
     measured, steady_s = float(seconds_each.sum()), _sum(run.epochs, "timed_s")
     if measured > 0 and steady_s > 0:
@@ -117,10 +114,7 @@ def data_wait_share(run) -> float:
 
 def wait_blocks(run) -> list[float]:
     """The data wait's share of the step time in each of BLOCKS blocks of the steady steps."""
-    steps = _steps(run)
-    if not len(steps):
-        return []
-    steady = steps[_column(steps, "timed") == 1]
+    steady = _steady(run)
     wait = _column(steady, "data_wait_s").to_numpy()
     total = wait + _column(steady, "compute_s").to_numpy()
     size = len(steady) // BLOCKS
@@ -211,8 +205,7 @@ def step_seconds(steps: pd.DataFrame) -> pd.Series:
 
 def median_step_ms(run, device: bool = False) -> float:
     """The median steady step in ms, by CUDA events (device=True) or the host's clock."""
-    steps = _steps(run)
-    steady = steps[_column(steps, "timed") == 1] if len(steps) else steps
+    steady = _steady(run)
     values = _column(steady, "device_s") if device else \
         _column(steady, "data_wait_s") + _column(steady, "compute_s")
     return 1000 * float(values.median()) if len(values) and values.notna().all() else math.nan
@@ -228,14 +221,12 @@ MIN_STEADY_STEPS = 20   # steady steps a run needs before its samples/s is ruled
 
 def steady_steps(run) -> int:
     """How many steady (timed) steps the run's record holds."""
-    steps = _steps(run)
-    return int((_column(steps, "timed") == 1).sum()) if len(steps) else 0
+    return len(_steady(run))
 
 
 def steadiness(run) -> dict:
     """Steady step-time p50 and p95, spikiness, and the share of steps that waited for data."""
-    steps = _steps(run)
-    timed = steps[_column(steps, "timed") == 1] if len(steps) else steps
+    timed = _steady(run)
     if not len(timed):
         return {"step_p50_s": math.nan, "step_p95_s": math.nan, "spikiness": math.nan,
                 "waited_share": math.nan, "steady_steps": 0}
@@ -430,6 +421,11 @@ def _sum(frame: pd.DataFrame, name: str) -> float:
 def _steps(run) -> pd.DataFrame:
     steps = getattr(run, "steps", None)
     return steps if steps is not None else pd.DataFrame()
+
+
+def _steady(run) -> pd.DataFrame:
+    steps = _steps(run)
+    return steps[_column(steps, "timed") == 1] if len(steps) else steps
 
 
 def _marker_spans(markers: pd.DataFrame) -> list[tuple[int, float, float]]:
