@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from . import alike, metrics
@@ -73,25 +73,19 @@ def compare(a, b, value=metrics.samples_per_sec, varies=()) -> Verdict:
     differ = alike.differences(a, b, varies)
     xs, how_a = samples(a, value)
     ys, how_b = samples(b, value)
-    how = how_a if how_a == how_b else f"{how_a} / {how_b}"
-    if not xs or not ys:
-        return Verdict(math.nan, math.nan, math.nan, Kind.NOT_MEASURED, how)
-    ratio = statistics.median(ys) / statistics.median(xs)
     single = [r for r in (a, b) if not isinstance(r, (list, tuple))]
-    if len(single) == 2 and _ok(value(a)) and _ok(value(b)) and value(a) > 0:
-        ratio = value(b) / value(a)  # the table's own number; the blocks give the spread
-    low, high = min(min(ys) / max(xs), ratio), max(max(ys) / min(xs), ratio)
+    # one run a side: the table's own ratio, the blocks give the spread
+    v = compare_samples(xs, ys, how_a if how_a == how_b else f"{how_a} / {how_b}",
+                        *([value(r) for r in single] if len(single) == 2 else ()))
+    if v.kind == Kind.NOT_MEASURED:
+        return v
     if differ:
         names = [metrics.representative(r).name for r in (a, b)]
-        return Verdict(ratio, low, high, Kind.UNLIKE, how, alike.words(differ, *names))
+        return replace(v, kind=Kind.UNLIKE, unlike=alike.words(differ, *names))
     if any(metrics.steady_steps(r) < BLOCKS * MIN_STEPS for r in single):
         steps = " and ".join(str(metrics.steady_steps(r)) for r in single)
-        return Verdict(ratio, low, high, Kind.TOO_FEW, f"{steps} steady steps")
-    return Verdict(ratio, low, high, _kind(low, high), how)
-
-
-def _kind(low: float, high: float) -> Kind:
-    return Kind.FASTER if low > 1 else Kind.SLOWER if high < 1 else Kind.WITHIN_NOISE
+        return replace(v, kind=Kind.TOO_FEW, how=f"{steps} steady steps")
+    return v
 
 
 def compare_samples(xs, ys, how: str, a: float | None = None, b: float | None = None) -> Verdict:
@@ -105,7 +99,8 @@ def compare_samples(xs, ys, how: str, a: float | None = None, b: float | None = 
                        f"{how}; A read {min(xs):g}")
     ratio = b / a if _ok(a) and _ok(b) and a > 0 else statistics.median(ys) / statistics.median(xs)
     low, high = min(min(ys) / max(xs), ratio), max(max(ys) / min(xs), ratio)
-    return Verdict(ratio, low, high, _kind(low, high), how)
+    kind = Kind.FASTER if low > 1 else Kind.SLOWER if high < 1 else Kind.WITHIN_NOISE
+    return Verdict(ratio, low, high, kind, how)
 
 
 def _spread(v: Verdict) -> str:
