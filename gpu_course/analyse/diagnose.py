@@ -95,27 +95,20 @@ def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
     verdict = UNRELIABLE if why_not else _verdict(n, mock)
     rung, advice = (None, f"{AGAIN}: {MIN_STEPS}+ steady steps each, on an idle machine") \
         if why_not else next_rung(verdict, cfg, n)
-    found, flop_line = _hardware_evidence(run, verdict, n)   # the counters speak either way
-    evidence += [line for _, line in found] + [flop_line]
-    evidence += [f"not ruled on: {reason}" for reason in why_not]
-    return Diagnosis(run.name, verdict, evidence, rung, advice, n, [f for f, _ in found])
-
-
-def _hardware_evidence(run: Run, verdict: str, n: dict) -> tuple[list, str]:
-    """The GPU counters' findings (signals) and the achieved share of peak (flops)."""
     achieved = flops.achieved(run, n["samples_per_sec"])
     n.update(achieved_tflops=achieved["achieved_tflops"],
              fraction_of_peak=achieved["fraction_of_peak"])
     line = flops.sentence(achieved)
     if verdict == "compute-bound" and _known(achieved["fraction_of_peak"]):
         line = f"compute-bound at {100 * achieved['fraction_of_peak']:.0f} % of peak: {line}"
-    return signals.findings(run, GPU_BUSY), line
+    found = signals.findings(run, GPU_BUSY)   # the counters speak either way
+    evidence += [text for _, text in found] + [line] + [f"not ruled on: {r}" for r in why_not]
+    return Diagnosis(run.name, verdict, evidence, rung, advice, n, [f for f, _ in found])
 
 
-def explain(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
-            data_format: str | None = None) -> str:
-    """The diagnosis as text: verdict, evidence lines, next rung."""
-    return str(diagnose(run, compute_ceiling, input_ceiling, search, data_format))
+def explain(run) -> str:
+    """What `gpu-course diagnose RUN` prints."""
+    return str(diagnose(run))
 
 
 # -- the numbers ------------------------------------------------------------------------
