@@ -105,8 +105,7 @@ def _diagnosis(d: diagnose.Diagnosis, run) -> Mark:
     number = fix(d, run)
     if number is not None:
         return Mark(Criterion.DIAGNOSIS, False,
-                    f"{head}: the next rung, {d.next_rung} ({d.advice}), is {lesson(number)}.",
-                    True)
+                    f"{head}: the next rung, {d.next_rung} ({d.advice}), is {lesson(number)}.", True)
     case = d.verdict if d.verdict == "input-bound" or metrics.on_gpu(run) else "cpu"
     why = LIMIT.get(case, LIMIT["overhead-bound"]).format(rung=d.next_rung, advice=d.advice)
     further = (f" Further speed, not asked for: {d.next_rung}, {d.advice}."
@@ -128,11 +127,8 @@ def _wait(given, mine, d) -> Mark:
             f"below {diagnose.INPUT_WAIT:.0%}")
     if (min(ys) <= max(xs)) if own_bar else (share < diagnose.INPUT_WAIT):
         return Mark(Criterion.TARGET, True, f"{said}: the target, {goal}, is met.")
-    fixes = [text for text, applies in (
-        (lesson("02"),
-         diagnose.workers_advised(mine.config, d.numbers) is not None),
-        (lesson("09"),
-         grading.setting(mine, "data_format") != "memory")) if applies]
+    fixes = [lesson("02")] * (diagnose.workers_advised(mine.config, d.numbers) is not None) \
+        + [lesson("09")] * (grading.setting(mine, "data_format") != "memory")
     return Mark(Criterion.TARGET, False,
                 f"{said}: the target is {goal}. The loop still waits for the loader: "
                 + ("; ".join(fixes) or "every core is busy: use a machine with more cores") + ".",

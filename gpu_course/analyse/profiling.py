@@ -68,7 +68,7 @@ def iterate(batches, steps: int):
 
 
 def top_functions(prof, n: int = 15, sort: str = "tottime") -> pd.DataFrame:
-    """The `n` functions with the most own (tottime) or cumulative (cumtime) time in a profile."""
+    """The `n` functions with the most own (tottime) or cumulative (cumtime) time."""
     if sort not in ("tottime", "cumtime"):
         raise ValueError(f"sort={sort!r} is not allowed; allowed: tottime, cumtime")
     stats = prof if isinstance(prof, pstats.Stats) else pstats.Stats(str(prof))
@@ -200,23 +200,20 @@ def trace_split(events) -> dict:
         raise ValueError(NO_STEPS)
     wait = _clip(_intervals(events, lambda e: e.get("name") == DATA_WAIT), steps)
     kernels = _clip(_intervals(events, lambda e: e.get("cat") == "kernel"), steps)
-    copies = _clip(_intervals(events, lambda e: e.get("cat") in ("gpu_memcpy", "gpu_memset")),
-                   steps)
+    copies = _clip(_intervals(events, lambda e: e.get("cat") in ("gpu_memcpy", "gpu_memset")), steps)
     runtime = ("cuda_runtime", "cuda_driver")
     launch = _clip(_intervals(events, lambda e: e.get("cat") in runtime and not _sync(e)), steps)
     sync = _clip(_intervals(events, lambda e: e.get("cat") in runtime and _sync(e)), steps)
     ops = _clip(_intervals(events, lambda e: e.get("cat") == "cpu_op"), steps)
     step_s, wait_s = _length(steps) / 1e6, _length(wait) / 1e6   # trace times are in us
     ops_s = max(0.0, _length(ops) - _length(_clip(ops, wait))) / 1e6
-    device = bool(kernels or copies)
-    busy_s = _length(_union(kernels + copies)) / 1e6 if device else ops_s
+    device, device_s = bool(kernels or copies), _length(_union(kernels + copies)) / 1e6
     return {"steps": len(step_events), "step_s": step_s, "data_wait_s": wait_s,
             "device_kernels_s": _length(_union(kernels)) / 1e6,
             "memcpy_s": _length(_union(copies)) / 1e6, "host_launch_s": _length(launch) / 1e6,
-            "host_sync_s": _length(sync) / 1e6,
-            "device_busy_s": _length(_union(kernels + copies)) / 1e6,
+            "host_sync_s": _length(sync) / 1e6, "device_busy_s": device_s,
             "host_ops_s": ops_s, "on_device": device,
-            "other_host_s": max(0.0, step_s - wait_s - busy_s)}
+            "other_host_s": max(0.0, step_s - wait_s - (device_s if device else ops_s))}
 
 
 def _sync(event) -> bool:
