@@ -33,6 +33,9 @@ PEAK_TFLOPS = {
     "T4": {"fp32": 8.1, "tf32": None, "bf16": None, "fp16": 65.0},
 }
 TF32_FROM = (8, 0)  # Ampere and newer have TF32 tensor cores
+# the CIFAR ResNets and WRNs: (width factor, basic blocks a stage)
+RESNETS = {"resnet20": (1, 3), "resnet56": (1, 9), "resnet110": (1, 18),
+           "wrn16_10": (10, 2), "wrn28_10": (10, 4)}
 
 
 @dataclass(frozen=True)
@@ -75,24 +78,17 @@ def _stages(widths, blocks, size):
 def layers(model: str, image_size: int = 32, classes: int = 10) -> list[Layer]:
     """Every conv and dense layer of a course model (config.MODELS) for one image."""
     s = image_size
-    if model in ("resnet20", "resnet56", "resnet110"):
-        depth = int(model[6:])
-        widths = [16, 16, 32, 64]
-        return ([conv("stem", 3, 16, 3, s)] + _stages(widths, (depth - 2) // 6, s)
-                + [dense("output", widths[-1], classes)])
-    if model in ("wrn16_10", "wrn28_10"):
-        depth, k = int(model[3:5]), 10
-        widths = [16, 16 * k, 32 * k, 64 * k]
-        return ([conv("stem", 3, 16, 3, s)] + _stages(widths, (depth - 4) // 6, s)
-                + [dense("output", widths[-1], classes)])
+    if model in RESNETS:
+        k, blocks = RESNETS[model]
+        return ([conv("stem", 3, 16, 3, s)] + _stages([16, 16 * k, 32 * k, 64 * k], blocks, s)
+                + [dense("output", 64 * k, classes)])
     if model == "tiny":
         out, cin, h = [], 3, s
         for i, channels in enumerate((32, 64, 128)):
             out.append(conv(f"conv{i + 1}", cin, channels, 3, h))
             cin, h = channels, h // 2          # each block ends with a 2x2 max-pool
         return out + [dense("output", cin, classes)]
-    raise ValueError(f"model={model!r} is unknown; allowed: resnet20, resnet56, resnet110, "
-                     "wrn16_10, wrn28_10, tiny")
+    raise ValueError(f"model={model!r} is unknown; allowed: {', '.join(RESNETS)}, tiny")
 
 
 def forward_macs(model: str, image_size: int = 32) -> int:
