@@ -321,8 +321,8 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
         return PRECISION[engine], ADVICE["precision"][engine]
     if batch < LARGE_BATCH:
         optimizer = "LBSGD" if gluon else "LARS"
-        return RungName.LARGE_BATCH, (f"batch_size {batch} -> {LARGE_BATCH * 2}+, lr_base_batch, "
-                                      f"{optimizer} with warm-up")
+        advice = f"batch_size {batch} -> {LARGE_BATCH * 2}+, lr_base_batch, {optimizer} with warm-up"
+        return RungName.LARGE_BATCH, advice
     if int(cfg.get("num_gpus") or 1) < gpus:
         return RungName.ALL_GPUS, f"num_gpus {cfg.get('num_gpus')} -> {gpus}"
     return RungName.ALL_GPUS, SAY["gpu_limit"]

@@ -60,8 +60,7 @@ def read(trace) -> dict:
     data = profiling.load_trace(trace)
     if not any(e.get("cat") in GPU_CATEGORIES for e in data.get("traceEvents", [])
                if isinstance(e, dict)):
-        raise ValueError(f"trace={str(trace)!r} has no GPU events; record it on a GPU with "
-                         "ProfilerActivity.CUDA")
+        raise ValueError(f"trace={str(trace)!r} has no GPU events; record it with ProfilerActivity.CUDA")
     data["distributedInfo"] = {"rank": 0}              # what HTA takes the rank from
     with tempfile.TemporaryDirectory() as folder, _quiet():
         (Path(folder) / "rank-0.json").write_text(json.dumps(data))
@@ -234,8 +233,7 @@ def _trace_analysis():
         from hta.configs.config import HtaConfig
         from hta.trace_analysis import TraceAnalysis
     except ImportError as err:
-        raise ImportError(f"Holistic Trace Analysis is not installed ({err}): pip install "
-                          f"{PACKAGE}") from None
+        raise ImportError(f"HTA is not installed ({err}): pip install {PACKAGE}") from None
     HtaConfig()                                       # where HTA sets up its logging
     root.setLevel(saved[0])
     root.handlers[:] = saved[1]

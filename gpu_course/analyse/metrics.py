@@ -380,8 +380,7 @@ def baseline_index(runs, baseline) -> int:
         return names.index(baseline)
     if isinstance(baseline, bool) or not isinstance(baseline, int) \
             or not -len(runs) <= baseline < len(runs):
-        raise ValueError(f"baseline={baseline!r} must be a run name or an index "
-                         f"in 0..{len(runs) - 1}")
+        raise ValueError(f"baseline={baseline!r} must be a run name or an index in 0..{len(runs) - 1}")
     return baseline % len(runs)
 
 
