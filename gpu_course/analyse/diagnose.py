@@ -114,21 +114,20 @@ def explain(run) -> str:
 # -- the numbers ------------------------------------------------------------------------
 def measure(run: Run) -> dict:
     """The numbers a diagnosis rests on, by `metrics`' definitions (NaN where not measured)."""
-    epochs = run.epochs
-    timed_s = metrics._sum(epochs, "timed_s")
-    timed_steps = metrics._sum(epochs, "timed_steps")
+    timed_s = metrics.epochs_sum(run, "timed_s")
+    timed_steps = metrics.epochs_sum(run, "timed_steps")
     hardware = run.meta.get("hardware") or {}
     cpu, busiest = _cpu_load(run)
     steady = metrics.steadiness(run)
     return {
         "samples_per_sec": metrics.samples_per_sec(run),
         "wait_share": metrics.data_wait_share(run),
-        "data_wait_s": metrics._sum(epochs, "timed_wait_s"),
-        "compute_s": timed_s - metrics._sum(epochs, "timed_wait_s"),
+        "data_wait_s": metrics.epochs_sum(run, "timed_wait_s"),
+        "compute_s": timed_s - metrics.epochs_sum(run, "timed_wait_s"),
         "step_ms": 1000 * timed_s / timed_steps if timed_steps else math.nan,
         "steady_steps": steady["steady_steps"], "spikiness": steady["spikiness"],
         "waited_share": steady["waited_share"],
-        "epochs": len(epochs), "gpus": len(hardware.get("gpus") or []),
+        "epochs": len(run.epochs), "gpus": len(hardware.get("gpus") or []),
         "gpu_util": metrics.gpu_util(run),
         "cpu_percent": cpu, "busiest_core": busiest,
         "cpu_count": hardware.get("cpu_count") or math.nan,

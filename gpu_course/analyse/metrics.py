@@ -46,7 +46,7 @@ def epoch_numbers(row: dict) -> dict:
 # -- one number per run -------------------------------------------------------------------
 def samples_per_sec(run) -> float:
     """Samples of the steady steps over their time (with the epoch's closing sync)."""
-    return rate(_sum(run.epochs, "timed_samples"), _sum(run.epochs, "timed_s"))
+    return rate(epochs_sum(run, "timed_samples"), epochs_sum(run, "timed_s"))
 
 
 def steady_block_rates(run, blocks: int = BLOCKS) -> list[float]:
@@ -55,7 +55,7 @@ def steady_block_rates(run, blocks: int = BLOCKS) -> list[float]:
     closing sync) so that the blocks bracket it."""
     steady = _steady(run)
     seconds_each = step_seconds(steady)
-    measured, steady_s = float(seconds_each.sum()), _sum(run.epochs, "timed_s")
+    measured, steady_s = float(seconds_each.sum()), epochs_sum(run, "timed_s")
     if measured > 0 and steady_s > 0:
         seconds_each = seconds_each * (steady_s / measured)
     n = min(blocks, len(steady))
@@ -76,7 +76,7 @@ def samples_per_sec_range(run) -> tuple[float, float]:
 
 def samples_per_sec_all(run) -> float:
     """Throughput over every epoch's whole time, warm-up and compile included."""
-    return rate(_sum(run.epochs, "samples"), _sum(run.epochs, "epoch_time_s"))
+    return rate(epochs_sum(run, "samples"), epochs_sum(run, "epoch_time_s"))
 
 
 def epoch_time_s(run) -> float:
@@ -109,7 +109,7 @@ def preparation_s(run) -> float:
 
 def data_wait_share(run) -> float:
     """Fraction of the steady steps' time spent waiting for the input pipeline."""
-    return share(_sum(run.epochs, "timed_wait_s"), _sum(run.epochs, "timed_s"))
+    return share(epochs_sum(run, "timed_wait_s"), epochs_sum(run, "timed_s"))
 
 
 def wait_blocks(run) -> list[float]:
@@ -213,7 +213,8 @@ def median_step_ms(run, device: bool = False) -> float:
 
 def epochs_sum(run, column: str) -> float:
     """A column of the run's epochs summed; NaN where no epoch records it."""
-    return _sum(run.epochs, column)
+    values = _column(run.epochs, column).dropna()
+    return float(values.sum()) if len(values) else math.nan
 
 
 MIN_STEADY_STEPS = 20   # steady steps a run needs before its samples/s is ruled on
@@ -410,11 +411,6 @@ def _column(frame: pd.DataFrame, name: str) -> pd.Series:
     if name not in frame.columns:
         return pd.Series(math.nan, index=frame.index, dtype=float)
     return pd.to_numeric(frame[name], errors="coerce").astype(float)
-
-
-def _sum(frame: pd.DataFrame, name: str) -> float:
-    values = _column(frame, name).dropna()
-    return float(values.sum()) if len(values) else math.nan
 
 
 def _steps(run) -> pd.DataFrame:
