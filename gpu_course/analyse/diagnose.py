@@ -71,9 +71,8 @@ class Diagnosis:
 
 def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
              data_format: str | None = None) -> Diagnosis:
-    """Diagnose a run (a `records.Run`, a run folder or a run id). The ceilings are
-    samples/s or runs of mock="loader" / "trainer"; unless given they are searched for
-    beside the run (`find_ceilings`). data_format (FORMATS) overrides the config's."""
+    """Diagnose a run (a `records.Run`, folder or id) against its ceilings: samples/s or runs
+    of mock="loader" / "trainer", else `find_ceilings`'."""
     run = run if isinstance(run, Run) else load_run(run)
     if not len(run.epochs):
         error = f": {run.meta['error']}" if run.meta.get("error") else ""
@@ -179,9 +178,8 @@ def is_mock(run) -> bool:
 
 
 def find_ceilings(run: Run, runs=None) -> tuple:
-    """(compute-ceiling run, input-ceiling run): the latest mock="loader" and "trainer"
-    runs among `runs` (default: those beside `run`) whose config matches run's apart from
-    _CEILING_FREE; one named "<run name>: ..." wins. None where there is none."""
+    """The latest mock="loader" and "trainer" runs among `runs` (default: beside `run`) alike
+    but for _CEILING_FREE, one named "<run name>: ..." first; None where there is none."""
     if runs is None:
         runs = load_runs(Path(run.path).parent)
     mine = {k: v for k, v in run.config.items() if k not in _CEILING_FREE}

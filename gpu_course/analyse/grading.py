@@ -20,9 +20,8 @@ def setting(run, name: str):
 
 
 def fixable(d: diagnose.Diagnosis, run) -> RungName | None:
-    """The next rung of diagnosis `d` where the course can take it on the run's machine:
-    an input rung but more cores or a GPU it lacks; overhead-bound on a GPU, a graph or a
-    batch up to LARGE_BATCH. None where the device is the limit or no rung is left."""
+    """The next rung of `d` where the course can take it on the run's machine (an input rung
+    it has the cores or GPU for; on a GPU a graph or a batch up to LARGE_BATCH), else None."""
     gpu = metrics.on_gpu(run)
     if d.verdict == "input-bound":
         no_cores = d.next_rung == RungName.WORKERS and (

@@ -261,9 +261,8 @@ def summary(run) -> dict:
 
 
 def machine_load(run) -> dict:
-    """How busy the machine was while the run ran: load average, busy cores, the run's own
-    cores, and whether other programs kept more than SHARED of a core busy beyond the run's
-    processes and loader workers (busy CPU time where recorded, else the load average)."""
+    """How busy the machine was while the run ran, and whether other programs kept more
+    than SHARED of a core busy beyond the run's processes and loader workers."""
     load = run.meta.get("load") or {}
     start, end = load.get("start") or {}, load.get("end") or {}
     averages = [number(x.get("loadavg_1m")) for x in (start, end)]
@@ -347,9 +346,8 @@ def representative(group):
 
 # -- the ladder table ---------------------------------------------------------------------
 def table(runs, baseline=0) -> pd.DataFrame:
-    """One row per run or group of repeats (TABLE_COLUMNS), with the speed-up over
-    `baseline` (an index or a run name). A group's samples/s is its runs' median, min and
-    max; its other numbers are its `representative` run's."""
+    """One row per run or group of repeats (TABLE_COLUMNS), the speed-up over `baseline`; a
+    group's samples/s is its runs' median, min and max, the rest its `representative`'s."""
     groups = as_groups(runs)
     if not groups:
         raise ValueError("runs is empty; pass at least one run record")

@@ -97,8 +97,7 @@ def quiet_profiler():
 
 @contextlib.contextmanager
 def held_stderr(drop: re.Pattern):
-    """Hold back what native code writes to file descriptor 2 while the block runs, then
-    pass on every line that `drop` does not match."""
+    """Hold back native writes to file descriptor 2 in the block; then pass on those `drop` misses."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -144,8 +143,7 @@ def load_trace(path) -> dict:
 
 
 def read_trace(path) -> list[dict]:
-    """The events of a Chrome trace, refused where a complete event lacks its time or
-    duration (a kernel without one would count as idle GPU time)."""
+    """A Chrome trace's events; refused where a complete one lacks ts or dur (idle GPU time)."""
     events = load_trace(path).get("traceEvents", [])
     if not isinstance(events, list):
         raise ValueError(f"{path}: traceEvents is not a list; record the trace again")
@@ -191,9 +189,8 @@ def _clip(intervals, windows) -> list[tuple[float, float]]:
 
 
 def trace_split(events) -> dict:
-    """Where the profiled steps' (ProfilerStep windows') time went, in seconds: the data
-    wait, device kernels and copies (overlaps merged), host launch and sync calls, host
-    operators outside the data wait (the compute on a CPU) and other host time."""
+    """Where the profiled steps' time went, in seconds: data wait, device kernels and copies,
+    host launch and sync calls, host operators (a CPU's compute) and other host time."""
     step_events = _intervals(events, _is_step)
     steps = _union(step_events)
     if not steps:
@@ -228,8 +225,7 @@ def _is_step(event) -> bool:
 
 
 def trace_verdict(split: dict) -> str:
-    """The diagnosis's verdict from a trace split, by its thresholds: the data wait's share,
-    then the device's (on a CPU the operators') busy share."""
+    """The diagnosis's verdict from a trace split: data wait's share, then the busy share."""
     step = split["step_s"]
     if step <= 0:
         raise ValueError("the trace's steps last no time")
@@ -303,9 +299,7 @@ def gpu_busy_share(events) -> float:
 # -- the whole procedure ----------------------------------------------------------------------
 def profile_run(gc, cfg, runs_dir=None, active: int = 3, input_steps: int = 20,
                 ceiling_steps: int | None = None) -> dict:
-    """What `gpu-course profile` does with an adapter `gc`: train, measure both mock
-    ceilings and diagnose; then a trace of `active` steps and a cProfile of the input into
-    the run's folder, the trace's verdict checked against the diagnosis."""
+    """What `gpu-course profile` does: train, both mock ceilings, diagnose, trace, cProfile."""
     run = gc.train(cfg, runs_dir=runs_dir, progress=False, verbose=False)
     steps = ceiling_steps or cfg.warmup_steps + diagnose.MIN_STEPS  # enough to rule on
     for mock in ("loader", "trainer"):
@@ -353,8 +347,7 @@ SYNC_WARNING = "synchronizing"   # torch's words: "called a synchronizing CUDA o
 
 
 def sync_sites(caught) -> list[dict]:
-    """The lines `torch.cuda.set_sync_debug_mode("warn")` warned at, most calls first: the
-    code, where it is ("this notebook" or the file) and the calls that warned there."""
+    """The lines `set_sync_debug_mode("warn")` warned at, most calls first, with their calls."""
     counts = Counter((w.filename, w.lineno) for w in caught if SYNC_WARNING in str(w.message))
     return [{"line": f"`{linecache.getline(name, n).strip() or '(source not available)'}` "
                      f"({_place(name)}, line {n})", "calls": calls}
