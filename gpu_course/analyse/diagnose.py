@@ -240,31 +240,24 @@ def _known(*values) -> bool:
 
 
 def _evidence(run: Run, n: dict, mock: str) -> list:
-    cfg = run.config
-    lines = []
-    if mock == "loader":
-        lines.append(SAY["compute_ceiling_run"])
-    elif mock == "trainer":
-        lines.append(SAY["input_ceiling_run"])
+    lines = [SAY[f"{kind}_ceiling_run"] for kind, (_, itself) in CEILINGS.items() if mock == itself]
     limit = "" if mock == "loader" else f"; the loader is the limit from {INPUT_WAIT:.0%}"
     lines.append(f"data wait: {_pct(n['wait_share'])} of step time ({n['data_wait_s']:.2f} s "
                  f"vs {n['compute_s']:.2f} s computing, {n['steady_steps']} steady steps){limit}")
-    batch = cfg.get("batch_size", "?")
     lines.append(f"throughput: {n['samples_per_sec']:,.0f} samples/s, {n['step_ms']:.1f} ms a step "
-                 f"of {batch} per device")
+                 f"of {run.config.get('batch_size', '?')} per device")
     if _known(n["spikiness"]):
         lines.append(f"steadiness: slowest 5% of steps {n['spikiness']:.1f}x the median; "
                      f"{_pct(n['waited_share'])} of steps spent over {metrics.WAITED:.0%} waiting for data")
-    rate = n["samples_per_sec"]
     for kind, (label, itself) in CEILINGS.items():
         ceiling = n[f"{kind}_ceiling"]
         if _known(ceiling) and mock != itself:
-            reach = _pct(rate / ceiling)
-            lines.append(f"{label}: {ceiling:,.0f} samples/s; this run reaches {reach}")
+            lines.append(f"{label}: {ceiling:,.0f} samples/s; this run reaches "
+                         f"{_pct(n['samples_per_sec'] / ceiling)}")
     if _known(n["compute_ceiling"], n["input_ceiling"]):
         ratio = n["input_ceiling"] / n["compute_ceiling"]
-        enough = "enough" if ratio >= 1 else "not enough"
-        lines.append(f"input pipeline can deliver {ratio:.2f}x what the model consumes: {enough}")
+        lines.append(f"input pipeline can deliver {ratio:.2f}x what the model consumes: "
+                     + ("enough" if ratio >= 1 else "not enough"))
     elif mock == "none":
         missing = [f"mock='{m}'" for kind, (_, m) in CEILINGS.items()
                    if not _known(n[f"{kind}_ceiling"])]
@@ -284,8 +277,7 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
         lines.append(f"no GPU, little data wait, CPU {n['cpu_percent']:.0f}% busy: "
                      + SAY["overhead"])
     if not math.isnan(n["cpu_percent"]):
-        cores = n["cpu_count"]
-        cores = cores if _known(cores) else "?"
+        cores = n["cpu_count"] if _known(n["cpu_count"]) else "?"
         lines.append(f"CPU load: {n['cpu_percent']:.0f}% of {cores} cores, busiest "
                      f"{n['busiest_core']:.0f}%, saturated from {CPU_SATURATED:.0f}%")
     return lines
@@ -299,7 +291,6 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
     if verdict == "input-bound":
         return _input_rung(cfg, n)
     engine = cfg.get("engine", "gluon")
-    gluon = engine == "gluon"
     graph, dtype = Graph.of(cfg.get("graph", Graph.EAGER)), cfg.get("dtype", "float32")
     batch, gpus = int(cfg.get("batch_size") or 0), n["gpus"]
     compile_advice = f"graph={Graph.HYBRID.word(engine)!r}, " + ADVICE["graph"][engine]
@@ -317,7 +308,7 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
     if dtype == "float32":
         return PRECISION[engine], ADVICE["precision"][engine]
     if batch < LARGE_BATCH:
-        optimizer = "LBSGD" if gluon else "LARS"
+        optimizer = "LBSGD" if engine == "gluon" else "LARS"
         advice = f"batch_size {batch} -> {LARGE_BATCH * 2}+, lr_base_batch, {optimizer} with warm-up"
         return RungName.LARGE_BATCH, advice
     if int(cfg.get("num_gpus") or 1) < gpus:
@@ -357,9 +348,8 @@ def _input_rung(cfg: dict, n: dict) -> tuple[RungName, str]:
         return RungName.DATA_FORMAT, f"data_format={faster!r}, {how[faster]}" + saturated
     if not gluon and not cfg.get("data_on_gpu"):
         return RungName.DATA_ON_GPU, SAY["data_on_gpu"] + saturated
-    heavy = cfg.get("augment") == "heavy"
-    return RungName.WORKERS, (("cheaper augmentation, or " if heavy else "")
-                              + SAY["more_cores"] + saturated)
+    heavy = "cheaper augmentation, or " if cfg.get("augment") == "heavy" else ""
+    return RungName.WORKERS, heavy + SAY["more_cores"] + saturated
 
 
 def _pct(value: float) -> str:
