@@ -265,18 +265,16 @@ def machine_load(run) -> dict:
     than SHARED of a core busy beyond the run's processes and loader workers."""
     load = run.meta.get("load") or {}
     start, end = load.get("start") or {}, load.get("end") or {}
-    averages = [number(x.get("loadavg_1m")) for x in (start, end)]
-    averages = [a for a in averages if not math.isnan(a)]
-    wall = number(end.get("wall")) - number(start.get("wall"))
-    own = share(number(end.get("process_cpu_s")) - number(start.get("process_cpu_s")), wall)
-    busy = share(number(end.get("cpu_busy_s")) - number(start.get("cpu_busy_s")), wall)
-    workers = number((run.config or {}).get("num_workers")) or 0.0
-    if (run.config or {}).get("mock") == "loader":
-        workers = 0.0  # a compute ceiling's loader workers sit idle
-    kids = [number(x.get("live_children_cpu_s")) + number(x.get("children_cpu_s"))
-            for x in (start, end)]
-    if not any(math.isnan(k) for k in kids):
-        workers = max(0.0, share(kids[1] - kids[0], wall))
+    spent = lambda key: number(end.get(key)) - number(start.get(key))   # noqa: E731
+    wall = spent("wall")
+    own, busy = share(spent("process_cpu_s"), wall), share(spent("cpu_busy_s"), wall)
+    averages = [a for a in (number(x.get("loadavg_1m")) for x in (start, end)) if not math.isnan(a)]
+    cfg = run.config or {}
+    # a compute ceiling's loader workers sit idle; where measured, what the workers used
+    workers = 0.0 if cfg.get("mock") == "loader" else number(cfg.get("num_workers")) or 0.0
+    children = spent("live_children_cpu_s") + spent("children_cpu_s")
+    if not math.isnan(children):
+        workers = max(0.0, share(children, wall))
     mean = sum(averages) / len(averages) if averages else math.nan
     used = busy if not math.isnan(busy) else mean
     # a DDP job's record is its first process's; every process of it ran here alike
