@@ -83,8 +83,8 @@ def check_varies(varies: Iterable[str] | None) -> frozenset:
     """`varies` as a set of aspect names; a clear error for anything else."""
     varies = (varies,) if isinstance(varies, str) else tuple(varies or ())
     if not all(isinstance(v, str) and v for v in varies):
-        raise ValueError(f"varies={varies!r}: each entry must be a setting's name or one of "
-                         f"{[a.value for a in Aspect]}")
+        allowed = [a.value for a in Aspect]
+        raise ValueError(f"varies={varies!r}: each entry must be a setting's name or one of {allowed}")
     return frozenset(varies)
 
 

@@ -121,14 +121,13 @@ def table(records, usable: int | None = None) -> pd.DataFrame:
     usable = usable or max((r.get("threads") or 1 for r in records), default=1)
     rows = []
     for rec in records:
-        s = rec["pass_s"]
-        p50, blocks = statistics.median(s), _blocks(s)
-        ref = _reference(records, rec)
-        same = _outputs_against(ref, rec)
+        s, ref = rec["pass_s"], _reference(records, rec)
+        p50, same = statistics.median(s), _outputs_against(ref, rec)
         p99_p50 = percentile(s, 99) / p50
+        tolerance = max(TOLERANCE[rec["dtype"]], TOLERANCE[ref["dtype"]])
         rows.append({"rung": rung(rec), "timed": rec["timing"], "passes": len(s),
                      "p50_ms": 1000 * p50, "p99_ms": 1000 * percentile(s, 99),
-                     "p50_blocks_ms": _span([1000 * statistics.median(b) for b in blocks]),
+                     "p50_blocks_ms": _span([1000 * statistics.median(b) for b in _blocks(s)]),
                      "p99_p50": p99_p50,
                      "images_per_sec": rec["batch"] / p50,
                      "images_blocks": _span(block_rates(rec)),
@@ -136,8 +135,7 @@ def table(records, usable: int | None = None) -> pd.DataFrame:
                      "speedup": (statistics.median(ref["pass_s"]) / p50
                                  if ref is not rec else math.nan),
                      "max_rel_diff": same[0], "top1_same": same[1],
-                     "tolerance": max(TOLERANCE[rec["dtype"]], TOLERANCE[ref["dtype"]]),
-                     "outputs": _outputs(same, ref, rec),
+                     "tolerance": tolerance, "outputs": _outputs(same, tolerance, ref, rec),
                      "tail": LONG_TAIL if rec["batch"] == 1 and len(s) >= 2 * BLOCKS
                      and p99_p50 >= TAIL else "",
                      "load_average": rec.get("load_average", math.nan),
@@ -145,11 +143,11 @@ def table(records, usable: int | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _outputs(same: tuple[float, float], ref: dict, rec: dict) -> str:
+def _outputs(same: tuple[float, float], tolerance: float, ref: dict, rec: dict) -> str:
     diff, top1 = same
     if math.isnan(diff):
         return ""
-    if diff > max(TOLERANCE[rec["dtype"]], TOLERANCE[ref["dtype"]]):
+    if diff > tolerance:
         return Outputs.DIFFER if rec["dtype"] == ref["dtype"] else Outputs.DIFFER_PRECISION
     return Outputs.AGREE if top1 == 1 else Outputs.TOP1_FLIPPED
 
@@ -191,16 +189,16 @@ def _digits(value: float) -> str:
     return f"{value:.{2 - int(math.log10(size))}f}" if size >= 1 else f"{value:.3g}"
 
 
-def _reference(records, rec: dict) -> dict | None:
+def _reference(records, rec: dict) -> dict:
     """The REFERENCE variant of rec's network, batch and kind of device, else the first."""
     same = [r for r in records
             if (r["model"], r["batch"], on_gpu(r)) == (rec["model"], rec["batch"], on_gpu(rec))]
     return next((r for r in same if r["variant"] in REFERENCE), same[0])
 
 
-def _outputs_against(ref: dict | None, rec: dict) -> tuple[float, float]:
+def _outputs_against(ref: dict, rec: dict) -> tuple[float, float]:
     """(max |difference| / max |reference output|, share of rows with the same top-1)."""
-    if ref is None or ref is rec or ref.get("outputs") is None or rec.get("outputs") is None:
+    if ref is rec or ref.get("outputs") is None or rec.get("outputs") is None:
         return math.nan, math.nan
     a, b = np.asarray(ref["outputs"], dtype=float), np.asarray(rec["outputs"], dtype=float)
     if a.shape != b.shape:
