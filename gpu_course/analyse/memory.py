@@ -83,8 +83,7 @@ class MemoryUse:
 
 def memory_of(run) -> MemoryUse:
     """The memory a run noted (`MemoryMeter.measure`), read back; a clear error without."""
-    notes = (run.meta.get("notes") or {})
-    m = notes.get("memory")
+    m = (run.meta.get("notes") or {}).get("memory")
     if not isinstance(m, dict) or not m.get("peak"):
         raise ValueError(f"run {run.name!r} has no memory measurement in its record: use "
                          "gc.memory_run(cfg) or gc.MemoryMeter(parts).measure(rec, step)")
