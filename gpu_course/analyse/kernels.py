@@ -18,8 +18,7 @@ def kernel_table(traces: dict) -> pd.DataFrame:
                                                                       "ms_per_step"], 100.0]
         part.columns = [f"{name}: ms a step", f"{name}: % of kernels"]
         frame = part if frame is None else frame.join(part, how="outer")
-    order = [k for k, _ in profiling.KERNEL_KINDS if k in frame.index] + [ALL_CONVOLUTIONS,
-                                                                            ALL_KERNELS]
+    order = [k for k, _ in profiling.KERNEL_KINDS if k in frame.index] + [ALL_CONVOLUTIONS, ALL_KERNELS]
     return frame.loc[order].reset_index().rename(columns={"index": "kind"})
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import cProfile
 import gzip
+import itertools
 import json
 import linecache
 import math
@@ -56,15 +57,13 @@ def iterate(batches, steps: int):
     """`steps` items from an iterable, starting it again when it runs out."""
     done = 0
     while done < steps:
-        empty = True
-        for item in batches:
-            empty = False
+        fetched = 0
+        for item in itertools.islice(batches, steps - done):
+            fetched += 1
             yield item
-            done += 1
-            if done >= steps:
-                return
-        if empty:
+        if not fetched:
             raise ValueError("the loader gave no batches")
+        done += fetched
 
 
 def top_functions(prof, n: int = 15, sort: str = "tottime") -> pd.DataFrame:
