@@ -70,7 +70,7 @@ def read(trace) -> dict:
                                                    consecutive_kernel_delay=KERNEL_WAIT_US)
         launches = analysis.get_cuda_kernel_launch_stats(visualize=False)[0]
         steps = len(analysis.get_profiler_steps())
-        kernels = _kernels(analysis)
+        kernels = int((analysis.t.get_trace(0)["stream"] != -1).sum())   # the GPU events it kept
     window = float(temporal["kernel_time(us)"])
     by_kind = idle.groupby("idle_category")["idle_time"].sum()
     idle_us = float(by_kind.sum())
@@ -252,12 +252,6 @@ def _quiet():
         yield
     finally:
         logger.setLevel(level)
-
-
-def _kernels(analysis) -> int:
-    """The GPU events HTA kept (kernels, copies, memsets of the profiled steps)."""
-    trace = analysis.t.get_trace(0)
-    return int((trace["stream"] != -1).sum())
 
 
 def _column(table: pd.DataFrame, name: str, side: str) -> dict:
