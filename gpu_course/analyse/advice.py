@@ -16,7 +16,7 @@ def table(runs) -> pd.DataFrame:
     runs = list(runs)
     rows = []
     for run in runs:
-        d = _diagnosis(run)
+        d = diagnose.diagnose(run) if len(run.epochs) else None   # none without an epoch
         low, high = metrics.samples_per_sec_range(run)
         rows.append({"rung": str(run.name), "samples_per_sec": metrics.samples_per_sec(run),
                      "samples_per_sec_min": low, "samples_per_sec_max": high,
@@ -31,11 +31,6 @@ def table(runs) -> pd.DataFrame:
     if frame["gpu_util"].isna().all():  # no GPU: nothing to show
         frame = frame.drop(columns="gpu_util")
     return frame
-
-
-def _diagnosis(run) -> diagnose.Diagnosis | None:
-    """The run's diagnosis; None for a run that finished no epoch."""
-    return diagnose.diagnose(run) if len(run.epochs) else None
 
 
 def step_table(times) -> pd.DataFrame:

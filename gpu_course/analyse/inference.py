@@ -121,7 +121,10 @@ def table(records, usable: int | None = None) -> pd.DataFrame:
     usable = usable or max((r.get("threads") or 1 for r in records), default=1)
     rows = []
     for rec in records:
-        s, ref = rec["pass_s"], _reference(records, rec)
+        # the reference: a REFERENCE variant of its network, batch and device kind, else the first
+        peers = [r for r in records
+                 if (r["model"], r["batch"], on_gpu(r)) == (rec["model"], rec["batch"], on_gpu(rec))]
+        s, ref = rec["pass_s"], next((r for r in peers if r["variant"] in REFERENCE), peers[0])
         p50, same = statistics.median(s), _outputs_against(ref, rec)
         p99_p50 = percentile(s, 99) / p50
         tolerance = max(TOLERANCE[rec["dtype"]], TOLERANCE[ref["dtype"]])
@@ -187,13 +190,6 @@ def _digits(value: float) -> str:
     if size >= 100:
         return f"{value:,.0f}"
     return f"{value:.{2 - int(math.log10(size))}f}" if size >= 1 else f"{value:.3g}"
-
-
-def _reference(records, rec: dict) -> dict:
-    """The REFERENCE variant of rec's network, batch and kind of device, else the first."""
-    same = [r for r in records
-            if (r["model"], r["batch"], on_gpu(r)) == (rec["model"], rec["batch"], on_gpu(rec))]
-    return next((r for r in same if r["variant"] in REFERENCE), same[0])
 
 
 def _outputs_against(ref: dict, rec: dict) -> tuple[float, float]:
