@@ -187,11 +187,7 @@ def _merged(windows, gap: float) -> list[tuple[float, float]]:
 
 
 def _steady_mean(run, column: str) -> float:
-    gpu = run.gpu
-    if not len(gpu) or column not in gpu.columns:
-        return math.nan
-    values = _column(gpu, column)[steady_samples(run)].dropna()
-    return float(values.mean()) if len(values) else math.nan
+    return float(_column(run.gpu, column)[steady_samples(run)].mean())
 
 
 def step_seconds(steps: pd.DataFrame) -> pd.Series:

@@ -329,11 +329,9 @@ def format_result(result: dict) -> str:
     if result.get("note"):
         lines += ["", result["note"]]
     if result.get("trace"):
-        split = result["split"]
         size = Path(result["trace"]).stat().st_size / 1e6
         lines += ["", f"trace: {result['trace']} ({size:.1f} MB; open in ui.perfetto.dev)",
-                  split_table(split).to_string(
-                      index=False, float_format="{:.3f}".format),
+                  split_table(result["split"]).to_string(index=False, float_format="{:.3f}".format),
                   f"the trace says {result['trace_verdict'].upper()}, the mock ceilings "
                   f"{d.verdict.upper()}: "
                   + AGREEMENT["none" if result["agrees"] is None else

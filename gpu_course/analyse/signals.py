@@ -3,13 +3,11 @@ gpu.csv: throttled (clock-event reasons), memory-bound or SMs idle (GPM, Hopper 
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
 from ..page import Page
-from .metrics import during_epochs
+from .metrics import _column, during_epochs
 
 PAGE = Page.of(__name__)   # what helps, by finding: text/signals.md
 ADVICE = PAGE.means("advice", str)
@@ -32,10 +30,7 @@ def throttled(rows: pd.DataFrame) -> np.ndarray:
 
 
 def _mean(rows, column) -> float:
-    if column not in rows.columns:
-        return math.nan
-    values = pd.to_numeric(rows[column], errors="coerce").dropna()
-    return float(values.mean()) if len(values) else math.nan
+    return float(_column(rows, column).mean())
 
 
 def findings(run, gpu_busy: float = 90.0) -> list[tuple[str, str]]:

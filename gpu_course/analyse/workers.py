@@ -18,11 +18,7 @@ def workers(run) -> int:
 
 def util_spread(run) -> float:
     """Std of GPU-Util (points) over the steady samples; NaN without a GPU."""
-    gpu = run.gpu
-    if not len(gpu) or "util_gpu" not in gpu.columns:
-        return math.nan
-    values = pd.to_numeric(gpu["util_gpu"], errors="coerce")[metrics.steady_samples(run)].dropna()
-    return float(values.std()) if len(values) > 1 else math.nan
+    return float(metrics._column(run.gpu, "util_gpu")[metrics.steady_samples(run)].std())
 
 
 def later_epochs_s(run) -> float:
