@@ -82,9 +82,7 @@ def samples_per_sec_all(run) -> float:
 def epoch_time_s(run) -> float:
     """Seconds per epoch, the first (start-up) epoch left out when there are several."""
     values = _column(run.epochs, "epoch_time_s").dropna()
-    if len(values) > 1:
-        values = values.iloc[1:]
-    return float(values.mean()) if len(values) else math.nan
+    return float((values.iloc[1:] if len(values) > 1 else values).mean())
 
 
 def warmup_s(run) -> float:

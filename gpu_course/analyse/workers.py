@@ -23,8 +23,7 @@ def util_spread(run) -> float:
 
 def later_epochs_s(run) -> float:
     """Mean time of the epochs after the first (which starts the workers); NaN with one."""
-    times = pd.to_numeric(run.epochs["epoch_time_s"], errors="coerce").iloc[1:].dropna()
-    return float(times.mean()) if len(times) else math.nan
+    return float(metrics._column(run.epochs, "epoch_time_s").iloc[1:].mean())
 
 
 def knee(runs) -> list[bool]:
