@@ -180,8 +180,7 @@ def is_mock(run) -> bool:
 def find_ceilings(run: Run, runs=None) -> tuple:
     """The latest mock="loader" and "trainer" runs among `runs` (default: beside `run`) alike
     but for _CEILING_FREE, one named "<run name>: ..." first; None where there is none."""
-    if runs is None:
-        runs = load_runs(Path(run.path).parent)
+    runs = load_runs(Path(run.path).parent) if runs is None else runs
     mine = {k: v for k, v in run.config.items() if k not in _CEILING_FREE}
     found = {}
     for other in runs:  # load_runs is oldest first: the latest match wins

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import diagnose, metrics
+from .profiling import split_table, trace_verdict
 
 NOT_INPUT_BOUND = "not input-bound"   # all the step timers can say against input-bound
 INPUT_BOUND, COMPUTE_BOUND, OVERHEAD_BOUND = "input-bound", "compute-bound", "overhead-bound"
@@ -65,7 +66,6 @@ def ceilings_verdict(n: dict) -> Ceilings:
 
 def table(runs, split: dict | None = None) -> pd.DataFrame:
     """The run and its ceilings a row each, both verdicts on the run's row; then `split`'s parts."""
-    from .profiling import split_table
     runs = list(runs)
     ceilings = {mock(r): r for r in runs if mock(r) in CEILINGS}
     rows = []
@@ -84,7 +84,6 @@ def table(runs, split: dict | None = None) -> pd.DataFrame:
 
 
 def _verdicts(run, ceilings: dict, split: dict | None) -> dict:
-    from .profiling import trace_verdict
     timers, trace = timers_verdict(run), trace_verdict(split) if split else ""
     found = trace or (timers if timers != TOO_FEW else "")
     out = {"step timers": "" if split else timers, "trace": trace,

@@ -31,8 +31,7 @@ def where(device) -> tuple[str, bool]:
     name = str(device).strip()
     if not name:
         raise ValueError("device= is needed, e.g. 'cpu', 'cuda:0', 'cpu(0)', 'gpu(0)'")
-    track = "gluon" if name.endswith(")") else "pytorch"
-    return track, name.startswith(("cuda", "gpu"))
+    return ("gluon" if name.endswith(")") else "pytorch"), name.startswith(("cuda", "gpu"))
 
 
 def trap_pairs(passes, compares: dict) -> list[Samples]:
