@@ -3,6 +3,7 @@ a configuration with the diagnosis's next rung applied (`follow`)."""
 from __future__ import annotations
 
 import math
+import statistics
 
 import pandas as pd
 
@@ -11,12 +12,11 @@ from . import diagnose, metrics
 
 
 def table(runs) -> pd.DataFrame:
-    """A row a run, ceilings included: samples/s, data wait, load, accuracy, and what
-    `diagnose` makes of it (verdict, next rung)."""
+    """A row a run, ceilings included: its numbers and `diagnose`'s verdict and next rung."""
     runs = list(runs)
     rows = []
     for run in runs:
-        d = _diagnosis(run)
+        d = diagnose.diagnose(run) if len(run.epochs) else None   # none without an epoch
         low, high = metrics.samples_per_sec_range(run)
         rows.append({"rung": str(run.name), "samples_per_sec": metrics.samples_per_sec(run),
                      "samples_per_sec_min": low, "samples_per_sec_max": high,
@@ -33,38 +33,26 @@ def table(runs) -> pd.DataFrame:
     return frame
 
 
-def _diagnosis(run) -> diagnose.Diagnosis | None:
-    """The run's diagnosis; None for a run that finished no epoch."""
-    return diagnose.diagnose(run) if len(run.epochs) else None
-
-
 def step_table(times) -> pd.DataFrame:
-    """The lecture's hand-timed steps, (t1, t2, t3) each: waiting t2 - t1, computing t3 - t2,
-    in ms; their means without the first (the workers start during it)."""
+    """The lecture's hand-timed (t1, t2, t3) steps as wait and compute ms, with the later steps' means."""
     rows = [{"step": f"step {i + 1}", "wait_ms": 1000 * (t2 - t1), "compute_ms": 1000 * (t3 - t2)}
             for i, (t1, t2, t3) in enumerate(times)]
     if len(rows) > 1:
-        later = rows[1:]
         rows.append({"step": f"mean of steps 2–{len(rows)}",
-                     "wait_ms": sum(r["wait_ms"] for r in later) / len(later),
-                     "compute_ms": sum(r["compute_ms"] for r in later) / len(later)})
+                     **{k: statistics.fmean(r[k] for r in rows[1:]) for k in ("wait_ms", "compute_ms")}})
     return pd.DataFrame(rows)
 
 
 def follow(advice: diagnose.Diagnosis, cfg):
-    """`cfg` with the diagnosis's next rung applied and named: measured again (unreliable), a
-    faster data format, more workers where cores are free, else standard augmentation."""
+    """`cfg` with the diagnosis's next rung applied and named."""
     if advice.verdict == diagnose.UNRELIABLE:
         return cfg.replace(name="measured again")
     faster = diagnose.next_format(cfg.data_format) \
         if advice.next_rung == RungName.DATA_FORMAT else None
     if faster is not None:
         return cfg.replace(name=f"after the advice: {faster}", data_format=faster)
-    n = advice.numbers
-    cores = n.get("cpu_count", math.nan)
-    recommended = max(2, int(cores) - 3) if cores == cores else 2   # the talk's cpu_count() - 3
-    cpu_free = not n.get("cpu_percent", math.nan) >= diagnose.CPU_SATURATED
-    if advice.next_rung == RungName.WORKERS and cfg.num_workers < recommended and cpu_free:
+    recommended = diagnose.workers_advised({"num_workers": cfg.num_workers}, advice.numbers)
+    if advice.next_rung == RungName.WORKERS and recommended is not None:
         return cfg.replace(name=f"after the advice: {recommended} workers",
                            num_workers=recommended)
     return cfg.replace(name="after the advice: standard augmentation",

@@ -1,23 +1,6 @@
-"""Where a run's step goes, and how long it took to learn: the anatomy of a step and the
-time to a target accuracy, from its record.
-
-A steady step splits into waiting for data and the host's own work; the GPU's share of
-it is the step times GPU-Util over the steady steps (CUDA events cannot tell it: the time
-between a step's two events includes every gap in which the device waited for a launch).
-The three say which resource holds the step:
-
-    data-bound  the loader: data wait is a large share of the step (INPUT_WAIT)
-    GPU-bound   the device: kernels run through the step (GPU-Util >= GPU_BUSY)
-    host-bound  the host: the device idles between kernels while Python and the
-                framework dispatch them (what graphs and compilation remove)
-    CPU-bound   on a CPU the host is the device: the step's arithmetic and dispatch
-
-Each rung's headline is also its training time (compile and warm-up included) to the
-accuracy a baseline reached:
-
-    anatomy(run).bound, anatomy(run).gpu_busy_ms
-    time_to_accuracy(run, 0.70)        # seconds of training to 70 % validation accuracy
-    table(runs, baseline=0)            # one row a rung
+"""Where a run's step goes (data wait, host, the GPU's share: step × GPU-Util, which
+CUDA events cannot tell), which resource holds it (`Bound`), and its training time to
+the accuracy a baseline reached, from its record.
 """
 from __future__ import annotations
 
@@ -34,10 +17,10 @@ GPU_BUSY = 0.90     # GPU-Util >= this: kernels run through the step (the lectur
 
 
 class Bound(StrEnum):
-    DATA = "data-bound"
-    HOST = "host-bound"
-    GPU = "GPU-bound"
-    CPU = "CPU-bound"
+    DATA = "data-bound"     # data wait is INPUT_WAIT of the step or more
+    HOST = "host-bound"     # the device idles between kernels while the host dispatches
+    GPU = "GPU-bound"       # GPU-Util >= GPU_BUSY
+    CPU = "CPU-bound"       # on a CPU the host is the device
     NO_UTIL = "no GPU-Util"   # a GPU run whose monitor read no utilisation
     TOO_FEW = "too few steps"
 
@@ -55,8 +38,7 @@ FIXES = {
 
 @dataclass(frozen=True)
 class Anatomy:
-    """Medians over a run's steady steps, in milliseconds; gpu_busy_ms (the step times
-    the steady GPU-Util) is NaN off a GPU."""
+    """Medians over a run's steady steps in ms (gpu_busy_ms: step × GPU-Util, NaN off a GPU)."""
     step_ms: float
     data_wait_ms: float
     host_ms: float
@@ -67,12 +49,10 @@ class Anatomy:
 def anatomy(run) -> Anatomy:
     """The anatomy of `run`'s steady steps (a group of repeats: its representative run)."""
     run = metrics.representative(run)
-    steps = metrics._steps(run)
-    timed = steps[metrics._column(steps, "timed") == 1] if len(steps) else steps
+    timed = metrics._steady(run)
     if len(timed) < metrics.MIN_STEADY_STEPS:
         return Anatomy(math.nan, math.nan, math.nan, math.nan, Bound.TOO_FEW)
-    wait = metrics._column(timed, "data_wait_s")
-    host = metrics._column(timed, "compute_s")
+    wait, host = metrics._column(timed, "data_wait_s"), metrics._column(timed, "compute_s")
     step = 1e3 * float((wait + host).median())
     gpu = metrics.on_gpu(run)
     util = metrics.gpu_util(run) / 100 if gpu else math.nan
@@ -92,9 +72,7 @@ def _bound(wait_share: float, util: float, on_gpu: bool) -> Bound:
 
 
 def time_to_accuracy(run, target: float) -> float:
-    """Seconds of training (every epoch's time, its warm-up and compilation included;
-    validation left out) until the end of the first epoch whose validation accuracy
-    reached `target`; NaN if none did."""
+    """Seconds of training (warm-up in, validation out) until `target`; NaN if never."""
     run = metrics.representative(run)
     epochs = run.epochs
     if math.isnan(target) or not len(epochs):
@@ -105,9 +83,7 @@ def time_to_accuracy(run, target: float) -> float:
 
 
 def table(runs, baseline=0) -> pd.DataFrame:
-    """One row a rung: its step's anatomy, what holds it, its epochs and final accuracy,
-    and its training time to the baseline's final accuracy with the factor against the
-    baseline's own ("not reached" where its epochs never got there)."""
+    """One row a rung: its anatomy, epochs, accuracy and time to the baseline's final accuracy."""
     groups = metrics.as_groups(runs)
     base = metrics.representative(groups[metrics.baseline_index(groups, baseline)])
     # a baseline that learned nothing (within noise of chance) sets no target to race to
@@ -132,9 +108,7 @@ def table(runs, baseline=0) -> pd.DataFrame:
 
 
 def next_rungs(runs, bounds) -> list[str]:
-    """For each run but the last: whether the next one changes a setting aimed at what
-    holds this one (FIXES): "aimed: <settings>", or "not aimed: <settings>" when the
-    ladder's order and the anatomy disagree there; "" where nothing is ruled."""
+    """Whether each next run changes a setting aimed (FIXES) at what holds the run before it."""
     said = []
     for run, after, bound in zip(runs, runs[1:], bounds):
         fixes = FIXES.get(Bound(bound)) if bound in {b.value for b in FIXES} else None
@@ -149,9 +123,7 @@ def next_rungs(runs, bounds) -> list[str]:
 
 
 def compiled_text(run) -> str:
-    """What torch.compile made of the run's network, from its record ("" when it was not
-    compiled, or its record predates the count): graphs, graph breaks, recompiles, and
-    whether it replayed CUDA graphs."""
+    """What torch.compile made of the run's network ("" when not compiled or not recorded)."""
     made = (run.meta.get("notes") or {}).get("compiled")
     if not made:
         return ""

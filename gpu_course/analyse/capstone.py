@@ -1,6 +1,5 @@
-"""The capstone's grading (lesson 16): the attendee's final run against the job as given,
-both read from their records, on three criteria (`Criterion`), each a `Mark` that says,
-when unmet, what is wrong and which lesson's fix applies."""
+"""The capstone's grading (lesson 16): the final run against the job as given, a `Mark`
+a `Criterion` that says, when unmet, what is wrong and which lesson's fix applies."""
 from __future__ import annotations
 
 import math
@@ -38,8 +37,7 @@ class Criterion(StrEnum):
 
 @dataclass(frozen=True)
 class Mark:
-    """A criterion met or not, the sentence saying why, and whether an unmet one rests on a
-    measurement (which a loaded machine can move)."""
+    """A criterion met or not, why, and whether an unmet one rests on a measurement."""
 
     criterion: Criterion
     met: bool
@@ -107,8 +105,7 @@ def _diagnosis(d: diagnose.Diagnosis, run) -> Mark:
     number = fix(d, run)
     if number is not None:
         return Mark(Criterion.DIAGNOSIS, False,
-                    f"{head}: the next rung, {d.next_rung} ({d.advice}), is {lesson(number)}.",
-                    True)
+                    f"{head}: the next rung, {d.next_rung} ({d.advice}), is {lesson(number)}.", True)
     case = d.verdict if d.verdict == "input-bound" or metrics.on_gpu(run) else "cpu"
     why = LIMIT.get(case, LIMIT["overhead-bound"]).format(rung=d.next_rung, advice=d.advice)
     further = (f" Further speed, not asked for: {d.next_rung}, {d.advice}."
@@ -130,11 +127,8 @@ def _wait(given, mine, d) -> Mark:
             f"below {diagnose.INPUT_WAIT:.0%}")
     if (min(ys) <= max(xs)) if own_bar else (share < diagnose.INPUT_WAIT):
         return Mark(Criterion.TARGET, True, f"{said}: the target, {goal}, is met.")
-    fixes = [text for text, applies in (
-        (lesson("02"),
-         diagnose.workers_advised(mine.config, d.numbers) is not None),
-        (lesson("09"),
-         grading.setting(mine, "data_format") != "memory")) if applies]
+    fixes = [lesson("02")] * (diagnose.workers_advised(mine.config, d.numbers) is not None) \
+        + [lesson("09")] * (grading.setting(mine, "data_format") != "memory")
     return Mark(Criterion.TARGET, False,
                 f"{said}: the target is {goal}. The loop still waits for the loader: "
                 + ("; ".join(fixes) or "every core is busy: use a machine with more cores") + ".",
@@ -162,8 +156,7 @@ def _util(given, mine, d) -> Mark:
 
 
 def _time(given, mine) -> Mark:
-    """Met when `mine` reaches the given job's final accuracy (less 2 standard errors)
-    sooner, beyond noise."""
+    """Met when `mine` reaches the job as given's final accuracy sooner, beyond noise."""
     acc, images = metrics.val_acc(given), int(given.config.get("test_size") or 0)
     goal = acc - 2 * noise.accuracy_se(acc, images)
     head = (f"the target accuracy is {goal:.1%}: the job as given's final {acc:.1%} less 2 "

@@ -1,22 +1,10 @@
 """What limits a training run, from its record: input-bound, compute-bound or
-overhead-bound, with the numbers that show it and the next rung of the ladder to try.
+overhead-bound, with the numbers that show it and the next rung to try. The evidence is
+the lecture's: data wait against compute, the two mock ceilings (mock="loader": how fast
+the model can go; mock="trainer": how fast the input can go), GPU and CPU load.
 
-The evidence is the profiling lecture's method, measured by gpu_course on every run:
-
-* data wait vs compute (the StepTimer's t2 - t1 vs t3 - t2): waiting for the loader
-  for a large share of each step means the input pipeline is the limit;
-* the two ceilings, from the same experiment with one flag changed: mock="loader"
-  (one batch kept on the device, served forever: how fast the model can go) and
-  mock="trainer" (batches fetched and dropped: how fast the input can go);
-* GPU utilisation (NVML) and CPU load (psutil) while the epochs ran: a GPU that is
-  neither waiting for data nor busy is waiting for the host to issue work (launch and
-  Python overhead).
-
-    d = diagnose(run)                  # ceilings found next to the run, or passed in
-    d.verdict, d.evidence, d.next_rung
-    print(explain(run))                # what `gpu-course diagnose RUN` prints
-
-No deep-learning framework here.
+    d = diagnose(run)        # d.verdict, d.evidence, d.next_rung
+    print(explain(run))      # what `gpu-course diagnose RUN` prints
 """
 from __future__ import annotations
 
@@ -56,16 +44,13 @@ ABOVE_CEILING = 1.05    # a run above 105 % of a ceiling it cannot beat: one is 
 # the two ceilings: {kind: (in words, the mock that measures it)}
 CEILINGS = {"compute": ("compute ceiling (mock loader)", "loader"),
             "input": ("input ceiling (mock trainer)", "trainer")}
-# Config keys that may differ between a run and its mock ceilings.
 _CEILING_FREE = {"name", "mock", "epochs", "max_steps", "warmup_steps", "monitor_interval",
                  "train_size", "test_size"}
 
 
 @dataclass
 class Diagnosis:
-    """The verdict on one run, the evidence (one line per measurement, with numbers) and
-    the next rung to try (a `RungName`, in the run's track's words: hybridize or compile)
-    with what to change; no rung (None) where the diagnosis cannot rule."""
+    """The verdict on one run, its evidence lines, and the next rung (None: cannot rule)."""
 
     run_name: str
     verdict: str
@@ -86,14 +71,8 @@ class Diagnosis:
 
 def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
              data_format: str | None = None) -> Diagnosis:
-    """Diagnose a run (a `records.Run`, a run folder or a run id).
-
-    compute_ceiling / input_ceiling: samples/s of the same experiment with mock="loader" /
-    mock="trainer", as numbers or as their runs. When not given and `search` is true,
-    they are looked for among the runs recorded next to this one (same config apart from
-    name, mock and sizes); a mock run is its own ceiling.
-    data_format: how the run read an image folder ("loose", "preresized", "packed",
-    "memory"), when its config does not say; it picks the next input rung."""
+    """Diagnose a run (a `records.Run`, folder or id) against its ceilings: samples/s or runs
+    of mock="loader" / "trainer", else `find_ceilings`'."""
     run = run if isinstance(run, Run) else load_run(run)
     if not len(run.epochs):
         error = f": {run.meta['error']}" if run.meta.get("error") else ""
@@ -107,77 +86,47 @@ def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
     given = {"compute": compute_ceiling, "input": input_ceiling}
     for (kind, (_, itself)), near in zip(CEILINGS.items(), found):
         ceiling = given[kind] if given[kind] is not None else None if mock == itself else near
-        n[f"{kind}_ceiling"] = _rate(run if given[kind] is None and mock == itself else ceiling)
-        n[f"{kind}_ceiling_steps"] = _steps_of(ceiling)   # a mock run is its own ceiling
+        # a mock run is its own ceiling
+        n[f"{kind}_ceiling"] = _ceiling(run if given[kind] is None and mock == itself else ceiling)[0]
+        n[f"{kind}_ceiling_steps"] = _ceiling(ceiling)[1]
     evidence = _evidence(run, n, mock)
     why_not = unreliable(n, mock)
-    if why_not:  # the GPU's own counters still say what they saw
-        found, flop_line = _hardware_evidence(run, UNRELIABLE, n)
-        evidence += [line for _, line in found] + [flop_line]
-        evidence += [f"not ruled on: {reason}" for reason in why_not]
-        return Diagnosis(run.name, UNRELIABLE, evidence, None,
-                         f"{AGAIN}: {MIN_STEPS}+ steady steps each, on an idle machine", n,
-                         [f for f, _ in found])
-    verdict = _verdict(n, mock)
-    rung, advice = next_rung(verdict, cfg, n)
-    found, flop_line = _hardware_evidence(run, verdict, n)
-    evidence += [line for _, line in found] + [flop_line]
-    return Diagnosis(run.name, verdict, evidence, rung, advice, n, [f for f, _ in found])
-
-
-def _hardware_evidence(run: Run, verdict: str, n: dict) -> tuple[list, str]:
-    """The GPU counters' findings (signals) and the achieved share of peak (flops)."""
+    verdict = UNRELIABLE if why_not else _verdict(n, mock)
+    rung, advice = (None, f"{AGAIN}: {MIN_STEPS}+ steady steps each, on an idle machine") \
+        if why_not else next_rung(verdict, cfg, n)
     achieved = flops.achieved(run, n["samples_per_sec"])
     n.update(achieved_tflops=achieved["achieved_tflops"],
              fraction_of_peak=achieved["fraction_of_peak"])
     line = flops.sentence(achieved)
     if verdict == "compute-bound" and _known(achieved["fraction_of_peak"]):
         line = f"compute-bound at {100 * achieved['fraction_of_peak']:.0f} % of peak: {line}"
-    return signals.findings(run, GPU_BUSY), line
+    found = signals.findings(run, GPU_BUSY)   # the counters speak either way
+    evidence += [text for _, text in found] + [line] + [f"not ruled on: {r}" for r in why_not]
+    return Diagnosis(run.name, verdict, evidence, rung, advice, n, [f for f, _ in found])
 
 
-def explain(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
-            data_format: str | None = None) -> str:
-    """The diagnosis as text: verdict, evidence lines, next rung."""
-    return str(diagnose(run, compute_ceiling, input_ceiling, search, data_format))
-
-
-def table(runs, **kwargs):
-    """One row per run: name, verdict, next rung, samples/s, data wait, the ceilings.
-    kwargs go to `diagnose` for every run (e.g. search=False)."""
-    rows = []
-    for run in runs:
-        d = diagnose(run, **kwargs)
-        n = d.numbers
-        rows.append({"run": d.run_name, "verdict": d.verdict,
-                     "next rung": d.next_rung or AGAIN,
-                     "samples_per_sec": n["samples_per_sec"],
-                     "data_wait_%": 100 * n["wait_share"],
-                     "compute_ceiling": n["compute_ceiling"],
-                     "input_ceiling": n["input_ceiling"],
-                     "gpu_util_%": n["gpu_util"], "cpu_%": n["cpu_percent"]})
-    return pd.DataFrame(rows)
+def explain(run) -> str:
+    """What `gpu-course diagnose RUN` prints."""
+    return str(diagnose(run))
 
 
 # -- the numbers ------------------------------------------------------------------------
 def measure(run: Run) -> dict:
-    """The numbers a diagnosis rests on, from the run record (NaN where not measured);
-    each is `metrics`' definition, the same the tables and plots show."""
-    epochs = run.epochs
-    timed_s = metrics._sum(epochs, "timed_s")
-    timed_steps = metrics._sum(epochs, "timed_steps")
+    """The numbers a diagnosis rests on, by `metrics`' definitions (NaN where not measured)."""
+    timed_s = metrics.epochs_sum(run, "timed_s")
+    timed_steps = metrics.epochs_sum(run, "timed_steps")
     hardware = run.meta.get("hardware") or {}
     cpu, busiest = _cpu_load(run)
     steady = metrics.steadiness(run)
     return {
         "samples_per_sec": metrics.samples_per_sec(run),
         "wait_share": metrics.data_wait_share(run),
-        "data_wait_s": metrics._sum(epochs, "timed_wait_s"),
-        "compute_s": timed_s - metrics._sum(epochs, "timed_wait_s"),
+        "data_wait_s": metrics.epochs_sum(run, "timed_wait_s"),
+        "compute_s": timed_s - metrics.epochs_sum(run, "timed_wait_s"),
         "step_ms": 1000 * timed_s / timed_steps if timed_steps else math.nan,
         "steady_steps": steady["steady_steps"], "spikiness": steady["spikiness"],
         "waited_share": steady["waited_share"],
-        "epochs": len(epochs), "gpus": len(hardware.get("gpus") or []),
+        "epochs": len(run.epochs), "gpus": len(hardware.get("gpus") or []),
         "gpu_util": metrics.gpu_util(run),
         "cpu_percent": cpu, "busiest_core": busiest,
         "cpu_count": hardware.get("cpu_count") or math.nan,
@@ -186,14 +135,9 @@ def measure(run: Run) -> dict:
 
 def _cpu_load(run: Run) -> tuple[float, float]:
     """Mean CPU % over all cores, and mean % of the busiest core, while epochs ran."""
-    host = run.host
-    if not len(host) or "cpu_percent" not in host.columns:
+    if not len(run.host) or "cpu_percent" not in run.host.columns:
         return math.nan, math.nan
-    t = pd.to_numeric(host["t"], errors="coerce")
-    inside = pd.Series(False, index=host.index)
-    for _, a, b in metrics.epoch_spans(run):
-        inside |= (t >= a) & ((t <= b) if not math.isnan(b) else True)
-    rows = host[inside] if inside.any() else host
+    rows = metrics.during_epochs(run, run.host)
     total = float(pd.to_numeric(rows["cpu_percent"], errors="coerce").mean())
     busiest = math.nan
     if "cpu_per_core" in rows.columns:
@@ -204,9 +148,7 @@ def _cpu_load(run: Run) -> tuple[float, float]:
 
 
 def unreliable(n: dict, mock: str = "none") -> list[str]:
-    """Why the numbers cannot carry a verdict ([] when they can): too few steady steps in
-    the run or a ceiling, or a run faster than a ceiling it cannot beat (a ceiling
-    measured over a few steps, with prefetched batches, or on a busier machine)."""
+    """Why the numbers cannot carry a verdict: too few steady steps, or above a ceiling."""
     reasons = []
     if n["steady_steps"] < MIN_STEPS:
         reasons.append(f"the run has {n['steady_steps']} steady steps, fewer than {MIN_STEPS}")
@@ -222,22 +164,12 @@ def unreliable(n: dict, mock: str = "none") -> list[str]:
     return reasons
 
 
-def _steps_of(ceiling) -> float:
-    """Steady steps behind a ceiling given as a run or a path (NaN for a number)."""
+def _ceiling(ceiling) -> tuple[float, float]:
+    """(samples/s, steady steps) of a ceiling given as a number, a Run, a path or None."""
     if ceiling is None or isinstance(ceiling, (int, float)):
-        return math.nan
+        return (math.nan if ceiling is None else float(ceiling)), math.nan
     run = ceiling if isinstance(ceiling, Run) else load_run(ceiling)
-    return float(metrics.steadiness(run)["steady_steps"])
-
-
-def _rate(ceiling) -> float:
-    """samples/s of a ceiling given as a number, a Run, a path or None."""
-    if ceiling is None:
-        return math.nan
-    if isinstance(ceiling, (int, float)):
-        return float(ceiling)
-    run = ceiling if isinstance(ceiling, Run) else load_run(ceiling)
-    return metrics.samples_per_sec(run)
+    return metrics.samples_per_sec(run), float(metrics.steady_steps(run))
 
 
 def is_mock(run) -> bool:
@@ -246,11 +178,9 @@ def is_mock(run) -> bool:
 
 
 def find_ceilings(run: Run, runs=None) -> tuple:
-    """(compute-ceiling run, input-ceiling run): the latest runs with mock="loader" and
-    mock="trainer" among `runs` (default: those recorded next to `run`) whose config
-    matches run's apart from name, mock and sizes. None where there is none."""
-    if runs is None:
-        runs = load_runs(Path(run.path).parent)
+    """The latest mock="loader" and "trainer" runs among `runs` (default: beside `run`) alike
+    but for _CEILING_FREE, one named "<run name>: ..." first; None where there is none."""
+    runs = load_runs(Path(run.path).parent) if runs is None else runs
     mine = {k: v for k, v in run.config.items() if k not in _CEILING_FREE}
     found = {}
     for other in runs:  # load_runs is oldest first: the latest match wins
@@ -258,8 +188,6 @@ def find_ceilings(run: Run, runs=None) -> tuple:
         kind = cfg.get("mock")
         if kind in ("loader", "trainer") and other.path != run.path and len(other.epochs) \
                 and {k: v for k, v in cfg.items() if k not in _CEILING_FREE} == mine:
-            # a ceiling named after this run ("<run name>: mock trainer") beats one that
-            # only shares its settings (e.g. another data format of the same experiment)
             named = other.name.startswith(f"{run.name}:")
             if named or not found.get(kind, (None, False))[1]:
                 found[kind] = (other, named)
@@ -272,11 +200,9 @@ def _verdict(n: dict, mock: str) -> str:
         return "input-bound"  # nothing but input runs: this run measures the input ceiling
     rate, compute, feed = n["samples_per_sec"], n["compute_ceiling"], n["input_ceiling"]
     if mock != "loader" and n["wait_share"] >= INPUT_WAIT:
-        return "input-bound"  # the loop waits for the loader: the threshold rules first, since a ceiling from a few steps can sit just below the other
+        return "input-bound"  # the threshold rules before ceilings measured over few steps
     if shared_cpu(n, mock):
-        # no GPU and every core busy: decoding and the model take turns on the same
-        # cores (the step's "compute" includes the loader's work), so whichever costs
-        # more per sample (the lower ceiling) sets the pace
+        # the loader and the model take turns on the cores: the lower ceiling sets the pace
         return "input-bound" if feed < compute else "compute-bound"
     if mock != "loader":  # a mock loader never waits for input: only compute is left
         if _known(feed, compute) and feed < NEAR_CEILING * compute \
@@ -285,8 +211,7 @@ def _verdict(n: dict, mock: str) -> str:
     if not math.isnan(n["gpu_util"]):
         if n["gpu_util"] >= GPU_BUSY:
             return "compute-bound"
-        # an under-used GPU: if waiting for data explains most of its idle time, the
-        # loader is still the limit; otherwise the host is slow to issue work
+        # an under-used GPU: the loader if waiting explains its idle time, else the host
         idle = 1 - n["gpu_util"] / 100
         return "input-bound" if n["wait_share"] >= IDLE_EXPLAINED * idle else "overhead-bound"
     if _known(compute, rate) and rate < BELOW_COMPUTE * compute:
@@ -297,16 +222,13 @@ def _verdict(n: dict, mock: str) -> str:
 
 
 def idle_cpu(n: dict, mock: str = "none") -> bool:
-    """Whether a run without GPU counters and without a compute ceiling left its CPU short
-    of saturated: then nothing shows that computing holds it (no compute-bound on an idle
-    CPU), only that it neither waited for data nor kept the cores busy."""
+    """Whether a run without GPU counters or compute ceiling left its CPU unsaturated."""
     return (mock == "none" and math.isnan(n["gpu_util"]) and not _known(n["compute_ceiling"])
             and _known(n["cpu_percent"]) and n["cpu_percent"] < CPU_SATURATED)
 
 
 def shared_cpu(n: dict, mock: str = "none") -> bool:
-    """Whether the loader and the model compete for the CPU: no GPU, every core busy,
-    both ceilings measured (each without the other side running)."""
+    """Whether the loader and the model compete for the CPU: no GPU, every core busy."""
     return (mock == "none" and n["gpus"] == 0 and _known(n["cpu_percent"])
             and n["cpu_percent"] >= CPU_SATURATED
             and _known(n["input_ceiling"], n["compute_ceiling"]))
@@ -317,31 +239,24 @@ def _known(*values) -> bool:
 
 
 def _evidence(run: Run, n: dict, mock: str) -> list:
-    cfg = run.config
-    lines = []
-    if mock == "loader":
-        lines.append(SAY["compute_ceiling_run"])
-    elif mock == "trainer":
-        lines.append(SAY["input_ceiling_run"])
+    lines = [SAY[f"{kind}_ceiling_run"] for kind, (_, itself) in CEILINGS.items() if mock == itself]
     limit = "" if mock == "loader" else f"; the loader is the limit from {INPUT_WAIT:.0%}"
     lines.append(f"data wait: {_pct(n['wait_share'])} of step time ({n['data_wait_s']:.2f} s "
                  f"vs {n['compute_s']:.2f} s computing, {n['steady_steps']} steady steps){limit}")
-    batch = cfg.get("batch_size", "?")
     lines.append(f"throughput: {n['samples_per_sec']:,.0f} samples/s, {n['step_ms']:.1f} ms a step "
-                 f"of {batch} per device")
+                 f"of {run.config.get('batch_size', '?')} per device")
     if _known(n["spikiness"]):
         lines.append(f"steadiness: slowest 5% of steps {n['spikiness']:.1f}x the median; "
                      f"{_pct(n['waited_share'])} of steps spent over {metrics.WAITED:.0%} waiting for data")
-    rate = n["samples_per_sec"]
     for kind, (label, itself) in CEILINGS.items():
         ceiling = n[f"{kind}_ceiling"]
         if _known(ceiling) and mock != itself:
-            reach = _pct(rate / ceiling)
-            lines.append(f"{label}: {ceiling:,.0f} samples/s; this run reaches {reach}")
+            lines.append(f"{label}: {ceiling:,.0f} samples/s; this run reaches "
+                         f"{_pct(n['samples_per_sec'] / ceiling)}")
     if _known(n["compute_ceiling"], n["input_ceiling"]):
         ratio = n["input_ceiling"] / n["compute_ceiling"]
-        enough = "enough" if ratio >= 1 else "not enough"
-        lines.append(f"input pipeline can deliver {ratio:.2f}x what the model consumes: {enough}")
+        lines.append(f"input pipeline can deliver {ratio:.2f}x what the model consumes: "
+                     + ("enough" if ratio >= 1 else "not enough"))
     elif mock == "none":
         missing = [f"mock='{m}'" for kind, (_, m) in CEILINGS.items()
                    if not _known(n[f"{kind}_ceiling"])]
@@ -361,8 +276,7 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
         lines.append(f"no GPU, little data wait, CPU {n['cpu_percent']:.0f}% busy: "
                      + SAY["overhead"])
     if not math.isnan(n["cpu_percent"]):
-        cores = n["cpu_count"]
-        cores = cores if _known(cores) else "?"
+        cores = n["cpu_count"] if _known(n["cpu_count"]) else "?"
         lines.append(f"CPU load: {n['cpu_percent']:.0f}% of {cores} cores, busiest "
                      f"{n['busiest_core']:.0f}%, saturated from {CPU_SATURATED:.0f}%")
     return lines
@@ -370,14 +284,12 @@ def _evidence(run: Run, n: dict, mock: str) -> list:
 
 # -- what to try next -------------------------------------------------------------------------
 def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
-    """(rung, advice): the next rung of the ladder for this verdict and configuration, in
-    the words of the run's track (`rungs.GRAPH`, `rungs.PRECISION`, `Graph.word`)."""
+    """(rung, advice): the next rung for this verdict and configuration, in the track's words."""
     if verdict not in VERDICTS:
         raise ValueError(f"verdict={verdict!r} is not allowed; allowed: {', '.join(VERDICTS)}")
     if verdict == "input-bound":
         return _input_rung(cfg, n)
     engine = cfg.get("engine", "gluon")
-    gluon = engine == "gluon"
     graph, dtype = Graph.of(cfg.get("graph", Graph.EAGER)), cfg.get("dtype", "float32")
     batch, gpus = int(cfg.get("batch_size") or 0), n["gpus"]
     compile_advice = f"graph={Graph.HYBRID.word(engine)!r}, " + ADVICE["graph"][engine]
@@ -395,17 +307,16 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
     if dtype == "float32":
         return PRECISION[engine], ADVICE["precision"][engine]
     if batch < LARGE_BATCH:
-        optimizer = "LBSGD" if gluon else "LARS"
-        return RungName.LARGE_BATCH, (f"batch_size {batch} -> {LARGE_BATCH * 2}+, lr_base_batch, "
-                                      f"{optimizer} with warm-up")
+        optimizer = "LBSGD" if engine == "gluon" else "LARS"
+        advice = f"batch_size {batch} -> {LARGE_BATCH * 2}+, lr_base_batch, {optimizer} with warm-up"
+        return RungName.LARGE_BATCH, advice
     if int(cfg.get("num_gpus") or 1) < gpus:
         return RungName.ALL_GPUS, f"num_gpus {cfg.get('num_gpus')} -> {gpus}"
     return RungName.ALL_GPUS, SAY["gpu_limit"]
 
 
 def workers_advised(cfg: dict, n: dict) -> int | None:
-    """The loader workers an input-bound run should have (the talk: cpu_count() - 3, at
-    least 2), or None where more would not help: it has as many, or every core is busy."""
+    """The talk's loader workers (cpu_count() - 3, at least 2); None: has them or no free core."""
     cores = n["cpu_count"] if _known(n["cpu_count"]) else 1
     recommended = max(2, int(cores) - 3)
     cpu_free = math.isnan(n["cpu_percent"]) or n["cpu_percent"] < CPU_SATURATED
@@ -413,7 +324,7 @@ def workers_advised(cfg: dict, n: dict) -> int | None:
 
 
 def next_format(fmt: str) -> str | None:
-    """The data format that reads faster than `fmt` (FORMATS' next), None after the last."""
+    """The FORMATS entry after `fmt`, None after the last."""
     if fmt not in FORMATS:
         raise ValueError(f"data_format={fmt!r} is not allowed; allowed: {', '.join(FORMATS)}")
     return FORMATS[FORMATS.index(fmt) + 1] if fmt != FORMATS[-1] else None
@@ -430,15 +341,14 @@ def _input_rung(cfg: dict, n: dict) -> tuple[RungName, str]:
     faster = next_format(fmt)
     saturated = "" if cpu_free else f" (CPU {n['cpu_percent']:.0f}% busy: no cores for workers)"
     how = {**ADVICE["formats"], "packed": ADVICE["packed"]["gluon" if gluon else "pytorch"]}
-    if cfg.get("dataset") == "own":   # a job's own data (gc.watch): no image formats to offer
+    if cfg.get("dataset") == "own":   # a job's own data (gc.watch): no formats to offer
         return RungName.DATA_FORMAT, SAY["own_data"] + saturated
     if faster is not None:
         return RungName.DATA_FORMAT, f"data_format={faster!r}, {how[faster]}" + saturated
     if not gluon and not cfg.get("data_on_gpu"):
         return RungName.DATA_ON_GPU, SAY["data_on_gpu"] + saturated
-    heavy = cfg.get("augment") == "heavy"
-    return RungName.WORKERS, (("cheaper augmentation, or " if heavy else "")
-                              + SAY["more_cores"] + saturated)
+    heavy = "cheaper augmentation, or " if cfg.get("augment") == "heavy" else ""
+    return RungName.WORKERS, heavy + SAY["more_cores"] + saturated
 
 
 def _pct(value: float) -> str:

@@ -1,9 +1,5 @@
-"""The environment's records (lesson 11's): CPU benchmarks (`env.report.bench`), a
-training run with the checklist's loader workers, the OpenMP variables, the GPU's facts,
-a pageable against pinned copy, /dev/shm and the disk. `kind` tells a section's records
-apart; `table` and `rows` read them into the table a closing cites and the measured rows
-(`findings.Row`) and facts it judges. No deep-learning framework here.
-"""
+"""Lesson 11's records (CPU benchmarks, a run, OpenMP, the GPU, a copy, /dev/shm, the
+disk): `kind` tells a section's records apart, `table` and `rows` read them."""
 from __future__ import annotations
 
 import math
@@ -90,15 +86,11 @@ EQUIVALENT = {"KMP_BLOCKTIME": "OMP_WAIT_POLICY (or GOMP_SPINCOUNT)",
               "GOMP_SPINCOUNT": "KMP_BLOCKTIME", "GOMP_CPU_AFFINITY": "KMP_AFFINITY"}
 CONTEXT = {Section.BENCH: {"cpu"}, Section.RUN: {"cpu"}, Section.OPENMP: {"runtimes"},
            Section.SHM: {"workers"}}
-
-
-# what `kind` reads, for its errors
 RECORDS = "a Run or env.bench, openmp_settings, gpu_facts, shm_facts, disk_facts, envinfo copy"
 
 
 def kind(records) -> Section:
-    """Which section `records` belong to (the disk first, then optionally the GPU facts
-    and the copy, is LINKS)."""
+    """Which section `records` belong to (the disk first, then the GPU facts and copy: LINKS)."""
     records = list(records)
     if not records:
         raise ValueError(f"records=[] is empty; pass one section's records: {RECORDS}")
@@ -126,8 +118,7 @@ def checked_context(section: Section, context: dict) -> dict:
 
 
 def table(records, cpu=None, workers=None, runtimes=None) -> pd.DataFrame:
-    """The table of one section's records (what its sentences cite); cpu (env.cpu_facts)
-    gives the usable cores, workers the loader workers that share /dev/shm."""
+    """The table of one section's records, with the usable cores and loader workers where given."""
     records = list(records)
     usable = cpu["usable"] if cpu else None
     return {Section.BENCH: lambda: _bench_table(records, usable),
@@ -140,9 +131,7 @@ def table(records, cpu=None, workers=None, runtimes=None) -> pd.DataFrame:
 
 
 def rows(records, frame: pd.DataFrame, runtimes=None) -> tuple[list, tuple]:
-    """(the measured rows `findings.judge_rows` reads, the facts found beside them) of one
-    section's records, named as `frame` (its `table`; a "why" column: nothing measured)
-    names them."""
+    """(the rows `findings.judge_rows` reads, the facts beside them) of one section, named as `frame`."""
     from ..show.findings import Row
     records, section = list(records), kind(records)
     names = [] if "why" in frame.columns else list(frame.iloc[:, 0])
@@ -161,7 +150,6 @@ def rows(records, frame: pd.DataFrame, runtimes=None) -> tuple[list, tuple]:
     return [Row(name, {}, gpu=section is Section.GPU) for name in names], facts
 
 
-# -- CPU benchmarks -------------------------------------------------------------------------
 def label(bench: dict) -> str:
     """'2 threads, oneDNN on' (', pinned to core 0' when pinned)."""
     n = bench["threads"]
@@ -192,7 +180,6 @@ def _bench_table(benches, usable=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# -- the short run with the checklist's workers ----------------------------------------------
 def _run_table(runs, usable=None) -> pd.DataFrame:
     rows = []
     for run in runs:
@@ -209,7 +196,6 @@ def _run_table(runs, usable=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# -- OpenMP ----------------------------------------------------------------------------------
 def _openmp_table(rows) -> pd.DataFrame:
     read = {True: "yes", False: "no", None: "?"}
     return pd.DataFrame([{"variable": r["variable"], "value": r["value"] or "(unset)",
@@ -220,8 +206,7 @@ def _openmp_table(rows) -> pd.DataFrame:
 
 
 def openmp_facts(rows, runtimes) -> tuple[OpenMP, ...]:
-    """The runtimes loaded (none: NO_RUNTIME), whether no variable is set (with GNU's
-    defaults where libgomp is loaded), and whether GNU's runtime is the only one."""
+    """The OpenMP runtimes loaded and what their variables, set or not, leave in force."""
     bases = {r.split(".")[0].split("-")[0] for r in runtimes}
     unset = not any(r["value"] for r in rows)
     gnu = OpenMP.GNU in bases
@@ -231,7 +216,6 @@ def openmp_facts(rows, runtimes) -> tuple[OpenMP, ...]:
     return tuple(facts) if bases else (OpenMP.NO_RUNTIME,)
 
 
-# -- the GPU side ----------------------------------------------------------------------------
 def clock(g: dict) -> Clock | None:
     """What holds the GPU's SM clock, by its clock-event reasons; None where unread."""
     if not (g.get("sm_clock_mhz") and g.get("sm_clock_max_mhz")):
@@ -279,7 +263,6 @@ def _gpu_table(facts: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# -- pageable against pinned copies ------------------------------------------------------------
 def _copy_table(copy: dict) -> pd.DataFrame:
     if not copy.get("available"):
         return pd.DataFrame([{"memory": "pageable and pinned", "why": "no GPU: not measured"}])
@@ -293,7 +276,6 @@ def _span(values) -> str:
     return f"{min(values):.1f}–{max(values):.1f}" if values else "–"
 
 
-# -- shared memory -----------------------------------------------------------------------------
 def _shm_table(shm: dict, workers=None) -> pd.DataFrame:
     if shm.get("total_mib") is None:
         return pd.DataFrame([{"path": shm.get("path", "/dev/shm"), "why": "not present"}])
@@ -308,7 +290,6 @@ def _shm_table(shm: dict, workers=None) -> pd.DataFrame:
                           "224-pixel batch of 64 (MiB)": shm["batch_mib"] * 49}])
 
 
-# -- the disk and the lecture's links ----------------------------------------------------------
 def _links_table(records) -> pd.DataFrame:
     disk = records[0]
     rnd, seq = disk["random_32k_mb_s"], disk["sequential_mb_s"]

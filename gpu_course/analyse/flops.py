@@ -1,14 +1,7 @@
 """How close to the hardware's peak a run computes: FLOPs per image from the layer shapes,
-times samples/s, divided by the device's peak for the precision that ran.
-
-    layers("resnet20")              # [Layer("stem", ...), ...]: every conv and dense layer
-    forward_macs("resnet20")        # 40,813,184 multiply-adds per 32x32 image
-    train_flops("resnet20")         # 2 FLOPs per MAC, x3 for forward + two backward passes
-    achieved(run)                   # {"achieved_tflops": ..., "fraction_of_peak": ..., ...}
-
-Only convolutions and dense layers are counted: BatchNorm, ReLU, pooling and the residual
-additions are a few element-wise operations per activation (under 1 % of a ResNet's
-work), but they move memory, which is why no real run reaches 100 %. No framework here.
+times samples/s, over the device's peak for the precision that ran. Only convolutions and
+dense layers count: the element-wise rest is under 1 % of the work but moves memory,
+which is why no real run reaches 100 %.
 """
 from __future__ import annotations
 
@@ -28,9 +21,8 @@ OWN, NO_PEAK, ABOVE_PEAK = (PAGE.text(name) for name in ("own_network", "no_peak
 
 TRAIN_FACTOR = 3  # backward = gradient w.r.t. inputs + w.r.t. weights: each ~ one forward
 
-# Dense peaks in TFLOP/s (vector fp32, tensor-core TF32/BF16/FP16, no 2:4 sparsity) from
-# NVIDIA's data sheets; None where the GPU has no such unit. The first name found in the
-# NVML name wins, so the more specific names come first.
+# Dense peaks in TFLOP/s from NVIDIA's data sheets (None: no such unit); the first name
+# found in the NVML name wins, so the more specific names come first.
 PEAK_TFLOPS = {
     "H200": {"fp32": 67.0, "tf32": 495.0, "bf16": 989.0, "fp16": 989.0},
     "H100 PCIe": {"fp32": 51.0, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0},
@@ -41,6 +33,9 @@ PEAK_TFLOPS = {
     "T4": {"fp32": 8.1, "tf32": None, "bf16": None, "fp16": 65.0},
 }
 TF32_FROM = (8, 0)  # Ampere and newer have TF32 tensor cores
+# the CIFAR ResNets and WRNs: (width factor, basic blocks a stage)
+RESNETS = {"resnet20": (1, 3), "resnet56": (1, 9), "resnet110": (1, 18),
+           "wrn16_10": (10, 2), "wrn28_10": (10, 4)}
 
 
 @dataclass(frozen=True)
@@ -54,8 +49,7 @@ class Layer:
 
 
 def conv(name, cin, cout, k, size, stride=1) -> Layer:
-    """A k x k convolution, padded by k // 2 (as every course model's), of a (cin, size,
-    size) input: cout * out * out * cin * k * k MACs."""
+    """A k x k convolution, padded by k // 2, of a (cin, size, size) input."""
     out = (size + 2 * (k // 2) - k) // stride + 1
     return Layer(name, "conv", cout * out * out * cin * k * k, (cout, out, out))
 
@@ -66,9 +60,7 @@ def dense(name, n_in, n_out) -> Layer:
 
 
 def _stages(widths, blocks, size):
-    """The basic blocks of a CIFAR ResNet/WRN: 3x3 convs, a 1x1 projection where the
-    shape changes (GluonCV's layout, as gpu_course.*.models build it; v1 and the
-    pre-activation v2 blocks differ only in where BN/ReLU sit, not in shapes)."""
+    """The basic blocks of a CIFAR ResNet/WRN, in GluonCV's layout as the course's models."""
     out, h = [], size
     for i in range(1, len(widths)):
         for b in range(blocks):
@@ -76,8 +68,7 @@ def _stages(widths, blocks, size):
             stride = 2 if (b == 0 and i > 1) else 1
             first = conv(f"stage{i}.{b}.conv1", cin, widths[i], 3, h, stride)
             h2 = first.out_shape[1]
-            out.append(first)
-            out.append(conv(f"stage{i}.{b}.conv2", widths[i], widths[i], 3, h2))
+            out += [first, conv(f"stage{i}.{b}.conv2", widths[i], widths[i], 3, h2)]
             if cin != widths[i]:
                 out.append(conv(f"stage{i}.{b}.downsample", cin, widths[i], 1, h, stride))
             h = h2
@@ -87,24 +78,17 @@ def _stages(widths, blocks, size):
 def layers(model: str, image_size: int = 32, classes: int = 10) -> list[Layer]:
     """Every conv and dense layer of a course model (config.MODELS) for one image."""
     s = image_size
-    if model in ("resnet20", "resnet56", "resnet110"):
-        depth = int(model[6:])
-        widths = [16, 16, 32, 64]
-        return ([conv("stem", 3, 16, 3, s)] + _stages(widths, (depth - 2) // 6, s)
-                + [dense("output", widths[-1], classes)])
-    if model in ("wrn16_10", "wrn28_10"):
-        depth, k = int(model[3:5]), 10
-        widths = [16, 16 * k, 32 * k, 64 * k]
-        return ([conv("stem", 3, 16, 3, s)] + _stages(widths, (depth - 4) // 6, s)
-                + [dense("output", widths[-1], classes)])
+    if model in RESNETS:
+        k, blocks = RESNETS[model]
+        return ([conv("stem", 3, 16, 3, s)] + _stages([16, 16 * k, 32 * k, 64 * k], blocks, s)
+                + [dense("output", 64 * k, classes)])
     if model == "tiny":
         out, cin, h = [], 3, s
         for i, channels in enumerate((32, 64, 128)):
             out.append(conv(f"conv{i + 1}", cin, channels, 3, h))
             cin, h = channels, h // 2          # each block ends with a 2x2 max-pool
         return out + [dense("output", cin, classes)]
-    raise ValueError(f"model={model!r} is unknown; allowed: resnet20, resnet56, resnet110, "
-                     "wrn16_10, wrn28_10, tiny")
+    raise ValueError(f"model={model!r} is unknown; allowed: {', '.join(RESNETS)}, tiny")
 
 
 def forward_macs(model: str, image_size: int = 32) -> int:
@@ -119,9 +103,7 @@ def train_flops(model: str, image_size: int = 32) -> int:
 
 # -- the peak ----------------------------------------------------------------------------
 def precision(dtype: str, engine: str, compute_capability: str | None) -> str:
-    """The arithmetic that ran: fp16/bf16 for mixed precision; float32 convolutions run
-    as TF32 on Ampere+ in PyTorch (torch.backends.cudnn.allow_tf32 is True by default),
-    as plain fp32 in MXNet 1.9."""
+    """The arithmetic that ran: fp16/bf16, TF32 on Ampere+ in PyTorch, else fp32."""
     if dtype in ("float16", "bfloat16"):
         return {"float16": "fp16", "bfloat16": "bf16"}[dtype]
     try:
@@ -132,21 +114,16 @@ def precision(dtype: str, engine: str, compute_capability: str | None) -> str:
 
 
 def gpu_peak_tflops(gpu_name: str, prec: str):
-    """(peak TFLOP/s, the table's name for the GPU) for one GPU; (None, None) if the GPU
-    is not in PEAK_TFLOPS. A precision the GPU lacks falls back to fp32."""
+    """(peak TFLOP/s, its PEAK_TFLOPS name), fp32 where the GPU lacks `prec`; (None, None)."""
     for name, peaks in PEAK_TFLOPS.items():
         if name in (gpu_name or ""):
-            value = peaks.get(prec) or peaks["fp32"]
-            return value, name
+            return peaks.get(prec) or peaks["fp32"], name
     return None, None
 
 
 @functools.lru_cache(maxsize=None)
 def cpu_peak_tflops(n: int = 768, repeats: int = 20) -> float:
-    """This CPU's float32 matrix-multiply rate through numpy's BLAS (all its threads), in
-    TFLOP/s: the best of `repeats` n x n products (2 n^3 FLOPs each); many short trials,
-    so that one of them runs while other processes leave the cores alone. Measured once
-    per process (under a second)."""
+    """This CPU's best float32 n x n matmul rate in TFLOP/s, once per process."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n), dtype=np.float32)
     b = rng.standard_normal((n, n), dtype=np.float32)
@@ -160,12 +137,7 @@ def cpu_peak_tflops(n: int = 768, repeats: int = 20) -> float:
 
 
 def achieved(run, samples_per_sec: float | None = None) -> dict:
-    """Achieved TFLOP/s of a run and its share of the device's peak. samples_per_sec:
-    the run's throughput when the caller has it (default: metrics.samples_per_sec).
-
-    Keys: model, image_size, train_flop_per_sample, samples_per_sec, achieved_tflops,
-    device, precision, peak_tflops, fraction_of_peak, peak_source. A CPU run's peak is the
-    measured matmul rate, so it is known only on the machine that ran it (else NaN)."""
+    """Achieved TFLOP/s of a run and its share of the device's peak."""
     if samples_per_sec is None:
         samples_per_sec = metrics.samples_per_sec(run)
     cfg = run.config or {}
@@ -193,8 +165,7 @@ def achieved(run, samples_per_sec: float | None = None) -> dict:
     else:
         prec = precision(dtype, "cpu", None)
         out.update(device=f"CPU: {hw.get('cpu_model') or '?'}", precision=prec)
-        # the measured peak is a float32 matmul's: a bf16/fp16 run (AMX, AVX512-BF16 can
-        # be several times faster) against it would read above 100 %, so it gets none
+        # the measured peak is a float32 matmul's: none for a bf16/fp16 run
         if prec == "fp32" and hw.get("hostname") == socket.gethostname():
             out.update(peak_tflops=cpu_peak_tflops(), peak_source="measured fp32 matmul")
     if out["peak_tflops"] > 0 and not math.isnan(tflops):
@@ -203,8 +174,7 @@ def achieved(run, samples_per_sec: float | None = None) -> dict:
 
 
 def table_columns(table, runs):
-    """`table` (one row per run, e.g. metrics.table) with "tflops" (achieved TFLOP/s) and
-    "peak_pct" (% of the device's peak) inserted before its "status" column."""
+    """`table` (one row per run) with "tflops" and "peak_pct" inserted before "status"."""
     numbers = [achieved(run, rate) for run, rate in zip(runs, table["samples_per_sec"])]
     at = list(table.columns).index("status") if "status" in table.columns else len(table.columns)
     table.insert(at, "tflops", [n["achieved_tflops"] for n in numbers])

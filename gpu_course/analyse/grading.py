@@ -1,8 +1,6 @@
-"""A final run of a job graded against the job as first given (lesson 16's capstone): which
-of diagnose's rungs the course can still take on the run's machine (`fixable`), the race
-of the two runs to an accuracy, judged against their noise (`race`), and whether other
-programs loaded the machine for one of them only (`load_caveat`). No deep-learning
-framework here.
+"""A final run of a job graded against the job as first given (lesson 16's capstone): the
+rungs the course can still take on the run's machine (`fixable`), the race of the two runs
+to an accuracy judged against their noise (`race`), and the machine's load (`load_caveat`).
 """
 from __future__ import annotations
 
@@ -22,16 +20,8 @@ def setting(run, name: str):
 
 
 def fixable(d: diagnose.Diagnosis, run) -> RungName | None:
-    """The next rung of diagnosis `d` of `run` where the course can take it on that
-    machine; None where the device is the limit or no rung is left:
-
-    input-bound: every input rung but more cores than the machine has (more workers once
-        they are as many as diagnose advises, or for data already on the device; data on a
-        GPU without one);
-    on a CPU, compute- and overhead-bound: the CPU both computes and dispatches the
-        steps, so either way the device holds them;
-    on a GPU, compute-bound: the GPU is the limit; overhead-bound: a graph (eager to
-        hybrid to static) and a larger batch up to diagnose's LARGE_BATCH."""
+    """The next rung of `d` where the course can take it on the run's machine (an input rung
+    it has the cores or GPU for; on a GPU a graph or a batch up to LARGE_BATCH), else None."""
     gpu = metrics.on_gpu(run)
     if d.verdict == "input-bound":
         no_cores = d.next_rung == RungName.WORKERS and (
@@ -49,8 +39,7 @@ def fixable(d: diagnose.Diagnosis, run) -> RungName | None:
 
 @dataclass(frozen=True)
 class Race:
-    """Two runs' training time to an accuracy (`anatomy.time_to_accuracy`, NaN where one
-    never reached it), and the second's speed to it against the first's (None then)."""
+    """Two runs' training time to an accuracy (NaN: never) and the second's speed against the first's."""
 
     given_s: float
     mine_s: float
@@ -58,8 +47,7 @@ class Race:
 
 
 def race(given, mine, target: float) -> Race:
-    """`mine` against `given` to `target`: each speed to it (1 / its time) spread as its
-    run's steady blocks spread."""
+    """`mine` against `given` to `target`: each speed spread as its run's steady blocks spread."""
     t_given, t_mine = (anatomy.time_to_accuracy(r, target) for r in (given, mine))
     if math.isnan(t_mine):
         return Race(t_given, t_mine, None)
@@ -69,8 +57,7 @@ def race(given, mine, target: float) -> Race:
 
 
 def load_caveat(given, mine) -> str:
-    """A sentence when other programs shared the machine while one run ran and not the
-    other (by the records): the race between them is then untested; "" otherwise."""
+    """A sentence when other programs shared the machine for one run only; "" otherwise."""
     load = alike.Aspect.LOAD
     a, b = alike.value(given, load), alike.value(mine, load)
     if a is None or b is None or a == b:

@@ -1,13 +1,5 @@
-"""A PyTorch trace read by Holistic Trace Analysis (HTA, PyPI `HolisticTraceAnalysis`),
-beside the course's own `profiling.trace_split` of the same trace:
-
-    table = compare(REFERENCE_TRACES)   # the H200 reference's naive and tuned traces
-    table = compare({"mine": "runs/.../profile/trace.json.gz"})
-
-`read` copies a single-process trace into a folder as rank 0 (HTA reads per-rank
-traces) and asks for every profiled step, as `trace_split` reads them. Rows are
-readings, columns "<trace>: HTA" and "<trace>: course" (NaN where one side has none);
-shares are in percent of each side's own window.
+"""A PyTorch trace read by Holistic Trace Analysis (HTA) beside the course's own
+`profiling.trace_split` of it (`compare`), shares in percent of each side's own window.
 """
 from __future__ import annotations
 
@@ -30,7 +22,6 @@ ROUNDING_US = 2            # HTA rounds each event's start up and its end down t
 PACKAGE = "HolisticTraceAnalysis==0.5.0"   # as pinned in pyproject.toml
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 
-# the rows, in order: (reading, what it is)
 WINDOW = "window (ms)"
 IDLE = "GPU idle (% of window)"
 IDLE_ON_HTA = "GPU idle over HTA's window (%)"
@@ -63,14 +54,13 @@ def installed() -> bool:
 
 
 def read(trace) -> dict:
-    """HTA's readings of one torch.profiler trace (.json or .json.gz), by READINGS name."""
+    """HTA's readings of one torch.profiler trace (as rank 0), by READINGS name."""
     TraceAnalysis = _trace_analysis()
-    profiling.read_trace(trace)   # a damaged one (events without ts or dur) refused by name
+    profiling.read_trace(trace)   # a damaged one refused by name
     data = profiling.load_trace(trace)
     if not any(e.get("cat") in GPU_CATEGORIES for e in data.get("traceEvents", [])
                if isinstance(e, dict)):
-        raise ValueError(f"trace={str(trace)!r} has no GPU events; record it on a GPU with "
-                         "ProfilerActivity.CUDA")
+        raise ValueError(f"trace={str(trace)!r} has no GPU events; record it with ProfilerActivity.CUDA")
     data["distributedInfo"] = {"rank": 0}              # what HTA takes the rank from
     with tempfile.TemporaryDirectory() as folder, _quiet():
         (Path(folder) / "rank-0.json").write_text(json.dumps(data))
@@ -80,7 +70,7 @@ def read(trace) -> dict:
                                                    consecutive_kernel_delay=KERNEL_WAIT_US)
         launches = analysis.get_cuda_kernel_launch_stats(visualize=False)[0]
         steps = len(analysis.get_profiler_steps())
-        kernels = _kernels(analysis)
+        kernels = int((analysis.t.get_trace(0)["stream"] != -1).sum())   # the GPU events it kept
     window = float(temporal["kernel_time(us)"])
     by_kind = idle.groupby("idle_category")["idle_time"].sum()
     idle_us = float(by_kind.sum())
@@ -143,8 +133,7 @@ AGREE_POINTS = 5.0   # two shares of a window agree within this many percentage 
 
 
 def idle_reason(table: pd.DataFrame, name: str) -> Reason | None:
-    """None where HTA's idle share of trace `name` and the course's agree within
-    AGREE_POINTS; else the first reason, in Reason's order, that the numbers bear out."""
+    """Why HTA's idle share of trace `name` and the course's differ (None: they agree)."""
     hta, mine = _column(table, name, "HTA"), _column(table, name, "course")
     if abs(hta[IDLE] - mine[IDLE]) <= AGREE_POINTS:
         return None
@@ -158,8 +147,7 @@ def idle_reason(table: pd.DataFrame, name: str) -> Reason | None:
 
 
 def idle_on_window(mine: dict, window_ms: float) -> float:
-    """The course's idle share had it measured over another window (HTA's, `window_ms`):
-    its idle time less the time its steps run beyond that window, over it (percent)."""
+    """The course's idle share (%) over another window (HTA's, `window_ms`)."""
     idle_ms = mine[IDLE] * mine[WINDOW] / 100 - (mine[WINDOW] - window_ms)
     return 100 * idle_ms / window_ms
 
@@ -176,8 +164,7 @@ def copies_agree(table: pd.DataFrame, name: str) -> bool:
 
 
 class Idle(enum.StrEnum):
-    """The largest kind of HTA's idle time, and whether the course's launch reading
-    agrees that the host sets the pace (its launch calls outlast its kernels) or not."""
+    """The largest kind of HTA's idle time."""
     HOST_WAIT = "most of HTA's idle time is host wait"
     KERNEL_WAIT = "most of HTA's idle time is kernel wait"
     OTHER_WAIT = "most of HTA's idle time is other waits"
@@ -198,7 +185,7 @@ WHY = {Reason.EVENTS: "they read different GPU events", Reason.WINDOW: "their wi
        Reason.OTHER: "their kernel time differs"}
 COPIES_ALIKE = "copies ran with no kernel running, counted alike"
 COPIES_APART = "copies ran with no kernel running, counted apart"
-# the course's launch reading (its launch calls against its kernels) against HTA's largest idle
+# the course's launch calls against its kernels, against HTA's largest idle
 PACE = {(True, True): "the course agrees that the host sets the pace",
         (False, False): "the course agrees that the host is not the limit",
         (True, False): "the course reads it otherwise: its launch calls outlast its kernels",
@@ -206,11 +193,7 @@ PACE = {(True, True): "the course agrees that the host sets the pace",
 
 
 def per_trace(table: pd.DataFrame) -> pd.DataFrame:
-    """A `compare` table turned to one row a trace ("trace"): the readings its closing
-    cites, by side ("HTA ..." and "course ..."), and what they say: whether the idle
-    shares agree within AGREE_POINTS ("idle", and "why" they differ: `Reason`), whether
-    the copies do, the largest kind of HTA's idle time with whether the course agrees
-    that the host sets the pace, and the launch statistics (`Launches`)."""
+    """A `compare` table as one row a trace: both sides' readings and what they say."""
     rows = []
     for name in traces_of(table):
         hta, mine = _column(table, name, "HTA"), _column(table, name, "course")
@@ -241,9 +224,7 @@ def traces_of(table: pd.DataFrame) -> list[str]:
 
 # -- HTA, held at arm's length ---------------------------------------------------------------
 def _trace_analysis():
-    """HTA's TraceAnalysis. Importing HTA configures Python's logging for the whole
-    process (its root logger at INFO, to stdout, other loggers disabled): undone here,
-    and HTA's own logger kept to errors."""
+    """HTA's TraceAnalysis, with the process-wide logging set-up its import makes undone."""
     root = logging.getLogger()
     saved = root.level, list(root.handlers), {
         name: logger.disabled for name, logger in logging.root.manager.loggerDict.items()
@@ -252,8 +233,7 @@ def _trace_analysis():
         from hta.configs.config import HtaConfig
         from hta.trace_analysis import TraceAnalysis
     except ImportError as err:
-        raise ImportError(f"Holistic Trace Analysis is not installed ({err}): pip install "
-                          f"{PACKAGE}") from None
+        raise ImportError(f"HTA is not installed ({err}): pip install {PACKAGE}") from None
     HtaConfig()                                       # where HTA sets up its logging
     root.setLevel(saved[0])
     root.handlers[:] = saved[1]
@@ -272,12 +252,6 @@ def _quiet():
         yield
     finally:
         logger.setLevel(level)
-
-
-def _kernels(analysis) -> int:
-    """The GPU events HTA kept (kernels, copies, memsets of the profiled steps)."""
-    trace = analysis.t.get_trace(0)
-    return int((trace["stream"] != -1).sum())
 
 
 def _column(table: pd.DataFrame, name: str, side: str) -> dict:

@@ -1,13 +1,7 @@
-"""Served networks' measurements (lesson 15's records): one network, one variant (oneDNN
-off or on, ONNX Runtime; on a GPU eager, compiled, CUDA graphs, bfloat16, TensorRT), one
-batch, the time of every timed pass, and the outputs on the probe images (`probe_images`).
-
-Batch 1 is timed one request at a time, each pass ended by its own sync: its median and
-99th percentile are a request's latency (p50, p99). A large batch is timed back to back,
-one sync at the end (CUDA events between the passes on a GPU): its images/s is the
-throughput. Spreads come from `noise.BLOCKS` consecutive blocks of the passes (each
-block's p50, p99 and images/s). The tracks' adapters measure (`tracks/<track>/inference.py`)
-and make the records here (`record`); `table` reads them. No deep-learning framework here.
+"""Served networks' measurements (lesson 15's records): one network, variant and batch,
+the time of every timed pass, and the outputs on the probe images. Batch 1 is timed a
+request at a time (p50, p99 latency); a large batch back to back (images/s). Spreads come
+from BLOCKS consecutive blocks of the passes. The tracks' adapters measure and `record`.
 """
 from __future__ import annotations
 
@@ -56,8 +50,7 @@ REFERENCE = (Variant.ONEDNN_OFF, Variant.EAGER)   # what the table's speed-ups a
 
 # -- what the adapters measure with --------------------------------------------------------
 def probe_images(n: int) -> np.ndarray:
-    """n images (float32, NCHW, values in [0, 1)), the same in every process and track:
-    the input of every timed pass and of the outputs compared."""
+    """n images (float32, NCHW, in [0, 1)), the same in every process and track."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n={n!r} images: a whole number of at least 1")
     return np.random.default_rng(SEED).random((int(n), *IMAGE_SHAPE), dtype=np.float32)
@@ -70,8 +63,7 @@ def passes_for(batch: int, images: int) -> int:
 
 @dataclass(frozen=True)
 class Served:
-    """What is served: network `model` as `variant` on `device` ("cpu", "cuda:0",
-    "cpu(0)"), its input in `dtype`."""
+    """What is served: network `model` as `variant` on `device`, its input in `dtype`."""
 
     model: str
     variant: Variant
@@ -85,9 +77,7 @@ class Served:
 
 
 def record(served: Served, batch: int, timing, seconds, outputs=None, **facts) -> dict:
-    """One measurement: `seconds` of each timed pass of `batch` images of what is `served`,
-    timed as `timing`; `outputs` the outputs on the probe images (None when not taken).
-    facts: threads, load_average."""
+    """One measurement: the seconds of each timed pass of `batch` images, with outputs and facts."""
     timing = choice(Timing, timing, "timing")
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
         raise ValueError(f"batch={batch!r}: a whole number of images, at least 1")
@@ -126,27 +116,21 @@ BUSY = "on a busy machine"     # a load average before it of at least the usable
 
 
 def table(records, usable: int | None = None) -> pd.DataFrame:
-    """One row a record, in the order measured: the passes timed and how, p50 and p99 of a
-    pass in ms with the spread of the blocks' p50s, p99/p50, images/s with its blocks'
-    spread, the speed-up against the network's reference variant at the same batch (oneDNN
-    off on a CPU, eager on a GPU, else the first measured), and where outputs were taken,
-    their largest difference from the reference's (max |difference| / max |output|), the
-    tolerance of their number formats, the share of the probe images whose top-1 class is
-    the same and what that makes them (`Outputs`); a batch-1 record's long tail (TAIL), and
-    the load average before it, busy at `usable` cores (default: the most threads a
-    record used)."""
+    """One row a record: p50, p99, images/s, the speed-up and outputs against the reference."""
     records = checked(records)
     usable = usable or max((r.get("threads") or 1 for r in records), default=1)
     rows = []
     for rec in records:
-        s = rec["pass_s"]
-        p50, blocks = statistics.median(s), _blocks(s)
-        ref = _reference(records, rec)
-        same = _outputs_against(ref, rec)
+        # the reference: a REFERENCE variant of its network, batch and device kind, else the first
+        peers = [r for r in records
+                 if (r["model"], r["batch"], on_gpu(r)) == (rec["model"], rec["batch"], on_gpu(rec))]
+        s, ref = rec["pass_s"], next((r for r in peers if r["variant"] in REFERENCE), peers[0])
+        p50, same = statistics.median(s), _outputs_against(ref, rec)
         p99_p50 = percentile(s, 99) / p50
+        tolerance = max(TOLERANCE[rec["dtype"]], TOLERANCE[ref["dtype"]])
         rows.append({"rung": rung(rec), "timed": rec["timing"], "passes": len(s),
                      "p50_ms": 1000 * p50, "p99_ms": 1000 * percentile(s, 99),
-                     "p50_blocks_ms": _span([1000 * statistics.median(b) for b in blocks]),
+                     "p50_blocks_ms": _span([1000 * statistics.median(b) for b in _blocks(s)]),
                      "p99_p50": p99_p50,
                      "images_per_sec": rec["batch"] / p50,
                      "images_blocks": _span(block_rates(rec)),
@@ -154,8 +138,7 @@ def table(records, usable: int | None = None) -> pd.DataFrame:
                      "speedup": (statistics.median(ref["pass_s"]) / p50
                                  if ref is not rec else math.nan),
                      "max_rel_diff": same[0], "top1_same": same[1],
-                     "tolerance": max(TOLERANCE[rec["dtype"]], TOLERANCE[ref["dtype"]]),
-                     "outputs": _outputs(same, ref, rec),
+                     "tolerance": tolerance, "outputs": _outputs(same, tolerance, ref, rec),
                      "tail": LONG_TAIL if rec["batch"] == 1 and len(s) >= 2 * BLOCKS
                      and p99_p50 >= TAIL else "",
                      "load_average": rec.get("load_average", math.nan),
@@ -163,11 +146,11 @@ def table(records, usable: int | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _outputs(same: tuple[float, float], ref: dict, rec: dict) -> str:
+def _outputs(same: tuple[float, float], tolerance: float, ref: dict, rec: dict) -> str:
     diff, top1 = same
     if math.isnan(diff):
         return ""
-    if diff > max(TOLERANCE[rec["dtype"]], TOLERANCE[ref["dtype"]]):
+    if diff > tolerance:
         return Outputs.DIFFER if rec["dtype"] == ref["dtype"] else Outputs.DIFFER_PRECISION
     return Outputs.AGREE if top1 == 1 else Outputs.TOP1_FLIPPED
 
@@ -184,8 +167,7 @@ def percentile(values, q: float) -> float:
 
 
 def _blocks(values) -> list[list[float]]:
-    """BLOCKS consecutive blocks of the passes (the last takes the remainder); [] when
-    there are fewer passes than blocks."""
+    """BLOCKS consecutive blocks of the passes (the last takes the rest); [] if too few."""
     n = len(values) // BLOCKS
     if n < 1:
         return []
@@ -199,9 +181,7 @@ def block_rates(rec: dict) -> list[float]:
 
 
 def _span(values) -> str:
-    if not values:
-        return "–"
-    return f"{_digits(min(values))}–{_digits(max(values))}"
+    return f"{_digits(min(values))}–{_digits(max(values))}" if values else "–"
 
 
 def _digits(value: float) -> str:
@@ -212,18 +192,9 @@ def _digits(value: float) -> str:
     return f"{value:.{2 - int(math.log10(size))}f}" if size >= 1 else f"{value:.3g}"
 
 
-def _reference(records, rec: dict) -> dict | None:
-    """The record rec is compared with: rec's network at rec's batch on the same kind of
-    device, served as the reference variant (oneDNN off, eager) where one was measured,
-    else as the first variant measured."""
-    same = [r for r in records
-            if (r["model"], r["batch"], on_gpu(r)) == (rec["model"], rec["batch"], on_gpu(rec))]
-    return next((r for r in same if r["variant"] in REFERENCE), same[0])
-
-
-def _outputs_against(ref: dict | None, rec: dict) -> tuple[float, float]:
+def _outputs_against(ref: dict, rec: dict) -> tuple[float, float]:
     """(max |difference| / max |reference output|, share of rows with the same top-1)."""
-    if ref is None or ref is rec or ref.get("outputs") is None or rec.get("outputs") is None:
+    if ref is rec or ref.get("outputs") is None or rec.get("outputs") is None:
         return math.nan, math.nan
     a, b = np.asarray(ref["outputs"], dtype=float), np.asarray(rec["outputs"], dtype=float)
     if a.shape != b.shape:
@@ -243,8 +214,7 @@ def choice(kind, value, name: str):
 
 
 def checked(records, allow_empty: bool = False, where: bool | None = None) -> list[dict]:
-    """The records as a list, each one a record (`record`), every rung once; where: True
-    (all on a GPU), False (all on the CPU) or None (either)."""
+    """The records as a list, each a `record`, every rung once, on a GPU (where=True) or not."""
     wanted = "pass a list of lesson 15's records"
     if records is None or isinstance(records, dict):
         raise ValueError(f"records={type(records).__name__}: {wanted}")

@@ -7,8 +7,7 @@ from . import profiling
 
 
 def kernel_table(traces: dict) -> pd.DataFrame:
-    """A row a kind of kernel, a column pair a trace (ms a step, % of its kernel time); then
-    all convolutions together, and all kernels."""
+    """A row a kind of kernel, a column pair a trace (ms a step, % of its kernel time)."""
     frame = None
     for name, path in traces.items():
         part = profiling.kernel_kinds(profiling.read_trace(path)).set_index("kind")
@@ -19,8 +18,7 @@ def kernel_table(traces: dict) -> pd.DataFrame:
                                                                       "ms_per_step"], 100.0]
         part.columns = [f"{name}: ms a step", f"{name}: % of kernels"]
         frame = part if frame is None else frame.join(part, how="outer")
-    order = [k for k, _ in profiling.KERNEL_KINDS if k in frame.index] + [ALL_CONVOLUTIONS,
-                                                                            ALL_KERNELS]
+    order = [k for k, _ in profiling.KERNEL_KINDS if k in frame.index] + [ALL_CONVOLUTIONS, ALL_KERNELS]
     return frame.loc[order].reset_index().rename(columns={"index": "kind"})
 
 
@@ -34,8 +32,7 @@ def reference_kernel_traces() -> dict:
 
 
 def kernel_rows(traces: dict) -> pd.DataFrame:
-    """A row a trace: kernel time a step, its largest kind (time, share), and the share of
-    the trace's span the GPU was busy or idle."""
+    """A row a trace: kernel time a step, its largest kind, the GPU busy and idle."""
     frame = kernel_table(traces).set_index("kind")
     kinds = frame.drop([ALL_CONVOLUTIONS, ALL_KERNELS])
     rows = []

@@ -1,10 +1,6 @@
-"""What limits a profiled run, by two methods, each on its own numbers (lesson 12): the
-profiler's verdict (the trace's split of a step, `profiling.trace_verdict`; without a
-trace the step timers, which can say only input-bound or not) against the mock ceilings
-of lesson 10 (mock="loader": the compute ceiling, mock="trainer": the input ceiling),
-judged by `diagnose`'s thresholds alone. `table` gives the run and its ceilings one row
-each, the verdicts and the numbers behind them on the run's row. No deep-learning
-framework here.
+"""What limits a profiled run, by two methods (lesson 12): the profiler's verdict (the
+trace's split, else the step timers, which say only input-bound or not) against lesson 10's
+mock ceilings, each judged by `diagnose`'s thresholds alone.
 """
 from __future__ import annotations
 
@@ -14,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import diagnose, metrics
+from .profiling import split_table, trace_verdict
 
 NOT_INPUT_BOUND = "not input-bound"   # all the step timers can say against input-bound
 INPUT_BOUND, COMPUTE_BOUND, OVERHEAD_BOUND = "input-bound", "compute-bound", "overhead-bound"
@@ -48,9 +45,8 @@ def mock(run) -> str:
 
 
 def timers_verdict(run) -> str:
-    """The step timers' verdict: waiting for data from INPUT_WAIT of the step time is
-    input-bound, below it only not input-bound; TOO_FEW under MIN_STEPS steady steps."""
-    if metrics.steadiness(run)["steady_steps"] < diagnose.MIN_STEPS:
+    """The step timers' verdict: input-bound or not (TOO_FEW under MIN_STEPS steady steps)."""
+    if metrics.steady_steps(run) < diagnose.MIN_STEPS:
         return TOO_FEW
     return INPUT_BOUND if metrics.data_wait_share(run) >= diagnose.INPUT_WAIT else NOT_INPUT_BOUND
 
@@ -69,13 +65,7 @@ def ceilings_verdict(n: dict) -> Ceilings:
 
 
 def table(runs, split: dict | None = None) -> pd.DataFrame:
-    """The run (mock="none") and its ceilings, a row each: samples/s with its blocks'
-    spread, the share of step time waiting for data and the steady steps; on the run's
-    row the profiler's verdict (the trace's with `split`, else the step timers'), the
-    ceilings' (with the run against each ceiling) and whether the two agree; then the
-    split's parts (`profiling.split_table`). No speed-up column: a ceiling bounds the run,
-    it is not a rung of it."""
-    from .profiling import split_table
+    """The run and its ceilings a row each, both verdicts on the run's row; then `split`'s parts."""
     runs = list(runs)
     ceilings = {mock(r): r for r in runs if mock(r) in CEILINGS}
     rows = []
@@ -84,10 +74,9 @@ def table(runs, split: dict | None = None) -> pd.DataFrame:
         rows.append({"rung": run.name, "samples_per_sec": metrics.samples_per_sec(run),
                      "samples_per_sec_min": low, "samples_per_sec_max": high,
                      "data_wait_share": metrics.data_wait_share(run),
-                     "steady steps": int(metrics.steadiness(run)["steady_steps"]),
+                     "steady steps": metrics.steady_steps(run),
                      "steady steps needed": diagnose.MIN_STEPS,
-                     "steps": TOO_FEW if metrics.steadiness(run)["steady_steps"]
-                     < diagnose.MIN_STEPS else "",
+                     "steps": TOO_FEW if metrics.steady_steps(run) < diagnose.MIN_STEPS else "",
                      **(_verdicts(run, ceilings, split) if mock(run) == "none" else {})})
     parts = split_table(split).rename(columns={"part": "rung"}) if split else None
     frame = pd.concat([pd.DataFrame(rows), parts], ignore_index=True)
@@ -95,7 +84,6 @@ def table(runs, split: dict | None = None) -> pd.DataFrame:
 
 
 def _verdicts(run, ceilings: dict, split: dict | None) -> dict:
-    from .profiling import trace_verdict
     timers, trace = timers_verdict(run), trace_verdict(split) if split else ""
     found = trace or (timers if timers != TOO_FEW else "")
     out = {"step timers": "" if split else timers, "trace": trace,

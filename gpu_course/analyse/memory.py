@@ -1,27 +1,7 @@
-"""A run's memory as its record notes it (lesson 14): what `MemoryMeter.measure` in each
-track's adapter writes (`rec.note(memory=...)`), its parts and counters, and the other
-notes of lesson 14's loop (accumulate, checkpoint, loss_curve), read back.
-
-The schema of notes["memory"] (bytes, above what was live before the network existed;
-lists: one value a measured step):
-
-    counter       a Counter value: the framework's counter the run was measured with
-    device        "cpu", "cuda:0", "cpu(0)", "gpu(0)"
-    computed      {part: bytes}: parameters, gradients, optimizer state and the input batch,
-                  counted from the model (elements x bytes each) and the optimizer's state
-    held_parts    the computed parts alive between two steps
-    held          live between steps
-    peak          the most live during the step
-    at_peak       {part: [bytes]}: the parts at the peak, where the counter sorts memory
-                  into parts (PyTorch's profiler); {} where it does not
-    most          {part: [bytes]}: each part's own most during the step (idem)
-    device_total  the device's memory (a GPU), else null
-    allocator     {"peak": [bytes], "reserved": bytes, "retries": n}: the CUDA caching
-                  allocator, else null
-    files         what the meter wrote into the run's folder (memory_timeline.json,
-                  memory_snapshot.pickle)
-
-No deep-learning framework and no pandas here: the adapters import it.
+"""A run's memory as its record notes it (lesson 14): what each adapter's
+`MemoryMeter.measure` writes to notes["memory"] (bytes above what was live before the
+network existed; lists hold one value a measured step; the fields are `MemoryUse`'s), and
+the loop's other notes (accumulate, checkpoint, loss_curve). No pandas: adapters import it.
 """
 from __future__ import annotations
 
@@ -64,15 +44,15 @@ class MemoryUse:
     counter: Counter
     batch: int                 # images an update
     micro_batch: int           # images a forward pass
-    computed: dict
-    held_parts: tuple
-    held: tuple
-    peak: tuple
-    at_peak: dict
-    most: dict
+    computed: dict             # {part: bytes} of COMPUTED and the input, from the model
+    held_parts: tuple          # the computed parts alive between two steps
+    held: tuple                # live between steps
+    peak: tuple                # the most live during the step
+    at_peak: dict              # {part: [bytes]} at the peak where the counter sorts parts
+    most: dict                 # {part: [bytes]}: each part's own most (idem)
     device_total: float | None = None
-    allocator: dict | None = None
-    files: tuple = ()
+    allocator: dict | None = None   # the CUDA caching allocator's peak, reserved, retries
+    files: tuple = ()          # what the meter wrote into the run's folder
 
     @property
     def readings(self) -> int:
@@ -84,8 +64,7 @@ class MemoryUse:
         return bool(self.at_peak)
 
     def activations(self) -> list[float]:
-        """Activations and temporaries at each step's peak: the counter's own parts where it
-        sorts them (with what it could not sort), else the peak less what was held."""
+        """Activations and temporaries at each step's peak."""
         if self.sorted:
             return [sum(v) for v in zip(*(self.at_peak.get(p, [0] * self.readings)
                                           for p in (Part.ACTIVATIONS, Part.OTHER)))]
@@ -104,8 +83,7 @@ class MemoryUse:
 
 def memory_of(run) -> MemoryUse:
     """The memory a run noted (`MemoryMeter.measure`), read back; a clear error without."""
-    notes = (run.meta.get("notes") or {})
-    m = notes.get("memory")
+    m = (run.meta.get("notes") or {}).get("memory")
     if not isinstance(m, dict) or not m.get("peak"):
         raise ValueError(f"run {run.name!r} has no memory measurement in its record: use "
                          "gc.memory_run(cfg) or gc.MemoryMeter(parts).measure(rec, step)")
@@ -144,8 +122,7 @@ def loss_curve(run) -> list[float]:
 
 
 def loss_gap(a, b) -> float:
-    """Mean absolute difference between two runs' loss curves, update by update (NaN
-    where either has none or they differ in length)."""
+    """Mean absolute difference between two runs' loss curves (NaN unless alike in length)."""
     x, y = loss_curve(a), loss_curve(b)
     if not x or len(x) != len(y):
         return math.nan
@@ -160,9 +137,7 @@ def median(values) -> float:
 
 def last_loss(curve: list[float]) -> float:
     """The mean loss of a curve's last quarter of updates (at least one)."""
-    if not curve:
-        return math.nan
-    return statistics.fmean(curve[-max(1, len(curve) // 4):])
+    return statistics.fmean(curve[-max(1, len(curve) // 4):]) if curve else math.nan
 
 
 # memory readings this close are one amount: allocation granularity, a few KiB of workspace
@@ -175,8 +150,7 @@ def per_image(u: MemoryUse) -> list[float]:
 
 
 def widened(values) -> list[float]:
-    """Readings of one amount taken as ±SAME: a counter that reads the same bytes every
-    step has no spread of its own, and a few KiB of workspace are no effect."""
+    """Readings of one amount widened by ±SAME (a steady counter has no spread of its own)."""
     values = [v for v in values if not math.isnan(v)]
     return [min(values) * (1 - SAME), max(values) * (1 + SAME)] if values else []
 
@@ -188,8 +162,7 @@ def how(*uses: MemoryUse) -> str:
 
 
 def accumulation_runs(runs) -> tuple:
-    """(the large batch, it again with another seed, the accumulated run) among `runs`;
-    a clear error where they cannot tell accumulation from noise."""
+    """(the large batch, it again with another seed, the accumulated run) among `runs`."""
     plain = [r for r in runs if accumulate_of(r) == 1]
     added = [r for r in runs if accumulate_of(r) > 1]
     if len(plain) < 2 or not added:
@@ -206,8 +179,7 @@ def accumulation_runs(runs) -> tuple:
 
 
 def fills_device(u: MemoryUse) -> float:
-    """Images a forward pass that would fill the device: what the step holds besides its
-    activations, plus activations per image times the batch, up to the device's memory."""
+    """Images a forward pass that would fill the device's memory."""
     per_image = median(u.activations()) / u.micro_batch if u.micro_batch else math.nan
     rest = median(u.peak) - median(u.activations())
     if not (u.device_total and per_image > 0):

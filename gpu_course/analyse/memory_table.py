@@ -11,9 +11,7 @@ from .memory import (COMPUTED, SAME, MiB, Part, accumulate_of, checkpoint_of, fi
 
 
 def table(runs) -> pd.DataFrame:
-    """One row a run: its batches and how it trained, the parts counted from the model beside
-    the counter's, what was held between steps, the peak and its activations (medians of the
-    measured steps); with accumulated runs, each loss curve against the first run's."""
+    """One row a run: how it trained, its memory by part, held, peak and activations (medians)."""
     runs = list(runs)
     uses = [memory_of(r) for r in runs]
     ladder = report.ladder_table(runs)

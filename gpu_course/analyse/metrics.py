@@ -1,34 +1,13 @@
-"""Every number the course reports, defined once, from a run record.
-
-The summary line, the ladder table, the plots, the report, `diagnose`, the notebooks and
-the SageMaker metric line all call these functions, so one run reads the same everywhere:
-
-    samples_per_sec        steady state: samples of the steps after the run's warm-up,
-                           divided by those steps' time (+ the epoch's closing sync)
-    samples_per_sec_min,   the run's own spread: the slowest and fastest samples/s of BLOCKS
-    samples_per_sec_max    equal blocks of its steady steps (NaN with fewer than 2 blocks)
-    samples_per_sec_all    every sample over every epoch's whole time: warm-up, compile,
-                           worker start-up and syncs included (what a user waits for)
-    epoch_time_s           mean epoch time, the first epoch left out when there are more
-    warmup_s               time of the warm-up steps (graph building, compile, autotuning)
-    preparation_s          time spent before the run making the copy its data format reads
-    data_wait_share        fraction (0-1) of the steady steps' time spent waiting for data
-    gpu_util               mean GPU-Util (%) over the monitor's samples inside the steady
-                           training windows (after warm-up, validation excluded); the whole
-                           training windows when no step got past warm-up; NaN without GPU
-    step_p50_s, step_p95_s median and 95th percentile of the steady steps' time
-    spikiness              step_p95_s / step_p50_s (1.0 = perfectly steady)
-    waited_share           fraction of steady steps whose data wait exceeded WAITED of
-                           their time: how often the loader held a step up
-    val_acc                validation accuracy after the last epoch (fraction)
-
-A run is anything with `.epochs`, `.steps`, `.gpu` (pandas frames of the record's CSV
-files), `.meta` and `.name`: a `records.Run`. No deep-learning framework here.
+"""Every number the course reports, defined once, from a run record, so that the tables,
+plots, report, `diagnose`, notebooks and SageMaker metric line read one run alike.
+"Steady" steps are those after the run's warm-up; each function's docstring defines its
+number. A run is a `records.Run` (`.epochs`, `.steps`, `.gpu` frames, `.meta`, `.name`).
 """
 from __future__ import annotations
 
 import math
 import re
+import statistics
 
 import pandas as pd
 
@@ -56,8 +35,7 @@ def share(part: float, whole: float) -> float:
 
 
 def epoch_numbers(row: dict) -> dict:
-    """The per-epoch forms of the run-level numbers, from one epochs.csv row (or the row
-    the harness records): what the epoch line and the SageMaker metric line print."""
+    """The per-epoch forms of the run-level numbers, from one epochs.csv row."""
     return {"samples_per_sec": rate(number(row.get("timed_samples")), number(row.get("timed_s"))),
             "samples_per_sec_all": rate(number(row.get("samples")),
                                         number(row.get("epoch_time_s"))),
@@ -67,26 +45,19 @@ def epoch_numbers(row: dict) -> dict:
 
 # -- one number per run -------------------------------------------------------------------
 def samples_per_sec(run) -> float:
-    """Steady-state training throughput (see the module's table)."""
-    return rate(_sum(run.epochs, "timed_samples"), _sum(run.epochs, "timed_s"))
+    """Samples of the steady steps over their time (with the epoch's closing sync)."""
+    return rate(epochs_sum(run, "timed_samples"), epochs_sum(run, "timed_s"))
 
 
 def steady_block_rates(run, blocks: int = BLOCKS) -> list[float]:
-    """Steady samples/s of `blocks` consecutive blocks of the run's steady steps (fewer
-    blocks when it has fewer steps; step times as `step_seconds` reads them); [] without
-    per-step rows. A machine that drifts or is shared shows as blocks far apart.
-
-    An asynchronous engine (MXNet, CUDA) leaves part of the work to the epoch's closing
-    sync, which no step's host time holds; the steps' times are scaled to add up to the
-    steady time `samples_per_sec` divides by, so the blocks bracket it."""
-    steps = _steps(run)
-    if not len(steps) or "timed" not in steps.columns:
-        return []
-    steady = steps[_column(steps, "timed") == 1]
-    seconds_each = step_seconds(steady)  # device times on a GPU
-    measured, steady_s = float(seconds_each.sum()), _sum(run.epochs, "timed_s")
+    """Steady samples/s of `blocks` consecutive blocks of the steady steps ([] without
+    per-step rows), the step times scaled to add up to `samples_per_sec`'s (which holds the
+    closing sync) so that the blocks bracket it."""
+    steady = _steady(run)
+    seconds_each = step_seconds(steady)
+    measured, steady_s = float(seconds_each.sum()), epochs_sum(run, "timed_s")
     if measured > 0 and steady_s > 0:
-        seconds_each = seconds_each * (steady_s / measured)  # the sync spread over the steps
+        seconds_each = seconds_each * (steady_s / measured)
     n = min(blocks, len(steady))
     rates = []
     for i in range(n):
@@ -98,23 +69,20 @@ def steady_block_rates(run, blocks: int = BLOCKS) -> list[float]:
 
 
 def samples_per_sec_range(run) -> tuple[float, float]:
-    """(slowest, fastest) of `steady_block_rates`: the spread every table and plot shows
-    beside samples/s; (NaN, NaN) with fewer than two blocks."""
+    """(slowest, fastest) of `steady_block_rates`; (NaN, NaN) with fewer than two blocks."""
     rates = steady_block_rates(run)
     return (min(rates), max(rates)) if len(rates) > 1 else (math.nan, math.nan)
 
 
 def samples_per_sec_all(run) -> float:
-    """Throughput over the whole of every epoch, warm-up and compile included."""
-    return rate(_sum(run.epochs, "samples"), _sum(run.epochs, "epoch_time_s"))
+    """Throughput over every epoch's whole time, warm-up and compile included."""
+    return rate(epochs_sum(run, "samples"), epochs_sum(run, "epoch_time_s"))
 
 
 def epoch_time_s(run) -> float:
     """Seconds per epoch, the first (start-up) epoch left out when there are several."""
     values = _column(run.epochs, "epoch_time_s").dropna()
-    if len(values) > 1:
-        values = values.iloc[1:]
-    return float(values.mean()) if len(values) else math.nan
+    return float((values.iloc[1:] if len(values) > 1 else values).mean())
 
 
 def warmup_s(run) -> float:
@@ -127,33 +95,24 @@ def warmup_s(run) -> float:
 
 
 def preparation_s(run) -> float:
-    """Seconds that making the copy of its data that the run's format reads took
-    (offline pre-processing: resizing, packing, done before the run), as the ladder
-    recorded it; a copy an earlier run made counts that run's time. 0.0 when the run read
-    its data as they were, NaN when the copy's making was never timed."""
+    """Seconds spent before the run making the copy its data format reads (0.0: none)."""
     made = ((run.meta.get("notes") or {}).get("prepared")) or {}
     if not made:
         return 0.0
     seconds = made.get("seconds")
-    if seconds is None or (made.get("reused") and not seconds):  # not timed (older notes: 0)
+    if seconds is None or (made.get("reused") and not seconds):
         return math.nan
     return float(seconds)
 
 
 def data_wait_share(run) -> float:
     """Fraction of the steady steps' time spent waiting for the input pipeline."""
-    return share(_sum(run.epochs, "timed_wait_s"), _sum(run.epochs, "timed_s"))
+    return share(epochs_sum(run, "timed_wait_s"), epochs_sum(run, "timed_s"))
 
 
 def wait_blocks(run) -> list[float]:
-    """The data wait's share of the step time in each of BLOCKS equal blocks of the run's
-    steady steps: the spread that stands in for repeats of one run (as samples/s's blocks
-    do in `noise.compare`); [] when a block would hold fewer than MIN_STEADY_STEPS /
-    BLOCKS steps."""
-    steps = _steps(run)
-    if not len(steps):
-        return []
-    steady = steps[_column(steps, "timed") == 1]
+    """The data wait's share of the step time in each of BLOCKS blocks of the steady steps."""
+    steady = _steady(run)
     wait = _column(steady, "data_wait_s").to_numpy()
     total = wait + _column(steady, "compute_s").to_numpy()
     size = len(steady) // BLOCKS
@@ -164,8 +123,7 @@ def wait_blocks(run) -> list[float]:
 
 
 def training_windows(run, steady: bool = True) -> list[tuple[float, float]]:
-    """(t_from, t_to) on the monitor clock for each finished epoch's training: from its
-    first steady step (or its start, steady=False) to its end, before validation."""
+    """(t_from, t_to) of each finished epoch's training, from its first steady step."""
     epochs = run.epochs
     if not len(epochs) or "t_end" not in epochs.columns:
         return []
@@ -173,16 +131,11 @@ def training_windows(run, steady: bool = True) -> list[tuple[float, float]]:
     if steady and "t_steady" in epochs.columns:
         steady_from = _column(epochs, "t_steady")
         if "timed_steps" in epochs.columns:
-            # records before 2026-11-23 left t_steady empty in epochs that were steady
-            # throughout (every step timed): those are steady from their start
+            # older records leave t_steady empty where every step was timed
             timed = _column(epochs, "timed_steps")
             steady_from = steady_from.fillna(starts.where(timed > 0))
         starts = steady_from
-    windows = []
-    for a, b in zip(starts, _column(epochs, "t_end")):
-        if not (math.isnan(a) or math.isnan(b)) and b > a:
-            windows.append((a, b))
-    return windows
+    return [(a, b) for a, b in zip(starts, _column(epochs, "t_end")) if b > a]
 
 
 def gpu_util(run) -> float:
@@ -191,32 +144,34 @@ def gpu_util(run) -> float:
 
 
 def gpm_activity(run) -> dict:
-    """GPM's view of the same samples (Hopper and newer; NaN elsewhere): the mean share
-    of the SMs busy (sm_active, %), of the tensor cores (tensor_active) and of DRAM
-    bandwidth (dram_active). GPU-Util counts time with any kernel running, so a small
-    kernel on one SM reads 100% there and ~1% here."""
+    """GPM's mean sm_active, tensor_active and dram_active (%) over the steady samples."""
     return {name: _steady_mean(run, name)
             for name in ("sm_active", "tensor_active", "dram_active")}
 
 
 def steady_samples(run) -> pd.Series:
-    """Which monitor samples describe steady training: NVML averages each reading over
-    the sample period before it, so a sample counts when that whole period lies in a
-    training window (from its first steady step, else its start, to its end). Windows
-    closer together than one period (a short validation between epochs) count as one.
-    A run without steady steps is read over its training. None when no period lies
-    wholly in those windows (a run shorter than a period: a sample inside it averaged the
-    warm-up before it, so it would say what the run was not)."""
+    """Which monitor samples lie wholly, with the period NVML averages them over, in the
+    steady training windows (else the training's); windows closer than one period merge."""
     gpu = run.gpu
     t = _column(gpu, "t")
     interval = float(run.config.get("monitor_interval") or 0) if hasattr(run, "config") \
         else 0.0
-    # a run with steady steps is read over them alone; one without, over its training
     windows = training_windows(run) or training_windows(run, steady=False)
     inside = pd.Series(False, index=gpu.index)
     for a, b in _merged(windows, interval):
         inside |= (t - interval >= a) & (t <= b)
     return inside
+
+
+def during_epochs(run, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a monitor frame (gpu, host) taken while epochs ran; all without any."""
+    if not len(frame):
+        return frame
+    t = _column(frame, "t")
+    inside = pd.Series(False, index=frame.index)
+    for _, a, b in epoch_spans(run):
+        inside |= (t >= a) & ((t <= b) if not math.isnan(b) else True)
+    return frame[inside] if inside.any() else frame
 
 
 def _merged(windows, gap: float) -> list[tuple[float, float]]:
@@ -230,18 +185,12 @@ def _merged(windows, gap: float) -> list[tuple[float, float]]:
 
 
 def _steady_mean(run, column: str) -> float:
-    gpu = run.gpu
-    if not len(gpu) or column not in gpu.columns:
-        return math.nan
-    values = _column(gpu, column)[steady_samples(run)].dropna()
-    return float(values.mean()) if len(values) else math.nan
+    return float(_column(run.gpu, column)[steady_samples(run)].mean())
 
 
 def step_seconds(steps: pd.DataFrame) -> pd.Series:
-    """Each step's time: the device's (CUDA events, `device_s`) where every row has it,
-    else the host's (data wait + compute). On a GPU the host's time of a step is its
-    dispatch plus any back-pressure: a step that queues ahead reads as fast and the one
-    that waits for the queue as slow, so only the device's times are the step's own."""
+    """Each step's time: the device's (`device_s`) where every row has it, else the host's
+    (data wait + compute), which on a GPU is dispatch plus back-pressure, not the step's."""
     device = _column(steps, "device_s")
     if len(steps) and device.notna().all():
         return device
@@ -249,19 +198,17 @@ def step_seconds(steps: pd.DataFrame) -> pd.Series:
 
 
 def median_step_ms(run, device: bool = False) -> float:
-    """The median steady step in milliseconds: by CUDA events (device: `device_s`, NaN
-    unless every steady step has it) or by the host's clock (data wait + compute)."""
-    steps = _steps(run)
-    steady = steps[_column(steps, "timed") == 1] if len(steps) else steps
+    """The median steady step in ms, by CUDA events (device=True) or the host's clock."""
+    steady = _steady(run)
     values = _column(steady, "device_s") if device else \
         _column(steady, "data_wait_s") + _column(steady, "compute_s")
     return 1000 * float(values.median()) if len(values) and values.notna().all() else math.nan
 
 
 def epochs_sum(run, column: str) -> float:
-    """A column of the run's epochs summed (`sync_s`: what each epoch's closing sync
-    waited); NaN where no epoch records it."""
-    return _sum(run.epochs, column)
+    """A column of the run's epochs summed; NaN where no epoch records it."""
+    values = _column(run.epochs, column).dropna()
+    return float(values.sum()) if len(values) else math.nan
 
 
 MIN_STEADY_STEPS = 20   # steady steps a run needs before its samples/s is ruled on
@@ -269,23 +216,20 @@ MIN_STEADY_STEPS = 20   # steady steps a run needs before its samples/s is ruled
 
 def steady_steps(run) -> int:
     """How many steady (timed) steps the run's record holds."""
-    steps = _steps(run)
-    return int((_column(steps, "timed") == 1).sum()) if len(steps) else 0
+    return len(_steady(run))
 
 
 def steadiness(run) -> dict:
-    """Step-time percentiles, spikiness (p95/p50) and the share of steady steps that
-    waited for data; NaN without per-step rows. Step times as `step_seconds` reads them."""
-    steps = _steps(run)
-    timed = steps[_column(steps, "timed") == 1] if len(steps) else steps
+    """Steady step-time p50 and p95, spikiness, and the share of steps that waited for data."""
+    timed = _steady(run)
     if not len(timed):
         return {"step_p50_s": math.nan, "step_p95_s": math.nan, "spikiness": math.nan,
                 "waited_share": math.nan, "steady_steps": 0}
-    wait = _column(timed, "data_wait_s")
     total = step_seconds(timed)
     p50, p95 = float(total.quantile(0.5)), float(total.quantile(0.95))
+    waited = float((_column(timed, "data_wait_s") > WAITED * total).mean())
     return {"step_p50_s": p50, "step_p95_s": p95, "spikiness": share(p95, p50),
-            "waited_share": float((wait > WAITED * total).mean()), "steady_steps": len(timed)}
+            "waited_share": waited, "steady_steps": len(timed)}
 
 
 def val_acc(run) -> float:
@@ -311,32 +255,23 @@ def summary(run) -> dict:
 
 
 def machine_load(run) -> dict:
-    """How busy the machine was while the run ran: the mean 1-minute load average at its
-    start and end, the cores the whole machine kept busy (busy CPU time / wall time, where
-    recorded), the cores the run's own process used (CPU time / wall time), the cores its
-    loader workers used (their CPU time, where recorded; else one core a worker), and
-    whether something else shared the machine: more than SHARED of a core busy beyond the
-    run's process and its workers, times the processes of a DDP job. The busy time
-    decides where it was recorded (the load average trails by a minute); older records
-    fall back to the load average."""
+    """How busy the machine was while the run ran, and whether other programs kept more
+    than SHARED of a core busy beyond the run's processes and loader workers."""
     load = run.meta.get("load") or {}
     start, end = load.get("start") or {}, load.get("end") or {}
-    averages = [number(x.get("loadavg_1m")) for x in (start, end)]
-    averages = [a for a in averages if not math.isnan(a)]
-    wall = number(end.get("wall")) - number(start.get("wall"))
-    own = share(number(end.get("process_cpu_s")) - number(start.get("process_cpu_s")), wall)
-    busy = share(number(end.get("cpu_busy_s")) - number(start.get("cpu_busy_s")), wall)
-    workers = number((run.config or {}).get("num_workers")) or 0.0
-    if (run.config or {}).get("mock") == "loader":
-        workers = 0.0  # a compute ceiling serves one batch: its loader's workers sit idle
-    kids = [number(x.get("live_children_cpu_s")) + number(x.get("children_cpu_s"))
-            for x in (start, end)]
-    if not any(math.isnan(k) for k in kids):
-        workers = max(0.0, share(kids[1] - kids[0], wall))   # what they used, measured
+    spent = lambda key: number(end.get(key)) - number(start.get(key))   # noqa: E731
+    wall = spent("wall")
+    own, busy = share(spent("process_cpu_s"), wall), share(spent("cpu_busy_s"), wall)
+    averages = [a for a in (number(x.get("loadavg_1m")) for x in (start, end)) if not math.isnan(a)]
+    cfg = run.config or {}
+    # a compute ceiling's loader workers sit idle; where measured, what the workers used
+    workers = 0.0 if cfg.get("mock") == "loader" else number(cfg.get("num_workers")) or 0.0
+    children = spent("live_children_cpu_s") + spent("children_cpu_s")
+    if not math.isnan(children):
+        workers = max(0.0, share(children, wall))
     mean = sum(averages) / len(averages) if averages else math.nan
     used = busy if not math.isnan(busy) else mean
-    # the run itself accounts for its own process and its loader workers; a DDP job's
-    # record is its first process's, and every process of it ran here, each alike
+    # a DDP job's record is its first process's; every process of it ran here alike
     world = number((run.meta.get("ran") or {}).get("world_size"))
     ranks = int(world) if world >= 1 else 1
     other = used - ranks * ((own if not math.isnan(own) else 1.0) + workers)
@@ -345,8 +280,7 @@ def machine_load(run) -> dict:
 
 
 def on_gpu(run) -> bool:
-    """Whether the run trained on a GPU: the devices it recorded ("cuda:0", "[gpu(0)]"),
-    else a GPU in its hardware and num_gpus above 0 (older records)."""
+    """Whether the run trained on a GPU, by its recorded devices (else its hardware)."""
     devices = str((run.meta.get("notes") or {}).get("devices") or "")
     if devices:
         return "cuda" in devices or "gpu(" in devices
@@ -361,16 +295,14 @@ def engine(run) -> str:
 
 # -- what ran -----------------------------------------------------------------------------
 def ran_as(run) -> dict:
-    """{field: (requested, ran, why)} for every setting that did not run as requested
-    (float16 on a CPU, say); {} when everything ran as asked."""
+    """{field: (requested, ran, why)} for every setting that did not run as requested."""
     return {d["field"]: (d["requested"], d["ran"], d.get("why", ""))
             for d in run.meta.get("downgrades") or []}
 
 
 def ran_text(run) -> str:
-    """What ran where it differs from the request, e.g. "dtype float32 ran, float16
-    requested"; the TF32 note for float32 convolutions on a GPU; "" when as asked."""
-    track = engine(run)   # each value in its track's words (the graph: compile, hybridize...)
+    """What ran where it differs from the request ("dtype float32 ran, float16 requested")."""
+    track = engine(run)
     changes = [f"{field} {worded(field, ran, track)} ran, {worded(field, requested, track)} "
                "requested" for field, (requested, ran, _) in ran_as(run).items()]
     tf32 = (run.meta.get("ran") or {}).get("tf32") or {}
@@ -380,17 +312,14 @@ def ran_text(run) -> str:
 
 
 def label(run) -> str:
-    """The run's name with `ran_text` beside it, e.g.
-    "float16 (dtype float32 ran, float16 requested)"."""
+    """The run's name with `ran_text` beside it."""
     text = ran_text(run)
     return f"{run.name} ({text})" if text else str(run.name)
 
 
 # -- repeated runs -----------------------------------------------------------------------
 def as_groups(runs) -> list[list]:
-    """Each item of `runs` as the list of its repeats: a run is a group of one, a list or
-    tuple of runs of one configuration (`gc.repeat`, `gpu-course ladder --repeats`) one
-    group."""
+    """Each item of `runs` as a list of repeats: a run alone, or a list or tuple of runs."""
     groups = [list(item) if isinstance(item, (list, tuple)) else [item] for item in runs]
     empty = [i for i, group in enumerate(groups) if not group]
     if empty:
@@ -399,8 +328,7 @@ def as_groups(runs) -> list[list]:
 
 
 def representative(group):
-    """The run that stands for a group of repeats (or the run itself): the one with the
-    median samples/s (the lower of the two middle ones), else the first."""
+    """The run with a group's median samples/s (the lower middle one), else its first."""
     if not isinstance(group, (list, tuple)):
         return group
     rated = sorted((r for r in group if not math.isnan(samples_per_sec(r))),
@@ -410,12 +338,8 @@ def representative(group):
 
 # -- the ladder table ---------------------------------------------------------------------
 def table(runs, baseline=0) -> pd.DataFrame:
-    """One row per run (or group of repeats, see `as_groups`), in order: its name
-    ("rung"), how many runs it has ("repeats"), what ran where it differs from the request
-    ("ran"), the numbers, and the speed-up of samples/s over `baseline` (an index or a run
-    name). A group's samples/s is its runs' median and its min–max their slowest and
-    fastest; its other numbers are its `representative` run's. data_wait_share and
-    val_acc are fractions, gpu_util a percent."""
+    """One row per run or group of repeats (TABLE_COLUMNS), the speed-up over `baseline`; a
+    group's samples/s is its runs' median, min and max, the rest its `representative`'s."""
     groups = as_groups(runs)
     if not groups:
         raise ValueError("runs is empty; pass at least one run record")
@@ -425,7 +349,7 @@ def table(runs, baseline=0) -> pd.DataFrame:
         s = summary(run)
         rates = [v for v in map(samples_per_sec, group) if not math.isnan(v)]
         if len(group) > 1 and rates:
-            s.update(samples_per_sec=_median(rates), samples_per_sec_min=min(rates),
+            s.update(samples_per_sec=statistics.median(rates), samples_per_sec_min=min(rates),
                      samples_per_sec_max=max(rates))
         rows.append({"rung": str(run.name), "repeats": len(group), "ran": ran_text(run),
                      **{c: s.get(c) for c in TABLE_COLUMNS
@@ -439,8 +363,7 @@ def table(runs, baseline=0) -> pd.DataFrame:
 
 
 def baseline_index(runs, baseline) -> int:
-    """`baseline` as a position in `runs` (runs or groups of repeats): an index, or a
-    run's name."""
+    """`baseline` (an index or a run's name) as a position in `runs`."""
     names = [representative(run).name for run in runs]
     if isinstance(baseline, str):
         if baseline not in names:
@@ -448,14 +371,12 @@ def baseline_index(runs, baseline) -> int:
         return names.index(baseline)
     if isinstance(baseline, bool) or not isinstance(baseline, int) \
             or not -len(runs) <= baseline < len(runs):
-        raise ValueError(f"baseline={baseline!r} must be a run name or an index "
-                         f"in 0..{len(runs) - 1}")
+        raise ValueError(f"baseline={baseline!r} must be a run name or an index in 0..{len(runs) - 1}")
     return baseline % len(runs)
 
 
 def epoch_spans(run) -> list[tuple[int, float, float]]:
-    """(epoch, t_start, t_end) on the monitor clock, from epochs.csv or else markers.csv.
-    An epoch that started but never ended (a crash) gets t_end NaN."""
+    """(epoch, t_start, t_end) on the monitor clock, from epochs.csv, else markers.csv."""
     epochs = run.epochs
     spans = []
     if len(epochs) and {"epoch", "t_start", "t_end"} <= set(epochs.columns):
@@ -463,17 +384,10 @@ def epoch_spans(run) -> list[tuple[int, float, float]]:
         rows = rows.dropna(subset=["epoch", "t_start"])
         spans = [(int(e), float(a), float(b)) for e, a, b in rows.itertuples(index=False)]
     known = {epoch for epoch, _, _ in spans}
-    # markers also tell about the epoch a crash interrupted, which epochs.csv lacks
     return sorted(spans + [s for s in _marker_spans(run.markers) if s[0] not in known])
 
 
 # -- small helpers ------------------------------------------------------------------------
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def number(value) -> float:
     """`value` as a finite float, else NaN (None, text, inf)."""
     try:
@@ -489,14 +403,14 @@ def _column(frame: pd.DataFrame, name: str) -> pd.Series:
     return pd.to_numeric(frame[name], errors="coerce").astype(float)
 
 
-def _sum(frame: pd.DataFrame, name: str) -> float:
-    values = _column(frame, name).dropna()
-    return float(values.sum()) if len(values) else math.nan
-
-
 def _steps(run) -> pd.DataFrame:
     steps = getattr(run, "steps", None)
     return steps if steps is not None else pd.DataFrame()
+
+
+def _steady(run) -> pd.DataFrame:
+    steps = _steps(run)
+    return steps[_column(steps, "timed") == 1] if len(steps) else steps
 
 
 def _marker_spans(markers: pd.DataFrame) -> list[tuple[int, float, float]]:

@@ -1,22 +1,13 @@
 """Is a difference an effect, or run-to-run noise? Computed from the runs, never typed.
-
-Two configurations compared by samples/s (or any per-run number) are judged by the
-spread of their measurements:
-
-* with repeated runs (`experiments.interleave`: A, B, A, B, ...), each side's spread is
-  its min..max over the repeats;
-* with one run a side, its spread is that of its own steady state: the samples/s of
-  BLOCKS equal blocks of its steady steps (a machine that drifts or is shared shows it).
-
-The ratio B/A is an effect only when the whole range of possible ratios lies on one
-side of 1 (min(B)/max(A) > 1: faster; max(B)/min(A) < 1: slower); otherwise it is
-"within noise", and the sentence says so with the numbers.
+Each side's spread is its min..max over repeated runs, or with one run the samples/s of
+BLOCKS equal blocks of its steady steps. B/A is an effect only when the whole range of
+ratios lies on one side of 1 (min(B)/max(A) > 1: faster; max(B)/min(A) < 1: slower).
 """
 from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from . import alike, metrics
@@ -26,8 +17,7 @@ MIN_STEPS = metrics.MIN_STEADY_STEPS // BLOCKS  # steady steps a block needs to 
 
 
 class Kind(StrEnum):
-    """What a comparison found. A StrEnum: records and older code that compare with the
-    plain words still work."""
+    """What a comparison found."""
 
     FASTER = "faster"
     SLOWER = "slower"
@@ -65,8 +55,7 @@ class Verdict:
 
 
 def samples(run_or_runs, value=metrics.samples_per_sec) -> tuple[list[float], str]:
-    """The measurements of one side: `value` of each run when there are several, else
-    the steady samples/s of BLOCKS blocks of the one run's steady steps."""
+    """One side's measurements: `value` of each run, or the blocks of a single run's steps."""
     runs = run_or_runs if isinstance(run_or_runs, (list, tuple)) else [run_or_runs]
     if len(runs) > 1:
         values = [v for v in (value(r) for r in runs) if _ok(v)]
@@ -78,44 +67,30 @@ block_rates = metrics.steady_block_rates  # one definition, kept under its old n
 
 
 def compare(a, b, value=metrics.samples_per_sec, varies=()) -> Verdict:
-    """B against A (each a run or a list of repeated runs), higher is better. varies: what
-    the comparison changes between them (settings' names, `alike.Aspect`s): a verdict
-    across anything else they differ in is refused (Kind.UNLIKE, naming it). A list of
-    one run is that run (its steady steps are its evidence)."""
+    """B against A (each a run or a list of repeated runs), higher is better; a verdict
+    across anything but `varies` (settings' names, `alike.Aspect`s) is Kind.UNLIKE."""
     a, b = (r[0] if isinstance(r, (list, tuple)) and len(r) == 1 else r for r in (a, b))
     differ = alike.differences(a, b, varies)
     xs, how_a = samples(a, value)
     ys, how_b = samples(b, value)
-    how = how_a if how_a == how_b else f"{how_a} / {how_b}"
-    if not xs or not ys:
-        return Verdict(math.nan, math.nan, math.nan, Kind.NOT_MEASURED, how)
-    ratio = statistics.median(ys) / statistics.median(xs)
     single = [r for r in (a, b) if not isinstance(r, (list, tuple))]
-    if len(single) == 2 and _ok(value(a)) and _ok(value(b)) and value(a) > 0:
-        ratio = value(b) / value(a)  # the table's own number; the blocks give the spread
-    low, high = min(min(ys) / max(xs), ratio), max(max(ys) / min(xs), ratio)
+    # one run a side: the table's own ratio, the blocks give the spread
+    v = compare_samples(xs, ys, how_a if how_a == how_b else f"{how_a} / {how_b}",
+                        *([value(r) for r in single] if len(single) == 2 else ()))
+    if v.kind == Kind.NOT_MEASURED:
+        return v
     if differ:
         names = [metrics.representative(r).name for r in (a, b)]
-        return Verdict(ratio, low, high, Kind.UNLIKE, how, alike.words(differ, *names))
-    few = [n for n in (steady_steps(r) for r in single) if n < BLOCKS * MIN_STEPS]
-    if few:  # blocks of one or two steps: a range that wide supports no verdict
-        steps = " and ".join(str(steady_steps(r)) for r in single)
-        return Verdict(ratio, low, high, Kind.TOO_FEW, f"{steps} steady steps")
-    return Verdict(ratio, low, high, _kind(low, high), how)
-
-
-steady_steps = metrics.steady_steps
-
-
-def _kind(low: float, high: float) -> Kind:
-    return Kind.FASTER if low > 1 else Kind.SLOWER if high < 1 else Kind.WITHIN_NOISE
+        return replace(v, kind=Kind.UNLIKE, unlike=alike.words(differ, *names))
+    if any(metrics.steady_steps(r) < BLOCKS * MIN_STEPS for r in single):
+        steps = " and ".join(str(metrics.steady_steps(r)) for r in single)
+        return replace(v, kind=Kind.TOO_FEW, how=f"{steps} steady steps")
+    return v
 
 
 def compare_samples(xs, ys, how: str, a: float | None = None, b: float | None = None) -> Verdict:
-    """B against A from their measurements (e.g. the samples/s of each timed pass of two
-    benchmarks), higher is better; `how` says what they are ("3 timed passes each").
-    a, b: the two numbers printed beside the verdict, whose ratio it then carries (else
-    the medians')."""
+    """B against A from their measurements, higher is better; `how` says what they are.
+    The ratio is b / a where given (the numbers printed beside it), else the medians'."""
     xs, ys = [float(x) for x in xs if _ok(x)], [float(y) for y in ys if _ok(y)]
     if not xs or not ys:
         return Verdict(math.nan, math.nan, math.nan, Kind.NOT_MEASURED, how)
@@ -124,12 +99,12 @@ def compare_samples(xs, ys, how: str, a: float | None = None, b: float | None = 
                        f"{how}; A read {min(xs):g}")
     ratio = b / a if _ok(a) and _ok(b) and a > 0 else statistics.median(ys) / statistics.median(xs)
     low, high = min(min(ys) / max(xs), ratio), max(max(ys) / min(xs), ratio)
-    return Verdict(ratio, low, high, _kind(low, high), how)
+    kind = Kind.FASTER if low > 1 else Kind.SLOWER if high < 1 else Kind.WITHIN_NOISE
+    return Verdict(ratio, low, high, kind, how)
 
 
 def _spread(v: Verdict) -> str:
-    """"×low–×high over how", two decimals; a bound within half a hundredth of ×1 gets the
-    digits that keep it off ×1.00, so an effect never reads "faster (×1.00–...)"."""
+    """"×low–×high over how", with the digits that keep a bound near ×1 off ×1.00."""
     def bound(x: float) -> str:
         for digits in (2, 3, 4):
             text = f"{x:.{digits}f}"
@@ -140,8 +115,7 @@ def _spread(v: Verdict) -> str:
 
 
 def sentence(v: Verdict, what: str = "") -> str:
-    """The verdict in words, with its numbers, e.g. "×1.42 faster (×1.31–×1.55 over 3
-    runs each)", "×0.97: within noise (×0.90–×1.05 ...)", "×0.75: a slow-down (...)"."""
+    """The verdict in words with its numbers: "×1.42, faster (×1.31–×1.55 over 3 runs)"."""
     if v.kind == Kind.NOT_MEASURED:
         return f"{what}not measured (no steady steps to compare)".strip()
     if v.kind == Kind.UNLIKE:
@@ -154,10 +128,7 @@ def sentence(v: Verdict, what: str = "") -> str:
 
 
 def amount_sentence(v: Verdict, what: str = "") -> str:
-    """A verdict on an amount where more is neither better nor worse (bytes of memory),
-    in words with its numbers: "×0.26, less (×0.25–×0.27 over 3 measured steps each)",
-    "×1.00, the same within noise (...)", "×3.98, more (...)". FASTER reads "more" and
-    SLOWER "less"; a verdict without a call reads as `sentence` writes it."""
+    """`sentence` for an amount (bytes of memory): FASTER reads "more", SLOWER "less"."""
     if v.kind not in (Kind.FASTER, Kind.SLOWER, Kind.WITHIN_NOISE):
         return sentence(v, what)
     word = {Kind.FASTER: "more", Kind.SLOWER: "less"}.get(v.kind, "the same within noise")
@@ -173,8 +144,7 @@ CHANCE = 0.1  # ten classes
 
 
 def accuracy_se(acc: float, n: int, chance: float = CHANCE) -> float:
-    """Binomial standard error of an accuracy measured on n validation images (at least
-    chance's, so a run near zero is not judged too precisely)."""
+    """Binomial standard error of an accuracy on n validation images (at least chance's)."""
     p = max(acc, chance)
     return (p * (1 - p) / n) ** 0.5
 
@@ -189,8 +159,7 @@ def _test_size(run) -> int:
 
 
 def at_chance(run) -> bool:
-    """Whether the run's validation accuracy is within 2 standard errors of chance, on the
-    number of validation images its record says it used."""
+    """Whether the run's validation accuracy is within 2 standard errors of chance."""
     return not metrics.val_acc(run) >= chance_bar(_test_size(run))
 
 
@@ -204,9 +173,7 @@ def chance_sentence(run) -> str:
 
 @dataclass(frozen=True)
 class AccuracyVerdict:
-    """b's validation accuracy against a's: the change in points, 2 standard errors of
-    the difference (points), and the call: "an effect", "within noise", or "at chance"
-    (both runs within noise of chance, under `bar`: neither learned enough to rank)."""
+    """b's validation accuracy against a's: change and 2 standard errors (points), and the call."""
 
     points: float
     bound: float
@@ -219,15 +186,12 @@ class AccuracyVerdict:
 
 
 def accuracy_verdict(a, b) -> AccuracyVerdict:
-    """b's validation accuracy against a's, judged against 2 standard errors of their
-    difference; both within noise of chance calls no effect."""
+    """b's validation accuracy against a's, judged against 2 standard errors."""
     pa, pb = metrics.val_acc(a), metrics.val_acc(b)
     se = (accuracy_se(pa, _test_size(a)) ** 2 + accuracy_se(pb, _test_size(b)) ** 2) ** 0.5
     bar = max(chance_bar(_test_size(a)), chance_bar(_test_size(b)))
-    if at_chance(a) and at_chance(b):
-        kind = "at chance"
-    else:
-        kind = "an effect" if abs(pb - pa) > 2 * se else "within noise"
+    kind = "at chance" if at_chance(a) and at_chance(b) else \
+        "an effect" if abs(pb - pa) > 2 * se else "within noise"
     return AccuracyVerdict((pb - pa) * 100, 200 * se, kind, bar)
 
 
@@ -247,8 +211,7 @@ _NOT_THE_SAME = {"name", "seed", "monitor_interval"}  # fields that do not chang
 
 
 def far_apart(runs, value=metrics.samples_per_sec) -> list[str]:
-    """Sentences for runs of the same configuration (name and seed aside) whose `value`
-    differs by more than FAR_APART: the machine, not the setting, changed between them."""
+    """Sentences for runs of one configuration whose `value` differs by more than FAR_APART."""
     groups: dict[str, list] = {}
     for run in runs:
         cfg = {k: v for k, v in sorted(run.config.items()) if k not in _NOT_THE_SAME}
@@ -266,9 +229,7 @@ def far_apart(runs, value=metrics.samples_per_sec) -> list[str]:
 
 
 def ranked(v: Verdict, w: Verdict) -> Order:
-    """v's ratio against w's (two verdicts on different pairs, e.g. what one change did to
-    two networks): higher or lower when the ranges their spreads allow do not overlap,
-    else within noise (also when either was not measured or had too few steps)."""
+    """v's ratio against w's: higher or lower when their ranges do not overlap."""
     if {v.kind, w.kind} & {Kind.NOT_MEASURED, Kind.TOO_FEW}:
         return Order.WITHIN_NOISE
     if v.low > w.high:

@@ -1,21 +1,17 @@
-"""Profilers, after the lecture's monitoring, manual instrumentation and mock components:
-``cProfile`` of the input pipeline, the framework's profiler around a few steps, and
-from its trace to a verdict checked against the mock-ceiling diagnosis.
+"""Profilers: cProfile of the input pipeline, and the framework's trace of a few steps
+read into a verdict checked against the mock-ceiling diagnosis (the adapters'
+``profile_steps`` record the trace into the run's ``profile/`` folder).
 
     table = profile_input(loader, steps=20, out="input.prof")   # snakeviz / pyprof2calltree
     split = trace_split(read_trace("trace.json.gz"))            # where a step's time went
     result = profile_run(gc, cfg)                               # what `gpu-course profile` does
-
-Files live in the run's folder under ``profile/``: ``input.prof`` (pstats),
-``trace.json.gz`` (Chrome/Perfetto trace: chrome://tracing or ui.perfetto.dev) and
-``ops.csv`` (the per-operator table). No deep-learning framework here: the adapters'
-``profile_steps`` record the trace.
 """
 from __future__ import annotations
 
 import contextlib
 import cProfile
 import gzip
+import itertools
 import json
 import linecache
 import math
@@ -44,17 +40,14 @@ NO_KERNELS = "no GPU kernel in the trace: it was recorded without a GPU"
 
 # -- cProfile ------------------------------------------------------------------------------
 def profile_input(batches, steps: int, out) -> pd.DataFrame:
-    """Fetch `steps` batches and drop them (a mock trainer) under cProfile; save the
-    profile to `out` (a .prof file pstats, snakeviz and pyprof2calltree read) and return
-    its top functions. Use a loader without worker processes: cProfile sees only this
-    process, and with workers the decoding happens elsewhere."""
+    """Fetch and drop `steps` batches under cProfile, save the profile to `out` (.prof) and
+    return its top functions. Use a loader without workers: cProfile sees this process only."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     profiler = cProfile.Profile()
-    fetched = 0
     profiler.enable()
     for _ in iterate(batches, steps):
-        fetched += 1
+        pass
     profiler.disable()
     profiler.dump_stats(str(out))
     return top_functions(out)
@@ -64,20 +57,19 @@ def iterate(batches, steps: int):
     """`steps` items from an iterable, starting it again when it runs out."""
     done = 0
     while done < steps:
-        empty = True
-        for item in batches:
-            empty = False
+        fetched = 0
+        for item in itertools.islice(batches, steps - done):
+            fetched += 1
             yield item
-            done += 1
-            if done >= steps:
-                return
-        if empty:
+        if not fetched:
             raise ValueError("the loader gave no batches")
+        done += fetched
 
 
 def top_functions(prof, n: int = 15, sort: str = "tottime") -> pd.DataFrame:
-    """The `n` functions with the most own time (sort="tottime") or time including
-    callees ("cumtime") in a .prof file (or a pstats.Stats), as a table."""
+    """The `n` functions with the most own (tottime) or cumulative (cumtime) time."""
+    if sort not in ("tottime", "cumtime"):
+        raise ValueError(f"sort={sort!r} is not allowed; allowed: tottime, cumtime")
     stats = prof if isinstance(prof, pstats.Stats) else pstats.Stats(str(prof))
     rows = []
     for (file, line, name), (calls, primitive, tottime, cumtime, _) in stats.stats.items():
@@ -85,8 +77,6 @@ def top_functions(prof, n: int = 15, sort: str = "tottime") -> pd.DataFrame:
         rows.append({"function": where, "calls": calls, "own_s": tottime,
                      "with_callees_s": cumtime,
                      "own_per_call_ms": 1000 * tottime / calls if calls else math.nan})
-    if sort not in ("tottime", "cumtime"):
-        raise ValueError(f"sort={sort!r} is not allowed; allowed: tottime, cumtime")
     key = "own_s" if sort == "tottime" else "with_callees_s"
     total = stats.total_tt or math.nan
     table = pd.DataFrame(rows).sort_values(key, ascending=False).head(n).reset_index(drop=True)
@@ -95,9 +85,7 @@ def top_functions(prof, n: int = 15, sort: str = "tottime") -> pd.DataFrame:
 
 
 # -- the profiler library's own log lines ------------------------------------------------------
-# Kineto (torch.profiler's library) writes a line to the process's stderr as each window
-# starts and stops, e.g. "USDT:2026-11-26 12:51:08 11656:11656 SyncActivityProfilerHandler.cpp:52]
-# profiler_start" (older versions: "STAGE:... Completed Stage: Warm Up"); no setting turns it off.
+# Kineto writes a line to stderr as each window starts and stops, and no setting turns it off
 CHATTER = re.compile(r"^(?:STAGE|USDT):\d{4}-\d\d-\d\d \S+ \d+:\d+ \w+\.cpp:\d+\]")
 
 
@@ -108,9 +96,7 @@ def quiet_profiler():
 
 @contextlib.contextmanager
 def held_stderr(drop: re.Pattern):
-    """Hold back what native code writes to this process's stderr (file descriptor 2,
-    below Python's logging) while the block runs, and pass on every line of it that `drop`
-    does not match once the block ends: a warning or an error still shows, after it."""
+    """Hold back native writes to file descriptor 2 in the block; then pass on those `drop` misses."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -133,8 +119,7 @@ def held_stderr(drop: re.Pattern):
 
 # -- Chrome traces ---------------------------------------------------------------------------
 def gzip_trace(path) -> Path:
-    """Compress a Chrome trace to <path>.gz (the viewers open it as it is) and remove the
-    original; a trace is mostly repeated keys, so it shrinks about tenfold."""
+    """Compress a Chrome trace to <path>.gz (about tenfold) and remove the original."""
     path = Path(path)
     target = path.with_name(path.name + ".gz")
     with open(path, "rb") as raw, gzip.open(target, "wb", compresslevel=6) as packed:
@@ -144,8 +129,7 @@ def gzip_trace(path) -> Path:
 
 
 def load_trace(path) -> dict:
-    """A Chrome trace's JSON (.json or .json.gz) as a dict with its traceEvents (a bare list
-    wrapped); a file that is not one (cut short, empty, plain JSON named .gz) is refused."""
+    """A Chrome trace's JSON (.json or .json.gz) as a dict with its traceEvents."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     try:
@@ -158,9 +142,7 @@ def load_trace(path) -> dict:
 
 
 def read_trace(path) -> list[dict]:
-    """The events of a Chrome trace (`load_trace`). One whose complete events lack their
-    time or duration is refused naming the file: read as it is, a kernel without a
-    duration would count as idle GPU time."""
+    """A Chrome trace's events; refused where a complete one lacks ts or dur (idle GPU time)."""
     events = load_trace(path).get("traceEvents", [])
     if not isinstance(events, list):
         raise ValueError(f"{path}: traceEvents is not a list; record the trace again")
@@ -206,50 +188,43 @@ def _clip(intervals, windows) -> list[tuple[float, float]]:
 
 
 def trace_split(events) -> dict:
-    """Where the profiled steps' time went, in seconds, from a PyTorch profiler trace:
-    step (the ProfilerStep windows), data_wait (the "data wait" annotation), device
-    kernels and memory copies (GPU time, overlaps merged; device_busy: either), host_launch
-    (CUDA runtime calls such as cudaLaunchKernel), host_sync (the host waiting for the
-    device: cudaDeviceSynchronize and the like), host_ops (time inside framework operators outside
-    the data wait: the compute itself on a CPU) and other_host (the rest: Python and
-    framework overhead between operators)."""
-    step_events = _intervals(events, lambda e: str(e.get("name", "")).startswith("ProfilerStep#")
-                             and e.get("cat") != "gpu_user_annotation")  # not the GPU's copy
+    """Where the profiled steps' time went, in seconds: data wait, device kernels and copies,
+    host launch and sync calls, host operators (a CPU's compute) and other host time."""
+    step_events = _intervals(events, _is_step)
     steps = _union(step_events)
     if not steps:
         raise ValueError(NO_STEPS)
     wait = _clip(_intervals(events, lambda e: e.get("name") == DATA_WAIT), steps)
     kernels = _clip(_intervals(events, lambda e: e.get("cat") == "kernel"), steps)
-    copies = _clip(_intervals(events, lambda e: e.get("cat") in ("gpu_memcpy", "gpu_memset")),
-                   steps)
+    copies = _clip(_intervals(events, lambda e: e.get("cat") in ("gpu_memcpy", "gpu_memset")), steps)
     runtime = ("cuda_runtime", "cuda_driver")
     launch = _clip(_intervals(events, lambda e: e.get("cat") in runtime and not _sync(e)), steps)
     sync = _clip(_intervals(events, lambda e: e.get("cat") in runtime and _sync(e)), steps)
     ops = _clip(_intervals(events, lambda e: e.get("cat") == "cpu_op"), steps)
     step_s, wait_s = _length(steps) / 1e6, _length(wait) / 1e6   # trace times are in us
     ops_s = max(0.0, _length(ops) - _length(_clip(ops, wait))) / 1e6
-    device = bool(kernels or copies)
-    busy_s = _length(_union(kernels + copies)) / 1e6 if device else ops_s
+    device, device_s = bool(kernels or copies), _length(_union(kernels + copies)) / 1e6
     return {"steps": len(step_events), "step_s": step_s, "data_wait_s": wait_s,
             "device_kernels_s": _length(_union(kernels)) / 1e6,
             "memcpy_s": _length(_union(copies)) / 1e6, "host_launch_s": _length(launch) / 1e6,
-            "host_sync_s": _length(sync) / 1e6,
-            "device_busy_s": _length(_union(kernels + copies)) / 1e6,
+            "host_sync_s": _length(sync) / 1e6, "device_busy_s": device_s,
             "host_ops_s": ops_s, "on_device": device,
-            "other_host_s": max(0.0, step_s - wait_s - busy_s)}
+            "other_host_s": max(0.0, step_s - wait_s - (device_s if device else ops_s))}
 
 
 def _sync(event) -> bool:
-    """A runtime call in which the host waits for the device (cudaDeviceSynchronize,
-    cudaStreamSynchronize, cudaEventSynchronize): no launch."""
+    """A runtime call in which the host waits for the device (cuda*Synchronize)."""
     return "Synchronize" in str(event.get("name", ""))
 
 
+def _is_step(event) -> bool:
+    """A ProfilerStep window on the host (not the GPU's copy of it)."""
+    return str(event.get("name", "")).startswith("ProfilerStep#") \
+        and event.get("cat") != "gpu_user_annotation"
+
+
 def trace_verdict(split: dict) -> str:
-    """input-bound, compute-bound or overhead-bound from a trace split, with the
-    diagnosis's thresholds: waiting >= INPUT_WAIT of the step is input-bound; otherwise
-    the device (or on a CPU the operators) busy >= GPU_BUSY % of the step is
-    compute-bound, less is overhead-bound."""
+    """The diagnosis's verdict from a trace split: data wait's share, then the busy share."""
     step = split["step_s"]
     if step <= 0:
         raise ValueError("the trace's steps last no time")
@@ -278,11 +253,7 @@ def split_table(split: dict) -> pd.DataFrame:
     return table
 
 
-# What a kernel computes, from its name (first match wins): Inductor's fused Triton kernels
-# (BatchNorm, ReLU, residual adds: triton_poi/red/per_fused_...); cuDNN's BatchNorm (an
-# eager step's); cuDNN's convolutions (implicit GEMM, Winograd and the rest: forward, data and weight
-# gradients, with their layout, padding and workspace kernels); the optimizer's
-# multi-tensor kernels; and the rest (copies, indexing, elementwise).
+# What a kernel computes, from its name (first match wins)
 KERNEL_KINDS = (
     ("fused by Inductor (BatchNorm, ReLU, adds)", re.compile(r"^triton_")),
     ("BatchNorm (cuDNN)", re.compile(r"bn_fw|bn_bw|batch_norm")),
@@ -295,22 +266,18 @@ KERNEL_KINDS = (
 
 
 def kernel_kinds(events) -> pd.DataFrame:
-    """The profiled steps' GPU kernels by what they compute (KERNEL_KINDS): ms of kernel
-    time a step, its share of all kernel time, and kernels a step; one row a kind found.
-    The steps are the trace's ProfilerStep# windows (each kernel is counted where it ran,
-    replays of a CUDA graph included)."""
-    steps = len([e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")
-                 and e.get("cat") != "gpu_user_annotation"])
+    """The GPU kernels by KERNEL_KINDS: ms a step, share of kernel time, kernels a step."""
+    steps = sum(map(_is_step, events))
     if not steps:
         raise ValueError(NO_STEPS)
     kernels = [e for e in events if e.get("cat") == "kernel" and "dur" in e]
     if not kernels:
         raise ValueError(NO_KERNELS)
-    time, count = {}, {}
+    time, count = Counter(), Counter()
     for e in kernels:
         kind = next(k for k, pattern in KERNEL_KINDS if pattern.search(str(e.get("name", ""))))
-        time[kind] = time.get(kind, 0.0) + float(e["dur"])
-        count[kind] = count.get(kind, 0) + 1
+        time[kind] += float(e["dur"])
+        count[kind] += 1
     total = sum(time.values())
     rows = [{"kind": kind, "ms_per_step": time[kind] / 1e3 / steps,
              "share": time[kind] / total, "kernels_per_step": count[kind] / steps}
@@ -319,10 +286,8 @@ def kernel_kinds(events) -> pd.DataFrame:
 
 
 def gpu_busy_share(events) -> float:
-    """The share of the GPU's own span (its first kernel's start to its last one's end)
-    in which a kernel or copy ran. Unlike `trace_split`, which clips device work to the
-    host's step windows, this holds for a step launched ahead (a CUDA graph replay returns
-    at once, and its kernels run after the host's window closed)."""
+    """The share of the GPU's own span (first kernel to last) in which a kernel or copy ran:
+    unlike `trace_split`, right for work launched ahead of the host's step windows."""
     work = _union(_intervals(events, lambda e: e.get("cat") in ("kernel", "gpu_memcpy",
                                                                  "gpu_memset")))
     if not work:
@@ -333,11 +298,7 @@ def gpu_busy_share(events) -> float:
 # -- the whole procedure ----------------------------------------------------------------------
 def profile_run(gc, cfg, runs_dir=None, active: int = 3, input_steps: int = 20,
                 ceiling_steps: int | None = None) -> dict:
-    """What `gpu-course profile` does with an adapter `gc` (gpu_course.tracks.torch or .gluon):
-    train as `cfg` says, measure both mock ceilings, diagnose; then, into the run's
-    folder, a profiler window of `active` steps after adapter.profile_steps's wait and
-    warm-up steps, and a cProfile of the input pipeline; the trace's verdict checked
-    against the diagnosis."""
+    """What `gpu-course profile` does: train, both mock ceilings, diagnose, trace, cProfile."""
     run = gc.train(cfg, runs_dir=runs_dir, progress=False, verbose=False)
     steps = ceiling_steps or cfg.warmup_steps + diagnose.MIN_STEPS  # enough to rule on
     for mock in ("loader", "trainer"):
@@ -368,11 +329,9 @@ def format_result(result: dict) -> str:
     if result.get("note"):
         lines += ["", result["note"]]
     if result.get("trace"):
-        split = result["split"]
         size = Path(result["trace"]).stat().st_size / 1e6
         lines += ["", f"trace: {result['trace']} ({size:.1f} MB; open in ui.perfetto.dev)",
-                  split_table(split).to_string(
-                      index=False, float_format="{:.3f}".format),
+                  split_table(result["split"]).to_string(index=False, float_format="{:.3f}".format),
                   f"the trace says {result['trace_verdict'].upper()}, the mock ceilings "
                   f"{d.verdict.upper()}: "
                   + AGREEMENT["none" if result["agrees"] is None else
@@ -385,10 +344,7 @@ SYNC_WARNING = "synchronizing"   # torch's words: "called a synchronizing CUDA o
 
 
 def sync_sites(caught) -> list[dict]:
-    """The lines a sync-debug mode (`torch.cuda.set_sync_debug_mode("warn")`) warned at,
-    most calls first: the line (its code, where it is: "this notebook" for a cell, else
-    the file's name, and its number) and how many calls warned there. Other warnings are
-    left out."""
+    """The lines `set_sync_debug_mode("warn")` warned at, most calls first, with their calls."""
     counts = Counter((w.filename, w.lineno) for w in caught if SYNC_WARNING in str(w.message))
     return [{"line": f"`{linecache.getline(name, n).strip() or '(source not available)'}` "
                      f"({_place(name)}, line {n})", "calls": calls}

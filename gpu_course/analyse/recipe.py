@@ -19,8 +19,7 @@ _RECIPE = ("optimizer", "lr", "momentum", "lr_base_batch", "warmup_epochs", "lr_
 
 
 def part(runs) -> Part:
-    """Only the batch varies: the sweep; the optimizer at one batch, scaling and warm-up: the
-    race; else the changes down the ladder."""
+    """The sweep (only the batch varies), the optimizer race, else the changes down the ladder."""
     runs = list(runs)
 
     def varies(field):

@@ -1,7 +1,5 @@
-"""Two ladders side by side (lesson 08): the same ladder on two networks (its two
-regimes: for each rung both walked, what held the step before it in each, its gain and the
-noise verdict on it, and whether a gain beyond noise came from a setting aimed at what held
-the step, `anatomy.FIXES`), and what a reference ladder differs in from this machine's."""
+"""Two ladders side by side (lesson 08): one ladder on two networks, and what a reference
+ladder differs in from this machine's."""
 from __future__ import annotations
 
 import math
@@ -14,11 +12,7 @@ from ..ladder import RUNG_SETTINGS
 
 
 def regimes_table(light, heavy) -> pd.DataFrame:
-    """One row for each rung both ladders walked after their first: what it changed, and
-    in each ladder what held the step of the rung before it (`analyse.anatomy`), the
-    rung's gain over that rung (samples/s), the noise verdict on it, the gain where it is
-    beyond noise and whether the rung then changed a setting aimed at what held the step
-    (`anatomy.FIXES`); and on which ladders it paid."""
+    """One row a rung both ladders walked: in each, what held the step before, gain and verdict."""
     names = [[str(metrics.representative(r).name) for r in ladder_] for ladder_ in (light, heavy)]
     models = (network(light), network(heavy))
     rows = []
@@ -51,8 +45,7 @@ def network(ladder_) -> str:
 
 
 def beside_table(reference, mine) -> pd.DataFrame:
-    """What the reference ladder differs in from this machine's: model, data, images,
-    epochs (a range where its rungs differ) and the machine."""
+    """What the reference ladder differs in from this machine's."""
     from ..show.plots import hardware_caption
     def value(runs, field) -> str:
         values = {alike.value(r, field) for r in runs}

@@ -1,21 +1,13 @@
-"""What the GPU's own counters say beyond GPU-Util, from a run's gpu.csv: was it
-throttled, was it memory-bound, were its SMs idle while GPU-Util read busy?
-
-    for name, line in findings(run):   # e.g. ("throttled", "throttled: 41% of ...")
-
-GPU-Util only says that *a* kernel ran in the sample period; GPM (Hopper and newer)
-measures the share of SMs at work and of the DRAM bandwidth used, and the clock-event
-reasons say why the clocks sit below their maximum. No framework here.
+"""What the GPU's own counters say beyond GPU-Util (that *a* kernel ran), from a run's
+gpu.csv: throttled (clock-event reasons), memory-bound or SMs idle (GPM, Hopper and newer).
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pandas as pd
 
 from ..page import Page
-from .metrics import epoch_spans
+from .metrics import _column, during_epochs
 
 PAGE = Page.of(__name__)   # what helps, by finding: text/signals.md
 ADVICE = PAGE.means("advice", str)
@@ -24,9 +16,7 @@ THROTTLED_SHARE = 0.2   # throttled in >= 20 % of the training samples: say so
 MEMORY_BOUND = 60.0     # GPM DRAM bandwidth >= 60 % of peak on average: memory-bound
 SM_IDLE = 60.0          # GPU-Util busy but GPM SM activity under 60 %: SMs idle
 FINDINGS = ("throttled", "memory-bound", "GPU busy but SMs idle")
-
-
-# Clock-event reasons that mean the clocks were held down (not idle, not app settings).
+# clock-event reasons that mean the clocks were held down (not idle, not app settings)
 THROTTLE_REASONS = ("sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal",
                     "hw_power_brake")
 
@@ -39,28 +29,13 @@ def throttled(rows: pd.DataFrame) -> np.ndarray:
     return text.apply(lambda r: any(x in r.split("|") for x in THROTTLE_REASONS)).to_numpy()
 
 
-def training_samples(run) -> pd.DataFrame:
-    """The GPU samples taken while epochs ran (all samples when no epoch is known)."""
-    gpu = run.gpu
-    if not len(gpu):
-        return gpu
-    t = pd.to_numeric(gpu["t"], errors="coerce")
-    inside = pd.Series(False, index=gpu.index)
-    for _, a, b in epoch_spans(run):
-        inside |= (t >= a) & ((t <= b) if not math.isnan(b) else True)
-    return gpu[inside] if inside.any() else gpu
-
-
 def _mean(rows, column) -> float:
-    if column not in rows.columns:
-        return math.nan
-    values = pd.to_numeric(rows[column], errors="coerce").dropna()
-    return float(values.mean()) if len(values) else math.nan
+    return float(_column(rows, column).mean())
 
 
 def findings(run, gpu_busy: float = 90.0) -> list[tuple[str, str]]:
     """(finding, evidence line) for each of FINDINGS the run's samples show."""
-    rows = training_samples(run)
+    rows = during_epochs(run, run.gpu)
     if not len(rows):
         return []
     out = []

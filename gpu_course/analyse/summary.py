@@ -28,8 +28,7 @@ def baseline(runs):
 
 
 def caption(runs) -> str:
-    """The ladder's own conclusion as `gpu-course ladder` prints it (each rung against the one
-    before, warm-up and preparation); None for the committed reference's ladder."""
+    """The ladder's own conclusion as `gpu-course ladder` prints it; None for the reference's."""
     rungs = rungs_of(runs)
     reference = all(report.REFERENCE_ROOT in getattr(r, "path", Path()).parents for r in rungs)
     return None if reference else report.conclusion(runs, baseline=baseline(runs),
@@ -40,9 +39,7 @@ LIGHTER = tuple(PRECISION.values())   # 16-bit arithmetic: a shorter GPU part
 
 
 def anatomy_table(runs) -> pd.DataFrame:
-    """Where each rung's step goes and its time to the naive rung's accuracy
-    (`analyse.anatomy`), whether the next rung aims at what holds the step, and which
-    host-bound rungs only shorten the GPU's part."""
+    """Where each rung's step goes, whether the next rung aims at it, its time to target."""
     rungs = rungs_of(runs)
     frame, _ = report.anatomy_table(runs, baseline(runs))
     if noise.at_chance(rungs[metrics.baseline_index(rungs, baseline(runs))]):

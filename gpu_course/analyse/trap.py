@@ -1,6 +1,5 @@
-"""The timing trap (lesson 13): passes timed by a clock that stops when the calls return, by
-one that waits for the device, and by CUDA events; each pass a (block, timer, images,
-seconds) tuple."""
+"""The timing trap (lesson 13): passes, each (block, timer, images, seconds), timed without
+a sync, with one, and by CUDA events."""
 from __future__ import annotations
 
 import math
@@ -16,8 +15,7 @@ TIMERS = (WITHOUT, WITH, EVENTS)
 
 
 def trap_table(passes) -> pd.DataFrame:
-    """One row per block and timer, in the order measured: a pass's images, the passes, the
-    median pass in ms (fastest and slowest beside it) and the images/s it gives."""
+    """One row per block and timer: the passes, the median pass in ms and its images/s."""
     rows: dict = {}
     for block, timer, images, seconds in _checked(passes):
         rows.setdefault((block, timer), (images, []))[1].append(seconds)
@@ -33,13 +31,11 @@ def where(device) -> tuple[str, bool]:
     name = str(device).strip()
     if not name:
         raise ValueError("device= is needed, e.g. 'cpu', 'cuda:0', 'cpu(0)', 'gpu(0)'")
-    track = "gluon" if name.endswith(")") else "pytorch"
-    return track, name.startswith(("cuda", "gpu"))
+    return ("gluon" if name.endswith(")") else "pytorch"), name.startswith(("cuda", "gpu"))
 
 
 def trap_pairs(passes, compares: dict) -> list[Samples]:
-    """Each block's clock without a sync, and its CUDA events, against the clock with one,
-    judged by compares[timer]."""
+    """Each block's other timers against its clock with a sync, judged by compares[timer]."""
     timers: dict = {}
     for block, timer, _, _ in _checked(passes):
         timers.setdefault(block, []).append(timer)

@@ -18,17 +18,12 @@ def workers(run) -> int:
 
 def util_spread(run) -> float:
     """Std of GPU-Util (points) over the steady samples; NaN without a GPU."""
-    gpu = run.gpu
-    if not len(gpu) or "util_gpu" not in gpu.columns:
-        return math.nan
-    values = pd.to_numeric(gpu["util_gpu"], errors="coerce")[metrics.steady_samples(run)].dropna()
-    return float(values.std()) if len(values) > 1 else math.nan
+    return float(metrics._column(run.gpu, "util_gpu")[metrics.steady_samples(run)].std())
 
 
 def later_epochs_s(run) -> float:
     """Mean time of the epochs after the first (which starts the workers); NaN with one."""
-    times = pd.to_numeric(run.epochs["epoch_time_s"], errors="coerce").iloc[1:].dropna()
-    return float(times.mean()) if len(times) else math.nan
+    return float(metrics._column(run.epochs, "epoch_time_s").iloc[1:].mean())
 
 
 def knee(runs) -> list[bool]:
@@ -43,8 +38,7 @@ def knee(runs) -> list[bool]:
 
 
 def worker_memory(make_loader, counts) -> pd.DataFrame:
-    """What each loader worker costs: for each count, `make_loader(count)` hands over a
-    batch, then psutil reads its new processes' RSS and USS (what each adds on its own)."""
+    """What each loader worker costs in RSS and USS, by psutil, for each count."""
     import psutil
     me, total = psutil.Process(), psutil.virtual_memory().total
     rows = []
