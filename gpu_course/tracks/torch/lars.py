@@ -1,14 +1,7 @@
-"""LARS: layer-wise adaptive rate scaling (You, Gitman and Ginsburg, 2017,
-"Large Batch Training of Convolutional Networks", arXiv:1708.03888).
+"""LARS (arXiv:1708.03888), which PyTorch lacks: each layer's rate in proportion to its
+weights against its gradient; biases and BatchNorm get plain momentum SGD, no weight decay.
 
-Each layer gets its own rate, in proportion to its weights against its gradient:
-
-    local_lr = eta * ||w|| / (||g|| + wd * ||w||)
-    v = momentum * v + lr * local_lr * (g + wd * w)
-    w = w - v
-
-PyTorch ships no LARS. One-dimensional parameters (biases, BatchNorm) get plain momentum
-SGD without weight decay, by the usual rule.
+    v = momentum * v + lr * eta * ||w|| / (||g|| + wd * ||w||) * (g + wd * w);  w = w - v
 """
 from __future__ import annotations
 
@@ -24,10 +17,7 @@ class LARS(Optimizer):
 
     def __init__(self, params, lr: float, momentum: float = 0.9, weight_decay: float = 0.0,
                  eta: float = 0.001, exclude_1d: bool = True):
-        for name, value in (("lr", lr), ("momentum", momentum),
-                            ("weight_decay", weight_decay), ("eta", eta)):
-            if value < 0:
-                raise ValueError(f"{name}={value!r} must be >= 0")
+        check_settings(lr=lr, momentum=momentum, weight_decay=weight_decay, eta=eta)
         super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay,
                                       eta=eta, exclude_1d=exclude_1d))
 
@@ -35,15 +25,14 @@ class LARS(Optimizer):
     def step(self, closure=None):
         """One update of every parameter: ~20 multi-tensor operators a group, no host read
         (lr and momentum may be device tensors, under a CUDA graph)."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = run_closure(closure)
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
-            adapted = [p for p in params if not (group["exclude_1d"] and p.ndim <= 1)]
             plain = [p for p in params if group["exclude_1d"] and p.ndim <= 1]
-            updates = self._adapted_updates(adapted, group) + self._plain_updates(plain, group)
+            adapted = [p for p in params if not (group["exclude_1d"] and p.ndim <= 1)]
+            updates = self._adapted_updates(adapted, group)
+            if plain:  # lr * g: no weight decay or adaptation
+                updates += list(torch._foreach_mul([p.grad for p in plain], group["lr"]))
             self._apply(adapted + plain, updates, group["momentum"])
         return loss
 
@@ -65,22 +54,29 @@ class LARS(Optimizer):
         torch._foreach_mul_(updates, list(scale.unbind()))
         return updates
 
-    def _plain_updates(self, params: list, group: dict) -> list:
-        """lr * g: biases and BatchNorm, without weight decay or adaptation."""
-        if not params:
-            return []
-        return list(torch._foreach_mul([p.grad for p in params], group["lr"]))
-
     def _apply(self, params: list, updates: list, momentum) -> None:
         """v = momentum * v + update; w = w - v (v starts at zero: the first v is the update)."""
         if not params:
             return
-        velocity = []
         for p in params:
-            state = self.state[p]
-            if "velocity" not in state:
-                state["velocity"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-            velocity.append(state["velocity"])
+            if "velocity" not in self.state[p]:
+                self.state[p]["velocity"] = torch.zeros_like(p)
+        velocity = [self.state[p]["velocity"] for p in params]
         torch._foreach_mul_(velocity, momentum)
         torch._foreach_add_(velocity, updates)
         torch._foreach_sub_(params, velocity)
+
+
+def check_settings(**values) -> None:
+    """Refuse a negative setting, by name."""
+    for name, value in values.items():
+        if value < 0:
+            raise ValueError(f"{name}={value!r} must be >= 0")
+
+
+def run_closure(closure):
+    """The loss of `closure` (PyTorch's optimizer contract), None without one."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()

@@ -1,13 +1,13 @@
-"""Signum: momentum SGD that steps by the sign of the momentum (arXiv:1802.04434), step
-for step MXNet 1.9.1's (PyTorch ships none):
+"""Signum (arXiv:1802.04434), step for step MXNet 1.9.1's, which PyTorch lacks:
 
-    m = momentum * m + (1 - momentum) * (g + weight_decay * w)
-    w = (1 - lr * wd_lh) * w - lr * sign(m)
+    m = momentum * m + (1 - momentum) * (g + weight_decay * w);  w = (1 - lr * wd_lh) * w - lr * sign(m)
 """
 from __future__ import annotations
 
 import torch
 from torch.optim import Optimizer
+
+from .lars import check_settings, run_closure
 
 
 class Signum(Optimizer):
@@ -15,10 +15,7 @@ class Signum(Optimizer):
 
     def __init__(self, params, lr: float = 0.01, momentum: float = 0.9,
                  weight_decay: float = 0.0, wd_lh: float = 0.0):
-        for name, value in (("lr", lr), ("momentum", momentum),
-                            ("weight_decay", weight_decay), ("wd_lh", wd_lh)):
-            if value < 0:
-                raise ValueError(f"{name}={value!r} must be >= 0")
+        check_settings(lr=lr, momentum=momentum, weight_decay=weight_decay, wd_lh=wd_lh)
         if momentum >= 1:
             raise ValueError(f"momentum={momentum!r} must be < 1")
         super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay,
@@ -26,10 +23,7 @@ class Signum(Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = run_closure(closure)
         for group in self.param_groups:
             lr, momentum = group["lr"], group["momentum"]
             for p in group["params"]:
@@ -42,9 +36,7 @@ class Signum(Optimizer):
                     state = self.state[p]
                     if "momentum_buffer" not in state:
                         state["momentum_buffer"] = torch.zeros_like(p)
-                    m = state["momentum_buffer"]
-                    m.mul_(momentum).add_(g, alpha=1 - momentum)
-                    g = m
+                    g = state["momentum_buffer"].mul_(momentum).add_(g, alpha=1 - momentum)
                 if group["wd_lh"]:
                     p.mul_(1 - lr * group["wd_lh"])
                 p.add_(torch.sign(g), alpha=-lr)
