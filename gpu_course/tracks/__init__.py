@@ -15,7 +15,7 @@ SHARED = {"sizes": "lessons:sizes", "show": "lessons:show", "conclude": "lessons
           "memory_of": "analyse.memory:memory_of", "load_run": "measure.records:load_run",
           "load_runs": "measure.records:load_runs", "Workload": "measure.timing:Workload"}
 # each track's own modules: {name: "module:attribute"}, modules of the track's package
-TRACK = {"make_loader": "data", "load_data": "datasets", "load_datasets": "datasets",
+TRACK = {"make_loader": "data", "load_data": "io_data", "load_datasets": "io_data",
          "prepare_data": "io_data", "gpu_count": "devices", "try_devices": "devices",
          "inference_net": "inference", "time_inference": "inference", "get_model": "models",
          "profile_steps": "profile", "lr_scheduler": "optim", "evaluate": "loop",

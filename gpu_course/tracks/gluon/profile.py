@@ -10,7 +10,7 @@ from mxnet import autograd, gluon
 
 from ...analyse import profiling
 from .data import make_loader
-from .datasets import load_datasets
+from .io_data import load_datasets
 from .devices import effective_config, try_devices
 from .models import get_model, prepare
 from .optim import make_trainer

@@ -15,13 +15,13 @@ import numpy as np
 
 from ...env.cores import check_loader_workers
 from ...measure import provenance
+from ..common import steps_per_epoch
 from ...config import Experiment
 from ...measure.guards import stop_requests
 from ...measure.harness import Output
 from ...measure.records import OutOfMemory
 from .data import end_workers, make_loader
-from .datasets import load_datasets
-from .io_data import order_sampler
+from .io_data import load_datasets, order_sampler
 from .devices import (FLOAT16_ON_CPU, bfloat16_refused, check_threads, effective_config,
                       try_devices)
 from .loop import fit
@@ -49,7 +49,7 @@ def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=Non
     prepare(net, ran, devices)
     if ran.dtype == "bfloat16":   # on the CPU: AMP's graph rewrite, a new network
         net = to_bfloat16(net, ran, devices)
-    steps = _length(train_iter, ran)
+    steps = steps_per_epoch(train_iter, ran.train_size, ran.global_batch)
     trainer = make_trainer(net, ran, min(steps, ran.max_steps or steps))
     return provenance.Parts(net, train_iter, val_iter, trainer, devices, ran,
                             here.downgrades, here.notice)
@@ -111,13 +111,6 @@ def _read_network(net):
     asked = {"graph": found["graph"] if found["graph"] != "eager" else None,
              "dtype": found["dtype"] if found["dtype"] != "float32" else None}
     return asked, facts
-
-
-def _length(train_iter, cfg: Experiment) -> int:
-    try:
-        return len(train_iter)
-    except TypeError:  # an iterable without a length: assume full batches
-        return max(1, cfg.train_size // cfg.global_batch)
 
 
 # -- out of memory --------------------------------------------------------------------

@@ -10,7 +10,7 @@ from ...config import Experiment as _Experiment
 
 track(__name__, "pytorch", {
     "to_device": "loop:to_device", "lr_curve": "optim:lr_curve",
-    "make_optimizer": "optim:make_optimizer", "LARS": "lars:LARS", "Signum": "signum:Signum",
+    "make_optimizer": "optim:make_optimizer", "LARS": "optim:LARS", "Signum": "optim:Signum",
     "GpuLoader": "gpu_loader:GpuLoader", "Batches": "gpu_loader:Batches",
     "COMPILE_BACKEND_ENV": "train:COMPILE_BACKEND_ENV"})
 

@@ -1,14 +1,7 @@
-"""Several GPUs: DistributedDataParallel, one process per device, started by torchrun.
-This module is what each process runs; `launch` (the launcher) starts them.
-
-`train(cfg)` with num_gpus > 1 calls `launch.launch`, which runs
-
-    python -m torch.distributed.run --standalone --nproc_per_node=N \\
-        -m gpu_course.tracks.torch.ddp --config cfg.json --runs-dir RUNS --result-file PATH
-
-and streams its output. Each process trains on its own shard; rank 0 alone monitors,
-evaluates and keeps the record, with every rank's epoch timings in its notes ("ranks").
-"""
+"""Several GPUs: DistributedDataParallel, one process per device, each running this module
+under torchrun (`launch` starts them for `train(cfg)` with num_gpus > 1). Each process
+trains on its own shard; rank 0 alone evaluates and keeps the record, with every rank's
+epoch timings in its notes ("ranks")."""
 from __future__ import annotations
 
 import argparse
@@ -24,31 +17,22 @@ import torch.distributed as dist
 from ...config import Experiment, check_gpus
 from ...measure.provenance import Parts
 from ...measure.records import OutOfMemory, update_meta
+from ..common import rank_epochs
 from .devices import describe, gpu_count
 
 OOM_MARKER = "gpu_course out of memory:"  # a rank's last line when its batch did not fit
-
-
-def note(run_path, **values) -> None:
-    """Add facts to a finished run record's notes."""
-    update_meta(run_path, notes=values)
-
-
-RANK_FIELDS = ("epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "compute_s",
-               "steps", "samples")
 
 
 def gather_rank_timings(rows: list[dict], local_rank: int) -> list[dict]:
     """Every rank's epoch timings, in rank order (one small all_gather, once per run)."""
     mine = {"rank": dist.get_rank(), "local_rank": local_rank, "host": socket.gethostname(),
             "group_rank": int(os.environ.get("GROUP_RANK", 0)),  # the node, as torchrun counts
-            "epochs": [{k: row.get(k) for k in RANK_FIELDS} for row in rows]}
+            "epochs": rank_epochs(rows)}
     everyone = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
     return everyone
 
 
-# -- inside each worker process ---------------------------------------------------------
 def _stop(signum, frame):
     raise KeyboardInterrupt(f"stopped by signal {signum}")
 
@@ -103,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                   verbose=not args.quiet, on_epoch=rows.append)
         ranks = gather_rank_timings(rows, local_rank)
         if run is not None:  # rank 0: one record for the job, with every rank's timings
-            note(run.path, ranks=ranks, nodes=world // local_world,
-                 procs_per_node=local_world, backend=dist.get_backend())
+            update_meta(run.path, notes=dict(ranks=ranks, nodes=world // local_world,
+                                             procs_per_node=local_world, backend=dist.get_backend()))
         dist.barrier()  # no rank tears the group down while another still uses it
     except OutOfMemory as err:
         print(f"{OOM_MARKER} rank {rank}: {err}", flush=True)

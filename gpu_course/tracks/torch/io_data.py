@@ -1,10 +1,11 @@
-"""The I/O ladder in PyTorch: the same images delivered as loose JPEGs, pre-resized,
-packed, in memory, or on the GPU; only where the pixels come from changes."""
+"""The data sets and loaders an Experiment names, in PyTorch; for an image folder the I/O
+ladder: the same images as loose JPEGs, pre-resized, packed, in memory or on the GPU."""
 from __future__ import annotations
 
 import numpy as np
 from torch.utils.data import Sampler
 
+from ... import data as course_data
 from ...config import Experiment
 from ...data import folder, order, packed
 from ...data.folder import folder_split
@@ -106,3 +107,24 @@ def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
             cfg.batch_size, train=train, augment=cfg.augment, channels_last=cfg.channels_last,
             seed=cfg.seed), device))
     return tuple(loaders)
+
+
+def load_datasets(cfg: Experiment, skip_corrupt: bool = False):
+    """(train_dataset, val_dataset) for cfg.dataset; skip_corrupt leaves unreadable images out."""
+    if cfg.dataset == "folder":
+        return course_data.ours(*io_datasets(cfg, cfg.data_format, skip_corrupt=skip_corrupt))
+    arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
+                              test_size=cfg.test_size, seed=cfg.seed)
+    return course_data.ours(ImageDataset(arrays.train_x, arrays.train_y, cfg.augment, cfg.seed),
+                            ImageDataset(arrays.test_x, arrays.test_y, "none", cfg.seed))
+
+
+def load_data(cfg: Experiment, device=None):
+    """(train_iter, val_iter) for cfg: DataLoaders, or GpuLoaders with cfg.data_on_gpu."""
+    if cfg.data_on_gpu:
+        from .devices import try_devices
+        from .gpu_loader import gpu_loaders
+        return gpu_loaders(cfg, device if device is not None else try_devices(cfg.num_gpus)[0][0])
+    train, val = load_datasets(cfg)
+    return (make_loader(train, cfg, train=True, sampler=order_sampler(train, cfg)),
+            make_loader(val, cfg, train=False))

@@ -13,13 +13,11 @@ import tempfile
 from pathlib import Path
 
 from ...config import Experiment
-from ...scale.localhosts import backend
+from ...scale.localhosts import backend, child_env
 from ...measure.records import OutOfMemory, runs_root, load_run, update_meta
+from .ddp import OOM_MARKER
 from .devices import gpu_count
 from ...env.cores import check_training_processes
-
-OOM_MARKER = "gpu_course out of memory:"  # a rank's last line when its batch did not fit (ddp prints it)
-PACKAGE_PARENT = Path(__file__).resolve().parents[3]  # so the workers import this gpu_course
 
 
 def launch(cfg: Experiment, runs_dir=None, verbose: bool = True):
@@ -28,9 +26,7 @@ def launch(cfg: Experiment, runs_dir=None, verbose: bool = True):
     if world < 2:
         raise ValueError(f"num_gpus={world} needs no launcher; DDP wants num_gpus >= 2")
     runs_dir = runs_root(runs_dir).resolve()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_PARENT),
-                                                      env.get("PYTHONPATH")]))
+    env = child_env()
     if backend(gpu_count(), world) == "gloo":  # CPU processes: fewer GPUs than processes
         check_training_processes(world, f"num_gpus={world} on the CPU")   # each for a GPU
         if gpu_count():  # NCCL refuses two ranks on one GPU: the processes see none
@@ -103,8 +99,7 @@ def _first_error(lines: list[str]) -> str:
 def _mark_oom(run_path: Path, message: str) -> None:
     """A rank other than 0 ran out of memory and rank 0 was stopped: say so in the record."""
     try:
-        meta = json.loads((run_path / "run.json").read_text())
+        if json.loads((run_path / "run.json").read_text()).get("status") != "oom":
+            update_meta(run_path, status="oom", error=message)
     except (OSError, ValueError):
-        return
-    if meta.get("status") != "oom":
-        update_meta(run_path, status="oom", error=message)
+        pass

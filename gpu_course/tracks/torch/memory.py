@@ -1,7 +1,5 @@
-"""Lesson 14: a training step's memory from PyTorch's own counters into the run's record
-(schema: `analyse.memory`): the profiler's memory timeline by category, on a GPU the
-caching allocator's counters and a snapshot for https://pytorch.org/memory_viz.
-"""
+"""Lesson 14: a training step's memory into the run's record (`analyse.memory`): the
+profiler's timeline by category; on a GPU the allocator's counters and a snapshot."""
 from __future__ import annotations
 
 import contextlib
@@ -37,20 +35,12 @@ def nbytes(tensors) -> int:
     return total
 
 
-def state_tensors(optimizer) -> list:
-    """Every tensor in an optimizer's state (momentum buffers, Adam's two moments...)."""
-    out = []
-    for state in optimizer.state.values():
-        out += [v for v in state.values() if isinstance(v, torch.Tensor)]
-    return out
-
-
 def counted(net, optimizer, inputs=()) -> dict:
     """Bytes counted from the model: parameters, gradients, optimizer state, inputs."""
     params = list(dict.fromkeys(net.parameters()))
     return {Part.PARAMETERS: nbytes(params),
             Part.GRADIENTS: nbytes(p for p in params if p.requires_grad),
-            Part.OPTIMIZER: nbytes(state_tensors(optimizer)),
+            Part.OPTIMIZER: nbytes(v for state in optimizer.state.values() for v in state.values()),
             Part.INPUT: nbytes(inputs)}
 
 
@@ -61,6 +51,8 @@ class MemoryMeter:
         self.net, self.optimizer = parts.net, parts.optimizer
         self.device = torch.device(parts.devices[0])
         self.cuda = self.device.type == "cuda"
+        if self.cuda and self.device.index is None:   # the profiler's timeline names its index
+            self.device = torch.device("cuda", torch.cuda.current_device())
         self.base = 0
         if self.cuda:   # live tensors less the network's own, already on the device
             _gc.collect()   # an earlier run's network, kept alive only by a reference cycle
@@ -138,17 +130,12 @@ class MemoryMeter:
         try:
             with warnings.catch_warnings():   # deprecated for CUDA's snapshot, the only CPU one
                 warnings.simplefilter("ignore")
-                prof.export_memory_timeline(str(path), device=str(self._device_name()))
+                prof.export_memory_timeline(str(path), device=str(self.device))
             return read_timeline(json.loads(path.read_text()))
         except Exception:   # noqa: BLE001 - on a GPU the allocator still counts; parts unsorted
             if not self.cuda:
                 raise
             return read_timeline([[], []])
-
-    def _device_name(self) -> str:
-        if self.cuda:
-            return f"cuda:{self.device.index if self.device.index is not None else torch.cuda.current_device()}"
-        return "cpu"
 
 
 @contextlib.contextmanager

@@ -47,7 +47,7 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
         cfg = provenance.reconcile(cfg, found, "the network",
                                    ("model",) if found["model"] == OWN else ())
         if getattr(net, "_orig_mod", None) is not None:
-            from .compiling import compile_backend
+            from .train import compile_backend
             facts["compile_backend"] = compile_backend()
     if train_iter is not None:
         found, facts["train_data"] = read_loader(train_iter)

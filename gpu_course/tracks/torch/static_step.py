@@ -1,9 +1,6 @@
-"""The tuned rung's step as one CUDA graph: the host launches one replay per step.
-
-Everything the step reads lives at fixed device addresses: the batch is cut from the
+"""The tuned rung's step as one CUDA graph, one replay per step: the batch is cut from the
 epoch's plan at a device-side counter, lr and momentum come from a schedule table, loss
-and correct predictions are summed on the device. Without a GPU the step runs eagerly.
-"""
+and hits are summed on the device. Without a GPU the step runs eagerly."""
 from __future__ import annotations
 
 import contextlib
@@ -15,9 +12,8 @@ from torch import nn
 
 from ...config import Experiment, Graph
 from .gpu_loader import GpuLoader
-from .lars import LARS
 from .loop import AMP_DTYPES
-from .optim import lr_scheduler
+from .optim import LARS, lr_scheduler
 
 WARMUP_STEPS = 3  # eager steps before capture: compile, cuDNN autotuning, optimizer state
 
@@ -83,14 +79,11 @@ class StaticStep:
         self.plan = torch.zeros(5, steps, self.batch_size, dtype=torch.int64, device=device)
         self.totals = torch.zeros(2, dtype=torch.float64, device=device)  # loss sum, correct
         self.calls = self.epoch_calls = 0  # steps run in the run, in this epoch
-        self.graph = None
+        self.graph = self._t0 = self._ahead = None   # _ahead: (epoch, its plan drawn early)
         self.setup_s = None  # seconds of the first steps: compilation (and capture)
-        self._t0 = None
         self._side = torch.cuda.Stream(device) if self.use_graph else None
         self._frozen = False
-        self._ahead = None   # (epoch, its plan drawn ahead on the host)
 
-    # -- what a step does: device operations only -----------------------------------------
     def step_fn(self) -> None:
         """The step as the graph records it (gradients must be None before it runs)."""
         step_in_epoch, step_in_run = self.counters[0:1], self.counters[1:2]
@@ -111,7 +104,6 @@ class StaticStep:
         # no weight-cast cache: a graph must redo the casts from the live weights
         return torch.autocast(self.device.type, dtype=self.amp_dtype, cache_enabled=False)
 
-    # -- driving it ------------------------------------------------------------------------
     def plan_ahead(self, epoch: int) -> None:
         """Draw `epoch`'s random numbers now, while the GPU still runs the epoch before."""
         self._ahead = (epoch, self.loader.plan(epoch))
@@ -167,11 +159,9 @@ class StaticStep:
             python_gc.unfreeze()
             self._frozen = False
 
-    # -- reading results -------------------------------------------------------------------
     def read_totals(self) -> tuple[float, float]:
         """(loss sum, correct) of the epoch so far. Sync point: waits for the queued steps."""
-        loss_sum, correct = self.totals.tolist()
-        return loss_sum, correct
+        return tuple(self.totals.tolist())
 
     def lr_of_last_step(self) -> float:
         """The learning rate of the last step run, from the host copy of the table."""

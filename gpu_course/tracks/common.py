@@ -1,0 +1,28 @@
+"""Framework-free pieces both tracks use alike."""
+from __future__ import annotations
+
+RANK_FIELDS = ("epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "compute_s",
+               "steps", "samples")
+
+
+def rank_epochs(rows: list[dict]) -> list[dict]:
+    """A rank's epoch rows as the job's record keeps them in its notes ("ranks")."""
+    return [{k: row.get(k) for k in RANK_FIELDS} for row in rows]
+
+
+def read_logs(logs) -> list[str]:
+    """What each log file (opened "w+" for a process's output) holds; the files closed."""
+    outputs = []
+    for log in logs:
+        log.seek(0)
+        outputs.append(log.read())
+        log.close()
+    return outputs
+
+
+def steps_per_epoch(train_iter, images: int, per_step: int) -> int:
+    """len(train_iter); for an iterable without a length, the full steps of `images`."""
+    try:
+        return len(train_iter)
+    except TypeError:
+        return max(1, images // per_step)
