@@ -1,6 +1,8 @@
 """Framework-free pieces both tracks use alike."""
 from __future__ import annotations
 
+from ..config import OWN
+
 RANK_FIELDS = ("epoch", "epoch_time_s", "samples_per_sec", "data_wait_s", "compute_s",
                "steps", "samples")
 
@@ -26,3 +28,14 @@ def steps_per_epoch(train_iter, images: int, per_step: int) -> int:
         return len(train_iter)
     except TypeError:
         return max(1, images // per_step)
+
+
+def read_sample(dataset, found: dict, facts: dict) -> None:
+    """A loader's first image: its shape into facts, its size into found for a user's dataset."""
+    try:
+        shape = [int(d) for d in dataset[0][0].shape]
+    except Exception:  # a dataset that cannot be indexed: nothing more to read
+        return
+    facts["image_shape"] = shape
+    if found.get("dataset") == OWN and len(shape) == 3:
+        found["image_size"] = shape[-1]

@@ -34,6 +34,7 @@ from .optim import optimizer_params
 from .loop import evaluate, split
 
 ROLES = ("scheduler", "server", "worker")
+SCHEDULER_WAIT_S = 120.0  # a job's roles start in any order: how long a worker waits
 
 
 def role_env(role: str, port: int, workers: int, servers: int, uri: str = "127.0.0.1") -> dict:
@@ -42,9 +43,6 @@ def role_env(role: str, port: int, workers: int, servers: int, uri: str = "127.0
         raise ValueError(f"role={role!r} is not one of {', '.join(ROLES)}")
     return {"DMLC_ROLE": role, "DMLC_PS_ROOT_URI": uri, "DMLC_PS_ROOT_PORT": str(port),
             "DMLC_NUM_WORKER": str(workers), "DMLC_NUM_SERVER": str(servers)}
-
-
-SCHEDULER_WAIT_S = 120.0  # a job's roles start in any order: how long a worker waits
 
 
 def wait_for_scheduler(env) -> None:
@@ -135,9 +133,9 @@ def _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps, work
                             for out, y in zip(outputs, ys)])
             # the step's sync point: its time holds the push, the update and the pull
             mx.nd.waitall()
-        evaluate_now = (lambda: evaluate(net, val_iter, devices)) if leader else None
         # sync point: waits for the last pull, so the epoch's time is real
-        h.end_epoch(sync=mx.nd.waitall, lr=trainer.learning_rate, evaluate=evaluate_now)
+        h.end_epoch(sync=mx.nd.waitall, lr=trainer.learning_rate,
+                    evaluate=(lambda: evaluate(net, val_iter, devices)) if leader else None)
 
 
 def commands(workers: int, servers: int, cfg_file: str = "cfg.json", runs_dir: str = "runs",
@@ -167,8 +165,7 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1,
         roles, codes, outputs = _run_roles(worker_cmd, workers, servers, free_port(), work,
                                            threads or threads_per_process(workers), job.timeout,
                                            gpus_per_worker=cfg.num_gpus)
-        result = work / "run_path"
-        run_path = result.read_text().strip() if result.exists() else None
+        run_path = (work / "run_path").read_text().strip() if (work / "run_path").exists() else None
         ranks = sorted(_timings(work), key=lambda r: r["rank"])
     if job.verbose:
         print(outputs[1 + servers], end="", flush=True)
@@ -208,9 +205,8 @@ def _run_roles(worker_cmd, workers, servers, port, work: Path, threads: int, tim
         logs.append(open(work / f"{i:02d}-{role}.log", "w+"))
         procs.append(subprocess.Popen(worker_cmd if role == "worker" else serve, env=env,
                                       stdout=logs[-1], stderr=subprocess.STDOUT, text=True))
-    n_serve = 1 + servers
-    codes = wait_all(procs[n_serve:], timeout)  # the workers; then the others end
-    codes = wait_all(procs[:n_serve], 60) + codes
+    codes = wait_all(procs[1 + servers:], timeout)  # the workers; then the others end
+    codes = wait_all(procs[:1 + servers], 60) + codes
     return roles, codes, read_logs(logs)
 
 

@@ -1,11 +1,5 @@
-"""The Gluon training loop every Gluon run uses: GluonCV's CIFAR loop inside `gc.record`.
-
-    with gc.record(parts) as rec:      # parts = gc.build(cfg)
-        fit(rec, net, trainer, train_iter, val_iter, devices)
-
-No step waits for the devices to finish it; MXNet's engine queues without bound, so the
-host waits for the step LAG behind (never the current one).
-"""
+"""The Gluon training loop every Gluon run uses: GluonCV's CIFAR loop inside `gc.record`;
+no step waits for its own work, the host only for the step LAG behind."""
 from __future__ import annotations
 
 from collections import deque
@@ -48,9 +42,9 @@ def fit(rec, net, trainer, train_iter, val_iter, devices) -> None:
             in_flight.append(correct[0])
             if len(in_flight) > LAG:  # back-pressure: the step LAG behind, not this one
                 in_flight.popleft().wait_to_read()
-        evaluate_now = None if mock != "none" else (lambda: evaluate(net, val_iter, devices))
         # the epoch's sync point: waits for every queued operation, so its time is real
-        rec.end_epoch(sync=mx.nd.waitall, lr=trainer.learning_rate, evaluate=evaluate_now)
+        rec.end_epoch(sync=mx.nd.waitall, lr=trainer.learning_rate, evaluate=None if mock != "none"
+                      else lambda: evaluate(net, val_iter, devices))
 
 
 def split(data, label, devices, dtype: str = "float32"):

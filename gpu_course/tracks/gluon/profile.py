@@ -19,11 +19,6 @@ from .loop import split
 NO_PROFILER = "this MXNet build has PROFILER off (the pip CPU wheel does): the steps ran under cProfile ({prof})"
 
 
-def profiler_available() -> bool:
-    """Whether this MXNet was built with its profiler."""
-    return mx.runtime.Features().is_enabled("PROFILER")
-
-
 def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) -> dict:
     """Train `wait + warmup + active` steps, the last under mx.profiler or cProfile."""
     folder = Path(folder)
@@ -48,7 +43,7 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
 
     for _ in range(wait + warmup):
         step()
-    if profiler_available():
+    if mx.runtime.Features().is_enabled("PROFILER"):
         raw = folder / "trace.json"
         mx.profiler.set_config(profile_all=True, aggregate_stats=True, filename=str(raw))
         mx.profiler.set_state("run")
@@ -57,8 +52,7 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
         mx.profiler.set_state("stop")
         table = mx.profiler.dumps(reset=True)   # the per-operator aggregate, as text
         mx.profiler.dump()
-        trace = profiling.gzip_trace(raw)
-        return {"trace": trace, "ops": None, "table": table, "note": None}
+        return {"trace": profiling.gzip_trace(raw), "ops": None, "table": table, "note": None}
     prof = folder / "steps.prof"
     profiler = cProfile.Profile()
     profiler.enable()

@@ -1,8 +1,5 @@
-"""RecordIO: MXNet's packed format, the Gluon track's "one file read sequentially" rung.
-
-`pack_recordio` writes `<name>.rec`, `.idx` and `.json` as MXNet's `im2rec.py` does, each
-image resized once and stored as a JPEG record; `RecordIter` wraps MXNet's C++ reader.
-"""
+"""RecordIO, the Gluon track's "one file read sequentially" rung: `pack_recordio` writes
+`<name>.rec`, `.idx` and `.json` as `im2rec.py` does; `RecordIter` wraps MXNet's C++ reader."""
 from __future__ import annotations
 
 import io
@@ -90,8 +87,7 @@ def ensure_recordio(index: FolderIndex, size: int, cache_dir=None, **kwargs) -> 
 
 def open_record_file(path) -> recordio.MXIndexedRecordIO:
     """Open `<name>.rec` with its `<name>.idx`; a missing file is a clear error."""
-    rec = Path(path)
-    idx = rec.with_suffix(".idx")
+    rec, idx = Path(path), Path(path).with_suffix(".idx")
     if not rec.exists():
         raise MissingData(f"record file {rec} does not exist: make it with gluon.recordio.pack_recordio")
     if not idx.exists():
@@ -142,8 +138,7 @@ class RecordDataset(ImageRecordDataset):
 
 
 def sidecar(rec: Path) -> dict:
-    """The JSON beside a record file (its classes and source images); a missing or
-    damaged one is a DataError naming it."""
+    """The JSON beside a record file (classes, source images); DataError if missing or damaged."""
     path = rec.with_suffix(".json")
     try:
         meta = json.loads(path.read_text())
@@ -186,12 +181,9 @@ def check_recordio(path, index: FolderIndex, workers: int | None = None,
     return len(keys)
 
 
-PARSER_INFO = re.compile("ImageRecordIOParser")   # the parser's one INFO line
-
-
 def _cpp_info_filtered():
     """Hold back the thread-count line MXNet's C++ parser writes to file descriptor 2."""
-    return profiling.held_stderr(PARSER_INFO)
+    return profiling.held_stderr(re.compile("ImageRecordIOParser"))
 
 
 class RecordIter:
@@ -203,7 +195,7 @@ class RecordIter:
         from ... import data as course_data
         mean = np.asarray(course_data.CIFAR_MEAN) * 255   # as every course loader normalises
         std = np.asarray(course_data.CIFAR_STD) * 255
-        with _cpp_info_filtered():  # its one INFO line says how many threads decode
+        with _cpp_info_filtered():
             self.iter = mx.io.ImageRecordIter(
                 path_imgrec=str(path), path_imgidx=str(Path(path).with_suffix(".idx")),
                 data_shape=(3, size, size), batch_size=batch_size, shuffle=train,
@@ -218,7 +210,7 @@ class RecordIter:
         return self.count // self.batch_size
 
     def __iter__(self):
-        with _cpp_info_filtered():  # a reset starts the parser again, and it says so
+        with _cpp_info_filtered():  # a reset starts the parser again
             self.iter.reset()
         # full batches only, like the DataLoader's last_batch="discard" (MXNet 1.9 does
         # not mark the short last batch's padding with round_batch=False)

@@ -1,9 +1,6 @@
 """What DDP's gradient all-reduce costs a step, and how much hides behind backward, per
-bucket size: steps alternate with and without sync (`no_sync`), medians of the slowest rank.
-
-    torchrun --standalone --nproc_per_node=2 -m gpu_course.tracks.torch.ddp_comm
-    python -m gpu_course.tracks.torch.ddp_comm --procs 2      # starts 2 local processes itself
-"""
+bucket size: steps alternate with and without sync (`no_sync`), medians of the slowest rank;
+under torchrun or `python -m gpu_course.tracks.torch.ddp_comm --procs 2`."""
 from __future__ import annotations
 
 import argparse
@@ -51,8 +48,7 @@ def measure(model: str = "resnet20", batch_size: int = 32, buckets_mb=BUCKETS_MB
         def step(with_sync: bool, ddp=ddp) -> float:  # this bucket size's model
             dist.barrier()  # start together: a late rank would count as communication
             t0 = time.perf_counter()
-            ctx = ddp.no_sync() if not with_sync else contextlib.nullcontext()
-            with ctx:
+            with ddp.no_sync() if not with_sync else contextlib.nullcontext():
                 loss_fn(ddp(x), y).backward()
             sync()  # the step's sync point: backward (and its all-reduce) has finished
             ddp.zero_grad(set_to_none=True)
@@ -61,8 +57,7 @@ def measure(model: str = "resnet20", batch_size: int = 32, buckets_mb=BUCKETS_MB
             step(True), step(False)
         times = {True: [], False: []}
         for i in range(2 * steps):  # alternate, so drift in the machine's load hits both
-            with_sync = i % 2 == 0
-            times[with_sync].append(step(with_sync))
+            times[i % 2 == 0].append(step(i % 2 == 0))
         t_sync = _slowest(statistics.median(times[True]), device)
         t_nosync = _slowest(statistics.median(times[False]), device)
         rows.append({"bucket_cap_mb": cap, "buckets": math.ceil(grad_bytes / (cap * 2**20)),

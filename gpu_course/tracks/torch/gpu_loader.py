@@ -1,11 +1,9 @@
-"""The last rung: the whole dataset on the GPU, each batch cut from it (crop and flip as
-one gather, then a cast and a normalisation), as airbench does. The epoch's random
-numbers come from a CPU generator seeded by (seed, epoch), in one copy per epoch.
-"""
+"""The last rung, as airbench does: the whole dataset on the GPU, each batch cut from it
+(crop and flip as one gather, a cast, a normalisation); the epoch's random numbers come from
+a CPU generator seeded by (seed, epoch), in one copy per epoch."""
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -38,9 +36,6 @@ class Batches:
         if self.batch_size < 1:
             raise ValueError(f"batch_size={self.batch_size!r} must be >= 1")
 
-    def replace(self, **changes) -> "Batches":
-        return dataclasses.replace(self, **changes)
-
 
 class GpuLoader:
     """Batches of (images, labels) cut from uint8 [N, H, W, 3] images that live on `device`."""
@@ -65,20 +60,17 @@ class GpuLoader:
         mean = torch.tensor(course_data.CIFAR_MEAN, device=self.device).view(1, 3, 1, 1)
         std = torch.tensor(course_data.CIFAR_STD, device=self.device).view(1, 3, 1, 1)
         self.scale, self.offset = 1 / (255 * std), -mean / std  # (x/255 - mean)/std: one FMA
-        h, w = self.size
-        self._rows = torch.arange(h, device=self.device)
-        self._cols = torch.arange(w, device=self.device)
-        self._flip_shift = w - 1 - 2 * self._cols  # column c flipped is c + this
+        self._rows = torch.arange(self.size[0], device=self.device)
+        self._cols = torch.arange(self.size[1], device=self.device)
+        self._flip_shift = self.size[1] - 1 - 2 * self._cols  # column c flipped is c + this
         self._channels = torch.arange(3, device=self.device)
         self.epoch = -1
 
     def __len__(self) -> int:
-        n = self._per_rank()
-        return n // self.batch_size if self.train else -(-n // self.batch_size)
-
-    def _per_rank(self) -> int:
         n = len(self.labels)
-        return n // self.world_size if self.train else len(range(self.rank, n, self.world_size))
+        if self.train:
+            return n // self.world_size // self.batch_size
+        return -(-len(range(self.rank, n, self.world_size)) // self.batch_size)
 
     def set_epoch(self, epoch: int) -> None:
         """Use the random numbers of `epoch` in the next iteration."""
@@ -145,8 +137,7 @@ def gpu_loaders(cfg: Experiment, device, rank: int = 0, world_size: int = 1,
                                   test_size=cfg.test_size, seed=cfg.seed)
     batches = Batches(cfg.batch_size, augment=cfg.augment, dtype=dtype,
                       channels_last=cfg.channels_last, seed=cfg.seed)
-    train = GpuLoader(arrays.train_x, arrays.train_y,
-                      batches.replace(rank=rank, world_size=world_size), device)
     # validation runs on rank 0 only (see loop.evaluate), over every image
-    val = GpuLoader(arrays.test_x, arrays.test_y, batches.replace(train=False), device)
-    return train, val
+    return (GpuLoader(arrays.train_x, arrays.train_y,
+                      replace(batches, rank=rank, world_size=world_size), device),
+            GpuLoader(arrays.test_x, arrays.test_y, replace(batches, train=False), device))

@@ -1,13 +1,6 @@
-"""torch.profiler around a few training steps: a Chrome trace and the per-operator table.
-
-    window = profile_steps(cfg, folder, wait=1, warmup=1, active=3)
-    window["trace"]    # folder/trace.json.gz: chrome://tracing or ui.perfetto.dev
-    window["ops"]      # per-operator DataFrame (also folder/ops.csv)
-    window["table"]    # PyTorch's own text table
-
-A bounded window of the steps the run takes (compiled, or one CUDA graph where
-`static_step` applies); the loader's part of each step is annotated "data wait".
-"""
+"""torch.profiler around a few of the steps a run takes (compiled, or one CUDA graph where
+`static_step` applies): "trace" (folder/trace.json.gz, for ui.perfetto.dev), "ops" (a
+per-operator DataFrame, also folder/ops.csv) and PyTorch's own "table"."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -84,12 +77,11 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
     trace = profiling.gzip_trace(raw)
     ops = operator_table(prof)
     ops.to_csv(folder / "ops.csv", index=False)
-    sort = "self_cuda_time_total" if cuda else "self_cpu_time_total"
     size_mb = trace.stat().st_size / 1e6
-    note = None if size_mb <= profiling.MAX_TRACE_MB else \
-        f"the trace is {size_mb:.0f} MB: profile fewer active steps"
-    return {"trace": trace, "ops": ops, "note": note,
-            "table": prof.key_averages().table(sort_by=sort, row_limit=15)}
+    sort = "self_cuda_time_total" if cuda else "self_cpu_time_total"
+    return {"trace": trace, "ops": ops, "table": prof.key_averages().table(sort_by=sort, row_limit=15),
+            "note": None if size_mb <= profiling.MAX_TRACE_MB else
+            f"the trace is {size_mb:.0f} MB: profile fewer active steps"}
 
 
 def operator_table(prof) -> pd.DataFrame:

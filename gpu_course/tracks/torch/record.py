@@ -11,6 +11,7 @@ from ...measure import provenance
 from ...config import OWN, Graph
 from ...measure.harness import Device, Harness, Output, Ran
 from ...measure.watch_loop import experiment, watched
+from ..common import read_sample
 from .devices import describe, place
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME")
@@ -23,7 +24,6 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
     cfg, net, train_iter, optimizer = parts.cfg, parts.net, parts.train_iter, parts.optimizer
     devices = [torch.device(d) for d in parts.devices]
     rank, world_size = place()
-    leader = rank == 0
     if cfg.engine != "pytorch":
         cfg = cfg.replace(engine="pytorch")
     if cfg.threads is not None and cfg.threads != torch.get_num_threads():
@@ -36,8 +36,9 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
              "cpu_count": os.cpu_count(), "world_size": world_size,
              "torch_device": str(devices[0])}
     if devices[0].type == "cuda":
+        ampere = torch.cuda.get_device_capability(devices[0]) >= (8, 0)   # TF32 from Ampere on
         facts["tf32"] = {"convolutions": bool(torch.backends.cudnn.allow_tf32
-                                              and cfg.dtype == "float32" and _ampere(devices[0])),
+                                              and cfg.dtype == "float32" and ampere),
                          "matmul_precision": torch.get_float32_matmul_precision()}
         facts["cudnn_benchmark"] = bool(torch.backends.cudnn.benchmark)
     if net is not None:
@@ -55,7 +56,7 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
                                    provenance.OWN_DATA_FIELDS if found.get("dataset") else ())
     if optimizer is not None:
         facts["optimizer"] = read_optimizer(optimizer)
-    cuda = devices[0].type == "cuda"
+    leader, cuda = rank == 0, devices[0].type == "cuda"
     return Harness(cfg, Ran(engine="pytorch", devices=describe(devices),
                             device_notice=parts.notice, downgrades=tuple(parts.downgrades or ()),
                             facts=facts),
@@ -67,9 +68,8 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
 
 
 def watch(loader, net=None, name: str = "watch", **output):
-    """`for x, y in gc.watch(train_loader):` times a plain loop's steps into one run
-    record, a pass an epoch (`measure.watch_loop`); `net` adds the network's facts and
-    its device; `output` as for `record`."""
+    """`for x, y in gc.watch(train_loader):` times a plain loop's steps into one run record,
+    a pass an epoch (`measure.watch_loop`); `net` adds the network's facts and its device."""
     device = next(net.parameters()).device if net is not None else torch.device("cpu")
     parts = provenance.Parts(net, loader, None, None, [device], experiment(name, "pytorch"))
     return watched(loader, lambda: record(parts, **{"progress": False, **output}),
@@ -103,13 +103,7 @@ def read_loader(loader) -> tuple[dict, dict]:
         if not getattr(dataset, "course_dataset", False):
             found["dataset"] = OWN
         facts.update(dataset=type(dataset).__name__, images=len(dataset))
-        try:
-            shape = [int(d) for d in dataset[0][0].shape]
-            facts["image_shape"] = shape
-            if found.get("dataset") == OWN and len(shape) == 3:
-                found["image_size"] = shape[-1]
-        except Exception:  # a dataset that cannot be indexed: nothing more to read
-            pass
+        read_sample(dataset, found, facts)
         return found, facts
     if hasattr(loader, "batch_size") and hasattr(loader, "images"):  # GpuLoader
         facts.update(images=int(loader.images.shape[0]), device=str(loader.device))
@@ -154,7 +148,3 @@ def total(parts: list) -> torch.Tensor:
 def _all_reduce(tensor):
     dist.all_reduce(tensor)  # every process's sums added up
     return tensor
-
-
-def _ampere(device) -> bool:
-    return torch.cuda.get_device_capability(device) >= (8, 0)  # TF32 from Ampere on
