@@ -15,7 +15,7 @@ from ...env.cores import threads_per_process
 from ...scale.localhosts import LocalJob, child_env, free_port, host_gpus, wait_all
 from ...measure.records import runs_root, load_run
 from ..common import read_logs
-from .launch import _first_error
+from .ddp import _first_error
 from .devices import gpu_count
 
 

@@ -51,7 +51,7 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
         if any(x is not None for x in (net, train_iter, val_iter)):
             raise ValueError(f"with {len(here.devices)} devices each DistributedDataParallel process builds "
                              "its own: pass none of net, train_iter, val_iter")
-        from .launch import launch
+        from .ddp import launch
         return launch(here.requested.replace(num_gpus=len(here.devices)), runs_dir=out.runs_dir,
                       verbose=out.verbose)
     ran, (device,) = here.cfg, here.devices
