@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 from ...config import Experiment, check_gpus
 from ...env.cores import check_training_processes
-from ...measure.provenance import Parts
+from ...measure.provenance import Parts, notice as provenance_notice
 from ...measure.records import OutOfMemory, load_run, runs_root, update_meta
 from ...scale.localhosts import backend, child_env
 from ..common import rank_epochs
@@ -44,9 +44,6 @@ def _stop(signum, frame):
     raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
-TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE")   # what torchrun sets a process
-
-
 def main(argv: list[str] | None = None) -> int:
     """One DDP process (torchrun sets RANK, LOCAL_RANK and WORLD_SIZE)."""
     from .train import build_loaders, effective_config, fit
@@ -59,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     cfg = Experiment.from_dict(json.loads(Path(args.config).read_text()))
-    missing = [v for v in TORCHRUN_VARIABLES if not os.environ.get(v, "").strip().isdigit()]
+    missing = [v for v in ("RANK", "LOCAL_RANK", "WORLD_SIZE")
+               if not os.environ.get(v, "").strip().isdigit()]
     if missing:
         said = ", ".join(f"{v}={os.environ.get(v)!r}" for v in missing)
         raise ValueError(f"{said}: need whole numbers; start it with torchrun (`gpu-course distributed`)")
@@ -89,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                 Path(args.result_file).write_text(str(rec.record.path))
         rows = []  # this rank's epoch timings
         parts = Parts(net, train_iter, val_iter, None, [device], cfg,
-                      notice=" ".join(n for n in (notice, changed) if n) or None)
+                      notice=provenance_notice(notice, changed))
         run = fit(parts, on_start=started, runs_dir=args.runs_dir, progress=False,
                   verbose=not args.quiet, on_epoch=rows.append)
         ranks = gather_rank_timings(rows, local_rank)

@@ -84,9 +84,8 @@ class GpuLoader:
             order = torch.arange(self.rank, n, self.world_size)
             zeros = torch.zeros(len(order), dtype=torch.int64)
             return {"order": order, "dy": zeros, "dx": zeros, "flip": zeros.bool()}
-        order = torch.randperm(n, generator=g)
         per_rank = n // self.world_size  # every rank the same number of steps
-        order = order[self.rank * per_rank:(self.rank + 1) * per_rank]
+        order = torch.randperm(n, generator=g)[self.rank * per_rank:(self.rank + 1) * per_rank]
         offsets = torch.randint(0, 2 * pad + 1, (2, per_rank), generator=g)
         flip = torch.rand(per_rank, generator=g) < 0.5 if self.augmented \
             else torch.zeros(per_rank, dtype=torch.bool)
@@ -95,8 +94,8 @@ class GpuLoader:
     def device_plan(self, epoch: int, plan: dict | None = None) -> torch.Tensor:
         """The epoch's plan on the device: int64 [5, n] (sample, row, column, flip, label)."""
         plan = self.plan(epoch) if plan is None else plan
-        plan = torch.stack([plan["order"], plan["dy"], plan["dx"], plan["flip"].long()])
-        plan = plan.to(self.device, non_blocking=True)
+        plan = torch.stack([plan["order"], plan["dy"], plan["dx"], plan["flip"].long()]).to(
+            self.device, non_blocking=True)
         return torch.cat([plan, self.labels[plan[0]][None]])
 
     def cut(self, columns: torch.Tensor):
@@ -106,8 +105,7 @@ class GpuLoader:
         y = dy[:, None] + self._rows
         x = torch.addcmul(dx[:, None] + self._cols, flip[:, None], self._flip_shift)
         if self.channels_last:  # [B, H, W, C] gathered, seen as NCHW: channels_last
-            batch = self.images[idx[:, None, None], y[:, :, None], x[:, None, :]]
-            batch = batch.permute(0, 3, 1, 2)
+            batch = self.images[idx[:, None, None], y[:, :, None], x[:, None, :]].permute(0, 3, 1, 2)
         else:  # [B, C, H, W] gathered directly
             batch = self.images[idx[:, None, None, None], y[:, None, :, None],
                                 x[:, None, None, :], self._channels[None, :, None, None]]

@@ -15,8 +15,8 @@ KINDS = ("loose", "preresized", "packed", "memory", "gpu")
 
 
 class LazyImages:
-    """Images fetched one at a time from a source, looking like the array `ImageDataset`
-    expects; the last fetch's label travels with it (skip_corrupt may move on)."""
+    """A source's images as the array `ImageDataset` expects, fetched one at a time; the last
+    fetch's label travels with it (skip_corrupt may move on)."""
 
     ndim, dtype = 4, np.dtype(np.uint8)
 
@@ -64,13 +64,17 @@ def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
         source = packed.PackedSource(packed.ensure_packed(train_index, size, **common),
                                      skip_corrupt=skip_corrupt)
     if kind == "memory":
-        pack = packed.PackedArray(packed.ensure_packed(train_index, size, **common))
-        train = ImageDataset(pack.load(), pack.labels, cfg.augment, cfg.seed)
+        train = _in_memory(packed.ensure_packed(train_index, size, **common), cfg.augment, cfg.seed)
         train.skipped = None
     else:
         train = SourceDataset(source, size, cfg.augment, cfg.seed)
-    val = packed.PackedArray(packed.ensure_packed(val_index, size, **common))
-    return train, ImageDataset(val.load(), val.labels, "none", cfg.seed)
+    return train, _in_memory(packed.ensure_packed(val_index, size, **common), "none", cfg.seed)
+
+
+def _in_memory(pack_path, augment: str, seed: int) -> ImageDataset:
+    """The packed images read into memory in one sequential pass."""
+    pack = packed.PackedArray(pack_path)
+    return ImageDataset(pack.load(), pack.labels, augment, seed)
 
 
 class OrderSampler(order.EpochSampler, Sampler):

@@ -72,21 +72,19 @@ class MemoryMeter:
                + ([Part.GRADIENTS.value] if grads_held else []),
                "held": [], "peak": [], "at_peak": {}, "most": {}, "files": [],
                "device_total": None, "allocator": None}
-        allocator = []
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(readings):
-                last = i == readings - 1
-                path = Path(folder if (last and folder) else tmp) / TIMELINE
+                keep = folder is not None and i == readings - 1   # the last reading's files stay
+                path = Path(folder if keep else tmp) / TIMELINE
                 if self.cuda:
                     torch.cuda.reset_peak_memory_stats(self.device)
                     held = torch.cuda.memory_allocated(self.device) - self.base
-                    if last and folder:
+                    if keep:
                         torch.cuda.memory._record_memory_history(max_entries=SNAPSHOT_ENTRIES)
                 timeline = self._profiled(step, path)
                 if self.cuda:
                     peak = torch.cuda.max_memory_allocated(self.device) - self.base
-                    allocator.append(peak)
-                    if last and folder:
+                    if keep:
                         torch.cuda.memory._dump_snapshot(str(Path(folder) / SNAPSHOT))
                         torch.cuda.memory._record_memory_history(enabled=None)
                         out["files"].append(SNAPSHOT)
@@ -97,10 +95,10 @@ class MemoryMeter:
                 for key in ("at_peak", "most"):
                     for part, value in timeline[key].items():
                         out[key].setdefault(part.value, []).append(value)
-                if last and folder and (Path(folder) / TIMELINE).exists():
+                if keep and path.exists():
                     out["files"].append(TIMELINE)
         if self.cuda:
-            out["allocator"] = {"peak": allocator,
+            out["allocator"] = {"peak": list(out["peak"]),
                                 "reserved": torch.cuda.memory_reserved(self.device),
                                 "retries": int(torch.cuda.memory_stats(self.device)
                                                .get("num_alloc_retries", 0))}

@@ -85,14 +85,19 @@ def _after_warmup(optimizer, warm: int, main):
 
 def lr_curve(cfg: Experiment, steps_per_epoch: int) -> list[float]:
     """The learning rate of every update of the run, for `plots.lr_schedule`."""
-    scheduler = lr_scheduler(cfg, steps_per_epoch)
-    optimizer = scheduler.optimizer
-    lrs = []
+    return [lr for lr, _ in hyper_steps(cfg, steps_per_epoch)]
+
+
+def hyper_steps(cfg: Experiment, steps_per_epoch: int, optimizer=None) -> list[tuple]:
+    """(lr, momentum) of every update, stepped through on a twin of `optimizer` (None: SGD)."""
+    twin = optimizer and type(optimizer)([torch.zeros(1, requires_grad=True)], **optimizer.defaults)
+    scheduler = lr_scheduler(cfg, steps_per_epoch, twin)
+    group, rows = scheduler.optimizer.param_groups[0], []
     for _ in range(cfg.epochs * steps_per_epoch):
-        lrs.append(optimizer.param_groups[0]["lr"])
-        optimizer.step()  # no gradients: changes nothing, but keeps PyTorch's order check
+        rows.append((group["lr"], group["momentum"]))
+        scheduler.optimizer.step()  # no gradients: changes nothing, keeps PyTorch's order check
         scheduler.step()
-    return lrs
+    return rows
 
 
 EPS = 1e-9   # in the trust ratio's denominator: never a division by zero

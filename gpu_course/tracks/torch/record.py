@@ -24,13 +24,12 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
     cfg, net, train_iter, optimizer = parts.cfg, parts.net, parts.train_iter, parts.optimizer
     devices = [torch.device(d) for d in parts.devices]
     rank, world_size = place()
-    if cfg.engine != "pytorch":
-        cfg = cfg.replace(engine="pytorch")
-    if cfg.threads is not None and cfg.threads != torch.get_num_threads():
-        runs = torch.get_num_threads()
+    cfg = cfg.replace(engine="pytorch") if cfg.engine != "pytorch" else cfg
+    runs = torch.get_num_threads()
+    if cfg.threads is not None and cfg.threads != runs:
         raise ValueError(f"threads={cfg.threads} in the Experiment, but this process runs {runs} intra-op threads: "
                          f"call torch.set_num_threads({cfg.threads}) first, or leave threads at None")
-    facts = {"threads": {"intra_op": torch.get_num_threads(),
+    facts = {"threads": {"intra_op": runs,
                          "inter_op": torch.get_num_interop_threads(),
                          **{k: os.environ.get(k) for k in THREAD_VARIABLES if os.environ.get(k)}},
              "cpu_count": os.cpu_count(), "world_size": world_size,
@@ -56,15 +55,14 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
                                    provenance.OWN_DATA_FIELDS if found.get("dataset") else ())
     if optimizer is not None:
         facts["optimizer"] = read_optimizer(optimizer)
-    leader, cuda = rank == 0, devices[0].type == "cuda"
     return Harness(cfg, Ran(engine="pytorch", devices=describe(devices),
                             device_notice=parts.notice, downgrades=tuple(parts.downgrades or ()),
                             facts=facts),
                    Device(read=lambda t: t.item(), total=total,
                           reduce=_all_reduce if world_size > 1 else None,
-                          events=StepEvents() if cuda else None),
-                   replace(out, progress=out.progress and leader, verbose=out.verbose and leader,
-                           monitor=out.monitor and leader, record=out.record and leader))
+                          events=StepEvents() if devices[0].type == "cuda" else None),
+                   replace(out, **{k: getattr(out, k) and rank == 0  # rank 0 records under DDP
+                                   for k in ("progress", "verbose", "monitor", "record")}))
 
 
 def watch(loader, net=None, name: str = "watch", **output):
@@ -80,9 +78,8 @@ def read_network(net) -> tuple[dict, dict]:
     """(config fields, facts) of a network."""
     inner = getattr(net, "_orig_mod", net)
     inner = getattr(inner, "module", inner)  # DistributedDataParallel
-    model = getattr(inner, "course_model", None)
-    found = {"model": model if model else OWN}
-    if getattr(net, "_orig_mod", None) is not None:
+    found = {"model": getattr(inner, "course_model", None) or OWN}
+    if hasattr(net, "_orig_mod"):
         found["graph"] = Graph.HYBRID
     last = [m for m in inner.modules() if isinstance(m, torch.nn.Linear)]
     return found, {"class": type(inner).__name__,
@@ -132,17 +129,14 @@ class StepEvents:
         self.events.append(event)
 
     def times(self) -> list:
-        pairs = zip(self.events, self.events[1:])
-        return [a.elapsed_time(b) / 1000 for a, b in pairs]  # ms -> s; synced already
+        return [a.elapsed_time(b) / 1000 for a, b in zip(self.events, self.events[1:])]  # synced
 
 
 def total(parts: list) -> torch.Tensor:
     """The steps' values added in one or two operations (0-d stacked, per-image joined)."""
     if not isinstance(parts[0], torch.Tensor):  # a loop that handed in Python numbers
         return sum(parts)
-    if parts[0].dim() == 0:
-        return torch.stack(parts).sum()
-    return torch.cat(parts).sum()
+    return (torch.stack(parts) if parts[0].dim() == 0 else torch.cat(parts)).sum()
 
 
 def _all_reduce(tensor):

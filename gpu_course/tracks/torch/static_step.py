@@ -13,7 +13,7 @@ from torch import nn
 from ...config import Experiment, Graph
 from .gpu_loader import GpuLoader
 from .loop import AMP_DTYPES
-from .optim import LARS, lr_scheduler
+from .optim import LARS, hyper_steps
 
 WARMUP_STEPS = 3  # eager steps before capture: compile, cuDNN autotuning, optimizer state
 
@@ -46,19 +46,6 @@ def side_stream(side, device):
     current.wait_stream(side)
 
 
-def schedule_table(optimizer, cfg: Experiment, steps_per_epoch: int) -> torch.Tensor:
-    """[steps, 2]: the (lr, momentum) of every update, stepped through on a twin optimizer."""
-    twin = type(optimizer)([torch.zeros(1, requires_grad=True)], **optimizer.defaults)
-    scheduler = lr_scheduler(cfg, steps_per_epoch, twin)
-    rows = []
-    for _ in range(cfg.epochs * steps_per_epoch):
-        group = twin.param_groups[0]
-        rows.append((group["lr"], group["momentum"]))
-        twin.step()  # no gradient: changes nothing, keeps the scheduler's order check quiet
-        scheduler.step()
-    return torch.tensor(rows, dtype=torch.float32)
-
-
 class StaticStep:
     """One training step, eager at first, then a CUDA graph replay on a GPU."""
 
@@ -70,7 +57,8 @@ class StaticStep:
         self.use_graph = device.type == "cuda" if use_graph is None else use_graph
         self.amp_dtype = AMP_DTYPES[cfg.dtype]
         self.loss_fn = nn.CrossEntropyLoss()
-        self.host_table = schedule_table(optimizer, cfg, steps)  # read at epoch ends
+        # [steps, 2]: every update's (lr, momentum), read at epoch ends
+        self.host_table = torch.tensor(hyper_steps(cfg, steps, optimizer), dtype=torch.float32)
         self.table = self.host_table.to(device)                  # one copy per run
         self.hyper = torch.zeros(2, device=device)  # this step's lr, momentum
         for group in optimizer.param_groups:  # the optimizer reads them at each step

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import torch
 from torch import nn
+from torch._dynamo.utils import counters
 
 from ...data.folder import CorruptImage
 from ...env.cores import check_loader_workers
@@ -69,8 +70,7 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
 def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
             ) -> provenance.Resolved:
     """cfg resolved once for this machine: devices, the config that runs, what changed."""
-    if cfg.engine != "pytorch":
-        cfg = cfg.replace(engine="pytorch")
+    cfg = cfg.replace(engine="pytorch") if cfg.engine != "pytorch" else cfg
     found = None
     check_loader_workers(cfg.num_workers)   # before a worker is forked
     if devices is None:
@@ -130,7 +130,7 @@ def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
     if cfg.graph == Graph.EAGER or is_compiled(model):
         return model
     torch._dynamo.reset()
-    reset_compile_stats()   # the record keeps this run's counts
+    counters.clear()   # the record keeps this run's counts
     backend = compile_backend()
     if backend == "inductor" and cfg.graph == "static" and device.type == "cuda" and cuda_graphs:
         compiled = torch.compile(model, mode="reduce-overhead", dynamic=False)
@@ -152,8 +152,9 @@ def fit(parts: provenance.Parts, on_start=None, **output):
     if cfg.channels_last:  # NHWC: the layout tensor-core convolutions read directly
         net = net.to(memory_format=torch.channels_last)
     steps = steps_per_epoch(train_iter, cfg.train_size, cfg.batch_size)
+    steps = min(steps, cfg.max_steps or steps)
     optimizer = parts.optimizer if parts.optimizer is not None else make_optimizer(net, cfg)
-    scheduler = lr_scheduler(cfg, min(steps, cfg.max_steps or steps), optimizer)
+    scheduler = lr_scheduler(cfg, steps, optimizer)
     model = net
     if world_size > 1:  # rank-local BatchNorm statistics; gradients in the all-reduce buckets
         with warnings.catch_warnings():  # PyTorch advises broadcast_buffers=False, then warns
@@ -175,8 +176,7 @@ def fit(parts: provenance.Parts, on_start=None, **output):
                 with warnings.catch_warnings():  # GradScaler skips the first steps: expected
                     warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step")
                     if whole_step:  # the tuned rung: the whole step as one CUDA graph
-                        stepper = static_step.StaticStep(
-                            model, optimizer, train_iter, cfg, min(steps, cfg.max_steps or steps))
+                        stepper = static_step.StaticStep(model, optimizer, train_iter, cfg, steps)
                         static_step.run_epochs(rec, stepper, lambda: evaluate(
                             net, val_iter, [device], cfg.dtype, cfg.channels_last))
                     else:
@@ -216,15 +216,8 @@ def compile_backend() -> str:
     return backend
 
 
-def reset_compile_stats() -> None:
-    """Forget what earlier compilations counted (before a run compiles its network)."""
-    from torch._dynamo.utils import counters
-    counters.clear()
-
-
 def compile_stats() -> dict:
-    """What torch.compile did since `reset_compile_stats`: graphs, graph breaks, recompiles."""
-    from torch._dynamo.utils import counters
+    """What torch.compile did since `compile_model`: graphs, graph breaks, recompiles."""
     graphs = int(counters["stats"].get("unique_graphs", 0))
     frames = int(counters["frames"].get("ok", 0))
     return {"graphs": graphs, "graph_breaks": int(sum(counters["graph_break"].values())),
