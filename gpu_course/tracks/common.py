@@ -39,3 +39,13 @@ def read_sample(dataset, found: dict, facts: dict) -> None:
     facts["image_shape"] = shape
     if found.get("dataset") == OWN and len(shape) == 3:
         found["image_size"] = shape[-1]
+
+
+def memory_note(readings: int, counter, device, computed: dict, held_parts) -> dict:
+    """The run's "memory" note (`analyse.memory`), its `readings` steps' values to fill in."""
+    if readings < 1:
+        raise ValueError(f"readings={readings} must be at least 1 (measured steps)")
+    return {"counter": counter.value, "device": str(device),
+            "computed": {part.value: n for part, n in computed.items()},
+            "held_parts": [part.value for part in held_parts], "held": [], "peak": [],
+            "at_peak": {}, "most": {}, "files": [], "device_total": None, "allocator": None}

@@ -62,18 +62,13 @@ def image_dataset(images: np.ndarray, labels: np.ndarray) -> ArrayDataset:
 def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> DataLoader:
     """A DataLoader of cfg.batch_size images per device; training batches shuffled (or drawn
     by `sampler`), the last short one dropped; a dead worker raises WorkerDied."""
-    check_batches(len(dataset), cfg.global_batch, cfg, train)
+    if train and len(dataset) < cfg.global_batch:  # zero steps per epoch otherwise
+        raise ValueError(f"batch_size={cfg.batch_size} gives {cfg.global_batch} images per step, but the "
+                         f"training set has only {len(dataset)}: lower batch_size or raise train_size")
     return WatchedDataLoader(dataset, batch_size=cfg.global_batch,
                              shuffle=train and sampler is None, sampler=sampler,
                              last_batch="discard" if train else "keep",
                              num_workers=cfg.num_workers, thread_pool=False)
-
-
-def check_batches(images: int, batch: int, cfg: Experiment, train: bool = True) -> None:
-    """A training set smaller than one batch gives zero steps per epoch: say so."""
-    if train and images < batch:
-        raise ValueError(f"batch_size={cfg.batch_size} gives {batch} images per step, but the training set "
-                         f"has only {images}: lower batch_size or raise train_size")
 
 
 WorkerDied = LoaderWorkerDied  # a worker process ended while the loop waited for its batch

@@ -64,7 +64,8 @@ def wait_for_scheduler(env) -> None:
             if time.monotonic() >= deadline:
                 raise RuntimeError(
                     f"no parameter-server scheduler at DMLC_PS_ROOT_URI={host} DMLC_PS_ROOT_PORT={port} after "
-                    f"{SCHEDULER_WAIT_S:g} s ({err.strerror or err}): start one, or unset DMLC_ROLE") from None
+                    f"{SCHEDULER_WAIT_S:g} s ({err.strerror or err}): start one, or unset DMLC_ROLE"
+                ) from None
             time.sleep(0.5)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ...analyse.memory import Counter, Part
 from ...measure import process_memory
+from ..common import memory_note
 
 
 def nbytes(arrays) -> int:
@@ -67,17 +68,11 @@ class MemoryMeter:
 
     def measure(self, rec, step, inputs=(), readings: int = 3) -> dict:
         """Run `step()` `readings` times, each read alone, and note the memory in rec."""
-        if readings < 1:
-            raise ValueError(f"readings={readings} must be at least 1 (measured steps)")
+        out = memory_note(readings, Counter.MXNET_GPU if self.gpu else Counter.PROCESS, self.device,
+                          counted(self.net, self.trainer, inputs),
+                          (Part.PARAMETERS, Part.GRADIENTS, Part.OPTIMIZER, Part.INPUT))
         if not self.gpu and not process_memory.available():
             raise RuntimeError("no peak-memory counter here: lesson 14's CPU counter needs Linux 4.0 or later")
-        out = {"counter": (Counter.MXNET_GPU if self.gpu else Counter.PROCESS).value,
-               "device": str(self.device),
-               "computed": {k.value: v for k, v in counted(self.net, self.trainer, inputs).items()},
-               "held_parts": [p.value for p in (Part.PARAMETERS, Part.GRADIENTS, Part.OPTIMIZER,
-                                                Part.INPUT)],
-               "held": [], "peak": [], "at_peak": {}, "most": {}, "files": [],
-               "device_total": None, "allocator": None}
         for _ in range(readings):
             mx.nd.waitall()
             out["held"].append(self._used() - self.base)

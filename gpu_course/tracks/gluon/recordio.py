@@ -32,16 +32,14 @@ def pack_recordio(index: FolderIndex, out, size: int, workers: int | None = None
     try:
         tasks = [(str(index.path(i)), size, QUALITY) for i in range(len(index))]
         for i, (jpeg, error) in enumerate(parallel_map(_encode_task, tasks, workers=workers,
-                                                       progress=progress,
-                                                       desc=f"packing {rec.name}")):
+                                                       progress=progress, desc=f"packing {rec.name}")):
             if error is not None:
                 if not skip_corrupt:
                     raise CorruptImage(index.path(i), error)
                 skipped.append((index.paths[i], error))
                 continue
             key = len(sources)  # record keys are 0..N-1, in order
-            header = recordio.IRHeader(0, float(index.labels[i]), key, 0)
-            writer.write_idx(key, recordio.pack(header, jpeg))
+            writer.write_idx(key, recordio.pack(recordio.IRHeader(0, float(index.labels[i]), key, 0), jpeg))
             sources.append((index.paths[i], int(index.labels[i])))
         writer.close()
         if not sources:
@@ -54,8 +52,7 @@ def pack_recordio(index: FolderIndex, out, size: int, workers: int | None = None
     finally:
         writer.close()
         for path in tmp.values():
-            if path.exists():
-                path.unlink()
+            path.unlink(missing_ok=True)
     return PrepResult(rec, len(sources), skipped, time.perf_counter() - start,
                       rec.stat().st_size + idx.stat().st_size)
 
@@ -67,8 +64,7 @@ def _encode_task(task):
         image = load_image(path, size)
     except DataError as err:
         return None, str(err)
-    buffer = io.BytesIO()
-    Image.fromarray(image).save(buffer, "JPEG", quality=quality)
+    Image.fromarray(image).save(buffer := io.BytesIO(), "JPEG", quality=quality)
     return buffer.getvalue(), None
 
 

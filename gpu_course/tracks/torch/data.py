@@ -31,8 +31,7 @@ class ImageDataset(Dataset):
         if augment not in ("none", "standard", "heavy"):
             raise ValueError(f"augment={augment!r} is not allowed; allowed: none, standard, heavy")
         if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
-            raise ValueError(f"images must be uint8 [N, H, W, 3], got {images.dtype} "
-                             f"{list(images.shape)}")
+            raise ValueError(f"images must be uint8 [N, H, W, 3], got {images.dtype} {list(images.shape)}")
         self.images, self.labels = images, np.asarray(labels, dtype=np.int64)
         self.augment, self.seed = augment, seed
         self.mean = torch.tensor(course_data.CIFAR_MEAN).view(3, 1, 1)

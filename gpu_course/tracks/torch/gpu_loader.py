@@ -31,8 +31,7 @@ class Batches:
 
     def __post_init__(self):
         if self.augment not in ("none", "standard", "heavy"):
-            raise ValueError(f"augment={self.augment!r} is not allowed; allowed: none, "
-                             "standard, heavy")
+            raise ValueError(f"augment={self.augment!r} is not allowed; allowed: none, standard, heavy")
         if self.batch_size < 1:
             raise ValueError(f"batch_size={self.batch_size!r} must be >= 1")
 
@@ -50,8 +49,7 @@ class GpuLoader:
         self.pad = PAD if self.augmented else 0
         images = _tensor(images)
         if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != torch.uint8:
-            raise ValueError(f"images must be uint8 [N, H, W, 3], got {images.dtype} "
-                             f"{list(images.shape)}")
+            raise ValueError(f"images must be uint8 [N, H, W, 3], got {images.dtype} {list(images.shape)}")
         self.size = images.shape[1:3]
         # one copy to the device for the whole run, padded once, kept NHWC: a batch cut
         # from it and permuted to NCHW is channels_last as it is, with no extra copy

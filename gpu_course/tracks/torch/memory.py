@@ -15,6 +15,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from ...analyse.memory import Counter, Part
+from ..common import memory_note
 
 TIMELINE = "memory_timeline.json"
 SNAPSHOT = "memory_snapshot.pickle"
@@ -61,17 +62,11 @@ class MemoryMeter:
 
     def measure(self, rec, step, inputs=(), readings: int = 3) -> dict:
         """Run `step()` `readings` times, each read alone, and note the memory in rec."""
-        if readings < 1:
-            raise ValueError(f"readings={readings} must be at least 1 (measured steps)")
+        grads = (Part.GRADIENTS,) if any(p.grad is not None for p in self.net.parameters()) else ()
+        out = memory_note(readings, Counter.CUDA if self.cuda else Counter.PROFILER, self.device,
+                          counted(self.net, self.optimizer, inputs),
+                          (Part.PARAMETERS, Part.OPTIMIZER, Part.INPUT, *grads))
         folder = rec.record.path if getattr(rec, "record", None) is not None else None
-        grads_held = any(p.grad is not None for p in self.net.parameters())
-        out = {"counter": (Counter.CUDA if self.cuda else Counter.PROFILER).value,
-               "device": str(self.device),
-               "computed": {k.value: v for k, v in counted(self.net, self.optimizer, inputs).items()},
-               "held_parts": [p.value for p in (Part.PARAMETERS, Part.OPTIMIZER, Part.INPUT)]
-               + ([Part.GRADIENTS.value] if grads_held else []),
-               "held": [], "peak": [], "at_peak": {}, "most": {}, "files": [],
-               "device_total": None, "allocator": None}
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(readings):
                 keep = folder is not None and i == readings - 1   # the last reading's files stay

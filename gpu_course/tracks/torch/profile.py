@@ -33,10 +33,8 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
     if cfg.channels_last:
         net = net.to(memory_format=torch.channels_last)
     train_iter, _ = build_loaders(cfg, device)
-    cuda = device.type == "cuda"
+    cuda, raw, steps = device.type == "cuda", folder / "trace.json", wait + warmup + active
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    raw = folder / "trace.json"
-    steps = wait + warmup + active
     whole_step = static_step.applies(cfg, train_iter, optimizer) is None
     model = compile_model(net, cfg, device, cuda_graphs=not whole_step)
     if whole_step:  # compile and capture before the window, as the run does
@@ -44,14 +42,11 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
         epochs = max(cfg.epochs, -(-(steps + static_step.WARMUP_STEPS + 1) // per_epoch))
         stepper = static_step.StaticStep(model, optimizer, train_iter, cfg.replace(
             epochs=epochs), per_epoch)  # its LR table covers the window
-        epoch = 0
-        stepper.start_epoch(epoch)
+        stepper.start_epoch(0)
 
         def graph_step():
-            nonlocal epoch
-            if stepper.epoch_calls == stepper.steps:  # the epoch's plan is used up
-                epoch += 1
-                stepper.start_epoch(epoch)
+            if stepper.epoch_calls == stepper.steps:  # the epoch's plan is used up: the next
+                stepper.start_epoch(stepper.calls // stepper.steps)
             stepper.step()
         for _ in range(static_step.WARMUP_STEPS + 1):
             graph_step()
