@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import mxnet as mx
@@ -179,7 +180,6 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1,
 def _timings(work: Path) -> list[dict]:
     """Each worker's epoch timings (worker<rank>.json); one a dying worker left cut short is
     named and skipped, never hiding the others or the job's own error."""
-    import warnings
     found = []
     for path in sorted(work.glob("worker*.json")):
         try:
@@ -214,11 +214,10 @@ def _run_roles(worker_cmd, workers, servers, port, work: Path, threads: int, tim
 def _check(roles, codes, outputs, produced: bool) -> None:
     if any(c != 0 for c, role in zip(codes, roles) if role == "worker") or not produced:
         failed = next((i for i, c in enumerate(codes) if c), len(roles) - 1)
-        tail = outputs[failed][-3000:]
-        raise RuntimeError(f"{roles[failed]} process {failed} exited with {codes[failed]} (all: {codes}):\n{tail}")
+        raise RuntimeError(f"{roles[failed]} process {failed} exited with {codes[failed]} (all: {codes}):\n"
+                           f"{outputs[failed][-3000:]}")
 
 
-# -- what a push and pull cost ------------------------------------------------------
 KiB, MiB = 2**10, 2**20
 SIZES = tuple(4 * KiB * 4**i for i in range(7))  # 4 KiB .. 16 MiB
 
@@ -229,9 +228,8 @@ def bench_worker(sizes=SIZES, iters: int = 10) -> list[dict]:
     rows = []
     for key, nbytes in enumerate(sizes):
         x = mx.nd.ones((max(1, nbytes // 4),))
-        out = mx.nd.zeros_like(x)
+        out, times = mx.nd.zeros_like(x), []
         kv.init(key, x)
-        times = []
         for i in range(iters + 2):
             t0 = time.perf_counter()
             kv.push(key, x)

@@ -78,8 +78,7 @@ class StaticStep:
         self.hyper.copy_(self.table.index_select(0, step_in_run).view(2))
         x, y = self.loader.cut(self.plan.index_select(1, step_in_epoch).view(5, -1))
         with self._autocast():
-            out = self.model(x)
-            loss = self.loss_fn(out, y)
+            loss = self.loss_fn(out := self.model(x), y)
         loss.backward()
         self.optimizer.step()
         self.totals[0].add_(loss.detach(), alpha=self.batch_size)  # summed on the device
@@ -126,7 +125,9 @@ class StaticStep:
             if self.use_graph:
                 torch.cuda.synchronize(self.device)  # once: so setup_s is real
             self.setup_s = time.perf_counter() - self._t0
-            self.freeze_garbage()
+            python_gc.collect()   # freeze the ~1e5 objects compilation left (a collection: ~0.8 s)
+            python_gc.freeze()
+            self._frozen = True
 
     def capture(self) -> None:
         """Record step_fn as a CUDA graph (recording runs nothing; `replay()` runs it)."""
@@ -135,12 +136,6 @@ class StaticStep:
         self.optimizer.zero_grad(set_to_none=True)  # backward allocates the grads in the graph's pool
         with torch.cuda.graph(self.graph):
             self.step_fn()
-
-    def freeze_garbage(self) -> None:
-        """Freeze the ~1e5 objects compilation left (a collection over them costs ~0.8 s)."""
-        python_gc.collect()
-        python_gc.freeze()
-        self._frozen = True
 
     def close(self) -> None:
         if self._frozen:
