@@ -30,8 +30,12 @@ def steps_per_epoch(train_iter, images: int, per_step: int) -> int:
         return max(1, images // per_step)
 
 
-def read_sample(dataset, found: dict, facts: dict) -> None:
-    """A loader's first image: its shape into facts, its size into found for a user's dataset."""
+def read_dataset(dataset, found: dict, facts: dict) -> None:
+    """A loader's dataset: whose it is into found; its class, size and first image's shape into
+    facts (a user's dataset: its image size into found)."""
+    if not getattr(dataset, "course_dataset", False):
+        found["dataset"] = OWN
+    facts.update(dataset=type(dataset).__name__, images=len(dataset))
     try:
         shape = [int(d) for d in dataset[0][0].shape]
     except Exception:  # a dataset that cannot be indexed: nothing more to read

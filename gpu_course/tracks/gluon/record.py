@@ -10,7 +10,7 @@ from ...measure import provenance
 from ...config import OPTIMIZERS, OWN
 from ...measure.harness import Device, Harness, Output, Ran
 from ...measure.watch_loop import experiment, watched
-from ..common import read_sample
+from ..common import read_dataset
 from .devices import check_threads, operator_threads
 from .models import dtype_of, graph_of
 
@@ -82,11 +82,8 @@ def read_loader(loader, num_devices: int) -> tuple[dict, dict]:
     found = {"num_workers": loader._num_workers, "train_size": len(dataset)}
     if isinstance(batch, int) and batch % num_devices == 0:
         found["batch_size"] = batch // num_devices
-    if not getattr(dataset, "course_dataset", False):
-        found["dataset"] = OWN
-    facts = {"class": type(loader).__name__, "dataset": type(dataset).__name__,
-             "images": len(dataset), "global_batch": batch}
-    read_sample(dataset, found, facts)
+    facts = {"class": type(loader).__name__, "global_batch": batch}
+    read_dataset(dataset, found, facts)
     return found, facts
 
 

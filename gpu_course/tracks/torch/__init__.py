@@ -1,6 +1,5 @@
 """The PyTorch track: `from gpu_course import torch as gc`, the same public names as
-`gpu_course.tracks.gluon` plus LARS, Signum, GpuLoader, lr_curve and make_optimizer, each
-loaded on first use (`tracks.Names`)."""
+`gpu_course.tracks.gluon` plus LARS, Signum, GpuLoader, lr_curve and make_optimizer."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -11,7 +11,7 @@ from ...measure import provenance
 from ...config import OWN, Graph
 from ...measure.harness import Device, Harness, Output, Ran
 from ...measure.watch_loop import experiment, watched
-from ..common import read_sample
+from ..common import read_dataset
 from .devices import describe, place
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME")
@@ -97,10 +97,7 @@ def read_loader(loader) -> tuple[dict, dict]:
         if loader.num_workers > 0:
             found.update(persistent_workers=bool(loader.persistent_workers),
                          prefetch_factor=loader.prefetch_factor)
-        if not getattr(dataset, "course_dataset", False):
-            found["dataset"] = OWN
-        facts.update(dataset=type(dataset).__name__, images=len(dataset))
-        read_sample(dataset, found, facts)
+        read_dataset(dataset, found, facts)
         return found, facts
     if hasattr(loader, "batch_size") and hasattr(loader, "images"):  # GpuLoader
         facts.update(images=int(loader.images.shape[0]), device=str(loader.device))
