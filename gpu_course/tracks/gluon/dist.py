@@ -19,7 +19,7 @@ from pathlib import Path
 
 import mxnet as mx
 import numpy as np
-from mxnet import autograd, gluon
+from mxnet import gluon
 
 from ...config import Experiment
 from ...env.cores import threads_per_process
@@ -32,7 +32,7 @@ from .io_data import load_datasets
 from .devices import effective_config, gpu_count, on_gpu, try_devices
 from .models import get_model, prepare
 from .optim import optimizer_params
-from .loop import evaluate, split
+from .loop import evaluate, forward_backward, split
 
 ROLES = ("scheduler", "server", "worker")
 SCHEDULER_WAIT_S = 120.0  # a job's roles start in any order: how long a worker waits
@@ -123,16 +123,11 @@ def _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps, work
         for data, label in h.batches(train_iter, total=steps):
             xs, ys = split(data, label, devices, cfg.dtype)
             n = sum(y.shape[0] for y in ys)
-            with autograd.record():
-                outputs = [net(x) for x in xs]
-                losses = [loss_fn(out.astype("float32", copy=False), y)
-                          for out, y in zip(outputs, ys)]
-            autograd.backward(losses)
+            losses, correct = forward_backward(net, loss_fn, xs, ys)
             trainer.step(n * workers)  # the servers sum all workers' gradients
             # the job's images; loss and accuracy are this shard's, scaled to them
             h.step(n * workers, loss_sum=[loss.sum() * workers for loss in losses],
-                   correct=[(out.argmax(axis=1) == y.astype(out.dtype)).sum() * workers
-                            for out, y in zip(outputs, ys)])
+                   correct=[c * workers for c in correct])
             # the step's sync point: its time holds the push, the update and the pull
             mx.nd.waitall()
         # sync point: waits for the last pull, so the epoch's time is real
