@@ -6,7 +6,7 @@ import cProfile
 from pathlib import Path
 
 import mxnet as mx
-from mxnet import autograd, gluon
+from mxnet import gluon
 
 from ...analyse import profiling
 from .data import make_loader
@@ -14,7 +14,7 @@ from .io_data import load_datasets
 from .devices import effective_config, try_devices
 from .models import get_model, prepare
 from .optim import make_trainer
-from .loop import split
+from .loop import forward_backward, split
 
 NO_PROFILER = "this MXNet build has PROFILER off (the pip CPU wheel does): the steps ran under cProfile ({prof})"
 
@@ -35,9 +35,7 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
 
     def step():
         xs, ys = split(*next(batches), devices, cfg.dtype)
-        with autograd.record():
-            losses = [loss_fn(net(x), y) for x, y in zip(xs, ys)]
-        autograd.backward(losses)
+        forward_backward(net, loss_fn, xs, ys)   # the step as the run's loop takes it
         trainer.step(sum(y.shape[0] for y in ys))
         mx.nd.waitall()   # sync point: the step's work ends inside the profiled window
 
