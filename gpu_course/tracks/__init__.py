@@ -1,10 +1,5 @@
-"""The track adapters, gluon and torch, with the same public names.
-
-A track's names are loaded on first use (`Names`): a process that needs one of its modules
-(a DDP worker, a benchmark in a fresh process) imports that module and what it needs, not
-the lessons, pandas or the compiler. `from gpu_course import torch as gc` (a notebook's
-import) loads them all at once.
-"""
+"""The track adapters, gluon and torch, with the same public names, each loaded on first
+use (`Names`): a DDP worker imports what it needs, not the lessons, pandas or the compiler."""
 import importlib
 import sys
 import types
@@ -20,7 +15,7 @@ SHARED = {"sizes": "lessons:sizes", "show": "lessons:show", "conclude": "lessons
           "memory_of": "analyse.memory:memory_of", "load_run": "measure.records:load_run",
           "load_runs": "measure.records:load_runs", "Workload": "measure.timing:Workload"}
 # each track's own modules: {name: "module:attribute"}, modules of the track's package
-TRACK = {"make_loader": "data", "load_data": "datasets", "load_datasets": "datasets",
+TRACK = {"make_loader": "data", "load_data": "io_data", "load_datasets": "io_data",
          "prepare_data": "io_data", "gpu_count": "devices", "try_devices": "devices",
          "inference_net": "inference", "time_inference": "inference", "get_model": "models",
          "profile_steps": "profile", "lr_scheduler": "optim", "evaluate": "loop",
@@ -42,9 +37,8 @@ class Names:
         return ["Experiment", "solution", "sweep", "repeat", *self.where, *COURSE]
 
     def load_all(self) -> None:
-        """Import every module the names come from: what a notebook's `gc` uses, loaded
-        as it is imported, so that no Ctrl-C later cuts an import short (a half-imported
-        PyTorch fails every run after it)."""
+        """Import every module the names come from now, so that no Ctrl-C cuts an import
+        short later (a half-imported PyTorch fails every run after it)."""
         for place in self.where.values():
             importlib.import_module(place.split(":")[0])
 

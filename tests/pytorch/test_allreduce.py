@@ -14,7 +14,7 @@ def test_allreduce_numbers_are_positive_and_grow_with_message_size():
     # 4 KiB is latency-bound: 16,000 times the data takes far less than 16,000
     # times as long (the margin is wide for a machine busy with other work)
     assert large["algbw_GBps"] > 3 * small["algbw_GBps"]
-    assert "MiB" in allreduce.format_rows(rows) and len(allreduce.lecture_table()) == 6
+    assert "MiB" in allreduce.format_rows(rows) and len(allreduce.LECTURE_BANDWIDTHS) == 6
 
 
 def test_ddp_bucket_sweep_measures_steps_with_and_without_sync():

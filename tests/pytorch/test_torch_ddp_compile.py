@@ -39,7 +39,7 @@ def test_compiled_network_trains(small_cfg, monkeypatch, graph, recorded):
 def test_a_rank_out_of_memory_marks_rank0s_record_and_raises(small_cfg, runs_dir, monkeypatch):
     """Rank 1 ran out of memory and torchrun stopped rank 0 (its record: interrupted)."""
     from gpu_course.measure.records import OutOfMemory, Ran, RunRecord, load_run
-    from gpu_course.tracks.torch import launch as ddp  # the launcher side
+    from gpu_course.tracks.torch import ddp
 
     def fake_torchrun(command, env):
         record = RunRecord(small_cfg.to_dict(), Ran("pytorch"), runs_dir=runs_dir)
@@ -58,7 +58,7 @@ def test_a_rank_out_of_memory_marks_rank0s_record_and_raises(small_cfg, runs_dir
 
 
 def test_a_failed_worker_shows_its_own_traceback(small_cfg, monkeypatch):
-    from gpu_course.tracks.torch import launch as ddp  # the launcher side
+    from gpu_course.tracks.torch import ddp
     lines = ["[rank0]: Traceback (most recent call last):\n", "[rank0]:   File \"x.py\"\n",
              "[rank0]: ValueError: bad\n", "Traceback (most recent call last):\n",
              "  File \"run.py\"\n", "ChildFailedError:\n"]

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from gpu_course.tracks import torch as gc
-from gpu_course.tracks.torch.signum import Signum
+from gpu_course.tracks.torch.optim import Signum
 
 
 def step(opt, p, grad):

@@ -1,6 +1,5 @@
-"""The Gluon (Apache MXNet 1.9) track: `from gpu_course import gluon as gc`, the same
-public names as `gpu_course.tracks.torch`, so a lesson reads the same in both, each loaded on
-first use (`tracks.Names`)."""
+"""The Gluon (Apache MXNet 1.9) track: `from gpu_course import gluon as gc`, the same public
+names as `gpu_course.tracks.torch`, so a lesson reads the same in both (`tracks.Names`)."""
 from __future__ import annotations
 
 from .. import track

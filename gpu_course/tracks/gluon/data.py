@@ -1,5 +1,5 @@
-"""Gluon datasets and DataLoaders over the course's image arrays; GluonCV's CIFAR-10
-augmentation runs per image in the DataLoader's workers (`num_workers` is the knob)."""
+"""Gluon datasets and DataLoaders over the course's image arrays; GluonCV's augmentation
+runs per image in the loader's workers."""
 from __future__ import annotations
 
 import multiprocessing.connection
@@ -60,20 +60,15 @@ def image_dataset(images: np.ndarray, labels: np.ndarray) -> ArrayDataset:
 
 
 def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> DataLoader:
-    """A DataLoader of cfg.batch_size images per device; training batches shuffled (or
-    drawn by `sampler`), the last short one dropped; a dead worker raises WorkerDied."""
-    check_batches(len(dataset), cfg.global_batch, cfg, train)
+    """A DataLoader of cfg.batch_size images per device; training batches shuffled (or drawn
+    by `sampler`), the last short one dropped; a dead worker raises WorkerDied."""
+    if train and len(dataset) < cfg.global_batch:  # zero steps per epoch otherwise
+        raise ValueError(f"batch_size={cfg.batch_size} gives {cfg.global_batch} images per step, but the "
+                         f"training set has only {len(dataset)}: lower batch_size or raise train_size")
     return WatchedDataLoader(dataset, batch_size=cfg.global_batch,
                              shuffle=train and sampler is None, sampler=sampler,
                              last_batch="discard" if train else "keep",
                              num_workers=cfg.num_workers, thread_pool=False)
-
-
-def check_batches(images: int, batch: int, cfg: Experiment, train: bool = True) -> None:
-    """A training set smaller than one batch gives zero steps per epoch: say so."""
-    if train and images < batch:
-        raise ValueError(f"batch_size={cfg.batch_size} gives {batch} images per step, but the training set "
-                         f"has only {images}: lower batch_size or raise train_size")
 
 
 WorkerDied = LoaderWorkerDied  # a worker process ended while the loop waited for its batch
@@ -154,8 +149,8 @@ class WatchedDataLoader(DataLoader):
 
 
 def end_workers(*loaders) -> None:
-    """End the worker pools of these loaders now, on Ctrl-C or SIGTERM (the pool's own
-    clean-up could wait forever for a lock a dead worker held)."""
+    """End these loaders' worker pools now, on Ctrl-C or SIGTERM (the pool's own clean-up
+    could wait forever for a lock a dead worker held)."""
     for loader in loaders:
         pool = getattr(loader, "_worker_pool", None)
         if pool is not None and not isinstance(pool, multiprocessing.pool.ThreadPool):
@@ -163,9 +158,8 @@ def end_workers(*loaders) -> None:
 
 
 def _wait_for_an_exit(workers, timeout: float = 2.0) -> None:
-    """Wait until one of the workers has ended and its exit status can be read: a killed
-    worker's connections close an instant before that, and the run's error was then a
-    bare EOFError that did not say a worker died."""
+    """Wait until a worker has ended and its exit status can be read (its connections close
+    an instant before: the error would be a bare EOFError)."""
     ended = multiprocessing.connection.wait([w.sentinel for w in workers], timeout)
     for worker in workers:
         if worker.sentinel in ended:

@@ -1,14 +1,7 @@
-"""Several hosts with MXNet's parameter server: kvstore='dist_sync'.
-
-Each process learns its role (scheduler, server or worker) from DMLC_* variables, the
-contract of MXNet's launcher; servers sum the gradients and run the optimizer. Scheduler
-and servers run `python -c "import mxnet"`; each worker runs
-
-    python -m gpu_course.tracks.gluon.dist --config cfg.json --runs-dir runs
-
-On real hosts MXNet's tools/launch.py starts them over ssh (`commands`); `launch_local`
-runs the roles on 127.0.0.1.
-"""
+"""Several hosts with MXNet's parameter server (kvstore='dist_sync'): each process's role
+(scheduler, server, worker) comes from DMLC_* variables; servers sum the gradients and run
+the optimizer. A worker runs `python -m gpu_course.tracks.gluon.dist --config cfg.json
+--runs-dir runs`; `commands` starts a job on real hosts, `launch_local` on 127.0.0.1."""
 from __future__ import annotations
 
 import argparse
@@ -21,25 +14,28 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import mxnet as mx
 import numpy as np
-from mxnet import autograd, gluon
+from mxnet import gluon
 
 from ...config import Experiment
 from ...env.cores import threads_per_process
 from ...measure.harness import Device, Harness, Output, Ran
 from ...scale.localhosts import LocalJob, child_env, free_port, wait_all
 from ...measure.records import runs_root, load_run, update_meta
+from ..common import rank_epochs, read_logs
 from .data import make_loader
-from .datasets import load_datasets
+from .io_data import load_datasets
 from .devices import effective_config, gpu_count, on_gpu, try_devices
 from .models import get_model, prepare
 from .optim import optimizer_params
-from .loop import evaluate, split
+from .loop import evaluate, forward_backward, split
 
 ROLES = ("scheduler", "server", "worker")
+SCHEDULER_WAIT_S = 120.0  # a job's roles start in any order: how long a worker waits
 
 
 def role_env(role: str, port: int, workers: int, servers: int, uri: str = "127.0.0.1") -> dict:
@@ -50,10 +46,7 @@ def role_env(role: str, port: int, workers: int, servers: int, uri: str = "127.0
             "DMLC_NUM_WORKER": str(workers), "DMLC_NUM_SERVER": str(servers)}
 
 
-SCHEDULER_WAIT_S = 120.0  # a job's roles start in any order: how long a worker waits
-
-
-def wait_for_scheduler(env, wait_s: float | None = None) -> None:
+def wait_for_scheduler(env) -> None:
     """Refuse a worker whose job has no scheduler (MXNet's kvstore would wait forever)."""
     names = ("DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER", "DMLC_NUM_WORKER")
     bad = [f"{n}={env.get(n)!r}" for n in names
@@ -63,8 +56,7 @@ def wait_for_scheduler(env, wait_s: float | None = None) -> None:
         raise ValueError(f"{', '.join(bad)}: need a host, a port and whole numbers; start the job with "
                          "dist.launch_local, or unset DMLC_ROLE")
     host, port = env["DMLC_PS_ROOT_URI"].strip(), int(env["DMLC_PS_ROOT_PORT"])
-    wait_s = SCHEDULER_WAIT_S if wait_s is None else wait_s
-    deadline = time.monotonic() + wait_s
+    deadline = time.monotonic() + SCHEDULER_WAIT_S
     while True:
         try:
             with socket.create_connection((host, port), timeout=2):
@@ -73,7 +65,8 @@ def wait_for_scheduler(env, wait_s: float | None = None) -> None:
             if time.monotonic() >= deadline:
                 raise RuntimeError(
                     f"no parameter-server scheduler at DMLC_PS_ROOT_URI={host} DMLC_PS_ROOT_PORT={port} after "
-                    f"{wait_s:g} s ({err.strerror or err}): start one, or unset DMLC_ROLE") from None
+                    f"{SCHEDULER_WAIT_S:g} s ({err.strerror or err}): start one, or unset DMLC_ROLE"
+                ) from None
             time.sleep(0.5)
 
 
@@ -116,15 +109,11 @@ def train_worker(cfg: Experiment, runs_dir=None, verbose: bool = True, on_epoch=
         if h.record is not None:
             h.record.note(kvstore=kv.type, workers=workers, servers=servers)
         _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps, workers, leader)
-    fill = {"rank": rank}
     if params_file:
-        net.save_parameters(str(params_file).format(**fill))
-    mine = {"rank": rank, "host": socket.gethostname(),
-            "epochs": [{k: row.get(k) for k in ("epoch", "epoch_time_s", "samples_per_sec",
-                                                "data_wait_s", "compute_s", "steps", "samples")}
-                       for row in rows]}
+        net.save_parameters(str(params_file).format(rank=rank))
     if timings_file:
-        Path(str(timings_file).format(**fill)).write_text(json.dumps(mine))
+        Path(str(timings_file).format(rank=rank)).write_text(json.dumps(
+            {"rank": rank, "host": socket.gethostname(), "epochs": rank_epochs(rows)}))
     return h.run
 
 
@@ -134,22 +123,16 @@ def _run_epochs(h, cfg, net, trainer, train_iter, val_iter, devices, steps, work
         for data, label in h.batches(train_iter, total=steps):
             xs, ys = split(data, label, devices, cfg.dtype)
             n = sum(y.shape[0] for y in ys)
-            with autograd.record():
-                outputs = [net(x) for x in xs]
-                losses = [loss_fn(out.astype("float32", copy=False), y)
-                          for out, y in zip(outputs, ys)]
-            autograd.backward(losses)
-            # the servers sum all W workers' gradients: divide by the job's batch
-            trainer.step(n * workers)
-            # count the job's images; loss and accuracy are this shard's, scaled to them
+            losses, correct = forward_backward(net, loss_fn, xs, ys)
+            trainer.step(n * workers)  # the servers sum all workers' gradients
+            # the job's images; loss and accuracy are this shard's, scaled to them
             h.step(n * workers, loss_sum=[loss.sum() * workers for loss in losses],
-                   correct=[(out.argmax(axis=1) == y.astype(out.dtype)).sum() * workers
-                            for out, y in zip(outputs, ys)])
+                   correct=[c * workers for c in correct])
             # the step's sync point: its time holds the push, the update and the pull
             mx.nd.waitall()
-        evaluate_now = (lambda: evaluate(net, val_iter, devices)) if leader else None
         # sync point: waits for the last pull, so the epoch's time is real
-        h.end_epoch(sync=mx.nd.waitall, lr=trainer.learning_rate, evaluate=evaluate_now)
+        h.end_epoch(sync=mx.nd.waitall, lr=trainer.learning_rate,
+                    evaluate=(lambda: evaluate(net, val_iter, devices)) if leader else None)
 
 
 def commands(workers: int, servers: int, cfg_file: str = "cfg.json", runs_dir: str = "runs",
@@ -165,27 +148,23 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1,
     """Run cfg as a parameter-server job on 127.0.0.1; worker 0's record."""
     if workers < 1 or servers < 1:
         raise ValueError(f"workers={workers!r} and servers={servers!r} must be >= 1")
-    verbose = job.verbose
     runs_dir = runs_root(job.runs_dir).resolve()
-    port = free_port()
     with tempfile.TemporaryDirectory(prefix="gpu_course_dist_") as tmp:
         work = Path(work_dir or tmp)
         work.mkdir(parents=True, exist_ok=True)
-        config_file = work / "config.json"
-        config_file.write_text(cfg.to_json())
-        worker_cmd = [sys.executable, "-m", "gpu_course.tracks.gluon.dist", "--config", str(config_file),
-                      "--runs-dir", str(runs_dir), "--result-file", str(work / "run_path"),
+        (work / "config.json").write_text(cfg.to_json())
+        worker_cmd = [sys.executable, "-m", "gpu_course.tracks.gluon.dist",
+                      "--config", str(work / "config.json"), "--runs-dir", str(runs_dir),
+                      "--result-file", str(work / "run_path"),
                       "--params-file", str(work / "worker{rank}.params"),
                       "--timings-file", str(work / "worker{rank}.json")]
-        if not verbose:
-            worker_cmd.append("--quiet")
-        roles, codes, outputs = _run_roles(worker_cmd, workers, servers, port, work,
+        worker_cmd += [] if job.verbose else ["--quiet"]
+        roles, codes, outputs = _run_roles(worker_cmd, workers, servers, free_port(), work,
                                            threads or threads_per_process(workers), job.timeout,
                                            gpus_per_worker=cfg.num_gpus)
-        result = work / "run_path"
-        run_path = result.read_text().strip() if result.exists() else None
+        run_path = (work / "run_path").read_text().strip() if (work / "run_path").exists() else None
         ranks = sorted(_timings(work), key=lambda r: r["rank"])
-    if verbose:
+    if job.verbose:
         print(outputs[1 + servers], end="", flush=True)
     _check(roles, codes, outputs, run_path is not None)
     update_meta(run_path, notes={"ranks": ranks, "exit_codes": dict(zip(
@@ -194,9 +173,8 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1,
 
 
 def _timings(work: Path) -> list[dict]:
-    """Each worker's epoch timings (worker<rank>.json); one that a dying worker left cut
-    short is named and skipped, never hiding the others or the job's own error."""
-    import warnings
+    """Each worker's epoch timings (worker<rank>.json); one a dying worker left cut short is
+    named and skipped, never hiding the others or the job's own error."""
     found = []
     for path in sorted(work.glob("worker*.json")):
         try:
@@ -209,40 +187,32 @@ def _timings(work: Path) -> list[dict]:
 
 def _run_roles(worker_cmd, workers, servers, port, work: Path, threads: int, timeout,
                gpus_per_worker: int = 0):
-    """Start and wait for a scheduler, the servers and the workers on 127.0.0.1: (roles,
-    exit codes, outputs). With GPUs, each worker sees only its own `gpus_per_worker`."""
+    """Run a scheduler, the servers and the workers (each with its own `gpus_per_worker`
+    GPUs) on 127.0.0.1: (roles, exit codes, outputs)."""
     serve = [sys.executable, "-c", "import mxnet"]  # the role comes from DMLC_ROLE
     roles = ["scheduler"] + ["server"] * servers + ["worker"] * workers
     procs, logs = [], []
     for i, role in enumerate(roles):
         env = child_env(**role_env(role, port, workers, servers),
                         OMP_NUM_THREADS=threads if role == "worker" else 1)
-        j = i - 1 - servers  # the worker's index
         if role == "worker" and gpus_per_worker and gpu_count() >= workers * gpus_per_worker:
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(
-                str(j * gpus_per_worker + g) for g in range(gpus_per_worker))
+            first = (i - 1 - servers) * gpus_per_worker
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, range(first, first + gpus_per_worker)))
         logs.append(open(work / f"{i:02d}-{role}.log", "w+"))
         procs.append(subprocess.Popen(worker_cmd if role == "worker" else serve, env=env,
                                       stdout=logs[-1], stderr=subprocess.STDOUT, text=True))
-    n_serve = 1 + servers
-    codes = wait_all(procs[n_serve:], timeout)  # the workers; then the others end
-    codes = wait_all(procs[:n_serve], 60) + codes
-    outputs = []
-    for log in logs:
-        log.seek(0)
-        outputs.append(log.read())
-        log.close()
-    return roles, codes, outputs
+    codes = wait_all(procs[1 + servers:], timeout)  # the workers; then the others end
+    codes = wait_all(procs[:1 + servers], 60) + codes
+    return roles, codes, read_logs(logs)
 
 
 def _check(roles, codes, outputs, produced: bool) -> None:
     if any(c != 0 for c, role in zip(codes, roles) if role == "worker") or not produced:
         failed = next((i for i, c in enumerate(codes) if c), len(roles) - 1)
-        tail = outputs[failed][-3000:]
-        raise RuntimeError(f"{roles[failed]} process {failed} exited with {codes[failed]} (all: {codes}):\n{tail}")
+        raise RuntimeError(f"{roles[failed]} process {failed} exited with {codes[failed]} (all: {codes}):\n"
+                           f"{outputs[failed][-3000:]}")
 
 
-# -- what a push and pull cost ------------------------------------------------------
 KiB, MiB = 2**10, 2**20
 SIZES = tuple(4 * KiB * 4**i for i in range(7))  # 4 KiB .. 16 MiB
 
@@ -253,9 +223,8 @@ def bench_worker(sizes=SIZES, iters: int = 10) -> list[dict]:
     rows = []
     for key, nbytes in enumerate(sizes):
         x = mx.nd.ones((max(1, nbytes // 4),))
-        out = mx.nd.zeros_like(x)
+        out, times = mx.nd.zeros_like(x), []
         kv.init(key, x)
-        times = []
         for i in range(iters + 2):
             t0 = time.perf_counter()
             kv.push(key, x)
@@ -275,11 +244,10 @@ def bench_local(workers: int = 2, servers: int = 1, sizes=SIZES, iters: int = 10
                 timeout: float | None = 300) -> list[dict]:
     """Push + pull time against size in a local parameter-server job (worker 0's rows)."""
     with tempfile.TemporaryDirectory(prefix="gpu_course_kvbench_") as tmp:
-        work = Path(tmp)
-        out = work / "rows.json"
+        out = Path(tmp) / "rows.json"
         command = [sys.executable, "-m", "gpu_course.tracks.gluon.dist", "--bench", str(out),
                    "--bench-sizes", ",".join(str(s) for s in sizes), "--bench-iters", str(iters)]
-        roles, codes, outputs = _run_roles(command, workers, servers, free_port(), work,
+        roles, codes, outputs = _run_roles(command, workers, servers, free_port(), Path(tmp),
                                            threads_per_process(workers), timeout)
         _check(roles, codes, outputs, out.exists())
         return json.loads(out.read_text())

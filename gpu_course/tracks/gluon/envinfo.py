@@ -1,8 +1,5 @@
 """The Gluon side of `gpu_course.env.report`, run in a fresh process by `env.hook` (MXNet
-reads MXNET_MKLDNN_ENABLED and OMP_NUM_THREADS only when it starts):
-
-    python -m gpu_course.tracks.gluon.envinfo build|bench|infer [--threads=2 ...]
-"""
+reads MXNET_MKLDNN_ENABLED and OMP_NUM_THREADS at start): `python -m ...envinfo bench`."""
 from __future__ import annotations
 
 import os

@@ -1,5 +1,5 @@
-"""Lesson 15's measurement, Gluon side: each pass ended by its own sync (MXNet has no
-events to time a queued pass); the records are `analyse.inference.record`s."""
+"""Lesson 15's measurement, Gluon side: each pass ended by its own sync, batched or alone
+(MXNet has no events to time a queued pass); the records are `analyse.inference.record`s."""
 from __future__ import annotations
 
 import os
@@ -29,34 +29,25 @@ def time_inference(predict, model: str, variant, device, workload: Workload = Wo
     served = inference.Served(model, variant, str(device), np.dtype(dtype).name)
     batches = workload.batches
     probe = inference.probe_images(max(batches))
+    threads = os.environ.get("OMP_NUM_THREADS", "").strip()
     records = []
     for batch in batches:
         x = mx.nd.array(probe[:batch], ctx=device, dtype=dtype)
         for _ in range(workload.warmup):
             predict(x).wait_to_read()      # builds the graph for this shape, picks kernels
         n = workload.requests if batch == 1 else inference.passes_for(batch, workload.images)
-        seconds = (one_at_a_time if batch == 1 else back_to_back)(predict, x, n)
+        seconds = one_at_a_time(predict, x, n)
         outputs = predict(x).asnumpy() if batch == max(batches) else None
         records.append(inference.record(served, batch, inference.Timing.ALONE, seconds, outputs,
-                                  threads=_threads()))
+                                        threads=int(threads) if threads.isdigit() else None))
     return records
 
 
 def one_at_a_time(predict, x: mx.nd.NDArray, n: int) -> list[float]:
-    """Seconds of each of n passes, each served alone and ended by `wait_to_read`."""
+    """Seconds of each of n passes, each ended by `wait_to_read`."""
     times = []
     for _ in range(n):
         start = time.perf_counter()
         predict(x).wait_to_read()          # the one sync: this request's output is ready
         times.append(time.perf_counter() - start)
     return times
-
-
-def back_to_back(predict, x: mx.nd.NDArray, n: int) -> list[float]:
-    """Seconds of each of n passes, each ended at its own sync (MXNet has no events)."""
-    return one_at_a_time(predict, x, n)
-
-
-def _threads() -> int | None:
-    text = os.environ.get("OMP_NUM_THREADS", "")
-    return int(text) if text.strip().isdigit() else None

@@ -1,15 +1,16 @@
-"""The I/O ladder in Gluon: the same images delivered as loose JPEGs, pre-resized, packed
-(RecordIO) or in memory; only where the pixels come from changes."""
+"""The data sets and loaders an Experiment names, in Gluon; for an image folder the I/O
+ladder: the same images as loose JPEGs, pre-resized, packed (RecordIO) or in memory."""
 from __future__ import annotations
 
 import mxnet as mx
 import numpy as np
 from mxnet.gluon.data import Dataset, Sampler
 
+from ... import data as course_data
 from ...config import Experiment
 from ...data import folder, order, packed
 from ...data.folder import folder_split
-from .data import Augment, make_loader
+from .data import Augment, image_dataset, make_loader
 from .recordio import RecordDataset, ensure_recordio, recordio_path
 
 KINDS = ("loose", "preresized", "packed", "memory")
@@ -76,7 +77,6 @@ def prepare_data(cfg: Experiment, root=None, cache_dir=None,
 
 def memory_dataset(pack_path) -> Dataset:
     """The packed images read into host memory in one sequential pass, as one NDArray."""
-    from .data import image_dataset
     pack = packed.PackedArray(pack_path)
     return image_dataset(pack.load(), pack.labels)
 
@@ -86,3 +86,22 @@ def io_loaders(cfg: Experiment, kind: str = "loose", **kwargs):
     train, val = io_datasets(cfg, kind, **kwargs)
     return (make_loader(train, cfg, train=True, sampler=order_sampler(
         train, cfg, kwargs.get("cache_dir"))), make_loader(val, cfg, train=False))
+
+
+def load_datasets(cfg: Experiment, skip_corrupt: bool = False):
+    """(train_dataset, val_dataset) for cfg.dataset; skip_corrupt leaves unreadable images out."""
+    if cfg.dataset == "folder":
+        return course_data.ours(*io_datasets(cfg, cfg.data_format, skip_corrupt=skip_corrupt))
+    arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
+                              test_size=cfg.test_size, seed=cfg.seed)
+    size = arrays.train_x.shape[1]
+    return course_data.ours(
+        image_dataset(arrays.train_x, arrays.train_y).transform_first(Augment(cfg, True, size)),
+        image_dataset(arrays.test_x, arrays.test_y).transform_first(Augment(cfg, False, size)))
+
+
+def load_data(cfg: Experiment):
+    """(train_iter, val_iter): the two DataLoaders for cfg."""
+    train, val = load_datasets(cfg)
+    return (make_loader(train, cfg, train=True, sampler=order_sampler(train, cfg)),
+            make_loader(val, cfg, train=False))

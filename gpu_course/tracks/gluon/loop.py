@@ -1,11 +1,5 @@
-"""The Gluon training loop every Gluon run uses: GluonCV's CIFAR loop inside `gc.record`.
-
-    with gc.record(parts) as rec:      # parts = gc.build(cfg)
-        fit(rec, net, trainer, train_iter, val_iter, devices)
-
-No step waits for the devices to finish it; MXNet's engine queues without bound, so the
-host waits for the step LAG behind (never the current one).
-"""
+"""The Gluon training loop every Gluon run uses: GluonCV's CIFAR loop inside `gc.record`;
+no step waits for its own work, the host only for the step LAG behind."""
 from __future__ import annotations
 
 from collections import deque
@@ -35,22 +29,25 @@ def fit(rec, net, trainer, train_iter, val_iter, devices) -> None:
                 continue
             xs, ys = (data, label) if mock == "loader" else split(data, label, devices, dtype)
             n = sum(y.shape[0] for y in ys)
-            with autograd.record():
-                outputs = [net(x) for x in xs]
-                # the loss in float32 even for a float16 network (no overflow in softmax)
-                losses = [loss_fn(out.astype("float32", copy=False), y)
-                          for out, y in zip(outputs, ys)]
-            autograd.backward(losses)
+            losses, correct = forward_backward(net, loss_fn, xs, ys)
             trainer.step(n)
-            correct = [(out.argmax(axis=1) == y.astype(out.dtype)).sum()
-                       for out, y in zip(outputs, ys)]
             rec.step(n, loss_sum=[loss.sum() for loss in losses], correct=correct)
             in_flight.append(correct[0])
             if len(in_flight) > LAG:  # back-pressure: the step LAG behind, not this one
                 in_flight.popleft().wait_to_read()
-        evaluate_now = None if mock != "none" else (lambda: evaluate(net, val_iter, devices))
         # the epoch's sync point: waits for every queued operation, so its time is real
-        rec.end_epoch(sync=mx.nd.waitall, lr=trainer.learning_rate, evaluate=evaluate_now)
+        rec.end_epoch(sync=mx.nd.waitall, lr=trainer.learning_rate, evaluate=None if mock != "none"
+                      else lambda: evaluate(net, val_iter, devices))
+
+
+def forward_backward(net, loss_fn, xs, ys) -> tuple[list, list]:
+    """(losses, correct predictions) of each device's slice, backward done; the loss in
+    float32 even for a float16 network (no overflow in softmax)."""
+    with autograd.record():
+        outputs = [net(x) for x in xs]
+        losses = [loss_fn(out.astype("float32", copy=False), y) for out, y in zip(outputs, ys)]
+    autograd.backward(losses)
+    return losses, [(out.argmax(axis=1) == y.astype(out.dtype)).sum() for out, y in zip(outputs, ys)]
 
 
 def split(data, label, devices, dtype: str = "float32"):

@@ -1,7 +1,5 @@
 """Lesson 14: a training step's memory from what MXNet offers (no memory profiler): the
-device's counter on a GPU, the process's resident set on a CPU; the parts are counted
-from the model.
-"""
+device's counter on a GPU, the process's resident set on a CPU; parts counted from the model."""
 from __future__ import annotations
 
 import gc as _gc
@@ -11,42 +9,30 @@ import numpy as np
 
 from ...analyse.memory import Counter, Part
 from ...measure import process_memory
+from ..common import memory_note
 
 
 def nbytes(arrays) -> int:
     """Bytes of distinct NDArrays (nested in lists, tuples or dicts)."""
-    seen, total = set(), 0
+    found = {}
 
     def add(x):
-        nonlocal total
         if isinstance(x, mx.nd.NDArray):
-            if id(x) not in seen:
-                seen.add(id(x))
-                total += int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize
-        elif isinstance(x, dict):
-            for v in x.values():
-                add(v)
-        elif isinstance(x, (list, tuple)):
-            for v in x:
+            found[id(x)] = int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize
+        elif isinstance(x, (dict, list, tuple)):
+            for v in (x.values() if isinstance(x, dict) else x):
                 add(v)
     add(list(arrays) if not isinstance(arrays, (mx.nd.NDArray, dict)) else arrays)
-    return total
+    return sum(found.values())
 
 
-def _allocated(param) -> list:
-    """A Parameter's arrays on every device, where they exist yet (deferred: none)."""
-    try:
-        return list(param.list_data())
-    except (RuntimeError, mx.MXNetError):   # not initialised yet
-        return []
-
-
-def _gradients(param) -> list:
-    if param.grad_req == "null":
+def _allocated(param, grads: bool = False) -> list:
+    """A Parameter's arrays (or gradients) on every device, where they exist yet."""
+    if grads and param.grad_req == "null":
         return []
     try:
-        return list(param.list_grad())
-    except (RuntimeError, mx.MXNetError):
+        return list(param.list_grad() if grads else param.list_data())
+    except (RuntimeError, mx.MXNetError):   # not initialised yet (deferred)
         return []
 
 
@@ -55,7 +41,7 @@ def counted(net, trainer, inputs=()) -> dict:
     params = list(net.collect_params().values())
     states = [u.states for u in getattr(trainer, "_updaters", None) or []]
     return {Part.PARAMETERS: nbytes(a for p in params for a in _allocated(p)),
-            Part.GRADIENTS: nbytes(g for p in params for g in _gradients(p)),
+            Part.GRADIENTS: nbytes(g for p in params for g in _allocated(p, grads=True)),
             Part.OPTIMIZER: nbytes(states),
             Part.INPUT: nbytes(inputs)}
 
@@ -72,7 +58,7 @@ class MemoryMeter:
         _gc.collect()   # an earlier run's network, kept alive only by a reference cycle
         mx.nd.waitall()
         self.base = self._used() - nbytes(a for p in self.net.collect_params().values()
-                                          for a in _allocated(p) + _gradients(p))
+                                          for a in _allocated(p) + _allocated(p, grads=True))
 
     def _used(self) -> int:
         if self.gpu:
@@ -82,17 +68,11 @@ class MemoryMeter:
 
     def measure(self, rec, step, inputs=(), readings: int = 3) -> dict:
         """Run `step()` `readings` times, each read alone, and note the memory in rec."""
-        if readings < 1:
-            raise ValueError(f"readings={readings} must be at least 1 (measured steps)")
+        out = memory_note(readings, Counter.MXNET_GPU if self.gpu else Counter.PROCESS, self.device,
+                          counted(self.net, self.trainer, inputs),
+                          (Part.PARAMETERS, Part.GRADIENTS, Part.OPTIMIZER, Part.INPUT))
         if not self.gpu and not process_memory.available():
             raise RuntimeError("no peak-memory counter here: lesson 14's CPU counter needs Linux 4.0 or later")
-        out = {"counter": (Counter.MXNET_GPU if self.gpu else Counter.PROCESS).value,
-               "device": str(self.device),
-               "computed": {k.value: v for k, v in counted(self.net, self.trainer, inputs).items()},
-               "held_parts": [p.value for p in (Part.PARAMETERS, Part.GRADIENTS, Part.OPTIMIZER,
-                                                Part.INPUT)],
-               "held": [], "peak": [], "at_peak": {}, "most": {}, "files": [],
-               "device_total": None, "allocator": None}
         for _ in range(readings):
             mx.nd.waitall()
             out["held"].append(self._used() - self.base)

@@ -1,5 +1,4 @@
-"""CIFAR networks from the GluonCV model zoo, plus a tiny convnet, and how a run
-prepares one: initialise on the devices, cast, hybridize."""
+"""CIFAR networks from the GluonCV model zoo and a tiny convnet; `prepare` readies one."""
 from __future__ import annotations
 
 import warnings
@@ -11,13 +10,9 @@ from mxnet.gluon import nn
 
 from ...config import MODELS, Experiment, Graph
 
-ZOO_NAMES = {
-    "resnet20": "cifar_resnet20_v1",
-    "resnet56": "cifar_resnet56_v1",
-    "resnet110": "cifar_resnet110_v1",
-    "wrn16_10": "cifar_wideresnet16_10",
-    "wrn28_10": "cifar_wideresnet28_10",
-}
+ZOO_NAMES = {"resnet20": "cifar_resnet20_v1", "resnet56": "cifar_resnet56_v1",
+             "resnet110": "cifar_resnet110_v1", "wrn16_10": "cifar_wideresnet16_10",
+             "wrn28_10": "cifar_wideresnet28_10"}
 
 
 def tiny_net(classes: int = 10) -> nn.HybridSequential:
@@ -72,8 +67,7 @@ def prepare(net, cfg: Experiment, devices) -> None:
         net.initialize(mx.init.Xavier(), ctx=devices)
     net.collect_params().reset_ctx(devices)
     if cfg.graph != graph_of(net) and cfg.graph != Graph.EAGER:
-        static = cfg.graph == Graph.STATIC
-        net.hybridize(static_alloc=static, static_shape=static)
+        net.hybridize(static_alloc=cfg.graph == Graph.STATIC, static_shape=cfg.graph == Graph.STATIC)
 
 
 def to_bfloat16(net, cfg: Experiment, devices):
@@ -93,6 +87,5 @@ def to_bfloat16(net, cfg: Experiment, devices):
     low.course_model = getattr(net, "course_model", None)
     low.course_dtype = "bfloat16"
     if cfg.graph != Graph.EAGER:
-        static = cfg.graph == Graph.STATIC
-        low.hybridize(static_alloc=static, static_shape=static)
+        low.hybridize(static_alloc=cfg.graph == Graph.STATIC, static_shape=cfg.graph == Graph.STATIC)
     return low

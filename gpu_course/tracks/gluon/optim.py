@@ -15,15 +15,13 @@ def lr_scheduler(cfg: Experiment, steps_per_epoch: int):
     """The mx.lr_scheduler for cfg (stateful: a fresh one each run); None if constant."""
     if steps_per_epoch < 1:
         raise ValueError(f"steps_per_epoch={steps_per_epoch!r} must be >= 1")
-    base_lr = cfg.scaled_lr
     total = cfg.epochs * steps_per_epoch
-    warmup = dict(base_lr=base_lr, warmup_steps=int(round(cfg.warmup_epochs * steps_per_epoch)),
+    warmup = dict(base_lr=cfg.scaled_lr, warmup_steps=int(round(cfg.warmup_epochs * steps_per_epoch)),
                   warmup_begin_lr=0.0, warmup_mode="linear")
     kind = cfg.lr_scheduler
     if kind == "none":
-        if not warmup["warmup_steps"]:
-            return None
-        return mx.lr_scheduler.FactorScheduler(step=max(total, 1), factor=1.0, **warmup)
+        return mx.lr_scheduler.FactorScheduler(step=max(total, 1), factor=1.0, **warmup) \
+            if warmup["warmup_steps"] else None
     if kind == "factor":
         every = cfg.lr_steps[0] if cfg.lr_steps else 1
         return mx.lr_scheduler.FactorScheduler(
@@ -31,11 +29,10 @@ def lr_scheduler(cfg: Experiment, steps_per_epoch: int):
     if kind == "multifactor":
         steps = sorted({max(1, int(round(e * steps_per_epoch))) for e in cfg.lr_steps})
         return mx.lr_scheduler.MultiFactorScheduler(step=steps, factor=LR_FACTOR, **warmup)
-    if kind in ("poly", "cosine"):
-        max_update = max(total, warmup["warmup_steps"] + 1)
-        if kind == "poly":
-            return mx.lr_scheduler.PolyScheduler(max_update=max_update, pwr=2, final_lr=0.0,
-                                                 **warmup)
+    max_update = max(total, warmup["warmup_steps"] + 1)
+    if kind == "poly":
+        return mx.lr_scheduler.PolyScheduler(max_update=max_update, pwr=2, final_lr=0.0, **warmup)
+    if kind == "cosine":
         return mx.lr_scheduler.CosineScheduler(max_update=max_update, final_lr=0.0, **warmup)
     raise ValueError(f"lr_scheduler={kind!r}; allowed: none, factor, multifactor, poly, cosine")
 
@@ -44,8 +41,7 @@ def optimizer_params(cfg: Experiment, steps_per_epoch: int) -> dict:
     """Keyword arguments for mx.optimizer.create(cfg.optimizer, ...); cfg.optimizer_params win."""
     params = {"learning_rate": cfg.scaled_lr, "wd": cfg.wd,
               "multi_precision": cfg.dtype == "float16"}
-    schedule = lr_scheduler(cfg, steps_per_epoch)
-    if schedule is not None:
+    if (schedule := lr_scheduler(cfg, steps_per_epoch)) is not None:
         params["lr_scheduler"] = schedule
     if cfg.optimizer in WITH_MOMENTUM:
         params["momentum"] = cfg.momentum

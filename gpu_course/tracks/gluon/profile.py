@@ -6,22 +6,17 @@ import cProfile
 from pathlib import Path
 
 import mxnet as mx
-from mxnet import autograd, gluon
+from mxnet import gluon
 
 from ...analyse import profiling
 from .data import make_loader
-from .datasets import load_datasets
+from .io_data import load_datasets
 from .devices import effective_config, try_devices
 from .models import get_model, prepare
 from .optim import make_trainer
-from .loop import split
+from .loop import forward_backward, split
 
 NO_PROFILER = "this MXNet build has PROFILER off (the pip CPU wheel does): the steps ran under cProfile ({prof})"
-
-
-def profiler_available() -> bool:
-    """Whether this MXNet was built with its profiler."""
-    return mx.runtime.Features().is_enabled("PROFILER")
 
 
 def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) -> dict:
@@ -40,15 +35,13 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
 
     def step():
         xs, ys = split(*next(batches), devices, cfg.dtype)
-        with autograd.record():
-            losses = [loss_fn(net(x), y) for x, y in zip(xs, ys)]
-        autograd.backward(losses)
+        forward_backward(net, loss_fn, xs, ys)   # the step as the run's loop takes it
         trainer.step(sum(y.shape[0] for y in ys))
         mx.nd.waitall()   # sync point: the step's work ends inside the profiled window
 
     for _ in range(wait + warmup):
         step()
-    if profiler_available():
+    if mx.runtime.Features().is_enabled("PROFILER"):
         raw = folder / "trace.json"
         mx.profiler.set_config(profile_all=True, aggregate_stats=True, filename=str(raw))
         mx.profiler.set_state("run")
@@ -57,8 +50,7 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
         mx.profiler.set_state("stop")
         table = mx.profiler.dumps(reset=True)   # the per-operator aggregate, as text
         mx.profiler.dump()
-        trace = profiling.gzip_trace(raw)
-        return {"trace": trace, "ops": None, "table": table, "note": None}
+        return {"trace": profiling.gzip_trace(raw), "ops": None, "table": table, "note": None}
     prof = folder / "steps.prof"
     profiler = cProfile.Profile()
     profiler.enable()

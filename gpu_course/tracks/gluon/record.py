@@ -10,6 +10,7 @@ from ...measure import provenance
 from ...config import OPTIMIZERS, OWN
 from ...measure.harness import Device, Harness, Output, Ran
 from ...measure.watch_loop import experiment, watched
+from ..common import read_dataset
 from .devices import check_threads, operator_threads
 from .models import dtype_of, graph_of
 
@@ -53,9 +54,8 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
 
 
 def watch(loader, net=None, name: str = "watch", **output):
-    """`for data, label in gc.watch(train_loader):` times a plain loop's steps into one
-    run record, a pass an epoch (`measure.watch_loop`); `net` adds the network's facts;
-    `output` as for `record`."""
+    """`for data, label in gc.watch(train_loader):` times a plain loop's steps into one run
+    record, a pass an epoch (`measure.watch_loop`); `net` adds the network's facts."""
     return watched(loader, lambda: record(experiment(name, "gluon"), net=net, train_iter=loader,
                                           **{"progress": False, **output}), mx.nd.waitall)
 
@@ -69,9 +69,8 @@ def read_network(net) -> tuple[dict, dict]:
         count = None
     model = getattr(net, "course_model", None)
     found = {"model": model if model else OWN, "graph": graph_of(net), "dtype": dtype_of(net)}
-    output = getattr(net, "output", None)
-    classes = getattr(output, "_units", None)
-    return found, {"class": type(net).__name__, "parameters": count, "classes": classes}
+    return found, {"class": type(net).__name__, "parameters": count,
+                   "classes": getattr(getattr(net, "output", None), "_units", None)}
 
 
 def read_loader(loader, num_devices: int) -> tuple[dict, dict]:
@@ -83,17 +82,8 @@ def read_loader(loader, num_devices: int) -> tuple[dict, dict]:
     found = {"num_workers": loader._num_workers, "train_size": len(dataset)}
     if isinstance(batch, int) and batch % num_devices == 0:
         found["batch_size"] = batch // num_devices
-    if not getattr(dataset, "course_dataset", False):
-        found["dataset"] = OWN
-    facts = {"class": type(loader).__name__, "dataset": type(dataset).__name__,
-             "images": len(dataset), "global_batch": batch}
-    try:
-        image = dataset[0][0]
-        facts["image_shape"] = [int(d) for d in image.shape]
-        if found.get("dataset") == OWN and len(image.shape) == 3:
-            found["image_size"] = int(image.shape[-1])
-    except Exception:  # a dataset that cannot be indexed: nothing more to read
-        pass
+    facts = {"class": type(loader).__name__, "global_batch": batch}
+    read_dataset(dataset, found, facts)
     return found, facts
 
 
@@ -101,9 +91,7 @@ def read_trainer(trainer) -> tuple[dict, dict]:
     """(config fields, facts) of a gluon.Trainer: its optimizer's name and settings."""
     opt = trainer._optimizer
     name = type(opt).__name__.lower()
-    facts = {"optimizer": name, "lr": trainer.learning_rate, "wd": getattr(opt, "wd", None),
-             "momentum": getattr(opt, "momentum", None),
-             "multi_precision": getattr(opt, "multi_precision", None),
-             "kvstore": str(getattr(trainer, "_kvstore_params", {}).get("kvstore"))}
-    found = {"optimizer": name} if name in OPTIMIZERS["gluon"] else {}
-    return found, facts
+    return {"optimizer": name} if name in OPTIMIZERS["gluon"] else {}, {
+        "optimizer": name, "lr": trainer.learning_rate,
+        **{k: getattr(opt, k, None) for k in ("wd", "momentum", "multi_precision")},
+        "kvstore": str(getattr(trainer, "_kvstore_params", {}).get("kvstore"))}

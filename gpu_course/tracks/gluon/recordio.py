@@ -1,8 +1,5 @@
-"""RecordIO: MXNet's packed format, the Gluon track's "one file read sequentially" rung.
-
-`pack_recordio` writes `<name>.rec`, `.idx` and `.json` as MXNet's `im2rec.py` does, each
-image resized once and stored as a JPEG record; `RecordIter` wraps MXNet's C++ reader.
-"""
+"""RecordIO, the Gluon track's "one file read sequentially" rung: `pack_recordio` writes
+`<name>.rec`, `.idx` and `.json` as `im2rec.py` does; `RecordIter` wraps MXNet's C++ reader."""
 from __future__ import annotations
 
 import io
@@ -35,16 +32,14 @@ def pack_recordio(index: FolderIndex, out, size: int, workers: int | None = None
     try:
         tasks = [(str(index.path(i)), size, QUALITY) for i in range(len(index))]
         for i, (jpeg, error) in enumerate(parallel_map(_encode_task, tasks, workers=workers,
-                                                       progress=progress,
-                                                       desc=f"packing {rec.name}")):
+                                                       progress=progress, desc=f"packing {rec.name}")):
             if error is not None:
                 if not skip_corrupt:
                     raise CorruptImage(index.path(i), error)
                 skipped.append((index.paths[i], error))
                 continue
             key = len(sources)  # record keys are 0..N-1, in order
-            header = recordio.IRHeader(0, float(index.labels[i]), key, 0)
-            writer.write_idx(key, recordio.pack(header, jpeg))
+            writer.write_idx(key, recordio.pack(recordio.IRHeader(0, float(index.labels[i]), key, 0), jpeg))
             sources.append((index.paths[i], int(index.labels[i])))
         writer.close()
         if not sources:
@@ -57,8 +52,7 @@ def pack_recordio(index: FolderIndex, out, size: int, workers: int | None = None
     finally:
         writer.close()
         for path in tmp.values():
-            if path.exists():
-                path.unlink()
+            path.unlink(missing_ok=True)
     return PrepResult(rec, len(sources), skipped, time.perf_counter() - start,
                       rec.stat().st_size + idx.stat().st_size)
 
@@ -70,8 +64,7 @@ def _encode_task(task):
         image = load_image(path, size)
     except DataError as err:
         return None, str(err)
-    buffer = io.BytesIO()
-    Image.fromarray(image).save(buffer, "JPEG", quality=quality)
+    Image.fromarray(image).save(buffer := io.BytesIO(), "JPEG", quality=quality)
     return buffer.getvalue(), None
 
 
@@ -90,8 +83,7 @@ def ensure_recordio(index: FolderIndex, size: int, cache_dir=None, **kwargs) -> 
 
 def open_record_file(path) -> recordio.MXIndexedRecordIO:
     """Open `<name>.rec` with its `<name>.idx`; a missing file is a clear error."""
-    rec = Path(path)
-    idx = rec.with_suffix(".idx")
+    rec, idx = Path(path), Path(path).with_suffix(".idx")
     if not rec.exists():
         raise MissingData(f"record file {rec} does not exist: make it with gluon.recordio.pack_recordio")
     if not idx.exists():
@@ -142,8 +134,7 @@ class RecordDataset(ImageRecordDataset):
 
 
 def sidecar(rec: Path) -> dict:
-    """The JSON beside a record file (its classes and source images); a missing or
-    damaged one is a DataError naming it."""
+    """The JSON beside a record file (classes, source images); DataError if missing or damaged."""
     path = rec.with_suffix(".json")
     try:
         meta = json.loads(path.read_text())
@@ -186,12 +177,9 @@ def check_recordio(path, index: FolderIndex, workers: int | None = None,
     return len(keys)
 
 
-PARSER_INFO = re.compile("ImageRecordIOParser")   # the parser's one INFO line
-
-
 def _cpp_info_filtered():
     """Hold back the thread-count line MXNet's C++ parser writes to file descriptor 2."""
-    return profiling.held_stderr(PARSER_INFO)
+    return profiling.held_stderr(re.compile("ImageRecordIOParser"))
 
 
 class RecordIter:
@@ -203,7 +191,7 @@ class RecordIter:
         from ... import data as course_data
         mean = np.asarray(course_data.CIFAR_MEAN) * 255   # as every course loader normalises
         std = np.asarray(course_data.CIFAR_STD) * 255
-        with _cpp_info_filtered():  # its one INFO line says how many threads decode
+        with _cpp_info_filtered():
             self.iter = mx.io.ImageRecordIter(
                 path_imgrec=str(path), path_imgidx=str(Path(path).with_suffix(".idx")),
                 data_shape=(3, size, size), batch_size=batch_size, shuffle=train,
@@ -218,7 +206,7 @@ class RecordIter:
         return self.count // self.batch_size
 
     def __iter__(self):
-        with _cpp_info_filtered():  # a reset starts the parser again, and it says so
+        with _cpp_info_filtered():  # a reset starts the parser again
             self.iter.reset()
         # full batches only, like the DataLoader's last_batch="discard" (MXNet 1.9 does
         # not mark the short last batch's padding with round_batch=False)

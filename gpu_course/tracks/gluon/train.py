@@ -1,9 +1,5 @@
-"""Gluon runs: build what an Experiment describes, then train it with the one Gluon loop
-(`loop.fit`) inside the course's bookkeeping (`record`).
-
-    run = gc.train(cfg)                                   # everything from cfg
-    net, train_iter, val_iter, trainer = gc.build(cfg)    # or the parts, to show one change
-"""
+"""Gluon runs: `gc.train(cfg)` builds what an Experiment describes (`gc.build(cfg)`: the
+parts alone) and trains it with the one Gluon loop (`loop.fit`) inside `record`."""
 from __future__ import annotations
 
 import os
@@ -15,22 +11,21 @@ import numpy as np
 
 from ...env.cores import check_loader_workers
 from ...measure import provenance
+from ..common import steps_per_epoch
 from ...config import Experiment
 from ...measure.guards import stop_requests
 from ...measure.harness import Output
 from ...measure.records import OutOfMemory
 from .data import end_workers, make_loader
-from .datasets import load_datasets
-from .io_data import order_sampler
+from .io_data import load_datasets, order_sampler
 from .devices import (FLOAT16_ON_CPU, bfloat16_refused, check_threads, effective_config,
                       try_devices)
 from .loop import fit
 from .models import get_model, prepare, to_bfloat16
 from .optim import make_trainer
-from .record import record
+from .record import read_network, record
 
 MiB = 2**20
-WHY = {"dtype": FLOAT16_ON_CPU}
 
 
 def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=None):
@@ -49,7 +44,7 @@ def build(cfg: Experiment, devices=None, net=None, train_iter=None, val_iter=Non
     prepare(net, ran, devices)
     if ran.dtype == "bfloat16":   # on the CPU: AMP's graph rewrite, a new network
         net = to_bfloat16(net, ran, devices)
-    steps = _length(train_iter, ran)
+    steps = steps_per_epoch(train_iter, ran.train_size, ran.global_batch)
     trainer = make_trainer(net, ran, min(steps, ran.max_steps or steps))
     return provenance.Parts(net, train_iter, val_iter, trainer, devices, ran,
                             here.downgrades, here.notice)
@@ -62,15 +57,17 @@ def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
     check_threads(requested)  # before any work: only a new process changes MXNet's threads
     check_loader_workers(cfg.num_workers)   # before a worker is forked
     if net is not None:  # a network the notebook hybridized or cast itself is the request
-        found, _ = _read_network(net)
-        requested = provenance.reconcile(requested, found, "the network")
+        found, _ = read_network(net)
+        asked = {k: found[k] if found[k] != plain else None for k, plain in (("graph", "eager"),
+                                                                             ("dtype", "float32"))}
+        requested = provenance.reconcile(requested, asked, "the network")
     tried = None
     if devices is None:
         devices, tried = try_devices(count if count is not None else requested.num_gpus)
     devices = [devices] if isinstance(devices, mx.Context) else list(devices)
     ran, changed = effective_config(requested, devices)
-    return provenance.Resolved(requested, ran, devices,
-                               provenance.downgrades(requested, ran, _why(requested, devices)),
+    why = {"dtype": bfloat16_refused(devices) if requested.dtype == "bfloat16" else FLOAT16_ON_CPU}
+    return provenance.Resolved(requested, ran, devices, provenance.downgrades(requested, ran, why),
                                provenance.notice(tried, changed))
 
 
@@ -96,28 +93,6 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
             end_workers(parts.train_iter, parts.val_iter)
             raise
     return rec.run
-
-
-def _why(requested: Experiment, devices) -> dict:
-    """Why each setting that did not run as asked changed (`WHY`, for this request)."""
-    return {**WHY, "dtype": bfloat16_refused(devices) if requested.dtype == "bfloat16"
-            else FLOAT16_ON_CPU}
-
-
-def _read_network(net):
-    """What a network the notebook prepared itself asks for (hybridized or cast by hand)."""
-    from .record import read_network
-    found, facts = read_network(net)
-    asked = {"graph": found["graph"] if found["graph"] != "eager" else None,
-             "dtype": found["dtype"] if found["dtype"] != "float32" else None}
-    return asked, facts
-
-
-def _length(train_iter, cfg: Experiment) -> int:
-    try:
-        return len(train_iter)
-    except TypeError:  # an iterable without a length: assume full batches
-        return max(1, cfg.train_size // cfg.global_batch)
 
 
 # -- out of memory --------------------------------------------------------------------

@@ -1,8 +1,5 @@
-"""All-reduce against message size: time and nccl-tests' bus bandwidth (gloo or NCCL).
-
-    torchrun --standalone --nproc_per_node=2 -m gpu_course.tracks.torch.allreduce
-    python -m gpu_course.tracks.torch.allreduce --procs 2   # no torchrun: starts them here
-"""
+"""All-reduce against message size: time and nccl-tests' bus bandwidth (gloo or NCCL), under
+torchrun or `python -m gpu_course.tracks.torch.allreduce --procs 2` (starts them itself)."""
 from __future__ import annotations
 
 import argparse
@@ -17,16 +14,13 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from ...env.text import LECTURE_BANDWIDTHS
 from ...scale.localhosts import exit_now, free_port
 from ...scale.scaling import bus_bandwidth
 
 KiB, MiB = 2**10, 2**20
 SIZES = tuple(4 * KiB * 4**i for i in range(9))          # 4 KiB .. 256 MiB
 QUICK_SIZES = tuple(4 * KiB * 4**i for i in range(6))    # 4 KiB .. 4 MiB
-# The lecture "Performance and Profiling": common system bandwidths (GB/s)
-LECTURE_BANDWIDTHS = (("Intel i7 5930K (40 PCIe lanes)", 30.0), ("NVLink", 40.0),
-                      ("PCIe x8 (GPU)", 5.0), ("SATA", 6.0), ("56 Gbps Mellanox", 6.8),
-                      ("10 Gbps Ethernet", 1.0))
 
 
 def measure(sizes=SIZES, device=None, min_seconds: float = 0.2, max_iters: int = 50,
@@ -44,8 +38,7 @@ def measure(sizes=SIZES, device=None, min_seconds: float = 0.2, max_iters: int =
         t = _slowest(_timed(x, 1, sync), device)  # one, to choose how many fill min_seconds
         iters = int(max(3, min(max_iters, min_seconds / blocks / max(t, 1e-6))))  # same on every rank
         times = sorted(_slowest(_timed(x, iters, sync) / iters, device) for _ in range(blocks))
-        t = statistics.median(times)
-        nbytes = x.numel() * 4
+        t, nbytes = statistics.median(times), x.numel() * 4
         rows.append({"bytes": nbytes, "processes": k, "iters": iters, "blocks": blocks,
                      "time_s": t, "time_min_s": times[0], "time_max_s": times[-1],
                      "algbw_GBps": nbytes / t / 1e9,
@@ -67,10 +60,6 @@ def _timed(x, iters: int, sync) -> float:
         dist.all_reduce(x)
     sync()  # NCCL calls return before the GPU is done: wait for it
     return time.perf_counter() - t0
-
-
-def lecture_table() -> list[dict]:
-    return [{"link": name, "GB/s": gbps} for name, gbps in LECTURE_BANDWIDTHS]
 
 
 def run_local(procs: int = 2, sizes=SIZES, backend: str | None = None,
@@ -113,10 +102,9 @@ def collect(fn, procs: int, kwargs: dict) -> list[dict] | None:
     if "RANK" not in os.environ:
         print(f"no torchrun: starting {procs} processes on 127.0.0.1", flush=True)
         return spawn(fn, procs, kwargs)
-    on_gpu = torch.cuda.is_available()
-    if on_gpu:
+    if torch.cuda.is_available():
         torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-    dist.init_process_group("nccl" if on_gpu else "gloo")
+    dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
     try:
         rows = fn(**kwargs)
     finally:
@@ -138,8 +126,7 @@ def format_rows(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--procs", type=int, default=2,
-                        help="without torchrun: processes to start on this host")
+    parser.add_argument("--procs", type=int, default=2, help="without torchrun: processes to start")
     parser.add_argument("--quick", action="store_true", help="sizes up to 4 MiB only")
     parser.add_argument("--out", type=Path, help="write rank 0's rows here as JSON")
     args = parser.parse_args(argv)
@@ -149,8 +136,8 @@ def main(argv=None) -> int:
     print(f"all-reduce over {rows[0]['processes']} processes (float32):")
     print(format_rows(rows))
     print("\nthe lecture's system bandwidths:")
-    for row in lecture_table():
-        print(f"  {row['link']:<32} {row['GB/s']:>5.1f} GB/s")
+    for link, gbps in LECTURE_BANDWIDTHS:
+        print(f"  {link:<32} {gbps:>5.1f} GB/s")
     if args.out:
         args.out.write_text(json.dumps(rows, indent=2))
     return 0

@@ -31,8 +31,7 @@ class ImageDataset(Dataset):
         if augment not in ("none", "standard", "heavy"):
             raise ValueError(f"augment={augment!r} is not allowed; allowed: none, standard, heavy")
         if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
-            raise ValueError(f"images must be uint8 [N, H, W, 3], got {images.dtype} "
-                             f"{list(images.shape)}")
+            raise ValueError(f"images must be uint8 [N, H, W, 3], got {images.dtype} {list(images.shape)}")
         self.images, self.labels = images, np.asarray(labels, dtype=np.int64)
         self.augment, self.seed = augment, seed
         self.mean = torch.tensor(course_data.CIFAR_MEAN).view(3, 1, 1)
@@ -88,10 +87,9 @@ def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> D
         raise ValueError(f"batch_size={cfg.batch_size} is larger than the training set ({len(dataset)} "
                          "images): lower batch_size or raise train_size")
     workers = cfg.num_workers
-    extra = {}
-    if workers > 0:  # these two mean nothing without worker processes (PyTorch refuses)
-        extra = dict(persistent_workers=cfg.persistent_workers,
-                     prefetch_factor=cfg.prefetch_factor)
+    # these two mean nothing without worker processes (PyTorch refuses them)
+    extra = dict(persistent_workers=cfg.persistent_workers,
+                 prefetch_factor=cfg.prefetch_factor) if workers > 0 else {}
     # page-locked batches only speed up copies to a GPU (PyTorch warns and ignores it without)
     pin = cfg.pin_memory and torch.cuda.is_available()
     return DataLoader(dataset, batch_size=cfg.batch_size,
@@ -100,9 +98,8 @@ def make_loader(dataset, cfg: Experiment, train: bool = True, sampler=None) -> D
 
 
 def end_workers(*loaders) -> None:
-    """End the worker processes that persistent_workers keeps between epochs, on Ctrl-C
-    or SIGTERM: the loader would keep them until it is deleted (in a notebook that holds
-    it, never). Workers of other loaders end with their iteration."""
+    """End the workers persistent_workers keeps, on Ctrl-C or SIGTERM: the loader would keep
+    them until deleted (in a notebook, never); other loaders' end with their iteration."""
     for loader in loaders:
         kept = getattr(loader, "_iterator", None)   # DataLoader's persistent iterator
         if kept is not None and hasattr(kept, "_shutdown_workers"):
@@ -111,10 +108,8 @@ def end_workers(*loaders) -> None:
 
 
 def worker_died(err: BaseException, wait_s: float = 2.0) -> LoaderWorkerDied | None:
-    """The loader worker's death behind `err`, a batch's connection that broke (EOFError,
-    ConnectionResetError), named with how it died; None when no worker died. A worker
-    killed mid-epoch breaks the connection an instant before its death can be read, and
-    the run's error was then the bare EOFError. Waits up to wait_s for the death."""
+    """The loader worker's death behind `err` (a batch's broken connection), named with how it
+    died; None when none died. Waits up to wait_s: the connection breaks an instant before."""
     deadline = time.monotonic() + wait_s
     while True:
         try:

@@ -1,30 +1,20 @@
 """What DDP's gradient all-reduce costs a step, and how much hides behind backward, per
-bucket size: steps alternate with and without sync (`no_sync`), medians of the slowest rank.
-
-    torchrun --standalone --nproc_per_node=2 -m gpu_course.tracks.torch.ddp_comm
-    python -m gpu_course.tracks.torch.ddp_comm --procs 2      # starts 2 local processes itself
-"""
+bucket size: steps alternate with and without sync (`no_sync`), medians of the slowest rank."""
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
-import json
 import math
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
 from ...config import Experiment
-from ...scale.localhosts import exit_now
 from ...scale.scaling import overlap_from_steps
-from .allreduce import _slowest, collect, spawn
+from .allreduce import _slowest, spawn
 
 BUCKETS_MB = (0.05, 0.25, 1.0, 25.0)  # DDP's default is 25
 
@@ -51,8 +41,7 @@ def measure(model: str = "resnet20", batch_size: int = 32, buckets_mb=BUCKETS_MB
         def step(with_sync: bool, ddp=ddp) -> float:  # this bucket size's model
             dist.barrier()  # start together: a late rank would count as communication
             t0 = time.perf_counter()
-            ctx = ddp.no_sync() if not with_sync else contextlib.nullcontext()
-            with ctx:
+            with ddp.no_sync() if not with_sync else contextlib.nullcontext():
                 loss_fn(ddp(x), y).backward()
             sync()  # the step's sync point: backward (and its all-reduce) has finished
             ddp.zero_grad(set_to_none=True)
@@ -61,8 +50,7 @@ def measure(model: str = "resnet20", batch_size: int = 32, buckets_mb=BUCKETS_MB
             step(True), step(False)
         times = {True: [], False: []}
         for i in range(2 * steps):  # alternate, so drift in the machine's load hits both
-            with_sync = i % 2 == 0
-            times[with_sync].append(step(with_sync))
+            times[i % 2 == 0].append(step(i % 2 == 0))
         t_sync = _slowest(statistics.median(times[True]), device)
         t_nosync = _slowest(statistics.median(times[False]), device)
         rows.append({"bucket_cap_mb": cap, "buckets": math.ceil(grad_bytes / (cap * 2**20)),
@@ -98,40 +86,3 @@ def _allreduce_time(nbytes: int, device, sync, steps: int) -> float:
 def run_local(procs: int = 2, **kwargs) -> list[dict]:
     """Start `procs` processes on 127.0.0.1, `measure(**kwargs)`, return rank 0's rows."""
     return spawn(measure, procs, kwargs)
-
-
-def format_rows(rows: list[dict]) -> str:
-    lines = [f"{'bucket MB':>9} {'buckets':>7} {'step':>9} {'no_sync':>9} {'all-reduce':>10} "
-             f"{'exposed':>9} {'overlap':>7}"]
-    for r in rows:
-        lines.append(f"{r['bucket_cap_mb']:>9g} {r['buckets']:>7} "
-                     f"{r['t_step_sync_s'] * 1e3:>7.1f}ms {r['t_step_nosync_s'] * 1e3:>7.1f}ms "
-                     f"{r['t_allreduce_s'] * 1e3:>8.2f}ms {r['exposed_s'] * 1e3:>7.1f}ms "
-                     f"{r['overlap']:>7.0%}")
-    return "\n".join(lines)
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--procs", type=int, default=2, help="without torchrun: local processes")
-    parser.add_argument("--model", default="resnet20")
-    parser.add_argument("--batch-size", type=int, default=32, help="per process")
-    parser.add_argument("--steps", type=int, default=10, help="timed steps of each kind")
-    parser.add_argument("--out", type=Path, help="write rank 0's rows here as JSON")
-    args = parser.parse_args(argv)
-    kwargs = dict(model=args.model, batch_size=args.batch_size, steps=args.steps)
-    rows = collect(measure, args.procs, kwargs)
-    if rows is None:
-        return 0
-    print(f"DDP over {rows[0]['processes']} processes, {args.model}, batch {args.batch_size} "
-          f"per process, gradients {rows[0]['grad_bytes'] / 2**20:.2f} MiB:")
-    print(format_rows(rows))
-    if args.out:
-        args.out.write_text(json.dumps(rows, indent=2))
-    return 0
-
-
-if __name__ == "__main__":
-    if "RANK" in os.environ:  # a torchrun worker: no interpreter finalization (exit_now)
-        exit_now(main())
-    sys.exit(main())

@@ -39,8 +39,7 @@ def describe(devices: list[torch.device]) -> str:
 
 def out_of_memory(err: BaseException, batch_size: int, device: torch.device) -> OutOfMemory:
     """PyTorch's out-of-memory error as the course's OutOfMemory, naming the batch."""
-    text = str(err)
-    asked = re.search(r"Tried to allocate ([\d.]+ [KMGT]?i?B)", text)
+    asked = re.search(r"Tried to allocate ([\d.]+ [KMGT]?i?B)", str(err))
     parts = [f"batch_size={batch_size} per device does not fit on {device}"]
     if asked:
         parts.append(f"PyTorch tried to allocate {asked.group(1)} more")

@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 import warnings
@@ -46,12 +47,8 @@ def bench(threads: int, onednn: bool, batch: int, steps: int, model: str) -> dic
     torch.set_num_threads(threads)   # intra-op threads; OMP_NUM_THREADS was set before start
     net = get_model(model).eval()
     x = torch.randn(batch, 3, 32, 32)
-    with warnings.catch_warnings():
-        # mkldnn.flags() warns that oneDNN's TF32 needs an Intel GPU: nothing to do with us
-        warnings.simplefilter("ignore", UserWarning)
-        with torch.no_grad(), torch.backends.mkldnn.flags(enabled=onednn):
-            # on the CPU each call has finished when it returns
-            rates = forward_rates(lambda: net(x), batch, steps)
+    with torch.no_grad(), onednn_flag(onednn):   # on the CPU a call has finished when it returns
+        rates = forward_rates(lambda: net(x), batch, steps)
     return {**rates, "threads": threads, "onednn": onednn, "build": build()}
 
 
@@ -60,12 +57,19 @@ def infer(threads: int, onednn: bool, models, workload: Workload) -> dict:
     torch.set_num_threads(threads)
     variant = Variant.ONEDNN_ON if onednn else Variant.ONEDNN_OFF
     records = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)   # mkldnn.flags(): oneDNN's TF32, Intel GPUs
-        with torch.backends.mkldnn.flags(enabled=onednn):
-            for model in models:
-                records += time_inference(inference_net(model), model, variant, "cpu", workload)
+    with onednn_flag(onednn):
+        for model in models:
+            records += time_inference(inference_net(model), model, variant, "cpu", workload)
     return {"records": records, "build": build()}
+
+
+@contextlib.contextmanager
+def onednn_flag(enabled: bool):
+    """oneDNN on or off; mkldnn.flags() warns that oneDNN's TF32 needs an Intel GPU: no matter."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with torch.backends.mkldnn.flags(enabled=enabled):
+            yield
 
 
 def copy_bandwidth(mib: int = 256, repeats: int = 5) -> dict:

@@ -1,11 +1,9 @@
-"""The last rung: the whole dataset on the GPU, each batch cut from it (crop and flip as
-one gather, then a cast and a normalisation), as airbench does. The epoch's random
-numbers come from a CPU generator seeded by (seed, epoch), in one copy per epoch.
-"""
+"""The last rung, as airbench does: the whole dataset on the GPU, each batch cut from it
+(crop and flip as one gather, a cast, a normalisation); the epoch's random numbers come from
+a CPU generator seeded by (seed, epoch), in one copy per epoch."""
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -33,13 +31,9 @@ class Batches:
 
     def __post_init__(self):
         if self.augment not in ("none", "standard", "heavy"):
-            raise ValueError(f"augment={self.augment!r} is not allowed; allowed: none, "
-                             "standard, heavy")
+            raise ValueError(f"augment={self.augment!r} is not allowed; allowed: none, standard, heavy")
         if self.batch_size < 1:
             raise ValueError(f"batch_size={self.batch_size!r} must be >= 1")
-
-    def replace(self, **changes) -> "Batches":
-        return dataclasses.replace(self, **changes)
 
 
 class GpuLoader:
@@ -55,8 +49,7 @@ class GpuLoader:
         self.pad = PAD if self.augmented else 0
         images = _tensor(images)
         if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != torch.uint8:
-            raise ValueError(f"images must be uint8 [N, H, W, 3], got {images.dtype} "
-                             f"{list(images.shape)}")
+            raise ValueError(f"images must be uint8 [N, H, W, 3], got {images.dtype} {list(images.shape)}")
         self.size = images.shape[1:3]
         # one copy to the device for the whole run, padded once, kept NHWC: a batch cut
         # from it and permuted to NCHW is channels_last as it is, with no extra copy
@@ -65,20 +58,17 @@ class GpuLoader:
         mean = torch.tensor(course_data.CIFAR_MEAN, device=self.device).view(1, 3, 1, 1)
         std = torch.tensor(course_data.CIFAR_STD, device=self.device).view(1, 3, 1, 1)
         self.scale, self.offset = 1 / (255 * std), -mean / std  # (x/255 - mean)/std: one FMA
-        h, w = self.size
-        self._rows = torch.arange(h, device=self.device)
-        self._cols = torch.arange(w, device=self.device)
-        self._flip_shift = w - 1 - 2 * self._cols  # column c flipped is c + this
+        self._rows = torch.arange(self.size[0], device=self.device)
+        self._cols = torch.arange(self.size[1], device=self.device)
+        self._flip_shift = self.size[1] - 1 - 2 * self._cols  # column c flipped is c + this
         self._channels = torch.arange(3, device=self.device)
         self.epoch = -1
 
     def __len__(self) -> int:
-        n = self._per_rank()
-        return n // self.batch_size if self.train else -(-n // self.batch_size)
-
-    def _per_rank(self) -> int:
         n = len(self.labels)
-        return n // self.world_size if self.train else len(range(self.rank, n, self.world_size))
+        if self.train:
+            return n // self.world_size // self.batch_size
+        return -(-len(range(self.rank, n, self.world_size)) // self.batch_size)
 
     def set_epoch(self, epoch: int) -> None:
         """Use the random numbers of `epoch` in the next iteration."""
@@ -92,9 +82,8 @@ class GpuLoader:
             order = torch.arange(self.rank, n, self.world_size)
             zeros = torch.zeros(len(order), dtype=torch.int64)
             return {"order": order, "dy": zeros, "dx": zeros, "flip": zeros.bool()}
-        order = torch.randperm(n, generator=g)
         per_rank = n // self.world_size  # every rank the same number of steps
-        order = order[self.rank * per_rank:(self.rank + 1) * per_rank]
+        order = torch.randperm(n, generator=g)[self.rank * per_rank:(self.rank + 1) * per_rank]
         offsets = torch.randint(0, 2 * pad + 1, (2, per_rank), generator=g)
         flip = torch.rand(per_rank, generator=g) < 0.5 if self.augmented \
             else torch.zeros(per_rank, dtype=torch.bool)
@@ -103,8 +92,8 @@ class GpuLoader:
     def device_plan(self, epoch: int, plan: dict | None = None) -> torch.Tensor:
         """The epoch's plan on the device: int64 [5, n] (sample, row, column, flip, label)."""
         plan = self.plan(epoch) if plan is None else plan
-        plan = torch.stack([plan["order"], plan["dy"], plan["dx"], plan["flip"].long()])
-        plan = plan.to(self.device, non_blocking=True)
+        plan = torch.stack([plan["order"], plan["dy"], plan["dx"], plan["flip"].long()]).to(
+            self.device, non_blocking=True)
         return torch.cat([plan, self.labels[plan[0]][None]])
 
     def cut(self, columns: torch.Tensor):
@@ -114,8 +103,7 @@ class GpuLoader:
         y = dy[:, None] + self._rows
         x = torch.addcmul(dx[:, None] + self._cols, flip[:, None], self._flip_shift)
         if self.channels_last:  # [B, H, W, C] gathered, seen as NCHW: channels_last
-            batch = self.images[idx[:, None, None], y[:, :, None], x[:, None, :]]
-            batch = batch.permute(0, 3, 1, 2)
+            batch = self.images[idx[:, None, None], y[:, :, None], x[:, None, :]].permute(0, 3, 1, 2)
         else:  # [B, C, H, W] gathered directly
             batch = self.images[idx[:, None, None, None], y[:, None, :, None],
                                 x[:, None, None, :], self._channels[None, :, None, None]]
@@ -145,8 +133,7 @@ def gpu_loaders(cfg: Experiment, device, rank: int = 0, world_size: int = 1,
                                   test_size=cfg.test_size, seed=cfg.seed)
     batches = Batches(cfg.batch_size, augment=cfg.augment, dtype=dtype,
                       channels_last=cfg.channels_last, seed=cfg.seed)
-    train = GpuLoader(arrays.train_x, arrays.train_y,
-                      batches.replace(rank=rank, world_size=world_size), device)
     # validation runs on rank 0 only (see loop.evaluate), over every image
-    val = GpuLoader(arrays.test_x, arrays.test_y, batches.replace(train=False), device)
-    return train, val
+    return (GpuLoader(arrays.train_x, arrays.train_y,
+                      replace(batches, rank=rank, world_size=world_size), device),
+            GpuLoader(arrays.test_x, arrays.test_y, replace(batches, train=False), device))

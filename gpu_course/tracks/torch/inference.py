@@ -46,17 +46,7 @@ def time_inference(predict, model: str, variant, device, workload: Workload = Wo
 
 def one_at_a_time(predict, x: torch.Tensor, n: int) -> list[float]:
     """Seconds of each of n passes, each served alone and ended by a sync."""
-    if x.device.type != "cuda":
-        return _clocked(predict, x, n)
-    times = []
-    for _ in range(n):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        predict(x)
-        end.record()
-        end.synchronize()                  # the one sync: this request's output is ready
-        times.append(start.elapsed_time(end) / 1000)
-    return times
+    return [back_to_back(predict, x, 1)[0] for _ in range(n)]
 
 
 def back_to_back(predict, x: torch.Tensor, n: int) -> list[float]:

@@ -1,10 +1,11 @@
-"""The I/O ladder in PyTorch: the same images delivered as loose JPEGs, pre-resized,
-packed, in memory, or on the GPU; only where the pixels come from changes."""
+"""The data sets and loaders an Experiment names, in PyTorch; for an image folder the I/O
+ladder: the same images as loose JPEGs, pre-resized, packed, in memory or on the GPU."""
 from __future__ import annotations
 
 import numpy as np
 from torch.utils.data import Sampler
 
+from ... import data as course_data
 from ...config import Experiment
 from ...data import folder, order, packed
 from ...data.folder import folder_split
@@ -14,8 +15,8 @@ KINDS = ("loose", "preresized", "packed", "memory", "gpu")
 
 
 class LazyImages:
-    """Images fetched one at a time from a source, looking like the array `ImageDataset`
-    expects; the last fetch's label travels with it (skip_corrupt may move on)."""
+    """A source's images as the array `ImageDataset` expects, fetched one at a time; the last
+    fetch's label travels with it (skip_corrupt may move on)."""
 
     ndim, dtype = 4, np.dtype(np.uint8)
 
@@ -63,13 +64,17 @@ def io_datasets(cfg: Experiment, kind: str = "loose", root=None, cache_dir=None,
         source = packed.PackedSource(packed.ensure_packed(train_index, size, **common),
                                      skip_corrupt=skip_corrupt)
     if kind == "memory":
-        pack = packed.PackedArray(packed.ensure_packed(train_index, size, **common))
-        train = ImageDataset(pack.load(), pack.labels, cfg.augment, cfg.seed)
+        train = _in_memory(packed.ensure_packed(train_index, size, **common), cfg.augment, cfg.seed)
         train.skipped = None
     else:
         train = SourceDataset(source, size, cfg.augment, cfg.seed)
-    val = packed.PackedArray(packed.ensure_packed(val_index, size, **common))
-    return train, ImageDataset(val.load(), val.labels, "none", cfg.seed)
+    return train, _in_memory(packed.ensure_packed(val_index, size, **common), "none", cfg.seed)
+
+
+def _in_memory(pack_path, augment: str, seed: int) -> ImageDataset:
+    """The packed images read into memory in one sequential pass."""
+    pack = packed.PackedArray(pack_path)
+    return ImageDataset(pack.load(), pack.labels, augment, seed)
 
 
 class OrderSampler(order.EpochSampler, Sampler):
@@ -106,3 +111,24 @@ def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
             cfg.batch_size, train=train, augment=cfg.augment, channels_last=cfg.channels_last,
             seed=cfg.seed), device))
     return tuple(loaders)
+
+
+def load_datasets(cfg: Experiment, skip_corrupt: bool = False):
+    """(train_dataset, val_dataset) for cfg.dataset; skip_corrupt leaves unreadable images out."""
+    if cfg.dataset == "folder":
+        return course_data.ours(*io_datasets(cfg, cfg.data_format, skip_corrupt=skip_corrupt))
+    arrays = course_data.load(cfg.dataset, root=cfg.data_dir, train_size=cfg.train_size,
+                              test_size=cfg.test_size, seed=cfg.seed)
+    return course_data.ours(ImageDataset(arrays.train_x, arrays.train_y, cfg.augment, cfg.seed),
+                            ImageDataset(arrays.test_x, arrays.test_y, "none", cfg.seed))
+
+
+def load_data(cfg: Experiment, device=None):
+    """(train_iter, val_iter) for cfg: DataLoaders, or GpuLoaders with cfg.data_on_gpu."""
+    if cfg.data_on_gpu:
+        from .devices import try_devices
+        from .gpu_loader import gpu_loaders
+        return gpu_loaders(cfg, device if device is not None else try_devices(cfg.num_gpus)[0][0])
+    train, val = load_datasets(cfg)
+    return (make_loader(train, cfg, train=True, sampler=order_sampler(train, cfg)),
+            make_loader(val, cfg, train=False))

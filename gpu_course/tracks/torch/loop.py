@@ -1,11 +1,5 @@
-"""The PyTorch training loop every PyTorch run uses: plain PyTorch inside `gc.record`.
-
-    with gc.record(parts) as rec:      # parts = gc.build(cfg)
-        fit(rec, net, optimizer, train_iter, val_iter, devices)
-
-The host never waits for the GPU inside an epoch (`loss.item()` each step would); only
-float16's GradScaler reads one flag per step.
-"""
+"""The PyTorch training loop every PyTorch run uses: plain PyTorch inside `gc.record`; the
+host never waits for the GPU inside an epoch, but float16's GradScaler reads a flag a step."""
 from __future__ import annotations
 
 import contextlib
@@ -71,8 +65,7 @@ def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, scheduler
             if static:  # a new step: CUDA-graph outputs of the last one may be overwritten
                 torch.compiler.cudagraph_mark_step_begin()
             with precision.autocast():
-                out = net(x)
-                loss = loss_fn(out, y)
+                loss = loss_fn(out := net(x), y)
             optimizer.zero_grad(set_to_none=True)
             precision.backward_and_step(loss, optimizer)
             if scheduler is not None:
@@ -88,14 +81,10 @@ def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, scheduler
 
 def _validation(net, val_iter, device, dtype, channels_last, world_size: int):
     """The end-of-epoch evaluation: on rank 0 only, the other processes wait for it."""
-    if world_size == 1:
-        return lambda: evaluate(net, val_iter, [device], dtype, channels_last)
-
     def evaluate_on_rank0():
-        acc = None
-        if dist.get_rank() == 0:
-            acc = evaluate(net, val_iter, [device], dtype, channels_last)
-        dist.barrier()
+        acc = evaluate(net, val_iter, [device], dtype, channels_last) if place()[0] == 0 else None
+        if world_size > 1:
+            dist.barrier()
         return acc
     return evaluate_on_rank0
 
@@ -124,11 +113,8 @@ def evaluate(net: nn.Module, val_iter, devices, dtype: str = "float32",
 
 def to_device(x: torch.Tensor, y: torch.Tensor, device, channels_last: bool = False):
     """The batch on the device (the copy overlaps queued work from pinned memory)."""
-    x = x.to(device, non_blocking=True)
-    y = y.to(device, non_blocking=True)
-    if channels_last:
-        x = x.contiguous(memory_format=torch.channels_last)
-    return x, y
+    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    return (x.contiguous(memory_format=torch.channels_last) if channels_last else x), y
 
 
 def _set_epoch(loader, epoch: int) -> None:

@@ -1,7 +1,5 @@
-"""Lesson 14: a training step's memory from PyTorch's own counters into the run's record
-(schema: `analyse.memory`): the profiler's memory timeline by category, on a GPU the
-caching allocator's counters and a snapshot for https://pytorch.org/memory_viz.
-"""
+"""Lesson 14: a training step's memory into the run's record (`analyse.memory`): the
+profiler's timeline by category; on a GPU the allocator's counters and a snapshot."""
 from __future__ import annotations
 
 import contextlib
@@ -17,6 +15,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from ...analyse.memory import Counter, Part
+from ..common import memory_note
 
 TIMELINE = "memory_timeline.json"
 SNAPSHOT = "memory_snapshot.pickle"
@@ -37,20 +36,12 @@ def nbytes(tensors) -> int:
     return total
 
 
-def state_tensors(optimizer) -> list:
-    """Every tensor in an optimizer's state (momentum buffers, Adam's two moments...)."""
-    out = []
-    for state in optimizer.state.values():
-        out += [v for v in state.values() if isinstance(v, torch.Tensor)]
-    return out
-
-
 def counted(net, optimizer, inputs=()) -> dict:
     """Bytes counted from the model: parameters, gradients, optimizer state, inputs."""
     params = list(dict.fromkeys(net.parameters()))
     return {Part.PARAMETERS: nbytes(params),
             Part.GRADIENTS: nbytes(p for p in params if p.requires_grad),
-            Part.OPTIMIZER: nbytes(state_tensors(optimizer)),
+            Part.OPTIMIZER: nbytes(v for state in optimizer.state.values() for v in state.values()),
             Part.INPUT: nbytes(inputs)}
 
 
@@ -61,6 +52,8 @@ class MemoryMeter:
         self.net, self.optimizer = parts.net, parts.optimizer
         self.device = torch.device(parts.devices[0])
         self.cuda = self.device.type == "cuda"
+        if self.cuda and self.device.index is None:   # the profiler's timeline names its index
+            self.device = torch.device("cuda", torch.cuda.current_device())
         self.base = 0
         if self.cuda:   # live tensors less the network's own, already on the device
             _gc.collect()   # an earlier run's network, kept alive only by a reference cycle
@@ -69,32 +62,24 @@ class MemoryMeter:
 
     def measure(self, rec, step, inputs=(), readings: int = 3) -> dict:
         """Run `step()` `readings` times, each read alone, and note the memory in rec."""
-        if readings < 1:
-            raise ValueError(f"readings={readings} must be at least 1 (measured steps)")
+        grads = (Part.GRADIENTS,) if any(p.grad is not None for p in self.net.parameters()) else ()
+        out = memory_note(readings, Counter.CUDA if self.cuda else Counter.PROFILER, self.device,
+                          counted(self.net, self.optimizer, inputs),
+                          (Part.PARAMETERS, Part.OPTIMIZER, Part.INPUT, *grads))
         folder = rec.record.path if getattr(rec, "record", None) is not None else None
-        grads_held = any(p.grad is not None for p in self.net.parameters())
-        out = {"counter": (Counter.CUDA if self.cuda else Counter.PROFILER).value,
-               "device": str(self.device),
-               "computed": {k.value: v for k, v in counted(self.net, self.optimizer, inputs).items()},
-               "held_parts": [p.value for p in (Part.PARAMETERS, Part.OPTIMIZER, Part.INPUT)]
-               + ([Part.GRADIENTS.value] if grads_held else []),
-               "held": [], "peak": [], "at_peak": {}, "most": {}, "files": [],
-               "device_total": None, "allocator": None}
-        allocator = []
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(readings):
-                last = i == readings - 1
-                path = Path(folder if (last and folder) else tmp) / TIMELINE
+                keep = folder is not None and i == readings - 1   # the last reading's files stay
+                path = Path(folder if keep else tmp) / TIMELINE
                 if self.cuda:
                     torch.cuda.reset_peak_memory_stats(self.device)
                     held = torch.cuda.memory_allocated(self.device) - self.base
-                    if last and folder:
+                    if keep:
                         torch.cuda.memory._record_memory_history(max_entries=SNAPSHOT_ENTRIES)
                 timeline = self._profiled(step, path)
                 if self.cuda:
                     peak = torch.cuda.max_memory_allocated(self.device) - self.base
-                    allocator.append(peak)
-                    if last and folder:
+                    if keep:
                         torch.cuda.memory._dump_snapshot(str(Path(folder) / SNAPSHOT))
                         torch.cuda.memory._record_memory_history(enabled=None)
                         out["files"].append(SNAPSHOT)
@@ -105,10 +90,10 @@ class MemoryMeter:
                 for key in ("at_peak", "most"):
                     for part, value in timeline[key].items():
                         out[key].setdefault(part.value, []).append(value)
-                if last and folder and (Path(folder) / TIMELINE).exists():
+                if keep and path.exists():
                     out["files"].append(TIMELINE)
         if self.cuda:
-            out["allocator"] = {"peak": allocator,
+            out["allocator"] = {"peak": list(out["peak"]),
                                 "reserved": torch.cuda.memory_reserved(self.device),
                                 "retries": int(torch.cuda.memory_stats(self.device)
                                                .get("num_alloc_retries", 0))}
@@ -138,17 +123,12 @@ class MemoryMeter:
         try:
             with warnings.catch_warnings():   # deprecated for CUDA's snapshot, the only CPU one
                 warnings.simplefilter("ignore")
-                prof.export_memory_timeline(str(path), device=str(self._device_name()))
+                prof.export_memory_timeline(str(path), device=str(self.device))
             return read_timeline(json.loads(path.read_text()))
         except Exception:   # noqa: BLE001 - on a GPU the allocator still counts; parts unsorted
             if not self.cuda:
                 raise
             return read_timeline([[], []])
-
-    def _device_name(self) -> str:
-        if self.cuda:
-            return f"cuda:{self.device.index if self.device.index is not None else torch.cuda.current_device()}"
-        return "cpu"
 
 
 @contextlib.contextmanager

@@ -46,74 +46,62 @@ class BasicBlockV2(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = torch.relu(self.bn1(x))
         residual = x if self.downsample is None else self.downsample(x)
-        x = self.conv1(x)
-        x = self.conv2(torch.relu(self.bn2(x)))
-        return x + residual
+        return self.conv2(torch.relu(self.bn2(self.conv1(x)))) + residual
 
 
 def _stages(block, widths: list[int], blocks_per_stage: int) -> list[nn.Module]:
-    layers = []
-    for i in range(1, len(widths)):
-        stride = 1 if i == 1 else 2
-        layers.append(nn.Sequential(
-            block(widths[i - 1], widths[i], stride),
-            *[block(widths[i], widths[i], 1) for _ in range(blocks_per_stage - 1)]))
-    return layers
+    return [nn.Sequential(block(widths[i - 1], widths[i], 1 if i == 1 else 2),
+                          *[block(widths[i], widths[i], 1) for _ in range(blocks_per_stage - 1)])
+            for i in range(1, len(widths))]
 
 
-class CifarResNet(nn.Module):
+class CifarNet(nn.Module):
+    """`features` pooled to one vector, then a dense `output` layer, as GluonCV's nets."""
+
+    def __init__(self, layers: list[nn.Module], width: int, classes: int):
+        super().__init__()
+        self.features = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.output = nn.Linear(width, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.output(self.features(x))
+
+
+class CifarResNet(CifarNet):
     """GluonCV's CIFARResNetV1 (depth = 6n + 2)."""
 
     def __init__(self, depth: int, classes: int = 10):
-        super().__init__()
         if (depth - 2) % 6:
             raise ValueError(f"depth={depth} must be 6n + 2 (20, 56, 110, ...)")
         widths = [16, 16, 32, 64]
-        self.features = nn.Sequential(
-            nn.Conv2d(3, widths[0], 3, padding=1, bias=False), nn.BatchNorm2d(widths[0]),
-            *_stages(BasicBlockV1, widths, (depth - 2) // 6),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten())
-        self.output = nn.Linear(widths[-1], classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.output(self.features(x))
+        super().__init__([nn.Conv2d(3, widths[0], 3, padding=1, bias=False),
+                          nn.BatchNorm2d(widths[0]),
+                          *_stages(BasicBlockV1, widths, (depth - 2) // 6)], widths[-1], classes)
 
 
-class CifarWideResNet(nn.Module):
+class CifarWideResNet(CifarNet):
     """GluonCV's CIFARWideResNet (depth = 6n + 4, width factor k)."""
 
     def __init__(self, depth: int, width: int, classes: int = 10):
-        super().__init__()
         if (depth - 4) % 6:
             raise ValueError(f"depth={depth} must be 6n + 4 (16, 28, 40, ...)")
         widths = [16, 16 * width, 32 * width, 64 * width]
-        self.features = nn.Sequential(
+        super().__init__([
             nn.BatchNorm2d(3, affine=False),  # GluonCV: BatchNorm(scale=False, center=False)
             nn.Conv2d(3, widths[0], 3, padding=1, bias=False), nn.BatchNorm2d(widths[0]),
             *_stages(BasicBlockV2, widths, (depth - 4) // 6),
-            nn.BatchNorm2d(widths[-1]), nn.ReLU(inplace=True),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten())
-        self.output = nn.Linear(widths[-1], classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.output(self.features(x))
+            nn.BatchNorm2d(widths[-1]), nn.ReLU(inplace=True)], widths[-1], classes)
 
 
-class TinyNet(nn.Module):
+class TinyNet(CifarNet):
     """Three conv-BN-ReLU-maxpool blocks and a dense layer, as the Gluon track's tiny net."""
 
     def __init__(self, classes: int = 10):
-        super().__init__()
-        layers, cin = [], 3
-        for channels in (32, 64, 128):
+        layers = []
+        for cin, channels in ((3, 32), (32, 64), (64, 128)):
             layers += [nn.Conv2d(cin, channels, 3, padding=1, bias=False),
                        nn.BatchNorm2d(channels), nn.ReLU(inplace=True), nn.MaxPool2d(2)]
-            cin = channels
-        self.features = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten())
-        self.output = nn.Linear(cin, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.output(self.features(x))
+        super().__init__(layers, 128, classes)
 
 
 MODELS = {
@@ -122,7 +110,7 @@ MODELS = {
     "resnet110": lambda classes: CifarResNet(110, classes),
     "wrn16_10": lambda classes: CifarWideResNet(16, 10, classes),
     "wrn28_10": lambda classes: CifarWideResNet(28, 10, classes),
-    "tiny": lambda classes: TinyNet(classes),
+    "tiny": TinyNet,
 }
 
 

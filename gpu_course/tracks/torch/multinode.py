@@ -1,14 +1,6 @@
-"""Several hosts with torchrun: one launch per host, meeting at a c10d rendezvous.
-
-On each host i = 0 .. N-1 (HOST0 reachable from all; the same JOB id everywhere):
-
-    torchrun --nnodes=N --node-rank=i --nproc-per-node=GPUS_PER_HOST \\
-        --rdzv-backend=c10d --rdzv-endpoint=HOST0:29500 --rdzv-id=JOB \\
-        -m gpu_course.tracks.torch.ddp --config cfg.json --runs-dir runs
-
-Rank 0 keeps the record, with every rank's timings in its notes ("ranks"). `launch_local`
-runs the N launches on this machine, each a "host" on 127.0.0.1.
-"""
+"""Several hosts with torchrun: one launch per host (`commands`), meeting at a c10d
+rendezvous on HOST0; rank 0 keeps the record, every rank's timings in its notes ("ranks").
+`launch_local` runs the N launches on this machine, each a "host" on 127.0.0.1."""
 from __future__ import annotations
 
 import os
@@ -22,7 +14,8 @@ from ...config import Experiment
 from ...env.cores import threads_per_process
 from ...scale.localhosts import LocalJob, child_env, free_port, host_gpus, wait_all
 from ...measure.records import runs_root, load_run
-from .launch import _first_error
+from ..common import read_logs
+from .ddp import _first_error
 from .devices import gpu_count
 
 
@@ -52,44 +45,35 @@ def launch_local(cfg: Experiment, nodes: int = 2, procs_per_node: int = 1,
     """Run cfg as `nodes` local hosts × `procs_per_node` processes; the job's record."""
     if nodes < 1 or procs_per_node < 1:
         raise ValueError(f"nodes={nodes!r} and procs_per_node={procs_per_node!r} must be >= 1")
-    verbose = job.verbose
     runs_dir = runs_root(job.runs_dir).resolve()
     world = nodes * procs_per_node
-    env = child_env()
     # every "host" shares this machine's cores: split them, or the processes thrash
-    env["OMP_NUM_THREADS"] = str(threads or threads_per_process(world))
+    env = child_env(OMP_NUM_THREADS=str(threads or threads_per_process(world)))
     visible = host_gpus(gpu_count() if gpus is None else gpus, nodes, procs_per_node)
     endpoint, job_id = f"127.0.0.1:{free_port()}", f"gpu-course-{os.getpid()}-{time.time_ns()}"
     with tempfile.TemporaryDirectory(prefix="gpu_course_multinode_") as tmp:
         config_file, result = Path(tmp) / "config.json", Path(tmp) / "run_path"
         config_file.write_text(cfg.replace(num_gpus=world).to_json())
         args = ["--config", str(config_file), "--runs-dir", str(runs_dir),
-                "--result-file", str(result)] + ([] if verbose else ["--quiet"])
+                "--result-file", str(result)] + ([] if job.verbose else ["--quiet"])
         procs, logs = [], []
         for i in range(nodes):
             command = _torchrun_command(i, nodes, procs_per_node, endpoint, job_id, args,
                                         local_addr="127.0.0.1")
-            if verbose:
+            if job.verbose:
                 print(f"host {i}: $ torchrun", " ".join(command[3:]).replace(tmp, "$TMP"),
                       flush=True)
-            # each "host" sees only its own GPUs, as on a real one; none when there are
-            # too few for one a process (two ranks on one GPU: NCCL refuses them)
-            host_env = dict(env, CUDA_VISIBLE_DEVICES=visible[i])
+            # each "host" sees only its own GPUs; none with too few for one a process (NCCL)
             logs.append(open(Path(tmp) / f"host{i}.log", "w+"))
-            procs.append(subprocess.Popen(command, env=host_env, stdout=logs[-1],
-                                          stderr=subprocess.STDOUT, text=True))
+            procs.append(subprocess.Popen(command, env=dict(env, CUDA_VISIBLE_DEVICES=visible[i]),
+                                          stdout=logs[-1], stderr=subprocess.STDOUT, text=True))
         codes = wait_all(procs, job.timeout)
-        outputs = []
-        for log in logs:
-            log.seek(0)
-            outputs.append(log.read())
-            log.close()
+        outputs = read_logs(logs)
         run_path = result.read_text().strip() if result.exists() else None
-    if verbose:
+    if job.verbose:
         print(outputs[0], end="", flush=True)
     if any(codes) or run_path is None:
         failed = next((i for i, c in enumerate(codes) if c), 0)
-        lines = outputs[failed].splitlines(keepends=True)
-        first = _first_error(lines)
+        first = _first_error(outputs[failed].splitlines(keepends=True))
         raise RuntimeError(f"host {failed}'s torchrun exited with {codes[failed]} (all: {codes}):\n{first}")
     return load_run(run_path)

@@ -1,5 +1,6 @@
-"""Optimizer and learning-rate schedule for a PyTorch run, both named by the config; the
-schedulers step once per update, with MXNet's linear warm-up in front."""
+"""Optimizer and learning-rate schedule for a PyTorch run, both named by the config (the
+schedulers step once per update, MXNet's linear warm-up in front), and the two optimizers
+PyTorch lacks: LARS and Signum."""
 from __future__ import annotations
 
 import torch
@@ -7,11 +8,9 @@ import torch
 # with the track, not in a run's setup, where a Ctrl-C waits for them (cutting an import
 # short leaves PyTorch half-imported and the next run failing)
 import torch._dynamo  # noqa: F401
-from torch.optim import lr_scheduler as sched
+from torch.optim import Optimizer, lr_scheduler as sched
 
 from ...config import LR_FACTOR, Experiment
-from .lars import LARS
-from .signum import Signum
 
 
 def make_optimizer(net: torch.nn.Module, cfg: Experiment) -> torch.optim.Optimizer:
@@ -86,11 +85,131 @@ def _after_warmup(optimizer, warm: int, main):
 
 def lr_curve(cfg: Experiment, steps_per_epoch: int) -> list[float]:
     """The learning rate of every update of the run, for `plots.lr_schedule`."""
-    scheduler = lr_scheduler(cfg, steps_per_epoch)
-    optimizer = scheduler.optimizer
-    lrs = []
+    return [lr for lr, _ in hyper_steps(cfg, steps_per_epoch)]
+
+
+def hyper_steps(cfg: Experiment, steps_per_epoch: int, optimizer=None) -> list[tuple]:
+    """(lr, momentum) of every update, stepped through on a twin of `optimizer` (None: SGD)."""
+    twin = optimizer and type(optimizer)([torch.zeros(1, requires_grad=True)], **optimizer.defaults)
+    scheduler = lr_scheduler(cfg, steps_per_epoch, twin)
+    group, rows = scheduler.optimizer.param_groups[0], []
     for _ in range(cfg.epochs * steps_per_epoch):
-        lrs.append(optimizer.param_groups[0]["lr"])
-        optimizer.step()  # no gradients: changes nothing, but keeps PyTorch's order check
+        rows.append((group["lr"], group["momentum"]))
+        scheduler.optimizer.step()  # no gradients: changes nothing, keeps PyTorch's order check
         scheduler.step()
-    return lrs
+    return rows
+
+
+EPS = 1e-9   # in the trust ratio's denominator: never a division by zero
+
+
+class LARS(Optimizer):
+    """LARS (arXiv:1708.03888): momentum SGD with a per-layer trust ratio, biases and BatchNorm
+    plain (exclude_1d); eta: the paper's 0.001 expects a ~100x larger lr than SGD's (~0.1).
+
+        v = momentum * v + lr * eta * ||w|| / (||g|| + wd * ||w||) * (g + wd * w);  w = w - v
+    """
+
+    def __init__(self, params, lr: float, momentum: float = 0.9, weight_decay: float = 0.0,
+                 eta: float = 0.001, exclude_1d: bool = True):
+        check_settings(lr=lr, momentum=momentum, weight_decay=weight_decay, eta=eta)
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay,
+                                      eta=eta, exclude_1d=exclude_1d))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One update of every parameter: ~20 multi-tensor operators a group, no host read
+        (lr and momentum may be device tensors, under a CUDA graph)."""
+        loss = run_closure(closure)
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            plain = [p for p in params if group["exclude_1d"] and p.ndim <= 1]
+            adapted = [p for p in params if not (group["exclude_1d"] and p.ndim <= 1)]
+            updates = self._adapted_updates(adapted, group)
+            if plain:  # lr * g: no weight decay or adaptation
+                updates += list(torch._foreach_mul([p.grad for p in plain], group["lr"]))
+            self._apply(adapted + plain, updates, group["momentum"])
+        return loss
+
+    def _adapted_updates(self, params: list, group: dict) -> list:
+        """(g + wd * w) * lr * trust for each tensor, trust = eta ||w|| / (||g|| + wd ||w||)."""
+        if not params:
+            return []
+        grads, wd = [p.grad for p in params], group["weight_decay"]
+        n = len(params)
+        norms = torch.stack(torch._foreach_norm(params + grads))  # one norm op, one stack
+        w_norm, g_norm = norms[:n], norms[n:]
+        trust = w_norm / torch.add(g_norm, w_norm, alpha=wd).add_(EPS)
+        trust = trust.mul_(group["eta"]).mul_(group["lr"])
+        # a layer with zero weights or zero gradient keeps the global rate
+        scale = torch.where(torch.minimum(w_norm, g_norm) > 0, trust, group["lr"])
+        updates = list(torch._foreach_add(grads, params, alpha=wd))
+        # one operator; on a GPU PyTorch runs it as one small kernel per tensor (its
+        # multi-tensor kernels need equal shapes), queued on the device: no host read
+        torch._foreach_mul_(updates, list(scale.unbind()))
+        return updates
+
+    def _apply(self, params: list, updates: list, momentum) -> None:
+        """v = momentum * v + update; w = w - v (v starts at zero: the first v is the update)."""
+        if not params:
+            return
+        for p in params:
+            if "velocity" not in self.state[p]:
+                self.state[p]["velocity"] = torch.zeros_like(p)
+        velocity = [self.state[p]["velocity"] for p in params]
+        torch._foreach_mul_(velocity, momentum)
+        torch._foreach_add_(velocity, updates)
+        torch._foreach_sub_(params, velocity)
+
+
+def check_settings(**values) -> None:
+    """Refuse a negative setting, by name."""
+    for name, value in values.items():
+        if value < 0:
+            raise ValueError(f"{name}={value!r} must be >= 0")
+
+
+def run_closure(closure):
+    """The loss of `closure` (PyTorch's optimizer contract), None without one."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()
+
+
+class Signum(Optimizer):
+    """Signum (arXiv:1802.04434), step for step MXNet 1.9.1's; lr: the step every weight takes
+    (~SGD's rate / 100); wd_lh: decoupled weight decay.
+
+        m = momentum * m + (1 - momentum) * (g + weight_decay * w)
+        w = (1 - lr * wd_lh) * w - lr * sign(m)
+    """
+
+    def __init__(self, params, lr: float = 0.01, momentum: float = 0.9,
+                 weight_decay: float = 0.0, wd_lh: float = 0.0):
+        check_settings(lr=lr, momentum=momentum, weight_decay=weight_decay, wd_lh=wd_lh)
+        if momentum >= 1:
+            raise ValueError(f"momentum={momentum!r} must be < 1")
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay,
+                                      wd_lh=wd_lh))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = run_closure(closure)
+        for group in self.param_groups:
+            lr, momentum = group["lr"], group["momentum"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad
+                if group["weight_decay"]:
+                    g = g + group["weight_decay"] * p
+                if momentum:
+                    state = self.state[p]
+                    if "momentum_buffer" not in state:
+                        state["momentum_buffer"] = torch.zeros_like(p)
+                    g = state["momentum_buffer"].mul_(momentum).add_(g, alpha=1 - momentum)
+                if group["wd_lh"]:
+                    p.mul_(1 - lr * group["wd_lh"])
+                p.add_(torch.sign(g), alpha=-lr)
+        return loss

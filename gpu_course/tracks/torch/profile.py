@@ -1,13 +1,6 @@
-"""torch.profiler around a few training steps: a Chrome trace and the per-operator table.
-
-    window = profile_steps(cfg, folder, wait=1, warmup=1, active=3)
-    window["trace"]    # folder/trace.json.gz: chrome://tracing or ui.perfetto.dev
-    window["ops"]      # per-operator DataFrame (also folder/ops.csv)
-    window["table"]    # PyTorch's own text table
-
-A bounded window of the steps the run takes (compiled, or one CUDA graph where
-`static_step` applies); the loader's part of each step is annotated "data wait".
-"""
+"""torch.profiler around a few of the steps a run takes (compiled, or one CUDA graph where
+`static_step` applies): "trace" (folder/trace.json.gz, for ui.perfetto.dev), "ops" (a
+per-operator DataFrame, also folder/ops.csv) and PyTorch's own "table"."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,10 +33,8 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
     if cfg.channels_last:
         net = net.to(memory_format=torch.channels_last)
     train_iter, _ = build_loaders(cfg, device)
-    cuda = device.type == "cuda"
+    cuda, raw, steps = device.type == "cuda", folder / "trace.json", wait + warmup + active
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    raw = folder / "trace.json"
-    steps = wait + warmup + active
     whole_step = static_step.applies(cfg, train_iter, optimizer) is None
     model = compile_model(net, cfg, device, cuda_graphs=not whole_step)
     if whole_step:  # compile and capture before the window, as the run does
@@ -51,14 +42,11 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
         epochs = max(cfg.epochs, -(-(steps + static_step.WARMUP_STEPS + 1) // per_epoch))
         stepper = static_step.StaticStep(model, optimizer, train_iter, cfg.replace(
             epochs=epochs), per_epoch)  # its LR table covers the window
-        epoch = 0
-        stepper.start_epoch(epoch)
+        stepper.start_epoch(0)
 
         def graph_step():
-            nonlocal epoch
-            if stepper.epoch_calls == stepper.steps:  # the epoch's plan is used up
-                epoch += 1
-                stepper.start_epoch(epoch)
+            if stepper.epoch_calls == stepper.steps:  # the epoch's plan is used up: the next
+                stepper.start_epoch(stepper.calls // stepper.steps)
             stepper.step()
         for _ in range(static_step.WARMUP_STEPS + 1):
             graph_step()
@@ -84,12 +72,11 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
     trace = profiling.gzip_trace(raw)
     ops = operator_table(prof)
     ops.to_csv(folder / "ops.csv", index=False)
-    sort = "self_cuda_time_total" if cuda else "self_cpu_time_total"
     size_mb = trace.stat().st_size / 1e6
-    note = None if size_mb <= profiling.MAX_TRACE_MB else \
-        f"the trace is {size_mb:.0f} MB: profile fewer active steps"
-    return {"trace": trace, "ops": ops, "note": note,
-            "table": prof.key_averages().table(sort_by=sort, row_limit=15)}
+    sort = "self_cuda_time_total" if cuda else "self_cpu_time_total"
+    return {"trace": trace, "ops": ops, "table": prof.key_averages().table(sort_by=sort, row_limit=15),
+            "note": None if size_mb <= profiling.MAX_TRACE_MB else
+            f"the trace is {size_mb:.0f} MB: profile fewer active steps"}
 
 
 def operator_table(prof) -> pd.DataFrame:

@@ -11,6 +11,7 @@ from ...measure import provenance
 from ...config import OWN, Graph
 from ...measure.harness import Device, Harness, Output, Ran
 from ...measure.watch_loop import experiment, watched
+from ..common import read_dataset
 from .devices import describe, place
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME")
@@ -23,21 +24,20 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
     cfg, net, train_iter, optimizer = parts.cfg, parts.net, parts.train_iter, parts.optimizer
     devices = [torch.device(d) for d in parts.devices]
     rank, world_size = place()
-    leader = rank == 0
-    if cfg.engine != "pytorch":
-        cfg = cfg.replace(engine="pytorch")
-    if cfg.threads is not None and cfg.threads != torch.get_num_threads():
-        runs = torch.get_num_threads()
+    cfg = cfg.replace(engine="pytorch") if cfg.engine != "pytorch" else cfg
+    runs = torch.get_num_threads()
+    if cfg.threads is not None and cfg.threads != runs:
         raise ValueError(f"threads={cfg.threads} in the Experiment, but this process runs {runs} intra-op threads: "
                          f"call torch.set_num_threads({cfg.threads}) first, or leave threads at None")
-    facts = {"threads": {"intra_op": torch.get_num_threads(),
+    facts = {"threads": {"intra_op": runs,
                          "inter_op": torch.get_num_interop_threads(),
                          **{k: os.environ.get(k) for k in THREAD_VARIABLES if os.environ.get(k)}},
              "cpu_count": os.cpu_count(), "world_size": world_size,
              "torch_device": str(devices[0])}
     if devices[0].type == "cuda":
+        ampere = torch.cuda.get_device_capability(devices[0]) >= (8, 0)   # TF32 from Ampere on
         facts["tf32"] = {"convolutions": bool(torch.backends.cudnn.allow_tf32
-                                              and cfg.dtype == "float32" and _ampere(devices[0])),
+                                              and cfg.dtype == "float32" and ampere),
                          "matmul_precision": torch.get_float32_matmul_precision()}
         facts["cudnn_benchmark"] = bool(torch.backends.cudnn.benchmark)
     if net is not None:
@@ -47,7 +47,7 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
         cfg = provenance.reconcile(cfg, found, "the network",
                                    ("model",) if found["model"] == OWN else ())
         if getattr(net, "_orig_mod", None) is not None:
-            from .compiling import compile_backend
+            from .train import compile_backend
             facts["compile_backend"] = compile_backend()
     if train_iter is not None:
         found, facts["train_data"] = read_loader(train_iter)
@@ -55,21 +55,19 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
                                    provenance.OWN_DATA_FIELDS if found.get("dataset") else ())
     if optimizer is not None:
         facts["optimizer"] = read_optimizer(optimizer)
-    cuda = devices[0].type == "cuda"
     return Harness(cfg, Ran(engine="pytorch", devices=describe(devices),
                             device_notice=parts.notice, downgrades=tuple(parts.downgrades or ()),
                             facts=facts),
                    Device(read=lambda t: t.item(), total=total,
                           reduce=_all_reduce if world_size > 1 else None,
-                          events=StepEvents() if cuda else None),
-                   replace(out, progress=out.progress and leader, verbose=out.verbose and leader,
-                           monitor=out.monitor and leader, record=out.record and leader))
+                          events=StepEvents() if devices[0].type == "cuda" else None),
+                   replace(out, **{k: getattr(out, k) and rank == 0  # rank 0 records under DDP
+                                   for k in ("progress", "verbose", "monitor", "record")}))
 
 
 def watch(loader, net=None, name: str = "watch", **output):
-    """`for x, y in gc.watch(train_loader):` times a plain loop's steps into one run
-    record, a pass an epoch (`measure.watch_loop`); `net` adds the network's facts and
-    its device; `output` as for `record`."""
+    """`for x, y in gc.watch(train_loader):` times a plain loop's steps into one run record,
+    a pass an epoch (`measure.watch_loop`); `net` adds the network's facts and its device."""
     device = next(net.parameters()).device if net is not None else torch.device("cpu")
     parts = provenance.Parts(net, loader, None, None, [device], experiment(name, "pytorch"))
     return watched(loader, lambda: record(parts, **{"progress": False, **output}),
@@ -80,9 +78,8 @@ def read_network(net) -> tuple[dict, dict]:
     """(config fields, facts) of a network."""
     inner = getattr(net, "_orig_mod", net)
     inner = getattr(inner, "module", inner)  # DistributedDataParallel
-    model = getattr(inner, "course_model", None)
-    found = {"model": model if model else OWN}
-    if getattr(net, "_orig_mod", None) is not None:
+    found = {"model": getattr(inner, "course_model", None) or OWN}
+    if hasattr(net, "_orig_mod"):
         found["graph"] = Graph.HYBRID
     last = [m for m in inner.modules() if isinstance(m, torch.nn.Linear)]
     return found, {"class": type(inner).__name__,
@@ -100,16 +97,7 @@ def read_loader(loader) -> tuple[dict, dict]:
         if loader.num_workers > 0:
             found.update(persistent_workers=bool(loader.persistent_workers),
                          prefetch_factor=loader.prefetch_factor)
-        if not getattr(dataset, "course_dataset", False):
-            found["dataset"] = OWN
-        facts.update(dataset=type(dataset).__name__, images=len(dataset))
-        try:
-            shape = [int(d) for d in dataset[0][0].shape]
-            facts["image_shape"] = shape
-            if found.get("dataset") == OWN and len(shape) == 3:
-                found["image_size"] = shape[-1]
-        except Exception:  # a dataset that cannot be indexed: nothing more to read
-            pass
+        read_dataset(dataset, found, facts)
         return found, facts
     if hasattr(loader, "batch_size") and hasattr(loader, "images"):  # GpuLoader
         facts.update(images=int(loader.images.shape[0]), device=str(loader.device))
@@ -138,23 +126,16 @@ class StepEvents:
         self.events.append(event)
 
     def times(self) -> list:
-        pairs = zip(self.events, self.events[1:])
-        return [a.elapsed_time(b) / 1000 for a, b in pairs]  # ms -> s; synced already
+        return [a.elapsed_time(b) / 1000 for a, b in zip(self.events, self.events[1:])]  # synced
 
 
 def total(parts: list) -> torch.Tensor:
     """The steps' values added in one or two operations (0-d stacked, per-image joined)."""
     if not isinstance(parts[0], torch.Tensor):  # a loop that handed in Python numbers
         return sum(parts)
-    if parts[0].dim() == 0:
-        return torch.stack(parts).sum()
-    return torch.cat(parts).sum()
+    return (torch.stack(parts) if parts[0].dim() == 0 else torch.cat(parts)).sum()
 
 
 def _all_reduce(tensor):
     dist.all_reduce(tensor)  # every process's sums added up
     return tensor
-
-
-def _ampere(device) -> bool:
-    return torch.cuda.get_device_capability(device) >= (8, 0)  # TF32 from Ampere on

@@ -1,9 +1,6 @@
-"""The tuned rung's step as one CUDA graph: the host launches one replay per step.
-
-Everything the step reads lives at fixed device addresses: the batch is cut from the
+"""The tuned rung's step as one CUDA graph, one replay per step: the batch is cut from the
 epoch's plan at a device-side counter, lr and momentum come from a schedule table, loss
-and correct predictions are summed on the device. Without a GPU the step runs eagerly.
-"""
+and hits are summed on the device. Without a GPU the step runs eagerly."""
 from __future__ import annotations
 
 import contextlib
@@ -15,9 +12,8 @@ from torch import nn
 
 from ...config import Experiment, Graph
 from .gpu_loader import GpuLoader
-from .lars import LARS
 from .loop import AMP_DTYPES
-from .optim import lr_scheduler
+from .optim import LARS, hyper_steps
 
 WARMUP_STEPS = 3  # eager steps before capture: compile, cuDNN autotuning, optimizer state
 
@@ -50,19 +46,6 @@ def side_stream(side, device):
     current.wait_stream(side)
 
 
-def schedule_table(optimizer, cfg: Experiment, steps_per_epoch: int) -> torch.Tensor:
-    """[steps, 2]: the (lr, momentum) of every update, stepped through on a twin optimizer."""
-    twin = type(optimizer)([torch.zeros(1, requires_grad=True)], **optimizer.defaults)
-    scheduler = lr_scheduler(cfg, steps_per_epoch, twin)
-    rows = []
-    for _ in range(cfg.epochs * steps_per_epoch):
-        group = twin.param_groups[0]
-        rows.append((group["lr"], group["momentum"]))
-        twin.step()  # no gradient: changes nothing, keeps the scheduler's order check quiet
-        scheduler.step()
-    return torch.tensor(rows, dtype=torch.float32)
-
-
 class StaticStep:
     """One training step, eager at first, then a CUDA graph replay on a GPU."""
 
@@ -74,7 +57,8 @@ class StaticStep:
         self.use_graph = device.type == "cuda" if use_graph is None else use_graph
         self.amp_dtype = AMP_DTYPES[cfg.dtype]
         self.loss_fn = nn.CrossEntropyLoss()
-        self.host_table = schedule_table(optimizer, cfg, steps)  # read at epoch ends
+        # [steps, 2]: every update's (lr, momentum), read at epoch ends
+        self.host_table = torch.tensor(hyper_steps(cfg, steps, optimizer), dtype=torch.float32)
         self.table = self.host_table.to(device)                  # one copy per run
         self.hyper = torch.zeros(2, device=device)  # this step's lr, momentum
         for group in optimizer.param_groups:  # the optimizer reads them at each step
@@ -83,22 +67,18 @@ class StaticStep:
         self.plan = torch.zeros(5, steps, self.batch_size, dtype=torch.int64, device=device)
         self.totals = torch.zeros(2, dtype=torch.float64, device=device)  # loss sum, correct
         self.calls = self.epoch_calls = 0  # steps run in the run, in this epoch
-        self.graph = None
+        self.graph = self._t0 = self._ahead = None   # _ahead: (epoch, its plan drawn early)
         self.setup_s = None  # seconds of the first steps: compilation (and capture)
-        self._t0 = None
         self._side = torch.cuda.Stream(device) if self.use_graph else None
         self._frozen = False
-        self._ahead = None   # (epoch, its plan drawn ahead on the host)
 
-    # -- what a step does: device operations only -----------------------------------------
     def step_fn(self) -> None:
         """The step as the graph records it (gradients must be None before it runs)."""
         step_in_epoch, step_in_run = self.counters[0:1], self.counters[1:2]
         self.hyper.copy_(self.table.index_select(0, step_in_run).view(2))
         x, y = self.loader.cut(self.plan.index_select(1, step_in_epoch).view(5, -1))
         with self._autocast():
-            out = self.model(x)
-            loss = self.loss_fn(out, y)
+            loss = self.loss_fn(out := self.model(x), y)
         loss.backward()
         self.optimizer.step()
         self.totals[0].add_(loss.detach(), alpha=self.batch_size)  # summed on the device
@@ -111,7 +91,6 @@ class StaticStep:
         # no weight-cast cache: a graph must redo the casts from the live weights
         return torch.autocast(self.device.type, dtype=self.amp_dtype, cache_enabled=False)
 
-    # -- driving it ------------------------------------------------------------------------
     def plan_ahead(self, epoch: int) -> None:
         """Draw `epoch`'s random numbers now, while the GPU still runs the epoch before."""
         self._ahead = (epoch, self.loader.plan(epoch))
@@ -146,7 +125,9 @@ class StaticStep:
             if self.use_graph:
                 torch.cuda.synchronize(self.device)  # once: so setup_s is real
             self.setup_s = time.perf_counter() - self._t0
-            self.freeze_garbage()
+            python_gc.collect()   # freeze the ~1e5 objects compilation left (a collection: ~0.8 s)
+            python_gc.freeze()
+            self._frozen = True
 
     def capture(self) -> None:
         """Record step_fn as a CUDA graph (recording runs nothing; `replay()` runs it)."""
@@ -156,22 +137,14 @@ class StaticStep:
         with torch.cuda.graph(self.graph):
             self.step_fn()
 
-    def freeze_garbage(self) -> None:
-        """Freeze the ~1e5 objects compilation left (a collection over them costs ~0.8 s)."""
-        python_gc.collect()
-        python_gc.freeze()
-        self._frozen = True
-
     def close(self) -> None:
         if self._frozen:
             python_gc.unfreeze()
             self._frozen = False
 
-    # -- reading results -------------------------------------------------------------------
     def read_totals(self) -> tuple[float, float]:
         """(loss sum, correct) of the epoch so far. Sync point: waits for the queued steps."""
-        loss_sum, correct = self.totals.tolist()
-        return loss_sum, correct
+        return tuple(self.totals.tolist())
 
     def lr_of_last_step(self) -> float:
         """The learning rate of the last step run, from the host copy of the table."""

@@ -7,37 +7,40 @@ loop (`loop.fit`) inside the course's bookkeeping (`record`).
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from dataclasses import replace
 
 import torch
 from torch import nn
+from torch._dynamo.utils import counters
 
 from ...data.folder import CorruptImage
 from ...env.cores import check_loader_workers
 from ...measure import provenance
+from ..common import steps_per_epoch
 from ...measure.guards import pending_stop, stop_requests
 from ...measure.harness import Output
 from ...config import Experiment, Graph
 from .data import end_workers, make_loader, worker_died
-from .datasets import load_datasets
-from .io_data import order_sampler
+from .io_data import load_datasets, order_sampler
 from .devices import out_of_memory, place, try_devices
 from .gpu_loader import gpu_loaders
 from .loop import Precision, evaluate
 from .loop import fit as fit_epochs
 from .models import get_model
 from .optim import lr_scheduler, make_optimizer
-from .compiling import COMPILE_BACKEND_ENV, compile_backend  # noqa: F401  (re-exported)
-from . import compiling
 from .record import record
 from . import static_step
 
-FLOAT16_ON_CPU = "dtype='float16' on the CPU: no fast float16 convolutions; this run uses bfloat16 autocast."
-STATIC_ON_CPU = "graph='cuda-graphs' needs a GPU: on the CPU the same steps run compiled, without a graph."
-STATIC_RAN_ON_CPU = "compiled, no CUDA graphs"
-DATA_ON_CPU = "data_on_gpu=True with no GPU: the data and its augmentation stay in CPU memory."
-WHY = {"dtype": FLOAT16_ON_CPU}
+COMPILE_BACKEND_ENV = "GPU_COURSE_COMPILE_BACKEND"  # torch.compile's backend: "inductor" by default
+# what a request becomes without a GPU: (field, requested, what runs instead, why)
+ON_CPU = (("dtype", "float16", "bfloat16",
+           "dtype='float16' on the CPU: no fast float16 convolutions; this run uses bfloat16 autocast."),
+          ("graph", "static", "compiled, no CUDA graphs",
+           "graph='cuda-graphs' needs a GPU: on the CPU the same steps run compiled, without a graph."),
+          ("data_on_gpu", True, "CPU memory",
+           "data_on_gpu=True with no GPU: the data and its augmentation stay in CPU memory."))
 
 
 def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=None, **output):
@@ -49,7 +52,7 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
         if any(x is not None for x in (net, train_iter, val_iter)):
             raise ValueError(f"with {len(here.devices)} devices each DistributedDataParallel process builds "
                              "its own: pass none of net, train_iter, val_iter")
-        from .launch import launch
+        from .ddp import launch
         return launch(here.requested.replace(num_gpus=len(here.devices)), runs_dir=out.runs_dir,
                       verbose=out.verbose)
     ran, (device,) = here.cfg, here.devices
@@ -67,28 +70,16 @@ def train(cfg: Experiment, net=None, train_iter=None, val_iter=None, devices=Non
 def resolve(cfg: Experiment, devices=None, net=None, count: int | None = None
             ) -> provenance.Resolved:
     """cfg resolved once for this machine: devices, the config that runs, what changed."""
-    if cfg.engine != "pytorch":
-        cfg = cfg.replace(engine="pytorch")
+    cfg = cfg.replace(engine="pytorch") if cfg.engine != "pytorch" else cfg
     found = None
     check_loader_workers(cfg.num_workers)   # before a worker is forked
     if devices is None:
         devices, found = try_devices(count if count is not None else cfg.num_gpus)
     devices = [torch.device(d) for d in devices]
     requested = cfg.replace(graph="hybrid") if is_compiled(net) and cfg.graph == Graph.EAGER else cfg
-    ran, changed = effective_config(requested, devices[0])
-    return provenance.Resolved(requested, ran, devices, what_changed(requested, ran, devices[0]),
-                               provenance.notice(found, changed))
-
-
-def what_changed(requested: Experiment, ran: Experiment, device: torch.device) -> list:
-    """The requests this device could not honour, each with its reason."""
-    changed = provenance.downgrades(requested, ran, WHY)
-    if ran.graph == Graph.STATIC and device.type != "cuda":
-        changed.append(provenance.not_as_asked("graph", "static", STATIC_RAN_ON_CPU,
-                                               STATIC_ON_CPU))
-    if ran.data_on_gpu and device.type != "cuda":
-        changed.append(provenance.not_as_asked("data_on_gpu", True, "CPU memory", DATA_ON_CPU))
-    return changed
+    ran, changed = cpu_changes(requested, devices[0])
+    return provenance.Resolved(requested, ran, devices, changed,
+                               provenance.notice(found, *(c["why"] for c in changed)))
 
 
 def build(cfg: Experiment, device=None):
@@ -106,15 +97,17 @@ def build(cfg: Experiment, device=None):
 
 def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment, str | None]:
     """The config that really runs on `device`, and a notice when it differs from cfg."""
-    notices = []
-    if device.type == "cpu" and cfg.dtype == "float16":
-        cfg = cfg.replace(dtype="bfloat16")
-        notices.append(FLOAT16_ON_CPU)
-    if device.type == "cpu" and cfg.graph == "static":
-        notices.append(STATIC_ON_CPU)
-    if device.type == "cpu" and cfg.data_on_gpu:
-        notices.append(DATA_ON_CPU)
-    return cfg, " ".join(notices) or None
+    cfg, changed = cpu_changes(cfg, device)
+    return cfg, provenance.notice(*(c["why"] for c in changed))
+
+
+def cpu_changes(cfg: Experiment, device: torch.device) -> tuple[Experiment, list]:
+    """cfg as it runs on `device`, and the requests a CPU cannot honour (`ON_CPU`)."""
+    if device.type == "cuda":
+        return cfg, []
+    changed = [provenance.not_as_asked(field, asked, ran, why) for field, asked, ran, why in ON_CPU
+               if getattr(cfg, field) == asked]
+    return (cfg.replace(dtype="bfloat16") if cfg.dtype == "float16" else cfg), changed
 
 
 def build_loaders(cfg: Experiment, device: torch.device, rank: int = 0, world_size: int = 1):
@@ -133,16 +126,13 @@ def build_loaders(cfg: Experiment, device: torch.device, rank: int = 0, world_si
 def compile_model(model: nn.Module, cfg: Experiment, device: torch.device,
                   cuda_graphs: bool = True) -> nn.Module:
     """torch.compile for graph="hybrid", with CUDA graphs for "static" (unless the caller
-    captures the whole step); static shapes, and the compiler reset first (an earlier
-    run's graphs would turn this one dynamic)."""
+    captures the whole step); reset first: an earlier run's graphs would make this one dynamic."""
     if cfg.graph == Graph.EAGER or is_compiled(model):
         return model
-    torch._dynamo.reset()  # forget earlier runs' graphs and their guards
-    compiling.reset_stats()   # and what they counted: the record keeps this run's
+    torch._dynamo.reset()
+    counters.clear()   # the record keeps this run's counts
     backend = compile_backend()
-    graphs = backend == "inductor" and cfg.graph == "static" and device.type == "cuda" \
-        and cuda_graphs
-    if graphs:
+    if backend == "inductor" and cfg.graph == "static" and device.type == "cuda" and cuda_graphs:
         compiled = torch.compile(model, mode="reduce-overhead", dynamic=False)
         compiled.course_compile_mode = "reduce-overhead"   # the record says graphs replayed
         return compiled
@@ -161,15 +151,13 @@ def fit(parts: provenance.Parts, on_start=None, **output):
     net = net.to(device)
     if cfg.channels_last:  # NHWC: the layout tensor-core convolutions read directly
         net = net.to(memory_format=torch.channels_last)
-    steps = _length(train_iter, cfg)
+    steps = steps_per_epoch(train_iter, cfg.train_size, cfg.batch_size)
+    steps = min(steps, cfg.max_steps or steps)
     optimizer = parts.optimizer if parts.optimizer is not None else make_optimizer(net, cfg)
-    scheduler = lr_scheduler(cfg, min(steps, cfg.max_steps or steps), optimizer)
+    scheduler = lr_scheduler(cfg, steps, optimizer)
     model = net
-    if world_size > 1:  # gradients averaged across processes during backward
-        # each rank keeps its own BatchNorm statistics (no broadcast before every
-        # forward); gradients live in the all-reduce buckets (no copy in or out)
-        with warnings.catch_warnings():  # PyTorch's own advice for rank-local buffers is to
-            # keep broadcast_buffers=False until init_sync_buffers exists; it warns anyway
+    if world_size > 1:  # rank-local BatchNorm statistics; gradients in the all-reduce buckets
+        with warnings.catch_warnings():  # PyTorch advises broadcast_buffers=False, then warns
             warnings.filterwarnings("ignore", "`broadcast_buffers` is deprecated", FutureWarning)
             model = nn.parallel.DistributedDataParallel(
                 net, device_ids=[device] if device.type == "cuda" else None,
@@ -185,13 +173,10 @@ def fit(parts: provenance.Parts, on_start=None, **output):
                 on_start(rec)
             oom = None
             try:
-                with warnings.catch_warnings():
-                    # GradScaler skips the first steps while it finds its scale; PyTorch then
-                    # warns that the scheduler stepped before the optimizer. Expected here.
+                with warnings.catch_warnings():  # GradScaler skips the first steps: expected
                     warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step")
                     if whole_step:  # the tuned rung: the whole step as one CUDA graph
-                        stepper = static_step.StaticStep(
-                            model, optimizer, train_iter, cfg, min(steps, cfg.max_steps or steps))
+                        stepper = static_step.StaticStep(model, optimizer, train_iter, cfg, steps)
                         static_step.run_epochs(rec, stepper, lambda: evaluate(
                             net, val_iter, [device], cfg.dtype, cfg.channels_last))
                     else:
@@ -202,9 +187,7 @@ def fit(parts: provenance.Parts, on_start=None, **output):
             except KeyboardInterrupt:   # Ctrl-C or SIGTERM
                 end_workers(train_iter, val_iter)
                 raise
-            except (RuntimeError, EOFError, ConnectionError) as err:
-                # PyTorch passes a worker's error on as text; a worker's death while it
-                # handed a batch over breaks the batch's connection
+            except (RuntimeError, EOFError, ConnectionError) as err:  # a worker's error or death
                 stop = pending_stop()   # a signal to the process group: the workers went first
                 if stop is not None:
                     end_workers(train_iter, val_iter)
@@ -216,11 +199,29 @@ def fit(parts: provenance.Parts, on_start=None, **output):
                 raise named from None  # the file or the worker, as the Gluon track names them
             finally:
                 if rec.record is not None and is_compiled(model):   # what compiling made
-                    rec.record.note(compiled={**compiling.stats(), "mode": getattr(
+                    rec.record.note(compiled={**compile_stats(), "mode": getattr(
                         model, "course_compile_mode", "default")})
             if oom is not None:
                 raise oom  # outside `except`, so the failed step's tensors can be freed
     return rec.run
+
+
+def compile_backend() -> str:
+    """$GPU_COURSE_COMPILE_BACKEND, checked against torch.compile's backends."""
+    backend = os.environ.get(COMPILE_BACKEND_ENV, "").strip() or "inductor"
+    known = torch._dynamo.list_backends(exclude_tags=())
+    if backend not in known:
+        raise ValueError(f"{COMPILE_BACKEND_ENV}={backend!r} is not a torch.compile backend; "
+                         f"allowed: {', '.join(sorted(known))}")
+    return backend
+
+
+def compile_stats() -> dict:
+    """What torch.compile did since `compile_model`: graphs, graph breaks, recompiles."""
+    graphs = int(counters["stats"].get("unique_graphs", 0))
+    frames = int(counters["frames"].get("ok", 0))
+    return {"graphs": graphs, "graph_breaks": int(sum(counters["graph_break"].values())),
+            "recompiles": max(0, frames - graphs), "frames": frames}
 
 
 @contextlib.contextmanager
@@ -233,10 +234,3 @@ def intra_op_threads(threads: int | None):
         yield
     finally:
         torch.set_num_threads(before)
-
-
-def _length(train_iter, cfg: Experiment) -> int:
-    try:
-        return len(train_iter)
-    except TypeError:  # an iterable without a length: assume full batches
-        return max(1, cfg.train_size // cfg.batch_size)
