@@ -19,20 +19,10 @@ SAMPLE_KEYS = (
     "sm_active", "tensor_active", "dram_active", "error",
 )
 
-#: Bits of nvmlDeviceGetCurrentClocksEventReasons: why the SM clock is below its maximum.
-CLOCK_EVENT_REASONS = {
-    0x001: "gpu_idle",
-    0x002: "applications_clocks",   # clocks pinned by the application clock setting
-    0x004: "sw_power_cap",          # the power limit holds the clocks down
-    0x008: "hw_slowdown",
-    0x010: "sync_boost",
-    0x020: "sw_thermal",
-    0x040: "hw_thermal",
-    0x080: "hw_power_brake",
-    0x100: "display_clocks",
-    0x200: "board_limit",
-    0x400: "reliability",
-}
+#: Bits of nvmlDeviceGetCurrentClocksEventReasons (0x1, 0x2, ...): why the SM clock is below its maximum.
+CLOCK_EVENT_REASONS = {1 << bit: name for bit, name in enumerate((
+    "gpu_idle", "applications_clocks", "sw_power_cap", "hw_slowdown", "sync_boost", "sw_thermal",
+    "hw_thermal", "hw_power_brake", "display_clocks", "board_limit", "reliability"))}
 
 _UNAVAILABLE = "NVML unavailable: {}; sampling CPU only"
 _INIT_REASONS = (  # (binding's exception class name, what it means for a user)
@@ -42,6 +32,8 @@ _INIT_REASONS = (  # (binding's exception class name, what it means for a user)
     ("NVMLError_LibRmVersionMismatch",
      "driver and NVML library versions differ (reload the driver or reboot)"),
 )
+_KINDS = (("NVMLError_NotSupported", "unsupported"), ("NVMLError_GpuIsLost", "lost"),
+          ("NVMLError_FunctionNotFound", "missing"))   # missing: the driver is older than the function
 
 _lock = threading.RLock()  # guards _state, the handle cache and the GPM buffers
 _state = None              # a _State once NVML was tried; None until first use
@@ -112,11 +104,16 @@ def _initialise():
 
 
 def _init_reason(nv, exc):
-    for class_name, reason in _INIT_REASONS:
+    return _which(nv, exc, _INIT_REASONS, f"{type(exc).__name__}: {exc}")
+
+
+def _which(nv, exc, table, otherwise):
+    """The meaning in `table` ((binding's exception class name, meaning)) of `exc`."""
+    for class_name, meaning in table:
         cls = getattr(nv, class_name, None)
         if isinstance(cls, type) and isinstance(exc, cls):
-            return reason
-    return f"{type(exc).__name__}: {exc}"
+            return meaning
+    return otherwise
 
 
 def shutdown():
@@ -168,19 +165,6 @@ def _checked(index):
     return state
 
 
-def _classify(nv, exc):
-    def is_a(class_name):
-        cls = getattr(nv, class_name, None)
-        return isinstance(cls, type) and isinstance(exc, cls)
-    if is_a("NVMLError_NotSupported"):
-        return "unsupported"
-    if is_a("NVMLError_FunctionNotFound"):
-        return "missing"          # the driver is older than this function
-    if is_a("NVMLError_GpuIsLost"):
-        return "lost"
-    return "error"
-
-
 def _ask(state, errors, what, fn_names, *args):
     """Call the first of fn_names that the binding and the driver know; None when
     unsupported or failed (appended to errors), _GpuLost when the GPU is lost."""
@@ -191,7 +175,7 @@ def _ask(state, errors, what, fn_names, *args):
         try:
             return fn(*args)
         except Exception as exc:
-            kind = _classify(state.nv, exc)
+            kind = _which(state.nv, exc, _KINDS, "error")
             if kind == "missing":
                 continue
             if kind == "lost":
@@ -225,14 +209,9 @@ def driver_version():
 
 def cuda_driver_version():
     """The newest CUDA version the driver supports, e.g. "12.4"; None when unknown."""
-    state = _nvml()
-    if state.nv is None:
-        return None
-    version = _ask(state, [], "cuda", (
+    version = _ask(_nvml(), [], "cuda", (
         "nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"))
-    if version is None:
-        return None
-    return f"{version // 1000}.{version % 1000 // 10}"   # 12040 -> "12.4"
+    return None if version is None else f"{version // 1000}.{version % 1000 // 10}"   # 12040 -> "12.4"
 
 
 def gpu_info(index):
@@ -264,11 +243,8 @@ def gpus_info():
 
 def decode_clock_event_reasons(mask):
     """Names of the bits set in a clock-event-reasons mask, joined by "|" ("" for none)."""
-    names = []
-    for bit in range(mask.bit_length()):
-        if mask >> bit & 1:
-            names.append(CLOCK_EVENT_REASONS.get(1 << bit, f"0x{1 << bit:x}"))
-    return "|".join(names)
+    return "|".join(CLOCK_EVENT_REASONS.get(1 << bit, f"0x{1 << bit:x}")
+                    for bit in range(mask.bit_length()) if mask >> bit & 1)
 
 
 def sample(index):
@@ -293,7 +269,6 @@ def sample(index):
 
 
 def _read_metrics(state, index, handle, row, errors):
-    nv = state.nv
     utilization = _ask(state, errors, "util", "nvmlDeviceGetUtilizationRates", handle)
     if utilization is not None:
         row["util_gpu"], row["util_mem"] = utilization.gpu, utilization.memory
@@ -302,16 +277,10 @@ def _read_metrics(state, index, handle, row, errors):
         row["mem_used_mib"] = round(memory.used / MiB, 1)
         row["mem_total_mib"] = round(memory.total / MiB, 1)
     row.update(_power(state, errors, handle, POWER[:2]))
-    row["temp_c"] = _ask(state, errors, "temp_c",
-                         ("nvmlDeviceGetTemperature", "nvmlDeviceGetTemperatureV"),
-                         handle, getattr(nv, "NVML_TEMPERATURE_GPU", 0))
-    sm_clock = getattr(nv, "NVML_CLOCK_SM", 1)
-    row["sm_clock_mhz"] = _ask(state, errors, "sm_clock_mhz", "nvmlDeviceGetClockInfo",
-                               handle, sm_clock)
+    row.update(_read(state, errors, handle, ("temp_c", "sm_clock_mhz")))
     if index not in state.static:
         before = len(errors)
-        max_clock = _ask(state, errors, "sm_clock_max_mhz", "nvmlDeviceGetMaxClockInfo",
-                         handle, sm_clock)
+        max_clock = _read(state, errors, handle, ("sm_clock_max_mhz",))["sm_clock_max_mhz"]
         if len(errors) == before:       # cache only an answer, not a failure
             state.static[index] = max_clock
     row["sm_clock_max_mhz"] = state.static.get(index)
@@ -319,6 +288,30 @@ def _read_metrics(state, index, handle, row, errors):
     with _lock:  # the GPM sample pair per GPU is shared state
         row["sm_active"], row["tensor_active"], row["dram_active"] = _gpm_metrics(
             state, index, handle, errors)
+
+
+# readings of one number: key -> (NVML functions, the constant of its argument and its usual value)
+READINGS = {
+    "temp_c": (("nvmlDeviceGetTemperature", "nvmlDeviceGetTemperatureV"), ("NVML_TEMPERATURE_GPU", 0)),
+    "sm_clock_mhz": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_SM", 1)),
+    "sm_clock_max_mhz": ("nvmlDeviceGetMaxClockInfo", ("NVML_CLOCK_SM", 1)),
+    "mem_clock_mhz": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_MEM", 2)),
+    "mem_clock_max_mhz": ("nvmlDeviceGetMaxClockInfo", ("NVML_CLOCK_MEM", 2)),
+    "pcie_gen": ("nvmlDeviceGetCurrPcieLinkGeneration", None),
+    "pcie_gen_max": ("nvmlDeviceGetMaxPcieLinkGeneration", None),
+    "pcie_width": ("nvmlDeviceGetCurrPcieLinkWidth", None),
+    "pcie_width_max": ("nvmlDeviceGetMaxPcieLinkWidth", None),
+}
+
+
+def _read(state, errors, handle, keys) -> dict:
+    """{key: reading or None} for `keys` of READINGS."""
+    out = {}
+    for key in keys:
+        fn, constant = READINGS[key]
+        args = (handle,) if constant is None else (handle, getattr(state.nv, *constant))
+        out[key] = _ask(state, errors, key, fn, *args)
+    return out
 
 
 # power readings in milliwatts: (key, NVML function)
@@ -408,23 +401,9 @@ def device_state(index):
             if handle is None:
                 out["error"] = "; ".join(errors) or "no handle"
                 return out
-            nv = state.nv
-            sm, mem = getattr(nv, "NVML_CLOCK_SM", 1), getattr(nv, "NVML_CLOCK_MEM", 2)
-            for key, fn, arg in (
-                    ("sm_clock_mhz", "nvmlDeviceGetClockInfo", sm),
-                    ("sm_clock_max_mhz", "nvmlDeviceGetMaxClockInfo", sm),
-                    ("mem_clock_mhz", "nvmlDeviceGetClockInfo", mem),
-                    ("mem_clock_max_mhz", "nvmlDeviceGetMaxClockInfo", mem)):
-                out[key] = _ask(state, errors, key, fn, handle, arg)
+            out.update(_read(state, errors, handle, READINGS))
             out["clock_event_reasons"] = _reasons(state, errors, handle)
-            out["temp_c"] = _ask(state, errors, "temp_c", "nvmlDeviceGetTemperature", handle,
-                                 getattr(nv, "NVML_TEMPERATURE_GPU", 0))
             out.update(_power(state, errors, handle, POWER))
-            for key, fn in (("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
-                            ("pcie_gen_max", "nvmlDeviceGetMaxPcieLinkGeneration"),
-                            ("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"),
-                            ("pcie_width_max", "nvmlDeviceGetMaxPcieLinkWidth")):
-                out[key] = _ask(state, errors, key, fn, handle)
             lane = PCIE_LANE_GBPS.get(out["pcie_gen"])
             out["pcie_gbps"] = lane * out["pcie_width"] if lane and out["pcie_width"] else None
         except _GpuLost:
