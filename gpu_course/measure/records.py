@@ -92,15 +92,13 @@ def rows_to_csv(rows: Iterable[dict], columns: list[str]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
-    for row in rows:
-        writer.writerow({k: _csv_value(row.get(k)) for k in columns})
+    for row in rows:   # None and NaN as empty cells
+        writer.writerow({k: "" if _missing(row.get(k)) else row.get(k) for k in columns})
     return buf.getvalue()
 
 
-def _csv_value(value: Any) -> Any:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return value
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _now() -> str:
@@ -171,17 +169,14 @@ class RunRecord:
             append_text(self.path / "steps.csv",
                         text if not (self.path / "steps.csv").exists()
                         else text.split("\n", 1)[1])
-        self.save_monitor()
+        if self.monitor is not None:
+            self.monitor.save(self.path)
         self._write_meta()
 
     def note(self, **values: Any) -> None:
         """Free-form facts about the run (e.g. the CPU fallback notice)."""
         self.meta["notes"].update(values)
         self._write_meta()
-
-    def save_monitor(self) -> None:
-        if self.monitor is not None:
-            self.monitor.save(self.path)
 
     def finish(self, status: str = "finished", error: str | None = None,
                summary: dict | None = None) -> None:
@@ -192,7 +187,7 @@ class RunRecord:
             if getattr(self.monitor, "stalled", None):  # a GPU query never returned
                 self.meta["notes"]["monitor"] = self.monitor.stalled
             try:
-                self.save_monitor()
+                self.monitor.save(self.path)
             except OSError as err:  # a full disk must not keep the status from run.json
                 self.meta["notes"]["monitor"] = f"samples not saved: {err}"
         if summary:
@@ -264,37 +259,27 @@ def machine_load() -> dict:
         one = five = None
     return {"loadavg_1m": one, "loadavg_5m": five, "process_cpu_s": times.user + times.system,
             "children_cpu_s": times.children_user + times.children_system,
-            "live_children_cpu_s": _live_children_cpu_s(),
-            "cpu_busy_s": _cpu_busy_s(),
-            "wall": _dt.datetime.now().timestamp(), "cpu_count": os.cpu_count()}
+            **_psutil_cpu_s(), "wall": _dt.datetime.now().timestamp(), "cpu_count": os.cpu_count()}
 
 
-def _live_children_cpu_s() -> float | None:
-    """CPU seconds this process's running children (loader workers) have used so far."""
+def _psutil_cpu_s() -> dict:
+    """CPU seconds this process's running children (loader workers) have used so far, and
+    all cores have spent busy since boot (no load average's lag); None without psutil."""
     try:
         import psutil
-        children = psutil.Process().children(recursive=True)
-    except Exception:  # no psutil, or a platform without process tables
-        return None
+        children, t = psutil.Process().children(recursive=True), psutil.cpu_times()
+    except Exception:  # no psutil, or a platform without process tables or counters
+        return {"live_children_cpu_s": None, "cpu_busy_s": None}
     total = 0.0
     for child in children:
         try:
-            t = child.cpu_times()
+            times = child.cpu_times()
         except Exception:  # it ended meanwhile: its time is in children_cpu_s once waited for
             continue
-        total += t.user + t.system
-    return total
-
-
-def _cpu_busy_s() -> float | None:
-    """CPU seconds all cores have spent busy since boot (no load average's lag)."""
-    try:
-        import psutil
-        t = psutil.cpu_times()
-    except Exception:  # no psutil, or a platform without the counters
-        return None
-    return sum(t) - t.idle - getattr(t, "iowait", 0.0) - getattr(t, "guest", 0.0) \
+        total += times.user + times.system
+    busy = sum(t) - t.idle - getattr(t, "iowait", 0.0) - getattr(t, "guest", 0.0) \
         - getattr(t, "guest_nice", 0.0)  # guest time is counted in user time already
+    return {"live_children_cpu_s": total, "cpu_busy_s": busy}
 
 
 def versions(packages: Iterable[str] = PACKAGES) -> dict:
@@ -442,11 +427,10 @@ def runs_table(runs: Iterable[Run]):
         rows.append({
             "run_id": run.meta.get("run_id"), "name": metrics.label(run),
             "engine": run.meta.get("engine"), "status": run.status, "epochs": len(run.epochs),
-            "batch_size": c.get("batch_size"), "num_workers": c.get("num_workers"),
-            "num_gpus": c.get("num_gpus"), "dtype": c.get("dtype"), "graph": c.get("graph"),
-            "samples_per_sec": s["samples_per_sec"], "epoch_time_s": s["epoch_time_s"],
-            "gpu_util": s["gpu_util"], "data_wait_share": s["data_wait_share"],
-            "val_acc": s["val_acc"], "device": gpus[0].get("name") if gpus else "CPU",
+            **{k: c.get(k) for k in ("batch_size", "num_workers", "num_gpus", "dtype", "graph")},
+            **{k: s[k] for k in ("samples_per_sec", "epoch_time_s", "gpu_util", "data_wait_share",
+                                 "val_acc")},
+            "device": gpus[0].get("name") if gpus else "CPU",
             "started_at": run.meta.get("started_at"),
         })
     return pd.DataFrame(rows)
