@@ -15,7 +15,9 @@ adds no host-device sync to a step. Ctrl-C and SIGTERM stop the loop at the next
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import operator
 import sys
 import warnings
 from dataclasses import dataclass
@@ -70,22 +72,17 @@ class Harness:
 
     def __init__(self, cfg: Experiment, ran: Ran = Ran(), device: Device = Device(),
                  output: Output = Output()):
-        self.cfg = cfg
-        self.engine = ran.engine or cfg.engine
-        self.name = cfg.name
-        self.output, self.device = output, device
+        self.cfg, self.output, self.device = cfg, output, device
         self.events = device.events
-        self.total = device.total or _sum
+        self.total = device.total or (lambda parts: functools.reduce(operator.add, parts))
         self.timer = StepTimer(cfg.warmup_steps)
         with warnings.catch_warnings():  # said once below as one line, not a warning box
             warnings.simplefilter("ignore", GpuUnavailableWarning)
             self.monitor = GpuMonitor(interval=cfg.monitor_interval) if output.monitor else None
-        self._ran, self._output = dataclasses.replace(ran, engine=self.engine), output
+        self._ran = dataclasses.replace(ran, engine=ran.engine or cfg.engine)
         self.record = None   # the RunRecord, made on entering (with Ctrl-C asking to stop)
-        self.on_epoch = output.on_epoch  # called with each recorded epoch row (metric lines)
         self.epoch = -1
         self.run = None
-        self.last_row: dict | None = None
         self.losses: list = []  # each epoch's mean training loss
         self._skips = None  # the training data's SkipCounter (skip_corrupt), if it has one
         self._order = None  # the training loader's packed-file order (data.order), if it has one
@@ -104,9 +101,9 @@ class Harness:
         self._stops.__enter__()
         try:
             check_stop()   # asked while the run was set up: it never started
-            if self._output.record:
+            if self.output.record:
                 ran = self._ran
-                self.record = RunRecord(self.cfg.to_dict(), ran, runs_dir=self._output.runs_dir,
+                self.record = RunRecord(self.cfg.to_dict(), ran, runs_dir=self.output.runs_dir,
                                         monitor=self.monitor)
                 self.record.note(device_notice=ran.device_notice, devices=ran.devices)
             if self.monitor is not None:
@@ -145,10 +142,8 @@ class Harness:
         elif exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
             kept = self.record.path if self.record else "memory"
             self.say(f"Interrupted: {len(self.timer.epochs)} finished epoch(s) kept in {kept}.")
-        elif exc_type is not None and issubclass(exc_type, OutOfMemory):
-            self.say(f"Out of memory: {exc}")
-        elif exc_type is not None and issubclass(exc_type, Diverged):
-            self.say(f"Diverged: {exc}")
+        elif isinstance(exc, (OutOfMemory, Diverged)):
+            self.say(f"{'Diverged' if isinstance(exc, Diverged) else 'Out of memory'}: {exc}")
 
     def _tell(self, key: str, what) -> None:
         """A fact about the run in its record's notes and one printed line."""
@@ -190,11 +185,10 @@ class Harness:
     def batches(self, iterable: Iterable, total: int | None = None) -> Iterator:
         """The training batches, timed, cut at cfg.max_steps, with a progress bar."""
         limit = self.cfg.max_steps
-        if total is None:
-            try:
-                total = len(iterable)
-            except TypeError:
-                total = None
+        try:
+            total = len(iterable) if total is None else total
+        except TypeError:   # an iterable without a length
+            pass
         if total is not None and limit is not None:
             total = min(total, limit)
         self._bar = self._make_bar(total)
@@ -259,12 +253,11 @@ class Harness:
             if self.device.late_facts is not None and self.epoch == 0:
                 self.record.meta["ran"].update(self.device.late_facts())
             self.record.add_epoch(row, steps)
-        self.last_row = row
         self.losses.append(loss)
         self.say(epoch_line(row))
         check_loss(row["loss"], self.epoch, self.cfg)  # NaN/inf: stop with status diverged
-        if self.on_epoch is not None:
-            self.on_epoch(row)
+        if self.output.on_epoch is not None:   # e.g. SageMaker's metric lines
+            self.output.on_epoch(row)
         return row
 
     def note(self, **values: Any) -> None:
@@ -309,12 +302,11 @@ class Harness:
         if not self.output.progress:
             return None
         from .progress import bar  # gone without a trace when closed, also in a saved notebook
-        return bar(total, desc=f"{self.name} epoch {self.epoch}", unit="step")
+        return bar(total, desc=f"{self.cfg.name} epoch {self.epoch}", unit="step")
 
     def _close_bar(self) -> None:
-        bar = getattr(self, "_bar", None)
-        if bar is not None:
-            bar.close()
+        if self._bar is not None:
+            self._bar.close()
             self._bar = None
 
 
@@ -338,14 +330,6 @@ def skip_counter(loader):
         dataset = getattr(loader, "_dataset", None)
     counter = getattr(dataset, "skipped", None)
     return counter if hasattr(counter, "names") else None
-
-
-def _sum(parts: list) -> Any:
-    """Adds numbers or device arrays one by one (a framework's `total` does it in one go)."""
-    total = parts[0]
-    for part in parts[1:]:
-        total = total + part
-    return total
 
 
 def epoch_line(row: dict) -> str:
