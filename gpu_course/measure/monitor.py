@@ -21,7 +21,6 @@ from gpu_course.measure.records import GPU_COLUMNS, HOST_COLUMNS, MARKER_COLUMNS
 
 _TEXT_COLUMNS = frozenset({"clock_event_reasons", "error", "cpu_per_core", "label"})
 MiB = 2**20
-GiB = 2**30
 STOP_WAIT_S = 5.0   # how long stop() waits for a sampling round before giving up on it
 
 
@@ -54,7 +53,7 @@ class GpuMonitor:
         self._lock = threading.Lock()  # the trainer snapshots while the thread appends
         self._stop_event = threading.Event()
         self._thread = None
-        self._thread_cpu_s = 0.0
+        self.sampler_cpu_s = 0.0     # CPU seconds the sampling thread has used (read per tick)
         self._last_cpu_times = None
 
     # -- life cycle ----------------------------------------------------------------------
@@ -106,11 +105,6 @@ class GpuMonitor:
             self._markers.append((t, str(label)))
         return t
 
-    @property
-    def sampler_cpu_s(self):
-        """CPU seconds the sampling thread has used (time.thread_time, read per tick)."""
-        return self._thread_cpu_s
-
     # -- sampling thread -------------------------------------------------------------------
     def _run(self):
         tick = 0
@@ -119,7 +113,7 @@ class GpuMonitor:
                 self._sample_once(self.now())
             except Exception as exc:  # a psutil hiccup must not end the recording
                 self.last_error = f"{type(exc).__name__}: {exc}"
-            self._thread_cpu_s = time.thread_time()
+            self.sampler_cpu_s = time.thread_time()
             elapsed = self.now()
             following = next_tick(tick, elapsed, self.interval)
             self.missed_ticks += following - tick - 1
@@ -187,15 +181,13 @@ class GpuMonitor:
         per_gpu = gpu.groupby("gpu")
         result = {"t_start": t_start, "t_end": t_end,
                   "samples": int(max(gpu["t"].nunique(), len(host)))}
-        for column, how, name in (("util_gpu", "mean", "gpu_util"),
-                                  ("mem_used_mib", "max", "mem_used_max_mib"),
-                                  ("power_w", "mean", "power_w"),
-                                  ("sm_active", "mean", "sm_active"),
-                                  ("tensor_active", "mean", "tensor_active")):
-            values = per_gpu[column].agg(how)
-            overall = values.max() if how == "max" else values.mean()
-            key = name if how == "max" else f"{name}_mean"
-            result[key] = _number(overall)
+        for column, how, key in (("util_gpu", "mean", "gpu_util_mean"),
+                                 ("mem_used_mib", "max", "mem_used_max_mib"),
+                                 ("power_w", "mean", "power_w_mean"),
+                                 ("sm_active", "mean", "sm_active_mean"),
+                                 ("tensor_active", "mean", "tensor_active_mean")):
+            values = per_gpu[column].agg(how)   # per GPU, then over the GPUs the same way
+            result[key] = _number(values.agg(how))
             result[f"{key}_per_gpu"] = {int(i): _number(v) for i, v in values.items()}
         result["cpu_percent_mean"] = _number(host["cpu_percent"].mean())
         result["ram_used_max_mib"] = _number(host["ram_used_mib"].max())
@@ -212,7 +204,7 @@ class GpuMonitor:
         line = f"t={t:.1f}s  " + "  ".join(parts)
         if host_row is not None:
             _, cpu, _, used, size = host_row
-            host = f"CPU {cpu:.0f}%  RAM {used * MiB / GiB:.1f}/{size * MiB / GiB:.1f} GiB"
+            host = f"CPU {cpu:.0f}%  RAM {used / 1024:.1f}/{size / 1024:.1f} GiB"
             line = f"{line} | {host}" if parts else line + host
         return line.rstrip()
 
@@ -277,12 +269,8 @@ def _frame(rows, columns):
 
 
 def _window(frame, t_start, t_end):
-    keep = pd.Series(True, index=frame.index)
-    if t_start is not None:
-        keep &= frame["t"] >= t_start
-    if t_end is not None:
-        keep &= frame["t"] <= t_end
-    return frame[keep]
+    return frame[frame["t"].between(-math.inf if t_start is None else t_start,
+                                    math.inf if t_end is None else t_end)]
 
 
 def _number(value):
@@ -294,12 +282,10 @@ def _gpu_status(row):
     if row["error"] and row["util_gpu"] is None:
         return f"{name} error: {row['error']}"
 
-    def show(value, fmt):
-        return "--" if value is None else format(value, fmt)
-    used = None if row["mem_used_mib"] is None else row["mem_used_mib"] * MiB / GiB
-    total = None if row["mem_total_mib"] is None else row["mem_total_mib"] * MiB / GiB
-    return (f"{name} {show(row['util_gpu'], '.0f')}% {show(used, '.1f')}/{show(total, '.1f')} GiB "
-            f"{show(row['power_w'], '.0f')} W {show(row['temp_c'], '.0f')}C")
+    def show(key, fmt, scale=1):
+        return "--" if row[key] is None else format(row[key] / scale, fmt)
+    return (f"{name} {show('util_gpu', '.0f')}% {show('mem_used_mib', '.1f', 1024)}/"
+            f"{show('mem_total_mib', '.1f', 1024)} GiB {show('power_w', '.0f')} W {show('temp_c', '.0f')}C")
 
 
 def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
