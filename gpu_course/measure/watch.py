@@ -1,15 +1,7 @@
-"""`gpu-course watch -- COMMAND`: any training command, run unchanged and watched for its
-whole life, then the talk's view of it.
-
-    gpu-course watch -- python train.py --epochs 3
-
-The GPU monitor samples utilisation (SM activity where the GPU has it), memory and power;
-psutil the CPU time of the command's whole process tree. A Python command also gets an
-import hook on its path (`watch_hook/sitecustomize.py`) that times its DataLoader from
-inside: the data wait of each step, which utilisation alone cannot tell from a slow step.
-All of it is a course run record (steps.csv, gpu.csv, host.csv, process.csv) with the
-utilisation timeline as timeline.png. Ctrl-C and SIGTERM go to the command; its exit
-status is returned.
+"""`gpu-course watch -- python train.py --epochs 3`: any training command, run unchanged and
+recorded (GPU monitor, the process tree's CPU time), then the talk's view of it. A Python
+command also gets an import hook (`watch_hook/sitecustomize.py`) that times its DataLoader from
+inside: the data wait that utilisation alone cannot tell from a slow step.
 """
 from __future__ import annotations
 
@@ -47,8 +39,7 @@ NOT_FOUND, NOT_RUN = 127, 126   # a shell's statuses for a command missing or no
 
 @dataclass(frozen=True)
 class Options:
-    """Where the record goes (`runs_dir`), seconds between samples, and the run's name
-    (default: the command's first two words)."""
+    """Where the record goes, seconds between samples, the run's name (default: the command's)."""
 
     runs_dir: str | Path | None = None
     interval: float = 0.5
@@ -101,9 +92,8 @@ class Job:
 
     def view(self) -> str:
         """The limit in words, and who held the CPU where it was saturated."""
-        by = "" if not self.saturated else \
-            ", " + SATURATED_BY["command" if self.held_cores else "others"]
-        return SAYS[self.limit()] + by
+        return SAYS[self.limit()] + (", " + SATURATED_BY["command" if self.held_cores else "others"]
+                                     if self.saturated else "")
 
     def limit(self) -> Limit:
         if not self.has_gpu:
@@ -170,9 +160,8 @@ def watch(command: list, options: Options = Options()) -> int:
 
 
 def follow(child: subprocess.Popen, monitor: GpuMonitor) -> pd.DataFrame:
-    """Until `child` ends, its process tree's CPU seconds so far each monitor interval:
-    t, cpu_s, cores (over the interval before), processes, busiest (one process's CPU
-    seconds)."""
+    """Until `child` ends, each monitor interval: t, its process tree's CPU seconds so far,
+    cores (over the interval before), processes, busiest (one process's CPU seconds)."""
     root, seen, rows = psutil.Process(child.pid), {}, []
     while child.poll() is None:
         try:
@@ -196,8 +185,7 @@ def follow(child: subprocess.Popen, monitor: GpuMonitor) -> pd.DataFrame:
 
 
 def _record(record: RunRecord, monitor: GpuMonitor, tree: pd.DataFrame, status: int) -> Run:
-    """The record closed with the hook's steps as epochs (one a pass of the training
-    loader), process.csv and timeline.png."""
+    """The record closed with the hook's passes as epochs, process.csv and timeline.png."""
     steps = read_steps(record.path / HOOK_STEPS, monitor.t0_wall)
     for row, rows in epochs_of(steps):
         record.add_epoch(row, rows)
@@ -247,8 +235,7 @@ def epochs_of(steps: pd.DataFrame) -> list:
 
 
 def lines(job: Job, command: list, notice: str | None) -> list:
-    """The talk's view of a watched job: busy share, spikiness, the cores it kept busy,
-    what those say and cannot say, then the data wait the hook measured."""
+    """The talk's view of a watched job: GPU, CPU, what those say, the hook's data wait."""
     run, gpu = job.run, job.gpu
     out = [f"watch: `{' '.join(command)}` ran {job.seconds:.1f} s, exited with status {job.status}; "
            f"record: {run.path}"]
