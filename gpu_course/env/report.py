@@ -1,10 +1,6 @@
-"""Know your environment: the framework's build, the CPU, the GPU, shared memory, disk.
-
-The framework runs only in child processes (``python -m gpu_course.<track>.envinfo``):
-oneDNN and the OpenMP thread count are fixed when a process starts.
-
-    r = report("gluon")          # a dict (what `gpu-course env --json` prints)
-    print(format_report(r))      # what `gpu-course env` prints
+"""Know your environment: the framework's build, the CPU, the GPU, shared memory, disk, as
+`report("gluon")` (`gpu-course env --json`) and `format_report` (`gpu-course env`). The framework
+runs in child processes (`<track>.envinfo`): oneDNN and OpenMP threads are fixed at start-up.
 """
 from __future__ import annotations
 
@@ -23,6 +19,7 @@ from ..engines import check_engine, installed_engines
 from ..measure import nvml
 from ..measure.records import machine_load
 from ..measure.timing import Workload
+from ..scale.localhosts import child_env
 from .cores import loader_workers
 from .text import format_report  # noqa: F401  (what `gpu-course env` prints)
 
@@ -47,13 +44,10 @@ def hook(engine: str, *args: str, env: dict | None = None, cpus=None,
          timeout: float = 300) -> dict:
     """The JSON that ``python -m gpu_course.<track>.envinfo ARGS`` prints, pinned to `cpus`."""
     check_engine(engine)
-    full_env = {**os.environ, **{k: str(v) for k, v in (env or {}).items()}}
-    repo = str(Path(__file__).resolve().parents[2])
-    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
 
     def pin():  # in the child, before exec: the child and all its threads stay on `cpus`
         os.sched_setaffinity(0, cpus)
-    done = subprocess.run([sys.executable, "-m", HOOKS[engine], *args], env=full_env,
+    done = subprocess.run([sys.executable, "-m", HOOKS[engine], *args], env=child_env(**(env or {})),
                           capture_output=True, text=True, timeout=timeout,
                           preexec_fn=pin if cpus else None)
     if done.returncode != 0:
@@ -65,12 +59,11 @@ def hook(engine: str, *args: str, env: dict | None = None, cpus=None,
 def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps: int = 5,
           cpus=None) -> dict:
     """ResNet-20 forward passes in a fresh process with `threads` threads, oneDNN on or off."""
-    load = os.getloadavg()[0]   # how busy the machine was as this benchmark started
-    before = machine_load()
+    before = machine_load()   # with how busy the machine was as this benchmark started
     out = hook(engine, "bench", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
                f"--batch={batch}", f"--steps={steps}", env=_cpu_env(threads, onednn), cpus=cpus)
-    return {**out, "batch": batch, "cpus": sorted(cpus) if cpus else None, "load_average": load,
-            "other_cores": other_cores(before, machine_load())}
+    return {**out, "batch": batch, "cpus": sorted(cpus) if cpus else None,
+            "load_average": before["loadavg_1m"], "other_cores": other_cores(before, machine_load())}
 
 
 def forward_rates(forward, batch: int, steps: int) -> dict:
@@ -144,11 +137,7 @@ def hook_main(argv, prog: str, threads: int, **verbs) -> int:
 
 def thread_counts(usable: int) -> list[int]:
     """1, 2, 4, ... up to the usable cores, and the usable cores themselves."""
-    counts, n = [], 1
-    while n < usable:
-        counts.append(n)
-        n *= 2
-    return counts + [usable]
+    return [2 ** i for i in range(usable.bit_length()) if 2 ** i < usable] + [usable]
 
 
 def cpu_measurements(engine: str, batch: int = 64, steps: int = 5) -> dict:
