@@ -146,15 +146,12 @@ def measured_table(runs, bench, grad_bytes: float) -> pd.DataFrame:
             if k > 1 else math.nan,
             "steady steps": metrics.steady_steps(run)})
     t = distributed.TALK
-    t1_talk, tk_talk = t["batch"] / t["samples_per_sec_1"], t["k"] * t["batch"] / t["samples_per_sec_k"]
+    s1, sk, k, batch = t["samples_per_sec_1"], t["samples_per_sec_k"], t["k"], t["batch"]
     rows.append({
-        "rung": talk_row(), "devices": t["k"],
-        "samples_per_sec": t["samples_per_sec_k"],
-        "efficiency (%)": 100 * scaling.measured_efficiency(t["samples_per_sec_1"],
-                                                            t["samples_per_sec_k"], t["k"]),
-        "step (ms)": 1e3 * tk_talk, "lost a step (ms)": 1e3 * (tk_talk - t1_talk), "lost is": "",
-        "implied bandwidth (GB/s)": scaling.implied_busbw(
-            t["samples_per_sec_1"], t["samples_per_sec_k"], t["k"], t["batch"], t["grad_bytes"]) / 1e9})
+        "rung": talk_row(), "devices": k, "samples_per_sec": sk,
+        "efficiency (%)": 100 * scaling.measured_efficiency(s1, sk, k), "step (ms)": 1e3 * k * batch / sk,
+        "lost a step (ms)": 1e3 * scaling.implied_exposed_time(s1, sk, k, batch), "lost is": "",
+        "implied bandwidth (GB/s)": scaling.implied_busbw(s1, sk, k, batch, t["grad_bytes"]) / 1e9})
     return pd.DataFrame(rows)
 
 
