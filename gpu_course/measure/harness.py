@@ -126,11 +126,19 @@ class Harness:
         self._close_bar()
         if exc is not None and self.record is not None:
             exc.run_path = self.record.path  # lets a sweep read back the failed run
-        self._tell("skipped", self._skipped())
-        if self._order is not None and self.record is not None:
-            self.record.note(page_cache=self._order.note())   # what the cache held, each epoch
-        if exc_type is None:
-            self._tell("learning", not_learning(self.losses, self.cfg))
+        names = self._skips.names() if self._skips is not None and self._skips.count else []
+        if names:
+            more = f" and {len(names) - 3} more (in the record's notes)" if len(names) > 3 else ""
+            self.note(skipped={"reads": self._skips.count, "distinct": len(names),
+                                "files": names[:SKIPPED_NAMES]})
+            self.say(f"Skipped {self._skips.count} unreadable read(s) of {len(names)} image(s): "
+                     f"{', '.join(names[:3])}{more}")
+        if self._order is not None:
+            self.note(page_cache=self._order.note())   # what the cache held, each epoch
+        learned = not_learning(self.losses, self.cfg) if exc_type is None else None
+        if learned:
+            self.note(learning=learned)
+            self.say(f"Did not learn: {learned}")
         if self.record is not None:
             self.record.summary_extra = lambda run: {"summary_line": self.summary_line(run)}
             self.record.__exit__(exc_type, exc, tb)  # computes the summary from the record
@@ -144,28 +152,6 @@ class Harness:
             self.say(f"Interrupted: {len(self.timer.epochs)} finished epoch(s) kept in {kept}.")
         elif isinstance(exc, (OutOfMemory, Diverged)):
             self.say(f"{'Diverged' if isinstance(exc, Diverged) else 'Out of memory'}: {exc}")
-
-    def _tell(self, key: str, what) -> None:
-        """A fact about the run in its record's notes and one printed line."""
-        if not what:
-            return
-        if self.record is not None:
-            self.record.note(**{key: what})
-        if key == "skipped":
-            names = what["files"]
-            more = f" and {what['distinct'] - 3} more (in the record's notes)" if what["distinct"] > 3 else ""
-            self.say(f"Skipped {what['reads']} unreadable read(s) of {what['distinct']} image(s): "
-                     f"{', '.join(names[:3])}{more}")
-        else:
-            self.say(f"Did not learn: {what}")
-
-    def _skipped(self) -> dict | None:
-        """{"reads", "distinct", "files"} of the samples skipped as unreadable, or None."""
-        count = self._skips.count if self._skips is not None else 0
-        if not count:
-            return None
-        names = self._skips.names()
-        return {"reads": count, "distinct": len(names), "files": names[:SKIPPED_NAMES]}
 
     # -- the loop ---------------------------------------------------------------------
     def epochs(self) -> Iterator[int]:

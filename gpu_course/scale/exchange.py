@@ -161,13 +161,10 @@ def talk_row() -> str:
 
 
 # -- the exchange, modelled ------------------------------------------------------------------
-def _upto(t_compute: float, grad_bytes: float, gbps: float) -> int:
-    return scaling.stops_paying(t_compute, grad_bytes, gbps * 1e9, latency=HOP_LATENCY_S,
-                                min_efficiency=MIN_EFFICIENCY)
-
-
-def _upto_text(k: int) -> str:
+def _upto(t_compute: float, grad_bytes: float, gbps: float) -> str:
     """stops_paying's k as the table writes it: the search's cap is no limit found."""
+    k = scaling.stops_paying(t_compute, grad_bytes, gbps * 1e9, latency=HOP_LATENCY_S,
+                             min_efficiency=MIN_EFFICIENCY)
     if k >= MODEL_K_MAX:
         return f"≥ {MODEL_K_MAX} (all it tried)"
     return "none: below from k = 2" if k == 1 else str(k)
@@ -188,5 +185,5 @@ def model_table(runs, grad_bytes: float, steps=()) -> pd.DataFrame:
                          "gradients (MiB)": nbytes / 2**20, "link (GB/s)": gbps,
                          "latency a hop (µs)": 1e6 * HOP_LATENCY_S,
                          **{f"{e['k']} devices (%)": 100 * e["efficiency"] for e in effs},
-                         UPTO: _upto_text(_upto(t_compute, nbytes, gbps))})
+                         UPTO: _upto(t_compute, nbytes, gbps)})
     return pd.DataFrame(rows)

@@ -11,8 +11,7 @@ from .localhosts import backend as _backend
 
 @dataclass(frozen=True)
 class Plan:
-    """Where lesson 07 runs: one GPU a device with two or more, else two CPU "devices"
-    (one GPU has nothing to scale across, and NCCL refuses two ranks on it)."""
+    """Where lesson 07 runs (one GPU has nothing to scale across, and NCCL refuses two ranks on it)."""
 
     engine: str
     gpus: int
