@@ -1,7 +1,5 @@
-"""Step timing: split each training step into data wait (blocked in the loader's next())
-and compute, and keep every step. Host-side times, no sync added: "compute" is dispatch,
-Python and back-pressure from a full device queue, not the device's time.
-"""
+"""Step timing: each step split into data wait (blocked in the loader's next()) and compute.
+Host-side, no sync added: "compute" is dispatch, Python and a full device queue's back-pressure."""
 from __future__ import annotations
 
 import dataclasses
@@ -31,9 +29,7 @@ class EpochTiming:
     step_rows: list = field(default_factory=list, repr=False)  # (samples, wait_s, compute_s)
 
     def as_row(self) -> dict:
-        row = asdict(self)
-        row.pop("step_rows")
-        return row
+        return {k: v for k, v in asdict(self).items() if k != "step_rows"}
 
 
 class StepTimer:
