@@ -44,12 +44,9 @@ def hook(engine: str, *args: str, env: dict | None = None, cpus=None,
          timeout: float = 300) -> dict:
     """The JSON that ``python -m gpu_course.<track>.envinfo ARGS`` prints, pinned to `cpus`."""
     check_engine(engine)
-
-    def pin():  # in the child, before exec: the child and all its threads stay on `cpus`
-        os.sched_setaffinity(0, cpus)
     done = subprocess.run([sys.executable, "-m", HOOKS[engine], *args], env=child_env(**(env or {})),
                           capture_output=True, text=True, timeout=timeout,
-                          preexec_fn=pin if cpus else None)
+                          preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)  # all threads
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise RuntimeError(f"{HOOKS[engine]} {' '.join(args)} failed: {' | '.join(tail)}")

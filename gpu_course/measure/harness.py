@@ -28,6 +28,7 @@ from ..analyse import metrics
 from ..config import Experiment
 from .guards import Diverged, check_loss, check_stop, not_learning, stop_requests
 from .monitor import GpuMonitor, GpuUnavailableWarning
+from .progress import bar
 from .records import OutOfMemory, Ran, RunRecord, load_run  # noqa: F401  (Ran: re-exported)
 from .timing import StepTimer, clock, summary_line
 
@@ -177,7 +178,8 @@ class Harness:
             pass
         if total is not None and limit is not None:
             total = min(total, limit)
-        self._bar = self._make_bar(total)
+        if self.output.progress:   # gone without a trace when closed, also in a saved notebook
+            self._bar = bar(total, desc=f"{self.cfg.name} epoch {self.epoch}", unit="step")
         self._skips = skip_counter(iterable) or self._skips
         self._order = order_of(iterable) or self._order
         for i, batch in enumerate(self.timer.wrap(iterable)):
@@ -283,12 +285,6 @@ class Harness:
         if self.device.reduce is not None:
             value = self.device.reduce(value)
         return float(self.device.read(value))
-
-    def _make_bar(self, total: int | None):
-        if not self.output.progress:
-            return None
-        from .progress import bar  # gone without a trace when closed, also in a saved notebook
-        return bar(total, desc=f"{self.cfg.name} epoch {self.epoch}", unit="step")
 
     def _close_bar(self) -> None:
         if self._bar is not None:

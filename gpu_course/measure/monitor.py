@@ -78,8 +78,10 @@ class GpuMonitor:
         if thread is not threading.current_thread():
             thread.join(timeout=STOP_WAIT_S)
             if thread.is_alive() and not self.stalled:
-                self.stalled = (f"stalled: a GPU query hung past the run's end; no samples after "
-                                f"t={self._last_t():.1f} s")
+                with self._lock:
+                    last = (self._host_rows or self._gpu_rows or [(0.0,)])[-1][0]
+                self.stalled = ("stalled: a GPU query hung past the run's end; "
+                                f"no samples after t={last:.1f} s")
 
     @property
     def running(self):
@@ -141,11 +143,6 @@ class GpuMonitor:
         memory = psutil.virtual_memory()
         used_mib = (memory.total - memory.available) / MiB   # what cannot be reclaimed
         return (t, total, per_core, round(used_mib, 1), round(memory.total / MiB, 1))
-
-    def _last_t(self):
-        with self._lock:
-            return self._host_rows[-1][0] if self._host_rows else (
-                self._gpu_rows[-1][0] if self._gpu_rows else 0.0)
 
     # -- reading the samples ------------------------------------------------------------------
     def _snapshot(self):

@@ -40,7 +40,7 @@ _state = None              # a _State once NVML was tried; None until first use
 
 
 def _forget_in_child():
-    # a forked child must not use the parent's handles, nor a lock held at the fork
+    """A forked child must not use the parent's handles, nor a lock held at the fork."""
     global _lock, _state
     _lock, _state = threading.RLock(), None
 
@@ -97,14 +97,10 @@ def _initialise():
         pynvml.nvmlInit()
         state.count = int(pynvml.nvmlDeviceGetCount())
     except Exception as exc:  # NVMLError, or OSError from a broken library
-        state.error = _UNAVAILABLE.format(_init_reason(pynvml, exc))
+        state.error = _UNAVAILABLE.format(_which(pynvml, exc, _INIT_REASONS, f"{type(exc).__name__}: {exc}"))
         return state
     state.nv = pynvml
     return state
-
-
-def _init_reason(nv, exc):
-    return _which(nv, exc, _INIT_REASONS, f"{type(exc).__name__}: {exc}")
 
 
 def _which(nv, exc, table, otherwise):
@@ -374,16 +370,11 @@ def _gpm_metrics(state, index, handle, errors):
         request = buffers.request
         request.sample1, request.sample2 = buffers.prev, buffers.spare
         if _ask(state, errors, "gpm", "nvmlGpmMetricsGet", request) is not None:
-            values = tuple(_gpm_value(request.metrics[k]) for k in (0, 1, 2))
+            values = tuple(None if request.metrics[k].nvmlReturn != 0   # each metric's own status
+                           else round(float(request.metrics[k].value), 2) for k in (0, 1, 2))
     buffers.prev, buffers.spare = buffers.spare, buffers.prev  # the newest becomes prev
     buffers.primed = True
     return values
-
-
-def _gpm_value(metric):
-    if metric.nvmlReturn != 0:   # NVML_SUCCESS; each metric carries its own status
-        return None
-    return round(float(metric.value), 2)
 
 
 #: PCIe bandwidth per lane and direction in GB/s, by generation (after line encoding).

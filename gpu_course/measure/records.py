@@ -93,12 +93,9 @@ def rows_to_csv(rows: Iterable[dict], columns: list[str]) -> str:
     writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
     for row in rows:   # None and NaN as empty cells
-        writer.writerow({k: "" if _missing(row.get(k)) else row.get(k) for k in columns})
+        writer.writerow({k: "" if v is None or (isinstance(v, float) and math.isnan(v)) else v
+                         for k, v in ((k, row.get(k)) for k in columns)})
     return buf.getvalue()
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _now() -> str:
@@ -355,11 +352,10 @@ class Run:
                 except ValueError as err:   # not text, not CSV
                     raise ValueError(f"{file} is not a readable CSV file ({err}); {ASIDE}") from None
             return pd.DataFrame(columns=columns)
-        self.epochs = frame("epochs.csv", EPOCH_COLUMNS)
-        self.steps = frame("steps.csv", STEP_COLUMNS)
-        self.gpu = frame("gpu.csv", GPU_COLUMNS)
-        self.host = frame("host.csv", HOST_COLUMNS)
-        self.markers = frame("markers.csv", MARKER_COLUMNS)
+        self.epochs, self.steps, self.gpu, self.host, self.markers = (
+            frame(f"{name}.csv", columns) for name, columns in (
+                ("epochs", EPOCH_COLUMNS), ("steps", STEP_COLUMNS), ("gpu", GPU_COLUMNS),
+                ("host", HOST_COLUMNS), ("markers", MARKER_COLUMNS)))
 
     name = property(lambda self: self.meta.get("name", self.path.name))
     config = property(lambda self: self.meta.get("config", {}))
