@@ -19,7 +19,6 @@ import functools
 import math
 import operator
 import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -27,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..analyse import metrics
 from ..config import Experiment
 from .guards import Diverged, check_loss, check_stop, not_learning, stop_requests
-from .monitor import GpuMonitor, GpuUnavailableWarning
+from .monitor import GpuMonitor
 from .progress import bar
 from .records import OutOfMemory, Ran, RunRecord, load_run  # noqa: F401  (Ran: re-exported)
 from .timing import StepTimer, clock, summary_line
@@ -77,9 +76,8 @@ class Harness:
         self.events = device.events
         self.total = device.total or (lambda parts: functools.reduce(operator.add, parts))
         self.timer = StepTimer(cfg.warmup_steps)
-        with warnings.catch_warnings():  # said once below as one line, not a warning box
-            warnings.simplefilter("ignore", GpuUnavailableWarning)
-            self.monitor = GpuMonitor(interval=cfg.monitor_interval) if output.monitor else None
+        # the notice is said once below as one line, not a warning box
+        self.monitor = GpuMonitor(interval=cfg.monitor_interval, warn=False) if output.monitor else None
         self._ran = dataclasses.replace(ran, engine=ran.engine or cfg.engine)
         self.record = None   # the RunRecord, made on entering (with Ctrl-C asking to stop)
         self.epoch = -1

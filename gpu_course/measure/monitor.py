@@ -32,15 +32,16 @@ _warned = set()  # notices already shown in this process: once is enough in a no
 
 
 class GpuMonitor:
-    """Samples GPUs (None: all) and host every ``interval`` s on a thread; runs once."""
+    """Samples GPUs (None: all) and host every ``interval`` s on a thread; runs once. `warn`:
+    the notice without GPUs as a warning (else only in `.notice`, for the caller to say)."""
 
-    def __init__(self, interval=0.5, gpus=None, host=True):
+    def __init__(self, interval=0.5, gpus=None, host=True, warn=True):
         if not isinstance(interval, (int, float)) or not interval > 0:
             raise ValueError(f"interval={interval!r}: expected a number of seconds > 0")
         self.interval = float(interval)
         self.host = bool(host)
         self.available_gpus, self.notice = _resolve_gpus(gpus)
-        if self.notice and self.notice not in _warned:
+        if warn and self.notice and self.notice not in _warned:
             _warned.add(self.notice)
             warnings.warn(self.notice, GpuUnavailableWarning, stacklevel=2)
         self.t0_wall = None          # time.time() at start, to place the run in the day
@@ -294,9 +295,7 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
     out = Path(out)
     host_out = out.with_name(f"{out.stem}-host.csv")
     out.parent.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():   # the notice goes to the stream instead
-        warnings.simplefilter("ignore", GpuUnavailableWarning)
-        monitor = GpuMonitor(interval=interval, gpus=gpus)
+    monitor = GpuMonitor(interval=interval, gpus=gpus, warn=False)   # the notice goes to the stream
     if monitor.notice:
         print(monitor.notice, file=stream)
     width = 0

@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from ..analyse import metrics
 from ..analyse.diagnose import CPU_SATURATED, GPU_BUSY, INPUT_WAIT
 from ..config import OWN
 from ..page import Page
-from .monitor import GpuMonitor, GpuUnavailableWarning
+from .monitor import GpuMonitor
 from .records import Ran, Run, RunRecord, write_atomic
 
 PAGE = Page.of(__name__)
@@ -113,9 +112,7 @@ def watch(command: list, options: Options = Options()) -> int:
     if shutil.which(command[0]) is None:
         print(f"gpu-course watch: {command[0]}: command not found", file=sys.stderr)
         return NOT_FOUND
-    with warnings.catch_warnings():   # said once below, as one line
-        warnings.simplefilter("ignore", GpuUnavailableWarning)
-        monitor = GpuMonitor(interval=options.interval)
+    monitor = GpuMonitor(interval=options.interval, warn=False)   # said once below, as one line
     name = options.name or " ".join(Path(w).name for w in command[:2])
     record = RunRecord({"name": name, "warmup_steps": WARMUP_STEPS, "model": OWN, "dataset": OWN,
                         "monitor_interval": options.interval},
