@@ -118,5 +118,4 @@ def supports(capability: Capability, flags=None) -> Support:
 def record() -> dict:
     """What a run record keeps of the CPU's instruction sets."""
     flags = features()
-    return {"cpu_features": sorted(flags) if flags is not None else None,
-            "cpu_features_faked": faked()}
+    return {"cpu_features": sorted(flags) if flags is not None else None, "cpu_features_faked": faked()}

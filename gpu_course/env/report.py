@@ -124,8 +124,7 @@ def hook_main(argv, prog: str, threads: int, **verbs) -> int:
                                 ("warmup", int, 3)):
         parser.add_argument(f"--{name}", type=kind, default=default)
     parser.add_argument("--models", type=lambda text: text.split(","), default=["resnet20"])
-    parser.add_argument("--batches", type=lambda text: [int(b) for b in text.split(",")],
-                        default=[1, 128])
+    parser.add_argument("--batches", type=lambda text: [int(b) for b in text.split(",")], default=[1, 128])
     args = parser.parse_args(argv)
     args.workload = Workload(args.batches, args.requests, args.images, args.warmup)
     print(json.dumps(verbs[args.what](*(getattr(args, name) for name in VERBS[args.what]))))
@@ -178,8 +177,7 @@ def openmp_runtimes() -> list[str]:
         maps = Path("/proc/self/maps").read_text()
     except OSError:
         return []
-    return sorted({Path(p).name for p in re.findall(r"\S*/lib(?:gomp|iomp5|omp)[^/\s]*\.so\S*",
-                                                    maps)})
+    return sorted({Path(p).name for p in re.findall(r"\S*/lib(?:gomp|iomp5|omp)[^/\s]*\.so\S*", maps)})
 
 
 def openmp_settings(runtimes=()) -> list[dict]:
@@ -187,8 +185,7 @@ def openmp_settings(runtimes=()) -> list[dict]:
     kinds = {re.sub(r"[-.].*", "", name) for name in runtimes}   # libgomp-a34b.so -> libgomp
     rows = []
     for name, readers, what in OPENMP_VARIABLES:
-        honoured = None if not kinds else (
-            readers == "all" or any(kind in readers for kind in kinds))
+        honoured = None if not kinds else (readers == "all" or any(kind in readers for kind in kinds))
         rows.append({"variable": name, "value": os.environ.get(name), "read_by": readers,
                      "honoured_here": honoured, "what": what})
     return rows
@@ -244,8 +241,7 @@ def report(engine: str | None = None, measure: bool = True, quick: bool = False,
            "build": None, "cpu_bench": None, "copy": None, "disk": None}
     if engine is not None:
         if measure:
-            out["cpu_bench"] = cpu_measurements(engine, batch=32 if quick else 64,
-                                                steps=3 if quick else 10)
+            out["cpu_bench"] = cpu_measurements(engine, batch=32 if quick else 64, steps=3 if quick else 10)
             out["build"] = out["cpu_bench"]["build"]
         else:
             out["build"] = hook(engine, "build")

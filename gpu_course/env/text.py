@@ -88,8 +88,7 @@ def copy_sentence(copy: dict) -> str:
                        "spread not measured)")
     verdict = compare_samples(pageable, pinned, f"{len(pinned)} copies each",
                               copy["pageable_gb_s"], copy["pinned_gb_s"])
-    return (text + f" (medians of {len(pinned)} interleaved pairs): "
-            + sentence(verdict, "pinned "))
+    return (text + f" (medians of {len(pinned)} interleaved pairs): " + sentence(verdict, "pinned "))
 
 
 def memory_lines(r: dict) -> list[str]:
@@ -107,5 +106,4 @@ def memory_lines(r: dict) -> list[str]:
 
 def format_report(r: dict) -> str:
     """All sections of `env.report()` as lines of text."""
-    return "\n".join(build_lines(r.get("build")) + cpu_lines(r) + gpu_lines(r)
-                     + memory_lines(r))
+    return "\n".join(build_lines(r.get("build")) + cpu_lines(r) + gpu_lines(r) + memory_lines(r))

@@ -177,8 +177,7 @@ class GpuMonitor:
         gpu = _window(self.gpu_frame(), t_start, t_end)
         host = _window(self.host_frame(), t_start, t_end)
         per_gpu = gpu.groupby("gpu")
-        result = {"t_start": t_start, "t_end": t_end,
-                  "samples": int(max(gpu["t"].nunique(), len(host)))}
+        result = {"t_start": t_start, "t_end": t_end, "samples": int(max(gpu["t"].nunique(), len(host)))}
         for column, how, key in (("util_gpu", "mean", "gpu_util_mean"),
                                  ("mem_used_mib", "max", "mem_used_max_mib"),
                                  ("power_w", "mean", "power_w_mean"),

@@ -6,7 +6,6 @@ unsupported metric reads None, and a failure (a lost GPU) fills the sample's ``e
 import operator
 import os
 import re
-import shutil
 import subprocess
 import threading
 
@@ -214,8 +213,7 @@ def gpu_info(index):
     """Static facts about one GPU: dict(index, name, memory_total_mib, compute_capability)."""
     with _lock:
         state = _checked(index)
-        info = {"index": index, "name": None, "memory_total_mib": None,
-                "compute_capability": None}
+        info = {"index": index, "name": None, "memory_total_mib": None, "compute_capability": None}
         try:
             handle = _handle(state, index, [])
             if handle is None:
@@ -346,10 +344,9 @@ def _gpm_buffers(nv, handle):
             return None
         request = nv.c_nvmlGpmMetricsGet_t()
         request.version = nv.NVML_GPM_METRICS_GET_VERSION
-        request.numMetrics = 3
-        request.metrics[0].metricId = nv.NVML_GPM_METRIC_SM_UTIL
-        request.metrics[1].metricId = nv.NVML_GPM_METRIC_ANY_TENSOR_UTIL
-        request.metrics[2].metricId = nv.NVML_GPM_METRIC_DRAM_BW_UTIL  # % of peak DRAM bw
+        request.numMetrics = 3   # DRAM_BW_UTIL: % of peak DRAM bandwidth
+        for k, name in enumerate(("SM_UTIL", "ANY_TENSOR_UTIL", "DRAM_BW_UTIL")):
+            request.metrics[k].metricId = getattr(nv, f"NVML_GPM_METRIC_{name}")
         return _GpmBuffers(request, nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc())
     except Exception:  # an older binding (AttributeError) or driver, or no GPM here
         return None
@@ -412,16 +409,10 @@ def nvidia_smi_query(fields, timeout=10.0):
     bad = [f for f in fields if not re.fullmatch(r"[A-Za-z0-9_.]+", f)]
     if not fields or bad:
         raise ValueError(f"nvidia-smi fields {bad or fields!r}: expected names like 'utilization.gpu'")
-    executable = shutil.which("nvidia-smi")
-    if executable is None:
-        return None
     try:
-        done = subprocess.run(
-            [executable, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
+        command = ["nvidia-smi", "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
+    except (OSError, subprocess.SubprocessError):   # not installed, timed out or failed
         return None
     rows = []
     for line in done.stdout.splitlines():

@@ -209,16 +209,14 @@ class RunRecord:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        if exc_type is None:
-            if self.meta["status"] == "running":
-                self.finish("finished")
-        else:
+        if exc_type is None and self.meta["status"] == "running":
+            self.finish("finished")
+        elif exc_type is not None:
             status, error = status_of(exc, len(self.epochs))
             try:
                 self.finish(status, error=error)
             except OSError as err:  # e.g. the disk that failed the run: say so, go on
-                print(f"could not record status {status!r} in {self.path}: {err}",
-                      file=sys.stderr)
+                print(f"could not record status {status!r} in {self.path}: {err}", file=sys.stderr)
         return False
 
 
@@ -316,8 +314,7 @@ def _cpu_model() -> str:
 def git_info(root: Path = REPO_ROOT) -> dict:
     def git(*args: str) -> str | None:
         try:
-            out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                                 timeout=5)
+            out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=5)
             return out.stdout.strip() if out.returncode == 0 else None
         except (OSError, subprocess.SubprocessError):
             return None

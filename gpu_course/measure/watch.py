@@ -129,8 +129,7 @@ def watch(command: list, options: Options = Options()) -> int:
     except OSError as err:
         monitor.stop()
         shutil.rmtree(record.path, ignore_errors=True)
-        print(f"gpu-course watch: {command[0]}: cannot run it ({err.strerror or err})",
-              file=sys.stderr)
+        print(f"gpu-course watch: {command[0]}: cannot run it ({err.strerror or err})", file=sys.stderr)
         return NOT_RUN
     def forward(signum, _):
         if own_group or signum != signal.SIGINT:

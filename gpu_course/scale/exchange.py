@@ -41,8 +41,7 @@ def ranks(run) -> pd.DataFrame:
         row = {"rank": r.get("rank")}
         if "group_rank" in r:
             row["host"] = r["group_rank"]
-        row.update({k: sum(e.get(k) or 0 for e in epochs)
-                    for k in ("steps", "data_wait_s", "compute_s")})
+        row.update({k: sum(e.get(k) or 0 for e in epochs) for k in ("steps", "data_wait_s", "compute_s")})
         row["step_s"] = (row["data_wait_s"] + row["compute_s"]) / row["steps"] \
             if row["steps"] else math.nan
         rows.append(row)
@@ -70,8 +69,7 @@ def bench_table(rows, grad_bytes: float | None = None) -> pd.DataFrame:
         "slowest (GB/s)": [r[rate] * r["time_s"] / r["time_max_s"] for r in rows],
         "fastest (GB/s)": [r[rate] * r["time_s"] / r["time_min_s"] for r in rows]})
     if grad_bytes is not None:
-        frame["the model's rate"] = [NEAREST if i == near(rows, grad_bytes) else ""
-                                     for i in range(len(rows))]
+        frame["the model's rate"] = [NEAREST if i == near(rows, grad_bytes) else "" for i in range(len(rows))]
     return frame
 
 

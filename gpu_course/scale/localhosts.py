@@ -36,8 +36,7 @@ def host_gpus(gpus: int, nodes: int, procs_per_node: int) -> list[str]:
     is one for every process; else "" (gloo on the CPU)."""
     if backend(gpus, nodes * procs_per_node) == "gloo":
         return [""] * nodes
-    return [",".join(str(i * procs_per_node + j) for j in range(procs_per_node))
-            for i in range(nodes)]
+    return [",".join(str(i * procs_per_node + j) for j in range(procs_per_node)) for i in range(nodes)]
 
 
 def child_env(**extra) -> dict:
