@@ -117,14 +117,12 @@ def hook_main(argv, prog: str, threads: int, **verbs) -> int:
     """A track's envinfo command line: its `verbs` by name, the result as one JSON line."""
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("what", choices=tuple(verbs))
-    parser.add_argument("--threads", type=int, default=threads)
-    parser.add_argument("--onednn", type=lambda text: bool(int(text)), default=True)
-    for name, kind, default in (("batch", int, 64), ("steps", int, 5), ("model", str, "resnet20"),
-                                ("requests", int, 200), ("images", int, 1280),
-                                ("warmup", int, 3)):
+    for name, kind, default in (
+            ("threads", int, threads), ("onednn", lambda text: bool(int(text)), True), ("batch", int, 64),
+            ("steps", int, 5), ("model", str, "resnet20"), ("requests", int, 200), ("images", int, 1280),
+            ("warmup", int, 3), ("models", lambda text: text.split(","), ["resnet20"]),
+            ("batches", lambda text: [int(b) for b in text.split(",")], [1, 128])):
         parser.add_argument(f"--{name}", type=kind, default=default)
-    parser.add_argument("--models", type=lambda text: text.split(","), default=["resnet20"])
-    parser.add_argument("--batches", type=lambda text: [int(b) for b in text.split(",")], default=[1, 128])
     args = parser.parse_args(argv)
     args.workload = Workload(args.batches, args.requests, args.images, args.warmup)
     print(json.dumps(verbs[args.what](*(getattr(args, name) for name in VERBS[args.what]))))
@@ -144,15 +142,12 @@ def cpu_measurements(engine: str, batch: int = 64, steps: int = 5) -> dict:
     off = bench(engine, n, False, batch, steps)
     sweep = {t: (on if t == n else bench(engine, t, True, batch, steps))["images_per_s"]
              for t in thread_counts(n)}
-    out = {"engine": engine, "batch": batch, "threads": n, "build": on["build"],
-           "openmp_runtimes": on["build"].get("openmp_runtimes"),
-           "onednn_on": on["images_per_s"], "onednn_off": off["images_per_s"],
-           "onednn_speedup": on["images_per_s"] / off["images_per_s"],
-           "thread_sweep": sweep, "pinned_one_core": None}
-    if n > 1:
-        pinned = bench(engine, n, True, batch, steps, cpus={usable[0]})
-        out["pinned_one_core"] = pinned["images_per_s"]
-    return out
+    return {"engine": engine, "batch": batch, "threads": n, "build": on["build"],
+            "openmp_runtimes": on["build"].get("openmp_runtimes"),
+            "onednn_on": on["images_per_s"], "onednn_off": off["images_per_s"],
+            "onednn_speedup": on["images_per_s"] / off["images_per_s"], "thread_sweep": sweep,
+            "pinned_one_core": bench(engine, n, True, batch, steps, cpus={usable[0]})["images_per_s"]
+            if n > 1 else None}
 
 
 # -- the CPU side, read ------------------------------------------------------------------

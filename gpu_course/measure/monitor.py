@@ -17,7 +17,7 @@ import pandas as pd
 import psutil
 
 from gpu_course.measure import nvml
-from gpu_course.measure.records import GPU_COLUMNS, HOST_COLUMNS, MARKER_COLUMNS, write_atomic
+from gpu_course.measure.records import GPU_COLUMNS, HOST_COLUMNS, MARKER_COLUMNS, busy_and_total, write_atomic
 
 _TEXT_COLUMNS = frozenset({"clock_event_reasons", "error", "cpu_per_core", "label"})
 MiB = 2**20
@@ -213,23 +213,10 @@ def next_tick(tick, elapsed, interval):
 
 def cpu_percent_between(before, after):
     """(total %, per-core % tuple) of busy CPU time between two ``psutil.cpu_times(percpu=True)``."""
-    busy_sum = time_sum = 0.0
-    per_core = []
-    for old, new in zip(before, after):
-        busy, total = _busy_and_total(new)
-        old_busy, old_total = _busy_and_total(old)
-        busy, total = busy - old_busy, total - old_total
-        per_core.append(_percent(busy, total))
-        busy_sum += busy
-        time_sum += total
-    return _percent(busy_sum, time_sum), tuple(per_core)
-
-
-def _busy_and_total(times):
-    # same accounting as psutil.cpu_percent: guest time is already inside user/nice,
-    # iowait is idle time
-    total = sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
-    return total - times.idle - getattr(times, "iowait", 0.0), total
+    deltas = [[n - o for n, o in zip(busy_and_total(new), busy_and_total(old))]
+              for old, new in zip(before, after)]
+    return (_percent(sum(b for b, _ in deltas), sum(t for _, t in deltas)),
+            tuple(_percent(b, t) for b, t in deltas))
 
 
 def _percent(busy, total):

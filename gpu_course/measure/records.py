@@ -272,9 +272,14 @@ def _psutil_cpu_s() -> dict:
         except Exception:  # it ended meanwhile: its time is in children_cpu_s once waited for
             continue
         total += times.user + times.system
-    busy = sum(t) - t.idle - getattr(t, "iowait", 0.0) - getattr(t, "guest", 0.0) \
-        - getattr(t, "guest_nice", 0.0)  # guest time is counted in user time already
-    return {"live_children_cpu_s": total, "cpu_busy_s": busy}
+    return {"live_children_cpu_s": total, "cpu_busy_s": busy_and_total(t)[0]}
+
+
+def busy_and_total(times) -> tuple:
+    """(busy, total) CPU seconds of psutil cpu_times as psutil.cpu_percent counts them: guest
+    time is already inside user/nice, iowait is idle time."""
+    total = sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
+    return total - times.idle - getattr(times, "iowait", 0.0), total
 
 
 def versions(packages: Iterable[str] = PACKAGES) -> dict:
