@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..analyse import metrics
 from ..config import Experiment
+from . import nvml
 from .guards import Diverged, check_loss, check_stop, not_learning, stop_requests
 from .monitor import GpuMonitor
 from .progress import bar
@@ -159,9 +160,7 @@ class Harness:
             self.epoch = epoch
             self._losses, self._corrects = [], []  # each step's device values, added at the end
             self._seen = 0
-            if self.monitor is not None:
-                self.monitor.mark(f"epoch {epoch} start")
-            self._t_start = self.monitor.now() if self.monitor else float("nan")
+            self._t_start = self.monitor.mark(f"epoch {epoch} start") if self.monitor else float("nan")
             if self.events is not None:
                 self.events.start()
             self.timer.start_epoch()
@@ -211,9 +210,7 @@ class Harness:
         timing = self.timer.end_epoch(sync)
         loss = loss() if callable(loss) else loss
         train_acc = train_acc() if callable(train_acc) else train_acc
-        t_end = self.monitor.now() if self.monitor else float("nan")
-        if self.monitor is not None:
-            self.monitor.mark(f"epoch {self.epoch} end")
+        t_end = self.monitor.mark(f"epoch {self.epoch} end") if self.monitor else float("nan")
         self._close_bar()
         device = list(self.events.times()) if self.events is not None else []
         if loss is None and self._losses and timing.samples:
@@ -255,7 +252,6 @@ class Harness:
     def summary_line(self, run) -> str:
         """The talk's one-line result for the recorded run (numbers from `metrics`)."""
         cfg = self.cfg
-        from . import nvml
         gpus = cfg.num_gpus if nvml.gpu_count() > 0 else 0  # CPU fallback: say so
         return summary_line(gpus, cfg.num_workers, cfg.batch_size, cfg.dtype,
                             metrics.samples_per_sec(run), metrics.epoch_time_s(run))
