@@ -15,6 +15,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pandas as pd
 import psutil
@@ -208,11 +209,10 @@ def read_steps(path: Path, t0_wall: float) -> pd.DataFrame:
     return steps[steps.loader == train].reset_index(drop=True)
 
 
-def epochs_of(steps: pd.DataFrame) -> list:
+def epochs_of(steps: pd.DataFrame) -> Iterator[tuple]:
     """(epoch row, step rows) for each pass over the loader, as the harness records them;
     the run's first WARMUP_STEPS steps are not steady."""
     steps = steps.assign(timed=(steps.index >= WARMUP_STEPS).astype(int))
-    epochs = []
     for k, (_, one) in enumerate(steps.groupby("pass", sort=True)):
         timed = one[one.timed == 1]
         start, end = one.t.iloc[0], float((one.t + one.wait_s + one.compute_s).iloc[-1])
@@ -224,10 +224,8 @@ def epochs_of(steps: pd.DataFrame) -> list:
                "timed_wait_s": float(timed.wait_s.sum()), "t_start": start, "t_end": end,
                "t_steady": float(timed.t.iloc[0]) if len(timed) else math.nan}
         row["samples_per_sec"] = metrics.epoch_numbers(row)["samples_per_sec"]
-        epochs.append((row, [{"epoch": k, "step": i, "samples": s, "data_wait_s": w,
-                              "compute_s": c, "timed": d} for i, (s, w, c, d) in enumerate(
-                                  one[["samples", "wait_s", "compute_s", "timed"]].itertuples(index=False))]))
-    return epochs
+        yield row, one.rename(columns={"wait_s": "data_wait_s"}).assign(epoch=k, step=range(len(one)))[
+            ["epoch", "step", "samples", "data_wait_s", "compute_s", "timed"]].to_dict("records")
 
 
 def lines(job: Job, command: list, notice: str | None) -> list:
