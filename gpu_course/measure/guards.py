@@ -119,10 +119,9 @@ def _in_child() -> None:
     """A forked child (a loader worker) leaves Ctrl-C to its parent and ends on SIGTERM."""
     _asked.clear()
     try:
-        if signal.getsignal(signal.SIGINT) is _on_signal:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if signal.getsignal(signal.SIGTERM) is _on_signal:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for signum, handler in ((signal.SIGINT, signal.SIG_IGN), (signal.SIGTERM, signal.SIG_DFL)):
+            if signal.getsignal(signum) is _on_signal:
+                signal.signal(signum, handler)
     except ValueError:  # not this interpreter's main thread: nothing was installed here
         pass
 

@@ -182,12 +182,9 @@ def _ask(state, errors, what, fn_names, *args):
 
 
 def _handle(state, index, errors):
-    handle = state.handles.get(index)
-    if handle is None:
-        handle = _ask(state, errors, "handle", "nvmlDeviceGetHandleByIndex", index)
-        if handle is not None:
-            state.handles[index] = handle
-    return handle
+    if state.handles.get(index) is None:   # a failed query is asked again next time
+        state.handles[index] = _ask(state, errors, "handle", "nvmlDeviceGetHandleByIndex", index)
+    return state.handles[index]
 
 
 def _text(value):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,7 +77,6 @@ def wait_all(procs, timeout: float | None) -> list[int]:
 def exit_now(code: int) -> None:
     """End a distributed worker right away, output flushed: finalization after a gloo
     process group can abort it (pytorch/pytorch#179291), failing a job that succeeded."""
-    import sys
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
