@@ -9,8 +9,7 @@ record, progress bar, epoch rows); the loop stays plain framework code:
             rec.end_epoch(sync=torch.cuda.synchronize, evaluate=lambda: accuracy(net))
     run = rec.run        # the record read back
 
-`loss` and `correct` may be device arrays, read once after the epoch's sync: the harness
-adds no host-device sync to a step. Ctrl-C and SIGTERM stop the loop at the next step.
+`loss` and `correct` may be device arrays, read after the epoch's sync: no sync is added to a step.
 """
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""GpuMonitor: a background sampler, like ``watch nvidia-smi`` but recorded.
-
-A daemon thread samples every GPU (`nvml`) and the host (psutil) on a fixed schedule;
-``save(folder)`` writes the run record's gpu.csv, host.csv and markers.csv. Times are
-seconds since ``start()`` on the monitor clock, which ``now()`` and ``mark()`` share.
-Without NVML (no driver, no GPU) it says so once and records the CPU only.
+"""GpuMonitor: like ``watch nvidia-smi`` but recorded. A daemon thread samples every GPU (`nvml`)
+and the host (psutil) on a fixed schedule; times are seconds since ``start()``, the clock ``now()``
+and ``mark()`` share. Without NVML it says so once and records the CPU only.
 """
 import math
 import numbers

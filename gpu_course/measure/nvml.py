@@ -242,21 +242,24 @@ def sample(index):
     """One reading of GPU ``index``, keys ``SAMPLE_KEYS``; the GPM (Hopper+) percentages
     are averages since the previous call (None on the first)."""
     # no lock: a query that blocks (a wedged driver) must not hold what others need
-    state = _checked(index)
-    row = dict.fromkeys(SAMPLE_KEYS)
-    if index in state.lost:
-        row["error"] = "GPU is lost"
-        return row
-    errors = []
+    return _reading(index, dict.fromkeys(SAMPLE_KEYS), _read_metrics)
+
+
+def _reading(index, empty, read):
+    """`empty` filled by read(state, index, handle, out, errors), the errors joined into its
+    "error"; a lost GPU is remembered, and what was read before the loss is not trusted."""
+    state, out, errors = _checked(index), dict(empty), []
     try:
+        if index in state.lost:
+            raise _GpuLost()
         handle = _handle(state, index, errors)
         if handle is not None:
-            _read_metrics(state, index, handle, row, errors)
-    except _GpuLost:   # what was read before the loss is not trusted either
+            read(state, index, handle, out, errors)
+    except _GpuLost:
         state.lost.add(index)
-        row, errors = dict.fromkeys(SAMPLE_KEYS), ["GPU is lost"]
-    row["error"] = "; ".join(errors) or None
-    return row
+        out, errors = dict(empty), ["GPU is lost"]
+    out["error"] = "; ".join(errors) or None
+    return out
 
 
 def _read_metrics(state, index, handle, row, errors):
@@ -378,24 +381,15 @@ PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 def device_state(index):
     """Clocks, reasons, temperature, power and PCIe link of one GPU (None: unsupported)."""
     with _lock:
-        state = _checked(index)
-        out = {"index": index, "error": None}
-        errors = []
-        try:
-            handle = _handle(state, index, errors)
-            if handle is None:
-                out["error"] = "; ".join(errors) or "no handle"
-                return out
-            out.update(_read(state, errors, handle, READINGS))
-            out["clock_event_reasons"] = _reasons(state, errors, handle)
-            out.update(_power(state, errors, handle, POWER))
-            lane = PCIE_LANE_GBPS.get(out["pcie_gen"])
-            out["pcie_gbps"] = lane * out["pcie_width"] if lane and out["pcie_width"] else None
-        except _GpuLost:
-            state.lost.add(index)
-            errors = ["GPU is lost"]
-        out["error"] = "; ".join(errors) or None
-        return out
+        return _reading(index, {"index": index}, _read_state)
+
+
+def _read_state(state, index, handle, out, errors):
+    out.update(_read(state, errors, handle, READINGS))
+    out["clock_event_reasons"] = _reasons(state, errors, handle)
+    out.update(_power(state, errors, handle, POWER))
+    lane = PCIE_LANE_GBPS.get(out["pcie_gen"])
+    out["pcie_gbps"] = lane * out["pcie_width"] if lane and out["pcie_width"] else None
 
 
 def nvidia_smi_query(fields, timeout=10.0):

@@ -1,13 +1,8 @@
-"""Run records: one folder per run under `runs_dir` (runs/, or GPU_COURSE_RUNS):
-
-    run.json     config, versions, hardware, git commit, status, summary
-    epochs.csv   one row per finished epoch (times, steady/warm-up split, loss, accuracy, lr)
-    steps.csv    one row per step: samples, data wait, compute (host-side), steady or not
-    gpu.csv      monitor samples, one row per sample per GPU
-    host.csv     CPU and RAM samples
-    markers.csv  epoch boundaries on the monitor's clock
-
-Every file is written atomically, so an interrupted run keeps every finished epoch.
+"""Run records, one folder per run under `runs_dir` (runs/, or GPU_COURSE_RUNS): run.json (config,
+versions, hardware, git commit, status, summary), epochs.csv (a row per finished epoch), steps.csv
+(a row per step: samples, data wait, host-side compute, steady or not), gpu.csv and host.csv (the
+monitor's samples), markers.csv (epoch boundaries on the monitor's clock). Every file is written
+atomically, so an interrupted run keeps every finished epoch.
 """
 from __future__ import annotations
 
