@@ -60,14 +60,12 @@ def allreduce(rows) -> bool:
 
 def bench_table(rows, grad_bytes: float | None = None) -> pd.DataFrame:
     """The exchange against the array's size, the row nearest grad_bytes marked."""
-    rate = "busbw_GBps" if allreduce(rows) else "worker_GBps"
-    name = "bus bandwidth (GB/s)" if allreduce(rows) else "GB/s"
+    r = pd.DataFrame(rows)
+    rate = r["busbw_GBps" if allreduce(rows) else "worker_GBps"]
     frame = pd.DataFrame({
-        "size": [_size(r["bytes"]) for r in rows],
-        "time (ms)": [1e3 * r["time_s"] for r in rows],
-        name: [r[rate] for r in rows],
-        "slowest (GB/s)": [r[rate] * r["time_s"] / r["time_max_s"] for r in rows],
-        "fastest (GB/s)": [r[rate] * r["time_s"] / r["time_min_s"] for r in rows]})
+        "size": [_size(b) for b in r.bytes], "time (ms)": 1e3 * r.time_s,
+        "bus bandwidth (GB/s)" if allreduce(rows) else "GB/s": rate,
+        "slowest (GB/s)": rate * r.time_s / r.time_max_s, "fastest (GB/s)": rate * r.time_s / r.time_min_s})
     if grad_bytes is not None:
         frame["the model's rate"] = [NEAREST if i == near(rows, grad_bytes) else "" for i in range(len(rows))]
     return frame
@@ -75,17 +73,14 @@ def bench_table(rows, grad_bytes: float | None = None) -> pd.DataFrame:
 
 def buckets_table(rows) -> pd.DataFrame:
     """DDP's step with and without the all-reduce, per gradient bucket size."""
+    r = pd.DataFrame(rows)
     return pd.DataFrame({
-        "bucket (MB)": [f"{r['bucket_cap_mb']:g}" for r in rows],
-        "buckets": [r["buckets"] for r in rows],
-        "step (ms)": [1e3 * r["t_step_sync_s"] for r in rows],
-        "no_sync (ms)": [1e3 * r["t_step_nosync_s"] for r in rows],
-        "all-reduce alone (ms)": [1e3 * r["t_allreduce_s"] for r in rows],
-        "exposed (ms)": [1e3 * r["exposed_s"] for r in rows],
-        "spread (ms)": [1e3 * r["spread_s"] for r in rows],
-        "hidden (%)": [100 * r["overlap"] for r in rows],
-        "exposed is": [WITHIN if abs(r["exposed_s"]) <= r["spread_s"] else BEYOND
-                       for r in rows]})
+        "bucket (MB)": [f"{mb:g}" for mb in r.bucket_cap_mb], "buckets": r.buckets,
+        **{f"{name} (ms)": 1e3 * r[key] for name, key in (
+            ("step", "t_step_sync_s"), ("no_sync", "t_step_nosync_s"), ("all-reduce alone", "t_allreduce_s"),
+            ("exposed", "exposed_s"), ("spread", "spread_s"))},
+        "hidden (%)": 100 * r.overlap,
+        "exposed is": [WITHIN if abs(e) <= spread else BEYOND for e, spread in zip(r.exposed_s, r.spread_s)]})
 
 
 def near(rows, nbytes: float) -> int:
