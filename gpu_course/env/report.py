@@ -178,12 +178,9 @@ def openmp_runtimes() -> list[str]:
 def openmp_settings(runtimes=()) -> list[dict]:
     """Each OpenMP variable: its value here and whether the loaded runtime reads it."""
     kinds = {re.sub(r"[-.].*", "", name) for name in runtimes}   # libgomp-a34b.so -> libgomp
-    rows = []
-    for name, readers, what in OPENMP_VARIABLES:
-        honoured = None if not kinds else (readers == "all" or any(kind in readers for kind in kinds))
-        rows.append({"variable": name, "value": os.environ.get(name), "read_by": readers,
-                     "honoured_here": honoured, "what": what})
-    return rows
+    return [{"variable": name, "value": os.environ.get(name), "read_by": readers,
+             "honoured_here": None if not kinds else readers == "all" or any(k in readers for k in kinds),
+             "what": what} for name, readers, what in OPENMP_VARIABLES]
 
 
 # -- the GPU side -------------------------------------------------------------------------
