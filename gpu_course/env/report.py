@@ -20,7 +20,7 @@ from ..measure import nvml
 from ..measure.records import machine_load
 from ..measure.timing import Workload
 from ..scale.localhosts import child_env
-from .cores import loader_workers
+from .cores import loader_workers, thread_counts  # noqa: F401  (thread_counts: the lessons')
 from .text import format_report  # noqa: F401  (what `gpu-course env` prints)
 
 HOOKS = {"gluon": "gpu_course.tracks.gluon.envinfo", "pytorch": "gpu_course.tracks.torch.envinfo"}
@@ -127,11 +127,6 @@ def hook_main(argv, prog: str, threads: int, **verbs) -> int:
     args.workload = Workload(args.batches, args.requests, args.images, args.warmup)
     print(json.dumps(verbs[args.what](*(getattr(args, name) for name in VERBS[args.what]))))
     return 0
-
-
-def thread_counts(usable: int) -> list[int]:
-    """1, 2, 4, ... up to the usable cores, and the usable cores themselves."""
-    return [2 ** i for i in range(usable.bit_length()) if 2 ** i < usable] + [usable]
 
 
 def cpu_measurements(engine: str, batch: int = 64, steps: int = 5) -> dict:

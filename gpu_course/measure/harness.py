@@ -291,19 +291,14 @@ SKIPPED_NAMES = 20  # unreadable files named in a record; the count covers all o
 
 def order_of(loader):
     """The `data.order.EpochOrder` behind a PyTorch or Gluon loader's sampler, or None."""
-    sampler = getattr(loader, "sampler", None)
-    if sampler is None:
-        sampler = getattr(getattr(loader, "_batch_sampler", None), "_sampler", None)
+    sampler = getattr(loader, "sampler", getattr(getattr(loader, "_batch_sampler", None), "_sampler", None))
     order = getattr(sampler, "epochs", None)
     return order if callable(getattr(order, "note", None)) else None
 
 
 def skip_counter(loader):
     """The SkipCounter of a PyTorch or Gluon loader's dataset, or None."""
-    dataset = getattr(loader, "dataset", None)
-    if dataset is None:
-        dataset = getattr(loader, "_dataset", None)
-    counter = getattr(dataset, "skipped", None)
+    counter = getattr(getattr(loader, "dataset", getattr(loader, "_dataset", None)), "skipped", None)
     return counter if hasattr(counter, "names") else None
 
 
