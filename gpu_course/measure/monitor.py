@@ -296,9 +296,8 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
     except KeyboardInterrupt:
         pass          # Ctrl-C (or SIGTERM) is how a recording normally ends
     write_atomic(host_out, monitor.host_frame().to_csv(index=False))
-    if not monitor.available_gpus:  # a header-only GPU file would look like a recording
-        print(f"\nno GPU to sample: {monitor.ticks} CPU/RAM samples written to {host_out}", file=stream)
-        return monitor.ticks
-    write_atomic(out, monitor.gpu_frame().to_csv(index=False))
-    print(f"\n{monitor.ticks} samples written to {out} and {host_out}", file=stream)
+    if monitor.available_gpus:  # a header-only GPU file would look like a recording
+        write_atomic(out, monitor.gpu_frame().to_csv(index=False))
+    where = f"{out} and {host_out}" if monitor.available_gpus else f"{host_out} (no GPU to sample: CPU/RAM)"
+    print(f"\n{monitor.ticks} samples written to {where}", file=stream)
     return monitor.ticks

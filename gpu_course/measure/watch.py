@@ -145,8 +145,7 @@ def watch(command: list, options: Options = Options()) -> int:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)   # every reaped process of the tree
     cpu_s = max(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
                 tree.cpu_s.max() if len(tree) else 0.0)
-    code = child.returncode
-    status = 128 - code if code < 0 else code
+    status = 128 - child.returncode if child.returncode < 0 else child.returncode   # 128 + N: signal N
     run = _record(record, monitor, tree, status)
     util = pd.to_numeric(run.gpu["util_gpu"], errors="coerce") if len(run.gpu) else pd.Series([])
     job = Job(seconds, status, monitor.summary(), float(util.std()) if util.count() > 1 else math.nan,
