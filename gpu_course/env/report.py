@@ -40,8 +40,7 @@ CIFAR_BATCH_BYTES = 64 * 3 * 32 * 32 * 4   # one float32 batch of 64 images, as 
 
 
 # -- the framework, in child processes --------------------------------------------------
-def hook(engine: str, *args: str, env: dict | None = None, cpus=None,
-         timeout: float = 300) -> dict:
+def hook(engine: str, *args: str, env: dict | None = None, cpus=None, timeout: float = 300) -> dict:
     """The JSON that ``python -m gpu_course.<track>.envinfo ARGS`` prints, pinned to `cpus`."""
     check_engine(engine)
     done = subprocess.run([sys.executable, "-m", HOOKS[engine], *args], env=child_env(**(env or {})),
@@ -53,8 +52,7 @@ def hook(engine: str, *args: str, env: dict | None = None, cpus=None,
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps: int = 5,
-          cpus=None) -> dict:
+def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps: int = 5, cpus=None) -> dict:
     """ResNet-20 forward passes in a fresh process with `threads` threads, oneDNN on or off."""
     before = machine_load()   # with how busy the machine was as this benchmark started
     out = hook(engine, "bench", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
@@ -218,8 +216,7 @@ def disk_facts(folder=None, size_mb: int = 64) -> dict:
 
 
 # -- the whole report ---------------------------------------------------------------------
-def report(engine: str | None = None, measure: bool = True, quick: bool = False,
-           disk_dir=None) -> dict:
+def report(engine: str | None = None, measure: bool = True, quick: bool = False, disk_dir=None) -> dict:
     """Everything above as one dict, for `engine` (default: the first installed)."""
     engines = installed_engines()
     engine = engine or (engines[0] if engines else None)

@@ -184,8 +184,7 @@ class Harness:
             if limit is not None and i + 1 >= limit:
                 break
 
-    def step(self, samples: int, loss: Any = None, correct: Any = None,
-             loss_sum: Any = None) -> None:
+    def step(self, samples: int, loss: Any = None, correct: Any = None, loss_sum: Any = None) -> None:
         """Close one step of `samples` images: `loss` the batch's mean (or `loss_sum`),
         `correct` its right predictions; numbers or device arrays (lists: one per device)."""
         self.timer.step(samples)

@@ -11,8 +11,7 @@ DEFAULTS = {f.name: f.default for f in fields(Experiment)}
 OWN_DATA_FIELDS = ("dataset", "train_size", "image_size")  # an own data set's own facts
 
 
-def reconcile(cfg: Experiment, found: dict, source: str,
-              authoritative: tuple = ()) -> Experiment:
+def reconcile(cfg: Experiment, found: dict, source: str, authoritative: tuple = ()) -> Experiment:
     """cfg with the values `found` on what the run was handed; an explicit, different
     setting is refused, except for `authoritative` fields."""
     changes = {}

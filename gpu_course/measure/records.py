@@ -170,8 +170,7 @@ class RunRecord:
         self.meta["notes"].update(values)
         self._write_meta()
 
-    def finish(self, status: str = "finished", error: str | None = None,
-               summary: dict | None = None) -> None:
+    def finish(self, status: str = "finished", error: str | None = None, summary: dict | None = None) -> None:
         if status not in STATUSES:
             raise ValueError(f"status={status!r}; allowed: {', '.join(STATUSES)}")
         if self.monitor is not None:

@@ -20,8 +20,7 @@ def experiment(name: str, engine: str) -> Experiment:
     return Experiment(name=name, engine=engine, model=OWN, dataset=OWN, epochs=PASSES)
 
 
-def watched(loader: Iterable, open_record: Callable[[], Any], sync: Callable | None = None,
-            ) -> "Watched":
+def watched(loader: Iterable, open_record: Callable[[], Any], sync: Callable | None = None) -> "Watched":
     """The open Watched for the same data, else a new one; `sync` waits for the device."""
     key = id(getattr(loader, "dataset", getattr(loader, "_dataset", loader)))
     found = _OPEN.get(key)
