@@ -65,8 +65,7 @@ def threads_per_process(procs_on_host: int, cores: int | None = None) -> int:
 
 
 def check_thread_variables(environ=None) -> None:
-    """Refuse an OMP_NUM_THREADS (or MXNET_OMP_MAX_THREADS) that is not a count of
-    threads, before MXNet loads and aborts the process on it."""
+    """Refuse an OMP_NUM_THREADS or MXNET_OMP_MAX_THREADS that is no thread count: MXNet aborts on it."""
     environ = os.environ if environ is None else environ
     for name in ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS"):
         text = environ.get(name)

@@ -73,8 +73,7 @@ def _stop(signum: int, twice: bool = False) -> KeyboardInterrupt:
 
 
 def _on_signal(signum, frame) -> None:
-    """Ctrl-C and SIGTERM only ask (raised here they could be lost in a __del__); a second
-    one before the loop obeyed raises at once."""
+    """Ctrl-C and SIGTERM only ask (raised here they could be lost in a __del__); a second raises."""
     if _asked:
         raise _stop(signum, twice=True)
     _asked.append(signum)

@@ -239,8 +239,7 @@ def decode_clock_event_reasons(mask):
 
 
 def sample(index):
-    """One reading of GPU ``index``, keys ``SAMPLE_KEYS``; the GPM (Hopper+) percentages
-    are averages since the previous call (None on the first)."""
+    """One reading of GPU ``index`` (SAMPLE_KEYS); GPM (Hopper+) percentages average since the last."""
     # no lock: a query that blocks (a wedged driver) must not hold what others need
     return _reading(index, dict.fromkeys(SAMPLE_KEYS), _read_metrics)
 

@@ -121,8 +121,7 @@ class Ran:
 
 
 class RunRecord:
-    """The on-disk record of one run, updated after every epoch; as a context manager it
-    stops the monitor and sets the status on leaving (the exception is re-raised)."""
+    """The on-disk record of one run, saved each epoch; leaving it stops the monitor and sets the status."""
 
     def __init__(self, config: dict, ran: Ran, runs_dir: str | Path | None = None,
                  monitor: Any = None, hardware_info: dict | None = None):

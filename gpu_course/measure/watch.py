@@ -104,8 +104,7 @@ class Job:
 
 
 def watch(command: list, options: Options = Options()) -> int:
-    """Run `command` unchanged, record it, print what limits it; its exit status (128 + N
-    when signal N ended it; 127 when it is not found)."""
+    """Run `command` unchanged, record it, say what limits it; its exit status (127: not found)."""
     if not command:
         raise ValueError("no command to watch; put it after --: gpu-course watch -- python train.py")
     if not options.interval > 0:
@@ -198,8 +197,7 @@ def _record(record: RunRecord, monitor: GpuMonitor, tree: pd.DataFrame, status: 
 
 
 def read_steps(path: Path, t0_wall: float) -> pd.DataFrame:
-    """The hook's steps of the training loader (the one with the most steps), times on the
-    monitor's clock; empty where the command ran no DataLoader."""
+    """The steps of the loader with the most, on the monitor's clock; empty where none ran."""
     if not path.exists() or not path.stat().st_size:
         return pd.DataFrame(columns=HOOK_COLUMNS)
     steps = pd.read_csv(path, names=HOOK_COLUMNS, on_bad_lines="skip")
@@ -209,8 +207,7 @@ def read_steps(path: Path, t0_wall: float) -> pd.DataFrame:
 
 
 def epochs_of(steps: pd.DataFrame) -> Iterator[tuple]:
-    """(epoch row, step rows) for each pass over the loader, as the harness records them;
-    the run's first WARMUP_STEPS steps are not steady."""
+    """(epoch row, step rows) per pass, as the harness records them; the first WARMUP_STEPS not steady."""
     steps = steps.assign(timed=(steps.index >= WARMUP_STEPS).astype(int))
     for k, (_, one) in enumerate(steps.groupby("pass", sort=True)):
         timed = one[one.timed == 1]
