@@ -12,7 +12,7 @@ OWN_DATA_FIELDS = ("dataset", "train_size", "image_size")  # an own data set's o
 
 
 def reconcile(cfg: Experiment, found: dict, source: str, authoritative: tuple = ()) -> Experiment:
-    """cfg with the values `found` on what the run got; other explicit settings (not `authoritative`) refused."""
+    """cfg with the values `found` on the run's objects; other set values refused, bar `authoritative`."""
     changes = {}
     for name, value in found.items():
         if value is None or getattr(cfg, name) == value:
