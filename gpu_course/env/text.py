@@ -8,15 +8,11 @@ LECTURE_BANDWIDTHS = (("Intel i7 5930K (40 PCIe lanes)", 30.0), ("NVLINK", 40.0)
                       ("56 Gbps Mellanox", 6.8), ("10 Gbps Ethernet", 1.0))
 
 
-def _yes(flag) -> str:
-    return "on" if flag else "off"
-
-
 def build_lines(build: dict | None) -> list[str]:
     if not build:
         return ["build: no framework installed in this Python"]
     lines = [f"build: {build['framework']} {build['version']}"]
-    lines.append("  " + ", ".join(f"{k} {_yes(v)}" for k, v in build["features"].items()))
+    lines.append("  " + ", ".join(f"{k} {'on' if v else 'off'}" for k, v in build["features"].items()))
     lines += [f"  {k}: {v}" for k, v in build.get("flags", {}).items()]
     if "intra_op_threads" in build:
         lines.append(f"  threads: intra-op {build['intra_op_threads']}, inter-op {build['inter_op_threads']}")
