@@ -14,6 +14,11 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def thread_counts(n: int) -> list[int]:
+    """1, 2, 4, ... below n, and n itself: the thread (or device) counts to try."""
+    return [2 ** i for i in range(n.bit_length()) if 2 ** i < n] + [n]
+
+
 def loader_workers(procs_on_host: int, cores: int | None = None) -> int:
     """DataLoader workers per training process when `procs_on_host` share the cores."""
     if procs_on_host < 1:
@@ -60,8 +65,7 @@ def threads_per_process(procs_on_host: int, cores: int | None = None) -> int:
 
 
 def check_thread_variables(environ=None) -> None:
-    """Refuse an OMP_NUM_THREADS (or MXNET_OMP_MAX_THREADS) that is not a count of
-    threads, before MXNet loads and aborts the process on it."""
+    """Refuse an OMP_NUM_THREADS or MXNET_OMP_MAX_THREADS that is no thread count: MXNet aborts on it."""
     environ = os.environ if environ is None else environ
     for name in ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS"):
         text = environ.get(name)

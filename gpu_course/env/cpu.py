@@ -1,8 +1,6 @@
-"""The CPU's instruction sets (/proc/cpuinfo) that decide whether a lower precision runs
-and pays: `supports(Capability.MXNET_BFLOAT16)` is truthy, with `.why`.
-
-GPU_COURSE_CPU_FLAGS fakes another CPU for tests ("-avx512,-amx": drop flags by prefix,
-"+name": add one); oneDNN's own cap, DNNL_MAX_CPU_ISA, is read too.
+"""The CPU's instruction sets (/proc/cpuinfo) that decide whether a lower precision runs and
+pays: `supports(Capability.MXNET_BFLOAT16)` is truthy, with `.why`. GPU_COURSE_CPU_FLAGS fakes
+another CPU ("-avx512,-amx": drop flags by prefix, "+name": add one); DNNL_MAX_CPU_ISA is read too.
 """
 from __future__ import annotations
 
@@ -47,26 +45,15 @@ class Support:
         return self.ok
 
 
-def parse_fake(spec: str) -> list[tuple[str, str]]:
-    """[("+"|"-", name)] from a GPU_COURSE_CPU_FLAGS value; ValueError naming a bad part."""
-    changes = []
-    for part in (p.strip() for p in spec.split(",")):
-        if not part:
-            continue
+def apply_fake(flags: frozenset, spec: str) -> frozenset:
+    """`flags` changed as a GPU_COURSE_CPU_FLAGS value says; ValueError naming a bad part."""
+    out = set(flags)
+    for part in filter(None, (p.strip() for p in spec.split(","))):
         if part[0] not in "+-" or not part[1:].replace("_", "").isalnum():
             raise ValueError(f"{FAKE}={spec!r}: {part!r} is not a change; allowed: '-name' (drop "
                              "flags starting with name) or '+name' (add it), e.g. -avx512,-amx")
-        changes.append((part[0], part[1:].lower()))
-    return changes
-
-
-def apply_fake(flags: frozenset, spec: str) -> frozenset:
-    out = set(flags)
-    for sign, name in parse_fake(spec):
-        if sign == "-":
-            out = {f for f in out if not f.startswith(name)}
-        else:
-            out.add(name)
+        name = part[1:].lower()
+        out = {f for f in out if not f.startswith(name)} if part[0] == "-" else out | {name}
     return frozenset(out)
 
 
@@ -109,11 +96,9 @@ def describe(flags) -> str:
     if flags is None:
         return "its instruction sets unknown (no /proc/cpuinfo)"
     flags = set(flags)
-    words = ["AVX2" if "avx2" in flags else "no AVX2"]
-    words.append("AVX-512" if set(AVX512_CORE) <= flags else "no AVX-512")
-    words.append("AVX512-BF16" if "avx512_bf16" in flags else "no AVX512-BF16")
-    words.append("AMX" if "amx_bf16" in flags else "no AMX")
-    return ", ".join(words)
+    return ", ".join(word if has else f"no {word}" for word, has in (
+        ("AVX2", "avx2" in flags), ("AVX-512", set(AVX512_CORE) <= flags),
+        ("AVX512-BF16", "avx512_bf16" in flags), ("AMX", "amx_bf16" in flags)))
 
 
 def supports(capability: Capability, flags=None) -> Support:
@@ -133,5 +118,4 @@ def supports(capability: Capability, flags=None) -> Support:
 def record() -> dict:
     """What a run record keeps of the CPU's instruction sets."""
     flags = features()
-    return {"cpu_features": sorted(flags) if flags is not None else None,
-            "cpu_features_faked": faked()}
+    return {"cpu_features": sorted(flags) if flags is not None else None, "cpu_features_faked": faked()}

@@ -1,10 +1,6 @@
-"""Know your environment: the framework's build, the CPU, the GPU, shared memory, disk.
-
-The framework runs only in child processes (``python -m gpu_course.<track>.envinfo``):
-oneDNN and the OpenMP thread count are fixed when a process starts.
-
-    r = report("gluon")          # a dict (what `gpu-course env --json` prints)
-    print(format_report(r))      # what `gpu-course env` prints
+"""Know your environment: the framework's build, the CPU, the GPU, shared memory, disk, as
+`report("gluon")` (`gpu-course env --json`) and `format_report` (`gpu-course env`). The framework
+runs in child processes (`<track>.envinfo`): oneDNN and OpenMP threads are fixed at start-up.
 """
 from __future__ import annotations
 
@@ -23,7 +19,8 @@ from ..engines import check_engine, installed_engines
 from ..measure import nvml
 from ..measure.records import machine_load
 from ..measure.timing import Workload
-from .cores import loader_workers
+from ..scale.localhosts import child_env
+from .cores import loader_workers, thread_counts  # noqa: F401  (thread_counts: the lessons')
 from .text import format_report  # noqa: F401  (what `gpu-course env` prints)
 
 HOOKS = {"gluon": "gpu_course.tracks.gluon.envinfo", "pytorch": "gpu_course.tracks.torch.envinfo"}
@@ -43,34 +40,25 @@ CIFAR_BATCH_BYTES = 64 * 3 * 32 * 32 * 4   # one float32 batch of 64 images, as 
 
 
 # -- the framework, in child processes --------------------------------------------------
-def hook(engine: str, *args: str, env: dict | None = None, cpus=None,
-         timeout: float = 300) -> dict:
+def hook(engine: str, *args: str, env: dict | None = None, cpus=None, timeout: float = 300) -> dict:
     """The JSON that ``python -m gpu_course.<track>.envinfo ARGS`` prints, pinned to `cpus`."""
     check_engine(engine)
-    full_env = {**os.environ, **{k: str(v) for k, v in (env or {}).items()}}
-    repo = str(Path(__file__).resolve().parents[2])
-    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
-
-    def pin():  # in the child, before exec: the child and all its threads stay on `cpus`
-        os.sched_setaffinity(0, cpus)
-    done = subprocess.run([sys.executable, "-m", HOOKS[engine], *args], env=full_env,
+    done = subprocess.run([sys.executable, "-m", HOOKS[engine], *args], env=child_env(**(env or {})),
                           capture_output=True, text=True, timeout=timeout,
-                          preexec_fn=pin if cpus else None)
+                          preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)  # all threads
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise RuntimeError(f"{HOOKS[engine]} {' '.join(args)} failed: {' | '.join(tail)}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps: int = 5,
-          cpus=None) -> dict:
+def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps: int = 5, cpus=None) -> dict:
     """ResNet-20 forward passes in a fresh process with `threads` threads, oneDNN on or off."""
-    load = os.getloadavg()[0]   # how busy the machine was as this benchmark started
-    before = machine_load()
+    before = machine_load()   # with how busy the machine was as this benchmark started
     out = hook(engine, "bench", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
                f"--batch={batch}", f"--steps={steps}", env=_cpu_env(threads, onednn), cpus=cpus)
-    return {**out, "batch": batch, "cpus": sorted(cpus) if cpus else None, "load_average": load,
-            "other_cores": other_cores(before, machine_load())}
+    return {**out, "batch": batch, "cpus": sorted(cpus) if cpus else None,
+            "load_average": before["loadavg_1m"], "other_cores": other_cores(before, machine_load())}
 
 
 def forward_rates(forward, batch: int, steps: int) -> dict:
@@ -127,28 +115,16 @@ def hook_main(argv, prog: str, threads: int, **verbs) -> int:
     """A track's envinfo command line: its `verbs` by name, the result as one JSON line."""
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("what", choices=tuple(verbs))
-    parser.add_argument("--threads", type=int, default=threads)
-    parser.add_argument("--onednn", type=lambda text: bool(int(text)), default=True)
-    for name, kind, default in (("batch", int, 64), ("steps", int, 5), ("model", str, "resnet20"),
-                                ("requests", int, 200), ("images", int, 1280),
-                                ("warmup", int, 3)):
+    for name, kind, default in (
+            ("threads", int, threads), ("onednn", lambda text: bool(int(text)), True), ("batch", int, 64),
+            ("steps", int, 5), ("model", str, "resnet20"), ("requests", int, 200), ("images", int, 1280),
+            ("warmup", int, 3), ("models", lambda text: text.split(","), ["resnet20"]),
+            ("batches", lambda text: [int(b) for b in text.split(",")], [1, 128])):
         parser.add_argument(f"--{name}", type=kind, default=default)
-    parser.add_argument("--models", type=lambda text: text.split(","), default=["resnet20"])
-    parser.add_argument("--batches", type=lambda text: [int(b) for b in text.split(",")],
-                        default=[1, 128])
     args = parser.parse_args(argv)
     args.workload = Workload(args.batches, args.requests, args.images, args.warmup)
     print(json.dumps(verbs[args.what](*(getattr(args, name) for name in VERBS[args.what]))))
     return 0
-
-
-def thread_counts(usable: int) -> list[int]:
-    """1, 2, 4, ... up to the usable cores, and the usable cores themselves."""
-    counts, n = [], 1
-    while n < usable:
-        counts.append(n)
-        n *= 2
-    return counts + [usable]
 
 
 def cpu_measurements(engine: str, batch: int = 64, steps: int = 5) -> dict:
@@ -159,15 +135,12 @@ def cpu_measurements(engine: str, batch: int = 64, steps: int = 5) -> dict:
     off = bench(engine, n, False, batch, steps)
     sweep = {t: (on if t == n else bench(engine, t, True, batch, steps))["images_per_s"]
              for t in thread_counts(n)}
-    out = {"engine": engine, "batch": batch, "threads": n, "build": on["build"],
-           "openmp_runtimes": on["build"].get("openmp_runtimes"),
-           "onednn_on": on["images_per_s"], "onednn_off": off["images_per_s"],
-           "onednn_speedup": on["images_per_s"] / off["images_per_s"],
-           "thread_sweep": sweep, "pinned_one_core": None}
-    if n > 1:
-        pinned = bench(engine, n, True, batch, steps, cpus={usable[0]})
-        out["pinned_one_core"] = pinned["images_per_s"]
-    return out
+    return {"engine": engine, "batch": batch, "threads": n, "build": on["build"],
+            "openmp_runtimes": on["build"].get("openmp_runtimes"),
+            "onednn_on": on["images_per_s"], "onednn_off": off["images_per_s"],
+            "onednn_speedup": on["images_per_s"] / off["images_per_s"], "thread_sweep": sweep,
+            "pinned_one_core": bench(engine, n, True, batch, steps, cpus={usable[0]})["images_per_s"]
+            if n > 1 else None}
 
 
 # -- the CPU side, read ------------------------------------------------------------------
@@ -192,20 +165,15 @@ def openmp_runtimes() -> list[str]:
         maps = Path("/proc/self/maps").read_text()
     except OSError:
         return []
-    return sorted({Path(p).name for p in re.findall(r"\S*/lib(?:gomp|iomp5|omp)[^/\s]*\.so\S*",
-                                                    maps)})
+    return sorted({Path(p).name for p in re.findall(r"\S*/lib(?:gomp|iomp5|omp)[^/\s]*\.so\S*", maps)})
 
 
 def openmp_settings(runtimes=()) -> list[dict]:
     """Each OpenMP variable: its value here and whether the loaded runtime reads it."""
     kinds = {re.sub(r"[-.].*", "", name) for name in runtimes}   # libgomp-a34b.so -> libgomp
-    rows = []
-    for name, readers, what in OPENMP_VARIABLES:
-        honoured = None if not kinds else (
-            readers == "all" or any(kind in readers for kind in kinds))
-        rows.append({"variable": name, "value": os.environ.get(name), "read_by": readers,
-                     "honoured_here": honoured, "what": what})
-    return rows
+    return [{"variable": name, "value": os.environ.get(name), "read_by": readers,
+             "honoured_here": None if not kinds else readers == "all" or any(k in readers for k in kinds),
+             "what": what} for name, readers, what in OPENMP_VARIABLES]
 
 
 # -- the GPU side -------------------------------------------------------------------------
@@ -248,8 +216,7 @@ def disk_facts(folder=None, size_mb: int = 64) -> dict:
 
 
 # -- the whole report ---------------------------------------------------------------------
-def report(engine: str | None = None, measure: bool = True, quick: bool = False,
-           disk_dir=None) -> dict:
+def report(engine: str | None = None, measure: bool = True, quick: bool = False, disk_dir=None) -> dict:
     """Everything above as one dict, for `engine` (default: the first installed)."""
     engines = installed_engines()
     engine = engine or (engines[0] if engines else None)
@@ -258,8 +225,7 @@ def report(engine: str | None = None, measure: bool = True, quick: bool = False,
            "build": None, "cpu_bench": None, "copy": None, "disk": None}
     if engine is not None:
         if measure:
-            out["cpu_bench"] = cpu_measurements(engine, batch=32 if quick else 64,
-                                                steps=3 if quick else 10)
+            out["cpu_bench"] = cpu_measurements(engine, batch=32 if quick else 64, steps=3 if quick else 10)
             out["build"] = out["cpu_bench"]["build"]
         else:
             out["build"] = hook(engine, "build")

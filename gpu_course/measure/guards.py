@@ -34,10 +34,9 @@ class Terminated(KeyboardInterrupt):
 
 def check_loss(loss, epoch: int, cfg) -> None:
     """Raise Diverged when an epoch's mean loss is not a finite number."""
-    if loss is None or math.isfinite(loss):
-        return
-    raise Diverged(f"the training loss became {loss} in epoch {epoch}: the run diverged; "
-                   f"{_likely_cause(cfg)}")
+    if loss is not None and not math.isfinite(loss):
+        raise Diverged(f"the training loss became {loss} in epoch {epoch}: the run diverged; "
+                       f"{_likely_cause(cfg)}")
 
 
 def _likely_cause(cfg) -> str:
@@ -50,8 +49,7 @@ GREW = 10.0  # a final loss this many times the first epoch's: the run is coming
 
 
 def not_learning(losses: list, cfg) -> str | None:
-    """What a finished run's epoch losses say when it learned nothing (rose or never
-    fell over two or more epochs), else None."""
+    """What a finished run's epoch losses say when they rose or never fell, else None."""
     losses = [v for v in losses if v is not None and math.isfinite(v)]
     if len(losses) < 2:
         return None
@@ -75,32 +73,24 @@ def _stop(signum: int, twice: bool = False) -> KeyboardInterrupt:
 
 
 def _on_signal(signum, frame) -> None:
-    """Ctrl-C and SIGTERM only ask (raised here they could be lost in a __del__); a second
-    one before the loop obeyed raises at once."""
+    """Ctrl-C and SIGTERM only ask (raised here they could be lost in a __del__); a second raises."""
     if _asked:
         raise _stop(signum, twice=True)
     _asked.append(signum)
 
 
 def check_stop() -> None:
-    """At a step boundary: raise KeyboardInterrupt (Terminated for SIGTERM) if Ctrl-C or
-    SIGTERM arrived since the last check."""
+    """At a step boundary: raise the stop request that arrived since the last check."""
     stop = pending_stop()
     if stop is not None:
         raise stop
 
 
 def pending_stop() -> KeyboardInterrupt | None:
-    """What the stop request since the last check raises (the request is then obeyed),
-    or None when there was none."""
-    if not _asked:
-        return None
-    signum = _asked[0]
+    """What the stop request since the last check raises (it is then obeyed), or None."""
+    signum = _asked.pop(0) if _asked else None
     _asked.clear()
-    return _stop(signum)
-
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    return None if signum is None else _stop(signum)
 
 
 @contextlib.contextmanager
@@ -112,7 +102,7 @@ def stop_requests():
             or signal.getsignal(signal.SIGINT) is _on_signal:
         yield
         return
-    previous = {signum: signal.signal(signum, _on_signal) for signum in STOP_SIGNALS}
+    previous = {signum: signal.signal(signum, _on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
     _asked.clear()
     try:
         yield
@@ -128,10 +118,9 @@ def _in_child() -> None:
     """A forked child (a loader worker) leaves Ctrl-C to its parent and ends on SIGTERM."""
     _asked.clear()
     try:
-        if signal.getsignal(signal.SIGINT) is _on_signal:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if signal.getsignal(signal.SIGTERM) is _on_signal:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for signum, handler in ((signal.SIGINT, signal.SIG_IGN), (signal.SIGTERM, signal.SIG_DFL)):
+            if signal.getsignal(signum) is _on_signal:
+                signal.signal(signum, handler)
     except ValueError:  # not this interpreter's main thread: nothing was installed here
         pass
 
@@ -160,10 +149,8 @@ def status_of(exc: BaseException, epochs_done: int) -> tuple[str, str]:
     if isinstance(exc, KeyboardInterrupt):
         how = str(exc) or "interrupted by the user (KeyboardInterrupt)"
         return "interrupted", f"{how} after {epochs_done} finished epoch(s)"
-    if isinstance(exc, OutOfMemory):
-        return "oom", str(exc)
-    if isinstance(exc, Diverged):
-        return "diverged", str(exc)
+    if isinstance(exc, (OutOfMemory, Diverged)):
+        return "oom" if isinstance(exc, OutOfMemory) else "diverged", str(exc)
     if isinstance(exc, OSError) and exc.errno in DISK_ERRORS:
         what = exc.filename or "a file"
         return "failed", (f"{DISK_ERRORS[exc.errno]} while writing {what} after {epochs_done} finished epoch(s) "

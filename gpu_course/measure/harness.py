@@ -9,23 +9,25 @@ record, progress bar, epoch rows); the loop stays plain framework code:
             rec.end_epoch(sync=torch.cuda.synchronize, evaluate=lambda: accuracy(net))
     run = rec.run        # the record read back
 
-`loss` and `correct` may be device arrays, read once after the epoch's sync: the harness
-adds no host-device sync to a step. Ctrl-C and SIGTERM stop the loop at the next step.
+`loss` and `correct` may be device arrays, read after the epoch's sync: no sync is added to a step.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import operator
 import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ..analyse import metrics
 from ..config import Experiment
+from . import nvml
 from .guards import Diverged, check_loss, check_stop, not_learning, stop_requests
-from .monitor import GpuMonitor, GpuUnavailableWarning
+from .monitor import GpuMonitor
+from .progress import bar
 from .records import OutOfMemory, Ran, RunRecord, load_run  # noqa: F401  (Ran: re-exported)
 from .timing import StepTimer, clock, summary_line
 
@@ -70,22 +72,16 @@ class Harness:
 
     def __init__(self, cfg: Experiment, ran: Ran = Ran(), device: Device = Device(),
                  output: Output = Output()):
-        self.cfg = cfg
-        self.engine = ran.engine or cfg.engine
-        self.name = cfg.name
-        self.output, self.device = output, device
+        self.cfg, self.output, self.device = cfg, output, device
         self.events = device.events
-        self.total = device.total or _sum
+        self.total = device.total or (lambda parts: functools.reduce(operator.add, parts))
         self.timer = StepTimer(cfg.warmup_steps)
-        with warnings.catch_warnings():  # said once below as one line, not a warning box
-            warnings.simplefilter("ignore", GpuUnavailableWarning)
-            self.monitor = GpuMonitor(interval=cfg.monitor_interval) if output.monitor else None
-        self._ran, self._output = dataclasses.replace(ran, engine=self.engine), output
+        # the notice is said once below as one line, not a warning box
+        self.monitor = GpuMonitor(interval=cfg.monitor_interval, warn=False) if output.monitor else None
+        self._ran = dataclasses.replace(ran, engine=ran.engine or cfg.engine)
         self.record = None   # the RunRecord, made on entering (with Ctrl-C asking to stop)
-        self.on_epoch = output.on_epoch  # called with each recorded epoch row (metric lines)
         self.epoch = -1
         self.run = None
-        self.last_row: dict | None = None
         self.losses: list = []  # each epoch's mean training loss
         self._skips = None  # the training data's SkipCounter (skip_corrupt), if it has one
         self._order = None  # the training loader's packed-file order (data.order), if it has one
@@ -104,9 +100,9 @@ class Harness:
         self._stops.__enter__()
         try:
             check_stop()   # asked while the run was set up: it never started
-            if self._output.record:
+            if self.output.record:
                 ran = self._ran
-                self.record = RunRecord(self.cfg.to_dict(), ran, runs_dir=self._output.runs_dir,
+                self.record = RunRecord(self.cfg.to_dict(), ran, runs_dir=self.output.runs_dir,
                                         monitor=self.monitor)
                 self.record.note(device_notice=ran.device_notice, devices=ran.devices)
             if self.monitor is not None:
@@ -129,11 +125,19 @@ class Harness:
         self._close_bar()
         if exc is not None and self.record is not None:
             exc.run_path = self.record.path  # lets a sweep read back the failed run
-        self._tell("skipped", self._skipped())
-        if self._order is not None and self.record is not None:
-            self.record.note(page_cache=self._order.note())   # what the cache held, each epoch
-        if exc_type is None:
-            self._tell("learning", not_learning(self.losses, self.cfg))
+        names = self._skips.names() if self._skips is not None and self._skips.count else []
+        if names:
+            more = f" and {len(names) - 3} more (in the record's notes)" if len(names) > 3 else ""
+            self.note(skipped={"reads": self._skips.count, "distinct": len(names),
+                                "files": names[:SKIPPED_NAMES]})
+            self.say(f"Skipped {self._skips.count} unreadable read(s) of {len(names)} image(s): "
+                     f"{', '.join(names[:3])}{more}")
+        if self._order is not None:
+            self.note(page_cache=self._order.note())   # what the cache held, each epoch
+        learned = not_learning(self.losses, self.cfg) if exc_type is None else None
+        if learned:
+            self.note(learning=learned)
+            self.say(f"Did not learn: {learned}")
         if self.record is not None:
             self.record.summary_extra = lambda run: {"summary_line": self.summary_line(run)}
             self.record.__exit__(exc_type, exc, tb)  # computes the summary from the record
@@ -145,32 +149,8 @@ class Harness:
         elif exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
             kept = self.record.path if self.record else "memory"
             self.say(f"Interrupted: {len(self.timer.epochs)} finished epoch(s) kept in {kept}.")
-        elif exc_type is not None and issubclass(exc_type, OutOfMemory):
-            self.say(f"Out of memory: {exc}")
-        elif exc_type is not None and issubclass(exc_type, Diverged):
-            self.say(f"Diverged: {exc}")
-
-    def _tell(self, key: str, what) -> None:
-        """A fact about the run in its record's notes and one printed line."""
-        if not what:
-            return
-        if self.record is not None:
-            self.record.note(**{key: what})
-        if key == "skipped":
-            names = what["files"]
-            more = f" and {what['distinct'] - 3} more (in the record's notes)" if what["distinct"] > 3 else ""
-            self.say(f"Skipped {what['reads']} unreadable read(s) of {what['distinct']} image(s): "
-                     f"{', '.join(names[:3])}{more}")
-        else:
-            self.say(f"Did not learn: {what}")
-
-    def _skipped(self) -> dict | None:
-        """{"reads", "distinct", "files"} of the samples skipped as unreadable, or None."""
-        count = self._skips.count if self._skips is not None else 0
-        if not count:
-            return None
-        names = self._skips.names()
-        return {"reads": count, "distinct": len(names), "files": names[:SKIPPED_NAMES]}
+        elif isinstance(exc, (OutOfMemory, Diverged)):
+            self.say(f"{'Diverged' if isinstance(exc, Diverged) else 'Out of memory'}: {exc}")
 
     # -- the loop ---------------------------------------------------------------------
     def epochs(self) -> Iterator[int]:
@@ -179,9 +159,7 @@ class Harness:
             self.epoch = epoch
             self._losses, self._corrects = [], []  # each step's device values, added at the end
             self._seen = 0
-            if self.monitor is not None:
-                self.monitor.mark(f"epoch {epoch} start")
-            self._t_start = self.monitor.now() if self.monitor else float("nan")
+            self._t_start = self.monitor.mark(f"epoch {epoch} start") if self.monitor else float("nan")
             if self.events is not None:
                 self.events.start()
             self.timer.start_epoch()
@@ -190,14 +168,14 @@ class Harness:
     def batches(self, iterable: Iterable, total: int | None = None) -> Iterator:
         """The training batches, timed, cut at cfg.max_steps, with a progress bar."""
         limit = self.cfg.max_steps
-        if total is None:
-            try:
-                total = len(iterable)
-            except TypeError:
-                total = None
+        try:
+            total = len(iterable) if total is None else total
+        except TypeError:   # an iterable without a length
+            pass
         if total is not None and limit is not None:
             total = min(total, limit)
-        self._bar = self._make_bar(total)
+        if self.output.progress:   # gone without a trace when closed, also in a saved notebook
+            self._bar = bar(total, desc=f"{self.cfg.name} epoch {self.epoch}", unit="step")
         self._skips = skip_counter(iterable) or self._skips
         self._order = order_of(iterable) or self._order
         for i, batch in enumerate(self.timer.wrap(iterable)):
@@ -206,8 +184,7 @@ class Harness:
             if limit is not None and i + 1 >= limit:
                 break
 
-    def step(self, samples: int, loss: Any = None, correct: Any = None,
-             loss_sum: Any = None) -> None:
+    def step(self, samples: int, loss: Any = None, correct: Any = None, loss_sum: Any = None) -> None:
         """Close one step of `samples` images: `loss` the batch's mean (or `loss_sum`),
         `correct` its right predictions; numbers or device arrays (lists: one per device)."""
         self.timer.step(samples)
@@ -231,9 +208,7 @@ class Harness:
         timing = self.timer.end_epoch(sync)
         loss = loss() if callable(loss) else loss
         train_acc = train_acc() if callable(train_acc) else train_acc
-        t_end = self.monitor.now() if self.monitor else float("nan")
-        if self.monitor is not None:
-            self.monitor.mark(f"epoch {self.epoch} end")
+        t_end = self.monitor.mark(f"epoch {self.epoch} end") if self.monitor else float("nan")
         self._close_bar()
         device = list(self.events.times()) if self.events is not None else []
         if loss is None and self._losses and timing.samples:
@@ -259,12 +234,11 @@ class Harness:
             if self.device.late_facts is not None and self.epoch == 0:
                 self.record.meta["ran"].update(self.device.late_facts())
             self.record.add_epoch(row, steps)
-        self.last_row = row
         self.losses.append(loss)
         self.say(epoch_line(row))
         check_loss(row["loss"], self.epoch, self.cfg)  # NaN/inf: stop with status diverged
-        if self.on_epoch is not None:
-            self.on_epoch(row)
+        if self.output.on_epoch is not None:   # e.g. SageMaker's metric lines
+            self.output.on_epoch(row)
         return row
 
     def note(self, **values: Any) -> None:
@@ -276,7 +250,6 @@ class Harness:
     def summary_line(self, run) -> str:
         """The talk's one-line result for the recorded run (numbers from `metrics`)."""
         cfg = self.cfg
-        from . import nvml
         gpus = cfg.num_gpus if nvml.gpu_count() > 0 else 0  # CPU fallback: say so
         return summary_line(gpus, cfg.num_workers, cfg.batch_size, cfg.dtype,
                             metrics.samples_per_sec(run), metrics.epoch_time_s(run))
@@ -305,16 +278,9 @@ class Harness:
             value = self.device.reduce(value)
         return float(self.device.read(value))
 
-    def _make_bar(self, total: int | None):
-        if not self.output.progress:
-            return None
-        from .progress import bar  # gone without a trace when closed, also in a saved notebook
-        return bar(total, desc=f"{self.name} epoch {self.epoch}", unit="step")
-
     def _close_bar(self) -> None:
-        bar = getattr(self, "_bar", None)
-        if bar is not None:
-            bar.close()
+        if self._bar is not None:
+            self._bar.close()
             self._bar = None
 
 
@@ -324,28 +290,15 @@ SKIPPED_NAMES = 20  # unreadable files named in a record; the count covers all o
 
 def order_of(loader):
     """The `data.order.EpochOrder` behind a PyTorch or Gluon loader's sampler, or None."""
-    sampler = getattr(loader, "sampler", None)
-    if sampler is None:
-        sampler = getattr(getattr(loader, "_batch_sampler", None), "_sampler", None)
+    sampler = getattr(loader, "sampler", getattr(getattr(loader, "_batch_sampler", None), "_sampler", None))
     order = getattr(sampler, "epochs", None)
     return order if callable(getattr(order, "note", None)) else None
 
 
 def skip_counter(loader):
     """The SkipCounter of a PyTorch or Gluon loader's dataset, or None."""
-    dataset = getattr(loader, "dataset", None)
-    if dataset is None:
-        dataset = getattr(loader, "_dataset", None)
-    counter = getattr(dataset, "skipped", None)
+    counter = getattr(getattr(loader, "dataset", getattr(loader, "_dataset", None)), "skipped", None)
     return counter if hasattr(counter, "names") else None
-
-
-def _sum(parts: list) -> Any:
-    """Adds numbers or device arrays one by one (a framework's `total` does it in one go)."""
-    total = parts[0]
-    for part in parts[1:]:
-        total = total + part
-    return total
 
 
 def epoch_line(row: dict) -> str:

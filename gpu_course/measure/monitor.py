@@ -1,9 +1,6 @@
-"""GpuMonitor: a background sampler, like ``watch nvidia-smi`` but recorded.
-
-A daemon thread samples every GPU (`nvml`) and the host (psutil) on a fixed schedule;
-``save(folder)`` writes the run record's gpu.csv, host.csv and markers.csv. Times are
-seconds since ``start()`` on the monitor clock, which ``now()`` and ``mark()`` share.
-Without NVML (no driver, no GPU) it says so once and records the CPU only.
+"""GpuMonitor: like ``watch nvidia-smi`` but recorded. A daemon thread samples every GPU (`nvml`)
+and the host (psutil) on a fixed schedule; times are seconds since ``start()``, the clock ``now()``
+and ``mark()`` share. Without NVML it says so once and records the CPU only.
 """
 import math
 import numbers
@@ -17,11 +14,10 @@ import pandas as pd
 import psutil
 
 from gpu_course.measure import nvml
-from gpu_course.measure.records import GPU_COLUMNS, HOST_COLUMNS, MARKER_COLUMNS, write_atomic
+from gpu_course.measure.records import GPU_COLUMNS, HOST_COLUMNS, MARKER_COLUMNS, busy_and_total, write_atomic
 
 _TEXT_COLUMNS = frozenset({"clock_event_reasons", "error", "cpu_per_core", "label"})
 MiB = 2**20
-GiB = 2**30
 STOP_WAIT_S = 5.0   # how long stop() waits for a sampling round before giving up on it
 
 
@@ -33,15 +29,16 @@ _warned = set()  # notices already shown in this process: once is enough in a no
 
 
 class GpuMonitor:
-    """Samples GPUs (None: all) and host every ``interval`` s on a thread; runs once."""
+    """Samples GPUs (None: all) and host every ``interval`` s on a thread; runs once. `warn`:
+    the notice without GPUs as a warning (else only in `.notice`, for the caller to say)."""
 
-    def __init__(self, interval=0.5, gpus=None, host=True):
+    def __init__(self, interval=0.5, gpus=None, host=True, warn=True):
         if not isinstance(interval, (int, float)) or not interval > 0:
             raise ValueError(f"interval={interval!r}: expected a number of seconds > 0")
         self.interval = float(interval)
         self.host = bool(host)
         self.available_gpus, self.notice = _resolve_gpus(gpus)
-        if self.notice and self.notice not in _warned:
+        if warn and self.notice and self.notice not in _warned:
             _warned.add(self.notice)
             warnings.warn(self.notice, GpuUnavailableWarning, stacklevel=2)
         self.t0_wall = None          # time.time() at start, to place the run in the day
@@ -54,7 +51,7 @@ class GpuMonitor:
         self._lock = threading.Lock()  # the trainer snapshots while the thread appends
         self._stop_event = threading.Event()
         self._thread = None
-        self._thread_cpu_s = 0.0
+        self.sampler_cpu_s = 0.0     # CPU seconds the sampling thread has used (read per tick)
         self._last_cpu_times = None
 
     # -- life cycle ----------------------------------------------------------------------
@@ -79,8 +76,10 @@ class GpuMonitor:
         if thread is not threading.current_thread():
             thread.join(timeout=STOP_WAIT_S)
             if thread.is_alive() and not self.stalled:
-                self.stalled = (f"stalled: a GPU query hung past the run's end; no samples after "
-                                f"t={self._last_t():.1f} s")
+                with self._lock:
+                    last = (self._host_rows or self._gpu_rows or [(0.0,)])[-1][0]
+                self.stalled = ("stalled: a GPU query hung past the run's end; "
+                                f"no samples after t={last:.1f} s")
 
     @property
     def running(self):
@@ -106,11 +105,6 @@ class GpuMonitor:
             self._markers.append((t, str(label)))
         return t
 
-    @property
-    def sampler_cpu_s(self):
-        """CPU seconds the sampling thread has used (time.thread_time, read per tick)."""
-        return self._thread_cpu_s
-
     # -- sampling thread -------------------------------------------------------------------
     def _run(self):
         tick = 0
@@ -119,7 +113,7 @@ class GpuMonitor:
                 self._sample_once(self.now())
             except Exception as exc:  # a psutil hiccup must not end the recording
                 self.last_error = f"{type(exc).__name__}: {exc}"
-            self._thread_cpu_s = time.thread_time()
+            self.sampler_cpu_s = time.thread_time()
             elapsed = self.now()
             following = next_tick(tick, elapsed, self.interval)
             self.missed_ticks += following - tick - 1
@@ -147,11 +141,6 @@ class GpuMonitor:
         memory = psutil.virtual_memory()
         used_mib = (memory.total - memory.available) / MiB   # what cannot be reclaimed
         return (t, total, per_core, round(used_mib, 1), round(memory.total / MiB, 1))
-
-    def _last_t(self):
-        with self._lock:
-            return self._host_rows[-1][0] if self._host_rows else (
-                self._gpu_rows[-1][0] if self._gpu_rows else 0.0)
 
     # -- reading the samples ------------------------------------------------------------------
     def _snapshot(self):
@@ -185,17 +174,14 @@ class GpuMonitor:
         gpu = _window(self.gpu_frame(), t_start, t_end)
         host = _window(self.host_frame(), t_start, t_end)
         per_gpu = gpu.groupby("gpu")
-        result = {"t_start": t_start, "t_end": t_end,
-                  "samples": int(max(gpu["t"].nunique(), len(host)))}
-        for column, how, name in (("util_gpu", "mean", "gpu_util"),
-                                  ("mem_used_mib", "max", "mem_used_max_mib"),
-                                  ("power_w", "mean", "power_w"),
-                                  ("sm_active", "mean", "sm_active"),
-                                  ("tensor_active", "mean", "tensor_active")):
-            values = per_gpu[column].agg(how)
-            overall = values.max() if how == "max" else values.mean()
-            key = name if how == "max" else f"{name}_mean"
-            result[key] = _number(overall)
+        result = {"t_start": t_start, "t_end": t_end, "samples": int(max(gpu["t"].nunique(), len(host)))}
+        for column, how, key in (("util_gpu", "mean", "gpu_util_mean"),
+                                 ("mem_used_mib", "max", "mem_used_max_mib"),
+                                 ("power_w", "mean", "power_w_mean"),
+                                 ("sm_active", "mean", "sm_active_mean"),
+                                 ("tensor_active", "mean", "tensor_active_mean")):
+            values = per_gpu[column].agg(how)   # per GPU, then over the GPUs the same way
+            result[key] = _number(values.agg(how))
             result[f"{key}_per_gpu"] = {int(i): _number(v) for i, v in values.items()}
         result["cpu_percent_mean"] = _number(host["cpu_percent"].mean())
         result["ram_used_max_mib"] = _number(host["ram_used_mib"].max())
@@ -212,7 +198,7 @@ class GpuMonitor:
         line = f"t={t:.1f}s  " + "  ".join(parts)
         if host_row is not None:
             _, cpu, _, used, size = host_row
-            host = f"CPU {cpu:.0f}%  RAM {used * MiB / GiB:.1f}/{size * MiB / GiB:.1f} GiB"
+            host = f"CPU {cpu:.0f}%  RAM {used / 1024:.1f}/{size / 1024:.1f} GiB"
             line = f"{line} | {host}" if parts else line + host
         return line.rstrip()
 
@@ -224,23 +210,10 @@ def next_tick(tick, elapsed, interval):
 
 def cpu_percent_between(before, after):
     """(total %, per-core % tuple) of busy CPU time between two ``psutil.cpu_times(percpu=True)``."""
-    busy_sum = time_sum = 0.0
-    per_core = []
-    for old, new in zip(before, after):
-        busy, total = _busy_and_total(new)
-        old_busy, old_total = _busy_and_total(old)
-        busy, total = busy - old_busy, total - old_total
-        per_core.append(_percent(busy, total))
-        busy_sum += busy
-        time_sum += total
-    return _percent(busy_sum, time_sum), tuple(per_core)
-
-
-def _busy_and_total(times):
-    # same accounting as psutil.cpu_percent: guest time is already inside user/nice,
-    # iowait is idle time
-    total = sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
-    return total - times.idle - getattr(times, "iowait", 0.0), total
+    deltas = [[n - o for n, o in zip(busy_and_total(new), busy_and_total(old))]
+              for old, new in zip(before, after)]
+    return (_percent(sum(b for b, _ in deltas), sum(t for _, t in deltas)),
+            tuple(_percent(b, t) for b, t in deltas))
 
 
 def _percent(busy, total):
@@ -277,12 +250,8 @@ def _frame(rows, columns):
 
 
 def _window(frame, t_start, t_end):
-    keep = pd.Series(True, index=frame.index)
-    if t_start is not None:
-        keep &= frame["t"] >= t_start
-    if t_end is not None:
-        keep &= frame["t"] <= t_end
-    return frame[keep]
+    return frame[frame["t"].between(-math.inf if t_start is None else t_start,
+                                    math.inf if t_end is None else t_end)]
 
 
 def _number(value):
@@ -294,12 +263,10 @@ def _gpu_status(row):
     if row["error"] and row["util_gpu"] is None:
         return f"{name} error: {row['error']}"
 
-    def show(value, fmt):
-        return "--" if value is None else format(value, fmt)
-    used = None if row["mem_used_mib"] is None else row["mem_used_mib"] * MiB / GiB
-    total = None if row["mem_total_mib"] is None else row["mem_total_mib"] * MiB / GiB
-    return (f"{name} {show(row['util_gpu'], '.0f')}% {show(used, '.1f')}/{show(total, '.1f')} GiB "
-            f"{show(row['power_w'], '.0f')} W {show(row['temp_c'], '.0f')}C")
+    def show(key, fmt, scale=1):
+        return "--" if row[key] is None else format(row[key] / scale, fmt)
+    return (f"{name} {show('util_gpu', '.0f')}% {show('mem_used_mib', '.1f', 1024)}/"
+            f"{show('mem_total_mib', '.1f', 1024)} GiB {show('power_w', '.0f')} W {show('temp_c', '.0f')}C")
 
 
 def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
@@ -311,9 +278,7 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
     out = Path(out)
     host_out = out.with_name(f"{out.stem}-host.csv")
     out.parent.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():   # the notice goes to the stream instead
-        warnings.simplefilter("ignore", GpuUnavailableWarning)
-        monitor = GpuMonitor(interval=interval, gpus=gpus)
+    monitor = GpuMonitor(interval=interval, gpus=gpus, warn=False)   # the notice goes to the stream
     if monitor.notice:
         print(monitor.notice, file=stream)
     width = 0
@@ -331,9 +296,8 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
     except KeyboardInterrupt:
         pass          # Ctrl-C (or SIGTERM) is how a recording normally ends
     write_atomic(host_out, monitor.host_frame().to_csv(index=False))
-    if not monitor.available_gpus:  # a header-only GPU file would look like a recording
-        print(f"\nno GPU to sample: {monitor.ticks} CPU/RAM samples written to {host_out}", file=stream)
-        return monitor.ticks
-    write_atomic(out, monitor.gpu_frame().to_csv(index=False))
-    print(f"\n{monitor.ticks} samples written to {out} and {host_out}", file=stream)
+    if monitor.available_gpus:  # a header-only GPU file would look like a recording
+        write_atomic(out, monitor.gpu_frame().to_csv(index=False))
+    where = f"{out} and {host_out}" if monitor.available_gpus else f"{host_out} (no GPU to sample: CPU/RAM)"
+    print(f"\n{monitor.ticks} samples written to {where}", file=stream)
     return monitor.ticks

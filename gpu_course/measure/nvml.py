@@ -6,7 +6,6 @@ unsupported metric reads None, and a failure (a lost GPU) fills the sample's ``e
 import operator
 import os
 import re
-import shutil
 import subprocess
 import threading
 
@@ -19,20 +18,10 @@ SAMPLE_KEYS = (
     "sm_active", "tensor_active", "dram_active", "error",
 )
 
-#: Bits of nvmlDeviceGetCurrentClocksEventReasons: why the SM clock is below its maximum.
-CLOCK_EVENT_REASONS = {
-    0x001: "gpu_idle",
-    0x002: "applications_clocks",   # clocks pinned by the application clock setting
-    0x004: "sw_power_cap",          # the power limit holds the clocks down
-    0x008: "hw_slowdown",
-    0x010: "sync_boost",
-    0x020: "sw_thermal",
-    0x040: "hw_thermal",
-    0x080: "hw_power_brake",
-    0x100: "display_clocks",
-    0x200: "board_limit",
-    0x400: "reliability",
-}
+#: Bits of nvmlDeviceGetCurrentClocksEventReasons (0x1, 0x2, ...): why the SM clock is below its maximum.
+CLOCK_EVENT_REASONS = {1 << bit: name for bit, name in enumerate((
+    "gpu_idle", "applications_clocks", "sw_power_cap", "hw_slowdown", "sync_boost", "sw_thermal",
+    "hw_thermal", "hw_power_brake", "display_clocks", "board_limit", "reliability"))}
 
 _UNAVAILABLE = "NVML unavailable: {}; sampling CPU only"
 _INIT_REASONS = (  # (binding's exception class name, what it means for a user)
@@ -42,13 +31,15 @@ _INIT_REASONS = (  # (binding's exception class name, what it means for a user)
     ("NVMLError_LibRmVersionMismatch",
      "driver and NVML library versions differ (reload the driver or reboot)"),
 )
+_KINDS = (("NVMLError_NotSupported", "unsupported"), ("NVMLError_GpuIsLost", "lost"),
+          ("NVMLError_FunctionNotFound", "missing"))   # missing: the driver is older than the function
 
 _lock = threading.RLock()  # guards _state, the handle cache and the GPM buffers
 _state = None              # a _State once NVML was tried; None until first use
 
 
 def _forget_in_child():
-    # a forked child must not use the parent's handles, nor a lock held at the fork
+    """A forked child must not use the parent's handles, nor a lock held at the fork."""
     global _lock, _state
     _lock, _state = threading.RLock(), None
 
@@ -105,18 +96,19 @@ def _initialise():
         pynvml.nvmlInit()
         state.count = int(pynvml.nvmlDeviceGetCount())
     except Exception as exc:  # NVMLError, or OSError from a broken library
-        state.error = _UNAVAILABLE.format(_init_reason(pynvml, exc))
+        state.error = _UNAVAILABLE.format(_which(pynvml, exc, _INIT_REASONS, f"{type(exc).__name__}: {exc}"))
         return state
     state.nv = pynvml
     return state
 
 
-def _init_reason(nv, exc):
-    for class_name, reason in _INIT_REASONS:
+def _which(nv, exc, table, otherwise):
+    """The meaning in `table` ((binding's exception class name, meaning)) of `exc`."""
+    for class_name, meaning in table:
         cls = getattr(nv, class_name, None)
         if isinstance(cls, type) and isinstance(exc, cls):
-            return reason
-    return f"{type(exc).__name__}: {exc}"
+            return meaning
+    return otherwise
 
 
 def shutdown():
@@ -168,19 +160,6 @@ def _checked(index):
     return state
 
 
-def _classify(nv, exc):
-    def is_a(class_name):
-        cls = getattr(nv, class_name, None)
-        return isinstance(cls, type) and isinstance(exc, cls)
-    if is_a("NVMLError_NotSupported"):
-        return "unsupported"
-    if is_a("NVMLError_FunctionNotFound"):
-        return "missing"          # the driver is older than this function
-    if is_a("NVMLError_GpuIsLost"):
-        return "lost"
-    return "error"
-
-
 def _ask(state, errors, what, fn_names, *args):
     """Call the first of fn_names that the binding and the driver know; None when
     unsupported or failed (appended to errors), _GpuLost when the GPU is lost."""
@@ -191,7 +170,7 @@ def _ask(state, errors, what, fn_names, *args):
         try:
             return fn(*args)
         except Exception as exc:
-            kind = _classify(state.nv, exc)
+            kind = _which(state.nv, exc, _KINDS, "error")
             if kind == "missing":
                 continue
             if kind == "lost":
@@ -203,12 +182,9 @@ def _ask(state, errors, what, fn_names, *args):
 
 
 def _handle(state, index, errors):
-    handle = state.handles.get(index)
-    if handle is None:
-        handle = _ask(state, errors, "handle", "nvmlDeviceGetHandleByIndex", index)
-        if handle is not None:
-            state.handles[index] = handle
-    return handle
+    if state.handles.get(index) is None:   # a failed query is asked again next time
+        state.handles[index] = _ask(state, errors, "handle", "nvmlDeviceGetHandleByIndex", index)
+    return state.handles[index]
 
 
 def _text(value):
@@ -225,22 +201,16 @@ def driver_version():
 
 def cuda_driver_version():
     """The newest CUDA version the driver supports, e.g. "12.4"; None when unknown."""
-    state = _nvml()
-    if state.nv is None:
-        return None
-    version = _ask(state, [], "cuda", (
+    version = _ask(_nvml(), [], "cuda", (
         "nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"))
-    if version is None:
-        return None
-    return f"{version // 1000}.{version % 1000 // 10}"   # 12040 -> "12.4"
+    return None if version is None else f"{version // 1000}.{version % 1000 // 10}"   # 12040 -> "12.4"
 
 
 def gpu_info(index):
     """Static facts about one GPU: dict(index, name, memory_total_mib, compute_capability)."""
     with _lock:
         state = _checked(index)
-        info = {"index": index, "name": None, "memory_total_mib": None,
-                "compute_capability": None}
+        info = {"index": index, "name": None, "memory_total_mib": None, "compute_capability": None}
         try:
             handle = _handle(state, index, [])
             if handle is None:
@@ -264,36 +234,34 @@ def gpus_info():
 
 def decode_clock_event_reasons(mask):
     """Names of the bits set in a clock-event-reasons mask, joined by "|" ("" for none)."""
-    names = []
-    for bit in range(mask.bit_length()):
-        if mask >> bit & 1:
-            names.append(CLOCK_EVENT_REASONS.get(1 << bit, f"0x{1 << bit:x}"))
-    return "|".join(names)
+    return "|".join(CLOCK_EVENT_REASONS.get(1 << bit, f"0x{1 << bit:x}")
+                    for bit in range(mask.bit_length()) if mask >> bit & 1)
 
 
 def sample(index):
-    """One reading of GPU ``index``, keys ``SAMPLE_KEYS``; the GPM (Hopper+) percentages
-    are averages since the previous call (None on the first)."""
+    """One reading of GPU ``index`` (SAMPLE_KEYS); GPM (Hopper+) percentages average since the last."""
     # no lock: a query that blocks (a wedged driver) must not hold what others need
-    state = _checked(index)
-    row = dict.fromkeys(SAMPLE_KEYS)
-    if index in state.lost:
-        row["error"] = "GPU is lost"
-        return row
-    errors = []
+    return _reading(index, dict.fromkeys(SAMPLE_KEYS), _read_metrics)
+
+
+def _reading(index, empty, read):
+    """`empty` filled by read(state, index, handle, out, errors), the errors joined into its
+    "error"; a lost GPU is remembered, and what was read before the loss is not trusted."""
+    state, out, errors = _checked(index), dict(empty), []
     try:
+        if index in state.lost:
+            raise _GpuLost()
         handle = _handle(state, index, errors)
         if handle is not None:
-            _read_metrics(state, index, handle, row, errors)
-    except _GpuLost:   # what was read before the loss is not trusted either
+            read(state, index, handle, out, errors)
+    except _GpuLost:
         state.lost.add(index)
-        row, errors = dict.fromkeys(SAMPLE_KEYS), ["GPU is lost"]
-    row["error"] = "; ".join(errors) or None
-    return row
+        out, errors = dict(empty), ["GPU is lost"]
+    out["error"] = "; ".join(errors) or None
+    return out
 
 
 def _read_metrics(state, index, handle, row, errors):
-    nv = state.nv
     utilization = _ask(state, errors, "util", "nvmlDeviceGetUtilizationRates", handle)
     if utilization is not None:
         row["util_gpu"], row["util_mem"] = utilization.gpu, utilization.memory
@@ -302,16 +270,10 @@ def _read_metrics(state, index, handle, row, errors):
         row["mem_used_mib"] = round(memory.used / MiB, 1)
         row["mem_total_mib"] = round(memory.total / MiB, 1)
     row.update(_power(state, errors, handle, POWER[:2]))
-    row["temp_c"] = _ask(state, errors, "temp_c",
-                         ("nvmlDeviceGetTemperature", "nvmlDeviceGetTemperatureV"),
-                         handle, getattr(nv, "NVML_TEMPERATURE_GPU", 0))
-    sm_clock = getattr(nv, "NVML_CLOCK_SM", 1)
-    row["sm_clock_mhz"] = _ask(state, errors, "sm_clock_mhz", "nvmlDeviceGetClockInfo",
-                               handle, sm_clock)
+    row.update(_read(state, errors, handle, ("temp_c", "sm_clock_mhz")))
     if index not in state.static:
         before = len(errors)
-        max_clock = _ask(state, errors, "sm_clock_max_mhz", "nvmlDeviceGetMaxClockInfo",
-                         handle, sm_clock)
+        max_clock = _read(state, errors, handle, ("sm_clock_max_mhz",))["sm_clock_max_mhz"]
         if len(errors) == before:       # cache only an answer, not a failure
             state.static[index] = max_clock
     row["sm_clock_max_mhz"] = state.static.get(index)
@@ -319,6 +281,30 @@ def _read_metrics(state, index, handle, row, errors):
     with _lock:  # the GPM sample pair per GPU is shared state
         row["sm_active"], row["tensor_active"], row["dram_active"] = _gpm_metrics(
             state, index, handle, errors)
+
+
+# readings of one number: key -> (NVML functions, the constant of its argument and its usual value)
+READINGS = {
+    "temp_c": (("nvmlDeviceGetTemperature", "nvmlDeviceGetTemperatureV"), ("NVML_TEMPERATURE_GPU", 0)),
+    "sm_clock_mhz": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_SM", 1)),
+    "sm_clock_max_mhz": ("nvmlDeviceGetMaxClockInfo", ("NVML_CLOCK_SM", 1)),
+    "mem_clock_mhz": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_MEM", 2)),
+    "mem_clock_max_mhz": ("nvmlDeviceGetMaxClockInfo", ("NVML_CLOCK_MEM", 2)),
+    "pcie_gen": ("nvmlDeviceGetCurrPcieLinkGeneration", None),
+    "pcie_gen_max": ("nvmlDeviceGetMaxPcieLinkGeneration", None),
+    "pcie_width": ("nvmlDeviceGetCurrPcieLinkWidth", None),
+    "pcie_width_max": ("nvmlDeviceGetMaxPcieLinkWidth", None),
+}
+
+
+def _read(state, errors, handle, keys) -> dict:
+    """{key: reading or None} for `keys` of READINGS."""
+    out = {}
+    for key in keys:
+        fn, constant = READINGS[key]
+        args = (handle,) if constant is None else (handle, getattr(state.nv, *constant))
+        out[key] = _ask(state, errors, key, fn, *args)
+    return out
 
 
 # power readings in milliwatts: (key, NVML function)
@@ -357,10 +343,9 @@ def _gpm_buffers(nv, handle):
             return None
         request = nv.c_nvmlGpmMetricsGet_t()
         request.version = nv.NVML_GPM_METRICS_GET_VERSION
-        request.numMetrics = 3
-        request.metrics[0].metricId = nv.NVML_GPM_METRIC_SM_UTIL
-        request.metrics[1].metricId = nv.NVML_GPM_METRIC_ANY_TENSOR_UTIL
-        request.metrics[2].metricId = nv.NVML_GPM_METRIC_DRAM_BW_UTIL  # % of peak DRAM bw
+        request.numMetrics = 3   # DRAM_BW_UTIL: % of peak DRAM bandwidth
+        for k, name in enumerate(("SM_UTIL", "ANY_TENSOR_UTIL", "DRAM_BW_UTIL")):
+            request.metrics[k].metricId = getattr(nv, f"NVML_GPM_METRIC_{name}")
         return _GpmBuffers(request, nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc())
     except Exception:  # an older binding (AttributeError) or driver, or no GPM here
         return None
@@ -381,16 +366,11 @@ def _gpm_metrics(state, index, handle, errors):
         request = buffers.request
         request.sample1, request.sample2 = buffers.prev, buffers.spare
         if _ask(state, errors, "gpm", "nvmlGpmMetricsGet", request) is not None:
-            values = tuple(_gpm_value(request.metrics[k]) for k in (0, 1, 2))
+            values = tuple(None if request.metrics[k].nvmlReturn != 0   # each metric's own status
+                           else round(float(request.metrics[k].value), 2) for k in (0, 1, 2))
     buffers.prev, buffers.spare = buffers.spare, buffers.prev  # the newest becomes prev
     buffers.primed = True
     return values
-
-
-def _gpm_value(metric):
-    if metric.nvmlReturn != 0:   # NVML_SUCCESS; each metric carries its own status
-        return None
-    return round(float(metric.value), 2)
 
 
 #: PCIe bandwidth per lane and direction in GB/s, by generation (after line encoding).
@@ -400,38 +380,15 @@ PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 def device_state(index):
     """Clocks, reasons, temperature, power and PCIe link of one GPU (None: unsupported)."""
     with _lock:
-        state = _checked(index)
-        out = {"index": index, "error": None}
-        errors = []
-        try:
-            handle = _handle(state, index, errors)
-            if handle is None:
-                out["error"] = "; ".join(errors) or "no handle"
-                return out
-            nv = state.nv
-            sm, mem = getattr(nv, "NVML_CLOCK_SM", 1), getattr(nv, "NVML_CLOCK_MEM", 2)
-            for key, fn, arg in (
-                    ("sm_clock_mhz", "nvmlDeviceGetClockInfo", sm),
-                    ("sm_clock_max_mhz", "nvmlDeviceGetMaxClockInfo", sm),
-                    ("mem_clock_mhz", "nvmlDeviceGetClockInfo", mem),
-                    ("mem_clock_max_mhz", "nvmlDeviceGetMaxClockInfo", mem)):
-                out[key] = _ask(state, errors, key, fn, handle, arg)
-            out["clock_event_reasons"] = _reasons(state, errors, handle)
-            out["temp_c"] = _ask(state, errors, "temp_c", "nvmlDeviceGetTemperature", handle,
-                                 getattr(nv, "NVML_TEMPERATURE_GPU", 0))
-            out.update(_power(state, errors, handle, POWER))
-            for key, fn in (("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
-                            ("pcie_gen_max", "nvmlDeviceGetMaxPcieLinkGeneration"),
-                            ("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"),
-                            ("pcie_width_max", "nvmlDeviceGetMaxPcieLinkWidth")):
-                out[key] = _ask(state, errors, key, fn, handle)
-            lane = PCIE_LANE_GBPS.get(out["pcie_gen"])
-            out["pcie_gbps"] = lane * out["pcie_width"] if lane and out["pcie_width"] else None
-        except _GpuLost:
-            state.lost.add(index)
-            errors = ["GPU is lost"]
-        out["error"] = "; ".join(errors) or None
-        return out
+        return _reading(index, {"index": index}, _read_state)
+
+
+def _read_state(state, index, handle, out, errors):
+    out.update(_read(state, errors, handle, READINGS))
+    out["clock_event_reasons"] = _reasons(state, errors, handle)
+    out.update(_power(state, errors, handle, POWER))
+    lane = PCIE_LANE_GBPS.get(out["pcie_gen"])
+    out["pcie_gbps"] = lane * out["pcie_width"] if lane and out["pcie_width"] else None
 
 
 def nvidia_smi_query(fields, timeout=10.0):
@@ -442,16 +399,10 @@ def nvidia_smi_query(fields, timeout=10.0):
     bad = [f for f in fields if not re.fullmatch(r"[A-Za-z0-9_.]+", f)]
     if not fields or bad:
         raise ValueError(f"nvidia-smi fields {bad or fields!r}: expected names like 'utilization.gpu'")
-    executable = shutil.which("nvidia-smi")
-    if executable is None:
-        return None
     try:
-        done = subprocess.run(
-            [executable, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
+        command = ["nvidia-smi", "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
+    except (OSError, subprocess.SubprocessError):   # not installed, timed out or failed
         return None
     rows = []
     for line in done.stdout.splitlines():

@@ -1,6 +1,5 @@
-"""This process's memory from Linux (VmRSS, VmHWM): the CPU's counterpart of a GPU
-allocator's `memory_allocated` and `max_memory_allocated` (lesson 14). Never raises.
-"""
+"""This process's memory from Linux (VmRSS, VmHWM): the CPU's `memory_allocated` and
+`max_memory_allocated` (lesson 14). Never raises."""
 from __future__ import annotations
 
 import ctypes

@@ -11,32 +11,24 @@ DEFAULTS = {f.name: f.default for f in fields(Experiment)}
 OWN_DATA_FIELDS = ("dataset", "train_size", "image_size")  # an own data set's own facts
 
 
-def reconcile(cfg: Experiment, found: dict, source: str,
-              authoritative: tuple = ()) -> Experiment:
-    """cfg with the values `found` on what the run was handed; an explicit, different
-    setting is refused, except for `authoritative` fields."""
+def reconcile(cfg: Experiment, found: dict, source: str, authoritative: tuple = ()) -> Experiment:
+    """cfg with the values `found` on the run's objects; other set values refused, bar `authoritative`."""
     changes = {}
     for name, value in found.items():
         if value is None or getattr(cfg, name) == value:
             continue
         if getattr(cfg, name) != DEFAULTS[name] and name not in authoritative:
             mine, theirs = (worded(name, v, cfg.engine) for v in (getattr(cfg, name), value))
-            raise ValueError(
-                f"{name}={mine!r} in the Experiment, but {source} has "
-                f"{name}={theirs!r}: make them agree (set {name}={theirs!r}, or build "
-                f"{source} from the Experiment)")
+            raise ValueError(f"{name}={mine!r} in the Experiment, but {source} has {name}={theirs!r}: make "
+                             f"them agree (set {name}={theirs!r}, or build {source} from the Experiment)")
         changes[name] = value
     return cfg.replace(**changes) if changes else cfg
 
 
 def downgrades(requested: Experiment, ran: Experiment, why: dict[str, str]) -> list[dict]:
     """One {"field", "requested", "ran", "why"} per field changed between request and run."""
-    out = []
-    for name, before in requested.to_dict().items():
-        after = getattr(ran, name)
-        if before != after and name in why:
-            out.append({"field": name, "requested": before, "ran": after, "why": why[name]})
-    return out
+    return [not_as_asked(name, before, getattr(ran, name), why[name])
+            for name, before in requested.to_dict().items() if before != getattr(ran, name) and name in why]
 
 
 def not_as_asked(field: str, requested, ran, why: str) -> dict:
@@ -78,10 +70,8 @@ class Parts:
 
     def fill(self, net=None, train_iter=None, optimizer=None) -> "Parts":
         """These parts with what `record` was given explicitly in place of their own."""
-        def pick(given, own):
-            return own if given is None else given
-        return replace(self, net=pick(net, self.net), train_iter=pick(train_iter, self.train_iter),
-                       optimizer=pick(optimizer, self.optimizer))
+        given = {"net": net, "train_iter": train_iter, "optimizer": optimizer}
+        return replace(self, **{k: v for k, v in given.items() if v is not None})
 
     @classmethod
     def of(cls, cfg: "Experiment | Parts", devices: list | None = None) -> "Parts":

@@ -1,13 +1,8 @@
-"""Run records: one folder per run under `runs_dir` (runs/, or GPU_COURSE_RUNS):
-
-    run.json     config, versions, hardware, git commit, status, summary
-    epochs.csv   one row per finished epoch (times, steady/warm-up split, loss, accuracy, lr)
-    steps.csv    one row per step: samples, data wait, compute (host-side), steady or not
-    gpu.csv      monitor samples, one row per sample per GPU
-    host.csv     CPU and RAM samples
-    markers.csv  epoch boundaries on the monitor's clock
-
-Every file is written atomically, so an interrupted run keeps every finished epoch.
+"""Run records, one folder per run under `runs_dir` (runs/, or GPU_COURSE_RUNS): run.json (config,
+versions, hardware, git commit, status, summary), epochs.csv (a row per finished epoch), steps.csv
+(a row per step: samples, data wait, host-side compute, steady or not), gpu.csv and host.csv (the
+monitor's samples), markers.csv (epoch boundaries on the monitor's clock). Every file is written
+atomically, so an interrupted run keeps every finished epoch.
 """
 from __future__ import annotations
 
@@ -92,15 +87,10 @@ def rows_to_csv(rows: Iterable[dict], columns: list[str]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
-    for row in rows:
-        writer.writerow({k: _csv_value(row.get(k)) for k in columns})
+    for row in rows:   # None and NaN as empty cells
+        writer.writerow({k: "" if v is None or (isinstance(v, float) and math.isnan(v)) else v
+                         for k, v in ((k, row.get(k)) for k in columns)})
     return buf.getvalue()
-
-
-def _csv_value(value: Any) -> Any:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return value
 
 
 def _now() -> str:
@@ -131,8 +121,7 @@ class Ran:
 
 
 class RunRecord:
-    """The on-disk record of one run, updated after every epoch; as a context manager it
-    stops the monitor and sets the status on leaving (the exception is re-raised)."""
+    """The on-disk record of one run, saved each epoch; leaving it stops the monitor and sets the status."""
 
     def __init__(self, config: dict, ran: Ran, runs_dir: str | Path | None = None,
                  monitor: Any = None, hardware_info: dict | None = None):
@@ -171,7 +160,8 @@ class RunRecord:
             append_text(self.path / "steps.csv",
                         text if not (self.path / "steps.csv").exists()
                         else text.split("\n", 1)[1])
-        self.save_monitor()
+        if self.monitor is not None:
+            self.monitor.save(self.path)
         self._write_meta()
 
     def note(self, **values: Any) -> None:
@@ -179,12 +169,7 @@ class RunRecord:
         self.meta["notes"].update(values)
         self._write_meta()
 
-    def save_monitor(self) -> None:
-        if self.monitor is not None:
-            self.monitor.save(self.path)
-
-    def finish(self, status: str = "finished", error: str | None = None,
-               summary: dict | None = None) -> None:
+    def finish(self, status: str = "finished", error: str | None = None, summary: dict | None = None) -> None:
         if status not in STATUSES:
             raise ValueError(f"status={status!r}; allowed: {', '.join(STATUSES)}")
         if self.monitor is not None:
@@ -192,7 +177,7 @@ class RunRecord:
             if getattr(self.monitor, "stalled", None):  # a GPU query never returned
                 self.meta["notes"]["monitor"] = self.monitor.stalled
             try:
-                self.save_monitor()
+                self.monitor.save(self.path)
             except OSError as err:  # a full disk must not keep the status from run.json
                 self.meta["notes"]["monitor"] = f"samples not saved: {err}"
         if summary:
@@ -217,16 +202,14 @@ class RunRecord:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        if exc_type is None:
-            if self.meta["status"] == "running":
-                self.finish("finished")
-        else:
+        if exc_type is None and self.meta["status"] == "running":
+            self.finish("finished")
+        elif exc_type is not None:
             status, error = status_of(exc, len(self.epochs))
             try:
                 self.finish(status, error=error)
             except OSError as err:  # e.g. the disk that failed the run: say so, go on
-                print(f"could not record status {status!r} in {self.path}: {err}",
-                      file=sys.stderr)
+                print(f"could not record status {status!r} in {self.path}: {err}", file=sys.stderr)
         return False
 
 
@@ -264,37 +247,32 @@ def machine_load() -> dict:
         one = five = None
     return {"loadavg_1m": one, "loadavg_5m": five, "process_cpu_s": times.user + times.system,
             "children_cpu_s": times.children_user + times.children_system,
-            "live_children_cpu_s": _live_children_cpu_s(),
-            "cpu_busy_s": _cpu_busy_s(),
-            "wall": _dt.datetime.now().timestamp(), "cpu_count": os.cpu_count()}
+            **_psutil_cpu_s(), "wall": _dt.datetime.now().timestamp(), "cpu_count": os.cpu_count()}
 
 
-def _live_children_cpu_s() -> float | None:
-    """CPU seconds this process's running children (loader workers) have used so far."""
+def _psutil_cpu_s() -> dict:
+    """CPU seconds this process's running children (loader workers) have used so far, and
+    all cores have spent busy since boot (no load average's lag); None without psutil."""
     try:
         import psutil
-        children = psutil.Process().children(recursive=True)
-    except Exception:  # no psutil, or a platform without process tables
-        return None
+        children, t = psutil.Process().children(recursive=True), psutil.cpu_times()
+    except Exception:  # no psutil, or a platform without process tables or counters
+        return {"live_children_cpu_s": None, "cpu_busy_s": None}
     total = 0.0
     for child in children:
         try:
-            t = child.cpu_times()
+            times = child.cpu_times()
         except Exception:  # it ended meanwhile: its time is in children_cpu_s once waited for
             continue
-        total += t.user + t.system
-    return total
+        total += times.user + times.system
+    return {"live_children_cpu_s": total, "cpu_busy_s": busy_and_total(t)[0]}
 
 
-def _cpu_busy_s() -> float | None:
-    """CPU seconds all cores have spent busy since boot (no load average's lag)."""
-    try:
-        import psutil
-        t = psutil.cpu_times()
-    except Exception:  # no psutil, or a platform without the counters
-        return None
-    return sum(t) - t.idle - getattr(t, "iowait", 0.0) - getattr(t, "guest", 0.0) \
-        - getattr(t, "guest_nice", 0.0)  # guest time is counted in user time already
+def busy_and_total(times) -> tuple:
+    """(busy, total) CPU seconds of psutil cpu_times as psutil.cpu_percent counts them: guest
+    time is already inside user/nice, iowait is idle time."""
+    total = sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
+    return total - times.idle - getattr(times, "iowait", 0.0), total
 
 
 def versions(packages: Iterable[str] = PACKAGES) -> dict:
@@ -334,8 +312,7 @@ def _cpu_model() -> str:
 def git_info(root: Path = REPO_ROOT) -> dict:
     def git(*args: str) -> str | None:
         try:
-            out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                                 timeout=5)
+            out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=5)
             return out.stdout.strip() if out.returncode == 0 else None
         except (OSError, subprocess.SubprocessError):
             return None
@@ -370,11 +347,10 @@ class Run:
                 except ValueError as err:   # not text, not CSV
                     raise ValueError(f"{file} is not a readable CSV file ({err}); {ASIDE}") from None
             return pd.DataFrame(columns=columns)
-        self.epochs = frame("epochs.csv", EPOCH_COLUMNS)
-        self.steps = frame("steps.csv", STEP_COLUMNS)
-        self.gpu = frame("gpu.csv", GPU_COLUMNS)
-        self.host = frame("host.csv", HOST_COLUMNS)
-        self.markers = frame("markers.csv", MARKER_COLUMNS)
+        self.epochs, self.steps, self.gpu, self.host, self.markers = (
+            frame(f"{name}.csv", columns) for name, columns in (
+                ("epochs", EPOCH_COLUMNS), ("steps", STEP_COLUMNS), ("gpu", GPU_COLUMNS),
+                ("host", HOST_COLUMNS), ("markers", MARKER_COLUMNS)))
 
     name = property(lambda self: self.meta.get("name", self.path.name))
     config = property(lambda self: self.meta.get("config", {}))
@@ -442,11 +418,10 @@ def runs_table(runs: Iterable[Run]):
         rows.append({
             "run_id": run.meta.get("run_id"), "name": metrics.label(run),
             "engine": run.meta.get("engine"), "status": run.status, "epochs": len(run.epochs),
-            "batch_size": c.get("batch_size"), "num_workers": c.get("num_workers"),
-            "num_gpus": c.get("num_gpus"), "dtype": c.get("dtype"), "graph": c.get("graph"),
-            "samples_per_sec": s["samples_per_sec"], "epoch_time_s": s["epoch_time_s"],
-            "gpu_util": s["gpu_util"], "data_wait_share": s["data_wait_share"],
-            "val_acc": s["val_acc"], "device": gpus[0].get("name") if gpus else "CPU",
+            **{k: c.get(k) for k in ("batch_size", "num_workers", "num_gpus", "dtype", "graph")},
+            **{k: s[k] for k in ("samples_per_sec", "epoch_time_s", "gpu_util", "data_wait_share",
+                                 "val_acc")},
+            "device": gpus[0].get("name") if gpus else "CPU",
             "started_at": run.meta.get("started_at"),
         })
     return pd.DataFrame(rows)

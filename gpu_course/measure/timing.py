@@ -1,7 +1,5 @@
-"""Step timing: split each training step into data wait (blocked in the loader's next())
-and compute, and keep every step. Host-side times, no sync added: "compute" is dispatch,
-Python and back-pressure from a full device queue, not the device's time.
-"""
+"""Step timing: each step split into data wait (blocked in the loader's next()) and compute.
+Host-side, no sync added: "compute" is dispatch, Python and a full device queue's back-pressure."""
 from __future__ import annotations
 
 import dataclasses
@@ -31,9 +29,7 @@ class EpochTiming:
     step_rows: list = field(default_factory=list, repr=False)  # (samples, wait_s, compute_s)
 
     def as_row(self) -> dict:
-        row = asdict(self)
-        row.pop("step_rows")
-        return row
+        return {k: v for k, v in asdict(self).items() if k != "step_rows"}
 
 
 class StepTimer:
@@ -83,25 +79,22 @@ class StepTimer:
 
     def end_epoch(self, sync: Callable[[], object] | None = None) -> EpochTiming:
         """Finish the epoch; `sync()` waits for queued device work, charged to compute."""
-        sync_s = 0.0
+        start = clock()
         if sync is not None:
-            t = clock()
             sync()
-            sync_s = clock() - t
         end = clock()
+        sync_s = end - start if sync is not None else 0.0
         rows = self._rows
-        first_timed = max(0, len(rows) - max(0, self.total_steps - self.warmup_steps))
-        timed = rows[first_timed:]
-        timed_wait = sum(r[1] for r in timed)
-        timed_s = timed_wait + sum(r[2] for r in timed) + (sync_s if timed else 0.0)
+        timed = rows[max(0, len(rows) - max(0, self.total_steps - self.warmup_steps)):]
+
+        def sums(part):   # [samples, wait, compute], each added up
+            return [sum(column) for column in zip(*part)] or [0, 0.0, 0.0]
+        (samples, wait, compute), (t_samples, t_wait, t_compute) = sums(rows), sums(timed)
         timing = EpochTiming(
-            epoch_time_s=end - self._epoch_start, steps=len(rows),
-            samples=sum(r[0] for r in rows), data_wait_s=sum(r[1] for r in rows),
-            compute_s=sum(r[2] for r in rows) + sync_s, sync_s=sync_s,
-            timed_steps=len(timed), timed_samples=sum(r[0] for r in timed),
-            timed_s=timed_s, timed_wait_s=timed_wait,
-            steady_offset_s=self._steady_offset if timed else float("nan"),
-            step_rows=rows)
+            epoch_time_s=end - self._epoch_start, steps=len(rows), samples=samples, data_wait_s=wait,
+            compute_s=compute + sync_s, sync_s=sync_s, timed_steps=len(timed), timed_samples=t_samples,
+            timed_s=t_wait + t_compute + (sync_s if timed else 0.0), timed_wait_s=t_wait,
+            steady_offset_s=self._steady_offset if timed else float("nan"), step_rows=rows)
         self.epochs.append(timing)
         self._in_epoch = False
         return timing

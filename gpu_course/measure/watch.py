@@ -1,15 +1,7 @@
-"""`gpu-course watch -- COMMAND`: any training command, run unchanged and watched for its
-whole life, then the talk's view of it.
-
-    gpu-course watch -- python train.py --epochs 3
-
-The GPU monitor samples utilisation (SM activity where the GPU has it), memory and power;
-psutil the CPU time of the command's whole process tree. A Python command also gets an
-import hook on its path (`watch_hook/sitecustomize.py`) that times its DataLoader from
-inside: the data wait of each step, which utilisation alone cannot tell from a slow step.
-All of it is a course run record (steps.csv, gpu.csv, host.csv, process.csv) with the
-utilisation timeline as timeline.png. Ctrl-C and SIGTERM go to the command; its exit
-status is returned.
+"""`gpu-course watch -- python train.py --epochs 3`: any training command, run unchanged and
+recorded (GPU monitor, the process tree's CPU time), then the talk's view of it. A Python
+command also gets an import hook (`watch_hook/sitecustomize.py`) that times its DataLoader from
+inside: the data wait that utilisation alone cannot tell from a slow step.
 """
 from __future__ import annotations
 
@@ -21,9 +13,9 @@ import shutil
 import signal
 import subprocess
 import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pandas as pd
 import psutil
@@ -32,7 +24,7 @@ from ..analyse import metrics
 from ..analyse.diagnose import CPU_SATURATED, GPU_BUSY, INPUT_WAIT
 from ..config import OWN
 from ..page import Page
-from .monitor import GpuMonitor, GpuUnavailableWarning
+from .monitor import GpuMonitor
 from .records import Ran, Run, RunRecord, write_atomic
 
 PAGE = Page.of(__name__)
@@ -47,8 +39,7 @@ NOT_FOUND, NOT_RUN = 127, 126   # a shell's statuses for a command missing or no
 
 @dataclass(frozen=True)
 class Options:
-    """Where the record goes (`runs_dir`), seconds between samples, and the run's name
-    (default: the command's first two words)."""
+    """Where the record goes, seconds between samples, the run's name (default: the command's)."""
 
     runs_dir: str | Path | None = None
     interval: float = 0.5
@@ -101,9 +92,8 @@ class Job:
 
     def view(self) -> str:
         """The limit in words, and who held the CPU where it was saturated."""
-        by = "" if not self.saturated else \
-            ", " + SATURATED_BY["command" if self.held_cores else "others"]
-        return SAYS[self.limit()] + by
+        return SAYS[self.limit()] + (", " + SATURATED_BY["command" if self.held_cores else "others"]
+                                     if self.saturated else "")
 
     def limit(self) -> Limit:
         if not self.has_gpu:
@@ -114,8 +104,7 @@ class Job:
 
 
 def watch(command: list, options: Options = Options()) -> int:
-    """Run `command` unchanged, record it, print what limits it; its exit status (128 + N
-    when signal N ended it; 127 when it is not found)."""
+    """Run `command` unchanged, record it, say what limits it; its exit status (127: not found)."""
     if not command:
         raise ValueError("no command to watch; put it after --: gpu-course watch -- python train.py")
     if not options.interval > 0:
@@ -123,9 +112,7 @@ def watch(command: list, options: Options = Options()) -> int:
     if shutil.which(command[0]) is None:
         print(f"gpu-course watch: {command[0]}: command not found", file=sys.stderr)
         return NOT_FOUND
-    with warnings.catch_warnings():   # said once below, as one line
-        warnings.simplefilter("ignore", GpuUnavailableWarning)
-        monitor = GpuMonitor(interval=options.interval)
+    monitor = GpuMonitor(interval=options.interval, warn=False)   # said once below, as one line
     name = options.name or " ".join(Path(w).name for w in command[:2])
     record = RunRecord({"name": name, "warmup_steps": WARMUP_STEPS, "model": OWN, "dataset": OWN,
                         "monitor_interval": options.interval},
@@ -142,8 +129,7 @@ def watch(command: list, options: Options = Options()) -> int:
     except OSError as err:
         monitor.stop()
         shutil.rmtree(record.path, ignore_errors=True)
-        print(f"gpu-course watch: {command[0]}: cannot run it ({err.strerror or err})",
-              file=sys.stderr)
+        print(f"gpu-course watch: {command[0]}: cannot run it ({err.strerror or err})", file=sys.stderr)
         return NOT_RUN
     def forward(signum, _):
         if own_group or signum != signal.SIGINT:
@@ -158,8 +144,7 @@ def watch(command: list, options: Options = Options()) -> int:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)   # every reaped process of the tree
     cpu_s = max(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
                 tree.cpu_s.max() if len(tree) else 0.0)
-    code = child.returncode
-    status = 128 - code if code < 0 else code
+    status = 128 - child.returncode if child.returncode < 0 else child.returncode   # 128 + N: signal N
     run = _record(record, monitor, tree, status)
     util = pd.to_numeric(run.gpu["util_gpu"], errors="coerce") if len(run.gpu) else pd.Series([])
     job = Job(seconds, status, monitor.summary(), float(util.std()) if util.count() > 1 else math.nan,
@@ -170,9 +155,8 @@ def watch(command: list, options: Options = Options()) -> int:
 
 
 def follow(child: subprocess.Popen, monitor: GpuMonitor) -> pd.DataFrame:
-    """Until `child` ends, its process tree's CPU seconds so far each monitor interval:
-    t, cpu_s, cores (over the interval before), processes, busiest (one process's CPU
-    seconds)."""
+    """Until `child` ends, each monitor interval: t, its process tree's CPU seconds so far,
+    cores (over the interval before), processes, busiest (one process's CPU seconds)."""
     root, seen, rows = psutil.Process(child.pid), {}, []
     while child.poll() is None:
         try:
@@ -196,8 +180,7 @@ def follow(child: subprocess.Popen, monitor: GpuMonitor) -> pd.DataFrame:
 
 
 def _record(record: RunRecord, monitor: GpuMonitor, tree: pd.DataFrame, status: int) -> Run:
-    """The record closed with the hook's steps as epochs (one a pass of the training
-    loader), process.csv and timeline.png."""
+    """The record closed with the hook's passes as epochs, process.csv and timeline.png."""
     steps = read_steps(record.path / HOOK_STEPS, monitor.t0_wall)
     for row, rows in epochs_of(steps):
         record.add_epoch(row, rows)
@@ -214,8 +197,7 @@ def _record(record: RunRecord, monitor: GpuMonitor, tree: pd.DataFrame, status: 
 
 
 def read_steps(path: Path, t0_wall: float) -> pd.DataFrame:
-    """The hook's steps of the training loader (the one with the most steps), times on the
-    monitor's clock; empty where the command ran no DataLoader."""
+    """The steps of the loader with the most, on the monitor's clock; empty where none ran."""
     if not path.exists() or not path.stat().st_size:
         return pd.DataFrame(columns=HOOK_COLUMNS)
     steps = pd.read_csv(path, names=HOOK_COLUMNS, on_bad_lines="skip")
@@ -224,11 +206,9 @@ def read_steps(path: Path, t0_wall: float) -> pd.DataFrame:
     return steps[steps.loader == train].reset_index(drop=True)
 
 
-def epochs_of(steps: pd.DataFrame) -> list:
-    """(epoch row, step rows) for each pass over the loader, as the harness records them;
-    the run's first WARMUP_STEPS steps are not steady."""
+def epochs_of(steps: pd.DataFrame) -> Iterator[tuple]:
+    """(epoch row, step rows) per pass, as the harness records them; the first WARMUP_STEPS not steady."""
     steps = steps.assign(timed=(steps.index >= WARMUP_STEPS).astype(int))
-    epochs = []
     for k, (_, one) in enumerate(steps.groupby("pass", sort=True)):
         timed = one[one.timed == 1]
         start, end = one.t.iloc[0], float((one.t + one.wait_s + one.compute_s).iloc[-1])
@@ -240,15 +220,12 @@ def epochs_of(steps: pd.DataFrame) -> list:
                "timed_wait_s": float(timed.wait_s.sum()), "t_start": start, "t_end": end,
                "t_steady": float(timed.t.iloc[0]) if len(timed) else math.nan}
         row["samples_per_sec"] = metrics.epoch_numbers(row)["samples_per_sec"]
-        epochs.append((row, [{"epoch": k, "step": i, "samples": s, "data_wait_s": w,
-                              "compute_s": c, "timed": d} for i, (s, w, c, d) in enumerate(
-                                  one[["samples", "wait_s", "compute_s", "timed"]].itertuples(index=False))]))
-    return epochs
+        yield row, one.rename(columns={"wait_s": "data_wait_s"}).assign(epoch=k, step=range(len(one)))[
+            ["epoch", "step", "samples", "data_wait_s", "compute_s", "timed"]].to_dict("records")
 
 
 def lines(job: Job, command: list, notice: str | None) -> list:
-    """The talk's view of a watched job: busy share, spikiness, the cores it kept busy,
-    what those say and cannot say, then the data wait the hook measured."""
+    """The talk's view of a watched job: GPU, CPU, what those say, the hook's data wait."""
     run, gpu = job.run, job.gpu
     out = [f"watch: `{' '.join(command)}` ran {job.seconds:.1f} s, exited with status {job.status}; "
            f"record: {run.path}"]

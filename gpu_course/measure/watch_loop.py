@@ -1,15 +1,7 @@
-"""`gc.watch(loader)`: the course's record of your own loop, two lines in it.
+"""`for x, y in gc.watch(train_loader): ...`: the course's record of your own loop.
 
-    from gpu_course import torch as gc            # or: from gpu_course import gluon as gc
-    for epoch in range(3):
-        for x, y in gc.watch(train_loader):       # the loop otherwise as it was
-            ...
-
-Each pass over the loader is an epoch of one run record (the same loader, or a new one
-over the same data each epoch): every step's data wait and time, the GPU monitor, and
-what the track's `gc.record` reads from the loader (and the network, `net=`). The record
-closes when the program ends, or when `.run` is read; then `gpu-course diagnose`,
-`gc.show` and the lessons' comparisons read it like any course run.
+Each pass over the loader (or a new loader over the same data) is an epoch of one run record,
+as the track's `gc.record` keeps it; the record closes when the program ends or `.run` is read.
 """
 from __future__ import annotations
 
@@ -28,10 +20,8 @@ def experiment(name: str, engine: str) -> Experiment:
     return Experiment(name=name, engine=engine, model=OWN, dataset=OWN, epochs=PASSES)
 
 
-def watched(loader: Iterable, open_record: Callable[[], Any], sync: Callable | None = None,
-            ) -> "Watched":
-    """The Watched for `loader`: the open one for the same data, else a new one whose
-    record `open_record()` makes (a track's `record`); `sync` waits for the device."""
+def watched(loader: Iterable, open_record: Callable[[], Any], sync: Callable | None = None) -> "Watched":
+    """The open Watched for the same data, else a new one; `sync` waits for the device."""
     key = id(getattr(loader, "dataset", getattr(loader, "_dataset", loader)))
     found = _OPEN.get(key)
     if found is None or found.loader is not loader and found.rec is None:
@@ -98,7 +88,6 @@ def samples(batch) -> int:
 
 @atexit.register
 def _close_all() -> None:
-    """At the program's end, its open records close, as interrupted or failed where an
-    exception ended it (the interpreter keeps it as sys.last_value)."""
+    """At the program's end, open records close (interrupted or failed: sys.last_value)."""
     for each in list(_OPEN.values()):
         each.close(getattr(sys, "last_value", None))

@@ -76,23 +76,13 @@ def step_seconds(run) -> float:
 
 def scaling_table(base, job, k: int, batch: int, grad_bytes: int) -> list[dict]:
     """Measured rows (here and the talk's), then the model's predictions over the links."""
-    s1, sk = base.summary["samples_per_sec"], job.summary["samples_per_sec"]
+    s1, t = base.summary["samples_per_sec"], TALK
     rows = [{"what": "measured", "k": 1, "samples_per_sec": s1, "efficiency": 1.0},
-            {"what": "measured", "k": k, "samples_per_sec": sk,
-             "efficiency": measured_efficiency(s1, sk, k),
-             "exposed_ms": 1e3 * implied_exposed_time(s1, sk, k, batch),
-             "implied_busbw_GBps": implied_busbw(s1, sk, k, batch, grad_bytes) / 1e9}]
-    t = TALK
-    talk_bytes = t["grad_bytes"]
-    rows.append({"what": "talk, 4 V100 batch 640", "k": t["k"],
-                 "samples_per_sec": t["samples_per_sec_k"],
-                 "efficiency": measured_efficiency(t["samples_per_sec_1"], t["samples_per_sec_k"], t["k"]),
-                 "exposed_ms": 1e3 * implied_exposed_time(t["samples_per_sec_1"], t["samples_per_sec_k"],
-                                                          t["k"], t["batch"]),
-                 "implied_busbw_GBps": implied_busbw(t["samples_per_sec_1"], t["samples_per_sec_k"],
-                                                     t["k"], t["batch"], talk_bytes) / 1e9})
+            _measured("measured", s1, job.summary["samples_per_sec"], k, batch, grad_bytes),
+            _measured("talk, 4 V100 batch 640", t["samples_per_sec_1"], t["samples_per_sec_k"], t["k"],
+                      t["batch"], t["grad_bytes"])]
     steps = {"this machine's step": (step_seconds(base), grad_bytes),
-             "V100 step": (t["batch"] / t["samples_per_sec_1"], talk_bytes)}
+             "V100 step": (t["batch"] / t["samples_per_sec_1"], t["grad_bytes"])}
     for label, (t_compute, nbytes) in steps.items():
         for link, gbps in LINKS.items():  # 20 µs a hop: a typical network latency
             for row in predict([4, 64], t_compute, nbytes, gbps * 1e9, latency=20e-6):
@@ -100,6 +90,13 @@ def scaling_table(base, job, k: int, batch: int, grad_bytes: int) -> list[dict]:
                              "efficiency": row["efficiency"],
                              "exposed_ms": 1e3 * row["exposed_s"]})
     return rows
+
+
+def _measured(what: str, s1: float, sk: float, k: int, batch: int, grad_bytes: float) -> dict:
+    """A row of k devices measured at sk samples/s against one at s1."""
+    return {"what": what, "k": k, "samples_per_sec": sk, "efficiency": measured_efficiency(s1, sk, k),
+            "exposed_ms": 1e3 * implied_exposed_time(s1, sk, k, batch),
+            "implied_busbw_GBps": implied_busbw(s1, sk, k, batch, grad_bytes) / 1e9}
 
 
 def format_table(rows: list[dict]) -> str:

@@ -41,8 +41,7 @@ def ranks(run) -> pd.DataFrame:
         row = {"rank": r.get("rank")}
         if "group_rank" in r:
             row["host"] = r["group_rank"]
-        row.update({k: sum(e.get(k) or 0 for e in epochs)
-                    for k in ("steps", "data_wait_s", "compute_s")})
+        row.update({k: sum(e.get(k) or 0 for e in epochs) for k in ("steps", "data_wait_s", "compute_s")})
         row["step_s"] = (row["data_wait_s"] + row["compute_s"]) / row["steps"] \
             if row["steps"] else math.nan
         rows.append(row)
@@ -61,33 +60,27 @@ def allreduce(rows) -> bool:
 
 def bench_table(rows, grad_bytes: float | None = None) -> pd.DataFrame:
     """The exchange against the array's size, the row nearest grad_bytes marked."""
-    rate = "busbw_GBps" if allreduce(rows) else "worker_GBps"
-    name = "bus bandwidth (GB/s)" if allreduce(rows) else "GB/s"
+    r = pd.DataFrame(rows)
+    rate = r["busbw_GBps" if allreduce(rows) else "worker_GBps"]
     frame = pd.DataFrame({
-        "size": [_size(r["bytes"]) for r in rows],
-        "time (ms)": [1e3 * r["time_s"] for r in rows],
-        name: [r[rate] for r in rows],
-        "slowest (GB/s)": [r[rate] * r["time_s"] / r["time_max_s"] for r in rows],
-        "fastest (GB/s)": [r[rate] * r["time_s"] / r["time_min_s"] for r in rows]})
+        "size": [_size(b) for b in r.bytes], "time (ms)": 1e3 * r.time_s,
+        "bus bandwidth (GB/s)" if allreduce(rows) else "GB/s": rate,
+        "slowest (GB/s)": rate * r.time_s / r.time_max_s, "fastest (GB/s)": rate * r.time_s / r.time_min_s})
     if grad_bytes is not None:
-        frame["the model's rate"] = [NEAREST if i == near(rows, grad_bytes) else ""
-                                     for i in range(len(rows))]
+        frame["the model's rate"] = [NEAREST if i == near(rows, grad_bytes) else "" for i in range(len(rows))]
     return frame
 
 
 def buckets_table(rows) -> pd.DataFrame:
     """DDP's step with and without the all-reduce, per gradient bucket size."""
+    r = pd.DataFrame(rows)
     return pd.DataFrame({
-        "bucket (MB)": [f"{r['bucket_cap_mb']:g}" for r in rows],
-        "buckets": [r["buckets"] for r in rows],
-        "step (ms)": [1e3 * r["t_step_sync_s"] for r in rows],
-        "no_sync (ms)": [1e3 * r["t_step_nosync_s"] for r in rows],
-        "all-reduce alone (ms)": [1e3 * r["t_allreduce_s"] for r in rows],
-        "exposed (ms)": [1e3 * r["exposed_s"] for r in rows],
-        "spread (ms)": [1e3 * r["spread_s"] for r in rows],
-        "hidden (%)": [100 * r["overlap"] for r in rows],
-        "exposed is": [WITHIN if abs(r["exposed_s"]) <= r["spread_s"] else BEYOND
-                       for r in rows]})
+        "bucket (MB)": [f"{mb:g}" for mb in r.bucket_cap_mb], "buckets": r.buckets,
+        **{f"{name} (ms)": 1e3 * r[key] for name, key in (
+            ("step", "t_step_sync_s"), ("no_sync", "t_step_nosync_s"), ("all-reduce alone", "t_allreduce_s"),
+            ("exposed", "exposed_s"), ("spread", "spread_s"))},
+        "hidden (%)": 100 * r.overlap,
+        "exposed is": [WITHIN if abs(e) <= spread else BEYOND for e, spread in zip(r.exposed_s, r.spread_s)]})
 
 
 def near(rows, nbytes: float) -> int:
@@ -146,15 +139,12 @@ def measured_table(runs, bench, grad_bytes: float) -> pd.DataFrame:
             if k > 1 else math.nan,
             "steady steps": metrics.steady_steps(run)})
     t = distributed.TALK
-    t1_talk, tk_talk = t["batch"] / t["samples_per_sec_1"], t["k"] * t["batch"] / t["samples_per_sec_k"]
+    s1, sk, k, batch = t["samples_per_sec_1"], t["samples_per_sec_k"], t["k"], t["batch"]
     rows.append({
-        "rung": talk_row(), "devices": t["k"],
-        "samples_per_sec": t["samples_per_sec_k"],
-        "efficiency (%)": 100 * scaling.measured_efficiency(t["samples_per_sec_1"],
-                                                            t["samples_per_sec_k"], t["k"]),
-        "step (ms)": 1e3 * tk_talk, "lost a step (ms)": 1e3 * (tk_talk - t1_talk), "lost is": "",
-        "implied bandwidth (GB/s)": scaling.implied_busbw(
-            t["samples_per_sec_1"], t["samples_per_sec_k"], t["k"], t["batch"], t["grad_bytes"]) / 1e9})
+        "rung": talk_row(), "devices": k, "samples_per_sec": sk,
+        "efficiency (%)": 100 * scaling.measured_efficiency(s1, sk, k), "step (ms)": 1e3 * k * batch / sk,
+        "lost a step (ms)": 1e3 * scaling.implied_exposed_time(s1, sk, k, batch), "lost is": "",
+        "implied bandwidth (GB/s)": scaling.implied_busbw(s1, sk, k, batch, t["grad_bytes"]) / 1e9})
     return pd.DataFrame(rows)
 
 
@@ -164,13 +154,10 @@ def talk_row() -> str:
 
 
 # -- the exchange, modelled ------------------------------------------------------------------
-def _upto(t_compute: float, grad_bytes: float, gbps: float) -> int:
-    return scaling.stops_paying(t_compute, grad_bytes, gbps * 1e9, latency=HOP_LATENCY_S,
-                                min_efficiency=MIN_EFFICIENCY)
-
-
-def _upto_text(k: int) -> str:
+def _upto(t_compute: float, grad_bytes: float, gbps: float) -> str:
     """stops_paying's k as the table writes it: the search's cap is no limit found."""
+    k = scaling.stops_paying(t_compute, grad_bytes, gbps * 1e9, latency=HOP_LATENCY_S,
+                             min_efficiency=MIN_EFFICIENCY)
     if k >= MODEL_K_MAX:
         return f"≥ {MODEL_K_MAX} (all it tried)"
     return "none: below from k = 2" if k == 1 else str(k)
@@ -191,5 +178,5 @@ def model_table(runs, grad_bytes: float, steps=()) -> pd.DataFrame:
                          "gradients (MiB)": nbytes / 2**20, "link (GB/s)": gbps,
                          "latency a hop (µs)": 1e6 * HOP_LATENCY_S,
                          **{f"{e['k']} devices (%)": 100 * e["efficiency"] for e in effs},
-                         UPTO: _upto_text(_upto(t_compute, nbytes, gbps))})
+                         UPTO: _upto(t_compute, nbytes, gbps)})
     return pd.DataFrame(rows)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +37,7 @@ def host_gpus(gpus: int, nodes: int, procs_per_node: int) -> list[str]:
     is one for every process; else "" (gloo on the CPU)."""
     if backend(gpus, nodes * procs_per_node) == "gloo":
         return [""] * nodes
-    return [",".join(str(i * procs_per_node + j) for j in range(procs_per_node))
-            for i in range(nodes)]
+    return [",".join(str(i * procs_per_node + j) for j in range(procs_per_node)) for i in range(nodes)]
 
 
 def child_env(**extra) -> dict:
@@ -77,7 +77,6 @@ def wait_all(procs, timeout: float | None) -> list[int]:
 def exit_now(code: int) -> None:
     """End a distributed worker right away, output flushed: finalization after a gloo
     process group can abort it (pytorch/pytorch#179291), failing a job that succeeded."""
-    import sys
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

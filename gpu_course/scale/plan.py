@@ -5,14 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..engines import check_engine
-from ..env.cores import threads_per_process
+from ..env.cores import thread_counts, threads_per_process
 from .localhosts import backend as _backend
 
 
 @dataclass(frozen=True)
 class Plan:
-    """Where lesson 07 runs: one GPU a device with two or more, else two CPU "devices"
-    (one GPU has nothing to scale across, and NCCL refuses two ranks on it)."""
+    """Where lesson 07 runs (one GPU has nothing to scale across, and NCCL refuses two ranks on it)."""
 
     engine: str
     gpus: int
@@ -27,9 +26,7 @@ class Plan:
     @property
     def counts(self) -> tuple:
         """Device counts to train on one host: powers of two up to every GPU, or 1 and 2."""
-        if not self.on_gpu:
-            return (1, 2)
-        return tuple(sorted({2 ** k for k in range(12) if 2 ** k < self.gpus} | {self.gpus}))
+        return tuple(thread_counts(self.gpus)) if self.on_gpu else (1, 2)
 
     @property
     def job_gpus(self) -> int:

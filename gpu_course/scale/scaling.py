@@ -50,11 +50,8 @@ def predict(ks, t_compute: float, grad_bytes: float, busbw: float, latency: floa
 def stops_paying(t_compute: float, grad_bytes: float, busbw: float, latency: float = 0.0,
                  overlap: float = 0.0, min_efficiency: float = 0.7) -> int:
     """The largest k (up to K_MAX) still predicted at `min_efficiency`."""
-    best = 1
-    for row in predict(range(1, K_MAX + 1), t_compute, grad_bytes, busbw, latency, overlap):
-        if row["efficiency"] >= min_efficiency:
-            best = row["k"]
-    return best
+    rows = predict(range(1, K_MAX + 1), t_compute, grad_bytes, busbw, latency, overlap)
+    return max((row["k"] for row in rows if row["efficiency"] >= min_efficiency), default=1)
 
 
 def measured_efficiency(samples_per_sec_1: float, samples_per_sec_k: float, k: int) -> float:
@@ -65,9 +62,7 @@ def measured_efficiency(samples_per_sec_1: float, samples_per_sec_k: float, k: i
 def implied_exposed_time(samples_per_sec_1: float, samples_per_sec_k: float, k: int,
                          batch_per_device: int) -> float:
     """Seconds per step that k devices lost against one, from throughputs alone."""
-    t1 = batch_per_device / samples_per_sec_1
-    tk = k * batch_per_device / samples_per_sec_k
-    return tk - t1
+    return k * batch_per_device / samples_per_sec_k - batch_per_device / samples_per_sec_1
 
 
 def implied_busbw(samples_per_sec_1: float, samples_per_sec_k: float, k: int,

@@ -1,8 +1,6 @@
-"""Put on PYTHONPATH by `gpu-course watch`: times every pass over a DataLoader (PyTorch's
-or Gluon's) of an unchanged script from inside its process, one line a step into
-$GPU_COURSE_WATCH_STEPS: track, loader, pass, step, samples, wall time it began, data
-wait (blocked in next()) and the rest of the step. Standard library only; a
-sitecustomize further along the path still runs."""
+"""Put on PYTHONPATH by `gpu-course watch`: times every step of a PyTorch or Gluon DataLoader
+into $GPU_COURSE_WATCH_STEPS (watch.HOOK_COLUMNS). Standard library only; a sitecustomize
+further along the path still runs."""
 import importlib
 import importlib.machinery
 import itertools
