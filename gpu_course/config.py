@@ -167,15 +167,12 @@ class Experiment:
             raise ValueError(f"name={self.name!r} must be a non-empty string")
         for name in _FLOAT_RANGES:
             _finite_number(self, name)
-        _choice(self, "engine", ENGINES)
-        _choice(self, "dataset", DATASETS + (OWN,))
-        _choice(self, "augment", AUGMENTS)
-        _choice(self, "data_format", DATA_FORMATS)
-        _choice(self, "sample_order", SAMPLE_ORDERS)
-        _choice(self, "page_cache", PAGE_CACHES)
+        for name, allowed in (("engine", ENGINES), ("dataset", DATASETS + (OWN,)),
+                              ("augment", AUGMENTS), ("data_format", DATA_FORMATS),
+                              ("sample_order", SAMPLE_ORDERS), ("page_cache", PAGE_CACHES),
+                              ("dtype", DTYPES), ("mock", MOCKS)):
+            _choice(self, name, allowed)
         object.__setattr__(self, "graph", Graph.of(self.graph).value)
-        _choice(self, "dtype", DTYPES)
-        _choice(self, "mock", MOCKS)
         _choice(self, "optimizer", OPTIMIZERS[self.engine], OPTIMIZERS)
         _choice(self, "lr_scheduler", SCHEDULERS_BY_ENGINE[self.engine], SCHEDULERS_BY_ENGINE)
         if self.model not in MODELS + (OWN,):
@@ -189,13 +186,12 @@ class Experiment:
             _at_least(self, name, 0)
         if self.seed > SEED_MAX:
             raise ValueError(f"seed={self.seed!r} is too large; allowed: 0..{SEED_MAX}")
-        if self.max_steps is not None:
-            _at_least(self, "max_steps", 1)
+        for name in ("max_steps", "lr_base_batch"):
+            if getattr(self, name) is not None:
+                _at_least(self, name, 1)
         if self.threads is not None and (not isinstance(self.threads, int)
                                          or isinstance(self.threads, bool) or self.threads < 1):
             raise ValueError(f"threads={self.threads!r} must be None or an integer >= 1")
-        if self.lr_base_batch is not None:
-            _at_least(self, "lr_base_batch", 1)
         if self.warmup_epochs < 0 or self.warmup_epochs > self.epochs:
             raise ValueError(f"warmup_epochs={self.warmup_epochs!r} must be in [0, epochs={self.epochs}]")
         if isinstance(self.lr_steps, (str, bytes, dict)) or not hasattr(self.lr_steps, "__iter__"):
@@ -209,7 +205,6 @@ class Experiment:
             raise ValueError(f"lr_steps={self.lr_steps!r} must be increasing")
         if self.lr_scheduler == "onecycle" and self.warmup_epochs:
             raise ValueError("lr_scheduler='onecycle' has its own warm-up; set warmup_epochs=0")
-        # normalise lists from JSON/CLI into hashable tuples
         object.__setattr__(self, "lr_steps", tuple(self.lr_steps))
         object.__setattr__(self, "optimizer_params", _pairs(self.optimizer_params))
         if not (_is_number(self.momentum) and 0 <= self.momentum < 1):
@@ -260,7 +255,6 @@ class Experiment:
         return dataclasses.replace(self, **changes)
 
     def __eq__(self, other: object) -> bool:
-        # the same fields are the same experiment, across subclasses too
         if not isinstance(other, Experiment):
             return NotImplemented
         return self.to_dict() == other.to_dict()
@@ -311,12 +305,9 @@ def parse_value(field_name: str, text: str) -> Any:
     kind = str(f.type)
     try:
         if kind.startswith("bool"):
-            low = text.strip().lower()
-            if low not in BOOL_WORDS:
-                raise ValueError
-            return BOOL_WORDS[low]
-        if "int" in kind and "None" in kind:
-            return None if text.strip().lower() in ("", "none") else int(text)
+            return BOOL_WORDS[text.strip().lower()]
+        if "None" in kind and text.strip().lower() in ("", "none"):
+            return None
         if kind.startswith("int"):
             return int(text)
         if kind.startswith("float"):
@@ -327,10 +318,8 @@ def parse_value(field_name: str, text: str) -> Any:
                     kv.split("=", 1) for kv in text.split(",") if kv)
                 return tuple((k, _number(v)) for k, v in parsed.items())
             return tuple(_number(v) for v in text.replace(" ", "").split(",") if v)
-        if "str" in kind and "None" in kind:
-            return None if text.strip().lower() in ("", "none") else text
         return text
-    except ValueError:
+    except (ValueError, KeyError):
         raise ValueError(f"{field_name}={text!r} is not a valid {kind}") from None
 
 
@@ -339,19 +328,15 @@ _NON_FINITE = ("inf", "-inf", "nan")
 
 def _encode(value: Any) -> Any:
     """inf, -inf and nan as strings, inside tuples and pairs too."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
     if isinstance(value, (tuple, list)):
         return type(value)(_encode(v) for v in value)
-    return value
+    return repr(value) if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _decode(value: Any) -> Any:
-    if isinstance(value, str) and value.strip().lower() in _NON_FINITE:
-        return float(value)
     if isinstance(value, (tuple, list)):
         return type(value)(_decode(v) for v in value)
-    return value
+    return float(value) if isinstance(value, str) and value.strip().lower() in _NON_FINITE else value
 
 
 def smoke_mode(value: str | None = None) -> bool:
@@ -376,9 +361,8 @@ def _finite_number(cfg: Experiment, name: str) -> None:
     if not math.isfinite(value):
         raise ValueError(f"{name}={value!r} must be a finite number")
     if value < low or (value == low and not low_ok) or value > high:
-        bracket = "[" if low_ok else "("
         close = "]" if math.isfinite(high) else ")"
-        raise ValueError(f"{name}={value!r} must be in {bracket}{low}, {high}{close}")
+        raise ValueError(f"{name}={value!r} must be in {'[' if low_ok else '('}{low}, {high}{close}")
 
 
 def _followable(cfg: Experiment, name: str) -> None:
@@ -465,10 +449,8 @@ def _boolean(cfg: Experiment, name: str) -> None:
 def _choice(cfg: Experiment, name: str, allowed: tuple, by_engine: dict | None = None) -> None:
     value = getattr(cfg, name)
     if value not in allowed:
-        hint = ""
-        others = [e for e, names in (by_engine or {}).items() if value in names]
-        if others:  # e.g. adamw asked of the Gluon engine
-            hint = f" with engine={cfg.engine!r} ({value!r} needs engine={others[0]!r})"
+        others = [e for e, names in (by_engine or {}).items() if value in names]   # adamw on Gluon
+        hint = f" with engine={cfg.engine!r} ({value!r} needs engine={others[0]!r})" if others else ""
         raise ValueError(f"{name}={value!r} is not allowed{hint}; allowed: {', '.join(allowed)}")
 
 
