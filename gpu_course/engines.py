@@ -1,16 +1,6 @@
-"""Which track can run here: the Gluon track (MXNet) or the PyTorch track.
-
-MXNet 1.9.1's GPU wheels hold machine code for sm_50–sm_86 and no PTX. CUDA runs a
-GPU's code of compute capability X.y on any X.z with z >= y, so the sm_86 code also
-runs on Ada (sm_87, sm_89) but nothing runs on Hopper (sm_90) or newer; there the
-PyTorch track is the one that runs. A machine with no GPU runs the Gluon track on the
-CPU. `ENGINE=gluon|pytorch` overrides. GPUS and `gluon_gpu` are the one table the
-course, the Makefile, the first cell of every notebook and the SageMaker launcher read;
-tests/test_engines.py checks README's table of tracks against it.
-
-Standard library only (plus NVML through gpu_course.measure.nvml, if present): the Makefile runs this before any
-environment exists, as `python3 -m gpu_course.engines`.
-"""
+"""Which track can run here: Gluon (MXNet) or PyTorch, by $ENGINE, the installed framework
+or the GPU. MXNet 1.9.1 holds machine code for sm_50-sm_86 and no PTX: nothing runs on
+sm_90 or newer. Standard library only: the Makefile runs it as `python3 -m gpu_course.engines`."""
 from __future__ import annotations
 
 import enum

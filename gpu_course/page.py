@@ -1,20 +1,6 @@
-"""A module's fixed paragraphs as a page of Markdown beside it (`text/<module>.md`).
-
-    ## name                       a section: one paragraph (`Page.text`) ...
-    The paragraph, on as many lines as it needs.
-
-    ## other                      ... or one paragraph a key (`Page.means`)
-    - expected, gpu: Tensor cores ...
-    - none: The step's time ...
-      continues on an indented line.
-
-A key's first part is an outcome (or another enum's value, or its member's name in lower
-case where the value holds ':' or ',', or a name); the parts after it say where the
-paragraph applies: "gpu" or "cpu" (`Where`), a track ("gluon", "pytorch"), or both
-("pytorch, gpu"), as `wording.text_for` picks them. A paragraph that is `= name`
-is section `name`'s, said in more than one place. Lines starting with `# ` and `<!--` are the
-page's own title and comments.
-"""
+"""A module's fixed paragraphs as a Markdown page beside it (`text/<module>.md`): `## name`
+starts a section, read as one paragraph (`Page.text`) or as `- key, where: paragraph`
+items (`Page.means`); `= name` repeats section `name`; `# ` and `<!--` lines are skipped."""
 from __future__ import annotations
 
 import re

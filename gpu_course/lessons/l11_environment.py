@@ -1,8 +1,5 @@
-"""Lesson 11: the environment: the framework's build, oneDNN on against off, threads, pinning,
-the OpenMP variables, loader workers per process, the GPU's clocks and link, pinned copies,
-/dev/shm and the disk. The notebooks measure with `gpu_course.env.report`; each section's
-records are judged with its declaration (`LESSONS`); tables are `analyse.environment`'s.
-"""
+"""Lesson 11: the environment (build, threads, OpenMP, GPU clocks and link, /dev/shm, disk),
+measured by `env.report`; each section judged by its declaration in `LESSONS`."""
 from __future__ import annotations
 
 from ..analyse import environment as env, noise
@@ -22,7 +19,6 @@ SIZES = {
                   bench=dict(batch=32, steps=5), disk_mb=16, monitor_interval=0.1),
     "check": dict(train_size=2048),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("bench", "disk_mb")
 MIN_PASSES = noise.BLOCKS   # passes a side for a verdict: 5 give disjoint ranges by chance < 1 %
 PAGE = Page.of(__name__)   # the paragraphs: text/l11_environment.md

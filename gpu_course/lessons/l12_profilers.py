@@ -1,8 +1,5 @@
-"""Lesson 12: profilers. cProfile of the input pipeline, the framework's profiler around a
-few steps, and what limits the run: the profiler's verdict (or the step timers') against
-lesson 10's mock ceilings, each judged on its own numbers (`analyse.limits`); and Holistic
-Trace Analysis's reading of a GPU trace beside the course's (`analyse.holistic`).
-"""
+"""Lesson 12: profilers (cProfile, the framework's, HTA) and what limits the run, judged
+against lesson 10's mock ceilings (`analyse.limits`)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -22,13 +19,11 @@ SIZES = {
                  ceiling_steps=100,    # steps of each mock-ceiling run
                  wait=1, warmup=1, active=5,    # the profiler's schedule, in steps
                  torch_threads=None),           # the exercise's PyTorch intra-op threads (None: its default)
-    # a small CNN and 24 steps a run: enough steady steps for the ceilings to rule
     "smoke": dict(model="tiny", train_size=768, test_size=64, epochs=1, batch_size=32,
                   warmup_steps=1, input_steps=8, ceiling_steps=24, wait=1, warmup=1, active=2,
                   torch_threads=1),   # a thread a core collapses while other programs share CI's 2
     "check": dict(train_size=5_000),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("active", "ceiling_steps", "input_steps", "torch_threads", "wait", "warmup")
 INPUT = Lesson(compares=(), key="function", last_row={
     "own_%": "the input pipeline's costliest function under cProfile, {} of the time in its code",

@@ -1,9 +1,5 @@
-"""Lesson 14: where a training step's memory goes, and three ways to need less.
-
-Each run notes its memory in its record (read by `analyse.memory`), in bytes above what was
-live before the network existed. Four readings: batch sizes (`SWEEP`), gradient accumulation
-(`ACCUMULATION`), activation checkpointing (`CHECKPOINTING`) and a graph (`GRAPH`).
-"""
+"""Lesson 14: where a step's memory goes (`SWEEP`), and three ways to need less:
+`ACCUMULATION`, `CHECKPOINTING`, `GRAPH`."""
 from __future__ import annotations
 
 from ..analyse import alike
@@ -22,18 +18,14 @@ SIZES = {
                  segments=7,                # checkpointed pieces of the network's features: each its own
                  compile_backend="inductor",
                  warmup_steps=3, num_workers=workers(), torch_threads=None),
-    # a small CNN and 24 updates of 16 images (22 steady: enough for a speed verdict)
     "smoke": dict(model="tiny", train_size=384, test_size=64, epochs=1, batches=(4, 16),
                   accumulate=4, sweep_steps=3, readings=2, segments=3,
                   compile_backend="aot_eager",   # inductor compiles for minutes on 2 cores
                   warmup_steps=2, num_workers=0, torch_threads=1),
-    # the GPU check (GPU_COURSE_SIZE=check): full settings, one update fewer
     "check": dict(train_size=23_552),    # 23 updates of 1024: 20 steady, the least a speed verdict takes
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("accumulate", "batches", "compile_backend", "readings", "segments", "sweep_steps",
              "torch_threads")
-
 
 AMOUNTS = dict(gpu=Expect.LESS, cpu=Expect.LESS)
 PAGE = Page.of(__name__)   # the paragraphs: text/l14_memory.md

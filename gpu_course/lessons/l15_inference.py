@@ -1,10 +1,5 @@
-"""Lesson 15: inference, latency against throughput.
-
-A network served one request at a time (batch 1: latency, p50 and p99) and in large batches
-(throughput). The adapters measure and make the records (`analyse.inference.record`);
-`conclude` judges them: `CPU` (oneDNN on against off, ONNX Runtime, batching) and `GPU`
-(eager against torch.compile, CUDA graphs, bfloat16, TensorRT).
-"""
+"""Lesson 15: inference, latency (batch 1) against throughput (large batches), on the CPU
+(`CPU`) and the GPU (`GPU`)."""
 from __future__ import annotations
 
 from enum import StrEnum
@@ -26,15 +21,12 @@ SIZES = {
                  warmup=3,                   # untimed passes first (CUDA graphs record on the 2nd)
                  threads=None,               # the CPU's threads (None: every usable core)
                  exercise_model="resnet20"),
-    # one small network and a tiny one, 40 requests and 5 passes of 16, one thread (a
-    # shared 2-core machine keeps two threads waiting for each other): CI's budget
+    # one thread: on a shared 2-core machine two threads wait for each other
     "smoke": dict(models=("tiny", "resnet20"), batch=16, gpu_models=("resnet20",),
                   gpu_batch=1024, requests=40, images=80, warmup=2, threads=1,
                   exercise_model="tiny"),
-    # the GPU check (GPU_COURSE_SIZE=check): one network on the GPU, fewer requests and images
     "check": dict(gpu_models=("resnet20",), requests=100, images=640),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("batch", "exercise_model", "gpu_batch", "gpu_models", "images", "models",
              "requests", "warmup")
 
@@ -44,7 +36,6 @@ class Package(StrEnum):
 
     ONNX_RUNTIME = "onnxruntime"
     TENSORRT = "torch_tensorrt"
-
 
 LATENCY = {"p50_ms": "p50 (ms)", "p99_ms": "p99 (ms)"}
 PAGE = Page.of(__name__)   # the paragraphs: text/l15_inference.md

@@ -1,7 +1,5 @@
-"""What the checks ask of the attendee's runs and answers, shared by the lessons'
-exercises: runs that finished, runs that differ in the change asked for alone, enough
-steady steps, and a prediction judged by the findings engine (`findings.Predict`: what a
-verdict against noise means for it), raised as Contradicted where the runs contradict it."""
+"""What every check asks of the runs: finished, differing in the change asked for alone,
+enough steady steps; a prediction judged by `findings.Predict`, Contradicted by the runs."""
 from __future__ import annotations
 
 import math
@@ -13,7 +11,6 @@ from ...show.findings import (DRIFT, Expect, Outcome, Page,  # noqa: F401  (DRIF
 from .base import MARK, Contradicted, NotYet
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/judge.md
-
 # a prediction of what a change does to samples/s, and the noise verdict that bears it out
 DIRECTIONS = {"faster": noise.Kind.FASTER, "slower": noise.Kind.SLOWER,
               "same": noise.Kind.WITHIN_NOISE}
@@ -65,8 +62,7 @@ def finished_runs(runs, least: int, what: str) -> list:
 
 
 def only_change(a, b, setting: str, also: tuple = ()) -> None:
-    """Runs a and b differ in `setting` (as they ran) and in nothing else that changes the
-    work (`alike_but`), `also` and the machine's load aside."""
+    """Runs a and b differ in `setting` (as they ran) and in nothing else but `also`."""
     if alike.value(a, setting) == alike.value(b, setting):
         raise NotYet(f"'{a.name}' and '{b.name}' have the same {setting} "
                      f"({alike.shown(a, setting)}): nothing was changed at {MARK}.")
@@ -74,9 +70,8 @@ def only_change(a, b, setting: str, also: tuple = ()) -> None:
 
 
 def alike_but(a, b, varies: tuple, what: str) -> None:
-    """Runs (or lists of repeats) a and b differ in nothing that changes the work beyond
-    `varies` (`alike.differences`, the machine's load aside); NotYet naming the rest, where
-    the change is `what` ("num_workers", "the guard")."""
+    """Runs (or lists of repeats) a and b differ in nothing beyond `varies` (the machine's load
+    aside); else NotYet naming the rest, the change being `what` ("the guard")."""
     other = alike.differences(a, b, varies=varies)
     other.pop(alike.Aspect.LOAD, None)
     if other:
@@ -86,8 +81,8 @@ def alike_but(a, b, varies: tuple, what: str) -> None:
 
 
 def one_change(a, b, same: str) -> dict:
-    """What runs a and b differ in (`alike.differences`, the machine's load aside): one
-    setting, else NotYet; same: the sentence for runs that differ in nothing ({a}, {b})."""
+    """The one setting runs a and b differ in (load aside), else NotYet; same: the sentence for
+    runs that differ in nothing ({a}, {b})."""
     changed = alike.differences(a, b)
     changed.pop(alike.Aspect.LOAD, None)
     if len(changed) != 1:
@@ -123,12 +118,9 @@ def said(predict: Predict, found: Outcome, **fields) -> str:
 
 
 def judge_prediction(answer, verdict: noise.Verdict, a, b, untested=()) -> str:
-    """The sentence on a prediction ("faster", "slower" or "same") of b against a (`SPEED`);
-    NotYet when it is not one of those, Contradicted when the measurement contradicts it
-    beyond noise. untested: notes (`findings.Note`, {names} the runs each fires on) on runs
-    that cannot test any prediction (the change they made is not the one predicted, e.g. a
-    compile backend that compiles nothing), saying what would; the verdict is then only
-    reported."""
+    """The sentence on a prediction of b against a (`SPEED`): NotYet for no such answer,
+    Contradicted beyond noise. untested: `findings.Note`s on runs that cannot test it (a
+    backend that compiles nothing); the verdict is then only reported."""
     expect = expects(SPEED, answer, a=a.name, b=b.name)
     note = findings.untested(untested, (a, b))
     shared = [f"'{r.name}'" for r in (a, b) if metrics.machine_load(r)["shared"]]
@@ -145,13 +137,11 @@ def wait_words(run) -> str:
     return "not measured" if not math.isfinite(share) else f"{share:.0%}"
 
 
-# the data wait's share in each block of steady steps: one definition, kept under this name
 wait_blocks = metrics.wait_blocks
 
 
 def enough_waits(before, after, lesson: str, size: str = "exercise_size") -> tuple:
-    """The data wait's blocks of both runs (`wait_blocks`); NotYet where either is too short
-    to judge, asking for a larger `size` of `lesson`."""
+    """Both runs' data wait blocks; NotYet asking for a larger `size` where either is too short."""
     xs, ys = wait_blocks(before), wait_blocks(after)
     if not xs or not ys:
         need = noise.BLOCKS * noise.MIN_STEPS
@@ -162,13 +152,9 @@ def enough_waits(before, after, lesson: str, size: str = "exercise_size") -> tup
 
 def wait_prediction(answer, before, after, lesson: str, labels: tuple[str, str],
                     why: str) -> tuple[str, str]:
-    """(measured, sentence): what the runs show ("more", "less" or "same") and the sentence
-    (`WAIT`) on a prediction of the data wait's share in `after` against `before`, each
-    run's blocks of steady steps its spread (`findings.apart`: their ranges apart, or
-    overlapping); NotYet when the runs are too short or the answer is not one of WAIT_WORDS,
-    Contradicted when the blocks contradict it. labels: how each run's share is introduced
-    ("with 1 worker(s)"); why: the question to ask oneself when the prediction is
-    contradicted."""
+    """(measured, sentence): what the blocks show ("more", "less", "same") of the data wait's
+    share in `after` against `before`, and the sentence (`WAIT`) on the prediction. labels:
+    each run's share introduced ("with 1 worker(s)"); why: the question for a contradiction."""
     xs, ys = enough_waits(before, after, lesson)
     expect = expects(WAIT, answer, a=before.name, b=after.name)
     verdict = findings.apart(xs, ys, "blocks of steady steps")
@@ -181,9 +167,8 @@ def wait_prediction(answer, before, after, lesson: str, labels: tuple[str, str],
 
 
 def reaching(rates: dict, judged: dict, best) -> list:
-    """The keys of `rates` (worker counts, batches) that reach the best's rate by lesson
-    02's knee rule, in order: within 1 - KNEE of it, or not slower than it beyond noise
-    (`judged`: each key's verdict against the best)."""
+    """The keys of `rates` (worker counts, batches) that reach the best's rate, in order: within
+    1 - KNEE of it or not slower beyond noise (`judged`: each key's verdict against the best)."""
     from ..l02_workers import KNEE
     return sorted(n for n in rates if n == best or rates[n] >= KNEE * rates[best]
                   or judged[n].kind != noise.Kind.SLOWER)
