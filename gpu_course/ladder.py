@@ -47,9 +47,7 @@ def cpu_left_out(engine: str) -> list[tuple[RungName, str]]:
     """(rung, why) for each rung this CPU lacks the instructions to show (bfloat16)."""
     from .env import cpu
     support = cpu.supports(cpu.Capability.BFLOAT16_INSTRUCTIONS)
-    if engine == "pytorch" and not support:
-        return [(RungName.BFLOAT16, support.why)]
-    return []
+    return [(RungName.BFLOAT16, support.why)] if engine == "pytorch" and not support else []
 
 
 PACK_ONCE = PAGE.text("pack_once")
@@ -133,8 +131,7 @@ def ensure_photos(cfg: Experiment, progress: bool = False) -> None:
 def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = False,
           **sizes) -> list[Rung]:
     """The ladder for an engine on a machine with `gpus` GPUs (0 = CPU only)."""
-    cpu_count = cpu_count or os.cpu_count() or 1
-    epochs_given = sizes.get("epochs") is not None
+    cpu_count, epochs_given = cpu_count or os.cpu_count() or 1, sizes.get("epochs") is not None
     sizes = {**default_sizes(gpus, quick, engine), **{k: v for k, v in sizes.items() if v is not None}}
     workers = max(2, cpu_count - 3)  # the talk's advice: cpu_count() - 3, at least 2
     # the talk's 640; PyTorch's 512 with a cosine decay held the naive rung's accuracy in 3
@@ -143,8 +140,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     cpu = gpus == 0  # the rungs a CPU can show; GPU_ONLY says which are left out
     # on a CPU: the tiny network, reading photos (loose JPEGs) until the data-format rung
     data = {"model": CPU_MODEL, "dataset": "folder", "data_format": "loose",
-            "data_dir": str(photo_folder(sizes["train_size"], sizes["test_size"]))} \
-        if cpu else {}
+            "data_dir": str(photo_folder(sizes["train_size"], sizes["test_size"]))} if cpu else {}
     base = Experiment(name=RungName.NAIVE, engine=engine, batch_size=64, num_workers=1,
                       warmup_steps=2 if quick else 5, num_gpus=min(gpus, 1) or 1,
                       monitor_interval=0.2 if quick else 0.5, **{**data, **sizes})
@@ -162,8 +158,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add(RungName.WORKERS, f"DataLoader(num_workers={workers})", num_workers=workers)
         if cpu:  # the talk's "off-line pre-processing" into a binary format
             add(RungName.DATA_FORMAT, PACK_ONCE, data_format="memory")
-        add(RungName.HYBRIDIZE, "net.hybridize(static_alloc=True, static_shape=True)",
-            graph=Graph.STATIC)
+        add(RungName.HYBRIDIZE, "net.hybridize(static_alloc=True, static_shape=True)", graph=Graph.STATIC)
         if cpu:  # without a warm-up, lr 0.1 stalls the first epoch at chance
             add(RungName.LR_SCHEDULE, CHANGE["warm_cosine"],
                 lr_scheduler="cosine", warmup_epochs=min(1.0, sizes["epochs"]))
@@ -173,8 +168,8 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             batch_size=large, optimizer="lbsgd", lr_base_batch=128,
             warmup_epochs=min(1.0, sizes["epochs"]),
             optimizer_params=(("warmup_strategy", "linear"),))
-        add(RungName.LR_SCHEDULE, CHANGE["cosine"], lr_scheduler="cosine",
-            optimizer="sgd", optimizer_params=())
+        add(RungName.LR_SCHEDULE, CHANGE["cosine"], lr_scheduler="cosine", optimizer="sgd",
+            optimizer_params=())
     else:
         pin = gpus > 0  # page-locked memory only speeds up copies to a GPU
         add(RungName.WORKERS, f"DataLoader(num_workers={workers}, pin_memory={pin}, persistent_workers=True)",
@@ -185,8 +180,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         else:  # a batch-64 step is host-bound: only CUDA graphs remove the dispatch
             add(RungName.COMPILE, CHANGE["compile_cuda_graphs"], graph=Graph.STATIC)
         if not (cpu and cpu_left_out(engine)):
-            add(RungName.BFLOAT16, "autocast(bfloat16) + channels_last", dtype="bfloat16",
-                channels_last=True)
+            add(RungName.BFLOAT16, "autocast(bfloat16) + channels_last", dtype="bfloat16", channels_last=True)
         if cpu:
             add(RungName.LR_SCHEDULE, "one-cycle LR schedule", lr_scheduler="onecycle")
             add(RungName.DATA_ON_GPU, CHANGE["data_in_one_tensor"], data_on_gpu=True,
@@ -239,14 +233,12 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
     only, repeats = walk.only, walk.repeats
     gc = adapter(engine)
     gpus = gc.gpu_count()
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    runs_dir = runs_root(runs_dir) / f"ladder-{engine}-{stamp}"
+    runs_dir = runs_root(runs_dir) / f"ladder-{engine}-{_dt.datetime.now():%Y%m%d-%H%M%S}"
     selected = rungs(engine, gpus, quick=quick, **sizes)
     if only:
-        unknown = set(only) - {r.name for r in selected}
-        if unknown:
-            allowed = ", ".join(r.name for r in selected)
-            raise ValueError(f"unknown rung(s) {sorted(unknown)}; allowed: {allowed}")
+        if unknown := set(only) - {r.name for r in selected}:
+            raise ValueError(f"unknown rung(s) {sorted(unknown)}; "
+                             f"allowed: {', '.join(r.name for r in selected)}")
         selected = [r for r in selected if r.name in only]
     if walk.first is not None:  # the first rungs only (a summary walked in CI's smoke mode)
         selected = selected[:walk.first]
@@ -270,8 +262,8 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
             print(f"\n=== rung {rung.name}{which}: {rung.change}", flush=True)
             if rung.limit and repeat == 0:
                 print(f"    limited by {rung.limit}", flush=True)
-            new_format = before is None or (rung.cfg.data_format, rung.cfg.data_dir) != \
-                (before.data_format, before.data_dir)
+            new_format = before is None or (rung.cfg.data_format, rung.cfg.data_dir) != (
+                before.data_format, before.data_dir)
             before = rung.cfg
             try:
                 if new_format and rung.name not in prepared:  # offline: not in the run's time
@@ -296,9 +288,8 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
     if not runs:
         raise RuntimeError(f"every rung of the {engine} ladder failed (each says why above)")
     from .show import report
-    paths = report.write_report(runs, Path(out) if out else runs_dir / "report",
-                                title=f"gpu-course ladder ({engine})", varies=RUNG_SETTINGS)
-    return runs, paths
+    return runs, report.write_report(runs, Path(out) if out else runs_dir / "report",
+                                     title=f"gpu-course ladder ({engine})", varies=RUNG_SETTINGS)
 
 
 def closing_lines(engine: str, runs: list[Run], gpus: int,
@@ -311,8 +302,7 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
     if gpus == 0:
         lines.append("Left out on this CPU, their effect needs a GPU: " + "; ".join(
             left_out(what, why) for what, why in GPU_ONLY[engine]) + ".")
-        lacking = cpu_left_out(engine)
-        if lacking:
+        if lacking := cpu_left_out(engine):
             lines.append("Left out on this CPU, which lacks what they need: " + "; ".join(
                 left_out(what, why) for what, why in lacking) + ".")
         if runs and runs[0].config.get("model") == CPU_MODEL:
@@ -325,8 +315,7 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
         lines += [line for line in [threads_line(engine, runs)] if line]
     if check_accuracy and runs:
         last = runs[-1]
-        acc = metrics.val_acc(last)
-        ok = acc >= CPU_ACCURACY
+        ok = (acc := metrics.val_acc(last)) >= CPU_ACCURACY
         lines.append(f"Accuracy check: '{last.name}' reached {acc:.1%} validation accuracy; "
                      f"it must reach {CPU_ACCURACY:.0%} (chance 10%): {'met' if ok else 'MISSED'}.")
     return lines, ok
@@ -375,9 +364,9 @@ def threads_line(engine: str, runs: list[Run]) -> str | None:
 
 def _threads_ran(run) -> str:
     threads = (run.meta.get("ran") or {}).get("threads") or {}
-    count, source = threads.get("intra_op"), threads.get("intra_op_from")
-    if not count:
+    if not (count := threads.get("intra_op")):
         return "unrecorded threads"
+    source = threads.get("intra_op_from")
     return f"{count} thread{'s' if count != 1 else ''}" + (f" ({source})" if source else "")
 
 
