@@ -80,15 +80,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpu-course", description=PAGE.text("gpu_course"))
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
 
-    def verb(name: str, summary: str, func, runs_dir: bool = True, description: bool = True):
-        """A verb whose page section says the rest; runs_dir: it takes --runs-dir."""
-        p = sub.add_parser(name, help=summary, description=PAGE.text(name) if description else None)
+    summary = PAGE.means("summaries", str)   # each verb's line in `gpu-course --help`
+
+    def verb(name: str, func, runs_dir: bool = True, description: bool = True):
+        """A verb, its page section the description; runs_dir: it takes --runs-dir."""
+        p = sub.add_parser(name, help=summary[name], description=PAGE.text(name) if description else None)
         p.set_defaults(func=func)
         if runs_dir:
             p.add_argument("--runs-dir", type=_user_path, default=None)
         return p
 
-    p = verb("data", "generate the synthetic CIFAR-10 stand-in (or other data)", _data, False)
+    p = verb("data", _data, False)
     p.add_argument("--out", type=_user_path, default=None, help="default: data/")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train", type=int, default=50_000, help="training images")
@@ -97,25 +99,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder: JPEGs, a folder a class")
     p.add_argument("--classes", type=int, default=10, help="folder: classes (2-10)")
     p.add_argument("--per-class", type=int, default=300, help="folder: JPEGs per class")
-    p.add_argument("--overwrite", action="store_true", help="replace gpu-course's own data")
+    p.add_argument("--overwrite", action="store_true", help="replace gpu-course's data")
 
-    p = verb("monitor", "record GPU/CPU utilisation to a CSV", _monitor, False)
+    p = verb("monitor", _monitor, False)
     p.add_argument("--out", type=_user_path, required=True, help="CSV of GPU samples")
-    p.add_argument("--seconds", type=float, default=None, help="stop after this long")
+    p.add_argument("--seconds", type=float, default=None, help="default: until Ctrl-C")
     p.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
 
-    p = verb("watch", "run any command and say what keeps its GPU idle", _watch)
+    p = verb("watch", _watch)
     p.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
     p.add_argument("--name", default=None, help="default: the command's")
     p.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command")
 
-    verb("runs", "list recorded runs as a table", _runs, description=False)
+    verb("runs", _runs, description=False)
 
-    p = verb("run", "run one experiment from flags", _run)
+    p = verb("run", _run)
     _add_config_flags(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    p = verb("ladder", "run the whole ladder of fixes and write a report", _ladder)
+    p = verb("ladder", _ladder)
     p.add_argument("--engine", choices=_config.ENGINES, default=None,
                    help="default: $ENGINE or this machine's")
     p.add_argument("--quick", action="store_true", help="a minute on a CPU")
@@ -127,23 +129,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=1, help="interleaved walks, walk i seed + i")
     p.add_argument("--out", type=_user_path, default=None, help="report folder")
 
-    p = verb("diagnose", "say what limits a recorded run", _diagnose)
+    p = verb("diagnose", _diagnose)
     p.add_argument("run", help="run folder or id")
 
-    p = verb("distributed", "a local multi-host job and its scaling table", _distributed)
+    p = verb("distributed", _distributed)
     p.add_argument("--engine", choices=_config.ENGINES, default=None)
     p.add_argument("--nodes", type=int, default=2, help="local 'hosts'")
     p.add_argument("--procs-per-node", type=int, default=1, help="processes per host")
     p.add_argument("--quick", action="store_true", help="short, on a CPU")
 
-    p = verb("env", "what this machine is: build, CPU, GPU, shared memory, disk", _env, False)
+    p = verb("env", _env, False)
     p.add_argument("--engine", choices=_config.ENGINES, default=None, help="default: the first installed")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--no-measure", action="store_true", help="read only")
     p.add_argument("--quick", action="store_true", help="smaller measurements (seconds)")
 
-    _add_config_flags(verb("profile", "profile a few steps of an experiment and say what limits it",
-                           _profile))
+    _add_config_flags(verb("profile", _profile))
     from .sagemaker import launch as sagemaker_launch
     sagemaker_launch.add_parser(sub)
     return parser

@@ -198,8 +198,7 @@ class Experiment:
             raise ValueError(f"lr_steps={self.lr_steps!r} must be epoch numbers, e.g. (2, 4)")
         if self.lr_scheduler == "multifactor" and not self.lr_steps:
             raise ValueError("lr_scheduler='multifactor' needs lr_steps, e.g. (2, 4)")
-        if any(not (isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0
-                    and math.isfinite(s)) for s in self.lr_steps):
+        if any(not (_is_number(s) and s > 0 and math.isfinite(s)) for s in self.lr_steps):
             raise ValueError(f"lr_steps={self.lr_steps!r} must be positive, finite epoch numbers")
         if list(self.lr_steps) != sorted(self.lr_steps):
             raise ValueError(f"lr_steps={self.lr_steps!r} must be increasing")
@@ -278,8 +277,7 @@ class Experiment:
 
 def _refuse_unknown(names) -> None:
     """A ValueError naming each key that is no Experiment field."""
-    unknown = sorted(set(names) - set(Experiment.__dataclass_fields__))
-    if unknown:
+    if unknown := sorted(set(names) - set(Experiment.__dataclass_fields__)):
         said = [n + (f" (retired{'; now ' + RETIRED[n] if RETIRED[n] else ''})"
                      if n in RETIRED else "") for n in unknown]
         allowed = ", ".join(Experiment.__dataclass_fields__)
@@ -291,8 +289,7 @@ def check_gpus(requested: int, available: int) -> tuple[str, int, str | None]:
     if requested == 0:
         return "cpu", 1, None
     if available == 0:
-        notice = f"No GPU found: running on the CPU with {requested} device context(s)."
-        return "cpu", requested, notice
+        return "cpu", requested, f"No GPU found: running on the CPU with {requested} device context(s)."
     if requested > available:
         raise ValueError(f"num_gpus={requested} is too many here; allowed: 0..{available}")
     return "gpu", requested, None
@@ -301,8 +298,7 @@ def check_gpus(requested: int, available: int) -> tuple[str, int, str | None]:
 def parse_value(field_name: str, text: str) -> Any:
     """Turn a command-line/hyperparameter string into the field's type."""
     _refuse_unknown([field_name])
-    f = {f.name: f for f in fields(Experiment)}[field_name]
-    kind = str(f.type)
+    kind = str(Experiment.__dataclass_fields__[field_name].type)
     try:
         if kind.startswith("bool"):
             return BOOL_WORDS[text.strip().lower()]
@@ -342,11 +338,8 @@ def _decode(value: Any) -> Any:
 def smoke_mode(value: str | None = None) -> bool:
     """Whether GPU_COURSE_SMOKE asks for smoke mode (tiny sizes)."""
     text = os.environ.get("GPU_COURSE_SMOKE", "") if value is None else value
-    low = str(text).strip().lower()
-    if low in TRUTHY:
-        return True
-    if low in FALSY:
-        return False
+    if (low := str(text).strip().lower()) in TRUTHY + FALSY:
+        return low in TRUTHY
     on, off = ", ".join(TRUTHY), ", ".join(f for f in FALSY if f)
     raise ValueError(f"GPU_COURSE_SMOKE={text!r} is not allowed; allowed: {on} (on), {off} or unset")
 
@@ -367,8 +360,7 @@ def _finite_number(cfg: Experiment, name: str) -> None:
 
 def _followable(cfg: Experiment, name: str) -> None:
     """A path field whose links lead somewhere (a loop would fail deep in data loading)."""
-    value = getattr(cfg, name)
-    if value is None:
+    if (value := getattr(cfg, name)) is None:
         return
     if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
         raise ValueError(f"{name}={value!r} is not a folder; allowed: None or a path")
@@ -380,8 +372,7 @@ def _followable(cfg: Experiment, name: str) -> None:
 
 def _pairs(params: Any) -> tuple:
     """optimizer_params as ((name, value), ...): from a dict or from pairs."""
-    if isinstance(params, dict):
-        params = params.items()
+    params = params.items() if isinstance(params, dict) else params
     try:
         pairs = None if isinstance(params, (str, bytes)) else [tuple(p) for p in params]
     except TypeError:
@@ -436,12 +427,10 @@ BOOL_WORDS = {**{w: True for w in TRUTHY}, **{w: False for w in FALSY if w}}
 def _boolean(cfg: Experiment, name: str) -> None:
     """A yes/no field as a real bool from True/False, 1/0 or one of BOOL_WORDS."""
     value = getattr(cfg, name)
-    if isinstance(value, bool):
-        return
     if isinstance(value, str) and value.strip().lower() in BOOL_WORDS:
         object.__setattr__(cfg, name, BOOL_WORDS[value.strip().lower()])
     elif type(value).__name__ in ("bool_", "bool8") or (isinstance(value, int) and value in (0, 1)):
-        object.__setattr__(cfg, name, bool(value))   # numpy's bool, or 1/0
+        object.__setattr__(cfg, name, bool(value))   # a bool, numpy's bool, or 1/0
     else:
         raise ValueError(f"{name}={value!r} must be True or False (or {', '.join(BOOL_WORDS)})")
 

@@ -8,7 +8,6 @@ import sys
 from enum import Enum
 from pathlib import Path
 
-TEXT_DIR = Path(__file__).resolve().parent / "lessons" / "text"   # the lessons' pages
 WHERE = ("gpu", "cpu")   # `show.findings.Where`'s values
 _ITEM = re.compile(r"- ([^:]+): (.*)")
 
@@ -58,8 +57,8 @@ class Page:
         """Section `name` as {key: paragraph, or {where: paragraph}}: each item's first part
         read as `keys` (an enum by its value, or str; default `Outcome`), the rest as where it
         applies. (The enums are imported here, not above: the CLI reads pages without them.)"""
-        from .show.findings.declarations import Outcome, Where
-        keys = Outcome if keys is None else keys
+        if keys is None:
+            from .show.findings.declarations import Outcome as keys
         at = f"{self.path.name}: section {name!r}"   # where a malformed line is
         items: list[list[str]] = []
         for line in self._lines(name):
@@ -88,6 +87,7 @@ class Page:
                     raise ValueError(f"{at}: {first!r} twice")
                 out[head] = paragraph
                 continue
+            from .show.findings.declarations import Where
             place = tuple(Where(p) if p in WHERE else p for p in where)
             inner = out.setdefault(head, {})
             if isinstance(inner, str):

@@ -70,12 +70,12 @@ RUNGS = Lesson(
     compares=(Compare(varies=("num_workers", "data_format", "data_on_gpu"), gpu=Expect.FASTER,
                       cpu=Expect.FASTER, means=PAGE.means("rungs")),),
     changes=True, fastest=True, diagnose=True,
-    columns={"data_wait_share": "Share of its steady time each rung waited for data"},
+    columns=PAGE.means("rungs_columns", str),
     cpu=PAGE.means("no_gpu", str))
 
 CACHE_NOTES = tuple(Note(cache_state, (state,), text, judged=state in ("cold", "warm"))
                     for state, text in PAGE.means("cache_notes", str).items())
-CACHED = {"cached_at_start": "Share of its file cached at each epoch's start (mean)"}
+CACHED = PAGE.means("cached_columns", str)
 PAGE_CACHE = Lesson(
     compares=(Compare(varies=("page_cache",), gpu=Expect.FASTER, cpu=Expect.FASTER,
                       means=PAGE.means("page_cache")),),
@@ -88,7 +88,7 @@ BY_ORDER = Lesson(
 
 DISK = Lesson(
     compares=(),
-    columns={"MB/s": "MB/s of each read", "KB a read": "KB a read on average"},
+    columns=PAGE.means("disk_columns", str),
     quotes=(Quote("a disk reads about", talk.LECTURE_DISK_MB_S, "{:,} MB/s"),
             Quote("NVMe about", talk.LECTURE_NVME_MB_S, "{:,} MB/s")),
     source=talk.LECTURE, after=PAGE.text("disk_after"))

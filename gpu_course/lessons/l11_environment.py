@@ -44,10 +44,7 @@ BENCH = Lesson(
 )
 RUN = Lesson(
     compares=(),
-    last_row={"num_workers": "{} loader workers for each training process",
-              "training processes": "training processes {} (one a GPU, at least one)",
-              "usable cores": "usable cores {}", "the talk's workers": "the talk's rule gives {}",
-              "cores": "on these {} cores"},
+    last_row=PAGE.means("run_last_row", str),
     by_sign={"num_workers": PAGE.means("loader_workers", Sign)},
     flags=(Flag("machine", {SHARED: PAGE.text("shared_cores")},
                 cells={"other programs' cores": "other programs' cores"}),),
@@ -78,11 +75,7 @@ SHM = Lesson(
     compares=(), key="path", source="Docker", hardware="a container started without "
     "--shm-size or --ipc=host", quotes=(Quote("/dev/shm", 64, "{} MiB"),),
     empty=PAGE.text("no_shm"),
-    last_row={"size (MiB)": "{} MiB", "free (MiB)": "{} MiB free", "batches that fit":
-              "room for {} collated batches of 64 CIFAR images", "CIFAR batch of 64 (MiB)":
-              "{} MiB each", "loader workers": "{} loader workers", "batches in flight":
-              "{} batches in flight (two a worker)", "224-pixel batch of 64 (MiB)":
-              "at ImageNet's 224-pixel size a batch of 64 is {} MiB"},
+    last_row=PAGE.means("shm_last_row", str),
     by_sign={"room beyond them": PAGE.means("shm_room", Sign)})
 LINKS = Lesson(
     compares=(), key="link", source=talk.LECTURE, hardware="read bandwidth",

@@ -25,10 +25,8 @@ SIZES = {
     "check": dict(train_size=5_000),
 }
 OWN_SIZES = ("active", "ceiling_steps", "input_steps", "torch_threads", "wait", "warmup")
-INPUT = Lesson(compares=(), key="function", last_row={
-    "own_%": "the input pipeline's costliest function under cProfile, {} of the time in its code",
-    "calls": "over {} calls", "own_per_call_ms": "{} ms a call"})
 PAGE = Page.of(__name__)   # the paragraphs: text/l12_profilers.md
+INPUT = Lesson(compares=(), key="function", last_row=PAGE.means("input_last_row", str))
 LIMITS = Lesson(
     compares=(), columns={"% of step": "The trace's split of a profiled step"},
     flags=(
@@ -111,10 +109,7 @@ HTA = Lesson(compares=(), key="trace", flags=(
 
 YOUR_TRACE = PAGE.text("your_trace")
 KERNELS = Reading(
-    key="trace", each={"kernels (ms a step)": "{} ms of kernel time a step",
-                       "largest kind": "the largest part {}", "largest (ms a step)": "{} ms",
-                       "largest (% of kernels)": "{} of it",
-                       "GPU busy": "the GPU busy {} of the span of its trace", "GPU idle": "idle {}"},
+    key="trace", each=PAGE.means("kernels_each", str),
     formats={"largest (% of kernels)": "{:.0f}%", "GPU busy": "{:.0%}", "GPU idle": "{:.0%}"},
     text=(PAGE.text("kernels"), YOUR_TRACE))
 

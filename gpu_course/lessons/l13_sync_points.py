@@ -66,8 +66,7 @@ EVENTS_GAP = Compare(varies=("timer",), gpu=Expect.SAME,
                                          EVENTS_READ))
 TRAP = Lesson(
     compares=(SYNC_GAP, EVENTS_GAP),
-    columns={"pass_ms": "Milliseconds a pass, the median of the timed passes",
-             "images_per_sec": "Images/s that median gives"},
+    columns=PAGE.means("trap_columns", str),
     cpu=PAGE.means("trap_no_gpu", str))
 
 RUNS = Lesson(
@@ -80,7 +79,7 @@ RUNS = Lesson(
 
 SYNCS = Lesson(
     compares=(),
-    columns={"calls": "Calls that made the host wait for the GPU, by line, most first"},
+    columns=PAGE.means("sync_columns", str),
     empty=PAGE.text("no_syncs"), cpu=PAGE.text("syncs_no_gpu"))
 
 _UNSET = object()   # syncs not passed at all (None: passed, with no GPU to watch)

@@ -13,4 +13,5 @@ from .judge import DIRECTIONS, wait_blocks
 from . import ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15, ex16  # noqa: F401  (registers each lesson's exercises)
 
 __all__ = ["EXERCISES", "MARK", "SOLUTIONS", "TRACKS", "DIRECTIONS", "Contradicted", "Exercise", "NotYet",
-           "Result", "check", "exercise", "find", "solution", "solution_sections", "solution_text", "wait_blocks"]
+           "Result", "check", "exercise", "find", "solution", "solution_sections", "solution_text",
+           "wait_blocks"]

@@ -47,16 +47,13 @@ UNFINISHED = "'{name}' did not finish (status {status}): fix the error above, th
 
 def finished_runs(runs, least: int, what: str) -> list:
     """The runs as a flat list of at least `least` records, each finished."""
-    runs = [] if runs is None else list(runs) if isinstance(runs, (list, tuple)) else [runs]
-    runs = [r for r in runs if r is not None]
-    bad = [r for r in runs if not (hasattr(r, "config") and hasattr(r, "meta"))]
-    if bad:
+    runs = [r for r in (runs if isinstance(runs, (list, tuple)) else [runs]) if r is not None]
+    if bad := [r for r in runs if not (hasattr(r, "config") and hasattr(r, "meta"))]:
         raise NotYet(f"{bad[0]!r} is not a run record: pass what gc.train or gc.record returned")
     if len(runs) < least:
         raise NotYet(f"{len(runs)} run(s) so far; {what}. Edit the lines marked {MARK} and rerun.")
     for run in runs:
-        status = metrics.status(run)
-        if status != "finished":
+        if (status := metrics.status(run)) != "finished":
             raise NotYet(STATUS.get(status, UNFINISHED).format(name=run.name, status=status))
     return runs
 
@@ -75,8 +72,7 @@ def alike_but(a, b, varies: tuple, what: str) -> None:
     other = alike.differences(a, b, varies=varies)
     other.pop(alike.Aspect.LOAD, None)
     if other:
-        names = [metrics.representative(r).name for r in (a, b)]
-        differ = alike.words(other, *names)
+        differ = alike.words(other, *[metrics.representative(r).name for r in (a, b)])
         raise NotYet(f"the runs differ in more than {what}: {differ}. Change {what} alone.")
 
 
@@ -103,8 +99,7 @@ def speed_verdict(a, b, setting: str, lesson: str, also: tuple = ()) -> noise.Ve
 
 def expects(predict: Predict, answer, **fields):
     """What `answer` predicts (`predict.answers`); NotYet asking for one where it is none."""
-    wrong = predict.wrong(answer, **fields)
-    if wrong:
+    if wrong := predict.wrong(answer, **fields):
         raise NotYet(wrong)
     return predict.answers[answer]
 
@@ -133,8 +128,7 @@ def judge_prediction(answer, verdict: noise.Verdict, a, b, untested=()) -> str:
 
 
 def wait_words(run) -> str:
-    share = metrics.data_wait_share(run)
-    return "not measured" if not math.isfinite(share) else f"{share:.0%}"
+    return f"{share:.0%}" if math.isfinite(share := metrics.data_wait_share(run)) else "not measured"
 
 
 wait_blocks = metrics.wait_blocks
