@@ -44,9 +44,8 @@ def size_mode() -> SizeMode:
         raise ValueError(f"GPU_COURSE_SIZE={text!r} is not a size; allowed: "
                          + ", ".join(m.value for m in SizeMode)) from None
     if smoke and mode is not SizeMode.SMOKE:
-        flag = os.environ.get("GPU_COURSE_SMOKE")
-        raise ValueError(f"GPU_COURSE_SIZE={text!r} contradicts GPU_COURSE_SMOKE={flag!r}: "
-                         "unset one")
+        raise ValueError(f"GPU_COURSE_SIZE={text!r} contradicts "
+                         f"GPU_COURSE_SMOKE={os.environ.get('GPU_COURSE_SMOKE')!r}: unset one")
     return mode
 
 
@@ -66,8 +65,7 @@ class Sizes(dict):
     attribute (`SIZES.batches`); a name neither a field nor `own` (a typo) is refused."""
 
     def __init__(self, values: dict, own=()):
-        stray = sorted(set(values) - _FIELDS - set(own))
-        if stray:
+        if stray := sorted(set(values) - _FIELDS - set(own)):
             near = {n: difflib.get_close_matches(n, _FIELDS | set(own), 1) for n in stray}
             raise ValueError(
                 "size(s) " + ", ".join(n + (f" (did you mean {near[n][0]}?)" if near[n] else "")
@@ -88,10 +86,9 @@ class Sizes(dict):
         return "Sizes(" + ", ".join(f"{k}={v!r}" for k, v in self._all.items()) + ")"
 
     def replace(self, **changes) -> "Sizes":
-        unknown = sorted(set(changes) - set(self._all))
-        if unknown:
-            allowed = ", ".join(sorted(self._all))
-            raise ValueError(f"{', '.join(unknown)}: not a size of this lesson; allowed: {allowed}")
+        if unknown := sorted(set(changes) - set(self._all)):
+            raise ValueError(f"{', '.join(unknown)}: not a size of this lesson; "
+                             f"allowed: {', '.join(sorted(self._all))}")
         for name, value in changes.items():
             _same_kind(name, self._all[name], value)
         return Sizes({**self._all, **changes}, self._own)
@@ -125,8 +122,7 @@ def sizes(number, smoke: bool | None = None, mode: SizeMode | None = None,
     table = module.SIZES
     if mode is None:
         mode = size_mode() if smoke is None else SizeMode.SMOKE if smoke else SizeMode.FULL
-    mode = SizeMode(mode)
-    if mode is SizeMode.CHECK:
+    if (mode := SizeMode(mode)) is SizeMode.CHECK:   # the full sizes, with the check's changes
         values = {**COMMON["full"], **table["full"], **table["check"]}
     else:
         values = {**COMMON[mode.value], **table[mode.value]}
@@ -145,13 +141,11 @@ def show(runs=None, lesson=None, chart: bool = True, **context) -> None:
     table is made from (`kernels=` in lesson 12)."""
     from ..show import plots, report, tables
     module = module_of(lesson) if lesson is not None else None
-    frame = module.table(runs, **context) if module is not None and hasattr(module, "table") \
-        else report.ladder_table(runs)
+    frame = module.table(runs, **context) if hasattr(module, "table") else report.ladder_table(runs)
     _display(tables.show(frame))
     if chart and runs:
         _display(plots.throughput(runs))
-    caption = module.caption(runs) if module is not None and hasattr(module, "caption") else None
-    if caption:
+    if caption := hasattr(module, "caption") and module.caption(runs):
         print(caption)
 
 
@@ -173,8 +167,8 @@ def _point_to_executed_copy(number, runs) -> None:
         return
     _POINTED.add((*engines, lesson))
     for device, path in executed_copies(*engines, lesson):
-        where = path.relative_to(REFERENCE_ROOT).as_posix()
-        print(f"This lesson as it ran on one {device}, with outputs: gpu_course/reference/{where}")
+        print(f"This lesson as it ran on one {device}, with outputs: "
+              f"gpu_course/reference/{path.relative_to(REFERENCE_ROOT).as_posix()}")
 
 
 def _flat(runs):

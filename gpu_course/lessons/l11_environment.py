@@ -58,10 +58,7 @@ GPU = Lesson(
     compares=(), key="GPU", quotes=(LECTURE_PCIE,), source=talk.LECTURE, hardware="a GPU on 8 PCIe lanes",
     empty=PAGE.text("no_gpu"),
     flags=(Flag("read", {"in part": PAGE.text("read_in_part")}, cells={"error": "error"}),
-           Flag("clock", PAGE.means("clock", Clock), cells={
-               "SM clock (MHz)": "SM clock (MHz)", "SM max (MHz)": "of", "SM % of max":
-               "% of max", "power (W)": "drawing (W)", "power limit (W)": "limit (W)",
-               "temperature (°C)": "at (°C)", "clock-event reasons": "clock-event reasons"}),
+           Flag("clock", PAGE.means("clock", Clock), cells=PAGE.means("clock_cells", str)),
            Flag("power", {BELOW_DEFAULT: PAGE.text("power_below_default")},
                 cells={"power limit (W)": "limit (W)", "default limit (W)": "default (W)"}),
            Flag("link", PAGE.means("link", Link),

@@ -27,25 +27,17 @@ SIZES = {
 OWN_SIZES = ("active", "ceiling_steps", "input_steps", "torch_threads", "wait", "warmup")
 PAGE = Page.of(__name__)   # the paragraphs: text/l12_profilers.md
 INPUT = Lesson(compares=(), key="function", last_row=PAGE.means("input_last_row", str))
+CELLS = {name: PAGE.means(f"{name}_cells", str) for name in ("trace", "launch", "timers", "ceilings")}
 LIMITS = Lesson(
     compares=(), columns={"% of step": "The trace's split of a profiled step"},
     flags=(
-        Flag("trace", PAGE.means("trace", str),
-             cells={"profiled steps": "profiled steps", "trace file": "in the runs folder",
-                    "input_bound_from": "input-bound from"}),
-        Flag("launch", {LAUNCH_BOUND: PAGE.text("launch_bound")},
-             cells={"host launch calls (s)": "host launch calls (s)",
-                    "device kernels (s)": "device kernels (s)"}),
+        Flag("trace", PAGE.means("trace", str), cells=CELLS["trace"]),
+        Flag("launch", {LAUNCH_BOUND: PAGE.text("launch_bound")}, cells=CELLS["launch"]),
         Flag("step timers", PAGE.means("step_timers", str),   # too few steps: the "steps" flag
-             cells={"data_wait_share": "waiting for data", "input_bound_from":
-                    "input-bound from", "steady steps": "steady steps"}),
+             cells=CELLS["timers"]),
         Flag("steps", {TOO_FEW: PAGE.text("too_few_steps")},
              cells={"steady steps": "steady steps", "steady steps needed": "needed"}),
-        Flag("ceilings", PAGE.means("ceilings", Ceilings),
-             cells={"compute ceiling (samples/s)": "compute ceiling (samples/s)",
-                    "input ceiling (samples/s)": "input ceiling (samples/s)",
-                    "of_compute_ceiling": "run ÷ compute ceiling",
-                    "of_input_ceiling": "run ÷ input ceiling"}),
+        Flag("ceilings", PAGE.means("ceilings", Ceilings), cells=CELLS["ceilings"]),
         Flag("above", {ABOVE: PAGE.text("above_ceiling")}),
         Flag("agreement", {Agreement.AGREE: "", **PAGE.means("agreement", Agreement)},
              cells={"profiler": "the profiler", "ceilings verdict": "the ceilings"})))

@@ -71,7 +71,7 @@ def _benches(records) -> tuple[dict, dict]:
         raise NotYet(f"{bad[0]!r:.80} is not a benchmark: pass what env.bench returned")
     if len(records) < 2:
         raise NotYet(f"{len(records)} benchmark(s) so far; the exercise compares two: the usable "
-                     f"cores' count and yours. Edit the lines marked {MARK} and rerun.")
+                     f"cores' count and yours, set at {MARK}.")
     return records[0], records[1]
 
 

@@ -92,8 +92,8 @@ def speed_verdict(a, b, setting: str, lesson: str, also: tuple = ()) -> noise.Ve
     """b's samples/s against a's, judged against noise; NotYet where the runs are too short."""
     verdict = noise.compare(a, b, varies=(setting, *also))
     if verdict.kind in (noise.Kind.TOO_FEW, noise.Kind.NOT_MEASURED):
-        raise NotYet(f"'{b.name}' against '{a.name}': {verdict}. Use a larger "
-                     f"gc.sizes(\"{lesson}\", exercise_size=...), then rerun.")
+        raise NotYet(f"'{b.name}' against '{a.name}': {verdict}. Rerun a larger "
+                     f"gc.sizes(\"{lesson}\", exercise_size=...).")
     return verdict
 
 
