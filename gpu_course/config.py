@@ -83,8 +83,6 @@ class PageCache(StrEnum):
     DROP = "drop"
 
 
-SAMPLE_ORDERS = tuple(SampleOrder)
-PAGE_CACHES = tuple(PageCache)
 DTYPES = ("float32", "float16", "bfloat16")
 MOCKS = ("none", "loader", "trainer")
 # PyTorch's "lars" and "signum" are the course's own; "nag" is SGD with nesterov=True
@@ -169,7 +167,7 @@ class Experiment:
             _finite_number(self, name)
         for name, allowed in (("engine", ENGINES), ("dataset", DATASETS + (OWN,)),
                               ("augment", AUGMENTS), ("data_format", DATA_FORMATS),
-                              ("sample_order", SAMPLE_ORDERS), ("page_cache", PAGE_CACHES),
+                              ("sample_order", tuple(SampleOrder)), ("page_cache", tuple(PageCache)),
                               ("dtype", DTYPES), ("mock", MOCKS)):
             _choice(self, name, allowed)
         object.__setattr__(self, "graph", Graph.of(self.graph).value)

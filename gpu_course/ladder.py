@@ -377,8 +377,7 @@ def latest_ladder(engine: str, runs_dir=None) -> list:
     from .measure.records import load_runs
     root = runs_root(runs_dir)
     for folder in sorted((p for p in root.glob(f"ladder-{engine}-*") if p.is_dir()), reverse=True):
-        runs = [r for r in load_runs(folder) if metrics.engine(r) == engine]
-        if runs:
+        if runs := [r for r in load_runs(folder) if metrics.engine(r) == engine]:
             groups: dict = {}
             for run in runs:
                 groups.setdefault(run.name, []).append(run)

@@ -62,8 +62,7 @@ class Page:
         at = f"{self.path.name}: section {name!r}"   # where a malformed line is
         items: list[list[str]] = []
         for line in self._lines(name):
-            match = _ITEM.fullmatch(line)
-            if match:
+            if match := _ITEM.fullmatch(line):
                 items.append([match[1], match[2].strip()])
             elif items and line.startswith("  "):
                 items[-1][1] += " " + line.strip()

@@ -36,11 +36,10 @@ LESSON = Lesson(
 
 def constant_run(runs):
     """The run with no schedule (`lr_scheduler="none"`): the base of every comparison."""
-    found = [r for r in runs if (r.config.get("lr_scheduler") or CONSTANT) == CONSTANT]
-    if not found:
-        have = [r.config.get("lr_scheduler") for r in runs]
-        raise ValueError(f"no run has lr_scheduler={CONSTANT!r}; the runs' schedules: {have}")
-    return found[0]
+    if found := [r for r in runs if (r.config.get("lr_scheduler") or CONSTANT) == CONSTANT]:
+        return found[0]
+    have = [r.config.get("lr_scheduler") for r in runs]
+    raise ValueError(f"no run has lr_scheduler={CONSTANT!r}; the runs' schedules: {have}")
 
 
 def table(runs) -> pd.DataFrame:

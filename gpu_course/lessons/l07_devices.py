@@ -92,12 +92,9 @@ MEASURED = Reading(
            Mark("lost is", (SHORTER,), PAGE.text("lost_shorter"))),
     limits=(Limit("steady steps", metrics.MIN_STEADY_STEPS, words="steady steps", fmt="{:.0f}",
                   text=PAGE.text("too_few_steps")),
-            Limit("implied bandwidth (GB/s)", PCIE_X8_GBPS, row=talk_row(),
-                  words=PAGE.text("implied_bandwidth"), fmt="{:.3g} GB/s",
-                  text=PAGE.text("far_below_pcie")),
-            Limit("implied bandwidth (GB/s)", PCIE_X8_GBPS, above=True, row=talk_row(),
-                  words=PAGE.text("implied_bandwidth"), fmt="{:.3g} GB/s",
-                  text=PAGE.text("pcie_carries"))))
+            *(Limit("implied bandwidth (GB/s)", PCIE_X8_GBPS, above=above, row=talk_row(),
+                    words=PAGE.text("implied_bandwidth"), fmt="{:.3g} GB/s", text=PAGE.text(text))
+              for above, text in ((False, "far_below_pcie"), (True, "pcie_carries")))))
 # the model's steps of machines not measured here: (label, step seconds, gradient bytes)
 TALK = distributed.TALK
 MODELLED = (("a V100 step (the talk)", TALK["batch"] / TALK["samples_per_sec_1"], TALK["grad_bytes"]),

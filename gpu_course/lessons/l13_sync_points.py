@@ -99,6 +99,6 @@ def conclude(runs=None, trap=None, device=None, syncs=_UNSET) -> Closing:
         raise ValueError("none was passed: pass runs, trap= (timed passes, with device=) or syncs=")
     runs, ways = list(runs), {loss_read(r) for r in runs}
     if not {EACH_STEP, AT_THE_END} <= ways:
-        raise ValueError(f"the runs' notes say loss_read={sorted(map(str, ways))}: pass runs of both {EACH_STEP!r} "
-                         f"and {AT_THE_END!r}, each noted with rec.note(loss_read=...)")
+        raise ValueError(f"the runs' notes say loss_read={sorted(map(str, ways))}: pass runs of both "
+                         f"{EACH_STEP!r} and {AT_THE_END!r}, each noted with rec.note(loss_read=...)")
     return judge(RUNS, runs, runs_table(runs))

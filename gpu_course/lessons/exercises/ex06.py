@@ -18,8 +18,7 @@ def _race(runs, answer) -> str:
     from ..l06_schedules import CONSTANT, SCHEDULE_FIELDS
     runs = finished_runs(runs, 2, RUNS)
     schedule = {r: alike.value(r, "lr_scheduler") for r in runs}
-    constant = next((r for r in runs if schedule[r] == CONSTANT), None)
-    if constant is None:
+    if (constant := next((r for r in runs if schedule[r] == CONSTANT), None)) is None:
         raise NotYet(f"no run has the constant rate, lr_scheduler='{CONSTANT}': add one.")
     if len(set(schedule.values())) < len(runs):
         raise NotYet(f"a schedule ran twice ({', '.join(sorted(map(str, schedule.values())))}): "

@@ -23,8 +23,8 @@ def _steady(runs, answer) -> str:
     marks = capstone.grade(given, mine)
     missing = [m for m in marks if not m.met]
     if given.path == mine.path:
-        raise NotYet(f"'{mine.name}' is the job as given: make it steady at {MARK}, then rerun. "
-                     + _words(missing))
+        raise NotYet(f"'{mine.name}' is the job as given, the run yours is graded against: make it "
+                     f"steady at {MARK}, then rerun. {_words(missing)}")
     if missing:   # measured only where every criterion missed is one the machine's load can move
         refuse = Contradicted if all(m.measured for m in missing) else NotYet
         raise refuse(f"{len(missing)} of {len(marks)} criteria not met, against '{given.name}' "
