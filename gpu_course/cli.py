@@ -61,9 +61,8 @@ def _os_error(err: OSError) -> str:
 def _inside(path, folder) -> bool:
     """Whether `path` lies in `folder` (either may start with ~ or be relative)."""
     try:
-        Path(path).expanduser().resolve().relative_to(Path(folder).expanduser().resolve())
-        return True
-    except (ValueError, OSError, RuntimeError):
+        return Path(path).expanduser().resolve().is_relative_to(Path(folder).expanduser().resolve())
+    except (OSError, RuntimeError):
         return False
 
 

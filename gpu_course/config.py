@@ -179,14 +179,14 @@ class Experiment:
         _followable(self, "data_dir")
         for name in ("train_size", "test_size", "batch_size", "epochs", "image_size",
                      "prefetch_factor"):
-            _at_least(self, name, 1)
+            at_least(name, getattr(self, name), 1)
         for name in ("num_workers", "num_gpus", "warmup_steps", "seed"):
-            _at_least(self, name, 0)
+            at_least(name, getattr(self, name), 0)
         if self.seed > SEED_MAX:
             raise ValueError(f"seed={self.seed!r} is too large; allowed: 0..{SEED_MAX}")
         for name in ("max_steps", "lr_base_batch"):
             if getattr(self, name) is not None:
-                _at_least(self, name, 1)
+                at_least(name, getattr(self, name), 1)
         if self.threads is not None and (not isinstance(self.threads, int)
                                          or isinstance(self.threads, bool) or self.threads < 1):
             raise ValueError(f"threads={self.threads!r} must be None or an integer >= 1")
@@ -441,8 +441,8 @@ def _choice(cfg: Experiment, name: str, allowed: tuple, by_engine: dict | None =
         raise ValueError(f"{name}={value!r} is not allowed{hint}; allowed: {', '.join(allowed)}")
 
 
-def _at_least(cfg: Experiment, name: str, low: int) -> None:
-    value = getattr(cfg, name)
+def at_least(name: str, value, low: int) -> None:
+    """A whole number setting (a field, repeats) of at least `low`, else a ValueError naming it."""
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
         raise ValueError(f"{name}={value!r} must be an integer >= {low}")
 

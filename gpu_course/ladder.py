@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Experiment, Graph
+from .config import Experiment, Graph, at_least
 from .measure.records import OutOfMemory, Run, runs_root, load_run, update_meta
 from .rungs import LESSON, RungName
 from .page import Page
@@ -51,6 +51,7 @@ def cpu_left_out(engine: str) -> list[tuple[RungName, str]]:
 
 
 PACK_ONCE = PAGE.text("pack_once")
+LEFT_OUT = PAGE.means("left_out", str)   # what a CPU ladder leaves out: needs a GPU, or this CPU lacks
 NAIVE_LIMIT = PAGE.means("naive_limit", str)
 NO_RUNG_BEFORE, DEFAULT_THREADS, MXNET_THREADS, LOOSE = (PAGE.text(name) for name in (
     "no_rung_before", "default_threads", "mxnet_threads", "loose_photos"))
@@ -219,8 +220,7 @@ class Walk:
     repeats: int = 1
 
     def __post_init__(self):
-        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or self.repeats < 1:
-            raise ValueError(f"repeats={self.repeats!r} must be an integer >= 1")
+        at_least("repeats", self.repeats, 1)
         if self.only is not None:
             object.__setattr__(self, "only", tuple(self.only))
 
@@ -300,10 +300,10 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
     runs = [metrics.representative(r) for r in runs]  # a group of repeats: its median run
     lines, ok = [], True
     if gpus == 0:
-        lines.append("Left out on this CPU, their effect needs a GPU: " + "; ".join(
+        lines.append(LEFT_OUT["gpu"] + " " + "; ".join(
             left_out(what, why) for what, why in GPU_ONLY[engine]) + ".")
         if lacking := cpu_left_out(engine):
-            lines.append("Left out on this CPU, which lacks what they need: " + "; ".join(
+            lines.append(LEFT_OUT["cpu"] + " " + "; ".join(
                 left_out(what, why) for what, why in lacking) + ".")
         if runs and runs[0].config.get("model") == CPU_MODEL:
             lines.append(f"The CPU ladder trains '{CPU_MODEL}': ResNet-20 learns too slowly on a CPU.")

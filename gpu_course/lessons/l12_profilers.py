@@ -29,7 +29,7 @@ PAGE = Page.of(__name__)   # the paragraphs: text/l12_profilers.md
 INPUT = Lesson(compares=(), key="function", last_row=PAGE.means("input_last_row", str))
 CELLS = {name: PAGE.means(f"{name}_cells", str) for name in ("trace", "launch", "timers", "ceilings")}
 LIMITS = Lesson(
-    compares=(), columns={"% of step": "The trace's split of a profiled step"},
+    compares=(), columns=PAGE.means("limits_columns", str),
     flags=(
         Flag("trace", PAGE.means("trace", str), cells=CELLS["trace"]),
         Flag("launch", {LAUNCH_BOUND: PAGE.text("launch_bound")}, cells=CELLS["launch"]),

@@ -35,7 +35,7 @@ SWEEP = Lesson(
         varies=("batch_size",), metric=Metric.ACTIVATIONS_PER_IMAGE,
         gpu=Expect.SAME, cpu=Expect.SAME,
         means=PAGE.means("activations_per_image")),),
-    columns={"activations_mib": "Activations at the peak, MiB"},
+    columns=PAGE.means("sweep_columns", str),
     last_row=PAGE.means("sweep_last_row", str),
     by_sign={"counted_gap": PAGE.means("counted_gap", Sign),
              "held_rest_mib": PAGE.means("held_rest", Sign),

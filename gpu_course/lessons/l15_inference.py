@@ -42,9 +42,7 @@ PAGE = Page.of(__name__)   # the paragraphs: text/l15_inference.md
 MISSING = PAGE.means("missing", Package)
 BATCHING = PAGE.means("batching")
 FLAGS = (
-    Flag("outputs", PAGE.means("outputs", Outputs),
-         cells={"against": "against", "max_rel_diff": "max |difference| / max |output|",
-                "tolerance": "tolerance", "top1_same": "top-1 the same on"}),
+    Flag("outputs", PAGE.means("outputs", Outputs), cells=PAGE.means("outputs_cells", str)),
     Flag("tail", {inference.LONG_TAIL: PAGE.text("long_tail")},
          cells={**LATENCY, "p99_p50": "p99/p50"}, worst="p99_p50"),
     Flag("machine", {inference.BUSY: PAGE.text("busy_machine")},
@@ -108,8 +106,7 @@ def conclude(records=None, cpu=None, gpu=None, not_installed=()) -> Closing:
                          + ("none was passed" if records is None else "both were passed"))
     on_gpu = gpu is not None
     records = inference.checked(gpu if on_gpu else records, allow_empty=on_gpu, where=on_gpu)
-    rows = [Row(inference.rung(r), {"model": r["model"], "variant": r["variant"],
-                                    "batch": r["batch"]},
+    rows = [Row(inference.rung(r), {k: r[k] for k in ("model", "variant", "batch")},
                 tuple(inference.block_rates(r)), inference.blocks_how(r), on_gpu)
             for r in records]
     frame = table(records, cpu["usable"] if cpu else None) if records else None
