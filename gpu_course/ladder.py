@@ -139,7 +139,6 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     # epochs, 1024 did not (reference/recipes-cpu/); a CPU gains nothing from huge batches
     large = 256 if gpus == 0 or quick else 640 if engine == "gluon" else 512
     cpu = gpus == 0  # the rungs a CPU can show; GPU_ONLY says which are left out
-    # on a CPU: the tiny network, reading photos (loose JPEGs) until the data-format rung
     data = {"model": CPU_MODEL, "dataset": "folder", "data_format": "loose",
             "data_dir": str(photo_folder(sizes["train_size"], sizes["test_size"]))} if cpu else {}
     base = Experiment(name=RungName.NAIVE, engine=engine, batch_size=64, num_workers=1,

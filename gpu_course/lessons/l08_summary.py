@@ -19,8 +19,7 @@ from ..show.findings import (Column, Compare, Expect, Lesson, Mark, Note, Page, 
 from . import talk
 
 SIZES = {
-    # the ladder's own sizes (ladder.default_sizes): full, or `gpu-course ladder --quick`;
-    # aot_eager only traces (seconds on a CPU), inductor compiles (minutes on a CPU)
+    # the ladder's sizes (ladder.default_sizes) or --quick's; aot_eager only traces (seconds on a CPU)
     "full": dict(quick=False, ladder_train_size=None, ladder_test_size=None,
                  compile_backend="inductor", ladder_rungs=None,
                  # exercise 08.1's runs (None: the ladder's own)
@@ -29,8 +28,7 @@ SIZES = {
     # the first four rungs: the summary's code path in a minute
     "smoke": dict(quick=True, ladder_train_size=512, ladder_test_size=256,
                   compile_backend="aot_eager", ladder_rungs=4,
-                  # 26 steady steps (a noise verdict) after 6 of warm-up: a fresh process's
-                  # first steps ran ten times slower
+                  # 26 steady steps after 6 of warm-up: a fresh process's first ran 10x slower
                   exercise_rungs=3, exercise_size=1_024, exercise_epochs=1, exercise_batch=32,
                   exercise_warmup_steps=6,
                   # beside two loader workers on CI's 2 cores, a thread a core ran 5x slower

@@ -20,7 +20,8 @@ def _graph(runs, answer) -> str:
     before, after = finished_runs(runs, 2, RUNS)[:2]
     only_change(before, after, "graph", also=(BACKEND,))
     if alike.value(before, "graph") != "eager":
-        raise NotYet(f"'{before.name}' ran graph={alike.shown(before, 'graph')}: the first run is eager.")
+        raise NotYet(f"'{before.name}' ran with graph={alike.shown(before, 'graph')}: the first run "
+                     "is as written (eager).")
     verdict = speed_verdict(before, after, "graph", "03", also=(BACKEND,))
     said = judge_prediction(answer, verdict, before, after, UNTESTED)
     step, batch = metrics.steadiness(before)["step_p50_s"], int(before.config.get("batch_size") or 0)

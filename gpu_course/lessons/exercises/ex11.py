@@ -22,8 +22,7 @@ PASSES = Predict("prediction", SPEED.answers, "what you expect of '{b}' against 
     Outcome.CANNOT_JUDGE: "your prediction, {answer}, is untested: {pair} is {verdict}, but "
                           "{crowded}: " + PAGE.text("crowded") + " " + QUIET,
     Outcome.OPPOSITE: "you predicted {answer}, but {pair} is {verdict}. " + PAGE.text("opposite")})
-# what the thread count did, in lesson 11's words where it has them: by (more threads than
-# cores, the verdict's kind, other programs crowding the machine), the most specific key first
+# what the thread count did: by (more threads than cores, verdict's kind, crowded), most specific first
 MORE, FEWER = (BENCH.compares[n].means for n in (2, 1))
 WHY = {
     (True, noise.Kind.SLOWER): "{threads} threads take turns on {cores} cores, and an OpenMP "

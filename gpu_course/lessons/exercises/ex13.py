@@ -10,8 +10,7 @@ from .base import MARK, NotYet, exercise
 from .judge import alike_but, finished_runs, judge_prediction
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex13.md
-# why a host that reads a device value every step paid what it paid: by the verdict's kind
-# and whether a GPU ran it (the CPU's words by track)
+# why reading a device value every step cost what it did: by (verdict's kind, on a GPU)
 WAITS = PAGE.means("waits", str)   # what the host waits for: the device, or MXNet's engine
 TURNS = ("Each check stops the host until {waits} while the host fetches the next batch and "
          "issues its work: the two take turns instead of overlapping.")

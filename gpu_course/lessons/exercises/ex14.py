@@ -14,7 +14,6 @@ RUNS, AS_SHIPPED, WHAT_GROWS = (PAGE.text(n) for n in ("runs", "as_shipped", "wh
 TOLERANCE = 0.1   # a prediction this close to the measured peak (or its spread) passes
 
 
-# shipped first: the first run in a fresh process also pays its one-time allocations
 @exercise("14.1", shipped_first=True)
 def _predict_peak(runs, answer) -> str:
     """Predict the peak memory of a batch size you have not measured, from one you have."""

@@ -22,8 +22,7 @@ SPEED = Predict("prediction", {"faster": Expect.FASTER, "slower": Expect.SLOWER,
     Outcome.CANNOT_JUDGE: "your prediction, {answer}, is untested: {why}",
     Outcome.OPPOSITE: "you predicted {answer}, but '{b}' against '{a}' is {verdict}. "
                       + PAGE.text("speed_opposite")})
-# why a speed's prediction is untested: the runs' own note (`untested`), the machine's load
-# told apart by noise.compare, or a load that moves two runs further than their blocks show
+# why a speed's prediction is untested: the runs' own note, or the machine's load
 QUIET = PAGE.text("quiet")
 UNTESTED = {
     "note": "{untested} '{b}' against '{a}' measured {verdict}.",
