@@ -299,14 +299,12 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
     runs = [metrics.representative(r) for r in runs]  # a group of repeats: its median run
     lines, ok = [], True
     if gpus == 0:
-        lines.append(LEFT_OUT["gpu"] + " " + "; ".join(
-            left_out(what, why) for what, why in GPU_ONLY[engine]) + ".")
-        if lacking := cpu_left_out(engine):
-            lines.append(LEFT_OUT["cpu"] + " " + "; ".join(
-                left_out(what, why) for what, why in lacking) + ".")
-        if runs and runs[0].config.get("model") == CPU_MODEL:
-            lines.append(f"The CPU ladder trains '{CPU_MODEL}': ResNet-20 learns too slowly on a CPU.")
+        for needs, lacking in (("gpu", GPU_ONLY[engine]), ("cpu", cpu_left_out(engine))):
+            if lacking:
+                lines.append(f"{LEFT_OUT[needs]} {'; '.join(left_out(what, why) for what, why in lacking)}.")
         first = runs[0].config if runs else {}
+        if first.get("model") == CPU_MODEL:
+            lines.append(f"The CPU ladder trains '{CPU_MODEL}': ResNet-20 learns too slowly on a CPU.")
         if first.get("dataset") == "folder" and first.get("data_format") == "loose":
             low, high = PHOTO_SIDES
             lines.append(f"It trains on {first.get('train_size'):,} JPEGs of {low}-{high} px resized "
@@ -355,10 +353,9 @@ def threads_line(engine: str, runs: list[Run]) -> str | None:
                     f"busy; a thread rung would have given training {threads}.")
         return (f"Threads: '{last.name}' ran {_threads_ran(last)}; no thread rung: "
                 + threads_left_out([last], other) + ".")
-    ran = last.meta.get("ran") or {}
     workers = last.config.get("num_workers") or 0
-    return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside {workers} loader "
-            f"workers on {ran.get('cpu_count')} cores; " + MXNET_THREADS)
+    return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside {workers} loader workers "
+            f"on {(last.meta.get('ran') or {}).get('cpu_count')} cores; " + MXNET_THREADS)
 
 
 def _threads_ran(run) -> str:
