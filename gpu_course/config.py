@@ -52,10 +52,8 @@ class Graph(StrEnum):
         return GRAPH_WORDS.get(engine, {}).get(self, self.value)
 
 
-GRAPH_WORDS = {"gluon": {Graph.EAGER: "imperative", Graph.HYBRID: "hybridize",
-                         Graph.STATIC: "static-alloc"},
-               "pytorch": {Graph.EAGER: "eager", Graph.HYBRID: "compile",
-                           Graph.STATIC: "cuda-graphs"}}
+GRAPH_WORDS = {"gluon": dict(zip(Graph, ("imperative", "hybridize", "static-alloc"))),   # in Graph's order
+               "pytorch": dict(zip(Graph, ("eager", "compile", "cuda-graphs")))}
 
 
 def worded(name: str, value, engine: str):
@@ -86,14 +84,10 @@ class PageCache(StrEnum):
 DTYPES = ("float32", "float16", "bfloat16")
 MOCKS = ("none", "loader", "trainer")
 # PyTorch's "lars" and "signum" are the course's own; "nag" is SGD with nesterov=True
-OPTIMIZERS = {
-    "gluon": ("sgd", "nag", "lbsgd", "lars", "lamb", "signum", "ftml", "dcasgd", "adam"),
-    "pytorch": ("sgd", "nag", "lars", "signum", "adam", "adamw"),
-}
-SCHEDULERS_BY_ENGINE = {
-    "gluon": ("none", "factor", "multifactor", "poly", "cosine"),
-    "pytorch": ("none", "factor", "multifactor", "poly", "cosine", "onecycle"),
-}
+OPTIMIZERS = {"gluon": ("sgd", "nag", "lbsgd", "lars", "lamb", "signum", "ftml", "dcasgd", "adam"),
+              "pytorch": ("sgd", "nag", "lars", "signum", "adam", "adamw")}
+SCHEDULERS_BY_ENGINE = {"gluon": ("none", "factor", "multifactor", "poly", "cosine"),
+                        "pytorch": ("none", "factor", "multifactor", "poly", "cosine", "onecycle")}
 SEED_MAX = 2**32 - 1  # NumPy's and MXNet's seeds are 32-bit
 TRUTHY = ("1", "true", "yes", "on", "y", "t")
 FALSY = ("0", "false", "no", "off", "n", "f", "")
