@@ -69,8 +69,7 @@ PAGE = Page.of(__name__)   # the paragraphs: text/l09_input.md
 RUNGS = Lesson(
     compares=(Compare(varies=("num_workers", "data_format", "data_on_gpu"), gpu=Expect.FASTER,
                       cpu=Expect.FASTER, means=PAGE.means("rungs")),),
-    changes=True, fastest=True, diagnose=True,
-    columns=PAGE.means("rungs_columns", str),
+    changes=True, fastest=True, diagnose=True, columns=PAGE.means("rungs_columns", str),
     cpu=PAGE.means("no_gpu", str))
 
 CACHE_NOTES = tuple(Note(cache_state, (state,), text, judged=state in ("cold", "warm"))

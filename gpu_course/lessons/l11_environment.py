@@ -43,8 +43,7 @@ BENCH = Lesson(
     more="at least five timed passes a side: gc.sizes(\"11\", bench=dict(batch=64, steps=10))",
 )
 RUN = Lesson(
-    compares=(),
-    last_row=PAGE.means("run_last_row", str),
+    compares=(), last_row=PAGE.means("run_last_row", str),
     by_sign={"num_workers": PAGE.means("loader_workers", Sign)},
     flags=(Flag("machine", {SHARED: PAGE.text("shared_cores")},
                 cells={"other programs' cores": "other programs' cores"}),),

@@ -65,8 +65,7 @@ EVENTS_GAP = Compare(varies=("timer",), gpu=Expect.SAME,
                      means=dict.fromkeys((Outcome.EXPECTED, Outcome.NONE, Outcome.OPPOSITE),
                                          EVENTS_READ))
 TRAP = Lesson(
-    compares=(SYNC_GAP, EVENTS_GAP),
-    columns=PAGE.means("trap_columns", str),
+    compares=(SYNC_GAP, EVENTS_GAP), columns=PAGE.means("trap_columns", str),
     cpu=PAGE.means("trap_no_gpu", str))
 
 RUNS = Lesson(
@@ -78,8 +77,7 @@ RUNS = Lesson(
     cpu=PAGE.means("runs_no_gpu", str))
 
 SYNCS = Lesson(
-    compares=(),
-    columns=PAGE.means("sync_columns", str),
+    compares=(), columns=PAGE.means("sync_columns", str),
     empty=PAGE.text("no_syncs"), cpu=PAGE.text("syncs_no_gpu"))
 
 _UNSET = object()   # syncs not passed at all (None: passed, with no GPU to watch)
