@@ -180,8 +180,7 @@ def _runs(args) -> int:
     root = records.runs_root(args.runs_dir)
     if root.exists() and not root.is_dir():
         raise ValueError(f"{root} is a file, not a folder of run records; set --runs-dir")
-    runs = records.load_runs(args.runs_dir)
-    if not runs:
+    if not (runs := records.load_runs(args.runs_dir)):
         print(f"no runs under {root}" + ("" if root.exists() else " (no such folder)"))
         return 0
     cols = ["run_id", "status", "engine", "batch_size", "num_workers", "dtype",

@@ -175,10 +175,7 @@ def _flat(runs):
     if isinstance(runs, dict):
         runs = list(runs.values())
     for run in runs if isinstance(runs, (list, tuple)) else [runs]:
-        if isinstance(run, (list, tuple, dict)):
-            yield from _flat(run)
-        else:
-            yield run
+        yield from _flat(run) if isinstance(run, (list, tuple, dict)) else [run]
 
 
 def _display(obj) -> None:

@@ -27,12 +27,9 @@ def rung_settings(engine: str, gpu: bool) -> dict:
     """{rung: {setting it changes: its value in the rung before}} of the engine's ladder on a
     machine with a GPU or none (`ladder.rungs`: which settings a rung changes holds at any size)."""
     ladder = rungs(engine, int(gpu), quick=True)
-    out = {}
-    for before, rung in zip(ladder, ladder[1:]):
-        if rung.name not in APART:
-            out[rung.name] = {k: getattr(before.cfg, k) for k in RUNG_SETTINGS
-                              if getattr(before.cfg, k) != getattr(rung.cfg, k)}
-    return out
+    return {rung.name: {k: getattr(before.cfg, k) for k in RUNG_SETTINGS
+                        if getattr(before.cfg, k) != getattr(rung.cfg, k)}
+            for before, rung in zip(ladder, ladder[1:]) if rung.name not in APART}
 
 
 def taken_out(top, mine, diff: dict) -> tuple[RungName, frozenset]:
