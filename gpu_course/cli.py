@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -27,7 +28,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu-course {args.verb}: error: {err}", file=sys.stderr)
         return 2
     except RuntimeError as err:  # a run stopped, or the framework said why: one line
-        import os
         if os.environ.get("GPU_COURSE_DEBUG"):
             raise
         print(f"gpu-course {args.verb}: {type(err).__name__}: {err}", file=sys.stderr)
@@ -46,8 +46,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _os_error(err: OSError) -> str:
     """One line for a file-system error: what, where, and the setting that pointed there."""
-    import os
-
     from .measure.guards import DISK_ERRORS
     what = DISK_ERRORS.get(err.errno) or (
         "a file is in the way of a folder" if err.errno == 17 else err.strerror or str(err))
@@ -63,9 +61,8 @@ def _os_error(err: OSError) -> str:
 def _inside(path, folder) -> bool:
     """Whether `path` lies in `folder` (either may start with ~ or be relative)."""
     try:
-        Path(path).expanduser().resolve().relative_to(Path(folder).expanduser().resolve())
-        return True
-    except (ValueError, OSError, RuntimeError):
+        return Path(path).expanduser().resolve().is_relative_to(Path(folder).expanduser().resolve())
+    except (OSError, RuntimeError):
         return False
 
 
@@ -82,86 +79,71 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpu-course", description=PAGE.text("gpu_course"))
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
 
-    def verb(name: str, summary: str):   # the page says the rest
-        return sub.add_parser(name, help=summary, description=PAGE.text(name))
+    summary = PAGE.means("summaries", str)   # each verb's line in `gpu-course --help`
 
-    p = verb("data", "generate the synthetic CIFAR-10 stand-in (or other data)")
-    p.add_argument("--out", type=_user_path, default=None, help="folder to write (default: data/)")
+    def verb(name: str, func, runs_dir: bool = True, description: bool = True):
+        """A verb, its page section the description; runs_dir: it takes --runs-dir."""
+        p = sub.add_parser(name, help=summary[name], description=PAGE.text(name) if description else None)
+        p.set_defaults(func=func)
+        if runs_dir:
+            p.add_argument("--runs-dir", type=_user_path, default=None)
+        return p
+
+    p = verb("data", _data, False)
+    p.add_argument("--out", type=_user_path, default=None, help="default: data/")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train", type=int, default=50_000, help="training images")
     p.add_argument("--test", type=int, default=10_000, help="test images")
     p.add_argument("--kind", default="synthetic", choices=("synthetic", "folder"),
-                   help="synthetic: CIFAR-10 format; folder: 200-500 px JPEGs, a folder a class")
-    p.add_argument("--classes", type=int, default=10, help="folder: class folders (2-10)")
+                   help="folder: JPEGs, a folder a class")
+    p.add_argument("--classes", type=int, default=10, help="folder: classes (2-10)")
     p.add_argument("--per-class", type=int, default=300, help="folder: JPEGs per class")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace data gpu-course wrote with other settings (never other data)")
-    p.set_defaults(func=_data)
+    p.add_argument("--overwrite", action="store_true", help="replace gpu-course's data")
 
-    p = verb("monitor", "record GPU/CPU utilisation to a CSV")
-    p.add_argument("--out", type=_user_path, required=True, help="CSV file for the GPU samples")
-    p.add_argument("--seconds", type=float, default=None, help="stop after this long")
+    p = verb("monitor", _monitor, False)
+    p.add_argument("--out", type=_user_path, required=True, help="CSV of GPU samples")
+    p.add_argument("--seconds", type=float, default=None, help="default: until Ctrl-C")
     p.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
-    p.set_defaults(func=_monitor)
 
-    p = verb("watch", "run any command and say what keeps its GPU idle")
-    p.add_argument("--runs-dir", type=_user_path, default=None)
+    p = verb("watch", _watch)
     p.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
-    p.add_argument("--name", default=None, help="the run's name (default: the command's)")
-    p.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command and its arguments")
-    p.set_defaults(func=_watch)
+    p.add_argument("--name", default=None, help="default: the command's")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command")
 
-    p = sub.add_parser("runs", help="list recorded runs as a table")
-    p.add_argument("--runs-dir", type=_user_path, default=None)
-    p.set_defaults(func=_runs)
+    verb("runs", _runs, description=False)
 
-    p = verb("run", "run one experiment from flags")
+    p = verb("run", _run)
     _add_config_flags(p)
-    p.add_argument("--runs-dir", type=_user_path, default=None)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=_run)
 
-    p = verb("ladder", "run the whole ladder of fixes and write a report")
+    p = verb("ladder", _ladder)
     p.add_argument("--engine", choices=_config.ENGINES, default=None,
-                   help="default: what fits this machine (ENGINE=... overrides)")
-    p.add_argument("--quick", action="store_true", help="a minute-long pass on a CPU")
-    p.add_argument("--train-size", type=int, default=None)
-    p.add_argument("--test-size", type=int, default=None)
-    p.add_argument("--epochs", type=int, default=None)
+                   help="default: $ENGINE or this machine's")
+    p.add_argument("--quick", action="store_true", help="a minute on a CPU")
+    for flag in ("--train-size", "--test-size", "--epochs"):
+        p.add_argument(flag, type=int, default=None)
     p.add_argument("--model", choices=_config.MODELS, default=None,
-                   help="every rung's network (default: resnet20 on a GPU, tiny on a CPU)")
-    p.add_argument("--rungs", default=None, help="comma-separated subset of rung names")
-    p.add_argument("--repeats", type=int, default=1,
-                   help="interleaved walks, walk i with seed + i: a rung's spread is over seeds")
-    p.add_argument("--runs-dir", type=_user_path, default=None)
+                   help="default: resnet20 (GPU), tiny (CPU)")
+    p.add_argument("--rungs", default=None, help="comma-separated rung names")
+    p.add_argument("--repeats", type=int, default=1, help="interleaved walks, walk i seed + i")
     p.add_argument("--out", type=_user_path, default=None, help="report folder")
-    p.set_defaults(func=_ladder)
 
-    p = verb("diagnose", "say what limits a recorded run")
-    p.add_argument("run", help="run folder or run id")
-    p.add_argument("--runs-dir", type=_user_path, default=None)
-    p.set_defaults(func=_diagnose)
+    p = verb("diagnose", _diagnose)
+    p.add_argument("run", help="run folder or id")
 
-    p = verb("distributed", "a local multi-host job and its scaling table")
+    p = verb("distributed", _distributed)
     p.add_argument("--engine", choices=_config.ENGINES, default=None)
     p.add_argument("--nodes", type=int, default=2, help="local 'hosts'")
     p.add_argument("--procs-per-node", type=int, default=1, help="processes per host")
-    p.add_argument("--quick", action="store_true", help="a short run on a CPU")
-    p.add_argument("--runs-dir", type=_user_path, default=None)
-    p.set_defaults(func=_distributed)
+    p.add_argument("--quick", action="store_true", help="short, on a CPU")
 
-    p = verb("env", "what this machine is: build, CPU, GPU, shared memory, disk")
-    p.add_argument("--engine", choices=_config.ENGINES, default=None,
-                   help="whose build to read and measure (default: the first installed)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--no-measure", action="store_true", help="read only, measure nothing")
+    p = verb("env", _env, False)
+    p.add_argument("--engine", choices=_config.ENGINES, default=None, help="default: the first installed")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--no-measure", action="store_true", help="read only")
     p.add_argument("--quick", action="store_true", help="smaller measurements (seconds)")
-    p.set_defaults(func=_env)
 
-    p = verb("profile", "profile a few steps of an experiment and say what limits it")
-    _add_config_flags(p)
-    p.add_argument("--runs-dir", type=_user_path, default=None)
-    p.set_defaults(func=_profile)
+    _add_config_flags(verb("profile", _profile))
     from .sagemaker import launch as sagemaker_launch
     sagemaker_launch.add_parser(sub)
     return parser
@@ -171,11 +153,9 @@ def _data(args) -> int:
     from . import data
     if args.kind == "folder":
         from .data import folder
-        path = folder.generate_folder(args.out, folder.Photos(args.classes, args.per_class,
-                                                              args.seed),
+        path = folder.generate_folder(args.out, folder.Photos(args.classes, args.per_class, args.seed),
                                       overwrite=args.overwrite)
-        photos = args.classes * args.per_class
-        print(f"wrote {photos:,} JPEGs in {args.classes} class folders to {path}")
+        print(f"wrote {args.classes * args.per_class:,} JPEGs in {args.classes} class folders to {path}")
         return 0
     path = data.generate_to(args.out, seed=args.seed, train_size=args.train,
                             test_size=args.test, overwrite=args.overwrite)
@@ -200,14 +180,12 @@ def _runs(args) -> int:
     root = records.runs_root(args.runs_dir)
     if root.exists() and not root.is_dir():
         raise ValueError(f"{root} is a file, not a folder of run records; set --runs-dir")
-    runs = records.load_runs(args.runs_dir)
-    if not runs:
+    if not (runs := records.load_runs(args.runs_dir)):
         print(f"no runs under {root}" + ("" if root.exists() else " (no such folder)"))
         return 0
-    table = records.runs_table(runs)
     cols = ["run_id", "status", "engine", "batch_size", "num_workers", "dtype",
             "samples_per_sec", "epoch_time_s", "gpu_util", "val_acc", "device"]
-    print(table[cols].to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
+    print(records.runs_table(runs)[cols].to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
     return 0
 
 
@@ -222,17 +200,15 @@ def _engine(requested: str | None) -> str:
 
 def _run(args) -> int:
     from .ladder import adapter
-    engine = _engine(args.cfg_engine)
-    cfg = config_from_args(args, engine=engine)
-    gc = adapter(cfg.engine)
-    run = gc.train(cfg, runs_dir=args.runs_dir, progress=not args.no_progress)
+    cfg = config_from_args(args, engine=_engine(args.cfg_engine))
+    run = adapter(cfg.engine).train(cfg, runs_dir=args.runs_dir, progress=not args.no_progress)
     print(f"run record: {run.path}")
     return 0 if run.status == "finished" else 1
 
 
 def _ladder(args) -> int:
+    from .ladder import RUNG_SETTINGS, Walk, adapter, closing_lines, run_ladder
     from .show import report
-    from .ladder import Walk, run_ladder
     for flag, path in (("--out", args.out), ("--runs-dir", args.runs_dir)):
         if path is not None and path.exists() and not path.is_dir():   # before an hour's walk
             raise ValueError(f"{flag} {path} is a file; it must name a folder")
@@ -241,20 +217,14 @@ def _ladder(args) -> int:
     runs, paths = run_ladder(engine, quick=args.quick, walk=Walk(only, repeats=args.repeats),
                              runs_dir=args.runs_dir, out=args.out, train_size=args.train_size,
                              test_size=args.test_size, epochs=args.epochs, model=args.model)
-    print()
-    from .ladder import RUNG_SETTINGS, adapter, closing_lines
-    print(report.format_table(report.ladder_table(runs, varies=RUNG_SETTINGS)))
-    print()
-    print(report.conclusion(runs, varies=RUNG_SETTINGS))
-    print()
-    print(report.anatomy_text(runs))
-    default = not args.quick and args.train_size is None and args.test_size is None \
-        and args.epochs is None and only is None and args.model is None
+    print("\n" + "\n\n".join([report.format_table(report.ladder_table(runs, varies=RUNG_SETTINGS)),
+                              report.conclusion(runs, varies=RUNG_SETTINGS),
+                              report.anatomy_text(runs)]))
+    default = not args.quick and only is None and all(
+        v is None for v in (args.train_size, args.test_size, args.epochs, args.model))
     gpus = adapter(engine).gpu_count()
     lines, ok = closing_lines(engine, runs, gpus, check_accuracy=default and gpus == 0)
-    for line in lines:
-        print(line)
-    print(f"report: {paths.get('html')}")
+    print("\n".join(lines + [f"report: {paths.get('html')}"]))
     return 0 if ok else 1
 
 
@@ -269,8 +239,7 @@ def _distributed(args) -> int:
     base, job = distributed.run(engine, args.nodes, args.procs_per_node, quick=args.quick,
                                 runs_dir=args.runs_dir)
     cfg = _config.Experiment.from_dict(job.config)
-    rows = distributed.scaling_table(base, job, k, cfg.batch_size,
-                                     distributed.gradient_bytes(cfg))
+    rows = distributed.scaling_table(base, job, k, cfg.batch_size, distributed.gradient_bytes(cfg))
     one = "1 process" if engine == "pytorch" else "1 worker with 1 server"
     print(f"{engine}: {one}, then {args.nodes} host(s) x {args.procs_per_node} "
           f"process(es) on 127.0.0.1 (records: {base.path.parent})")
@@ -303,8 +272,7 @@ def _find_run(run: str, runs_dir) -> str:
 def _env(args) -> int:
     import json
     from .engines import FRAMEWORKS, installed_engines
-    if args.engine and args.engine not in installed_engines():
-        engine = args.engine
+    if (engine := args.engine) and engine not in installed_engines():
         raise ValueError(f"--engine {engine} needs {FRAMEWORKS[engine]}, not installed here; "
                          f"run `make setup-{engine}`, then `.venv/{engine}/bin/gpu-course env`")
     from .env import report as env
@@ -317,8 +285,7 @@ def _profile(args) -> int:
     from .analyse import profiling
     from .ladder import adapter
     cfg = config_from_args(args, engine=_engine(args.cfg_engine))
-    result = profiling.profile_run(adapter(cfg.engine), cfg, runs_dir=args.runs_dir)
-    print(profiling.format_result(result))
+    print(profiling.format_result(profiling.profile_run(adapter(cfg.engine), cfg, runs_dir=args.runs_dir)))
     return 0
 
 

@@ -52,10 +52,8 @@ class Graph(StrEnum):
         return GRAPH_WORDS.get(engine, {}).get(self, self.value)
 
 
-GRAPH_WORDS = {"gluon": {Graph.EAGER: "imperative", Graph.HYBRID: "hybridize",
-                         Graph.STATIC: "static-alloc"},
-               "pytorch": {Graph.EAGER: "eager", Graph.HYBRID: "compile",
-                           Graph.STATIC: "cuda-graphs"}}
+GRAPH_WORDS = {"gluon": dict(zip(Graph, ("imperative", "hybridize", "static-alloc"))),   # in Graph's order
+               "pytorch": dict(zip(Graph, ("eager", "compile", "cuda-graphs")))}
 
 
 def worded(name: str, value, engine: str):
@@ -83,19 +81,13 @@ class PageCache(StrEnum):
     DROP = "drop"
 
 
-SAMPLE_ORDERS = tuple(SampleOrder)
-PAGE_CACHES = tuple(PageCache)
 DTYPES = ("float32", "float16", "bfloat16")
 MOCKS = ("none", "loader", "trainer")
 # PyTorch's "lars" and "signum" are the course's own; "nag" is SGD with nesterov=True
-OPTIMIZERS = {
-    "gluon": ("sgd", "nag", "lbsgd", "lars", "lamb", "signum", "ftml", "dcasgd", "adam"),
-    "pytorch": ("sgd", "nag", "lars", "signum", "adam", "adamw"),
-}
-SCHEDULERS_BY_ENGINE = {
-    "gluon": ("none", "factor", "multifactor", "poly", "cosine"),
-    "pytorch": ("none", "factor", "multifactor", "poly", "cosine", "onecycle"),
-}
+OPTIMIZERS = {"gluon": ("sgd", "nag", "lbsgd", "lars", "lamb", "signum", "ftml", "dcasgd", "adam"),
+              "pytorch": ("sgd", "nag", "lars", "signum", "adam", "adamw")}
+SCHEDULERS_BY_ENGINE = {"gluon": ("none", "factor", "multifactor", "poly", "cosine"),
+                        "pytorch": ("none", "factor", "multifactor", "poly", "cosine", "onecycle")}
 SEED_MAX = 2**32 - 1  # NumPy's and MXNet's seeds are 32-bit
 TRUTHY = ("1", "true", "yes", "on", "y", "t")
 FALSY = ("0", "false", "no", "off", "n", "f", "")
@@ -167,15 +159,12 @@ class Experiment:
             raise ValueError(f"name={self.name!r} must be a non-empty string")
         for name in _FLOAT_RANGES:
             _finite_number(self, name)
-        _choice(self, "engine", ENGINES)
-        _choice(self, "dataset", DATASETS + (OWN,))
-        _choice(self, "augment", AUGMENTS)
-        _choice(self, "data_format", DATA_FORMATS)
-        _choice(self, "sample_order", SAMPLE_ORDERS)
-        _choice(self, "page_cache", PAGE_CACHES)
+        for name, allowed in (("engine", ENGINES), ("dataset", DATASETS + (OWN,)),
+                              ("augment", AUGMENTS), ("data_format", DATA_FORMATS),
+                              ("sample_order", tuple(SampleOrder)), ("page_cache", tuple(PageCache)),
+                              ("dtype", DTYPES), ("mock", MOCKS)):
+            _choice(self, name, allowed)
         object.__setattr__(self, "graph", Graph.of(self.graph).value)
-        _choice(self, "dtype", DTYPES)
-        _choice(self, "mock", MOCKS)
         _choice(self, "optimizer", OPTIMIZERS[self.engine], OPTIMIZERS)
         _choice(self, "lr_scheduler", SCHEDULERS_BY_ENGINE[self.engine], SCHEDULERS_BY_ENGINE)
         if self.model not in MODELS + (OWN,):
@@ -184,32 +173,29 @@ class Experiment:
         _followable(self, "data_dir")
         for name in ("train_size", "test_size", "batch_size", "epochs", "image_size",
                      "prefetch_factor"):
-            _at_least(self, name, 1)
+            at_least(name, getattr(self, name), 1)
         for name in ("num_workers", "num_gpus", "warmup_steps", "seed"):
-            _at_least(self, name, 0)
+            at_least(name, getattr(self, name), 0)
         if self.seed > SEED_MAX:
             raise ValueError(f"seed={self.seed!r} is too large; allowed: 0..{SEED_MAX}")
-        if self.max_steps is not None:
-            _at_least(self, "max_steps", 1)
+        for name in ("max_steps", "lr_base_batch"):
+            if getattr(self, name) is not None:
+                at_least(name, getattr(self, name), 1)
         if self.threads is not None and (not isinstance(self.threads, int)
                                          or isinstance(self.threads, bool) or self.threads < 1):
             raise ValueError(f"threads={self.threads!r} must be None or an integer >= 1")
-        if self.lr_base_batch is not None:
-            _at_least(self, "lr_base_batch", 1)
         if self.warmup_epochs < 0 or self.warmup_epochs > self.epochs:
             raise ValueError(f"warmup_epochs={self.warmup_epochs!r} must be in [0, epochs={self.epochs}]")
         if isinstance(self.lr_steps, (str, bytes, dict)) or not hasattr(self.lr_steps, "__iter__"):
             raise ValueError(f"lr_steps={self.lr_steps!r} must be epoch numbers, e.g. (2, 4)")
         if self.lr_scheduler == "multifactor" and not self.lr_steps:
             raise ValueError("lr_scheduler='multifactor' needs lr_steps, e.g. (2, 4)")
-        if any(not (isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0
-                    and math.isfinite(s)) for s in self.lr_steps):
+        if any(not (_is_number(s) and s > 0 and math.isfinite(s)) for s in self.lr_steps):
             raise ValueError(f"lr_steps={self.lr_steps!r} must be positive, finite epoch numbers")
         if list(self.lr_steps) != sorted(self.lr_steps):
             raise ValueError(f"lr_steps={self.lr_steps!r} must be increasing")
         if self.lr_scheduler == "onecycle" and self.warmup_epochs:
             raise ValueError("lr_scheduler='onecycle' has its own warm-up; set warmup_epochs=0")
-        # normalise lists from JSON/CLI into hashable tuples
         object.__setattr__(self, "lr_steps", tuple(self.lr_steps))
         object.__setattr__(self, "optimizer_params", _pairs(self.optimizer_params))
         if not (_is_number(self.momentum) and 0 <= self.momentum < 1):
@@ -260,7 +246,6 @@ class Experiment:
         return dataclasses.replace(self, **changes)
 
     def __eq__(self, other: object) -> bool:
-        # the same fields are the same experiment, across subclasses too
         if not isinstance(other, Experiment):
             return NotImplemented
         return self.to_dict() == other.to_dict()
@@ -284,8 +269,7 @@ class Experiment:
 
 def _refuse_unknown(names) -> None:
     """A ValueError naming each key that is no Experiment field."""
-    unknown = sorted(set(names) - set(Experiment.__dataclass_fields__))
-    if unknown:
+    if unknown := sorted(set(names) - set(Experiment.__dataclass_fields__)):
         said = [n + (f" (retired{'; now ' + RETIRED[n] if RETIRED[n] else ''})"
                      if n in RETIRED else "") for n in unknown]
         allowed = ", ".join(Experiment.__dataclass_fields__)
@@ -297,8 +281,7 @@ def check_gpus(requested: int, available: int) -> tuple[str, int, str | None]:
     if requested == 0:
         return "cpu", 1, None
     if available == 0:
-        notice = f"No GPU found: running on the CPU with {requested} device context(s)."
-        return "cpu", requested, notice
+        return "cpu", requested, f"No GPU found: running on the CPU with {requested} device context(s)."
     if requested > available:
         raise ValueError(f"num_gpus={requested} is too many here; allowed: 0..{available}")
     return "gpu", requested, None
@@ -307,16 +290,12 @@ def check_gpus(requested: int, available: int) -> tuple[str, int, str | None]:
 def parse_value(field_name: str, text: str) -> Any:
     """Turn a command-line/hyperparameter string into the field's type."""
     _refuse_unknown([field_name])
-    f = {f.name: f for f in fields(Experiment)}[field_name]
-    kind = str(f.type)
+    kind = str(Experiment.__dataclass_fields__[field_name].type)
     try:
         if kind.startswith("bool"):
-            low = text.strip().lower()
-            if low not in BOOL_WORDS:
-                raise ValueError
-            return BOOL_WORDS[low]
-        if "int" in kind and "None" in kind:
-            return None if text.strip().lower() in ("", "none") else int(text)
+            return BOOL_WORDS[text.strip().lower()]
+        if "None" in kind and text.strip().lower() in ("", "none"):
+            return None
         if kind.startswith("int"):
             return int(text)
         if kind.startswith("float"):
@@ -327,10 +306,8 @@ def parse_value(field_name: str, text: str) -> Any:
                     kv.split("=", 1) for kv in text.split(",") if kv)
                 return tuple((k, _number(v)) for k, v in parsed.items())
             return tuple(_number(v) for v in text.replace(" ", "").split(",") if v)
-        if "str" in kind and "None" in kind:
-            return None if text.strip().lower() in ("", "none") else text
         return text
-    except ValueError:
+    except (ValueError, KeyError):
         raise ValueError(f"{field_name}={text!r} is not a valid {kind}") from None
 
 
@@ -339,29 +316,22 @@ _NON_FINITE = ("inf", "-inf", "nan")
 
 def _encode(value: Any) -> Any:
     """inf, -inf and nan as strings, inside tuples and pairs too."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
     if isinstance(value, (tuple, list)):
         return type(value)(_encode(v) for v in value)
-    return value
+    return repr(value) if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _decode(value: Any) -> Any:
-    if isinstance(value, str) and value.strip().lower() in _NON_FINITE:
-        return float(value)
     if isinstance(value, (tuple, list)):
         return type(value)(_decode(v) for v in value)
-    return value
+    return float(value) if isinstance(value, str) and value.strip().lower() in _NON_FINITE else value
 
 
 def smoke_mode(value: str | None = None) -> bool:
     """Whether GPU_COURSE_SMOKE asks for smoke mode (tiny sizes)."""
     text = os.environ.get("GPU_COURSE_SMOKE", "") if value is None else value
-    low = str(text).strip().lower()
-    if low in TRUTHY:
-        return True
-    if low in FALSY:
-        return False
+    if (low := str(text).strip().lower()) in TRUTHY + FALSY:
+        return low in TRUTHY
     on, off = ", ".join(TRUTHY), ", ".join(f for f in FALSY if f)
     raise ValueError(f"GPU_COURSE_SMOKE={text!r} is not allowed; allowed: {on} (on), {off} or unset")
 
@@ -376,15 +346,13 @@ def _finite_number(cfg: Experiment, name: str) -> None:
     if not math.isfinite(value):
         raise ValueError(f"{name}={value!r} must be a finite number")
     if value < low or (value == low and not low_ok) or value > high:
-        bracket = "[" if low_ok else "("
         close = "]" if math.isfinite(high) else ")"
-        raise ValueError(f"{name}={value!r} must be in {bracket}{low}, {high}{close}")
+        raise ValueError(f"{name}={value!r} must be in {'[' if low_ok else '('}{low}, {high}{close}")
 
 
 def _followable(cfg: Experiment, name: str) -> None:
     """A path field whose links lead somewhere (a loop would fail deep in data loading)."""
-    value = getattr(cfg, name)
-    if value is None:
+    if (value := getattr(cfg, name)) is None:
         return
     if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
         raise ValueError(f"{name}={value!r} is not a folder; allowed: None or a path")
@@ -396,8 +364,7 @@ def _followable(cfg: Experiment, name: str) -> None:
 
 def _pairs(params: Any) -> tuple:
     """optimizer_params as ((name, value), ...): from a dict or from pairs."""
-    if isinstance(params, dict):
-        params = params.items()
+    params = params.items() if isinstance(params, dict) else params
     try:
         pairs = None if isinstance(params, (str, bytes)) else [tuple(p) for p in params]
     except TypeError:
@@ -452,12 +419,10 @@ BOOL_WORDS = {**{w: True for w in TRUTHY}, **{w: False for w in FALSY if w}}
 def _boolean(cfg: Experiment, name: str) -> None:
     """A yes/no field as a real bool from True/False, 1/0 or one of BOOL_WORDS."""
     value = getattr(cfg, name)
-    if isinstance(value, bool):
-        return
     if isinstance(value, str) and value.strip().lower() in BOOL_WORDS:
         object.__setattr__(cfg, name, BOOL_WORDS[value.strip().lower()])
     elif type(value).__name__ in ("bool_", "bool8") or (isinstance(value, int) and value in (0, 1)):
-        object.__setattr__(cfg, name, bool(value))   # numpy's bool, or 1/0
+        object.__setattr__(cfg, name, bool(value))   # a bool, numpy's bool, or 1/0
     else:
         raise ValueError(f"{name}={value!r} must be True or False (or {', '.join(BOOL_WORDS)})")
 
@@ -465,15 +430,13 @@ def _boolean(cfg: Experiment, name: str) -> None:
 def _choice(cfg: Experiment, name: str, allowed: tuple, by_engine: dict | None = None) -> None:
     value = getattr(cfg, name)
     if value not in allowed:
-        hint = ""
-        others = [e for e, names in (by_engine or {}).items() if value in names]
-        if others:  # e.g. adamw asked of the Gluon engine
-            hint = f" with engine={cfg.engine!r} ({value!r} needs engine={others[0]!r})"
+        others = [e for e, names in (by_engine or {}).items() if value in names]   # adamw on Gluon
+        hint = f" with engine={cfg.engine!r} ({value!r} needs engine={others[0]!r})" if others else ""
         raise ValueError(f"{name}={value!r} is not allowed{hint}; allowed: {', '.join(allowed)}")
 
 
-def _at_least(cfg: Experiment, name: str, low: int) -> None:
-    value = getattr(cfg, name)
+def at_least(name: str, value, low: int) -> None:
+    """A whole number setting (a field, repeats) of at least `low`, else a ValueError naming it."""
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
         raise ValueError(f"{name}={value!r} must be an integer >= {low}")
 

@@ -1,16 +1,6 @@
-"""Which track can run here: the Gluon track (MXNet) or the PyTorch track.
-
-MXNet 1.9.1's GPU wheels hold machine code for sm_50–sm_86 and no PTX. CUDA runs a
-GPU's code of compute capability X.y on any X.z with z >= y, so the sm_86 code also
-runs on Ada (sm_87, sm_89) but nothing runs on Hopper (sm_90) or newer; there the
-PyTorch track is the one that runs. A machine with no GPU runs the Gluon track on the
-CPU. `ENGINE=gluon|pytorch` overrides. GPUS and `gluon_gpu` are the one table the
-course, the Makefile, the first cell of every notebook and the SageMaker launcher read;
-tests/test_engines.py checks README's table of tracks against it.
-
-Standard library only (plus NVML through gpu_course.measure.nvml, if present): the Makefile runs this before any
-environment exists, as `python3 -m gpu_course.engines`.
-"""
+"""Which track can run here: Gluon (MXNet) or PyTorch, by $ENGINE, the installed framework
+or the GPU. MXNet 1.9.1 holds machine code for sm_50-sm_86 and no PTX: nothing runs on
+sm_90 or newer. Standard library only: the Makefile runs it as `python3 -m gpu_course.engines`."""
 from __future__ import annotations
 
 import enum
@@ -48,8 +38,7 @@ class Gluon(enum.Enum):
 
 def gluon_gpu(capability: tuple) -> tuple[Gluon, tuple | None]:
     """(whether the Gluon GPU build runs on `capability`, the machine code it runs)."""
-    same_major = [c for c in MXNET_CODE if c[0] == capability[0] and c <= tuple(capability)]
-    if not same_major:
+    if not (same_major := [c for c in MXNET_CODE if c[0] == capability[0] and c <= tuple(capability)]):
         return Gluon.NO, None
     code = max(same_major)
     runs = code == tuple(capability) or tuple(capability) in GLUON_RUN_ON
@@ -101,18 +90,14 @@ def pick_engine(env: dict | None = None, capabilities: list | None = None,
     """Return (engine, reason): $ENGINE where set; the one framework this environment has
     (a track's own environment); else, where both or neither are installed (the Makefile,
     before any environment exists), by the GPU."""
-    env = os.environ if env is None else env
-    chosen = env.get("ENGINE", "").strip().lower()
-    if chosen:
+    if chosen := (os.environ if env is None else env).get("ENGINE", "").strip().lower():
         if chosen not in ENGINES:
             raise ValueError(f"ENGINE={chosen!r} is not allowed; allowed: {', '.join(ENGINES)}")
         return chosen, f"ENGINE={chosen} was set"
     installed = installed_engines() if installed is None else tuple(installed)
     if len(installed) == 1:
-        only = installed[0]
-        return only, f"the framework this environment has: {FRAMEWORKS[only]}"
-    caps = compute_capabilities() if capabilities is None else capabilities
-    if not caps:
+        return installed[0], f"the framework this environment has: {FRAMEWORKS[installed[0]]}"
+    if not (caps := compute_capabilities() if capabilities is None else capabilities):
         return "gluon", "no GPU found: the Gluon (MXNet) track runs on the CPU"
     newest = max(caps)
     engine = "pytorch" if gluon_extra(caps) == "gluon" else "gluon"
@@ -126,12 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if "--reason" in argv:
-        print(reason)
-    elif "--gluon-extra" in argv:  # the Makefile's GLUON_EXTRA
-        print(gluon_extra(compute_capabilities()))
-    else:
-        print(engine)
+    # --gluon-extra: the Makefile's GLUON_EXTRA
+    print(reason if "--reason" in argv else gluon_extra(compute_capabilities())
+          if "--gluon-extra" in argv else engine)
     return 0
 
 

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from .config import Experiment
+from .config import Experiment, at_least
 from .measure.records import OutOfMemory, Run, load_run
 
 
 def sweep(train: Callable[..., Run], cfg: Experiment, field: str, values: Iterable,
           repeats: int = 1, **train_kwargs) -> list:
     """`train(cfg.replace(field=v))` for each value (repeats: interleaved, a list each)."""
-    _check_repeats(repeats)
+    at_least("repeats", repeats, 1)
     values = list(values)
     points: dict = {i: [] for i in range(len(values))}
     for _ in range(repeats):
@@ -29,15 +29,10 @@ def sweep(train: Callable[..., Run], cfg: Experiment, field: str, values: Iterab
             for group in points.values() if group]
 
 
-def _check_repeats(repeats) -> None:
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats={repeats!r} must be an integer >= 1")
-
-
 def interleave(train: Callable[..., Run], cfgs: list[Experiment], repeats: int = 3,
                **train_kwargs) -> dict[str, list[Run]]:
     """Run each config `repeats` times, interleaved (drift hits all alike): {name: [runs]}."""
-    _check_repeats(repeats)
+    at_least("repeats", repeats, 1)
     names = [c.name for c in cfgs]
     if len(set(names)) != len(names):
         raise ValueError(f"config names must differ to tell the repeats apart: {names}")

@@ -1,9 +1,6 @@
 """Walk one training job up the ladder of fixes, one change a rung (`rungs.RungName`).
 
-On a CPU the ladder keeps the rungs a CPU can show and reads loose JPEGs until its
-data-format rung, which packs them once (x1.4-1.9 on the course's 2-core CPU). PyTorch's
-CPU ladder ends with a thread rung only when the rung before shared the machine: alone,
-each framework's default thread count was already the best.
+A CPU ladder keeps the rungs a CPU can show and reads loose JPEGs until its data-format rung.
 """
 from __future__ import annotations
 
@@ -15,27 +12,23 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Experiment, Graph
+from .config import Experiment, Graph, at_least
 from .measure.records import OutOfMemory, Run, runs_root, load_run, update_meta
 from .rungs import LESSON, RungName
 from .page import Page
 
-PAGE = Page.of(__name__)   # the ladder's fixed words: text/ladder.md
-
+PAGE = Page.of(__name__)   # text/ladder.md
 
 LONG_EPOCHS = 30  # the tuned rung's longer line on a GPU: long enough for the monitor to see it
 CPU_MODEL = "tiny"  # on a CPU: a network that learns in minutes (ResNet-20 does ~400 images/s)
 CPU_ACCURACY = 0.40  # what the CPU ladder's last rung must reach (`make run` checks it)
-# photo sides: large enough that decoding costs (~1,000/s loose against ~1,800 packed on
-# 2 cores), small enough for a short ladder
+# large enough that decoding costs (~1,000/s loose, ~1,800 packed on 2 cores), small enough to be short
 PHOTO_SIDES = (128, 192)
-# what a rung may change on top of the rung before it; a verdict across anything else
-# is refused (`alike`)
+# what a rung may change on top of the one before; a verdict across anything else is refused
 RUNG_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor",
                  "data_format", "graph", "dtype", "channels_last", "batch_size", "optimizer",
                  "lr", "lr_base_batch", "optimizer_params", "lr_scheduler", "lr_steps",
                  "warmup_epochs", "data_on_gpu", "num_gpus", "threads")
-
 
 # what only a GPU shows, left out of a CPU ladder: (rung or CUDA_GRAPHS, why)
 CUDA_GRAPHS = "CUDA graphs"   # not a rung: what the compile and data-on-gpu rungs replay
@@ -54,12 +47,11 @@ def cpu_left_out(engine: str) -> list[tuple[RungName, str]]:
     """(rung, why) for each rung this CPU lacks the instructions to show (bfloat16)."""
     from .env import cpu
     support = cpu.supports(cpu.Capability.BFLOAT16_INSTRUCTIONS)
-    if engine == "pytorch" and not support:
-        return [(RungName.BFLOAT16, support.why)]
-    return []
+    return [(RungName.BFLOAT16, support.why)] if engine == "pytorch" and not support else []
 
 
 PACK_ONCE = PAGE.text("pack_once")
+LEFT_OUT = PAGE.means("left_out", str)   # what a CPU ladder leaves out: needs a GPU, or this CPU lacks
 NAIVE_LIMIT = PAGE.means("naive_limit", str)
 NO_RUNG_BEFORE, DEFAULT_THREADS, MXNET_THREADS, LOOSE = (PAGE.text(name) for name in (
     "no_rung_before", "default_threads", "mxnet_threads", "loose_photos"))
@@ -79,8 +71,8 @@ class Rung:
 def adapter(engine: str):
     """The framework adapter module for an engine, with a clear error when it's missing."""
     from .engines import check_engine
-    track, framework = {"gluon": ("gluon", "mxnet"), "pytorch": ("torch", "torch")}[check_engine(engine)]
     from .env.cores import check_thread_variables
+    track, framework = {"gluon": ("gluon", "mxnet"), "pytorch": ("torch", "torch")}[check_engine(engine)]
     check_thread_variables()   # MXNet aborts the process on a garbled OMP_NUM_THREADS
     try:
         importlib.import_module(framework)
@@ -137,26 +129,18 @@ def ensure_photos(cfg: Experiment, progress: bool = False) -> None:
           f"in {time.perf_counter() - start:.1f} s: {folder}", flush=True)
 
 
-# PyTorch's large batch is 512 with a cosine decay: in 3 epochs it held the naive rung's
-# accuracy (77-80 % against 69-74 %), without the decay it fell to 14-22 %, and batch 1024
-# reached 62 % (reference/recipes-cpu/, `python -m tools.recipes`)
-
-
 def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = False,
           **sizes) -> list[Rung]:
     """The ladder for an engine on a machine with `gpus` GPUs (0 = CPU only)."""
-    cpu_count = cpu_count or os.cpu_count() or 1
-    epochs_given = sizes.get("epochs") is not None
+    cpu_count, epochs_given = cpu_count or os.cpu_count() or 1, sizes.get("epochs") is not None
     sizes = {**default_sizes(gpus, quick, engine), **{k: v for k, v in sizes.items() if v is not None}}
     workers = max(2, cpu_count - 3)  # the talk's advice: cpu_count() - 3, at least 2
-    large = 640 if engine == "gluon" else 512  # the talk's 640; PyTorch: see above
-    if gpus == 0 or quick:
-        large = 256  # a CPU gains nothing from huge batches, and quick mode must be quick
+    # the talk's 640; PyTorch's 512 with a cosine decay held the naive rung's accuracy in 3
+    # epochs, 1024 did not (reference/recipes-cpu/); a CPU gains nothing from huge batches
+    large = 256 if gpus == 0 or quick else 640 if engine == "gluon" else 512
     cpu = gpus == 0  # the rungs a CPU can show; GPU_ONLY says which are left out
-    # on a CPU: the tiny network, reading photos (loose JPEGs) until the data-format rung
     data = {"model": CPU_MODEL, "dataset": "folder", "data_format": "loose",
-            "data_dir": str(photo_folder(sizes["train_size"], sizes["test_size"]))} \
-        if cpu else {}
+            "data_dir": str(photo_folder(sizes["train_size"], sizes["test_size"]))} if cpu else {}
     base = Experiment(name=RungName.NAIVE, engine=engine, batch_size=64, num_workers=1,
                       warmup_steps=2 if quick else 5, num_gpus=min(gpus, 1) or 1,
                       monitor_interval=0.2 if quick else 0.5, **{**data, **sizes})
@@ -174,8 +158,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add(RungName.WORKERS, f"DataLoader(num_workers={workers})", num_workers=workers)
         if cpu:  # the talk's "off-line pre-processing" into a binary format
             add(RungName.DATA_FORMAT, PACK_ONCE, data_format="memory")
-        add(RungName.HYBRIDIZE, "net.hybridize(static_alloc=True, static_shape=True)",
-            graph=Graph.STATIC)
+        add(RungName.HYBRIDIZE, "net.hybridize(static_alloc=True, static_shape=True)", graph=Graph.STATIC)
         if cpu:  # without a warm-up, lr 0.1 stalls the first epoch at chance
             add(RungName.LR_SCHEDULE, CHANGE["warm_cosine"],
                 lr_scheduler="cosine", warmup_epochs=min(1.0, sizes["epochs"]))
@@ -185,8 +168,8 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             batch_size=large, optimizer="lbsgd", lr_base_batch=128,
             warmup_epochs=min(1.0, sizes["epochs"]),
             optimizer_params=(("warmup_strategy", "linear"),))
-        add(RungName.LR_SCHEDULE, CHANGE["cosine"], lr_scheduler="cosine",
-            optimizer="sgd", optimizer_params=())
+        add(RungName.LR_SCHEDULE, CHANGE["cosine"], lr_scheduler="cosine", optimizer="sgd",
+            optimizer_params=())
     else:
         pin = gpus > 0  # page-locked memory only speeds up copies to a GPU
         add(RungName.WORKERS, f"DataLoader(num_workers={workers}, pin_memory={pin}, persistent_workers=True)",
@@ -197,15 +180,13 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         else:  # a batch-64 step is host-bound: only CUDA graphs remove the dispatch
             add(RungName.COMPILE, CHANGE["compile_cuda_graphs"], graph=Graph.STATIC)
         if not (cpu and cpu_left_out(engine)):
-            add(RungName.BFLOAT16, "autocast(bfloat16) + channels_last", dtype="bfloat16",
-                channels_last=True)
+            add(RungName.BFLOAT16, "autocast(bfloat16) + channels_last", dtype="bfloat16", channels_last=True)
         if cpu:
             add(RungName.LR_SCHEDULE, "one-cycle LR schedule", lr_scheduler="onecycle")
             add(RungName.DATA_ON_GPU, CHANGE["data_in_one_tensor"], data_on_gpu=True,
                 num_workers=0, pin_memory=False, persistent_workers=False)
             # a thread a core until run_ladder reads the rung before's load (free_threads)
-            add(RungName.THREADS, CHANGE["free_threads"],
-                threads=cpu_count)
+            add(RungName.THREADS, CHANGE["free_threads"], threads=cpu_count)
             return ladder
         # eta 0.1 keeps LARS's layer-wise rates on SGD's lr scale (the paper's 0.001
         # expects a ~100x larger lr, at which the un-adapted biases and BN diverge)
@@ -213,8 +194,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             batch_size=large, optimizer="lars",
             lr_base_batch=128, lr_scheduler="cosine", warmup_epochs=min(0.5, sizes["epochs"]),
             optimizer_params=(("eta", 0.1),))
-        add(RungName.LR_SCHEDULE, CHANGE["one_cycle"],
-            lr_scheduler="onecycle", warmup_epochs=0)
+        add(RungName.LR_SCHEDULE, CHANGE["one_cycle"], lr_scheduler="onecycle", warmup_epochs=0)
         # with the data on the GPU, the static graph takes in the whole step (static_step)
         add(RungName.DATA_ON_GPU, CHANGE["data_on_gpu"], data_on_gpu=True, num_workers=0,
             pin_memory=False, persistent_workers=False)
@@ -239,9 +219,7 @@ class Walk:
     repeats: int = 1
 
     def __post_init__(self):
-        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) \
-                or self.repeats < 1:
-            raise ValueError(f"repeats={self.repeats!r} must be an integer >= 1")
+        at_least("repeats", self.repeats, 1)
         if self.only is not None:
             object.__setattr__(self, "only", tuple(self.only))
 
@@ -249,23 +227,20 @@ class Walk:
 def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
                runs_dir: str | Path | None = None, out: str | Path | None = None,
                **sizes) -> tuple[list, dict]:
-    """Run every rung `walk` selects (a failed rung is recorded and the ladder goes on),
-    then write the report; repeated walks interleave, walk i with seed + i. Returns
-    (runs, report paths), with repeats a list of runs per rung."""
-    only, first, repeats = walk.only, walk.first, walk.repeats
+    """Run every rung `walk` selects (a failed one is recorded and the ladder goes on), walk i
+    with seed + i, then write the report: (runs, report paths), repeats a list per rung."""
+    only, repeats = walk.only, walk.repeats
     gc = adapter(engine)
     gpus = gc.gpu_count()
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    runs_dir = runs_root(runs_dir) / f"ladder-{engine}-{stamp}"
+    runs_dir = runs_root(runs_dir) / f"ladder-{engine}-{_dt.datetime.now():%Y%m%d-%H%M%S}"
     selected = rungs(engine, gpus, quick=quick, **sizes)
     if only:
-        unknown = set(only) - {r.name for r in selected}
-        if unknown:
-            allowed = ", ".join(r.name for r in selected)
-            raise ValueError(f"unknown rung(s) {sorted(unknown)}; allowed: {allowed}")
+        if unknown := set(only) - {r.name for r in selected}:
+            raise ValueError(f"unknown rung(s) {sorted(unknown)}; "
+                             f"allowed: {', '.join(r.name for r in selected)}")
         selected = [r for r in selected if r.name in only]
-    if first is not None:  # the first rungs only (a summary walked in CI's smoke mode)
-        selected = selected[:first]
+    if walk.first is not None:  # the first rungs only (a summary walked in CI's smoke mode)
+        selected = selected[:walk.first]
     if selected and selected[0].cfg.dataset == "folder" and gpus == 0:
         ensure_photos(selected[0].cfg, progress=False)
     done: dict[str, list[Run]] = {rung.name: [] for rung in selected}
@@ -286,8 +261,8 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
             print(f"\n=== rung {rung.name}{which}: {rung.change}", flush=True)
             if rung.limit and repeat == 0:
                 print(f"    limited by {rung.limit}", flush=True)
-            new_format = before is None or (rung.cfg.data_format, rung.cfg.data_dir) != \
-                (before.data_format, before.data_dir)
+            new_format = before is None or (rung.cfg.data_format, rung.cfg.data_dir) != (
+                before.data_format, before.data_dir)
             before = rung.cfg
             try:
                 if new_format and rung.name not in prepared:  # offline: not in the run's time
@@ -295,8 +270,7 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
                     if made is not None:
                         print(f"    {made}", flush=True)
                         prepared[rung.name] = made.note()
-                # each walk its own seed: a rung's spread covers the initial weights and
-                # the data order as well as the machine (a like-for-like seed per walk)
+                # each walk its own seed: a rung's spread covers the initial weights and data order
                 cfg = rung.cfg.replace(seed=rung.cfg.seed + repeat) if repeat else rung.cfg
                 last = gc.train(cfg, runs_dir=runs_dir, progress=False)
                 if rung.name in prepared:  # the record keeps what its format cost to make
@@ -313,39 +287,32 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
     if not runs:
         raise RuntimeError(f"every rung of the {engine} ladder failed (each says why above)")
     from .show import report
-    paths = report.write_report(runs, Path(out) if out else runs_dir / "report",
-                                title=f"gpu-course ladder ({engine})", varies=RUNG_SETTINGS)
-    return runs, paths
+    return runs, report.write_report(runs, Path(out) if out else runs_dir / "report",
+                                     title=f"gpu-course ladder ({engine})", varies=RUNG_SETTINGS)
 
 
 def closing_lines(engine: str, runs: list[Run], gpus: int,
                   check_accuracy: bool) -> tuple[list[str], bool]:
-    """What `gpu-course ladder` says after the table: what a CPU left out, the threads,
-    and whether the last rung reached CPU_ACCURACY. Returns (lines, check passed)."""
+    """(lines, check passed): what a CPU left out, the threads, whether the last rung reached
+    CPU_ACCURACY; `gpu-course ladder` prints them after the table."""
     from .analyse import metrics
     runs = [metrics.representative(r) for r in runs]  # a group of repeats: its median run
     lines, ok = [], True
     if gpus == 0:
-        lines.append("Left out on this CPU, their effect needs a GPU: " + "; ".join(
-            left_out(what, why) for what, why in GPU_ONLY[engine]) + ".")
-        lacking = cpu_left_out(engine)
-        if lacking:
-            lines.append("Left out on this CPU, which lacks what they need: " + "; ".join(
-                left_out(what, why) for what, why in lacking) + ".")
-        if runs and runs[0].config.get("model") == CPU_MODEL:
-            lines.append(f"The CPU ladder trains '{CPU_MODEL}': ResNet-20 learns too slowly on a CPU.")
+        for needs, lacking in (("gpu", GPU_ONLY[engine]), ("cpu", cpu_left_out(engine))):
+            if lacking:
+                lines.append(f"{LEFT_OUT[needs]} {'; '.join(left_out(what, why) for what, why in lacking)}.")
         first = runs[0].config if runs else {}
+        if first.get("model") == CPU_MODEL:
+            lines.append(f"The CPU ladder trains '{CPU_MODEL}': ResNet-20 learns too slowly on a CPU.")
         if first.get("dataset") == "folder" and first.get("data_format") == "loose":
             low, high = PHOTO_SIDES
             lines.append(f"It trains on {first.get('train_size'):,} JPEGs of {low}-{high} px resized "
                          f"to {first.get('image_size')} px ({first.get('data_dir')}), " + LOOSE)
-        line = threads_line(engine, runs)
-        if line:
-            lines.append(line)
+        lines += [line for line in [threads_line(engine, runs)] if line]
     if check_accuracy and runs:
         last = runs[-1]
-        acc = metrics.val_acc(last)
-        ok = acc >= CPU_ACCURACY
+        ok = (acc := metrics.val_acc(last)) >= CPU_ACCURACY
         lines.append(f"Accuracy check: '{last.name}' reached {acc:.1%} validation accuracy; "
                      f"it must reach {CPU_ACCURACY:.0%} (chance 10%): {'met' if ok else 'MISSED'}.")
     return lines, ok
@@ -355,8 +322,7 @@ def free_threads(before: Run) -> tuple[int, float]:
     """(intra-op threads, others' load in cores): the cores left free while `before` ran."""
     from .analyse import metrics
     load = metrics.machine_load(before)
-    cores = int(load["cpu_count"]) if not math.isnan(load["cpu_count"]) else \
-        os.cpu_count() or 1
+    cores = int(load["cpu_count"]) if not math.isnan(load["cpu_count"]) else os.cpu_count() or 1
     other = load["other_load"]
     if math.isnan(other) or not load["shared"]:
         return cores, other
@@ -367,8 +333,7 @@ def threads_left_out(runs: list[Run], other: float) -> str:
     """Why the PyTorch ladder has no thread rung."""
     if not runs:
         return NO_RUNG_BEFORE
-    return (f"other programs used {max(0.0, other):.1f} cores during '{runs[-1].name}', "
-            + DEFAULT_THREADS)
+    return f"other programs used {max(0.0, other):.1f} cores during '{runs[-1].name}', " + DEFAULT_THREADS
 
 
 def threads_line(engine: str, runs: list[Run]) -> str | None:
@@ -388,17 +353,16 @@ def threads_line(engine: str, runs: list[Run]) -> str | None:
                     f"busy; a thread rung would have given training {threads}.")
         return (f"Threads: '{last.name}' ran {_threads_ran(last)}; no thread rung: "
                 + threads_left_out([last], other) + ".")
-    ran = last.meta.get("ran") or {}
     workers = last.config.get("num_workers") or 0
-    return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside {workers} loader "
-            f"workers on {ran.get('cpu_count')} cores; " + MXNET_THREADS)
+    return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside {workers} loader workers "
+            f"on {(last.meta.get('ran') or {}).get('cpu_count')} cores; " + MXNET_THREADS)
 
 
 def _threads_ran(run) -> str:
     threads = (run.meta.get("ran") or {}).get("threads") or {}
-    count, source = threads.get("intra_op"), threads.get("intra_op_from")
-    if not count:
+    if not (count := threads.get("intra_op")):
         return "unrecorded threads"
+    source = threads.get("intra_op_from")
     return f"{count} thread{'s' if count != 1 else ''}" + (f" ({source})" if source else "")
 
 
@@ -409,8 +373,7 @@ def latest_ladder(engine: str, runs_dir=None) -> list:
     from .measure.records import load_runs
     root = runs_root(runs_dir)
     for folder in sorted((p for p in root.glob(f"ladder-{engine}-*") if p.is_dir()), reverse=True):
-        runs = [r for r in load_runs(folder) if metrics.engine(r) == engine]
-        if runs:
+        if runs := [r for r in load_runs(folder) if metrics.engine(r) == engine]:
             groups: dict = {}
             for run in runs:
                 groups.setdefault(run.name, []).append(run)
@@ -420,8 +383,7 @@ def latest_ladder(engine: str, runs_dir=None) -> list:
 
 def ladder(engine: str, sizes, runs_dir=None) -> list:
     """The newest ladder of `engine`, or one walked now when none is recorded."""
-    runs = latest_ladder(engine, runs_dir)
-    if runs:
+    if runs := latest_ladder(engine, runs_dir):
         return runs
     print(f"No {engine} ladder recorded yet: walking it now{' (quick)' if sizes.quick else ''}",
           flush=True)

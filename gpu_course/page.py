@@ -1,20 +1,6 @@
-"""A module's fixed paragraphs as a page of Markdown beside it (`text/<module>.md`).
-
-    ## name                       a section: one paragraph (`Page.text`) ...
-    The paragraph, on as many lines as it needs.
-
-    ## other                      ... or one paragraph a key (`Page.means`)
-    - expected, gpu: Tensor cores ...
-    - none: The step's time ...
-      continues on an indented line.
-
-A key's first part is an outcome (or another enum's value, or its member's name in lower
-case where the value holds ':' or ',', or a name); the parts after it say where the
-paragraph applies: "gpu" or "cpu" (`Where`), a track ("gluon", "pytorch"), or both
-("pytorch, gpu"), as `wording.text_for` picks them. A paragraph that is `= name`
-is section `name`'s, said in more than one place. Lines starting with `# ` and `<!--` are the
-page's own title and comments.
-"""
+"""A module's fixed paragraphs as a Markdown page beside it (`text/<module>.md`): `## name`
+starts a section, read as one paragraph (`Page.text`) or as `- key, where: paragraph`
+items (`Page.means`); `= name` repeats section `name`; `# ` and `<!--` lines are skipped."""
 from __future__ import annotations
 
 import re
@@ -22,7 +8,6 @@ import sys
 from enum import Enum
 from pathlib import Path
 
-TEXT_DIR = Path(__file__).resolve().parent / "lessons" / "text"   # the lessons' pages
 WHERE = ("gpu", "cpu")   # `show.findings.Where`'s values
 _ITEM = re.compile(r"- ([^:]+): (.*)")
 
@@ -72,13 +57,12 @@ class Page:
         """Section `name` as {key: paragraph, or {where: paragraph}}: each item's first part
         read as `keys` (an enum by its value, or str; default `Outcome`), the rest as where it
         applies. (The enums are imported here, not above: the CLI reads pages without them.)"""
-        from .show.findings.declarations import Outcome, Where
-        keys = Outcome if keys is None else keys
+        if keys is None:
+            from .show.findings.declarations import Outcome as keys
         at = f"{self.path.name}: section {name!r}"   # where a malformed line is
         items: list[list[str]] = []
         for line in self._lines(name):
-            match = _ITEM.fullmatch(line)
-            if match:
+            if match := _ITEM.fullmatch(line):
                 items.append([match[1], match[2].strip()])
             elif items and line.startswith("  "):
                 items[-1][1] += " " + line.strip()
@@ -102,6 +86,7 @@ class Page:
                     raise ValueError(f"{at}: {first!r} twice")
                 out[head] = paragraph
                 continue
+            from .show.findings.declarations import Where
             place = tuple(Where(p) if p in WHERE else p for p in where)
             inner = out.setdefault(head, {})
             if isinstance(inner, str):

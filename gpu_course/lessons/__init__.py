@@ -1,25 +1,9 @@
-"""The lessons' own code, shared by both tracks: one module per lesson.
+"""The lessons' own code, one module per lesson (`l03_graph` for lesson 03), framework-free.
 
-A notebook shows the framework change and runs it; everything after that lives here, in
-the module its number names (`l03_graph` for lesson 03):
-
-    SIZES = gc.sizes("03")            # the lesson's sizes: full, or small in CI (GPU_COURSE_SMOKE=1)
-    ...                               # the lesson's change, one gc.train per variant
-    gc.show(runs, lesson="03")       # the table and the chart
-    gc.conclude("03", runs)           # the checked sentences: gpu_course/lessons/l03_graph.py
-
-Each module holds `SIZES` (full, smoke, and check: the changes to full that `make
-gpu-check` runs on a GPU, GPU_COURSE_SIZE=check) and `OWN_SIZES` (the names among them
-that are not Experiment fields), optionally `table(runs)` (the table its sentences cite,
-when it is not the ladder table), and its findings as data: `LESSON =
-findings.Lesson(...)` (what it compares, what it expects on a GPU and on a CPU, and one
-number-free paragraph for each outcome; the talk's figures as quotes). `conclude(runs,
-...)` hands the runs to the engine, `show.findings.judge`, which reads their records
-(never the machine the notebook runs on) and words every verdict through its fixed
-templates, so every number printed is a cell of the table shown, a noise verdict or a
-quote naming its source. The talk's numbers are in `talk`, once for every lesson. No
-lesson imports another, none prints, and no deep-learning framework is imported here.
-"""
+Each holds `SIZES` (full, smoke, check) and `OWN_SIZES` (those that are no Experiment
+field), maybe `table(runs)`, and its findings as data (`findings.Lesson`); `conclude` hands
+the runs to `show.findings.judge`, so every number printed is a table cell, a noise verdict
+or a quote naming its source."""
 from __future__ import annotations
 
 import difflib
@@ -41,9 +25,8 @@ COMMON = {"full": {"dataset": "synthetic", "monitor_interval": 0.5},
 
 
 class SizeMode(str, enum.Enum):
-    """How large a lesson runs: FULL (its own sizes), SMOKE (tiny, what CI runs on a CPU)
-    or CHECK (full settings, networks and compilers, with fewer images and epochs: every
-    GPU branch runs, and all the lessons fit a few minutes of one GPU)."""
+    """How large a lesson runs: FULL, SMOKE (tiny: CI on a CPU) or CHECK (full settings with
+    fewer images and epochs: every GPU branch in a few minutes of one GPU)."""
     FULL = "full"
     CHECK = "check"
     SMOKE = "smoke"
@@ -58,12 +41,11 @@ def size_mode() -> SizeMode:
     try:
         mode = SizeMode(text.strip().lower())
     except ValueError:
-        allowed = ", ".join(m.value for m in SizeMode)
-        raise ValueError(f"GPU_COURSE_SIZE={text!r} is not a size; allowed: {allowed}") from None
+        raise ValueError(f"GPU_COURSE_SIZE={text!r} is not a size; allowed: "
+                         + ", ".join(m.value for m in SizeMode)) from None
     if smoke and mode is not SizeMode.SMOKE:
-        flag = os.environ.get("GPU_COURSE_SMOKE")
-        raise ValueError(f"GPU_COURSE_SIZE={text!r} contradicts GPU_COURSE_SMOKE={flag!r}: "
-                         "unset one")
+        raise ValueError(f"GPU_COURSE_SIZE={text!r} contradicts "
+                         f"GPU_COURSE_SMOKE={os.environ.get('GPU_COURSE_SMOKE')!r}: unset one")
     return mode
 
 
@@ -79,14 +61,11 @@ def module_of(number) -> ModuleType:
 
 
 class Sizes(dict):
-    """A lesson's sizes: the Experiment fields among them are the dict's items (so
-    `gc.Experiment(..., **SIZES)` takes them); every size, the lesson's `own` too, is an
-    attribute (`SIZES.epochs`, `SIZES.batches`). A name that is neither (a typo such as
-    `epoch`, a retired field) is refused by name, not left out of the run."""
+    """A lesson's sizes: the Experiment fields are the dict's items (`**SIZES`), every size an
+    attribute (`SIZES.batches`); a name neither a field nor `own` (a typo) is refused."""
 
     def __init__(self, values: dict, own=()):
-        stray = sorted(set(values) - _FIELDS - set(own))
-        if stray:
+        if stray := sorted(set(values) - _FIELDS - set(own)):
             near = {n: difflib.get_close_matches(n, _FIELDS | set(own), 1) for n in stray}
             raise ValueError(
                 "size(s) " + ", ".join(n + (f" (did you mean {near[n][0]}?)" if near[n] else "")
@@ -107,18 +86,16 @@ class Sizes(dict):
         return "Sizes(" + ", ".join(f"{k}={v!r}" for k, v in self._all.items()) + ")"
 
     def replace(self, **changes) -> "Sizes":
-        unknown = sorted(set(changes) - set(self._all))
-        if unknown:
-            allowed = ", ".join(sorted(self._all))
-            raise ValueError(f"{', '.join(unknown)}: not a size of this lesson; allowed: {allowed}")
+        if unknown := sorted(set(changes) - set(self._all)):
+            raise ValueError(f"{', '.join(unknown)}: not a size of this lesson; "
+                             f"allowed: {', '.join(sorted(self._all))}")
         for name, value in changes.items():
             _same_kind(name, self._all[name], value)
         return Sizes({**self._all, **changes}, self._own)
 
 
 def _same_kind(name: str, old, new) -> None:
-    """A size changed to a value of its kind: a count a whole number >= 0, a time or a
-    share a finite number >= 0, a list a list, a name a string; else a clear error."""
+    """A size changed to a value of its kind (a count a whole number >= 0, ...), else an error."""
     if old is None:
         return   # unset by default: what it takes is the Experiment's to check
     if isinstance(old, bool):
@@ -139,16 +116,13 @@ def _same_kind(name: str, old, new) -> None:
 
 def sizes(number, smoke: bool | None = None, mode: SizeMode | None = None,
           **changes) -> Sizes:
-    """Lesson `number`'s sizes: its full sizes, its small ones in smoke mode
-    (GPU_COURSE_SMOKE=1, what CI sets), or the GPU check's (GPU_COURSE_SIZE=check);
-    `smoke` or `mode` choose instead of the environment; `changes` override any size
-    (`gc.sizes("03", epochs=5)`)."""
+    """Lesson `number`'s sizes in the environment's `size_mode` (or `smoke`'s or `mode`'s);
+    `changes` override any size (`gc.sizes("03", epochs=5)`)."""
     module = module_of(number)
     table = module.SIZES
     if mode is None:
         mode = size_mode() if smoke is None else SizeMode.SMOKE if smoke else SizeMode.FULL
-    mode = SizeMode(mode)
-    if mode is SizeMode.CHECK:
+    if (mode := SizeMode(mode)) is SizeMode.CHECK:   # the full sizes, with the check's changes
         values = {**COMMON["full"], **table["full"], **table["check"]}
     else:
         values = {**COMMON[mode.value], **table[mode.value]}
@@ -157,35 +131,27 @@ def sizes(number, smoke: bool | None = None, mode: SizeMode | None = None,
 
 def workers() -> int:
     """DataLoader workers for one training process: lesson 02's advice, all the cores but
-    three (the training process, its main thread's helpers, the monitor), at least 2."""
+    three (training, its helpers, the monitor), at least 2."""
     return max(2, (os.cpu_count() or 1) - 3)
 
 
 def show(runs=None, lesson=None, chart: bool = True, **context) -> None:
-    """The runs' table (the `lesson`'s own table where it has one, else the ladder
-    table) through the course's formatter, their throughput chart, and the lesson's
-    caption under them where it has one (`caption(runs)`: lesson 08's, the ladder's own
-    conclusion as `gpu-course ladder` prints it). context: what else the lesson's table is
-    made from, by name (`kernels=` traces in lesson 12)."""
+    """The runs' table (the `lesson`'s own, else the ladder table), their throughput chart,
+    and the lesson's `caption(runs)` where it has one. context: what else the lesson's
+    table is made from (`kernels=` in lesson 12)."""
     from ..show import plots, report, tables
     module = module_of(lesson) if lesson is not None else None
-    frame = module.table(runs, **context) if module is not None and hasattr(module, "table") \
-        else report.ladder_table(runs)
+    frame = module.table(runs, **context) if hasattr(module, "table") else report.ladder_table(runs)
     _display(tables.show(frame))
     if chart and runs:
         _display(plots.throughput(runs))
-    caption = module.caption(runs) if module is not None and hasattr(module, "caption") else None
-    if caption:
+    if caption := hasattr(module, "caption") and module.caption(runs):
         print(caption)
 
 
 def conclude(number, runs=None, **context):
-    """Lesson `number`'s closing sentences on `runs` (its module's `conclude`; a lesson
-    may conclude on other measurements instead, passed by name: `trap=` in lesson 13):
-    each number printed is a cell of the table shown, a noise verdict on its runs, a named
-    setting or a quote that names its source. (The module's own `conclude` returns the
-    `closing.Closing` that said them, for tests and exercises.) The first time in a
-    session, a line names the lesson's copy executed on a GPU, where one is committed."""
+    """Lesson `number`'s closing sentences on `runs` or on other measurements by name (`trap=`
+    in lesson 13); the first time in a session, where the lesson's copy run on a GPU is."""
     module_of(number).conclude(runs, **context)
     _point_to_executed_copy(number, runs)
 
@@ -201,18 +167,15 @@ def _point_to_executed_copy(number, runs) -> None:
         return
     _POINTED.add((*engines, lesson))
     for device, path in executed_copies(*engines, lesson):
-        where = path.relative_to(REFERENCE_ROOT).as_posix()
-        print(f"This lesson as it ran on one {device}, with outputs: gpu_course/reference/{where}")
+        print(f"This lesson as it ran on one {device}, with outputs: "
+              f"gpu_course/reference/{path.relative_to(REFERENCE_ROOT).as_posix()}")
 
 
 def _flat(runs):
     if isinstance(runs, dict):
         runs = list(runs.values())
     for run in runs if isinstance(runs, (list, tuple)) else [runs]:
-        if isinstance(run, (list, tuple, dict)):
-            yield from _flat(run)
-        else:
-            yield run
+        yield from _flat(run) if isinstance(run, (list, tuple, dict)) else [run]
 
 
 def _display(obj) -> None:
@@ -220,9 +183,5 @@ def _display(obj) -> None:
         from IPython import get_ipython
         from IPython.display import display
     except ImportError:  # plain Python: text only
-        print(obj)
-        return
-    if get_ipython() is None:
-        print(obj)
-    else:
-        display(obj)
+        get_ipython = display = None
+    (display if get_ipython and get_ipython() is not None else print)(obj)

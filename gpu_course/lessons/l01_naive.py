@@ -1,10 +1,4 @@
-"""Lesson 01: the naive baseline, and the two ceilings that bound it.
-
-The run is trained as a first script writes it (batch 64, one loader worker, float32, op by
-op from Python). Two short runs bound it: mock="trainer" fetches batches and drops them (the
-input alone), mock="loader" trains on one batch kept on the device (the model alone). A run
-cannot beat the lower; `findings.Ceilings` places it against that one.
-"""
+"""Lesson 01: the naive baseline, placed against its input and compute ceilings (mock runs)."""
 from __future__ import annotations
 
 import enum
@@ -24,15 +18,10 @@ SIZES = {
                  exercise_size=10_240, exercise_model="resnet20"),   # each exercise run: a fifth of the set
     "smoke": dict(train_size=512, test_size=256, epochs=1, warmup_steps=2, ceiling_steps=24,
                   exercise_size=1_536, exercise_model="tiny"),   # 22 steady steps: a noise verdict
-    # the GPU check (GPU_COURSE_SIZE=check): full settings, a fifth of the images
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, ceiling_steps=100,
                   exercise_size=5_120),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("ceiling_steps", "exercise_model", "exercise_size")
-# the old names, for lessons that import them from here until they are converted
-CEILING_FREE, MIN_STEPS, LOAD_WORDS = diagnose.CEILING_FREE, diagnose.MIN_STEPS, alike.LOAD_WORDS
-shared, steady_steps = alike.shared, metrics.steady_steps
 
 
 class Role(enum.Enum):
@@ -55,18 +44,16 @@ def table(runs) -> pd.DataFrame:
     """The run and its ceilings (no speed-up for a ceiling), with each row's steady steps,
     step-time percentiles and the machine's load."""
     runs = list(runs)
-    frame = report.ladder_table(runs)
-    roles = [role(r) for r in runs]
+    frame, roles = report.ladder_table(runs), [role(r) for r in runs]
     frame.insert(1, "what", [r.value for r in roles])
     if sum(r is Role.RUN for r in roles) > 1:
         frame.loc[[r is not Role.RUN for r in roles], "speedup"] = math.nan
     else:  # one run against its own ceilings: a speed-up would only be ceilings over it
         frame = frame.drop(columns="speedup")
     steadiness = [metrics.steadiness(r) for r in runs]
-    frame["steady_steps"] = [s["steady_steps"] for s in steadiness]
-    frame["step_p50_ms"] = [1e3 * s["step_p50_s"] for s in steadiness]
-    frame["step_p95_ms"] = [1e3 * s["step_p95_s"] for s in steadiness]
-    frame["waited_share"] = [s["waited_share"] for s in steadiness]
+    for column, key, scale in (("steady_steps", "steady_steps", 1), ("step_p50_ms", "step_p50_s", 1e3),
+                               ("step_p95_ms", "step_p95_s", 1e3), ("waited_share", "waited_share", 1)):
+        frame[column] = [scale * s[key] for s in steadiness]
     return alike.with_load(frame, runs)
 
 
@@ -74,7 +61,7 @@ PAGE = Page.of(__name__)   # the paragraphs: text/l01_naive.md
 LESSON = Lesson(
     compares=(),
     ceilings=Ceilings(
-        setting="mock", varies=CEILING_FREE,
+        setting="mock", varies=diagnose.CEILING_FREE,
         alone={"trainer": "the input pipeline", "loader": "the computation"},
         means=PAGE.means("ceilings", Place)),
     columns=PAGE.means("columns", str),

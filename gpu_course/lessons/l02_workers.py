@@ -1,10 +1,5 @@
-"""Lesson 02: more DataLoader workers (`num_workers`), and what each one costs.
-
-A sweep of worker counts up to the talk's advice (`gc.workers()`), the same at a large batch
-beside the talk's slide (`SWEEP`, `LARGE`), and (PyTorch) the loader's other knobs
-(`KNOBS_LESSON`). A gain beyond what removing all the data wait could buy is not credited
-to the workers. The table marks the knee and what each worker costs.
-"""
+"""Lesson 02: more DataLoader workers, a sweep to its knee (`SWEEP`, `LARGE`) and the
+loader's other knobs (`KNOBS_LESSON`)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -30,16 +25,14 @@ SIZES = {
     "check": dict(train_size=10_240, test_size=2_048, epochs=1, worker_counts=(1, 4),
                   knob_epochs=2, exercise_size=5_120),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("exercise_model", "exercise_size", "knob_epochs", "large_batch", "worker_counts")
 BATCH = 64          # the lesson's batch, the talk's: a sweep at a larger one is its slide's
 KNOBS = ("pin_memory", "persistent_workers", "prefetch_factor")   # DataLoader's other knobs
 
 
 def table(runs, memory: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The ladder table with each run's workers, GPU-Util spread, median step, waited share
-    and steady steps; the knee, the later epochs, the machine's load, and `memory`'s
-    columns (`worker_memory`) where they apply."""
+    """The ladder table with each run's workers, GPU-Util spread, step, waits and steady
+    steps; the knee, later epochs, load and `memory`'s columns where they apply."""
     runs = list(runs)
     frame = report.ladder_table(runs)   # a column for whatever differs between the runs
     if "num_workers" not in frame.columns:

@@ -1,9 +1,5 @@
-"""Lesson 03: a graph instead of Python, `hybridize()` (Gluon) / `torch.compile` (PyTorch).
-
-Each network trains as written, then as a graph, each against its own first run, beside the
-talk's rule that small networks and batches gain most. PyTorch's lesson also captures its
-own loop's step as a CUDA graph by hand (`BY_HAND`, on a GPU).
-"""
+"""Lesson 03: a graph instead of Python, `hybridize()` (Gluon) / `torch.compile` (PyTorch),
+each network against its own first run; `BY_HAND`: a CUDA graph captured by hand."""
 from __future__ import annotations
 
 import pandas as pd
@@ -20,21 +16,18 @@ SIZES = {
                  compile_backend="inductor",
                  exercise_size=10_240,          # images of each exercise run
                  exercise_model="resnet56"),    # a network the lesson does not compile
-    # inductor needs about a minute a network on 2 CPU cores; aot_eager only traces the graph:
-    # the lesson's code path, without its speed-up
+    # inductor needs a minute a network on 2 cores; aot_eager only traces (no speed-up)
     "smoke": dict(train_size=384, test_size=256, epochs=1, warmup_steps=3,
                   compile_backend="aot_eager",
                   exercise_size=1_664,           # 23 steady steps: enough for a noise verdict
-                  exercise_model="tiny"),       # the cheapest network, in CI
-    # inductor and CUDA graphs as at full size: compiling dominates the check's time
+                  exercise_model="tiny"),
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, exercise_size=5_120),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("compile_backend", "exercise_model", "exercise_size")
 
 
 def by_model(runs) -> dict:
-    """The runs grouped by the network they trained, in order of first appearance."""
+    """The runs grouped by network, in order of first appearance."""
     groups: dict = {}
     for run in runs:
         groups.setdefault(run.config.get("model", "?"), []).append(run)

@@ -1,10 +1,5 @@
-"""Lesson 04: 16-bit arithmetic, `net.cast('float16')` + `multi_precision` (Gluon) /
-`torch.autocast` + `GradScaler`, bfloat16, channels_last and TF32 (PyTorch).
-
-Each precision is trained `repeats` times, interleaved, and judged against float32 (`LESSON`).
-A variant is what its record says ran (float16 runs as float32 on a Gluon CPU, as bfloat16 on
-a PyTorch one): a dtype that did not run is never credited.
-"""
+"""Lesson 04: 16-bit arithmetic, each precision against float32 as its record says it ran
+(a dtype that did not run is never credited)."""
 from __future__ import annotations
 
 from ..analyse.precision import MASTER_COPY, SIXTEEN_BITS, TF32, asked, table  # noqa: F401
@@ -17,17 +12,15 @@ SIZES = {
     "full": dict(model="resnet20", train_size=50_000, test_size=10_000, epochs=3, warmup_steps=10,
                  num_workers=workers(),
                  repeats=2,                    # each precision trained this many times, interleaved
-                 torch_threads=None,           # PyTorch's intra-op threads (None: its default)
+                 torch_threads=None,
                  exercise_size=20_480,         # images of each exercise run: 30 steady steps an epoch
                  exercise_batch=512),          # large enough for 16 bits to show on a GPU
-    # a small network, 6 steps of 64 a run and one in-process loader: the repeats fit CI's
-    # minute on 2 cores (bfloat16 is slow on a CPU)
+    # small enough for the repeats to fit CI's minute on 2 cores (bfloat16 is slow on a CPU)
     "smoke": dict(model="tiny", train_size=384, test_size=256, epochs=1, warmup_steps=2,
                   num_workers=0, repeats=2, torch_threads=1,
                   exercise_size=192, exercise_batch=8),    # 22 steady steps: a noise verdict
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, exercise_size=15_360),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("exercise_batch", "exercise_size", "repeats", "torch_threads")
 PAGE = Page.of(__name__)   # the paragraphs: text/l04_precision.md
 LESSON = Lesson(

@@ -1,9 +1,5 @@
-"""Lesson 05: large batches, and the changes that keep their accuracy.
-
-Three experiments, told apart by what their configs vary (`part`): the batch-size sweep
-beside the talk's table (`SWEEP`), one change at a time at the large batch, each against the
-row above (`CHANGES`), and the optimizer race with each one's time to a target (`RACE`).
-"""
+"""Lesson 05: large batches (`SWEEP`), the changes that keep their accuracy (`CHANGES`) and
+the optimizer race (`RACE`), told apart by `part`."""
 from __future__ import annotations
 
 import math
@@ -24,9 +20,8 @@ SIZES = {
                  base_batch=128,                      # lr = 0.1 at this batch, scaled linearly above it
                  large_warmup_epochs=1.0,            # the large batch's warm-up
                  race_epochs=6, race_train_size=50_000, race_batch=256,
-                 torch_threads=None,                  # PyTorch's intra-op threads (None: its default)
+                 torch_threads=None,
                  exercise_size=10_240),               # each exercise run: 20+ steady steps at 128
-    # a small network and one in-process loader, so that a dozen runs fit CI's minute on 2 cores
     "smoke": dict(model="tiny", train_size=512, test_size=256, epochs=1, warmup_steps=2,
                   num_workers=0, batches=(32, 64, 128), base_batch=32, large_warmup_epochs=0.5,
                   race_epochs=2, race_train_size=256, race_batch=64, torch_threads=1,
@@ -34,14 +29,11 @@ SIZES = {
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, batches=(64, 256, 1280),
                   race_epochs=3, race_train_size=10_240, exercise_size=5_120),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("base_batch", "batches", "exercise_size", "large_warmup_epochs", "race_batch",
              "race_epochs", "race_train_size", "torch_threads")
 TARGET = 0.9          # the race's target: this share of the best final accuracy
-# the course's CPU records at batch 512 (ResNet-20, LARS, 3 epochs, seeds 0 and 1;
-# reference/recipes-cpu/recipes.md): final validation accuracy by schedule after the warm-up
+# final val acc by schedule after the warm-up, seeds 0 and 1 (reference/recipes-cpu/recipes.md)
 RECORDS = {"constant": (0.215, 0.144), "cosine decay": (0.772, 0.804)}
-
 
 PAGE = Page.of(__name__)   # the paragraphs: text/l05_large_batch.md
 BATCH = Compare(varies=("batch_size",), gpu=Expect.FASTER, cpu=Expect.SAME, gains=Gain.LOWER,

@@ -1,9 +1,5 @@
-"""Lesson 06: learning-rate schedules on lesson 05's large-batch job.
-
-The job is trained with a constant rate (`lr_scheduler="none"`) and once per schedule; each
-schedule is judged against the constant rate (`LESSON`) in accuracy, and in speed, which a
-schedule should not cost.
-"""
+"""Lesson 06: learning-rate schedules on lesson 05's large-batch job, each against the
+constant rate in accuracy and speed."""
 from __future__ import annotations
 
 import pandas as pd
@@ -19,17 +15,14 @@ SIZES = {
                  batch_size=640,                 # per device: lesson 5's large batch
                  lr_base_batch=128,              # lr = 0.1 at this batch, scaled linearly (lesson 5)
                  num_workers=workers(), warmup_steps=10,
-                 torch_threads=None),            # PyTorch's intra-op threads (None: its default)
-    # a small network and one in-process loader, so that five runs fit CI's minute on 2 cores
+                 torch_threads=None),
     "smoke": dict(model="tiny", train_size=512, test_size=256, epochs=2, batch_size=64,
                   lr_base_batch=32, num_workers=0, warmup_steps=2, torch_threads=1),
     "check": dict(train_size=10_240, test_size=2_048, epochs=4),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("torch_threads",)
 CONSTANT = "none"                                # lr_scheduler of the run the others are judged against
 SCHEDULE_FIELDS = ("lr_scheduler", "lr_steps", "lr_factor")   # what a schedule is made of
-
 
 PAGE = Page.of(__name__)   # the paragraphs: text/l06_schedules.md
 LESSON = Lesson(
@@ -43,16 +36,14 @@ LESSON = Lesson(
 
 def constant_run(runs):
     """The run with no schedule (`lr_scheduler="none"`): the base of every comparison."""
-    found = [r for r in runs if (r.config.get("lr_scheduler") or CONSTANT) == CONSTANT]
-    if not found:
-        have = [r.config.get("lr_scheduler") for r in runs]
-        raise ValueError(f"no run has lr_scheduler={CONSTANT!r}; the runs' schedules: {have}")
-    return found[0]
+    if found := [r for r in runs if (r.config.get("lr_scheduler") or CONSTANT) == CONSTANT]:
+        return found[0]
+    have = [r.config.get("lr_scheduler") for r in runs]
+    raise ValueError(f"no run has lr_scheduler={CONSTANT!r}; the runs' schedules: {have}")
 
 
 def table(runs) -> pd.DataFrame:
-    """The ladder table against the constant rate, with each run's schedule and what else
-    it changed."""
+    """The ladder table against the constant rate, with each run's schedule and what else changed."""
     runs = list(runs)
     base = constant_run(runs)
     frame = report.ladder_table(runs, baseline=runs.index(base))

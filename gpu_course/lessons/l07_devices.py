@@ -1,9 +1,5 @@
-"""Lesson 07: more devices, more hosts: data parallelism and what communication costs.
-
-The runs train one job on 1..k devices, then as several local "hosts"; efficiency =
-samples/s on k devices ÷ (k × samples/s on one). The exchange's tables are
-`scale/exchange.py`; the scaling model's rows (`scale/scaling.py`) are model outputs.
-"""
+"""Lesson 07: data parallelism over devices and local hosts, and what the exchange costs
+(efficiency = samples/s on k devices ÷ (k × samples/s on one))."""
 from __future__ import annotations
 
 import pandas as pd
@@ -36,7 +32,6 @@ SIZES = {
                   cpu_exercise_size=192, cpu_exercise_batch=8),
     "check": dict(train_size=10_240, test_size=2_048, epochs=1, exercise_size=38_400),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("bench_iters", "bench_seconds", "bench_sizes", "bucket_batch", "bucket_steps",
              "bucket_warmup", "buckets_mb", "cpu_exercise_batch", "cpu_exercise_size",
              "cpu_test_size", "cpu_train_size", "exercise_batch", "exercise_size")
@@ -46,8 +41,7 @@ PCT = "{:.3g}%"           # a percent column's cell in a sentence
 
 
 def table(runs) -> pd.DataFrame:
-    """The ladder table with each run's devices (and hosts) and its scaling efficiency:
-    samples/s a device against the first run's."""
+    """The ladder table with each run's devices (and hosts) and its scaling efficiency."""
     runs = list(runs)
     frame = metrics.table(runs)
     frame.insert(1, "devices", [devices(r) for r in runs])
@@ -61,9 +55,6 @@ def table(runs) -> pd.DataFrame:
 PAGE = Page.of(__name__)   # the paragraphs: text/l07_devices.md
 LESSON = Lesson(
     compares=(Compare(
-        # the devices, how gradients meet, the threads and loader workers each process gets
-        # of the same cores, and a job's images a step (a parameter server's grow with its
-        # workers)
         varies=("num_gpus", "kvstore", "threads", "num_workers", "batch_size", "world_size",
                 "workers", "nodes"),
         gpu=Expect.FASTER, cpu=Expect.SAME, means=PAGE.means("devices")),),
@@ -101,12 +92,9 @@ MEASURED = Reading(
            Mark("lost is", (SHORTER,), PAGE.text("lost_shorter"))),
     limits=(Limit("steady steps", metrics.MIN_STEADY_STEPS, words="steady steps", fmt="{:.0f}",
                   text=PAGE.text("too_few_steps")),
-            Limit("implied bandwidth (GB/s)", PCIE_X8_GBPS, row=talk_row(),
-                  words=PAGE.text("implied_bandwidth"), fmt="{:.3g} GB/s",
-                  text=PAGE.text("far_below_pcie")),
-            Limit("implied bandwidth (GB/s)", PCIE_X8_GBPS, above=True, row=talk_row(),
-                  words=PAGE.text("implied_bandwidth"), fmt="{:.3g} GB/s",
-                  text=PAGE.text("pcie_carries"))))
+            *(Limit("implied bandwidth (GB/s)", PCIE_X8_GBPS, above=above, row=talk_row(),
+                    words=PAGE.text("implied_bandwidth"), fmt="{:.3g} GB/s", text=PAGE.text(text))
+              for above, text in ((False, "far_below_pcie"), (True, "pcie_carries")))))
 # the model's steps of machines not measured here: (label, step seconds, gradient bytes)
 TALK = distributed.TALK
 MODELLED = (("a V100 step (the talk)", TALK["batch"] / TALK["samples_per_sec_1"], TALK["grad_bytes"]),

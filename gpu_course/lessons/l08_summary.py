@@ -1,10 +1,5 @@
-"""Lesson 08: the whole ladder, one coherent set of runs.
-
-It reads the newest ladder `gpu-course ladder` (or `make run`) wrote for the track: every rung
-trained by one command on one machine, each changing one thing on top of the one before.
-With none yet the notebook walks the ladder itself (`ladder.ladder`). The table has a column
-for every setting its rows differ in; the reference machine's ladder is set beside it.
-"""
+"""Lesson 08: the newest recorded ladder of the track (`ladder.ladder` walks one when none is
+recorded), set beside the talk's and the reference machine's."""
 from __future__ import annotations
 
 import dataclasses
@@ -24,33 +19,23 @@ from ..show.findings import (Column, Compare, Expect, Lesson, Mark, Note, Page, 
 from . import talk
 
 SIZES = {
-    # the ladder's own sizes (ladder.default_sizes): full, or `gpu-course ladder --quick`;
-    # aot_eager only traces (seconds on a CPU), inductor compiles (minutes on a CPU)
+    # the ladder's sizes (ladder.default_sizes) or --quick's; aot_eager only traces (seconds on a CPU)
     "full": dict(quick=False, ladder_train_size=None, ladder_test_size=None,
                  compile_backend="inductor", ladder_rungs=None,
-                 # exercise 08.1's runs: the ladder's rungs (None: all of ladder_rungs) on its
-                 # own images (None) over one epoch, at its own batch and warm-up (None)
+                 # exercise 08.1's runs (None: the ladder's own)
                  exercise_rungs=None, exercise_size=None, exercise_epochs=1, exercise_batch=None,
                  exercise_warmup_steps=None, exercise_torch_threads=None),
-    # smoke: the first four rungs (naive, workers, data format, graph): the summary's code
-    # path in a minute; the whole ladder is `make run`'s
+    # the first four rungs: the summary's code path in a minute
     "smoke": dict(quick=True, ladder_train_size=512, ladder_test_size=256,
                   compile_backend="aot_eager", ladder_rungs=4,
-                  # 26 steady steps of 32 (a noise verdict) on the smoke ladder's photos, after
-                  # 6 of warm-up (a fresh process's first run took ~0.5 s for each of its steps
-                  # 2-5, ten times the rest); its first three rungs: a fresh process's first
-                  # aot_eager run traces inside its timed steps (a fifth of its later speed)
+                  # 26 steady steps after 6 of warm-up: a fresh process's first ran 10x slower
                   exercise_rungs=3, exercise_size=1_024, exercise_epochs=1, exercise_batch=32,
                   exercise_warmup_steps=6,
-                  # PyTorch's intra-op threads beside two loader workers on CI's 2 cores: its
-                  # default, a thread a core, ran at a fifth of this speed while other
-                  # programs used the cores (MXNet's default there is one already)
+                  # beside two loader workers on CI's 2 cores, a thread a core ran 5x slower
                   exercise_torch_threads=1),
-    # the quick ladder's rungs, compiled with inductor, on a fifth of the images
     "check": dict(quick=True, ladder_train_size=10_240, ladder_test_size=2_048,
                   exercise_size=5_120),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("compile_backend", "exercise_batch", "exercise_epochs", "exercise_rungs",
              "exercise_size", "exercise_torch_threads", "exercise_warmup_steps",
              "ladder_rungs", "ladder_test_size", "ladder_train_size", "quick")

@@ -1,9 +1,5 @@
-"""Lesson 09: the input pipeline, one change a rung, on a folder of Caltech-256-shaped photos:
-loose JPEGs with one loader worker, then more; resized once; packed into one file; in memory
-(on a GPU, in GPU memory). First the disk itself; then, on the packed file, the page cache
-(dropped against kept, measured by mincore) and the sample order. Each rung records its
-data format, so what is said reads the record, never the run's name.
-"""
+"""Lesson 09: the input pipeline, one change a rung, on a folder of photos; the disk, the page
+cache and the sample order. What is said reads each rung's record, never its name."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -24,8 +20,7 @@ SIZES = {
                  disk_test_mb=512,                      # the disk test's scratch file (MiB)
                  ceiling_steps=100,                     # steps of each ceiling run
                  exercise_size=2400, exercise_batch=64,    # each exercise run
-                 torch_threads=None),                   # PyTorch's intra-op threads (None: its default)
-    # 25 steps of 16 images a run: enough steady steps for diagnose to rule, and quick
+                 torch_threads=None),
     "smoke": dict(dataset="folder", images=500, image_size=32, train_size=400, test_size=40,
                   batch_size=16, epochs=1, warmup_steps=2, disk_test_mb=32, ceiling_steps=24,
                   exercise_size=192, exercise_batch=8,       # 22 steady steps: a noise verdict
@@ -33,7 +28,6 @@ SIZES = {
     "check": dict(images=1000, train_size=800, test_size=200, epochs=1, exercise_size=800,
                   exercise_batch=32),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("ceiling_steps", "disk_test_mb", "exercise_batch", "exercise_size", "images",
              "torch_threads")
 ORDERS = tuple(SampleOrder)   # the orders the lesson reads the packed file in
@@ -44,13 +38,12 @@ WARM_AT_LEAST = 0.95  # share cached at an epoch's start, at least, for a warm o
 
 def table(runs) -> pd.DataFrame:
     """The disk test's table (for `Reads`), else the rungs' ladder table, with the share of
-    the packed file cached at each epoch's start where the runs recorded it."""
+    the packed file cached at each epoch's start where recorded."""
     if isinstance(runs, Reads):
         return disk_table(runs)
     runs = list(runs)
-    frame = report.ladder_table(runs)
-    if any(cached_shares(r) for r in runs):
-        shares = [cached_shares(r) for r in runs]
+    frame, shares = report.ladder_table(runs), [cached_shares(r) for r in runs]
+    if any(shares):
         report.put(frame, frame.columns.get_loc("samples_per_sec"), "cached_at_start",
                    [sum(s) / len(s) if s else float("nan") for s in shares])
     return frame
@@ -76,13 +69,12 @@ PAGE = Page.of(__name__)   # the paragraphs: text/l09_input.md
 RUNGS = Lesson(
     compares=(Compare(varies=("num_workers", "data_format", "data_on_gpu"), gpu=Expect.FASTER,
                       cpu=Expect.FASTER, means=PAGE.means("rungs")),),
-    changes=True, fastest=True, diagnose=True,
-    columns={"data_wait_share": "Share of its steady time each rung waited for data"},
+    changes=True, fastest=True, diagnose=True, columns=PAGE.means("rungs_columns", str),
     cpu=PAGE.means("no_gpu", str))
 
 CACHE_NOTES = tuple(Note(cache_state, (state,), text, judged=state in ("cold", "warm"))
                     for state, text in PAGE.means("cache_notes", str).items())
-CACHED = {"cached_at_start": "Share of its file cached at each epoch's start (mean)"}
+CACHED = PAGE.means("cached_columns", str)
 PAGE_CACHE = Lesson(
     compares=(Compare(varies=("page_cache",), gpu=Expect.FASTER, cpu=Expect.FASTER,
                       means=PAGE.means("page_cache")),),
@@ -95,7 +87,7 @@ BY_ORDER = Lesson(
 
 DISK = Lesson(
     compares=(),
-    columns={"MB/s": "MB/s of each read", "KB a read": "KB a read on average"},
+    columns=PAGE.means("disk_columns", str),
     quotes=(Quote("a disk reads about", talk.LECTURE_DISK_MB_S, "{:,} MB/s"),
             Quote("NVMe about", talk.LECTURE_NVME_MB_S, "{:,} MB/s")),
     source=talk.LECTURE, after=PAGE.text("disk_after"))

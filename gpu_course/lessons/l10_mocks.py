@@ -1,10 +1,4 @@
-"""Lesson 10: mock components and an automatic diagnosis.
-
-A mock trainer (batches fetched and dropped) measures the input alone, a mock loader (one
-batch served forever) the model alone: two ceilings, not rungs, so no speed-up column.
-`analyse.diagnose` turns a run and its ceilings into a verdict and the next rung; `follow`
-applies it. Lesson 09 reads its first rung's ceilings here.
-"""
+"""Lesson 10: mock components (two ceilings, not rungs) and `analyse.diagnose`'s verdict."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -19,17 +13,14 @@ SIZES = {
                  batch_size=64, epochs=2, warmup_steps=5,
                  ceiling_steps=100,                   # steps of each ceiling run
                  exercise_size=2400, exercise_batch=64,    # each exercise run
-                 torch_threads=None),                   # PyTorch's intra-op threads (None: its default)
-    # 25 steps of 64 images a run: enough steady steps for diagnose to rule
+                 torch_threads=None),
     "smoke": dict(dataset="folder", images=1800, image_size=32, train_size=1600, test_size=40,
                   batch_size=64, epochs=1, warmup_steps=2, ceiling_steps=24,
                   exercise_size=256, exercise_batch=8,     # 30 steady steps: diagnose rules
                   torch_threads=1),                        # the model's, beside one loader worker
     "check": dict(images=2000, train_size=1600, test_size=200, epochs=1, exercise_size=1600),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("ceiling_steps", "exercise_batch", "exercise_size", "images", "torch_threads")
-
 
 PAGE = Page.of(__name__)   # the paragraphs: text/l10_mocks.md
 LESSON = Lesson(
@@ -50,7 +41,6 @@ def conclude(runs, advice: diagnose.Diagnosis | None = None) -> Closing:
     runs = list(runs)
     if advice is None:
         return judge(LESSON, runs, table(runs))
-    if advice.run_name not in [r.name for r in runs]:
-        names = [r.name for r in runs]
+    if advice.run_name not in (names := [r.name for r in runs]):
         raise ValueError(f"advice is the diagnosis of {advice.run_name!r}, not among the runs: {names}")
     return judge(replace(ADVICE, baseline={"name": advice.run_name}), runs, table(runs))

@@ -1,8 +1,5 @@
-"""Lesson 11: the environment: the framework's build, oneDNN on against off, threads, pinning,
-the OpenMP variables, loader workers per process, the GPU's clocks and link, pinned copies,
-/dev/shm and the disk. The notebooks measure with `gpu_course.env.report`; each section's
-records are judged with its declaration (`LESSONS`); tables are `analyse.environment`'s.
-"""
+"""Lesson 11: the environment (build, threads, OpenMP, GPU clocks and link, /dev/shm, disk),
+measured by `env.report`; each section judged by its declaration in `LESSONS`."""
 from __future__ import annotations
 
 from ..analyse import environment as env, noise
@@ -22,7 +19,6 @@ SIZES = {
                   bench=dict(batch=32, steps=5), disk_mb=16, monitor_interval=0.1),
     "check": dict(train_size=2048),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("bench", "disk_mb")
 MIN_PASSES = noise.BLOCKS   # passes a side for a verdict: 5 give disjoint ranges by chance < 1 %
 PAGE = Page.of(__name__)   # the paragraphs: text/l11_environment.md
@@ -47,11 +43,7 @@ BENCH = Lesson(
     more="at least five timed passes a side: gc.sizes(\"11\", bench=dict(batch=64, steps=10))",
 )
 RUN = Lesson(
-    compares=(),
-    last_row={"num_workers": "{} loader workers for each training process",
-              "training processes": "training processes {} (one a GPU, at least one)",
-              "usable cores": "usable cores {}", "the talk's workers": "the talk's rule gives {}",
-              "cores": "on these {} cores"},
+    compares=(), last_row=PAGE.means("run_last_row", str),
     by_sign={"num_workers": PAGE.means("loader_workers", Sign)},
     flags=(Flag("machine", {SHARED: PAGE.text("shared_cores")},
                 cells={"other programs' cores": "other programs' cores"}),),
@@ -65,10 +57,7 @@ GPU = Lesson(
     compares=(), key="GPU", quotes=(LECTURE_PCIE,), source=talk.LECTURE, hardware="a GPU on 8 PCIe lanes",
     empty=PAGE.text("no_gpu"),
     flags=(Flag("read", {"in part": PAGE.text("read_in_part")}, cells={"error": "error"}),
-           Flag("clock", PAGE.means("clock", Clock), cells={
-               "SM clock (MHz)": "SM clock (MHz)", "SM max (MHz)": "of", "SM % of max":
-               "% of max", "power (W)": "drawing (W)", "power limit (W)": "limit (W)",
-               "temperature (°C)": "at (°C)", "clock-event reasons": "clock-event reasons"}),
+           Flag("clock", PAGE.means("clock", Clock), cells=PAGE.means("clock_cells", str)),
            Flag("power", {BELOW_DEFAULT: PAGE.text("power_below_default")},
                 cells={"power limit (W)": "limit (W)", "default limit (W)": "default (W)"}),
            Flag("link", PAGE.means("link", Link),
@@ -82,11 +71,7 @@ SHM = Lesson(
     compares=(), key="path", source="Docker", hardware="a container started without "
     "--shm-size or --ipc=host", quotes=(Quote("/dev/shm", 64, "{} MiB"),),
     empty=PAGE.text("no_shm"),
-    last_row={"size (MiB)": "{} MiB", "free (MiB)": "{} MiB free", "batches that fit":
-              "room for {} collated batches of 64 CIFAR images", "CIFAR batch of 64 (MiB)":
-              "{} MiB each", "loader workers": "{} loader workers", "batches in flight":
-              "{} batches in flight (two a worker)", "224-pixel batch of 64 (MiB)":
-              "at ImageNet's 224-pixel size a batch of 64 is {} MiB"},
+    last_row=PAGE.means("shm_last_row", str),
     by_sign={"room beyond them": PAGE.means("shm_room", Sign)})
 LINKS = Lesson(
     compares=(), key="link", source=talk.LECTURE, hardware="read bandwidth",

@@ -1,8 +1,5 @@
-"""Lesson 12: profilers. cProfile of the input pipeline, the framework's profiler around a
-few steps, and what limits the run: the profiler's verdict (or the step timers') against
-lesson 10's mock ceilings, each judged on its own numbers (`analyse.limits`); and Holistic
-Trace Analysis's reading of a GPU trace beside the course's (`analyse.holistic`).
-"""
+"""Lesson 12: profilers (cProfile, the framework's, HTA) and what limits the run, judged
+against lesson 10's mock ceilings (`analyse.limits`)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -22,37 +19,25 @@ SIZES = {
                  ceiling_steps=100,    # steps of each mock-ceiling run
                  wait=1, warmup=1, active=5,    # the profiler's schedule, in steps
                  torch_threads=None),           # the exercise's PyTorch intra-op threads (None: its default)
-    # a small CNN and 24 steps a run: enough steady steps for the ceilings to rule
     "smoke": dict(model="tiny", train_size=768, test_size=64, epochs=1, batch_size=32,
                   warmup_steps=1, input_steps=8, ceiling_steps=24, wait=1, warmup=1, active=2,
                   torch_threads=1),   # a thread a core collapses while other programs share CI's 2
     "check": dict(train_size=5_000),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("active", "ceiling_steps", "input_steps", "torch_threads", "wait", "warmup")
-INPUT = Lesson(compares=(), key="function", last_row={
-    "own_%": "the input pipeline's costliest function under cProfile, {} of the time in its code",
-    "calls": "over {} calls", "own_per_call_ms": "{} ms a call"})
 PAGE = Page.of(__name__)   # the paragraphs: text/l12_profilers.md
+INPUT = Lesson(compares=(), key="function", last_row=PAGE.means("input_last_row", str))
+CELLS = {name: PAGE.means(f"{name}_cells", str) for name in ("trace", "launch", "timers", "ceilings")}
 LIMITS = Lesson(
-    compares=(), columns={"% of step": "The trace's split of a profiled step"},
+    compares=(), columns=PAGE.means("limits_columns", str),
     flags=(
-        Flag("trace", PAGE.means("trace", str),
-             cells={"profiled steps": "profiled steps", "trace file": "in the runs folder",
-                    "input_bound_from": "input-bound from"}),
-        Flag("launch", {LAUNCH_BOUND: PAGE.text("launch_bound")},
-             cells={"host launch calls (s)": "host launch calls (s)",
-                    "device kernels (s)": "device kernels (s)"}),
+        Flag("trace", PAGE.means("trace", str), cells=CELLS["trace"]),
+        Flag("launch", {LAUNCH_BOUND: PAGE.text("launch_bound")}, cells=CELLS["launch"]),
         Flag("step timers", PAGE.means("step_timers", str),   # too few steps: the "steps" flag
-             cells={"data_wait_share": "waiting for data", "input_bound_from":
-                    "input-bound from", "steady steps": "steady steps"}),
+             cells=CELLS["timers"]),
         Flag("steps", {TOO_FEW: PAGE.text("too_few_steps")},
              cells={"steady steps": "steady steps", "steady steps needed": "needed"}),
-        Flag("ceilings", PAGE.means("ceilings", Ceilings),
-             cells={"compute ceiling (samples/s)": "compute ceiling (samples/s)",
-                    "input ceiling (samples/s)": "input ceiling (samples/s)",
-                    "of_compute_ceiling": "run ÷ compute ceiling",
-                    "of_input_ceiling": "run ÷ input ceiling"}),
+        Flag("ceilings", PAGE.means("ceilings", Ceilings), cells=CELLS["ceilings"]),
         Flag("above", {ABOVE: PAGE.text("above_ceiling")}),
         Flag("agreement", {Agreement.AGREE: "", **PAGE.means("agreement", Agreement)},
              cells={"profiler": "the profiler", "ceilings verdict": "the ceilings"})))
@@ -116,10 +101,7 @@ HTA = Lesson(compares=(), key="trace", flags=(
 
 YOUR_TRACE = PAGE.text("your_trace")
 KERNELS = Reading(
-    key="trace", each={"kernels (ms a step)": "{} ms of kernel time a step",
-                       "largest kind": "the largest part {}", "largest (ms a step)": "{} ms",
-                       "largest (% of kernels)": "{} of it",
-                       "GPU busy": "the GPU busy {} of the span of its trace", "GPU idle": "idle {}"},
+    key="trace", each=PAGE.means("kernels_each", str),
     formats={"largest (% of kernels)": "{:.0f}%", "GPU busy": "{:.0%}", "GPU idle": "{:.0%}"},
     text=(PAGE.text("kernels"), YOUR_TRACE))
 

@@ -21,15 +21,12 @@ SIZES = {
                                         # host issuing the work, is the slower side
                  trap_steps=2,          # training steps in the trap's second block
                  passes=5,              # timed passes of each block
-                 torch_threads=None),   # PyTorch's intra-op threads (None: its default)
-    # a small CNN, 24 steps a run, one in-process loader: the whole lesson in CI's budget
+                 torch_threads=None),
     "smoke": dict(model="tiny", train_size=768, test_size=64, epochs=1, batch_size=32,
                   warmup_steps=2, num_workers=0, repeats=2, trap_batch=64, trap_steps=2,
                   passes=5, torch_threads=1),
-    # the GPU check (GPU_COURSE_SIZE=check): full settings, half the images
     "check": dict(train_size=3_200),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("passes", "repeats", "torch_threads", "trap_batch", "trap_steps")
 EACH_STEP, AT_THE_END = "each step", "at the end"   # the runs' notes: loss_read
 GUARD = "loss_guard"   # exercise 13.1's note: whether the loop checked its loss on the host each step
@@ -38,8 +35,7 @@ GUARD = "loss_guard"   # exercise 13.1's note: whether the loop checked its loss
 def table(measured) -> pd.DataFrame:
     """The trap's table (`measured`: (block, timer, images, seconds) tuples) or the runs'."""
     measured = list(measured)
-    return trap_table(measured) if measured and isinstance(measured[0], tuple) \
-        else runs_table(measured)
+    return trap_table(measured) if measured and isinstance(measured[0], tuple) else runs_table(measured)
 
 
 def runs_table(runs) -> pd.DataFrame:
@@ -69,9 +65,7 @@ EVENTS_GAP = Compare(varies=("timer",), gpu=Expect.SAME,
                      means=dict.fromkeys((Outcome.EXPECTED, Outcome.NONE, Outcome.OPPOSITE),
                                          EVENTS_READ))
 TRAP = Lesson(
-    compares=(SYNC_GAP, EVENTS_GAP),
-    columns={"pass_ms": "Milliseconds a pass, the median of the timed passes",
-             "images_per_sec": "Images/s that median gives"},
+    compares=(SYNC_GAP, EVENTS_GAP), columns=PAGE.means("trap_columns", str),
     cpu=PAGE.means("trap_no_gpu", str))
 
 RUNS = Lesson(
@@ -83,8 +77,7 @@ RUNS = Lesson(
     cpu=PAGE.means("runs_no_gpu", str))
 
 SYNCS = Lesson(
-    compares=(),
-    columns={"calls": "Calls that made the host wait for the GPU, by line, most first"},
+    compares=(), columns=PAGE.means("sync_columns", str),
     empty=PAGE.text("no_syncs"), cpu=PAGE.text("syncs_no_gpu"))
 
 _UNSET = object()   # syncs not passed at all (None: passed, with no GPU to watch)
@@ -104,7 +97,6 @@ def conclude(runs=None, trap=None, device=None, syncs=_UNSET) -> Closing:
         raise ValueError("none was passed: pass runs, trap= (timed passes, with device=) or syncs=")
     runs, ways = list(runs), {loss_read(r) for r in runs}
     if not {EACH_STEP, AT_THE_END} <= ways:
-        said = sorted(map(str, ways))
-        raise ValueError(f"the runs' notes say loss_read={said}: pass runs of both {EACH_STEP!r} "
-                         f"and {AT_THE_END!r}, each noted with rec.note(loss_read=...)")
+        raise ValueError(f"the runs' notes say loss_read={sorted(map(str, ways))}: pass runs of both "
+                         f"{EACH_STEP!r} and {AT_THE_END!r}, each noted with rec.note(loss_read=...)")
     return judge(RUNS, runs, runs_table(runs))

@@ -1,9 +1,5 @@
-"""Lesson 14: where a training step's memory goes, and three ways to need less.
-
-Each run notes its memory in its record (read by `analyse.memory`), in bytes above what was
-live before the network existed. Four readings: batch sizes (`SWEEP`), gradient accumulation
-(`ACCUMULATION`), activation checkpointing (`CHECKPOINTING`) and a graph (`GRAPH`).
-"""
+"""Lesson 14: where a step's memory goes (`SWEEP`), and three ways to need less:
+`ACCUMULATION`, `CHECKPOINTING`, `GRAPH`."""
 from __future__ import annotations
 
 from ..analyse import alike
@@ -22,18 +18,14 @@ SIZES = {
                  segments=7,                # checkpointed pieces of the network's features: each its own
                  compile_backend="inductor",
                  warmup_steps=3, num_workers=workers(), torch_threads=None),
-    # a small CNN and 24 updates of 16 images (22 steady: enough for a speed verdict)
     "smoke": dict(model="tiny", train_size=384, test_size=64, epochs=1, batches=(4, 16),
                   accumulate=4, sweep_steps=3, readings=2, segments=3,
                   compile_backend="aot_eager",   # inductor compiles for minutes on 2 cores
                   warmup_steps=2, num_workers=0, torch_threads=1),
-    # the GPU check (GPU_COURSE_SIZE=check): full settings, one update fewer
     "check": dict(train_size=23_552),    # 23 updates of 1024: 20 steady, the least a speed verdict takes
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("accumulate", "batches", "compile_backend", "readings", "segments", "sweep_steps",
              "torch_threads")
-
 
 AMOUNTS = dict(gpu=Expect.LESS, cpu=Expect.LESS)
 PAGE = Page.of(__name__)   # the paragraphs: text/l14_memory.md
@@ -43,18 +35,7 @@ SWEEP = Lesson(
         varies=("batch_size",), metric=Metric.ACTIVATIONS_PER_IMAGE,
         gpu=Expect.SAME, cpu=Expect.SAME,
         means=PAGE.means("activations_per_image")),),
-    columns={"activations_mib": "Activations at the peak, MiB"},
-    last_row={"peak_mib": "peak {} MiB", "counter": "by {}", "parameters_mib": "parameters {} MiB",
-              "gradients_mib": "gradients {} MiB",
-              "optimizer_state_mib": "optimizer state {} MiB (these three counted from the model)",
-              "activations_mib": "activations {} MiB", "activations_share": "{} of the peak",
-              "held_mib": "held between steps {} MiB",
-              "held_counted_mib": "of which the model counts {} MiB",
-              "reserved_mib": "reserved by the caching allocator {} MiB (nvidia-smi, less context)",
-              "device_mib": "the device's memory {} MiB", "device_share": "the peak {} of it",
-              "activations_per_image_mib": "activations an image {} MiB",
-              "fills_device_batch": "about {} images a step would fill the device",
-              "snapshot": "snapshot {} in the run's folder (open in https://pytorch.org/memory_viz)"},
+    columns=PAGE.means("sweep_columns", str), last_row=PAGE.means("sweep_last_row", str),
     by_sign={"counted_gap": PAGE.means("counted_gap", Sign),
              "held_rest_mib": PAGE.means("held_rest", Sign),
              "allocator_retries": PAGE.means("allocator_retries", Sign),
@@ -69,10 +50,7 @@ ACCUMULATION = Lesson(
                 means={}),
         Compare(varies=("batch_size", "accumulate"), gpu=Expect.SLOWER, cpu=Expect.SLOWER,
                 means=PAGE.means("accumulation_speed"))),
-    last_row={"accumulate": "{} micro-batches", "micro_batch": "of {} images",
-              "update_batch": "added up into one update of {}", "updates": "over {} updates",
-              "loss_gap": "its loss {} from the large batch's (mean absolute difference)",
-              "seed_loss_gap": "another seed of the large batch {} from it"},
+    last_row=PAGE.means("accumulation_last_row", str),
     by_sign={"loss_gap_beyond_seed": PAGE.means("accumulation_loss", Sign)},
 )
 CHECKPOINTING = Lesson(

@@ -1,10 +1,5 @@
-"""Lesson 15: inference, latency against throughput.
-
-A network served one request at a time (batch 1: latency, p50 and p99) and in large batches
-(throughput). The adapters measure and make the records (`analyse.inference.record`);
-`conclude` judges them: `CPU` (oneDNN on against off, ONNX Runtime, batching) and `GPU`
-(eager against torch.compile, CUDA graphs, bfloat16, TensorRT).
-"""
+"""Lesson 15: inference, latency (batch 1) against throughput (large batches), on the CPU
+(`CPU`) and the GPU (`GPU`)."""
 from __future__ import annotations
 
 from enum import StrEnum
@@ -26,15 +21,12 @@ SIZES = {
                  warmup=3,                   # untimed passes first (CUDA graphs record on the 2nd)
                  threads=None,               # the CPU's threads (None: every usable core)
                  exercise_model="resnet20"),
-    # one small network and a tiny one, 40 requests and 5 passes of 16, one thread (a
-    # shared 2-core machine keeps two threads waiting for each other): CI's budget
+    # one thread: on a shared 2-core machine two threads wait for each other
     "smoke": dict(models=("tiny", "resnet20"), batch=16, gpu_models=("resnet20",),
                   gpu_batch=1024, requests=40, images=80, warmup=2, threads=1,
                   exercise_model="tiny"),
-    # the GPU check (GPU_COURSE_SIZE=check): one network on the GPU, fewer requests and images
     "check": dict(gpu_models=("resnet20",), requests=100, images=640),
 }
-# the lesson's own sizes (SIZES.<name>): not Experiment fields, kept out of **SIZES
 OWN_SIZES = ("batch", "exercise_model", "gpu_batch", "gpu_models", "images", "models",
              "requests", "warmup")
 
@@ -45,15 +37,12 @@ class Package(StrEnum):
     ONNX_RUNTIME = "onnxruntime"
     TENSORRT = "torch_tensorrt"
 
-
 LATENCY = {"p50_ms": "p50 (ms)", "p99_ms": "p99 (ms)"}
 PAGE = Page.of(__name__)   # the paragraphs: text/l15_inference.md
 MISSING = PAGE.means("missing", Package)
 BATCHING = PAGE.means("batching")
 FLAGS = (
-    Flag("outputs", PAGE.means("outputs", Outputs),
-         cells={"against": "against", "max_rel_diff": "max |difference| / max |output|",
-                "tolerance": "tolerance", "top1_same": "top-1 the same on"}),
+    Flag("outputs", PAGE.means("outputs", Outputs), cells=PAGE.means("outputs_cells", str)),
     Flag("tail", {inference.LONG_TAIL: PAGE.text("long_tail")},
          cells={**LATENCY, "p99_p50": "p99/p50"}, worst="p99_p50"),
     Flag("machine", {inference.BUSY: PAGE.text("busy_machine")},
@@ -117,8 +106,7 @@ def conclude(records=None, cpu=None, gpu=None, not_installed=()) -> Closing:
                          + ("none was passed" if records is None else "both were passed"))
     on_gpu = gpu is not None
     records = inference.checked(gpu if on_gpu else records, allow_empty=on_gpu, where=on_gpu)
-    rows = [Row(inference.rung(r), {"model": r["model"], "variant": r["variant"],
-                                    "batch": r["batch"]},
+    rows = [Row(inference.rung(r), {k: r[k] for k in ("model", "variant", "batch")},
                 tuple(inference.block_rates(r)), inference.blocks_how(r), on_gpu)
             for r in records]
     frame = table(records, cpu["usable"] if cpu else None) if records else None

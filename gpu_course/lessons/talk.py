@@ -1,10 +1,5 @@
-"""The talk's numbers, once for every lesson: "The Steady State: reduce spikiness from GPU
-utilization with Apache MXNet" (2019), ResNet on CIFAR-10, MXNet on V100s (p3 instances).
-
-A lesson declares the ones it cites as `findings.Quote`s; the engine prints each beside
-the attendee's number, naming the talk in the same line. They are another machine's
-numbers on another data set and budget, never in a table's speed-up column.
-"""
+"""The talk's numbers, once for every lesson: "The Steady State" (2019), ResNet on CIFAR-10,
+MXNet on V100s. Another machine's numbers: quoted, never in a speed-up column."""
 from __future__ import annotations
 
 from ..rungs import GRAPH, PRECISION, RungName

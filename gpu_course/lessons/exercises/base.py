@@ -1,7 +1,5 @@
-"""An exercise's parts that every check shares: the registry (`exercise` registers a
-check under its id), the Result a check returns, NotYet (what a check raises to say "not
-yet" and why; Contradicted where what the machine measured says it), and the solutions
-kept apart in notebooks/solutions/<track>/."""
+"""The registry of checks (`exercise`), the Result a check returns, NotYet (Contradicted:
+what the machine measured says so), and the solutions in notebooks/solutions/<track>/."""
 from __future__ import annotations
 
 import re
@@ -16,22 +14,17 @@ MARK = "# >>>"                                       # the attendee's lines in a
 
 
 class NotYet(Exception):
-    """The runs or the answer do not do what the exercise asks; the message says what is
-    wrong and how to fix it."""
+    """The runs or the answer are not what the exercise asks; the message says how to fix it."""
 
 
 class Contradicted(NotYet):
-    """A "not yet" that rests on what the machine measured (a speed, a data wait's share,
-    a knee, diagnose's verdict from the timings, the capstone's measured criteria), not on
-    how the exercise was done: the same runs on a machine that other programs load can
-    say otherwise."""
+    """A "not yet" that rests on what the machine measured, not on how the exercise was done:
+    the same runs on a busier machine could say otherwise."""
 
 
 @dataclass(frozen=True)
 class Result:
-    """A check's outcome: passed or not, the sentence that says why, and whether a "not
-    yet" rests on what the machine measured (Contradicted) rather than on the runs or the
-    answer not being what the exercise asks."""
+    """A check's outcome, its sentence, and whether a "not yet" was measured (Contradicted)."""
 
     exercise: str
     passed: bool
@@ -50,12 +43,10 @@ class Result:
 
 @dataclass(frozen=True)
 class Exercise:
-    """One exercise: its id ("02.1": lesson 02, first exercise) and the check (its
-    docstring: what the exercise asks) that reads the attendee's runs and answer, returning
-    the pass sentence or raising NotYet. shipped_first: as in the notebook, the exercise
-    runs as shipped before it is solved, because the check depends on that: the capstone
-    grades against the run as shipped; lesson 14's memory readings hold what the first run
-    in a process allocates once, so its measured run must not be the process's first."""
+    """One exercise: its id ("02.1") and its check (its docstring: what it asks), returning
+    the pass sentence or raising NotYet. shipped_first: the check needs the exercise run as
+    shipped first (the capstone grades against it; lesson 14's first run pays one-time
+    allocations)."""
 
     id: str
     judge: Callable
@@ -85,8 +76,7 @@ def find(id) -> Exercise:
 
 
 def check(id, runs, answer=None) -> Result:
-    """Exercise `id`'s check on the attendee's `runs` and `answer`: a Result that passes
-    with a sentence computed from the runs, or says what is not yet right."""
+    """Exercise `id`'s check on the attendee's `runs` and `answer`, as a Result."""
     ex = find(id)
     try:
         return Result(ex.id, True, ex.judge(runs, answer))
@@ -95,8 +85,7 @@ def check(id, runs, answer=None) -> Result:
 
 
 def solution_text(id, track: str) -> str:
-    """The solution of exercise `id` in `track`: its section of
-    notebooks/solutions/<track>/<NN>_*.py (the whole exercise cell, solved)."""
+    """Exercise `id`'s solved cell: its section of notebooks/solutions/<track>/<NN>_*.py."""
     ex = find(id)
     if track not in TRACKS:
         raise ValueError(f"track={track!r} is not a track; allowed: {', '.join(TRACKS)}")
@@ -111,16 +100,8 @@ def solution_text(id, track: str) -> str:
 
 def solution_sections(text: str) -> dict[str, str]:
     """{exercise id: code} of a solutions file, whose sections start `# %% exercise <id>`."""
-    out: dict[str, list[str]] = {}
-    current = None
-    for line in text.splitlines():
-        found = re.match(r"# %% exercise (\d\d\.\d+)\s*$", line)
-        if found:
-            current = found.group(1)
-            out[current] = []
-        elif current is not None:
-            out[current].append(line)
-    return {k: "\n".join(v).strip("\n") + "\n" for k, v in out.items()}
+    parts = re.split(r"^# %% exercise (\d\d\.\d+)[ \t\r]*$", text, flags=re.M)
+    return {k: v.strip("\n") + "\n" for k, v in zip(parts[1::2], parts[2::2])}
 
 
 def solution(id, track: str) -> None:

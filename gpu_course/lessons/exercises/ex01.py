@@ -1,5 +1,4 @@
-"""Lesson 01's exercise: another worker count in the naive script, and the data wait's
-share it brings, predicted."""
+"""Lesson 01's exercise: another worker count in the naive script, its data wait predicted."""
 from __future__ import annotations
 
 from ...analyse import alike, metrics, noise
@@ -24,5 +23,4 @@ def _naive_workers(runs, answer) -> str:
         f"Where does the loading run with {workers[1]} worker(s), and does the loop wait for it?")
     speed = noise.compare(before, after, varies=("num_workers",))
     shared = measured == "less" and not metrics.on_gpu(before) and speed.kind != noise.Kind.FASTER
-    return (f"{said} Samples/s, '{after.name}' against '{before.name}': {speed}."
-            + SHARED_CORES * shared)
+    return f"{said} Samples/s, '{after.name}' against '{before.name}': {speed}." + SHARED_CORES * shared

@@ -23,8 +23,8 @@ def _knee(runs, answer) -> str:
     counts = [int(alike.value(r, "num_workers") or 0) for r in runs]
     tried = ", ".join(map(str, sorted(set(counts))))
     if len(set(counts)) < 3:
-        n = len(set(counts))
-        raise NotYet(f"the sweep tried {n} worker count(s) ({tried}); a knee needs at least three.")
+        raise NotYet(f"the sweep tried {len(set(counts))} worker count(s) ({tried}); "
+                     "a knee needs at least three.")
     if isinstance(answer, bool) or not isinstance(answer, numbers.Real) \
             or not float(answer).is_integer() or int(answer) not in counts:
         raise NotYet(f"knee={answer!r}: name one of the counts tried ({tried}): the fewest workers "

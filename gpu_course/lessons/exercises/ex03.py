@@ -20,12 +20,10 @@ def _graph(runs, answer) -> str:
     before, after = finished_runs(runs, 2, RUNS)[:2]
     only_change(before, after, "graph", also=(BACKEND,))
     if alike.value(before, "graph") != "eager":
-        shown = alike.shown(before, "graph")
-        raise NotYet(f"'{before.name}' ran with graph={shown}: the first run is as written (eager).")
+        raise NotYet(f"'{before.name}' ran with graph={alike.shown(before, 'graph')}: the first run "
+                     "is as written (eager).")
     verdict = speed_verdict(before, after, "graph", "03", also=(BACKEND,))
     said = judge_prediction(answer, verdict, before, after, UNTESTED)
-    model = alike.value(before, "model")
-    step = metrics.steadiness(before)["step_p50_s"]
-    batch = int(before.config.get("batch_size") or 0)
-    return (f"{said} {model}'s median step as written: {1e3 * step:.3g} ms for {batch} "
-            f"images. {GRAPH}")
+    step, batch = metrics.steadiness(before)["step_p50_s"], int(before.config.get("batch_size") or 0)
+    return (f"{said} {alike.value(before, 'model')}'s median step as written: {1e3 * step:.3g} ms "
+            f"for {batch} images. {GRAPH}")

@@ -1,5 +1,5 @@
 """Lesson 04's exercise: the 16-bit type this device computes in, its samples/s predicted
-and its accuracy read, the device named."""
+and its accuracy read."""
 from __future__ import annotations
 
 from ...analyse import alike, metrics, noise
@@ -47,8 +47,7 @@ def _lower_precision(runs, answer) -> str:
         only_change(full, low, "dtype")
     untested = (Note(lambda run: run is low and refused, (True,), NOT_HERE.replace("{want}", want)),)
     said = judge_prediction(answer, speed_verdict(full, low, "dtype", "04"), full, low, untested)
-    ran_as = f" ('{low.name}' asked for {want} and ran {ran}: {why})" \
-        if want != ran else ""
+    ran_as = f" ('{low.name}' asked for {want} and ran {ran}: {why})" if want != ran else ""
     flags = (low.meta.get("hardware") or {}).get("cpu_features") or []
     return (ELSEWHERE if refused else MEASURED).format(
         said=said, ran_as=ran_as, where=where, ran=ran, why=WHY[metrics.on_gpu(low)] if not refused
@@ -57,9 +56,8 @@ def _lower_precision(runs, answer) -> str:
 
 
 def lacks_sixteen_bits(run) -> bool:
-    """Whether `run` trained on a CPU without any 16-bit type its framework computes in
-    there: MXNet's bfloat16 needs AVX-512, by the CPU's instruction sets in the record
-    (PyTorch computes bfloat16 on any CPU). A record without them does not say."""
+    """Whether `run` trained MXNet on a CPU without AVX-512 (its bfloat16 needs it; PyTorch's
+    runs on any CPU), by the record's instruction sets (none recorded: it does not say)."""
     flags = (run.meta.get("hardware") or {}).get("cpu_features")
     return (not metrics.on_gpu(run) and metrics.engine(run) == "gluon" and flags is not None
             and not cpu.supports(cpu.Capability.MXNET_BFLOAT16, flags))

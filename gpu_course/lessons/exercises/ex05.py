@@ -19,8 +19,7 @@ def _larger_batch(runs, answer) -> str:
     only_change(small, large, "batch_size")
     if int(alike.value(large, "batch_size")) < int(alike.value(small, "batch_size")):
         raise NotYet(f"'{large.name}' has the smaller batch: the second run needs the larger one.")
-    said = judge_prediction(answer, speed_verdict(small, large, "batch_size", "05"), small,
-                            large, UNTESTED)
+    said = judge_prediction(answer, speed_verdict(small, large, "batch_size", "05"), small, large, UNTESTED)
     _, accuracy = noise.accuracy_change(small, large)
     steps = metrics.steady_steps(small), metrics.steady_steps(large)
     return (f"{said} Validation accuracy after the same epochs, the larger batch against the "

@@ -8,7 +8,6 @@ from .base import MARK, NotYet, exercise
 from .judge import QUIET, finished_runs, judge_prediction, only_change, speed_verdict
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex07.md
-
 SPLIT = ("batch_size", "kvstore", alike.Aspect.THREADS)   # what splitting a batch may change besides the devices
 # CPU devices that other programs' load held up cannot test a prediction of the split
 UNTESTED = (Note(lambda run: not metrics.on_gpu(run) and metrics.machine_load(run)["shared"],
@@ -35,8 +34,8 @@ def _split_batch(runs, answer) -> str:
         raise NotYet(f"the batch a step differs: '{one.name}' {b1} × {k1} device(s), "
                      f"'{many.name}' {b2} × {k2}. Split one batch: batch_size = {b1 * k1} // devices.")
     only_change(one, many, "num_gpus", also=SPLIT)
-    said = judge_prediction(answer, speed_verdict(one, many, "num_gpus", "07", also=SPLIT), one,
-                            many, UNTESTED)
+    verdict = speed_verdict(one, many, "num_gpus", "07", also=SPLIT)
+    said = judge_prediction(answer, verdict, one, many, UNTESTED)
     ratio = metrics.samples_per_sec(many) / metrics.samples_per_sec(one)
     unit = UNITS.get(metrics.engine(many), "contexts")
     threads = alike.value(many, alike.Aspect.THREADS)

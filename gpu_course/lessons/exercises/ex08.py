@@ -1,5 +1,5 @@
-"""Lesson 08's exercise: one rung taken out of the ladder's top rung, its samples/s
-predicted from the ladder's table, and set beside what the ladder credited it with."""
+"""Lesson 08's exercise: one rung taken out of the ladder's top rung, its samples/s predicted
+and set beside what the ladder credited it with."""
 from __future__ import annotations
 
 from ...analyse import alike, metrics, noise
@@ -12,11 +12,8 @@ from .judge import finished_runs, judge_prediction, speed_verdict
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex08.md
 # not rungs an exercise takes out: the thread count follows the load; the others are lines
 APART = (RungName.NAIVE, RungName.THREADS, RungName.LONGER, RungName.ALL_GPUS)
-
-
-# what a rung's verdict in the ladder expects of taking it out of the top rung, and what
-# that outcome says ((what it expects, Outcome), else the Outcome; None: the ladder's own
-# runs give no verdict on the rung)
+# what a rung's verdict in the ladder expects of taking it out, and what that outcome says
+# ((what it expects, Outcome), else the Outcome; None: the ladder gives no verdict on it)
 UNDONE = {noise.Kind.FASTER: Expect.SLOWER, noise.Kind.SLOWER: Expect.FASTER,
           noise.Kind.WITHIN_NOISE: Expect.SAME}
 WORTH = {None: PAGE.text("ladder_cannot_rule"), Outcome.CANNOT_JUDGE: PAGE.text("runs_cannot_rule"),
@@ -27,33 +24,25 @@ ONE_RUNG, A_RUNG_IT_HAS, RUNS = (PAGE.text(n) for n in ("one_rung", "a_rung_it_h
 
 
 def rung_settings(engine: str, gpu: bool) -> dict:
-    """{rung: (the settings it changes, their values in the rung before it)} of the
-    engine's ladder on a machine with a GPU or none, from the ladder's own definition
-    (`ladder.rungs`: which settings a rung changes holds at any size)."""
+    """{rung: {setting it changes: its value in the rung before}} of the engine's ladder on a
+    machine with a GPU or none (`ladder.rungs`: which settings a rung changes holds at any size)."""
     ladder = rungs(engine, int(gpu), quick=True)
-    out = {}
-    for before, rung in zip(ladder, ladder[1:]):
-        if rung.name not in APART:
-            out[rung.name] = {k: getattr(before.cfg, k) for k in RUNG_SETTINGS
-                              if getattr(before.cfg, k) != getattr(rung.cfg, k)}
-    return out
+    return {rung.name: {k: getattr(before.cfg, k) for k in RUNG_SETTINGS
+                        if getattr(before.cfg, k) != getattr(rung.cfg, k)}
+            for before, rung in zip(ladder, ladder[1:]) if rung.name not in APART}
 
 
 def taken_out(top, mine, diff: dict) -> tuple[RungName, frozenset]:
-    """The rung whose settings `mine` set back in the top rung (the last rung of the ladder
-    that changes all of them and that the top rung has on: each of its settings differs
-    from the rung before it), and the settings it changes."""
-    engine = metrics.engine(top)
+    """The rung whose settings `mine` set back in the top rung (the last that changes all of
+    them and that the top rung has on), and the settings it changes."""
+    engine, keys = metrics.engine(top), set(diff)
     ladder = rung_settings(engine, metrics.on_gpu(top))
-    keys = set(diff)
     found = [name for name, before in ladder.items() if keys <= set(before)]
     if not found:
         each = "; ".join(f"{name}: {', '.join(sorted(before))}" for name, before in ladder.items())
-        words = alike.words(diff, top.name, mine.name)
-        raise NotYet(f"'{mine.name}' differs from '{top.name}' in {words}: not one rung's settings."
-                     f" {ONE_RUNG} The {engine} ladder's rungs: {each}.")
-    on = [name for name in found
-          if all(alike.value(top, k) != v for k, v in ladder[name].items())]
+        raise NotYet(f"'{mine.name}' differs from '{top.name}' in {alike.words(diff, top.name, mine.name)}"
+                     f": not one rung's settings. {ONE_RUNG} The {engine} ladder's rungs: {each}.")
+    on = [name for name in found if all(alike.value(top, k) != v for k, v in ladder[name].items())]
     if not on:
         values = ", ".join(f"{k} {alike.value(top, k)!r}" for k in sorted(keys))
         raise NotYet(f"'{top.name}' does not have the '{found[-1]}' rung on ({values}): nothing "
@@ -62,8 +51,8 @@ def taken_out(top, mine, diff: dict) -> tuple[RungName, frozenset]:
 
 
 def beside_ladder(top, rung: RungName, verdict: noise.Verdict) -> str:
-    """What the recorded ladder beside the runs credited `rung` with (its row against the
-    rung under it), set against what taking it out of the top rung cost."""
+    """What the ladder recorded beside the runs credited `rung` with, against what taking it
+    out of the top rung cost."""
     recorded = latest_ladder(metrics.engine(top), top.path.parent)   # the runs' own folder
     ladder = [metrics.representative(r) for r in recorded]
     names = [r.name for r in ladder]
@@ -71,11 +60,10 @@ def beside_ladder(top, rung: RungName, verdict: noise.Verdict) -> str:
         return f"No ladder recorded beside these runs has a '{rung}' rung: see the ladder's table."
     i = names.index(rung)
     credited = noise.compare(ladder[i - 1], ladder[i], varies=RUNG_SETTINGS)
-    said = (f"In the ladder, '{rung}' against the rung under it, '{names[i - 1]}': {credited}; "
-            f"taken out of the top rung it leaves {verdict}.")
     undone = UNDONE.get(credited.kind)   # what taking it out does, where it is worth the same
     found = outcome(verdict, undone) if undone else None
-    return f"{said} " + (WORTH.get((undone, found)) or WORTH[found])
+    return (f"In the ladder, '{rung}' against the rung under it, '{names[i - 1]}': {credited}; "
+            f"taken out of the top rung it leaves {verdict}. " + (WORTH.get((undone, found)) or WORTH[found]))
 
 
 @exercise("08.1")
@@ -89,8 +77,7 @@ def _one_rung_out(runs, answer) -> str:
         raise NotYet(f"'{mine.name}' runs as '{top.name}' does: set back one rung at {MARK}.")
     rung, settings = taken_out(top, mine, diff)
     changed = sorted(diff)
-    verdict = speed_verdict(top, mine, changed[0], "08",
-                            also=(*changed[1:], alike.Aspect.COMPILE_BACKEND))
+    verdict = speed_verdict(top, mine, changed[0], "08", also=(*changed[1:], alike.Aspect.COMPILE_BACKEND))
     said = judge_prediction(answer, verdict, top, mine)
     rest = ", ".join(sorted(settings - set(diff)))
     part = f" (part of it: the rung also sets {rest})" if rest else ""

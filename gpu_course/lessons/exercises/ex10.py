@@ -1,5 +1,4 @@
-"""Lesson 10's exercise: the loader made the bottleneck on purpose, and diagnose's verdict
-on it predicted."""
+"""Lesson 10's exercise: the loader made the bottleneck on purpose, diagnose's verdict predicted."""
 from __future__ import annotations
 
 import math
@@ -11,7 +10,6 @@ from .base import Contradicted, NotYet, exercise
 from .judge import NOT_SHOWN, expects, finished_runs, one_change, said, wait_blocks, wait_words
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex10.md
-
 MOCKS = {"loader": "compute ceiling (mock='loader')", "trainer": "input ceiling (mock='trainer')"}
 INPUT_BOUND, COMPUTE_BOUND, _ = diagnose.VERDICTS
 HELD_BY = {"trainer": INPUT_BOUND, "loader": COMPUTE_BOUND}   # a run at that ceiling
@@ -29,9 +27,8 @@ def _mock(run) -> str:
 
 
 def also_supported(n: dict, verdict: str, run, compute, feed) -> set:
-    """The verdicts besides `verdict` that the run's noise cannot rule out: its data wait's
-    blocks on both sides of the input-bound threshold, or (the loader and the model sharing
-    a CPU) two ceilings within noise of each other. n: diagnose's numbers."""
+    """The verdicts besides `verdict` the run's noise cannot rule out: data wait blocks on both
+    sides of the input-bound line, or (sharing a CPU) two ceilings within noise. n: diagnose's numbers."""
     blocks = wait_blocks(run)
     straddles = bool(blocks) and min(blocks) < diagnose.INPUT_WAIT <= max(blocks)
     tied = diagnose.shared_cpu(n) and \
@@ -41,10 +38,8 @@ def also_supported(n: dict, verdict: str, run, compute, feed) -> set:
 
 
 def held_at(n: dict, run, ceilings):
-    """(verdict, ceiling, verdict of the run against it) for a run diagnose would not rule
-    on only because it measured above one of its ceilings, by less than the two runs'
-    noise: it runs at that ceiling, held by what the ceiling measures (the input, or the
-    model). None where steps are too few or the run is above the ceiling beyond noise."""
+    """(verdict, ceiling, the run against it) for a run diagnose would not rule on only because
+    it measured above a ceiling within noise: it is held at that ceiling. Else None."""
     steps = (n["steady_steps"], n["input_ceiling_steps"], n["compute_ceiling_steps"])
     short = any(not math.isnan(s) and s < diagnose.MIN_STEPS for s in steps)
     above = [c for c in ceilings if not short
@@ -65,13 +60,11 @@ def _bottleneck(runs, answer) -> str:
     base, mine = jobs
     changed = one_change(base, mine, "'{b}' runs the same job as '{a}': nothing was changed.")
     compute, feed = diagnose.find_ceilings(mine, runs)
-    missing = [MOCKS[m] for m, c in (("loader", compute), ("trainer", feed)) if c is None]
-    if missing:
-        raise NotYet(f"'{mine.name}' has no {' and no '.join(missing)} among the runs: "
-                     + TRAIN_CEILING)
+    if missing := [MOCKS[m] for m, c in (("loader", compute), ("trainer", feed)) if c is None]:
+        raise NotYet(f"'{mine.name}' has no {' and no '.join(missing)} among the runs: {TRAIN_CEILING}")
     expects(DIAGNOSE, answer, b=mine.name)
     d = diagnose.diagnose(mine, compute_ceiling=compute, input_ceiling=feed, search=False)
-    n = d.numbers
+    n = d.numbers   # diagnose's numbers
     held = held_at(n, mine, (feed, compute)) if d.verdict == diagnose.UNRELIABLE else None
     if d.verdict == diagnose.UNRELIABLE and held is None:
         shared = [r.name for r in (mine, feed, compute)
@@ -88,10 +81,8 @@ def _bottleneck(runs, answer) -> str:
     calls = (f"'{mine.name}' ran above its {MOCKS[_mock(ceiling)]} within noise ({against}): "
              f"it is held at that ceiling, {verdict}" if held else
              f"diagnose calls '{mine.name}' {verdict}")
-    change = alike.words(changed, base.name, mine.name)
-    text = said(DIAGNOSE, findings.called(answer, verdict, also_supported(n, verdict, mine,
-                                                                           compute, feed)),
-                answer=answer, calls=calls, numbers=numbers)
-    return (f"{text} Your change, {change}, took the data wait from {wait_words(base)} to "
-            f"{wait_words(mine)}; next rung: {rung}"
+    found = findings.called(answer, verdict, also_supported(n, verdict, mine, compute, feed))
+    text = said(DIAGNOSE, found, answer=answer, calls=calls, numbers=numbers)
+    return (f"{text} Your change, {alike.words(changed, base.name, mine.name)}, took the data wait "
+            f"from {wait_words(base)} to {wait_words(mine)}; next rung: {rung}"
             + (f" ({NO_GPU})" if not metrics.on_gpu(mine) else "") + ".")

@@ -1,5 +1,5 @@
-"""Lesson 11's exercise: the forward pass with another thread count than the usable
-cores, its images/s predicted."""
+"""Lesson 11's exercise: the forward pass on another thread count than the usable cores,
+its images/s predicted."""
 from __future__ import annotations
 
 import math
@@ -12,7 +12,6 @@ from .base import MARK, NotYet, exercise
 from .judge import QUIET, SPEED, expects, said
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex11.md
-
 # what the two benchmarks share: threads alone change
 SAME_BENCH = {"onednn": lambda b: b.get("onednn"), "batch": lambda b: b.get("batch"),
               "cpus": lambda b: b.get("cpus"),
@@ -23,8 +22,7 @@ PASSES = Predict("prediction", SPEED.answers, "what you expect of '{b}' against 
     Outcome.CANNOT_JUDGE: "your prediction, {answer}, is untested: {pair} is {verdict}, but "
                           "{crowded}: " + PAGE.text("crowded") + " " + QUIET,
     Outcome.OPPOSITE: "you predicted {answer}, but {pair} is {verdict}. " + PAGE.text("opposite")})
-# what the thread count did, in lesson 11's words where it has them: by (more threads than
-# cores, the verdict's kind, other programs crowding the machine), the most specific key first
+# what the thread count did: by (more threads than cores, verdict's kind, crowded), most specific first
 MORE, FEWER = (BENCH.compares[n].means for n in (2, 1))
 WHY = {
     (True, noise.Kind.SLOWER): "{threads} threads take turns on {cores} cores, and an OpenMP "
@@ -40,30 +38,26 @@ WHY = {
 
 @exercise("11.1")
 def _threads(records, answer) -> str:
-    """Give the forward pass another thread count than the usable cores and predict its
-    images/s."""
+    """Give the forward pass another thread count than the usable cores; predict its images/s."""
     base, mine = _benches(records)
     if base["threads"] == mine["threads"]:
         raise NotYet(f"both benchmarks ran {base['threads']} threads: nothing changed at {MARK}.")
-    other = [f"{key} {read(base)} against {read(mine)}" for key, read in SAME_BENCH.items()
-             if read(base) != read(mine)]
-    if other:
+    if other := [f"{key} {read(base)} against {read(mine)}" for key, read in SAME_BENCH.items()
+                 if read(base) != read(mine)]:
         raise NotYet(f"the benchmarks differ in more than their threads: {'; '.join(other)}.")
     xs, ys = base.get("step_images_per_s") or [], mine.get("step_images_per_s") or []
     n = min(len(xs), len(ys))
     if n < MIN_PASSES:
-        batch = base.get("batch", 64)
-        raise NotYet(f"{n} timed passes a benchmark: too few to judge (at least {MIN_PASSES}): "
-                     f"use gc.sizes(\"11\", bench=dict(batch={batch}, steps={2 * MIN_PASSES})).")
+        raise NotYet(f"{n} timed passes a benchmark: too few to judge (at least {MIN_PASSES}): use "
+                     f"gc.sizes(\"11\", bench=dict(batch={base.get('batch', 64)}, steps={2 * MIN_PASSES})).")
     expect = expects(PASSES, answer, a=label(base), b=label(mine))
-    v = noise.compare_samples(xs, ys, f"{n} timed passes each", base["images_per_s"],
-                              mine["images_per_s"])
+    v = noise.compare_samples(xs, ys, f"{n} timed passes each", base["images_per_s"], mine["images_per_s"])
     crowded = _crowded(base, mine)
     text = said(PASSES, findings.predicted(expect, v, math.inf if crowded else 1.0),
                 answer=answer, pair=f"'{label(mine)}' against '{label(base)}'", verdict=v,
                 crowded=crowded)
     cores, threads = base["threads"], mine["threads"]
-    more = threads > cores
+    more = threads > cores   # than the usable cores
     why = WHY.get((more, v.kind, bool(crowded))) or WHY.get((more, v.kind)) or WHY[more]
     why = why.format(threads=threads, cores=cores, idle=cores - threads)
     return f"{text} {why[:1].upper()}{why[1:]}"
@@ -71,22 +65,18 @@ def _threads(records, answer) -> str:
 
 def _benches(records) -> tuple[dict, dict]:
     """The first two of `records`, each a benchmark (`env.bench`'s result)."""
-    records = [] if records is None else list(records) if isinstance(records, (list, tuple)) \
-        else [records]
-    bad = [r for r in records if not (isinstance(r, dict) and "step_images_per_s" in r
-                                      and "threads" in r)]
-    if bad:
+    records = [] if records is None else list(records) if isinstance(records, (list, tuple)) else [records]
+    if bad := [r for r in records if not isinstance(r, dict) or {"step_images_per_s", "threads"} - set(r)]:
         raise NotYet(f"{bad[0]!r:.80} is not a benchmark: pass what env.bench returned")
     if len(records) < 2:
         raise NotYet(f"{len(records)} benchmark(s) so far; the exercise compares two: the usable "
-                     f"cores' count and yours. Edit the lines marked {MARK} and rerun.")
+                     f"cores' count and yours, set at {MARK}.")
     return records[0], records[1]
 
 
 def _crowded(*benches) -> str:
-    """How other programs used the machine during the benchmarks, in words, where they
-    kept at least SHARED of a core busy (the load average before one, where a benchmark
-    has no reading of its own); "" on a quiet machine."""
+    """How other programs used the machine during the benchmarks, where they kept at least
+    SHARED of a core busy (else the load average before one); "" on a quiet machine."""
     cores = benches[0]["threads"]
     said = [f"other programs kept {b['other_cores']:.1f} cores busy while '{label(b)}' ran"
             if b.get("other_cores") is not None else

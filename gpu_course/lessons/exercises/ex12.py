@@ -1,5 +1,4 @@
-"""Lesson 12's exercise: one setting of the profiled run changed, and the step timers'
-verdict on it predicted."""
+"""Lesson 12's exercise: one setting of the profiled run changed, the step timers' verdict predicted."""
 from __future__ import annotations
 
 from ...analyse import alike, diagnose, metrics
@@ -28,8 +27,7 @@ RUNS = PAGE.text("runs")
 def _verdict(runs, answer) -> str:
     """Change one setting of the profiled run; predict the step timers' verdict on it."""
     before, after = finished_runs(runs, 2, RUNS)[:2]
-    changed = one_change(before, after,
-                         "'{b}' ran as '{a}' did: nothing was changed, or it cannot run here.")
+    changed = one_change(before, after, "'{b}' ran as '{a}' did: nothing was changed, or it cannot run here.")
     theirs, mine = enough_waits(before, after, "12", "train_size")
     expects(TIMERS, answer, b=after.name)
     bar = diagnose.INPUT_WAIT

@@ -1,5 +1,4 @@
-"""Lesson 13's exercise: a guard against a loss that is not finite, checked on the host
-every step, and what it costs in samples/s predicted."""
+"""Lesson 13's exercise: a guard on the loss checked on the host every step, its cost predicted."""
 from __future__ import annotations
 
 import statistics
@@ -11,8 +10,7 @@ from .base import MARK, NotYet, exercise
 from .judge import alike_but, finished_runs, judge_prediction
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex13.md
-# why a host that reads a device value every step paid what it paid: by the verdict's kind
-# and whether a GPU ran it (the CPU's words by track)
+# why reading a device value every step cost what it did: by (verdict's kind, on a GPU)
 WAITS = PAGE.means("waits", str)   # what the host waits for: the device, or MXNet's engine
 TURNS = ("Each check stops the host until {waits} while the host fetches the next batch and "
          "issues its work: the two take turns instead of overlapping.")
@@ -30,22 +28,18 @@ RUNS = PAGE.text("runs")
 
 @exercise("13.1")
 def _guard(runs, answer) -> str:
-    """Guard every step against a loss that is not finite, and predict what the guard
-    costs in samples/s."""
+    """Guard every step against a loss that is not finite; predict what it costs in samples/s."""
     runs = finished_runs(runs, 2, RUNS)
-    unnoted = [r.name for r in runs if (r.meta.get("notes") or {}).get(GUARD) is None]
-    if unnoted:
+    if unnoted := [r.name for r in runs if (r.meta.get("notes") or {}).get(GUARD) is None]:
         raise NotYet(f"'{unnoted[0]}' does not say whether its loop guarded the loss "
                      f"(rec.note({GUARD}=...)).")
     plain = [r for r in runs if not r.meta["notes"][GUARD]]
     guarded = [r for r in runs if r.meta["notes"][GUARD]]
     if not plain or not guarded:
-        state = "on" if guarded else "off"
-        raise NotYet(f"every run had the guard {state}: nothing was changed at {MARK}.")
+        raise NotYet(f"every run had the guard {'on' if guarded else 'off'}: nothing was changed at {MARK}.")
     alike_but(plain, guarded, (), "the guard")
-    short = [r for r in runs if metrics.steady_steps(r) < noise.BLOCKS * noise.MIN_STEPS]
-    if short:
-        need = noise.BLOCKS * noise.MIN_STEPS
+    need = noise.BLOCKS * noise.MIN_STEPS
+    if short := [r for r in runs if metrics.steady_steps(r) < need]:
         raise NotYet(f"'{short[0].name}' has {metrics.steady_steps(short[0])} steady steps: too "
                      f"few to judge ({need} needed): raise gc.sizes(\"13\", train_size=...).")
     verdict = pooled_verdict(plain, guarded)
@@ -57,18 +51,14 @@ def _guard(runs, answer) -> str:
 
 
 def cost_words(kind: noise.Kind, track: str, gpu: bool) -> str:
-    """Why checking the loss on the host every step cost what the noise verdict `kind`
-    says; "" for a verdict that says nothing (too few steps, unlike runs)."""
+    """Why checking the loss every step cost what `kind` says; "" for a verdict that says nothing."""
     waits = WAITS["engine" if (track, gpu) == ("gluon", False) else "device"]
     return COST.get((kind, gpu), "").format(waits=waits, cpu=CPU.get(track, CPU["pytorch"]))
 
 
 def pooled_verdict(a: list, b: list) -> noise.Verdict:
-    """b's samples/s against a's (each a list of interleaved repeats), judged on the blocks
-    of steady steps of all their runs together: with two runs a side and no effect, the
-    runs' own ranges part by chance one time in three; the blocks part only where every
-    block of one side beats every block of the other. One run a side is `noise.compare`'s
-    (which leaves runs that the machine's load parts too untested)."""
+    """b's samples/s against a's (lists of interleaved repeats), on the blocks of all their runs
+    together: two runs' own ranges part by chance one time in three. One run a side: `noise.compare`."""
     if len(a) == len(b) == 1:
         return noise.compare(a[0], b[0])
     xs = [x for r in a for x in noise.block_rates(r)]

@@ -1,5 +1,4 @@
-"""Lesson 14's exercise: the peak memory of a batch size not yet measured, predicted from
-one that was."""
+"""Lesson 14's exercise: the peak memory of a batch not yet measured, predicted from one that was."""
 from __future__ import annotations
 
 import math
@@ -15,7 +14,6 @@ RUNS, AS_SHIPPED, WHAT_GROWS = (PAGE.text(n) for n in ("runs", "as_shipped", "wh
 TOLERANCE = 0.1   # a prediction this close to the measured peak (or its spread) passes
 
 
-# shipped first: the first run in a fresh process also pays its one-time allocations
 @exercise("14.1", shipped_first=True)
 def _predict_peak(runs, answer) -> str:
     """Predict the peak memory of a batch size you have not measured, from one you have."""
@@ -31,13 +29,11 @@ def _predict_peak(runs, answer) -> str:
             or not math.isfinite(answer):
         raise NotYet(f"prediction={answer!r}: before you run, write the peak you expect for "
                      f"'{mine.name}' in MiB (a finite number above 0).")
-    peak = b.peak_mib
-    spread = (max(b.peak) - min(b.peak)) / 2**20
+    peak, spread = b.peak_mib, (max(b.peak) - min(b.peak)) / 2**20
     off = answer / peak - 1
-    allowed = max(TOLERANCE * peak, spread)
     first_words = (f"'{first.name}' held {a.held_mib:.3g} MiB between steps and kept "
                    f"{a.activations_mib:.3g} MiB of activations, {a.per_image_mib:.3g} MiB an image")
-    if not abs(answer - peak) <= allowed or math.isnan(peak):
+    if not abs(answer - peak) <= max(TOLERANCE * peak, spread) or math.isnan(peak):
         raise NotYet(f"you predicted {answer:.3g} MiB; '{mine.name}' peaked at {peak:.3g} MiB "
                      f"({off:+.0%}), more than {TOLERANCE:.0%} off. {first_words}: which grows?")
     return (f"as you predicted: '{mine.name}' peaked at {peak:.3g} MiB, your {answer:.3g} MiB "

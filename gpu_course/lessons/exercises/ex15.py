@@ -1,5 +1,4 @@
-"""Lesson 15's exercise: a batch sweep of one served network, and where its images/s stops
-growing, named; with what a request then waits."""
+"""Lesson 15's exercise: a batch sweep of a served network, where its images/s stops growing named."""
 from __future__ import annotations
 
 import numbers
@@ -11,7 +10,6 @@ from .base import MARK, Contradicted, NotYet, exercise
 from .judge import reaching
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex15.md
-
 # what else a knee that passed says, where it holds ({knee}, {best}, {fewest}, {first}, ...)
 AFTER = (
     ("lower", " Batch {fewest} comes as close to the best: the knee may lie lower."),
@@ -23,16 +21,14 @@ GUESS, MORE_IMAGES = PAGE.text("guess"), PAGE.text("more_images")
 
 @exercise("15.1")
 def _knee(records, answer) -> str:
-    """Sweep the batch of one served network and name where images/s stops growing; read
-    what a request then waits."""
+    """Sweep the batch of a served network; name where images/s stops growing."""
     records = _sweep(records)
     frame = inference.table(records).set_index("rung")
     by_batch = {r["batch"]: r for r in records}
     rate = {b: frame.loc[inference.rung(r), "images_per_sec"] for b, r in by_batch.items()}
     p50 = {b: frame.loc[inference.rung(r), "p50_ms"] for b, r in by_batch.items()}
     tried = ", ".join(map(str, sorted(by_batch)))
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Integral) \
-            or int(answer) not in by_batch:
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Integral) or int(answer) not in by_batch:
         raise NotYet(f"knee={answer!r}: name one of the batches served ({tried}): the smallest "
                      f"within {1 - KNEE:.0%} of the best's images/s, or within noise. {GUESS}")
     best = max(by_batch, key=rate.get)
@@ -55,8 +51,7 @@ def _knee(records, answer) -> str:
 
 
 def _sweep(records) -> list[dict]:
-    """The sweep's records: one network, variant and device, at least three batches, each
-    with enough passes to judge."""
+    """The sweep's records: one network, variant and device, three batches or more, enough passes."""
     try:
         records = inference.checked([] if records is None else records, allow_empty=True)
     except ValueError as err:
@@ -65,12 +60,9 @@ def _sweep(records) -> list[dict]:
     if len(batches) < 3:
         raise NotYet(f"{len(batches)} batch size(s) so far ({', '.join(map(str, batches)) or 'none'}); "
                      f"a knee needs at least three: list them at {MARK}.")
-    kinds = {(r["model"], r["variant"], r["device"]) for r in records}
-    if len(kinds) > 1:
+    if len(kinds := {(r["model"], r["variant"], r["device"]) for r in records}) > 1:
         named = "; ".join(", ".join(k) for k in sorted(kinds))
         raise NotYet(f"the sweep varies more than the batch ({named}): change the batch alone.")
-    few = [r["batch"] for r in records if len(r["pass_s"]) < inference.MIN_PASSES]
-    if few:
-        raise NotYet(f"batch {few[0]} has fewer than {inference.MIN_PASSES} passes to judge. "
-                     + MORE_IMAGES)
+    if few := [r["batch"] for r in records if len(r["pass_s"]) < inference.MIN_PASSES]:
+        raise NotYet(f"batch {few[0]} has fewer than {inference.MIN_PASSES} passes to judge. {MORE_IMAGES}")
     return records

@@ -1,5 +1,4 @@
-"""The capstone's check: the attendee's final run of the job, graded against the job as
-given by the course's own tools (`lessons.l16_capstone.grade`)."""
+"""The capstone's check: the final run graded against the job as given (`l16_capstone.grade`)."""
 from __future__ import annotations
 
 from ...analyse import alike, grading
@@ -17,11 +16,9 @@ RUNS, SAME_JOB = PAGE.text("runs"), PAGE.text("same_job")
 def _steady(runs, answer) -> str:
     """Make a job you have not seen steady: diagnose, a target, and time to accuracy."""
     mine = finished_runs(runs, 1, RUNS)[-1]
-    mock = alike.value(mine, "mock") or "none"
-    if mock != "none":
+    if (mock := alike.value(mine, "mock") or "none") != "none":
         raise NotYet(f"'{mine.name}' is a ceiling (mock={mock}), not training: grade the job.")
-    given = capstone.given_run(mine)
-    if given is None:
+    if (given := capstone.given_run(mine)) is None:
         raise NotYet(_no_given(mine))
     marks = capstone.grade(given, mine)
     missing = [m for m in marks if not m.met]
@@ -41,10 +38,8 @@ def _words(marks) -> str:
 
 
 def _no_given(mine) -> str:
-    """Why no run of the job as given is found beside `mine`: none ran as given, or those
-    that did are another job (named)."""
-    given = [r for r in load_runs(mine.path.parent) if capstone.is_given(r)
-             and r.path != mine.path]
+    """Why no run of the job as given is found beside `mine`: none, or another job (named)."""
+    given = [r for r in load_runs(mine.path.parent) if capstone.is_given(r) and r.path != mine.path]
     settings = ", ".join(f"{k}={v}" for k, v in capstone.GIVEN.items())
     head = f"no finished run of the job as given ({settings}) is recorded in {mine.path.parent}"
     if given:

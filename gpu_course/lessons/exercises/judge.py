@@ -1,7 +1,5 @@
-"""What the checks ask of the attendee's runs and answers, shared by the lessons'
-exercises: runs that finished, runs that differ in the change asked for alone, enough
-steady steps, and a prediction judged by the findings engine (`findings.Predict`: what a
-verdict against noise means for it), raised as Contradicted where the runs contradict it."""
+"""What every check asks of the runs: finished, differing in the change asked for alone,
+enough steady steps; a prediction judged by `findings.Predict`, Contradicted by the runs."""
 from __future__ import annotations
 
 import math
@@ -13,7 +11,6 @@ from ...show.findings import (DRIFT, Expect, Outcome, Page,  # noqa: F401  (DRIF
 from .base import MARK, Contradicted, NotYet
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/judge.md
-
 # a prediction of what a change does to samples/s, and the noise verdict that bears it out
 DIRECTIONS = {"faster": noise.Kind.FASTER, "slower": noise.Kind.SLOWER,
               "same": noise.Kind.WITHIN_NOISE}
@@ -25,8 +22,7 @@ SPEED = Predict("prediction", {"faster": Expect.FASTER, "slower": Expect.SLOWER,
     Outcome.CANNOT_JUDGE: "your prediction, {answer}, is untested: {why}",
     Outcome.OPPOSITE: "you predicted {answer}, but '{b}' against '{a}' is {verdict}. "
                       + PAGE.text("speed_opposite")})
-# why a speed's prediction is untested: the runs' own note (`untested`), the machine's load
-# told apart by noise.compare, or a load that moves two runs further than their blocks show
+# why a speed's prediction is untested: the runs' own note, or the machine's load
 QUIET = PAGE.text("quiet")
 UNTESTED = {
     "note": "{untested} '{b}' against '{a}' measured {verdict}.",
@@ -50,23 +46,19 @@ UNFINISHED = "'{name}' did not finish (status {status}): fix the error above, th
 
 def finished_runs(runs, least: int, what: str) -> list:
     """The runs as a flat list of at least `least` records, each finished."""
-    runs = [] if runs is None else list(runs) if isinstance(runs, (list, tuple)) else [runs]
-    runs = [r for r in runs if r is not None]
-    bad = [r for r in runs if not (hasattr(r, "config") and hasattr(r, "meta"))]
-    if bad:
+    runs = [r for r in (runs if isinstance(runs, (list, tuple)) else [runs]) if r is not None]
+    if bad := [r for r in runs if not (hasattr(r, "config") and hasattr(r, "meta"))]:
         raise NotYet(f"{bad[0]!r} is not a run record: pass what gc.train or gc.record returned")
     if len(runs) < least:
         raise NotYet(f"{len(runs)} run(s) so far; {what}. Edit the lines marked {MARK} and rerun.")
     for run in runs:
-        status = metrics.status(run)
-        if status != "finished":
+        if (status := metrics.status(run)) != "finished":
             raise NotYet(STATUS.get(status, UNFINISHED).format(name=run.name, status=status))
     return runs
 
 
 def only_change(a, b, setting: str, also: tuple = ()) -> None:
-    """Runs a and b differ in `setting` (as they ran) and in nothing else that changes the
-    work (`alike_but`), `also` and the machine's load aside."""
+    """Runs a and b differ in `setting` (as they ran) and in nothing else but `also`."""
     if alike.value(a, setting) == alike.value(b, setting):
         raise NotYet(f"'{a.name}' and '{b.name}' have the same {setting} "
                      f"({alike.shown(a, setting)}): nothing was changed at {MARK}.")
@@ -74,20 +66,18 @@ def only_change(a, b, setting: str, also: tuple = ()) -> None:
 
 
 def alike_but(a, b, varies: tuple, what: str) -> None:
-    """Runs (or lists of repeats) a and b differ in nothing that changes the work beyond
-    `varies` (`alike.differences`, the machine's load aside); NotYet naming the rest, where
-    the change is `what` ("num_workers", "the guard")."""
+    """Runs (or lists of repeats) a and b differ in nothing beyond `varies` (the machine's load
+    aside); else NotYet naming the rest, the change being `what` ("the guard")."""
     other = alike.differences(a, b, varies=varies)
     other.pop(alike.Aspect.LOAD, None)
     if other:
-        names = [metrics.representative(r).name for r in (a, b)]
-        differ = alike.words(other, *names)
+        differ = alike.words(other, *[metrics.representative(r).name for r in (a, b)])
         raise NotYet(f"the runs differ in more than {what}: {differ}. Change {what} alone.")
 
 
 def one_change(a, b, same: str) -> dict:
-    """What runs a and b differ in (`alike.differences`, the machine's load aside): one
-    setting, else NotYet; same: the sentence for runs that differ in nothing ({a}, {b})."""
+    """The one setting runs a and b differ in (load aside), else NotYet; same: the sentence for
+    runs that differ in nothing ({a}, {b})."""
     changed = alike.differences(a, b)
     changed.pop(alike.Aspect.LOAD, None)
     if len(changed) != 1:
@@ -101,15 +91,14 @@ def speed_verdict(a, b, setting: str, lesson: str, also: tuple = ()) -> noise.Ve
     """b's samples/s against a's, judged against noise; NotYet where the runs are too short."""
     verdict = noise.compare(a, b, varies=(setting, *also))
     if verdict.kind in (noise.Kind.TOO_FEW, noise.Kind.NOT_MEASURED):
-        raise NotYet(f"'{b.name}' against '{a.name}': {verdict}. Use a larger "
-                     f"gc.sizes(\"{lesson}\", exercise_size=...), then rerun.")
+        raise NotYet(f"'{b.name}' against '{a.name}': {verdict}. Rerun a larger "
+                     f"gc.sizes(\"{lesson}\", exercise_size=...).")
     return verdict
 
 
 def expects(predict: Predict, answer, **fields):
     """What `answer` predicts (`predict.answers`); NotYet asking for one where it is none."""
-    wrong = predict.wrong(answer, **fields)
-    if wrong:
+    if wrong := predict.wrong(answer, **fields):
         raise NotYet(wrong)
     return predict.answers[answer]
 
@@ -123,12 +112,9 @@ def said(predict: Predict, found: Outcome, **fields) -> str:
 
 
 def judge_prediction(answer, verdict: noise.Verdict, a, b, untested=()) -> str:
-    """The sentence on a prediction ("faster", "slower" or "same") of b against a (`SPEED`);
-    NotYet when it is not one of those, Contradicted when the measurement contradicts it
-    beyond noise. untested: notes (`findings.Note`, {names} the runs each fires on) on runs
-    that cannot test any prediction (the change they made is not the one predicted, e.g. a
-    compile backend that compiles nothing), saying what would; the verdict is then only
-    reported."""
+    """The sentence on a prediction of b against a (`SPEED`): NotYet for no such answer,
+    Contradicted beyond noise. untested: `findings.Note`s on runs that cannot test it (a
+    backend that compiles nothing); the verdict is then only reported."""
     expect = expects(SPEED, answer, a=a.name, b=b.name)
     note = findings.untested(untested, (a, b))
     shared = [f"'{r.name}'" for r in (a, b) if metrics.machine_load(r)["shared"]]
@@ -141,17 +127,14 @@ def judge_prediction(answer, verdict: noise.Verdict, a, b, untested=()) -> str:
 
 
 def wait_words(run) -> str:
-    share = metrics.data_wait_share(run)
-    return "not measured" if not math.isfinite(share) else f"{share:.0%}"
+    return f"{share:.0%}" if math.isfinite(share := metrics.data_wait_share(run)) else "not measured"
 
 
-# the data wait's share in each block of steady steps: one definition, kept under this name
 wait_blocks = metrics.wait_blocks
 
 
 def enough_waits(before, after, lesson: str, size: str = "exercise_size") -> tuple:
-    """The data wait's blocks of both runs (`wait_blocks`); NotYet where either is too short
-    to judge, asking for a larger `size` of `lesson`."""
+    """Both runs' data wait blocks; NotYet asking for a larger `size` where either is too short."""
     xs, ys = wait_blocks(before), wait_blocks(after)
     if not xs or not ys:
         need = noise.BLOCKS * noise.MIN_STEPS
@@ -162,13 +145,9 @@ def enough_waits(before, after, lesson: str, size: str = "exercise_size") -> tup
 
 def wait_prediction(answer, before, after, lesson: str, labels: tuple[str, str],
                     why: str) -> tuple[str, str]:
-    """(measured, sentence): what the runs show ("more", "less" or "same") and the sentence
-    (`WAIT`) on a prediction of the data wait's share in `after` against `before`, each
-    run's blocks of steady steps its spread (`findings.apart`: their ranges apart, or
-    overlapping); NotYet when the runs are too short or the answer is not one of WAIT_WORDS,
-    Contradicted when the blocks contradict it. labels: how each run's share is introduced
-    ("with 1 worker(s)"); why: the question to ask oneself when the prediction is
-    contradicted."""
+    """(measured, sentence): what the blocks show ("more", "less", "same") of the data wait's
+    share in `after` against `before`, and the sentence (`WAIT`) on the prediction. labels:
+    each run's share introduced ("with 1 worker(s)"); why: the question for a contradiction."""
     xs, ys = enough_waits(before, after, lesson)
     expect = expects(WAIT, answer, a=before.name, b=after.name)
     verdict = findings.apart(xs, ys, "blocks of steady steps")
@@ -181,9 +160,8 @@ def wait_prediction(answer, before, after, lesson: str, labels: tuple[str, str],
 
 
 def reaching(rates: dict, judged: dict, best) -> list:
-    """The keys of `rates` (worker counts, batches) that reach the best's rate by lesson
-    02's knee rule, in order: within 1 - KNEE of it, or not slower than it beyond noise
-    (`judged`: each key's verdict against the best)."""
+    """The keys of `rates` (worker counts, batches) that reach the best's rate, in order: within
+    1 - KNEE of it or not slower beyond noise (`judged`: each key's verdict against the best)."""
     from ..l02_workers import KNEE
     return sorted(n for n in rates if n == best or rates[n] >= KNEE * rates[best]
                   or judged[n].kind != noise.Kind.SLOWER)
