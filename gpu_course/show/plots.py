@@ -1,9 +1,6 @@
 """Figures of the course: what the GPU did while a run trained, and how the rungs compare.
-
-Every function returns a matplotlib Figure and, given `save=path`, writes it as a PNG.
-Figures are built without pyplot: nothing leaks between calls, headless CI needs no
-display, and a notebook cell that ends with the call shows the figure.
-"""
+Each returns a Figure (written as a PNG given `save=path`), built without pyplot so that
+nothing leaks between calls and no display is needed."""
 from __future__ import annotations
 
 import copy
@@ -24,22 +21,20 @@ from ..analyse.metrics import gpu_util as gpu_util_mean
 from ..analyse.metrics import table as ladder_table
 from ..analyse.signals import throttled
 from ..measure.records import write_atomic
+from . import tables
 
 DPI = 120
 MAX_GPU_PANEL_SETS = 4    # with more GPUs, one shared panel set with a line per GPU
-DEFAULT_LR_STEPS = 1000   # updates drawn when only callables are given
 FAILED = metrics.FAILED
-METRIC_LABELS = {"samples_per_sec": "samples/s", "epoch_time_s": "epoch time (s)",
-                 "gpu_util": "GPU utilisation (%)", "data_wait_share": "data wait (share of step time)",
-                 "speedup": "speed-up over baseline", "val_acc": "validation accuracy"}
+TIME_AXIS = "time since monitor start (s)"
+DASHED = {"ls": "--", "lw": 0.8}   # a limit beside its reading
 
 
 # -- what one run did over time --------------------------------------------------------
 
 def utilisation_timeline(run, save=None) -> Figure:
-    """Per GPU: utilisation (with GPM SM/tensor activity when measured), memory, power,
-    and SM clock and temperature (throttled periods shaded red) on one shared time axis,
-    a CPU panel below, epochs shaded."""
+    """Per GPU: utilisation (and GPM activity), memory, power, SM clock and temperature
+    (throttling shaded red) on one time axis, a CPU panel below, epochs shaded."""
     gpu = run.gpu
     ids = sorted(int(g) for g in pd.to_numeric(gpu["gpu"], errors="coerce").dropna().unique()) \
         if len(gpu) else []
@@ -61,24 +56,18 @@ def utilisation_timeline(run, save=None) -> Figure:
             _gpm_lines(util_ax, gpu.groupby("t", as_index=False).mean(numeric_only=True),
                        "k", " (mean)")
         name = f"GPU {group[0]}" if len(group) == 1 else f"GPUs {group[0]}-{group[-1]}"
-        util_ax.set_ylabel(f"{name}\nutil %")
-        util_ax.set_ylim(0, 105)
-        mem_ax.set_ylabel("memory\nGiB")
-        mem_ax.set_ylim(bottom=0)
-        power_ax.set_ylabel("power\nW")
-        power_ax.set_ylim(bottom=0)
-        clock_ax.set_ylabel("clock %\n/ temp C")
-        clock_ax.set_ylim(0, 105)
+        for ax, label, top in ((util_ax, f"{name}\nutil %", 105), (mem_ax, "memory\nGiB", None),
+                               (power_ax, "power\nW", None), (clock_ax, "clock %\n/ temp C", 105)):
+            ax.set_ylabel(label)
+            ax.set_ylim(0, top)
     _cpu_total(axes[-1], run.host)
     _mark_epochs(axes, run)  # before the legends: it names the time outside training
     for ax in axes[:-1]:
         _legend(ax)
-    axes[-1].set_xlabel("time since monitor start (s)")
-    if ids:
-        util = gpu_util_mean(run)
-        detail = f"mean GPU utilisation {util:.0f}%" if not math.isnan(util) else "no utilisation"
-    else:
-        detail = "no GPU samples (CPU-only run)"
+    axes[-1].set_xlabel(TIME_AXIS)
+    util = gpu_util_mean(run)
+    detail = "no GPU samples (CPU-only run)" if not ids else "no utilisation" if math.isnan(util) \
+        else f"mean GPU utilisation {util:.0f}%"
     fig.suptitle(f"{run.name}: {detail}{_status_suffix(run)}")
     _caption(fig, [run])
     return _save(fig, save)
@@ -99,8 +88,7 @@ def cpu_timeline(run, save=None) -> Figure:
     ram_ax.plot(*_gapped(t, _column(host, "ram_total_mib") / 1024), color="C2", ls="--",
                 lw=1, label="total")
     ram_ax.set_ylim(bottom=0)
-    ram_ax.set_ylabel("RAM GiB")
-    ram_ax.set_xlabel("time since monitor start (s)")
+    ram_ax.set(ylabel="RAM GiB", xlabel=TIME_AXIS)
     for ax in (cpu_ax, ram_ax):
         _legend(ax)
     _mark_epochs([cpu_ax, ram_ax], run)
@@ -113,9 +101,8 @@ def cpu_timeline(run, save=None) -> Figure:
 
 
 def step_times(run, save=None) -> Figure:
-    """Every step of the run: its time split into data wait and compute (host-side) over
-    the step number, warm-up shaded, epochs marked; beside it the steady steps' histogram
-    with the median and the 95th percentile (their ratio is the run's spikiness)."""
+    """Every step's time split into data wait and host-side compute, warm-up shaded, epochs
+    marked; beside it the steady steps' histogram with the median and the 95th percentile."""
     steps = run.steps
     fig = _figure(11, 3.8)
     series, hist = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1]})
@@ -137,8 +124,7 @@ def step_times(run, save=None) -> Figure:
     for i in np.flatnonzero(np.diff(epochs) != 0):
         series.axvline(i + 0.5, color="k", lw=0.6, ls=":")
     series.set(xlabel="step (dotted: a new epoch)", ylabel="step time (ms)",
-               xlim=(-0.5, len(steps) - 0.5))
-    series.set_ylim(bottom=0)
+               xlim=(-0.5, len(steps) - 0.5), ylim=(0, None))
     _legend(series)
     steady = metrics.steadiness(run)
     timed = (wait_ms + compute_ms)[_column(steps, "timed") == 1]
@@ -151,8 +137,7 @@ def step_times(run, save=None) -> Figure:
                       va="bottom", ha="right", fontsize=8)
         hist.set_ylim(series.get_ylim())
     hist.set(xlabel="steady steps", yticklabels=[])
-    waited = steady["waited_share"]
-    waited = "–" if math.isnan(waited) else f"{waited:.0%}"
+    waited = "–" if math.isnan(steady["waited_share"]) else f"{steady['waited_share']:.0%}"
     said = f"p95/median step {steady['spikiness']:.2f}, {waited} of steps waited for data"
     fig.suptitle(f"{metrics.label(run)}: {said if steady['steady_steps'] else 'warm-up only'}")
     _caption(fig, [run])
@@ -162,10 +147,8 @@ def step_times(run, save=None) -> Figure:
 # -- how runs compare ------------------------------------------------------------------
 
 def throughput(runs, save=None) -> Figure:
-    """Samples/s and epoch time per run: the run's value as a bar, each epoch as a dot
-    (the first, hollow, is the warm-up left out of the bar when there are more). A
-    group of repeats (`metrics.as_groups`) is one bar, the median, with the epochs of
-    all its runs as dots."""
+    """Samples/s and epoch time per run (a group of repeats: its median) as a bar, each
+    epoch as a dot (hollow: warm-up only, left out of the bar)."""
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(g) for g in groups]
     table = ladder_table(groups)
@@ -186,14 +169,10 @@ def throughput(runs, save=None) -> Figure:
             jitter = np.linspace(-0.15, 0.15, len(rows)) if len(rows) > 1 else [0]
             for row, dy in zip(rows, jitter):
                 n = metrics.epoch_numbers(row)
-                # an epoch of warm-up steps only has no steady rate: its whole-time rate,
-                # hollow (the same definition the bars' "all" column uses)
-                warmup = math.isnan(n["samples_per_sec"])
-                v = n[column] if column != "samples_per_sec" or not warmup \
-                    else n["samples_per_sec_all"]
+                warmup = math.isnan(n["samples_per_sec"])   # no steady rate: its whole-time one
+                v = n["samples_per_sec_all"] if column == "samples_per_sec" and warmup else n[column]
                 ax.plot(v, i + dy, "o", ms=4, color="k", mfc="none" if warmup else "k")
-        ax.set_xlabel(label)
-        ax.set_xlim(left=0)
+        ax.set(xlabel=label, xlim=(0, None))
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y, [metrics.label(run) + _status_suffix(run)
                            + (f" ({len(g)} runs)" if len(g) > 1 else "")
@@ -206,9 +185,8 @@ def throughput(runs, save=None) -> Figure:
 
 
 def ladder(runs, baseline=0, save=None) -> Figure:
-    """The ladder: one bar per run, its speed-up over `baseline` (index or name), with
-    GPU utilisation beside it when measured; failed and OOM rungs hatched grey. A group
-    of repeats (`metrics.as_groups`) is one bar: its runs' median."""
+    """One bar per run (a group of repeats: its median), its speed-up over `baseline` (index
+    or name), GPU utilisation beside it when measured; failed rungs hatched grey."""
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(g) for g in groups]
     compared = [g if len(g) > 1 else g[0] for g in groups]  # what noise.compare judges
@@ -226,10 +204,8 @@ def ladder(runs, baseline=0, save=None) -> Figure:
     top = shown.max() if len(shown) else 1.0
     for i, row in table.iterrows():
         if row["status"] in FAILED or math.isnan(value[i]):
-            text = STATUS_TEXT.get(row["status"], row["status"]) if row["status"] in FAILED \
-                else "no epochs"
             ax.barh(i, top * 0.35, color="0.93", hatch="//", edgecolor="0.7", lw=0, zorder=2)
-            ax.text(top * 0.02, i, text, va="center", color="0.25", fontsize=9, zorder=3,
+            ax.text(top * 0.02, i, _failure(row["status"]), va="center", color="0.25", fontsize=9, zorder=3,
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
             continue
         color = "0.55" if row["rung"] == base["rung"] else "C0"
@@ -240,8 +216,7 @@ def ladder(runs, baseline=0, save=None) -> Figure:
         _range_bar(ax, i, value[i], low, high, horizontal=True)
         label = (f"×{row['speedup']:.1f}   " if by_speedup else "") \
             + f"{row['samples_per_sec']:,.0f} samples/s"
-        # beside the whisker, but inside the axes: a wide range (few steps) would push the
-        # label off the figure and squeeze the bars to nothing
+        # beside the whisker, inside the axes: a wide range would squeeze the bars to nothing
         right = min(high if metrics.number(high) > value[i] else value[i], top * 1.12)
         ax.text(right + top * 0.01, i, label, va="center", fontsize=9, clip_on=True,
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
@@ -294,7 +269,6 @@ def curves(runs, save=None) -> Figure:
     loss_ax.set(xlabel="epoch", ylabel="training loss", title="loss")
     for ax in (acc_ax, loss_ax):
         ax.set_xlim(-0.5, last_epoch + 0.5)  # one epoch: a point in the middle, not an edge
-    for ax in (acc_ax, loss_ax):
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.grid(alpha=0.3)
     if acc_ax.get_legend_handles_labels()[0]:
@@ -307,46 +281,36 @@ def curves(runs, save=None) -> Figure:
 
 
 def lr_schedule(schedules: dict, steps=None, save=None) -> Figure:
-    """Learning rate against update step for each named schedule: a callable f(step) -> lr
-    (an mx.lr_scheduler, evaluated on a copy since they keep state) or a sequence of lrs.
-    steps: how many updates (int) or which ones (sequence); default: the longest
-    sequence, else 1000."""
+    """Learning rate against update step for each named schedule: f(step) -> lr (evaluated
+    on a copy: mx schedulers keep state) or a sequence of lrs. steps: how many updates or
+    which ones; default the longest sequence, else 1000."""
     if not isinstance(schedules, dict) or not schedules:
         raise ValueError(f"schedules={schedules!r} must be a non-empty dict name -> schedule")
-    sequences = {}
     for name, schedule in schedules.items():
-        if callable(schedule):
-            continue
-        if isinstance(schedule, (str, bytes)) or not hasattr(schedule, "__iter__"):
+        if not (callable(schedule) or hasattr(schedule, "__iter__")) or isinstance(schedule, (str, bytes)):
             raise ValueError(f"schedule {name!r} is {schedule!r}; allowed: f(step) -> lr, or a list of lrs")
-        sequences[name] = np.asarray(list(schedule), dtype=float)
+    sequences = {n: np.asarray(list(s), dtype=float) for n, s in schedules.items() if not callable(s)}
     if steps is None:
-        steps = max((len(s) for s in sequences.values()), default=DEFAULT_LR_STEPS)
+        steps = max((len(s) for s in sequences.values()), default=1000)
     xs = np.arange(steps) if isinstance(steps, (int, np.integer)) else np.asarray(list(steps))
     fig = _figure(8, 4)
     ax = fig.subplots()
     for name, schedule in schedules.items():
-        if callable(schedule):
-            # stateful schedulers (mx FactorScheduler lowers base_lr in place) must see
-            # increasing steps, and the caller's object must stay untouched for training
+        if callable(schedule):   # on increasing steps, leaving the caller's object untouched
             private = _private_copy(schedule)
-            ys = [float(private(int(step))) for step in xs]
-            ax.plot(xs, ys, drawstyle="steps-post", label=name)
+            ax.plot(xs, [float(private(int(step))) for step in xs], drawstyle="steps-post", label=name)
         else:  # the i-th value is the lr of update step i
-            lrs = sequences[name]
-            x = xs[(xs >= 0) & (xs < len(lrs))].astype(int)
-            ax.plot(x, lrs[x], drawstyle="steps-post", label=name)
-    ax.set(xlabel="update step", ylabel="learning rate", title="Learning-rate schedules")
-    ax.set_ylim(bottom=0)
+            x = xs[(xs >= 0) & (xs < len(sequences[name]))].astype(int)
+            ax.plot(x, sequences[name][x], drawstyle="steps-post", label=name)
+    ax.set(xlabel="update step", ylabel="learning rate", title="Learning-rate schedules", ylim=(0, None))
     ax.grid(alpha=0.3)
     ax.legend()
     return _save(fig, save)
 
 
 def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
-    """A summary metric (a ladder-table column or a run.summary key) against a config
-    field, e.g. sweep(runs, "num_workers"); OOM and failed points marked with an x. A
-    point repeated (`gc.sweep(..., repeats=k)`) is its runs' median, with their spread."""
+    """A ladder-table column or run.summary key against a config field, e.g. sweep(runs,
+    "num_workers"); failed points marked with an x, repeats as their median and spread."""
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(g) for g in groups]
     missing = [run.name for run in runs if x not in (run.config or {})]
@@ -354,14 +318,12 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
         fields = sorted(set().union(*[(run.config or {}).keys() for run in runs]))
         raise ValueError(f"x={x!r} is not a config field of run(s) {missing}; allowed: {fields}")
     table = ladder_table(groups)
-    if y in table.columns and y not in ("rung", "ran", "status"):
-        ys = table[y].to_numpy(dtype=float)
-    elif y in metrics.summary(runs[0]):  # a number `metrics` defines, not in the table
-        ys = np.array([metrics.number(metrics.summary(run)[y]) for run in runs])
-    else:
-        allowed = [c for c in table.columns if c not in ("rung", "ran", "status")]
-        allowed += [k for k in metrics.summary(runs[0]) if k not in allowed]
+    allowed = [c for c in table.columns if c not in ("rung", "ran", "status")]
+    allowed += [k for k in metrics.summary(runs[0]) if k not in allowed]
+    if y not in allowed:
         raise ValueError(f"y={y!r} is not a ladder column or summary key; allowed: {allowed}")
+    ys = table[y].to_numpy(dtype=float) if y in table.columns \
+        else np.array([metrics.number(metrics.summary(run)[y]) for run in runs])
     xs_raw = [run.config[x] for run in runs]
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs_raw)
     if numeric:
@@ -393,8 +355,7 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
     ax.set_xticks(list(ticks), [str(v) for v in ticks.values()])
     ax.minorticks_off()
     ax.set_ylim(bottom=0, top=max(1.0, np.nanmax(ys[ok]) * 1.15) if len(ok) else 1.0)
-    ax.set(xlabel=x, ylabel=METRIC_LABELS.get(y, y),
-           title=f"{METRIC_LABELS.get(y, y)} against {x}")
+    ax.set(xlabel=x, ylabel=tables.header(y), title=f"{tables.header(y)} against {x}")
     ax.grid(alpha=0.3)
     _caption(fig, runs)
     return _save(fig, save)
@@ -493,21 +454,18 @@ def _gpu_lines(util_ax, mem_ax, power_ax, rows, g, color, many) -> None:
                  drawstyle="steps-pre", label=f"GPU {g}" if many else "GPU-Util")
     if not many:
         _gpm_lines(util_ax, rows, color, "")
-    mem_ax.plot(*_gapped(t, _column(rows, "mem_used_mib") / 1024), color=color,
-                label=None if many else "used")
-    mem_ax.plot(*_gapped(t, _column(rows, "mem_total_mib") / 1024), color=color, ls="--",
-                lw=0.8, label=None if many else "total")
-    power_ax.plot(*_gapped(t, _column(rows, "power_w")), color=color,
-                  label=None if many else "draw")
-    power_ax.plot(*_gapped(t, _column(rows, "power_limit_w")), color=color, ls="--", lw=0.8,
-                  label=None if many else "limit")
+    for ax, column, scale, label, style in (
+            (mem_ax, "mem_used_mib", 1024, "used", {}), (mem_ax, "mem_total_mib", 1024, "total", DASHED),
+            (power_ax, "power_w", 1, "draw", {}), (power_ax, "power_limit_w", 1, "limit", DASHED)):
+        ax.plot(*_gapped(t, _column(rows, column) / scale), color=color, label=None if many else label,
+                **style)
     errors = rows["error"] if "error" in rows.columns else pd.Series(dtype=object)
     failing = errors.notna() & (errors.astype(str).str.strip() != "")
     if failing.any():
         first = rows[failing].iloc[0]
-        for ax in (util_ax, mem_ax, power_ax):
-            ax.axvline(float(first["t"]), color="C3", lw=1.5)
         when = float(first["t"])
+        for ax in (util_ax, mem_ax, power_ax):
+            ax.axvline(when, color="C3", lw=1.5)
         util_ax.text(when, 97, f"GPU {g}: {first['error']} at t={when:.0f} s ", color="C3",
                      fontsize=8, ha="right", va="top")
 
@@ -642,14 +600,17 @@ def _per_core(host: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def _failure_text(run) -> str:
-    status = str(run.meta.get("status") or "")
+def _failure(status) -> str:
     return STATUS_TEXT.get(status, status) if status in FAILED else "no epochs"
+
+
+def _failure_text(run) -> str:
+    return _failure(str(run.meta.get("status") or ""))
 
 
 def _status_suffix(run) -> str:
     status = str(run.meta.get("status") or "")
-    return f" [{STATUS_TEXT.get(status, status)}]" if status in FAILED else ""
+    return f" [{_failure(status)}]" if status in FAILED else ""
 
 
 def _private_copy(schedule):
