@@ -1,14 +1,6 @@
-"""Tables for reading: units in the headers, digits that mean something, percentages, and
-wide tables folded into blocks (or turned on their side) so nothing is cut off.
-
-    gc.tables.show(table)        # in a notebook: the last line of a cell
-    print(gc.tables.show(table)) # in a terminal: fixed-width text
-
-Numbers: 301.326178 samples/s reads "301", 0.8123 val acc "81.2%", 3.2 speed-up "×3.20",
-NaN "–". A column the course knows gets its header and unit from COLUMNS; any other is
-named from its own name (`step_ms_mean` -> "step mean (ms)") and written with three
-significant digits. pandas only; nothing here imports matplotlib.
-"""
+"""Tables for reading: units in the headers, digits that mean something (301 samples/s,
+81.2%, ×3.20, – for NaN), wide tables folded into blocks or turned on their side.
+`gc.tables.show(table)` is HTML in a notebook and fixed-width text in a terminal."""
 from __future__ import annotations
 
 import html
@@ -83,10 +75,8 @@ COLUMNS = {
     "gpu_util_std": ("GPU util std (pp)", _num),
     "lr": ("LR", lambda v: f"{v:.3g}"),
     # the anatomy of a step and time to target (analyse.anatomy)
-    "step_ms": ("step (ms)", lambda v: f"{v:,.2f}"),
-    "data_wait_ms": ("data wait (ms)", lambda v: f"{v:,.2f}"),
-    "host_ms": ("host (ms)", lambda v: f"{v:,.2f}"),
-    "gpu_busy_ms": ("GPU busy (ms)", lambda v: f"{v:,.2f}"),
+    **{c: (h, "{:,.2f}".format) for c, h in (("step_ms", "step (ms)"), ("data_wait_ms", "data wait (ms)"),
+                                             ("host_ms", "host (ms)"), ("gpu_busy_ms", "GPU busy (ms)"))},
     "bound": ("held by", str),
     "next_rung": ("next rung", str),
     "compiled": ("compiled into", str),
@@ -109,9 +99,6 @@ COLUMNS = {
     "tolerance": ("tolerance", lambda v: f"{v:.0e}"),
     "load_average": ("load average before", _num),
 }
-ANATOMY_COLUMNS = ("step_ms", "data_wait_ms", "host_ms", "gpu_busy_ms", "bound", "next_rung",
-                   "compiled",
-                   "epochs", "to_target_s", "to_target_speedup")
 GPM_COLUMNS = ("sm_active", "tensor_active")  # Hopper and newer: empty elsewhere, not shown
 ABOVE_PEAK = " (above peak: unreliable)"  # a run cannot beat its device's peak
 RANGE_COLUMNS = ("samples_per_sec_min", "samples_per_sec_max")  # shown as one "min–max" cell
@@ -137,7 +124,6 @@ def header(column) -> str:
 
 
 def cell(column, value) -> str:
-    """One value as text."""
     if value is None or (not isinstance(value, str) and _isna(value)):
         return NO_VALUE
     if column in COLUMNS:
@@ -152,11 +138,11 @@ def cell(column, value) -> str:
 
 
 class Table:
-    """A formatted table: HTML in a notebook, fixed-width text elsewhere. `blocks` are
-    DataFrames of strings, each narrow enough to read; the first column repeats in each."""
+    """A formatted table: HTML in a notebook, fixed-width text elsewhere. `blocks`:
+    DataFrames of strings, each narrow enough to read, the first column in each."""
 
-    def __init__(self, blocks: list[pd.DataFrame], text_columns: set, note: str = ""):
-        self.blocks, self.text_columns, self.note = blocks, text_columns, note
+    def __init__(self, blocks: list[pd.DataFrame], text_columns: set):
+        self.blocks, self.text_columns = blocks, text_columns
 
     def text(self) -> str:
         out = []
@@ -170,7 +156,7 @@ class Table:
                                  for h, v, w in zip(heads, values, widths)).rstrip()
             out.append("\n".join([line(heads), "  ".join("-" * w for w in widths)]
                                  + [line(r) for r in rows]))
-        return "\n\n".join(out) + (f"\n{self.note}" if self.note else "")
+        return "\n\n".join(out)
 
     def _repr_html_(self) -> str:
         parts = []
@@ -182,8 +168,7 @@ class Table:
                 f"{html.escape(v)}</td>" for h, v in zip(block.columns, row)) + "</tr>"
                 for row in block.values.tolist())
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-        note = f"<p><em>{html.escape(self.note)}</em></p>" if self.note else ""
-        return "\n".join(parts) + note
+        return "\n".join(parts)
 
     def _align(self, column: str) -> str:
         return "left" if column in self.text_columns else "right"
@@ -195,9 +180,8 @@ class Table:
 
 
 def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> Table:
-    """`df` formatted for reading, folded into blocks of columns that fit in `width`
-    characters (the first column repeats in each), or turned on its side when it has
-    fewer rows than a block would need. `columns` picks and orders columns."""
+    """`df` for reading, folded into blocks of columns that fit in `width` characters, or
+    turned on its side when it has few rows. `columns` picks columns."""
     df = readable(df)
     frame = _flat(df)
     keys = 1 if isinstance(df.index, pd.RangeIndex) and df.index.name is None else df.index.nlevels
@@ -217,14 +201,12 @@ def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> T
 
 
 def readable(df: pd.DataFrame) -> pd.DataFrame:
-    """A ladder table as it is shown: without its "ran" column when every run ran as
-    requested, without "repeats" when every row is one run, without the GPM columns where no GPU measured them, and with each run's
-    slowest and fastest steady samples/s as one "min–max" text column beside samples/s
-    (left out when no run has a spread)."""
-    if "ran" in df.columns and not df["ran"].fillna("").astype(str).str.len().any():
-        df = df.drop(columns="ran")  # every run ran as requested: nothing to say
-    if "compiled" in df.columns and not df["compiled"].fillna("").astype(str).str.len().any():
-        df = df.drop(columns="compiled")  # nothing was compiled (anatomy)
+    """A ladder table as shown: without empty "ran", "compiled" and GPM columns, without
+    "repeats" when every row is one run, and each run's slowest and fastest steady samples/s
+    as one "min–max" column (left out when no run has a spread)."""
+    for column in ("ran", "compiled"):
+        if column in df.columns and not df[column].fillna("").astype(str).str.len().any():
+            df = df.drop(columns=column)
     if "repeats" in df.columns and (pd.to_numeric(df["repeats"], errors="coerce") <= 1).all():
         df = df.drop(columns="repeats")  # one run a row: its spread is its own blocks'
     df = df.drop(columns=[c for c in GPM_COLUMNS if c in df.columns and df[c].isna().all()])
@@ -241,13 +223,10 @@ def readable(df: pd.DataFrame) -> pd.DataFrame:
 
 def _flat(df: pd.DataFrame) -> pd.DataFrame:
     """The index as leading columns (unless it is a plain 0..n-1), names never empty."""
-    if isinstance(df.index, pd.RangeIndex) and df.index.name is None:
-        frame = df.copy()
-    else:
+    frame = df.copy()
+    if not (isinstance(df.index, pd.RangeIndex) and df.index.name is None):
         names = [n if n is not None else ("" if i else " ") for i, n in enumerate(df.index.names)]
-        frame = df.copy()
-        frame.index = frame.index.set_names(names)
-        frame = frame.reset_index()
+        frame = frame.rename_axis(names).reset_index()
     if isinstance(frame.columns, pd.MultiIndex):
         frame.columns = [" ".join(str(p) for p in c if str(p)) for c in frame.columns]
     return frame
@@ -262,7 +241,7 @@ def _width(cells: pd.DataFrame) -> int:
     return sum(widths) + 2 * (len(widths) - 1)
 
 
-def _fold(cells: pd.DataFrame, width: int, keys: int = 1) -> list[pd.DataFrame]:
+def _fold(cells: pd.DataFrame, width: int, keys: int) -> list[pd.DataFrame]:
     """Blocks of columns that fit in `width`, each led by the `keys` first columns."""
     key, rest = list(cells.columns[:keys]), list(cells.columns[keys:])
     blocks, current = [], []
@@ -276,7 +255,7 @@ def _fold(cells: pd.DataFrame, width: int, keys: int = 1) -> list[pd.DataFrame]:
 
 
 def _is_text(column: pd.Series) -> bool:
-    """Whether a column holds text (left-aligned): object or string dtype, strings or gaps."""
+    """Whether a column holds text (left-aligned): strings or gaps, whatever the dtype."""
     return (column.dtype == object or pd.api.types.is_string_dtype(column.dtype)) and \
         all(isinstance(v, str) or v is None or _isna(v) for v in column)
 
