@@ -1,21 +1,13 @@
 """A lesson's closing text, built from the table it follows and checked as it is said.
 
-Every measurement a closing sentence prints comes from somewhere the reader can see: a
-cell of the table (written as the table writes it), a ratio of two of its cells, a noise
-verdict on two of its runs (`noise`), a setting of the lesson named as such, or a quote
-whose source (the talk, a data sheet) the sentence names. `Closing` hands out those
-citations and prints a line only when every measurement in it is one of them:
+Every measurement a line prints must be cited: a cell or a ratio of the table, a noise
+verdict on two of its runs, a setting named as such, or a quote whose source the line names.
 
     say = Closing(table, runs)               # runs: the runs behind the table's rows, in order
-    say(f"1 worker: {say.cell(0, 'samples_per_sec')} samples/s; the best: "
-        f"{say.cell(best, 'samples_per_sec')}, {say.compare(0, best)}.")
-    say.text, say.cited                      # what was printed, and the values behind it
+    say(f"1 worker: {say.cell(0, 'samples_per_sec')} samples/s, {say.compare(0, best)}.")
 
-A measurement no citation accounts for (a typed "~6x slower", "306 samples/s" without its
-source named) is refused with the number and the line, so a notebook run by the test
-suite fails on it. A measurement is a number with a decimal point, thousands separators,
-a percent sign, a × (or x) beside it, or a unit after it; counts ("2 workers", "lesson
-9") are not. No deep-learning framework here.
+Anything else (a typed "~6x slower") is refused, naming the number. A measurement is a
+number with a decimal point, thousands separators, a %, a × (or x) or a unit; counts are not.
 """
 from __future__ import annotations
 
@@ -44,8 +36,7 @@ class UncitedNumber(ValueError):
 
 @dataclass(frozen=True)
 class Citation:
-    """One number (or noise verdict) a closing line may print: the text as printed, the
-    value behind it, and where it comes from."""
+    """One number (or noise verdict) a line may print, the value behind it and its source."""
 
     text: str
     value: float
@@ -63,13 +54,9 @@ class Line:
 
 @dataclass
 class Closing:
-    """Citations from `table` (a DataFrame, one row per run) and the lines said with them.
-
-    runs: the runs behind the rows, in the same order (needed for noise verdicts and
-    chance sentences); each must carry its row's name and samples/s. key: the column
-    that names the rows (a row label printed in a line is the table's, digits and all).
-    varies: what the lesson changes between its rows (settings' names, `alike.Aspect`s):
-    `compare` refuses a verdict across anything else the two runs differ in."""
+    """Citations from `table` (one row per run) and the lines said with them. runs: the runs
+    behind the rows, in order (for noise verdicts); key: the column naming the rows; varies:
+    what the lesson changes between rows: `compare` refuses a verdict across anything else."""
 
     table: pd.DataFrame
     runs: list | None = None
@@ -103,50 +90,33 @@ class Closing:
         return self._cite(text, value, f"{column} of {self._name(i)!r}")
 
     def ratio(self, column: str, a, b, percent: bool = False) -> str:
-        """Row b's `column` over row a's, as the speed-up column writes it (×1.31), or as a
-        percent (percent=True: 87%)."""
+        """Row b's `column` over row a's, written ×1.31 (or 87% with percent=True)."""
         value = self._value(b, column) / self._value(a, column)
         text = f"{value:.0%}" if percent else tables.cell("speedup", value)
         return self._cite(text, value, f"{column} of {self._name(self._row(b))!r} over "
                                        f"{self._name(self._row(a))!r}")
 
     def compare(self, a, b, value=metrics.samples_per_sec, varies=None) -> noise.Verdict:
-        """`noise.compare` of rows b against rows a (a row, or a list of repeated rows):
-        the verdict, cited as `noise.sentence` writes it (what `str(verdict)` prints).
-        varies: what this comparison changes, beyond the Closing's own `varies`."""
+        """`noise.compare` of rows b against rows a (a row, or a list of repeats), cited as
+        `str(verdict)` prints it. varies: what it changes beyond the Closing's `varies`."""
         named = self.varies + tuple(alike.check_varies(varies))
         v = noise.compare(self._runs(a), self._runs(b), value, named)
         self._cite(noise.sentence(v), v.ratio, self._of("noise.compare", a, b), "verdict")
         return v
 
-    def differences(self, a, b, varies=None) -> dict:
-        """What rows a and b differ in beyond the Closing's `varies` and `varies`
-        (`alike.differences`)."""
-        named = self.varies + tuple(alike.check_varies(varies))
-        return alike.differences(self._run(a), self._run(b), named)
-
-    def unlike(self, a, b, varies=None) -> str:
-        """`differences` of rows a and b in words (`alike.words`), cited: "" when alike."""
-        diff = self.differences(a, b, varies)
-        if not diff:
-            return ""
-        return self._cite(alike.words(diff, self._name(self._row(a)), self._name(self._row(b))),
-                          float("nan"), self._of("alike.differences", a, b), "setting")
-
     def compare_samples(self, a, b, xs, ys, how: str, column: str) -> noise.Verdict:
-        """`noise.compare_samples` of row b against row a from their own measurements (xs,
-        ys: e.g. each timed pass of two benchmarks; `how` says what they are), carrying the
-        ratio of their `column` cells: the verdict, cited as `noise.sentence` writes it."""
-        v = noise.compare_samples(xs, ys, how, self._value(a, column), self._value(b, column))
-        self._cite(noise.sentence(v), v.ratio, self._of("noise.compare_samples", a, b), "verdict")
-        return v
+        """`noise.compare_samples` of row b against row a on their own measurements (xs, ys,
+        `how`: what they are), carrying the ratio of their `column` cells; cited."""
+        return self._samples(a, b, (xs, ys, how), column, noise.sentence)
 
     def compare_amounts(self, a, b, xs, ys, how: str, column: str) -> noise.Verdict:
         """As `compare_samples`, for an amount where more is neither better nor worse
-        (bytes of memory): the verdict, cited as `noise.amount_sentence` writes it ("×0.26,
-        less (...)"), which is what a line must print."""
-        v = noise.compare_samples(xs, ys, how, self._value(a, column), self._value(b, column))
-        self._cite(noise.amount_sentence(v), v.ratio, self._of("noise.compare_samples", a, b), "verdict")
+        (memory): cited as `noise.amount_sentence` writes it ("×0.26, less (...)")."""
+        return self._samples(a, b, (xs, ys, how), column, noise.amount_sentence)
+
+    def _samples(self, a, b, measured, column: str, sentence) -> noise.Verdict:
+        v = noise.compare_samples(*measured, self._value(a, column), self._value(b, column))
+        self._cite(sentence(v), v.ratio, self._of("noise.compare_samples", a, b), "verdict")
         return v
 
     def accuracy(self, a, b) -> tuple[float, str]:
@@ -154,12 +124,6 @@ class Closing:
         points, text = noise.accuracy_change(self._run(a), self._run(b))
         self._cite(text, points, self._of("noise.accuracy_change", a, b), "verdict")
         return points, text
-
-    def chance(self, row) -> str:
-        """`noise.chance_sentence` of the row's run, cited."""
-        run = self._run(row)
-        return self._cite(noise.chance_sentence(run), metrics.val_acc(run),
-                          f"noise.chance_sentence of {run.name!r}", "verdict")
 
     def at_chance(self, rows) -> bool:
         """Whether every run of `rows` (a row or a list) is within noise of chance."""
@@ -179,8 +143,8 @@ class Closing:
 
     # -- saying and checking ----------------------------------------------------------------
     def __call__(self, text: str) -> None:
-        """Print `text` as the closing's next line, once every measurement in it is cited
-        (else UncitedNumber, naming the numbers)."""
+        """Print `text` as the next line once every measurement in it is cited (else
+        UncitedNumber, naming the numbers)."""
         cited, problems = self.read(text)
         if problems:
             raise UncitedNumber(f"closing line {text!r}: " + "; ".join(problems))
@@ -188,8 +152,8 @@ class Closing:
         print(text)
 
     def read(self, text: str) -> tuple[list, list]:
-        """(the citations `text` uses, its problems): measurements no citation covers, and
-        quotes whose source the line does not name."""
+        """(the citations `text` uses, its problems: measurements no citation covers, quotes
+        whose source it does not name)."""
         covered, cited, problems = [], [], []
         found = [(c, _occurrences(text, c.text)) for c in self._citations]
         # words that a quote and a measurement both print (the talk's 74% and a measured
@@ -213,12 +177,11 @@ class Closing:
         for (start, end), (first, last) in _measured(text):
             if not any(a <= first and last <= b for a, b in covered):
                 problems.append(f"{text[start:end]!r} is not a number of the table: cite it "
-                                "(cell, ratio, compare, accuracy, chance, setting, quote)")
+                                "(cell, ratio, compare, accuracy, setting, quote)")
         return cited, problems
 
     def check(self) -> list[str]:
-        """Every problem of every line said so far ([] when each number is cited), and
-        whether the runs still match the table's rows."""
+        """Every problem of every line said so far, and of runs that no longer match their rows."""
         out = [f"line {n + 1}: {p}" for n, line in enumerate(self.lines)
                for p in self.read(line.text)[1]]
         for i, run in enumerate(self.runs or ()):
@@ -246,23 +209,16 @@ class Closing:
         return text
 
     def _row(self, row) -> int:
-        n = len(self.table)
-        if isinstance(row, bool):
-            pass
-        elif isinstance(row, numbers.Integral):
-            if -n <= row < n:
-                return int(row) % n
-        elif isinstance(row, str):
-            hits = [i for i, name in enumerate(self.table[self.key]) if name == row]
-            if len(hits) == 1:
-                return hits[0]
-        elif self.runs is not None:
-            hits = [i for i, run in enumerate(self.runs) if run is row]
-            if hits:
-                return hits[0]
-        names = list(self.table[self.key])
-        raise ValueError(f"row={row!r} is not a row; allowed: 0..{n - 1}, one of its runs, or a {self.key} in "
-                         f"{names}")
+        n, names = len(self.table), list(self.table[self.key])
+        if isinstance(row, numbers.Integral) and not isinstance(row, bool) and -n <= row < n:
+            return int(row) % n
+        if isinstance(row, str) and names.count(row) == 1:
+            return names.index(row)
+        hits = [i for i, run in enumerate(self.runs or ()) if run is row]
+        if hits:
+            return hits[0]
+        raise ValueError(f"row={row!r} is not a row; allowed: 0..{n - 1}, one of its runs, "
+                         f"or a {self.key} in {names}")
 
     def _value(self, row, column: str) -> float:
         if column not in self.table.columns:
@@ -284,7 +240,7 @@ class Closing:
     def _run(self, row):
         run = self._runs(row)
         if isinstance(run, list):
-            raise ValueError(f"row={row!r}: one row, not a list, for an accuracy or chance")
+            raise ValueError(f"row={row!r}: one row, not a list, for an accuracy")
         return run
 
     def _names(self, rows) -> str:
@@ -307,14 +263,13 @@ class Closing:
 
 
 def measurements(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each measurement in `text`: a number with a decimal point,
-    thousands separators, a percent sign, a × or x beside it, or a unit after it."""
+    """(start, end) of each measurement in `text` (see the module's docstring)."""
     return [span for span, _ in _measured(text)]
 
 
 def _measured(text: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     """Each measurement's span with its unit, and the part a citation must cover: the
-    number with a × or x before it and a % or × right after it (a unit may stand apart)."""
+    number with a × or x before it and a % or × right after it."""
     out = []
     for m in _NUMBER.finditer(text):
         start, end, number = m.start(), m.end(), m.group()
