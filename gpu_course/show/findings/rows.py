@@ -10,16 +10,14 @@ from ..closing import Closing
 from .declarations import Compare, Context, Flag, Lesson, Outcome, Rank, Row, Where
 from .judging import last_row, outcome
 from .wording import (CELLS, CPU_FACTS, FLAGGED, RANKED, TOO_FEW, VERDICT, cells_line, empty,
-                      once, quotes, text_for)
+                      once, paragraph, quotes, text_for)
 
 
 def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
                context: Context = Context()) -> Closing:
-    """`lesson`'s sentences on measured `rows` (`Row`s, one a row of `table`, in order): the
-    CPU's facts and the caller's, each comparison's verdicts on the rows' own samples (a
-    variant against the row with its baseline settings, alike in the rest) and its ranks,
-    the columns' lines, the last row's, the flagged rows, the missing packages and the
-    talk's figures; printed, and returned as the `Closing` that said them."""
+    """`lesson`'s sentences on measured `rows` (`Row`s, one a row of `table`): facts, each
+    comparison's verdicts on the rows' own samples and its ranks, columns, the last row,
+    flags, missing packages and quotes; returned as the `Closing` that said them."""
     rows = list(rows or [])
     say = Closing(table if rows else pd.DataFrame([{lesson.key: "no rows"}]), key=lesson.key)
     where = Where.GPU if any(r.gpu for r in rows) else Where.CPU
@@ -48,8 +46,7 @@ def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
     texts = [lesson.empty] if not rows else [lesson.cpu] if where is Where.CPU else []
     texts += [lesson.missing[m] for m in context.missing if m in lesson.missing]
     for text in texts:
-        if text_for(text, None, where):
-            say(text_for(text, None, where))
+        paragraph(say, text, (None, where))
     quotes(say, lesson, [q for q in lesson.quotes
                          if not rows or any(_has(r, q.when) for r in rows)])
     return say
@@ -67,9 +64,8 @@ def _has(row: Row, settings: Mapping) -> bool:
 
 
 def _baseline(lesson: Lesson, compare: Compare, b: Row, rows) -> Row | None:
-    """The row b is judged against: the one with the comparison's baseline settings, alike
-    with b in every setting the comparison does not vary; None where b is not the
-    comparison's variant or no such row was measured."""
+    """The row with the comparison's baseline settings, alike with b in every setting it does
+    not vary; None where b is not its variant or no such row was measured."""
     against = compare.against or lesson.baseline
     if not _has(b, compare.when) or _has(b, against):
         return None
@@ -80,7 +76,7 @@ def _baseline(lesson: Lesson, compare: Compare, b: Row, rows) -> Row | None:
 
 def _judge_row(say: Closing, lesson: Lesson, compare: Compare, pair, where: Where, said: set):
     """Say b's verdict against a with the comparison's cells, and its outcome's paragraph
-    once; the verdict, or None with too few samples."""
+    once; returns the verdict (None: too few samples)."""
     a, b = pair
     verdict = None
     if min(len(a.samples), len(b.samples)) < noise.BLOCKS:

@@ -100,9 +100,13 @@ def limit(say: Closing, bar, row, context) -> None:
                      text=text_for(bar.text, *context)))
 
 
+def paragraph(say: Closing, text: Text, context) -> None:
+    """Say the paragraph for `context` (track, where), where it has one."""
+    if text_for(text, *context):
+        say(text_for(text, *context))
+
+
 def about(say: Closing, columns, context) -> None:
     for column in columns:
         held = column.column in say.table and say.table[column.column].notna().any()
-        text = text_for(column.present if held else column.missing, *context)
-        if text:
-            say(text)
+        paragraph(say, column.present if held else column.missing, context)
