@@ -69,8 +69,7 @@ def utilisation_timeline(run, save=None) -> Figure:
     detail = "no GPU samples (CPU-only run)" if not ids else "no utilisation" if math.isnan(util) \
         else f"mean GPU utilisation {util:.0f}%"
     fig.suptitle(f"{run.name}: {detail}{_status_suffix(run)}")
-    _caption(fig, [run])
-    return _save(fig, save)
+    return _save(fig, save, [run])
 
 
 def cpu_timeline(run, save=None) -> Figure:
@@ -87,8 +86,7 @@ def cpu_timeline(run, save=None) -> Figure:
     ram_ax.plot(*_gapped(t, _column(host, "ram_used_mib") / 1024), color="C2", label="used")
     ram_ax.plot(*_gapped(t, _column(host, "ram_total_mib") / 1024), color="C2", ls="--",
                 lw=1, label="total")
-    ram_ax.set_ylim(bottom=0)
-    ram_ax.set(ylabel="RAM GiB", xlabel=TIME_AXIS)
+    ram_ax.set(ylabel="RAM GiB", xlabel=TIME_AXIS, ylim=(0, None))
     for ax in (cpu_ax, ram_ax):
         _legend(ax)
     _mark_epochs([cpu_ax, ram_ax], run)
@@ -96,8 +94,7 @@ def cpu_timeline(run, save=None) -> Figure:
     cores_text = f", {cores.shape[1]} cores" if cores.shape[1] else ""
     fig.suptitle(f"{run.name}: mean CPU {mean:.0f}%{cores_text}" if not math.isnan(mean)
                  else f"{run.name}: no CPU samples")
-    _caption(fig, [run])
-    return _save(fig, save)
+    return _save(fig, save, [run])
 
 
 def step_times(run, save=None) -> Figure:
@@ -140,8 +137,7 @@ def step_times(run, save=None) -> Figure:
     waited = "–" if math.isnan(steady["waited_share"]) else f"{steady['waited_share']:.0%}"
     said = f"p95/median step {steady['spikiness']:.2f}, {waited} of steps waited for data"
     fig.suptitle(f"{metrics.label(run)}: {said if steady['steady_steps'] else 'warm-up only'}")
-    _caption(fig, [run])
-    return _save(fig, save)
+    return _save(fig, save, [run])
 
 
 # -- how runs compare ------------------------------------------------------------------
@@ -180,8 +176,7 @@ def throughput(runs, save=None) -> Figure:
     axes[0].set_ylim(len(runs) - 0.5, -0.5)  # first run on top, rows without bars kept
     _title(fig, f"Throughput per run: bars steady, whiskers slowest–fastest of {metrics.BLOCKS} blocks, "
            "dots epochs (hollow: warm-up)")
-    _caption(fig, [r for g in groups for r in g])
-    return _save(fig, save)
+    return _save(fig, save, [r for g in groups for r in g])
 
 
 def ladder(runs, baseline=0, save=None) -> Figure:
@@ -232,8 +227,7 @@ def ladder(runs, baseline=0, save=None) -> Figure:
     if has_util:
         _util_column(axes[1], table)
     _title(fig, "The ladder: what each change bought (whiskers: the runs' spread)")
-    _caption(fig, runs)
-    return _save(fig, save)
+    return _save(fig, save, runs)
 
 
 def curves(runs, save=None) -> Figure:
@@ -276,8 +270,7 @@ def curves(runs, save=None) -> Figure:
     if missing:
         loss_ax.text(0.98, 0.98, "no epochs: " + "; ".join(missing), transform=loss_ax.transAxes,
                      ha="right", va="top", fontsize=8, color="grey", wrap=True)
-    _caption(fig, runs)
-    return _save(fig, save)
+    return _save(fig, save, runs)
 
 
 def lr_schedule(schedules: dict, steps=None, save=None) -> Figure:
@@ -357,8 +350,7 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
     ax.set_ylim(bottom=0, top=max(1.0, np.nanmax(ys[ok]) * 1.15) if len(ok) else 1.0)
     ax.set(xlabel=x, ylabel=tables.header(y), title=f"{tables.header(y)} against {x}")
     ax.grid(alpha=0.3)
-    _caption(fig, runs)
-    return _save(fig, save)
+    return _save(fig, save, runs)
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -383,8 +375,9 @@ def _figure(width, height) -> Figure:
     return _ShownFigure(figsize=(width, height), layout="constrained")
 
 
-def _save(fig: Figure, save) -> Figure:
-    """Write the PNG atomically, so no reader sees half an image."""
+def _save(fig: Figure, save, runs=()) -> Figure:
+    """Caption the figure with the runs' hardware, and write the PNG atomically."""
+    _caption(fig, runs)
     if save is not None:
         image = io.BytesIO()
         fig.savefig(image, format="png", dpi=DPI)
