@@ -85,16 +85,15 @@ class Closing:
     # -- what a line may cite ---------------------------------------------------------------
     def cell(self, row, column: str, fmt: str | None = None) -> str:
         """The cell as the table writes it (`tables.cell`), or with `fmt` (e.g. "{:.1%}")."""
-        i, value = self._row(row), self._value(row, column)
+        value = self._value(row, column)
         text = fmt.format(value) if fmt else tables.cell(column, value)
-        return self._cite(text, value, f"{column} of {self._name(i)!r}")
+        return self._cite(text, value, f"{column} of {self._name(row)!r}")
 
     def ratio(self, column: str, a, b, percent: bool = False) -> str:
         """Row b's `column` over row a's, written ×1.31 (or 87% with percent=True)."""
         value = self._value(b, column) / self._value(a, column)
         text = f"{value:.0%}" if percent else tables.cell("speedup", value)
-        return self._cite(text, value, f"{column} of {self._name(self._row(b))!r} over "
-                                       f"{self._name(self._row(a))!r}")
+        return self._cite(text, value, f"{column} of {self._name(b)!r} over {self._name(a)!r}")
 
     def compare(self, a, b, value=metrics.samples_per_sec, varies=None) -> noise.Verdict:
         """`noise.compare` of rows b against rows a (a row, or a list of repeats), cited as
@@ -127,8 +126,7 @@ class Closing:
 
     def at_chance(self, rows) -> bool:
         """Whether every run of `rows` (a row or a list) is within noise of chance."""
-        runs = self._runs(rows)
-        return all(noise.at_chance(run) for run in (runs if isinstance(runs, list) else [runs]))
+        return all(noise.at_chance(run) for run in self._runs(rows if isinstance(rows, list) else [rows]))
 
     def setting(self, name: str, value, fmt: str = "{}") -> str:
         """A setting of the lesson or the course (a parameter, a threshold), by its name."""
@@ -156,9 +154,8 @@ class Closing:
         whose source it does not name)."""
         covered, cited, problems = [], [], []
         found = [(c, _occurrences(text, c.text)) for c in self._citations]
-        # words that a quote and a measurement both print (the talk's 74% and a measured
-        # 74%, or a verdict's "×0.50–×1.62" holding the talk's ×0.50): in a line that does
-        # not name the quote's source, they are the measurement
+        # what a quote and a measurement both print (a verdict's "×0.50–×1.62" holding the
+        # talk's ×0.50) is the measurement in a line that does not name the quote's source
         measured = [s for c, spans in found if c.kind != "quote" for s in spans]
         for c, spans in found:
             unnamed = c.kind == "quote" and c.source.lower() not in text.lower()
@@ -225,8 +222,8 @@ class Closing:
             raise ValueError(f"column={column!r} is not in the table; allowed: {list(self.table.columns)}")
         return self.table[column].iloc[self._row(row)]
 
-    def _name(self, i: int) -> str:
-        return str(self.table[self.key].iloc[i])
+    def _name(self, row) -> str:
+        return str(self.table[self.key].iloc[self._row(row)])
 
     def _rows(self, rows) -> list[int]:
         return [self._row(r) for r in (rows if isinstance(rows, (list, tuple)) else [rows])]
@@ -243,21 +240,19 @@ class Closing:
             raise ValueError(f"row={row!r}: one row, not a list, for an accuracy")
         return run
 
-    def _names(self, rows) -> str:
-        return ", ".join(repr(self._name(i)) for i in self._rows(rows))
-
     def _of(self, how: str, a, b) -> str:
         """Where a verdict on rows b against rows a comes from."""
-        return f"{how} of {self._names(b)} against {self._names(a)}"
+        b, a = (", ".join(repr(self._name(i)) for i in self._rows(rows)) for rows in (b, a))
+        return f"{how} of {b} against {a}"
 
     def _check_row(self, i: int, run) -> None:
         """A run must be its row: the same name, the same samples/s."""
-        if str(self.table[self.key].iloc[i]) != str(run.name):
-            raise ValueError(f"runs[{i}] is {run.name!r} but row {i} is {self.table[self.key].iloc[i]!r}: "
+        if self._name(i) != str(run.name):
+            raise ValueError(f"runs[{i}] is {run.name!r} but row {i} is {self._name(i)!r}: "
                              "pass the runs in the table's order")
         if "samples_per_sec" in self.table.columns:
-            mine, theirs = metrics.samples_per_sec(run), self.table["samples_per_sec"].iloc[i]
-            if not (_same(mine, theirs)):
+            mine, theirs = metrics.samples_per_sec(run), metrics.number(self.table["samples_per_sec"].iloc[i])
+            if not (math.isnan(mine) and math.isnan(theirs) or math.isclose(mine, theirs, rel_tol=1e-9)):
                 raise ValueError(f"runs[{i}] ran {mine} samples/s, row {i} says {theirs}: "
                                  "the table is not these runs'")
 
@@ -299,7 +294,3 @@ def _occurrences(text: str, part: str) -> list[tuple[int, int]]:
         at = text.find(part, at + 1)
     return spans
 
-
-def _same(a, b) -> bool:
-    a, b = metrics.number(a), metrics.number(b)
-    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)

@@ -93,7 +93,7 @@ def cells_line(say: Closing, words: str, column: str, rows) -> None:
 
 
 def limit(say: Closing, bar, row, context) -> None:
-    say(LIMIT.format(b=say._name(say._row(row)), words=bar.words or bar.column,
+    say(LIMIT.format(b=say._name(row), words=bar.words or bar.column,
                      cell=say.cell(row, bar.column, bar.fmt),
                      side="above" if bar.above else "below",
                      bar=say.setting(f"the bar on {bar.column}", bar.bar, bar.fmt or "{:g}"),
