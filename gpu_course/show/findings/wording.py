@@ -1,5 +1,5 @@
-"""The templates: the only sentences with numbers, filled from the table's cells, noise
-verdicts and declared quotes (so every number printed is cited); and saying a paragraph."""
+"""The templates: the only sentences with numbers, filled from cited cells, verdicts and
+quotes; and saying a paragraph."""
 from __future__ import annotations
 
 import pandas as pd
@@ -15,8 +15,7 @@ SAME_JOB = ("'{b}' against '{a}': {verdict}; both ran as '{a}' did, two identica
 CHANGED = "'{b}' against '{a}' ({changes}): {verdict}."
 CEILING = "'{feed}' (the input alone) against '{compute}' (the model alone): {verdict}."
 REACHES = "'{run}' reaches {feed} of its input ceiling and {compute} of its compute ceiling."
-FASTEST = ("Fastest: '{top}', beyond the noise of every other run (against the next, "
-           "'{next}': {verdict}).")
+FASTEST = "Fastest: '{top}', beyond the noise of every other run (against the next, '{next}': {verdict})."
 NO_FASTEST = ("No single fastest run: '{top}' has the most samples/s, but not beyond the noise "
               "of {ties} (against the next, '{next}': {verdict}).")
 CHANCE = "Every run's accuracy is within noise of chance: more epochs or a larger validation set can tell."
@@ -41,11 +40,9 @@ TOO_FEW = "{ratio}, too few measured to judge ({more})"
 # ranked ends: {x} and {y} the smaller and larger setting's (or first and last row's) names
 RANKED = {noise.Order.HIGHER: "{x} gained more than {y}, beyond both ranges.",
           noise.Order.LOWER: "{y} gained more than {x}, beyond both ranges.",
-          noise.Order.WITHIN_NOISE: "Which of {x} and {y} gained more is within noise: "
-                                    "their ranges overlap."}
+          noise.Order.WITHIN_NOISE: "Which of {x} and {y} gained more is within noise."}
 FLAGGED = "'{row}': {value} ({cells})."
-CPU_FACTS = ("This CPU ({source}): {model}, {logical} logical cores ({physical} physical), "
-             "{usable} usable by this process.")
+CPU_FACTS = "This CPU ({source}): {model}, {logical} logical cores ({physical} physical), {usable} usable."
 LIMIT = "'{b}': {words} {cell}, {side} {bar}: {text}"
 GROUPS = "{words}: {groups}."
 NOTICE = "What the records say ran otherwise than asked ({names}): {notice}"
