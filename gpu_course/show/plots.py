@@ -44,14 +44,13 @@ def utilisation_timeline(run, save=None) -> Figure:
     axes = list(np.atleast_1d(fig.subplots(len(heights), 1, sharex=True,
                                            gridspec_kw={"height_ratios": heights})))
     for k, group in enumerate(sets):
-        util_ax, mem_ax, power_ax, clock_ax = axes[4 * k:4 * k + 4]
+        panels = util_ax, mem_ax, power_ax, clock_ax = axes[4 * k:4 * k + 4]
         many = len(group) > 1
         for g in group:
             rows = gpu[pd.to_numeric(gpu["gpu"], errors="coerce") == g].sort_values("t")
-            _gpu_lines(util_ax, mem_ax, power_ax, rows, g, f"C{g % 10}" if many else "C0", many)
-            _clock_lines(clock_ax, rows, f"C{g % 10}" if many else "C0", many)
+            _gpu_lines(panels, rows, g, f"C{g % 10}" if many else "C0", many)
             if not many:
-                _shade_throttled([util_ax, mem_ax, power_ax, clock_ax], rows)
+                _shade_throttled(panels, rows)
         if many:  # one GPM line per GPU would bury the lesson: draw their mean
             _gpm_lines(util_ax, gpu.groupby("t", as_index=False).mean(numeric_only=True),
                        "k", " (mean)")
@@ -205,9 +204,10 @@ def ladder(runs, baseline=0, save=None) -> Figure:
             continue
         color = "0.55" if row["rung"] == base["rung"] else "C0"
         ax.barh(i, value[i], color=color)
-        # the spread the noise verdicts use: ratios the two runs' blocks allow
-        low, high = (_ratio_range(compared[base_i], compared[i]) if by_speedup
-                     else (row["samples_per_sec_min"], row["samples_per_sec_max"]))
+        low, high = row["samples_per_sec_min"], row["samples_per_sec_max"]
+        if by_speedup:   # the spread the noise verdicts use: ratios the two runs' blocks allow
+            v = noise.compare(compared[base_i], compared[i])
+            low, high = (v.low, v.high) if v.kind != "not measured" else (math.nan, math.nan)
         _range_bar(ax, i, value[i], low, high, horizontal=True)
         label = (f"×{row['speedup']:.1f}   " if by_speedup else "") \
             + f"{row['samples_per_sec']:,.0f} samples/s"
@@ -290,7 +290,10 @@ def lr_schedule(schedules: dict, steps=None, save=None) -> Figure:
     ax = fig.subplots()
     for name, schedule in schedules.items():
         if callable(schedule):   # on increasing steps, leaving the caller's object untouched
-            private = _private_copy(schedule)
+            try:
+                private = copy.deepcopy(schedule)
+            except Exception:  # an object that cannot be copied is used as it is
+                private = schedule
             ax.plot(xs, [float(private(int(step))) for step in xs], drawstyle="steps-post", label=name)
         else:  # the i-th value is the lr of update step i
             x = xs[(xs >= 0) & (xs < len(sequences[name]))].astype(int)
@@ -319,11 +322,8 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
         else np.array([metrics.number(metrics.summary(run)[y]) for run in runs])
     xs_raw = [run.config[x] for run in runs]
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs_raw)
-    if numeric:
-        xs = np.array(xs_raw, dtype=float)
-    else:  # categories in order of first appearance
-        categories = list(dict.fromkeys(map(str, xs_raw)))
-        xs = np.array([categories.index(str(v)) for v in xs_raw], dtype=float)
+    categories = list(dict.fromkeys(map(str, xs_raw)))   # else: in order of first appearance
+    xs = np.array(xs_raw if numeric else [categories.index(str(v)) for v in xs_raw], dtype=float)
     order = np.argsort(xs, kind="stable")
     failed = np.array([status in FAILED for status in table["status"]])
     fig = _figure(8, 4.5)
@@ -356,8 +356,7 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
 # -- helpers ---------------------------------------------------------------------------
 
 class _ShownFigure(Figure):
-    """A Figure that Jupyter draws when a cell returns it, even though pyplot (whose
-    import registers matplotlib's own display hook) was never imported."""
+    """A Figure that Jupyter draws when a cell returns it, without pyplot's display hook."""
 
     def _repr_png_(self) -> bytes:
         image = io.BytesIO()
@@ -366,8 +365,8 @@ class _ShownFigure(Figure):
 
 
 def _title(fig: Figure, text: str) -> None:
-    """A title wrapped to the figure's width: a centred line wider than the figure is cut
-    at both ends when the notebook shows it (about 11 characters an inch at this size)."""
+    """A title wrapped to the figure's width (about 11 characters an inch): a notebook cuts
+    a wider one at both ends."""
     fig.suptitle(textwrap.fill(text, width=max(40, int(fig.get_figwidth() * 11))))
 
 
@@ -386,8 +385,8 @@ def _save(fig: Figure, save, runs=()) -> Figure:
 
 
 def hardware_caption(runs) -> str:
-    """'2 × NVIDIA H100 80GB HBM3 (driver 550.54.15)' or 'CPU only: <model>, 2 cores';
-    distinct machines joined with '; '."""
+    """'2 × NVIDIA H100 80GB HBM3 (driver 550.54.15)' or 'CPU only: <model>, 2 cores', for
+    each distinct machine."""
     captions = []
     for run in runs:
         hw = run.meta.get("hardware") or {}
@@ -440,18 +439,25 @@ def _mark_epochs(axes, run) -> None:
                      ha="center", va="bottom", fontsize=8, color="C1")
 
 
-def _gpu_lines(util_ax, mem_ax, power_ax, rows, g, color, many) -> None:
-    """One GPU's lines; with `many` GPUs on shared panels only its utilisation is named."""
-    t = _column(rows, "t")
+def _gpu_lines(panels, rows, g, color, many) -> None:
+    """One GPU's lines; with `many` GPUs on shared panels only its utilisation is named. The
+    SM clock is a % of its maximum, on one scale with the temperature in C."""
+    util_ax, mem_ax, power_ax, clock_ax = panels
+    t, peak = _column(rows, "t"), _column(rows, "sm_clock_max_mhz")
     util_ax.plot(*_periods(t, _column(rows, "util_gpu")), color=color, lw=1.2,
                  drawstyle="steps-pre", label=f"GPU {g}" if many else "GPU-Util")
     if not many:
         _gpm_lines(util_ax, rows, color, "")
-    for ax, column, scale, label, style in (
-            (mem_ax, "mem_used_mib", 1024, "used", {}), (mem_ax, "mem_total_mib", 1024, "total", DASHED),
-            (power_ax, "power_w", 1, "draw", {}), (power_ax, "power_limit_w", 1, "limit", DASHED)):
-        ax.plot(*_gapped(t, _column(rows, column) / scale), color=color, label=None if many else label,
-                **style)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        clock = 100 * _column(rows, "sm_clock_mhz") / np.where(peak > 0, peak, np.nan)
+    for ax, y, label, style in (
+            (mem_ax, _column(rows, "mem_used_mib") / 1024, "used", {}),
+            (mem_ax, _column(rows, "mem_total_mib") / 1024, "total", DASHED),
+            (power_ax, _column(rows, "power_w"), "draw", {}),
+            (power_ax, _column(rows, "power_limit_w"), "limit", DASHED),
+            (clock_ax, clock, "SM clock % of max", {"lw": 1}),
+            (clock_ax, _column(rows, "temp_c"), "temperature C", {"ls": ":", "lw": 1})):
+        ax.plot(*_gapped(t, y), color=color, label=None if many else label, **style)
     errors = rows["error"] if "error" in rows.columns else pd.Series(dtype=object)
     failing = errors.notna() & (errors.astype(str).str.strip() != "")
     if failing.any():
@@ -461,17 +467,6 @@ def _gpu_lines(util_ax, mem_ax, power_ax, rows, g, color, many) -> None:
             ax.axvline(when, color="C3", lw=1.5)
         util_ax.text(when, 97, f"GPU {g}: {first['error']} at t={when:.0f} s ", color="C3",
                      fontsize=8, ha="right", va="top")
-
-
-def _clock_lines(ax, rows, color, many) -> None:
-    """SM clock as % of its maximum and the temperature in C (one scale, 0-105)."""
-    t = _column(rows, "t")
-    peak = _column(rows, "sm_clock_max_mhz")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        clock = 100 * _column(rows, "sm_clock_mhz") / np.where(peak > 0, peak, np.nan)
-    ax.plot(*_gapped(t, clock), color=color, lw=1, label=None if many else "SM clock % of max")
-    ax.plot(*_gapped(t, _column(rows, "temp_c")), color=color, ls=":", lw=1,
-            label=None if many else "temperature C")
 
 
 def throttled_spans(rows: pd.DataFrame) -> list[tuple[float, float]]:
@@ -497,8 +492,7 @@ def _shade_throttled(axes, rows) -> None:
 
 
 def _gpm_lines(ax, rows, color, suffix) -> None:
-    """GPM (Hopper): GPU-Util only says a kernel was running; SM and tensor activity say
-    how much of the chip worked. Drawn only where measured."""
+    """GPM (Hopper): how much of the chip worked, where GPU-Util says only that a kernel ran."""
     t = _column(rows, "t")
     for column, label, style in (("sm_active", "SM active", "--"),
                                  ("tensor_active", "tensor active", ":")):
@@ -532,8 +526,7 @@ def _util_column(ax, table) -> None:
 
 
 def _range_bar(ax, at, value, low, high, horizontal: bool) -> None:
-    """A whisker from low to high through the bar or point at `at` (nothing when the
-    spread is unknown)."""
+    """A whisker from low to high through the bar or point at `at` (none when unknown)."""
     low, high = metrics.number(low), metrics.number(high)
     if math.isnan(low) or math.isnan(high):
         return
@@ -545,22 +538,14 @@ def _range_bar(ax, at, value, low, high, horizontal: bool) -> None:
         ax.errorbar(at, value, yerr=err, fmt="none", ecolor="C0", elinewidth=1, capsize=3)
 
 
-def _ratio_range(base_run, run) -> tuple[float, float]:
-    """The speed-up's range as `noise.compare` judges it (NaN, NaN when not measured)."""
-    verdict = noise.compare(base_run, run)
-    return (verdict.low, verdict.high) if verdict.kind != "not measured" else (math.nan,
-                                                                               math.nan)
-
-
 def _legend(ax) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
 
 
 def _periods(t, y):
-    """Readings that average the period before them (NVML's utilisation, GPM) drawn over
-    that period: the first one, which describes the time before the monitor started
-    (often a false 0 %), is left out."""
+    """Readings that average the period before them (utilisation, GPM) drawn over it; the
+    first, which describes the time before the monitor started (a false 0 %), left out."""
     t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
     return _gapped(t[1:], y[1:]) if len(t) > 1 else (t[:0], y[:0])
 
@@ -605,9 +590,3 @@ def _status_suffix(run) -> str:
     status = str(run.meta.get("status") or "")
     return f" [{_failure(status)}]" if status in FAILED else ""
 
-
-def _private_copy(schedule):
-    try:
-        return copy.deepcopy(schedule)
-    except Exception:  # an object that cannot be copied is used as it is
-        return schedule
