@@ -54,9 +54,8 @@ class Line:
 
 @dataclass
 class Closing:
-    """Citations from `table` (one row per run) and the lines said with them. runs: the runs
-    behind the rows, in order (for noise verdicts); key: the column naming the rows; varies:
-    what the lesson changes between rows: `compare` refuses a verdict across anything else."""
+    """Citations from `table` (one row per run, named by `key`) and the lines said with them;
+    `compare` refuses a verdict across anything but `varies`."""
 
     table: pd.DataFrame
     runs: list | None = None
@@ -96,21 +95,18 @@ class Closing:
         return self._cite(text, value, f"{column} of {self._name(b)!r} over {self._name(a)!r}")
 
     def compare(self, a, b, value=metrics.samples_per_sec, varies=None) -> noise.Verdict:
-        """`noise.compare` of rows b against rows a (a row, or a list of repeats), cited as
-        `str(verdict)` prints it. varies: what it changes beyond the Closing's `varies`."""
+        """`noise.compare` of rows b against rows a (a row or a list of repeats), cited."""
         named = self.varies + tuple(alike.check_varies(varies))
         v = noise.compare(self._runs(a), self._runs(b), value, named)
         self._cite(noise.sentence(v), v.ratio, self._of("noise.compare", a, b), "verdict")
         return v
 
     def compare_samples(self, a, b, xs, ys, how: str, column: str) -> noise.Verdict:
-        """`noise.compare_samples` of row b against row a on their own measurements (xs, ys,
-        `how`: what they are), carrying the ratio of their `column` cells; cited."""
+        """`noise.compare_samples` of row b against row a on their own measurements; cited."""
         return self._samples(a, b, (xs, ys, how), column, noise.sentence)
 
     def compare_amounts(self, a, b, xs, ys, how: str, column: str) -> noise.Verdict:
-        """As `compare_samples`, for an amount where more is neither better nor worse
-        (memory): cited as `noise.amount_sentence` writes it ("×0.26, less (...)")."""
+        """As `compare_samples`, for an amount (memory): cited as `noise.amount_sentence`."""
         return self._samples(a, b, (xs, ys, how), column, noise.amount_sentence)
 
     def _samples(self, a, b, measured, column: str, sentence) -> noise.Verdict:
@@ -141,8 +137,7 @@ class Closing:
 
     # -- saying and checking ----------------------------------------------------------------
     def __call__(self, text: str) -> None:
-        """Print `text` as the next line once every measurement in it is cited (else
-        UncitedNumber, naming the numbers)."""
+        """Print `text` once every measurement in it is cited, else raise UncitedNumber."""
         cited, problems = self.read(text)
         if problems:
             raise UncitedNumber(f"closing line {text!r}: " + "; ".join(problems))
@@ -150,8 +145,7 @@ class Closing:
         print(text)
 
     def read(self, text: str) -> tuple[list, list]:
-        """(the citations `text` uses, its problems: measurements no citation covers, quotes
-        whose source it does not name)."""
+        """(the citations `text` uses, its uncited measurements and unnamed quotes)."""
         covered, cited, problems = [], [], []
         found = [(c, _occurrences(text, c.text)) for c in self._citations]
         # what a quote and a measurement both print (a verdict's "×0.50–×1.62" holding the
@@ -263,8 +257,7 @@ def measurements(text: str) -> list[tuple[int, int]]:
 
 
 def _measured(text: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """Each measurement's span with its unit, and the part a citation must cover: the
-    number with a × or x before it and a % or × right after it."""
+    """Each measurement's span with its unit, and the part a citation must cover."""
     out = []
     for m in _NUMBER.finditer(text):
         start, end, number = m.start(), m.end(), m.group()
@@ -278,8 +271,7 @@ def _measured(text: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
 
 
 def _occurrences(text: str, part: str) -> list[tuple[int, int]]:
-    """Spans of `part` in `text` that do not cut a number in two (cited "1" is not the
-    1 of "1,234" or "0.1")."""
+    """Spans of `part` in `text` that do not cut a number in two ("1" in "1,234")."""
     if not part:
         return []
     spans, at = [], text.find(part)

@@ -1,6 +1,5 @@
-"""Figures of the course: what the GPU did while a run trained, and how the rungs compare.
-Each returns a Figure (written as a PNG given `save=path`), built without pyplot so that
-nothing leaks between calls and no display is needed."""
+"""Figures of what the GPU did while a run trained and of how rungs compare: each a Figure
+(a PNG given `save=path`), built without pyplot so nothing leaks between calls."""
 from __future__ import annotations
 
 import copy
@@ -33,8 +32,7 @@ DASHED = {"ls": "--", "lw": 0.8}   # a limit beside its reading
 # -- what one run did over time --------------------------------------------------------
 
 def utilisation_timeline(run, save=None) -> Figure:
-    """Per GPU: utilisation (and GPM activity), memory, power, SM clock and temperature
-    (throttling shaded red) on one time axis, a CPU panel below, epochs shaded."""
+    """Per GPU: utilisation, memory, power, clock and temperature over time; CPU below."""
     gpu = run.gpu
     ids = sorted(int(g) for g in pd.to_numeric(gpu["gpu"], errors="coerce").dropna().unique()) \
         if len(gpu) else []
@@ -97,8 +95,7 @@ def cpu_timeline(run, save=None) -> Figure:
 
 
 def step_times(run, save=None) -> Figure:
-    """Every step's time split into data wait and host-side compute, warm-up shaded, epochs
-    marked; beside it the steady steps' histogram with the median and the 95th percentile."""
+    """Every step's data wait and host-side compute; beside it the steady steps' histogram."""
     steps = run.steps
     fig = _figure(11, 3.8)
     series, hist = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1]})
@@ -142,8 +139,7 @@ def step_times(run, save=None) -> Figure:
 # -- how runs compare ------------------------------------------------------------------
 
 def throughput(runs, save=None) -> Figure:
-    """Samples/s and epoch time per run (a group of repeats: its median) as a bar, each
-    epoch as a dot (hollow: warm-up only, left out of the bar)."""
+    """Samples/s and epoch time per run (repeats: their median) as a bar, each epoch a dot."""
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(g) for g in groups]
     table = ladder_table(groups)
@@ -179,8 +175,7 @@ def throughput(runs, save=None) -> Figure:
 
 
 def ladder(runs, baseline=0, save=None) -> Figure:
-    """One bar per run (a group of repeats: its median), its speed-up over `baseline` (index
-    or name), GPU utilisation beside it when measured; failed rungs hatched grey."""
+    """One bar per run (repeats: their median), its speed-up over `baseline`, GPU util beside."""
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(g) for g in groups]
     compared = [g if len(g) > 1 else g[0] for g in groups]  # what noise.compare judges
@@ -274,9 +269,8 @@ def curves(runs, save=None) -> Figure:
 
 
 def lr_schedule(schedules: dict, steps=None, save=None) -> Figure:
-    """Learning rate against update step for each named schedule: f(step) -> lr (evaluated
-    on a copy: mx schedulers keep state) or a sequence of lrs. steps: how many updates or
-    which ones; default the longest sequence, else 1000."""
+    """Learning rate against update step for each schedule, f(step) -> lr or a list of lrs;
+    steps: how many or which (default the longest list, else 1000)."""
     if not isinstance(schedules, dict) or not schedules:
         raise ValueError(f"schedules={schedules!r} must be a non-empty dict name -> schedule")
     for name, schedule in schedules.items():
@@ -305,8 +299,7 @@ def lr_schedule(schedules: dict, steps=None, save=None) -> Figure:
 
 
 def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
-    """A ladder-table column or run.summary key against a config field, e.g. sweep(runs,
-    "num_workers"); failed points marked with an x, repeats as their median and spread."""
+    """A ladder-table column or run.summary key against a config field, e.g. "num_workers"."""
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(g) for g in groups]
     missing = [run.name for run in runs if x not in (run.config or {})]
@@ -365,8 +358,7 @@ class _ShownFigure(Figure):
 
 
 def _title(fig: Figure, text: str) -> None:
-    """A title wrapped to the figure's width (about 11 characters an inch): a notebook cuts
-    a wider one at both ends."""
+    """A title wrapped to the figure's width: a notebook cuts a wider one at both ends."""
     fig.suptitle(textwrap.fill(text, width=max(40, int(fig.get_figwidth() * 11))))
 
 
@@ -385,8 +377,7 @@ def _save(fig: Figure, save, runs=()) -> Figure:
 
 
 def hardware_caption(runs) -> str:
-    """'2 × NVIDIA H100 80GB HBM3 (driver 550.54.15)' or 'CPU only: <model>, 2 cores', for
-    each distinct machine."""
+    """'2 × NVIDIA H100 80GB HBM3 (driver 550.54.15)' or 'CPU only: <model>, 2 cores'."""
     captions = []
     for run in runs:
         hw = run.meta.get("hardware") or {}
@@ -440,8 +431,7 @@ def _mark_epochs(axes, run) -> None:
 
 
 def _gpu_lines(panels, rows, g, color, many) -> None:
-    """One GPU's lines; with `many` GPUs on shared panels only its utilisation is named. The
-    SM clock is a % of its maximum, on one scale with the temperature in C."""
+    """One GPU's lines (with `many` on shared panels, only utilisation named); clock in %."""
     util_ax, mem_ax, power_ax, clock_ax = panels
     t, peak = _column(rows, "t"), _column(rows, "sm_clock_max_mhz")
     util_ax.plot(*_periods(t, _column(rows, "util_gpu")), color=color, lw=1.2,
@@ -544,8 +534,7 @@ def _legend(ax) -> None:
 
 
 def _periods(t, y):
-    """Readings that average the period before them (utilisation, GPM) drawn over it; the
-    first, which describes the time before the monitor started (a false 0 %), left out."""
+    """Readings that average the period before them, drawn over it (the first: a false 0 %)."""
     t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
     return _gapped(t[1:], y[1:]) if len(t) > 1 else (t[:0], y[:0])
 

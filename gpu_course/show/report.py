@@ -1,5 +1,4 @@
-"""The ladder as text: a table, a Markdown/HTML report and a conclusion written from the
-measurements. Matplotlib is imported only by `write_report`."""
+"""The ladder as text: a table, a Markdown/HTML report and a conclusion from the measurements."""
 from __future__ import annotations
 
 import base64
@@ -51,10 +50,8 @@ _TEXT_COLUMNS = {"rung", "ran", "status", "bound", "next_rung", "compiled"}
 # -- tables --------------------------------------------------------------------------------
 
 def ladder_table(runs, baseline=0, varies=()) -> pd.DataFrame:
-    """One row per run or group of repeats (`metrics.table`), with a column for whatever
-    else differs between the rows beyond `varies` (`alike.differing`), GPM activity, TFLOP/s
-    and % of peak. No speed-up across mocks, for a repeat of the baseline's configuration,
-    or where a single run has fewer than metrics.MIN_STEADY_STEPS steady steps."""
+    """One row per run or group of repeats, a column for whatever else differs beyond
+    `varies`; no speed-up across mocks, for the baseline repeated, or on too few steps."""
     table = metrics.table(runs, baseline)
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(r) for r in groups]  # a group of repeats: its median run
@@ -100,8 +97,7 @@ def _table(df: pd.DataFrame) -> tables.Table:
 
 
 def anatomy_table(runs, baseline=0) -> tuple[pd.DataFrame, str]:
-    """Where each rung's step goes and its time to the baseline's accuracy
-    (`analyse.anatomy`), and the sentence that says what it counts."""
+    """Where each rung's step goes and its time to the target, and the sentence saying so."""
     from ..analyse import anatomy
     frame = anatomy.table(runs, baseline)
     base = frame["rung"].iloc[metrics.baseline_index(metrics.as_groups(runs), baseline)]
@@ -114,9 +110,7 @@ def anatomy_text(runs, baseline=0) -> str:
 
 
 def conclusion(runs, baseline=0, varies=()) -> str:
-    """The ladder in a few sentences judged against run-to-run noise: the fastest rung
-    against the baseline, each rung against the one before, warm-up and preparation costs,
-    a shared machine. varies: what the rungs may differ in; no verdict across anything else."""
+    """The ladder in sentences judged against noise; no verdict across anything but `varies`."""
     from ..analyse import noise
     groups = _as_list(runs)
     table = ladder_table(groups, baseline, varies)
@@ -168,8 +162,7 @@ def conclusion(runs, baseline=0, varies=()) -> str:
 
 
 def _warmup_costs(runs, table, ok) -> list[str]:
-    """A sentence per rung whose warm-up cost more than 10 % of its whole run: how long,
-    and after how many epochs its speed pays it back against the rung before it."""
+    """A sentence per rung whose warm-up cost over 10 % of its run: when its speed repays it."""
     out = []
     for before, after in zip(ok, ok[1:]):
         steady, whole = table.samples_per_sec[after], table.samples_per_sec_all[after]
@@ -191,8 +184,7 @@ def _warmup_costs(runs, table, ok) -> list[str]:
 
 
 def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
-    """One sentence on validation accuracy, rung against the rung before it, beyond 2
-    standard errors; a change across rungs that differ beyond `varies` is credited to nothing."""
+    """One sentence on validation accuracy, each rung against the one before it."""
     from ..analyse import noise
     moved, unlike = [], []
     for before, after in zip(ok, ok[1:]):
@@ -217,9 +209,8 @@ def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
 
 
 def _preparation_costs(runs, table, ok) -> list[str]:
-    """A sentence per rung that read a copy of its data made before it ran (offline, not in
-    its samples/s): what making it cost, and after how many epochs that pays back against
-    the rung before it. A copy made for an earlier rung is not named again."""
+    """A sentence per copy of the data made before a rung ran (offline): its cost, and when
+    the rung's shorter epochs repay it."""
     out, made_here = [], set()
     for before, after in zip([None] + ok, ok):
         note = (runs[after].meta.get("notes") or {}).get("prepared") or {}
@@ -245,8 +236,7 @@ def _preparation_costs(runs, table, ok) -> list[str]:
 # -- the report ----------------------------------------------------------------------------
 
 def write_report(runs, out_dir, title="gpu-course ladder", baseline=0, varies=()) -> dict:
-    """Write report.md, report.html (figures embedded) and the figures as PNGs into
-    `out_dir`; returns their paths ("timelines" and "steps": one per run)."""
+    """Write report.md, report.html and the figures as PNGs into `out_dir`; their paths."""
     from . import plots  # matplotlib only when a report is written
 
     groups = _as_list(runs)
@@ -398,8 +388,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def gpu_checks(root: Path | None = None) -> list[dict]:
-    """Each GPU check committed under `root` (GPU_CHECKS), oldest first: its folder,
-    stamp, device, date and each notebook's status (colour codes out)."""
+    """Each GPU check committed under `root` (GPU_CHECKS), oldest first."""
     import json
     import warnings
     found = []
@@ -417,8 +406,7 @@ def gpu_checks(root: Path | None = None) -> list[dict]:
 
 
 def executed_notebooks(root: Path | None = None) -> dict[str, dict[str, dict]]:
-    """{folder: {notebook: the check whose executed copy stands}}: the newest that ran it to
-    an end, else the newest stopped by its time limit; skips do not count."""
+    """{folder: {notebook: the newest check that ran it to an end, else that stopped it}}."""
     best: dict[str, dict[str, dict]] = {}
     for check in gpu_checks(root):
         for entry in check["notebooks"]:
@@ -434,8 +422,7 @@ def executed_notebooks(root: Path | None = None) -> dict[str, dict[str, dict]]:
 
 
 def executed_copies(track: str, number) -> list[tuple[str, Path]]:
-    """(GPU, executed notebook) for each GPU on which a committed check ran lesson
-    `number` of `track` without error."""
+    """(GPU, executed notebook) for each GPU whose check ran lesson `number` without error."""
     found = []
     for folder, notebooks in sorted(executed_notebooks().items()):
         if not folder.startswith(f"{track}-"):

@@ -1,6 +1,5 @@
-"""Tables for reading: units in the headers, digits that mean something (301 samples/s,
-81.2%, ×3.20, – for NaN), wide tables folded into blocks or turned on their side.
-`gc.tables.show(table)` is HTML in a notebook and fixed-width text in a terminal."""
+"""Tables for reading (`gc.tables.show(table)`): units in the headers, digits that mean
+something (301 samples/s, 81.2%, ×3.20, – for NaN), wide tables folded so none is cut off."""
 from __future__ import annotations
 
 import html
@@ -138,8 +137,7 @@ def cell(column, value) -> str:
 
 
 class Table:
-    """A formatted table: HTML in a notebook, fixed-width text elsewhere. `blocks`:
-    DataFrames of strings, each narrow enough to read, the first column in each."""
+    """HTML in a notebook, fixed-width text elsewhere: `blocks` of strings, each narrow enough."""
 
     def __init__(self, blocks: list[pd.DataFrame], text_columns: set):
         self.blocks, self.text_columns = blocks, text_columns
@@ -180,8 +178,7 @@ class Table:
 
 
 def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> Table:
-    """`df` for reading, folded into blocks of columns that fit in `width` characters, or
-    turned on its side when it has few rows. `columns` picks columns."""
+    """`df` for reading, in blocks that fit `width` characters (or on its side); `columns` picks."""
     df = readable(df)
     frame = _flat(df)
     keys = 1 if isinstance(df.index, pd.RangeIndex) and df.index.name is None else df.index.nlevels
@@ -201,9 +198,7 @@ def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> T
 
 
 def readable(df: pd.DataFrame) -> pd.DataFrame:
-    """A ladder table as shown: without empty "ran", "compiled" and GPM columns, without
-    "repeats" when every row is one run, and each run's slowest and fastest steady samples/s
-    as one "min–max" column (left out when no run has a spread)."""
+    """A ladder table as shown: no empty columns, and each run's spread as one "min–max" column."""
     for column in ("ran", "compiled"):
         if column in df.columns and not df[column].fillna("").astype(str).str.len().any():
             df = df.drop(columns=column)

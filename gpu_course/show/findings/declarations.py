@@ -83,8 +83,8 @@ Text = str | Mapping
 
 @dataclass(frozen=True)
 class Compare:
-    """A variant that changes `varies` against the baseline, what is expected on a GPU and a
-    CPU, and a paragraph for each outcome. A variant gets the first match of each `metric`."""
+    """A variant that changes `varies`, what it should do on a GPU and a CPU, and a paragraph
+    for each outcome; a variant gets the first match of each `metric`."""
 
     varies: tuple[str, ...]
     means: Mapping[Outcome, Text]
@@ -118,8 +118,7 @@ class Quote:
 
 @dataclass(frozen=True)
 class Note:
-    """A paragraph said once when any run has `setting` (a name or a function of the run)
-    among `values`."""
+    """Said once when any run has `setting` (a name or a function of the run) among `values`."""
 
     setting: str | Callable
     values: tuple
@@ -129,8 +128,7 @@ class Note:
 
 @dataclass(frozen=True)
 class Requires:
-    """Said once when a run has `setting` among `values`: whether the first run's recorded
-    CPU has `capability`."""
+    """Said once when a run has `setting` among `values`: whether its CPU has `capability`."""
 
     capability: cpu.Capability
     setting: str
@@ -141,8 +139,7 @@ class Requires:
 
 @dataclass(frozen=True)
 class Ceilings:
-    """Runs that bound the lesson's run, picked by `setting` ({value: what it runs alone}):
-    judged against each other, then every other run against the lower one."""
+    """Runs that bound the lesson's run, picked by `setting` ({value: what it runs alone})."""
 
     setting: str
     alone: Mapping[str, str]
@@ -152,8 +149,7 @@ class Ceilings:
 
 @dataclass(frozen=True)
 class Samples:
-    """Row `b` against row `a` on their own measurements (xs, ys; `how`: what they are), the
-    `column` the ratio reads, and the comparison whose paragraphs say what it means."""
+    """Row `b` against row `a` on their own measurements (xs, ys), judged as `compare`."""
 
     a: str
     b: str
@@ -166,8 +162,7 @@ class Samples:
 
 @dataclass(frozen=True)
 class Limit:
-    """A bar on a column: the first row beyond it (`above`, else below) gets `text`, on
-    `where` (None: anywhere); `row`: that row only."""
+    """A bar on a column: the first row beyond it (`above`, else below) gets `text`."""
 
     column: str
     bar: float
@@ -203,8 +198,7 @@ class Column:
 
 @dataclass(frozen=True)
 class Reading:
-    """What a table that is not the runs' says after it is shown; fields as in a `Lesson`.
-    groups: a line of the rows grouped by a column's value ({column: words})."""
+    """What a table that is not the runs' says after it is shown; fields as in a `Lesson`."""
 
     key: str
     text: tuple[Text, ...] = ()
@@ -274,8 +268,7 @@ class Lesson:
 
 @dataclass(frozen=True)
 class Rank:
-    """A comparison's verdicts at the two ends of setting `by` (else the rows that gained most
-    and least; `where`: rows with these settings) ranked, a paragraph for each `noise.Order`."""
+    """A comparison's verdicts at the two ends of setting `by`, ranked (`means`: by `noise.Order`)."""
 
     by: str
     means: Mapping = field(default_factory=dict)
@@ -284,8 +277,7 @@ class Rank:
 
 @dataclass(frozen=True)
 class Flag:
-    """A column whose value flags a row: its `cells` said, the last of a value closed by its
-    paragraph; `worst`: only the row largest in that column."""
+    """A column whose value flags a row (`worst`: only the row largest in that column)."""
 
     column: str
     means: Mapping[str, Text]
@@ -295,8 +287,7 @@ class Flag:
 
 @dataclass(frozen=True)
 class Row:
-    """A measurement that is not a training run: its row's name, settings, `samples` (one a
-    block, more is better), what they are (`how`) and whether it ran on a GPU."""
+    """A measurement that is not a training run: `samples` one a block, more is better."""
 
     name: str
     settings: Mapping
@@ -307,8 +298,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Context:
-    """Beside the rows: the CPU's facts, the packages not imported (`Lesson.missing` keys) and
-    `Lesson.facts` keys."""
+    """Beside the rows: the CPU's facts, packages not imported and `Lesson.facts` keys."""
 
     cpu: Mapping | None = None
     missing: tuple = ()
@@ -316,8 +306,7 @@ class Context:
 
 
 def paragraphs(lesson: Lesson | Reading) -> list[str]:
-    """Every paragraph `lesson` declares, each track's and place's (for checks that none
-    carries a number)."""
+    """Every paragraph `lesson` declares, each track's and place's."""
     if isinstance(lesson, Reading):
         texts = [lesson.text, [m.text for m in lesson.marks], [x.text for x in lesson.limits],
                  [lesson.empty]]

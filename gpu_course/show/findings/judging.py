@@ -28,8 +28,7 @@ INPUT = anatomy.FIXES[anatomy.Bound.DATA] | {"page_cache", "sample_order", "augm
 
 
 def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
-    """`lesson`'s sentences on `runs` (repeats share a name), citing `table` (one row a run;
-    default the ladder table): printed, and returned as the `Closing` that said them."""
+    """`lesson`'s sentences on `runs` (repeats share a name), citing `table`: the Closing."""
     runs = list(runs or [])
     if not runs:
         say = Closing(pd.DataFrame([{"rung": "no runs"}]))
@@ -100,8 +99,7 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
 
 def judge_table(lesson: Lesson, table: pd.DataFrame, context, pairs=()) -> Closing:
     """`lesson`'s sentences on a table that is not one row a run, measured where `context`
-    (track, `Where`) says: each of `pairs` (`Samples`) judged on its own measurements, then
-    columns, `empty`, `cpu`, quotes and `after`; returned as the `Closing` that said them."""
+    says, each of `pairs` (`Samples`) judged on its own measurements: the Closing."""
     track, where = context
     key = table.columns[0] if len(table.columns) else "rung"
     said: set = set()
@@ -146,8 +144,7 @@ def outcome(verdict: noise.Verdict, expect: Expect) -> Outcome:
 
 
 def accuracy_outcome(a, b, gains: Gain) -> Outcome:
-    """The outcome of run b's validation accuracy against run a's where the lesson expects
-    `gains` (none can be judged where both are at chance)."""
+    """The outcome of run b's validation accuracy against run a's, expecting `gains`."""
     if noise.at_chance(a) and noise.at_chance(b):
         return Outcome.CANNOT_JUDGE
     verdict = noise.accuracy_verdict(a, b)
@@ -192,8 +189,7 @@ def _compare(say: Closing, lesson: Lesson, pair, context, said: set):
 
 
 def _judged(say: Closing, match: Compare, pair, context, said: set) -> noise.Verdict:
-    """Say one comparison's verdict, its outcome's paragraph (once) and the caveats;
-    context: ((track, where), the settings the runs differ in, in words)."""
+    """Say one comparison's verdict, its outcome's paragraph and the caveats."""
     (a, b), (context, changes) = pair, context
     track, where = context
     first, last = a[-1], b[-1]
@@ -227,8 +223,7 @@ def _judged(say: Closing, match: Compare, pair, context, said: set) -> noise.Ver
 
 
 def _verdict(say: Closing, match: Compare, pair, changes: str = "") -> noise.Verdict:
-    """The verdict on samples/s or on an amount (the runs' measured steps), said through its
-    template (naming `changes` where given)."""
+    """The verdict on samples/s or on an amount, said through its template."""
     a, b = pair
     first, last = a[-1], b[-1]
     if match.metric is Metric.SAMPLES_PER_S:
@@ -262,8 +257,7 @@ def last_row(say: Closing, lesson: Lesson, run, context) -> None:
 
 
 def _ceilings(say: Closing, lesson: Lesson, runs, context) -> list:
-    """Judge the ceilings against each other, then every other run against the lower one;
-    returns the other runs."""
+    """Judge the ceilings, then every other run against the lower one; the other runs."""
     spec = lesson.ceilings
     ceilings = {}
     for run in runs:
@@ -308,8 +302,7 @@ def _columns(say: Closing, lesson: Lesson, names: list, context=(None, None),
 
 
 def _bounds(say: Closing, lesson: Lesson, run, context, said: set) -> None:
-    """The run's two ceilings found among the runs: the input alone against the model alone
-    (as amounts: a ceiling is no slow-down), that outcome's paragraph, each one's share reached."""
+    """The run's input ceiling against its compute ceiling, and the share of each it reached."""
     compute, feed = diagnose.find_ceilings(run, say.runs)
     if compute is None or feed is None:
         return
@@ -329,8 +322,7 @@ def _bounds(say: Closing, lesson: Lesson, run, context, said: set) -> None:
 
 
 def _fastest(say: Closing, runs):
-    """Say which run is fastest, only beyond the noise of every other; returns the run with
-    the most samples/s, or None."""
+    """Say which run is fastest beyond the noise of every other; the one with most samples/s."""
     done = [r for r in runs if not diagnose.is_mock(r) and metrics.samples_per_sec(r) > 0
             and metrics.status(r) not in metrics.FAILED]
     if len(done) < 2:

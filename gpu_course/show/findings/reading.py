@@ -10,8 +10,7 @@ from .wording import GROUPS, ROW, about, cells_line, empty, limit, paragraph, qu
 
 def read(reading: Reading, table: pd.DataFrame, track=None, where: Where | None = None,
          show: bool = True) -> Closing:
-    """`reading`'s sentences on `table` (shown first unless show=False), for `track` and
-    `where`: printed, and returned as the `Closing` that said them."""
+    """`reading`'s sentences on `table` (shown first unless show=False): the Closing."""
     if table is None or not len(table):
         say = Closing(pd.DataFrame([{reading.key: "no rows"}]), key=reading.key)
         say(text_for(reading.empty, track, where) or "Nothing to read.")

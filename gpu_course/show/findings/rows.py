@@ -15,9 +15,7 @@ from .wording import (CELLS, CPU_FACTS, FLAGGED, RANKED, TOO_FEW, VERDICT, cells
 
 def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
                context: Context = Context()) -> Closing:
-    """`lesson`'s sentences on measured `rows` (`Row`s, one a row of `table`): facts, each
-    comparison's verdicts on the rows' own samples and its ranks, columns, the last row,
-    flags, missing packages and quotes; returned as the `Closing` that said them."""
+    """`lesson`'s sentences on measured `rows` (`Row`s, one a row of `table`): the Closing."""
     rows = list(rows or [])
     say = Closing(table if rows else pd.DataFrame([{lesson.key: "no rows"}]), key=lesson.key)
     where = Where.GPU if any(r.gpu for r in rows) else Where.CPU
@@ -64,8 +62,7 @@ def _has(row: Row, settings: Mapping) -> bool:
 
 
 def _baseline(lesson: Lesson, compare: Compare, b: Row, rows) -> Row | None:
-    """The row with the comparison's baseline settings, alike with b in every setting it does
-    not vary; None where b is not its variant or no such row was measured."""
+    """The row with the baseline's settings, alike with b in the rest; None where there is none."""
     against = compare.against or lesson.baseline
     if not _has(b, compare.when) or _has(b, against):
         return None
@@ -75,8 +72,7 @@ def _baseline(lesson: Lesson, compare: Compare, b: Row, rows) -> Row | None:
 
 
 def _judge_row(say: Closing, lesson: Lesson, compare: Compare, pair, where: Where, said: set):
-    """Say b's verdict against a with the comparison's cells, and its outcome's paragraph
-    once; returns the verdict (None: too few samples)."""
+    """Say b's verdict against a and its outcome's paragraph; the verdict (None: too few)."""
     a, b = pair
     verdict = None
     if min(len(a.samples), len(b.samples)) < noise.BLOCKS:

@@ -1,5 +1,4 @@
-"""The templates: the only sentences with numbers, filled from cited cells, verdicts and
-quotes; and saying a paragraph."""
+"""The templates: the only sentences with numbers, filled from cited cells and verdicts."""
 from __future__ import annotations
 
 import pandas as pd
