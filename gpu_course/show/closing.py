@@ -1,13 +1,9 @@
-"""A lesson's closing text, built from the table it follows and checked as it is said.
+"""A lesson's closing text, checked as it is said: every measurement a line prints (a number
+with a decimal point, thousands separators, a %, a × or a unit; not a count) must be cited, as
+a cell or ratio of the table, a noise verdict, a named setting or a quote naming its source.
 
-Every measurement a line prints must be cited: a cell or a ratio of the table, a noise
-verdict on two of its runs, a setting named as such, or a quote whose source the line names.
-
-    say = Closing(table, runs)               # runs: the runs behind the table's rows, in order
+    say = Closing(table, runs)
     say(f"1 worker: {say.cell(0, 'samples_per_sec')} samples/s, {say.compare(0, best)}.")
-
-Anything else (a typed "~6x slower") is refused, naming the number. A measurement is a
-number with a decimal point, thousands separators, a %, a × (or x) or a unit; counts are not.
 """
 from __future__ import annotations
 
@@ -81,7 +77,6 @@ class Closing:
             for i, run in enumerate(self.runs):
                 self._check_row(i, run)
 
-    # -- what a line may cite ---------------------------------------------------------------
     def cell(self, row, column: str, fmt: str | None = None) -> str:
         """The cell as the table writes it (`tables.cell`), or with `fmt` (e.g. "{:.1%}")."""
         value = self._value(row, column)
@@ -135,7 +130,6 @@ class Closing:
             raise ValueError(f"source={source!r}: name where the number comes from, e.g. 'the talk'")
         return self._cite(fmt.format(value), metrics.number(value), source, "quote")
 
-    # -- saying and checking ----------------------------------------------------------------
     def __call__(self, text: str) -> None:
         """Print `text` once every measurement in it is cited, else raise UncitedNumber."""
         cited, problems = self.read(text)
@@ -194,7 +188,6 @@ class Closing:
             seen += [c for c in line.cited if c not in seen]
         return seen
 
-    # -- rows ---------------------------------------------------------------------------------
     def _cite(self, text: str, value, source: str, kind: str = "table") -> str:
         self._citations.append(Citation(text, value, source, kind))
         return text

@@ -29,8 +29,6 @@ TIME_AXIS = "time since monitor start (s)"
 DASHED = {"ls": "--", "lw": 0.8}   # a limit beside its reading
 
 
-# -- what one run did over time --------------------------------------------------------
-
 def utilisation_timeline(run, save=None) -> Figure:
     """Per GPU: utilisation, memory, power, clock and temperature over time; CPU below."""
     gpu = run.gpu
@@ -135,8 +133,6 @@ def step_times(run, save=None) -> Figure:
     fig.suptitle(f"{metrics.label(run)}: {said if steady['steady_steps'] else 'warm-up only'}")
     return _save(fig, save, [run])
 
-
-# -- how runs compare ------------------------------------------------------------------
 
 def throughput(runs, save=None) -> Figure:
     """Samples/s and epoch time per run (repeats: their median) as a bar, each epoch a dot."""
@@ -345,8 +341,6 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
     ax.grid(alpha=0.3)
     return _save(fig, save, runs)
 
-
-# -- helpers ---------------------------------------------------------------------------
 
 class _ShownFigure(Figure):
     """A Figure that Jupyter draws when a cell returns it, without pyplot's display hook."""

@@ -47,8 +47,6 @@ _FORMATS = {
 _TEXT_COLUMNS = {"rung", "ran", "status", "bound", "next_rung", "compiled"}
 
 
-# -- tables --------------------------------------------------------------------------------
-
 def ladder_table(runs, baseline=0, varies=()) -> pd.DataFrame:
     """One row per run or group of repeats, a column for whatever else differs beyond
     `varies`; no speed-up across mocks, for the baseline repeated, or on too few steps."""
@@ -233,8 +231,6 @@ def _preparation_costs(runs, table, ok) -> list[str]:
     return out
 
 
-# -- the report ----------------------------------------------------------------------------
-
 def write_report(runs, out_dir, title="gpu-course ladder", baseline=0, varies=()) -> dict:
     """Write report.md, report.html and the figures as PNGs into `out_dir`; their paths."""
     from . import plots  # matplotlib only when a report is written
@@ -339,8 +335,6 @@ def _html(s) -> str:
                         for caption, path in s["figures"]))
 
 
-# -- small helpers -------------------------------------------------------------------------
-
 def _as_list(runs) -> list:
     runs = list(runs)
     if not runs:
@@ -381,7 +375,6 @@ def _md_escape(text) -> str:
     return html.escape(str(text), quote=False).replace("|", "\\|")
 
 
-# -- reference results ----------------------------------------------------------------
 REFERENCE_ROOT = Path(__file__).resolve().parents[1] / "reference"
 GPU_CHECKS = REFERENCE_ROOT / "gpu-checks"   # tools.gpu_evidence: <track>-<gpu>/<when>/
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -29,8 +29,7 @@ def _percent(value: float) -> str:  # already in percent
     return f"{value:.0f}%" if abs(value) >= 10 else f"{value:.1f}%"
 
 
-def _fraction(value: float) -> str:  # 0-1 shown as percent
-    return f"{100 * value:.1f}%"
+_fraction = "{:.1%}".format   # 0-1 shown as percent
 
 
 def _ratio(value: float) -> str:
@@ -183,7 +182,7 @@ def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> T
     frame = _flat(df)
     keys = 1 if isinstance(df.index, pd.RangeIndex) and df.index.name is None else df.index.nlevels
     if columns is not None:
-        frame = frame[[c for c in frame.columns if c in columns or c in _index_names(df)]]
+        frame = frame[[c for c in frame.columns if c in columns or c in df.index.names]]
     text_columns = {header(c) for c in frame.columns  # pandas 3 stores text as "str", not object
                     if c in ("rung", "status") or _is_text(frame[c])}
     cells = pd.DataFrame({header(c): [cell(c, v) for v in frame[c]] for c in frame.columns})
@@ -225,10 +224,6 @@ def _flat(df: pd.DataFrame) -> pd.DataFrame:
     if isinstance(frame.columns, pd.MultiIndex):
         frame.columns = [" ".join(str(p) for p in c if str(p)) for c in frame.columns]
     return frame
-
-
-def _index_names(df) -> set:
-    return {n for n in df.index.names if n is not None}
 
 
 def _width(cells: pd.DataFrame) -> int:
