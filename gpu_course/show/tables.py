@@ -38,7 +38,6 @@ def _ratio(value: float) -> str:
 
 # column -> (header, how a value is written)
 COLUMNS = {
-    "rung": ("rung", str),
     "epoch_time_s": ("epoch (s)", _num),
     "gpu_util": ("GPU util", _percent),
     "gpu_util_mean": ("GPU util", _percent),
@@ -76,22 +75,18 @@ COLUMNS = {
     **{c: (h, "{:,.2f}".format) for c, h in (("step_ms", "step (ms)"), ("data_wait_ms", "data wait (ms)"),
                                              ("host_ms", "host (ms)"), ("gpu_busy_ms", "GPU busy (ms)"))},
     "bound": ("held by", str),
-    "next_rung": ("next rung", str),
     "compiled": ("compiled into", str),
-    "epochs": ("epochs", str),
     "to_target_s": ("to target (s)", _num),
     "to_target_speedup": ("× faster to target", _ratio),
     "sync_s": ("closing sync (s)", _num),           # lesson 13: the epochs' closing sync
     "sync_share": ("closing sync", _fraction),      # ... as a share of the epochs' time
     "images_per_sec": ("images/s", _num),           # lesson 13: a timed block's images / time
     # lesson 15: a served network's passes (analyse.inference.table)
-    "timed": ("timed", str),
     "p50_ms": ("p50 (ms)", _num),
     "p99_ms": ("p99 (ms)", _num),
     "p50_blocks_ms": ("p50 of each block (ms)", str),
     "p99_p50": ("p99/p50", _ratio),
     "images_blocks": ("images/s of each block", str),
-    "against": ("against", str),
     "max_rel_diff": ("max |Δ| / max |y|", lambda v: f"{v:.1e}"),
     "top1_same": ("top-1 same", _fraction),
     "tolerance": ("tolerance", lambda v: f"{v:.0e}"),
