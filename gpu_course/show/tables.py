@@ -171,13 +171,11 @@ class Table:
     __repr__ = __str__
 
 
-def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> Table:
-    """`df` for reading, in blocks that fit `width` characters (or on its side); `columns` picks."""
+def show(df: pd.DataFrame, width: int = WIDTH) -> Table:
+    """`df` for reading, in blocks that fit `width` characters (or turned on its side)."""
     df = readable(df)
     frame = _flat(df)
     keys = 1 if isinstance(df.index, pd.RangeIndex) and df.index.name is None else df.index.nlevels
-    if columns is not None:
-        frame = frame[[c for c in frame.columns if c in columns or c in df.index.names]]
     text_columns = {header(c) for c in frame.columns  # pandas 3 stores text as "str", not object
                     if c in ("rung", "status") or _is_text(frame[c])}
     cells = pd.DataFrame({header(c): [cell(c, v) for v in frame[c]] for c in frame.columns})
