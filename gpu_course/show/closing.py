@@ -89,10 +89,10 @@ class Closing:
         text = f"{value:.0%}" if percent else tables.cell("speedup", value)
         return self._cite(text, value, f"{column} of {self._name(b)!r} over {self._name(a)!r}")
 
-    def compare(self, a, b, value=metrics.samples_per_sec, varies=None) -> noise.Verdict:
+    def compare(self, a, b, varies=None) -> noise.Verdict:
         """`noise.compare` of rows b against rows a (a row or a list of repeats), cited."""
         named = self.varies + tuple(alike.check_varies(varies))
-        v = noise.compare(self._runs(a), self._runs(b), value, named)
+        v = noise.compare(self._runs(a), self._runs(b), varies=named)
         self._cite(noise.sentence(v), v.ratio, self._of("noise.compare", a, b), "verdict")
         return v
 
@@ -111,7 +111,10 @@ class Closing:
 
     def accuracy(self, a, b) -> tuple[float, str]:
         """`noise.accuracy_change` of row b against row a: (points, sentence), cited."""
-        points, text = noise.accuracy_change(self._run(a), self._run(b))
+        for row in (a, b):
+            if isinstance(row, (list, tuple)):
+                raise ValueError(f"row={row!r}: one row, not a list, for an accuracy")
+        points, text = noise.accuracy_change(self._runs(a), self._runs(b))
         self._cite(text, points, self._of("noise.accuracy_change", a, b), "verdict")
         return points, text
 
@@ -220,12 +223,6 @@ class Closing:
             raise ValueError("this Closing has no runs: pass Closing(table, runs)")
         found = [self.runs[i] for i in self._rows(rows)]
         return found if isinstance(rows, (list, tuple)) else found[0]
-
-    def _run(self, row):
-        run = self._runs(row)
-        if isinstance(run, list):
-            raise ValueError(f"row={row!r}: one row, not a list, for an accuracy")
-        return run
 
     def _of(self, how: str, a, b) -> str:
         """Where a verdict on rows b against rows a comes from."""

@@ -283,7 +283,8 @@ def _header(runs) -> list[tuple[str, str]]:
         ("versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) or NO_VALUE),
         ("git", f"{git.get('commit') or NO_VALUE}{' (dirty)' if git.get('dirty') else ''}"),
     ]
-    machines = {_machine_key(run) for run in runs}
+    machines = {(hw.get("hostname"), tuple(g.get("name") for g in hw.get("gpus") or []))
+                for hw in ((run.meta.get("hardware") or {}) for run in runs)}
     if len(machines) > 1:
         lines.append(("note", f"the runs come from {len(machines)} machines; this header is the first's"))
     return lines
@@ -359,11 +360,6 @@ def _cell(column, value) -> str:
 
 def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _machine_key(run) -> tuple:
-    hw = run.meta.get("hardware") or {}
-    return (hw.get("hostname"), tuple(g.get("name") for g in hw.get("gpus") or []))
 
 
 def _slug(name: str) -> str:

@@ -92,8 +92,12 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
     if where is Where.CPU:
         paragraph(say, lesson.cpu, (track, where))
     quotes(say, lesson, lesson.quotes)
-    if lesson.diagnose:
-        _diagnoses(runs, top)
+    if lesson.diagnose:   # diagnose's own reports of the baseline and the fastest, beside the sentences
+        first = next((r for r in runs if not diagnose.is_mock(r) and len(r.epochs)), None)
+        if first is not None:
+            print(f"\n{diagnose.diagnose(first)}")
+        if top is not None and top is not first and len(top.epochs):
+            print(f"\n{diagnose.explain(top)}")
     return say
 
 
@@ -335,15 +339,6 @@ def _fastest(say: Closing, runs):
                           verdict=verdicts[0]) if ties else
         FASTEST.format(top=top.name, next=others[0].name, verdict=verdicts[0]))
     return top
-
-
-def _diagnoses(runs, top) -> None:
-    """Print `diagnose`'s own report of the baseline and of the fastest run."""
-    first = next((r for r in runs if not diagnose.is_mock(r) and len(r.epochs)), None)
-    if first is not None:
-        print(f"\n{diagnose.diagnose(first)}")
-    if top is not None and top is not first and len(top.epochs):
-        print(f"\n{diagnose.explain(top)}")
 
 
 def _outcome(say: Closing, match: Compare, found: Outcome, context, said: set) -> None:

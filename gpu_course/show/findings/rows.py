@@ -27,8 +27,10 @@ def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
                              usable=cpu["usable"]))
     for fact in context.facts:
         once(say, said, ("fact", fact), text_for(lesson.facts.get(fact, ""), None, where))
-    judged = []
-    for group in _split(rows, lesson.group_by):
+    judged, groups = [], {}
+    for row in rows:
+        groups.setdefault(row.settings.get(lesson.group_by) if lesson.group_by else None, []).append(row)
+    for group in groups.values():
         judged += [(c, b, _judge_row(say, lesson, c, (a, b), where, said))
                    for c in lesson.compares for b in group
                    for a in [_baseline(lesson, c, b, group)] if a is not None]
@@ -48,13 +50,6 @@ def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
     quotes(say, lesson, [q for q in lesson.quotes
                          if not rows or any(_has(r, q.when) for r in rows)])
     return say
-
-
-def _split(rows, by: str | None) -> list[list]:
-    groups: dict = {}
-    for row in rows:
-        groups.setdefault(row.settings.get(by) if by else None, []).append(row)
-    return list(groups.values())
 
 
 def _has(row: Row, settings: Mapping) -> bool:
