@@ -19,9 +19,8 @@ from ..measure.records import write_atomic
 from ..page import Page
 
 PAGE = Page.of(__name__)   # the conclusion's fixed sentences: text/report.md
-SAY = {name: PAGE.text(name) for name in ("nothing_to_compare", "not_credited",
-                                          "accuracy_unmoved", "accuracy_moved",
-                                          "accuracy_caution")}
+SAY = {name: PAGE.text(name) for name in ("nothing_to_compare", "not_credited", "accuracy_unmoved",
+                                          "accuracy_moved", "accuracy_caution")}
 WARMUP, MADE = PAGE.means("warmup", str), PAGE.means("made", str)
 HTML = Template((Path(__file__).parent / "text" / "report.html").read_text(encoding="utf-8"))
 

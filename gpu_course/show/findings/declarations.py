@@ -211,8 +211,7 @@ class Reading:
     groups: Mapping[str, str] = field(default_factory=dict)
     about: tuple[Column, ...] = ()
     empty: Text = ""
-    # a line a row, said first: {column: "words {}"}, cells as `formats` writes them
-    each: Mapping[str, str] = field(default_factory=dict)
+    each: Mapping[str, str] = field(default_factory=dict)   # {column: "words {}"}: a line a row, first
     formats: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -231,9 +230,8 @@ class Lesson:
     empty: Text = ""                     # said when there are no runs
     notes: tuple[Note, ...] = ()
     columns: Mapping[str, Text] = field(default_factory=dict)   # {column: words}: a line of cells
-    # two groups' best verdicts ranked by `rank_by`, a paragraph for each `noise.Order`
-    rank_by: str = ""
-    rank: Mapping = field(default_factory=dict)
+    rank_by: str = ""                    # two groups' best verdicts ranked by this setting, ...
+    rank: Mapping = field(default_factory=dict)   # ... and a paragraph for each `noise.Order`
     last_row: Mapping[str, str] = field(default_factory=dict)   # {column: "words {}"}: last run's
     by_sign: Mapping[str, Mapping] = field(default_factory=dict)   # {column: {Sign: paragraph}}
     # judge_rows: flagged rows, missing packages' paragraphs, the ratio's column, what gives more samples
@@ -243,13 +241,10 @@ class Lesson:
     more: str = ""
     chain: bool = False                  # each variant against the run listed before it
     ran: tuple[str, ...] = ()            # what-ran settings that tell variants apart
-    # settings in which alone two variants differ: compared too, off against on
-    pairs: tuple[str, ...] = ()
+    pairs: tuple[str, ...] = ()          # two variants that differ in one of these alone: compared
     requires: tuple[Requires, ...] = ()
-    # judge_rows: the column naming the rows, paragraphs for `Context.facts`
-    key: str = "rung"
+    key: str = "rung"                    # judge_rows: the column naming the rows
     facts: Mapping[str, Text] = field(default_factory=dict)
-
     marks: Mapping[str, Text] = field(default_factory=dict)   # {bool column: words}: runs marked
     versus: Versus = Versus.EACH
     ceilings: Ceilings | None = None
@@ -259,7 +254,6 @@ class Lesson:
     fastest: bool = False                 # name the fastest run, only beyond every other's noise
     diagnose: bool = False                # print the baseline's diagnosis, and the fastest's
     after: Text = ""                      # said once, last: what the figures above mean
-
     limits: tuple[Limit, ...] = ()        # for a variant whose comparison was judged
     about: tuple[Column, ...] = ()
     notices: bool = False                 # say what the records note ran otherwise than asked

@@ -35,22 +35,21 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
         say(text_for(lesson.empty, None, None) or "No runs to conclude on.")
         return say
     table = report.ladder_table(runs) if table is None else table
-    varies = tuple(sorted({v for c in lesson.compares for v in c.varies}))
-    say = Closing(table, runs, varies=varies)
-    track, where = metrics.engine(runs[0]), grouping.where(runs)
+    say = Closing(table, runs, varies=tuple(sorted({v for c in lesson.compares for v in c.varies})))
+    context = track, where = metrics.engine(runs[0]), grouping.where(runs)
     judged = all(n.judged or not grouping.fires(n, runs) for n in lesson.notes)
     said: set = set() if judged else {"no outcomes"}
     if any(c.accuracy or c.gains for c in lesson.compares) and len(runs) > 1 \
             and say.at_chance(runs):
         said.add("all at chance")   # said once (CHANCE), not on every pair
     best = {}
-    others = _ceilings(say, lesson, runs, (track, where)) if lesson.ceilings else runs
+    others = _ceilings(say, lesson, runs, context) if lesson.ceilings else runs
     others = [r for r in others if not diagnose.is_mock(r)]   # a ceiling is no variant of a run
     for run in others if lesson.bounds else ():
-        _bounds(say, lesson, run, (track, where), said)
+        _bounds(say, lesson, run, context, said)
     for key, group in grouping.split(others, lesson.group_by).items():
         base = grouping.baseline(group, lesson.baseline)
-        verdicts = [_compare(say, lesson, pair, (track, where), said)
+        verdicts = [_compare(say, lesson, pair, context, said)
                     for pair in grouping.pairs(lesson, group, base)]
         verdicts = [v for v in verdicts if v is not None and v.kind != noise.Kind.UNLIKE]
         if verdicts:
@@ -64,21 +63,21 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
     top = _fastest(say, runs) if lesson.fastest else None
     if "all at chance" in said:
         say(CHANCE)
-    _columns(say, lesson, [r.name for r in runs], (track, where), "judged" in said)
-    last_row(say, lesson, runs[-1], (track, where))
+    _columns(say, lesson, [r.name for r in runs], context, "judged" in said)
+    last_row(say, lesson, runs[-1], context)
     texts = [n.text for n in lesson.notes if grouping.fires(n, runs)]
     flags = (runs[0].meta.get("hardware") or {}).get("cpu_features")
     for need in lesson.requires if flags is not None else ():
         if any(setting(r, need.setting) in need.values for r in runs):
             has = cpu.supports(need.capability, flags)
-            texts.append(REQUIRES.format(text=text_for(need.has if has else need.lacks,
-                                                       track, where), why=has.why))
+            text = text_for(need.has if has else need.lacks, *context)
+            texts.append(REQUIRES.format(text=text, why=has.why))
     shared = [f"'{r.name}'" for r in runs if metrics.machine_load(r)["shared"]]
     if shared:
         texts.append(report.SHARED.format(names=", ".join(dict.fromkeys(shared))))
     for text in texts + [lesson.after]:
-        paragraph(say, text, (track, where))
-    about(say, lesson.about, (track, where))
+        paragraph(say, text, context)
+    about(say, lesson.about, context)
     notices: dict = {}
     for run in runs if lesson.notices else ():
         notice = (run.meta.get("notes") or {}).get("device_notice")
@@ -90,7 +89,7 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
         from ..plots import hardware_caption
         say(MACHINE.format(machine=say.quote("the run records", hardware_caption(runs))))
     if where is Where.CPU:
-        paragraph(say, lesson.cpu, (track, where))
+        paragraph(say, lesson.cpu, context)
     quotes(say, lesson, lesson.quotes)
     if lesson.diagnose:   # diagnose's own reports of the baseline and the fastest, beside the sentences
         first = next((r for r in runs if not diagnose.is_mock(r) and len(r.epochs)), None)
