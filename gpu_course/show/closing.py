@@ -186,10 +186,7 @@ class Closing:
     @property
     def cited(self) -> list[Citation]:
         """The citations the lines used, in the order first used."""
-        seen = []
-        for line in self.lines:
-            seen += [c for c in line.cited if c not in seen]
-        return seen
+        return list(dict.fromkeys(c for line in self.lines for c in line.cited))
 
     def _cite(self, text: str, value, source: str, kind: str = "table") -> str:
         self._citations.append(Citation(text, value, source, kind))

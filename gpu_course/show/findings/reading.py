@@ -56,9 +56,7 @@ def _display(obj) -> None:
     try:
         from IPython import get_ipython
         from IPython.display import display
+        shell = get_ipython()
     except ImportError:
-        get_ipython = None
-    if get_ipython is None or get_ipython() is None:
-        print(obj)
-    else:
-        display(obj)
+        shell = None
+    (print if shell is None else display)(obj)
