@@ -141,7 +141,6 @@ def throughput(runs, save=None) -> Figure:
     table = ladder_table(groups)
     fig = _figure(10, 1.6 + 0.45 * len(runs))
     axes = fig.subplots(1, 2, sharey=True)
-    y = np.arange(len(runs))
     for ax, column, label in ((axes[0], "samples_per_sec", "samples/s"),
                               (axes[1], "epoch_time_s", "epoch time (s)")):
         for i, (run, value) in enumerate(zip(runs, table[column])):
@@ -161,7 +160,7 @@ def throughput(runs, save=None) -> Figure:
                 ax.plot(v, i + dy, "o", ms=4, color="k", mfc="none" if warmup else "k")
         ax.set(xlabel=label, xlim=(0, None))
         ax.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(y, [metrics.label(run) + _status_suffix(run)
+    axes[0].set_yticks(range(len(runs)), [metrics.label(run) + _status_suffix(run)
                            + (f" ({len(g)} runs)" if len(g) > 1 else "")
                            for run, g in zip(runs, groups)])
     axes[0].set_ylim(len(runs) - 0.5, -0.5)  # first run on top, rows without bars kept

@@ -238,8 +238,7 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0, varies=()
     runs = _flat(groups)  # every run gets its own timeline and step figure
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    figures = {"ladder": out / "ladder.png", "throughput": out / "throughput.png",
-               "curves": out / "curves.png"}
+    figures = {name: out / f"{name}.png" for name in ("ladder", "throughput", "curves")}
     plots.ladder(groups, baseline=baseline, save=figures["ladder"])
     plots.throughput(groups, save=figures["throughput"])
     plots.curves(runs, save=figures["curves"])
