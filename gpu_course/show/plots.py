@@ -302,11 +302,11 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
         fields = sorted(set().union(*[(run.config or {}).keys() for run in runs]))
         raise ValueError(f"x={x!r} is not a config field of run(s) {missing}; allowed: {fields}")
     table = ladder_table(groups)
-    allowed = [c for c in table.columns if c not in ("rung", "ran", "status")]
-    allowed += [k for k in metrics.summary(runs[0]) if k not in allowed]
+    numbers = [c for c in table.columns if c not in ("rung", "ran", "status")]
+    allowed = numbers + [k for k in metrics.summary(runs[0]) if k not in numbers]
     if y not in allowed:
         raise ValueError(f"y={y!r} is not a ladder column or summary key; allowed: {allowed}")
-    ys = table[y].to_numpy(dtype=float) if y in table.columns \
+    ys = table[y].to_numpy(dtype=float) if y in numbers \
         else np.array([metrics.number(metrics.summary(run)[y]) for run in runs])
     xs_raw = [run.config[x] for run in runs]
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs_raw)
