@@ -53,8 +53,7 @@ def utilisation_timeline(run, save=None) -> Figure:
         name = f"GPU {group[0]}" if len(group) == 1 else f"GPUs {group[0]}-{group[-1]}"
         for ax, label, top in ((util_ax, f"{name}\nutil %", 105), (mem_ax, "memory\nGiB", None),
                                (power_ax, "power\nW", None), (clock_ax, "clock %\n/ temp C", 105)):
-            ax.set_ylabel(label)
-            ax.set_ylim(0, top)
+            ax.set(ylabel=label, ylim=(0, top))
     _cpu_total(axes[-1], run.host)
     _mark_epochs(axes, run)  # before the legends: it names the time outside training
     for ax in axes[:-1]:
@@ -145,7 +144,7 @@ def throughput(runs, save=None) -> Figure:
                               (axes[1], "epoch_time_s", "epoch time (s)")):
         for i, (run, value) in enumerate(zip(runs, table[column])):
             if math.isnan(value):
-                ax.text(0, i, f"  {_failure_text(run)}", va="center", color="grey", fontsize=9)
+                ax.text(0, i, f"  {_failure(_status(run))}", va="center", color="grey", fontsize=9)
                 continue
             ax.barh(i, value, color="C0", alpha=0.75)
             if column == "samples_per_sec":
@@ -210,9 +209,8 @@ def ladder(runs, baseline=0, save=None) -> Figure:
         ax.set_xlabel(f"speed-up over '{base['rung']}' (ratio of samples/s)")
     else:
         ax.set_xlabel(f"samples/s (baseline '{base['rung']}' has no throughput)")
-    ax.set_xlim(0, top * 1.45)
     ax.set_yticks(range(len(runs)), list(table["rung"]))
-    ax.set_ylim(len(runs) - 0.5, -0.5)  # first run on top
+    ax.set(xlim=(0, top * 1.45), ylim=(len(runs) - 0.5, -0.5))  # first run on top
     ax.grid(axis="x", alpha=0.3)
     if has_util:
         _util_column(axes[1], table)
@@ -229,7 +227,7 @@ def curves(runs, save=None) -> Figure:
     for i, run in enumerate(runs):
         epochs = run.epochs
         if not len(epochs):
-            missing.append(f"{run.name} ({_failure_text(run)})")
+            missing.append(f"{run.name} ({_failure(_status(run))})")
             continue
         x, color = _column(epochs, "epoch"), f"C{i % 10}"
         last_epoch = max(last_epoch, int(np.nanmax(x)))
@@ -490,8 +488,7 @@ def _cpu_total(ax, host) -> None:
         ax.text(0.5, 0.5, "no CPU samples", transform=ax.transAxes, ha="center", color="grey")
     ax.plot(*_gapped(_column(host, "t"), _column(host, "cpu_percent")), color="k", lw=1.2,
             label="CPU (all cores)")
-    ax.set_ylim(0, 105)
-    ax.set_ylabel("CPU %")
+    ax.set(ylim=(0, 105), ylabel="CPU %")
     _legend(ax)
 
 
@@ -502,9 +499,7 @@ def _util_column(ax, table) -> None:
             continue
         ax.barh(i, util, color="C2", alpha=0.8)
         ax.text(min(util, 100) + 2, i, f"{util:.0f}%", va="center", fontsize=9)
-    ax.set_xlim(0, 130)
-    ax.set_xticks([0, 50, 100])
-    ax.set_xlabel("GPU util %")
+    ax.set(xlim=(0, 130), xticks=[0, 50, 100], xlabel="GPU util %")
     ax.tick_params(axis="y", left=False)
 
 
@@ -564,11 +559,10 @@ def _failure(status) -> str:
     return STATUS_TEXT.get(status, status) if status in FAILED else "no epochs"
 
 
-def _failure_text(run) -> str:
-    return _failure(str(run.meta.get("status") or ""))
+def _status(run) -> str:
+    return str(run.meta.get("status") or "")
 
 
 def _status_suffix(run) -> str:
-    status = str(run.meta.get("status") or "")
-    return f" [{_failure(status)}]" if status in FAILED else ""
+    return f" [{_failure(_status(run))}]" if _status(run) in FAILED else ""
 

@@ -121,13 +121,9 @@ def cell(column, value) -> str:
         return NO_VALUE
     if column in COLUMNS:
         return COLUMNS[column][1](value)
-    if isinstance(value, bool) or isinstance(value, str):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return str(value)
-    if isinstance(value, numbers.Integral):
-        return f"{value:,d}"
-    if isinstance(value, numbers.Real):
-        return _num(float(value))
-    return str(value)
+    return f"{value:,d}" if isinstance(value, numbers.Integral) else _num(float(value))
 
 
 class Table:
