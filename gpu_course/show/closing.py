@@ -1,21 +1,9 @@
-"""A lesson's closing text, built from the table it follows and checked as it is said.
+"""A lesson's closing text, checked as it is said: every measurement a line prints (a number
+with a decimal point, thousands separators, a %, a × or a unit; not a count) must be cited, as
+a cell or ratio of the table, a noise verdict, a named setting or a quote naming its source.
 
-Every measurement a closing sentence prints comes from somewhere the reader can see: a
-cell of the table (written as the table writes it), a ratio of two of its cells, a noise
-verdict on two of its runs (`noise`), a setting of the lesson named as such, or a quote
-whose source (the talk, a data sheet) the sentence names. `Closing` hands out those
-citations and prints a line only when every measurement in it is one of them:
-
-    say = Closing(table, runs)               # runs: the runs behind the table's rows, in order
-    say(f"1 worker: {say.cell(0, 'samples_per_sec')} samples/s; the best: "
-        f"{say.cell(best, 'samples_per_sec')}, {say.compare(0, best)}.")
-    say.text, say.cited                      # what was printed, and the values behind it
-
-A measurement no citation accounts for (a typed "~6x slower", "306 samples/s" without its
-source named) is refused with the number and the line, so a notebook run by the test
-suite fails on it. A measurement is a number with a decimal point, thousands separators,
-a percent sign, a × (or x) beside it, or a unit after it; counts ("2 workers", "lesson
-9") are not. No deep-learning framework here.
+    say = Closing(table, runs)
+    say(f"1 worker: {say.cell(0, 'samples_per_sec')} samples/s, {say.compare(0, best)}.")
 """
 from __future__ import annotations
 
@@ -44,8 +32,7 @@ class UncitedNumber(ValueError):
 
 @dataclass(frozen=True)
 class Citation:
-    """One number (or noise verdict) a closing line may print: the text as printed, the
-    value behind it, and where it comes from."""
+    """One number (or noise verdict) a line may print, the value behind it and its source."""
 
     text: str
     value: float
@@ -63,13 +50,8 @@ class Line:
 
 @dataclass
 class Closing:
-    """Citations from `table` (a DataFrame, one row per run) and the lines said with them.
-
-    runs: the runs behind the rows, in the same order (needed for noise verdicts and
-    chance sentences); each must carry its row's name and samples/s. key: the column
-    that names the rows (a row label printed in a line is the table's, digits and all).
-    varies: what the lesson changes between its rows (settings' names, `alike.Aspect`s):
-    `compare` refuses a verdict across anything else the two runs differ in."""
+    """Citations from `table` (one row per run, named by `key`) and the lines said with them;
+    `compare` refuses a verdict across anything but `varies`."""
 
     table: pd.DataFrame
     runs: list | None = None
@@ -95,76 +77,50 @@ class Closing:
             for i, run in enumerate(self.runs):
                 self._check_row(i, run)
 
-    # -- what a line may cite ---------------------------------------------------------------
     def cell(self, row, column: str, fmt: str | None = None) -> str:
         """The cell as the table writes it (`tables.cell`), or with `fmt` (e.g. "{:.1%}")."""
-        i, value = self._row(row), self._value(row, column)
+        value = self._value(row, column)
         text = fmt.format(value) if fmt else tables.cell(column, value)
-        return self._cite(text, value, f"{column} of {self._name(i)!r}")
+        return self._cite(text, value, f"{column} of {self._name(row)!r}")
 
     def ratio(self, column: str, a, b, percent: bool = False) -> str:
-        """Row b's `column` over row a's, as the speed-up column writes it (×1.31), or as a
-        percent (percent=True: 87%)."""
+        """Row b's `column` over row a's, written ×1.31 (or 87% with percent=True)."""
         value = self._value(b, column) / self._value(a, column)
         text = f"{value:.0%}" if percent else tables.cell("speedup", value)
-        return self._cite(text, value, f"{column} of {self._name(self._row(b))!r} over "
-                                       f"{self._name(self._row(a))!r}")
+        return self._cite(text, value, f"{column} of {self._name(b)!r} over {self._name(a)!r}")
 
-    def compare(self, a, b, value=metrics.samples_per_sec, varies=None) -> noise.Verdict:
-        """`noise.compare` of rows b against rows a (a row, or a list of repeated rows):
-        the verdict, cited as `noise.sentence` writes it (what `str(verdict)` prints).
-        varies: what this comparison changes, beyond the Closing's own `varies`."""
+    def compare(self, a, b, varies=None) -> noise.Verdict:
+        """`noise.compare` of rows b against rows a (a row or a list of repeats), cited."""
         named = self.varies + tuple(alike.check_varies(varies))
-        v = noise.compare(self._runs(a), self._runs(b), value, named)
+        v = noise.compare(self._runs(a), self._runs(b), varies=named)
         self._cite(noise.sentence(v), v.ratio, self._of("noise.compare", a, b), "verdict")
         return v
 
-    def differences(self, a, b, varies=None) -> dict:
-        """What rows a and b differ in beyond the Closing's `varies` and `varies`
-        (`alike.differences`)."""
-        named = self.varies + tuple(alike.check_varies(varies))
-        return alike.differences(self._run(a), self._run(b), named)
-
-    def unlike(self, a, b, varies=None) -> str:
-        """`differences` of rows a and b in words (`alike.words`), cited: "" when alike."""
-        diff = self.differences(a, b, varies)
-        if not diff:
-            return ""
-        return self._cite(alike.words(diff, self._name(self._row(a)), self._name(self._row(b))),
-                          float("nan"), self._of("alike.differences", a, b), "setting")
-
     def compare_samples(self, a, b, xs, ys, how: str, column: str) -> noise.Verdict:
-        """`noise.compare_samples` of row b against row a from their own measurements (xs,
-        ys: e.g. each timed pass of two benchmarks; `how` says what they are), carrying the
-        ratio of their `column` cells: the verdict, cited as `noise.sentence` writes it."""
-        v = noise.compare_samples(xs, ys, how, self._value(a, column), self._value(b, column))
-        self._cite(noise.sentence(v), v.ratio, self._of("noise.compare_samples", a, b), "verdict")
-        return v
+        """`noise.compare_samples` of row b against row a on their own measurements; cited."""
+        return self._samples(a, b, (xs, ys, how), column, noise.sentence)
 
     def compare_amounts(self, a, b, xs, ys, how: str, column: str) -> noise.Verdict:
-        """As `compare_samples`, for an amount where more is neither better nor worse
-        (bytes of memory): the verdict, cited as `noise.amount_sentence` writes it ("×0.26,
-        less (...)"), which is what a line must print."""
-        v = noise.compare_samples(xs, ys, how, self._value(a, column), self._value(b, column))
-        self._cite(noise.amount_sentence(v), v.ratio, self._of("noise.compare_samples", a, b), "verdict")
+        """As `compare_samples`, for an amount (memory): cited as `noise.amount_sentence`."""
+        return self._samples(a, b, (xs, ys, how), column, noise.amount_sentence)
+
+    def _samples(self, a, b, measured, column: str, sentence) -> noise.Verdict:
+        v = noise.compare_samples(*measured, self._value(a, column), self._value(b, column))
+        self._cite(sentence(v), v.ratio, self._of("noise.compare_samples", a, b), "verdict")
         return v
 
     def accuracy(self, a, b) -> tuple[float, str]:
         """`noise.accuracy_change` of row b against row a: (points, sentence), cited."""
-        points, text = noise.accuracy_change(self._run(a), self._run(b))
+        for row in (a, b):
+            if isinstance(row, (list, tuple)):
+                raise ValueError(f"row={row!r}: one row, not a list, for an accuracy")
+        points, text = noise.accuracy_change(self._runs(a), self._runs(b))
         self._cite(text, points, self._of("noise.accuracy_change", a, b), "verdict")
         return points, text
 
-    def chance(self, row) -> str:
-        """`noise.chance_sentence` of the row's run, cited."""
-        run = self._run(row)
-        return self._cite(noise.chance_sentence(run), metrics.val_acc(run),
-                          f"noise.chance_sentence of {run.name!r}", "verdict")
-
     def at_chance(self, rows) -> bool:
         """Whether every run of `rows` (a row or a list) is within noise of chance."""
-        runs = self._runs(rows)
-        return all(noise.at_chance(run) for run in (runs if isinstance(runs, list) else [runs]))
+        return all(noise.at_chance(run) for run in self._runs(rows if isinstance(rows, list) else [rows]))
 
     def setting(self, name: str, value, fmt: str = "{}") -> str:
         """A setting of the lesson or the course (a parameter, a threshold), by its name."""
@@ -177,10 +133,8 @@ class Closing:
             raise ValueError(f"source={source!r}: name where the number comes from, e.g. 'the talk'")
         return self._cite(fmt.format(value), metrics.number(value), source, "quote")
 
-    # -- saying and checking ----------------------------------------------------------------
     def __call__(self, text: str) -> None:
-        """Print `text` as the closing's next line, once every measurement in it is cited
-        (else UncitedNumber, naming the numbers)."""
+        """Print `text` once every measurement in it is cited, else raise UncitedNumber."""
         cited, problems = self.read(text)
         if problems:
             raise UncitedNumber(f"closing line {text!r}: " + "; ".join(problems))
@@ -188,13 +142,11 @@ class Closing:
         print(text)
 
     def read(self, text: str) -> tuple[list, list]:
-        """(the citations `text` uses, its problems): measurements no citation covers, and
-        quotes whose source the line does not name."""
+        """(the citations `text` uses, its uncited measurements and unnamed quotes)."""
         covered, cited, problems = [], [], []
         found = [(c, _occurrences(text, c.text)) for c in self._citations]
-        # words that a quote and a measurement both print (the talk's 74% and a measured
-        # 74%, or a verdict's "×0.50–×1.62" holding the talk's ×0.50): in a line that does
-        # not name the quote's source, they are the measurement
+        # what a quote and a measurement both print (a verdict's "×0.50–×1.62" holding the
+        # talk's ×0.50) is the measurement in a line that does not name the quote's source
         measured = [s for c, spans in found if c.kind != "quote" for s in spans]
         for c, spans in found:
             unnamed = c.kind == "quote" and c.source.lower() not in text.lower()
@@ -213,12 +165,11 @@ class Closing:
         for (start, end), (first, last) in _measured(text):
             if not any(a <= first and last <= b for a, b in covered):
                 problems.append(f"{text[start:end]!r} is not a number of the table: cite it "
-                                "(cell, ratio, compare, accuracy, chance, setting, quote)")
+                                "(cell, ratio, compare, accuracy, setting, quote)")
         return cited, problems
 
     def check(self) -> list[str]:
-        """Every problem of every line said so far ([] when each number is cited), and
-        whether the runs still match the table's rows."""
+        """Every problem of every line said so far, and of runs that no longer match their rows."""
         out = [f"line {n + 1}: {p}" for n, line in enumerate(self.lines)
                for p in self.read(line.text)[1]]
         for i, run in enumerate(self.runs or ()):
@@ -235,42 +186,31 @@ class Closing:
     @property
     def cited(self) -> list[Citation]:
         """The citations the lines used, in the order first used."""
-        seen = []
-        for line in self.lines:
-            seen += [c for c in line.cited if c not in seen]
-        return seen
+        return list(dict.fromkeys(c for line in self.lines for c in line.cited))
 
-    # -- rows ---------------------------------------------------------------------------------
     def _cite(self, text: str, value, source: str, kind: str = "table") -> str:
         self._citations.append(Citation(text, value, source, kind))
         return text
 
     def _row(self, row) -> int:
-        n = len(self.table)
-        if isinstance(row, bool):
-            pass
-        elif isinstance(row, numbers.Integral):
-            if -n <= row < n:
-                return int(row) % n
-        elif isinstance(row, str):
-            hits = [i for i, name in enumerate(self.table[self.key]) if name == row]
-            if len(hits) == 1:
-                return hits[0]
-        elif self.runs is not None:
-            hits = [i for i, run in enumerate(self.runs) if run is row]
-            if hits:
-                return hits[0]
-        names = list(self.table[self.key])
-        raise ValueError(f"row={row!r} is not a row; allowed: 0..{n - 1}, one of its runs, or a {self.key} in "
-                         f"{names}")
+        n, names = len(self.table), list(self.table[self.key])
+        if isinstance(row, numbers.Integral) and not isinstance(row, bool) and -n <= row < n:
+            return int(row) % n
+        if isinstance(row, str) and names.count(row) == 1:
+            return names.index(row)
+        hits = [i for i, run in enumerate(self.runs or ()) if run is row]
+        if hits:
+            return hits[0]
+        raise ValueError(f"row={row!r} is not a row; allowed: 0..{n - 1}, one of its runs, "
+                         f"or a {self.key} in {names}")
 
     def _value(self, row, column: str) -> float:
         if column not in self.table.columns:
             raise ValueError(f"column={column!r} is not in the table; allowed: {list(self.table.columns)}")
         return self.table[column].iloc[self._row(row)]
 
-    def _name(self, i: int) -> str:
-        return str(self.table[self.key].iloc[i])
+    def _name(self, row) -> str:
+        return str(self.table[self.key].iloc[self._row(row)])
 
     def _rows(self, rows) -> list[int]:
         return [self._row(r) for r in (rows if isinstance(rows, (list, tuple)) else [rows])]
@@ -281,40 +221,30 @@ class Closing:
         found = [self.runs[i] for i in self._rows(rows)]
         return found if isinstance(rows, (list, tuple)) else found[0]
 
-    def _run(self, row):
-        run = self._runs(row)
-        if isinstance(run, list):
-            raise ValueError(f"row={row!r}: one row, not a list, for an accuracy or chance")
-        return run
-
-    def _names(self, rows) -> str:
-        return ", ".join(repr(self._name(i)) for i in self._rows(rows))
-
     def _of(self, how: str, a, b) -> str:
         """Where a verdict on rows b against rows a comes from."""
-        return f"{how} of {self._names(b)} against {self._names(a)}"
+        b, a = (", ".join(repr(self._name(i)) for i in self._rows(rows)) for rows in (b, a))
+        return f"{how} of {b} against {a}"
 
     def _check_row(self, i: int, run) -> None:
         """A run must be its row: the same name, the same samples/s."""
-        if str(self.table[self.key].iloc[i]) != str(run.name):
-            raise ValueError(f"runs[{i}] is {run.name!r} but row {i} is {self.table[self.key].iloc[i]!r}: "
+        if self._name(i) != str(run.name):
+            raise ValueError(f"runs[{i}] is {run.name!r} but row {i} is {self._name(i)!r}: "
                              "pass the runs in the table's order")
         if "samples_per_sec" in self.table.columns:
-            mine, theirs = metrics.samples_per_sec(run), self.table["samples_per_sec"].iloc[i]
-            if not (_same(mine, theirs)):
+            mine, theirs = metrics.samples_per_sec(run), metrics.number(self.table["samples_per_sec"].iloc[i])
+            if not (math.isnan(mine) and math.isnan(theirs) or math.isclose(mine, theirs, rel_tol=1e-9)):
                 raise ValueError(f"runs[{i}] ran {mine} samples/s, row {i} says {theirs}: "
                                  "the table is not these runs'")
 
 
 def measurements(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each measurement in `text`: a number with a decimal point,
-    thousands separators, a percent sign, a × or x beside it, or a unit after it."""
+    """(start, end) of each measurement in `text` (see the module's docstring)."""
     return [span for span, _ in _measured(text)]
 
 
 def _measured(text: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """Each measurement's span with its unit, and the part a citation must cover: the
-    number with a × or x before it and a % or × right after it (a unit may stand apart)."""
+    """Each measurement's span with its unit, and the part a citation must cover."""
     out = []
     for m in _NUMBER.finditer(text):
         start, end, number = m.start(), m.end(), m.group()
@@ -328,8 +258,7 @@ def _measured(text: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
 
 
 def _occurrences(text: str, part: str) -> list[tuple[int, int]]:
-    """Spans of `part` in `text` that do not cut a number in two (cited "1" is not the
-    1 of "1,234" or "0.1")."""
+    """Spans of `part` in `text` that do not cut a number in two ("1" in "1,234")."""
     if not part:
         return []
     spans, at = [], text.find(part)
@@ -344,7 +273,3 @@ def _occurrences(text: str, part: str) -> list[tuple[int, int]]:
         at = text.find(part, at + 1)
     return spans
 
-
-def _same(a, b) -> bool:
-    a, b = metrics.number(a), metrics.number(b)
-    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)

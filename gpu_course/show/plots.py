@@ -1,9 +1,5 @@
-"""Figures of the course: what the GPU did while a run trained, and how the rungs compare.
-
-Every function returns a matplotlib Figure and, given `save=path`, writes it as a PNG.
-Figures are built without pyplot: nothing leaks between calls, headless CI needs no
-display, and a notebook cell that ends with the call shows the figure.
-"""
+"""Figures of what the GPU did while a run trained and of how rungs compare: each a Figure
+(a PNG given `save=path`), built without pyplot so nothing leaks between calls."""
 from __future__ import annotations
 
 import copy
@@ -24,22 +20,17 @@ from ..analyse.metrics import gpu_util as gpu_util_mean
 from ..analyse.metrics import table as ladder_table
 from ..analyse.signals import throttled
 from ..measure.records import write_atomic
+from . import tables
 
 DPI = 120
 MAX_GPU_PANEL_SETS = 4    # with more GPUs, one shared panel set with a line per GPU
-DEFAULT_LR_STEPS = 1000   # updates drawn when only callables are given
 FAILED = metrics.FAILED
-METRIC_LABELS = {"samples_per_sec": "samples/s", "epoch_time_s": "epoch time (s)",
-                 "gpu_util": "GPU utilisation (%)", "data_wait_share": "data wait (share of step time)",
-                 "speedup": "speed-up over baseline", "val_acc": "validation accuracy"}
+TIME_AXIS = "time since monitor start (s)"
+DASHED = {"ls": "--", "lw": 0.8}   # a limit beside its reading
 
-
-# -- what one run did over time --------------------------------------------------------
 
 def utilisation_timeline(run, save=None) -> Figure:
-    """Per GPU: utilisation (with GPM SM/tensor activity when measured), memory, power,
-    and SM clock and temperature (throttled periods shaded red) on one shared time axis,
-    a CPU panel below, epochs shaded."""
+    """Per GPU: utilisation, memory, power, clock and temperature over time; CPU below."""
     gpu = run.gpu
     ids = sorted(int(g) for g in pd.to_numeric(gpu["gpu"], errors="coerce").dropna().unique()) \
         if len(gpu) else []
@@ -49,39 +40,30 @@ def utilisation_timeline(run, save=None) -> Figure:
     axes = list(np.atleast_1d(fig.subplots(len(heights), 1, sharex=True,
                                            gridspec_kw={"height_ratios": heights})))
     for k, group in enumerate(sets):
-        util_ax, mem_ax, power_ax, clock_ax = axes[4 * k:4 * k + 4]
+        panels = util_ax, mem_ax, power_ax, clock_ax = axes[4 * k:4 * k + 4]
         many = len(group) > 1
         for g in group:
             rows = gpu[pd.to_numeric(gpu["gpu"], errors="coerce") == g].sort_values("t")
-            _gpu_lines(util_ax, mem_ax, power_ax, rows, g, f"C{g % 10}" if many else "C0", many)
-            _clock_lines(clock_ax, rows, f"C{g % 10}" if many else "C0", many)
+            _gpu_lines(panels, rows, g, f"C{g % 10}" if many else "C0", many)
             if not many:
-                _shade_throttled([util_ax, mem_ax, power_ax, clock_ax], rows)
+                _shade_throttled(panels, rows)
         if many:  # one GPM line per GPU would bury the lesson: draw their mean
             _gpm_lines(util_ax, gpu.groupby("t", as_index=False).mean(numeric_only=True),
                        "k", " (mean)")
         name = f"GPU {group[0]}" if len(group) == 1 else f"GPUs {group[0]}-{group[-1]}"
-        util_ax.set_ylabel(f"{name}\nutil %")
-        util_ax.set_ylim(0, 105)
-        mem_ax.set_ylabel("memory\nGiB")
-        mem_ax.set_ylim(bottom=0)
-        power_ax.set_ylabel("power\nW")
-        power_ax.set_ylim(bottom=0)
-        clock_ax.set_ylabel("clock %\n/ temp C")
-        clock_ax.set_ylim(0, 105)
+        for ax, label, top in ((util_ax, f"{name}\nutil %", 105), (mem_ax, "memory\nGiB", None),
+                               (power_ax, "power\nW", None), (clock_ax, "clock %\n/ temp C", 105)):
+            ax.set(ylabel=label, ylim=(0, top))
     _cpu_total(axes[-1], run.host)
     _mark_epochs(axes, run)  # before the legends: it names the time outside training
     for ax in axes[:-1]:
         _legend(ax)
-    axes[-1].set_xlabel("time since monitor start (s)")
-    if ids:
-        util = gpu_util_mean(run)
-        detail = f"mean GPU utilisation {util:.0f}%" if not math.isnan(util) else "no utilisation"
-    else:
-        detail = "no GPU samples (CPU-only run)"
+    axes[-1].set_xlabel(TIME_AXIS)
+    util = gpu_util_mean(run)
+    detail = "no GPU samples (CPU-only run)" if not ids else "no utilisation" if math.isnan(util) \
+        else f"mean GPU utilisation {util:.0f}%"
     fig.suptitle(f"{run.name}: {detail}{_status_suffix(run)}")
-    _caption(fig, [run])
-    return _save(fig, save)
+    return _save(fig, save, [run])
 
 
 def cpu_timeline(run, save=None) -> Figure:
@@ -98,9 +80,7 @@ def cpu_timeline(run, save=None) -> Figure:
     ram_ax.plot(*_gapped(t, _column(host, "ram_used_mib") / 1024), color="C2", label="used")
     ram_ax.plot(*_gapped(t, _column(host, "ram_total_mib") / 1024), color="C2", ls="--",
                 lw=1, label="total")
-    ram_ax.set_ylim(bottom=0)
-    ram_ax.set_ylabel("RAM GiB")
-    ram_ax.set_xlabel("time since monitor start (s)")
+    ram_ax.set(ylabel="RAM GiB", xlabel=TIME_AXIS, ylim=(0, None))
     for ax in (cpu_ax, ram_ax):
         _legend(ax)
     _mark_epochs([cpu_ax, ram_ax], run)
@@ -108,14 +88,11 @@ def cpu_timeline(run, save=None) -> Figure:
     cores_text = f", {cores.shape[1]} cores" if cores.shape[1] else ""
     fig.suptitle(f"{run.name}: mean CPU {mean:.0f}%{cores_text}" if not math.isnan(mean)
                  else f"{run.name}: no CPU samples")
-    _caption(fig, [run])
-    return _save(fig, save)
+    return _save(fig, save, [run])
 
 
 def step_times(run, save=None) -> Figure:
-    """Every step of the run: its time split into data wait and compute (host-side) over
-    the step number, warm-up shaded, epochs marked; beside it the steady steps' histogram
-    with the median and the 95th percentile (their ratio is the run's spikiness)."""
+    """Every step's data wait and host-side compute; beside it the steady steps' histogram."""
     steps = run.steps
     fig = _figure(11, 3.8)
     series, hist = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1]})
@@ -137,8 +114,7 @@ def step_times(run, save=None) -> Figure:
     for i in np.flatnonzero(np.diff(epochs) != 0):
         series.axvline(i + 0.5, color="k", lw=0.6, ls=":")
     series.set(xlabel="step (dotted: a new epoch)", ylabel="step time (ms)",
-               xlim=(-0.5, len(steps) - 0.5))
-    series.set_ylim(bottom=0)
+               xlim=(-0.5, len(steps) - 0.5), ylim=(0, None))
     _legend(series)
     steady = metrics.steadiness(run)
     timed = (wait_ms + compute_ms)[_column(steps, "timed") == 1]
@@ -151,32 +127,24 @@ def step_times(run, save=None) -> Figure:
                       va="bottom", ha="right", fontsize=8)
         hist.set_ylim(series.get_ylim())
     hist.set(xlabel="steady steps", yticklabels=[])
-    waited = steady["waited_share"]
-    waited = "–" if math.isnan(waited) else f"{waited:.0%}"
+    waited = "–" if math.isnan(steady["waited_share"]) else f"{steady['waited_share']:.0%}"
     said = f"p95/median step {steady['spikiness']:.2f}, {waited} of steps waited for data"
     fig.suptitle(f"{metrics.label(run)}: {said if steady['steady_steps'] else 'warm-up only'}")
-    _caption(fig, [run])
-    return _save(fig, save)
+    return _save(fig, save, [run])
 
-
-# -- how runs compare ------------------------------------------------------------------
 
 def throughput(runs, save=None) -> Figure:
-    """Samples/s and epoch time per run: the run's value as a bar, each epoch as a dot
-    (the first, hollow, is the warm-up left out of the bar when there are more). A
-    group of repeats (`metrics.as_groups`) is one bar, the median, with the epochs of
-    all its runs as dots."""
+    """Samples/s and epoch time per run (repeats: their median) as a bar, each epoch a dot."""
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(g) for g in groups]
     table = ladder_table(groups)
     fig = _figure(10, 1.6 + 0.45 * len(runs))
     axes = fig.subplots(1, 2, sharey=True)
-    y = np.arange(len(runs))
     for ax, column, label in ((axes[0], "samples_per_sec", "samples/s"),
                               (axes[1], "epoch_time_s", "epoch time (s)")):
         for i, (run, value) in enumerate(zip(runs, table[column])):
             if math.isnan(value):
-                ax.text(0, i, f"  {_failure_text(run)}", va="center", color="grey", fontsize=9)
+                ax.text(0, i, f"  {_failure(_status(run))}", va="center", color="grey", fontsize=9)
                 continue
             ax.barh(i, value, color="C0", alpha=0.75)
             if column == "samples_per_sec":
@@ -186,29 +154,22 @@ def throughput(runs, save=None) -> Figure:
             jitter = np.linspace(-0.15, 0.15, len(rows)) if len(rows) > 1 else [0]
             for row, dy in zip(rows, jitter):
                 n = metrics.epoch_numbers(row)
-                # an epoch of warm-up steps only has no steady rate: its whole-time rate,
-                # hollow (the same definition the bars' "all" column uses)
-                warmup = math.isnan(n["samples_per_sec"])
-                v = n[column] if column != "samples_per_sec" or not warmup \
-                    else n["samples_per_sec_all"]
+                warmup = math.isnan(n["samples_per_sec"])   # no steady rate: its whole-time one
+                v = n["samples_per_sec_all"] if column == "samples_per_sec" and warmup else n[column]
                 ax.plot(v, i + dy, "o", ms=4, color="k", mfc="none" if warmup else "k")
-        ax.set_xlabel(label)
-        ax.set_xlim(left=0)
+        ax.set(xlabel=label, xlim=(0, None))
         ax.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(y, [metrics.label(run) + _status_suffix(run)
+    axes[0].set_yticks(range(len(runs)), [metrics.label(run) + _status_suffix(run)
                            + (f" ({len(g)} runs)" if len(g) > 1 else "")
                            for run, g in zip(runs, groups)])
     axes[0].set_ylim(len(runs) - 0.5, -0.5)  # first run on top, rows without bars kept
     _title(fig, f"Throughput per run: bars steady, whiskers slowest–fastest of {metrics.BLOCKS} blocks, "
            "dots epochs (hollow: warm-up)")
-    _caption(fig, [r for g in groups for r in g])
-    return _save(fig, save)
+    return _save(fig, save, [r for g in groups for r in g])
 
 
 def ladder(runs, baseline=0, save=None) -> Figure:
-    """The ladder: one bar per run, its speed-up over `baseline` (index or name), with
-    GPU utilisation beside it when measured; failed and OOM rungs hatched grey. A group
-    of repeats (`metrics.as_groups`) is one bar: its runs' median."""
+    """One bar per run (repeats: their median), its speed-up over `baseline`, GPU util beside."""
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(g) for g in groups]
     compared = [g if len(g) > 1 else g[0] for g in groups]  # what noise.compare judges
@@ -226,22 +187,20 @@ def ladder(runs, baseline=0, save=None) -> Figure:
     top = shown.max() if len(shown) else 1.0
     for i, row in table.iterrows():
         if row["status"] in FAILED or math.isnan(value[i]):
-            text = STATUS_TEXT.get(row["status"], row["status"]) if row["status"] in FAILED \
-                else "no epochs"
             ax.barh(i, top * 0.35, color="0.93", hatch="//", edgecolor="0.7", lw=0, zorder=2)
-            ax.text(top * 0.02, i, text, va="center", color="0.25", fontsize=9, zorder=3,
+            ax.text(top * 0.02, i, _failure(row["status"]), va="center", color="0.25", fontsize=9, zorder=3,
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
             continue
         color = "0.55" if row["rung"] == base["rung"] else "C0"
         ax.barh(i, value[i], color=color)
-        # the spread the noise verdicts use: ratios the two runs' blocks allow
-        low, high = (_ratio_range(compared[base_i], compared[i]) if by_speedup
-                     else (row["samples_per_sec_min"], row["samples_per_sec_max"]))
+        low, high = row["samples_per_sec_min"], row["samples_per_sec_max"]
+        if by_speedup:   # the spread the noise verdicts use: ratios the two runs' blocks allow
+            v = noise.compare(compared[base_i], compared[i])
+            low, high = (v.low, v.high) if v.kind != "not measured" else (math.nan, math.nan)
         _range_bar(ax, i, value[i], low, high, horizontal=True)
         label = (f"×{row['speedup']:.1f}   " if by_speedup else "") \
             + f"{row['samples_per_sec']:,.0f} samples/s"
-        # beside the whisker, but inside the axes: a wide range (few steps) would push the
-        # label off the figure and squeeze the bars to nothing
+        # beside the whisker, inside the axes: a wide range would squeeze the bars to nothing
         right = min(high if metrics.number(high) > value[i] else value[i], top * 1.12)
         ax.text(right + top * 0.01, i, label, va="center", fontsize=9, clip_on=True,
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
@@ -250,15 +209,13 @@ def ladder(runs, baseline=0, save=None) -> Figure:
         ax.set_xlabel(f"speed-up over '{base['rung']}' (ratio of samples/s)")
     else:
         ax.set_xlabel(f"samples/s (baseline '{base['rung']}' has no throughput)")
-    ax.set_xlim(0, top * 1.45)
     ax.set_yticks(range(len(runs)), list(table["rung"]))
-    ax.set_ylim(len(runs) - 0.5, -0.5)  # first run on top
+    ax.set(xlim=(0, top * 1.45), ylim=(len(runs) - 0.5, -0.5))  # first run on top
     ax.grid(axis="x", alpha=0.3)
     if has_util:
         _util_column(axes[1], table)
     _title(fig, "The ladder: what each change bought (whiskers: the runs' spread)")
-    _caption(fig, runs)
-    return _save(fig, save)
+    return _save(fig, save, runs)
 
 
 def curves(runs, save=None) -> Figure:
@@ -270,7 +227,7 @@ def curves(runs, save=None) -> Figure:
     for i, run in enumerate(runs):
         epochs = run.epochs
         if not len(epochs):
-            missing.append(f"{run.name} ({_failure_text(run)})")
+            missing.append(f"{run.name} ({_failure(_status(run))})")
             continue
         x, color = _column(epochs, "epoch"), f"C{i % 10}"
         last_epoch = max(last_epoch, int(np.nanmax(x)))
@@ -294,7 +251,6 @@ def curves(runs, save=None) -> Figure:
     loss_ax.set(xlabel="epoch", ylabel="training loss", title="loss")
     for ax in (acc_ax, loss_ax):
         ax.set_xlim(-0.5, last_epoch + 0.5)  # one epoch: a point in the middle, not an edge
-    for ax in (acc_ax, loss_ax):
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.grid(alpha=0.3)
     if acc_ax.get_legend_handles_labels()[0]:
@@ -302,51 +258,41 @@ def curves(runs, save=None) -> Figure:
     if missing:
         loss_ax.text(0.98, 0.98, "no epochs: " + "; ".join(missing), transform=loss_ax.transAxes,
                      ha="right", va="top", fontsize=8, color="grey", wrap=True)
-    _caption(fig, runs)
-    return _save(fig, save)
+    return _save(fig, save, runs)
 
 
 def lr_schedule(schedules: dict, steps=None, save=None) -> Figure:
-    """Learning rate against update step for each named schedule: a callable f(step) -> lr
-    (an mx.lr_scheduler, evaluated on a copy since they keep state) or a sequence of lrs.
-    steps: how many updates (int) or which ones (sequence); default: the longest
-    sequence, else 1000."""
+    """Learning rate against update step for each schedule, f(step) -> lr or a list of lrs;
+    steps: how many or which (default the longest list, else 1000)."""
     if not isinstance(schedules, dict) or not schedules:
         raise ValueError(f"schedules={schedules!r} must be a non-empty dict name -> schedule")
-    sequences = {}
     for name, schedule in schedules.items():
-        if callable(schedule):
-            continue
-        if isinstance(schedule, (str, bytes)) or not hasattr(schedule, "__iter__"):
+        if not (callable(schedule) or hasattr(schedule, "__iter__")) or isinstance(schedule, (str, bytes)):
             raise ValueError(f"schedule {name!r} is {schedule!r}; allowed: f(step) -> lr, or a list of lrs")
-        sequences[name] = np.asarray(list(schedule), dtype=float)
+    sequences = {n: np.asarray(list(s), dtype=float) for n, s in schedules.items() if not callable(s)}
     if steps is None:
-        steps = max((len(s) for s in sequences.values()), default=DEFAULT_LR_STEPS)
+        steps = max((len(s) for s in sequences.values()), default=1000)
     xs = np.arange(steps) if isinstance(steps, (int, np.integer)) else np.asarray(list(steps))
     fig = _figure(8, 4)
     ax = fig.subplots()
     for name, schedule in schedules.items():
-        if callable(schedule):
-            # stateful schedulers (mx FactorScheduler lowers base_lr in place) must see
-            # increasing steps, and the caller's object must stay untouched for training
-            private = _private_copy(schedule)
-            ys = [float(private(int(step))) for step in xs]
-            ax.plot(xs, ys, drawstyle="steps-post", label=name)
+        if callable(schedule):   # on increasing steps, leaving the caller's object untouched
+            try:
+                private = copy.deepcopy(schedule)
+            except Exception:  # an object that cannot be copied is used as it is
+                private = schedule
+            ax.plot(xs, [float(private(int(step))) for step in xs], drawstyle="steps-post", label=name)
         else:  # the i-th value is the lr of update step i
-            lrs = sequences[name]
-            x = xs[(xs >= 0) & (xs < len(lrs))].astype(int)
-            ax.plot(x, lrs[x], drawstyle="steps-post", label=name)
-    ax.set(xlabel="update step", ylabel="learning rate", title="Learning-rate schedules")
-    ax.set_ylim(bottom=0)
+            x = xs[(xs >= 0) & (xs < len(sequences[name]))].astype(int)
+            ax.plot(x, sequences[name][x], drawstyle="steps-post", label=name)
+    ax.set(xlabel="update step", ylabel="learning rate", title="Learning-rate schedules", ylim=(0, None))
     ax.grid(alpha=0.3)
     ax.legend()
     return _save(fig, save)
 
 
 def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
-    """A summary metric (a ladder-table column or a run.summary key) against a config
-    field, e.g. sweep(runs, "num_workers"); OOM and failed points marked with an x. A
-    point repeated (`gc.sweep(..., repeats=k)`) is its runs' median, with their spread."""
+    """A ladder-table column or run.summary key against a config field, e.g. "num_workers"."""
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(g) for g in groups]
     missing = [run.name for run in runs if x not in (run.config or {})]
@@ -354,21 +300,16 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
         fields = sorted(set().union(*[(run.config or {}).keys() for run in runs]))
         raise ValueError(f"x={x!r} is not a config field of run(s) {missing}; allowed: {fields}")
     table = ladder_table(groups)
-    if y in table.columns and y not in ("rung", "ran", "status"):
-        ys = table[y].to_numpy(dtype=float)
-    elif y in metrics.summary(runs[0]):  # a number `metrics` defines, not in the table
-        ys = np.array([metrics.number(metrics.summary(run)[y]) for run in runs])
-    else:
-        allowed = [c for c in table.columns if c not in ("rung", "ran", "status")]
-        allowed += [k for k in metrics.summary(runs[0]) if k not in allowed]
+    numbers = [c for c in table.columns if c not in ("rung", "ran", "status")]
+    allowed = numbers + [k for k in metrics.summary(runs[0]) if k not in numbers]
+    if y not in allowed:
         raise ValueError(f"y={y!r} is not a ladder column or summary key; allowed: {allowed}")
+    ys = table[y].to_numpy(dtype=float) if y in numbers \
+        else np.array([metrics.number(metrics.summary(run)[y]) for run in runs])
     xs_raw = [run.config[x] for run in runs]
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs_raw)
-    if numeric:
-        xs = np.array(xs_raw, dtype=float)
-    else:  # categories in order of first appearance
-        categories = list(dict.fromkeys(map(str, xs_raw)))
-        xs = np.array([categories.index(str(v)) for v in xs_raw], dtype=float)
+    categories = list(dict.fromkeys(map(str, xs_raw)))   # else: in order of first appearance
+    xs = np.array(xs_raw if numeric else [categories.index(str(v)) for v in xs_raw], dtype=float)
     order = np.argsort(xs, kind="stable")
     failed = np.array([status in FAILED for status in table["status"]])
     fig = _figure(8, 4.5)
@@ -393,18 +334,13 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
     ax.set_xticks(list(ticks), [str(v) for v in ticks.values()])
     ax.minorticks_off()
     ax.set_ylim(bottom=0, top=max(1.0, np.nanmax(ys[ok]) * 1.15) if len(ok) else 1.0)
-    ax.set(xlabel=x, ylabel=METRIC_LABELS.get(y, y),
-           title=f"{METRIC_LABELS.get(y, y)} against {x}")
+    ax.set(xlabel=x, ylabel=tables.header(y), title=f"{tables.header(y)} against {x}")
     ax.grid(alpha=0.3)
-    _caption(fig, runs)
-    return _save(fig, save)
+    return _save(fig, save, runs)
 
-
-# -- helpers ---------------------------------------------------------------------------
 
 class _ShownFigure(Figure):
-    """A Figure that Jupyter draws when a cell returns it, even though pyplot (whose
-    import registers matplotlib's own display hook) was never imported."""
+    """A Figure that Jupyter draws when a cell returns it, without pyplot's display hook."""
 
     def _repr_png_(self) -> bytes:
         image = io.BytesIO()
@@ -413,8 +349,7 @@ class _ShownFigure(Figure):
 
 
 def _title(fig: Figure, text: str) -> None:
-    """A title wrapped to the figure's width: a centred line wider than the figure is cut
-    at both ends when the notebook shows it (about 11 characters an inch at this size)."""
+    """A title wrapped to the figure's width: a notebook cuts a wider one at both ends."""
     fig.suptitle(textwrap.fill(text, width=max(40, int(fig.get_figwidth() * 11))))
 
 
@@ -422,8 +357,9 @@ def _figure(width, height) -> Figure:
     return _ShownFigure(figsize=(width, height), layout="constrained")
 
 
-def _save(fig: Figure, save) -> Figure:
-    """Write the PNG atomically, so no reader sees half an image."""
+def _save(fig: Figure, save, runs=()) -> Figure:
+    """Caption the figure with the runs' hardware, and write the PNG atomically."""
+    _caption(fig, runs)
     if save is not None:
         image = io.BytesIO()
         fig.savefig(image, format="png", dpi=DPI)
@@ -432,8 +368,7 @@ def _save(fig: Figure, save) -> Figure:
 
 
 def hardware_caption(runs) -> str:
-    """'2 × NVIDIA H100 80GB HBM3 (driver 550.54.15)' or 'CPU only: <model>, 2 cores';
-    distinct machines joined with '; '."""
+    """'2 × NVIDIA H100 80GB HBM3 (driver 550.54.15)' or 'CPU only: <model>, 2 cores'."""
     captions = []
     for run in runs:
         hw = run.meta.get("hardware") or {}
@@ -486,41 +421,33 @@ def _mark_epochs(axes, run) -> None:
                      ha="center", va="bottom", fontsize=8, color="C1")
 
 
-def _gpu_lines(util_ax, mem_ax, power_ax, rows, g, color, many) -> None:
-    """One GPU's lines; with `many` GPUs on shared panels only its utilisation is named."""
-    t = _column(rows, "t")
+def _gpu_lines(panels, rows, g, color, many) -> None:
+    """One GPU's lines (with `many` on shared panels, only utilisation named); clock in %."""
+    util_ax, mem_ax, power_ax, clock_ax = panels
+    t, peak = _column(rows, "t"), _column(rows, "sm_clock_max_mhz")
     util_ax.plot(*_periods(t, _column(rows, "util_gpu")), color=color, lw=1.2,
                  drawstyle="steps-pre", label=f"GPU {g}" if many else "GPU-Util")
     if not many:
         _gpm_lines(util_ax, rows, color, "")
-    mem_ax.plot(*_gapped(t, _column(rows, "mem_used_mib") / 1024), color=color,
-                label=None if many else "used")
-    mem_ax.plot(*_gapped(t, _column(rows, "mem_total_mib") / 1024), color=color, ls="--",
-                lw=0.8, label=None if many else "total")
-    power_ax.plot(*_gapped(t, _column(rows, "power_w")), color=color,
-                  label=None if many else "draw")
-    power_ax.plot(*_gapped(t, _column(rows, "power_limit_w")), color=color, ls="--", lw=0.8,
-                  label=None if many else "limit")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        clock = 100 * _column(rows, "sm_clock_mhz") / np.where(peak > 0, peak, np.nan)
+    for ax, y, label, style in (
+            (mem_ax, _column(rows, "mem_used_mib") / 1024, "used", {}),
+            (mem_ax, _column(rows, "mem_total_mib") / 1024, "total", DASHED),
+            (power_ax, _column(rows, "power_w"), "draw", {}),
+            (power_ax, _column(rows, "power_limit_w"), "limit", DASHED),
+            (clock_ax, clock, "SM clock % of max", {"lw": 1}),
+            (clock_ax, _column(rows, "temp_c"), "temperature C", {"ls": ":", "lw": 1})):
+        ax.plot(*_gapped(t, y), color=color, label=None if many else label, **style)
     errors = rows["error"] if "error" in rows.columns else pd.Series(dtype=object)
     failing = errors.notna() & (errors.astype(str).str.strip() != "")
     if failing.any():
         first = rows[failing].iloc[0]
-        for ax in (util_ax, mem_ax, power_ax):
-            ax.axvline(float(first["t"]), color="C3", lw=1.5)
         when = float(first["t"])
+        for ax in (util_ax, mem_ax, power_ax):
+            ax.axvline(when, color="C3", lw=1.5)
         util_ax.text(when, 97, f"GPU {g}: {first['error']} at t={when:.0f} s ", color="C3",
                      fontsize=8, ha="right", va="top")
-
-
-def _clock_lines(ax, rows, color, many) -> None:
-    """SM clock as % of its maximum and the temperature in C (one scale, 0-105)."""
-    t = _column(rows, "t")
-    peak = _column(rows, "sm_clock_max_mhz")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        clock = 100 * _column(rows, "sm_clock_mhz") / np.where(peak > 0, peak, np.nan)
-    ax.plot(*_gapped(t, clock), color=color, lw=1, label=None if many else "SM clock % of max")
-    ax.plot(*_gapped(t, _column(rows, "temp_c")), color=color, ls=":", lw=1,
-            label=None if many else "temperature C")
 
 
 def throttled_spans(rows: pd.DataFrame) -> list[tuple[float, float]]:
@@ -546,8 +473,7 @@ def _shade_throttled(axes, rows) -> None:
 
 
 def _gpm_lines(ax, rows, color, suffix) -> None:
-    """GPM (Hopper): GPU-Util only says a kernel was running; SM and tensor activity say
-    how much of the chip worked. Drawn only where measured."""
+    """GPM (Hopper): how much of the chip worked, where GPU-Util says only that a kernel ran."""
     t = _column(rows, "t")
     for column, label, style in (("sm_active", "SM active", "--"),
                                  ("tensor_active", "tensor active", ":")):
@@ -562,8 +488,7 @@ def _cpu_total(ax, host) -> None:
         ax.text(0.5, 0.5, "no CPU samples", transform=ax.transAxes, ha="center", color="grey")
     ax.plot(*_gapped(_column(host, "t"), _column(host, "cpu_percent")), color="k", lw=1.2,
             label="CPU (all cores)")
-    ax.set_ylim(0, 105)
-    ax.set_ylabel("CPU %")
+    ax.set(ylim=(0, 105), ylabel="CPU %")
     _legend(ax)
 
 
@@ -574,15 +499,12 @@ def _util_column(ax, table) -> None:
             continue
         ax.barh(i, util, color="C2", alpha=0.8)
         ax.text(min(util, 100) + 2, i, f"{util:.0f}%", va="center", fontsize=9)
-    ax.set_xlim(0, 130)
-    ax.set_xticks([0, 50, 100])
-    ax.set_xlabel("GPU util %")
+    ax.set(xlim=(0, 130), xticks=[0, 50, 100], xlabel="GPU util %")
     ax.tick_params(axis="y", left=False)
 
 
 def _range_bar(ax, at, value, low, high, horizontal: bool) -> None:
-    """A whisker from low to high through the bar or point at `at` (nothing when the
-    spread is unknown)."""
+    """A whisker from low to high through the bar or point at `at` (none when unknown)."""
     low, high = metrics.number(low), metrics.number(high)
     if math.isnan(low) or math.isnan(high):
         return
@@ -594,22 +516,13 @@ def _range_bar(ax, at, value, low, high, horizontal: bool) -> None:
         ax.errorbar(at, value, yerr=err, fmt="none", ecolor="C0", elinewidth=1, capsize=3)
 
 
-def _ratio_range(base_run, run) -> tuple[float, float]:
-    """The speed-up's range as `noise.compare` judges it (NaN, NaN when not measured)."""
-    verdict = noise.compare(base_run, run)
-    return (verdict.low, verdict.high) if verdict.kind != "not measured" else (math.nan,
-                                                                               math.nan)
-
-
 def _legend(ax) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
 
 
 def _periods(t, y):
-    """Readings that average the period before them (NVML's utilisation, GPM) drawn over
-    that period: the first one, which describes the time before the monitor started
-    (often a false 0 %), is left out."""
+    """Readings that average the period before them, drawn over it (the first: a false 0 %)."""
     t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
     return _gapped(t[1:], y[1:]) if len(t) > 1 else (t[:0], y[:0])
 
@@ -642,18 +555,14 @@ def _per_core(host: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def _failure_text(run) -> str:
-    status = str(run.meta.get("status") or "")
+def _failure(status) -> str:
     return STATUS_TEXT.get(status, status) if status in FAILED else "no epochs"
 
 
+def _status(run) -> str:
+    return str(run.meta.get("status") or "")
+
+
 def _status_suffix(run) -> str:
-    status = str(run.meta.get("status") or "")
-    return f" [{STATUS_TEXT.get(status, status)}]" if status in FAILED else ""
+    return f" [{_failure(_status(run))}]" if _status(run) in FAILED else ""
 
-
-def _private_copy(schedule):
-    try:
-        return copy.deepcopy(schedule)
-    except Exception:  # an object that cannot be copied is used as it is
-        return schedule

@@ -1,6 +1,4 @@
-"""The ladder as text: a formatted table, a Markdown/HTML report and a conclusion
-written from the measurements (every number from `metrics`). Matplotlib is imported
-only by `write_report`, so printing a table stays fast."""
+"""The ladder as text: a table, a Markdown/HTML report and a conclusion from the measurements."""
 from __future__ import annotations
 
 import base64
@@ -10,6 +8,7 @@ import re
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
+from string import Template
 
 import pandas as pd
 
@@ -20,16 +19,16 @@ from ..measure.records import write_atomic
 from ..page import Page
 
 PAGE = Page.of(__name__)   # the conclusion's fixed sentences: text/report.md
-SAY = {name: PAGE.text(name) for name in ("nothing_to_compare", "not_credited",
-                                          "accuracy_unmoved", "accuracy_moved",
-                                          "accuracy_caution")}
+SAY = {name: PAGE.text(name) for name in ("nothing_to_compare", "not_credited", "accuracy_unmoved",
+                                          "accuracy_moved", "accuracy_caution")}
 WARMUP, MADE = PAGE.means("warmup", str), PAGE.means("made", str)
+HTML = Template((Path(__file__).parent / "text" / "report.html").read_text(encoding="utf-8"))
 
 NO_VALUE = tables.NO_VALUE
+ANATOMY_HEADING = "Where each rung's step goes, and its time to the target"
 SHARED = "Another program shared the machine during {names}: their numbers are pessimistic and noisier."
 
-# column -> (header, how a value is written), NaN written NO_VALUE: as the notebooks'
-# tables write it (`tables.COLUMNS`), but for a terminal's fixed digits
+# column -> (header, how a value is written): `tables.COLUMNS`, with a terminal's fixed digits
 _FORMATS = {
     **tables.COLUMNS,
     "ran": ("ran (where not as requested)", str),
@@ -47,34 +46,21 @@ _FORMATS = {
 _TEXT_COLUMNS = {"rung", "ran", "status", "bound", "next_rung", "compiled"}
 
 
-# -- tables --------------------------------------------------------------------------------
-
 def ladder_table(runs, baseline=0, varies=()) -> pd.DataFrame:
-    """One row per run or group of repeats, in order (`metrics.table`): each rung labelled
-    by what ran, with a column for every setting (as it ran), thread count, machine or
-    machine load that differs between the rows beyond `varies`, the settings the rows'
-    names already say (`alike.differing`: what else a speed-up reads across). No speed-up
-    for a row whose mock differs from the baseline's (a ceiling bounds a run, it is no
-    rung of it), nor for a repeat of the baseline's configuration (its ratio is noise),
-    nor where either run, alone (not a group of repeats), has fewer than
-    metrics.MIN_STEADY_STEPS steady steps.
-    GPM's SM and tensor-core activity beside GPU-Util (`metrics.gpm_activity`; Hopper and
-    newer, else empty and not shown) and the achieved TFLOP/s and % of peak
-    (`flops.table_columns`) before the status."""
+    """One row per run or group of repeats, a column for whatever else differs beyond
+    `varies`; no speed-up across mocks, for the baseline repeated, or on too few steps."""
     table = metrics.table(runs, baseline)
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(r) for r in groups]  # a group of repeats: its median run
-    base = runs[metrics.baseline_index(groups, baseline)]
+    base_i = metrics.baseline_index(groups, baseline)
+    base = runs[base_i]
     mocks = [str(r.config.get("mock") or "none") for r in runs]
-    base_mock = str(base.config.get("mock") or "none")
-    table.loc[[m != base_mock for m in mocks], "speedup"] = math.nan
-    # the baseline's configuration run again: its ratio is the machine's noise, not a speed-up
+    table.loc[[m != mocks[base_i] for m in mocks], "speedup"] = math.nan
     table.loc[[r is not base and not alike.settings(base, r) for r in runs], "speedup"] = math.nan
-    # a ratio of a few steady steps is noise (on an H200 a quick rung's 2 steps read x0.16);
-    # a group of repeats is judged over its runs (noise.compare), so it keeps its ratio
+    # a ratio of a few steady steps is noise (on an H200 a quick rung's 2 steps read x0.16)
     few = [len(g) == 1 and metrics.steady_steps(r) < metrics.MIN_STEADY_STEPS
            for g, r in zip(groups, runs)]
-    table.loc[[f or few[runs.index(base)] for f in few], "speedup"] = math.nan
+    table.loc[[f or few[base_i] for f in few], "speedup"] = math.nan
     for at, aspect in enumerate(alike.differing(runs, varies), start=1):
         table.insert(at, aspect, [_scalar(alike.shown(r, aspect)) for r in runs])
     at = table.columns.get_loc("gpu_util") + 1
@@ -84,8 +70,7 @@ def ladder_table(runs, baseline=0, varies=()) -> pd.DataFrame:
 
 
 def put(table: pd.DataFrame, at: int, column: str, values) -> None:
-    """Insert `column` at position `at`, replacing the column of that name `ladder_table`
-    gave it (a lesson's own words for a setting it varies, say)."""
+    """Insert `column` at `at`, replacing the column of that name (a lesson's own words)."""
     if column in table.columns:
         table.drop(columns=column, inplace=True)
     table.insert(min(at, len(table.columns)), column, values)
@@ -97,13 +82,11 @@ def _scalar(value):
 
 
 def format_table(df: pd.DataFrame) -> str:
-    """The table as fixed-width text for a terminal: 1,234.5 samples/s, ×3.2, 97%, – for NaN.
-    The "ran" column is left out when every run ran as requested."""
-    return _table(tables.readable(df)).text()   # no empty "ran" or GPM columns
+    """The table as fixed-width text for a terminal: 1,234.5 samples/s, ×3.2, 97%, – for NaN."""
+    return _table(tables.readable(df)).text()
 
 
 def _table(df: pd.DataFrame) -> tables.Table:
-    """`df` as one block of cells in this module's formats (`_FORMATS`)."""
     cells = pd.DataFrame([[_cell(c, v) for c, v in zip(df.columns, row)]
                           for row in df.itertuples(index=False)],
                          columns=[_heading(c) for c in df.columns], dtype=object)
@@ -111,8 +94,7 @@ def _table(df: pd.DataFrame) -> tables.Table:
 
 
 def anatomy_table(runs, baseline=0) -> tuple[pd.DataFrame, str]:
-    """The ladder's second table, where each rung's step goes and its time to the
-    baseline's accuracy (`analyse.anatomy`), and the sentence that says what it counts."""
+    """Where each rung's step goes and its time to the target, and the sentence saying so."""
     from ..analyse import anatomy
     frame = anatomy.table(runs, baseline)
     base = frame["rung"].iloc[metrics.baseline_index(metrics.as_groups(runs), baseline)]
@@ -120,18 +102,12 @@ def anatomy_table(runs, baseline=0) -> tuple[pd.DataFrame, str]:
 
 
 def anatomy_text(runs, baseline=0) -> str:
-    """`anatomy_table` as text for a terminal."""
     frame, line = anatomy_table(runs, baseline)
     return format_table(frame) + "\n" + line
 
 
 def conclusion(runs, baseline=0, varies=()) -> str:
-    """The ladder in a few sentences, computed from its numbers and judged against the
-    run-to-run noise (`noise`): the rung with the most samples/s against the baseline
-    (called the fastest only where that is beyond noise), then what each rung's change did
-    to the rung before it (helped, hurt, within noise), when a warm-up (compile) cost pays
-    back, and whether another program shared the machine. varies: what the rungs may
-    differ in (`ladder.RUNG_SETTINGS`); no verdict is given across anything else."""
+    """The ladder in sentences judged against noise; no verdict across anything but `varies`."""
     from ..analyse import noise
     groups = _as_list(runs)
     table = ladder_table(groups, baseline, varies)
@@ -161,15 +137,13 @@ def conclusion(runs, baseline=0, varies=()) -> str:
     else:
         verdict = noise.compare(compared[base_i], compared[best_i], varies=varies)
         lead = "The fastest rung" if verdict.is_effect else "The rung with the most samples/s"
-        line = (f"{lead}, '{best['rung']}', trains at {speed}: against the "
-                f"baseline '{base['rung']}' {noise.sentence(verdict)}")
+        line = f"{lead}, '{best['rung']}', trains at {speed}: against the baseline '{base['rung']}' " \
+               + noise.sentence(verdict)
         if not (math.isnan(base["gpu_util"]) or math.isnan(best["gpu_util"])):
             line += f"; GPU utilisation went from {base['gpu_util']:.0f}% to {best['gpu_util']:.0f}%"
         text = [line + "."]
-    steps = []
-    for before, after in zip(ok, ok[1:]):
-        verdict = noise.compare(compared[before], compared[after], varies=varies)
-        steps.append(f"'{table.rung[after]}' {noise.sentence(verdict)}")
+    steps = [f"'{table.rung[b]}' {noise.sentence(noise.compare(compared[a], compared[b], varies=varies))}"
+             for a, b in zip(ok, ok[1:])]
     if steps:
         text.append("Each rung against the one before it: " + "; ".join(steps) + ".")
     text += _accuracy_effects(runs, table, ok, varies)
@@ -185,9 +159,7 @@ def conclusion(runs, baseline=0, varies=()) -> str:
 
 
 def _warmup_costs(runs, table, ok) -> list[str]:
-    """A sentence per rung whose warm-up (compile, autotuning) cost more than 10 % of its
-    whole run: how long it took, and after how many epochs its speed pays it back
-    against the rung before it."""
+    """A sentence per rung whose warm-up cost over 10 % of its run: when its speed repays it."""
     out = []
     for before, after in zip(ok, ok[1:]):
         steady, whole = table.samples_per_sec[after], table.samples_per_sec_all[after]
@@ -209,20 +181,17 @@ def _warmup_costs(runs, table, ok) -> list[str]:
 
 
 def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
-    """One sentence on validation accuracy, rung against the rung before it: the changes
-    outside 2 standard errors (`noise.accuracy_change`), or that none was; a change across
-    rungs that differ in more than `varies` (more epochs, another network) is named with
-    what else differs and credited to nothing."""
+    """One sentence on validation accuracy, each rung against the one before it."""
     from ..analyse import noise
     moved, unlike = [], []
     for before, after in zip(ok, ok[1:]):
         if math.isnan(metrics.val_acc(runs[before])) or math.isnan(metrics.val_acc(runs[after])):
             continue
-        points, sentence = noise.accuracy_change(runs[before], runs[after])
         if not noise.accuracy_verdict(runs[before], runs[after]).is_effect:
             continue
+        line = f"'{table.rung[after]}' {noise.accuracy_change(runs[before], runs[after])[1]} " \
+               f"against '{table.rung[before]}'"
         differ = alike.differences(runs[before], runs[after], varies)
-        line = f"'{table.rung[after]}' {sentence} against '{table.rung[before]}'"
         if differ:
             also = alike.words(differ, table.rung[before], table.rung[after])
             unlike.append(f"{line}, but they also differ in {also}")
@@ -230,20 +199,15 @@ def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
             moved.append(line)
     if len(ok) < 2:
         return []
-    text = []
-    if unlike:
-        text.append(f"{SAY['not_credited']}: {'; '.join(unlike)}.")
+    text = [f"{SAY['not_credited']}: {'; '.join(unlike)}."] if unlike else []
     if not moved:
         return text + [SAY["accuracy_unmoved"]]
     return text + [f"{SAY['accuracy_moved']}: {'; '.join(moved)}. {SAY['accuracy_caution']}"]
 
 
 def _preparation_costs(runs, table, ok) -> list[str]:
-    """A sentence per rung that read a copy of its data made before it ran (a packed
-    file: offline pre-processing, not in its samples/s): what making it cost, and after
-    how many epochs the rung's shorter epochs pay that back against the rung before it.
-    A copy an earlier ladder made counts the time that ladder recorded beside it, or is
-    named as untimed; one this ladder made for an earlier rung is not named again."""
+    """A sentence per copy of the data made before a rung ran (offline): its cost, and when
+    the rung's shorter epochs repay it."""
     out, made_here = [], set()
     for before, after in zip([None] + ok, ok):
         note = (runs[after].meta.get("notes") or {}).get("prepared") or {}
@@ -266,67 +230,59 @@ def _preparation_costs(runs, table, ok) -> list[str]:
     return out
 
 
-# -- the report ----------------------------------------------------------------------------
-
 def write_report(runs, out_dir, title="gpu-course ladder", baseline=0, varies=()) -> dict:
-    """Write report.md and report.html (figures embedded) plus the figures as PNGs into
-    `out_dir`. Returns {"markdown", "html", "ladder", "throughput", "curves": Path,
-    "timelines": [Path, one per run]}."""
+    """Write report.md, report.html and the figures as PNGs into `out_dir`; their paths."""
     from . import plots  # matplotlib only when a report is written
 
     groups = _as_list(runs)
     runs = _flat(groups)  # every run gets its own timeline and step figure
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    table = ladder_table(groups, baseline, varies)
-    figures = {"ladder": out / "ladder.png", "throughput": out / "throughput.png",
-               "curves": out / "curves.png"}
+    figures = {name: out / f"{name}.png" for name in ("ladder", "throughput", "curves")}
     plots.ladder(groups, baseline=baseline, save=figures["ladder"])
     plots.throughput(groups, save=figures["throughput"])
     plots.curves(runs, save=figures["curves"])
-    timelines = [out / f"timeline-{i + 1:02d}-{_slug(run.name)}.png" for i, run in enumerate(runs)]
-    for run, path in zip(runs, timelines):
-        plots.utilisation_timeline(run, save=path)
-    step_figures = [out / f"steps-{i + 1:02d}-{_slug(run.name)}.png" for i, run in enumerate(runs)]
-    for run, path in zip(runs, step_figures):
-        plots.step_times(run, save=path)
-
+    per_run = {}
+    for kind, caption, draw in (("timeline", "Utilisation", plots.utilisation_timeline),
+                                ("steps", "Steps", plots.step_times)):
+        per_run[kind] = [(f"{caption}: {run.name}", out / f"{kind}-{i + 1:02d}-{_slug(run.name)}.png")
+                         for i, run in enumerate(runs)]
+        for run, (_, path) in zip(runs, per_run[kind]):
+            draw(run, save=path)
     sections = {
         "title": title, "conclusion": conclusion(groups, baseline, varies),
-        "header": _header(runs), "table": tables.readable(table), "runs": _run_lines(runs),
-        "anatomy": anatomy_table(groups, baseline),
+        "header": _header(runs), "table": tables.readable(ladder_table(groups, baseline, varies)),
+        "runs": _run_lines(runs), "anatomy": anatomy_table(groups, baseline),
         "figures": [("Ladder", figures["ladder"]), ("Throughput", figures["throughput"]),
-                    ("Accuracy and loss", figures["curves"])]
-        + [(f"Utilisation: {run.name}", path) for run, path in zip(runs, timelines)]
-        + [(f"Steps: {run.name}", path) for run, path in zip(runs, step_figures)],
+                    ("Accuracy and loss", figures["curves"])] + per_run["timeline"] + per_run["steps"],
     }
     paths = {"markdown": out / "report.md", "html": out / "report.html"}
     write_atomic(paths["markdown"], _markdown(sections))  # temp file + rename
     write_atomic(paths["html"], _html(sections))
-    return {**paths, **figures, "timelines": timelines, "steps": step_figures}
+    return {**paths, **figures, "timelines": [p for _, p in per_run["timeline"]],
+            "steps": [p for _, p in per_run["steps"]]}
 
 
 def _header(runs) -> list[tuple[str, str]]:
     """(label, text) pairs describing the machine and software of the first run."""
     meta = runs[0].meta
     hw = meta.get("hardware") or {}
-    gpus = hw.get("gpus") or []
     kinds = Counter(f"{g.get('name', 'GPU')} ({(g.get('memory_total_mib') or 0) / 1024:.0f} GiB, "
-                    f"sm_{str(g.get('compute_capability', '?')).replace('.', '')})" for g in gpus)
-    gpu_text = ", ".join(f"{n} × {kind}" for kind, n in kinds.items()) or "none (CPU only)"
-    versions = meta.get("versions") or {}
-    git = meta.get("git") or {}
+                    f"sm_{str(g.get('compute_capability', '?')).replace('.', '')})"
+                    for g in hw.get("gpus") or [])
+    versions, git = meta.get("versions") or {}, meta.get("git") or {}
     lines = [
         ("generated", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
         ("engine", str(meta.get("engine", "?"))),
-        ("GPUs", gpu_text),
+        ("GPUs", ", ".join(f"{n} × {kind}" for kind, n in kinds.items()) or "none (CPU only)"),
         ("driver / CUDA", f"{hw.get('driver') or NO_VALUE} / {hw.get('cuda') or NO_VALUE}"),
         ("CPU", f"{hw.get('cpu_model') or '?'}, {hw.get('cpu_count') or '?'} cores"),
         ("host", f"{hw.get('hostname') or '?'} ({hw.get('platform') or '?'})"),
         ("versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) or NO_VALUE),
         ("git", f"{git.get('commit') or NO_VALUE}{' (dirty)' if git.get('dirty') else ''}"),
     ]
-    machines = {_machine_key(run) for run in runs}
+    machines = {(hw.get("hostname"), tuple(g.get("name") for g in hw.get("gpus") or []))
+                for hw in ((run.meta.get("hardware") or {}) for run in runs)}
     if len(machines) > 1:
         lines.append(("note", f"the runs come from {len(machines)} machines; this header is the first's"))
     return lines
@@ -335,9 +291,8 @@ def _header(runs) -> list[tuple[str, str]]:
 def _run_lines(runs) -> list[str]:
     lines = []
     for run in runs:
+        summary, error = (run.summary or {}).get("summary_line"), run.meta.get("error")
         line = f"{run.name}: {run.meta.get('run_id', Path(str(run.path)).name)}"
-        summary = (run.summary or {}).get("summary_line")
-        error = run.meta.get("error")
         line += f" — {summary}" if summary else ""
         traces = sorted(Path(str(run.path)).glob("profile/*.json.gz"))   # gpu-course profile
         line += "".join(f" — trace: {trace}" for trace in traces)
@@ -347,12 +302,11 @@ def _run_lines(runs) -> list[str]:
 
 def _markdown(s) -> str:
     esc = _md_escape
+    frame, line = s["anatomy"]
     out = [f"# {esc(s['title'])}", "", esc(s["conclusion"]), ""]
     out += [f"- **{esc(k)}**: {esc(v)}" for k, v in s["header"]] + [""]
     out += _md_table(s["table"])
-    frame, line = s["anatomy"]
-    out += ["", "## Where each rung's step goes, and its time to the target", ""]
-    out += _md_table(frame) + ["", esc(line)]
+    out += ["", f"## {ANATOMY_HEADING}", ""] + _md_table(frame) + ["", esc(line)]
     out += ["", "## Runs", ""] + [f"- {esc(line)}" for line in s["runs"]] + [""]
     for caption, path in s["figures"]:
         out += [f"## {esc(caption)}", "", f"![{esc(caption)}]({path.name})", ""]
@@ -360,45 +314,25 @@ def _markdown(s) -> str:
 
 
 def _md_table(table: pd.DataFrame) -> list[str]:
-    esc = _md_escape
-    header = [_heading(c) for c in table.columns]
-    out = ["| " + " | ".join(esc(h) for h in header) + " |",
-           "|" + "|".join(":--" if c in _TEXT_COLUMNS else "--:" for c in table.columns) + "|"]
-    for row in table.itertuples(index=False):
-        out.append("| " + " | ".join(esc(_cell(c, v)) for c, v in zip(table.columns, row)) + " |")
-    return out
+    rows = [[_heading(c) for c in table.columns]]
+    rows += [[_cell(c, v) for c, v in zip(table.columns, row)] for row in table.itertuples(index=False)]
+    rule = "|" + "|".join(":--" if c in _TEXT_COLUMNS else "--:" for c in table.columns) + "|"
+    lines = ["| " + " | ".join(_md_escape(v) for v in row) + " |" for row in rows]
+    return lines[:1] + [rule] + lines[1:]
 
 
 def _html(s) -> str:
     esc = html.escape
     frame, line = s["anatomy"]
-    figures = "".join(
-        f"<h2>{esc(caption)}</h2>\n<img alt=\"{esc(caption)}\" "
-        f"src=\"data:image/png;base64,{base64.b64encode(path.read_bytes()).decode('ascii')}\">\n"
-        for caption, path in s["figures"])
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{esc(s['title'])}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }}
-table {{ border-collapse: collapse; }}
-th, td {{ padding: 4px 10px; border-bottom: 1px solid #ddd; }}
-img {{ max-width: 100%; }}
-dt {{ font-weight: bold; float: left; width: 9em; }} dd {{ margin-left: 10em; }}
-</style></head><body>
-<h1>{esc(s['title'])}</h1>
-<p><strong>{esc(s['conclusion'])}</strong></p>
-<dl>{''.join(f'<dt>{esc(k)}</dt><dd>{esc(v)}</dd>' for k, v in s['header'])}</dl>
-{_table(s['table'])._repr_html_()}
-<h2>Where each rung's step goes, and its time to the target</h2>
-{_table(frame)._repr_html_()}
-<p>{esc(line)}</p>
-<h2>Runs</h2>
-<ul>{''.join(f'<li>{esc(line)}</li>' for line in s['runs'])}</ul>
-{figures}</body></html>
-"""
+    return HTML.substitute(
+        title=esc(s["title"]), conclusion=esc(s["conclusion"]), anatomy_heading=ANATOMY_HEADING,
+        header="".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in s["header"]),
+        table=_table(s["table"])._repr_html_(), anatomy=_table(frame)._repr_html_(),
+        anatomy_line=esc(line), runs="".join(f"<li>{esc(line)}</li>" for line in s["runs"]),
+        figures="".join(f'<h2>{esc(caption)}</h2>\n<img alt="{esc(caption)}" src="data:image/png;base64,'
+                        f'{base64.b64encode(path.read_bytes()).decode("ascii")}">\n'
+                        for caption, path in s["figures"]))
 
-
-# -- small helpers -------------------------------------------------------------------------
 
 def _as_list(runs) -> list:
     runs = list(runs)
@@ -426,11 +360,6 @@ def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _machine_key(run) -> tuple:
-    hw = run.meta.get("hardware") or {}
-    return (hw.get("hostname"), tuple(g.get("name") for g in hw.get("gpus") or []))
-
-
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")[:40] or "run"
 
@@ -440,15 +369,13 @@ def _md_escape(text) -> str:
     return html.escape(str(text), quote=False).replace("|", "\\|")
 
 
-# -- reference results ----------------------------------------------------------------
 REFERENCE_ROOT = Path(__file__).resolve().parents[1] / "reference"
 GPU_CHECKS = REFERENCE_ROOT / "gpu-checks"   # tools.gpu_evidence: <track>-<gpu>/<when>/
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def gpu_checks(root: Path | None = None) -> list[dict]:
-    """Each GPU check committed under `root` (GPU_CHECKS), oldest first: its folder
-    (<track>-<gpu>), stamp, device, date and each notebook's status (colour codes out)."""
+    """Each GPU check committed under `root` (GPU_CHECKS), oldest first."""
     import json
     import warnings
     found = []
@@ -466,10 +393,7 @@ def gpu_checks(root: Path | None = None) -> list[dict]:
 
 
 def executed_notebooks(root: Path | None = None) -> dict[str, dict[str, dict]]:
-    """{folder: {notebook: the check whose executed copy stands}}: the newest check that
-    ran the notebook to an end (ok or an error), else the newest that was stopped when
-    its time ran out; a check that skipped it does not count. Each value: the notebook's
-    entry with the check's stamp, device and date."""
+    """{folder: {notebook: the newest check that ran it to an end, else that stopped it}}."""
     best: dict[str, dict[str, dict]] = {}
     for check in gpu_checks(root):
         for entry in check["notebooks"]:
@@ -485,8 +409,7 @@ def executed_notebooks(root: Path | None = None) -> dict[str, dict[str, dict]]:
 
 
 def executed_copies(track: str, number) -> list[tuple[str, Path]]:
-    """(GPU, executed notebook) for each GPU on which a committed check ran lesson
-    `number` of `track` without error (`tools.gpu_check`, `tools.gpu_evidence`)."""
+    """(GPU, executed notebook) for each GPU whose check ran lesson `number` without error."""
     found = []
     for folder, notebooks in sorted(executed_notebooks().items()):
         if not folder.startswith(f"{track}-"):

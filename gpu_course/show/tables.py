@@ -1,14 +1,5 @@
-"""Tables for reading: units in the headers, digits that mean something, percentages, and
-wide tables folded into blocks (or turned on their side) so nothing is cut off.
-
-    gc.tables.show(table)        # in a notebook: the last line of a cell
-    print(gc.tables.show(table)) # in a terminal: fixed-width text
-
-Numbers: 301.326178 samples/s reads "301", 0.8123 val acc "81.2%", 3.2 speed-up "×3.20",
-NaN "–". A column the course knows gets its header and unit from COLUMNS; any other is
-named from its own name (`step_ms_mean` -> "step mean (ms)") and written with three
-significant digits. pandas only; nothing here imports matplotlib.
-"""
+"""Tables for reading (`gc.tables.show(table)`): units in the headers, digits that mean
+something (301 samples/s, 81.2%, ×3.20, – for NaN), wide tables folded so none is cut off."""
 from __future__ import annotations
 
 import html
@@ -38,8 +29,7 @@ def _percent(value: float) -> str:  # already in percent
     return f"{value:.0f}%" if abs(value) >= 10 else f"{value:.1f}%"
 
 
-def _fraction(value: float) -> str:  # 0-1 shown as percent
-    return f"{100 * value:.1f}%"
+_fraction = "{:.1%}".format   # 0-1 shown as percent
 
 
 def _ratio(value: float) -> str:
@@ -48,7 +38,6 @@ def _ratio(value: float) -> str:
 
 # column -> (header, how a value is written)
 COLUMNS = {
-    "rung": ("rung", str),
     "epoch_time_s": ("epoch (s)", _num),
     "gpu_util": ("GPU util", _percent),
     "gpu_util_mean": ("GPU util", _percent),
@@ -83,35 +72,26 @@ COLUMNS = {
     "gpu_util_std": ("GPU util std (pp)", _num),
     "lr": ("LR", lambda v: f"{v:.3g}"),
     # the anatomy of a step and time to target (analyse.anatomy)
-    "step_ms": ("step (ms)", lambda v: f"{v:,.2f}"),
-    "data_wait_ms": ("data wait (ms)", lambda v: f"{v:,.2f}"),
-    "host_ms": ("host (ms)", lambda v: f"{v:,.2f}"),
-    "gpu_busy_ms": ("GPU busy (ms)", lambda v: f"{v:,.2f}"),
+    **{c: (h, "{:,.2f}".format) for c, h in (("step_ms", "step (ms)"), ("data_wait_ms", "data wait (ms)"),
+                                             ("host_ms", "host (ms)"), ("gpu_busy_ms", "GPU busy (ms)"))},
     "bound": ("held by", str),
-    "next_rung": ("next rung", str),
     "compiled": ("compiled into", str),
-    "epochs": ("epochs", str),
     "to_target_s": ("to target (s)", _num),
     "to_target_speedup": ("× faster to target", _ratio),
     "sync_s": ("closing sync (s)", _num),           # lesson 13: the epochs' closing sync
     "sync_share": ("closing sync", _fraction),      # ... as a share of the epochs' time
     "images_per_sec": ("images/s", _num),           # lesson 13: a timed block's images / time
     # lesson 15: a served network's passes (analyse.inference.table)
-    "timed": ("timed", str),
     "p50_ms": ("p50 (ms)", _num),
     "p99_ms": ("p99 (ms)", _num),
     "p50_blocks_ms": ("p50 of each block (ms)", str),
     "p99_p50": ("p99/p50", _ratio),
     "images_blocks": ("images/s of each block", str),
-    "against": ("against", str),
     "max_rel_diff": ("max |Δ| / max |y|", lambda v: f"{v:.1e}"),
     "top1_same": ("top-1 same", _fraction),
     "tolerance": ("tolerance", lambda v: f"{v:.0e}"),
     "load_average": ("load average before", _num),
 }
-ANATOMY_COLUMNS = ("step_ms", "data_wait_ms", "host_ms", "gpu_busy_ms", "bound", "next_rung",
-                   "compiled",
-                   "epochs", "to_target_s", "to_target_speedup")
 GPM_COLUMNS = ("sm_active", "tensor_active")  # Hopper and newer: empty elsewhere, not shown
 ABOVE_PEAK = " (above peak: unreliable)"  # a run cannot beat its device's peak
 RANGE_COLUMNS = ("samples_per_sec_min", "samples_per_sec_max")  # shown as one "min–max" cell
@@ -137,26 +117,20 @@ def header(column) -> str:
 
 
 def cell(column, value) -> str:
-    """One value as text."""
     if value is None or (not isinstance(value, str) and _isna(value)):
         return NO_VALUE
     if column in COLUMNS:
         return COLUMNS[column][1](value)
-    if isinstance(value, bool) or isinstance(value, str):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return str(value)
-    if isinstance(value, numbers.Integral):
-        return f"{value:,d}"
-    if isinstance(value, numbers.Real):
-        return _num(float(value))
-    return str(value)
+    return f"{value:,d}" if isinstance(value, numbers.Integral) else _num(float(value))
 
 
 class Table:
-    """A formatted table: HTML in a notebook, fixed-width text elsewhere. `blocks` are
-    DataFrames of strings, each narrow enough to read; the first column repeats in each."""
+    """HTML in a notebook, fixed-width text elsewhere: `blocks` of strings, each narrow enough."""
 
-    def __init__(self, blocks: list[pd.DataFrame], text_columns: set, note: str = ""):
-        self.blocks, self.text_columns, self.note = blocks, text_columns, note
+    def __init__(self, blocks: list[pd.DataFrame], text_columns: set):
+        self.blocks, self.text_columns = blocks, text_columns
 
     def text(self) -> str:
         out = []
@@ -170,7 +144,7 @@ class Table:
                                  for h, v, w in zip(heads, values, widths)).rstrip()
             out.append("\n".join([line(heads), "  ".join("-" * w for w in widths)]
                                  + [line(r) for r in rows]))
-        return "\n\n".join(out) + (f"\n{self.note}" if self.note else "")
+        return "\n\n".join(out)
 
     def _repr_html_(self) -> str:
         parts = []
@@ -182,8 +156,7 @@ class Table:
                 f"{html.escape(v)}</td>" for h, v in zip(block.columns, row)) + "</tr>"
                 for row in block.values.tolist())
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-        note = f"<p><em>{html.escape(self.note)}</em></p>" if self.note else ""
-        return "\n".join(parts) + note
+        return "\n".join(parts)
 
     def _align(self, column: str) -> str:
         return "left" if column in self.text_columns else "right"
@@ -194,15 +167,11 @@ class Table:
     __repr__ = __str__
 
 
-def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> Table:
-    """`df` formatted for reading, folded into blocks of columns that fit in `width`
-    characters (the first column repeats in each), or turned on its side when it has
-    fewer rows than a block would need. `columns` picks and orders columns."""
+def show(df: pd.DataFrame, width: int = WIDTH) -> Table:
+    """`df` for reading, in blocks that fit `width` characters (or turned on its side)."""
     df = readable(df)
     frame = _flat(df)
     keys = 1 if isinstance(df.index, pd.RangeIndex) and df.index.name is None else df.index.nlevels
-    if columns is not None:
-        frame = frame[[c for c in frame.columns if c in columns or c in _index_names(df)]]
     text_columns = {header(c) for c in frame.columns  # pandas 3 stores text as "str", not object
                     if c in ("rung", "status") or _is_text(frame[c])}
     cells = pd.DataFrame({header(c): [cell(c, v) for v in frame[c]] for c in frame.columns})
@@ -217,14 +186,10 @@ def show(df: pd.DataFrame, width: int = WIDTH, columns: list | None = None) -> T
 
 
 def readable(df: pd.DataFrame) -> pd.DataFrame:
-    """A ladder table as it is shown: without its "ran" column when every run ran as
-    requested, without "repeats" when every row is one run, without the GPM columns where no GPU measured them, and with each run's
-    slowest and fastest steady samples/s as one "min–max" text column beside samples/s
-    (left out when no run has a spread)."""
-    if "ran" in df.columns and not df["ran"].fillna("").astype(str).str.len().any():
-        df = df.drop(columns="ran")  # every run ran as requested: nothing to say
-    if "compiled" in df.columns and not df["compiled"].fillna("").astype(str).str.len().any():
-        df = df.drop(columns="compiled")  # nothing was compiled (anatomy)
+    """A ladder table as shown: no empty columns, and each run's spread as one "min–max" column."""
+    for column in ("ran", "compiled"):
+        if column in df.columns and not df[column].fillna("").astype(str).str.len().any():
+            df = df.drop(columns=column)
     if "repeats" in df.columns and (pd.to_numeric(df["repeats"], errors="coerce") <= 1).all():
         df = df.drop(columns="repeats")  # one run a row: its spread is its own blocks'
     df = df.drop(columns=[c for c in GPM_COLUMNS if c in df.columns and df[c].isna().all()])
@@ -241,20 +206,13 @@ def readable(df: pd.DataFrame) -> pd.DataFrame:
 
 def _flat(df: pd.DataFrame) -> pd.DataFrame:
     """The index as leading columns (unless it is a plain 0..n-1), names never empty."""
-    if isinstance(df.index, pd.RangeIndex) and df.index.name is None:
-        frame = df.copy()
-    else:
+    frame = df.copy()
+    if not (isinstance(df.index, pd.RangeIndex) and df.index.name is None):
         names = [n if n is not None else ("" if i else " ") for i, n in enumerate(df.index.names)]
-        frame = df.copy()
-        frame.index = frame.index.set_names(names)
-        frame = frame.reset_index()
+        frame = frame.rename_axis(names).reset_index()
     if isinstance(frame.columns, pd.MultiIndex):
         frame.columns = [" ".join(str(p) for p in c if str(p)) for c in frame.columns]
     return frame
-
-
-def _index_names(df) -> set:
-    return {n for n in df.index.names if n is not None}
 
 
 def _width(cells: pd.DataFrame) -> int:
@@ -262,7 +220,7 @@ def _width(cells: pd.DataFrame) -> int:
     return sum(widths) + 2 * (len(widths) - 1)
 
 
-def _fold(cells: pd.DataFrame, width: int, keys: int = 1) -> list[pd.DataFrame]:
+def _fold(cells: pd.DataFrame, width: int, keys: int) -> list[pd.DataFrame]:
     """Blocks of columns that fit in `width`, each led by the `keys` first columns."""
     key, rest = list(cells.columns[:keys]), list(cells.columns[keys:])
     blocks, current = [], []
@@ -276,7 +234,7 @@ def _fold(cells: pd.DataFrame, width: int, keys: int = 1) -> list[pd.DataFrame]:
 
 
 def _is_text(column: pd.Series) -> bool:
-    """Whether a column holds text (left-aligned): object or string dtype, strings or gaps."""
+    """Whether a column holds text (left-aligned): strings or gaps, whatever the dtype."""
     return (column.dtype == object or pd.api.types.is_string_dtype(column.dtype)) and \
         all(isinstance(v, str) or v is None or _isna(v) for v in column)
 

@@ -1,24 +1,9 @@
-"""One engine for every lesson's closing sentences.
-
-A lesson declares, as data, what it compares and what each outcome means (`declarations`);
-`judge` reads the runs' records, judges each comparison and words it through the few fixed
-templates of `wording`, so every number printed is cited by construction (`closing.Closing`
-checks it once more). For every lesson, the same way, the engine:
-- groups the runs (`grouping`): repeats share a name; `group_by` keeps each group against
-  its own baseline (`chain`: each run against the one before; `pairs`: two variants that
-  differ in one setting against each other);
-- tells asked from ran (`metrics.ran_as`): a variant that ran as its baseline did is two
-  identical jobs, never the change;
-- refuses a verdict across runs that differ in more than the comparison names (the
-  machine's load among them: `noise.compare`), and on too few steady steps;
-- maps the verdict to an `Outcome` against what the lesson expects on a GPU or a CPU and
-  says that outcome's paragraph once; the same for accuracy (`Gain`);
-- adds the generic caveats once: a baseline that waited for its data, every run's accuracy
-  at chance, a machine another program shared, no GPU; and the talk's figures;
-- reads mock runs as a run's ceilings, never as variants.
-`judge_table` and `judge_rows` (`rows`) judge tables that are not one row a run, `read`
-(`reading`) a table that holds no runs, and `predicting` an attendee's prediction.
-"""
+"""One engine for every lesson's closing sentences. A lesson declares as data what it
+compares and what each outcome means (`declarations`); `judge` groups the runs, judges each
+comparison against noise (refusing runs that differ in more than it names, or ran otherwise
+than asked) and words it through the fixed templates of `wording`, so every number printed
+is cited. `judge_rows` and `judge_table` judge tables that are not one row a run, `read` a
+table that holds no runs, `predicting` an attendee's prediction."""
 from .declarations import (Ceilings, Column, Compare, Context, Expect, Flag, Gain, Lesson, Limit,
                            Mark, Metric, Note, Outcome, Place, Quote, Rank, Reading, Requires,
                            Row, Samples, Sign, Text, Versus, Where, paragraphs)

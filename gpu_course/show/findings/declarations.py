@@ -26,8 +26,7 @@ class Expect(StrEnum):
 
 
 class Metric(StrEnum):
-    """What a comparison judges: samples/s (higher is better), or an amount of memory
-    (`analyse.memory`), judged on the runs' measured steps."""
+    """What a comparison judges: samples/s, or an amount of memory (`analyse.memory`)."""
 
     SAMPLES_PER_S = "samples/s"
     PEAK = "peak memory"
@@ -84,9 +83,8 @@ Text = str | Mapping
 
 @dataclass(frozen=True)
 class Compare:
-    """One comparison: a variant that changes `varies` (settings' names) against the
-    baseline, what the lesson expects on a GPU and on a CPU, and a paragraph (no numbers)
-    for each outcome. A variant gets the first matching comparison of each `metric`."""
+    """A variant that changes `varies`, what it should do on a GPU and a CPU, and a paragraph
+    for each outcome; a variant gets the first match of each `metric`."""
 
     varies: tuple[str, ...]
     means: Mapping[Outcome, Text]
@@ -94,16 +92,14 @@ class Compare:
     cpu: Expect = Expect.SAME
     accuracy: bool = False               # judge the validation accuracy too
     metric: Metric = Metric.SAMPLES_PER_S
-    # measured rows (`judge_rows`): the variant's settings that pick this comparison, the
-    # baseline's (default the lesson's), columns said a -> b ({column: words}), rankings
+    # judge_rows: the variant's and the baseline's settings, columns said a -> b, rankings
     when: Mapping = field(default_factory=dict)
     against: Mapping = field(default_factory=dict)
     cells: Mapping[str, str] = field(default_factory=dict)
     ranks: tuple["Rank", ...] = ()
-    gains: Gain | None = None            # the accuracy expected: its verdict is said, and ...
-    gained: Mapping = field(default_factory=dict)   # ... its Outcome's paragraph (no number)
-    feeds: bool = False   # the change only feeds the step (the input pipeline): a gain beyond
-                          # what removing all the baseline's data wait buys is not credited
+    gains: Gain | None = None            # the accuracy expected, and its outcomes' paragraphs
+    gained: Mapping = field(default_factory=dict)
+    feeds: bool = False   # only feeds the step: a gain beyond the baseline's data wait is not credited
     worse: Text = ""      # said once where the variant's accuracy is lower beyond noise
 
     def expect(self, where: Where) -> Expect:
@@ -122,20 +118,17 @@ class Quote:
 
 @dataclass(frozen=True)
 class Note:
-    """A paragraph said once when any run has `setting` (its config, else what ran, else
-    its loop's notes; or a function of the run) among `values`."""
+    """Said once when any run has `setting` (a name or a function of the run) among `values`."""
 
     setting: str | Callable
     values: tuple
     text: Text
-    judged: bool = True   # False: the runs did not run the lesson's change as meant (a
-                          # tracing-only backend): their verdicts get no outcome paragraph
+    judged: bool = True   # False: the change did not run as meant: no outcome paragraphs
 
 
 @dataclass(frozen=True)
 class Requires:
-    """A paragraph said once when a run has `setting` among `values`: whether the first
-    run's CPU (its record's hardware.cpu_features, never this machine's) has `capability`."""
+    """Said once when a run has `setting` among `values`: whether its CPU has `capability`."""
 
     capability: cpu.Capability
     setting: str
@@ -146,9 +139,7 @@ class Requires:
 
 @dataclass(frozen=True)
 class Ceilings:
-    """Runs that bound the lesson's run instead of varying it, picked by `setting`'s value
-    ({value: what that ceiling runs alone}); judged against each other, then every other
-    run against the lower one, with the paragraph `means` has for its `Place`."""
+    """Runs that bound the lesson's run, picked by `setting` ({value: what it runs alone})."""
 
     setting: str
     alone: Mapping[str, str]
@@ -158,9 +149,7 @@ class Ceilings:
 
 @dataclass(frozen=True)
 class Samples:
-    """Row `b` of a table against row `a` on their own measurements (timed passes, not
-    runs): xs and ys (images/s of each pass), `how` ("5 timed passes each"), the `column`
-    whose cells the ratio reads, and the comparison whose paragraphs say what it means."""
+    """Row `b` against row `a` on their own measurements (xs, ys), judged as `compare`."""
 
     a: str
     b: str
@@ -173,8 +162,7 @@ class Samples:
 
 @dataclass(frozen=True)
 class Limit:
-    """A bar on a column: the first row whose cell is beyond it (`above`, else below) gets
-    `text`, where the runs ran on `where` (None: anywhere); `row`: that row's key only."""
+    """A bar on a column: the first row beyond it (`above`, else below) gets `text`."""
 
     column: str
     bar: float
@@ -210,9 +198,7 @@ class Column:
 
 @dataclass(frozen=True)
 class Reading:
-    """What a table that is not the runs' (a benchmark's, a model's outputs) says after it
-    is shown; fields as in a `Lesson`. key: the column that names the rows; groups: a line
-    of the rows grouped by a column's value ({column: words}); empty: said without rows."""
+    """What a table that is not the runs' says after it is shown; fields as in a `Lesson`."""
 
     key: str
     text: tuple[Text, ...] = ()
@@ -225,16 +211,13 @@ class Reading:
     groups: Mapping[str, str] = field(default_factory=dict)
     about: tuple[Column, ...] = ()
     empty: Text = ""
-    # a line a row, said first: {column: words with {} for the cell}, each cell as
-    # `formats` writes it ({column: "{:.0%}"}), else as the table does
-    each: Mapping[str, str] = field(default_factory=dict)
+    each: Mapping[str, str] = field(default_factory=dict)   # {column: "words {}"}: a line a row, first
     formats: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Lesson:
-    """What a lesson compares, and what its outcomes mean. A setting a comparison `varies`
-    counts as a difference between two runs wherever their records hold it."""
+    """What a lesson compares, and what its outcomes mean."""
 
     compares: tuple[Compare, ...]        # first match wins; a variant matching none is not judged
     baseline: Mapping = field(default_factory=dict)   # settings that pick each group's baseline
@@ -247,29 +230,21 @@ class Lesson:
     empty: Text = ""                     # said when there are no runs
     notes: tuple[Note, ...] = ()
     columns: Mapping[str, Text] = field(default_factory=dict)   # {column: words}: a line of cells
-    # with two groups: the best verdict of the one with the smaller `rank_by` against the
-    # other's, and a paragraph for each `noise.Order`
-    rank_by: str = ""
-    rank: Mapping = field(default_factory=dict)
+    rank_by: str = ""                    # two groups' best verdicts ranked by this setting, ...
+    rank: Mapping = field(default_factory=dict)   # ... and a paragraph for each `noise.Order`
     last_row: Mapping[str, str] = field(default_factory=dict)   # {column: "words {}"}: last run's
     by_sign: Mapping[str, Mapping] = field(default_factory=dict)   # {column: {Sign: paragraph}}
-    # judge_rows: flagged rows, paragraphs for optional packages the caller could not import,
-    # the column a verdict's ratio is, and what gives a row more samples
+    # judge_rows: flagged rows, missing packages' paragraphs, the ratio's column, what gives more samples
     flags: tuple["Flag", ...] = ()
     missing: Mapping[str, Text] = field(default_factory=dict)
     column: str = "samples_per_sec"
     more: str = ""
     chain: bool = False                  # each variant against the run listed before it
     ran: tuple[str, ...] = ()            # what-ran settings that tell variants apart
-    # settings for which two variants that ran as asked and differ in it alone are compared
-    # too, the one where it is off against the one where it is on
-    pairs: tuple[str, ...] = ()
+    pairs: tuple[str, ...] = ()          # two variants that differ in one of these alone: compared
     requires: tuple[Requires, ...] = ()
-    # judge_rows: the column naming the rows, and paragraphs for what the caller found
-    # beside them (`Context.facts`)
-    key: str = "rung"
+    key: str = "rung"                    # judge_rows: the column naming the rows
     facts: Mapping[str, Text] = field(default_factory=dict)
-
     marks: Mapping[str, Text] = field(default_factory=dict)   # {bool column: words}: runs marked
     versus: Versus = Versus.EACH
     ceilings: Ceilings | None = None
@@ -279,7 +254,6 @@ class Lesson:
     fastest: bool = False                 # name the fastest run, only beyond every other's noise
     diagnose: bool = False                # print the baseline's diagnosis, and the fastest's
     after: Text = ""                      # said once, last: what the figures above mean
-
     limits: tuple[Limit, ...] = ()        # for a variant whose comparison was judged
     about: tuple[Column, ...] = ()
     notices: bool = False                 # say what the records note ran otherwise than asked
@@ -288,9 +262,7 @@ class Lesson:
 
 @dataclass(frozen=True)
 class Rank:
-    """Within one comparison, its verdicts at the two ends of setting `by` (a number's
-    smallest and largest, else the rows that gained most and least; `where`: only rows with
-    these settings) ranked, and a paragraph for each `noise.Order`."""
+    """A comparison's verdicts at the two ends of setting `by`, ranked (`means`: by `noise.Order`)."""
 
     by: str
     means: Mapping = field(default_factory=dict)
@@ -299,8 +271,7 @@ class Rank:
 
 @dataclass(frozen=True)
 class Flag:
-    """A column whose value flags a row: each flagged row's `cells` ({column: words}) said,
-    the last row of a value closed by its paragraph; `worst`: only the row largest in it."""
+    """A column whose value flags a row (`worst`: only the row largest in that column)."""
 
     column: str
     means: Mapping[str, Text]
@@ -310,9 +281,7 @@ class Flag:
 
 @dataclass(frozen=True)
 class Row:
-    """A measurement that is not a training run: its row's name, its settings, its repeats
-    (`samples`, one value a block, more is better; fewer than `noise.BLOCKS`: too few to
-    judge), what they are (`how`: "5 blocks of 8 passes") and whether it ran on a GPU."""
+    """A measurement that is not a training run: `samples` one a block, more is better."""
 
     name: str
     settings: Mapping
@@ -323,8 +292,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Context:
-    """What the caller knows beside the rows: the CPU's facts (`env.report.cpu_facts`), the
-    optional packages it could not import (keys of `Lesson.missing`), and `Lesson.facts` keys."""
+    """Beside the rows: the CPU's facts, packages not imported and `Lesson.facts` keys."""
 
     cpu: Mapping | None = None
     missing: tuple = ()
@@ -332,8 +300,7 @@ class Context:
 
 
 def paragraphs(lesson: Lesson | Reading) -> list[str]:
-    """Every paragraph `lesson` declares (each track's and place's), for checks that a
-    paragraph explains an outcome and carries no number (`closing.measurements`)."""
+    """Every paragraph `lesson` declares, each track's and place's."""
     if isinstance(lesson, Reading):
         texts = [lesson.text, [m.text for m in lesson.marks], [x.text for x in lesson.limits],
                  [lesson.empty]]

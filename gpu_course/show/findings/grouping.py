@@ -8,8 +8,7 @@ from .declarations import Lesson, Note, Versus, Where
 
 
 def setting(run, name: str):
-    """A setting of the run's config, else what its record says ran ("network.parameters":
-    a part of a part), else its notes (a parameter-server job's "workers")."""
+    """A setting of the run's config, else what ran ("network.parameters"), else its notes."""
     if name in (run.config or {}):
         return run.config[name]
     for kind in ("ran", "notes"):
@@ -50,8 +49,7 @@ def baseline(group: dict, settings: Mapping) -> str:
 
 
 def differ(lesson: Lesson, a, b) -> set:
-    """What runs a and b differ in (less the machine's load), the lesson's `ran` settings
-    and the settings its comparisons name among it (wherever the records hold them)."""
+    """What runs a and b differ in (but the machine's load), what ran and what the lesson names."""
     named = {v for c in lesson.compares for v in c.varies}
     notes = a.meta.get("notes") or {}, b.meta.get("notes") or {}
     return (set(alike.differences(a, b)) - {alike.Aspect.LOAD}) \

@@ -15,7 +15,7 @@ from .grouping import setting
 from .wording import (ACCURACY, AMOUNT, ASKED, BEYOND_WAIT, BOUND, CEILING, CEILINGS, CHANCE,
                       CHANGED, FASTEST, MACHINE, MARKED, NO_FASTEST, NOT_READ, NOTICE, PLACED,
                       RANKED, REACHES, REQUIRES, ROW, SAME_JOB, UNMATCHED, VERDICT,
-                      WAITED, about, cells_line, empty, limit, once, quotes, text_for)
+                      WAITED, about, cells_line, empty, limit, once, paragraph, quotes, text_for)
 
 # an amount: (its table column, its readings from a run's memory notes)
 AMOUNTS = {Metric.PEAK: ("peak_mib", lambda u: u.peak),
@@ -28,63 +28,56 @@ INPUT = anatomy.FIXES[anatomy.Bound.DATA] | {"page_cache", "sample_order", "augm
 
 
 def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
-    """`lesson`'s sentences on `runs` (a list; repeats share a name), citing `table` (one
-    row a run, in order; default the ladder table): printed, and returned as the
-    `Closing` that said them."""
+    """`lesson`'s sentences on `runs` (repeats share a name), citing `table`: the Closing."""
     runs = list(runs or [])
     if not runs:
         say = Closing(pd.DataFrame([{"rung": "no runs"}]))
         say(text_for(lesson.empty, None, None) or "No runs to conclude on.")
         return say
     table = report.ladder_table(runs) if table is None else table
-    varies = tuple(sorted({v for c in lesson.compares for v in c.varies}))
-    say = Closing(table, runs, varies=varies)
-    track, where = metrics.engine(runs[0]), grouping.where(runs)
+    say = Closing(table, runs, varies=tuple(sorted({v for c in lesson.compares for v in c.varies})))
+    context = track, where = metrics.engine(runs[0]), grouping.where(runs)
     judged = all(n.judged or not grouping.fires(n, runs) for n in lesson.notes)
     said: set = set() if judged else {"no outcomes"}
     if any(c.accuracy or c.gains for c in lesson.compares) and len(runs) > 1 \
             and say.at_chance(runs):
         said.add("all at chance")   # said once (CHANCE), not on every pair
     best = {}
-    others = _ceilings(say, lesson, runs, (track, where)) if lesson.ceilings else runs
-    if lesson.bounds:
-        for run in (r for r in others if not diagnose.is_mock(r)):
-            _bounds(say, lesson, run, (track, where), said)
-    # a ceiling (mock) run bounds a run, it is no variant of one
-    for key, group in grouping.split([r for r in others if not diagnose.is_mock(r)],
-                                     lesson.group_by).items():
+    others = _ceilings(say, lesson, runs, context) if lesson.ceilings else runs
+    others = [r for r in others if not diagnose.is_mock(r)]   # a ceiling is no variant of a run
+    for run in others if lesson.bounds else ():
+        _bounds(say, lesson, run, context, said)
+    for key, group in grouping.split(others, lesson.group_by).items():
         base = grouping.baseline(group, lesson.baseline)
-        verdicts = [_compare(say, lesson, pair, (track, where), said)
+        verdicts = [_compare(say, lesson, pair, context, said)
                     for pair in grouping.pairs(lesson, group, base)]
         verdicts = [v for v in verdicts if v is not None and v.kind != noise.Kind.UNLIKE]
         if verdicts:
             best[key] = (max(verdicts, key=lambda v: v.ratio), group[base][-1])
-        if lesson.bound:
-            bound = anatomy.anatomy(group[base][-1]).bound
-            text = text_for(lesson.bound.get(bound, ""), track, None)
-            if text:
-                say(BOUND.format(a=group[base][-1].name, bound=bound, text=text))
+        bound = anatomy.anatomy(group[base][-1]).bound if lesson.bound else None
+        text = text_for(lesson.bound.get(bound, ""), track, None)
+        if text:
+            say(BOUND.format(a=group[base][-1].name, bound=bound, text=text))
     if lesson.rank and judged and len(best) == 2:
         _rank(say, lesson, best, track)
     top = _fastest(say, runs) if lesson.fastest else None
     if "all at chance" in said:
         say(CHANCE)
-    _columns(say, lesson, [r.name for r in runs], (track, where), "judged" in said)
-    last_row(say, lesson, runs[-1], (track, where))
+    _columns(say, lesson, [r.name for r in runs], context, "judged" in said)
+    last_row(say, lesson, runs[-1], context)
     texts = [n.text for n in lesson.notes if grouping.fires(n, runs)]
     flags = (runs[0].meta.get("hardware") or {}).get("cpu_features")
     for need in lesson.requires if flags is not None else ():
         if any(setting(r, need.setting) in need.values for r in runs):
             has = cpu.supports(need.capability, flags)
-            texts.append(REQUIRES.format(text=text_for(need.has if has else need.lacks,
-                                                       track, where), why=has.why))
+            text = text_for(need.has if has else need.lacks, *context)
+            texts.append(REQUIRES.format(text=text, why=has.why))
     shared = [f"'{r.name}'" for r in runs if metrics.machine_load(r)["shared"]]
     if shared:
         texts.append(report.SHARED.format(names=", ".join(dict.fromkeys(shared))))
     for text in texts + [lesson.after]:
-        if text_for(text, track, where):
-            say(text_for(text, track, where))
-    about(say, lesson.about, (track, where))
+        paragraph(say, text, context)
+    about(say, lesson.about, context)
     notices: dict = {}
     for run in runs if lesson.notices else ():
         notice = (run.meta.get("notes") or {}).get("device_notice")
@@ -95,19 +88,21 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
     if lesson.machine:
         from ..plots import hardware_caption
         say(MACHINE.format(machine=say.quote("the run records", hardware_caption(runs))))
-    if where is Where.CPU and lesson.cpu:
-        say(text_for(lesson.cpu, track, where))
+    if where is Where.CPU:
+        paragraph(say, lesson.cpu, context)
     quotes(say, lesson, lesson.quotes)
-    if lesson.diagnose:
-        _diagnoses(runs, top)
+    if lesson.diagnose:   # diagnose's own reports of the baseline and the fastest, beside the sentences
+        first = next((r for r in runs if not diagnose.is_mock(r) and len(r.epochs)), None)
+        if first is not None:
+            print(f"\n{diagnose.diagnose(first)}")
+        if top is not None and top is not first and len(top.epochs):
+            print(f"\n{diagnose.explain(top)}")
     return say
 
 
 def judge_table(lesson: Lesson, table: pd.DataFrame, context, pairs=()) -> Closing:
-    """`lesson`'s sentences on a table that is not one row a run (timed passes), `context`
-    (track, `Where`) saying where it was measured: each of `pairs` (`Samples`) judged on
-    its own measurements, then the lesson's columns, `empty` without rows, `cpu` off a GPU,
-    quotes and `after`. Printed, and returned as the `Closing` that said them."""
+    """`lesson`'s sentences on a table that is not one row a run, measured where `context`
+    says, each of `pairs` (`Samples`) judged on its own measurements: the Closing."""
     track, where = context
     key = table.columns[0] if len(table.columns) else "rung"
     said: set = set()
@@ -119,13 +114,12 @@ def judge_table(lesson: Lesson, table: pd.DataFrame, context, pairs=()) -> Closi
         _outcome(say, pair.compare, outcome(verdict, pair.compare.expect(where)), context, said)
     if len(table):
         _columns(say, lesson, [str(name) for name in table[key]])
-    elif lesson.empty and not (where is Where.CPU and lesson.cpu):   # off a GPU, cpu says why
-        say(text_for(lesson.empty, track, where))
-    if where is Where.CPU and lesson.cpu:
-        say(text_for(lesson.cpu, track, where))
+    elif not (where is Where.CPU and lesson.cpu):   # off a GPU, cpu says why
+        paragraph(say, lesson.empty, context)
+    if where is Where.CPU:
+        paragraph(say, lesson.cpu, context)
     quotes(say, lesson, lesson.quotes)
-    if lesson.after:
-        say(text_for(lesson.after, track, where))
+    paragraph(say, lesson.after, context)
     return say
 
 
@@ -141,8 +135,7 @@ class Said(list):
 
 
 def outcome(verdict: noise.Verdict, expect: Expect) -> Outcome:
-    """The outcome of `verdict` where the lesson expects `expect` (for an amount, FASTER
-    reads more and SLOWER less)."""
+    """The outcome of `verdict` where the lesson expects `expect`."""
     if verdict.kind in (noise.Kind.TOO_FEW, noise.Kind.UNLIKE, noise.Kind.NOT_MEASURED):
         return Outcome.CANNOT_JUDGE
     if verdict.kind == noise.Kind.WITHIN_NOISE:
@@ -154,8 +147,7 @@ def outcome(verdict: noise.Verdict, expect: Expect) -> Outcome:
 
 
 def accuracy_outcome(a, b, gains: Gain) -> Outcome:
-    """The outcome of run b's validation accuracy against run a's where the lesson expects
-    `gains`: cannot judge where both are within noise of chance."""
+    """The outcome of run b's validation accuracy against run a's, expecting `gains`."""
     if noise.at_chance(a) and noise.at_chance(b):
         return Outcome.CANNOT_JUDGE
     verdict = noise.accuracy_verdict(a, b)
@@ -166,16 +158,14 @@ def accuracy_outcome(a, b, gains: Gain) -> Outcome:
 
 
 def _compare(say: Closing, lesson: Lesson, pair, context, said: set):
-    """Say the comparison of a variant's repeats against its baseline's; its verdict,
-    or None where the lesson compares nothing between them."""
+    """Say a variant's repeats against its baseline's; its verdict (None: nothing compared)."""
     (a, b), (track, where) = pair, context
     first, last = a[-1], b[-1]
     for name, (asked, ran, why) in metrics.ran_as(last).items():
         if ("asked", last.name, name) not in said:
             said.add(("asked", last.name, name))
             say(ASKED.format(b=last.name, setting=name, asked=worded(name, asked, track),
-                             ran=worded(name, ran, track),
-                             why=f": {why.rstrip('.')}" if why else ""))
+                             ran=worded(name, ran, track), why=f": {why.rstrip('.')}" if why else ""))
     differ = grouping.differ(lesson, first, last)
     matches = {}
     for c in lesson.compares:
@@ -202,8 +192,7 @@ def _compare(say: Closing, lesson: Lesson, pair, context, said: set):
 
 
 def _judged(say: Closing, match: Compare, pair, context, said: set) -> noise.Verdict:
-    """Say one comparison's verdict, its outcome's paragraph (once) and the caveats;
-    context: ((track, where), the settings the runs differ in, in words, or "")."""
+    """Say one comparison's verdict, its outcome's paragraph and the caveats."""
     (a, b), (context, changes) = pair, context
     track, where = context
     first, last = a[-1], b[-1]
@@ -237,8 +226,7 @@ def _judged(say: Closing, match: Compare, pair, context, said: set) -> noise.Ver
 
 
 def _verdict(say: Closing, match: Compare, pair, changes: str = "") -> noise.Verdict:
-    """The verdict on samples/s (noise.compare of the repeats) or on an amount (the two
-    runs' measured steps), said through its template (naming `changes` where given)."""
+    """The verdict on samples/s or on an amount, said through its template."""
     a, b = pair
     first, last = a[-1], b[-1]
     if match.metric is Metric.SAMPLES_PER_S:
@@ -267,14 +255,12 @@ def last_row(say: Closing, lesson: Lesson, run, context) -> None:
     for column, means in lesson.by_sign.items():
         value = say.table[column].iloc[i] if column in say.table.columns else None
         sign = Sign.EMPTY if empty(value) else Sign.POSITIVE if value > 0 else Sign.OTHER
-        text = text_for(means.get(sign, ""), *context) if column in say.table.columns else ""
-        if text:
-            say(text)
+        if column in say.table.columns:
+            paragraph(say, means.get(sign, ""), context)
 
 
 def _ceilings(say: Closing, lesson: Lesson, runs, context) -> list:
-    """Judge the ceilings against each other, then place every other run against the lower
-    one; the other runs (the lesson's to compare as usual)."""
+    """Judge the ceilings, then every other run against the lower one; the other runs."""
     spec = lesson.ceilings
     ceilings = {}
     for run in runs:
@@ -282,8 +268,8 @@ def _ceilings(say: Closing, lesson: Lesson, runs, context) -> list:
             ceilings.setdefault(setting(run, spec.setting), run)
     others = [r for r in runs if setting(r, spec.setting) not in spec.alone]
     if not others:
-        names = [r.name for r in runs]
-        raise ValueError(f"runs={names} holds only ceilings ({spec.setting} in {list(spec.alone)}): add the run")
+        raise ValueError(f"runs={[r.name for r in runs]} holds only ceilings "
+                         f"({spec.setting} in {list(spec.alone)}): add the run")
     ordered = sorted(ceilings.values(), key=metrics.samples_per_sec)
     apart = False
     if len(ordered) == 2:
@@ -301,17 +287,13 @@ def _ceilings(say: Closing, lesson: Lesson, runs, context) -> list:
                           alone=spec.alone[setting(lower, spec.setting)]))
         place = {noise.Kind.FASTER: Place.ABOVE, noise.Kind.SLOWER: Place.BELOW,
                  noise.Kind.WITHIN_NOISE: Place.AT if apart else Place.AT_BOTH}
-        text = text_for(spec.means.get(place.get(verdict.kind, Place.CANNOT_JUDGE), ""),
-                        *context)
-        if text:
-            say(text)
+        paragraph(say, spec.means.get(place.get(verdict.kind, Place.CANNOT_JUDGE), ""), context)
     return others
 
 
 def _columns(say: Closing, lesson: Lesson, names: list, context=(None, None),
              judged: bool = False) -> None:
-    """The columns' lines (a column no row has a value in is not said), then the marks'
-    (after a verdict)."""
+    """The columns' lines (but of empty columns), then the marks' (after a verdict)."""
     for name, words in lesson.columns.items():
         cells_line(say, text_for(words, *context), name, enumerate(names))
     for name, words in lesson.marks.items():
@@ -323,9 +305,7 @@ def _columns(say: Closing, lesson: Lesson, names: list, context=(None, None),
 
 
 def _bounds(say: Closing, lesson: Lesson, run, context, said: set) -> None:
-    """The run's two ceilings found among the runs (`diagnose.find_ceilings`): the input
-    alone against the model alone (an amount against noise: a ceiling is no slow-down),
-    that outcome's paragraph, and the share of each the run reached."""
+    """The run's input ceiling against its compute ceiling, and the share of each it reached."""
     compute, feed = diagnose.find_ceilings(run, say.runs)
     if compute is None or feed is None:
         return
@@ -340,14 +320,12 @@ def _bounds(say: Closing, lesson: Lesson, run, context, said: set) -> None:
                        feed=say.ratio("samples_per_sec", feed, run, percent=True),
                        compute=say.ratio("samples_per_sec", compute, run, percent=True)))
     rate = metrics.samples_per_sec(run)
-    if lesson.above_ceiling and any(rate > diagnose.ABOVE_CEILING * metrics.samples_per_sec(c)
-                                    for c in (compute, feed)):
-        say(text_for(lesson.above_ceiling, *context))
+    if any(rate > diagnose.ABOVE_CEILING * metrics.samples_per_sec(c) for c in (compute, feed)):
+        paragraph(say, lesson.above_ceiling, context)
 
 
 def _fastest(say: Closing, runs):
-    """Say which run is fastest, only beyond the noise of every other (each against it
-    across whatever settings they differ in); the run with the most samples/s, or None."""
+    """Say which run is fastest beyond the noise of every other; the one with most samples/s."""
     done = [r for r in runs if not diagnose.is_mock(r) and metrics.samples_per_sec(r) > 0
             and metrics.status(r) not in metrics.FAILED]
     if len(done) < 2:
@@ -362,16 +340,6 @@ def _fastest(say: Closing, runs):
     return top
 
 
-def _diagnoses(runs, top) -> None:
-    """Print the baseline's diagnosis (its ceilings found next to it) and the fastest
-    run's: `diagnose`'s own report, beside the sentences rather than one of them."""
-    first = next((r for r in runs if not diagnose.is_mock(r) and len(r.epochs)), None)
-    if first is not None:
-        print(f"\n{diagnose.diagnose(first)}")
-    if top is not None and top is not first and len(top.epochs):
-        print(f"\n{diagnose.explain(top)}")
-
-
 def _outcome(say: Closing, match: Compare, found: Outcome, context, said: set) -> None:
     """Say the paragraph `match` declares for `found` where the runs ran, once."""
     once(say, said, (id(match), found), text_for(match.means.get(found, ""), *context))
@@ -382,9 +350,7 @@ def _rank(say: Closing, lesson: Lesson, best: dict, track) -> None:
         best.items(), key=lambda kv: _number(setting(kv[1][1], lesson.rank_by)))
     order = noise.ranked(v_small, v_large)
     say(RANKED[order].format(x=small, y=large))
-    text = text_for(lesson.rank.get(order, ""), track, None)
-    if text:
-        say(text)
+    paragraph(say, lesson.rank.get(order, ""), (track, None))
 
 
 def _number(value) -> float:

@@ -10,19 +10,15 @@ from .grouping import fires
 from .judging import outcome
 from .wording import text_for
 
-# how far apart two runs of one job made one after the other can land while other programs
-# share the machine, beyond what each run's own blocks show: their load moves between the
-# runs. The course's 2-core machine, other programs running, measured x0.74 to x1.36 over
-# repeated pairs (exercise 03.1 with aot_eager) and x0.82 to x1.19 (Gluon's 05.1)
+# how far apart two runs of one job can land on a shared machine beyond their own blocks'
+# spread: a 2-core machine measured x0.74 to x1.36 over repeated pairs (exercise 03.1)
 DRIFT = 1.5
 
 
 @dataclass(frozen=True)
 class Predict:
-    """What an exercise's check says of a prediction written down before the run: `name`
-    (the check's argument), `answers` ({a word the attendee may write: the `Expect` it
-    makes, or the call it names}), `ask` (what to write down, with the check's fields), and
-    a sentence for each `Outcome` (`says`; OPPOSITE's is raised as the contradiction)."""
+    """A check of a prediction written down before the run: `answers` ({word: the `Expect` or
+    call it names}), `ask` (what to write down) and a sentence for each `Outcome` (`says`)."""
 
     name: str
     answers: Mapping
@@ -38,25 +34,23 @@ class Predict:
 
 
 def predicted(expect: Expect, verdict: noise.Verdict, drift: float = 1.0) -> Outcome:
-    """The outcome of `verdict` against a prediction that expects `expect`; one against it
-    by less than ×`drift` either way is CANNOT_JUDGE (other programs' load, `DRIFT`)."""
+    """The outcome of `verdict` against `expect`; against it by less than ×`drift`: CANNOT_JUDGE."""
     found = outcome(verdict, expect)
     moved = verdict.ratio > 0 and max(verdict.ratio, 1 / verdict.ratio) < drift
     return Outcome.CANNOT_JUDGE if found is Outcome.OPPOSITE and moved else found
 
 
 def called(answer, call, possible=()) -> Outcome:
-    """A call named in words (diagnose's verdict) against the `answer` predicted: EXPECTED
-    where they are one, NONE where there is no call (None) or it cannot rule the answer out
-    (among `possible`), else OPPOSITE."""
+    """A call in words against the `answer` predicted; NONE where there is no call or it cannot
+    rule the answer out (among `possible`)."""
     if answer == call:
         return Outcome.EXPECTED
     return Outcome.NONE if call is None or answer in possible else Outcome.OPPOSITE
 
 
 def untested(notes, runs) -> str:
-    """The first of `notes` (runs that cannot test what is predicted) that fires on any of
-    `runs`, its text with {names}: the runs it fires on, quoted; "" where none does."""
+    """The text of the first of `notes` that fires on `runs` (they cannot test the prediction),
+    {names} the runs it fires on; "" where none does."""
     for note in notes:
         names = [f"'{r.name}'" for r in runs if fires(note, [r])]
         if names:
@@ -65,9 +59,8 @@ def untested(notes, runs) -> str:
 
 
 def apart(xs, ys, how: str) -> noise.Verdict:
-    """B's measurements against A's (shares per block, which may be zero) by `noise.compare`'s
-    rule: FASTER (more) where every one of B's is above every one of A's, SLOWER where every
-    one is below, else WITHIN_NOISE; NOT_MEASURED where a side has none. No ratio."""
+    """B's measurements against A's (shares, maybe zero): FASTER where all of B's are above all
+    of A's, SLOWER where all below, else WITHIN_NOISE; no ratio."""
     nan = float("nan")
     if not len(xs) or not len(ys):
         return noise.Verdict(nan, nan, nan, noise.Kind.NOT_MEASURED, how)

@@ -5,13 +5,12 @@ import pandas as pd
 
 from ..closing import Closing
 from .declarations import Reading, Where
-from .wording import GROUPS, ROW, about, cells_line, empty, limit, quotes, text_for
+from .wording import GROUPS, ROW, about, cells_line, empty, limit, paragraph, quotes, text_for
 
 
 def read(reading: Reading, table: pd.DataFrame, track=None, where: Where | None = None,
          show: bool = True) -> Closing:
-    """`reading`'s sentences on `table`, for `track` and `where` (None: neither): the table
-    shown first (show=False: not), then printed, and returned as the `Closing` that said them."""
+    """`reading`'s sentences on `table` (shown first unless show=False): the Closing."""
     if table is None or not len(table):
         say = Closing(pd.DataFrame([{reading.key: "no rows"}]), key=reading.key)
         say(text_for(reading.empty, track, where) or "Nothing to read.")
@@ -28,8 +27,7 @@ def read(reading: Reading, table: pd.DataFrame, track=None, where: Where | None 
         if cells:
             say(ROW.format(name=names[i], cells=", ".join(cells)))
     for text in reading.text:
-        if text_for(text, track, where):
-            say(text_for(text, track, where))
+        paragraph(say, text, (track, where))
     for name, words in reading.columns.items():
         cells_line(say, words, name, enumerate(names))
     for name, words in reading.groups.items():
@@ -42,7 +40,7 @@ def read(reading: Reading, table: pd.DataFrame, track=None, where: Where | None 
                 f"{value}: {', '.join(members)}" for value, members in groups.items())))
     for mark in reading.marks:
         if any(v in mark.values for v in table[mark.column]):
-            say(text_for(mark.text, track, where))
+            paragraph(say, mark.text, (track, where))
     for bar in reading.limits:
         beyond = [i for i in range(len(table)) if bar.where in (None, where)
                   and bar.row in (None, names[i]) and bar.beyond(table[bar.column].iloc[i])]
@@ -58,9 +56,7 @@ def _display(obj) -> None:
     try:
         from IPython import get_ipython
         from IPython.display import display
+        shell = get_ipython()
     except ImportError:
-        get_ipython = None
-    if get_ipython is None or get_ipython() is None:
-        print(obj)
-    else:
-        display(obj)
+        shell = None
+    (print if shell is None else display)(obj)

@@ -10,16 +10,12 @@ from ..closing import Closing
 from .declarations import Compare, Context, Flag, Lesson, Outcome, Rank, Row, Where
 from .judging import last_row, outcome
 from .wording import (CELLS, CPU_FACTS, FLAGGED, RANKED, TOO_FEW, VERDICT, cells_line, empty,
-                      once, quotes, text_for)
+                      once, paragraph, quotes, text_for)
 
 
 def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
                context: Context = Context()) -> Closing:
-    """`lesson`'s sentences on measured `rows` (`Row`s, one a row of `table`, in order): the
-    CPU's facts and the caller's, each comparison's verdicts on the rows' own samples (a
-    variant against the row with its baseline settings, alike in the rest) and its ranks,
-    the columns' lines, the last row's, the flagged rows, the missing packages and the
-    talk's figures; printed, and returned as the `Closing` that said them."""
+    """`lesson`'s sentences on measured `rows` (`Row`s, one a row of `table`): the Closing."""
     rows = list(rows or [])
     say = Closing(table if rows else pd.DataFrame([{lesson.key: "no rows"}]), key=lesson.key)
     where = Where.GPU if any(r.gpu for r in rows) else Where.CPU
@@ -31,8 +27,10 @@ def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
                              usable=cpu["usable"]))
     for fact in context.facts:
         once(say, said, ("fact", fact), text_for(lesson.facts.get(fact, ""), None, where))
-    judged = []
-    for group in _split(rows, lesson.group_by):
+    judged, groups = [], {}
+    for row in rows:
+        groups.setdefault(row.settings.get(lesson.group_by) if lesson.group_by else None, []).append(row)
+    for group in groups.values():
         judged += [(c, b, _judge_row(say, lesson, c, (a, b), where, said))
                    for c in lesson.compares for b in group
                    for a in [_baseline(lesson, c, b, group)] if a is not None]
@@ -48,18 +46,10 @@ def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
     texts = [lesson.empty] if not rows else [lesson.cpu] if where is Where.CPU else []
     texts += [lesson.missing[m] for m in context.missing if m in lesson.missing]
     for text in texts:
-        if text_for(text, None, where):
-            say(text_for(text, None, where))
+        paragraph(say, text, (None, where))
     quotes(say, lesson, [q for q in lesson.quotes
                          if not rows or any(_has(r, q.when) for r in rows)])
     return say
-
-
-def _split(rows, by: str | None) -> list[list]:
-    groups: dict = {}
-    for row in rows:
-        groups.setdefault(row.settings.get(by) if by else None, []).append(row)
-    return list(groups.values())
 
 
 def _has(row: Row, settings: Mapping) -> bool:
@@ -67,9 +57,7 @@ def _has(row: Row, settings: Mapping) -> bool:
 
 
 def _baseline(lesson: Lesson, compare: Compare, b: Row, rows) -> Row | None:
-    """The row b is judged against: the one with the comparison's baseline settings, alike
-    with b in every setting the comparison does not vary; None where b is not the
-    comparison's variant or no such row was measured."""
+    """The row with the baseline's settings, alike with b in the rest; None where there is none."""
     against = compare.against or lesson.baseline
     if not _has(b, compare.when) or _has(b, against):
         return None
@@ -79,8 +67,7 @@ def _baseline(lesson: Lesson, compare: Compare, b: Row, rows) -> Row | None:
 
 
 def _judge_row(say: Closing, lesson: Lesson, compare: Compare, pair, where: Where, said: set):
-    """Say b's verdict against a with the comparison's cells, and its outcome's paragraph
-    once; the verdict, or None with too few samples."""
+    """Say b's verdict against a and its outcome's paragraph; the verdict (None: too few)."""
     a, b = pair
     verdict = None
     if min(len(a.samples), len(b.samples)) < noise.BLOCKS:

@@ -1,5 +1,4 @@
-"""The templates: the only sentences with numbers, filled from the table's cells, noise
-verdicts and declared quotes (so every number printed is cited); and saying a paragraph."""
+"""The templates: the only sentences with numbers, filled from cited cells and verdicts."""
 from __future__ import annotations
 
 import pandas as pd
@@ -15,8 +14,7 @@ SAME_JOB = ("'{b}' against '{a}': {verdict}; both ran as '{a}' did, two identica
 CHANGED = "'{b}' against '{a}' ({changes}): {verdict}."
 CEILING = "'{feed}' (the input alone) against '{compute}' (the model alone): {verdict}."
 REACHES = "'{run}' reaches {feed} of its input ceiling and {compute} of its compute ceiling."
-FASTEST = ("Fastest: '{top}', beyond the noise of every other run (against the next, "
-           "'{next}': {verdict}).")
+FASTEST = "Fastest: '{top}', beyond the noise of every other run (against the next, '{next}': {verdict})."
 NO_FASTEST = ("No single fastest run: '{top}' has the most samples/s, but not beyond the noise "
               "of {ties} (against the next, '{next}': {verdict}).")
 CHANCE = "Every run's accuracy is within noise of chance: more epochs or a larger validation set can tell."
@@ -41,11 +39,9 @@ TOO_FEW = "{ratio}, too few measured to judge ({more})"
 # ranked ends: {x} and {y} the smaller and larger setting's (or first and last row's) names
 RANKED = {noise.Order.HIGHER: "{x} gained more than {y}, beyond both ranges.",
           noise.Order.LOWER: "{y} gained more than {x}, beyond both ranges.",
-          noise.Order.WITHIN_NOISE: "Which of {x} and {y} gained more is within noise: "
-                                    "their ranges overlap."}
+          noise.Order.WITHIN_NOISE: "Which of {x} and {y} gained more is within noise."}
 FLAGGED = "'{row}': {value} ({cells})."
-CPU_FACTS = ("This CPU ({source}): {model}, {logical} logical cores ({physical} physical), "
-             "{usable} usable by this process.")
+CPU_FACTS = "This CPU ({source}): {model}, {logical} logical cores ({physical} physical), {usable} usable."
 LIMIT = "'{b}': {words} {cell}, {side} {bar}: {text}"
 GROUPS = "{words}: {groups}."
 NOTICE = "What the records say ran otherwise than asked ({names}): {notice}"
@@ -93,16 +89,20 @@ def cells_line(say: Closing, words: str, column: str, rows) -> None:
 
 
 def limit(say: Closing, bar, row, context) -> None:
-    say(LIMIT.format(b=say._name(say._row(row)), words=bar.words or bar.column,
+    say(LIMIT.format(b=say._name(row), words=bar.words or bar.column,
                      cell=say.cell(row, bar.column, bar.fmt),
                      side="above" if bar.above else "below",
                      bar=say.setting(f"the bar on {bar.column}", bar.bar, bar.fmt or "{:g}"),
                      text=text_for(bar.text, *context)))
 
 
+def paragraph(say: Closing, text: Text, context) -> None:
+    """Say the paragraph for `context` (track, where), where it has one."""
+    if text_for(text, *context):
+        say(text_for(text, *context))
+
+
 def about(say: Closing, columns, context) -> None:
     for column in columns:
         held = column.column in say.table and say.table[column.column].notna().any()
-        text = text_for(column.present if held else column.missing, *context)
-        if text:
-            say(text)
+        paragraph(say, column.present if held else column.missing, context)
