@@ -1,12 +1,8 @@
-"""A SageMaker CreateTrainingJob request, checked against botocore's own model of the
-SageMaker API: no AWS account, no network.
+"""A SageMaker CreateTrainingJob request, checked against botocore's model of the API offline.
 
-botocore's ParamValidator checks what every boto3 call checks before it is sent:
-required and unknown fields, types, minimum lengths and values. The model says more,
-and SageMaker enforces it when the request arrives: maximum lengths and values, name
-patterns, enumerations (the training instance types). `problems` checks both, and
-limits SageMaker documents that the model does not hold (a job runs 28 days at most; S3
-bucket names). Each problem is one line naming the field, the value and what is allowed.
+botocore's ParamValidator checks required and unknown fields, types and minimums; the
+service enforces the rest of the model (maximums, patterns, enumerations) and limits the
+model lacks (28 days, S3 bucket names). `problems` checks all, one line a problem.
 
     found = problems(request, channels=("training",))   # [] when SageMaker would accept it
 """
@@ -17,9 +13,8 @@ import functools
 import re
 
 OPERATION = "CreateTrainingJob"
-MAX_RUNTIME_S = 28 * 24 * 3600       # SageMaker stops a training job after 28 days at most
 # SageMaker's limits that the model leaves out, by the field's path in the request
-LIMITS = {"StoppingCondition.MaxRuntimeInSeconds": (MAX_RUNTIME_S, "28 days")}
+LIMITS = {"StoppingCondition.MaxRuntimeInSeconds": (28 * 24 * 3600, "28 days")}
 S3_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")   # S3's rule for bucket names
 # Java classes in the model's patterns that Python's re lacks (the tag shapes use them)
 JAVA_CLASSES = {r"\p{Alnum}": "a-zA-Z0-9", r"\p{L}": r"\w", r"\p{N}": r"\w", r"\p{Z}": r"\s"}
@@ -36,7 +31,7 @@ class InvalidRequest(ValueError):
 
 @functools.lru_cache(maxsize=1)
 def service_model():
-    """botocore's bundled model of the SageMaker API (read from botocore's own files)."""
+    """botocore's bundled model of the SageMaker API."""
     import botocore.session
     return botocore.session.get_session().get_service_model("sagemaker")
 
@@ -63,21 +58,12 @@ def problems(request: dict, channels: tuple = ()) -> list:
     return found
 
 
-def check(request: dict, channels: tuple = ()) -> dict:
-    """`request`, or InvalidRequest listing its problems."""
-    found = problems(request, channels)
+def check(request: dict, channels: tuple = (), part: bool = False) -> dict:
+    """`request`, or InvalidRequest listing its problems; part=True checks only the fields given."""
+    found = _limits(request, _input_shape(), "") if part else problems(request, channels)
     if found:
         raise InvalidRequest(found)
     return request
-
-
-def check_part(part: dict) -> dict:
-    """`part` (some fields of a request, nested as in it), or InvalidRequest listing what
-    the model refuses in them; fields it leaves out are not asked for."""
-    found = _limits(part, _input_shape(), "")
-    if found:
-        raise InvalidRequest(found)
-    return part
 
 
 def _input_shape():
@@ -85,9 +71,8 @@ def _input_shape():
 
 
 def _limits(value, shape, name: str) -> list:
-    """The model's constraints that ParamValidator leaves to the service (maximum lengths
-    and values, patterns, enumerations) and SageMaker's LIMITS. A value of the wrong
-    type is ParamValidator's to report."""
+    """The model's constraints ParamValidator leaves to the service, and LIMITS (a wrong type
+    is ParamValidator's to report)."""
     kind, meta = shape.type_name, shape.metadata
     found = []
     if kind == "structure" and isinstance(value, dict):
@@ -149,8 +134,8 @@ def _allowed(value: str, enum: list, kind: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _pattern(text: str | None):
-    """The model's pattern as a Python regex (SageMaker matches the whole value); None
-    when there is none, or it uses Java syntax beyond JAVA_CLASSES (not checked)."""
+    """The model's pattern as a Python regex; None where there is none or it is Java beyond
+    JAVA_CLASSES (not checked)."""
     if text is None:
         return None
     for java, python in JAVA_CLASSES.items():
