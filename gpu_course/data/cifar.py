@@ -20,14 +20,14 @@ from .paths import kept_note
 
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
 CIFAR10_MD5 = "c32a1d4ab5d03f1284b67883e8d87530"
-ARCHIVE_NAME = "cifar-10-binary.tar.gz"
+ARCHIVE_NAME = CIFAR10_URL.rsplit("/", 1)[1]
 FOLDER_NAME = "cifar-10-batches-bin"
 TRAIN_FILES = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
 TEST_FILE = "test_batch.bin"
 META_FILE = "batches.meta.txt"
 ALL_FILES = TRAIN_FILES + (TEST_FILE, META_FILE)
 MANIFEST = ".gpu_course.json"  # what gpu-course wrote here, with which settings
-OWN_FILES = frozenset(TRAIN_FILES + (TEST_FILE, META_FILE, MANIFEST))  # what it writes there
+OWN_FILES = frozenset(ALL_FILES + (MANIFEST,))  # what it writes there
 SIDE = 32
 RECORD_BYTES = 1 + 3 * SIDE * SIDE  # label byte + R, G, B planes
 

@@ -102,15 +102,13 @@ def _libc():
 
 
 def read_bandwidth(path, pattern: str = "sequential", block_size: int = 1 << 20,
-                   cold: bool = True, max_bytes: int | None = None, seed: int = 0) -> ReadSpeed:
+                   cold: bool = True, seed: int = 0) -> ReadSpeed:
     """Time reading `path` in blocks, "sequential" or "random"; cold=True evicts it first."""
     if pattern not in ("sequential", "random"):
         raise ValueError(f"pattern={pattern!r} is not allowed; allowed: sequential, random")
     if block_size < 1:
         raise ValueError(f"block_size={block_size!r} must be >= 1 byte")
     size = Path(path).stat().st_size
-    if max_bytes is not None:
-        size = min(size, max_bytes)
     offsets = np.arange(0, size, block_size)
     if pattern == "random":
         offsets = np.random.default_rng(seed).permutation(offsets)

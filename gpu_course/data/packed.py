@@ -11,6 +11,7 @@ import shutil
 import struct
 import time
 import zlib
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,13 +61,8 @@ def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = N
              for i in range(len(index))]
     skipped, total = [], 0
     try:
-        for i, (written, error) in enumerate(parallel_map(
-                _resize_task, tasks, workers=workers, progress=progress,
-                desc=f"resizing to {size} px")):
-            if error is not None:
-                if not skip_corrupt:
-                    raise CorruptImage(index.path(i), error)
-                skipped.append((index.paths[i], error))
+        for _, written in _decoded(index, _resize_task, tasks, skip_corrupt, skipped, workers=workers,
+                                   progress=progress, desc=f"resizing to {size} px"):
             total += written
         (tmp / ".gpu_course.json").write_text(json.dumps(
             {"size": size, "quality": QUALITY, "source": str(index.root),
@@ -87,6 +83,18 @@ def preresized_index(index: FolderIndex, root) -> FolderIndex:
     keep = [i for i, p in enumerate(index.paths) if (root / _jpeg_name(p)).exists()]
     sub = index.subset(keep)
     return FolderIndex(root, sub.classes, tuple(_jpeg_name(p) for p in sub.paths), sub.labels)
+
+
+def _decoded(index: FolderIndex, fn, tasks: list, skip_corrupt: bool, skipped: list, **map_args):
+    """(i, result) of fn's (result, error) over tasks; an error is CorruptImage, or with
+    skip_corrupt a (path, error) in `skipped`."""
+    for i, (result, error) in enumerate(parallel_map(fn, tasks, **map_args)):
+        if error is None:
+            yield i, result
+        elif skip_corrupt:
+            skipped.append((index.paths[i], error))
+        else:
+            raise CorruptImage(index.path(i), error)
 
 
 def _jpeg_name(relative: str) -> str:
@@ -120,14 +128,8 @@ def pack_images(index: FolderIndex, out, size: int, workers: int | None = None,
         with open(tmp, "wb") as f:
             f.write(b"\0" * ALIGN)  # the preamble is filled in at the end
             tasks = [(str(index.path(i)), size) for i in range(len(index))]
-            for i, (image, error) in enumerate(parallel_map(
-                    _load_task, tasks, workers=workers, progress=progress,
-                    desc=f"packing {out.name}")):
-                if error is not None:
-                    if not skip_corrupt:
-                        raise CorruptImage(index.path(i), error)
-                    skipped.append((index.paths[i], error))
-                    continue
+            for i, image in _decoded(index, _load_task, tasks, skip_corrupt, skipped, workers=workers,
+                                     progress=progress, desc=f"packing {out.name}"):
                 data = image.tobytes()   # sequential write: the file grows record by record
                 f.write(data)
                 crcs.append(zlib.crc32(data))
@@ -203,14 +205,10 @@ class PackedArray:
         self.size = int(meta["size"])
         self.images = np.memmap(self.path, dtype=np.uint8, mode="r", offset=images_at,
                                 shape=(n, h, w, c))
-        self.indices = np.arange(n)
-        self.corrupt: list[int] = []
-        if verify:
-            self.corrupt = self.verify()
-            if self.corrupt and not skip_corrupt:
-                raise DataError(f"{self.path}: record {self.corrupt[0]} fails its CRC check ({len(self.corrupt)} "
-                                "in all); pack again or open with skip_corrupt=True")
-            self.indices = np.setdiff1d(self.indices, self.corrupt)
+        self.corrupt = self.verify() if verify else []
+        if self.corrupt and not skip_corrupt:
+            raise DataError(f"{self.path}: record {self.corrupt[0]} fails its CRC check ({len(self.corrupt)} "
+                            "in all); pack again or open with skip_corrupt=True")
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -226,19 +224,14 @@ class PackedArray:
         """Every image, read into memory in one sequential pass (the "in memory" rung)."""
         return np.array(self.images)
 
-    def __repr__(self) -> str:
-        n, h, w, c = self.images.shape
-        return f"PackedArray({str(self.path)!r}, {n:,} images of {h}x{w}x{c})"
-
 
 class PackedSource:
     """Random access to (image, label) of a packed file; each loader worker maps it itself."""
 
     def __init__(self, path, verify: bool = False, skip_corrupt: bool = False):
-        self.path, self.verify, self.skip_corrupt = Path(path), verify, skip_corrupt
+        self.path, self.skip_corrupt = Path(path), skip_corrupt
         packed = PackedArray(self.path, verify=verify, skip_corrupt=skip_corrupt)
         self.labels, self.classes = packed.labels, packed.classes
-        self.shape = packed.images.shape
         self._bad = set(packed.corrupt)
         self.skipped = SkipCounter()
         self._packed, self._pid = packed, os.getpid()
@@ -304,12 +297,10 @@ def prepared_dir(root, cache_dir=None) -> Path:
 
 
 def preresized_path(index: FolderIndex, size: int, cache_dir=None) -> Path:
-    """Where the pre-resized copy of `index` at `size` lives."""
     return prepared_dir(index.root, cache_dir) / f"resized-{size}px-{index.fingerprint()}"
 
 
 def packed_path(index: FolderIndex, size: int, cache_dir=None) -> Path:
-    """Where the packed file of `index` at `size` lives."""
     return prepared_dir(index.root, cache_dir) / f"{size}px-{index.fingerprint()}.pack"
 
 
@@ -340,9 +331,8 @@ class Prepared:
     reused: bool
 
     def note(self) -> dict:
-        return {"what": self.what, "path": self.path, "images": self.images,
-                "seconds": None if self.seconds is None else round(self.seconds, 3),
-                "reused": self.reused}
+        seconds = None if self.seconds is None else round(self.seconds, 3)
+        return {**dataclasses.asdict(self), "seconds": seconds}
 
     def __str__(self) -> str:
         if self.reused and self.seconds is None:
@@ -375,7 +365,6 @@ def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,
         make = lambda: ensure_packed(index, size, **common)  # noqa: E731
     note_path = made_note_path(target)
     if Path(complete).exists():
-        make()  # finds it complete: nothing to do
         return Prepared(what, str(target), len(index), _made_seconds(note_path), True)
     start = time.perf_counter()
     make()
@@ -388,15 +377,14 @@ def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,
 
 def made_note_path(copy) -> Path:
     """The note beside a prepared copy that says how long making it took."""
-    copy = Path(copy)
-    return copy.with_name(f".{copy.name}.made.json")
+    return Path(copy).with_name(f".{Path(copy).name}.made.json")
 
 
 def _made_seconds(note_path: Path) -> float | None:
     try:
         return float(json.loads(note_path.read_text())["seconds"])
     except (OSError, ValueError, KeyError, TypeError):
-        return None  # no note (an older copy) or an unreadable one: the cost is unknown
+        return None  # no note, or an unreadable one: the cost is unknown
 
 
 def load_folder(root=None, image_size: int = 32, train_size: int | None = None,

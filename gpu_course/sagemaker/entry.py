@@ -13,6 +13,7 @@ a worker; rank or worker 0 keeps the record. Otherwise each host trains alone, a
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -155,11 +156,10 @@ def metric_line(row: dict, gpu_util: float | None) -> str:
             return "nan"
         return format(value, fmt)
     n = metrics.epoch_numbers(row)
-    return (f"METRIC epoch={row['epoch']} "
-            f"samples_per_sec={num(n['samples_per_sec'], '.2f')} "
-            f"epoch_time={num(n['epoch_time_s'], '.2f')} "
-            f"data_wait={num(n['data_wait_share'], '.4f')} gpu_util={num(gpu_util, '.1f')} "
-            f"val_acc={num(row.get('val_acc'), '.4f')}")
+    values = (("samples_per_sec", n["samples_per_sec"], ".2f"), ("epoch_time", n["epoch_time_s"], ".2f"),
+              ("data_wait", n["data_wait_share"], ".4f"), ("gpu_util", gpu_util, ".1f"),
+              ("val_acc", row.get("val_acc"), ".4f"))
+    return f"METRIC epoch={row['epoch']} " + " ".join(f"{k}={num(v, fmt)}" for k, v, fmt in values)
 
 
 def epoch_gpu_util(run_folder: Path, row: dict) -> float | None:
@@ -204,13 +204,10 @@ def train(cfg: _config.Experiment, env: dict):
     gc = adapter(cfg.engine)
     runs_dir, model_dir = output_dirs(env)
     runs_dir.mkdir(parents=True, exist_ok=True)
-    printer = MetricPrinter(runs_dir)
-    kwargs = {"runs_dir": runs_dir, "progress": False}
     # built here to save the weights (DDP processes build their own)
     net = gc.get_model(cfg) if cfg.engine == "gluon" or cfg.num_gpus <= 1 else None
-    if net is not None:
-        kwargs["net"] = net
-    run = gc.train(cfg, on_epoch=printer, **kwargs)
+    run = gc.train(cfg, on_epoch=MetricPrinter(runs_dir), runs_dir=runs_dir, progress=False,
+                   **({"net": net} if net is not None else {}))
     this_host, all_hosts = hosts(env)
     if model_dir is not None and len(all_hosts) > 1:  # SageMaker merges every host's files
         model_dir = model_dir / this_host
@@ -296,11 +293,9 @@ def fail(message: str, env: dict) -> None:
     print(f"sagemaker_entry: error: {message}", file=sys.stderr, flush=True)
     out = env.get("SM_OUTPUT_DIR")
     if out:
-        try:
+        with contextlib.suppress(OSError):
             Path(out).mkdir(parents=True, exist_ok=True)
             (Path(out) / FAILURE_FILE).write_text(message[:1000] + "\n")
-        except OSError:
-            pass
 
 
 def main(argv: list | None = None, env: dict | None = None) -> int:
@@ -320,12 +315,11 @@ def main(argv: list | None = None, env: dict | None = None) -> int:
         fail(f"bad hyperparameter: {err}", env)
         return 2
     parameter_server = env.get("DMLC_ROLE") == "worker"  # MXNet's parameter_server option
-    if distributed and cfg.engine != "pytorch":
-        fail(f"engine={cfg.engine!r} cannot run under torchrun; allowed: engine='pytorch'", env)
-        return 2
-    if parameter_server and cfg.engine != "gluon":
-        fail(f"engine={cfg.engine!r} cannot be a parameter-server worker; allowed: engine='gluon'", env)
-        return 2
+    for started, engine, what in ((distributed, "pytorch", "run under torchrun"),
+                                  (parameter_server, "gluon", "be a parameter-server worker")):
+        if started and cfg.engine != engine:
+            fail(f"engine={cfg.engine!r} cannot {what}; allowed: engine={engine!r}", env)
+            return 2
     if len(all_hosts) > 1 and not (distributed or parameter_server):
         print(f"{this_host}: no distribution option: it trains alone, into its own record", flush=True)
         cfg = cfg.replace(name=f"{cfg.name}@{this_host}")

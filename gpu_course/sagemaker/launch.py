@@ -1,26 +1,16 @@
 """Run one course experiment as a SageMaker training job, and bring its record back.
 
-The job runs `gpu_course/sagemaker/entry.py` in AWS's framework container, with the
-gpu_course package beside it (the container has not got it):
-
-- the PyTorch track: SageMaker Python SDK v3's ModelTrainer (`sagemaker==3.27.0`, the PyTorch
-  environment) on AWS's PyTorch 2.10.0 training container (Python 3.13): the container's torch;
-- the Gluon track: SDK v2's `sagemaker.mxnet.MXNet` (`sagemaker==2.243.2`, the Gluon
-  environment) on the MXNet 1.9.0 container (Python 3.8). It rests on a retired framework
-  (Apache MXNet), a container AWS has not patched since 2023-10-01 and an SDK whose support
-  ends on 2027-07-06: v3 has no MXNet.
-
-Both are built from one model of the job (`job_settings`); the experiment's fields travel
-as hyperparameters, the dataset as the "training" channel, and the run record comes back
-in the job's output.tar.gz, so it plots beside local runs:
+The job runs `entry.py` in AWS's container with gpu_course beside it: the PyTorch track with
+SDK v3's ModelTrainer on the PyTorch 2.10.0 container; the Gluon track with SDK v2's MXNet
+estimator on the MXNet 1.9.0 container (a retired framework, unpatched since 2023-10-01; v2's
+support ends 2027-07-06). Both come from one model of the job (`job_settings`); the SDK is
+imported only when a job is built.
 
     job = Job("ml.g5.xlarge")                 # where it runs, on what terms (see Job)
     request = training_request(cfg, job)      # what the SDK would send; sent nowhere
     check_request(request)                    # against botocore's model of the SageMaker API
     name = launch(cfg, job)                   # needs credentials and a role; checks first
     runs = fetch_runs(name)                   # the job's run record(s), as records.Run
-
-The SDK is imported only when a job is built, so this module imports without it.
 """
 from __future__ import annotations
 
@@ -41,7 +31,6 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import engines
 from ..config import Experiment
@@ -80,11 +69,11 @@ class Track:
 
 
 TRACKS = {
-    # MXNet 1.9.0 is the last MXNet container (CUDA 11.2, Python 3.8, pandas 1.3, numpy<1.20).
+    # the last MXNet container (CUDA 11.2, Python 3.8)
     "gluon": Track(Sdk.V2, "mxnet", "1.9.0", "py38", {"parameter_server": {"enabled": True}},
                    ("psutil", "nvidia-ml-py", "pandas",
                     "numpy<1.24  # MXNet 1.9 does not import with numpy >= 1.24")),
-    # the newest PyTorch training container in v3's catalogue, in AWS's supported 2.9/2.10 line
+    # the newest PyTorch training container in v3's catalogue
     "pytorch": Track(Sdk.V3, "pytorch", "2.10.0", "py313", {"torch_distributed": {"enabled": True}},
                      ("psutil", "nvidia-ml-py", "pandas")),
 }
@@ -172,7 +161,7 @@ def hyperparameters(cfg: Experiment, all_gpus: bool = False) -> dict:
             if name not in skip}
 
 
-def encode_value(field: str, value: Any) -> str:
+def encode_value(field: str, value) -> str:
     if value is None:
         return "none"
     if isinstance(value, bool):

@@ -16,6 +16,8 @@ OPERATION = "CreateTrainingJob"
 # SageMaker's limits that the model leaves out, by the field's path in the request
 LIMITS = {"StoppingCondition.MaxRuntimeInSeconds": (28 * 24 * 3600, "28 days")}
 S3_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")   # S3's rule for bucket names
+S3_BUCKET_RULE = ("valid bucket name: 3 to 63 lowercase letters, digits, dots or hyphens, beginning "
+                  "and ending with a letter or digit (S3's rule, not in the model)")
 # Java classes in the model's patterns that Python's re lacks (the tag shapes use them)
 JAVA_CLASSES = {r"\p{Alnum}": "a-zA-Z0-9", r"\p{L}": r"\w", r"\p{N}": r"\w", r"\p{Z}": r"\s"}
 SHOW_ALL = 12                        # an enumeration longer than this shows its closest values
@@ -81,8 +83,8 @@ def _limits(value, shape, name: str) -> list:
                 found += _limits(value[key], member, f"{name}.{key}" if name else key)
     elif kind in ("list", "map") and isinstance(value, (list, tuple, dict)):
         if len(value) > meta.get("max", len(value)):
-            found.append(f"Invalid length for parameter {name}, value: {len(value)} entries, "
-                         f"valid max length: {meta['max']}")
+            found.append(_invalid(name, f"{len(value)} entries", f"valid max length: {meta['max']}",
+                                  "length"))
         if kind == "list":
             for i, item in enumerate(value):
                 found += _limits(item, shape.member, f"{name}[{i}]")
@@ -95,32 +97,32 @@ def _limits(value, shape, name: str) -> list:
     elif kind in ("integer", "long", "float", "double") and isinstance(value, (int, float)) \
             and not isinstance(value, bool):
         if value > meta.get("max", value):
-            found.append(f"Invalid value for parameter {name}, value: {value}, "
-                         f"valid max value: {meta['max']}")
+            found.append(_invalid(name, value, f"valid max value: {meta['max']}"))
         limit, why = LIMITS.get(name, (value, ""))
         if value > limit:
-            found.append(f"Invalid value for parameter {name}, value: {value}, valid max "
-                         f"value: {limit} ({why}: SageMaker's limit, not in the model)")
+            found.append(_invalid(name, value, f"valid max value: {limit} ({why}: SageMaker's "
+                                  "limit, not in the model)"))
     return found
+
+
+def _invalid(name: str, value, allowed: str, what: str = "value") -> str:
+    """One problem, in ParamValidator's words."""
+    return f"Invalid {what} for parameter {name}, value: {value}, {allowed}"
 
 
 def _string_limits(value: str, shape, name: str) -> list:
     meta, enum = shape.metadata, shape.enum
     if len(value) > meta.get("max", len(value)):
-        return [f"Invalid length for parameter {name}, value: {value!r}, length: {len(value)}, "
-                f"valid max length: {meta['max']}"]
+        return [_invalid(name, repr(value), f"length: {len(value)}, valid max length: {meta['max']}",
+                         "length")]
     if enum and value not in enum:
-        return [f"Invalid value for parameter {name}, value: {value!r}, valid values: "
-                + _allowed(value, enum, shape.name)]
+        return [_invalid(name, repr(value), "valid values: " + _allowed(value, enum, shape.name))]
     pattern = _pattern(meta.get("pattern"))
     if pattern is not None and not pattern.fullmatch(value):
-        return [f"Invalid value for parameter {name}, value: {value!r}, "
-                f"valid pattern: {meta['pattern']}"]
+        return [_invalid(name, repr(value), f"valid pattern: {meta['pattern']}")]
     bucket = re.match(r"s3://([^/]*)", value) if shape.name == "S3Uri" else None
     if bucket and not (S3_BUCKET.fullmatch(bucket[1]) and ".." not in bucket[1]):
-        return [f"Invalid value for parameter {name}, value: {value!r}, valid bucket name: "
-                "3 to 63 lowercase letters, digits, dots or hyphens, beginning and ending "
-                "with a letter or digit (S3's rule, not in the model)"]
+        return [_invalid(name, repr(value), S3_BUCKET_RULE)]
     return []
 
 
