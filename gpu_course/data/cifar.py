@@ -141,12 +141,10 @@ def _read_batches(paths):
 
 def download_cifar10(root, url=CIFAR10_URL, md5=CIFAR10_MD5, timeout=10):
     """``root/cifar-10-batches-bin`` with real CIFAR-10, downloaded once if need be."""
-    root = Path(root)
-    if is_complete(root):  # data_dir names the cifar-10-batches-bin folder itself
-        return root
-    folder = root / FOLDER_NAME
-    if is_complete(folder):
-        return folder
+    root, folder = Path(root), Path(root) / FOLDER_NAME
+    for candidate in (root, folder):  # data_dir may name the cifar-10-batches-bin folder itself
+        if is_complete(candidate):
+            return candidate
     for candidate in (root, folder):  # a folder is there but not whole: never replace it
         if candidate.is_dir() and any((candidate / n).exists() for n in ALL_FILES):
             missing = [n for n in ALL_FILES if not (candidate / n).is_file()]
@@ -222,7 +220,7 @@ def _md5(path):
     return digest.hexdigest()
 
 
-def _replace_dir(new, target, ours=None) -> list[str]:
+def _replace_dir(new, target, ours=None):
     """Rename ``new`` to ``target``, moving a user's own files in; returns their names."""
     new, target = Path(new), Path(target)
     old, kept = None, []

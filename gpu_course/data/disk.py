@@ -1,7 +1,4 @@
-"""How fast the disk reads: sequential against random, cold (from the disk) or warm.
-
-`evict` drops one file's pages from the page cache (posix_fadvise, no root needed).
-"""
+"""How fast the disk reads: sequential against random, cold (`evict`: posix_fadvise) or warm."""
 from __future__ import annotations
 
 import ctypes

@@ -181,12 +181,8 @@ class SkipCounter:
         weakref.finalize(self, _remove_quietly, self.path, os.getpid())
 
     def add(self, what: str = "?") -> None:
-        line = (" ".join(str(what).split())[:500] + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+        with open(self.path, "ab", buffering=0) as f:   # one appending write: no interleaving
+            f.write((" ".join(str(what).split())[:500] + "\n").encode())
 
     def _lines(self) -> list:
         try:

@@ -65,8 +65,7 @@ def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = N
                                    progress=progress, desc=f"resizing to {size} px"):
             total += written
         (tmp / ".gpu_course.json").write_text(json.dumps(
-            {"size": size, "quality": QUALITY, "source": str(index.root),
-             "skipped": skipped}))
+            {"size": size, "quality": QUALITY, "source": str(index.root), "skipped": skipped}))
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
     finally:
@@ -145,17 +144,14 @@ def pack_images(index: FolderIndex, out, size: int, workers: int | None = None,
             meta = {"classes": list(index.classes), "sources": sources, "size": size,
                     "source_root": str(index.root), "skipped": skipped}
             f.write(json.dumps(meta).encode())
-            meta_end = f.tell()
             f.seek(0)
             f.write(PREAMBLE.pack(MAGIC, VERSION, len(labels), size, size, 3, ALIGN,
                                   labels_at, crcs_at, meta_at))
-            f.seek(meta_end)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, out)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        tmp.unlink(missing_ok=True)
     return PrepResult(out, len(labels), skipped, time.perf_counter() - start,
                       out.stat().st_size)
 
@@ -180,8 +176,7 @@ class PackedArray:
             head = f.read(PREAMBLE.size)
             if len(head) < PREAMBLE.size or head[:8] != MAGIC:
                 raise DataError(f"{self.path} is not a packed image file: make one with packed.pack_images")
-            (_, version, n, h, w, c, images_at, labels_at, crcs_at,
-             meta_at) = PREAMBLE.unpack(head)
+            _, version, n, h, w, c, images_at, labels_at, crcs_at, meta_at = PREAMBLE.unpack(head)
             if version != VERSION:
                 raise DataError(f"{self.path}: format version {version}, not {VERSION}: pack the images again")
             record = h * w * c

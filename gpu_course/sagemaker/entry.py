@@ -33,19 +33,14 @@ FAILURE_FILE = "failure"  # SageMaker shows $SM_OUTPUT_DIR/failure as the job's 
 
 def parse_hyperparameters(argv: list) -> dict:
     """`--key value` pairs (keys with - or _, each an Experiment field) -> {field: value}."""
-    values = {}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
+    values, args = {}, iter(argv)
+    for arg in args:
         if not arg.startswith("--") or len(arg) == 2:
             raise ValueError(f"expected --<field> <value>, got {arg!r}")
         key, eq, text = arg[2:].partition("=")
-        if not eq:
-            if i + 1 >= len(argv):
-                raise ValueError(f"--{key} needs a value")
-            text = argv[i + 1]
-            i += 1
-        i += 1
+        text = text if eq else next(args, None)
+        if text is None:
+            raise ValueError(f"--{key} needs a value")
         field = key.replace("-", "_")
         if field not in _config.FIELDS:
             allowed = ", ".join(_config.FIELDS)
@@ -88,15 +83,9 @@ def check_channel(cfg: _config.Experiment, channel: Path) -> None:
 def _int_env(env: dict, name: str, low: int) -> int | None:
     """An integer environment variable (None when unset), or a ValueError naming it."""
     text = (env.get(name) or "").strip()
-    if not text:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < low:
+    if text and not (text.isdecimal() and int(text) >= low):
         raise ValueError(f"{name}={text!r} must be an integer >= {low}")
-    return value
+    return int(text) if text else None
 
 
 def gpu_count(env: dict) -> int:
@@ -202,8 +191,7 @@ def train(cfg: _config.Experiment, env: dict):
     """Train with the track's adapter, print METRIC lines, save the weights; -> Run."""
     from gpu_course.ladder import adapter
     gc = adapter(cfg.engine)
-    runs_dir, model_dir = output_dirs(env)
-    runs_dir.mkdir(parents=True, exist_ok=True)
+    runs_dir, model_dir = output_dirs(env)   # made by check_outputs
     # built here to save the weights (DDP processes build their own)
     net = gc.get_model(cfg) if cfg.engine == "gluon" or cfg.num_gpus <= 1 else None
     run = gc.train(cfg, on_epoch=MetricPrinter(runs_dir), runs_dir=runs_dir, progress=False,
@@ -241,7 +229,6 @@ def train_ps(cfg: _config.Experiment, env: dict):
     """One parameter-server worker of a Gluon job (DMLC_* set); worker 0 keeps the record."""
     from gpu_course.tracks.gluon import dist
     runs_dir, model_dir = output_dirs(env)
-    runs_dir.mkdir(parents=True, exist_ok=True)
     this_host, _ = hosts(env)
     folder = (model_dir / this_host) if model_dir is not None else runs_dir / f"model@{this_host}"
     folder.mkdir(parents=True, exist_ok=True)  # SageMaker merges every host's model folder

@@ -451,7 +451,7 @@ def aws_credentials(timeout_s: float = 1.0) -> bool:
 
 
 def aws_region() -> str:
-    """The configured region, else DEFAULT_REGION (only the SDK's callers ask: botocore is there)."""
+    """The configured region, else DEFAULT_REGION (asked only where the SDK, so botocore, is)."""
     import botocore.session
     try:
         return botocore.session.get_session().get_config_variable("region") or DEFAULT_REGION
@@ -570,13 +570,10 @@ def extract_runs(archive: str | Path, runs_dir: str | Path | None = None,
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
         for member in tar.getmembers():  # regular files inside the folder only
-            parts = Path(member.name).parts
-            if not member.isreg() or member.name.startswith("/") or ".." in parts:
-                continue
-            tar.extract(member, tmp, set_attrs=False)
-        found = [p.parent for p in sorted(Path(tmp).rglob("run.json"))]
+            if member.isreg() and not member.name.startswith("/") and ".." not in Path(member.name).parts:
+                tar.extract(member, tmp, set_attrs=False)
         runs = []
-        for folder in found:
+        for folder in [p.parent for p in sorted(Path(tmp).rglob("run.json"))]:
             target = root / folder.name
             if target.exists():  # fetched before: the job's copy wins
                 shutil.rmtree(target)

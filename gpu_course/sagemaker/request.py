@@ -2,7 +2,7 @@
 
 botocore's ParamValidator checks required and unknown fields, types and minimums; the
 service enforces the rest of the model (maximums, patterns, enumerations) and limits the
-model lacks (28 days, S3 bucket names). `problems` checks all, one line a problem.
+model lacks (28 days, S3 bucket names). `problems` checks all, one line a problem:
 
     found = problems(request, channels=("training",))   # [] when SageMaker would accept it
 """
