@@ -76,8 +76,7 @@ def write_cifar_binary(folder, data: CifarData, manifest=None):
         os.chmod(tmp, 0o755)  # mkdtemp makes it private
         if manifest is not None and is_complete(folder) and read_manifest(folder) == \
                 json.loads(json.dumps(manifest, sort_keys=True)):
-            # another process (a DDP rank, a second "host") wrote the same data first and
-            # may be reading it now: replacing it would pull files from under that reader
+            # another process (a DDP rank, a second "host") wrote it first and may be reading it
             shutil.rmtree(tmp, ignore_errors=True)
             return folder
         kept = _replace_dir(tmp, folder, ours=OWN_FILES)

@@ -282,8 +282,7 @@ def _generate(root: Path, photos: Photos, overwrite: bool, workers, progress) ->
         if found == settings:
             return root
         raise DataError(OTHER_SETTINGS.format(root=root, found=found))
-    # one small picture per image, all classes balanced: 10 consecutive images hold
-    # each of the ten shapes once, so take per_class blocks of ten
+    # one small picture per image: 10 consecutive ones hold each shape once, so classes balance
     small, labels = synthetic.generate(10 * photos.per_class, photos.seed)
     keep = np.flatnonzero(labels < classes)
     tmp = root.with_name(f".{root.name}.tmp-{os.getpid()}")

@@ -57,8 +57,7 @@ def generate(n, seed=0, start_index=0, split="train"):
 
     if n:
         blocks = range(start // BLOCK, (start + n - 1) // BLOCK + 1)
-        # numpy releases the GIL in its loops, so threads use all cores; the
-        # blocks are independent, so the result does not depend on the schedule
+        # numpy releases the GIL: threads use all cores; blocks are independent of the schedule
         with ThreadPoolExecutor(min(len(blocks), os.cpu_count() or 1)) as pool:
             list(pool.map(fill, blocks))
     return images, labels
@@ -94,8 +93,7 @@ def _draw_params(rng, n):
         phase=u(0, 2 * np.pi, 2),
         patch_p=u(1.6, 6.0),           # texture patch: ellipse .. rounded square
         bg0=u(0, 1, 3), bg1=u(0, 1, 3), fg=u(0, 1, 3),
-        # how far the object's colour moves from the background toward its own;
-        # FAINT_SHARE of images are barely visible: the ceiling stays below 100%
+        # how far the object's colour moves from the background's (FAINT_SHARE: barely at all)
         contrast=u(0.4, 1.0) * np.where(rng.random(n) < FAINT_SHARE,
                                         u(0.02, 0.08), 1).astype(np.float32),
         bg_dir=u(0, 2 * np.pi),
@@ -128,8 +126,7 @@ def _render(p, noise):
         img[lined] = _blend(img[lined], 255 * p["line_col"][lined],
                             _segment_alpha(X, Y, {k: v[lined] for k, v in p.items()}))
 
-    # object coordinates: shift and rotate (image units), then scale and
-    # stretch (shape units, where the object's radius is about 1)
+    # shift and rotate (image units), then scale and stretch (shape units: radius about 1)
     dx, dy = X - _col(p["cx"]), Y - _col(p["cy"])
     c, s = _col(np.cos(p["angle"])), _col(np.sin(p["angle"]))
     ui, vi = dx * c + dy * s, dy * c - dx * s
