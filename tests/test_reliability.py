@@ -364,8 +364,7 @@ def test_a_data_worker_that_dies_is_an_error_not_a_wait_forever():
 
     def run():
         try:
-            list(folder.parallel_map(_die_on_three, list(range(8)), workers=2, progress=False,
-                                     chunksize=1))
+            list(folder.parallel_map(_die_on_three, list(range(8)), workers=2, progress=False))
         except Exception as err:
             raised.append(err)
     waiter = threading.Thread(target=run, daemon=True)

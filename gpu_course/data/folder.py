@@ -124,16 +124,14 @@ def scan_folder(root) -> FolderIndex:
 
 
 def split(index: FolderIndex, train_size: int | None = None, test_size: int | None = None,
-          val_fraction: float = 0.2, seed: int = 0) -> tuple[FolderIndex, FolderIndex]:
-    """A deterministic train/validation split, balanced in any prefix (classes interleaved)."""
-    if not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction={val_fraction!r} must be in (0, 1)")
+          seed: int = 0) -> tuple[FolderIndex, FolderIndex]:
+    """A deterministic train/validation split (a fifth), balanced in any prefix (classes interleaved)."""
     rng = np.random.default_rng(seed)
     per_class = [rng.permutation(np.flatnonzero(index.labels == k))
                  for k in range(len(index.classes))]
     longest = max((len(g) for g in per_class), default=0)   # round-robin over the classes
     order = [int(g[j]) for j in range(longest) for g in per_class if j < len(g)]
-    n_val = max(1, int(len(order) * val_fraction))
+    n_val = max(1, int(len(order) * 0.2))
     if test_size is not None:
         n_val = min(n_val, test_size)
     val, rest = order[:n_val], order[n_val:]
@@ -356,8 +354,7 @@ def _write_photo(task) -> int:
 
 
 # -- a parallel map with a progress bar -----------------------------------------------
-def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool = True,
-                 desc: str = "", chunksize: int | None = None):
+def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool = True, desc: str = ""):
     """fn(task) for each task, in order, in `workers` processes, with a progress bar."""
     from ..measure.progress import bar as progress_bar
     workers = os.cpu_count() or 1 if workers is None else workers
@@ -370,7 +367,7 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
             # fork: workers start in milliseconds and share the parent's imports
             ctx = get_context("fork" if "fork" in get_all_start_methods() else None)
             pool = ctx.Pool(min(workers, len(tasks)), initializer=_worker_signals)
-            chunk = chunksize or max(1, min(64, len(tasks) // (workers * 8)))
+            chunk = max(1, min(64, len(tasks) // (workers * 8)))
             chunks = [(fn, tasks[i:i + chunk]) for i in range(0, len(tasks), chunk)]
             results = _waiting(pool.imap(_run_chunk, chunks), list(pool._pool))  # chunksize 1: .next(timeout)
         for result in results:

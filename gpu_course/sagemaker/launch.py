@@ -38,7 +38,6 @@ from ..page import Page
 from . import request as _request
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]   # gpu_course/
-ENTRY_SOURCE = Path(__file__).resolve().parent / "entry.py"
 ENTRY_POINT = "sagemaker_entry.py"                 # its name at the top of the job's source_dir
 CHANNEL = "training"                 # -> SM_CHANNEL_TRAINING in the container
 DEFAULT_INSTANCE = "ml.g5.xlarge"    # A10G: both tracks, in every region that trains
@@ -178,7 +177,7 @@ def stage_code(engine: str, dest: str | Path | None = None) -> Path:
     """The job's source_dir: the entry script, gpu_course beside it, a requirements.txt."""
     dest = Path(dest) if dest is not None else Path(tempfile.mkdtemp(prefix="gpu-course-sm-"))
     dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(ENTRY_SOURCE, dest / ENTRY_POINT)
+    shutil.copy2(PACKAGE_DIR / "sagemaker" / "entry.py", dest / ENTRY_POINT)
     target = dest / "gpu_course"
     if target.exists():
         shutil.rmtree(target)
