@@ -57,15 +57,13 @@ def read_manifest(folder):
 def write_cifar_binary(folder, data: CifarData, manifest=None):
     """Write `data` as a ``cifar-10-batches-bin`` folder, atomically; returns its path."""
     class_names = tuple(str(c) for c in data.classes)
-    if not 1 <= len(class_names) <= 256 or any(
-            not c or "\n" in c for c in class_names):
+    if not 1 <= len(class_names) <= 256 or any(not c or "\n" in c for c in class_names):
         raise ValueError(f"classes must be 1..256 non-empty one-line names, got {class_names!r}")
     train = _records(data.train_x, data.train_y, len(class_names), "train")
     test = _records(data.test_x, data.test_y, len(class_names), "test")
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp",
-                                dir=folder.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
     try:
         for name, part in zip(TRAIN_FILES, np.array_split(train, len(TRAIN_FILES))):
             _write_bytes(tmp / name, part)

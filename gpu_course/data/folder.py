@@ -81,7 +81,7 @@ class FolderIndex:
     def subset(self, indices: Iterable[int]) -> "FolderIndex":
         indices = list(indices)
         return FolderIndex(self.root, self.classes, tuple(self.paths[i] for i in indices),
-                           self.labels[indices] if indices else self.labels[:0])
+                           self.labels[np.asarray(indices, dtype=np.int64)])
 
     def fingerprint(self) -> str:
         """A short hash of the files and labels, naming a prepared copy of this set."""
@@ -292,8 +292,7 @@ def _generate(root: Path, photos: Photos, overwrite: bool, workers, progress) ->
         k = int(labels[i])
         counts[k] += 1
         name = f"{k + 1:03d}.{synthetic.CLASSES[k]}/{k + 1:03d}_{counts[k]:04d}.jpg"
-        tasks.append((small[i], str(tmp / name), (photos.seed, int(i)), photos.min_side,
-                      photos.max_side, photos.quality))
+        tasks.append((small[i], str(tmp / name), (photos.seed, int(i)), photos))
     for k in range(classes):
         (tmp / f"{k + 1:03d}.{synthetic.CLASSES[k]}").mkdir(parents=True)
     try:
@@ -334,9 +333,9 @@ def _replace_own_files(root: Path, new: Path, old_settings: dict | None) -> None
 def _write_photo(task) -> int:
     """Enlarge a 32x32 picture to a random size, add blotches and grain, save a JPEG."""
     from PIL import Image
-    small, path, key, min_side, max_side, quality = task
+    small, path, key, photos = task
     rng = np.random.default_rng(key)
-    w, h = (int(v) for v in rng.integers(min_side, max_side + 1, size=2))
+    w, h = (int(v) for v in rng.integers(photos.min_side, photos.max_side + 1, size=2))
     picture = Image.fromarray(small).resize((w, h), Image.BICUBIC)
     cw, ch = w // 3 + 1, h // 3 + 1  # colour blotches a few pixels wide
     blotches = Image.frombytes("RGB", (cw, ch), rng.bytes(cw * ch * 3)).resize(
@@ -344,7 +343,7 @@ def _write_photo(task) -> int:
     grain = Image.frombytes("L", (w, h), rng.bytes(w * h)).convert("RGB")
     picture = Image.blend(Image.blend(picture, blotches, 0.10), grain, 0.05)
     encoded = io.BytesIO()   # Pillow writing the file itself ignores a short write (a full disk)
-    picture.save(encoded, "JPEG", quality=quality)
+    picture.save(encoded, "JPEG", quality=photos.quality)
     try:
         with open(path, "wb") as out:
             out.write(encoded.getbuffer())

@@ -106,8 +106,7 @@ def output_dirs(env: dict) -> tuple:
 
 def check_outputs(env: dict) -> None:
     """The output folders exist or can be made, and are writable: found before training."""
-    runs_dir, model_dir = output_dirs(env)
-    for name, folder in (("SM_OUTPUT_DATA_DIR", runs_dir), ("SM_MODEL_DIR", model_dir)):
+    for name, folder in zip(("SM_OUTPUT_DATA_DIR", "SM_MODEL_DIR"), output_dirs(env)):
         if folder is None:
             continue
         where = f"{name}={folder}" if env.get(name) else f"the runs folder {folder}"
