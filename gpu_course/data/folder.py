@@ -10,9 +10,11 @@ import dataclasses
 import io
 import json
 import os
-import signal
 import re
 import shutil
+import signal
+import tempfile
+import weakref
 import zlib
 from dataclasses import dataclass
 import multiprocessing.pool as mp_pool
@@ -172,8 +174,6 @@ class SkipCounter:
     """Unreadable samples skipped over all loader workers (a line each in a temporary file)."""
 
     def __init__(self):
-        import tempfile
-        import weakref
         fd, self.path = tempfile.mkstemp(prefix="gpu_course-skips-")
         os.close(fd)
         weakref.finalize(self, _remove_quietly, self.path, os.getpid())

@@ -18,8 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from ..measure.records import write_atomic
-from .folder import (CorruptImage, DataError, FolderIndex, MissingData, SkipCounter,
-                     fetch_or_skip, load_image, parallel_map)
+from .cifar import CifarData
+from .folder import (CorruptImage, DataError, FolderIndex, MissingData, SkipCounter, default_folder,
+                     fetch_or_skip, folder_split, load_image, parallel_map, scan_folder, split)
+from .paths import default_root
 
 MAGIC = b"GPUCPAK1"
 PREAMBLE = struct.Struct("<8sIQIIIQQQQ")  # magic, version, count, h, w, c, 4 offsets
@@ -287,7 +289,6 @@ def prepared_dir(root, cache_dir=None) -> Path:
     tag = f"{root.name}-{zlib.crc32(str(root).encode()):08x}"  # two folders, two caches
     if os.environ.get("GPU_COURSE_CACHE"):
         return Path(os.environ["GPU_COURSE_CACHE"]).expanduser() / tag
-    from .paths import default_root
     return default_root() / "prepared" / tag
 
 
@@ -344,7 +345,6 @@ def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,
     time it; record_file gives a framework's own packed format (Gluon: RecordIO)."""
     if cfg.dataset != "folder" or cfg.data_format == "loose":
         return None
-    from .folder import folder_split
     index, _ = folder_split(cfg, root)
     size, kind = cfg.image_size, cfg.data_format
     common = dict(cache_dir=cache_dir, progress=progress)
@@ -385,8 +385,6 @@ def _made_seconds(note_path: Path) -> float | None:
 def load_folder(root=None, image_size: int = 32, train_size: int | None = None,
                 test_size: int | None = None, seed: int = 0, cache_dir=None):
     """An image folder as in-memory CifarData, read from packed copies made on first use."""
-    from .cifar import CifarData
-    from .folder import default_folder, scan_folder, split
     index = scan_folder(root or default_folder())
     train, val = split(index, train_size, test_size, seed=seed)
     arrays = []

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 if not __package__:  # run as a file (how SageMaker starts it), not with `python -m`
@@ -205,8 +206,6 @@ def train(cfg: _config.Experiment, env: dict):
 
 def train_ddp(cfg: _config.Experiment, env: dict) -> int:
     """One torchrun process of a DDP job (the PyTorch track's worker); rank 0 keeps the record."""
-    import tempfile
-
     from gpu_course.measure.records import load_run
     from gpu_course.tracks.torch import ddp
     runs_dir, _ = output_dirs(env)

@@ -14,6 +14,7 @@ imported only when a job is built.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import copy
 import dataclasses
@@ -29,10 +30,11 @@ import shutil
 import sys
 import tarfile
 import tempfile
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import engines
+from .. import data, engines
 from ..config import Experiment
 from ..page import Page
 from . import request as _request
@@ -407,13 +409,11 @@ def describe(request: dict):
 
 def dataset_root(cfg: Experiment) -> Path:
     """The folder the training channel mirrors (cfg.data_dir, or the course's data/)."""
-    from .. import data
     return Path(cfg.data_dir).expanduser() if cfg.data_dir else Path(data.default_root())
 
 
 def dataset_folder(cfg: Experiment, write: bool = False) -> Path:
     """The cifar-10-batches-bin folder `data.prepare` uses for cfg (write=True: prepares it)."""
-    from .. import data
     if cfg.dataset not in data.DATASETS:
         allowed = ", ".join(data.DATASETS)
         raise ValueError(f"dataset={cfg.dataset!r} cannot go to SageMaker; allowed: {allowed}")
@@ -593,9 +593,6 @@ NO_CREDENTIALS = PAGE.text("no_credentials")
 
 def add_parser(subparsers) -> None:
     """Register `gpu-course sagemaker` (called by gpu_course.cli)."""
-    import argparse
-    import textwrap
-
     from ..flags import add_config_flags as _add_config_flags
     table = "\n".join("  {instance:17} {GPU:5} Gluon: {Gluon:14} PyTorch: {PyTorch}".format(
         **instance_row(name)) for name in INSTANCES)
