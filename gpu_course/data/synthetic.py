@@ -66,8 +66,7 @@ def generate(n, seed=0, start_index=0, split="train"):
 def _draw_block(seed, split_id, block, lo, hi):
     """Images ``lo:hi`` of one block (the whole block's parameters drawn, for determinism)."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, split_id, block]))
-    p = _draw_params(rng, BLOCK)
-    p = {k: v[lo:hi] for k, v in p.items()}
+    p = {k: v[lo:hi] for k, v in _draw_params(rng, BLOCK).items()}
     # uniform pixel noise from raw bytes: 10x cheaper than standard_normal
     noise = np.frombuffer(rng.bytes(BLOCK * SIZE * SIZE * 3), np.int8)
     noise = noise.reshape(BLOCK, SIZE, SIZE, 3)[lo:hi].astype(np.float32)
