@@ -60,8 +60,7 @@ class EpochOrder:
         self.records, self.seed = int(records), int(seed)
         self.order, self.cache = sample_order(order), page_cache(cache)
         self.window = window_records(self.records, self.path.stat().st_size, batch_size)
-        self.cached: list = []
-        self.dropped: list[bool] = []
+        self.cached, self.dropped = [], []   # per epoch: the share cached, whether dropped
         self._epoch = 0
 
     def __len__(self) -> int:

@@ -237,9 +237,7 @@ class PackedSource:
         return len(self.labels)
 
     def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_packed"] = None   # reopened (memory-mapped) in the worker
-        return state
+        return {**self.__dict__, "_packed": None}   # reopened (memory-mapped) in the worker
 
     def fetch(self, i: int):
         if self._packed is None or self._pid != os.getpid():

@@ -260,8 +260,7 @@ def build(cfg: Experiment, job: Job = Job(), session=None, source_dir: str | Pat
             py_version=kw["py_version"], instance_type=job.instance_type, image_scope="training"),
         source_code=configs.SourceCode(source_dir=kw["source_dir"], entry_script=ENTRY_POINT,
                                        requirements="requirements.txt"),
-        compute=configs.Compute(instance_type=job.instance_type,
-                                instance_count=job.instance_count),
+        compute=configs.Compute(instance_type=job.instance_type, instance_count=job.instance_count),
         distributed=distributed.Torchrun() if job.instance_count > 1 else None,
         stopping_condition=configs.StoppingCondition(max_runtime_in_seconds=kw["max_run"]),
         output_data_config=configs.OutputDataConfig(
@@ -279,9 +278,8 @@ def start(built, channel: str, job_name: str | None = None, wait: bool = False) 
                                          logs="All" if wait else "None", job_name=job_name)
         return built.latest_training_job.name
     from sagemaker.train import configs
-    inspect.unwrap(type(built).train)(built, [configs.InputData(channel_name=CHANNEL,
-                                                                data_source=channel)],
-                                      wait=wait, logs=wait)
+    inputs = [configs.InputData(channel_name=CHANNEL, data_source=channel)]
+    inspect.unwrap(type(built).train)(built, inputs, wait=wait, logs=wait)
     return built._latest_training_job.training_job_name   # v3's documented way to it
 
 

@@ -40,8 +40,7 @@ def service_model():
 
 def model_version() -> str:
     import botocore
-    version = service_model().api_version
-    return f"botocore {botocore.__version__}'s model of the SageMaker API ({version})"
+    return f"botocore {botocore.__version__}'s model of the SageMaker API ({service_model().api_version})"
 
 
 def problems(request: dict, channels: tuple = ()) -> list:
