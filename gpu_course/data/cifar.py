@@ -183,10 +183,8 @@ def _stream(url, timeout, archive):
             while chunk := response.read(1 << 20):
                 yield chunk
     except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
-        if isinstance(err, urllib.error.HTTPError):
-            reason = f"HTTP {err.code} {err.reason}"
-        else:
-            reason = getattr(err, "reason", None) or err
+        reason = (f"HTTP {err.code} {err.reason}" if isinstance(err, urllib.error.HTTPError)
+                  else getattr(err, "reason", None) or err)
         raise RuntimeError(f"could not download {url} ({reason}): put {ARCHIVE_NAME} or "
                            f"{FOLDER_NAME}/ into {archive.parent} by hand") from err
 

@@ -110,14 +110,13 @@ def read_bandwidth(path, pattern: str = "sequential", block_size: int = 1 << 20,
     if pattern == "random":
         offsets = np.random.default_rng(seed).permutation(offsets)
     evicted = evict(path) if cold else False
-    buffer = bytearray(block_size)
     total = 0
     fd = os.open(path, os.O_RDONLY)
     try:
         if pattern == "random" and hasattr(os, "posix_fadvise"):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no read-ahead to help it
+        view = memoryview(bytearray(block_size))
         start = time.perf_counter()
-        view = memoryview(buffer)
         for offset in offsets.tolist():
             total += os.preadv(fd, [view[:min(block_size, size - offset)]], offset)
         seconds = time.perf_counter() - start
