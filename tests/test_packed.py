@@ -28,7 +28,7 @@ def test_pack_round_trip_every_image_label_and_index(index, pack):
     assert array.sources == index.paths and array.classes == index.classes
     assert array.labels.tolist() == index.labels.tolist() and array.skipped == []
     for i in range(len(index)):
-        image, label = array[i]
+        image, label = array.images[i], array.labels[i]
         assert np.array_equal(image, folder.load_image(index.path(i), SIZE))
         assert label == index.labels[i]
     assert packed.check_roundtrip(pack, index, workers=1, progress=False) == len(index)

@@ -210,9 +210,6 @@ class PackedArray:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def __getitem__(self, i: int):
-        return self.images[i], self.labels[i]
-
     def verify(self) -> list[int]:
         """Indices of records whose bytes do not match their CRC-32 (one sequential pass)."""
         return [i for i in range(len(self)) if zlib.crc32(self.images[i]) != self.crcs[i]]
