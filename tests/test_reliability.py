@@ -194,7 +194,7 @@ def test_a_second_data_writer_waits_for_the_first(tmp_path):
             in line and not target.exists()
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
-    assert folder._manifest(target)["per_class"] == 2
+    assert cifar.read_manifest(target)["per_class"] == 2
 
 
 @pytest.mark.parametrize("signum, whom", [(signal.SIGTERM, "the command"),
@@ -245,7 +245,7 @@ def test_two_data_writers_on_one_folder_leave_one_whole_data_set(tmp_path, kind)
     assert [p.returncode for p in procs] == [0, 0], outs
     assert not any("kept in" in out for out, _ in outs) and not leftovers(tmp_path)
     if kind == "folder":
-        found = folder._manifest(target)
+        found = cifar.read_manifest(target)
         assert found is not None
         assert len(folder.scan_folder(target)) == found["classes"] * found["per_class"]
         assert sorted(p.name for p in target.iterdir() if p.is_dir()) == \
@@ -364,8 +364,7 @@ def test_a_data_worker_that_dies_is_an_error_not_a_wait_forever():
 
     def run():
         try:
-            list(folder.parallel_map(_die_on_three, list(range(8)), workers=2, progress=False,
-                                     chunksize=1))
+            list(folder.parallel_map(_die_on_three, list(range(8)), workers=2, progress=False))
         except Exception as err:
             raised.append(err)
     waiter = threading.Thread(target=run, daemon=True)

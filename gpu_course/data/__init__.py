@@ -12,8 +12,7 @@ __all__ = ["CIFAR_MEAN", "CIFAR_STD", "DATASETS", "CifarData", "default_root", "
            "download_cifar10"]
 
 DATASETS = ("synthetic", "cifar10")
-# per-channel mean and std of real CIFAR-10 training images (RGB, 0..1 scale);
-# used for both data sets so the adapters normalise one way
+# per-channel mean and std of real CIFAR-10 training images (RGB, 0..1), used for both sets
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR_STD = (0.2023, 0.1994, 0.2010)
 # names gpu-course itself writes into a data folder: anything else there is the user's
@@ -31,9 +30,8 @@ def prepare(name="synthetic", root=None, train_size=50000, test_size=10000, seed
         raise ValueError(f"data_dir={str(root)!r} is a file; it must name a folder")
     if name == "cifar10":
         return download_cifar10(root)
-    root = _cache_root(root)
-    folder = root / (f"synthetic-v{synthetic.VERSION}-s{seed}-{train_size}-{test_size}"
-                     ) / FOLDER_NAME
+    name = f"synthetic-v{synthetic.VERSION}-s{seed}-{train_size}-{test_size}"
+    folder = _cache_root(root) / name / FOLDER_NAME
     if not is_complete(folder):  # written atomically, so complete means done
         _write_synthetic(folder, seed, train_size, test_size)
     return folder
@@ -66,8 +64,7 @@ def num_classes(cfg):
         return len(scan_folder(cfg.data_dir or default_folder()).classes)
     if cfg.dataset == "synthetic":
         return len(synthetic.CLASSES)
-    meta = Path(prepare(cfg.dataset, cfg.data_dir, cfg.train_size, cfg.test_size,
-                        cfg.seed)) / META_FILE
+    meta = Path(prepare(cfg.dataset, cfg.data_dir, cfg.train_size, cfg.test_size, cfg.seed)) / META_FILE
     return len([line for line in meta.read_text().splitlines() if line.strip()])
 
 
@@ -107,16 +104,13 @@ def _settings(seed, train_size, test_size):
 
 
 def _write_synthetic(folder, seed, train_size, test_size):
-    train_x, train_y = synthetic.generate(train_size, seed, split="train")
-    test_x, test_y = synthetic.generate(test_size, seed, split="test")
-    return write_cifar_binary(folder, CifarData(train_x, train_y, test_x, test_y,
-                                                synthetic.CLASSES),
+    train = synthetic.generate(train_size, seed, split="train")
+    test = synthetic.generate(test_size, seed, split="test")
+    return write_cifar_binary(folder, CifarData(*train, *test, synthetic.CLASSES),
                               manifest=_settings(seed, train_size, test_size))
 
 
 def _check_sizes(train_size, test_size, seed):
-    for field, value in (("train_size", train_size), ("test_size", test_size)):
-        if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-            raise ValueError(f"{field} must be an integer >= 1, got {value!r}")
-    if isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    for field, value, low in (("train_size", train_size, 1), ("test_size", test_size, 1), ("seed", seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
+            raise ValueError(f"{field} must be an integer >= {low}, got {value!r}")

@@ -20,14 +20,14 @@ from .paths import kept_note
 
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
 CIFAR10_MD5 = "c32a1d4ab5d03f1284b67883e8d87530"
-ARCHIVE_NAME = "cifar-10-binary.tar.gz"
+ARCHIVE_NAME = CIFAR10_URL.rsplit("/", 1)[1]
 FOLDER_NAME = "cifar-10-batches-bin"
 TRAIN_FILES = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
 TEST_FILE = "test_batch.bin"
 META_FILE = "batches.meta.txt"
 ALL_FILES = TRAIN_FILES + (TEST_FILE, META_FILE)
 MANIFEST = ".gpu_course.json"  # what gpu-course wrote here, with which settings
-OWN_FILES = frozenset(TRAIN_FILES + (TEST_FILE, META_FILE, MANIFEST))  # what it writes there
+OWN_FILES = frozenset(ALL_FILES + (MANIFEST,))  # what it writes there
 SIDE = 32
 RECORD_BYTES = 1 + 3 * SIDE * SIDE  # label byte + R, G, B planes
 
@@ -57,15 +57,13 @@ def read_manifest(folder):
 def write_cifar_binary(folder, data: CifarData, manifest=None):
     """Write `data` as a ``cifar-10-batches-bin`` folder, atomically; returns its path."""
     class_names = tuple(str(c) for c in data.classes)
-    if not 1 <= len(class_names) <= 256 or any(
-            not c or "\n" in c for c in class_names):
+    if not 1 <= len(class_names) <= 256 or any(not c or "\n" in c for c in class_names):
         raise ValueError(f"classes must be 1..256 non-empty one-line names, got {class_names!r}")
     train = _records(data.train_x, data.train_y, len(class_names), "train")
     test = _records(data.test_x, data.test_y, len(class_names), "test")
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp",
-                                dir=folder.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
     try:
         for name, part in zip(TRAIN_FILES, np.array_split(train, len(TRAIN_FILES))):
             _write_bytes(tmp / name, part)
@@ -76,8 +74,7 @@ def write_cifar_binary(folder, data: CifarData, manifest=None):
         os.chmod(tmp, 0o755)  # mkdtemp makes it private
         if manifest is not None and is_complete(folder) and read_manifest(folder) == \
                 json.loads(json.dumps(manifest, sort_keys=True)):
-            # another process (a DDP rank, a second "host") wrote the same data first and
-            # may be reading it now: replacing it would pull files from under that reader
+            # another process (a DDP rank, a second "host") wrote it first and may be reading it
             shutil.rmtree(tmp, ignore_errors=True)
             return folder
         kept = _replace_dir(tmp, folder, ours=OWN_FILES)
@@ -141,12 +138,10 @@ def _read_batches(paths):
 
 def download_cifar10(root, url=CIFAR10_URL, md5=CIFAR10_MD5, timeout=10):
     """``root/cifar-10-batches-bin`` with real CIFAR-10, downloaded once if need be."""
-    root = Path(root)
-    if is_complete(root):  # data_dir names the cifar-10-batches-bin folder itself
-        return root
-    folder = root / FOLDER_NAME
-    if is_complete(folder):
-        return folder
+    root, folder = Path(root), Path(root) / FOLDER_NAME
+    for candidate in (root, folder):  # data_dir may name the cifar-10-batches-bin folder itself
+        if is_complete(candidate):
+            return candidate
     for candidate in (root, folder):  # a folder is there but not whole: never replace it
         if candidate.is_dir() and any((candidate / n).exists() for n in ALL_FILES):
             missing = [n for n in ALL_FILES if not (candidate / n).is_file()]
@@ -188,10 +183,8 @@ def _stream(url, timeout, archive):
             while chunk := response.read(1 << 20):
                 yield chunk
     except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
-        if isinstance(err, urllib.error.HTTPError):
-            reason = f"HTTP {err.code} {err.reason}"
-        else:
-            reason = getattr(err, "reason", None) or err
+        reason = (f"HTTP {err.code} {err.reason}" if isinstance(err, urllib.error.HTTPError)
+                  else getattr(err, "reason", None) or err)
         raise RuntimeError(f"could not download {url} ({reason}): put {ARCHIVE_NAME} or "
                            f"{FOLDER_NAME}/ into {archive.parent} by hand") from err
 
@@ -222,7 +215,7 @@ def _md5(path):
     return digest.hexdigest()
 
 
-def _replace_dir(new, target, ours=None) -> list[str]:
+def _replace_dir(new, target, ours=None):
     """Rename ``new`` to ``target``, moving a user's own files in; returns their names."""
     new, target = Path(new), Path(target)
     old, kept = None, []

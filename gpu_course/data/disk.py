@@ -1,7 +1,4 @@
-"""How fast the disk reads: sequential against random, cold (from the disk) or warm.
-
-`evict` drops one file's pages from the page cache (posix_fadvise, no root needed).
-"""
+"""How fast the disk reads: sequential against random, cold (`evict`: posix_fadvise) or warm."""
 from __future__ import annotations
 
 import ctypes
@@ -102,27 +99,24 @@ def _libc():
 
 
 def read_bandwidth(path, pattern: str = "sequential", block_size: int = 1 << 20,
-                   cold: bool = True, max_bytes: int | None = None, seed: int = 0) -> ReadSpeed:
+                   cold: bool = True, seed: int = 0) -> ReadSpeed:
     """Time reading `path` in blocks, "sequential" or "random"; cold=True evicts it first."""
     if pattern not in ("sequential", "random"):
         raise ValueError(f"pattern={pattern!r} is not allowed; allowed: sequential, random")
     if block_size < 1:
         raise ValueError(f"block_size={block_size!r} must be >= 1 byte")
     size = Path(path).stat().st_size
-    if max_bytes is not None:
-        size = min(size, max_bytes)
     offsets = np.arange(0, size, block_size)
     if pattern == "random":
         offsets = np.random.default_rng(seed).permutation(offsets)
     evicted = evict(path) if cold else False
-    buffer = bytearray(block_size)
     total = 0
     fd = os.open(path, os.O_RDONLY)
     try:
         if pattern == "random" and hasattr(os, "posix_fadvise"):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no read-ahead to help it
+        view = memoryview(bytearray(block_size))
         start = time.perf_counter()
-        view = memoryview(buffer)
         for offset in offsets.tolist():
             total += os.preadv(fd, [view[:min(block_size, size - offset)]], offset)
         seconds = time.perf_counter() - start

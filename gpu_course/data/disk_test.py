@@ -3,8 +3,8 @@ and at random, cold and warm, then the data set's own JPEGs (`disk.read_bandwidt
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -24,8 +24,7 @@ def photo_folder(images: int, folder=None) -> Path:
         image_folder.Photos(per_class=images // 10))
 
 
-@dataclass
-class Reads:
+class Reads(NamedTuple):
     """The disk test: a scratch file in 1 MiB blocks in order and at random, in 32 KiB blocks
     (a JPEG's size) at random, and warm; then the data set's JPEGs sorted and shuffled."""
 
@@ -35,9 +34,6 @@ class Reads:
     warm: disk.ReadSpeed
     jpegs_sorted: disk.ReadSpeed
     jpegs_random: disk.ReadSpeed
-
-    def __iter__(self):
-        return (getattr(self, f.name) for f in fields(self))
 
 
 def read_speeds(root, mb: int) -> Reads:

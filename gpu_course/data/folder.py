@@ -1,7 +1,7 @@
 """Image folders shaped like Caltech-256 (root/001.circle/001_0001.jpg): generate, scan, decode.
 
-The generated photos are `synthetic`'s shapes enlarged, with grain and blotches, so that
-decoding and resizing cost what they cost on real photos.
+The generated photos are `synthetic`'s shapes enlarged, with grain and blotches: they cost
+what real photos cost to decode and resize.
 """
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import dataclasses
 import io
 import json
 import os
-import signal
 import re
 import shutil
+import signal
+import tempfile
+import weakref
 import zlib
 from dataclasses import dataclass
 import multiprocessing.pool as mp_pool
@@ -24,16 +26,15 @@ import numpy as np
 
 from . import synthetic
 from ..measure.guards import check_stop, naming, stop_requests
+from .cifar import read_manifest
 from .paths import NOT_OURS, OTHER_SETTINGS, default_root, kept_note, writing
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".webp")
 MANIFEST = ".gpu_course.json"   # written last by generate_folder: the folder is complete
-DEFAULT_NAME = "caltech256-like"
 
 
 def default_folder() -> Path:
-    """Where the generated folder goes by default."""
-    return default_root() / DEFAULT_NAME
+    return default_root() / "caltech256-like"
 
 
 class DataError(ValueError):
@@ -52,8 +53,7 @@ class CorruptImage(DataError):
         super().__init__(f"cannot decode image {self.path}: {reason}. "
                          "Delete or replace it, or pass skip_corrupt=True")
 
-    def __reduce__(self):
-        # a loader worker sends it back pickled; the default would pass only the message
+    def __reduce__(self):  # a loader worker sends it back pickled
         return (type(self), (self.path, self.reason))
 
     @classmethod
@@ -83,7 +83,7 @@ class FolderIndex:
     def subset(self, indices: Iterable[int]) -> "FolderIndex":
         indices = list(indices)
         return FolderIndex(self.root, self.classes, tuple(self.paths[i] for i in indices),
-                           self.labels[indices] if indices else self.labels[:0])
+                           self.labels[np.asarray(indices, dtype=np.int64)])
 
     def fingerprint(self) -> str:
         """A short hash of the files and labels, naming a prepared copy of this set."""
@@ -126,15 +126,14 @@ def scan_folder(root) -> FolderIndex:
 
 
 def split(index: FolderIndex, train_size: int | None = None, test_size: int | None = None,
-          val_fraction: float = 0.2, seed: int = 0) -> tuple[FolderIndex, FolderIndex]:
-    """A deterministic train/validation split, balanced in any prefix (classes interleaved)."""
-    if not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction={val_fraction!r} must be in (0, 1)")
+          seed: int = 0) -> tuple[FolderIndex, FolderIndex]:
+    """A deterministic train/validation split (a fifth), balanced in any prefix (classes interleaved)."""
     rng = np.random.default_rng(seed)
     per_class = [rng.permutation(np.flatnonzero(index.labels == k))
                  for k in range(len(index.classes))]
-    order = [int(i) for row in _interleave(per_class) for i in row]
-    n_val = max(1, int(len(order) * val_fraction))
+    longest = max((len(g) for g in per_class), default=0)   # round-robin over the classes
+    order = [int(g[j]) for j in range(longest) for g in per_class if j < len(g)]
+    n_val = max(1, int(len(order) * 0.2))
     if test_size is not None:
         n_val = min(n_val, test_size)
     val, rest = order[:n_val], order[n_val:]
@@ -144,27 +143,21 @@ def split(index: FolderIndex, train_size: int | None = None, test_size: int | No
     return index.subset(train), index.subset(val)
 
 
-def _interleave(groups: list) -> list:
-    """Round-robin over the groups: [a0, b0, c0], [a1, b1, c1], ..."""
-    longest = max((len(g) for g in groups), default=0)
-    return [[g[j] for g in groups if j < len(g)] for j in range(longest)]
-
-
 # -- decoding -------------------------------------------------------------------------
-def load_image(path, size: int | None = None, draft: bool = False) -> np.ndarray:
-    """Decode an image file to uint8 RGB [H, W, 3], with `size` its centre square resized;
-    draft=True lets the JPEG decoder scale down by 1/2, 1/4 or 1/8 first."""
+def load_image(path, size: int | None = None) -> np.ndarray:
+    """Decode an image file to uint8 RGB [H, W, 3]; with `size`, its centre square resized
+    to size x size (bilinear, antialiased)."""
     from PIL import Image, ImageFile, UnidentifiedImageError
-    # GluonCV sets this process-wide switch to True on import, which decodes a cut-off
-    # JPEG as grey without a word; a data loader must notice instead
+    # GluonCV sets this process-wide switch on import: a cut-off JPEG would decode as grey
     lenient, ImageFile.LOAD_TRUNCATED_IMAGES = ImageFile.LOAD_TRUNCATED_IMAGES, False
     try:
         with Image.open(path) as img:
-            if draft and size is not None:
-                img.draft("RGB", (size, size))  # JPEG only; a no-op for other formats
             img = img.convert("RGB")  # forces the full decode: a truncated file fails here
             if size is not None:
-                img = resize_center(img, size)
+                w, h = img.size
+                side = min(w, h)
+                box = ((w - side) / 2, (h - side) / 2, (w + side) / 2, (h + side) / 2)
+                img = img.resize((size, size), Image.BILINEAR, box=box)
             return np.asarray(img)
     except FileNotFoundError:
         raise MissingData(f"image file {path} does not exist") from None
@@ -176,33 +169,18 @@ def load_image(path, size: int | None = None, draft: bool = False) -> np.ndarray
         ImageFile.LOAD_TRUNCATED_IMAGES = lenient
 
 
-def resize_center(img, size: int):
-    """PIL image -> size x size: the centre square, resized (bilinear, antialiased)."""
-    from PIL import Image
-    w, h = img.size
-    side = min(w, h)
-    box = ((w - side) / 2, (h - side) / 2, (w + side) / 2, (h + side) / 2)
-    return img.resize((size, size), Image.BILINEAR, box=box)
-
-
 # -- random access for the framework datasets -------------------------------------------
 class SkipCounter:
     """Unreadable samples skipped over all loader workers (a line each in a temporary file)."""
 
     def __init__(self):
-        import tempfile
-        import weakref
         fd, self.path = tempfile.mkstemp(prefix="gpu_course-skips-")
         os.close(fd)
         weakref.finalize(self, _remove_quietly, self.path, os.getpid())
 
     def add(self, what: str = "?") -> None:
-        line = (" ".join(str(what).split())[:500] + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+        with open(self.path, "ab", buffering=0) as f:   # one appending write: no interleaving
+            f.write((" ".join(str(what).split())[:500] + "\n").encode())
 
     def _lines(self) -> list:
         try:
@@ -219,20 +197,11 @@ class SkipCounter:
         """The distinct files (or records) skipped, in the order first met."""
         return list(dict.fromkeys(self._lines()))
 
-    def __getstate__(self):
-        return {"path": self.path}  # a copy (in a worker) does not own the file
-
-    def __setstate__(self, state):
-        self.path = state["path"]
-
 
 def _remove_quietly(path: str, owner: int) -> None:
-    if os.getpid() != owner:  # a forked worker inherits the finalizer, not the file
-        return
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+    if os.getpid() == owner:  # a forked worker inherits the finalizer, not the file
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def fetch_or_skip(read, i: int, n: int, skip_corrupt: bool, skipped: SkipCounter):
@@ -250,12 +219,10 @@ def fetch_or_skip(read, i: int, n: int, skip_corrupt: bool, skipped: SkipCounter
 class FolderSource:
     """Random access to (image, label) of a FolderIndex, decoded and resized per sample."""
 
-    def __init__(self, index: FolderIndex, size: int, skip_corrupt: bool = False,
-                 draft: bool = False):
+    def __init__(self, index: FolderIndex, size: int, skip_corrupt: bool = False):
         if len(index) == 0:
             raise DataError(f"no images to read in {index.root}")
-        self.index, self.size = index, size
-        self.skip_corrupt, self.draft = skip_corrupt, draft
+        self.index, self.size, self.skip_corrupt = index, size, skip_corrupt
         self.skipped = SkipCounter()
 
     def __len__(self) -> int:
@@ -265,7 +232,7 @@ class FolderSource:
         return fetch_or_skip(self._read, i, len(self), self.skip_corrupt, self.skipped)
 
     def _read(self, i: int):
-        return load_image(self.index.path(i), self.size, self.draft), int(self.index.labels[i])
+        return load_image(self.index.path(i), self.size), int(self.index.labels[i])
 
 
 # -- generating a folder --------------------------------------------------------------
@@ -295,46 +262,42 @@ def generate_folder(root=None, photos: Photos = Photos(), workers: int | None = 
                     progress: bool = True, overwrite: bool = False) -> Path:
     """Write a Caltech-256-shaped folder of `photos` (reused if complete); returns its path."""
     root = Path(root or default_folder()).expanduser()
-    settings = {**dataclasses.asdict(photos), "version": 1}
     if root.exists() and not root.is_dir():
         raise DataError(f"{root} is a file; --out must name a folder")
     # a second `gpu-course data --kind folder` here waits; Ctrl-C or SIGTERM stops after an image
     with writing(root), stop_requests():
-        return _generate(root, settings, overwrite, workers, progress)
+        return _generate(root, photos, overwrite, workers, progress)
 
 
-def _generate(root: Path, settings: dict, overwrite: bool, workers, progress) -> Path:
+def _generate(root: Path, photos: Photos, overwrite: bool, workers, progress) -> Path:
     """generate_folder's work, while it holds the lock on `root`'s parent."""
-    classes, per_class, seed = settings["classes"], settings["per_class"], settings["seed"]
-    min_side, max_side = settings["min_side"], settings["max_side"]
-    quality = settings["quality"]
-    found = _manifest(root) if root.exists() else None
+    settings = {**dataclasses.asdict(photos), "version": 1}
+    classes = photos.classes
+    found = read_manifest(root) if root.exists() else None
     if root.exists() and found is None and any(root.iterdir()):
         raise DataError(NOT_OURS.format(root=root))
     if found is not None and not overwrite:
         if found == settings:
             return root
         raise DataError(OTHER_SETTINGS.format(root=root, found=found))
-    # one small picture per image, all classes balanced: 10 consecutive images hold
-    # each of the ten shapes once, so take per_class blocks of ten
-    small, labels = synthetic.generate(10 * per_class, seed)
+    # one small picture per image: 10 consecutive ones hold each shape once, so classes balance
+    small, labels = synthetic.generate(10 * photos.per_class, photos.seed)
     keep = np.flatnonzero(labels < classes)
     tmp = root.with_name(f".{root.name}.tmp-{os.getpid()}")
-    for stale in root.parent.glob(f".{root.name}.tmp-*"):   # a writer killed outright left
-        shutil.rmtree(stale, ignore_errors=True)             # it; none writes here: we hold the lock
+    for stale in root.parent.glob(f".{root.name}.tmp-*"):   # a killed writer's: we hold the lock
+        shutil.rmtree(stale, ignore_errors=True)
     counts = np.zeros(classes, int)
     tasks = []
     for i in keep:
         k = int(labels[i])
         counts[k] += 1
         name = f"{k + 1:03d}.{synthetic.CLASSES[k]}/{k + 1:03d}_{counts[k]:04d}.jpg"
-        tasks.append((small[i], str(tmp / name), (seed, int(i)), min_side, max_side, quality))
+        tasks.append((small[i], str(tmp / name), (photos.seed, int(i)), photos))
     for k in range(classes):
         (tmp / f"{k + 1:03d}.{synthetic.CLASSES[k]}").mkdir(parents=True)
     try:
-        for _ in parallel_map(_write_photo, tasks, workers=workers, progress=progress,
-                              desc=f"writing {len(tasks):,} JPEGs"):
-            pass
+        list(parallel_map(_write_photo, tasks, workers=workers, progress=progress,
+                          desc=f"writing {len(tasks):,} JPEGs"))
         (tmp / MANIFEST).write_text(json.dumps(settings, sort_keys=True))
         if root.exists():
             _replace_own_files(root, tmp, found)
@@ -367,19 +330,12 @@ def _replace_own_files(root: Path, new: Path, old_settings: dict | None) -> None
         print(kept_note(root, kept))
 
 
-def _manifest(root: Path) -> dict | None:
-    try:
-        return json.loads((root / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def _write_photo(task) -> int:
     """Enlarge a 32x32 picture to a random size, add blotches and grain, save a JPEG."""
     from PIL import Image
-    small, path, key, min_side, max_side, quality = task
+    small, path, key, photos = task
     rng = np.random.default_rng(key)
-    w, h = (int(v) for v in rng.integers(min_side, max_side + 1, size=2))
+    w, h = (int(v) for v in rng.integers(photos.min_side, photos.max_side + 1, size=2))
     picture = Image.fromarray(small).resize((w, h), Image.BICUBIC)
     cw, ch = w // 3 + 1, h // 3 + 1  # colour blotches a few pixels wide
     blotches = Image.frombytes("RGB", (cw, ch), rng.bytes(cw * ch * 3)).resize(
@@ -387,7 +343,7 @@ def _write_photo(task) -> int:
     grain = Image.frombytes("L", (w, h), rng.bytes(w * h)).convert("RGB")
     picture = Image.blend(Image.blend(picture, blotches, 0.10), grain, 0.05)
     encoded = io.BytesIO()   # Pillow writing the file itself ignores a short write (a full disk)
-    picture.save(encoded, "JPEG", quality=quality)
+    picture.save(encoded, "JPEG", quality=photos.quality)
     try:
         with open(path, "wb") as out:
             out.write(encoded.getbuffer())
@@ -397,12 +353,12 @@ def _write_photo(task) -> int:
 
 
 # -- a parallel map with a progress bar -----------------------------------------------
-def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool = True,
-                 desc: str = "", chunksize: int | None = None):
+def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool = True, desc: str = ""):
     """fn(task) for each task, in order, in `workers` processes, with a progress bar."""
+    from ..measure.progress import bar as progress_bar
     workers = os.cpu_count() or 1 if workers is None else workers
-    bar = _bar(len(tasks), desc) if progress else None
-    pool, stopped, done = None, False, False
+    bar = progress_bar(len(tasks), desc=desc, unit="img") if progress else None
+    pool, done = None, False
     try:
         if workers <= 1 or len(tasks) < 2:
             results = map(fn, tasks)
@@ -410,7 +366,7 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
             # fork: workers start in milliseconds and share the parent's imports
             ctx = get_context("fork" if "fork" in get_all_start_methods() else None)
             pool = ctx.Pool(min(workers, len(tasks)), initializer=_worker_signals)
-            chunk = chunksize or max(1, min(64, len(tasks) // (workers * 8)))
+            chunk = max(1, min(64, len(tasks) // (workers * 8)))
             chunks = [(fn, tasks[i:i + chunk]) for i in range(0, len(tasks), chunk)]
             results = _waiting(pool.imap(_run_chunk, chunks), list(pool._pool))  # chunksize 1: .next(timeout)
         for result in results:
@@ -419,19 +375,15 @@ def parallel_map(fn, tasks: Sequence, workers: int | None = None, progress: bool
                 bar.update(1)
             yield result
         done = True
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM, perhaps to the workers too
-        stopped = True
-        raise
     finally:
         if bar is not None:
             bar.close()
-        if pool is not None:   # every task done: the workers leave as the queue tells them;
-            end_pool(pool, stopped=stopped or not done)   # else (stopped, or left early) killed
+        if pool is not None:   # all done: the workers leave; else (stopped, left early) killed
+            end_pool(pool, stopped=not done)
 
 
 def _worker_signals() -> None:
-    """A worker leaves Ctrl-C to the parent, which stops the pool, and dies of SIGTERM,
-    as Pool.terminate() expects (not under the inherited handler)."""
+    """A worker leaves Ctrl-C to the parent and dies of SIGTERM (not the inherited handler)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
@@ -442,13 +394,12 @@ def _run_chunk(work) -> list:
 
 
 class WorkerDied(RuntimeError):
-    """A worker process of a parallel map ended before its work was done (killed, out of
-    memory): its task's result will never come."""
+    """A worker process of a parallel map ended before its work was done (killed, out of memory)."""
 
 
 def _waiting(results, workers: list):
-    """The results of an imap of chunks, waiting in short slices so that a Ctrl-C or
-    SIGTERM is obeyed, and a worker that died (its task lost) is an error, not a wait."""
+    """The results of an imap of chunks, waiting in short slices: a Ctrl-C or SIGTERM is
+    obeyed, and a worker that died is an error, not a wait."""
     while True:
         try:
             yield from results.next(timeout=0.2)
@@ -478,11 +429,6 @@ def end_pool(pool, stopped: bool = False) -> None:
             worker.kill()
         worker.join(5)
     pool._terminate.cancel()  # what terminate() or exit would have run and waited in
-
-
-def _bar(total: int, desc: str):
-    from ..measure.progress import bar
-    return bar(total, desc=desc, unit="img")
 
 
 def folder_split(cfg, root=None):

@@ -1,8 +1,7 @@
 """The order a packed file is read in, and what the page cache holds of it: lesson 09.
 
 QUASI_RANDOM reads windows of WINDOW_BYTES in a random order, each shuffled inside (as
-FFCV's). `EpochOrder` is the core of the adapters' `OrderSampler`; with PageCache.DROP
-it drops the file's pages before each epoch and measures the share still cached.
+FFCV's). With PageCache.DROP, `EpochOrder` drops the file's pages before each epoch.
 """
 from __future__ import annotations
 
@@ -50,11 +49,6 @@ def _member(kind, name: str, value):
         raise ValueError(f"{name}={value!r} is not allowed; allowed: {allowed}") from None
 
 
-def asked(cfg) -> bool:
-    """Whether `cfg` asks for an order or a page cache of its own (else: a plain shuffle)."""
-    return (cfg.sample_order, cfg.page_cache) != (SampleOrder.RANDOM, PageCache.KEEP)
-
-
 class EpochOrder:
     """One epoch's indices each time it is iterated; `cached[e]`: the share cached."""
 
@@ -66,8 +60,7 @@ class EpochOrder:
         self.records, self.seed = int(records), int(seed)
         self.order, self.cache = sample_order(order), page_cache(cache)
         self.window = window_records(self.records, self.path.stat().st_size, batch_size)
-        self.cached: list = []
-        self.dropped: list[bool] = []
+        self.cached, self.dropped = [], []   # per epoch: the share cached, whether dropped
         self._epoch = 0
 
     def __len__(self) -> int:
@@ -98,8 +91,10 @@ class EpochSampler:
 
     @classmethod
     def if_asked(cls, data_source, cfg, packed_path):
-        """One where cfg asks for it (`asked`), else None; packed_path() gives the file."""
-        return cls(data_source, cfg, packed_path()) if asked(cfg) else None
+        """One where cfg asks for an order or page cache of its own (else None: a plain
+        shuffle); packed_path() gives the file."""
+        asked = (cfg.sample_order, cfg.page_cache) != (SampleOrder.RANDOM, PageCache.KEEP)
+        return cls(data_source, cfg, packed_path()) if asked else None
 
     def __len__(self) -> int:
         return len(self.epochs)

@@ -11,14 +11,17 @@ import shutil
 import struct
 import time
 import zlib
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..measure.records import write_atomic
-from .folder import (CorruptImage, DataError, FolderIndex, MissingData, SkipCounter,
-                     fetch_or_skip, load_image, parallel_map)
+from .cifar import CifarData
+from .folder import (CorruptImage, DataError, FolderIndex, MissingData, SkipCounter, default_folder,
+                     fetch_or_skip, folder_split, load_image, parallel_map, scan_folder, split)
+from .paths import default_root
 
 MAGIC = b"GPUCPAK1"
 PREAMBLE = struct.Struct("<8sIQIIIQQQQ")  # magic, version, count, h, w, c, 4 offsets
@@ -60,17 +63,11 @@ def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = N
              for i in range(len(index))]
     skipped, total = [], 0
     try:
-        for i, (written, error) in enumerate(parallel_map(
-                _resize_task, tasks, workers=workers, progress=progress,
-                desc=f"resizing to {size} px")):
-            if error is not None:
-                if not skip_corrupt:
-                    raise CorruptImage(index.path(i), error)
-                skipped.append((index.paths[i], error))
+        for _, written in _decoded(index, _resize_task, tasks, skip_corrupt, skipped, workers=workers,
+                                   progress=progress, desc=f"resizing to {size} px"):
             total += written
         (tmp / ".gpu_course.json").write_text(json.dumps(
-            {"size": size, "quality": QUALITY, "source": str(index.root),
-             "skipped": skipped}))
+            {"size": size, "quality": QUALITY, "source": str(index.root), "skipped": skipped}))
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
     finally:
@@ -87,6 +84,18 @@ def preresized_index(index: FolderIndex, root) -> FolderIndex:
     keep = [i for i, p in enumerate(index.paths) if (root / _jpeg_name(p)).exists()]
     sub = index.subset(keep)
     return FolderIndex(root, sub.classes, tuple(_jpeg_name(p) for p in sub.paths), sub.labels)
+
+
+def _decoded(index: FolderIndex, fn, tasks: list, skip_corrupt: bool, skipped: list, **map_args):
+    """(i, result) of fn's (result, error) over tasks; an error is CorruptImage, or with
+    skip_corrupt a (path, error) in `skipped`."""
+    for i, (result, error) in enumerate(parallel_map(fn, tasks, **map_args)):
+        if error is None:
+            yield i, result
+        elif skip_corrupt:
+            skipped.append((index.paths[i], error))
+        else:
+            raise CorruptImage(index.path(i), error)
 
 
 def _jpeg_name(relative: str) -> str:
@@ -120,14 +129,8 @@ def pack_images(index: FolderIndex, out, size: int, workers: int | None = None,
         with open(tmp, "wb") as f:
             f.write(b"\0" * ALIGN)  # the preamble is filled in at the end
             tasks = [(str(index.path(i)), size) for i in range(len(index))]
-            for i, (image, error) in enumerate(parallel_map(
-                    _load_task, tasks, workers=workers, progress=progress,
-                    desc=f"packing {out.name}")):
-                if error is not None:
-                    if not skip_corrupt:
-                        raise CorruptImage(index.path(i), error)
-                    skipped.append((index.paths[i], error))
-                    continue
+            for i, image in _decoded(index, _load_task, tasks, skip_corrupt, skipped, workers=workers,
+                                     progress=progress, desc=f"packing {out.name}"):
                 data = image.tobytes()   # sequential write: the file grows record by record
                 f.write(data)
                 crcs.append(zlib.crc32(data))
@@ -143,17 +146,14 @@ def pack_images(index: FolderIndex, out, size: int, workers: int | None = None,
             meta = {"classes": list(index.classes), "sources": sources, "size": size,
                     "source_root": str(index.root), "skipped": skipped}
             f.write(json.dumps(meta).encode())
-            meta_end = f.tell()
             f.seek(0)
             f.write(PREAMBLE.pack(MAGIC, VERSION, len(labels), size, size, 3, ALIGN,
                                   labels_at, crcs_at, meta_at))
-            f.seek(meta_end)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, out)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        tmp.unlink(missing_ok=True)
     return PrepResult(out, len(labels), skipped, time.perf_counter() - start,
                       out.stat().st_size)
 
@@ -178,8 +178,7 @@ class PackedArray:
             head = f.read(PREAMBLE.size)
             if len(head) < PREAMBLE.size or head[:8] != MAGIC:
                 raise DataError(f"{self.path} is not a packed image file: make one with packed.pack_images")
-            (_, version, n, h, w, c, images_at, labels_at, crcs_at,
-             meta_at) = PREAMBLE.unpack(head)
+            _, version, n, h, w, c, images_at, labels_at, crcs_at, meta_at = PREAMBLE.unpack(head)
             if version != VERSION:
                 raise DataError(f"{self.path}: format version {version}, not {VERSION}: pack the images again")
             record = h * w * c
@@ -203,20 +202,13 @@ class PackedArray:
         self.size = int(meta["size"])
         self.images = np.memmap(self.path, dtype=np.uint8, mode="r", offset=images_at,
                                 shape=(n, h, w, c))
-        self.indices = np.arange(n)
-        self.corrupt: list[int] = []
-        if verify:
-            self.corrupt = self.verify()
-            if self.corrupt and not skip_corrupt:
-                raise DataError(f"{self.path}: record {self.corrupt[0]} fails its CRC check ({len(self.corrupt)} "
-                                "in all); pack again or open with skip_corrupt=True")
-            self.indices = np.setdiff1d(self.indices, self.corrupt)
+        self.corrupt = self.verify() if verify else []
+        if self.corrupt and not skip_corrupt:
+            raise DataError(f"{self.path}: record {self.corrupt[0]} fails its CRC check ({len(self.corrupt)} "
+                            "in all); pack again or open with skip_corrupt=True")
 
     def __len__(self) -> int:
         return len(self.labels)
-
-    def __getitem__(self, i: int):
-        return self.images[i], self.labels[i]
 
     def verify(self) -> list[int]:
         """Indices of records whose bytes do not match their CRC-32 (one sequential pass)."""
@@ -226,19 +218,14 @@ class PackedArray:
         """Every image, read into memory in one sequential pass (the "in memory" rung)."""
         return np.array(self.images)
 
-    def __repr__(self) -> str:
-        n, h, w, c = self.images.shape
-        return f"PackedArray({str(self.path)!r}, {n:,} images of {h}x{w}x{c})"
-
 
 class PackedSource:
     """Random access to (image, label) of a packed file; each loader worker maps it itself."""
 
     def __init__(self, path, verify: bool = False, skip_corrupt: bool = False):
-        self.path, self.verify, self.skip_corrupt = Path(path), verify, skip_corrupt
+        self.path, self.skip_corrupt = Path(path), skip_corrupt
         packed = PackedArray(self.path, verify=verify, skip_corrupt=skip_corrupt)
         self.labels, self.classes = packed.labels, packed.classes
-        self.shape = packed.images.shape
         self._bad = set(packed.corrupt)
         self.skipped = SkipCounter()
         self._packed, self._pid = packed, os.getpid()
@@ -247,9 +234,7 @@ class PackedSource:
         return len(self.labels)
 
     def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_packed"] = None   # reopened (memory-mapped) in the worker
-        return state
+        return {**self.__dict__, "_packed": None}   # reopened (memory-mapped) in the worker
 
     def fetch(self, i: int):
         if self._packed is None or self._pid != os.getpid():
@@ -299,17 +284,14 @@ def prepared_dir(root, cache_dir=None) -> Path:
     tag = f"{root.name}-{zlib.crc32(str(root).encode()):08x}"  # two folders, two caches
     if os.environ.get("GPU_COURSE_CACHE"):
         return Path(os.environ["GPU_COURSE_CACHE"]).expanduser() / tag
-    from .paths import default_root
     return default_root() / "prepared" / tag
 
 
 def preresized_path(index: FolderIndex, size: int, cache_dir=None) -> Path:
-    """Where the pre-resized copy of `index` at `size` lives."""
     return prepared_dir(index.root, cache_dir) / f"resized-{size}px-{index.fingerprint()}"
 
 
 def packed_path(index: FolderIndex, size: int, cache_dir=None) -> Path:
-    """Where the packed file of `index` at `size` lives."""
     return prepared_dir(index.root, cache_dir) / f"{size}px-{index.fingerprint()}.pack"
 
 
@@ -340,9 +322,8 @@ class Prepared:
     reused: bool
 
     def note(self) -> dict:
-        return {"what": self.what, "path": self.path, "images": self.images,
-                "seconds": None if self.seconds is None else round(self.seconds, 3),
-                "reused": self.reused}
+        seconds = None if self.seconds is None else round(self.seconds, 3)
+        return {**dataclasses.asdict(self), "seconds": seconds}
 
     def __str__(self) -> str:
         if self.reused and self.seconds is None:
@@ -359,7 +340,6 @@ def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,
     time it; record_file gives a framework's own packed format (Gluon: RecordIO)."""
     if cfg.dataset != "folder" or cfg.data_format == "loose":
         return None
-    from .folder import folder_split
     index, _ = folder_split(cfg, root)
     size, kind = cfg.image_size, cfg.data_format
     common = dict(cache_dir=cache_dir, progress=progress)
@@ -375,7 +355,6 @@ def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,
         make = lambda: ensure_packed(index, size, **common)  # noqa: E731
     note_path = made_note_path(target)
     if Path(complete).exists():
-        make()  # finds it complete: nothing to do
         return Prepared(what, str(target), len(index), _made_seconds(note_path), True)
     start = time.perf_counter()
     make()
@@ -388,22 +367,19 @@ def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,
 
 def made_note_path(copy) -> Path:
     """The note beside a prepared copy that says how long making it took."""
-    copy = Path(copy)
-    return copy.with_name(f".{copy.name}.made.json")
+    return Path(copy).with_name(f".{Path(copy).name}.made.json")
 
 
 def _made_seconds(note_path: Path) -> float | None:
     try:
         return float(json.loads(note_path.read_text())["seconds"])
     except (OSError, ValueError, KeyError, TypeError):
-        return None  # no note (an older copy) or an unreadable one: the cost is unknown
+        return None  # no note, or an unreadable one: the cost is unknown
 
 
 def load_folder(root=None, image_size: int = 32, train_size: int | None = None,
                 test_size: int | None = None, seed: int = 0, cache_dir=None):
     """An image folder as in-memory CifarData, read from packed copies made on first use."""
-    from .cifar import CifarData
-    from .folder import default_folder, scan_folder, split
     index = scan_folder(root or default_folder())
     train, val = split(index, train_size, test_size, seed=seed)
     arrays = []

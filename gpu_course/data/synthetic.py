@@ -37,10 +37,9 @@ def _check_memory(n: int) -> None:
 
 def generate(n, seed=0, start_index=0, split="train"):
     """(uint8 images [n, 32, 32, 3], labels) from ``start_index``; every ten hold each class."""
-    if int(n) < 0:
-        raise ValueError(f"n must be >= 0, got {n!r}")
-    if int(start_index) < 0:
-        raise ValueError(f"start_index must be >= 0, got {start_index!r}")
+    for name, value in (("n", n), ("start_index", start_index)):
+        if int(value) < 0:
+            raise ValueError(f"{name} must be >= 0, got {value!r}")
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     n, start = int(n), int(start_index)
@@ -58,8 +57,7 @@ def generate(n, seed=0, start_index=0, split="train"):
 
     if n:
         blocks = range(start // BLOCK, (start + n - 1) // BLOCK + 1)
-        # numpy releases the GIL in its loops, so threads use all cores; the
-        # blocks are independent, so the result does not depend on the schedule
+        # numpy releases the GIL: threads use all cores; blocks are independent of the schedule
         with ThreadPoolExecutor(min(len(blocks), os.cpu_count() or 1)) as pool:
             list(pool.map(fill, blocks))
     return images, labels
@@ -68,8 +66,7 @@ def generate(n, seed=0, start_index=0, split="train"):
 def _draw_block(seed, split_id, block, lo, hi):
     """Images ``lo:hi`` of one block (the whole block's parameters drawn, for determinism)."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, split_id, block]))
-    p = _draw_params(rng, BLOCK)
-    p = {k: v[lo:hi] for k, v in p.items()}
+    p = {k: v[lo:hi] for k, v in _draw_params(rng, BLOCK).items()}
     # uniform pixel noise from raw bytes: 10x cheaper than standard_normal
     noise = np.frombuffer(rng.bytes(BLOCK * SIZE * SIZE * 3), np.int8)
     noise = noise.reshape(BLOCK, SIZE, SIZE, 3)[lo:hi].astype(np.float32)
@@ -95,8 +92,7 @@ def _draw_params(rng, n):
         phase=u(0, 2 * np.pi, 2),
         patch_p=u(1.6, 6.0),           # texture patch: ellipse .. rounded square
         bg0=u(0, 1, 3), bg1=u(0, 1, 3), fg=u(0, 1, 3),
-        # how far the object's colour moves from the background toward its own;
-        # FAINT_SHARE of images are barely visible: the ceiling stays below 100%
+        # how far the object's colour moves from the background's (FAINT_SHARE: barely at all)
         contrast=u(0.4, 1.0) * np.where(rng.random(n) < FAINT_SHARE,
                                         u(0.02, 0.08), 1).astype(np.float32),
         bg_dir=u(0, 2 * np.pi),
@@ -129,8 +125,7 @@ def _render(p, noise):
         img[lined] = _blend(img[lined], 255 * p["line_col"][lined],
                             _segment_alpha(X, Y, {k: v[lined] for k, v in p.items()}))
 
-    # object coordinates: shift and rotate (image units), then scale and
-    # stretch (shape units, where the object's radius is about 1)
+    # shift and rotate (image units), then scale and stretch (shape units: radius about 1)
     dx, dy = X - _col(p["cx"]), Y - _col(p["cy"])
     c, s = _col(np.cos(p["angle"])), _col(np.sin(p["angle"]))
     ui, vi = dx * c + dy * s, dy * c - dx * s
@@ -141,7 +136,7 @@ def _render(p, noise):
         idx = np.flatnonzero(p["label"] == k)
         if idx.size:
             sub = {key: val[idx] for key, val in p.items()}
-            alpha[idx] = _ALPHA[name](u[idx], v[idx], ui[idx], vi[idx], sub)
+            alpha[idx] = _alpha(name, u[idx], v[idx], ui[idx], vi[idx], sub)
 
     # object colour: from the mean background toward a random colour
     mean_bg = bg0 + (bg1 - bg0) * t.mean(axis=(1, 2))[:, None]
@@ -174,76 +169,43 @@ def _segment_alpha(X, Y, p):
     return np.clip((_col(p["line_w"]) - dist) * 16 + 0.5, 0, 1)  # 1 px ramp
 
 
-def _circle(u, v, ui, vi, p):
-    return _edge(np.hypot(u, v) - 1.0, p)
-
-
-def _ring(u, v, ui, vi, p):
-    half_width = _col(0.15 + 0.2 * p["shape_a"])
-    return _edge(np.abs(np.hypot(u, v) - (1.0 - half_width)) - half_width, p)
-
-
-def _square(u, v, ui, vi, p):
-    return _edge(np.maximum(np.abs(u), np.abs(v)) - 0.85, p)
-
-
-def _triangle(u, v, ui, vi, p):
-    sdf = -v - 0.5                       # equilateral: inradius 0.5
-    for ang in (np.pi / 6, 5 * np.pi / 6):
-        sdf = np.maximum(sdf, u * np.cos(ang) + v * np.sin(ang) - 0.5)
-    return _edge(sdf * 1.6, p)
-
-
-def _cross(u, v, ui, vi, p):
-    arm = _col(0.2 + 0.15 * p["shape_a"])
-    au, av = np.abs(u), np.abs(v)
-    bar1 = np.maximum(au - arm, av - 1.0)
-    bar2 = np.maximum(av - arm, au - 1.0)
-    return _edge(np.minimum(bar1, bar2), p)
-
-
-def _star(u, v, ui, vi, p):
-    inner = _col(0.35 + 0.2 * p["shape_a"])
-    phi = np.arctan2(v, u)
-    bump = (0.5 + 0.5 * np.cos(5 * phi)) ** 2
-    radius = inner + (1.0 - inner) * bump
-    return _edge(np.hypot(u, v) - radius, p)
-
-
-def _texture_patch(u, v, p):
-    """Where a texture shows: a superellipse from ellipse to rounded square."""
+def _alpha(name, u, v, ui, vi, p):
+    """Coverage (0..1) of a `name` object, in shape units (u, v) and rotated image units (ui, vi)."""
+    if name == "circle":
+        return _edge(np.hypot(u, v) - 1.0, p)
+    if name == "ring":
+        half_width = _col(0.15 + 0.2 * p["shape_a"])
+        return _edge(np.abs(np.hypot(u, v) - (1.0 - half_width)) - half_width, p)
+    if name == "square":
+        return _edge(np.maximum(np.abs(u), np.abs(v)) - 0.85, p)
+    if name == "triangle":
+        sdf = -v - 0.5                       # equilateral: inradius 0.5
+        for ang in (np.pi / 6, 5 * np.pi / 6):
+            sdf = np.maximum(sdf, u * np.cos(ang) + v * np.sin(ang) - 0.5)
+        return _edge(sdf * 1.6, p)
+    if name == "cross":
+        arm = _col(0.2 + 0.15 * p["shape_a"])
+        au, av = np.abs(u), np.abs(v)
+        return _edge(np.minimum(np.maximum(au - arm, av - 1.0), np.maximum(av - arm, au - 1.0)), p)
+    if name == "star":
+        inner = _col(0.35 + 0.2 * p["shape_a"])
+        bump = (0.5 + 0.5 * np.cos(5 * np.arctan2(v, u))) ** 2
+        return _edge(np.hypot(u, v) - (inner + (1.0 - inner) * bump), p)
+    if name == "blob":
+        width = _col(0.45 + 0.3 * p["shape_a"])
+        return np.exp(-(u * u + v * v) / (2 * width * width))
+    # a texture, shown in a superellipse patch from ellipse to rounded square
     k = _col(p["patch_p"])
-    r = (np.abs(u) ** k + np.abs(v) ** k) ** (1 / k)
-    return _edge(r - 1.25, p)
+    patch = _edge((np.abs(u) ** k + np.abs(v) ** k) ** (1 / k) - 1.25, p)
+    if name == "stripes":
+        return patch * np.clip(_wave(ui, p, 0) * 2 + 0.5, 0, 1)
+    if name == "checker":
+        return patch * np.clip(_wave(ui, p, 0) * _wave(vi, p, 1) * 3 + 0.5, 0, 1)
+    level = _col(0.15 + 0.6 * p["shape_a"])  # dots; a low level merges them toward a checker
+    return patch * np.clip((_wave(ui, p, 0) * _wave(vi, p, 1) - level) * 4 + 0.5, 0, 1)
 
 
 def _wave(x, p, i):
     """sin over image units with the image's texture period (pixels) and phase."""
     freq = _col(2 * np.pi * (SIZE / 2) / p["period"])
     return np.sin(x * freq + _col(p["phase"][:, i]))
-
-
-def _stripes(u, v, ui, vi, p):
-    pattern = np.clip(_wave(ui, p, 0) * 2 + 0.5, 0, 1)
-    return _texture_patch(u, v, p) * pattern
-
-
-def _checker(u, v, ui, vi, p):
-    pattern = np.clip(_wave(ui, p, 0) * _wave(vi, p, 1) * 3 + 0.5, 0, 1)
-    return _texture_patch(u, v, p) * pattern
-
-
-def _dots(u, v, ui, vi, p):
-    level = _col(0.15 + 0.6 * p["shape_a"])  # low level: dots merge toward a checker
-    pattern = np.clip((_wave(ui, p, 0) * _wave(vi, p, 1) - level) * 4 + 0.5, 0, 1)
-    return _texture_patch(u, v, p) * pattern
-
-
-def _blob(u, v, ui, vi, p):
-    width = _col(0.45 + 0.3 * p["shape_a"])
-    return np.exp(-(u * u + v * v) / (2 * width * width))
-
-
-_ALPHA = dict(circle=_circle, ring=_ring, square=_square, triangle=_triangle,
-              cross=_cross, star=_star, stripes=_stripes, checker=_checker,
-              dots=_dots, blob=_blob)

@@ -1,42 +1,31 @@
 """SageMaker training entry point: one experiment of the course, in either track.
 
-SageMaker runs `python sagemaker_entry.py --batch_size 128 --num_workers 7 ...` in the
-framework's container; each `--field value` pair is an Experiment field, checked as
-everywhere else. Where things are (with the defaults used outside SageMaker):
-
-    SM_CHANNEL_TRAINING   the dataset (CIFAR-10 binary batches)  -> cfg.data_dir as given
-    SM_OUTPUT_DATA_DIR    the run record (comes back as output.tar.gz) -> the runs folder
-    SM_MODEL_DIR          the trained weights (model.tar.gz)      -> the run record's folder
-    SM_NUM_GPUS           num_gpus when no --num_gpus is given    -> the GPUs NVML sees
-
-After every epoch it prints one line for SageMaker's metric definitions
-(`launch.metric_definitions` parses exactly this):
+SageMaker runs `python sagemaker_entry.py --batch_size 128 ...`: each pair an Experiment
+field. SM_CHANNEL_TRAINING is the data set, SM_OUTPUT_DATA_DIR gets the run record,
+SM_MODEL_DIR the weights, SM_NUM_GPUS is num_gpus unless given. Each epoch prints a line
+for `launch.metric_definitions`:
 
     METRIC epoch=0 samples_per_sec=663.50 epoch_time=18.59 data_wait=0.4200 gpu_util=27.0 val_acc=0.7131
 
-With several instances: under torchrun every process joins one DDP run; under MXNet's
-parameter_server option every host is one worker of a kvstore='dist_device_sync' job
-('dist_sync' on CPUs); rank or worker 0 keeps the record. Without either, each host
-trains the whole job alone, keeps its own record `<name>@<host>`, and says so.
-
-The container's Python may be 3.8 (MXNet 1.9.0): this file and what it imports stay
-3.8-compatible.
+Under torchrun every process joins one DDP run, under MXNet's parameter_server every host is
+a worker; rank or worker 0 keeps the record. Otherwise each host trains alone, as
+`<name>@<host>`. The MXNet container's Python is 3.8: this file stays 3.8-compatible.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 if not __package__:  # run as a file (how SageMaker starts it), not with `python -m`
     _here = Path(__file__).resolve().parent
     if sys.path and Path(sys.path[0] or ".").resolve() == _here and (_here / "__init__.py").exists():
-        # started from inside the package (gpu_course/sagemaker/): its folder would shadow
-        # the SageMaker SDK, so import gpu_course from the checkout instead
+        # started inside gpu_course/sagemaker/, which would shadow the SDK: use the checkout
         sys.path[0] = str(_here.parents[1])
-    # in SageMaker's /opt/ml/code the package sits beside this file: importable as is
 
 from gpu_course import config as _config  # noqa: E402
 
@@ -44,21 +33,15 @@ FAILURE_FILE = "failure"  # SageMaker shows $SM_OUTPUT_DIR/failure as the job's 
 
 
 def parse_hyperparameters(argv: list) -> dict:
-    """`--key value` pairs (as SageMaker passes hyperparameters) -> {field: typed value}.
-    Keys may use - or _; every key must be an Experiment field."""
-    values = {}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
+    """`--key value` pairs (keys with - or _, each an Experiment field) -> {field: value}."""
+    values, args = {}, iter(argv)
+    for arg in args:
         if not arg.startswith("--") or len(arg) == 2:
             raise ValueError(f"expected --<field> <value>, got {arg!r}")
         key, eq, text = arg[2:].partition("=")
-        if not eq:
-            if i + 1 >= len(argv):
-                raise ValueError(f"--{key} needs a value")
-            text = argv[i + 1]
-            i += 1
-        i += 1
+        text = text if eq else next(args, None)
+        if text is None:
+            raise ValueError(f"--{key} needs a value")
         field = key.replace("-", "_")
         if field not in _config.FIELDS:
             allowed = ", ".join(_config.FIELDS)
@@ -82,10 +65,8 @@ def experiment_from(argv: list, env: dict) -> _config.Experiment:
 
 
 def check_channel(cfg: _config.Experiment, channel: Path) -> None:
-    """Refuse a training channel that is not a folder (SageMaker mounts each channel as
-    one; a missing one is a misspelt path, not a place to generate data into), and
-    generated images when the channel holds other data: dataset="synthetic" uses the
-    channel only if it holds the generated set for cfg."""
+    """Refuse a channel that is not a folder (a misspelt path, not a place to generate data
+    into), and dataset="synthetic" where the channel holds other data than cfg's set."""
     if not channel.is_dir():
         state = "is a file" if channel.exists() else "does not exist"
         raise ValueError(f"SM_CHANNEL_TRAINING={channel} {state}; name a folder, or unset it")
@@ -103,15 +84,9 @@ def check_channel(cfg: _config.Experiment, channel: Path) -> None:
 def _int_env(env: dict, name: str, low: int) -> int | None:
     """An integer environment variable (None when unset), or a ValueError naming it."""
     text = (env.get(name) or "").strip()
-    if not text:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < low:
+    if text and not (text.isdecimal() and int(text) >= low):
         raise ValueError(f"{name}={text!r} must be an integer >= {low}")
-    return value
+    return int(text) if text else None
 
 
 def gpu_count(env: dict) -> int:
@@ -120,11 +95,6 @@ def gpu_count(env: dict) -> int:
         return count
     from gpu_course.measure import nvml
     return nvml.gpu_count()
-
-
-def world_size(env: dict) -> int:
-    """Processes in a torchrun job (WORLD_SIZE); 1 outside torchrun."""
-    return _int_env(env, "WORLD_SIZE", 1) or 1
 
 
 def output_dirs(env: dict) -> tuple:
@@ -136,10 +106,8 @@ def output_dirs(env: dict) -> tuple:
 
 
 def check_outputs(env: dict) -> None:
-    """The folders the job writes into (SM_OUTPUT_DATA_DIR, SM_MODEL_DIR) exist or can be
-    made, and are writable: found before training, not after it (the weights lost)."""
-    runs_dir, model_dir = output_dirs(env)
-    for name, folder in (("SM_OUTPUT_DATA_DIR", runs_dir), ("SM_MODEL_DIR", model_dir)):
+    """The output folders exist or can be made, and are writable: found before training."""
+    for name, folder in zip(("SM_OUTPUT_DATA_DIR", "SM_MODEL_DIR"), output_dirs(env)):
         if folder is None:
             continue
         where = f"{name}={folder}" if env.get(name) else f"the runs folder {folder}"
@@ -169,8 +137,7 @@ def hosts(env: dict) -> tuple:
 
 # -- the metric line -------------------------------------------------------------------
 def metric_line(row: dict, gpu_util: float | None) -> str:
-    """The per-epoch line SageMaker's metric definitions read (nan = not measured); the
-    numbers are `metrics.epoch_numbers`, the definitions every table uses."""
+    """The per-epoch METRIC line (nan: not measured), of `metrics.epoch_numbers`."""
     from gpu_course.analyse import metrics
 
     def num(value, fmt):
@@ -178,17 +145,14 @@ def metric_line(row: dict, gpu_util: float | None) -> str:
             return "nan"
         return format(value, fmt)
     n = metrics.epoch_numbers(row)
-    return (f"METRIC epoch={row['epoch']} "
-            f"samples_per_sec={num(n['samples_per_sec'], '.2f')} "
-            f"epoch_time={num(n['epoch_time_s'], '.2f')} "
-            f"data_wait={num(n['data_wait_share'], '.4f')} gpu_util={num(gpu_util, '.1f')} "
-            f"val_acc={num(row.get('val_acc'), '.4f')}")
+    values = (("samples_per_sec", n["samples_per_sec"], ".2f"), ("epoch_time", n["epoch_time_s"], ".2f"),
+              ("data_wait", n["data_wait_share"], ".4f"), ("gpu_util", gpu_util, ".1f"),
+              ("val_acc", row.get("val_acc"), ".4f"))
+    return f"METRIC epoch={row['epoch']} " + " ".join(f"{k}={num(v, fmt)}" for k, v, fmt in values)
 
 
 def epoch_gpu_util(run_folder: Path, row: dict) -> float | None:
-    """This epoch's GPU utilisation (%) as `metrics.gpu_util` defines it (its steady
-    training window), from the record's gpu.csv (saved before each epoch's callback);
-    None without GPU samples."""
+    """This epoch's GPU utilisation (%, `metrics.gpu_util`) from the record; None without samples."""
     from gpu_course.analyse import metrics
     from gpu_course.measure.records import Run
     run = Run(run_folder)
@@ -198,8 +162,7 @@ def epoch_gpu_util(run_folder: Path, row: dict) -> float | None:
 
 
 class MetricPrinter:
-    """on_epoch callback: prints the METRIC line of each recorded epoch. It finds its
-    run's folder as the one that appeared in runs_dir after it was created."""
+    """on_epoch callback printing METRIC lines; its run is the folder new in runs_dir."""
 
     def __init__(self, runs_dir: Path, stream=None):
         self.runs_dir = Path(runs_dir)
@@ -228,16 +191,11 @@ def train(cfg: _config.Experiment, env: dict):
     """Train with the track's adapter, print METRIC lines, save the weights; -> Run."""
     from gpu_course.ladder import adapter
     gc = adapter(cfg.engine)
-    runs_dir, model_dir = output_dirs(env)
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    printer = MetricPrinter(runs_dir)
-    kwargs = {"runs_dir": runs_dir, "progress": False}
-    # Built here so the trained weights can be saved afterwards; PyTorch on several GPUs
-    # trains in DistributedDataParallel processes that build their own network.
+    runs_dir, model_dir = output_dirs(env)   # made by check_outputs
+    # built here to save the weights (DDP processes build their own)
     net = gc.get_model(cfg) if cfg.engine == "gluon" or cfg.num_gpus <= 1 else None
-    if net is not None:
-        kwargs["net"] = net
-    run = gc.train(cfg, on_epoch=printer, **kwargs)
+    run = gc.train(cfg, on_epoch=MetricPrinter(runs_dir), runs_dir=runs_dir, progress=False,
+                   **({"net": net} if net is not None else {}))
     this_host, all_hosts = hosts(env)
     if model_dir is not None and len(all_hosts) > 1:  # SageMaker merges every host's files
         model_dir = model_dir / this_host
@@ -247,11 +205,7 @@ def train(cfg: _config.Experiment, env: dict):
 
 
 def train_ddp(cfg: _config.Experiment, env: dict) -> int:
-    """One process of a multi-host PyTorch job: SageMaker's torch_distributed option
-    starts torchrun on every host (RANK, WORLD_SIZE, MASTER_ADDR set), and each process
-    runs the PyTorch track's DistributedDataParallel worker; rank 0 keeps the record."""
-    import tempfile
-
+    """One torchrun process of a DDP job (the PyTorch track's worker); rank 0 keeps the record."""
     from gpu_course.measure.records import load_run
     from gpu_course.tracks.torch import ddp
     runs_dir, _ = output_dirs(env)
@@ -270,11 +224,9 @@ def train_ddp(cfg: _config.Experiment, env: dict) -> int:
 
 
 def train_ps(cfg: _config.Experiment, env: dict):
-    """One worker of a multi-host Gluon job: MXNet's parameter_server option started the
-    scheduler and servers and set DMLC_*; worker 0 keeps the record. -> Run or None."""
+    """One parameter-server worker of a Gluon job (DMLC_* set); worker 0 keeps the record."""
     from gpu_course.tracks.gluon import dist
     runs_dir, model_dir = output_dirs(env)
-    runs_dir.mkdir(parents=True, exist_ok=True)
     this_host, _ = hosts(env)
     folder = (model_dir / this_host) if model_dir is not None else runs_dir / f"model@{this_host}"
     folder.mkdir(parents=True, exist_ok=True)  # SageMaker merges every host's model folder
@@ -291,18 +243,22 @@ def train_ps(cfg: _config.Experiment, env: dict):
 
 def finish(run, env: dict, saved: Path | None) -> None:
     """Note where the run ran, and say where its record and weights are."""
+    from gpu_course.measure.records import update_meta
     this_host, all_hosts = hosts(env)
-    note(run.path, sagemaker={
-        "job_name": _training_env(env).get("job_name"), "host": this_host,
-        "hosts": all_hosts, "instance_type": _instance_type(env),
-        "model": str(saved) if saved else None})
+    try:
+        training = json.loads(env.get("SM_TRAINING_ENV") or "{}")
+    except ValueError:
+        training = {}
+    update_meta(run.path, notes={"sagemaker": {
+        "job_name": training.get("job_name"), "host": this_host, "hosts": all_hosts,
+        "instance_type": env.get("SM_CURRENT_INSTANCE_TYPE") or training.get("current_instance_type"),
+        "model": str(saved) if saved else None}})
     print(f"run record: {run.path}", flush=True)
     print(f"model: {saved}" if saved else "model: not saved (DDP processes hold it)", flush=True)
 
 
 def save_model(net, cfg: _config.Experiment, folder: Path) -> Path:
-    """The trained weights (Gluon: model.params; PyTorch: model.pt state_dict) and
-    experiment.json, from which `get_model(cfg)` rebuilds the network to load them."""
+    """The weights (model.params or model.pt) and experiment.json, for `get_model(cfg)`."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "experiment.json").write_text(cfg.to_json())
@@ -317,33 +273,14 @@ def save_model(net, cfg: _config.Experiment, folder: Path) -> Path:
     return path
 
 
-def note(run_folder: Path, **values) -> None:
-    """Add facts to a finished run record's notes."""
-    from gpu_course.measure.records import update_meta
-    update_meta(run_folder, notes=values)
-
-
-def _training_env(env: dict) -> dict:
-    try:
-        return json.loads(env.get("SM_TRAINING_ENV") or "{}")
-    except ValueError:
-        return {}
-
-
-def _instance_type(env: dict) -> str | None:
-    return env.get("SM_CURRENT_INSTANCE_TYPE") or _training_env(env).get("current_instance_type")
-
-
 def fail(message: str, env: dict) -> None:
     """Say why the job stops: on stderr (the log) and in SageMaker's failure file."""
     print(f"sagemaker_entry: error: {message}", file=sys.stderr, flush=True)
     out = env.get("SM_OUTPUT_DIR")
     if out:
-        try:
+        with contextlib.suppress(OSError):
             Path(out).mkdir(parents=True, exist_ok=True)
             (Path(out) / FAILURE_FILE).write_text(message[:1000] + "\n")
-        except OSError:
-            pass
 
 
 def main(argv: list | None = None, env: dict | None = None) -> int:
@@ -351,7 +288,7 @@ def main(argv: list | None = None, env: dict | None = None) -> int:
     env = dict(os.environ) if env is None else env
     try:
         this_host, all_hosts = hosts(env)
-        distributed = world_size(env) > 1  # started by torchrun
+        distributed = (_int_env(env, "WORLD_SIZE", 1) or 1) > 1  # started by torchrun
         _int_env(env, "SM_NUM_GPUS", 0)
         check_outputs(env)
     except ValueError as err:
@@ -363,12 +300,11 @@ def main(argv: list | None = None, env: dict | None = None) -> int:
         fail(f"bad hyperparameter: {err}", env)
         return 2
     parameter_server = env.get("DMLC_ROLE") == "worker"  # MXNet's parameter_server option
-    if distributed and cfg.engine != "pytorch":
-        fail(f"engine={cfg.engine!r} cannot run under torchrun; allowed: engine='pytorch'", env)
-        return 2
-    if parameter_server and cfg.engine != "gluon":
-        fail(f"engine={cfg.engine!r} cannot be a parameter-server worker; allowed: engine='gluon'", env)
-        return 2
+    for started, engine, what in ((distributed, "pytorch", "run under torchrun"),
+                                  (parameter_server, "gluon", "be a parameter-server worker")):
+        if started and cfg.engine != engine:
+            fail(f"engine={cfg.engine!r} cannot {what}; allowed: engine={engine!r}", env)
+            return 2
     if len(all_hosts) > 1 and not (distributed or parameter_server):
         print(f"{this_host}: no distribution option: it trains alone, into its own record", flush=True)
         cfg = cfg.replace(name=f"{cfg.name}@{this_host}")

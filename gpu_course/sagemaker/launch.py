@@ -1,29 +1,20 @@
 """Run one course experiment as a SageMaker training job, and bring its record back.
 
-The job runs `gpu_course/sagemaker/entry.py` in AWS's framework container, with the
-gpu_course package beside it (the container has not got it):
-
-- the PyTorch track: SageMaker Python SDK v3's ModelTrainer (`sagemaker==3.27.0`, the PyTorch
-  environment) on AWS's PyTorch 2.10.0 training container (Python 3.13): the container's torch;
-- the Gluon track: SDK v2's `sagemaker.mxnet.MXNet` (`sagemaker==2.243.2`, the Gluon
-  environment) on the MXNet 1.9.0 container (Python 3.8). It rests on a retired framework
-  (Apache MXNet), a container AWS has not patched since 2023-10-01 and an SDK whose support
-  ends on 2027-07-06: v3 has no MXNet.
-
-Both are built from one model of the job (`job_settings`); the experiment's fields travel
-as hyperparameters, the dataset as the "training" channel, and the run record comes back
-in the job's output.tar.gz, so it plots beside local runs:
+The job runs `entry.py` in AWS's container with gpu_course beside it: the PyTorch track with
+SDK v3's ModelTrainer on the PyTorch 2.10.0 container; the Gluon track with SDK v2's MXNet
+estimator on the MXNet 1.9.0 container (a retired framework, unpatched since 2023-10-01; v2's
+support ends 2027-07-06). Both come from one model of the job (`job_settings`); the SDK is
+imported only when a job is built.
 
     job = Job("ml.g5.xlarge")                 # where it runs, on what terms (see Job)
     request = training_request(cfg, job)      # what the SDK would send; sent nowhere
     check_request(request)                    # against botocore's model of the SageMaker API
     name = launch(cfg, job)                   # needs credentials and a role; checks first
     runs = fetch_runs(name)                   # the job's run record(s), as records.Run
-
-The SDK is imported only when a job is built, so this module imports without it.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import copy
 import dataclasses
@@ -39,17 +30,16 @@ import shutil
 import sys
 import tarfile
 import tempfile
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from .. import engines
+from .. import data, engines
 from ..config import Experiment
 from ..page import Page
 from . import request as _request
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]   # gpu_course/
-ENTRY_SOURCE = Path(__file__).resolve().parent / "entry.py"
 ENTRY_POINT = "sagemaker_entry.py"                 # its name at the top of the job's source_dir
 CHANNEL = "training"                 # -> SM_CHANNEL_TRAINING in the container
 DEFAULT_INSTANCE = "ml.g5.xlarge"    # A10G: both tracks, in every region that trains
@@ -80,17 +70,16 @@ class Track:
 
 
 TRACKS = {
-    # MXNet 1.9.0 is the last MXNet container (CUDA 11.2, Python 3.8, pandas 1.3, numpy<1.20).
+    # the last MXNet container (CUDA 11.2, Python 3.8)
     "gluon": Track(Sdk.V2, "mxnet", "1.9.0", "py38", {"parameter_server": {"enabled": True}},
                    ("psutil", "nvidia-ml-py", "pandas",
                     "numpy<1.24  # MXNet 1.9 does not import with numpy >= 1.24")),
-    # the newest PyTorch training container in v3's catalogue, in AWS's supported 2.9/2.10 line
+    # the newest PyTorch training container in v3's catalogue
     "pytorch": Track(Sdk.V3, "pytorch", "2.10.0", "py313", {"torch_distributed": {"enabled": True}},
                      ("psutil", "nvidia-ml-py", "pandas")),
 }
 
-# GPUs of each instance family (engines.GPUS has their compute capability); and the
-# instances the course suggests, with their GPU count
+# GPUs of each instance family (engines.GPUS: their compute capability); suggested instances' GPU count
 FAMILY_GPU = {"p3": "V100", "g4dn": "T4", "g5": "A10G", "p4d": "A100", "p4de": "A100",
               "g6": "L4", "g6e": "L40S", "p5": "H100", "p5e": "H200", "p5en": "H200",
               "p6": "B200"}
@@ -100,11 +89,10 @@ INSTANCES = {"ml.g4dn.xlarge": 1, "ml.g5.xlarge": 1, "ml.g5.12xlarge": 4, "ml.g6
 
 def instance_row(instance_type: str) -> dict:
     """What an instance type offers each track, from engines' table of GPUs."""
-    gpu = FAMILY_GPU.get(instance_type.split(".")[1])
-    cap = engines.GPUS[gpu] if gpu else None
-    count = INSTANCES.get(instance_type)
+    cap = instance_capability(instance_type)
     kind = engines.gluon_gpu(cap)[0] if cap else None
-    return {"instance": instance_type, "GPUs": count, "GPU": gpu or "none",
+    return {"instance": instance_type, "GPUs": INSTANCES.get(instance_type),
+            "GPU": FAMILY_GPU.get(instance_type.split(".")[1], "none"),
             "sm": f"sm_{cap[0]}{cap[1]}" if cap else "",
             "Gluon": {None: "CPU only", engines.Gluon.RUNS: "GPU",
                       engines.Gluon.UNTESTED: "GPU, untested", engines.Gluon.NO: "no"}[kind],
@@ -118,18 +106,13 @@ def instance_table():
     return pd.DataFrame([instance_row(name) for name in INSTANCES])
 
 
-# -- the metric line -------------------------------------------------------------------
-# The entry script prints, once per epoch (epoch numbers as in epochs.csv, from 0):
-#   METRIC epoch=0 samples_per_sec=663.50 epoch_time=18.59 data_wait=0.4200 gpu_util=27.0 val_acc=0.7131
-# data_wait is the share (0..1) of step time spent waiting for data; a value it cannot
-# measure is printed as "nan", which the regexes below skip.
+# -- the metric line (entry.metric_line; "nan", not measured, is skipped) -------------
 METRIC_NAMES = ("epoch", "samples_per_sec", "epoch_time", "data_wait", "gpu_util", "val_acc")
 _NUMBER = r"([0-9]+\.?[0-9]*)"
 
 
 def metric_definitions() -> list[dict]:
-    """SageMaker metric definitions for the entry script's METRIC lines (plain regexes,
-    first group = the value; SageMaker charts them and keeps them with the job)."""
+    """SageMaker's metric definitions for the entry script's METRIC lines (group 1: the value)."""
     defs = [{"Name": "epoch", "Regex": "METRIC epoch=" + _NUMBER}]
     defs += [{"Name": name, "Regex": f"METRIC .* {name}={_NUMBER}"}
              for name in METRIC_NAMES[1:]]
@@ -137,9 +120,7 @@ def metric_definitions() -> list[dict]:
 
 
 def read_metrics(log: str):
-    """The METRIC lines of a job's log as SageMaker's metric definitions read them: a
-    DataFrame, one row an epoch (a value the line prints as "nan" is left out, as
-    SageMaker leaves it out of its chart)."""
+    """The METRIC lines of a job's log as SageMaker reads them: a DataFrame, a row an epoch."""
     import pandas as pd
     rows = [{d["Name"]: float(m.group(1)) for d in metric_definitions()
              if (m := re.search(d["Regex"], line))}
@@ -150,8 +131,8 @@ def read_metrics(log: str):
 # -- checks ----------------------------------------------------------------------------
 def instance_capability(instance_type: str) -> tuple | None:
     if not re.fullmatch(r"ml\.[a-z0-9]+\.[a-z0-9]+", str(instance_type)):
-        examples = ", ".join(INSTANCES)
-        raise ValueError(f"instance_type={instance_type!r} is not a SageMaker instance type; e.g. {examples}")
+        raise ValueError(f"instance_type={instance_type!r} is not a SageMaker instance type; "
+                         f"e.g. {', '.join(INSTANCES)}")
     gpu = FAMILY_GPU.get(instance_type.split(".")[1])
     return engines.GPUS[gpu] if gpu else None
 
@@ -174,16 +155,14 @@ def check_job(cfg: Experiment, instance_type: str, instance_count: int = 1,
 
 # -- hyperparameters -------------------------------------------------------------------
 def hyperparameters(cfg: Experiment, all_gpus: bool = False) -> dict:
-    """Every Experiment field as the string the entry script parses back with
-    config.parse_value. data_dir is left out (the container reads the training channel);
-    all_gpus leaves out num_gpus, so the job uses every GPU (SM_NUM_GPUS)."""
+    """Every Experiment field as text for config.parse_value, less data_dir (the channel)
+    and, with all_gpus, num_gpus (the job then uses SM_NUM_GPUS)."""
     skip = {"data_dir"} | ({"num_gpus"} if all_gpus else set())
     return {name: encode_value(name, value) for name, value in cfg.to_dict().items()
             if name not in skip}
 
 
-def encode_value(field: str, value: Any) -> str:
-    """One field's value as text that config.parse_value(field, text) turns back into it."""
+def encode_value(field: str, value) -> str:
     if value is None:
         return "none"
     if isinstance(value, bool):
@@ -197,36 +176,28 @@ def encode_value(field: str, value: Any) -> str:
 
 # -- what the job runs -----------------------------------------------------------------
 def stage_code(engine: str, dest: str | Path | None = None) -> Path:
-    """The job's source_dir: the entry script at the top (the container runs it from
-    there), the gpu_course package beside it (the container does not have it) and a
-    requirements.txt the container pip-installs first."""
-    track = _track(engine)
+    """The job's source_dir: the entry script, gpu_course beside it, a requirements.txt."""
     dest = Path(dest) if dest is not None else Path(tempfile.mkdtemp(prefix="gpu-course-sm-"))
     dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(ENTRY_SOURCE, dest / ENTRY_POINT)
+    shutil.copy2(PACKAGE_DIR / "sagemaker" / "entry.py", dest / ENTRY_POINT)
     target = dest / "gpu_course"
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(PACKAGE_DIR, target, ignore=_left_out)
-    (dest / "requirements.txt").write_text(
-        "\n".join(track.requirements) + "\n")
+    (dest / "requirements.txt").write_text("\n".join(_track(engine).requirements) + "\n")
     return dest
 
 
 def _left_out(folder: str, names: list) -> set:
-    """What stage_code does not copy: caches, hidden files, and the package's reference
-    results (5 MB of reports and traces the job never reads)."""
+    """Caches, hidden files and the package's reference results (5 MB the job never reads)."""
     skip = set(shutil.ignore_patterns("__pycache__", "*.pyc", ".*")(folder, names))
     return skip | ({"reference"} & set(names) if Path(folder) == PACKAGE_DIR else set())
 
 
 @dataclass(frozen=True)
 class Job:
-    """Where a training job runs and on what terms: `instance_count` instances of
-    `instance_type`, every GPU of each (all_gpus) or cfg.num_gpus, the execution `role`
-    (None: this notebook instance's), the dataset's s3:// URI (`data`; None: the local
-    one, uploaded at launch), the s3:// prefix of its output (None: the default bucket),
-    and the minutes after which SageMaker stops it (and bills no further)."""
+    """Where a job runs, on what terms. None means: role, this notebook instance's; data
+    (s3:// URI), the local dataset uploaded; output_path, the default bucket."""
 
     instance_type: str = DEFAULT_INSTANCE
     instance_count: int = 1
@@ -242,14 +213,10 @@ class Job:
                 or not 1 <= minutes <= MAX_RUN_LIMIT_MIN:
             raise ValueError(f"max_run_min={minutes!r} must be 1..{MAX_RUN_LIMIT_MIN} minutes (28 days)")
 
-    def replace(self, **changes) -> "Job":
-        return dataclasses.replace(self, **changes)
-
 
 def job_settings(cfg: Experiment, job: Job = Job(),
                  source_dir: str | Path | None = None) -> dict:
-    """The job as both SDKs are given it, one model for both: the keyword arguments of v2's
-    estimator, which `build` hands on to v3's ModelTrainer in its own terms."""
+    """The job as v2's estimator's keyword arguments; `build` hands them to v3 in its terms."""
     check_job(cfg, job.instance_type, job.instance_count, job.all_gpus)
     track = _track(cfg.engine)
     kwargs = {
@@ -261,9 +228,7 @@ def job_settings(cfg: Experiment, job: Job = Job(),
         "metric_definitions": metric_definitions(),
         "base_job_name": job_base_name(cfg),
         "max_run": int(job.max_run_min * 60),
-        # the course measures with its own monitor; SageMaker's profiler would add a
-        # sidecar process to the very machine we measure (v3 adds none)
-        "disable_profiler": True,
+        "disable_profiler": True,   # a sidecar process on the machine we measure (v3 has none)
     }
     if job.instance_count > 1:
         kwargs["distribution"] = track.distribution
@@ -279,13 +244,11 @@ def job_base_name(cfg: Experiment) -> str:
 
 
 def build(cfg: Experiment, job: Job = Job(), session=None, source_dir: str | Path | None = None):
-    """The SDK's job for cfg's track from job_settings: v2's sagemaker.mxnet.MXNet (Gluon) or
-    v3's ModelTrainer (PyTorch). job.role defaults to the notebook instance's execution
-    role; source_dir to a fresh stage_code() folder."""
+    """The track's SDK job from job_settings: v2's MXNet estimator or v3's ModelTrainer."""
     sdk = _track(cfg.engine).sdk
     sm = _sdk(sdk)
     session = session or session_for(sdk)
-    job = job.replace(role=execution_role(session, job.role, sdk))
+    job = dataclasses.replace(job, role=execution_role(session, job.role, sdk))
     kw = job_settings(cfg, job, source_dir or stage_code(cfg.engine))
     if sdk is Sdk.V2:
         return sm.mxnet.MXNet(sagemaker_session=session, **kw)
@@ -297,8 +260,7 @@ def build(cfg: Experiment, job: Job = Job(), session=None, source_dir: str | Pat
             py_version=kw["py_version"], instance_type=job.instance_type, image_scope="training"),
         source_code=configs.SourceCode(source_dir=kw["source_dir"], entry_script=ENTRY_POINT,
                                        requirements="requirements.txt"),
-        compute=configs.Compute(instance_type=job.instance_type,
-                                instance_count=job.instance_count),
+        compute=configs.Compute(instance_type=job.instance_type, instance_count=job.instance_count),
         distributed=distributed.Torchrun() if job.instance_count > 1 else None,
         stopping_condition=configs.StoppingCondition(max_runtime_in_seconds=kw["max_run"]),
         output_data_config=configs.OutputDataConfig(
@@ -309,51 +271,45 @@ def build(cfg: Experiment, job: Job = Job(), session=None, source_dir: str | Pat
 
 
 def start(built, channel: str, job_name: str | None = None, wait: bool = False) -> str:
-    """Start the job `build` made, its training channel at the s3:// URI `channel`; ->
-    the job's name. (An offline session answers CreateTrainingJob by raising Sent.)"""
-    # without the SDKs' telemetry wrappers, which would report the call over the network
+    """Start the job `build` made, its training channel at `channel` (s3://); -> its name.
+    Unwrapped: the SDKs' telemetry wrappers would report the call over the network."""
     if hasattr(built, "fit"):
         inspect.unwrap(type(built).fit)(built, {CHANNEL: channel}, wait=wait,
                                          logs="All" if wait else "None", job_name=job_name)
         return built.latest_training_job.name
     from sagemaker.train import configs
-    inspect.unwrap(type(built).train)(built, [configs.InputData(channel_name=CHANNEL,
-                                                                data_source=channel)],
-                                      wait=wait, logs=wait)
+    inputs = [configs.InputData(channel_name=CHANNEL, data_source=channel)]
+    inspect.unwrap(type(built).train)(built, inputs, wait=wait, logs=wait)
     return built._latest_training_job.training_job_name   # v3's documented way to it
 
 
 # -- the CreateTrainingJob request -----------------------------------------------------
-# Without an AWS account the default bucket (sagemaker-<region>-<account>) has no name:
-# this account number stands for yours, as in NO_ROLE.
 NO_ACCOUNT = "000000000000"
 REQUEST_TITLE = "CreateTrainingJob request (built by the SageMaker SDK, sent nowhere)"
 
 
 def training_request(cfg: Experiment, job: Job = Job(), region: str | None = None,
                      job_name: str | None = None, bucket: str | None = None) -> dict:
-    """The CreateTrainingJob request `launch` sends for cfg, as the track's SDK builds it
-    (v2's estimator.fit, v3's ModelTrainer.train), on a session that sends nothing: no AWS
-    account, no network. `bucket` is the account's default bucket (None:
-    sagemaker-<region>-000000000000). v3 names the job itself (job_name is v2's)."""
+    """The CreateTrainingJob request `launch` sends for cfg, as the track's SDK builds it, on
+    a session that sends nothing. `bucket`: the default bucket; job_name: v2's (v3 names it)."""
     sdk = _track(cfg.engine).sdk
     sm = _sdk(sdk)
-    region = region or aws_region() or DEFAULT_REGION
+    region = region or aws_region()
     bucket = bucket or f"sagemaker-{region}-{NO_ACCOUNT}"
     session = offline_session(sdk, region, bucket)
     output = job.output_path or f"s3://{bucket}/"
     channel = job.data or f"s3://{bucket}/{channel_layout(cfg)[0]}"   # where launch uploads it
     if not (output.startswith("s3://") and channel.startswith("s3://")):
-        _request.check_part({  # the SDK would refuse them in its own words: say what is allowed
+        _request.check({  # the SDK's own refusal would not say what is allowed
             "OutputDataConfig": {"S3OutputPath": output},
-            "InputDataConfig": [{"DataSource": {"S3DataSource": {"S3Uri": channel}}}]})
+            "InputDataConfig": [{"DataSource": {"S3DataSource": {"S3Uri": channel}}}]}, part=True)
     role = job.role
     if role and "/" not in role:  # a role's name: the SDK looks its ARN up in IAM
         role = f"arn:aws:iam::{NO_ACCOUNT}:role/{role}"
-    job = job.replace(role=role or NO_ROLE, output_path=output)
+    job = dataclasses.replace(job, role=role or NO_ROLE, output_path=output)
     code = None
-    if sdk is Sdk.V2:  # v2: where fit() uploads source_dir, which, given as s3://, it takes
-        job_name = job_name or sm.utils.name_from_base(job_base_name(cfg))   # as uploaded
+    if sdk is Sdk.V2:  # v2 takes an s3:// source_dir as uploaded: where fit() would put it
+        job_name = job_name or sm.utils.name_from_base(job_base_name(cfg))
         code = f"s3://{output[5:].split('/')[0]}/{job_name}/source/sourcedir.tar.gz"
     staged = stage_code(cfg.engine) if code is None else None   # v3: the offline upload
     try:
@@ -368,13 +324,8 @@ def training_request(cfg: Experiment, job: Job = Job(), region: str | None = Non
 
 
 def check_request(request: dict) -> dict:
-    """`request`, or request.InvalidRequest naming each field SageMaker would refuse,
-    its value and what is allowed (botocore's model of the API, and the job's channel)."""
+    """`request`, or request.InvalidRequest naming each field SageMaker would refuse."""
     return _request.check(request, channels=(CHANNEL,))
-
-
-def format_request(request: dict) -> str:
-    return f"{REQUEST_TITLE}\n{json.dumps(request, indent=2)}"
 
 
 class Sent(Exception):
@@ -382,10 +333,8 @@ class Sent(Exception):
 
 
 def offline_session(sdk: Sdk, region: str, bucket: str):
-    """A SageMaker session of `sdk` that sends nothing: its default bucket is `bucket`, an
-    upload only says where the files would go, CreateTrainingJob raises Sent (with the
-    request, before botocore checks it: check_request says what is wrong), and any other
-    request that would leave this machine raises (needs no credentials)."""
+    """A session of `sdk` that sends nothing: an upload says where files would go,
+    CreateTrainingJob raises Sent (before botocore checks it), any other request raises."""
     import botocore.config
     boto = _offline_boto(region)
 
@@ -402,8 +351,7 @@ def offline_session(sdk: Sdk, region: str, bucket: str):
 
 @functools.lru_cache(maxsize=None)
 def _offline_boto(region: str):
-    """One boto3 session a region for offline_session: it keeps the service models it has
-    read (a new one reads them again, 0.3 s each)."""
+    """One boto3 session a region: it keeps the service models it read (0.3 s each)."""
     import boto3
     boto = boto3.Session(region_name=region)
     boto.events.register(f"provide-client-params.sagemaker.{_request.OPERATION}", _sent)
@@ -421,9 +369,8 @@ def _refuse_to_send(request, **_):
 
 @contextlib.contextmanager
 def _offline_build():
-    """Keep a dry run quiet (the SDKs log while they build a job; v2 sets root logging to
-    INFO and logs an error where the offline session stops it), and tell v3 not to check
-    the role against IAM as it builds (it does at launch): SAGEMAKER_VALIDATE_ROLE=false."""
+    """A quiet build (v2 logs an error where the offline session stops it) that does not
+    check the role against IAM (SAGEMAKER_VALIDATE_ROLE=false; launch does)."""
     from unittest import mock
     log = logging.getLogger("sagemaker")
     level = log.level
@@ -440,10 +387,8 @@ KEY_HYPERPARAMETERS = ("model", "dataset", "train_size", "epochs", "batch_size",
                        "graph", "dtype", "num_gpus")
 
 
-def describe(request: dict, hyperparameters=KEY_HYPERPARAMETERS):
-    """What a job will run, read back from its CreateTrainingJob request (either SDK's), as
-    a (setting, value) DataFrame: the instance, the image, the entry point, a few
-    hyperparameters (the request holds every field) and the metrics it charts."""
+def describe(request: dict):
+    """What a job will run, read back from its request: a (setting, value) DataFrame."""
     import pandas as pd
     res, algo = request["ResourceConfig"], request["AlgorithmSpecification"]
     values = {k: v.strip('"') for k, v in request.get("HyperParameters", {}).items()}
@@ -454,22 +399,19 @@ def describe(request: dict, hyperparameters=KEY_HYPERPARAMETERS):
             ("channels", ", ".join(c["ChannelName"] for c in request["InputDataConfig"])),
             ("role", request["RoleArn"] if request["RoleArn"] != NO_ROLE
              else "(none: no AWS account here, so nothing is launched)")]
-    rows += [(name, values[name]) for name in hyperparameters if name in values]
+    rows += [(name, values[name]) for name in KEY_HYPERPARAMETERS if name in values]
     rows += [("metrics charted", ", ".join(d["Name"] for d in algo.get("MetricDefinitions", ()))),
              ("stops after", f"{request['StoppingCondition']['MaxRuntimeInSeconds'] / 60:g} min")]
     return pd.DataFrame(rows, columns=["setting", "value"])
 
 
 def dataset_root(cfg: Experiment) -> Path:
-    """The folder the job's training channel mirrors (cfg.data_dir, or the course's data/)."""
-    from .. import data
+    """The folder the training channel mirrors (cfg.data_dir, or the course's data/)."""
     return Path(cfg.data_dir).expanduser() if cfg.data_dir else Path(data.default_root())
 
 
 def dataset_folder(cfg: Experiment, write: bool = False) -> Path:
-    """The cifar-10-batches-bin folder cfg trains on, under dataset_root(cfg): the path
-    `data.prepare` uses (write=True: prepare it, i.e. generate or download if missing)."""
-    from .. import data
+    """The cifar-10-batches-bin folder `data.prepare` uses for cfg (write=True: prepares it)."""
     if cfg.dataset not in data.DATASETS:
         allowed = ", ".join(data.DATASETS)
         raise ValueError(f"dataset={cfg.dataset!r} cannot go to SageMaker; allowed: {allowed}")
@@ -483,17 +425,15 @@ def dataset_folder(cfg: Experiment, write: bool = False) -> Path:
 
 
 def channel_layout(cfg: Experiment) -> tuple:
-    """(S3 prefix of the channel, the dataset folder's path inside it). In the container
-    the channel is data_dir, so data.prepare finds the folder where it looks locally."""
+    """(S3 prefix of the channel, the dataset folder's path inside it: where data.prepare looks)."""
     inside = dataset_folder(cfg).relative_to(dataset_root(cfg)).as_posix()
     return f"{DATA_PREFIX}/{inside.split('/')[0]}", inside
 
 
 # -- AWS -------------------------------------------------------------------------------
 def aws_credentials(timeout_s: float = 1.0) -> bool:
-    """Whether boto3 finds AWS credentials (environment, ~/.aws, container or instance
-    role). The instance-metadata lookup is cut to one attempt of `timeout_s`, so a laptop
-    or CI machine never hangs here; AWS_EC2_METADATA_DISABLED=true skips it."""
+    """Whether boto3 finds AWS credentials; the instance-metadata lookup is one attempt of
+    `timeout_s`, so a laptop never hangs here (AWS_EC2_METADATA_DISABLED=true skips it)."""
     try:
         import botocore.session
     except ImportError:
@@ -507,20 +447,18 @@ def aws_credentials(timeout_s: float = 1.0) -> bool:
         return False
 
 
-def aws_region() -> str | None:
+def aws_region() -> str:
+    """The configured region, else DEFAULT_REGION (asked only where the SDK, so botocore, is)."""
+    import botocore.session
     try:
-        import botocore.session
-    except ImportError:
-        return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    try:
-        return botocore.session.get_session().get_config_variable("region")
-    except Exception:
-        return None
+        return botocore.session.get_session().get_config_variable("region") or DEFAULT_REGION
+    except Exception:  # a broken ~/.aws/config
+        return DEFAULT_REGION
 
 
 def _sdk(sdk: Sdk):
-    """The SageMaker SDK `sdk` (v2 quietly: it logs config-file lookups at import);
-    SystemExit naming the pin where this environment has none, or the other one."""
+    """The SageMaker SDK `sdk` (v2 logs config lookups at import: quieted); SystemExit
+    naming the pin where this environment has another or none."""
     logging.getLogger("sagemaker.config").setLevel(logging.WARNING)
     if installed_sdk() is not sdk:
         have = installed_sdk() and f"sagemaker {importlib.metadata.version('sagemaker')}"
@@ -556,22 +494,18 @@ def _track(engine: str) -> Track:
     return TRACKS[engines.check_engine(engine)]
 
 
-# A job needs a role to be built; without an AWS account it is never launched, and
-# this stand-in says so wherever it is shown.
+# A job needs a role to be built; without an AWS account this stand-in says so where shown.
 NO_ROLE = "arn:aws:iam::000000000000:role/no-aws-account-here"
 
 
 def session_for(sdk: Sdk, region: str | None = None):
-    """A SageMaker session of `sdk` for `region` (else the configured one, else us-east-1).
-    Building a job and naming its image need no AWS account; uploading and starting do."""
+    """A session of `sdk` for `region` (else aws_region()); it builds a job without an account."""
     import boto3
-    return _sdk_session_class(sdk)(boto_session=boto3.Session(
-        region_name=region or aws_region() or DEFAULT_REGION))
+    return _sdk_session_class(sdk)(boto_session=boto3.Session(region_name=region or aws_region()))
 
 
 def execution_role(session, role: str | None = None, sdk: Sdk = Sdk.V2) -> str:
-    """`role`, else this SageMaker notebook instance's execution role, else (no AWS
-    credentials here) NO_ROLE. With credentials but no role to find: ValueError."""
+    """`role`, else this notebook instance's execution role, else (no credentials) NO_ROLE."""
     if role:
         return role
     if not aws_credentials():
@@ -585,8 +519,7 @@ def execution_role(session, role: str | None = None, sdk: Sdk = Sdk.V2) -> str:
 
 
 def upload_dataset(cfg: Experiment, session) -> str:
-    """Upload the dataset folder (prepared first if missing); returns the training
-    channel's s3:// URI."""
+    """Upload the dataset folder (prepared if missing); -> the training channel's s3:// URI."""
     folder = dataset_folder(cfg, write=True)
     prefix, inside = channel_layout(cfg)
     uri = session.upload_data(str(folder), key_prefix=f"{prefix}/{inside}")
@@ -594,18 +527,16 @@ def upload_dataset(cfg: Experiment, session) -> str:
 
 
 def launch(cfg: Experiment, job: Job = Job(), session=None, wait: bool = True) -> str:
-    """Start the training job (uploading the dataset unless job.data is an s3:// URI) and,
-    with wait=True, stream its log until it ends. Returns the job name. Its request is
-    checked first (check_request): an invalid one uploads and starts nothing."""
+    """Check the request, upload the dataset (unless job.data), start the job and, with wait,
+    stream its log; -> the job name. An invalid request uploads and starts nothing."""
     sdk = _track(cfg.engine).sdk
     sm = _sdk(sdk)
     session = session or session_for(sdk)
-    # a role's name becomes its ARN
-    job = job.replace(role=session.expand_role(execution_role(session, job.role, sdk)))
+    job = dataclasses.replace(job, role=session.expand_role(execution_role(session, job.role, sdk)))
     job_name = sm.utils.name_from_base(job_base_name(cfg)) if sdk is Sdk.V2 else None
     bucket = None if job.data and job.output_path else session.default_bucket()
     check_request(training_request(cfg, job, session.boto_region_name, job_name, bucket))
-    job = job.replace(output_path=job.output_path or f"s3://{bucket}/")
+    job = dataclasses.replace(job, output_path=job.output_path or f"s3://{bucket}/")
     code = stage_code(cfg.engine)
     try:  # the SDK uploads the code before it starts the job (or fails)
         built = build(cfg, job, session, source_dir=code)
@@ -615,8 +546,7 @@ def launch(cfg: Experiment, job: Job = Job(), session=None, wait: bool = True) -
 
 
 def fetch_runs(job_name: str, session=None, runs_dir: str | Path | None = None) -> list:
-    """Download a finished job's output.tar.gz and unpack its run records into runs_dir
-    (default: the local runs folder); returns them as records.Run."""
+    """Download a finished job's output.tar.gz and unpack its run records into runs_dir."""
     session = session or session_for(installed_sdk() or Sdk.V3)
     job = session.sagemaker_client.describe_training_job(TrainingJobName=job_name)
     status = job.get("TrainingJobStatus")
@@ -637,41 +567,30 @@ def extract_runs(archive: str | Path, runs_dir: str | Path | None = None,
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
         for member in tar.getmembers():  # regular files inside the folder only
-            parts = Path(member.name).parts
-            if not member.isreg() or member.name.startswith("/") or ".." in parts:
-                continue
-            tar.extract(member, tmp, set_attrs=False)
-        found = [p.parent for p in sorted(Path(tmp).rglob("run.json"))]
+            if member.isreg() and not member.name.startswith("/") and ".." not in Path(member.name).parts:
+                tar.extract(member, tmp, set_attrs=False)
         runs = []
-        for folder in found:
+        for folder in [p.parent for p in sorted(Path(tmp).rglob("run.json"))]:
             target = root / folder.name
             if target.exists():  # fetched before: the job's copy wins
                 shutil.rmtree(target)
             shutil.move(str(folder), str(target))
             if job_name:
-                _note_job(target, job_name)
+                records.update_meta(target, notes={"sagemaker": {"job_name": job_name}})
             runs.append(records.load_run(target))
     if not runs:
         raise ValueError(f"{archive} holds no run record: see the job's log in CloudWatch")
     return runs
 
 
-def _note_job(folder: Path, job_name: str) -> None:
-    from ..measure.records import update_meta
-    update_meta(folder, notes={"sagemaker": {"job_name": job_name}})
-
-
 # -- the `gpu-course sagemaker` verb ---------------------------------------------------
 VERB = PAGE.text("verb")
-AWS_CHECKS = PAGE.text("aws_checks")           # what a valid request may still fail at launch
+AWS_CHECKS = PAGE.text("aws_checks")
 NO_CREDENTIALS = PAGE.text("no_credentials")
 
 
 def add_parser(subparsers) -> None:
     """Register `gpu-course sagemaker` (called by gpu_course.cli)."""
-    import argparse
-    import textwrap
-
     from ..flags import add_config_flags as _add_config_flags
     table = "\n".join("  {instance:17} {GPU:5} Gluon: {Gluon:14} PyTorch: {PyTorch}".format(
         **instance_row(name)) for name in INSTANCES)
@@ -699,15 +618,14 @@ def add_parser(subparsers) -> None:
 
 
 def show_request(cfg: Experiment, job: Job, region: str | None) -> None:
-    """Print the request a launch would send (training_request), what it runs, and that
-    SageMaker would accept it; raise request.InvalidRequest (after printing it) if not.
-    Without the track's SDK, say that nothing was built or checked."""
+    """Print the request a launch would send, what it runs and that SageMaker would accept
+    it, else raise request.InvalidRequest (without the track's SDK: say it is not checked)."""
     try:
         request = training_request(cfg, job, region)
     except SystemExit as err:  # not this track's SDK here
         print(f"{_request.OPERATION} request: not built here, so not checked ({err})")
         return
-    print(format_request(request))
+    print(f"{REQUEST_TITLE}\n{json.dumps(request, indent=2)}")
     check_request(request)
     print("\n" + describe(request).to_string(index=False))
     print(f"\nvalid: the request meets {_request.model_version()} and SageMaker's limits.\n" + AWS_CHECKS)

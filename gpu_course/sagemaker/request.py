@@ -1,12 +1,8 @@
-"""A SageMaker CreateTrainingJob request, checked against botocore's own model of the
-SageMaker API: no AWS account, no network.
+"""A SageMaker CreateTrainingJob request, checked against botocore's model of the API offline.
 
-botocore's ParamValidator checks what every boto3 call checks before it is sent:
-required and unknown fields, types, minimum lengths and values. The model says more,
-and SageMaker enforces it when the request arrives: maximum lengths and values, name
-patterns, enumerations (the training instance types). `problems` checks both, and
-limits SageMaker documents that the model does not hold (a job runs 28 days at most; S3
-bucket names). Each problem is one line naming the field, the value and what is allowed.
+botocore's ParamValidator checks required and unknown fields, types and minimums; the
+service enforces the rest of the model (maximums, patterns, enumerations) and limits the
+model lacks (28 days, S3 bucket names). `problems` checks all, one line a problem:
 
     found = problems(request, channels=("training",))   # [] when SageMaker would accept it
 """
@@ -17,10 +13,11 @@ import functools
 import re
 
 OPERATION = "CreateTrainingJob"
-MAX_RUNTIME_S = 28 * 24 * 3600       # SageMaker stops a training job after 28 days at most
 # SageMaker's limits that the model leaves out, by the field's path in the request
-LIMITS = {"StoppingCondition.MaxRuntimeInSeconds": (MAX_RUNTIME_S, "28 days")}
+LIMITS = {"StoppingCondition.MaxRuntimeInSeconds": (28 * 24 * 3600, "28 days")}
 S3_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")   # S3's rule for bucket names
+S3_BUCKET_RULE = ("valid bucket name: 3 to 63 lowercase letters, digits, dots or hyphens, beginning "
+                  "and ending with a letter or digit (S3's rule, not in the model)")
 # Java classes in the model's patterns that Python's re lacks (the tag shapes use them)
 JAVA_CLASSES = {r"\p{Alnum}": "a-zA-Z0-9", r"\p{L}": r"\w", r"\p{N}": r"\w", r"\p{Z}": r"\s"}
 SHOW_ALL = 12                        # an enumeration longer than this shows its closest values
@@ -36,15 +33,14 @@ class InvalidRequest(ValueError):
 
 @functools.lru_cache(maxsize=1)
 def service_model():
-    """botocore's bundled model of the SageMaker API (read from botocore's own files)."""
+    """botocore's bundled model of the SageMaker API."""
     import botocore.session
     return botocore.session.get_session().get_service_model("sagemaker")
 
 
 def model_version() -> str:
     import botocore
-    version = service_model().api_version
-    return f"botocore {botocore.__version__}'s model of the SageMaker API ({version})"
+    return f"botocore {botocore.__version__}'s model of the SageMaker API ({service_model().api_version})"
 
 
 def problems(request: dict, channels: tuple = ()) -> list:
@@ -63,21 +59,12 @@ def problems(request: dict, channels: tuple = ()) -> list:
     return found
 
 
-def check(request: dict, channels: tuple = ()) -> dict:
-    """`request`, or InvalidRequest listing its problems."""
-    found = problems(request, channels)
+def check(request: dict, channels: tuple = (), part: bool = False) -> dict:
+    """`request`, or InvalidRequest listing its problems; part=True checks only the fields given."""
+    found = _limits(request, _input_shape(), "") if part else problems(request, channels)
     if found:
         raise InvalidRequest(found)
     return request
-
-
-def check_part(part: dict) -> dict:
-    """`part` (some fields of a request, nested as in it), or InvalidRequest listing what
-    the model refuses in them; fields it leaves out are not asked for."""
-    found = _limits(part, _input_shape(), "")
-    if found:
-        raise InvalidRequest(found)
-    return part
 
 
 def _input_shape():
@@ -85,9 +72,8 @@ def _input_shape():
 
 
 def _limits(value, shape, name: str) -> list:
-    """The model's constraints that ParamValidator leaves to the service (maximum lengths
-    and values, patterns, enumerations) and SageMaker's LIMITS. A value of the wrong
-    type is ParamValidator's to report."""
+    """The model's constraints ParamValidator leaves to the service, and LIMITS (a wrong type
+    is ParamValidator's to report)."""
     kind, meta = shape.type_name, shape.metadata
     found = []
     if kind == "structure" and isinstance(value, dict):
@@ -96,8 +82,8 @@ def _limits(value, shape, name: str) -> list:
                 found += _limits(value[key], member, f"{name}.{key}" if name else key)
     elif kind in ("list", "map") and isinstance(value, (list, tuple, dict)):
         if len(value) > meta.get("max", len(value)):
-            found.append(f"Invalid length for parameter {name}, value: {len(value)} entries, "
-                         f"valid max length: {meta['max']}")
+            found.append(_invalid(name, f"{len(value)} entries", f"valid max length: {meta['max']}",
+                                  "length"))
         if kind == "list":
             for i, item in enumerate(value):
                 found += _limits(item, shape.member, f"{name}[{i}]")
@@ -110,32 +96,32 @@ def _limits(value, shape, name: str) -> list:
     elif kind in ("integer", "long", "float", "double") and isinstance(value, (int, float)) \
             and not isinstance(value, bool):
         if value > meta.get("max", value):
-            found.append(f"Invalid value for parameter {name}, value: {value}, "
-                         f"valid max value: {meta['max']}")
+            found.append(_invalid(name, value, f"valid max value: {meta['max']}"))
         limit, why = LIMITS.get(name, (value, ""))
         if value > limit:
-            found.append(f"Invalid value for parameter {name}, value: {value}, valid max "
-                         f"value: {limit} ({why}: SageMaker's limit, not in the model)")
+            found.append(_invalid(name, value, f"valid max value: {limit} ({why}: SageMaker's "
+                                  "limit, not in the model)"))
     return found
+
+
+def _invalid(name: str, value, allowed: str, what: str = "value") -> str:
+    """One problem, in ParamValidator's words."""
+    return f"Invalid {what} for parameter {name}, value: {value}, {allowed}"
 
 
 def _string_limits(value: str, shape, name: str) -> list:
     meta, enum = shape.metadata, shape.enum
     if len(value) > meta.get("max", len(value)):
-        return [f"Invalid length for parameter {name}, value: {value!r}, length: {len(value)}, "
-                f"valid max length: {meta['max']}"]
+        return [_invalid(name, repr(value), f"length: {len(value)}, valid max length: {meta['max']}",
+                         "length")]
     if enum and value not in enum:
-        return [f"Invalid value for parameter {name}, value: {value!r}, valid values: "
-                + _allowed(value, enum, shape.name)]
+        return [_invalid(name, repr(value), "valid values: " + _allowed(value, enum, shape.name))]
     pattern = _pattern(meta.get("pattern"))
     if pattern is not None and not pattern.fullmatch(value):
-        return [f"Invalid value for parameter {name}, value: {value!r}, "
-                f"valid pattern: {meta['pattern']}"]
+        return [_invalid(name, repr(value), f"valid pattern: {meta['pattern']}")]
     bucket = re.match(r"s3://([^/]*)", value) if shape.name == "S3Uri" else None
     if bucket and not (S3_BUCKET.fullmatch(bucket[1]) and ".." not in bucket[1]):
-        return [f"Invalid value for parameter {name}, value: {value!r}, valid bucket name: "
-                "3 to 63 lowercase letters, digits, dots or hyphens, beginning and ending "
-                "with a letter or digit (S3's rule, not in the model)"]
+        return [_invalid(name, repr(value), S3_BUCKET_RULE)]
     return []
 
 
@@ -149,8 +135,8 @@ def _allowed(value: str, enum: list, kind: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _pattern(text: str | None):
-    """The model's pattern as a Python regex (SageMaker matches the whole value); None
-    when there is none, or it uses Java syntax beyond JAVA_CLASSES (not checked)."""
+    """The model's pattern as a Python regex; None where there is none or it is Java beyond
+    JAVA_CLASSES (not checked)."""
     if text is None:
         return None
     for java, python in JAVA_CLASSES.items():
