@@ -43,7 +43,11 @@ BENCH = Lesson(
     more="at least five timed passes a side: gc.sizes(\"11\", bench=dict(batch=64, steps=10))",
 )
 RUN = Lesson(
-    compares=(), last_row=PAGE.means("run_last_row", str),
+    compares=(),
+    last_row={"num_workers": "{} loader workers for each training process",
+              "training processes": "training processes {} (one a GPU, at least one)",
+              "usable cores": "usable cores {}", "the talk's workers": "the talk's rule gives {}",
+              "cores": "on these {} cores"},
     by_sign={"num_workers": PAGE.means("loader_workers", Sign)},
     flags=(Flag("machine", {SHARED: PAGE.text("shared_cores")},
                 cells={"other programs' cores": "other programs' cores"}),),
@@ -57,7 +61,10 @@ GPU = Lesson(
     compares=(), key="GPU", quotes=(LECTURE_PCIE,), source=talk.LECTURE, hardware="a GPU on 8 PCIe lanes",
     empty=PAGE.text("no_gpu"),
     flags=(Flag("read", {"in part": PAGE.text("read_in_part")}, cells={"error": "error"}),
-           Flag("clock", PAGE.means("clock", Clock), cells=PAGE.means("clock_cells", str)),
+           Flag("clock", PAGE.means("clock", Clock), cells={
+               "SM clock (MHz)": "SM clock (MHz)", "SM max (MHz)": "of", "SM % of max":
+               "% of max", "power (W)": "drawing (W)", "power limit (W)": "limit (W)",
+               "temperature (°C)": "at (°C)", "clock-event reasons": "clock-event reasons"}),
            Flag("power", {BELOW_DEFAULT: PAGE.text("power_below_default")},
                 cells={"power limit (W)": "limit (W)", "default limit (W)": "default (W)"}),
            Flag("link", PAGE.means("link", Link),
@@ -71,7 +78,11 @@ SHM = Lesson(
     compares=(), key="path", source="Docker", hardware="a container started without "
     "--shm-size or --ipc=host", quotes=(Quote("/dev/shm", 64, "{} MiB"),),
     empty=PAGE.text("no_shm"),
-    last_row=PAGE.means("shm_last_row", str),
+    last_row={"size (MiB)": "{} MiB", "free (MiB)": "{} MiB free",
+              "batches that fit": "room for {} collated batches of 64 CIFAR images",
+              "CIFAR batch of 64 (MiB)": "{} MiB each", "loader workers": "{} loader workers",
+              "batches in flight": "{} batches in flight (two a worker)",
+              "224-pixel batch of 64 (MiB)": "at ImageNet's 224-pixel size a batch of 64 is {} MiB"},
     by_sign={"room beyond them": PAGE.means("shm_room", Sign)})
 LINKS = Lesson(
     compares=(), key="link", source=talk.LECTURE, hardware="read bandwidth",

@@ -26,18 +26,28 @@ SIZES = {
 }
 OWN_SIZES = ("active", "ceiling_steps", "input_steps", "torch_threads", "wait", "warmup")
 PAGE = Page.of(__name__)   # the paragraphs: text/l12_profilers.md
-INPUT = Lesson(compares=(), key="function", last_row=PAGE.means("input_last_row", str))
-CELLS = {name: PAGE.means(f"{name}_cells", str) for name in ("trace", "launch", "timers", "ceilings")}
+INPUT = Lesson(compares=(), key="function", last_row={
+    "own_%": "the input pipeline's costliest function under cProfile, {} of the time in its code",
+    "calls": "over {} calls", "own_per_call_ms": "{} ms a call"})
 LIMITS = Lesson(
     compares=(), columns=PAGE.means("limits_columns", str),
     flags=(
-        Flag("trace", PAGE.means("trace", str), cells=CELLS["trace"]),
-        Flag("launch", {LAUNCH_BOUND: PAGE.text("launch_bound")}, cells=CELLS["launch"]),
+        Flag("trace", PAGE.means("trace", str),
+             cells={"profiled steps": "profiled steps", "trace file": "in the runs folder",
+                    "input_bound_from": "input-bound from"}),
+        Flag("launch", {LAUNCH_BOUND: PAGE.text("launch_bound")},
+             cells={"host launch calls (s)": "host launch calls (s)",
+                    "device kernels (s)": "device kernels (s)"}),
         Flag("step timers", PAGE.means("step_timers", str),   # too few steps: the "steps" flag
-             cells=CELLS["timers"]),
+             cells={"data_wait_share": "waiting for data", "input_bound_from":
+                    "input-bound from", "steady steps": "steady steps"}),
         Flag("steps", {TOO_FEW: PAGE.text("too_few_steps")},
              cells={"steady steps": "steady steps", "steady steps needed": "needed"}),
-        Flag("ceilings", PAGE.means("ceilings", Ceilings), cells=CELLS["ceilings"]),
+        Flag("ceilings", PAGE.means("ceilings", Ceilings),
+             cells={"compute ceiling (samples/s)": "compute ceiling (samples/s)",
+                    "input ceiling (samples/s)": "input ceiling (samples/s)",
+                    "of_compute_ceiling": "run ÷ compute ceiling",
+                    "of_input_ceiling": "run ÷ input ceiling"}),
         Flag("above", {ABOVE: PAGE.text("above_ceiling")}),
         Flag("agreement", {Agreement.AGREE: "", **PAGE.means("agreement", Agreement)},
              cells={"profiler": "the profiler", "ceilings verdict": "the ceilings"})))
@@ -101,7 +111,10 @@ HTA = Lesson(compares=(), key="trace", flags=(
 
 YOUR_TRACE = PAGE.text("your_trace")
 KERNELS = Reading(
-    key="trace", each=PAGE.means("kernels_each", str),
+    key="trace", each={"kernels (ms a step)": "{} ms of kernel time a step",
+                       "largest kind": "the largest part {}", "largest (ms a step)": "{} ms",
+                       "largest (% of kernels)": "{} of it",
+                       "GPU busy": "the GPU busy {} of the span of its trace", "GPU idle": "idle {}"},
     formats={"largest (% of kernels)": "{:.0f}%", "GPU busy": "{:.0%}", "GPU idle": "{:.0%}"},
     text=(PAGE.text("kernels"), YOUR_TRACE))
 

@@ -42,7 +42,9 @@ PAGE = Page.of(__name__)   # the paragraphs: text/l15_inference.md
 MISSING = PAGE.means("missing", Package)
 BATCHING = PAGE.means("batching")
 FLAGS = (
-    Flag("outputs", PAGE.means("outputs", Outputs), cells=PAGE.means("outputs_cells", str)),
+    Flag("outputs", PAGE.means("outputs", Outputs),
+         cells={"against": "against", "max_rel_diff": "max |difference| / max |output|",
+                "tolerance": "tolerance", "top1_same": "top-1 the same on"}),
     Flag("tail", {inference.LONG_TAIL: PAGE.text("long_tail")},
          cells={**LATENCY, "p99_p50": "p99/p50"}, worst="p99_p50"),
     Flag("machine", {inference.BUSY: PAGE.text("busy_machine")},
