@@ -53,10 +53,10 @@ run: setup-$(ENGINE)
 # (`core`, in the PyTorch environment's newer numpy and pandas; `compat`: a few of them
 # again in the Gluon environment's older ones); each environment runs its own track's
 # tests, notebooks and exercises (tests/conftest.py marks which is which).
-TEST_JOBS ?= 5
+TEST_JOBS ?= 4
 TIMES := $(CURDIR)/.venv/test-times
 PHASE  = tools/phase.sh $@ $(TIMES)
-# make starts phases in this order, TEST_JOBS at a time (five: the last ones end closer together)
+# the longest first: make starts phases in this order
 # the browser's first (it waits on Chromium and JupyterLab, the others fill the cores), then
 # the longest first, the short ones last: the cores stay busy to the end
 TEST_PHASES := test-browser test-pytorch-notebooks test-gluon-notebooks test-pytorch-own \
