@@ -69,8 +69,7 @@ class Diagnosis:
         return "\n".join(lines)
 
 
-def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
-             data_format: str | None = None) -> Diagnosis:
+def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True) -> Diagnosis:
     """Diagnose a run (a `records.Run`, folder or id) against its ceilings: samples/s or runs
     of mock="loader" / "trainer", else `find_ceilings`'."""
     run = run if isinstance(run, Run) else load_run(run)
@@ -78,8 +77,6 @@ def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True,
         error = f": {run.meta['error']}" if run.meta.get("error") else ""
         raise ValueError(f"run {run.name!r} finished no epoch (status {run.status!r}{error})")
     cfg = dict(run.config)
-    if data_format is not None:
-        cfg["data_format"] = data_format
     mock = cfg.get("mock", "none")
     found = find_ceilings(run) if search else (None, None)
     n = measure(run)

@@ -49,16 +49,15 @@ def samples_per_sec(run) -> float:
     return rate(epochs_sum(run, "timed_samples"), epochs_sum(run, "timed_s"))
 
 
-def steady_block_rates(run, blocks: int = BLOCKS) -> list[float]:
-    """Steady samples/s of `blocks` consecutive blocks of the steady steps ([] without
-    per-step rows), the step times scaled to add up to `samples_per_sec`'s (which holds the
-    closing sync) so that the blocks bracket it."""
+def steady_block_rates(run) -> list[float]:
+    """Steady samples/s of BLOCKS consecutive blocks of the steady steps ([] without per-step
+    rows), scaled to add up to `samples_per_sec`'s time (closing sync included) to bracket it."""
     steady = _steady(run)
     seconds_each = step_seconds(steady)
     measured, steady_s = float(seconds_each.sum()), epochs_sum(run, "timed_s")
     if measured > 0 and steady_s > 0:
         seconds_each = seconds_each * (steady_s / measured)
-    n = min(blocks, len(steady))
+    n = min(BLOCKS, len(steady))
     rates = []
     for i in range(n):
         part = slice(i * len(steady) // n, (i + 1) * len(steady) // n)
@@ -158,7 +157,7 @@ def steady_samples(run) -> pd.Series:
         else 0.0
     windows = training_windows(run) or training_windows(run, steady=False)
     inside = pd.Series(False, index=gpu.index)
-    for a, b in _merged(windows, interval):
+    for a, b in merged(windows, interval):
         inside |= (t - interval >= a) & (t <= b)
     return inside
 
@@ -174,10 +173,11 @@ def during_epochs(run, frame: pd.DataFrame) -> pd.DataFrame:
     return frame[inside] if inside.any() else frame
 
 
-def _merged(windows, gap: float) -> list[tuple[float, float]]:
+def merged(intervals, gap: float = 0.0) -> list[tuple[float, float]]:
+    """The union of (start, end) intervals, those less than `gap` apart joined."""
     out = []
-    for a, b in sorted(windows):
-        if out and a - out[-1][1] < gap:
+    for a, b in sorted(intervals):
+        if out and a - out[-1][1] <= gap:
             out[-1] = (out[-1][0], max(out[-1][1], b))
         else:
             out.append((a, b))

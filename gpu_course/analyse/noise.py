@@ -143,15 +143,15 @@ def _ok(value) -> bool:
 CHANCE = 0.1  # ten classes
 
 
-def accuracy_se(acc: float, n: int, chance: float = CHANCE) -> float:
+def accuracy_se(acc: float, n: int) -> float:
     """Binomial standard error of an accuracy on n validation images (at least chance's)."""
-    p = max(acc, chance)
+    p = max(acc, CHANCE)
     return (p * (1 - p) / n) ** 0.5
 
 
-def chance_bar(n: int, chance: float = CHANCE) -> float:
+def chance_bar(n: int) -> float:
     """The accuracy a run must beat to be clear of chance: chance + 2 standard errors."""
-    return chance + 2 * accuracy_se(chance, n, chance)
+    return CHANCE + 2 * accuracy_se(CHANCE, n)
 
 
 def _test_size(run) -> int:
@@ -161,14 +161,6 @@ def _test_size(run) -> int:
 def at_chance(run) -> bool:
     """Whether the run's validation accuracy is within 2 standard errors of chance."""
     return not metrics.val_acc(run) >= chance_bar(_test_size(run))
-
-
-def chance_sentence(run) -> str:
-    """The run's validation accuracy against chance, in words with the numbers."""
-    acc, n = metrics.val_acc(run), _test_size(run)
-    bar = chance_bar(n)
-    where = "clear of chance" if acc >= bar else "within noise of chance, no winner"
-    return f"{metrics.label(run)}: val acc {acc:.1%}, {where} (bar {bar:.1%} on {n:,} images)."
 
 
 @dataclass(frozen=True)
@@ -210,15 +202,15 @@ ABOVE_PERFECT = 1.05    # scaling efficiency above this: the runs differ in more
 _NOT_THE_SAME = {"name", "seed", "monitor_interval"}  # fields that do not change the work
 
 
-def far_apart(runs, value=metrics.samples_per_sec) -> list[str]:
-    """Sentences for runs of one configuration whose `value` differs by more than FAR_APART."""
+def far_apart(runs) -> list[str]:
+    """Sentences for runs of one configuration whose samples/s differ by more than FAR_APART."""
     groups: dict[str, list] = {}
     for run in runs:
         cfg = {k: v for k, v in sorted(run.config.items()) if k not in _NOT_THE_SAME}
         groups.setdefault(repr(cfg), []).append(run)
     out = []
     for same in groups.values():
-        values = [(value(r), r.name) for r in same if _ok(value(r))]
+        values = [(v, r.name) for r in same if _ok(v := metrics.samples_per_sec(r))]
         if len(values) < 2:
             continue
         (low, low_name), (high, high_name) = min(values), max(values)

@@ -28,6 +28,7 @@ import pandas as pd
 
 from ..page import Page
 from . import diagnose
+from .metrics import merged
 
 PAGE = Page.of(__name__)   # text/profiling.md
 AGREEMENT = PAGE.means("agreement", str)   # the trace's verdict against the ceilings'
@@ -66,10 +67,8 @@ def iterate(batches, steps: int):
         done += fetched
 
 
-def top_functions(prof, n: int = 15, sort: str = "tottime") -> pd.DataFrame:
-    """The `n` functions with the most own (tottime) or cumulative (cumtime) time."""
-    if sort not in ("tottime", "cumtime"):
-        raise ValueError(f"sort={sort!r} is not allowed; allowed: tottime, cumtime")
+def top_functions(prof) -> pd.DataFrame:
+    """The 15 functions with the most own time (tottime) in a profile."""
     stats = prof if isinstance(prof, pstats.Stats) else pstats.Stats(str(prof))
     rows = []
     for (file, line, name), (calls, primitive, tottime, cumtime, _) in stats.stats.items():
@@ -77,10 +76,8 @@ def top_functions(prof, n: int = 15, sort: str = "tottime") -> pd.DataFrame:
         rows.append({"function": where, "calls": calls, "own_s": tottime,
                      "with_callees_s": cumtime,
                      "own_per_call_ms": 1000 * tottime / calls if calls else math.nan})
-    key = "own_s" if sort == "tottime" else "with_callees_s"
-    total = stats.total_tt or math.nan
-    table = pd.DataFrame(rows).sort_values(key, ascending=False).head(n).reset_index(drop=True)
-    table["own_%"] = 100 * table["own_s"] / total
+    table = pd.DataFrame(rows).sort_values("own_s", ascending=False).head(15).reset_index(drop=True)
+    table["own_%"] = 100 * table["own_s"] / (stats.total_tt or math.nan)
     return table
 
 
@@ -161,16 +158,6 @@ def _intervals(events, test) -> list[tuple[float, float]]:
             if e.get("ph") == "X" and "dur" in e and test(e)]
 
 
-def _union(intervals) -> list[tuple[float, float]]:
-    merged = []
-    for a, b in sorted(intervals):
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        else:
-            merged.append((a, b))
-    return merged
-
-
 def _length(intervals) -> float:
     return sum(b - a for a, b in intervals)
 
@@ -178,8 +165,8 @@ def _length(intervals) -> float:
 def _clip(intervals, windows) -> list[tuple[float, float]]:
     """The parts of `intervals` that lie inside `windows` (both merged)."""
     out = []
-    windows = _union(windows)
-    for a, b in _union(intervals):
+    windows = merged(windows)
+    for a, b in merged(intervals):
         for wa, wb in windows:
             lo, hi = max(a, wa), min(b, wb)
             if lo < hi:
@@ -191,7 +178,7 @@ def trace_split(events) -> dict:
     """Where the profiled steps' time went, in seconds: data wait, device kernels and copies,
     host launch and sync calls, host operators (a CPU's compute) and other host time."""
     step_events = _intervals(events, _is_step)
-    steps = _union(step_events)
+    steps = merged(step_events)
     if not steps:
         raise ValueError(NO_STEPS)
     wait = _clip(_intervals(events, lambda e: e.get("name") == DATA_WAIT), steps)
@@ -203,10 +190,10 @@ def trace_split(events) -> dict:
     ops = _clip(_intervals(events, lambda e: e.get("cat") == "cpu_op"), steps)
     step_s, wait_s = _length(steps) / 1e6, _length(wait) / 1e6   # trace times are in us
     ops_s = max(0.0, _length(ops) - _length(_clip(ops, wait))) / 1e6
-    device, device_s = bool(kernels or copies), _length(_union(kernels + copies)) / 1e6
+    device, device_s = bool(kernels or copies), _length(merged(kernels + copies)) / 1e6
     return {"steps": len(step_events), "step_s": step_s, "data_wait_s": wait_s,
-            "device_kernels_s": _length(_union(kernels)) / 1e6,
-            "memcpy_s": _length(_union(copies)) / 1e6, "host_launch_s": _length(launch) / 1e6,
+            "device_kernels_s": _length(merged(kernels)) / 1e6,
+            "memcpy_s": _length(merged(copies)) / 1e6, "host_launch_s": _length(launch) / 1e6,
             "host_sync_s": _length(sync) / 1e6, "device_busy_s": device_s,
             "host_ops_s": ops_s, "on_device": device,
             "other_host_s": max(0.0, step_s - wait_s - (device_s if device else ops_s))}
@@ -288,7 +275,7 @@ def kernel_kinds(events) -> pd.DataFrame:
 def gpu_busy_share(events) -> float:
     """The share of the GPU's own span (first kernel to last) in which a kernel or copy ran:
     unlike `trace_split`, right for work launched ahead of the host's step windows."""
-    work = _union(_intervals(events, lambda e: e.get("cat") in ("kernel", "gpu_memcpy",
+    work = merged(_intervals(events, lambda e: e.get("cat") in ("kernel", "gpu_memcpy",
                                                                  "gpu_memset")))
     if not work:
         raise ValueError(NO_KERNELS)
