@@ -3,7 +3,6 @@
 """
 from __future__ import annotations
 
-import contextlib
 import enum
 import json
 import logging
@@ -20,7 +19,6 @@ REFERENCE_TRACES = {"naive": REFERENCE / "profile-naive" / "trace.json.gz",
 KERNEL_WAIT_US = 30        # HTA's consecutive_kernel_delay (its default): a shorter gap is kernel wait
 ROUNDING_US = 2            # HTA rounds each event's start up and its end down to whole µs
 PACKAGE = "HolisticTraceAnalysis==0.5.0"   # as pinned in pyproject.toml
-GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 
 WINDOW = "window (ms)"
 IDLE = "GPU idle (% of window)"
@@ -58,11 +56,11 @@ def read(trace) -> dict:
     TraceAnalysis = _trace_analysis()
     profiling.read_trace(trace)   # a damaged one refused by name
     data = profiling.load_trace(trace)
-    if not any(e.get("cat") in GPU_CATEGORIES for e in data.get("traceEvents", [])
+    if not any(e.get("cat") in profiling.GPU_CATEGORIES for e in data.get("traceEvents", [])
                if isinstance(e, dict)):
         raise ValueError(f"trace={str(trace)!r} has no GPU events; record it with ProfilerActivity.CUDA")
     data["distributedInfo"] = {"rank": 0}              # what HTA takes the rank from
-    with tempfile.TemporaryDirectory() as folder, _quiet():
+    with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "rank-0.json").write_text(json.dumps(data))
         analysis = TraceAnalysis(trace_dir=folder, include_last_profiler_step=True)
         temporal = analysis.get_temporal_breakdown(visualize=False).iloc[0]
@@ -94,7 +92,7 @@ def course(trace) -> dict:
     split = profiling.trace_split(events)
     if split["step_s"] <= 0:
         raise ValueError(f"trace={str(trace)!r}: its profiled steps last no time")
-    kernels = [e for e in events if e.get("cat") in GPU_CATEGORIES]   # in the whole trace
+    kernels = [e for e in events if e.get("cat") in profiling.GPU_CATEGORIES]   # in the whole trace
     return {STEPS: split["steps"], WINDOW: 1e3 * split["step_s"],
             IDLE: 100 * (split["step_s"] - split["device_busy_s"]) / split["step_s"],
             COMPUTE: 100 * split["device_kernels_s"] / split["step_s"],
@@ -239,19 +237,8 @@ def _trace_analysis():
     root.handlers[:] = saved[1]
     for name, disabled in saved[2].items():
         logging.getLogger(name).disabled = disabled
-    logging.getLogger("hta").setLevel(logging.ERROR)
+    logging.getLogger("hta").setLevel(logging.ERROR)   # its progress lines held back
     return TraceAnalysis
-
-
-@contextlib.contextmanager
-def _quiet():
-    """HTA's progress lines (its logger's warnings) held back; errors still show."""
-    logger = logging.getLogger("hta")
-    level, logger.level = logger.level, logging.ERROR
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def _column(table: pd.DataFrame, name: str, side: str) -> dict:

@@ -34,6 +34,7 @@ PAGE = Page.of(__name__)   # text/profiling.md
 AGREEMENT = PAGE.means("agreement", str)   # the trace's verdict against the ceilings'
 
 MAX_TRACE_MB = 25          # a gzipped trace above this is too big to open comfortably
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")   # trace events that run on the GPU
 DATA_WAIT = "data wait"    # the name the adapters give the loader's part of a step
 NO_STEPS = "no ProfilerStep# events in the trace: was prof.step() called?"
 NO_KERNELS = "no GPU kernel in the trace: it was recorded without a GPU"
@@ -275,8 +276,7 @@ def kernel_kinds(events) -> pd.DataFrame:
 def gpu_busy_share(events) -> float:
     """The share of the GPU's own span (first kernel to last) in which a kernel or copy ran:
     unlike `trace_split`, right for work launched ahead of the host's step windows."""
-    work = merged(_intervals(events, lambda e: e.get("cat") in ("kernel", "gpu_memcpy",
-                                                                 "gpu_memset")))
+    work = merged(_intervals(events, lambda e: e.get("cat") in GPU_CATEGORIES))
     if not work:
         raise ValueError(NO_KERNELS)
     return _length(work) / (work[-1][1] - work[0][0])
