@@ -90,8 +90,6 @@ def course(trace) -> dict:
     """The course's readings of the same trace (`profiling.trace_split`), by READINGS name."""
     events = profiling.read_trace(trace)
     split = profiling.trace_split(events)
-    if split["step_s"] <= 0:
-        raise ValueError(f"trace={str(trace)!r}: its profiled steps last no time")
     kernels = [e for e in events if e.get("cat") in profiling.GPU_CATEGORIES]   # in the whole trace
     return {STEPS: split["steps"], WINDOW: 1e3 * split["step_s"],
             IDLE: 100 * (split["step_s"] - split["device_busy_s"]) / split["step_s"],
@@ -139,7 +137,8 @@ def idle_reason(table: pd.DataFrame, name: str) -> Reason | None:
         return Reason.EVENTS
     if abs(hta[IDLE] - mine[IDLE_ON_HTA]) <= AGREE_POINTS:
         return Reason.WINDOW
-    if abs(busy_ms(hta) - busy_ms(mine)) <= ROUNDING_US * hta[KERNELS] / 1e3:
+    busy_ms = [r[WINDOW] * (1 - r[IDLE] / 100) for r in (hta, mine)]   # a kernel or copy running
+    if abs(busy_ms[0] - busy_ms[1]) <= ROUNDING_US * hta[KERNELS] / 1e3:
         return Reason.ROUNDING
     return Reason.OTHER
 
@@ -148,11 +147,6 @@ def idle_on_window(mine: dict, window_ms: float) -> float:
     """The course's idle share (%) over another window (HTA's, `window_ms`)."""
     idle_ms = mine[IDLE] * mine[WINDOW] / 100 - (mine[WINDOW] - window_ms)
     return 100 * idle_ms / window_ms
-
-
-def busy_ms(readings: dict) -> float:
-    """GPU time with a kernel or a copy running (ms): the window less its idle."""
-    return readings[WINDOW] * (1 - readings[IDLE] / 100)
 
 
 def copies_agree(table: pd.DataFrame, name: str) -> bool:

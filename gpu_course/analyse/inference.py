@@ -216,12 +216,9 @@ def choice(kind, value, name: str):
 def checked(records, allow_empty: bool = False, where: bool | None = None) -> list[dict]:
     """The records as a list, each a `record`, every rung once, on a GPU (where=True) or not."""
     wanted = "pass a list of lesson 15's records"
-    if records is None or isinstance(records, dict):
-        raise ValueError(f"records={type(records).__name__}: {wanted}")
-    try:
-        records = list(records)
-    except TypeError:
-        raise ValueError(f"records={records!r:.80}: {wanted}") from None
+    if not isinstance(records, (list, tuple)):
+        raise ValueError(f"records={records!r:.80}: {wanted}")
+    records = list(records)
     if not records and not allow_empty:
         raise ValueError(f"records=[] is empty: {wanted}")
     keys = {"model", "variant", "device", "batch", "timing", "pass_s", "dtype"}

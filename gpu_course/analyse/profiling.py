@@ -190,6 +190,8 @@ def trace_split(events) -> dict:
     sync = _clip(_intervals(events, lambda e: e.get("cat") in runtime and _sync(e)), steps)
     ops = _clip(_intervals(events, lambda e: e.get("cat") == "cpu_op"), steps)
     step_s, wait_s = _length(steps) / 1e6, _length(wait) / 1e6   # trace times are in us
+    if step_s <= 0:
+        raise ValueError("the trace's profiled steps last no time; record it again")
     ops_s = max(0.0, _length(ops) - _length(_clip(ops, wait))) / 1e6
     device, device_s = bool(kernels or copies), _length(merged(kernels + copies)) / 1e6
     return {"steps": len(step_events), "step_s": step_s, "data_wait_s": wait_s,
@@ -214,8 +216,6 @@ def _is_step(event) -> bool:
 def trace_verdict(split: dict) -> str:
     """The diagnosis's verdict from a trace split: data wait's share, then the busy share."""
     step = split["step_s"]
-    if step <= 0:
-        raise ValueError("the trace's steps last no time")
     if split["data_wait_s"] / step >= diagnose.INPUT_WAIT:
         return "input-bound"
     busy = (split["device_kernels_s"] + split["memcpy_s"]) if split["on_device"] \
