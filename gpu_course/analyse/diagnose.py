@@ -1,10 +1,7 @@
-"""What limits a training run, from its record: input-bound, compute-bound or
-overhead-bound, with the numbers that show it and the next rung to try. The evidence is
-the lecture's: data wait against compute, the two mock ceilings (mock="loader": how fast
-the model can go; mock="trainer": how fast the input can go), GPU and CPU load.
-
-    d = diagnose(run)        # d.verdict, d.evidence, d.next_rung
-    print(explain(run))      # what `gpu-course diagnose RUN` prints
+"""What limits a training run, from its record: input-, compute- or overhead-bound, the
+numbers that show it and the next rung to try (`diagnose(run)`; `explain(run)` prints it).
+The evidence is the lecture's: data wait against compute, the two mock ceilings
+(mock="loader": how fast the model can go; "trainer": how fast the input can go), GPU and CPU load.
 """
 from __future__ import annotations
 
@@ -70,8 +67,7 @@ class Diagnosis:
 
 
 def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True) -> Diagnosis:
-    """Diagnose a run (a `records.Run`, folder or id) against its ceilings: samples/s or runs
-    of mock="loader" / "trainer", else `find_ceilings`'."""
+    """A run (`records.Run`, folder or id) against its ceilings: samples/s, runs, else found."""
     run = run if isinstance(run, Run) else load_run(run)
     if not len(run.epochs):
         error = f": {run.meta['error']}" if run.meta.get("error") else ""
@@ -175,8 +171,8 @@ def is_mock(run) -> bool:
 
 
 def find_ceilings(run: Run, runs=None) -> tuple:
-    """The latest mock="loader" and "trainer" runs among `runs` (default: beside `run`) alike
-    but for _CEILING_FREE, one named "<run name>: ..." first; None where there is none."""
+    """The latest mock="loader" and "trainer" runs alike but for _CEILING_FREE among `runs`
+    (default: beside `run`), one named "<run name>: ..." first; None where there is none."""
     runs = load_runs(Path(run.path).parent) if runs is None else runs
     mine = {k: v for k, v in run.config.items() if k not in _CEILING_FREE}
     found = {}
@@ -316,7 +312,7 @@ def workers_advised(cfg: dict, n: dict) -> int | None:
     """The talk's loader workers (cpu_count() - 3, at least 2); None: has them or no free core."""
     cores = n["cpu_count"] if _known(n["cpu_count"]) else 1
     recommended = max(2, int(cores) - 3)
-    cpu_free = math.isnan(n["cpu_percent"]) or n["cpu_percent"] < CPU_SATURATED
+    cpu_free = not n["cpu_percent"] >= CPU_SATURATED   # NaN (not measured) counts as free
     return recommended if int(cfg.get("num_workers") or 0) < recommended and cpu_free else None
 
 
@@ -328,15 +324,15 @@ def next_format(fmt: str) -> str | None:
 
 
 def _input_rung(cfg: dict, n: dict) -> tuple[RungName, str]:
-    workers = int(cfg.get("num_workers") or 0)
-    cpu_free = math.isnan(n["cpu_percent"]) or n["cpu_percent"] < CPU_SATURATED
     gluon = cfg.get("engine", "gluon") == "gluon"
     recommended = workers_advised(cfg, n)
     if recommended is not None:
+        workers = int(cfg.get("num_workers") or 0)
         return RungName.WORKERS, f"num_workers {workers} -> {recommended}: decode in parallel"
-    fmt = cfg.get("data_format") or ("loose" if cfg.get("dataset") == "folder" else "memory")
-    faster = next_format(fmt)
-    saturated = "" if cpu_free else f" (CPU {n['cpu_percent']:.0f}% busy: no cores for workers)"
+    faster = next_format(cfg.get("data_format") or
+                         ("loose" if cfg.get("dataset") == "folder" else "memory"))
+    saturated = "" if not n["cpu_percent"] >= CPU_SATURATED else \
+        f" (CPU {n['cpu_percent']:.0f}% busy: no cores for workers)"
     how = {**ADVICE["formats"], "packed": ADVICE["packed"]["gluon" if gluon else "pytorch"]}
     if cfg.get("dataset") == "own":   # a job's own data (gc.watch): no formats to offer
         return RungName.DATA_FORMAT, SAY["own_data"] + saturated

@@ -29,9 +29,7 @@ def rate(samples: float, seconds: float) -> float:
     return samples / seconds if seconds and seconds > 0 else math.nan
 
 
-def share(part: float, whole: float) -> float:
-    """part / whole as a fraction, NaN when whole is not positive."""
-    return part / whole if whole and whole > 0 else math.nan
+share = rate   # part / whole as a fraction, NaN when whole is not positive
 
 
 def epoch_numbers(row: dict) -> dict:

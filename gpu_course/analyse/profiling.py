@@ -1,10 +1,6 @@
-"""Profilers: cProfile of the input pipeline, and the framework's trace of a few steps
-read into a verdict checked against the mock-ceiling diagnosis (the adapters'
-``profile_steps`` record the trace into the run's ``profile/`` folder).
-
-    table = profile_input(loader, steps=20, out="input.prof")   # snakeviz / pyprof2calltree
-    split = trace_split(read_trace("trace.json.gz"))            # where a step's time went
-    result = profile_run(gc, cfg)                               # what `gpu-course profile` does
+"""Profilers: cProfile of the input pipeline (`profile_input`), and the framework's trace of
+a few steps (the adapters' `profile_steps` write it to the run's profile/ folder) read into
+where a step's time went (`trace_split`) and a verdict checked against `diagnose`'s.
 """
 from __future__ import annotations
 
