@@ -138,13 +138,9 @@ def _key(value) -> str:
 
 def words(diff: dict, a_name: str, b_name: str) -> str:
     """`differences` in words: "model resnet20 against tiny; machine load (...)"."""
-    parts = []
-    for aspect, (x, y) in diff.items():
-        if aspect == Aspect.LOAD:
-            parts.append(f"machine load ({x} while '{a_name}' ran, {y} while '{b_name}' ran)")
-        else:
-            parts.append(f"{aspect} {_text(x)} against {_text(y)}")
-    return "; ".join(parts)
+    return "; ".join(f"machine load ({x} while '{a_name}' ran, {y} while '{b_name}' ran)"
+                     if aspect == Aspect.LOAD else f"{aspect} {_text(x)} against {_text(y)}"
+                     for aspect, (x, y) in diff.items())
 
 
 def _text(x) -> str:

@@ -111,7 +111,7 @@ def next_rungs(runs, bounds) -> list[str]:
     """Whether each next run changes a setting aimed (FIXES) at what holds the run before it."""
     said = []
     for run, after, bound in zip(runs, runs[1:], bounds):
-        fixes = FIXES.get(Bound(bound)) if bound in {b.value for b in FIXES} else None
+        fixes = FIXES.get(bound)
         changed = sorted(alike.settings(run, after, ignore=alike.SAME_WORK | {"epochs"}))
         if fixes is None or not changed:
             said.append("")
@@ -139,7 +139,6 @@ def target_line(frame: pd.DataFrame, baseline_name: str) -> str:
         head = f"No target: '{baseline_name}' ended within noise of chance"
     else:
         head = f"Target: {frame.attrs['target']:.1%} validation accuracy, as '{baseline_name}' ended"
-    return (f"{head}. Time to target counts training, warm-up and compilation included (–: "
-            "never reached). Step times are steady medians; GPU busy is step time × GPU-Util. "
-            f"A step is data-bound from {INPUT_WAIT:.0%} data wait, GPU-bound from "
-            f"{GPU_BUSY:.0%} kernel time, else host-bound.")
+    return (f"{head}. Time to target: training, warm-up and compilation (–: never reached). "
+            f"Steps are steady medians; GPU busy = step × GPU-Util. Data-bound from "
+            f"{INPUT_WAIT:.0%} data wait, GPU-bound from {GPU_BUSY:.0%} kernel time, else host-bound.")

@@ -165,7 +165,7 @@ class Idle(enum.StrEnum):
 
 class Launches(enum.StrEnum):
     COSTLY = "per-kernel launch calls, most kernels shorter than their call"
-    PER_KERNEL = "per-kernel launch calls"
+    PER_KERNEL = LAUNCHES
     GRAPHS = "no per-kernel launch calls: CUDA graph launches ran every kernel"
     NONE = "no launch calls tied to a GPU event"
 
