@@ -132,7 +132,8 @@ def test_a_runs_spread_is_its_slowest_and_fastest_block_in_every_table(tmp_path)
     from gpu_course.show import report, tables
     run = fake_runs.load(fake_runs.write_run(tmp_path, "r", samples_per_sec=500.0, seed=4))
     rates = metrics.steady_block_rates(run)
-    low, high = metrics.samples_per_sec_range(run)
+    spread = metrics.throughput(run)
+    low, high = spread["samples_per_sec_min"], spread["samples_per_sec_max"]
     assert (low, high) == (min(rates), max(rates)) and low < metrics.samples_per_sec(run) < high
     table = report.ladder_table([run])
     assert (table.samples_per_sec_min[0], table.samples_per_sec_max[0]) == (low, high)
@@ -143,7 +144,8 @@ def test_a_runs_spread_is_its_slowest_and_fastest_block_in_every_table(tmp_path)
     assert "min–max" in report.format_table(table) and cell in report.format_table(table)
     # no steady steps: no spread, and no empty column
     bare = fake_runs.load(fake_runs.write_run(tmp_path, "warm-up only", epochs=1, index=1))
-    assert all(math.isnan(v) for v in metrics.samples_per_sec_range(bare))
+    spread = metrics.throughput(bare)
+    assert all(math.isnan(spread[k]) for k in ("samples_per_sec_min", "samples_per_sec_max"))
     assert "min–max" not in tables.show(report.ladder_table([bare])).text()
 
 
@@ -212,7 +214,7 @@ def test_the_spread_brackets_the_steady_rate_when_the_closing_sync_holds_work(tm
     epochs["timed_s"] = epochs["timed_s"] * 1.5  # a third of the time in the closing sync
     epochs.to_csv(path / "epochs.csv", index=False)
     run = fake_runs.load(path)
-    low, high = metrics.samples_per_sec_range(run)
-    assert low <= metrics.samples_per_sec(run) <= high
+    spread = metrics.throughput(run)
+    assert spread["samples_per_sec_min"] <= metrics.samples_per_sec(run) <= spread["samples_per_sec_max"]
     rates = metrics.steady_block_rates(run)
     assert sum(rates) / len(rates) == pytest.approx(metrics.samples_per_sec(run), rel=0.2)

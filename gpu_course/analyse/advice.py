@@ -17,9 +17,7 @@ def table(runs) -> pd.DataFrame:
     rows = []
     for run in runs:
         d = diagnose.diagnose(run) if len(run.epochs) else None   # none without an epoch
-        low, high = metrics.samples_per_sec_range(run)
-        rows.append({"rung": str(run.name), "samples_per_sec": metrics.samples_per_sec(run),
-                     "samples_per_sec_min": low, "samples_per_sec_max": high,
+        rows.append({"rung": str(run.name), **metrics.throughput(run),
                      "data_wait_share": metrics.data_wait_share(run),
                      "gpu_util": metrics.gpu_util(run),
                      # one decimal: 99.96 % reads "100", not "100.0"

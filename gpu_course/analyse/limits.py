@@ -70,9 +70,7 @@ def table(runs, split: dict | None = None) -> pd.DataFrame:
     ceilings = {mock(r): r for r in runs if mock(r) in CEILINGS}
     rows = []
     for run in runs:
-        low, high = metrics.samples_per_sec_range(run)
-        rows.append({"rung": run.name, "samples_per_sec": metrics.samples_per_sec(run),
-                     "samples_per_sec_min": low, "samples_per_sec_max": high,
+        rows.append({"rung": run.name, **metrics.throughput(run),
                      "data_wait_share": metrics.data_wait_share(run),
                      "steady steps": metrics.steady_steps(run),
                      "steady steps needed": diagnose.MIN_STEPS,

@@ -65,10 +65,12 @@ def steady_block_rates(run) -> list[float]:
     return rates
 
 
-def samples_per_sec_range(run) -> tuple[float, float]:
-    """(slowest, fastest) of `steady_block_rates`; (NaN, NaN) with fewer than two blocks."""
+def throughput(run) -> dict:
+    """samples_per_sec, and the slowest and fastest of `steady_block_rates` (NaN: under two)."""
     rates = steady_block_rates(run)
-    return (min(rates), max(rates)) if len(rates) > 1 else (math.nan, math.nan)
+    low, high = (min(rates), max(rates)) if len(rates) > 1 else (math.nan, math.nan)
+    return {"samples_per_sec": samples_per_sec(run), "samples_per_sec_min": low,
+            "samples_per_sec_max": high}
 
 
 def samples_per_sec_all(run) -> float:
@@ -243,10 +245,7 @@ def status(run) -> str:
 
 def summary(run) -> dict:
     """Every run-level number above, by name (what run.json's summary caches)."""
-    low, high = samples_per_sec_range(run)
-    return {"samples_per_sec": samples_per_sec(run),
-            "samples_per_sec_min": low, "samples_per_sec_max": high,
-            "samples_per_sec_all": samples_per_sec_all(run),
+    return {**throughput(run), "samples_per_sec_all": samples_per_sec_all(run),
             "epoch_time_s": epoch_time_s(run), "warmup_s": warmup_s(run),
             "data_wait_share": data_wait_share(run), "gpu_util": gpu_util(run),
             **steadiness(run), "val_acc": val_acc(run), "epochs": len(run.epochs)}
