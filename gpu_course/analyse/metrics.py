@@ -348,15 +348,12 @@ def table(runs, baseline=0) -> pd.DataFrame:
         if len(group) > 1 and rates:
             s.update(samples_per_sec=statistics.median(rates), samples_per_sec_min=min(rates),
                      samples_per_sec_max=max(rates))
-        rows.append({"rung": str(run.name), "repeats": len(group), "ran": ran_text(run),
-                     **{c: s.get(c) for c in TABLE_COLUMNS
-                        if c not in ("rung", "repeats", "ran", "speedup", "status")},
+        rows.append({**s, "rung": str(run.name), "repeats": len(group), "ran": ran_text(run),
                      "status": status(run)})
-    frame = pd.DataFrame(rows, columns=[c for c in TABLE_COLUMNS if c != "speedup"])
+    frame = pd.DataFrame(rows)
     base = frame["samples_per_sec"].iloc[baseline_index(groups, baseline)]
-    frame.insert(TABLE_COLUMNS.index("speedup"), "speedup",
-                 frame["samples_per_sec"] / base if base > 0 else math.nan)
-    return frame
+    frame["speedup"] = frame["samples_per_sec"] / base if base > 0 else math.nan
+    return frame.reindex(columns=TABLE_COLUMNS)
 
 
 def baseline_index(runs, baseline) -> int:
