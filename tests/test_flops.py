@@ -9,13 +9,13 @@ from gpu_course.analyse import flops
 
 def test_layers_are_counted_by_hand():
     # a 3x3 conv, 3 -> 16 channels, padding 1, on a 32x32 image: 16*32*32 outputs of 27 MACs
-    assert flops.conv("c", 3, 16, 3, 32).macs == 16 * 32 * 32 * 27
+    assert flops.conv(3, 16, 3, 32).macs == 16 * 32 * 32 * 27
     # stride 2 halves the output side: 32*16*16 outputs of 16*9 MACs
-    layer = flops.conv("c", 16, 32, 3, 32, stride=2)
+    layer = flops.conv(16, 32, 3, 32, stride=2)
     assert layer.out_shape == (32, 16, 16) and layer.macs == 32 * 16 * 16 * 144
     # the 1x1 projection of a ResNet shortcut, stride 2 (k // 2: no padding)
-    assert flops.conv("d", 16, 32, 1, 32, 2).macs == 32 * 16 * 16 * 16
-    assert flops.dense("fc", 64, 10).macs == 640
+    assert flops.conv(16, 32, 1, 32, 2).macs == 32 * 16 * 16 * 16
+    assert flops.dense(64, 10).macs == 640
 
 
 def test_resnet20_matches_the_known_figure():

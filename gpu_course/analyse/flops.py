@@ -42,21 +42,19 @@ RESNETS = {"resnet20": (1, 3), "resnet56": (1, 9), "resnet110": (1, 18),
 class Layer:
     """One weight layer applied to one image: its multiply-adds and output shape."""
 
-    name: str
-    kind: str          # "conv" or "dense"
     macs: int
     out_shape: tuple   # (channels, height, width) or (features,)
 
 
-def conv(name, cin, cout, k, size, stride=1) -> Layer:
+def conv(cin, cout, k, size, stride=1) -> Layer:
     """A k x k convolution, padded by k // 2, of a (cin, size, size) input."""
     out = (size + 2 * (k // 2) - k) // stride + 1
-    return Layer(name, "conv", cout * out * out * cin * k * k, (cout, out, out))
+    return Layer(cout * out * out * cin * k * k, (cout, out, out))
 
 
-def dense(name, n_in, n_out) -> Layer:
+def dense(n_in, n_out) -> Layer:
     """A fully connected layer: n_in * n_out MACs."""
-    return Layer(name, "dense", n_in * n_out, (n_out,))
+    return Layer(n_in * n_out, (n_out,))
 
 
 def _stages(widths, blocks, size):
@@ -66,11 +64,11 @@ def _stages(widths, blocks, size):
         for b in range(blocks):
             cin = widths[i - 1] if b == 0 else widths[i]
             stride = 2 if (b == 0 and i > 1) else 1
-            first = conv(f"stage{i}.{b}.conv1", cin, widths[i], 3, h, stride)
+            first = conv(cin, widths[i], 3, h, stride)
             h2 = first.out_shape[1]
-            out += [first, conv(f"stage{i}.{b}.conv2", widths[i], widths[i], 3, h2)]
-            if cin != widths[i]:
-                out.append(conv(f"stage{i}.{b}.downsample", cin, widths[i], 1, h, stride))
+            out += [first, conv(widths[i], widths[i], 3, h2)]
+            if cin != widths[i]:   # the shortcut's 1x1 projection
+                out.append(conv(cin, widths[i], 1, h, stride))
             h = h2
     return out
 
@@ -80,14 +78,14 @@ def layers(model: str, image_size: int = 32, classes: int = 10) -> list[Layer]:
     s = image_size
     if model in RESNETS:
         k, blocks = RESNETS[model]
-        return ([conv("stem", 3, 16, 3, s)] + _stages([16, 16 * k, 32 * k, 64 * k], blocks, s)
-                + [dense("output", 64 * k, classes)])
+        return ([conv(3, 16, 3, s)] + _stages([16, 16 * k, 32 * k, 64 * k], blocks, s)
+                + [dense(64 * k, classes)])
     if model == "tiny":
         out, cin, h = [], 3, s
-        for i, channels in enumerate((32, 64, 128)):
-            out.append(conv(f"conv{i + 1}", cin, channels, 3, h))
+        for channels in (32, 64, 128):
+            out.append(conv(cin, channels, 3, h))
             cin, h = channels, h // 2          # each block ends with a 2x2 max-pool
-        return out + [dense("output", cin, classes)]
+        return out + [dense(cin, classes)]
     raise ValueError(f"model={model!r} is unknown; allowed: {', '.join(RESNETS)}, tiny")
 
 
