@@ -71,8 +71,7 @@ def compare(a, b, value=metrics.samples_per_sec, varies=()) -> Verdict:
     across anything but `varies` (settings' names, `alike.Aspect`s) is Kind.UNLIKE."""
     a, b = (r[0] if isinstance(r, (list, tuple)) and len(r) == 1 else r for r in (a, b))
     differ = alike.differences(a, b, varies)
-    xs, how_a = samples(a, value)
-    ys, how_b = samples(b, value)
+    (xs, how_a), (ys, how_b) = samples(a, value), samples(b, value)
     single = [r for r in (a, b) if not isinstance(r, (list, tuple))]
     # one run a side: the table's own ratio, the blocks give the spread
     v = compare_samples(xs, ys, how_a if how_a == how_b else f"{how_a} / {how_b}",
