@@ -140,5 +140,5 @@ def target_line(frame: pd.DataFrame, baseline_name: str) -> str:
     else:
         head = f"Target: {frame.attrs['target']:.1%} validation accuracy, as '{baseline_name}' ended"
     return (f"{head}. Time to target: training, warm-up and compilation (–: never reached). "
-            f"Steps are steady medians; GPU busy = step × GPU-Util. Data-bound from "
-            f"{INPUT_WAIT:.0%} data wait, GPU-bound from {GPU_BUSY:.0%} kernel time, else host-bound.")
+            f"Steps: steady medians; GPU busy = step × GPU-Util. Data-bound from {INPUT_WAIT:.0%} "
+            f"data wait, GPU-bound from {GPU_BUSY:.0%} kernel time, else host-bound.")

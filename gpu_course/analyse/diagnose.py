@@ -41,7 +41,8 @@ ABOVE_CEILING = 1.05    # a run above 105 % of a ceiling it cannot beat: one is 
 # the two ceilings: {kind: (in words, the mock that measures it)}
 CEILINGS = {"compute": ("compute ceiling (mock loader)", "loader"),
             "input": ("input ceiling (mock trainer)", "trainer")}
-_CEILING_FREE = {*CEILING_FREE, "name", "warmup_steps", "monitor_interval", "train_size", "test_size"}
+_CEILING_FREE = {*CEILING_FREE, "name", "warmup_steps", "monitor_interval", "train_size",
+                 "test_size"}
 
 
 @dataclass
