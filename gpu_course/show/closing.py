@@ -40,14 +40,6 @@ class Citation:
     kind: str = "table"     # "table", "verdict", "setting" or "quote"
 
 
-@dataclass(frozen=True)
-class Line:
-    """A printed line and the citations it used."""
-
-    text: str
-    cited: tuple
-
-
 @dataclass
 class Closing:
     """Citations from `table` (one row per run, named by `key`) and the lines said with them;
@@ -57,7 +49,7 @@ class Closing:
     runs: list | None = None
     key: str = "rung"
     varies: tuple = ()
-    lines: list = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
     _citations: list = field(default_factory=list, repr=False)
 
     def __post_init__(self):
@@ -135,10 +127,10 @@ class Closing:
 
     def __call__(self, text: str) -> None:
         """Print `text` once every measurement in it is cited, else raise UncitedNumber."""
-        cited, problems = self.read(text)
+        problems = self.read(text)[1]
         if problems:
             raise UncitedNumber(f"closing line {text!r}: " + "; ".join(problems))
-        self.lines.append(Line(text, tuple(cited)))
+        self.lines.append(text)
         print(text)
 
     def read(self, text: str) -> tuple[list, list]:
@@ -171,7 +163,7 @@ class Closing:
     def check(self) -> list[str]:
         """Every problem of every line said so far, and of runs that no longer match their rows."""
         out = [f"line {n + 1}: {p}" for n, line in enumerate(self.lines)
-               for p in self.read(line.text)[1]]
+               for p in self.read(line)[1]]
         for i, run in enumerate(self.runs or ()):
             try:
                 self._check_row(i, run)
@@ -181,12 +173,7 @@ class Closing:
 
     @property
     def text(self) -> str:
-        return "\n".join(line.text for line in self.lines)
-
-    @property
-    def cited(self) -> list[Citation]:
-        """The citations the lines used, in the order first used."""
-        return list(dict.fromkeys(c for line in self.lines for c in line.cited))
+        return "\n".join(self.lines)
 
     def _cite(self, text: str, value, source: str, kind: str = "table") -> str:
         self._citations.append(Citation(text, value, source, kind))

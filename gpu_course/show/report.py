@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import math
 import re
+import warnings
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -183,11 +185,12 @@ def _warmup_costs(runs, table, ok) -> list[str]:
 def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
     """One sentence on validation accuracy, each rung against the one before it."""
     from ..analyse import noise
+    if len(ok) < 2:
+        return []
     moved, unlike = [], []
     for before, after in zip(ok, ok[1:]):
-        if math.isnan(metrics.val_acc(runs[before])) or math.isnan(metrics.val_acc(runs[after])):
-            continue
-        if not noise.accuracy_verdict(runs[before], runs[after]).is_effect:
+        if any(math.isnan(metrics.val_acc(runs[i])) for i in (before, after)) \
+                or not noise.accuracy_verdict(runs[before], runs[after]).is_effect:
             continue
         line = f"'{table.rung[after]}' {noise.accuracy_change(runs[before], runs[after])[1]} " \
                f"against '{table.rung[before]}'"
@@ -197,8 +200,6 @@ def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
             unlike.append(f"{line}, but they also differ in {also}")
         else:
             moved.append(line)
-    if len(ok) < 2:
-        return []
     text = [f"{SAY['not_credited']}: {'; '.join(unlike)}."] if unlike else []
     if not moved:
         return text + [SAY["accuracy_unmoved"]]
@@ -376,8 +377,6 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def gpu_checks(root: Path | None = None) -> list[dict]:
     """Each GPU check committed under `root` (GPU_CHECKS), oldest first."""
-    import json
-    import warnings
     found = []
     for path in sorted(Path(root or GPU_CHECKS).glob("*/*/gpu-check.json")):
         try:
@@ -389,7 +388,7 @@ def gpu_checks(root: Path | None = None) -> list[dict]:
                                         for n in summary["notebooks"]]})
         except (OSError, ValueError, KeyError, TypeError) as err:   # one bad check hides no other
             warnings.warn(f"skipping {path}: unreadable ({type(err).__name__}: {err})", stacklevel=2)
-    return sorted(found, key=lambda c: (c["folder"], c["stamp"]))
+    return found   # sorted paths: by folder, then stamp
 
 
 def executed_notebooks(root: Path | None = None) -> dict[str, dict[str, dict]]:
@@ -410,13 +409,9 @@ def executed_notebooks(root: Path | None = None) -> dict[str, dict[str, dict]]:
 
 def executed_copies(track: str, number) -> list[tuple[str, Path]]:
     """(GPU, executed notebook) for each GPU whose check ran lesson `number` without error."""
-    found = []
-    for folder, notebooks in sorted(executed_notebooks().items()):
-        if not folder.startswith(f"{track}-"):
-            continue
-        for name, entry in sorted(notebooks.items()):
-            path = GPU_CHECKS / folder / "notebooks" / name
-            if name.startswith(f"{str(number).zfill(2)}_") and entry["status"] == "ok" \
-                    and path.is_file():
-                found.append((entry["device"], path))
-    return found
+    return [(entry["device"], GPU_CHECKS / folder / "notebooks" / name)
+            for folder, notebooks in sorted(executed_notebooks().items())
+            if folder.startswith(f"{track}-")
+            for name, entry in sorted(notebooks.items())
+            if name.startswith(f"{str(number).zfill(2)}_") and entry["status"] == "ok"
+            and (GPU_CHECKS / folder / "notebooks" / name).is_file()]

@@ -335,7 +335,7 @@ def test_a_table_of_timed_passes_is_judged_on_its_own_samples_where_it_ran():
     pairs = [Samples("synced", "clock", (50.0, 48.0, 52.0), (1000.0, 990.0, 1010.0),
                      "3 passes each", "per_s", gap)]
     say = judge_table(lesson, TIMED, ("pytorch", Where.GPU), pairs)
-    assert say.lines[0].text == "'clock' against 'synced': ×20.00, faster (×19.04–×21.04 over " \
+    assert say.lines[0] == "'clock' against 'synced': ×20.00, faster (×19.04–×21.04 over " \
                                 "3 passes each)."
     assert "EXPECTED-PARAGRAPH" in say.text and "Milliseconds: 'clock' 1.00, 'synced' 20.0." \
         in say.text and "NO-GPU" not in say.text and say.check() == []

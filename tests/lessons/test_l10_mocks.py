@@ -81,7 +81,7 @@ def test_whether_the_advice_helped_says_the_paragraph_the_lesson_declares(make_r
     after = make_run("after the advice: preresized", rate=rate, data_wait_share=0.3,
                      config={**JOB, "data_format": "preresized"})
     say = l10_mocks.conclude([*runs, after], advice=advice("input-bound", RungName.DATA_FORMAT))
-    assert say.lines[0].text.startswith(f"'after the advice: preresized' against '{NAME}' "
+    assert say.lines[0].startswith(f"'after the advice: preresized' against '{NAME}' "
                                         "(data_format loose → preresized): ×")
     assert paragraph in say.text
     assert "mismeasured" not in say.text and "the input alone" not in say.text

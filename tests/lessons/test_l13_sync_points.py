@@ -53,7 +53,7 @@ def test_the_trap_cites_both_clocks_and_says_each_paragraph_once():
     trap = passes("forward pass", 64, *QUEUED) + \
         passes("2 training steps", 128, [0.005, 0.006, 0.005], [0.15, 0.16, 0.14])
     say = l13.conclude(trap=trap, device="cpu(0)")
-    assert say.lines[0].text == ("'forward pass, without a sync' against 'forward pass, with a "
+    assert say.lines[0] == ("'forward pass, without a sync' against 'forward pass, with a "
                                  "sync': ×22.00, faster (×16.67–×26.67 over 3 timed passes "
                                  "each).")
     assert "'forward pass, with a sync' 22.0" in say.text and "'forward pass, with a sync' 2,909" \
