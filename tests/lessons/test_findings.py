@@ -7,10 +7,11 @@ import fake_runs
 
 from gpu_course.analyse import anatomy, noise
 from gpu_course.show import closing, findings, report
+from declared import paragraphs
 from gpu_course.env import cpu
 from gpu_course.show.findings import (Column, Compare, Expect, Gain, Lesson, Limit, Mark, Note,
                                       Outcome, Quote, Reading, Requires, Said, Samples, Where,
-                                      judge, judge_table, outcome, paragraphs, read)
+                                      judge, judge_table, outcome, read)
 from gpu_course.show.findings import Context, Flag, Rank, Row, Sign, judge_rows
 
 MEANS = {Outcome.EXPECTED: "EXPECTED-PARAGRAPH", Outcome.NONE: "NONE-PARAGRAPH",
@@ -471,7 +472,7 @@ def test_measured_rows_named_by_another_key_with_facts_columns_a_last_row_and_a_
                      Context(facts=("found", "unknown")))
     assert say.text.splitlines() == ["FOUND-PARAGRAPH", "Size: 'one' 1.50.",
                                      "'two': -1.00 to spare.", "NO-ROOM", "'one': ODD. ODD-PARAGRAPH"]
-    assert say.check() == [] and "FOUND-PARAGRAPH" in findings.paragraphs(lesson)
+    assert say.check() == [] and "FOUND-PARAGRAPH" in paragraphs(lesson)
 
 
 def test_a_reading_says_a_line_a_row_each_cell_in_its_format_the_empty_left_out():

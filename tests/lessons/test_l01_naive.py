@@ -8,7 +8,8 @@ from fake_runs import busy
 from gpu_course.analyse import metrics
 from gpu_course.lessons import l01_naive, sizes
 from gpu_course.lessons.l01_naive import LESSON
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Place, Where
 
 
@@ -108,7 +109,7 @@ def test_a_compute_ceilings_idle_loader_workers_do_not_count_as_its_own_load(mak
 
 
 def test_the_lessons_paragraphs_carry_no_number():
-    assert all(not closing.measurements(p) for p in findings.paragraphs(LESSON))
+    assert all(not closing.measurements(p) for p in paragraphs(LESSON))
 
 
 def test_sizes_are_small_in_smoke_mode():
