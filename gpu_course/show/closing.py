@@ -1,10 +1,7 @@
 """A lesson's closing text, checked as it is said: every measurement a line prints (a number
 with a decimal point, thousands separators, a %, a × or a unit; not a count) must be cited, as
-a cell or ratio of the table, a noise verdict, a named setting or a quote naming its source.
-
-    say = Closing(table, runs)
-    say(f"1 worker: {say.cell(0, 'samples_per_sec')} samples/s, {say.compare(0, best)}.")
-"""
+a cell or ratio of the table, a noise verdict, a named setting or a quote naming its source:
+`say = Closing(table, runs)`, then `say(f"{say.cell(0, 'samples_per_sec')} samples/s.")`."""
 from __future__ import annotations
 
 import math

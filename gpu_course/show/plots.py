@@ -141,7 +141,7 @@ def throughput(runs, save=None) -> Figure:
                               (axes[1], "epoch_time_s", "epoch time (s)")):
         for i, (run, value) in enumerate(zip(runs, table[column])):
             if math.isnan(value):
-                ax.text(0, i, f"  {_failure(metrics.status(run))}", va="center", color="grey",
+                ax.text(0, i, "  " + _failure(metrics.status(run)), va="center", color="grey",
                         fontsize=9)
                 continue
             ax.barh(i, value, color="C0", alpha=0.75)
@@ -450,16 +450,10 @@ def _gpu_lines(panels, rows, g, color, many) -> None:
 
 def throttled_spans(rows: pd.DataFrame) -> list[tuple[float, float]]:
     """(start, end) of each run of consecutive throttled samples, to the next sample."""
-    flags, t = throttled(rows), _column(rows, "t")
-    spans, start = [], None
-    for i, flag in enumerate(flags):
-        if flag and start is None:
-            start = t[i]
-        if start is not None and (not flag or i == len(flags) - 1):
-            end = t[i] if not flag else t[i] + (t[i] - t[i - 1] if i else 1.0)
-            spans.append((start, end))
-            start = None
-    return spans
+    t = _column(rows, "t")
+    t = np.append(t, t[-1] + (t[-1] - t[-2] if len(t) > 1 else 1.0)) if len(t) else t
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], throttled(rows), [0]]).astype(int)))
+    return [(t[a], t[b]) for a, b in zip(edges[::2], edges[1::2])]
 
 
 def _shade_throttled(axes, rows) -> None:

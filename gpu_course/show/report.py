@@ -14,9 +14,8 @@ from string import Template
 
 import pandas as pd
 
-from ..analyse import alike, flops, metrics
+from ..analyse import alike, anatomy, flops, metrics, noise
 from . import tables
-from ..analyse.metrics import STATUS_TEXT, baseline_index
 from ..measure.records import write_atomic
 from ..page import Page
 
@@ -31,20 +30,13 @@ ANATOMY_HEADING = "Where each rung's step goes, and its time to the target"
 SHARED = "Another program shared the machine during {names}: their numbers are pessimistic and noisier."
 
 # column -> (header, how a value is written): `tables.COLUMNS`, with a terminal's fixed digits
-_FORMATS = {
-    **tables.COLUMNS,
-    "ran": ("ran (where not as requested)", str),
-    "samples_per_sec": ("samples/s (steady)", lambda v: f"{v:,.1f}"),
-    "samples_per_sec_all": ("samples/s (all)", lambda v: f"{v:,.1f}"),
-    "epoch_time_s": ("epoch (s)", lambda v: f"{v:,.1f}"),
-    **{c: (tables.COLUMNS[c][0], lambda v: f"{v:.0f}%")
-       for c in ("gpu_util", "sm_active", "tensor_active")},
-    "data_wait_share": ("data wait", lambda v: f"{100 * v:.0f}%"),
-    "spikiness": ("p95/p50 step", lambda v: f"{v:.2f}"),
-    "speedup": ("speed-up", lambda v: f"×{v:.2f}"),
-    "tflops": ("TFLOP/s", lambda v: f"{v:.3g}"),
-    "peak_pct": ("% of peak", lambda v: f"{v:.0f}%" + (tables.ABOVE_PEAK if v > 100 else "")),
-}
+_FIXED = {"samples_per_sec": "{:,.1f}", "samples_per_sec_all": "{:,.1f}", "epoch_time_s": "{:,.1f}",
+          "gpu_util": "{:.0f}%", "sm_active": "{:.0f}%", "tensor_active": "{:.0f}%",
+          "data_wait_share": "{:.0%}", "spikiness": "{:.2f}", "speedup": "×{:.2f}",
+          "tflops": "{:.3g}"}
+_FORMATS = {**tables.COLUMNS, **{c: (tables.COLUMNS[c][0], f.format) for c, f in _FIXED.items()},
+            "ran": ("ran (where not as requested)", str), "peak_pct": (
+                "% of peak", lambda v: f"{v:.0f}%" + (tables.ABOVE_PEAK if v > 100 else ""))}
 _TEXT_COLUMNS = {"rung", "ran", "status", "bound", "next_rung", "compiled"}
 
 
@@ -97,7 +89,6 @@ def _table(df: pd.DataFrame) -> tables.Table:
 
 def anatomy_table(runs, baseline=0) -> tuple[pd.DataFrame, str]:
     """Where each rung's step goes and its time to the target, and the sentence saying so."""
-    from ..analyse import anatomy
     frame = anatomy.table(runs, baseline)
     base = frame["rung"].iloc[metrics.baseline_index(metrics.as_groups(runs), baseline)]
     return frame, anatomy.target_line(frame, base)
@@ -110,14 +101,13 @@ def anatomy_text(runs, baseline=0) -> str:
 
 def conclusion(runs, baseline=0, varies=()) -> str:
     """The ladder in sentences judged against noise; no verdict across anything but `varies`."""
-    from ..analyse import noise
-    groups = _as_list(runs)
-    table = ladder_table(groups, baseline, varies)
+    groups = list(runs)
+    table = ladder_table(groups, baseline, varies)   # refuses no runs
     # a group of repeats is judged by its runs' spread, a single run by its blocks'
     compared = [g if isinstance(g, (list, tuple)) and len(g) > 1 else metrics.representative(g)
                 for g in groups]
     runs = [metrics.representative(g) for g in groups]
-    base_i = baseline_index(runs, baseline)
+    base_i = metrics.baseline_index(runs, baseline)
     base = table.iloc[base_i]
     failed = [f"'{r.rung}' " + {"oom": "ran out of memory", "diverged": "diverged"}.get(
               r.status, "failed") for r in table.itertuples() if r.status in metrics.FAILED]
@@ -133,7 +123,7 @@ def conclusion(runs, baseline=0, varies=()) -> str:
     if best_i == base_i:
         text = [f"The baseline '{base['rung']}' is the fastest rung at {speed}."]
     elif not base["samples_per_sec"] > 0:   # NaN or 0: the baseline never ran steadily
-        status = STATUS_TEXT.get(base['status'], base['status'])
+        status = metrics.STATUS_TEXT.get(base['status'], base['status'])
         text = [f"The fastest rung, '{best['rung']}', trains at {speed}; the baseline "
                 f"'{base['rung']}' has no throughput to compare ({status})."]
     else:
@@ -184,7 +174,6 @@ def _warmup_costs(runs, table, ok) -> list[str]:
 
 def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
     """One sentence on validation accuracy, each rung against the one before it."""
-    from ..analyse import noise
     if len(ok) < 2:
         return []
     moved, unlike = [], []
@@ -207,8 +196,7 @@ def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
 
 
 def _preparation_costs(runs, table, ok) -> list[str]:
-    """A sentence per copy of the data made before a rung ran (offline): its cost, and when
-    the rung's shorter epochs repay it."""
+    """Per copy of the data made offline before a rung ran: its cost, and when it pays back."""
     out, made_here = [], set()
     for before, after in zip([None] + ok, ok):
         note = (runs[after].meta.get("notes") or {}).get("prepared") or {}
@@ -235,7 +223,8 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0, varies=()
     """Write report.md, report.html and the figures as PNGs into `out_dir`; their paths."""
     from . import plots  # matplotlib only when a report is written
 
-    groups = _as_list(runs)
+    groups = list(runs)
+    table = tables.readable(ladder_table(groups, baseline, varies))   # refuses no runs
     runs = _flat(groups)  # every run gets its own timeline and step figure
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -252,7 +241,7 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0, varies=()
             draw(run, save=path)
     sections = {
         "title": title, "conclusion": conclusion(groups, baseline, varies),
-        "header": _header(runs), "table": tables.readable(ladder_table(groups, baseline, varies)),
+        "header": _header(runs), "table": table,
         "runs": _run_lines(runs), "anatomy": anatomy_table(groups, baseline),
         "figures": [("Ladder", figures["ladder"]), ("Throughput", figures["throughput"]),
                     ("Accuracy and loss", figures["curves"])] + per_run["timeline"] + per_run["steps"],
@@ -333,13 +322,6 @@ def _html(s) -> str:
         figures="".join(f'<h2>{esc(caption)}</h2>\n<img alt="{esc(caption)}" src="data:image/png;base64,'
                         f'{base64.b64encode(path.read_bytes()).decode("ascii")}">\n'
                         for caption, path in s["figures"]))
-
-
-def _as_list(runs) -> list:
-    runs = list(runs)
-    if not runs:
-        raise ValueError("runs is empty; pass at least one run record")
-    return runs
 
 
 def _flat(groups) -> list:

@@ -9,4 +9,4 @@ from .judging import Said, judge, judge_table, outcome
 from .predicting import DRIFT, Predict, apart, called, predicted, untested
 from .reading import read
 from .rows import judge_rows
-from .wording import ASKED, CHANCE, COLUMN, NOTICE, ROW
+from .wording import CHANCE
