@@ -78,13 +78,12 @@ def cpu_timeline(run, save=None) -> Figure:
     ram_ax.plot(*_gapped(t, _column(host, "ram_total_mib") / 1024), color="C2", ls="--",
                 lw=1, label="total")
     ram_ax.set(ylabel="RAM GiB", xlabel=TIME_AXIS, ylim=(0, None))
-    for ax in (cpu_ax, ram_ax):
-        _legend(ax)
+    _legend(ram_ax)   # _cpu_total gave cpu_ax its legend
     _mark_epochs([cpu_ax, ram_ax], run)
     mean = np.nanmean(_column(host, "cpu_percent")) if len(host) else math.nan
     cores_text = f", {cores.shape[1]} cores" if cores.shape[1] else ""
-    fig.suptitle(f"{run.name}: mean CPU {mean:.0f}%{cores_text}" if not math.isnan(mean)
-                 else f"{run.name}: no CPU samples")
+    said = "no CPU samples" if math.isnan(mean) else f"mean CPU {mean:.0f}%{cores_text}"
+    fig.suptitle(f"{run.name}: {said}")
     return _save(fig, save, [run])
 
 
@@ -314,11 +313,10 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
     ax = fig.subplots()
     ok = order[~failed[order] & ~np.isnan(ys[order])]
     ax.plot(xs[ok], ys[ok], "o-", color="C0")
-    if y == "samples_per_sec":  # each point's own spread (slowest–fastest block of steps)
-        for i in ok:
+    for i in ok:
+        if y == "samples_per_sec":  # each point's own spread (slowest–fastest block of steps)
             _range_bar(ax, xs[i], ys[i], table.samples_per_sec_min[i],
                        table.samples_per_sec_max[i], horizontal=False)
-    for i in ok:
         ax.annotate(f"{ys[i]:,.0f}" if abs(ys[i]) >= 100 else f"{ys[i]:.3g}", (xs[i], ys[i]),
                     textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
     at_bottom = transforms.blended_transform_factory(ax.transData, ax.transAxes)

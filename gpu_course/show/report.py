@@ -279,15 +279,12 @@ def _header(runs) -> list[tuple[str, str]]:
 
 
 def _run_lines(runs) -> list[str]:
-    lines = []
-    for run in runs:
-        summary, error = (run.summary or {}).get("summary_line"), run.meta.get("error")
-        line = f"{run.name}: {run.meta.get('run_id', Path(str(run.path)).name)}"
-        line += f" — {summary}" if summary else ""
-        traces = sorted(Path(str(run.path)).glob("profile/*.json.gz"))   # gpu-course profile
-        line += "".join(f" — trace: {trace}" for trace in traces)
-        lines.append(line + (f" — error: {error}" if error else ""))
-    return lines
+    """Per run: its id, summary, profiler traces (gpu-course profile) and error."""
+    return [" — ".join(filter(None, [
+        f"{run.name}: {run.meta.get('run_id', Path(str(run.path)).name)}",
+        (run.summary or {}).get("summary_line"),
+        *(f"trace: {trace}" for trace in sorted(Path(str(run.path)).glob("profile/*.json.gz"))),
+        run.meta.get("error") and f"error: {run.meta['error']}"])) for run in runs]
 
 
 def _markdown(s) -> str:
@@ -377,11 +374,8 @@ def executed_notebooks(root: Path | None = None) -> dict[str, dict[str, dict]]:
     """{folder: {notebook: the newest check that ran it to an end, else that stopped it}}."""
     best: dict[str, dict[str, dict]] = {}
     for check in gpu_checks(root):
-        for entry in check["notebooks"]:
-            said = entry["status"]
-            if said.startswith("skipped"):
-                continue
-            mine = best.setdefault(check["folder"], {})
+        for entry in (e for e in check["notebooks"] if not e["status"].startswith("skipped")):
+            said, mine = entry["status"], best.setdefault(check["folder"], {})
             held = mine.get(entry["name"])
             if held is None or not said.startswith("stopped") or held["status"].startswith("stopped"):
                 mine[entry["name"]] = {**entry, "stamp": check["stamp"],
