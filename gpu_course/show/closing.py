@@ -243,17 +243,7 @@ def _measured(text: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
 
 def _occurrences(text: str, part: str) -> list[tuple[int, int]]:
     """Spans of `part` in `text` that do not cut a number in two ("1" in "1,234")."""
-    if not part:
-        return []
-    spans, at = [], text.find(part)
-    while at >= 0:
-        end = at + len(part)
-        before, after = text[at - 1:at], text[end:end + 2]
-        cuts = (before.isdigit() or before in ".,") and before != "" and part[:1].isdigit()
-        cuts |= part[-1:].isdigit() and (after[:1].isdigit()
-                                         or (after[:1] in ".," and after[1:2].isdigit()))
-        if not cuts:
-            spans.append((at, end))
-        at = text.find(part, at + 1)
-    return spans
-
+    lead = r"(?<![\d.,])" if part[:1].isdigit() else ""
+    tail = r"(?!\d|[.,]\d)" if part[-1:].isdigit() else ""
+    found = re.finditer(f"(?={lead}{re.escape(part)}{tail})", text) if part else ()
+    return [(m.start(), m.start() + len(part)) for m in found]
