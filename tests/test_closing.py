@@ -29,9 +29,9 @@ def test_cited_numbers_are_printed_as_the_table_writes_them(ladder, capsys):
     say(f"naive: {rate} samples/s, {say.ratio('samples_per_sec', 0, 1)} with workers.")
     assert rate == f"{metrics.samples_per_sec(runs[0]):,.0f}"
     assert capsys.readouterr().out == say.text + "\n"
-    assert [c.value for c in say.cited] == pytest.approx(
+    assert [c.value for c in say.read(say.text)[0]] == pytest.approx(
         [table.samples_per_sec[0], table.samples_per_sec[1] / table.samples_per_sec[0]])
-    assert say.cited[1].text.startswith("×") and say.check() == []
+    assert say.read(say.text)[0][1].text.startswith("×") and say.check() == []
 
 
 def test_a_typed_number_is_refused_with_the_number_named(ladder):
@@ -84,9 +84,9 @@ def test_a_measurement_that_prints_as_a_quote_does_is_the_measurement(ladder):
     quoted = say.quote("the talk", 0.74, "{:.0%}")
     assert measured == quoted == "74%"
     say(f"An efficiency of {measured} says nothing about GPUs.")
-    assert [c.kind for c in say.lines[-1].cited] == ["setting"]
+    assert [c.kind for c in say.read(say.lines[-1])[0]] == ["setting"]
     say(f"{measured} here, the talk's best {quoted}.")   # named: both are cited
-    assert [c.kind for c in say.lines[-1].cited] == ["setting", "quote"]
+    assert [c.kind for c in say.read(say.lines[-1])[0]] == ["setting", "quote"]
     only_quoted = say.quote("the talk", 0.91, "{:.0%}")
     with pytest.raises(closing.UncitedNumber, match="'91%' is quoted from 'the talk'"):
         say(f"An efficiency of {only_quoted} says nothing about GPUs.")
@@ -101,7 +101,7 @@ def test_a_quote_inside_a_measured_verdict_is_the_verdict(ladder):
     lo = noise.sentence(v).split("(")[1].split("–")[0]
     quoted = say.quote("the talk", lo, "{}")
     say(f"workers against naive: {v}.")
-    assert [c.kind for c in say.lines[-1].cited] == ["verdict"]
+    assert [c.kind for c in say.read(say.lines[-1])[0]] == ["verdict"]
     with pytest.raises(closing.UncitedNumber, match="is quoted from 'the talk'"):
         say(f"workers against naive: {v}; elsewhere {quoted}.")
 
@@ -113,7 +113,7 @@ def test_noise_verdicts_are_cited_whole(ladder):
     acc = say.accuracy(0, 1)[1]
     say(f"workers against naive: {v}; accuracy {acc}.")
     assert v.kind == "faster" and str(v) in say.text
-    kinds = [c.kind for c in say.cited]
+    kinds = [c.kind for c in say.read(say.text)[0]]
     assert kinds == ["verdict", "verdict"] and say.check() == []
     assert say.at_chance([0, 1, 2]) == all(closing.noise.at_chance(r) for r in runs)
 
@@ -147,7 +147,7 @@ def test_a_table_without_runs_cites_cells_with_a_format():
     race = pd.DataFrame({"rung": ["sgd", "lamb"], "best val acc": [0.125, 0.5]})
     say = closing.Closing(race)
     say(f"lamb reached {say.cell('lamb', 'best val acc', '{:.1%}')}.")
-    assert say.cited[0].value == 0.5 and say.text == "lamb reached 50.0%."
+    assert say.read(say.text)[0][0].value == 0.5 and say.text == "lamb reached 50.0%."
 
 
 def test_amounts_are_cited_in_their_own_words_and_speed_words_are_refused():

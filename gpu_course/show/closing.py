@@ -1,10 +1,7 @@
 """A lesson's closing text, checked as it is said: every measurement a line prints (a number
 with a decimal point, thousands separators, a %, a × or a unit; not a count) must be cited, as
-a cell or ratio of the table, a noise verdict, a named setting or a quote naming its source.
-
-    say = Closing(table, runs)
-    say(f"1 worker: {say.cell(0, 'samples_per_sec')} samples/s, {say.compare(0, best)}.")
-"""
+a cell or ratio of the table, a noise verdict, a named setting or a quote naming its source:
+`say = Closing(table, runs)`, then `say(f"{say.cell(0, 'samples_per_sec')} samples/s.")`."""
 from __future__ import annotations
 
 import math
@@ -40,14 +37,6 @@ class Citation:
     kind: str = "table"     # "table", "verdict", "setting" or "quote"
 
 
-@dataclass(frozen=True)
-class Line:
-    """A printed line and the citations it used."""
-
-    text: str
-    cited: tuple
-
-
 @dataclass
 class Closing:
     """Citations from `table` (one row per run, named by `key`) and the lines said with them;
@@ -57,7 +46,7 @@ class Closing:
     runs: list | None = None
     key: str = "rung"
     varies: tuple = ()
-    lines: list = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
     _citations: list = field(default_factory=list, repr=False)
 
     def __post_init__(self):
@@ -135,10 +124,10 @@ class Closing:
 
     def __call__(self, text: str) -> None:
         """Print `text` once every measurement in it is cited, else raise UncitedNumber."""
-        cited, problems = self.read(text)
+        problems = self.read(text)[1]
         if problems:
             raise UncitedNumber(f"closing line {text!r}: " + "; ".join(problems))
-        self.lines.append(Line(text, tuple(cited)))
+        self.lines.append(text)
         print(text)
 
     def read(self, text: str) -> tuple[list, list]:
@@ -171,7 +160,7 @@ class Closing:
     def check(self) -> list[str]:
         """Every problem of every line said so far, and of runs that no longer match their rows."""
         out = [f"line {n + 1}: {p}" for n, line in enumerate(self.lines)
-               for p in self.read(line.text)[1]]
+               for p in self.read(line)[1]]
         for i, run in enumerate(self.runs or ()):
             try:
                 self._check_row(i, run)
@@ -181,12 +170,7 @@ class Closing:
 
     @property
     def text(self) -> str:
-        return "\n".join(line.text for line in self.lines)
-
-    @property
-    def cited(self) -> list[Citation]:
-        """The citations the lines used, in the order first used."""
-        return list(dict.fromkeys(c for line in self.lines for c in line.cited))
+        return "\n".join(self.lines)
 
     def _cite(self, text: str, value, source: str, kind: str = "table") -> str:
         self._citations.append(Citation(text, value, source, kind))
@@ -259,17 +243,7 @@ def _measured(text: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
 
 def _occurrences(text: str, part: str) -> list[tuple[int, int]]:
     """Spans of `part` in `text` that do not cut a number in two ("1" in "1,234")."""
-    if not part:
-        return []
-    spans, at = [], text.find(part)
-    while at >= 0:
-        end = at + len(part)
-        before, after = text[at - 1:at], text[end:end + 2]
-        cuts = (before.isdigit() or before in ".,") and before != "" and part[:1].isdigit()
-        cuts |= part[-1:].isdigit() and (after[:1].isdigit()
-                                         or (after[:1] in ".," and after[1:2].isdigit()))
-        if not cuts:
-            spans.append((at, end))
-        at = text.find(part, at + 1)
-    return spans
-
+    lead = r"(?<![\d.,])" if part[:1].isdigit() else ""
+    tail = r"(?!\d|[.,]\d)" if part[-1:].isdigit() else ""
+    found = re.finditer(f"(?={lead}{re.escape(part)}{tail})", text) if part else ()
+    return [(m.start(), m.start() + len(part)) for m in found]

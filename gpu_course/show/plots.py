@@ -15,9 +15,6 @@ from matplotlib import transforms
 from matplotlib.figure import Figure
 
 from ..analyse import metrics, noise
-from ..analyse.metrics import STATUS_TEXT, baseline_index, epoch_spans
-from ..analyse.metrics import gpu_util as gpu_util_mean
-from ..analyse.metrics import table as ladder_table
 from ..analyse.signals import throttled
 from ..measure.records import write_atomic
 from . import tables
@@ -59,7 +56,7 @@ def utilisation_timeline(run, save=None) -> Figure:
     for ax in axes[:-1]:
         _legend(ax)
     axes[-1].set_xlabel(TIME_AXIS)
-    util = gpu_util_mean(run)
+    util = metrics.gpu_util(run)
     detail = "no GPU samples (CPU-only run)" if not ids else "no utilisation" if math.isnan(util) \
         else f"mean GPU utilisation {util:.0f}%"
     fig.suptitle(f"{run.name}: {detail}{_status_suffix(run)}")
@@ -81,13 +78,12 @@ def cpu_timeline(run, save=None) -> Figure:
     ram_ax.plot(*_gapped(t, _column(host, "ram_total_mib") / 1024), color="C2", ls="--",
                 lw=1, label="total")
     ram_ax.set(ylabel="RAM GiB", xlabel=TIME_AXIS, ylim=(0, None))
-    for ax in (cpu_ax, ram_ax):
-        _legend(ax)
+    _legend(ram_ax)   # _cpu_total gave cpu_ax its legend
     _mark_epochs([cpu_ax, ram_ax], run)
     mean = np.nanmean(_column(host, "cpu_percent")) if len(host) else math.nan
     cores_text = f", {cores.shape[1]} cores" if cores.shape[1] else ""
-    fig.suptitle(f"{run.name}: mean CPU {mean:.0f}%{cores_text}" if not math.isnan(mean)
-                 else f"{run.name}: no CPU samples")
+    said = "no CPU samples" if math.isnan(mean) else f"mean CPU {mean:.0f}%{cores_text}"
+    fig.suptitle(f"{run.name}: {said}")
     return _save(fig, save, [run])
 
 
@@ -137,14 +133,15 @@ def throughput(runs, save=None) -> Figure:
     """Samples/s and epoch time per run (repeats: their median) as a bar, each epoch a dot."""
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(g) for g in groups]
-    table = ladder_table(groups)
+    table = metrics.table(groups)
     fig = _figure(10, 1.6 + 0.45 * len(runs))
     axes = fig.subplots(1, 2, sharey=True)
     for ax, column, label in ((axes[0], "samples_per_sec", "samples/s"),
                               (axes[1], "epoch_time_s", "epoch time (s)")):
         for i, (run, value) in enumerate(zip(runs, table[column])):
             if math.isnan(value):
-                ax.text(0, i, f"  {_failure(_status(run))}", va="center", color="grey", fontsize=9)
+                ax.text(0, i, "  " + _failure(metrics.status(run)), va="center", color="grey",
+                        fontsize=9)
                 continue
             ax.barh(i, value, color="C0", alpha=0.75)
             if column == "samples_per_sec":
@@ -173,8 +170,8 @@ def ladder(runs, baseline=0, save=None) -> Figure:
     groups = metrics.as_groups(runs)
     runs = [metrics.representative(g) for g in groups]
     compared = [g if len(g) > 1 else g[0] for g in groups]  # what noise.compare judges
-    table = ladder_table(groups, baseline)
-    base_i = baseline_index(runs, baseline)
+    table = metrics.table(groups, baseline)
+    base_i = metrics.baseline_index(runs, baseline)
     base = table.iloc[base_i]
     by_speedup = table["speedup"].notna().any()
     value = table["speedup"] if by_speedup else table["samples_per_sec"]
@@ -227,7 +224,7 @@ def curves(runs, save=None) -> Figure:
     for i, run in enumerate(runs):
         epochs = run.epochs
         if not len(epochs):
-            missing.append(f"{run.name} ({_failure(_status(run))})")
+            missing.append(f"{run.name} ({_failure(metrics.status(run))})")
             continue
         x, color = _column(epochs, "epoch"), f"C{i % 10}"
         last_epoch = max(last_epoch, int(np.nanmax(x)))
@@ -299,7 +296,7 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
     if missing:
         fields = sorted(set().union(*[(run.config or {}).keys() for run in runs]))
         raise ValueError(f"x={x!r} is not a config field of run(s) {missing}; allowed: {fields}")
-    table = ladder_table(groups)
+    table = metrics.table(groups)
     numbers = [c for c in table.columns if c not in ("rung", "ran", "status")]
     allowed = numbers + [k for k in metrics.summary(runs[0]) if k not in numbers]
     if y not in allowed:
@@ -316,11 +313,10 @@ def sweep(runs, x, y="samples_per_sec", save=None) -> Figure:
     ax = fig.subplots()
     ok = order[~failed[order] & ~np.isnan(ys[order])]
     ax.plot(xs[ok], ys[ok], "o-", color="C0")
-    if y == "samples_per_sec":  # each point's own spread (slowest–fastest block of steps)
-        for i in ok:
+    for i in ok:
+        if y == "samples_per_sec":  # each point's own spread (slowest–fastest block of steps)
             _range_bar(ax, xs[i], ys[i], table.samples_per_sec_min[i],
                        table.samples_per_sec_max[i], horizontal=False)
-    for i in ok:
         ax.annotate(f"{ys[i]:,.0f}" if abs(ys[i]) >= 100 else f"{ys[i]:.3g}", (xs[i], ys[i]),
                     textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
     at_bottom = transforms.blended_transform_factory(ax.transData, ax.transAxes)
@@ -394,7 +390,7 @@ def _caption(fig: Figure, runs) -> None:
 
 def _mark_epochs(axes, run) -> None:
     """Shade every other epoch, draw its boundaries, label it on the top panel."""
-    spans = epoch_spans(run)
+    spans = metrics.epoch_spans(run)
     t_max = np.nanmax(np.concatenate([_column(run.gpu, "t"), _column(run.host, "t"), [0.0]]))
     top = axes[0]
     label_at = transforms.blended_transform_factory(top.transData, top.transAxes)
@@ -452,16 +448,10 @@ def _gpu_lines(panels, rows, g, color, many) -> None:
 
 def throttled_spans(rows: pd.DataFrame) -> list[tuple[float, float]]:
     """(start, end) of each run of consecutive throttled samples, to the next sample."""
-    flags, t = throttled(rows), _column(rows, "t")
-    spans, start = [], None
-    for i, flag in enumerate(flags):
-        if flag and start is None:
-            start = t[i]
-        if start is not None and (not flag or i == len(flags) - 1):
-            end = t[i] if not flag else t[i] + (t[i] - t[i - 1] if i else 1.0)
-            spans.append((start, end))
-            start = None
-    return spans
+    t = _column(rows, "t")
+    t = np.append(t, t[-1] + (t[-1] - t[-2] if len(t) > 1 else 1.0)) if len(t) else t
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], throttled(rows), [0]]).astype(int)))
+    return [(t[a], t[b]) for a, b in zip(edges[::2], edges[1::2])]
 
 
 def _shade_throttled(axes, rows) -> None:
@@ -556,13 +546,9 @@ def _per_core(host: pd.DataFrame) -> np.ndarray:
 
 
 def _failure(status) -> str:
-    return STATUS_TEXT.get(status, status) if status in FAILED else "no epochs"
-
-
-def _status(run) -> str:
-    return str(run.meta.get("status") or "")
+    return metrics.STATUS_TEXT.get(status, status) if status in FAILED else "no epochs"
 
 
 def _status_suffix(run) -> str:
-    return f" [{_failure(_status(run))}]" if _status(run) in FAILED else ""
+    return f" [{_failure(metrics.status(run))}]" if metrics.status(run) in FAILED else ""
 

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import math
 import re
+import warnings
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,9 +14,8 @@ from string import Template
 
 import pandas as pd
 
-from ..analyse import alike, flops, metrics
+from ..analyse import alike, anatomy, flops, metrics, noise
 from . import tables
-from ..analyse.metrics import STATUS_TEXT, baseline_index
 from ..measure.records import write_atomic
 from ..page import Page
 
@@ -29,20 +30,13 @@ ANATOMY_HEADING = "Where each rung's step goes, and its time to the target"
 SHARED = "Another program shared the machine during {names}: their numbers are pessimistic and noisier."
 
 # column -> (header, how a value is written): `tables.COLUMNS`, with a terminal's fixed digits
-_FORMATS = {
-    **tables.COLUMNS,
-    "ran": ("ran (where not as requested)", str),
-    "samples_per_sec": ("samples/s (steady)", lambda v: f"{v:,.1f}"),
-    "samples_per_sec_all": ("samples/s (all)", lambda v: f"{v:,.1f}"),
-    "epoch_time_s": ("epoch (s)", lambda v: f"{v:,.1f}"),
-    **{c: (tables.COLUMNS[c][0], lambda v: f"{v:.0f}%")
-       for c in ("gpu_util", "sm_active", "tensor_active")},
-    "data_wait_share": ("data wait", lambda v: f"{100 * v:.0f}%"),
-    "spikiness": ("p95/p50 step", lambda v: f"{v:.2f}"),
-    "speedup": ("speed-up", lambda v: f"×{v:.2f}"),
-    "tflops": ("TFLOP/s", lambda v: f"{v:.3g}"),
-    "peak_pct": ("% of peak", lambda v: f"{v:.0f}%" + (tables.ABOVE_PEAK if v > 100 else "")),
-}
+_FIXED = {"samples_per_sec": "{:,.1f}", "samples_per_sec_all": "{:,.1f}", "epoch_time_s": "{:,.1f}",
+          "gpu_util": "{:.0f}%", "sm_active": "{:.0f}%", "tensor_active": "{:.0f}%",
+          "data_wait_share": "{:.0%}", "spikiness": "{:.2f}", "speedup": "×{:.2f}",
+          "tflops": "{:.3g}"}
+_FORMATS = {**tables.COLUMNS, **{c: (tables.COLUMNS[c][0], f.format) for c, f in _FIXED.items()},
+            "ran": ("ran (where not as requested)", str), "peak_pct": (
+                "% of peak", lambda v: f"{v:.0f}%" + (tables.ABOVE_PEAK if v > 100 else ""))}
 _TEXT_COLUMNS = {"rung", "ran", "status", "bound", "next_rung", "compiled"}
 
 
@@ -95,7 +89,6 @@ def _table(df: pd.DataFrame) -> tables.Table:
 
 def anatomy_table(runs, baseline=0) -> tuple[pd.DataFrame, str]:
     """Where each rung's step goes and its time to the target, and the sentence saying so."""
-    from ..analyse import anatomy
     frame = anatomy.table(runs, baseline)
     base = frame["rung"].iloc[metrics.baseline_index(metrics.as_groups(runs), baseline)]
     return frame, anatomy.target_line(frame, base)
@@ -108,14 +101,13 @@ def anatomy_text(runs, baseline=0) -> str:
 
 def conclusion(runs, baseline=0, varies=()) -> str:
     """The ladder in sentences judged against noise; no verdict across anything but `varies`."""
-    from ..analyse import noise
-    groups = _as_list(runs)
-    table = ladder_table(groups, baseline, varies)
+    groups = list(runs)
+    table = ladder_table(groups, baseline, varies)   # refuses no runs
     # a group of repeats is judged by its runs' spread, a single run by its blocks'
     compared = [g if isinstance(g, (list, tuple)) and len(g) > 1 else metrics.representative(g)
                 for g in groups]
     runs = [metrics.representative(g) for g in groups]
-    base_i = baseline_index(runs, baseline)
+    base_i = metrics.baseline_index(runs, baseline)
     base = table.iloc[base_i]
     failed = [f"'{r.rung}' " + {"oom": "ran out of memory", "diverged": "diverged"}.get(
               r.status, "failed") for r in table.itertuples() if r.status in metrics.FAILED]
@@ -131,7 +123,7 @@ def conclusion(runs, baseline=0, varies=()) -> str:
     if best_i == base_i:
         text = [f"The baseline '{base['rung']}' is the fastest rung at {speed}."]
     elif not base["samples_per_sec"] > 0:   # NaN or 0: the baseline never ran steadily
-        status = STATUS_TEXT.get(base['status'], base['status'])
+        status = metrics.STATUS_TEXT.get(base['status'], base['status'])
         text = [f"The fastest rung, '{best['rung']}', trains at {speed}; the baseline "
                 f"'{base['rung']}' has no throughput to compare ({status})."]
     else:
@@ -182,12 +174,12 @@ def _warmup_costs(runs, table, ok) -> list[str]:
 
 def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
     """One sentence on validation accuracy, each rung against the one before it."""
-    from ..analyse import noise
+    if len(ok) < 2:
+        return []
     moved, unlike = [], []
     for before, after in zip(ok, ok[1:]):
-        if math.isnan(metrics.val_acc(runs[before])) or math.isnan(metrics.val_acc(runs[after])):
-            continue
-        if not noise.accuracy_verdict(runs[before], runs[after]).is_effect:
+        if any(math.isnan(metrics.val_acc(runs[i])) for i in (before, after)) \
+                or not noise.accuracy_verdict(runs[before], runs[after]).is_effect:
             continue
         line = f"'{table.rung[after]}' {noise.accuracy_change(runs[before], runs[after])[1]} " \
                f"against '{table.rung[before]}'"
@@ -197,8 +189,6 @@ def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
             unlike.append(f"{line}, but they also differ in {also}")
         else:
             moved.append(line)
-    if len(ok) < 2:
-        return []
     text = [f"{SAY['not_credited']}: {'; '.join(unlike)}."] if unlike else []
     if not moved:
         return text + [SAY["accuracy_unmoved"]]
@@ -206,8 +196,7 @@ def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
 
 
 def _preparation_costs(runs, table, ok) -> list[str]:
-    """A sentence per copy of the data made before a rung ran (offline): its cost, and when
-    the rung's shorter epochs repay it."""
+    """Per copy of the data made offline before a rung ran: its cost, and when it pays back."""
     out, made_here = [], set()
     for before, after in zip([None] + ok, ok):
         note = (runs[after].meta.get("notes") or {}).get("prepared") or {}
@@ -234,7 +223,8 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0, varies=()
     """Write report.md, report.html and the figures as PNGs into `out_dir`; their paths."""
     from . import plots  # matplotlib only when a report is written
 
-    groups = _as_list(runs)
+    groups = list(runs)
+    table = tables.readable(ladder_table(groups, baseline, varies))   # refuses no runs
     runs = _flat(groups)  # every run gets its own timeline and step figure
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -251,7 +241,7 @@ def write_report(runs, out_dir, title="gpu-course ladder", baseline=0, varies=()
             draw(run, save=path)
     sections = {
         "title": title, "conclusion": conclusion(groups, baseline, varies),
-        "header": _header(runs), "table": tables.readable(ladder_table(groups, baseline, varies)),
+        "header": _header(runs), "table": table,
         "runs": _run_lines(runs), "anatomy": anatomy_table(groups, baseline),
         "figures": [("Ladder", figures["ladder"]), ("Throughput", figures["throughput"]),
                     ("Accuracy and loss", figures["curves"])] + per_run["timeline"] + per_run["steps"],
@@ -289,15 +279,12 @@ def _header(runs) -> list[tuple[str, str]]:
 
 
 def _run_lines(runs) -> list[str]:
-    lines = []
-    for run in runs:
-        summary, error = (run.summary or {}).get("summary_line"), run.meta.get("error")
-        line = f"{run.name}: {run.meta.get('run_id', Path(str(run.path)).name)}"
-        line += f" — {summary}" if summary else ""
-        traces = sorted(Path(str(run.path)).glob("profile/*.json.gz"))   # gpu-course profile
-        line += "".join(f" — trace: {trace}" for trace in traces)
-        lines.append(line + (f" — error: {error}" if error else ""))
-    return lines
+    """Per run: its id, summary, profiler traces (gpu-course profile) and error."""
+    return [" — ".join(filter(None, [
+        f"{run.name}: {run.meta.get('run_id', Path(str(run.path)).name)}",
+        (run.summary or {}).get("summary_line"),
+        *(f"trace: {trace}" for trace in sorted(Path(str(run.path)).glob("profile/*.json.gz"))),
+        run.meta.get("error") and f"error: {run.meta['error']}"])) for run in runs]
 
 
 def _markdown(s) -> str:
@@ -332,13 +319,6 @@ def _html(s) -> str:
         figures="".join(f'<h2>{esc(caption)}</h2>\n<img alt="{esc(caption)}" src="data:image/png;base64,'
                         f'{base64.b64encode(path.read_bytes()).decode("ascii")}">\n'
                         for caption, path in s["figures"]))
-
-
-def _as_list(runs) -> list:
-    runs = list(runs)
-    if not runs:
-        raise ValueError("runs is empty; pass at least one run record")
-    return runs
 
 
 def _flat(groups) -> list:
@@ -376,8 +356,6 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def gpu_checks(root: Path | None = None) -> list[dict]:
     """Each GPU check committed under `root` (GPU_CHECKS), oldest first."""
-    import json
-    import warnings
     found = []
     for path in sorted(Path(root or GPU_CHECKS).glob("*/*/gpu-check.json")):
         try:
@@ -389,18 +367,15 @@ def gpu_checks(root: Path | None = None) -> list[dict]:
                                         for n in summary["notebooks"]]})
         except (OSError, ValueError, KeyError, TypeError) as err:   # one bad check hides no other
             warnings.warn(f"skipping {path}: unreadable ({type(err).__name__}: {err})", stacklevel=2)
-    return sorted(found, key=lambda c: (c["folder"], c["stamp"]))
+    return found   # sorted paths: by folder, then stamp
 
 
 def executed_notebooks(root: Path | None = None) -> dict[str, dict[str, dict]]:
     """{folder: {notebook: the newest check that ran it to an end, else that stopped it}}."""
     best: dict[str, dict[str, dict]] = {}
     for check in gpu_checks(root):
-        for entry in check["notebooks"]:
-            said = entry["status"]
-            if said.startswith("skipped"):
-                continue
-            mine = best.setdefault(check["folder"], {})
+        for entry in (e for e in check["notebooks"] if not e["status"].startswith("skipped")):
+            said, mine = entry["status"], best.setdefault(check["folder"], {})
             held = mine.get(entry["name"])
             if held is None or not said.startswith("stopped") or held["status"].startswith("stopped"):
                 mine[entry["name"]] = {**entry, "stamp": check["stamp"],
@@ -410,13 +385,9 @@ def executed_notebooks(root: Path | None = None) -> dict[str, dict[str, dict]]:
 
 def executed_copies(track: str, number) -> list[tuple[str, Path]]:
     """(GPU, executed notebook) for each GPU whose check ran lesson `number` without error."""
-    found = []
-    for folder, notebooks in sorted(executed_notebooks().items()):
-        if not folder.startswith(f"{track}-"):
-            continue
-        for name, entry in sorted(notebooks.items()):
-            path = GPU_CHECKS / folder / "notebooks" / name
-            if name.startswith(f"{str(number).zfill(2)}_") and entry["status"] == "ok" \
-                    and path.is_file():
-                found.append((entry["device"], path))
-    return found
+    return [(entry["device"], GPU_CHECKS / folder / "notebooks" / name)
+            for folder, notebooks in sorted(executed_notebooks().items())
+            if folder.startswith(f"{track}-")
+            for name, entry in sorted(notebooks.items())
+            if name.startswith(f"{str(number).zfill(2)}_") and entry["status"] == "ok"
+            and (GPU_CHECKS / folder / "notebooks" / name).is_file()]

@@ -161,10 +161,7 @@ class Table:
     def _align(self, column: str) -> str:
         return "left" if column in self.text_columns else "right"
 
-    def __str__(self) -> str:
-        return self.text()
-
-    __repr__ = __str__
+    __str__ = __repr__ = text
 
 
 def show(df: pd.DataFrame, width: int = WIDTH) -> Table:

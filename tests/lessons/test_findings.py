@@ -7,10 +7,11 @@ import fake_runs
 
 from gpu_course.analyse import anatomy, noise
 from gpu_course.show import closing, findings, report
+from declared import paragraphs
 from gpu_course.env import cpu
 from gpu_course.show.findings import (Column, Compare, Expect, Gain, Lesson, Limit, Mark, Note,
                                       Outcome, Quote, Reading, Requires, Said, Samples, Where,
-                                      judge, judge_table, outcome, paragraphs, read)
+                                      judge, judge_table, outcome, read)
 from gpu_course.show.findings import Context, Flag, Rank, Row, Sign, judge_rows
 
 MEANS = {Outcome.EXPECTED: "EXPECTED-PARAGRAPH", Outcome.NONE: "NONE-PARAGRAPH",
@@ -335,7 +336,7 @@ def test_a_table_of_timed_passes_is_judged_on_its_own_samples_where_it_ran():
     pairs = [Samples("synced", "clock", (50.0, 48.0, 52.0), (1000.0, 990.0, 1010.0),
                      "3 passes each", "per_s", gap)]
     say = judge_table(lesson, TIMED, ("pytorch", Where.GPU), pairs)
-    assert say.lines[0].text == "'clock' against 'synced': ×20.00, faster (×19.04–×21.04 over " \
+    assert say.lines[0] == "'clock' against 'synced': ×20.00, faster (×19.04–×21.04 over " \
                                 "3 passes each)."
     assert "EXPECTED-PARAGRAPH" in say.text and "Milliseconds: 'clock' 1.00, 'synced' 20.0." \
         in say.text and "NO-GPU" not in say.text and say.check() == []
@@ -471,7 +472,7 @@ def test_measured_rows_named_by_another_key_with_facts_columns_a_last_row_and_a_
                      Context(facts=("found", "unknown")))
     assert say.text.splitlines() == ["FOUND-PARAGRAPH", "Size: 'one' 1.50.",
                                      "'two': -1.00 to spare.", "NO-ROOM", "'one': ODD. ODD-PARAGRAPH"]
-    assert say.check() == [] and "FOUND-PARAGRAPH" in findings.paragraphs(lesson)
+    assert say.check() == [] and "FOUND-PARAGRAPH" in paragraphs(lesson)
 
 
 def test_a_reading_says_a_line_a_row_each_cell_in_its_format_the_empty_left_out():

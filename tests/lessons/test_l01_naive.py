@@ -8,7 +8,8 @@ from fake_runs import busy
 from gpu_course.analyse import metrics
 from gpu_course.lessons import l01_naive, sizes
 from gpu_course.lessons.l01_naive import LESSON
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Place, Where
 
 
@@ -59,9 +60,9 @@ def test_each_place_says_the_paragraph_the_lesson_declares(make_run, rates, gpus
 def test_the_ceilings_are_judged_against_each_other_first(make_run):
     runs = naive(make_run, 600, 5000, 610)
     say = l01_naive.conclude(runs)
-    assert say.lines[0].text.startswith(
+    assert say.lines[0].startswith(
         "The ceilings, 'naive input-only' (the input pipeline alone) against 'naive "
-        "compute-only' (the computation alone): ×8.2") and "faster" in say.lines[0].text
+        "compute-only' (the computation alone): ×8.2") and "faster" in say.lines[0]
     share = f"{metrics.samples_per_sec(runs[0]) / metrics.samples_per_sec(runs[2]):.0%}"
     assert f"'naive' reached {share} of the lower ceiling" in say.text
 
@@ -108,7 +109,7 @@ def test_a_compute_ceilings_idle_loader_workers_do_not_count_as_its_own_load(mak
 
 
 def test_the_lessons_paragraphs_carry_no_number():
-    assert all(not closing.measurements(p) for p in findings.paragraphs(LESSON))
+    assert all(not closing.measurements(p) for p in paragraphs(LESSON))
 
 
 def test_sizes_are_small_in_smoke_mode():

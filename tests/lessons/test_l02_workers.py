@@ -8,7 +8,8 @@ from fake_runs import busy
 
 from gpu_course.lessons import l02_workers, sizes
 from gpu_course.lessons.l02_workers import KNOBS_LESSON, MORE_WORKERS
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Outcome, Where
 
 
@@ -139,7 +140,7 @@ def test_a_workers_memory_is_said_from_the_table(make_run):
 
 def test_the_lessons_paragraphs_carry_no_number():
     for lesson in (l02_workers.SWEEP, l02_workers.LARGE, KNOBS_LESSON):
-        assert all(not closing.measurements(p) for p in findings.paragraphs(lesson))
+        assert all(not closing.measurements(p) for p in paragraphs(lesson))
 
 
 class Forking:

@@ -4,7 +4,8 @@ import pytest
 from gpu_course.analyse import noise
 from gpu_course.lessons import l03_graph, module_of, sizes
 from gpu_course.lessons.l03_graph import LESSON
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Outcome, Where
 
 
@@ -50,13 +51,13 @@ def test_a_tracing_backend_is_not_called_compilings_speed_up(make_run):
     say = l03_graph.conclude(runs)
     assert "tracing backend generates no fused kernels" in say.text
     assert "CUDA graphs" in say.text   # skipped on the CPU, and said
-    assert not any(p in say.text for p in findings.paragraphs(LESSON)
+    assert not any(p in say.text for p in paragraphs(LESSON)
                    if "tracing" not in p and "CUDA graphs" not in p)
 
 
 def test_the_lessons_paragraphs_carry_no_number():
     for lesson in (LESSON, l03_graph.BY_HAND):
-        assert all(not closing.measurements(p) for p in findings.paragraphs(lesson))
+        assert all(not closing.measurements(p) for p in paragraphs(lesson))
 
 
 def test_sizes_are_small_in_smoke_mode_and_refuse_an_unknown_override():

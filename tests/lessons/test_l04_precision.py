@@ -5,7 +5,8 @@ import pytest
 
 from gpu_course.lessons import l04_precision as l04, sizes
 from gpu_course.lessons.l04_precision import LESSON
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Outcome, Where
 
 DTYPE, LAYOUT, TF32, MASTER = (LESSON.compares[i] for i in (3, 0, 1, 2))
@@ -135,7 +136,7 @@ def test_pytorch_on_an_ampere_gpu_judges_tf32_against_plain_float32(make_run):
 
 
 def test_the_lessons_paragraphs_carry_no_number():
-    assert all(not closing.measurements(p) for p in findings.paragraphs(LESSON))
+    assert all(not closing.measurements(p) for p in paragraphs(LESSON))
 
 
 def test_sizes_repeat_each_precision():

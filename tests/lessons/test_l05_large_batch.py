@@ -5,6 +5,7 @@ import math
 import pytest
 
 from gpu_course.show import findings
+from declared import paragraphs
 
 from gpu_course.lessons import l05_large_batch as l05, sizes
 from gpu_course.lessons.l05_large_batch import CHANGES, RACE, SWEEP
@@ -174,7 +175,7 @@ def test_time_to_target_counts_training_epochs_until_the_first_that_reaches_it(m
 
 def test_the_lessons_paragraphs_carry_no_number():
     for lesson in (SWEEP, CHANGES, RACE):
-        assert all(not closing.measurements(p) for p in findings.paragraphs(lesson))
+        assert all(not closing.measurements(p) for p in paragraphs(lesson))
 
 
 def test_sizes_keep_the_lesson_sizes_out_of_the_experiment():

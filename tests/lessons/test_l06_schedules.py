@@ -5,7 +5,8 @@ import pytest
 
 from gpu_course.lessons import l06_schedules as l06, sizes
 from gpu_course.lessons.l06_schedules import LESSON
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Outcome
 
 SCHEDULE = LESSON.compares[0]
@@ -76,7 +77,7 @@ def test_the_constant_run_is_found_by_its_config_wherever_it_is(make_run):
 
 
 def test_the_lessons_paragraphs_carry_no_number():
-    assert all(not closing.measurements(p) for p in findings.paragraphs(LESSON))
+    assert all(not closing.measurements(p) for p in paragraphs(LESSON))
 
 
 def test_sizes_give_the_large_batch_and_its_scaling():

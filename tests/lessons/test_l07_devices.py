@@ -8,7 +8,8 @@ from gpu_course.scale import exchange, localhosts
 from gpu_course.lessons import l07_devices as l07
 from gpu_course.lessons import sizes
 from gpu_course.lessons.l07_devices import HOSTS, LESSON
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Outcome, Where
 
 FEW = {"train_size": 256, "batch_size": 32}   # with epochs=2: 8 timed steps a run (epoch 1 warms up)
@@ -250,7 +251,7 @@ def test_few_steps_make_the_efficiencies_noise(make_run):
 
 def test_the_lessons_paragraphs_carry_no_number():
     for declared in (LESSON, HOSTS, l07.BENCH, l07.BUCKETS, l07.MEASURED, l07.MODEL):
-        assert all(not closing.measurements(p) for p in findings.paragraphs(declared))
+        assert all(not closing.measurements(p) for p in paragraphs(declared))
 
 
 def test_ranks_table_sums_each_process_epochs(make_run):

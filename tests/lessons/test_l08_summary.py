@@ -12,7 +12,8 @@ from gpu_course.lessons import sizes
 from gpu_course.lessons import talk
 from gpu_course.lessons.l08_summary import LESSON
 from gpu_course.rungs import RungName
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Outcome, Where
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -233,7 +234,7 @@ def test_a_gain_from_a_rung_not_aimed_at_what_held_the_step_is_named(make_run):
 
 def test_the_lessons_paragraphs_carry_no_number():
     for declared in (LESSON, l08.DATA_ON_GPU, l08.BESIDE, l08.ANATOMY, l08.REGIMES):
-        assert all(not closing.measurements(p) for p in findings.paragraphs(declared))
+        assert all(not closing.measurements(p) for p in paragraphs(declared))
 
 
 def test_the_talk_s_figures_are_keyed_by_the_ladder_s_rungs_in_both_tracks_names():

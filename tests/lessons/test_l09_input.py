@@ -7,7 +7,8 @@ import pytest
 
 from gpu_course.data.disk import ReadSpeed
 from gpu_course.lessons import l09_input, sizes
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Outcome
 
 LOOSE = {"dataset": "folder", "num_workers": 1, "data_format": "loose", "model": "tiny",
@@ -252,4 +253,4 @@ def test_orders_read_cold_are_checked_cold_or_said_not_to_be(make_run):
 def test_the_lessons_paragraphs_carry_no_number():
     for lesson in (l09_input.RUNGS, l09_input.PAGE_CACHE, l09_input.BY_ORDER, l09_input.DISK,
                    l09_input.UNEVICTED):
-        assert all(not closing.measurements(p) for p in findings.paragraphs(lesson))
+        assert all(not closing.measurements(p) for p in paragraphs(lesson))

@@ -9,7 +9,8 @@ from gpu_course.analyse import diagnose
 from gpu_course.config import Experiment
 from gpu_course.lessons import l10_mocks, sizes
 from gpu_course.rungs import RungName
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Outcome
 
 JOB = {"dataset": "folder", "num_workers": 1, "data_format": "loose", "augment": "heavy",
@@ -81,7 +82,7 @@ def test_whether_the_advice_helped_says_the_paragraph_the_lesson_declares(make_r
     after = make_run("after the advice: preresized", rate=rate, data_wait_share=0.3,
                      config={**JOB, "data_format": "preresized"})
     say = l10_mocks.conclude([*runs, after], advice=advice("input-bound", RungName.DATA_FORMAT))
-    assert say.lines[0].text.startswith(f"'after the advice: preresized' against '{NAME}' "
+    assert say.lines[0].startswith(f"'after the advice: preresized' against '{NAME}' "
                                         "(data_format loose → preresized): ×")
     assert paragraph in say.text
     assert "mismeasured" not in say.text and "the input alone" not in say.text
@@ -154,7 +155,7 @@ def test_a_shared_machine_is_named_once(make_run):
 
 def test_the_lessons_paragraphs_carry_no_number():
     for lesson in (l10_mocks.LESSON, l10_mocks.ADVICE):
-        assert all(not closing.measurements(p) for p in findings.paragraphs(lesson))
+        assert all(not closing.measurements(p) for p in paragraphs(lesson))
 
 
 def test_sizes_are_small_in_smoke_mode():

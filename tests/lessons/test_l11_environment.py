@@ -7,7 +7,8 @@ import fake_runs
 from gpu_course.analyse import environment as env
 from gpu_course.lessons import l11_environment as l11
 from gpu_course.lessons import sizes
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Outcome, Sign
 
 CPU = {"model": "Intel(R) Xeon(R) CPU @ 2.20GHz", "logical": 4, "physical": 4, "usable": 4,
@@ -125,7 +126,7 @@ def test_each_scenario_gets_its_paragraph(name, records, context, paragraph):
 
 @pytest.mark.parametrize("lesson", l11.LESSONS.values(), ids=[s.value for s in l11.LESSONS])
 def test_paragraphs_carry_no_number(lesson):
-    assert all(closing.measurements(t) == [] for t in findings.paragraphs(lesson))
+    assert all(closing.measurements(t) == [] for t in paragraphs(lesson))
 
 
 def test_the_verdicts_cells_and_the_talks_figures():

@@ -241,8 +241,9 @@ def test_no_idle_split_and_no_launches():
 
 
 def test_paragraphs_carry_no_number():
-    from gpu_course.show import closing, findings
-    assert all(closing.measurements(t) == [] for t in findings.paragraphs(l12.HTA))
+    from gpu_course.show import closing
+    from declared import paragraphs
+    assert all(closing.measurements(t) == [] for t in paragraphs(l12.HTA))
 
 
 def test_bad_input_names_what_is_allowed(tmp_path):

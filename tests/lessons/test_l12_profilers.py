@@ -88,9 +88,10 @@ def test_each_scenario_gets_its_paragraph(make_run, name, trio_of, split, paragr
 
 
 def test_paragraphs_carry_no_number():
-    from gpu_course.show import closing, findings
+    from gpu_course.show import closing
+    from declared import paragraphs
     for lesson in (l12.LIMITS, l12.INPUT):
-        assert all(closing.measurements(t) == [] for t in findings.paragraphs(lesson))
+        assert all(closing.measurements(t) == [] for t in paragraphs(lesson))
 
 
 def test_the_trace_the_ceilings_and_their_agreement_cite_their_cells(make_run):

@@ -9,7 +9,8 @@ import pytest
 from gpu_course.config import Experiment
 from gpu_course.lessons import l13_sync_points as l13, sizes
 from gpu_course.measure.harness import Harness, Output
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Outcome, Where
 
 W, S, E = l13.WITHOUT, l13.WITH, l13.EVENTS
@@ -53,7 +54,7 @@ def test_the_trap_cites_both_clocks_and_says_each_paragraph_once():
     trap = passes("forward pass", 64, *QUEUED) + \
         passes("2 training steps", 128, [0.005, 0.006, 0.005], [0.15, 0.16, 0.14])
     say = l13.conclude(trap=trap, device="cpu(0)")
-    assert say.lines[0].text == ("'forward pass, without a sync' against 'forward pass, with a "
+    assert say.lines[0] == ("'forward pass, without a sync' against 'forward pass, with a "
                                  "sync': ×22.00, faster (×16.67–×26.67 over 3 timed passes "
                                  "each).")
     assert "'forward pass, with a sync' 22.0" in say.text and "'forward pass, with a sync' 2,909" \
@@ -207,7 +208,7 @@ def test_a_library_file_is_named_and_a_clean_loop_and_no_gpu_say_so(tmp_path):
 
 def test_the_lessons_paragraphs_carry_no_number():
     for lesson in (l13.TRAP, l13.RUNS, l13.SYNCS):
-        assert all(not closing.measurements(p) for p in findings.paragraphs(lesson))
+        assert all(not closing.measurements(p) for p in paragraphs(lesson))
 
 
 def test_sizes():

@@ -10,7 +10,8 @@ import pytest
 from gpu_course.analyse import memory as m
 from gpu_course.lessons import l14_memory as l14, sizes
 from gpu_course.lessons.l14_memory import ACCUMULATION, CHECKPOINTING, GRAPH, SWEEP
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Outcome, Sign
 
 MiB = 2**20
@@ -150,7 +151,7 @@ def test_a_run_without_a_measurement_is_refused_by_name(make_run):
 
 def test_the_lessons_paragraphs_carry_no_number():
     for lesson in (SWEEP, ACCUMULATION, CHECKPOINTING, GRAPH):
-        assert all(not closing.measurements(p) for p in findings.paragraphs(lesson))
+        assert all(not closing.measurements(p) for p in paragraphs(lesson))
 
 
 # -- gradient accumulation -------------------------------------------------------------------

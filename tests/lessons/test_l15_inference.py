@@ -11,7 +11,8 @@ from gpu_course.analyse import noise
 
 from gpu_course.analyse import inference as l15
 from gpu_course.lessons import l15_inference as lesson, sizes
-from gpu_course.show import closing, findings
+from gpu_course.show import closing
+from declared import paragraphs
 from gpu_course.show.findings import Outcome
 
 V = l15.Variant
@@ -187,7 +188,7 @@ def test_without_a_gpu_the_lesson_says_what_waits_and_that_tensorrt_is_missing()
 
 def test_the_lessons_paragraphs_carry_no_number():
     for declared in (lesson.CPU, lesson.GPU):
-        assert all(not closing.measurements(p) for p in findings.paragraphs(declared))
+        assert all(not closing.measurements(p) for p in paragraphs(declared))
 
 
 # -- what the module refuses ----------------------------------------------------------------------

@@ -101,8 +101,7 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
 
 
 def judge_table(lesson: Lesson, table: pd.DataFrame, context, pairs=()) -> Closing:
-    """`lesson`'s sentences on a table that is not one row a run, measured where `context`
-    says, each of `pairs` (`Samples`) judged on its own measurements: the Closing."""
+    """`lesson`'s sentences on a table not one row a run, each of `pairs` (`Samples`) judged."""
     track, where = context
     key = table.columns[0] if len(table.columns) else "rung"
     said: set = set()
@@ -262,10 +261,8 @@ def last_row(say: Closing, lesson: Lesson, run, context) -> None:
 def _ceilings(say: Closing, lesson: Lesson, runs, context) -> list:
     """Judge the ceilings, then every other run against the lower one; the other runs."""
     spec = lesson.ceilings
-    ceilings = {}
-    for run in runs:
-        if setting(run, spec.setting) in spec.alone:
-            ceilings.setdefault(setting(run, spec.setting), run)
+    ceilings = {setting(r, spec.setting): r for r in reversed(runs)   # the first run of each
+                if setting(r, spec.setting) in spec.alone}
     others = [r for r in runs if setting(r, spec.setting) not in spec.alone]
     if not others:
         raise ValueError(f"runs={[r.name for r in runs]} holds only ceilings "

@@ -41,16 +41,14 @@ def predicted(expect: Expect, verdict: noise.Verdict, drift: float = 1.0) -> Out
 
 
 def called(answer, call, possible=()) -> Outcome:
-    """A call in words against the `answer` predicted; NONE where there is no call or it cannot
-    rule the answer out (among `possible`)."""
+    """A call against the `answer` predicted; NONE without a call or one `possible` answers."""
     if answer == call:
         return Outcome.EXPECTED
     return Outcome.NONE if call is None or answer in possible else Outcome.OPPOSITE
 
 
 def untested(notes, runs) -> str:
-    """The text of the first of `notes` that fires on `runs` (they cannot test the prediction),
-    {names} the runs it fires on; "" where none does."""
+    """The first of `notes` firing on `runs` (which cannot test the prediction), else ""."""
     for note in notes:
         names = [f"'{r.name}'" for r in runs if fires(note, [r])]
         if names:
@@ -59,8 +57,7 @@ def untested(notes, runs) -> str:
 
 
 def apart(xs, ys, how: str) -> noise.Verdict:
-    """B's measurements against A's (shares, maybe zero): FASTER where all of B's are above all
-    of A's, SLOWER where all below, else WITHIN_NOISE; no ratio."""
+    """B's shares against A's (maybe 0): FASTER all above, SLOWER all below, else WITHIN_NOISE."""
     nan = float("nan")
     if not len(xs) or not len(ys):
         return noise.Verdict(nan, nan, nan, noise.Kind.NOT_MEASURED, how)

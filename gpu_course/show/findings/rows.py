@@ -21,10 +21,8 @@ def judge_rows(lesson: Lesson, rows, table: pd.DataFrame | None,
     where = Where.GPU if any(r.gpu for r in rows) else Where.CPU
     said: set = set()
     if context.cpu:
-        cpu = context.cpu
-        say(CPU_FACTS.format(source="/proc/cpuinfo", model=say.quote("/proc/cpuinfo",
-                             cpu["model"]), logical=cpu["logical"], physical=cpu["physical"],
-                             usable=cpu["usable"]))
+        say(CPU_FACTS.format_map({**context.cpu, "source": "/proc/cpuinfo",
+                                  "model": say.quote("/proc/cpuinfo", context.cpu["model"])}))
     for fact in context.facts:
         once(say, said, ("fact", fact), text_for(lesson.facts.get(fact, ""), None, where))
     judged, groups = [], {}

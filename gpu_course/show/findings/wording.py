@@ -21,8 +21,7 @@ CHANCE = "Every run's accuracy is within noise of chance: more epochs or a large
 UNMATCHED = "'{b}' differs from '{a}' in {what}, which this lesson does not compare: no verdict."
 ACCURACY = "'{b}' against '{a}' in accuracy: {change}."
 WAITED = "'{a}' waited for its data {share} of its steady time: feed it faster first (lessons 02 and 09)."
-QUOTES = "{source}, on {hardware}: {figures}."
-QUOTED = "{source}: {figures}."   # quotes of no hardware
+QUOTES = "{source}{on}: {figures}."   # on: ", on <hardware>" where the quotes name one
 COLUMN = "{words}: {cells}."
 MARKED = "{words}: {names}."
 BEYOND_WAIT = ("That is more than removing all of '{a}''s data wait ({share} of its steady time) "
@@ -75,8 +74,8 @@ def quotes(say: Closing, declared, quoted) -> None:
         figures = "; ".join(f"{q.what} {say.quote(declared.source, q.value, q.fmt)}"
                             for q in quoted)
         source = declared.source[:1].upper() + declared.source[1:]
-        say((QUOTES if declared.hardware else QUOTED).format(
-            source=source, hardware=declared.hardware, figures=figures))
+        on = f", on {declared.hardware}" if declared.hardware else ""
+        say(QUOTES.format(source=source, on=on, figures=figures))
 
 
 def cells_line(say: Closing, words: str, column: str, rows) -> None:
