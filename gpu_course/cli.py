@@ -124,8 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=1, help="interleaved walks, walk i seed + i")
     p.add_argument("--out", type=_user_path, default=None, help="report folder")
 
-    p = verb("diagnose", _diagnose)
-    p.add_argument("run", help="run folder or id")
+    verb("diagnose", _diagnose).add_argument("run", help="run folder or id")
 
     p = verb("distributed", _distributed)
     p.add_argument("--engine", choices=_config.ENGINES, default=None)

@@ -51,7 +51,7 @@ def gluon_extra(capabilities: list) -> str:
 
 def support_text(capability: tuple) -> str:
     kind, code = gluon_gpu(capability)
-    return kind.value.format(code=f"{code[0]}{code[1]}" if code else "")
+    return kind.value.format(code="".join(map(str, code or ())))
 
 
 def compute_capabilities() -> list[tuple[int, int]]:

@@ -248,7 +248,7 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
             if rung.name == RungName.THREADS:  # its count comes from the load the rung before saw
                 threads, other = free_threads(last) if last else (rung.cfg.threads, math.nan)
                 if threads == rung.cfg.threads:
-                    why = threads_left_out([last] if last else [], other)
+                    why = threads_left_out(last, other)
                     print(f"\n=== rung threads{which}: left out: {why}", flush=True)
                     continue
                 rung = dataclasses.replace(rung, cfg=rung.cfg.replace(threads=threads), change=(
@@ -323,11 +323,11 @@ def free_threads(before: Run) -> tuple[int, float]:
     return max(1, min(cores, round(cores - other))), other
 
 
-def threads_left_out(runs: list[Run], other: float) -> str:
-    """Why the PyTorch ladder has no thread rung."""
-    if not runs:
+def threads_left_out(last: Run | None, other: float) -> str:
+    """Why the PyTorch ladder has no thread rung (`last`: the rung before, if one ran)."""
+    if last is None:
         return NO_RUNG_BEFORE
-    return f"other programs used {max(0.0, other):.1f} cores during '{runs[-1].name}', " + DEFAULT_THREADS
+    return f"other programs used {max(0.0, other):.1f} cores during '{last.name}', " + DEFAULT_THREADS
 
 
 def threads_line(engine: str, runs: list[Run]) -> str | None:
@@ -345,7 +345,7 @@ def threads_line(engine: str, runs: list[Run]) -> str | None:
             return (f"Threads: '{last.name}' ran {_threads_ran(last)} with {other:.1f} cores "
                     f"busy; a thread rung would have given training {threads}.")
         return (f"Threads: '{last.name}' ran {_threads_ran(last)}; no thread rung: "
-                + threads_left_out([last], other) + ".")
+                + threads_left_out(last, other) + ".")
     workers = last.config.get("num_workers") or 0
     return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside {workers} loader workers "
             f"on {(last.meta.get('ran') or {}).get('cpu_count')} cores; " + MXNET_THREADS)

@@ -33,17 +33,13 @@ LESSON = Lesson(
 )
 
 
-def constant_run(runs):
-    """The run with no schedule (`lr_scheduler="none"`): the base of every comparison."""
-    if found := [r for r in runs if (r.config.get("lr_scheduler") or CONSTANT) == CONSTANT]:
-        return found[0]
-    have = [r.config.get("lr_scheduler") for r in runs]
-    raise ValueError(f"no run has lr_scheduler={CONSTANT!r}; the runs' schedules: {have}")
-
-
 def table(runs) -> pd.DataFrame:
     """The ladder table against the constant rate, with each run's schedule and what else changed."""
-    base = constant_run(runs := list(runs))
+    runs = list(runs)
+    if not (found := [r for r in runs if (r.config.get("lr_scheduler") or CONSTANT) == CONSTANT]):
+        have = [r.config.get("lr_scheduler") for r in runs]
+        raise ValueError(f"no run has lr_scheduler={CONSTANT!r}; the runs' schedules: {have}")
+    base = found[0]
     frame = report.ladder_table(runs, baseline=runs.index(base))
     report.put(frame, 1, "lr_scheduler", [r.config.get("lr_scheduler") or CONSTANT for r in runs])
     frame.insert(2, "differs_besides_the_schedule",

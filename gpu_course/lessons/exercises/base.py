@@ -32,8 +32,7 @@ class Result:
     measured: bool = False
 
     def __str__(self) -> str:
-        head = "passed" if self.passed else "not yet"
-        return f"Exercise {self.exercise}, {head}: {self.message}"
+        return f"Exercise {self.exercise}, {'passed' if self.passed else 'not yet'}: {self.message}"
 
     __repr__ = __str__
 
