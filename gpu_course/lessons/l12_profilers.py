@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..analyse import holistic as h, limits
+from ..analyse import holistic as h, limits, metrics
 from ..analyse.kernels import (ALL_CONVOLUTIONS, ALL_KERNELS, kernel_rows,  # noqa: F401
                                kernel_table, reference_kernel_traces)
 from ..analyse.limits import (ABOVE, CEILINGS, COMPUTE_BOUND, INPUT_BOUND, LAUNCH_BOUND,  # noqa: F401
@@ -69,7 +69,6 @@ def conclude(runs=None, top=None, split=None, hta=None, kernels=None) -> Closing
         return judge_rows(HTA, [Row(name, {}, gpu=True) for name in frame["trace"]], frame)
     if kernels is not None:
         return kernel_closing(kernels)
-    from ..analyse import metrics
     runs = list(runs)
     frame, gpu = limits.table(runs, split), any(metrics.on_gpu(r) for r in runs)
     return judge_rows(LIMITS, [Row(name, {}, gpu=gpu) for name in frame["rung"]], frame)
