@@ -36,8 +36,7 @@ MOCKS = {"trainer": Role.INPUT, "loader": Role.COMPUTE}
 
 
 def table(runs) -> pd.DataFrame:
-    """The run and its ceilings (no speed-up for a ceiling), with each row's steady steps,
-    step-time percentiles and the machine's load."""
+    """The run and its ceilings (no speed-up for a ceiling): steady steps, step times, load."""
     runs = list(runs)
     roles = [MOCKS.get(str(r.config.get("mock") or "none"), Role.RUN) for r in runs]
     frame = report.ladder_table(runs)

@@ -1,5 +1,4 @@
-"""Lesson 06: learning-rate schedules on lesson 05's large-batch job, each against the
-constant rate in accuracy and speed."""
+"""Lesson 06: learning-rate schedules on lesson 05's large batch, against the constant rate."""
 from __future__ import annotations
 
 import pandas as pd

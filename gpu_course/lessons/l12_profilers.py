@@ -1,5 +1,4 @@
-"""Lesson 12: profilers (cProfile, the framework's, HTA) and what limits the run, judged
-against lesson 10's mock ceilings (`analyse.limits`)."""
+"""Lesson 12: profilers (cProfile, the framework's, HTA), and what limits the run (`limits`)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -118,6 +117,5 @@ KERNELS = Reading(
 
 
 def kernel_closing(traces: dict) -> Closing:
-    """Each trace's largest kind of kernel, and the most faster kernels or fewer launches
-    could remove (`KERNELS`)."""
+    """Each trace's largest kind of kernel, and what faster kernels or fewer launches could save."""
     return read(KERNELS, kernel_rows(traces), where=Where.GPU, show=False)

@@ -1,5 +1,4 @@
-"""Lesson 14: where a step's memory goes (`SWEEP`), and three ways to need less:
-`ACCUMULATION`, `CHECKPOINTING`, `GRAPH`."""
+"""Lesson 14: where a step's memory goes (`SWEEP`); ACCUMULATION, CHECKPOINTING, GRAPH need less."""
 from __future__ import annotations
 
 from ..analyse import alike

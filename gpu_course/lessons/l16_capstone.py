@@ -1,5 +1,4 @@
-"""Lesson 16, the capstone: a job the course did not use, made steady, graded by
-`analyse.capstone.grade` on its records."""
+"""Lesson 16, the capstone: an unseen job made steady, graded by `analyse.capstone.grade`."""
 from __future__ import annotations
 
 from ..analyse.capstone import (GIVEN, JOB, LESSONS, Criterion, Mark, fix,  # noqa: F401
