@@ -52,8 +52,7 @@ def _os_error(err: OSError) -> str:
     where = err.filename or "?"
     text = f"{what} while writing {where}"
     for name in ("GPU_COURSE_RUNS", "GPU_COURSE_DATA"):
-        value = os.environ.get(name)
-        if value and _inside(where, value):   # a folder, not a prefix: runs-other is not runs
+        if (value := os.environ.get(name)) and _inside(where, value):   # a folder, not a prefix
             text += f" (from {name}={value})"
     return text + f" [{type(err).__name__}: {err.strerror or err}]"
 
@@ -71,8 +70,7 @@ def _user_path(text: str) -> Path:
     return Path(text).expanduser()
 
 
-# each verb's description; by path, since `python -m gpu_course.cli` runs it as __main__
-PAGE = Page(Path(__file__).resolve().parent / "text" / "cli.md")
+PAGE = Page(Path(__file__).resolve().parent / "text" / "cli.md")   # by path: run as __main__ too
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,10 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = verb("monitor", _monitor, False)
     p.add_argument("--out", type=_user_path, required=True, help="CSV of GPU samples")
     p.add_argument("--seconds", type=float, default=None, help="default: until Ctrl-C")
-    p.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
-
-    p = verb("watch", _watch)
-    p.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
+    for p in (p, verb("watch", _watch)):
+        p.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
     p.add_argument("--name", default=None, help="default: the command's")
     p.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command")
 
@@ -128,8 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=1, help="interleaved walks, walk i seed + i")
     p.add_argument("--out", type=_user_path, default=None, help="report folder")
 
-    p = verb("diagnose", _diagnose)
-    p.add_argument("run", help="run folder or id")
+    verb("diagnose", _diagnose).add_argument("run", help="run folder or id")
 
     p = verb("distributed", _distributed)
     p.add_argument("--engine", choices=_config.ENGINES, default=None)
@@ -149,24 +144,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _data(args) -> int:
+def _data(args) -> None:
     from . import data
     if args.kind == "folder":
         from .data import folder
         path = folder.generate_folder(args.out, folder.Photos(args.classes, args.per_class, args.seed),
                                       overwrite=args.overwrite)
         print(f"wrote {args.classes * args.per_class:,} JPEGs in {args.classes} class folders to {path}")
-        return 0
-    path = data.generate_to(args.out, seed=args.seed, train_size=args.train,
-                            test_size=args.test, overwrite=args.overwrite)
-    print(f"wrote {args.train} training and {args.test} test images to {path}")
-    return 0
+    else:
+        path = data.generate_to(args.out, seed=args.seed, train_size=args.train,
+                                test_size=args.test, overwrite=args.overwrite)
+        print(f"wrote {args.train} training and {args.test} test images to {path}")
 
 
-def _monitor(args) -> int:
+def _monitor(args) -> None:
     from .measure import monitor
     monitor.record_to_csv(args.out, seconds=args.seconds, interval=args.interval)
-    return 0
 
 
 def _watch(args) -> int:
@@ -175,18 +168,17 @@ def _watch(args) -> int:
     return watch.watch(command, watch.Options(args.runs_dir, args.interval, args.name))
 
 
-def _runs(args) -> int:
+def _runs(args) -> None:
     from .measure import records
     root = records.runs_root(args.runs_dir)
     if root.exists() and not root.is_dir():
         raise ValueError(f"{root} is a file, not a folder of run records; set --runs-dir")
     if not (runs := records.load_runs(args.runs_dir)):
         print(f"no runs under {root}" + ("" if root.exists() else " (no such folder)"))
-        return 0
+        return
     cols = ["run_id", "status", "engine", "batch_size", "num_workers", "dtype",
             "samples_per_sec", "epoch_time_s", "gpu_util", "val_acc", "device"]
     print(records.runs_table(runs)[cols].to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
-    return 0
 
 
 def _engine(requested: str | None) -> str:
@@ -228,14 +220,15 @@ def _ladder(args) -> int:
     return 0 if ok else 1
 
 
-def _distributed(args) -> int:
+def _distributed(args) -> None:
     from .scale import distributed
+    asked = f"--nodes={args.nodes} x --procs-per-node={args.procs_per_node}"
     if args.nodes < 1 or args.procs_per_node < 1:
-        raise ValueError(f"--nodes={args.nodes}, --procs-per-node={args.procs_per_node}: both must be >= 1")
+        raise ValueError(f"{asked}: both must be >= 1")
     engine = _engine(args.engine)
     k = args.nodes * args.procs_per_node
     from .env.cores import check_training_processes
-    check_training_processes(k, f"--nodes={args.nodes} x --procs-per-node={args.procs_per_node}")
+    check_training_processes(k, asked)
     base, job = distributed.run(engine, args.nodes, args.procs_per_node, quick=args.quick,
                                 runs_dir=args.runs_dir)
     cfg = _config.Experiment.from_dict(job.config)
@@ -244,10 +237,9 @@ def _distributed(args) -> int:
     print(f"{engine}: {one}, then {args.nodes} host(s) x {args.procs_per_node} "
           f"process(es) on 127.0.0.1 (records: {base.path.parent})")
     print(distributed.format_table(rows))
-    return 0
 
 
-def _diagnose(args) -> int:
+def _diagnose(args) -> None:
     from .analyse import diagnose
     from .measure import records
     try:
@@ -256,7 +248,6 @@ def _diagnose(args) -> int:
         root = args.runs_dir or records.default_runs_dir()
         raise ValueError(f"run {args.run!r} not found under {root}; `gpu-course runs` lists them") from None
     print(diagnose.explain(run))
-    return 0
 
 
 def _find_run(run: str, runs_dir) -> str:
@@ -264,12 +255,12 @@ def _find_run(run: str, runs_dir) -> str:
     from .measure import records
     if Path(run, "run.json").exists():
         return run
-    root = records.runs_root(runs_dir)
-    found = sorted(p.parent for p in root.rglob("run.json") if p.parent.name == run)
+    found = sorted(p.parent for p in records.runs_root(runs_dir).rglob("run.json")
+                   if p.parent.name == run)
     return str(found[0]) if found else run
 
 
-def _env(args) -> int:
+def _env(args) -> None:
     import json
     from .engines import FRAMEWORKS, installed_engines
     if (engine := args.engine) and engine not in installed_engines():
@@ -278,15 +269,13 @@ def _env(args) -> int:
     from .env import report as env
     report = env.report(args.engine, measure=not args.no_measure, quick=args.quick)
     print(json.dumps(report, indent=2, default=str) if args.json else env.format_report(report))
-    return 0
 
 
-def _profile(args) -> int:
+def _profile(args) -> None:
     from .analyse import profiling
     from .ladder import adapter
     cfg = config_from_args(args, engine=_engine(args.cfg_engine))
     print(profiling.format_result(profiling.profile_run(adapter(cfg.engine), cfg, runs_dir=args.runs_dir)))
-    return 0
 
 
 if __name__ == "__main__":

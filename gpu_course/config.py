@@ -14,7 +14,7 @@ ENGINES = ("gluon", "pytorch")
 DATASETS = ("synthetic", "cifar10", "folder")
 MODELS = ("resnet20", "resnet56", "resnet110", "wrn16_10", "wrn28_10", "tiny")
 OWN = "own"  # a record's model or dataset when the user handed in their own
-# set away from their defaults for Gluon they would be ignored, so they are refused
+# refused away from their defaults for Gluon, which would ignore them
 PYTORCH_ONLY = ("pin_memory", "persistent_workers", "prefetch_factor", "data_on_gpu",
                 "channels_last")
 # fields of old run records: `from_dict` drops them; Experiment(...) says where they went
@@ -28,6 +28,8 @@ RETIRED = {"momentum": "optimizer_params, e.g. (('momentum', 0.9),)",
 MOMENTUM, WEIGHT_DECAY, LR_FACTOR = 0.9, 5e-4, 0.5
 AUGMENTS = ("standard", "none", "heavy")
 DATA_FORMATS = ("loose", "preresized", "packed", "memory")
+
+
 class Graph(StrEnum):
     """How the network runs; records keep these words, each track has its own (`word`)."""
 
@@ -186,14 +188,13 @@ class Experiment:
             raise ValueError(f"threads={self.threads!r} must be None or an integer >= 1")
         if self.warmup_epochs < 0 or self.warmup_epochs > self.epochs:
             raise ValueError(f"warmup_epochs={self.warmup_epochs!r} must be in [0, epochs={self.epochs}]")
-        if isinstance(self.lr_steps, (str, bytes, dict)) or not hasattr(self.lr_steps, "__iter__"):
-            raise ValueError(f"lr_steps={self.lr_steps!r} must be epoch numbers, e.g. (2, 4)")
-        if self.lr_scheduler == "multifactor" and not self.lr_steps:
+        steps = self.lr_steps
+        if isinstance(steps, (str, bytes, dict)) or not hasattr(steps, "__iter__") \
+                or any(not (_is_number(s) and 0 < s < math.inf) for s in steps) \
+                or list(steps) != sorted(steps):
+            raise ValueError(f"lr_steps={steps!r} must be increasing epoch numbers > 0, e.g. (2, 4)")
+        if self.lr_scheduler == "multifactor" and not steps:
             raise ValueError("lr_scheduler='multifactor' needs lr_steps, e.g. (2, 4)")
-        if any(not (_is_number(s) and s > 0 and math.isfinite(s)) for s in self.lr_steps):
-            raise ValueError(f"lr_steps={self.lr_steps!r} must be positive, finite epoch numbers")
-        if list(self.lr_steps) != sorted(self.lr_steps):
-            raise ValueError(f"lr_steps={self.lr_steps!r} must be increasing")
         if self.lr_scheduler == "onecycle" and self.warmup_epochs:
             raise ValueError("lr_scheduler='onecycle' has its own warm-up; set warmup_epochs=0")
         object.__setattr__(self, "lr_steps", tuple(self.lr_steps))
@@ -217,7 +218,6 @@ class Experiment:
             if value != defaults[name]:
                 raise ValueError(f"{name}={value!r} applies to {where} only; leave it at {defaults[name]!r}")
 
-    # -- derived values --------------------------------------------------------------
     @property
     def global_batch(self) -> int:
         """Images per optimizer step over all devices."""
@@ -236,9 +236,7 @@ class Experiment:
     @property
     def scaled_lr(self) -> float:
         """The learning rate actually used: linearly scaled when lr_base_batch is set."""
-        if self.lr_base_batch is None:
-            return self.lr
-        return self.lr * self.global_batch / self.lr_base_batch
+        return self.lr * (self.global_batch / self.lr_base_batch if self.lr_base_batch else 1)
 
     def replace(self, **changes: Any) -> "Experiment":
         """A copy with some fields changed (validated like the original)."""
@@ -256,12 +254,10 @@ class Experiment:
 
     @classmethod
     def from_dict(cls, values: dict) -> "Experiment":
-        """Build from a dict (a run record's config), RETIRED fields left out."""
-        values = {k: v for k, v in values.items() if k not in RETIRED}
-        # a non-finite float comes back as a float, so validation names what is wrong
-        values = {k: math.nan if k in _FLOAT_RANGES and v is None else _decode(v)
-                  for k, v in values.items()}
-        return cls(**values)
+        """Build from a dict (a run record's config), RETIRED fields left out; a float field's
+        None comes back as nan, so validation names what is wrong."""
+        return cls(**{k: math.nan if k in _FLOAT_RANGES and v is None else _decode(v)
+                      for k, v in values.items() if k not in RETIRED})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
@@ -402,8 +398,8 @@ def _param_value(name: str, value: Any) -> Any:
 def _number(text: Any) -> Any:
     if not isinstance(text, str):
         return text
-    if text.strip().lower() in ("true", "false"):  # an optimizer switch (nesterov=true)
-        return text.strip().lower() == "true"
+    if (word := text.strip().lower()) in ("true", "false"):  # an optimizer switch (nesterov=true)
+        return word == "true"
     for cast in (int, float):
         try:
             return cast(text)
@@ -417,14 +413,14 @@ BOOL_WORDS = {**{w: True for w in TRUTHY}, **{w: False for w in FALSY if w}}
 
 
 def _boolean(cfg: Experiment, name: str) -> None:
-    """A yes/no field as a real bool from True/False, 1/0 or one of BOOL_WORDS."""
+    """A yes/no field as a real bool from True/False, numpy's bool, 1/0 or one of BOOL_WORDS."""
     value = getattr(cfg, name)
     if isinstance(value, str) and value.strip().lower() in BOOL_WORDS:
-        object.__setattr__(cfg, name, BOOL_WORDS[value.strip().lower()])
-    elif type(value).__name__ in ("bool_", "bool8") or (isinstance(value, int) and value in (0, 1)):
-        object.__setattr__(cfg, name, bool(value))   # a bool, numpy's bool, or 1/0
-    else:
+        value = BOOL_WORDS[value.strip().lower()]
+    elif type(value).__name__ not in ("bool_", "bool8") and not (isinstance(value, int)
+                                                                 and value in (0, 1)):
         raise ValueError(f"{name}={value!r} must be True or False (or {', '.join(BOOL_WORDS)})")
+    object.__setattr__(cfg, name, bool(value))
 
 
 def _choice(cfg: Experiment, name: str, allowed: tuple, by_engine: dict | None = None) -> None:

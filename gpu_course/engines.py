@@ -19,13 +19,12 @@ def check_engine(engine: str) -> str:
         raise ValueError(f"engine={engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
     return engine
 
+
 # the architectures with machine code in the mxnet-cu112 1.9.1 wheel (no PTX)
 MXNET_CODE = ((5, 0), (5, 2), (6, 0), (6, 1), (7, 0), (7, 5), (8, 0), (8, 6))
 # the GPUs the course meets (workshops, SageMaker), by CUDA compute capability
 GPUS = {"V100": (7, 0), "T4": (7, 5), "A100": (8, 0), "A10G": (8, 6), "L4": (8, 9),
         "L40S": (8, 9), "H100": (9, 0), "H200": (9, 0), "B200": (10, 0)}
-# capabilities the Gluon GPU build has run on by compatibility: add one when a run shows it
-GLUON_RUN_ON: frozenset = frozenset()
 
 
 class Gluon(enum.Enum):
@@ -41,8 +40,7 @@ def gluon_gpu(capability: tuple) -> tuple[Gluon, tuple | None]:
     if not (same_major := [c for c in MXNET_CODE if c[0] == capability[0] and c <= tuple(capability)]):
         return Gluon.NO, None
     code = max(same_major)
-    runs = code == tuple(capability) or tuple(capability) in GLUON_RUN_ON
-    return (Gluon.RUNS if runs else Gluon.UNTESTED), code
+    return (Gluon.RUNS if code == tuple(capability) else Gluon.UNTESTED), code
 
 
 def gluon_extra(capabilities: list) -> str:
@@ -53,7 +51,7 @@ def gluon_extra(capabilities: list) -> str:
 
 def support_text(capability: tuple) -> str:
     kind, code = gluon_gpu(capability)
-    return kind.value.format(code=f"{code[0]}{code[1]}" if code else "")
+    return kind.value.format(code="".join(map(str, code or ())))
 
 
 def compute_capabilities() -> list[tuple[int, int]]:
@@ -87,9 +85,8 @@ def installed_engines() -> tuple[str, ...]:
 
 def pick_engine(env: dict | None = None, capabilities: list | None = None,
                 installed: tuple | None = None) -> tuple[str, str]:
-    """Return (engine, reason): $ENGINE where set; the one framework this environment has
-    (a track's own environment); else, where both or neither are installed (the Makefile,
-    before any environment exists), by the GPU."""
+    """(engine, reason): $ENGINE where set; else the one framework installed; else (both or
+    neither, as in the Makefile before any environment exists) by the GPU."""
     if chosen := (os.environ if env is None else env).get("ENGINE", "").strip().lower():
         if chosen not in ENGINES:
             raise ValueError(f"ENGINE={chosen!r} is not allowed; allowed: {', '.join(ENGINES)}")

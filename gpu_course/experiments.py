@@ -12,21 +12,19 @@ def sweep(train: Callable[..., Run], cfg: Experiment, field: str, values: Iterab
     """`train(cfg.replace(field=v))` for each value (repeats: interleaved, a list each)."""
     at_least("repeats", repeats, 1)
     values = list(values)
-    points: dict = {i: [] for i in range(len(values))}
+    points: list[list] = [[] for _ in values]
     for _ in range(repeats):
-        for i, value in enumerate(values):
-            if any(r.meta.get("status") == "oom" for r in points[i]):
+        for value, point in zip(values, points):
+            if any(r.meta.get("status") == "oom" for r in point):
                 continue  # the same size will not fit the second time either
-            point = cfg.replace(**{field: value, "name": f"{field}={value}"})
             try:
-                points[i].append(train(point, **train_kwargs))
+                point.append(train(cfg.replace(**{field: value, "name": f"{field}={value}"}),
+                                   **train_kwargs))
             except OutOfMemory as err:
                 print(f"{field}={value}: out of memory, going on with the next value ({err})")
-                path = getattr(err, "run_path", None)
-                if path is not None:
-                    points[i].append(load_run(path))
-    return [group if repeats > 1 and len(group) > 1 else group[0]
-            for group in points.values() if group]
+                if (path := getattr(err, "run_path", None)) is not None:
+                    point.append(load_run(path))
+    return [group if repeats > 1 and len(group) > 1 else group[0] for group in points if group]
 
 
 def interleave(train: Callable[..., Run], cfgs: list[Experiment], repeats: int = 3,

@@ -20,7 +20,6 @@ def config_from_args(args: argparse.Namespace, **defaults) -> _config.Experiment
     """Build an Experiment from parsed flags (strings turned into each field's type)."""
     values = dict(defaults)
     for f in fields(_config.Experiment):
-        text = getattr(args, f"cfg_{f.name}", None)
-        if text is not None:
+        if (text := getattr(args, f"cfg_{f.name}", None)) is not None:
             values[f.name] = _config.parse_value(f.name, text)
     return _config.Experiment(**values)

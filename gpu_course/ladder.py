@@ -1,7 +1,5 @@
-"""Walk one training job up the ladder of fixes, one change a rung (`rungs.RungName`).
-
-A CPU ladder keeps the rungs a CPU can show and reads loose JPEGs until its data-format rung.
-"""
+"""Walk one training job up the ladder of fixes, one change a rung (`rungs.RungName`); a CPU
+ladder keeps the rungs a CPU can show and reads loose JPEGs until its data-format rung."""
 from __future__ import annotations
 
 import dataclasses
@@ -65,7 +63,7 @@ class Rung:
     name: RungName
     cfg: Experiment
     change: str  # the one thing this rung changes, in words
-    limit: str | None = None  # what bounds this rung's speed, where it is known
+    limit: str | None = None  # what bounds this rung's speed, where known
 
 
 def adapter(engine: str):
@@ -90,7 +88,7 @@ CPU_IMAGE_SIZE = 24
 
 
 def default_sizes(gpus: int, quick: bool, engine: str = "gluon") -> dict:
-    """Dataset size and epochs by what the machine can do in reasonable time."""
+    """Dataset size and epochs the machine walks in reasonable time."""
     if quick:
         return {"train_size": 1024, "test_size": 512, "epochs": 1,
                 **({"image_size": CPU_IMAGE_SIZE} if gpus == 0 else {})}
@@ -115,13 +113,11 @@ def ensure_photos(cfg: Experiment, progress: bool = False) -> None:
     """Write the photo folder a CPU rung reads unless it is complete, and say what it cost."""
     import time
     from .data.folder import MANIFEST, Photos, generate_folder
-    folder = Path(cfg.data_dir)
-    low, high = PHOTO_SIDES
+    folder, (low, high) = Path(cfg.data_dir), PHOTO_SIDES
     per_class = _photos_per_class(cfg.train_size, cfg.test_size)
     written = (folder / MANIFEST).exists()  # complete: generate_folder checks its settings
     start = time.perf_counter()
-    generate_folder(folder, Photos(classes=10, per_class=per_class, min_side=low, max_side=high),
-                    progress=progress)
+    generate_folder(folder, Photos(10, per_class, min_side=low, max_side=high), progress=progress)
     if written:
         return
     size = sum(f.stat().st_size for f in folder.rglob("*.jpg"))
@@ -234,11 +230,10 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
     gpus = gc.gpu_count()
     runs_dir = runs_root(runs_dir) / f"ladder-{engine}-{_dt.datetime.now():%Y%m%d-%H%M%S}"
     selected = rungs(engine, gpus, quick=quick, **sizes)
-    if only:
-        if unknown := set(only) - {r.name for r in selected}:
-            raise ValueError(f"unknown rung(s) {sorted(unknown)}; "
-                             f"allowed: {', '.join(r.name for r in selected)}")
-        selected = [r for r in selected if r.name in only]
+    if only and (unknown := set(only) - {r.name for r in selected}):
+        raise ValueError(f"unknown rung(s) {sorted(unknown)}; "
+                         f"allowed: {', '.join(r.name for r in selected)}")
+    selected = [r for r in selected if not only or r.name in only]
     if walk.first is not None:  # the first rungs only (a summary walked in CI's smoke mode)
         selected = selected[:walk.first]
     if selected and selected[0].cfg.dataset == "folder" and gpus == 0:
@@ -247,13 +242,13 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
     prepared: dict[str, dict] = {}  # rung -> the copy of the photos made before it, timed
     for repeat in range(repeats):
         last = None  # this walk's latest run: the thread rung reads the load it saw
-        before = None  # the config of the rung before: a new data format is prepared
+        before = None  # the data of the rung before: a new data format is prepared
         for rung in selected:
             which = f" (run {repeat + 1} of {repeats})" if repeats > 1 else ""
             if rung.name == RungName.THREADS:  # its count comes from the load the rung before saw
                 threads, other = free_threads(last) if last else (rung.cfg.threads, math.nan)
                 if threads == rung.cfg.threads:
-                    why = threads_left_out([last] if last else [], other)
+                    why = threads_left_out(last, other)
                     print(f"\n=== rung threads{which}: left out: {why}", flush=True)
                     continue
                 rung = dataclasses.replace(rung, cfg=rung.cfg.replace(threads=threads), change=(
@@ -261,9 +256,8 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
             print(f"\n=== rung {rung.name}{which}: {rung.change}", flush=True)
             if rung.limit and repeat == 0:
                 print(f"    limited by {rung.limit}", flush=True)
-            new_format = before is None or (rung.cfg.data_format, rung.cfg.data_dir) != (
-                before.data_format, before.data_dir)
-            before = rung.cfg
+            data = (rung.cfg.data_format, rung.cfg.data_dir)
+            new_format, before = data != before, data
             try:
                 if new_format and rung.name not in prepared:  # offline: not in the run's time
                     made = gc.prepare_data(rung.cfg, progress=False)
@@ -329,11 +323,11 @@ def free_threads(before: Run) -> tuple[int, float]:
     return max(1, min(cores, round(cores - other))), other
 
 
-def threads_left_out(runs: list[Run], other: float) -> str:
-    """Why the PyTorch ladder has no thread rung."""
-    if not runs:
+def threads_left_out(last: Run | None, other: float) -> str:
+    """Why the PyTorch ladder has no thread rung (`last`: the rung before, if one ran)."""
+    if last is None:
         return NO_RUNG_BEFORE
-    return f"other programs used {max(0.0, other):.1f} cores during '{runs[-1].name}', " + DEFAULT_THREADS
+    return f"other programs used {max(0.0, other):.1f} cores during '{last.name}', " + DEFAULT_THREADS
 
 
 def threads_line(engine: str, runs: list[Run]) -> str | None:
@@ -341,8 +335,7 @@ def threads_line(engine: str, runs: list[Run]) -> str | None:
     if not runs:
         return None
     names = [r.name for r in runs]
-    if RungName.THREADS in names and names.index(RungName.THREADS) > 0:
-        i = names.index(RungName.THREADS)
+    if (i := names.index(RungName.THREADS) if RungName.THREADS in names else 0) > 0:
         now, then = _threads_ran(runs[i]), _threads_ran(runs[i - 1])
         return f"Threads: the 'threads' rung ran {now}, '{runs[i - 1].name}' before it {then}."
     last = runs[-1]
@@ -352,7 +345,7 @@ def threads_line(engine: str, runs: list[Run]) -> str | None:
             return (f"Threads: '{last.name}' ran {_threads_ran(last)} with {other:.1f} cores "
                     f"busy; a thread rung would have given training {threads}.")
         return (f"Threads: '{last.name}' ran {_threads_ran(last)}; no thread rung: "
-                + threads_left_out([last], other) + ".")
+                + threads_left_out(last, other) + ".")
     workers = last.config.get("num_workers") or 0
     return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside {workers} loader workers "
             f"on {(last.meta.get('ran') or {}).get('cpu_count')} cores; " + MXNET_THREADS)
@@ -385,8 +378,7 @@ def ladder(engine: str, sizes, runs_dir=None) -> list:
     """The newest ladder of `engine`, or one walked now when none is recorded."""
     if runs := latest_ladder(engine, runs_dir):
         return runs
-    print(f"No {engine} ladder recorded yet: walking it now{' (quick)' if sizes.quick else ''}",
-          flush=True)
+    print(f"No {engine} ladder recorded yet: walking it now{' (quick)' * sizes.quick}", flush=True)
     runs, _ = run_ladder(engine, quick=sizes.quick, train_size=sizes.ladder_train_size,
                          test_size=sizes.ladder_test_size, runs_dir=runs_dir,
                          walk=Walk(first=sizes.ladder_rungs))
@@ -394,8 +386,7 @@ def ladder(engine: str, sizes, runs_dir=None) -> list:
 
 
 def exercise_ladder(engine: str, sizes, gpus: int) -> dict:
-    """Exercise 08.1's rungs, {rung: Experiment}: the first of the ladder on one device,
-    without the thread rung, at the exercise's sizes."""
+    """Exercise 08.1's rungs, {rung: Experiment}: the ladder's first on one device, at its sizes."""
     steps = [r for r in rungs(engine, min(gpus, 1), quick=sizes.quick,
                               train_size=sizes.exercise_size or sizes.ladder_train_size,
                               test_size=sizes.ladder_test_size, epochs=sizes.exercise_epochs)

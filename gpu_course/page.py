@@ -54,9 +54,9 @@ class Page:
         return " ".join(line.strip() for line in lines)
 
     def means(self, name: str, keys: type[Enum] | type[str] | None = None) -> dict:
-        """Section `name` as {key: paragraph, or {where: paragraph}}: each item's first part
-        read as `keys` (an enum by its value, or str; default `Outcome`), the rest as where it
-        applies. (The enums are imported here, not above: the CLI reads pages without them.)"""
+        """Section `name` as {key: paragraph, or {where: paragraph}}: an item's first part read
+        as `keys` (an enum by value, or str; default `Outcome`, imported late for the CLI's sake),
+        the rest as where it applies."""
         if keys is None:
             from .show.findings.declarations import Outcome as keys
         at = f"{self.path.name}: section {name!r}"   # where a malformed line is
@@ -88,8 +88,7 @@ class Page:
                 continue
             from .show.findings.declarations import Where
             place = tuple(Where(p) if p in WHERE else p for p in where)
-            inner = out.setdefault(head, {})
-            if isinstance(inner, str):
+            if isinstance(inner := out.setdefault(head, {}), str):
                 raise ValueError(f"{at}: {first!r} both everywhere and for one place")
             inner[place[0] if len(place) == 1 else place] = paragraph
         return out

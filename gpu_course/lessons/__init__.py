@@ -1,9 +1,6 @@
-"""The lessons' own code, one module per lesson (`l03_graph` for lesson 03), framework-free.
-
-Each holds `SIZES` (full, smoke, check) and `OWN_SIZES` (those that are no Experiment
-field), maybe `table(runs)`, and its findings as data (`findings.Lesson`); `conclude` hands
-the runs to `show.findings.judge`, so every number printed is a table cell, a noise verdict
-or a quote naming its source."""
+"""The lessons' own code, one framework-free module a lesson (`l03_graph` for lesson 03): its
+`SIZES` (full, smoke, check), `OWN_SIZES` (no Experiment field), maybe `table(runs)`, and its
+findings as data (`findings.Lesson`) that `conclude` hands to `show.findings.judge`."""
 from __future__ import annotations
 
 import difflib
@@ -25,8 +22,9 @@ COMMON = {"full": {"dataset": "synthetic", "monitor_interval": 0.5},
 
 
 class SizeMode(str, enum.Enum):
-    """How large a lesson runs: FULL, SMOKE (tiny: CI on a CPU) or CHECK (full settings with
-    fewer images and epochs: every GPU branch in a few minutes of one GPU)."""
+    """How large a lesson runs: FULL, SMOKE (tiny: CI on a CPU) or CHECK (full settings, fewer
+    images and epochs: every GPU branch in minutes)."""
+
     FULL = "full"
     CHECK = "check"
     SMOKE = "smoke"
@@ -98,18 +96,13 @@ def _same_kind(name: str, old, new) -> None:
     """A size changed to a value of its kind (a count a whole number >= 0, ...), else an error."""
     if old is None:
         return   # unset by default: what it takes is the Experiment's to check
-    if isinstance(old, bool):
-        ok, kind = isinstance(new, bool), "True or False"
-    elif isinstance(old, int):
-        ok, kind = (isinstance(new, numbers.Integral) and not isinstance(new, bool)
-                    and new >= 0), "a whole number >= 0"
-    elif isinstance(old, float):
-        ok, kind = (isinstance(new, numbers.Real) and not isinstance(new, bool)
-                    and math.isfinite(new) and new >= 0), "a finite number >= 0"
-    elif isinstance(old, (tuple, list)):
-        ok, kind = isinstance(new, (tuple, list)), "a tuple"
-    else:
-        ok, kind = isinstance(new, type(old)), f"a {type(old).__name__}"
+    number = isinstance(new, numbers.Real) and not isinstance(new, bool) and 0 <= new < math.inf
+    ok, kind = next((ok, kind) for is_old, ok, kind in (
+        (isinstance(old, bool), isinstance(new, bool), "True or False"),
+        (isinstance(old, int), number and isinstance(new, numbers.Integral), "a whole number >= 0"),
+        (isinstance(old, float), number, "a finite number >= 0"),
+        (isinstance(old, (tuple, list)), isinstance(new, (tuple, list)), "a tuple"),
+        (True, isinstance(new, type(old)), f"a {type(old).__name__}")) if is_old)
     if not ok:
         raise ValueError(f"{name}={new!r}: allowed: {kind} (as given: {old!r})")
 
@@ -122,10 +115,9 @@ def sizes(number, smoke: bool | None = None, mode: SizeMode | None = None,
     table = module.SIZES
     if mode is None:
         mode = size_mode() if smoke is None else SizeMode.SMOKE if smoke else SizeMode.FULL
-    if (mode := SizeMode(mode)) is SizeMode.CHECK:   # the full sizes, with the check's changes
-        values = {**COMMON["full"], **table["full"], **table["check"]}
-    else:
-        values = {**COMMON[mode.value], **table[mode.value]}
+    check = (mode := SizeMode(mode)) is SizeMode.CHECK   # the full sizes, with the check's changes
+    base = "full" if check else mode.value
+    values = {**COMMON[base], **table[base], **(table["check"] if check else {})}
     return Sizes(values, module.OWN_SIZES).replace(**changes)
 
 
@@ -136,9 +128,8 @@ def workers() -> int:
 
 
 def show(runs=None, lesson=None, chart: bool = True, **context) -> None:
-    """The runs' table (the `lesson`'s own, else the ladder table), their throughput chart,
-    and the lesson's `caption(runs)` where it has one. context: what else the lesson's
-    table is made from (`kernels=` in lesson 12)."""
+    """The runs' table (the `lesson`'s own, else the ladder table), their throughput chart and
+    the lesson's `caption(runs)`; context: what else its table is made of (lesson 12's kernels=)."""
     from ..show import plots, report, tables
     module = module_of(lesson) if lesson is not None else None
     frame = module.table(runs, **context) if hasattr(module, "table") else report.ladder_table(runs)
@@ -150,8 +141,8 @@ def show(runs=None, lesson=None, chart: bool = True, **context) -> None:
 
 
 def conclude(number, runs=None, **context):
-    """Lesson `number`'s closing sentences on `runs` or on other measurements by name (`trap=`
-    in lesson 13); the first time in a session, where the lesson's copy run on a GPU is."""
+    """Lesson `number`'s closing sentences on `runs` or other measurements by name (lesson 13's
+    trap=); the first time in a session, where its copy run on a GPU is."""
     module_of(number).conclude(runs, **context)
     _point_to_executed_copy(number, runs)
 

@@ -15,7 +15,7 @@ from . import talk
 SIZES = {
     "full": dict(train_size=50_000, test_size=10_000, epochs=3, warmup_steps=5,
                  ceiling_steps=200,    # steps of each ceiling run: 20+ steady ones to bound
-                 exercise_size=10_240, exercise_model="resnet20"),   # each exercise run: a fifth of the set
+                 exercise_size=10_240, exercise_model="resnet20"),   # a fifth of the set
     "smoke": dict(train_size=512, test_size=256, epochs=1, warmup_steps=2, ceiling_steps=24,
                   exercise_size=1_536, exercise_model="tiny"),   # 22 steady steps: a noise verdict
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, ceiling_steps=100,
@@ -35,16 +35,11 @@ class Role(enum.Enum):
 MOCKS = {"trainer": Role.INPUT, "loader": Role.COMPUTE}
 
 
-def role(run) -> Role:
-    """The run's role, from the mock its record says it ran with."""
-    return MOCKS.get(str(run.config.get("mock") or "none"), Role.RUN)
-
-
 def table(runs) -> pd.DataFrame:
-    """The run and its ceilings (no speed-up for a ceiling), with each row's steady steps,
-    step-time percentiles and the machine's load."""
+    """The run and its ceilings (no speed-up for a ceiling): steady steps, step times, load."""
     runs = list(runs)
-    frame, roles = report.ladder_table(runs), [role(r) for r in runs]
+    roles = [MOCKS.get(str(r.config.get("mock") or "none"), Role.RUN) for r in runs]
+    frame = report.ladder_table(runs)
     frame.insert(1, "what", [r.value for r in roles])
     if sum(r is Role.RUN for r in roles) > 1:
         frame.loc[[r is not Role.RUN for r in roles], "speedup"] = math.nan
@@ -73,6 +68,6 @@ LESSON = Lesson(
 
 
 def conclude(runs) -> Closing:
-    """The run placed against its input and compute ceilings (`LESSON`)."""
+    """The run against its input and compute ceilings (`LESSON`)."""
     runs = list(runs)
     return judge(LESSON, runs, table(runs))

@@ -1,5 +1,5 @@
-"""Lesson 02: more DataLoader workers, a sweep to its knee (`SWEEP`, `LARGE`) and the
-loader's other knobs (`KNOBS_LESSON`)."""
+"""Lesson 02: more DataLoader workers, a sweep to its knee (`SWEEP`, `LARGE`), and the loader's
+other knobs (`KNOBS_LESSON`)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -18,10 +18,10 @@ SIZES = {
                  worker_counts=(1, 2, 4, 8, 16, 32, 64),   # those below gc.workers(), then it
                  large_batch=640,                           # the talk's batch a GPU
                  knob_epochs=3,                             # persistent workers pay from epoch 2
-                 exercise_size=10_240, exercise_model="resnet20"),   # each exercise run
-    "smoke": dict(train_size=384, test_size=256, epochs=1, warmup_steps=2,
-                  worker_counts=(1,), large_batch=128, knob_epochs=4,   # 22 steady steps: a verdict
-                  exercise_size=1_536, exercise_model="tiny"),   # 22 steady steps: a noise verdict
+                 exercise_size=10_240, exercise_model="resnet20"),
+    # 22 steady steps: a noise verdict
+    "smoke": dict(train_size=384, test_size=256, epochs=1, warmup_steps=2, worker_counts=(1,),
+                  large_batch=128, knob_epochs=4, exercise_size=1_536, exercise_model="tiny"),
     "check": dict(train_size=10_240, test_size=2_048, epochs=1, worker_counts=(1, 4),
                   knob_epochs=2, exercise_size=5_120),
 }
@@ -34,12 +34,13 @@ def table(runs, memory: pd.DataFrame | None = None) -> pd.DataFrame:
     """The ladder table with each run's workers, GPU-Util spread, step, waits and steady
     steps; the knee, later epochs, load and `memory`'s columns where they apply."""
     runs = list(runs)
-    frame = report.ladder_table(runs)   # a column for whatever differs between the runs
+    frame = report.ladder_table(runs)
     if "num_workers" not in frame.columns:
         frame.insert(1, "num_workers", [workers(r) for r in runs])
+    steadiness = [metrics.steadiness(r) for r in runs]
     frame["gpu_util_std"] = [util_spread(r) for r in runs]
-    frame["step_ms_median"] = [1e3 * metrics.steadiness(r)["step_p50_s"] for r in runs]
-    frame["waited_share"] = [metrics.steadiness(r)["waited_share"] for r in runs]
+    frame["step_ms_median"] = [1e3 * s["step_p50_s"] for s in steadiness]
+    frame["waited_share"] = [s["waited_share"] for s in steadiness]
     frame["steady_steps"] = [metrics.steady_steps(r) for r in runs]
     if len({workers(r) for r in runs}) > 1:
         frame["knee"] = knee(runs)

@@ -13,14 +13,12 @@ from . import talk
 SIZES = {
     "full": dict(train_size=50_000, test_size=10_000, epochs=2,
                  warmup_steps=10,               # the first graph steps build (compile) the graph
-                 compile_backend="inductor",
-                 exercise_size=10_240,          # images of each exercise run
+                 compile_backend="inductor", exercise_size=10_240,
                  exercise_model="resnet56"),    # a network the lesson does not compile
-    # inductor needs a minute a network on 2 cores; aot_eager only traces (no speed-up)
+    # inductor needs a minute a network on 2 cores; aot_eager only traces (no speed-up);
+    # 23 steady steps: enough for a noise verdict
     "smoke": dict(train_size=384, test_size=256, epochs=1, warmup_steps=3,
-                  compile_backend="aot_eager",
-                  exercise_size=1_664,           # 23 steady steps: enough for a noise verdict
-                  exercise_model="tiny"),
+                  compile_backend="aot_eager", exercise_size=1_664, exercise_model="tiny"),
     "check": dict(train_size=10_240, test_size=2_048, epochs=2, exercise_size=5_120),
 }
 OWN_SIZES = ("compile_backend", "exercise_model", "exercise_size")
@@ -49,8 +47,8 @@ LESSON = Lesson(
                       cpu=Expect.SAME, means=PAGE.means("graph")),),
     group_by="model",
     rank_by="network.parameters",
-    rank={noise.Order.HIGHER: f"The smaller network gained more, as {talk.SOURCE} says: less work "
-                              "per operator, so more of its step is the overhead a graph removes.",
+    rank={noise.Order.HIGHER: f"The smaller network gained more, as {talk.SOURCE} says: more of "
+                              "its step is the per-operator overhead a graph removes.",
           noise.Order.LOWER: f"The larger network gained more, unlike {talk.SOURCE}'s rule."},
     columns=PAGE.means("first_epoch", str),
     notes=(Note("compile_backend", ("aot_eager", "eager"), PAGE.text("tracing_backend"),

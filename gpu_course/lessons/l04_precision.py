@@ -1,5 +1,4 @@
-"""Lesson 04: 16-bit arithmetic, each precision against float32 as its record says it ran
-(a dtype that did not run is never credited)."""
+"""Lesson 04: 16-bit arithmetic, each precision against float32 as its record says it ran."""
 from __future__ import annotations
 
 from ..analyse.precision import MASTER_COPY, SIXTEEN_BITS, TF32, asked, table  # noqa: F401
@@ -10,10 +9,9 @@ from . import talk, workers
 
 SIZES = {
     "full": dict(model="resnet20", train_size=50_000, test_size=10_000, epochs=3, warmup_steps=10,
-                 num_workers=workers(),
+                 num_workers=workers(), torch_threads=None,
                  repeats=2,                    # each precision trained this many times, interleaved
-                 torch_threads=None,
-                 exercise_size=20_480,         # images of each exercise run: 30 steady steps an epoch
+                 exercise_size=20_480,         # 30 steady steps an epoch
                  exercise_batch=512),          # large enough for 16 bits to show on a GPU
     # small enough for the repeats to fit CI's minute on 2 cores (bfloat16 is slow on a CPU)
     "smoke": dict(model="tiny", train_size=384, test_size=256, epochs=1, warmup_steps=2,

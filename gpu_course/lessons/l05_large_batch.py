@@ -1,5 +1,5 @@
-"""Lesson 05: large batches (`SWEEP`), the changes that keep their accuracy (`CHANGES`) and
-the optimizer race (`RACE`), told apart by `part`."""
+"""Lesson 05: large batches (`SWEEP`), the changes that keep their accuracy (`CHANGES`) and the
+optimizer race (`RACE`), told apart by `part`."""
 from __future__ import annotations
 
 import math
@@ -15,13 +15,11 @@ from . import talk, workers
 
 SIZES = {
     "full": dict(model="resnet20", train_size=50_000, test_size=10_000, epochs=3,   # the talk's table: 3 epochs
-                 warmup_steps=10, num_workers=workers(),
+                 warmup_steps=10, num_workers=workers(), torch_threads=None,
                  batches=(64, 128, 256, 640, 1280),   # per device; the last is "large"
                  base_batch=128,                      # lr = 0.1 at this batch, scaled linearly above it
-                 large_warmup_epochs=1.0,            # the large batch's warm-up
-                 race_epochs=6, race_train_size=50_000, race_batch=256,
-                 torch_threads=None,
-                 exercise_size=10_240),               # each exercise run: 20+ steady steps at 128
+                 large_warmup_epochs=1.0, race_epochs=6, race_train_size=50_000, race_batch=256,
+                 exercise_size=10_240),               # 20+ steady steps at 128
     "smoke": dict(model="tiny", train_size=512, test_size=256, epochs=1, warmup_steps=2,
                   num_workers=0, batches=(32, 64, 128), base_batch=32, large_warmup_epochs=0.5,
                   race_epochs=2, race_train_size=256, race_batch=64, torch_threads=1,
@@ -86,8 +84,7 @@ def table(runs, target: float = TARGET) -> pd.DataFrame:
     """The part's table, with the rate used: the talk's numbers beside each batch (sweep),
     what each row changed (changes), or each optimizer's time to the target (race)."""
     runs = list(runs)
-    which = part(runs)
-    frame = report.ladder_table(runs)
+    which, frame = part(runs), report.ladder_table(runs)
     report.put(frame, 1, "lr", [lr_used(r) for r in runs])
     if which is Part.SWEEP:
         batches = [int(r.config.get("batch_size") or 0) for r in runs]

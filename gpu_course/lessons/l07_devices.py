@@ -23,13 +23,12 @@ SIZES = {
                  bucket_warmup=2,
                  exercise_size=51_200, exercise_batch=1280,        # the batch a step, split over the GPUs
                  cpu_exercise_size=2048, cpu_exercise_batch=64),   # when the "devices" share a CPU
-    # the tiny network, so that the processes start and finish quickly
+    # the tiny network: processes that start and finish quickly; 22 exercise steady steps
     "smoke": dict(train_size=512, test_size=256, epochs=1, batch_size=32, model="tiny",
                   warmup_steps=2, warmup_epochs=0.5, cpu_train_size=512, cpu_test_size=128,
                   bench_sizes=5, bench_iters=3, bench_seconds=0.05, buckets_mb=(0.05, 25.0),
-                  bucket_batch=8, bucket_steps=3, bucket_warmup=1,
-                  exercise_size=192, exercise_batch=8,       # 22 steady steps: a noise verdict
-                  cpu_exercise_size=192, cpu_exercise_batch=8),
+                  bucket_batch=8, bucket_steps=3, bucket_warmup=1, exercise_size=192,
+                  exercise_batch=8, cpu_exercise_size=192, cpu_exercise_batch=8),
     "check": dict(train_size=10_240, test_size=2_048, epochs=1, exercise_size=38_400),
 }
 OWN_SIZES = ("bench_iters", "bench_seconds", "bench_sizes", "bucket_batch", "bucket_steps",

@@ -22,9 +22,9 @@ SIZES = {
     # the ladder's sizes (ladder.default_sizes) or --quick's; aot_eager only traces (seconds on a CPU)
     "full": dict(quick=False, ladder_train_size=None, ladder_test_size=None,
                  compile_backend="inductor", ladder_rungs=None,
-                 # exercise 08.1's runs (None: the ladder's own)
-                 exercise_rungs=None, exercise_size=None, exercise_epochs=1, exercise_batch=None,
-                 exercise_warmup_steps=None, exercise_torch_threads=None),
+                 exercise_rungs=None, exercise_size=None,   # exercise 08.1's (None: the ladder's)
+                 exercise_epochs=1, exercise_batch=None, exercise_warmup_steps=None,
+                 exercise_torch_threads=None),
     # the first four rungs: the summary's code path in a minute
     "smoke": dict(quick=True, ladder_train_size=512, ladder_test_size=256,
                   compile_backend="aot_eager", ladder_rungs=4,
@@ -71,9 +71,8 @@ BESIDE = Reading(key="what", text=(PAGE.text("beside"),))
 
 
 def conclude(runs, beside=None) -> Said:
-    """The fastest rung that ran as the naive one did, against it and beside the talk's; the
-    data moved to the GPU; with beside= (this machine's ladder, runs the reference's) what
-    the two differ in."""
+    """The fastest rung that ran as the naive one did, against it and beside the talk's; the data
+    moved to the GPU; with beside= (the reference's ladder) what the two differ in."""
     runs = list(runs)
     if not runs:
         raise ValueError("runs is empty: no ladder to summarise (run `gpu-course ladder`)")
@@ -123,7 +122,7 @@ REGIMES = Reading(
 
 
 def regimes(light, heavy):
-    """The same ladder on two networks (`regimes_table`, shown), then which fix paid on which
+    """The same ladder on two networks (`regimes_table`), then which fix paid on which
     bottleneck; heavy=[]: how to record one."""
     frame = regimes_table(light, heavy) if light and heavy else None
     models = (_model(light), _model(heavy)) if frame is not None else ()

@@ -16,10 +16,8 @@ from . import talk
 SIZES = {
     "full": dict(dataset="folder", images=3000,       # JPEGs to generate (200-500 px a side)
                  image_size=64, train_size=2400, test_size=500, batch_size=64, epochs=2,
-                 warmup_steps=5,
+                 warmup_steps=5, ceiling_steps=100, exercise_size=2400, exercise_batch=64,
                  disk_test_mb=512,                      # the disk test's scratch file (MiB)
-                 ceiling_steps=100,                     # steps of each ceiling run
-                 exercise_size=2400, exercise_batch=64,    # each exercise run
                  torch_threads=None),
     "smoke": dict(dataset="folder", images=500, image_size=32, train_size=400, test_size=40,
                   batch_size=16, epochs=1, warmup_steps=2, disk_test_mb=32, ceiling_steps=24,
@@ -37,8 +35,8 @@ WARM_AT_LEAST = 0.95  # share cached at an epoch's start, at least, for a warm o
 
 
 def table(runs) -> pd.DataFrame:
-    """The disk test's table (for `Reads`), else the rungs' ladder table, with the share of
-    the packed file cached at each epoch's start where recorded."""
+    """The disk test's table (for `Reads`), else the rungs' ladder table, with the share of the
+    packed file cached at each epoch's start where recorded."""
     if isinstance(runs, Reads):
         return disk_table(runs)
     runs = list(runs)

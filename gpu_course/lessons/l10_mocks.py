@@ -10,10 +10,8 @@ from ..show.findings import Compare, Expect, Lesson, Note, Page, judge
 
 SIZES = {
     "full": dict(dataset="folder", images=3000, image_size=32, train_size=2400, test_size=500,
-                 batch_size=64, epochs=2, warmup_steps=5,
-                 ceiling_steps=100,                   # steps of each ceiling run
-                 exercise_size=2400, exercise_batch=64,    # each exercise run
-                 torch_threads=None),
+                 batch_size=64, epochs=2, warmup_steps=5, ceiling_steps=100, exercise_size=2400,
+                 exercise_batch=64, torch_threads=None),
     "smoke": dict(dataset="folder", images=1800, image_size=32, train_size=1600, test_size=40,
                   batch_size=64, epochs=1, warmup_steps=2, ceiling_steps=24,
                   exercise_size=256, exercise_batch=8,     # 30 steady steps: diagnose rules

@@ -105,8 +105,7 @@ def conclude(records, **context) -> Closing:
     """The section's sentences. context: cpu (env.cpu_facts: benchmarks, the run), runtimes
     (the OpenMP libraries loaded), workers (/dev/shm)."""
     records = list(records)
-    section = env.kind(records)
-    frame = env.table(records, **env.checked_context(section, context))
+    section, frame = env.kind(records), table(records, **context)
     rows, facts = env.rows(records, frame, context.get("runtimes"))
     cpu = context.get("cpu") if section is Section.BENCH else None
     return judge_rows(LESSONS[section], rows, frame, Context(cpu, facts=facts))

@@ -1,10 +1,9 @@
-"""Lesson 12: profilers (cProfile, the framework's, HTA) and what limits the run, judged
-against lesson 10's mock ceilings (`analyse.limits`)."""
+"""Lesson 12: profilers (cProfile, the framework's, HTA), and what limits the run (`limits`)."""
 from __future__ import annotations
 
 import pandas as pd
 
-from ..analyse import holistic as h, limits
+from ..analyse import holistic as h, limits, metrics
 from ..analyse.kernels import (ALL_CONVOLUTIONS, ALL_KERNELS, kernel_rows,  # noqa: F401
                                kernel_table, reference_kernel_traces)
 from ..analyse.limits import (ABOVE, CEILINGS, COMPUTE_BOUND, INPUT_BOUND, LAUNCH_BOUND,  # noqa: F401
@@ -14,11 +13,10 @@ from ..show.findings import Flag, Lesson, Page, Reading, Row, Where, judge_rows,
 
 SIZES = {
     "full": dict(model="resnet20", train_size=10_000, test_size=64, epochs=1, batch_size=64,
-                 warmup_steps=1,
-                 input_steps=100,      # batches fetched under cProfile
-                 ceiling_steps=100,    # steps of each mock-ceiling run
+                 warmup_steps=1, ceiling_steps=100,
+                 input_steps=100,               # batches fetched under cProfile
                  wait=1, warmup=1, active=5,    # the profiler's schedule, in steps
-                 torch_threads=None),           # the exercise's PyTorch intra-op threads (None: its default)
+                 torch_threads=None),           # the exercise's intra-op threads (None: default)
     "smoke": dict(model="tiny", train_size=768, test_size=64, epochs=1, batch_size=32,
                   warmup_steps=1, input_steps=8, ceiling_steps=24, wait=1, warmup=1, active=2,
                   torch_threads=1),   # a thread a core collapses while other programs share CI's 2
@@ -59,9 +57,9 @@ def table(runs=None, kernels=None) -> pd.DataFrame:
 
 
 def conclude(runs=None, top=None, split=None, hta=None, kernels=None) -> Closing:
-    """top= (cProfile's table): its costliest function; hta= (`holistic.compare`'s table): HTA
-    against the course; kernels= ({name: GPU trace}): `kernel_closing`. Else what limits
-    runs[0]: the profiler's verdict (split=, else the step timers) against its ceilings."""
+    """top= (cProfile's table): its costliest function; hta= (`holistic.compare`'s): HTA against
+    the course; kernels= ({name: GPU trace}): `kernel_closing`; else what limits runs[0]: the
+    profiler's verdict (split=, else the step timers) against its ceilings."""
     if top is not None:
         first = pd.DataFrame(top).reset_index(drop=True).head(1)
         return judge_rows(INPUT, [Row(first["function"].iloc[0], {})], first)
@@ -70,7 +68,6 @@ def conclude(runs=None, top=None, split=None, hta=None, kernels=None) -> Closing
         return judge_rows(HTA, [Row(name, {}, gpu=True) for name in frame["trace"]], frame)
     if kernels is not None:
         return kernel_closing(kernels)
-    from ..analyse import metrics
     runs = list(runs)
     frame, gpu = limits.table(runs, split), any(metrics.on_gpu(r) for r in runs)
     return judge_rows(LIMITS, [Row(name, {}, gpu=gpu) for name in frame["rung"]], frame)
@@ -120,6 +117,5 @@ KERNELS = Reading(
 
 
 def kernel_closing(traces: dict) -> Closing:
-    """Each trace's largest kind of kernel, and the most faster kernels or fewer launches
-    could remove (`KERNELS`)."""
+    """Each trace's largest kind of kernel, and what faster kernels or fewer launches could save."""
     return read(KERNELS, kernel_rows(traces), where=Where.GPU, show=False)

@@ -17,11 +17,9 @@ SIZES = {
     "full": dict(model="resnet20", train_size=6_400, test_size=64, epochs=1, batch_size=64,
                  warmup_steps=5, num_workers=workers(),
                  repeats=2,             # each way of reading the loss trained this often, interleaved
-                 trap_batch=512,        # images in the trap's blocks: enough that a GPU, not the
-                                        # host issuing the work, is the slower side
+                 trap_batch=512,        # images in the trap's blocks: the GPU the slower side
                  trap_steps=2,          # training steps in the trap's second block
-                 passes=5,              # timed passes of each block
-                 torch_threads=None),
+                 passes=5, torch_threads=None),
     "smoke": dict(model="tiny", train_size=768, test_size=64, epochs=1, batch_size=32,
                   warmup_steps=2, num_workers=0, repeats=2, trap_batch=64, trap_steps=2,
                   passes=5, torch_threads=1),
@@ -34,8 +32,8 @@ GUARD = "loss_guard"   # exercise 13.1's note: whether the loop checked its loss
 
 def table(measured) -> pd.DataFrame:
     """The trap's table (`measured`: (block, timer, images, seconds) tuples) or the runs'."""
-    measured = list(measured)
-    return trap_table(measured) if measured and isinstance(measured[0], tuple) else runs_table(measured)
+    trap = (measured := list(measured)) and isinstance(measured[0], tuple)
+    return trap_table(measured) if trap else runs_table(measured)
 
 
 def runs_table(runs) -> pd.DataFrame:

@@ -1,5 +1,4 @@
-"""Lesson 14: where a step's memory goes (`SWEEP`), and three ways to need less:
-`ACCUMULATION`, `CHECKPOINTING`, `GRAPH`."""
+"""Lesson 14: where a step's memory goes (`SWEEP`); ACCUMULATION, CHECKPOINTING, GRAPH need less."""
 from __future__ import annotations
 
 from ..analyse import alike
@@ -15,9 +14,9 @@ SIZES = {
                  accumulate=4,              # micro-batches an update: 4 x 256 against 1024
                  sweep_steps=6,             # steps of each sweep run (memory needs few)
                  readings=3,                # measured steps after training, each read alone
-                 segments=7,                # checkpointed pieces of the network's features: each its own
-                 compile_backend="inductor",
-                 warmup_steps=3, num_workers=workers(), torch_threads=None),
+                 segments=7,                # checkpointed pieces of the network's features
+                 compile_backend="inductor", warmup_steps=3, num_workers=workers(),
+                 torch_threads=None),
     "smoke": dict(model="tiny", train_size=384, test_size=64, epochs=1, batches=(4, 16),
                   accumulate=4, sweep_steps=3, readings=2, segments=3,
                   compile_backend="aot_eager",   # inductor compiles for minutes on 2 cores

@@ -1,5 +1,4 @@
-"""Lesson 15: inference, latency (batch 1) against throughput (large batches), on the CPU
-(`CPU`) and the GPU (`GPU`)."""
+"""Lesson 15: inference, latency (batch 1) against throughput (large batches), CPU and GPU."""
 from __future__ import annotations
 
 from enum import StrEnum
@@ -19,8 +18,7 @@ SIZES = {
                  requests=200,               # batch-1 requests timed, one at a time
                  images=1280,                # images timed at a large batch (at least 5 passes)
                  warmup=3,                   # untimed passes first (CUDA graphs record on the 2nd)
-                 threads=None,               # the CPU's threads (None: every usable core)
-                 exercise_model="resnet20"),
+                 threads=None, exercise_model="resnet20"),   # threads None: every usable core
     # one thread: on a shared 2-core machine two threads wait for each other
     "smoke": dict(models=("tiny", "resnet20"), batch=16, gpu_models=("resnet20",),
                   gpu_batch=1024, requests=40, images=80, warmup=2, threads=1,
@@ -36,6 +34,7 @@ class Package(StrEnum):
 
     ONNX_RUNTIME = "onnxruntime"
     TENSORRT = "torch_tensorrt"
+
 
 LATENCY = {"p50_ms": "p50 (ms)", "p99_ms": "p99 (ms)"}
 PAGE = Page.of(__name__)   # the paragraphs: text/l15_inference.md

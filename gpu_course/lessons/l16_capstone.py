@@ -1,5 +1,4 @@
-"""Lesson 16, the capstone: a job the course did not use, made steady, graded by
-`analyse.capstone.grade` on its records."""
+"""Lesson 16, the capstone: an unseen job made steady, graded by `analyse.capstone.grade`."""
 from __future__ import annotations
 
 from ..analyse.capstone import (GIVEN, JOB, LESSONS, Criterion, Mark, fix,  # noqa: F401
@@ -7,10 +6,9 @@ from ..analyse.capstone import (GIVEN, JOB, LESSONS, Criterion, Mark, fix,  # no
 
 SIZES = {
     "full": dict(dataset="folder", images=3000, image_size=32, train_size=2400, test_size=500,
-                 batch_size=64, epochs=3, warmup_steps=5,
+                 batch_size=64, epochs=3, warmup_steps=5, torch_threads=None,
                  network="wrn16_10",     # the job's network: a wide ResNet no lesson trains
-                 cpu_network="tiny",     # without a GPU: cheap enough for the input to show
-                 torch_threads=None),
+                 cpu_network="tiny"),    # without a GPU: cheap enough for the input to show
     # 150 steps of 8: with 400 images one pause of the machine failed CI; with 2 warm-up
     # steps the first steady block still warmed up and spread the race to "within noise"
     "smoke": dict(dataset="folder", images=1500, image_size=16, train_size=1200, test_size=64,

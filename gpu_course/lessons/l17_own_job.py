@@ -1,6 +1,5 @@
 """Lesson 17: your own job. A plain script (notebooks/jobs/<track>/text_job.py) diagnosed
-unchanged (`gpu-course watch`) and through `gc.watch(loader)`; the fix it names, judged.
-"""
+unchanged (`gpu-course watch`) and through `gc.watch(loader)`; the fix it names, judged."""
 from __future__ import annotations
 
 from ..show.findings import Compare, Expect, Lesson, Page, judge
@@ -16,6 +15,7 @@ PAGE = Page.of(__name__)   # the paragraphs: text/l17_own_job.md
 LESSON = Lesson(compares=(Compare(
     varies=("num_workers",), feeds=True, gpu=Expect.FASTER, cpu=Expect.FASTER,
     means=PAGE.means("loader_workers")),), empty=PAGE.text("no_runs"))
+
 
 def conclude(runs=None):
     """The job with loader workers against the job as written."""

@@ -32,8 +32,7 @@ class Result:
     measured: bool = False
 
     def __str__(self) -> str:
-        head = "passed" if self.passed else "not yet"
-        return f"Exercise {self.exercise}, {head}: {self.message}"
+        return f"Exercise {self.exercise}, {'passed' if self.passed else 'not yet'}: {self.message}"
 
     __repr__ = __str__
 
@@ -43,10 +42,8 @@ class Result:
 
 @dataclass(frozen=True)
 class Exercise:
-    """One exercise: its id ("02.1") and its check (its docstring: what it asks), returning
-    the pass sentence or raising NotYet. shipped_first: the check needs the exercise run as
-    shipped first (the capstone grades against it; lesson 14's first run pays one-time
-    allocations)."""
+    """An exercise's id ("02.1") and check (docstring: what it asks; returns the pass sentence or
+    raises NotYet); shipped_first: the check needs the exercise run as shipped first."""
 
     id: str
     judge: Callable
@@ -105,5 +102,5 @@ def solution_sections(text: str) -> dict[str, str]:
 
 
 def solution(id, track: str) -> None:
-    """Print exercise `id`'s solution for `track`, to compare with your own after trying."""
+    """Print exercise `id`'s solution for `track`."""
     print(solution_text(id, track))

@@ -7,9 +7,7 @@ from .base import exercise
 from .judge import finished_runs, only_change, wait_prediction
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex01.md
-RUNS = PAGE.text("runs")
-# waiting less where the workers and the model share a CPU's cores, and no faster
-SHARED_CORES = " " + PAGE.text("shared_cores")
+RUNS, SHARED_CORES = PAGE.text("runs"), " " + PAGE.text("shared_cores")
 
 
 @exercise("01.1")

@@ -7,11 +7,10 @@ from .base import NotYet, exercise
 from .judge import finished_runs, judge_prediction, only_change, speed_verdict
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex03.md
-RUNS = PAGE.text("runs")
+RUNS, GRAPH = PAGE.text("runs"), PAGE.text("graph")
 BACKEND = alike.Aspect.COMPILE_BACKEND
 # a backend that compiles nothing cannot test a prediction of what a graph does
 UNTESTED = (Note(lambda run: alike.value(run, BACKEND), ("aot_eager",), PAGE.text("aot_eager")),)
-GRAPH = PAGE.text("graph")
 
 
 @exercise("03.1")

@@ -1,5 +1,4 @@
-"""Lesson 04's exercise: the 16-bit type this device computes in, its samples/s predicted
-and its accuracy read."""
+"""Lesson 04's exercise: this device's 16-bit type, its samples/s predicted, its accuracy read."""
 from __future__ import annotations
 
 from ...analyse import alike, metrics, noise

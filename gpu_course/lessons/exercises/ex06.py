@@ -21,8 +21,8 @@ def _race(runs, answer) -> str:
     if (constant := next((r for r in runs if schedule[r] == CONSTANT), None)) is None:
         raise NotYet(f"no run has the constant rate, lr_scheduler='{CONSTANT}': add one.")
     if len(set(schedule.values())) < len(runs):
-        raise NotYet(f"a schedule ran twice ({', '.join(sorted(map(str, schedule.values())))}): "
-                     "race each one once.")
+        ran = ", ".join(sorted(map(str, schedule.values())))
+        raise NotYet(f"a schedule ran twice ({ran}): race each one once.")
     for run in runs:
         alike_but(constant, run, (*SCHEDULE_FIELDS, "warmup_epochs"), "their schedule")
     by_name = {schedule[r]: r for r in runs}

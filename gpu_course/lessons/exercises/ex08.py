@@ -51,8 +51,7 @@ def taken_out(top, mine, diff: dict) -> tuple[RungName, frozenset]:
 
 
 def beside_ladder(top, rung: RungName, verdict: noise.Verdict) -> str:
-    """What the ladder recorded beside the runs credited `rung` with, against what taking it
-    out of the top rung cost."""
+    """What the ladder beside the runs credited `rung` with, against what taking it out cost."""
     recorded = latest_ladder(metrics.engine(top), top.path.parent)   # the runs' own folder
     ladder = [metrics.representative(r) for r in recorded]
     names = [r.name for r in ladder]

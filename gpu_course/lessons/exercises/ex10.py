@@ -7,7 +7,7 @@ from ...analyse import alike, diagnose, metrics, noise
 from ...show import findings
 from ...show.findings import Outcome, Page, Predict
 from .base import Contradicted, NotYet, exercise
-from .judge import NOT_SHOWN, expects, finished_runs, one_change, said, wait_blocks, wait_words
+from .judge import NOT_SHOWN, expects, finished_runs, one_change, said, wait_words
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex10.md
 MOCKS = {"loader": "compute ceiling (mock='loader')", "trainer": "input ceiling (mock='trainer')"}
@@ -29,7 +29,7 @@ def _mock(run) -> str:
 def also_supported(n: dict, verdict: str, run, compute, feed) -> set:
     """The verdicts besides `verdict` the run's noise cannot rule out: data wait blocks on both
     sides of the input-bound line, or (sharing a CPU) two ceilings within noise. n: diagnose's numbers."""
-    blocks = wait_blocks(run)
+    blocks = metrics.wait_blocks(run)
     straddles = bool(blocks) and min(blocks) < diagnose.INPUT_WAIT <= max(blocks)
     tied = diagnose.shared_cpu(n) and \
         noise.compare(compute, feed, varies=("mock",)).kind == noise.Kind.WITHIN_NOISE

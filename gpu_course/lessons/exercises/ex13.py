@@ -44,16 +44,14 @@ def _guard(runs, answer) -> str:
                      f"few to judge ({need} needed): raise gc.sizes(\"13\", train_size=...).")
     verdict = pooled_verdict(plain, guarded)
     said = judge_prediction(answer, verdict, plain[0], guarded[0])
-    why = cost_words(verdict.kind, metrics.engine(plain[0]), metrics.on_gpu(plain[0]))
-    said += f" {why[:1].upper()}{why[1:]}" * bool(why)
-    debug = DEBUG.get(metrics.engine(plain[0]))
-    return SYNC.format(said=said, debug=f" ({debug})" if debug else "")
-
-
-def cost_words(kind: noise.Kind, track: str, gpu: bool) -> str:
-    """Why checking the loss every step cost what `kind` says; "" for a verdict that says nothing."""
+    track, gpu = metrics.engine(plain[0]), metrics.on_gpu(plain[0])
     waits = WAITS["engine" if (track, gpu) == ("gluon", False) else "device"]
-    return COST.get((kind, gpu), "").format(waits=waits, cpu=CPU.get(track, CPU["pytorch"]))
+    # why checking every step cost what the verdict says ("" for one that says nothing)
+    why = COST.get((verdict.kind, gpu), "").format(waits=waits,
+                                                   cpu=CPU.get(track, CPU["pytorch"]))
+    said += f" {why[:1].upper()}{why[1:]}" * bool(why)
+    debug = DEBUG.get(track)
+    return SYNC.format(said=said, debug=f" ({debug})" if debug else "")
 
 
 def pooled_verdict(a: list, b: list) -> noise.Verdict:

@@ -6,14 +6,11 @@ import math
 
 from ...analyse import alike, metrics, noise
 from ...show import findings
-from ...show.findings import (DRIFT, Expect, Outcome, Page,  # noqa: F401  (DRIFT: kept here too)
-                              Predict)
+from ...show.findings import DRIFT, Expect, Outcome, Page, Predict
 from .base import MARK, Contradicted, NotYet
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/judge.md
-# a prediction of what a change does to samples/s, and the noise verdict that bears it out
-DIRECTIONS = {"faster": noise.Kind.FASTER, "slower": noise.Kind.SLOWER,
-              "same": noise.Kind.WITHIN_NOISE}
+# a prediction of what a change does to samples/s
 SPEED = Predict("prediction", {"faster": Expect.FASTER, "slower": Expect.SLOWER,
                                "same": Expect.SAME}, "what you expect of '{b}' against '{a}'", {
     Outcome.EXPECTED: "as you predicted ({answer}): '{b}' against '{a}' is {verdict}.",
@@ -112,9 +109,8 @@ def said(predict: Predict, found: Outcome, **fields) -> str:
 
 
 def judge_prediction(answer, verdict: noise.Verdict, a, b, untested=()) -> str:
-    """The sentence on a prediction of b against a (`SPEED`): NotYet for no such answer,
-    Contradicted beyond noise. untested: `findings.Note`s on runs that cannot test it (a
-    backend that compiles nothing); the verdict is then only reported."""
+    """The sentence on a prediction of b against a (`SPEED`), Contradicted beyond noise;
+    untested: `findings.Note`s on runs that cannot test it (the verdict only reported)."""
     expect = expects(SPEED, answer, a=a.name, b=b.name)
     note = findings.untested(untested, (a, b))
     shared = [f"'{r.name}'" for r in (a, b) if metrics.machine_load(r)["shared"]]
@@ -130,12 +126,9 @@ def wait_words(run) -> str:
     return f"{share:.0%}" if math.isfinite(share := metrics.data_wait_share(run)) else "not measured"
 
 
-wait_blocks = metrics.wait_blocks
-
-
 def enough_waits(before, after, lesson: str, size: str = "exercise_size") -> tuple:
     """Both runs' data wait blocks; NotYet asking for a larger `size` where either is too short."""
-    xs, ys = wait_blocks(before), wait_blocks(after)
+    xs, ys = metrics.wait_blocks(before), metrics.wait_blocks(after)
     if not xs or not ys:
         need = noise.BLOCKS * noise.MIN_STEPS
         raise NotYet(f"too few steady steps to judge the data wait ({need} a run needed): use a "
@@ -145,9 +138,8 @@ def enough_waits(before, after, lesson: str, size: str = "exercise_size") -> tup
 
 def wait_prediction(answer, before, after, lesson: str, labels: tuple[str, str],
                     why: str) -> tuple[str, str]:
-    """(measured, sentence): what the blocks show ("more", "less", "same") of the data wait's
-    share in `after` against `before`, and the sentence (`WAIT`) on the prediction. labels:
-    each run's share introduced ("with 1 worker(s)"); why: the question for a contradiction."""
+    """(measured, sentence): what the blocks show ("more", "less", "same") of the data wait in
+    `after` against `before`, and the sentence (`WAIT`); why: the question for a contradiction."""
     xs, ys = enough_waits(before, after, lesson)
     expect = expects(WAIT, answer, a=before.name, b=after.name)
     verdict = findings.apart(xs, ys, "blocks of steady steps")
