@@ -46,7 +46,7 @@ def _stop(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     """One DDP process (torchrun sets RANK, LOCAL_RANK and WORLD_SIZE)."""
-    from .train import build_loaders, effective_config, fit
+    from .train import build_loaders, cpu_changes, fit
     from .models import get_model
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                            else [torch.device("cuda", i) for i in range(local_world)])
         if world > local_world:
             devices += f" on each of {world // local_world} hosts"
-        cfg, changed = effective_config(cfg.replace(num_gpus=world), device)
+        cfg, changed = cpu_changes(cfg.replace(num_gpus=world), device)
         torch.manual_seed(cfg.seed)  # the same initial weights on every rank
         net = get_model(cfg)
         train_iter, val_iter = build_loaders(cfg, device, rank, world)
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                 Path(args.result_file).write_text(str(rec.record.path))
         rows = []  # this rank's epoch timings
         parts = Parts(net, train_iter, val_iter, None, [device], cfg,
-                      notice=provenance_notice(notice, changed))
+                      notice=provenance_notice(notice, *(c["why"] for c in changed)))
         run = fit(parts, on_start=started, runs_dir=args.runs_dir, progress=False,
                   verbose=not args.quiet, on_epoch=rows.append)
         ranks = gather_rank_timings(rows, local_rank)

@@ -167,13 +167,10 @@ def read_timeline(timeline, names=None) -> dict:
     totals = [sum(r) for r in rows]
     top = max(range(len(rows)), key=totals.__getitem__)
     at_peak, most = {}, {}
-    if len(names) == len(rows[0]):
-        for column, name in enumerate(names):
-            part = CATEGORIES.get(name, Part.OTHER)
-            at_peak[part] = at_peak.get(part, 0) + rows[top][column]
-        for part in set(at_peak):
-            columns = [c for c, n in enumerate(names) if CATEGORIES.get(n, Part.OTHER) == part]
-            most[part] = max(sum(r[c] for c in columns) for r in rows)
+    parts = [CATEGORIES.get(n, Part.OTHER) for n in names] if len(names) == len(rows[0]) else []
+    for part in set(parts):
+        by_row = [sum(v for v, p in zip(r, parts) if p == part) for r in rows]
+        at_peak[part], most[part] = by_row[top], max(by_row)
     return {"held": totals[0], "peak": totals[top], "at_peak": at_peak, "most": most}
 
 

@@ -15,7 +15,7 @@ from .devices import try_devices
 from .models import get_model
 from .optim import make_optimizer
 from .loop import Precision, to_device
-from .train import build_loaders, compile_model, effective_config
+from .train import build_loaders, compile_model, cpu_changes
 from . import static_step
 
 
@@ -24,7 +24,7 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     device = try_devices(1)[0][0]
-    cfg, _ = effective_config(cfg, device)
+    cfg, _ = cpu_changes(cfg, device)
     torch.manual_seed(cfg.seed)
     net = get_model(cfg).to(device)
     optimizer = make_optimizer(net, cfg)

@@ -70,7 +70,6 @@ class StaticStep:
         self.graph = self._t0 = self._ahead = None   # _ahead: (epoch, its plan drawn early)
         self.setup_s = None  # seconds of the first steps: compilation (and capture)
         self._side = torch.cuda.Stream(device) if self.use_graph else None
-        self._frozen = False
 
     def step_fn(self) -> None:
         """The step as the graph records it (gradients must be None before it runs)."""
@@ -127,7 +126,6 @@ class StaticStep:
             self.setup_s = time.perf_counter() - self._t0
             python_gc.collect()   # freeze the ~1e5 objects compilation left (a collection: ~0.8 s)
             python_gc.freeze()
-            self._frozen = True
 
     def capture(self) -> None:
         """Record step_fn as a CUDA graph (recording runs nothing; `replay()` runs it)."""
@@ -138,9 +136,8 @@ class StaticStep:
             self.step_fn()
 
     def close(self) -> None:
-        if self._frozen:
+        if self.setup_s is not None:   # frozen after the warm-up
             python_gc.unfreeze()
-            self._frozen = False
 
     def read_totals(self) -> tuple[float, float]:
         """(loss sum, correct) of the epoch so far. Sync point: waits for the queued steps."""
