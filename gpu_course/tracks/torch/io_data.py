@@ -87,10 +87,7 @@ def order_sampler(train_set, cfg: Experiment, cache_dir=None) -> OrderSampler | 
         cfg, cache_dir=cache_dir, progress=False).path)
 
 
-def prepare_data(cfg: Experiment, root=None, cache_dir=None,
-                 progress: bool = True) -> packed.Prepared | None:
-    """Make, once and timed, the copy cfg.data_format reads (`packed.prepare_copy`)."""
-    return packed.prepare_copy(cfg, root, cache_dir, progress)
+prepare_data = packed.prepare_copy   # make, once and timed, the copy cfg.data_format reads
 
 
 def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
