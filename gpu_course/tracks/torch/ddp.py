@@ -30,16 +30,6 @@ from .devices import describe, gpu_count
 OOM_MARKER = "gpu_course out of memory:"  # a rank's last line when its batch did not fit
 
 
-def gather_rank_timings(rows: list[dict], local_rank: int) -> list[dict]:
-    """Every rank's epoch timings, in rank order (one small all_gather, once per run)."""
-    mine = {"rank": dist.get_rank(), "local_rank": local_rank, "host": socket.gethostname(),
-            "group_rank": int(os.environ.get("GROUP_RANK", 0)),  # the node, as torchrun counts
-            "epochs": rank_epochs(rows)}
-    everyone = [None] * dist.get_world_size()
-    dist.all_gather_object(everyone, mine)
-    return everyone
-
-
 def _stop(signum, frame):
     raise KeyboardInterrupt(f"stopped by signal {signum}")
 
@@ -90,7 +80,11 @@ def main(argv: list[str] | None = None) -> int:
                       notice=provenance_notice(notice, *(c["why"] for c in changed)))
         run = fit(parts, on_start=started, runs_dir=args.runs_dir, progress=False,
                   verbose=not args.quiet, on_epoch=rows.append)
-        ranks = gather_rank_timings(rows, local_rank)
+        ranks = [None] * world   # every rank's epoch timings, in rank order: one all_gather
+        dist.all_gather_object(ranks, {
+            "rank": rank, "local_rank": local_rank, "host": socket.gethostname(),
+            "group_rank": int(os.environ.get("GROUP_RANK", 0)),  # the node, as torchrun counts
+            "epochs": rank_epochs(rows)})
         if run is not None:  # rank 0: one record for the job, with every rank's timings
             update_meta(run.path, notes=dict(ranks=ranks, nodes=world // local_world,
                                              procs_per_node=local_world, backend=dist.get_backend()))

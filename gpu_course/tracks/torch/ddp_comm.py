@@ -53,20 +53,16 @@ def measure(model: str = "resnet20", batch_size: int = 32, buckets_mb=BUCKETS_MB
             times[i % 2 == 0].append(step(i % 2 == 0))
         t_sync = _slowest(statistics.median(times[True]), device)
         t_nosync = _slowest(statistics.median(times[False]), device)
+        quartiles = statistics.quantiles(times[True], n=4)
         rows.append({"bucket_cap_mb": cap, "buckets": math.ceil(grad_bytes / (cap * 2**20)),
                      "processes": dist.get_world_size(), "grad_bytes": grad_bytes,
                      "batch_size": batch_size, "t_step_sync_s": t_sync,
                      "t_step_nosync_s": t_nosync, "t_allreduce_s": t_ar,
                      "exposed_s": t_sync - t_nosync,
-                     "spread_s": _slowest(_iqr(times[True]), device),
+                     "spread_s": _slowest(quartiles[2] - quartiles[0], device),
                      "overlap": overlap_from_steps(t_sync, t_nosync, t_ar)})
         del ddp
     return rows
-
-
-def _iqr(values) -> float:
-    q = statistics.quantiles(values, n=4)
-    return q[2] - q[0]
 
 
 def _allreduce_time(nbytes: int, device, sync, steps: int) -> float:

@@ -4,9 +4,8 @@ PyTorch lacks: LARS and Signum."""
 from __future__ import annotations
 
 import torch
-# torch.optim imports this when a process makes its first optimizer: seconds spent here,
-# with the track, not in a run's setup, where a Ctrl-C waits for them (cutting an import
-# short leaves PyTorch half-imported and the next run failing)
+# torch.optim imports this with a process's first optimizer: seconds spent here, not in a
+# run's setup, where a Ctrl-C could cut the import short (PyTorch half-imported: runs fail)
 import torch._dynamo  # noqa: F401
 from torch.optim import Optimizer, lr_scheduler as sched
 
