@@ -149,16 +149,14 @@ class StaticStep:
 
 
 def run_epochs(h, stepper: StaticStep, evaluate=None) -> None:
-    """The harness's epoch loop around `stepper` (train._run_epochs is the eager one)."""
-    noted = False
+    """The harness's epoch loop around `stepper` (`loop.fit` is the eager one)."""
     try:
         for epoch in h.epochs():
             stepper.start_epoch(epoch)
             for _ in h.batches(range(stepper.steps), total=stepper.steps):
                 stepper.step()
                 h.step(stepper.batch_size)
-                if not noted and stepper.setup_s is not None:
-                    noted = True
+                if stepper.calls == WARMUP_STEPS + 1:   # setup_s was measured in this step
                     h.say(f"compilation and capture: {stepper.setup_s:.1f} s in the first "
                           f"{stepper.calls} steps (left out of samples/s)")
                     if h.record is not None:
