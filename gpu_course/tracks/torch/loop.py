@@ -26,10 +26,11 @@ class Precision:
         self.scaler = torch.amp.GradScaler(self.device_type) if dtype == "float16" else None
         self.input_dtype = self.amp_dtype or torch.float32
 
-    def autocast(self):
+    def autocast(self, cache: bool = True):
+        """cache=False: no weight-cast cache, for a CUDA graph that must redo the casts."""
         if self.amp_dtype is None:
             return contextlib.nullcontext()
-        return torch.autocast(self.device_type, dtype=self.amp_dtype)
+        return torch.autocast(self.device_type, dtype=self.amp_dtype, cache_enabled=cache)
 
     def backward_and_step(self, loss: torch.Tensor, optimizer) -> None:
         if self.scaler is None:

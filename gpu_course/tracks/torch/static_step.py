@@ -12,7 +12,7 @@ from torch import nn
 
 from ...config import Experiment, Graph
 from .gpu_loader import GpuLoader
-from .loop import AMP_DTYPES
+from .loop import Precision
 from .optim import LARS, hyper_steps
 
 WARMUP_STEPS = 3  # eager steps before capture: compile, cuDNN autotuning, optimizer state
@@ -55,7 +55,7 @@ class StaticStep:
         self.steps, self.batch_size = steps, loader.batch_size
         device = self.device = loader.device
         self.use_graph = device.type == "cuda" if use_graph is None else use_graph
-        self.amp_dtype = AMP_DTYPES[cfg.dtype]
+        self.precision = Precision(cfg.dtype, device)
         self.loss_fn = nn.CrossEntropyLoss()
         # [steps, 2]: every update's (lr, momentum), read at epoch ends
         self.host_table = torch.tensor(hyper_steps(cfg, steps, optimizer), dtype=torch.float32)
@@ -76,19 +76,13 @@ class StaticStep:
         step_in_epoch, step_in_run = self.counters[0:1], self.counters[1:2]
         self.hyper.copy_(self.table.index_select(0, step_in_run).view(2))
         x, y = self.loader.cut(self.plan.index_select(1, step_in_epoch).view(5, -1))
-        with self._autocast():
+        with self.precision.autocast(cache=False):
             loss = self.loss_fn(out := self.model(x), y)
         loss.backward()
         self.optimizer.step()
         self.totals[0].add_(loss.detach(), alpha=self.batch_size)  # summed on the device
         self.totals[1].add_((out.argmax(dim=1) == y).sum())
         self.counters.add_(1)
-
-    def _autocast(self):
-        if self.amp_dtype is None:
-            return contextlib.nullcontext()
-        # no weight-cast cache: a graph must redo the casts from the live weights
-        return torch.autocast(self.device.type, dtype=self.amp_dtype, cache_enabled=False)
 
     def plan_ahead(self, epoch: int) -> None:
         """Draw `epoch`'s random numbers now, while the GPU still runs the epoch before."""
