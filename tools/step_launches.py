@@ -35,10 +35,10 @@ from gpu_course.tracks.torch import static_step
 from gpu_course.tracks.torch.devices import gpu_count
 from gpu_course.tracks.torch.gpu_loader import Batches, GpuLoader
 from gpu_course.tracks.torch.models import get_model
-from gpu_course.tracks.torch.op_count import count_ops
 from gpu_course.tracks.torch.optim import lr_scheduler, make_optimizer
 from gpu_course.tracks.torch.loop import Precision, to_device
 from gpu_course.tracks.torch.train import COMPILE_BACKEND_ENV, compile_model
+from tools.op_count import count_ops
 
 TARGET_LAUNCHES = 60
 LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",

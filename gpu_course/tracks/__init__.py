@@ -47,8 +47,7 @@ class Names:
             module, attribute = self.where[name].split(":")
             return getattr(importlib.import_module(module), attribute)
         if name in ("solution", "sweep", "repeat"):
-            return adapter_functions(self.engine, self.get("train"))[
-                ("solution", "sweep", "repeat").index(name)]
+            return adapter_functions(self.engine, self.get("train"))[name]
         if name in COURSE:
             return importlib.import_module(f"gpu_course.{COURSE[name]}")
         raise AttributeError(f"module {self.package!r} has no attribute {name!r}")
@@ -82,7 +81,7 @@ def track(package: str, engine: str, own: dict) -> Names:
 
 
 def adapter_functions(engine: str, train):
-    """(solution, sweep, repeat): what both adapters define alike, for `engine`'s `train`."""
+    """{solution, sweep, repeat}: what both adapters define alike, for `engine`'s `train`."""
     from ..experiments import interleave, sweep as run_sweep
     from ..lessons.exercises import solution as print_solution
 
@@ -97,4 +96,4 @@ def adapter_functions(engine: str, train):
     def repeat(cfgs, repeats: int = 3, **train_kwargs):
         """Each config trained `repeats` times, interleaved; {name: [runs]} for `noise.compare`."""
         return interleave(train, list(cfgs), repeats, **train_kwargs)
-    return solution, sweep, repeat
+    return {"solution": solution, "sweep": sweep, "repeat": repeat}

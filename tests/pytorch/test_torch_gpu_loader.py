@@ -83,7 +83,7 @@ def test_set_epoch_repeats_an_epoch(arrays):
 
 
 def test_a_channels_last_batch_costs_no_extra_copy(arrays):
-    from gpu_course.tracks.torch.op_count import count_ops
+    from tools.op_count import count_ops
     loader = GpuLoader(*arrays, Batches(32, dtype=torch.bfloat16, channels_last=True))
     plan = loader.device_plan(0)
     counts = count_ops(loader.cut, plan[:, :32])

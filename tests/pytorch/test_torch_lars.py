@@ -131,7 +131,7 @@ def test_multi_tensor_lars_matches_the_per_tensor_one_over_several_steps(lr_as_t
 
 def test_multi_tensor_lars_dispatches_a_fixed_number_of_operators():
     from gpu_course.tracks import torch as gc
-    from gpu_course.tracks.torch.op_count import count_ops
+    from tools.op_count import count_ops
     torch.manual_seed(0)
     counts = {}
     for name, make in (("multi-tensor", LARS), ("per-tensor", PerTensorLARS)):

@@ -7,7 +7,7 @@ import torch
 from gpu_course.tracks import torch as gc
 from gpu_course.tracks.torch import static_step
 from gpu_course.tracks.torch.gpu_loader import Batches, GpuLoader
-from gpu_course.tracks.torch.op_count import count_ops
+from tools.op_count import count_ops
 
 
 def replay_check(programs) -> dict:

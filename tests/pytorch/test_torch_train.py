@@ -267,7 +267,7 @@ def test_a_rung_that_fails_is_recorded_and_the_ladder_goes_on(monkeypatch, tmp_p
 def test_the_bookkeeping_of_a_step_dispatches_no_operator(small_cfg):
     """What gc.record adds to a step costs the device nothing: the steps' losses and
     hits are added up after the epoch's sync (it was once two additions a step)."""
-    from gpu_course.tracks.torch.op_count import count_ops
+    from tools.op_count import count_ops
     loss, hits = torch.tensor(2.25), torch.tensor([True, False, True, True])
     with gc.record(small_cfg.replace(epochs=1, warmup_steps=0), progress=False,
                    verbose=False) as rec:

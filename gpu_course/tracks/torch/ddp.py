@@ -30,23 +30,13 @@ from .devices import describe, gpu_count
 OOM_MARKER = "gpu_course out of memory:"  # a rank's last line when its batch did not fit
 
 
-def gather_rank_timings(rows: list[dict], local_rank: int) -> list[dict]:
-    """Every rank's epoch timings, in rank order (one small all_gather, once per run)."""
-    mine = {"rank": dist.get_rank(), "local_rank": local_rank, "host": socket.gethostname(),
-            "group_rank": int(os.environ.get("GROUP_RANK", 0)),  # the node, as torchrun counts
-            "epochs": rank_epochs(rows)}
-    everyone = [None] * dist.get_world_size()
-    dist.all_gather_object(everyone, mine)
-    return everyone
-
-
 def _stop(signum, frame):
     raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
 def main(argv: list[str] | None = None) -> int:
     """One DDP process (torchrun sets RANK, LOCAL_RANK and WORLD_SIZE)."""
-    from .train import build_loaders, effective_config, fit
+    from .train import build_loaders, cpu_changes, fit
     from .models import get_model
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -76,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                            else [torch.device("cuda", i) for i in range(local_world)])
         if world > local_world:
             devices += f" on each of {world // local_world} hosts"
-        cfg, changed = effective_config(cfg.replace(num_gpus=world), device)
+        cfg, changed = cpu_changes(cfg.replace(num_gpus=world), device)
         torch.manual_seed(cfg.seed)  # the same initial weights on every rank
         net = get_model(cfg)
         train_iter, val_iter = build_loaders(cfg, device, rank, world)
@@ -87,10 +77,14 @@ def main(argv: list[str] | None = None) -> int:
                 Path(args.result_file).write_text(str(rec.record.path))
         rows = []  # this rank's epoch timings
         parts = Parts(net, train_iter, val_iter, None, [device], cfg,
-                      notice=provenance_notice(notice, changed))
+                      notice=provenance_notice(notice, *(c["why"] for c in changed)))
         run = fit(parts, on_start=started, runs_dir=args.runs_dir, progress=False,
                   verbose=not args.quiet, on_epoch=rows.append)
-        ranks = gather_rank_timings(rows, local_rank)
+        ranks = [None] * world   # every rank's epoch timings, in rank order: one all_gather
+        dist.all_gather_object(ranks, {
+            "rank": rank, "local_rank": local_rank, "host": socket.gethostname(),
+            "group_rank": int(os.environ.get("GROUP_RANK", 0)),  # the node, as torchrun counts
+            "epochs": rank_epochs(rows)})
         if run is not None:  # rank 0: one record for the job, with every rank's timings
             update_meta(run.path, notes=dict(ranks=ranks, nodes=world // local_world,
                                              procs_per_node=local_world, backend=dist.get_backend()))

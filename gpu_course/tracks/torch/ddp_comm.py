@@ -14,7 +14,7 @@ from torch import nn
 
 from ...config import Experiment
 from ...scale.scaling import overlap_from_steps
-from .allreduce import _slowest, spawn
+from .allreduce import _slowest, measure as all_reduce_rows, spawn
 
 BUCKETS_MB = (0.05, 0.25, 1.0, 25.0)  # DDP's default is 25
 
@@ -31,7 +31,7 @@ def measure(model: str = "resnet20", batch_size: int = 32, buckets_mb=BUCKETS_MB
     x = torch.randn(batch_size, 3, 32, 32, device=device)
     y = torch.randint(0, 10, (batch_size,), device=device)
     loss_fn = nn.CrossEntropyLoss()
-    t_ar = _allreduce_time(grad_bytes, device, sync, steps)
+    t_ar = all_reduce_rows((grad_bytes,), device)[0]["time_s"]   # all gradients in one
     rows = []
     for cap in buckets_mb:
         ddp = nn.parallel.DistributedDataParallel(
@@ -53,34 +53,16 @@ def measure(model: str = "resnet20", batch_size: int = 32, buckets_mb=BUCKETS_MB
             times[i % 2 == 0].append(step(i % 2 == 0))
         t_sync = _slowest(statistics.median(times[True]), device)
         t_nosync = _slowest(statistics.median(times[False]), device)
+        quartiles = statistics.quantiles(times[True], n=4)
         rows.append({"bucket_cap_mb": cap, "buckets": math.ceil(grad_bytes / (cap * 2**20)),
                      "processes": dist.get_world_size(), "grad_bytes": grad_bytes,
                      "batch_size": batch_size, "t_step_sync_s": t_sync,
                      "t_step_nosync_s": t_nosync, "t_allreduce_s": t_ar,
                      "exposed_s": t_sync - t_nosync,
-                     "spread_s": _slowest(_iqr(times[True]), device),
+                     "spread_s": _slowest(quartiles[2] - quartiles[0], device),
                      "overlap": overlap_from_steps(t_sync, t_nosync, t_ar)})
         del ddp
     return rows
-
-
-def _iqr(values) -> float:
-    q = statistics.quantiles(values, n=4)
-    return q[2] - q[0]
-
-
-def _allreduce_time(nbytes: int, device, sync, steps: int) -> float:
-    """Median time of one all-reduce of a buffer as large as all gradients."""
-    buf = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=device)
-    times = []
-    for i in range(steps + 2):
-        dist.barrier()
-        t0 = time.perf_counter()
-        dist.all_reduce(buf)
-        sync()
-        if i >= 2:  # the first ones set up connections and buffers
-            times.append(time.perf_counter() - t0)
-    return _slowest(statistics.median(times), device)
 
 
 def run_local(procs: int = 2, **kwargs) -> list[dict]:

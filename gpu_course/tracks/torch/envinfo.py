@@ -20,7 +20,6 @@ from .models import get_model
 
 def build() -> dict:
     """Versions, what the build has (CUDA, cuDNN, oneDNN, ...) and the TF32 flags."""
-    cuda = torch.cuda.is_available()
     features = {
         "CUDA": torch.version.cuda is not None, "CUDNN": torch.backends.cudnn.is_available(),
         "MKLDNN (oneDNN)": torch.backends.mkldnn.is_available(),
@@ -33,7 +32,7 @@ def build() -> dict:
              "cudnn.benchmark": torch.backends.cudnn.benchmark}
     config = torch.__config__.show()
     return {"framework": "torch", "version": torch.__version__, "cuda": torch.version.cuda,
-            "cudnn": torch.backends.cudnn.version() if cuda else None,
+            "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
             "features": features, "flags": flags,
             "intra_op_threads": torch.get_num_threads(),
             "inter_op_threads": torch.get_num_interop_threads(),

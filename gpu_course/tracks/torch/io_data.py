@@ -10,6 +10,8 @@ from ...config import Experiment
 from ...data import folder, order, packed
 from ...data.folder import folder_split
 from .data import ImageDataset, make_loader
+from .devices import try_devices
+from .gpu_loader import Batches, GpuLoader, gpu_loaders
 
 KINDS = ("loose", "preresized", "packed", "memory", "gpu")
 
@@ -87,10 +89,7 @@ def order_sampler(train_set, cfg: Experiment, cache_dir=None) -> OrderSampler | 
         cfg, cache_dir=cache_dir, progress=False).path)
 
 
-def prepare_data(cfg: Experiment, root=None, cache_dir=None,
-                 progress: bool = True) -> packed.Prepared | None:
-    """Make, once and timed, the copy cfg.data_format reads (`packed.prepare_copy`)."""
-    return packed.prepare_copy(cfg, root, cache_dir, progress)
+prepare_data = packed.prepare_copy   # make, once and timed, the copy cfg.data_format reads
 
 
 def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
@@ -99,8 +98,6 @@ def io_loaders(cfg: Experiment, kind: str = "loose", device=None, **kwargs):
         train, val = io_datasets(cfg, kind, **kwargs)
         return (make_loader(train, cfg, train=True, sampler=order_sampler(
                     train, cfg, kwargs.get("cache_dir"))), make_loader(val, cfg, train=False))
-    from .devices import try_devices
-    from .gpu_loader import Batches, GpuLoader
     device = device if device is not None else try_devices(cfg.num_gpus)[0][0]
     train_index, val_index = folder_split(cfg, kwargs.get("root"))
     common = {k: v for k, v in kwargs.items() if k in ("cache_dir", "progress", "skip_corrupt")}
@@ -126,8 +123,6 @@ def load_datasets(cfg: Experiment, skip_corrupt: bool = False):
 def load_data(cfg: Experiment, device=None):
     """(train_iter, val_iter) for cfg: DataLoaders, or GpuLoaders with cfg.data_on_gpu."""
     if cfg.data_on_gpu:
-        from .devices import try_devices
-        from .gpu_loader import gpu_loaders
         return gpu_loaders(cfg, device if device is not None else try_devices(cfg.num_gpus)[0][0])
     train, val = load_datasets(cfg)
     return (make_loader(train, cfg, train=True, sampler=order_sampler(train, cfg)),

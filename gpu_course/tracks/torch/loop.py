@@ -26,10 +26,11 @@ class Precision:
         self.scaler = torch.amp.GradScaler(self.device_type) if dtype == "float16" else None
         self.input_dtype = self.amp_dtype or torch.float32
 
-    def autocast(self):
+    def autocast(self, cache: bool = True):
+        """cache=False: no weight-cast cache, for a CUDA graph that must redo the casts."""
         if self.amp_dtype is None:
             return contextlib.nullcontext()
-        return torch.autocast(self.device_type, dtype=self.amp_dtype)
+        return torch.autocast(self.device_type, dtype=self.amp_dtype, cache_enabled=cache)
 
     def backward_and_step(self, loss: torch.Tensor, optimizer) -> None:
         if self.scaler is None:
@@ -41,11 +42,10 @@ class Precision:
         self.scaler.update()
 
 
-def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, scheduler=None) -> None:
+def fit(rec, net: nn.Module, optimizer, scheduler, train_iter, val_iter, device) -> None:
     """Train for rec's epochs as rec.cfg says (its mock too); `scheduler` steps after every
     update; under DDP each step counts every process's images."""
     dtype, mock, channels_last = rec.cfg.dtype, rec.cfg.mock, rec.cfg.channels_last
-    device = torch.device(devices[0] if isinstance(devices, (list, tuple)) else devices)
     _, world_size = place()
     precision = Precision(dtype, device)
     loss_fn = nn.CrossEntropyLoss()
@@ -68,25 +68,22 @@ def fit(rec, net: nn.Module, optimizer, train_iter, val_iter, devices, scheduler
                 loss = loss_fn(out := net(x), y)
             optimizer.zero_grad(set_to_none=True)
             precision.backward_and_step(loss, optimizer)
-            if scheduler is not None:
-                scheduler.step()
+            scheduler.step()
             # every process did the same step: count all the images. Two device operations
             # (argmax, ==); the harness adds the steps' values up after the epoch's sync
             rec.step(n * world_size, loss_sum=(loss.detach(), n), correct=out.argmax(dim=1) == y)
         sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else None
         rec.end_epoch(sync=sync, lr=optimizer.param_groups[0]["lr"],
-                      evaluate=None if mock != "none" else _validation(
+                      evaluate=None if mock != "none" else lambda: _evaluate_on_rank0(
                           net, val_iter, device, dtype, channels_last, world_size))
 
 
-def _validation(net, val_iter, device, dtype, channels_last, world_size: int):
+def _evaluate_on_rank0(net, val_iter, device, dtype, channels_last, world_size: int):
     """The end-of-epoch evaluation: on rank 0 only, the other processes wait for it."""
-    def evaluate_on_rank0():
-        acc = evaluate(net, val_iter, [device], dtype, channels_last) if place()[0] == 0 else None
-        if world_size > 1:
-            dist.barrier()
-        return acc
-    return evaluate_on_rank0
+    acc = evaluate(net, val_iter, [device], dtype, channels_last) if place()[0] == 0 else None
+    if world_size > 1:
+        dist.barrier()
+    return acc
 
 
 def evaluate(net: nn.Module, val_iter, devices, dtype: str = "float32",

@@ -2,11 +2,8 @@
 profiler's timeline by category; on a GPU the allocator's counters and a snapshot."""
 from __future__ import annotations
 
-import contextlib
 import gc as _gc
 import json
-import os
-import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -15,6 +12,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from ...analyse.memory import Counter, Part
+from ...analyse.profiling import quiet_profiler
 from ..common import memory_note
 
 TIMELINE = "memory_timeline.json"
@@ -107,7 +105,7 @@ class MemoryMeter:
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
         grads_held = [p for p in self.net.parameters() if p.grad is not None]
         try:
-            with quiet(), profile(activities=activities, profile_memory=True,
+            with quiet_profiler(), profile(activities=activities, profile_memory=True,
                                   record_shapes=True, with_stack=True) as prof, \
                     torch.autograd.set_multithreading_enabled(False):
                 step()
@@ -131,21 +129,6 @@ class MemoryMeter:
             return read_timeline([[], []])
 
 
-@contextlib.contextmanager
-def quiet():
-    """File descriptor 2 sent to /dev/null meanwhile (the profiler's C++ side chatters)."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 def categories() -> list:
     """The profiler's category of each column of its timeline, in order (None: not sorted)."""
     try:
@@ -167,13 +150,10 @@ def read_timeline(timeline, names=None) -> dict:
     totals = [sum(r) for r in rows]
     top = max(range(len(rows)), key=totals.__getitem__)
     at_peak, most = {}, {}
-    if len(names) == len(rows[0]):
-        for column, name in enumerate(names):
-            part = CATEGORIES.get(name, Part.OTHER)
-            at_peak[part] = at_peak.get(part, 0) + rows[top][column]
-        for part in set(at_peak):
-            columns = [c for c, n in enumerate(names) if CATEGORIES.get(n, Part.OTHER) == part]
-            most[part] = max(sum(r[c] for c in columns) for r in rows)
+    parts = [CATEGORIES.get(n, Part.OTHER) for n in names] if len(names) == len(rows[0]) else []
+    for part in set(parts):
+        by_row = [sum(v for v, p in zip(r, parts) if p == part) for r in rows]
+        at_peak[part], most[part] = by_row[top], max(by_row)
     return {"held": totals[0], "peak": totals[top], "at_peak": at_peak, "most": most}
 
 

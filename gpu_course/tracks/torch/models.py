@@ -104,14 +104,10 @@ class TinyNet(CifarNet):
         super().__init__(layers, 128, classes)
 
 
-MODELS = {
-    "resnet20": lambda classes: CifarResNet(20, classes),
-    "resnet56": lambda classes: CifarResNet(56, classes),
-    "resnet110": lambda classes: CifarResNet(110, classes),
-    "wrn16_10": lambda classes: CifarWideResNet(16, 10, classes),
-    "wrn28_10": lambda classes: CifarWideResNet(28, 10, classes),
-    "tiny": TinyNet,
-}
+MODELS = {"resnet20": lambda k: CifarResNet(20, k), "resnet56": lambda k: CifarResNet(56, k),
+          "resnet110": lambda k: CifarResNet(110, k),
+          "wrn16_10": lambda k: CifarWideResNet(16, 10, k),
+          "wrn28_10": lambda k: CifarWideResNet(28, 10, k), "tiny": TinyNet}  # name: net of k classes
 
 
 def get_model(cfg_or_name, classes: int | None = None) -> nn.Module:

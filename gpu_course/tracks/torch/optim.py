@@ -4,9 +4,8 @@ PyTorch lacks: LARS and Signum."""
 from __future__ import annotations
 
 import torch
-# torch.optim imports this when a process makes its first optimizer: seconds spent here,
-# with the track, not in a run's setup, where a Ctrl-C waits for them (cutting an import
-# short leaves PyTorch half-imported and the next run failing)
+# torch.optim imports this with a process's first optimizer: seconds spent here, not in a
+# run's setup, where a Ctrl-C could cut the import short (PyTorch half-imported: runs fail)
 import torch._dynamo  # noqa: F401
 from torch.optim import Optimizer, lr_scheduler as sched
 
@@ -15,22 +14,19 @@ from ...config import LR_FACTOR, Experiment
 
 def make_optimizer(net: torch.nn.Module, cfg: Experiment) -> torch.optim.Optimizer:
     """cfg.optimizer over net's parameters, cfg.optimizer_params passed on."""
-    params = [p for p in net.parameters() if p.requires_grad]
-    extra = {k: v for k, v in cfg.optimizer_params if k not in ("momentum", "wd")}
-    lr, wd, momentum = cfg.scaled_lr, cfg.wd, cfg.momentum
-    make = {
-        "sgd": lambda: torch.optim.SGD(params, lr, momentum=momentum, weight_decay=wd, **extra),
-        "nag": lambda: torch.optim.SGD(params, lr, momentum=momentum, weight_decay=wd,
-                                       nesterov=True, **extra),
-        "lars": lambda: LARS(params, lr, momentum=momentum, weight_decay=wd, **extra),
-        "signum": lambda: Signum(params, lr, momentum=momentum, weight_decay=wd, **extra),
-        "adam": lambda: torch.optim.Adam(params, lr, weight_decay=wd, **extra),
-        "adamw": lambda: torch.optim.AdamW(params, lr, weight_decay=wd, **extra),
-    }
+    make = {"sgd": torch.optim.SGD, "nag": torch.optim.SGD, "lars": LARS, "signum": Signum,
+            "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
     if cfg.optimizer not in make:
         raise ValueError(f"optimizer={cfg.optimizer!r} is not available in PyTorch; allowed: {', '.join(make)}")
+    given = {"weight_decay": cfg.wd}
+    if cfg.optimizer not in ("adam", "adamw"):
+        given["momentum"] = cfg.momentum
+    if cfg.optimizer == "nag":
+        given["nesterov"] = True
+    extra = {k: v for k, v in cfg.optimizer_params if k not in ("momentum", "wd")}
     try:
-        return make[cfg.optimizer]()
+        return make[cfg.optimizer]([p for p in net.parameters() if p.requires_grad], cfg.scaled_lr,
+                                   **given, **extra)
     except TypeError as err:  # an optimizer_params key this optimizer does not take
         raise ValueError(f"optimizer_params={cfg.optimizer_params!r} do not fit optimizer={cfg.optimizer!r}: "
                          f"{err}") from None

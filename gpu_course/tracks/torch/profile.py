@@ -15,7 +15,7 @@ from .devices import try_devices
 from .models import get_model
 from .optim import make_optimizer
 from .loop import Precision, to_device
-from .train import build_loaders, compile_model, effective_config
+from .train import build_loaders, compile_model, cpu_changes
 from . import static_step
 
 
@@ -24,7 +24,7 @@ def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     device = try_devices(1)[0][0]
-    cfg, _ = effective_config(cfg, device)
+    cfg, _ = cpu_changes(cfg, device)
     torch.manual_seed(cfg.seed)
     net = get_model(cfg).to(device)
     optimizer = make_optimizer(net, cfg)
@@ -83,12 +83,10 @@ def operator_table(prof) -> pd.DataFrame:
     """One row per operator: calls and times (ms over the active steps), costliest first."""
     rows = []
     for event in prof.key_averages():
-        device_us = getattr(event, "self_device_time_total",
-                            getattr(event, "self_cuda_time_total", 0))
         rows.append({"operator": event.key, "calls": event.count,
                      "self_cpu_ms": event.self_cpu_time_total / 1000,
                      "cpu_total_ms": event.cpu_time_total / 1000,
-                     "self_device_ms": device_us / 1000})
+                     "self_device_ms": event.self_device_time_total / 1000})
     table = pd.DataFrame(rows)
     key = "self_device_ms" if table["self_device_ms"].sum() > 0 else "self_cpu_ms"
     return table.sort_values(key, ascending=False).reset_index(drop=True)

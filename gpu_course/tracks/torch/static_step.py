@@ -12,7 +12,7 @@ from torch import nn
 
 from ...config import Experiment, Graph
 from .gpu_loader import GpuLoader
-from .loop import AMP_DTYPES
+from .loop import Precision
 from .optim import LARS, hyper_steps
 
 WARMUP_STEPS = 3  # eager steps before capture: compile, cuDNN autotuning, optimizer state
@@ -55,7 +55,7 @@ class StaticStep:
         self.steps, self.batch_size = steps, loader.batch_size
         device = self.device = loader.device
         self.use_graph = device.type == "cuda" if use_graph is None else use_graph
-        self.amp_dtype = AMP_DTYPES[cfg.dtype]
+        self.precision = Precision(cfg.dtype, device)
         self.loss_fn = nn.CrossEntropyLoss()
         # [steps, 2]: every update's (lr, momentum), read at epoch ends
         self.host_table = torch.tensor(hyper_steps(cfg, steps, optimizer), dtype=torch.float32)
@@ -70,26 +70,19 @@ class StaticStep:
         self.graph = self._t0 = self._ahead = None   # _ahead: (epoch, its plan drawn early)
         self.setup_s = None  # seconds of the first steps: compilation (and capture)
         self._side = torch.cuda.Stream(device) if self.use_graph else None
-        self._frozen = False
 
     def step_fn(self) -> None:
         """The step as the graph records it (gradients must be None before it runs)."""
         step_in_epoch, step_in_run = self.counters[0:1], self.counters[1:2]
         self.hyper.copy_(self.table.index_select(0, step_in_run).view(2))
         x, y = self.loader.cut(self.plan.index_select(1, step_in_epoch).view(5, -1))
-        with self._autocast():
+        with self.precision.autocast(cache=False):
             loss = self.loss_fn(out := self.model(x), y)
         loss.backward()
         self.optimizer.step()
         self.totals[0].add_(loss.detach(), alpha=self.batch_size)  # summed on the device
         self.totals[1].add_((out.argmax(dim=1) == y).sum())
         self.counters.add_(1)
-
-    def _autocast(self):
-        if self.amp_dtype is None:
-            return contextlib.nullcontext()
-        # no weight-cast cache: a graph must redo the casts from the live weights
-        return torch.autocast(self.device.type, dtype=self.amp_dtype, cache_enabled=False)
 
     def plan_ahead(self, epoch: int) -> None:
         """Draw `epoch`'s random numbers now, while the GPU still runs the epoch before."""
@@ -127,7 +120,6 @@ class StaticStep:
             self.setup_s = time.perf_counter() - self._t0
             python_gc.collect()   # freeze the ~1e5 objects compilation left (a collection: ~0.8 s)
             python_gc.freeze()
-            self._frozen = True
 
     def capture(self) -> None:
         """Record step_fn as a CUDA graph (recording runs nothing; `replay()` runs it)."""
@@ -138,9 +130,8 @@ class StaticStep:
             self.step_fn()
 
     def close(self) -> None:
-        if self._frozen:
+        if self.setup_s is not None:   # frozen after the warm-up
             python_gc.unfreeze()
-            self._frozen = False
 
     def read_totals(self) -> tuple[float, float]:
         """(loss sum, correct) of the epoch so far. Sync point: waits for the queued steps."""
@@ -152,16 +143,14 @@ class StaticStep:
 
 
 def run_epochs(h, stepper: StaticStep, evaluate=None) -> None:
-    """The harness's epoch loop around `stepper` (train._run_epochs is the eager one)."""
-    noted = False
+    """The harness's epoch loop around `stepper` (`loop.fit` is the eager one)."""
     try:
         for epoch in h.epochs():
             stepper.start_epoch(epoch)
             for _ in h.batches(range(stepper.steps), total=stepper.steps):
                 stepper.step()
                 h.step(stepper.batch_size)
-                if not noted and stepper.setup_s is not None:
-                    noted = True
+                if stepper.calls == WARMUP_STEPS + 1:   # setup_s was measured in this step
                     h.say(f"compilation and capture: {stepper.setup_s:.1f} s in the first "
                           f"{stepper.calls} steps (left out of samples/s)")
                     if h.record is not None:

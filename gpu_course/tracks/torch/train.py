@@ -95,12 +95,6 @@ def build(cfg: Experiment, device=None):
                             here.downgrades, here.notice)
 
 
-def effective_config(cfg: Experiment, device: torch.device) -> tuple[Experiment, str | None]:
-    """The config that really runs on `device`, and a notice when it differs from cfg."""
-    cfg, changed = cpu_changes(cfg, device)
-    return cfg, provenance.notice(*(c["why"] for c in changed))
-
-
 def cpu_changes(cfg: Experiment, device: torch.device) -> tuple[Experiment, list]:
     """cfg as it runs on `device`, and the requests a CPU cannot honour (`ON_CPU`)."""
     if device.type == "cuda":
@@ -180,8 +174,7 @@ def fit(parts: provenance.Parts, on_start=None, **output):
                         static_step.run_epochs(rec, stepper, lambda: evaluate(
                             net, val_iter, [device], cfg.dtype, cfg.channels_last))
                     else:
-                        fit_epochs(rec, model, optimizer, train_iter, val_iter, [device],
-                                   scheduler=scheduler)
+                        fit_epochs(rec, model, optimizer, scheduler, train_iter, val_iter, device)
             except torch.cuda.OutOfMemoryError as err:
                 oom = out_of_memory(err, cfg.batch_size, device)
             except KeyboardInterrupt:   # Ctrl-C or SIGTERM
