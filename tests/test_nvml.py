@@ -12,6 +12,7 @@ from fake_pynvml import (FakeGpu, FakePynvml, NVMLError_DriverNotLoaded,  # noqa
                          NVMLError_Unknown, install)
 
 from gpu_course.measure import nvml  # noqa: E402
+from tools.monitor_vs_smi import nvidia_smi_query  # noqa: E402
 
 
 @pytest.fixture
@@ -215,7 +216,7 @@ def fake_nvidia_smi(folder, output, returncode=0):
 def test_nvidia_smi_query_parses_rows(tmp_path, monkeypatch):
     fake_nvidia_smi(tmp_path, "0, 97, 10240, [N/A], NVIDIA H100\n1, 3, 512.5, 250.1, NVIDIA H100\n")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")  # ours first
-    rows = nvml.nvidia_smi_query(["index", "utilization.gpu", "memory.used", "power.draw", "name"])
+    rows = nvidia_smi_query(["index", "utilization.gpu", "memory.used", "power.draw", "name"])
     assert rows == [
         {"index": 0, "utilization.gpu": 97, "memory.used": 10240, "power.draw": None,
          "name": "NVIDIA H100"},
@@ -225,16 +226,16 @@ def test_nvidia_smi_query_parses_rows(tmp_path, monkeypatch):
 
 def test_nvidia_smi_query_without_nvidia_smi_or_failing(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert nvml.nvidia_smi_query("index,utilization.gpu") is None
+    assert nvidia_smi_query("index,utilization.gpu") is None
     fake_nvidia_smi(tmp_path, "NVIDIA-SMI has failed\n", returncode=9)
-    assert nvml.nvidia_smi_query("index,utilization.gpu") is None
+    assert nvidia_smi_query("index,utilization.gpu") is None
 
 
 def test_nvidia_smi_query_rejects_bad_fields():
     with pytest.raises(ValueError, match="nvidia-smi fields"):
-        nvml.nvidia_smi_query(["index", "name; rm -rf /"])
+        nvidia_smi_query(["index", "name; rm -rf /"])
     with pytest.raises(ValueError):
-        nvml.nvidia_smi_query([])
+        nvidia_smi_query([])
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -5,8 +5,6 @@ unsupported metric reads None, and a failure (a lost GPU) fills the sample's ``e
 """
 import operator
 import os
-import re
-import subprocess
 import threading
 
 MiB = 2**20
@@ -389,35 +387,3 @@ def _read_state(state, index, handle, out, errors):
     out.update(_power(state, errors, handle, POWER))
     lane = PCIE_LANE_GBPS.get(out["pcie_gen"])
     out["pcie_gbps"] = lane * out["pcie_width"] if lane and out["pcie_width"] else None
-
-
-def nvidia_smi_query(fields, timeout=10.0):
-    """``nvidia-smi --query-gpu=FIELDS`` as a dict per GPU; None when it fails."""
-    if isinstance(fields, str):
-        fields = fields.split(",")
-    fields = [str(field).strip() for field in fields]
-    bad = [f for f in fields if not re.fullmatch(r"[A-Za-z0-9_.]+", f)]
-    if not fields or bad:
-        raise ValueError(f"nvidia-smi fields {bad or fields!r}: expected names like 'utilization.gpu'")
-    try:
-        command = ["nvidia-smi", "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
-    except (OSError, subprocess.SubprocessError):   # not installed, timed out or failed
-        return None
-    rows = []
-    for line in done.stdout.splitlines():
-        values = [value.strip() for value in line.split(",")]
-        if len(values) == len(fields):   # a GPU name with a comma would not parse
-            rows.append({f: _smi_value(v) for f, v in zip(fields, values)})
-    return rows
-
-
-def _smi_value(text):
-    if text in ("", "N/A", "[N/A]", "[Not Supported]", "Not Supported"):
-        return None
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    return text
