@@ -29,14 +29,13 @@ _warned = set()  # notices already shown in this process: once is enough in a no
 
 
 class GpuMonitor:
-    """Samples GPUs (None: all) and host every ``interval`` s on a thread; runs once. `warn`:
+    """Samples GPUs (None: all) and the host every ``interval`` s on a thread; runs once. `warn`:
     the notice without GPUs as a warning (else only in `.notice`, for the caller to say)."""
 
-    def __init__(self, interval=0.5, gpus=None, host=True, warn=True):
+    def __init__(self, interval=0.5, gpus=None, warn=True):
         if not isinstance(interval, (int, float)) or not interval > 0:
             raise ValueError(f"interval={interval!r}: expected a number of seconds > 0")
         self.interval = float(interval)
-        self.host = bool(host)
         self.available_gpus, self.notice = _resolve_gpus(gpus)
         if warn and self.notice and self.notice not in _warned:
             _warned.add(self.notice)
@@ -59,8 +58,7 @@ class GpuMonitor:
         """Start sampling (the first sample is taken at t=0). Returns self."""
         if self._thread is not None:
             raise RuntimeError("this GpuMonitor was already started; create a new one")
-        if self.host:
-            self._last_cpu_times = psutil.cpu_times(percpu=True)   # baseline for CPU %
+        self._last_cpu_times = psutil.cpu_times(percpu=True)   # baseline for CPU %
         self._t0 = time.monotonic()
         self.t0_wall = time.time()
         self._thread = threading.Thread(target=self._run, name="GpuMonitor", daemon=True)
@@ -126,11 +124,10 @@ class GpuMonitor:
         for index in self.available_gpus:
             sample = nvml.sample(index)
             gpu_rows.append((t, index) + tuple(sample[key] for key in nvml.SAMPLE_KEYS))
-        host_row = self._host_sample(t) if self.host else None
+        host_row = self._host_sample(t)
         with self._lock:
             self._gpu_rows.extend(gpu_rows)
-            if host_row is not None:
-                self._host_rows.append(host_row)
+            self._host_rows.append(host_row)
             self.ticks += 1
 
     def _host_sample(self, t):
@@ -169,22 +166,17 @@ class GpuMonitor:
             write_atomic(folder / name, frame.to_csv(index=False))
         return folder
 
-    def summary(self, t_start=None, t_end=None):
-        """Means and maxima over the samples with t_start <= t <= t_end, per GPU and overall."""
-        gpu = _window(self.gpu_frame(), t_start, t_end)
-        host = _window(self.host_frame(), t_start, t_end)
+    def summary(self):
+        """What `gpu-course watch` says of the samples: means and maxima per GPU, then over GPUs."""
+        gpu, host = self.gpu_frame(), self.host_frame()
         per_gpu = gpu.groupby("gpu")
-        result = {"t_start": t_start, "t_end": t_end, "samples": int(max(gpu["t"].nunique(), len(host)))}
+        result = {"samples": int(max(gpu["t"].nunique(), len(host))),
+                  "cpu_percent_mean": _number(host["cpu_percent"].mean())}
         for column, how, key in (("util_gpu", "mean", "gpu_util_mean"),
-                                 ("mem_used_mib", "max", "mem_used_max_mib"),
                                  ("power_w", "mean", "power_w_mean"),
                                  ("sm_active", "mean", "sm_active_mean"),
-                                 ("tensor_active", "mean", "tensor_active_mean")):
-            values = per_gpu[column].agg(how)   # per GPU, then over the GPUs the same way
-            result[key] = _number(values.agg(how))
-            result[f"{key}_per_gpu"] = {int(i): _number(v) for i, v in values.items()}
-        result["cpu_percent_mean"] = _number(host["cpu_percent"].mean())
-        result["ram_used_max_mib"] = _number(host["ram_used_mib"].max())
+                                 ("mem_used_mib", "max", "mem_used_max_mib")):
+            result[key] = _number(per_gpu[column].agg(how).agg(how))
         return result
 
     def status_line(self):
@@ -247,11 +239,6 @@ def _frame(rows, columns):
         else:
             frame[column] = frame[column].astype(object)
     return frame
-
-
-def _window(frame, t_start, t_end):
-    return frame[frame["t"].between(-math.inf if t_start is None else t_start,
-                                    math.inf if t_end is None else t_end)]
 
 
 def _number(value):

@@ -10,11 +10,9 @@ import threading
 MiB = 2**20
 
 #: Keys of ``sample()``: the gpu.csv columns after ``t`` and ``gpu``.
-SAMPLE_KEYS = (
-    "util_gpu", "util_mem", "mem_used_mib", "mem_total_mib", "power_w", "power_limit_w",
-    "temp_c", "sm_clock_mhz", "sm_clock_max_mhz", "clock_event_reasons",
-    "sm_active", "tensor_active", "dram_active", "error",
-)
+SAMPLE_KEYS = ("util_gpu", "util_mem", "mem_used_mib", "mem_total_mib", "power_w", "power_limit_w",
+               "temp_c", "sm_clock_mhz", "sm_clock_max_mhz", "clock_event_reasons",
+               "sm_active", "tensor_active", "dram_active", "error")
 
 #: Bits of nvmlDeviceGetCurrentClocksEventReasons (0x1, 0x2, ...): why the SM clock is below its maximum.
 CLOCK_EVENT_REASONS = {1 << bit: name for bit, name in enumerate((
@@ -191,10 +189,7 @@ def _text(value):
 
 def driver_version():
     """The NVIDIA driver version, e.g. "550.54.15"; None when NVML is unavailable."""
-    state = _nvml()
-    if state.nv is None:
-        return None
-    return _text(_quietly(state.nv.nvmlSystemGetDriverVersion))
+    return _text(_ask(_nvml(), [], "driver", "nvmlSystemGetDriverVersion"))
 
 
 def cuda_driver_version():
@@ -267,8 +262,7 @@ def _read_metrics(state, index, handle, row, errors):
     if memory is not None:
         row["mem_used_mib"] = round(memory.used / MiB, 1)
         row["mem_total_mib"] = round(memory.total / MiB, 1)
-    row.update(_power(state, errors, handle, POWER[:2]))
-    row.update(_read(state, errors, handle, ("temp_c", "sm_clock_mhz")))
+    row.update(_read(state, errors, handle, ("power_w", "power_limit_w", "temp_c", "sm_clock_mhz")))
     if index not in state.static:
         before = len(errors)
         max_clock = _read(state, errors, handle, ("sm_clock_max_mhz",))["sm_clock_max_mhz"]
@@ -281,8 +275,12 @@ def _read_metrics(state, index, handle, row, errors):
             state, index, handle, errors)
 
 
-# readings of one number: key -> (NVML functions, the constant of its argument and its usual value)
+# readings of one number: key -> (NVML functions, the constant of its argument and its usual
+# value); power ("_w") comes in milliwatts
 READINGS = {
+    "power_w": ("nvmlDeviceGetPowerUsage", None),
+    "power_limit_w": ("nvmlDeviceGetEnforcedPowerLimit", None),
+    "power_max_limit_w": ("nvmlDeviceGetPowerManagementDefaultLimit", None),
     "temp_c": (("nvmlDeviceGetTemperature", "nvmlDeviceGetTemperatureV"), ("NVML_TEMPERATURE_GPU", 0)),
     "sm_clock_mhz": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_SM", 1)),
     "sm_clock_max_mhz": ("nvmlDeviceGetMaxClockInfo", ("NVML_CLOCK_SM", 1)),
@@ -301,20 +299,9 @@ def _read(state, errors, handle, keys) -> dict:
     for key in keys:
         fn, constant = READINGS[key]
         args = (handle,) if constant is None else (handle, getattr(state.nv, *constant))
-        out[key] = _ask(state, errors, key, fn, *args)
+        value = _ask(state, errors, key, fn, *args)
+        out[key] = value / 1000 if key.endswith("_w") and value is not None else value
     return out
-
-
-# power readings in milliwatts: (key, NVML function)
-POWER = (("power_w", "nvmlDeviceGetPowerUsage"),
-         ("power_limit_w", "nvmlDeviceGetEnforcedPowerLimit"),
-         ("power_max_limit_w", "nvmlDeviceGetPowerManagementDefaultLimit"))
-
-
-def _power(state, errors, handle, which) -> dict:
-    """{key: watts or None} for the POWER readings `which`."""
-    milliwatts = {key: _ask(state, errors, key, fn, handle) for key, fn in which}
-    return {key: None if mw is None else mw / 1000 for key, mw in milliwatts.items()}
 
 
 def _reasons(state, errors, handle):
@@ -384,6 +371,5 @@ def device_state(index):
 def _read_state(state, index, handle, out, errors):
     out.update(_read(state, errors, handle, READINGS))
     out["clock_event_reasons"] = _reasons(state, errors, handle)
-    out.update(_power(state, errors, handle, POWER))
     lane = PCIE_LANE_GBPS.get(out["pcie_gen"])
     out["pcie_gbps"] = lane * out["pcie_width"] if lane and out["pcie_width"] else None

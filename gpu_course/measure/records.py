@@ -288,13 +288,8 @@ def versions(packages: Iterable[str] = PACKAGES) -> dict:
 
 def hardware() -> dict:
     """GPU names, driver and CPU facts (NVML if present; never raises)."""
-    gpus = []
-    for i in range(nvml.gpu_count()):
-        try:
-            gpus.append(nvml.gpu_info(i))
-        except Exception as err:  # a GPU that cannot be queried is still recorded
-            gpus.append({"index": i, "error": str(err)})
-    return {"gpus": gpus, "driver": nvml.driver_version(), "cuda": nvml.cuda_driver_version(),
+    return {"gpus": nvml.gpus_info(), "driver": nvml.driver_version(),
+            "cuda": nvml.cuda_driver_version(),
             "cpu_count": os.cpu_count(), "cpu_model": _cpu_model(), **cpu.record(),
             "hostname": socket.gethostname(), "platform": platform.platform()}
 
