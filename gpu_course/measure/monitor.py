@@ -3,7 +3,6 @@ and the host (psutil) on a fixed schedule; times are seconds since ``start()``, 
 and ``mark()`` share. Without NVML it says so once and records the CPU only.
 """
 import math
-import numbers
 import sys
 import threading
 import time
@@ -29,14 +28,14 @@ _warned = set()  # notices already shown in this process: once is enough in a no
 
 
 class GpuMonitor:
-    """Samples GPUs (None: all) and the host every ``interval`` s on a thread; runs once. `warn`:
+    """Samples every GPU and the host every ``interval`` s on a thread; runs once. `warn`:
     the notice without GPUs as a warning (else only in `.notice`, for the caller to say)."""
 
-    def __init__(self, interval=0.5, gpus=None, warn=True):
+    def __init__(self, interval=0.5, warn=True):
         if not isinstance(interval, (int, float)) or not interval > 0:
             raise ValueError(f"interval={interval!r}: expected a number of seconds > 0")
         self.interval = float(interval)
-        self.available_gpus, self.notice = _resolve_gpus(gpus)
+        self.available_gpus, self.notice = _gpus()
         if warn and self.notice and self.notice not in _warned:
             _warned.add(self.notice)
             warnings.warn(self.notice, GpuUnavailableWarning, stacklevel=2)
@@ -120,10 +119,8 @@ class GpuMonitor:
                 return
 
     def _sample_once(self, t):
-        gpu_rows = []
-        for index in self.available_gpus:
-            sample = nvml.sample(index)
-            gpu_rows.append((t, index) + tuple(sample[key] for key in nvml.SAMPLE_KEYS))
+        samples = {index: nvml.sample(index) for index in self.available_gpus}
+        gpu_rows = [(t, i, *(s[key] for key in nvml.SAMPLE_KEYS)) for i, s in samples.items()]
         host_row = self._host_sample(t)
         with self._lock:
             self._gpu_rows.extend(gpu_rows)
@@ -212,21 +209,13 @@ def _percent(busy, total):
     return round(min(100.0, max(0.0, 100.0 * busy / total)), 1) if total > 0 else 0.0
 
 
-def _resolve_gpus(gpus):
-    """(indices to sample, notice or None) for the ``gpus`` argument."""
-    if gpus is not None and not isinstance(gpus, (list, tuple, range, set)):
-        gpus = [gpus]
-    count = nvml.gpu_count()
+def _gpus():
+    """(the GPUs to sample, the notice where there are none)."""
     if not nvml.available():
         return [], nvml.init_error()
-    if count == 0:
+    if nvml.gpu_count() == 0:
         return [], "NVML found no GPUs; sampling CPU only"
-    if gpus is None:
-        return list(range(count)), None
-    bad = [g for g in gpus if not isinstance(g, numbers.Integral) or not 0 <= g < count]
-    if bad:
-        raise ValueError(f"gpus={list(gpus)!r}: {bad!r} not found; allowed 0..{count - 1}")
-    return sorted(set(gpus)), None
+    return list(range(nvml.gpu_count())), None
 
 
 def _frame(rows, columns):
@@ -256,7 +245,7 @@ def _gpu_status(row):
             f"{show('mem_total_mib', '.1f', 1024)} GiB {show('power_w', '.0f')} W {show('temp_c', '.0f')}C")
 
 
-def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
+def record_to_csv(out, seconds=None, interval=0.5, stream=None):
     """``gpu-course monitor``: record until Ctrl-C, SIGTERM (or ``seconds``) with a live
     status line, into ``out`` and ``<stem>-host.csv``; returns the sampling rounds."""
     if seconds is not None and not seconds >= 0:
@@ -265,7 +254,7 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
     out = Path(out)
     host_out = out.with_name(f"{out.stem}-host.csv")
     out.parent.mkdir(parents=True, exist_ok=True)
-    monitor = GpuMonitor(interval=interval, gpus=gpus, warn=False)   # the notice goes to the stream
+    monitor = GpuMonitor(interval=interval, warn=False)   # the notice goes to the stream
     if monitor.notice:
         print(monitor.notice, file=stream)
     width = 0
