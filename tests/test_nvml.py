@@ -87,7 +87,7 @@ def test_sample_reads_every_metric_in_schema_units(use_fake):
         "tensor_active": None, "dram_active": None, "error": None}
     assert nvml.driver_version() == "550.54.15"
     assert nvml.cuda_driver_version() == "12.4"
-    assert nvml.gpu_info(0) == {"index": 0, "name": "NVIDIA H100 80GB HBM3",
+    assert nvml.gpu_info(0) == {"index": 0, "name": "NVIDIA H100 80GB HBM3", "error": None,
                                 "memory_total_mib": 81559.0, "compute_capability": "9.0"}
 
 

@@ -1,5 +1,5 @@
-"""The bookkeeping around any framework's own training loop (monitor, step timer, run
-record, progress bar, epoch rows); the loop stays plain framework code:
+"""The bookkeeping around a framework's own training loop (monitor, step timer, run record,
+progress bar, epoch rows); `loss` and `correct` are read after the epoch's sync, not in a step:
 
     with Harness(cfg, Ran(engine="pytorch")) as rec:            # adapters: gc.record(...)
         for epoch in rec.epochs():
@@ -7,9 +7,6 @@ record, progress bar, epoch rows); the loop stays plain framework code:
                 ...the framework's step...
                 rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
             rec.end_epoch(sync=torch.cuda.synchronize, evaluate=lambda: accuracy(net))
-    run = rec.run        # the record read back
-
-`loss` and `correct` may be device arrays, read after the epoch's sync: no sync is added to a step.
 """
 from __future__ import annotations
 

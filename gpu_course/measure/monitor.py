@@ -78,10 +78,6 @@ class GpuMonitor:
                 self.stalled = ("stalled: a GPU query hung past the run's end; "
                                 f"no samples after t={last:.1f} s")
 
-    @property
-    def running(self):
-        return self._thread is not None and self._thread.is_alive()
-
     def __enter__(self):
         return self.start()
 

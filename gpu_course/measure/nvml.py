@@ -200,24 +200,18 @@ def cuda_driver_version():
 
 
 def gpu_info(index):
-    """Static facts about one GPU: dict(index, name, memory_total_mib, compute_capability)."""
+    """Static facts about one GPU: index, name, memory_total_mib, compute_capability, error."""
     with _lock:
-        state = _checked(index)
-        info = {"index": index, "name": None, "memory_total_mib": None, "compute_capability": None}
-        try:
-            handle = _handle(state, index, [])
-            if handle is None:
-                return info
-            info["name"] = _text(_ask(state, [], "name", "nvmlDeviceGetName", handle))
-            memory = _ask(state, [], "memory", "nvmlDeviceGetMemoryInfo", handle)
-            if memory is not None:
-                info["memory_total_mib"] = round(memory.total / MiB, 1)
-            capability = _ask(state, [], "cc", "nvmlDeviceGetCudaComputeCapability", handle)
-            if capability is not None:
-                info["compute_capability"] = f"{capability[0]}.{capability[1]}"
-        except _GpuLost:
-            state.lost.add(index)
-        return info
+        return _reading(index, {"index": index, "name": None, "memory_total_mib": None,
+                                "compute_capability": None}, _read_info)
+
+
+def _read_info(state, index, handle, out, errors):
+    out["name"] = _text(_ask(state, errors, "name", "nvmlDeviceGetName", handle))
+    memory = _ask(state, errors, "memory", "nvmlDeviceGetMemoryInfo", handle)
+    capability = _ask(state, errors, "cc", "nvmlDeviceGetCudaComputeCapability", handle)
+    out["memory_total_mib"] = None if memory is None else round(memory.total / MiB, 1)
+    out["compute_capability"] = None if capability is None else "{}.{}".format(*capability)
 
 
 def gpus_info():

@@ -19,9 +19,8 @@ HOP_LATENCY_S = 20e-6   # the model's latency a hop: a typical network's
 
 def experiment(engine: str, quick: bool = False, procs_on_host: int = 1) -> Experiment:
     """The job: ResNet-20 on the synthetic CIFAR stand-in, fixed batch per process."""
-    sizes = dict(train_size=1024, test_size=128, epochs=1, batch_size=32, warmup_steps=3) \
-        if quick else dict(train_size=8192, test_size=1024, epochs=2, batch_size=64,
-                           warmup_steps=10)
+    sizes = (dict(train_size=1024, test_size=128, epochs=1, batch_size=32, warmup_steps=3) if quick
+             else dict(train_size=8192, test_size=1024, epochs=2, batch_size=64, warmup_steps=10))
     return Experiment(name="distributed", engine=engine, num_gpus=0, lr_base_batch=128,
                       num_workers=loader_workers(procs_on_host), monitor_interval=0.5, **sizes)
 
