@@ -150,10 +150,11 @@ def test_shutdown_forgets_state_and_next_call_initialises_again(use_fake):
 
 # -- clock event reasons ------------------------------------------------------------------------
 
-def test_decode_clock_event_reasons():
-    assert nvml.decode_clock_event_reasons(0) == ""
-    assert nvml.decode_clock_event_reasons(0x4 | 0x8) == "sw_power_cap|hw_slowdown"
-    assert nvml.decode_clock_event_reasons(0x1000) == "0x1000"
+@pytest.mark.parametrize("mask, words", [(0, ""), (0x4 | 0x8, "sw_power_cap|hw_slowdown"),
+                                         (0x1000, "0x1000")])
+def test_clock_event_reasons_are_named_bits(use_fake, mask, words):
+    use_fake([FakeGpu(clock_event_reasons=mask)])
+    assert nvml.sample(0)["clock_event_reasons"] == words
     named = set(nvml.CLOCK_EVENT_REASONS.values())
     assert {"gpu_idle", "sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal",
             "hw_power_brake", "applications_clocks", "sync_boost", "display_clocks"} <= named

@@ -219,12 +219,6 @@ def gpus_info():
     return [gpu_info(i) for i in range(gpu_count())]
 
 
-def decode_clock_event_reasons(mask):
-    """Names of the bits set in a clock-event-reasons mask, joined by "|" ("" for none)."""
-    return "|".join(CLOCK_EVENT_REASONS.get(1 << bit, f"0x{1 << bit:x}")
-                    for bit in range(mask.bit_length()) if mask >> bit & 1)
-
-
 def sample(index):
     """One reading of GPU ``index`` (SAMPLE_KEYS); GPM (Hopper+) percentages average since the last."""
     # no lock: a query that blocks (a wedged driver) must not hold what others need
@@ -302,7 +296,11 @@ def _reasons(state, errors, handle):
     reasons = _ask(state, errors, "clock_event_reasons", (
         "nvmlDeviceGetCurrentClocksEventReasons",      # drivers >= 535
         "nvmlDeviceGetCurrentClocksThrottleReasons"), handle)
-    return None if reasons is None else decode_clock_event_reasons(int(reasons))
+    if reasons is None:
+        return None
+    mask = int(reasons)   # the names of the bits set, joined by "|" ("" for none)
+    return "|".join(CLOCK_EVENT_REASONS.get(1 << bit, f"0x{1 << bit:x}")
+                    for bit in range(mask.bit_length()) if mask >> bit & 1)
 
 
 def _memory_info(state, errors, handle):
