@@ -14,7 +14,6 @@ import dataclasses
 import functools
 import math
 import operator
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -253,7 +252,7 @@ class Harness:
 
     def say(self, text: str) -> None:
         if self.output.verbose:
-            print(text, file=sys.stdout, flush=True)
+            print(text, flush=True)
 
     def _add_up(self, parts: list) -> Any:
         """The sum of the steps' values (per device where a step gave a list)."""
