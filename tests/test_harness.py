@@ -47,7 +47,7 @@ def test_a_finished_run_has_everything(runs_dir):
     assert len(run.host) > 0 and "epoch 2 end" in set(run.markers["label"])
     assert run.summary["summary_line"].startswith("NUM_GPU: 0, NUM_WORKER: 1, BATCH_SIZE_PER_GPU: 8")  # no GPU here
     assert run.summary["samples_per_sec"] > 0 and run.summary["val_acc"] == 0.75
-    assert not h.monitor.running
+    assert not h.monitor._thread.is_alive()
 
 
 def test_max_steps_cuts_epochs(runs_dir):
@@ -64,7 +64,7 @@ def test_interrupt_keeps_finished_epochs_and_stops_the_monitor(runs_dir):
                 h.end_epoch()
     run = load_run(h.record.path)
     assert run.status == "interrupted" and len(run.epochs) == 1
-    assert not h.monitor.running
+    assert not h.monitor._thread.is_alive()
 
 
 def test_out_of_memory_is_recorded_with_its_path(runs_dir):

@@ -12,6 +12,7 @@ from fake_pynvml import (FakeGpu, FakePynvml, NVMLError_DriverNotLoaded,  # noqa
                          NVMLError_Unknown, install)
 
 from gpu_course.measure import nvml  # noqa: E402
+from tools.monitor_vs_smi import nvidia_smi_query  # noqa: E402
 
 
 @pytest.fixture
@@ -86,7 +87,7 @@ def test_sample_reads_every_metric_in_schema_units(use_fake):
         "tensor_active": None, "dram_active": None, "error": None}
     assert nvml.driver_version() == "550.54.15"
     assert nvml.cuda_driver_version() == "12.4"
-    assert nvml.gpu_info(0) == {"index": 0, "name": "NVIDIA H100 80GB HBM3",
+    assert nvml.gpu_info(0) == {"index": 0, "name": "NVIDIA H100 80GB HBM3", "error": None,
                                 "memory_total_mib": 81559.0, "compute_capability": "9.0"}
 
 
@@ -149,10 +150,11 @@ def test_shutdown_forgets_state_and_next_call_initialises_again(use_fake):
 
 # -- clock event reasons ------------------------------------------------------------------------
 
-def test_decode_clock_event_reasons():
-    assert nvml.decode_clock_event_reasons(0) == ""
-    assert nvml.decode_clock_event_reasons(0x4 | 0x8) == "sw_power_cap|hw_slowdown"
-    assert nvml.decode_clock_event_reasons(0x1000) == "0x1000"
+@pytest.mark.parametrize("mask, words", [(0, ""), (0x4 | 0x8, "sw_power_cap|hw_slowdown"),
+                                         (0x1000, "0x1000")])
+def test_clock_event_reasons_are_named_bits(use_fake, mask, words):
+    use_fake([FakeGpu(clock_event_reasons=mask)])
+    assert nvml.sample(0)["clock_event_reasons"] == words
     named = set(nvml.CLOCK_EVENT_REASONS.values())
     assert {"gpu_idle", "sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal",
             "hw_power_brake", "applications_clocks", "sync_boost", "display_clocks"} <= named
@@ -215,7 +217,7 @@ def fake_nvidia_smi(folder, output, returncode=0):
 def test_nvidia_smi_query_parses_rows(tmp_path, monkeypatch):
     fake_nvidia_smi(tmp_path, "0, 97, 10240, [N/A], NVIDIA H100\n1, 3, 512.5, 250.1, NVIDIA H100\n")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")  # ours first
-    rows = nvml.nvidia_smi_query(["index", "utilization.gpu", "memory.used", "power.draw", "name"])
+    rows = nvidia_smi_query(["index", "utilization.gpu", "memory.used", "power.draw", "name"])
     assert rows == [
         {"index": 0, "utilization.gpu": 97, "memory.used": 10240, "power.draw": None,
          "name": "NVIDIA H100"},
@@ -225,16 +227,16 @@ def test_nvidia_smi_query_parses_rows(tmp_path, monkeypatch):
 
 def test_nvidia_smi_query_without_nvidia_smi_or_failing(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert nvml.nvidia_smi_query("index,utilization.gpu") is None
+    assert nvidia_smi_query("index,utilization.gpu") is None
     fake_nvidia_smi(tmp_path, "NVIDIA-SMI has failed\n", returncode=9)
-    assert nvml.nvidia_smi_query("index,utilization.gpu") is None
+    assert nvidia_smi_query("index,utilization.gpu") is None
 
 
 def test_nvidia_smi_query_rejects_bad_fields():
     with pytest.raises(ValueError, match="nvidia-smi fields"):
-        nvml.nvidia_smi_query(["index", "name; rm -rf /"])
+        nvidia_smi_query(["index", "name; rm -rf /"])
     with pytest.raises(ValueError):
-        nvml.nvidia_smi_query([])
+        nvidia_smi_query([])
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -101,8 +101,9 @@ class Step:
 def machine(out: Path) -> dict:
     from gpu_course.measure import nvml
     from gpu_course.measure.records import hardware, versions
+    from tools.monitor_vs_smi import nvidia_smi_query
     from tools.reference import SMI_FIELDS
-    found = {"nvidia_smi": nvml.nvidia_smi_query(SMI_FIELDS),
+    found = {"nvidia_smi": nvidia_smi_query(SMI_FIELDS),
              "cuda_driver": nvml.cuda_driver_version(), "hardware": hardware(),
              "versions": {**versions(), **_versions("nbclient", "ipykernel", "pytest")},
              "python": platform.python_version(), "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
@@ -128,8 +129,8 @@ def device_name(found: dict) -> str:
 
 def this_gpu() -> str:
     """This machine's first GPU by name, "no GPU" where there is none."""
-    from gpu_course.measure import nvml
-    return device_name({"nvidia_smi": nvml.nvidia_smi_query(["name"])})
+    from tools.monitor_vs_smi import nvidia_smi_query
+    return device_name({"nvidia_smi": nvidia_smi_query(["name"])})
 
 
 # -- 2. and 3. the notebooks, at smoke size, then at the check's ----------------------------

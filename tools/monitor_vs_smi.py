@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import re
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -35,6 +37,38 @@ QUANTITIES = (
 FIELDS = ["index"] + [smi for _, smi, _, _ in QUANTITIES]
 
 
+
+def nvidia_smi_query(fields, timeout=10.0):
+    """``nvidia-smi --query-gpu=FIELDS`` as a dict per GPU; None when it fails."""
+    if isinstance(fields, str):
+        fields = fields.split(",")
+    fields = [str(field).strip() for field in fields]
+    bad = [f for f in fields if not re.fullmatch(r"[A-Za-z0-9_.]+", f)]
+    if not fields or bad:
+        raise ValueError(f"nvidia-smi fields {bad or fields!r}: expected names like 'utilization.gpu'")
+    try:
+        command = ["nvidia-smi", "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
+    except (OSError, subprocess.SubprocessError):   # not installed, timed out or failed
+        return None
+    rows = []
+    for line in done.stdout.splitlines():
+        values = [value.strip() for value in line.split(",")]
+        if len(values) == len(fields):   # a GPU name with a comma would not parse
+            rows.append({f: _smi_value(v) for f, v in zip(fields, values)})
+    return rows
+
+
+def _smi_value(text):
+    if text in ("", "N/A", "[N/A]", "[Not Supported]", "Not Supported"):
+        return None
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
 def _busy_gpu(stop: threading.Event) -> None:
     import torch  # only for the optional load
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
@@ -50,8 +84,8 @@ def compare(seconds: float, interval: float = 0.5, ours=None, smi=None,
             gpus=None) -> list[dict]:
     """One row per GPU per round: each quantity as the monitor and nvidia-smi read it
     back to back. `ours(index)`, `smi(fields)` and `gpus` default to `nvml.sample`,
-    `nvml.nvidia_smi_query` and every GPU NVML sees (tests pass fakes)."""
-    ours, smi = ours or nvml.sample, smi or nvml.nvidia_smi_query
+    `nvidia_smi_query` and every GPU NVML sees (tests pass fakes)."""
+    ours, smi = ours or nvml.sample, smi or nvidia_smi_query
     gpus = range(nvml.gpu_count()) if gpus is None else gpus
     rows = []
     t0 = time.monotonic()
@@ -115,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load", action="store_true", help="keep GPU 0 busy with PyTorch")
     parser.add_argument("--out", type=Path, help="write every pair of readings to this CSV")
     args = parser.parse_args(argv)
-    if not nvml.available() or nvml.nvidia_smi_query(["index"]) is None:
+    if not nvml.available() or nvidia_smi_query(["index"]) is None:
         print(f"needs a GPU with NVML and nvidia-smi: {nvml.init_error() or 'nvidia-smi missing'}")
         return 2
     stop = threading.Event()

@@ -53,7 +53,8 @@ SMI_FIELDS = ["name", "driver_version", "pci.bus_id", "memory.total", "power.lim
 def machine(out: Path, opts: Options) -> str:
     from gpu_course.measure import nvml
     from gpu_course.measure.records import hardware, versions
-    found = {"nvidia_smi": nvml.nvidia_smi_query(SMI_FIELDS),
+    from tools.monitor_vs_smi import nvidia_smi_query
+    found = {"nvidia_smi": nvidia_smi_query(SMI_FIELDS),
              "cuda_driver": nvml.cuda_driver_version(), "hardware": hardware(),
              "versions": versions(), "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     (out / "machine.json").write_text(json.dumps(found, indent=1, default=str))

@@ -59,9 +59,7 @@ def check_loader_workers(num_workers: int, cores: int | None = None) -> None:
                          f"allowed: 0..{limit} ({LOADER_WORKERS_PER_CORE} a core); see gc.workers()")
 
 
-def threads_per_process(procs_on_host: int, cores: int | None = None) -> int:
-    """OMP_NUM_THREADS per CPU training process sharing the host's cores."""
-    return loader_workers(procs_on_host, cores)
+threads_per_process = loader_workers   # OMP_NUM_THREADS per CPU training process: the same share
 
 
 def check_thread_variables(environ=None) -> None:

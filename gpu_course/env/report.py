@@ -55,8 +55,7 @@ def hook(engine: str, *args: str, env: dict | None = None, cpus=None, timeout: f
 def bench(engine: str, threads: int, onednn: bool = True, batch: int = 64, steps: int = 5, cpus=None) -> dict:
     """ResNet-20 forward passes in a fresh process with `threads` threads, oneDNN on or off."""
     before = machine_load()   # with how busy the machine was as this benchmark started
-    out = hook(engine, "bench", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
-               f"--batch={batch}", f"--steps={steps}", env=_cpu_env(threads, onednn), cpus=cpus)
+    out = _measure(engine, "bench", threads, onednn, cpus, batch=batch, steps=steps)
     return {**out, "batch": batch, "cpus": sorted(cpus) if cpus else None,
             "load_average": before["loadavg_1m"], "other_cores": other_cores(before, machine_load())}
 
@@ -90,19 +89,18 @@ def infer(engine: str, models, workload: Workload = Workload(), onednn: bool = T
     models = [models] if isinstance(models, str) else list(models)
     threads = threads or len(os.sched_getaffinity(0))
     load = os.getloadavg()[0]
-    out = hook(engine, "infer", f"--threads={threads}", f"--onednn={int(bool(onednn))}",
-               f"--models={','.join(models)}",
-               f"--batches={','.join(str(b) for b in workload.batches)}",
-               f"--requests={workload.requests}", f"--images={workload.images}",
-               f"--warmup={workload.warmup}", env=_cpu_env(threads, onednn), cpus=cpus)
+    out = _measure(engine, "infer", threads, onednn, cpus, models=",".join(models),
+                   batches=",".join(map(str, workload.batches)), requests=workload.requests,
+                   images=workload.images, warmup=workload.warmup)
     return [{**r, "load_average": load} for r in out["records"]]
 
 
-def _cpu_env(threads: int, onednn: bool) -> dict:
-    """The variables a framework reads only when it starts: OpenMP threads, oneDNN."""
-    return {"OMP_NUM_THREADS": threads,
-            "MXNET_MKLDNN_ENABLED": int(bool(onednn)),   # read by MXNet at start-up only
-            "MXNET_STORAGE_FALLBACK_LOG_VERBOSE": 0}     # else one log block per operator
+def _measure(engine: str, verb: str, threads: int, onednn: bool, cpus, **options) -> dict:
+    """`hook` with threads and oneDNN set as variables too: a framework reads them at start-up."""
+    args = {"threads": threads, "onednn": int(bool(onednn)), **options}
+    env = {"OMP_NUM_THREADS": threads, "MXNET_MKLDNN_ENABLED": int(bool(onednn)),
+           "MXNET_STORAGE_FALLBACK_LOG_VERBOSE": 0}     # else one log block per operator
+    return hook(engine, verb, *(f"--{k}={v}" for k, v in args.items()), env=env, cpus=cpus)
 
 
 # what each verb of a track's envinfo takes from its command line, in order

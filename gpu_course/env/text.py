@@ -76,15 +76,12 @@ def gpu_lines(r: dict) -> list[str]:
 def copy_sentence(copy: dict) -> str:
     """The pageable-against-pinned copy measurement in words, judged against its spread."""
     from ..analyse.noise import compare_samples, sentence
-    pageable, pinned = copy.get("pageable_all") or [], copy.get("pinned_all") or []
-    text = (f"host -> device copy of {copy['mib']} MiB: pageable "
-            f"{copy['pageable_gb_s']:.1f} GB/s, pinned {copy['pinned_gb_s']:.1f} GB/s")
-    if len(pageable) < 2 or len(pinned) < 2:  # an older record: best of each, no spread
-        return text + (f" (best copies: x{copy['pinned_gb_s'] / copy['pageable_gb_s']:.1f}, "
-                       "spread not measured)")
+    pageable, pinned = copy["pageable_all"], copy["pinned_all"]
     verdict = compare_samples(pageable, pinned, f"{len(pinned)} copies each",
                               copy["pageable_gb_s"], copy["pinned_gb_s"])
-    return (text + f" (medians of {len(pinned)} interleaved pairs): " + sentence(verdict, "pinned "))
+    return (f"host -> device copy of {copy['mib']} MiB: pageable {copy['pageable_gb_s']:.1f} GB/s, "
+            f"pinned {copy['pinned_gb_s']:.1f} GB/s (medians of {len(pinned)} interleaved pairs): "
+            + sentence(verdict, "pinned "))
 
 
 def memory_lines(r: dict) -> list[str]:

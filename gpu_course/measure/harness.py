@@ -1,5 +1,5 @@
-"""The bookkeeping around any framework's own training loop (monitor, step timer, run
-record, progress bar, epoch rows); the loop stays plain framework code:
+"""The bookkeeping around a framework's own training loop (monitor, step timer, run record,
+progress bar, epoch rows); `loss` and `correct` are read after the epoch's sync, not in a step:
 
     with Harness(cfg, Ran(engine="pytorch")) as rec:            # adapters: gc.record(...)
         for epoch in rec.epochs():
@@ -7,9 +7,6 @@ record, progress bar, epoch rows); the loop stays plain framework code:
                 ...the framework's step...
                 rec.step(len(y), loss=loss.detach(), correct=(out.argmax(1) == y).sum())
             rec.end_epoch(sync=torch.cuda.synchronize, evaluate=lambda: accuracy(net))
-    run = rec.run        # the record read back
-
-`loss` and `correct` may be device arrays, read after the epoch's sync: no sync is added to a step.
 """
 from __future__ import annotations
 
@@ -17,7 +14,6 @@ import dataclasses
 import functools
 import math
 import operator
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -256,7 +252,7 @@ class Harness:
 
     def say(self, text: str) -> None:
         if self.output.verbose:
-            print(text, file=sys.stdout, flush=True)
+            print(text, flush=True)
 
     def _add_up(self, parts: list) -> Any:
         """The sum of the steps' values (per device where a step gave a list)."""

@@ -3,7 +3,6 @@ and the host (psutil) on a fixed schedule; times are seconds since ``start()``, 
 and ``mark()`` share. Without NVML it says so once and records the CPU only.
 """
 import math
-import numbers
 import sys
 import threading
 import time
@@ -29,15 +28,14 @@ _warned = set()  # notices already shown in this process: once is enough in a no
 
 
 class GpuMonitor:
-    """Samples GPUs (None: all) and host every ``interval`` s on a thread; runs once. `warn`:
+    """Samples every GPU and the host every ``interval`` s on a thread; runs once. `warn`:
     the notice without GPUs as a warning (else only in `.notice`, for the caller to say)."""
 
-    def __init__(self, interval=0.5, gpus=None, host=True, warn=True):
+    def __init__(self, interval=0.5, warn=True):
         if not isinstance(interval, (int, float)) or not interval > 0:
             raise ValueError(f"interval={interval!r}: expected a number of seconds > 0")
         self.interval = float(interval)
-        self.host = bool(host)
-        self.available_gpus, self.notice = _resolve_gpus(gpus)
+        self.available_gpus, self.notice = _gpus()
         if warn and self.notice and self.notice not in _warned:
             _warned.add(self.notice)
             warnings.warn(self.notice, GpuUnavailableWarning, stacklevel=2)
@@ -59,8 +57,7 @@ class GpuMonitor:
         """Start sampling (the first sample is taken at t=0). Returns self."""
         if self._thread is not None:
             raise RuntimeError("this GpuMonitor was already started; create a new one")
-        if self.host:
-            self._last_cpu_times = psutil.cpu_times(percpu=True)   # baseline for CPU %
+        self._last_cpu_times = psutil.cpu_times(percpu=True)   # baseline for CPU %
         self._t0 = time.monotonic()
         self.t0_wall = time.time()
         self._thread = threading.Thread(target=self._run, name="GpuMonitor", daemon=True)
@@ -80,10 +77,6 @@ class GpuMonitor:
                     last = (self._host_rows or self._gpu_rows or [(0.0,)])[-1][0]
                 self.stalled = ("stalled: a GPU query hung past the run's end; "
                                 f"no samples after t={last:.1f} s")
-
-    @property
-    def running(self):
-        return self._thread is not None and self._thread.is_alive()
 
     def __enter__(self):
         return self.start()
@@ -122,15 +115,12 @@ class GpuMonitor:
                 return
 
     def _sample_once(self, t):
-        gpu_rows = []
-        for index in self.available_gpus:
-            sample = nvml.sample(index)
-            gpu_rows.append((t, index) + tuple(sample[key] for key in nvml.SAMPLE_KEYS))
-        host_row = self._host_sample(t) if self.host else None
+        samples = {index: nvml.sample(index) for index in self.available_gpus}
+        gpu_rows = [(t, i, *(s[key] for key in nvml.SAMPLE_KEYS)) for i, s in samples.items()]
+        host_row = self._host_sample(t)
         with self._lock:
             self._gpu_rows.extend(gpu_rows)
-            if host_row is not None:
-                self._host_rows.append(host_row)
+            self._host_rows.append(host_row)
             self.ticks += 1
 
     def _host_sample(self, t):
@@ -169,22 +159,17 @@ class GpuMonitor:
             write_atomic(folder / name, frame.to_csv(index=False))
         return folder
 
-    def summary(self, t_start=None, t_end=None):
-        """Means and maxima over the samples with t_start <= t <= t_end, per GPU and overall."""
-        gpu = _window(self.gpu_frame(), t_start, t_end)
-        host = _window(self.host_frame(), t_start, t_end)
+    def summary(self):
+        """What `gpu-course watch` says of the samples: means and maxima per GPU, then over GPUs."""
+        gpu, host = self.gpu_frame(), self.host_frame()
         per_gpu = gpu.groupby("gpu")
-        result = {"t_start": t_start, "t_end": t_end, "samples": int(max(gpu["t"].nunique(), len(host)))}
+        result = {"samples": int(max(gpu["t"].nunique(), len(host))),
+                  "cpu_percent_mean": _number(host["cpu_percent"].mean())}
         for column, how, key in (("util_gpu", "mean", "gpu_util_mean"),
-                                 ("mem_used_mib", "max", "mem_used_max_mib"),
                                  ("power_w", "mean", "power_w_mean"),
                                  ("sm_active", "mean", "sm_active_mean"),
-                                 ("tensor_active", "mean", "tensor_active_mean")):
-            values = per_gpu[column].agg(how)   # per GPU, then over the GPUs the same way
-            result[key] = _number(values.agg(how))
-            result[f"{key}_per_gpu"] = {int(i): _number(v) for i, v in values.items()}
-        result["cpu_percent_mean"] = _number(host["cpu_percent"].mean())
-        result["ram_used_max_mib"] = _number(host["ram_used_mib"].max())
+                                 ("mem_used_mib", "max", "mem_used_max_mib")):
+            result[key] = _number(per_gpu[column].agg(how).agg(how))
         return result
 
     def status_line(self):
@@ -220,21 +205,13 @@ def _percent(busy, total):
     return round(min(100.0, max(0.0, 100.0 * busy / total)), 1) if total > 0 else 0.0
 
 
-def _resolve_gpus(gpus):
-    """(indices to sample, notice or None) for the ``gpus`` argument."""
-    if gpus is not None and not isinstance(gpus, (list, tuple, range, set)):
-        gpus = [gpus]
-    count = nvml.gpu_count()
+def _gpus():
+    """(the GPUs to sample, the notice where there are none)."""
     if not nvml.available():
         return [], nvml.init_error()
-    if count == 0:
+    if nvml.gpu_count() == 0:
         return [], "NVML found no GPUs; sampling CPU only"
-    if gpus is None:
-        return list(range(count)), None
-    bad = [g for g in gpus if not isinstance(g, numbers.Integral) or not 0 <= g < count]
-    if bad:
-        raise ValueError(f"gpus={list(gpus)!r}: {bad!r} not found; allowed 0..{count - 1}")
-    return sorted(set(gpus)), None
+    return list(range(nvml.gpu_count())), None
 
 
 def _frame(rows, columns):
@@ -247,11 +224,6 @@ def _frame(rows, columns):
         else:
             frame[column] = frame[column].astype(object)
     return frame
-
-
-def _window(frame, t_start, t_end):
-    return frame[frame["t"].between(-math.inf if t_start is None else t_start,
-                                    math.inf if t_end is None else t_end)]
 
 
 def _number(value):
@@ -269,7 +241,7 @@ def _gpu_status(row):
             f"{show('mem_total_mib', '.1f', 1024)} GiB {show('power_w', '.0f')} W {show('temp_c', '.0f')}C")
 
 
-def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
+def record_to_csv(out, seconds=None, interval=0.5, stream=None):
     """``gpu-course monitor``: record until Ctrl-C, SIGTERM (or ``seconds``) with a live
     status line, into ``out`` and ``<stem>-host.csv``; returns the sampling rounds."""
     if seconds is not None and not seconds >= 0:
@@ -278,7 +250,7 @@ def record_to_csv(out, seconds=None, interval=0.5, stream=None, gpus=None):
     out = Path(out)
     host_out = out.with_name(f"{out.stem}-host.csv")
     out.parent.mkdir(parents=True, exist_ok=True)
-    monitor = GpuMonitor(interval=interval, gpus=gpus, warn=False)   # the notice goes to the stream
+    monitor = GpuMonitor(interval=interval, warn=False)   # the notice goes to the stream
     if monitor.notice:
         print(monitor.notice, file=stream)
     width = 0

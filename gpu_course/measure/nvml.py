@@ -5,18 +5,14 @@ unsupported metric reads None, and a failure (a lost GPU) fills the sample's ``e
 """
 import operator
 import os
-import re
-import subprocess
 import threading
 
 MiB = 2**20
 
 #: Keys of ``sample()``: the gpu.csv columns after ``t`` and ``gpu``.
-SAMPLE_KEYS = (
-    "util_gpu", "util_mem", "mem_used_mib", "mem_total_mib", "power_w", "power_limit_w",
-    "temp_c", "sm_clock_mhz", "sm_clock_max_mhz", "clock_event_reasons",
-    "sm_active", "tensor_active", "dram_active", "error",
-)
+SAMPLE_KEYS = ("util_gpu", "util_mem", "mem_used_mib", "mem_total_mib", "power_w", "power_limit_w",
+               "temp_c", "sm_clock_mhz", "sm_clock_max_mhz", "clock_event_reasons",
+               "sm_active", "tensor_active", "dram_active", "error")
 
 #: Bits of nvmlDeviceGetCurrentClocksEventReasons (0x1, 0x2, ...): why the SM clock is below its maximum.
 CLOCK_EVENT_REASONS = {1 << bit: name for bit, name in enumerate((
@@ -193,10 +189,7 @@ def _text(value):
 
 def driver_version():
     """The NVIDIA driver version, e.g. "550.54.15"; None when NVML is unavailable."""
-    state = _nvml()
-    if state.nv is None:
-        return None
-    return _text(_quietly(state.nv.nvmlSystemGetDriverVersion))
+    return _text(_ask(_nvml(), [], "driver", "nvmlSystemGetDriverVersion"))
 
 
 def cuda_driver_version():
@@ -207,35 +200,23 @@ def cuda_driver_version():
 
 
 def gpu_info(index):
-    """Static facts about one GPU: dict(index, name, memory_total_mib, compute_capability)."""
+    """Static facts about one GPU: index, name, memory_total_mib, compute_capability, error."""
     with _lock:
-        state = _checked(index)
-        info = {"index": index, "name": None, "memory_total_mib": None, "compute_capability": None}
-        try:
-            handle = _handle(state, index, [])
-            if handle is None:
-                return info
-            info["name"] = _text(_ask(state, [], "name", "nvmlDeviceGetName", handle))
-            memory = _ask(state, [], "memory", "nvmlDeviceGetMemoryInfo", handle)
-            if memory is not None:
-                info["memory_total_mib"] = round(memory.total / MiB, 1)
-            capability = _ask(state, [], "cc", "nvmlDeviceGetCudaComputeCapability", handle)
-            if capability is not None:
-                info["compute_capability"] = f"{capability[0]}.{capability[1]}"
-        except _GpuLost:
-            state.lost.add(index)
-        return info
+        return _reading(index, {"index": index, "name": None, "memory_total_mib": None,
+                                "compute_capability": None}, _read_info)
+
+
+def _read_info(state, index, handle, out, errors):
+    out["name"] = _text(_ask(state, errors, "name", "nvmlDeviceGetName", handle))
+    memory = _ask(state, errors, "memory", "nvmlDeviceGetMemoryInfo", handle)
+    capability = _ask(state, errors, "cc", "nvmlDeviceGetCudaComputeCapability", handle)
+    out["memory_total_mib"] = None if memory is None else round(memory.total / MiB, 1)
+    out["compute_capability"] = None if capability is None else "{}.{}".format(*capability)
 
 
 def gpus_info():
     """``gpu_info(i)`` for every GPU NVML sees (an empty list without NVML)."""
     return [gpu_info(i) for i in range(gpu_count())]
-
-
-def decode_clock_event_reasons(mask):
-    """Names of the bits set in a clock-event-reasons mask, joined by "|" ("" for none)."""
-    return "|".join(CLOCK_EVENT_REASONS.get(1 << bit, f"0x{1 << bit:x}")
-                    for bit in range(mask.bit_length()) if mask >> bit & 1)
 
 
 def sample(index):
@@ -269,8 +250,7 @@ def _read_metrics(state, index, handle, row, errors):
     if memory is not None:
         row["mem_used_mib"] = round(memory.used / MiB, 1)
         row["mem_total_mib"] = round(memory.total / MiB, 1)
-    row.update(_power(state, errors, handle, POWER[:2]))
-    row.update(_read(state, errors, handle, ("temp_c", "sm_clock_mhz")))
+    row.update(_read(state, errors, handle, ("power_w", "power_limit_w", "temp_c", "sm_clock_mhz")))
     if index not in state.static:
         before = len(errors)
         max_clock = _read(state, errors, handle, ("sm_clock_max_mhz",))["sm_clock_max_mhz"]
@@ -283,8 +263,12 @@ def _read_metrics(state, index, handle, row, errors):
             state, index, handle, errors)
 
 
-# readings of one number: key -> (NVML functions, the constant of its argument and its usual value)
+# readings of one number: key -> (NVML functions, the constant of its argument and its usual
+# value); power ("_w") comes in milliwatts
 READINGS = {
+    "power_w": ("nvmlDeviceGetPowerUsage", None),
+    "power_limit_w": ("nvmlDeviceGetEnforcedPowerLimit", None),
+    "power_max_limit_w": ("nvmlDeviceGetPowerManagementDefaultLimit", None),
     "temp_c": (("nvmlDeviceGetTemperature", "nvmlDeviceGetTemperatureV"), ("NVML_TEMPERATURE_GPU", 0)),
     "sm_clock_mhz": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_SM", 1)),
     "sm_clock_max_mhz": ("nvmlDeviceGetMaxClockInfo", ("NVML_CLOCK_SM", 1)),
@@ -303,27 +287,20 @@ def _read(state, errors, handle, keys) -> dict:
     for key in keys:
         fn, constant = READINGS[key]
         args = (handle,) if constant is None else (handle, getattr(state.nv, *constant))
-        out[key] = _ask(state, errors, key, fn, *args)
+        value = _ask(state, errors, key, fn, *args)
+        out[key] = value / 1000 if key.endswith("_w") and value is not None else value
     return out
-
-
-# power readings in milliwatts: (key, NVML function)
-POWER = (("power_w", "nvmlDeviceGetPowerUsage"),
-         ("power_limit_w", "nvmlDeviceGetEnforcedPowerLimit"),
-         ("power_max_limit_w", "nvmlDeviceGetPowerManagementDefaultLimit"))
-
-
-def _power(state, errors, handle, which) -> dict:
-    """{key: watts or None} for the POWER readings `which`."""
-    milliwatts = {key: _ask(state, errors, key, fn, handle) for key, fn in which}
-    return {key: None if mw is None else mw / 1000 for key, mw in milliwatts.items()}
 
 
 def _reasons(state, errors, handle):
     reasons = _ask(state, errors, "clock_event_reasons", (
         "nvmlDeviceGetCurrentClocksEventReasons",      # drivers >= 535
         "nvmlDeviceGetCurrentClocksThrottleReasons"), handle)
-    return None if reasons is None else decode_clock_event_reasons(int(reasons))
+    if reasons is None:
+        return None
+    mask = int(reasons)   # the names of the bits set, joined by "|" ("" for none)
+    return "|".join(CLOCK_EVENT_REASONS.get(1 << bit, f"0x{1 << bit:x}")
+                    for bit in range(mask.bit_length()) if mask >> bit & 1)
 
 
 def _memory_info(state, errors, handle):
@@ -386,38 +363,5 @@ def device_state(index):
 def _read_state(state, index, handle, out, errors):
     out.update(_read(state, errors, handle, READINGS))
     out["clock_event_reasons"] = _reasons(state, errors, handle)
-    out.update(_power(state, errors, handle, POWER))
     lane = PCIE_LANE_GBPS.get(out["pcie_gen"])
     out["pcie_gbps"] = lane * out["pcie_width"] if lane and out["pcie_width"] else None
-
-
-def nvidia_smi_query(fields, timeout=10.0):
-    """``nvidia-smi --query-gpu=FIELDS`` as a dict per GPU; None when it fails."""
-    if isinstance(fields, str):
-        fields = fields.split(",")
-    fields = [str(field).strip() for field in fields]
-    bad = [f for f in fields if not re.fullmatch(r"[A-Za-z0-9_.]+", f)]
-    if not fields or bad:
-        raise ValueError(f"nvidia-smi fields {bad or fields!r}: expected names like 'utilization.gpu'")
-    try:
-        command = ["nvidia-smi", "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
-    except (OSError, subprocess.SubprocessError):   # not installed, timed out or failed
-        return None
-    rows = []
-    for line in done.stdout.splitlines():
-        values = [value.strip() for value in line.split(",")]
-        if len(values) == len(fields):   # a GPU name with a comma would not parse
-            rows.append({f: _smi_value(v) for f, v in zip(fields, values)})
-    return rows
-
-
-def _smi_value(text):
-    if text in ("", "N/A", "[N/A]", "[Not Supported]", "Not Supported"):
-        return None
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    return text

@@ -169,7 +169,7 @@ class RunRecord:
         self.meta["notes"].update(values)
         self._write_meta()
 
-    def finish(self, status: str = "finished", error: str | None = None, summary: dict | None = None) -> None:
+    def finish(self, status: str = "finished", error: str | None = None) -> None:
         if status not in STATUSES:
             raise ValueError(f"status={status!r}; allowed: {', '.join(STATUSES)}")
         if self.monitor is not None:
@@ -180,8 +180,6 @@ class RunRecord:
                 self.monitor.save(self.path)
             except OSError as err:  # a full disk must not keep the status from run.json
                 self.meta["notes"]["monitor"] = f"samples not saved: {err}"
-        if summary:
-            self.meta["summary"].update(summary)
         self.meta["load"]["end"] = machine_load()
         self.meta.update(status=status, error=error, ended_at=_now())
         try:  # the numbers every consumer computes, cached (metrics defines them)
@@ -288,13 +286,8 @@ def versions(packages: Iterable[str] = PACKAGES) -> dict:
 
 def hardware() -> dict:
     """GPU names, driver and CPU facts (NVML if present; never raises)."""
-    gpus = []
-    for i in range(nvml.gpu_count()):
-        try:
-            gpus.append(nvml.gpu_info(i))
-        except Exception as err:  # a GPU that cannot be queried is still recorded
-            gpus.append({"index": i, "error": str(err)})
-    return {"gpus": gpus, "driver": nvml.driver_version(), "cuda": nvml.cuda_driver_version(),
+    return {"gpus": nvml.gpus_info(), "driver": nvml.driver_version(),
+            "cuda": nvml.cuda_driver_version(),
             "cpu_count": os.cpu_count(), "cpu_model": _cpu_model(), **cpu.record(),
             "hostname": socket.gethostname(), "platform": platform.platform()}
 
@@ -390,19 +383,17 @@ def load_run(path_or_id: str | Path, runs_dir: str | Path | None = None) -> Run:
     return Run(path)
 
 
-def load_runs(runs_dir: str | Path | None = None, names: Iterable[str] | None = None) -> list[Run]:
-    """Every run under runs_dir at any depth, oldest first, optionally only these names."""
+def load_runs(runs_dir: str | Path | None = None) -> list[Run]:
+    """Every run under runs_dir at any depth, oldest first."""
     root = runs_root(runs_dir)
     if not root.exists():
         return []
-    wanted = set(names) if names is not None else None
     runs = []
     for p in root.rglob("run.json"):
         try:
             runs.append(Run(p.parent))
         except (OSError, ValueError) as err:  # one damaged record must not hide the rest
             warnings.warn(f"skipping {p}: unreadable run record ({err})", stacklevel=2)
-    runs = [r for r in runs if wanted is None or r.name in wanted]
     # run ids start with their start time, so this is the order they ran in
     return sorted(runs, key=lambda r: (r.meta.get("started_at") or "", r.path.name))
 

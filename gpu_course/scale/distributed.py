@@ -14,13 +14,13 @@ TALK = {"k": 4, "batch": 640, "samples_per_sec_1": 17_000, "samples_per_sec_k": 
         "grad_bytes": 272_474 * 2}  # ResNet-20's trainable parameters (both tracks) in float16
 # the lecture's links (GB/s) the model extrapolates to
 LINKS = {"10 Gbps Ethernet": 1.0, "56 Gbps Mellanox": 6.8, "NVLink": 40.0}
+HOP_LATENCY_S = 20e-6   # the model's latency a hop: a typical network's
 
 
 def experiment(engine: str, quick: bool = False, procs_on_host: int = 1) -> Experiment:
     """The job: ResNet-20 on the synthetic CIFAR stand-in, fixed batch per process."""
-    sizes = dict(train_size=1024, test_size=128, epochs=1, batch_size=32, warmup_steps=3) \
-        if quick else dict(train_size=8192, test_size=1024, epochs=2, batch_size=64,
-                           warmup_steps=10)
+    sizes = (dict(train_size=1024, test_size=128, epochs=1, batch_size=32, warmup_steps=3) if quick
+             else dict(train_size=8192, test_size=1024, epochs=2, batch_size=64, warmup_steps=10))
     return Experiment(name="distributed", engine=engine, num_gpus=0, lr_base_batch=128,
                       num_workers=loader_workers(procs_on_host), monitor_interval=0.5, **sizes)
 
@@ -84,8 +84,8 @@ def scaling_table(base, job, k: int, batch: int, grad_bytes: int) -> list[dict]:
     steps = {"this machine's step": (step_seconds(base), grad_bytes),
              "V100 step": (t["batch"] / t["samples_per_sec_1"], t["grad_bytes"])}
     for label, (t_compute, nbytes) in steps.items():
-        for link, gbps in LINKS.items():  # 20 µs a hop: a typical network latency
-            for row in predict([4, 64], t_compute, nbytes, gbps * 1e9, latency=20e-6):
+        for link, gbps in LINKS.items():
+            for row in predict([4, 64], t_compute, nbytes, gbps * 1e9, latency=HOP_LATENCY_S):
                 rows.append({"what": f"model, {label}, {link}", "k": row["k"],
                              "efficiency": row["efficiency"],
                              "exposed_ms": 1e3 * row["exposed_s"]})

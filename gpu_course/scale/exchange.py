@@ -7,10 +7,9 @@ import pandas as pd
 
 from ..analyse import metrics
 from . import distributed, scaling
+from .distributed import HOP_LATENCY_S
 
-HOP_LATENCY_S = 20e-6     # the model's latency a hop: a typical network's
 MODEL_KS = (8, 64)        # the device counts the model's table gives efficiencies for
-MODEL_K_MAX = scaling.K_MAX   # stops_paying searches k = 1..this
 MIN_EFFICIENCY = 0.7      # the efficiency below which more devices "stop paying"
 GPU_LINKS = {"NVLink"}    # links between GPUs only: no model row for a CPU step over them
 UPTO = f"above {MIN_EFFICIENCY:.0%} up to k"   # the model table's column of stops_paying
@@ -158,8 +157,8 @@ def _upto(t_compute: float, grad_bytes: float, gbps: float) -> str:
     """stops_paying's k as the table writes it: the search's cap is no limit found."""
     k = scaling.stops_paying(t_compute, grad_bytes, gbps * 1e9, latency=HOP_LATENCY_S,
                              min_efficiency=MIN_EFFICIENCY)
-    if k >= MODEL_K_MAX:
-        return f"≥ {MODEL_K_MAX} (all it tried)"
+    if k >= scaling.K_MAX:
+        return f"≥ {scaling.K_MAX} (all it tried)"
     return "none: below from k = 2" if k == 1 else str(k)
 
 
