@@ -92,7 +92,8 @@ test:
 	rm -rf $(SMOKE_RUNS) $(TIMES)
 	@echo "Testing in $(words $(TEST_PHASES)) phases, $(TEST_JOBS) at a time: each prints when it ends."
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target IN_TEST=1 $(TEST_PHASES); rc=$$?; \
+	TEST_START=$$start $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target IN_TEST=1 \
+	  $(TEST_PHASES); rc=$$?; \
 	secs=$$(( $$(date +%s) - start )); \
 	echo "make test: each phase's wall time and its processes' CPU time ($(TEST_JOBS) phases at a time)"; \
 	cat $(TIMES)/* 2>/dev/null; printf '%-22s %3d:%02d  %s\n' "all phases" $$((secs / 60)) $$((secs % 60)) \
