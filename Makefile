@@ -71,9 +71,11 @@ TOOLS_TESTS := test_gpu_check.py test_recipes.py
 # Inductor's compiled kernels are cached in one folder for every phase and the next run.
 SMOKE_ENV = GPU_COURSE_SMOKE=1 GPU_COURSE_RUNS=$(SMOKE_RUNS)/$@ MPLBACKEND=Agg OMP_WAIT_POLICY=passive \
             TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/.venv/inductor-cache
-# a notebook phase's data sets in a folder of its own, never the checkout's data/ (a
-# phase under tests/ gets one from tests/conftest.py)
-NB_DATA = GPU_COURSE_DATA=$(SMOKE_RUNS)/data-$@
+# the notebook and exercise phases' data sets in one folder, never the checkout's data/:
+# each set is written once, by the first phase that needs it, and a phase that needs it
+# meanwhile waits for that writer (gpu_course/data: a lock per folder); the other phases
+# get a folder of their own from tests/conftest.py
+NB_DATA = GPU_COURSE_DATA=$(SMOKE_RUNS)/data
 # each notebook in a kernel of its own, forked from one that imported the track already
 # (tools/warm_kernel.py: seconds of imports a notebook, the same run top to bottom)
 NBVAL := --nbval-lax --nbval-kernel-name=gpu-course-warm --nbval-cell-timeout=900
@@ -140,10 +142,10 @@ test-pytorch-notebooks: setup-pytorch
 	  $(VENV)/pytorch/bin/python $(PYTEST) $(NBVAL) $(NB_PYTORCH) $(PYTEST_ARGS)
 
 test-gluon-exercises: setup-gluon
-	$(SMOKE_ENV) $(PHASE) $(VENV)/gluon/bin/python $(PYTEST) tests/test_exercise_cells.py $(PYTEST_ARGS)
+	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/gluon/bin/python $(PYTEST) tests/test_exercise_cells.py $(PYTEST_ARGS)
 
 test-pytorch-exercises: setup-pytorch
-	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests/test_exercise_cells.py $(PYTEST_ARGS)
+	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests/test_exercise_cells.py $(PYTEST_ARGS)
 
 # each environment's whole share, one after the other (what `make test` splits in phases)
 test-gluon: test-gluon-own test-gluon-track test-gluon-notebooks test-gluon-exercises
