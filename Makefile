@@ -38,7 +38,7 @@ PIP_FLAGS ?= -q --disable-pip-version-check --no-compile
 SMOKE_RUNS := $(CURDIR)/.venv/test-runs
 
 .PHONY: run test lab setup setup-gluon setup-pytorch test-core test-gluon test-pytorch notebooks clean gpu-check gpu-wheels \
-        test-gluon-own test-pytorch-own test-pytorch-tools test-gluon-track test-pytorch-track test-gluon-notebooks \
+        test-gluon-own test-pytorch-own test-pytorch-tools test-lessons test-gluon-track test-pytorch-track test-gluon-notebooks \
         test-pytorch-notebooks test-gluon-exercises test-pytorch-exercises \
         browser test-browser test-lab workshop smoke-times lock-pytorch
 
@@ -61,7 +61,7 @@ PHASE  = tools/phase.sh $@ $(TIMES)
 # the longest first, the short ones last: the cores stay busy to the end
 TEST_PHASES := test-browser test-pytorch-notebooks test-gluon-notebooks test-pytorch-own \
                test-pytorch-exercises test-pytorch-track test-gluon-own test-gluon-track \
-               test-gluon-exercises test-core test-pytorch-tools
+               test-gluon-exercises test-core test-lessons test-pytorch-tools
 # tests/pytorch's tests of the tools around the course (the GPU check's rehearsal, the GPU
 # session script, the large-batch recipes): a phase of their own
 TOOLS_TESTS := test_gpu_check.py test_recipes.py
@@ -107,9 +107,14 @@ test:
 # in tests/.
 TRACK_DIRS := --ignore=tests/gluon --ignore=tests/pytorch --ignore=tests/browser
 
-# the framework-free tests, once
+# the framework-free tests, once, in two phases of about a minute of CPU each (the lessons'
+# and the rest): the last phases to start, short ones keep both cores busy to the end
 test-core: setup-pytorch
-	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests -m core $(TRACK_DIRS) $(PYTEST_ARGS)
+	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests -m core $(TRACK_DIRS) \
+	  --ignore=tests/lessons $(PYTEST_ARGS)
+
+test-lessons: setup-pytorch
+	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests/lessons -m core $(PYTEST_ARGS)
 
 # each environment: its own tests (tests/<track>; the Gluon one with `compat`), the other
 # tests of its track, its notebooks run top to bottom in smoke mode (nbval), and its
@@ -149,7 +154,7 @@ test-pytorch-exercises: setup-pytorch
 
 # each environment's whole share, one after the other (what `make test` splits in phases)
 test-gluon: test-gluon-own test-gluon-track test-gluon-notebooks test-gluon-exercises
-test-pytorch: test-core test-pytorch-own test-pytorch-tools test-pytorch-track test-pytorch-notebooks \
+test-pytorch: test-core test-lessons test-pytorch-own test-pytorch-tools test-pytorch-track test-pytorch-notebooks \
               test-pytorch-exercises
 
 setup: setup-gluon setup-pytorch
