@@ -38,7 +38,7 @@ PIP_FLAGS ?= -q --disable-pip-version-check --no-compile
 SMOKE_RUNS := $(CURDIR)/.venv/test-runs
 
 .PHONY: run test lab setup setup-gluon setup-pytorch test-core test-gluon test-pytorch notebooks clean gpu-check gpu-wheels \
-        test-gluon-own test-pytorch-own test-pytorch-tools test-gluon-track test-pytorch-track test-gluon-notebooks \
+        test-gluon-own test-pytorch-own test-pytorch-tools test-lessons test-gluon-track test-pytorch-track test-gluon-notebooks \
         test-pytorch-notebooks test-gluon-exercises test-pytorch-exercises \
         browser test-browser test-lab workshop smoke-times lock-pytorch
 
@@ -61,7 +61,7 @@ PHASE  = tools/phase.sh $@ $(TIMES)
 # the longest first, the short ones last: the cores stay busy to the end
 TEST_PHASES := test-browser test-pytorch-notebooks test-gluon-notebooks test-pytorch-own \
                test-pytorch-exercises test-pytorch-track test-gluon-own test-gluon-track \
-               test-gluon-exercises test-core test-pytorch-tools
+               test-gluon-exercises test-core test-lessons test-pytorch-tools
 # tests/pytorch's tests of the tools around the course (the GPU check's rehearsal, the GPU
 # session script, the large-batch recipes): a phase of their own
 TOOLS_TESTS := test_gpu_check.py test_recipes.py
@@ -71,9 +71,11 @@ TOOLS_TESTS := test_gpu_check.py test_recipes.py
 # Inductor's compiled kernels are cached in one folder for every phase and the next run.
 SMOKE_ENV = GPU_COURSE_SMOKE=1 GPU_COURSE_RUNS=$(SMOKE_RUNS)/$@ MPLBACKEND=Agg OMP_WAIT_POLICY=passive \
             TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/.venv/inductor-cache
-# a notebook phase's data sets in a folder of its own, never the checkout's data/ (a
-# phase under tests/ gets one from tests/conftest.py)
-NB_DATA = GPU_COURSE_DATA=$(SMOKE_RUNS)/data-$@
+# the notebook and exercise phases' data sets in one folder, never the checkout's data/:
+# each set is written once, by the first phase that needs it, and a phase that needs it
+# meanwhile waits for that writer (gpu_course/data: a lock per folder); the other phases
+# get a folder of their own from tests/conftest.py
+NB_DATA = GPU_COURSE_DATA=$(SMOKE_RUNS)/data
 # each notebook in a kernel of its own, forked from one that imported the track already
 # (tools/warm_kernel.py: seconds of imports a notebook, the same run top to bottom)
 NBVAL := --nbval-lax --nbval-kernel-name=gpu-course-warm --nbval-cell-timeout=900
@@ -92,7 +94,8 @@ test:
 	rm -rf $(SMOKE_RUNS) $(TIMES)
 	@echo "Testing in $(words $(TEST_PHASES)) phases, $(TEST_JOBS) at a time: each prints when it ends."
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target IN_TEST=1 $(TEST_PHASES); rc=$$?; \
+	TEST_START=$$start $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target IN_TEST=1 \
+	  $(TEST_PHASES); rc=$$?; \
 	secs=$$(( $$(date +%s) - start )); \
 	echo "make test: each phase's wall time and its processes' CPU time ($(TEST_JOBS) phases at a time)"; \
 	cat $(TIMES)/* 2>/dev/null; printf '%-22s %3d:%02d  %s\n' "all phases" $$((secs / 60)) $$((secs % 60)) \
@@ -104,9 +107,14 @@ test:
 # in tests/.
 TRACK_DIRS := --ignore=tests/gluon --ignore=tests/pytorch --ignore=tests/browser
 
-# the framework-free tests, once
+# the framework-free tests, once, in two phases of about a minute of CPU each (the lessons'
+# and the rest): the last phases to start, short ones keep both cores busy to the end
 test-core: setup-pytorch
-	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests -m core $(TRACK_DIRS) $(PYTEST_ARGS)
+	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests -m core $(TRACK_DIRS) \
+	  --ignore=tests/lessons $(PYTEST_ARGS)
+
+test-lessons: setup-pytorch
+	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests/lessons -m core $(PYTEST_ARGS)
 
 # each environment: its own tests (tests/<track>; the Gluon one with `compat`), the other
 # tests of its track, its notebooks run top to bottom in smoke mode (nbval), and its
@@ -139,14 +147,14 @@ test-pytorch-notebooks: setup-pytorch
 	  $(VENV)/pytorch/bin/python $(PYTEST) $(NBVAL) $(NB_PYTORCH) $(PYTEST_ARGS)
 
 test-gluon-exercises: setup-gluon
-	$(SMOKE_ENV) $(PHASE) $(VENV)/gluon/bin/python $(PYTEST) tests/test_exercise_cells.py $(PYTEST_ARGS)
+	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/gluon/bin/python $(PYTEST) tests/test_exercise_cells.py $(PYTEST_ARGS)
 
 test-pytorch-exercises: setup-pytorch
-	$(SMOKE_ENV) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests/test_exercise_cells.py $(PYTEST_ARGS)
+	$(SMOKE_ENV) $(NB_DATA) $(PHASE) $(VENV)/pytorch/bin/python $(PYTEST) tests/test_exercise_cells.py $(PYTEST_ARGS)
 
 # each environment's whole share, one after the other (what `make test` splits in phases)
 test-gluon: test-gluon-own test-gluon-track test-gluon-notebooks test-gluon-exercises
-test-pytorch: test-core test-pytorch-own test-pytorch-tools test-pytorch-track test-pytorch-notebooks \
+test-pytorch: test-core test-lessons test-pytorch-own test-pytorch-tools test-pytorch-track test-pytorch-notebooks \
               test-pytorch-exercises
 
 setup: setup-gluon setup-pytorch

@@ -140,6 +140,22 @@ def test_preresize_mirrors_the_folder_at_the_training_size(index, tmp_path):
         packed.preresized_index(index, tmp_path / "nothing")
 
 
+def test_a_second_resizer_keeps_the_first_ones_finished_copy_and_replaces_an_unfinished_one(
+        index, tmp_path):
+    """Two kernels (or two test phases) that resize one data set at once: the copy the
+    first finished stays where a training may be reading it; a folder without the finished
+    marker is replaced."""
+    out = tmp_path / "small"
+    packed.preresize_folder(index, out, SIZE, workers=1, progress=False)
+    first = out.stat().st_ino
+    packed.preresize_folder(index, out, SIZE, workers=1, progress=False)
+    assert out.stat().st_ino == first and leftovers(tmp_path) == []
+    (out / ".gpu_course.json").unlink()
+    packed.preresize_folder(index, out, SIZE, workers=1, progress=False)
+    assert out.stat().st_ino != first and (out / ".gpu_course.json").exists()
+    assert len(packed.preresized_index(index, out)) == len(index) and leftovers(tmp_path) == []
+
+
 def test_ensure_functions_make_once_then_reuse(index, tmp_path, capsys):
     cache = tmp_path / "cache"
     first = packed.ensure_packed(index, SIZE, cache_dir=cache, workers=1, progress=False)

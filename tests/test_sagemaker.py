@@ -341,11 +341,19 @@ def test_cli_dry_run_prints_the_request_and_exits_cleanly(tmp_path):
     assert [d["Name"] for d in request["AlgorithmSpecification"]["MetricDefinitions"]] == \
         list(launch.METRIC_NAMES)
     assert "nothing was launched" in out.stdout
-    out = run_cli_without_aws("sagemaker", "--dry-run", "--engine", "gluon",
-                              "--instance-type", "ml.p5.48xlarge")
-    assert out.returncode == 2 and "MXNet 1.9 cannot use" in out.stderr
-    out = run_cli_without_aws("sagemaker", "--help")
-    assert out.returncode == 0 and "ml.g6.xlarge" in out.stdout and "untested" in out.stdout
+
+
+def test_cli_dry_run_refuses_gluon_on_a_card_mxnet_cannot_use_and_help_lists_instances(
+        no_aws, capsys):
+    """In-process: the subprocess above already pays for importing the SDK."""
+    from gpu_course import cli
+    assert cli.main(["sagemaker", "--dry-run", "--engine", "gluon",
+                     "--instance-type", "ml.p5.48xlarge"]) == 2
+    assert "MXNet 1.9 cannot use" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as done:
+        cli.main(["sagemaker", "--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and "ml.g6.xlarge" in out and "untested" in out
 
 
 def test_cli_without_credentials_launches_nothing(no_aws, capsys):

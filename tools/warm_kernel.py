@@ -208,10 +208,11 @@ def run(track: str, command: list[str]) -> int:
             code = child.wait()
         finally:
             server.terminate()
-            try:
-                server.wait(10)
+            try:                                # its kernels get 10 s to end (serve's finally)
+                server.wait(30)
             except subprocess.TimeoutExpired:
                 server.kill()
+                server.wait()                   # reaped: its CPU time counts in the phase's
         return code
 
 

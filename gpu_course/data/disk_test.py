@@ -38,7 +38,7 @@ class Reads(NamedTuple):
 
 def read_speeds(root, mb: int) -> Reads:
     """Measure the disk under `root`: a scratch file of `mb` MiB and up to JPEGS_READ JPEGs."""
-    scratch = packed.prepared_dir(root) / "read-test.bin"
+    scratch = packed.prepared_dir(root) / f"read-test-{os.getpid()}.bin"   # one per process
     scratch.parent.mkdir(parents=True, exist_ok=True)
     scratch.write_bytes(os.urandom(mb << 20))
     try:

@@ -68,8 +68,12 @@ def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = N
             total += written
         (tmp / ".gpu_course.json").write_text(json.dumps(
             {"size": size, "quality": QUALITY, "source": str(index.root), "skipped": skipped}))
-        shutil.rmtree(out, ignore_errors=True)
-        os.replace(tmp, out)
+        try:
+            os.rename(tmp, out)
+        except OSError:   # a folder there: another writer's finished copy is kept, else replaced
+            if not (out / ".gpu_course.json").exists():
+                shutil.rmtree(out, ignore_errors=True)
+                os.replace(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return PrepResult(out, len(index) - len(skipped), skipped,

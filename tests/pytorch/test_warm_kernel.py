@@ -20,10 +20,11 @@ with open({out!r}, "a") as f:
     f.write(json.dumps({{"pid": os.getpid(), "torch": "torch" in sys.modules,
                         "cwd": os.getcwd(), "mark": os.environ.get("WARM_MARK"),
                         "random": random.random(), "first": sys.path[0]}}) + "\\n")"""
-BURN = "import time\nend = time.process_time() + 1.5\nwhile time.process_time() < end: pass"
+# half a second of CPU: inside the 15 s cell timeout below even at a load of 20 on 2 cores
+BURN = "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
 INTERRUPTED = """import time
 try:
-    time.sleep(60)
+    time.sleep(600)
 except KeyboardInterrupt:
     open({out!r}, "a").write("interrupted\\n")"""
 
@@ -48,7 +49,7 @@ def nbval(*notebooks, timeout=120):
     return subprocess.run(
         [sys.executable, "-c", code, *WARM, "run", "torch", "--", sys.executable, "-m", "pytest",
          "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-kernel-name=gpu-course-warm",
-         "--nbval-cell-timeout=5", *map(str, notebooks)],
+         "--nbval-cell-timeout=15", *map(str, notebooks)],
         cwd=REPO, env={**os.environ, "WARM_MARK": "from the phase"}, capture_output=True,
         text=True, timeout=timeout)
 
@@ -68,7 +69,7 @@ def test_each_notebook_gets_a_forked_kernel_of_its_own_that_counts_in_the_phase_
     assert all(f["mark"] == "from the phase" and f["first"] != "" for f in facts)
     assert "interrupted" in lines   # nbval's timeout interrupts the cell: SIGINT reached it
     cpu = float(done.stdout.split("CHILDREN_CPU")[1].split()[0])
-    assert cpu >= 1.5, f"the kernels' CPU time is missing from the phase's: {cpu:.2f} s"
+    assert cpu >= 0.5, f"the kernels' CPU time is missing from the phase's: {cpu:.2f} s"
 
 
 def spec(folder: Path, server: str) -> dict:
