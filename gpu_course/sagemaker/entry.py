@@ -1,15 +1,8 @@
-"""SageMaker training entry point: one experiment of the course, in either track.
-
-SageMaker runs `python sagemaker_entry.py --batch_size 128 ...`: each pair an Experiment
-field. SM_CHANNEL_TRAINING is the data set, SM_OUTPUT_DATA_DIR gets the run record,
-SM_MODEL_DIR the weights, SM_NUM_GPUS is num_gpus unless given. Each epoch prints a line
-for `launch.metric_definitions`:
-
-    METRIC epoch=0 samples_per_sec=663.50 epoch_time=18.59 data_wait=0.4200 gpu_util=27.0 val_acc=0.7131
-
-Under torchrun every process joins one DDP run, under MXNet's parameter_server every host is
-a worker; rank or worker 0 keeps the record. Otherwise each host trains alone, as
-`<name>@<host>`. The MXNet container's Python is 3.8: this file stays 3.8-compatible.
+"""SageMaker's entry point: `python sagemaker_entry.py --batch_size 128 ...` (Experiment
+fields) trains on SM_CHANNEL_TRAINING into SM_OUTPUT_DATA_DIR (record) and SM_MODEL_DIR
+(weights), printing a METRIC line an epoch. Under torchrun (DDP) or MXNet's parameter_server
+rank/worker 0 keeps the record; otherwise each host trains alone as `<name>@<host>`.
+The MXNet container's Python is 3.8: this file stays 3.8-compatible.
 """
 from __future__ import annotations
 
@@ -65,8 +58,7 @@ def experiment_from(argv: list, env: dict) -> _config.Experiment:
 
 
 def check_channel(cfg: _config.Experiment, channel: Path) -> None:
-    """Refuse a channel that is not a folder (a misspelt path, not a place to generate data
-    into), and dataset="synthetic" where the channel holds other data than cfg's set."""
+    """Refuse a channel that is not a folder, or that holds another synthetic set than cfg's."""
     if not channel.is_dir():
         state = "is a file" if channel.exists() else "does not exist"
         raise ValueError(f"SM_CHANNEL_TRAINING={channel} {state}; name a folder, or unset it")
@@ -82,7 +74,6 @@ def check_channel(cfg: _config.Experiment, channel: Path) -> None:
 
 
 def _int_env(env: dict, name: str, low: int) -> int | None:
-    """An integer environment variable (None when unset), or a ValueError naming it."""
     text = (env.get(name) or "").strip()
     if text and not (text.isdecimal() and int(text) >= low):
         raise ValueError(f"{name}={text!r} must be an integer >= {low}")
@@ -100,9 +91,8 @@ def gpu_count(env: dict) -> int:
 def output_dirs(env: dict) -> tuple:
     """(runs_dir, model_dir or None = the run's own folder)."""
     from gpu_course.measure import records
-    runs_dir = Path(env.get("SM_OUTPUT_DATA_DIR") or records.default_runs_dir())
-    model_dir = Path(env["SM_MODEL_DIR"]) if env.get("SM_MODEL_DIR") else None
-    return runs_dir, model_dir
+    return (Path(env.get("SM_OUTPUT_DATA_DIR") or records.default_runs_dir()),
+            Path(env["SM_MODEL_DIR"]) if env.get("SM_MODEL_DIR") else None)
 
 
 def check_outputs(env: dict) -> None:
