@@ -15,8 +15,9 @@ from mxnet import recordio
 from mxnet.gluon.data.vision import ImageRecordDataset
 
 from ...analyse import profiling
-from ...data.folder import CorruptImage, DataError, FolderIndex, MissingData, SkipCounter, fetch_or_skip, load_image, parallel_map
-from ...data.packed import QUALITY, PrepResult, prepared_dir
+from ...data.folder import (DataError, FolderIndex, MissingData, SkipCounter, fetch_or_skip,
+                            load_image, parallel_map)
+from ...data.packed import QUALITY, PrepResult, decoded, prepared_dir, tmp_name
 
 
 def pack_recordio(index: FolderIndex, out, size: int, workers: int | None = None,
@@ -25,19 +26,14 @@ def pack_recordio(index: FolderIndex, out, size: int, workers: int | None = None
     rec = Path(out).with_suffix(".rec")
     idx, sidecar = rec.with_suffix(".idx"), rec.with_suffix(".json")
     rec.parent.mkdir(parents=True, exist_ok=True)
-    tmp = {p: p.with_name(f".{p.name}.tmp-{os.getpid()}") for p in (rec, idx, sidecar)}
+    tmp = {p: tmp_name(p) for p in (rec, idx, sidecar)}
     start = time.perf_counter()
     sources, skipped = [], []
     writer = recordio.MXIndexedRecordIO(str(tmp[idx]), str(tmp[rec]), "w")
     try:
         tasks = [(str(index.path(i)), size, QUALITY) for i in range(len(index))]
-        for i, (jpeg, error) in enumerate(parallel_map(_encode_task, tasks, workers=workers,
-                                                       progress=progress, desc=f"packing {rec.name}")):
-            if error is not None:
-                if not skip_corrupt:
-                    raise CorruptImage(index.path(i), error)
-                skipped.append((index.paths[i], error))
-                continue
+        for i, jpeg in decoded(index, _encode_task, tasks, skip_corrupt, skipped, workers=workers,
+                               progress=progress, desc=f"packing {rec.name}"):
             key = len(sources)  # record keys are 0..N-1, in order
             writer.write_idx(key, recordio.pack(recordio.IRHeader(0, float(index.labels[i]), key, 0), jpeg))
             sources.append((index.paths[i], int(index.labels[i])))
