@@ -234,8 +234,7 @@ def job_base_name(cfg: Experiment) -> str:
 def build(cfg: Experiment, job: Job = Job(), session=None, source_dir: str | Path | None = None):
     """The track's SDK job from job_settings: v2's MXNet estimator or v3's ModelTrainer."""
     sdk = _track(cfg.engine).sdk
-    sm = _sdk(sdk)
-    session = session or session_for(sdk)
+    sm, session = _sdk(sdk), session or session_for(sdk)
     job = dataclasses.replace(job, role=execution_role(session, job.role, sdk))
     kw = job_settings(cfg, job, source_dir or stage_code(cfg.engine))
     if sdk is Sdk.V2:
@@ -282,8 +281,7 @@ def training_request(cfg: Experiment, job: Job = Job(), region: str | None = Non
     """The CreateTrainingJob request `launch` sends for cfg, as the track's SDK builds it, on
     a session that sends nothing. `bucket`: the default bucket; job_name: v2's (v3 names it)."""
     sdk = _track(cfg.engine).sdk
-    sm = _sdk(sdk)
-    region = region or aws_region()
+    sm, region = _sdk(sdk), region or aws_region()
     bucket = bucket or f"sagemaker-{region}-{NO_ACCOUNT}"
     session = offline_session(sdk, region, bucket)
     output = job.output_path or f"s3://{bucket}/"
@@ -402,14 +400,13 @@ def dataset_root(cfg: Experiment) -> Path:
 def dataset_folder(cfg: Experiment, write: bool = False) -> Path:
     """The cifar-10-batches-bin folder `data.prepare` uses for cfg (write=True: prepares it)."""
     if cfg.dataset not in data.DATASETS:
-        allowed = ", ".join(data.DATASETS)
-        raise ValueError(f"dataset={cfg.dataset!r} cannot go to SageMaker; allowed: {allowed}")
+        raise ValueError(f"dataset={cfg.dataset!r} cannot go to SageMaker; "
+                         f"allowed: {', '.join(data.DATASETS)}")
     if write:
         return Path(data.prepare(cfg.dataset, root=dataset_root(cfg), seed=cfg.seed,
                                  train_size=cfg.train_size, test_size=cfg.test_size))
-    if cfg.dataset == "cifar10":  # the names data.prepare gives, without writing anything
-        return dataset_root(cfg) / data.FOLDER_NAME
-    name = f"synthetic-v{data.synthetic.VERSION}-s{cfg.seed}-{cfg.train_size}-{cfg.test_size}"
+    name = "" if cfg.dataset == "cifar10" else (   # the names data.prepare gives, unwritten
+        f"synthetic-v{data.synthetic.VERSION}-s{cfg.seed}-{cfg.train_size}-{cfg.test_size}")
     return dataset_root(cfg) / name / data.FOLDER_NAME
 
 
@@ -514,8 +511,7 @@ def launch(cfg: Experiment, job: Job = Job(), session=None, wait: bool = True) -
     """Check the request, upload the dataset (unless job.data), start the job and, with wait,
     stream its log; -> the job name. An invalid request uploads and starts nothing."""
     sdk = _track(cfg.engine).sdk
-    sm = _sdk(sdk)
-    session = session or session_for(sdk)
+    sm, session = _sdk(sdk), session or session_for(sdk)
     job = dataclasses.replace(job, role=session.expand_role(execution_role(session, job.role, sdk)))
     job_name = sm.utils.name_from_base(job_base_name(cfg)) if sdk is Sdk.V2 else None
     bucket = None if job.data and job.output_path else session.default_bucket()
@@ -533,8 +529,7 @@ def fetch_runs(job_name: str, session=None, runs_dir: str | Path | None = None) 
     """Download a finished job's output.tar.gz and unpack its run records into runs_dir."""
     session = session or session_for(installed_sdk() or Sdk.V3)
     job = session.sagemaker_client.describe_training_job(TrainingJobName=job_name)
-    status = job.get("TrainingJobStatus")
-    if status in ("InProgress", "Stopping"):
+    if (status := job.get("TrainingJobStatus")) in ("InProgress", "Stopping"):
         raise ValueError(f"job {job_name} is {status}; fetch its runs when it has ended")
     bucket, prefix = (job["OutputDataConfig"]["S3OutputPath"][5:].rstrip("/") + "/").split("/", 1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -547,8 +542,7 @@ def extract_runs(archive: str | Path, runs_dir: str | Path | None = None,
                  job_name: str | None = None) -> list:
     """Unpack the run folders of a job's output.tar.gz into runs_dir; returns the runs."""
     from ..measure import records
-    root = records.runs_root(runs_dir)
-    root.mkdir(parents=True, exist_ok=True)
+    (root := records.runs_root(runs_dir)).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
         for member in tar.getmembers():  # regular files inside the folder only
             if member.isreg() and not member.name.startswith("/") and ".." not in Path(member.name).parts:

@@ -40,9 +40,7 @@ class Augment:
         if train and cfg.augment == "heavy":
             steps.append(transforms.RandomRotation((-15, 15)))  # needs float32 input
         steps.append(transforms.Normalize(course_data.CIFAR_MEAN, course_data.CIFAR_STD))
-        self.pipeline = transforms.Compose(steps)
-        self.seed = cfg.seed
-        self._pid = os.getpid()
+        self.pipeline, self.seed, self._pid = transforms.Compose(steps), cfg.seed, os.getpid()
 
     def __call__(self, image):
         if os.getpid() != self._pid:  # first image in a forked worker
@@ -149,8 +147,7 @@ class WatchedDataLoader(DataLoader):
 
 
 def end_workers(*loaders) -> None:
-    """End these loaders' worker pools now, on Ctrl-C or SIGTERM (the pool's own clean-up
-    could wait forever for a lock a dead worker held)."""
+    """End these loaders' worker pools now, on Ctrl-C or SIGTERM (see end_pool)."""
     for loader in loaders:
         pool = getattr(loader, "_worker_pool", None)
         if pool is not None and not isinstance(pool, multiprocessing.pool.ThreadPool):
