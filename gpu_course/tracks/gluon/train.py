@@ -112,9 +112,7 @@ def out_of_memory(err: BaseException, cfg: Experiment, devices,
     asked = re.search(r"(?:size|bytes)\D{0,3}(\d{4,})", str(err), re.IGNORECASE)
     if asked:
         parts.append(f"MXNet asked for {int(asked.group(1)) / MiB:,.0f} MiB more")
-    for device in devices:
-        if device.device_type != "gpu":
-            continue
+    for device in (d for d in devices if d.device_type == "gpu"):
         try:
             free, total = memory_info(device.device_id)
             parts.append(f"{device}: {free / MiB:,.0f} MiB free of {total / MiB:,.0f} MiB")
