@@ -86,8 +86,7 @@ def generate_to(out=None, seed=0, train_size=50000, test_size=10000, overwrite=F
     folder = out / FOLDER_NAME
     with writing(folder):  # a second `gpu-course data` on this folder waits
         if folder.exists():
-            found = read_manifest(folder)
-            if found is None:
+            if (found := read_manifest(folder)) is None:
                 raise ValueError(NOT_OURS.format(root=folder))
             if found == _settings(seed, train_size, test_size) and is_complete(folder):
                 return folder

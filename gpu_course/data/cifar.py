@@ -61,8 +61,7 @@ def write_cifar_binary(folder, data: CifarData, manifest=None):
         raise ValueError(f"classes must be 1..256 non-empty one-line names, got {class_names!r}")
     train = _records(data.train_x, data.train_y, len(class_names), "train")
     test = _records(data.test_x, data.test_y, len(class_names), "test")
-    folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    (folder := Path(folder)).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
     try:
         for name, part in zip(TRAIN_FILES, np.array_split(train, len(TRAIN_FILES))):
@@ -77,8 +76,7 @@ def write_cifar_binary(folder, data: CifarData, manifest=None):
             # another process (a DDP rank, a second "host") wrote it first and may be reading it
             shutil.rmtree(tmp, ignore_errors=True)
             return folder
-        kept = _replace_dir(tmp, folder, ours=OWN_FILES)
-        if kept:
+        if kept := _replace_dir(tmp, folder, ours=OWN_FILES):
             print(kept_note(folder, kept))
     except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -129,8 +127,7 @@ def _records(images, labels, num_classes, split):
 def _read_batches(paths):
     records = []
     for path in paths:
-        size = path.stat().st_size
-        if size % RECORD_BYTES:
+        if (size := path.stat().st_size) % RECORD_BYTES:
             raise ValueError(f"{path} is {size} bytes, not a multiple of a {RECORD_BYTES}-byte CIFAR-10 record")
         records.append(np.fromfile(path, np.uint8).reshape(-1, RECORD_BYTES))
     records = np.concatenate(records)
@@ -194,8 +191,7 @@ def _extract(archive, folder):
     try:
         with tarfile.open(archive, "r:gz") as tar:
             for member in tar.getmembers():  # refuse paths that leave the folder
-                parts = Path(member.name).parts
-                if member.name.startswith("/") or ".." in parts or not (
+                if member.name.startswith("/") or ".." in Path(member.name).parts or not (
                         member.isfile() or member.isdir()):
                     raise RuntimeError(f"{archive}: refusing to extract {member.name!r}")
             tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))

@@ -83,8 +83,7 @@ def cached_share(path) -> float | None:
 
 def _libc():
     """The C library with mmap/mincore/munmap typed, or None (not Linux-like)."""
-    name = ctypes.util.find_library("c")
-    if not name or not hasattr(mmap, "PROT_READ"):
+    if not (name := ctypes.util.find_library("c")) or not hasattr(mmap, "PROT_READ"):
         return None
     libc = ctypes.CDLL(name, use_errno=True)
     if not hasattr(libc, "mincore"):

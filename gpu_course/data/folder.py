@@ -390,8 +390,7 @@ class WorkerDied(RuntimeError):
 
 
 def _waiting(results, workers: list):
-    """The results of an imap of chunks, waiting in short slices: a Ctrl-C or SIGTERM is
-    obeyed, and a worker that died is an error, not a wait."""
+    """An imap's results in short waits: Ctrl-C or SIGTERM obeyed, a dead worker an error."""
     while True:
         try:
             yield from results.next(timeout=0.2)

@@ -73,8 +73,7 @@ class EpochSampler:
 
     @classmethod
     def if_asked(cls, data_source, cfg, packed_path):
-        """One where cfg asks for an order or page cache of its own (else None: a plain
-        shuffle); packed_path() gives the file."""
+        """One over packed_path() if cfg asks for an order or page cache, else None (a shuffle)."""
         asked = (cfg.sample_order, cfg.page_cache) != (SampleOrder.RANDOM, PageCache.KEEP)
         return cls(data_source, cfg, packed_path()) if asked else None
 

@@ -53,8 +53,7 @@ def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = N
                      progress: bool = True, skip_corrupt: bool = False) -> PrepResult:
     """Resize every image of `index` once to size x size, as JPEGs under `out`."""
     _check_size(size)
-    out = Path(out)
-    tmp = tmp_name(out)
+    tmp = tmp_name(out := Path(out))
     shutil.rmtree(tmp, ignore_errors=True)
     for name in index.classes:
         (tmp / name).mkdir(parents=True)
@@ -78,8 +77,7 @@ def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = N
 
 def preresized_index(index: FolderIndex, root) -> FolderIndex:
     """The same samples as `index` (less those left out), read from a pre-resized copy."""
-    root = Path(root)
-    if not root.is_dir():
+    if not (root := Path(root)).is_dir():
         raise MissingData(f"no pre-resized folder {root}: make it with packed.preresize_folder")
     keep = [i for i, p in enumerate(index.paths) if (root / _jpeg_name(p)).exists()]
     sub = index.subset(keep)
@@ -120,10 +118,8 @@ def pack_images(index: FolderIndex, out, size: int, workers: int | None = None,
     _check_size(size)
     if len(index) == 0:
         raise DataError(f"nothing to pack: the index of {index.root} is empty")
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_name(out)
-    start = time.perf_counter()
+    (out := Path(out)).parent.mkdir(parents=True, exist_ok=True)
+    tmp, start = tmp_name(out), time.perf_counter()
     labels, crcs, sources, skipped = [], [], [], []
     try:
         with open(tmp, "wb") as f:
@@ -226,8 +222,7 @@ class PackedSource:
         self.path, self.skip_corrupt = Path(path), skip_corrupt
         packed = PackedArray(self.path, verify=verify, skip_corrupt=skip_corrupt)
         self.labels, self.classes = packed.labels, packed.classes
-        self._bad = set(packed.corrupt)
-        self.skipped = SkipCounter()
+        self._bad, self.skipped = set(packed.corrupt), SkipCounter()
         self._packed, self._pid = packed, os.getpid()
 
     def __len__(self) -> int:
@@ -265,8 +260,7 @@ def check_roundtrip(packed: PackedArray | str | Path, index: FolderIndex,
         source = packed.sources[i]
         if error is not None:
             raise DataError(f"record {i}: its source {source} no longer decodes: {error}")
-        label = index.labels[position[source]]
-        if packed.labels[i] != label:
+        if packed.labels[i] != (label := index.labels[position[source]]):
             raise DataError(f"record {i} ({source}): label {packed.labels[i]}, not {label}")
         if zlib.crc32(packed.images[i]) != packed.crcs[i]:
             raise DataError(f"record {i} ({source}): CRC mismatch (the file is damaged)")

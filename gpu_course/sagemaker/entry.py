@@ -81,8 +81,7 @@ def _int_env(env: dict, name: str, low: int) -> int | None:
 
 
 def gpu_count(env: dict) -> int:
-    count = _int_env(env, "SM_NUM_GPUS", 0)
-    if count is not None:
+    if (count := _int_env(env, "SM_NUM_GPUS", 0)) is not None:
         return count
     from gpu_course.measure import nvml
     return nvml.gpu_count()
@@ -155,9 +154,8 @@ class MetricPrinter:
     """on_epoch callback printing METRIC lines; its run is the folder new in runs_dir."""
 
     def __init__(self, runs_dir: Path, stream=None):
-        self.runs_dir = Path(runs_dir)
+        self.runs_dir, self.stream = Path(runs_dir), stream or sys.stdout
         self.before = set(self._folders())
-        self.stream = stream or sys.stdout
 
     def _folders(self) -> list:
         return [p for p in self.runs_dir.iterdir() if p.is_dir()] if self.runs_dir.is_dir() else []
@@ -249,8 +247,7 @@ def finish(run, env: dict, saved: Path | None) -> None:
 
 def save_model(net, cfg: _config.Experiment, folder: Path) -> Path:
     """The weights (model.params or model.pt) and experiment.json, for `get_model(cfg)`."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    (folder := Path(folder)).mkdir(parents=True, exist_ok=True)
     (folder / "experiment.json").write_text(cfg.to_json())
     if cfg.engine == "gluon":
         path = folder / "model.params"
@@ -266,8 +263,7 @@ def save_model(net, cfg: _config.Experiment, folder: Path) -> Path:
 def fail(message: str, env: dict) -> None:
     """Say why the job stops: on stderr (the log) and in SageMaker's failure file."""
     print(f"sagemaker_entry: error: {message}", file=sys.stderr, flush=True)
-    out = env.get("SM_OUTPUT_DIR")
-    if out:
+    if out := env.get("SM_OUTPUT_DIR"):
         with contextlib.suppress(OSError):
             Path(out).mkdir(parents=True, exist_ok=True)
             (Path(out) / FAILURE_FILE).write_text(message[:1000] + "\n")

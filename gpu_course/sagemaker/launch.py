@@ -210,12 +210,9 @@ def job_settings(cfg: Experiment, job: Job = Job(),
     kwargs = {
         "entry_point": ENTRY_POINT, "source_dir": str(source_dir) if source_dir else None,
         "framework_version": track.framework_version, "py_version": track.py_version,
-        "role": job.role, "instance_type": job.instance_type,
-        "instance_count": job.instance_count,
-        "hyperparameters": hyperparameters(cfg, job.all_gpus),
-        "metric_definitions": metric_definitions(),
-        "base_job_name": job_base_name(cfg),
-        "max_run": int(job.max_run_min * 60),
+        "role": job.role, "instance_type": job.instance_type, "instance_count": job.instance_count,
+        "hyperparameters": hyperparameters(cfg, job.all_gpus), "base_job_name": job_base_name(cfg),
+        "metric_definitions": metric_definitions(), "max_run": int(job.max_run_min * 60),
         "disable_profiler": True,   # a sidecar process on the machine we measure (v3 has none)
     }
     if job.instance_count > 1:
@@ -356,8 +353,7 @@ def _refuse_to_send(request, **_):
 
 @contextlib.contextmanager
 def _offline_build():
-    """A quiet build (v2 logs an error where the offline session stops it) that does not
-    check the role against IAM (SAGEMAKER_VALIDATE_ROLE=false; launch does)."""
+    """A quiet build that leaves the role to launch (SAGEMAKER_VALIDATE_ROLE=false)."""
     from unittest import mock
     log = logging.getLogger("sagemaker")
     level = log.level
@@ -418,8 +414,7 @@ def channel_layout(cfg: Experiment) -> tuple:
 
 # -- AWS -------------------------------------------------------------------------------
 def aws_credentials(timeout_s: float = 1.0) -> bool:
-    """Whether boto3 finds AWS credentials; the instance-metadata lookup is one attempt of
-    `timeout_s`, so a laptop never hangs here (AWS_EC2_METADATA_DISABLED=true skips it)."""
+    """Whether boto3 finds AWS credentials; instance metadata is asked once, for `timeout_s`."""
     try:
         import botocore.session
     except ImportError:
@@ -582,15 +577,14 @@ def add_parser(subparsers) -> None:
                    help="hosts; > 1 uses the framework's distribution option")
     p.add_argument("--all-gpus", action="store_true",
                    help="every GPU of the instance (SM_NUM_GPUS), not --num-gpus")
-    p.add_argument("--role", default=None, help="SageMaker execution role ARN")
-    p.add_argument("--region", default=None)
-    p.add_argument("--data-s3", default=None,
-                   help="s3:// URI of an uploaded dataset (default: upload the local one)")
-    p.add_argument("--output-path", default=None, help="s3:// prefix for the job's output")
+    p.add_argument("--role", help="SageMaker execution role ARN")
+    p.add_argument("--region")
+    p.add_argument("--data-s3", help="s3:// URI of the dataset (default: upload the local one)")
+    p.add_argument("--output-path", help="s3:// prefix for the job's output")
     p.add_argument("--max-run", type=int, default=DEFAULT_MAX_RUN_MIN, metavar="MINUTES")
     p.add_argument("--dry-run", action="store_true", help="print the job, launch nothing")
     p.add_argument("--no-wait", action="store_true", help="start the job and return")
-    p.add_argument("--runs-dir", type=Path, default=None, help="where fetched runs go")
+    p.add_argument("--runs-dir", type=Path, help="where fetched runs go")
     add_config_flags(p)
     p.set_defaults(func=run_command)
 

@@ -23,8 +23,7 @@ from ...measure.guards import WORKER_DIED_HINT, LoaderWorkerDied, check_stop, st
 
 
 class Augment:
-    """Per-image transform for `Dataset.transform_first`; reseeded from (seed, pid) in
-    each forked worker, which would otherwise augment its n-th image alike."""
+    """Per-image transform, reseeded from (seed, pid) in each forked worker (else all alike)."""
 
     def __init__(self, cfg: Experiment, train: bool, source_size: int):
         steps = []
@@ -155,8 +154,7 @@ def end_workers(*loaders) -> None:
 
 
 def _wait_for_an_exit(workers, timeout: float = 2.0) -> None:
-    """Wait until a worker has ended and its exit status can be read (its connections close
-    an instant before: the error would be a bare EOFError)."""
+    """Wait until a worker has ended and its exit status is readable (else: a bare EOFError)."""
     ended = multiprocessing.connection.wait([w.sentinel for w in workers], timeout)
     for worker in workers:
         if worker.sentinel in ended:

@@ -184,8 +184,7 @@ def _timings(work: Path) -> list[dict]:
 
 def _run_roles(worker_cmd, workers, servers, port, work: Path, threads: int, timeout,
                gpus_per_worker: int = 0):
-    """Run a scheduler, the servers and the workers (each with its own `gpus_per_worker`
-    GPUs) on 127.0.0.1: (roles, exit codes, outputs)."""
+    """Run scheduler, servers, workers (gpus_per_worker GPUs each) here: (roles, codes, outputs)."""
     serve = [sys.executable, "-c", "import mxnet"]  # the role comes from DMLC_ROLE
     roles = ["scheduler"] + ["server"] * servers + ["worker"] * workers
     procs, logs = [], []

@@ -40,8 +40,7 @@ def fit(rec, net, trainer, train_iter, val_iter, devices) -> None:
 
 
 def forward_backward(net, loss_fn, xs, ys) -> tuple[list, list]:
-    """(losses, correct predictions) of each device's slice, backward done; the loss in
-    float32 even for a float16 network (no overflow in softmax)."""
+    """(losses, hits) per device, backward done; loss in float32 even for float16 (no overflow)."""
     with autograd.record():
         outputs = [net(x) for x in xs]
         losses = [loss_fn(out.astype("float32", copy=False), y) for out, y in zip(outputs, ys)]

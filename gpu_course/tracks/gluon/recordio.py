@@ -27,8 +27,7 @@ def pack_recordio(index: FolderIndex, out, size: int, workers: int | None = None
     idx, sidecar = rec.with_suffix(".idx"), rec.with_suffix(".json")
     rec.parent.mkdir(parents=True, exist_ok=True)
     tmp = {p: tmp_name(p) for p in (rec, idx, sidecar)}
-    start = time.perf_counter()
-    sources, skipped = [], []
+    start, sources, skipped = time.perf_counter(), [], []
     writer = recordio.MXIndexedRecordIO(str(tmp[idx]), str(tmp[rec]), "w")
     try:
         tasks = [(str(index.path(i)), size, QUALITY) for i in range(len(index))]
@@ -90,8 +89,7 @@ def open_record_file(path) -> recordio.MXIndexedRecordIO:
 def read_record(reader: recordio.MXIndexedRecordIO, key: int, path) -> tuple:
     """(header, image bytes) of record `key`; DataError naming a damaged one."""
     try:
-        raw = reader.read_idx(key)
-        if raw is None:
+        if (raw := reader.read_idx(key)) is None:
             raise ValueError("past the end of the file")
         header, payload = recordio.unpack(raw)
     except (mx.base.MXNetError, ValueError, KeyError, OSError) as err:
@@ -146,8 +144,7 @@ def check_recordio(path, index: FolderIndex, workers: int | None = None,
                    progress: bool = True) -> int:
     """Check every record of a record file against its source image; returns the count."""
     rec = Path(path)
-    meta = sidecar(rec)
-    reader = open_record_file(rec)
+    meta, reader = sidecar(rec), open_record_file(rec)
     try:
         keys = list(reader.keys)
         if keys != list(range(len(meta["sources"]))):
