@@ -112,8 +112,7 @@ class RecordDataset(ImageRecordDataset):
     def __init__(self, filename, skip_corrupt: bool = False):
         open_record_file(filename).close()  # the clear errors, before Gluon's own
         super().__init__(str(filename), flag=1)
-        self.skip_corrupt = skip_corrupt
-        self.skipped = SkipCounter()
+        self.skip_corrupt, self.skipped = skip_corrupt, SkipCounter()
 
     def __getitem__(self, i):
         return fetch_or_skip(self._read, i, len(self), self.skip_corrupt, self.skipped)
@@ -192,8 +191,7 @@ class RecordIter:
                 mean_r=mean[0], mean_g=mean[1], mean_b=mean[2],
                 std_r=std[0], std_g=std[1], std_b=std[2],
                 preprocess_threads=threads, round_batch=False, seed=seed)
-        self.batch_size = batch_size
-        self.count = len(sidecar(Path(path))["sources"])
+        self.batch_size, self.count = batch_size, len(sidecar(Path(path))["sources"])
 
     def __len__(self) -> int:
         return self.count // self.batch_size
