@@ -46,8 +46,7 @@ def parse_hyperparameters(argv: list) -> dict:
 def experiment_from(argv: list, env: dict) -> _config.Experiment:
     """The Experiment for these hyperparameters in this environment (SageMaker or not)."""
     values = parse_hyperparameters(argv)
-    channel = env.get("SM_CHANNEL_TRAINING")
-    if channel:
+    if channel := env.get("SM_CHANNEL_TRAINING"):
         values["data_dir"] = channel
     if "num_gpus" not in values:
         values["num_gpus"] = gpu_count(env)

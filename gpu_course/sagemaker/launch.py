@@ -496,9 +496,8 @@ def execution_role(session, role: str | None = None, sdk: Sdk = Sdk.V2) -> str:
 
 def upload_dataset(cfg: Experiment, session) -> str:
     """Upload the dataset folder (prepared if missing); -> the training channel's s3:// URI."""
-    folder = dataset_folder(cfg, write=True)
     prefix, inside = channel_layout(cfg)
-    uri = session.upload_data(str(folder), key_prefix=f"{prefix}/{inside}")
+    uri = session.upload_data(str(dataset_folder(cfg, write=True)), key_prefix=f"{prefix}/{inside}")
     return uri.rstrip("/")[:-len(inside) - 1]  # the channel holds the folder's path
 
 
