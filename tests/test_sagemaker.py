@@ -275,16 +275,16 @@ def test_instance_checks():
     assert engines.pick_engine(env={}, capabilities=[launch.instance_capability(
         "ml.p5.48xlarge")], installed=())[0] == "pytorch"
     with pytest.raises(ValueError, match="MXNet 1.9 cannot use.*engine='pytorch'"):
-        launch.check_job(Experiment(engine="gluon"), "ml.p5.48xlarge")
-    launch.check_job(Experiment(engine="gluon"), "ml.g6.xlarge")   # sm_89: untested, allowed
-    launch.check_job(Experiment(engine="pytorch"), "ml.p5.48xlarge")
+        launch.check_job(Experiment(engine="gluon"), launch.Job("ml.p5.48xlarge"))
+    launch.check_job(Experiment(engine="gluon"), launch.Job("ml.g6.xlarge"))   # sm_89: untested
+    launch.check_job(Experiment(engine="pytorch"), launch.Job("ml.p5.48xlarge"))
     with pytest.raises(ValueError, match=r"num_gpus=2 is too many for ml.g5.xlarge; allowed: 0..1"):
-        launch.check_job(Experiment(num_gpus=2), "ml.g5.xlarge")
-    launch.check_job(Experiment(num_gpus=4), "ml.g5.12xlarge")
+        launch.check_job(Experiment(num_gpus=2), launch.Job("ml.g5.xlarge"))
+    launch.check_job(Experiment(num_gpus=4), launch.Job("ml.g5.12xlarge"))
     with pytest.raises(ValueError, match="not a SageMaker instance type"):
-        launch.check_job(Experiment(), "p3.2xlarge")
+        launch.check_job(Experiment(), launch.Job("p3.2xlarge"))
     with pytest.raises(ValueError, match="instance_count=0 must be an integer >= 1"):
-        launch.check_job(Experiment(), "ml.g5.xlarge", instance_count=0)
+        launch.check_job(Experiment(), launch.Job("ml.g5.xlarge", instance_count=0))
 
 
 def test_the_instance_table_comes_from_the_engines_table():

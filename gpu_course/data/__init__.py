@@ -40,11 +40,9 @@ def prepare(name="synthetic", root=None, train_size=50000, test_size=10000, seed
 def _cache_root(root):
     """Where the generated set is cached: `root`, unless it holds someone else's data."""
     cache = default_root()
-    if root.resolve() == cache.resolve():  # the course's own data folder
-        return root
     foreign = sorted(p.name for p in root.iterdir() if not p.name.startswith(".")
                      and not p.name.startswith(_OURS)) if root.is_dir() else []
-    if not foreign:
+    if not foreign or root.resolve() == cache.resolve():  # none, or the course's own folder
         return root
     print(f"data_dir {root} holds other data ({', '.join(foreign[:3])}): caching the generated set in {cache}")
     return cache
@@ -88,8 +86,7 @@ def generate_to(out=None, seed=0, train_size=50000, test_size=10000, overwrite=F
     folder = out / FOLDER_NAME
     with writing(folder):  # a second `gpu-course data` on this folder waits
         if folder.exists():
-            found = read_manifest(folder)
-            if found is None:
+            if (found := read_manifest(folder)) is None:
                 raise ValueError(NOT_OURS.format(root=folder))
             if found == _settings(seed, train_size, test_size) and is_complete(folder):
                 return folder

@@ -61,8 +61,7 @@ def write_cifar_binary(folder, data: CifarData, manifest=None):
         raise ValueError(f"classes must be 1..256 non-empty one-line names, got {class_names!r}")
     train = _records(data.train_x, data.train_y, len(class_names), "train")
     test = _records(data.test_x, data.test_y, len(class_names), "test")
-    folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    (folder := Path(folder)).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
     try:
         for name, part in zip(TRAIN_FILES, np.array_split(train, len(TRAIN_FILES))):
@@ -77,8 +76,7 @@ def write_cifar_binary(folder, data: CifarData, manifest=None):
             # another process (a DDP rank, a second "host") wrote it first and may be reading it
             shutil.rmtree(tmp, ignore_errors=True)
             return folder
-        kept = _replace_dir(tmp, folder, ours=OWN_FILES)
-        if kept:
+        if kept := _replace_dir(tmp, folder, ours=OWN_FILES):
             print(kept_note(folder, kept))
     except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -87,8 +85,7 @@ def write_cifar_binary(folder, data: CifarData, manifest=None):
     return folder
 
 
-def _write_bytes(path, array):
-    # not ndarray.tofile: its error on a full disk has no errno, so no "disk full"
+def _write_bytes(path, array):  # not ndarray.tofile: its full-disk error has no errno
     with open(path, "wb") as f:
         f.write(np.ascontiguousarray(array).data)
 
@@ -98,9 +95,7 @@ def read_cifar_binary(folder):
     folder = Path(folder)
     if not (folder / TRAIN_FILES[0]).exists() and (folder / FOLDER_NAME).is_dir():
         folder = folder / FOLDER_NAME
-    missing = [name for name in ALL_FILES if not (folder / name).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{folder}: incomplete CIFAR-10 folder, missing {', '.join(missing)}")
+    _check_complete(folder)
     classes = tuple(line.strip() for line in
                     (folder / META_FILE).read_text().splitlines() if line.strip())
     train_x, train_y = _read_batches([folder / name for name in TRAIN_FILES])
@@ -109,6 +104,11 @@ def read_cifar_binary(folder):
         if labels.size and labels.max() >= len(classes):
             raise ValueError(f"{folder}: {split} label {labels.max()}, but {len(classes)} classes in {META_FILE}")
     return CifarData(train_x, train_y, test_x, test_y, classes)
+
+
+def _check_complete(folder):
+    if missing := [name for name in ALL_FILES if not (folder / name).is_file()]:
+        raise FileNotFoundError(f"{folder}: incomplete CIFAR-10 folder, missing {', '.join(missing)}")
 
 
 def _records(images, labels, num_classes, split):
@@ -127,8 +127,7 @@ def _records(images, labels, num_classes, split):
 def _read_batches(paths):
     records = []
     for path in paths:
-        size = path.stat().st_size
-        if size % RECORD_BYTES:
+        if (size := path.stat().st_size) % RECORD_BYTES:
             raise ValueError(f"{path} is {size} bytes, not a multiple of a {RECORD_BYTES}-byte CIFAR-10 record")
         records.append(np.fromfile(path, np.uint8).reshape(-1, RECORD_BYTES))
     records = np.concatenate(records)
@@ -144,13 +143,11 @@ def download_cifar10(root, url=CIFAR10_URL, md5=CIFAR10_MD5, timeout=10):
             return candidate
     for candidate in (root, folder):  # a folder is there but not whole: never replace it
         if candidate.is_dir() and any((candidate / n).exists() for n in ALL_FILES):
-            missing = [n for n in ALL_FILES if not (candidate / n).is_file()]
-            raise FileNotFoundError(f"{candidate}: incomplete CIFAR-10 folder, missing {', '.join(missing)}")
+            _check_complete(candidate)
     root.mkdir(parents=True, exist_ok=True)
     archive = root / ARCHIVE_NAME
     if archive.exists():
-        got = _md5(archive)
-        if got != md5:
+        if (got := _md5(archive)) != md5:
             raise RuntimeError(f"{archive} has md5 {got}, expected {md5}: delete it and try again")
     else:
         _download(url, archive, md5, timeout)
@@ -160,8 +157,7 @@ def download_cifar10(root, url=CIFAR10_URL, md5=CIFAR10_MD5, timeout=10):
 
 def _download(url, archive, md5, timeout):
     """Fetch ``url`` to ``archive`` via a temporary file; check the md5."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{archive.name}.", suffix=".part",
-                               dir=archive.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{archive.name}.", suffix=".part", dir=archive.parent)
     digest = hashlib.md5()
     try:
         with os.fdopen(fd, "wb") as out:
@@ -195,8 +191,7 @@ def _extract(archive, folder):
     try:
         with tarfile.open(archive, "r:gz") as tar:
             for member in tar.getmembers():  # refuse paths that leave the folder
-                parts = Path(member.name).parts
-                if member.name.startswith("/") or ".." in parts or not (
+                if member.name.startswith("/") or ".." in Path(member.name).parts or not (
                         member.isfile() or member.isdir()):
                     raise RuntimeError(f"{archive}: refusing to extract {member.name!r}")
             tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))

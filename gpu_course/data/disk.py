@@ -61,8 +61,7 @@ def evict(path) -> bool:
 
 def cached_share(path) -> float | None:
     """The share of `path`'s pages in the page cache now (0..1, `mincore`), or None."""
-    size = Path(path).stat().st_size
-    libc = _libc()
+    size, libc = Path(path).stat().st_size, _libc()
     if libc is None or size == 0:
         return None
     pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
@@ -84,8 +83,7 @@ def cached_share(path) -> float | None:
 
 def _libc():
     """The C library with mmap/mincore/munmap typed, or None (not Linux-like)."""
-    name = ctypes.util.find_library("c")
-    if not name or not hasattr(mmap, "PROT_READ"):
+    if not (name := ctypes.util.find_library("c")) or not hasattr(mmap, "PROT_READ"):
         return None
     libc = ctypes.CDLL(name, use_errno=True)
     if not hasattr(libc, "mincore"):
@@ -109,8 +107,7 @@ def read_bandwidth(path, pattern: str = "sequential", block_size: int = 1 << 20,
     offsets = np.arange(0, size, block_size)
     if pattern == "random":
         offsets = np.random.default_rng(seed).permutation(offsets)
-    evicted = evict(path) if cold else False
-    total = 0
+    evicted, total = evict(path) if cold else False, 0
     fd = os.open(path, os.O_RDONLY)
     try:
         if pattern == "random" and hasattr(os, "posix_fadvise"):
@@ -134,15 +131,13 @@ def read_files(paths, order: str = "sequential", cold: bool = True,
     paths = sorted(str(p) for p in paths)
     if order == "random":
         paths = [paths[i] for i in np.random.default_rng(seed).permutation(len(paths))]
-    evicted = all([evict(p) for p in paths]) if cold else False
-    total = 0
+    evicted, total = all([evict(p) for p in paths]) if cold else False, 0
     start = time.perf_counter()
     for p in paths:
         with open(p, "rb") as f:
             total += len(f.read())
-    seconds = time.perf_counter() - start
-    return ReadSpeed(f"{len(paths):,} files in {order} order", total, seconds, evicted,
-                     len(paths))
+    return ReadSpeed(f"{len(paths):,} files in {order} order", total, time.perf_counter() - start,
+                     evicted, len(paths))
 
 
 def _human(n: int) -> str:

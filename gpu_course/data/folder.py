@@ -1,8 +1,6 @@
 """Image folders shaped like Caltech-256 (root/001.circle/001_0001.jpg): generate, scan, decode.
-
-The generated photos are `synthetic`'s shapes enlarged, with grain and blotches: they cost
-what real photos cost to decode and resize.
-"""
+The generated photos (`synthetic`'s shapes enlarged, with grain and blotches) cost what real
+photos cost to decode and resize."""
 from __future__ import annotations
 
 import contextlib
@@ -93,8 +91,7 @@ class FolderIndex:
                 return f"{st.st_size}:{st.st_mtime_ns}"
             except OSError:
                 return "missing"
-        text = "\n".join(f"{p}\t{y}\t{stamp(p)}"
-                         for p, y in zip(self.paths, self.labels.tolist()))
+        text = "\n".join(f"{p}\t{y}\t{stamp(p)}" for p, y in zip(self.paths, self.labels.tolist()))
         return f"{zlib.crc32(text.encode()):08x}"
 
 
@@ -113,9 +110,8 @@ def scan_folder(root) -> FolderIndex:
         raise DataError(f"image folder {root} has one class folder ({class_dirs[0].name}); add two or more")
     paths, labels = [], []
     for label, class_dir in enumerate(class_dirs):
-        files = sorted(f.name for f in class_dir.iterdir()
-                       if f.suffix.lower() in IMAGE_EXTENSIONS and not f.name.startswith(".")
-                       and f.is_file())
+        files = sorted(f.name for f in class_dir.iterdir() if f.suffix.lower() in IMAGE_EXTENSIONS
+                       and not f.name.startswith(".") and f.is_file())
         if not files:
             raise DataError(f"class folder {class_dir} has no images ({', '.join(IMAGE_EXTENSIONS)}): "
                             "remove it or add some")
@@ -133,9 +129,7 @@ def split(index: FolderIndex, train_size: int | None = None, test_size: int | No
                  for k in range(len(index.classes))]
     longest = max((len(g) for g in per_class), default=0)   # round-robin over the classes
     order = [int(g[j]) for j in range(longest) for g in per_class if j < len(g)]
-    n_val = max(1, int(len(order) * 0.2))
-    if test_size is not None:
-        n_val = min(n_val, test_size)
+    n_val = min(max(1, int(len(order) * 0.2)), len(order) if test_size is None else test_size)
     val, rest = order[:n_val], order[n_val:]
     train = rest[:train_size] if train_size is not None else rest
     if not train:
@@ -271,8 +265,7 @@ def generate_folder(root=None, photos: Photos = Photos(), workers: int | None = 
 
 def _generate(root: Path, photos: Photos, overwrite: bool, workers, progress) -> Path:
     """generate_folder's work, while it holds the lock on `root`'s parent."""
-    settings = {**dataclasses.asdict(photos), "version": 1}
-    classes = photos.classes
+    settings, classes = {**dataclasses.asdict(photos), "version": 1}, photos.classes
     found = read_manifest(root) if root.exists() else None
     if root.exists() and found is None and any(root.iterdir()):
         raise DataError(NOT_OURS.format(root=root))
@@ -286,8 +279,7 @@ def _generate(root: Path, photos: Photos, overwrite: bool, workers, progress) ->
     tmp = root.with_name(f".{root.name}.tmp-{os.getpid()}")
     for stale in root.parent.glob(f".{root.name}.tmp-*"):   # a killed writer's: we hold the lock
         shutil.rmtree(stale, ignore_errors=True)
-    counts = np.zeros(classes, int)
-    tasks = []
+    counts, tasks = np.zeros(classes, int), []
     for i in keep:
         k = int(labels[i])
         counts[k] += 1
@@ -398,8 +390,7 @@ class WorkerDied(RuntimeError):
 
 
 def _waiting(results, workers: list):
-    """The results of an imap of chunks, waiting in short slices: a Ctrl-C or SIGTERM is
-    obeyed, and a worker that died is an error, not a wait."""
+    """An imap's results in short waits: Ctrl-C or SIGTERM obeyed, a dead worker an error."""
     while True:
         try:
             yield from results.next(timeout=0.2)
@@ -407,8 +398,8 @@ def _waiting(results, workers: list):
             check_stop()
             dead = next((w for w in workers if w.exitcode is not None), None)
             if dead is not None:
-                how = (f"signal {-dead.exitcode}" if dead.exitcode < 0
-                       else f"exit status {dead.exitcode}")
+                code = dead.exitcode
+                how = f"signal {-code}" if code < 0 else f"exit status {code}"
                 raise WorkerDied(f"worker process {dead.pid} ended ({how}: killed, or out of memory); "
                                  "nothing was kept: run the command again") from None
         except StopIteration:

@@ -23,30 +23,12 @@ def window_records(records: int, file_bytes: int, batch_size: int = 1) -> int:
 
 def epoch_order(records: int, order, seed: int = 0, window: int = 1) -> np.ndarray:
     """The indices 0..records-1 in `order` for one epoch (`window`: quasi-random)."""
-    order = sample_order(order)
+    order = SampleOrder(order)
     if order is SampleOrder.SEQUENTIAL:
         return np.arange(records)
     if order is SampleOrder.RANDOM:
         return np.random.default_rng(seed).permutation(records)
     return disk.block_shuffle(records, window, seed)
-
-
-def sample_order(value) -> SampleOrder:
-    """`value` as a SampleOrder; a clear error naming it and what is allowed."""
-    return _member(SampleOrder, "sample_order", value)
-
-
-def page_cache(value) -> PageCache:
-    """`value` as a PageCache; a clear error naming it and what is allowed."""
-    return _member(PageCache, "page_cache", value)
-
-
-def _member(kind, name: str, value):
-    try:
-        return kind(value)
-    except ValueError:
-        allowed = ", ".join(m.value for m in kind)
-        raise ValueError(f"{name}={value!r} is not allowed; allowed: {allowed}") from None
 
 
 class EpochOrder:
@@ -58,7 +40,7 @@ class EpochOrder:
         if not self.path.is_file():
             raise FileNotFoundError(f"packed file {self.path} does not exist: make it with gc.prepare_data(cfg)")
         self.records, self.seed = int(records), int(seed)
-        self.order, self.cache = sample_order(order), page_cache(cache)
+        self.order, self.cache = SampleOrder(order), PageCache(cache)   # checked by Experiment
         self.window = window_records(self.records, self.path.stat().st_size, batch_size)
         self.cached, self.dropped = [], []   # per epoch: the share cached, whether dropped
         self._epoch = 0
@@ -91,8 +73,7 @@ class EpochSampler:
 
     @classmethod
     def if_asked(cls, data_source, cfg, packed_path):
-        """One where cfg asks for an order or page cache of its own (else None: a plain
-        shuffle); packed_path() gives the file."""
+        """One over packed_path() if cfg asks for an order or page cache, else None (a shuffle)."""
         asked = (cfg.sample_order, cfg.page_cache) != (SampleOrder.RANDOM, PageCache.KEEP)
         return cls(data_source, cfg, packed_path()) if asked else None
 

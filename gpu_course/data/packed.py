@@ -53,8 +53,7 @@ def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = N
                      progress: bool = True, skip_corrupt: bool = False) -> PrepResult:
     """Resize every image of `index` once to size x size, as JPEGs under `out`."""
     _check_size(size)
-    out = Path(out)
-    tmp = _tmp_name(out)
+    tmp = tmp_name(out := Path(out))
     shutil.rmtree(tmp, ignore_errors=True)
     for name in index.classes:
         (tmp / name).mkdir(parents=True)
@@ -63,7 +62,7 @@ def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = N
              for i in range(len(index))]
     skipped, total = [], 0
     try:
-        for _, written in _decoded(index, _resize_task, tasks, skip_corrupt, skipped, workers=workers,
+        for _, written in decoded(index, _resize_task, tasks, skip_corrupt, skipped, workers=workers,
                                    progress=progress, desc=f"resizing to {size} px"):
             total += written
         (tmp / ".gpu_course.json").write_text(json.dumps(
@@ -82,17 +81,16 @@ def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = N
 
 def preresized_index(index: FolderIndex, root) -> FolderIndex:
     """The same samples as `index` (less those left out), read from a pre-resized copy."""
-    root = Path(root)
-    if not root.is_dir():
+    if not (root := Path(root)).is_dir():
         raise MissingData(f"no pre-resized folder {root}: make it with packed.preresize_folder")
     keep = [i for i, p in enumerate(index.paths) if (root / _jpeg_name(p)).exists()]
     sub = index.subset(keep)
     return FolderIndex(root, sub.classes, tuple(_jpeg_name(p) for p in sub.paths), sub.labels)
 
 
-def _decoded(index: FolderIndex, fn, tasks: list, skip_corrupt: bool, skipped: list, **map_args):
-    """(i, result) of fn's (result, error) over tasks; an error is CorruptImage, or with
-    skip_corrupt a (path, error) in `skipped`."""
+def decoded(index: FolderIndex, fn, tasks: list, skip_corrupt: bool, skipped: list, **map_args):
+    """(i, result) of fn's (result, error) over tasks (of index's images); an error is
+    CorruptImage, or with skip_corrupt a (path, error) in `skipped`."""
     for i, (result, error) in enumerate(parallel_map(fn, tasks, **map_args)):
         if error is None:
             yield i, result
@@ -124,16 +122,14 @@ def pack_images(index: FolderIndex, out, size: int, workers: int | None = None,
     _check_size(size)
     if len(index) == 0:
         raise DataError(f"nothing to pack: the index of {index.root} is empty")
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_name(out)
-    start = time.perf_counter()
+    (out := Path(out)).parent.mkdir(parents=True, exist_ok=True)
+    tmp, start = tmp_name(out), time.perf_counter()
     labels, crcs, sources, skipped = [], [], [], []
     try:
         with open(tmp, "wb") as f:
             f.write(b"\0" * ALIGN)  # the preamble is filled in at the end
             tasks = [(str(index.path(i)), size) for i in range(len(index))]
-            for i, image in _decoded(index, _load_task, tasks, skip_corrupt, skipped, workers=workers,
+            for i, image in decoded(index, _load_task, tasks, skip_corrupt, skipped, workers=workers,
                                      progress=progress, desc=f"packing {out.name}"):
                 data = image.tobytes()   # sequential write: the file grows record by record
                 f.write(data)
@@ -230,8 +226,7 @@ class PackedSource:
         self.path, self.skip_corrupt = Path(path), skip_corrupt
         packed = PackedArray(self.path, verify=verify, skip_corrupt=skip_corrupt)
         self.labels, self.classes = packed.labels, packed.classes
-        self._bad = set(packed.corrupt)
-        self.skipped = SkipCounter()
+        self._bad, self.skipped = set(packed.corrupt), SkipCounter()
         self._packed, self._pid = packed, os.getpid()
 
     def __len__(self) -> int:
@@ -269,8 +264,7 @@ def check_roundtrip(packed: PackedArray | str | Path, index: FolderIndex,
         source = packed.sources[i]
         if error is not None:
             raise DataError(f"record {i}: its source {source} no longer decodes: {error}")
-        label = index.labels[position[source]]
-        if packed.labels[i] != label:
+        if packed.labels[i] != (label := index.labels[position[source]]):
             raise DataError(f"record {i} ({source}): label {packed.labels[i]}, not {label}")
         if zlib.crc32(packed.images[i]) != packed.crcs[i]:
             raise DataError(f"record {i} ({source}): CRC mismatch (the file is damaged)")
@@ -394,7 +388,7 @@ def load_folder(root=None, image_size: int = 32, train_size: int | None = None,
     return CifarData(*arrays, tuple(index.classes))
 
 
-def _tmp_name(path: Path) -> Path:
+def tmp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
 

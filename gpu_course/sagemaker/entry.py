@@ -1,15 +1,8 @@
-"""SageMaker training entry point: one experiment of the course, in either track.
-
-SageMaker runs `python sagemaker_entry.py --batch_size 128 ...`: each pair an Experiment
-field. SM_CHANNEL_TRAINING is the data set, SM_OUTPUT_DATA_DIR gets the run record,
-SM_MODEL_DIR the weights, SM_NUM_GPUS is num_gpus unless given. Each epoch prints a line
-for `launch.metric_definitions`:
-
-    METRIC epoch=0 samples_per_sec=663.50 epoch_time=18.59 data_wait=0.4200 gpu_util=27.0 val_acc=0.7131
-
-Under torchrun every process joins one DDP run, under MXNet's parameter_server every host is
-a worker; rank or worker 0 keeps the record. Otherwise each host trains alone, as
-`<name>@<host>`. The MXNet container's Python is 3.8: this file stays 3.8-compatible.
+"""SageMaker's entry point: `python sagemaker_entry.py --batch_size 128 ...` (Experiment
+fields) trains on SM_CHANNEL_TRAINING into SM_OUTPUT_DATA_DIR (record) and SM_MODEL_DIR
+(weights), printing a METRIC line an epoch. Under torchrun (DDP) or MXNet's parameter_server
+rank/worker 0 keeps the record; otherwise each host trains alone as `<name>@<host>`.
+The MXNet container's Python is 3.8: this file stays 3.8-compatible.
 """
 from __future__ import annotations
 
@@ -53,8 +46,7 @@ def parse_hyperparameters(argv: list) -> dict:
 def experiment_from(argv: list, env: dict) -> _config.Experiment:
     """The Experiment for these hyperparameters in this environment (SageMaker or not)."""
     values = parse_hyperparameters(argv)
-    channel = env.get("SM_CHANNEL_TRAINING")
-    if channel:
+    if channel := env.get("SM_CHANNEL_TRAINING"):
         values["data_dir"] = channel
     if "num_gpus" not in values:
         values["num_gpus"] = gpu_count(env)
@@ -65,8 +57,7 @@ def experiment_from(argv: list, env: dict) -> _config.Experiment:
 
 
 def check_channel(cfg: _config.Experiment, channel: Path) -> None:
-    """Refuse a channel that is not a folder (a misspelt path, not a place to generate data
-    into), and dataset="synthetic" where the channel holds other data than cfg's set."""
+    """Refuse a channel that is not a folder, or that holds another synthetic set than cfg's."""
     if not channel.is_dir():
         state = "is a file" if channel.exists() else "does not exist"
         raise ValueError(f"SM_CHANNEL_TRAINING={channel} {state}; name a folder, or unset it")
@@ -82,7 +73,6 @@ def check_channel(cfg: _config.Experiment, channel: Path) -> None:
 
 
 def _int_env(env: dict, name: str, low: int) -> int | None:
-    """An integer environment variable (None when unset), or a ValueError naming it."""
     text = (env.get(name) or "").strip()
     if text and not (text.isdecimal() and int(text) >= low):
         raise ValueError(f"{name}={text!r} must be an integer >= {low}")
@@ -90,8 +80,7 @@ def _int_env(env: dict, name: str, low: int) -> int | None:
 
 
 def gpu_count(env: dict) -> int:
-    count = _int_env(env, "SM_NUM_GPUS", 0)
-    if count is not None:
+    if (count := _int_env(env, "SM_NUM_GPUS", 0)) is not None:
         return count
     from gpu_course.measure import nvml
     return nvml.gpu_count()
@@ -100,9 +89,8 @@ def gpu_count(env: dict) -> int:
 def output_dirs(env: dict) -> tuple:
     """(runs_dir, model_dir or None = the run's own folder)."""
     from gpu_course.measure import records
-    runs_dir = Path(env.get("SM_OUTPUT_DATA_DIR") or records.default_runs_dir())
-    model_dir = Path(env["SM_MODEL_DIR"]) if env.get("SM_MODEL_DIR") else None
-    return runs_dir, model_dir
+    return (Path(env.get("SM_OUTPUT_DATA_DIR") or records.default_runs_dir()),
+            Path(env["SM_MODEL_DIR"]) if env.get("SM_MODEL_DIR") else None)
 
 
 def check_outputs(env: dict) -> None:
@@ -165,9 +153,8 @@ class MetricPrinter:
     """on_epoch callback printing METRIC lines; its run is the folder new in runs_dir."""
 
     def __init__(self, runs_dir: Path, stream=None):
-        self.runs_dir = Path(runs_dir)
+        self.runs_dir, self.stream = Path(runs_dir), stream or sys.stdout
         self.before = set(self._folders())
-        self.stream = stream or sys.stdout
 
     def _folders(self) -> list:
         return [p for p in self.runs_dir.iterdir() if p.is_dir()] if self.runs_dir.is_dir() else []
@@ -259,8 +246,7 @@ def finish(run, env: dict, saved: Path | None) -> None:
 
 def save_model(net, cfg: _config.Experiment, folder: Path) -> Path:
     """The weights (model.params or model.pt) and experiment.json, for `get_model(cfg)`."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    (folder := Path(folder)).mkdir(parents=True, exist_ok=True)
     (folder / "experiment.json").write_text(cfg.to_json())
     if cfg.engine == "gluon":
         path = folder / "model.params"
@@ -276,8 +262,7 @@ def save_model(net, cfg: _config.Experiment, folder: Path) -> Path:
 def fail(message: str, env: dict) -> None:
     """Say why the job stops: on stderr (the log) and in SageMaker's failure file."""
     print(f"sagemaker_entry: error: {message}", file=sys.stderr, flush=True)
-    out = env.get("SM_OUTPUT_DIR")
-    if out:
+    if out := env.get("SM_OUTPUT_DIR"):
         with contextlib.suppress(OSError):
             Path(out).mkdir(parents=True, exist_ok=True)
             (Path(out) / FAILURE_FILE).write_text(message[:1000] + "\n")

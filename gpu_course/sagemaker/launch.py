@@ -1,16 +1,9 @@
-"""Run one course experiment as a SageMaker training job, and bring its record back.
+"""Run one course experiment as a SageMaker training job (`entry.py` with gpu_course beside
+it: PyTorch on SDK v3's ModelTrainer, Gluon on SDK v2's MXNet 1.9.0 estimator), and bring
+its record back. Both come from `job_settings`; the SDK is imported only to build a job.
 
-The job runs `entry.py` in AWS's container with gpu_course beside it: the PyTorch track with
-SDK v3's ModelTrainer on the PyTorch 2.10.0 container; the Gluon track with SDK v2's MXNet
-estimator on the MXNet 1.9.0 container (a retired framework, unpatched since 2023-10-01; v2's
-support ends 2027-07-06). Both come from one model of the job (`job_settings`); the SDK is
-imported only when a job is built.
-
-    job = Job("ml.g5.xlarge")                 # where it runs, on what terms (see Job)
-    request = training_request(cfg, job)      # what the SDK would send; sent nowhere
-    check_request(request)                    # against botocore's model of the SageMaker API
-    name = launch(cfg, job)                   # needs credentials and a role; checks first
-    runs = fetch_runs(name)                   # the job's run record(s), as records.Run
+    request = check_request(training_request(cfg, Job("ml.g5.xlarge")))   # sent nowhere
+    runs = fetch_runs(launch(cfg, Job("ml.g5.xlarge")))   # needs credentials and a role
 """
 from __future__ import annotations
 
@@ -46,7 +39,6 @@ DEFAULT_INSTANCE = "ml.g5.xlarge"    # A10G: both tracks, in every region that t
 DEFAULT_REGION = "us-east-1"         # only to name the image when no region is configured
 DEFAULT_MAX_RUN_MIN = 120            # SageMaker stops (and bills no further) after this
 MAX_RUN_LIMIT_MIN = 28 * 24 * 60     # SageMaker's MaxRuntimeInSeconds allows 28 days at most
-DATA_PREFIX = "gpu-course/data"      # S3 key prefix of uploaded datasets
 PAGE = Page.of(__name__)
 
 
@@ -113,10 +105,8 @@ _NUMBER = r"([0-9]+\.?[0-9]*)"
 
 def metric_definitions() -> list[dict]:
     """SageMaker's metric definitions for the entry script's METRIC lines (group 1: the value)."""
-    defs = [{"Name": "epoch", "Regex": "METRIC epoch=" + _NUMBER}]
-    defs += [{"Name": name, "Regex": f"METRIC .* {name}={_NUMBER}"}
-             for name in METRIC_NAMES[1:]]
-    return defs
+    return [{"Name": "epoch", "Regex": "METRIC epoch=" + _NUMBER}] + [
+        {"Name": name, "Regex": f"METRIC .* {name}={_NUMBER}"} for name in METRIC_NAMES[1:]]
 
 
 def read_metrics(log: str):
@@ -137,9 +127,9 @@ def instance_capability(instance_type: str) -> tuple | None:
     return engines.GPUS[gpu] if gpu else None
 
 
-def check_job(cfg: Experiment, instance_type: str, instance_count: int = 1,
-              all_gpus: bool = False) -> None:
+def check_job(cfg: Experiment, job: Job) -> None:
     """ValueError for a job that cannot run as asked."""
+    instance_type, instance_count = job.instance_type, job.instance_count
     cap = instance_capability(instance_type)
     if cfg.engine == "gluon" and cap is not None and engines.gluon_gpu(cap)[0] is engines.Gluon.NO:
         allowed = [f for f, g in FAMILY_GPU.items()
@@ -149,14 +139,14 @@ def check_job(cfg: Experiment, instance_type: str, instance_count: int = 1,
     if not isinstance(instance_count, int) or instance_count < 1:
         raise ValueError(f"instance_count={instance_count!r} must be an integer >= 1")
     gpus = INSTANCES.get(instance_type)
-    if gpus is not None and not all_gpus and cfg.num_gpus > max(gpus, 1):
+    if gpus is not None and not job.all_gpus and cfg.num_gpus > max(gpus, 1):
         raise ValueError(f"num_gpus={cfg.num_gpus} is too many for {instance_type}; allowed: 0..{gpus}")
 
 
 # -- hyperparameters -------------------------------------------------------------------
 def hyperparameters(cfg: Experiment, all_gpus: bool = False) -> dict:
-    """Every Experiment field as text for config.parse_value, less data_dir (the channel)
-    and, with all_gpus, num_gpus (the job then uses SM_NUM_GPUS)."""
+    """Every Experiment field as text for config.parse_value, less data_dir (the channel) and,
+    with all_gpus, num_gpus (the job uses SM_NUM_GPUS)."""
     skip = {"data_dir"} | ({"num_gpus"} if all_gpus else set())
     return {name: encode_value(name, value) for name, value in cfg.to_dict().items()
             if name not in skip}
@@ -180,10 +170,8 @@ def stage_code(engine: str, dest: str | Path | None = None) -> Path:
     dest = Path(dest) if dest is not None else Path(tempfile.mkdtemp(prefix="gpu-course-sm-"))
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy2(PACKAGE_DIR / "sagemaker" / "entry.py", dest / ENTRY_POINT)
-    target = dest / "gpu_course"
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(PACKAGE_DIR, target, ignore=_left_out)
+    shutil.rmtree(dest / "gpu_course", ignore_errors=True)
+    shutil.copytree(PACKAGE_DIR, dest / "gpu_course", ignore=_left_out)
     (dest / "requirements.txt").write_text("\n".join(_track(engine).requirements) + "\n")
     return dest
 
@@ -217,17 +205,14 @@ class Job:
 def job_settings(cfg: Experiment, job: Job = Job(),
                  source_dir: str | Path | None = None) -> dict:
     """The job as v2's estimator's keyword arguments; `build` hands them to v3 in its terms."""
-    check_job(cfg, job.instance_type, job.instance_count, job.all_gpus)
+    check_job(cfg, job)
     track = _track(cfg.engine)
     kwargs = {
         "entry_point": ENTRY_POINT, "source_dir": str(source_dir) if source_dir else None,
         "framework_version": track.framework_version, "py_version": track.py_version,
-        "role": job.role, "instance_type": job.instance_type,
-        "instance_count": job.instance_count,
-        "hyperparameters": hyperparameters(cfg, job.all_gpus),
-        "metric_definitions": metric_definitions(),
-        "base_job_name": job_base_name(cfg),
-        "max_run": int(job.max_run_min * 60),
+        "role": job.role, "instance_type": job.instance_type, "instance_count": job.instance_count,
+        "hyperparameters": hyperparameters(cfg, job.all_gpus), "base_job_name": job_base_name(cfg),
+        "metric_definitions": metric_definitions(), "max_run": int(job.max_run_min * 60),
         "disable_profiler": True,   # a sidecar process on the machine we measure (v3 has none)
     }
     if job.instance_count > 1:
@@ -246,8 +231,7 @@ def job_base_name(cfg: Experiment) -> str:
 def build(cfg: Experiment, job: Job = Job(), session=None, source_dir: str | Path | None = None):
     """The track's SDK job from job_settings: v2's MXNet estimator or v3's ModelTrainer."""
     sdk = _track(cfg.engine).sdk
-    sm = _sdk(sdk)
-    session = session or session_for(sdk)
+    sm, session = _sdk(sdk), session or session_for(sdk)
     job = dataclasses.replace(job, role=execution_role(session, job.role, sdk))
     kw = job_settings(cfg, job, source_dir or stage_code(cfg.engine))
     if sdk is Sdk.V2:
@@ -285,6 +269,7 @@ def start(built, channel: str, job_name: str | None = None, wait: bool = False) 
 
 # -- the CreateTrainingJob request -----------------------------------------------------
 NO_ACCOUNT = "000000000000"
+NO_ROLE = f"arn:aws:iam::{NO_ACCOUNT}:role/no-aws-account-here"   # a job needs a role to be built
 REQUEST_TITLE = "CreateTrainingJob request (built by the SageMaker SDK, sent nowhere)"
 
 
@@ -293,8 +278,7 @@ def training_request(cfg: Experiment, job: Job = Job(), region: str | None = Non
     """The CreateTrainingJob request `launch` sends for cfg, as the track's SDK builds it, on
     a session that sends nothing. `bucket`: the default bucket; job_name: v2's (v3 names it)."""
     sdk = _track(cfg.engine).sdk
-    sm = _sdk(sdk)
-    region = region or aws_region()
+    sm, region = _sdk(sdk), region or aws_region()
     bucket = bucket or f"sagemaker-{region}-{NO_ACCOUNT}"
     session = offline_session(sdk, region, bucket)
     output = job.output_path or f"s3://{bucket}/"
@@ -369,8 +353,7 @@ def _refuse_to_send(request, **_):
 
 @contextlib.contextmanager
 def _offline_build():
-    """A quiet build (v2 logs an error where the offline session stops it) that does not
-    check the role against IAM (SAGEMAKER_VALIDATE_ROLE=false; launch does)."""
+    """A quiet build that leaves the role to launch (SAGEMAKER_VALIDATE_ROLE=false)."""
     from unittest import mock
     log = logging.getLogger("sagemaker")
     level = log.level
@@ -413,27 +396,25 @@ def dataset_root(cfg: Experiment) -> Path:
 def dataset_folder(cfg: Experiment, write: bool = False) -> Path:
     """The cifar-10-batches-bin folder `data.prepare` uses for cfg (write=True: prepares it)."""
     if cfg.dataset not in data.DATASETS:
-        allowed = ", ".join(data.DATASETS)
-        raise ValueError(f"dataset={cfg.dataset!r} cannot go to SageMaker; allowed: {allowed}")
+        raise ValueError(f"dataset={cfg.dataset!r} cannot go to SageMaker; "
+                         f"allowed: {', '.join(data.DATASETS)}")
     if write:
         return Path(data.prepare(cfg.dataset, root=dataset_root(cfg), seed=cfg.seed,
                                  train_size=cfg.train_size, test_size=cfg.test_size))
-    if cfg.dataset == "cifar10":  # the names data.prepare gives, without writing anything
-        return dataset_root(cfg) / data.FOLDER_NAME
-    name = f"synthetic-v{data.synthetic.VERSION}-s{cfg.seed}-{cfg.train_size}-{cfg.test_size}"
+    name = "" if cfg.dataset == "cifar10" else (   # the names data.prepare gives, unwritten
+        f"synthetic-v{data.synthetic.VERSION}-s{cfg.seed}-{cfg.train_size}-{cfg.test_size}")
     return dataset_root(cfg) / name / data.FOLDER_NAME
 
 
 def channel_layout(cfg: Experiment) -> tuple:
     """(S3 prefix of the channel, the dataset folder's path inside it: where data.prepare looks)."""
     inside = dataset_folder(cfg).relative_to(dataset_root(cfg)).as_posix()
-    return f"{DATA_PREFIX}/{inside.split('/')[0]}", inside
+    return f"gpu-course/data/{inside.split('/')[0]}", inside
 
 
 # -- AWS -------------------------------------------------------------------------------
 def aws_credentials(timeout_s: float = 1.0) -> bool:
-    """Whether boto3 finds AWS credentials; the instance-metadata lookup is one attempt of
-    `timeout_s`, so a laptop never hangs here (AWS_EC2_METADATA_DISABLED=true skips it)."""
+    """Whether boto3 finds AWS credentials; instance metadata is asked once, for `timeout_s`."""
     try:
         import botocore.session
     except ImportError:
@@ -457,8 +438,7 @@ def aws_region() -> str:
 
 
 def _sdk(sdk: Sdk):
-    """The SageMaker SDK `sdk` (v2 logs config lookups at import: quieted); SystemExit
-    naming the pin where this environment has another or none."""
+    """The SageMaker SDK `sdk` (its config lookups quieted), else SystemExit naming the pin."""
     logging.getLogger("sagemaker.config").setLevel(logging.WARNING)
     if installed_sdk() is not sdk:
         have = installed_sdk() and f"sagemaker {importlib.metadata.version('sagemaker')}"
@@ -494,10 +474,6 @@ def _track(engine: str) -> Track:
     return TRACKS[engines.check_engine(engine)]
 
 
-# A job needs a role to be built; without an AWS account this stand-in says so where shown.
-NO_ROLE = "arn:aws:iam::000000000000:role/no-aws-account-here"
-
-
 def session_for(sdk: Sdk, region: str | None = None):
     """A session of `sdk` for `region` (else aws_region()); it builds a job without an account."""
     import boto3
@@ -514,15 +490,14 @@ def execution_role(session, role: str | None = None, sdk: Sdk = Sdk.V2) -> str:
     try:
         return (sm if sdk is Sdk.V2 else sm.core.helper.session_helper).get_execution_role(session)
     except Exception as err:  # outside SageMaker there is no role to find
-        example = "arn:aws:iam::<account>:role/<name>"
-        raise ValueError(f"no execution role found ({err}); pass role={example!r}") from None
+        raise ValueError(f"no execution role found ({err}); pass "
+                         "role='arn:aws:iam::<account>:role/<name>'") from None
 
 
 def upload_dataset(cfg: Experiment, session) -> str:
     """Upload the dataset folder (prepared if missing); -> the training channel's s3:// URI."""
-    folder = dataset_folder(cfg, write=True)
     prefix, inside = channel_layout(cfg)
-    uri = session.upload_data(str(folder), key_prefix=f"{prefix}/{inside}")
+    uri = session.upload_data(str(dataset_folder(cfg, write=True)), key_prefix=f"{prefix}/{inside}")
     return uri.rstrip("/")[:-len(inside) - 1]  # the channel holds the folder's path
 
 
@@ -530,8 +505,7 @@ def launch(cfg: Experiment, job: Job = Job(), session=None, wait: bool = True) -
     """Check the request, upload the dataset (unless job.data), start the job and, with wait,
     stream its log; -> the job name. An invalid request uploads and starts nothing."""
     sdk = _track(cfg.engine).sdk
-    sm = _sdk(sdk)
-    session = session or session_for(sdk)
+    sm, session = _sdk(sdk), session or session_for(sdk)
     job = dataclasses.replace(job, role=session.expand_role(execution_role(session, job.role, sdk)))
     job_name = sm.utils.name_from_base(job_base_name(cfg)) if sdk is Sdk.V2 else None
     bucket = None if job.data and job.output_path else session.default_bucket()
@@ -549,8 +523,7 @@ def fetch_runs(job_name: str, session=None, runs_dir: str | Path | None = None) 
     """Download a finished job's output.tar.gz and unpack its run records into runs_dir."""
     session = session or session_for(installed_sdk() or Sdk.V3)
     job = session.sagemaker_client.describe_training_job(TrainingJobName=job_name)
-    status = job.get("TrainingJobStatus")
-    if status in ("InProgress", "Stopping"):
+    if (status := job.get("TrainingJobStatus")) in ("InProgress", "Stopping"):
         raise ValueError(f"job {job_name} is {status}; fetch its runs when it has ended")
     bucket, prefix = (job["OutputDataConfig"]["S3OutputPath"][5:].rstrip("/") + "/").split("/", 1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -563,8 +536,7 @@ def extract_runs(archive: str | Path, runs_dir: str | Path | None = None,
                  job_name: str | None = None) -> list:
     """Unpack the run folders of a job's output.tar.gz into runs_dir; returns the runs."""
     from ..measure import records
-    root = records.runs_root(runs_dir)
-    root.mkdir(parents=True, exist_ok=True)
+    (root := records.runs_root(runs_dir)).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
         for member in tar.getmembers():  # regular files inside the folder only
             if member.isreg() and not member.name.startswith("/") and ".." not in Path(member.name).parts:
@@ -591,7 +563,7 @@ NO_CREDENTIALS = PAGE.text("no_credentials")
 
 def add_parser(subparsers) -> None:
     """Register `gpu-course sagemaker` (called by gpu_course.cli)."""
-    from ..flags import add_config_flags as _add_config_flags
+    from ..flags import add_config_flags
     table = "\n".join("  {instance:17} {GPU:5} Gluon: {Gluon:14} PyTorch: {PyTorch}".format(
         **instance_row(name)) for name in INSTANCES)
     p = subparsers.add_parser(
@@ -604,22 +576,21 @@ def add_parser(subparsers) -> None:
                    help="hosts; > 1 uses the framework's distribution option")
     p.add_argument("--all-gpus", action="store_true",
                    help="every GPU of the instance (SM_NUM_GPUS), not --num-gpus")
-    p.add_argument("--role", default=None, help="SageMaker execution role ARN")
-    p.add_argument("--region", default=None)
-    p.add_argument("--data-s3", default=None,
-                   help="s3:// URI of an uploaded dataset (default: upload the local one)")
-    p.add_argument("--output-path", default=None, help="s3:// prefix for the job's output")
+    p.add_argument("--role", help="SageMaker execution role ARN")
+    p.add_argument("--region")
+    p.add_argument("--data-s3", help="s3:// URI of the dataset (default: upload the local one)")
+    p.add_argument("--output-path", help="s3:// prefix for the job's output")
     p.add_argument("--max-run", type=int, default=DEFAULT_MAX_RUN_MIN, metavar="MINUTES")
     p.add_argument("--dry-run", action="store_true", help="print the job, launch nothing")
     p.add_argument("--no-wait", action="store_true", help="start the job and return")
-    p.add_argument("--runs-dir", type=Path, default=None, help="where fetched runs go")
-    _add_config_flags(p)
+    p.add_argument("--runs-dir", type=Path, help="where fetched runs go")
+    add_config_flags(p)
     p.set_defaults(func=run_command)
 
 
 def show_request(cfg: Experiment, job: Job, region: str | None) -> None:
-    """Print the request a launch would send, what it runs and that SageMaker would accept
-    it, else raise request.InvalidRequest (without the track's SDK: say it is not checked)."""
+    """Print the request a launch would send, what it runs, and that it is valid (else
+    request.InvalidRequest; without the track's SDK, say it is not checked)."""
     try:
         request = training_request(cfg, job, region)
     except SystemExit as err:  # not this track's SDK here
@@ -640,7 +611,7 @@ def run_command(args) -> int:
     cfg = config_from_args(args, engine=engine)
     job = Job(args.instance_type, args.instance_count, args.all_gpus, args.role, args.data_s3,
               args.output_path, args.max_run)
-    check_job(cfg, job.instance_type, job.instance_count, job.all_gpus)
+    check_job(cfg, job)
     try:
         if args.dry_run or not aws_credentials():
             show_request(cfg, job, args.region)

@@ -1,8 +1,6 @@
-"""A SageMaker CreateTrainingJob request, checked against botocore's model of the API offline.
-
-botocore's ParamValidator checks required and unknown fields, types and minimums; the
-service enforces the rest of the model (maximums, patterns, enumerations) and limits the
-model lacks (28 days, S3 bucket names). `problems` checks all, one line a problem:
+"""A SageMaker CreateTrainingJob request checked offline: botocore's ParamValidator (required
+and unknown fields, types, minimums), the rest of botocore's model the service enforces
+(maximums, patterns, enumerations) and limits the model lacks (28 days, S3 bucket names).
 
     found = problems(request, channels=("training",))   # [] when SageMaker would accept it
 """
@@ -116,8 +114,7 @@ def _string_limits(value: str, shape, name: str) -> list:
                          "length")]
     if enum and value not in enum:
         return [_invalid(name, repr(value), "valid values: " + _allowed(value, enum, shape.name))]
-    pattern = _pattern(meta.get("pattern"))
-    if pattern is not None and not pattern.fullmatch(value):
+    if (pattern := _pattern(meta.get("pattern"))) is not None and not pattern.fullmatch(value):
         return [_invalid(name, repr(value), f"valid pattern: {meta['pattern']}")]
     bucket = re.match(r"s3://([^/]*)", value) if shape.name == "S3Uri" else None
     if bucket and not (S3_BUCKET.fullmatch(bucket[1]) and ".." not in bucket[1]):
@@ -135,8 +132,7 @@ def _allowed(value: str, enum: list, kind: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _pattern(text: str | None):
-    """The model's pattern as a Python regex; None where there is none or it is Java beyond
-    JAVA_CLASSES (not checked)."""
+    """The model's pattern as a Python regex; None without one, or Java beyond JAVA_CLASSES."""
     if text is None:
         return None
     for java, python in JAVA_CLASSES.items():

@@ -23,8 +23,7 @@ from ...measure.guards import WORKER_DIED_HINT, LoaderWorkerDied, check_stop, st
 
 
 class Augment:
-    """Per-image transform for `Dataset.transform_first`; reseeded from (seed, pid) in
-    each forked worker, which would otherwise augment its n-th image alike."""
+    """Per-image transform, reseeded from (seed, pid) in each forked worker (else all alike)."""
 
     def __init__(self, cfg: Experiment, train: bool, source_size: int):
         steps = []
@@ -40,9 +39,7 @@ class Augment:
         if train and cfg.augment == "heavy":
             steps.append(transforms.RandomRotation((-15, 15)))  # needs float32 input
         steps.append(transforms.Normalize(course_data.CIFAR_MEAN, course_data.CIFAR_STD))
-        self.pipeline = transforms.Compose(steps)
-        self.seed = cfg.seed
-        self._pid = os.getpid()
+        self.pipeline, self.seed, self._pid = transforms.Compose(steps), cfg.seed, os.getpid()
 
     def __call__(self, image):
         if os.getpid() != self._pid:  # first image in a forked worker
@@ -149,8 +146,7 @@ class WatchedDataLoader(DataLoader):
 
 
 def end_workers(*loaders) -> None:
-    """End these loaders' worker pools now, on Ctrl-C or SIGTERM (the pool's own clean-up
-    could wait forever for a lock a dead worker held)."""
+    """End these loaders' worker pools now, on Ctrl-C or SIGTERM (see end_pool)."""
     for loader in loaders:
         pool = getattr(loader, "_worker_pool", None)
         if pool is not None and not isinstance(pool, multiprocessing.pool.ThreadPool):
@@ -158,8 +154,7 @@ def end_workers(*loaders) -> None:
 
 
 def _wait_for_an_exit(workers, timeout: float = 2.0) -> None:
-    """Wait until a worker has ended and its exit status can be read (its connections close
-    an instant before: the error would be a bare EOFError)."""
+    """Wait until a worker has ended and its exit status is readable (else: a bare EOFError)."""
     ended = multiprocessing.connection.wait([w.sentinel for w in workers], timeout)
     for worker in workers:
         if worker.sentinel in ended:

@@ -65,9 +65,7 @@ def effective_config(cfg: Experiment, devices) -> tuple[Experiment, str | None]:
     if cfg.dtype == "float16" and not on_gpu(devices):
         cfg = cfg.replace(dtype="float32")
         notices.append(FLOAT16_ON_CPU)
-    if cfg.dtype == "bfloat16":
-        why = bfloat16_refused(devices)
-        if why:
-            cfg = cfg.replace(dtype="float32")
-            notices.append(why)
+    if cfg.dtype == "bfloat16" and (why := bfloat16_refused(devices)):
+        cfg = cfg.replace(dtype="float32")
+        notices.append(why)
     return cfg, " ".join(notices) or None

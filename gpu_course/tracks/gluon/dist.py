@@ -49,9 +49,8 @@ def role_env(role: str, port: int, workers: int, servers: int, uri: str = "127.0
 def wait_for_scheduler(env) -> None:
     """Refuse a worker whose job has no scheduler (MXNet's kvstore would wait forever)."""
     names = ("DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER", "DMLC_NUM_WORKER")
-    bad = [f"{n}={env.get(n)!r}" for n in names
-           if not (env.get(n) or "").strip() or (n != "DMLC_PS_ROOT_URI"
-                                                 and not env[n].strip().isdigit())]
+    bad = [f"{n}={env.get(n)!r}" for n in names if not (env.get(n) or "").strip()
+           or (n != "DMLC_PS_ROOT_URI" and not env[n].strip().isdigit())]
     if bad:
         raise ValueError(f"{', '.join(bad)}: need a host, a port and whole numbers; start the job with "
                          "dist.launch_local, or unset DMLC_ROLE")
@@ -150,8 +149,7 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1,
         raise ValueError(f"workers={workers!r} and servers={servers!r} must be >= 1")
     runs_dir = runs_root(job.runs_dir).resolve()
     with tempfile.TemporaryDirectory(prefix="gpu_course_dist_") as tmp:
-        work = Path(work_dir or tmp)
-        work.mkdir(parents=True, exist_ok=True)
+        (work := Path(work_dir or tmp)).mkdir(parents=True, exist_ok=True)
         (work / "config.json").write_text(cfg.to_json())
         worker_cmd = [sys.executable, "-m", "gpu_course.tracks.gluon.dist",
                       "--config", str(work / "config.json"), "--runs-dir", str(runs_dir),
@@ -173,8 +171,7 @@ def launch_local(cfg: Experiment, workers: int = 2, servers: int = 1,
 
 
 def _timings(work: Path) -> list[dict]:
-    """Each worker's epoch timings (worker<rank>.json); one a dying worker left cut short is
-    named and skipped, never hiding the others or the job's own error."""
+    """Each worker's epoch timings (worker<rank>.json); a damaged one is named and skipped."""
     found = []
     for path in sorted(work.glob("worker*.json")):
         try:
@@ -187,8 +184,7 @@ def _timings(work: Path) -> list[dict]:
 
 def _run_roles(worker_cmd, workers, servers, port, work: Path, threads: int, timeout,
                gpus_per_worker: int = 0):
-    """Run a scheduler, the servers and the workers (each with its own `gpus_per_worker`
-    GPUs) on 127.0.0.1: (roles, exit codes, outputs)."""
+    """Run scheduler, servers, workers (gpus_per_worker GPUs each) here: (roles, codes, outputs)."""
     serve = [sys.executable, "-c", "import mxnet"]  # the role comes from DMLC_ROLE
     roles = ["scheduler"] + ["server"] * servers + ["worker"] * workers
     procs, logs = [], []

@@ -51,9 +51,8 @@ def infer(threads: int, onednn: bool, models, workload: Workload) -> dict:
 
 
 def _check_onednn(onednn: bool) -> None:
-    enabled = os.environ.get("MXNET_MKLDNN_ENABLED", "1") != "0"
-    if enabled != onednn:
-        said = os.environ.get("MXNET_MKLDNN_ENABLED")
+    said = os.environ.get("MXNET_MKLDNN_ENABLED")
+    if ((said or "1") != "0") != onednn:
         raise ValueError(f"--onednn={int(onednn)} but MXNET_MKLDNN_ENABLED={said!r}: MXNet reads it at start")
 
 

@@ -25,9 +25,8 @@ def inference_net(model: str, device=None):
 def time_inference(predict, model: str, variant, device, workload: Workload = Workload(),
                    dtype="float32") -> list[dict]:
     """One record per batch size of `workload` of `predict` (any function of a batch)."""
-    device = device or mx.cpu()
+    device, batches = device or mx.cpu(), workload.batches
     served = inference.Served(model, variant, str(device), np.dtype(dtype).name)
-    batches = workload.batches
     probe = inference.probe_images(max(batches))
     threads = os.environ.get("OMP_NUM_THREADS", "").strip()
     records = []

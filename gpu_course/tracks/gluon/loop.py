@@ -18,9 +18,8 @@ def fit(rec, net, trainer, train_iter, val_iter, devices) -> None:
     """Train for rec's epochs as rec.cfg says (its dtype and mock)."""
     dtype, mock = rec.cfg.dtype, rec.cfg.mock
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    source = train_iter
-    if mock == "loader":  # compute ceiling: one batch, on the devices, served every step
-        source = OneBatch(train_iter, lambda batch: split(*batch, devices, dtype))
+    source = train_iter if mock != "loader" else OneBatch(   # compute ceiling: one placed batch
+        train_iter, lambda batch: split(*batch, devices, dtype))
     for _ in rec.epochs():
         in_flight = deque()
         for data, label in rec.batches(source):
@@ -41,8 +40,7 @@ def fit(rec, net, trainer, train_iter, val_iter, devices) -> None:
 
 
 def forward_backward(net, loss_fn, xs, ys) -> tuple[list, list]:
-    """(losses, correct predictions) of each device's slice, backward done; the loss in
-    float32 even for a float16 network (no overflow in softmax)."""
+    """(losses, hits) per device, backward done; loss in float32 even for float16 (no overflow)."""
     with autograd.record():
         outputs = [net(x) for x in xs]
         losses = [loss_fn(out.astype("float32", copy=False), y) for out, y in zip(outputs, ys)]
@@ -63,8 +61,7 @@ def split(data, label, devices, dtype: str = "float32"):
 def evaluate(net, val_iter, devices) -> float:
     """Top-1 accuracy of `net` on `val_iter`; one sync point, at the end."""
     dtype = dtype_of(net)
-    hits = [mx.nd.zeros((1,), ctx=d) for d in devices]
-    seen = 0
+    hits, seen = [mx.nd.zeros((1,), ctx=d) for d in devices], 0
     for data, label in val_iter:
         xs, ys = split(data, label, devices, dtype)
         for i, (x, y) in enumerate(zip(xs, ys)):

@@ -50,8 +50,7 @@ class MemoryMeter:
     """Made before the first step; `measure` notes the memory of more steps."""
 
     def __init__(self, parts):
-        self.net, self.trainer = parts.net, parts.optimizer
-        self.device = parts.devices[0]
+        self.net, self.trainer, self.device = parts.net, parts.optimizer, parts.devices[0]
         self.gpu = self.device.device_type == "gpu"
         if not self.gpu:
             process_memory.steady()
@@ -105,8 +104,7 @@ def memory_run(cfg, readings: int = 3, verbose: bool = False):
     from .record import record
     from .train import build, is_out_of_memory, out_of_memory
     parts = build(cfg)
-    net, train_iter, _, trainer = parts
-    device = parts.devices[0]
+    (net, train_iter, _, trainer), device = parts, parts.devices[0]
     memory = MemoryMeter(parts)
     loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
     try:

@@ -31,13 +31,10 @@ def get_model(cfg_or_name: Experiment | str = "resnet20", classes: int | None = 
     if classes is None:
         from ...data import num_classes
         classes = num_classes(cfg_or_name) if isinstance(cfg_or_name, Experiment) else 10
-    if name == "tiny":
-        net = tiny_net(classes)
-    else:
-        zoo_name = ZOO_NAMES.get(name, name)
-        if not zoo_name.startswith("cifar_"):
-            raise ValueError(f"model={name!r}; allowed: {', '.join(MODELS)}, or a zoo name like 'cifar_resnet20_v2'")
-        net = zoo_model(zoo_name, classes=classes)
+    zoo_name = ZOO_NAMES.get(name, name)
+    if name != "tiny" and not zoo_name.startswith("cifar_"):
+        raise ValueError(f"model={name!r}; allowed: {', '.join(MODELS)}, or a zoo name like 'cifar_resnet20_v2'")
+    net = tiny_net(classes) if name == "tiny" else zoo_model(zoo_name, classes=classes)
     net.course_model = name  # lets a record tell the course's networks from a user's own
     return net
 

@@ -24,8 +24,7 @@ def record(cfg, net=None, train_iter=None, optimizer=None, **output) -> Harness:
     resolved = isinstance(cfg, provenance.Parts)   # `build` resolved it: threads, devices
     parts = provenance.Parts.of(cfg).fill(net, train_iter, optimizer)
     cfg, net, train_iter, optimizer = parts.cfg, parts.net, parts.train_iter, parts.optimizer
-    if cfg.engine != "gluon":
-        cfg = cfg.replace(engine="gluon")
+    cfg = cfg.replace(engine="gluon")
     devices = list(parts.devices) if parts.devices is not None else None
     if not resolved:
         check_threads(cfg)
@@ -62,9 +61,8 @@ def watch(loader, net=None, name: str = "watch", **output):
 
 def read_network(net) -> tuple[dict, dict]:
     """(config fields, facts) of a Gluon network."""
-    params = net.collect_params().values()
     try:  # shapes are known once initialised (deferred init leaves zeros)
-        count = sum(int(p.data().size) for p in params)
+        count = sum(int(p.data().size) for p in net.collect_params().values())
     except Exception:  # not initialised yet
         count = None
     model = getattr(net, "course_model", None)

@@ -15,8 +15,9 @@ from mxnet import recordio
 from mxnet.gluon.data.vision import ImageRecordDataset
 
 from ...analyse import profiling
-from ...data.folder import CorruptImage, DataError, FolderIndex, MissingData, SkipCounter, fetch_or_skip, load_image, parallel_map
-from ...data.packed import QUALITY, PrepResult, prepared_dir
+from ...data.folder import (DataError, FolderIndex, MissingData, SkipCounter, fetch_or_skip,
+                            load_image, parallel_map)
+from ...data.packed import QUALITY, PrepResult, decoded, prepared_dir, tmp_name
 
 
 def pack_recordio(index: FolderIndex, out, size: int, workers: int | None = None,
@@ -25,19 +26,13 @@ def pack_recordio(index: FolderIndex, out, size: int, workers: int | None = None
     rec = Path(out).with_suffix(".rec")
     idx, sidecar = rec.with_suffix(".idx"), rec.with_suffix(".json")
     rec.parent.mkdir(parents=True, exist_ok=True)
-    tmp = {p: p.with_name(f".{p.name}.tmp-{os.getpid()}") for p in (rec, idx, sidecar)}
-    start = time.perf_counter()
-    sources, skipped = [], []
+    tmp = {p: tmp_name(p) for p in (rec, idx, sidecar)}
+    start, sources, skipped = time.perf_counter(), [], []
     writer = recordio.MXIndexedRecordIO(str(tmp[idx]), str(tmp[rec]), "w")
     try:
         tasks = [(str(index.path(i)), size, QUALITY) for i in range(len(index))]
-        for i, (jpeg, error) in enumerate(parallel_map(_encode_task, tasks, workers=workers,
-                                                       progress=progress, desc=f"packing {rec.name}")):
-            if error is not None:
-                if not skip_corrupt:
-                    raise CorruptImage(index.path(i), error)
-                skipped.append((index.paths[i], error))
-                continue
+        for i, jpeg in decoded(index, _encode_task, tasks, skip_corrupt, skipped, workers=workers,
+                               progress=progress, desc=f"packing {rec.name}"):
             key = len(sources)  # record keys are 0..N-1, in order
             writer.write_idx(key, recordio.pack(recordio.IRHeader(0, float(index.labels[i]), key, 0), jpeg))
             sources.append((index.paths[i], int(index.labels[i])))
@@ -94,8 +89,7 @@ def open_record_file(path) -> recordio.MXIndexedRecordIO:
 def read_record(reader: recordio.MXIndexedRecordIO, key: int, path) -> tuple:
     """(header, image bytes) of record `key`; DataError naming a damaged one."""
     try:
-        raw = reader.read_idx(key)
-        if raw is None:
+        if (raw := reader.read_idx(key)) is None:
             raise ValueError("past the end of the file")
         header, payload = recordio.unpack(raw)
     except (mx.base.MXNetError, ValueError, KeyError, OSError) as err:
@@ -118,8 +112,7 @@ class RecordDataset(ImageRecordDataset):
     def __init__(self, filename, skip_corrupt: bool = False):
         open_record_file(filename).close()  # the clear errors, before Gluon's own
         super().__init__(str(filename), flag=1)
-        self.skip_corrupt = skip_corrupt
-        self.skipped = SkipCounter()
+        self.skip_corrupt, self.skipped = skip_corrupt, SkipCounter()
 
     def __getitem__(self, i):
         return fetch_or_skip(self._read, i, len(self), self.skip_corrupt, self.skipped)
@@ -150,8 +143,7 @@ def check_recordio(path, index: FolderIndex, workers: int | None = None,
                    progress: bool = True) -> int:
     """Check every record of a record file against its source image; returns the count."""
     rec = Path(path)
-    meta = sidecar(rec)
-    reader = open_record_file(rec)
+    meta, reader = sidecar(rec), open_record_file(rec)
     try:
         keys = list(reader.keys)
         if keys != list(range(len(meta["sources"]))):
@@ -199,8 +191,7 @@ class RecordIter:
                 mean_r=mean[0], mean_g=mean[1], mean_b=mean[2],
                 std_r=std[0], std_g=std[1], std_b=std[2],
                 preprocess_threads=threads, round_batch=False, seed=seed)
-        self.batch_size = batch_size
-        self.count = len(sidecar(Path(path))["sources"])
+        self.batch_size, self.count = batch_size, len(sidecar(Path(path))["sources"])
 
     def __len__(self) -> int:
         return self.count // self.batch_size

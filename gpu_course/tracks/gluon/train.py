@@ -109,12 +109,9 @@ def out_of_memory(err: BaseException, cfg: Experiment, devices,
     memory_info = memory_info or mx.context.gpu_memory_info
     parts = [f"batch size {cfg.batch_size} per device ({cfg.global_batch} per step) of "
              f"{cfg.model} in {cfg.dtype} does not fit"]
-    asked = re.search(r"(?:size|bytes)\D{0,3}(\d{4,})", str(err), re.IGNORECASE)
-    if asked:
+    if asked := re.search(r"(?:size|bytes)\D{0,3}(\d{4,})", str(err), re.IGNORECASE):
         parts.append(f"MXNet asked for {int(asked.group(1)) / MiB:,.0f} MiB more")
-    for device in devices:
-        if device.device_type != "gpu":
-            continue
+    for device in (d for d in devices if d.device_type == "gpu"):
         try:
             free, total = memory_info(device.device_id)
             parts.append(f"{device}: {free / MiB:,.0f} MiB free of {total / MiB:,.0f} MiB")
