@@ -63,7 +63,7 @@ def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = N
     skipped, total = [], 0
     try:
         for _, written in decoded(index, _resize_task, tasks, skip_corrupt, skipped, workers=workers,
-                                   progress=progress, desc=f"resizing to {size} px"):
+                               progress=progress, desc=f"resizing to {size} px"):
             total += written
         (tmp / ".gpu_course.json").write_text(json.dumps(
             {"size": size, "quality": QUALITY, "source": str(index.root), "skipped": skipped}))
