@@ -335,7 +335,8 @@ def threads_line(engine: str, runs: list[Run]) -> str | None:
     if not runs:
         return None
     names = [r.name for r in runs]
-    if (i := names.index(RungName.THREADS) if RungName.THREADS in names else 0) > 0:
+    i = names.index(RungName.THREADS) if RungName.THREADS in names else 0
+    if i > 0:
         now, then = _threads_ran(runs[i]), _threads_ran(runs[i - 1])
         return f"Threads: the 'threads' rung ran {now}, '{runs[i - 1].name}' before it {then}."
     last = runs[-1]

@@ -88,7 +88,8 @@ class Page:
                 continue
             from .show.findings.declarations import Where
             place = tuple(Where(p) if p in WHERE else p for p in where)
-            if isinstance(inner := out.setdefault(head, {}), str):
+            inner = out.setdefault(head, {})
+            if isinstance(inner, str):
                 raise ValueError(f"{at}: {first!r} both everywhere and for one place")
             inner[place[0] if len(place) == 1 else place] = paragraph
         return out

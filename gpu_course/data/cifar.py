@@ -61,7 +61,8 @@ def write_cifar_binary(folder, data: CifarData, manifest=None):
         raise ValueError(f"classes must be 1..256 non-empty one-line names, got {class_names!r}")
     train = _records(data.train_x, data.train_y, len(class_names), "train")
     test = _records(data.test_x, data.test_y, len(class_names), "test")
-    (folder := Path(folder)).parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
     try:
         for name, part in zip(TRAIN_FILES, np.array_split(train, len(TRAIN_FILES))):

@@ -53,7 +53,8 @@ def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = N
                      progress: bool = True, skip_corrupt: bool = False) -> PrepResult:
     """Resize every image of `index` once to size x size, as JPEGs under `out`."""
     _check_size(size)
-    tmp = tmp_name(out := Path(out))
+    out = Path(out)
+    tmp = tmp_name(out)
     shutil.rmtree(tmp, ignore_errors=True)
     for name in index.classes:
         (tmp / name).mkdir(parents=True)
@@ -81,7 +82,8 @@ def preresize_folder(index: FolderIndex, out, size: int, workers: int | None = N
 
 def preresized_index(index: FolderIndex, root) -> FolderIndex:
     """The same samples as `index` (less those left out), read from a pre-resized copy."""
-    if not (root := Path(root)).is_dir():
+    root = Path(root)
+    if not root.is_dir():
         raise MissingData(f"no pre-resized folder {root}: make it with packed.preresize_folder")
     keep = [i for i, p in enumerate(index.paths) if (root / _jpeg_name(p)).exists()]
     sub = index.subset(keep)
@@ -122,7 +124,8 @@ def pack_images(index: FolderIndex, out, size: int, workers: int | None = None,
     _check_size(size)
     if len(index) == 0:
         raise DataError(f"nothing to pack: the index of {index.root} is empty")
-    (out := Path(out)).parent.mkdir(parents=True, exist_ok=True)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp, start = tmp_name(out), time.perf_counter()
     labels, crcs, sources, skipped = [], [], [], []
     try:

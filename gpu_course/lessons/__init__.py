@@ -115,7 +115,8 @@ def sizes(number, smoke: bool | None = None, mode: SizeMode | None = None,
     table = module.SIZES
     if mode is None:
         mode = size_mode() if smoke is None else SizeMode.SMOKE if smoke else SizeMode.FULL
-    check = (mode := SizeMode(mode)) is SizeMode.CHECK   # the full sizes, with the check's changes
+    mode = SizeMode(mode)
+    check = mode is SizeMode.CHECK   # the full sizes, with the check's changes
     base = "full" if check else mode.value
     values = {**COMMON[base], **table[base], **(table["check"] if check else {})}
     return Sizes(values, module.OWN_SIZES).replace(**changes)

@@ -32,7 +32,8 @@ GUARD = "loss_guard"   # exercise 13.1's note: whether the loop checked its loss
 
 def table(measured) -> pd.DataFrame:
     """The trap's table (`measured`: (block, timer, images, seconds) tuples) or the runs'."""
-    trap = (measured := list(measured)) and isinstance(measured[0], tuple)
+    measured = list(measured)
+    trap = measured and isinstance(measured[0], tuple)
     return trap_table(measured) if trap else runs_table(measured)
 
 

@@ -246,7 +246,8 @@ def finish(run, env: dict, saved: Path | None) -> None:
 
 def save_model(net, cfg: _config.Experiment, folder: Path) -> Path:
     """The weights (model.params or model.pt) and experiment.json, for `get_model(cfg)`."""
-    (folder := Path(folder)).mkdir(parents=True, exist_ok=True)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "experiment.json").write_text(cfg.to_json())
     if cfg.engine == "gluon":
         path = folder / "model.params"

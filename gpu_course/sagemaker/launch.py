@@ -536,7 +536,8 @@ def extract_runs(archive: str | Path, runs_dir: str | Path | None = None,
                  job_name: str | None = None) -> list:
     """Unpack the run folders of a job's output.tar.gz into runs_dir; returns the runs."""
     from ..measure import records
-    (root := records.runs_root(runs_dir)).mkdir(parents=True, exist_ok=True)
+    root = records.runs_root(runs_dir)
+    root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
         for member in tar.getmembers():  # regular files inside the folder only
             if member.isreg() and not member.name.startswith("/") and ".." not in Path(member.name).parts:

@@ -21,7 +21,8 @@ NO_PROFILER = "this MXNet build has PROFILER off (the pip CPU wheel does): the s
 
 def profile_steps(cfg, folder, wait: int = 1, warmup: int = 1, active: int = 3) -> dict:
     """Train `wait + warmup + active` steps, the last under mx.profiler or cProfile."""
-    (folder := Path(folder)).mkdir(parents=True, exist_ok=True)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
     devices, _ = try_devices(1)
     cfg, _ = effective_config(cfg, devices)
     net = get_model(cfg)

@@ -65,7 +65,8 @@ def fit(rec, net: nn.Module, optimizer, scheduler, train_iter, val_iter, device)
             if static:  # a new step: CUDA-graph outputs of the last one may be overwritten
                 torch.compiler.cudagraph_mark_step_begin()
             with precision.autocast():
-                loss = loss_fn(out := net(x), y)
+                out = net(x)
+                loss = loss_fn(out, y)
             optimizer.zero_grad(set_to_none=True)
             precision.backward_and_step(loss, optimizer)
             scheduler.step()

@@ -77,7 +77,8 @@ class StaticStep:
         self.hyper.copy_(self.table.index_select(0, step_in_run).view(2))
         x, y = self.loader.cut(self.plan.index_select(1, step_in_epoch).view(5, -1))
         with self.precision.autocast(cache=False):
-            loss = self.loss_fn(out := self.model(x), y)
+            out = self.model(x)
+            loss = self.loss_fn(out, y)
         loss.backward()
         self.optimizer.step()
         self.totals[0].add_(loss.detach(), alpha=self.batch_size)  # summed on the device
