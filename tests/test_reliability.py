@@ -44,7 +44,7 @@ TINY = dict(name="t", model="tiny", train_size=128, test_size=32, batch_size=32,
      "optimizer_params: momentum='high' must be a number, true/false or a tuple"),
     (dict(optimizer_params={"clip_gradient": None}), "clip_gradient=None must be a number"),
     (dict(optimizer_params={"betas": ("a", 1)}), "betas=('a', 1) must be a number"),
-    (dict(lr_scheduler="multifactor", lr_steps=5), "lr_steps=5 must be epoch numbers"),
+    (dict(lr_scheduler="multifactor", lr_steps=5), "lr_steps=5 must be increasing epoch numbers > 0"),
     (dict(optimizer="lbsgd", optimizer_params={"warmup_strategy": "fast"}),
      "warmup_strategy='fast' is not allowed; allowed: linear, power2, sqrt, lars"),
 ])
@@ -95,7 +95,7 @@ def test_a_stored_non_finite_value_loads_back_or_is_a_clear_error(tmp_path):
     assert Experiment.from_dict(stored) == cfg
     assert Experiment.from_dict(stored).optimizer_params[0][1] == math.inf
     # an infinite step is no epoch: refused by name (it overflowed in the scheduler)
-    with pytest.raises(ValueError, match=r"lr_steps=\(2, inf\) must be positive, finite"):
+    with pytest.raises(ValueError, match=r"lr_steps=\(2, inf\) must be increasing epoch numbers > 0"):
         Experiment(lr_scheduler="multifactor", lr_steps=(2, math.inf))
     record = records.RunRecord(cfg.to_dict(), records.Ran("gluon"), runs_dir=tmp_path,
                                hardware_info={"gpus": []})
