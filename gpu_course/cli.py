@@ -139,9 +139,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="smaller measurements (seconds)")
 
     _add_config_flags(verb("profile", _profile))
-    from .sagemaker import launch as sagemaker_launch
-    sagemaker_launch.add_parser(sub)
+    p = sub.add_parser("sagemaker", prefix_chars="\0", add_help=False)   # unlisted; any flags
+    p.add_argument("flags", nargs="*")
+    p.set_defaults(func=_sagemaker_moved)
     return parser
+
+
+def _sagemaker_moved(args) -> None:
+    raise ValueError("the SageMaker launcher is its own command now: gpu-course-sagemaker "
+                     "(python -m gpu_course_sagemaker), same flags")
 
 
 def _data(args) -> None:

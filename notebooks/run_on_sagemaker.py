@@ -37,7 +37,7 @@ import subprocess
 import tempfile
 from gpu_course.show import plots, report, tables
 from gpu_course.measure import records
-from gpu_course.sagemaker import launch as sm
+from gpu_course_sagemaker import launch as sm
 from gpu_course.config import Experiment, smoke_mode
 
 # %% tags=["parameters"]
@@ -82,7 +82,7 @@ code = sm.stage_code(cfg.engine, tempfile.mkdtemp(prefix="sagemaker-code-"))  # 
 
 # %% [markdown]
 # ## The entry script, here
-# `gpu_course/sagemaker/entry.py` is what the container runs, as `sagemaker_entry.py` at
+# `gpu_course_sagemaker/entry.py` is what the container runs, as `sagemaker_entry.py` at
 # the top of the code folder above. It reads everything from SageMaker's environment
 # variables (`SM_CHANNEL_TRAINING`, `SM_MODEL_DIR`, `SM_OUTPUT_DATA_DIR`, `SM_NUM_GPUS`),
 # so pointing them at local folders runs exactly what the job will run, from the same

@@ -5,7 +5,7 @@ import pytest
 
 from support import run_cli
 
-VERBS = ["data", "monitor", "watch", "runs", "run", "ladder", "diagnose", "sagemaker"]
+VERBS = ["data", "monitor", "watch", "runs", "run", "ladder", "diagnose"]
 
 
 @pytest.mark.parametrize("verb", [None, *VERBS])
@@ -13,6 +13,13 @@ def test_help_on_every_verb(verb):
     out = run_cli(*([verb] if verb else []), "--help")
     assert out.returncode == 0, out.stderr
     assert "usage: gpu-course" in out.stdout
+
+
+def test_the_sagemaker_verb_names_the_command_it_moved_to():
+    out = run_cli("sagemaker", "--dry-run", "--instance-type", "ml.g5.xlarge")
+    assert out.returncode == 2 and out.stdout == ""
+    assert "gpu-course-sagemaker (python -m gpu_course_sagemaker), same flags" in out.stderr
+    assert "sagemaker" not in run_cli("--help").stdout
 
 
 def test_data_writes_cifar_format(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from gpu_course.analyse import diagnose, metrics
 from gpu_course.show import plots, report
-from gpu_course.sagemaker import entry as sagemaker_entry
+from gpu_course_sagemaker import entry as sagemaker_entry
 from gpu_course.config import Experiment
 from gpu_course.measure.harness import Harness, Output
 

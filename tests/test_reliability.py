@@ -376,7 +376,7 @@ def test_no_gpu_is_one_line_not_a_warning(monkeypatch, capsys):
                                          ("WORLD_SIZE", "two"), ("WORLD_SIZE", "0"),
                                          ("SM_NUM_GPUS", "-1"), ("SM_NUM_GPUS", "1.5")])
 def test_sagemaker_environment_that_is_not_what_sagemaker_sends(tmp_path, name, value, capsys):
-    from gpu_course.sagemaker import entry as entry
+    from gpu_course_sagemaker import entry as entry
     env = {"SM_OUTPUT_DIR": str(tmp_path), name: value}
     assert entry.main([], env) == 2
     failure = (tmp_path / entry.FAILURE_FILE).read_text()
@@ -389,7 +389,7 @@ def test_sagemaker_environment_that_is_not_what_sagemaker_sends(tmp_path, name, 
     ("SM_MODEL_DIR", "model", "cannot be made (Not a directory)")])
 def test_sagemaker_output_folders_that_cannot_be_written_stop_before_training(
         tmp_path, name, inside, words, capsys):
-    from gpu_course.sagemaker import entry as entry
+    from gpu_course_sagemaker import entry as entry
     a_file = tmp_path / "file"
     a_file.write_text("x")
     where = a_file / inside if inside else a_file
@@ -402,7 +402,7 @@ def test_sagemaker_output_folders_that_cannot_be_written_stop_before_training(
 
 
 def test_sagemaker_channel_with_other_data_is_not_replaced_by_generated(tmp_path):
-    from gpu_course.sagemaker import entry as entry
+    from gpu_course_sagemaker import entry as entry
     channel = tmp_path / "training"
     foreign_cifar(channel)
     env = {"SM_OUTPUT_DIR": str(tmp_path / "out"), "SM_CHANNEL_TRAINING": str(channel),

@@ -18,8 +18,8 @@ from unittest import mock
 import pytest
 
 from fake_runs import write_run
-from gpu_course.sagemaker import entry as entry
-from gpu_course.sagemaker import launch as launch
+from gpu_course_sagemaker import entry as entry
+from gpu_course_sagemaker import launch as launch
 from gpu_course.config import Experiment
 
 REPO = Path(__file__).resolve().parents[1]  # (not from conftest: tests/gluon imports this file)
@@ -119,7 +119,7 @@ def no_aws(monkeypatch):
 
 def run_cli_without_aws(*args):
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    return subprocess.run([sys.executable, "-m", "gpu_course.cli", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "gpu_course_sagemaker", *args], cwd=REPO,
                           env={**env, **NO_AWS}, capture_output=True, text=True, timeout=600)
 
 
@@ -187,7 +187,7 @@ def test_entry_script_stops_on_a_bad_hyperparameter(tmp_path):
     """A real subprocess, started as a file from inside the package folder (the import
     path must not let gpu_course/torch shadow torch) and the way SageMaker starts it."""
     env = {**os.environ, "SM_OUTPUT_DIR": str(tmp_path / "output"), "SM_NUM_GPUS": "0"}
-    out = subprocess.run([sys.executable, str(REPO / "gpu_course" / "sagemaker" / "entry.py"),
+    out = subprocess.run([sys.executable, str(REPO / "gpu_course_sagemaker" / "entry.py"),
                           "--batch_size", "0"], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=60)
     assert out.returncode == 2, out.stderr
@@ -204,7 +204,7 @@ def test_entry_script_stops_on_a_bad_hyperparameter(tmp_path):
 def test_stage_code_holds_entry_package_and_requirements(tmp_path):
     code = launch.stage_code("gluon", tmp_path / "code")
     assert (code / "sagemaker_entry.py").read_text() == \
-        (REPO / "gpu_course" / "sagemaker" / "entry.py").read_text()
+        (REPO / "gpu_course_sagemaker" / "entry.py").read_text()
     assert (code / "gpu_course" / "config.py").exists()
     assert not list(code.rglob("__pycache__"))
     assert not (code / "gpu_course" / "reference").exists()   # results, not code
@@ -328,7 +328,7 @@ def test_aws_credentials_from_the_environment(no_aws, monkeypatch):
 
 
 def test_cli_dry_run_prints_the_request_and_exits_cleanly(tmp_path):
-    out = run_cli_without_aws("sagemaker", "--dry-run", "--instance-type", "ml.g5.xlarge",
+    out = run_cli_without_aws("--dry-run", "--instance-type", "ml.g5.xlarge",
                               "--batch-size", "128", "--num-workers", "7", "--name", "workers")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(launch.REQUEST_TITLE + "\n")
@@ -346,12 +346,11 @@ def test_cli_dry_run_prints_the_request_and_exits_cleanly(tmp_path):
 def test_cli_dry_run_refuses_gluon_on_a_card_mxnet_cannot_use_and_help_lists_instances(
         no_aws, capsys):
     """In-process: the subprocess above already pays for importing the SDK."""
-    from gpu_course import cli
-    assert cli.main(["sagemaker", "--dry-run", "--engine", "gluon",
-                     "--instance-type", "ml.p5.48xlarge"]) == 2
+    assert launch.main(["--dry-run", "--engine", "gluon",
+                        "--instance-type", "ml.p5.48xlarge"]) == 2
     assert "MXNet 1.9 cannot use" in capsys.readouterr().err
     with pytest.raises(SystemExit) as done:
-        cli.main(["sagemaker", "--help"])
+        launch.main(["--help"])
     out = capsys.readouterr().out
     assert done.value.code == 0 and "ml.g6.xlarge" in out and "untested" in out
 
@@ -359,9 +358,8 @@ def test_cli_dry_run_refuses_gluon_on_a_card_mxnet_cannot_use_and_help_lists_ins
 def test_cli_without_credentials_launches_nothing(no_aws, capsys):
     """No --dry-run and no credentials: the same request, and nothing pretends to run.
     (In-process: the subprocess above already pays for importing the SDK.)"""
-    from gpu_course import cli
-    assert cli.main(["sagemaker", "--epochs", "1", "--instance-type", "ml.m5.xlarge",
-                     "--num-gpus", "0"]) == 1
+    assert launch.main(["--epochs", "1", "--instance-type", "ml.m5.xlarge",
+                        "--num-gpus", "0"]) == 1
     out, err = capsys.readouterr()
     assert out.startswith(launch.REQUEST_TITLE)
     assert "nothing was launched" in err
@@ -473,7 +471,6 @@ def test_extract_runs_ignores_paths_outside_the_folder(tmp_path, monkeypatch):
 def test_cli_launches_waits_and_fetches_with_credentials(monkeypatch, capsys, tmp_path):
     """The verb's plumbing with AWS stubbed out: launch, then fetch the record back."""
     pytest.importorskip("boto3")
-    from gpu_course import cli
     from gpu_course.measure import records
     folder = write_run(tmp_path / "runs", "workers")
     calls = {}
@@ -487,9 +484,9 @@ def test_cli_launches_waits_and_fetches_with_credentials(monkeypatch, capsys, tm
     monkeypatch.setattr(launch, "launch", fake_launch)
     monkeypatch.setattr(launch, "fetch_runs", lambda job, session, runs_dir:
                         [records.load_run(folder)])
-    assert cli.main(["sagemaker", "--engine", "gluon", "--instance-type", "ml.g5.xlarge", "--role", "arn:r",
-                     "--num-workers", "7", "--data-s3", "s3://b/d", "--region",
-                     "eu-west-1"]) == 0
+    assert launch.main(["--engine", "gluon", "--instance-type", "ml.g5.xlarge", "--role", "arn:r",
+                        "--num-workers", "7", "--data-s3", "s3://b/d", "--region",
+                        "eu-west-1"]) == 0
     assert calls["cfg"].num_workers == 7 and calls["cfg"].engine == "gluon"
     assert (calls["instance_type"], calls["role"], calls["data"]) == \
         ("ml.g5.xlarge", "arn:r", "s3://b/d")

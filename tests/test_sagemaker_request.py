@@ -1,5 +1,5 @@
 """The CreateTrainingJob request the course sends, checked against botocore's own model
-of the SageMaker API (gpu_course/sagemaker/request.py), and the launcher end to end
+of the SageMaker API (gpu_course_sagemaker/request.py), and the launcher end to end
 against moto's SageMaker and S3: no AWS account, no network.
 
 The request is the one the track's SageMaker SDK builds inside estimator.fit (v2, the
@@ -21,10 +21,9 @@ import pytest
 
 from fake_runs import write_run
 from test_sagemaker import NO_AWS, TRACK, unquoted
-from gpu_course import cli
 from gpu_course.config import Experiment
-from gpu_course.sagemaker import entry, launch
-from gpu_course.sagemaker import request as rq
+from gpu_course_sagemaker import entry, launch
+from gpu_course_sagemaker import request as rq
 
 CFG = Experiment(name="workers", engine=TRACK or "gluon", num_workers=7, epochs=2,
                  train_size=20, test_size=10)
@@ -193,29 +192,29 @@ def test_a_tag_is_checked_with_the_models_java_pattern():
 # -- the CLI ---------------------------------------------------------------------------
 def test_dry_run_refuses_an_invalid_request_one_line_a_problem(sm, capsys):
     """In-process: the dry run test in test_sagemaker.py pays for a subprocess."""
-    assert cli.main(["sagemaker", "--dry-run", "--instance-type", "ml.p3.2xlarg",
-                     "--data-s3", "s3://Course_Bucket/data", "--role", "course",
-                     "--max-run", "60"]) == 2
+    assert launch.main(["--dry-run", "--instance-type", "ml.p3.2xlarg",
+                        "--data-s3", "s3://Course_Bucket/data", "--role", "course",
+                        "--max-run", "60"]) == 2
     out, err = capsys.readouterr()
     assert launch.REQUEST_TITLE in out and "dry run: nothing was launched" not in out
     assert err.splitlines() == [
-        "gpu-course sagemaker: invalid request: Invalid value for parameter InputDataConfig[0]"
+        "gpu-course-sagemaker: invalid request: Invalid value for parameter InputDataConfig[0]"
         ".DataSource.S3DataSource.S3Uri, value: 's3://Course_Bucket/data', valid bucket name: "
         "3 to 63 lowercase letters, digits, dots or hyphens, beginning and ending with a "
         "letter or digit (S3's rule, not in the model)",
-        "gpu-course sagemaker: invalid request: Invalid value for parameter ResourceConfig."
+        "gpu-course-sagemaker: invalid request: Invalid value for parameter ResourceConfig."
         "InstanceType, value: 'ml.p3.2xlarg', valid values: one of 225 TrainingInstanceType "
         "values, the closest: ml.p3.2xlarge, ml.t3.2xlarge, ml.p3.8xlarge"]
     # a URI the SDK itself would refuse is refused in the same words, before it sees it
-    assert cli.main(["sagemaker", "--dry-run", "--output-path", "out-bucket/runs"]) == 2
+    assert launch.main(["--dry-run", "--output-path", "out-bucket/runs"]) == 2
     assert capsys.readouterr().err == (
-        "gpu-course sagemaker: invalid request: Invalid value for parameter OutputDataConfig."
+        "gpu-course-sagemaker: invalid request: Invalid value for parameter OutputDataConfig."
         "S3OutputPath, value: 'out-bucket/runs', valid pattern: (https|s3)://([^/]+)/?(.*)\n")
 
 
 def test_dry_run_without_the_sdk_says_the_request_is_not_checked(no_aws, monkeypatch, capsys):
     monkeypatch.setattr(launch, "installed_sdk", lambda: None)
-    assert cli.main(["sagemaker", "--dry-run", "--engine", "pytorch"]) == 0
+    assert launch.main(["--dry-run", "--engine", "pytorch"]) == 0
     out = capsys.readouterr().out
     assert ("CreateTrainingJob request: not built here, so not checked (the pytorch track "
             "needs SageMaker Python SDK v3; this environment has none: pip install "
@@ -285,7 +284,7 @@ def test_launch_uploads_creates_and_describes_and_its_run_comes_back(aws, tmp_pa
         assert request["InputDataConfig"][1]["DataSource"]["S3DataSource"]["S3Uri"] == \
             f"s3://{bucket}/{code}"
         names = {key[len(code) + 1:] for key in s3_keys(session, bucket, code + "/")}
-    assert {"sagemaker_entry.py", "requirements.txt", "gpu_course/sagemaker/entry.py",
+    assert {"sagemaker_entry.py", "requirements.txt", "gpu_course/measure/records.py",
             "gpu_course/config.py"} <= names
 
     # the job's log: the entry script's METRIC lines, read by the definitions it was sent
@@ -326,13 +325,13 @@ def test_an_invalid_launch_uploads_and_creates_nothing(aws, capsys, tmp_path):
     session, sent = aws
     before = len(sent)
     bucket = session.default_bucket()
-    code = cli.main(["sagemaker", "--region", REGION, "--role", ROLE, "--instance-type",
-                     "ml.g5.xlarge", "--data-dir", str(tmp_path / "data"),
-                     "--max-run", "60", "--data-s3", "s3://Course_Bucket/data",
-                     "--output-path", f"s3://{bucket}/invalid/", "--no-wait"])
+    code = launch.main(["--region", REGION, "--role", ROLE, "--instance-type",
+                        "ml.g5.xlarge", "--data-dir", str(tmp_path / "data"),
+                        "--max-run", "60", "--data-s3", "s3://Course_Bucket/data",
+                        "--output-path", f"s3://{bucket}/invalid/", "--no-wait"])
     assert code == 2
     assert capsys.readouterr().err.splitlines() == [
-        "gpu-course sagemaker: invalid request: Invalid value for parameter InputDataConfig[0]"
+        "gpu-course-sagemaker: invalid request: Invalid value for parameter InputDataConfig[0]"
         ".DataSource.S3DataSource.S3Uri, value: 's3://Course_Bucket/data', valid bucket name: "
         "3 to 63 lowercase letters, digits, dots or hyphens, beginning and ending with a "
         "letter or digit (S3's rule, not in the model)"]

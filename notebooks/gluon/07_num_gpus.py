@@ -28,7 +28,7 @@ import course_setup; course_setup.ensure()  # noqa: E702  (notebooks/course_setu
 import mxnet as mx
 from mxnet import autograd, gluon
 from gpu_course.scale import distributed
-from gpu_course.sagemaker import launch as sagemaker_launch
+from gpu_course_sagemaker import launch as sagemaker_launch
 from gpu_course import gluon as gc
 from gpu_course.env.cores import loader_workers, usable_cores
 from gpu_course.tracks.gluon import dist

@@ -38,7 +38,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler
-from gpu_course.sagemaker import launch as sagemaker_launch
+from gpu_course_sagemaker import launch as sagemaker_launch
 from gpu_course import torch as gc
 from gpu_course.tracks.torch import allreduce, ddp_comm
 from gpu_course.env.cores import loader_workers, usable_cores

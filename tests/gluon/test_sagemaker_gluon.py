@@ -11,7 +11,7 @@ import mxnet as mx
 from gpu_course import data
 from gpu_course.measure import records
 from gpu_course.tracks import gluon as gc
-from gpu_course.sagemaker import launch as launch
+from gpu_course_sagemaker import launch as launch
 from gpu_course.tracks.gluon import dist
 from gpu_course.scale.localhosts import free_port
 from test_sagemaker import as_argv, check_job_output, entry_job, run_entry_as_sagemaker

@@ -27,12 +27,15 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import data, engines
-from ..config import Experiment
-from ..page import Page
+import gpu_course
+from gpu_course import data, engines
+from gpu_course.config import Experiment
+from gpu_course.page import Page
+
 from . import request as _request
 
-PACKAGE_DIR = Path(__file__).resolve().parents[1]   # gpu_course/
+PACKAGE_DIR = Path(gpu_course.__file__).resolve().parent   # gpu_course/, copied beside the entry script
+ENTRY_SCRIPT = Path(__file__).resolve().parent / "entry.py"
 ENTRY_POINT = "sagemaker_entry.py"                 # its name at the top of the job's source_dir
 CHANNEL = "training"                 # -> SM_CHANNEL_TRAINING in the container
 DEFAULT_INSTANCE = "ml.g5.xlarge"    # A10G: both tracks, in every region that trains
@@ -169,7 +172,7 @@ def stage_code(engine: str, dest: str | Path | None = None) -> Path:
     """The job's source_dir: the entry script, gpu_course beside it, a requirements.txt."""
     dest = Path(dest) if dest is not None else Path(tempfile.mkdtemp(prefix="gpu-course-sm-"))
     dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(PACKAGE_DIR / "sagemaker" / "entry.py", dest / ENTRY_POINT)
+    shutil.copy2(ENTRY_SCRIPT, dest / ENTRY_POINT)
     shutil.rmtree(dest / "gpu_course", ignore_errors=True)
     shutil.copytree(PACKAGE_DIR, dest / "gpu_course", ignore=_left_out)
     (dest / "requirements.txt").write_text("\n".join(_track(engine).requirements) + "\n")
@@ -535,7 +538,7 @@ def fetch_runs(job_name: str, session=None, runs_dir: str | Path | None = None) 
 def extract_runs(archive: str | Path, runs_dir: str | Path | None = None,
                  job_name: str | None = None) -> list:
     """Unpack the run folders of a job's output.tar.gz into runs_dir; returns the runs."""
-    from ..measure import records
+    from gpu_course.measure import records
     root = records.runs_root(runs_dir)
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
@@ -556,20 +559,20 @@ def extract_runs(archive: str | Path, runs_dir: str | Path | None = None,
     return runs
 
 
-# -- the `gpu-course sagemaker` verb ---------------------------------------------------
+# -- the `gpu-course-sagemaker` command ------------------------------------------------
+PROG = "gpu-course-sagemaker"
 VERB = PAGE.text("verb")
 AWS_CHECKS = PAGE.text("aws_checks")
 NO_CREDENTIALS = PAGE.text("no_credentials")
 
 
-def add_parser(subparsers) -> None:
-    """Register `gpu-course sagemaker` (called by gpu_course.cli)."""
-    from ..flags import add_config_flags
+def build_parser() -> argparse.ArgumentParser:
+    """`gpu-course-sagemaker` (`python -m gpu_course_sagemaker`): its flags."""
+    from gpu_course.flags import add_config_flags
     table = "\n".join("  {instance:17} {GPU:5} Gluon: {Gluon:14} PyTorch: {PyTorch}".format(
         **instance_row(name)) for name in INSTANCES)
-    p = subparsers.add_parser(
-        "sagemaker", help="run one experiment as a SageMaker training job",
-        formatter_class=argparse.RawDescriptionHelpFormatter,   # the epilog's table
+    p = argparse.ArgumentParser(
+        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,   # the epilog's table
         description=textwrap.fill(VERB, 88), epilog=f"instance types:\n{table}")
     p.add_argument("--instance-type", default=DEFAULT_INSTANCE,
                    help=f"default: {DEFAULT_INSTANCE} (an A10G: both tracks)")
@@ -586,7 +589,29 @@ def add_parser(subparsers) -> None:
     p.add_argument("--no-wait", action="store_true", help="start the job and return")
     p.add_argument("--runs-dir", type=Path, help="where fetched runs go")
     add_config_flags(p)
-    p.set_defaults(func=run_command)
+    return p
+
+
+def main(argv: list | None = None) -> int:
+    """The command; what the user typed wrong is one line and exit 2, as in `gpu-course`."""
+    from gpu_course.cli import _os_error
+    try:
+        return run_command(build_parser().parse_args(argv))
+    except ValueError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:
+        if os.environ.get("GPU_COURSE_DEBUG"):
+            raise
+        print(f"{PROG}: {type(err).__name__}: {err}\n(GPU_COURSE_DEBUG=1 shows where it was raised)",
+              file=sys.stderr)
+        return 1
+    except OSError as err:
+        print(f"{PROG}: error: {_os_error(err)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
 
 
 def show_request(cfg: Experiment, job: Job, region: str | None) -> None:
@@ -606,7 +631,7 @@ def show_request(cfg: Experiment, job: Job, region: str | None) -> None:
 
 
 def run_command(args) -> int:
-    from ..flags import config_from_args
+    from gpu_course.flags import config_from_args
     cap = instance_capability(args.instance_type)   # default: this environment's track
     engine = args.cfg_engine or engines.pick_engine(capabilities=[cap] if cap else [])[0]
     cfg = config_from_args(args, engine=engine)
@@ -625,7 +650,7 @@ def run_command(args) -> int:
         name = launch(cfg, job, session, wait=not args.no_wait)
     except _request.InvalidRequest as err:
         for problem in err.problems:
-            print(f"gpu-course sagemaker: invalid request: {problem}", file=sys.stderr)
+            print(f"{PROG}: invalid request: {problem}", file=sys.stderr)
         return 2
     if args.no_wait:
         print(f"started {name}; fetch its run later with launch.fetch_runs({name!r})")

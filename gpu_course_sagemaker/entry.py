@@ -17,8 +17,8 @@ from pathlib import Path
 if not __package__:  # run as a file (how SageMaker starts it), not with `python -m`
     _here = Path(__file__).resolve().parent
     if sys.path and Path(sys.path[0] or ".").resolve() == _here and (_here / "__init__.py").exists():
-        # started inside gpu_course/sagemaker/, which would shadow the SDK: use the checkout
-        sys.path[0] = str(_here.parents[1])
+        # started inside gpu_course_sagemaker/: use the checkout, where gpu_course/ is beside it
+        sys.path[0] = str(_here.parent)
 
 from gpu_course import config as _config  # noqa: E402
 
