@@ -56,10 +56,10 @@ CHANGE = {name: PAGE.text(name) for name in (
     "naive", "hybridize", "float16", "lbsgd", "warm_cosine", "cosine", "one_cycle",
     "one_cycle_cpu", "compile_cuda_graphs", "bfloat16", "data_in_one_tensor", "free_threads",
     "lars", "data_on_gpu", "longer")}
-# the closing lines' templates (`closing_lines`, `threads_line`)
+# the closing lines' templates (`closing_lines`, `threads_line`) and the walk's progress
 SAY = {name: PAGE.text(name) for name in (
     "cpu_model", "loose_photos", "accuracy_check", "default_threads", "threads_rung",
-    "threads_busy", "threads_no_rung", "mxnet_threads")}
+    "threads_busy", "threads_no_rung", "mxnet_threads", "walking", "generated", "going_on")}
 
 
 @dataclass(frozen=True)
@@ -125,8 +125,8 @@ def ensure_photos(cfg: Experiment, progress: bool = False) -> None:
     if written:
         return
     size = sum(f.stat().st_size for f in folder.rglob("*.jpg"))
-    print(f"generated {10 * per_class:,} photos ({low}-{high} px JPEGs, {size / 1e6:,.0f} MB) "
-          f"in {time.perf_counter() - start:.1f} s: {folder}", flush=True)
+    print(SAY["generated"].format(photos=10 * per_class, low=low, high=high, mb=size / 1e6,
+                                  seconds=time.perf_counter() - start, folder=folder), flush=True)
 
 
 def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = False,
@@ -277,7 +277,7 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
                 done[rung.name].append(last)
             except Exception as err:  # recorded as oom or failed; the next rung runs
                 what = "out of memory" if isinstance(err, OutOfMemory) else type(err).__name__
-                print(f"rung {rung.name}: {what}, going on ({err})", flush=True)
+                print(SAY["going_on"].format(rung=rung.name, what=what, err=err), flush=True)
                 if getattr(err, "run_path", None):
                     last = load_run(err.run_path)
                     done[rung.name].append(last)
@@ -299,7 +299,8 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
     if gpus == 0:
         for needs, lacking in (("gpu", GPU_ONLY[engine]), ("cpu", cpu_left_out(engine))):
             if lacking:
-                lines.append(f"{LEFT_OUT[needs]} {'; '.join(left_out(what, why) for what, why in lacking)}.")
+                lines.append(LEFT_OUT[needs].format(
+                    rungs="; ".join(left_out(what, why) for what, why in lacking)))
         first = runs[0].config if runs else {}
         if first.get("model") == CPU_MODEL:
             lines.append(SAY["cpu_model"].format(model=CPU_MODEL))
@@ -384,7 +385,7 @@ def ladder(engine: str, sizes, runs_dir=None) -> list:
     """The newest ladder of `engine`, or one walked now when none is recorded."""
     if runs := latest_ladder(engine, runs_dir):
         return runs
-    print(f"No {engine} ladder recorded yet: walking it now{' (quick)' * sizes.quick}", flush=True)
+    print(SAY["walking"].format(engine=engine, quick=" (quick)" * sizes.quick), flush=True)
     runs, _ = run_ladder(engine, quick=sizes.quick, train_size=sizes.ladder_train_size,
                          test_size=sizes.ladder_test_size, runs_dir=runs_dir,
                          walk=Walk(first=sizes.ladder_rungs))

@@ -23,8 +23,9 @@ PAGE = Page.of(__name__)   # the conclusion's fixed sentences: text/report.md
 SAY = {name: PAGE.text(name) for name in (
     "nothing_to_compare", "not_credited", "accuracy_unmoved", "accuracy_moved", "accuracy_caution",
     "baseline_fastest", "no_baseline", "against_baseline", "gpu_util", "each_rung", "spent",
-    "also_differ", "read", "pays_back", "no_pay_back", "machines")}
-WARMUP, MADE, LEAD = (PAGE.means(name, str) for name in ("warmup", "made", "lead"))
+    "accuracy_change", "also_differ", "read", "pays_back", "no_pay_back", "machines")}
+WARMUP, MADE, LEAD, FAILED_AS = (PAGE.means(name, str)
+                                 for name in ("warmup", "made", "lead", "failed"))
 HTML = Template((Path(__file__).parent / "text" / "report.html").read_text(encoding="utf-8"))
 
 NO_VALUE = tables.NO_VALUE
@@ -110,8 +111,8 @@ def conclusion(runs, baseline=0, varies=()) -> str:
     runs = [metrics.representative(g) for g in groups]
     base_i = metrics.baseline_index(runs, baseline)
     base = table.iloc[base_i]
-    failed = [f"'{r.rung}' " + {"oom": "ran out of memory", "diverged": "diverged"}.get(
-              r.status, "failed") for r in table.itertuples() if r.status in metrics.FAILED]
+    failed = [f"'{r.rung}' " + FAILED_AS.get(r.status, FAILED_AS["failed"])
+              for r in table.itertuples() if r.status in metrics.FAILED]
     failed_text = f" {_join(failed)}." if failed else ""
     ok = [i for i, r in enumerate(table.itertuples())
           if r.samples_per_sec > 0 and r.status not in metrics.FAILED]
@@ -182,8 +183,9 @@ def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
         if any(math.isnan(metrics.val_acc(runs[i])) for i in (before, after)) \
                 or not noise.accuracy_verdict(runs[before], runs[after]).is_effect:
             continue
-        line = f"'{table.rung[after]}' {noise.accuracy_change(runs[before], runs[after])[1]} " \
-               f"against '{table.rung[before]}'"
+        line = SAY["accuracy_change"].format(
+            rung=table.rung[after], before=table.rung[before],
+            change=noise.accuracy_change(runs[before], runs[after])[1])
         differ = alike.differences(runs[before], runs[after], varies)
         if differ:
             also = alike.words(differ, table.rung[before], table.rung[after])

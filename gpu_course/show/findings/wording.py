@@ -41,6 +41,8 @@ LIMIT = PAGE.text("limit")
 GROUPS = PAGE.text("groups")
 NOTICE = PAGE.text("notice")
 MACHINE = PAGE.text("machine")
+NO_RUNS = PAGE.text("no_runs")
+STEADY_BLOCKS = PAGE.text("steady_blocks")
 
 
 def text_for(text: Text, track, where) -> str:
