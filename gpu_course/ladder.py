@@ -51,11 +51,15 @@ def cpu_left_out(engine: str) -> list[tuple[RungName, str]]:
 PACK_ONCE = PAGE.text("pack_once")
 LEFT_OUT = PAGE.means("left_out", str)   # what a CPU ladder leaves out: needs a GPU, or this CPU lacks
 NAIVE_LIMIT = PAGE.means("naive_limit", str)
-NO_RUNG_BEFORE, DEFAULT_THREADS, MXNET_THREADS, LOOSE = (PAGE.text(name) for name in (
-    "no_rung_before", "default_threads", "mxnet_threads", "loose_photos"))
-CHANGE = {name: PAGE.text(name) for name in ("warm_cosine", "cosine", "one_cycle",
-                                             "compile_cuda_graphs", "data_in_one_tensor",
-                                             "free_threads", "data_on_gpu")}
+NO_RUNG_BEFORE = PAGE.text("no_rung_before")
+CHANGE = {name: PAGE.text(name) for name in (
+    "naive", "hybridize", "float16", "lbsgd", "warm_cosine", "cosine", "one_cycle",
+    "one_cycle_cpu", "compile_cuda_graphs", "bfloat16", "data_in_one_tensor", "free_threads",
+    "lars", "data_on_gpu", "longer")}
+# the closing lines' templates (`closing_lines`, `threads_line`) and the walk's progress
+SAY = {name: PAGE.text(name) for name in (
+    "cpu_model", "loose_photos", "accuracy_check", "default_threads", "threads_rung",
+    "threads_busy", "threads_no_rung", "mxnet_threads", "walking", "generated", "going_on")}
 
 
 @dataclass(frozen=True)
@@ -121,8 +125,8 @@ def ensure_photos(cfg: Experiment, progress: bool = False) -> None:
     if written:
         return
     size = sum(f.stat().st_size for f in folder.rglob("*.jpg"))
-    print(f"generated {10 * per_class:,} photos ({low}-{high} px JPEGs, {size / 1e6:,.0f} MB) "
-          f"in {time.perf_counter() - start:.1f} s: {folder}", flush=True)
+    print(SAY["generated"].format(photos=10 * per_class, low=low, high=high, mb=size / 1e6,
+                                  seconds=time.perf_counter() - start, folder=folder), flush=True)
 
 
 def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = False,
@@ -143,7 +147,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     plain = Graph.EAGER.word(engine)   # imperative (Gluon), eager (PyTorch)
     low, high = PHOTO_SIDES
     photos = f", loose JPEGs ({low}-{high} px)" if cpu else ""
-    ladder = [Rung(RungName.NAIVE, base, f"batch 64, one loader worker, float32, {plain}{photos}",
+    ladder = [Rung(RungName.NAIVE, base, CHANGE["naive"].format(graph=plain, photos=photos),
                    limit=NAIVE_LIMIT["cpu" if cpu else "gpu"])]
 
     def add(name: RungName, change: str, **fields) -> None:
@@ -154,13 +158,13 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         add(RungName.WORKERS, f"DataLoader(num_workers={workers})", num_workers=workers)
         if cpu:  # the talk's "off-line pre-processing" into a binary format
             add(RungName.DATA_FORMAT, PACK_ONCE, data_format="memory")
-        add(RungName.HYBRIDIZE, "net.hybridize(static_alloc=True, static_shape=True)", graph=Graph.STATIC)
+        add(RungName.HYBRIDIZE, CHANGE["hybridize"], graph=Graph.STATIC)
         if cpu:  # without a warm-up, lr 0.1 stalls the first epoch at chance
             add(RungName.LR_SCHEDULE, CHANGE["warm_cosine"],
                 lr_scheduler="cosine", warmup_epochs=min(1.0, sizes["epochs"]))
             return ladder
-        add(RungName.FLOAT16, "net.cast('float16') + multi_precision=True", dtype="float16")
-        add(RungName.LARGE_BATCH, f"batch {large} per device, LBSGD with linear warm-up, lr scaled",
+        add(RungName.FLOAT16, CHANGE["float16"], dtype="float16")
+        add(RungName.LARGE_BATCH, CHANGE["lbsgd"].format(batch=large),
             batch_size=large, optimizer="lbsgd", lr_base_batch=128,
             warmup_epochs=min(1.0, sizes["epochs"]),
             optimizer_params=(("warmup_strategy", "linear"),))
@@ -176,9 +180,9 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
         else:  # a batch-64 step is host-bound: only CUDA graphs remove the dispatch
             add(RungName.COMPILE, CHANGE["compile_cuda_graphs"], graph=Graph.STATIC)
         if not (cpu and cpu_left_out(engine)):
-            add(RungName.BFLOAT16, "autocast(bfloat16) + channels_last", dtype="bfloat16", channels_last=True)
+            add(RungName.BFLOAT16, CHANGE["bfloat16"], dtype="bfloat16", channels_last=True)
         if cpu:
-            add(RungName.LR_SCHEDULE, "one-cycle LR schedule", lr_scheduler="onecycle")
+            add(RungName.LR_SCHEDULE, CHANGE["one_cycle_cpu"], lr_scheduler="onecycle")
             add(RungName.DATA_ON_GPU, CHANGE["data_in_one_tensor"], data_on_gpu=True,
                 num_workers=0, pin_memory=False, persistent_workers=False)
             # a thread a core until run_ladder reads the rung before's load (free_threads)
@@ -186,7 +190,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
             return ladder
         # eta 0.1 keeps LARS's layer-wise rates on SGD's lr scale (the paper's 0.001
         # expects a ~100x larger lr, at which the un-adapted biases and BN diverge)
-        add(RungName.LARGE_BATCH, f"batch {large}, LARS, lr scaled, half-epoch warm-up, cosine decay",
+        add(RungName.LARGE_BATCH, CHANGE["lars"].format(batch=large),
             batch_size=large, optimizer="lars",
             lr_base_batch=128, lr_scheduler="cosine", warmup_epochs=min(0.5, sizes["epochs"]),
             optimizer_params=(("eta", 0.1),))
@@ -202,7 +206,7 @@ def rungs(engine: str, gpus: int, cpu_count: int | None = None, quick: bool = Fa
     if engine == "pytorch" and not (quick or epochs_given):
         ladder.append(Rung(RungName.LONGER, tuned.cfg.replace(
             name=RungName.LONGER, epochs=max(sizes["epochs"], LONG_EPOCHS)),
-            f"'{tuned.name}' again over {LONG_EPOCHS} epochs (not a rung: rungs train {sizes['epochs']})"))
+            CHANGE["longer"].format(rung=tuned.name, long=LONG_EPOCHS, epochs=sizes["epochs"])))
     return ladder
 
 
@@ -273,7 +277,7 @@ def run_ladder(engine: str, quick: bool = False, walk: Walk = Walk(),
                 done[rung.name].append(last)
             except Exception as err:  # recorded as oom or failed; the next rung runs
                 what = "out of memory" if isinstance(err, OutOfMemory) else type(err).__name__
-                print(f"rung {rung.name}: {what}, going on ({err})", flush=True)
+                print(SAY["going_on"].format(rung=rung.name, what=what, err=err), flush=True)
                 if getattr(err, "run_path", None):
                     last = load_run(err.run_path)
                     done[rung.name].append(last)
@@ -295,20 +299,22 @@ def closing_lines(engine: str, runs: list[Run], gpus: int,
     if gpus == 0:
         for needs, lacking in (("gpu", GPU_ONLY[engine]), ("cpu", cpu_left_out(engine))):
             if lacking:
-                lines.append(f"{LEFT_OUT[needs]} {'; '.join(left_out(what, why) for what, why in lacking)}.")
+                lines.append(LEFT_OUT[needs].format(
+                    rungs="; ".join(left_out(what, why) for what, why in lacking)))
         first = runs[0].config if runs else {}
         if first.get("model") == CPU_MODEL:
-            lines.append(f"The CPU ladder trains '{CPU_MODEL}': ResNet-20 learns too slowly on a CPU.")
+            lines.append(SAY["cpu_model"].format(model=CPU_MODEL))
         if first.get("dataset") == "folder" and first.get("data_format") == "loose":
             low, high = PHOTO_SIDES
-            lines.append(f"It trains on {first.get('train_size'):,} JPEGs of {low}-{high} px resized "
-                         f"to {first.get('image_size')} px ({first.get('data_dir')}), " + LOOSE)
+            lines.append(SAY["loose_photos"].format(
+                train_size=first.get("train_size"), low=low, high=high,
+                image_size=first.get("image_size"), data_dir=first.get("data_dir")))
         lines += [line for line in [threads_line(engine, runs)] if line]
     if check_accuracy and runs:
         last = runs[-1]
         ok = (acc := metrics.val_acc(last)) >= CPU_ACCURACY
-        lines.append(f"Accuracy check: '{last.name}' reached {acc:.1%} validation accuracy; "
-                     f"it must reach {CPU_ACCURACY:.0%} (chance 10%): {'met' if ok else 'MISSED'}.")
+        lines.append(SAY["accuracy_check"].format(rung=last.name, acc=acc, bar=CPU_ACCURACY,
+                                                  verdict="met" if ok else "MISSED"))
     return lines, ok
 
 
@@ -327,7 +333,7 @@ def threads_left_out(last: Run | None, other: float) -> str:
     """Why the PyTorch ladder has no thread rung (`last`: the rung before, if one ran)."""
     if last is None:
         return NO_RUNG_BEFORE
-    return f"other programs used {max(0.0, other):.1f} cores during '{last.name}', " + DEFAULT_THREADS
+    return SAY["default_threads"].format(other=max(0.0, other), rung=last.name)
 
 
 def threads_line(engine: str, runs: list[Run]) -> str | None:
@@ -338,18 +344,18 @@ def threads_line(engine: str, runs: list[Run]) -> str | None:
     i = names.index(RungName.THREADS) if RungName.THREADS in names else 0
     if i > 0:
         now, then = _threads_ran(runs[i]), _threads_ran(runs[i - 1])
-        return f"Threads: the 'threads' rung ran {now}, '{runs[i - 1].name}' before it {then}."
+        return SAY["threads_rung"].format(now=now, before=runs[i - 1].name, then=then)
     last = runs[-1]
     if engine == "pytorch":
         threads, other = free_threads(last)
         if threads < ((last.meta.get("ran") or {}).get("cpu_count") or threads):
-            return (f"Threads: '{last.name}' ran {_threads_ran(last)} with {other:.1f} cores "
-                    f"busy; a thread rung would have given training {threads}.")
-        return (f"Threads: '{last.name}' ran {_threads_ran(last)}; no thread rung: "
-                + threads_left_out(last, other) + ".")
-    workers = last.config.get("num_workers") or 0
-    return (f"Threads: MXNet's operators ran {_threads_ran(last)} beside {workers} loader workers "
-            f"on {(last.meta.get('ran') or {}).get('cpu_count')} cores; " + MXNET_THREADS)
+            return SAY["threads_busy"].format(rung=last.name, ran=_threads_ran(last), other=other,
+                                              threads=threads)
+        return SAY["threads_no_rung"].format(rung=last.name, ran=_threads_ran(last),
+                                             why=threads_left_out(last, other))
+    return SAY["mxnet_threads"].format(ran=_threads_ran(last),
+                                       workers=last.config.get("num_workers") or 0,
+                                       cores=(last.meta.get("ran") or {}).get("cpu_count"))
 
 
 def _threads_ran(run) -> str:
@@ -379,7 +385,7 @@ def ladder(engine: str, sizes, runs_dir=None) -> list:
     """The newest ladder of `engine`, or one walked now when none is recorded."""
     if runs := latest_ladder(engine, runs_dir):
         return runs
-    print(f"No {engine} ladder recorded yet: walking it now{' (quick)' * sizes.quick}", flush=True)
+    print(SAY["walking"].format(engine=engine, quick=" (quick)" * sizes.quick), flush=True)
     runs, _ = run_ladder(engine, quick=sizes.quick, train_size=sizes.ladder_train_size,
                          test_size=sizes.ladder_test_size, runs_dir=runs_dir,
                          walk=Walk(first=sizes.ladder_rungs))

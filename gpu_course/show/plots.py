@@ -17,12 +17,19 @@ from matplotlib.figure import Figure
 from ..analyse import metrics, noise
 from ..analyse.signals import throttled
 from ..measure.records import write_atomic
+from ..page import Page
 from . import tables
+
+PAGE = Page.of(__name__)   # the fixed titles and labels: text/plots.md
+SAY = {name: PAGE.text(name) for name in (
+    "time_axis", "no_gpu_samples", "mean_gpu_util", "no_steps", "compute", "step_axis",
+    "steady_steps", "throughput", "speedup_axis", "no_speedup_axis", "ladder", "accuracy",
+    "set_up", "validation", "sm_clock")}
 
 DPI = 120
 MAX_GPU_PANEL_SETS = 4    # with more GPUs, one shared panel set with a line per GPU
 FAILED = metrics.FAILED
-TIME_AXIS = "time since monitor start (s)"
+TIME_AXIS = SAY["time_axis"]
 DASHED = {"ls": "--", "lw": 0.8}   # a limit beside its reading
 
 
@@ -57,8 +64,8 @@ def utilisation_timeline(run, save=None) -> Figure:
         _legend(ax)
     axes[-1].set_xlabel(TIME_AXIS)
     util = metrics.gpu_util(run)
-    detail = "no GPU samples (CPU-only run)" if not ids else "no utilisation" if math.isnan(util) \
-        else f"mean GPU utilisation {util:.0f}%"
+    detail = SAY["no_gpu_samples"] if not ids else "no utilisation" if math.isnan(util) \
+        else SAY["mean_gpu_util"].format(util=util)
     fig.suptitle(f"{run.name}: {detail}{_status_suffix(run)}")
     return _save(fig, save, [run])
 
@@ -93,7 +100,7 @@ def step_times(run, save=None) -> Figure:
     fig = _figure(11, 3.8)
     series, hist = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1]})
     if not len(steps):
-        series.text(0.5, 0.5, "no per-step rows in this record", ha="center",
+        series.text(0.5, 0.5, SAY["no_steps"], ha="center",
                     transform=series.transAxes)
         fig.suptitle(f"{metrics.label(run)}: steps")
         return _save(fig, save)
@@ -102,14 +109,14 @@ def step_times(run, save=None) -> Figure:
     compute_ms = _column(steps, "compute_s") * 1e3
     series.fill_between(x, 0, wait_ms, step="mid", color="C3", alpha=0.7, label="data wait")
     series.fill_between(x, wait_ms, wait_ms + compute_ms, step="mid", color="C0", alpha=0.6,
-                        label="compute (host: dispatch + back-pressure)")
+                        label=SAY["compute"])
     warm = np.flatnonzero(_column(steps, "timed") == 0)
     if len(warm):
         series.axvspan(-0.5, warm.max() + 0.5, color="0.85", zorder=0, label="warm-up")
     epochs = _column(steps, "epoch")
     for i in np.flatnonzero(np.diff(epochs) != 0):
         series.axvline(i + 0.5, color="k", lw=0.6, ls=":")
-    series.set(xlabel="step (dotted: a new epoch)", ylabel="step time (ms)",
+    series.set(xlabel=SAY["step_axis"], ylabel="step time (ms)",
                xlim=(-0.5, len(steps) - 0.5), ylim=(0, None))
     _legend(series)
     steady = metrics.steadiness(run)
@@ -124,7 +131,7 @@ def step_times(run, save=None) -> Figure:
         hist.set_ylim(series.get_ylim())
     hist.set(xlabel="steady steps", yticklabels=[])
     waited = "–" if math.isnan(steady["waited_share"]) else f"{steady['waited_share']:.0%}"
-    said = f"p95/median step {steady['spikiness']:.2f}, {waited} of steps waited for data"
+    said = SAY["steady_steps"].format(spikiness=steady["spikiness"], waited=waited)
     fig.suptitle(f"{metrics.label(run)}: {said if steady['steady_steps'] else 'warm-up only'}")
     return _save(fig, save, [run])
 
@@ -160,8 +167,7 @@ def throughput(runs, save=None) -> Figure:
                            + (f" ({len(g)} runs)" if len(g) > 1 else "")
                            for run, g in zip(runs, groups)])
     axes[0].set_ylim(len(runs) - 0.5, -0.5)  # first run on top, rows without bars kept
-    _title(fig, f"Throughput per run: bars steady, whiskers slowest–fastest of {metrics.BLOCKS} blocks, "
-           "dots epochs (hollow: warm-up)")
+    _title(fig, SAY["throughput"].format(blocks=metrics.BLOCKS))
     return _save(fig, save, [r for g in groups for r in g])
 
 
@@ -203,15 +209,15 @@ def ladder(runs, baseline=0, save=None) -> Figure:
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
     if by_speedup:
         ax.axvline(1, color="0.3", ls="--", lw=0.8, zorder=1)
-        ax.set_xlabel(f"speed-up over '{base['rung']}' (ratio of samples/s)")
+        ax.set_xlabel(SAY["speedup_axis"].format(base=base["rung"]))
     else:
-        ax.set_xlabel(f"samples/s (baseline '{base['rung']}' has no throughput)")
+        ax.set_xlabel(SAY["no_speedup_axis"].format(base=base["rung"]))
     ax.set_yticks(range(len(runs)), list(table["rung"]))
     ax.set(xlim=(0, top * 1.45), ylim=(len(runs) - 0.5, -0.5))  # first run on top
     ax.grid(axis="x", alpha=0.3)
     if has_util:
         _util_column(axes[1], table)
-    _title(fig, "The ladder: what each change bought (whiskers: the runs' spread)")
+    _title(fig, SAY["ladder"])
     return _save(fig, save, runs)
 
 
@@ -243,8 +249,7 @@ def curves(runs, save=None) -> Figure:
         acc_ax.plot([], [], "kx--", ms=3, alpha=0.7, label="train")
         for n in sorted(classes):  # what guessing scores: accuracy near it is no learning
             acc_ax.axhline(1 / n, color="grey", ls=":", lw=1, label=f"chance (1/{n})")
-    acc_ax.set(xlabel="epoch", ylabel="accuracy",
-               title="accuracy (band: ±2 standard errors of validation)")
+    acc_ax.set(xlabel="epoch", ylabel="accuracy", title=SAY["accuracy"])
     loss_ax.set(xlabel="epoch", ylabel="training loss", title="loss")
     for ax in (acc_ax, loss_ax):
         ax.set_xlim(-0.5, last_epoch + 0.5)  # one epoch: a point in the middle, not an edge
@@ -395,8 +400,8 @@ def _mark_epochs(axes, run) -> None:
     top = axes[0]
     label_at = transforms.blended_transform_factory(top.transData, top.transAxes)
     every = max(1, math.ceil(len(spans) / 12))  # label at most a dozen epochs
-    gaps = ([(0.0, spans[0][1], "set-up (before the first epoch)")] if spans else []) + [
-        (a[2], b[1], "validation (between epochs)") for a, b in zip(spans, spans[1:])
+    gaps = ([(0.0, spans[0][1], SAY["set_up"])] if spans else []) + [
+        (a[2], b[1], SAY["validation"]) for a, b in zip(spans, spans[1:])
         if not math.isnan(a[2])]
     said = set()
     for a, b, what in gaps:  # time outside training, named once in the top panel's legend
@@ -432,7 +437,7 @@ def _gpu_lines(panels, rows, g, color, many) -> None:
             (mem_ax, _column(rows, "mem_total_mib") / 1024, "total", DASHED),
             (power_ax, _column(rows, "power_w"), "draw", {}),
             (power_ax, _column(rows, "power_limit_w"), "limit", DASHED),
-            (clock_ax, clock, "SM clock % of max", {"lw": 1}),
+            (clock_ax, clock, SAY["sm_clock"], {"lw": 1}),
             (clock_ax, _column(rows, "temp_c"), "temperature C", {"ls": ":", "lw": 1})):
         ax.plot(*_gapped(t, y), color=color, label=None if many else label, **style)
     errors = rows["error"] if "error" in rows.columns else pd.Series(dtype=object)

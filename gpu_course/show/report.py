@@ -20,14 +20,16 @@ from ..measure.records import write_atomic
 from ..page import Page
 
 PAGE = Page.of(__name__)   # the conclusion's fixed sentences: text/report.md
-SAY = {name: PAGE.text(name) for name in ("nothing_to_compare", "not_credited", "accuracy_unmoved",
-                                          "accuracy_moved", "accuracy_caution")}
-WARMUP, MADE = PAGE.means("warmup", str), PAGE.means("made", str)
+SAY = {name: PAGE.text(name) for name in (
+    "nothing_to_compare", "not_credited", "accuracy_unmoved", "accuracy_moved", "accuracy_caution",
+    "baseline_fastest", "no_baseline", "against_baseline", "gpu_util", "each_rung", "spent",
+    "accuracy_change", "also_differ", "read", "pays_back", "no_pay_back", "machines")}
+WARMUP, MADE, LEAD, FAILED_AS = (PAGE.means(name, str)
+                                 for name in ("warmup", "made", "lead", "failed"))
 HTML = Template((Path(__file__).parent / "text" / "report.html").read_text(encoding="utf-8"))
 
 NO_VALUE = tables.NO_VALUE
-ANATOMY_HEADING = "Where each rung's step goes, and its time to the target"
-SHARED = "Another program shared the machine during {names}: their numbers are pessimistic and noisier."
+ANATOMY_HEADING, SHARED = PAGE.text("anatomy_heading"), PAGE.text("shared")
 
 # column -> (header, how a value is written): `tables.COLUMNS`, with a terminal's fixed digits
 _FIXED = {"samples_per_sec": "{:,.1f}", "samples_per_sec_all": "{:,.1f}", "epoch_time_s": "{:,.1f}",
@@ -109,8 +111,8 @@ def conclusion(runs, baseline=0, varies=()) -> str:
     runs = [metrics.representative(g) for g in groups]
     base_i = metrics.baseline_index(runs, baseline)
     base = table.iloc[base_i]
-    failed = [f"'{r.rung}' " + {"oom": "ran out of memory", "diverged": "diverged"}.get(
-              r.status, "failed") for r in table.itertuples() if r.status in metrics.FAILED]
+    failed = [f"'{r.rung}' " + FAILED_AS.get(r.status, FAILED_AS["failed"])
+              for r in table.itertuples() if r.status in metrics.FAILED]
     failed_text = f" {_join(failed)}." if failed else ""
     ok = [i for i, r in enumerate(table.itertuples())
           if r.samples_per_sec > 0 and r.status not in metrics.FAILED]
@@ -121,23 +123,23 @@ def conclusion(runs, baseline=0, varies=()) -> str:
     where = " on the CPU" if math.isnan(best["gpu_util"]) else ""
     speed = f"{best['samples_per_sec']:,.0f} samples/s{where}"
     if best_i == base_i:
-        text = [f"The baseline '{base['rung']}' is the fastest rung at {speed}."]
+        text = [SAY["baseline_fastest"].format(base=base["rung"], speed=speed)]
     elif not base["samples_per_sec"] > 0:   # NaN or 0: the baseline never ran steadily
         status = metrics.STATUS_TEXT.get(base['status'], base['status'])
-        text = [f"The fastest rung, '{best['rung']}', trains at {speed}; the baseline "
-                f"'{base['rung']}' has no throughput to compare ({status})."]
+        text = [SAY["no_baseline"].format(best=best["rung"], speed=speed, base=base["rung"],
+                                          status=status)]
     else:
         verdict = noise.compare(compared[base_i], compared[best_i], varies=varies)
-        lead = "The fastest rung" if verdict.is_effect else "The rung with the most samples/s"
-        line = f"{lead}, '{best['rung']}', trains at {speed}: against the baseline '{base['rung']}' " \
-               + noise.sentence(verdict)
+        lead = LEAD["effect" if verdict.is_effect else "within noise"]
+        line = SAY["against_baseline"].format(lead=lead, best=best["rung"], speed=speed,
+                                              base=base["rung"], verdict=noise.sentence(verdict))
         if not (math.isnan(base["gpu_util"]) or math.isnan(best["gpu_util"])):
-            line += f"; GPU utilisation went from {base['gpu_util']:.0f}% to {best['gpu_util']:.0f}%"
+            line += "; " + SAY["gpu_util"].format(before=base["gpu_util"], after=best["gpu_util"])
         text = [line + "."]
     steps = [f"'{table.rung[b]}' {noise.sentence(noise.compare(compared[a], compared[b], varies=varies))}"
              for a, b in zip(ok, ok[1:])]
     if steps:
-        text.append("Each rung against the one before it: " + "; ".join(steps) + ".")
+        text.append(SAY["each_rung"].format(steps="; ".join(steps)))
     text += _accuracy_effects(runs, table, ok, varies)
     text += _warmup_costs(runs, table, ok)
     text += _preparation_costs(runs, table, ok)
@@ -164,11 +166,11 @@ def _warmup_costs(runs, table, ok) -> list[str]:
         elif warm <= 0:  # no more warm-up than the rung before, and faster epochs
             gain = WARMUP["at once"]
         elif warm / per_epoch < 0.05:  # would print as "after 0.0 epochs"
-            gain = f"it pays back within its first epoch ({warm:.2f} s more warm-up)"
+            gain = WARMUP["first epoch"].format(warm=warm)
         else:
-            gain = f"it pays back after {warm / per_epoch:.1f} epochs"
-        out.append(f"'{table.rung[after]}' spent {metrics.warmup_s(runs[after]):.1f} s warming up "
-                   f"({whole:,.0f} samples/s over the whole run, {steady:,.0f} steady): {gain}.")
+            gain = WARMUP["after"].format(epochs=warm / per_epoch)
+        out.append(SAY["spent"].format(rung=table.rung[after], warm=metrics.warmup_s(runs[after]),
+                                       whole=whole, steady=steady, gain=gain))
     return out
 
 
@@ -181,18 +183,19 @@ def _accuracy_effects(runs, table, ok, varies=()) -> list[str]:
         if any(math.isnan(metrics.val_acc(runs[i])) for i in (before, after)) \
                 or not noise.accuracy_verdict(runs[before], runs[after]).is_effect:
             continue
-        line = f"'{table.rung[after]}' {noise.accuracy_change(runs[before], runs[after])[1]} " \
-               f"against '{table.rung[before]}'"
+        line = SAY["accuracy_change"].format(
+            rung=table.rung[after], before=table.rung[before],
+            change=noise.accuracy_change(runs[before], runs[after])[1])
         differ = alike.differences(runs[before], runs[after], varies)
         if differ:
             also = alike.words(differ, table.rung[before], table.rung[after])
-            unlike.append(f"{line}, but they also differ in {also}")
+            unlike.append(SAY["also_differ"].format(line=line, also=also))
         else:
             moved.append(line)
-    text = [f"{SAY['not_credited']}: {'; '.join(unlike)}."] if unlike else []
+    text = [SAY["not_credited"].format(rungs="; ".join(unlike))] if unlike else []
     if not moved:
         return text + [SAY["accuracy_unmoved"]]
-    return text + [f"{SAY['accuracy_moved']}: {'; '.join(moved)}. {SAY['accuracy_caution']}"]
+    return text + [SAY["accuracy_moved"].format(rungs="; ".join(moved)), SAY["accuracy_caution"]]
 
 
 def _preparation_costs(runs, table, ok) -> list[str]:
@@ -209,12 +212,13 @@ def _preparation_costs(runs, table, ok) -> list[str]:
             out.append(f"'{rung}' read {note.get('what')} {MADE['untimed']}")
             continue
         made = MADE["reused" if note.get("reused") else "here"]
-        text = f"'{rung}' read {note.get('what')}, {made}: {note.get('images'):,} images in {cost:.1f} s"
+        text = SAY["read"].format(rung=rung, what=note.get("what"), made=made,
+                                  images=note.get("images"), cost=cost)
         if before is not None:
             per_epoch, prev = table.epoch_time_s[before] - table.epoch_time_s[after], table.rung[before]
-            text += (f"; against '{prev}' its epochs are {per_epoch:.1f} s shorter, so it pays back after "
-                     f"{cost / per_epoch:.1f} epochs" if per_epoch > 0 else
-                     f"; its epochs are no shorter than those of '{prev}', so it does not pay back")
+            back = (SAY["pays_back"].format(prev=prev, per_epoch=per_epoch, epochs=cost / per_epoch)
+                    if per_epoch > 0 else SAY["no_pay_back"].format(prev=prev))
+            text += "; " + back
         out.append(text + ".")
     return out
 
@@ -274,7 +278,7 @@ def _header(runs) -> list[tuple[str, str]]:
     machines = {(hw.get("hostname"), tuple(g.get("name") for g in hw.get("gpus") or []))
                 for hw in ((run.meta.get("hardware") or {}) for run in runs)}
     if len(machines) > 1:
-        lines.append(("note", f"the runs come from {len(machines)} machines; this header is the first's"))
+        lines.append(("note", SAY["machines"].format(count=len(machines))))
     return lines
 
 

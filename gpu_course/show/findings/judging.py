@@ -13,9 +13,10 @@ from . import grouping
 from .declarations import (Compare, Expect, Gain, Lesson, Metric, Outcome, Place, Sign, Where)
 from .grouping import setting
 from .wording import (ACCURACY, AMOUNT, ASKED, BEYOND_WAIT, BOUND, CEILING, CEILINGS, CHANCE,
-                      CHANGED, FASTEST, MACHINE, MARKED, NO_FASTEST, NOT_READ, NOTICE, PLACED,
-                      RANKED, REACHES, REQUIRES, ROW, SAME_JOB, UNMATCHED, VERDICT,
-                      WAITED, about, cells_line, empty, limit, once, paragraph, quotes, text_for)
+                      CHANGED, FASTEST, MACHINE, MARKED, NO_FASTEST, NO_RUNS, NOT_READ, NOTICE,
+                      PLACED, RANKED, REACHES, REQUIRES, ROW, SAME_JOB, STEADY_BLOCKS, UNMATCHED,
+                      VERDICT, WAITED, about, cells_line, empty, limit, once, paragraph, quotes,
+                      text_for)
 
 # an amount: (its table column, its readings from a run's memory notes)
 AMOUNTS = {Metric.PEAK: ("peak_mib", lambda u: u.peak),
@@ -32,7 +33,7 @@ def judge(lesson: Lesson, runs, table: pd.DataFrame | None = None) -> Closing:
     runs = list(runs or [])
     if not runs:
         say = Closing(pd.DataFrame([{"rung": "no runs"}]))
-        say(text_for(lesson.empty, None, None) or "No runs to conclude on.")
+        say(text_for(lesson.empty, None, None) or NO_RUNS)
         return say
     table = report.ladder_table(runs) if table is None else table
     say = Closing(table, runs, varies=tuple(sorted({v for c in lesson.compares for v in c.varies})))
@@ -307,8 +308,8 @@ def _bounds(say: Closing, lesson: Lesson, run, context, said: set) -> None:
     if compute is None or feed is None:
         return
     verdict = say.compare_amounts(compute, feed, noise.block_rates(compute),
-                                  noise.block_rates(feed), f"{noise.BLOCKS} blocks of steady "
-                                  "steps", "samples_per_sec")
+                                  noise.block_rates(feed),
+                                  STEADY_BLOCKS.format(blocks=noise.BLOCKS), "samples_per_sec")
     say(CEILING.format(feed=feed.name, compute=compute.name,
                        verdict=noise.amount_sentence(verdict)))
     _outcome(say, lesson.bounds, outcome(verdict, lesson.bounds.expect(context[1])),

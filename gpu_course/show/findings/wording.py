@@ -4,47 +4,45 @@ from __future__ import annotations
 import pandas as pd
 
 from ...analyse import noise
+from ...page import Page
 from ..closing import Closing
 from .declarations import Text
 
-VERDICT = "'{b}' against '{a}': {verdict}."
-ASKED = "'{b}' asked for {setting} {asked} and ran {ran}{why}."
-SAME_JOB = ("'{b}' against '{a}': {verdict}; both ran as '{a}' did, two identical jobs: "
-            "the ratio measures the machine, not the change.")
-CHANGED = "'{b}' against '{a}' ({changes}): {verdict}."
-CEILING = "'{feed}' (the input alone) against '{compute}' (the model alone): {verdict}."
-REACHES = "'{run}' reaches {feed} of its input ceiling and {compute} of its compute ceiling."
-FASTEST = "Fastest: '{top}', beyond the noise of every other run (against the next, '{next}': {verdict})."
-NO_FASTEST = ("No single fastest run: '{top}' has the most samples/s, but not beyond the noise "
-              "of {ties} (against the next, '{next}': {verdict}).")
-CHANCE = "Every run's accuracy is within noise of chance: more epochs or a larger validation set can tell."
-UNMATCHED = "'{b}' differs from '{a}' in {what}, which this lesson does not compare: no verdict."
-ACCURACY = "'{b}' against '{a}' in accuracy: {change}."
-WAITED = "'{a}' waited for its data {share} of its steady time: feed it faster first (lessons 02 and 09)."
-QUOTES = "{source}{on}: {figures}."   # on: ", on <hardware>" where the quotes name one
-COLUMN = "{words}: {cells}."
-MARKED = "{words}: {names}."
-BEYOND_WAIT = ("That is more than removing all of '{a}''s data wait ({share} of its steady time) "
-               "could buy: not credited.")
-CEILINGS = "The ceilings, '{b}' ({b_alone} alone) against '{a}' ({a_alone} alone): {verdict}."
-PLACED = "'{run}' reached {share} of the lower ceiling, '{ceiling}' ({alone} alone): {verdict}."
-BOUND = "'{a}' was {bound}: {text}"
-REQUIRES = "{text} {why}."
-AMOUNT = "'{b}' against '{a}', {what}: {cb} against {ca} MiB, {verdict}."
-NOT_READ = "'{b}' against '{a}', {what}: not measured."
-ROW = "'{name}': {cells}."
-CELLS = "'{b}' against '{a}': {cells}; {verdict}."
-TOO_FEW = "{ratio}, too few measured to judge ({more})"
-# ranked ends: {x} and {y} the smaller and larger setting's (or first and last row's) names
-RANKED = {noise.Order.HIGHER: "{x} gained more than {y}, beyond both ranges.",
-          noise.Order.LOWER: "{y} gained more than {x}, beyond both ranges.",
-          noise.Order.WITHIN_NOISE: "Which of {x} and {y} gained more is within noise."}
-FLAGGED = "'{row}': {value} ({cells})."
-CPU_FACTS = "This CPU ({source}): {model}, {logical} logical cores ({physical} physical), {usable} usable."
-LIMIT = "'{b}': {words} {cell}, {side} {bar}: {text}"
-GROUPS = "{words}: {groups}."
-NOTICE = "What the records say ran otherwise than asked ({names}): {notice}"
-MACHINE = "Measured on {machine} (from the run records)."
+PAGE = Page.of(__name__)   # the templates, by name: text/wording.md
+VERDICT = PAGE.text("verdict")
+ASKED = PAGE.text("asked")
+SAME_JOB = PAGE.text("same_job")
+CHANGED = PAGE.text("changed")
+CEILING = PAGE.text("ceiling")
+REACHES = PAGE.text("reaches")
+FASTEST = PAGE.text("fastest")
+NO_FASTEST = PAGE.text("no_fastest")
+CHANCE = PAGE.text("chance")
+UNMATCHED = PAGE.text("unmatched")
+ACCURACY = PAGE.text("accuracy")
+WAITED = PAGE.text("waited")
+QUOTES = PAGE.text("quotes")
+COLUMN = PAGE.text("column")
+MARKED = PAGE.text("marked")
+BEYOND_WAIT = PAGE.text("beyond_wait")
+CEILINGS = PAGE.text("ceilings")
+PLACED = PAGE.text("placed")
+BOUND = PAGE.text("bound")
+REQUIRES = PAGE.text("requires")
+AMOUNT = PAGE.text("amount")
+NOT_READ = PAGE.text("not_read")
+ROW = PAGE.text("row")
+CELLS = PAGE.text("cells")
+TOO_FEW = PAGE.text("too_few")
+RANKED = PAGE.means("ranked", noise.Order)   # by how two gains rank
+FLAGGED = PAGE.text("flagged")
+CPU_FACTS = PAGE.text("cpu_facts")
+LIMIT = PAGE.text("limit")
+GROUPS = PAGE.text("groups")
+NOTICE = PAGE.text("notice")
+MACHINE = PAGE.text("machine")
+NO_RUNS = PAGE.text("no_runs")
+STEADY_BLOCKS = PAGE.text("steady_blocks")
 
 
 def text_for(text: Text, track, where) -> str:
