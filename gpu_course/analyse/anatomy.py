@@ -10,7 +10,11 @@ from enum import StrEnum
 
 import pandas as pd
 
+from ..page import Page
 from . import alike, metrics, noise
+
+PAGE = Page.of(__name__)   # the sentence under the table: text/anatomy.md
+SAY = {name: PAGE.text(name) for name in ("no_target", "target", "caption")}
 
 INPUT_WAIT = 0.25   # data wait >= this share of the step: the loader holds it (diagnose's)
 GPU_BUSY = 0.90     # GPU-Util >= this: kernels run through the step (the lecture's 90 %)
@@ -136,9 +140,7 @@ def compiled_text(run) -> str:
 def target_line(frame: pd.DataFrame, baseline_name: str) -> str:
     """The sentence under the table: what the target is and where it comes from."""
     if math.isnan(frame.attrs["target"]):
-        head = f"No target: '{baseline_name}' ended within noise of chance"
+        head = SAY["no_target"].format(baseline=baseline_name)
     else:
-        head = f"Target: {frame.attrs['target']:.1%} validation accuracy, as '{baseline_name}' ended"
-    return (f"{head}. Time to target: training, warm-up and compilation (–: never reached). "
-            f"Steps: steady medians; GPU busy = step × GPU-Util. Data-bound from {INPUT_WAIT:.0%} "
-            f"data wait, GPU-bound from {GPU_BUSY:.0%} kernel time, else host-bound.")
+        head = SAY["target"].format(target=frame.attrs["target"], baseline=baseline_name)
+    return SAY["caption"].format(head=head, wait=INPUT_WAIT, busy=GPU_BUSY)

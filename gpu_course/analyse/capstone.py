@@ -21,10 +21,7 @@ JOB = ("engine", "model", "dataset", "data_dir", "train_size", "test_size", "ima
 # how the job as given loads and runs: the Experiment's own defaults, one worker and all
 GIVEN = {k: DEFAULTS[k] for k in ("num_workers", "data_format", "data_on_gpu", "graph",
                                   "dtype", "mock")}
-LESSONS = {"02": "DataLoader workers", "03": "a graph: hybridize or torch.compile",
-           "04": "lower precision", "05": "a larger batch", "06": "learning-rate schedules",
-           "07": "more GPUs", "09": "the input pipeline", "10": "diagnose",
-           "13": "sync points"}
+LESSONS = PAGE.means("lessons", str)   # {number: what the lesson changes}
 # how each track reads the loss on the host every step
 SYNC_CALL = {"pytorch": "loss.item()", "gluon": "loss.asnumpy()"}
 
@@ -50,18 +47,18 @@ def lesson(number: str) -> str:
 
 
 # what the marks say, by case; the numbers come from the runs
-LIMIT = {"input-bound": "its next rung, {rung}, asks more of this machine than it has ({advice})",
-         "overhead-bound": "no rung of the course's is left (next: {rung}, {advice})",
-         **PAGE.means("limit", str)}
-HELD = {anatomy.Bound.DATA: "the GPU waits for data ({data_wait_ms:.1f} of {step_ms:.1f} ms "
-                            "a step): {l02}; {l09}",
-        anatomy.Bound.HOST: "the GPU idles while the host issues kernels: no {sync} every "
-                            "step, {l13}; a graph, {l03}; a larger batch, {l05}"}
+LIMIT = PAGE.means("limit", str)
+HELD = PAGE.means("held", anatomy.Bound)
 RACED = PAGE.means("raced", noise.Kind)   # why a race was lost, measured
 TOO_FEW = PAGE.text("too_few")
 AT_CHANCE = " " + PAGE.text("at_chance")
 GPU_BUSY = PAGE.text("gpu_busy")
 CHANGE = PAGE.text("change_the_job")
+SAY = {name: PAGE.text(name) for name in ("cannot_rule", "next_rung", "further", "few_steps",
+                                          "waited", "own_bar", "wait_met", "wait_unmet",
+                                          "no_cores", "no_util", "as_given", "util",
+                                          "held_unknown", "accuracy", "is_given", "never",
+                                          "reached")}
 
 
 def is_given(run) -> bool:
@@ -101,14 +98,15 @@ def _diagnosis(d: diagnose.Diagnosis, run) -> Mark:
     if d.verdict == diagnose.UNRELIABLE:
         why = "; ".join(diagnose.unreliable(d.numbers, str(grading.setting(run, "mock"))))
         return Mark(Criterion.DIAGNOSIS, False,
-                    f"{head}: it cannot rule ({why}); see {lesson('10')}.", True)
+                    SAY["cannot_rule"].format(head=head, why=why, lesson=lesson("10")), True)
     number = fix(d, run)
     if number is not None:
         return Mark(Criterion.DIAGNOSIS, False,
-                    f"{head}: the next rung, {d.next_rung} ({d.advice}), is {lesson(number)}.", True)
+                    SAY["next_rung"].format(head=head, rung=d.next_rung, advice=d.advice,
+                                            lesson=lesson(number)), True)
     case = d.verdict if d.verdict == "input-bound" or metrics.on_gpu(run) else "cpu"
     why = LIMIT.get(case, LIMIT["overhead-bound"]).format(rung=d.next_rung, advice=d.advice)
-    further = (f" Further speed, not asked for: {d.next_rung}, {d.advice}."
+    further = (" " + SAY["further"].format(rung=d.next_rung, advice=d.advice)
                if d.verdict == "compute-bound" and d.next_rung else "")
     return Mark(Criterion.DIAGNOSIS, True, f"{head}: {why}.{further}")
 
@@ -119,20 +117,18 @@ def _wait(given, mine, d) -> Mark:
     share, before = metrics.data_wait_share(mine), metrics.data_wait_share(given)
     if not ys:
         return Mark(Criterion.TARGET, False,
-                    f"'{mine.name}' has too few steady steps to measure its data wait: train longer.")
-    said = (f"data wait {share:.0%} of the steady step time (blocks {min(ys):.0%}–{max(ys):.0%}) "
-            f"against {before:.0%} as given")
+                    SAY["few_steps"].format(name=mine.name))
+    said = SAY["waited"].format(share=share, low=min(ys), high=max(ys), before=before)
     own_bar = not before >= diagnose.INPUT_WAIT and bool(xs)   # the job as given waited less
-    goal = (f"no more than the job as given (its blocks up to {max(xs):.0%})" if own_bar else
+    goal = (SAY["own_bar"].format(high=max(xs)) if own_bar else
             f"below {diagnose.INPUT_WAIT:.0%}")
     if (min(ys) <= max(xs)) if own_bar else (share < diagnose.INPUT_WAIT):
-        return Mark(Criterion.TARGET, True, f"{said}: the target, {goal}, is met.")
+        return Mark(Criterion.TARGET, True, SAY["wait_met"].format(said=said, goal=goal))
     fixes = [lesson("02")] * (diagnose.workers_advised(mine.config, d.numbers) is not None) \
         + [lesson("09")] * (grading.setting(mine, "data_format") != "memory")
     return Mark(Criterion.TARGET, False,
-                f"{said}: the target is {goal}. The loop still waits for the loader: "
-                + ("; ".join(fixes) or "every core is busy: use a machine with more cores") + ".",
-                True)
+                SAY["wait_unmet"].format(said=said, goal=goal,
+                                         fixes="; ".join(fixes) or SAY["no_cores"]), True)
 
 
 def _util(given, mine, d) -> Mark:
@@ -140,15 +136,15 @@ def _util(given, mine, d) -> Mark:
     util, before = metrics.gpu_util(mine), metrics.gpu_util(given)
     if math.isnan(util):
         return Mark(Criterion.TARGET, False,
-                    f"no GPU-Util was recorded for '{mine.name}': run where NVML reads the GPU.")
+                    SAY["no_util"].format(name=mine.name))
     goal_value = before if before >= diagnose.GPU_BUSY else diagnose.GPU_BUSY
     goal = f"{goal_value:.0f}%, " + (GPU_BUSY if goal_value == diagnose.GPU_BUSY
-                                     else "what the job as given already had")
-    said = f"GPU-Util {util:.0f}% against {before:.0f}% as given; the target is {goal}"
+                                     else SAY["as_given"])
+    said = SAY["util"].format(util=util, before=before, goal=goal)
     if util >= goal_value:
         return Mark(Criterion.TARGET, True, f"{said}: met.")
     held = anatomy.anatomy(mine)
-    what = HELD.get(held.bound, "the step's anatomy cannot say why ({bound})").format(
+    what = HELD.get(held.bound, SAY["held_unknown"]).format(
         data_wait_ms=held.data_wait_ms, step_ms=held.step_ms, bound=held.bound,
         sync=SYNC_CALL.get(str(grading.setting(mine, "engine")), "a sync"),
         **{f"l{n}": lesson(n) for n in ("02", "03", "05", "09", "13")})
@@ -159,19 +155,19 @@ def _time(given, mine) -> Mark:
     """Met when `mine` reaches the job as given's final accuracy sooner, beyond noise."""
     acc, images = metrics.val_acc(given), int(given.config.get("test_size") or 0)
     goal = acc - 2 * noise.accuracy_se(acc, images)
-    head = (f"the target accuracy is {goal:.1%}: the job as given's final {acc:.1%} less 2 "
-            f"standard errors ({images:,} images)")
+    head = SAY["accuracy"].format(goal=goal, acc=acc, images=images)
     if Path(mine.path) == Path(given.path):
         return Mark(Criterion.TIME, False,
-                    f"'{mine.name}' is the job as given: the race is against it. {CHANGE}")
+                    SAY["is_given"].format(name=mine.name, change=CHANGE))
     race, after = grading.race(given, mine, goal), AT_CHANCE * noise.at_chance(given)
     if race.verdict is None:
         return Mark(Criterion.TIME, False,
-                    f"{head}; '{mine.name}' never reached it ({metrics.val_acc(mine):.1%} after "
-                    f"{len(mine.epochs)} epochs): {lesson('05')}, {lesson('06')}.{after}")
+                    SAY["never"].format(head=head, name=mine.name, acc=metrics.val_acc(mine),
+                                        epochs=len(mine.epochs), l05=lesson("05"),
+                                        l06=lesson("06"), after=after))
     v = race.verdict
-    said = (f"{head}; '{mine.name}' reached it after {race.mine_s:.1f} s, the job as given "
-            f"after {race.given_s:.1f} s: {noise.sentence(v)}")
+    said = SAY["reached"].format(head=head, name=mine.name, mine_s=race.mine_s,
+                                 given_s=race.given_s, verdict=noise.sentence(v))
     why = "" if v.kind == noise.Kind.FASTER else ": " + RACED.get(v.kind, TOO_FEW)
     return Mark(Criterion.TIME, v.kind == noise.Kind.FASTER, f"{said}{why}.{after}",
                 v.kind in RACED)

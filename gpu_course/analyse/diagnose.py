@@ -20,7 +20,12 @@ from ..page import Page
 PAGE = Page.of(__name__)   # the fixed evidence and advice: text/diagnose.md
 SAY = {name: PAGE.text(name) for name in ("compute_ceiling_run", "input_ceiling_run",
                                           "shared_cores", "no_gpu", "overhead", "cpu_limit",
-                                          "gpu_limit", "own_data", "data_on_gpu", "more_cores")}
+                                          "gpu_limit", "own_data", "data_on_gpu", "more_cores",
+                                          "heading", "again", "at_peak", "few_steps", "above",
+                                          "data_wait", "loader_limit", "throughput",
+                                          "steadiness", "ceiling", "delivers", "unmeasured",
+                                          "cores_shared", "gpu_util", "cpu_idle", "cpu_load",
+                                          "double_batch", "large_batch", "workers", "cpu_busy")}
 ADVICE = {name: PAGE.means(name, str) for name in ("graph", "static_graph", "precision",
                                                    "formats", "packed")}
 
@@ -59,7 +64,8 @@ class Diagnosis:
 
     def __str__(self) -> str:
         also = f" (also: {', '.join(self.findings)})" if self.findings else ""
-        lines = [f"Diagnosis of {self.run_name!r}: {self.verdict.upper()}{also}"]
+        lines = [SAY["heading"].format(name=self.run_name, verdict=self.verdict.upper(),
+                                       also=also)]
         lines += [f"  - {line}" for line in self.evidence]
         lines.append(f"Next rung: {self.next_rung}: {self.advice}" if self.next_rung else
                      f"Next: {self.advice}")
@@ -85,14 +91,14 @@ def diagnose(run, compute_ceiling=None, input_ceiling=None, search: bool = True)
     evidence = _evidence(run, n, mock)
     why_not = unreliable(n, mock)
     verdict = UNRELIABLE if why_not else _verdict(n, mock)
-    rung, advice = (None, f"{AGAIN}: {MIN_STEPS}+ steady steps each, on an idle machine") \
+    rung, advice = (None, SAY["again"].format(again=AGAIN, least=MIN_STEPS)) \
         if why_not else next_rung(verdict, cfg, n)
     achieved = flops.achieved(run, n["samples_per_sec"])
     n.update(achieved_tflops=achieved["achieved_tflops"],
              fraction_of_peak=achieved["fraction_of_peak"])
     line = flops.sentence(achieved)
     if verdict == "compute-bound" and _known(achieved["fraction_of_peak"]):
-        line = f"compute-bound at {100 * achieved['fraction_of_peak']:.0f} % of peak: {line}"
+        line = SAY["at_peak"].format(percent=100 * achieved["fraction_of_peak"], line=line)
     found = signals.findings(run, GPU_BUSY)   # the counters speak either way
     evidence += [text for _, text in found] + [line] + [f"not ruled on: {r}" for r in why_not]
     return Diagnosis(run.name, verdict, evidence, rung, advice, n, [f for f, _ in found])
@@ -144,16 +150,17 @@ def unreliable(n: dict, mock: str = "none") -> list[str]:
     """Why the numbers cannot carry a verdict: too few steady steps, or above a ceiling."""
     reasons = []
     if n["steady_steps"] < MIN_STEPS:
-        reasons.append(f"the run has {n['steady_steps']} steady steps, fewer than {MIN_STEPS}")
+        reasons.append(SAY["few_steps"].format(what="run", steps=n["steady_steps"],
+                                               least=MIN_STEPS))
     rate = n["samples_per_sec"]
     for kind, (label, _) in CEILINGS.items() if mock == "none" else ():
         # (a mock run is one ceiling, and the other does not bound it)
         ceiling, steps = n[f"{kind}_ceiling"], n.get(f"{kind}_ceiling_steps", math.nan)
         if _known(steps) and steps < MIN_STEPS:
-            reasons.append(f"the {label} has {steps:.0f} steady steps, fewer than {MIN_STEPS}")
+            reasons.append(SAY["few_steps"].format(what=label, steps=steps, least=MIN_STEPS))
         if _known(ceiling, rate) and ceiling > 0 and rate > ABOVE_CEILING * ceiling:
-            reasons.append(f"the run is at {rate / ceiling:.0%} of its {label} ({ceiling:,.0f}"
-                           "), which it cannot beat: one is mismeasured")
+            reasons.append(SAY["above"].format(share=rate / ceiling, label=label,
+                                               ceiling=ceiling))
     return reasons
 
 
@@ -233,45 +240,38 @@ def _known(*values) -> bool:
 
 def _evidence(run: Run, n: dict, mock: str) -> list:
     lines = [SAY[f"{kind}_ceiling_run"] for kind, (_, itself) in CEILINGS.items() if mock == itself]
-    limit = "" if mock == "loader" else f"; the loader is the limit from {INPUT_WAIT:.0%}"
-    lines.append(f"data wait: {_pct(n['wait_share'])} of step time ({n['data_wait_s']:.2f} s "
-                 f"vs {n['compute_s']:.2f} s computing, {n['steady_steps']} steady steps){limit}")
-    lines.append(f"throughput: {n['samples_per_sec']:,.0f} samples/s, {n['step_ms']:.1f} ms a step "
-                 f"of {run.config.get('batch_size', '?')} per device")
+    limit = "" if mock == "loader" else "; " + SAY["loader_limit"].format(share=INPUT_WAIT)
+    lines.append(SAY["data_wait"].format(**n, wait=_pct(n["wait_share"]), limit=limit))
+    lines.append(SAY["throughput"].format(**n, batch=run.config.get("batch_size", "?")))
     if _known(n["spikiness"]):
-        lines.append(f"steadiness: slowest 5% of steps {n['spikiness']:.1f}x the median; "
-                     f"{_pct(n['waited_share'])} of steps spent over {metrics.WAITED:.0%} waiting for data")
+        lines.append(SAY["steadiness"].format(**n, waited=_pct(n["waited_share"]),
+                                              share=metrics.WAITED))
     for kind, (label, itself) in CEILINGS.items():
         ceiling = n[f"{kind}_ceiling"]
         if _known(ceiling) and mock != itself:
-            lines.append(f"{label}: {ceiling:,.0f} samples/s; this run reaches "
-                         f"{_pct(n['samples_per_sec'] / ceiling)}")
+            lines.append(SAY["ceiling"].format(label=label, ceiling=ceiling,
+                                               share=_pct(n["samples_per_sec"] / ceiling)))
     if _known(n["compute_ceiling"], n["input_ceiling"]):
         ratio = n["input_ceiling"] / n["compute_ceiling"]
-        lines.append(f"input pipeline can deliver {ratio:.2f}x what the model consumes: "
-                     + ("enough" if ratio >= 1 else "not enough"))
+        enough = "enough" if ratio >= 1 else "not enough"
+        lines.append(SAY["delivers"].format(ratio=ratio, enough=enough))
     elif mock == "none":
         missing = [f"mock='{m}'" for kind, (_, m) in CEILINGS.items()
                    if not _known(n[f"{kind}_ceiling"])]
-        lines.append(f"{' and '.join(missing)} ceilings not measured: run the same experiment "
-                     "with each, named '<this run's name>: ...', and diagnose again")
+        lines.append(SAY["unmeasured"].format(missing=" and ".join(missing)))
     if shared_cpu(n, mock):
         ratio = n["input_ceiling"] / n["compute_ceiling"]
         costly = "either" if 0.8 <= ratio <= 1.25 else "the input" if ratio < 1 else "the model"
-        lines.append(f"no GPU, CPU saturated: {SAY['shared_cores']}; alone, input "
-                     f"{n['input_ceiling']:,.0f} vs model {n['compute_ceiling']:,.0f} samples/s: "
-                     f"make {costly} cheaper")
+        lines.append(SAY["cores_shared"].format(**n, shared=SAY["shared_cores"], costly=costly))
     elif not math.isnan(n["gpu_util"]):
-        lines.append(f"GPU utilisation: {n['gpu_util']:.0f}% mean (busy from {GPU_BUSY:.0f}%)")
+        lines.append(SAY["gpu_util"].format(**n, busy=GPU_BUSY))
     else:
         lines.append(SAY["no_gpu"])
     if idle_cpu(n, mock) and n["wait_share"] < INPUT_WAIT:
-        lines.append(f"no GPU, little data wait, CPU {n['cpu_percent']:.0f}% busy: "
-                     + SAY["overhead"])
+        lines.append(SAY["cpu_idle"].format(**n, overhead=SAY["overhead"]))
     if not math.isnan(n["cpu_percent"]):
         cores = n["cpu_count"] if _known(n["cpu_count"]) else "?"
-        lines.append(f"CPU load: {n['cpu_percent']:.0f}% of {cores} cores, busiest "
-                     f"{n['busiest_core']:.0f}%, saturated from {CPU_SATURATED:.0f}%")
+        lines.append(SAY["cpu_load"].format(**n, cores=cores, saturated=CPU_SATURATED))
     return lines
 
 
@@ -292,7 +292,8 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
         if graph == Graph.HYBRID:
             return GRAPH[engine], (f"graph={Graph.STATIC.word(engine)!r}: "
                                    + ADVICE["static_graph"][engine])
-        return RungName.LARGE_BATCH, f"batch_size {batch} -> {max(2 * batch, 1)}, lr scaled with it"
+        return RungName.LARGE_BATCH, SAY["double_batch"].format(batch=batch,
+                                                                 bigger=max(2 * batch, 1))
     if graph == Graph.EAGER:
         return GRAPH[engine], compile_advice
     if gpus == 0:
@@ -301,7 +302,8 @@ def next_rung(verdict: str, cfg: dict, n: dict) -> tuple[RungName, str]:
         return PRECISION[engine], ADVICE["precision"][engine]
     if batch < LARGE_BATCH:
         optimizer = "LBSGD" if engine == "gluon" else "LARS"
-        advice = f"batch_size {batch} -> {LARGE_BATCH * 2}+, lr_base_batch, {optimizer} with warm-up"
+        advice = SAY["large_batch"].format(batch=batch, large=LARGE_BATCH * 2,
+                                           optimizer=optimizer)
         return RungName.LARGE_BATCH, advice
     if int(cfg.get("num_gpus") or 1) < gpus:
         return RungName.ALL_GPUS, f"num_gpus {cfg.get('num_gpus')} -> {gpus}"
@@ -328,11 +330,11 @@ def _input_rung(cfg: dict, n: dict) -> tuple[RungName, str]:
     recommended = workers_advised(cfg, n)
     if recommended is not None:
         workers = int(cfg.get("num_workers") or 0)
-        return RungName.WORKERS, f"num_workers {workers} -> {recommended}: decode in parallel"
+        return RungName.WORKERS, SAY["workers"].format(workers=workers, recommended=recommended)
     faster = next_format(cfg.get("data_format") or
                          ("loose" if cfg.get("dataset") == "folder" else "memory"))
     saturated = "" if not n["cpu_percent"] >= CPU_SATURATED else \
-        f" (CPU {n['cpu_percent']:.0f}% busy: no cores for workers)"
+        " " + SAY["cpu_busy"].format(**n)
     how = {**ADVICE["formats"], "packed": ADVICE["packed"]["gluon" if gluon else "pytorch"]}
     if cfg.get("dataset") == "own":   # a job's own data (gc.watch): no formats to offer
         return RungName.DATA_FORMAT, SAY["own_data"] + saturated

@@ -10,6 +10,7 @@ import pandas as pd
 from ..env.cores import busy
 from ..env.text import LECTURE_BANDWIDTHS
 from ..measure.records import Run
+from ..page import Page
 from . import metrics
 from .inference import BUSY
 
@@ -69,18 +70,19 @@ class OpenMP(StrEnum):
     GNU_ONLY = "GNU's runtime alone"
 
 
-IGNORED = "set, but no runtime loaded here reads it"
-BELOW_DEFAULT = "its power limit below the default"
-COLD, WARM = "cold: dropped from the page cache first", "maybe from the page cache"
-COSTLY, CHEAP = "random reads cost far more", "random reads cost little more"
-SHARED = "shared with other programs"
+PAGE = Page.of(__name__)   # the tables' fixed words: text/environment.md
+IGNORED, BELOW_DEFAULT = PAGE.text("ignored"), PAGE.text("below_default")
+COLD, WARM = PAGE.text("cold"), PAGE.text("warm")
+COSTLY, CHEAP = PAGE.text("costly"), PAGE.text("cheap")
+SHARED = PAGE.text("shared")
+SAY = {name: PAGE.text(name) for name in ("passes", "pcie", "no_copy", "gpu_link")}
 RANDOM_COSTLY = 1.5   # sequential at least this many times random: packing files pays
 PREFETCH = 2          # batches each loader worker keeps in flight (the loaders' default)
 IMAGES = "images/s"
 PASSES = "passes (images/s)"
 COPY = "host → GPU (GB/s)"
 LECTURE_COLUMN, HERE = "the lecture (GB/s)", "measured here (GB/s)"
-SEQUENTIAL, RANDOM = "this disk, sequential", "this disk, random 32 KiB"
+SEQUENTIAL, RANDOM = PAGE.text("sequential"), PAGE.text("random")
 EQUIVALENT = {"KMP_BLOCKTIME": "OMP_WAIT_POLICY (or GOMP_SPINCOUNT)",
               "KMP_AFFINITY": "OMP_PROC_BIND with OMP_PLACES",
               "GOMP_SPINCOUNT": "KMP_BLOCKTIME", "GOMP_CPU_AFFINITY": "KMP_AFFINITY"}
@@ -139,7 +141,7 @@ def rows(records, frame: pd.DataFrame, runtimes=None) -> tuple[list, tuple]:
         return [Row(name, {"onednn": frame["oneDNN"].iloc[i], "threads": b["threads"],
                            "cores": frame["cores"].iloc[i], "pinning": frame["pinning"].iloc[i]},
                     tuple(b.get("step_images_per_s") or ()),
-                    f"{len(b.get('step_images_per_s') or ())} timed passes")
+                    SAY["passes"].format(n=len(b.get("step_images_per_s") or ())))
                 for i, (name, b) in enumerate(zip(names, records))], ()
     if section is Section.COPY:
         each = {m: tuple(records[0].get(f"{m}_all") or ()) for m in names}
@@ -252,8 +254,8 @@ def _gpu_table(facts: dict) -> pd.DataFrame:
                      "memory max (MHz)": g.get("mem_clock_max_mhz"),
                      "temperature (°C)": g.get("temp_c"), "power (W)": g.get("power_w"),
                      "power limit (W)": limit, "default limit (W)": default,
-                     "PCIe link": (f"gen {g['pcie_gen']}, {g['pcie_width']} lanes of gen "
-                                   f"{g.get('pcie_gen_max')}, {g.get('pcie_width_max')}"
+                     "PCIe link": (SAY["pcie"].format(g=g, gen_max=g.get("pcie_gen_max"),
+                                                      width_max=g.get("pcie_width_max"))
                                    if g.get("pcie_gen") else None),
                      "PCIe (GB/s)": g.get("pcie_gbps"),
                      "clock-event reasons": g.get("clock_event_reasons") or "none",
@@ -265,7 +267,7 @@ def _gpu_table(facts: dict) -> pd.DataFrame:
 
 def _copy_table(copy: dict) -> pd.DataFrame:
     if not copy.get("available"):
-        return pd.DataFrame([{"memory": "pageable and pinned", "why": "no GPU: not measured"}])
+        return pd.DataFrame([{"memory": "pageable and pinned", "why": SAY["no_copy"]}])
     return pd.DataFrame([{"memory": m, "MiB a copy": copy.get("mib"), COPY: copy[f"{m}_gb_s"],
                           "copies (GB/s)": _span(copy.get(f"{m}_all") or []),
                           "copies": len(copy.get(f"{m}_all") or [])}
@@ -299,8 +301,7 @@ def _links_table(records) -> pd.DataFrame:
               "random reads": (COSTLY if seq >= RANDOM_COSTLY * rnd else CHEAP) if rnd else ""},
              {"link": RANDOM, HERE: rnd / 1000}]
     for other in records[1:]:
-        rows += [{"link": f"GPU {g['index']} PCIe gen {g['pcie_gen']}, {g['pcie_width']} lanes "
-                          "(the link)", HERE: g["pcie_gbps"]}
+        rows += [{"link": SAY["gpu_link"].format(g=g), HERE: g["pcie_gbps"]}
                  for g in other.get("gpus") or [] if g.get("pcie_gbps")]
         if other.get("available") and "pinned_gb_s" in other:
             rows += [{"link": f"host → GPU copy, {m}", HERE: other[f"{m}_gb_s"]}

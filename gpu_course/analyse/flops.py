@@ -18,6 +18,7 @@ from . import metrics
 
 PAGE = Page.of(__name__)   # what a number cannot say: text/flops.md
 OWN, NO_PEAK, ABOVE_PEAK = (PAGE.text(name) for name in ("own_network", "no_peak", "above_peak"))
+SAY = {name: PAGE.text(name) for name in ("unknown", "achieved", "cpu_peak", "of_peak")}
 
 TRAIN_FACTOR = 3  # backward = gradient w.r.t. inputs + w.r.t. weights: each ~ one forward
 
@@ -184,14 +185,15 @@ def sentence(numbers: dict) -> str:
     """'2.1 TFLOP/s (fp32), 38 % of the peak 5.5 TFLOP/s (measured fp32 matmul)'."""
     t = numbers["achieved_tflops"]
     if math.isnan(t):
-        return f"achieved FLOP/s unknown ({OWN if numbers['model'] == 'own' else 'no throughput'})"
-    text = f"{_tflops(t)} TFLOP/s achieved ({numbers['precision']}, {numbers['model']})"
+        return SAY["unknown"].format(why=OWN if numbers["model"] == "own" else "no throughput")
+    text = SAY["achieved"].format(**numbers, tflops=_tflops(t))
     if math.isnan(numbers["fraction_of_peak"]):
         if str(numbers.get("device") or "").startswith("CPU") and numbers["precision"] != "fp32":
-            return f"{text}; this CPU's {numbers['precision']} peak is not measured"
+            return SAY["cpu_peak"].format(text=text, precision=numbers["precision"])
         return f"{text}; {NO_PEAK}"
-    text += (f", {100 * numbers['fraction_of_peak']:.0f} % of the peak "
-             f"{_tflops(numbers['peak_tflops'])} TFLOP/s ({numbers['peak_source']})")
+    text += ", " + SAY["of_peak"].format(percent=100 * numbers["fraction_of_peak"],
+                                         peak=_tflops(numbers["peak_tflops"]),
+                                         source=numbers["peak_source"])
     if numbers["fraction_of_peak"] > 1:
         text += f" ({ABOVE_PEAK})"
     return text

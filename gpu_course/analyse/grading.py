@@ -10,7 +10,11 @@ from dataclasses import dataclass
 
 from ..measure.provenance import DEFAULTS
 from ..rungs import GRAPH, RungName
+from ..page import Page
 from . import alike, anatomy, diagnose, metrics, noise
+
+PAGE = Page.of(__name__)   # the race's caveat: text/grading.md
+LOAD_CAVEAT = PAGE.text("load_caveat")
 
 
 def setting(run, name: str):
@@ -62,8 +66,7 @@ def load_caveat(given, mine) -> str:
     a, b = alike.value(given, load), alike.value(mine, load)
     if a is None or b is None or a == b:
         return ""
-    return (f" But the machine was {a} while the job as given ran and {b} while "
-            f"'{mine.name}' ran: the race is untested; run both again on a quiet machine.")
+    return " " + LOAD_CAVEAT.format(given=a, mine=b, name=mine.name)
 
 
 def _spread(run, seconds: float) -> list[float]:

@@ -12,6 +12,9 @@ from pathlib import Path
 import pandas as pd
 
 from . import profiling
+from ..page import Page
+
+PAGE = Page.of(__name__)   # what the comparison says, fixed: text/holistic.md
 
 REFERENCE = Path(__file__).resolve().parents[1] / "reference" / "pytorch-h200"
 REFERENCE_TRACES = {"naive": REFERENCE / "profile-naive" / "trace.json.gz",
@@ -170,18 +173,12 @@ class Launches(enum.StrEnum):
     NONE = "no launch calls tied to a GPU event"
 
 
-IDLE_AGREE = "HTA and the course agree on the GPU's idle share"
-IDLE_DIFFER = "HTA and the course disagree on the GPU's idle share"
-WHY = {Reason.EVENTS: "they read different GPU events", Reason.WINDOW: "their windows differ",
-       Reason.ROUNDING: "the windows alike, the kernel time not",
-       Reason.OTHER: "their kernel time differs"}
-COPIES_ALIKE = "copies ran with no kernel running, counted alike"
-COPIES_APART = "copies ran with no kernel running, counted apart"
+IDLE_AGREE, IDLE_DIFFER = PAGE.text("idle_agree"), PAGE.text("idle_differ")
+WHY = PAGE.means("why", Reason)
+COPIES_ALIKE, COPIES_APART = PAGE.text("copies_alike"), PAGE.text("copies_apart")
 # the course's launch calls against its kernels, against HTA's largest idle
-PACE = {(True, True): "the course agrees that the host sets the pace",
-        (False, False): "the course agrees that the host is not the limit",
-        (True, False): "the course reads it otherwise: its launch calls outlast its kernels",
-        (False, True): "the course reads it otherwise: its launch calls take less than its kernels"}
+PACE = {(True, True): PAGE.text("host_pace"), (False, False): PAGE.text("not_host"),
+        (True, False): PAGE.text("calls_outlast"), (False, True): PAGE.text("calls_shorter")}
 
 
 def per_trace(table: pd.DataFrame) -> pd.DataFrame:

@@ -9,16 +9,18 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..page import Page
 from . import diagnose, metrics
 from .profiling import split_table, trace_verdict
 
+PAGE = Page.of(__name__)   # the verdicts' fixed words: text/limits.md
+
 NOT_INPUT_BOUND = "not input-bound"   # all the step timers can say against input-bound
 INPUT_BOUND, COMPUTE_BOUND, OVERHEAD_BOUND = "input-bound", "compute-bound", "overhead-bound"
-TOO_FEW = "too few steady steps"
+TOO_FEW = PAGE.text("too_few")
 CEILINGS = {"loader": ("compute ceiling", COMPUTE_BOUND),    # mock="loader": one batch, forever
             "trainer": ("input ceiling", INPUT_BOUND)}       # mock="trainer": fetch and drop
-ABOVE = "above a ceiling it cannot beat"
-LAUNCH_BOUND = "launch calls outlast the kernels"
+ABOVE, LAUNCH_BOUND = PAGE.text("above"), PAGE.text("launch_bound")
 INTEGERS = ("steady steps", "steady steps needed", "profiled steps")
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from . import alike, metrics
+from ..page import Page
 
 BLOCKS = metrics.BLOCKS  # blocks of steady steps that stand in for repeats of one run
 MIN_STEPS = metrics.MIN_STEADY_STEPS // BLOCKS  # steady steps a block needs to be evidence
@@ -25,6 +26,13 @@ class Kind(StrEnum):
     TOO_FEW = "too few steps"       # a side had fewer than BLOCKS * MIN_STEPS steady steps
     UNLIKE = "unlike runs"          # the runs differ in more than the comparison names
     NOT_MEASURED = "not measured"
+
+
+PAGE = Page.of(__name__)   # the verdicts in words: text/noise.md
+SAY = {name: PAGE.text(name) for name in ("blocks", "spread", "not_measured", "unlike", "too_few",
+                                          "ratio", "at_chance", "accuracy", "far_apart")}
+SPEED = PAGE.means("speed", Kind)     # what a ratio of rates found, in a word
+AMOUNT = PAGE.means("amount", Kind)   # what a ratio of amounts (bytes) found
 
 
 class Order(StrEnum):
@@ -60,7 +68,7 @@ def samples(run_or_runs, value=metrics.samples_per_sec) -> tuple[list[float], st
     if len(runs) > 1:
         values = [v for v in (value(r) for r in runs) if _ok(v)]
         return values, f"{len(runs)} runs"
-    return block_rates(runs[0]), f"{BLOCKS} blocks of steady steps"
+    return block_rates(runs[0]), SAY["blocks"].format(blocks=BLOCKS)
 
 
 block_rates = metrics.steady_block_rates  # one definition, kept under its old name
@@ -110,28 +118,25 @@ def _spread(v: Verdict) -> str:
             if x == 1 or float(text) != 1:
                 return text
         return text
-    return f"×{bound(v.low)}–×{bound(v.high)} over {v.how}"
+    return SAY["spread"].format(low=bound(v.low), high=bound(v.high), how=v.how)
 
 
 def sentence(v: Verdict, what: str = "") -> str:
     """The verdict in words with its numbers: "×1.42, faster (×1.31–×1.55 over 3 runs)"."""
     if v.kind == Kind.NOT_MEASURED:
-        return f"{what}not measured (no steady steps to compare)".strip()
+        return SAY["not_measured"].format(what=what).strip()
     if v.kind == Kind.UNLIKE:
-        return f"{what}×{v.ratio:.2f}, no verdict: the runs also differ in {v.unlike}"
+        return SAY["unlike"].format(what=what, v=v)
     if v.kind == Kind.TOO_FEW:
-        return (f"{what}×{v.ratio:.2f}, too few steps to judge ({v.how}; a verdict needs "
-                f"{BLOCKS * MIN_STEPS} a run: train longer or repeat)")
-    word = {Kind.FASTER: "faster", Kind.SLOWER: "a slow-down"}.get(v.kind, "within noise")
-    return f"{what}×{v.ratio:.2f}, {word} ({_spread(v)})"
+        return SAY["too_few"].format(what=what, v=v, least=BLOCKS * MIN_STEPS)
+    return SAY["ratio"].format(what=what, v=v, word=SPEED[v.kind], spread=_spread(v))
 
 
 def amount_sentence(v: Verdict, what: str = "") -> str:
     """`sentence` for an amount (bytes of memory): FASTER reads "more", SLOWER "less"."""
     if v.kind not in (Kind.FASTER, Kind.SLOWER, Kind.WITHIN_NOISE):
         return sentence(v, what)
-    word = {Kind.FASTER: "more", Kind.SLOWER: "less"}.get(v.kind, "the same within noise")
-    return f"{what}×{v.ratio:.2f}, {word} ({_spread(v)})"
+    return SAY["ratio"].format(what=what, v=v, word=AMOUNT[v.kind], spread=_spread(v))
 
 
 def _ok(value) -> bool:
@@ -190,8 +195,8 @@ def accuracy_change(a, b) -> tuple[float, str]:
     """(points, sentence): `accuracy_verdict` of b against a, in words with its numbers."""
     v = accuracy_verdict(a, b)
     if v.kind == "at chance":
-        return v.points, f"{v.points:+.1f} points, both within noise of chance (under {v.bar:.1%})"
-    return v.points, f"{v.points:+.1f} points, {v.kind} (±{v.bound:.1f} points = 2 standard errors)"
+        return v.points, SAY["at_chance"].format(v=v)
+    return v.points, SAY["accuracy"].format(v=v)
 
 
 # -- measurements that contradict themselves ---------------------------------------------------
@@ -214,8 +219,8 @@ def far_apart(runs) -> list[str]:
             continue
         (low, low_name), (high, high_name) = min(values), max(values)
         if low > 0 and high / low > FAR_APART:
-            out.append(f"unreliable: '{low_name}' and '{high_name}' ran the same configuration at "
-                       f"{low:,.0f} and {high:,.0f} samples/s: the machine changed between them")
+            out.append(SAY["far_apart"].format(low_name=low_name, high_name=high_name, low=low,
+                                               high=high))
     return out
 
 

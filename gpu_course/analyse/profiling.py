@@ -28,6 +28,8 @@ from .metrics import merged
 
 PAGE = Page.of(__name__)   # text/profiling.md
 AGREEMENT = PAGE.means("agreement", str)   # the trace's verdict against the ceilings'
+PART = PAGE.means("parts", str)   # a step's parts, by the split's key
+SAY = {name: PAGE.text(name) for name in ("folder", "input", "trace", "verdicts", "site")}
 
 MAX_TRACE_MB = 25          # a gzipped trace above this is too big to open comfortably
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")   # trace events that run on the GPU
@@ -223,15 +225,15 @@ def trace_verdict(split: dict) -> str:
 
 def split_table(split: dict) -> pd.DataFrame:
     """The split as rows (part, seconds, % of the step time)."""
-    parts = [("waiting for data", split["data_wait_s"])]
+    parts = [(PART["data_wait_s"], split["data_wait_s"])]
     if split["on_device"]:
-        parts += [("device kernels", split["device_kernels_s"]),
-                  ("memory copies", split["memcpy_s"]),
-                  ("host launch calls (overlap the device)", split["host_launch_s"]),
-                  ("host waiting for the device (sync calls)", split.get("host_sync_s", 0.0))]
+        parts += [(PART["device_kernels_s"], split["device_kernels_s"]),
+                  (PART["memcpy_s"], split["memcpy_s"]),
+                  (PART["host_launch_s"], split["host_launch_s"]),
+                  (PART["host_sync_s"], split.get("host_sync_s", 0.0))]
     else:
-        parts += [("operators on the CPU (compute)", split["host_ops_s"])]
-    parts.append(("other host time (Python, framework)", split["other_host_s"]))
+        parts += [(PART["host_ops_s"], split["host_ops_s"])]
+    parts.append((PART["other_host_s"], split["other_host_s"]))
     table = pd.DataFrame(parts, columns=["part", "seconds"])
     table["% of step"] = 100 * table["seconds"] / split["step_s"]
     return table
@@ -306,19 +308,18 @@ def profile_run(gc, cfg, runs_dir=None, active: int = 3, input_steps: int = 20,
 def format_result(result: dict) -> str:
     """What `gpu-course profile` prints."""
     d = result["diagnosis"]
-    lines = [str(d), "", f"profile folder: {result['folder']}",
-             f"cProfile of the input pipeline: {result['prof']} (pstats, snakeviz)",
+    lines = [str(d), "", SAY["folder"].format(**result), SAY["input"].format(**result),
              result["top_functions"].head(8).to_string(index=False, float_format="{:.3f}".format)]
     if result.get("note"):
         lines += ["", result["note"]]
     if result.get("trace"):
         size = Path(result["trace"]).stat().st_size / 1e6
-        lines += ["", f"trace: {result['trace']} ({size:.1f} MB; open in ui.perfetto.dev)",
+        agreement = AGREEMENT["none" if result["agrees"] is None else
+                              "agree" if result["agrees"] else "disagree"]
+        lines += ["", SAY["trace"].format(trace=result["trace"], size=size),
                   split_table(result["split"]).to_string(index=False, float_format="{:.3f}".format),
-                  f"the trace says {result['trace_verdict'].upper()}, the mock ceilings "
-                  f"{d.verdict.upper()}: "
-                  + AGREEMENT["none" if result["agrees"] is None else
-                              "agree" if result["agrees"] else "disagree"]]
+                  SAY["verdicts"].format(trace=result["trace_verdict"].upper(),
+                                         ceilings=d.verdict.upper(), agreement=agreement)]
     return "\n".join(lines)
 
 
@@ -329,8 +330,8 @@ SYNC_WARNING = "synchronizing"   # torch's words: "called a synchronizing CUDA o
 def sync_sites(caught) -> list[dict]:
     """The lines `set_sync_debug_mode("warn")` warned at, most calls first, with their calls."""
     counts = Counter((w.filename, w.lineno) for w in caught if SYNC_WARNING in str(w.message))
-    return [{"line": f"`{linecache.getline(name, n).strip() or '(source not available)'}` "
-                     f"({_place(name)}, line {n})", "calls": calls}
+    return [{"line": SAY["site"].format(place=_place(name), line=n, source=linecache.getline(
+                 name, n).strip() or "(source not available)"), "calls": calls}
             for (name, n), calls in counts.most_common()]
 
 

@@ -11,6 +11,7 @@ from .metrics import _column, during_epochs
 
 PAGE = Page.of(__name__)   # what helps, by finding: text/signals.md
 ADVICE = PAGE.means("advice", str)
+EVIDENCE = PAGE.means("evidence", str)   # each finding's line, its numbers and advice
 
 THROTTLED_SHARE = 0.2   # throttled in >= 20 % of the training samples: say so
 MEMORY_BOUND = 60.0     # GPM DRAM bandwidth >= 60 % of peak on average: memory-bound
@@ -46,13 +47,14 @@ def findings(run, gpu_busy: float = 90.0) -> list[tuple[str, str]]:
                           for r in text.split("|") if r in THROTTLE_REASONS})
         clock, peak = _mean(held, "sm_clock_mhz"), _mean(held, "sm_clock_max_mhz")
         why = ", ".join(reasons)
-        out.append(("throttled", f"throttled: {100 * flags.mean():.0f}% of samples ({why}), SM "
-                    f"clock {clock:.0f} of {peak:.0f} MHz: {ADVICE['throttled']}"))
+        out.append(("throttled", EVIDENCE["throttled"].format(
+            share=100 * flags.mean(), why=why, clock=clock, peak=peak,
+            advice=ADVICE["throttled"])))
     util, sm, dram = (_mean(rows, c) for c in ("util_gpu", "sm_active", "dram_active"))
     if not np.isnan(dram) and dram >= MEMORY_BOUND:
-        out.append(("memory-bound", f"memory-bound: DRAM bandwidth {dram:.0f}% of peak, SMs "
-                    f"{sm:.0f}% active: {ADVICE['memory-bound']}"))
+        out.append(("memory-bound", EVIDENCE["memory-bound"].format(
+            dram=dram, sm=sm, advice=ADVICE["memory-bound"])))
     if not np.isnan(sm) and not np.isnan(util) and util >= gpu_busy and sm < SM_IDLE:
-        out.append(("GPU busy but SMs idle", f"GPU busy but SMs idle: GPU-Util {util:.0f}% "
-                    f"but only {sm:.0f}% SM activity (GPM): {ADVICE['GPU busy but SMs idle']}"))
+        out.append(("GPU busy but SMs idle", EVIDENCE["GPU busy but SMs idle"].format(
+            util=util, sm=sm, advice=ADVICE["GPU busy but SMs idle"])))
     return out
