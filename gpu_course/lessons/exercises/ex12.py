@@ -31,10 +31,8 @@ def _verdict(runs, answer) -> str:
                                    before_wait=wait_words(before), bar=bar)
     text = said(TIMERS, findings.called(answer, call), answer=answer, ANSWER=answer.upper(),
                 CALL=str(call).upper(), shares=shares)
-    moved = ""
-    if None not in (was, call):   # both verdicts ruled: did the change move it?
-        moved = " " + SAYS["left" if was == call else "moved"].format(
-            what=alike.words(changed, before.name, after.name), theirs=was, mine=call)
+    moved = "" if None in (was, call) else " " + SAYS["left" if was == call else "moved"].format(
+        what=alike.words(changed, before.name, after.name), theirs=was, mine=call)
     return f"{text}{moved} " + PROFILER.get(metrics.engine(after), PROFILER["gluon"])
 
 
