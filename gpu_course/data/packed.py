@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..measure.records import write_atomic
+from ..page import Page
 from .cifar import CifarData
 from .folder import (CorruptImage, DataError, FolderIndex, MissingData, SkipCounter, default_folder,
                      fetch_or_skip, folder_split, load_image, parallel_map, scan_folder, split)
@@ -29,6 +30,8 @@ VERSION = 1
 ALIGN = 4096  # images start on a page boundary so they can be memory-mapped
 MB = 1e6
 QUALITY = 95  # JPEG quality of a pre-resized or re-encoded image
+PAGE = Page.of(__name__)   # what a prepared copy's lines say: text/packed.md
+WROTE, PREPARED, COPIES = (PAGE.means(name, str) for name in ("wrote", "prepared", "copies"))
 
 
 # -- pre-resized folder ---------------------------------------------------------------
@@ -43,9 +46,10 @@ class PrepResult:
     bytes: int = 0
 
     def __str__(self) -> str:
-        text = f"{self.count:,} images -> {self.path} ({self.bytes / MB:,.1f} MB) in {self.seconds:.1f} s"
+        text = WROTE["images"].format(count=self.count, path=self.path, mb=self.bytes / MB,
+                                      seconds=self.seconds)
         if self.skipped:
-            text += f"; {len(self.skipped)} image(s) could not be decoded (first: {self.skipped[0][0]})"
+            text += WROTE["skipped"].format(skipped=len(self.skipped), first=self.skipped[0][0])
         return text
 
 
@@ -327,12 +331,8 @@ class Prepared:
         return {**dataclasses.asdict(self), "seconds": seconds}
 
     def __str__(self) -> str:
-        if self.reused and self.seconds is None:
-            return f"{self.what}: reused {self.path} (untimed: delete it to time its making)"
-        if self.reused:
-            return f"{self.what}: reused {self.path} (made in {self.seconds:.1f} s)"
-        return (f"{self.what}: {self.images:,} images prepared once, offline, in {self.seconds:.1f} s"
-                f" -> {self.path}")
+        said = "made" if not self.reused else "untimed" if self.seconds is None else "reused"
+        return PREPARED[said].format(**dataclasses.asdict(self))
 
 
 def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,
@@ -346,13 +346,13 @@ def prepare_copy(cfg, root=None, cache_dir=None, progress: bool = True,
     common = dict(cache_dir=cache_dir, progress=progress)
     if kind == "preresized":
         target = preresized_path(index, size, cache_dir)
-        what, complete = f"photos resized to {size} px (JPEGs)", target / ".gpu_course.json"
+        what, complete = COPIES["preresized"].format(size=size), target / ".gpu_course.json"
         make = lambda: ensure_preresized(index, size, **common)  # noqa: E731
     elif kind == "packed" and record_file is not None:
         what, target, complete, make = record_file(index, size, common)
     else:
         target = complete = packed_path(index, size, cache_dir)
-        what = f"one packed file of decoded {size} px images"
+        what = COPIES["packed"].format(size=size)
         make = lambda: ensure_packed(index, size, **common)  # noqa: E731
     note_path = made_note_path(target)
     if Path(complete).exists():

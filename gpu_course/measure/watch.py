@@ -61,6 +61,7 @@ SAYS = PAGE.means("limit", Limit)
 SATURATED_BY = PAGE.means("saturated_by", str)   # who held a saturated CPU
 CANNOT_TELL, NO_LOADER = PAGE.text("cannot_tell"), PAGE.text("no_loader")
 DATA_WAIT = PAGE.means("data_wait", str)         # what the hook's data wait says
+LINES = PAGE.means("lines", str)                 # the report's lines, filled from its numbers
 
 
 @dataclass
@@ -227,32 +228,32 @@ def epochs_of(steps: pd.DataFrame) -> Iterator[tuple]:
 def lines(job: Job, command: list, notice: str | None) -> list:
     """The talk's view of a watched job: GPU, CPU, what those say, the hook's data wait."""
     run, gpu = job.run, job.gpu
-    out = [f"watch: `{' '.join(command)}` ran {job.seconds:.1f} s, exited with status {job.status}; "
-           f"record: {run.path}"]
+    out = [LINES["ran"].format(command=" ".join(command), seconds=job.seconds, status=job.status,
+                               path=run.path)]
     if job.seconds < 2 * run.meta["config"].get("monitor_interval", 0.5) and not len(run.epochs):
         out.append("  " + TOO_SHORT)
         return out
     if job.has_gpu:
         sm = gpu.get("sm_active_mean")
-        out.append(f"  GPU: busy {gpu['gpu_util_mean']:.0f}% of the time (utilisation"
-                   + (f"; SM activity {sm:.0f}%" if sm is not None else "") + "), spikiness "
-                   + (f"±{job.util_std:.0f} points" if math.isfinite(job.util_std) else "unknown")
-                   + f"; memory up to {(gpu.get('mem_used_max_mib') or 0) / 1024:.1f} GiB"
-                   + (f", {gpu['power_w_mean']:.0f} W" if gpu.get("power_w_mean") else ""))
+        out.append("  " + LINES["gpu"].format(
+            util=gpu["gpu_util_mean"], sm=f"; SM activity {sm:.0f}%" if sm is not None else "",
+            spikiness=f"±{job.util_std:.0f} points" if math.isfinite(job.util_std) else "unknown",
+            memory=(gpu.get("mem_used_max_mib") or 0) / 1024,
+            power=f", {gpu['power_w_mean']:.0f} W" if gpu.get("power_w_mean") else ""))
     else:
-        out.append(f"  GPU: none to sample ({notice or 'no GPU'}): " + NO_GPU)
+        out.append("  " + LINES["no_gpu"].format(notice=notice or "no GPU") + " " + NO_GPU)
     machine = gpu.get("cpu_percent_mean") or 0
-    out.append(f"  CPU: {job.processes} process(es) kept {job.cores:.2f} of {os.cpu_count()} cores busy "
-               f"(the busiest {job.busiest:.2f} of a core); the machine {machine:.0f}% busy")
-    out.append(f"  From utilisation alone: {job.view()}. " + CANNOT_TELL)
+    out.append("  " + LINES["cpu"].format(processes=job.processes, cores=job.cores,
+                                          all=os.cpu_count(), busiest=job.busiest, machine=machine))
+    out.append("  " + LINES["view"].format(view=job.view()) + " " + CANNOT_TELL)
     share, steps = metrics.data_wait_share(run), int(run.epochs.steps.sum())
     if not len(run.epochs):
         out.append("  " + NO_LOADER)
     elif math.isfinite(share):
         side = DATA_WAIT["input" if share >= INPUT_WAIT else "step"]
         spiky, engine = metrics.steadiness(run)["spikiness"], run.meta.get("engine")
-        out.append(f"  Inside the process: {steps} {engine} DataLoader steps, data wait {share:.0%} of steady "
-                   f"step time, p95/median step ×{spiky:.1f}: {side}. More: gpu-course diagnose {run.path}")
+        out.append("  " + LINES["inside"].format(steps=steps, engine=engine, share=share, spiky=spiky,
+                                                 side=side, path=run.path))
     else:
-        out.append(f"  Inside the process: {steps} DataLoader steps, too few to say.")
+        out.append("  " + LINES["too_few"].format(steps=steps))
     return out

@@ -11,7 +11,7 @@ from .base import Contradicted, NotYet, exercise
 from .judge import alike_but, finished_runs, reaching, speed_verdict, wait_words
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex02.md
-RUNS, UNSURE, WAITS = (PAGE.text(name) for name in ("runs", "unsure", "waits"))
+RUNS, UNSURE, SAYS = PAGE.text("runs"), PAGE.text("unsure"), PAGE.means("says", str)
 
 
 @exercise("02.1")
@@ -35,15 +35,13 @@ def _knee(runs, answer) -> str:
     waits = ", ".join(f"{n} worker(s) {wait_words(r)}" for n, r in sorted(zip(counts, runs), key=lambda p: p[0]))
     judged = {n: speed_verdict(best, r, "num_workers", "02") for n, r in zip(counts, runs) if r is not best}
     knee, reach = int(answer), reaching(rates, judged, best_n)
+    fields = dict(knee=knee, best=best_n, waits=waits, verdict=judged.get(knee), share=KNEE)
     if knee not in reach:
-        raise Contradicted(f"{knee} worker(s) against the best ({best_n}): {judged[knee]}, below "
-                           f"{KNEE:.0%} of it: samples/s still grows. Data wait by workers: {waits}.")
+        raise Contradicted(SAYS["below"].format(**fields))
     fewest = reach[0]
     if fewest < knee:   # the knee is where samples/s stops growing: the fewest that reach the best
         than = "the fastest" if fewest == best_n else f"{judged[fewest]} against {best_n}"
-        raise Contradicted(f"{knee} worker(s) reach the best, but so do {fewest} ({than}): the "
-                           f"knee is the fewest that reach it. Data wait by workers: {waits}.")
-    said = (f"knee at {knee} worker(s): " + ("the fastest of the sweep." if knee == best_n else
-            f"against the best ({best_n} workers), {judged[knee]}."))
+        raise Contradicted(SAYS["fewer"].format(**fields, fewest=fewest, than=than))
+    said = SAYS["fastest" if knee == best_n else "reached"].format(**fields)
     unsure = f" {UNSURE}" * any(v.kind == noise.Kind.UNLIKE for v in judged.values())
-    return f"{said}{unsure} Data wait by workers: {waits}. {WAITS}"
+    return SAYS["passed"].format(said=said, unsure=unsure, waits=waits)

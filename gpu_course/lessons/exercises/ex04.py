@@ -14,12 +14,7 @@ _TENSOR_CORES = LESSON.compares[-1].means[Outcome.EXPECTED][Where.GPU]
 WHY = {True: _TENSOR_CORES[:1].lower() + _TENSOR_CORES[1:] + " " + PAGE.text("gpu_pays"),
        False: PAGE.text("cpu_pays")}
 # a 16-bit request this CPU refused (MXNet without AVX-512): what the runs can and cannot say
-NOT_HERE = ("{names} asked for {want}, which is not on this CPU: it trained in float32. "
-            + PAGE.text("identical"))
-ELSEWHERE = ("{said} These runs trained on {where}. {why}: no 16-bit type runs in MXNet here. "
-             + PAGE.text("elsewhere"))
-MEASURED = ("{said}{ran_as} These runs trained on {where}: {why} Validation accuracy after the "
-            "same epochs, {ran} against float32: {accuracy}.")
+NOT_HERE, ELSEWHERE, MEASURED = (PAGE.text(n) for n in ("not_here", "elsewhere", "measured"))
 RUNS, ASK = PAGE.text("runs"), PAGE.text("ask_sixteen_bits")
 
 

@@ -10,6 +10,7 @@ from .judge import alike_but, finished_runs
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex06.md
 AT_CHANCE, RUNS = " " + PAGE.text("at_chance"), PAGE.text("runs")
+PASSED = PAGE.text("passed")
 
 
 @exercise("06.1")
@@ -45,6 +46,5 @@ def _race(runs, answer) -> str:
                      f"at {curves[answer][e - 1]:.1%}, more than 2 standard errors ({margin:.1%} on "
                      f"{images:,} images) below. Reached: {where}.")
     seconds = pd.to_numeric(by_name[answer].epochs["epoch_time_s"], errors="coerce").iloc[:mine].sum()
-    return (f"'{answer}' reached {target:.1%}, the constant rate's final val acc, at epoch {mine} "
-            f"({seconds:.1f} s); none earlier by 2 standard errors ({margin:.1%} on {images:,} "
-            f"images). Reached: {where}." + AT_CHANCE * noise.at_chance(constant))
+    return PASSED.format(answer=answer, target=target, epoch=mine, seconds=seconds, margin=margin,
+                         images=images, where=where) + AT_CHANCE * noise.at_chance(constant)

@@ -11,13 +11,10 @@ PAGE = Page.of(__name__)   # the fixed sentences: text/ex07.md
 SPLIT = ("batch_size", "kvstore", alike.Aspect.THREADS)   # what splitting a batch may change besides the devices
 # CPU devices that other programs' load held up cannot test a prediction of the split
 UNTESTED = (Note(lambda run: not metrics.on_gpu(run) and metrics.machine_load(run)["shared"],
-                 (True,), "other programs shared the cores while {names} ran. "
-                 + PAGE.text("shared_split") + " " + QUIET),)
+                 (True,), PAGE.text("shared") + " " + QUIET),)
 # what the devices were, and what a speed-up then means
-DEVICES = {True: PAGE.text("gpus"),
-           False: "These devices were CPU {unit} sharing the same {cores} cores{threads}: "
-                  + PAGE.text("cpus")}
-RUNS = PAGE.text("runs")
+DEVICES = {True: PAGE.text("gpus"), False: PAGE.text("cpus")}
+RUNS, PASSED = PAGE.text("runs"), PAGE.text("passed")
 UNITS = {"pytorch": "processes"}   # a Gluon device on a CPU is a context
 
 
@@ -39,8 +36,8 @@ def _split_batch(runs, answer) -> str:
     ratio = metrics.samples_per_sec(many) / metrics.samples_per_sec(one)
     unit = UNITS.get(metrics.engine(many), "contexts")
     threads = alike.value(many, alike.Aspect.THREADS)
-    return (f"{said} Scaling efficiency {ratio / (k2 / k1):.0%} (the speed-up ÷ {k2 / k1:g} times "
-            f"the devices): each of {k2} devices computed {b2} images a step where each of {k1} "
-            f"computed {b1}. " + DEVICES[metrics.on_gpu(many)].format(
-                unit=unit, cores=(many.meta.get("hardware") or {}).get("cpu_count") or "?",
-                threads=f" ({threads} compute thread(s) each)" * bool(threads and unit == "processes")))
+    on_devices = DEVICES[metrics.on_gpu(many)].format(
+        unit=unit, cores=(many.meta.get("hardware") or {}).get("cpu_count") or "?",
+        threads=f" ({threads} compute thread(s) each)" * bool(threads and unit == "processes"))
+    return PASSED.format(said=said, efficiency=ratio / (k2 / k1), times=k2 / k1, k1=k1, k2=k2,
+                         b1=b1, b2=b2, devices=on_devices)

@@ -21,6 +21,7 @@ WORTH = {None: PAGE.text("ladder_cannot_rule"), Outcome.CANNOT_JUDGE: PAGE.text(
          Outcome.EXPECTED: PAGE.text("worth_kept"),
          **dict.fromkeys((Outcome.NONE, Outcome.OPPOSITE), PAGE.text("worth_changed"))}
 ONE_RUNG, A_RUNG_IT_HAS, RUNS = (PAGE.text(n) for n in ("one_rung", "a_rung_it_has", "runs"))
+SAYS = PAGE.means("says", str)
 
 
 def rung_settings(engine: str, gpu: bool) -> dict:
@@ -56,13 +57,13 @@ def beside_ladder(top, rung: RungName, verdict: noise.Verdict) -> str:
     ladder = [metrics.representative(r) for r in recorded]
     names = [r.name for r in ladder]
     if rung not in names or names.index(rung) == 0:
-        return f"No ladder recorded beside these runs has a '{rung}' rung: see the ladder's table."
+        return SAYS["no_ladder"].format(rung=rung)
     i = names.index(rung)
     credited = noise.compare(ladder[i - 1], ladder[i], varies=RUNG_SETTINGS)
     undone = UNDONE.get(credited.kind)   # what taking it out does, where it is worth the same
     found = outcome(verdict, undone) if undone else None
-    return (f"In the ladder, '{rung}' against the rung under it, '{names[i - 1]}': {credited}; "
-            f"taken out of the top rung it leaves {verdict}. " + (WORTH.get((undone, found)) or WORTH[found]))
+    return (SAYS["ladder"].format(rung=rung, under=names[i - 1], credited=credited, verdict=verdict)
+            + " " + (WORTH.get((undone, found)) or WORTH[found]))
 
 
 @exercise("08.1")
@@ -80,5 +81,6 @@ def _one_rung_out(runs, answer) -> str:
     said = judge_prediction(answer, verdict, top, mine)
     rest = ", ".join(sorted(settings - set(diff)))
     part = f" (part of it: the rung also sets {rest})" if rest else ""
-    return (f"{said} You took out '{rung}'{part}: {alike.words(diff, top.name, mine.name)}. "
-            + beside_ladder(top, rung, verdict))
+    return (SAYS["took_out"].format(said=said, rung=rung, part=part,
+                                    changes=alike.words(diff, top.name, mine.name))
+            + " " + beside_ladder(top, rung, verdict))

@@ -11,7 +11,7 @@ LOOSE = "loose"   # JPEGs opened, decoded and resized per sample: the ladder's f
 # less waiting and no faster: what now sets the pace, on a GPU and on a CPU
 PACE = {True: ": " + PAGE.text("pace"),
         False: ": " + PAGE.text("pace") + ", and on a CPU it shares the cores with the loader"}
-RUNS = PAGE.text("runs")
+RUNS, SAYS = PAGE.text("runs"), PAGE.means("says", str)
 
 
 @exercise("09.1")
@@ -24,8 +24,9 @@ def _data_format(runs, answer) -> str:
         raise NotYet(f"'{loose.name}' read data_format={formats[0]!r}: the first run reads loose JPEGs.")
     measured, said = wait_prediction(
         answer, loose, other, "09", (f"reading {formats[0]}", f"reading {formats[1]}"),
-        f"What does one sample cost the loader reading {formats[1]}, against loose JPEGs?")
+        SAYS["why"].format(format=formats[1]))
     speed = noise.compare(loose, other, varies=("data_format",))
     paced = measured == "less" and speed.kind in (noise.Kind.WITHIN_NOISE, noise.Kind.SLOWER)
     pace = PACE[metrics.on_gpu(loose)] * paced
-    return f"{said} Samples/s, '{other.name}' against '{loose.name}': {speed}{pace}."
+    return SAYS["passed"].format(said=said, other=other.name, loose=loose.name, speed=speed,
+                                 pace=pace)

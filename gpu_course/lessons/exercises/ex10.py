@@ -5,19 +5,16 @@ import math
 
 from ...analyse import alike, diagnose, metrics, noise
 from ...show import findings
-from ...show.findings import Outcome, Page, Predict
+from ...show.findings import Page, Predict
 from .base import Contradicted, NotYet, exercise
 from .judge import NOT_SHOWN, expects, finished_runs, one_change, said, wait_words
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex10.md
-MOCKS = {"loader": "compute ceiling (mock='loader')", "trainer": "input ceiling (mock='trainer')"}
+MOCKS, SAYS = PAGE.means("mocks", str), PAGE.means("says", str)
 INPUT_BOUND, COMPUTE_BOUND, _ = diagnose.VERDICTS
 HELD_BY = {"trainer": INPUT_BOUND, "loader": COMPUTE_BOUND}   # a run at that ceiling
-DIAGNOSE = Predict("verdict", dict.fromkeys(diagnose.VERDICTS), "what diagnose will call '{b}'", {
-    Outcome.EXPECTED: "as you predicted, {calls}: {numbers}.",
-    Outcome.NONE: "you predicted {answer}; {calls}, but noise cannot rule {answer} out: {numbers}. "
-                  + NOT_SHOWN,
-    Outcome.OPPOSITE: "you predicted {answer}, but {calls}: {numbers}. " + PAGE.text("explain")})
+DIAGNOSE = Predict("verdict", dict.fromkeys(diagnose.VERDICTS), PAGE.text("ask"),
+                   PAGE.means("verdict"))
 RUNS, TRAIN_CEILING, MORE_STEPS, NO_GPU = (
     PAGE.text(n) for n in ("runs", "train_ceiling", "more_steps", "no_gpu"))
 
@@ -58,7 +55,7 @@ def _bottleneck(runs, answer) -> str:
         raise NotYet(f"{len(jobs)} run(s) without a mock among {len(runs)}: the exercise needs "
                      "two, the job as it is and your change of it, then your job's ceilings.")
     base, mine = jobs
-    changed = one_change(base, mine, "'{b}' runs the same job as '{a}': nothing was changed.")
+    changed = one_change(base, mine, SAYS["same"])
     compute, feed = diagnose.find_ceilings(mine, runs)
     if missing := [MOCKS[m] for m, c in (("loader", compute), ("trainer", feed)) if c is None]:
         raise NotYet(f"'{mine.name}' has no {' and no '.join(missing)} among the runs: {TRAIN_CEILING}")
@@ -75,14 +72,12 @@ def _bottleneck(runs, answer) -> str:
                            + (quiet if shared else "") + MORE_STEPS)
     verdict, ceiling, against = held or (d.verdict, None, None)
     rung = diagnose.next_rung(verdict, dict(mine.config), n)[0] if held else d.next_rung
-    numbers = (f"data wait {wait_words(mine)} of each step (input-bound from "
-               f"{diagnose.INPUT_WAIT:.0%}); {n['samples_per_sec']:,.0f} samples/s, input ceiling "
-               f"{n['input_ceiling']:,.0f}, compute ceiling {n['compute_ceiling']:,.0f}")
-    calls = (f"'{mine.name}' ran above its {MOCKS[_mock(ceiling)]} within noise ({against}): "
-             f"it is held at that ceiling, {verdict}" if held else
-             f"diagnose calls '{mine.name}' {verdict}")
+    numbers = SAYS["numbers"].format(wait=wait_words(mine), input_wait=diagnose.INPUT_WAIT, n=n)
+    calls = (SAYS["held"].format(name=mine.name, ceiling=MOCKS[_mock(ceiling)], against=against,
+                                 verdict=verdict) if held else
+             SAYS["calls"].format(name=mine.name, verdict=verdict))
     found = findings.called(answer, verdict, also_supported(n, verdict, mine, compute, feed))
-    text = said(DIAGNOSE, found, answer=answer, calls=calls, numbers=numbers)
-    return (f"{text} Your change, {alike.words(changed, base.name, mine.name)}, took the data wait "
-            f"from {wait_words(base)} to {wait_words(mine)}; next rung: {rung}"
-            + (f" ({NO_GPU})" if not metrics.on_gpu(mine) else "") + ".")
+    text = said(DIAGNOSE, found, answer=answer, calls=calls, numbers=numbers, not_shown=NOT_SHOWN)
+    return text + " " + SAYS["change"].format(
+        change=alike.words(changed, base.name, mine.name), before=wait_words(base),
+        after=wait_words(mine), rung=rung, no_gpu="" if metrics.on_gpu(mine) else f" ({NO_GPU})")

@@ -16,24 +16,18 @@ PAGE = Page.of(__name__)   # the fixed sentences: text/ex11.md
 SAME_BENCH = {"onednn": lambda b: b.get("onednn"), "batch": lambda b: b.get("batch"),
               "cpus": lambda b: b.get("cpus"),
               "framework": lambda b: (b.get("build") or {}).get("framework")}
-PASSES = Predict("prediction", SPEED.answers, "what you expect of '{b}' against '{a}' in images/s", {
-    Outcome.EXPECTED: "as you predicted ({answer}): {pair} is {verdict}.",
-    Outcome.NONE: "you predicted {answer}; {pair} is {verdict}. " + PAGE.text("not_shown"),
-    Outcome.CANNOT_JUDGE: "your prediction, {answer}, is untested: {pair} is {verdict}, but "
-                          "{crowded}: " + PAGE.text("crowded") + " " + QUIET,
-    Outcome.OPPOSITE: "you predicted {answer}, but {pair} is {verdict}. " + PAGE.text("opposite")})
+PASSES = Predict("prediction", SPEED.answers, PAGE.text("ask"), PAGE.means("passes"))
 # what the thread count did: by (more threads than cores, verdict's kind, crowded), most specific first
 MORE, FEWER = (BENCH.compares[n].means for n in (2, 1))
+SAYS = PAGE.means("why", str)
 WHY = {
-    (True, noise.Kind.SLOWER): "{threads} threads take turns on {cores} cores, and an OpenMP "
-        "region ends only when its slowest thread does. " + MORE[Outcome.EXPECTED],
+    (True, noise.Kind.SLOWER): SAYS["more_slower"] + " " + MORE[Outcome.EXPECTED],
     (True, noise.Kind.FASTER, True): MORE[Outcome.OPPOSITE],
-    True: "{threads} threads on {cores} cores cost nothing beyond the passes' spread here. "
-          + PAGE.text("pinned"),
-    (False, noise.Kind.SLOWER): "{threads} thread(s) leave {idle} of the {cores} cores idle.",
+    True: SAYS["more_even"],
+    (False, noise.Kind.SLOWER): SAYS["fewer_slower"],
     (False, noise.Kind.FASTER): FEWER[Outcome.OPPOSITE],
-    False: "{threads} thread(s) did as well as {cores} within the passes' spread: "
-           + PAGE.text("few_cores")}
+    False: SAYS["fewer_even"]}
+CROWDED = PAGE.means("crowded", str)   # who else used the machine during a benchmark
 
 
 @exercise("11.1")
@@ -55,7 +49,7 @@ def _threads(records, answer) -> str:
     crowded = _crowded(base, mine)
     text = said(PASSES, findings.predicted(expect, v, math.inf if crowded else 1.0),
                 answer=answer, pair=f"'{label(mine)}' against '{label(base)}'", verdict=v,
-                crowded=crowded)
+                crowded=crowded, quiet=QUIET)
     cores, threads = base["threads"], mine["threads"]
     more = threads > cores   # than the usable cores
     why = WHY.get((more, v.kind, bool(crowded))) or WHY.get((more, v.kind)) or WHY[more]
@@ -78,10 +72,9 @@ def _crowded(*benches) -> str:
     """How other programs used the machine during the benchmarks, where they kept at least
     SHARED of a core busy (else the load average before one); "" on a quiet machine."""
     cores = benches[0]["threads"]
-    said = [f"other programs kept {b['other_cores']:.1f} cores busy while '{label(b)}' ran"
+    said = [CROWDED["others"].format(cores=b["other_cores"], name=label(b))
             if b.get("other_cores") is not None else
-            f"the machine was busy (load average {b['load_average']:.1f}, {cores} cores) "
-            f"before '{label(b)}'"
+            CROWDED["busy"].format(load=b["load_average"], cores=cores, name=label(b))
             for b in benches if (b.get("other_cores") or 0) >= metrics.SHARED
             or b.get("other_cores") is None and b.get("load_average", 0) >= max(BUSY_LOAD, cores)]
     return said[0] if said else ""

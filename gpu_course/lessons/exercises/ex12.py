@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...analyse import alike, diagnose, metrics
 from ...show import findings
-from ...show.findings import Outcome, Page, Predict
+from ...show.findings import Page, Predict
 from ..l12_profilers import CEILINGS, NOT_INPUT_BOUND
 from .base import exercise
 from .judge import enough_waits, expects, finished_runs, one_change, said, wait_words
@@ -11,14 +11,8 @@ from .judge import enough_waits, expects, finished_runs, one_change, said, wait_
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex12.md
 INPUT_BOUND = CEILINGS["trainer"][1]
 VERDICTS = (INPUT_BOUND, NOT_INPUT_BOUND)
-TIMERS = Predict("verdict", dict.fromkeys(VERDICTS), "what the step timers will say of '{b}'", {
-    Outcome.EXPECTED: "as you predicted, {ANSWER}: {shares}.",
-    Outcome.NONE: "you predicted {answer}; the blocks of steps lie on both sides of the line: "
-                  "{shares}. " + PAGE.text("not_shown"),
-    Outcome.OPPOSITE: "you predicted {answer}; the step timers say {CALL}, every block: {shares}. "
-                      + PAGE.text("opposite")})
-MOVED = {True: " The change ({what}) left the verdict {mine}.",
-         False: " The change ({what}) moved the verdict from {theirs} to {mine}."}
+TIMERS = Predict("verdict", dict.fromkeys(VERDICTS), PAGE.text("ask"), PAGE.means("timers"))
+SAYS = PAGE.means("says", str)
 PROFILER = PAGE.means("profiler", str)
 RUNS = PAGE.text("runs")
 
@@ -27,17 +21,18 @@ RUNS = PAGE.text("runs")
 def _verdict(runs, answer) -> str:
     """Change one setting of the profiled run; predict the step timers' verdict on it."""
     before, after = finished_runs(runs, 2, RUNS)[:2]
-    changed = one_change(before, after, "'{b}' ran as '{a}' did: nothing was changed, or it cannot run here.")
+    changed = one_change(before, after, SAYS["same"])
     theirs, mine = enough_waits(before, after, "12", "train_size")
     expects(TIMERS, answer, b=after.name)
     bar = diagnose.INPUT_WAIT
     call, was = _ruled(mine, bar), _ruled(theirs, bar)
-    shares = (f"'{after.name}' waited for data {wait_words(after)} (blocks {min(mine):.0%}–"
-              f"{max(mine):.0%}), '{before.name}' {wait_words(before)}; input-bound from {bar:.0%}")
+    shares = SAYS["shares"].format(after=after.name, after_wait=wait_words(after), low=min(mine),
+                                   high=max(mine), before=before.name,
+                                   before_wait=wait_words(before), bar=bar)
     text = said(TIMERS, findings.called(answer, call), answer=answer, ANSWER=answer.upper(),
                 CALL=str(call).upper(), shares=shares)
-    moved = MOVED[was == call].format(what=alike.words(changed, before.name, after.name),
-                                      theirs=was, mine=call) if None not in (was, call) else ""
+    moved = "" if None in (was, call) else " " + SAYS["left" if was == call else "moved"].format(
+        what=alike.words(changed, before.name, after.name), theirs=was, mine=call)
     return f"{text}{moved} " + PROFILER.get(metrics.engine(after), PROFILER["gluon"])
 
 

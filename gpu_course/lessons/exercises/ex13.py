@@ -12,16 +12,14 @@ from .judge import alike_but, finished_runs, judge_prediction
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex13.md
 # why reading a device value every step cost what it did: by (verdict's kind, on a GPU)
 WAITS = PAGE.means("waits", str)   # what the host waits for: the device, or MXNet's engine
-TURNS = ("Each check stops the host until {waits} while the host fetches the next batch and "
-         "issues its work: the two take turns instead of overlapping.")
+TURNS = PAGE.text("turns")
 COST = {
     (noise.Kind.SLOWER, True): TURNS, (noise.Kind.SLOWER, False): TURNS,
     (noise.Kind.WITHIN_NOISE, True): PAGE.text("within_noise_gpu"),
     **dict.fromkeys([(noise.Kind.WITHIN_NOISE, False), (noise.Kind.FASTER, False),
                      (noise.Kind.FASTER, True)], "no cost here. {cpu}")}
 CPU = PAGE.means("cpu", str)
-SYNC = ("{said} The guard's `if` needs the loss's value on the host: a sync, as .item() is, "
-        "hidden in a condition{debug}. " + PAGE.text("cheaper"))
+SYNC = PAGE.text("sync")
 DEBUG = PAGE.means("debug", str)
 RUNS = PAGE.text("runs")
 

@@ -10,7 +10,7 @@ from .base import MARK, NotYet, exercise
 from .judge import finished_runs, only_change
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex14.md
-RUNS, AS_SHIPPED, WHAT_GROWS = (PAGE.text(n) for n in ("runs", "as_shipped", "what_grows"))
+RUNS, AS_SHIPPED, FIRST, PASSED = (PAGE.text(n) for n in ("runs", "as_shipped", "first", "passed"))
 TOLERANCE = 0.1   # a prediction this close to the measured peak (or its spread) passes
 
 
@@ -31,12 +31,9 @@ def _predict_peak(runs, answer) -> str:
                      f"'{mine.name}' in MiB (a finite number above 0).")
     peak, spread = b.peak_mib, (max(b.peak) - min(b.peak)) / 2**20
     off = answer / peak - 1
-    first_words = (f"'{first.name}' held {a.held_mib:.3g} MiB between steps and kept "
-                   f"{a.activations_mib:.3g} MiB of activations, {a.per_image_mib:.3g} MiB an image")
+    first_words = FIRST.format(name=first.name, a=a)
     if not abs(answer - peak) <= max(TOLERANCE * peak, spread) or math.isnan(peak):
         raise NotYet(f"you predicted {answer:.3g} MiB; '{mine.name}' peaked at {peak:.3g} MiB "
                      f"({off:+.0%}), more than {TOLERANCE:.0%} off. {first_words}: which grows?")
-    return (f"as you predicted: '{mine.name}' peaked at {peak:.3g} MiB, your {answer:.3g} MiB "
-            f"is {off:+.1%} off (within {TOLERANCE:.0%}). {first_words}; at batch {b.batch}, "
-            f"{b.activations_mib:.3g} MiB of activations, {b.per_image_mib:.3g} MiB an image. "
-            + WHAT_GROWS)
+    return PASSED.format(name=mine.name, peak=peak, answer=answer, off=off, tolerance=TOLERANCE,
+                         first=first_words, b=b)

@@ -11,11 +11,7 @@ from .judge import reaching
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex15.md
 # what else a knee that passed says, where it holds ({knee}, {best}, {fewest}, {first}, ...)
-AFTER = (
-    ("lower", " Batch {fewest} comes as close to the best: the knee may lie lower."),
-    ("flat", " Images/s never grew with the batch: batch {best} served the most. "
-     + PAGE.text("flat")),
-    ("waits", " A request waits {wait:,.2f} ms at batch {knee}, {first_wait:,.2f} ms at {first}."))
+AFTER, KNEE_SAYS = PAGE.means("after", str), PAGE.means("knee", str)
 GUESS, MORE_IMAGES = PAGE.text("guess"), PAGE.text("more_images")
 
 
@@ -37,17 +33,15 @@ def _knee(records, answer) -> str:
                                        rate[best], rate[b])
               for b, r in by_batch.items() if b != best}
     knee, reach, first = int(answer), reaching(rate, judged, best), min(by_batch)
+    fields = dict(knee=knee, best=best, rate=rate[knee], best_rate=rate[best], share=KNEE,
+                  verdict=judged.get(knee))
     if knee not in reach:
-        below = f"below {KNEE:.0%} of batch {best}'s {rate[best]:,.1f}: {judged[knee]}"
-        raise Contradicted(f"batch {knee} served {rate[knee]:,.1f} images/s, {below}. Images/s "
-                           "still grows past it.")
-    said = f"knee at batch {knee}: " + (
-        f"the most images/s of the sweep ({rate[knee]:,.1f})." if knee == best else
-        f"{rate[knee]:,.1f} images/s against batch {best}'s {rate[best]:,.1f}, {judged[knee]}.")
+        raise Contradicted(KNEE_SAYS["below"].format(**fields))
+    said = KNEE_SAYS["best" if knee == best else "reached"].format(**fields)
     holds = {"lower": reach[0] < knee, "flat": best == first, "waits": knee != first}
-    return said + "".join(text.format(knee=knee, best=best, fewest=reach[0], first=first,
-                                      wait=p50[knee], first_wait=p50[first])
-                          for name, text in AFTER if holds[name])
+    return said + "".join(" " + text.format(knee=knee, best=best, fewest=reach[0], first=first,
+                                            wait=p50[knee], first_wait=p50[first])
+                          for name, text in AFTER.items() if holds[name])
 
 
 def _sweep(records) -> list[dict]:

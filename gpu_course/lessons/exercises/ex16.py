@@ -9,7 +9,7 @@ from .base import MARK, Contradicted, NotYet, exercise
 from .judge import finished_runs
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/ex16.md
-RUNS, SAME_JOB = PAGE.text("runs"), PAGE.text("same_job")
+RUNS, SAYS = PAGE.text("runs"), PAGE.means("says", str)
 
 
 @exercise("16.1", shipped_first=True)
@@ -29,7 +29,7 @@ def _steady(runs, answer) -> str:
         refuse = Contradicted if all(m.measured for m in missing) else NotYet
         raise refuse(f"{len(missing)} of {len(marks)} criteria not met, against '{given.name}' "
                      f"as given ({given.path.name}). {_words(missing)}")
-    return (f"steady, against '{given.name}' as given ({given.path.name}). {_words(marks)}"
+    return (SAYS["steady"].format(given=given.name, file=given.path.name, marks=_words(marks))
             + grading.load_caveat(given, mine))
 
 
@@ -41,9 +41,9 @@ def _no_given(mine) -> str:
     """Why no run of the job as given is found beside `mine`: none, or another job (named)."""
     given = [r for r in load_runs(mine.path.parent) if capstone.is_given(r) and r.path != mine.path]
     settings = ", ".join(f"{k}={v}" for k, v in capstone.GIVEN.items())
-    head = f"no finished run of the job as given ({settings}) is recorded in {mine.path.parent}"
+    head = SAYS["no_given"].format(settings=settings, folder=mine.path.parent)
     if given:
         other = given[-1]
         differ = alike.words(capstone.job_differences(other, mine), other.name, mine.name)
-        return f"{head}; '{other.name}' ran as given but is another job: {differ}. " + SAME_JOB
-    return f"{head}. Run the exercise cell as shipped once, then with your changes."
+        return SAYS["another"].format(head=head, other=other.name, differ=differ)
+    return SAYS["none"].format(head=head)

@@ -10,35 +10,20 @@ from ...show.findings import DRIFT, Expect, Outcome, Page, Predict
 from .base import MARK, Contradicted, NotYet
 
 PAGE = Page.of(__name__)   # the fixed sentences: text/judge.md
+ASK = PAGE.means("ask", str)
 # a prediction of what a change does to samples/s
 SPEED = Predict("prediction", {"faster": Expect.FASTER, "slower": Expect.SLOWER,
-                               "same": Expect.SAME}, "what you expect of '{b}' against '{a}'", {
-    Outcome.EXPECTED: "as you predicted ({answer}): '{b}' against '{a}' is {verdict}.",
-    Outcome.NONE: "you predicted {answer}; '{b}' against '{a}' is {verdict}. "
-                  + PAGE.text("speed_not_shown"),
-    Outcome.CANNOT_JUDGE: "your prediction, {answer}, is untested: {why}",
-    Outcome.OPPOSITE: "you predicted {answer}, but '{b}' against '{a}' is {verdict}. "
-                      + PAGE.text("speed_opposite")})
+                               "same": Expect.SAME}, ASK["speed"], PAGE.means("speed"))
 # why a speed's prediction is untested: the runs' own note, or the machine's load
 QUIET = PAGE.text("quiet")
-UNTESTED = {
-    "note": "{untested} '{b}' against '{a}' measured {verdict}.",
-    noise.Kind.UNLIKE: "{verdict}. " + QUIET,
-    "drift": "'{b}' against '{a}' is {verdict}, but other programs shared the machine while "
-             f"{{shared}} ran: their load moves speeds by up to ×{DRIFT:g} between runs. " + QUIET}
+UNTESTED = PAGE.means("untested", str)
 # a prediction of the share of each step spent waiting for data, and what it says
 NOT_SHOWN = PAGE.text("not_shown")
 WAIT_WORDS = PAGE.means("wait_words", str)
 WAIT = Predict("prediction", {"more": Expect.MORE, "less": Expect.LESS, "same": Expect.SAME},
-               "what you expect of the data wait's share of each step in '{b}' against '{a}'", {
-    Outcome.EXPECTED: "as you predicted, {words}: {shares}.",
-    Outcome.NONE: "you predicted {words}; cannot tell it from the same share: {shares}. "
-                  + NOT_SHOWN,
-    Outcome.OPPOSITE: "you predicted {words}; beyond noise the runs say {measured}: {shares}. {why}"
-})
+               ASK["wait"], PAGE.means("wait"))
 SHARE = {noise.Kind.FASTER: "more", noise.Kind.SLOWER: "less", noise.Kind.WITHIN_NOISE: "same"}
-STATUS = {"oom": "'{name}' ran out of device memory: choose a smaller batch."}
-UNFINISHED = "'{name}' did not finish (status {status}): fix the error above, then rerun."
+STATUS, UNFINISHED = PAGE.means("status", str), PAGE.text("unfinished")
 
 
 def finished_runs(runs, least: int, what: str) -> list:
@@ -119,7 +104,7 @@ def judge_prediction(answer, verdict: noise.Verdict, a, b, untested=()) -> str:
     fields = dict(answer=answer, a=a.name, b=b.name, verdict=verdict, untested=note,
                   shared=" and ".join(shared))
     why = UNTESTED["note" if note else verdict.kind if verdict.kind in UNTESTED else "drift"]
-    return said(SPEED, found, why=why.format(**fields), **fields)
+    return said(SPEED, found, why=why.format(**fields, quiet=QUIET, drift=DRIFT), **fields)
 
 
 def wait_words(run) -> str:
@@ -148,7 +133,8 @@ def wait_prediction(answer, before, after, lesson: str, labels: tuple[str, str],
               f"{wait_words(after)} {labels[1]} (blocks {spans[1]})")
     measured = SHARE[verdict.kind]
     return measured, said(WAIT, findings.predicted(expect, verdict), words=WAIT_WORDS[answer],
-                          measured=WAIT_WORDS[measured], shares=shares, why=why)
+                          measured=WAIT_WORDS[measured], shares=shares, why=why,
+                          not_shown=NOT_SHOWN)
 
 
 def reaching(rates: dict, judged: dict, best) -> list:
